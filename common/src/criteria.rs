@@ -1,0 +1,293 @@
+//! Criteria: `test: NAME` (fails before, passes after) and `guard: NAME` (passes on both),
+//! optionally prefixed with an id (`C3: test: NAME`). Parsing refuses qualified selectors
+//! before anything runs, and falls back to the criterion id when no name is readable.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CriterionKind {
+    /// Must fail on the base tree and pass on the candidate tree.
+    Test,
+    /// Must pass on both trees.
+    Guard,
+}
+
+impl fmt::Display for CriterionKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Test => "test",
+            Self::Guard => "guard",
+        })
+    }
+}
+
+/// What a criterion's test is called.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TestSelector {
+    /// An exact bare name (`test_health`, `TestCacheExpiry/expired`).
+    Exact(String),
+    /// No readable name: the criterion id names tests starting with this prefix
+    /// (`C1` → `test_c1_`; Go's `TestC1` matches too).
+    IdPrefix(String),
+}
+
+impl TestSelector {
+    /// The text shown to users and used to select tests by name.
+    pub fn display(&self) -> &str {
+        match self {
+            Self::Exact(name) | Self::IdPrefix(name) => name,
+        }
+    }
+
+    /// Does a bare test function name belong to this selector?
+    pub fn matches(&self, function_name: &str) -> bool {
+        match self {
+            Self::Exact(name) => function_name == name,
+            Self::IdPrefix(prefix) => {
+                function_name.starts_with(prefix.as_str())
+                    || go_id_prefix(prefix).is_some_and(|go| function_name.starts_with(&go))
+            }
+        }
+    }
+}
+
+/// `test_c1_` → `TestC1`, so an id-named Go test (`TestC1Adds`) matches too.
+fn go_id_prefix(python_prefix: &str) -> Option<String> {
+    let id = python_prefix.strip_prefix("test_")?.strip_suffix('_')?;
+    Some(format!("Test{}", id.to_ascii_uppercase()))
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Criterion {
+    pub id: String,
+    pub kind: CriterionKind,
+    pub test: TestSelector,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum CriterionError {
+    #[error(
+        "criterion {text:?} does not start with `test:` or `guard:` (hint: write \"test: test_name\" or \"C1: guard: test_name\")"
+    )]
+    MissingKind { text: String },
+    #[error(
+        "criterion {text:?} names the qualified selector {selector:?}; a proof declares a bare test name (hint: write `{kind}: {bare}`)"
+    )]
+    Qualified {
+        text: String,
+        selector: String,
+        kind: CriterionKind,
+        bare: String,
+    },
+    #[error("criterion id {id:?} in {text:?} is not a short identifier such as C1")]
+    BadId { id: String, text: String },
+    #[error("criterion id {id} is used twice")]
+    DuplicateId { id: String },
+}
+
+/// Parses criteria in order; ids are taken from the text or numbered `C1`, `C2`, … by position.
+pub fn parse_criteria(texts: &[String]) -> Result<Vec<Criterion>, CriterionError> {
+    let mut criteria: Vec<Criterion> = Vec::with_capacity(texts.len());
+    for (position, text) in texts.iter().enumerate() {
+        let criterion = parse_criterion(text, position + 1)?;
+        if criteria.iter().any(|c| c.id == criterion.id) {
+            return Err(CriterionError::DuplicateId { id: criterion.id });
+        }
+        criteria.push(criterion);
+    }
+    Ok(criteria)
+}
+
+/// Parses one criterion; `position` (1-based) supplies the default id.
+pub fn parse_criterion(text: &str, position: usize) -> Result<Criterion, CriterionError> {
+    let trimmed = text.trim();
+    let (id, rest) = split_id(trimmed, text)?;
+    let id = id.unwrap_or_else(|| format!("C{position}"));
+    let (kind, body) = if let Some(body) = strip_prefix_ci(rest, "test:") {
+        (CriterionKind::Test, body)
+    } else if let Some(body) = strip_prefix_ci(rest, "guard:") {
+        (CriterionKind::Guard, body)
+    } else {
+        return Err(CriterionError::MissingKind {
+            text: text.to_owned(),
+        });
+    };
+    let (token, explanation) = first_token(body);
+    if is_qualified(&token) {
+        let bare = token
+            .rsplit(['.', ':'])
+            .next()
+            .unwrap_or(token.as_str())
+            .to_owned();
+        return Err(CriterionError::Qualified {
+            text: text.to_owned(),
+            selector: token,
+            kind,
+            bare,
+        });
+    }
+    // Prose ("test: the partial page is counted") names no test: fall back to the id.
+    let explained = explanation.is_empty() || explanation.starts_with(['—', '-', '(', ':']);
+    let test = if is_bare_name(&token) && explained {
+        TestSelector::Exact(token)
+    } else {
+        TestSelector::IdPrefix(format!("test_{}_", id.to_ascii_lowercase()))
+    };
+    Ok(Criterion { id, kind, test })
+}
+
+/// `C3: test: x` → (`Some("C3")`, `test: x`); `test: x` → (`None`, `test: x`).
+fn split_id<'a>(trimmed: &'a str, text: &str) -> Result<(Option<String>, &'a str), CriterionError> {
+    let Some((head, rest)) = trimmed.split_once(':') else {
+        return Ok((None, trimmed));
+    };
+    let head = head.trim();
+    if head.eq_ignore_ascii_case("test") || head.eq_ignore_ascii_case("guard") {
+        return Ok((None, trimmed));
+    }
+    let valid = !head.is_empty()
+        && head.len() <= 16
+        && head
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if !valid {
+        return Err(CriterionError::BadId {
+            id: head.to_owned(),
+            text: text.to_owned(),
+        });
+    }
+    Ok((Some(head.to_owned()), rest.trim_start()))
+}
+
+fn strip_prefix_ci<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
+    let head = text.get(..prefix.len())?;
+    head.eq_ignore_ascii_case(prefix)
+        .then(|| text[prefix.len()..].trim())
+}
+
+/// The declared identifier (the first word, without paired backticks) and what follows it.
+fn first_token(body: &str) -> (String, &str) {
+    let body = body.trim();
+    if let Some((quoted, rest)) = body
+        .strip_prefix('`')
+        .and_then(|inner| inner.split_once('`'))
+    {
+        return (quoted.trim().to_owned(), rest.trim());
+    }
+    let end = body
+        .find(|c: char| c.is_whitespace() || c == '(' || c == '—')
+        .unwrap_or(body.len());
+    (body[..end].to_owned(), body[end..].trim())
+}
+
+fn is_bare_name(token: &str) -> bool {
+    let mut chars = token.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && token
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '/')
+        && !token.ends_with('/')
+}
+
+/// `tests.test_health.HealthTests.test_health`, `tests/x.py::test_y`: a module, file, class or
+/// method path rather than a bare name. A Go subtest path (`TestA/b`) is not qualified.
+fn is_qualified(token: &str) -> bool {
+    if token.contains("::") || token.contains(".py") {
+        return true;
+    }
+    let parts: Vec<&str> = token.split('.').collect();
+    parts.len() > 1 && parts.iter().all(|p| is_bare_name(p))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one(text: &str) -> Result<Criterion, CriterionError> {
+        parse_criterion(text, 1)
+    }
+
+    #[test]
+    fn bare_names_parse_with_positional_ids() {
+        let parsed = parse_criteria(&[
+            "test: test_partial_page".into(),
+            "guard: test_full_pages — existing behaviour".into(),
+        ])
+        .unwrap();
+        assert_eq!(parsed[0].id, "C1");
+        assert_eq!(parsed[0].kind, CriterionKind::Test);
+        assert_eq!(
+            parsed[0].test,
+            TestSelector::Exact("test_partial_page".into())
+        );
+        assert_eq!(parsed[1].id, "C2");
+        assert_eq!(
+            parsed[1].test,
+            TestSelector::Exact("test_full_pages".into())
+        );
+    }
+
+    #[test]
+    fn explicit_ids_and_explanations_are_kept_apart() {
+        let c = one("C3: guard: test_health (must keep answering)").unwrap();
+        assert_eq!(c.id, "C3");
+        assert_eq!(c.kind, CriterionKind::Guard);
+        assert_eq!(c.test, TestSelector::Exact("test_health".into()));
+    }
+
+    #[test]
+    fn go_subtest_paths_are_bare_names() {
+        let c = one("test: TestCacheExpiry/expired").unwrap();
+        assert_eq!(
+            c.test,
+            TestSelector::Exact("TestCacheExpiry/expired".into())
+        );
+    }
+
+    #[test]
+    fn qualified_selectors_are_refused_with_the_bare_name_as_hint() {
+        for text in [
+            "test: tests.test_health.HealthTests.test_health",
+            "test: tests/test_x.py::test_y",
+            "guard: `tests.test_health.test_health`",
+        ] {
+            let err = one(text).unwrap_err();
+            assert!(
+                matches!(err, CriterionError::Qualified { .. }),
+                "{text}: {err}"
+            );
+        }
+        let err = one("test: tests/test_x.py::test_y").unwrap_err();
+        assert!(err.to_string().contains("`test: test_y`"), "{err}");
+    }
+
+    #[test]
+    fn prose_falls_back_to_the_criterion_id() {
+        let c = one("C1: test: the partial page is counted").unwrap();
+        assert_eq!(c.test, TestSelector::IdPrefix("test_c1_".into()));
+        let c = one("C4: test: <name of the test>").unwrap();
+        assert_eq!(c.test, TestSelector::IdPrefix("test_c4_".into()));
+        assert!(c.test.matches("test_c4_adds_two"));
+        assert!(c.test.matches("TestC4Adds"));
+        assert!(!c.test.matches("test_c40_other"));
+    }
+
+    #[test]
+    fn missing_kind_and_duplicate_ids_are_errors() {
+        assert!(matches!(
+            one("test_x"),
+            Err(CriterionError::MissingKind { .. })
+        ));
+        assert!(matches!(
+            parse_criteria(&["C1: test: a".into(), "C1: guard: b".into()]),
+            Err(CriterionError::DuplicateId { .. })
+        ));
+        assert!(matches!(
+            one("a b c: test: x"),
+            Err(CriterionError::BadId { .. })
+        ));
+    }
+}

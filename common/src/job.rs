@@ -1,0 +1,146 @@
+//! Jobs and their results: what the coordinator publishes and what a worker reports back.
+
+use crate::ids::{JobId, ProofId, TreeId, WorkerId};
+use crate::outcome::ReportOutcome;
+use crate::runner::ReportFormat;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Which tree a job runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Side {
+    Base,
+    Candidate,
+}
+
+impl fmt::Display for Side {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Base => "base",
+            Self::Candidate => "candidate",
+        })
+    }
+}
+
+/// What a job is for; plan order follows the declaration order of the variants.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobKind {
+    /// The changed test files (the proving tests) on one side.
+    Targeted,
+    /// The whole suite on one side.
+    Suite,
+    /// A repeat of the proving tests, selected by name.
+    Stability,
+    /// The proving tests against one mutant of the candidate (report only).
+    Mutant,
+}
+
+impl JobKind {
+    /// The job's name in plans and progress: `base`, `candidate-suite`, `stability`, …
+    pub fn label(self, side: Side) -> String {
+        match self {
+            Self::Targeted => side.to_string(),
+            Self::Suite => format!("{side}-suite"),
+            Self::Stability => "stability".into(),
+            Self::Mutant => "mutant".into(),
+        }
+    }
+}
+
+/// A replacement of one byte range of one file, applied to the tree after it is materialized.
+/// A mutant travels as this, never as a whole tree.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ByteEdit {
+    pub path: String,
+    pub start: usize,
+    pub end: usize,
+    pub replacement: String,
+}
+
+/// One unit of work, self-contained: a worker needs nothing else to run it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobSpec {
+    pub proof_id: ProofId,
+    pub job_id: JobId,
+    /// Position in the plan; results are reassembled in this order.
+    pub index: u32,
+    pub kind: JobKind,
+    pub side: Side,
+    pub tree: TreeId,
+    /// argv; `{report}` and `{adapter}` are replaced by the worker with the job's report path
+    /// and the path of the runner adapter it ships.
+    pub command: Vec<String>,
+    pub report: ReportFormat,
+    /// Tests the job selects by name (empty: whatever the command selects).
+    pub selected_tests: Vec<String>,
+    pub timeout_secs: u64,
+    /// Extra environment on top of the sandbox's clean one.
+    pub env: Vec<(String, String)>,
+    pub edit: Option<ByteEdit>,
+}
+
+/// A stored artifact: where it is and what it hashes to.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArtifactRef {
+    pub name: String,
+    pub key: String,
+    pub sha256: String,
+    pub bytes: u64,
+}
+
+/// How a job ended, in one of two lanes: the guest's (the command ran) or the infrastructure's.
+// No serde tagging attributes on wire types: bincode cannot read internally tagged enums.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobStatus {
+    /// The command ran to its end; its exit code is the guest's business.
+    Completed { exit_code: i32 },
+    /// The command was killed at its timeout.
+    TimedOut,
+    /// The job could not be run (tree unavailable, sandbox failure, delivery cap reached).
+    Infrastructure { message: String, retryable: bool },
+    /// The proof was cancelled before this job finished.
+    Cancelled,
+}
+
+impl JobStatus {
+    pub fn label(&self) -> &'static str {
+        match self {
+            Self::Completed { .. } => "completed",
+            Self::TimedOut => "timed_out",
+            Self::Infrastructure { .. } => "infrastructure",
+            Self::Cancelled => "cancelled",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobResult {
+    pub job_id: JobId,
+    pub index: u32,
+    pub status: JobStatus,
+    pub report: ReportOutcome,
+    pub artifacts: Vec<ArtifactRef>,
+    pub duration_ms: u64,
+    pub worker: WorkerId,
+}
+
+impl JobResult {
+    /// A result for a job that never reached a sandbox.
+    pub fn infrastructure(job: &JobSpec, worker: WorkerId, message: String) -> Self {
+        Self {
+            job_id: job.job_id.clone(),
+            index: job.index,
+            status: JobStatus::Infrastructure {
+                message,
+                retryable: false,
+            },
+            report: ReportOutcome::Missing,
+            artifacts: Vec::new(),
+            duration_ms: 0,
+            worker,
+        }
+    }
+}

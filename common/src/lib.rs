@@ -1,0 +1,15 @@
+//! Assay's shared model and pure logic: criteria, plans, jobs, results, report parsers, the
+//! verdict rules and the wire codec. No I/O beyond parsing bytes handed in; no tokio, no NATS,
+//! no Docker — everything here is synchronous and testable with plain data.
+
+pub mod criteria;
+pub mod evidence;
+pub mod ids;
+pub mod job;
+pub mod outcome;
+pub mod report;
+pub mod runner;
+pub mod verdict;
+pub mod wire;
+
+pub use ids::{JobId, ProofId, TreeId, WorkerId};

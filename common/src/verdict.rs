@@ -1,0 +1,487 @@
+//! The verdict rules, as pure functions over a proof's observations. Everything that decides
+//! `proven`, `refuted`, `unverified` or `unstable` lives here, and nowhere else.
+
+use crate::criteria::{Criterion, CriterionKind, TestSelector};
+use crate::job::{JobKind, JobResult, JobStatus, Side};
+use crate::outcome::{CaseResult, Outcome, TestReport};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeSet, HashMap};
+use std::fmt;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Proven,
+    Refuted,
+    /// Evidence missing, incomplete, timed out or ambiguous.
+    Unverified,
+    /// Repeats of the same test on the same tree disagreed.
+    Unstable,
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Proven => "proven",
+            Self::Refuted => "refuted",
+            Self::Unverified => "unverified",
+            Self::Unstable => "unstable",
+        })
+    }
+}
+
+/// What one side's runs say about one criterion's test.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "outcome", content = "detail")]
+pub enum SideOutcome {
+    /// Every matched case that ran passed (at least one did).
+    Passed,
+    /// At least one matched case (or variant) ran and failed.
+    Failed,
+    /// A matched case errored in setup, a fixture hook or teardown.
+    Error,
+    /// The file the test lives in failed to collect or import.
+    CollectionError(String),
+    /// Every matched case was skipped, todo or an expected failure.
+    Skipped,
+    /// Complete, trustworthy reports that do not contain the test.
+    NotFound,
+    /// No trustworthy report to look in (timed out, missing, malformed, partial, duplicate).
+    NoEvidence(String),
+}
+
+impl SideOutcome {
+    /// Outcomes a repeat can disagree on; missing evidence is not a disagreement.
+    fn observed(&self) -> Option<&'static str> {
+        match self {
+            Self::Passed => Some("passed"),
+            Self::Failed => Some("failed"),
+            Self::Error | Self::CollectionError(_) => Some("errored"),
+            Self::Skipped => Some("skipped"),
+            Self::NotFound | Self::NoEvidence(_) => None,
+        }
+    }
+
+    pub fn label(&self) -> &'static str {
+        match self {
+            Self::Passed => "passed",
+            Self::Failed => "failed",
+            Self::Error => "error",
+            Self::CollectionError(_) => "collection_error",
+            Self::Skipped => "skipped",
+            Self::NotFound => "not_found",
+            Self::NoEvidence(_) => "no_evidence",
+        }
+    }
+}
+
+/// One job's result, with the plan facts the rules need.
+#[derive(Clone, Copy, Debug)]
+pub struct Observation<'a> {
+    pub kind: JobKind,
+    pub side: Side,
+    pub result: &'a JobResult,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MatchedCase {
+    pub job: u32,
+    pub file: String,
+    pub suite: String,
+    pub name: String,
+    pub variant: Option<String>,
+    pub outcome: Outcome,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunOutcome {
+    pub job: u32,
+    pub outcome: SideOutcome,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SideEvidence {
+    pub outcome: SideOutcome,
+    pub cases: Vec<MatchedCase>,
+    /// Every run of the test on this side in plan order: the first run, then the repeats.
+    pub runs: Vec<RunOutcome>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CriterionVerdict {
+    pub id: String,
+    pub kind: CriterionKind,
+    pub test: String,
+    pub verdict: Verdict,
+    pub reason: String,
+    pub base: SideEvidence,
+    pub candidate: SideEvidence,
+}
+
+/// The proof verdict: proven iff every criterion is; refuted if any is; else unverified.
+pub fn proof_verdict(criteria: &[CriterionVerdict]) -> Verdict {
+    if !criteria.is_empty() && criteria.iter().all(|c| c.verdict == Verdict::Proven) {
+        Verdict::Proven
+    } else if criteria.iter().any(|c| c.verdict == Verdict::Refuted) {
+        Verdict::Refuted
+    } else {
+        Verdict::Unverified
+    }
+}
+
+/// Decides every criterion from the observations of one proof.
+pub fn decide(criteria: &[Criterion], observations: &[Observation<'_>]) -> Vec<CriterionVerdict> {
+    criteria
+        .iter()
+        .map(|criterion| decide_one(criterion, observations))
+        .collect()
+}
+
+fn decide_one(criterion: &Criterion, observations: &[Observation<'_>]) -> CriterionVerdict {
+    let selector = &criterion.test;
+    let primary = |side: Side| -> Vec<&Observation<'_>> {
+        observations
+            .iter()
+            .filter(|o| o.side == side && matches!(o.kind, JobKind::Targeted | JobKind::Suite))
+            .collect()
+    };
+    let base_jobs = primary(Side::Base);
+    let candidate_jobs = primary(Side::Candidate);
+    let base_cases = matched_cases(selector, &base_jobs);
+    let candidate_cases = matched_cases(selector, &candidate_jobs);
+    let known_files: BTreeSet<String> = base_cases
+        .iter()
+        .chain(&candidate_cases)
+        .map(|c| c.file.clone())
+        .collect();
+
+    let base_outcome = summarize(&base_jobs, &base_cases, &known_files, selector);
+    let candidate_outcome = summarize(&candidate_jobs, &candidate_cases, &known_files, selector);
+    let repeated_sides: &[Side] = match criterion.kind {
+        CriterionKind::Test => &[Side::Base, Side::Candidate],
+        CriterionKind::Guard => &[Side::Candidate],
+    };
+    let runs = |side: Side, first: &SideOutcome, jobs: &[&Observation<'_>]| -> Vec<RunOutcome> {
+        let mut runs = Vec::new();
+        if let Some(first_job) = jobs.first() {
+            runs.push(RunOutcome {
+                job: first_job.result.index,
+                outcome: first.clone(),
+            });
+        }
+        if repeated_sides.contains(&side) {
+            for repeat in observations
+                .iter()
+                .filter(|o| o.side == side && o.kind == JobKind::Stability)
+            {
+                let cases = matched_cases(selector, &[repeat]);
+                runs.push(RunOutcome {
+                    job: repeat.result.index,
+                    outcome: summarize(&[repeat], &cases, &known_files, selector),
+                });
+            }
+        }
+        runs
+    };
+    let base = SideEvidence {
+        runs: runs(Side::Base, &base_outcome, &base_jobs),
+        outcome: base_outcome,
+        cases: base_cases,
+    };
+    let candidate = SideEvidence {
+        runs: runs(Side::Candidate, &candidate_outcome, &candidate_jobs),
+        outcome: candidate_outcome,
+        cases: candidate_cases,
+    };
+    let (verdict, reason) = rule(criterion, &known_files, &base, &candidate);
+    CriterionVerdict {
+        id: criterion.id.clone(),
+        kind: criterion.kind,
+        test: selector.display().to_owned(),
+        verdict,
+        reason,
+        base,
+        candidate,
+    }
+}
+
+fn rule(
+    criterion: &Criterion,
+    known_files: &BTreeSet<String>,
+    base: &SideEvidence,
+    candidate: &SideEvidence,
+) -> (Verdict, String) {
+    let name = criterion.test.display();
+    if known_files.len() > 1 {
+        let files: Vec<&str> = known_files.iter().map(String::as_str).collect();
+        return (
+            Verdict::Unverified,
+            format!("ambiguous: {name} names tests in {}", files.join(" and ")),
+        );
+    }
+    for (side, evidence) in [(Side::Base, base), (Side::Candidate, candidate)] {
+        if let Some(disagreement) = disagreement(&evidence.runs) {
+            return (
+                Verdict::Unstable,
+                format!("{name} is unstable on the {side}: {disagreement}"),
+            );
+        }
+    }
+    match criterion.kind {
+        CriterionKind::Test => test_rule(name, base, candidate),
+        CriterionKind::Guard => guard_rule(name, base, candidate),
+    }
+}
+
+fn test_rule(name: &str, base: &SideEvidence, candidate: &SideEvidence) -> (Verdict, String) {
+    use SideOutcome::*;
+    let failing_variant = |evidence: &SideEvidence| describe_failures(&evidence.cases);
+    match &candidate.outcome {
+        Passed => {}
+        Failed | Error => {
+            return (
+                Verdict::Refuted,
+                format!(
+                    "{name} fails with the change ({})",
+                    failing_variant(candidate)
+                ),
+            );
+        }
+        CollectionError(file) => {
+            return (
+                Verdict::Refuted,
+                format!("{name} cannot load with the change: {file} fails to collect"),
+            );
+        }
+        other => return unverified_side(name, Side::Candidate, other),
+    }
+    match &base.outcome {
+        Failed => (
+            Verdict::Proven,
+            format!("{name} fails on the base and passes with the change"),
+        ),
+        Passed => (
+            Verdict::Refuted,
+            format!("{name} passes on the base too: the change's test does not reproduce the bug"),
+        ),
+        Error => (
+            Verdict::Refuted,
+            format!(
+                "{name} errors on the base in setup or a fixture ({}), which is not a reproduced failure",
+                failing_variant(base)
+            ),
+        ),
+        CollectionError(file) => (
+            Verdict::Refuted,
+            format!(
+                "{name} never ran on the base: {file} fails to collect or import, which is not a reproduced failure"
+            ),
+        ),
+        other => unverified_side(name, Side::Base, other),
+    }
+}
+
+fn guard_rule(name: &str, base: &SideEvidence, candidate: &SideEvidence) -> (Verdict, String) {
+    use SideOutcome::*;
+    for (side, evidence) in [(Side::Base, base), (Side::Candidate, candidate)] {
+        match &evidence.outcome {
+            Failed | Error => {
+                return (
+                    Verdict::Refuted,
+                    format!(
+                        "guard {name} does not pass on the {side} ({})",
+                        describe_failures(&evidence.cases)
+                    ),
+                );
+            }
+            CollectionError(file) => {
+                return (
+                    Verdict::Refuted,
+                    format!("guard {name} cannot load on the {side}: {file} fails to collect"),
+                );
+            }
+            _ => {}
+        }
+    }
+    for (side, evidence) in [(Side::Base, base), (Side::Candidate, candidate)] {
+        if evidence.outcome != Passed {
+            return unverified_side(name, side, &evidence.outcome);
+        }
+    }
+    (
+        Verdict::Proven,
+        format!("{name} passes on the base and with the change"),
+    )
+}
+
+fn unverified_side(name: &str, side: Side, outcome: &SideOutcome) -> (Verdict, String) {
+    let why = match outcome {
+        SideOutcome::Skipped => format!("{name} was skipped on the {side}; a skip is never a pass"),
+        SideOutcome::NotFound => format!("no test named {name} ran on the {side}"),
+        SideOutcome::NoEvidence(why) => format!("no evidence for {name} on the {side}: {why}"),
+        other => format!("{name} is {} on the {side}", other.label()),
+    };
+    (Verdict::Unverified, why)
+}
+
+fn describe_failures(cases: &[MatchedCase]) -> String {
+    let failing: BTreeSet<String> = cases
+        .iter()
+        .filter(|c| matches!(c.outcome, Outcome::Failed | Outcome::Error))
+        .map(|c| {
+            let variant = c
+                .variant
+                .as_deref()
+                .map(|v| format!("[{v}]"))
+                .unwrap_or_default();
+            format!("{} {}{variant} in {}", c.outcome, c.name, c.file)
+        })
+        .collect();
+    failing.into_iter().collect::<Vec<_>>().join("; ")
+}
+
+/// The first two runs that disagree, for the reason text.
+fn disagreement(runs: &[RunOutcome]) -> Option<String> {
+    let first = runs
+        .iter()
+        .find_map(|r| r.outcome.observed().map(|o| (r.job, o)))?;
+    runs.iter().find_map(|r| {
+        let observed = r.outcome.observed()?;
+        (observed != first.1).then(|| {
+            format!(
+                "{} in job {}, {observed} in job {}",
+                first.1, first.0, r.job
+            )
+        })
+    })
+}
+
+/// Every case in the jobs' trustworthy reports whose function name the selector names.
+fn matched_cases(selector: &TestSelector, jobs: &[&Observation<'_>]) -> Vec<MatchedCase> {
+    let mut cases = Vec::new();
+    for job in jobs {
+        let Some(report) = job.result.report.parsed() else {
+            continue;
+        };
+        cases.extend(
+            report
+                .cases
+                .iter()
+                .filter(|case| selector.matches(&case.name))
+                .map(|case| MatchedCase {
+                    job: job.result.index,
+                    file: case.file.clone(),
+                    suite: case.suite.clone(),
+                    name: case.name.clone(),
+                    variant: case.variant.clone(),
+                    outcome: case.outcome,
+                }),
+        );
+    }
+    cases
+}
+
+/// Summarizes what `jobs` say of the selector's test on one side.
+fn summarize(
+    jobs: &[&Observation<'_>],
+    cases: &[MatchedCase],
+    known_files: &BTreeSet<String>,
+    selector: &TestSelector,
+) -> SideOutcome {
+    if jobs.is_empty() {
+        return SideOutcome::NoEvidence("no job ran the test on this side".into());
+    }
+    let duplicates = duplicate_identities(jobs, selector);
+    let trusted: Vec<&MatchedCase> = cases
+        .iter()
+        .filter(|c| !(c.outcome == Outcome::Passed && duplicates.contains(&(c.job, identity(c)))))
+        .collect();
+    if trusted.iter().any(|c| c.outcome == Outcome::Failed) {
+        return SideOutcome::Failed;
+    }
+    if trusted.iter().any(|c| c.outcome == Outcome::Error) {
+        return SideOutcome::Error;
+    }
+    if trusted.iter().any(|c| c.outcome == Outcome::Passed) {
+        return SideOutcome::Passed;
+    }
+    if !trusted.is_empty() {
+        return SideOutcome::Skipped;
+    }
+    if let Some((job, id)) = duplicates.iter().next() {
+        return SideOutcome::NoEvidence(format!("job {job} reports {id} more than once"));
+    }
+    for job in jobs {
+        if let Some(problem) = incompleteness(job.result) {
+            return SideOutcome::NoEvidence(format!(
+                "{} job {}: {problem}",
+                job.kind.label(job.side),
+                job.result.index
+            ));
+        }
+    }
+    for job in jobs {
+        if let Some(report) = job.result.report.parsed()
+            && let Some(file) = linked_collection_error(report, known_files)
+        {
+            return SideOutcome::CollectionError(file);
+        }
+    }
+    SideOutcome::NotFound
+}
+
+fn identity(case: &MatchedCase) -> String {
+    CaseResult {
+        file: case.file.clone(),
+        suite: case.suite.clone(),
+        name: case.name.clone(),
+        variant: case.variant.clone(),
+        outcome: case.outcome,
+        message: None,
+    }
+    .identity()
+}
+
+fn duplicate_identities(
+    jobs: &[&Observation<'_>],
+    selector: &TestSelector,
+) -> BTreeSet<(u32, String)> {
+    let mut duplicates = BTreeSet::new();
+    for job in jobs {
+        let Some(report) = job.result.report.parsed() else {
+            continue;
+        };
+        let mut seen: HashMap<String, usize> = HashMap::new();
+        for case in report.cases.iter().filter(|c| selector.matches(&c.name)) {
+            *seen.entry(case.identity()).or_default() += 1;
+        }
+        duplicates.extend(
+            seen.into_iter()
+                .filter(|(_, count)| *count > 1)
+                .map(|(id, _)| (job.result.index, id)),
+        );
+    }
+    duplicates
+}
+
+/// Why a job's evidence is partial: it timed out, never ran, or its report is untrustworthy.
+fn incompleteness(result: &JobResult) -> Option<String> {
+    match &result.status {
+        JobStatus::TimedOut => Some("timed out before reporting every test".into()),
+        JobStatus::Infrastructure { message, .. } => Some(format!("not run: {message}")),
+        JobStatus::Cancelled => Some("cancelled".into()),
+        JobStatus::Completed { .. } => result.report.problem(),
+    }
+}
+
+/// A collection error in the file the test is known (from the other side) to live in.
+fn linked_collection_error(report: &TestReport, known_files: &BTreeSet<String>) -> Option<String> {
+    report
+        .collection_errors
+        .iter()
+        .find(|e| known_files.contains(&e.file))
+        .map(|e| e.file.clone())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,440 @@
+//! One test per verdict rule, over hand-built observations.
+
+use super::*;
+use crate::criteria::parse_criterion;
+use crate::ids::{JobId, WorkerId};
+use crate::outcome::{CollectionError, ReportOutcome};
+
+fn case(file: &str, name: &str, variant: Option<&str>, outcome: Outcome) -> CaseResult {
+    CaseResult {
+        file: file.into(),
+        suite: file.trim_end_matches(".py").replace('/', "."),
+        name: name.into(),
+        variant: variant.map(String::from),
+        outcome,
+        message: None,
+    }
+}
+
+fn result(index: u32, status: JobStatus, report: ReportOutcome) -> JobResult {
+    JobResult {
+        job_id: JobId(format!("p/{index}")),
+        index,
+        status,
+        report,
+        artifacts: vec![],
+        duration_ms: 10,
+        worker: WorkerId("w".into()),
+    }
+}
+
+fn ran(index: u32, cases: Vec<CaseResult>) -> JobResult {
+    result(
+        index,
+        JobStatus::Completed { exit_code: 1 },
+        ReportOutcome::Parsed(TestReport {
+            cases,
+            collection_errors: vec![],
+        }),
+    )
+}
+
+fn verdict_of(criterion: &str, jobs: &[(JobKind, Side, JobResult)]) -> CriterionVerdict {
+    let criterion = parse_criterion(criterion, 1).unwrap();
+    let observations: Vec<Observation<'_>> = jobs
+        .iter()
+        .map(|(kind, side, result)| Observation {
+            kind: *kind,
+            side: *side,
+            result,
+        })
+        .collect();
+    decide(&[criterion], &observations).remove(0)
+}
+
+const FILE: &str = "tests/test_pager.py";
+const T: &str = "test_partial_page";
+
+fn targeted(base: Outcome, candidate: Outcome) -> Vec<(JobKind, Side, JobResult)> {
+    vec![
+        (
+            JobKind::Targeted,
+            Side::Base,
+            ran(0, vec![case(FILE, T, None, base)]),
+        ),
+        (
+            JobKind::Targeted,
+            Side::Candidate,
+            ran(1, vec![case(FILE, T, None, candidate)]),
+        ),
+    ]
+}
+
+#[test]
+fn test_is_proven_when_it_fails_on_base_and_passes_with_the_change() {
+    let v = verdict_of(
+        "test: test_partial_page",
+        &targeted(Outcome::Failed, Outcome::Passed),
+    );
+    assert_eq!(v.verdict, Verdict::Proven, "{}", v.reason);
+    assert_eq!(v.base.outcome, SideOutcome::Failed);
+}
+
+#[test]
+fn test_that_passes_on_base_does_not_reproduce() {
+    let v = verdict_of(
+        "test: test_partial_page",
+        &targeted(Outcome::Passed, Outcome::Passed),
+    );
+    assert_eq!(v.verdict, Verdict::Refuted);
+    assert!(v.reason.contains("does not reproduce"), "{}", v.reason);
+}
+
+#[test]
+fn setup_or_fixture_error_on_base_is_not_a_reproduction() {
+    let v = verdict_of(
+        "test: test_partial_page",
+        &targeted(Outcome::Error, Outcome::Passed),
+    );
+    assert_eq!(v.verdict, Verdict::Refuted);
+    assert!(
+        v.reason.contains("not a reproduced failure"),
+        "{}",
+        v.reason
+    );
+}
+
+#[test]
+fn import_error_on_base_is_not_a_reproduction() {
+    let base = result(
+        0,
+        JobStatus::Completed { exit_code: 1 },
+        ReportOutcome::Parsed(TestReport {
+            cases: vec![],
+            collection_errors: vec![CollectionError {
+                file: FILE.into(),
+                message: "ImportError".into(),
+            }],
+        }),
+    );
+    let jobs = vec![
+        (JobKind::Targeted, Side::Base, base),
+        (
+            JobKind::Targeted,
+            Side::Candidate,
+            ran(1, vec![case(FILE, T, None, Outcome::Passed)]),
+        ),
+    ];
+    let v = verdict_of("test: test_partial_page", &jobs);
+    assert_eq!(v.verdict, Verdict::Refuted);
+    assert!(matches!(v.base.outcome, SideOutcome::CollectionError(ref f) if f == FILE));
+}
+
+#[test]
+fn test_failing_with_the_change_is_refuted() {
+    let v = verdict_of(
+        "test: test_partial_page",
+        &targeted(Outcome::Failed, Outcome::Failed),
+    );
+    assert_eq!(v.verdict, Verdict::Refuted);
+}
+
+#[test]
+fn skipped_and_expected_failures_are_never_passes() {
+    let v = verdict_of(
+        "test: test_partial_page",
+        &targeted(Outcome::Failed, Outcome::Skipped),
+    );
+    assert_eq!(v.verdict, Verdict::Unverified);
+    assert!(v.reason.contains("skip"), "{}", v.reason);
+}
+
+#[test]
+fn duplicate_identities_are_never_passes() {
+    let jobs = vec![
+        (
+            JobKind::Targeted,
+            Side::Base,
+            ran(0, vec![case(FILE, T, None, Outcome::Failed)]),
+        ),
+        (
+            JobKind::Targeted,
+            Side::Candidate,
+            ran(
+                1,
+                vec![
+                    case(FILE, T, None, Outcome::Passed),
+                    case(FILE, T, None, Outcome::Passed),
+                ],
+            ),
+        ),
+    ];
+    let v = verdict_of("test: test_partial_page", &jobs);
+    assert_eq!(v.verdict, Verdict::Unverified);
+    assert!(v.reason.contains("more than once"), "{}", v.reason);
+}
+
+#[test]
+fn guard_breaks_when_one_parametrized_variant_fails_even_if_it_failed_before() {
+    let variants = |second: Outcome| {
+        vec![
+            case(FILE, "test_full_pages", Some("10-2"), Outcome::Passed),
+            case(FILE, "test_full_pages", Some("0-0"), second),
+        ]
+    };
+    let jobs = vec![
+        (
+            JobKind::Suite,
+            Side::Base,
+            ran(0, variants(Outcome::Failed)),
+        ),
+        (
+            JobKind::Suite,
+            Side::Candidate,
+            ran(1, variants(Outcome::Failed)),
+        ),
+    ];
+    let v = verdict_of("guard: test_full_pages", &jobs);
+    assert_eq!(v.verdict, Verdict::Refuted);
+    assert!(v.reason.contains("test_full_pages[0-0]"), "{}", v.reason);
+}
+
+#[test]
+fn guard_breaks_when_a_subtest_or_other_class_variant_fails() {
+    let mut other_class = case(FILE, "test_full_pages", None, Outcome::Failed);
+    other_class.suite = "tests.test_pager.LegacyPager".into();
+    let jobs = vec![
+        (
+            JobKind::Suite,
+            Side::Base,
+            ran(
+                0,
+                vec![case(FILE, "test_full_pages", None, Outcome::Passed)],
+            ),
+        ),
+        (
+            JobKind::Suite,
+            Side::Candidate,
+            ran(
+                1,
+                vec![
+                    case(FILE, "test_full_pages", None, Outcome::Passed),
+                    other_class,
+                ],
+            ),
+        ),
+    ];
+    assert_eq!(
+        verdict_of("guard: test_full_pages", &jobs).verdict,
+        Verdict::Refuted
+    );
+}
+
+#[test]
+fn a_name_in_two_files_is_ambiguous_and_names_both() {
+    let both = |outcome| {
+        vec![
+            case("tests/test_pager.py", "test_counts", None, outcome),
+            case("tests/test_report.py", "test_counts", None, outcome),
+        ]
+    };
+    let jobs = vec![
+        (JobKind::Suite, Side::Base, ran(0, both(Outcome::Passed))),
+        (
+            JobKind::Suite,
+            Side::Candidate,
+            ran(1, both(Outcome::Passed)),
+        ),
+    ];
+    let v = verdict_of("guard: test_counts", &jobs);
+    assert_eq!(v.verdict, Verdict::Unverified);
+    assert!(
+        v.reason
+            .contains("tests/test_pager.py and tests/test_report.py"),
+        "{}",
+        v.reason
+    );
+}
+
+#[test]
+fn timed_out_suite_leaves_a_guard_unverified_not_refuted() {
+    let jobs = vec![
+        (
+            JobKind::Suite,
+            Side::Base,
+            ran(
+                0,
+                vec![case(FILE, "test_full_pages", None, Outcome::Passed)],
+            ),
+        ),
+        (
+            JobKind::Suite,
+            Side::Candidate,
+            result(1, JobStatus::TimedOut, ReportOutcome::Missing),
+        ),
+    ];
+    let v = verdict_of("guard: test_full_pages", &jobs);
+    assert_eq!(v.verdict, Verdict::Unverified);
+    assert!(v.reason.contains("timed out"), "{}", v.reason);
+}
+
+#[test]
+fn partial_or_inconsistent_suite_report_leaves_a_guard_unverified() {
+    let jobs = vec![
+        (
+            JobKind::Suite,
+            Side::Base,
+            ran(
+                0,
+                vec![case(FILE, "test_full_pages", None, Outcome::Passed)],
+            ),
+        ),
+        (
+            JobKind::Suite,
+            Side::Candidate,
+            result(
+                1,
+                JobStatus::Completed { exit_code: 0 },
+                ReportOutcome::Inconsistent("suite declares 9 tests but lists 4".into()),
+            ),
+        ),
+    ];
+    assert_eq!(
+        verdict_of("guard: test_full_pages", &jobs).verdict,
+        Verdict::Unverified
+    );
+}
+
+#[test]
+fn repeats_that_disagree_make_the_test_unstable() {
+    let mut jobs = targeted(Outcome::Failed, Outcome::Passed);
+    jobs.push((
+        JobKind::Stability,
+        Side::Candidate,
+        ran(2, vec![case(FILE, T, None, Outcome::Passed)]),
+    ));
+    jobs.push((
+        JobKind::Stability,
+        Side::Candidate,
+        ran(3, vec![case(FILE, T, None, Outcome::Failed)]),
+    ));
+    let v = verdict_of("test: test_partial_page", &jobs);
+    assert_eq!(v.verdict, Verdict::Unstable);
+    assert_eq!(v.candidate.runs.len(), 3);
+    assert!(
+        v.reason.contains("passed in job 1, failed in job 3"),
+        "{}",
+        v.reason
+    );
+}
+
+#[test]
+fn guards_repeat_on_the_candidate_only() {
+    let mut jobs = vec![
+        (
+            JobKind::Suite,
+            Side::Base,
+            ran(
+                0,
+                vec![case(FILE, "test_full_pages", None, Outcome::Passed)],
+            ),
+        ),
+        (
+            JobKind::Suite,
+            Side::Candidate,
+            ran(
+                1,
+                vec![case(FILE, "test_full_pages", None, Outcome::Passed)],
+            ),
+        ),
+    ];
+    jobs.push((
+        JobKind::Stability,
+        Side::Base,
+        ran(
+            2,
+            vec![case(FILE, "test_full_pages", None, Outcome::Failed)],
+        ),
+    ));
+    let v = verdict_of("guard: test_full_pages", &jobs);
+    assert_eq!(v.verdict, Verdict::Proven, "{}", v.reason);
+    assert_eq!(v.base.runs.len(), 1);
+}
+
+#[test]
+fn criterion_id_fallback_matches_the_id_named_test() {
+    let jobs = vec![
+        (
+            JobKind::Targeted,
+            Side::Base,
+            ran(
+                0,
+                vec![case(FILE, "test_c1_partial_page", None, Outcome::Failed)],
+            ),
+        ),
+        (
+            JobKind::Targeted,
+            Side::Candidate,
+            ran(
+                1,
+                vec![case(FILE, "test_c1_partial_page", None, Outcome::Passed)],
+            ),
+        ),
+    ];
+    let v = verdict_of("C1: test: the last partial page is counted", &jobs);
+    assert_eq!(v.verdict, Verdict::Proven, "{}", v.reason);
+    assert_eq!(v.test, "test_c1_");
+}
+
+#[test]
+fn a_missing_test_is_unverified() {
+    let jobs = vec![
+        (
+            JobKind::Targeted,
+            Side::Base,
+            ran(0, vec![case(FILE, "test_other", None, Outcome::Failed)]),
+        ),
+        (
+            JobKind::Targeted,
+            Side::Candidate,
+            ran(1, vec![case(FILE, "test_other", None, Outcome::Passed)]),
+        ),
+    ];
+    let v = verdict_of("test: test_partial_page", &jobs);
+    assert_eq!(v.verdict, Verdict::Unverified);
+    assert_eq!(v.candidate.outcome, SideOutcome::NotFound);
+}
+
+#[test]
+fn proof_verdict_needs_every_criterion_proven() {
+    let mk = |verdict| CriterionVerdict {
+        id: "C1".into(),
+        kind: CriterionKind::Test,
+        test: "t".into(),
+        verdict,
+        reason: String::new(),
+        base: SideEvidence {
+            outcome: SideOutcome::NotFound,
+            cases: vec![],
+            runs: vec![],
+        },
+        candidate: SideEvidence {
+            outcome: SideOutcome::NotFound,
+            cases: vec![],
+            runs: vec![],
+        },
+    };
+    assert_eq!(
+        proof_verdict(&[mk(Verdict::Proven), mk(Verdict::Proven)]),
+        Verdict::Proven
+    );
+    assert_eq!(
+        proof_verdict(&[mk(Verdict::Proven), mk(Verdict::Unstable)]),
+        Verdict::Unverified
+    );
+    assert_eq!(
+        proof_verdict(&[mk(Verdict::Unverified), mk(Verdict::Refuted)]),
+        Verdict::Refuted
+    );
+    assert_eq!(proof_verdict(&[]), Verdict::Unverified);
+}

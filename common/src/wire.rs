@@ -1,0 +1,100 @@
+//! The wire codec: bincode inside a versioned envelope. bincode does not describe itself, so a
+//! reader refuses any version it was not built for rather than misreading the bytes.
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+/// Bump on any change to a message type's shape.
+pub const PROTOCOL_VERSION: u16 = 1;
+const MAGIC: &[u8; 4] = b"ASY1";
+
+#[derive(Debug, thiserror::Error)]
+pub enum WireError {
+    #[error("not an Assay message (bad magic bytes)")]
+    BadMagic,
+    #[error(
+        "wire protocol version {found} is not supported (this build speaks {PROTOCOL_VERSION}; hint: run the same Assay version on coordinator, workers and CLI)"
+    )]
+    UnsupportedVersion { found: u16 },
+    #[error("failed to encode {what}")]
+    Encode {
+        what: &'static str,
+        #[source]
+        source: bincode::Error,
+    },
+    #[error("failed to decode {what}")]
+    Decode {
+        what: &'static str,
+        #[source]
+        source: bincode::Error,
+    },
+}
+
+pub fn encode<T: Serialize>(what: &'static str, message: &T) -> Result<Vec<u8>, WireError> {
+    encode_with_version(what, message, PROTOCOL_VERSION)
+}
+
+/// Exposed for compatibility tests that play an older or newer peer.
+pub fn encode_with_version<T: Serialize>(
+    what: &'static str,
+    message: &T,
+    version: u16,
+) -> Result<Vec<u8>, WireError> {
+    let mut bytes = Vec::with_capacity(64);
+    bytes.extend_from_slice(MAGIC);
+    bytes.extend_from_slice(&version.to_le_bytes());
+    bincode::serialize_into(&mut bytes, message)
+        .map_err(|source| WireError::Encode { what, source })?;
+    Ok(bytes)
+}
+
+pub fn decode<T: DeserializeOwned>(what: &'static str, bytes: &[u8]) -> Result<T, WireError> {
+    if bytes.len() < 6 || &bytes[..4] != MAGIC {
+        return Err(WireError::BadMagic);
+    }
+    let version = u16::from_le_bytes([bytes[4], bytes[5]]);
+    if version != PROTOCOL_VERSION {
+        return Err(WireError::UnsupportedVersion { found: version });
+    }
+    bincode::deserialize(&bytes[6..]).map_err(|source| WireError::Decode { what, source })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::{JobId, WorkerId};
+    use crate::job::{JobResult, JobStatus};
+    use crate::outcome::ReportOutcome;
+
+    fn sample() -> JobResult {
+        JobResult {
+            job_id: JobId("p-1/0003".into()),
+            index: 3,
+            status: JobStatus::Completed { exit_code: 1 },
+            report: ReportOutcome::Parsed(crate::outcome::TestReport::default()),
+            artifacts: vec![],
+            duration_ms: 1200,
+            worker: WorkerId("w-1".into()),
+        }
+    }
+
+    #[test]
+    fn a_result_round_trips() {
+        let bytes = encode("job result", &sample()).unwrap();
+        let back: JobResult = decode("job result", &bytes).unwrap();
+        assert_eq!(back, sample());
+    }
+
+    #[test]
+    fn a_newer_peer_is_refused_not_misread() {
+        let bytes = encode_with_version("job result", &sample(), PROTOCOL_VERSION + 1).unwrap();
+        let err = decode::<JobResult>("job result", &bytes).unwrap_err();
+        assert!(
+            matches!(err, WireError::UnsupportedVersion { found } if found == PROTOCOL_VERSION + 1)
+        );
+        assert!(matches!(
+            decode::<JobResult>("job result", b"{\"json\":1}"),
+            Err(WireError::BadMagic)
+        ));
+    }
+}

@@ -1,0 +1,148 @@
+"""Assay's unittest adapter: runs unittest and writes a structured per-test report.
+
+Usage: python3 unittest_adapter.py --report PATH [--name TEST ...] [FILE ...]
+Without files it discovers tests*.py from the current directory. Load and import errors are
+reported as collection errors, never as test failures. The report is written only at the end,
+with "complete": true, so a killed run leaves no trustworthy report behind.
+"""
+
+import argparse
+import json
+import os
+import sys
+import unittest
+
+
+def case_file(test):
+    module = sys.modules.get(type(test).__module__)
+    path = getattr(module, "__file__", None) or ""
+    if path:
+        path = os.path.relpath(os.path.abspath(path), os.getcwd())
+    return path.replace(os.sep, "/")
+
+
+class Recorder(unittest.TestResult):
+    def __init__(self):
+        super().__init__()
+        self.cases = []
+        self.collection_errors = []
+
+    def _record(self, test, outcome, err=None, variant=None):
+        if isinstance(test, unittest.loader._FailedTest) or type(test).__name__ == "ModuleImportFailure":
+            name = test.id().split(".", 1)[-1]
+            file = name.replace(".", "/") + ".py"
+            self.collection_errors.append({"file": file, "message": self._text(err)})
+            return
+        if isinstance(test, unittest.case._SubTest):
+            variant = test._subDescription()
+            test = test.test_case
+        if isinstance(test, unittest.suite._ErrorHolder):
+            # setUpClass / setUpModule failures: a fixture error, not a test failure.
+            self.collection_errors.append({"file": "", "message": f"{test.description}: {self._text(err)}"})
+            return
+        cls = type(test)
+        self.cases.append({
+            "file": case_file(test),
+            "suite": f"{cls.__module__}.{cls.__qualname__}",
+            "name": test._testMethodName,
+            "variant": variant,
+            "outcome": outcome,
+            "message": self._text(err) if err else None,
+        })
+
+    def _text(self, err):
+        if not err:
+            return ""
+        return "".join(str(part) for part in err[1].args)[:2000] or err[0].__name__
+
+    def addSuccess(self, test):
+        super().addSuccess(test)
+        if not getattr(test, "_assay_had_subtests", False):
+            self._record(test, "passed")
+
+    def addFailure(self, test, err):
+        super().addFailure(test, err)
+        self._record(test, "failed", err)
+
+    def addError(self, test, err):
+        super().addError(test, err)
+        self._record(test, "error", err)
+
+    def addSkip(self, test, reason):
+        super().addSkip(test, reason)
+        self._record(test, "skipped", None)
+
+    def addExpectedFailure(self, test, err):
+        super().addExpectedFailure(test, err)
+        self._record(test, "skipped", err)
+
+    def addUnexpectedSuccess(self, test):
+        super().addUnexpectedSuccess(test)
+        self._record(test, "failed", None)
+
+    def addSubTest(self, test, subtest, err):
+        super().addSubTest(test, subtest, err)
+        test._assay_had_subtests = True
+        if err is None:
+            self._record(subtest, "passed")
+        elif issubclass(err[0], test.failureException):
+            self._record(subtest, "failed", err)
+        else:
+            self._record(subtest, "error", err)
+
+
+def flatten(suite):
+    for item in suite:
+        if isinstance(item, unittest.TestSuite):
+            yield from flatten(item)
+        else:
+            yield item
+
+
+def keep(test, names):
+    if not names:
+        return True
+    if isinstance(test, unittest.loader._FailedTest) or type(test).__name__ == "ModuleImportFailure":
+        return True
+    method = getattr(test, "_testMethodName", "")
+    return any(method == n or method.startswith(n) for n in names)
+
+
+def load(files, loader):
+    if not files:
+        return loader.discover(".", pattern="test*.py", top_level_dir=".")
+    suite = unittest.TestSuite()
+    for path in files:
+        module = os.path.splitext(path)[0].replace("/", ".").replace(os.sep, ".")
+        suite.addTests(loader.loadTestsFromName(module))
+    return suite
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--report", required=True)
+    parser.add_argument("--name", action="append", default=[])
+    parser.add_argument("files", nargs="*")
+    args = parser.parse_args()
+    sys.path.insert(0, os.getcwd())
+    loader = unittest.TestLoader()
+    suite = unittest.TestSuite(t for t in flatten(load(args.files, loader)) if keep(t, args.name))
+    result = Recorder()
+    for error in loader.errors:
+        result.collection_errors.append({"file": "", "message": error[:2000]})
+    suite.run(result)
+    report = {
+        "schema": "assay.unittest/v1",
+        "complete": True,
+        "total": len(result.cases),
+        "cases": result.cases,
+        "collection_errors": result.collection_errors,
+    }
+    with open(args.report, "w", encoding="utf-8") as out:
+        json.dump(report, out)
+    print(f"unittest: {result.testsRun} run, {len(result.failures)} failed, {len(result.errors)} errors, {len(result.skipped)} skipped")
+    sys.exit(0 if result.wasSuccessful() else 1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,1 +1,5 @@
+//! Assay's worker: materializes a job's tree, runs its command in a sandbox, captures the
+//! structured report and output privately, uploads artifacts with their sha256 and returns a
+//! result. The same code serves embedded mode (in-process) and the fleet.
 
+pub mod sandbox;

@@ -1,0 +1,86 @@
+//! Sandboxes run one job's command in isolation. The process sandbox (embedded mode) and the
+//! Docker sandbox (the fleet) implement the same small trait and pass the same suite.
+
+pub mod process;
+
+use async_trait::async_trait;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Everything a sandbox needs to run one command. Paths are on the worker's filesystem; a
+/// sandbox that runs elsewhere (a container) maps them in.
+#[derive(Clone, Debug)]
+pub struct SandboxRun {
+    /// Labels for logs and leftovers (container labels, process names).
+    pub proof_id: String,
+    pub job_id: String,
+    /// The job's private scratch copy of its tree; the command's working directory.
+    pub tree_dir: PathBuf,
+    /// A private directory outside the tree for the report, the adapter and temp files.
+    pub scratch_dir: PathBuf,
+    /// argv with `{report}` and `{adapter}` already replaced.
+    pub command: Vec<String>,
+    /// The complete environment: nothing is inherited beyond it.
+    pub env: Vec<(String, String)>,
+    pub stdout_path: PathBuf,
+    pub stderr_path: PathBuf,
+    pub timeout: Duration,
+    /// Allow network access (only when the plan asks).
+    pub network: bool,
+}
+
+/// How the command ended. A non-zero exit is the guest's outcome, not a sandbox error.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SandboxExit {
+    Exited(i32),
+    /// Killed by a signal the sandbox did not send (e.g. the kernel's OOM killer).
+    Signalled(i32),
+    /// Killed by the sandbox at its timeout.
+    TimedOut,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    #[error("failed to start {program:?} for job {job_id}: {source}{hint}")]
+    Spawn {
+        program: String,
+        job_id: String,
+        hint: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("failed to prepare output files for job {job_id}")]
+    Io {
+        job_id: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("sandbox backend failed for job {job_id}: {message}")]
+    Backend { job_id: String, message: String },
+    #[error("the job's command is empty")]
+    EmptyCommand,
+}
+
+#[async_trait]
+pub trait Sandbox: Send + Sync {
+    /// A short name for reports (`process`, `docker`).
+    fn name(&self) -> &'static str;
+
+    /// Runs the command to its end or its timeout. Cleans up everything it started on every
+    /// path, including when the returned future is dropped.
+    async fn run(&self, run: &SandboxRun) -> Result<SandboxExit, SandboxError>;
+}
+
+/// The environment a job starts from: PATH and the locale, nothing else unless configured.
+pub fn clean_env(pass_env: &[String]) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = std::env::vars()
+        .filter(|(key, _)| {
+            key == "PATH"
+                || key == "LANG"
+                || key.starts_with("LC_")
+                || pass_env.iter().any(|p| p == key)
+        })
+        .collect();
+    env.sort();
+    env
+}

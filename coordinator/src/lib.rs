@@ -1,1 +1,8 @@
+//! Assay's coordinator: plans proofs into jobs, admits them under the jobs budget, reassembles
+//! results in plan order and decides verdicts. Embedded mode runs it in-process; the fleet runs
+//! it as a service.
 
+pub mod engine;
+pub mod plan;
+pub mod queue;
+pub mod source;

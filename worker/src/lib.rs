@@ -2,4 +2,7 @@
 //! structured report and output privately, uploads artifacts with their sha256 and returns a
 //! result. The same code serves embedded mode (in-process) and the fleet.
 
+pub mod execute;
 pub mod sandbox;
+pub mod store;
+pub mod tree;

@@ -1,0 +1,328 @@
+//! The proof engine: prepares a proof (git trees, runner, plan), runs its jobs through a queue
+//! under the jobs budget, reassembles results in plan order, and concludes with verdicts and
+//! the evidence report. Embedded mode and the fleet's coordinator both drive proofs through it.
+
+use crate::plan::{ProofPlanInput, plan_proof};
+use crate::queue::{JobQueue, QueueError};
+use crate::source::{self, CandidateSpec, Change, SourceError};
+use assay_common::criteria::Criterion;
+use assay_common::evidence::{Evidence, JobEvidence, RevisionInfo, SCHEMA};
+use assay_common::job::{JobResult, JobSpec};
+use assay_common::runner::RunnerKind;
+use assay_common::verdict::{self, Observation};
+use assay_common::{ProofId, WorkerId};
+use globset::{Glob, GlobSetBuilder};
+use std::path::PathBuf;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+/// A proof as a user asks for it, after configuration is merged.
+#[derive(Clone, Debug)]
+pub struct ProofRequest {
+    pub proof_id: ProofId,
+    pub repo: PathBuf,
+    pub base: String,
+    pub candidate: CandidateSpec,
+    pub criteria: Vec<Criterion>,
+    pub runner: Option<RunnerKind>,
+    pub test_command: Option<Vec<String>>,
+    pub test_globs: Vec<String>,
+    pub repeats: u32,
+    pub timeout_secs: u64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error(transparent)]
+    Source(#[from] SourceError),
+    #[error("invalid test glob {glob:?}")]
+    Glob {
+        glob: String,
+        #[source]
+        source: globset::Error,
+    },
+    #[error("no criteria given (hint: --criterion \"test: test_name\" or \"guard: test_name\")")]
+    NoCriteria,
+    #[error(transparent)]
+    Queue(#[from] QueueError),
+}
+
+impl EngineError {
+    /// Usage and configuration errors (exit 2) as opposed to infrastructure failures (exit 3).
+    pub fn is_usage(&self) -> bool {
+        matches!(
+            self,
+            Self::Source(
+                SourceError::NotARepo { .. }
+                    | SourceError::UnknownRevision { .. }
+                    | SourceError::ReadPatch { .. }
+                    | SourceError::PatchApply { .. }
+            ) | Self::Glob { .. }
+                | Self::NoCriteria
+        )
+    }
+}
+
+/// A proof with its trees resolved and its jobs planned.
+#[derive(Clone, Debug)]
+pub struct PreparedProof {
+    pub request: ProofRequest,
+    pub change: Change,
+    pub runner: RunnerKind,
+    pub jobs: Vec<JobSpec>,
+}
+
+/// Resolves trees with git2, picks the runner and plans the jobs. Touches nothing but the
+/// repository's object database.
+pub fn prepare(request: ProofRequest) -> Result<PreparedProof, EngineError> {
+    if request.criteria.is_empty() {
+        return Err(EngineError::NoCriteria);
+    }
+    let mut globs = GlobSetBuilder::new();
+    for glob in &request.test_globs {
+        globs.add(Glob::new(glob).map_err(|source| EngineError::Glob {
+            glob: glob.clone(),
+            source,
+        })?);
+    }
+    let globs = globs.build().map_err(|source| EngineError::Glob {
+        glob: request.test_globs.join(", "),
+        source,
+    })?;
+    // Classify with pytest's conventions first: they are a superset of unittest's for files.
+    let provisional = request.runner.unwrap_or(RunnerKind::Pytest);
+    let is_test_file = source::test_file_classifier(move |p| provisional.is_test_file(p), globs);
+    let change = source::resolve_change(
+        &request.repo,
+        &request.base,
+        &request.candidate,
+        &is_test_file,
+    )?;
+    let runner = match request.runner {
+        Some(runner) => runner,
+        None => detect_runner(&request.repo, &change)?,
+    };
+    let changed_test_modules: Vec<String> = change
+        .changed_test_files
+        .iter()
+        .filter(|f| !f.deleted && runner.is_test_module(&f.path))
+        .map(|f| f.path.clone())
+        .collect();
+    let command_prefix = request
+        .test_command
+        .clone()
+        .unwrap_or_else(|| runner.default_command());
+    let jobs = plan_proof(&ProofPlanInput {
+        proof_id: &request.proof_id,
+        runner,
+        command_prefix: &command_prefix,
+        criteria: &request.criteria,
+        changed_test_modules: &changed_test_modules,
+        base_tree: &change.base_tree,
+        candidate_tree: &change.candidate.tree,
+        repeats: request.repeats,
+        timeout_secs: request.timeout_secs,
+    });
+    Ok(PreparedProof {
+        request,
+        change,
+        runner,
+        jobs,
+    })
+}
+
+/// pytest when the candidate tree shows it (config, conftest, or a test importing it),
+/// otherwise unittest, which needs nothing installed.
+fn detect_runner(repo: &std::path::Path, change: &Change) -> Result<RunnerKind, EngineError> {
+    let tree = &change.candidate.tree;
+    let files = source::list_files(repo, tree)?;
+    let mentions = |path: &str, needle: &str| -> Result<bool, EngineError> {
+        Ok(source::read_file(repo, tree, path)?
+            .is_some_and(|bytes| String::from_utf8_lossy(&bytes).contains(needle)))
+    };
+    for file in &files {
+        let name = file.rsplit('/').next().unwrap_or(file);
+        let uses_pytest = match name {
+            "pytest.ini" | "conftest.py" => true,
+            "pyproject.toml" => mentions(file, "[tool.pytest")?,
+            "setup.cfg" => mentions(file, "[tool:pytest]")?,
+            "tox.ini" => mentions(file, "[pytest]")?,
+            _ if RunnerKind::Pytest.is_test_module(file) => {
+                mentions(file, "import pytest")? || mentions(file, "from pytest")?
+            }
+            _ => false,
+        };
+        if uses_pytest {
+            return Ok(RunnerKind::Pytest);
+        }
+    }
+    Ok(RunnerKind::Unittest)
+}
+
+/// What the engine tells a reporter while a proof runs.
+pub enum ProofEvent<'a> {
+    Planned {
+        jobs: &'a [JobSpec],
+    },
+    JobFinished {
+        done: usize,
+        total: usize,
+        spec: &'a JobSpec,
+        result: &'a JobResult,
+    },
+}
+
+pub trait ProgressSink: Send + Sync {
+    fn event(&self, event: ProofEvent<'_>);
+}
+
+/// Runs `jobs` through `queue` with at most `budget` in flight and returns their results in
+/// plan order, whatever order they finish in. A second result for a job is ignored.
+pub async fn run_jobs(
+    jobs: &[JobSpec],
+    queue: &dyn JobQueue,
+    budget: usize,
+    progress: &dyn ProgressSink,
+) -> Result<Vec<JobResult>, EngineError> {
+    progress.event(ProofEvent::Planned { jobs });
+    let mut results: Vec<Option<JobResult>> = vec![None; jobs.len()];
+    let mut next = 0;
+    let mut in_flight = 0;
+    let mut done = 0;
+    while done < jobs.len() {
+        while in_flight < budget.max(1) && next < jobs.len() {
+            queue.submit(jobs[next].clone()).await?;
+            next += 1;
+            in_flight += 1;
+        }
+        let Some(result) = queue.next_result().await else {
+            return Err(QueueError::Closed {
+                outstanding: jobs.len() - done,
+            }
+            .into());
+        };
+        let index = result.index as usize;
+        let Some(slot) = results.get_mut(index) else {
+            tracing::warn!(index, "dropping a result for a job outside the plan");
+            continue;
+        };
+        if slot.is_some() || jobs[index].job_id != result.job_id {
+            tracing::warn!(job_id = %result.job_id, "dropping a duplicate or foreign result");
+            continue;
+        }
+        in_flight -= 1;
+        done += 1;
+        progress.event(ProofEvent::JobFinished {
+            done,
+            total: jobs.len(),
+            spec: &jobs[index],
+            result: &result,
+        });
+        *slot = Some(result);
+    }
+    Ok(results.into_iter().flatten().collect())
+}
+
+/// Decides every criterion and builds the evidence report.
+pub fn conclude(
+    proof: &PreparedProof,
+    results: &[JobResult],
+    started: SystemTime,
+    elapsed: Instant,
+) -> Evidence {
+    let observations: Vec<Observation<'_>> = proof
+        .jobs
+        .iter()
+        .zip(results)
+        .map(|(spec, result)| Observation {
+            kind: spec.kind,
+            side: spec.side,
+            result,
+        })
+        .collect();
+    let criteria = verdict::decide(&proof.request.criteria, &observations);
+    let change = &proof.change;
+    Evidence {
+        schema: SCHEMA.into(),
+        proof_id: proof.request.proof_id.to_string(),
+        verdict: verdict::proof_verdict(&criteria),
+        repository: proof.request.repo.display().to_string(),
+        runner: proof.runner.to_string(),
+        base: RevisionInfo {
+            requested: change.base.requested.clone(),
+            commit: change.base.commit.clone(),
+            tree: change.base_tree.to_string(),
+        },
+        candidate: RevisionInfo {
+            requested: change.candidate.requested.clone(),
+            commit: change.candidate.commit.clone(),
+            tree: change.candidate.tree.to_string(),
+        },
+        changed_test_files: change
+            .changed_test_files
+            .iter()
+            .map(|f| f.path.clone())
+            .collect(),
+        criteria,
+        jobs: proof
+            .jobs
+            .iter()
+            .zip(results)
+            .map(|(spec, result)| JobEvidence::new(spec, result))
+            .collect(),
+        mutation_check: None,
+        started_at: rfc3339(started),
+        duration_s: elapsed.elapsed().as_secs_f64(),
+    }
+}
+
+/// A fresh proof id: time-ordered, unique enough across a fleet.
+pub fn new_proof_id() -> ProofId {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    let entropy = now.subsec_nanos() ^ std::process::id().rotate_left(16);
+    ProofId(format!("p-{}-{:08x}", now.as_secs(), entropy))
+}
+
+/// The worker id of embedded mode's in-process workers.
+pub fn embedded_worker_id() -> WorkerId {
+    WorkerId(format!("embedded-{}", std::process::id()))
+}
+
+/// UTC `YYYY-MM-DDTHH:MM:SSZ` without a date library.
+pub fn rfc3339(time: SystemTime) -> String {
+    let secs = time
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs() as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Howard Hinnant's civil-from-days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn rfc3339_formats_utc() {
+        let t = UNIX_EPOCH + Duration::from_secs(1_795_995_229);
+        assert_eq!(rfc3339(t), "2026-11-29T23:33:49Z");
+        assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00Z");
+    }
+}

@@ -1,0 +1,156 @@
+//! The planner: turns a proof into its jobs, in plan order. Pure: no git, no I/O.
+
+use assay_common::criteria::{Criterion, CriterionKind};
+use assay_common::job::{JobKind, JobSpec, Side};
+use assay_common::runner::RunnerKind;
+use assay_common::{JobId, ProofId, TreeId};
+
+/// What the planner needs to know about a proof.
+#[derive(Clone, Debug)]
+pub struct ProofPlanInput<'a> {
+    pub proof_id: &'a ProofId,
+    pub runner: RunnerKind,
+    pub command_prefix: &'a [String],
+    pub criteria: &'a [Criterion],
+    /// Test modules the change adds or modifies (the targeted run's files).
+    pub changed_test_modules: &'a [String],
+    pub base_tree: &'a TreeId,
+    pub candidate_tree: &'a TreeId,
+    /// Runs per side in all, counting the targeted (or suite) run.
+    pub repeats: u32,
+    pub timeout_secs: u64,
+}
+
+/// Plan order: base, candidate (when the change has test modules), base-suite,
+/// candidate-suite, then the stability repeats (base repeats for `test:` criteria only).
+pub fn plan_proof(input: &ProofPlanInput<'_>) -> Vec<JobSpec> {
+    let mut jobs = Vec::new();
+    let mut push = |kind: JobKind, side: Side, files: &[String], names: &[String]| {
+        let index = jobs.len() as u32;
+        let tree = match side {
+            Side::Base => input.base_tree,
+            Side::Candidate => input.candidate_tree,
+        };
+        jobs.push(JobSpec {
+            proof_id: input.proof_id.clone(),
+            job_id: JobId::for_index(input.proof_id, index as usize),
+            index,
+            kind,
+            side,
+            tree: tree.clone(),
+            command: input.runner.command(input.command_prefix, files, names),
+            report: input.runner.report_format(),
+            selected_tests: names.to_vec(),
+            timeout_secs: input.timeout_secs,
+            env: Vec::new(),
+            edit: None,
+        });
+    };
+    if !input.changed_test_modules.is_empty() {
+        for side in [Side::Base, Side::Candidate] {
+            push(JobKind::Targeted, side, input.changed_test_modules, &[]);
+        }
+    }
+    for side in [Side::Base, Side::Candidate] {
+        push(JobKind::Suite, side, &[], &[]);
+    }
+    let names_for = |kinds: &[CriterionKind]| -> Vec<String> {
+        let mut names: Vec<String> = input
+            .criteria
+            .iter()
+            .filter(|c| kinds.contains(&c.kind))
+            .map(|c| c.test.display().to_owned())
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    };
+    let base_names = names_for(&[CriterionKind::Test]);
+    let candidate_names = names_for(&[CriterionKind::Test, CriterionKind::Guard]);
+    for _ in 1..input.repeats.max(1) {
+        if !base_names.is_empty() {
+            push(JobKind::Stability, Side::Base, &[], &base_names);
+        }
+        if !candidate_names.is_empty() {
+            push(JobKind::Stability, Side::Candidate, &[], &candidate_names);
+        }
+    }
+    jobs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use assay_common::criteria::parse_criteria;
+
+    fn plan(criteria: &[&str], changed: &[&str], repeats: u32) -> Vec<JobSpec> {
+        let criteria =
+            parse_criteria(&criteria.iter().map(|c| c.to_string()).collect::<Vec<_>>()).unwrap();
+        let changed: Vec<String> = changed.iter().map(|c| c.to_string()).collect();
+        plan_proof(&ProofPlanInput {
+            proof_id: &ProofId("p-1".into()),
+            runner: RunnerKind::Pytest,
+            command_prefix: &RunnerKind::Pytest.default_command(),
+            criteria: &criteria,
+            changed_test_modules: &changed,
+            base_tree: &TreeId("b".into()),
+            candidate_tree: &TreeId("c".into()),
+            repeats,
+            timeout_secs: 60,
+        })
+    }
+
+    fn labels(jobs: &[JobSpec]) -> Vec<String> {
+        jobs.iter()
+            .map(|j| format!("{}:{}", j.kind.label(j.side), j.side))
+            .collect()
+    }
+
+    #[test]
+    fn jobs_come_in_plan_order_with_stability_repeats() {
+        let jobs = plan(
+            &["test: test_partial_page", "guard: test_full_pages"],
+            &["tests/test_pager.py"],
+            3,
+        );
+        assert_eq!(
+            labels(&jobs),
+            [
+                "base:base",
+                "candidate:candidate",
+                "base-suite:base",
+                "candidate-suite:candidate",
+                "stability:base",
+                "stability:candidate",
+                "stability:base",
+                "stability:candidate",
+            ]
+        );
+        assert!(jobs.iter().enumerate().all(|(i, j)| j.index as usize == i));
+        assert_eq!(jobs[0].tree, TreeId("b".into()));
+        assert_eq!(jobs[4].selected_tests, ["test_partial_page"]);
+        assert_eq!(
+            jobs[5].selected_tests,
+            ["test_full_pages", "test_partial_page"]
+        );
+        assert!(jobs[0].command.contains(&"tests/test_pager.py".to_string()));
+    }
+
+    #[test]
+    fn guards_only_change_without_tests_runs_the_suites_and_candidate_repeats() {
+        let jobs = plan(&["guard: test_full_pages"], &[], 2);
+        assert_eq!(
+            labels(&jobs),
+            [
+                "base-suite:base",
+                "candidate-suite:candidate",
+                "stability:candidate"
+            ]
+        );
+    }
+
+    #[test]
+    fn one_repeat_means_no_stability_jobs() {
+        assert_eq!(plan(&["test: test_a"], &["tests/test_a.py"], 1).len(), 4);
+    }
+}

@@ -1,0 +1,74 @@
+//! The job queue as the coordinator sees it: submit jobs, receive results. Embedded mode uses
+//! the in-process queue below, whose workers run jobs in this process; the fleet's queue is
+//! NATS JetStream. The engine cannot tell them apart.
+
+use assay_common::job::{JobResult, JobSpec};
+use assay_worker::execute::{JobContext, run_job};
+use async_trait::async_trait;
+use tokio::task::JoinSet;
+
+#[derive(Debug, thiserror::Error)]
+pub enum QueueError {
+    #[error("failed to submit job {job_id}: {message}")]
+    Submit { job_id: String, message: String },
+    #[error("the result stream closed with {outstanding} jobs outstanding")]
+    Closed { outstanding: usize },
+    #[error("queue failure: {message}")]
+    Other { message: String },
+}
+
+#[async_trait]
+pub trait JobQueue: Send + Sync {
+    async fn submit(&self, job: JobSpec) -> Result<(), QueueError>;
+    /// The next result of any submitted job, in completion order; `None` when no more can come.
+    async fn next_result(&self) -> Option<JobResult>;
+}
+
+/// Jobs run by `slots` tasks in this process. Dropping the queue aborts running jobs, and each
+/// sandbox cleans up after itself when its future is dropped.
+pub struct InProcessQueue {
+    jobs: async_channel::Sender<JobSpec>,
+    results: async_channel::Receiver<JobResult>,
+    _workers: JoinSet<()>,
+}
+
+impl InProcessQueue {
+    pub fn start(ctx: JobContext, slots: usize) -> Self {
+        let (job_tx, job_rx) = async_channel::unbounded::<JobSpec>();
+        let (result_tx, result_rx) = async_channel::unbounded::<JobResult>();
+        let mut workers = JoinSet::new();
+        for _ in 0..slots.max(1) {
+            let job_rx = job_rx.clone();
+            let result_tx = result_tx.clone();
+            let ctx = ctx.clone();
+            workers.spawn(async move {
+                while let Ok(job) = job_rx.recv().await {
+                    let result = run_job(&job, &ctx).await;
+                    if result_tx.send(result).await.is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        Self {
+            jobs: job_tx,
+            results: result_rx,
+            _workers: workers,
+        }
+    }
+}
+
+#[async_trait]
+impl JobQueue for InProcessQueue {
+    async fn submit(&self, job: JobSpec) -> Result<(), QueueError> {
+        let job_id = job.job_id.to_string();
+        self.jobs.send(job).await.map_err(|_| QueueError::Submit {
+            job_id,
+            message: "the in-process workers have stopped".into(),
+        })
+    }
+
+    async fn next_result(&self) -> Option<JobResult> {
+        self.results.recv().await.ok()
+    }
+}

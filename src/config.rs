@@ -1,0 +1,166 @@
+//! `assay prove` configuration: defaults, then `assay.toml` (or `[tool.assay]` in
+//! `pyproject.toml`) at the repository root, then flags. Unknown keys are errors.
+
+use anyhow::{Context, Result, bail};
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+/// The file schema; every key is optional and every key has a flag.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct ProveFile {
+    pub base: Option<String>,
+    pub candidate: Option<String>,
+    pub patch: Option<PathBuf>,
+    pub criteria: Option<Vec<String>>,
+    pub runner: Option<String>,
+    pub test_command: Option<String>,
+    pub test_globs: Option<Vec<String>>,
+    pub jobs: Option<usize>,
+    pub repeats: Option<u32>,
+    pub timeout: Option<u64>,
+    /// Read so the key is accepted; the mutation check honours it once it lands.
+    #[allow(dead_code)]
+    pub mutation: Option<bool>,
+    pub json: Option<PathBuf>,
+    pub junit: Option<PathBuf>,
+    pub store: Option<String>,
+    pub pass_env: Option<Vec<String>>,
+}
+
+#[derive(Deserialize)]
+struct PyProject {
+    tool: Option<PyProjectTool>,
+}
+
+#[derive(Deserialize)]
+struct PyProjectTool {
+    assay: Option<toml::Value>,
+}
+
+/// Reads `assay.toml`, else `[tool.assay]` of `pyproject.toml`, from the repository root.
+pub fn load(repo: &Path) -> Result<(ProveFile, Option<PathBuf>)> {
+    let assay_toml = repo.join("assay.toml");
+    if assay_toml.is_file() {
+        let text = std::fs::read_to_string(&assay_toml)
+            .with_context(|| format!("failed to read {}", assay_toml.display()))?;
+        let file = toml::from_str(&text)
+            .with_context(|| format!("invalid configuration in {}", assay_toml.display()))?;
+        return Ok((file, Some(assay_toml)));
+    }
+    let pyproject = repo.join("pyproject.toml");
+    if pyproject.is_file() {
+        let text = std::fs::read_to_string(&pyproject)
+            .with_context(|| format!("failed to read {}", pyproject.display()))?;
+        let parsed: PyProject = toml::from_str(&text)
+            .with_context(|| format!("invalid TOML in {}", pyproject.display()))?;
+        if let Some(value) = parsed.tool.and_then(|t| t.assay) {
+            let file = value
+                .try_into()
+                .with_context(|| format!("invalid [tool.assay] in {}", pyproject.display()))?;
+            return Ok((file, Some(pyproject)));
+        }
+    }
+    Ok((ProveFile::default(), None))
+}
+
+/// Splits a command line the way a POSIX shell would for plain words and quotes.
+pub fn split_command(text: &str) -> Result<Vec<String>> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('\'') => break,
+                        Some(c) => word.push(c),
+                        None => bail!("unterminated single quote in command {text:?}"),
+                    }
+                }
+            }
+            '"' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('"') => break,
+                        Some('\\') => match chars.next() {
+                            Some(c) => word.push(c),
+                            None => bail!("trailing backslash in command {text:?}"),
+                        },
+                        Some(c) => word.push(c),
+                        None => bail!("unterminated double quote in command {text:?}"),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                match chars.next() {
+                    Some(c) => word.push(c),
+                    None => bail!("trailing backslash in command {text:?}"),
+                }
+            }
+            c if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            c => {
+                in_word = true;
+                word.push(c);
+            }
+        }
+    }
+    if in_word {
+        words.push(word);
+    }
+    if words.is_empty() {
+        bail!("the test command is empty");
+    }
+    Ok(words)
+}
+
+/// The store used when none is configured: a cache directory outside every repository.
+pub fn default_store_url() -> String {
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    format!("file://{}", cache.join("assay").join("store").display())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_split_like_a_shell() {
+        assert_eq!(
+            split_command(r#"python3 -m pytest -o 'addopts=-x -q' "a b""#).unwrap(),
+            ["python3", "-m", "pytest", "-o", "addopts=-x -q", "a b"]
+        );
+        assert!(split_command("'open").is_err());
+        assert!(split_command("   ").is_err());
+    }
+
+    #[test]
+    fn pyproject_tool_table_is_read_and_unknown_keys_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("pyproject.toml"),
+            "[project]\nname='pager'\n[tool.assay]\nbase='main'\nrepeats=5\ntest-command='python3 -m pytest -x'\n",
+        )
+        .unwrap();
+        let (file, from) = load(dir.path()).unwrap();
+        assert_eq!(file.base.as_deref(), Some("main"));
+        assert_eq!(file.repeats, Some(5));
+        assert!(from.unwrap().ends_with("pyproject.toml"));
+        std::fs::write(dir.path().join("assay.toml"), "bsae = 'main'\n").unwrap();
+        let err = format!("{:#}", load(dir.path()).unwrap_err());
+        assert!(err.contains("assay.toml") && err.contains("bsae"), "{err}");
+    }
+}

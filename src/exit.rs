@@ -1,0 +1,49 @@
+//! The documented exit codes, and the one place errors are mapped to them.
+
+/// An error on its way out of the binary, with the exit code it maps to.
+#[derive(Debug)]
+pub struct Failure {
+    pub code: u8,
+    pub error: anyhow::Error,
+}
+
+pub const USAGE: u8 = 2;
+pub const INFRASTRUCTURE: u8 = 3;
+pub const INTERNAL: u8 = 70;
+
+impl Failure {
+    pub fn usage(error: anyhow::Error) -> Self {
+        Self { code: USAGE, error }
+    }
+    pub fn infrastructure(error: anyhow::Error) -> Self {
+        Self {
+            code: INFRASTRUCTURE,
+            error,
+        }
+    }
+    pub fn internal(error: anyhow::Error) -> Self {
+        Self {
+            code: INTERNAL,
+            error,
+        }
+    }
+}
+
+/// Classifies an `anyhow` result by the exit code its error maps to.
+pub trait ResultExt<T> {
+    fn usage(self) -> Result<T, Failure>;
+    fn infrastructure(self) -> Result<T, Failure>;
+    fn internal(self) -> Result<T, Failure>;
+}
+
+impl<T> ResultExt<T> for anyhow::Result<T> {
+    fn usage(self) -> Result<T, Failure> {
+        self.map_err(Failure::usage)
+    }
+    fn infrastructure(self) -> Result<T, Failure> {
+        self.map_err(Failure::infrastructure)
+    }
+    fn internal(self) -> Result<T, Failure> {
+        self.map_err(Failure::internal)
+    }
+}

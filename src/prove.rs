@@ -1,0 +1,271 @@
+//! `assay prove` glue: merges flags over the configuration file, runs the proof in embedded
+//! mode, prints the summary and writes the evidence.
+
+use crate::config::{self, ProveFile};
+use crate::exit::{Failure, ResultExt as _};
+use crate::reporter::{self, StderrProgress};
+use anyhow::{Context, anyhow};
+use assay_common::criteria::parse_criteria;
+use assay_common::evidence::Evidence;
+use assay_common::runner::RunnerKind;
+use assay_common::verdict::Verdict;
+use assay_coordinator::engine::{self, ProofRequest};
+use assay_coordinator::queue::InProcessQueue;
+use assay_coordinator::source::CandidateSpec;
+use assay_worker::execute::JobContext;
+use assay_worker::sandbox::process::ProcessSandbox;
+use assay_worker::store::{ArtifactStore, ObjectArtifactStore};
+use assay_worker::tree::GitTreeSource;
+use clap::Args;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
+
+#[derive(Args, Debug, Clone, Default)]
+pub struct ProveArgs {
+    /// Repository to prove a change in.
+    #[arg(short = 'C', long = "repo", value_name = "DIR", default_value = ".")]
+    pub repo: PathBuf,
+    /// Base revision: the code before the change.
+    #[arg(long, value_name = "REV")]
+    pub base: Option<String>,
+    /// Candidate revision: the code with the change [default: HEAD].
+    #[arg(long, value_name = "REV", conflicts_with = "patch")]
+    pub candidate: Option<String>,
+    /// A patch file applied to the base instead of a candidate revision.
+    #[arg(long, value_name = "FILE")]
+    pub patch: Option<PathBuf>,
+    /// A criterion: "test: NAME" (fails before, passes after) or "guard: NAME" (passes on
+    /// both), optionally with an id: "C3: test: NAME". Repeatable.
+    #[arg(long = "criterion", value_name = "CRITERION")]
+    pub criteria: Vec<String>,
+    /// Test runner [default: detected: pytest when the project uses it, else unittest].
+    #[arg(long, value_name = "RUNNER")]
+    pub runner: Option<String>,
+    /// The runner's command prefix [default: "python3 -m pytest", or "python3" running
+    /// Assay's unittest adapter].
+    #[arg(long, value_name = "CMD")]
+    pub test_command: Option<String>,
+    /// Extra glob of test files (fixtures, goldens) overlaid on the base tree. Repeatable.
+    #[arg(long = "test-glob", value_name = "GLOB")]
+    pub test_globs: Vec<String>,
+    /// Jobs in flight at once [default: the CPU count].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub jobs: Option<u32>,
+    /// Runs per side of each proving test, counting the first [default: 3].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=20))]
+    pub repeats: Option<u32>,
+    /// Per-job timeout in seconds [default: 600].
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub timeout: Option<u64>,
+    /// Skip the mutation check that follows a proven proof.
+    #[arg(long)]
+    pub no_mutation: bool,
+    /// Write the evidence report (JSON, schema assay.proof/v1) here.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write a JUnit XML summary (one case per criterion) here.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Artifact store URL (file:///DIR or memory://) [default: a cache directory outside the
+    /// repository].
+    #[arg(long, value_name = "URL")]
+    pub store: Option<String>,
+    /// Environment variable passed to test commands, beyond PATH and the locale. Repeatable.
+    #[arg(long = "pass-env", value_name = "NAME")]
+    pub pass_env: Vec<String>,
+    /// Print only the summary, no progress.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+/// The merged settings a proof runs with.
+struct Settings {
+    request: ProofRequest,
+    jobs: usize,
+    json: Option<PathBuf>,
+    junit: Option<PathBuf>,
+    store: String,
+    pass_env: Vec<String>,
+}
+
+fn settings(args: &ProveArgs) -> Result<Settings, Failure> {
+    if !args.repo.is_dir() {
+        return Err(Failure::usage(anyhow!(
+            "repository directory {} does not exist",
+            args.repo.display()
+        )));
+    }
+    let repo = args
+        .repo
+        .canonicalize()
+        .with_context(|| format!("failed to resolve {}", args.repo.display()))
+        .usage()?;
+    let (file, _source) = config::load(&repo).usage()?;
+    let ProveFile {
+        base,
+        candidate,
+        patch,
+        criteria,
+        runner,
+        test_command,
+        test_globs,
+        jobs,
+        repeats,
+        timeout,
+        mutation: _,
+        json,
+        junit,
+        store,
+        pass_env,
+    } = file;
+    let base = args.base.clone().or(base).ok_or_else(|| {
+        Failure::usage(anyhow!(
+            "no base revision (hint: pass --base REV, or set base in assay.toml)"
+        ))
+    })?;
+    // A flag beats the file; a file's patch is relative to the repository.
+    let candidate = match (&args.candidate, &args.patch) {
+        (Some(rev), _) => CandidateSpec::Revision(rev.clone()),
+        (None, Some(patch)) => CandidateSpec::Patch(patch.clone()),
+        (None, None) => match (candidate, patch) {
+            (Some(rev), _) => CandidateSpec::Revision(rev),
+            (None, Some(patch)) => CandidateSpec::Patch(repo.join(patch)),
+            (None, None) => CandidateSpec::Revision("HEAD".into()),
+        },
+    };
+    let criteria_text = if args.criteria.is_empty() {
+        criteria.unwrap_or_default()
+    } else {
+        args.criteria.clone()
+    };
+    let criteria = parse_criteria(&criteria_text).map_err(|e| Failure::usage(e.into()))?;
+    let runner = args
+        .runner
+        .clone()
+        .or(runner)
+        .map(|r| r.parse::<RunnerKind>())
+        .transpose()
+        .map_err(|e| Failure::usage(anyhow!(e)))?;
+    let test_command = args
+        .test_command
+        .clone()
+        .or(test_command)
+        .map(|c| config::split_command(&c))
+        .transpose()
+        .usage()?;
+    let mut globs = test_globs.unwrap_or_default();
+    globs.extend(args.test_globs.iter().cloned());
+    let mut pass = pass_env.unwrap_or_default();
+    pass.extend(args.pass_env.iter().cloned());
+    let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let jobs = args.jobs.map(|j| j as usize).or(jobs).unwrap_or(cpus);
+    if jobs == 0 {
+        return Err(Failure::usage(anyhow!("jobs must be at least 1")));
+    }
+    Ok(Settings {
+        request: ProofRequest {
+            proof_id: engine::new_proof_id(),
+            repo,
+            base,
+            candidate,
+            criteria,
+            runner,
+            test_command,
+            test_globs: globs,
+            repeats: args.repeats.or(repeats).unwrap_or(3).max(1),
+            timeout_secs: args.timeout.or(timeout).unwrap_or(600),
+        },
+        jobs,
+        json: args.json.clone().or(json),
+        junit: args.junit.clone().or(junit),
+        store: args
+            .store
+            .clone()
+            .or(store)
+            .unwrap_or_else(config::default_store_url),
+        pass_env: pass,
+    })
+}
+
+/// Runs `assay prove` in embedded mode and returns the exit code.
+pub async fn run(args: &ProveArgs) -> Result<u8, Failure> {
+    let settings = settings(args)?;
+    let started = SystemTime::now();
+    let clock = Instant::now();
+    let store: Arc<dyn ArtifactStore> =
+        Arc::new(ObjectArtifactStore::open(&settings.store).map_err(|e| Failure::usage(e.into()))?);
+    let repo = settings.request.repo.clone();
+    let prepared = tokio::task::spawn_blocking(move || engine::prepare(settings.request))
+        .await
+        .map_err(|e| Failure::internal(e.into()))?
+        .map_err(|e| {
+            if e.is_usage() {
+                Failure::usage(e.into())
+            } else {
+                Failure::infrastructure(e.into())
+            }
+        })?;
+    let scratch = tempfile::Builder::new()
+        .prefix("assay-")
+        .tempdir()
+        .context("failed to create a scratch directory")
+        .infrastructure()?;
+    let ctx = JobContext {
+        worker_id: engine::embedded_worker_id(),
+        sandbox: Arc::new(ProcessSandbox),
+        trees: Arc::new(GitTreeSource::new(&repo)),
+        store: store.clone(),
+        scratch_root: scratch.path().to_owned(),
+        pass_env: settings.pass_env.clone(),
+    };
+    let queue = InProcessQueue::start(ctx, settings.jobs);
+    let progress = StderrProgress { quiet: args.quiet };
+    let results = engine::run_jobs(&prepared.jobs, &queue, settings.jobs, &progress)
+        .await
+        .map_err(|e| Failure::infrastructure(e.into()))?;
+    drop(queue);
+    let evidence = engine::conclude(&prepared, &results, started, clock);
+    let json = serde_json::to_vec_pretty(&evidence)
+        .context("failed to encode the evidence report")
+        .internal()?;
+    store
+        .put_bytes(
+            "evidence",
+            &format!("proofs/{}/evidence.json", evidence.proof_id),
+            json.clone().into(),
+        )
+        .await
+        .map_err(|e| Failure::infrastructure(e.into()))?;
+    if let Some(path) = &settings.json {
+        write_atomically(path, &json).infrastructure()?;
+    }
+    if let Some(path) = &settings.junit {
+        write_atomically(path, reporter::junit(&evidence).as_bytes()).infrastructure()?;
+    }
+    print!("{}", reporter::summary(&evidence));
+    Ok(exit_code(&evidence))
+}
+
+/// 0 proven, 1 refuted, 3 when infrastructure kept a verdict from being reached, else 4.
+fn exit_code(evidence: &Evidence) -> u8 {
+    match evidence.verdict {
+        Verdict::Proven => 0,
+        Verdict::Refuted => 1,
+        Verdict::Unverified | Verdict::Unstable => {
+            if let Some(failure) = reporter::infrastructure_failure(evidence) {
+                eprintln!("error: infrastructure failure: {failure}");
+                3
+            } else {
+                4
+            }
+        }
+    }
+}
+
+/// Writes via a temporary sibling and a rename, so a reader never sees half a file.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let tmp = path.with_extension("assay-tmp");
+    std::fs::write(&tmp, bytes).with_context(|| format!("failed to write {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("failed to write {}", path.display()))
+}

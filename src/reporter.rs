@@ -1,0 +1,166 @@
+//! What a person reads: progress lines on stderr while a proof runs, then a summary. Also the
+//! optional JUnit XML for CI. Nothing else in Assay prints for humans.
+
+use assay_common::evidence::Evidence;
+use assay_common::job::JobStatus;
+use assay_common::verdict::{SideEvidence, Verdict};
+use assay_coordinator::engine::{ProgressSink, ProofEvent};
+use std::fmt::Write as _;
+
+pub struct StderrProgress {
+    pub quiet: bool,
+}
+
+impl ProgressSink for StderrProgress {
+    fn event(&self, event: ProofEvent<'_>) {
+        if self.quiet {
+            return;
+        }
+        match event {
+            ProofEvent::Planned { jobs } => {
+                eprintln!("[prove] {} jobs planned", jobs.len());
+            }
+            ProofEvent::JobFinished {
+                done,
+                total,
+                spec,
+                result,
+            } => {
+                let what = match &result.status {
+                    JobStatus::Completed { exit_code } => match result.report.problem() {
+                        None => format!(
+                            "{} tests reported, exit {exit_code}",
+                            result.report.parsed().map_or(0, |r| r.cases.len())
+                        ),
+                        Some(problem) => format!("exit {exit_code}, {problem}"),
+                    },
+                    JobStatus::TimedOut => format!("TIMEOUT after {} s", spec.timeout_secs),
+                    JobStatus::Infrastructure { message, .. } => format!("INFRA {message}"),
+                    JobStatus::Cancelled => "cancelled".into(),
+                };
+                eprintln!(
+                    "[prove] {done}/{total} {} ({:.1} s): {what}",
+                    spec.kind.label(spec.side),
+                    result.duration_ms as f64 / 1000.0
+                );
+            }
+        }
+    }
+}
+
+fn side_text(side: &SideEvidence) -> String {
+    let runs: Vec<&str> = side.runs.iter().map(|r| r.outcome.label()).collect();
+    if runs.len() > 1 {
+        format!("{} (runs: {})", side.outcome.label(), runs.join(", "))
+    } else {
+        side.outcome.label().to_owned()
+    }
+}
+
+/// The terminal summary: the verdict, then each criterion with why and per-side outcomes.
+pub fn summary(evidence: &Evidence) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "proof {}: {} ({} runner, {} jobs, {:.1} s)",
+        evidence.proof_id,
+        evidence.verdict.to_string().to_uppercase(),
+        evidence.runner,
+        evidence.jobs.len(),
+        evidence.duration_s
+    );
+    for c in &evidence.criteria {
+        let _ = writeln!(
+            out,
+            "  {} {}: {}  {}",
+            c.id,
+            c.kind,
+            c.test,
+            c.verdict.to_string().to_uppercase()
+        );
+        let _ = writeln!(out, "      {}", c.reason);
+        let _ = writeln!(
+            out,
+            "      base: {}; candidate: {}",
+            side_text(&c.base),
+            side_text(&c.candidate)
+        );
+    }
+    out
+}
+
+/// JUnit XML with one test case per criterion, for CI dashboards.
+pub fn junit(evidence: &Evidence) -> String {
+    let failures = evidence
+        .criteria
+        .iter()
+        .filter(|c| c.verdict == Verdict::Refuted)
+        .count();
+    let errors = evidence.criteria.len()
+        - failures
+        - evidence
+            .criteria
+            .iter()
+            .filter(|c| c.verdict == Verdict::Proven)
+            .count();
+    let mut xml = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(
+        xml,
+        "<testsuite name=\"assay proof {}\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\" time=\"{:.3}\">",
+        escape(&evidence.proof_id),
+        evidence.criteria.len(),
+        evidence.duration_s
+    );
+    for c in &evidence.criteria {
+        let _ = write!(
+            xml,
+            "  <testcase classname=\"assay.{}\" name=\"{} {}\"",
+            c.kind,
+            escape(&c.id),
+            escape(&c.test)
+        );
+        match c.verdict {
+            Verdict::Proven => xml.push_str("/>\n"),
+            Verdict::Refuted => {
+                let _ = writeln!(
+                    xml,
+                    "><failure message=\"{}\"/></testcase>",
+                    escape(&c.reason)
+                );
+            }
+            Verdict::Unverified | Verdict::Unstable => {
+                let _ = writeln!(
+                    xml,
+                    "><error type=\"{}\" message=\"{}\"/></testcase>",
+                    c.verdict,
+                    escape(&c.reason)
+                );
+            }
+        }
+    }
+    xml.push_str("</testsuite>\n");
+    xml
+}
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// The first infrastructure failure among the jobs, if the proof could not be decided.
+pub fn infrastructure_failure(evidence: &Evidence) -> Option<String> {
+    evidence
+        .jobs
+        .iter()
+        .find(|j| j.status == "infrastructure")
+        .map(|j| {
+            format!(
+                "job {} ({}): {}",
+                j.index,
+                j.kind,
+                j.message.as_deref().unwrap_or("")
+            )
+        })
+}

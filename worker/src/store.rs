@@ -1,0 +1,218 @@
+//! The artifact store: logs, reports, sources and evidence, addressed by key, each recorded
+//! with its sha256. One trait; the backend is any `object_store` (local directory, memory, and
+//! the cloud stores when their features are enabled).
+
+use assay_common::job::ArtifactRef;
+use async_trait::async_trait;
+use bytes::Bytes;
+use object_store::path::Path as StorePath;
+use object_store::{ObjectStore, PutPayload};
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("store URL {url:?} is not supported (hint: use file:///ABSOLUTE/DIR or memory://)")]
+    UnsupportedUrl { url: String },
+    #[error("failed to open store {url}")]
+    Open {
+        url: String,
+        #[source]
+        source: object_store::Error,
+    },
+    #[error("failed to create store directory {path}")]
+    CreateDir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("failed to read {path} for upload to {key}")]
+    ReadLocal {
+        path: PathBuf,
+        key: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("failed to upload artifact {key}")]
+    Put {
+        key: String,
+        #[source]
+        source: object_store::Error,
+    },
+    #[error("failed to fetch artifact {key}")]
+    Get {
+        key: String,
+        #[source]
+        source: object_store::Error,
+    },
+}
+
+#[async_trait]
+pub trait ArtifactStore: Send + Sync {
+    /// Where the store lives, for humans (`file:///…`).
+    fn url(&self) -> &str;
+    async fn put_bytes(
+        &self,
+        name: &str,
+        key: &str,
+        bytes: Bytes,
+    ) -> Result<ArtifactRef, StoreError>;
+    async fn get(&self, key: &str) -> Result<Option<Bytes>, StoreError>;
+
+    async fn put_file(
+        &self,
+        name: &str,
+        key: &str,
+        path: &Path,
+    ) -> Result<ArtifactRef, StoreError> {
+        let bytes = tokio::fs::read(path)
+            .await
+            .map_err(|source| StoreError::ReadLocal {
+                path: path.to_owned(),
+                key: key.to_owned(),
+                source,
+            })?;
+        self.put_bytes(name, key, Bytes::from(bytes)).await
+    }
+}
+
+/// An [`ArtifactStore`] over any `object_store` backend.
+pub struct ObjectArtifactStore {
+    url: String,
+    inner: Arc<dyn ObjectStore>,
+}
+
+impl ObjectArtifactStore {
+    pub fn new(url: String, inner: Arc<dyn ObjectStore>) -> Self {
+        Self { url, inner }
+    }
+
+    /// Opens `file:///dir` (created if absent) or `memory://`.
+    pub fn open(url: &str) -> Result<Self, StoreError> {
+        if url == "memory://" || url == "memory:///" {
+            return Ok(Self::new(
+                url.to_owned(),
+                Arc::new(object_store::memory::InMemory::new()),
+            ));
+        }
+        if let Some(dir) = url.strip_prefix("file://") {
+            let dir = Path::new(dir);
+            if !dir.is_absolute() {
+                return Err(StoreError::UnsupportedUrl {
+                    url: url.to_owned(),
+                });
+            }
+            std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir {
+                path: dir.to_owned(),
+                source,
+            })?;
+            let local =
+                object_store::local::LocalFileSystem::new_with_prefix(dir).map_err(|source| {
+                    StoreError::Open {
+                        url: url.to_owned(),
+                        source,
+                    }
+                })?;
+            return Ok(Self::new(url.to_owned(), Arc::new(local)));
+        }
+        Err(StoreError::UnsupportedUrl {
+            url: url.to_owned(),
+        })
+    }
+}
+
+#[async_trait]
+impl ArtifactStore for ObjectArtifactStore {
+    fn url(&self) -> &str {
+        &self.url
+    }
+
+    async fn put_bytes(
+        &self,
+        name: &str,
+        key: &str,
+        bytes: Bytes,
+    ) -> Result<ArtifactRef, StoreError> {
+        let sha256 = hex::encode(Sha256::digest(&bytes));
+        let size = bytes.len() as u64;
+        self.inner
+            .put(&StorePath::from(key), PutPayload::from_bytes(bytes))
+            .await
+            .map_err(|source| StoreError::Put {
+                key: key.to_owned(),
+                source,
+            })?;
+        Ok(ArtifactRef {
+            name: name.to_owned(),
+            key: key.to_owned(),
+            sha256,
+            bytes: size,
+        })
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<Bytes>, StoreError> {
+        match self.inner.get(&StorePath::from(key)).await {
+            Ok(result) => result
+                .bytes()
+                .await
+                .map(Some)
+                .map_err(|source| StoreError::Get {
+                    key: key.to_owned(),
+                    source,
+                }),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(source) => Err(StoreError::Get {
+                key: key.to_owned(),
+                source,
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn round_trip(store: &dyn ArtifactStore) {
+        let artifact = store
+            .put_bytes(
+                "stdout",
+                "proofs/p-1/jobs/0000/stdout.log",
+                Bytes::from_static(b"3 passed\n"),
+            )
+            .await
+            .unwrap();
+        assert_eq!(artifact.bytes, 9);
+        assert_eq!(artifact.sha256, hex::encode(Sha256::digest(b"3 passed\n")),);
+        let back = store.get("proofs/p-1/jobs/0000/stdout.log").await.unwrap();
+        assert_eq!(back.as_deref(), Some(&b"3 passed\n"[..]));
+        assert_eq!(store.get("proofs/p-1/absent").await.unwrap(), None);
+    }
+
+    #[tokio::test]
+    async fn local_directory_store_round_trips_and_pins_sha256() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("file://{}", dir.path().join("store").display());
+        let store = ObjectArtifactStore::open(&url).unwrap();
+        round_trip(&store).await;
+        assert!(
+            dir.path()
+                .join("store/proofs/p-1/jobs/0000/stdout.log")
+                .is_file()
+        );
+    }
+
+    #[tokio::test]
+    async fn memory_store_round_trips() {
+        round_trip(&ObjectArtifactStore::open("memory://").unwrap()).await;
+    }
+
+    #[test]
+    fn relative_and_unknown_urls_are_refused_with_a_hint() {
+        for url in ["file://relative/dir", "ftp://host/x"] {
+            let err = ObjectArtifactStore::open(url).err().unwrap();
+            assert!(err.to_string().contains("hint"), "{err}");
+        }
+    }
+}

@@ -1,0 +1,141 @@
+//! Tree materialization: writes a git tree, by object id, into a fresh directory. Embedded mode
+//! reads objects from the repository; the fleet reads archives from the store (see `source`
+//! implementations added beside this trait).
+
+use assay_common::TreeId;
+use async_trait::async_trait;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, thiserror::Error)]
+pub enum TreeError {
+    #[error("failed to open repository {path}")]
+    OpenRepo {
+        path: PathBuf,
+        #[source]
+        source: git2::Error,
+    },
+    #[error("tree {tree} is not in the repository")]
+    MissingTree {
+        tree: String,
+        #[source]
+        source: git2::Error,
+    },
+    #[error("failed to write {path} while materializing tree {tree}")]
+    Write {
+        tree: String,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("failed to read {what} of tree {tree}")]
+    Read {
+        tree: String,
+        what: String,
+        #[source]
+        source: git2::Error,
+    },
+    #[error("tree {tree} could not be materialized: {message}")]
+    Other { tree: String, message: String },
+}
+
+#[async_trait]
+pub trait TreeSource: Send + Sync {
+    /// Writes the tree's files into `dest` (an empty directory).
+    async fn materialize(&self, tree: &TreeId, dest: &Path) -> Result<(), TreeError>;
+}
+
+/// Reads trees straight from a local repository's object database.
+#[derive(Clone, Debug)]
+pub struct GitTreeSource {
+    repo_path: PathBuf,
+}
+
+impl GitTreeSource {
+    pub fn new(repo_path: impl Into<PathBuf>) -> Self {
+        Self {
+            repo_path: repo_path.into(),
+        }
+    }
+}
+
+#[async_trait]
+impl TreeSource for GitTreeSource {
+    async fn materialize(&self, tree: &TreeId, dest: &Path) -> Result<(), TreeError> {
+        let repo_path = self.repo_path.clone();
+        let tree = tree.clone();
+        let dest = dest.to_owned();
+        tokio::task::spawn_blocking(move || write_tree(&repo_path, &tree, &dest))
+            .await
+            .map_err(|e| TreeError::Other {
+                tree: String::new(),
+                message: e.to_string(),
+            })?
+    }
+}
+
+/// Writes every blob of `tree` under `dest`, keeping executable bits and symlinks.
+pub fn write_tree(repo_path: &Path, tree: &TreeId, dest: &Path) -> Result<(), TreeError> {
+    let repo = git2::Repository::open(repo_path).map_err(|source| TreeError::OpenRepo {
+        path: repo_path.to_owned(),
+        source,
+    })?;
+    let oid = git2::Oid::from_str(tree.as_str()).map_err(|source| TreeError::MissingTree {
+        tree: tree.to_string(),
+        source,
+    })?;
+    let git_tree = repo
+        .find_tree(oid)
+        .map_err(|source| TreeError::MissingTree {
+            tree: tree.to_string(),
+            source,
+        })?;
+    write_subtree(&repo, tree, &git_tree, dest)
+}
+
+fn write_subtree(
+    repo: &git2::Repository,
+    tree_id: &TreeId,
+    tree: &git2::Tree<'_>,
+    dir: &Path,
+) -> Result<(), TreeError> {
+    let write_err = |path: &Path, source| TreeError::Write {
+        tree: tree_id.to_string(),
+        path: path.to_owned(),
+        source,
+    };
+    std::fs::create_dir_all(dir).map_err(|e| write_err(dir, e))?;
+    for entry in tree.iter() {
+        let Some(name) = entry.name() else {
+            continue;
+        };
+        let path = dir.join(name);
+        let read_err = |source| TreeError::Read {
+            tree: tree_id.to_string(),
+            what: path.display().to_string(),
+            source,
+        };
+        match entry.kind() {
+            Some(git2::ObjectType::Tree) => {
+                let sub = repo.find_tree(entry.id()).map_err(read_err)?;
+                write_subtree(repo, tree_id, &sub, &path)?;
+            }
+            Some(git2::ObjectType::Blob) => {
+                let blob = repo.find_blob(entry.id()).map_err(read_err)?;
+                if entry.filemode() == 0o120000 {
+                    let target = String::from_utf8_lossy(blob.content()).into_owned();
+                    std::os::unix::fs::symlink(target, &path).map_err(|e| write_err(&path, e))?;
+                } else {
+                    std::fs::write(&path, blob.content()).map_err(|e| write_err(&path, e))?;
+                    if entry.filemode() == 0o100755 {
+                        use std::os::unix::fs::PermissionsExt;
+                        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
+                            .map_err(|e| write_err(&path, e))?;
+                    }
+                }
+            }
+            // Submodules (commits) are not part of the tree's content.
+            _ => {}
+        }
+    }
+    Ok(())
+}

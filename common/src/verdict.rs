@@ -96,11 +96,14 @@ pub struct MatchedCase {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunOutcome {
     pub job: u32,
+    #[serde(flatten)]
     pub outcome: SideOutcome,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SideEvidence {
+    /// Serialized as `"outcome": "failed"` plus `"detail"` where the outcome has one.
+    #[serde(flatten)]
     pub outcome: SideOutcome,
     pub cases: Vec<MatchedCase>,
     /// Every run of the test on this side in plan order: the first run, then the repeats.

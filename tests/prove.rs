@@ -1,0 +1,413 @@
+//! End-to-end proofs: the real binary on real git repositories with real pytest and unittest.
+
+mod support;
+
+use support::{PAGER_FIXED, Repo, prove, pytest_pager_repo};
+
+const PARTIAL_TEST: &str =
+    "\n\ndef test_partial_last_page_is_counted():\n    assert page_count(11, 5) == 3\n";
+
+fn add_fix_with_test(repo: &Repo) {
+    let tests = std::fs::read_to_string(repo.path().join("tests/test_pages.py")).unwrap();
+    repo.write("pager.py", PAGER_FIXED)
+        .write("tests/test_pages.py", &format!("{tests}{PARTIAL_TEST}"));
+    repo.commit("pager: count the last partial page");
+}
+
+#[test]
+fn a_real_fix_is_proven_and_the_evidence_pins_every_artifact() {
+    let repo = pytest_pager_repo();
+    add_fix_with_test(&repo);
+    let before = repo.status();
+    let run = prove(
+        &repo,
+        &[
+            "--base",
+            "main~1",
+            "--candidate",
+            "main",
+            "--criterion",
+            "test: test_partial_last_page_is_counted",
+            "--criterion",
+            "guard: test_full_pages",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.explain());
+    assert_eq!(run.verdict_of("C1"), "proven");
+    assert_eq!(run.verdict_of("C2"), "proven");
+    let evidence = run.evidence.as_ref().unwrap();
+    assert_eq!(evidence["schema"], "assay.proof/v1");
+    assert_eq!(evidence["runner"], "pytest");
+    assert_eq!(evidence["changed_test_files"][0], "tests/test_pages.py");
+    let jobs = evidence["jobs"].as_array().unwrap();
+    let kinds: Vec<&str> = jobs.iter().map(|j| j["kind"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "base",
+            "candidate",
+            "base-suite",
+            "candidate-suite",
+            "stability",
+            "stability",
+            "stability",
+            "stability"
+        ]
+    );
+    for (index, job) in jobs.iter().enumerate() {
+        assert_eq!(job["index"], index as u64);
+        let report = job["artifacts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["name"] == "report");
+        let report = report.unwrap_or_else(|| panic!("job {index} has a pinned report: {job:#}"));
+        assert_eq!(report["sha256"].as_str().unwrap().len(), 64);
+    }
+    assert_eq!(
+        run.criterion("C1")["base"]["runs"]
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
+    assert!(run.stdout.contains("PROVEN"), "{}", run.explain());
+    assert!(run.stderr.contains("[prove] 8/8"), "{}", run.explain());
+    assert_eq!(
+        repo.status(),
+        before,
+        "the user's working tree is untouched"
+    );
+}
+
+#[test]
+fn a_test_that_passes_on_the_base_does_not_reproduce() {
+    let repo = pytest_pager_repo();
+    repo.write(
+        "tests/test_pages.py",
+        "from pager import page_count\n\n\ndef test_full_pages():\n    assert page_count(10, 5) == 2\n\n\ndef test_twenty_items():\n    assert page_count(20, 5) == 4\n",
+    );
+    repo.commit("tests: twenty items");
+    let run = prove(
+        &repo,
+        &["--base", "main~1", "--criterion", "test: test_twenty_items"],
+    );
+    assert_eq!(run.code, 1, "{}", run.explain());
+    assert_eq!(run.verdict_of("C1"), "refuted");
+    assert!(
+        run.criterion("C1")["reason"]
+            .as_str()
+            .unwrap()
+            .contains("does not reproduce")
+    );
+}
+
+#[test]
+fn a_broken_guard_refutes_the_proof() {
+    let repo = pytest_pager_repo();
+    repo.write("pager.py", "def page_count(total, size):\n    return total // size + 1\n")
+        .write(
+            "tests/test_partial.py",
+            "from pager import page_count\n\n\ndef test_partial_last_page_is_counted():\n    assert page_count(11, 5) == 3\n",
+        );
+    repo.commit("pager: always add a page");
+    let run = prove(
+        &repo,
+        &[
+            "--base",
+            "main~1",
+            "--criterion",
+            "test: test_partial_last_page_is_counted",
+            "--criterion",
+            "guard: test_full_pages",
+        ],
+    );
+    assert_eq!(run.code, 1, "{}", run.explain());
+    assert_eq!(run.verdict_of("C1"), "proven");
+    assert_eq!(run.verdict_of("C2"), "refuted");
+    assert_eq!(run.criterion("C2")["candidate"]["outcome"], "failed");
+}
+
+#[test]
+fn an_import_error_on_the_base_is_not_a_reproduction() {
+    let repo = pytest_pager_repo();
+    repo.write("pager.py", &format!("{PAGER_FIXED}\n\ndef last_page_size(total, size):\n    return total % size or size\n"))
+        .write(
+            "tests/test_last_page.py",
+            "from pager import last_page_size\n\n\ndef test_last_page_size():\n    assert last_page_size(11, 5) == 1\n",
+        );
+    repo.commit("pager: last page size");
+    let run = prove(
+        &repo,
+        &[
+            "--base",
+            "main~1",
+            "--criterion",
+            "test: test_last_page_size",
+        ],
+    );
+    assert_eq!(run.code, 1, "{}", run.explain());
+    assert_eq!(run.verdict_of("C1"), "refuted");
+    assert_eq!(run.criterion("C1")["base"]["outcome"], "collection_error");
+}
+
+#[test]
+fn one_failing_parametrized_variant_breaks_a_guard() {
+    let repo = Repo::new();
+    repo.write("pager.py", PAGER_FIXED).write("conftest.py", "").write(
+        "tests/test_pages.py",
+        "import pytest\nfrom pager import page_count\n\n\n@pytest.mark.parametrize('total,size,pages', [(10, 5, 2), (0, 5, 0), (7, 7, 1)])\ndef test_pages(total, size, pages):\n    assert page_count(total, size) == pages\n",
+    );
+    repo.commit("pager");
+    repo.write(
+        "pager.py",
+        "def page_count(total, size):\n    return max(1, -(-total // size))\n",
+    );
+    repo.commit("pager: at least one page");
+    let run = prove(
+        &repo,
+        &["--base", "main~1", "--criterion", "guard: test_pages"],
+    );
+    assert_eq!(run.code, 1, "{}", run.explain());
+    assert_eq!(run.verdict_of("C1"), "refuted");
+    assert!(
+        run.criterion("C1")["reason"]
+            .as_str()
+            .unwrap()
+            .contains("test_pages[0-5-0]"),
+        "{}",
+        run.explain()
+    );
+}
+
+#[test]
+fn a_name_in_two_files_is_ambiguous() {
+    let repo = pytest_pager_repo();
+    repo.write("tests/test_more.py", "from pager import page_count\n\n\ndef test_full_pages():\n    assert page_count(15, 5) == 3\n");
+    repo.commit("tests: more");
+    let run = prove(
+        &repo,
+        &["--base", "main~1", "--criterion", "guard: test_full_pages"],
+    );
+    assert_eq!(run.code, 4, "{}", run.explain());
+    assert_eq!(run.verdict_of("C1"), "unverified");
+    let reason = run.criterion("C1")["reason"].as_str().unwrap().to_owned();
+    assert!(
+        reason.contains("tests/test_more.py") && reason.contains("tests/test_pages.py"),
+        "{reason}"
+    );
+}
+
+#[test]
+fn a_flaky_test_is_unstable() {
+    let repo = pytest_pager_repo();
+    let counter = repo
+        .dir
+        .path()
+        .parent()
+        .unwrap()
+        .join(format!("flaky-{}", std::process::id()));
+    repo.write("pager.py", PAGER_FIXED).write(
+        "tests/test_flaky.py",
+        &format!(
+            "import pathlib\n\nCOUNTER = pathlib.Path({:?})\n\n\ndef test_partial_last_page_is_counted():\n    runs = int(COUNTER.read_text()) + 1 if COUNTER.exists() else 1\n    COUNTER.write_text(str(runs))\n    assert runs % 3 != 0\n",
+            counter.display().to_string()
+        ),
+    );
+    repo.commit("tests: flaky");
+    let run = prove(
+        &repo,
+        &[
+            "--base",
+            "main~1",
+            "--jobs",
+            "1",
+            "--criterion",
+            "test: test_partial_last_page_is_counted",
+        ],
+    );
+    let _ = std::fs::remove_file(&counter);
+    assert_eq!(run.code, 4, "{}", run.explain());
+    assert_eq!(run.verdict_of("C1"), "unstable");
+    assert!(
+        run.criterion("C1")["reason"]
+            .as_str()
+            .unwrap()
+            .contains("unstable")
+    );
+}
+
+#[test]
+fn guards_alone_rest_on_the_existing_suite_when_no_test_changes() {
+    let repo = pytest_pager_repo();
+    repo.write("pager.py", PAGER_FIXED);
+    repo.commit("pager: refactor");
+    let run = prove(
+        &repo,
+        &["--base", "main~1", "--criterion", "guard: test_full_pages"],
+    );
+    assert_eq!(run.code, 0, "{}", run.explain());
+    let kinds: Vec<String> = run.evidence.as_ref().unwrap()["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["kind"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["base-suite", "candidate-suite", "stability", "stability"]
+    );
+}
+
+#[test]
+fn a_qualified_selector_is_refused_before_anything_runs() {
+    let repo = pytest_pager_repo();
+    let run = prove(
+        &repo,
+        &[
+            "--base",
+            "main",
+            "--criterion",
+            "test: tests/test_pages.py::test_full_pages",
+        ],
+    );
+    assert_eq!(run.code, 2, "{}", run.explain());
+    assert!(run.evidence.is_none());
+    assert!(
+        run.stderr.contains("bare test name") && run.stderr.contains("test: test_full_pages"),
+        "{}",
+        run.explain()
+    );
+    assert!(
+        !run.stderr.contains("[prove]"),
+        "nothing ran: {}",
+        run.explain()
+    );
+}
+
+#[test]
+fn a_unittest_fix_is_proven_with_the_shipped_adapter() {
+    let repo = Repo::new();
+    repo.write("pager.py", support::PAGER_BUGGY).write("tests/__init__.py", "").write(
+        "tests/test_pages.py",
+        "import unittest\n\nfrom pager import page_count\n\n\nclass PageTests(unittest.TestCase):\n    def test_full_pages(self):\n        self.assertEqual(page_count(10, 5), 2)\n",
+    );
+    repo.commit("pager");
+    repo.write("pager.py", PAGER_FIXED).write(
+        "tests/test_pages.py",
+        "import unittest\n\nfrom pager import page_count\n\n\nclass PageTests(unittest.TestCase):\n    def test_full_pages(self):\n        self.assertEqual(page_count(10, 5), 2)\n\n    def test_partial_last_page_is_counted(self):\n        self.assertEqual(page_count(11, 5), 3)\n",
+    );
+    repo.commit("pager: partial page");
+    let run = prove(
+        &repo,
+        &[
+            "--base",
+            "main~1",
+            "--criterion",
+            "test: test_partial_last_page_is_counted",
+            "--criterion",
+            "guard: test_full_pages",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.explain());
+    assert_eq!(run.evidence.as_ref().unwrap()["runner"], "unittest");
+}
+
+#[test]
+fn a_patch_file_stands_in_for_a_candidate_revision() {
+    let repo = pytest_pager_repo();
+    add_fix_with_test(&repo);
+    let patch = repo.git(&["diff", "main~1", "main"]);
+    repo.git(&["reset", "-q", "--hard", "main~1"]);
+    let patch_file = repo
+        .dir
+        .path()
+        .parent()
+        .unwrap()
+        .join(format!("fix-{}.patch", std::process::id()));
+    std::fs::write(&patch_file, patch).unwrap();
+    let run = prove(
+        &repo,
+        &[
+            "--base",
+            "main",
+            "--patch",
+            patch_file.to_str().unwrap(),
+            "--criterion",
+            "test: test_partial_last_page_is_counted",
+        ],
+    );
+    let _ = std::fs::remove_file(&patch_file);
+    assert_eq!(run.code, 0, "{}", run.explain());
+    assert!(run.evidence.as_ref().unwrap()["candidate"]["commit"].is_null());
+}
+
+#[test]
+fn configuration_comes_from_assay_toml_and_flags_win() {
+    let repo = pytest_pager_repo();
+    add_fix_with_test(&repo);
+    repo.write(
+        "assay.toml",
+        "base = \"main~1\"\ncriteria = [\"test: test_partial_last_page_is_counted\"]\nrepeats = 2\n",
+    );
+    let run = prove(&repo, &["--repeats", "1"]);
+    assert_eq!(run.code, 0, "{}", run.explain());
+    assert_eq!(
+        run.evidence.as_ref().unwrap()["jobs"]
+            .as_array()
+            .unwrap()
+            .len(),
+        4
+    );
+}
+
+#[test]
+fn usage_and_infrastructure_errors_are_one_clear_line_with_their_codes() {
+    let repo = pytest_pager_repo();
+    add_fix_with_test(&repo);
+    let criterion = ["--criterion", "test: test_partial_last_page_is_counted"];
+
+    let unknown = prove(&repo, &[&["--base", "release-9"][..], &criterion].concat());
+    assert_eq!(unknown.code, 2, "{}", unknown.explain());
+    assert!(
+        unknown.stderr.contains("unknown revision \"release-9\""),
+        "{}",
+        unknown.explain()
+    );
+    assert!(unknown.evidence.is_none());
+
+    let mut missing_dir = support::assay();
+    missing_dir
+        .args(["prove", "-C", "/nonexistent/checkout", "--base", "main"])
+        .args(criterion);
+    let missing_dir = support::run(missing_dir, None);
+    assert_eq!(missing_dir.code, 2, "{}", missing_dir.explain());
+    assert!(missing_dir.stderr.contains("/nonexistent/checkout"));
+
+    let no_python = prove(
+        &repo,
+        &[
+            &[
+                "--base",
+                "main~1",
+                "--test-command",
+                "python3-not-installed -m pytest",
+            ][..],
+            &criterion,
+        ]
+        .concat(),
+    );
+    assert_eq!(no_python.code, 3, "{}", no_python.explain());
+    assert!(
+        no_python.stderr.contains("python3-not-installed"),
+        "{}",
+        no_python.explain()
+    );
+    assert!(no_python.stderr.contains("hint"), "{}", no_python.explain());
+
+    let bad_jobs = prove(
+        &repo,
+        &[&["--base", "main~1", "--jobs", "0"][..], &criterion].concat(),
+    );
+    assert_eq!(bad_jobs.code, 2, "{}", bad_jobs.explain());
+}

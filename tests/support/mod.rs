@@ -1,0 +1,153 @@
+//! Helpers for end-to-end tests: real git repositories in temp dirs and the real binary.
+
+#![allow(dead_code)] // each test file uses its own subset
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// A git repository built by the test, with a `main` branch.
+pub struct Repo {
+    pub dir: tempfile::TempDir,
+}
+
+impl Repo {
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let repo = Self { dir };
+        repo.git(&["init", "-q", "-b", "main"]);
+        repo.git(&["config", "user.name", "Dana Reviewer"]);
+        repo.git(&["config", "user.email", "dana@example.com"]);
+        repo.git(&["config", "commit.gpgsign", "false"]);
+        repo
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn write(&self, path: &str, text: &str) -> &Self {
+        let file = self.path().join(path);
+        std::fs::create_dir_all(file.parent().expect("parent")).expect("mkdir");
+        std::fs::write(file, text).expect("write");
+        self
+    }
+
+    pub fn remove(&self, path: &str) -> &Self {
+        std::fs::remove_file(self.path().join(path)).expect("remove");
+        self
+    }
+
+    /// Commits everything and returns the commit id.
+    pub fn commit(&self, message: &str) -> String {
+        self.git(&["add", "-A"]);
+        self.git(&["commit", "-q", "--allow-empty", "-m", message]);
+        self.git(&["rev-parse", "HEAD"]).trim().to_owned()
+    }
+
+    pub fn git(&self, args: &[&str]) -> String {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(self.path())
+            .output()
+            .expect("git runs");
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    pub fn status(&self) -> String {
+        self.git(&["status", "--porcelain", "--untracked-files=all"])
+    }
+}
+
+/// The result of one `assay` run.
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+    pub evidence: Option<serde_json::Value>,
+}
+
+impl Run {
+    pub fn criterion(&self, id: &str) -> &serde_json::Value {
+        let evidence = self.evidence.as_ref().expect("evidence written");
+        evidence["criteria"]
+            .as_array()
+            .expect("criteria")
+            .iter()
+            .find(|c| c["id"] == id)
+            .unwrap_or_else(|| panic!("criterion {id} in {evidence:#}"))
+    }
+
+    pub fn verdict_of(&self, id: &str) -> String {
+        self.criterion(id)["verdict"]
+            .as_str()
+            .expect("verdict")
+            .to_owned()
+    }
+
+    pub fn explain(&self) -> String {
+        format!(
+            "exit {}\nstdout:\n{}\nstderr:\n{}",
+            self.code, self.stdout, self.stderr
+        )
+    }
+}
+
+pub fn assay() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_assay"))
+}
+
+/// Runs `assay prove -C repo ARGS --json FILE` with a private store.
+pub fn prove(repo: &Repo, args: &[&str]) -> Run {
+    let out_dir = tempfile::tempdir().expect("temp dir");
+    let json = out_dir.path().join("proof.json");
+    let store = format!("file://{}", out_dir.path().join("store").display());
+    let mut command = assay();
+    command
+        .arg("prove")
+        .arg("-C")
+        .arg(repo.path())
+        .args(args)
+        .arg("--json")
+        .arg(&json)
+        .arg("--store")
+        .arg(&store);
+    run(command, Some(json))
+}
+
+pub fn run(mut command: Command, json: Option<PathBuf>) -> Run {
+    let Output {
+        status,
+        stdout,
+        stderr,
+    } = command.output().expect("assay runs");
+    let evidence = json.filter(|p| p.is_file()).map(|p| {
+        serde_json::from_slice(&std::fs::read(p).expect("read evidence")).expect("evidence is JSON")
+    });
+    Run {
+        code: status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&stderr).into_owned(),
+        evidence,
+    }
+}
+
+pub const PAGER_BUGGY: &str = "def page_count(total, size):\n    return total // size\n";
+pub const PAGER_FIXED: &str = "def page_count(total, size):\n    pages = total // size\n    if total % size > 0:\n        pages += 1\n    return pages\n";
+
+/// A pytest project whose base has the pager bug and an existing guard test.
+pub fn pytest_pager_repo() -> Repo {
+    let repo = Repo::new();
+    repo.write("pager.py", PAGER_BUGGY)
+        .write("conftest.py", "")
+        .write(
+            "tests/test_pages.py",
+            "from pager import page_count\n\n\ndef test_full_pages():\n    assert page_count(10, 5) == 2\n",
+        );
+    repo.commit("pager: count pages");
+    repo
+}

@@ -50,7 +50,11 @@ impl fmt::Display for NotRunReason {
                 MIN_TIME_TO_START.as_secs()
             ),
             Self::CutShort { after } => {
-                write!(f, "cut short by the mutation budget after {}s", after.as_secs())
+                write!(
+                    f,
+                    "cut short by the mutation budget after {}s",
+                    after.as_secs()
+                )
             }
             Self::Infrastructure { message } => write!(f, "infrastructure failure: {message}"),
             Self::NoResult => f.write_str("no result was reported for this mutant"),
@@ -87,10 +91,16 @@ pub fn mutant_timeout(
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RunEnd {
     /// The tests ran to the end; `passed` names the proving tests the report shows passing.
-    Completed { passed: BTreeSet<String> },
+    Completed {
+        passed: BTreeSet<String>,
+    },
     /// The run hit its limit.
-    TimedOut { timeout: MutantTimeout },
-    Infrastructure { message: String },
+    TimedOut {
+        timeout: MutantTimeout,
+    },
+    Infrastructure {
+        message: String,
+    },
 }
 
 /// One mutant's run, as the engine saw it.
@@ -111,7 +121,9 @@ pub enum MutantOutcome {
     },
     /// Every proving test still passed.
     Survived,
-    NotRun { reason: String },
+    NotRun {
+        reason: String,
+    },
 }
 
 /// Judges one run against the proving tests. A proving test the report does not show passing
@@ -236,7 +248,8 @@ impl MutationCheck {
                 }),
             })
             .collect();
-        let count = |f: fn(&MutantOutcome) -> bool| mutants.iter().filter(|r| f(&r.outcome)).count();
+        let count =
+            |f: fn(&MutantOutcome) -> bool| mutants.iter().filter(|r| f(&r.outcome)).count();
         MutationCheck {
             budget_s: budget.as_secs(),
             unmutated_s: unmutated.map(|d| d.as_secs_f64()),

@@ -170,8 +170,7 @@ fn plan_file(file: &ChangedFile, cap: Option<usize>, plan: &mut MutationPlan) {
                 .cloned()
                 .collect();
             of_op.sort_by_key(|c| (c.rank, c.line, c.start));
-            let mut seen_on_line: std::collections::BTreeMap<(u8, u32), usize> =
-                Default::default();
+            let mut seen_on_line: std::collections::BTreeMap<(u8, u32), usize> = Default::default();
             let mut keyed: Vec<(usize, sites::Candidate)> = of_op
                 .into_iter()
                 .map(|c| {
@@ -188,17 +187,24 @@ fn plan_file(file: &ChangedFile, cap: Option<usize>, plan: &mut MutationPlan) {
     let limit = cap.unwrap_or(usize::MAX);
     let mut chosen: Vec<Mutant> = Vec::new();
     let mut ids = BTreeSet::new();
+    let mut lines = BTreeSet::new();
     'rounds: while chosen.len() < limit && queues.iter().any(|q| !q.is_empty()) {
         for queue in queues.iter_mut() {
             if chosen.len() >= limit {
                 break 'rounds;
             }
-            // A failing site gives its place to the next one of the same operator.
-            while let Some(candidate) = queue.pop_front() {
+            // A failing site gives its place to the next one of the same operator; a site on a
+            // line no mutant uses yet goes before one on a line already taken.
+            loop {
+                let fresh = queue.iter().position(|c| !lines.contains(&c.line));
+                let Some(candidate) = queue.remove(fresh.unwrap_or(0)) else {
+                    break;
+                };
                 match sites::check(source, &candidate) {
                     Ok(()) => {
                         let mutant = to_mutant(&file.path, &candidate);
                         if ids.insert(mutant.id.clone()) {
+                            lines.insert(mutant.line);
                             chosen.push(mutant);
                             break;
                         }

@@ -405,7 +405,8 @@ pub(crate) fn check(source: &str, candidate: &Candidate) -> Result<(), String> {
     if let Err(line) = python::parses(&mutated) {
         return Err(format!("the mutated file does not parse (line {line})"));
     }
-    let tree = python::parse(&mutated).ok_or_else(|| "the mutated file does not parse".to_string())?;
+    let tree =
+        python::parse(&mutated).ok_or_else(|| "the mutated file does not parse".to_string())?;
     let new_end = candidate.start + candidate.replacement.len();
     let root = tree.root_node();
     let mut node = root
@@ -413,7 +414,13 @@ pub(crate) fn check(source: &str, candidate: &Candidate) -> Result<(), String> {
         .ok_or_else(|| "the mutated node cannot be found".to_string())?;
     // Walk up through the nodes that begin where the replacement begins.
     loop {
-        if intended(node, candidate.expect, candidate.start, new_end, &candidate.replacement) {
+        if intended(
+            node,
+            candidate.expect,
+            candidate.start,
+            new_end,
+            &candidate.replacement,
+        ) {
             return Ok(());
         }
         match node.parent() {

@@ -295,13 +295,13 @@ fn exclusion(file: &ChangedFile) -> Option<(ExclusionReason, String)> {
             ));
         }
     };
-    if !source.is_ascii() {
-        if let Some(encoding) = python::declared_encoding(source) {
-            return Some((
-                ExclusionReason::DeclaredEncoding,
-                format!("declares encoding {encoding} and is not plain ASCII"),
-            ));
-        }
+    if !source.is_ascii()
+        && let Some(encoding) = python::declared_encoding(source)
+    {
+        return Some((
+            ExclusionReason::DeclaredEncoding,
+            format!("declares encoding {encoding} and is not plain ASCII"),
+        ));
     }
     if let Some(at) = bare_carriage_return(&file.bytes) {
         let line = line_of(&file.bytes, at);

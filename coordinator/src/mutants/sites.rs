@@ -103,18 +103,18 @@ fn visit(node: Node<'_>, source: &str, changed: &BTreeSet<u32>, found: &mut Vec<
                 "elif_clause" => "elif",
                 _ => "while",
             };
-            if let Some(condition) = node.child_by_field_name("condition") {
-                if on_changed(condition, condition) {
-                    push(Some(negate(condition, source, keyword)));
-                }
+            if let Some(condition) = node.child_by_field_name("condition")
+                && on_changed(condition, condition)
+            {
+                push(Some(negate(condition, source, keyword)));
             }
             if kind == "while_statement" {
                 return;
             }
-            if let Some(body) = node.child_by_field_name("consequence") {
-                if on_changed(body, body) {
-                    push(drop_block(body, source, keyword));
-                }
+            if let Some(body) = node.child_by_field_name("consequence")
+                && on_changed(body, body)
+            {
+                push(drop_block(body, source, keyword));
             }
             let mut cursor = node.walk();
             let else_bodies: Vec<Node<'_>> = node
@@ -129,10 +129,10 @@ fn visit(node: Node<'_>, source: &str, changed: &BTreeSet<u32>, found: &mut Vec<
             }
         }
         "conditional_expression" => {
-            if let Some(condition) = named(node).get(1).copied() {
-                if on_changed(condition, condition) {
-                    push(Some(negate(condition, source, "if")));
-                }
+            if let Some(condition) = named(node).get(1).copied()
+                && on_changed(condition, condition)
+            {
+                push(Some(negate(condition, source, "if")));
             }
         }
         kind @ ("assert_statement" | "if_clause") => {
@@ -141,28 +141,28 @@ fn visit(node: Node<'_>, source: &str, changed: &BTreeSet<u32>, found: &mut Vec<
             } else {
                 "if"
             };
-            if let Some(condition) = named(node).first().copied() {
-                if on_changed(condition, condition) {
-                    push(Some(negate(condition, source, keyword)));
-                }
+            if let Some(condition) = named(node).first().copied()
+                && on_changed(condition, condition)
+            {
+                push(Some(negate(condition, source, keyword)));
             }
         }
         "comparison_operator" => comparison(node, source, &on_changed, found),
         "return_statement" => {
-            if let Some(value) = named(node).first().copied() {
-                if on_changed(node, node) {
-                    push(Some(return_constant(value, source)));
-                }
+            if let Some(value) = named(node).first().copied()
+                && on_changed(node, node)
+            {
+                push(Some(return_constant(value, source)));
             }
         }
         "decorated_definition" => {
             let header_end = node
                 .child_by_field_name("definition")
                 .and_then(|definition| definition.child_by_field_name("name"));
-            if let Some(header_end) = header_end {
-                if on_changed(node, header_end) {
-                    push(Some(drop_definition(node, header_end, source)));
-                }
+            if let Some(header_end) = header_end
+                && on_changed(node, header_end)
+            {
+                push(Some(drop_definition(node, header_end, source)));
             }
         }
         _ => {}

@@ -15,11 +15,14 @@ pub(crate) fn parse(source: &str) -> Option<Tree> {
 /// `Ok` when `source` parses without error or missing nodes; otherwise the 1-based line of the
 /// first problem.
 pub(crate) fn parses(source: &str) -> Result<(), u32> {
-    let Some(tree) = parse(source) else {
-        return Err(1);
-    };
+    parse_clean(source).map(|_| ())
+}
+
+/// The tree of `source` when it parses cleanly; otherwise the 1-based line of the first problem.
+pub(crate) fn parse_clean(source: &str) -> Result<Tree, u32> {
+    let tree = parse(source).ok_or(1u32)?;
     match first_error(tree.root_node()) {
-        None => Ok(()),
+        None => Ok(tree),
         Some(node) => Err(line(node)),
     }
 }

@@ -286,7 +286,21 @@ fn comparison(
             });
             continue;
         }
-        if part.kind() != "integer" || !on_changed(*part, *part) {
+        // A negative bound is a unary minus over an integer; the integer is the node replaced.
+        let (literal, sign) = match part.kind() {
+            "integer" => (*part, ""),
+            "unary_operator" => match (
+                part.child_by_field_name("operator").map(|op| op.kind()),
+                part.child_by_field_name("argument"),
+            ) {
+                (Some(sign @ ("-" | "+")), Some(argument)) if argument.kind() == "integer" => {
+                    (argument, sign)
+                }
+                _ => continue,
+            },
+            _ => continue,
+        };
+        if !on_changed(*part, *part) {
             continue;
         }
         // A bound is an operand whose every neighbouring operator is <, <=, > or >=.
@@ -302,12 +316,12 @@ fn comparison(
                 .iter()
                 .all(|op| matches!(*op, "<" | "<=" | ">" | ">="));
         if is_bound {
-            found.push(shift_integer(*part, source));
+            found.push(shift_integer(literal, sign, source));
         }
     }
 }
 
-fn shift_integer(literal: Node<'_>, source: &str) -> Candidate {
+fn shift_integer(literal: Node<'_>, sign: &str, source: &str) -> Candidate {
     let original = text(literal, source);
     let (replacement, unfit) = match shifted(original) {
         Ok(replacement) => (replacement, None),
@@ -318,7 +332,11 @@ fn shift_integer(literal: Node<'_>, source: &str) -> Candidate {
         rank: 0,
         start: literal.start_byte(),
         end: literal.end_byte(),
-        description: format!("`{}` -> `{}`", short(original), short(&replacement)),
+        description: format!(
+            "`{sign}{}` -> `{sign}{}`",
+            short(original),
+            short(&replacement)
+        ),
         replacement,
         line: python::line(literal),
         expect: Expect::ComparisonInteger,
@@ -402,11 +420,8 @@ pub(crate) fn check(source: &str, candidate: &Candidate) -> Result<(), String> {
         candidate.replacement,
         &source[candidate.end..]
     );
-    if let Err(line) = python::parses(&mutated) {
-        return Err(format!("the mutated file does not parse (line {line})"));
-    }
-    let tree =
-        python::parse(&mutated).ok_or_else(|| "the mutated file does not parse".to_string())?;
+    let tree = python::parse_clean(&mutated)
+        .map_err(|line| format!("the mutated file does not parse (line {line})"))?;
     let new_end = candidate.start + candidate.replacement.len();
     let root = tree.root_node();
     let mut node = root
@@ -456,7 +471,13 @@ fn intended(node: Node<'_>, expect: Expect, start: usize, end: usize, replacemen
             exact && node.kind() == token && parent_kind == Some("comparison_operator")
         }
         Expect::ComparisonInteger => {
-            exact && node.kind() == "integer" && parent_kind == Some("comparison_operator")
+            let operand = match node.parent() {
+                Some(parent) if parent.kind() == "unary_operator" => parent.parent(),
+                parent => parent,
+            };
+            exact
+                && node.kind() == "integer"
+                && operand.is_some_and(|operand| operand.kind() == "comparison_operator")
         }
         Expect::ReturnValue => {
             exact && parent_kind == Some("return_statement") && !replacement.is_empty()

@@ -117,6 +117,10 @@ if __name__ == "__main__":
         print(due([], None))
 "#;
 
+/// Layouts that stress line preservation: one-line bodies, backslash continuations, nested and
+/// decorated definitions inside branches, comments at the end of blocks, CRLF-free tabs.
+const EDGES: &str = "class Ledger:\n    @property\n    def balance(self):\n        if self.closed: return 0\n        while self.pending and \\\n                len(self.pending) >= 2:\n            self.settle()\n        return (self.credit\n                - self.debit)\n\n\nif __debug__:\n    @staticmethod\n    def audit(entries):\n        return [e for e in entries if e.amount < -1]\n    # audited\nelse:\n\tpass\n\nx = 1 if 2 > 1 else 0\n";
+
 #[test]
 fn the_pager_gets_one_mutant_per_site_without_a_cap() {
     let plan = plan_all(PAGER);
@@ -550,7 +554,7 @@ fn the_same_change_always_gets_byte_identical_mutants() {
 
 #[test]
 fn every_mutant_keeps_every_line_number_and_parses() {
-    for source in [PAGER, INVOICES] {
+    for source in [PAGER, INVOICES, EDGES] {
         for mutant in plan_all(source).mutants {
             let mutated = applied(source, &mutant);
             assert_eq!(
@@ -570,14 +574,14 @@ fn every_mutant_keeps_every_line_number_and_parses() {
 fn every_mutant_compiles_with_python3() {
     let dir = tempfile::tempdir().expect("temp dir");
     let mut count = 0;
-    for (n, source) in [PAGER, INVOICES].into_iter().enumerate() {
+    for (n, source) in [PAGER, INVOICES, EDGES].into_iter().enumerate() {
         for mutant in plan_all(source).mutants {
             let path = dir.path().join(format!("m{n}_{}.py", mutant.id));
             std::fs::write(&path, applied(source, &mutant)).expect("write mutant");
             count += 1;
         }
     }
-    assert!(count > 35, "{count}");
+    assert!(count > 50, "{count}");
     let script = "import ast, pathlib, sys\nbad = []\nfor p in sorted(pathlib.Path(sys.argv[1]).glob('*.py')):\n    try:\n        ast.parse(p.read_text(), str(p))\n    except SyntaxError as e:\n        bad.append(f'{p.name}: {e}')\nprint(len(list(pathlib.Path(sys.argv[1]).glob('*.py'))))\nsys.exit('\\n'.join(bad) if bad else 0)\n";
     let output = Command::new("python3")
         .arg("-c")
@@ -760,4 +764,44 @@ fn survivors_are_listed_against_each_proving_test_in_the_seed_wording() {
     assert_eq!(json["budget_s"], 900);
     let back: MutationCheck = serde_json::from_value(json).expect("check reads back");
     assert_eq!(back, check);
+}
+
+#[test]
+fn edge_layouts_yield_their_expected_sites() {
+    let plan = plan_all(EDGES);
+    let described: Vec<(u32, Operator, String)> = plan
+        .mutants
+        .iter()
+        .map(|m| (m.line, m.operator, m.description.clone()))
+        .collect();
+    for expected in [
+        (2, Operator::DropBranch, "decorated `balance` -> `pass`"),
+        (4, Operator::DropBranch, "`if` body -> `pass`"),
+        (4, Operator::ReturnConstant, "`return 0` -> `return 1`"),
+        (6, Operator::ShiftBound, "`2` -> `3`"),
+        (13, Operator::DropBranch, "`if` body -> `pass`"),
+        (15, Operator::SwapBound, "`<` -> `<=`"),
+        (
+            20,
+            Operator::NegateCondition,
+            "`if 2 > 1` -> `if not (2 > 1)`",
+        ),
+    ] {
+        assert!(
+            described
+                .iter()
+                .any(|(l, o, d)| (*l, *o, d.as_str()) == expected),
+            "missing {expected:?} in {described:#?}"
+        );
+    }
+    // `e.amount < -1`: the literal is `1` under a unary minus, shifted to `-2`.
+    let shifted = plan
+        .mutants
+        .iter()
+        .find(|m| m.line == 15 && m.operator == Operator::ShiftBound)
+        .expect("the negative bound is a site");
+    assert_eq!(shifted.description, "`-1` -> `-2`");
+    assert!(applied(EDGES, shifted).contains("e.amount < -2"));
+    // The `else: pass` branch does nothing and is not dropped.
+    assert!(!plan.mutants.iter().any(|m| m.line == 18));
 }

@@ -3,6 +3,7 @@
 //! it as a service.
 
 pub mod engine;
+pub mod mutants;
 pub mod plan;
 pub mod queue;
 pub mod source;

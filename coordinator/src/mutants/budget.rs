@@ -1,0 +1,266 @@
+//! How long mutants may run and how their runs are judged: one budget covers the unmutated run
+//! of the proving tests and every mutant, and each mutant ends killed, survived or not run.
+//! Pure rules over durations and test names; the engine measures the time and runs the jobs.
+
+use super::{ExcludedFile, Mutant, MutationPlan, SkippedSite};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+use std::fmt;
+use std::time::Duration;
+
+/// The whole check's budget unless `--mutation-budget` says otherwise.
+pub const DEFAULT_MUTATION_BUDGET: Duration = Duration::from_secs(900);
+/// A mutant may take this many times the unmutated run…
+pub const MUTANT_TIMEOUT_FACTOR: u32 = 10;
+/// …but at least this long, so fast proving tests do not time out on a loaded machine…
+pub const MUTANT_TIMEOUT_FLOOR: Duration = Duration::from_secs(60);
+/// …and no mutant starts with less than this left of the budget.
+pub const MIN_TIME_TO_START: Duration = Duration::from_secs(60);
+
+/// The limit one mutant runs under.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MutantTimeout {
+    pub limit: Duration,
+    /// The budget left, not the mutant's own allowance, set the limit: hitting it means the
+    /// budget cut the mutant short, not that the mutant hangs.
+    pub set_by_budget: bool,
+}
+
+/// Why a mutant has no verdict.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NotRunReason {
+    /// Less than [`MIN_TIME_TO_START`] of the budget was left when its turn came.
+    BudgetSpent { left: Duration },
+    /// It ran into the end of the budget.
+    CutShort { after: Duration },
+    /// The sandbox or the queue failed; says nothing about the tests.
+    Infrastructure { message: String },
+    /// The engine never reported a result for it.
+    NoResult,
+}
+
+impl fmt::Display for NotRunReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::BudgetSpent { left } => write!(
+                f,
+                "only {}s of the mutation budget left, under the {}s a mutant needs to start",
+                left.as_secs(),
+                MIN_TIME_TO_START.as_secs()
+            ),
+            Self::CutShort { after } => {
+                write!(
+                    f,
+                    "cut short by the mutation budget after {}s",
+                    after.as_secs()
+                )
+            }
+            Self::Infrastructure { message } => write!(f, "infrastructure failure: {message}"),
+            Self::NoResult => f.write_str("no result was reported for this mutant"),
+        }
+    }
+}
+
+/// The limit for the next mutant: ten times the unmutated run, at least 60 s, never more than
+/// the budget left; `Err` when less than 60 s is left, so the mutant is not started.
+pub fn mutant_timeout(
+    budget_left: Duration,
+    unmutated: Duration,
+) -> Result<MutantTimeout, NotRunReason> {
+    if budget_left < MIN_TIME_TO_START {
+        return Err(NotRunReason::BudgetSpent { left: budget_left });
+    }
+    let allowance = unmutated
+        .saturating_mul(MUTANT_TIMEOUT_FACTOR)
+        .max(MUTANT_TIMEOUT_FLOOR);
+    Ok(if allowance > budget_left {
+        MutantTimeout {
+            limit: budget_left,
+            set_by_budget: true,
+        }
+    } else {
+        MutantTimeout {
+            limit: allowance,
+            set_by_budget: false,
+        }
+    })
+}
+
+/// How a mutant's run of the proving tests ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RunEnd {
+    /// The tests ran to the end; `passed` names the proving tests the report shows passing.
+    Completed {
+        passed: BTreeSet<String>,
+    },
+    /// The run hit its limit.
+    TimedOut {
+        timeout: MutantTimeout,
+    },
+    Infrastructure {
+        message: String,
+    },
+}
+
+/// One mutant's run, as the engine saw it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MutantRun {
+    pub end: RunEnd,
+}
+
+/// A mutant's verdict. Report only: it never changes the proof's verdict.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum MutantOutcome {
+    /// A proving test failed (or hung past the mutant's own limit) with the mutant in place.
+    Killed {
+        by: Vec<String>,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        timed_out: bool,
+    },
+    /// Every proving test still passed.
+    Survived,
+    NotRun {
+        reason: String,
+    },
+}
+
+/// Judges one run against the proving tests. A proving test the report does not show passing
+/// (failed, errored, or never ran because the mutant broke its import) kills the mutant.
+pub fn judge_mutant(proving_tests: &[String], run: &MutantRun) -> MutantOutcome {
+    match &run.end {
+        RunEnd::Infrastructure { message } => MutantOutcome::NotRun {
+            reason: NotRunReason::Infrastructure {
+                message: message.clone(),
+            }
+            .to_string(),
+        },
+        RunEnd::TimedOut { timeout } if timeout.set_by_budget => MutantOutcome::NotRun {
+            reason: NotRunReason::CutShort {
+                after: timeout.limit,
+            }
+            .to_string(),
+        },
+        RunEnd::TimedOut { .. } => MutantOutcome::Killed {
+            by: proving_tests.to_vec(),
+            timed_out: true,
+        },
+        RunEnd::Completed { passed } => {
+            let by: Vec<String> = proving_tests
+                .iter()
+                .filter(|test| !passed.contains(*test))
+                .cloned()
+                .collect();
+            if by.is_empty() {
+                MutantOutcome::Survived
+            } else {
+                MutantOutcome::Killed {
+                    by,
+                    timed_out: false,
+                }
+            }
+        }
+    }
+}
+
+/// One mutant with its verdict.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MutantRecord {
+    pub mutant: Mutant,
+    pub outcome: MutantOutcome,
+}
+
+/// A proving test that passed with a mutant in place.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Survivor {
+    pub test: String,
+    pub mutant_id: String,
+    pub path: String,
+    pub line: u32,
+    pub description: String,
+    /// `test_x passes with pager/__init__.py:9 changed (`>` -> `>=`)`.
+    pub message: String,
+}
+
+impl fmt::Display for Survivor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// Each survivor listed against each proving test (they all passed with it), test by test in
+/// the order given, mutants in plan order.
+pub fn survivors(records: &[MutantRecord], proving_tests: &[String]) -> Vec<Survivor> {
+    let survived: Vec<&Mutant> = records
+        .iter()
+        .filter(|record| record.outcome == MutantOutcome::Survived)
+        .map(|record| &record.mutant)
+        .collect();
+    proving_tests
+        .iter()
+        .flat_map(|test| {
+            survived.iter().map(move |mutant| Survivor {
+                test: test.clone(),
+                mutant_id: mutant.id.clone(),
+                path: mutant.path.clone(),
+                line: mutant.line,
+                description: mutant.description.clone(),
+                message: format!("{test} passes with {}", mutant.label()),
+            })
+        })
+        .collect()
+}
+
+/// The `mutation_check` record of the evidence report.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MutationCheck {
+    pub budget_s: u64,
+    /// The unmutated run of the proving tests, when it ran.
+    pub unmutated_s: Option<f64>,
+    pub proving_tests: Vec<String>,
+    pub killed: usize,
+    pub survived: usize,
+    pub not_run: usize,
+    pub mutants: Vec<MutantRecord>,
+    pub survivors: Vec<Survivor>,
+    pub skipped: Vec<SkippedSite>,
+    pub excluded_files: Vec<ExcludedFile>,
+}
+
+impl MutationCheck {
+    /// Joins a plan with its outcomes, given in plan order; a mutant without one is not run.
+    pub fn assemble(
+        plan: MutationPlan,
+        outcomes: Vec<MutantOutcome>,
+        proving_tests: Vec<String>,
+        budget: Duration,
+        unmutated: Option<Duration>,
+    ) -> MutationCheck {
+        let mut outcomes = outcomes.into_iter();
+        let mutants: Vec<MutantRecord> = plan
+            .mutants
+            .into_iter()
+            .map(|mutant| MutantRecord {
+                mutant,
+                outcome: outcomes.next().unwrap_or_else(|| MutantOutcome::NotRun {
+                    reason: NotRunReason::NoResult.to_string(),
+                }),
+            })
+            .collect();
+        let count =
+            |f: fn(&MutantOutcome) -> bool| mutants.iter().filter(|r| f(&r.outcome)).count();
+        MutationCheck {
+            budget_s: budget.as_secs(),
+            unmutated_s: unmutated.map(|d| d.as_secs_f64()),
+            killed: count(|o| matches!(o, MutantOutcome::Killed { .. })),
+            survived: count(|o| matches!(o, MutantOutcome::Survived)),
+            not_run: count(|o| matches!(o, MutantOutcome::NotRun { .. })),
+            survivors: survivors(&mutants, &proving_tests),
+            proving_tests,
+            mutants,
+            skipped: plan.skipped,
+            excluded_files: plan.excluded_files,
+        }
+    }
+}

@@ -1,0 +1,341 @@
+//! Choosing mutants for the mutation check: which files of a change may be mutated, which sites
+//! on their changed lines, and which at most N of those become mutants. Pure (no I/O) so the
+//! choice is exhaustively testable and the same change always yields byte-identical mutants.
+//! The budget and outcome rules that judge the mutants once they ran live in [`budget`].
+
+pub mod budget;
+mod python;
+mod sites;
+
+use assay_common::job::ByteEdit;
+use assay_common::runner::RunnerKind;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeSet, VecDeque};
+use std::fmt;
+
+pub use budget::{
+    DEFAULT_MUTATION_BUDGET, MIN_TIME_TO_START, MUTANT_TIMEOUT_FACTOR, MUTANT_TIMEOUT_FLOOR,
+    MutantOutcome, MutantRecord, MutantRun, MutationCheck, NotRunReason, RunEnd, Survivor,
+    judge_mutant, mutant_timeout, survivors,
+};
+
+/// The seed's per-file limit; `assay mutate` passes `None` to mutate every site.
+pub const DEFAULT_MUTANTS_PER_FILE: usize = 6;
+
+/// One product file the change touches, as it is on the candidate side.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChangedFile {
+    /// Relative, `/`-separated.
+    pub path: String,
+    pub bytes: Vec<u8>,
+    /// 1-based line numbers on the candidate side that the change adds or modifies.
+    pub changed_lines: BTreeSet<u32>,
+}
+
+/// The five mutation operators, in the order the round-robin visits them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Operator {
+    NegateCondition,
+    SwapBound,
+    DropBranch,
+    ReturnConstant,
+    ShiftBound,
+}
+
+impl Operator {
+    pub const ALL: [Operator; 5] = [
+        Self::NegateCondition,
+        Self::SwapBound,
+        Self::DropBranch,
+        Self::ReturnConstant,
+        Self::ShiftBound,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::NegateCondition => "negate_condition",
+            Self::SwapBound => "swap_bound",
+            Self::DropBranch => "drop_branch",
+            Self::ReturnConstant => "return_constant",
+            Self::ShiftBound => "shift_bound",
+        }
+    }
+}
+
+impl fmt::Display for Operator {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One small change to one product file: the bytes of one syntax node replaced.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Mutant {
+    /// Stable across runs: derived from the path, operator, byte range and replacement.
+    pub id: String,
+    pub path: String,
+    /// 1-based line of the replaced node's first byte (the same before and after the edit).
+    pub line: u32,
+    pub operator: Operator,
+    /// What changed, e.g. ``` `>` -> `>=` ```.
+    pub description: String,
+    pub edit: ByteEdit,
+}
+
+impl Mutant {
+    /// `pager/__init__.py:9 changed (`>` -> `>=`)`, the wording survivors are reported with.
+    pub fn label(&self) -> String {
+        format!("{}:{} changed ({})", self.path, self.line, self.description)
+    }
+}
+
+/// A site on a changed line that did not become a mutant, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkippedSite {
+    pub path: String,
+    pub line: u32,
+    pub operator: Operator,
+    pub description: String,
+    pub reason: String,
+}
+
+/// Why a changed file is never mutated.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExclusionReason {
+    NotPython,
+    TestFile,
+    TypeStub,
+    NotUtf8,
+    /// A coding cookie names another encoding and the file is not plain ASCII.
+    DeclaredEncoding,
+    /// Python and git number lines differently when a carriage return stands alone.
+    BareCarriageReturn,
+    DoesNotParse,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExcludedFile {
+    pub path: String,
+    pub reason: ExclusionReason,
+    /// The reason in words, with the line where it applies.
+    pub note: String,
+}
+
+/// The mutants chosen for a change, in file-path then line order.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MutationPlan {
+    pub mutants: Vec<Mutant>,
+    pub skipped: Vec<SkippedSite>,
+    pub excluded_files: Vec<ExcludedFile>,
+}
+
+/// Chooses at most `cap` mutants per file (`None`: every valid site) on the changed lines of
+/// `files`. Deterministic: files are taken in path order whatever order they come in.
+pub fn plan_mutants(files: &[ChangedFile], cap: Option<usize>) -> MutationPlan {
+    let mut ordered: Vec<&ChangedFile> = files.iter().collect();
+    ordered.sort_by(|a, b| a.path.cmp(&b.path));
+    ordered.dedup_by(|a, b| a.path == b.path);
+
+    let mut plan = MutationPlan::default();
+    for file in ordered {
+        if let Some((reason, note)) = exclusion(file) {
+            plan.excluded_files.push(ExcludedFile {
+                path: file.path.clone(),
+                reason,
+                note,
+            });
+            continue;
+        }
+        plan_file(file, cap, &mut plan);
+    }
+    plan
+}
+
+fn plan_file(file: &ChangedFile, cap: Option<usize>, plan: &mut MutationPlan) {
+    let Ok(source) = std::str::from_utf8(&file.bytes) else {
+        return;
+    };
+    let candidates = sites::find(source, &file.changed_lines);
+
+    // One queue per operator; within one, distinct lines come before a second site on a line.
+    let mut queues: Vec<VecDeque<sites::Candidate>> = Operator::ALL
+        .iter()
+        .map(|op| {
+            let mut of_op: Vec<sites::Candidate> = candidates
+                .iter()
+                .filter(|c| c.operator == *op)
+                .cloned()
+                .collect();
+            of_op.sort_by_key(|c| (c.rank, c.line, c.start));
+            let mut seen_on_line: std::collections::BTreeMap<(u8, u32), usize> = Default::default();
+            let mut keyed: Vec<(usize, sites::Candidate)> = of_op
+                .into_iter()
+                .map(|c| {
+                    let n = seen_on_line.entry((c.rank, c.line)).or_default();
+                    *n += 1;
+                    (*n, c)
+                })
+                .collect();
+            keyed.sort_by_key(|(n, c)| (c.rank, *n, c.line, c.start));
+            keyed.into_iter().map(|(_, c)| c).collect()
+        })
+        .collect();
+
+    let limit = cap.unwrap_or(usize::MAX);
+    let mut chosen: Vec<Mutant> = Vec::new();
+    let mut ids = BTreeSet::new();
+    let mut lines = BTreeSet::new();
+    'rounds: while chosen.len() < limit && queues.iter().any(|q| !q.is_empty()) {
+        for queue in queues.iter_mut() {
+            if chosen.len() >= limit {
+                break 'rounds;
+            }
+            // A failing site gives its place to the next one of the same operator; a site on a
+            // line no mutant uses yet goes before one on a line already taken.
+            loop {
+                let fresh = queue.iter().position(|c| !lines.contains(&c.line));
+                let Some(candidate) = queue.remove(fresh.unwrap_or(0)) else {
+                    break;
+                };
+                match sites::check(source, &candidate) {
+                    Ok(()) => {
+                        let mutant = to_mutant(&file.path, &candidate);
+                        if ids.insert(mutant.id.clone()) {
+                            lines.insert(mutant.line);
+                            chosen.push(mutant);
+                            break;
+                        }
+                    }
+                    Err(reason) => plan.skipped.push(SkippedSite {
+                        path: file.path.clone(),
+                        line: candidate.line,
+                        operator: candidate.operator,
+                        description: candidate.description.clone(),
+                        reason,
+                    }),
+                }
+            }
+        }
+    }
+    chosen.sort_by(|a, b| {
+        (a.line, a.edit.start, a.operator).cmp(&(b.line, b.edit.start, b.operator))
+    });
+    plan.mutants.extend(chosen);
+}
+
+fn to_mutant(path: &str, candidate: &sites::Candidate) -> Mutant {
+    let mut hasher = Sha256::new();
+    hasher.update(path.as_bytes());
+    hasher.update([0]);
+    hasher.update(candidate.operator.name().as_bytes());
+    hasher.update([0]);
+    hasher.update(candidate.start.to_string().as_bytes());
+    hasher.update([0]);
+    hasher.update(candidate.end.to_string().as_bytes());
+    hasher.update([0]);
+    hasher.update(candidate.replacement.as_bytes());
+    let digest = hex::encode(hasher.finalize());
+    Mutant {
+        id: digest[..12].to_string(),
+        path: path.to_string(),
+        line: candidate.line,
+        operator: candidate.operator,
+        description: candidate.description.clone(),
+        edit: ByteEdit {
+            path: path.to_string(),
+            start: candidate.start,
+            end: candidate.end,
+            replacement: candidate.replacement.clone(),
+        },
+    }
+}
+
+/// Applies one edit to a file's bytes; `None` when the range does not fit the file.
+pub fn apply_edit(bytes: &[u8], edit: &ByteEdit) -> Option<Vec<u8>> {
+    if edit.start > edit.end || edit.end > bytes.len() {
+        return None;
+    }
+    let mut out = Vec::with_capacity(bytes.len() + edit.replacement.len());
+    out.extend_from_slice(&bytes[..edit.start]);
+    out.extend_from_slice(edit.replacement.as_bytes());
+    out.extend_from_slice(&bytes[edit.end..]);
+    Some(out)
+}
+
+fn exclusion(file: &ChangedFile) -> Option<(ExclusionReason, String)> {
+    let path = file.path.as_str();
+    if path.ends_with(".pyi") {
+        return Some((
+            ExclusionReason::TypeStub,
+            "a type stub: no code runs from it".into(),
+        ));
+    }
+    if !path.ends_with(".py") {
+        return Some((
+            ExclusionReason::NotPython,
+            "not a Python source file".into(),
+        ));
+    }
+    if RunnerKind::Pytest.is_test_file(path) {
+        return Some((
+            ExclusionReason::TestFile,
+            "a test file: the tests are what the check measures".into(),
+        ));
+    }
+    let source = match std::str::from_utf8(&file.bytes) {
+        Ok(source) => source,
+        Err(e) => {
+            let line = line_of(&file.bytes, e.valid_up_to());
+            return Some((
+                ExclusionReason::NotUtf8,
+                format!("not UTF-8 (first invalid byte on line {line})"),
+            ));
+        }
+    };
+    if !source.is_ascii()
+        && let Some(encoding) = python::declared_encoding(source)
+    {
+        return Some((
+            ExclusionReason::DeclaredEncoding,
+            format!("declares encoding {encoding} and is not plain ASCII"),
+        ));
+    }
+    if let Some(at) = bare_carriage_return(&file.bytes) {
+        let line = line_of(&file.bytes, at);
+        return Some((
+            ExclusionReason::BareCarriageReturn,
+            format!(
+                "a carriage return without a line feed on line {line}: Python and git would number the lines differently"
+            ),
+        ));
+    }
+    if let Err(line) = python::parses(source) {
+        return Some((
+            ExclusionReason::DoesNotParse,
+            format!("does not parse as Python (first error on line {line})"),
+        ));
+    }
+    None
+}
+
+fn bare_carriage_return(bytes: &[u8]) -> Option<usize> {
+    bytes
+        .iter()
+        .enumerate()
+        .find(|(i, b)| **b == b'\r' && bytes.get(i + 1) != Some(&b'\n'))
+        .map(|(i, _)| i)
+}
+
+fn line_of(bytes: &[u8], offset: usize) -> u32 {
+    let newlines = bytes[..offset.min(bytes.len())]
+        .iter()
+        .filter(|b| **b == b'\n')
+        .count();
+    u32::try_from(newlines).unwrap_or(u32::MAX - 1) + 1
+}
+
+#[cfg(test)]
+mod tests;

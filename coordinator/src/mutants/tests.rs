@@ -1,0 +1,807 @@
+use super::*;
+use std::process::Command;
+use std::time::Duration;
+
+fn file(path: &str, source: &str, lines: impl IntoIterator<Item = u32>) -> ChangedFile {
+    ChangedFile {
+        path: path.into(),
+        bytes: source.as_bytes().to_vec(),
+        changed_lines: lines.into_iter().collect(),
+    }
+}
+
+fn all_lines(source: &str) -> Vec<u32> {
+    (1..=source.lines().count() as u32 + 1).collect()
+}
+
+fn plan_all(source: &str) -> MutationPlan {
+    plan_mutants(
+        &[file("pager/__init__.py", source, all_lines(source))],
+        None,
+    )
+}
+
+fn applied(source: &str, mutant: &Mutant) -> String {
+    let bytes = apply_edit(source.as_bytes(), &mutant.edit).expect("edit fits the file");
+    String::from_utf8(bytes).expect("mutated file is UTF-8")
+}
+
+/// The mutated line each mutant produces, trimmed, for compact expectations.
+fn mutated_lines(source: &str, plan: &MutationPlan) -> Vec<(Operator, String)> {
+    plan.mutants
+        .iter()
+        .map(|m| {
+            let mutated = applied(source, m);
+            let line = mutated.lines().nth(m.line as usize - 1).unwrap_or("");
+            (m.operator, line.trim().to_string())
+        })
+        .collect()
+}
+
+fn of(plan: &MutationPlan, operator: Operator) -> Vec<&Mutant> {
+    plan.mutants
+        .iter()
+        .filter(|m| m.operator == operator)
+        .collect()
+}
+
+const PAGER: &str = "\
+def page_count(total, per_page):
+    if per_page <= 0:
+        raise ValueError(\"per_page must be positive\")
+    pages = total // per_page
+    if total % per_page > 0:
+        pages += 1
+    return pages
+";
+
+/// An invoice service touching every operator and every construct left alone.
+const INVOICES: &str = r#"from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from decimal import Decimal
+
+LIMIT: int = 10
+
+
+def register(fn):
+    return fn
+
+
+@register
+@functools.cache
+def tax_rate(region: str) -> float:
+    if region == "eu":
+        return 0.2
+    elif region in ("us", "ca"):
+        return 0.07
+    else:
+        return 0
+
+
+def due(invoices, today):
+    overdue = [i for i in invoices if i.days_late(today) >= 30]
+    while len(overdue) > LIMIT:
+        overdue.pop()
+    assert all(i.amount > 0 for i in overdue), "amounts are positive"
+    label = "late" if overdue else "on time"
+    print(f"{len(overdue) > 3} invoices are {label}")
+    if not overdue:
+        pass
+    if (len(overdue) < 5 and
+            today.weekday() <= 4):
+        notify(overdue)
+    else:
+        ...
+    match label:
+        case "late" if len(overdue) >= 0x10:
+            return True
+        case _:
+            return False
+
+
+def total(invoices) -> Decimal:
+    return (sum(i.amount for i in invoices)
+            + sum(i.fee for i in invoices))
+
+
+def is_empty(invoices):
+    return len(invoices) == 0 or invoices is None
+
+
+if __name__ == "__main__":
+    if LIMIT > 3:
+        print(due([], None))
+"#;
+
+/// Layouts that stress line preservation: one-line bodies, backslash continuations, nested and
+/// decorated definitions inside branches, comments at the end of blocks, CRLF-free tabs.
+const EDGES: &str = "class Ledger:\n    @property\n    def balance(self):\n        if self.closed: return 0\n        while self.pending and \\\n                len(self.pending) >= 2:\n            self.settle()\n        return (self.credit\n                - self.debit)\n\n\nif __debug__:\n    @staticmethod\n    def audit(entries):\n        return [e for e in entries if e.amount < -1]\n    # audited\nelse:\n\tpass\n\nx = 1 if 2 > 1 else 0\n";
+
+#[test]
+fn the_pager_gets_one_mutant_per_site_without_a_cap() {
+    let plan = plan_all(PAGER);
+    assert_eq!(
+        mutated_lines(PAGER, &plan),
+        vec![
+            (
+                Operator::NegateCondition,
+                "if not (per_page <= 0):".to_string()
+            ),
+            (Operator::SwapBound, "if per_page < 0:".into()),
+            (Operator::ShiftBound, "if per_page <= 1:".into()),
+            (Operator::DropBranch, "pass".into()),
+            (
+                Operator::NegateCondition,
+                "if not (total % per_page > 0):".into()
+            ),
+            (Operator::SwapBound, "if total % per_page >= 0:".into()),
+            (Operator::ShiftBound, "if total % per_page > 1:".into()),
+            (Operator::DropBranch, "pass".into()),
+            (Operator::ReturnConstant, "return None".into()),
+        ]
+    );
+    let swap = &of(&plan, Operator::SwapBound)[1];
+    assert_eq!(swap.line, 5);
+    assert_eq!(swap.description, "`>` -> `>=`");
+    assert_eq!(swap.label(), "pager/__init__.py:5 changed (`>` -> `>=`)");
+    assert!(plan.skipped.is_empty());
+    assert!(plan.excluded_files.is_empty());
+}
+
+#[test]
+fn negation_covers_if_elif_while_ternary_assert_comprehension_filter_and_case_guard() {
+    let plan = plan_all(INVOICES);
+    let negated: Vec<String> = mutated_lines(INVOICES, &plan)
+        .into_iter()
+        .filter(|(op, _)| *op == Operator::NegateCondition)
+        .map(|(_, line)| line)
+        .collect();
+    for expected in [
+        "if not (region == \"eu\"):",
+        "elif not (region in (\"us\", \"ca\")):",
+        "overdue = [i for i in invoices if not (i.days_late(today) >= 30)]",
+        "while not (len(overdue) > LIMIT):",
+        "assert not (all(i.amount > 0 for i in overdue)), \"amounts are positive\"",
+        "label = \"late\" if not (overdue) else \"on time\"",
+        "if not (not overdue):",
+        "if not ((len(overdue) < 5 and",
+        "case \"late\" if not (len(overdue) >= 0x10):",
+    ] {
+        assert!(
+            negated.iter().any(|line| line == expected),
+            "missing {expected:?} in {negated:#?}"
+        );
+    }
+    assert_eq!(negated.len(), 9, "{negated:#?}");
+}
+
+#[test]
+fn swap_bound_swaps_each_ordering_operator_and_nothing_else() {
+    let source =
+        "def f(a, b):\n    return a < b, a <= b, a > b, a >= b, a == b, a != b, a in b, a is b\n";
+    let plan = plan_all(source);
+    let swaps: Vec<String> = of(&plan, Operator::SwapBound)
+        .iter()
+        .map(|m| m.description.clone())
+        .collect();
+    assert_eq!(
+        swaps,
+        ["`<` -> `<=`", "`<=` -> `<`", "`>` -> `>=`", "`>=` -> `>`"]
+    );
+}
+
+#[test]
+fn drop_branch_replaces_if_and_else_bodies_with_pass_and_keeps_every_line_number() {
+    let source = "\
+def settle(invoice):
+    if invoice.paid:
+        invoice.close()
+        log(invoice)  # closed
+    else:
+        invoice.remind()
+        invoice.escalate()
+    return invoice
+";
+    let plan = plan_all(source);
+    let drops = of(&plan, Operator::DropBranch);
+    assert_eq!(drops.len(), 2);
+    assert_eq!(
+        applied(source, drops[0]),
+        "def settle(invoice):\n    if invoice.paid:\n        pass\n\n    else:\n        invoice.remind()\n        invoice.escalate()\n    return invoice\n"
+    );
+    assert_eq!(drops[0].description, "`if` body -> `pass`");
+    assert_eq!(
+        applied(source, drops[1]),
+        "def settle(invoice):\n    if invoice.paid:\n        invoice.close()\n        log(invoice)  # closed\n    else:\n        pass\n\n    return invoice\n"
+    );
+    assert_eq!(drops[1].description, "`else` body -> `pass`");
+    assert_eq!(drops[1].line, 6);
+}
+
+#[test]
+fn an_elif_is_mutated_as_its_own_if() {
+    let plan = plan_all(INVOICES);
+    let elif: Vec<&Mutant> = plan
+        .mutants
+        .iter()
+        .filter(|m| m.description.starts_with("`elif"))
+        .collect();
+    assert_eq!(elif.len(), 2, "{elif:#?}");
+    assert!(elif.iter().any(|m| m.operator == Operator::NegateCondition));
+    assert!(
+        elif.iter()
+            .any(|m| m.operator == Operator::DropBranch && m.line == 22)
+    );
+}
+
+#[test]
+fn branches_that_already_do_nothing_are_not_dropped() {
+    let plan = plan_all(INVOICES);
+    let dropped_lines: Vec<u32> = of(&plan, Operator::DropBranch)
+        .iter()
+        .map(|m| m.line)
+        .collect();
+    // Line 35 is `pass` under `if not overdue:`, line 40 is `...` under `else:`.
+    assert_eq!(dropped_lines, [16, 20, 22, 24, 38]);
+}
+
+#[test]
+fn a_decorated_definition_is_dropped_with_its_decorators() {
+    let plan = plan_all(INVOICES);
+    let dropped: Vec<&Mutant> = of(&plan, Operator::DropBranch)
+        .into_iter()
+        .filter(|m| m.description == "decorated `tax_rate` -> `pass`")
+        .collect();
+    assert_eq!(dropped.len(), 1);
+    let mutated = applied(INVOICES, dropped[0]);
+    assert!(!mutated.contains("@register"));
+    assert!(!mutated.contains("def tax_rate"));
+    assert_eq!(mutated.lines().nth(15), Some("pass"));
+    assert_eq!(mutated.lines().count(), INVOICES.lines().count());
+}
+
+#[test]
+fn return_constant_flips_booleans_zeroes_integers_and_returns_none_otherwise() {
+    let plan = plan_all(INVOICES);
+    let returns: Vec<String> = of(&plan, Operator::ReturnConstant)
+        .iter()
+        .map(|m| m.description.clone())
+        .collect();
+    assert_eq!(
+        returns,
+        [
+            "`return fn` -> `return None`",
+            "`return 0.2` -> `return None`",
+            "`return 0.07` -> `return None`",
+            "`return 0` -> `return 1`",
+            "`return True` -> `return False`",
+            "`return False` -> `return True`",
+            "`return (sum(i.amount for i in invoices)…` -> `return None`",
+            "`return len(invoices) == 0 or invoices is None` -> `return None`",
+        ]
+    );
+    let multi_line = of(&plan, Operator::ReturnConstant)
+        .into_iter()
+        .find(|m| m.line == 49)
+        .expect("the two-line return is a site");
+    assert_eq!(multi_line.edit.replacement, "(None\n)");
+}
+
+#[test]
+fn return_none_is_skipped_with_a_note_and_the_next_return_takes_its_place() {
+    let source = "def nothing(invoices):\n    return None\n\n\ndef find(invoices, number):\n    return invoices[number]\n";
+    let plan = plan_mutants(&[file("invoices/lookup.py", source, [2, 6])], Some(1));
+    assert_eq!(plan.mutants.len(), 1);
+    assert_eq!(
+        plan.mutants[0].description,
+        "`return invoices[number]` -> `return None`"
+    );
+    assert_eq!(
+        plan.skipped,
+        vec![SkippedSite {
+            path: "invoices/lookup.py".into(),
+            line: 2,
+            operator: Operator::ReturnConstant,
+            description: "`return None` -> `return None`".into(),
+            reason: "returns `None` already".into(),
+        }]
+    );
+}
+
+#[test]
+fn shift_bound_moves_only_integers_beside_ordering_comparisons() {
+    let plan = plan_all(INVOICES);
+    let shifts: Vec<(u32, String)> = of(&plan, Operator::ShiftBound)
+        .iter()
+        .map(|m| (m.line, m.description.clone()))
+        .collect();
+    // `== 0` in is_empty and the string/`in` operands are never bounds; hex stays hex.
+    assert_eq!(
+        shifts,
+        [
+            (28, "`30` -> `31`".to_string()),
+            (31, "`0` -> `1`".into()),
+            (36, "`5` -> `6`".into()),
+            (37, "`4` -> `5`".into()),
+            (42, "`0x10` -> `0x11`".into()),
+        ]
+    );
+}
+
+#[test]
+fn a_literal_between_a_bound_and_an_equality_is_not_a_bound() {
+    let source = "def f(a, b):\n    return a < 3 == b, 0 < a <= 9\n";
+    let plan = plan_all(source);
+    let shifts: Vec<String> = of(&plan, Operator::ShiftBound)
+        .iter()
+        .map(|m| m.description.clone())
+        .collect();
+    assert_eq!(shifts, ["`0` -> `1`", "`9` -> `10`"]);
+}
+
+#[test]
+fn an_integer_too_long_to_shift_is_skipped_with_a_note() {
+    let huge = "9".repeat(60);
+    let source = format!("def f(a):\n    return a > {huge}\n");
+    let plan = plan_all(&source);
+    assert!(of(&plan, Operator::ShiftBound).is_empty());
+    assert!(
+        plan.skipped
+            .iter()
+            .any(|s| s.operator == Operator::ShiftBound && s.reason.contains("too long")),
+        "{:?}",
+        plan.skipped
+    );
+}
+
+#[test]
+fn guards_fstrings_and_annotations_are_left_alone() {
+    let plan = plan_all(INVOICES);
+    for mutant in &plan.mutants {
+        let line = mutant.line;
+        // TYPE_CHECKING guard (6-7), annotated constant (9), f-string (33), `__main__` guard (57-59).
+        assert!(
+            !matches!(line, 6 | 7 | 9 | 33 | 57..=59),
+            "mutant inside a construct left alone: {mutant:?}"
+        );
+    }
+    let source = "def f(x: int = 3) -> bool:\n    return f\"{x > 1}\" == \"True\"\n";
+    let plan = plan_all(source);
+    assert_eq!(
+        plan.mutants.iter().map(|m| m.operator).collect::<Vec<_>>(),
+        [Operator::ReturnConstant]
+    );
+}
+
+#[test]
+fn only_sites_on_changed_lines_become_mutants() {
+    let plan = plan_mutants(&[file("pager/__init__.py", PAGER, [5])], None);
+    assert_eq!(
+        mutated_lines(PAGER, &plan),
+        vec![
+            (
+                Operator::NegateCondition,
+                "if not (total % per_page > 0):".to_string()
+            ),
+            (Operator::SwapBound, "if total % per_page >= 0:".into()),
+            (Operator::ShiftBound, "if total % per_page > 1:".into()),
+        ]
+    );
+    let untouched = plan_mutants(&[file("pager/__init__.py", PAGER, [])], None);
+    assert!(untouched.mutants.is_empty());
+}
+
+#[test]
+fn excluded_files_are_noted_with_their_reason() {
+    let files = vec![
+        file("tests/test_pager.py", PAGER, [5]),
+        file("pager/conftest.py", PAGER, [5]),
+        file(
+            "pager/__init__.pyi",
+            "def page_count(total: int) -> int: ...\n",
+            [1],
+        ),
+        file("README.md", "# pager\n", [1]),
+        ChangedFile {
+            path: "pager/legacy.py".into(),
+            bytes: b"# -*- coding: latin-1 -*-\nname = '\xe9t\xe9'\n".to_vec(),
+            changed_lines: [2].into(),
+        },
+        file(
+            "pager/latin.py",
+            "# -*- coding: latin-1 -*-\nname = 'été'\n",
+            [2],
+        ),
+        file("pager/mac.py", "x = 1\rif x > 0:\n    pass\n", [2]),
+        file("pager/broken.py", "def page_count(:\n    return 1\n", [2]),
+    ];
+    let plan = plan_mutants(&files, None);
+    let reasons: Vec<(&str, &ExclusionReason)> = plan
+        .excluded_files
+        .iter()
+        .map(|e| (e.path.as_str(), &e.reason))
+        .collect();
+    assert_eq!(
+        reasons,
+        [
+            ("README.md", &ExclusionReason::NotPython),
+            ("pager/__init__.pyi", &ExclusionReason::TypeStub),
+            ("pager/broken.py", &ExclusionReason::DoesNotParse),
+            ("pager/conftest.py", &ExclusionReason::TestFile),
+            ("pager/latin.py", &ExclusionReason::DeclaredEncoding),
+            ("pager/legacy.py", &ExclusionReason::NotUtf8),
+            ("pager/mac.py", &ExclusionReason::BareCarriageReturn),
+            ("tests/test_pager.py", &ExclusionReason::TestFile),
+        ]
+    );
+    let note = |path: &str| {
+        plan.excluded_files
+            .iter()
+            .find(|e| e.path == path)
+            .map(|e| e.note.clone())
+            .unwrap_or_default()
+    };
+    assert_eq!(
+        note("pager/broken.py"),
+        "does not parse as Python (first error on line 1)"
+    );
+    assert_eq!(
+        note("pager/legacy.py"),
+        "not UTF-8 (first invalid byte on line 2)"
+    );
+    assert!(note("pager/mac.py").contains("line 1"));
+    assert!(note("pager/latin.py").contains("latin-1"));
+    assert!(plan.mutants.is_empty());
+}
+
+#[test]
+fn ascii_files_with_any_coding_cookie_and_crlf_files_are_mutated() {
+    let ascii = "# -*- coding: latin-1 -*-\ndef f(a):\n    return a > 1\n";
+    let crlf = "def f(a):\r\n    if a > 1:\r\n        return a\r\n    return 0\r\n";
+    let plan = plan_mutants(
+        &[
+            file("pager/ascii.py", ascii, [3]),
+            file("pager/crlf.py", crlf, [2, 3]),
+        ],
+        None,
+    );
+    assert!(plan.excluded_files.is_empty(), "{:?}", plan.excluded_files);
+    assert!(plan.mutants.iter().any(|m| m.path == "pager/ascii.py"));
+    let crlf_drop = plan
+        .mutants
+        .iter()
+        .find(|m| m.path == "pager/crlf.py" && m.operator == Operator::DropBranch)
+        .expect("the crlf file's if body is a site");
+    assert_eq!(
+        applied(crlf, crlf_drop).lines().count(),
+        crlf.lines().count()
+    );
+}
+
+#[test]
+fn the_cap_spreads_mutants_over_operators_then_lines() {
+    let plan = plan_mutants(
+        &[file("billing/invoices.py", INVOICES, all_lines(INVOICES))],
+        Some(DEFAULT_MUTANTS_PER_FILE),
+    );
+    assert_eq!(plan.mutants.len(), 6);
+    let operators: BTreeSet<Operator> = plan.mutants.iter().map(|m| m.operator).collect();
+    assert_eq!(operators.len(), 5, "{:#?}", plan.mutants);
+    let lines: BTreeSet<u32> = plan.mutants.iter().map(|m| m.line).collect();
+    assert_eq!(
+        lines.len(),
+        6,
+        "six mutants on six different lines: {:#?}",
+        plan.mutants
+    );
+    // The sixth mutant is the second negation, on the next line that has one.
+    let negations: Vec<u32> = of(&plan, Operator::NegateCondition)
+        .iter()
+        .map(|m| m.line)
+        .collect();
+    assert_eq!(negations, [19, 21]);
+    let uncapped = plan_all(INVOICES);
+    assert!(uncapped.mutants.len() > 30, "{}", uncapped.mutants.len());
+}
+
+#[test]
+fn the_cap_applies_to_each_file_separately() {
+    let files = [
+        file("billing/invoices.py", INVOICES, all_lines(INVOICES)),
+        file("pager/__init__.py", PAGER, all_lines(PAGER)),
+    ];
+    let plan = plan_mutants(&files, Some(2));
+    let per_file: Vec<&str> = plan.mutants.iter().map(|m| m.path.as_str()).collect();
+    assert_eq!(
+        per_file,
+        [
+            "billing/invoices.py",
+            "billing/invoices.py",
+            "pager/__init__.py",
+            "pager/__init__.py"
+        ]
+    );
+}
+
+#[test]
+fn the_same_change_always_gets_byte_identical_mutants() {
+    let files = [
+        file("pager/__init__.py", PAGER, all_lines(PAGER)),
+        file("billing/invoices.py", INVOICES, all_lines(INVOICES)),
+    ];
+    let first = serde_json::to_vec(&plan_mutants(&files, Some(6))).expect("plan serializes");
+    let second = serde_json::to_vec(&plan_mutants(&files, Some(6))).expect("plan serializes");
+    assert_eq!(first, second);
+    let reversed = [files[1].clone(), files[0].clone()];
+    let third = serde_json::to_vec(&plan_mutants(&reversed, Some(6))).expect("plan serializes");
+    assert_eq!(first, third, "input order does not matter");
+    let ids: BTreeSet<String> = plan_all(INVOICES)
+        .mutants
+        .into_iter()
+        .map(|m| m.id)
+        .collect();
+    assert_eq!(
+        ids.len(),
+        plan_all(INVOICES).mutants.len(),
+        "ids are unique"
+    );
+    assert_eq!(plan_all(PAGER).mutants[4].id, "909ed7ac4355");
+}
+
+#[test]
+fn every_mutant_keeps_every_line_number_and_parses() {
+    for source in [PAGER, INVOICES, EDGES] {
+        for mutant in plan_all(source).mutants {
+            let mutated = applied(source, &mutant);
+            assert_eq!(
+                mutated.matches('\n').count(),
+                source.matches('\n').count(),
+                "{mutant:?}"
+            );
+            let original_tail = &source[mutant.edit.end..];
+            assert!(mutated.ends_with(original_tail), "{mutant:?}");
+            assert_eq!(python::parses(&mutated), Ok(()), "{mutant:?}\n{mutated}");
+            assert_ne!(mutated, source);
+        }
+    }
+}
+
+#[test]
+fn every_mutant_compiles_with_python3() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut count = 0;
+    for (n, source) in [PAGER, INVOICES, EDGES].into_iter().enumerate() {
+        for mutant in plan_all(source).mutants {
+            let path = dir.path().join(format!("m{n}_{}.py", mutant.id));
+            std::fs::write(&path, applied(source, &mutant)).expect("write mutant");
+            count += 1;
+        }
+    }
+    assert!(count > 50, "{count}");
+    let script = "import ast, pathlib, sys\nbad = []\nfor p in sorted(pathlib.Path(sys.argv[1]).glob('*.py')):\n    try:\n        ast.parse(p.read_text(), str(p))\n    except SyntaxError as e:\n        bad.append(f'{p.name}: {e}')\nprint(len(list(pathlib.Path(sys.argv[1]).glob('*.py'))))\nsys.exit('\\n'.join(bad) if bad else 0)\n";
+    let output = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(dir.path())
+        .output()
+        .expect("python3 runs (hint: install python3)");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout).trim(),
+        count.to_string()
+    );
+}
+
+#[test]
+fn a_mutant_may_take_ten_times_the_unmutated_run_but_at_least_a_minute() {
+    let left = Duration::from_secs(800);
+    assert_eq!(
+        mutant_timeout(left, Duration::from_secs(2)),
+        Ok(budget::MutantTimeout {
+            limit: Duration::from_secs(60),
+            set_by_budget: false
+        })
+    );
+    assert_eq!(
+        mutant_timeout(left, Duration::from_secs(30)),
+        Ok(budget::MutantTimeout {
+            limit: Duration::from_secs(300),
+            set_by_budget: false
+        })
+    );
+    assert_eq!(
+        mutant_timeout(left, Duration::from_secs(120)),
+        Ok(budget::MutantTimeout {
+            limit: left,
+            set_by_budget: true
+        })
+    );
+    assert_eq!(
+        mutant_timeout(Duration::from_secs(60), Duration::from_secs(1)),
+        Ok(budget::MutantTimeout {
+            limit: Duration::from_secs(60),
+            set_by_budget: false
+        })
+    );
+}
+
+#[test]
+fn no_mutant_starts_with_under_a_minute_of_budget_left() {
+    let refused = mutant_timeout(Duration::from_secs(59), Duration::from_secs(1));
+    assert_eq!(
+        refused,
+        Err(NotRunReason::BudgetSpent {
+            left: Duration::from_secs(59)
+        })
+    );
+    assert_eq!(
+        refused.err().map(|r| r.to_string()).as_deref(),
+        Some("only 59s of the mutation budget left, under the 60s a mutant needs to start")
+    );
+    assert_eq!(DEFAULT_MUTATION_BUDGET, Duration::from_secs(900));
+}
+
+#[test]
+fn runs_are_judged_killed_survived_or_not_run() {
+    let tests = vec![
+        "test_full_pages".to_string(),
+        "test_partial_last_page_is_counted".into(),
+    ];
+    let completed = |passed: &[&str]| MutantRun {
+        end: RunEnd::Completed {
+            passed: passed.iter().map(|s| s.to_string()).collect(),
+        },
+    };
+    assert_eq!(
+        judge_mutant(&tests, &completed(&["test_full_pages"])),
+        MutantOutcome::Killed {
+            by: vec!["test_partial_last_page_is_counted".into()],
+            timed_out: false
+        }
+    );
+    assert_eq!(
+        judge_mutant(
+            &tests,
+            &completed(&["test_full_pages", "test_partial_last_page_is_counted"])
+        ),
+        MutantOutcome::Survived
+    );
+    assert_eq!(
+        judge_mutant(&tests, &completed(&[])),
+        MutantOutcome::Killed {
+            by: tests.clone(),
+            timed_out: false
+        },
+        "a mutant that breaks the import kills every test"
+    );
+    let hung = budget::MutantTimeout {
+        limit: Duration::from_secs(60),
+        set_by_budget: false,
+    };
+    assert_eq!(
+        judge_mutant(
+            &tests,
+            &MutantRun {
+                end: RunEnd::TimedOut { timeout: hung }
+            }
+        ),
+        MutantOutcome::Killed {
+            by: tests.clone(),
+            timed_out: true
+        }
+    );
+    let cut = budget::MutantTimeout {
+        limit: Duration::from_secs(75),
+        set_by_budget: true,
+    };
+    assert_eq!(
+        judge_mutant(
+            &tests,
+            &MutantRun {
+                end: RunEnd::TimedOut { timeout: cut }
+            }
+        ),
+        MutantOutcome::NotRun {
+            reason: "cut short by the mutation budget after 75s".into()
+        }
+    );
+    assert_eq!(
+        judge_mutant(
+            &tests,
+            &MutantRun {
+                end: RunEnd::Infrastructure {
+                    message: "sandbox did not start".into()
+                }
+            }
+        ),
+        MutantOutcome::NotRun {
+            reason: "infrastructure failure: sandbox did not start".into()
+        }
+    );
+}
+
+#[test]
+fn survivors_are_listed_against_each_proving_test_in_the_seed_wording() {
+    let plan = plan_mutants(&[file("pager/__init__.py", PAGER, [5])], None);
+    let tests = vec!["test_partial_last_page_is_counted".to_string()];
+    let outcomes = vec![
+        MutantOutcome::Killed {
+            by: tests.clone(),
+            timed_out: false,
+        },
+        MutantOutcome::Survived,
+    ];
+    let check = MutationCheck::assemble(
+        plan,
+        outcomes,
+        tests,
+        DEFAULT_MUTATION_BUDGET,
+        Some(Duration::from_millis(1500)),
+    );
+    assert_eq!((check.killed, check.survived, check.not_run), (1, 1, 1));
+    let lines: Vec<String> = check.survivors.iter().map(|s| s.to_string()).collect();
+    assert_eq!(
+        lines,
+        ["test_partial_last_page_is_counted passes with pager/__init__.py:5 changed (`>` -> `>=`)"]
+    );
+    let json = serde_json::to_value(&check).expect("check serializes");
+    assert_eq!(json["mutants"][0]["outcome"]["status"], "killed");
+    assert_eq!(json["mutants"][1]["outcome"]["status"], "survived");
+    assert_eq!(json["mutants"][2]["outcome"]["status"], "not_run");
+    assert_eq!(
+        json["mutants"][2]["outcome"]["reason"],
+        "no result was reported for this mutant"
+    );
+    assert_eq!(json["mutants"][1]["mutant"]["operator"], "swap_bound");
+    assert_eq!(json["budget_s"], 900);
+    let back: MutationCheck = serde_json::from_value(json).expect("check reads back");
+    assert_eq!(back, check);
+}
+
+#[test]
+fn edge_layouts_yield_their_expected_sites() {
+    let plan = plan_all(EDGES);
+    let described: Vec<(u32, Operator, String)> = plan
+        .mutants
+        .iter()
+        .map(|m| (m.line, m.operator, m.description.clone()))
+        .collect();
+    for expected in [
+        (2, Operator::DropBranch, "decorated `balance` -> `pass`"),
+        (4, Operator::DropBranch, "`if` body -> `pass`"),
+        (4, Operator::ReturnConstant, "`return 0` -> `return 1`"),
+        (6, Operator::ShiftBound, "`2` -> `3`"),
+        (13, Operator::DropBranch, "`if` body -> `pass`"),
+        (15, Operator::SwapBound, "`<` -> `<=`"),
+        (
+            20,
+            Operator::NegateCondition,
+            "`if 2 > 1` -> `if not (2 > 1)`",
+        ),
+    ] {
+        assert!(
+            described
+                .iter()
+                .any(|(l, o, d)| (*l, *o, d.as_str()) == expected),
+            "missing {expected:?} in {described:#?}"
+        );
+    }
+    // `e.amount < -1`: the literal is `1` under a unary minus, shifted to `-2`.
+    let shifted = plan
+        .mutants
+        .iter()
+        .find(|m| m.line == 15 && m.operator == Operator::ShiftBound)
+        .expect("the negative bound is a site");
+    assert_eq!(shifted.description, "`-1` -> `-2`");
+    assert!(applied(EDGES, shifted).contains("e.amount < -2"));
+    // The `else: pass` branch does nothing and is not dropped.
+    assert!(!plan.mutants.iter().any(|m| m.line == 18));
+}

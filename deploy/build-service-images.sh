@@ -64,18 +64,21 @@ build_s3() {
   pip="$(pip_env)"
   ctx="$work/s3"
   rootfs="$ctx/rootfs"
-  py_bin="$(readlink -f "$(command -v "$python")")"
+  # The real interpreter, not a version manager's shim; it keeps its host path in the image so it
+  # finds its standard library where it was installed.
+  py_bin="$("$python" -c 'import os, sys; print(os.path.realpath(sys.executable))')"
   py_version="$("$python" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')"
   stdlib="$("$python" -c 'import sysconfig; print(sysconfig.get_path("stdlib"))')"
   mkdir -p "$rootfs/usr/bin" "$rootfs/opt/moto" "$rootfs/etc" "$rootfs/tmp"
   chmod 1777 "$rootfs/tmp"
 
-  cp "$py_bin" "$rootfs/usr/bin/python$py_version"
-  ln -s "python$py_version" "$rootfs/usr/bin/python3"
+  mkdir -p "$rootfs$(dirname "$py_bin")"
+  cp "$py_bin" "$rootfs$py_bin"
+  [[ "$py_bin" == /usr/bin/python3 ]] || ln -sf "$py_bin" "$rootfs/usr/bin/python3"
   mkdir -p "$rootfs$(dirname "$stdlib")"
   tar -C "$(dirname "$stdlib")" \
     --exclude='__pycache__' --exclude='test' --exclude='tests' --exclude='idlelib' \
-    --exclude='tkinter' --exclude='turtledemo' --exclude='ensurepip' \
+    --exclude='tkinter' --exclude='_tkinter*' --exclude='turtledemo' --exclude='ensurepip' \
     --exclude='site-packages' --exclude='dist-packages' \
     -cf - "$(basename "$stdlib")" | tar -C "$rootfs$(dirname "$stdlib")" -xf -
 

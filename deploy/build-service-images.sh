@@ -60,14 +60,13 @@ copy_with_libraries() {
 
 build_s3() {
   log "building assay-s3:latest from moto[server] $moto_version"
-  local pip ctx rootfs py_bin py_version stdlib elf
+  local pip ctx rootfs py_bin stdlib elf
   pip="$(pip_env)"
   ctx="$work/s3"
   rootfs="$ctx/rootfs"
   # The real interpreter, not a version manager's shim; it keeps its host path in the image so it
   # finds its standard library where it was installed.
   py_bin="$("$python" -c 'import os, sys; print(os.path.realpath(sys.executable))')"
-  py_version="$("$python" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')"
   stdlib="$("$python" -c 'import sysconfig; print(sysconfig.get_path("stdlib"))')"
   mkdir -p "$rootfs/usr/bin" "$rootfs/opt/moto" "$rootfs/etc" "$rootfs/tmp"
   chmod 1777 "$rootfs/tmp"

@@ -1,0 +1,10 @@
+"""Shared options for the chart checks."""
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--update",
+        action="store_true",
+        default=False,
+        help="rewrite helm/tests/rendered-default-config.toml from the chart's default values",
+    )

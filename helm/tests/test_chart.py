@@ -1,0 +1,586 @@
+"""Checks of the assay Helm chart, offline: lint, render, schema, Kubernetes validity, config.
+
+The Helm SDK is embedded through helm-python-sdk, so no helm binary and no cluster are needed.
+`pytest helm/tests --update` rewrites rendered-default-config.toml, which the Rust side parses
+with the real service config loader.
+"""
+
+from __future__ import annotations
+
+import copy
+import pathlib
+import tomllib
+
+import helm_python as helm
+import kubernetes_validate
+import pytest
+import yaml
+
+TESTS_DIR = pathlib.Path(__file__).resolve().parent
+CHART_DIR = TESTS_DIR.parent / "assay"
+RENDERED_DEFAULT_CONFIG = TESTS_DIR / "rendered-default-config.toml"
+RELEASE = "assay"
+NAMESPACE = "proofs"
+# The oldest Kubernetes the chart supports (native sidecars for dind) and the newest schemas here.
+KUBE_VERSIONS = ["1.29.0", kubernetes_validate.latest_version()]
+
+# The service config contract, schema assay.service/v1: every section, key and TOML type.
+SERVICE_CONFIG_SCHEMA = {
+    "schema": str,
+    "nats": {"url": str, "subject_prefix": str, "credentials_file": str},
+    "store": {"url": str},
+    "http": {"listen": str},
+    "worker": {
+        "slots": int,
+        "sandbox": str,
+        "image": str,
+        "memory_mb": int,
+        "cpus": float,
+        "pids": int,
+        "tree_cache_dir": str,
+    },
+    "coordinator": {"max_jobs_per_proof": int},
+}
+
+EVERY_FEATURE_ON = {
+    "imagePullSecrets": [{"name": "registry-pull"}],
+    "serviceAccount": {"annotations": {"iam.example.com/role": "assay-artifacts-rw"}},
+    "nats": {
+        "credentials": {"existingSecret": "assay-nats-creds"},
+        "bundled": {"enabled": True},
+    },
+    "store": {
+        "url": "s3://invoice-service-proofs",
+        "s3": {"endpoint": "https://objects.internal.example:9000", "region": "eu-west-1"},
+        "credentials": {"existingSecret": "assay-store-keys"},
+    },
+    "otel": {"endpoint": "http://otel-collector.observability:4317"},
+    "extraEnv": [{"name": "RUST_LOG", "value": "info,assay=debug"}],
+    "coordinator": {"podAnnotations": {"team": "platform"}},
+    "worker": {"podAnnotations": {"team": "platform"}, "nodeSelector": {"pool": "builders"}},
+    "keda": {"enabled": True},
+    "serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}},
+}
+
+HOST_SOCKET = {"worker": {"docker": {"mode": "hostSocket"}}}
+PROCESS_SANDBOX = {"worker": {"sandbox": "process"}}
+
+
+@pytest.fixture(scope="module")
+def chart():
+    with helm.Chart.load(CHART_DIR) as loaded:
+        yield loaded
+
+
+def render(chart, values=None):
+    """Rendered manifests as parsed documents, NOTES.txt and empty documents left out."""
+    files = chart.render(values or {}, name=RELEASE, namespace=NAMESPACE)
+    documents = []
+    for path, text in sorted(files.items()):
+        if path.endswith("NOTES.txt"):
+            continue
+        for document in yaml.safe_load_all(text):
+            if document is not None:
+                documents.append(document)
+    return documents
+
+
+def find(documents, kind, name):
+    matches = [d for d in documents if d["kind"] == kind and d["metadata"]["name"] == name]
+    assert len(matches) == 1, f"expected one {kind}/{name}, found {len(matches)}"
+    return matches[0]
+
+
+def kinds_and_names(documents):
+    return sorted((d["kind"], d["metadata"]["name"]) for d in documents)
+
+
+def service_config(documents):
+    config_map = find(documents, "ConfigMap", f"{RELEASE}-config")
+    return tomllib.loads(config_map["data"]["assay.toml"])
+
+
+def pod_spec(documents, kind, name):
+    return find(documents, kind, name)["spec"]["template"]["spec"]
+
+
+def container(spec, name, *, init=False):
+    containers = spec.get("initContainers" if init else "containers", [])
+    matches = [c for c in containers if c["name"] == name]
+    assert len(matches) == 1, f"expected one container {name}"
+    return matches[0]
+
+
+def env_map(container_spec):
+    return {e["name"]: e for e in container_spec.get("env", [])}
+
+
+def merged(*layers):
+    result: dict = {}
+    for layer in layers:
+        result = _deep_merge(result, layer)
+    return result
+
+
+def _deep_merge(base, override):
+    out = copy.deepcopy(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def assert_matches_schema(config, schema, where="config"):
+    assert set(config) == set(schema), f"{where} keys differ from assay.service/v1"
+    for key, expected in schema.items():
+        if isinstance(expected, dict):
+            assert isinstance(config[key], dict), f"{where}.{key} is not a table"
+            assert_matches_schema(config[key], expected, f"{where}.{key}")
+        else:
+            # bool is an int in Python; the contract has no booleans, so reject them outright.
+            assert type(config[key]) is expected, f"{where}.{key} is {type(config[key]).__name__}"
+
+
+# --- lint -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "values",
+    [{}, EVERY_FEATURE_ON, HOST_SOCKET, PROCESS_SANDBOX],
+    ids=["defaults", "every-feature-on", "host-socket", "process-sandbox"],
+)
+def test_helm_lint_strict_finds_no_warnings_or_errors(values):
+    report = helm.lint(CHART_DIR, values, strict=True, namespace=NAMESPACE)
+    assert report["errors"] == []
+    # Severity 1 is informational ("icon is recommended"); 2 and 3 fail a strict lint.
+    problems = [m for m in report["messages"] if m["severity"] >= 2]
+    assert problems == []
+    assert report["total_charts_linted"] == 1
+
+
+# --- render -----------------------------------------------------------------------------------
+
+
+def test_default_values_render_coordinator_workers_and_their_support(chart):
+    documents = render(chart)
+    assert kinds_and_names(documents) == [
+        ("ConfigMap", "assay-config"),
+        ("Deployment", "assay-coordinator"),
+        ("Deployment", "assay-worker"),
+        ("PodDisruptionBudget", "assay-worker"),
+        ("Service", "assay-coordinator"),
+        ("Service", "assay-worker"),
+        ("ServiceAccount", "assay"),
+    ]
+
+
+def test_every_optional_feature_renders_its_resources(chart):
+    documents = render(chart, EVERY_FEATURE_ON)
+    assert kinds_and_names(documents) == [
+        ("ConfigMap", "assay-config"),
+        ("ConfigMap", "assay-nats"),
+        ("Deployment", "assay-coordinator"),
+        ("Deployment", "assay-worker"),
+        ("PodDisruptionBudget", "assay-worker"),
+        ("ScaledObject", "assay-worker"),
+        ("Service", "assay-coordinator"),
+        ("Service", "assay-nats"),
+        ("Service", "assay-worker"),
+        ("ServiceAccount", "assay"),
+        ("ServiceMonitor", "assay"),
+        ("StatefulSet", "assay-nats"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "values",
+    [{}, EVERY_FEATURE_ON, HOST_SOCKET, PROCESS_SANDBOX],
+    ids=["defaults", "every-feature-on", "host-socket", "process-sandbox"],
+)
+def test_no_values_ever_render_an_inline_secret(chart, values):
+    documents = render(chart, values)
+    assert "Secret" not in {d["kind"] for d in documents}
+
+
+# --- values.schema.json -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("values", "offending_path"),
+    [
+        ({"worker": {"slots": -1}}, "/worker/slots"),
+        ({"worker": {"slots": 0}}, "/worker/slots"),
+        ({"worker": {"slots": "two"}}, "/worker/slots"),
+        ({"worker": {"sandbox": "vm"}}, "/worker/sandbox"),
+        ({"worker": {"cpus": 0}}, "/worker/cpus"),
+        ({"worker": {"memoryMb": "2G"}}, "/worker/memoryMb"),
+        ({"worker": {"treeCacheDir": "relative/trees"}}, "/worker/treeCacheDir"),
+        ({"worker": {"terminationGracePeriodSeconds": -5}}, "/worker/terminationGracePeriodSeconds"),
+        ({"worker": {"docker": {"mode": "socket"}}}, "/worker/docker/mode"),
+        ({"worker": {"slotz": 2}}, "/worker"),
+        ({"nats": {"url": "localhost:4222"}}, "/nats/url"),
+        ({"nats": {"subjectPrefix": "assay.>"}}, "/nats/subjectPrefix"),
+        ({"store": {"url": "ftp://artifacts"}}, "/store/url"),
+        ({"store": {"accessKey": "AKIAEXAMPLE"}}, "/store"),
+        ({"http": {"port": 70000}}, "/http/port"),
+        ({"coordinator": {"maxJobsPerProof": 0}}, "/coordinator/maxJobsPerProof"),
+        ({"keda": {"lagThreshold": 0}}, "/keda/lagThreshold"),
+        ({"keda": {"natsMonitoringEndpoint": "http://nats:8222"}}, "/keda/natsMonitoringEndpoint"),
+        ({"serviceMonitor": {"interval": "often"}}, "/serviceMonitor/interval"),
+        ({"replicas": 3}, ""),
+    ],
+)
+def test_schema_rejects_bad_values_and_names_the_key(chart, values, offending_path):
+    with pytest.raises(helm.HelmValuesError) as rejected:
+        chart.validate_schema(chart.merge_values(values))
+    assert f"at '{offending_path}'" in str(rejected.value)
+    # Install renders through the same gate, so a bad value never reaches a manifest.
+    with pytest.raises(helm.HelmValuesError):
+        chart.render(values, name=RELEASE, namespace=NAMESPACE)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        {},
+        EVERY_FEATURE_ON,
+        HOST_SOCKET,
+        PROCESS_SANDBOX,
+        {"worker": {"cpus": 0.5, "slots": 16}, "store": {"url": "file:///srv/assay"}},
+        {"worker": {"podDisruptionBudget": {"maxUnavailable": "25%"}}},
+        {"nats": {"url": "tls://nats.messaging.svc:4222"}},
+    ],
+    ids=["defaults", "every-feature-on", "host-socket", "process", "file-store", "pdb-percent", "tls"],
+)
+def test_schema_accepts_documented_values(chart, values):
+    chart.validate_schema(chart.merge_values(values))
+
+
+# --- Kubernetes validity ----------------------------------------------------------------------
+
+CUSTOM_RESOURCES = {
+    ("keda.sh/v1alpha1", "ScaledObject"),
+    ("monitoring.coreos.com/v1", "ServiceMonitor"),
+}
+
+
+@pytest.mark.parametrize("kube_version", KUBE_VERSIONS)
+@pytest.mark.parametrize(
+    "values",
+    [{}, EVERY_FEATURE_ON, HOST_SOCKET, PROCESS_SANDBOX],
+    ids=["defaults", "every-feature-on", "host-socket", "process-sandbox"],
+)
+def test_rendered_manifests_validate_against_kubernetes_schemas(chart, values, kube_version):
+    documents = render(chart, values)
+    validated = 0
+    for document in documents:
+        if (document["apiVersion"], document["kind"]) in CUSTOM_RESOURCES:
+            continue
+        kubernetes_validate.validate(document, kube_version, strict=True)
+        validated += 1
+    assert validated >= 7
+
+
+def test_custom_resources_have_the_shape_their_operators_expect(chart):
+    documents = render(chart, EVERY_FEATURE_ON)
+    scaled = find(documents, "ScaledObject", "assay-worker")
+    assert scaled["apiVersion"] == "keda.sh/v1alpha1"
+    assert scaled["spec"]["scaleTargetRef"] == {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "name": "assay-worker",
+    }
+    (trigger,) = scaled["spec"]["triggers"]
+    assert trigger["type"] == "nats-jetstream"
+    # KEDA reads trigger metadata as strings only.
+    assert all(isinstance(v, str) for v in trigger["metadata"].values())
+    assert trigger["metadata"]["stream"] == "ASSAY_JOBS"
+    assert trigger["metadata"]["consumer"] == "assay-workers"
+    assert trigger["metadata"]["lagThreshold"] == "10"
+    assert trigger["metadata"]["natsServerMonitoringEndpoint"] == f"assay-nats.{NAMESPACE}.svc:8222"
+    assert (scaled["spec"]["minReplicaCount"], scaled["spec"]["maxReplicaCount"]) == (1, 20)
+
+    monitor = find(documents, "ServiceMonitor", "assay")
+    assert monitor["metadata"]["labels"]["release"] == "prometheus"
+    assert monitor["spec"]["endpoints"] == [{"port": "http", "path": "/metrics", "interval": "30s"}]
+    selected = [
+        d
+        for d in documents
+        if d["kind"] == "Service"
+        and all(d["metadata"]["labels"].get(k) == v for k, v in monitor["spec"]["selector"]["matchLabels"].items())
+        and d["metadata"]["labels"].get("app.kubernetes.io/component") in ("coordinator", "worker")
+    ]
+    assert sorted(s["metadata"]["name"] for s in selected) == ["assay-coordinator", "assay-worker"]
+    assert all(any(p["name"] == "http" for p in s["spec"]["ports"]) for s in selected)
+
+
+# --- the service config -----------------------------------------------------------------------
+
+
+def test_default_config_has_exactly_the_service_config_schema(chart):
+    config = service_config(render(chart))
+    assert_matches_schema(config, SERVICE_CONFIG_SCHEMA)
+    assert config == {
+        "schema": "assay.service/v1",
+        "nats": {"url": "nats://nats:4222", "subject_prefix": "assay", "credentials_file": ""},
+        "store": {"url": "s3://assay-artifacts"},
+        "http": {"listen": "0.0.0.0:9464"},
+        "worker": {
+            "slots": 2,
+            "sandbox": "docker",
+            "image": "assay-runner-python:latest",
+            "memory_mb": 2048,
+            "cpus": 1.0,
+            "pids": 512,
+            "tree_cache_dir": "/var/cache/assay/trees",
+        },
+        "coordinator": {"max_jobs_per_proof": 64},
+    }
+
+
+def test_config_follows_values_key_by_key(chart):
+    values = {
+        "nats": {"url": "nats://nats.messaging.svc:4222", "subjectPrefix": "pager-ci"},
+        "store": {"url": "file:///srv/assay-artifacts"},
+        "http": {"port": 9100},
+        "worker": {
+            "slots": 6,
+            "sandbox": "process",
+            "runnerImage": "registry.internal.example/assay-runner-python:3.12",
+            "memoryMb": 4096,
+            "cpus": 1.5,
+            "pids": 1024,
+            "treeCacheDir": "/cache/trees",
+        },
+        "coordinator": {"maxJobsPerProof": 300},
+    }
+    documents = render(chart, values)
+    config = service_config(documents)
+    assert_matches_schema(config, SERVICE_CONFIG_SCHEMA)
+    assert config["nats"] == {
+        "url": "nats://nats.messaging.svc:4222",
+        "subject_prefix": "pager-ci",
+        "credentials_file": "",
+    }
+    assert config["store"] == {"url": "file:///srv/assay-artifacts"}
+    assert config["http"] == {"listen": "0.0.0.0:9100"}
+    assert config["worker"] == {
+        "slots": 6,
+        "sandbox": "process",
+        "image": "registry.internal.example/assay-runner-python:3.12",
+        "memory_mb": 4096,
+        "cpus": 1.5,
+        "pids": 1024,
+        "tree_cache_dir": "/cache/trees",
+    }
+    assert config["coordinator"] == {"max_jobs_per_proof": 300}
+    for name in ("assay-coordinator", "assay-worker"):
+        (port,) = container(pod_spec(documents, "Deployment", name), name.split("-")[1])["ports"]
+        assert port == {"name": "http", "containerPort": 9100, "protocol": "TCP"}
+
+
+@pytest.mark.parametrize(("cpus", "rendered"), [(2, "cpus = 2.0"), (1.0, "cpus = 1.0"), (0.125, "cpus = 0.125")])
+def test_cpus_always_render_as_a_toml_float(chart, cpus, rendered):
+    documents = render(chart, {"worker": {"cpus": cpus}})
+    text = find(documents, "ConfigMap", f"{RELEASE}-config")["data"]["assay.toml"]
+    assert rendered in text.splitlines()
+    assert tomllib.loads(text)["worker"]["cpus"] == float(cpus)
+
+
+def test_strings_with_toml_metacharacters_survive_rendering(chart):
+    prefix_safe = {"worker": {"runnerImage": 'runner "quoted" \\ back#slash = [x]'}}
+    config = service_config(render(chart, prefix_safe))
+    assert config["worker"]["image"] == 'runner "quoted" \\ back#slash = [x]'
+
+
+def test_bundled_nats_becomes_the_configured_url_and_its_service_exists(chart):
+    documents = render(chart, {"nats": {"bundled": {"enabled": True}}})
+    assert service_config(documents)["nats"]["url"] == "nats://assay-nats:4222"
+    service = find(documents, "Service", "assay-nats")
+    assert {p["name"]: p["port"] for p in service["spec"]["ports"]} == {"client": 4222, "monitor": 8222}
+    nats_conf = find(documents, "ConfigMap", "assay-nats")["data"]["nats.conf"]
+    assert "jetstream" in nats_conf and "store_dir: /data" in nats_conf
+
+
+def test_nats_credentials_secret_is_mounted_where_the_config_points(chart):
+    documents = render(chart, {"nats": {"credentials": {"existingSecret": "assay-nats-creds", "key": "fleet.creds"}}})
+    credentials_file = service_config(documents)["nats"]["credentials_file"]
+    assert credentials_file == "/etc/assay/nats/fleet.creds"
+    for name, container_name in (("assay-coordinator", "coordinator"), ("assay-worker", "worker")):
+        spec = pod_spec(documents, "Deployment", name)
+        (volume,) = [v for v in spec["volumes"] if v["name"] == "nats-credentials"]
+        assert volume["secret"] == {
+            "secretName": "assay-nats-creds",
+            "items": [{"key": "fleet.creds", "path": "fleet.creds"}],
+        }
+        (mount,) = [m for m in container(spec, container_name)["volumeMounts"] if m["name"] == "nats-credentials"]
+        assert credentials_file == f"{mount['mountPath']}/fleet.creds"
+
+
+def test_store_credentials_come_only_from_a_secret_reference(chart):
+    documents = render(chart, EVERY_FEATURE_ON)
+    for name, container_name in (("assay-coordinator", "coordinator"), ("assay-worker", "worker")):
+        env = env_map(container(pod_spec(documents, "Deployment", name), container_name))
+        assert env["AWS_ACCESS_KEY_ID"]["valueFrom"]["secretKeyRef"] == {
+            "name": "assay-store-keys",
+            "key": "AWS_ACCESS_KEY_ID",
+        }
+        assert env["AWS_SECRET_ACCESS_KEY"]["valueFrom"]["secretKeyRef"] == {
+            "name": "assay-store-keys",
+            "key": "AWS_SECRET_ACCESS_KEY",
+        }
+        assert env["AWS_ENDPOINT_URL"]["value"] == "https://objects.internal.example:9000"
+        assert env["AWS_REGION"]["value"] == "eu-west-1"
+        assert env["OTEL_EXPORTER_OTLP_ENDPOINT"]["value"] == "http://otel-collector.observability:4317"
+        assert env["OTEL_SERVICE_NAME"]["value"] == f"assay-{container_name}"
+        assert env["RUST_LOG"]["value"] == "info,assay=debug"
+        assert env["ASSAY_CONFIG"]["value"] == "/etc/assay/assay.toml"
+
+
+def test_default_render_sets_no_store_credentials_or_otlp_export(chart):
+    documents = render(chart)
+    env = env_map(container(pod_spec(documents, "Deployment", "assay-coordinator"), "coordinator"))
+    assert not {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "OTEL_EXPORTER_OTLP_ENDPOINT"} & set(env)
+
+
+def test_committed_rendered_default_config_matches_the_chart(chart, request):
+    config_map = find(render(chart), "ConfigMap", f"{RELEASE}-config")
+    rendered = config_map["data"]["assay.toml"]
+    if request.config.getoption("--update"):
+        RENDERED_DEFAULT_CONFIG.write_text(rendered)
+    assert RENDERED_DEFAULT_CONFIG.exists(), "run `pytest helm/tests --update` to write it"
+    assert RENDERED_DEFAULT_CONFIG.read_text() == rendered, (
+        "helm/tests/rendered-default-config.toml is stale (hint: run `pytest helm/tests --update`)"
+    )
+
+
+# --- coordinator --------------------------------------------------------------------------------
+
+
+def test_coordinator_runs_one_replica_replaced_by_recreate(chart):
+    deployment = find(render(chart), "Deployment", "assay-coordinator")
+    assert deployment["spec"]["replicas"] == 1
+    assert deployment["spec"]["strategy"] == {"type": "Recreate"}
+
+
+def test_coordinator_replicas_cannot_be_raised_through_values(chart):
+    with pytest.raises(helm.HelmValuesError):
+        chart.render({"coordinator": {"replicas": 2}}, name=RELEASE, namespace=NAMESPACE)
+
+
+def test_coordinator_runs_non_root_with_read_only_root_and_no_capabilities(chart):
+    spec = pod_spec(render(chart), "Deployment", "assay-coordinator")
+    assert spec["securityContext"]["runAsNonRoot"] is True
+    assert spec["securityContext"]["runAsUser"] != 0
+    security = container(spec, "coordinator")["securityContext"]
+    assert security["runAsNonRoot"] is True
+    assert security["readOnlyRootFilesystem"] is True
+    assert security["allowPrivilegeEscalation"] is False
+    assert security["capabilities"] == {"drop": ["ALL"]}
+    assert spec["automountServiceAccountToken"] is False
+
+
+@pytest.mark.parametrize(("name", "container_name"), [("assay-coordinator", "coordinator"), ("assay-worker", "worker")])
+def test_probes_hit_health_endpoints_on_the_configured_http_port(chart, name, container_name):
+    documents = render(chart)
+    listen_port = int(service_config(documents)["http"]["listen"].rsplit(":", 1)[1])
+    service_container = container(pod_spec(documents, "Deployment", name), container_name)
+    (port,) = service_container["ports"]
+    assert port["containerPort"] == listen_port and port["name"] == "http"
+    assert service_container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
+    assert service_container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
+    assert service_container["args"] == [container_name, "--config", "/etc/assay/assay.toml"]
+    assert service_container["resources"]["requests"]
+
+
+# --- workers ----------------------------------------------------------------------------------
+
+
+def test_worker_grace_period_follows_values(chart):
+    spec = pod_spec(render(chart, {"worker": {"terminationGracePeriodSeconds": 2700}}), "Deployment", "assay-worker")
+    assert spec["terminationGracePeriodSeconds"] == 2700
+
+
+def test_dind_sidecar_shares_socket_trees_and_scratch_at_the_same_paths(chart):
+    spec = pod_spec(render(chart), "Deployment", "assay-worker")
+    dind = container(spec, "dind", init=True)
+    worker = container(spec, "worker")
+    # A native sidecar: up before the worker, stopped after it.
+    assert dind["restartPolicy"] == "Always"
+    assert dind["securityContext"]["privileged"] is True
+    assert env_map(worker)["DOCKER_HOST"]["value"] == "unix:///run/docker/docker.sock"
+    assert "--host=unix:///run/docker/docker.sock" in dind["args"]
+
+    def mounts(c):
+        return {(m["name"], m.get("subPath"), m["mountPath"]) for m in c["volumeMounts"]}
+
+    shared = {
+        ("docker-socket", None, "/run/docker"),
+        ("work", "trees", "/var/cache/assay/trees"),
+        ("work", "scratch", "/var/lib/assay/scratch"),
+    }
+    assert shared <= mounts(dind)
+    assert shared <= mounts(worker)
+    assert env_map(worker)["TMPDIR"]["value"] == "/var/lib/assay/scratch"
+    # The worker itself stays unprivileged.
+    assert worker["securityContext"]["runAsNonRoot"] is True
+    assert worker["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    assert spec["securityContext"]["runAsGroup"] == 10001 and "--group=10001" in dind["args"]
+
+
+def test_host_socket_mode_mounts_the_nodes_socket_and_no_privileged_container(chart):
+    spec = pod_spec(render(chart, HOST_SOCKET), "Deployment", "assay-worker")
+    assert "initContainers" not in spec
+    worker = container(spec, "worker")
+    assert env_map(worker)["DOCKER_HOST"]["value"] == "unix:///var/run/docker.sock"
+    volumes = {v["name"]: v for v in spec["volumes"]}
+    assert volumes["docker-socket"]["hostPath"] == {"path": "/var/run/docker.sock", "type": "Socket"}
+    # The node's engine bind-mounts by path, so host paths equal container paths.
+    for name in ("host-trees", "host-scratch"):
+        (mount,) = [m for m in worker["volumeMounts"] if m["name"] == name]
+        assert volumes[name]["hostPath"]["path"] == mount["mountPath"]
+    assert spec["securityContext"]["supplementalGroups"] == [999]
+    assert not worker["securityContext"].get("privileged", False)
+
+
+def test_process_sandbox_needs_no_docker_engine(chart):
+    spec = pod_spec(render(chart, PROCESS_SANDBOX), "Deployment", "assay-worker")
+    assert "initContainers" not in spec
+    worker = container(spec, "worker")
+    assert "DOCKER_HOST" not in env_map(worker)
+    assert "docker-socket" not in {v["name"] for v in spec["volumes"]}
+
+
+def test_workers_have_a_disruption_budget_matching_their_pods(chart):
+    documents = render(chart)
+    budget = find(documents, "PodDisruptionBudget", "assay-worker")
+    deployment = find(documents, "Deployment", "assay-worker")
+    assert budget["spec"]["maxUnavailable"] == 1
+    assert budget["spec"]["selector"]["matchLabels"] == deployment["spec"]["selector"]["matchLabels"]
+    assert deployment["spec"]["replicas"] == 2
+
+
+def test_keda_owns_the_worker_count_when_enabled(chart):
+    documents = render(chart, {"keda": {"enabled": True, "natsMonitoringEndpoint": "nats.messaging.svc:8222"}})
+    assert "replicas" not in find(documents, "Deployment", "assay-worker")["spec"]
+    scaled = find(documents, "ScaledObject", "assay-worker")
+    assert scaled["spec"]["triggers"][0]["metadata"]["natsServerMonitoringEndpoint"] == "nats.messaging.svc:8222"
+
+
+def test_keda_against_an_external_nats_requires_its_monitoring_endpoint(chart):
+    with pytest.raises(helm.HelmRenderError) as failed:
+        chart.render({"keda": {"enabled": True}}, name=RELEASE, namespace=NAMESPACE)
+    assert "keda.natsMonitoringEndpoint is required" in str(failed.value)
+
+
+def test_config_change_rolls_both_deployments(chart):
+    def checksums(values):
+        documents = render(chart, values)
+        return [
+            find(documents, "Deployment", n)["spec"]["template"]["metadata"]["annotations"]["checksum/config"]
+            for n in ("assay-coordinator", "assay-worker")
+        ]
+
+    assert checksums({}) != checksums({"worker": {"slots": 3}})

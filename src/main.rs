@@ -29,6 +29,7 @@ struct Cli {
 }
 
 #[derive(Subcommand, Debug)]
+#[expect(clippy::large_enum_variant, reason = "parsed once per process")]
 enum Command {
     /// Prove a change with named tests (embedded mode: no services needed).
     Prove(prove::ProveArgs),

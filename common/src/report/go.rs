@@ -227,3 +227,50 @@ fn truncate(mut message: String) -> String {
     }
     message
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn newer_go_build_failure_events_are_collection_errors() {
+        let stream = r#"{"ImportPath":"example.com/pager/ledger [example.com/pager/ledger.test]","Action":"build-output","Output":"ledger_test.go:3: undefined: RoundedTotal\n"}
+{"ImportPath":"example.com/pager/ledger [example.com/pager/ledger.test]","Action":"build-fail"}
+{"Action":"start","Package":"example.com/pager/ledger"}
+{"Action":"output","Package":"example.com/pager/ledger","Output":"FAIL\texample.com/pager/ledger [build failed]\n"}
+{"Action":"fail","Package":"example.com/pager/ledger","Elapsed":0,"FailedBuild":"example.com/pager/ledger [example.com/pager/ledger.test]"}
+"#;
+        let ReportOutcome::Parsed(report) = parse(stream.as_bytes()) else {
+            panic!("expected a parsed report")
+        };
+        assert!(report.cases.is_empty());
+        assert_eq!(report.collection_errors[0].file, "example.com/pager/ledger");
+    }
+
+    #[test]
+    fn a_stream_cut_short_or_empty_gives_no_result() {
+        let cut = r#"{"Action":"run","Package":"p","Test":"TestA"}
+{"Action":"output","Package":"p","Test":"TestA","Output":"=== RUN   TestA\n"}
+"#;
+        assert!(matches!(
+            parse(cut.as_bytes()),
+            ReportOutcome::Inconsistent(_)
+        ));
+        let unfinished_package = r#"{"Action":"run","Package":"p","Test":"TestA"}
+{"Action":"pass","Package":"p","Test":"TestA"}
+"#;
+        assert!(matches!(
+            parse(unfinished_package.as_bytes()),
+            ReportOutcome::Inconsistent(_)
+        ));
+        assert_eq!(parse(b""), ReportOutcome::Missing);
+        assert!(matches!(
+            parse(b"PASS TestA\n"),
+            ReportOutcome::Malformed(_)
+        ));
+        let no_tests = r#"{"Action":"output","Package":"p","Output":"?   \tp\t[no test files]\n"}
+{"Action":"skip","Package":"p","Elapsed":0}
+"#;
+        assert_eq!(parse(no_tests.as_bytes()), ReportOutcome::ZeroTests);
+    }
+}

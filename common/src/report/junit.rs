@@ -518,4 +518,103 @@ mod tests {
             ReportOutcome::Malformed(_)
         ));
     }
+
+    const NEXTEST: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<testsuites name="nextest-run" tests="3" failures="1" errors="0" uuid="0" timestamp="2026-01-01T00:00:00Z" time="0.01">
+<testsuite name="pager" tests="3" disabled="0" errors="0" failures="1">
+<testcase name="tests::counts_full_pages" classname="pager" timestamp="2026-01-01T00:00:00Z" time="0.001"></testcase>
+<testcase name="tests::counts_partial_page" classname="pager" time="0.001"><failure type="test failure">assertion failed</failure></testcase>
+<testcase name="tests::ignored_cache" classname="pager" time="0.000"><skipped/></testcase>
+</testsuite></testsuites>"#;
+
+    const SUREFIRE: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<testsuite xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" name="example.PageCountTest" time="0.02" tests="3" errors="1" skipped="0" failures="0">
+<properties><property name="java.version" value="17"/></properties>
+<testcase name="countsPartialPage()" classname="example.PageCountTest" time="0.01"/>
+<testcase name="pages(int)[1]" classname="example.PageCountTest" time="0.001"/>
+<testcase name="loadsFixture" classname="example.PageCountTest" time="0"><error message="setup" type="java.io.IOException">boom</error></testcase>
+</testsuite>"#;
+
+    #[test]
+    fn nextest_names_lose_their_module_path_to_the_suite() {
+        let ReportOutcome::Parsed(report) = parse_dialect(NEXTEST.as_bytes(), Dialect::Generic)
+        else {
+            panic!("expected a parsed report")
+        };
+        let cases: Vec<(&str, &str, &str, Outcome)> = report
+            .cases
+            .iter()
+            .map(|c| {
+                (
+                    c.file.as_str(),
+                    c.suite.as_str(),
+                    c.name.as_str(),
+                    c.outcome,
+                )
+            })
+            .collect();
+        assert_eq!(
+            cases,
+            vec![
+                (
+                    "pager",
+                    "pager::tests",
+                    "counts_full_pages",
+                    Outcome::Passed
+                ),
+                (
+                    "pager",
+                    "pager::tests",
+                    "counts_partial_page",
+                    Outcome::Failed
+                ),
+                ("pager", "pager::tests", "ignored_cache", Outcome::Skipped),
+            ]
+        );
+    }
+
+    #[test]
+    fn surefire_method_names_and_parameters_reduce_to_the_bare_name() {
+        let ReportOutcome::Parsed(report) = parse_dialect(SUREFIRE.as_bytes(), Dialect::Generic)
+        else {
+            panic!("expected a parsed report")
+        };
+        let cases: Vec<(&str, Option<&str>, Outcome)> = report
+            .cases
+            .iter()
+            .map(|c| (c.name.as_str(), c.variant.as_deref(), c.outcome))
+            .collect();
+        assert_eq!(
+            cases,
+            vec![
+                ("countsPartialPage", None, Outcome::Passed),
+                ("pages", Some("1"), Outcome::Passed),
+                ("loadsFixture", None, Outcome::Error),
+            ]
+        );
+        assert_eq!(report.cases[0].file, "example.PageCountTest");
+    }
+
+    #[test]
+    fn generic_counts_that_disagree_with_the_cases_are_inconsistent() {
+        for xml in [
+            NEXTEST.replace(
+                "tests=\"3\" failures=\"1\" errors",
+                "tests=\"4\" failures=\"1\" errors",
+            ),
+            NEXTEST.replace(
+                "disabled=\"0\" errors=\"0\" failures=\"1\"",
+                "disabled=\"0\" errors=\"0\" failures=\"0\"",
+            ),
+            SUREFIRE.replace("errors=\"1\"", "errors=\"0\""),
+        ] {
+            assert!(
+                matches!(
+                    parse_dialect(xml.as_bytes(), Dialect::Generic),
+                    ReportOutcome::Inconsistent(_)
+                ),
+                "{xml}"
+            );
+        }
+    }
 }

@@ -42,13 +42,29 @@ impl TestSelector {
         }
     }
 
-    /// Does a bare test function name belong to this selector?
-    pub fn matches(&self, function_name: &str) -> bool {
+    /// Does a reported test name belong to this selector?
+    ///
+    /// Go reports subtests by path (`TestCacheExpiry/expired`): a declared path accounts for
+    /// itself and every path under it, so a declared function covers all of its subtests and
+    /// one failing subtest breaks a guard on it. A sibling subtest, or the parent of a declared
+    /// subtest (which fails whenever any sibling does), is not matched. Python names never
+    /// contain `/`, so for them this is exact equality.
+    pub fn matches(&self, reported_name: &str) -> bool {
         match self {
-            Self::Exact(name) => function_name == name,
+            Self::Exact(name) => {
+                reported_name == name
+                    || reported_name
+                        .strip_prefix(name.as_str())
+                        .is_some_and(|rest| rest.starts_with('/'))
+            }
             Self::IdPrefix(prefix) => {
-                function_name.starts_with(prefix.as_str())
-                    || go_id_prefix(prefix).is_some_and(|go| function_name.starts_with(&go))
+                reported_name.starts_with(prefix.as_str())
+                    || go_id_prefix(prefix).is_some_and(|go| {
+                        // `TestC1` names `TestC1Adds` and `TestC1/x`, never `TestC10`.
+                        reported_name
+                            .strip_prefix(go.as_str())
+                            .is_some_and(|rest| !rest.starts_with(|c: char| c.is_ascii_digit()))
+                    })
             }
         }
     }
@@ -245,6 +261,33 @@ mod tests {
             c.test,
             TestSelector::Exact("TestCacheExpiry/expired".into())
         );
+    }
+
+    #[test]
+    fn a_go_path_accounts_for_itself_and_paths_under_it_only() {
+        let function = TestSelector::Exact("TestCacheExpiry".into());
+        let subtest = TestSelector::Exact("TestCacheExpiry/expired".into());
+        assert!(function.matches("TestCacheExpiry"));
+        assert!(function.matches("TestCacheExpiry/expired"));
+        assert!(function.matches("TestCacheExpiry/at_the_limit"));
+        assert!(!function.matches("TestCacheExpiryTTL"));
+        assert!(subtest.matches("TestCacheExpiry/expired"));
+        assert!(subtest.matches("TestCacheExpiry/expired/zero_ttl"));
+        assert!(!subtest.matches("TestCacheExpiry/expired_early"));
+        assert!(!subtest.matches("TestCacheExpiry/at_the_limit"));
+        assert!(!subtest.matches("TestCacheExpiry"));
+        let python = TestSelector::Exact("test_pages".into());
+        assert!(python.matches("test_pages"));
+        assert!(!python.matches("test_pages_extra"));
+    }
+
+    #[test]
+    fn the_go_id_fallback_does_not_take_a_longer_id() {
+        let c1 = TestSelector::IdPrefix("test_c1_".into());
+        assert!(c1.matches("TestC1Adds"));
+        assert!(c1.matches("TestC1/expired"));
+        assert!(!c1.matches("TestC10Adds"));
+        assert!(!c1.matches("test_c10_adds"));
     }
 
     #[test]

@@ -6,9 +6,11 @@ pub mod criteria;
 pub mod evidence;
 pub mod ids;
 pub mod job;
+pub mod manifest;
 pub mod outcome;
 pub mod report;
 pub mod runner;
+pub mod tree_path;
 pub mod verdict;
 pub mod wire;
 

@@ -2,6 +2,10 @@
 //! report a run writes. The command built here carries `{report}` / `{adapter}` placeholders so
 //! the same job runs in any sandbox.
 
+pub mod go;
+pub mod node;
+
+use crate::tree_path::{TreePath, TreePathError};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
@@ -11,61 +15,128 @@ use std::str::FromStr;
 pub enum RunnerKind {
     Pytest,
     Unittest,
+    /// `go test -json`; tests and subtests by path.
+    Go,
+    /// `node --test` with node's built-in JUnit reporter.
+    Node,
+    /// Vitest 4 with its JSON reporter.
+    Vitest,
+    /// An explicit command that writes one JUnit XML file inside the tree
+    /// (`--test-report junit:RELATIVE/PATH.xml`); see [`ReportFormat::parse_test_report`].
+    Junit,
+    /// A `manifest.tsv` corpus, one interpreter run per row; see [`crate::manifest`].
+    Manifest,
 }
 
 impl RunnerKind {
-    pub const ALL: [RunnerKind; 2] = [RunnerKind::Pytest, RunnerKind::Unittest];
+    pub const ALL: [RunnerKind; 7] = [
+        RunnerKind::Pytest,
+        RunnerKind::Unittest,
+        RunnerKind::Go,
+        RunnerKind::Node,
+        RunnerKind::Vitest,
+        RunnerKind::Junit,
+        RunnerKind::Manifest,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             Self::Pytest => "pytest",
             Self::Unittest => "unittest",
+            Self::Go => "go",
+            Self::Node => "node",
+            Self::Vitest => "vitest",
+            Self::Junit => "junit",
+            Self::Manifest => "manifest",
         }
     }
 
-    /// The command prefix used when the user gives none.
+    /// The command prefix used when the user gives none. The generic JUnit runner and the
+    /// manifest runner have none: their command (or interpreter) must be configured.
     pub fn default_command(self) -> Vec<String> {
-        match self {
-            Self::Pytest => vec!["python3".into(), "-m".into(), "pytest".into()],
-            Self::Unittest => vec!["python3".into()],
-        }
+        let words: &[&str] = match self {
+            Self::Pytest => &["python3", "-m", "pytest"],
+            Self::Unittest => &["python3"],
+            Self::Go => &["go", "test"],
+            Self::Node => &["node"],
+            Self::Vitest => &["npx", "--no-install", "vitest"],
+            Self::Junit | Self::Manifest => &[],
+        };
+        words.iter().map(|w| (*w).to_owned()).collect()
     }
 
+    /// Whether the runner can run at all without a configured command.
+    pub fn needs_explicit_command(self) -> bool {
+        matches!(self, Self::Junit | Self::Manifest)
+    }
+
+    /// Where the structured report of a run comes from. The generic JUnit runner's report lives
+    /// in the tree at a configured path: build it with [`ReportFormat::parse_test_report`]; this
+    /// default (the scratch `{report}` file) only serves commands that spell `{report}`.
     pub fn report_format(self) -> ReportFormat {
         match self {
-            Self::Pytest => ReportFormat::JunitXml,
+            Self::Pytest | Self::Junit => ReportFormat::JunitXml,
             Self::Unittest => ReportFormat::UnittestJson,
+            Self::Go => ReportFormat::GoTestJson,
+            Self::Node => ReportFormat::NodeJunit,
+            Self::Vitest => ReportFormat::VitestJson,
+            Self::Manifest => ReportFormat::ManifestCase,
         }
     }
 
     /// Is `path` (relative, `/`-separated) a test file by this runner's conventions? Test
-    /// directories count whole, so fixtures, `conftest.py` and goldens travel with the tests.
+    /// directories count whole, so fixtures, `conftest.py`, `testdata/` and goldens travel with
+    /// the tests.
     pub fn is_test_file(self, path: &str) -> bool {
         let file_name = path.rsplit('/').next().unwrap_or(path);
-        let in_test_dir = path
-            .split('/')
-            .rev()
-            .skip(1)
-            .any(|dir| matches!(dir, "tests" | "test" | "testing"));
-        let python_test = file_name.ends_with(".py")
-            && (file_name.starts_with("test_")
-                || file_name.ends_with("_test.py")
-                || file_name == "conftest.py");
-        in_test_dir || python_test
+        let mut dirs = path.split('/').rev().skip(1);
+        match self {
+            Self::Pytest | Self::Unittest => {
+                let in_test_dir = dirs.any(|dir| matches!(dir, "tests" | "test" | "testing"));
+                let python_test = file_name.ends_with(".py")
+                    && (file_name.starts_with("test_")
+                        || file_name.ends_with("_test.py")
+                        || file_name == "conftest.py");
+                in_test_dir || python_test
+            }
+            // Go's own conventions: `_test.go` files and `testdata/` directories.
+            Self::Go => file_name.ends_with("_test.go") || dirs.any(|dir| dir == "testdata"),
+            Self::Node | Self::Vitest => {
+                let in_test_dir = dirs.any(|dir| {
+                    matches!(
+                        dir,
+                        "test" | "tests" | "__tests__" | "__fixtures__" | "fixtures"
+                    )
+                });
+                in_test_dir || is_js_test_name(file_name)
+            }
+            // A manifest corpus is all test data; a JUnit project's layout is the build tool's.
+            Self::Manifest => true,
+            Self::Junit => {
+                let in_test_dir = dirs.any(|dir| matches!(dir, "test" | "tests" | "spec"));
+                in_test_dir || file_name.ends_with("_spec.rb")
+            }
+        }
     }
 
     /// Is this test file one the runner itself loads tests from (rather than a fixture)?
     pub fn is_test_module(self, path: &str) -> bool {
         let file_name = path.rsplit('/').next().unwrap_or(path);
-        file_name.ends_with(".py")
-            && match self {
-                Self::Pytest => file_name.starts_with("test_") || file_name.ends_with("_test.py"),
-                Self::Unittest => file_name.starts_with("test"),
+        match self {
+            Self::Pytest => {
+                file_name.ends_with(".py")
+                    && (file_name.starts_with("test_") || file_name.ends_with("_test.py"))
             }
+            Self::Unittest => file_name.ends_with(".py") && file_name.starts_with("test"),
+            Self::Go => file_name.ends_with("_test.go"),
+            Self::Node | Self::Vitest => is_js_test_name(file_name),
+            Self::Manifest => file_name == "manifest.tsv",
+            Self::Junit => false,
+        }
     }
 
-    /// The full argv for a run of `files` (all tests when empty), narrowed to `names` (by
-    /// substring for pytest's `-k`; exact attribution happens later from the report).
+    /// The full argv for a run of `files` (all tests when empty), narrowed to `names`. Selection
+    /// may run more than was named; exact attribution happens later from the report.
     pub fn command(self, prefix: &[String], files: &[String], names: &[String]) -> Vec<String> {
         let mut argv = prefix.to_vec();
         match self {
@@ -96,9 +167,57 @@ impl RunnerKind {
                 }
                 argv.extend(files.iter().cloned());
             }
+            Self::Go => {
+                // -count=1: a cached result is not a fresh execution. -vet=off: a vet finding
+                // is neither a pass nor a failure of the named tests, and would hide them.
+                argv.extend(["-json", "-count=1", "-vet=off"].map(String::from));
+                if let Some(pattern) = go::run_pattern(names) {
+                    argv.push("-run".into());
+                    argv.push(pattern);
+                }
+                argv.extend(go::packages(files));
+            }
+            Self::Node => {
+                argv.extend(
+                    [
+                        "--test",
+                        "--test-reporter=junit",
+                        "--test-reporter-destination={report}",
+                    ]
+                    .map(String::from),
+                );
+                if !names.is_empty() {
+                    argv.push("--test-name-pattern".into());
+                    argv.push(node::name_pattern(names));
+                }
+                argv.extend(files.iter().cloned());
+            }
+            Self::Vitest => {
+                argv.extend(["run", "--reporter=json", "--outputFile={report}"].map(String::from));
+                if !names.is_empty() {
+                    argv.push("-t".into());
+                    argv.push(node::name_pattern(names));
+                }
+                argv.extend(files.iter().cloned());
+            }
+            // An explicit command has no portable selector: it runs as configured.
+            Self::Junit => {}
+            // One interpreter process per case: `files` holds the single case path.
+            Self::Manifest => argv.extend(files.iter().cloned()),
         }
         argv
     }
+}
+
+/// `pager.test.js`, `pager.spec.ts`, `pager.test.mjs`, …
+fn is_js_test_name(file_name: &str) -> bool {
+    let Some((stem, ext)) = file_name.rsplit_once('.') else {
+        return false;
+    };
+    matches!(
+        ext,
+        "js" | "mjs" | "cjs" | "ts" | "mts" | "cts" | "jsx" | "tsx"
+    ) && (stem.ends_with(".test") || stem.ends_with(".spec") || stem.ends_with("_test"))
 }
 
 impl fmt::Display for RunnerKind {
@@ -121,17 +240,93 @@ impl FromStr for RunnerKind {
     }
 }
 
-/// The structured report a job writes at `{report}`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// The structured report a job yields, and so where the worker finds it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ReportFormat {
+    /// JUnit XML at `{report}` (pytest, or an explicit command that spells `{report}`).
     JunitXml,
     UnittestJson,
+    /// `go test -json`'s event stream. The go command writes it only to stdout, so the worker
+    /// hands the job's captured stdout to the parser: no shell wrapper, and stdout is already
+    /// private to the job. Test output is wrapped in events, so nothing else lands there.
+    GoTestJson,
+    /// Node's built-in `junit` reporter at `{report}`.
+    NodeJunit,
+    /// Vitest's `json` reporter at `{report}`.
+    VitestJson,
+    /// JUnit XML the configured command writes inside the tree. The worker deletes this file
+    /// before the command and reads it fresh after; a stale one must never be read.
+    JunitXmlInTree(TreePath),
+    /// A manifest row: the interpreter's stdout and exit code are judged against the row's
+    /// expectation with [`crate::manifest::case_report`], not parsed by [`crate::report::parse`].
+    ManifestCase,
+}
+
+/// Where the worker reads a job's report from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReportLocation<'a> {
+    /// The job's private `{report}` file in its scratch directory.
+    Scratch,
+    /// The command's captured stdout.
+    Stdout,
+    /// A file inside the job's tree, removed before the command runs.
+    Tree(&'a TreePath),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TestReportError {
+    #[error("test report {spec:?} does not name a format (hint: write `junit:RELATIVE/PATH.xml`)")]
+    NoFormat { spec: String },
+    #[error("test report format {format:?} in {spec:?} is not supported (hint: use `junit:`)")]
+    UnknownFormat { spec: String, format: String },
+    #[error("test report path in {spec:?} is not confined to the tree")]
+    Path {
+        spec: String,
+        #[source]
+        source: TreePathError,
+    },
+}
+
+impl ReportFormat {
+    pub fn location(&self) -> ReportLocation<'_> {
+        match self {
+            Self::GoTestJson | Self::ManifestCase => ReportLocation::Stdout,
+            Self::JunitXmlInTree(path) => ReportLocation::Tree(path),
+            Self::JunitXml | Self::UnittestJson | Self::NodeJunit | Self::VitestJson => {
+                ReportLocation::Scratch
+            }
+        }
+    }
+
+    /// Parses `--test-report junit:RELATIVE/PATH.xml` (or `test-report = "junit:…"`).
+    pub fn parse_test_report(spec: &str) -> Result<Self, TestReportError> {
+        let Some((format, path)) = spec.split_once(':') else {
+            return Err(TestReportError::NoFormat {
+                spec: spec.to_owned(),
+            });
+        };
+        if format != "junit" {
+            return Err(TestReportError::UnknownFormat {
+                spec: spec.to_owned(),
+                format: format.to_owned(),
+            });
+        }
+        let path = TreePath::new(path).map_err(|source| TestReportError::Path {
+            spec: spec.to_owned(),
+            source,
+        })?;
+        Ok(Self::JunitXmlInTree(path))
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn strings(words: &[&str]) -> Vec<String> {
+        words.iter().map(|w| (*w).to_owned()).collect()
+    }
 
     #[test]
     fn test_files_follow_python_conventions() {
@@ -144,6 +339,25 @@ mod tests {
         assert!(!pytest.is_test_file("tests.py.bak"));
         assert!(pytest.is_test_module("tests/test_pager.py"));
         assert!(!pytest.is_test_module("tests/fixtures/page.json"));
+    }
+
+    #[test]
+    fn test_files_follow_go_and_node_conventions() {
+        let go = RunnerKind::Go;
+        assert!(go.is_test_file("cache/cache_test.go"));
+        assert!(go.is_test_file("cache/testdata/golden.json"));
+        assert!(!go.is_test_file("cache/cache.go"));
+        assert!(!go.is_test_file("tests/helper.go"));
+        assert!(go.is_test_module("cache/cache_test.go"));
+        assert!(!go.is_test_module("cache/testdata/golden.json"));
+        for runner in [RunnerKind::Node, RunnerKind::Vitest] {
+            assert!(runner.is_test_file("test/invoice.test.js"));
+            assert!(runner.is_test_file("src/invoice.spec.ts"));
+            assert!(runner.is_test_file("test/fixtures/invoice.json"));
+            assert!(!runner.is_test_file("src/invoice.js"));
+            assert!(runner.is_test_module("src/invoice.spec.ts"));
+            assert!(!runner.is_test_module("test/fixtures/invoice.json"));
+        }
     }
 
     #[test]
@@ -161,8 +375,117 @@ mod tests {
     }
 
     #[test]
+    fn go_runs_fresh_json_by_package_with_an_anchored_run_pattern() {
+        let argv = RunnerKind::Go.command(
+            &RunnerKind::Go.default_command(),
+            &strings(&["cache/cache_test.go", "cache/ttl_test.go", "store_test.go"]),
+            &strings(&["TestCacheExpiry/expired"]),
+        );
+        assert_eq!(
+            argv,
+            strings(&[
+                "go",
+                "test",
+                "-json",
+                "-count=1",
+                "-vet=off",
+                "-run",
+                "^TestCacheExpiry$/^expired$",
+                "./cache",
+                "."
+            ])
+        );
+        assert_eq!(
+            RunnerKind::Go.report_format().location(),
+            ReportLocation::Stdout
+        );
+        let all = RunnerKind::Go.command(&RunnerKind::Go.default_command(), &[], &[]);
+        assert_eq!(all.last().map(String::as_str), Some("./..."));
+    }
+
+    #[test]
+    fn node_and_vitest_write_their_structured_reports_to_the_scratch_file() {
+        let node = RunnerKind::Node.command(
+            &RunnerKind::Node.default_command(),
+            &strings(&["test/invoice.test.js"]),
+            &strings(&["test_c1_totals"]),
+        );
+        assert_eq!(
+            node,
+            strings(&[
+                "node",
+                "--test",
+                "--test-reporter=junit",
+                "--test-reporter-destination={report}",
+                "--test-name-pattern",
+                "test_c1_totals",
+                "test/invoice.test.js"
+            ])
+        );
+        let vitest = RunnerKind::Vitest.command(
+            &RunnerKind::Vitest.default_command(),
+            &strings(&["tests/invoice.test.js"]),
+            &[],
+        );
+        assert_eq!(
+            vitest,
+            strings(&[
+                "npx",
+                "--no-install",
+                "vitest",
+                "run",
+                "--reporter=json",
+                "--outputFile={report}",
+                "tests/invoice.test.js"
+            ])
+        );
+    }
+
+    #[test]
+    fn the_generic_junit_report_is_a_confined_tree_path() {
+        let format =
+            ReportFormat::parse_test_report("junit:target/surefire-reports/TEST-x.xml").unwrap();
+        let ReportLocation::Tree(path) = format.location() else {
+            panic!("expected an in-tree report")
+        };
+        assert_eq!(path.as_str(), "target/surefire-reports/TEST-x.xml");
+        let explicit = strings(&["mvn", "-o", "-Dtest=PageCountTest", "test"]);
+        assert_eq!(
+            RunnerKind::Junit.command(&explicit, &strings(&["src/test/x.java"]), &strings(&["a"])),
+            explicit
+        );
+        for (spec, expected) in [
+            ("junit:/tmp/x.xml", "not confined"),
+            ("junit:../x.xml", "not confined"),
+            ("junit:", "not confined"),
+            ("trx:x.trx", "not supported"),
+            ("x.xml", "does not name a format"),
+        ] {
+            let err = ReportFormat::parse_test_report(spec)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(expected), "{spec}: {err}");
+        }
+    }
+
+    #[test]
+    fn runners_without_a_default_command_say_so() {
+        for runner in RunnerKind::ALL {
+            assert_eq!(
+                runner.default_command().is_empty(),
+                runner.needs_explicit_command(),
+                "{runner}"
+            );
+        }
+    }
+
+    #[test]
     fn unknown_runner_lists_the_known_ones() {
         let err = "jest".parse::<RunnerKind>().unwrap_err();
-        assert!(err.contains("pytest, unittest"), "{err}");
+        assert!(
+            err.contains("pytest, unittest, go, node, vitest, junit, manifest"),
+            "{err}"
+        );
+        assert_eq!("go".parse::<RunnerKind>(), Ok(RunnerKind::Go));
     }
 }

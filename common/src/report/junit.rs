@@ -1,15 +1,36 @@
-//! JUnit XML, as pytest (`junit_family=xunit1`) and most JVM/.NET/Rust/Ruby runners write it.
-//! Safe by construction: a document type declaration is refused (no entity expansion, no
-//! external entities), and only the predefined XML entities are decoded.
+//! JUnit XML, as pytest (`junit_family=xunit1`), node's `junit` reporter and the JVM/.NET/Rust/
+//! Ruby runners (Maven Surefire, Gradle, cargo-nextest, RSpec) write it. Safe by construction: a
+//! document type declaration is refused (no entity expansion, no external entities), and only
+//! the predefined XML entities are decoded.
 
 use crate::outcome::{CaseResult, CollectionError, Outcome, ReportOutcome, TestReport};
 use quick_xml::Reader;
 use quick_xml::events::{BytesStart, Event};
 
-/// Parses JUnit XML and checks it: every suite's declared `tests` count must equal the cases
-/// it lists, and at least one case (or collection error) must be present.
+/// Whose JUnit XML this is: the producers disagree on what a file, a name and a count mean.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dialect {
+    /// pytest, `junit_family=xunit1`: `file` attributes, a nameless-class collection failure.
+    Pytest,
+    /// node's built-in `junit` reporter: describe blocks as nested suites, a file that fails to
+    /// load (or holds no test) as a case named by its path, `failure type` telling a hook or a
+    /// cancellation from an assertion, and the run's counts in closing comments.
+    Node,
+    /// Any other producer: `classname` (or `file`) as the file, `module::name` (nextest) and
+    /// `name()`/`name(int)[1]` (Surefire, Gradle) reduced to the bare name, and the suites'
+    /// `failures`/`errors`/`skipped` counts checked against the cases.
+    Generic,
+}
+
+/// Parses pytest's JUnit XML; see [`parse_dialect`].
 pub fn parse(bytes: &[u8]) -> ReportOutcome {
-    match parse_checked(bytes) {
+    parse_dialect(bytes, Dialect::Pytest)
+}
+
+/// Parses JUnit XML and checks it: every suite's (and the root's) declared `tests` count must
+/// equal the cases it holds, and at least one case (or collection error) must be present.
+pub fn parse_dialect(bytes: &[u8], dialect: Dialect) -> ReportOutcome {
+    match parse_checked(bytes, dialect) {
         Ok(report) if report.cases.is_empty() && report.collection_errors.is_empty() => {
             ReportOutcome::ZeroTests
         }
@@ -27,8 +48,19 @@ enum Problem {
 struct SuiteFrame {
     name: String,
     declared: Option<u64>,
-    direct_cases: u64,
-    nested_suites: u64,
+    declared_failures: Option<u64>,
+    declared_errors: Option<u64>,
+    declared_skipped: Option<u64>,
+    /// Cases this suite holds, nested suites included.
+    cases: Counts,
+}
+
+#[derive(Clone, Copy, Default)]
+struct Counts {
+    total: u64,
+    failures: u64,
+    errors: u64,
+    skipped: u64,
 }
 
 struct OpenCase {
@@ -37,15 +69,20 @@ struct OpenCase {
     name: String,
     outcome: Outcome,
     message: Option<String>,
+    /// Node: the `failure type`, when it says the test never reached its own verdict.
+    not_its_own_failure: bool,
 }
 
-fn parse_checked(bytes: &[u8]) -> Result<TestReport, Problem> {
+fn parse_checked(bytes: &[u8], dialect: Dialect) -> Result<TestReport, Problem> {
     let mut reader = Reader::from_reader(bytes);
     reader.config_mut().trim_text(true);
     let mut report = TestReport::default();
     let mut suites: Vec<SuiteFrame> = Vec::new();
     let mut case: Option<OpenCase> = None;
     let mut saw_root = false;
+    let mut root_declared: Option<u64> = None;
+    let mut all_cases: u64 = 0;
+    let mut node_total: Option<u64> = None;
     let mut buf = Vec::new();
     loop {
         let event = reader.read_event_into(&mut buf).map_err(|e| {
@@ -62,26 +99,23 @@ fn parse_checked(bytes: &[u8]) -> Result<TestReport, Problem> {
                 let is_empty = matches!(event, Event::Empty(_));
                 saw_root = true;
                 match tag.local_name().as_ref() {
+                    b"testsuites" if suites.is_empty() => {
+                        root_declared = count_attr(tag, b"tests")?;
+                    }
                     b"testsuite" => {
-                        if let Some(parent) = suites.last_mut() {
-                            parent.nested_suites += 1;
-                        }
                         let frame = SuiteFrame {
                             name: attr(tag, b"name")?.unwrap_or_default(),
-                            declared: attr(tag, b"tests")?
-                                .map(|t| {
-                                    t.trim().parse::<u64>().map_err(|_| {
-                                        Problem::Malformed(format!(
-                                            "testsuite tests={t:?} is not a count"
-                                        ))
-                                    })
-                                })
-                                .transpose()?,
-                            direct_cases: 0,
-                            nested_suites: 0,
+                            declared: count_attr(tag, b"tests")?,
+                            declared_failures: count_attr(tag, b"failures")?,
+                            declared_errors: count_attr(tag, b"errors")?,
+                            declared_skipped: count_attr(tag, b"skipped")?,
+                            cases: Counts::default(),
                         };
                         if is_empty {
-                            close_suite(frame)?;
+                            let counts = close_suite(frame, dialect)?;
+                            if let Some(parent) = suites.last_mut() {
+                                parent.cases.add(counts);
+                            }
                         } else {
                             suites.push(frame);
                         }
@@ -90,23 +124,32 @@ fn parse_checked(bytes: &[u8]) -> Result<TestReport, Problem> {
                         if case.is_some() {
                             return Err(Problem::Malformed("a testcase inside a testcase".into()));
                         }
-                        if let Some(suite) = suites.last_mut() {
-                            suite.direct_cases += 1;
-                        }
+                        all_cases += 1;
                         let name = attr(tag, b"name")?.ok_or_else(|| {
                             Problem::Malformed("a testcase without a name".into())
                         })?;
                         let classname = attr(tag, b"classname")?.unwrap_or_default();
                         let file = attr(tag, b"file")?.unwrap_or_default();
+                        let suite_path: Vec<&str> =
+                            suites.iter().map(|frame| frame.name.as_str()).collect();
+                        let classname = match dialect {
+                            // Node's classname is always "test"; the describe path is the suite.
+                            Dialect::Node => suite_path.join(" > "),
+                            _ => classname,
+                        };
                         let open = OpenCase {
                             file,
                             classname,
                             name,
                             outcome: Outcome::Passed,
                             message: None,
+                            not_its_own_failure: false,
                         };
                         if is_empty {
-                            finish_case(open, &mut report);
+                            let outcome = finish_case(open, &mut report, dialect);
+                            if let Some(suite) = suites.last_mut() {
+                                suite.cases.count(outcome);
+                            }
                         } else {
                             case = Some(open);
                         }
@@ -126,6 +169,11 @@ fn parse_checked(bytes: &[u8]) -> Result<TestReport, Problem> {
                         {
                             open.outcome = outcome;
                             open.message = attr(tag, b"message")?;
+                            if dialect == Dialect::Node && outcome == Outcome::Failed {
+                                let kind = attr(tag, b"type")?.unwrap_or_default();
+                                open.not_its_own_failure =
+                                    !matches!(kind.as_str(), "testCodeFailure" | "subtestsFailed");
+                            }
                         }
                     }
                     _ => {}
@@ -136,15 +184,33 @@ fn parse_checked(bytes: &[u8]) -> Result<TestReport, Problem> {
                     let frame = suites
                         .pop()
                         .ok_or_else(|| Problem::Malformed("unbalanced </testsuite>".into()))?;
-                    close_suite(frame)?;
+                    let counts = close_suite(frame, dialect)?;
+                    if let Some(parent) = suites.last_mut() {
+                        parent.cases.add(counts);
+                    }
                 }
                 b"testcase" => {
                     if let Some(open) = case.take() {
-                        finish_case(open, &mut report);
+                        let outcome = finish_case(open, &mut report, dialect);
+                        if let Some(suite) = suites.last_mut() {
+                            suite.cases.count(outcome);
+                        }
                     }
                 }
                 _ => {}
             },
+            Event::Comment(ref text) if dialect == Dialect::Node => {
+                // Node closes its report with `<!-- tests N -->` and the other counts.
+                let text = String::from_utf8_lossy(text);
+                if let Some(total) = text.trim().strip_prefix("tests ") {
+                    node_total = Some(total.trim().parse().map_err(|_| {
+                        Problem::Malformed(format!(
+                            "closing count {:?} is not a number",
+                            text.trim()
+                        ))
+                    })?);
+                }
+            }
             Event::Eof => break,
             _ => {}
         }
@@ -158,23 +224,107 @@ fn parse_checked(bytes: &[u8]) -> Result<TestReport, Problem> {
             "the document ends inside an element (truncated?)".into(),
         ));
     }
+    if let Some(declared) = root_declared
+        && declared != all_cases
+    {
+        return Err(Problem::Inconsistent(format!(
+            "the report declares {declared} tests but lists {all_cases}"
+        )));
+    }
+    if dialect == Dialect::Node {
+        match node_total {
+            None => {
+                return Err(Problem::Inconsistent(
+                    "the run's closing counts are missing (the run was cut short)".into(),
+                ));
+            }
+            Some(total) if total != all_cases => {
+                return Err(Problem::Inconsistent(format!(
+                    "the run counts {total} tests but the report lists {all_cases}"
+                )));
+            }
+            Some(_) => {}
+        }
+    }
     Ok(report)
 }
 
-fn close_suite(frame: SuiteFrame) -> Result<(), Problem> {
+fn count_attr(tag: &BytesStart<'_>, key: &[u8]) -> Result<Option<u64>, Problem> {
+    attr(tag, key)?
+        .map(|value| {
+            value.trim().parse::<u64>().map_err(|_| {
+                Problem::Malformed(format!(
+                    "{}={value:?} is not a count",
+                    String::from_utf8_lossy(key)
+                ))
+            })
+        })
+        .transpose()
+}
+
+impl Counts {
+    fn add(&mut self, other: Counts) {
+        self.total += other.total;
+        self.failures += other.failures;
+        self.errors += other.errors;
+        self.skipped += other.skipped;
+    }
+
+    fn count(&mut self, outcome: Option<Outcome>) {
+        self.total += 1;
+        match outcome {
+            Some(Outcome::Failed) => self.failures += 1,
+            Some(Outcome::Error) => self.errors += 1,
+            Some(Outcome::Skipped) => self.skipped += 1,
+            Some(Outcome::Passed) | None => {}
+        }
+    }
+}
+
+fn close_suite(frame: SuiteFrame, dialect: Dialect) -> Result<Counts, Problem> {
+    let counts = frame.cases;
     if let Some(declared) = frame.declared
-        && frame.nested_suites == 0
-        && declared != frame.direct_cases
+        && declared != counts.total
     {
         return Err(Problem::Inconsistent(format!(
             "suite {:?} declares {declared} tests but lists {}",
-            frame.name, frame.direct_cases
+            frame.name, counts.total
         )));
     }
-    Ok(())
+    // pytest and node count hook and collection problems their own way; the generic producers
+    // count exactly the children they wrote.
+    if dialect == Dialect::Generic {
+        for (label, declared, listed) in [
+            ("failures", frame.declared_failures, counts.failures),
+            ("errors", frame.declared_errors, counts.errors),
+            ("skipped", frame.declared_skipped, counts.skipped),
+        ] {
+            if let Some(declared) = declared
+                && declared != listed
+            {
+                return Err(Problem::Inconsistent(format!(
+                    "suite {:?} declares {declared} {label} but lists {listed}",
+                    frame.name
+                )));
+            }
+        }
+    }
+    Ok(counts)
 }
 
-fn finish_case(open: OpenCase, report: &mut TestReport) {
+/// Records a case (or the collection error it stands for); returns the outcome it counts as
+/// in its suite's totals (`None` for an entry that is not a test).
+fn finish_case(open: OpenCase, report: &mut TestReport, dialect: Dialect) -> Option<Outcome> {
+    let raw_outcome = open.outcome;
+    match dialect {
+        Dialect::Pytest => finish_pytest_case(open, report),
+        Dialect::Node => finish_node_case(open, report),
+        Dialect::Generic => finish_generic_case(open, report),
+    }
+    Some(raw_outcome)
+}
+
+fn finish_pytest_case(open: OpenCase, report: &mut TestReport) {
     // pytest reports a module that fails to import as a nameless-class case.
     if open.classname.is_empty()
         && open.outcome == Outcome::Error
@@ -205,6 +355,75 @@ fn finish_case(open: OpenCase, report: &mut TestReport) {
         outcome: open.outcome,
         message: open.message,
     });
+}
+
+fn finish_node_case(open: OpenCase, report: &mut TestReport) {
+    // A file that fails to load is reported as a case named by the file's path; one that holds
+    // no test as a passing such case. Neither is a test.
+    if is_script_path(&open.name) {
+        if open.outcome != Outcome::Passed {
+            report.collection_errors.push(CollectionError {
+                file: open.name,
+                message: open
+                    .message
+                    .unwrap_or_else(|| "the file failed to load".into()),
+            });
+        }
+        return;
+    }
+    let outcome = if open.not_its_own_failure {
+        // A failed hook, or a test cancelled because its parent failed or finished.
+        Outcome::Error
+    } else {
+        open.outcome
+    };
+    report.cases.push(CaseResult {
+        file: open.file,
+        suite: open.classname,
+        name: open.name,
+        variant: None,
+        outcome,
+        message: open.message,
+    });
+}
+
+fn finish_generic_case(open: OpenCase, report: &mut TestReport) {
+    let (name, variant) = split_variant(&open.name);
+    // cargo-nextest: `tests::counts_pages`; the module path joins the suite.
+    let (module, name) = match name.rsplit_once("::") {
+        Some((module, bare)) => (Some(module.to_owned()), bare.to_owned()),
+        None => (None, name),
+    };
+    // Surefire/Gradle (JUnit 5): `countsPages()`, `pages(int)`.
+    let name = match name.split_once('(') {
+        Some((bare, _)) if name.ends_with(')') && !bare.is_empty() => bare.to_owned(),
+        _ => name,
+    };
+    let file = if open.file.is_empty() {
+        open.classname.clone()
+    } else {
+        open.file.trim_start_matches("./").to_owned()
+    };
+    let suite = match module {
+        Some(module) if open.classname.is_empty() => module,
+        Some(module) => format!("{}::{module}", open.classname),
+        None => open.classname,
+    };
+    report.cases.push(CaseResult {
+        file,
+        suite,
+        name,
+        variant,
+        outcome: open.outcome,
+        message: open.message,
+    });
+}
+
+fn is_script_path(name: &str) -> bool {
+    name.contains('/')
+        && [".js", ".mjs", ".cjs", ".ts", ".mts", ".cts"]
+            .iter()
+            .any(|ext| name.ends_with(ext))
 }
 
 /// `test_pages[2-odd]` → (`test_pages`, `Some("2-odd")`).
@@ -298,5 +517,104 @@ mod tests {
             parse(b"not xml at all"),
             ReportOutcome::Malformed(_)
         ));
+    }
+
+    const NEXTEST: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<testsuites name="nextest-run" tests="3" failures="1" errors="0" uuid="0" timestamp="2026-01-01T00:00:00Z" time="0.01">
+<testsuite name="pager" tests="3" disabled="0" errors="0" failures="1">
+<testcase name="tests::counts_full_pages" classname="pager" timestamp="2026-01-01T00:00:00Z" time="0.001"></testcase>
+<testcase name="tests::counts_partial_page" classname="pager" time="0.001"><failure type="test failure">assertion failed</failure></testcase>
+<testcase name="tests::ignored_cache" classname="pager" time="0.000"><skipped/></testcase>
+</testsuite></testsuites>"#;
+
+    const SUREFIRE: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<testsuite xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" name="example.PageCountTest" time="0.02" tests="3" errors="1" skipped="0" failures="0">
+<properties><property name="java.version" value="17"/></properties>
+<testcase name="countsPartialPage()" classname="example.PageCountTest" time="0.01"/>
+<testcase name="pages(int)[1]" classname="example.PageCountTest" time="0.001"/>
+<testcase name="loadsFixture" classname="example.PageCountTest" time="0"><error message="setup" type="java.io.IOException">boom</error></testcase>
+</testsuite>"#;
+
+    #[test]
+    fn nextest_names_lose_their_module_path_to_the_suite() {
+        let ReportOutcome::Parsed(report) = parse_dialect(NEXTEST.as_bytes(), Dialect::Generic)
+        else {
+            panic!("expected a parsed report")
+        };
+        let cases: Vec<(&str, &str, &str, Outcome)> = report
+            .cases
+            .iter()
+            .map(|c| {
+                (
+                    c.file.as_str(),
+                    c.suite.as_str(),
+                    c.name.as_str(),
+                    c.outcome,
+                )
+            })
+            .collect();
+        assert_eq!(
+            cases,
+            vec![
+                (
+                    "pager",
+                    "pager::tests",
+                    "counts_full_pages",
+                    Outcome::Passed
+                ),
+                (
+                    "pager",
+                    "pager::tests",
+                    "counts_partial_page",
+                    Outcome::Failed
+                ),
+                ("pager", "pager::tests", "ignored_cache", Outcome::Skipped),
+            ]
+        );
+    }
+
+    #[test]
+    fn surefire_method_names_and_parameters_reduce_to_the_bare_name() {
+        let ReportOutcome::Parsed(report) = parse_dialect(SUREFIRE.as_bytes(), Dialect::Generic)
+        else {
+            panic!("expected a parsed report")
+        };
+        let cases: Vec<(&str, Option<&str>, Outcome)> = report
+            .cases
+            .iter()
+            .map(|c| (c.name.as_str(), c.variant.as_deref(), c.outcome))
+            .collect();
+        assert_eq!(
+            cases,
+            vec![
+                ("countsPartialPage", None, Outcome::Passed),
+                ("pages", Some("1"), Outcome::Passed),
+                ("loadsFixture", None, Outcome::Error),
+            ]
+        );
+        assert_eq!(report.cases[0].file, "example.PageCountTest");
+    }
+
+    #[test]
+    fn generic_counts_that_disagree_with_the_cases_are_inconsistent() {
+        for xml in [
+            NEXTEST.replace(
+                "tests=\"3\" failures=\"1\" errors",
+                "tests=\"4\" failures=\"1\" errors",
+            ),
+            NEXTEST.replace(
+                "disabled=\"0\" errors=\"0\" failures=\"1\"",
+                "disabled=\"0\" errors=\"0\" failures=\"0\"",
+            ),
+            SUREFIRE.replace("errors=\"1\"", "errors=\"0\""),
+        ] {
+            assert!(
+                matches!(
+                    parse_dialect(xml.as_bytes(), Dialect::Generic),
+                    ReportOutcome::Inconsistent(_)
+                ),
+                "{xml}"
+            );
+        }
     }
 }

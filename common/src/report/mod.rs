@@ -1,19 +1,59 @@
 //! Structured report parsers. Each turns the bytes a run wrote into a checked [`ReportOutcome`];
 //! a report that cannot be trusted yields no named result at all.
 
+pub mod go;
 pub mod junit;
 pub mod unittest;
+pub mod vitest;
 
 use crate::outcome::ReportOutcome;
 use crate::runner::ReportFormat;
 
-/// Parses a freshly written report; `None` means the file was absent.
-pub fn parse(format: ReportFormat, bytes: Option<&[u8]>) -> ReportOutcome {
+/// Parses a freshly written report; `None` means the file was absent. For
+/// [`ReportFormat::GoTestJson`] the bytes are the job's captured stdout.
+pub fn parse(format: &ReportFormat, bytes: Option<&[u8]>) -> ReportOutcome {
     let Some(bytes) = bytes else {
         return ReportOutcome::Missing;
     };
     match format {
         ReportFormat::JunitXml => junit::parse(bytes),
         ReportFormat::UnittestJson => unittest::parse(bytes),
+        ReportFormat::GoTestJson => go::parse(bytes),
+        ReportFormat::NodeJunit => junit::parse_dialect(bytes, junit::Dialect::Node),
+        ReportFormat::VitestJson => vitest::parse(bytes),
+        ReportFormat::JunitXmlInTree(_) => junit::parse_dialect(bytes, junit::Dialect::Generic),
+        ReportFormat::ManifestCase => ReportOutcome::Malformed(
+            "a manifest case is judged from its exit code and stdout, not parsed as a report"
+                .into(),
+        ),
+    }
+}
+
+/// [`parse`], then rewrites absolute file paths under `tree_root` (Vitest and node name test
+/// files absolutely) relative to it, so the same test has the same file on both trees.
+pub fn parse_in_tree(
+    format: &ReportFormat,
+    bytes: Option<&[u8]>,
+    tree_root: &str,
+) -> ReportOutcome {
+    match parse(format, bytes) {
+        ReportOutcome::Parsed(mut report) => {
+            let root = tree_root.trim_end_matches('/');
+            let relative = |file: &mut String| {
+                if let Some(rest) = file.strip_prefix(root)
+                    && let Some(rest) = rest.strip_prefix('/')
+                {
+                    *file = rest.to_owned();
+                }
+            };
+            for case in &mut report.cases {
+                relative(&mut case.file);
+            }
+            for error in &mut report.collection_errors {
+                relative(&mut error.file);
+            }
+            ReportOutcome::Parsed(report)
+        }
+        other => other,
     }
 }

@@ -438,3 +438,42 @@ fn proof_verdict_needs_every_criterion_proven() {
     );
     assert_eq!(proof_verdict(&[]), Verdict::Unverified);
 }
+
+#[test]
+fn a_non_zero_exit_with_no_failing_case_is_not_a_reproduced_failure() {
+    // The base run exits 1 (the build tool failed after the tests) but its report says the
+    // test passed: the exit code never stands in for a failing case.
+    let jobs = targeted(Outcome::Passed, Outcome::Passed);
+    assert!(matches!(
+        jobs[0].2.status,
+        JobStatus::Completed { exit_code: 1 }
+    ));
+    let verdict = verdict_of(&format!("test: {T}"), &jobs);
+    assert_eq!(verdict.verdict, Verdict::Refuted);
+    assert_eq!(verdict.base.outcome, SideOutcome::Passed);
+}
+
+#[test]
+fn a_failing_go_subtest_breaks_a_guard_on_its_function_but_not_on_a_sibling() {
+    let package = "example.com/pager/cache";
+    let go = |outcome_of_limit: Outcome| {
+        vec![
+            case(package, "TestCacheExpiry", None, Outcome::Failed),
+            case(package, "TestCacheExpiry/expired", None, Outcome::Passed),
+            case(
+                package,
+                "TestCacheExpiry/at_the_limit",
+                None,
+                outcome_of_limit,
+            ),
+        ]
+    };
+    let jobs = vec![
+        (JobKind::Suite, Side::Base, ran(0, go(Outcome::Failed))),
+        (JobKind::Suite, Side::Candidate, ran(1, go(Outcome::Failed))),
+    ];
+    let function = verdict_of("guard: TestCacheExpiry", &jobs);
+    assert_eq!(function.verdict, Verdict::Refuted, "{}", function.reason);
+    let sibling = verdict_of("guard: TestCacheExpiry/expired", &jobs);
+    assert_eq!(sibling.verdict, Verdict::Proven, "{}", sibling.reason);
+}

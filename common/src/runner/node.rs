@@ -1,0 +1,200 @@
+//! Node selection, and the refusal of node:test files that spawn another test runner: such a
+//! case passes on that runner's exit code (Vitest exits 0 when `-t` matches nothing), so a
+//! misspelt or renamed case would pass without running.
+
+/// A JavaScript regular expression matching any of `names` (unanchored: Vitest matches it
+/// against the full name with describe titles, and over-selection is harmless).
+pub fn name_pattern(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|name| {
+            let mut quoted = String::with_capacity(name.len());
+            for c in name.chars() {
+                if r"\^$.*+?()[]{}|/".contains(c) {
+                    quoted.push('\\');
+                }
+                quoted.push(c);
+            }
+            quoted
+        })
+        .collect::<Vec<_>>()
+        .join("|")
+}
+
+/// What a test file spawns through `child_process` that is itself a test runner, if anything
+/// (`npx vitest`, `npm test`, `jest`, `mocha`, `node --test`). The product's own CLI
+/// (`node cli.js add x`) is fine.
+///
+/// Only commands the file spells out in string literals are seen: the literals of the file are
+/// read in order, and consecutive ones joined, so `spawnSync('npx', ['vitest', 'run'])` reads as
+/// `npx vitest run`. A wrapper script or a computed command is not seen.
+pub fn spawns_test_runner(source: &str) -> Option<String> {
+    if !source.contains("child_process") {
+        return None;
+    }
+    let words: Vec<String> = string_literals(source)
+        .iter()
+        .flat_map(|literal| {
+            literal
+                .split_whitespace()
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    for (i, word) in words.iter().enumerate() {
+        let program = word.rsplit('/').next().unwrap_or(word);
+        let program = program.trim_end_matches(".cmd").trim_end_matches(".js");
+        let next = words.get(i + 1).map(String::as_str);
+        match program {
+            "vitest" | "jest" | "mocha" => {
+                let launcher = i
+                    .checked_sub(1)
+                    .and_then(|p| words.get(p))
+                    .filter(|w| matches!(w.as_str(), "npx" | "pnpx" | "yarn" | "pnpm" | "bunx"));
+                return Some(match launcher {
+                    Some(launcher) => format!("{launcher} {word}"),
+                    None => word.clone(),
+                });
+            }
+            "npm" | "yarn" | "pnpm" | "bun" => {
+                let script = match next {
+                    Some("run" | "run-script") => words.get(i + 2).map(String::as_str),
+                    other => other,
+                };
+                if let Some(script) = script
+                    && (matches!(script, "t" | "tst" | "test") || script.starts_with("test:"))
+                {
+                    return Some(format!("{word} test"));
+                }
+            }
+            // `node --test`, also as `spawn(process.execPath, ['--test', …])` where the
+            // program is not a literal: a `--test` flag counts unless it follows a script,
+            // where it is that script's own argument.
+            _ if word == "--test" || word.starts_with("--test=") => {
+                let owner = words[..i].iter().rev().find(|w| !w.starts_with('-'));
+                let is_script = owner.is_some_and(|w| {
+                    [".js", ".mjs", ".cjs", ".ts"]
+                        .iter()
+                        .any(|ext| w.ends_with(ext))
+                });
+                if !is_script {
+                    return Some("node --test".into());
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The contents of the source's string literals, in order, skipping comments. Template
+/// literals are taken whole, placeholders included; regex literals are not recognized.
+fn string_literals(source: &str) -> Vec<String> {
+    let chars: Vec<char> = source.chars().collect();
+    let mut literals = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        match chars[i] {
+            '/' if chars.get(i + 1) == Some(&'/') => {
+                while i < chars.len() && chars[i] != '\n' {
+                    i += 1;
+                }
+            }
+            '/' if chars.get(i + 1) == Some(&'*') => {
+                i += 2;
+                while i < chars.len() && !(chars[i] == '*' && chars.get(i + 1) == Some(&'/')) {
+                    i += 1;
+                }
+                i += 2;
+            }
+            quote @ ('\'' | '"' | '`') => {
+                let mut literal = String::new();
+                i += 1;
+                while i < chars.len() && chars[i] != quote {
+                    if chars[i] == '\\' && i + 1 < chars.len() {
+                        i += 1;
+                    }
+                    literal.push(chars[i]);
+                    i += 1;
+                }
+                literals.push(literal);
+                i += 1;
+            }
+            _ => i += 1,
+        }
+    }
+    literals
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_become_one_escaped_alternation() {
+        assert_eq!(
+            name_pattern(&["test_c1_totals".into(), "rounds (half-up)".into()]),
+            r"test_c1_totals|rounds \(half-up\)"
+        );
+    }
+
+    #[test]
+    fn spawned_test_runners_are_named() {
+        let cases = [
+            (
+                "const { execSync } = require('child_process');\nexecSync('npx vitest run -t test_c1_totals');",
+                "npx vitest",
+            ),
+            (
+                "import { spawnSync } from 'node:child_process';\nspawnSync('npx', ['vitest', 'run']);",
+                "npx vitest",
+            ),
+            (
+                "const cp = require('child_process'); cp.execSync(\"npm test -- -t totals\");",
+                "npm test",
+            ),
+            (
+                "const cp = require('child_process'); cp.spawnSync('npm', ['run', 'test:unit']);",
+                "npm test",
+            ),
+            (
+                "const cp = require('node:child_process'); cp.execFileSync('node_modules/.bin/jest', []);",
+                "node_modules/.bin/jest",
+            ),
+            (
+                "const cp = require('child_process'); cp.execSync(`mocha ${dir}`);",
+                "mocha",
+            ),
+            (
+                "const cp = require('child_process'); cp.spawnSync(process.execPath, ['--test', 'other.test.js']);",
+                "node --test",
+            ),
+            (
+                "const cp = require('child_process'); cp.execSync('node --test other.test.js');",
+                "node --test",
+            ),
+        ];
+        for (source, expected) in cases {
+            assert_eq!(
+                spawns_test_runner(source).as_deref(),
+                Some(expected),
+                "{source}"
+            );
+        }
+    }
+
+    #[test]
+    fn running_the_products_own_cli_is_not_a_test_runner() {
+        let sources = [
+            "const { execFileSync } = require('node:child_process');\nexecFileSync('node', ['cli.js', 'add', 'x']);",
+            "const cp = require('child_process'); cp.execSync('node bin/invoice.js test-mode');",
+            "const cp = require('child_process'); cp.spawnSync('node', ['cli.js', '--test']);",
+            // Comments and files without child_process say nothing about what runs.
+            "const cp = require('child_process'); // unlike `npx vitest`, this runs the CLI\ncp.execSync('node cli.js');",
+            "const { test } = require('node:test'); test('runs npx vitest in docs', () => {});",
+        ];
+        for source in sources {
+            assert_eq!(spawns_test_runner(source), None, "{source}");
+        }
+    }
+}

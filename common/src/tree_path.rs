@@ -1,0 +1,126 @@
+//! Paths confined to a tree: relative, `/`-separated, with no component that could climb out
+//! of the tree or alias another file. Report paths and manifest case paths go through here, so
+//! a project's configuration can never point a worker at an ambient host path.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// A validated tree-relative path (`target/surefire-reports/TEST-x.xml`, `integer/add.protos`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct TreePath(String);
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TreePathError {
+    #[error("path is empty")]
+    Empty,
+    #[error("path {0:?} is absolute (hint: give it relative to the repository root)")]
+    Absolute(String),
+    #[error("path {0:?} contains a backslash (hint: separate directories with `/`)")]
+    Backslash(String),
+    #[error("path {0:?} contains a NUL byte")]
+    Nul(String),
+    #[error("path {0:?} has an empty component")]
+    EmptyComponent(String),
+    #[error("path {path:?} has a {component:?} component, which could leave the tree")]
+    DotComponent { path: String, component: String },
+}
+
+impl TreePath {
+    pub fn new(path: &str) -> Result<Self, TreePathError> {
+        if path.is_empty() {
+            return Err(TreePathError::Empty);
+        }
+        if path.contains('\0') {
+            return Err(TreePathError::Nul(path.to_owned()));
+        }
+        if path.contains('\\') {
+            return Err(TreePathError::Backslash(path.to_owned()));
+        }
+        // `C:` style drive prefixes are absolute on the hosts that honour them.
+        let drive = path.len() >= 2 && path.as_bytes()[1] == b':';
+        if path.starts_with('/') || drive {
+            return Err(TreePathError::Absolute(path.to_owned()));
+        }
+        for component in path.split('/') {
+            match component {
+                "" => return Err(TreePathError::EmptyComponent(path.to_owned())),
+                "." | ".." => {
+                    return Err(TreePathError::DotComponent {
+                        path: path.to_owned(),
+                        component: component.to_owned(),
+                    });
+                }
+                _ => {}
+            }
+        }
+        Ok(Self(path.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for TreePath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl TryFrom<String> for TreePath {
+    type Error = TreePathError;
+
+    fn try_from(path: String) -> Result<Self, Self::Error> {
+        Self::new(&path)
+    }
+}
+
+impl From<TreePath> for String {
+    fn from(path: TreePath) -> Self {
+        path.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_paths_inside_the_tree_are_accepted() {
+        for ok in [
+            "junit.xml",
+            "target/nextest/ci/junit.xml",
+            "integer/add-small.protos",
+            "a..b/c.d",
+        ] {
+            assert_eq!(TreePath::new(ok).unwrap().as_str(), ok);
+        }
+    }
+
+    #[test]
+    fn paths_that_could_leave_or_alias_the_tree_are_refused() {
+        let cases = [
+            ("", "empty"),
+            ("/etc/passwd", "absolute"),
+            ("C:/x.xml", "absolute"),
+            ("reports\\junit.xml", "backslash"),
+            ("junit\0.xml", "NUL"),
+            ("target//junit.xml", "empty component"),
+            ("target/", "empty component"),
+            ("./junit.xml", "\".\""),
+            ("target/../../etc/passwd", "\"..\""),
+            ("..", "\"..\""),
+        ];
+        for (path, expected) in cases {
+            let err = TreePath::new(path).unwrap_err().to_string();
+            assert!(err.contains(expected), "{path:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn deserializing_validates_too() {
+        let err = serde_json::from_str::<TreePath>("\"../x\"").unwrap_err();
+        assert!(err.to_string().contains("could leave the tree"), "{err}");
+    }
+}

@@ -1,0 +1,368 @@
+//! Real-run parser tests: each fixture project under `tests/fixtures/` is copied to a temp dir,
+//! run with the real tool through the command Assay builds, and its report parsed. Needs `go`
+//! (Debian: `golang-go`), `node` (20+) and `python3` with pytest on the PATH.
+
+use assay_common::criteria::TestSelector;
+use assay_common::manifest::{case_report, parse_manifest};
+use assay_common::outcome::{CaseResult, Outcome, ReportOutcome, TestReport};
+use assay_common::report::{parse, parse_in_tree};
+use assay_common::runner::node::spawns_test_runner;
+use assay_common::runner::{ReportFormat, ReportLocation, RunnerKind};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures")
+        .join(name)
+}
+
+/// A private copy of a fixture project, so runs never write into the repository.
+fn project(name: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("create a temp dir");
+    copy_dir(&fixture(name), dir.path());
+    dir
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).expect("read fixture dir") {
+        let entry = entry.expect("read fixture entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("file type").is_dir() {
+            std::fs::create_dir_all(&target).expect("create dir");
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy fixture file");
+        }
+    }
+}
+
+/// Runs an argv with `{report}` substituted, as the worker does.
+fn run(dir: &Path, argv: &[String], report: &Path, env: &[(&str, &str)]) -> Output {
+    let argv: Vec<String> = argv
+        .iter()
+        .map(|a| a.replace("{report}", &report.to_string_lossy()))
+        .collect();
+    Command::new(&argv[0])
+        .args(&argv[1..])
+        .current_dir(dir)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap_or_else(|e| panic!("failed to run {:?} (is it installed?): {e}", argv[0]))
+}
+
+fn go_env() -> Vec<(&'static str, String)> {
+    vec![
+        ("GOFLAGS", "-mod=mod".into()),
+        ("GOPROXY", "off".into()),
+        // One build cache for every test run keeps the second compile cheap.
+        (
+            "GOCACHE",
+            Path::new(env!("CARGO_TARGET_TMPDIR"))
+                .join("gocache")
+                .to_string_lossy()
+                .into_owned(),
+        ),
+    ]
+}
+
+fn parsed(outcome: ReportOutcome) -> TestReport {
+    match outcome {
+        ReportOutcome::Parsed(report) => report,
+        other => panic!("expected a parsed report, got {other:?}"),
+    }
+}
+
+fn outcomes_of(report: &TestReport, selector: &str) -> Vec<(String, Outcome)> {
+    let selector = TestSelector::Exact(selector.into());
+    report
+        .cases
+        .iter()
+        .filter(|c| selector.matches(&c.name))
+        .map(|c| (c.name.clone(), c.outcome))
+        .collect()
+}
+
+fn case<'a>(report: &'a TestReport, name: &str) -> &'a CaseResult {
+    report
+        .cases
+        .iter()
+        .find(|c| c.name == name)
+        .unwrap_or_else(|| panic!("no case {name} in {:#?}", report.cases))
+}
+
+#[test]
+fn go_subtests_are_identified_by_path_and_build_failures_are_collection_errors() {
+    let dir = project("go-cache");
+    let runner = RunnerKind::Go;
+    assert_eq!(runner.report_format().location(), ReportLocation::Stdout);
+    let argv = runner.command(&runner.default_command(), &[], &[]);
+    let env = go_env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let output = run(dir.path(), &argv, Path::new("unused"), &env);
+    let report = parsed(parse(&runner.report_format(), Some(&output.stdout)));
+
+    assert_eq!(
+        outcomes_of(&report, "TestCacheExpiry/expired"),
+        vec![("TestCacheExpiry/expired".into(), Outcome::Passed)]
+    );
+    // Go prints the quoted subtest's spaces as underscores.
+    assert_eq!(
+        outcomes_of(&report, "TestCacheExpiry/at_the_limit"),
+        vec![("TestCacheExpiry/at_the_limit".into(), Outcome::Failed)]
+    );
+    assert!(
+        case(&report, "TestCacheExpiry/at_the_limit")
+            .message
+            .as_deref()
+            .unwrap_or("")
+            .contains("an entry at its ttl must expire")
+    );
+    // The whole function accounts for its failing subtest: a guard on it breaks.
+    let function = outcomes_of(&report, "TestCacheExpiry");
+    assert!(function.contains(&("TestCacheExpiry".into(), Outcome::Failed)));
+    assert!(function.contains(&("TestCacheExpiry/at_the_limit".into(), Outcome::Failed)));
+    assert_eq!(
+        case(&report, "TestCacheExpiry/expired").file,
+        "example.com/pager/cache"
+    );
+    // A repeated subtest name (`fresh#01`) shares its identity: a duplicate, never a named pass.
+    let duplicates: Vec<&CaseResult> = report
+        .cases
+        .iter()
+        .filter(|c| c.name == "TestCacheDuplicateNames/fresh")
+        .collect();
+    assert_eq!(duplicates.len(), 2);
+    assert_eq!(duplicates[0].identity(), duplicates[1].identity());
+    assert_eq!(case(&report, "TestCacheRedis").outcome, Outcome::Skipped);
+    assert!(
+        TestSelector::IdPrefix("test_c1_".into()).matches(&case(&report, "TestC1ZeroTTL").name)
+    );
+    // The ledger package does not build: its test never ran, so it is absent, not failed.
+    assert!(
+        report
+            .cases
+            .iter()
+            .all(|c| c.file != "example.com/pager/ledger")
+    );
+    assert_eq!(report.collection_errors.len(), 1);
+    assert_eq!(report.collection_errors[0].file, "example.com/pager/ledger");
+}
+
+#[test]
+fn go_selection_by_subtest_path_runs_the_named_subtest() {
+    let dir = project("go-cache");
+    let runner = RunnerKind::Go;
+    let argv = runner.command(
+        &runner.default_command(),
+        &["cache/cache_test.go".into()],
+        &["TestCacheExpiry/expired".into()],
+    );
+    let env = go_env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let output = run(dir.path(), &argv, Path::new("unused"), &env);
+    let report = parsed(parse(&runner.report_format(), Some(&output.stdout)));
+    let names: Vec<&str> = report.cases.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["TestCacheExpiry/expired"]);
+    assert_eq!(report.cases[0].outcome, Outcome::Passed);
+}
+
+#[test]
+fn node_junit_reports_skips_todos_hooks_and_empty_files_as_never_passing() {
+    let dir = project("node-invoice");
+    let runner = RunnerKind::Node;
+    let report_path = dir.path().join("report.xml");
+    let files: Vec<String> = [
+        "test/invoice.test.js",
+        "test/cli.test.js",
+        "test/empty.test.js",
+    ]
+    .map(String::from)
+    .to_vec();
+    let argv = runner.command(&runner.default_command(), &files, &[]);
+    let output = run(dir.path(), &argv, &report_path, &[]);
+    assert_eq!(output.status.code(), Some(1), "one test fails on purpose");
+    let bytes = std::fs::read(&report_path).expect("node wrote its junit report");
+    let root = dir.path().to_str().expect("utf-8 path");
+    let report = parsed(parse_in_tree(&runner.report_format(), Some(&bytes), root));
+
+    assert_eq!(
+        case(&report, "test_c1_totals_without_discount").outcome,
+        Outcome::Passed
+    );
+    assert_eq!(
+        case(&report, "test_discount_spares_the_tax").outcome,
+        Outcome::Failed
+    );
+    assert_eq!(
+        case(&report, "test_currency_rounding").outcome,
+        Outcome::Skipped
+    );
+    assert_eq!(case(&report, "test_credit_notes").outcome, Outcome::Skipped);
+    assert_eq!(case(&report, "test_zero_net").suite, "totals");
+    // A failed `before` hook cancels its tests: an error, never a reproduced failure.
+    assert_eq!(case(&report, "test_ledger_balance").outcome, Outcome::Error);
+    assert_eq!(
+        case(&report, "test_cli_prints_the_total").outcome,
+        Outcome::Passed
+    );
+    // The empty file is not a test at all.
+    assert!(report.cases.iter().all(|c| !c.name.ends_with(".js")));
+    assert!(report.collection_errors.is_empty());
+}
+
+#[test]
+fn node_files_that_fail_to_load_are_collection_errors_and_a_cut_report_is_refused() {
+    let dir = project("node-invoice");
+    std::fs::write(
+        dir.path().join("test/broken.test.js"),
+        "this is not javascript\n",
+    )
+    .expect("write a broken test file");
+    let runner = RunnerKind::Node;
+    let report_path = dir.path().join("report.xml");
+    let argv = runner.command(
+        &runner.default_command(),
+        &["test/broken.test.js".into(), "test/cli.test.js".into()],
+        &[],
+    );
+    run(dir.path(), &argv, &report_path, &[]);
+    let bytes = std::fs::read(&report_path).expect("node wrote its junit report");
+    let root = dir.path().to_str().expect("utf-8 path");
+    let report = parsed(parse_in_tree(&runner.report_format(), Some(&bytes), root));
+    assert_eq!(report.collection_errors.len(), 1);
+    assert_eq!(report.collection_errors[0].file, "test/broken.test.js");
+    assert_eq!(
+        case(&report, "test_cli_prints_the_total").outcome,
+        Outcome::Passed
+    );
+    // Without its closing counts the run was cut short: no named result.
+    let text = String::from_utf8(bytes).expect("utf-8 report");
+    let cut = text
+        .split("<!-- tests")
+        .next()
+        .unwrap_or_default()
+        .to_owned()
+        + "</testsuites>";
+    assert!(matches!(
+        parse(&runner.report_format(), Some(cut.as_bytes())),
+        ReportOutcome::Inconsistent(_)
+    ));
+}
+
+#[test]
+fn node_test_files_that_spawn_another_runner_are_named() {
+    let read = |file: &str| {
+        std::fs::read_to_string(fixture("node-invoice").join(file)).expect("read fixture test")
+    };
+    assert_eq!(
+        spawns_test_runner(&read("test/delegates.test.js")).as_deref(),
+        Some("npx vitest")
+    );
+    assert_eq!(spawns_test_runner(&read("test/cli.test.js")), None);
+    assert_eq!(spawns_test_runner(&read("test/invoice.test.js")), None);
+}
+
+#[test]
+fn pytest_junit_reads_as_a_generic_in_tree_report() {
+    let dir = project("pytest-junit");
+    let format = ReportFormat::parse_test_report("junit:reports/junit.xml").expect("valid spec");
+    let ReportLocation::Tree(path) = format.location() else {
+        panic!("expected an in-tree report")
+    };
+    let argv: Vec<String> = [
+        "python3",
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "--junitxml=reports/junit.xml",
+    ]
+    .map(String::from)
+    .to_vec();
+    let output = run(dir.path(), &argv, Path::new("unused"), &[]);
+    assert_eq!(output.status.code(), Some(1), "one test fails on purpose");
+    let bytes = std::fs::read(dir.path().join(path.as_str())).expect("pytest wrote the report");
+    let report = parsed(parse(&format, Some(&bytes)));
+    assert_eq!(case(&report, "test_full_pages").outcome, Outcome::Passed);
+    assert_eq!(case(&report, "test_partial_page").outcome, Outcome::Failed);
+    assert_eq!(case(&report, "test_cached_pages").outcome, Outcome::Skipped);
+    let variants: Vec<Option<&str>> = report
+        .cases
+        .iter()
+        .filter(|c| c.name == "test_exact_pages")
+        .map(|c| c.variant.as_deref())
+        .collect();
+    assert_eq!(variants, [Some("0"), Some("10")]);
+    assert_eq!(case(&report, "test_full_pages").file, "tests.test_pager");
+}
+
+#[test]
+fn vitest_json_separates_file_errors_from_test_failures() {
+    let bytes = std::fs::read(fixture("vitest-report/report.json")).expect("read fixture");
+    let runner = RunnerKind::Vitest;
+    let report = parsed(parse_in_tree(
+        &runner.report_format(),
+        Some(&bytes),
+        "/tmp/assay-job/tree",
+    ));
+    let discount = case(&report, "test_discount_spares_the_tax");
+    assert_eq!(discount.outcome, Outcome::Failed);
+    assert_eq!(discount.file, "tests/invoice.test.js");
+    assert_eq!(discount.suite, "invoice totals");
+    assert_eq!(
+        case(&report, "test_c1_totals_without_discount").outcome,
+        Outcome::Passed
+    );
+    assert_eq!(
+        case(&report, "test_currency_rounding").outcome,
+        Outcome::Skipped
+    );
+    assert_eq!(case(&report, "test_credit_notes").outcome, Outcome::Skipped);
+    // A failed hook fails the file: its failed test is an error, not a reproduced bug.
+    assert_eq!(case(&report, "test_ledger_balance").outcome, Outcome::Error);
+    let broken: Vec<&str> = report
+        .collection_errors
+        .iter()
+        .map(|e| e.file.as_str())
+        .collect();
+    assert_eq!(broken, ["tests/ledger.test.js", "tests/credit.test.js"]);
+    let miscounted = String::from_utf8(bytes)
+        .expect("utf-8 fixture")
+        .replace("\"numTotalTests\": 7", "\"numTotalTests\": 8");
+    assert!(matches!(
+        parse(&runner.report_format(), Some(miscounted.as_bytes())),
+        ReportOutcome::Inconsistent(_)
+    ));
+}
+
+#[test]
+fn manifest_rows_run_by_a_real_interpreter_are_judged() {
+    let corpus = fixture("manifest-corpus");
+    let text = std::fs::read_to_string(corpus.join("manifest.tsv")).expect("read manifest");
+    let cases = parse_manifest(&text).expect("valid manifest");
+    let mut results = Vec::new();
+    for case in &cases {
+        let argv = RunnerKind::Manifest.command(
+            &["python3".into(), "interpreter.py".into()],
+            &[case.path.to_string()],
+            &[],
+        );
+        let output = run(&corpus, &argv, Path::new("unused"), &[]);
+        let report = parsed(case_report(case, output.status.code(), &output.stdout));
+        results.push((report.cases[0].name.clone(), report.cases[0].outcome));
+    }
+    let expected: Vec<(String, Outcome)> = [
+        ("integer/add-small.inv", Outcome::Passed),
+        ("integer/halve.inv", Outcome::Failed),
+        ("boolean/over-limit.inv", Outcome::Passed),
+        ("float-sum.inv", Outcome::Passed),
+        ("float-nan.inv", Outcome::Passed),
+        ("no-discount.inv", Outcome::Passed),
+        ("error/divide.inv", Outcome::Passed),
+    ]
+    .map(|(name, outcome)| (name.to_owned(), outcome))
+    .to_vec();
+    assert_eq!(results, expected);
+}

@@ -9,6 +9,7 @@ use assay_common::WorkerId;
 use assay_common::job::{ArtifactRef, ByteEdit, JobResult, JobSpec, JobStatus};
 use assay_common::outcome::ReportOutcome;
 use assay_common::report;
+use assay_common::runner::ReportLocation;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -77,7 +78,17 @@ async fn run_in(job: &JobSpec, ctx: &JobContext, scratch: &Path) -> Result<JobRe
     if let Some(edit) = &job.edit {
         apply_edit(&tree_dir, edit)?;
     }
-    let report_path = private.join("report");
+    let report_path = match job.report.location() {
+        ReportLocation::Scratch => private.join("report"),
+        ReportLocation::Stdout => private.join("stdout.log"),
+        ReportLocation::Tree(path) => tree_dir.join(path.as_str()),
+    };
+    // A report inside the tree may have been committed: it must never pass for this run's.
+    if let Err(e) = tokio::fs::remove_file(&report_path).await
+        && e.kind() != std::io::ErrorKind::NotFound
+    {
+        return Err(format!("failed to remove stale report {}: {e}", report_path.display()));
+    }
     let adapter_path = private.join("unittest_adapter.py");
     tokio::fs::write(&adapter_path, UNITTEST_ADAPTER)
         .await
@@ -139,7 +150,7 @@ async fn run_in(job: &JobSpec, ctx: &JobContext, scratch: &Path) -> Result<JobRe
         JobStatus::TimedOut => {
             ReportOutcome::Inconsistent("the run was killed at its timeout".into())
         }
-        _ => report::parse(job.report, report_bytes.as_deref()),
+        _ => report::parse_in_tree(&job.report, report_bytes.as_deref(), &tree_dir.to_string_lossy()),
     };
     let prefix = format!("proofs/{}/jobs/{:04}", job.proof_id, job.index);
     let mut artifacts: Vec<ArtifactRef> = Vec::new();
@@ -152,7 +163,7 @@ async fn run_in(job: &JobSpec, ctx: &JobContext, scratch: &Path) -> Result<JobRe
                 .map_err(|e| error_chain(&e))?,
         );
     }
-    if let Some(bytes) = report_bytes {
+    if let Some(bytes) = report_bytes.filter(|_| job.report.location() != ReportLocation::Stdout) {
         let key = format!("{prefix}/report");
         artifacts.push(
             ctx.store

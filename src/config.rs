@@ -15,6 +15,7 @@ pub struct ProveFile {
     pub criteria: Option<Vec<String>>,
     pub runner: Option<String>,
     pub test_command: Option<String>,
+    pub test_report: Option<String>,
     pub test_globs: Option<Vec<String>>,
     pub jobs: Option<usize>,
     pub repeats: Option<u32>,

@@ -7,7 +7,7 @@ use crate::reporter::{self, StderrProgress};
 use anyhow::{Context, anyhow};
 use assay_common::criteria::parse_criteria;
 use assay_common::evidence::Evidence;
-use assay_common::runner::RunnerKind;
+use assay_common::runner::{ReportFormat, RunnerKind};
 use assay_common::verdict::Verdict;
 use assay_coordinator::engine::{self, ProofRequest};
 use assay_coordinator::queue::InProcessQueue;
@@ -39,13 +39,19 @@ pub struct ProveArgs {
     /// both), optionally with an id: "C3: test: NAME". Repeatable.
     #[arg(long = "criterion", value_name = "CRITERION")]
     pub criteria: Vec<String>,
-    /// Test runner [default: detected: pytest when the project uses it, else unittest].
+    /// Test runner: pytest, unittest, go, node, vitest or junit [default: detected: go with a
+    /// go.mod, vitest or node with a package.json, pytest when the project uses it, else
+    /// unittest].
     #[arg(long, value_name = "RUNNER")]
     pub runner: Option<String>,
     /// The runner's command prefix [default: "python3 -m pytest", or "python3" running
     /// Assay's unittest adapter].
     #[arg(long, value_name = "CMD")]
     pub test_command: Option<String>,
+    /// Where the command writes its JUnit XML, for runners without a report of their own:
+    /// junit:RELATIVE/PATH.xml (inside the tree; removed before each run, read fresh after).
+    #[arg(long, value_name = "junit:PATH")]
+    pub test_report: Option<String>,
     /// Extra glob of test files (fixtures, goldens) overlaid on the base tree. Repeatable.
     #[arg(long = "test-glob", value_name = "GLOB")]
     pub test_globs: Vec<String>,
@@ -109,6 +115,7 @@ fn settings(args: &ProveArgs) -> Result<Settings, Failure> {
         criteria,
         runner,
         test_command,
+        test_report,
         test_globs,
         jobs,
         repeats,
@@ -154,6 +161,13 @@ fn settings(args: &ProveArgs) -> Result<Settings, Failure> {
         .map(|c| config::split_command(&c))
         .transpose()
         .usage()?;
+    let test_report = args
+        .test_report
+        .clone()
+        .or(test_report)
+        .map(|spec| ReportFormat::parse_test_report(&spec))
+        .transpose()
+        .map_err(|e| Failure::usage(e.into()))?;
     let mut globs = test_globs.unwrap_or_default();
     globs.extend(args.test_globs.iter().cloned());
     let mut pass = pass_env.unwrap_or_default();
@@ -172,6 +186,7 @@ fn settings(args: &ProveArgs) -> Result<Settings, Failure> {
             criteria,
             runner,
             test_command,
+            test_report,
             test_globs: globs,
             repeats: args.repeats.or(repeats).unwrap_or(3).max(1),
             timeout_secs: args.timeout.or(timeout).unwrap_or(600),

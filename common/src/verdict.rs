@@ -132,6 +132,34 @@ pub fn proof_verdict(criteria: &[CriterionVerdict]) -> Verdict {
     }
 }
 
+/// A changed test file that may not serve as proof, with its source to find which criteria it
+/// holds (node's reports do not say which file a test came from).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RefusedFile {
+    pub path: String,
+    /// What it spawns, e.g. `npx vitest run`.
+    pub spawns: String,
+    pub source: String,
+}
+
+/// A test in a file that spawns another test runner passes on that runner's exit code, so it
+/// proves nothing: every criterion whose test that file declares becomes unverified.
+pub fn refuse_spawning_files(verdicts: &mut [CriterionVerdict], refused: &[RefusedFile]) {
+    for verdict in verdicts.iter_mut() {
+        if let Some(file) = refused.iter().find(|f| {
+            f.source.contains(&format!("'{}'", verdict.test))
+                || f.source.contains(&format!("\"{}\"", verdict.test))
+                || f.source.contains(&format!("`{}`", verdict.test))
+        }) {
+            verdict.verdict = Verdict::Unverified;
+            verdict.reason = format!(
+                "{} is declared in {}, which spawns another test runner ({}); such a file is refused as proof",
+                verdict.test, file.path, file.spawns
+            );
+        }
+    }
+}
+
 /// Decides every criterion from the observations of one proof.
 pub fn decide(criteria: &[Criterion], observations: &[Observation<'_>]) -> Vec<CriterionVerdict> {
     criteria

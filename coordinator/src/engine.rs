@@ -8,8 +8,8 @@ use crate::source::{self, CandidateSpec, Change, SourceError};
 use assay_common::criteria::Criterion;
 use assay_common::evidence::{Evidence, JobEvidence, RevisionInfo, SCHEMA};
 use assay_common::job::{JobResult, JobSpec};
-use assay_common::runner::RunnerKind;
-use assay_common::verdict::{self, Observation};
+use assay_common::runner::{ReportFormat, RunnerKind};
+use assay_common::verdict::{self, Observation, RefusedFile};
 use assay_common::{ProofId, WorkerId};
 use globset::{Glob, GlobSetBuilder};
 use std::path::PathBuf;
@@ -25,6 +25,9 @@ pub struct ProofRequest {
     pub criteria: Vec<Criterion>,
     pub runner: Option<RunnerKind>,
     pub test_command: Option<Vec<String>>,
+    /// Where the command writes its report, when the runner's own place is not used
+    /// (`--test-report junit:RELATIVE/PATH.xml`).
+    pub test_report: Option<ReportFormat>,
     pub test_globs: Vec<String>,
     pub repeats: u32,
     pub timeout_secs: u64,
@@ -42,6 +45,14 @@ pub enum EngineError {
     },
     #[error("no criteria given (hint: --criterion \"test: test_name\" or \"guard: test_name\")")]
     NoCriteria,
+    #[error(
+        "the {runner} runner has no default command (hint: pass --test-command CMD, and for junit --test-report junit:RELATIVE/PATH.xml)"
+    )]
+    NeedsCommand { runner: RunnerKind },
+    #[error(
+        "a manifest corpus has no named tests to prove (hint: run it with `assay test --runner manifest`)"
+    )]
+    ManifestInProof,
     #[error(transparent)]
     Queue(#[from] QueueError),
 }
@@ -58,6 +69,8 @@ impl EngineError {
                     | SourceError::PatchApply { .. }
             ) | Self::Glob { .. }
                 | Self::NoCriteria
+                | Self::NeedsCommand { .. }
+                | Self::ManifestInProof
         )
     }
 }
@@ -69,6 +82,8 @@ pub struct PreparedProof {
     pub change: Change,
     pub runner: RunnerKind,
     pub jobs: Vec<JobSpec>,
+    /// Changed test files refused as proof (a node:test file that spawns another runner).
+    pub refused_files: Vec<RefusedFile>,
 }
 
 /// Resolves trees with git2, picks the runner and plans the jobs. Touches nothing but the
@@ -88,9 +103,24 @@ pub fn prepare(request: ProofRequest) -> Result<PreparedProof, EngineError> {
         glob: request.test_globs.join(", "),
         source,
     })?;
-    // Classify with pytest's conventions first: they are a superset of unittest's for files.
-    let provisional = request.runner.unwrap_or(RunnerKind::Pytest);
-    let is_test_file = source::test_file_classifier(move |p| provisional.is_test_file(p), globs);
+    // Before the runner is known, any ecosystem's test-file convention counts: overlaying a
+    // file that is a test elsewhere is harmless, missing a test file is not.
+    let chosen = request.runner;
+    let is_test_file = source::test_file_classifier(
+        move |p| match chosen {
+            Some(runner) => runner.is_test_file(p),
+            None => [
+                RunnerKind::Pytest,
+                RunnerKind::Unittest,
+                RunnerKind::Go,
+                RunnerKind::Node,
+                RunnerKind::Vitest,
+            ]
+            .iter()
+            .any(|r| r.is_test_file(p)),
+        },
+        globs,
+    );
     let change = source::resolve_change(
         &request.repo,
         &request.base,
@@ -107,10 +137,31 @@ pub fn prepare(request: ProofRequest) -> Result<PreparedProof, EngineError> {
         .filter(|f| !f.deleted && runner.is_test_module(&f.path))
         .map(|f| f.path.clone())
         .collect();
+    if runner == RunnerKind::Manifest {
+        return Err(EngineError::ManifestInProof);
+    }
+    if runner.needs_explicit_command() && request.test_command.is_none() {
+        return Err(EngineError::NeedsCommand { runner });
+    }
     let command_prefix = request
         .test_command
         .clone()
         .unwrap_or_else(|| runner.default_command());
+    let mut refused_files = Vec::new();
+    if runner == RunnerKind::Node {
+        for file in &changed_test_modules {
+            let source =
+                source::read_file(&request.repo, &change.candidate.tree, file)?.unwrap_or_default();
+            let source = String::from_utf8_lossy(&source).into_owned();
+            if let Some(spawns) = assay_common::runner::node::spawns_test_runner(&source) {
+                refused_files.push(RefusedFile {
+                    path: file.clone(),
+                    spawns,
+                    source,
+                });
+            }
+        }
+    }
     let jobs = plan_proof(&ProofPlanInput {
         proof_id: &request.proof_id,
         runner,
@@ -121,20 +172,38 @@ pub fn prepare(request: ProofRequest) -> Result<PreparedProof, EngineError> {
         candidate_tree: &change.candidate.tree,
         repeats: request.repeats,
         timeout_secs: request.timeout_secs,
+        report: request
+            .test_report
+            .clone()
+            .unwrap_or_else(|| runner.report_format()),
     });
     Ok(PreparedProof {
         request,
         change,
         runner,
         jobs,
+        refused_files,
     })
 }
 
-/// pytest when the candidate tree shows it (config, conftest, or a test importing it),
+/// Go with a `go.mod`, Vitest or node:test with a `package.json`; pytest when the candidate
+/// tree shows it (config, conftest, or a test importing it),
 /// otherwise unittest, which needs nothing installed.
 fn detect_runner(repo: &std::path::Path, change: &Change) -> Result<RunnerKind, EngineError> {
     let tree = &change.candidate.tree;
     let files = source::list_files(repo, tree)?;
+    if files.iter().any(|f| f == "go.mod") {
+        return Ok(RunnerKind::Go);
+    }
+    if files.iter().any(|f| f == "package.json") {
+        let vitest = source::read_file(repo, tree, "package.json")?
+            .is_some_and(|b| String::from_utf8_lossy(&b).contains("vitest"));
+        return Ok(if vitest {
+            RunnerKind::Vitest
+        } else {
+            RunnerKind::Node
+        });
+    }
     let mentions = |path: &str, needle: &str| -> Result<bool, EngineError> {
         Ok(source::read_file(repo, tree, path)?
             .is_some_and(|bytes| String::from_utf8_lossy(&bytes).contains(needle)))
@@ -239,7 +308,8 @@ pub fn conclude(
             result,
         })
         .collect();
-    let criteria = verdict::decide(&proof.request.criteria, &observations);
+    let mut criteria = verdict::decide(&proof.request.criteria, &observations);
+    verdict::refuse_spawning_files(&mut criteria, &proof.refused_files);
     let change = &proof.change;
     Evidence {
         schema: SCHEMA.into(),

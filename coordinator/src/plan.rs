@@ -2,7 +2,7 @@
 
 use assay_common::criteria::{Criterion, CriterionKind};
 use assay_common::job::{JobKind, JobSpec, Side};
-use assay_common::runner::RunnerKind;
+use assay_common::runner::{ReportFormat, RunnerKind};
 use assay_common::{JobId, ProofId, TreeId};
 
 /// What the planner needs to know about a proof.
@@ -19,6 +19,7 @@ pub struct ProofPlanInput<'a> {
     /// Runs per side in all, counting the targeted (or suite) run.
     pub repeats: u32,
     pub timeout_secs: u64,
+    pub report: ReportFormat,
 }
 
 /// Plan order: base, candidate (when the change has test modules), base-suite,
@@ -39,7 +40,7 @@ pub fn plan_proof(input: &ProofPlanInput<'_>) -> Vec<JobSpec> {
             side,
             tree: tree.clone(),
             command: input.runner.command(input.command_prefix, files, names),
-            report: input.runner.report_format(),
+            report: input.report.clone(),
             selected_tests: names.to_vec(),
             timeout_secs: input.timeout_secs,
             env: Vec::new(),
@@ -97,6 +98,7 @@ mod tests {
             candidate_tree: &TreeId("c".into()),
             repeats,
             timeout_secs: 60,
+            report: RunnerKind::Pytest.report_format(),
         })
     }
 

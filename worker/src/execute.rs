@@ -87,7 +87,10 @@ async fn run_in(job: &JobSpec, ctx: &JobContext, scratch: &Path) -> Result<JobRe
     if let Err(e) = tokio::fs::remove_file(&report_path).await
         && e.kind() != std::io::ErrorKind::NotFound
     {
-        return Err(format!("failed to remove stale report {}: {e}", report_path.display()));
+        return Err(format!(
+            "failed to remove stale report {}: {e}",
+            report_path.display()
+        ));
     }
     let adapter_path = private.join("unittest_adapter.py");
     tokio::fs::write(&adapter_path, UNITTEST_ADAPTER)
@@ -150,7 +153,11 @@ async fn run_in(job: &JobSpec, ctx: &JobContext, scratch: &Path) -> Result<JobRe
         JobStatus::TimedOut => {
             ReportOutcome::Inconsistent("the run was killed at its timeout".into())
         }
-        _ => report::parse_in_tree(&job.report, report_bytes.as_deref(), &tree_dir.to_string_lossy()),
+        _ => report::parse_in_tree(
+            &job.report,
+            report_bytes.as_deref(),
+            &tree_dir.to_string_lossy(),
+        ),
     };
     let prefix = format!("proofs/{}/jobs/{:04}", job.proof_id, job.index);
     let mut artifacts: Vec<ArtifactRef> = Vec::new();

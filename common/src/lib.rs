@@ -9,6 +9,7 @@ pub mod job;
 pub mod outcome;
 pub mod report;
 pub mod runner;
+pub mod suite;
 pub mod verdict;
 pub mod wire;
 

@@ -99,6 +99,38 @@ impl RunnerKind {
         }
         argv
     }
+
+    /// The argv that lists a suite's cases without running them. pytest prints node ids on
+    /// stdout; the unittest adapter writes `assay.unittest.cases/v1` to `{report}`.
+    pub fn collect_command(self, prefix: &[String]) -> Vec<String> {
+        let mut argv = prefix.to_vec();
+        match self {
+            Self::Pytest => argv.extend(
+                ["-p", "no:cacheprovider", "--collect-only", "-q"].map(String::from),
+            ),
+            Self::Unittest => {
+                argv.extend(["{adapter}", "--collect", "--report", "{report}"].map(String::from))
+            }
+        }
+        argv
+    }
+
+    /// The argv that runs exactly the collected cases `ids` (runner-native ids from
+    /// [`Self::collect_command`]), writing the structured report.
+    pub fn case_command(self, prefix: &[String], ids: &[String]) -> Vec<String> {
+        match self {
+            Self::Pytest => self.command(prefix, ids, &[]),
+            Self::Unittest => {
+                let mut argv = prefix.to_vec();
+                argv.extend(["{adapter}", "--report", "{report}"].map(String::from));
+                for id in ids {
+                    argv.push("--id".into());
+                    argv.push(id.clone());
+                }
+                argv
+            }
+        }
+    }
 }
 
 impl fmt::Display for RunnerKind {

@@ -6,3 +6,4 @@ pub mod engine;
 pub mod plan;
 pub mod queue;
 pub mod source;
+pub mod suite;

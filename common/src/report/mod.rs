@@ -2,6 +2,7 @@
 //! a report that cannot be trusted yields no named result at all.
 
 pub mod junit;
+pub mod summary;
 pub mod unittest;
 
 use crate::outcome::ReportOutcome;

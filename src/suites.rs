@@ -103,7 +103,9 @@ pub struct TestArgs {
 /// `--jobs`: decimal digits only (no sign, no spaces), greater than zero.
 fn parse_jobs(text: &str) -> Result<usize, String> {
     if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(format!("{text:?} is not a decimal number greater than zero"));
+        return Err(format!(
+            "{text:?} is not a decimal number greater than zero"
+        ));
     }
     match text.parse::<usize>() {
         Ok(0) => Err("must be greater than zero".into()),
@@ -258,8 +260,12 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
     if let Some(base) = &args.audit_base {
         let (_, base_tree) = resolve_tree(&repo, base)?;
         let base_bytes = read_at(&repo, &base_tree, &quarantine_path)?;
-        let gate = ledger::compare(&quarantine_path, base_bytes.as_deref(), ledger_bytes.as_deref())
-            .map_err(|e| Failure::usage(e.into()))?;
+        let gate = ledger::compare(
+            &quarantine_path,
+            base_bytes.as_deref(),
+            ledger_bytes.as_deref(),
+        )
+        .map_err(|e| Failure::usage(e.into()))?;
         if !gate.passed() {
             for violation in &gate.violations {
                 eprintln!("[audit] FAIL {quarantine_path}: {violation}");
@@ -275,8 +281,12 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
         None => Ledger::default(),
     };
     let runner = match &args.runner {
-        Some(name) => name.parse::<RunnerKind>().map_err(|e| Failure::usage(anyhow!(e)))?,
-        None => engine::detect_runner_in(&repo, &tree).map_err(|e| Failure::infrastructure(e.into()))?,
+        Some(name) => name
+            .parse::<RunnerKind>()
+            .map_err(|e| Failure::usage(anyhow!(e)))?,
+        None => {
+            engine::detect_runner_in(&repo, &tree).map_err(|e| Failure::infrastructure(e.into()))?
+        }
     };
     let prefix = match &args.test_command {
         Some(text) => config::split_command(text).usage()?,
@@ -304,19 +314,34 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
     let queue = InProcessQueue::start(ctx, jobs);
     let run_id = ProofId(engine::new_proof_id().0.replacen("p-", "t-", 1));
 
-    let collected = suite::collect(&run_id, runner, &prefix, &tree, args.timeout, &queue, &*store)
-        .await
-        .map_err(|e| {
-            if e.is_infrastructure() {
-                Failure::infrastructure(e.into())
-            } else {
-                Failure { code: 1, error: e.into() }
+    let collected = suite::collect(
+        &run_id,
+        runner,
+        &prefix,
+        &tree,
+        args.timeout,
+        &queue,
+        &*store,
+    )
+    .await
+    .map_err(|e| {
+        if e.is_infrastructure() {
+            Failure::infrastructure(e.into())
+        } else {
+            Failure {
+                code: 1,
+                error: e.into(),
             }
-        })?;
+        }
+    })?;
     let selectors = Selectors {
         cases: args.cases.clone(),
         files: args.files.iter().map(|f| repo_relative(&repo, f)).collect(),
-        directories: args.directories.iter().map(|d| repo_relative(&repo, d)).collect(),
+        directories: args
+            .directories
+            .iter()
+            .map(|d| repo_relative(&repo, d))
+            .collect(),
     };
     let chosen = select::select(&collected, &selectors).map_err(|e| Failure::usage(e.into()))?;
     let cases: Vec<SuiteCase> = chosen.iter().map(|&i| collected[i].clone()).collect();
@@ -350,7 +375,15 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
         ),
         None => (0..cases.len()).map(|i| vec![i]).collect(),
     };
-    let plan = suite::plan_suite(&run_id, runner, &prefix, &tree, &cases, &shards, args.timeout);
+    let plan = suite::plan_suite(
+        &run_id,
+        runner,
+        &prefix,
+        &tree,
+        &cases,
+        &shards,
+        args.timeout,
+    );
     if !args.quiet {
         eprintln!("[test] 0/{}", cases.len());
     }
@@ -397,7 +430,10 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
                     outcome: CaseOutcome::NotRun,
                     lane: Lane::Infrastructure,
                     quarantined: false,
-                    message: outcome.stopped.as_ref().map(|s| format!("never admitted: {s}")),
+                    message: outcome
+                        .stopped
+                        .as_ref()
+                        .map(|s| format!("never admitted: {s}")),
                     duration_s: None,
                     job: None,
                     artifacts: Vec::new(),
@@ -443,7 +479,10 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
     let collected_ids: Vec<String> = collected.iter().map(|c| c.id.clone()).collect();
     let selection_audit = audit::audit(&collected_ids, &selections);
     for outlier in &selection_audit.executed_not_selected {
-        eprintln!("[audit] job {} executed {} which it did not select", outlier.job, outlier.id);
+        eprintln!(
+            "[audit] job {} executed {} which it did not select",
+            outlier.job, outlier.id
+        );
     }
     let aborted = outcome.stopped.is_some();
     let guest_failures = totals.failed
@@ -452,7 +491,10 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
             .filter(|c| c.outcome == CaseOutcome::Error && c.lane == Lane::Guest && !c.quarantined)
             .count() as u64;
     let (status, status_detail) = if aborted {
-        (SuiteStatus::Error, outcome.stopped.as_ref().map(ToString::to_string))
+        (
+            SuiteStatus::Error,
+            outcome.stopped.as_ref().map(ToString::to_string),
+        )
     } else if guest_failures > 0 || !selection_audit.contained {
         (SuiteStatus::Failing, None)
     } else {
@@ -492,7 +534,10 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
         eprintln!("warning: {:#}", anyhow::Error::from(e));
     }
     for alert in &record.alerts {
-        eprintln!("[ALERT] [{}] {}: {}", alert.severity, alert.kind, alert.detail);
+        eprintln!(
+            "[ALERT] [{}] {}: {}",
+            alert.severity, alert.kind, alert.detail
+        );
     }
     let status_text = if aborted {
         "infrastructure_aborted"
@@ -546,7 +591,15 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
     }
     println!(
         "{}",
-        history::trend_line(&record, history.runs.iter().rev().skip(1).find(|r| r.status != SuiteStatus::Error))
+        history::trend_line(
+            &record,
+            history
+                .runs
+                .iter()
+                .rev()
+                .skip(1)
+                .find(|r| r.status != SuiteStatus::Error)
+        )
     );
     Ok(if aborted {
         INFRASTRUCTURE
@@ -597,11 +650,18 @@ pub fn run_history(args: &HistoryArgs) -> Result<u8, Failure> {
         println!("no suite runs recorded for {repository} on {branch}");
         return Ok(0);
     }
-    println!("{repository} on {branch}: {} runs recorded, last {} kept", history.run_count, history.runs.len());
+    println!(
+        "{repository} on {branch}: {} runs recorded, last {} kept",
+        history.run_count,
+        history.runs.len()
+    );
     for (i, run) in history.runs.iter().enumerate() {
         let previous = match run.status {
             SuiteStatus::Error => None,
-            _ => history.runs[..i].iter().rev().find(|r| r.status != SuiteStatus::Error),
+            _ => history.runs[..i]
+                .iter()
+                .rev()
+                .find(|r| r.status != SuiteStatus::Error),
         };
         println!("{} {}", run.timestamp, history::trend_line(run, previous));
     }
@@ -610,17 +670,24 @@ pub fn run_history(args: &HistoryArgs) -> Result<u8, Failure> {
 
 pub fn run_halt(args: &HaltArgs) -> Result<u8, Failure> {
     let halt = HaltFile::in_state_dir(&state_dir(&args.state_dir));
-    halt.set(&args.reason).map_err(|e| Failure::usage(e.into()))?;
+    halt.set(&args.reason)
+        .map_err(|e| Failure::usage(e.into()))?;
     println!("[HALT] admission stopped. Reason: {}", args.reason.trim());
     Ok(0)
 }
 
 pub fn run_resume(args: &ResumeArgs) -> Result<u8, Failure> {
     let halt = HaltFile::in_state_dir(&state_dir(&args.state_dir));
-    let cleared = halt.clear().map_err(|e| Failure::infrastructure(e.into()))?;
+    let cleared = halt
+        .clear()
+        .map_err(|e| Failure::infrastructure(e.into()))?;
     println!(
         "{}",
-        if cleared { "admission resumed" } else { "no halt was set" }
+        if cleared {
+            "admission resumed"
+        } else {
+            "no halt was set"
+        }
     );
     Ok(0)
 }
@@ -633,7 +700,16 @@ mod tests {
     fn jobs_must_be_a_plain_decimal_above_zero() {
         assert_eq!(parse_jobs("3"), Ok(3));
         assert_eq!(parse_jobs("03"), Ok(3));
-        for bad in ["0", "", "+3", "-1", " 3", "3x", "0x10", "99999999999999999999999"] {
+        for bad in [
+            "0",
+            "",
+            "+3",
+            "-1",
+            " 3",
+            "3x",
+            "0x10",
+            "99999999999999999999999",
+        ] {
             assert!(parse_jobs(bad).is_err(), "{bad:?}");
         }
     }

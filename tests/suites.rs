@@ -13,12 +13,21 @@ struct Project {
 
 fn git(dir: &Path, args: &[&str]) {
     let out = Command::new("git")
-        .args(["-c", "user.name=Invoice Team", "-c", "user.email=invoices@example.com"])
+        .args([
+            "-c",
+            "user.name=Invoice Team",
+            "-c",
+            "user.email=invoices@example.com",
+        ])
         .args(args)
         .current_dir(dir)
         .output()
         .expect("git runs");
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 impl Project {
@@ -156,7 +165,11 @@ fn list_cases_prints_plan_order_and_runs_nothing() {
             "tests/test_pager.py::TestCursor::test_next",
         ]
     );
-    assert!(!stderr(&out).contains("[test]"), "nothing ran: {}", stderr(&out));
+    assert!(
+        !stderr(&out).contains("[test]"),
+        "nothing ran: {}",
+        stderr(&out)
+    );
     let history = project.assay(&["history", "--json"]);
     let json: serde_json::Value = serde_json::from_slice(&history.stdout).expect("history JSON");
     assert_eq!(json["runs"].as_array().map(Vec::len), Some(0));
@@ -176,7 +189,10 @@ fn results_keep_plan_order_with_three_jobs_and_uneven_durations() {
     assert_eq!(json["schema"], "assay.suite/v1");
     assert_eq!(json["status"], "passed");
     let cases = json["cases"].as_array().expect("cases");
-    let displays: Vec<&str> = cases.iter().map(|c| c["display"].as_str().unwrap_or("")).collect();
+    let displays: Vec<&str> = cases
+        .iter()
+        .map(|c| c["display"].as_str().unwrap_or(""))
+        .collect();
     let listed: Vec<String> = listing(&project.test(&["--list-cases"]))
         .into_iter()
         .map(|(_, d)| d)
@@ -195,10 +211,16 @@ fn results_keep_plan_order_with_three_jobs_and_uneven_durations() {
         .expect("stdout artifact");
     let stored = walk_find(project.store.path(), stdout_key).expect("artifact stored");
     let text = std::fs::read_to_string(stored).expect("artifact readable");
-    assert!(text.contains("rendered the slow page") || text.contains("passed"), "{text}");
+    assert!(
+        text.contains("rendered the slow page") || text.contains("passed"),
+        "{text}"
+    );
     let first = cases[3]["artifacts"].as_array().expect("artifacts");
     assert_ne!(
-        first.iter().find(|a| a["name"] == "stdout").map(|a| &a["key"]),
+        first
+            .iter()
+            .find(|a| a["name"] == "stdout")
+            .map(|a| &a["key"]),
         Some(&serde_json::Value::String(stdout_key.into())),
         "each case has its own stdout"
     );
@@ -245,22 +267,41 @@ fn selectors_union_in_plan_order_and_one_that_matches_nothing_fails_first() {
     );
     let run = project.test(&["--file", "tests/billing/test_invoice.py", "--jobs", "2"]);
     assert_eq!(code(&run), 0, "{}", stderr(&run));
-    assert!(stderr(&run).contains("[test] 2/2 passed"), "{}", stderr(&run));
+    assert!(
+        stderr(&run).contains("[test] 2/2 passed"),
+        "{}",
+        stderr(&run)
+    );
     for (args, needle) in [
-        (vec!["--file", "tests/test_missing.py"], "matches no collected case"),
-        (vec!["--directory", "tests/bill"], "matches no collected case"),
+        (
+            vec!["--file", "tests/test_missing.py"],
+            "matches no collected case",
+        ),
+        (
+            vec!["--directory", "tests/bill"],
+            "matches no collected case",
+        ),
         (vec!["--case", "test_total"], "malformed"),
         (vec!["--case", "v1.0000000000000000"], "stale or unknown"),
-        (vec!["--case", &cursor_ref, "--case", &cursor_ref], "given twice"),
+        (
+            vec!["--case", &cursor_ref, "--case", &cursor_ref],
+            "given twice",
+        ),
         (vec!["--jobs", "0"], "greater than zero"),
         (vec!["--jobs", "+2"], "not a decimal"),
-        (vec!["--jobs", "2", "--jobs", "3"], "cannot be used multiple times"),
+        (
+            vec!["--jobs", "2", "--jobs", "3"],
+            "cannot be used multiple times",
+        ),
         (vec!["--jobs"], "a value is required"),
     ] {
         let out = project.test(&args);
         assert_eq!(code(&out), 2, "{args:?}: {}", stderr(&out));
         assert!(stderr(&out).contains(needle), "{args:?}: {}", stderr(&out));
-        assert!(!stderr(&out).contains("[test] 0/"), "{args:?} ran something");
+        assert!(
+            !stderr(&out).contains("[test] 0/"),
+            "{args:?} ran something"
+        );
     }
 }
 
@@ -280,9 +321,19 @@ fn a_failing_case_exits_one_and_a_new_failure_raises_a_history_alert() {
     let second = project.test(&["--jobs", "2", "--json", report.to_str().expect("utf-8")]);
     let err = stderr(&second);
     assert_eq!(code(&second), 1, "{err}");
-    assert!(err.contains("[test] FAIL tests/billing/test_invoice.py::test_tax"), "{err}");
-    assert!(err.contains("[ALERT] [warning] regression: 1 new failure (was 0, now 1)"), "{err}");
-    assert!(stdout(&second).contains("Status: failing | vs previous: +1 failed"), "{}", stdout(&second));
+    assert!(
+        err.contains("[test] FAIL tests/billing/test_invoice.py::test_tax"),
+        "{err}"
+    );
+    assert!(
+        err.contains("[ALERT] [warning] regression: 1 new failure (was 0, now 1)"),
+        "{err}"
+    );
+    assert!(
+        stdout(&second).contains("Status: failing | vs previous: +1 failed"),
+        "{}",
+        stdout(&second)
+    );
     let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&report).expect("report")).expect("JSON");
     assert_eq!(json["status"], "failed");
@@ -293,7 +344,10 @@ fn a_failing_case_exits_one_and_a_new_failure_raises_a_history_alert() {
     assert_eq!(code(&history), 0);
     assert!(trend.contains("2 runs recorded"), "{trend}");
     assert!(trend.contains("Tests: 7/7 passed"), "{trend}");
-    assert!(trend.contains("Tests: 6/7 passed") && trend.contains("regression"), "{trend}");
+    assert!(
+        trend.contains("Tests: 6/7 passed") && trend.contains("regression"),
+        "{trend}"
+    );
 }
 
 #[test]
@@ -327,12 +381,18 @@ tracker = "INV-4412"
 #[test]
 fn the_audit_gate_refuses_a_ledger_that_gains_an_entry_and_allows_a_removal() {
     let project = pytest_project();
-    project.commit(&[(".assay/quarantine.toml", LEDGER)], "quarantine the slow render");
+    project.commit(
+        &[(".assay/quarantine.toml", LEDGER)],
+        "quarantine the slow render",
+    );
     git(project.path(), &["branch", "base"]);
     let gained = format!(
         "{LEDGER}\n[[quarantine]]\ntest = \"tests/billing/test_invoice.py::test_tax\"\nreason = \"rounding\"\nadded = \"2026-09-10\"\n"
     );
-    project.commit(&[(".assay/quarantine.toml", &gained)], "quarantine the tax test");
+    project.commit(
+        &[(".assay/quarantine.toml", &gained)],
+        "quarantine the tax test",
+    );
     let out = project.test(&["--audit-base", "base"]);
     let err = stderr(&out);
     assert_eq!(code(&out), 1, "{err}");
@@ -341,7 +401,10 @@ fn the_audit_gate_refuses_a_ledger_that_gains_an_entry_and_allows_a_removal() {
         "{err}"
     );
     assert!(!err.contains("[test] 0/"), "nothing ran: {err}");
-    project.commit(&[(".assay/quarantine.toml", "")], "the slow render is fixed");
+    project.commit(
+        &[(".assay/quarantine.toml", "")],
+        "the slow render is fixed",
+    );
     let out = project.test(&["--audit-base", "base", "--jobs", "2"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
 }

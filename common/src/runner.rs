@@ -105,9 +105,9 @@ impl RunnerKind {
     pub fn collect_command(self, prefix: &[String]) -> Vec<String> {
         let mut argv = prefix.to_vec();
         match self {
-            Self::Pytest => argv.extend(
-                ["-p", "no:cacheprovider", "--collect-only", "-q"].map(String::from),
-            ),
+            Self::Pytest => {
+                argv.extend(["-p", "no:cacheprovider", "--collect-only", "-q"].map(String::from))
+            }
             Self::Unittest => {
                 argv.extend(["{adapter}", "--collect", "--report", "{report}"].map(String::from))
             }

@@ -69,7 +69,10 @@ pub fn case_ref(id: &str) -> String {
 /// Is this string shaped like a case ref at all (whether or not any case has it)?
 pub fn is_well_formed_ref(reference: &str) -> bool {
     reference.strip_prefix(REF_PREFIX).is_some_and(|hex| {
-        hex.len() == 16 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        hex.len() == 16
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
     })
 }
 
@@ -365,7 +368,10 @@ mod tests {
         assert_eq!(cases[1].name, "test_page_size");
         assert_eq!(cases[1].variant.as_deref(), Some("10"));
         assert_eq!(cases[2].class, "TestCursor");
-        assert_eq!(cases[2].display(), "tests/test_pager.py::TestCursor::test_next");
+        assert_eq!(
+            cases[2].display(),
+            "tests/test_pager.py::TestCursor::test_next"
+        );
     }
 
     #[test]
@@ -374,7 +380,13 @@ mod tests {
         assert_eq!(a, case_ref("tests/test_pager.py::test_first_page"));
         assert_ne!(a, case_ref("tests/test_pager.py::test_page_size[10]"));
         assert!(is_well_formed_ref(&a));
-        for bad in ["", "v1.", "v2.0123456789abcdef", "v1.0123456789ABCDEF", "v1.0123"] {
+        for bad in [
+            "",
+            "v1.",
+            "v2.0123456789abcdef",
+            "v1.0123456789ABCDEF",
+            "v1.0123",
+        ] {
             assert!(!is_well_formed_ref(bad), "{bad}");
         }
     }
@@ -383,7 +395,10 @@ mod tests {
     fn unittest_collection_refuses_broken_modules() {
         let ok = br#"{"schema":"assay.unittest.cases/v1","cases":[{"id":"tests.test_invoice.InvoiceTests.test_total","file":"tests/test_invoice.py","class":"InvoiceTests","name":"test_total"}],"collection_errors":[]}"#;
         let cases = parse_unittest_collection(ok).unwrap();
-        assert_eq!(cases[0].display(), "tests/test_invoice.py::InvoiceTests::test_total");
+        assert_eq!(
+            cases[0].display(),
+            "tests/test_invoice.py::InvoiceTests::test_total"
+        );
         let broken = br#"{"schema":"assay.unittest.cases/v1","cases":[],"collection_errors":[{"file":"tests/test_tax.py","message":"ImportError: no module named tax"}]}"#;
         let err = parse_unittest_collection(broken).unwrap_err().to_string();
         assert!(err.contains("tests/test_tax.py"), "{err}");
@@ -423,17 +438,37 @@ mod tests {
             done.clone(),
             vec![
                 reported("tests.test_pager", "test_first_page", None, Outcome::Passed),
-                reported("tests.test_pager", "test_page_size", Some("10"), Outcome::Failed),
-                reported("tests.test_pager.TestCursor", "test_next", None, Outcome::Skipped),
+                reported(
+                    "tests.test_pager",
+                    "test_page_size",
+                    Some("10"),
+                    Outcome::Failed,
+                ),
+                reported(
+                    "tests.test_pager.TestCursor",
+                    "test_next",
+                    None,
+                    Outcome::Skipped,
+                ),
             ],
         );
-        let outcomes: Vec<CaseOutcome> = cases.iter().map(|c| derive_outcome(c, &r).outcome).collect();
+        let outcomes: Vec<CaseOutcome> = cases
+            .iter()
+            .map(|c| derive_outcome(c, &r).outcome)
+            .collect();
         assert_eq!(
             outcomes,
-            [CaseOutcome::Passed, CaseOutcome::Failed, CaseOutcome::Skipped]
+            [
+                CaseOutcome::Passed,
+                CaseOutcome::Failed,
+                CaseOutcome::Skipped
+            ]
         );
         let unreported = result(done, vec![]);
-        assert_eq!(derive_outcome(&cases[0], &unreported).outcome, CaseOutcome::Error);
+        assert_eq!(
+            derive_outcome(&cases[0], &unreported).outcome,
+            CaseOutcome::Error
+        );
         let infra = result(
             JobStatus::Infrastructure {
                 message: "tree unavailable".into(),

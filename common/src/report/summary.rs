@@ -66,7 +66,13 @@ fn count(pattern: &Regex, text: &str) -> Option<u64> {
         .and_then(|m| m.as_str().parse().ok())
 }
 
-fn counts(framework: &str, passed: u64, failed: u64, skipped: u64, total: Option<u64>) -> SummaryCounts {
+fn counts(
+    framework: &str,
+    passed: u64,
+    failed: u64,
+    skipped: u64,
+    total: Option<u64>,
+) -> SummaryCounts {
     SummaryCounts {
         framework: framework.into(),
         total: total.unwrap_or(passed + failed + skipped),
@@ -82,7 +88,9 @@ static PASSED: LazyLock<Regex> = LazyLock::new(|| re(r"(\d+) passed"));
 static SKIPPED: LazyLock<Regex> = LazyLock::new(|| re(r"(\d+) skipped"));
 static TOTAL: LazyLock<Regex> = LazyLock::new(|| re(r"(\d+) total"));
 static PYTEST_LINE: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(?m)^=*\s*((?:\d+ (?:passed|failed|skipped|errors?|xfailed|xpassed|deselected|warnings?)(?:, )?)+) in [\d.]+s\b")
+    re(
+        r"(?m)^=*\s*((?:\d+ (?:passed|failed|skipped|errors?|xfailed|xpassed|deselected|warnings?)(?:, )?)+) in [\d.]+s\b",
+    )
 });
 static ERRORS: LazyLock<Regex> = LazyLock::new(|| re(r"(\d+) errors?\b"));
 static GO_OK: LazyLock<Regex> = LazyLock::new(|| re(r"(?m)^ok\s+\S+"));
@@ -227,7 +235,10 @@ fn unittest(output: &str) -> Option<SummaryCounts> {
             Some(total),
         ));
     }
-    let rest = UNITTEST_OK.captures(output)?.get(1).map_or("", |m| m.as_str());
+    let rest = UNITTEST_OK
+        .captures(output)?
+        .get(1)
+        .map_or("", |m| m.as_str());
     let skipped = count(&SKIPPED_EQ, rest).unwrap_or(0);
     Some(counts(
         "unittest",
@@ -281,8 +292,7 @@ fn generic(output: &str) -> Option<SummaryCounts> {
 
 static ISTANBUL: LazyLock<Regex> = LazyLock::new(|| re(r"All files\s*\|\s*([\d.]+)"));
 static PYTEST_COV: LazyLock<Regex> = LazyLock::new(|| re(r"(?m)^TOTAL\s+.*?([\d.]+)%"));
-static GO_COVERAGE_LINE: LazyLock<Regex> =
-    LazyLock::new(|| re(r"(?m)^.*coverage:\s*([\d.]+)%.*$"));
+static GO_COVERAGE_LINE: LazyLock<Regex> = LazyLock::new(|| re(r"(?m)^.*coverage:\s*([\d.]+)%.*$"));
 static JEST_SUMMARY: LazyLock<Regex> = LazyLock::new(|| re(r"Statements\s*:\s*([\d.]+)%"));
 static GENERIC_COVERAGE: LazyLock<Regex> = LazyLock::new(|| re(r"([\d.]+)%\s*coverage"));
 
@@ -340,63 +350,133 @@ mod tests {
         let table: &[(&str, &str, u64, u64, u64, u64)] = &[
             (
                 "Test Suites: 1 failed, 3 passed, 4 total\nTests:       2 failed, 1 skipped, 23 passed, 26 total\nSnapshots:   0 total\nTime:        1.52 s\n",
-                "jest", 26, 23, 2, 1,
+                "jest",
+                26,
+                23,
+                2,
+                1,
             ),
             (
                 "Test Suites: 2 passed, 2 total\nTests:       26 passed, 26 total\n",
-                "jest", 26, 26, 0, 0,
+                "jest",
+                26,
+                26,
+                0,
+                0,
             ),
             (
                 "tests/test_invoice.py ..F.s                                  [100%]\n=================== 1 failed, 3 passed, 1 skipped in 0.12s ===================\n",
-                "pytest", 5, 3, 1, 1,
+                "pytest",
+                5,
+                3,
+                1,
+                1,
             ),
             ("....\n4 passed in 0.01s\n", "pytest", 4, 4, 0, 0),
             (
                 "=========== 2 passed, 1 error in 0.30s ===========\n",
-                "pytest", 3, 2, 1, 0,
+                "pytest",
+                3,
+                2,
+                1,
+                0,
             ),
             (
                 "ok  \texample.com/pager\t0.011s\n--- FAIL: TestCursor (0.00s)\nFAIL\nFAIL\texample.com/pager/cursor\t0.004s\nFAIL\n",
-                "go", 1, 0, 1, 0,
+                "go",
+                1,
+                0,
+                1,
+                0,
             ),
             (
                 "ok  \texample.com/pager\t0.011s\nok  \texample.com/invoice\t0.020s\n",
-                "go", 2, 2, 0, 0,
+                "go",
+                2,
+                2,
+                0,
+                0,
             ),
             (
                 "=== RUN   TestA\n--- PASS: TestA (0.00s)\n=== RUN   TestB\n--- SKIP: TestB (0.00s)\n=== RUN   TestC\n--- FAIL: TestC (0.00s)\nFAIL\nFAIL\texample.com/pager\t0.003s\n",
-                "go", 3, 1, 1, 1,
+                "go",
+                3,
+                1,
+                1,
+                1,
             ),
             (
                 "  invoices\n    ✓ totals lines\n\n  12 passing (34ms)\n  2 failing\n  1 pending\n",
-                "mocha", 15, 12, 2, 1,
+                "mocha",
+                15,
+                12,
+                2,
+                1,
             ),
             (
                 "Finished in 0.0123 seconds (files took 0.1 seconds to load)\n8 examples, 2 failures, 1 pending\n",
-                "rspec", 8, 5, 2, 1,
+                "rspec",
+                8,
+                5,
+                2,
+                1,
             ),
-            ("Finished in 0.01 seconds\n3 examples, 0 failures\n", "rspec", 3, 3, 0, 0),
+            (
+                "Finished in 0.01 seconds\n3 examples, 0 failures\n",
+                "rspec",
+                3,
+                3,
+                0,
+                0,
+            ),
             (
                 "running 4 tests\ntest result: ok. 3 passed; 0 failed; 1 ignored; 0 measured; 0 filtered out; finished in 0.00s\n\nrunning 2 tests\ntest result: FAILED. 1 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out\n",
-                "cargo", 6, 4, 1, 1,
+                "cargo",
+                6,
+                4,
+                1,
+                1,
             ),
             (
                 "..F.E\n----------------------------------------------------------------------\nRan 5 tests in 0.002s\n\nFAILED (failures=1, errors=1, skipped=1)\n",
-                "unittest", 5, 2, 2, 1,
+                "unittest",
+                5,
+                2,
+                2,
+                1,
             ),
             (
                 "....\n----------------------------------------------------------------------\nRan 4 tests in 0.001s\n\nOK (skipped=1)\n",
-                "unittest", 4, 3, 0, 1,
+                "unittest",
+                4,
+                3,
+                0,
+                1,
             ),
             (
                 "invoice.test.ts:\n✓ totals [0.10ms]\n\n 7 pass\n 1 fail\n 2 skip\n 12 expect() calls\nRan 10 tests across 2 files. [15.00ms]\n",
-                "bun", 10, 7, 1, 2,
+                "bun",
+                10,
+                7,
+                1,
+                2,
             ),
             (
                 " ✓ src/pager.test.ts (3 tests) 2ms\n\n Test Files  1 failed | 1 passed (2)\n      Tests  1 failed | 4 passed (5)\n   Start at  10:00:00\n",
-                "vitest", 5, 4, 1, 0,
+                "vitest",
+                5,
+                4,
+                1,
+                0,
             ),
-            ("suite done: 9 tests passed, 1 test failed\n", "generic", 10, 9, 1, 0),
+            (
+                "suite done: 9 tests passed, 1 test failed\n",
+                "generic",
+                10,
+                9,
+                1,
+                0,
+            ),
         ];
         for &(output, framework, total, passed, failed, skipped) in table {
             expect(output, framework, total, passed, failed, skipped);
@@ -427,7 +507,10 @@ mod tests {
                 "=============================== Coverage summary ===============================\nStatements   : 91.5% ( 183/200 )\nBranches     : 80% ( 40/50 )\n",
                 Some(91.5),
             ),
-            ("report: 64.2% coverage of the invoice service\n", Some(64.2)),
+            (
+                "report: 64.2% coverage of the invoice service\n",
+                Some(64.2),
+            ),
             ("3 passed in 0.01s\n", None),
         ];
         for &(output, want) in table {

@@ -74,12 +74,18 @@ pub fn audit(collected: &[String], jobs: &[JobSelection]) -> SelectionAudit {
         skipped += job.skipped.len();
         for id in &job.selected {
             if !collected_set.contains(id.as_str()) {
-                selected_not_collected.push(Outlier { job: job.job, id: id.clone() });
+                selected_not_collected.push(Outlier {
+                    job: job.job,
+                    id: id.clone(),
+                });
             }
         }
         for id in &job.executed {
             if !mine.contains(id.as_str()) {
-                executed_not_selected.push(Outlier { job: job.job, id: id.clone() });
+                executed_not_selected.push(Outlier {
+                    job: job.job,
+                    id: id.clone(),
+                });
             }
         }
     }
@@ -118,13 +124,24 @@ mod tests {
         );
         let collected: Vec<String> = cases.iter().map(|c| c.id.clone()).collect();
         let report = TestReport {
-            cases: vec![reported("test_total", Outcome::Passed), reported("test_tax", Outcome::Skipped)],
+            cases: vec![
+                reported("test_total", Outcome::Passed),
+                reported("test_tax", Outcome::Skipped),
+            ],
             collection_errors: vec![],
         };
         let job = JobSelection::from_report(0, &[&cases[0], &cases[1]], Some(&report));
         let result = audit(&collected, &[job]);
         assert!(result.contained);
-        assert_eq!((result.collected, result.selected, result.executed, result.skipped), (2, 2, 2, 1));
+        assert_eq!(
+            (
+                result.collected,
+                result.selected,
+                result.executed,
+                result.skipped
+            ),
+            (2, 2, 2, 1)
+        );
     }
 
     #[test]
@@ -134,7 +151,10 @@ mod tests {
         );
         let collected = vec![cases[0].id.clone()];
         let report = TestReport {
-            cases: vec![reported("test_total", Outcome::Passed), reported("test_discount", Outcome::Passed)],
+            cases: vec![
+                reported("test_total", Outcome::Passed),
+                reported("test_discount", Outcome::Passed),
+            ],
             collection_errors: vec![],
         };
         let first = JobSelection::from_report(0, &[&cases[0]], Some(&report));
@@ -147,11 +167,17 @@ mod tests {
         assert!(!result.contained);
         assert_eq!(
             result.executed_not_selected,
-            [Outlier { job: 0, id: "tests/test_invoice.py::tests.test_invoice::test_discount".into() }]
+            [Outlier {
+                job: 0,
+                id: "tests/test_invoice.py::tests.test_invoice::test_discount".into()
+            }]
         );
         assert_eq!(
             result.selected_not_collected,
-            [Outlier { job: 1, id: "tests/test_invoice.py::test_tax".into() }]
+            [Outlier {
+                job: 1,
+                id: "tests/test_invoice.py::test_tax".into()
+            }]
         );
     }
 }

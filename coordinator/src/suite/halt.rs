@@ -30,7 +30,9 @@ pub struct HaltFile {
 
 impl HaltFile {
     pub fn in_state_dir(state_dir: &Path) -> Self {
-        Self { path: state_dir.join("halt") }
+        Self {
+            path: state_dir.join("halt"),
+        }
     }
 
     pub fn path(&self) -> &Path {
@@ -42,7 +44,10 @@ impl HaltFile {
         match std::fs::read_to_string(&self.path) {
             Ok(text) => Some(text.trim().to_owned()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => Some(format!("halt file {} is unreadable: {e}", self.path.display())),
+            Err(e) => Some(format!(
+                "halt file {} is unreadable: {e}",
+                self.path.display()
+            )),
         }
     }
 
@@ -52,7 +57,11 @@ impl HaltFile {
         }
         let io = |action| {
             let path = self.path.clone();
-            move |source| HaltError::Io { action, path, source }
+            move |source| HaltError::Io {
+                action,
+                path,
+                source,
+            }
         };
         if let Some(dir) = self.path.parent() {
             std::fs::create_dir_all(dir).map_err(io("create the directory of"))?;
@@ -90,7 +99,10 @@ mod tests {
         let halt = HaltFile::in_state_dir(&dir.path().join("state"));
         assert_eq!(halt.stop_reason(), None);
         halt.set("  invoice database migration  ").unwrap();
-        assert_eq!(halt.stop_reason().as_deref(), Some("invoice database migration"));
+        assert_eq!(
+            halt.stop_reason().as_deref(),
+            Some("invoice database migration")
+        );
         assert!(halt.clear().unwrap());
         assert!(!halt.clear().unwrap());
         assert_eq!(halt.stop_reason(), None);

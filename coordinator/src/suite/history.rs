@@ -83,7 +83,10 @@ impl History {
 
     /// The run later runs are compared against.
     pub fn last_comparable(&self) -> Option<&RunRecord> {
-        self.runs.iter().rev().find(|r| r.status != SuiteStatus::Error)
+        self.runs
+            .iter()
+            .rev()
+            .find(|r| r.status != SuiteStatus::Error)
     }
 
     /// Appends a run, computing its deltas and alerts, and keeps the last [`KEEP_RUNS`].
@@ -168,13 +171,17 @@ fn round1(x: f64) -> f64 {
 /// One line per run: `Tests: 142/145 passed, 0 skipped (87.3% coverage) | Status: failing |
 /// vs previous: +3 failed, coverage -1.2% | Alerts: [warning] regression — 3 new failures`.
 pub fn trend_line(run: &RunRecord, previous: Option<&RunRecord>) -> String {
-    let coverage = run
-        .coverage_pct
-        .map_or_else(|| "(coverage: n/a)".to_owned(), |c| format!("({c:.1}% coverage)"));
+    let coverage = run.coverage_pct.map_or_else(
+        || "(coverage: n/a)".to_owned(),
+        |c| format!("({c:.1}% coverage)"),
+    );
     let tests = if run.total == 0 && run.status != SuiteStatus::Error {
         "Tests: 0 found (check the test command's output)".to_owned()
     } else {
-        format!("Tests: {}/{} passed, {} skipped {coverage}", run.passed, run.total, run.skipped)
+        format!(
+            "Tests: {}/{} passed, {} skipped {coverage}",
+            run.passed, run.total, run.skipped
+        )
     };
     let delta = match previous {
         None => "first run / no comparison available".to_owned(),
@@ -217,16 +224,29 @@ pub enum HistoryError {
 /// `STATE/history/NAME-HASH/BRANCH.json`: readable names, a hash so two checkouts of
 /// projects with the same directory name never share a file.
 pub fn history_path(state_dir: &Path, repository: &str, branch: &str) -> PathBuf {
-    let name = repository.rsplit('/').find(|p| !p.is_empty()).unwrap_or("repo");
+    let name = repository
+        .rsplit('/')
+        .find(|p| !p.is_empty())
+        .unwrap_or("repo");
     state_dir
         .join("history")
-        .join(format!("{}-{:016x}", file_safe(name), fnv1a(repository.as_bytes())))
+        .join(format!(
+            "{}-{:016x}",
+            file_safe(name),
+            fnv1a(repository.as_bytes())
+        ))
         .join(format!("{}.json", file_safe(branch)))
 }
 
 fn file_safe(text: &str) -> String {
     text.chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect()
 }
 
@@ -245,7 +265,10 @@ pub fn load(path: &Path, repository: &str, branch: &str) -> (History, Option<Str
         Err(e) => (fresh(), Some(format!("unreadable: {e}"))),
         Ok(bytes) => match serde_json::from_slice::<History>(&bytes) {
             Ok(history) if history.schema == SCHEMA => (history, None),
-            Ok(history) => (fresh(), Some(format!("unknown schema {:?}", history.schema))),
+            Ok(history) => (
+                fresh(),
+                Some(format!("unknown schema {:?}", history.schema)),
+            ),
             Err(e) => (fresh(), Some(format!("corrupt: {e}"))),
         },
     }
@@ -255,7 +278,10 @@ pub fn load(path: &Path, repository: &str, branch: &str) -> (History, Option<Str
 pub fn save(path: &Path, history: &History) -> Result<(), HistoryError> {
     let bytes = serde_json::to_vec_pretty(history).map_err(HistoryError::Encode)?;
     let write = |p: &Path, f: &dyn Fn() -> std::io::Result<()>| {
-        f().map_err(|source| HistoryError::Write { path: p.to_owned(), source })
+        f().map_err(|source| HistoryError::Write {
+            path: p.to_owned(),
+            source,
+        })
     };
     if let Some(dir) = path.parent() {
         write(dir, &|| std::fs::create_dir_all(dir))?;
@@ -288,21 +314,40 @@ mod tests {
     fn new_failures_and_coverage_drops_raise_alerts_against_the_last_comparable_run() {
         use SuiteStatus::*;
         let mut history = History::new("/src/invoice", "main");
-        assert!(history.record(run(&[], 10, Some(90.0), Passing), 5.0).alerts.is_empty());
+        assert!(
+            history
+                .record(run(&[], 10, Some(90.0), Passing), 5.0)
+                .alerts
+                .is_empty()
+        );
         // An errored run neither alerts nor becomes the baseline.
-        assert!(history.record(run(&[], 0, None, Error), 5.0).alerts.is_empty());
-        let third = history.record(run(&["tax", "total"], 10, Some(84.0), Failing), 5.0).clone();
+        assert!(
+            history
+                .record(run(&[], 0, None, Error), 5.0)
+                .alerts
+                .is_empty()
+        );
+        let third = history
+            .record(run(&["tax", "total"], 10, Some(84.0), Failing), 5.0)
+            .clone();
         assert_eq!(third.new_failures, 2);
         assert_eq!(third.coverage_drop, 6.0);
         let kinds: Vec<&str> = third.alerts.iter().map(|a| a.kind.as_str()).collect();
         assert_eq!(kinds, ["regression", "coverage_drop"]);
-        assert_eq!(third.alerts[0].detail, "2 new failures (was 0, now 2): tax, total");
+        assert_eq!(
+            third.alerts[0].detail,
+            "2 new failures (was 0, now 2): tax, total"
+        );
         // The same failures again: nothing new, a small drop under the threshold.
-        let fourth = history.record(run(&["tax", "total"], 10, Some(82.0), Failing), 5.0).clone();
+        let fourth = history
+            .record(run(&["tax", "total"], 10, Some(82.0), Failing), 5.0)
+            .clone();
         assert_eq!((fourth.new_failures, fourth.coverage_drop), (0, 2.0));
         assert!(fourth.alerts.is_empty());
         // One fixed, another broken: the count stays, the name is new.
-        let fifth = history.record(run(&["tax", "round"], 10, Some(82.0), Failing), 5.0).clone();
+        let fifth = history
+            .record(run(&["tax", "round"], 10, Some(82.0), Failing), 5.0)
+            .clone();
         assert_eq!(fifth.newly_failing, ["round"]);
         assert_eq!(fifth.alerts.len(), 1);
     }
@@ -340,7 +385,10 @@ mod tests {
     fn the_trend_line_reads_like_the_tracker_summary() {
         let mut history = History::new("/src/invoice", "main");
         history.record(run(&[], 145, Some(88.5), SuiteStatus::Passing), 5.0);
-        history.record(run(&["a", "b", "c"], 145, Some(87.3), SuiteStatus::Failing), 5.0);
+        history.record(
+            run(&["a", "b", "c"], 145, Some(87.3), SuiteStatus::Failing),
+            5.0,
+        );
         let line = trend_line(&history.runs[1], Some(&history.runs[0]));
         assert_eq!(
             line,

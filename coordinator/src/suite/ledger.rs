@@ -35,9 +35,11 @@ pub enum LedgerError {
         path: String,
         side: String,
         #[source]
-        source: toml::de::Error,
+        source: Box<toml::de::Error>,
     },
-    #[error("quarantine ledger {path} at {side}: entry {test:?} has {field} {value:?}, not YYYY-MM-DD")]
+    #[error(
+        "quarantine ledger {path} at {side}: entry {test:?} has {field} {value:?}, not YYYY-MM-DD"
+    )]
     BadDate {
         path: String,
         side: String,
@@ -46,22 +48,36 @@ pub enum LedgerError {
         value: String,
     },
     #[error("quarantine ledger {path} at {side} lists {test:?} twice")]
-    Duplicate { path: String, side: String, test: String },
+    Duplicate {
+        path: String,
+        side: String,
+        test: String,
+    },
 }
 
 /// A change the gate refuses.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum LedgerViolation {
-    Added { test: String },
-    ExpiryExtended { test: String, base: Option<String>, candidate: Option<String> },
+    Added {
+        test: String,
+    },
+    ExpiryExtended {
+        test: String,
+        base: Option<String>,
+        candidate: Option<String>,
+    },
 }
 
 impl std::fmt::Display for LedgerViolation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::Added { test } => write!(f, "the ledger gains entry {test}"),
-            Self::ExpiryExtended { test, base, candidate } => write!(
+            Self::ExpiryExtended {
+                test,
+                base,
+                candidate,
+            } => write!(
                 f,
                 "the ledger extends the expiry of {test} from {} to {}",
                 base.as_deref().unwrap_or("never"),
@@ -99,7 +115,7 @@ pub fn parse(bytes: &[u8], path: &str, side: &str) -> Result<Ledger, LedgerError
     let ledger: Ledger = toml::from_str(&text).map_err(|source| LedgerError::Parse {
         path: path.into(),
         side: side.into(),
-        source,
+        source: Box::new(source),
     })?;
     let mut seen = std::collections::BTreeSet::new();
     for entry in &ledger.quarantine {
@@ -110,7 +126,10 @@ pub fn parse(bytes: &[u8], path: &str, side: &str) -> Result<Ledger, LedgerError
                 test: entry.test.clone(),
             });
         }
-        let dates = [("added", Some(&entry.added)), ("expires", entry.expires.as_ref())];
+        let dates = [
+            ("added", Some(&entry.added)),
+            ("expires", entry.expires.as_ref()),
+        ];
         for (field, value) in dates {
             if let Some(value) = value
                 && !is_date(value)
@@ -133,7 +152,9 @@ fn is_date(value: &str) -> bool {
     b.len() == 10
         && b[4] == b'-'
         && b[7] == b'-'
-        && b.iter().enumerate().all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit())
+        && b.iter()
+            .enumerate()
+            .all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit())
 }
 
 /// Compares the candidate's ledger with the base's. Identical bytes pass without parsing; a
@@ -154,16 +175,24 @@ pub fn compare(
     if base_sha256 == candidate_sha256 {
         return Ok(gate);
     }
-    let base = base.map(|b| parse(b, path, "base")).transpose()?.unwrap_or_default();
+    let base = base
+        .map(|b| parse(b, path, "base"))
+        .transpose()?
+        .unwrap_or_default();
     let candidate = candidate
         .map(|b| parse(b, path, "candidate"))
         .transpose()?
         .unwrap_or_default();
-    let base_entries: BTreeMap<&str, &LedgerEntry> =
-        base.quarantine.iter().map(|e| (e.test.as_str(), e)).collect();
+    let base_entries: BTreeMap<&str, &LedgerEntry> = base
+        .quarantine
+        .iter()
+        .map(|e| (e.test.as_str(), e))
+        .collect();
     for entry in &candidate.quarantine {
         match base_entries.get(entry.test.as_str()) {
-            None => gate.violations.push(LedgerViolation::Added { test: entry.test.clone() }),
+            None => gate.violations.push(LedgerViolation::Added {
+                test: entry.test.clone(),
+            }),
             Some(before) => {
                 // ISO dates order as strings; no expiry is later than any date.
                 let extended = match (&before.expires, &entry.expires) {
@@ -212,21 +241,35 @@ added = "2026-08-01"
 "#;
 
     fn gate(candidate: &str) -> Vec<LedgerViolation> {
-        compare(".assay/quarantine.toml", Some(BASE.as_bytes()), Some(candidate.as_bytes()))
-            .unwrap()
-            .violations
+        compare(
+            ".assay/quarantine.toml",
+            Some(BASE.as_bytes()),
+            Some(candidate.as_bytes()),
+        )
+        .unwrap()
+        .violations
     }
 
     #[test]
     fn removals_and_reason_edits_pass_additions_and_extensions_fail() {
-        let removed = BASE.split("\n[[quarantine]]\ntest = \"tests/test_pager").next().unwrap();
+        let removed = BASE
+            .split("\n[[quarantine]]\ntest = \"tests/test_pager")
+            .next()
+            .unwrap();
         assert_eq!(gate(BASE), []);
         assert_eq!(gate(removed), []);
-        assert_eq!(gate(&BASE.replace("flaky on slow disks", "slow CI disks")), []);
+        assert_eq!(
+            gate(&BASE.replace("flaky on slow disks", "slow CI disks")),
+            []
+        );
         assert_eq!(gate(&BASE.replace("2026-11-02", "2026-10-01")), []);
         assert_eq!(
-            gate(&format!("{BASE}\n[[quarantine]]\ntest = \"tests/test_tax.py::test_vat\"\nreason = \"x\"\nadded = \"2026-09-10\"\n")),
-            [LedgerViolation::Added { test: "tests/test_tax.py::test_vat".into() }]
+            gate(&format!(
+                "{BASE}\n[[quarantine]]\ntest = \"tests/test_tax.py::test_vat\"\nreason = \"x\"\nadded = \"2026-09-10\"\n"
+            )),
+            [LedgerViolation::Added {
+                test: "tests/test_tax.py::test_vat".into()
+            }]
         );
         assert_eq!(
             gate(&BASE.replace("2026-11-02", "2027-01-01")),
@@ -236,14 +279,21 @@ added = "2026-08-01"
                 candidate: Some("2027-01-01".into()),
             }]
         );
-        assert_eq!(gate(&BASE.replace("expires = \"2026-11-02\"\n", "")).len(), 1);
+        assert_eq!(
+            gate(&BASE.replace("expires = \"2026-11-02\"\n", "")).len(),
+            1
+        );
     }
 
     #[test]
     fn a_ledger_created_by_the_change_gains_every_entry() {
         let result = compare("q.toml", None, Some(BASE.as_bytes())).unwrap();
         assert_eq!(result.violations.len(), 2);
-        assert!(compare("q.toml", Some(BASE.as_bytes()), None).unwrap().passed());
+        assert!(
+            compare("q.toml", Some(BASE.as_bytes()), None)
+                .unwrap()
+                .passed()
+        );
     }
 
     #[test]

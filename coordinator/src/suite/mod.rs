@@ -107,7 +107,13 @@ pub async fn collect(
         .next_result()
         .await
         .ok_or(QueueError::Closed { outstanding: 1 })?;
-    let artifact = |name: &str| result.artifacts.iter().find(|a| a.name == name).map(|a| a.key.clone());
+    let artifact = |name: &str| {
+        result
+            .artifacts
+            .iter()
+            .find(|a| a.name == name)
+            .map(|a| a.key.clone())
+    };
     let read = |key: Option<String>| async move {
         match key {
             None => Ok(None),
@@ -127,10 +133,16 @@ pub async fn collect(
             });
         }
         JobStatus::Infrastructure { message, .. } => {
-            return Err(CollectError::Infrastructure { runner, message: message.clone() });
+            return Err(CollectError::Infrastructure {
+                runner,
+                message: message.clone(),
+            });
         }
         JobStatus::Cancelled => {
-            return Err(CollectError::Infrastructure { runner, message: "cancelled".into() });
+            return Err(CollectError::Infrastructure {
+                runner,
+                message: "cancelled".into(),
+            });
         }
     };
     let stdout = read(artifact("stdout")).await?.unwrap_or_default();
@@ -237,10 +249,9 @@ pub async fn run_admitted(
         if in_flight == 0 {
             break;
         }
-        let result = queue
-            .next_result()
-            .await
-            .ok_or(QueueError::Closed { outstanding: in_flight })?;
+        let result = queue.next_result().await.ok_or(QueueError::Closed {
+            outstanding: in_flight,
+        })?;
         let index = result.index as usize;
         let Some(slot) = results.get_mut(index) else {
             tracing::warn!(index, "dropping a result for a job outside the plan");
@@ -251,11 +262,17 @@ pub async fn run_admitted(
             continue;
         }
         in_flight -= 1;
-        progress.event(SuiteEvent::JobFinished { spec: &jobs[index], result: &result });
+        progress.event(SuiteEvent::JobFinished {
+            spec: &jobs[index],
+            result: &result,
+        });
         if let JobStatus::Infrastructure { message, .. } = &result.status
             && stopped.is_none()
         {
-            let reason = StopReason::Infrastructure { job: result.index, message: message.clone() };
+            let reason = StopReason::Infrastructure {
+                job: result.index,
+                message: message.clone(),
+            };
             progress.event(SuiteEvent::Stopped { reason: &reason });
             stopped = Some(reason);
         }

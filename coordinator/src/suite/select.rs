@@ -25,7 +25,9 @@ pub enum SelectError {
     MalformedRef(String),
     #[error("case ref {0:?} is given twice")]
     RepeatedRef(String),
-    #[error("case ref {0:?} matches no collected case (stale or unknown; hint: list refs again with --list-cases)")]
+    #[error(
+        "case ref {0:?} matches no collected case (stale or unknown; hint: list refs again with --list-cases)"
+    )]
     UnknownRef(String),
     #[error("--file {0} matches no collected case")]
     NoCaseInFile(String),
@@ -61,7 +63,9 @@ pub fn select(cases: &[SuiteCase], selectors: &Selectors) -> Result<Vec<usize>, 
     }
     for file in &selectors.files {
         let file = normalize(file);
-        let matched: Vec<usize> = (0..cases.len()).filter(|&i| cases[i].file == file).collect();
+        let matched: Vec<usize> = (0..cases.len())
+            .filter(|&i| cases[i].file == file)
+            .collect();
         if matched.is_empty() {
             return Err(SelectError::NoCaseInFile(file));
         }
@@ -125,8 +129,14 @@ mod tests {
         let table: Vec<(Selectors, Vec<usize>)> = vec![
             (Selectors::default(), vec![0, 1, 2, 3]),
             (sel(&[&money], &["tests/test_pager.py"], &[]), vec![2, 3]),
-            (sel(&[], &["./tests/test_pager.py"], &["tests/api/"]), vec![0, 1, 2]),
-            (sel(&[], &["tests/test_pager.py", "tests/test_pager.py"], &[]), vec![2]),
+            (
+                sel(&[], &["./tests/test_pager.py"], &["tests/api/"]),
+                vec![0, 1, 2],
+            ),
+            (
+                sel(&[], &["tests/test_pager.py", "tests/test_pager.py"], &[]),
+                vec![2],
+            ),
             (sel(&[], &[], &["."]), vec![0, 1, 2, 3]),
             (sel(&[&money], &[], &["tests/unit"]), vec![3]),
         ];
@@ -141,11 +151,26 @@ mod tests {
         let pager = cases[2].reference();
         let stale = assay_common::suite::case_ref("tests/test_pager.py::test_removed");
         let table: Vec<(Selectors, SelectError)> = vec![
-            (sel(&["test_first_page"], &[], &[]), SelectError::MalformedRef("test_first_page".into())),
-            (sel(&[&pager, &pager], &[], &[]), SelectError::RepeatedRef(pager.clone())),
-            (sel(&[&stale], &[], &[]), SelectError::UnknownRef(stale.clone())),
-            (sel(&[], &["tests/test_missing.py"], &[]), SelectError::NoCaseInFile("tests/test_missing.py".into())),
-            (sel(&[], &["tests/test_pager.py"], &["tests/ap"]), SelectError::NoCaseInDirectory("tests/ap".into())),
+            (
+                sel(&["test_first_page"], &[], &[]),
+                SelectError::MalformedRef("test_first_page".into()),
+            ),
+            (
+                sel(&[&pager, &pager], &[], &[]),
+                SelectError::RepeatedRef(pager.clone()),
+            ),
+            (
+                sel(&[&stale], &[], &[]),
+                SelectError::UnknownRef(stale.clone()),
+            ),
+            (
+                sel(&[], &["tests/test_missing.py"], &[]),
+                SelectError::NoCaseInFile("tests/test_missing.py".into()),
+            ),
+            (
+                sel(&[], &["tests/test_pager.py"], &["tests/ap"]),
+                SelectError::NoCaseInDirectory("tests/ap".into()),
+            ),
         ];
         for (selectors, want) in table {
             assert_eq!(select(&cases, &selectors).unwrap_err(), want);

@@ -34,7 +34,10 @@ pub fn lpt_shards(durations: &[f64], shards: usize) -> Vec<Vec<usize>> {
 /// Durations for the planned cases from history: a recorded duration, else the median of the
 /// recorded ones, else one second.
 pub fn estimate_durations(refs: &[String], recorded: &BTreeMap<String, f64>) -> Vec<f64> {
-    let mut known: Vec<f64> = refs.iter().filter_map(|r| recorded.get(r).copied()).collect();
+    let mut known: Vec<f64> = refs
+        .iter()
+        .filter_map(|r| recorded.get(r).copied())
+        .collect();
     known.sort_by(f64::total_cmp);
     let fallback = known.get(known.len() / 2).copied().unwrap_or(1.0);
     refs.iter()
@@ -57,7 +60,12 @@ mod tests {
     #[test]
     fn longest_cases_spread_across_shards_and_plan_order_is_kept() {
         let table: &[(&[f64], usize, &[&[usize]], f64)] = &[
-            (&[1.0, 1.0, 8.0, 1.0, 1.0, 4.0, 4.0], 2, &[&[0, 2, 3], &[1, 4, 5, 6]], 10.0),
+            (
+                &[1.0, 1.0, 8.0, 1.0, 1.0, 4.0, 4.0],
+                2,
+                &[&[0, 2, 3], &[1, 4, 5, 6]],
+                10.0,
+            ),
             (&[5.0, 5.0, 5.0], 3, &[&[0], &[1], &[2]], 5.0),
             (&[5.0, 5.0, 5.0], 10, &[&[0], &[1], &[2]], 5.0),
             (&[2.0, 3.0], 1, &[&[0, 1]], 5.0),

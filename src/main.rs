@@ -6,6 +6,7 @@ mod example;
 mod exit;
 mod prove;
 mod reporter;
+mod suites;
 
 use clap::{Parser, Subcommand};
 use exit::Failure;
@@ -35,6 +36,14 @@ enum Command {
     Prove(prove::ProveArgs),
     /// Build a small example repository with a bug fix and prove it.
     Example(example::ExampleArgs),
+    /// Run a suite sharded into cases, with selection, history and the selection audit.
+    Test(suites::TestArgs),
+    /// Show the suite history trend and alerts for a repository and branch.
+    History(suites::HistoryArgs),
+    /// Stop admission of new jobs everywhere until `assay resume`.
+    Halt(suites::HaltArgs),
+    /// Lift a halt.
+    Resume(suites::ResumeArgs),
 }
 
 fn main() -> ExitCode {
@@ -66,6 +75,10 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Prove(args) => prove::run(&args).await,
             Command::Example(args) => example::run(&args).await,
+            Command::Test(args) => suites::run_test(&args).await,
+            Command::History(args) => suites::run_history(&args),
+            Command::Halt(args) => suites::run_halt(&args),
+            Command::Resume(args) => suites::run_resume(&args),
         }
     });
     match outcome {

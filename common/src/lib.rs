@@ -10,6 +10,7 @@ pub mod manifest;
 pub mod outcome;
 pub mod report;
 pub mod runner;
+pub mod suite;
 pub mod tree_path;
 pub mod verdict;
 pub mod wire;

@@ -207,6 +207,41 @@ impl RunnerKind {
         }
         argv
     }
+
+    /// The argv that lists a suite's cases without running them. pytest prints node ids on
+    /// stdout; the unittest adapter writes `assay.unittest.cases/v1` to `{report}`. `None`:
+    /// `assay test` cannot collect this runner's cases yet.
+    pub fn collect_command(self, prefix: &[String]) -> Option<Vec<String>> {
+        let mut argv = prefix.to_vec();
+        match self {
+            Self::Pytest => {
+                argv.extend(["-p", "no:cacheprovider", "--collect-only", "-q"].map(String::from))
+            }
+            Self::Unittest => {
+                argv.extend(["{adapter}", "--collect", "--report", "{report}"].map(String::from))
+            }
+            Self::Go | Self::Node | Self::Vitest | Self::Junit | Self::Manifest => return None,
+        }
+        Some(argv)
+    }
+
+    /// The argv that runs exactly the collected cases `ids` (runner-native ids from
+    /// [`Self::collect_command`]), writing the structured report.
+    pub fn case_command(self, prefix: &[String], ids: &[String]) -> Vec<String> {
+        match self {
+            Self::Pytest => self.command(prefix, ids, &[]),
+            Self::Unittest => {
+                let mut argv = prefix.to_vec();
+                argv.extend(["{adapter}", "--report", "{report}"].map(String::from));
+                for id in ids {
+                    argv.push("--id".into());
+                    argv.push(id.clone());
+                }
+                argv
+            }
+            _ => self.command(prefix, ids, &[]),
+        }
+    }
 }
 
 /// `pager.test.js`, `pager.spec.ts`, `pager.test.mjs`, …

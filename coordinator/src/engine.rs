@@ -190,7 +190,14 @@ pub fn prepare(request: ProofRequest) -> Result<PreparedProof, EngineError> {
 /// tree shows it (config, conftest, or a test importing it),
 /// otherwise unittest, which needs nothing installed.
 fn detect_runner(repo: &std::path::Path, change: &Change) -> Result<RunnerKind, EngineError> {
-    let tree = &change.candidate.tree;
+    detect_runner_in(repo, &change.candidate.tree)
+}
+
+/// Runner detection for one tree (shared with `assay test`).
+pub fn detect_runner_in(
+    repo: &std::path::Path,
+    tree: &assay_common::TreeId,
+) -> Result<RunnerKind, EngineError> {
     let files = source::list_files(repo, tree)?;
     if files.iter().any(|f| f == "go.mod") {
         return Ok(RunnerKind::Go);

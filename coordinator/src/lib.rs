@@ -7,3 +7,4 @@ pub mod mutants;
 pub mod plan;
 pub mod queue;
 pub mod source;
+pub mod suite;

@@ -3,6 +3,7 @@
 
 pub mod go;
 pub mod junit;
+pub mod summary;
 pub mod unittest;
 pub mod vitest;
 

@@ -1,7 +1,9 @@
 """Assay's unittest adapter: runs unittest and writes a structured per-test report.
 
-Usage: python3 unittest_adapter.py --report PATH [--name TEST ...] [FILE ...]
-Without files it discovers tests*.py from the current directory. Load and import errors are
+Usage: python3 unittest_adapter.py --report PATH [--name TEST ...] [--id ID ...] [FILE ...]
+       python3 unittest_adapter.py --collect --report PATH
+Without files or ids it discovers tests*.py from the current directory. --collect lists the
+cases (schema assay.unittest.cases/v1) and runs nothing; --id runs exactly one collected case. Load and import errors are
 reported as collection errors, never as test failures. The report is written only at the end,
 with "complete": true, so a killed run leaves no trustworthy report behind.
 """
@@ -118,15 +120,44 @@ def load(files, loader):
     return suite
 
 
+def is_load_failure(test):
+    return isinstance(test, unittest.loader._FailedTest) or type(test).__name__ == "ModuleImportFailure"
+
+
+def collect(loader, report_path):
+    cases, errors = [], []
+    for test in flatten(load([], loader)):
+        if is_load_failure(test):
+            name = test.id().split(".", 1)[-1]
+            errors.append({"file": name.replace(".", "/") + ".py", "message": str(getattr(test, "_exception", ""))[:2000]})
+            continue
+        cls = type(test)
+        cases.append({"id": test.id(), "file": case_file(test), "class": cls.__qualname__, "name": test._testMethodName})
+    for error in loader.errors:
+        errors.append({"file": "", "message": error[:2000]})
+    with open(report_path, "w", encoding="utf-8") as out:
+        json.dump({"schema": "assay.unittest.cases/v1", "cases": cases, "collection_errors": errors}, out)
+    print(f"unittest: {len(cases)} cases collected, {len(errors)} collection errors")
+    sys.exit(0)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--report", required=True)
     parser.add_argument("--name", action="append", default=[])
+    parser.add_argument("--id", action="append", default=[])
+    parser.add_argument("--collect", action="store_true")
     parser.add_argument("files", nargs="*")
     args = parser.parse_args()
     sys.path.insert(0, os.getcwd())
     loader = unittest.TestLoader()
-    suite = unittest.TestSuite(t for t in flatten(load(args.files, loader)) if keep(t, args.name))
+    if args.collect:
+        collect(loader, args.report)
+    if args.id:
+        loaded = unittest.TestSuite(loader.loadTestsFromName(i) for i in args.id)
+    else:
+        loaded = load(args.files, loader)
+    suite = unittest.TestSuite(t for t in flatten(loaded) if keep(t, args.name))
     result = Recorder()
     for error in loader.errors:
         result.collection_errors.append({"file": "", "message": error[:2000]})

@@ -1,0 +1,483 @@
+//! The suite model of `assay test`: collected cases with stable opaque refs, what each case's
+//! outcome was, and the two documents a suite run prints (`assay.cases/v1`, `assay.suite/v1`).
+//! Pure: collection output comes in as bytes, outcomes are derived from parsed job results.
+
+use crate::job::{ArtifactRef, JobResult, JobStatus};
+use crate::outcome::{CaseResult, Outcome, ReportOutcome};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+pub const CASES_SCHEMA: &str = "assay.cases/v1";
+pub const SUITE_SCHEMA: &str = "assay.suite/v1";
+const REF_PREFIX: &str = "v1.";
+
+/// One collected case, in plan (collection) order.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SuiteCase {
+    /// The runner's own selector for this case (a pytest node id, a unittest dotted id).
+    pub id: String,
+    /// The file the case lives in, relative to the tree root.
+    pub file: String,
+    /// Class (or classes) around the test, `::`-joined; empty for a bare function.
+    pub class: String,
+    /// The bare test function name.
+    pub name: String,
+    /// The parametrization, when the case is one variant.
+    pub variant: Option<String>,
+}
+
+impl SuiteCase {
+    /// The stable, opaque reference users copy from `--list-cases`.
+    pub fn reference(&self) -> String {
+        case_ref(&self.id)
+    }
+
+    /// Presentation only; never parsed.
+    pub fn display(&self) -> String {
+        let mut text = self.file.clone();
+        for part in self.class.split("::").filter(|p| !p.is_empty()) {
+            text.push_str("::");
+            text.push_str(part);
+        }
+        text.push_str("::");
+        text.push_str(&self.name);
+        if let Some(variant) = &self.variant {
+            text.push_str(&format!("[{variant}]"));
+        }
+        text
+    }
+
+    /// Does a reported result belong to this case? Subtests (variants the collection did
+    /// not list) belong to their test.
+    pub fn owns(&self, result: &CaseResult) -> bool {
+        let class_matches = self.class.is_empty()
+            || result.suite.replace('.', "::").ends_with(&self.class)
+            || result.suite.ends_with(&self.class.replace("::", "."));
+        result.file == self.file
+            && result.name == self.name
+            && class_matches
+            && (self.variant.is_none() || self.variant == result.variant)
+    }
+}
+
+/// `v1.` and 16 hex digits of the id's sha256: stable across runs, opaque to users.
+pub fn case_ref(id: &str) -> String {
+    let digest = Sha256::digest(id.as_bytes());
+    format!("{REF_PREFIX}{}", &hex::encode(digest)[..16])
+}
+
+/// Is this string shaped like a case ref at all (whether or not any case has it)?
+pub fn is_well_formed_ref(reference: &str) -> bool {
+    reference.strip_prefix(REF_PREFIX).is_some_and(|hex| {
+        hex.len() == 16
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
+}
+
+/// Reads pytest's `--collect-only -q` output: one node id per line, then a blank line and a
+/// count. Lines without `::` (headers, warnings) are not cases.
+pub fn parse_pytest_collection(stdout: &str) -> Vec<SuiteCase> {
+    let mut cases = Vec::new();
+    for line in stdout.lines() {
+        if line.trim().is_empty() {
+            break;
+        }
+        if line.starts_with(' ') || !line.contains("::") {
+            continue;
+        }
+        let id = line.trim_end().to_owned();
+        let mut parts: Vec<&str> = id.split("::").collect();
+        let file = parts.remove(0).to_owned();
+        let last = parts.pop().unwrap_or_default();
+        let (name, variant) = match last.split_once('[') {
+            Some((name, rest)) if rest.ends_with(']') => {
+                (name.to_owned(), Some(rest[..rest.len() - 1].to_owned()))
+            }
+            _ => (last.to_owned(), None),
+        };
+        cases.push(SuiteCase {
+            file,
+            class: parts.join("::"),
+            name,
+            variant,
+            id,
+        });
+    }
+    cases
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UnittestCollection {
+    schema: String,
+    cases: Vec<UnittestCollected>,
+    collection_errors: Vec<crate::outcome::CollectionError>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UnittestCollected {
+    id: String,
+    file: String,
+    class: String,
+    name: String,
+}
+
+/// A collection that could not be read, or that found broken test modules.
+#[derive(Debug, thiserror::Error)]
+pub enum CollectionProblem {
+    #[error("the collection report is malformed: {0}")]
+    Malformed(String),
+    #[error("collection failed in {file}: {message}")]
+    Broken { file: String, message: String },
+}
+
+/// Reads the unittest adapter's `--collect` report (`assay.unittest.cases/v1`).
+pub fn parse_unittest_collection(bytes: &[u8]) -> Result<Vec<SuiteCase>, CollectionProblem> {
+    let report: UnittestCollection =
+        serde_json::from_slice(bytes).map_err(|e| CollectionProblem::Malformed(e.to_string()))?;
+    if report.schema != "assay.unittest.cases/v1" {
+        return Err(CollectionProblem::Malformed(format!(
+            "schema {:?} is not \"assay.unittest.cases/v1\"",
+            report.schema
+        )));
+    }
+    if let Some(error) = report.collection_errors.into_iter().next() {
+        return Err(CollectionProblem::Broken {
+            file: error.file,
+            message: error.message,
+        });
+    }
+    Ok(report
+        .cases
+        .into_iter()
+        .map(|c| SuiteCase {
+            id: c.id,
+            file: c.file,
+            class: c.class,
+            name: c.name,
+            variant: None,
+        })
+        .collect())
+}
+
+/// One case's outcome in a suite report. `not_run` is neither a failure nor a skip: the case
+/// was never admitted (an infrastructure abort or a halt came first).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CaseOutcome {
+    Passed,
+    Failed,
+    Skipped,
+    Error,
+    NotRun,
+}
+
+impl CaseOutcome {
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Passed => "passed",
+            Self::Failed => "failed",
+            Self::Skipped => "skipped",
+            Self::Error => "error",
+            Self::NotRun => "not_run",
+        }
+    }
+}
+
+/// Which lane a case's outcome belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Lane {
+    Guest,
+    Infrastructure,
+}
+
+/// A case's outcome as derived from its job's result.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DerivedOutcome {
+    pub outcome: CaseOutcome,
+    pub lane: Lane,
+    pub message: Option<String>,
+}
+
+/// What a job result says about one of its cases. Infrastructure failures stay in their own
+/// lane; a report that cannot be trusted makes the case an error, never a pass.
+pub fn derive_outcome(case: &SuiteCase, result: &JobResult) -> DerivedOutcome {
+    let guest = |outcome, message: Option<String>| DerivedOutcome {
+        outcome,
+        lane: Lane::Guest,
+        message,
+    };
+    match &result.status {
+        JobStatus::Infrastructure { message, .. } => {
+            return DerivedOutcome {
+                outcome: CaseOutcome::Error,
+                lane: Lane::Infrastructure,
+                message: Some(message.clone()),
+            };
+        }
+        JobStatus::Cancelled => {
+            return DerivedOutcome {
+                outcome: CaseOutcome::NotRun,
+                lane: Lane::Infrastructure,
+                message: Some("cancelled".into()),
+            };
+        }
+        JobStatus::TimedOut => {
+            return guest(CaseOutcome::Error, Some("timed out".into()));
+        }
+        JobStatus::Completed { .. } => {}
+    }
+    let report = match &result.report {
+        ReportOutcome::Parsed(report) => report,
+        other => return guest(CaseOutcome::Error, other.problem()),
+    };
+    let mine: Vec<&CaseResult> = report.cases.iter().filter(|r| case.owns(r)).collect();
+    if mine.is_empty() {
+        let why = report.collection_errors.first().map_or_else(
+            || "the report does not name this case".to_owned(),
+            |e| format!("collection failed in {}: {}", e.file, e.message),
+        );
+        return guest(CaseOutcome::Error, Some(why));
+    }
+    // One failing variant or subtest fails the case.
+    let worst = |wanted: Outcome| mine.iter().find(|r| r.outcome == wanted);
+    if let Some(r) = worst(Outcome::Failed) {
+        return guest(CaseOutcome::Failed, r.message.clone());
+    }
+    if let Some(r) = worst(Outcome::Error) {
+        return guest(CaseOutcome::Error, r.message.clone());
+    }
+    if mine.iter().all(|r| r.outcome == Outcome::Skipped) {
+        return guest(CaseOutcome::Skipped, mine[0].message.clone());
+    }
+    guest(CaseOutcome::Passed, None)
+}
+
+/// `--list-cases` output.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CaseListing {
+    pub schema: String,
+    pub cases: Vec<ListedCase>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ListedCase {
+    #[serde(rename = "ref")]
+    pub reference: String,
+    pub display: String,
+}
+
+impl CaseListing {
+    pub fn new<'a>(cases: impl IntoIterator<Item = &'a SuiteCase>) -> Self {
+        Self {
+            schema: CASES_SCHEMA.into(),
+            cases: cases
+                .into_iter()
+                .map(|c| ListedCase {
+                    reference: c.reference(),
+                    display: c.display(),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// The `assay.suite/v1` report of one `assay test` run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SuiteReport {
+    pub schema: String,
+    pub run_id: String,
+    /// `passed`, `failed` or `infrastructure_aborted` (a halt counts as the latter).
+    pub status: String,
+    pub repository: String,
+    pub branch: String,
+    pub revision: String,
+    pub runner: String,
+    pub started_at: String,
+    pub duration_s: f64,
+    pub totals: SuiteTotals,
+    pub cases: Vec<CaseReport>,
+    pub jobs: Vec<SuiteJobReport>,
+    pub audit: serde_json::Value,
+    pub history: serde_json::Value,
+    /// Why admission stopped early, if it did.
+    pub stopped: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SuiteTotals {
+    pub total: u64,
+    pub passed: u64,
+    pub failed: u64,
+    pub skipped: u64,
+    pub error: u64,
+    pub not_run: u64,
+    /// Failed or errored cases listed in the quarantine ledger: reported, not counted.
+    pub quarantined: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CaseReport {
+    #[serde(rename = "ref")]
+    pub reference: String,
+    pub display: String,
+    pub outcome: CaseOutcome,
+    pub lane: Lane,
+    pub quarantined: bool,
+    pub message: Option<String>,
+    pub duration_s: Option<f64>,
+    /// The job that ran it; with one case per job its stdout/stderr are the case's own.
+    pub job: Option<u32>,
+    pub artifacts: Vec<ArtifactRef>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SuiteJobReport {
+    pub index: u32,
+    pub job_id: String,
+    pub cases: Vec<String>,
+    pub status: String,
+    pub duration_s: f64,
+    pub artifacts: Vec<ArtifactRef>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::WorkerId;
+    use crate::outcome::TestReport;
+
+    const COLLECTED: &str = "tests/test_pager.py::test_first_page\ntests/test_pager.py::test_page_size[10]\ntests/test_pager.py::TestCursor::test_next\n\n3 tests collected in 0.01s\n";
+
+    #[test]
+    fn pytest_collection_reads_node_ids_in_order() {
+        let cases = parse_pytest_collection(COLLECTED);
+        let ids: Vec<&str> = cases.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "tests/test_pager.py::test_first_page",
+                "tests/test_pager.py::test_page_size[10]",
+                "tests/test_pager.py::TestCursor::test_next"
+            ]
+        );
+        assert_eq!(cases[1].name, "test_page_size");
+        assert_eq!(cases[1].variant.as_deref(), Some("10"));
+        assert_eq!(cases[2].class, "TestCursor");
+        assert_eq!(
+            cases[2].display(),
+            "tests/test_pager.py::TestCursor::test_next"
+        );
+    }
+
+    #[test]
+    fn refs_are_stable_opaque_and_checkable() {
+        let a = case_ref("tests/test_pager.py::test_first_page");
+        assert_eq!(a, case_ref("tests/test_pager.py::test_first_page"));
+        assert_ne!(a, case_ref("tests/test_pager.py::test_page_size[10]"));
+        assert!(is_well_formed_ref(&a));
+        for bad in [
+            "",
+            "v1.",
+            "v2.0123456789abcdef",
+            "v1.0123456789ABCDEF",
+            "v1.0123",
+        ] {
+            assert!(!is_well_formed_ref(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn unittest_collection_refuses_broken_modules() {
+        let ok = br#"{"schema":"assay.unittest.cases/v1","cases":[{"id":"tests.test_invoice.InvoiceTests.test_total","file":"tests/test_invoice.py","class":"InvoiceTests","name":"test_total"}],"collection_errors":[]}"#;
+        let cases = parse_unittest_collection(ok).unwrap();
+        assert_eq!(
+            cases[0].display(),
+            "tests/test_invoice.py::InvoiceTests::test_total"
+        );
+        let broken = br#"{"schema":"assay.unittest.cases/v1","cases":[],"collection_errors":[{"file":"tests/test_tax.py","message":"ImportError: no module named tax"}]}"#;
+        let err = parse_unittest_collection(broken).unwrap_err().to_string();
+        assert!(err.contains("tests/test_tax.py"), "{err}");
+    }
+
+    fn result(status: JobStatus, cases: Vec<CaseResult>) -> JobResult {
+        JobResult {
+            job_id: "t-1/0000".into(),
+            index: 0,
+            status,
+            report: ReportOutcome::Parsed(TestReport {
+                cases,
+                collection_errors: vec![],
+            }),
+            artifacts: vec![],
+            duration_ms: 5,
+            worker: WorkerId("w".into()),
+        }
+    }
+
+    fn reported(suite: &str, name: &str, variant: Option<&str>, outcome: Outcome) -> CaseResult {
+        CaseResult {
+            file: "tests/test_pager.py".into(),
+            suite: suite.into(),
+            name: name.into(),
+            variant: variant.map(String::from),
+            outcome,
+            message: None,
+        }
+    }
+
+    #[test]
+    fn outcomes_follow_the_report_and_keep_lanes_apart() {
+        let cases = parse_pytest_collection(COLLECTED);
+        let done = JobStatus::Completed { exit_code: 1 };
+        let r = result(
+            done.clone(),
+            vec![
+                reported("tests.test_pager", "test_first_page", None, Outcome::Passed),
+                reported(
+                    "tests.test_pager",
+                    "test_page_size",
+                    Some("10"),
+                    Outcome::Failed,
+                ),
+                reported(
+                    "tests.test_pager.TestCursor",
+                    "test_next",
+                    None,
+                    Outcome::Skipped,
+                ),
+            ],
+        );
+        let outcomes: Vec<CaseOutcome> = cases
+            .iter()
+            .map(|c| derive_outcome(c, &r).outcome)
+            .collect();
+        assert_eq!(
+            outcomes,
+            [
+                CaseOutcome::Passed,
+                CaseOutcome::Failed,
+                CaseOutcome::Skipped
+            ]
+        );
+        let unreported = result(done, vec![]);
+        assert_eq!(
+            derive_outcome(&cases[0], &unreported).outcome,
+            CaseOutcome::Error
+        );
+        let infra = result(
+            JobStatus::Infrastructure {
+                message: "tree unavailable".into(),
+                retryable: true,
+            },
+            vec![],
+        );
+        let derived = derive_outcome(&cases[0], &infra);
+        assert_eq!(derived.lane, Lane::Infrastructure);
+        assert_eq!(derived.outcome, CaseOutcome::Error);
+    }
+}

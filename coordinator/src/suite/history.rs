@@ -1,0 +1,399 @@
+//! Suite history per repository and branch: every run's counts, coverage and status, the last
+//! 50 kept, and alerts for new failures or a coverage drop against the last run that did not
+//! end in error. A corrupt file is treated as a first run and rewritten, never a crash.
+
+use assay_common::report::summary::SuiteStatus;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+pub const SCHEMA: &str = "assay.history/v1";
+pub const KEEP_RUNS: usize = 50;
+pub const DEFAULT_COVERAGE_DROP_THRESHOLD: f64 = 5.0;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct History {
+    pub schema: String,
+    pub repository: String,
+    pub branch: String,
+    pub run_count: u64,
+    pub runs: Vec<RunRecord>,
+    /// Last observed duration in seconds per case ref, for sharding the next run.
+    pub durations: BTreeMap<String, f64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunRecord {
+    pub timestamp: String,
+    pub run_id: String,
+    pub total: u64,
+    pub passed: u64,
+    pub failed: u64,
+    pub skipped: u64,
+    pub coverage_pct: Option<f64>,
+    pub status: SuiteStatus,
+    pub status_detail: Option<String>,
+    /// `max(0, failed - previous failed)`, written every run.
+    pub new_failures: u64,
+    /// `max(0, previous coverage - coverage)` in points, written every run.
+    pub coverage_drop: f64,
+    pub failed_cases: Vec<String>,
+    /// Cases failing now that did not fail in the run compared against.
+    pub newly_failing: Vec<String>,
+    pub alerts: Vec<Alert>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Alert {
+    pub severity: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub detail: String,
+}
+
+/// What a finished run contributes to history.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunSummary {
+    pub timestamp: String,
+    pub run_id: String,
+    pub total: u64,
+    pub passed: u64,
+    pub failed: u64,
+    pub skipped: u64,
+    pub coverage_pct: Option<f64>,
+    pub status: SuiteStatus,
+    pub status_detail: Option<String>,
+    pub failed_cases: Vec<String>,
+}
+
+impl History {
+    pub fn new(repository: &str, branch: &str) -> Self {
+        Self {
+            schema: SCHEMA.into(),
+            repository: repository.into(),
+            branch: branch.into(),
+            run_count: 0,
+            runs: Vec::new(),
+            durations: BTreeMap::new(),
+        }
+    }
+
+    /// The run later runs are compared against.
+    pub fn last_comparable(&self) -> Option<&RunRecord> {
+        self.runs
+            .iter()
+            .rev()
+            .find(|r| r.status != SuiteStatus::Error)
+    }
+
+    /// Appends a run, computing its deltas and alerts, and keeps the last [`KEEP_RUNS`].
+    pub fn record(&mut self, run: RunSummary, coverage_threshold: f64) -> &RunRecord {
+        let previous = match run.status {
+            // An errored run says nothing about regressions, and is no baseline either.
+            SuiteStatus::Error => None,
+            _ => self.last_comparable(),
+        };
+        let mut record = RunRecord {
+            timestamp: run.timestamp,
+            run_id: run.run_id,
+            total: run.total,
+            passed: run.passed,
+            failed: run.failed,
+            skipped: run.skipped,
+            coverage_pct: run.coverage_pct,
+            status: run.status,
+            status_detail: run.status_detail,
+            new_failures: 0,
+            coverage_drop: 0.0,
+            failed_cases: run.failed_cases,
+            newly_failing: Vec::new(),
+            alerts: Vec::new(),
+        };
+        if let Some(previous) = previous {
+            record.new_failures = record.failed.saturating_sub(previous.failed);
+            let before: BTreeSet<&String> = previous.failed_cases.iter().collect();
+            record.newly_failing = record
+                .failed_cases
+                .iter()
+                .filter(|c| !before.contains(c))
+                .cloned()
+                .collect();
+            if let (Some(was), Some(now)) = (previous.coverage_pct, record.coverage_pct) {
+                record.coverage_drop = round1((was - now).max(0.0));
+            }
+            let regressions = record.new_failures.max(record.newly_failing.len() as u64);
+            if regressions > 0 {
+                let mut detail = format!(
+                    "{regressions} new failure{} (was {}, now {})",
+                    if regressions == 1 { "" } else { "s" },
+                    previous.failed,
+                    record.failed
+                );
+                if !record.newly_failing.is_empty() {
+                    detail.push_str(&format!(": {}", record.newly_failing.join(", ")));
+                }
+                record.alerts.push(Alert {
+                    severity: "warning".into(),
+                    kind: "regression".into(),
+                    detail,
+                });
+            }
+            if record.coverage_drop > coverage_threshold {
+                record.alerts.push(Alert {
+                    severity: "warning".into(),
+                    kind: "coverage_drop".into(),
+                    detail: format!(
+                        "coverage dropped {:.1} points ({:.1}% -> {:.1}%)",
+                        record.coverage_drop,
+                        previous.coverage_pct.unwrap_or_default(),
+                        record.coverage_pct.unwrap_or_default()
+                    ),
+                });
+            }
+        }
+        self.run_count += 1;
+        self.runs.push(record);
+        if self.runs.len() > KEEP_RUNS {
+            let excess = self.runs.len() - KEEP_RUNS;
+            self.runs.drain(..excess);
+        }
+        &self.runs[self.runs.len() - 1]
+    }
+}
+
+fn round1(x: f64) -> f64 {
+    (x * 10.0).round() / 10.0
+}
+
+/// One line per run: `Tests: 142/145 passed, 0 skipped (87.3% coverage) | Status: failing |
+/// vs previous: +3 failed, coverage -1.2% | Alerts: [warning] regression — 3 new failures`.
+pub fn trend_line(run: &RunRecord, previous: Option<&RunRecord>) -> String {
+    let coverage = run.coverage_pct.map_or_else(
+        || "(coverage: n/a)".to_owned(),
+        |c| format!("({c:.1}% coverage)"),
+    );
+    let tests = if run.total == 0 && run.status != SuiteStatus::Error {
+        "Tests: 0 found (check the test command's output)".to_owned()
+    } else {
+        format!(
+            "Tests: {}/{} passed, {} skipped {coverage}",
+            run.passed, run.total, run.skipped
+        )
+    };
+    let delta = match previous {
+        None => "first run / no comparison available".to_owned(),
+        Some(prev) => {
+            let diff = run.failed as i64 - prev.failed as i64;
+            let mut text = format!("{diff:+} failed");
+            if let (Some(now), Some(was)) = (run.coverage_pct, prev.coverage_pct) {
+                text.push_str(&format!(", coverage {:+.1}%", now - was));
+            }
+            text
+        }
+    };
+    let alerts = if run.alerts.is_empty() {
+        "none".to_owned()
+    } else {
+        run.alerts
+            .iter()
+            .map(|a| format!("[{}] {} — {}", a.severity, a.kind, a.detail))
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    format!(
+        "{tests} | Status: {} | vs previous: {delta} | Alerts: {alerts}",
+        run.status.label()
+    )
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum HistoryError {
+    #[error("failed to write suite history {path}")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("failed to encode suite history")]
+    Encode(#[source] serde_json::Error),
+}
+
+/// `STATE/history/NAME-HASH/BRANCH.json`: readable names, a hash so two checkouts of
+/// projects with the same directory name never share a file.
+pub fn history_path(state_dir: &Path, repository: &str, branch: &str) -> PathBuf {
+    let name = repository
+        .rsplit('/')
+        .find(|p| !p.is_empty())
+        .unwrap_or("repo");
+    state_dir
+        .join("history")
+        .join(format!(
+            "{}-{:016x}",
+            file_safe(name),
+            fnv1a(repository.as_bytes())
+        ))
+        .join(format!("{}.json", file_safe(branch)))
+}
+
+fn file_safe(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, b| {
+        (hash ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// Loads history; a missing file is a first run, and so is a corrupt one (reported in the
+/// second value so the caller can say so).
+pub fn load(path: &Path, repository: &str, branch: &str) -> (History, Option<String>) {
+    let fresh = || History::new(repository, branch);
+    match std::fs::read(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => (fresh(), None),
+        Err(e) => (fresh(), Some(format!("unreadable: {e}"))),
+        Ok(bytes) => match serde_json::from_slice::<History>(&bytes) {
+            Ok(history) if history.schema == SCHEMA => (history, None),
+            Ok(history) => (
+                fresh(),
+                Some(format!("unknown schema {:?}", history.schema)),
+            ),
+            Err(e) => (fresh(), Some(format!("corrupt: {e}"))),
+        },
+    }
+}
+
+/// Writes via a sibling and a rename, so a reader never sees half a file.
+pub fn save(path: &Path, history: &History) -> Result<(), HistoryError> {
+    let bytes = serde_json::to_vec_pretty(history).map_err(HistoryError::Encode)?;
+    let write = |p: &Path, f: &dyn Fn() -> std::io::Result<()>| {
+        f().map_err(|source| HistoryError::Write {
+            path: p.to_owned(),
+            source,
+        })
+    };
+    if let Some(dir) = path.parent() {
+        write(dir, &|| std::fs::create_dir_all(dir))?;
+    }
+    let tmp = path.with_extension("json.tmp");
+    write(&tmp, &|| std::fs::write(&tmp, &bytes))?;
+    write(path, &|| std::fs::rename(&tmp, path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(failed: &[&str], total: u64, coverage: Option<f64>, status: SuiteStatus) -> RunSummary {
+        RunSummary {
+            timestamp: "2026-11-29T10:00:00Z".into(),
+            run_id: "t-1".into(),
+            total,
+            passed: total - failed.len() as u64,
+            failed: failed.len() as u64,
+            skipped: 0,
+            coverage_pct: coverage,
+            status,
+            status_detail: None,
+            failed_cases: failed.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn new_failures_and_coverage_drops_raise_alerts_against_the_last_comparable_run() {
+        use SuiteStatus::*;
+        let mut history = History::new("/src/invoice", "main");
+        assert!(
+            history
+                .record(run(&[], 10, Some(90.0), Passing), 5.0)
+                .alerts
+                .is_empty()
+        );
+        // An errored run neither alerts nor becomes the baseline.
+        assert!(
+            history
+                .record(run(&[], 0, None, Error), 5.0)
+                .alerts
+                .is_empty()
+        );
+        let third = history
+            .record(run(&["tax", "total"], 10, Some(84.0), Failing), 5.0)
+            .clone();
+        assert_eq!(third.new_failures, 2);
+        assert_eq!(third.coverage_drop, 6.0);
+        let kinds: Vec<&str> = third.alerts.iter().map(|a| a.kind.as_str()).collect();
+        assert_eq!(kinds, ["regression", "coverage_drop"]);
+        assert_eq!(
+            third.alerts[0].detail,
+            "2 new failures (was 0, now 2): tax, total"
+        );
+        // The same failures again: nothing new, a small drop under the threshold.
+        let fourth = history
+            .record(run(&["tax", "total"], 10, Some(82.0), Failing), 5.0)
+            .clone();
+        assert_eq!((fourth.new_failures, fourth.coverage_drop), (0, 2.0));
+        assert!(fourth.alerts.is_empty());
+        // One fixed, another broken: the count stays, the name is new.
+        let fifth = history
+            .record(run(&["tax", "round"], 10, Some(82.0), Failing), 5.0)
+            .clone();
+        assert_eq!(fifth.newly_failing, ["round"]);
+        assert_eq!(fifth.alerts.len(), 1);
+    }
+
+    #[test]
+    fn history_keeps_the_last_fifty_runs() {
+        let mut history = History::new("/src/invoice", "main");
+        for i in 0..55 {
+            let mut r = run(&[], 3, None, SuiteStatus::Passing);
+            r.run_id = format!("t-{i}");
+            history.record(r, 5.0);
+        }
+        assert_eq!(history.runs.len(), KEEP_RUNS);
+        assert_eq!(history.runs[0].run_id, "t-5");
+        assert_eq!(history.run_count, 55);
+    }
+
+    #[test]
+    fn a_corrupt_history_file_starts_over_and_is_rewritten() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = history_path(dir.path(), "/src/invoice", "feature/tax");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, b"{ not json").unwrap();
+        let (mut history, problem) = load(&path, "/src/invoice", "feature/tax");
+        assert!(problem.unwrap().starts_with("corrupt"));
+        history.record(run(&[], 2, None, SuiteStatus::Passing), 5.0);
+        save(&path, &history).unwrap();
+        let (again, problem) = load(&path, "/src/invoice", "feature/tax");
+        assert_eq!(problem, None);
+        assert_eq!(again.runs.len(), 1);
+        assert!(path.to_string_lossy().ends_with("feature_tax.json"));
+    }
+
+    #[test]
+    fn the_trend_line_reads_like_the_tracker_summary() {
+        let mut history = History::new("/src/invoice", "main");
+        history.record(run(&[], 145, Some(88.5), SuiteStatus::Passing), 5.0);
+        history.record(
+            run(&["a", "b", "c"], 145, Some(87.3), SuiteStatus::Failing),
+            5.0,
+        );
+        let line = trend_line(&history.runs[1], Some(&history.runs[0]));
+        assert_eq!(
+            line,
+            "Tests: 142/145 passed, 0 skipped (87.3% coverage) | Status: failing | vs previous: +3 failed, coverage -1.2% | Alerts: [warning] regression — 3 new failures (was 0, now 3): a, b, c"
+        );
+        assert!(trend_line(&history.runs[0], None).contains("first run"));
+    }
+}

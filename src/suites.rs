@@ -1,0 +1,719 @@
+//! `assay test`, `assay history`, `assay halt` and `assay resume` glue: flags in, the suite
+//! library called, progress and summaries out, errors mapped to the documented exit lanes.
+
+use crate::config;
+use crate::exit::{Failure, INFRASTRUCTURE, ResultExt as _};
+use crate::prove::write_atomically;
+use anyhow::{Context, anyhow};
+use assay_common::ProofId;
+use assay_common::TreeId;
+use assay_common::job::JobResult;
+use assay_common::report::summary::SuiteStatus;
+use assay_common::runner::RunnerKind;
+use assay_common::suite::{
+    CaseListing, CaseOutcome, CaseReport, Lane, SUITE_SCHEMA, SuiteCase, SuiteJobReport,
+    SuiteReport, SuiteTotals, derive_outcome,
+};
+use assay_coordinator::engine;
+use assay_coordinator::queue::InProcessQueue;
+use assay_coordinator::source;
+use assay_coordinator::suite::CollectError;
+use assay_coordinator::suite::audit::{self, JobSelection};
+use assay_coordinator::suite::halt::{AdmissionGate as _, HaltFile};
+use assay_coordinator::suite::history::{self, RunSummary};
+use assay_coordinator::suite::ledger::{self, Ledger};
+use assay_coordinator::suite::select::{self, Selectors};
+use assay_coordinator::suite::{self, StopReason, SuiteEvent, SuiteProgress};
+use assay_worker::execute::JobContext;
+use assay_worker::sandbox::process::ProcessSandbox;
+use assay_worker::store::{ArtifactStore, ObjectArtifactStore};
+use assay_worker::tree::GitTreeSource;
+use clap::Args;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Instant, SystemTime};
+
+#[derive(Args, Debug, Clone)]
+pub struct TestArgs {
+    /// Repository whose suite runs.
+    #[arg(short = 'C', long = "repo", value_name = "DIR", default_value = ".")]
+    pub repo: PathBuf,
+    /// Revision to test (its committed tree, never the working tree).
+    #[arg(long, value_name = "REV", default_value = "HEAD")]
+    pub rev: String,
+    /// Branch name history is kept under [default: the checked-out branch].
+    #[arg(long, value_name = "NAME")]
+    pub branch: Option<String>,
+    /// Test runner [default: detected: pytest when the project uses it, else unittest].
+    #[arg(long, value_name = "RUNNER")]
+    pub runner: Option<String>,
+    /// The runner's command prefix [default: "python3 -m pytest", or "python3" running
+    /// Assay's unittest adapter].
+    #[arg(long, value_name = "CMD")]
+    pub test_command: Option<String>,
+    /// Cases in flight at once: a decimal number greater than zero, given once [default: the
+    /// CPU count].
+    #[arg(long, value_name = "N", value_parser = parse_jobs)]
+    pub jobs: Option<usize>,
+    /// Batch the cases into this many jobs, balanced by recorded durations [default: one
+    /// case per job, so each case's stdout/stderr are its own].
+    #[arg(long, value_name = "K", value_parser = parse_jobs)]
+    pub shards: Option<usize>,
+    /// Print the selected cases as JSON (schema assay.cases/v1) and run nothing.
+    #[arg(long)]
+    pub list_cases: bool,
+    /// Select a case by its ref from --list-cases. Repeatable; selectors combine as a union.
+    #[arg(long = "case", value_name = "REF")]
+    pub cases: Vec<String>,
+    /// Select every case in this file. Repeatable.
+    #[arg(long = "file", value_name = "FILE")]
+    pub files: Vec<String>,
+    /// Select every case under this directory. Repeatable.
+    #[arg(long = "directory", value_name = "DIR")]
+    pub directories: Vec<String>,
+    /// Per-job timeout in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
+    pub timeout: u64,
+    /// Write the suite report (JSON, schema assay.suite/v1) here.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// State directory for suite history and the halt [default: the user cache dir's assay].
+    #[arg(long, value_name = "DIR", env = "ASSAY_STATE_DIR")]
+    pub state_dir: Option<PathBuf>,
+    /// Artifact store URL (file:///DIR or memory://).
+    #[arg(long, value_name = "URL")]
+    pub store: Option<String>,
+    /// The quarantine ledger, relative to the repository root.
+    #[arg(long, value_name = "PATH", default_value = ".assay/quarantine.toml")]
+    pub quarantine: String,
+    /// Gate the quarantine ledger against this base revision's: entries may be removed, never
+    /// added, and no expiry extended.
+    #[arg(long, value_name = "REV")]
+    pub audit_base: Option<String>,
+    /// Coverage drop (in points) that raises a history alert.
+    #[arg(long, value_name = "POINTS", default_value_t = history::DEFAULT_COVERAGE_DROP_THRESHOLD)]
+    pub coverage_threshold: f64,
+    /// Environment variable passed to test commands, beyond PATH and the locale. Repeatable.
+    #[arg(long = "pass-env", value_name = "NAME")]
+    pub pass_env: Vec<String>,
+    /// Print only the summary, no progress.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+/// `--jobs`: decimal digits only (no sign, no spaces), greater than zero.
+fn parse_jobs(text: &str) -> Result<usize, String> {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!(
+            "{text:?} is not a decimal number greater than zero"
+        ));
+    }
+    match text.parse::<usize>() {
+        Ok(0) => Err("must be greater than zero".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("{text} is too large")),
+    }
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct HistoryArgs {
+    #[arg(short = 'C', long = "repo", value_name = "DIR", default_value = ".")]
+    pub repo: PathBuf,
+    /// Branch [default: the checked-out branch].
+    #[arg(long, value_name = "NAME")]
+    pub branch: Option<String>,
+    #[arg(long, value_name = "DIR", env = "ASSAY_STATE_DIR")]
+    pub state_dir: Option<PathBuf>,
+    /// Print the history file (schema assay.history/v1) instead of the trend.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct HaltArgs {
+    /// Why admission stops; printed by every run that meets the halt.
+    #[arg(long, value_name = "TEXT")]
+    pub reason: String,
+    #[arg(long, value_name = "DIR", env = "ASSAY_STATE_DIR")]
+    pub state_dir: Option<PathBuf>,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ResumeArgs {
+    #[arg(long, value_name = "DIR", env = "ASSAY_STATE_DIR")]
+    pub state_dir: Option<PathBuf>,
+}
+
+fn state_dir(flag: &Option<PathBuf>) -> PathBuf {
+    flag.clone().unwrap_or_else(|| {
+        std::env::var_os("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+            .unwrap_or_else(std::env::temp_dir)
+            .join("assay")
+    })
+}
+
+fn open_repo(dir: &Path) -> Result<PathBuf, Failure> {
+    if !dir.is_dir() {
+        return Err(Failure::usage(anyhow!(
+            "repository directory {} does not exist",
+            dir.display()
+        )));
+    }
+    dir.canonicalize()
+        .with_context(|| format!("failed to resolve {}", dir.display()))
+        .usage()
+}
+
+/// The checked-out branch, or `detached`.
+fn current_branch(repo: &Path) -> Result<String, Failure> {
+    let git = source::open(repo).map_err(|e| Failure::usage(e.into()))?;
+    let name = match git.head() {
+        Ok(head) if head.is_branch() => head.shorthand().unwrap_or("detached").to_owned(),
+        _ => "detached".to_owned(),
+    };
+    Ok(name)
+}
+
+fn resolve_tree(repo: &Path, rev: &str) -> Result<(String, TreeId), Failure> {
+    let git = source::open(repo).map_err(|e| Failure::usage(e.into()))?;
+    let commit = git
+        .revparse_single(rev)
+        .and_then(|o| o.peel_to_commit())
+        .map_err(|e| {
+            Failure::usage(anyhow!(
+                "unknown revision {rev:?} in {} (hint: check `git rev-parse {rev}`): {e}",
+                repo.display()
+            ))
+        })?;
+    let tree = commit
+        .tree()
+        .with_context(|| format!("failed to read the tree of {rev}"))
+        .infrastructure()?;
+    Ok((commit.id().to_string(), TreeId(tree.id().to_string())))
+}
+
+fn read_at(repo: &Path, tree: &TreeId, path: &str) -> Result<Option<Vec<u8>>, Failure> {
+    source::read_file(repo, tree, path).map_err(|e| Failure::infrastructure(e.into()))
+}
+
+/// Prints progress as `[test] K/N`, `[test] FAIL case`, `[test] INFRA case`, counted in cases.
+struct CaseProgress<'a> {
+    quiet: bool,
+    cases: &'a [SuiteCase],
+    shards: &'a [Vec<usize>],
+    total: usize,
+    done: Mutex<usize>,
+}
+
+impl SuiteProgress for CaseProgress<'_> {
+    fn event(&self, event: SuiteEvent<'_>) {
+        if self.quiet {
+            return;
+        }
+        match event {
+            SuiteEvent::JobFinished { spec, result } => {
+                let members = &self.shards[spec.index as usize];
+                for &i in members {
+                    let derived = derive_outcome(&self.cases[i], result);
+                    match (derived.lane, derived.outcome) {
+                        (Lane::Infrastructure, _) => {
+                            eprintln!("[test] INFRA {}", self.cases[i].display())
+                        }
+                        (_, CaseOutcome::Failed | CaseOutcome::Error) => {
+                            eprintln!("[test] FAIL {}", self.cases[i].display())
+                        }
+                        _ => {}
+                    }
+                }
+                let mut done = self.done.lock().unwrap_or_else(|p| p.into_inner());
+                *done += members.len();
+                eprintln!("[test] {}/{}", *done, self.total);
+            }
+            SuiteEvent::Stopped { reason } => match reason {
+                StopReason::Halted(text) => {
+                    eprintln!("[HALT] test admission stopped. Reason: {text}")
+                }
+                StopReason::Infrastructure { .. } => {
+                    eprintln!("[test] infrastructure failure: admitting nothing more ({reason})")
+                }
+            },
+        }
+    }
+}
+
+/// Runs `assay test` and returns the exit code.
+pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
+    let started = SystemTime::now();
+    let clock = Instant::now();
+    let repo = open_repo(&args.repo)?;
+    let state = state_dir(&args.state_dir);
+    let halt = HaltFile::in_state_dir(&state);
+    if let Some(reason) = halt.stop_reason() {
+        eprintln!("[HALT] test stopped. Reason: {reason}");
+        return Ok(INFRASTRUCTURE);
+    }
+    let (commit, tree) = resolve_tree(&repo, &args.rev)?;
+    let quarantine_path = select::normalize(&args.quarantine);
+    let ledger_bytes = read_at(&repo, &tree, &quarantine_path)?;
+    let mut ledger_gate = None;
+    if let Some(base) = &args.audit_base {
+        let (_, base_tree) = resolve_tree(&repo, base)?;
+        let base_bytes = read_at(&repo, &base_tree, &quarantine_path)?;
+        let gate = ledger::compare(
+            &quarantine_path,
+            base_bytes.as_deref(),
+            ledger_bytes.as_deref(),
+        )
+        .map_err(|e| Failure::usage(e.into()))?;
+        if !gate.passed() {
+            for violation in &gate.violations {
+                eprintln!("[audit] FAIL {quarantine_path}: {violation}");
+            }
+            eprintln!("error: the quarantine ledger gate failed against {base}; nothing was run");
+            return Ok(1);
+        }
+        ledger_gate = Some(gate);
+    }
+    let ledger = match &ledger_bytes {
+        Some(bytes) => ledger::parse(bytes, &quarantine_path, &args.rev)
+            .map_err(|e| Failure::usage(e.into()))?,
+        None => Ledger::default(),
+    };
+    let runner = match &args.runner {
+        Some(name) => name
+            .parse::<RunnerKind>()
+            .map_err(|e| Failure::usage(anyhow!(e)))?,
+        None => {
+            engine::detect_runner_in(&repo, &tree).map_err(|e| Failure::infrastructure(e.into()))?
+        }
+    };
+    let prefix = match &args.test_command {
+        Some(text) => config::split_command(text).usage()?,
+        None => runner.default_command(),
+    };
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+    let store_url = args.store.clone().unwrap_or_else(config::default_store_url);
+    let store: Arc<dyn ArtifactStore> =
+        Arc::new(ObjectArtifactStore::open(&store_url).map_err(|e| Failure::usage(e.into()))?);
+    let scratch = tempfile::Builder::new()
+        .prefix("assay-test-")
+        .tempdir()
+        .context("failed to create a scratch directory")
+        .infrastructure()?;
+    let ctx = JobContext {
+        worker_id: engine::embedded_worker_id(),
+        sandbox: Arc::new(ProcessSandbox),
+        trees: Arc::new(GitTreeSource::new(&repo)),
+        store: store.clone(),
+        scratch_root: scratch.path().to_owned(),
+        pass_env: args.pass_env.clone(),
+    };
+    let queue = InProcessQueue::start(ctx, jobs);
+    let run_id = ProofId(engine::new_proof_id().0.replacen("p-", "t-", 1));
+
+    let collected = suite::collect(
+        &run_id,
+        runner,
+        &prefix,
+        &tree,
+        args.timeout,
+        &queue,
+        &*store,
+    )
+    .await
+    .map_err(|e| {
+        if matches!(e, CollectError::Unsupported { .. }) {
+            Failure::usage(e.into())
+        } else if e.is_infrastructure() {
+            Failure::infrastructure(e.into())
+        } else {
+            Failure {
+                code: 1,
+                error: e.into(),
+            }
+        }
+    })?;
+    let selectors = Selectors {
+        cases: args.cases.clone(),
+        files: args.files.iter().map(|f| repo_relative(&repo, f)).collect(),
+        directories: args
+            .directories
+            .iter()
+            .map(|d| repo_relative(&repo, d))
+            .collect(),
+    };
+    let chosen = select::select(&collected, &selectors).map_err(|e| Failure::usage(e.into()))?;
+    let cases: Vec<SuiteCase> = chosen.iter().map(|&i| collected[i].clone()).collect();
+    if args.list_cases {
+        let listing = serde_json::to_string(&CaseListing::new(&cases))
+            .context("failed to encode the case listing")
+            .internal()?;
+        println!("{listing}");
+        return Ok(0);
+    }
+
+    let branch = match &args.branch {
+        Some(branch) => branch.clone(),
+        None if args.rev == "HEAD" => current_branch(&repo)?,
+        None => args.rev.clone(),
+    };
+    let repository = repo.display().to_string();
+    let history_path = history::history_path(&state, &repository, &branch);
+    let (mut history, problem) = history::load(&history_path, &repository, &branch);
+    if let Some(problem) = problem {
+        eprintln!(
+            "warning: suite history {} is {problem}; starting it over",
+            history_path.display()
+        );
+    }
+    let refs: Vec<String> = cases.iter().map(SuiteCase::reference).collect();
+    let shards = match args.shards {
+        Some(k) => suite::shard::lpt_shards(
+            &suite::shard::estimate_durations(&refs, &history.durations),
+            k,
+        ),
+        None => (0..cases.len()).map(|i| vec![i]).collect(),
+    };
+    let plan = suite::plan_suite(
+        &run_id,
+        runner,
+        &prefix,
+        &tree,
+        &cases,
+        &shards,
+        args.timeout,
+    );
+    if !args.quiet {
+        eprintln!("[test] 0/{}", cases.len());
+    }
+    let progress = CaseProgress {
+        quiet: args.quiet,
+        cases: &cases,
+        shards: &shards,
+        total: cases.len(),
+        done: Mutex::new(0),
+    };
+    let outcome = suite::run_admitted(&plan, &queue, jobs, &halt, &progress)
+        .await
+        .map_err(|e| Failure::infrastructure(e.into()))?;
+    drop(queue);
+
+    let today = &engine::rfc3339(SystemTime::now())[..10];
+    let mut case_reports: Vec<Option<CaseReport>> = vec![None; cases.len()];
+    let mut selections = Vec::new();
+    let mut job_reports = Vec::new();
+    for (spec, members) in plan.iter().zip(&shards) {
+        let result: Option<&JobResult> = outcome.results[spec.index as usize].as_ref();
+        let member_cases: Vec<&SuiteCase> = members.iter().map(|&i| &cases[i]).collect();
+        if let Some(result) = result {
+            selections.push(JobSelection::from_report(
+                spec.index,
+                &member_cases,
+                result.report.parsed(),
+            ));
+            job_reports.push(SuiteJobReport {
+                index: spec.index,
+                job_id: spec.job_id.to_string(),
+                cases: member_cases.iter().map(|c| c.reference()).collect(),
+                status: result.status.label().into(),
+                duration_s: result.duration_ms as f64 / 1000.0,
+                artifacts: result.artifacts.clone(),
+            });
+        }
+        for &i in members {
+            let case = &cases[i];
+            case_reports[i] = Some(match result {
+                None => CaseReport {
+                    reference: case.reference(),
+                    display: case.display(),
+                    outcome: CaseOutcome::NotRun,
+                    lane: Lane::Infrastructure,
+                    quarantined: false,
+                    message: outcome
+                        .stopped
+                        .as_ref()
+                        .map(|s| format!("never admitted: {s}")),
+                    duration_s: None,
+                    job: None,
+                    artifacts: Vec::new(),
+                },
+                Some(result) => {
+                    let derived = derive_outcome(case, result);
+                    let bad = matches!(derived.outcome, CaseOutcome::Failed | CaseOutcome::Error);
+                    CaseReport {
+                        reference: case.reference(),
+                        display: case.display(),
+                        outcome: derived.outcome,
+                        lane: derived.lane,
+                        quarantined: bad
+                            && derived.lane == Lane::Guest
+                            && ledger.excuses(&case.id, today),
+                        message: derived.message,
+                        duration_s: Some(result.duration_ms as f64 / 1000.0 / members.len() as f64),
+                        job: Some(spec.index),
+                        artifacts: result.artifacts.clone(),
+                    }
+                }
+            });
+        }
+    }
+    let case_reports: Vec<CaseReport> = case_reports.into_iter().flatten().collect();
+    let mut totals = SuiteTotals {
+        total: case_reports.len() as u64,
+        ..SuiteTotals::default()
+    };
+    for case in &case_reports {
+        if case.quarantined {
+            totals.quarantined += 1;
+            continue;
+        }
+        match case.outcome {
+            CaseOutcome::Passed => totals.passed += 1,
+            CaseOutcome::Failed => totals.failed += 1,
+            CaseOutcome::Skipped => totals.skipped += 1,
+            CaseOutcome::Error => totals.error += 1,
+            CaseOutcome::NotRun => totals.not_run += 1,
+        }
+    }
+    let collected_ids: Vec<String> = collected.iter().map(|c| c.id.clone()).collect();
+    let selection_audit = audit::audit(&collected_ids, &selections);
+    for outlier in &selection_audit.executed_not_selected {
+        eprintln!(
+            "[audit] job {} executed {} which it did not select",
+            outlier.job, outlier.id
+        );
+    }
+    let aborted = outcome.stopped.is_some();
+    let guest_failures = totals.failed
+        + case_reports
+            .iter()
+            .filter(|c| c.outcome == CaseOutcome::Error && c.lane == Lane::Guest && !c.quarantined)
+            .count() as u64;
+    let (status, status_detail) = if aborted {
+        (
+            SuiteStatus::Error,
+            outcome.stopped.as_ref().map(ToString::to_string),
+        )
+    } else if guest_failures > 0 || !selection_audit.contained {
+        (SuiteStatus::Failing, None)
+    } else {
+        (SuiteStatus::Passing, None)
+    };
+    for case in &case_reports {
+        if let Some(d) = case.duration_s
+            && case.lane == Lane::Guest
+        {
+            history.durations.insert(case.reference.clone(), d);
+        }
+    }
+    let record = history
+        .record(
+            RunSummary {
+                timestamp: engine::rfc3339(started),
+                run_id: run_id.to_string(),
+                total: totals.total,
+                passed: totals.passed,
+                failed: guest_failures,
+                skipped: totals.skipped,
+                coverage_pct: None,
+                status,
+                status_detail,
+                failed_cases: case_reports
+                    .iter()
+                    .filter(|c| matches!(c.outcome, CaseOutcome::Failed | CaseOutcome::Error))
+                    .filter(|c| c.lane == Lane::Guest && !c.quarantined)
+                    .map(|c| c.display.clone())
+                    .collect(),
+            },
+            args.coverage_threshold,
+        )
+        .clone();
+    let history_saved = history::save(&history_path, &history);
+    if let Err(e) = history_saved {
+        eprintln!("warning: {:#}", anyhow::Error::from(e));
+    }
+    for alert in &record.alerts {
+        eprintln!(
+            "[ALERT] [{}] {}: {}",
+            alert.severity, alert.kind, alert.detail
+        );
+    }
+    let status_text = if aborted {
+        "infrastructure_aborted"
+    } else if status == SuiteStatus::Failing {
+        "failed"
+    } else {
+        "passed"
+    };
+    let report = SuiteReport {
+        schema: SUITE_SCHEMA.into(),
+        run_id: run_id.to_string(),
+        status: status_text.into(),
+        repository,
+        branch,
+        revision: commit,
+        runner: runner.to_string(),
+        started_at: engine::rfc3339(started),
+        duration_s: clock.elapsed().as_secs_f64(),
+        totals: totals.clone(),
+        cases: case_reports,
+        jobs: job_reports,
+        audit: serde_json::json!({
+            "selection": selection_audit,
+            "quarantine_ledger": ledger_gate,
+        }),
+        history: serde_json::json!({
+            "file": history_path.display().to_string(),
+            "new_failures": record.new_failures,
+            "newly_failing": record.newly_failing,
+            "coverage_drop": record.coverage_drop,
+            "alerts": record.alerts,
+        }),
+        stopped: outcome.stopped.as_ref().map(ToString::to_string),
+    };
+    if let Some(path) = &args.json {
+        let json = serde_json::to_vec_pretty(&report)
+            .context("failed to encode the suite report")
+            .internal()?;
+        write_atomically(path, &json).infrastructure()?;
+    }
+    if !args.quiet {
+        let n = totals.total;
+        if aborted {
+            let done = n - totals.not_run;
+            eprintln!("[test] {done}/{n} infrastructure-aborted");
+        } else if status == SuiteStatus::Passing {
+            eprintln!("[test] {n}/{n} passed");
+        } else {
+            eprintln!("[test] {n}/{n} completed, {guest_failures} failed");
+        }
+    }
+    println!(
+        "{}",
+        history::trend_line(
+            &record,
+            history
+                .runs
+                .iter()
+                .rev()
+                .skip(1)
+                .find(|r| r.status != SuiteStatus::Error)
+        )
+    );
+    Ok(if aborted {
+        INFRASTRUCTURE
+    } else if status == SuiteStatus::Failing {
+        1
+    } else {
+        0
+    })
+}
+
+/// A `--file`/`--directory` argument relative to the repository root: relative paths are
+/// taken against the working directory, as a shell user means them.
+fn repo_relative(repo: &Path, arg: &str) -> String {
+    let path = Path::new(arg);
+    let absolute = if path.is_absolute() {
+        path.to_owned()
+    } else {
+        std::env::current_dir().map_or_else(|_| path.to_owned(), |cwd| cwd.join(path))
+    };
+    let absolute = absolute.canonicalize().unwrap_or(absolute);
+    match absolute.strip_prefix(repo) {
+        Ok(rel) => select::normalize(&rel.to_string_lossy()),
+        // Outside the repository: kept as given, so it matches nothing and is reported.
+        Err(_) => arg.to_owned(),
+    }
+}
+
+pub fn run_history(args: &HistoryArgs) -> Result<u8, Failure> {
+    let repo = open_repo(&args.repo)?;
+    let branch = match &args.branch {
+        Some(b) => b.clone(),
+        None => current_branch(&repo)?,
+    };
+    let repository = repo.display().to_string();
+    let path = history::history_path(&state_dir(&args.state_dir), &repository, &branch);
+    let (history, problem) = history::load(&path, &repository, &branch);
+    if let Some(problem) = problem {
+        eprintln!("warning: suite history {} is {problem}", path.display());
+    }
+    if args.json {
+        let json = serde_json::to_string_pretty(&history)
+            .context("failed to encode suite history")
+            .internal()?;
+        println!("{json}");
+        return Ok(0);
+    }
+    if history.runs.is_empty() {
+        println!("no suite runs recorded for {repository} on {branch}");
+        return Ok(0);
+    }
+    println!(
+        "{repository} on {branch}: {} runs recorded, last {} kept",
+        history.run_count,
+        history.runs.len()
+    );
+    for (i, run) in history.runs.iter().enumerate() {
+        let previous = match run.status {
+            SuiteStatus::Error => None,
+            _ => history.runs[..i]
+                .iter()
+                .rev()
+                .find(|r| r.status != SuiteStatus::Error),
+        };
+        println!("{} {}", run.timestamp, history::trend_line(run, previous));
+    }
+    Ok(0)
+}
+
+pub fn run_halt(args: &HaltArgs) -> Result<u8, Failure> {
+    let halt = HaltFile::in_state_dir(&state_dir(&args.state_dir));
+    halt.set(&args.reason)
+        .map_err(|e| Failure::usage(e.into()))?;
+    println!("[HALT] admission stopped. Reason: {}", args.reason.trim());
+    Ok(0)
+}
+
+pub fn run_resume(args: &ResumeArgs) -> Result<u8, Failure> {
+    let halt = HaltFile::in_state_dir(&state_dir(&args.state_dir));
+    let cleared = halt
+        .clear()
+        .map_err(|e| Failure::infrastructure(e.into()))?;
+    println!(
+        "{}",
+        if cleared {
+            "admission resumed"
+        } else {
+            "no halt was set"
+        }
+    );
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jobs_must_be_a_plain_decimal_above_zero() {
+        assert_eq!(parse_jobs("3"), Ok(3));
+        assert_eq!(parse_jobs("03"), Ok(3));
+        for bad in [
+            "0",
+            "",
+            "+3",
+            "-1",
+            " 3",
+            "3x",
+            "0x10",
+            "99999999999999999999999",
+        ] {
+            assert!(parse_jobs(bad).is_err(), "{bad:?}");
+        }
+    }
+}

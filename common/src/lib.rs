@@ -4,11 +4,13 @@
 
 pub mod criteria;
 pub mod evidence;
+pub mod fleet;
 pub mod ids;
 pub mod job;
 pub mod outcome;
 pub mod report;
 pub mod runner;
+pub mod service_config;
 pub mod verdict;
 pub mod wire;
 

@@ -3,6 +3,8 @@
 //! it as a service.
 
 pub mod engine;
+pub mod nats_queue;
 pub mod plan;
 pub mod queue;
+pub mod service;
 pub mod source;

@@ -2,6 +2,7 @@
 //! results in plan order and decides verdicts. Embedded mode runs it in-process; the fleet runs
 //! it as a service.
 
+pub mod client;
 pub mod engine;
 pub mod nats_queue;
 pub mod plan;

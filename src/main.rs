@@ -4,6 +4,7 @@
 mod config;
 mod example;
 mod exit;
+mod fleet;
 mod prove;
 mod reporter;
 
@@ -34,6 +35,16 @@ enum Command {
     Prove(prove::ProveArgs),
     /// Build a small example repository with a bug fix and prove it.
     Example(example::ExampleArgs),
+    /// Run the fleet's coordinator service.
+    Coordinator(fleet::ServiceArgs),
+    /// Run a fleet worker service.
+    Worker(fleet::ServiceArgs),
+    /// Show fleet proofs and their progress.
+    Status(fleet::StatusArgs),
+    /// Fetch a finished fleet proof's evidence.
+    Results(fleet::ResultsArgs),
+    /// Cancel a running fleet proof.
+    Cancel(fleet::CancelArgs),
 }
 
 fn main() -> ExitCode {
@@ -65,6 +76,11 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Prove(args) => prove::run(&args).await,
             Command::Example(args) => example::run(&args).await,
+            Command::Coordinator(args) => fleet::run_coordinator(&args).await,
+            Command::Worker(args) => fleet::run_worker(&args).await,
+            Command::Status(args) => fleet::status(&args).await,
+            Command::Results(args) => fleet::results(&args).await,
+            Command::Cancel(args) => fleet::cancel(&args).await,
         }
     });
     match outcome {

@@ -24,7 +24,9 @@ pub enum ClientError {
     Fleet(#[from] FleetError),
     #[error("failed to upload tree {tree} to the store: {message}")]
     Upload { tree: String, message: String },
-    #[error("failed to submit proof {proof_id}: {message} (hint: is `assay coordinator` running on this NATS server and prefix?)")]
+    #[error(
+        "failed to submit proof {proof_id}: {message} (hint: is `assay coordinator` running on this NATS server and prefix?)"
+    )]
     Submit { proof_id: String, message: String },
     #[error("the coordinator refused proof {proof_id}: {message}")]
     Refused { proof_id: String, message: String },
@@ -105,7 +107,8 @@ pub async fn submit_and_wait(
         .subscribe(subjects.progress(&proof_id))
         .await
         .map_err(|e| submit_err(e.to_string()))?;
-    let payload = wire::encode("proof submission", submission).map_err(|e| submit_err(e.to_string()))?;
+    let payload =
+        wire::encode("proof submission", submission).map_err(|e| submit_err(e.to_string()))?;
     let reply = tokio::time::timeout(
         Duration::from_secs(30),
         client.request(subjects.submit(), payload.into()),

@@ -32,7 +32,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Prove a change with named tests (embedded mode: no services needed).
-    Prove(prove::ProveArgs),
+    Prove(Box<prove::ProveArgs>),
     /// Build a small example repository with a bug fix and prove it.
     Example(example::ExampleArgs),
     /// Run the fleet's coordinator service.

@@ -4,6 +4,7 @@
 mod config;
 mod example;
 mod exit;
+mod fleet;
 mod prove;
 mod reporter;
 mod suites;
@@ -33,7 +34,7 @@ struct Cli {
 #[expect(clippy::large_enum_variant, reason = "parsed once per process")]
 enum Command {
     /// Prove a change with named tests (embedded mode: no services needed).
-    Prove(prove::ProveArgs),
+    Prove(Box<prove::ProveArgs>),
     /// Build a small example repository with a bug fix and prove it.
     Example(example::ExampleArgs),
     /// Run a suite sharded into cases, with selection, history and the selection audit.
@@ -44,6 +45,16 @@ enum Command {
     Halt(suites::HaltArgs),
     /// Lift a halt.
     Resume(suites::ResumeArgs),
+    /// Run the fleet's coordinator service.
+    Coordinator(fleet::ServiceArgs),
+    /// Run a fleet worker service.
+    Worker(fleet::ServiceArgs),
+    /// Show fleet proofs and their progress.
+    Status(fleet::StatusArgs),
+    /// Fetch a finished fleet proof's evidence.
+    Results(fleet::ResultsArgs),
+    /// Cancel a running fleet proof.
+    Cancel(fleet::CancelArgs),
 }
 
 fn main() -> ExitCode {
@@ -79,6 +90,11 @@ fn main() -> ExitCode {
             Command::History(args) => suites::run_history(&args),
             Command::Halt(args) => suites::run_halt(&args),
             Command::Resume(args) => suites::run_resume(&args),
+            Command::Coordinator(args) => fleet::run_coordinator(&args).await,
+            Command::Worker(args) => fleet::run_worker(&args).await,
+            Command::Status(args) => fleet::status(&args).await,
+            Command::Results(args) => fleet::results(&args).await,
+            Command::Cancel(args) => fleet::cancel(&args).await,
         }
     });
     match outcome {

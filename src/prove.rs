@@ -80,6 +80,18 @@ pub struct ProveArgs {
     /// Environment variable passed to test commands, beyond PATH and the locale. Repeatable.
     #[arg(long = "pass-env", value_name = "NAME")]
     pub pass_env: Vec<String>,
+    /// Run on a fleet: the NATS URL of its coordinator and workers (the store must be the
+    /// fleet's: --store or ASSAY_STORE).
+    #[arg(long, value_name = "URL")]
+    pub cluster: Option<String>,
+    /// Subject prefix of the fleet.
+    #[arg(
+        long,
+        value_name = "PREFIX",
+        default_value = "assay",
+        env = "ASSAY_SUBJECT_PREFIX"
+    )]
+    pub subject_prefix: String,
     /// Print only the summary, no progress.
     #[arg(short, long)]
     pub quiet: bool,
@@ -208,8 +220,18 @@ pub async fn run(args: &ProveArgs) -> Result<u8, Failure> {
     let settings = settings(args)?;
     let started = SystemTime::now();
     let clock = Instant::now();
+    let store_url = match (&args.cluster, std::env::var("ASSAY_STORE")) {
+        (Some(_), _) if args.store.is_some() => settings.store.clone(),
+        (Some(_), Ok(url)) => url,
+        (Some(_), Err(_)) => {
+            return Err(Failure::usage(anyhow!(
+                "a fleet proof needs the fleet's artifact store (hint: --store s3://BUCKET or ASSAY_STORE)"
+            )));
+        }
+        (None, _) => settings.store.clone(),
+    };
     let store: Arc<dyn ArtifactStore> =
-        Arc::new(ObjectArtifactStore::open(&settings.store).map_err(|e| Failure::usage(e.into()))?);
+        Arc::new(ObjectArtifactStore::open(&store_url).map_err(|e| Failure::usage(e.into()))?);
     let repo = settings.request.repo.clone();
     let prepared = tokio::task::spawn_blocking(move || engine::prepare(settings.request))
         .await
@@ -221,37 +243,35 @@ pub async fn run(args: &ProveArgs) -> Result<u8, Failure> {
                 Failure::infrastructure(e.into())
             }
         })?;
-    let scratch = tempfile::Builder::new()
-        .prefix("assay-")
-        .tempdir()
-        .context("failed to create a scratch directory")
-        .infrastructure()?;
-    let ctx = JobContext {
-        worker_id: engine::embedded_worker_id(),
-        sandbox: Arc::new(ProcessSandbox),
-        trees: Arc::new(GitTreeSource::new(&repo)),
-        store: store.clone(),
-        scratch_root: scratch.path().to_owned(),
-        pass_env: settings.pass_env.clone(),
+    let evidence = match &args.cluster {
+        Some(url) => run_on_fleet(args, url, store.as_ref(), &prepared, settings.jobs).await?,
+        None => {
+            run_embedded(
+                args,
+                &repo,
+                store.clone(),
+                &prepared,
+                settings.jobs,
+                &settings.pass_env,
+                started,
+                clock,
+            )
+            .await?
+        }
     };
-    let queue = InProcessQueue::start(ctx, settings.jobs);
-    let progress = StderrProgress { quiet: args.quiet };
-    let results = engine::run_jobs(&prepared.jobs, &queue, settings.jobs, &progress)
-        .await
-        .map_err(|e| Failure::infrastructure(e.into()))?;
-    drop(queue);
-    let evidence = engine::conclude(&prepared, &results, started, clock);
     let json = serde_json::to_vec_pretty(&evidence)
         .context("failed to encode the evidence report")
         .internal()?;
-    store
-        .put_bytes(
-            "evidence",
-            &format!("proofs/{}/evidence.json", evidence.proof_id),
-            json.clone().into(),
-        )
-        .await
-        .map_err(|e| Failure::infrastructure(e.into()))?;
+    if args.cluster.is_none() {
+        store
+            .put_bytes(
+                "evidence",
+                &format!("proofs/{}/evidence.json", evidence.proof_id),
+                json.clone().into(),
+            )
+            .await
+            .map_err(|e| Failure::infrastructure(e.into()))?;
+    }
     if let Some(path) = &settings.json {
         write_atomically(path, &json).infrastructure()?;
     }
@@ -262,8 +282,76 @@ pub async fn run(args: &ProveArgs) -> Result<u8, Failure> {
     Ok(exit_code(&evidence))
 }
 
+/// Uploads the proof's trees, submits it to the fleet and waits for its evidence.
+async fn run_on_fleet(
+    args: &ProveArgs,
+    url: &str,
+    store: &dyn ArtifactStore,
+    prepared: &engine::PreparedProof,
+    jobs: usize,
+) -> Result<Evidence, Failure> {
+    let client = assay_worker::nats::connect(url, "")
+        .await
+        .map_err(|e| Failure::infrastructure(e.into()))?;
+    assay_coordinator::client::upload_trees(store, prepared)
+        .await
+        .map_err(|e| Failure::infrastructure(e.into()))?;
+    let submission = assay_coordinator::client::submission(prepared, jobs as u32);
+    let mut progress = crate::fleet::FleetStderr {
+        quiet: args.quiet,
+        jobs: &prepared.jobs,
+    };
+    if !args.quiet {
+        eprintln!("[prove] {} jobs planned", prepared.jobs.len());
+    }
+    assay_coordinator::client::submit_and_wait(
+        &client,
+        &assay_common::fleet::Subjects::new(&args.subject_prefix),
+        &submission,
+        &mut progress,
+    )
+    .await
+    .map_err(|e| Failure::infrastructure(e.into()))
+}
+
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the embedded run's inputs, each used once"
+)]
+async fn run_embedded(
+    args: &ProveArgs,
+    repo: &Path,
+    store: Arc<dyn ArtifactStore>,
+    prepared: &engine::PreparedProof,
+    jobs: usize,
+    pass_env: &[String],
+    started: SystemTime,
+    clock: Instant,
+) -> Result<Evidence, Failure> {
+    let scratch = tempfile::Builder::new()
+        .prefix("assay-")
+        .tempdir()
+        .context("failed to create a scratch directory")
+        .infrastructure()?;
+    let ctx = JobContext {
+        worker_id: engine::embedded_worker_id(),
+        sandbox: Arc::new(ProcessSandbox),
+        trees: Arc::new(GitTreeSource::new(repo)),
+        store,
+        scratch_root: scratch.path().to_owned(),
+        pass_env: pass_env.to_vec(),
+    };
+    let queue = InProcessQueue::start(ctx, jobs);
+    let progress = StderrProgress { quiet: args.quiet };
+    let results = engine::run_jobs(&prepared.jobs, &queue, jobs, &progress)
+        .await
+        .map_err(|e| Failure::infrastructure(e.into()))?;
+    drop(queue);
+    Ok(engine::conclude(prepared, &results, started, clock))
+}
+
 /// 0 proven, 1 refuted, 3 when infrastructure kept a verdict from being reached, else 4.
-fn exit_code(evidence: &Evidence) -> u8 {
+pub fn exit_code(evidence: &Evidence) -> u8 {
     match evidence.verdict {
         Verdict::Proven => 0,
         Verdict::Refuted => 1,

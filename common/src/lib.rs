@@ -4,12 +4,14 @@
 
 pub mod criteria;
 pub mod evidence;
+pub mod fleet;
 pub mod ids;
 pub mod job;
 pub mod manifest;
 pub mod outcome;
 pub mod report;
 pub mod runner;
+pub mod service_config;
 pub mod suite;
 pub mod tree_path;
 pub mod verdict;

@@ -2,9 +2,12 @@
 //! results in plan order and decides verdicts. Embedded mode runs it in-process; the fleet runs
 //! it as a service.
 
+pub mod client;
 pub mod engine;
 pub mod mutants;
+pub mod nats_queue;
 pub mod plan;
 pub mod queue;
+pub mod service;
 pub mod source;
 pub mod suite;

@@ -2,7 +2,12 @@
 //! structured report and output privately, uploads artifacts with their sha256 and returns a
 //! result. The same code serves embedded mode (in-process) and the fleet.
 
+pub mod archive;
 pub mod execute;
+pub mod health;
+pub mod nats;
 pub mod sandbox;
+pub mod service;
 pub mod store;
+pub mod store_tree;
 pub mod tree;

@@ -6,14 +6,21 @@ use assay_common::job::ArtifactRef;
 use async_trait::async_trait;
 use bytes::Bytes;
 use object_store::path::Path as StorePath;
-use object_store::{ObjectStore, PutPayload};
+use object_store::{ObjectStore, PutPayload, WriteMultipart};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+/// Artifacts above this size are uploaded in parts.
+pub const MULTIPART_THRESHOLD: usize = 8 * 1024 * 1024;
+/// S3's minimum part size is 5 MiB (except the last).
+const MULTIPART_PART_SIZE: usize = 5 * 1024 * 1024;
+
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("store URL {url:?} is not supported (hint: use file:///ABSOLUTE/DIR or memory://)")]
+    #[error(
+        "store URL {url:?} is not supported (hint: use file:///ABSOLUTE/DIR, s3://BUCKET or memory://)"
+    )]
     UnsupportedUrl { url: String },
     #[error("failed to open store {url}")]
     Open {
@@ -88,8 +95,39 @@ impl ObjectArtifactStore {
         Self { url, inner }
     }
 
-    /// Opens `file:///dir` (created if absent) or `memory://`.
+    /// Opens `file:///dir` (created if absent), `memory://`, or `s3://bucket` configured by
+    /// the standard `AWS_*` variables (endpoint, region, credentials, allow-http).
     pub fn open(url: &str) -> Result<Self, StoreError> {
+        Self::open_with_options(url, &[])
+    }
+
+    /// Like [`Self::open`], with S3 options (`aws_endpoint`, `aws_allow_http`, …) applied over
+    /// the environment's.
+    pub fn open_with_options(url: &str, s3_options: &[(&str, &str)]) -> Result<Self, StoreError> {
+        if let Some(bucket) = url.strip_prefix("s3://") {
+            let bucket = bucket.trim_end_matches('/');
+            if bucket.is_empty() || bucket.contains('/') {
+                return Err(StoreError::UnsupportedUrl {
+                    url: url.to_owned(),
+                });
+            }
+            let mut builder =
+                object_store::aws::AmazonS3Builder::from_env().with_bucket_name(bucket);
+            for (key, value) in s3_options {
+                let key = key
+                    .parse::<object_store::aws::AmazonS3ConfigKey>()
+                    .map_err(|source| StoreError::Open {
+                        url: url.to_owned(),
+                        source,
+                    })?;
+                builder = builder.with_config(key, *value);
+            }
+            let s3 = builder.build().map_err(|source| StoreError::Open {
+                url: url.to_owned(),
+                source,
+            })?;
+            return Ok(Self::new(url.to_owned(), Arc::new(s3)));
+        }
         if url == "memory://" || url == "memory:///" {
             return Ok(Self::new(
                 url.to_owned(),
@@ -136,13 +174,23 @@ impl ArtifactStore for ObjectArtifactStore {
     ) -> Result<ArtifactRef, StoreError> {
         let sha256 = hex::encode(Sha256::digest(&bytes));
         let size = bytes.len() as u64;
-        self.inner
-            .put(&StorePath::from(key), PutPayload::from_bytes(bytes))
-            .await
-            .map_err(|source| StoreError::Put {
-                key: key.to_owned(),
-                source,
-            })?;
+        let put_err = |source| StoreError::Put {
+            key: key.to_owned(),
+            source,
+        };
+        let path = StorePath::from(key);
+        if bytes.len() > MULTIPART_THRESHOLD {
+            // Large logs go in parts: S3 caps a single PUT and retries a whole body on failure.
+            let upload = self.inner.put_multipart(&path).await.map_err(put_err)?;
+            let mut writer = WriteMultipart::new_with_chunk_size(upload, MULTIPART_PART_SIZE);
+            writer.put(bytes);
+            writer.finish().await.map_err(put_err)?;
+        } else {
+            self.inner
+                .put(&path, PutPayload::from_bytes(bytes))
+                .await
+                .map_err(put_err)?;
+        }
         Ok(ArtifactRef {
             name: name.to_owned(),
             key: key.to_owned(),
@@ -173,6 +221,32 @@ impl ArtifactStore for ObjectArtifactStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_large_artifact_goes_in_parts_and_keeps_its_sha256() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("file://{}", dir.path().display());
+        let store = ObjectArtifactStore::open(&url).unwrap();
+        let log: Vec<u8> = (0..MULTIPART_THRESHOLD + 3_000_000)
+            .map(|i| b"invoice 42 settled\n"[i % 19])
+            .collect();
+        let artifact = store
+            .put_bytes(
+                "stdout",
+                "proofs/p-2/jobs/0001/stdout.log",
+                log.clone().into(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(artifact.sha256, hex::encode(Sha256::digest(&log)));
+        let back = store
+            .get("proofs/p-2/jobs/0001/stdout.log")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(back.len(), log.len());
+        assert_eq!(hex::encode(Sha256::digest(&back)), artifact.sha256);
+    }
 
     async fn round_trip(store: &dyn ArtifactStore) {
         let artifact = store

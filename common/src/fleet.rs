@@ -1,0 +1,209 @@
+//! The fleet's protocol: subject names, stream/consumer/bucket names and the messages that
+//! cross NATS between the CLI, the coordinator and the workers. Every message here travels in
+//! the versioned envelope of [`crate::wire`]; nothing here knows how NATS is reached.
+
+use crate::criteria::Criterion;
+use crate::job::{JobResult, JobSpec};
+use crate::runner::RunnerKind;
+use crate::{ProofId, TreeId};
+use serde::{Deserialize, Serialize};
+
+/// Work-queue stream holding jobs until a worker acknowledges them.
+pub const JOBS_STREAM: &str = "ASSAY_JOBS";
+/// Stream holding results until the coordinator has applied them.
+pub const RESULTS_STREAM: &str = "ASSAY_RESULTS";
+/// Durable pull consumer shared by every worker.
+pub const WORKERS_CONSUMER: &str = "assay-workers";
+/// Durable pull consumer of the results stream, shared by coordinator replicas.
+pub const COORDINATOR_CONSUMER: &str = "assay-coordinator";
+/// KV bucket holding every proof's state, so a restarted coordinator resumes it.
+pub const PROOFS_BUCKET: &str = "ASSAY_PROOFS";
+/// The default subject prefix.
+pub const DEFAULT_PREFIX: &str = "assay";
+
+/// Subject names under one prefix; two fleets on one server differ by prefix.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Subjects {
+    prefix: String,
+}
+
+impl Subjects {
+    pub fn new(prefix: &str) -> Self {
+        Self {
+            prefix: prefix.trim_end_matches('.').to_owned(),
+        }
+    }
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+    /// `{prefix}.jobs.{proof_id}`: one subject per proof, so cancelling purges by subject.
+    pub fn jobs(&self, proof_id: &ProofId) -> String {
+        format!("{}.jobs.{proof_id}", self.prefix)
+    }
+    pub fn jobs_filter(&self) -> String {
+        format!("{}.jobs.>", self.prefix)
+    }
+    pub fn results(&self, proof_id: &ProofId) -> String {
+        format!("{}.results.{proof_id}", self.prefix)
+    }
+    pub fn results_filter(&self) -> String {
+        format!("{}.results.>", self.prefix)
+    }
+    pub fn submit(&self) -> String {
+        format!("{}.submit", self.prefix)
+    }
+    pub fn cancel(&self) -> String {
+        format!("{}.cancel", self.prefix)
+    }
+    pub fn progress(&self, proof_id: &ProofId) -> String {
+        format!("{}.progress.{proof_id}", self.prefix)
+    }
+    /// The proof id of a `{prefix}.results.{proof_id}` or `{prefix}.jobs.{proof_id}` subject.
+    pub fn proof_of(&self, subject: &str) -> Option<ProofId> {
+        let rest = subject.strip_prefix(&self.prefix)?.strip_prefix('.')?;
+        let (_, proof) = rest.split_once('.')?;
+        (!proof.is_empty()).then(|| ProofId(proof.to_owned()))
+    }
+}
+
+/// KV keys of one proof in [`PROOFS_BUCKET`].
+pub mod keys {
+    use crate::ProofId;
+
+    pub fn record(proof_id: &ProofId) -> String {
+        format!("{proof_id}.record")
+    }
+    pub fn result(proof_id: &ProofId, index: u32) -> String {
+        format!("{proof_id}.result.{index:06}")
+    }
+    pub fn evidence(proof_id: &ProofId) -> String {
+        format!("{proof_id}.evidence")
+    }
+    /// The proof id of a record key, for listing proofs.
+    pub fn proof_of_record(key: &str) -> Option<ProofId> {
+        key.strip_suffix(".record").map(|p| ProofId(p.to_owned()))
+    }
+}
+
+/// One revision of a submitted proof, as resolved by the CLI.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RevisionWire {
+    pub requested: String,
+    pub commit: Option<String>,
+    pub tree: TreeId,
+}
+
+/// A file the change touches.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChangedFileWire {
+    pub path: String,
+    pub deleted: bool,
+}
+
+/// A prepared proof as the CLI submits it: the plan is made where the repository is; the
+/// trees its jobs name are already in the object store.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProofSubmission {
+    pub proof_id: ProofId,
+    pub repository: String,
+    pub runner: RunnerKind,
+    pub criteria: Vec<Criterion>,
+    pub base: RevisionWire,
+    pub candidate: RevisionWire,
+    pub base_tree: TreeId,
+    pub changed: Vec<ChangedFileWire>,
+    pub changed_test_files: Vec<ChangedFileWire>,
+    pub jobs: Vec<JobSpec>,
+    /// Changed test files refused as proof (see `verdict::refuse_spawning_files`).
+    pub refused_files: Vec<crate::verdict::RefusedFile>,
+    /// `--jobs N`: this proof's in-flight cap across the whole fleet.
+    pub jobs_budget: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SubmitReply {
+    Accepted { proof_id: ProofId },
+    Refused { message: String },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ProofStatus {
+    Running,
+    Finished,
+    Cancelled,
+}
+
+impl ProofStatus {
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Running => "running",
+            Self::Finished => "finished",
+            Self::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// A proof's durable state in the KV bucket; results live beside it, one key per job.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProofRecord {
+    pub submission: ProofSubmission,
+    pub status: ProofStatus,
+    /// Seconds since the epoch when the coordinator accepted the proof.
+    pub submitted_at: u64,
+}
+
+/// What the coordinator tells the submitting CLI while a proof runs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum ProgressEvent {
+    JobFinished {
+        done: u32,
+        total: u32,
+        result: JobResult,
+    },
+    /// The evidence report as JSON (its schema is the document's, not the wire's).
+    Finished {
+        evidence_json: String,
+    },
+    Cancelled,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CancelRequest {
+    pub proof_id: ProofId,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CancelReply {
+    Cancelled,
+    NotRunning { status: Option<ProofStatus> },
+}
+
+/// The store key of a tree archive and of its sha256, content-addressed by git tree id.
+pub fn tree_archive_key(tree: &TreeId) -> String {
+    format!("trees/{tree}.tar")
+}
+pub fn tree_digest_key(tree: &TreeId) -> String {
+    format!("trees/{tree}.tar.sha256")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subjects_carry_the_prefix_and_the_proof_id() {
+        let subjects = Subjects::new("billing.");
+        let proof = ProofId("p-1795995229-0a1b2c3d".into());
+        assert_eq!(subjects.jobs(&proof), "billing.jobs.p-1795995229-0a1b2c3d");
+        assert_eq!(subjects.jobs_filter(), "billing.jobs.>");
+        assert_eq!(
+            subjects.proof_of(&subjects.results(&proof)),
+            Some(proof.clone())
+        );
+        assert_eq!(subjects.proof_of("other.results.p-1"), None);
+        assert_eq!(
+            keys::proof_of_record(&keys::record(&proof)),
+            Some(proof.clone())
+        );
+    }
+}

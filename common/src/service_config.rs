@@ -1,0 +1,335 @@
+//! The services' configuration (`assay.service/v1`): one schema shared by the coordinator, the
+//! workers and the Helm chart, layered defaults → file → `ASSAY_*` environment → flags, then
+//! validated. Unknown keys are errors so a misspelt chart value never passes silently.
+
+use serde::Deserialize;
+use std::path::PathBuf;
+
+pub const SCHEMA: &str = "assay.service/v1";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("failed to read service configuration {path}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("invalid service configuration {origin}")]
+    Parse {
+        origin: String,
+        #[source]
+        source: toml::de::Error,
+    },
+    #[error(
+        "service configuration schema {found:?} is not supported (hint: set schema = \"{SCHEMA}\")"
+    )]
+    Schema { found: String },
+    #[error("invalid value {value:?} for {key}: {reason}")]
+    Value {
+        key: &'static str,
+        value: String,
+        reason: &'static str,
+    },
+    #[error("the docker sandbox is not built in yet (hint: use --sandbox process)")]
+    DockerNotBuiltIn,
+}
+
+/// Which sandbox a worker runs jobs in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SandboxKind {
+    Process,
+    Docker,
+}
+
+impl std::str::FromStr for SandboxKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "process" => Ok(Self::Process),
+            "docker" => Ok(Self::Docker),
+            other => Err(format!(
+                "unknown sandbox {other:?} (expected process or docker)"
+            )),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServiceConfig {
+    pub schema: String,
+    pub nats: NatsSection,
+    pub store: StoreSection,
+    pub http: HttpSection,
+    pub worker: WorkerSection,
+    pub coordinator: CoordinatorSection,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct NatsSection {
+    pub url: String,
+    pub subject_prefix: String,
+    /// Empty: no credentials.
+    pub credentials_file: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StoreSection {
+    pub url: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HttpSection {
+    /// Empty: no HTTP endpoint.
+    pub listen: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WorkerSection {
+    pub slots: u32,
+    pub sandbox: SandboxKind,
+    pub image: String,
+    pub memory_mb: u64,
+    pub cpus: f64,
+    pub pids: u64,
+    pub tree_cache_dir: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CoordinatorSection {
+    pub max_jobs_per_proof: u32,
+}
+
+impl Default for ServiceConfig {
+    fn default() -> Self {
+        Self {
+            schema: SCHEMA.into(),
+            nats: NatsSection::default(),
+            store: StoreSection::default(),
+            http: HttpSection::default(),
+            worker: WorkerSection::default(),
+            coordinator: CoordinatorSection::default(),
+        }
+    }
+}
+
+impl Default for NatsSection {
+    fn default() -> Self {
+        Self {
+            url: "nats://127.0.0.1:4222".into(),
+            subject_prefix: crate::fleet::DEFAULT_PREFIX.into(),
+            credentials_file: String::new(),
+        }
+    }
+}
+
+impl Default for StoreSection {
+    fn default() -> Self {
+        Self {
+            url: "file:///var/lib/assay/artifacts".into(),
+        }
+    }
+}
+
+impl Default for HttpSection {
+    fn default() -> Self {
+        Self {
+            listen: "0.0.0.0:9464".into(),
+        }
+    }
+}
+
+impl Default for WorkerSection {
+    fn default() -> Self {
+        Self {
+            slots: 2,
+            sandbox: SandboxKind::Process,
+            image: "assay-runner-python:latest".into(),
+            memory_mb: 2048,
+            cpus: 1.0,
+            pids: 512,
+            tree_cache_dir: "/var/cache/assay/trees".into(),
+        }
+    }
+}
+
+impl Default for CoordinatorSection {
+    fn default() -> Self {
+        Self {
+            max_jobs_per_proof: 64,
+        }
+    }
+}
+
+impl ServiceConfig {
+    /// Parses a file's text over the defaults; `origin` names it in errors.
+    pub fn from_toml(text: &str, origin: &str) -> Result<Self, ConfigError> {
+        toml::from_str(text).map_err(|source| ConfigError::Parse {
+            origin: origin.to_owned(),
+            source,
+        })
+    }
+
+    pub fn from_file(path: &std::path::Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        Self::from_toml(&text, &path.display().to_string())
+    }
+
+    /// Applies `ASSAY_*` variables from `vars` (pass `std::env::vars()`).
+    pub fn apply_env(
+        &mut self,
+        vars: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<(), ConfigError> {
+        for (name, value) in vars {
+            match name.as_str() {
+                "ASSAY_NATS_URL" => self.nats.url = value,
+                "ASSAY_SUBJECT_PREFIX" => self.nats.subject_prefix = value,
+                "ASSAY_NATS_CREDENTIALS" => self.nats.credentials_file = value,
+                "ASSAY_STORE" => self.store.url = value,
+                "ASSAY_HTTP_LISTEN" => self.http.listen = value,
+                "ASSAY_SLOTS" => {
+                    self.worker.slots = value.parse().map_err(|_| ConfigError::Value {
+                        key: "ASSAY_SLOTS",
+                        value: value.clone(),
+                        reason: "expected a whole number",
+                    })?
+                }
+                "ASSAY_SANDBOX" => {
+                    self.worker.sandbox = value.parse().map_err(|_| ConfigError::Value {
+                        key: "ASSAY_SANDBOX",
+                        value: value.clone(),
+                        reason: "expected process or docker",
+                    })?
+                }
+                "ASSAY_TREE_CACHE_DIR" => self.worker.tree_cache_dir = value,
+                "ASSAY_MAX_JOBS_PER_PROOF" => {
+                    self.coordinator.max_jobs_per_proof =
+                        value.parse().map_err(|_| ConfigError::Value {
+                            key: "ASSAY_MAX_JOBS_PER_PROOF",
+                            value: value.clone(),
+                            reason: "expected a whole number",
+                        })?
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks what serde cannot: the schema, non-zero counts, a usable prefix.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.schema != SCHEMA {
+            return Err(ConfigError::Schema {
+                found: self.schema.clone(),
+            });
+        }
+        let prefix = &self.nats.subject_prefix;
+        if prefix.is_empty()
+            || prefix
+                .split('.')
+                .any(|t| t.is_empty() || t.contains(['*', '>', ' ']))
+        {
+            return Err(ConfigError::Value {
+                key: "nats.subject_prefix",
+                value: prefix.clone(),
+                reason: "expected dot-separated tokens without wildcards or spaces",
+            });
+        }
+        if self.worker.slots == 0 {
+            return Err(ConfigError::Value {
+                key: "worker.slots",
+                value: "0".into(),
+                reason: "a worker needs at least one slot",
+            });
+        }
+        if self.coordinator.max_jobs_per_proof == 0 {
+            return Err(ConfigError::Value {
+                key: "coordinator.max_jobs_per_proof",
+                value: "0".into(),
+                reason: "a proof needs at least one job in flight",
+            });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CHART_VALUES: &str = r#"
+schema = "assay.service/v1"
+[nats]
+url = "nats://nats:4222"
+subject_prefix = "assay"
+credentials_file = ""
+[store]
+url = "s3://assay-artifacts"
+[http]
+listen = "0.0.0.0:9464"
+[worker]
+slots = 2
+sandbox = "docker"
+image = "assay-runner-python:latest"
+memory_mb = 2048
+cpus = 1.0
+pids = 512
+tree_cache_dir = "/var/cache/assay/trees"
+[coordinator]
+max_jobs_per_proof = 64
+"#;
+
+    #[test]
+    fn the_documented_schema_parses_in_full() {
+        let config = ServiceConfig::from_toml(CHART_VALUES, "values").unwrap();
+        config.validate().unwrap();
+        assert_eq!(config.store.url, "s3://assay-artifacts");
+        assert_eq!(config.worker.sandbox, SandboxKind::Docker);
+        assert_eq!(config.coordinator.max_jobs_per_proof, 64);
+    }
+
+    #[test]
+    fn an_unknown_key_is_refused_naming_it() {
+        let err = ServiceConfig::from_toml("[worker]\nslot = 3\n", "values").unwrap_err();
+        let text = format!("{err}: {}", std::error::Error::source(&err).unwrap());
+        assert!(text.contains("slot"), "{text}");
+    }
+
+    #[test]
+    fn environment_overrides_the_file() {
+        let mut config = ServiceConfig::from_toml(CHART_VALUES, "values").unwrap();
+        config
+            .apply_env([
+                ("ASSAY_SLOTS".to_owned(), "8".to_owned()),
+                ("ASSAY_NATS_URL".to_owned(), "nats://queue:4222".to_owned()),
+                ("HOME".to_owned(), "/root".to_owned()),
+            ])
+            .unwrap();
+        assert_eq!(config.worker.slots, 8);
+        assert_eq!(config.nats.url, "nats://queue:4222");
+        let err = config
+            .apply_env([("ASSAY_SLOTS".to_owned(), "many".to_owned())])
+            .unwrap_err();
+        assert!(err.to_string().contains("ASSAY_SLOTS"));
+    }
+
+    #[test]
+    fn a_wildcard_prefix_and_an_old_schema_are_refused() {
+        let mut config = ServiceConfig::default();
+        config.nats.subject_prefix = "assay.>".into();
+        assert!(config.validate().is_err());
+        let mut config = ServiceConfig::default();
+        config.schema = "assay.service/v0".into();
+        assert!(matches!(config.validate(), Err(ConfigError::Schema { .. })));
+    }
+}

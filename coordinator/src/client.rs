@@ -1,0 +1,236 @@
+//! The fleet client the CLI uses: uploads the trees a prepared proof needs, submits it by
+//! request/reply, and follows its progress until the evidence arrives. It watches the progress
+//! subject and falls back to the KV bucket, so a missed message (a coordinator restart) never
+//! leaves the CLI waiting for nothing.
+
+use crate::engine::PreparedProof;
+use assay_common::ProofId;
+use assay_common::evidence::Evidence;
+use assay_common::fleet::{
+    CancelReply, CancelRequest, ChangedFileWire, ProgressEvent, ProofRecord, ProofSubmission,
+    RevisionWire, Subjects, SubmitReply, keys,
+};
+use assay_common::job::JobResult;
+use assay_common::wire;
+use assay_worker::nats::{self, FleetError};
+use assay_worker::store::ArtifactStore;
+use assay_worker::store_tree::upload_tree;
+use futures::StreamExt;
+use std::time::Duration;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error(transparent)]
+    Fleet(#[from] FleetError),
+    #[error("failed to upload tree {tree} to the store: {message}")]
+    Upload { tree: String, message: String },
+    #[error(
+        "failed to submit proof {proof_id}: {message} (hint: is `assay coordinator` running on this NATS server and prefix?)"
+    )]
+    Submit { proof_id: String, message: String },
+    #[error("the coordinator refused proof {proof_id}: {message}")]
+    Refused { proof_id: String, message: String },
+    #[error("failed to read proof {proof_id}: {message}")]
+    Read { proof_id: String, message: String },
+    #[error("proof {proof_id} was cancelled")]
+    Cancelled { proof_id: String },
+}
+
+/// What the CLI learns while a proof runs.
+pub trait FleetProgress: Send {
+    fn job_finished(&mut self, done: u32, total: u32, result: &JobResult);
+}
+
+/// The submission for a prepared proof.
+pub fn submission(prepared: &PreparedProof, jobs_budget: u32) -> ProofSubmission {
+    let revision = |r: &crate::source::Revision| RevisionWire {
+        requested: r.requested.clone(),
+        commit: r.commit.clone(),
+        tree: r.tree.clone(),
+    };
+    let files = |files: &[crate::source::ChangedFile]| {
+        files
+            .iter()
+            .map(|f| ChangedFileWire {
+                path: f.path.clone(),
+                deleted: f.deleted,
+            })
+            .collect()
+    };
+    ProofSubmission {
+        proof_id: prepared.request.proof_id.clone(),
+        repository: prepared.request.repo.display().to_string(),
+        runner: prepared.runner,
+        criteria: prepared.request.criteria.clone(),
+        base: revision(&prepared.change.base),
+        candidate: revision(&prepared.change.candidate),
+        base_tree: prepared.change.base_tree.clone(),
+        changed: files(&prepared.change.changed),
+        changed_test_files: files(&prepared.change.changed_test_files),
+        jobs: prepared.jobs.clone(),
+        refused_files: prepared.refused_files.clone(),
+        jobs_budget,
+    }
+}
+
+/// Uploads every tree the proof's jobs run on (each once, skipped when the store has it).
+pub async fn upload_trees(
+    store: &dyn ArtifactStore,
+    prepared: &PreparedProof,
+) -> Result<(), ClientError> {
+    let mut trees: Vec<_> = prepared.jobs.iter().map(|j| j.tree.clone()).collect();
+    trees.sort();
+    trees.dedup();
+    for tree in trees {
+        upload_tree(store, &prepared.request.repo, &tree)
+            .await
+            .map_err(|e| ClientError::Upload {
+                tree: tree.to_string(),
+                message: assay_worker::execute::error_chain(&e),
+            })?;
+    }
+    Ok(())
+}
+
+/// Submits `submission` and waits for its evidence.
+pub async fn submit_and_wait(
+    client: &async_nats::Client,
+    subjects: &Subjects,
+    submission: &ProofSubmission,
+    progress: &mut dyn FleetProgress,
+) -> Result<Evidence, ClientError> {
+    let proof_id = submission.proof_id.clone();
+    let submit_err = |message: String| ClientError::Submit {
+        proof_id: proof_id.to_string(),
+        message,
+    };
+    let mut events = client
+        .subscribe(subjects.progress(&proof_id))
+        .await
+        .map_err(|e| submit_err(e.to_string()))?;
+    let payload =
+        wire::encode("proof submission", submission).map_err(|e| submit_err(e.to_string()))?;
+    let reply = tokio::time::timeout(
+        Duration::from_secs(30),
+        client.request(subjects.submit(), payload.into()),
+    )
+    .await
+    .map_err(|_| submit_err("no reply within 30 s".into()))?
+    .map_err(|e| submit_err(e.to_string()))?;
+    match wire::decode::<SubmitReply>("submit reply", &reply.payload)
+        .map_err(|e| submit_err(e.to_string()))?
+    {
+        SubmitReply::Accepted { .. } => {}
+        SubmitReply::Refused { message } => {
+            return Err(ClientError::Refused {
+                proof_id: proof_id.to_string(),
+                message,
+            });
+        }
+    }
+    let js = async_nats::jetstream::new(client.clone());
+    let proofs = nats::proofs_bucket(&js).await?;
+    let mut poll = tokio::time::interval(Duration::from_secs(2));
+    loop {
+        tokio::select! {
+            event = events.next() => {
+                let Some(event) = event else { break };
+                match wire::decode::<ProgressEvent>("progress", &event.payload) {
+                    Ok(ProgressEvent::JobFinished { done, total, result }) => progress.job_finished(done, total, &result),
+                    Ok(ProgressEvent::Finished { evidence_json }) => return parse_evidence(&proof_id, evidence_json.as_bytes()),
+                    Ok(ProgressEvent::Cancelled) => return Err(ClientError::Cancelled { proof_id: proof_id.to_string() }),
+                    Err(e) => tracing::warn!(error = %e, "ignoring an unreadable progress message"),
+                }
+            }
+            _ = poll.tick() => {
+                if let Some(evidence) = stored_evidence(&proofs, &proof_id).await? {
+                    return Ok(evidence);
+                }
+            }
+        }
+    }
+    stored_evidence(&proofs, &proof_id)
+        .await?
+        .ok_or_else(|| submit_err("the progress subscription closed".into()))
+}
+
+fn parse_evidence(proof_id: &ProofId, bytes: &[u8]) -> Result<Evidence, ClientError> {
+    serde_json::from_slice(bytes).map_err(|e| ClientError::Read {
+        proof_id: proof_id.to_string(),
+        message: format!("invalid evidence: {e}"),
+    })
+}
+
+pub async fn stored_evidence(
+    proofs: &async_nats::jetstream::kv::Store,
+    proof_id: &ProofId,
+) -> Result<Option<Evidence>, ClientError> {
+    let read_err = |message: String| ClientError::Read {
+        proof_id: proof_id.to_string(),
+        message,
+    };
+    match proofs.get(keys::evidence(proof_id)).await {
+        Ok(Some(bytes)) => parse_evidence(proof_id, &bytes).map(Some),
+        Ok(None) => Ok(None),
+        Err(e) => Err(read_err(e.to_string())),
+    }
+}
+
+/// A proof's record and how many of its jobs have results, for `assay status`.
+pub async fn status(
+    proofs: &async_nats::jetstream::kv::Store,
+) -> Result<Vec<(ProofRecord, usize)>, ClientError> {
+    let read_err = |message: String| ClientError::Read {
+        proof_id: "*".into(),
+        message,
+    };
+    let mut keys_stream = proofs.keys().await.map_err(|e| read_err(e.to_string()))?;
+    let mut all_keys = Vec::new();
+    while let Some(key) = keys_stream.next().await {
+        if let Ok(key) = key {
+            all_keys.push(key);
+        }
+    }
+    let mut out = Vec::new();
+    for key in &all_keys {
+        let Some(proof_id) = keys::proof_of_record(key) else {
+            continue;
+        };
+        let Ok(Some(bytes)) = proofs.get(key).await else {
+            continue;
+        };
+        let record: ProofRecord =
+            wire::decode("proof record", &bytes).map_err(|e| read_err(e.to_string()))?;
+        let prefix = format!("{proof_id}.result.");
+        let done = all_keys.iter().filter(|k| k.starts_with(&prefix)).count();
+        out.push((record, done));
+    }
+    out.sort_by_key(|(r, _)| r.submitted_at);
+    Ok(out)
+}
+
+pub async fn cancel(
+    client: &async_nats::Client,
+    subjects: &Subjects,
+    proof_id: &ProofId,
+) -> Result<CancelReply, ClientError> {
+    let err = |message: String| ClientError::Submit {
+        proof_id: proof_id.to_string(),
+        message,
+    };
+    let payload = wire::encode(
+        "cancel request",
+        &CancelRequest {
+            proof_id: proof_id.clone(),
+        },
+    )
+    .map_err(|e| err(e.to_string()))?;
+    let reply = tokio::time::timeout(
+        Duration::from_secs(10),
+        client.request(subjects.cancel(), payload.into()),
+    )
+    .await
+    .map_err(|_| err("no reply within 10 s".into()))?
+    .map_err(|e| err(e.to_string()))?;
+    wire::decode("cancel reply", &reply.payload).map_err(|e| err(e.to_string()))
+}

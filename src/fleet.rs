@@ -1,0 +1,222 @@
+//! Fleet subcommands' glue: `assay coordinator`, `assay worker`, `assay status`, `assay results`,
+//! `assay cancel`, and `assay prove --cluster`. Flags and `ASSAY_*` variables layer over the
+//! service file here; the services themselves live in the libraries.
+
+use crate::exit::{Failure, ResultExt as _};
+use anyhow::{Context, anyhow};
+use assay_common::ProofId;
+use assay_common::fleet::{CancelReply, Subjects};
+use assay_common::job::JobResult;
+use assay_common::service_config::{SandboxKind, ServiceConfig};
+use assay_coordinator::client::{self, FleetProgress};
+use assay_coordinator::service::{self as coordinator, CoordinatorConfig};
+use assay_worker::service::{self as worker, WorkerConfig};
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Args, Debug, Clone, Default)]
+pub struct ServiceArgs {
+    /// Service configuration file (TOML, schema assay.service/v1).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// NATS server URL [env: ASSAY_NATS_URL].
+    #[arg(long, value_name = "URL")]
+    pub nats: Option<String>,
+    /// Artifact store URL: s3://BUCKET, file:///DIR or memory:// [env: ASSAY_STORE].
+    #[arg(long, value_name = "URL")]
+    pub store: Option<String>,
+    /// Subject prefix of this fleet [env: ASSAY_SUBJECT_PREFIX].
+    #[arg(long, value_name = "PREFIX")]
+    pub subject_prefix: Option<String>,
+    /// Jobs a worker runs at once [env: ASSAY_SLOTS].
+    #[arg(long, value_name = "N")]
+    pub slots: Option<u32>,
+    /// Sandbox for jobs: process or docker [env: ASSAY_SANDBOX].
+    #[arg(long, value_name = "KIND")]
+    pub sandbox: Option<SandboxKind>,
+}
+
+/// defaults → file → `ASSAY_*` environment → flags, then validated.
+pub fn service_config(args: &ServiceArgs) -> Result<ServiceConfig, Failure> {
+    let mut config = match &args.config {
+        Some(path) => ServiceConfig::from_file(path).map_err(|e| Failure::usage(e.into()))?,
+        None => ServiceConfig::default(),
+    };
+    config
+        .apply_env(std::env::vars())
+        .map_err(|e| Failure::usage(e.into()))?;
+    if let Some(url) = &args.nats {
+        config.nats.url = url.clone();
+    }
+    if let Some(url) = &args.store {
+        config.store.url = url.clone();
+    }
+    if let Some(prefix) = &args.subject_prefix {
+        config.nats.subject_prefix = prefix.clone();
+    }
+    if let Some(slots) = args.slots {
+        config.worker.slots = slots;
+    }
+    if let Some(sandbox) = args.sandbox {
+        config.worker.sandbox = sandbox;
+    }
+    config.validate().map_err(|e| Failure::usage(e.into()))?;
+    Ok(config)
+}
+
+async fn sigterm() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+pub async fn run_coordinator(args: &ServiceArgs) -> Result<u8, Failure> {
+    let config = CoordinatorConfig::new(service_config(args)?);
+    coordinator::serve(config, sigterm())
+        .await
+        .map_err(|e| Failure::infrastructure(e.into()))?;
+    Ok(0)
+}
+
+pub async fn run_worker(args: &ServiceArgs) -> Result<u8, Failure> {
+    let service = service_config(args)?;
+    worker::sandbox_for(service.worker.sandbox).map_err(|e| Failure::usage(e.into()))?;
+    worker::serve(WorkerConfig::new(service), sigterm())
+        .await
+        .map_err(|e| Failure::infrastructure(e.into()))?;
+    Ok(0)
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ClientArgs {
+    /// NATS server URL of the fleet.
+    #[arg(long = "cluster", env = "ASSAY_NATS_URL", value_name = "URL")]
+    pub cluster: String,
+    #[arg(long, env = "ASSAY_SUBJECT_PREFIX", default_value = "assay")]
+    pub subject_prefix: String,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    pub client: ClientArgs,
+    /// One proof [default: all].
+    pub proof_id: Option<String>,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ResultsArgs {
+    #[command(flatten)]
+    pub client: ClientArgs,
+    pub proof_id: String,
+    /// Write the evidence report here.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct CancelArgs {
+    #[command(flatten)]
+    pub client: ClientArgs,
+    pub proof_id: String,
+}
+
+async fn connect(url: &str) -> Result<async_nats::Client, Failure> {
+    assay_worker::nats::connect(url, "")
+        .await
+        .map_err(|e| Failure::infrastructure(e.into()))
+}
+
+async fn proofs(client: &async_nats::Client) -> Result<async_nats::jetstream::kv::Store, Failure> {
+    assay_worker::nats::proofs_bucket(&async_nats::jetstream::new(client.clone()))
+        .await
+        .map_err(|e| Failure::infrastructure(e.into()))
+}
+
+pub async fn status(args: &StatusArgs) -> Result<u8, Failure> {
+    let client = connect(&args.client.cluster).await?;
+    let all = client::status(&proofs(&client).await?)
+        .await
+        .map_err(|e| Failure::infrastructure(e.into()))?;
+    for (record, done) in all {
+        let id = &record.submission.proof_id;
+        if args.proof_id.as_deref().is_some_and(|p| p != id.as_str()) {
+            continue;
+        }
+        println!(
+            "{id}\t{}\t{done}/{} jobs",
+            record.status.label(),
+            record.submission.jobs.len()
+        );
+    }
+    Ok(0)
+}
+
+pub async fn results(args: &ResultsArgs) -> Result<u8, Failure> {
+    let client = connect(&args.client.cluster).await?;
+    let proof_id = ProofId(args.proof_id.clone());
+    let evidence = client::stored_evidence(&proofs(&client).await?, &proof_id)
+        .await
+        .map_err(|e| Failure::infrastructure(e.into()))?
+        .ok_or_else(|| {
+            Failure::usage(anyhow!(
+                "proof {proof_id} has no evidence yet (hint: assay status {proof_id})"
+            ))
+        })?;
+    if let Some(path) = &args.json {
+        let json = serde_json::to_vec_pretty(&evidence)
+            .context("failed to encode the evidence report")
+            .internal()?;
+        crate::prove::write_atomically(path, &json).infrastructure()?;
+    }
+    print!("{}", crate::reporter::summary(&evidence));
+    Ok(crate::prove::exit_code(&evidence))
+}
+
+pub async fn cancel(args: &CancelArgs) -> Result<u8, Failure> {
+    let client = connect(&args.client.cluster).await?;
+    let subjects = Subjects::new(&args.client.subject_prefix);
+    match client::cancel(&client, &subjects, &ProofId(args.proof_id.clone()))
+        .await
+        .map_err(|e| Failure::infrastructure(e.into()))?
+    {
+        CancelReply::Cancelled => {
+            println!("cancelled {}", args.proof_id);
+            Ok(0)
+        }
+        CancelReply::NotRunning { status } => Err(Failure::usage(anyhow!(
+            "proof {} is not running ({})",
+            args.proof_id,
+            status.map_or("unknown", |s| s.label())
+        ))),
+    }
+}
+
+/// Progress lines for a fleet proof, in the embedded reporter's words.
+pub struct FleetStderr<'a> {
+    pub quiet: bool,
+    pub jobs: &'a [assay_common::job::JobSpec],
+}
+
+impl FleetProgress for FleetStderr<'_> {
+    fn job_finished(&mut self, done: u32, total: u32, result: &JobResult) {
+        use assay_coordinator::engine::{ProgressSink, ProofEvent};
+        if let Some(spec) = self.jobs.get(result.index as usize) {
+            crate::reporter::StderrProgress { quiet: self.quiet }.event(ProofEvent::JobFinished {
+                done: done as usize,
+                total: total as usize,
+                spec,
+                result,
+            });
+        }
+    }
+}

@@ -1,0 +1,301 @@
+//! The worker service: pulls jobs from the shared JetStream consumer, runs up to `slots` at once
+//! with progress acks while they run, publishes each result, and only then acknowledges the job.
+//! A job that reaches the delivery cap is answered in the infrastructure lane without running.
+
+use crate::execute::{JobContext, run_job};
+use crate::health::{self, Metrics};
+use crate::nats::{self, FleetError, QueueTuning};
+use crate::sandbox::Sandbox;
+use crate::sandbox::process::ProcessSandbox;
+use crate::store::{ObjectArtifactStore, StoreError};
+use crate::store_tree::StoreTreeSource;
+use assay_common::WorkerId;
+use assay_common::fleet::Subjects;
+use assay_common::job::{JobResult, JobSpec};
+use assay_common::service_config::{ConfigError, SandboxKind, ServiceConfig};
+use assay_common::wire;
+use async_nats::jetstream::{self, AckKind};
+use futures::StreamExt;
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+use tracing::Instrument;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Fleet(#[from] FleetError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("failed to prepare {path}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("failed to serve probes on {listen}")]
+    Http {
+        listen: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Everything a worker runs with; `service` is the validated file/env/flags layering.
+#[derive(Clone, Debug)]
+pub struct WorkerConfig {
+    pub service: ServiceConfig,
+    pub tuning: QueueTuning,
+    pub worker_id: WorkerId,
+    /// Parent of job scratch directories [default: the system temp dir].
+    pub scratch_root: Option<PathBuf>,
+    pub pass_env: Vec<String>,
+    /// S3 options over the `AWS_*` environment (tests point at a local server this way).
+    pub s3_options: Vec<(String, String)>,
+}
+
+impl WorkerConfig {
+    pub fn new(service: ServiceConfig) -> Self {
+        Self {
+            service,
+            tuning: QueueTuning::default(),
+            worker_id: default_worker_id(),
+            scratch_root: None,
+            pass_env: Vec::new(),
+            s3_options: Vec::new(),
+        }
+    }
+}
+
+/// `{hostname}-{pid}`: unique across a fleet, readable in evidence.
+pub fn default_worker_id() -> WorkerId {
+    let host = std::fs::read_to_string("/etc/hostname")
+        .map(|h| h.trim().to_owned())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "worker".into());
+    WorkerId(format!("{host}-{}", std::process::id()))
+}
+
+/// The sandbox a `--sandbox` value selects; Docker plugs in here when it lands.
+pub fn sandbox_for(kind: SandboxKind) -> Result<Arc<dyn Sandbox>, ConfigError> {
+    match kind {
+        SandboxKind::Process => Ok(Arc::new(ProcessSandbox)),
+        SandboxKind::Docker => Err(ConfigError::DockerNotBuiltIn),
+    }
+}
+
+pub fn open_store(
+    url: &str,
+    s3_options: &[(String, String)],
+) -> Result<ObjectArtifactStore, StoreError> {
+    let options: Vec<(&str, &str)> = s3_options
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    ObjectArtifactStore::open_with_options(url, &options)
+}
+
+/// Runs the worker until `shutdown` resolves; then takes no new job and finishes the running
+/// ones before returning.
+pub async fn serve(
+    config: WorkerConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServiceError> {
+    let service = &config.service;
+    service.validate()?;
+    let sandbox = sandbox_for(service.worker.sandbox)?;
+    let subjects = Subjects::new(&service.nats.subject_prefix);
+    let store = Arc::new(open_store(&service.store.url, &config.s3_options)?);
+    let scratch_root = config
+        .scratch_root
+        .clone()
+        .unwrap_or_else(|| std::env::temp_dir().join("assay-worker"));
+    std::fs::create_dir_all(&scratch_root).map_err(|source| ServiceError::Io {
+        path: scratch_root.clone(),
+        source,
+    })?;
+    let ctx = JobContext {
+        worker_id: config.worker_id.clone(),
+        sandbox,
+        trees: Arc::new(StoreTreeSource::new(
+            store.clone(),
+            &service.worker.tree_cache_dir,
+        )),
+        store,
+        scratch_root,
+        pass_env: config.pass_env.clone(),
+    };
+    let client = nats::connect(&service.nats.url, &service.nats.credentials_file).await?;
+    let js = jetstream::new(client.clone());
+    nats::results_stream(&js, &subjects, &config.tuning).await?;
+    let consumer = nats::workers_consumer(&js, &subjects, &config.tuning).await?;
+    let metrics = Arc::new(Metrics::default());
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    if !service.http.listen.is_empty() {
+        let mut stop = stop_rx.clone();
+        health::spawn(
+            &service.http.listen,
+            client.clone(),
+            metrics.clone(),
+            async move {
+                let _ = stop.wait_for(|s| *s).await;
+            },
+        )
+        .await
+        .map_err(|source| ServiceError::Http {
+            listen: service.http.listen.clone(),
+            source,
+        })?;
+    }
+    tracing::info!(worker_id = %config.worker_id, slots = service.worker.slots, "worker started");
+    let slots = Arc::new(Semaphore::new(service.worker.slots as usize));
+    let mut running = JoinSet::new();
+    tokio::pin!(shutdown);
+    loop {
+        while running.try_join_next().is_some() {}
+        let permit = tokio::select! {
+            () = &mut shutdown => break,
+            permit = slots.clone().acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_) => break,
+            },
+        };
+        let fetched = tokio::select! {
+            () = &mut shutdown => break,
+            batch = consumer.batch().max_messages(1).expires(Duration::from_secs(5)).messages() => batch,
+        };
+        let mut batch = match fetched {
+            Ok(batch) => batch,
+            Err(e) => {
+                tracing::warn!(error = %e, "failed to fetch jobs; retrying");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+        };
+        let message = tokio::select! {
+            () = &mut shutdown => break,
+            message = batch.next() => message,
+        };
+        match message {
+            None => {}
+            Some(Err(e)) => tracing::debug!(error = %e, "empty or failed pull"),
+            Some(Ok(message)) => {
+                let job = JobRun {
+                    js: js.clone(),
+                    subjects: subjects.clone(),
+                    tuning: config.tuning,
+                    ctx: ctx.clone(),
+                    metrics: metrics.clone(),
+                };
+                running.spawn(async move {
+                    job.handle(message).await;
+                    drop(permit);
+                });
+            }
+        }
+    }
+    tracing::info!(
+        running = running.len(),
+        "worker stopping; finishing running jobs"
+    );
+    while running.join_next().await.is_some() {}
+    let _ = stop_tx.send(true);
+    Ok(())
+}
+
+struct JobRun {
+    js: jetstream::Context,
+    subjects: Subjects,
+    tuning: QueueTuning,
+    ctx: JobContext,
+    metrics: Arc<Metrics>,
+}
+
+impl JobRun {
+    async fn handle(self, message: jetstream::Message) {
+        let delivered = message.info().map(|i| i.delivered).unwrap_or(1);
+        let spec: JobSpec = match wire::decode("job", &message.payload) {
+            Ok(spec) => spec,
+            Err(e) => {
+                // Redelivering bytes this build cannot read would only loop; the coordinator
+                // that sent them sees no result and reports the proof as stuck.
+                tracing::error!(subject = %message.subject, error = %e, "refusing a job this worker cannot read");
+                let _ = message.ack_with(AckKind::Term).await;
+                return;
+            }
+        };
+        let span = tracing::info_span!("job", proof_id = %spec.proof_id, job_id = %spec.job_id, worker_id = %self.ctx.worker_id, delivered);
+        async {
+            let result = if delivered > self.tuning.max_deliver {
+                tracing::warn!("delivery cap reached; recording the job in the infrastructure lane");
+                JobResult::infrastructure(
+                    &spec,
+                    self.ctx.worker_id.clone(),
+                    format!(
+                        "job {} was delivered {} times without a result (delivery cap {}): the workers running it died or lost their connection",
+                        spec.job_id,
+                        delivered - 1,
+                        self.tuning.max_deliver
+                    ),
+                )
+            } else {
+                let run = run_job(&spec, &self.ctx);
+                tokio::pin!(run);
+                let mut heartbeat = tokio::time::interval(self.tuning.heartbeat());
+                heartbeat.tick().await;
+                loop {
+                    tokio::select! {
+                        result = &mut run => break result,
+                        _ = heartbeat.tick() => {
+                            if let Err(e) = message.ack_with(AckKind::Progress).await {
+                                tracing::warn!(error = %e, "failed to send a progress ack");
+                            }
+                        }
+                    }
+                }
+            };
+            self.metrics.jobs_finished.fetch_add(1, Ordering::Relaxed);
+            if matches!(result.status, assay_common::job::JobStatus::Infrastructure { .. }) {
+                self.metrics.jobs_infrastructure.fetch_add(1, Ordering::Relaxed);
+            }
+            match self.publish(&spec, &result).await {
+                Ok(()) => {
+                    if let Err(e) = message.double_ack().await {
+                        tracing::warn!(error = %e, "failed to acknowledge a finished job; it may run again and its second result will be dropped");
+                    }
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "failed to publish a result; handing the job back");
+                    let _ = message.ack_with(AckKind::Nak(None)).await;
+                }
+            }
+        }
+        .instrument(span)
+        .await;
+    }
+
+    async fn publish(&self, spec: &JobSpec, result: &JobResult) -> Result<(), String> {
+        let payload = wire::encode("job result", result).map_err(|e| e.to_string())?;
+        let mut headers = async_nats::HeaderMap::new();
+        // The server drops a second result for the same job inside its duplicate window.
+        headers.insert("Nats-Msg-Id", spec.job_id.as_str());
+        self.js
+            .publish_with_headers(
+                self.subjects.results(&spec.proof_id),
+                headers,
+                payload.into(),
+            )
+            .await
+            .map_err(|e| e.to_string())?
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(())
+    }
+}

@@ -33,7 +33,10 @@ impl Sandbox for ProcessSandbox {
     }
 
     async fn run(&self, run: &SandboxRun) -> Result<SandboxExit, SandboxError> {
-        let (program, args) = run.command.split_first().ok_or(SandboxError::EmptyCommand)?;
+        let (program, args) = run
+            .command
+            .split_first()
+            .ok_or(SandboxError::EmptyCommand)?;
         let io_error = |source| SandboxError::Io {
             job_id: run.job_id.clone(),
             source,

@@ -22,7 +22,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     for file in 0..tree_files {
         let path = source.join(format!("pager/module_{}/page_{file}.py", file % 20));
         std::fs::create_dir_all(path.parent().ok_or("no parent")?)?;
-        std::fs::write(path, format!("def page_{file}():\n    return {file}\n").repeat(40))?;
+        std::fs::write(
+            path,
+            format!("def page_{file}():\n    return {file}\n").repeat(40),
+        )?;
     }
 
     let mut samples = Vec::with_capacity(runs);

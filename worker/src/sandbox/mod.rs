@@ -1,6 +1,7 @@
 //! Sandboxes run one job's command in isolation. The process sandbox (embedded mode) and the
 //! Docker sandbox (the fleet) implement the same small trait and pass the same suite.
 
+pub mod docker;
 pub mod process;
 
 use async_trait::async_trait;

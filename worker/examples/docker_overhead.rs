@@ -1,0 +1,91 @@
+//! Measures the Docker sandbox's per-job overhead: create + attach + start + wait + remove of a
+//! container running `true`, over a freshly copied tree, as a worker runs it. Run by
+//! deploy/bench-docker.sh, which compares the figure with a bare `docker run --rm IMAGE true`.
+//!
+//! Usage: docker_overhead RUNS TREE_FILES
+
+use assay_worker::sandbox::docker::{DockerConfig, DockerSandbox};
+use assay_worker::sandbox::{Sandbox, SandboxExit, SandboxRun, clean_env};
+use std::time::{Duration, Instant};
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut args = std::env::args().skip(1);
+    let runs: usize = args.next().as_deref().unwrap_or("20").parse()?;
+    let tree_files: usize = args.next().as_deref().unwrap_or("200").parse()?;
+    let sandbox = DockerSandbox::connect(DockerConfig::default(), "bench-overhead").await?;
+    sandbox.check_image().await?;
+    sandbox.reap_leftovers().await?;
+
+    let root = tempfile::tempdir()?;
+    let source = root.path().join("source");
+    for file in 0..tree_files {
+        let path = source.join(format!("pager/module_{}/page_{file}.py", file % 20));
+        std::fs::create_dir_all(path.parent().ok_or("no parent")?)?;
+        std::fs::write(
+            path,
+            format!("def page_{file}():\n    return {file}\n").repeat(40),
+        )?;
+    }
+
+    let mut samples = Vec::with_capacity(runs);
+    for run_index in 0..=runs {
+        let job_dir = root.path().join(format!("job-{run_index}"));
+        let tree = job_dir.join("tree");
+        let scratch = job_dir.join("scratch");
+        std::fs::create_dir_all(&scratch)?;
+        copy_tree(&source, &tree)?;
+        let run = SandboxRun {
+            proof_id: "bench".into(),
+            job_id: format!("bench-{run_index}"),
+            tree_dir: tree,
+            scratch_dir: scratch.clone(),
+            command: vec!["true".into()],
+            env: clean_env(&[]),
+            stdout_path: scratch.join("stdout"),
+            stderr_path: scratch.join("stderr"),
+            timeout: Duration::from_secs(60),
+            network: false,
+        };
+        let started = Instant::now();
+        let exit = sandbox.run(&run).await?;
+        let elapsed = started.elapsed();
+        if exit != SandboxExit::Exited(0) {
+            return Err(format!("run {run_index} ended {exit:?}").into());
+        }
+        // The first run warms the engine's caches; it is not a sample.
+        if run_index > 0 {
+            samples.push(elapsed);
+        }
+        std::fs::remove_dir_all(&job_dir)?;
+    }
+    samples.sort();
+    let mean = samples.iter().sum::<Duration>() / samples.len() as u32;
+    println!(
+        "sandbox_run_ms mean={:.1} median={:.1} min={:.1} max={:.1} runs={}",
+        ms(mean),
+        ms(samples[samples.len() / 2]),
+        ms(samples[0]),
+        ms(samples[samples.len() - 1]),
+        samples.len()
+    );
+    Ok(())
+}
+
+fn ms(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
+}
+
+fn copy_tree(from: &std::path::Path, to: &std::path::Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_tree(&entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), target)?;
+        }
+    }
+    Ok(())
+}

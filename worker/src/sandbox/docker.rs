@@ -1,0 +1,585 @@
+//! The Docker sandbox: each job runs in a fresh, locked-down container (the fleet's isolation,
+//! SPEC §8) created through the engine's API, and the container is removed on every path.
+//!
+//! The job's tree is bind-mounted at `/work/tree` (the working directory) and its scratch
+//! directory at `/work/scratch`; host paths in the command and environment are rewritten to
+//! those fixed paths, so the guest never sees the worker's filesystem layout. A bind mount of
+//! the worker's per-job copy was measured against uploading a tar into the container and is
+//! several times cheaper (docs/docker.md has the figures); a tar upload also cannot land on a
+//! read-only root without an extra volume per job.
+
+use super::{Sandbox, SandboxError, SandboxExit, SandboxRun};
+use async_trait::async_trait;
+use bollard::Docker;
+use bollard::container::LogOutput;
+use bollard::errors::Error as EngineError;
+use bollard::models::{ContainerCreateBody, HostConfig, HostConfigLogConfig, Mount, MountType};
+use bollard::query_parameters::{
+    AttachContainerOptionsBuilder, KillContainerOptionsBuilder, ListContainersOptionsBuilder,
+    RemoveContainerOptionsBuilder,
+};
+use futures::StreamExt;
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::Duration;
+use tokio::io::AsyncWriteExt;
+
+/// Where the job's tree appears inside the container; also its working directory.
+pub const TREE_MOUNT: &str = "/work/tree";
+/// Where the job's scratch directory (report, adapter) appears inside the container.
+pub const SCRATCH_MOUNT: &str = "/work/scratch";
+/// The unprivileged user the runner image defines (deploy/build-images.sh).
+pub const RUNNER_UID: u32 = 10001;
+
+const LABEL_PROOF: &str = "assay.proof_id";
+const LABEL_JOB: &str = "assay.job_id";
+const LABEL_WORKER: &str = "assay.worker_id";
+const IMAGE_HINT: &str = " (hint: run deploy/build-images.sh)";
+const ENGINE_HINT: &str =
+    " (hint: start the docker engine, or set DOCKER_HOST to its unix socket and check permissions)";
+
+/// How the containers of this worker are shaped. Limits apply per job.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DockerConfig {
+    pub image: String,
+    pub memory_mb: u64,
+    pub cpus: f64,
+    pub pids: i64,
+    /// Network for every job, even when the plan does not ask for it.
+    pub network_default: bool,
+}
+
+impl Default for DockerConfig {
+    fn default() -> Self {
+        DockerConfig {
+            image: "assay-runner-python:latest".to_owned(),
+            memory_mb: 2048,
+            cpus: 1.0,
+            pids: 256,
+            network_default: false,
+        }
+    }
+}
+
+/// Failures to set the sandbox up, before any job runs.
+#[derive(Debug, thiserror::Error)]
+pub enum DockerSetupError {
+    #[error("cannot reach the docker engine{ENGINE_HINT}")]
+    Unreachable {
+        #[source]
+        source: EngineError,
+    },
+    #[error("image {image} is not present on the docker engine{IMAGE_HINT}")]
+    ImageMissing { image: String },
+    #[error("failed to inspect image {image}")]
+    InspectImage {
+        image: String,
+        #[source]
+        source: EngineError,
+    },
+    #[error("failed to list or remove leftover containers of worker {worker_id}")]
+    Reap {
+        worker_id: String,
+        #[source]
+        source: EngineError,
+    },
+}
+
+#[derive(Clone, Debug)]
+pub struct DockerSandbox {
+    docker: Docker,
+    config: DockerConfig,
+    worker_id: String,
+}
+
+impl DockerSandbox {
+    /// Connects to the local engine (`DOCKER_HOST=unix://…` or `/var/run/docker.sock`) and
+    /// agrees on an API version the engine speaks, so older engines work too.
+    pub async fn connect(
+        config: DockerConfig,
+        worker_id: impl Into<String>,
+    ) -> Result<Self, DockerSetupError> {
+        let docker = Docker::connect_with_unix_defaults()
+            .map_err(|source| DockerSetupError::Unreachable { source })?
+            .negotiate_version()
+            .await
+            .map_err(|source| DockerSetupError::Unreachable { source })?;
+        Ok(DockerSandbox {
+            docker,
+            config,
+            worker_id: worker_id.into(),
+        })
+    }
+
+    pub fn config(&self) -> &DockerConfig {
+        &self.config
+    }
+
+    /// Fails fast at worker start when the runner image was never built.
+    pub async fn check_image(&self) -> Result<(), DockerSetupError> {
+        match self.docker.inspect_image(&self.config.image).await {
+            Ok(_) => Ok(()),
+            Err(EngineError::DockerResponseServerError {
+                status_code: 404, ..
+            }) => Err(DockerSetupError::ImageMissing {
+                image: self.config.image.clone(),
+            }),
+            Err(source) => Err(DockerSetupError::InspectImage {
+                image: self.config.image.clone(),
+                source,
+            }),
+        }
+    }
+
+    /// Removes every container labelled with this worker's id: what a previous life of the
+    /// worker left behind when it was killed before its own cleanup ran. Returns how many.
+    pub async fn reap_leftovers(&self) -> Result<usize, DockerSetupError> {
+        let reap_error = |source| DockerSetupError::Reap {
+            worker_id: self.worker_id.clone(),
+            source,
+        };
+        let filters =
+            HashMap::from([("label", vec![format!("{LABEL_WORKER}={}", self.worker_id)])]);
+        let options = ListContainersOptionsBuilder::default()
+            .all(true)
+            .filters(&filters)
+            .build();
+        let leftovers = self
+            .docker
+            .list_containers(Some(options))
+            .await
+            .map_err(reap_error)?;
+        let mut reaped = 0;
+        for container in leftovers {
+            let Some(id) = container.id else { continue };
+            match remove(&self.docker, &id).await {
+                Ok(()) => reaped += 1,
+                // Gone already: another cleanup path got there first.
+                Err(EngineError::DockerResponseServerError {
+                    status_code: 404, ..
+                }) => {}
+                Err(source) => return Err(reap_error(source)),
+            }
+        }
+        Ok(reaped)
+    }
+
+    fn backend_error(
+        &self,
+        run: &SandboxRun,
+        operation: &str,
+        error: &EngineError,
+    ) -> SandboxError {
+        let hint = match error {
+            EngineError::DockerResponseServerError {
+                status_code: 404,
+                message,
+            } if message.contains("image") => IMAGE_HINT,
+            EngineError::HyperLegacyError { .. }
+            | EngineError::IOError { .. }
+            | EngineError::SocketNotFoundError(_) => ENGINE_HINT,
+            _ => "",
+        };
+        SandboxError::Backend {
+            job_id: run.job_id.clone(),
+            message: format!(
+                "failed to {operation} (image {}): {error}{hint}",
+                self.config.image
+            ),
+        }
+    }
+
+    fn container_body(&self, run: &SandboxRun, user: String) -> ContainerCreateBody {
+        let paths = PathMap::new(&run.tree_dir, &run.scratch_dir);
+        let env = run
+            .env
+            .iter()
+            // The host's PATH describes the host's filesystem; the image's own PATH applies.
+            .filter(|(key, _)| key != "PATH")
+            .map(|(key, value)| format!("{key}={}", paths.rewrite(value)))
+            .collect();
+        let cmd = run.command.iter().map(|arg| paths.rewrite(arg)).collect();
+        let labels = HashMap::from([
+            (LABEL_PROOF.to_owned(), run.proof_id.clone()),
+            (LABEL_JOB.to_owned(), run.job_id.clone()),
+            (LABEL_WORKER.to_owned(), self.worker_id.clone()),
+        ]);
+        let bind = |source: &Path, target: &str| Mount {
+            source: Some(source.to_string_lossy().into_owned()),
+            target: Some(target.to_owned()),
+            typ: Some(MountType::BIND),
+            read_only: Some(false),
+            ..Default::default()
+        };
+        let network = run.network || self.config.network_default;
+        let memory =
+            i64::try_from(self.config.memory_mb.saturating_mul(1024 * 1024)).unwrap_or(i64::MAX);
+        let host_config = HostConfig {
+            mounts: Some(vec![
+                bind(&run.tree_dir, TREE_MOUNT),
+                bind(&run.scratch_dir, SCRATCH_MOUNT),
+            ]),
+            readonly_rootfs: Some(true),
+            tmpfs: Some(HashMap::from([(
+                "/tmp".to_owned(),
+                "rw,nosuid,nodev,mode=1777".to_owned(),
+            )])),
+            cap_drop: Some(vec!["ALL".to_owned()]),
+            security_opt: Some(vec!["no-new-privileges".to_owned()]),
+            init: Some(true),
+            memory: Some(memory),
+            // Equal to the memory limit: no swap, so the limit is the limit.
+            memory_swap: Some(memory),
+            nano_cpus: Some((self.config.cpus * 1e9) as i64),
+            pids_limit: Some(self.config.pids),
+            network_mode: Some(if network { "bridge" } else { "none" }.to_owned()),
+            // Output is streamed to the job's own files through attach; the engine keeps no copy.
+            log_config: Some(HostConfigLogConfig {
+                typ: Some("none".to_owned()),
+                config: None,
+            }),
+            ..Default::default()
+        };
+        ContainerCreateBody {
+            image: Some(self.config.image.clone()),
+            cmd: Some(cmd),
+            // An image may set one; the job's argv is the whole command.
+            entrypoint: Some(Vec::new()),
+            env: Some(env),
+            user: Some(user),
+            working_dir: Some(TREE_MOUNT.to_owned()),
+            labels: Some(labels),
+            attach_stdout: Some(true),
+            attach_stderr: Some(true),
+            attach_stdin: Some(false),
+            open_stdin: Some(false),
+            tty: Some(false),
+            network_disabled: Some(!network),
+            host_config: Some(host_config),
+            ..Default::default()
+        }
+    }
+}
+
+#[async_trait]
+impl Sandbox for DockerSandbox {
+    fn name(&self) -> &'static str {
+        "docker"
+    }
+
+    #[tracing::instrument(skip_all, fields(proof_id = %run.proof_id, job_id = %run.job_id, worker_id = %self.worker_id))]
+    async fn run(&self, run: &SandboxRun) -> Result<SandboxExit, SandboxError> {
+        if run.command.is_empty() {
+            return Err(SandboxError::EmptyCommand);
+        }
+        let io_error = |source| SandboxError::Io {
+            job_id: run.job_id.clone(),
+            source,
+        };
+        let stdout = tokio::fs::File::create(&run.stdout_path)
+            .await
+            .map_err(io_error)?;
+        let stderr = tokio::fs::File::create(&run.stderr_path)
+            .await
+            .map_err(io_error)?;
+        let user = {
+            let (tree, scratch) = (run.tree_dir.clone(), run.scratch_dir.clone());
+            tokio::task::spawn_blocking(move || grant_guest_access(&tree, &scratch))
+                .await
+                .map_err(|join| io_error(std::io::Error::other(join)))?
+                .map_err(io_error)?
+        };
+
+        let created = self
+            .docker
+            .create_container(None, self.container_body(run, user))
+            .await
+            .map_err(|e| self.backend_error(run, "create the job's container", &e))?;
+        let mut container = ContainerGuard::new(self.docker.clone(), created.id);
+        let id = container.id().to_owned();
+
+        let attach = AttachContainerOptionsBuilder::default()
+            .stdout(true)
+            .stderr(true)
+            .stream(true)
+            .build();
+        let attached = self
+            .docker
+            .attach_container(&id, Some(attach))
+            .await
+            .map_err(|e| self.backend_error(run, "attach to the job's container", &e))?;
+        // The pump runs on its own task: it must keep draining while we wait, and it ends by
+        // itself when the container stops (or is removed), whichever path we take.
+        let pump = tokio::spawn(pump_output(attached.output, stdout, stderr));
+        self.docker
+            .start_container(&id, None)
+            .await
+            .map_err(|e| self.backend_error(run, "start the job's container", &e))?;
+
+        let waited = tokio::time::timeout(run.timeout, wait_exit_code(&self.docker, &id)).await;
+        let exit = match waited {
+            Err(_elapsed) => {
+                let kill = KillContainerOptionsBuilder::default()
+                    .signal("SIGKILL")
+                    .build();
+                // Already stopped in the meantime is fine: removal below settles it either way.
+                let _ = self.docker.kill_container(&id, Some(kill)).await;
+                SandboxExit::TimedOut
+            }
+            Ok(Err(e)) => return Err(self.backend_error(run, "wait for the job's container", &e)),
+            Ok(Ok(code)) => exit_from_code(code),
+        };
+        // Output written before the exit must reach the files before the caller reads them.
+        let pumped = tokio::time::timeout(Duration::from_secs(10), pump).await;
+        match pumped {
+            Ok(Ok(Ok(()))) => {}
+            Ok(Ok(Err(source))) => return Err(io_error(source)),
+            Ok(Err(join)) => return Err(io_error(std::io::Error::other(join))),
+            Err(_elapsed) => {
+                tracing::warn!(container = %id, "output stream did not end after the container stopped")
+            }
+        }
+        container
+            .remove()
+            .await
+            .map_err(|e| self.backend_error(run, "remove the job's container", &e))?;
+        Ok(exit)
+    }
+}
+
+/// Docker reports a guest killed by signal N (through its init) as exit code 128+N, the shell
+/// convention; the kernel's OOM killer shows up as 137 = SIGKILL.
+fn exit_from_code(code: i64) -> SandboxExit {
+    match code {
+        129..=192 => SandboxExit::Signalled((code - 128) as i32),
+        _ => SandboxExit::Exited(i32::try_from(code).unwrap_or(i32::MAX)),
+    }
+}
+
+/// The container's exit code. The client library reports a non-zero exit as an error value;
+/// it is the guest's outcome, and is turned back into a code here so it is never mistaken for
+/// an engine failure.
+async fn wait_exit_code(docker: &Docker, id: &str) -> Result<i64, EngineError> {
+    let mut stream = docker.wait_container(id, None);
+    match stream.next().await {
+        Some(Ok(response)) => Ok(response.status_code),
+        Some(Err(EngineError::DockerContainerWaitError { code, .. })) => Ok(code),
+        Some(Err(error)) => Err(error),
+        None => Err(EngineError::DockerStreamError {
+            error: format!("wait stream for container {id} ended without an exit code"),
+        }),
+    }
+}
+
+async fn pump_output(
+    mut output: std::pin::Pin<
+        Box<dyn futures::Stream<Item = Result<LogOutput, EngineError>> + Send>,
+    >,
+    mut stdout: tokio::fs::File,
+    mut stderr: tokio::fs::File,
+) -> std::io::Result<()> {
+    while let Some(chunk) = output.next().await {
+        match chunk {
+            Ok(LogOutput::StdOut { message }) => stdout.write_all(&message).await?,
+            Ok(LogOutput::StdErr { message }) => stderr.write_all(&message).await?,
+            Ok(_) => {}
+            // The stream breaks when the container is killed and removed: what arrived is kept.
+            Err(_) => break,
+        }
+    }
+    stdout.flush().await?;
+    stderr.flush().await?;
+    Ok(())
+}
+
+/// Lets the guest user write the job's tree and scratch directory, and returns the user to run
+/// as. A root worker hands the files to the runner image's user; an unprivileged worker runs
+/// the guest as itself, which is non-root already and owns the files.
+fn grant_guest_access(tree: &Path, scratch: &Path) -> std::io::Result<String> {
+    // SAFETY: geteuid/getegid read the process's credentials and cannot fail.
+    let (euid, egid) = unsafe { (libc::geteuid(), libc::getegid()) };
+    if euid != 0 {
+        return Ok(format!("{euid}:{egid}"));
+    }
+    for root in [tree, scratch] {
+        chown_tree(root, RUNNER_UID)?;
+    }
+    Ok(format!("{RUNNER_UID}:{RUNNER_UID}"))
+}
+
+fn chown_tree(root: &Path, uid: u32) -> std::io::Result<()> {
+    let mut pending = vec![root.to_path_buf()];
+    while let Some(path) = pending.pop() {
+        std::os::unix::fs::lchown(&path, Some(uid), Some(uid))?;
+        if std::fs::symlink_metadata(&path)?.is_dir() {
+            for entry in std::fs::read_dir(&path)? {
+                pending.push(entry?.path());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Rewrites the job's host paths to their mount points, longest first so a scratch directory
+/// inside the tree (or the reverse) maps to the right mount.
+struct PathMap {
+    pairs: Vec<(String, &'static str)>,
+}
+
+impl PathMap {
+    fn new(tree: &Path, scratch: &Path) -> Self {
+        let mut pairs = vec![
+            (tree.to_string_lossy().into_owned(), TREE_MOUNT),
+            (scratch.to_string_lossy().into_owned(), SCRATCH_MOUNT),
+        ];
+        pairs.retain(|(host, _)| !host.is_empty() && host != "/");
+        pairs.sort_by_key(|(host, _)| std::cmp::Reverse(host.len()));
+        PathMap { pairs }
+    }
+
+    /// Replaces a host path only where it is a whole path or a path prefix: `/jobs/1` in
+    /// `/jobs/1/report.xml` or `--junitxml=/jobs/1/r.xml`, never in `/jobs/10`.
+    fn rewrite(&self, text: &str) -> String {
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text;
+        'scan: while !rest.is_empty() {
+            for (host, mount) in &self.pairs {
+                if let Some(after) = rest.strip_prefix(host.as_str()) {
+                    let boundary = after
+                        .chars()
+                        .next()
+                        .is_none_or(|c| c == '/' || !is_path_char(c));
+                    let starts_path = out.chars().last().is_none_or(|c| !is_path_char(c));
+                    if boundary && starts_path {
+                        out.push_str(mount);
+                        rest = after;
+                        continue 'scan;
+                    }
+                }
+            }
+            let mut chars = rest.chars();
+            if let Some(c) = chars.next() {
+                out.push(c);
+            }
+            rest = chars.as_str();
+        }
+        out
+    }
+}
+
+fn is_path_char(c: char) -> bool {
+    c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '/' | '~' | '+' | '@')
+}
+
+async fn remove(docker: &Docker, id: &str) -> Result<(), EngineError> {
+    let options = RemoveContainerOptionsBuilder::default()
+        .force(true)
+        .v(true)
+        .build();
+    docker.remove_container(id, Some(options)).await
+}
+
+/// Owns a created container until it is removed. Dropped while armed (timeout in the caller,
+/// a cancelled future, a panic), it removes the container on a spawned task; a crash of the
+/// whole worker is covered by `reap_leftovers` at the next start.
+struct ContainerGuard {
+    docker: Docker,
+    id: String,
+    armed: bool,
+}
+
+impl ContainerGuard {
+    fn new(docker: Docker, id: String) -> Self {
+        ContainerGuard {
+            docker,
+            id,
+            armed: true,
+        }
+    }
+
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    async fn remove(&mut self) -> Result<(), EngineError> {
+        self.armed = false;
+        match remove(&self.docker, &self.id).await {
+            Err(EngineError::DockerResponseServerError {
+                status_code: 404, ..
+            }) => Ok(()),
+            other => other,
+        }
+    }
+}
+
+impl Drop for ContainerGuard {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let (docker, id) = (self.docker.clone(), std::mem::take(&mut self.id));
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(async move {
+                    if let Err(error) = remove(&docker, &id).await {
+                        tracing::warn!(container = %id, %error, "failed to remove a dropped job's container");
+                    }
+                });
+            }
+            Err(_) => {
+                tracing::warn!(container = %id, "no runtime to remove a dropped job's container; it is reaped at the next start")
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map() -> PathMap {
+        PathMap::new(Path::new("/var/jobs/7/tree"), Path::new("/var/jobs/7"))
+    }
+
+    #[test]
+    fn host_paths_in_arguments_become_mount_paths() {
+        let map = map();
+        assert_eq!(
+            map.rewrite("/var/jobs/7/report.xml"),
+            "/work/scratch/report.xml"
+        );
+        assert_eq!(
+            map.rewrite("--junitxml=/var/jobs/7/report.xml"),
+            "--junitxml=/work/scratch/report.xml"
+        );
+        assert_eq!(map.rewrite("/var/jobs/7/tree"), "/work/tree");
+        assert_eq!(
+            map.rewrite("/var/jobs/7/tree/tests/x.py"),
+            "/work/tree/tests/x.py"
+        );
+        assert_eq!(
+            map.rewrite("/var/jobs/7/tree:/var/jobs/7/lib"),
+            "/work/tree:/work/scratch/lib"
+        );
+    }
+
+    #[test]
+    fn paths_that_only_share_a_prefix_are_left_alone() {
+        let map = map();
+        assert_eq!(
+            map.rewrite("/var/jobs/70/report.xml"),
+            "/var/jobs/70/report.xml"
+        );
+        assert_eq!(map.rewrite("/other/var/jobs/7"), "/other/var/jobs/7");
+        assert_eq!(map.rewrite("test_invoice_totals"), "test_invoice_totals");
+    }
+
+    #[test]
+    fn signal_exit_codes_map_to_signals_and_others_to_exits() {
+        assert_eq!(exit_from_code(0), SandboxExit::Exited(0));
+        assert_eq!(exit_from_code(1), SandboxExit::Exited(1));
+        assert_eq!(exit_from_code(128), SandboxExit::Exited(128));
+        assert_eq!(exit_from_code(137), SandboxExit::Signalled(9));
+        assert_eq!(exit_from_code(143), SandboxExit::Signalled(15));
+    }
+}

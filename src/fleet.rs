@@ -89,7 +89,6 @@ pub async fn run_coordinator(args: &ServiceArgs) -> Result<u8, Failure> {
 
 pub async fn run_worker(args: &ServiceArgs) -> Result<u8, Failure> {
     let service = service_config(args)?;
-    worker::sandbox_for(service.worker.sandbox).map_err(|e| Failure::usage(e.into()))?;
     worker::serve(WorkerConfig::new(service), sigterm())
         .await
         .map_err(|e| Failure::infrastructure(e.into()))?;

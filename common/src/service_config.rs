@@ -31,8 +31,6 @@ pub enum ConfigError {
         value: String,
         reason: &'static str,
     },
-    #[error("the docker sandbox is not built in yet (hint: use --sandbox process)")]
-    DockerNotBuiltIn,
 }
 
 /// Which sandbox a worker runs jobs in.

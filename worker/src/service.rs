@@ -6,6 +6,7 @@ use crate::execute::{JobContext, run_job};
 use crate::health::{self, Metrics};
 use crate::nats::{self, FleetError, QueueTuning};
 use crate::sandbox::Sandbox;
+use crate::sandbox::docker::{DockerConfig, DockerSandbox, DockerSetupError};
 use crate::sandbox::process::ProcessSandbox;
 use crate::store::{ObjectArtifactStore, StoreError};
 use crate::store_tree::StoreTreeSource;
@@ -33,6 +34,8 @@ pub enum ServiceError {
     Fleet(#[from] FleetError),
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error(transparent)]
+    Docker(#[from] DockerSetupError),
     #[error("failed to prepare {path}")]
     Io {
         path: PathBuf,
@@ -83,11 +86,36 @@ pub fn default_worker_id() -> WorkerId {
     WorkerId(format!("{host}-{}", std::process::id()))
 }
 
-/// The sandbox a `--sandbox` value selects; Docker plugs in here when it lands.
-pub fn sandbox_for(kind: SandboxKind) -> Result<Arc<dyn Sandbox>, ConfigError> {
-    match kind {
+/// The sandbox the configuration selects. A Docker worker checks its image and removes the
+/// containers a previous life of itself left behind before it takes any job.
+pub async fn sandbox_for(
+    worker: &assay_common::service_config::WorkerSection,
+    worker_id: &WorkerId,
+) -> Result<Arc<dyn Sandbox>, ServiceError> {
+    match worker.sandbox {
         SandboxKind::Process => Ok(Arc::new(ProcessSandbox)),
-        SandboxKind::Docker => Err(ConfigError::DockerNotBuiltIn),
+        SandboxKind::Docker => {
+            let docker = DockerSandbox::connect(
+                DockerConfig {
+                    image: worker.image.clone(),
+                    memory_mb: worker.memory_mb,
+                    cpus: worker.cpus,
+                    pids: i64::try_from(worker.pids).unwrap_or(i64::MAX),
+                    network_default: false,
+                },
+                worker_id.to_string(),
+            )
+            .await?;
+            docker.check_image().await?;
+            let reaped = docker.reap_leftovers().await?;
+            if reaped > 0 {
+                tracing::warn!(
+                    reaped,
+                    "removed containers left by a previous run of this worker"
+                );
+            }
+            Ok(Arc::new(docker))
+        }
     }
 }
 
@@ -110,7 +138,7 @@ pub async fn serve(
 ) -> Result<(), ServiceError> {
     let service = &config.service;
     service.validate()?;
-    let sandbox = sandbox_for(service.worker.sandbox)?;
+    let sandbox = sandbox_for(&service.worker, &config.worker_id).await?;
     let subjects = Subjects::new(&service.nats.subject_prefix);
     let store = Arc::new(open_store(&service.store.url, &config.s3_options)?);
     let scratch_root = config

@@ -10,6 +10,8 @@ use assay_common::evidence::Evidence;
 use assay_common::runner::RunnerKind;
 use assay_common::verdict::Verdict;
 use assay_coordinator::engine::{self, ProofRequest};
+use assay_coordinator::mutants::DEFAULT_MUTATION_BUDGET;
+use assay_coordinator::mutation;
 use assay_coordinator::queue::InProcessQueue;
 use assay_coordinator::source::CandidateSpec;
 use assay_worker::execute::JobContext;
@@ -61,6 +63,9 @@ pub struct ProveArgs {
     /// Skip the mutation check that follows a proven proof.
     #[arg(long)]
     pub no_mutation: bool,
+    /// Seconds the mutation check may take in all, the unmutated run included [default: 900].
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub mutation_budget: Option<u64>,
     /// Write the evidence report (JSON, schema assay.proof/v1) here.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -87,6 +92,8 @@ struct Settings {
     junit: Option<PathBuf>,
     store: String,
     pass_env: Vec<String>,
+    /// The mutation check's budget; `None` when the check is off.
+    mutation_budget: Option<std::time::Duration>,
 }
 
 fn settings(args: &ProveArgs) -> Result<Settings, Failure> {
@@ -113,7 +120,8 @@ fn settings(args: &ProveArgs) -> Result<Settings, Failure> {
         jobs,
         repeats,
         timeout,
-        mutation: _,
+        mutation,
+        mutation_budget,
         json,
         junit,
         store,
@@ -185,6 +193,11 @@ fn settings(args: &ProveArgs) -> Result<Settings, Failure> {
             .or(store)
             .unwrap_or_else(config::default_store_url),
         pass_env: pass,
+        mutation_budget: (!args.no_mutation && mutation.unwrap_or(true)).then(|| {
+            args.mutation_budget
+                .or(mutation_budget)
+                .map_or(DEFAULT_MUTATION_BUDGET, std::time::Duration::from_secs)
+        }),
     })
 }
 
@@ -224,8 +237,21 @@ pub async fn run(args: &ProveArgs) -> Result<u8, Failure> {
     let results = engine::run_jobs(&prepared.jobs, &queue, settings.jobs, &progress)
         .await
         .map_err(|e| Failure::infrastructure(e.into()))?;
+    let mut evidence = engine::conclude(&prepared, &results, started, clock);
+    let mutation_check = match settings.mutation_budget {
+        Some(budget) if evidence.verdict == Verdict::Proven => {
+            let check =
+                mutation::run_check(&prepared, &queue, settings.jobs, budget, &progress).await;
+            evidence.mutation_check = Some(
+                serde_json::to_value(&check)
+                    .context("failed to encode the mutation check")
+                    .internal()?,
+            );
+            Some(check)
+        }
+        _ => None,
+    };
     drop(queue);
-    let evidence = engine::conclude(&prepared, &results, started, clock);
     let json = serde_json::to_vec_pretty(&evidence)
         .context("failed to encode the evidence report")
         .internal()?;
@@ -244,6 +270,9 @@ pub async fn run(args: &ProveArgs) -> Result<u8, Failure> {
         write_atomically(path, reporter::junit(&evidence).as_bytes()).infrastructure()?;
     }
     print!("{}", reporter::summary(&evidence));
+    if let Some(check) = &mutation_check {
+        print!("{}", reporter::mutation_summary(check));
+    }
     Ok(exit_code(&evidence))
 }
 

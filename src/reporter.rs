@@ -5,6 +5,7 @@ use assay_common::evidence::Evidence;
 use assay_common::job::JobStatus;
 use assay_common::verdict::{SideEvidence, Verdict};
 use assay_coordinator::engine::{ProgressSink, ProofEvent};
+use assay_coordinator::mutants::MutationCheck;
 use std::fmt::Write as _;
 
 pub struct StderrProgress {
@@ -163,4 +164,32 @@ pub fn infrastructure_failure(evidence: &Evidence) -> Option<String> {
                 j.message.as_deref().unwrap_or("")
             )
         })
+}
+
+/// The mutation check in a few lines: counts, then each survivor against each proving test.
+pub fn mutation_summary(check: &MutationCheck) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "mutation check: {} killed, {} survived, {} not run ({} mutants, {} sites skipped, {} files excluded)",
+        check.killed,
+        check.survived,
+        check.not_run,
+        check.mutants.len(),
+        check.skipped.len(),
+        check.excluded_files.len()
+    );
+    for survivor in &check.survivors {
+        let _ = writeln!(out, "  survivor: {survivor}");
+    }
+    for note in &check.notes {
+        let _ = writeln!(out, "  note: {note}");
+    }
+    if check.survived > 0 {
+        let _ = writeln!(
+            out,
+            "  (a survivor may be an equivalent mutant: read the test; the verdict stands)"
+        );
+    }
+    out
 }

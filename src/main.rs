@@ -4,6 +4,7 @@
 mod config;
 mod example;
 mod exit;
+mod mutate;
 mod prove;
 mod reporter;
 
@@ -31,9 +32,12 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Prove a change with named tests (embedded mode: no services needed).
-    Prove(prove::ProveArgs),
+    Prove(Box<prove::ProveArgs>),
     /// Build a small example repository with a bug fix and prove it.
     Example(example::ExampleArgs),
+    /// Mutate whole files or trees of HEAD and run the tests that cover each mutant (exit 5
+    /// when some mutant survives).
+    Mutate(Box<mutate::MutateArgs>),
 }
 
 fn main() -> ExitCode {
@@ -65,6 +69,7 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Prove(args) => prove::run(&args).await,
             Command::Example(args) => example::run(&args).await,
+            Command::Mutate(args) => mutate::run(&args).await,
         }
     });
     match outcome {

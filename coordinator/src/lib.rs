@@ -4,6 +4,7 @@
 
 pub mod engine;
 pub mod mutants;
+pub mod mutate;
 pub mod mutation;
 pub mod plan;
 pub mod queue;

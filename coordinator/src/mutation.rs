@@ -292,6 +292,9 @@ pub async fn run_check(
                 },
             )
         },
+        |reason| MutantOutcome::NotRun {
+            reason: reason.to_string(),
+        },
         |done, spec, result| {
             progress.event(ProofEvent::JobFinished {
                 done: done + 1,
@@ -322,43 +325,37 @@ async fn run_one(queue: &dyn JobQueue, spec: &JobSpec) -> Result<JobResult, Stri
 /// Runs `specs` on `queue` with at most `slots` in flight and returns one outcome per spec in
 /// plan order. `admit` sets a job's limit when its turn comes (the budget left decides it) or
 /// says why it does not start; `judge` turns a result into an outcome.
-pub async fn run_mutants(
+pub async fn run_mutants<T: Clone>(
     queue: &dyn JobQueue,
     specs: &[JobSpec],
     slots: usize,
     mut admit: impl FnMut(&mut JobSpec) -> Result<MutantTimeout, NotRunReason>,
-    judge: impl Fn(&JobResult, MutantTimeout) -> MutantOutcome,
+    judge: impl Fn(&JobResult, MutantTimeout) -> T,
+    not_run: impl Fn(NotRunReason) -> T,
     on_finished: impl Fn(usize, &JobSpec, &JobResult),
-) -> Vec<MutantOutcome> {
+) -> Vec<T> {
     let position: BTreeMap<&JobId, usize> = specs
         .iter()
         .enumerate()
         .map(|(i, s)| (&s.job_id, i))
         .collect();
-    let mut outcomes: Vec<Option<MutantOutcome>> = vec![None; specs.len()];
+    let mut outcomes: Vec<Option<T>> = vec![None; specs.len()];
     let mut limits: Vec<Option<(MutantTimeout, JobSpec)>> = vec![None; specs.len()];
     let (mut next, mut in_flight, mut done) = (0, 0, 0);
     loop {
         while in_flight < slots.max(1) && next < specs.len() {
             let mut spec = specs[next].clone();
             match admit(&mut spec) {
-                Err(reason) => {
-                    outcomes[next] = Some(MutantOutcome::NotRun {
-                        reason: reason.to_string(),
-                    })
-                }
+                Err(reason) => outcomes[next] = Some(not_run(reason)),
                 Ok(timeout) => match queue.submit(spec.clone()).await {
                     Ok(()) => {
                         limits[next] = Some((timeout, spec));
                         in_flight += 1;
                     }
                     Err(e) => {
-                        outcomes[next] = Some(MutantOutcome::NotRun {
-                            reason: NotRunReason::Infrastructure {
-                                message: error_chain(&e),
-                            }
-                            .to_string(),
-                        })
+                        outcomes[next] = Some(not_run(NotRunReason::Infrastructure {
+                            message: error_chain(&e),
+                        }))
                     }
                 },
             }
@@ -388,15 +385,11 @@ pub async fn run_mutants(
     }
     outcomes
         .into_iter()
-        .map(|o| {
-            o.unwrap_or_else(|| MutantOutcome::NotRun {
-                reason: NotRunReason::NoResult.to_string(),
-            })
-        })
+        .map(|o| o.unwrap_or_else(|| not_run(NotRunReason::NoResult)))
         .collect()
 }
 
-fn error_chain(error: &dyn std::error::Error) -> String {
+pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
     assay_worker::execute::error_chain(error)
 }
 

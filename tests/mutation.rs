@@ -196,3 +196,97 @@ fn a_refuted_proof_runs_no_mutant() {
     assert!(evidence.get("mutation_check").is_none(), "{evidence:#}");
     assert!(!run.stderr.contains("mutant ("), "{}", run.explain());
 }
+
+/// A pager library whose tests pin `page_count` but never call `clamp`.
+fn pager_library() -> support::Repo {
+    let repo = support::Repo::new();
+    repo.write(
+        "pager/__init__.py",
+        "def page_count(total, size):\n    pages = total // size\n    if total % size > 0:\n        pages += 1\n    return pages\n\n\ndef clamp(page, last):\n    if page > last:\n        return last\n    return page\n",
+    )
+    .write("conftest.py", "")
+    .write(
+        "tests/test_pager.py",
+        "from pager import page_count\n\n\ndef test_partial_last_page_is_counted():\n    assert page_count(11, 5) == 3\n\n\ndef test_full_pages():\n    assert page_count(10, 5) == 2\n",
+    );
+    repo.commit("pager: count pages");
+    repo
+}
+
+fn mutate(repo: &support::Repo, args: &[&str]) -> Run {
+    let out_dir = tempfile::tempdir().expect("temp dir");
+    let json = out_dir.path().join("mutation.json");
+    let mut command = support::assay();
+    command
+        .arg("mutate")
+        .arg("-C")
+        .arg(repo.path())
+        .args(args)
+        .arg("--json")
+        .arg(&json)
+        .arg("--store")
+        .arg(format!("file://{}", out_dir.path().join("store").display()));
+    support::run(command, Some(json))
+}
+
+#[test]
+fn mutate_writes_a_stryker_report_and_exits_5_when_a_line_is_uncovered() {
+    let repo = pager_library();
+    let run = mutate(&repo, &["--jobs", "2"]);
+    assert_eq!(run.code, 5, "{}", run.explain());
+    let report = run.evidence.as_ref().expect("report written");
+    assert_eq!(report["schemaVersion"], "1");
+    let file = &report["files"]["pager/__init__.py"];
+    assert_eq!(file["language"], "python");
+    assert!(
+        file["source"]
+            .as_str()
+            .unwrap()
+            .starts_with("def page_count")
+    );
+    let mutants = file["mutants"].as_array().unwrap();
+    assert!(mutants.len() >= 8, "{report:#}");
+    for mutant in mutants {
+        assert_eq!(mutant["id"].as_str().unwrap().len(), 12);
+        assert!(mutant["mutatorName"].is_string() && mutant["replacement"].is_string());
+        assert!(mutant["location"]["start"]["line"].as_u64().unwrap() >= 1);
+        assert!(mutant["location"]["end"]["column"].as_u64().unwrap() >= 1);
+        let line = mutant["location"]["start"]["line"].as_u64().unwrap();
+        let expected = if line >= 9 { "NoCoverage" } else { "Killed" };
+        assert_eq!(mutant["status"], expected, "{mutant:#}");
+    }
+    let killed = mutants.iter().find(|m| m["status"] == "Killed").unwrap();
+    assert!(
+        killed["coveredBy"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("tests/test_pager.py::"),
+        "per-line selection names the covering tests: {killed:#}"
+    );
+    assert_eq!(report["assay"]["perLineSelection"], true);
+    assert!(
+        run.stdout.contains("no coverage: pager/__init__.py:9"),
+        "{}",
+        run.explain()
+    );
+}
+
+#[test]
+fn mutate_exits_0_when_every_mutant_of_the_named_path_is_killed() {
+    let repo = pager_library();
+    repo.write(
+        "pager/clamp.py",
+        "def is_past_end(page, last):\n    return page > last\n",
+    )
+    .write(
+        "tests/test_clamp.py",
+        "from pager.clamp import is_past_end\n\n\ndef test_the_last_page_is_not_past_the_end():\n    assert is_past_end(4, 3) is True\n    assert is_past_end(3, 3) is False\n",
+    );
+    repo.commit("pager: end check");
+    let run = mutate(&repo, &["pager/clamp.py", "--jobs", "2"]);
+    let report = run.evidence.as_ref().expect("report written");
+    assert_eq!(run.code, 0, "{}\n{report:#}", run.explain());
+    let files = report["files"].as_object().unwrap();
+    assert_eq!(files.keys().collect::<Vec<_>>(), ["pager/clamp.py"]);
+    assert_eq!(report["assay"]["summary"]["mutation_score"], 1.0);
+}

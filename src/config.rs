@@ -20,9 +20,10 @@ pub struct ProveFile {
     pub jobs: Option<usize>,
     pub repeats: Option<u32>,
     pub timeout: Option<u64>,
-    /// Read so the key is accepted; the mutation check honours it once it lands.
-    #[allow(dead_code)]
+    /// `false` turns the mutation check off, like `--no-mutation`.
     pub mutation: Option<bool>,
+    /// Seconds for the whole mutation check, like `--mutation-budget`.
+    pub mutation_budget: Option<u64>,
     pub json: Option<PathBuf>,
     pub junit: Option<PathBuf>,
     pub store: Option<String>,

@@ -5,6 +5,7 @@ mod config;
 mod example;
 mod exit;
 mod fleet;
+mod mutate;
 mod prove;
 mod reporter;
 mod suites;
@@ -55,6 +56,9 @@ enum Command {
     Results(fleet::ResultsArgs),
     /// Cancel a running fleet proof.
     Cancel(fleet::CancelArgs),
+    /// Mutate whole files or trees of HEAD and run the tests that cover each mutant (exit 5
+    /// when some mutant survives).
+    Mutate(Box<mutate::MutateArgs>),
 }
 
 fn main() -> ExitCode {
@@ -95,6 +99,7 @@ fn main() -> ExitCode {
             Command::Status(args) => fleet::status(&args).await,
             Command::Results(args) => fleet::results(&args).await,
             Command::Cancel(args) => fleet::cancel(&args).await,
+            Command::Mutate(args) => mutate::run(&args).await,
         }
     });
     match outcome {

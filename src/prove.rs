@@ -10,6 +10,9 @@ use assay_common::evidence::Evidence;
 use assay_common::runner::{ReportFormat, RunnerKind};
 use assay_common::verdict::Verdict;
 use assay_coordinator::engine::{self, ProofRequest};
+use assay_coordinator::mutants::DEFAULT_MUTATION_BUDGET;
+use assay_coordinator::mutants::MutationCheck;
+use assay_coordinator::mutation;
 use assay_coordinator::queue::InProcessQueue;
 use assay_coordinator::source::CandidateSpec;
 use assay_worker::execute::JobContext;
@@ -19,7 +22,7 @@ use assay_worker::tree::GitTreeSource;
 use clap::Args;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 #[derive(Args, Debug, Clone, Default)]
 pub struct ProveArgs {
@@ -67,6 +70,9 @@ pub struct ProveArgs {
     /// Skip the mutation check that follows a proven proof.
     #[arg(long)]
     pub no_mutation: bool,
+    /// Seconds the mutation check may take in all, the unmutated run included [default: 900].
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub mutation_budget: Option<u64>,
     /// Write the evidence report (JSON, schema assay.proof/v1) here.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -105,6 +111,8 @@ struct Settings {
     junit: Option<PathBuf>,
     store: String,
     pass_env: Vec<String>,
+    /// The mutation check's budget; `None` when the check is off.
+    mutation_budget: Option<std::time::Duration>,
 }
 
 fn settings(args: &ProveArgs) -> Result<Settings, Failure> {
@@ -132,7 +140,8 @@ fn settings(args: &ProveArgs) -> Result<Settings, Failure> {
         jobs,
         repeats,
         timeout,
-        mutation: _,
+        mutation,
+        mutation_budget,
         json,
         junit,
         store,
@@ -212,6 +221,11 @@ fn settings(args: &ProveArgs) -> Result<Settings, Failure> {
             .or(store)
             .unwrap_or_else(config::default_store_url),
         pass_env: pass,
+        mutation_budget: (!args.no_mutation && mutation.unwrap_or(true)).then(|| {
+            args.mutation_budget
+                .or(mutation_budget)
+                .map_or(DEFAULT_MUTATION_BUDGET, std::time::Duration::from_secs)
+        }),
     })
 }
 
@@ -243,8 +257,11 @@ pub async fn run(args: &ProveArgs) -> Result<u8, Failure> {
                 Failure::infrastructure(e.into())
             }
         })?;
-    let evidence = match &args.cluster {
-        Some(url) => run_on_fleet(args, url, store.as_ref(), &prepared, settings.jobs).await?,
+    let (evidence, mutation_check) = match &args.cluster {
+        Some(url) => (
+            run_on_fleet(args, url, store.as_ref(), &prepared, settings.jobs).await?,
+            None,
+        ),
         None => {
             run_embedded(
                 args,
@@ -253,8 +270,8 @@ pub async fn run(args: &ProveArgs) -> Result<u8, Failure> {
                 &prepared,
                 settings.jobs,
                 &settings.pass_env,
-                started,
-                clock,
+                settings.mutation_budget,
+                (started, clock),
             )
             .await?
         }
@@ -279,6 +296,9 @@ pub async fn run(args: &ProveArgs) -> Result<u8, Failure> {
         write_atomically(path, reporter::junit(&evidence).as_bytes()).infrastructure()?;
     }
     print!("{}", reporter::summary(&evidence));
+    if let Some(check) = &mutation_check {
+        print!("{}", reporter::mutation_summary(check));
+    }
     Ok(exit_code(&evidence))
 }
 
@@ -325,9 +345,9 @@ async fn run_embedded(
     prepared: &engine::PreparedProof,
     jobs: usize,
     pass_env: &[String],
-    started: SystemTime,
-    clock: Instant,
-) -> Result<Evidence, Failure> {
+    mutation_budget: Option<Duration>,
+    (started, clock): (SystemTime, Instant),
+) -> Result<(Evidence, Option<MutationCheck>), Failure> {
     let scratch = tempfile::Builder::new()
         .prefix("assay-")
         .tempdir()
@@ -346,8 +366,21 @@ async fn run_embedded(
     let results = engine::run_jobs(&prepared.jobs, &queue, jobs, &progress)
         .await
         .map_err(|e| Failure::infrastructure(e.into()))?;
+    let mut evidence = engine::conclude(prepared, &results, started, clock);
+    let mutation_check = match mutation_budget {
+        Some(budget) if evidence.verdict == Verdict::Proven => {
+            let check = mutation::run_check(prepared, &queue, jobs, budget, &progress).await;
+            evidence.mutation_check = Some(
+                serde_json::to_value(&check)
+                    .context("failed to encode the mutation check")
+                    .internal()?,
+            );
+            Some(check)
+        }
+        _ => None,
+    };
     drop(queue);
-    Ok(engine::conclude(prepared, &results, started, clock))
+    Ok((evidence, mutation_check))
 }
 
 /// 0 proven, 1 refuted, 3 when infrastructure kept a verdict from being reached, else 4.

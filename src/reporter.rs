@@ -5,6 +5,8 @@ use assay_common::evidence::Evidence;
 use assay_common::job::JobStatus;
 use assay_common::verdict::{SideEvidence, Verdict};
 use assay_coordinator::engine::{ProgressSink, ProofEvent};
+use assay_coordinator::mutants::MutationCheck;
+use assay_coordinator::mutate::{MutateReport, Status as MutateStatus};
 use std::fmt::Write as _;
 
 pub struct StderrProgress {
@@ -163,4 +165,73 @@ pub fn infrastructure_failure(evidence: &Evidence) -> Option<String> {
                 j.message.as_deref().unwrap_or("")
             )
         })
+}
+
+/// The mutation check in a few lines: counts, then each survivor against each proving test.
+pub fn mutation_summary(check: &MutationCheck) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "mutation check: {} killed, {} survived, {} not run ({} mutants, {} sites skipped, {} files excluded)",
+        check.killed,
+        check.survived,
+        check.not_run,
+        check.mutants.len(),
+        check.skipped.len(),
+        check.excluded_files.len()
+    );
+    for survivor in &check.survivors {
+        let _ = writeln!(out, "  survivor: {survivor}");
+    }
+    for note in &check.notes {
+        let _ = writeln!(out, "  note: {note}");
+    }
+    if check.survived > 0 {
+        let _ = writeln!(
+            out,
+            "  (a survivor may be an equivalent mutant: read the test; the verdict stands)"
+        );
+    }
+    out
+}
+
+/// The `assay mutate` summary: counts, score with its interval, then each surviving mutant.
+pub fn mutate_summary(report: &MutateReport) -> String {
+    let summary = report.summary();
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "mutate: {} mutants: {} killed, {} survived, {} no coverage, {} timeout, {} error, {} pending ({:.1} s, {:.1} mutants/min)",
+        summary.mutants,
+        summary.killed,
+        summary.survived,
+        summary.no_coverage,
+        summary.timeout,
+        summary.runtime_error,
+        summary.pending,
+        summary.elapsed_s,
+        summary.mutants_per_minute
+    );
+    if let (Some(score), Some((low, high))) = (summary.mutation_score, summary.confidence_interval)
+    {
+        let _ = writeln!(
+            out,
+            "  mutation score {:.1}% (95% interval {:.1}%–{:.1}%)",
+            score * 100.0,
+            low * 100.0,
+            high * 100.0
+        );
+    }
+    if let Some(note) = &report.selection_note {
+        let _ = writeln!(out, "  note: {note}");
+    }
+    for result in &report.results {
+        let what = match result.status {
+            MutateStatus::Survived => "survived",
+            MutateStatus::NoCoverage => "no coverage",
+            _ => continue,
+        };
+        let _ = writeln!(out, "  {what}: {}", result.mutant.label());
+    }
+    out
 }

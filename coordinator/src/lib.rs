@@ -5,6 +5,8 @@
 pub mod client;
 pub mod engine;
 pub mod mutants;
+pub mod mutate;
+pub mod mutation;
 pub mod nats_queue;
 pub mod plan;
 pub mod queue;

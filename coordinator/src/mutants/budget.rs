@@ -226,6 +226,10 @@ pub struct MutationCheck {
     pub survivors: Vec<Survivor>,
     pub skipped: Vec<SkippedSite>,
     pub excluded_files: Vec<ExcludedFile>,
+    /// Why the check ran fewer mutants than planned, or none (an unmutated run that did not
+    /// pass, a file that could not be read).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 impl MutationCheck {
@@ -261,6 +265,7 @@ impl MutationCheck {
             mutants,
             skipped: plan.skipped,
             excluded_files: plan.excluded_files,
+            notes: Vec::new(),
         }
     }
 }

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Mutants per minute: `assay mutate` (embedded mode) against mutmut on the same small
+# pure-Python project (a pager library with a pytest suite), on this machine.
+# Needs: python3 with pytest, coverage and mutmut (pip install pytest coverage mutmut), and a
+# built assay (cargo build). Usage: bench/mutate-vs-mutmut.sh [JOBS]
+set -euo pipefail
+jobs="${1:-2}"
+assay="${ASSAY:-$(cd "$(dirname "$0")/.." && pwd)/target/debug/assay}"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+make_project() {
+    local dir="$1"
+    mkdir -p "$dir/pager" "$dir/tests"
+    cat > "$dir/pager/__init__.py" <<'PY'
+def page_count(total, size):
+    if size <= 0:
+        raise ValueError("size must be positive")
+    pages = total // size
+    if total % size > 0:
+        pages += 1
+    return pages
+
+
+def page_bounds(page, total, size):
+    if page < 1:
+        return None
+    start = (page - 1) * size
+    if start >= total:
+        return None
+    end = min(start + size, total)
+    return start, end
+
+
+def clamp(page, last):
+    if page > last:
+        return last
+    if page < 1:
+        return 1
+    return page
+
+
+def is_last(page, total, size):
+    return page >= page_count(total, size)
+PY
+    cat > "$dir/tests/test_pager.py" <<'PY'
+import pytest
+from pager import clamp, is_last, page_bounds, page_count
+
+
+def test_full_pages():
+    assert page_count(10, 5) == 2
+
+
+def test_partial_last_page_is_counted():
+    assert page_count(11, 5) == 3
+
+
+def test_size_must_be_positive():
+    with pytest.raises(ValueError):
+        page_count(3, 0)
+
+
+def test_bounds_of_the_second_page():
+    assert page_bounds(2, 11, 5) == (5, 10)
+
+
+def test_bounds_past_the_end():
+    assert page_bounds(4, 11, 5) is None
+
+
+def test_clamp_caps_at_the_last_page():
+    assert clamp(9, 3) == 3
+
+
+def test_last_page():
+    assert is_last(3, 11, 5)
+    assert not is_last(2, 11, 5)
+PY
+    touch "$dir/conftest.py"
+    printf '[tool.mutmut]\nsource_paths = ["pager/"]\npytest_add_cli_args_test_selection = ["tests/"]\n' > "$dir/pyproject.toml"
+    (cd "$dir" && git init -q -b main && git add -A \
+        && git -c user.name=Bench -c user.email=bench@example.com commit -qm pager)
+}
+
+make_project "$work/assay"
+make_project "$work/mutmut"
+
+start=$(date +%s.%N)
+set +e
+"$assay" mutate -C "$work/assay" --jobs "$jobs" --quiet --json "$work/assay.json" \
+    --store "file://$work/store" > "$work/assay.out"
+set -e
+end=$(date +%s.%N)
+assay_s=$(echo "$end - $start" | bc)
+assay_n=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['assay']['summary']['mutants'])" "$work/assay.json")
+
+start=$(date +%s.%N)
+(cd "$work/mutmut" && mutmut run --max-children "$jobs" > "$work/mutmut.out" 2>&1) || true
+end=$(date +%s.%N)
+mutmut_s=$(echo "$end - $start" | bc)
+mutmut_n=$(cd "$work/mutmut" && mutmut results --all true 2>/dev/null | grep -c ':' || true)
+
+cat "$work/assay.out"
+printf 'tool      mutants  seconds  mutants/min\n'
+printf 'assay     %7d  %7.1f  %11.1f\n' "$assay_n" "$assay_s" "$(echo "$assay_n * 60 / $assay_s" | bc -l)"
+printf 'mutmut    %7d  %7.1f  %11.1f\n' "$mutmut_n" "$mutmut_s" "$(echo "$mutmut_n * 60 / $mutmut_s" | bc -l)"

@@ -1,0 +1,765 @@
+//! `assay mutate`: mutation testing of whole files or trees of the HEAD commit. One coverage
+//! run with per-test contexts maps each line to the tests that execute it; each mutant then
+//! runs only those tests (or the whole suite without coverage) as one job on the same queue a
+//! proof uses, ordered by expected cost, under one budget; kills are confirmed by a re-run.
+//! The result is Stryker's mutation-testing-report-schema JSON plus a summary.
+
+use crate::engine::{ProgressSink, ProofEvent};
+use crate::mutants::budget::MutantTimeout;
+use crate::mutants::{self, ChangedFile, Mutant, MutationPlan, NotRunReason};
+use crate::mutation::{error_chain, run_mutants};
+use crate::queue::JobQueue;
+use crate::source::{self, SourceError};
+use assay_common::job::{JobKind, JobResult, JobSpec, JobStatus, Side};
+use assay_common::outcome::{Outcome, ReportOutcome};
+use assay_common::runner::RunnerKind;
+use assay_common::{JobId, ProofId, TreeId};
+use assay_worker::store::ArtifactStore;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// Runs the suite under coverage.py with one dynamic context per pytest node id (switched
+/// around each test's setup, call and teardown), and writes line → node ids plus per-test
+/// durations as JSON to argv[1]. Lines executed outside any test (imports) get context "".
+const COVERAGE_SCRIPT: &str = r#"
+import json, os, sys
+import coverage, pytest
+out = sys.argv[1]
+cov = coverage.Coverage(data_file=None, config_file=False)
+durations = {}
+class Contexts:
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(self, item, nextitem):
+        cov.switch_context(item.nodeid)
+        yield
+        cov.switch_context("")
+    def pytest_runtest_logreport(self, report):
+        durations[report.nodeid] = durations.get(report.nodeid, 0.0) + report.duration
+cov.start()
+code = pytest.main(["-q", "-p", "no:cacheprovider"] + sys.argv[2:], plugins=[Contexts()])
+cov.stop()
+data = cov.get_data()
+root = os.getcwd()
+lines = {}
+for path in data.measured_files():
+    rel = os.path.relpath(path, root)
+    if rel.startswith(".."):
+        continue
+    lines[rel.replace(os.sep, "/")] = {str(n): sorted(c) for n, c in data.contexts_by_lineno(path).items()}
+with open(out, "w") as f:
+    json.dump({"exit": int(code), "lines": lines, "durations": durations}, f)
+"#;
+
+/// Exit code when some mutant survived or no test covers it (documented in the user guide).
+pub const EXIT_SURVIVORS: u8 = 5;
+
+#[derive(Clone, Debug)]
+pub struct MutateRequest {
+    pub repo: PathBuf,
+    /// Files or directories (relative, `/`-separated) to mutate; empty: every product file.
+    pub paths: Vec<String>,
+    pub runner: RunnerKind,
+    pub command_prefix: Vec<String>,
+    /// Mutants per file; `None`: every site.
+    pub max_per_file: Option<usize>,
+    pub budget: Duration,
+    pub slots: usize,
+    pub run_id: ProofId,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum MutateError {
+    #[error(transparent)]
+    Source(#[from] SourceError),
+    #[error(
+        "no Python product file under {paths:?} in HEAD (hint: name files or directories tracked in git; test files are never mutated)"
+    )]
+    NothingToMutate { paths: Vec<String> },
+    #[error(
+        "`assay mutate` mutates Python; the {runner} runner is not supported (hint: --runner pytest or unittest)"
+    )]
+    UnsupportedRunner { runner: RunnerKind },
+}
+
+/// Stryker's mutant statuses, plus why a mutant has no verdict.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Status {
+    Killed,
+    Survived,
+    NoCoverage,
+    Timeout,
+    RuntimeError,
+    Pending,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MutantResult {
+    pub mutant: Mutant,
+    pub status: Status,
+    pub status_reason: Option<String>,
+    pub covered_by: Vec<String>,
+    pub killed_by: Vec<String>,
+    pub tests_completed: Option<usize>,
+    /// A kill that a second run did not repeat.
+    pub flaky: bool,
+    pub duration_s: Option<f64>,
+}
+
+/// What a whole-tree run found.
+#[derive(Clone, Debug, Serialize)]
+pub struct MutateReport {
+    pub tree: String,
+    pub per_line_selection: bool,
+    pub selection_note: Option<String>,
+    pub files: BTreeMap<String, String>,
+    pub results: Vec<MutantResult>,
+    pub plan: MutationPlan,
+    pub elapsed_s: f64,
+}
+
+/// The coverage run's output.
+#[derive(Debug, Default, Deserialize)]
+struct CoverageMap {
+    lines: BTreeMap<String, BTreeMap<String, Vec<String>>>,
+    durations: BTreeMap<String, f64>,
+}
+
+/// Tests that execute any line of `lines` in `path`; `Some(empty)` when only import-time code
+/// does, `None` when no line of the range ran at all.
+fn covering_tests(
+    map: &CoverageMap,
+    path: &str,
+    lines: std::ops::RangeInclusive<u32>,
+) -> Option<BTreeSet<String>> {
+    let by_line = map.lines.get(path)?;
+    let mut executed = false;
+    let mut tests = BTreeSet::new();
+    for line in lines {
+        if let Some(contexts) = by_line.get(&line.to_string()) {
+            executed = true;
+            tests.extend(contexts.iter().filter(|c| !c.is_empty()).cloned());
+        }
+    }
+    executed.then_some(tests)
+}
+
+fn line_range(bytes: &[u8], mutant: &Mutant) -> std::ops::RangeInclusive<u32> {
+    let extra = bytes
+        .get(mutant.edit.start..mutant.edit.end)
+        .map_or(0, |b| b.iter().filter(|c| **c == b'\n').count() as u32);
+    mutant.line..=mutant.line + extra
+}
+
+/// The HEAD tree and its product Python files under `paths`, every line of each.
+fn files_to_mutate(request: &MutateRequest) -> Result<(TreeId, Vec<ChangedFile>), MutateError> {
+    let repo = source::open(&request.repo)?;
+    let tree =
+        repo.revparse_single("HEAD^{tree}")
+            .map_err(|source| SourceError::UnknownRevision {
+                rev: "HEAD".into(),
+                repo: request.repo.clone(),
+                source,
+            })?;
+    let tree = TreeId(tree.id().to_string());
+    let under = |path: &str| {
+        request.paths.is_empty()
+            || request.paths.iter().any(|p| {
+                let p = p.trim_end_matches('/');
+                p == "." || path == p || path.starts_with(&format!("{p}/"))
+            })
+    };
+    let mut files = Vec::new();
+    for path in source::list_files(&request.repo, &tree)? {
+        if !path.ends_with(".py") || request.runner.is_test_file(&path) || !under(&path) {
+            continue;
+        }
+        let Some(bytes) = source::read_file(&request.repo, &tree, &path)? else {
+            continue;
+        };
+        let lines = bytes.split(|b| *b == b'\n').count() as u32;
+        files.push(ChangedFile {
+            path,
+            bytes,
+            changed_lines: (1..=lines).collect(),
+        });
+    }
+    if files.is_empty() {
+        return Err(MutateError::NothingToMutate {
+            paths: request.paths.clone(),
+        });
+    }
+    Ok((tree, files))
+}
+
+fn spec(request: &MutateRequest, tree: &TreeId, index: usize, command: Vec<String>) -> JobSpec {
+    JobSpec {
+        proof_id: request.run_id.clone(),
+        job_id: JobId::for_index(&request.run_id, index),
+        index: index as u32,
+        kind: JobKind::Mutant,
+        side: Side::Candidate,
+        tree: tree.clone(),
+        command,
+        report: request.runner.report_format(),
+        selected_tests: Vec::new(),
+        timeout_secs: 1,
+        env: Vec::new(),
+        edit: None,
+    }
+}
+
+/// One mutant's plan: what to run and how long it is expected to take.
+struct Work {
+    at: usize,
+    spec: JobSpec,
+    cost: Duration,
+}
+
+/// Mutates the HEAD tree's product files under `request.paths` and runs the tests per mutant.
+pub async fn run(
+    request: &MutateRequest,
+    queue: &dyn JobQueue,
+    store: &dyn ArtifactStore,
+    progress: &dyn ProgressSink,
+) -> Result<MutateReport, MutateError> {
+    let started = Instant::now();
+    let (tree, files) = files_to_mutate(request)?;
+    let plan = mutants::plan_mutants(&files, request.max_per_file);
+    let bytes: BTreeMap<&str, &[u8]> = files
+        .iter()
+        .map(|f| (f.path.as_str(), f.bytes.as_slice()))
+        .collect();
+
+    // The baseline runs under the same sandbox and limits as the mutants, so contention shows
+    // in the baseline too and does not fake timeouts.
+    let mut index = 0;
+    let (baseline_spec, per_line) = match request.runner {
+        RunnerKind::Pytest => {
+            let mut command = vec![
+                "python3".to_owned(),
+                "-c".into(),
+                COVERAGE_SCRIPT.into(),
+                "{report}".into(),
+            ];
+            command.extend(["-o".into(), "junit_family=xunit1".into()]);
+            (spec(request, &tree, index, command), true)
+        }
+        RunnerKind::Unittest => {
+            let command = request.runner.command(&request.command_prefix, &[], &[]);
+            (spec(request, &tree, index, command), false)
+        }
+        other => return Err(MutateError::UnsupportedRunner { runner: other }),
+    };
+    index += 1;
+    let mut baseline_spec = baseline_spec;
+    baseline_spec.timeout_secs = request.budget.as_secs().max(1);
+    let baseline = run_single(queue, &baseline_spec).await;
+    let baseline_time = Duration::from_millis(baseline.as_ref().map_or(0, |r| r.duration_ms));
+    let mut selection_note = None;
+    let coverage = match (&baseline, per_line) {
+        (Ok(result), true) => match read_report(store, result).await {
+            Ok(map) => Some(map),
+            Err(why) => {
+                selection_note = Some(format!(
+                    "per-test coverage unavailable ({why}); each mutant runs the whole suite (hint: pip install coverage pytest)"
+                ));
+                None
+            }
+        },
+        (Err(why), _) => {
+            selection_note = Some(format!("the baseline run failed: {why}"));
+            None
+        }
+        (Ok(_), false) => None,
+    };
+    if let Ok(result) = &baseline {
+        progress.event(ProofEvent::JobFinished {
+            done: 1,
+            total: plan.mutants.len() + 1,
+            spec: &baseline_spec,
+            result,
+        });
+    }
+    let per_line = coverage.is_some();
+    // Process start-up and collection: the part of the baseline no single test accounts for.
+    let overhead = coverage.as_ref().map_or(baseline_time, |map| {
+        baseline_time.saturating_sub(Duration::from_secs_f64(
+            map.durations.values().sum::<f64>().max(0.0),
+        ))
+    });
+
+    let mut results: Vec<Option<MutantResult>> = vec![None; plan.mutants.len()];
+    let mut work = Vec::new();
+    for (at, mutant) in plan.mutants.iter().enumerate() {
+        let file_bytes = bytes.get(mutant.path.as_str()).copied().unwrap_or_default();
+        let (covered_by, cost) = match &coverage {
+            Some(map) => match covering_tests(map, &mutant.path, line_range(file_bytes, mutant)) {
+                None => {
+                    results[at] = Some(MutantResult {
+                        mutant: mutant.clone(),
+                        status: Status::NoCoverage,
+                        status_reason: Some("no test executes this line".into()),
+                        covered_by: Vec::new(),
+                        killed_by: Vec::new(),
+                        tests_completed: Some(0),
+                        flaky: false,
+                        duration_s: None,
+                    });
+                    continue;
+                }
+                // Only import-time code runs it: every test may observe it.
+                Some(tests) if tests.is_empty() => (Vec::new(), baseline_time),
+                Some(tests) => {
+                    let mut tests: Vec<(f64, String)> = tests
+                        .into_iter()
+                        .map(|t| (map.durations.get(&t).copied().unwrap_or(0.0), t))
+                        .collect();
+                    // Fastest first, so `-x` stops at the cheapest kill.
+                    tests.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+                    let cost = overhead + Duration::from_secs_f64(tests.iter().map(|t| t.0).sum());
+                    (tests.into_iter().map(|t| t.1).collect(), cost)
+                }
+            },
+            None => (Vec::new(), baseline_time),
+        };
+        let mut prefix = request.command_prefix.clone();
+        if per_line && request.runner == RunnerKind::Pytest {
+            prefix.push("-x".into());
+        }
+        let command = request.runner.command(&prefix, &covered_by, &[]);
+        let mut job = spec(request, &tree, index + at, command);
+        job.edit = Some(mutant.edit.clone());
+        results[at] = Some(MutantResult {
+            mutant: mutant.clone(),
+            status: Status::Pending,
+            status_reason: None,
+            covered_by,
+            killed_by: Vec::new(),
+            tests_completed: None,
+            flaky: false,
+            duration_s: None,
+        });
+        work.push(Work {
+            at,
+            spec: job,
+            cost,
+        });
+    }
+    // Longest first when everything fits (no straggler at the end), cheapest first when the
+    // budget will cut the run short (the most verdicts per second).
+    let total_cost: Duration = work.iter().map(|w| w.cost).sum();
+    let fits = total_cost / request.slots.max(1) as u32 + baseline_time < request.budget;
+    work.sort_by(|a, b| {
+        let order = a.cost.cmp(&b.cost).then(a.at.cmp(&b.at));
+        if fits { order.reverse() } else { order }
+    });
+
+    let clock = |started: Instant| request.budget.saturating_sub(started.elapsed());
+    let specs: Vec<JobSpec> = work.iter().map(|w| w.spec.clone()).collect();
+    let costs: BTreeMap<JobId, Duration> = work
+        .iter()
+        .map(|w| (w.spec.job_id.clone(), w.cost))
+        .collect();
+    let total = plan.mutants.len() + 1;
+    let admit = |spec: &mut JobSpec| {
+        let expected = costs.get(&spec.job_id).copied().unwrap_or(baseline_time);
+        let timeout = mutants::mutant_timeout(clock(started), expected)?;
+        spec.timeout_secs = timeout.limit.as_secs().max(1);
+        Ok(timeout)
+    };
+    let judged = run_mutants(
+        queue,
+        &specs,
+        request.slots,
+        admit,
+        |result, timeout| Some(judge(result, timeout)),
+        |reason| Some(pending(reason)),
+        |done, spec, result| {
+            progress.event(ProofEvent::JobFinished {
+                done: done + 2,
+                total,
+                spec,
+                result,
+            })
+        },
+    )
+    .await;
+
+    // A kill is confirmed by one more run of the same selection; `-x` stops at the killer.
+    let mut confirm_specs = Vec::new();
+    let mut confirm_at = Vec::new();
+    for (w, outcome) in work.iter().zip(&judged) {
+        let Some(outcome) = outcome else { continue };
+        if let Some(slot) = results[w.at].as_mut() {
+            outcome.apply(slot);
+            if slot.status == Status::Killed {
+                let mut again = w.spec.clone();
+                again.index += plan.mutants.len() as u32;
+                again.job_id = JobId::for_index(&request.run_id, again.index as usize);
+                confirm_specs.push(again);
+                confirm_at.push(w.at);
+            }
+        }
+    }
+    let confirmations = run_mutants(
+        queue,
+        &confirm_specs,
+        request.slots,
+        |spec: &mut JobSpec| {
+            let timeout = mutants::mutant_timeout(clock(started), baseline_time)?;
+            spec.timeout_secs = timeout.limit.as_secs().max(1);
+            Ok(timeout)
+        },
+        |result, timeout| Some(judge(result, timeout)),
+        |_| None,
+        |_, _, _| {},
+    )
+    .await;
+    for (at, again) in confirm_at.into_iter().zip(confirmations) {
+        if let (Some(slot), Some(again)) = (results[at].as_mut(), again)
+            && again.status == Status::Survived
+        {
+            slot.flaky = true;
+            slot.status_reason = Some(format!("flaky kill: a second run ended {:?}", again.status));
+        }
+    }
+
+    let results: Vec<MutantResult> = results.into_iter().flatten().collect();
+    Ok(MutateReport {
+        tree: tree.to_string(),
+        per_line_selection: per_line,
+        selection_note,
+        files: files
+            .iter()
+            .map(|f| {
+                (
+                    f.path.clone(),
+                    String::from_utf8_lossy(&f.bytes).into_owned(),
+                )
+            })
+            .collect(),
+        results,
+        plan,
+        elapsed_s: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// One mutant run's verdict before it is written into its record.
+#[derive(Clone)]
+struct Judged {
+    status: Status,
+    reason: Option<String>,
+    killed_by: Vec<String>,
+    tests_completed: Option<usize>,
+    duration_s: f64,
+}
+
+impl Judged {
+    fn apply(&self, slot: &mut MutantResult) {
+        slot.status = self.status;
+        slot.status_reason = self.reason.clone();
+        slot.killed_by = self.killed_by.clone();
+        slot.tests_completed = self.tests_completed;
+        slot.duration_s = Some(self.duration_s);
+    }
+}
+
+fn pending(reason: NotRunReason) -> Judged {
+    Judged {
+        status: Status::Pending,
+        reason: Some(reason.to_string()),
+        killed_by: Vec::new(),
+        tests_completed: None,
+        duration_s: 0.0,
+    }
+}
+
+fn judge(result: &JobResult, timeout: MutantTimeout) -> Judged {
+    let duration_s = result.duration_ms as f64 / 1000.0;
+    let verdict = |status, reason: String| Judged {
+        status,
+        reason: Some(reason),
+        killed_by: Vec::new(),
+        tests_completed: None,
+        duration_s,
+    };
+    match (&result.status, &result.report) {
+        (JobStatus::TimedOut, _) if timeout.set_by_budget => verdict(
+            Status::Pending,
+            NotRunReason::CutShort {
+                after: timeout.limit,
+            }
+            .to_string(),
+        ),
+        (JobStatus::TimedOut, _) => verdict(
+            Status::Timeout,
+            format!("ran past its {}s limit", timeout.limit.as_secs()),
+        ),
+        (JobStatus::Completed { .. }, ReportOutcome::Parsed(report)) => {
+            let killers: Vec<String> = report
+                .cases
+                .iter()
+                .filter(|c| matches!(c.outcome, Outcome::Failed | Outcome::Error))
+                .map(|c| c.name.clone())
+                .chain(report.collection_errors.iter().map(|e| e.file.clone()))
+                .collect();
+            let ran = report
+                .cases
+                .iter()
+                .filter(|c| c.outcome != Outcome::Skipped)
+                .count();
+            if !killers.is_empty() {
+                Judged {
+                    status: Status::Killed,
+                    reason: None,
+                    killed_by: killers,
+                    tests_completed: Some(ran),
+                    duration_s,
+                }
+            } else if ran == 0 {
+                // Zero tests executed says nothing about the mutant: never a survivor.
+                verdict(
+                    Status::RuntimeError,
+                    "the run executed zero tests".to_owned(),
+                )
+            } else {
+                Judged {
+                    status: Status::Survived,
+                    reason: None,
+                    killed_by: Vec::new(),
+                    tests_completed: Some(ran),
+                    duration_s,
+                }
+            }
+        }
+        (JobStatus::Completed { exit_code }, report) => verdict(
+            Status::RuntimeError,
+            format!("exit {exit_code}: {}", report.problem().unwrap_or_default()),
+        ),
+        (JobStatus::Infrastructure { message, .. }, _) => {
+            verdict(Status::RuntimeError, format!("infrastructure: {message}"))
+        }
+        (JobStatus::Cancelled, _) => verdict(Status::RuntimeError, "cancelled".into()),
+    }
+}
+
+async fn run_single(queue: &dyn JobQueue, spec: &JobSpec) -> Result<JobResult, String> {
+    queue
+        .submit(spec.clone())
+        .await
+        .map_err(|e| error_chain(&e))?;
+    while let Some(result) = queue.next_result().await {
+        if result.job_id == spec.job_id {
+            return match &result.status {
+                JobStatus::Infrastructure { message, .. } => Err(message.clone()),
+                _ => Ok(result),
+            };
+        }
+    }
+    Err("the result stream closed".into())
+}
+
+async fn read_report(store: &dyn ArtifactStore, result: &JobResult) -> Result<CoverageMap, String> {
+    let Some(artifact) = result.artifacts.iter().find(|a| a.name == "report") else {
+        return Err("the coverage run wrote no map (is coverage.py installed?)".into());
+    };
+    let bytes = store
+        .get(&artifact.key)
+        .await
+        .map_err(|e| error_chain(&e))?
+        .ok_or_else(|| format!("artifact {} is missing from the store", artifact.key))?;
+    serde_json::from_slice(&bytes).map_err(|e| format!("the coverage map is malformed: {e}"))
+}
+
+/// The counts and the mutation score of a run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Summary {
+    pub mutants: usize,
+    pub killed: usize,
+    pub survived: usize,
+    pub no_coverage: usize,
+    pub timeout: usize,
+    pub runtime_error: usize,
+    pub pending: usize,
+    pub flaky_kills: usize,
+    /// Detected (killed or timed out) over detected plus undetected (survived, no coverage),
+    /// of the mutants that reached a verdict.
+    pub mutation_score: Option<f64>,
+    /// 95 % Wilson interval of the score: what the whole set would likely score when a budget
+    /// left some mutants pending.
+    pub confidence_interval: Option<(f64, f64)>,
+    pub elapsed_s: f64,
+    pub mutants_per_minute: f64,
+}
+
+impl MutateReport {
+    pub fn summary(&self) -> Summary {
+        let count = |s: Status| self.results.iter().filter(|r| r.status == s).count();
+        let detected = count(Status::Killed) + count(Status::Timeout);
+        let valid = detected + count(Status::Survived) + count(Status::NoCoverage);
+        let (score, interval) = if valid == 0 {
+            (None, None)
+        } else {
+            let n = valid as f64;
+            let p = detected as f64 / n;
+            let z = 1.96_f64;
+            let denominator = 1.0 + z * z / n;
+            let centre = (p + z * z / (2.0 * n)) / denominator;
+            let half = z * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt() / denominator;
+            (
+                Some(p),
+                Some(((centre - half).max(0.0), (centre + half).min(1.0))),
+            )
+        };
+        let evaluated = self.results.len() - count(Status::Pending);
+        Summary {
+            mutants: self.results.len(),
+            killed: count(Status::Killed),
+            survived: count(Status::Survived),
+            no_coverage: count(Status::NoCoverage),
+            timeout: count(Status::Timeout),
+            runtime_error: count(Status::RuntimeError),
+            pending: count(Status::Pending),
+            flaky_kills: self.results.iter().filter(|r| r.flaky).count(),
+            mutation_score: score,
+            confidence_interval: interval,
+            elapsed_s: self.elapsed_s,
+            mutants_per_minute: if self.elapsed_s > 0.0 {
+                evaluated as f64 * 60.0 / self.elapsed_s
+            } else {
+                0.0
+            },
+        }
+    }
+
+    /// The exit code: 0 when every mutant with a verdict was detected and none is pending,
+    /// [`EXIT_SURVIVORS`] when one survived or no test covers it, 4 when only the budget or
+    /// errors kept a verdict from some mutants.
+    pub fn exit_code(&self) -> u8 {
+        let summary = self.summary();
+        if summary.survived + summary.no_coverage > 0 {
+            EXIT_SURVIVORS
+        } else if summary.pending + summary.runtime_error > 0 {
+            4
+        } else {
+            0
+        }
+    }
+
+    /// Stryker's mutation-testing-report-schema (version 1) document, which its HTML viewer
+    /// reads; Assay's summary rides along under `assay`.
+    pub fn stryker_json(&self) -> serde_json::Value {
+        let mut files = serde_json::Map::new();
+        for (path, source) in &self.files {
+            let mutants: Vec<serde_json::Value> = self
+                .results
+                .iter()
+                .filter(|r| &r.mutant.path == path)
+                .map(|r| {
+                    let edit = &r.mutant.edit;
+                    let mut mutant = serde_json::json!({
+                        "id": r.mutant.id,
+                        "mutatorName": r.mutant.operator.name(),
+                        "replacement": edit.replacement,
+                        "description": r.mutant.description,
+                        "location": {
+                            "start": position(source, edit.start),
+                            "end": position(source, edit.end),
+                        },
+                        "status": r.status,
+                        "coveredBy": r.covered_by,
+                        "killedBy": r.killed_by,
+                        "static": false,
+                    });
+                    if let Some(reason) = &r.status_reason {
+                        mutant["statusReason"] = reason.clone().into();
+                    }
+                    if let Some(n) = r.tests_completed {
+                        mutant["testsCompleted"] = n.into();
+                    }
+                    mutant
+                })
+                .collect();
+            if mutants.is_empty() {
+                continue;
+            }
+            files.insert(
+                path.clone(),
+                serde_json::json!({"language": "python", "source": source, "mutants": mutants}),
+            );
+        }
+        serde_json::json!({
+            "schemaVersion": "1",
+            "thresholds": {"high": 80, "low": 60},
+            "files": files,
+            "framework": {"name": "assay", "version": env!("CARGO_PKG_VERSION")},
+            "assay": {
+                "tree": self.tree,
+                "perLineSelection": self.per_line_selection,
+                "selectionNote": self.selection_note,
+                "summary": self.summary(),
+                "skipped": self.plan.skipped,
+                "excludedFiles": self.plan.excluded_files,
+            },
+        })
+    }
+}
+
+/// 1-based line and column (in characters) of a byte offset, as Stryker's schema counts them.
+fn position(source: &str, offset: usize) -> serde_json::Value {
+    let offset = offset.min(source.len());
+    let before = source.get(..offset).unwrap_or(source);
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let column = before[line_start..].chars().count() + 1;
+    serde_json::json!({"line": line, "column": column})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn positions_are_one_based_and_count_characters() {
+        let source = "def f(x):\n    return x > 0\n";
+        assert_eq!(
+            position(source, 23),
+            serde_json::json!({"line": 2, "column": 14})
+        );
+        assert_eq!(
+            position(source, 0),
+            serde_json::json!({"line": 1, "column": 1})
+        );
+    }
+
+    #[test]
+    fn covering_tests_tell_uncovered_from_import_time_lines() {
+        let map = CoverageMap {
+            lines: [(
+                "pager.py".to_owned(),
+                [
+                    ("1".to_owned(), vec![String::new()]),
+                    (
+                        "2".to_owned(),
+                        vec!["tests/test_pages.py::test_full_pages".to_owned()],
+                    ),
+                ]
+                .into(),
+            )]
+            .into(),
+            durations: BTreeMap::new(),
+        };
+        assert_eq!(
+            covering_tests(&map, "pager.py", 1..=1),
+            Some(BTreeSet::new())
+        );
+        assert_eq!(
+            covering_tests(&map, "pager.py", 1..=2).map(|t| t.len()),
+            Some(1)
+        );
+        assert_eq!(covering_tests(&map, "pager.py", 7..=8), None);
+        assert_eq!(covering_tests(&map, "other.py", 1..=1), None);
+    }
+}

@@ -1,0 +1,474 @@
+//! The mutation check of a proven proof: finds the change's changed product lines with git2,
+//! plans mutants on them, runs the proving tests once unmutated and then once per mutant
+//! through the proof's own job queue (so mutants run `--jobs` at a time, or fan out on a
+//! fleet), and judges each mutant. Report only: nothing here touches a verdict.
+
+use crate::engine::{PreparedProof, ProgressSink, ProofEvent};
+use crate::mutants::budget::MutantTimeout;
+use crate::mutants::{
+    self, ChangedFile, DEFAULT_MUTANTS_PER_FILE, ExcludedFile, ExclusionReason, MutantOutcome,
+    MutantRun, MutationCheck, MutationPlan, NotRunReason, RunEnd,
+};
+use crate::queue::JobQueue;
+use crate::source::{self, SourceError};
+use assay_common::criteria::TestSelector;
+use assay_common::job::{ByteEdit, JobKind, JobResult, JobSpec, JobStatus, Side};
+use assay_common::outcome::{Outcome, ReportOutcome, TestReport};
+use assay_common::{JobId, ProofId, TreeId};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// Candidate-side line numbers (1-based) that the change adds or modifies, per file.
+pub fn changed_lines(
+    repo_path: &Path,
+    base: &TreeId,
+    candidate: &TreeId,
+) -> Result<BTreeMap<String, BTreeSet<u32>>, SourceError> {
+    let repo = source::open(repo_path)?;
+    let git = |what: &str| {
+        let what = what.to_owned();
+        move |source| SourceError::Git { what, source }
+    };
+    let tree = |id: &TreeId| -> Result<git2::Tree<'_>, SourceError> {
+        let oid = git2::Oid::from_str(id.as_str()).map_err(git("parse a tree id"))?;
+        repo.find_tree(oid).map_err(git("find a tree for the diff"))
+    };
+    let (base_tree, candidate_tree) = (tree(base)?, tree(candidate)?);
+    // No context lines: only added lines carry a new-side number worth mutating.
+    let mut options = git2::DiffOptions::new();
+    options.context_lines(0);
+    let diff = repo
+        .diff_tree_to_tree(Some(&base_tree), Some(&candidate_tree), Some(&mut options))
+        .map_err(git("diff base..candidate for changed lines"))?;
+    let mut lines: BTreeMap<String, BTreeSet<u32>> = BTreeMap::new();
+    diff.foreach(
+        &mut |_, _| true,
+        None,
+        None,
+        Some(&mut |delta, _hunk, line| {
+            if line.origin() == '+'
+                && let (Some(path), Some(number)) = (
+                    delta.new_file().path().and_then(Path::to_str),
+                    line.new_lineno(),
+                )
+            {
+                lines.entry(path.to_owned()).or_default().insert(number);
+            }
+            true
+        }),
+    )
+    .map_err(git("walk the diff's lines"))?;
+    Ok(lines)
+}
+
+/// The mutants for a proof: at most six per changed product file, on its changed lines.
+/// Changed test files are never mutated; they are listed as excluded.
+pub fn plan_for(proof: &PreparedProof) -> Result<MutationPlan, SourceError> {
+    let change = &proof.change;
+    let repo = &proof.request.repo;
+    let lines = changed_lines(repo, &change.base.tree, &change.candidate.tree)?;
+    let test_files: BTreeSet<&str> = change
+        .changed_test_files
+        .iter()
+        .map(|f| f.path.as_str())
+        .collect();
+    let mut files = Vec::new();
+    let mut excluded = Vec::new();
+    for file in change.changed.iter().filter(|f| !f.deleted) {
+        if test_files.contains(file.path.as_str()) {
+            if file.path.ends_with(".py") {
+                excluded.push(ExcludedFile {
+                    path: file.path.clone(),
+                    reason: ExclusionReason::TestFile,
+                    note: "a test file: the tests are what the check measures".into(),
+                });
+            }
+            continue;
+        }
+        let Some(changed_lines) = lines.get(&file.path) else {
+            continue; // a pure rename or mode change: no line to mutate
+        };
+        let Some(bytes) = source::read_file(repo, &change.candidate.tree, &file.path)? else {
+            continue;
+        };
+        files.push(ChangedFile {
+            path: file.path.clone(),
+            bytes,
+            changed_lines: changed_lines.clone(),
+        });
+    }
+    let mut plan = mutants::plan_mutants(&files, Some(DEFAULT_MUTANTS_PER_FILE));
+    plan.excluded_files.extend(excluded);
+    plan.excluded_files.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(plan)
+}
+
+/// The proof's named tests (every criterion's), in the order they are declared.
+fn proving_tests(proof: &PreparedProof) -> Vec<(String, TestSelector)> {
+    let mut seen = BTreeSet::new();
+    proof
+        .request
+        .criteria
+        .iter()
+        .filter(|c| seen.insert(c.test.display().to_owned()))
+        .map(|c| (c.test.display().to_owned(), c.test.clone()))
+        .collect()
+}
+
+/// The proving tests a report shows passing: each matched at least once, every match passed.
+pub fn passed_tests(tests: &[(String, TestSelector)], report: &TestReport) -> BTreeSet<String> {
+    tests
+        .iter()
+        .filter(|(_, selector)| {
+            let mut matched = report
+                .cases
+                .iter()
+                .filter(|case| selector.matches(&case.name))
+                .peekable();
+            matched.peek().is_some() && matched.all(|case| case.outcome == Outcome::Passed)
+        })
+        .map(|(name, _)| name.clone())
+        .collect()
+}
+
+/// How a mutant's job ended, in the budget rules' terms.
+fn run_end(tests: &[(String, TestSelector)], result: &JobResult, timeout: MutantTimeout) -> RunEnd {
+    match (&result.status, &result.report) {
+        (JobStatus::TimedOut, _) => RunEnd::TimedOut { timeout },
+        (JobStatus::Completed { .. }, ReportOutcome::Parsed(report)) => RunEnd::Completed {
+            passed: passed_tests(tests, report),
+        },
+        // Every proving test vanished from the run: the mutant broke their loading.
+        (JobStatus::Completed { .. }, ReportOutcome::ZeroTests) => RunEnd::Completed {
+            passed: BTreeSet::new(),
+        },
+        (JobStatus::Completed { exit_code }, report) => RunEnd::Infrastructure {
+            message: format!(
+                "exit {exit_code} and no usable report: {}",
+                report.problem().unwrap_or_default()
+            ),
+        },
+        (JobStatus::Infrastructure { message, .. }, _) => RunEnd::Infrastructure {
+            message: message.clone(),
+        },
+        (JobStatus::Cancelled, _) => RunEnd::Infrastructure {
+            message: "the job was cancelled".into(),
+        },
+    }
+}
+
+/// Builds the job that runs the proving tests on the candidate, with `edit` applied if given.
+fn job(
+    proof: &PreparedProof,
+    check_id: &ProofId,
+    index: usize,
+    names: &[String],
+    edit: Option<ByteEdit>,
+    timeout: Duration,
+) -> JobSpec {
+    let prefix = proof
+        .request
+        .test_command
+        .clone()
+        .unwrap_or_else(|| proof.runner.default_command());
+    JobSpec {
+        proof_id: check_id.clone(),
+        job_id: JobId::for_index(check_id, index),
+        index: index as u32,
+        kind: JobKind::Mutant,
+        side: Side::Candidate,
+        tree: proof.change.candidate.tree.clone(),
+        command: proof.runner.command(&prefix, &[], names),
+        report: proof.runner.report_format(),
+        selected_tests: names.to_vec(),
+        timeout_secs: timeout.as_secs().max(1),
+        env: Vec::new(),
+        edit,
+    }
+}
+
+/// Runs the mutation check of a proven proof under `budget`, with at most `slots` jobs in
+/// flight on `queue`. Never fails: what could not run is `not_run` with its reason, or a note.
+pub async fn run_check(
+    proof: &PreparedProof,
+    queue: &dyn JobQueue,
+    slots: usize,
+    budget: Duration,
+    progress: &dyn ProgressSink,
+) -> MutationCheck {
+    let started = Instant::now();
+    let tests = proving_tests(proof);
+    let names: Vec<String> = tests.iter().map(|(name, _)| name.clone()).collect();
+    let assemble = |plan: MutationPlan, outcomes, unmutated, note: Option<String>| {
+        let mut check = MutationCheck::assemble(plan, outcomes, names.clone(), budget, unmutated);
+        check.notes.extend(note);
+        check
+    };
+    let plan = match plan_for(proof) {
+        Ok(plan) => plan,
+        Err(e) => {
+            let note = format!("failed to plan mutants: {}", error_chain(&e));
+            return assemble(MutationPlan::default(), Vec::new(), None, Some(note));
+        }
+    };
+    if plan.mutants.is_empty() {
+        let note = "no mutation site on the changed product lines".to_owned();
+        return assemble(plan, Vec::new(), None, Some(note));
+    }
+    // A sub-proof id keeps the check's scratch directories and artifacts apart from the proof's.
+    let check_id = ProofId(format!("{}-mutation", proof.request.proof_id));
+    let total = plan.mutants.len() + 1;
+
+    let unmutated_timeout = budget.min(Duration::from_secs(proof.request.timeout_secs));
+    let baseline = job(proof, &check_id, 0, &names, None, unmutated_timeout);
+    let baseline_result = match run_one(queue, &baseline).await {
+        Ok(result) => result,
+        Err(message) => {
+            let note = format!("the unmutated run could not be run: {message}");
+            return assemble(plan, Vec::new(), None, Some(note));
+        }
+    };
+    progress.event(ProofEvent::JobFinished {
+        done: 1,
+        total,
+        spec: &baseline,
+        result: &baseline_result,
+    });
+    let unmutated = Duration::from_millis(baseline_result.duration_ms);
+    let baseline_end = run_end(
+        &tests,
+        &baseline_result,
+        MutantTimeout {
+            limit: unmutated_timeout,
+            set_by_budget: true,
+        },
+    );
+    let all_pass =
+        matches!(&baseline_end, RunEnd::Completed { passed } if passed.len() == names.len());
+    if !all_pass {
+        let reason =
+            format!("the unmutated run of the proving tests did not pass ({baseline_end:?})");
+        let outcomes = plan
+            .mutants
+            .iter()
+            .map(|_| MutantOutcome::NotRun {
+                reason: reason.clone(),
+            })
+            .collect();
+        return assemble(plan, outcomes, Some(unmutated), Some(reason));
+    }
+
+    let specs: Vec<JobSpec> = plan
+        .mutants
+        .iter()
+        .enumerate()
+        .map(|(i, mutant)| {
+            job(
+                proof,
+                &check_id,
+                i + 1,
+                &names,
+                Some(mutant.edit.clone()),
+                unmutated_timeout,
+            )
+        })
+        .collect();
+    let outcomes = run_mutants(
+        queue,
+        &specs,
+        slots,
+        |spec| {
+            let left = budget.saturating_sub(started.elapsed());
+            let timeout = mutants::mutant_timeout(left, unmutated)?;
+            spec.timeout_secs = timeout.limit.as_secs().max(1);
+            Ok(timeout)
+        },
+        |result, timeout| {
+            mutants::judge_mutant(
+                &names,
+                &MutantRun {
+                    end: run_end(&tests, result, timeout),
+                },
+            )
+        },
+        |reason| MutantOutcome::NotRun {
+            reason: reason.to_string(),
+        },
+        |done, spec, result| {
+            progress.event(ProofEvent::JobFinished {
+                done: done + 1,
+                total,
+                spec,
+                result,
+            })
+        },
+    )
+    .await;
+    assemble(plan, outcomes, Some(unmutated), None)
+}
+
+async fn run_one(queue: &dyn JobQueue, spec: &JobSpec) -> Result<JobResult, String> {
+    queue
+        .submit(spec.clone())
+        .await
+        .map_err(|e| error_chain(&e))?;
+    while let Some(result) = queue.next_result().await {
+        if result.job_id == spec.job_id {
+            return Ok(result);
+        }
+        tracing::warn!(job_id = %result.job_id, "dropping a foreign result");
+    }
+    Err("the result stream closed".into())
+}
+
+/// Runs `specs` on `queue` with at most `slots` in flight and returns one outcome per spec in
+/// plan order. `admit` sets a job's limit when its turn comes (the budget left decides it) or
+/// says why it does not start; `judge` turns a result into an outcome.
+pub async fn run_mutants<T: Clone>(
+    queue: &dyn JobQueue,
+    specs: &[JobSpec],
+    slots: usize,
+    mut admit: impl FnMut(&mut JobSpec) -> Result<MutantTimeout, NotRunReason>,
+    judge: impl Fn(&JobResult, MutantTimeout) -> T,
+    not_run: impl Fn(NotRunReason) -> T,
+    on_finished: impl Fn(usize, &JobSpec, &JobResult),
+) -> Vec<T> {
+    let position: BTreeMap<&JobId, usize> = specs
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (&s.job_id, i))
+        .collect();
+    let mut outcomes: Vec<Option<T>> = vec![None; specs.len()];
+    let mut limits: Vec<Option<(MutantTimeout, JobSpec)>> = vec![None; specs.len()];
+    let (mut next, mut in_flight, mut done) = (0, 0, 0);
+    loop {
+        while in_flight < slots.max(1) && next < specs.len() {
+            let mut spec = specs[next].clone();
+            match admit(&mut spec) {
+                Err(reason) => outcomes[next] = Some(not_run(reason)),
+                Ok(timeout) => match queue.submit(spec.clone()).await {
+                    Ok(()) => {
+                        limits[next] = Some((timeout, spec));
+                        in_flight += 1;
+                    }
+                    Err(e) => {
+                        outcomes[next] = Some(not_run(NotRunReason::Infrastructure {
+                            message: error_chain(&e),
+                        }))
+                    }
+                },
+            }
+            next += 1;
+        }
+        if in_flight == 0 {
+            break;
+        }
+        let Some(result) = queue.next_result().await else {
+            break;
+        };
+        let Some(&at) = position.get(&result.job_id) else {
+            tracing::warn!(job_id = %result.job_id, "dropping a result outside the mutation plan");
+            continue;
+        };
+        let Some((timeout, spec)) = &limits[at] else {
+            continue;
+        };
+        if outcomes[at].is_some() {
+            tracing::warn!(job_id = %result.job_id, "dropping a duplicate mutant result");
+            continue;
+        }
+        outcomes[at] = Some(judge(&result, *timeout));
+        in_flight -= 1;
+        on_finished(done, spec, &result);
+        done += 1;
+    }
+    outcomes
+        .into_iter()
+        .map(|o| o.unwrap_or_else(|| not_run(NotRunReason::NoResult)))
+        .collect()
+}
+
+pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
+    assay_worker::execute::error_chain(error)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+
+    fn git(dir: &Path, args: &[&str]) -> String {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("git runs");
+        assert!(out.status.success(), "git {args:?}");
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
+    #[test]
+    fn changed_lines_are_the_added_lines_on_the_candidate_side() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path();
+        git(repo, &["init", "-q", "-b", "main"]);
+        git(repo, &["config", "user.name", "Dana Reviewer"]);
+        git(repo, &["config", "user.email", "dana@example.com"]);
+        std::fs::write(
+            repo.join("pager.py"),
+            "def page_count(total, size):\n    return total // size\n",
+        )
+        .unwrap();
+        git(repo, &["add", "-A"]);
+        git(repo, &["commit", "-q", "-m", "pager"]);
+        let base = git(repo, &["rev-parse", "HEAD^{tree}"]);
+        std::fs::write(
+            repo.join("pager.py"),
+            "def page_count(total, size):\n    pages = total // size\n    if total % size > 0:\n        pages += 1\n    return pages\n",
+        )
+        .unwrap();
+        std::fs::write(repo.join("README.md"), "pager\n").unwrap();
+        git(repo, &["add", "-A"]);
+        git(repo, &["commit", "-q", "-m", "fix"]);
+        let candidate = git(repo, &["rev-parse", "HEAD^{tree}"]);
+        let lines = changed_lines(repo, &TreeId(base), &TreeId(candidate)).unwrap();
+        assert_eq!(
+            lines["pager.py"].iter().copied().collect::<Vec<_>>(),
+            [2, 3, 4, 5]
+        );
+        assert_eq!(lines["README.md"].iter().copied().collect::<Vec<_>>(), [1]);
+    }
+
+    #[test]
+    fn a_proving_test_passes_only_when_every_matched_case_passed() {
+        use assay_common::outcome::CaseResult;
+        let case = |name: &str, outcome| CaseResult {
+            file: "tests/test_pages.py".into(),
+            suite: String::new(),
+            name: name.into(),
+            variant: None,
+            outcome,
+            message: None,
+        };
+        let report = TestReport {
+            cases: vec![
+                case("test_full_pages", Outcome::Passed),
+                case("test_partial", Outcome::Passed),
+                case("test_partial", Outcome::Failed),
+            ],
+            collection_errors: Vec::new(),
+        };
+        let tests: Vec<(String, TestSelector)> =
+            ["test_full_pages", "test_partial", "test_missing"]
+                .iter()
+                .map(|n| (n.to_string(), TestSelector::Exact(n.to_string())))
+                .collect();
+        assert_eq!(
+            passed_tests(&tests, &report)
+                .into_iter()
+                .collect::<Vec<_>>(),
+            ["test_full_pages"]
+        );
+    }
+}

@@ -1,0 +1,142 @@
+//! `assay mutate` glue: mutates whole files or trees of HEAD in embedded mode, prints the
+//! summary and writes Stryker's mutation-testing-report JSON.
+
+use crate::config;
+use crate::exit::{Failure, ResultExt as _};
+use crate::prove::write_atomically;
+use crate::reporter::{self, StderrProgress};
+use anyhow::{Context, anyhow};
+use assay_common::runner::RunnerKind;
+use assay_coordinator::engine;
+use assay_coordinator::mutate::{self, MutateError, MutateRequest};
+use assay_coordinator::queue::InProcessQueue;
+use assay_worker::execute::JobContext;
+use assay_worker::sandbox::process::ProcessSandbox;
+use assay_worker::store::{ArtifactStore, ObjectArtifactStore};
+use assay_worker::tree::GitTreeSource;
+use clap::Args;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Args, Debug, Clone)]
+pub struct MutateArgs {
+    /// Repository whose HEAD commit is mutated (never the working tree).
+    #[arg(short = 'C', long = "repo", value_name = "DIR", default_value = ".")]
+    pub repo: PathBuf,
+    /// Files or directories to mutate, relative to the repository [default: every product
+    /// Python file].
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<String>,
+    /// Mutants per file: a number, or "all" [default: all].
+    #[arg(long, value_name = "N|all", default_value = "all")]
+    pub max_per_file: String,
+    /// Seconds for the whole run; mutants not reached are reported as pending.
+    #[arg(long, value_name = "SECS", default_value_t = 3600, value_parser = clap::value_parser!(u64).range(1..))]
+    pub budget: u64,
+    /// Mutants in flight at once [default: the CPU count].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub jobs: Option<u32>,
+    /// Test runner: pytest (per-test coverage selects tests per line) or unittest (the whole
+    /// suite per mutant).
+    #[arg(long, value_name = "RUNNER", default_value = "pytest")]
+    pub runner: String,
+    /// The runner's command prefix [default: "python3 -m pytest", or "python3" for unittest].
+    #[arg(long, value_name = "CMD")]
+    pub test_command: Option<String>,
+    /// Write the mutation-testing-report-schema JSON (Stryker's viewer reads it) here.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Artifact store URL [default: a cache directory outside the repository].
+    #[arg(long, value_name = "URL")]
+    pub store: Option<String>,
+    /// Environment variable passed to test commands, beyond PATH and the locale. Repeatable.
+    #[arg(long = "pass-env", value_name = "NAME")]
+    pub pass_env: Vec<String>,
+    /// Print only the summary, no progress.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+/// Runs `assay mutate` and returns the exit code: 0 all killed, 5 survivors (or uncovered
+/// mutants), 4 when the budget or errors left some without a verdict.
+pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
+    let repo = args
+        .repo
+        .canonicalize()
+        .with_context(|| {
+            format!(
+                "repository directory {} does not exist",
+                args.repo.display()
+            )
+        })
+        .usage()?;
+    let runner = args
+        .runner
+        .parse::<RunnerKind>()
+        .map_err(|e| Failure::usage(anyhow!(e)))?;
+    let max_per_file = match args.max_per_file.as_str() {
+        "all" => None,
+        n => Some(n.parse::<usize>().ok().filter(|n| *n > 0).ok_or_else(|| {
+            Failure::usage(anyhow!(
+                "--max-per-file takes a positive number or \"all\", not {n:?}"
+            ))
+        })?),
+    };
+    let command_prefix = args
+        .test_command
+        .as_deref()
+        .map(config::split_command)
+        .transpose()
+        .usage()?
+        .unwrap_or_else(|| runner.default_command());
+    let slots = args
+        .jobs
+        .map(|j| j as usize)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+    let store_url = args.store.clone().unwrap_or_else(config::default_store_url);
+    let store: Arc<dyn ArtifactStore> =
+        Arc::new(ObjectArtifactStore::open(&store_url).map_err(|e| Failure::usage(e.into()))?);
+    let scratch = tempfile::Builder::new()
+        .prefix("assay-mutate-")
+        .tempdir()
+        .context("failed to create a scratch directory")
+        .infrastructure()?;
+    let ctx = JobContext {
+        worker_id: engine::embedded_worker_id(),
+        sandbox: Arc::new(ProcessSandbox),
+        trees: Arc::new(GitTreeSource::new(&repo)),
+        store: store.clone(),
+        scratch_root: scratch.path().to_owned(),
+        pass_env: args.pass_env.clone(),
+    };
+    let request = MutateRequest {
+        repo,
+        paths: args.paths.clone(),
+        runner,
+        command_prefix,
+        max_per_file,
+        budget: Duration::from_secs(args.budget),
+        slots,
+        run_id: engine::new_proof_id(),
+    };
+    let queue = InProcessQueue::start(ctx, slots);
+    let progress = StderrProgress { quiet: args.quiet };
+    let report = mutate::run(&request, &queue, store.as_ref(), &progress)
+        .await
+        .map_err(|e| match e {
+            MutateError::NothingToMutate { .. } | MutateError::UnsupportedRunner { .. } => {
+                Failure::usage(e.into())
+            }
+            MutateError::Source(_) => Failure::usage(e.into()),
+        })?;
+    drop(queue);
+    if let Some(path) = &args.json {
+        let json = serde_json::to_vec_pretty(&report.stryker_json())
+            .context("failed to encode the mutation report")
+            .internal()?;
+        write_atomically(path, &json).infrastructure()?;
+    }
+    print!("{}", reporter::mutate_summary(&report));
+    Ok(report.exit_code())
+}

@@ -1,0 +1,292 @@
+//! End-to-end mutation checks: the real binary proves a real fix with real pytest, then mutates
+//! the fix's changed lines and runs the proving tests against each mutant.
+
+mod support;
+
+use support::{PAGER_FIXED, Run, prove, pytest_pager_repo};
+
+const PARTIAL_TEST: &str =
+    "\n\ndef test_partial_last_page_is_counted():\n    assert page_count(11, 5) == 3\n";
+
+/// The pager fix with a test for the partial page, committed on top of the buggy base.
+fn pager_fix() -> support::Repo {
+    let repo = pytest_pager_repo();
+    let tests = std::fs::read_to_string(repo.path().join("tests/test_pages.py")).unwrap();
+    repo.write("pager.py", PAGER_FIXED)
+        .write("tests/test_pages.py", &format!("{tests}{PARTIAL_TEST}"));
+    repo.commit("pager: count the last partial page");
+    repo
+}
+
+fn check(run: &Run) -> &serde_json::Value {
+    let evidence = run.evidence.as_ref().expect("evidence written");
+    evidence
+        .get("mutation_check")
+        .unwrap_or_else(|| panic!("mutation_check in {evidence:#}"))
+}
+
+fn statuses(check: &serde_json::Value) -> Vec<(String, String)> {
+    check["mutants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["mutant"]["description"].as_str().unwrap().to_owned(),
+                m["outcome"]["status"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_weak_proving_test_lets_the_bound_swap_survive_and_the_summary_names_it() {
+    let repo = pager_fix();
+    let run = prove(
+        &repo,
+        &[
+            "--base",
+            "main~1",
+            "--criterion",
+            "test: test_partial_last_page_is_counted",
+        ],
+    );
+    assert_eq!(
+        run.code,
+        0,
+        "the check never changes the exit code\n{}",
+        run.explain()
+    );
+    let check = check(&run);
+    assert_eq!(check["budget_s"], 900);
+    assert!(check["unmutated_s"].as_f64().is_some(), "{check:#}");
+    let statuses = statuses(check);
+    assert!(statuses.len() >= 4, "{statuses:?}");
+    let survivors: Vec<&str> = statuses
+        .iter()
+        .filter(|(_, s)| s == "survived")
+        .map(|(d, _)| d.as_str())
+        .collect();
+    assert_eq!(survivors, ["`>` -> `>=`"], "{check:#}");
+    assert_eq!(check["survived"], 1);
+    assert_eq!(check["not_run"], 0, "{check:#}");
+    let killed = check["mutants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["outcome"]["status"] == "killed")
+        .expect("a killed mutant");
+    assert_eq!(
+        killed["outcome"]["by"][0],
+        "test_partial_last_page_is_counted"
+    );
+    let expected = "test_partial_last_page_is_counted passes with pager.py:3 changed (`>` -> `>=`)";
+    assert_eq!(check["survivors"][0]["message"], expected);
+    assert!(run.stdout.contains(expected), "{}", run.explain());
+    assert!(run.stdout.contains("PROVEN"), "{}", run.explain());
+}
+
+#[test]
+fn a_strong_guard_kills_every_mutant_of_the_fix() {
+    let repo = pager_fix();
+    let run = prove(
+        &repo,
+        &[
+            "--base",
+            "main~1",
+            "--criterion",
+            "test: test_partial_last_page_is_counted",
+            "--criterion",
+            "guard: test_full_pages",
+            "--jobs",
+            "2",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.explain());
+    let check = check(&run);
+    let statuses = statuses(check);
+    assert!(statuses.len() >= 4, "{statuses:?}");
+    assert!(
+        statuses.iter().all(|(_, s)| s == "killed"),
+        "{statuses:?}\n{check:#}"
+    );
+    assert_eq!(check["survivors"].as_array().unwrap().len(), 0);
+    assert!(
+        check["excluded_files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["path"] == "tests/test_pages.py" && f["reason"] == "test_file"),
+        "{check:#}"
+    );
+    assert!(run.stdout.contains("0 survived"), "{}", run.explain());
+}
+
+#[test]
+fn no_mutation_leaves_the_evidence_without_a_mutation_check() {
+    let repo = pager_fix();
+    let run = prove(
+        &repo,
+        &[
+            "--base",
+            "main~1",
+            "--criterion",
+            "test: test_partial_last_page_is_counted",
+            "--no-mutation",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.explain());
+    assert!(
+        run.evidence
+            .as_ref()
+            .unwrap()
+            .get("mutation_check")
+            .is_none()
+    );
+    assert!(!run.stdout.contains("mutation check"), "{}", run.explain());
+}
+
+#[test]
+fn mutation_false_in_assay_toml_turns_the_check_off() {
+    let repo = pager_fix();
+    repo.write("assay.toml", "mutation = false\nmutation-budget = 120\n");
+    repo.commit("assay: no mutation check");
+    let run = prove(
+        &repo,
+        &[
+            "--base",
+            "main~2",
+            "--criterion",
+            "test: test_partial_last_page_is_counted",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.explain());
+    assert!(
+        run.evidence
+            .as_ref()
+            .unwrap()
+            .get("mutation_check")
+            .is_none()
+    );
+}
+
+#[test]
+fn a_refuted_proof_runs_no_mutant() {
+    let repo = pytest_pager_repo();
+    repo.write(
+        "pager.py",
+        "def page_count(total, size):\n    if size > 0:\n        return total // size\n    return 0\n",
+    )
+    .write(
+        "tests/test_partial.py",
+        "from pager import page_count\n\n\ndef test_partial_last_page_is_counted():\n    assert page_count(11, 5) == 3\n",
+    );
+    repo.commit("pager: guard against zero");
+    let run = prove(
+        &repo,
+        &[
+            "--base",
+            "main~1",
+            "--criterion",
+            "test: test_partial_last_page_is_counted",
+        ],
+    );
+    assert_eq!(run.code, 1, "{}", run.explain());
+    let evidence = run.evidence.as_ref().unwrap();
+    assert!(evidence.get("mutation_check").is_none(), "{evidence:#}");
+    assert!(!run.stderr.contains("mutant ("), "{}", run.explain());
+}
+
+/// A pager library whose tests pin `page_count` but never call `clamp`.
+fn pager_library() -> support::Repo {
+    let repo = support::Repo::new();
+    repo.write(
+        "pager/__init__.py",
+        "def page_count(total, size):\n    pages = total // size\n    if total % size > 0:\n        pages += 1\n    return pages\n\n\ndef clamp(page, last):\n    if page > last:\n        return last\n    return page\n",
+    )
+    .write("conftest.py", "")
+    .write(
+        "tests/test_pager.py",
+        "from pager import page_count\n\n\ndef test_partial_last_page_is_counted():\n    assert page_count(11, 5) == 3\n\n\ndef test_full_pages():\n    assert page_count(10, 5) == 2\n",
+    );
+    repo.commit("pager: count pages");
+    repo
+}
+
+fn mutate(repo: &support::Repo, args: &[&str]) -> Run {
+    let out_dir = tempfile::tempdir().expect("temp dir");
+    let json = out_dir.path().join("mutation.json");
+    let mut command = support::assay();
+    command
+        .arg("mutate")
+        .arg("-C")
+        .arg(repo.path())
+        .args(args)
+        .arg("--json")
+        .arg(&json)
+        .arg("--store")
+        .arg(format!("file://{}", out_dir.path().join("store").display()));
+    support::run(command, Some(json))
+}
+
+#[test]
+fn mutate_writes_a_stryker_report_and_exits_5_when_a_line_is_uncovered() {
+    let repo = pager_library();
+    let run = mutate(&repo, &["--jobs", "2"]);
+    assert_eq!(run.code, 5, "{}", run.explain());
+    let report = run.evidence.as_ref().expect("report written");
+    assert_eq!(report["schemaVersion"], "1");
+    let file = &report["files"]["pager/__init__.py"];
+    assert_eq!(file["language"], "python");
+    assert!(
+        file["source"]
+            .as_str()
+            .unwrap()
+            .starts_with("def page_count")
+    );
+    let mutants = file["mutants"].as_array().unwrap();
+    assert!(mutants.len() >= 8, "{report:#}");
+    for mutant in mutants {
+        assert_eq!(mutant["id"].as_str().unwrap().len(), 12);
+        assert!(mutant["mutatorName"].is_string() && mutant["replacement"].is_string());
+        assert!(mutant["location"]["start"]["line"].as_u64().unwrap() >= 1);
+        assert!(mutant["location"]["end"]["column"].as_u64().unwrap() >= 1);
+        let line = mutant["location"]["start"]["line"].as_u64().unwrap();
+        let expected = if line >= 9 { "NoCoverage" } else { "Killed" };
+        assert_eq!(mutant["status"], expected, "{mutant:#}");
+    }
+    let killed = mutants.iter().find(|m| m["status"] == "Killed").unwrap();
+    assert!(
+        killed["coveredBy"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("tests/test_pager.py::"),
+        "per-line selection names the covering tests: {killed:#}"
+    );
+    assert_eq!(report["assay"]["perLineSelection"], true);
+    assert!(
+        run.stdout.contains("no coverage: pager/__init__.py:9"),
+        "{}",
+        run.explain()
+    );
+}
+
+#[test]
+fn mutate_exits_0_when_every_mutant_of_the_named_path_is_killed() {
+    let repo = pager_library();
+    repo.write(
+        "pager/clamp.py",
+        "def is_past_end(page, last):\n    return page > last\n",
+    )
+    .write(
+        "tests/test_clamp.py",
+        "from pager.clamp import is_past_end\n\n\ndef test_the_last_page_is_not_past_the_end():\n    assert is_past_end(4, 3) is True\n    assert is_past_end(3, 3) is False\n",
+    );
+    repo.commit("pager: end check");
+    let run = mutate(&repo, &["pager/clamp.py", "--jobs", "2"]);
+    let report = run.evidence.as_ref().expect("report written");
+    assert_eq!(run.code, 0, "{}\n{report:#}", run.explain());
+    let files = report["files"].as_object().unwrap();
+    assert_eq!(files.keys().collect::<Vec<_>>(), ["pager/clamp.py"]);
+    assert_eq!(report["assay"]["summary"]["mutation_score"], 1.0);
+}

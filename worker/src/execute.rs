@@ -106,17 +106,16 @@ async fn run_in(job: &JobSpec, ctx: &JobContext, scratch: &Path) -> Result<JobRe
         })
         .collect();
     let mut env = clean_env(&ctx.pass_env);
-    env.extend([
-        (
-            "HOME".to_owned(),
-            private.join("home").to_string_lossy().into_owned(),
-        ),
-        (
-            "TMPDIR".to_owned(),
-            private.join("tmp").to_string_lossy().into_owned(),
-        ),
-        ("PYTHONDONTWRITEBYTECODE".to_owned(), "1".to_owned()),
-    ]);
+    // A private HOME and TMPDIR unless the user passed their own through (e.g. a warm GOCACHE).
+    for (key, value) in [
+        ("HOME", private.join("home")),
+        ("TMPDIR", private.join("tmp")),
+    ] {
+        if !env.iter().any(|(k, _)| k == key) {
+            env.push((key.to_owned(), value.to_string_lossy().into_owned()));
+        }
+    }
+    env.push(("PYTHONDONTWRITEBYTECODE".to_owned(), "1".to_owned()));
     env.extend(job.env.iter().cloned());
     let run = SandboxRun {
         proof_id: job.proof_id.to_string(),

@@ -326,8 +326,10 @@ max_jobs_per_proof = 64
         let mut config = ServiceConfig::default();
         config.nats.subject_prefix = "assay.>".into();
         assert!(config.validate().is_err());
-        let mut config = ServiceConfig::default();
-        config.schema = "assay.service/v0".into();
+        let config = ServiceConfig {
+            schema: "assay.service/v0".into(),
+            ..ServiceConfig::default()
+        };
         assert!(matches!(config.validate(), Err(ConfigError::Schema { .. })));
     }
 }

@@ -57,9 +57,12 @@ pub fn makespan(durations: &[f64], shards: &[Vec<usize>]) -> f64 {
 mod tests {
     use super::*;
 
+    /// (case durations, shard count, expected shards, expected longest shard)
+    type ShardCase<'a> = (&'a [f64], usize, &'a [&'a [usize]], f64);
+
     #[test]
     fn longest_cases_spread_across_shards_and_plan_order_is_kept() {
-        let table: &[(&[f64], usize, &[&[usize]], f64)] = &[
+        let table: &[ShardCase<'_>] = &[
             (
                 &[1.0, 1.0, 8.0, 1.0, 1.0, 4.0, 4.0],
                 2,

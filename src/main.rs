@@ -2,6 +2,7 @@
 //! documented exit codes. Nothing here decides a verdict.
 
 mod config;
+mod embedded;
 mod example;
 mod exit;
 mod fleet;

@@ -2,6 +2,7 @@
 //! summary and writes Stryker's mutation-testing-report JSON.
 
 use crate::config;
+use crate::embedded;
 use crate::exit::{Failure, ResultExt as _};
 use crate::prove::write_atomically;
 use crate::reporter::{self, StderrProgress};
@@ -10,13 +11,8 @@ use assay_common::runner::RunnerKind;
 use assay_coordinator::engine;
 use assay_coordinator::mutate::{self, MutateError, MutateRequest};
 use assay_coordinator::queue::InProcessQueue;
-use assay_worker::execute::JobContext;
-use assay_worker::sandbox::process::ProcessSandbox;
-use assay_worker::store::{ArtifactStore, ObjectArtifactStore};
-use assay_worker::tree::GitTreeSource;
 use clap::Args;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Args, Debug, Clone)]
@@ -95,21 +91,9 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
         .map(|j| j as usize)
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
     let store_url = args.store.clone().unwrap_or_else(config::default_store_url);
-    let store: Arc<dyn ArtifactStore> =
-        Arc::new(ObjectArtifactStore::open(&store_url).map_err(|e| Failure::usage(e.into()))?);
-    let scratch = tempfile::Builder::new()
-        .prefix("assay-mutate-")
-        .tempdir()
-        .context("failed to create a scratch directory")
-        .infrastructure()?;
-    let ctx = JobContext {
-        worker_id: engine::embedded_worker_id(),
-        sandbox: Arc::new(ProcessSandbox),
-        trees: Arc::new(GitTreeSource::new(&repo)),
-        store: store.clone(),
-        scratch_root: scratch.path().to_owned(),
-        pass_env: args.pass_env.clone(),
-    };
+    let store = embedded::open_store(&store_url)?;
+    let (ctx, _scratch) =
+        embedded::job_context(&repo, store.clone(), &args.pass_env, "assay-mutate-")?;
     let request = MutateRequest {
         repo,
         paths: args.paths.clone(),

@@ -2,6 +2,7 @@
 //! mode, prints the summary and writes the evidence.
 
 use crate::config::{self, ProveFile};
+use crate::embedded;
 use crate::exit::{Failure, ResultExt as _};
 use crate::reporter::{self, StderrProgress};
 use anyhow::{Context, anyhow};
@@ -15,10 +16,7 @@ use assay_coordinator::mutants::MutationCheck;
 use assay_coordinator::mutation;
 use assay_coordinator::queue::InProcessQueue;
 use assay_coordinator::source::CandidateSpec;
-use assay_worker::execute::JobContext;
-use assay_worker::sandbox::process::ProcessSandbox;
-use assay_worker::store::{ArtifactStore, ObjectArtifactStore};
-use assay_worker::tree::GitTreeSource;
+use assay_worker::store::ArtifactStore;
 use clap::Args;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -244,8 +242,7 @@ pub async fn run(args: &ProveArgs) -> Result<u8, Failure> {
         }
         (None, _) => settings.store.clone(),
     };
-    let store: Arc<dyn ArtifactStore> =
-        Arc::new(ObjectArtifactStore::open(&store_url).map_err(|e| Failure::usage(e.into()))?);
+    let store = embedded::open_store(&store_url)?;
     let repo = settings.request.repo.clone();
     let prepared = tokio::task::spawn_blocking(move || engine::prepare(settings.request))
         .await
@@ -348,19 +345,7 @@ async fn run_embedded(
     mutation_budget: Option<Duration>,
     (started, clock): (SystemTime, Instant),
 ) -> Result<(Evidence, Option<MutationCheck>), Failure> {
-    let scratch = tempfile::Builder::new()
-        .prefix("assay-")
-        .tempdir()
-        .context("failed to create a scratch directory")
-        .infrastructure()?;
-    let ctx = JobContext {
-        worker_id: engine::embedded_worker_id(),
-        sandbox: Arc::new(ProcessSandbox),
-        trees: Arc::new(GitTreeSource::new(repo)),
-        store,
-        scratch_root: scratch.path().to_owned(),
-        pass_env: pass_env.to_vec(),
-    };
+    let (ctx, _scratch) = embedded::job_context(repo, store, pass_env, "assay-")?;
     let queue = InProcessQueue::start(ctx, jobs);
     let progress = StderrProgress { quiet: args.quiet };
     let results = engine::run_jobs(&prepared.jobs, &queue, jobs, &progress)

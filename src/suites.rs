@@ -2,6 +2,7 @@
 //! library called, progress and summaries out, errors mapped to the documented exit lanes.
 
 use crate::config;
+use crate::embedded;
 use crate::exit::{Failure, INFRASTRUCTURE, ResultExt as _};
 use crate::prove::write_atomically;
 use anyhow::{Context, anyhow};
@@ -24,13 +25,9 @@ use assay_coordinator::suite::history::{self, RunSummary};
 use assay_coordinator::suite::ledger::{self, Ledger};
 use assay_coordinator::suite::select::{self, Selectors};
 use assay_coordinator::suite::{self, StopReason, SuiteEvent, SuiteProgress};
-use assay_worker::execute::JobContext;
-use assay_worker::sandbox::process::ProcessSandbox;
-use assay_worker::store::{ArtifactStore, ObjectArtifactStore};
-use assay_worker::tree::GitTreeSource;
 use clap::Args;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Instant, SystemTime};
 
 #[derive(Args, Debug, Clone)]
@@ -297,21 +294,9 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
     let store_url = args.store.clone().unwrap_or_else(config::default_store_url);
-    let store: Arc<dyn ArtifactStore> =
-        Arc::new(ObjectArtifactStore::open(&store_url).map_err(|e| Failure::usage(e.into()))?);
-    let scratch = tempfile::Builder::new()
-        .prefix("assay-test-")
-        .tempdir()
-        .context("failed to create a scratch directory")
-        .infrastructure()?;
-    let ctx = JobContext {
-        worker_id: engine::embedded_worker_id(),
-        sandbox: Arc::new(ProcessSandbox),
-        trees: Arc::new(GitTreeSource::new(&repo)),
-        store: store.clone(),
-        scratch_root: scratch.path().to_owned(),
-        pass_env: args.pass_env.clone(),
-    };
+    let store = embedded::open_store(&store_url)?;
+    let (ctx, _scratch) =
+        embedded::job_context(&repo, store.clone(), &args.pass_env, "assay-test-")?;
     let queue = InProcessQueue::start(ctx, jobs);
     let run_id = ProofId(engine::new_proof_id().0.replacen("p-", "t-", 1));
 

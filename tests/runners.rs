@@ -62,7 +62,7 @@ fn a_node_test_file_that_spawns_another_runner_is_refused_naming_the_file() {
         )
         .write(
             "test/delegate.test.js",
-            "const {test} = require('node:test');\nconst assert = require('node:assert/strict');\nconst {spawnSync} = require('node:child_process');\n\ntest('test_vitest_suite_passes', () => {\n  assert.equal(spawnSync('npx', ['vitest', 'run']).status, 0);\n});\n",
+            "const {test} = require('node:test');\nconst assert = require('node:assert/strict');\nconst {spawnSync} = require('node:child_process');\n\ntest('test_vitest_suite_passes', () => {\n  assert.equal(spawnSync('npx', ['vitest', 'run'], {timeout: 2000}).status, 0);\n});\n",
         );
     repo.commit("invoice: no off-by-one");
     let run = prove(

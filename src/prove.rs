@@ -6,7 +6,7 @@ use crate::embedded;
 use crate::exit::{Failure, ResultExt as _};
 use crate::reporter::{self, StderrProgress};
 use anyhow::{Context, anyhow};
-use assay_common::criteria::parse_criteria;
+use assay_common::criteria::{parse_case_path_criteria, parse_criteria};
 use assay_common::evidence::Evidence;
 use assay_common::runner::{ReportFormat, RunnerKind};
 use assay_common::verdict::Verdict;
@@ -40,7 +40,7 @@ pub struct ProveArgs {
     /// both), optionally with an id: "C3: test: NAME". Repeatable.
     #[arg(long = "criterion", value_name = "CRITERION")]
     pub criteria: Vec<String>,
-    /// Test runner: pytest, unittest, go, node, vitest or junit [default: detected: go with a
+    /// Test runner: pytest, unittest, go, node, vitest, junit or manifest [default: detected: go with a
     /// go.mod, vitest or node with a package.json, pytest when the project uses it, else
     /// unittest].
     #[arg(long, value_name = "RUNNER")]
@@ -165,7 +165,6 @@ fn settings(args: &ProveArgs) -> Result<Settings, Failure> {
     } else {
         args.criteria.clone()
     };
-    let criteria = parse_criteria(&criteria_text).map_err(|e| Failure::usage(e.into()))?;
     let runner = args
         .runner
         .clone()
@@ -173,6 +172,11 @@ fn settings(args: &ProveArgs) -> Result<Settings, Failure> {
         .map(|r| r.parse::<RunnerKind>())
         .transpose()
         .map_err(|e| Failure::usage(anyhow!(e)))?;
+    let criteria = match runner {
+        Some(RunnerKind::Manifest) => parse_case_path_criteria(&criteria_text),
+        _ => parse_criteria(&criteria_text),
+    }
+    .map_err(|e| Failure::usage(e.into()))?;
     let test_command = args
         .test_command
         .clone()

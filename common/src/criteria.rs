@@ -106,9 +106,20 @@ pub enum CriterionError {
 
 /// Parses criteria in order; ids are taken from the text or numbered `C1`, `C2`, … by position.
 pub fn parse_criteria(texts: &[String]) -> Result<Vec<Criterion>, CriterionError> {
+    parse_all(texts, false)
+}
+
+/// Parses criteria whose tests are manifest cases, named by their paths in the corpus
+/// (`integer/add-small.inv`, or a directory `integer` for every case under it). A path is a
+/// file name, not a qualified selector; anything else parses as in [`parse_criteria`].
+pub fn parse_case_path_criteria(texts: &[String]) -> Result<Vec<Criterion>, CriterionError> {
+    parse_all(texts, true)
+}
+
+fn parse_all(texts: &[String], case_paths: bool) -> Result<Vec<Criterion>, CriterionError> {
     let mut criteria: Vec<Criterion> = Vec::with_capacity(texts.len());
     for (position, text) in texts.iter().enumerate() {
-        let criterion = parse_criterion(text, position + 1)?;
+        let criterion = parse_one(text, position + 1, case_paths)?;
         if criteria.iter().any(|c| c.id == criterion.id) {
             return Err(CriterionError::DuplicateId { id: criterion.id });
         }
@@ -119,6 +130,10 @@ pub fn parse_criteria(texts: &[String]) -> Result<Vec<Criterion>, CriterionError
 
 /// Parses one criterion; `position` (1-based) supplies the default id.
 pub fn parse_criterion(text: &str, position: usize) -> Result<Criterion, CriterionError> {
+    parse_one(text, position, false)
+}
+
+fn parse_one(text: &str, position: usize, case_paths: bool) -> Result<Criterion, CriterionError> {
     let trimmed = text.trim();
     let (id, rest) = split_id(trimmed, text)?;
     let id = id.unwrap_or_else(|| format!("C{position}"));
@@ -132,6 +147,15 @@ pub fn parse_criterion(text: &str, position: usize) -> Result<Criterion, Criteri
         });
     };
     let (token, explanation) = first_token(body);
+    // Prose ("test: the partial page is counted") names no test: fall back to the id.
+    let explained = explanation.is_empty() || explanation.starts_with(['—', '-', '(', ':']);
+    if case_paths && explained && is_case_path(&token) {
+        return Ok(Criterion {
+            id,
+            kind,
+            test: TestSelector::Exact(token),
+        });
+    }
     if is_qualified(&token) {
         let bare = token
             .rsplit(['.', ':'])
@@ -145,8 +169,6 @@ pub fn parse_criterion(text: &str, position: usize) -> Result<Criterion, Criteri
             bare,
         });
     }
-    // Prose ("test: the partial page is counted") names no test: fall back to the id.
-    let explained = explanation.is_empty() || explanation.starts_with(['—', '-', '(', ':']);
     let test = if is_bare_name(&token) && explained {
         TestSelector::Exact(token)
     } else {
@@ -206,6 +228,17 @@ fn is_bare_name(token: &str) -> bool {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '/')
         && !token.ends_with('/')
+}
+
+/// `integer/add-small.inv`: a confined relative path of plain file-name characters.
+fn is_case_path(token: &str) -> bool {
+    !token.is_empty()
+        && token
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '/'))
+        && token
+            .split('/')
+            .all(|part| !part.is_empty() && part != "." && part != "..")
 }
 
 /// `tests.test_health.HealthTests.test_health`, `tests/x.py::test_y`: a module, file, class or
@@ -279,6 +312,35 @@ mod tests {
         let python = TestSelector::Exact("test_pages".into());
         assert!(python.matches("test_pages"));
         assert!(!python.matches("test_pages_extra"));
+    }
+
+    #[test]
+    fn manifest_case_paths_are_exact_names_only_for_the_manifest_runner() {
+        let texts: Vec<String> = [
+            "test: integer/halve.inv",
+            "guard: float-sum.inv — exact bits",
+            "guard: integer",
+            "test: ../secret.inv",
+            "test: the boolean case",
+        ]
+        .map(String::from)
+        .to_vec();
+        let parsed = parse_case_path_criteria(&texts).unwrap();
+        let tests: Vec<&TestSelector> = parsed.iter().map(|c| &c.test).collect();
+        assert_eq!(
+            tests,
+            [
+                &TestSelector::Exact("integer/halve.inv".into()),
+                &TestSelector::Exact("float-sum.inv".into()),
+                &TestSelector::Exact("integer".into()),
+                &TestSelector::IdPrefix("test_c4_".into()),
+                &TestSelector::IdPrefix("test_c5_".into()),
+            ]
+        );
+        assert!(matches!(
+            parse_criteria(&texts[..1]),
+            Err(CriterionError::Qualified { .. })
+        ));
     }
 
     #[test]

@@ -69,8 +69,8 @@ pub struct JobSpec {
     pub kind: JobKind,
     pub side: Side,
     pub tree: TreeId,
-    /// argv; `{report}` and `{adapter}` are replaced by the worker with the job's report path
-    /// and the path of the runner adapter it ships.
+    /// argv; `{report}`, `{adapter}` and `{node_reporter}` are replaced by the worker with the
+    /// job's report path and the paths of the unittest adapter and node:test reporter it ships.
     pub command: Vec<String>,
     pub report: ReportFormat,
     /// Tests the job selects by name (empty: whatever the command selects).

@@ -1,7 +1,7 @@
 //! Manifest corpora: `manifest.tsv` rows `path<TAB>expectation<TAB>expected` (or the two-field
 //! `path<TAB>true|error`), each one case run by a configured interpreter in its own process.
-//! Parsing and judging are pure; the engine runs `interpreter… PATH` per row and hands the
-//! exit code and stdout to [`case_report`].
+//! Parsing and judging are pure; a worker runs `interpreter… PATH` per row of a
+//! [`ManifestJob`] and hands each exit code and stdout to [`judge`].
 //!
 //! The observation protocol: an interpreter that completes exits 0 and prints the result as the
 //! last non-empty line of stdout (`true`, `false`, `null`, a decimal integer, a float as a
@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
 /// What a row expects of its run.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Expectation {
     Boolean(bool),
@@ -31,7 +31,7 @@ pub enum Expectation {
 }
 
 /// One row: a confined path and what its run must show.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ManifestCase {
     /// 1-based line in `manifest.tsv`.
     pub line: usize,
@@ -69,6 +69,50 @@ pub enum LineProblem {
     },
     #[error("{path} is already listed on line {first}")]
     Duplicate { path: String, first: usize },
+}
+
+/// The cases one job runs, each as `interpreter… RUN_PATH` in its own process, in manifest
+/// order. The expectations travel with the job, so a worker judges without reading the corpus.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ManifestJob {
+    /// The directory of `manifest.tsv`, relative to the tree root (`""` at the root); case
+    /// paths are relative to it.
+    pub corpus: String,
+    pub cases: Vec<ManifestCase>,
+}
+
+impl ManifestJob {
+    /// The cases `names` select (every case when there are none). A name selects the case of
+    /// that path and every case under it, as a Go test path does its subtests.
+    pub fn select(corpus: &str, cases: &[ManifestCase], names: &[String]) -> Self {
+        let selected = cases
+            .iter()
+            .filter(|case| {
+                names.is_empty()
+                    || names.iter().any(|name| {
+                        let path = case.path.as_str();
+                        path == name
+                            || path
+                                .strip_prefix(name.as_str())
+                                .is_some_and(|rest| rest.starts_with('/'))
+                    })
+            })
+            .cloned()
+            .collect();
+        Self {
+            corpus: corpus.to_owned(),
+            cases: selected,
+        }
+    }
+
+    /// The path the interpreter is given, relative to the tree root it runs in.
+    pub fn run_path(&self, case: &ManifestCase) -> String {
+        if self.corpus.is_empty() {
+            case.path.to_string()
+        } else {
+            format!("{}/{}", self.corpus, case.path)
+        }
+    }
 }
 
 /// Parses a whole manifest; blank lines and lines starting with `#` are ignored.
@@ -221,25 +265,33 @@ fn float_bits(value: &str) -> Option<u64> {
     value.parse::<f64>().ok().map(f64::to_bits)
 }
 
-/// The one-case report of a row's run, identified by its path.
-pub fn case_report(case: &ManifestCase, exit_code: Option<i32>, stdout: &[u8]) -> ReportOutcome {
+/// The result of a row's run, named by the row's path (file and name alike).
+pub fn case_result(case: &ManifestCase, exit_code: Option<i32>, stdout: &[u8]) -> CaseResult {
     let outcome = judge(&case.expectation, exit_code, stdout);
     let message = (outcome != Outcome::Passed).then(|| match exit_code {
         None => "the interpreter was killed by a signal".to_owned(),
         Some(code) => format!(
-            "expected {:?}, the interpreter exited {code}",
-            case.expectation
+            "line {}: expected {:?}, the interpreter exited {code}",
+            case.line, case.expectation
         ),
     });
+    CaseResult {
+        file: case.path.to_string(),
+        suite: String::new(),
+        name: case.path.to_string(),
+        variant: None,
+        outcome,
+        message,
+    }
+}
+
+/// The report of a manifest job whose every case ran: one result per row.
+pub fn job_report(results: Vec<CaseResult>) -> ReportOutcome {
+    if results.is_empty() {
+        return ReportOutcome::ZeroTests;
+    }
     ReportOutcome::Parsed(TestReport {
-        cases: vec![CaseResult {
-            file: case.path.to_string(),
-            suite: String::new(),
-            name: case.path.to_string(),
-            variant: None,
-            outcome,
-            message,
-        }],
+        cases: results,
         collection_errors: Vec::new(),
     })
 }
@@ -389,19 +441,39 @@ mod tests {
     }
 
     #[test]
-    fn a_case_report_names_the_case_by_its_path() {
+    fn a_case_result_names_the_case_by_its_path() {
         let case = &parse_manifest("integer/add-small.inv\tinteger\t2\n").unwrap()[0];
-        let ReportOutcome::Parsed(report) = case_report(case, Some(0), b"3\n") else {
-            panic!("expected a parsed report")
-        };
-        assert_eq!(report.cases[0].name, "integer/add-small.inv");
-        assert_eq!(report.cases[0].outcome, Outcome::Failed);
+        let result = case_result(case, Some(0), b"3\n");
+        assert_eq!(result.name, "integer/add-small.inv");
+        assert_eq!(result.file, "integer/add-small.inv");
+        assert_eq!(result.outcome, Outcome::Failed);
+        let message = result.message.unwrap_or_default();
         assert!(
-            report.cases[0]
-                .message
-                .as_deref()
-                .unwrap_or("")
-                .contains("exited 0")
+            message.contains("line 1") && message.contains("exited 0"),
+            "{message}"
         );
+        assert_eq!(job_report(Vec::new()), ReportOutcome::ZeroTests);
+    }
+
+    #[test]
+    fn a_name_selects_its_case_and_the_cases_under_it() {
+        let cases = parse_manifest(CORPUS).unwrap();
+        let paths = |names: &[&str]| -> Vec<String> {
+            let names: Vec<String> = names.iter().map(|n| (*n).to_owned()).collect();
+            let job = ManifestJob::select("corpus", &cases, &names);
+            job.cases.iter().map(|c| job.run_path(c)).collect()
+        };
+        assert_eq!(
+            paths(&["integer/add-small.inv", "toml"]),
+            [
+                "corpus/integer/add-small.inv",
+                "corpus/toml/valid.toml",
+                "corpus/toml/unterminated.toml"
+            ]
+        );
+        assert!(paths(&["integer/add"]).is_empty());
+        assert_eq!(paths(&[]).len(), cases.len());
+        let root = ManifestJob::select("", &cases, &[]);
+        assert_eq!(root.run_path(&root.cases[0]), "integer/add-small.inv");
     }
 }

@@ -1,10 +1,11 @@
 //! Runner conventions: which files are tests, how to select tests by name, and which structured
-//! report a run writes. The command built here carries `{report}` / `{adapter}` placeholders so
-//! the same job runs in any sandbox.
+//! report a run writes. The command built here carries `{report}`, `{adapter}` and
+//! `{node_reporter}` placeholders so the same job runs in any sandbox.
 
 pub mod go;
 pub mod node;
 
+use crate::manifest::ManifestJob;
 use crate::tree_path::{TreePath, TreePathError};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -17,7 +18,7 @@ pub enum RunnerKind {
     Unittest,
     /// `go test -json`; tests and subtests by path.
     Go,
-    /// `node --test` with node's built-in JUnit reporter.
+    /// `node --test` with the reporter Assay ships (results with their files).
     Node,
     /// Vitest 4 with its JSON reporter.
     Vitest,
@@ -78,9 +79,9 @@ impl RunnerKind {
             Self::Pytest | Self::Junit => ReportFormat::JunitXml,
             Self::Unittest => ReportFormat::UnittestJson,
             Self::Go => ReportFormat::GoTestJson,
-            Self::Node => ReportFormat::NodeJunit,
+            Self::Node => ReportFormat::NodeJson,
             Self::Vitest => ReportFormat::VitestJson,
-            Self::Manifest => ReportFormat::ManifestCase,
+            Self::Manifest => ReportFormat::ManifestCases(ManifestJob::default()),
         }
     }
 
@@ -110,8 +111,17 @@ impl RunnerKind {
                 });
                 in_test_dir || is_js_test_name(file_name)
             }
-            // A manifest corpus is all test data; a JUnit project's layout is the build tool's.
-            Self::Manifest => true,
+            // The interpreter is the product; the manifest and the corpus directories are tests.
+            Self::Manifest => {
+                file_name == "manifest.tsv"
+                    || dirs.any(|dir| {
+                        matches!(
+                            dir,
+                            "tests" | "test" | "corpus" | "conformance" | "testdata"
+                        )
+                    })
+            }
+            // A JUnit project's layout is the build tool's.
             Self::Junit => {
                 let in_test_dir = dirs.any(|dir| matches!(dir, "test" | "tests" | "spec"));
                 in_test_dir || file_name.ends_with("_spec.rb")
@@ -181,7 +191,7 @@ impl RunnerKind {
                 argv.extend(
                     [
                         "--test",
-                        "--test-reporter=junit",
+                        "--test-reporter={node_reporter}",
                         "--test-reporter-destination={report}",
                     ]
                     .map(String::from),
@@ -202,8 +212,8 @@ impl RunnerKind {
             }
             // An explicit command has no portable selector: it runs as configured.
             Self::Junit => {}
-            // One interpreter process per case: `files` holds the single case path.
-            Self::Manifest => argv.extend(files.iter().cloned()),
+            // One interpreter process per case: the worker appends each case's path in turn.
+            Self::Manifest => {}
         }
         argv
     }
@@ -286,16 +296,18 @@ pub enum ReportFormat {
     /// hands the job's captured stdout to the parser: no shell wrapper, and stdout is already
     /// private to the job. Test output is wrapped in events, so nothing else lands there.
     GoTestJson,
-    /// Node's built-in `junit` reporter at `{report}`.
-    NodeJunit,
+    /// The `assay.node/v1` JSON of the node:test reporter Assay ships (`{node_reporter}`), at
+    /// `{report}`. Node's built-in JUnit reporter names no file, so it cannot attribute a test.
+    NodeJson,
     /// Vitest's `json` reporter at `{report}`.
     VitestJson,
     /// JUnit XML the configured command writes inside the tree. The worker deletes this file
     /// before the command and reads it fresh after; a stale one must never be read.
     JunitXmlInTree(TreePath),
-    /// A manifest row: the interpreter's stdout and exit code are judged against the row's
-    /// expectation with [`crate::manifest::case_report`], not parsed by [`crate::report::parse`].
-    ManifestCase,
+    /// Manifest rows, each run in its own process: the interpreter's exit code and stdout are
+    /// judged against the row's expectation with [`crate::manifest::judge`], not parsed by
+    /// [`crate::report::parse`]. The runner's default holds no case; the engine fills it in.
+    ManifestCases(ManifestJob),
 }
 
 /// Where the worker reads a job's report from.
@@ -307,6 +319,8 @@ pub enum ReportLocation<'a> {
     Stdout,
     /// A file inside the job's tree, removed before the command runs.
     Tree(&'a TreePath),
+    /// No report: each case's exit code and stdout, one process per case.
+    Cases(&'a ManifestJob),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -326,9 +340,10 @@ pub enum TestReportError {
 impl ReportFormat {
     pub fn location(&self) -> ReportLocation<'_> {
         match self {
-            Self::GoTestJson | Self::ManifestCase => ReportLocation::Stdout,
+            Self::GoTestJson => ReportLocation::Stdout,
+            Self::ManifestCases(job) => ReportLocation::Cases(job),
             Self::JunitXmlInTree(path) => ReportLocation::Tree(path),
-            Self::JunitXml | Self::UnittestJson | Self::NodeJunit | Self::VitestJson => {
+            Self::JunitXml | Self::UnittestJson | Self::NodeJson | Self::VitestJson => {
                 ReportLocation::Scratch
             }
         }
@@ -450,7 +465,7 @@ mod tests {
             strings(&[
                 "node",
                 "--test",
-                "--test-reporter=junit",
+                "--test-reporter={node_reporter}",
                 "--test-reporter-destination={report}",
                 "--test-name-pattern",
                 "test_c1_totals",

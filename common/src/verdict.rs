@@ -132,8 +132,8 @@ pub fn proof_verdict(criteria: &[CriterionVerdict]) -> Verdict {
     }
 }
 
-/// A changed test file that may not serve as proof, with its source to find which criteria it
-/// holds (node's reports do not say which file a test came from).
+/// A changed test file that may not serve as proof, with its source to find the criteria it
+/// declares even when no report lists them.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RefusedFile {
     pub path: String,
@@ -143,11 +143,21 @@ pub struct RefusedFile {
 }
 
 /// A test in a file that spawns another test runner passes on that runner's exit code, so it
-/// proves nothing: every criterion whose test that file declares becomes unverified.
+/// proves nothing: every criterion with a matched case in that file, or whose test the file
+/// declares in a string literal, becomes unverified.
 pub fn refuse_spawning_files(verdicts: &mut [CriterionVerdict], refused: &[RefusedFile]) {
     for verdict in verdicts.iter_mut() {
+        let in_file = |path: &str| {
+            verdict
+                .base
+                .cases
+                .iter()
+                .chain(&verdict.candidate.cases)
+                .any(|case| case.file == path)
+        };
         if let Some(file) = refused.iter().find(|f| {
-            f.source.contains(&format!("'{}'", verdict.test))
+            in_file(&f.path)
+                || f.source.contains(&format!("'{}'", verdict.test))
                 || f.source.contains(&format!("\"{}\"", verdict.test))
                 || f.source.contains(&format!("`{}`", verdict.test))
         }) {

@@ -3,7 +3,7 @@
 //! (Debian: `golang-go`), `node` (20+) and `python3` with pytest on the PATH.
 
 use assay_common::criteria::TestSelector;
-use assay_common::manifest::{case_report, parse_manifest};
+use assay_common::manifest::{ManifestJob, case_result, parse_manifest};
 use assay_common::outcome::{CaseResult, Outcome, ReportOutcome, TestReport};
 use assay_common::report::{parse, parse_in_tree};
 use assay_common::runner::node::spawns_test_runner;
@@ -37,11 +37,19 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-/// Runs an argv with `{report}` substituted, as the worker does.
+/// The node:test reporter the worker ships and writes next to each job.
+fn node_reporter() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../worker/src/adapters/node_reporter.mjs")
+}
+
+/// Runs an argv with `{report}` and `{node_reporter}` substituted, as the worker does.
 fn run(dir: &Path, argv: &[String], report: &Path, env: &[(&str, &str)]) -> Output {
     let argv: Vec<String> = argv
         .iter()
-        .map(|a| a.replace("{report}", &report.to_string_lossy()))
+        .map(|a| {
+            a.replace("{report}", &report.to_string_lossy())
+                .replace("{node_reporter}", &node_reporter().to_string_lossy())
+        })
         .collect();
     Command::new(&argv[0])
         .args(&argv[1..])
@@ -168,27 +176,29 @@ fn go_selection_by_subtest_path_runs_the_named_subtest() {
 }
 
 #[test]
-fn node_junit_reports_skips_todos_hooks_and_empty_files_as_never_passing() {
+fn node_results_keep_their_files_and_skips_todos_hooks_and_empty_files_never_pass() {
     let dir = project("node-invoice");
     let runner = RunnerKind::Node;
-    let report_path = dir.path().join("report.xml");
+    let report_path = dir.path().join("report.json");
     let files: Vec<String> = [
         "test/invoice.test.js",
         "test/cli.test.js",
         "test/empty.test.js",
+        "test/zero.test.js",
     ]
     .map(String::from)
     .to_vec();
     let argv = runner.command(&runner.default_command(), &files, &[]);
     let output = run(dir.path(), &argv, &report_path, &[]);
     assert_eq!(output.status.code(), Some(1), "one test fails on purpose");
-    let bytes = std::fs::read(&report_path).expect("node wrote its junit report");
+    let bytes = std::fs::read(&report_path).expect("node wrote Assay's report");
     let root = dir.path().to_str().expect("utf-8 path");
     let report = parsed(parse_in_tree(&runner.report_format(), Some(&bytes), root));
 
+    let c1 = case(&report, "test_c1_totals_without_discount");
     assert_eq!(
-        case(&report, "test_c1_totals_without_discount").outcome,
-        Outcome::Passed
+        (c1.file.as_str(), c1.outcome),
+        ("test/invoice.test.js", Outcome::Passed)
     );
     assert_eq!(
         case(&report, "test_discount_spares_the_tax").outcome,
@@ -199,16 +209,34 @@ fn node_junit_reports_skips_todos_hooks_and_empty_files_as_never_passing() {
         Outcome::Skipped
     );
     assert_eq!(case(&report, "test_credit_notes").outcome, Outcome::Skipped);
-    assert_eq!(case(&report, "test_zero_net").suite, "totals");
+    // The same name in two files: two results, each with its own file.
+    let zero: Vec<(&str, &str)> = report
+        .cases
+        .iter()
+        .filter(|c| c.name == "test_zero_net")
+        .map(|c| (c.file.as_str(), c.suite.as_str()))
+        .collect();
+    assert_eq!(
+        zero,
+        [
+            ("test/invoice.test.js", "totals"),
+            ("test/zero.test.js", "")
+        ]
+    );
     // A failed `before` hook cancels its tests: an error, never a reproduced failure.
     assert_eq!(case(&report, "test_ledger_balance").outcome, Outcome::Error);
     assert_eq!(
         case(&report, "test_cli_prints_the_total").outcome,
         Outcome::Passed
     );
-    // The empty file is not a test at all.
+    // The empty file is not a test at all; the failed hook is its file's collection error.
     assert!(report.cases.iter().all(|c| !c.name.ends_with(".js")));
-    assert!(report.collection_errors.is_empty());
+    let errors: Vec<&str> = report
+        .collection_errors
+        .iter()
+        .map(|e| e.file.as_str())
+        .collect();
+    assert_eq!(errors, ["test/invoice.test.js"]);
 }
 
 #[test]
@@ -220,14 +248,14 @@ fn node_files_that_fail_to_load_are_collection_errors_and_a_cut_report_is_refuse
     )
     .expect("write a broken test file");
     let runner = RunnerKind::Node;
-    let report_path = dir.path().join("report.xml");
+    let report_path = dir.path().join("report.json");
     let argv = runner.command(
         &runner.default_command(),
         &["test/broken.test.js".into(), "test/cli.test.js".into()],
         &[],
     );
     run(dir.path(), &argv, &report_path, &[]);
-    let bytes = std::fs::read(&report_path).expect("node wrote its junit report");
+    let bytes = std::fs::read(&report_path).expect("node wrote Assay's report");
     let root = dir.path().to_str().expect("utf-8 path");
     let report = parsed(parse_in_tree(&runner.report_format(), Some(&bytes), root));
     assert_eq!(report.collection_errors.len(), 1);
@@ -236,17 +264,10 @@ fn node_files_that_fail_to_load_are_collection_errors_and_a_cut_report_is_refuse
         case(&report, "test_cli_prints_the_total").outcome,
         Outcome::Passed
     );
-    // Without its closing counts the run was cut short: no named result.
-    let text = String::from_utf8(bytes).expect("utf-8 report");
-    let cut = text
-        .split("<!-- tests")
-        .next()
-        .unwrap_or_default()
-        .to_owned()
-        + "</testsuites>";
+    // A report cut short is no report.
     assert!(matches!(
-        parse(&runner.report_format(), Some(cut.as_bytes())),
-        ReportOutcome::Inconsistent(_)
+        parse(&runner.report_format(), Some(&bytes[..bytes.len() / 2])),
+        ReportOutcome::Malformed(_)
     ));
 }
 
@@ -299,7 +320,7 @@ fn pytest_junit_reads_as_a_generic_in_tree_report() {
 }
 
 #[test]
-fn vitest_json_separates_file_errors_from_test_failures() {
+fn vitest_json_separates_file_and_hook_errors_from_test_failures() {
     let bytes = std::fs::read(fixture("vitest-report/report.json")).expect("read fixture");
     let runner = RunnerKind::Vitest;
     let report = parsed(parse_in_tree(
@@ -320,47 +341,76 @@ fn vitest_json_separates_file_errors_from_test_failures() {
         Outcome::Skipped
     );
     assert_eq!(case(&report, "test_credit_notes").outcome, Outcome::Skipped);
-    // A failed hook fails the file: its failed test is an error, not a reproduced bug.
-    assert_eq!(case(&report, "test_ledger_balance").outcome, Outcome::Error);
-    let broken: Vec<&str> = report
+    // Vitest skips the tests of a block whose `beforeAll` failed: never a pass, never a failure.
+    assert_eq!(
+        case(&report, "test_ledger_balance").outcome,
+        Outcome::Skipped
+    );
+    assert_eq!(case(&report, "test_db_totals").outcome, Outcome::Skipped);
+    let broken: Vec<(&str, &str)> = report
         .collection_errors
         .iter()
-        .map(|e| e.file.as_str())
+        .map(|e| (e.file.as_str(), e.message.as_str()))
         .collect();
-    assert_eq!(broken, ["tests/ledger.test.js", "tests/credit.test.js"]);
-    let miscounted = String::from_utf8(bytes)
-        .expect("utf-8 fixture")
-        .replace("\"numTotalTests\": 7", "\"numTotalTests\": 8");
-    assert!(matches!(
-        parse(&runner.report_format(), Some(miscounted.as_bytes())),
-        ReportOutcome::Inconsistent(_)
-    ));
+    assert_eq!(broken.len(), 3, "{broken:?}");
+    assert_eq!(broken[0].0, "tests/ledger.test.js");
+    assert!(
+        broken[1]
+            .1
+            .starts_with("Failed to load url ../src/credit-notes")
+    );
+    assert_eq!(
+        broken[2],
+        ("tests/db.test.js", "connect ECONNREFUSED 127.0.0.1:5432")
+    );
+    let text = String::from_utf8(bytes).expect("utf-8 fixture");
+    for (from, to) in [
+        ("\"numTotalTests\":8", "\"numTotalTests\":9"),
+        ("\"numFailedTests\":1", "\"numFailedTests\":0"),
+        ("\"numPassedTests\":2", "\"numPassedTests\":3"),
+        (
+            "\"status\":\"passed\",\"title\":\"test_zero_net\"",
+            "\"status\":\"pending\",\"title\":\"test_zero_net\"",
+        ),
+    ] {
+        assert!(text.contains(from), "{from}");
+        let changed = text.replace(from, to);
+        assert!(
+            matches!(
+                parse(&runner.report_format(), Some(changed.as_bytes())),
+                ReportOutcome::Inconsistent(_)
+            ),
+            "{to}"
+        );
+    }
 }
 
 #[test]
 fn manifest_rows_run_by_a_real_interpreter_are_judged() {
-    let corpus = fixture("manifest-corpus");
-    let text = std::fs::read_to_string(corpus.join("manifest.tsv")).expect("read manifest");
+    let project = fixture("manifest-corpus");
+    let text = std::fs::read_to_string(project.join("corpus/manifest.tsv")).expect("read manifest");
     let cases = parse_manifest(&text).expect("valid manifest");
+    let job = ManifestJob::select("corpus", &cases, &[]);
     let mut results = Vec::new();
-    for case in &cases {
-        let argv = RunnerKind::Manifest.command(
-            &["python3".into(), "interpreter.py".into()],
-            &[case.path.to_string()],
-            &[],
-        );
-        let output = run(&corpus, &argv, Path::new("unused"), &[]);
-        let report = parsed(case_report(case, output.status.code(), &output.stdout));
-        results.push((report.cases[0].name.clone(), report.cases[0].outcome));
+    for case in &job.cases {
+        let mut argv =
+            RunnerKind::Manifest.command(&["python3".into(), "interpreter.py".into()], &[], &[]);
+        argv.push(job.run_path(case));
+        let output = run(&project, &argv, Path::new("unused"), &[]);
+        let result = case_result(case, output.status.code(), &output.stdout);
+        results.push((result.name, result.outcome));
     }
+    // The fixture's interpreter prints a boolean as `True`: the bug a proof fixes.
     let expected: Vec<(String, Outcome)> = [
         ("integer/add-small.inv", Outcome::Passed),
         ("integer/halve.inv", Outcome::Failed),
-        ("boolean/over-limit.inv", Outcome::Passed),
+        ("boolean/over-limit.inv", Outcome::Failed),
         ("float-sum.inv", Outcome::Passed),
         ("float-nan.inv", Outcome::Passed),
         ("no-discount.inv", Outcome::Passed),
         ("error/divide.inv", Outcome::Passed),
+        ("boolean/paid.inv", Outcome::Failed),
+        ("error/unknown-rate.inv", Outcome::Passed),
     ]
     .map(|(name, outcome)| (name.to_owned(), outcome))
     .to_vec();

@@ -8,6 +8,7 @@ use crate::source::{self, CandidateSpec, Change, SourceError};
 use assay_common::criteria::Criterion;
 use assay_common::evidence::{Evidence, JobEvidence, RevisionInfo, SCHEMA};
 use assay_common::job::{JobResult, JobSpec};
+use assay_common::manifest::{ManifestCase, ManifestError, ManifestJob, parse_manifest};
 use assay_common::runner::{ReportFormat, RunnerKind};
 use assay_common::verdict::{self, Observation, RefusedFile};
 use assay_common::{ProofId, WorkerId};
@@ -50,9 +51,28 @@ pub enum EngineError {
     )]
     NeedsCommand { runner: RunnerKind },
     #[error(
-        "a manifest corpus has no named tests to prove (hint: run it with `assay test --runner manifest`)"
+        "the manifest runner found no manifest.tsv in the candidate tree (hint: commit the corpus's manifest.tsv)"
     )]
-    ManifestInProof,
+    NoManifest,
+    #[error(
+        "the manifest runner found several manifest.tsv files ({}); a proof takes one corpus",
+        paths.join(", ")
+    )]
+    SeveralManifests { paths: Vec<String> },
+    #[error("invalid corpus manifest {path}")]
+    Manifest {
+        path: String,
+        #[source]
+        source: ManifestError,
+    },
+    #[error(
+        "{path} line {line}: the case file {case} is not in the candidate tree (hint: commit it, or fix the row)"
+    )]
+    MissingCase {
+        path: String,
+        line: usize,
+        case: String,
+    },
     #[error(transparent)]
     Queue(#[from] QueueError),
 }
@@ -70,7 +90,10 @@ impl EngineError {
             ) | Self::Glob { .. }
                 | Self::NoCriteria
                 | Self::NeedsCommand { .. }
-                | Self::ManifestInProof
+                | Self::NoManifest
+                | Self::SeveralManifests { .. }
+                | Self::Manifest { .. }
+                | Self::MissingCase { .. }
         )
     }
 }
@@ -131,15 +154,17 @@ pub fn prepare(request: ProofRequest) -> Result<PreparedProof, EngineError> {
         Some(runner) => runner,
         None => detect_runner(&request.repo, &change)?,
     };
+    // A corpus has no test modules to run apart from the whole: its cases are run by name.
     let changed_test_modules: Vec<String> = change
         .changed_test_files
         .iter()
-        .filter(|f| !f.deleted && runner.is_test_module(&f.path))
+        .filter(|f| !f.deleted && runner.is_test_module(&f.path) && runner != RunnerKind::Manifest)
         .map(|f| f.path.clone())
         .collect();
-    if runner == RunnerKind::Manifest {
-        return Err(EngineError::ManifestInProof);
-    }
+    let corpus = match runner {
+        RunnerKind::Manifest => Some(load_corpus(&request.repo, &change.candidate.tree)?),
+        _ => None,
+    };
     if runner.needs_explicit_command() && request.test_command.is_none() {
         return Err(EngineError::NeedsCommand { runner });
     }
@@ -162,7 +187,7 @@ pub fn prepare(request: ProofRequest) -> Result<PreparedProof, EngineError> {
             }
         }
     }
-    let jobs = plan_proof(&ProofPlanInput {
+    let mut jobs = plan_proof(&ProofPlanInput {
         proof_id: &request.proof_id,
         runner,
         command_prefix: &command_prefix,
@@ -177,6 +202,12 @@ pub fn prepare(request: ProofRequest) -> Result<PreparedProof, EngineError> {
             .clone()
             .unwrap_or_else(|| runner.report_format()),
     });
+    if let Some((dir, cases)) = &corpus {
+        for job in &mut jobs {
+            job.report =
+                ReportFormat::ManifestCases(ManifestJob::select(dir, cases, &job.selected_tests));
+        }
+    }
     Ok(PreparedProof {
         request,
         change,
@@ -184,6 +215,52 @@ pub fn prepare(request: ProofRequest) -> Result<PreparedProof, EngineError> {
         jobs,
         refused_files,
     })
+}
+
+/// The candidate tree's one corpus: its directory and its parsed rows, every case file present.
+fn load_corpus(
+    repo: &std::path::Path,
+    tree: &assay_common::TreeId,
+) -> Result<(String, Vec<ManifestCase>), EngineError> {
+    let files = source::list_files(repo, tree)?;
+    let manifests: Vec<&String> = files
+        .iter()
+        .filter(|f| f.rsplit('/').next() == Some("manifest.tsv"))
+        .collect();
+    let path = match manifests.as_slice() {
+        [] => return Err(EngineError::NoManifest),
+        [one] => (*one).clone(),
+        several => {
+            return Err(EngineError::SeveralManifests {
+                paths: several.iter().map(|p| (*p).clone()).collect(),
+            });
+        }
+    };
+    let bytes = source::read_file(repo, tree, &path)?.unwrap_or_default();
+    let cases = parse_manifest(&String::from_utf8_lossy(&bytes)).map_err(|source| {
+        EngineError::Manifest {
+            path: path.clone(),
+            source,
+        }
+    })?;
+    let dir = path
+        .rsplit_once('/')
+        .map_or(String::new(), |(dir, _)| dir.to_owned());
+    let job = ManifestJob {
+        corpus: dir.clone(),
+        cases: Vec::new(),
+    };
+    if let Some(missing) = cases
+        .iter()
+        .find(|case| !files.contains(&job.run_path(case)))
+    {
+        return Err(EngineError::MissingCase {
+            path,
+            line: missing.line,
+            case: missing.path.to_string(),
+        });
+    }
+    Ok((dir, cases))
 }
 
 /// Go with a `go.mod`, Vitest or node:test with a `package.json`; pytest when the candidate

@@ -32,6 +32,33 @@ impl Repo {
         self
     }
 
+    /// Copies the fixture project `tests/fixtures/NAME` into the work tree, but for `except`.
+    pub fn copy_fixture(&self, name: &str, except: &[&str]) -> &Self {
+        let root = fixture_dir(name);
+        let mut pending = vec![root.clone()];
+        while let Some(dir) = pending.pop() {
+            for entry in std::fs::read_dir(&dir).expect("read fixture dir") {
+                let path = entry.expect("fixture entry").path();
+                if path.is_dir() {
+                    pending.push(path);
+                    continue;
+                }
+                let relative = path
+                    .strip_prefix(&root)
+                    .expect("inside the fixture")
+                    .to_string_lossy()
+                    .replace('\\', "/");
+                if !except.contains(&relative.as_str()) {
+                    self.write(
+                        &relative,
+                        &std::fs::read_to_string(&path).expect("read fixture"),
+                    );
+                }
+            }
+        }
+        self
+    }
+
     pub fn remove(&self, path: &str) -> &Self {
         std::fs::remove_file(self.path().join(path)).expect("remove");
         self
@@ -97,12 +124,29 @@ impl Run {
     }
 }
 
+/// `tests/fixtures/NAME` in the source tree.
+pub fn fixture_dir(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+/// The text of `tests/fixtures/PATH`.
+pub fn fixture(path: &str) -> String {
+    std::fs::read_to_string(fixture_dir(path)).expect("read fixture file")
+}
+
 pub fn assay() -> Command {
     Command::new(env!("CARGO_BIN_EXE_assay"))
 }
 
 /// Runs `assay prove -C repo ARGS --json FILE` with a private store.
 pub fn prove(repo: &Repo, args: &[&str]) -> Run {
+    prove_keeping_store(repo, args).0
+}
+
+/// [`prove`], keeping the directory that holds the store (`store/`) for the caller to read.
+pub fn prove_keeping_store(repo: &Repo, args: &[&str]) -> (Run, tempfile::TempDir) {
     let out_dir = tempfile::tempdir().expect("temp dir");
     let json = out_dir.path().join("proof.json");
     let store = format!("file://{}", out_dir.path().join("store").display());
@@ -116,7 +160,7 @@ pub fn prove(repo: &Repo, args: &[&str]) -> Run {
         .arg(&json)
         .arg("--store")
         .arg(&store);
-    run(command, Some(json))
+    (run(command, Some(json)), out_dir)
 }
 
 pub fn run(mut command: Command, json: Option<PathBuf>) -> Run {

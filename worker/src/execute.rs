@@ -2,6 +2,7 @@
 //! sandbox with private output files, the structured report read fresh and parsed, artifacts
 //! uploaded with their sha256, and the scratch directory removed on every path.
 
+use crate::manifest_job;
 use crate::sandbox::{Sandbox, SandboxExit, SandboxRun, clean_env};
 use crate::store::ArtifactStore;
 use crate::tree::TreeSource;
@@ -17,6 +18,9 @@ use tracing::{Instrument, info_span};
 
 /// The unittest adapter Assay ships; written into each job's scratch directory.
 pub const UNITTEST_ADAPTER: &str = include_str!("adapters/unittest_adapter.py");
+
+/// The node:test reporter Assay ships; written into the scratch directory of node jobs.
+pub const NODE_REPORTER: &str = include_str!("adapters/node_reporter.mjs");
 
 /// What a worker needs to run jobs, shared by all its slots.
 #[derive(Clone)]
@@ -82,6 +86,19 @@ async fn run_in(job: &JobSpec, ctx: &JobContext, scratch: &Path) -> Result<JobRe
         ReportLocation::Scratch => private.join("report"),
         ReportLocation::Stdout => private.join("stdout.log"),
         ReportLocation::Tree(path) => tree_dir.join(path.as_str()),
+        ReportLocation::Cases(cases) => {
+            let env = job_env(job, ctx, &private);
+            let run = manifest_job::run_cases(job, cases, ctx, &tree_dir, &private, env).await?;
+            return Ok(JobResult {
+                job_id: job.job_id.clone(),
+                index: job.index,
+                status: run.status,
+                report: run.report,
+                artifacts: run.artifacts,
+                duration_ms: 0,
+                worker: ctx.worker_id.clone(),
+            });
+        }
     };
     // A report inside the tree may have been committed: it must never pass for this run's.
     if let Err(e) = tokio::fs::remove_file(&report_path).await
@@ -96,6 +113,16 @@ async fn run_in(job: &JobSpec, ctx: &JobContext, scratch: &Path) -> Result<JobRe
     tokio::fs::write(&adapter_path, UNITTEST_ADAPTER)
         .await
         .map_err(|e| format!("failed to write the unittest adapter: {e}"))?;
+    let node_reporter_path = private.join("assay_node_reporter.mjs");
+    if job
+        .command
+        .iter()
+        .any(|arg| arg.contains("{node_reporter}"))
+    {
+        tokio::fs::write(&node_reporter_path, NODE_REPORTER)
+            .await
+            .map_err(|e| format!("failed to write the node:test reporter: {e}"))?;
+    }
     // The report path is private and fresh, so no earlier run's report can be read as this one's.
     let command: Vec<String> = job
         .command
@@ -103,20 +130,10 @@ async fn run_in(job: &JobSpec, ctx: &JobContext, scratch: &Path) -> Result<JobRe
         .map(|arg| {
             arg.replace("{report}", &report_path.to_string_lossy())
                 .replace("{adapter}", &adapter_path.to_string_lossy())
+                .replace("{node_reporter}", &node_reporter_path.to_string_lossy())
         })
         .collect();
-    let mut env = clean_env(&ctx.pass_env);
-    // A private HOME and TMPDIR unless the user passed their own through (e.g. a warm GOCACHE).
-    for (key, value) in [
-        ("HOME", private.join("home")),
-        ("TMPDIR", private.join("tmp")),
-    ] {
-        if !env.iter().any(|(k, _)| k == key) {
-            env.push((key.to_owned(), value.to_string_lossy().into_owned()));
-        }
-    }
-    env.push(("PYTHONDONTWRITEBYTECODE".to_owned(), "1".to_owned()));
-    env.extend(job.env.iter().cloned());
+    let env = job_env(job, ctx, &private);
     let run = SandboxRun {
         proof_id: job.proof_id.to_string(),
         job_id: job.job_id.to_string(),
@@ -187,6 +204,24 @@ async fn run_in(job: &JobSpec, ctx: &JobContext, scratch: &Path) -> Result<JobRe
         duration_ms: 0,
         worker: ctx.worker_id.clone(),
     })
+}
+
+/// The job's whole environment: the sandbox's clean one, what the worker passes through, a
+/// private HOME and TMPDIR unless the user passed their own (e.g. a warm GOCACHE), and the
+/// job's own variables.
+fn job_env(job: &JobSpec, ctx: &JobContext, private: &Path) -> Vec<(String, String)> {
+    let mut env = clean_env(&ctx.pass_env);
+    for (key, value) in [
+        ("HOME", private.join("home")),
+        ("TMPDIR", private.join("tmp")),
+    ] {
+        if !env.iter().any(|(k, _)| k == key) {
+            env.push((key.to_owned(), value.to_string_lossy().into_owned()));
+        }
+    }
+    env.push(("PYTHONDONTWRITEBYTECODE".to_owned(), "1".to_owned()));
+    env.extend(job.env.iter().cloned());
+    env
 }
 
 /// Applies a mutant's byte-range edit to the materialized tree.

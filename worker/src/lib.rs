@@ -5,6 +5,7 @@
 pub mod archive;
 pub mod execute;
 pub mod health;
+pub mod manifest_job;
 pub mod nats;
 pub mod sandbox;
 pub mod service;

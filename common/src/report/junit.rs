@@ -1,5 +1,4 @@
-//! JUnit XML, as pytest (`junit_family=xunit1`), node's `junit` reporter and the JVM/.NET/Rust/
-//! Ruby runners (Maven Surefire, Gradle, cargo-nextest, RSpec) write it. Safe by construction: a
+//! JUnit XML, as pytest (`junit_family=xunit1`) and the JVM/.NET/Rust/Ruby runners (Maven Surefire, Gradle, cargo-nextest, RSpec) write it. Safe by construction: a
 //! document type declaration is refused (no entity expansion, no external entities), and only
 //! the predefined XML entities are decoded.
 
@@ -12,10 +11,6 @@ use quick_xml::events::{BytesStart, Event};
 pub enum Dialect {
     /// pytest, `junit_family=xunit1`: `file` attributes, a nameless-class collection failure.
     Pytest,
-    /// node's built-in `junit` reporter: describe blocks as nested suites, a file that fails to
-    /// load (or holds no test) as a case named by its path, `failure type` telling a hook or a
-    /// cancellation from an assertion, and the run's counts in closing comments.
-    Node,
     /// Any other producer: `classname` (or `file`) as the file, `module::name` (nextest) and
     /// `name()`/`name(int)[1]` (Surefire, Gradle) reduced to the bare name, and the suites'
     /// `failures`/`errors`/`skipped` counts checked against the cases.
@@ -69,8 +64,6 @@ struct OpenCase {
     name: String,
     outcome: Outcome,
     message: Option<String>,
-    /// Node: the `failure type`, when it says the test never reached its own verdict.
-    not_its_own_failure: bool,
 }
 
 fn parse_checked(bytes: &[u8], dialect: Dialect) -> Result<TestReport, Problem> {
@@ -82,7 +75,6 @@ fn parse_checked(bytes: &[u8], dialect: Dialect) -> Result<TestReport, Problem> 
     let mut saw_root = false;
     let mut root_declared: Option<u64> = None;
     let mut all_cases: u64 = 0;
-    let mut node_total: Option<u64> = None;
     let mut buf = Vec::new();
     loop {
         let event = reader.read_event_into(&mut buf).map_err(|e| {
@@ -130,20 +122,12 @@ fn parse_checked(bytes: &[u8], dialect: Dialect) -> Result<TestReport, Problem> 
                         })?;
                         let classname = attr(tag, b"classname")?.unwrap_or_default();
                         let file = attr(tag, b"file")?.unwrap_or_default();
-                        let suite_path: Vec<&str> =
-                            suites.iter().map(|frame| frame.name.as_str()).collect();
-                        let classname = match dialect {
-                            // Node's classname is always "test"; the describe path is the suite.
-                            Dialect::Node => suite_path.join(" > "),
-                            _ => classname,
-                        };
                         let open = OpenCase {
                             file,
                             classname,
                             name,
                             outcome: Outcome::Passed,
                             message: None,
-                            not_its_own_failure: false,
                         };
                         if is_empty {
                             let outcome = finish_case(open, &mut report, dialect);
@@ -169,11 +153,6 @@ fn parse_checked(bytes: &[u8], dialect: Dialect) -> Result<TestReport, Problem> 
                         {
                             open.outcome = outcome;
                             open.message = attr(tag, b"message")?;
-                            if dialect == Dialect::Node && outcome == Outcome::Failed {
-                                let kind = attr(tag, b"type")?.unwrap_or_default();
-                                open.not_its_own_failure =
-                                    !matches!(kind.as_str(), "testCodeFailure" | "subtestsFailed");
-                            }
                         }
                     }
                     _ => {}
@@ -199,18 +178,6 @@ fn parse_checked(bytes: &[u8], dialect: Dialect) -> Result<TestReport, Problem> 
                 }
                 _ => {}
             },
-            Event::Comment(ref text) if dialect == Dialect::Node => {
-                // Node closes its report with `<!-- tests N -->` and the other counts.
-                let text = String::from_utf8_lossy(text);
-                if let Some(total) = text.trim().strip_prefix("tests ") {
-                    node_total = Some(total.trim().parse().map_err(|_| {
-                        Problem::Malformed(format!(
-                            "closing count {:?} is not a number",
-                            text.trim()
-                        ))
-                    })?);
-                }
-            }
             Event::Eof => break,
             _ => {}
         }
@@ -230,21 +197,6 @@ fn parse_checked(bytes: &[u8], dialect: Dialect) -> Result<TestReport, Problem> 
         return Err(Problem::Inconsistent(format!(
             "the report declares {declared} tests but lists {all_cases}"
         )));
-    }
-    if dialect == Dialect::Node {
-        match node_total {
-            None => {
-                return Err(Problem::Inconsistent(
-                    "the run's closing counts are missing (the run was cut short)".into(),
-                ));
-            }
-            Some(total) if total != all_cases => {
-                return Err(Problem::Inconsistent(format!(
-                    "the run counts {total} tests but the report lists {all_cases}"
-                )));
-            }
-            Some(_) => {}
-        }
     }
     Ok(report)
 }
@@ -291,7 +243,7 @@ fn close_suite(frame: SuiteFrame, dialect: Dialect) -> Result<Counts, Problem> {
             frame.name, counts.total
         )));
     }
-    // pytest and node count hook and collection problems their own way; the generic producers
+    // pytest counts hook and collection problems its own way; the generic producers
     // count exactly the children they wrote.
     if dialect == Dialect::Generic {
         for (label, declared, listed) in [
@@ -318,7 +270,6 @@ fn finish_case(open: OpenCase, report: &mut TestReport, dialect: Dialect) -> Opt
     let raw_outcome = open.outcome;
     match dialect {
         Dialect::Pytest => finish_pytest_case(open, report),
-        Dialect::Node => finish_node_case(open, report),
         Dialect::Generic => finish_generic_case(open, report),
     }
     Some(raw_outcome)
@@ -357,36 +308,6 @@ fn finish_pytest_case(open: OpenCase, report: &mut TestReport) {
     });
 }
 
-fn finish_node_case(open: OpenCase, report: &mut TestReport) {
-    // A file that fails to load is reported as a case named by the file's path; one that holds
-    // no test as a passing such case. Neither is a test.
-    if is_script_path(&open.name) {
-        if open.outcome != Outcome::Passed {
-            report.collection_errors.push(CollectionError {
-                file: open.name,
-                message: open
-                    .message
-                    .unwrap_or_else(|| "the file failed to load".into()),
-            });
-        }
-        return;
-    }
-    let outcome = if open.not_its_own_failure {
-        // A failed hook, or a test cancelled because its parent failed or finished.
-        Outcome::Error
-    } else {
-        open.outcome
-    };
-    report.cases.push(CaseResult {
-        file: open.file,
-        suite: open.classname,
-        name: open.name,
-        variant: None,
-        outcome,
-        message: open.message,
-    });
-}
-
 fn finish_generic_case(open: OpenCase, report: &mut TestReport) {
     let (name, variant) = split_variant(&open.name);
     // cargo-nextest: `tests::counts_pages`; the module path joins the suite.
@@ -417,13 +338,6 @@ fn finish_generic_case(open: OpenCase, report: &mut TestReport) {
         outcome: open.outcome,
         message: open.message,
     });
-}
-
-fn is_script_path(name: &str) -> bool {
-    name.contains('/')
-        && [".js", ".mjs", ".cjs", ".ts", ".mts", ".cts"]
-            .iter()
-            .any(|ext| name.ends_with(ext))
 }
 
 /// `test_pages[2-odd]` → (`test_pages`, `Some("2-odd")`).
@@ -517,6 +431,55 @@ mod tests {
             parse(b"not xml at all"),
             ReportOutcome::Malformed(_)
         ));
+    }
+
+    /// The classic billion laughs: ten levels of ten references, 10^9 `lol`s if expanded.
+    const BILLION_LAUGHS: &str = r#"<?xml version="1.0"?>
+<!DOCTYPE testsuite [
+ <!ENTITY lol "lol">
+ <!ENTITY lol1 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">
+ <!ENTITY lol2 "&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;">
+ <!ENTITY lol3 "&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;">
+ <!ENTITY lol4 "&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;">
+ <!ENTITY lol5 "&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;">
+ <!ENTITY lol6 "&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;">
+ <!ENTITY lol7 "&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;">
+ <!ENTITY lol8 "&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;">
+ <!ENTITY lol9 "&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;">
+]>
+<testsuite name="pager" tests="1" failures="0" errors="0" skipped="0">
+<testcase classname="pager" name="counts_pages" message="&lol9;"/>
+</testsuite>"#;
+
+    /// An external entity that would read a file of the worker into a test's name.
+    const EXTERNAL_ENTITY: &str = r#"<?xml version="1.0"?>
+<!DOCTYPE testsuite [<!ENTITY secret SYSTEM "file:///etc/passwd">]>
+<testsuite name="pager" tests="1"><testcase classname="pager" name="&secret;"/></testsuite>"#;
+
+    #[test]
+    fn entity_expansion_and_external_entities_are_refused_in_every_dialect() {
+        for dialect in [Dialect::Pytest, Dialect::Generic] {
+            for document in [BILLION_LAUGHS, EXTERNAL_ENTITY] {
+                let ReportOutcome::Malformed(why) = parse_dialect(document.as_bytes(), dialect)
+                else {
+                    panic!("{dialect:?} accepted {document}")
+                };
+                assert!(why.contains("document type declaration"), "{why}");
+            }
+            // Without a DTD an entity reference is undefined: never resolved, never a name.
+            let undeclared =
+                r#"<testsuite tests="1"><testcase classname="pager" name="&secret;"/></testsuite>"#;
+            assert!(matches!(
+                parse_dialect(undeclared.as_bytes(), dialect),
+                ReportOutcome::Malformed(_)
+            ));
+        }
+        let predefined = r#"<testsuite tests="1"><testcase classname="pager" name="a &lt; b &amp;&#x41;"/></testsuite>"#;
+        let ReportOutcome::Parsed(report) = parse_dialect(predefined.as_bytes(), Dialect::Generic)
+        else {
+            panic!("predefined entities must decode")
+        };
+        assert_eq!(report.cases[0].name, "a < b &A");
     }
 
     const NEXTEST: &str = r#"<?xml version="1.0" encoding="UTF-8"?>

@@ -3,6 +3,7 @@
 
 pub mod go;
 pub mod junit;
+pub mod node;
 pub mod summary;
 pub mod unittest;
 pub mod vitest;
@@ -20,10 +21,10 @@ pub fn parse(format: &ReportFormat, bytes: Option<&[u8]>) -> ReportOutcome {
         ReportFormat::JunitXml => junit::parse(bytes),
         ReportFormat::UnittestJson => unittest::parse(bytes),
         ReportFormat::GoTestJson => go::parse(bytes),
-        ReportFormat::NodeJunit => junit::parse_dialect(bytes, junit::Dialect::Node),
+        ReportFormat::NodeJson => node::parse(bytes),
         ReportFormat::VitestJson => vitest::parse(bytes),
         ReportFormat::JunitXmlInTree(_) => junit::parse_dialect(bytes, junit::Dialect::Generic),
-        ReportFormat::ManifestCase => ReportOutcome::Malformed(
+        ReportFormat::ManifestCases(_) => ReportOutcome::Malformed(
             "a manifest case is judged from its exit code and stdout, not parsed as a report"
                 .into(),
         ),

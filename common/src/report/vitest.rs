@@ -1,6 +1,7 @@
 //! Vitest's `json` reporter (Jest-compatible shape, as Vitest 4 writes it). A file-level error
-//! (the file failed to load, or a suite hook failed) is kept apart from test failures: it is a
-//! collection error, and a test failed in such a file is an error, never a reproduced bug.
+//! (the file failed to load, a hook failed) is kept apart from test failures: it is a collection
+//! error of the file, and a test failed in such a file is an error, never a reproduced bug.
+//! Vitest marks the tests of a block whose `beforeAll` failed as skipped, so they never pass.
 
 use crate::outcome::{CaseResult, CollectionError, Outcome, ReportOutcome, TestReport};
 use serde::Deserialize;
@@ -10,8 +11,7 @@ use serde::Deserialize;
 struct Report {
     num_total_tests: u64,
     num_failed_tests: u64,
-    #[serde(default)]
-    num_pending_tests: u64,
+    num_passed_tests: u64,
     test_results: Vec<FileResult>,
 }
 
@@ -52,16 +52,21 @@ pub fn parse(bytes: &[u8]) -> ReportOutcome {
             report.num_total_tests
         ));
     }
-    // Vitest maps a test still in the `run` state to `pending`: the report was written before
-    // the run finished.
-    if report.num_pending_tests > 0 {
+    // Vitest writes `pending` for a test still running or queued: the report was written before
+    // the run finished. (`numPendingTests` counts skipped tests too, so it says nothing here.)
+    if let Some(unfinished) = report
+        .test_results
+        .iter()
+        .flat_map(|file| &file.assertion_results)
+        .find(|a| a.status == "pending")
+    {
         return ReportOutcome::Inconsistent(format!(
-            "{} tests were still running when the report was written",
-            report.num_pending_tests
+            "test {:?} was still running when the report was written",
+            unfinished.title
         ));
     }
     let mut parsed = TestReport::default();
-    let mut failed = 0;
+    let (mut failed, mut passed) = (0, 0);
     for file in report.test_results {
         let file_error = !file.message.trim().is_empty();
         if file_error {
@@ -72,14 +77,19 @@ pub fn parse(bytes: &[u8]) -> ReportOutcome {
         } else if file.status == "failed"
             && file.assertion_results.iter().all(|a| a.status != "failed")
         {
+            // A hook of a `describe` block: its error is the block's, which the report omits.
             parsed.collection_errors.push(CollectionError {
                 file: file.name.clone(),
-                message: "the file failed without a failing test".into(),
+                message: "the file failed without a failing test (a hook of a describe block)"
+                    .into(),
             });
         }
         for assertion in file.assertion_results {
             let outcome = match assertion.status.as_str() {
-                "passed" => Outcome::Passed,
+                "passed" => {
+                    passed += 1;
+                    Outcome::Passed
+                }
                 "failed" => {
                     failed += 1;
                     if file_error {
@@ -88,7 +98,7 @@ pub fn parse(bytes: &[u8]) -> ReportOutcome {
                         Outcome::Failed
                     }
                 }
-                "skipped" | "pending" | "todo" | "disabled" => Outcome::Skipped,
+                "skipped" | "todo" | "disabled" => Outcome::Skipped,
                 other => {
                     return ReportOutcome::Malformed(format!(
                         "test {:?} has the unknown status {other:?}",
@@ -106,11 +116,15 @@ pub fn parse(bytes: &[u8]) -> ReportOutcome {
             });
         }
     }
-    if failed != report.num_failed_tests {
-        return ReportOutcome::Inconsistent(format!(
-            "{} failed tests counted but {failed} listed",
-            report.num_failed_tests
-        ));
+    for (label, counted, listed) in [
+        ("failed", report.num_failed_tests, failed),
+        ("passed", report.num_passed_tests, passed),
+    ] {
+        if counted != listed {
+            return ReportOutcome::Inconsistent(format!(
+                "{counted} {label} tests counted but {listed} listed"
+            ));
+        }
     }
     if parsed.cases.is_empty() && parsed.collection_errors.is_empty() {
         return ReportOutcome::ZeroTests;

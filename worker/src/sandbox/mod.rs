@@ -19,7 +19,7 @@ pub struct SandboxRun {
     pub tree_dir: PathBuf,
     /// A private directory outside the tree for the report, the adapter and temp files.
     pub scratch_dir: PathBuf,
-    /// argv with `{report}` and `{adapter}` already replaced.
+    /// argv with `{report}`, `{adapter}` and `{node_reporter}` already replaced.
     pub command: Vec<String>,
     /// The complete environment: nothing is inherited beyond it.
     pub env: Vec<(String, String)>,

@@ -1,0 +1,92 @@
+//! Runs a manifest job: the interpreter once per case, each in its own sandboxed process with
+//! its own stdout and stderr, judged against the case's expectation. The cases share the job's
+//! timeout; a job cut short by it reports nothing, since the cases it never ran are not failures.
+
+use crate::execute::{JobContext, error_chain};
+use crate::sandbox::{SandboxExit, SandboxRun};
+use assay_common::job::{ArtifactRef, JobSpec, JobStatus};
+use assay_common::manifest::{self, ManifestJob};
+use assay_common::outcome::ReportOutcome;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// What running the cases produced: the job's status, its report and each case's logs.
+pub struct CasesRun {
+    pub status: JobStatus,
+    pub report: ReportOutcome,
+    pub artifacts: Vec<ArtifactRef>,
+}
+
+pub async fn run_cases(
+    job: &JobSpec,
+    cases: &ManifestJob,
+    ctx: &JobContext,
+    tree_dir: &Path,
+    private: &Path,
+    env: Vec<(String, String)>,
+) -> Result<CasesRun, String> {
+    let deadline = Instant::now() + Duration::from_secs(job.timeout_secs.max(1));
+    let prefix = format!("proofs/{}/jobs/{:04}/cases", job.proof_id, job.index);
+    let mut results = Vec::with_capacity(cases.cases.len());
+    let mut artifacts = Vec::new();
+    // The job's exit code is the first case's non-zero exit, if any: informational only, since
+    // an `error` row exits non-zero when it passes.
+    let mut first_nonzero = 0;
+    for (number, case) in cases.cases.iter().enumerate() {
+        let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+            return Ok(timed_out(artifacts));
+        };
+        let mut command = job.command.clone();
+        command.push(cases.run_path(case));
+        let run = SandboxRun {
+            proof_id: job.proof_id.to_string(),
+            job_id: job.job_id.to_string(),
+            tree_dir: tree_dir.to_path_buf(),
+            scratch_dir: private.to_path_buf(),
+            command,
+            env: env.clone(),
+            stdout_path: private.join(format!("case-{number:04}.stdout.log")),
+            stderr_path: private.join(format!("case-{number:04}.stderr.log")),
+            timeout: left,
+            network: false,
+        };
+        let exit = ctx.sandbox.run(&run).await.map_err(|e| error_chain(&e))?;
+        for (stream, path) in [("stdout", &run.stdout_path), ("stderr", &run.stderr_path)] {
+            let key = format!("{prefix}/{number:04}/{stream}.log");
+            let name = format!("{}:{stream}", case.path);
+            artifacts.push(
+                ctx.store
+                    .put_file(&name, &key, path)
+                    .await
+                    .map_err(|e| error_chain(&e))?,
+            );
+        }
+        let exit_code = match exit {
+            SandboxExit::Exited(code) => Some(code),
+            SandboxExit::Signalled(_) => None,
+            SandboxExit::TimedOut => return Ok(timed_out(artifacts)),
+        };
+        if first_nonzero == 0 {
+            first_nonzero = exit_code.unwrap_or(-1);
+        }
+        let stdout = tokio::fs::read(&run.stdout_path)
+            .await
+            .map_err(|e| format!("failed to read {}: {e}", run.stdout_path.display()))?;
+        results.push(manifest::case_result(case, exit_code, &stdout));
+    }
+    Ok(CasesRun {
+        status: JobStatus::Completed {
+            exit_code: first_nonzero,
+        },
+        report: manifest::job_report(results),
+        artifacts,
+    })
+}
+
+fn timed_out(artifacts: Vec<ArtifactRef>) -> CasesRun {
+    CasesRun {
+        status: JobStatus::TimedOut,
+        report: ReportOutcome::Inconsistent("the run was killed at its timeout".into()),
+        artifacts,
+    }
+}

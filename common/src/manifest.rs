@@ -105,6 +105,16 @@ impl ManifestJob {
         }
     }
 
+    /// The corpus's `manifest.tsv`, relative to the tree root: the file every case is declared
+    /// in, so a directory's cases are one file's tests, not an ambiguous name.
+    pub fn manifest_path(&self) -> String {
+        if self.corpus.is_empty() {
+            "manifest.tsv".to_owned()
+        } else {
+            format!("{}/manifest.tsv", self.corpus)
+        }
+    }
+
     /// The path the interpreter is given, relative to the tree root it runs in.
     pub fn run_path(&self, case: &ManifestCase) -> String {
         if self.corpus.is_empty() {
@@ -265,8 +275,14 @@ fn float_bits(value: &str) -> Option<u64> {
     value.parse::<f64>().ok().map(f64::to_bits)
 }
 
-/// The result of a row's run, named by the row's path (file and name alike).
-pub fn case_result(case: &ManifestCase, exit_code: Option<i32>, stdout: &[u8]) -> CaseResult {
+/// The result of a row's run, named by the row's path and filed under `manifest` (see
+/// [`ManifestJob::manifest_path`]).
+pub fn case_result(
+    manifest: &str,
+    case: &ManifestCase,
+    exit_code: Option<i32>,
+    stdout: &[u8],
+) -> CaseResult {
     let outcome = judge(&case.expectation, exit_code, stdout);
     let message = (outcome != Outcome::Passed).then(|| match exit_code {
         None => "the interpreter was killed by a signal".to_owned(),
@@ -276,7 +292,7 @@ pub fn case_result(case: &ManifestCase, exit_code: Option<i32>, stdout: &[u8]) -
         ),
     });
     CaseResult {
-        file: case.path.to_string(),
+        file: manifest.to_owned(),
         suite: String::new(),
         name: case.path.to_string(),
         variant: None,
@@ -443,9 +459,9 @@ mod tests {
     #[test]
     fn a_case_result_names_the_case_by_its_path() {
         let case = &parse_manifest("integer/add-small.inv\tinteger\t2\n").unwrap()[0];
-        let result = case_result(case, Some(0), b"3\n");
+        let result = case_result("corpus/manifest.tsv", case, Some(0), b"3\n");
         assert_eq!(result.name, "integer/add-small.inv");
-        assert_eq!(result.file, "integer/add-small.inv");
+        assert_eq!(result.file, "corpus/manifest.tsv");
         assert_eq!(result.outcome, Outcome::Failed);
         let message = result.message.unwrap_or_default();
         assert!(
@@ -475,5 +491,6 @@ mod tests {
         assert_eq!(paths(&[]).len(), cases.len());
         let root = ManifestJob::select("", &cases, &[]);
         assert_eq!(root.run_path(&root.cases[0]), "integer/add-small.inv");
+        assert_eq!(root.manifest_path(), "manifest.tsv");
     }
 }

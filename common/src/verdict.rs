@@ -143,24 +143,29 @@ pub struct RefusedFile {
 }
 
 /// A test in a file that spawns another test runner passes on that runner's exit code, so it
-/// proves nothing: every criterion with a matched case in that file, or whose test the file
-/// declares in a string literal, becomes unverified.
+/// proves nothing: every criterion with a matched case in that file becomes unverified. When no
+/// report lists the criterion's test at all, a file that spells its name in a string literal
+/// is taken to declare it.
 pub fn refuse_spawning_files(verdicts: &mut [CriterionVerdict], refused: &[RefusedFile]) {
     for verdict in verdicts.iter_mut() {
-        let in_file = |path: &str| {
-            verdict
-                .base
-                .cases
-                .iter()
-                .chain(&verdict.candidate.cases)
-                .any(|case| case.file == path)
+        let files: Vec<&str> = verdict
+            .base
+            .cases
+            .iter()
+            .chain(&verdict.candidate.cases)
+            .map(|case| case.file.as_str())
+            .collect();
+        let declares = |f: &RefusedFile| {
+            if !files.is_empty() {
+                files.contains(&f.path.as_str())
+            } else {
+                ['\'', '"', '`'].iter().any(|quote| {
+                    f.source
+                        .contains(&format!("{quote}{}{quote}", verdict.test))
+                })
+            }
         };
-        if let Some(file) = refused.iter().find(|f| {
-            in_file(&f.path)
-                || f.source.contains(&format!("'{}'", verdict.test))
-                || f.source.contains(&format!("\"{}\"", verdict.test))
-                || f.source.contains(&format!("`{}`", verdict.test))
-        }) {
+        if let Some(file) = refused.iter().find(|f| declares(f)) {
             verdict.verdict = Verdict::Unverified;
             verdict.reason = format!(
                 "{} is declared in {}, which spawns another test runner ({}); such a file is refused as proof",

@@ -397,7 +397,12 @@ fn manifest_rows_run_by_a_real_interpreter_are_judged() {
             RunnerKind::Manifest.command(&["python3".into(), "interpreter.py".into()], &[], &[]);
         argv.push(job.run_path(case));
         let output = run(&project, &argv, Path::new("unused"), &[]);
-        let result = case_result(case, output.status.code(), &output.stdout);
+        let result = case_result(
+            &job.manifest_path(),
+            case,
+            output.status.code(),
+            &output.stdout,
+        );
         results.push((result.name, result.outcome));
     }
     // The fixture's interpreter prints a boolean as `True`: the bug a proof fixes.

@@ -72,7 +72,12 @@ pub async fn run_cases(
         let stdout = tokio::fs::read(&run.stdout_path)
             .await
             .map_err(|e| format!("failed to read {}: {e}", run.stdout_path.display()))?;
-        results.push(manifest::case_result(case, exit_code, &stdout));
+        results.push(manifest::case_result(
+            &cases.manifest_path(),
+            case,
+            exit_code,
+            &stdout,
+        ));
     }
     Ok(CasesRun {
         status: JobStatus::Completed {

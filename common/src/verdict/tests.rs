@@ -477,3 +477,75 @@ fn a_failing_go_subtest_breaks_a_guard_on_its_function_but_not_on_a_sibling() {
     let sibling = verdict_of("guard: TestCacheExpiry/expired", &jobs);
     assert_eq!(sibling.verdict, Verdict::Proven, "{}", sibling.reason);
 }
+
+#[test]
+fn a_file_that_spawns_a_runner_refuses_the_tests_reported_in_it_and_no_others() {
+    let delegating = RefusedFile {
+        path: "test/delegates.test.js".into(),
+        spawns: "npx vitest".into(),
+        // Spells the other file's test name as an argument to the runner it spawns.
+        source: "execFileSync('npx', ['vitest', 'run', '-t', 'test_partial_page'])".into(),
+    };
+    let in_file = |file: &str| {
+        vec![
+            (
+                JobKind::Suite,
+                Side::Base,
+                ran(0, vec![case(file, T, None, Outcome::Failed)]),
+            ),
+            (
+                JobKind::Suite,
+                Side::Candidate,
+                ran(1, vec![case(file, T, None, Outcome::Passed)]),
+            ),
+        ]
+    };
+    let mut elsewhere = vec![verdict_of("test: test_partial_page", &in_file(FILE))];
+    refuse_spawning_files(&mut elsewhere, std::slice::from_ref(&delegating));
+    assert_eq!(
+        elsewhere[0].verdict,
+        Verdict::Proven,
+        "{}",
+        elsewhere[0].reason
+    );
+
+    let mut inside = vec![verdict_of(
+        "test: test_partial_page",
+        &in_file("test/delegates.test.js"),
+    )];
+    refuse_spawning_files(&mut inside, std::slice::from_ref(&delegating));
+    assert_eq!(inside[0].verdict, Verdict::Unverified);
+    assert!(
+        inside[0].reason.contains("test/delegates.test.js"),
+        "{}",
+        inside[0].reason
+    );
+
+    // No report lists the test: the file's literal is all there is to go on.
+    let mut unlisted = vec![verdict_of(
+        "test: test_partial_page",
+        &in_file_without_cases(),
+    )];
+    refuse_spawning_files(&mut unlisted, &[delegating]);
+    assert_eq!(unlisted[0].verdict, Verdict::Unverified);
+    assert!(
+        unlisted[0].reason.contains("npx vitest"),
+        "{}",
+        unlisted[0].reason
+    );
+}
+
+fn in_file_without_cases() -> Vec<(JobKind, Side, JobResult)> {
+    vec![
+        (
+            JobKind::Suite,
+            Side::Base,
+            ran(0, vec![case(FILE, "test_other", None, Outcome::Passed)]),
+        ),
+        (
+            JobKind::Suite,
+            Side::Candidate,
+            ran(1, vec![case(FILE, "test_other", None, Outcome::Passed)]),
+        ),
+    ]
+}

@@ -519,6 +519,23 @@ mod tests {
     }
 
     #[test]
+    fn a_corpus_is_test_data_and_its_interpreter_is_the_product() {
+        let manifest = RunnerKind::Manifest;
+        assert!(manifest.is_test_file("corpus/manifest.tsv"));
+        assert!(manifest.is_test_file("corpus/integer/add-small.inv"));
+        assert!(manifest.is_test_file("tests/conformance/boolean/paid.inv"));
+        assert!(!manifest.is_test_file("interpreter.py"));
+        assert!(!manifest.is_test_file("src/eval.rs"));
+        let format = manifest.report_format();
+        let ReportLocation::Cases(job) = format.location() else {
+            panic!("a manifest job reports per case")
+        };
+        assert!(job.cases.is_empty(), "the engine fills in the cases");
+        let prefix = strings(&["python3", "interpreter.py"]);
+        assert_eq!(manifest.command(&prefix, &strings(&["x.inv"]), &[]), prefix);
+    }
+
+    #[test]
     fn runners_without_a_default_command_say_so() {
         for runner in RunnerKind::ALL {
             assert_eq!(

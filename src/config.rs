@@ -28,6 +28,22 @@ pub struct ProveFile {
     pub junit: Option<PathBuf>,
     pub store: Option<String>,
     pub pass_env: Option<Vec<String>>,
+    /// `[sandbox]`: where jobs run; checked and merged with the flags in `crate::sandbox`.
+    pub sandbox: Option<SandboxFile>,
+}
+
+/// The `[sandbox]` table (`[tool.assay.sandbox]` in `pyproject.toml`). Its keys are spelt as
+/// in the services' configuration (`memory_mb`); the kebab-case spelling is accepted too.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxFile {
+    pub kind: Option<String>,
+    pub image: Option<String>,
+    #[serde(alias = "memory-mb")]
+    pub memory_mb: Option<u64>,
+    pub cpus: Option<f64>,
+    pub pids: Option<i64>,
+    pub network: Option<String>,
 }
 
 #[derive(Deserialize)]

@@ -68,7 +68,7 @@ echo "rendered 3 pages"
 echo "page 4 is blank" >&2
 ls -a /work/scratch | tr '\n' ' '; echo
 for target in /work/scratch/stdout.log /work/scratch/stderr.log /work/scratch/../logs/stdout.log /work/tree/../logs/stdout.log; do
-    echo "all 12 tests passed" > "$target" 2>/dev/null && echo "wrote $target"
+    { echo "all 12 tests passed" > "$target"; } 2>/dev/null && echo "wrote $target"
 done
 ln -s "$SECRET" "$REPORT"
 "#;

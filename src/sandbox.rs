@@ -80,22 +80,12 @@ pub fn resolve(
         Some(path) => format!("[sandbox] of {}", path.display()),
         None => "[sandbox]".to_owned(),
     };
-    // A file value is checked with the same rule as its flag; the error names the key and file.
-    let checked = |key: &str, value: Option<String>, check: &dyn Fn(&str) -> Result<(), String>| {
-        match value {
-            Some(text) => check(&text)
-                .map(|()| Some(text.clone()))
-                .map_err(|why| anyhow!("invalid {key} = {text} in {table}: {why}")),
-            None => Ok(None),
-        }
-    };
-    let kind = match args.sandbox {
-        Some(kind) => kind,
-        None => match checked("kind", file.kind, &|v| parse_kind(v).map(drop))? {
-            Some(text) => parse_kind(&text).map_err(|why| anyhow!(why))?,
-            None => SandboxKind::Process,
-        },
-    };
+    let kind = args
+        .sandbox
+        .or(in_file("kind", file.kind, &table, |v: String| {
+            parse_kind(&v)
+        })?)
+        .unwrap_or(SandboxKind::Process);
     let docker_flags = args.docker_flags();
     if kind == SandboxKind::Process && !docker_flags.is_empty() {
         bail!(
@@ -104,53 +94,40 @@ pub fn resolve(
         );
     }
     let defaults = DockerConfig::default();
-    let image = match &args.image {
-        Some(image) => image.clone(),
-        None => {
-            checked("image", file.image, &|v| parse_image(v).map(drop))?.unwrap_or(defaults.image)
-        }
-    };
-    let memory_mb = match args.memory_mb {
-        Some(mb) => mb,
-        None => match file.memory_mb {
-            Some(mb) => check_memory(mb)
-                .map_err(|why| anyhow!("invalid memory_mb = {mb} in {table}: {why}"))?,
-            None => defaults.memory_mb,
-        },
-    };
-    let cpus = match args.cpus {
-        Some(cpus) => cpus,
-        None => match file.cpus {
-            Some(cpus) => check_cpus(cpus)
-                .map_err(|why| anyhow!("invalid cpus = {cpus} in {table}: {why}"))?,
-            None => defaults.cpus,
-        },
-    };
-    let pids = match args.pids {
-        Some(pids) => pids,
-        None => match file.pids {
-            Some(pids) => check_pids(pids)
-                .map_err(|why| anyhow!("invalid pids = {pids} in {table}: {why}"))?,
-            None => defaults.pids,
-        },
-    };
-    let network = match args.network {
-        Some(network) => network,
-        None => match checked("network", file.network, &|v| parse_network(v).map(drop))? {
-            Some(text) => parse_network(&text).map_err(|why| anyhow!(why))?,
-            None => defaults.network_default,
-        },
-    };
+    let image = in_file("image", file.image, &table, |v: String| parse_image(&v))?;
+    let memory_mb = in_file("memory_mb", file.memory_mb, &table, check_memory)?;
+    let cpus = in_file("cpus", file.cpus, &table, check_cpus)?;
+    let pids = in_file("pids", file.pids, &table, check_pids)?;
+    let network = in_file("network", file.network, &table, |v: String| {
+        parse_network(&v)
+    })?;
     Ok(SandboxChoice {
         kind,
         docker: DockerConfig {
-            image,
-            memory_mb,
-            cpus,
-            pids,
-            network_default: network,
+            image: args.image.clone().or(image).unwrap_or(defaults.image),
+            memory_mb: args.memory_mb.or(memory_mb).unwrap_or(defaults.memory_mb),
+            cpus: args.cpus.or(cpus).unwrap_or(defaults.cpus),
+            pids: args.pids.or(pids).unwrap_or(defaults.pids),
+            network_default: args.network.or(network).unwrap_or(defaults.network_default),
         },
     })
+}
+
+/// A file value, checked by the same rule as its flag (even when a flag overrides it: the file
+/// is wrong either way); the error names the key, the table and the file.
+fn in_file<V: std::fmt::Display, T>(
+    key: &str,
+    value: Option<V>,
+    table: &str,
+    rule: impl Fn(V) -> Result<T, String>,
+) -> Result<Option<T>> {
+    let Some(value) = value else {
+        return Ok(None);
+    };
+    let shown = value.to_string();
+    rule(value)
+        .map(Some)
+        .map_err(|why| anyhow!("invalid {key} = {shown} in {table}: {why}"))
 }
 
 fn parse_kind(text: &str) -> Result<SandboxKind, String> {

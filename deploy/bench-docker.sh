@@ -3,11 +3,14 @@
 #   bare     `docker run --rm --network none IMAGE true`, the floor the engine sets;
 #   sandbox  the Docker sandbox's own per-job path (create + attach + start + wait + remove,
 #            including handing the job's tree to the guest user), through the worker library;
+#   floor    create + start + wait + remove of `true` through the same API, networking off as
+#            in the sandbox, and none of its other settings;
+#   copy     the per-job tree copy the worker makes before the sandbox runs;
 #   bind     copy a tree per job, bind-mount it, run `true`        (the sandbox's choice);
 #   tar      create with a volume, upload the tree as a tar, run `true`, remove.
 # The sandbox target is at most 1.2x of bare. Needs the runner image (deploy/build-images.sh).
 #
-# Usage: deploy/bench-docker.sh [RUNS] [TREE_FILES]
+# Usage: [BENCH_PROFILE=dev] deploy/bench-docker.sh [RUNS] [TREE_FILES]
 set -euo pipefail
 
 runs="${1:-20}"
@@ -67,11 +70,21 @@ echo "bind     copy tree + bind mount + run          mean ${bind_ms} ms"
 tar_ms=$(mean_ms tar_job)
 echo "tar      create + upload tar + start + rm      mean ${tar_ms} ms"
 
-(cd "$repo_root" && cargo build --release --quiet -p assay-worker --example docker_overhead)
-sandbox_line=$("$repo_root/target/release/examples/docker_overhead" "$runs" "$tree_files")
-sandbox_ms=$(sed -n 's/.*mean=\([0-9.]*\).*/\1/p' <<<"$sandbox_line")
-echo "sandbox  DockerSandbox::run (create..remove)   mean ${sandbox_ms} ms  ($sandbox_line)"
-awk -v s="$sandbox_ms" -v b="$bare_ms" 'BEGIN {
+# BENCH_PROFILE=dev reuses a debug build (slower client, so its ratios are upper bounds).
+profile="${BENCH_PROFILE:-release}"
+(cd "$repo_root" && cargo build --profile "$profile" --quiet -p assay-worker --example docker_overhead)
+profile_dir=$([[ "$profile" == dev ]] && echo debug || echo "$profile")
+figures=$("$repo_root/target/$profile_dir/examples/docker_overhead" "$runs" "$tree_files")
+field() { sed -n "s/^$1 .*mean=\([0-9.]*\).*/\1/p" <<<"$figures"; }
+sandbox_ms=$(field sandbox_run_ms)
+floor_ms=$(field api_floor_ms)
+copy_ms=$(field tree_copy_ms)
+echo "floor    API create+start+wait+rm, no network  mean ${floor_ms} ms  ($(grep ^api_floor_ms <<<"$figures"))"
+echo "sandbox  DockerSandbox::run (create..remove)   mean ${sandbox_ms} ms  ($(grep ^sandbox_run_ms <<<"$figures"))"
+echo "copy     per-job tree copy (not in sandbox)    mean ${copy_ms} ms  ($(grep ^tree_copy_ms <<<"$figures"))"
+awk -v s="$sandbox_ms" -v b="$bare_ms" -v f="$floor_ms" -v c="$copy_ms" 'BEGIN {
     ratio = s / b
     printf "ratio    sandbox / bare = %.2fx (target <= 1.20x): %s\n", ratio, (ratio <= 1.2 ? "met" : "MISSED")
+    printf "ratio    (sandbox + copy) / bare = %.2fx\n", (s + c) / b
+    printf "ratio    sandbox / API floor = %.2fx (what the sandbox settings, attach and chown add)\n", s / f
 }'

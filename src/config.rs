@@ -28,6 +28,22 @@ pub struct ProveFile {
     pub junit: Option<PathBuf>,
     pub store: Option<String>,
     pub pass_env: Option<Vec<String>>,
+    /// `[sandbox]`: where jobs run; checked and merged with the flags in `crate::sandbox`.
+    pub sandbox: Option<SandboxFile>,
+}
+
+/// The `[sandbox]` table (`[tool.assay.sandbox]` in `pyproject.toml`). Its keys are spelt as
+/// in the services' configuration (`memory_mb`); the kebab-case spelling is accepted too.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxFile {
+    pub kind: Option<String>,
+    pub image: Option<String>,
+    #[serde(alias = "memory-mb")]
+    pub memory_mb: Option<u64>,
+    pub cpus: Option<f64>,
+    pub pids: Option<i64>,
+    pub network: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -154,12 +170,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(
             dir.path().join("pyproject.toml"),
-            "[project]\nname='pager'\n[tool.assay]\nbase='main'\nrepeats=5\ntest-command='python3 -m pytest -x'\n",
+            "[project]\nname='pager'\n[tool.assay]\nbase='main'\nrepeats=5\ntest-command='python3 -m pytest -x'\n[tool.assay.sandbox]\nkind='docker'\nmemory-mb=512\n",
         )
         .unwrap();
         let (file, from) = load(dir.path()).unwrap();
         assert_eq!(file.base.as_deref(), Some("main"));
         assert_eq!(file.repeats, Some(5));
+        let sandbox = file.sandbox.expect("[tool.assay.sandbox] is read");
+        assert_eq!(sandbox.kind.as_deref(), Some("docker"));
+        assert_eq!(sandbox.memory_mb, Some(512));
         assert!(from.unwrap().ends_with("pyproject.toml"));
         std::fs::write(dir.path().join("assay.toml"), "bsae = 'main'\n").unwrap();
         let err = format!("{:#}", load(dir.path()).unwrap_err());

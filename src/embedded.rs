@@ -1,11 +1,13 @@
 //! Embedded mode's parts, shared by every command that runs jobs in this process: the artifact
-//! store and a job context with the process sandbox and the repository as tree source.
+//! store, the sandbox, and a job context with the repository as tree source.
 
 use crate::exit::{Failure, ResultExt as _};
+use crate::sandbox::SandboxChoice;
 use anyhow::Context as _;
 use assay_coordinator::engine;
 use assay_worker::execute::JobContext;
 use assay_worker::sandbox::process::ProcessSandbox;
+use assay_worker::sandbox::{self, Sandbox};
 use assay_worker::store::{ArtifactStore, ObjectArtifactStore};
 use assay_worker::tree::GitTreeSource;
 use std::path::Path;
@@ -17,9 +19,38 @@ pub fn open_store(url: &str) -> Result<Arc<dyn ArtifactStore>, Failure> {
     ))
 }
 
+/// The sandbox `choice` names, built as a fleet worker builds it: a docker sandbox checks its
+/// image and reaps what killed runs left behind. Failing that is an infrastructure failure.
+pub async fn open_sandbox(choice: &SandboxChoice) -> Result<Arc<dyn Sandbox>, Failure> {
+    sandbox::open(
+        choice.kind,
+        &choice.docker,
+        engine::embedded_worker_id().as_str(),
+    )
+    .await
+    .map_err(|e| Failure::infrastructure(e.into()))
+}
+
+/// A job context with the process sandbox; see [`job_context_in`].
+pub fn job_context(
+    repo: &Path,
+    store: Arc<dyn ArtifactStore>,
+    pass_env: &[String],
+    scratch_prefix: &str,
+) -> Result<(JobContext, tempfile::TempDir), Failure> {
+    job_context_in(
+        Arc::new(ProcessSandbox),
+        repo,
+        store,
+        pass_env,
+        scratch_prefix,
+    )
+}
+
 /// A job context whose scratch directories live under the returned temporary directory;
 /// keep it alive until the jobs are done.
-pub fn job_context(
+pub fn job_context_in(
+    sandbox: Arc<dyn Sandbox>,
     repo: &Path,
     store: Arc<dyn ArtifactStore>,
     pass_env: &[String],
@@ -32,7 +63,7 @@ pub fn job_context(
         .infrastructure()?;
     let ctx = JobContext {
         worker_id: engine::embedded_worker_id(),
-        sandbox: Arc::new(ProcessSandbox),
+        sandbox,
         trees: Arc::new(GitTreeSource::new(repo)),
         store,
         scratch_root: scratch.path().to_owned(),

@@ -34,6 +34,9 @@ pub struct ServiceArgs {
     /// Sandbox for jobs: process or docker [env: ASSAY_SANDBOX].
     #[arg(long, value_name = "KIND")]
     pub sandbox: Option<SandboxKind>,
+    /// Image of the docker sandbox [default: assay-runner-python:latest].
+    #[arg(long, value_name = "IMAGE")]
+    pub image: Option<String>,
 }
 
 /// defaults → file → `ASSAY_*` environment → flags, then validated.
@@ -59,6 +62,9 @@ pub fn service_config(args: &ServiceArgs) -> Result<ServiceConfig, Failure> {
     }
     if let Some(sandbox) = args.sandbox {
         config.worker.sandbox = sandbox;
+    }
+    if let Some(image) = &args.image {
+        config.worker.image = image.clone();
     }
     config.validate().map_err(|e| Failure::usage(e.into()))?;
     Ok(config)

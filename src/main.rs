@@ -9,6 +9,7 @@ mod fleet;
 mod mutate;
 mod prove;
 mod reporter;
+mod sandbox;
 mod suites;
 
 use clap::{Parser, Subcommand};

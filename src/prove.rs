@@ -5,6 +5,7 @@ use crate::config::{self, ProveFile};
 use crate::embedded;
 use crate::exit::{Failure, ResultExt as _};
 use crate::reporter::{self, StderrProgress};
+use crate::sandbox::{self, SandboxArgs, SandboxChoice};
 use anyhow::{Context, anyhow};
 use assay_common::criteria::{parse_case_path_criteria, parse_criteria};
 use assay_common::evidence::Evidence;
@@ -16,6 +17,7 @@ use assay_coordinator::mutants::MutationCheck;
 use assay_coordinator::mutation;
 use assay_coordinator::queue::InProcessQueue;
 use assay_coordinator::source::CandidateSpec;
+use assay_worker::sandbox::Sandbox;
 use assay_worker::store::ArtifactStore;
 use clap::Args;
 use std::path::{Path, PathBuf};
@@ -99,6 +101,8 @@ pub struct ProveArgs {
     /// Print only the summary, no progress.
     #[arg(short, long)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub sandbox: SandboxArgs,
 }
 
 /// The merged settings a proof runs with.
@@ -111,6 +115,7 @@ struct Settings {
     pass_env: Vec<String>,
     /// The mutation check's budget; `None` when the check is off.
     mutation_budget: Option<std::time::Duration>,
+    sandbox: SandboxChoice,
 }
 
 fn settings(args: &ProveArgs) -> Result<Settings, Failure> {
@@ -125,7 +130,7 @@ fn settings(args: &ProveArgs) -> Result<Settings, Failure> {
         .canonicalize()
         .with_context(|| format!("failed to resolve {}", args.repo.display()))
         .usage()?;
-    let (file, _source) = config::load(&repo).usage()?;
+    let (file, source) = config::load(&repo).usage()?;
     let ProveFile {
         base,
         candidate,
@@ -144,7 +149,14 @@ fn settings(args: &ProveArgs) -> Result<Settings, Failure> {
         junit,
         store,
         pass_env,
+        sandbox: sandbox_table,
     } = file;
+    if args.cluster.is_some() && args.sandbox.sandbox.is_some() {
+        return Err(Failure::usage(anyhow!(
+            "--sandbox applies to embedded mode; a fleet's workers run jobs in the sandbox they are configured with"
+        )));
+    }
+    let sandbox = sandbox::resolve(&args.sandbox, sandbox_table, source.as_deref()).usage()?;
     let base = args.base.clone().or(base).ok_or_else(|| {
         Failure::usage(anyhow!(
             "no base revision (hint: pass --base REV, or set base in assay.toml)"
@@ -228,6 +240,7 @@ fn settings(args: &ProveArgs) -> Result<Settings, Failure> {
                 .or(mutation_budget)
                 .map_or(DEFAULT_MUTATION_BUDGET, std::time::Duration::from_secs)
         }),
+        sandbox,
     })
 }
 
@@ -264,8 +277,10 @@ pub async fn run(args: &ProveArgs) -> Result<u8, Failure> {
             None,
         ),
         None => {
+            let sandbox = embedded::open_sandbox(&settings.sandbox).await?;
             run_embedded(
                 args,
+                sandbox,
                 &repo,
                 store.clone(),
                 &prepared,
@@ -341,6 +356,7 @@ async fn run_on_fleet(
 )]
 async fn run_embedded(
     args: &ProveArgs,
+    sandbox: Arc<dyn Sandbox>,
     repo: &Path,
     store: Arc<dyn ArtifactStore>,
     prepared: &engine::PreparedProof,
@@ -349,13 +365,23 @@ async fn run_embedded(
     mutation_budget: Option<Duration>,
     (started, clock): (SystemTime, Instant),
 ) -> Result<(Evidence, Option<MutationCheck>), Failure> {
-    let (ctx, _scratch) = embedded::job_context(repo, store, pass_env, "assay-")?;
+    let recorded = sandbox.evidence();
+    if !args.quiet
+        && let Some(container) = &recorded.container
+    {
+        eprintln!(
+            "[prove] jobs run in containers of {} ({})",
+            container.image, container.image_id
+        );
+    }
+    let (ctx, _scratch) = embedded::job_context_in(sandbox, repo, store, pass_env, "assay-")?;
     let queue = InProcessQueue::start(ctx, jobs);
     let progress = StderrProgress { quiet: args.quiet };
     let results = engine::run_jobs(&prepared.jobs, &queue, jobs, &progress)
         .await
         .map_err(|e| Failure::infrastructure(e.into()))?;
     let mut evidence = engine::conclude(prepared, &results, started, clock);
+    evidence.sandbox = Some(recorded);
     let mutation_check = match mutation_budget {
         Some(budget) if evidence.verdict == Verdict::Proven => {
             let check = mutation::run_check(prepared, &queue, jobs, budget, &progress).await;

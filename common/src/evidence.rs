@@ -24,8 +24,35 @@ pub struct Evidence {
     /// Report-only checks; absent until they run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mutation_check: Option<serde_json::Value>,
+    /// The sandbox the jobs ran in (embedded mode; a fleet's workers each use their own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<SandboxEvidence>,
     pub started_at: String,
     pub duration_s: f64,
+}
+
+/// What isolated the jobs: the sandbox kind and, for a container, the exact image and limits.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SandboxEvidence {
+    /// `process` or `docker`.
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container: Option<ContainerEvidence>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ContainerEvidence {
+    /// The image as named (`assay-runner-python:latest`).
+    pub image: String,
+    /// The engine's content id of that image (`sha256:…`), which a tag does not pin.
+    pub image_id: String,
+    /// Registry digests of the image; empty for an image built locally.
+    pub repo_digests: Vec<String>,
+    pub memory_mb: u64,
+    pub cpus: f64,
+    pub pids: i64,
+    /// `none` or `bridge`.
+    pub network: String,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

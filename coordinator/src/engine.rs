@@ -424,6 +424,7 @@ pub fn conclude(
             .map(|(spec, result)| JobEvidence::new(spec, result))
             .collect(),
         mutation_check: None,
+        sandbox: None,
         started_at: rfc3339(started),
         duration_s: elapsed.elapsed().as_secs_f64(),
     }

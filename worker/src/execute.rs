@@ -2,6 +2,7 @@
 //! sandbox with private output files, the structured report read fresh and parsed, artifacts
 //! uploaded with their sha256, and the scratch directory removed on every path.
 
+use crate::guest_file::{self, GuestFile, Placement};
 use crate::manifest_job;
 use crate::sandbox::{Sandbox, SandboxExit, SandboxRun, clean_env};
 use crate::store::ArtifactStore;
@@ -62,12 +63,16 @@ pub async fn run_job(job: &JobSpec, ctx: &JobContext) -> JobResult {
 }
 
 async fn run_in(job: &JobSpec, ctx: &JobContext, scratch: &Path) -> Result<JobResult, String> {
+    // `tree` and `private` are the guest's (a container mounts them); `logs` is the worker's
+    // alone, so the guest cannot rewrite or replace its own stdout and stderr.
     let tree_dir = scratch.join("tree");
     let private = scratch.join("private");
+    let logs = scratch.join("logs");
     let _ = tokio::fs::remove_dir_all(scratch).await;
     for dir in [
         &tree_dir,
         &private,
+        &logs,
         &private.join("home"),
         &private.join("tmp"),
     ] {
@@ -82,13 +87,19 @@ async fn run_in(job: &JobSpec, ctx: &JobContext, scratch: &Path) -> Result<JobRe
     if let Some(edit) = &job.edit {
         apply_edit(&tree_dir, edit)?;
     }
-    let report_path = match job.report.location() {
-        ReportLocation::Scratch => private.join("report"),
-        ReportLocation::Stdout => private.join("stdout.log"),
-        ReportLocation::Tree(path) => tree_dir.join(path.as_str()),
+    let stdout_path = logs.join("stdout.log");
+    let (report_path, report_root) = match job.report.location() {
+        ReportLocation::Scratch => (private.join("report"), &private),
+        ReportLocation::Stdout => (stdout_path.clone(), &logs),
+        ReportLocation::Tree(path) => (tree_dir.join(path.as_str()), &tree_dir),
         ReportLocation::Cases(cases) => {
             let env = job_env(job, ctx, &private);
-            let run = manifest_job::run_cases(job, cases, ctx, &tree_dir, &private, env).await?;
+            let dirs = manifest_job::CaseDirs {
+                tree: &tree_dir,
+                private: &private,
+                logs: &logs,
+            };
+            let run = manifest_job::run_cases(job, cases, ctx, dirs, env).await?;
             return Ok(JobResult {
                 job_id: job.job_id.clone(),
                 index: job.index,
@@ -100,6 +111,13 @@ async fn run_in(job: &JobSpec, ctx: &JobContext, scratch: &Path) -> Result<JobRe
             });
         }
     };
+    // A committed link (`reports -> /etc`) must not lead the removal below out of the tree.
+    if let Placement::Outside(why) = guest_file::placement(&report_path, report_root) {
+        return Err(format!(
+            "refusing report path {}: {why}",
+            report_path.display()
+        ));
+    }
     // A report inside the tree may have been committed: it must never pass for this run's.
     if let Err(e) = tokio::fs::remove_file(&report_path).await
         && e.kind() != std::io::ErrorKind::NotFound
@@ -141,8 +159,8 @@ async fn run_in(job: &JobSpec, ctx: &JobContext, scratch: &Path) -> Result<JobRe
         scratch_dir: private.clone(),
         command,
         env,
-        stdout_path: private.join("stdout.log"),
-        stderr_path: private.join("stderr.log"),
+        stdout_path,
+        stderr_path: logs.join("stderr.log"),
         timeout: Duration::from_secs(job.timeout_secs.max(1)),
         network: false,
     };
@@ -154,21 +172,24 @@ async fn run_in(job: &JobSpec, ctx: &JobContext, scratch: &Path) -> Result<JobRe
         },
         SandboxExit::TimedOut => JobStatus::TimedOut,
     };
-    let report_bytes = match tokio::fs::read(&report_path).await {
-        Ok(bytes) => Some(bytes),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => {
-            return Err(format!(
-                "failed to read report {}: {e}",
-                report_path.display()
-            ));
-        }
+    let read = {
+        let (path, root) = (report_path.clone(), report_root.clone());
+        tokio::task::spawn_blocking(move || guest_file::read(&path, &root))
+            .await
+            .map_err(|e| format!("failed to read report {}: {e}", report_path.display()))?
+            .map_err(|e| format!("failed to read report {}: {e}", report_path.display()))?
     };
-    let report = match status {
+    let (report_bytes, refused) = match read {
+        GuestFile::Absent => (None, None),
+        GuestFile::Bytes(bytes) => (Some(bytes), None),
+        GuestFile::Refused(why) => (None, Some(why)),
+    };
+    let report = match (&status, refused) {
         // A killed run's report, if any, describes part of a run at best.
-        JobStatus::TimedOut => {
+        (JobStatus::TimedOut, _) => {
             ReportOutcome::Inconsistent("the run was killed at its timeout".into())
         }
+        (_, Some(why)) => ReportOutcome::Malformed(format!("refused: {why}")),
         _ => report::parse_in_tree(
             &job.report,
             report_bytes.as_deref(),

@@ -4,6 +4,7 @@
 
 pub mod archive;
 pub mod execute;
+pub mod guest_file;
 pub mod health;
 pub mod manifest_job;
 pub mod nats;

@@ -17,12 +17,19 @@ pub struct CasesRun {
     pub artifacts: Vec<ArtifactRef>,
 }
 
+/// The job's folders: `tree` and `private` are the guest's (a container mounts them), `logs`
+/// is the worker's alone, so a case cannot rewrite its own or another case's output.
+pub struct CaseDirs<'a> {
+    pub tree: &'a Path,
+    pub private: &'a Path,
+    pub logs: &'a Path,
+}
+
 pub async fn run_cases(
     job: &JobSpec,
     cases: &ManifestJob,
     ctx: &JobContext,
-    tree_dir: &Path,
-    private: &Path,
+    dirs: CaseDirs<'_>,
     env: Vec<(String, String)>,
 ) -> Result<CasesRun, String> {
     let deadline = Instant::now() + Duration::from_secs(job.timeout_secs.max(1));
@@ -41,12 +48,12 @@ pub async fn run_cases(
         let run = SandboxRun {
             proof_id: job.proof_id.to_string(),
             job_id: job.job_id.to_string(),
-            tree_dir: tree_dir.to_path_buf(),
-            scratch_dir: private.to_path_buf(),
+            tree_dir: dirs.tree.to_path_buf(),
+            scratch_dir: dirs.private.to_path_buf(),
             command,
             env: env.clone(),
-            stdout_path: private.join(format!("case-{number:04}.stdout.log")),
-            stderr_path: private.join(format!("case-{number:04}.stderr.log")),
+            stdout_path: dirs.logs.join(format!("case-{number:04}.stdout.log")),
+            stderr_path: dirs.logs.join(format!("case-{number:04}.stderr.log")),
             timeout: left,
             network: false,
         };

@@ -5,15 +5,14 @@
 use crate::execute::{JobContext, run_job};
 use crate::health::{self, Metrics};
 use crate::nats::{self, FleetError, QueueTuning};
-use crate::sandbox::Sandbox;
-use crate::sandbox::docker::{DockerConfig, DockerSandbox, DockerSetupError};
-use crate::sandbox::process::ProcessSandbox;
+use crate::sandbox::docker::{DockerConfig, DockerSetupError};
+use crate::sandbox::{self, Sandbox};
 use crate::store::{ObjectArtifactStore, StoreError};
 use crate::store_tree::StoreTreeSource;
 use assay_common::WorkerId;
 use assay_common::fleet::Subjects;
 use assay_common::job::{JobResult, JobSpec};
-use assay_common::service_config::{ConfigError, SandboxKind, ServiceConfig};
+use assay_common::service_config::{ConfigError, ServiceConfig};
 use assay_common::wire;
 use async_nats::jetstream::{self, AckKind};
 use futures::StreamExt;
@@ -86,37 +85,19 @@ pub fn default_worker_id() -> WorkerId {
     WorkerId(format!("{host}-{}", std::process::id()))
 }
 
-/// The sandbox the configuration selects. A Docker worker checks its image and removes the
-/// containers a previous life of itself left behind before it takes any job.
+/// The sandbox the configuration selects, built the way embedded mode builds it.
 pub async fn sandbox_for(
     worker: &assay_common::service_config::WorkerSection,
     worker_id: &WorkerId,
 ) -> Result<Arc<dyn Sandbox>, ServiceError> {
-    match worker.sandbox {
-        SandboxKind::Process => Ok(Arc::new(ProcessSandbox)),
-        SandboxKind::Docker => {
-            let docker = DockerSandbox::connect(
-                DockerConfig {
-                    image: worker.image.clone(),
-                    memory_mb: worker.memory_mb,
-                    cpus: worker.cpus,
-                    pids: i64::try_from(worker.pids).unwrap_or(i64::MAX),
-                    network_default: false,
-                },
-                worker_id.to_string(),
-            )
-            .await?;
-            docker.check_image().await?;
-            let reaped = docker.reap_leftovers().await?;
-            if reaped > 0 {
-                tracing::warn!(
-                    reaped,
-                    "removed containers left by a previous run of this worker"
-                );
-            }
-            Ok(Arc::new(docker))
-        }
-    }
+    let docker = DockerConfig {
+        image: worker.image.clone(),
+        memory_mb: worker.memory_mb,
+        cpus: worker.cpus,
+        pids: i64::try_from(worker.pids).unwrap_or(i64::MAX),
+        network_default: false,
+    };
+    Ok(sandbox::open(worker.sandbox, &docker, worker_id.as_str()).await?)
 }
 
 pub fn open_store(

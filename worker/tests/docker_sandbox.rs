@@ -481,7 +481,7 @@ async fn a_missing_image_is_an_infrastructure_error_with_a_hint() {
     assert!(matches!(error, DockerSetupError::ImageMissing { .. }));
     assert_eq!(
         error.to_string(),
-        "image assay-runner-cobol:latest is not present on the docker engine (hint: run deploy/build-images.sh)"
+        "image assay-runner-cobol:latest is not present on the docker engine (hint: build the runner image with deploy/build-images.sh --runner-only, or name an image the engine has)"
     );
     let job = Job::new("missing-image");
     let run = job.run(&["python3", "-c", "pass"], Duration::from_secs(30));
@@ -495,7 +495,9 @@ async fn a_missing_image_is_an_infrastructure_error_with_a_hint() {
     assert_eq!(job_id, &job.job_id);
     assert!(message.contains("assay-runner-cobol:latest"), "{message}");
     assert!(
-        message.ends_with("(hint: run deploy/build-images.sh)"),
+        message.ends_with(
+            "(hint: build the runner image with deploy/build-images.sh --runner-only, or name an image the engine has)"
+        ),
         "{message}"
     );
     assert_no_container_left(&job);

@@ -9,6 +9,7 @@
 //! read-only root without an extra volume per job.
 
 use super::{Sandbox, SandboxError, SandboxExit, SandboxRun};
+use assay_common::evidence::{ContainerEvidence, SandboxEvidence};
 use async_trait::async_trait;
 use bollard::Docker;
 use bollard::container::LogOutput;
@@ -21,6 +22,7 @@ use bollard::query_parameters::{
 use futures::StreamExt;
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::OnceLock;
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 
@@ -28,15 +30,19 @@ use tokio::io::AsyncWriteExt;
 pub const TREE_MOUNT: &str = "/work/tree";
 /// Where the job's scratch directory (report, adapter) appears inside the container.
 pub const SCRATCH_MOUNT: &str = "/work/scratch";
+/// Where the engine's client looks when `DOCKER_HOST` names no unix socket.
+const DEFAULT_SOCKET: &str = "unix:///var/run/docker.sock";
 /// The unprivileged user the runner image defines (deploy/build-images.sh).
 pub const RUNNER_UID: u32 = 10001;
 
 const LABEL_PROOF: &str = "assay.proof_id";
 const LABEL_JOB: &str = "assay.job_id";
 const LABEL_WORKER: &str = "assay.worker_id";
-const IMAGE_HINT: &str = " (hint: run deploy/build-images.sh)";
-const ENGINE_HINT: &str =
-    " (hint: start the docker engine, or set DOCKER_HOST to its unix socket and check permissions)";
+/// The host (UTS name) the owning process runs on, so leftovers are judged only where their
+/// owner's process id means something.
+const LABEL_HOST: &str = "assay.host";
+const IMAGE_HINT: &str = " (hint: build the runner image with deploy/build-images.sh --runner-only, or name an image the engine has)";
+const ENGINE_HINT: &str = " (hint: start the docker engine, or set DOCKER_HOST=unix:///PATH/docker.sock and check the socket's permissions)";
 
 /// How the containers of this worker are shaped. Limits apply per job.
 #[derive(Clone, Debug, PartialEq)]
@@ -64,16 +70,27 @@ impl Default for DockerConfig {
 /// Failures to set the sandbox up, before any job runs.
 #[derive(Debug, thiserror::Error)]
 pub enum DockerSetupError {
-    #[error("cannot reach the docker engine{ENGINE_HINT}")]
-    Unreachable {
-        #[source]
-        source: EngineError,
-    },
+    // The cause sits before the hint so the one line a user sees ends with what to do.
+    #[error("cannot reach the docker engine at {socket}: {cause}{ENGINE_HINT}")]
+    Unreachable { socket: String, cause: EngineError },
     #[error("image {image} is not present on the docker engine{IMAGE_HINT}")]
     ImageMissing { image: String },
     #[error("failed to inspect image {image}")]
     InspectImage {
         image: String,
+        #[source]
+        source: EngineError,
+    },
+    #[error(
+        "{what} {value} is more than the docker engine offers ({available}) (hint: lower it in the [sandbox] table or its flag)"
+    )]
+    Limit {
+        what: &'static str,
+        value: String,
+        available: String,
+    },
+    #[error("failed to ask the docker engine for its resources")]
+    Info {
         #[source]
         source: EngineError,
     },
@@ -90,6 +107,15 @@ pub struct DockerSandbox {
     docker: Docker,
     config: DockerConfig,
     worker_id: String,
+    host: String,
+    /// Filled by `check_image`: what the image name resolved to on the engine.
+    image: OnceLock<ImageIdentity>,
+}
+
+#[derive(Clone, Debug)]
+struct ImageIdentity {
+    id: String,
+    repo_digests: Vec<String>,
 }
 
 impl DockerSandbox {
@@ -99,15 +125,25 @@ impl DockerSandbox {
         config: DockerConfig,
         worker_id: impl Into<String>,
     ) -> Result<Self, DockerSetupError> {
+        let socket = std::env::var("DOCKER_HOST")
+            .ok()
+            .filter(|host| host.starts_with("unix://"))
+            .unwrap_or_else(|| DEFAULT_SOCKET.to_owned());
+        let unreachable = |cause| DockerSetupError::Unreachable {
+            socket: socket.clone(),
+            cause,
+        };
         let docker = Docker::connect_with_unix_defaults()
-            .map_err(|source| DockerSetupError::Unreachable { source })?
+            .map_err(unreachable)?
             .negotiate_version()
             .await
-            .map_err(|source| DockerSetupError::Unreachable { source })?;
+            .map_err(unreachable)?;
         Ok(DockerSandbox {
             docker,
             config,
             worker_id: worker_id.into(),
+            host: host_name(),
+            image: OnceLock::new(),
         })
     }
 
@@ -115,10 +151,17 @@ impl DockerSandbox {
         &self.config
     }
 
-    /// Fails fast at worker start when the runner image was never built.
+    /// Fails fast at worker start when the runner image was never built, and pins what the
+    /// image's name resolves to for the evidence.
     pub async fn check_image(&self) -> Result<(), DockerSetupError> {
         match self.docker.inspect_image(&self.config.image).await {
-            Ok(_) => Ok(()),
+            Ok(inspect) => {
+                let _ = self.image.set(ImageIdentity {
+                    id: inspect.id.unwrap_or_default(),
+                    repo_digests: inspect.repo_digests.unwrap_or_default(),
+                });
+                Ok(())
+            }
             Err(EngineError::DockerResponseServerError {
                 status_code: 404, ..
             }) => Err(DockerSetupError::ImageMissing {
@@ -131,27 +174,54 @@ impl DockerSandbox {
         }
     }
 
-    /// Removes every container labelled with this worker's id: what a previous life of the
-    /// worker left behind when it was killed before its own cleanup ran. Returns how many.
+    /// Refuses limits the engine cannot grant (it would refuse every container), before any
+    /// job is taken.
+    pub async fn check_limits(&self) -> Result<(), DockerSetupError> {
+        let info = self
+            .docker
+            .info()
+            .await
+            .map_err(|source| DockerSetupError::Info { source })?;
+        if let Some(ncpu) = info.ncpu
+            && self.config.cpus > ncpu as f64
+        {
+            return Err(DockerSetupError::Limit {
+                what: "cpus",
+                value: self.config.cpus.to_string(),
+                available: format!("{ncpu} CPUs"),
+            });
+        }
+        Ok(())
+    }
+
+    /// Removes the containers that owners which died before their own cleanup ran left
+    /// behind: those labelled with this worker's id (a previous life of this worker), and
+    /// those whose owner on this host was a process `…-PID` that no longer exists (an
+    /// embedded proof killed outright). Returns how many.
     pub async fn reap_leftovers(&self) -> Result<usize, DockerSetupError> {
         let reap_error = |source| DockerSetupError::Reap {
             worker_id: self.worker_id.clone(),
             source,
         };
-        let filters =
-            HashMap::from([("label", vec![format!("{LABEL_WORKER}={}", self.worker_id)])]);
+        let filters = HashMap::from([("label", vec![LABEL_WORKER.to_owned()])]);
         let options = ListContainersOptionsBuilder::default()
             .all(true)
             .filters(&filters)
             .build();
-        let leftovers = self
+        let containers = self
             .docker
             .list_containers(Some(options))
             .await
             .map_err(reap_error)?;
         let mut reaped = 0;
-        for container in leftovers {
-            let Some(id) = container.id else { continue };
+        for container in containers {
+            let labels = container.labels.unwrap_or_default();
+            let owner = labels.get(LABEL_WORKER).map_or("", String::as_str);
+            let same_host = labels.get(LABEL_HOST) == Some(&self.host);
+            let abandoned = owner == self.worker_id || (same_host && owner_process_is_gone(owner));
+            let Some(id) = container.id.filter(|_| abandoned) else {
+                continue;
+            };
             match remove(&self.docker, &id).await {
                 Ok(()) => reaped += 1,
                 // Gone already: another cleanup path got there first.
@@ -203,6 +273,7 @@ impl DockerSandbox {
             (LABEL_PROOF.to_owned(), run.proof_id.clone()),
             (LABEL_JOB.to_owned(), run.job_id.clone()),
             (LABEL_WORKER.to_owned(), self.worker_id.clone()),
+            (LABEL_HOST.to_owned(), self.host.clone()),
         ]);
         let bind = |source: &Path, target: &str| Mount {
             source: Some(source.to_string_lossy().into_owned()),
@@ -265,6 +336,27 @@ impl DockerSandbox {
 impl Sandbox for DockerSandbox {
     fn name(&self) -> &'static str {
         "docker"
+    }
+
+    fn evidence(&self) -> SandboxEvidence {
+        let image = self.image.get();
+        SandboxEvidence {
+            kind: self.name().to_owned(),
+            container: Some(ContainerEvidence {
+                image: self.config.image.clone(),
+                image_id: image.map(|i| i.id.clone()).unwrap_or_default(),
+                repo_digests: image.map(|i| i.repo_digests.clone()).unwrap_or_default(),
+                memory_mb: self.config.memory_mb,
+                cpus: self.config.cpus,
+                pids: self.config.pids,
+                network: if self.config.network_default {
+                    "bridge"
+                } else {
+                    "none"
+                }
+                .to_owned(),
+            }),
+        }
     }
 
     #[tracing::instrument(skip_all, fields(proof_id = %run.proof_id, job_id = %run.job_id, worker_id = %self.worker_id))]
@@ -345,6 +437,32 @@ impl Sandbox for DockerSandbox {
             .map_err(|e| self.backend_error(run, "remove the job's container", &e))?;
         Ok(exit)
     }
+}
+
+/// This process's host name (its UTS namespace's, which is what a `…-PID` owner id is
+/// relative to).
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|name| name.trim().to_owned())
+        .unwrap_or_default()
+}
+
+/// True when `owner` ends in `-PID` and no process with that id exists here. A process we
+/// may not signal (EPERM) exists; so does this one.
+fn owner_process_is_gone(owner: &str) -> bool {
+    let Some(pid) = owner
+        .rsplit_once('-')
+        .and_then(|(_, pid)| pid.parse::<libc::pid_t>().ok())
+        .filter(|pid| *pid > 0)
+    else {
+        return false;
+    };
+    if pid as u32 == std::process::id() {
+        return false;
+    }
+    // SAFETY: signal 0 only checks that the process exists; nothing is sent.
+    let status = unsafe { libc::kill(pid, 0) };
+    status == -1 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
 }
 
 /// Docker reports a guest killed by signal N (through its init) as exit code 128+N, the shell

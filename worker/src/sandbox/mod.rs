@@ -4,8 +4,12 @@
 pub mod docker;
 pub mod process;
 
+use assay_common::evidence::SandboxEvidence;
+use assay_common::service_config::SandboxKind;
 use async_trait::async_trait;
+use docker::{DockerConfig, DockerSandbox, DockerSetupError};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Everything a sandbox needs to run one command. Paths are on the worker's filesystem; a
@@ -67,9 +71,35 @@ pub trait Sandbox: Send + Sync {
     /// A short name for reports (`process`, `docker`).
     fn name(&self) -> &'static str;
 
+    /// What the evidence records about this sandbox: its kind, and for a container the image
+    /// it really ran and its limits.
+    fn evidence(&self) -> SandboxEvidence;
+
     /// Runs the command to its end or its timeout. Cleans up everything it started on every
     /// path, including when the returned future is dropped.
     async fn run(&self, run: &SandboxRun) -> Result<SandboxExit, SandboxError>;
+}
+
+/// The sandbox a worker or an embedded proof runs its jobs in. A Docker sandbox checks its
+/// image and removes the containers that dead owners left behind before any job runs.
+pub async fn open(
+    kind: SandboxKind,
+    docker: &DockerConfig,
+    worker_id: &str,
+) -> Result<Arc<dyn Sandbox>, DockerSetupError> {
+    match kind {
+        SandboxKind::Process => Ok(Arc::new(process::ProcessSandbox)),
+        SandboxKind::Docker => {
+            let sandbox = DockerSandbox::connect(docker.clone(), worker_id).await?;
+            sandbox.check_image().await?;
+            sandbox.check_limits().await?;
+            let reaped = sandbox.reap_leftovers().await?;
+            if reaped > 0 {
+                tracing::warn!(reaped, "removed containers left behind by runs that died");
+            }
+            Ok(Arc::new(sandbox))
+        }
+    }
 }
 
 /// The environment a job starts from: PATH and the locale, nothing else unless configured.

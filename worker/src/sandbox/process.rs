@@ -3,6 +3,7 @@
 //! that forks cannot outlive its job.
 
 use super::{Sandbox, SandboxError, SandboxExit, SandboxRun};
+use assay_common::evidence::SandboxEvidence;
 use async_trait::async_trait;
 use std::fs::File;
 use std::os::unix::process::ExitStatusExt;
@@ -30,6 +31,13 @@ impl Drop for GroupGuard {
 impl Sandbox for ProcessSandbox {
     fn name(&self) -> &'static str {
         "process"
+    }
+
+    fn evidence(&self) -> SandboxEvidence {
+        SandboxEvidence {
+            kind: self.name().to_owned(),
+            container: None,
+        }
     }
 
     async fn run(&self, run: &SandboxRun) -> Result<SandboxExit, SandboxError> {

@@ -6,6 +6,7 @@ use anyhow::Context as _;
 use assay_coordinator::engine;
 use assay_worker::execute::JobContext;
 use assay_worker::sandbox::process::ProcessSandbox;
+use assay_worker::sandbox::warm::WarmPytest;
 use assay_worker::store::{ArtifactStore, ObjectArtifactStore};
 use assay_worker::tree::GitTreeSource;
 use std::path::Path;
@@ -32,7 +33,7 @@ pub fn job_context(
         .infrastructure()?;
     let ctx = JobContext {
         worker_id: engine::embedded_worker_id(),
-        sandbox: Arc::new(ProcessSandbox),
+        sandbox: Arc::new(WarmPytest::new(ProcessSandbox)),
         trees: Arc::new(GitTreeSource::new(repo)),
         store,
         scratch_root: scratch.path().to_owned(),

@@ -8,6 +8,7 @@ use crate::nats::{self, FleetError, QueueTuning};
 use crate::sandbox::Sandbox;
 use crate::sandbox::docker::{DockerConfig, DockerSandbox, DockerSetupError};
 use crate::sandbox::process::ProcessSandbox;
+use crate::sandbox::warm::WarmPytest;
 use crate::store::{ObjectArtifactStore, StoreError};
 use crate::store_tree::StoreTreeSource;
 use assay_common::WorkerId;
@@ -93,7 +94,7 @@ pub async fn sandbox_for(
     worker_id: &WorkerId,
 ) -> Result<Arc<dyn Sandbox>, ServiceError> {
     match worker.sandbox {
-        SandboxKind::Process => Ok(Arc::new(ProcessSandbox)),
+        SandboxKind::Process => Ok(Arc::new(WarmPytest::new(ProcessSandbox))),
         SandboxKind::Docker => {
             let docker = DockerSandbox::connect(
                 DockerConfig {

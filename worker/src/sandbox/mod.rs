@@ -3,6 +3,7 @@
 
 pub mod docker;
 pub mod process;
+pub mod warm;
 
 use async_trait::async_trait;
 use std::path::PathBuf;
@@ -70,6 +71,12 @@ pub trait Sandbox: Send + Sync {
     /// Runs the command to its end or its timeout. Cleans up everything it started on every
     /// path, including when the returned future is dropped.
     async fn run(&self, run: &SandboxRun) -> Result<SandboxExit, SandboxError>;
+
+    /// Runs a mutant job's command: the same contract as [`Sandbox::run`], for a sandbox that
+    /// can run the many near-identical runs of a mutation run faster (see [`warm`]).
+    async fn run_mutant(&self, run: &SandboxRun) -> Result<SandboxExit, SandboxError> {
+        self.run(run).await
+    }
 }
 
 /// The environment a job starts from: PATH and the locale, nothing else unless configured.

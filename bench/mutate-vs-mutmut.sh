@@ -86,22 +86,30 @@ PY
 make_project "$work/assay"
 make_project "$work/mutmut"
 
-start=$(date +%s.%N)
-set +e
-"$assay" mutate -C "$work/assay" --jobs "$jobs" --quiet --json "$work/assay.json" \
-    --store "file://$work/store" > "$work/assay.out"
-set -e
-end=$(date +%s.%N)
-assay_s=$(echo "$end - $start" | bc)
-assay_n=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['assay']['summary']['mutants'])" "$work/assay.json")
+# Wall time and CPU time (user + system, children included): on a shared machine the CPU
+# time is the steadier figure.
+measure() {
+    local out="$1"; shift
+    python3 - "$out" "$@" <<'PY'
+import resource, subprocess, sys, time
+out, argv = sys.argv[1], sys.argv[2:]
+start = time.monotonic()
+subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+wall = time.monotonic() - start
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+open(out, "w").write(f"{wall:.2f} {usage.ru_utime + usage.ru_stime:.2f}\n")
+PY
+}
 
-start=$(date +%s.%N)
-(cd "$work/mutmut" && mutmut run --max-children "$jobs" > "$work/mutmut.out" 2>&1) || true
-end=$(date +%s.%N)
-mutmut_s=$(echo "$end - $start" | bc)
+measure "$work/assay.time" "$assay" mutate -C "$work/assay" --jobs "$jobs" --quiet \
+    --json "$work/assay.json" --store "file://$work/store"
+read -r assay_s assay_cpu < "$work/assay.time"
+assay_n=$(python3 -c "import json,sys; s=json.load(open(sys.argv[1]))['assay']['summary']; print(s['mutants'] - s['pending'])" "$work/assay.json")
+
+(cd "$work/mutmut" && measure "$work/mutmut.time" mutmut run --max-children "$jobs")
+read -r mutmut_s mutmut_cpu < "$work/mutmut.time"
 mutmut_n=$(cd "$work/mutmut" && mutmut results --all true 2>/dev/null | grep -c ':' || true)
 
-cat "$work/assay.out"
-printf 'tool      mutants  seconds  mutants/min\n'
-printf 'assay     %7d  %7.1f  %11.1f\n' "$assay_n" "$assay_s" "$(echo "$assay_n * 60 / $assay_s" | bc -l)"
-printf 'mutmut    %7d  %7.1f  %11.1f\n' "$mutmut_n" "$mutmut_s" "$(echo "$mutmut_n * 60 / $mutmut_s" | bc -l)"
+printf 'tool      mutants  wall s   cpu s  mutants/min\n'
+printf 'assay     %7d  %6.1f  %6.1f  %11.1f\n' "$assay_n" "$assay_s" "$assay_cpu" "$(echo "$assay_n * 60 / $assay_s" | bc -l)"
+printf 'mutmut    %7d  %6.1f  %6.1f  %11.1f\n' "$mutmut_n" "$mutmut_s" "$mutmut_cpu" "$(echo "$mutmut_n * 60 / $mutmut_s" | bc -l)"

@@ -290,6 +290,10 @@ pub async fn run(
         ))
     });
 
+    let mut prefix = request.command_prefix.clone();
+    if per_line && request.runner == RunnerKind::Pytest {
+        prefix.push("-x".into());
+    }
     let mut results: Vec<Option<MutantResult>> = vec![None; plan.mutants.len()];
     let mut work = Vec::new();
     for (at, mutant) in plan.mutants.iter().enumerate() {
@@ -324,10 +328,6 @@ pub async fn run(
             },
             None => (Vec::new(), baseline_time),
         };
-        let mut prefix = request.command_prefix.clone();
-        if per_line && request.runner == RunnerKind::Pytest {
-            prefix.push("-x".into());
-        }
         let command = request.runner.command(&prefix, &covered_by, &[]);
         let mut job = spec(request, &tree, index + at, command);
         job.edit = Some(mutant.edit.clone());
@@ -397,6 +397,10 @@ pub async fn run(
             outcome.apply(slot);
             if matches!(slot.status, Status::Killed | Status::Timeout) {
                 let mut again = w.spec.clone();
+                let killers = killing_node_ids(&slot.covered_by, &slot.killed_by);
+                if slot.status == Status::Killed && !killers.is_empty() {
+                    again.command = request.runner.command(&prefix, &killers, &[]);
+                }
                 again.index += plan.mutants.len() as u32;
                 again.job_id = JobId::for_index(&request.run_id, again.index as usize);
                 again_specs.push(again);
@@ -478,6 +482,24 @@ impl Judged {
         slot.tests_completed = self.tests_completed;
         slot.duration_s = Some(self.duration_s);
     }
+}
+
+/// The covering node ids of the tests a report named as killers (a report names a case by
+/// function, a node id adds its file and class), to confirm a kill with those alone. Empty
+/// when one killer is not among them (a collection error): then the whole selection re-runs.
+fn killing_node_ids(covered_by: &[String], killed_by: &[String]) -> Vec<String> {
+    let mut ids = Vec::new();
+    for killer in killed_by {
+        let suffix = format!("::{killer}");
+        let before = ids.len();
+        ids.extend(covered_by.iter().filter(|id| id.ends_with(&suffix)).cloned());
+        if ids.len() == before {
+            return Vec::new();
+        }
+    }
+    ids.sort();
+    ids.dedup();
+    ids
 }
 
 /// Folds the second run of a killed or timed-out mutant into its record: a kill the second
@@ -860,6 +882,29 @@ mod tests {
                 .unwrap()
                 .contains("not retried: cut short")
         );
+    }
+
+    #[test]
+    fn a_kill_is_confirmed_by_the_killing_tests_alone() {
+        let covered: Vec<String> = [
+            "tests/test_pager.py::test_full_pages",
+            "tests/test_pager.py::PageTests::test_partial_last_page_is_counted",
+            "tests/test_pager.py::test_bounds[11-5]",
+        ]
+        .map(String::from)
+        .to_vec();
+        let killers = |names: &[&str]| {
+            let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+            killing_node_ids(&covered, &names)
+        };
+        assert_eq!(
+            killers(&["test_partial_last_page_is_counted", "test_bounds[11-5]"]),
+            [
+                "tests/test_pager.py::PageTests::test_partial_last_page_is_counted",
+                "tests/test_pager.py::test_bounds[11-5]"
+            ]
+        );
+        assert!(killers(&["test_full_pages", "tests/test_pager.py"]).is_empty());
     }
 
     #[test]

@@ -7,13 +7,14 @@ so every child loads the (mutated) product code from source. The parent answers 
 with the child's pid (so the caller can kill its process group) and then its exit status.
 """
 
+import gc
 import importlib.metadata
 import json
 import os
 import sys
 
 
-def child(request, base_path, channel_fds):
+def child(request, base_path, channel_fds, preloaded):
     import atexit
     import runpy
     import tempfile
@@ -32,6 +33,10 @@ def child(request, base_path, channel_fds):
             os.dup2(out, fd)
             os.close(out)
         os.chdir(request["cwd"])
+        for top in preloaded:
+            if os.path.exists(top + ".py") or os.path.isdir(top):
+                for name in [n for n in sys.modules if n == top or n.startswith(top + ".")]:
+                    del sys.modules[name]
         os.environ.clear()
         os.environ.update(request["env"])
         tempfile.tempdir = None
@@ -70,8 +75,15 @@ def main():
             __import__("_pytest." + name)
         except Exception:
             pass
-    # Plugin discovery scans every installed distribution; its directory listings are cached.
-    importlib.metadata.entry_points(group="pytest11")
+    # Installed plugins are imported once too. A child whose tree holds a module of the same
+    # top-level name drops them, so it imports the tree's, as a fresh run would.
+    preloaded = set()
+    for entry in importlib.metadata.entry_points(group="pytest11"):
+        try:
+            __import__(entry.module)
+            preloaded.add(entry.module.split(".")[0])
+        except Exception:
+            pass
     # `-c` put the server's own directory first; each child puts its tree there instead.
     base_path = sys.path[1:]
     requests = os.fdopen(os.dup(0), "r")
@@ -82,12 +94,15 @@ def main():
         answers.write(json.dumps(message) + "\n")
         answers.flush()
 
+    # What is loaded now stays: children's collections skip it and leave its pages shared.
+    gc.collect()
+    gc.freeze()
     answer({"ready": True})
     for line in requests:
         request = json.loads(line)
         pid = os.fork()
         if pid == 0:
-            child(request, base_path, channel_fds)
+            child(request, base_path, channel_fds, preloaded)
         try:
             os.setpgid(pid, pid)
         except OSError:

@@ -492,7 +492,12 @@ fn killing_node_ids(covered_by: &[String], killed_by: &[String]) -> Vec<String> 
     for killer in killed_by {
         let suffix = format!("::{killer}");
         let before = ids.len();
-        ids.extend(covered_by.iter().filter(|id| id.ends_with(&suffix)).cloned());
+        ids.extend(
+            covered_by
+                .iter()
+                .filter(|id| id.ends_with(&suffix))
+                .cloned(),
+        );
         if ids.len() == before {
             return Vec::new();
         }

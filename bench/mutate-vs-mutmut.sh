@@ -86,22 +86,42 @@ PY
 make_project "$work/assay"
 make_project "$work/mutmut"
 
-start=$(date +%s.%N)
-set +e
-"$assay" mutate -C "$work/assay" --jobs "$jobs" --quiet --json "$work/assay.json" \
-    --store "file://$work/store" > "$work/assay.out"
-set -e
-end=$(date +%s.%N)
-assay_s=$(echo "$end - $start" | bc)
-assay_n=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['assay']['summary']['mutants'])" "$work/assay.json")
+# Wall time and CPU time of the whole process tree (`perf stat` task-clock when perf is
+# installed; otherwise the reaped children's rusage, which misses processes killed at exit).
+# On a shared machine the CPU time is the steadier figure.
+measure() {
+    local out="$1"; shift
+    if command -v perf > /dev/null; then
+        local start end cpu
+        start=$(date +%s.%N)
+        perf stat -x, -e task-clock -o "$out.perf" "$@" > /dev/null 2>&1 || true
+        end=$(date +%s.%N)
+        cpu=$(awk -F, '/task-clock/ {printf "%.2f", $1 / 1000}' "$out.perf")
+        printf '%.2f %s\n' "$(echo "$end - $start" | bc)" "$cpu" > "$out"
+        return
+    fi
+    python3 - "$out" "$@" <<'PY'
+import resource, subprocess, sys, time
+out, argv = sys.argv[1], sys.argv[2:]
+start = time.monotonic()
+subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+wall = time.monotonic() - start
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+open(out, "w").write(f"{wall:.2f} {usage.ru_utime + usage.ru_stime:.2f}\n")
+PY
+}
 
-start=$(date +%s.%N)
-(cd "$work/mutmut" && mutmut run --max-children "$jobs" > "$work/mutmut.out" 2>&1) || true
-end=$(date +%s.%N)
-mutmut_s=$(echo "$end - $start" | bc)
+measure "$work/assay.time" "$assay" mutate -C "$work/assay" --jobs "$jobs" --quiet \
+    --json "$work/assay.json" --store "file://$work/store"
+read -r assay_s assay_cpu < "$work/assay.time"
+assay_n=$(python3 -c "import json,sys; s=json.load(open(sys.argv[1]))['assay']['summary']; print(s['mutants'] - s['pending'])" "$work/assay.json")
+
+(cd "$work/mutmut" && measure "$work/mutmut.time" mutmut run --max-children "$jobs")
+read -r mutmut_s mutmut_cpu < "$work/mutmut.time"
 mutmut_n=$(cd "$work/mutmut" && mutmut results --all true 2>/dev/null | grep -c ':' || true)
 
-cat "$work/assay.out"
-printf 'tool      mutants  seconds  mutants/min\n'
-printf 'assay     %7d  %7.1f  %11.1f\n' "$assay_n" "$assay_s" "$(echo "$assay_n * 60 / $assay_s" | bc -l)"
-printf 'mutmut    %7d  %7.1f  %11.1f\n' "$mutmut_n" "$mutmut_s" "$(echo "$mutmut_n * 60 / $mutmut_s" | bc -l)"
+printf 'tool      mutants  wall s   cpu s  mutants/min  mutants/cpu-min\n'
+printf 'assay     %7d  %6.1f  %6.1f  %11.1f  %15.1f\n' "$assay_n" "$assay_s" "$assay_cpu" \
+    "$(echo "$assay_n * 60 / $assay_s" | bc -l)" "$(echo "$assay_n * 60 / $assay_cpu" | bc -l)"
+printf 'mutmut    %7d  %6.1f  %6.1f  %11.1f  %15.1f\n' "$mutmut_n" "$mutmut_s" "$mutmut_cpu" \
+    "$(echo "$mutmut_n * 60 / $mutmut_s" | bc -l)" "$(echo "$mutmut_n * 60 / $mutmut_cpu" | bc -l)"

@@ -7,6 +7,7 @@ use anyhow::Context as _;
 use assay_coordinator::engine;
 use assay_worker::execute::JobContext;
 use assay_worker::sandbox::process::ProcessSandbox;
+use assay_worker::sandbox::warm::WarmPytest;
 use assay_worker::sandbox::{self, Sandbox};
 use assay_worker::store::{ArtifactStore, ObjectArtifactStore};
 use assay_worker::tree::GitTreeSource;
@@ -39,7 +40,7 @@ pub fn job_context(
     scratch_prefix: &str,
 ) -> Result<(JobContext, tempfile::TempDir), Failure> {
     job_context_in(
-        Arc::new(ProcessSandbox),
+        Arc::new(WarmPytest::new(ProcessSandbox)),
         repo,
         store,
         pass_env,

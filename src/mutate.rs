@@ -43,6 +43,9 @@ pub struct MutateArgs {
     /// Write the mutation-testing-report-schema JSON (Stryker's viewer reads it) here.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Write every mutant's unified diff here (`# mutant ID STATUS: LABEL` before each).
+    #[arg(long, value_name = "FILE")]
+    pub diff: Option<PathBuf>,
     /// Artifact store URL [default: a cache directory outside the repository].
     #[arg(long, value_name = "URL")]
     pub store: Option<String>,
@@ -120,6 +123,9 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
             .context("failed to encode the mutation report")
             .internal()?;
         write_atomically(path, &json).infrastructure()?;
+    }
+    if let Some(path) = &args.diff {
+        write_atomically(path, report.diffs().as_bytes()).infrastructure()?;
     }
     print!("{}", reporter::mutate_summary(&report));
     Ok(report.exit_code())

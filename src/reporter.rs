@@ -2,7 +2,7 @@
 //! optional JUnit XML for CI. Nothing else in Assay prints for humans.
 
 use assay_common::evidence::Evidence;
-use assay_common::job::JobStatus;
+use assay_common::job::{JobKind, JobStatus};
 use assay_common::verdict::{SideEvidence, Verdict};
 use assay_coordinator::engine::{ProgressSink, ProofEvent};
 use assay_coordinator::mutants::MutationCheck;
@@ -40,9 +40,14 @@ impl ProgressSink for StderrProgress {
                     JobStatus::Infrastructure { message, .. } => format!("INFRA {message}"),
                     JobStatus::Cancelled => "cancelled".into(),
                 };
+                // Mutants are their own phase, after (or instead of) the proof's jobs.
+                let (phase, label) = match (spec.kind, &spec.edit) {
+                    (JobKind::Mutant, Some(_)) => ("mutation", spec.kind.label(spec.side)),
+                    (JobKind::Mutant, None) => ("mutation", "unmutated".to_owned()),
+                    _ => ("prove", spec.kind.label(spec.side)),
+                };
                 eprintln!(
-                    "[prove] {done}/{total} {} ({:.1} s): {what}",
-                    spec.kind.label(spec.side),
+                    "[{phase}] {done}/{total} {label} ({:.1} s): {what}",
                     result.duration_ms as f64 / 1000.0
                 );
             }
@@ -232,6 +237,13 @@ pub fn mutate_summary(report: &MutateReport) -> String {
             _ => continue,
         };
         let _ = writeln!(out, "  {what}: {}", result.mutant.label());
+        if result.status == MutateStatus::Survived
+            && let Some(diff) = report.diff(result)
+        {
+            for line in diff.lines().skip(2) {
+                let _ = writeln!(out, "      {line}");
+            }
+        }
     }
     out
 }

@@ -84,6 +84,15 @@ fn a_weak_proving_test_lets_the_bound_swap_survive_and_the_summary_names_it() {
     assert_eq!(check["survivors"][0]["message"], expected);
     assert!(run.stdout.contains(expected), "{}", run.explain());
     assert!(run.stdout.contains("PROVEN"), "{}", run.explain());
+    // The mutants show under their own phase, after the proof's jobs.
+    assert!(run.stderr.contains("[prove] 1/"), "{}", run.explain());
+    assert!(run.stderr.contains("[mutation] 1/"), "{}", run.explain());
+    assert!(run.stderr.contains(" unmutated ("), "{}", run.explain());
+    assert!(
+        !run.stderr.contains("[prove] 1/7 mutant"),
+        "{}",
+        run.explain()
+    );
 }
 
 #[test]
@@ -214,7 +223,10 @@ fn pager_library() -> support::Repo {
 }
 
 fn mutate(repo: &support::Repo, args: &[&str]) -> Run {
-    let out_dir = tempfile::tempdir().expect("temp dir");
+    mutate_in(&tempfile::tempdir().expect("temp dir"), repo, args)
+}
+
+fn mutate_in(out_dir: &tempfile::TempDir, repo: &support::Repo, args: &[&str]) -> Run {
     let json = out_dir.path().join("mutation.json");
     let mut command = support::assay();
     command
@@ -289,4 +301,85 @@ fn mutate_exits_0_when_every_mutant_of_the_named_path_is_killed() {
     let files = report["files"].as_object().unwrap();
     assert_eq!(files.keys().collect::<Vec<_>>(), ["pager/clamp.py"]);
     assert_eq!(report["assay"]["summary"]["mutation_score"], 1.0);
+}
+
+#[test]
+fn mutate_writes_each_mutants_diff_and_prints_the_survivors() {
+    let repo = pager_library();
+    let out = tempfile::tempdir().expect("temp dir");
+    let diff_path = out.path().join("mutants.diff");
+    let diff_arg = diff_path.to_str().unwrap();
+    let run = mutate_in(&out, &repo, &["--jobs", "2", "--diff", diff_arg]);
+    assert_eq!(run.code, 5, "{}", run.explain());
+    let report = run.evidence.as_ref().expect("report written");
+    let mutants = report["files"]["pager/__init__.py"]["mutants"]
+        .as_array()
+        .unwrap();
+    let diffs = std::fs::read_to_string(&diff_path).expect("diff file written");
+    assert_eq!(diffs.matches("# mutant ").count(), mutants.len(), "{diffs}");
+    let swap = mutants
+        .iter()
+        .find(|m| m["description"] == "`>` -> `>=`" && m["location"]["start"]["line"] == 3)
+        .expect("the bound swap on line 3");
+    let id = swap["id"].as_str().unwrap();
+    assert!(
+        diffs.contains(&format!(
+            "# mutant {id} Killed: pager/__init__.py:3 changed (`>` -> `>=`)\n--- a/pager/__init__.py\n+++ b/pager/__init__.py\n@@ -1,6 +1,6 @@\n"
+        )),
+        "{diffs}"
+    );
+    assert!(diffs.contains("\n-    if total % size > 0:\n+    if total % size >= 0:\n"));
+    // The diff applies to the committed file as it is.
+    let one: String = diffs
+        .split("# mutant ")
+        .find(|d| d.starts_with(id))
+        .map(|d| d.split_once('\n').unwrap().1.to_owned())
+        .unwrap();
+    std::fs::write(out.path().join("one.diff"), one).unwrap();
+    repo.git(&[
+        "apply",
+        "--check",
+        out.path().join("one.diff").to_str().unwrap(),
+    ]);
+}
+
+#[test]
+fn a_budget_too_small_for_any_mutant_leaves_them_pending_with_the_reason() {
+    let repo = pager_library();
+    let run = mutate(&repo, &["--jobs", "2", "--budget", "30"]);
+    assert_eq!(
+        run.code,
+        5,
+        "uncovered lines still count: {}",
+        run.explain()
+    );
+    let report = run.evidence.as_ref().expect("report written");
+    let summary = &report["assay"]["summary"];
+    let mutants = report["files"]["pager/__init__.py"]["mutants"]
+        .as_array()
+        .unwrap();
+    let pending: Vec<&serde_json::Value> = mutants
+        .iter()
+        .filter(|m| m["status"] == "Pending")
+        .collect();
+    assert_eq!(summary["pending"], pending.len(), "{report:#}");
+    assert_eq!(
+        pending.len() + summary["no_coverage"].as_u64().unwrap() as usize,
+        mutants.len(),
+        "{report:#}"
+    );
+    assert!(
+        pending[0]["statusReason"]
+            .as_str()
+            .unwrap()
+            .contains("of the mutation budget left"),
+        "{report:#}"
+    );
+    // Only uncovered mutants have a verdict: the score is theirs, 0 of them detected.
+    assert_eq!(summary["mutation_score"], 0.0);
+    assert!(
+        run.stdout.contains(&format!("{} pending", pending.len())),
+        "{}",
+        run.explain()
+    );
 }

@@ -290,6 +290,10 @@ pub async fn run(
         ))
     });
 
+    let mut prefix = request.command_prefix.clone();
+    if per_line && request.runner == RunnerKind::Pytest {
+        prefix.push("-x".into());
+    }
     let mut results: Vec<Option<MutantResult>> = vec![None; plan.mutants.len()];
     let mut work = Vec::new();
     for (at, mutant) in plan.mutants.iter().enumerate() {
@@ -324,10 +328,6 @@ pub async fn run(
             },
             None => (Vec::new(), baseline_time),
         };
-        let mut prefix = request.command_prefix.clone();
-        if per_line && request.runner == RunnerKind::Pytest {
-            prefix.push("-x".into());
-        }
         let command = request.runner.command(&prefix, &covered_by, &[]);
         let mut job = spec(request, &tree, index + at, command);
         job.edit = Some(mutant.edit.clone());
@@ -387,42 +387,60 @@ pub async fn run(
     )
     .await;
 
-    // A kill is confirmed by one more run of the same selection; `-x` stops at the killer.
-    let mut confirm_specs = Vec::new();
-    let mut confirm_at = Vec::new();
+    // A kill is confirmed, and a timeout retried, by one more run of the same selection
+    // (`-x` stops at the killer); the second run's limit follows the same rules as the first.
+    let mut again_specs = Vec::new();
+    let mut again_at = Vec::new();
     for (w, outcome) in work.iter().zip(&judged) {
         let Some(outcome) = outcome else { continue };
         if let Some(slot) = results[w.at].as_mut() {
             outcome.apply(slot);
-            if slot.status == Status::Killed {
+            if matches!(slot.status, Status::Killed | Status::Timeout) {
                 let mut again = w.spec.clone();
+                let killers = killing_node_ids(&slot.covered_by, &slot.killed_by);
+                if slot.status == Status::Killed && !killers.is_empty() {
+                    again.command = request.runner.command(&prefix, &killers, &[]);
+                }
                 again.index += plan.mutants.len() as u32;
                 again.job_id = JobId::for_index(&request.run_id, again.index as usize);
-                confirm_specs.push(again);
-                confirm_at.push(w.at);
+                again_specs.push(again);
+                again_at.push((w.at, w.cost));
             }
         }
     }
-    let confirmations = run_mutants(
+    let again_costs: BTreeMap<JobId, Duration> = again_specs
+        .iter()
+        .zip(&again_at)
+        .map(|(spec, (_, cost))| (spec.job_id.clone(), *cost))
+        .collect();
+    let seconds = run_mutants(
         queue,
-        &confirm_specs,
+        &again_specs,
         request.slots,
         |spec: &mut JobSpec| {
-            let timeout = mutants::mutant_timeout(clock(started), baseline_time)?;
+            let expected = again_costs
+                .get(&spec.job_id)
+                .copied()
+                .unwrap_or(baseline_time);
+            let timeout = mutants::mutant_timeout(clock(started), expected)?;
             spec.timeout_secs = timeout.limit.as_secs().max(1);
             Ok(timeout)
         },
         |result, timeout| Some(judge(result, timeout)),
-        |_| None,
-        |_, _, _| {},
+        |reason| Some(pending(reason)),
+        |done, spec, result| {
+            progress.event(ProofEvent::JobFinished {
+                done: total + done + 1,
+                total: total + again_costs.len(),
+                spec,
+                result,
+            })
+        },
     )
     .await;
-    for (at, again) in confirm_at.into_iter().zip(confirmations) {
-        if let (Some(slot), Some(again)) = (results[at].as_mut(), again)
-            && again.status == Status::Survived
-        {
-            slot.flaky = true;
-            slot.status_reason = Some(format!("flaky kill: a second run ended {:?}", again.status));
+    for ((at, _), again) in again_at.into_iter().zip(seconds) {
+        if let (Some(slot), Some(again)) = (results[at].as_mut(), again) {
+            settle(slot, &again);
         }
     }
 
@@ -463,6 +481,64 @@ impl Judged {
         slot.killed_by = self.killed_by.clone();
         slot.tests_completed = self.tests_completed;
         slot.duration_s = Some(self.duration_s);
+    }
+}
+
+/// The covering node ids of the tests a report named as killers (a report names a case by
+/// function, a node id adds its file and class), to confirm a kill with those alone. Empty
+/// when one killer is not among them (a collection error): then the whole selection re-runs.
+fn killing_node_ids(covered_by: &[String], killed_by: &[String]) -> Vec<String> {
+    let mut ids = Vec::new();
+    for killer in killed_by {
+        let suffix = format!("::{killer}");
+        let before = ids.len();
+        ids.extend(
+            covered_by
+                .iter()
+                .filter(|id| id.ends_with(&suffix))
+                .cloned(),
+        );
+        if ids.len() == before {
+            return Vec::new();
+        }
+    }
+    ids.sort();
+    ids.dedup();
+    ids
+}
+
+/// Folds the second run of a killed or timed-out mutant into its record: a kill the second
+/// run does not repeat is flaky; a timeout stands only when the retry times out too,
+/// otherwise the retry's verdict is the mutant's.
+fn settle(slot: &mut MutantResult, again: &Judged) {
+    match (slot.status, again.status) {
+        (Status::Killed, Status::Survived) => {
+            slot.flaky = true;
+            slot.status_reason = Some("flaky kill: a second run of the same tests passed".into());
+        }
+        (Status::Timeout, Status::Timeout) => {
+            slot.status_reason = Some(format!(
+                "{}, and again when retried",
+                slot.status_reason.as_deref().unwrap_or("timed out")
+            ));
+        }
+        (Status::Timeout, Status::Pending) => {
+            slot.status_reason = Some(format!(
+                "{}; not retried: {}",
+                slot.status_reason.as_deref().unwrap_or("timed out"),
+                again.reason.as_deref().unwrap_or("the budget ran out")
+            ));
+        }
+        (Status::Timeout, _) => {
+            let first = slot.status_reason.clone().unwrap_or_default();
+            again.apply(slot);
+            let note = format!("the first run timed out ({first}); the retry decided");
+            slot.status_reason = Some(match &slot.status_reason {
+                Some(reason) => format!("{reason}; {note}"),
+                None => note,
+            });
+        }
+        _ => {}
     }
 }
 
@@ -648,6 +724,30 @@ impl MutateReport {
         }
     }
 
+    /// One mutant's unified diff against the HEAD file.
+    pub fn diff(&self, result: &MutantResult) -> Option<String> {
+        let source = self.files.get(&result.mutant.path)?;
+        mutants::diff::unified_diff(source.as_bytes(), &result.mutant.edit)
+    }
+
+    /// Every mutant's diff in plan order, each after a `# mutant ID STATUS: LABEL` line, so
+    /// one can be cut out and applied with `git apply`.
+    pub fn diffs(&self) -> String {
+        let mut out = String::new();
+        for result in &self.results {
+            let Some(diff) = self.diff(result) else {
+                continue;
+            };
+            out.push_str(&format!(
+                "# mutant {} {:?}: {}\n{diff}",
+                result.mutant.id,
+                result.status,
+                result.mutant.label()
+            ));
+        }
+        out
+    }
+
     /// Stryker's mutation-testing-report-schema (version 1) document, which its HTML viewer
     /// reads; Assay's summary rides along under `assay`.
     pub fn stryker_json(&self) -> serde_json::Value {
@@ -720,6 +820,142 @@ fn position(source: &str, offset: usize) -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn record(status: Status, reason: Option<&str>) -> MutantResult {
+        let source = "def is_past_end(page, last):\n    return page > last\n";
+        let plan = mutants::plan_mutants(
+            &[ChangedFile {
+                path: "pager/clamp.py".into(),
+                bytes: source.as_bytes().to_vec(),
+                changed_lines: [1, 2].into(),
+            }],
+            Some(1),
+        );
+        MutantResult {
+            mutant: plan.mutants[0].clone(),
+            status,
+            status_reason: reason.map(str::to_owned),
+            covered_by: vec!["tests/test_clamp.py::test_the_last_page".into()],
+            killed_by: Vec::new(),
+            tests_completed: None,
+            flaky: false,
+            duration_s: Some(60.0),
+        }
+    }
+
+    fn second(status: Status, killed_by: &[&str]) -> Judged {
+        Judged {
+            status,
+            reason: None,
+            killed_by: killed_by.iter().map(|s| s.to_string()).collect(),
+            tests_completed: Some(1),
+            duration_s: 0.4,
+        }
+    }
+
+    #[test]
+    fn a_timeout_is_final_only_when_the_retry_times_out_too() {
+        let mut slot = record(Status::Timeout, Some("ran past its 60s limit"));
+        settle(&mut slot, &second(Status::Timeout, &[]));
+        assert_eq!(slot.status, Status::Timeout);
+        assert_eq!(
+            slot.status_reason.as_deref(),
+            Some("ran past its 60s limit, and again when retried")
+        );
+
+        let mut slot = record(Status::Timeout, Some("ran past its 60s limit"));
+        settle(&mut slot, &second(Status::Killed, &["test_the_last_page"]));
+        assert_eq!(slot.status, Status::Killed);
+        assert_eq!(slot.killed_by, ["test_the_last_page"]);
+        assert!(
+            slot.status_reason
+                .unwrap()
+                .contains("the first run timed out")
+        );
+
+        let mut slot = record(Status::Timeout, Some("ran past its 60s limit"));
+        settle(&mut slot, &second(Status::Survived, &[]));
+        assert_eq!(slot.status, Status::Survived);
+
+        let mut slot = record(Status::Timeout, Some("ran past its 60s limit"));
+        let mut cut = second(Status::Pending, &[]);
+        cut.reason = Some("cut short by the mutation budget after 61s".into());
+        settle(&mut slot, &cut);
+        assert_eq!(slot.status, Status::Timeout);
+        assert!(
+            slot.status_reason
+                .unwrap()
+                .contains("not retried: cut short")
+        );
+    }
+
+    #[test]
+    fn a_kill_is_confirmed_by_the_killing_tests_alone() {
+        let covered: Vec<String> = [
+            "tests/test_pager.py::test_full_pages",
+            "tests/test_pager.py::PageTests::test_partial_last_page_is_counted",
+            "tests/test_pager.py::test_bounds[11-5]",
+        ]
+        .map(String::from)
+        .to_vec();
+        let killers = |names: &[&str]| {
+            let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+            killing_node_ids(&covered, &names)
+        };
+        assert_eq!(
+            killers(&["test_partial_last_page_is_counted", "test_bounds[11-5]"]),
+            [
+                "tests/test_pager.py::PageTests::test_partial_last_page_is_counted",
+                "tests/test_pager.py::test_bounds[11-5]"
+            ]
+        );
+        assert!(killers(&["test_full_pages", "tests/test_pager.py"]).is_empty());
+    }
+
+    #[test]
+    fn a_kill_the_second_run_does_not_repeat_is_flaky() {
+        let mut slot = record(Status::Killed, None);
+        settle(&mut slot, &second(Status::Survived, &[]));
+        assert_eq!(slot.status, Status::Killed);
+        assert!(slot.flaky);
+        let mut slot = record(Status::Killed, None);
+        settle(&mut slot, &second(Status::Killed, &["test_the_last_page"]));
+        assert!(!slot.flaky && slot.status_reason.is_none());
+    }
+
+    #[test]
+    fn a_budget_cut_run_scores_what_ran_with_a_wilson_interval() {
+        let statuses = [
+            (Status::Killed, 8),
+            (Status::Survived, 2),
+            (Status::Pending, 5),
+        ];
+        let results: Vec<MutantResult> = statuses
+            .iter()
+            .flat_map(|(status, n)| std::iter::repeat_n(*status, *n))
+            .map(|status| record(status, None))
+            .collect();
+        let report = MutateReport {
+            tree: "41e7".into(),
+            per_line_selection: true,
+            selection_note: None,
+            files: BTreeMap::new(),
+            results,
+            plan: MutationPlan::default(),
+            elapsed_s: 30.0,
+        };
+        let summary = report.summary();
+        assert_eq!((summary.mutants, summary.pending), (15, 5));
+        assert_eq!(summary.mutation_score, Some(0.8));
+        let (low, high) = summary.confidence_interval.unwrap();
+        assert!(
+            (low - 0.4902).abs() < 1e-3 && (high - 0.9433).abs() < 1e-3,
+            "{low} {high}"
+        );
+        // Only the ten with a verdict count towards the rate.
+        assert_eq!(summary.mutants_per_minute, 20.0);
+        assert_eq!(report.exit_code(), EXIT_SURVIVORS);
+    }
 
     #[test]
     fn positions_are_one_based_and_count_characters() {

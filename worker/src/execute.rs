@@ -8,7 +8,7 @@ use crate::sandbox::{Sandbox, SandboxExit, SandboxRun, clean_env};
 use crate::store::ArtifactStore;
 use crate::tree::TreeSource;
 use assay_common::WorkerId;
-use assay_common::job::{ArtifactRef, ByteEdit, JobResult, JobSpec, JobStatus};
+use assay_common::job::{ArtifactRef, ByteEdit, JobKind, JobResult, JobSpec, JobStatus};
 use assay_common::outcome::ReportOutcome;
 use assay_common::report;
 use assay_common::runner::ReportLocation;
@@ -164,7 +164,12 @@ async fn run_in(job: &JobSpec, ctx: &JobContext, scratch: &Path) -> Result<JobRe
         timeout: Duration::from_secs(job.timeout_secs.max(1)),
         network: false,
     };
-    let exit = ctx.sandbox.run(&run).await.map_err(|e| error_chain(&e))?;
+    let exit = if job.kind == JobKind::Mutant {
+        ctx.sandbox.run_mutant(&run).await
+    } else {
+        ctx.sandbox.run(&run).await
+    }
+    .map_err(|e| error_chain(&e))?;
     let status = match exit {
         SandboxExit::Exited(code) => JobStatus::Completed { exit_code: code },
         SandboxExit::Signalled(signal) => JobStatus::Completed {
@@ -261,7 +266,35 @@ fn apply_edit(tree_dir: &Path, edit: &ByteEdit) -> Result<(), String> {
     }
     bytes.splice(edit.start..edit.end, edit.replacement.bytes());
     std::fs::write(&path, bytes)
-        .map_err(|e| format!("failed to write mutant of {}: {e}", edit.path))
+        .map_err(|e| format!("failed to write mutant of {}: {e}", edit.path))?;
+    remove_cached_bytecode(&path)
+}
+
+/// Removes the edited module's compiled copies (`__pycache__/STEM.*.pyc`, committed or not):
+/// a cached compile of the original, checked by size and time only, must never run instead.
+fn remove_cached_bytecode(source: &Path) -> Result<(), String> {
+    let (Some(dir), Some(stem)) = (source.parent(), source.file_stem()) else {
+        return Ok(());
+    };
+    let prefix = format!("{}.", stem.to_string_lossy());
+    let cache = dir.join("__pycache__");
+    let entries = match std::fs::read_dir(&cache) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(format!("failed to list {}: {e}", cache.display())),
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with(&prefix) && name.ends_with(".pyc") {
+            std::fs::remove_file(entry.path()).map_err(|e| {
+                format!(
+                    "failed to remove stale bytecode {}: {e}",
+                    entry.path().display()
+                )
+            })?;
+        }
+    }
+    Ok(())
 }
 
 fn sanitize(id: &str) -> String {
@@ -286,4 +319,41 @@ pub fn error_chain(error: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_edit_removes_the_modules_cached_bytecode_and_nothing_else() {
+        let tree = tempfile::tempdir().unwrap();
+        let package = tree.path().join("pager");
+        let cache = package.join("__pycache__");
+        std::fs::create_dir_all(&cache).unwrap();
+        std::fs::write(package.join("__init__.py"), "LIMIT = 10\n").unwrap();
+        for name in [
+            "__init__.cpython-311.pyc",
+            "__init__.cpython-312.opt-1.pyc",
+            "bounds.cpython-311.pyc",
+        ] {
+            std::fs::write(cache.join(name), b"stale").unwrap();
+        }
+        let edit = ByteEdit {
+            path: "pager/__init__.py".into(),
+            start: 8,
+            end: 10,
+            replacement: "11".into(),
+        };
+        apply_edit(tree.path(), &edit).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(package.join("__init__.py")).unwrap(),
+            "LIMIT = 11\n"
+        );
+        let left: Vec<String> = std::fs::read_dir(&cache)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(left, ["bounds.cpython-311.pyc"]);
+    }
 }

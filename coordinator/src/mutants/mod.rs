@@ -4,6 +4,7 @@
 //! The budget and outcome rules that judge the mutants once they ran live in [`budget`].
 
 pub mod budget;
+pub mod diff;
 mod python;
 mod sites;
 

@@ -3,6 +3,7 @@
 
 pub mod docker;
 pub mod process;
+pub mod warm;
 
 use assay_common::evidence::SandboxEvidence;
 use assay_common::service_config::SandboxKind;
@@ -78,6 +79,12 @@ pub trait Sandbox: Send + Sync {
     /// Runs the command to its end or its timeout. Cleans up everything it started on every
     /// path, including when the returned future is dropped.
     async fn run(&self, run: &SandboxRun) -> Result<SandboxExit, SandboxError>;
+
+    /// Runs a mutant job's command: the same contract as [`Sandbox::run`], for a sandbox that
+    /// can run the many near-identical runs of a mutation run faster (see [`warm`]).
+    async fn run_mutant(&self, run: &SandboxRun) -> Result<SandboxExit, SandboxError> {
+        self.run(run).await
+    }
 }
 
 /// The sandbox a worker or an embedded proof runs its jobs in. A Docker sandbox checks its
@@ -88,7 +95,7 @@ pub async fn open(
     worker_id: &str,
 ) -> Result<Arc<dyn Sandbox>, DockerSetupError> {
     match kind {
-        SandboxKind::Process => Ok(Arc::new(process::ProcessSandbox)),
+        SandboxKind::Process => Ok(Arc::new(warm::WarmPytest::new(process::ProcessSandbox))),
         SandboxKind::Docker => {
             let sandbox = DockerSandbox::connect(docker.clone(), worker_id).await?;
             sandbox.check_image().await?;

@@ -1,0 +1,195 @@
+//! The warm pytest runner against real pytest: a forked run ends like a fresh `python -m pytest`
+//! run, sees the product code as it is on disk at each run, gets the job's environment, and is
+//! killed with its process group at the timeout while the server stays usable.
+
+use assay_worker::sandbox::process::ProcessSandbox;
+use assay_worker::sandbox::warm::WarmPytest;
+use assay_worker::sandbox::{Sandbox, SandboxExit, SandboxRun, clean_env};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+struct Job {
+    _root: tempfile::TempDir,
+    tree: PathBuf,
+    scratch: PathBuf,
+}
+
+impl Job {
+    fn new() -> Job {
+        let root = tempfile::tempdir().expect("temp dir");
+        let tree = root.path().join("tree");
+        let scratch = root.path().join("private");
+        std::fs::create_dir_all(tree.join("pager")).expect("tree dir");
+        std::fs::create_dir_all(tree.join("tests")).expect("tests dir");
+        std::fs::create_dir_all(scratch.join("home")).expect("home dir");
+        std::fs::write(
+            tree.join("pager/__init__.py"),
+            "def page_count(total, size):\n    return -(-total // size)\n",
+        )
+        .expect("product file");
+        std::fs::write(
+            tree.join("tests/test_pager.py"),
+            concat!(
+                "import os, time\n",
+                "from pager import page_count\n\n",
+                "def test_partial_last_page_is_counted():\n",
+                "    assert page_count(11, 5) == 3\n\n",
+                "def test_home_is_the_jobs_own():\n",
+                "    assert os.environ['HOME'].endswith('private/home')\n",
+                "    assert os.environ['PAGER_LOCALE'] == 'en_GB'\n\n",
+                "def test_slow_render():\n",
+                "    if os.environ.get('PAGER_HANG'):\n",
+                "        time.sleep(600)\n",
+            ),
+        )
+        .expect("test file");
+        Job {
+            _root: root,
+            tree,
+            scratch,
+        }
+    }
+
+    fn run(&self, args: &[&str], timeout: Duration, extra_env: &[(&str, &str)]) -> SandboxRun {
+        let mut command = vec!["python3".to_owned(), "-m".into(), "pytest".into()];
+        command.extend(["-p", "no:cacheprovider", "-q"].map(String::from));
+        command.push(format!(
+            "--junitxml={}",
+            self.scratch.join("report.xml").display()
+        ));
+        command.extend(args.iter().map(|a| a.to_string()));
+        let mut env = clean_env(&[]);
+        env.push((
+            "HOME".into(),
+            self.scratch.join("home").display().to_string(),
+        ));
+        env.push(("PYTHONDONTWRITEBYTECODE".into(), "1".into()));
+        env.extend(
+            extra_env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string())),
+        );
+        SandboxRun {
+            proof_id: "p-1796000000-0a1b2c3d".into(),
+            job_id: "p-1796000000-0a1b2c3d/0001".into(),
+            tree_dir: self.tree.clone(),
+            scratch_dir: self.scratch.clone(),
+            command,
+            env,
+            stdout_path: self.scratch.join("stdout.log"),
+            stderr_path: self.scratch.join("stderr.log"),
+            timeout,
+            network: false,
+        }
+    }
+
+    fn stdout(&self) -> String {
+        std::fs::read_to_string(self.scratch.join("stdout.log")).unwrap_or_default()
+    }
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::write(path, text).expect("rewrite product file");
+}
+
+const LOCALE: [(&str, &str); 1] = [("PAGER_LOCALE", "en_GB")];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forked_run_ends_like_a_fresh_one_and_sees_each_edit() {
+    let warm = WarmPytest::new(ProcessSandbox);
+    let job = Job::new();
+    let tests = ["tests/test_pager.py::test_partial_last_page_is_counted"];
+    let fresh = ProcessSandbox
+        .run(&job.run(&tests, Duration::from_secs(120), &LOCALE))
+        .await
+        .expect("fresh run");
+    let forked = warm
+        .run_mutant(&job.run(&tests, Duration::from_secs(120), &LOCALE))
+        .await
+        .expect("forked run");
+    assert_eq!(fresh, SandboxExit::Exited(0));
+    assert_eq!(forked, fresh);
+    assert!(job.stdout().contains("1 passed"), "{}", job.stdout());
+    let report = std::fs::read_to_string(job.scratch.join("report.xml")).expect("junit report");
+    assert!(report.contains("test_partial_last_page_is_counted"));
+
+    // The same server, the product changed on disk: the child must load the new code.
+    write(
+        &job.tree.join("pager/__init__.py"),
+        "def page_count(total, size):\n    return total // size\n",
+    );
+    let mutated = warm
+        .run_mutant(&job.run(&tests, Duration::from_secs(120), &LOCALE))
+        .await
+        .expect("forked run of the mutant");
+    assert_eq!(mutated, SandboxExit::Exited(1), "{}", job.stdout());
+    assert!(job.stdout().contains("1 failed"), "{}", job.stdout());
+
+    // The job's own environment reaches the tests; pytest's own exit codes come through.
+    write(
+        &job.tree.join("pager/__init__.py"),
+        "def page_count(total, size):\n    return -(-total // size)\n",
+    );
+    let env_run = warm
+        .run_mutant(&job.run(
+            &["tests/test_pager.py::test_home_is_the_jobs_own"],
+            Duration::from_secs(120),
+            &LOCALE,
+        ))
+        .await
+        .expect("forked run");
+    assert_eq!(env_run, SandboxExit::Exited(0), "{}", job.stdout());
+    let no_tests = warm
+        .run_mutant(&job.run(
+            &["tests/test_pager.py", "-k", "no_such_test"],
+            Duration::from_secs(120),
+            &LOCALE,
+        ))
+        .await
+        .expect("forked run");
+    assert_eq!(no_tests, SandboxExit::Exited(5), "{}", job.stdout());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hanging_run_is_killed_at_its_timeout_and_the_server_serves_on() {
+    let warm = WarmPytest::new(ProcessSandbox);
+    let job = Job::new();
+    let mut env = LOCALE.to_vec();
+    env.push(("PAGER_HANG", "1"));
+    let started = Instant::now();
+    let hung = warm
+        .run_mutant(&job.run(
+            &["tests/test_pager.py::test_slow_render"],
+            Duration::from_secs(3),
+            &env,
+        ))
+        .await
+        .expect("forked run");
+    assert_eq!(hung, SandboxExit::TimedOut);
+    assert!(started.elapsed() < Duration::from_secs(30));
+    let after = warm
+        .run_mutant(&job.run(
+            &["tests/test_pager.py::test_partial_last_page_is_counted"],
+            Duration::from_secs(120),
+            &env,
+        ))
+        .await
+        .expect("run after a timeout");
+    assert_eq!(after, SandboxExit::Exited(0), "{}", job.stdout());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn other_commands_run_in_the_wrapped_sandbox() {
+    let warm = WarmPytest::new(ProcessSandbox);
+    let job = Job::new();
+    let mut run = job.run(&[], Duration::from_secs(60), &LOCALE);
+    run.command = ["sh", "-c", "echo rendered 3 pages"]
+        .map(String::from)
+        .to_vec();
+    assert_eq!(
+        warm.run_mutant(&run).await.expect("shell run"),
+        SandboxExit::Exited(0)
+    );
+    assert_eq!(job.stdout(), "rendered 3 pages\n");
+    assert_eq!(warm.name(), "process");
+}

@@ -3,6 +3,7 @@
 
 use assay_common::evidence::Evidence;
 use assay_common::job::JobStatus;
+use assay_common::suite::{CaseOutcome, SuiteReport};
 use assay_common::verdict::{SideEvidence, Verdict};
 use assay_coordinator::engine::{ProgressSink, ProofEvent};
 use assay_coordinator::mutants::MutationCheck;
@@ -138,6 +139,52 @@ pub fn junit(evidence: &Evidence) -> String {
                     escape(&c.reason)
                 );
             }
+        }
+    }
+    xml.push_str("</testsuite>\n");
+    xml
+}
+
+/// An `assay test` run as JUnit XML, one testcase per case in plan order. Quarantined
+/// failures and cases never admitted are skipped, with why, so CI counts what the exit code does.
+pub fn suite_junit(report: &SuiteReport) -> String {
+    let t = &report.totals;
+    let mut xml = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(
+        xml,
+        "<testsuite name=\"assay test {}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" time=\"{:.3}\">",
+        escape(&report.run_id),
+        t.total,
+        t.failed,
+        t.error,
+        t.skipped + t.not_run + t.quarantined,
+        report.duration_s
+    );
+    for case in &report.cases {
+        let (classname, name) = match case.display.split_once("::") {
+            Some((file, rest)) => (file, rest),
+            None => (report.runner.as_str(), case.display.as_str()),
+        };
+        let _ = write!(
+            xml,
+            "  <testcase classname=\"{}\" name=\"{}\" time=\"{:.3}\"",
+            escape(classname),
+            escape(name),
+            case.duration_s.unwrap_or(0.0)
+        );
+        let message = escape(case.message.as_deref().unwrap_or(""));
+        let inner = match case.outcome {
+            _ if case.quarantined => format!("<skipped message=\"quarantined: {message}\"/>"),
+            CaseOutcome::Passed => String::new(),
+            CaseOutcome::Failed => format!("<failure message=\"{message}\"/>"),
+            CaseOutcome::Error => format!("<error message=\"{message}\"/>"),
+            CaseOutcome::Skipped => format!("<skipped message=\"{message}\"/>"),
+            CaseOutcome::NotRun => format!("<skipped message=\"not run: {message}\"/>"),
+        };
+        if inner.is_empty() {
+            xml.push_str("/>\n");
+        } else {
+            let _ = writeln!(xml, ">{inner}</testcase>");
         }
     }
     xml.push_str("</testsuite>\n");

@@ -23,7 +23,9 @@ use assay_coordinator::suite::cluster::{self, ClusterQueue, FleetHalt};
 use assay_worker::store_tree::upload_tree;
 use assay_coordinator::source;
 use assay_coordinator::suite::runners::{self, SuiteRunner, SuiteSetup};
-use assay_coordinator::suite::{AsReported, CollectError, ManifestJudge, Settle};
+use assay_coordinator::suite::{
+    AsReported, CollectError, ManifestJudge, OneFilePerJob, Settle,
+};
 use assay_worker::store::ArtifactStore;
 use assay_coordinator::suite::audit::{self, JobSelection};
 use assay_coordinator::suite::halt::{AdmissionGate, HaltError, HaltFile};
@@ -478,10 +480,10 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
         expectations: &collection.expectations,
         store: &*store,
     };
-    let settle: &dyn Settle = if runner == SuiteRunner::Kind(RunnerKind::Manifest) {
-        &judge
-    } else {
-        &AsReported
+    let settle: &dyn Settle = match runner {
+        SuiteRunner::Kind(RunnerKind::Manifest) => &judge,
+        SuiteRunner::Kind(RunnerKind::Node) => &OneFilePerJob,
+        _ => &AsReported,
     };
     let outcome = suite::run_admitted(&plan, &*queue, jobs, &*halt, settle, &progress)
         .await

@@ -255,6 +255,24 @@ impl Settle for AsReported {
     }
 }
 
+/// For node:test, whose JUnit reporter names no file: each job runs one file, so a result
+/// without a file is that file's.
+pub struct OneFilePerJob;
+
+#[async_trait]
+impl Settle for OneFilePerJob {
+    async fn settle(&self, spec: &JobSpec, mut result: JobResult) -> JobResult {
+        if let (ReportOutcome::Parsed(report), [file]) =
+            (&mut result.report, spec.selected_tests.as_slice())
+        {
+            for case in report.cases.iter_mut().filter(|c| c.file.is_empty()) {
+                case.file = file.clone();
+            }
+        }
+        result
+    }
+}
+
 /// Judges manifest rows with [`manifest::judge`]; each job runs one row.
 pub struct ManifestJudge<'a> {
     pub expectations: &'a BTreeMap<String, Expectation>,

@@ -151,7 +151,8 @@ impl SuiteSetup {
     pub fn may_share_a_job(&self, a: &SuiteCase, b: &SuiteCase) -> bool {
         match self.runner {
             SuiteRunner::Kind(RunnerKind::Go) => a.package == b.package,
-            SuiteRunner::Kind(RunnerKind::Manifest) => false,
+            // node's JUnit reporter names no file: a job's file is known only when it is one.
+            SuiteRunner::Kind(RunnerKind::Manifest | RunnerKind::Node) => false,
             _ => true,
         }
     }
@@ -165,7 +166,7 @@ impl SuiteSetup {
     ) -> Result<(Vec<SuiteCase>, BTreeMap<String, Expectation>), CollectError> {
         let runner = self.runner;
         let source_err = |source| CollectError::Source { runner, source };
-        let command_text = self.prefix.join(" ");
+        let command_text = shell_words(&self.prefix);
         match runner {
             SuiteRunner::Command => Ok((
                 vec![SuiteCase::whole_command(&command_text, CaseScope::ExitStatus)],
@@ -216,6 +217,24 @@ impl SuiteSetup {
             }
         }
     }
+}
+
+/// The argv as a shell would read it back: words with spaces or quotes single-quoted.
+fn shell_words(argv: &[String]) -> String {
+    argv.iter()
+        .map(|word| {
+            let plain = !word.is_empty()
+                && word
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
+            if plain {
+                word.clone()
+            } else {
+                format!("'{}'", word.replace('\'', r"'\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Go cases from `(import path, test name)` pairs: each placed in the `_test.go` file of its
@@ -371,5 +390,16 @@ mod tests {
             ["python3", "run.py", "corpus/integer/add.inv"]
         );
         assert!(!manifest.may_share_a_job(&case, &case));
+    }
+
+    #[test]
+    fn a_whole_command_case_reads_back_as_typed() {
+        let argv: Vec<String> = ["sh", "-c", "pytest -q && coverage report", "it's"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(
+            shell_words(&argv),
+            r"sh -c 'pytest -q && coverage report' 'it'\''s'"
+        );
     }
 }

@@ -9,6 +9,7 @@ use crate::reporter;
 use anyhow::{Context, anyhow};
 use assay_common::ProofId;
 use assay_common::TreeId;
+use assay_common::fleet::Subjects;
 use assay_common::job::{JobResult, JobStatus};
 use assay_common::report::summary::{self, SuiteStatus};
 use assay_common::runner::{ReportFormat, RunnerKind};
@@ -17,22 +18,19 @@ use assay_common::suite::{
     SuiteReport, SuiteTotals, derive_outcome,
 };
 use assay_coordinator::engine;
-use assay_common::fleet::Subjects;
 use assay_coordinator::queue::{InProcessQueue, JobQueue};
-use assay_coordinator::suite::cluster::{self, ClusterQueue, FleetHalt};
-use assay_worker::store_tree::upload_tree;
 use assay_coordinator::source;
-use assay_coordinator::suite::runners::{self, SuiteRunner, SuiteSetup};
-use assay_coordinator::suite::{
-    AsReported, CollectError, ManifestJudge, OneFilePerJob, Settle,
-};
-use assay_worker::store::ArtifactStore;
 use assay_coordinator::suite::audit::{self, JobSelection};
+use assay_coordinator::suite::cluster::{self, ClusterQueue, FleetHalt};
 use assay_coordinator::suite::halt::{AdmissionGate, HaltError, HaltFile};
 use assay_coordinator::suite::history::{self, RunSummary};
 use assay_coordinator::suite::ledger::{self, Ledger};
+use assay_coordinator::suite::runners::{self, SuiteRunner, SuiteSetup};
 use assay_coordinator::suite::select::{self, Selectors};
 use assay_coordinator::suite::{self, StopReason, SuiteEvent, SuiteProgress};
+use assay_coordinator::suite::{AsReported, CollectError, ManifestJudge, OneFilePerJob, Settle};
+use assay_worker::store::ArtifactStore;
+use assay_worker::store_tree::upload_tree;
 use clap::Args;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -826,11 +824,9 @@ impl Fleet {
         let client = assay_worker::nats::connect(url, "")
             .await
             .map_err(|e| Failure::infrastructure(e.into()))?;
-        let proofs = assay_worker::nats::proofs_bucket(&async_nats::jetstream::new(
-            client.clone(),
-        ))
-        .await
-        .map_err(|e| Failure::infrastructure(e.into()))?;
+        let proofs = assay_worker::nats::proofs_bucket(&async_nats::jetstream::new(client.clone()))
+            .await
+            .map_err(|e| Failure::infrastructure(e.into()))?;
         Ok(Self { client, proofs })
     }
 }

@@ -3,8 +3,13 @@
 //! to real git repositories built in temp dirs. Needs `python3` with `pytest` and `coverage`,
 //! `go` and `node`.
 
+mod support;
+
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
+use support::servers::start_nats;
 
 struct Project {
     dir: tempfile::TempDir,
@@ -516,7 +521,10 @@ fn go_tests_are_listed_per_package_and_run_one_by_one() {
     let run = project.test(&args);
     let err = stderr(&run);
     assert_eq!(code(&run), 1, "{err}");
-    assert!(err.contains("[test] FAIL ledger_test.go::TestOverdrawn"), "{err}");
+    assert!(
+        err.contains("[test] FAIL ledger_test.go::TestOverdrawn"),
+        "{err}"
+    );
     let json = read_json(&report);
     assert_eq!(json["runner"], "go");
     assert_eq!(
@@ -538,7 +546,10 @@ const INVOICE_JS: &str = "exports.total = (net, rate) => Math.round(net * (1 + r
 #[test]
 fn node_test_files_are_cases_and_a_failing_file_fails_its_case() {
     let project = Project::new(&[
-        ("package.json", "{\"name\": \"invoice\", \"private\": true}\n"),
+        (
+            "package.json",
+            "{\"name\": \"invoice\", \"private\": true}\n",
+        ),
         ("invoice.js", INVOICE_JS),
         (
             "test/invoice.test.js",
@@ -599,7 +610,10 @@ fn corpus_files() -> Vec<(String, String)> {
 #[test]
 fn manifest_rows_are_cases_judged_by_their_expectations() {
     let files = corpus_files();
-    let borrowed: Vec<(&str, &str)> = files.iter().map(|(p, t)| (p.as_str(), t.as_str())).collect();
+    let borrowed: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
     let project = Project::new(&borrowed);
     let manifest = [
         "--runner",
@@ -615,7 +629,10 @@ fn manifest_rows_are_cases_judged_by_their_expectations() {
     let run = project.test(&args);
     let err = stderr(&run);
     assert_eq!(code(&run), 1, "{err}");
-    assert!(err.contains("[test] FAIL corpus/integer/halve.inv"), "{err}");
+    assert!(
+        err.contains("[test] FAIL corpus/integer/halve.inv"),
+        "{err}"
+    );
     assert!(err.contains("[test] 7/7 completed, 1 failed"), "{err}");
     let json = read_json(&report);
     assert_eq!(
@@ -636,7 +653,10 @@ fn manifest_rows_are_cases_judged_by_their_expectations() {
         .into_iter()
         .map(|(_, d)| d)
         .collect();
-    assert_eq!(integer, ["corpus/integer/add-small.inv", "corpus/integer/halve.inv"]);
+    assert_eq!(
+        integer,
+        ["corpus/integer/add-small.inv", "corpus/integer/halve.inv"]
+    );
 }
 
 const PRICING_PY: &str = "def net(gross, rate):\n    return round(gross / (1 + rate), 2)\n\n\ndef gross(net, rate):\n    return round(net * (1 + rate), 2)\n";
@@ -646,8 +666,7 @@ const PRICING_TESTS: &str = "from pricing import gross, net\n\n\ndef test_net():
 /// Coverage of the pricing module drops when uncovered code lands.
 const PRICING_UNTESTED: &str = "\n\ndef discount(price, code):\n    if code == 'SPRING':\n        return price * 0.9\n    if code == 'STAFF':\n        return price * 0.7\n    if code == 'VIP':\n        return price * 0.8\n    return price\n";
 
-const COVERAGE_COMMAND: &str =
-    "sh -c 'python3 -m coverage run --include=pricing.py -m pytest -q -p no:cacheprovider && python3 -m coverage report'";
+const COVERAGE_COMMAND: &str = "sh -c 'python3 -m coverage run --include=pricing.py -m pytest -q -p no:cacheprovider && python3 -m coverage report'";
 
 #[test]
 fn a_command_suite_records_counts_and_coverage_and_a_coverage_drop_raises_an_alert() {
@@ -694,7 +713,10 @@ fn a_command_suite_records_counts_and_coverage_and_a_coverage_drop_raises_an_ale
     assert_eq!(runs.len(), 2);
     assert_eq!(runs[0]["coverage_pct"], 100.0);
     assert!(runs[1]["coverage_pct"].as_f64().unwrap_or(100.0) < 95.0);
-    assert_eq!((runs[1]["total"].as_u64(), runs[1]["passed"].as_u64()), (Some(2), Some(2)));
+    assert_eq!(
+        (runs[1]["total"].as_u64(), runs[1]["passed"].as_u64()),
+        (Some(2), Some(2))
+    );
     let xml = std::fs::read_to_string(&junit).expect("junit written");
     assert!(xml.contains("tests=\"1\" failures=\"0\""), "{xml}");
 }
@@ -702,7 +724,12 @@ fn a_command_suite_records_counts_and_coverage_and_a_coverage_drop_raises_an_ale
 #[test]
 fn a_command_that_is_not_found_errors_and_a_failing_one_fails() {
     let project = Project::new(&[("ci/check.sh", "echo '3 passed, 1 failed'\nexit 1\n")]);
-    let missing = project.test(&["--runner", "command", "--test-command", "sh -c ./ci/lint.sh"]);
+    let missing = project.test(&[
+        "--runner",
+        "command",
+        "--test-command",
+        "sh -c ./ci/lint.sh",
+    ]);
     assert_eq!(code(&missing), 1, "{}", stderr(&missing));
     assert!(
         stdout(&missing).contains("Status: error"),
@@ -720,7 +747,8 @@ fn a_command_that_is_not_found_errors_and_a_failing_one_fails() {
     ]);
     assert_eq!(code(&failing), 1, "{}", stderr(&failing));
     assert!(
-        stdout(&failing).contains("Tests: 3/4 passed") && stdout(&failing).contains("Status: failing"),
+        stdout(&failing).contains("Tests: 3/4 passed")
+            && stdout(&failing).contains("Status: failing"),
         "{}",
         stdout(&failing)
     );
@@ -771,7 +799,11 @@ fn a_junit_command_is_one_case_judged_by_its_report() {
     );
     let refused = project.test(&["--runner", "junit"]);
     assert_eq!(code(&refused), 2, "{}", stderr(&refused));
-    assert!(stderr(&refused).contains("needs a command"), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("needs a command"),
+        "{}",
+        stderr(&refused)
+    );
 }
 
 /// Strips what depends on timing or the run's identity: run ids, start times, durations,
@@ -807,11 +839,16 @@ fn a_three_hundred_test_suite_reports_the_same_with_one_job_or_four() {
                     (0..test).sum::<u32>()
                 ),
             };
-            text.push_str(&format!("\ndef test_invoice_{module:02}_{test}():\n{body}\n"));
+            text.push_str(&format!(
+                "\ndef test_invoice_{module:02}_{test}():\n{body}\n"
+            ));
         }
         files.push((format!("tests/test_invoices_{module:02}.py"), text));
     }
-    let borrowed: Vec<(&str, &str)> = files.iter().map(|(p, t)| (p.as_str(), t.as_str())).collect();
+    let borrowed: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
     let project = Project::new(&borrowed);
     // Batches of about 15 cases keep 300 cases to seconds; each run starts without recorded
     // durations, so both plan the same batches and only the number in flight differs.
@@ -841,4 +878,139 @@ fn a_three_hundred_test_suite_reports_the_same_with_one_job_or_four() {
     assert_eq!(one["totals"]["skipped"], 1);
     assert_eq!(one["jobs"].as_array().map(Vec::len), Some(20));
     assert_eq!(timing_free(one), timing_free(four));
+}
+
+/// A fleet service run from the binary, killed when the test ends.
+struct Service(Child);
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `assay SERVICE ARGS…` and waits for its log to say `ready`.
+fn start_service(args: &[&str], env: &[(&str, &str)], ready: &str) -> Service {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_assay"))
+        .args(args)
+        .envs(env.iter().copied())
+        .env("ASSAY_LOG", "info")
+        .env("ASSAY_HTTP_LISTEN", "")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("assay service starts");
+    let stderr = child.stderr.take().expect("piped stderr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let wanted = ready.to_owned();
+    std::thread::spawn(move || {
+        // Keeps draining after the line is seen, so the service never blocks on its log.
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if line.contains(&wanted) {
+                let _ = tx.send(());
+            }
+        }
+    });
+    let service = Service(child);
+    rx.recv_timeout(Duration::from_secs(60))
+        .unwrap_or_else(|_| panic!("assay {args:?} did not log {ready:?}"));
+    service
+}
+
+#[test]
+fn a_suite_runs_through_the_fleet_and_the_fleet_halt_stops_it_until_resume() {
+    let nats = start_nats();
+    let url = format!("nats://127.0.0.1:{}", nats.port);
+    let store_dir = tempfile::tempdir().expect("temp dir");
+    let cache_dir = tempfile::tempdir().expect("temp dir");
+    let store = format!("file://{}", store_dir.path().display());
+    let _coordinator = start_service(
+        &["coordinator", "--nats", &url, "--store", &store],
+        &[],
+        "coordinator started",
+    );
+    let _worker = start_service(
+        &[
+            "worker",
+            "--nats",
+            &url,
+            "--store",
+            &store,
+            "--slots",
+            "2",
+            "--sandbox",
+            "process",
+        ],
+        &[("ASSAY_TREE_CACHE_DIR", &cache_dir.path().to_string_lossy())],
+        "worker started",
+    );
+    let project = pytest_project();
+    let report = project.json_path();
+    let fleet = ["--cluster", url.as_str(), "--store", store.as_str()];
+    let out = project.test(
+        &[
+            &fleet[..],
+            &["--jobs", "3", "--json", report.to_str().expect("utf-8")][..],
+        ]
+        .concat(),
+    );
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    assert!(err.contains("[test] 7/7 passed"), "{err}");
+    let json = read_json(&report);
+    let listed: Vec<String> = listing(&project.test(&["--list-cases"]))
+        .into_iter()
+        .map(|(_, d)| d)
+        .collect();
+    let ran: Vec<String> = outcomes(&json).into_iter().map(|(d, _)| d).collect();
+    assert_eq!(ran, listed, "plan order on the fleet as embedded");
+    assert!(outcomes(&json).iter().all(|(_, o)| o == "passed"), "{json}");
+    // Each case's stdout is its own artifact in the fleet's store.
+    let key = json["cases"][2]["artifacts"]
+        .as_array()
+        .and_then(|a| a.iter().find(|a| a["name"] == "stdout"))
+        .and_then(|a| a["key"].as_str())
+        .expect("stdout artifact")
+        .to_owned();
+    let stored = walk_find(store_dir.path(), &key).expect("artifact in the fleet store");
+    let text = std::fs::read_to_string(stored).expect("readable");
+    assert!(text.contains("1 passed"), "the slow case's own run: {text}");
+
+    let halt = project.assay(&[
+        "halt",
+        "--cluster",
+        &url,
+        "--reason",
+        "invoice database migration",
+    ]);
+    assert_eq!(code(&halt), 0, "{}", stderr(&halt));
+    let blocked = project.test(&fleet);
+    assert_eq!(code(&blocked), 3, "{}", stderr(&blocked));
+    assert!(
+        stderr(&blocked).contains("[HALT] test stopped. Reason: invoice database migration"),
+        "{}",
+        stderr(&blocked)
+    );
+    // The fleet halt is the fleet's: this machine's embedded runs are not halted by it.
+    let embedded = project.test(&["--file", "tests/billing/test_invoice.py"]);
+    assert_eq!(code(&embedded), 0, "{}", stderr(&embedded));
+    let resume = project.assay(&["resume", "--cluster", &url]);
+    assert_eq!(code(&resume), 0, "{}", stderr(&resume));
+    assert!(
+        stdout(&resume).contains("admission resumed"),
+        "{}",
+        stdout(&resume)
+    );
+    let again =
+        project.test(&[&fleet[..], &["--file", "tests/billing/test_invoice.py"][..]].concat());
+    assert_eq!(code(&again), 0, "{}", stderr(&again));
+    assert!(
+        stderr(&again).contains("[test] 2/2 passed"),
+        "{}",
+        stderr(&again)
+    );
 }

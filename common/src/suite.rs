@@ -234,8 +234,7 @@ pub fn parse_go_list(stdout: &str) -> Vec<(String, String)> {
                 listed.extend(pending.drain(..).map(|name| (package.to_owned(), name)));
             }
             pending.clear();
-        } else if line.starts_with("Test")
-            && line.chars().all(|c| c.is_alphanumeric() || c == '_')
+        } else if line.starts_with("Test") && line.chars().all(|c| c.is_alphanumeric() || c == '_')
         {
             pending.push(line.to_owned());
         } else if !line.starts_with("Benchmark")
@@ -645,7 +644,12 @@ mod tests {
         for code in [126, 127] {
             let derived = judged(done(code));
             assert_eq!(derived.outcome, CaseOutcome::Error);
-            assert!(derived.message.unwrap_or_default().contains("not found or is not executable"));
+            assert!(
+                derived
+                    .message
+                    .unwrap_or_default()
+                    .contains("not found or is not executable")
+            );
         }
         assert_eq!(judged(JobStatus::TimedOut).outcome, CaseOutcome::Error);
     }

@@ -151,9 +151,7 @@ impl JobQueue for ClusterQueue {
         let waiter = async move {
             let mut result = match await_result(events, proofs, id).await {
                 Ok(result) => result,
-                Err(message) => {
-                    JobResult::infrastructure(&job, WorkerId("fleet".into()), message)
-                }
+                Err(message) => JobResult::infrastructure(&job, WorkerId("fleet".into()), message),
             };
             // Back to the suite's own numbering, so results reassemble by plan index.
             result.index = job.index;
@@ -212,9 +210,10 @@ impl Drop for FleetHalt {
 impl AdmissionGate for FleetHalt {
     fn stop_reason(&self) -> Option<String> {
         // A poisoned lock still halts: failing open would admit.
-        self.reason
-            .lock()
-            .map_or_else(|_| Some("the halt state is unreadable".into()), |r| r.clone())
+        self.reason.lock().map_or_else(
+            |_| Some("the halt state is unreadable".into()),
+            |r| r.clone(),
+        )
     }
 }
 

@@ -67,7 +67,10 @@ pub enum CollectError {
     #[error("`assay test` cannot run {runner} suites: {why}")]
     Unsupported { runner: SuiteRunner, why: String },
     #[error("collecting {runner} cases failed in the infrastructure lane: {message}")]
-    Infrastructure { runner: SuiteRunner, message: String },
+    Infrastructure {
+        runner: SuiteRunner,
+        message: String,
+    },
     #[error("collecting {runner} cases failed ({how}){detail}")]
     Guest {
         runner: SuiteRunner,
@@ -104,7 +107,10 @@ pub struct Collection {
 /// Collects the suite's cases: by running the runner's listing as a job on the queue (so
 /// collection happens wherever the tests would run), or from the tree where the cases are
 /// files, manifest rows or the whole command.
-#[expect(clippy::too_many_arguments, reason = "one call site; each part is distinct")]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one call site; each part is distinct"
+)]
 pub async fn collect(
     run_id: &ProofId,
     setup: &SuiteSetup,
@@ -305,9 +311,8 @@ impl Settle for ManifestJudge<'_> {
         let exit_code = *exit_code;
         let exit = (exit_code <= 128).then_some(exit_code);
         let outcome = manifest::judge(expectation, exit, &stdout);
-        let message = (outcome != assay_common::outcome::Outcome::Passed).then(|| {
-            format!("expected {expectation:?}; the interpreter exited {exit_code}")
-        });
+        let message = (outcome != assay_common::outcome::Outcome::Passed)
+            .then(|| format!("expected {expectation:?}; the interpreter exited {exit_code}"));
         result.report = ReportOutcome::Parsed(TestReport {
             cases: vec![CaseResult {
                 file: file.clone(),

@@ -135,7 +135,9 @@ impl SuiteSetup {
                 argv.extend(packages);
                 argv
             }
-            SuiteRunner::Kind(RunnerKind::Node) => RunnerKind::Node.command(&self.prefix, &files, &[]),
+            SuiteRunner::Kind(RunnerKind::Node) => {
+                RunnerKind::Node.command(&self.prefix, &files, &[])
+            }
             SuiteRunner::Kind(RunnerKind::Manifest) => {
                 let mut argv = self.prefix.clone();
                 argv.extend(files);
@@ -169,7 +171,10 @@ impl SuiteSetup {
         let command_text = shell_words(&self.prefix);
         match runner {
             SuiteRunner::Command => Ok((
-                vec![SuiteCase::whole_command(&command_text, CaseScope::ExitStatus)],
+                vec![SuiteCase::whole_command(
+                    &command_text,
+                    CaseScope::ExitStatus,
+                )],
                 BTreeMap::new(),
             )),
             SuiteRunner::Kind(RunnerKind::Junit) => Ok((
@@ -182,16 +187,16 @@ impl SuiteSetup {
                     .ok_or_else(|| CollectError::Guest {
                         runner,
                         how: format!("{} is not in the tree", self.manifest),
-                        detail: " (hint: --manifest PATH, relative to the repository root)"
-                            .into(),
+                        detail: " (hint: --manifest PATH, relative to the repository root)".into(),
                     })?;
-                let rows = manifest::parse_manifest(&String::from_utf8_lossy(&bytes)).map_err(
-                    |e| CollectError::Guest {
-                        runner,
-                        how: format!("{} is malformed", self.manifest),
-                        detail: format!(": {e}"),
-                    },
-                )?;
+                let rows =
+                    manifest::parse_manifest(&String::from_utf8_lossy(&bytes)).map_err(|e| {
+                        CollectError::Guest {
+                            runner,
+                            how: format!("{} is malformed", self.manifest),
+                            detail: format!(": {e}"),
+                        }
+                    })?;
                 let corpus = self.manifest.rsplit_once('/').map_or("", |(dir, _)| dir);
                 let mut cases = Vec::new();
                 let mut expectations = BTreeMap::new();
@@ -249,9 +254,11 @@ pub fn go_cases(
     let module = source::read_file(repo, tree, "go.mod")
         .map_err(source_err)?
         .and_then(|bytes| {
-            String::from_utf8_lossy(&bytes)
-                .lines()
-                .find_map(|l| l.trim().strip_prefix("module ").map(|m| m.trim().to_owned()))
+            String::from_utf8_lossy(&bytes).lines().find_map(|l| {
+                l.trim()
+                    .strip_prefix("module ")
+                    .map(|m| m.trim().to_owned())
+            })
         })
         .ok_or_else(|| CollectError::Guest {
             runner,
@@ -298,7 +305,11 @@ pub fn go_cases(
 }
 
 /// Splits shards so that cases that may not share a job never do; plan order is kept.
-pub fn split_shards(setup: &SuiteSetup, cases: &[SuiteCase], shards: Vec<Vec<usize>>) -> Vec<Vec<usize>> {
+pub fn split_shards(
+    setup: &SuiteSetup,
+    cases: &[SuiteCase],
+    shards: Vec<Vec<usize>>,
+) -> Vec<Vec<usize>> {
     let mut result: Vec<Vec<usize>> = Vec::new();
     for shard in shards {
         let mut groups: Vec<Vec<usize>> = Vec::new();
@@ -370,20 +381,40 @@ mod tests {
     fn runners_that_need_a_command_or_cannot_list_are_refused_up_front() {
         for (runner, prefix, needle) in [
             (SuiteRunner::Command, &[][..], "needs a command"),
-            (SuiteRunner::Kind(RunnerKind::Manifest), &[][..], "needs a command"),
-            (SuiteRunner::Kind(RunnerKind::Vitest), &["npx", "vitest"][..], "Vitest"),
+            (
+                SuiteRunner::Kind(RunnerKind::Manifest),
+                &[][..],
+                "needs a command",
+            ),
+            (
+                SuiteRunner::Kind(RunnerKind::Vitest),
+                &["npx", "vitest"][..],
+                "Vitest",
+            ),
         ] {
             let err = setup(runner, prefix).check().unwrap_err().to_string();
             assert!(err.contains(needle), "{runner}: {err}");
         }
-        assert!(setup(SuiteRunner::Command, &["make", "check"]).check().is_ok());
+        assert!(
+            setup(SuiteRunner::Command, &["make", "check"])
+                .check()
+                .is_ok()
+        );
         assert_eq!("command".parse::<SuiteRunner>(), Ok(SuiteRunner::Command));
-        assert!("jest".parse::<SuiteRunner>().unwrap_err().contains("or command"));
+        assert!(
+            "jest"
+                .parse::<SuiteRunner>()
+                .unwrap_err()
+                .contains("or command")
+        );
     }
 
     #[test]
     fn manifest_rows_run_one_interpreter_per_case() {
-        let manifest = setup(SuiteRunner::Kind(RunnerKind::Manifest), &["python3", "run.py"]);
+        let manifest = setup(
+            SuiteRunner::Kind(RunnerKind::Manifest),
+            &["python3", "run.py"],
+        );
         let case = SuiteCase::whole_file("corpus/integer/add.inv");
         assert_eq!(
             manifest.case_command(&[&case]),

@@ -107,10 +107,6 @@ pub struct Collection {
 /// Collects the suite's cases: by running the runner's listing as a job on the queue (so
 /// collection happens wherever the tests would run), or from the tree where the cases are
 /// files, manifest rows or the whole command.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "one call site; each part is distinct"
-)]
 pub async fn collect(
     run_id: &ProofId,
     setup: &SuiteSetup,

@@ -282,3 +282,78 @@ pub fn mutate_summary(report: &MutateReport) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use assay_common::suite::{CaseReport, Lane, SuiteTotals};
+
+    fn case(display: &str, outcome: CaseOutcome, quarantined: bool) -> CaseReport {
+        CaseReport {
+            reference: "v1.0123456789abcdef".into(),
+            display: display.into(),
+            outcome,
+            lane: Lane::Guest,
+            quarantined,
+            message: Some("expected <20.0> & got 21.0".into()),
+            duration_s: Some(0.25),
+            job: Some(0),
+            artifacts: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn suite_junit_counts_what_the_exit_code_counts_and_escapes_messages() {
+        let report = SuiteReport {
+            schema: "assay.test/v1".into(),
+            run_id: "t-1795995229-3f9a1c00".into(),
+            status: "failed".into(),
+            repository: "/src/invoice".into(),
+            branch: "main".into(),
+            revision: "0".repeat(40),
+            runner: "pytest".into(),
+            started_at: "2026-11-29T23:33:49Z".into(),
+            duration_s: 1.5,
+            totals: SuiteTotals {
+                total: 4,
+                passed: 1,
+                failed: 1,
+                not_run: 1,
+                quarantined: 1,
+                ..SuiteTotals::default()
+            },
+            cases: vec![
+                case("tests/test_tax.py::test_total", CaseOutcome::Passed, false),
+                case(
+                    "tests/test_tax.py::test_rounding",
+                    CaseOutcome::Failed,
+                    false,
+                ),
+                case("tests/test_tax.py::test_flaky", CaseOutcome::Failed, true),
+                case("make check", CaseOutcome::NotRun, false),
+            ],
+            jobs: Vec::new(),
+            audit: serde_json::Value::Null,
+            history: serde_json::Value::Null,
+            stopped: None,
+        };
+        let xml = suite_junit(&report);
+        assert!(
+            xml.contains("tests=\"4\" failures=\"1\" errors=\"0\" skipped=\"2\""),
+            "{xml}"
+        );
+        assert!(
+            xml.contains(
+                "<testcase classname=\"tests/test_tax.py\" name=\"test_total\" time=\"0.250\"/>"
+            ),
+            "{xml}"
+        );
+        assert!(xml.contains("name=\"test_rounding\" time=\"0.250\"><failure message=\"expected &lt;20.0&gt; &amp; got 21.0\"/>"), "{xml}");
+        assert!(xml.contains("<skipped message=\"quarantined: "), "{xml}");
+        assert!(
+            xml.contains("classname=\"pytest\" name=\"make check\""),
+            "{xml}"
+        );
+        assert!(xml.contains("<skipped message=\"not run: "), "{xml}");
+    }
+}

@@ -278,7 +278,9 @@ pub fn go_cases(
             f.ends_with("_test.go") && f.rsplit_once('/').map_or("", |(d, _)| d) == dir
         };
         let mut file = None;
+        let mut first_in_dir = None;
         for candidate in files.iter().filter(in_dir) {
+            first_in_dir.get_or_insert_with(|| candidate.clone());
             if !sources.contains_key(candidate.as_str()) {
                 let bytes = source::read_file(repo, tree, candidate)
                     .map_err(source_err)?
@@ -290,13 +292,9 @@ pub fn go_cases(
                 break;
             }
         }
-        let file = file.unwrap_or_else(|| {
-            if dir.is_empty() {
-                format!("{name}_test.go")
-            } else {
-                format!("{dir}/{name}_test.go")
-            }
-        });
+        // A test declared where no source says `func Name(` (generated, say) is placed in its
+        // package's first test file, or the package directory when it has none in the tree.
+        let file = file.or(first_in_dir).unwrap_or_else(|| dir.to_owned());
         let mut case = SuiteCase::test(&format!("{package}.{name}"), &file, "", name);
         case.package = Some(package.clone());
         cases.push(case);

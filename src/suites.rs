@@ -25,6 +25,7 @@ use assay_coordinator::suite::cluster::{self, ClusterQueue, FleetHalt};
 use assay_coordinator::suite::halt::{AdmissionGate, HaltError, HaltFile};
 use assay_coordinator::suite::history::{self, RunSummary};
 use assay_coordinator::suite::ledger::{self, Ledger};
+use assay_coordinator::suite::reach;
 use assay_coordinator::suite::runners::{self, SuiteRunner, SuiteSetup};
 use assay_coordinator::suite::select::{self, Selectors};
 use assay_coordinator::suite::{self, StopReason, SuiteEvent, SuiteProgress};
@@ -32,6 +33,7 @@ use assay_coordinator::suite::{AsReported, CollectError, ManifestJudge, OneFileP
 use assay_worker::store::ArtifactStore;
 use assay_worker::store_tree::upload_tree;
 use clap::Args;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Instant, SystemTime};
@@ -114,6 +116,10 @@ pub struct TestArgs {
     /// added, and no expiry extended.
     #[arg(long, value_name = "REV")]
     pub audit_base: Option<String>,
+    /// With --audit-base: run the pytest cases once more under coverage.py with per-test
+    /// contexts and name the changed lines of the change that no executed test reaches.
+    #[arg(long, requires = "audit_base")]
+    pub reachability: bool,
     /// Coverage drop (in points) that raises a history alert.
     #[arg(long, value_name = "POINTS", default_value_t = history::DEFAULT_COVERAGE_DROP_THRESHOLD)]
     pub coverage_threshold: f64,
@@ -299,8 +305,10 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
     let quarantine_path = select::normalize(&args.quarantine);
     let ledger_bytes = read_at(&repo, &tree, &quarantine_path)?;
     let mut ledger_gate = None;
+    let mut audit_base_tree = None;
     if let Some(base) = &args.audit_base {
         let (_, base_tree) = resolve_tree(&repo, base)?;
+        audit_base_tree = Some(base_tree.clone());
         let base_bytes = read_at(&repo, &base_tree, &quarantine_path)?;
         let gate = ledger::compare(
             &quarantine_path,
@@ -354,6 +362,11 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
         manifest: select::normalize(&args.manifest),
     };
     setup.check().map_err(|e| Failure::usage(e.into()))?;
+    if args.reachability && runner != SuiteRunner::Kind(RunnerKind::Pytest) {
+        return Err(Failure::usage(anyhow!(
+            "--reachability runs pytest under coverage.py; {runner} suites have no per-test coverage contexts here"
+        )));
+    }
     let jobs = args
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
@@ -486,6 +499,28 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
     let outcome = suite::run_admitted(&plan, &*queue, jobs, &*halt, settle, &progress)
         .await
         .map_err(|e| Failure::infrastructure(e.into()))?;
+    let reachability = match (
+        &audit_base_tree,
+        args.reachability && outcome.stopped.is_none(),
+    ) {
+        (Some(base_tree), true) => {
+            let ids: Vec<String> = cases.iter().map(|c| c.id.clone()).collect();
+            Some(
+                reachability(
+                    &repo,
+                    base_tree,
+                    &tree,
+                    &run_id,
+                    &ids,
+                    args.timeout,
+                    &*queue,
+                    &*store,
+                )
+                .await?,
+            )
+        }
+        _ => None,
+    };
     drop(queue);
 
     let today = &engine::rfc3339(SystemTime::now())[..10];
@@ -681,6 +716,7 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
         audit: serde_json::json!({
             "selection": selection_audit,
             "quarantine_ledger": ledger_gate,
+            "reachability": reachability,
         }),
         history: serde_json::json!({
             "file": history_path.display().to_string(),
@@ -730,6 +766,67 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
     } else {
         1
     })
+}
+
+/// The change's changed product lines (base..tested) against a per-test coverage run of the
+/// selected cases; prints each file that has lines nothing executed reaches.
+#[expect(clippy::too_many_arguments, reason = "the run's parts, passed once")]
+async fn reachability(
+    repo: &Path,
+    base_tree: &TreeId,
+    tree: &TreeId,
+    run_id: &ProofId,
+    ids: &[String],
+    timeout: u64,
+    queue: &dyn JobQueue,
+    store: &dyn ArtifactStore,
+) -> Result<Vec<reach::FileReach>, Failure> {
+    let changed: BTreeMap<String, BTreeSet<u32>> =
+        assay_coordinator::mutation::changed_lines(repo, base_tree, tree)
+            .map_err(|e| Failure::infrastructure(e.into()))?
+            .into_iter()
+            .filter(|(file, _)| file.ends_with(".py") && !RunnerKind::Pytest.is_test_file(file))
+            .collect();
+    if changed.is_empty() || ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let job = reach::plan_job(run_id, tree, ids, timeout);
+    queue
+        .submit(job)
+        .await
+        .map_err(|e| Failure::infrastructure(e.into()))?;
+    let result = queue.next_result().await.ok_or_else(|| {
+        Failure::infrastructure(anyhow!("the per-test coverage run returned no result"))
+    })?;
+    let bytes = match result.artifacts.iter().find(|a| a.name == "report") {
+        Some(artifact) => store
+            .get(&artifact.key)
+            .await
+            .map_err(|e| Failure::infrastructure(e.into()))?,
+        None => None,
+    }
+    .ok_or_else(|| {
+        Failure::infrastructure(anyhow!(
+            "the per-test coverage run ({}) wrote no coverage report (hint: --reachability needs coverage.py installed where the tests run)",
+            result.status.label()
+        ))
+    })?;
+    let files = reach::reach(&changed, &bytes).map_err(|e| Failure::infrastructure(e.into()))?;
+    for file in &files {
+        if !file.imported {
+            eprintln!(
+                "[audit] UNREACHED {}: no executed test imports it",
+                file.file
+            );
+        } else if !file.unreached.is_empty() {
+            eprintln!(
+                "[audit] UNREACHED {}: changed lines {}",
+                file.file,
+                reach::ranges(&file.unreached)
+            );
+        }
+    }
+    Ok(files)
 }
 
 /// Counts a run contributes to history.

@@ -1014,3 +1014,54 @@ fn a_suite_runs_through_the_fleet_and_the_fleet_halt_stops_it_until_resume() {
         stderr(&again)
     );
 }
+
+#[test]
+fn reachability_names_the_changed_lines_no_executed_test_reaches() {
+    let project = Project::new(&[
+        ("conftest.py", ""),
+        ("pricing.py", PRICING_PY),
+        ("tests/test_pricing.py", PRICING_TESTS),
+    ]);
+    git(project.path(), &["branch", "base"]);
+    project.commit(
+        &[
+            ("pricing.py", &format!("{PRICING_PY}{PRICING_UNTESTED}")),
+            ("refunds.py", "def refund(amount):\n    return -amount\n"),
+            (
+                "tests/test_discount.py",
+                "from pricing import discount\n\n\ndef test_spring():\n    assert discount(100, 'SPRING') == 90\n",
+            ),
+        ],
+        "pricing: discount codes; refunds",
+    );
+    let report = project.json_path();
+    let out = project.test(&[
+        "--audit-base",
+        "base",
+        "--reachability",
+        "--json",
+        report.to_str().expect("utf-8"),
+    ]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    // discount(): the SPRING branch is tested; STAFF, VIP and the fallback are not.
+    assert!(
+        err.contains("[audit] UNREACHED pricing.py: changed lines 12-16"),
+        "{err}"
+    );
+    assert!(
+        err.contains("[audit] UNREACHED refunds.py: no executed test imports it"),
+        "{err}"
+    );
+    let json = read_json(&report);
+    let files = json["audit"]["reachability"]
+        .as_array()
+        .expect("reachability");
+    assert_eq!(files[0]["file"], "pricing.py");
+    assert_eq!(
+        files[0]["reached_by"],
+        serde_json::json!(["test_discount.test_spring"])
+    );
+    let refused = project.test(&["--reachability"]);
+    assert_eq!(code(&refused), 2, "{}", stderr(&refused));
+}

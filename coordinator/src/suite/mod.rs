@@ -7,6 +7,7 @@ pub mod cluster;
 pub mod halt;
 pub mod history;
 pub mod ledger;
+pub mod reach;
 pub mod runners;
 pub mod select;
 pub mod shard;

@@ -3,6 +3,7 @@
 
 use assay_common::evidence::Evidence;
 use assay_common::job::{JobKind, JobStatus};
+use assay_common::suite::{CaseOutcome, SuiteReport};
 use assay_common::verdict::{SideEvidence, Verdict};
 use assay_coordinator::engine::{ProgressSink, ProofEvent};
 use assay_coordinator::mutants::MutationCheck;
@@ -149,6 +150,52 @@ pub fn junit(evidence: &Evidence) -> String {
     xml
 }
 
+/// An `assay test` run as JUnit XML, one testcase per case in plan order. Quarantined
+/// failures and cases never admitted are skipped, with why, so CI counts what the exit code does.
+pub fn suite_junit(report: &SuiteReport) -> String {
+    let t = &report.totals;
+    let mut xml = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(
+        xml,
+        "<testsuite name=\"assay test {}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" time=\"{:.3}\">",
+        escape(&report.run_id),
+        t.total,
+        t.failed,
+        t.error,
+        t.skipped + t.not_run + t.quarantined,
+        report.duration_s
+    );
+    for case in &report.cases {
+        let (classname, name) = match case.display.split_once("::") {
+            Some((file, rest)) => (file, rest),
+            None => (report.runner.as_str(), case.display.as_str()),
+        };
+        let _ = write!(
+            xml,
+            "  <testcase classname=\"{}\" name=\"{}\" time=\"{:.3}\"",
+            escape(classname),
+            escape(name),
+            case.duration_s.unwrap_or(0.0)
+        );
+        let message = escape(case.message.as_deref().unwrap_or(""));
+        let inner = match case.outcome {
+            _ if case.quarantined => format!("<skipped message=\"quarantined: {message}\"/>"),
+            CaseOutcome::Passed => String::new(),
+            CaseOutcome::Failed => format!("<failure message=\"{message}\"/>"),
+            CaseOutcome::Error => format!("<error message=\"{message}\"/>"),
+            CaseOutcome::Skipped => format!("<skipped message=\"{message}\"/>"),
+            CaseOutcome::NotRun => format!("<skipped message=\"not run: {message}\"/>"),
+        };
+        if inner.is_empty() {
+            xml.push_str("/>\n");
+        } else {
+            let _ = writeln!(xml, ">{inner}</testcase>");
+        }
+    }
+    xml.push_str("</testsuite>\n");
+    xml
+}
+
 fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
@@ -246,4 +293,79 @@ pub fn mutate_summary(report: &MutateReport) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use assay_common::suite::{CaseReport, Lane, SuiteTotals};
+
+    fn case(display: &str, outcome: CaseOutcome, quarantined: bool) -> CaseReport {
+        CaseReport {
+            reference: "v1.0123456789abcdef".into(),
+            display: display.into(),
+            outcome,
+            lane: Lane::Guest,
+            quarantined,
+            message: Some("expected <20.0> & got 21.0".into()),
+            duration_s: Some(0.25),
+            job: Some(0),
+            artifacts: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn suite_junit_counts_what_the_exit_code_counts_and_escapes_messages() {
+        let report = SuiteReport {
+            schema: "assay.test/v1".into(),
+            run_id: "t-1795995229-3f9a1c00".into(),
+            status: "failed".into(),
+            repository: "/src/invoice".into(),
+            branch: "main".into(),
+            revision: "0".repeat(40),
+            runner: "pytest".into(),
+            started_at: "2026-11-29T23:33:49Z".into(),
+            duration_s: 1.5,
+            totals: SuiteTotals {
+                total: 4,
+                passed: 1,
+                failed: 1,
+                not_run: 1,
+                quarantined: 1,
+                ..SuiteTotals::default()
+            },
+            cases: vec![
+                case("tests/test_tax.py::test_total", CaseOutcome::Passed, false),
+                case(
+                    "tests/test_tax.py::test_rounding",
+                    CaseOutcome::Failed,
+                    false,
+                ),
+                case("tests/test_tax.py::test_flaky", CaseOutcome::Failed, true),
+                case("make check", CaseOutcome::NotRun, false),
+            ],
+            jobs: Vec::new(),
+            audit: serde_json::Value::Null,
+            history: serde_json::Value::Null,
+            stopped: None,
+        };
+        let xml = suite_junit(&report);
+        assert!(
+            xml.contains("tests=\"4\" failures=\"1\" errors=\"0\" skipped=\"2\""),
+            "{xml}"
+        );
+        assert!(
+            xml.contains(
+                "<testcase classname=\"tests/test_tax.py\" name=\"test_total\" time=\"0.250\"/>"
+            ),
+            "{xml}"
+        );
+        assert!(xml.contains("name=\"test_rounding\" time=\"0.250\"><failure message=\"expected &lt;20.0&gt; &amp; got 21.0\"/>"), "{xml}");
+        assert!(xml.contains("<skipped message=\"quarantined: "), "{xml}");
+        assert!(
+            xml.contains("classname=\"pytest\" name=\"make check\""),
+            "{xml}"
+        );
+        assert!(xml.contains("<skipped message=\"not run: "), "{xml}");
+    }
 }

@@ -5,27 +5,35 @@ use crate::config;
 use crate::embedded;
 use crate::exit::{Failure, INFRASTRUCTURE, ResultExt as _};
 use crate::prove::write_atomically;
+use crate::reporter;
 use anyhow::{Context, anyhow};
 use assay_common::ProofId;
 use assay_common::TreeId;
-use assay_common::job::JobResult;
-use assay_common::report::summary::SuiteStatus;
-use assay_common::runner::RunnerKind;
+use assay_common::fleet::Subjects;
+use assay_common::job::{JobResult, JobStatus};
+use assay_common::report::summary::{self, SuiteStatus};
+use assay_common::runner::{ReportFormat, RunnerKind};
 use assay_common::suite::{
     CaseListing, CaseOutcome, CaseReport, Lane, SUITE_SCHEMA, SuiteCase, SuiteJobReport,
     SuiteReport, SuiteTotals, derive_outcome,
 };
 use assay_coordinator::engine;
-use assay_coordinator::queue::InProcessQueue;
+use assay_coordinator::queue::{InProcessQueue, JobQueue};
 use assay_coordinator::source;
-use assay_coordinator::suite::CollectError;
 use assay_coordinator::suite::audit::{self, JobSelection};
-use assay_coordinator::suite::halt::{AdmissionGate as _, HaltFile};
+use assay_coordinator::suite::cluster::{self, ClusterQueue, FleetHalt};
+use assay_coordinator::suite::halt::{AdmissionGate, HaltError, HaltFile};
 use assay_coordinator::suite::history::{self, RunSummary};
 use assay_coordinator::suite::ledger::{self, Ledger};
+use assay_coordinator::suite::reach;
+use assay_coordinator::suite::runners::{self, SuiteRunner, SuiteSetup};
 use assay_coordinator::suite::select::{self, Selectors};
 use assay_coordinator::suite::{self, StopReason, SuiteEvent, SuiteProgress};
+use assay_coordinator::suite::{AsReported, CollectError, ManifestJudge, OneFilePerJob, Settle};
+use assay_worker::store::ArtifactStore;
+use assay_worker::store_tree::upload_tree;
 use clap::Args;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Instant, SystemTime};
@@ -41,13 +49,24 @@ pub struct TestArgs {
     /// Branch name history is kept under [default: the checked-out branch].
     #[arg(long, value_name = "NAME")]
     pub branch: Option<String>,
-    /// Test runner [default: detected: pytest when the project uses it, else unittest].
+    /// Test runner: pytest, unittest, go, node, junit, manifest or command [default: detected:
+    /// go with a go.mod, node with a package.json, pytest when the project uses it, else
+    /// unittest].
     #[arg(long, value_name = "RUNNER")]
     pub runner: Option<String>,
-    /// The runner's command prefix [default: "python3 -m pytest", or "python3" running
-    /// Assay's unittest adapter].
+    /// The runner's command prefix [default: "python3 -m pytest", "go test", "node", or
+    /// "python3" running Assay's unittest adapter]. junit and command run it as given (one
+    /// case); manifest runs it with each row's path appended.
     #[arg(long, value_name = "CMD")]
     pub test_command: Option<String>,
+    /// The junit runner's report: junit:RELATIVE/PATH.xml inside the tree [default: the
+    /// command writes `{report}`].
+    #[arg(long, value_name = "junit:PATH")]
+    pub test_report: Option<String>,
+    /// The manifest runner's corpus, relative to the repository root; row paths are relative
+    /// to its directory.
+    #[arg(long, value_name = "PATH", default_value = "manifest.tsv")]
+    pub manifest: String,
     /// Cases in flight at once: a decimal number greater than zero, given once [default: the
     /// CPU count].
     #[arg(long, value_name = "N", value_parser = parse_jobs)]
@@ -71,15 +90,25 @@ pub struct TestArgs {
     /// Per-job timeout in seconds.
     #[arg(long, value_name = "SECS", default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
     pub timeout: u64,
-    /// Write the suite report (JSON, schema assay.suite/v1) here.
+    /// Write the suite report (JSON, schema assay.test/v1) here.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Write the cases as JUnit XML here, for CI.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
     /// State directory for suite history and the halt [default: the user cache dir's assay].
     #[arg(long, value_name = "DIR", env = "ASSAY_STATE_DIR")]
     pub state_dir: Option<PathBuf>,
-    /// Artifact store URL (file:///DIR or memory://).
+    /// Artifact store URL (file:///DIR or memory://; with --cluster, the fleet's store, also
+    /// from ASSAY_STORE).
     #[arg(long, value_name = "URL")]
     pub store: Option<String>,
+    /// Run the cases on a fleet: the NATS URL its coordinator and workers use.
+    #[arg(long, value_name = "URL")]
+    pub cluster: Option<String>,
+    /// Subject prefix of the fleet.
+    #[arg(long, env = "ASSAY_SUBJECT_PREFIX", default_value = "assay")]
+    pub subject_prefix: String,
     /// The quarantine ledger, relative to the repository root.
     #[arg(long, value_name = "PATH", default_value = ".assay/quarantine.toml")]
     pub quarantine: String,
@@ -87,6 +116,10 @@ pub struct TestArgs {
     /// added, and no expiry extended.
     #[arg(long, value_name = "REV")]
     pub audit_base: Option<String>,
+    /// With --audit-base: run the pytest cases once more under coverage.py with per-test
+    /// contexts and name the changed lines of the change that no executed test reaches.
+    #[arg(long, requires = "audit_base")]
+    pub reachability: bool,
     /// Coverage drop (in points) that raises a history alert.
     #[arg(long, value_name = "POINTS", default_value_t = history::DEFAULT_COVERAGE_DROP_THRESHOLD)]
     pub coverage_threshold: f64,
@@ -133,12 +166,18 @@ pub struct HaltArgs {
     pub reason: String,
     #[arg(long, value_name = "DIR", env = "ASSAY_STATE_DIR")]
     pub state_dir: Option<PathBuf>,
+    /// Halt a fleet (a key in its proofs bucket) instead of this machine's embedded runs.
+    #[arg(long, value_name = "URL")]
+    pub cluster: Option<String>,
 }
 
 #[derive(Args, Debug, Clone)]
 pub struct ResumeArgs {
     #[arg(long, value_name = "DIR", env = "ASSAY_STATE_DIR")]
     pub state_dir: Option<PathBuf>,
+    /// Lift a fleet's halt instead of this machine's.
+    #[arg(long, value_name = "URL")]
+    pub cluster: Option<String>,
 }
 
 fn state_dir(flag: &Option<PathBuf>) -> PathBuf {
@@ -246,7 +285,18 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
     let clock = Instant::now();
     let repo = open_repo(&args.repo)?;
     let state = state_dir(&args.state_dir);
-    let halt = HaltFile::in_state_dir(&state);
+    let fleet = match &args.cluster {
+        Some(url) => Some(Fleet::connect(url).await?),
+        None => None,
+    };
+    let halt: Box<dyn AdmissionGate> = match &fleet {
+        Some(fleet) => Box::new(
+            FleetHalt::watch(fleet.proofs.clone())
+                .await
+                .map_err(|e| Failure::infrastructure(e.into()))?,
+        ),
+        None => Box::new(HaltFile::in_state_dir(&state)),
+    };
     if let Some(reason) = halt.stop_reason() {
         eprintln!("[HALT] test stopped. Reason: {reason}");
         return Ok(INFRASTRUCTURE);
@@ -255,8 +305,10 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
     let quarantine_path = select::normalize(&args.quarantine);
     let ledger_bytes = read_at(&repo, &tree, &quarantine_path)?;
     let mut ledger_gate = None;
+    let mut audit_base_tree = None;
     if let Some(base) = &args.audit_base {
         let (_, base_tree) = resolve_tree(&repo, base)?;
+        audit_base_tree = Some(base_tree.clone());
         let base_bytes = read_at(&repo, &base_tree, &quarantine_path)?;
         let gate = ledger::compare(
             &quarantine_path,
@@ -280,33 +332,89 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
     };
     let runner = match &args.runner {
         Some(name) => name
-            .parse::<RunnerKind>()
+            .parse::<SuiteRunner>()
             .map_err(|e| Failure::usage(anyhow!(e)))?,
-        None => {
-            engine::detect_runner_in(&repo, &tree).map_err(|e| Failure::infrastructure(e.into()))?
+        None => SuiteRunner::Kind(
+            engine::detect_runner_in(&repo, &tree)
+                .map_err(|e| Failure::infrastructure(e.into()))?,
+        ),
+    };
+    let prefix = match (&args.test_command, runner) {
+        (Some(text), _) => config::split_command(text).usage()?,
+        (None, SuiteRunner::Kind(kind)) => kind.default_command(),
+        (None, SuiteRunner::Command) => Vec::new(),
+    };
+    let report = match &args.test_report {
+        Some(spec) => {
+            if runner != SuiteRunner::Kind(RunnerKind::Junit) {
+                return Err(Failure::usage(anyhow!(
+                    "--test-report is for --runner junit; {runner} writes its own report"
+                )));
+            }
+            ReportFormat::parse_test_report(spec).map_err(|e| Failure::usage(e.into()))?
         }
+        None => ReportFormat::JunitXml,
     };
-    let prefix = match &args.test_command {
-        Some(text) => config::split_command(text).usage()?,
-        None => runner.default_command(),
+    let setup = SuiteSetup {
+        runner,
+        prefix,
+        report,
+        manifest: select::normalize(&args.manifest),
     };
+    setup.check().map_err(|e| Failure::usage(e.into()))?;
+    if args.reachability && runner != SuiteRunner::Kind(RunnerKind::Pytest) {
+        return Err(Failure::usage(anyhow!(
+            "--reachability runs pytest under coverage.py; {runner} suites have no per-test coverage contexts here"
+        )));
+    }
     let jobs = args
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
-    let store_url = args.store.clone().unwrap_or_else(config::default_store_url);
+    let store_url = match (&fleet, &args.store, std::env::var("ASSAY_STORE")) {
+        (_, Some(url), _) => url.clone(),
+        (Some(_), None, Ok(url)) => url,
+        (Some(_), None, Err(_)) => {
+            return Err(Failure::usage(anyhow!(
+                "a fleet run needs the fleet's artifact store (hint: --store s3://BUCKET or ASSAY_STORE)"
+            )));
+        }
+        (None, None, _) => config::default_store_url(),
+    };
     let store = embedded::open_store(&store_url)?;
-    let (ctx, _scratch) =
-        embedded::job_context(&repo, store.clone(), &args.pass_env, "assay-test-")?;
-    let queue = InProcessQueue::start(ctx, jobs);
+    let mut _scratch = None;
+    let queue: Box<dyn JobQueue> = match &fleet {
+        Some(fleet) => {
+            upload_tree(&*store, &repo, &tree)
+                .await
+                .map_err(|e| Failure::infrastructure(e.into()))?;
+            let label = match runner {
+                SuiteRunner::Kind(kind) => kind,
+                SuiteRunner::Command => RunnerKind::Junit,
+            };
+            Box::new(ClusterQueue::new(
+                fleet.client.clone(),
+                Subjects::new(&args.subject_prefix),
+                fleet.proofs.clone(),
+                repo.display().to_string(),
+                label,
+            ))
+        }
+        None => {
+            let (ctx, scratch) =
+                embedded::job_context(&repo, store.clone(), &args.pass_env, "assay-test-")?;
+            _scratch = Some(scratch);
+            Box::new(InProcessQueue::start(ctx, jobs))
+        }
+    };
     let run_id = ProofId(engine::new_proof_id().0.replacen("p-", "t-", 1));
 
-    let collected = suite::collect(
+    let collection = suite::collect(
         &run_id,
-        runner,
-        &prefix,
+        &setup,
+        &repo,
         &tree,
         args.timeout,
-        &queue,
+        &*queue,
         &*store,
     )
     .await
@@ -322,6 +430,7 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
             }
         }
     })?;
+    let collected = &collection.cases;
     let selectors = Selectors {
         cases: args.cases.clone(),
         files: args.files.iter().map(|f| repo_relative(&repo, f)).collect(),
@@ -331,7 +440,7 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
             .map(|d| repo_relative(&repo, d))
             .collect(),
     };
-    let chosen = select::select(&collected, &selectors).map_err(|e| Failure::usage(e.into()))?;
+    let chosen = select::select(collected, &selectors).map_err(|e| Failure::usage(e.into()))?;
     let cases: Vec<SuiteCase> = chosen.iter().map(|&i| collected[i].clone()).collect();
     if args.list_cases {
         let listing = serde_json::to_string(&CaseListing::new(&cases))
@@ -357,21 +466,17 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
     }
     let refs: Vec<String> = cases.iter().map(SuiteCase::reference).collect();
     let shards = match args.shards {
-        Some(k) => suite::shard::lpt_shards(
-            &suite::shard::estimate_durations(&refs, &history.durations),
-            k,
+        Some(k) => runners::split_shards(
+            &setup,
+            &cases,
+            suite::shard::lpt_shards(
+                &suite::shard::estimate_durations(&refs, &history.durations),
+                k,
+            ),
         ),
         None => (0..cases.len()).map(|i| vec![i]).collect(),
     };
-    let plan = suite::plan_suite(
-        &run_id,
-        runner,
-        &prefix,
-        &tree,
-        &cases,
-        &shards,
-        args.timeout,
-    );
+    let plan = suite::plan_suite(&run_id, &setup, &tree, &cases, &shards, args.timeout);
     if !args.quiet {
         eprintln!("[test] 0/{}", cases.len());
     }
@@ -382,9 +487,40 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
         total: cases.len(),
         done: Mutex::new(0),
     };
-    let outcome = suite::run_admitted(&plan, &queue, jobs, &halt, &progress)
+    let judge = ManifestJudge {
+        expectations: &collection.expectations,
+        store: &*store,
+    };
+    let settle: &dyn Settle = match runner {
+        SuiteRunner::Kind(RunnerKind::Manifest) => &judge,
+        SuiteRunner::Kind(RunnerKind::Node) => &OneFilePerJob,
+        _ => &AsReported,
+    };
+    let outcome = suite::run_admitted(&plan, &*queue, jobs, &*halt, settle, &progress)
         .await
         .map_err(|e| Failure::infrastructure(e.into()))?;
+    let reachability = match (
+        &audit_base_tree,
+        args.reachability && outcome.stopped.is_none(),
+    ) {
+        (Some(base_tree), true) => {
+            let ids: Vec<String> = cases.iter().map(|c| c.id.clone()).collect();
+            Some(
+                reachability(
+                    &repo,
+                    base_tree,
+                    &tree,
+                    &run_id,
+                    &ids,
+                    args.timeout,
+                    &*queue,
+                    &*store,
+                )
+                .await?,
+            )
+        }
+        _ => None,
+    };
     drop(queue);
 
     let today = &engine::rfc3339(SystemTime::now())[..10];
@@ -478,11 +614,41 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
             .iter()
             .filter(|c| c.outcome == CaseOutcome::Error && c.lane == Lane::Guest && !c.quarantined)
             .count() as u64;
+    // A run that is one job has one output: its summary line and coverage are the suite's.
+    // Per-case percentages cannot be combined into suite coverage, so they are not recorded.
+    let single = match outcome.results.as_slice() {
+        [Some(result)] => Some((result, job_output(&*store, result).await)),
+        _ => None,
+    };
+    let coverage_pct = single
+        .as_ref()
+        .and_then(|(_, text)| summary::parse_coverage(text))
+        .map(|c| (c * 10.0).round() / 10.0);
+    let mut counted = RunCounts {
+        total: totals.total,
+        passed: totals.passed,
+        failed: guest_failures,
+        skipped: totals.skipped,
+    };
     let (status, status_detail) = if aborted {
         (
             SuiteStatus::Error,
             outcome.stopped.as_ref().map(ToString::to_string),
         )
+    } else if let (SuiteRunner::Command, Some((result, text))) = (runner, &single) {
+        if let Some(found) = summary::parse_counts(text) {
+            counted = RunCounts {
+                total: found.total,
+                passed: found.passed,
+                failed: found.failed,
+                skipped: found.skipped,
+            };
+        }
+        let exit_code = match result.status {
+            JobStatus::Completed { exit_code } => Some(exit_code),
+            _ => None,
+        };
+        summary::status_of(exit_code, args.timeout)
     } else if guest_failures > 0 || !selection_audit.contained {
         (SuiteStatus::Failing, None)
     } else {
@@ -500,11 +666,11 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
             RunSummary {
                 timestamp: engine::rfc3339(started),
                 run_id: run_id.to_string(),
-                total: totals.total,
-                passed: totals.passed,
-                failed: guest_failures,
-                skipped: totals.skipped,
-                coverage_pct: None,
+                total: counted.total,
+                passed: counted.passed,
+                failed: counted.failed,
+                skipped: counted.skipped,
+                coverage_pct,
                 status,
                 status_detail,
                 failed_cases: case_reports
@@ -529,10 +695,10 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
     }
     let status_text = if aborted {
         "infrastructure_aborted"
-    } else if status == SuiteStatus::Failing {
-        "failed"
-    } else {
+    } else if status == SuiteStatus::Passing {
         "passed"
+    } else {
+        "failed"
     };
     let report = SuiteReport {
         schema: SUITE_SCHEMA.into(),
@@ -550,6 +716,7 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
         audit: serde_json::json!({
             "selection": selection_audit,
             "quarantine_ledger": ledger_gate,
+            "reachability": reachability,
         }),
         history: serde_json::json!({
             "file": history_path.display().to_string(),
@@ -565,6 +732,9 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
             .context("failed to encode the suite report")
             .internal()?;
         write_atomically(path, &json).infrastructure()?;
+    }
+    if let Some(path) = &args.junit {
+        write_atomically(path, reporter::suite_junit(&report).as_bytes()).infrastructure()?;
     }
     if !args.quiet {
         let n = totals.total;
@@ -591,11 +761,95 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
     );
     Ok(if aborted {
         INFRASTRUCTURE
-    } else if status == SuiteStatus::Failing {
-        1
-    } else {
+    } else if status == SuiteStatus::Passing {
         0
+    } else {
+        1
     })
+}
+
+/// The change's changed product lines (base..tested) against a per-test coverage run of the
+/// selected cases; prints each file that has lines nothing executed reaches.
+#[expect(clippy::too_many_arguments, reason = "the run's parts, passed once")]
+async fn reachability(
+    repo: &Path,
+    base_tree: &TreeId,
+    tree: &TreeId,
+    run_id: &ProofId,
+    ids: &[String],
+    timeout: u64,
+    queue: &dyn JobQueue,
+    store: &dyn ArtifactStore,
+) -> Result<Vec<reach::FileReach>, Failure> {
+    let changed: BTreeMap<String, BTreeSet<u32>> =
+        assay_coordinator::mutation::changed_lines(repo, base_tree, tree)
+            .map_err(|e| Failure::infrastructure(e.into()))?
+            .into_iter()
+            .filter(|(file, _)| file.ends_with(".py") && !RunnerKind::Pytest.is_test_file(file))
+            .collect();
+    if changed.is_empty() || ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let job = reach::plan_job(run_id, tree, ids, timeout);
+    queue
+        .submit(job)
+        .await
+        .map_err(|e| Failure::infrastructure(e.into()))?;
+    let result = queue.next_result().await.ok_or_else(|| {
+        Failure::infrastructure(anyhow!("the per-test coverage run returned no result"))
+    })?;
+    let bytes = match result.artifacts.iter().find(|a| a.name == "report") {
+        Some(artifact) => store
+            .get(&artifact.key)
+            .await
+            .map_err(|e| Failure::infrastructure(e.into()))?,
+        None => None,
+    }
+    .ok_or_else(|| {
+        Failure::infrastructure(anyhow!(
+            "the per-test coverage run ({}) wrote no coverage report (hint: --reachability needs coverage.py installed where the tests run)",
+            result.status.label()
+        ))
+    })?;
+    let files = reach::reach(&changed, &bytes).map_err(|e| Failure::infrastructure(e.into()))?;
+    for file in &files {
+        if !file.imported {
+            eprintln!(
+                "[audit] UNREACHED {}: no executed test imports it",
+                file.file
+            );
+        } else if !file.unreached.is_empty() {
+            eprintln!(
+                "[audit] UNREACHED {}: changed lines {}",
+                file.file,
+                reach::ranges(&file.unreached)
+            );
+        }
+    }
+    Ok(files)
+}
+
+/// Counts a run contributes to history.
+struct RunCounts {
+    total: u64,
+    passed: u64,
+    failed: u64,
+    skipped: u64,
+}
+
+/// A finished job's stdout then stderr, as stored; an unreadable artifact reads as empty.
+async fn job_output(store: &dyn ArtifactStore, result: &JobResult) -> String {
+    let mut text = String::new();
+    for name in ["stdout", "stderr"] {
+        if let Some(artifact) = result.artifacts.iter().find(|a| a.name == name) {
+            match store.get(&artifact.key).await {
+                Ok(Some(bytes)) => text.push_str(&String::from_utf8_lossy(&bytes)),
+                Ok(None) => {}
+                Err(e) => eprintln!("warning: {:#}", anyhow::Error::from(e)),
+            }
+        }
+    }
+    text
 }
 
 /// A `--file`/`--directory` argument relative to the repository root: relative paths are
@@ -656,19 +910,55 @@ pub fn run_history(args: &HistoryArgs) -> Result<u8, Failure> {
     Ok(0)
 }
 
-pub fn run_halt(args: &HaltArgs) -> Result<u8, Failure> {
-    let halt = HaltFile::in_state_dir(&state_dir(&args.state_dir));
-    halt.set(&args.reason)
-        .map_err(|e| Failure::usage(e.into()))?;
+/// A fleet reached from the CLI: its NATS connection and proofs bucket.
+struct Fleet {
+    client: async_nats::Client,
+    proofs: async_nats::jetstream::kv::Store,
+}
+
+impl Fleet {
+    async fn connect(url: &str) -> Result<Self, Failure> {
+        let client = assay_worker::nats::connect(url, "")
+            .await
+            .map_err(|e| Failure::infrastructure(e.into()))?;
+        let proofs = assay_worker::nats::proofs_bucket(&async_nats::jetstream::new(client.clone()))
+            .await
+            .map_err(|e| Failure::infrastructure(e.into()))?;
+        Ok(Self { client, proofs })
+    }
+}
+
+pub async fn run_halt(args: &HaltArgs) -> Result<u8, Failure> {
+    if args.reason.trim().is_empty() {
+        return Err(Failure::usage(HaltError::NoReason.into()));
+    }
+    match &args.cluster {
+        Some(url) => {
+            let fleet = Fleet::connect(url).await?;
+            cluster::set_halt(&fleet.proofs, &args.reason)
+                .await
+                .map_err(|e| Failure::infrastructure(e.into()))?;
+        }
+        None => HaltFile::in_state_dir(&state_dir(&args.state_dir))
+            .set(&args.reason)
+            .map_err(|e| Failure::usage(e.into()))?,
+    }
     println!("[HALT] admission stopped. Reason: {}", args.reason.trim());
     Ok(0)
 }
 
-pub fn run_resume(args: &ResumeArgs) -> Result<u8, Failure> {
-    let halt = HaltFile::in_state_dir(&state_dir(&args.state_dir));
-    let cleared = halt
-        .clear()
-        .map_err(|e| Failure::infrastructure(e.into()))?;
+pub async fn run_resume(args: &ResumeArgs) -> Result<u8, Failure> {
+    let cleared = match &args.cluster {
+        Some(url) => {
+            let fleet = Fleet::connect(url).await?;
+            cluster::clear_halt(&fleet.proofs)
+                .await
+                .map_err(|e| Failure::infrastructure(e.into()))?
+        }
+        None => HaltFile::in_state_dir(&state_dir(&args.state_dir))
+            .clear()
+            .map_err(|e| Failure::infrastructure(e.into()))?,
+    };
     println!(
         "{}",
         if cleared {

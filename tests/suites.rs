@@ -1,9 +1,15 @@
 //! End-to-end tests of `assay test`, `assay history`, `assay halt` and `assay resume`: the real
-//! binary against real pytest and unittest projects committed to real git repositories built
-//! in temp dirs. Needs `python3` with `pytest` installed.
+//! binary against real pytest, unittest, Go, node:test, manifest and command projects committed
+//! to real git repositories built in temp dirs. Needs `python3` with `pytest` and `coverage`,
+//! `go` and `node`.
 
+mod support;
+
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
+use support::servers::start_nats;
 
 struct Project {
     dir: tempfile::TempDir,
@@ -186,7 +192,7 @@ fn results_keep_plan_order_with_three_jobs_and_uneven_durations() {
     assert!(err.contains("[test] 7/7 passed"), "{err}");
     let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&report).expect("report")).expect("JSON");
-    assert_eq!(json["schema"], "assay.suite/v1");
+    assert_eq!(json["schema"], "assay.test/v1");
     assert_eq!(json["status"], "passed");
     let cases = json["cases"].as_array().expect("cases");
     let displays: Vec<&str> = cases
@@ -289,6 +295,7 @@ fn selectors_union_in_plan_order_and_one_that_matches_nothing_fails_first() {
         ),
         (vec!["--jobs", "0"], "greater than zero"),
         (vec!["--jobs", "+2"], "not a decimal"),
+        (vec!["--jobs", "x"], "not a decimal"),
         (
             vec!["--jobs", "2", "--jobs", "3"],
             "cannot be used multiple times",
@@ -441,4 +448,626 @@ fn unittest_projects_run_case_by_case_through_the_adapter() {
         .collect();
     assert_eq!(outcomes, ["passed", "passed", "skipped"]);
     assert_eq!(json["runner"], "unittest");
+}
+
+fn read_json(path: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(path).expect("report written")).expect("JSON")
+}
+
+fn outcomes(json: &serde_json::Value) -> Vec<(String, String)> {
+    json["cases"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .map(|c| {
+            (
+                c["display"].as_str().unwrap_or("").to_owned(),
+                c["outcome"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn pairs(expected: &[(&str, &str)]) -> Vec<(String, String)> {
+    expected
+        .iter()
+        .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
+        .collect()
+}
+
+const LEDGER_GO: &str = "package ledger\n\nfunc Balance(entries []int) int {\n\ttotal := 0\n\tfor _, e := range entries {\n\t\ttotal += e\n\t}\n\treturn total\n}\n\nfunc Overdrawn(balance int) bool { return balance < -1 }\n";
+
+const LEDGER_TEST_GO: &str = "package ledger\n\nimport \"testing\"\n\nfunc TestBalance(t *testing.T) {\n\tif Balance([]int{5, -2}) != 3 {\n\t\tt.Fatal(\"balance\")\n\t}\n}\n\nfunc TestOverdrawn(t *testing.T) {\n\tif !Overdrawn(-1) {\n\t\tt.Fatal(\"a negative balance is overdrawn\")\n\t}\n}\n\nfunc BenchmarkBalance(b *testing.B) {\n\tfor i := 0; i < b.N; i++ {\n\t\tBalance([]int{1})\n\t}\n}\n";
+
+const CACHE_GO: &str = "package cache\n\nfunc Expired(age, ttl int) bool { return age >= ttl }\n";
+
+const CACHE_TEST_GO: &str = "package cache\n\nimport \"testing\"\n\nfunc TestExpiry(t *testing.T) {\n\tt.Run(\"expired\", func(t *testing.T) {\n\t\tif !Expired(5, 3) {\n\t\t\tt.Fatal(\"past its ttl\")\n\t\t}\n\t})\n\tt.Run(\"fresh\", func(t *testing.T) {\n\t\tif Expired(1, 3) {\n\t\t\tt.Fatal(\"fresh\")\n\t\t}\n\t})\n}\n\nfunc TestRedis(t *testing.T) {\n\tt.Skip(\"needs a redis server\")\n}\n";
+
+#[test]
+fn go_tests_are_listed_per_package_and_run_one_by_one() {
+    let project = Project::new(&[
+        ("go.mod", "module example.com/ledger\n\ngo 1.19\n"),
+        ("ledger.go", LEDGER_GO),
+        ("ledger_test.go", LEDGER_TEST_GO),
+        ("cache/cache.go", CACHE_GO),
+        ("cache/expiry_test.go", CACHE_TEST_GO),
+    ]);
+    let go_env = ["--pass-env", "HOME", "--pass-env", "GOCACHE"];
+    let mut args = vec!["--list-cases"];
+    args.extend(go_env);
+    let listed = project.test(&args);
+    assert_eq!(code(&listed), 0, "{}", stderr(&listed));
+    let displays: Vec<String> = listing(&listed).into_iter().map(|(_, d)| d).collect();
+    assert_eq!(
+        displays,
+        [
+            "ledger_test.go::TestBalance",
+            "ledger_test.go::TestOverdrawn",
+            "cache/expiry_test.go::TestExpiry",
+            "cache/expiry_test.go::TestRedis",
+        ]
+    );
+    let mut args = vec!["--list-cases", "--directory", "cache"];
+    args.extend(go_env);
+    let cache_only: Vec<String> = listing(&project.test(&args))
+        .into_iter()
+        .map(|(_, d)| d)
+        .collect();
+    assert_eq!(cache_only.len(), 2, "{cache_only:?}");
+
+    let report = project.json_path();
+    let mut args = vec!["--jobs", "2", "--json", report.to_str().expect("utf-8")];
+    args.extend(go_env);
+    let run = project.test(&args);
+    let err = stderr(&run);
+    assert_eq!(code(&run), 1, "{err}");
+    assert!(
+        err.contains("[test] FAIL ledger_test.go::TestOverdrawn"),
+        "{err}"
+    );
+    let json = read_json(&report);
+    assert_eq!(json["runner"], "go");
+    assert_eq!(
+        outcomes(&json),
+        pairs(&[
+            ("ledger_test.go::TestBalance", "passed"),
+            ("ledger_test.go::TestOverdrawn", "failed"),
+            ("cache/expiry_test.go::TestExpiry", "passed"),
+            ("cache/expiry_test.go::TestRedis", "skipped"),
+        ])
+    );
+    // Subtests ran and belong to their test; nothing ran that was not selected.
+    assert_eq!(json["audit"]["selection"]["contained"], true);
+    assert_eq!(json["audit"]["selection"]["executed"], 4);
+}
+
+const INVOICE_JS: &str = "exports.total = (net, rate) => Math.round(net * (1 + rate));\n";
+
+#[test]
+fn node_test_files_are_cases_and_a_failing_file_fails_its_case() {
+    let project = Project::new(&[
+        (
+            "package.json",
+            "{\"name\": \"invoice\", \"private\": true}\n",
+        ),
+        ("invoice.js", INVOICE_JS),
+        (
+            "test/invoice.test.js",
+            "const { test } = require('node:test');\nconst assert = require('node:assert/strict');\nconst { total } = require('../invoice.js');\n\ntest('adds the tax', () => {\n  assert.equal(total(100, 0.2), 120);\n});\n\ntest('zero stays zero', () => {\n  assert.equal(total(0, 0.2), 0);\n});\n",
+        ),
+        (
+            "test/rounding.test.js",
+            "const { test } = require('node:test');\nconst assert = require('node:assert/strict');\nconst { total } = require('../invoice.js');\n\ntest('rounds half cents down', () => {\n  assert.equal(total(0.5, 0), 0);\n});\n",
+        ),
+    ]);
+    let listed = project.test(&["--runner", "node", "--list-cases"]);
+    assert_eq!(code(&listed), 0, "{}", stderr(&listed));
+    let displays: Vec<String> = listing(&listed).into_iter().map(|(_, d)| d).collect();
+    assert_eq!(displays, ["test/invoice.test.js", "test/rounding.test.js"]);
+    let report = project.json_path();
+    let run = project.test(&[
+        "--runner",
+        "node",
+        "--jobs",
+        "2",
+        "--json",
+        report.to_str().expect("utf-8"),
+    ]);
+    let err = stderr(&run);
+    assert_eq!(code(&run), 1, "{err}");
+    assert!(err.contains("[test] FAIL test/rounding.test.js"), "{err}");
+    let json = read_json(&report);
+    assert_eq!(
+        outcomes(&json),
+        pairs(&[
+            ("test/invoice.test.js", "passed"),
+            ("test/rounding.test.js", "failed"),
+        ])
+    );
+    assert_eq!(json["audit"]["selection"]["contained"], true);
+}
+
+/// The manifest corpus fixture: `interpreter.py` and `corpus/`, rows of expressions for a tiny
+/// interpreter that gets halving and booleans wrong.
+fn corpus_files() -> Vec<(String, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/manifest-corpus");
+    let mut files = Vec::new();
+    let mut stack = vec![root.clone()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).expect("fixture dir").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let rel = path.strip_prefix(&root).expect("inside").to_string_lossy();
+                let text = std::fs::read_to_string(&path).expect("fixture file");
+                files.push((rel.into_owned(), text));
+            }
+        }
+    }
+    files
+}
+
+#[test]
+fn manifest_rows_are_cases_judged_by_their_expectations() {
+    let files = corpus_files();
+    let borrowed: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+    let project = Project::new(&borrowed);
+    let manifest = [
+        "--runner",
+        "manifest",
+        "--manifest",
+        "corpus/manifest.tsv",
+        "--test-command",
+        "python3 interpreter.py",
+    ];
+    let report = project.json_path();
+    let mut args = manifest.to_vec();
+    args.extend(["--jobs", "3", "--json", report.to_str().expect("utf-8")]);
+    let run = project.test(&args);
+    let err = stderr(&run);
+    assert_eq!(code(&run), 1, "{err}");
+    assert!(
+        err.contains("[test] FAIL corpus/integer/halve.inv"),
+        "{err}"
+    );
+    for failing in ["corpus/boolean/over-limit.inv", "corpus/boolean/paid.inv"] {
+        assert!(err.contains(&format!("[test] FAIL {failing}")), "{err}");
+    }
+    assert!(err.contains("[test] 9/9 completed, 3 failed"), "{err}");
+    let json = read_json(&report);
+    assert_eq!(
+        outcomes(&json),
+        pairs(&[
+            ("corpus/integer/add-small.inv", "passed"),
+            ("corpus/integer/halve.inv", "failed"),
+            ("corpus/boolean/over-limit.inv", "failed"),
+            ("corpus/float-sum.inv", "passed"),
+            ("corpus/float-nan.inv", "passed"),
+            ("corpus/no-discount.inv", "passed"),
+            ("corpus/error/divide.inv", "passed"),
+            ("corpus/boolean/paid.inv", "failed"),
+            ("corpus/error/unknown-rate.inv", "passed"),
+        ])
+    );
+    let mut args = manifest.to_vec();
+    args.extend(["--list-cases", "--directory", "corpus/integer"]);
+    let integer: Vec<String> = listing(&project.test(&args))
+        .into_iter()
+        .map(|(_, d)| d)
+        .collect();
+    assert_eq!(
+        integer,
+        ["corpus/integer/add-small.inv", "corpus/integer/halve.inv"]
+    );
+}
+
+const PRICING_PY: &str = "def net(gross, rate):\n    return round(gross / (1 + rate), 2)\n\n\ndef gross(net, rate):\n    return round(net * (1 + rate), 2)\n";
+
+const PRICING_TESTS: &str = "from pricing import gross, net\n\n\ndef test_net():\n    assert net(120, 0.2) == 100\n\n\ndef test_gross():\n    assert gross(100, 0.2) == 120\n";
+
+/// Coverage of the pricing module drops when uncovered code lands.
+const PRICING_UNTESTED: &str = "\n\ndef discount(price, code):\n    if code == 'SPRING':\n        return price * 0.9\n    if code == 'STAFF':\n        return price * 0.7\n    if code == 'VIP':\n        return price * 0.8\n    return price\n";
+
+const COVERAGE_COMMAND: &str = "sh -c 'python3 -m coverage run --include=pricing.py -m pytest -q -p no:cacheprovider && python3 -m coverage report'";
+
+#[test]
+fn a_command_suite_records_counts_and_coverage_and_a_coverage_drop_raises_an_alert() {
+    let project = Project::new(&[
+        ("pricing.py", PRICING_PY),
+        ("tests/test_pricing.py", PRICING_TESTS),
+    ]);
+    let command = ["--runner", "command", "--test-command", COVERAGE_COMMAND];
+    let listed = project.test(&[&command[..], &["--list-cases"][..]].concat());
+    let displays: Vec<String> = listing(&listed).into_iter().map(|(_, d)| d).collect();
+    assert_eq!(displays, [COVERAGE_COMMAND]);
+    let first = project.test(&command);
+    assert_eq!(code(&first), 0, "{}", stderr(&first));
+    assert!(
+        stdout(&first).contains("Tests: 2/2 passed, 0 skipped (100.0% coverage)"),
+        "{}",
+        stdout(&first)
+    );
+    project.commit(
+        &[("pricing.py", &format!("{PRICING_PY}{PRICING_UNTESTED}"))],
+        "pricing: discount codes",
+    );
+    let report = project.json_path();
+    let junit = project.state.path().join("junit.xml");
+    let outputs = [
+        "--json",
+        report.to_str().expect("utf-8"),
+        "--junit",
+        junit.to_str().expect("utf-8"),
+    ];
+    let second = project.test(&[&command[..], &outputs[..]].concat());
+    let err = stderr(&second);
+    assert_eq!(code(&second), 0, "{err}");
+    assert!(
+        err.contains("[ALERT] [warning] coverage_drop: coverage dropped"),
+        "{err}"
+    );
+    let json = read_json(&report);
+    assert_eq!(json["history"]["alerts"][0]["type"], "coverage_drop");
+    assert!(json["history"]["coverage_drop"].as_f64().unwrap_or(0.0) > 5.0);
+    let history = project.assay(&["history", "--json"]);
+    let history: serde_json::Value = serde_json::from_slice(&history.stdout).expect("JSON");
+    let runs = history["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[0]["coverage_pct"], 100.0);
+    assert!(runs[1]["coverage_pct"].as_f64().unwrap_or(100.0) < 95.0);
+    assert_eq!(
+        (runs[1]["total"].as_u64(), runs[1]["passed"].as_u64()),
+        (Some(2), Some(2))
+    );
+    let xml = std::fs::read_to_string(&junit).expect("junit written");
+    assert!(xml.contains("tests=\"1\" failures=\"0\""), "{xml}");
+}
+
+#[test]
+fn a_command_that_is_not_found_errors_and_a_failing_one_fails() {
+    let project = Project::new(&[("ci/check.sh", "echo '3 passed, 1 failed'\nexit 1\n")]);
+    let missing = project.test(&[
+        "--runner",
+        "command",
+        "--test-command",
+        "sh -c ./ci/lint.sh",
+    ]);
+    assert_eq!(code(&missing), 1, "{}", stderr(&missing));
+    assert!(
+        stdout(&missing).contains("Status: error"),
+        "{}",
+        stdout(&missing)
+    );
+    let report = project.json_path();
+    let failing = project.test(&[
+        "--runner",
+        "command",
+        "--test-command",
+        "sh ci/check.sh",
+        "--json",
+        report.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(code(&failing), 1, "{}", stderr(&failing));
+    assert!(
+        stdout(&failing).contains("Tests: 3/4 passed")
+            && stdout(&failing).contains("Status: failing"),
+        "{}",
+        stdout(&failing)
+    );
+    let json = read_json(&report);
+    assert_eq!(json["cases"][0]["outcome"], "failed");
+    let history = project.assay(&["history", "--json"]);
+    let history: serde_json::Value = serde_json::from_slice(&history.stdout).expect("JSON");
+    assert_eq!(history["runs"][0]["status"], "error");
+    assert_eq!(
+        history["runs"][0]["status_detail"],
+        "test command not found or not executable"
+    );
+}
+
+#[test]
+fn a_junit_command_is_one_case_judged_by_its_report() {
+    let script = "import sys\nfailed = len(sys.argv) > 1\nwith open('build/TEST-pricing.xml', 'w') as f:\n    f.write('<testsuite name=\"pricing\" tests=\"2\" failures=\"%d\" errors=\"0\" skipped=\"0\">'\n            '<testcase classname=\"pricing.NetTest\" name=\"net\"/>'\n            '<testcase classname=\"pricing.GrossTest\" name=\"gross\">%s</testcase>'\n            '</testsuite>' % (int(failed), '<failure message=\"off by a cent\"/>' if failed else ''))\n";
+    let project = Project::new(&[("ci/junit.py", script), ("build/.keep", "")]);
+    let report = project.json_path();
+    let passing = project.test(&[
+        "--runner",
+        "junit",
+        "--test-command",
+        "python3 ci/junit.py",
+        "--test-report",
+        "junit:build/TEST-pricing.xml",
+        "--json",
+        report.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(code(&passing), 0, "{}", stderr(&passing));
+    assert_eq!(
+        outcomes(&read_json(&report)),
+        pairs(&[("python3 ci/junit.py", "passed")])
+    );
+    let failing = project.test(&[
+        "--runner",
+        "junit",
+        "--test-command",
+        "python3 ci/junit.py fail",
+        "--test-report",
+        "junit:build/TEST-pricing.xml",
+    ]);
+    assert_eq!(code(&failing), 1, "{}", stderr(&failing));
+    assert!(
+        stderr(&failing).contains("[test] FAIL python3 ci/junit.py fail"),
+        "{}",
+        stderr(&failing)
+    );
+    let refused = project.test(&["--runner", "junit"]);
+    assert_eq!(code(&refused), 2, "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("needs a command"),
+        "{}",
+        stderr(&refused)
+    );
+}
+
+/// Strips what depends on timing or the run's identity: run ids, start times, durations,
+/// job ids and the artifacts (their keys name the run; their bytes include timings).
+fn timing_free(mut json: serde_json::Value) -> serde_json::Value {
+    let null = serde_json::Value::Null;
+    for key in ["run_id", "started_at", "duration_s"] {
+        json[key] = null.clone();
+    }
+    for case in json["cases"].as_array_mut().expect("cases") {
+        case["duration_s"] = null.clone();
+        case["artifacts"] = null.clone();
+    }
+    for job in json["jobs"].as_array_mut().expect("jobs") {
+        for key in ["job_id", "duration_s", "artifacts"] {
+            job[key] = null.clone();
+        }
+    }
+    json
+}
+
+#[test]
+fn a_three_hundred_test_suite_reports_the_same_with_one_job_or_four() {
+    let mut files: Vec<(String, String)> = vec![("conftest.py".into(), String::new())];
+    for module in 0..30 {
+        let mut text = String::from("import pytest\n\n");
+        for test in 0..10u32 {
+            let body = match (module, test) {
+                (7, 3) => "    assert round(2.675, 2) == 2.68, 'binary rounding'\n".to_owned(),
+                (12, 0) => "    pytest.skip('needs the currency table')\n".to_owned(),
+                _ => format!(
+                    "    assert sum(range({test})) == {}\n",
+                    (0..test).sum::<u32>()
+                ),
+            };
+            text.push_str(&format!(
+                "\ndef test_invoice_{module:02}_{test}():\n{body}\n"
+            ));
+        }
+        files.push((format!("tests/test_invoices_{module:02}.py"), text));
+    }
+    let borrowed: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+    let project = Project::new(&borrowed);
+    // Batches of about 15 cases keep 300 cases to seconds; each run starts without recorded
+    // durations, so both plan the same batches and only the number in flight differs.
+    let run = |jobs: &str, report: &Path| {
+        let _ = std::fs::remove_dir_all(project.state.path().join("history"));
+        let out = project.test(&[
+            "--jobs",
+            jobs,
+            "--shards",
+            "20",
+            "--json",
+            report.to_str().expect("utf-8"),
+        ]);
+        assert_eq!(code(&out), 1, "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains("[test] FAIL tests/test_invoices_07.py::test_invoice_07_3"),
+            "{}",
+            stderr(&out)
+        );
+        read_json(report)
+    };
+    let one = run("1", &project.state.path().join("one.json"));
+    let four = run("4", &project.state.path().join("four.json"));
+    assert_eq!(one["totals"]["total"], 300);
+    assert_eq!(one["totals"]["passed"], 298);
+    assert_eq!(one["totals"]["failed"], 1);
+    assert_eq!(one["totals"]["skipped"], 1);
+    assert_eq!(one["jobs"].as_array().map(Vec::len), Some(20));
+    assert_eq!(timing_free(one), timing_free(four));
+}
+
+/// A fleet service run from the binary, killed when the test ends.
+struct Service(Child);
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `assay SERVICE ARGS…` and waits for its log to say `ready`.
+fn start_service(args: &[&str], env: &[(&str, &str)], ready: &str) -> Service {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_assay"))
+        .args(args)
+        .envs(env.iter().copied())
+        .env("ASSAY_LOG", "info")
+        .env("ASSAY_HTTP_LISTEN", "")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("assay service starts");
+    let stderr = child.stderr.take().expect("piped stderr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let wanted = ready.to_owned();
+    std::thread::spawn(move || {
+        // Keeps draining after the line is seen, so the service never blocks on its log.
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if line.contains(&wanted) {
+                let _ = tx.send(());
+            }
+        }
+    });
+    let service = Service(child);
+    rx.recv_timeout(Duration::from_secs(60))
+        .unwrap_or_else(|_| panic!("assay {args:?} did not log {ready:?}"));
+    service
+}
+
+#[test]
+fn a_suite_runs_through_the_fleet_and_the_fleet_halt_stops_it_until_resume() {
+    let nats = start_nats();
+    let url = format!("nats://127.0.0.1:{}", nats.port);
+    let store_dir = tempfile::tempdir().expect("temp dir");
+    let cache_dir = tempfile::tempdir().expect("temp dir");
+    let store = format!("file://{}", store_dir.path().display());
+    let _coordinator = start_service(
+        &["coordinator", "--nats", &url, "--store", &store],
+        &[],
+        "coordinator started",
+    );
+    let _worker = start_service(
+        &[
+            "worker",
+            "--nats",
+            &url,
+            "--store",
+            &store,
+            "--slots",
+            "2",
+            "--sandbox",
+            "process",
+        ],
+        &[("ASSAY_TREE_CACHE_DIR", &cache_dir.path().to_string_lossy())],
+        "worker started",
+    );
+    let project = pytest_project();
+    let report = project.json_path();
+    let fleet = ["--cluster", url.as_str(), "--store", store.as_str()];
+    let out = project.test(
+        &[
+            &fleet[..],
+            &["--jobs", "3", "--json", report.to_str().expect("utf-8")][..],
+        ]
+        .concat(),
+    );
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    assert!(err.contains("[test] 7/7 passed"), "{err}");
+    let json = read_json(&report);
+    let listed: Vec<String> = listing(&project.test(&["--list-cases"]))
+        .into_iter()
+        .map(|(_, d)| d)
+        .collect();
+    let ran: Vec<String> = outcomes(&json).into_iter().map(|(d, _)| d).collect();
+    assert_eq!(ran, listed, "plan order on the fleet as embedded");
+    assert!(outcomes(&json).iter().all(|(_, o)| o == "passed"), "{json}");
+    // Each case's stdout is its own artifact in the fleet's store.
+    let key = json["cases"][2]["artifacts"]
+        .as_array()
+        .and_then(|a| a.iter().find(|a| a["name"] == "stdout"))
+        .and_then(|a| a["key"].as_str())
+        .expect("stdout artifact")
+        .to_owned();
+    let stored = walk_find(store_dir.path(), &key).expect("artifact in the fleet store");
+    let text = std::fs::read_to_string(stored).expect("readable");
+    assert!(text.contains("1 passed"), "the slow case's own run: {text}");
+
+    let halt = project.assay(&[
+        "halt",
+        "--cluster",
+        &url,
+        "--reason",
+        "invoice database migration",
+    ]);
+    assert_eq!(code(&halt), 0, "{}", stderr(&halt));
+    let blocked = project.test(&fleet);
+    assert_eq!(code(&blocked), 3, "{}", stderr(&blocked));
+    assert!(
+        stderr(&blocked).contains("[HALT] test stopped. Reason: invoice database migration"),
+        "{}",
+        stderr(&blocked)
+    );
+    // The fleet halt is the fleet's: this machine's embedded runs are not halted by it.
+    let embedded = project.test(&["--file", "tests/billing/test_invoice.py"]);
+    assert_eq!(code(&embedded), 0, "{}", stderr(&embedded));
+    let resume = project.assay(&["resume", "--cluster", &url]);
+    assert_eq!(code(&resume), 0, "{}", stderr(&resume));
+    assert!(
+        stdout(&resume).contains("admission resumed"),
+        "{}",
+        stdout(&resume)
+    );
+    let again =
+        project.test(&[&fleet[..], &["--file", "tests/billing/test_invoice.py"][..]].concat());
+    assert_eq!(code(&again), 0, "{}", stderr(&again));
+    assert!(
+        stderr(&again).contains("[test] 2/2 passed"),
+        "{}",
+        stderr(&again)
+    );
+}
+
+#[test]
+fn reachability_names_the_changed_lines_no_executed_test_reaches() {
+    let project = Project::new(&[
+        ("conftest.py", ""),
+        ("pricing.py", PRICING_PY),
+        ("tests/test_pricing.py", PRICING_TESTS),
+    ]);
+    git(project.path(), &["branch", "base"]);
+    project.commit(
+        &[
+            ("pricing.py", &format!("{PRICING_PY}{PRICING_UNTESTED}")),
+            ("refunds.py", "def refund(amount):\n    return -amount\n"),
+            (
+                "tests/test_discount.py",
+                "from pricing import discount\n\n\ndef test_spring():\n    assert discount(100, 'SPRING') == 90\n",
+            ),
+        ],
+        "pricing: discount codes; refunds",
+    );
+    let report = project.json_path();
+    let out = project.test(&[
+        "--audit-base",
+        "base",
+        "--reachability",
+        "--json",
+        report.to_str().expect("utf-8"),
+    ]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    // discount(): the SPRING branch is tested; STAFF, VIP and the fallback are not.
+    assert!(
+        err.contains("[audit] UNREACHED pricing.py: changed lines 12-16"),
+        "{err}"
+    );
+    assert!(
+        err.contains("[audit] UNREACHED refunds.py: no executed test imports it"),
+        "{err}"
+    );
+    let json = read_json(&report);
+    let files = json["audit"]["reachability"]
+        .as_array()
+        .expect("reachability");
+    assert_eq!(files[0]["file"], "pricing.py");
+    assert_eq!(
+        files[0]["reached_by"],
+        serde_json::json!(["test_discount.test_spring"])
+    );
+    let refused = project.test(&["--reachability"]);
+    assert_eq!(code(&refused), 2, "{}", stderr(&refused));
 }

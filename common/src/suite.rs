@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 pub const CASES_SCHEMA: &str = "assay.cases/v1";
-pub const SUITE_SCHEMA: &str = "assay.suite/v1";
+pub const SUITE_SCHEMA: &str = "assay.test/v1";
 const REF_PREFIX: &str = "v1.";
 
 /// One collected case, in plan (collection) order.
@@ -24,6 +24,27 @@ pub struct SuiteCase {
     pub name: String,
     /// The parametrization, when the case is one variant.
     pub variant: Option<String>,
+    /// Go: the package's import path, which is how `go test -json` names a result's file.
+    #[serde(default)]
+    pub package: Option<String>,
+    /// What the case stands for: one test, a whole file, or the whole command.
+    #[serde(default)]
+    pub scope: CaseScope,
+}
+
+/// How much of a run one case covers, and so which reported results it owns.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CaseScope {
+    /// One test (with its variants and subtests).
+    #[default]
+    Test,
+    /// Every test in one file: a node:test file, a manifest row.
+    File,
+    /// Every test the command reports: a generic JUnit command.
+    Report,
+    /// The whole command, judged by its exit status: `--runner command`.
+    ExitStatus,
 }
 
 impl SuiteCase {
@@ -32,8 +53,42 @@ impl SuiteCase {
         case_ref(&self.id)
     }
 
+    /// One test named by the runner.
+    pub fn test(id: &str, file: &str, class: &str, name: &str) -> Self {
+        Self {
+            id: id.to_owned(),
+            file: file.to_owned(),
+            class: class.to_owned(),
+            name: name.to_owned(),
+            variant: None,
+            package: None,
+            scope: CaseScope::Test,
+        }
+    }
+
+    /// A whole file (a node:test file, a manifest row's case file).
+    pub fn whole_file(file: &str) -> Self {
+        Self {
+            scope: CaseScope::File,
+            ..Self::test(file, file, "", "")
+        }
+    }
+
+    /// A whole command: judged by its JUnit report, or by its exit status alone.
+    pub fn whole_command(command: &str, scope: CaseScope) -> Self {
+        Self {
+            scope,
+            ..Self::test(command, "", "", command)
+        }
+    }
+
     /// Presentation only; never parsed.
     pub fn display(&self) -> String {
+        match self.scope {
+            CaseScope::File => return self.file.clone(),
+            CaseScope::Report | CaseScope::ExitStatus => return self.name.clone(),
+            CaseScope::Test => {}
+        }
         let mut text = self.file.clone();
         for part in self.class.split("::").filter(|p| !p.is_empty()) {
             text.push_str("::");
@@ -48,13 +103,25 @@ impl SuiteCase {
     }
 
     /// Does a reported result belong to this case? Subtests (variants the collection did
-    /// not list) belong to their test.
+    /// not list, Go's `TestA/sub`) belong to their test.
     pub fn owns(&self, result: &CaseResult) -> bool {
+        match self.scope {
+            CaseScope::Report | CaseScope::ExitStatus => return true,
+            CaseScope::File => return result.file == self.file,
+            CaseScope::Test => {}
+        }
+        let file_matches =
+            result.file == self.file || self.package.as_deref() == Some(result.file.as_str());
+        let name_matches = result.name == self.name
+            || result
+                .name
+                .strip_prefix(self.name.as_str())
+                .is_some_and(|rest| rest.starts_with('/'));
         let class_matches = self.class.is_empty()
             || result.suite.replace('.', "::").ends_with(&self.class)
             || result.suite.ends_with(&self.class.replace("::", "."));
-        result.file == self.file
-            && result.name == self.name
+        file_matches
+            && name_matches
             && class_matches
             && (self.variant.is_none() || self.variant == result.variant)
     }
@@ -98,11 +165,8 @@ pub fn parse_pytest_collection(stdout: &str) -> Vec<SuiteCase> {
             _ => (last.to_owned(), None),
         };
         cases.push(SuiteCase {
-            file,
-            class: parts.join("::"),
-            name,
             variant,
-            id,
+            ..SuiteCase::test(&id, &file, &parts.join("::"), &name)
         });
     }
     cases
@@ -153,14 +217,35 @@ pub fn parse_unittest_collection(bytes: &[u8]) -> Result<Vec<SuiteCase>, Collect
     Ok(report
         .cases
         .into_iter()
-        .map(|c| SuiteCase {
-            id: c.id,
-            file: c.file,
-            class: c.class,
-            name: c.name,
-            variant: None,
-        })
+        .map(|c| SuiteCase::test(&c.id, &c.file, &c.class, &c.name))
         .collect())
+}
+
+/// Reads `go test -list . PACKAGES` output: each package's test names, then its `ok` line.
+/// Benchmarks, examples and fuzz targets are not tests; packages without tests print `?`.
+/// Returns `(import path, test name)` in the order printed.
+pub fn parse_go_list(stdout: &str) -> Vec<(String, String)> {
+    let mut listed = Vec::new();
+    let mut pending: Vec<String> = Vec::new();
+    for line in stdout.lines() {
+        let line = line.trim_end();
+        if let Some(rest) = line.strip_prefix("ok") {
+            if let Some(package) = rest.split_whitespace().next() {
+                listed.extend(pending.drain(..).map(|name| (package.to_owned(), name)));
+            }
+            pending.clear();
+        } else if line.starts_with("Test") && line.chars().all(|c| c.is_alphanumeric() || c == '_')
+        {
+            pending.push(line.to_owned());
+        } else if !line.starts_with("Benchmark")
+            && !line.starts_with("Example")
+            && !line.starts_with("Fuzz")
+        {
+            // A package's failure or "no test files" ends its block.
+            pending.clear();
+        }
+    }
+    listed
 }
 
 /// One case's outcome in a suite report. `not_run` is neither a failure nor a skip: the case
@@ -229,7 +314,20 @@ pub fn derive_outcome(case: &SuiteCase, result: &JobResult) -> DerivedOutcome {
         JobStatus::TimedOut => {
             return guest(CaseOutcome::Error, Some("timed out".into()));
         }
-        JobStatus::Completed { .. } => {}
+        JobStatus::Completed { exit_code } => {
+            if case.scope == CaseScope::ExitStatus {
+                return match exit_code {
+                    0 => guest(CaseOutcome::Passed, None),
+                    126 | 127 => guest(
+                        CaseOutcome::Error,
+                        Some(format!(
+                            "exit {exit_code}: the test command was not found or is not executable"
+                        )),
+                    ),
+                    code => guest(CaseOutcome::Failed, Some(format!("exit {code}"))),
+                };
+            }
+        }
     }
     let report = match &result.report {
         ReportOutcome::Parsed(report) => report,
@@ -479,5 +577,80 @@ mod tests {
         let derived = derive_outcome(&cases[0], &infra);
         assert_eq!(derived.lane, Lane::Infrastructure);
         assert_eq!(derived.outcome, CaseOutcome::Error);
+    }
+
+    const GO_LIST: &str = "TestExpiry\nTestEvict\nBenchmarkGet\nExampleCache\nok  \texample.com/ledger/cache\t0.004s\n?   \texample.com/ledger/cmd\t[no test files]\nTestBalance\nok  \texample.com/ledger\t0.002s\n";
+
+    #[test]
+    fn go_listing_keeps_tests_per_package_in_printed_order() {
+        let listed = parse_go_list(GO_LIST);
+        let pairs: Vec<(&str, &str)> = listed
+            .iter()
+            .map(|(p, n)| (p.as_str(), n.as_str()))
+            .collect();
+        assert_eq!(
+            pairs,
+            [
+                ("example.com/ledger/cache", "TestExpiry"),
+                ("example.com/ledger/cache", "TestEvict"),
+                ("example.com/ledger", "TestBalance"),
+            ]
+        );
+        let broken = "TestA\nFAIL\texample.com/ledger/tax [build failed]\n";
+        assert!(parse_go_list(broken).is_empty());
+    }
+
+    #[test]
+    fn scopes_decide_which_results_a_case_owns() {
+        let mut go = SuiteCase::test(
+            "example.com/ledger/cache.TestExpiry",
+            "cache/cache_test.go",
+            "",
+            "TestExpiry",
+        );
+        go.package = Some("example.com/ledger/cache".into());
+        let result = |file: &str, name: &str| CaseResult {
+            file: file.into(),
+            suite: String::new(),
+            name: name.into(),
+            variant: None,
+            outcome: Outcome::Passed,
+            message: None,
+        };
+        assert!(go.owns(&result("example.com/ledger/cache", "TestExpiry/expired")));
+        assert!(go.owns(&result("example.com/ledger/cache", "TestExpiry")));
+        assert!(!go.owns(&result("example.com/ledger/cache", "TestExpiryLate")));
+        assert!(!go.owns(&result("example.com/ledger", "TestExpiry")));
+        let file = SuiteCase::whole_file("test/invoice.test.js");
+        assert!(file.owns(&result("test/invoice.test.js", "adds tax")));
+        assert!(!file.owns(&result("test/pager.test.js", "adds tax")));
+        assert_eq!(file.display(), "test/invoice.test.js");
+        let command = SuiteCase::whole_command("make check", CaseScope::Report);
+        assert!(command.owns(&result("anything", "at all")));
+        assert_eq!(command.display(), "make check");
+    }
+
+    #[test]
+    fn a_command_case_is_judged_by_its_exit_status() {
+        let case = SuiteCase::whole_command("./ci/check.sh", CaseScope::ExitStatus);
+        let judged = |status: JobStatus| {
+            let mut r = result(status, vec![]);
+            r.report = ReportOutcome::Missing;
+            derive_outcome(&case, &r)
+        };
+        let done = |code| JobStatus::Completed { exit_code: code };
+        assert_eq!(judged(done(0)).outcome, CaseOutcome::Passed);
+        assert_eq!(judged(done(1)).outcome, CaseOutcome::Failed);
+        for code in [126, 127] {
+            let derived = judged(done(code));
+            assert_eq!(derived.outcome, CaseOutcome::Error);
+            assert!(
+                derived
+                    .message
+                    .unwrap_or_default()
+                    .contains("not found or is not executable")
+            );
+        }
+        assert_eq!(judged(JobStatus::TimedOut).outcome, CaseOutcome::Error);
     }
 }

@@ -3,25 +3,36 @@
 //! pure parts (selection, sharding, audit, ledger, history) are submodules with table tests.
 
 pub mod audit;
+pub mod cluster;
 pub mod halt;
 pub mod history;
 pub mod ledger;
+pub mod reach;
+pub mod runners;
 pub mod select;
 pub mod shard;
 
 use crate::queue::{JobQueue, QueueError};
+use crate::source::SourceError;
 use assay_common::job::{JobKind, JobResult, JobSpec, JobStatus, Side};
+use assay_common::manifest::{self, Expectation};
+use assay_common::outcome::{CaseResult, ReportOutcome, TestReport};
 use assay_common::runner::RunnerKind;
-use assay_common::suite::{SuiteCase, parse_pytest_collection, parse_unittest_collection};
+use assay_common::suite::{
+    SuiteCase, parse_go_list, parse_pytest_collection, parse_unittest_collection,
+};
 use assay_common::{JobId, ProofId, TreeId};
 use assay_worker::store::ArtifactStore;
+use async_trait::async_trait;
 use halt::AdmissionGate;
+use runners::{Listing, SuiteRunner, SuiteSetup};
+use std::collections::BTreeMap;
+use std::path::Path;
 
 /// Plans one job per shard; shard members are indices into `cases`.
 pub fn plan_suite(
     run_id: &ProofId,
-    runner: RunnerKind,
-    command_prefix: &[String],
+    setup: &SuiteSetup,
     tree: &TreeId,
     cases: &[SuiteCase],
     shards: &[Vec<usize>],
@@ -31,7 +42,7 @@ pub fn plan_suite(
         .iter()
         .enumerate()
         .map(|(index, members)| {
-            let ids: Vec<String> = members.iter().map(|&i| cases[i].id.clone()).collect();
+            let members: Vec<&SuiteCase> = members.iter().map(|&i| &cases[i]).collect();
             JobSpec {
                 proof_id: run_id.clone(),
                 job_id: JobId::for_index(run_id, index),
@@ -39,9 +50,9 @@ pub fn plan_suite(
                 kind: JobKind::Suite,
                 side: Side::Candidate,
                 tree: tree.clone(),
-                command: runner.case_command(command_prefix, &ids),
-                report: runner.report_format(),
-                selected_tests: ids,
+                command: setup.case_command(&members),
+                report: setup.report_format(),
+                selected_tests: members.iter().map(|c| c.id.clone()).collect(),
                 timeout_secs,
                 env: Vec::new(),
                 edit: None,
@@ -54,23 +65,30 @@ pub fn plan_suite(
 pub enum CollectError {
     #[error(transparent)]
     Queue(#[from] QueueError),
-    #[error(
-        "`assay test` cannot collect {runner} cases yet (hint: it runs pytest and unittest suites)"
-    )]
-    Unsupported { runner: RunnerKind },
+    #[error("`assay test` cannot run {runner} suites: {why}")]
+    Unsupported { runner: SuiteRunner, why: String },
     #[error("collecting {runner} cases failed in the infrastructure lane: {message}")]
-    Infrastructure { runner: RunnerKind, message: String },
+    Infrastructure {
+        runner: SuiteRunner,
+        message: String,
+    },
     #[error("collecting {runner} cases failed ({how}){detail}")]
     Guest {
-        runner: RunnerKind,
+        runner: SuiteRunner,
         how: String,
         detail: String,
     },
     #[error("failed to read the collection output of {runner}")]
     Store {
-        runner: RunnerKind,
+        runner: SuiteRunner,
         #[source]
         source: assay_worker::store::StoreError,
+    },
+    #[error("failed to read the tree while collecting {runner} cases")]
+    Source {
+        runner: SuiteRunner,
+        #[source]
+        source: SourceError,
     },
 }
 
@@ -80,17 +98,37 @@ impl CollectError {
     }
 }
 
-/// Collects the suite's cases by running the runner's collection command as a job on the
-/// queue, so collection happens wherever the tests would run.
+/// A suite's cases in plan order, and what each manifest case expects (by case id).
+#[derive(Debug, Default)]
+pub struct Collection {
+    pub cases: Vec<SuiteCase>,
+    pub expectations: BTreeMap<String, Expectation>,
+}
+
+/// Collects the suite's cases: by running the runner's listing as a job on the queue (so
+/// collection happens wherever the tests would run), or from the tree where the cases are
+/// files, manifest rows or the whole command.
 pub async fn collect(
     run_id: &ProofId,
-    runner: RunnerKind,
-    command_prefix: &[String],
+    setup: &SuiteSetup,
+    repo: &Path,
     tree: &TreeId,
     timeout_secs: u64,
     queue: &dyn JobQueue,
     store: &dyn ArtifactStore,
-) -> Result<Vec<SuiteCase>, CollectError> {
+) -> Result<Collection, CollectError> {
+    setup.check()?;
+    let runner = setup.runner;
+    let argv = match setup.listing() {
+        Listing::Tree => {
+            let (cases, expectations) = setup.tree_cases(repo, tree)?;
+            return Ok(Collection {
+                cases,
+                expectations,
+            });
+        }
+        Listing::Job(argv) => argv,
+    };
     let collect_id = ProofId(format!("{run_id}-collect"));
     let spec = JobSpec {
         proof_id: collect_id.clone(),
@@ -99,10 +137,8 @@ pub async fn collect(
         kind: JobKind::Suite,
         side: Side::Candidate,
         tree: tree.clone(),
-        command: runner
-            .collect_command(command_prefix)
-            .ok_or(CollectError::Unsupported { runner })?,
-        report: runner.report_format(),
+        command: argv,
+        report: setup.report_format(),
         selected_tests: Vec::new(),
         timeout_secs,
         env: Vec::new(),
@@ -113,20 +149,20 @@ pub async fn collect(
         .next_result()
         .await
         .ok_or(QueueError::Closed { outstanding: 1 })?;
-    let artifact = |name: &str| {
-        result
+    let read = |name: &str| {
+        let key = result
             .artifacts
             .iter()
             .find(|a| a.name == name)
-            .map(|a| a.key.clone())
-    };
-    let read = |key: Option<String>| async move {
-        match key {
-            None => Ok(None),
-            Some(key) => store
-                .get(&key)
-                .await
-                .map_err(|source| CollectError::Store { runner, source }),
+            .map(|a| a.key.clone());
+        async move {
+            match key {
+                None => Ok(None),
+                Some(key) => store
+                    .get(&key)
+                    .await
+                    .map_err(|source| CollectError::Store { runner, source }),
+            }
         }
     };
     let exit_code = match &result.status {
@@ -151,40 +187,141 @@ pub async fn collect(
             });
         }
     };
-    let stdout = read(artifact("stdout")).await?.unwrap_or_default();
+    let stdout = read("stdout").await?.unwrap_or_default();
     let stdout = String::from_utf8_lossy(&stdout).into_owned();
     let tail = |text: &str| {
         let lines: Vec<&str> = text.lines().rev().take(15).collect();
         let joined: Vec<&str> = lines.into_iter().rev().collect();
         format!(":\n{}", joined.join("\n"))
     };
-    match runner {
-        RunnerKind::Pytest => match exit_code {
-            0 => Ok(parse_pytest_collection(&stdout)),
+    let failed = |how: String, output: &str| CollectError::Guest {
+        runner,
+        how,
+        detail: tail(output),
+    };
+    let cases = match runner {
+        SuiteRunner::Kind(RunnerKind::Pytest) => match exit_code {
+            0 => parse_pytest_collection(&stdout),
             // pytest's "no tests collected".
-            5 => Ok(Vec::new()),
-            code => Err(CollectError::Guest {
-                runner,
-                how: format!("exit {code}"),
-                detail: tail(&stdout),
-            }),
+            5 => Vec::new(),
+            code => return Err(failed(format!("exit {code}"), &stdout)),
         },
-        RunnerKind::Unittest => {
-            let Some(report) = read(artifact("report")).await? else {
-                let stderr = read(artifact("stderr")).await?.unwrap_or_default();
-                return Err(CollectError::Guest {
-                    runner,
-                    how: format!("exit {exit_code}, no collection report"),
-                    detail: tail(&String::from_utf8_lossy(&stderr)),
-                });
+        SuiteRunner::Kind(RunnerKind::Unittest) => {
+            let Some(report) = read("report").await? else {
+                let stderr = read("stderr").await?.unwrap_or_default();
+                return Err(failed(
+                    format!("exit {exit_code}, no collection report"),
+                    &String::from_utf8_lossy(&stderr),
+                ));
             };
             parse_unittest_collection(&report).map_err(|e| CollectError::Guest {
                 runner,
                 how: format!("exit {exit_code}"),
                 detail: format!(": {e}"),
-            })
+            })?
         }
-        other => Err(CollectError::Unsupported { runner: other }),
+        SuiteRunner::Kind(RunnerKind::Go) => {
+            if exit_code != 0 {
+                let stderr = read("stderr").await?.unwrap_or_default();
+                let output = format!("{stdout}{}", String::from_utf8_lossy(&stderr));
+                return Err(failed(format!("exit {exit_code}"), &output));
+            }
+            runners::go_cases(repo, tree, &parse_go_list(&stdout))?
+        }
+        other => {
+            return Err(CollectError::Unsupported {
+                runner: other,
+                why: "it has no listing command".into(),
+            });
+        }
+    };
+    Ok(Collection {
+        cases,
+        expectations: BTreeMap::new(),
+    })
+}
+
+/// Judges a finished job where the worker could not: a manifest row's run against its
+/// expectation, from the exit code and the stored stdout.
+#[async_trait]
+pub trait Settle: Send + Sync {
+    async fn settle(&self, spec: &JobSpec, result: JobResult) -> JobResult;
+}
+
+/// For runners whose report the worker parses: results as they come.
+pub struct AsReported;
+
+#[async_trait]
+impl Settle for AsReported {
+    async fn settle(&self, _spec: &JobSpec, result: JobResult) -> JobResult {
+        result
+    }
+}
+
+/// For node:test, whose JUnit reporter names no file: each job runs one file, so a result
+/// without a file is that file's.
+pub struct OneFilePerJob;
+
+#[async_trait]
+impl Settle for OneFilePerJob {
+    async fn settle(&self, spec: &JobSpec, mut result: JobResult) -> JobResult {
+        if let (ReportOutcome::Parsed(report), [file]) =
+            (&mut result.report, spec.selected_tests.as_slice())
+        {
+            for case in report.cases.iter_mut().filter(|c| c.file.is_empty()) {
+                case.file = file.clone();
+            }
+        }
+        result
+    }
+}
+
+/// Judges manifest rows with [`manifest::judge`]; each job runs one row.
+pub struct ManifestJudge<'a> {
+    pub expectations: &'a BTreeMap<String, Expectation>,
+    pub store: &'a dyn ArtifactStore,
+}
+
+#[async_trait]
+impl Settle for ManifestJudge<'_> {
+    async fn settle(&self, spec: &JobSpec, mut result: JobResult) -> JobResult {
+        let JobStatus::Completed { exit_code } = &result.status else {
+            return result;
+        };
+        let Some((file, expectation)) = spec
+            .selected_tests
+            .first()
+            .and_then(|id| self.expectations.get_key_value(id))
+        else {
+            result.report = ReportOutcome::Malformed("the job names no manifest row".into());
+            return result;
+        };
+        let stdout = match result.artifacts.iter().find(|a| a.name == "stdout") {
+            None => None,
+            Some(artifact) => self.store.get(&artifact.key).await.ok().flatten(),
+        };
+        let Some(stdout) = stdout else {
+            result.report = ReportOutcome::Missing;
+            return result;
+        };
+        // A shell-style 128+N exit is a signal: neither a value nor a guest error.
+        let exit_code = *exit_code;
+        let exit = (exit_code <= 128).then_some(exit_code);
+        let outcome = manifest::judge(expectation, exit, &stdout);
+        let message = (outcome != assay_common::outcome::Outcome::Passed)
+            .then(|| format!("expected {expectation:?}; the interpreter exited {exit_code}"));
+        result.report = ReportOutcome::Parsed(TestReport {
+            cases: vec![CaseResult {
+                file: file.clone(),
+                suite: String::new(),
+                name: file.clone(),
+                variant: None,
+                outcome,
+                message,
+            }],
+            collection_errors: Vec::new(),
+        });
+        result
     }
 }
 
@@ -236,6 +373,7 @@ pub async fn run_admitted(
     queue: &dyn JobQueue,
     budget: usize,
     gate: &dyn AdmissionGate,
+    settle: &dyn Settle,
     progress: &dyn SuiteProgress,
 ) -> Result<SuiteRun, QueueError> {
     let mut results: Vec<Option<JobResult>> = vec![None; jobs.len()];
@@ -269,6 +407,7 @@ pub async fn run_admitted(
             continue;
         }
         in_flight -= 1;
+        let result = settle.settle(&jobs[index], result).await;
         progress.event(SuiteEvent::JobFinished {
             spec: &jobs[index],
             result: &result,

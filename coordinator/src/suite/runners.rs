@@ -1,0 +1,437 @@
+//! How `assay test` drives each runner: where its cases come from (the runner's own listing
+//! run as a job, the tree's test files, manifest rows, or the whole command), the argv that
+//! runs a batch of them, and which report judges them. Cases of one job always share what the
+//! runner can select together: one Go package, one manifest row, one whole command.
+
+use super::CollectError;
+use crate::source;
+use assay_common::TreeId;
+use assay_common::manifest::{self, Expectation};
+use assay_common::runner::{ReportFormat, RunnerKind, go};
+use assay_common::suite::{CaseScope, SuiteCase};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+use std::str::FromStr;
+
+/// A runner as `assay test` knows it: one of the proof engine's, or a bare command.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SuiteRunner {
+    Kind(RunnerKind),
+    /// `--runner command`: one case judged by its exit status; counts and coverage come from
+    /// its output through the summary patterns.
+    Command,
+}
+
+impl fmt::Display for SuiteRunner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Kind(kind) => kind.fmt(f),
+            Self::Command => f.write_str("command"),
+        }
+    }
+}
+
+impl FromStr for SuiteRunner {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s == "command" {
+            return Ok(Self::Command);
+        }
+        s.parse::<RunnerKind>()
+            .map(Self::Kind)
+            .map_err(|e| format!("{e}, or command"))
+    }
+}
+
+/// Where a runner's cases come from.
+pub enum Listing {
+    /// Run this argv as a job and read its output.
+    Job(Vec<String>),
+    /// Read from the tree here, without running anything.
+    Tree,
+}
+
+/// A runner with its configured command, ready to list and run cases.
+#[derive(Clone, Debug)]
+pub struct SuiteSetup {
+    pub runner: SuiteRunner,
+    pub prefix: Vec<String>,
+    /// The generic JUnit runner's report (`--test-report junit:PATH`, or `{report}`).
+    pub report: ReportFormat,
+    /// The manifest corpus, relative to the tree root.
+    pub manifest: String,
+}
+
+impl SuiteSetup {
+    /// Refuses what `assay test` cannot run, before anything runs.
+    pub fn check(&self) -> Result<(), CollectError> {
+        let runner = self.runner;
+        match runner {
+            SuiteRunner::Kind(RunnerKind::Vitest) => Err(CollectError::Unsupported {
+                runner,
+                why: "Vitest has no listing that names the cases its JSON report attributes \
+                      (hint: --runner command --test-command \"npx vitest run\")"
+                    .into(),
+            }),
+            SuiteRunner::Kind(RunnerKind::Junit | RunnerKind::Manifest) | SuiteRunner::Command
+                if self.prefix.is_empty() =>
+            {
+                Err(CollectError::Unsupported {
+                    runner,
+                    why: "it needs a command (hint: --test-command \"…\"; for a manifest, the \
+                          interpreter)"
+                        .into(),
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    pub fn listing(&self) -> Listing {
+        let mut argv = self.prefix.clone();
+        match self.runner {
+            SuiteRunner::Kind(RunnerKind::Go) => {
+                argv.extend(["-list", ".", "-vet=off", "./..."].map(String::from));
+                Listing::Job(argv)
+            }
+            SuiteRunner::Kind(kind) => match kind.collect_command(&self.prefix) {
+                Some(argv) => Listing::Job(argv),
+                None => Listing::Tree,
+            },
+            SuiteRunner::Command => Listing::Tree,
+        }
+    }
+
+    /// The report a case job yields.
+    pub fn report_format(&self) -> ReportFormat {
+        match self.runner {
+            SuiteRunner::Kind(RunnerKind::Junit) => self.report.clone(),
+            // Nothing is parsed: the scratch report stays absent and the exit status judges
+            // (for a manifest row, with its stdout: see `ManifestJudge`).
+            SuiteRunner::Kind(RunnerKind::Manifest) | SuiteRunner::Command => {
+                ReportFormat::JunitXml
+            }
+            SuiteRunner::Kind(kind) => kind.report_format(),
+        }
+    }
+
+    /// The argv running `cases`, which share a job.
+    pub fn case_command(&self, cases: &[&SuiteCase]) -> Vec<String> {
+        let ids: Vec<String> = cases.iter().map(|c| c.id.clone()).collect();
+        let files: Vec<String> = cases.iter().map(|c| c.file.clone()).collect();
+        match self.runner {
+            SuiteRunner::Kind(RunnerKind::Go) => {
+                let mut argv = self.prefix.clone();
+                argv.extend(["-json", "-count=1", "-vet=off"].map(String::from));
+                let names: Vec<String> = cases.iter().map(|c| c.name.clone()).collect();
+                if let Some(pattern) = go::run_pattern(&names) {
+                    argv.extend(["-run".into(), pattern]);
+                }
+                let mut packages: Vec<String> = Vec::new();
+                for package in cases.iter().filter_map(|c| c.package.clone()) {
+                    if !packages.contains(&package) {
+                        packages.push(package);
+                    }
+                }
+                argv.extend(packages);
+                argv
+            }
+            SuiteRunner::Kind(RunnerKind::Node) => {
+                RunnerKind::Node.command(&self.prefix, &files, &[])
+            }
+            SuiteRunner::Kind(RunnerKind::Manifest) => {
+                let mut argv = self.prefix.clone();
+                argv.extend(files);
+                argv
+            }
+            SuiteRunner::Kind(RunnerKind::Junit) | SuiteRunner::Command => self.prefix.clone(),
+            SuiteRunner::Kind(kind) => kind.case_command(&self.prefix, &ids),
+        }
+    }
+
+    /// Whether two cases may share a job: the runner can select both in one run and
+    /// nothing else with them.
+    pub fn may_share_a_job(&self, a: &SuiteCase, b: &SuiteCase) -> bool {
+        match self.runner {
+            SuiteRunner::Kind(RunnerKind::Go) => a.package == b.package,
+            // node's JUnit reporter names no file: a job's file is known only when it is one.
+            SuiteRunner::Kind(RunnerKind::Manifest | RunnerKind::Node) => false,
+            _ => true,
+        }
+    }
+
+    /// Cases read from the tree (node files, manifest rows, the whole command), with each
+    /// manifest case's expectation by case id.
+    pub fn tree_cases(
+        &self,
+        repo: &Path,
+        tree: &TreeId,
+    ) -> Result<(Vec<SuiteCase>, BTreeMap<String, Expectation>), CollectError> {
+        let runner = self.runner;
+        let source_err = |source| CollectError::Source { runner, source };
+        let command_text = shell_words(&self.prefix);
+        match runner {
+            SuiteRunner::Command => Ok((
+                vec![SuiteCase::whole_command(
+                    &command_text,
+                    CaseScope::ExitStatus,
+                )],
+                BTreeMap::new(),
+            )),
+            SuiteRunner::Kind(RunnerKind::Junit) => Ok((
+                vec![SuiteCase::whole_command(&command_text, CaseScope::Report)],
+                BTreeMap::new(),
+            )),
+            SuiteRunner::Kind(RunnerKind::Manifest) => {
+                let bytes = source::read_file(repo, tree, &self.manifest)
+                    .map_err(source_err)?
+                    .ok_or_else(|| CollectError::Guest {
+                        runner,
+                        how: format!("{} is not in the tree", self.manifest),
+                        detail: " (hint: --manifest PATH, relative to the repository root)".into(),
+                    })?;
+                let rows =
+                    manifest::parse_manifest(&String::from_utf8_lossy(&bytes)).map_err(|e| {
+                        CollectError::Guest {
+                            runner,
+                            how: format!("{} is malformed", self.manifest),
+                            detail: format!(": {e}"),
+                        }
+                    })?;
+                let corpus = self.manifest.rsplit_once('/').map_or("", |(dir, _)| dir);
+                let mut cases = Vec::new();
+                let mut expectations = BTreeMap::new();
+                for row in rows {
+                    let file = if corpus.is_empty() {
+                        row.path.to_string()
+                    } else {
+                        format!("{corpus}/{}", row.path)
+                    };
+                    expectations.insert(file.clone(), row.expectation);
+                    cases.push(SuiteCase::whole_file(&file));
+                }
+                Ok((cases, expectations))
+            }
+            SuiteRunner::Kind(kind) => {
+                let files = source::list_files(repo, tree).map_err(source_err)?;
+                let cases = files
+                    .iter()
+                    .filter(|f| kind.is_test_module(f))
+                    .map(|f| SuiteCase::whole_file(f))
+                    .collect();
+                Ok((cases, BTreeMap::new()))
+            }
+        }
+    }
+}
+
+/// The argv as a shell would read it back: words with spaces or quotes single-quoted.
+fn shell_words(argv: &[String]) -> String {
+    argv.iter()
+        .map(|word| {
+            let plain = !word.is_empty()
+                && word
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
+            if plain {
+                word.clone()
+            } else {
+                format!("'{}'", word.replace('\'', r"'\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Go cases from `(import path, test name)` pairs: each placed in the `_test.go` file of its
+/// package that declares it, so `--file` and `--directory` select Go cases like any other.
+pub fn go_cases(
+    repo: &Path,
+    tree: &TreeId,
+    listed: &[(String, String)],
+) -> Result<Vec<SuiteCase>, CollectError> {
+    let runner = SuiteRunner::Kind(RunnerKind::Go);
+    let source_err = |source| CollectError::Source { runner, source };
+    let module = source::read_file(repo, tree, "go.mod")
+        .map_err(source_err)?
+        .and_then(|bytes| {
+            String::from_utf8_lossy(&bytes).lines().find_map(|l| {
+                l.trim()
+                    .strip_prefix("module ")
+                    .map(|m| m.trim().to_owned())
+            })
+        })
+        .ok_or_else(|| CollectError::Guest {
+            runner,
+            how: "go.mod at the repository root names no module".into(),
+            detail: String::new(),
+        })?;
+    let files = source::list_files(repo, tree).map_err(source_err)?;
+    let mut sources: BTreeMap<&str, String> = BTreeMap::new();
+    let mut cases = Vec::new();
+    for (package, name) in listed {
+        let dir = match package.strip_prefix(&module) {
+            Some("") => "",
+            Some(rest) => rest.trim_start_matches('/'),
+            None => package.as_str(),
+        };
+        let in_dir = |f: &&String| {
+            f.ends_with("_test.go") && f.rsplit_once('/').map_or("", |(d, _)| d) == dir
+        };
+        let mut file = None;
+        let mut first_in_dir = None;
+        for candidate in files.iter().filter(in_dir) {
+            first_in_dir.get_or_insert_with(|| candidate.clone());
+            if !sources.contains_key(candidate.as_str()) {
+                let bytes = source::read_file(repo, tree, candidate)
+                    .map_err(source_err)?
+                    .unwrap_or_default();
+                sources.insert(candidate, String::from_utf8_lossy(&bytes).into_owned());
+            }
+            if sources[candidate.as_str()].contains(&format!("func {name}(")) {
+                file = Some(candidate.clone());
+                break;
+            }
+        }
+        // A test declared where no source says `func Name(` (generated, say) is placed in its
+        // package's first test file, or the package directory when it has none in the tree.
+        let file = file.or(first_in_dir).unwrap_or_else(|| dir.to_owned());
+        let mut case = SuiteCase::test(&format!("{package}.{name}"), &file, "", name);
+        case.package = Some(package.clone());
+        cases.push(case);
+    }
+    Ok(cases)
+}
+
+/// Splits shards so that cases that may not share a job never do; plan order is kept.
+pub fn split_shards(
+    setup: &SuiteSetup,
+    cases: &[SuiteCase],
+    shards: Vec<Vec<usize>>,
+) -> Vec<Vec<usize>> {
+    let mut result: Vec<Vec<usize>> = Vec::new();
+    for shard in shards {
+        let mut groups: Vec<Vec<usize>> = Vec::new();
+        for i in shard {
+            match groups
+                .iter_mut()
+                .find(|g| setup.may_share_a_job(&cases[g[0]], &cases[i]))
+            {
+                Some(group) => group.push(i),
+                None => groups.push(vec![i]),
+            }
+        }
+        result.extend(groups);
+    }
+    result.sort_by_key(|m| m[0]);
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn setup(runner: SuiteRunner, prefix: &[&str]) -> SuiteSetup {
+        SuiteSetup {
+            runner,
+            prefix: prefix.iter().map(|w| (*w).to_owned()).collect(),
+            report: ReportFormat::JunitXml,
+            manifest: "manifest.tsv".into(),
+        }
+    }
+
+    fn go_case(package: &str, name: &str) -> SuiteCase {
+        let mut case = SuiteCase::test(&format!("{package}.{name}"), "x_test.go", "", name);
+        case.package = Some(package.into());
+        case
+    }
+
+    #[test]
+    fn go_cases_run_anchored_in_their_own_package() {
+        let go = setup(SuiteRunner::Kind(RunnerKind::Go), &["go", "test"]);
+        let a = go_case("example.com/ledger/cache", "TestExpiry");
+        let b = go_case("example.com/ledger/cache", "TestEvict");
+        assert_eq!(
+            go.case_command(&[&a, &b]),
+            [
+                "go",
+                "test",
+                "-json",
+                "-count=1",
+                "-vet=off",
+                "-run",
+                "^TestExpiry$|^TestEvict$",
+                "example.com/ledger/cache"
+            ]
+        );
+        let c = go_case("example.com/ledger", "TestBalance");
+        let cases = [a, b, c];
+        assert_eq!(
+            split_shards(&go, &cases, vec![vec![0, 2], vec![1]]),
+            [vec![0], vec![1], vec![2]]
+        );
+        assert_eq!(
+            split_shards(&go, &cases, vec![vec![0, 1, 2]]),
+            [vec![0, 1], vec![2]]
+        );
+    }
+
+    #[test]
+    fn runners_that_need_a_command_or_cannot_list_are_refused_up_front() {
+        for (runner, prefix, needle) in [
+            (SuiteRunner::Command, &[][..], "needs a command"),
+            (
+                SuiteRunner::Kind(RunnerKind::Manifest),
+                &[][..],
+                "needs a command",
+            ),
+            (
+                SuiteRunner::Kind(RunnerKind::Vitest),
+                &["npx", "vitest"][..],
+                "Vitest",
+            ),
+        ] {
+            let err = setup(runner, prefix).check().unwrap_err().to_string();
+            assert!(err.contains(needle), "{runner}: {err}");
+        }
+        assert!(
+            setup(SuiteRunner::Command, &["make", "check"])
+                .check()
+                .is_ok()
+        );
+        assert_eq!("command".parse::<SuiteRunner>(), Ok(SuiteRunner::Command));
+        assert!(
+            "jest"
+                .parse::<SuiteRunner>()
+                .unwrap_err()
+                .contains("or command")
+        );
+    }
+
+    #[test]
+    fn manifest_rows_run_one_interpreter_per_case() {
+        let manifest = setup(
+            SuiteRunner::Kind(RunnerKind::Manifest),
+            &["python3", "run.py"],
+        );
+        let case = SuiteCase::whole_file("corpus/integer/add.inv");
+        assert_eq!(
+            manifest.case_command(&[&case]),
+            ["python3", "run.py", "corpus/integer/add.inv"]
+        );
+        assert!(!manifest.may_share_a_job(&case, &case));
+    }
+
+    #[test]
+    fn a_whole_command_case_reads_back_as_typed() {
+        let argv: Vec<String> = ["sh", "-c", "pytest -q && coverage report", "it's"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(
+            shell_words(&argv),
+            r"sh -c 'pytest -q && coverage report' 'it'\''s'"
+        );
+    }
+}

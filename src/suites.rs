@@ -29,7 +29,7 @@ use assay_coordinator::suite::reach;
 use assay_coordinator::suite::runners::{self, SuiteRunner, SuiteSetup};
 use assay_coordinator::suite::select::{self, Selectors};
 use assay_coordinator::suite::{self, StopReason, SuiteEvent, SuiteProgress};
-use assay_coordinator::suite::{AsReported, CollectError, ManifestJudge, OneFilePerJob, Settle};
+use assay_coordinator::suite::CollectError;
 use assay_worker::store::ArtifactStore;
 use assay_worker::store_tree::upload_tree;
 use clap::Args;
@@ -476,7 +476,14 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
         ),
         None => (0..cases.len()).map(|i| vec![i]).collect(),
     };
-    let plan = suite::plan_suite(&run_id, &setup, &tree, &cases, &shards, args.timeout);
+    let plan = suite::plan_suite(
+        &run_id,
+        &setup,
+        &tree,
+        (&cases, collection.corpus.as_ref()),
+        &shards,
+        args.timeout,
+    );
     if !args.quiet {
         eprintln!("[test] 0/{}", cases.len());
     }
@@ -487,16 +494,7 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
         total: cases.len(),
         done: Mutex::new(0),
     };
-    let judge = ManifestJudge {
-        expectations: &collection.expectations,
-        store: &*store,
-    };
-    let settle: &dyn Settle = match runner {
-        SuiteRunner::Kind(RunnerKind::Manifest) => &judge,
-        SuiteRunner::Kind(RunnerKind::Node) => &OneFilePerJob,
-        _ => &AsReported,
-    };
-    let outcome = suite::run_admitted(&plan, &*queue, jobs, &*halt, settle, &progress)
+    let outcome = suite::run_admitted(&plan, &*queue, jobs, &*halt, &progress)
         .await
         .map_err(|e| Failure::infrastructure(e.into()))?;
     let reachability = match (
@@ -576,7 +574,7 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
                         message: derived.message,
                         duration_s: Some(result.duration_ms as f64 / 1000.0 / members.len() as f64),
                         job: Some(spec.index),
-                        artifacts: result.artifacts.clone(),
+                        artifacts: case.own_artifacts(&result.artifacts),
                     }
                 }
             });

@@ -585,6 +585,34 @@ fn node_test_files_are_cases_and_a_failing_file_fails_its_case() {
         ])
     );
     assert_eq!(json["audit"]["selection"]["contained"], true);
+    assert_eq!(json["jobs"].as_array().expect("jobs").len(), 2);
+
+    // Both files in one node run: each result is attributed to the file that reported it.
+    let batched = project.test(&[
+        "--runner",
+        "node",
+        "--shards",
+        "1",
+        "--json",
+        report.to_str().expect("utf-8"),
+    ]);
+    let err = stderr(&batched);
+    assert_eq!(code(&batched), 1, "{err}");
+    assert!(err.contains("[test] FAIL test/rounding.test.js"), "{err}");
+    assert!(!err.contains("[test] FAIL test/invoice.test.js"), "{err}");
+    let json = read_json(&report);
+    let jobs = json["jobs"].as_array().expect("jobs");
+    assert_eq!(jobs.len(), 1, "{jobs:?}");
+    assert_eq!(jobs[0]["cases"].as_array().expect("cases").len(), 2);
+    assert_eq!(
+        outcomes(&json),
+        pairs(&[
+            ("test/invoice.test.js", "passed"),
+            ("test/rounding.test.js", "failed"),
+        ])
+    );
+    assert_eq!(json["audit"]["selection"]["contained"], true);
+    assert_eq!(json["audit"]["selection"]["executed"], 2);
 }
 
 /// The manifest corpus fixture: `interpreter.py` and `corpus/`, rows of expressions for a tiny
@@ -653,6 +681,59 @@ fn manifest_rows_are_cases_judged_by_their_expectations() {
             ("corpus/error/unknown-rate.inv", "passed"),
         ])
     );
+    let expected = outcomes(&json);
+    assert_eq!(json["jobs"].as_array().expect("jobs").len(), 9);
+
+    // Rows batched three jobs to the worker: the same outcomes, each row with its own output.
+    let mut args = manifest.to_vec();
+    args.extend(["--shards", "3", "--json", report.to_str().expect("utf-8")]);
+    let batched = project.test(&args);
+    let err = stderr(&batched);
+    assert_eq!(code(&batched), 1, "{err}");
+    assert!(err.contains("[test] 9/9 completed, 3 failed"), "{err}");
+    let json = read_json(&report);
+    assert_eq!(outcomes(&json), expected);
+    assert_eq!(json["jobs"].as_array().expect("jobs").len(), 3);
+    assert_eq!(json["audit"]["selection"]["contained"], true);
+    assert_eq!(json["audit"]["selection"]["executed"], 9);
+    let store = project.store.path();
+    for case in json["cases"].as_array().expect("cases") {
+        let display = case["display"].as_str().expect("display");
+        let row = display.strip_prefix("corpus/").expect("a corpus case");
+        let names: Vec<&str> = case["artifacts"]
+            .as_array()
+            .expect("artifacts")
+            .iter()
+            .map(|a| a["name"].as_str().expect("name"))
+            .collect();
+        assert_eq!(
+            names,
+            [format!("{row}:stdout"), format!("{row}:stderr")],
+            "{display}"
+        );
+        if display == "corpus/integer/halve.inv" {
+            let key = case["artifacts"][0]["key"].as_str().expect("key");
+            let stored = walk_find(store, key).expect("the row's stdout is stored");
+            let stdout = std::fs::read_to_string(stored).expect("artifact readable");
+            assert_eq!(stdout.trim(), "3", "halving 7 floors to 3");
+        }
+    }
+
+    // --file selects one row.
+    let mut args = manifest.to_vec();
+    args.extend([
+        "--file",
+        "corpus/integer/halve.inv",
+        "--json",
+        report.to_str().expect("utf-8"),
+    ]);
+    let one = project.test(&args);
+    assert_eq!(code(&one), 1, "{}", stderr(&one));
+    assert_eq!(
+        outcomes(&read_json(&report)),
+        pairs(&[("corpus/integer/halve.inv", "failed")])
+    );
+
     let mut args = manifest.to_vec();
     args.extend(["--list-cases", "--directory", "corpus/integer"]);
     let integer: Vec<String> = listing(&project.test(&args))

@@ -3,6 +3,7 @@
 //! Pure: collection output comes in as bytes, outcomes are derived from parsed job results.
 
 use crate::job::{ArtifactRef, JobResult, JobStatus};
+use crate::manifest::{ManifestCase, ManifestJob};
 use crate::outcome::{CaseResult, Outcome, ReportOutcome};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -39,8 +40,11 @@ pub enum CaseScope {
     /// One test (with its variants and subtests).
     #[default]
     Test,
-    /// Every test in one file: a node:test file, a manifest row.
+    /// Every test in one file: a node:test file.
     File,
+    /// One manifest row, named by its case file. The manifest job reports it under the
+    /// corpus's `manifest.tsv` with the row's path as the name.
+    Row,
     /// Every test the command reports: a generic JUnit command.
     Report,
     /// The whole command, judged by its exit status: `--runner command`.
@@ -66,11 +70,21 @@ impl SuiteCase {
         }
     }
 
-    /// A whole file (a node:test file, a manifest row's case file).
+    /// A whole file (a node:test file).
     pub fn whole_file(file: &str) -> Self {
         Self {
             scope: CaseScope::File,
             ..Self::test(file, file, "", "")
+        }
+    }
+
+    /// A manifest row: its case file (relative to the tree root) is its id and file, the
+    /// row's path (relative to the corpus) its name.
+    pub fn manifest_row(corpus: &ManifestJob, row: &ManifestCase) -> Self {
+        let file = corpus.run_path(row);
+        Self {
+            scope: CaseScope::Row,
+            ..Self::test(&file, &file, "", row.path.as_str())
         }
     }
 
@@ -85,7 +99,7 @@ impl SuiteCase {
     /// Presentation only; never parsed.
     pub fn display(&self) -> String {
         match self.scope {
-            CaseScope::File => return self.file.clone(),
+            CaseScope::File | CaseScope::Row => return self.file.clone(),
             CaseScope::Report | CaseScope::ExitStatus => return self.name.clone(),
             CaseScope::Test => {}
         }
@@ -102,12 +116,37 @@ impl SuiteCase {
         text
     }
 
+    /// Which of its job's artifacts are this case's: a manifest row's own outputs (the
+    /// worker names them `ROW:stdout`, `ROW:stderr`); any other case shares its job's.
+    pub fn own_artifacts(&self, artifacts: &[ArtifactRef]) -> Vec<ArtifactRef> {
+        if self.scope != CaseScope::Row {
+            return artifacts.to_vec();
+        }
+        artifacts
+            .iter()
+            .filter(|a| {
+                a.name
+                    .strip_prefix(self.name.as_str())
+                    .is_some_and(|stream| stream.starts_with(':'))
+            })
+            .cloned()
+            .collect()
+    }
+
     /// Does a reported result belong to this case? Subtests (variants the collection did
     /// not list, Go's `TestA/sub`) belong to their test.
     pub fn owns(&self, result: &CaseResult) -> bool {
         match self.scope {
             CaseScope::Report | CaseScope::ExitStatus => return true,
             CaseScope::File => return result.file == self.file,
+            CaseScope::Row => {
+                let corpus = result.file.rsplit_once('/').map_or("", |(dir, _)| dir);
+                let file = match corpus {
+                    "" => result.name.clone(),
+                    dir => format!("{dir}/{}", result.name),
+                };
+                return result.name == self.name && file == self.file;
+            }
             CaseScope::Test => {}
         }
         let file_matches =
@@ -628,6 +667,55 @@ mod tests {
         let command = SuiteCase::whole_command("make check", CaseScope::Report);
         assert!(command.owns(&result("anything", "at all")));
         assert_eq!(command.display(), "make check");
+    }
+
+    #[test]
+    fn a_manifest_row_owns_its_result_and_its_own_outputs() {
+        let rows = crate::manifest::parse_manifest(
+            "integer/halve.inv\tinteger\t4\nhalve.inv\tinteger\t4\n",
+        )
+        .unwrap();
+        let corpus = ManifestJob {
+            corpus: "corpus".into(),
+            cases: rows.clone(),
+        };
+        let nested = SuiteCase::manifest_row(&corpus, &rows[0]);
+        assert_eq!(nested.display(), "corpus/integer/halve.inv");
+        let reported = |file: &str, name: &str| CaseResult {
+            file: file.into(),
+            suite: String::new(),
+            name: name.into(),
+            variant: None,
+            outcome: Outcome::Failed,
+            message: None,
+        };
+        assert!(nested.owns(&reported("corpus/manifest.tsv", "integer/halve.inv")));
+        assert!(!nested.owns(&reported("corpus/manifest.tsv", "halve.inv")));
+        assert!(!nested.owns(&reported("other/manifest.tsv", "integer/halve.inv")));
+        let at_root = ManifestJob {
+            corpus: String::new(),
+            cases: rows.clone(),
+        };
+        let top = SuiteCase::manifest_row(&at_root, &rows[1]);
+        assert!(top.owns(&reported("manifest.tsv", "halve.inv")));
+        assert!(!top.owns(&reported("corpus/manifest.tsv", "halve.inv")));
+        let artifact = |name: &str| ArtifactRef {
+            name: name.into(),
+            key: format!("proofs/t-1/jobs/0000/{name}"),
+            sha256: String::new(),
+            bytes: 0,
+        };
+        let job = [
+            artifact("integer/halve.inv:stdout"),
+            artifact("integer/halve.inv:stderr"),
+            artifact("integer/halve.inv.bak:stdout"),
+        ];
+        let own: Vec<String> = nested
+            .own_artifacts(&job)
+            .into_iter()
+            .map(|a| a.name)
+            .collect();
+        assert_eq!(own, ["integer/halve.inv:stdout", "integer/halve.inv:stderr"]);
     }
 
     #[test]

@@ -15,26 +15,24 @@ pub mod shard;
 use crate::queue::{JobQueue, QueueError};
 use crate::source::SourceError;
 use assay_common::job::{JobKind, JobResult, JobSpec, JobStatus, Side};
-use assay_common::manifest::{self, Expectation};
-use assay_common::outcome::{CaseResult, ReportOutcome, TestReport};
-use assay_common::runner::RunnerKind;
+use assay_common::manifest::ManifestJob;
+use assay_common::runner::{ReportFormat, RunnerKind};
 use assay_common::suite::{
     SuiteCase, parse_go_list, parse_pytest_collection, parse_unittest_collection,
 };
 use assay_common::{JobId, ProofId, TreeId};
 use assay_worker::store::ArtifactStore;
-use async_trait::async_trait;
 use halt::AdmissionGate;
 use runners::{Listing, SuiteRunner, SuiteSetup};
-use std::collections::BTreeMap;
 use std::path::Path;
 
-/// Plans one job per shard; shard members are indices into `cases`.
+/// Plans one job per shard; shard members are indices into `cases`. A manifest suite's job
+/// carries its rows (from `corpus`, the whole collected corpus) for the worker to run and judge.
 pub fn plan_suite(
     run_id: &ProofId,
     setup: &SuiteSetup,
     tree: &TreeId,
-    cases: &[SuiteCase],
+    (cases, corpus): (&[SuiteCase], Option<&ManifestJob>),
     shards: &[Vec<usize>],
     timeout_secs: u64,
 ) -> Vec<JobSpec> {
@@ -43,6 +41,17 @@ pub fn plan_suite(
         .enumerate()
         .map(|(index, members)| {
             let members: Vec<&SuiteCase> = members.iter().map(|&i| &cases[i]).collect();
+            let report = match corpus {
+                Some(corpus) => {
+                    let rows: Vec<String> = members.iter().map(|c| c.name.clone()).collect();
+                    ReportFormat::ManifestCases(ManifestJob::select(
+                        &corpus.corpus,
+                        &corpus.cases,
+                        &rows,
+                    ))
+                }
+                None => setup.report_format(),
+            };
             JobSpec {
                 proof_id: run_id.clone(),
                 job_id: JobId::for_index(run_id, index),
@@ -51,7 +60,7 @@ pub fn plan_suite(
                 side: Side::Candidate,
                 tree: tree.clone(),
                 command: setup.case_command(&members),
-                report: setup.report_format(),
+                report,
                 selected_tests: members.iter().map(|c| c.id.clone()).collect(),
                 timeout_secs,
                 env: Vec::new(),
@@ -98,11 +107,12 @@ impl CollectError {
     }
 }
 
-/// A suite's cases in plan order, and what each manifest case expects (by case id).
+/// A suite's cases in plan order and, for a manifest suite, its whole corpus: the rows jobs
+/// carry to the worker.
 #[derive(Debug, Default)]
 pub struct Collection {
     pub cases: Vec<SuiteCase>,
-    pub expectations: BTreeMap<String, Expectation>,
+    pub corpus: Option<ManifestJob>,
 }
 
 /// Collects the suite's cases: by running the runner's listing as a job on the queue (so
@@ -121,11 +131,8 @@ pub async fn collect(
     let runner = setup.runner;
     let argv = match setup.listing() {
         Listing::Tree => {
-            let (cases, expectations) = setup.tree_cases(repo, tree)?;
-            return Ok(Collection {
-                cases,
-                expectations,
-            });
+            let (cases, corpus) = setup.tree_cases(repo, tree)?;
+            return Ok(Collection { cases, corpus });
         }
         Listing::Job(argv) => argv,
     };
@@ -237,92 +244,8 @@ pub async fn collect(
     };
     Ok(Collection {
         cases,
-        expectations: BTreeMap::new(),
+        corpus: None,
     })
-}
-
-/// Judges a finished job where the worker could not: a manifest row's run against its
-/// expectation, from the exit code and the stored stdout.
-#[async_trait]
-pub trait Settle: Send + Sync {
-    async fn settle(&self, spec: &JobSpec, result: JobResult) -> JobResult;
-}
-
-/// For runners whose report the worker parses: results as they come.
-pub struct AsReported;
-
-#[async_trait]
-impl Settle for AsReported {
-    async fn settle(&self, _spec: &JobSpec, result: JobResult) -> JobResult {
-        result
-    }
-}
-
-/// For node:test, whose JUnit reporter names no file: each job runs one file, so a result
-/// without a file is that file's.
-pub struct OneFilePerJob;
-
-#[async_trait]
-impl Settle for OneFilePerJob {
-    async fn settle(&self, spec: &JobSpec, mut result: JobResult) -> JobResult {
-        if let (ReportOutcome::Parsed(report), [file]) =
-            (&mut result.report, spec.selected_tests.as_slice())
-        {
-            for case in report.cases.iter_mut().filter(|c| c.file.is_empty()) {
-                case.file = file.clone();
-            }
-        }
-        result
-    }
-}
-
-/// Judges manifest rows with [`manifest::judge`]; each job runs one row.
-pub struct ManifestJudge<'a> {
-    pub expectations: &'a BTreeMap<String, Expectation>,
-    pub store: &'a dyn ArtifactStore,
-}
-
-#[async_trait]
-impl Settle for ManifestJudge<'_> {
-    async fn settle(&self, spec: &JobSpec, mut result: JobResult) -> JobResult {
-        let JobStatus::Completed { exit_code } = &result.status else {
-            return result;
-        };
-        let Some((file, expectation)) = spec
-            .selected_tests
-            .first()
-            .and_then(|id| self.expectations.get_key_value(id))
-        else {
-            result.report = ReportOutcome::Malformed("the job names no manifest row".into());
-            return result;
-        };
-        let stdout = match result.artifacts.iter().find(|a| a.name == "stdout") {
-            None => None,
-            Some(artifact) => self.store.get(&artifact.key).await.ok().flatten(),
-        };
-        let Some(stdout) = stdout else {
-            result.report = ReportOutcome::Missing;
-            return result;
-        };
-        // A shell-style 128+N exit is a signal: neither a value nor a guest error.
-        let exit_code = *exit_code;
-        let exit = (exit_code <= 128).then_some(exit_code);
-        let outcome = manifest::judge(expectation, exit, &stdout);
-        let message = (outcome != assay_common::outcome::Outcome::Passed)
-            .then(|| format!("expected {expectation:?}; the interpreter exited {exit_code}"));
-        result.report = ReportOutcome::Parsed(TestReport {
-            cases: vec![CaseResult {
-                file: file.clone(),
-                suite: String::new(),
-                name: file.clone(),
-                variant: None,
-                outcome,
-                message,
-            }],
-            collection_errors: Vec::new(),
-        });
-        result
-    }
 }
 
 /// What a reporter hears while a suite runs.
@@ -373,7 +296,6 @@ pub async fn run_admitted(
     queue: &dyn JobQueue,
     budget: usize,
     gate: &dyn AdmissionGate,
-    settle: &dyn Settle,
     progress: &dyn SuiteProgress,
 ) -> Result<SuiteRun, QueueError> {
     let mut results: Vec<Option<JobResult>> = vec![None; jobs.len()];
@@ -407,7 +329,6 @@ pub async fn run_admitted(
             continue;
         }
         in_flight -= 1;
-        let result = settle.settle(&jobs[index], result).await;
         progress.event(SuiteEvent::JobFinished {
             spec: &jobs[index],
             result: &result,

@@ -1,12 +1,13 @@
 //! How `assay test` drives each runner: where its cases come from (the runner's own listing
 //! run as a job, the tree's test files, manifest rows, or the whole command), the argv that
 //! runs a batch of them, and which report judges them. Cases of one job always share what the
-//! runner can select together: one Go package, one manifest row, one whole command.
+//! runner can select together: one Go package; node files and manifest rows batch freely, since
+//! their reports name each result's file or row.
 
 use super::CollectError;
 use crate::source;
 use assay_common::TreeId;
-use assay_common::manifest::{self, Expectation};
+use assay_common::manifest::{self, ManifestJob};
 use assay_common::runner::{ReportFormat, RunnerKind, go};
 use assay_common::suite::{CaseScope, SuiteCase};
 use std::collections::BTreeMap;
@@ -108,11 +109,8 @@ impl SuiteSetup {
     pub fn report_format(&self) -> ReportFormat {
         match self.runner {
             SuiteRunner::Kind(RunnerKind::Junit) => self.report.clone(),
-            // Nothing is parsed: the scratch report stays absent and the exit status judges
-            // (for a manifest row, with its stdout: see `ManifestJudge`).
-            SuiteRunner::Kind(RunnerKind::Manifest) | SuiteRunner::Command => {
-                ReportFormat::JunitXml
-            }
+            // Nothing is parsed: the scratch report stays absent and the exit status judges.
+            SuiteRunner::Command => ReportFormat::JunitXml,
             SuiteRunner::Kind(kind) => kind.report_format(),
         }
     }
@@ -141,12 +139,10 @@ impl SuiteSetup {
             SuiteRunner::Kind(RunnerKind::Node) => {
                 RunnerKind::Node.command(&self.prefix, &files, &[])
             }
-            SuiteRunner::Kind(RunnerKind::Manifest) => {
-                let mut argv = self.prefix.clone();
-                argv.extend(files);
-                argv
+            // The worker appends each row's path to the interpreter, one process per row.
+            SuiteRunner::Kind(RunnerKind::Manifest | RunnerKind::Junit) | SuiteRunner::Command => {
+                self.prefix.clone()
             }
-            SuiteRunner::Kind(RunnerKind::Junit) | SuiteRunner::Command => self.prefix.clone(),
             SuiteRunner::Kind(kind) => kind.case_command(&self.prefix, &ids),
         }
     }
@@ -156,19 +152,17 @@ impl SuiteSetup {
     pub fn may_share_a_job(&self, a: &SuiteCase, b: &SuiteCase) -> bool {
         match self.runner {
             SuiteRunner::Kind(RunnerKind::Go) => a.package == b.package,
-            // node's JUnit reporter names no file: a job's file is known only when it is one.
-            SuiteRunner::Kind(RunnerKind::Manifest | RunnerKind::Node) => false,
             _ => true,
         }
     }
 
-    /// Cases read from the tree (node files, manifest rows, the whole command), with each
-    /// manifest case's expectation by case id.
+    /// Cases read from the tree (node files, manifest rows, the whole command), with a
+    /// manifest suite's whole corpus.
     pub fn tree_cases(
         &self,
         repo: &Path,
         tree: &TreeId,
-    ) -> Result<(Vec<SuiteCase>, BTreeMap<String, Expectation>), CollectError> {
+    ) -> Result<(Vec<SuiteCase>, Option<ManifestJob>), CollectError> {
         let runner = self.runner;
         let source_err = |source| CollectError::Source { runner, source };
         let command_text = shell_words(&self.prefix);
@@ -178,11 +172,11 @@ impl SuiteSetup {
                     &command_text,
                     CaseScope::ExitStatus,
                 )],
-                BTreeMap::new(),
+                None,
             )),
             SuiteRunner::Kind(RunnerKind::Junit) => Ok((
                 vec![SuiteCase::whole_command(&command_text, CaseScope::Report)],
-                BTreeMap::new(),
+                None,
             )),
             SuiteRunner::Kind(RunnerKind::Manifest) => {
                 let bytes = source::read_file(repo, tree, &self.manifest)
@@ -200,19 +194,19 @@ impl SuiteSetup {
                             detail: format!(": {e}"),
                         }
                     })?;
-                let corpus = self.manifest.rsplit_once('/').map_or("", |(dir, _)| dir);
-                let mut cases = Vec::new();
-                let mut expectations = BTreeMap::new();
-                for row in rows {
-                    let file = if corpus.is_empty() {
-                        row.path.to_string()
-                    } else {
-                        format!("{corpus}/{}", row.path)
-                    };
-                    expectations.insert(file.clone(), row.expectation);
-                    cases.push(SuiteCase::whole_file(&file));
-                }
-                Ok((cases, expectations))
+                let corpus = ManifestJob {
+                    corpus: self
+                        .manifest
+                        .rsplit_once('/')
+                        .map_or(String::new(), |(dir, _)| dir.to_owned()),
+                    cases: rows,
+                };
+                let cases = corpus
+                    .cases
+                    .iter()
+                    .map(|row| SuiteCase::manifest_row(&corpus, row))
+                    .collect();
+                Ok((cases, Some(corpus)))
             }
             SuiteRunner::Kind(kind) => {
                 let files = source::list_files(repo, tree).map_err(source_err)?;
@@ -221,7 +215,7 @@ impl SuiteSetup {
                     .filter(|f| kind.is_test_module(f))
                     .map(|f| SuiteCase::whole_file(f))
                     .collect();
-                Ok((cases, BTreeMap::new()))
+                Ok((cases, None))
             }
         }
     }
@@ -411,17 +405,44 @@ mod tests {
     }
 
     #[test]
-    fn manifest_rows_run_one_interpreter_per_case() {
+    fn manifest_rows_share_a_job_that_carries_them_to_the_worker() {
         let manifest = setup(
             SuiteRunner::Kind(RunnerKind::Manifest),
             &["python3", "run.py"],
         );
-        let case = SuiteCase::whole_file("corpus/integer/add.inv");
-        assert_eq!(
-            manifest.case_command(&[&case]),
-            ["python3", "run.py", "corpus/integer/add.inv"]
+        let rows = manifest::parse_manifest(
+            "integer/add.inv\tinteger\t2\nboolean/paid.inv\ttrue\nnull/none.inv\tnull\t-\n",
+        )
+        .unwrap();
+        let corpus = ManifestJob {
+            corpus: "corpus".into(),
+            cases: rows,
+        };
+        let cases: Vec<SuiteCase> = corpus
+            .cases
+            .iter()
+            .map(|row| SuiteCase::manifest_row(&corpus, row))
+            .collect();
+        assert!(manifest.may_share_a_job(&cases[0], &cases[2]));
+        let plan = super::super::plan_suite(
+            &assay_common::ProofId("t-1".into()),
+            &manifest,
+            &TreeId("0".repeat(40)),
+            (&cases, Some(&corpus)),
+            &[vec![0, 2], vec![1]],
+            60,
         );
-        assert!(!manifest.may_share_a_job(&case, &case));
+        assert_eq!(plan[0].command, ["python3", "run.py"]);
+        assert_eq!(
+            plan[0].selected_tests,
+            ["corpus/integer/add.inv", "corpus/null/none.inv"]
+        );
+        let ReportFormat::ManifestCases(job) = &plan[0].report else {
+            panic!("a manifest job reports per row: {:?}", plan[0].report)
+        };
+        assert_eq!(job.corpus, "corpus");
+        let carried: Vec<&str> = job.cases.iter().map(|c| c.path.as_str()).collect();
+        assert_eq!(carried, ["integer/add.inv", "null/none.inv"]);
     }
 
     #[test]

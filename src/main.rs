@@ -7,6 +7,7 @@ mod example;
 mod exit;
 mod fleet;
 mod mutate;
+mod proof_history;
 mod prove;
 mod reporter;
 mod sandbox;

@@ -3,6 +3,7 @@
 
 use crate::config::{self, ProveFile};
 use crate::embedded;
+use crate::proof_history;
 use crate::exit::{Failure, ResultExt as _};
 use crate::reporter::{self, StderrProgress};
 use crate::sandbox::{self, SandboxArgs, SandboxChoice};
@@ -98,6 +99,10 @@ pub struct ProveArgs {
         env = "ASSAY_SUBJECT_PREFIX"
     )]
     pub subject_prefix: String,
+    /// State directory for suite history, where an embedded proof records its suite jobs
+    /// [default: the user cache dir's assay].
+    #[arg(long, value_name = "DIR", env = "ASSAY_STATE_DIR")]
+    pub state_dir: Option<PathBuf>,
     /// Print only the summary, no progress.
     #[arg(short, long)]
     pub quiet: bool,
@@ -374,7 +379,8 @@ async fn run_embedded(
             container.image, container.image_id
         );
     }
-    let (ctx, _scratch) = embedded::job_context_in(sandbox, repo, store, pass_env, "assay-")?;
+    let (ctx, _scratch) =
+        embedded::job_context_in(sandbox, repo, store.clone(), pass_env, "assay-")?;
     let queue = InProcessQueue::start(ctx, jobs);
     let progress = StderrProgress { quiet: args.quiet };
     let results = engine::run_jobs(&prepared.jobs, &queue, jobs, &progress)
@@ -382,6 +388,7 @@ async fn run_embedded(
         .map_err(|e| Failure::infrastructure(e.into()))?;
     let mut evidence = engine::conclude(prepared, &results, started, clock);
     evidence.sandbox = Some(recorded);
+    proof_history::record(&args.state_dir, prepared, &results, &*store, started).await?;
     let mutation_check = match mutation_budget {
         Some(budget) if evidence.verdict == Verdict::Proven => {
             let check = mutation::run_check(prepared, &queue, jobs, budget, &progress).await;

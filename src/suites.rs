@@ -23,7 +23,7 @@ use assay_coordinator::source;
 use assay_coordinator::suite::audit::{self, JobSelection};
 use assay_coordinator::suite::cluster::{self, ClusterQueue, FleetHalt};
 use assay_coordinator::suite::halt::{AdmissionGate, HaltError, HaltFile};
-use assay_coordinator::suite::history::{self, RunSummary};
+use assay_coordinator::suite::history::{self, History, RunRecord, RunSummary};
 use assay_coordinator::suite::ledger::{self, Ledger};
 use assay_coordinator::suite::reach;
 use assay_coordinator::suite::runners::{self, SuiteRunner, SuiteSetup};
@@ -180,7 +180,7 @@ pub struct ResumeArgs {
     pub cluster: Option<String>,
 }
 
-fn state_dir(flag: &Option<PathBuf>) -> PathBuf {
+pub(crate) fn state_dir(flag: &Option<PathBuf>) -> PathBuf {
     flag.clone().unwrap_or_else(|| {
         std::env::var_os("XDG_CACHE_HOME")
             .map(PathBuf::from)
@@ -203,7 +203,7 @@ fn open_repo(dir: &Path) -> Result<PathBuf, Failure> {
 }
 
 /// The checked-out branch, or `detached`.
-fn current_branch(repo: &Path) -> Result<String, Failure> {
+pub(crate) fn current_branch(repo: &Path) -> Result<String, Failure> {
     let git = source::open(repo).map_err(|e| Failure::usage(e.into()))?;
     let name = match git.head() {
         Ok(head) if head.is_branch() => head.shorthand().unwrap_or("detached").to_owned(),
@@ -456,14 +456,7 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
         None => args.rev.clone(),
     };
     let repository = repo.display().to_string();
-    let history_path = history::history_path(&state, &repository, &branch);
-    let (mut history, problem) = history::load(&history_path, &repository, &branch);
-    if let Some(problem) = problem {
-        eprintln!(
-            "warning: suite history {} is {problem}; starting it over",
-            history_path.display()
-        );
-    }
+    let (history_path, mut history) = open_history(&state, &repository, &branch);
     let refs: Vec<String> = cases.iter().map(SuiteCase::reference).collect();
     let shards = match args.shards {
         Some(k) => runners::split_shards(
@@ -618,10 +611,7 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
         [Some(result)] => Some((result, job_output(&*store, result).await)),
         _ => None,
     };
-    let coverage_pct = single
-        .as_ref()
-        .and_then(|(_, text)| summary::parse_coverage(text))
-        .map(|c| (c * 10.0).round() / 10.0);
+    let coverage_pct = single.as_ref().and_then(|(_, text)| coverage_of(text));
     let mut counted = RunCounts {
         total: totals.total,
         passed: totals.passed,
@@ -681,16 +671,8 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
             args.coverage_threshold,
         )
         .clone();
-    let history_saved = history::save(&history_path, &history);
-    if let Err(e) = history_saved {
-        eprintln!("warning: {:#}", anyhow::Error::from(e));
-    }
-    for alert in &record.alerts {
-        eprintln!(
-            "[ALERT] [{}] {}: {}",
-            alert.severity, alert.kind, alert.detail
-        );
-    }
+    save_history(&history_path, &history);
+    print_alerts(&record);
     let status_text = if aborted {
         "infrastructure_aborted"
     } else if status == SuiteStatus::Passing {
@@ -835,8 +817,43 @@ struct RunCounts {
     skipped: u64,
 }
 
+/// A run's coverage figure from its output, to one decimal as history keeps it.
+pub(crate) fn coverage_of(output: &str) -> Option<f64> {
+    summary::parse_coverage(output).map(|c| (c * 10.0).round() / 10.0)
+}
+
+/// A branch's suite history and its file; a corrupt or unreadable one is reported and started
+/// over.
+pub(crate) fn open_history(state: &Path, repository: &str, branch: &str) -> (PathBuf, History) {
+    let path = history::history_path(state, repository, branch);
+    let (history, problem) = history::load(&path, repository, branch);
+    if let Some(problem) = problem {
+        eprintln!(
+            "warning: suite history {} is {problem}; starting it over",
+            path.display()
+        );
+    }
+    (path, history)
+}
+
+/// Saves history; failing to is a warning, since the run's own result stands.
+pub(crate) fn save_history(path: &Path, history: &History) {
+    if let Err(e) = history::save(path, history) {
+        eprintln!("warning: {:#}", anyhow::Error::from(e));
+    }
+}
+
+pub(crate) fn print_alerts(record: &RunRecord) {
+    for alert in &record.alerts {
+        eprintln!(
+            "[ALERT] [{}] {}: {}",
+            alert.severity, alert.kind, alert.detail
+        );
+    }
+}
+
 /// A finished job's stdout then stderr, as stored; an unreadable artifact reads as empty.
-async fn job_output(store: &dyn ArtifactStore, result: &JobResult) -> String {
+pub(crate) async fn job_output(store: &dyn ArtifactStore, result: &JobResult) -> String {
     let mut text = String::new();
     for name in ["stdout", "stderr"] {
         if let Some(artifact) = result.artifacts.iter().find(|a| a.name == name) {

@@ -2,7 +2,7 @@
 
 mod support;
 
-use support::{PAGER_FIXED, Repo, prove, pytest_pager_repo};
+use support::{PAGER_FIXED, Repo, assay, prove, prove_keeping_store, pytest_pager_repo};
 
 const PARTIAL_TEST: &str =
     "\n\ndef test_partial_last_page_is_counted():\n    assert page_count(11, 5) == 3\n";
@@ -410,4 +410,89 @@ fn usage_and_infrastructure_errors_are_one_clear_line_with_their_codes() {
         &[&["--base", "main~1", "--jobs", "0"][..], &criterion].concat(),
     );
     assert_eq!(bad_jobs.code, 2, "{}", bad_jobs.explain());
+}
+
+/// `assay history --json` for the proof's repository, reading the state a proof wrote.
+fn history(repo: &Repo, state: &std::path::Path, branch: Option<&str>) -> serde_json::Value {
+    let mut command = assay();
+    command.arg("history").arg("-C").arg(repo.path()).arg("--json");
+    command.arg("--state-dir").arg(state);
+    if let Some(branch) = branch {
+        command.args(["--branch", branch]);
+    }
+    let out = command.output().expect("assay history runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("history is JSON")
+}
+
+#[test]
+fn a_proof_records_its_suite_jobs_in_the_candidate_branch_history() {
+    let repo = pytest_pager_repo();
+    repo.git(&["checkout", "-q", "-b", "fix/partial-pages"]);
+    add_fix_with_test(&repo);
+    let criteria = [
+        "--base",
+        "main",
+        "--no-mutation",
+        "--criterion",
+        "test: test_partial_last_page_is_counted",
+    ];
+    let (run, out) = prove_keeping_store(&repo, &criteria);
+    assert_eq!(run.code, 0, "{}", run.explain());
+    let proof_id = run.evidence.as_ref().unwrap()["proof_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let state = out.path().join("state");
+    // HEAD is on fix/partial-pages: `assay history` there reads that branch by default.
+    let json = history(&repo, &state, None);
+    assert_eq!(json["schema"], "assay.history/v1");
+    assert_eq!(json["branch"], "fix/partial-pages");
+    let runs = json["runs"].as_array().unwrap();
+    let ids: Vec<&str> = runs.iter().map(|r| r["run_id"].as_str().unwrap()).collect();
+    assert_eq!(
+        ids,
+        [
+            format!("{proof_id}-base-suite"),
+            format!("{proof_id}-candidate-suite")
+        ]
+    );
+    // The base runs the change's new test against the old code: it fails there.
+    let base = &runs[0];
+    assert_eq!(
+        (&base["total"], &base["passed"], &base["failed"], &base["status"]),
+        (&2.into(), &1.into(), &1.into(), &"failing".into())
+    );
+    assert!(
+        base["failed_cases"][0]
+            .as_str()
+            .unwrap()
+            .ends_with("test_partial_last_page_is_counted"),
+        "{base}"
+    );
+    let candidate = &runs[1];
+    assert_eq!(
+        (
+            &candidate["total"],
+            &candidate["passed"],
+            &candidate["failed"],
+            &candidate["skipped"],
+            &candidate["status"]
+        ),
+        (&2.into(), &2.into(), &0.into(), &0.into(), &"passing".into())
+    );
+    assert_eq!(candidate["coverage_pct"], serde_json::Value::Null);
+    assert_eq!(candidate["new_failures"], 0);
+
+    // A candidate named by its commit has no branch: it is recorded under `detached`.
+    let commit = repo.git(&["rev-parse", "HEAD"]);
+    let mut by_commit = criteria.to_vec();
+    by_commit.extend(["--candidate", commit.trim()]);
+    let (run, out) = prove_keeping_store(&repo, &by_commit);
+    assert_eq!(run.code, 0, "{}", run.explain());
+    let state = out.path().join("state");
+    let detached = history(&repo, &state, Some("detached"));
+    assert_eq!(detached["runs"].as_array().unwrap().len(), 2);
+    let branch = history(&repo, &state, None);
+    assert!(branch["runs"].as_array().unwrap().is_empty(), "{branch}");
 }

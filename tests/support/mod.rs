@@ -147,7 +147,8 @@ pub fn prove(repo: &Repo, args: &[&str]) -> Run {
     prove_keeping_store(repo, args).0
 }
 
-/// [`prove`], keeping the directory that holds the store (`store/`) for the caller to read.
+/// [`prove`], keeping the directory that holds the store (`store/`) and the suite history
+/// (`state/`) for the caller to read.
 pub fn prove_keeping_store(repo: &Repo, args: &[&str]) -> (Run, tempfile::TempDir) {
     let out_dir = tempfile::tempdir().expect("temp dir");
     let json = out_dir.path().join("proof.json");
@@ -161,7 +162,8 @@ pub fn prove_keeping_store(repo: &Repo, args: &[&str]) -> (Run, tempfile::TempDi
         .arg("--json")
         .arg(&json)
         .arg("--store")
-        .arg(&store);
+        .arg(&store)
+        .env("ASSAY_STATE_DIR", out_dir.path().join("state"));
     (run(command, Some(json)), out_dir)
 }
 

@@ -2,6 +2,8 @@
 //! 50 kept, and alerts for new failures or a coverage drop against the last run that did not
 //! end in error. A corrupt file is treated as a first run and rewritten, never a crash.
 
+use assay_common::job::{JobResult, JobStatus};
+use assay_common::outcome::{Outcome, ReportOutcome};
 use assay_common::report::summary::SuiteStatus;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -67,6 +69,65 @@ pub struct RunSummary {
     pub status: SuiteStatus,
     pub status_detail: Option<String>,
     pub failed_cases: Vec<String>,
+}
+
+impl RunSummary {
+    /// What one suite job of a proof contributes: counts from its parsed report, `failing`
+    /// when a test failed or errored, `error` when the job ended without a report to trust.
+    pub fn of_job(
+        run_id: String,
+        timestamp: String,
+        result: &JobResult,
+        coverage_pct: Option<f64>,
+    ) -> Self {
+        let mut run = Self {
+            timestamp,
+            run_id,
+            total: 0,
+            passed: 0,
+            failed: 0,
+            skipped: 0,
+            coverage_pct,
+            status: SuiteStatus::Error,
+            status_detail: None,
+            failed_cases: Vec::new(),
+        };
+        let report = match (&result.status, &result.report) {
+            (JobStatus::Completed { .. }, ReportOutcome::Parsed(report)) => report,
+            (JobStatus::Completed { exit_code }, unusable) => {
+                let problem = unusable.problem().unwrap_or_default();
+                run.status_detail = Some(format!("exit {exit_code}: {problem}"));
+                return run;
+            }
+            (JobStatus::Infrastructure { message, .. }, _) => {
+                run.status_detail = Some(format!("infrastructure: {message}"));
+                return run;
+            }
+            (status, _) => {
+                run.status_detail = Some(status.label().to_owned());
+                return run;
+            }
+        };
+        run.total = report.cases.len() as u64;
+        for case in &report.cases {
+            match case.outcome {
+                Outcome::Passed => run.passed += 1,
+                Outcome::Skipped => run.skipped += 1,
+                Outcome::Failed | Outcome::Error => {
+                    run.failed += 1;
+                    run.failed_cases.push(case.identity());
+                }
+            }
+        }
+        run.failed_cases
+            .extend(report.collection_errors.iter().map(|e| e.file.clone()));
+        run.status = if run.failed_cases.is_empty() {
+            SuiteStatus::Passing
+        } else {
+            SuiteStatus::Failing
+        };
+        run
+    }
 }
 
 impl History {
@@ -395,5 +456,74 @@ mod tests {
             "Tests: 142/145 passed, 0 skipped (87.3% coverage) | Status: failing | vs previous: +3 failed, coverage -1.2% | Alerts: [warning] regression — 3 new failures (was 0, now 3): a, b, c"
         );
         assert!(trend_line(&history.runs[0], None).contains("first run"));
+    }
+
+    #[test]
+    fn a_proof_suite_job_counts_its_report_and_an_unusable_one_is_an_error() {
+        use assay_common::WorkerId;
+        use assay_common::outcome::{CaseResult, TestReport};
+        let case = |name: &str, outcome| CaseResult {
+            file: "tests/test_pages.py".into(),
+            suite: "tests.test_pages".into(),
+            name: name.into(),
+            variant: None,
+            outcome,
+            message: None,
+        };
+        let job = |status, report| JobResult {
+            job_id: "p-1/0003".into(),
+            index: 3,
+            status,
+            report,
+            artifacts: vec![],
+            duration_ms: 40,
+            worker: WorkerId("embedded-1".into()),
+        };
+        let done = JobStatus::Completed { exit_code: 1 };
+        let report = ReportOutcome::Parsed(TestReport {
+            cases: vec![
+                case("test_full_pages", Outcome::Passed),
+                case("test_partial_last_page", Outcome::Failed),
+                case("test_huge_totals", Outcome::Skipped),
+            ],
+            collection_errors: vec![],
+        });
+        let stamp = || "2026-11-29T10:00:00Z".to_owned();
+        let run = RunSummary::of_job(
+            "p-1-candidate-suite".into(),
+            stamp(),
+            &job(done.clone(), report),
+            Some(91.5),
+        );
+        assert_eq!(
+            (run.total, run.passed, run.failed, run.skipped),
+            (3, 1, 1, 1)
+        );
+        assert_eq!(run.status, SuiteStatus::Failing);
+        assert_eq!(run.coverage_pct, Some(91.5));
+        assert_eq!(
+            run.failed_cases,
+            ["tests/test_pages.py::tests.test_pages::test_partial_last_page"]
+        );
+        let missing = RunSummary::of_job(
+            "p-1-base-suite".into(),
+            stamp(),
+            &job(done, ReportOutcome::Missing),
+            None,
+        );
+        assert_eq!((missing.status, missing.total), (SuiteStatus::Error, 0));
+        assert!(
+            missing
+                .status_detail
+                .unwrap_or_default()
+                .contains("no report")
+        );
+        let timed_out = RunSummary::of_job(
+            "p-1-base-suite".into(),
+            stamp(),
+            &job(JobStatus::TimedOut, ReportOutcome::Missing),
+            None,
+        );
+        assert_eq!(timed_out.status_detail.as_deref(), Some("timed_out"));
     }
 }

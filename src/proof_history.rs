@@ -1,0 +1,63 @@
+//! Suite history for proofs: a proof's suite jobs (base-suite, then candidate-suite) are
+//! recorded like `assay test` runs, under the candidate's branch, so `assay history` shows
+//! proofs and suite runs side by side and the candidate's entry is compared with the base's.
+
+use crate::exit::Failure;
+use crate::suites;
+use assay_common::job::JobKind;
+use assay_coordinator::engine::{self, PreparedProof};
+use assay_coordinator::source::{self, CandidateSpec};
+use assay_coordinator::suite::history::{self, RunSummary};
+use assay_worker::store::ArtifactStore;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+/// Records every suite job of a finished proof; `results` are in plan order.
+pub async fn record(
+    state_dir: &Option<PathBuf>,
+    proof: &PreparedProof,
+    results: &[assay_common::job::JobResult],
+    store: &dyn ArtifactStore,
+    started: SystemTime,
+) -> Result<(), Failure> {
+    let repo = &proof.request.repo;
+    let branch = candidate_branch(repo, &proof.request.candidate)?;
+    let repository = repo.display().to_string();
+    let (path, mut history) =
+        suites::open_history(&suites::state_dir(state_dir), &repository, &branch);
+    let suite_jobs = proof
+        .jobs
+        .iter()
+        .zip(results)
+        .filter(|(spec, _)| spec.kind == JobKind::Suite);
+    for (spec, result) in suite_jobs {
+        let coverage = suites::coverage_of(&suites::job_output(store, result).await);
+        let run = RunSummary::of_job(
+            format!("{}-{}", proof.request.proof_id, spec.kind.label(spec.side)),
+            engine::rfc3339(started),
+            result,
+            coverage,
+        );
+        let record = history.record(run, history::DEFAULT_COVERAGE_DROP_THRESHOLD);
+        suites::print_alerts(record);
+    }
+    suites::save_history(&path, &history);
+    Ok(())
+}
+
+/// The candidate's branch: the checked-out one for `HEAD`, the name itself for a local branch;
+/// `detached` for anything else (a commit, a tag, a patch), as for a detached checkout.
+fn candidate_branch(repo: &Path, candidate: &CandidateSpec) -> Result<String, Failure> {
+    let CandidateSpec::Revision(rev) = candidate else {
+        return Ok("detached".into());
+    };
+    if rev == "HEAD" {
+        return suites::current_branch(repo);
+    }
+    let git = source::open(repo).map_err(|e| Failure::usage(e.into()))?;
+    let name = rev.strip_prefix("refs/heads/").unwrap_or(rev);
+    Ok(match git.find_reference(&format!("refs/heads/{name}")) {
+        Ok(_) => name.to_owned(),
+        Err(_) => "detached".to_owned(),
+    })
+}

@@ -3,8 +3,8 @@
 
 use crate::config::{self, ProveFile};
 use crate::embedded;
-use crate::proof_history;
 use crate::exit::{Failure, ResultExt as _};
+use crate::proof_history;
 use crate::reporter::{self, StderrProgress};
 use crate::sandbox::{self, SandboxArgs, SandboxChoice};
 use anyhow::{Context, anyhow};

@@ -20,6 +20,7 @@ use assay_common::suite::{
 use assay_coordinator::engine;
 use assay_coordinator::queue::{InProcessQueue, JobQueue};
 use assay_coordinator::source;
+use assay_coordinator::suite::CollectError;
 use assay_coordinator::suite::audit::{self, JobSelection};
 use assay_coordinator::suite::cluster::{self, ClusterQueue, FleetHalt};
 use assay_coordinator::suite::halt::{AdmissionGate, HaltError, HaltFile};
@@ -29,7 +30,6 @@ use assay_coordinator::suite::reach;
 use assay_coordinator::suite::runners::{self, SuiteRunner, SuiteSetup};
 use assay_coordinator::suite::select::{self, Selectors};
 use assay_coordinator::suite::{self, StopReason, SuiteEvent, SuiteProgress};
-use assay_coordinator::suite::CollectError;
 use assay_worker::store::ArtifactStore;
 use assay_worker::store_tree::upload_tree;
 use clap::Args;

@@ -415,13 +415,21 @@ fn usage_and_infrastructure_errors_are_one_clear_line_with_their_codes() {
 /// `assay history --json` for the proof's repository, reading the state a proof wrote.
 fn history(repo: &Repo, state: &std::path::Path, branch: Option<&str>) -> serde_json::Value {
     let mut command = assay();
-    command.arg("history").arg("-C").arg(repo.path()).arg("--json");
+    command
+        .arg("history")
+        .arg("-C")
+        .arg(repo.path())
+        .arg("--json");
     command.arg("--state-dir").arg(state);
     if let Some(branch) = branch {
         command.args(["--branch", branch]);
     }
     let out = command.output().expect("assay history runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).expect("history is JSON")
 }
 
@@ -460,7 +468,12 @@ fn a_proof_records_its_suite_jobs_in_the_candidate_branch_history() {
     // The base runs the change's new test against the old code: it fails there.
     let base = &runs[0];
     assert_eq!(
-        (&base["total"], &base["passed"], &base["failed"], &base["status"]),
+        (
+            &base["total"],
+            &base["passed"],
+            &base["failed"],
+            &base["status"]
+        ),
         (&2.into(), &1.into(), &1.into(), &"failing".into())
     );
     assert!(
@@ -479,7 +492,13 @@ fn a_proof_records_its_suite_jobs_in_the_candidate_branch_history() {
             &candidate["skipped"],
             &candidate["status"]
         ),
-        (&2.into(), &2.into(), &0.into(), &0.into(), &"passing".into())
+        (
+            &2.into(),
+            &2.into(),
+            &0.into(),
+            &0.into(),
+            &"passing".into()
+        )
     );
     assert_eq!(candidate["coverage_pct"], serde_json::Value::Null);
     assert_eq!(candidate["new_failures"], 0);

@@ -565,54 +565,34 @@ fn node_test_files_are_cases_and_a_failing_file_fails_its_case() {
     let displays: Vec<String> = listing(&listed).into_iter().map(|(_, d)| d).collect();
     assert_eq!(displays, ["test/invoice.test.js", "test/rounding.test.js"]);
     let report = project.json_path();
-    let run = project.test(&[
-        "--runner",
-        "node",
-        "--jobs",
-        "2",
-        "--json",
-        report.to_str().expect("utf-8"),
-    ]);
-    let err = stderr(&run);
-    assert_eq!(code(&run), 1, "{err}");
-    assert!(err.contains("[test] FAIL test/rounding.test.js"), "{err}");
-    let json = read_json(&report);
-    assert_eq!(
-        outcomes(&json),
-        pairs(&[
-            ("test/invoice.test.js", "passed"),
-            ("test/rounding.test.js", "failed"),
-        ])
-    );
-    assert_eq!(json["audit"]["selection"]["contained"], true);
-    assert_eq!(json["jobs"].as_array().expect("jobs").len(), 2);
-
-    // Both files in one node run: each result is attributed to the file that reported it.
-    let batched = project.test(&[
-        "--runner",
-        "node",
-        "--shards",
-        "1",
-        "--json",
-        report.to_str().expect("utf-8"),
-    ]);
-    let err = stderr(&batched);
-    assert_eq!(code(&batched), 1, "{err}");
-    assert!(err.contains("[test] FAIL test/rounding.test.js"), "{err}");
-    assert!(!err.contains("[test] FAIL test/invoice.test.js"), "{err}");
-    let json = read_json(&report);
-    let jobs = json["jobs"].as_array().expect("jobs");
-    assert_eq!(jobs.len(), 1, "{jobs:?}");
-    assert_eq!(jobs[0]["cases"].as_array().expect("cases").len(), 2);
-    assert_eq!(
-        outcomes(&json),
-        pairs(&[
-            ("test/invoice.test.js", "passed"),
-            ("test/rounding.test.js", "failed"),
-        ])
-    );
-    assert_eq!(json["audit"]["selection"]["contained"], true);
-    assert_eq!(json["audit"]["selection"]["executed"], 2);
+    // One job per file, then both files in one node run: either way each result is attributed
+    // to the file that reported it.
+    for (layout, jobs) in [("--jobs", 2), ("--shards", 1)] {
+        let run = project.test(&[
+            "--runner",
+            "node",
+            layout,
+            &jobs.to_string(),
+            "--json",
+            report.to_str().expect("utf-8"),
+        ]);
+        let err = stderr(&run);
+        assert_eq!(code(&run), 1, "{err}");
+        assert!(err.contains("[test] FAIL test/rounding.test.js"), "{err}");
+        assert!(!err.contains("[test] FAIL test/invoice.test.js"), "{err}");
+        let json = read_json(&report);
+        assert_eq!(
+            outcomes(&json),
+            pairs(&[
+                ("test/invoice.test.js", "passed"),
+                ("test/rounding.test.js", "failed"),
+            ])
+        );
+        let planned = json["jobs"].as_array().expect("jobs");
+        assert_eq!(planned.len(), jobs, "{layout}: {planned:?}");
+        assert_eq!(json["audit"]["selection"]["contained"], true);
+        assert_eq!(json["audit"]["selection"]["executed"], 2);
+    }
 }
 
 /// The manifest corpus fixture: `interpreter.py` and `corpus/`, rows of expressions for a tiny

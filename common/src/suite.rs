@@ -715,7 +715,10 @@ mod tests {
             .into_iter()
             .map(|a| a.name)
             .collect();
-        assert_eq!(own, ["integer/halve.inv:stdout", "integer/halve.inv:stderr"]);
+        assert_eq!(
+            own,
+            ["integer/halve.inv:stdout", "integer/halve.inv:stderr"]
+        );
     }
 
     #[test]

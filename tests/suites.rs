@@ -724,6 +724,23 @@ fn manifest_rows_are_cases_judged_by_their_expectations() {
         integer,
         ["corpus/integer/add-small.inv", "corpus/integer/halve.inv"]
     );
+    // An `error` row whose file is missing would "pass" by failing to open it: refused first.
+    let rows = std::fs::read_to_string(project.path().join("corpus/manifest.tsv")).expect("read");
+    project.commit(
+        &[(
+            "corpus/manifest.tsv",
+            &format!("{rows}error/overdraft.inv\terror\n"),
+        )],
+        "corpus: an overdraft row",
+    );
+    let refused = project.test(&manifest);
+    let err = stderr(&refused);
+    assert_eq!(code(&refused), 1, "{err}");
+    assert!(
+        err.contains("the case file error/overdraft.inv is not in the tree"),
+        "{err}"
+    );
+    assert!(!err.contains("[test] 0/"), "nothing runs: {err}");
 }
 
 const PRICING_PY: &str = "def net(gross, rate):\n    return round(gross / (1 + rate), 2)\n\n\ndef gross(net, rate):\n    return round(net * (1 + rate), 2)\n";

@@ -8,7 +8,7 @@ use crate::source::{self, CandidateSpec, Change, SourceError};
 use assay_common::criteria::Criterion;
 use assay_common::evidence::{Evidence, JobEvidence, RevisionInfo, SCHEMA};
 use assay_common::job::{JobResult, JobSpec};
-use assay_common::manifest::{ManifestCase, ManifestError, ManifestJob, parse_manifest};
+use assay_common::manifest::{ManifestError, ManifestJob, parse_manifest};
 use assay_common::runner::{ReportFormat, RunnerKind};
 use assay_common::verdict::{self, Observation, RefusedFile};
 use assay_common::{ProofId, WorkerId};
@@ -66,7 +66,7 @@ pub enum EngineError {
         source: ManifestError,
     },
     #[error(
-        "{path} line {line}: the case file {case} is not in the candidate tree (hint: commit it, or fix the row)"
+        "{path} line {line}: the case file {case} is not in the tree (hint: commit it, or fix the row)"
     )]
     MissingCase {
         path: String,
@@ -202,10 +202,13 @@ pub fn prepare(request: ProofRequest) -> Result<PreparedProof, EngineError> {
             .clone()
             .unwrap_or_else(|| runner.report_format()),
     });
-    if let Some((dir, cases)) = &corpus {
+    if let Some(corpus) = &corpus {
         for job in &mut jobs {
-            job.report =
-                ReportFormat::ManifestCases(ManifestJob::select(dir, cases, &job.selected_tests));
+            job.report = ReportFormat::ManifestCases(ManifestJob::select(
+                &corpus.corpus,
+                &corpus.cases,
+                &job.selected_tests,
+            ));
         }
     }
     Ok(PreparedProof {
@@ -221,7 +224,7 @@ pub fn prepare(request: ProofRequest) -> Result<PreparedProof, EngineError> {
 fn load_corpus(
     repo: &std::path::Path,
     tree: &assay_common::TreeId,
-) -> Result<(String, Vec<ManifestCase>), EngineError> {
+) -> Result<ManifestJob, EngineError> {
     let files = source::list_files(repo, tree)?;
     let manifests: Vec<&String> = files
         .iter()
@@ -236,31 +239,42 @@ fn load_corpus(
             });
         }
     };
-    let bytes = source::read_file(repo, tree, &path)?.unwrap_or_default();
+    read_corpus(repo, tree, &path, &files)
+}
+
+/// The corpus whose manifest is `path` in `tree` (whose files are `files`): its directory and
+/// its parsed rows, every case file present. Shared with `assay test`.
+pub fn read_corpus(
+    repo: &std::path::Path,
+    tree: &assay_common::TreeId,
+    path: &str,
+    files: &[String],
+) -> Result<ManifestJob, EngineError> {
+    let bytes = source::read_file(repo, tree, path)?.unwrap_or_default();
     let cases = parse_manifest(&String::from_utf8_lossy(&bytes)).map_err(|source| {
         EngineError::Manifest {
-            path: path.clone(),
+            path: path.to_owned(),
             source,
         }
     })?;
-    let dir = path
-        .rsplit_once('/')
-        .map_or(String::new(), |(dir, _)| dir.to_owned());
-    let job = ManifestJob {
-        corpus: dir.clone(),
-        cases: Vec::new(),
+    let corpus = ManifestJob {
+        corpus: path
+            .rsplit_once('/')
+            .map_or(String::new(), |(dir, _)| dir.to_owned()),
+        cases,
     };
-    if let Some(missing) = cases
+    if let Some(missing) = corpus
+        .cases
         .iter()
-        .find(|case| !files.contains(&job.run_path(case)))
+        .find(|case| !files.contains(&corpus.run_path(case)))
     {
         return Err(EngineError::MissingCase {
-            path,
+            path: path.to_owned(),
             line: missing.line,
             case: missing.path.to_string(),
         });
     }
-    Ok((dir, cases))
+    Ok(corpus)
 }
 
 /// Go with a `go.mod`, Vitest or node:test with a `package.json`; pytest when the candidate

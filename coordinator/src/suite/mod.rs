@@ -93,6 +93,12 @@ pub enum CollectError {
         #[source]
         source: assay_worker::store::StoreError,
     },
+    #[error("collecting {runner} cases failed")]
+    Corpus {
+        runner: SuiteRunner,
+        #[source]
+        source: crate::engine::EngineError,
+    },
     #[error("failed to read the tree while collecting {runner} cases")]
     Source {
         runner: SuiteRunner,
@@ -103,7 +109,11 @@ pub enum CollectError {
 
 impl CollectError {
     pub fn is_infrastructure(&self) -> bool {
-        !matches!(self, Self::Guest { .. } | Self::Unsupported { .. })
+        match self {
+            Self::Guest { .. } | Self::Unsupported { .. } => false,
+            Self::Corpus { source, .. } => !source.is_usage(),
+            _ => true,
+        }
     }
 }
 

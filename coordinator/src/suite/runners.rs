@@ -7,7 +7,7 @@
 use super::CollectError;
 use crate::source;
 use assay_common::TreeId;
-use assay_common::manifest::{self, ManifestJob};
+use assay_common::manifest::ManifestJob;
 use assay_common::runner::{ReportFormat, RunnerKind, go};
 use assay_common::suite::{CaseScope, SuiteCase};
 use std::collections::BTreeMap;
@@ -179,28 +179,16 @@ impl SuiteSetup {
                 None,
             )),
             SuiteRunner::Kind(RunnerKind::Manifest) => {
-                let bytes = source::read_file(repo, tree, &self.manifest)
-                    .map_err(source_err)?
-                    .ok_or_else(|| CollectError::Guest {
+                let files = source::list_files(repo, tree).map_err(source_err)?;
+                if !files.contains(&self.manifest) {
+                    return Err(CollectError::Guest {
                         runner,
                         how: format!("{} is not in the tree", self.manifest),
                         detail: " (hint: --manifest PATH, relative to the repository root)".into(),
-                    })?;
-                let rows =
-                    manifest::parse_manifest(&String::from_utf8_lossy(&bytes)).map_err(|e| {
-                        CollectError::Guest {
-                            runner,
-                            how: format!("{} is malformed", self.manifest),
-                            detail: format!(": {e}"),
-                        }
-                    })?;
-                let corpus = ManifestJob {
-                    corpus: self
-                        .manifest
-                        .rsplit_once('/')
-                        .map_or(String::new(), |(dir, _)| dir.to_owned()),
-                    cases: rows,
-                };
+                    });
+                }
+                let corpus = crate::engine::read_corpus(repo, tree, &self.manifest, &files)
+                    .map_err(|source| CollectError::Corpus { runner, source })?;
                 let cases = corpus
                     .cases
                     .iter()
@@ -326,6 +314,7 @@ pub fn split_shards(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use assay_common::manifest;
 
     fn setup(runner: SuiteRunner, prefix: &[&str]) -> SuiteSetup {
         SuiteSetup {

@@ -34,6 +34,10 @@ pub struct ServiceArgs {
     /// Sandbox for jobs: process or docker [env: ASSAY_SANDBOX].
     #[arg(long, value_name = "KIND")]
     pub sandbox: Option<SandboxKind>,
+    /// Seconds running jobs get to finish on SIGTERM before they are handed back
+    /// [env: ASSAY_SHUTDOWN_GRACE_SECS].
+    #[arg(long, value_name = "SECS")]
+    pub shutdown_grace: Option<u64>,
 }
 
 /// defaults → file → `ASSAY_*` environment → flags, then validated.
@@ -59,6 +63,9 @@ pub fn service_config(args: &ServiceArgs) -> Result<ServiceConfig, Failure> {
     }
     if let Some(sandbox) = args.sandbox {
         config.worker.sandbox = sandbox;
+    }
+    if let Some(grace) = args.shutdown_grace {
+        config.worker.shutdown_grace_secs = grace;
     }
     config.validate().map_err(|e| Failure::usage(e.into()))?;
     Ok(config)

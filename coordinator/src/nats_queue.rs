@@ -2,7 +2,10 @@
 //! the job id as message id (so a resumed coordinator's republish is de-duplicated), and
 //! `next_result` yields what the results dispatcher has applied for this proof. On resume, a
 //! job whose result is already in the proof's KV state is answered from there, not re-run.
+//! Every publish first waits for the proof's turn from the [`Admitter`], and happens under the
+//! proof's gate, so once a cancel has closed the gate no job of the proof reaches the queue.
 
+use crate::admitter::Admitter;
 use crate::queue::{JobQueue, QueueError};
 use assay_common::fleet::{Subjects, keys};
 use assay_common::job::{JobResult, JobSpec};
@@ -10,12 +13,18 @@ use assay_common::wire;
 use async_nats::jetstream::{self, kv};
 use async_trait::async_trait;
 use std::collections::VecDeque;
+use std::sync::Arc;
 use tokio::sync::{Mutex, mpsc};
+
+/// Closed (`true`) when the proof is cancelled; held across each publish.
+pub type PublishGate = Arc<Mutex<bool>>;
 
 pub struct NatsJobQueue {
     js: jetstream::Context,
     proofs: kv::Store,
     subjects: Subjects,
+    admitter: Admitter,
+    gate: PublishGate,
     applied: Mutex<mpsc::UnboundedReceiver<JobResult>>,
     recovered: Mutex<VecDeque<JobResult>>,
 }
@@ -26,12 +35,16 @@ impl NatsJobQueue {
         js: jetstream::Context,
         proofs: kv::Store,
         subjects: Subjects,
+        admitter: Admitter,
+        gate: PublishGate,
         applied: mpsc::UnboundedReceiver<JobResult>,
     ) -> Self {
         Self {
             js,
             proofs,
             subjects,
+            admitter,
+            gate,
             applied: Mutex::new(applied),
             recovered: Mutex::new(VecDeque::new()),
         }
@@ -57,6 +70,14 @@ impl JobQueue for NatsJobQueue {
             return Ok(());
         }
         let payload = wire::encode("job", &job).map_err(|e| submit_err(e.to_string()))?;
+        self.admitter
+            .admit(&job.proof_id)
+            .await
+            .map_err(|e| submit_err(e.to_string()))?;
+        let cancelled = self.gate.lock().await;
+        if *cancelled {
+            return Err(submit_err("the proof was cancelled".into()));
+        }
         let mut headers = async_nats::HeaderMap::new();
         headers.insert("Nats-Msg-Id", job.job_id.as_str());
         self.js
@@ -65,6 +86,7 @@ impl JobQueue for NatsJobQueue {
             .map_err(|e| submit_err(e.to_string()))?
             .await
             .map_err(|e| submit_err(e.to_string()))?;
+        drop(cancelled);
         Ok(())
     }
 

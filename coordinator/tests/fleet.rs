@@ -827,9 +827,17 @@ async fn a_stopping_worker_hands_back_a_job_still_running_after_its_grace() {
         "the worker waited {:?} for a 5 s job despite a 1 s grace",
         stopping.elapsed()
     );
-    // Handed back, not abandoned: nothing is left waiting for an ack.
-    assert_eq!(fleet.jobs_consumer_info(&client).await.num_ack_pending, 0);
+    // Handed back, not abandoned: the next worker gets the job again at once, where an
+    // abandoned job would wait out the 30 s ack_wait.
     let staying = fleet.worker("worker-staying", 2);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while fleet.jobs_consumer_info(&client).await.num_redelivered == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the job was not handed back: it waits for ack_wait"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     let (evidence, _) = tokio::time::timeout(Duration::from_secs(120), proof)
         .await
         .unwrap()

@@ -248,7 +248,7 @@ async fn an_unreachable_store_at_submit_exits_3_with_one_line() {
     assert_eq!(run.code, 3, "{}", run.explain());
     assert_eq!(lines(&run.stderr).len(), 1, "{}", run.explain());
     assert!(
-        run.stderr.contains("failed to upload tree"),
+        run.stderr.contains("failed to upload tree") && run.stderr.contains("hint"),
         "{}",
         run.explain()
     );

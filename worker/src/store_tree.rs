@@ -158,7 +158,7 @@ pub async fn upload_tree(
             .await
             .map_err(|source| TreeError::Upload {
                 tree: tree.to_string(),
-                source,
+                source: Box::new(source),
             })?
     {
         return Ok(String::from_utf8_lossy(&digest).trim().to_owned());
@@ -173,7 +173,7 @@ pub async fn upload_tree(
         .await
         .map_err(|source| TreeError::Upload {
             tree: tree.to_string(),
-            source,
+            source: Box::new(source),
         })?;
     store
         .put_bytes(
@@ -184,7 +184,7 @@ pub async fn upload_tree(
         .await
         .map_err(|source| TreeError::Upload {
             tree: tree.to_string(),
-            source,
+            source: Box::new(source),
         })?;
     Ok(archive.sha256)
 }

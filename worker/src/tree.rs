@@ -40,7 +40,7 @@ pub enum TreeError {
     Upload {
         tree: String,
         #[source]
-        source: crate::store::StoreError,
+        source: Box<crate::store::StoreError>,
     },
 }
 

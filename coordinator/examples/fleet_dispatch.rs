@@ -115,8 +115,13 @@ async fn fleet(url: &str, jobs: usize, slots: u32) -> Result<Duration, Error> {
     let until_stopped = |mut stop: tokio::sync::watch::Receiver<bool>| async move {
         let _ = stop.wait_for(|s| *s).await;
     };
+    let mut coordinator_config = CoordinatorConfig::new(service_config(url));
+    // LOOKAHEAD=N tries another admission lookahead (jobs queued beyond idle worker slots).
+    if let Some(lookahead) = std::env::var("LOOKAHEAD").ok().and_then(|v| v.parse().ok()) {
+        coordinator_config.tuning.lookahead = lookahead;
+    }
     let coordinator = tokio::spawn(coordinator::serve(
-        CoordinatorConfig::new(service_config(url)),
+        coordinator_config,
         until_stopped(stop.clone()),
     ));
     let mut config = WorkerConfig::new(service_config(url));

@@ -27,6 +27,8 @@ pub struct NatsJobQueue {
     gate: PublishGate,
     applied: Mutex<mpsc::UnboundedReceiver<JobResult>>,
     recovered: Mutex<VecDeque<JobResult>>,
+    /// Only a resumed proof can have stored results; a new one skips the lookup per job.
+    resumed: bool,
 }
 
 impl NatsJobQueue {
@@ -38,6 +40,7 @@ impl NatsJobQueue {
         admitter: Admitter,
         gate: PublishGate,
         applied: mpsc::UnboundedReceiver<JobResult>,
+        resumed: bool,
     ) -> Self {
         Self {
             js,
@@ -47,6 +50,7 @@ impl NatsJobQueue {
             gate,
             applied: Mutex::new(applied),
             recovered: Mutex::new(VecDeque::new()),
+            resumed,
         }
     }
 }
@@ -58,16 +62,18 @@ impl JobQueue for NatsJobQueue {
             job_id: job.job_id.to_string(),
             message,
         };
-        let stored = self
-            .proofs
-            .get(keys::result(&job.proof_id, job.index))
-            .await
-            .map_err(|e| submit_err(format!("failed to read proof state: {e}")))?;
-        if let Some(bytes) = stored {
-            let result: JobResult =
-                wire::decode("job result", &bytes).map_err(|e| submit_err(e.to_string()))?;
-            self.recovered.lock().await.push_back(result);
-            return Ok(());
+        if self.resumed {
+            let stored = self
+                .proofs
+                .get(keys::result(&job.proof_id, job.index))
+                .await
+                .map_err(|e| submit_err(format!("failed to read proof state: {e}")))?;
+            if let Some(bytes) = stored {
+                let result: JobResult =
+                    wire::decode("job result", &bytes).map_err(|e| submit_err(e.to_string()))?;
+                self.recovered.lock().await.push_back(result);
+                return Ok(());
+            }
         }
         let payload = wire::encode("job", &job).map_err(|e| submit_err(e.to_string()))?;
         self.admitter

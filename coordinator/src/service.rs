@@ -214,7 +214,7 @@ async fn accept(
         };
     }
     tracing::info!(proof_id = %proof_id, jobs = record.submission.jobs.len(), "proof accepted");
-    start_proof(shared, record, tasks);
+    start_proof(shared, record, false, tasks);
     SubmitReply::Accepted { proof_id }
 }
 
@@ -240,7 +240,7 @@ async fn resume_unfinished(
         match wire::decode::<ProofRecord>("proof record", &bytes) {
             Ok(record) if record.status == ProofStatus::Running => {
                 tracing::info!(proof_id = %record.submission.proof_id, "resuming proof");
-                start_proof(shared, record, tasks);
+                start_proof(shared, record, true, tasks);
             }
             Ok(_) => {}
             Err(e) => tracing::error!(key, error = %e, "cannot read a stored proof; leaving it"),
@@ -249,7 +249,13 @@ async fn resume_unfinished(
     Ok(())
 }
 
-fn start_proof(shared: &Shared, record: ProofRecord, tasks: &mut tokio::task::JoinSet<()>) {
+/// `resumed`: the proof ran under an earlier coordinator, so some jobs may have results.
+fn start_proof(
+    shared: &Shared,
+    record: ProofRecord,
+    resumed: bool,
+    tasks: &mut tokio::task::JoinSet<()>,
+) {
     let (tx, rx) = mpsc::unbounded_channel();
     let gate = PublishGate::default();
     let proof_id = record.submission.proof_id.clone();
@@ -264,7 +270,7 @@ fn start_proof(shared: &Shared, record: ProofRecord, tasks: &mut tokio::task::Jo
     }
     let shared = shared.clone();
     tasks.spawn(async move {
-        drive(&shared, record, gate, rx).await;
+        drive(&shared, record, resumed, gate, rx).await;
         if let Ok(mut active) = shared.active.lock() {
             active.remove(&proof_id);
         }
@@ -356,6 +362,7 @@ async fn publish_progress(shared: &Shared, proof_id: &ProofId, event: &ProgressE
 async fn drive(
     shared: &Shared,
     record: ProofRecord,
+    resumed: bool,
     gate: PublishGate,
     applied: mpsc::UnboundedReceiver<JobResult>,
 ) {
@@ -372,6 +379,7 @@ async fn drive(
         shared.admitter.clone(),
         gate,
         applied,
+        resumed,
     );
     let (events_tx, mut events_rx) = mpsc::unbounded_channel();
     let publisher = {

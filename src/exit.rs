@@ -29,6 +29,22 @@ impl Failure {
     }
 }
 
+/// The error and its causes on one line; a cause its parent already quotes is not repeated.
+pub fn one_line(error: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in error.chain() {
+        let cause = cause.to_string();
+        if text.contains(&cause) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&cause);
+    }
+    text
+}
+
 /// Classifies an `anyhow` result by the exit code its error maps to.
 pub trait ResultExt<T> {
     fn usage(self) -> Result<T, Failure>;

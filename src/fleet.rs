@@ -37,6 +37,10 @@ pub struct ServiceArgs {
     /// Image of the docker sandbox [default: assay-runner-python:latest].
     #[arg(long, value_name = "IMAGE")]
     pub image: Option<String>,
+    /// Seconds running jobs get to finish on SIGTERM before they are handed back
+    /// [env: ASSAY_SHUTDOWN_GRACE_SECS].
+    #[arg(long, value_name = "SECS")]
+    pub shutdown_grace: Option<u64>,
 }
 
 /// defaults → file → `ASSAY_*` environment → flags, then validated.
@@ -65,6 +69,9 @@ pub fn service_config(args: &ServiceArgs) -> Result<ServiceConfig, Failure> {
     }
     if let Some(image) = &args.image {
         config.worker.image = image.clone();
+    }
+    if let Some(grace) = args.shutdown_grace {
+        config.worker.shutdown_grace_secs = grace;
     }
     config.validate().map_err(|e| Failure::usage(e.into()))?;
     Ok(config)

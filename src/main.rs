@@ -108,7 +108,7 @@ fn main() -> ExitCode {
     match outcome {
         Ok(code) => ExitCode::from(code),
         Err(Failure { code, error }) => {
-            eprintln!("error: {error:#}");
+            eprintln!("error: {}", exit::one_line(&error));
             ExitCode::from(code)
         }
     }

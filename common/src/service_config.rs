@@ -97,6 +97,10 @@ pub struct WorkerSection {
     pub cpus: f64,
     pub pids: u64,
     pub tree_cache_dir: String,
+    /// On SIGTERM, how long running jobs may finish before they are handed back to the queue.
+    /// Keep it below the orchestrator's own kill deadline (Kubernetes'
+    /// `terminationGracePeriodSeconds`) so the hand-back happens.
+    pub shutdown_grace_secs: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Deserialize)]
@@ -154,6 +158,7 @@ impl Default for WorkerSection {
             cpus: 1.0,
             pids: 512,
             tree_cache_dir: "/var/cache/assay/trees".into(),
+            shutdown_grace_secs: 840,
         }
     }
 }
@@ -210,6 +215,14 @@ impl ServiceConfig {
                     })?
                 }
                 "ASSAY_TREE_CACHE_DIR" => self.worker.tree_cache_dir = value,
+                "ASSAY_SHUTDOWN_GRACE_SECS" => {
+                    self.worker.shutdown_grace_secs =
+                        value.parse().map_err(|_| ConfigError::Value {
+                            key: "ASSAY_SHUTDOWN_GRACE_SECS",
+                            value: value.clone(),
+                            reason: "expected a whole number of seconds",
+                        })?
+                }
                 "ASSAY_MAX_JOBS_PER_PROOF" => {
                     self.coordinator.max_jobs_per_proof =
                         value.parse().map_err(|_| ConfigError::Value {

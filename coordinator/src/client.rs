@@ -22,8 +22,8 @@ use std::time::Duration;
 pub enum ClientError {
     #[error(transparent)]
     Fleet(#[from] FleetError),
-    #[error("failed to upload tree {tree} to the store: {message}")]
-    Upload { tree: String, message: String },
+    #[error("{message} (hint: check --store or ASSAY_STORE and the AWS_* settings)")]
+    Upload { message: String },
     #[error(
         "failed to submit proof {proof_id}: {message} (hint: is `assay coordinator` running on this NATS server and prefix?)"
     )]
@@ -85,7 +85,6 @@ pub async fn upload_trees(
         upload_tree(store, &prepared.request.repo, &tree)
             .await
             .map_err(|e| ClientError::Upload {
-                tree: tree.to_string(),
                 message: assay_worker::execute::error_chain(&e),
             })?;
     }

@@ -2,6 +2,8 @@
 //! results in plan order and decides verdicts. Embedded mode runs it in-process; the fleet runs
 //! it as a service.
 
+pub mod admission;
+pub mod admitter;
 pub mod client;
 pub mod engine;
 pub mod mutants;

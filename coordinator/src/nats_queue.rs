@@ -2,7 +2,10 @@
 //! the job id as message id (so a resumed coordinator's republish is de-duplicated), and
 //! `next_result` yields what the results dispatcher has applied for this proof. On resume, a
 //! job whose result is already in the proof's KV state is answered from there, not re-run.
+//! Every publish first waits for the proof's turn from the [`Admitter`], and happens under the
+//! proof's gate, so once a cancel has closed the gate no job of the proof reaches the queue.
 
+use crate::admitter::Admitter;
 use crate::queue::{JobQueue, QueueError};
 use assay_common::fleet::{Subjects, keys};
 use assay_common::job::{JobResult, JobSpec};
@@ -10,14 +13,22 @@ use assay_common::wire;
 use async_nats::jetstream::{self, kv};
 use async_trait::async_trait;
 use std::collections::VecDeque;
+use std::sync::Arc;
 use tokio::sync::{Mutex, mpsc};
+
+/// Closed (`true`) when the proof is cancelled; held across each publish.
+pub type PublishGate = Arc<Mutex<bool>>;
 
 pub struct NatsJobQueue {
     js: jetstream::Context,
     proofs: kv::Store,
     subjects: Subjects,
+    admitter: Admitter,
+    gate: PublishGate,
     applied: Mutex<mpsc::UnboundedReceiver<JobResult>>,
     recovered: Mutex<VecDeque<JobResult>>,
+    /// Only a resumed proof can have stored results; a new one skips the lookup per job.
+    resumed: bool,
 }
 
 impl NatsJobQueue {
@@ -26,14 +37,20 @@ impl NatsJobQueue {
         js: jetstream::Context,
         proofs: kv::Store,
         subjects: Subjects,
+        admitter: Admitter,
+        gate: PublishGate,
         applied: mpsc::UnboundedReceiver<JobResult>,
+        resumed: bool,
     ) -> Self {
         Self {
             js,
             proofs,
             subjects,
+            admitter,
+            gate,
             applied: Mutex::new(applied),
             recovered: Mutex::new(VecDeque::new()),
+            resumed,
         }
     }
 }
@@ -45,18 +62,28 @@ impl JobQueue for NatsJobQueue {
             job_id: job.job_id.to_string(),
             message,
         };
-        let stored = self
-            .proofs
-            .get(keys::result(&job.proof_id, job.index))
-            .await
-            .map_err(|e| submit_err(format!("failed to read proof state: {e}")))?;
-        if let Some(bytes) = stored {
-            let result: JobResult =
-                wire::decode("job result", &bytes).map_err(|e| submit_err(e.to_string()))?;
-            self.recovered.lock().await.push_back(result);
-            return Ok(());
+        if self.resumed {
+            let stored = self
+                .proofs
+                .get(keys::result(&job.proof_id, job.index))
+                .await
+                .map_err(|e| submit_err(format!("failed to read proof state: {e}")))?;
+            if let Some(bytes) = stored {
+                let result: JobResult =
+                    wire::decode("job result", &bytes).map_err(|e| submit_err(e.to_string()))?;
+                self.recovered.lock().await.push_back(result);
+                return Ok(());
+            }
         }
         let payload = wire::encode("job", &job).map_err(|e| submit_err(e.to_string()))?;
+        self.admitter
+            .admit(&job.proof_id)
+            .await
+            .map_err(|e| submit_err(e.to_string()))?;
+        let cancelled = self.gate.lock().await;
+        if *cancelled {
+            return Err(submit_err("the proof was cancelled".into()));
+        }
         let mut headers = async_nats::HeaderMap::new();
         headers.insert("Nats-Msg-Id", job.job_id.as_str());
         self.js
@@ -65,6 +92,7 @@ impl JobQueue for NatsJobQueue {
             .map_err(|e| submit_err(e.to_string()))?
             .await
             .map_err(|e| submit_err(e.to_string()))?;
+        drop(cancelled);
         Ok(())
     }
 

@@ -3,8 +3,9 @@
 //! concludes with the same verdict code as embedded mode, and keeps each proof's state in the
 //! `ASSAY_PROOFS` bucket so a restarted coordinator resumes it.
 
+use crate::admitter::Admitter;
 use crate::engine::{self, PreparedProof, ProgressSink, ProofEvent, ProofRequest};
-use crate::nats_queue::NatsJobQueue;
+use crate::nats_queue::{NatsJobQueue, PublishGate};
 use crate::source::{CandidateSpec, Change, ChangedFile, Revision};
 use assay_common::ProofId;
 use assay_common::fleet::{
@@ -59,8 +60,13 @@ impl CoordinatorConfig {
     }
 }
 
-/// Proofs this coordinator is driving, by id: where their applied results go.
-type Active = Arc<Mutex<HashMap<ProofId, mpsc::UnboundedSender<JobResult>>>>;
+/// A proof this coordinator is driving: where its applied results go, and its publish gate.
+struct ActiveProof {
+    results: mpsc::UnboundedSender<JobResult>,
+    gate: PublishGate,
+}
+
+type Active = Arc<Mutex<HashMap<ProofId, ActiveProof>>>;
 
 #[derive(Clone)]
 struct Shared {
@@ -71,6 +77,7 @@ struct Shared {
     store: Arc<dyn ArtifactStore>,
     max_jobs_per_proof: u32,
     active: Active,
+    admitter: Admitter,
     metrics: Arc<Metrics>,
 }
 
@@ -89,7 +96,7 @@ pub async fn serve(
     )?);
     let client = nats::connect(&service.nats.url, &service.nats.credentials_file).await?;
     let js = jetstream::new(client.clone());
-    nats::workers_consumer(&js, &subjects, &config.tuning).await?;
+    let jobs = nats::workers_consumer(&js, &subjects, &config.tuning).await?;
     let results = nats::coordinator_consumer(&js, &subjects, &config.tuning).await?;
     let proofs = nats::proofs_bucket(&js).await?;
     let metrics = Arc::new(Metrics::default());
@@ -101,6 +108,7 @@ pub async fn serve(
         store,
         max_jobs_per_proof: service.coordinator.max_jobs_per_proof,
         active: Arc::default(),
+        admitter: Admitter::spawn(jobs, config.tuning.lookahead),
         metrics: metrics.clone(),
     };
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -206,7 +214,7 @@ async fn accept(
         };
     }
     tracing::info!(proof_id = %proof_id, jobs = record.submission.jobs.len(), "proof accepted");
-    start_proof(shared, record, tasks);
+    start_proof(shared, record, false, tasks);
     SubmitReply::Accepted { proof_id }
 }
 
@@ -232,7 +240,7 @@ async fn resume_unfinished(
         match wire::decode::<ProofRecord>("proof record", &bytes) {
             Ok(record) if record.status == ProofStatus::Running => {
                 tracing::info!(proof_id = %record.submission.proof_id, "resuming proof");
-                start_proof(shared, record, tasks);
+                start_proof(shared, record, true, tasks);
             }
             Ok(_) => {}
             Err(e) => tracing::error!(key, error = %e, "cannot read a stored proof; leaving it"),
@@ -241,18 +249,32 @@ async fn resume_unfinished(
     Ok(())
 }
 
-fn start_proof(shared: &Shared, record: ProofRecord, tasks: &mut tokio::task::JoinSet<()>) {
+/// `resumed`: the proof ran under an earlier coordinator, so some jobs may have results.
+fn start_proof(
+    shared: &Shared,
+    record: ProofRecord,
+    resumed: bool,
+    tasks: &mut tokio::task::JoinSet<()>,
+) {
     let (tx, rx) = mpsc::unbounded_channel();
+    let gate = PublishGate::default();
     let proof_id = record.submission.proof_id.clone();
     if let Ok(mut active) = shared.active.lock() {
-        active.insert(proof_id.clone(), tx);
+        active.insert(
+            proof_id.clone(),
+            ActiveProof {
+                results: tx,
+                gate: gate.clone(),
+            },
+        );
     }
     let shared = shared.clone();
     tasks.spawn(async move {
-        drive(&shared, record, rx).await;
+        drive(&shared, record, resumed, gate, rx).await;
         if let Ok(mut active) = shared.active.lock() {
             active.remove(&proof_id);
         }
+        shared.admitter.remove(&proof_id);
     });
 }
 
@@ -337,7 +359,13 @@ async fn publish_progress(shared: &Shared, proof_id: &ProofId, event: &ProgressE
     }
 }
 
-async fn drive(shared: &Shared, record: ProofRecord, applied: mpsc::UnboundedReceiver<JobResult>) {
+async fn drive(
+    shared: &Shared,
+    record: ProofRecord,
+    resumed: bool,
+    gate: PublishGate,
+    applied: mpsc::UnboundedReceiver<JobResult>,
+) {
     let proof_id = record.submission.proof_id.clone();
     let prepared = prepared_from(&record.submission);
     let budget = record
@@ -348,7 +376,10 @@ async fn drive(shared: &Shared, record: ProofRecord, applied: mpsc::UnboundedRec
         shared.js.clone(),
         shared.proofs.clone(),
         shared.subjects.clone(),
+        shared.admitter.clone(),
+        gate,
         applied,
+        resumed,
     );
     let (events_tx, mut events_rx) = mpsc::unbounded_channel();
     let publisher = {
@@ -443,6 +474,8 @@ async fn apply_result(shared: &Shared, message: jetstream::Message) {
             return;
         }
     };
+    // Whatever becomes of it, a result means a worker slot is free for the next admission.
+    shared.admitter.slot_freed();
     let Some(proof_id) = shared.subjects.proof_of(&message.subject) else {
         let _ = message.ack().await;
         return;
@@ -451,7 +484,7 @@ async fn apply_result(shared: &Shared, message: jetstream::Message) {
         .active
         .lock()
         .ok()
-        .and_then(|active| active.get(&proof_id).cloned());
+        .and_then(|active| active.get(&proof_id).map(|a| a.results.clone()));
     let Some(sender) = sender else {
         shared
             .metrics
@@ -513,10 +546,17 @@ async fn cancel_proof(shared: &Shared, payload: &[u8]) -> CancelReply {
         };
     }
     set_status(shared, &record, ProofStatus::Cancelled).await;
-    // Closing the channel ends the proof's run_jobs; queued jobs are purged from the stream.
-    if let Ok(mut active) = shared.active.lock() {
-        active.remove(&proof_id);
+    // Closing the channel ends the proof's run_jobs; closing the gate (after any publish in
+    // progress) keeps it from queueing more, so the purge below leaves none of its jobs.
+    let active = shared
+        .active
+        .lock()
+        .ok()
+        .and_then(|mut active| active.remove(&proof_id));
+    if let Some(active) = active {
+        *active.gate.lock().await = true;
     }
+    shared.admitter.remove(&proof_id);
     if let Ok(stream) = shared.js.get_stream(assay_common::fleet::JOBS_STREAM).await
         && let Err(e) = stream.purge().filter(shared.subjects.jobs(&proof_id)).await
     {

@@ -20,6 +20,7 @@ use assay_worker::service::{self as worker, WorkerConfig};
 use assay_worker::store::{ArtifactStore, ObjectArtifactStore};
 use assay_worker::tree::GitTreeSource;
 use futures::StreamExt;
+use servers::{ServerGuard, start_nats, start_s3};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -28,21 +29,14 @@ use std::time::{Duration, Instant, SystemTime};
 use tokio::task::JoinHandle;
 
 #[path = "../../tests/support/servers.rs"]
+#[allow(
+    dead_code,
+    reason = "each test file uses its own subset of the servers"
+)]
 mod servers;
 
-use servers::{ServerGuard, start_nats, start_s3};
-
 fn s3_options(s3: &ServerGuard) -> Vec<(String, String)> {
-    [
-        ("aws_endpoint", format!("http://127.0.0.1:{}", s3.port)),
-        ("aws_allow_http", "true".into()),
-        ("aws_access_key_id", "invoice-ci".into()),
-        ("aws_secret_access_key", "invoice-ci-secret".into()),
-        ("aws_region", "us-east-1".into()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v))
-    .collect()
+    servers::s3_options(s3.port)
 }
 
 fn git(repo: &Path, args: &[&str]) {
@@ -93,6 +87,10 @@ fn invoice_repo(dir: &Path, slow_secs: f64) -> PathBuf {
 }
 
 fn prepare(repo: &Path) -> PreparedProof {
+    prepare_with_repeats(repo, 2)
+}
+
+fn prepare_with_repeats(repo: &Path, repeats: u32) -> PreparedProof {
     engine::prepare(ProofRequest {
         proof_id: engine::new_proof_id(),
         repo: repo.to_owned(),
@@ -107,7 +105,7 @@ fn prepare(repo: &Path) -> PreparedProof {
         test_command: None,
         test_report: None,
         test_globs: Vec::new(),
-        repeats: 2,
+        repeats,
         timeout_secs: 120,
     })
     .unwrap()
@@ -185,8 +183,13 @@ impl Fleet {
     }
 
     fn worker(&self, name: &str, slots: u32) -> Service {
+        self.worker_with_grace(name, slots, 60)
+    }
+
+    fn worker_with_grace(&self, name: &str, slots: u32, grace_secs: u64) -> Service {
         let mut config = WorkerConfig::new(self.service_config(&format!("{name}-cache")));
         config.service.worker.slots = slots;
+        config.service.worker.shutdown_grace_secs = grace_secs;
         config.tuning = self.tuning;
         config.worker_id = WorkerId(name.into());
         config.scratch_root = Some(self.dir.path().join(format!("{name}-scratch")));
@@ -250,6 +253,21 @@ impl Fleet {
             assert!(Instant::now() < deadline, "no job was taken");
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+    }
+
+    async fn jobs_consumer_info(
+        &self,
+        client: &async_nats::Client,
+    ) -> async_nats::jetstream::consumer::Info {
+        let js = async_nats::jetstream::new(client.clone());
+        let mut consumer: async_nats::jetstream::consumer::PullConsumer = js
+            .get_stream("ASSAY_JOBS")
+            .await
+            .unwrap()
+            .get_consumer(WORKERS_CONSUMER)
+            .await
+            .unwrap();
+        consumer.info().await.unwrap().clone()
     }
 
     async fn wait_for_pending(&self, client: &async_nats::Client, n: u64) {
@@ -337,6 +355,7 @@ fn quick() -> QueueTuning {
         ack_wait: Duration::from_secs(2),
         max_deliver: 2,
         duplicate_window: Duration::from_secs(120),
+        lookahead: 4,
     }
 }
 
@@ -632,4 +651,203 @@ async fn s3_round_trips_artifacts_with_their_sha256_including_multipart() {
     assert_eq!(hex::encode(Sha256::digest(&back)), artifact.sha256);
     assert_eq!(artifact.sha256, hex::encode(Sha256::digest(&large)));
     assert_eq!(store.get("proofs/p-9/absent").await.unwrap(), None);
+}
+
+/// Submits `prepared` and returns how long after `since` its evidence arrived.
+fn submit_timed(
+    client: &async_nats::Client,
+    prepared: &PreparedProof,
+    budget: u32,
+    since: Instant,
+) -> JoinHandle<(Evidence, Duration)> {
+    let client = client.clone();
+    let submission = client::submission(prepared, budget);
+    tokio::spawn(async move {
+        let evidence =
+            client::submit_and_wait(&client, &Subjects::new("assay"), &submission, &mut Quiet)
+                .await
+                .unwrap();
+        (evidence, since.elapsed())
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_small_proof_is_not_starved_by_a_huge_one_submitted_first() {
+    // One job may wait in the work queue beyond the idle slots; the rest wait for their turn.
+    let fleet = Fleet::start(QueueTuning {
+        lookahead: 1,
+        ..QueueTuning::default()
+    });
+    let huge_repo = invoice_repo(&fleet.dir.path().join("huge"), 1.0);
+    let small_repo = invoice_repo(&fleet.dir.path().join("small"), 0.0);
+    let coordinator = fleet.coordinator();
+    let worker = fleet.worker("worker-a", 2);
+    let client = fleet.client().await;
+    fleet.wait_for_topology(&client).await;
+    let huge = prepare_with_repeats(&huge_repo, 10);
+    let small = prepare(&small_repo);
+    for prepared in [&huge, &small] {
+        client::upload_trees(fleet.store().as_ref(), prepared)
+            .await
+            .unwrap();
+    }
+    let started = Instant::now();
+    // Its budget alone would let the huge proof fill the queue with 16 one-second jobs.
+    let huge_run = submit_timed(&client, &huge, 16, started);
+    fleet.wait_for_ack_pending(&client, 2).await;
+    let small_submitted = Instant::now();
+    let small_run = submit_timed(&client, &small, 4, small_submitted);
+    let (small_evidence, small_took) = tokio::time::timeout(Duration::from_secs(120), small_run)
+        .await
+        .unwrap()
+        .unwrap();
+    let (huge_evidence, huge_took) = tokio::time::timeout(Duration::from_secs(180), huge_run)
+        .await
+        .unwrap()
+        .unwrap();
+    let huge_after_small = huge_took - (small_submitted - started);
+    assert_eq!(
+        small_evidence.verdict,
+        assay_common::verdict::Verdict::Proven
+    );
+    assert_eq!(
+        huge_evidence.verdict,
+        assay_common::verdict::Verdict::Proven
+    );
+    assert_eq!(huge_evidence.jobs.len(), 22);
+    assert!(
+        small_took * 2 < huge_after_small,
+        "the small proof took {small_took:?}; the huge one needed {huge_after_small:?} more after the small one was submitted"
+    );
+    worker.stop().await;
+    coordinator.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_tree_whose_archive_fails_its_sha256_check_lands_in_the_infrastructure_lane() {
+    let fleet = Fleet::start(QueueTuning::default());
+    let repo = invoice_repo(fleet.dir.path(), 0.0);
+    let coordinator = fleet.coordinator();
+    let worker = fleet.worker("worker-a", 2);
+    let client = fleet.client().await;
+    fleet.wait_for_topology(&client).await;
+    let prepared = prepare(&repo);
+    let store = fleet.store();
+    client::upload_trees(store.as_ref(), &prepared)
+        .await
+        .unwrap();
+    // Damage every archive after upload, as a bad disk or a partial overwrite would.
+    let mut trees: Vec<_> = prepared.jobs.iter().map(|j| j.tree.clone()).collect();
+    trees.sort();
+    trees.dedup();
+    for tree in &trees {
+        let key = assay_common::fleet::tree_archive_key(tree);
+        let mut archive = store.get(&key).await.unwrap().unwrap().to_vec();
+        archive[600] ^= 0x20;
+        store.put_bytes("tree", &key, archive.into()).await.unwrap();
+    }
+    let submission = client::submission(&prepared, 4);
+    let evidence = tokio::time::timeout(
+        Duration::from_secs(120),
+        client::submit_and_wait(&client, &Subjects::new("assay"), &submission, &mut Quiet),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(evidence.verdict, assay_common::verdict::Verdict::Unverified);
+    assert_eq!(evidence.jobs.len(), prepared.jobs.len());
+    for (job, spec) in evidence.jobs.iter().zip(&prepared.jobs) {
+        let message = job.message.as_deref().unwrap_or("");
+        assert_eq!(job.status, "infrastructure", "{job:?}");
+        assert!(
+            message.contains(spec.tree.as_str()) && message.contains("sha256"),
+            "{message}"
+        );
+        assert_eq!(job.exit_code, None);
+        assert_eq!(job.tests_reported, 0);
+    }
+    worker.stop().await;
+    coordinator.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_stopping_worker_finishes_a_job_that_ends_within_its_grace() {
+    let fleet = Fleet::start(QueueTuning::default());
+    let repo = invoice_repo(fleet.dir.path(), 2.0);
+    let coordinator = fleet.coordinator();
+    let leaving = fleet.worker_with_grace("worker-leaving", 1, 60);
+    let client = fleet.client().await;
+    fleet.wait_for_topology(&client).await;
+    let prepared = prepare(&repo);
+    client::upload_trees(fleet.store().as_ref(), &prepared)
+        .await
+        .unwrap();
+    let proof = submit_timed(&client, &prepared, 4, Instant::now());
+    fleet.wait_for_ack_pending(&client, 1).await;
+    // Stopping waits for the running job: it ends with a result, not a redelivery.
+    leaving.stop().await;
+    let info = fleet.jobs_consumer_info(&client).await;
+    assert_eq!(info.num_ack_pending, 0);
+    assert_eq!(info.num_redelivered, 0);
+    let staying = fleet.worker("worker-staying", 2);
+    let (evidence, _) = tokio::time::timeout(Duration::from_secs(120), proof)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(evidence.verdict, assay_common::verdict::Verdict::Proven);
+    let by_leaving = evidence
+        .jobs
+        .iter()
+        .filter(|j| j.worker == "worker-leaving")
+        .count();
+    assert_eq!(by_leaving, 1, "{:?}", evidence.jobs);
+    staying.stop().await;
+    coordinator.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_stopping_worker_hands_back_a_job_still_running_after_its_grace() {
+    // ack_wait stays 30 s: a job handed back reaches the next worker long before that.
+    let fleet = Fleet::start(QueueTuning::default());
+    let repo = invoice_repo(fleet.dir.path(), 5.0);
+    let coordinator = fleet.coordinator();
+    let leaving = fleet.worker_with_grace("worker-leaving", 1, 1);
+    let client = fleet.client().await;
+    fleet.wait_for_topology(&client).await;
+    let prepared = prepare(&repo);
+    client::upload_trees(fleet.store().as_ref(), &prepared)
+        .await
+        .unwrap();
+    let proof = submit_timed(&client, &prepared, 4, Instant::now());
+    fleet.wait_for_ack_pending(&client, 1).await;
+    let stopping = Instant::now();
+    leaving.stop().await;
+    assert!(
+        stopping.elapsed() < Duration::from_secs(4),
+        "the worker waited {:?} for a 5 s job despite a 1 s grace",
+        stopping.elapsed()
+    );
+    // Handed back, not abandoned: the next worker gets the job again at once, where an
+    // abandoned job would wait out the 30 s ack_wait.
+    let staying = fleet.worker("worker-staying", 2);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while fleet.jobs_consumer_info(&client).await.num_redelivered == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the job was not handed back: it waits for ack_wait"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (evidence, _) = tokio::time::timeout(Duration::from_secs(120), proof)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(evidence.verdict, assay_common::verdict::Verdict::Proven);
+    assert!(
+        evidence.jobs.iter().all(|j| j.worker == "worker-staying"),
+        "{:?}",
+        evidence.jobs
+    );
+    staying.stop().await;
+    coordinator.stop().await;
 }

@@ -1,8 +1,6 @@
-//! Real servers for tests: `nats-server -js` and an S3-protocol server (`moto_server`) on free
-//! 127.0.0.1 ports, each stopped when its guard drops, whatever path the test takes. Shared by
-//! the binary's tests and the coordinator's fleet tests.
-
-#![allow(dead_code)] // each test file uses its own subset
+//! Real servers for fleet tests: a JetStream `nats-server` and an S3-protocol `moto_server`,
+//! each on a free 127.0.0.1 port and killed when its guard drops. Shared by the root package's
+//! tests and the coordinator's (which include this file by path).
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -11,9 +9,9 @@ use std::time::{Duration, Instant};
 
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
-        .unwrap()
+        .expect("bind a free port")
         .local_addr()
-        .unwrap()
+        .expect("local address")
         .port()
 }
 
@@ -35,15 +33,22 @@ pub struct ServerGuard {
     pub port: u16,
 }
 
-impl Drop for ServerGuard {
-    fn drop(&mut self) {
+impl ServerGuard {
+    /// Stops the server now (an outage in the middle of a test).
+    pub fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
 }
 
+impl Drop for ServerGuard {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
 pub fn start_nats() -> ServerGuard {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().expect("temp dir");
     let port = free_port();
     let child = Command::new("nats-server")
         .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
@@ -60,8 +65,9 @@ pub fn start_nats() -> ServerGuard {
     }
 }
 
+/// An S3 server with `bucket` created.
 pub fn start_s3(bucket: &str) -> ServerGuard {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().expect("temp dir");
     let port = free_port();
     let child = Command::new("moto_server")
         .args(["-H", "127.0.0.1", "-p", &port.to_string()])
@@ -71,18 +77,61 @@ pub fn start_s3(bucket: &str) -> ServerGuard {
         .spawn()
         .expect("moto_server on PATH (pip install 'moto[server]')");
     wait_for_port(port, "moto_server");
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect to moto_server");
     write!(
         stream,
         "PUT /{bucket} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
     )
-    .unwrap();
+    .expect("create bucket");
     let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
+    stream.read_to_string(&mut response).expect("bucket reply");
     assert!(response.starts_with("HTTP/1.1 200"), "{response}");
     ServerGuard {
         child,
         _dir: dir,
         port,
     }
+}
+
+/// The S3 settings of a local server, as `aws_*` options (lowercase) for the library.
+pub fn s3_options(port: u16) -> Vec<(String, String)> {
+    [
+        ("aws_endpoint", format!("http://127.0.0.1:{port}")),
+        ("aws_allow_http", "true".into()),
+        ("aws_access_key_id", "invoice-ci".into()),
+        ("aws_secret_access_key", "invoice-ci-secret".into()),
+        ("aws_region", "us-east-1".into()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect()
+}
+
+/// The same settings as the standard `AWS_*` variables, for the binary.
+pub fn s3_env(port: u16) -> Vec<(String, String)> {
+    s3_options(port)
+        .into_iter()
+        .map(|(k, v)| (k.to_ascii_uppercase(), v))
+        .collect()
+}
+
+/// Reads a GET endpoint's body (the services' `/metrics`).
+pub fn http_get(port: u16, path: &str) -> Option<String> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    response
+        .split_once("\r\n\r\n")
+        .map(|(_, body)| body.to_owned())
+}
+
+/// A counter's value in Prometheus text.
+pub fn metric(body: &str, name: &str) -> Option<u64> {
+    body.lines()
+        .find_map(|line| line.strip_prefix(name)?.trim().parse().ok())
 }

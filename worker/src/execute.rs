@@ -309,13 +309,17 @@ fn sanitize(id: &str) -> String {
         .collect()
 }
 
-/// An error and its causes on one line, for results that cross the wire as text.
+/// An error and its causes on one line, for results that cross the wire as text. A cause whose
+/// text its parent already quotes (HTTP clients do this) is not repeated.
 pub fn error_chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
         source = cause.source();
     }
     text

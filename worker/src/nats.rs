@@ -50,6 +50,9 @@ pub struct QueueTuning {
     pub max_deliver: i64,
     /// How long the server remembers message ids for de-duplication.
     pub duplicate_window: Duration,
+    /// Jobs the coordinator lets wait in the work queue beyond the workers' idle slots; the
+    /// rest wait in its round-robin admission, where a small proof can overtake a huge one.
+    pub lookahead: usize,
 }
 
 impl Default for QueueTuning {
@@ -58,6 +61,7 @@ impl Default for QueueTuning {
             ack_wait: Duration::from_secs(30),
             max_deliver: 5,
             duplicate_window: Duration::from_secs(600),
+            lookahead: 4,
         }
     }
 }

@@ -1,6 +1,8 @@
 //! The worker service: pulls jobs from the shared JetStream consumer, runs up to `slots` at once
 //! with progress acks while they run, publishes each result, and only then acknowledges the job.
 //! A job that reaches the delivery cap is answered in the infrastructure lane without running.
+//! On shutdown it stops pulling, gives running jobs the grace period, then hands back (NAKs)
+//! the ones still running so another worker takes them at once.
 
 use crate::execute::{JobContext, run_job};
 use crate::health::{self, Metrics};
@@ -15,6 +17,7 @@ use assay_common::job::{JobResult, JobSpec};
 use assay_common::service_config::{ConfigError, ServiceConfig};
 use assay_common::wire;
 use async_nats::jetstream::{self, AckKind};
+use async_trait::async_trait;
 use futures::StreamExt;
 use std::future::Future;
 use std::path::PathBuf;
@@ -111,8 +114,22 @@ pub fn open_store(
     ObjectArtifactStore::open_with_options(url, &options)
 }
 
-/// Runs the worker until `shutdown` resolves; then takes no new job and finishes the running
-/// ones before returning.
+/// What a worker does with a job it pulled: [`run_job`] in a sandbox, or (in the dispatch
+/// benchmark) nothing at all, so the queue's own cost can be measured.
+#[async_trait]
+pub trait JobRunner: Send + Sync {
+    async fn run(&self, spec: &JobSpec) -> JobResult;
+}
+
+#[async_trait]
+impl JobRunner for JobContext {
+    async fn run(&self, spec: &JobSpec) -> JobResult {
+        run_job(spec, self).await
+    }
+}
+
+/// Runs the worker until `shutdown` resolves; then takes no new job, lets running ones finish
+/// within `worker.shutdown_grace_secs` and hands back the rest.
 pub async fn serve(
     config: WorkerConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
@@ -120,7 +137,6 @@ pub async fn serve(
     let service = &config.service;
     service.validate()?;
     let sandbox = sandbox_for(&service.worker, &config.worker_id).await?;
-    let subjects = Subjects::new(&service.nats.subject_prefix);
     let store = Arc::new(open_store(&service.store.url, &config.s3_options)?);
     let scratch_root = config
         .scratch_root
@@ -141,6 +157,18 @@ pub async fn serve(
         scratch_root,
         pass_env: config.pass_env.clone(),
     };
+    serve_with(config, Arc::new(ctx), shutdown).await
+}
+
+/// [`serve`] with the jobs run by `runner`.
+pub async fn serve_with(
+    config: WorkerConfig,
+    runner: Arc<dyn JobRunner>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServiceError> {
+    let service = &config.service;
+    service.validate()?;
+    let subjects = Subjects::new(&service.nats.subject_prefix);
     let client = nats::connect(&service.nats.url, &service.nats.credentials_file).await?;
     let js = jetstream::new(client.clone());
     nats::results_stream(&js, &subjects, &config.tuning).await?;
@@ -165,6 +193,7 @@ pub async fn serve(
     }
     tracing::info!(worker_id = %config.worker_id, slots = service.worker.slots, "worker started");
     let slots = Arc::new(Semaphore::new(service.worker.slots as usize));
+    let (hand_back_tx, hand_back) = tokio::sync::watch::channel(false);
     let mut running = JoinSet::new();
     tokio::pin!(shutdown);
     loop {
@@ -200,8 +229,10 @@ pub async fn serve(
                     js: js.clone(),
                     subjects: subjects.clone(),
                     tuning: config.tuning,
-                    ctx: ctx.clone(),
+                    worker_id: config.worker_id.clone(),
+                    runner: runner.clone(),
                     metrics: metrics.clone(),
+                    hand_back: hand_back.clone(),
                 };
                 running.spawn(async move {
                     job.handle(message).await;
@@ -210,11 +241,25 @@ pub async fn serve(
             }
         }
     }
+    let grace = Duration::from_secs(service.worker.shutdown_grace_secs);
     tracing::info!(
         running = running.len(),
+        grace_secs = grace.as_secs(),
         "worker stopping; finishing running jobs"
     );
-    while running.join_next().await.is_some() {}
+    let finished = async { while running.join_next().await.is_some() {} };
+    if tokio::time::timeout(grace, finished).await.is_err() {
+        tracing::warn!(
+            running = running.len(),
+            "shutdown grace is over; handing running jobs back"
+        );
+        let _ = hand_back_tx.send(true);
+        while running.join_next().await.is_some() {}
+    }
+    // Hand-backs are plain publishes: make sure they left before the process does.
+    if let Err(e) = client.flush().await {
+        tracing::warn!(error = %e, "failed to flush the last acknowledgements");
+    }
     let _ = stop_tx.send(true);
     Ok(())
 }
@@ -223,8 +268,11 @@ struct JobRun {
     js: jetstream::Context,
     subjects: Subjects,
     tuning: QueueTuning,
-    ctx: JobContext,
+    worker_id: WorkerId,
+    runner: Arc<dyn JobRunner>,
     metrics: Arc<Metrics>,
+    /// Turns true when the shutdown grace is over: stop the job and hand it back.
+    hand_back: tokio::sync::watch::Receiver<bool>,
 }
 
 impl JobRun {
@@ -240,13 +288,13 @@ impl JobRun {
                 return;
             }
         };
-        let span = tracing::info_span!("job", proof_id = %spec.proof_id, job_id = %spec.job_id, worker_id = %self.ctx.worker_id, delivered);
+        let span = tracing::info_span!("job", proof_id = %spec.proof_id, job_id = %spec.job_id, worker_id = %self.worker_id, delivered);
         async {
             let result = if delivered > self.tuning.max_deliver {
                 tracing::warn!("delivery cap reached; recording the job in the infrastructure lane");
                 JobResult::infrastructure(
                     &spec,
-                    self.ctx.worker_id.clone(),
+                    self.worker_id.clone(),
                     format!(
                         "job {} was delivered {} times without a result (delivery cap {}): the workers running it died or lost their connection",
                         spec.job_id,
@@ -255,20 +303,32 @@ impl JobRun {
                     ),
                 )
             } else {
-                let run = run_job(&spec, &self.ctx);
+                let run = self.runner.run(&spec);
                 tokio::pin!(run);
                 let mut heartbeat = tokio::time::interval(self.tuning.heartbeat());
                 heartbeat.tick().await;
-                loop {
+                let mut hand_back = self.hand_back.clone();
+                let finished = loop {
                     tokio::select! {
-                        result = &mut run => break result,
+                        result = &mut run => break Some(result),
+                        true = async { hand_back.wait_for(|h| *h).await.is_ok() } => break None,
                         _ = heartbeat.tick() => {
                             if let Err(e) = message.ack_with(AckKind::Progress).await {
                                 tracing::warn!(error = %e, "failed to send a progress ack");
                             }
                         }
                     }
-                }
+                };
+                let Some(result) = finished else {
+                    // Dropping the run stops its sandbox; the job goes to another worker now
+                    // rather than after ack_wait.
+                    tracing::warn!("handing a running job back at shutdown");
+                    if let Err(e) = message.ack_with(AckKind::Nak(None)).await {
+                        tracing::warn!(error = %e, "failed to hand a job back; it is redelivered after ack_wait");
+                    }
+                    return;
+                };
+                result
             };
             self.metrics.jobs_finished.fetch_add(1, Ordering::Relaxed);
             if matches!(result.status, assay_common::job::JobStatus::Infrastructure { .. }) {

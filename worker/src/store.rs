@@ -10,6 +10,7 @@ use object_store::{ObjectStore, PutPayload, WriteMultipart};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Artifacts above this size are uploaded in parts.
 pub const MULTIPART_THRESHOLD: usize = 8 * 1024 * 1024;
@@ -84,6 +85,21 @@ pub trait ArtifactStore: Send + Sync {
     }
 }
 
+/// Retries for S3 requests: a blip of a few seconds is ridden out, an unreachable store is
+/// reported within about three seconds (the library's default backs off for a minute, which a
+/// user at `assay prove` reads as a hang).
+fn s3_retry() -> object_store::RetryConfig {
+    object_store::RetryConfig {
+        backoff: object_store::BackoffConfig {
+            init_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_secs(2),
+            base: 2.0,
+        },
+        max_retries: 5,
+        retry_timeout: Duration::from_secs(30),
+    }
+}
+
 /// An [`ArtifactStore`] over any `object_store` backend.
 pub struct ObjectArtifactStore {
     url: String,
@@ -122,10 +138,13 @@ impl ObjectArtifactStore {
                     })?;
                 builder = builder.with_config(key, *value);
             }
-            let s3 = builder.build().map_err(|source| StoreError::Open {
-                url: url.to_owned(),
-                source,
-            })?;
+            let s3 = builder
+                .with_retry(s3_retry())
+                .build()
+                .map_err(|source| StoreError::Open {
+                    url: url.to_owned(),
+                    source,
+                })?;
             return Ok(Self::new(url.to_owned(), Arc::new(s3)));
         }
         if url == "memory://" || url == "memory:///" {

@@ -152,10 +152,14 @@ pub async fn upload_tree(
     repo: &Path,
     tree: &TreeId,
 ) -> Result<String, TreeError> {
-    if let Some(digest) = store
-        .get(&tree_digest_key(tree))
-        .await
-        .map_err(|e| StoreTreeSource::fail(tree, crate::execute::error_chain(&e)))?
+    if let Some(digest) =
+        store
+            .get(&tree_digest_key(tree))
+            .await
+            .map_err(|source| TreeError::Upload {
+                tree: tree.to_string(),
+                source: Box::new(source),
+            })?
     {
         return Ok(String::from_utf8_lossy(&digest).trim().to_owned());
     }
@@ -167,7 +171,10 @@ pub async fn upload_tree(
     let archive = store
         .put_bytes("tree", &tree_archive_key(tree), bytes.into())
         .await
-        .map_err(|e| StoreTreeSource::fail(tree, crate::execute::error_chain(&e)))?;
+        .map_err(|source| TreeError::Upload {
+            tree: tree.to_string(),
+            source: Box::new(source),
+        })?;
     store
         .put_bytes(
             "tree digest",
@@ -175,6 +182,9 @@ pub async fn upload_tree(
             archive.sha256.clone().into(),
         )
         .await
-        .map_err(|e| StoreTreeSource::fail(tree, crate::execute::error_chain(&e)))?;
+        .map_err(|source| TreeError::Upload {
+            tree: tree.to_string(),
+            source: Box::new(source),
+        })?;
     Ok(archive.sha256)
 }

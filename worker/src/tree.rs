@@ -36,6 +36,12 @@ pub enum TreeError {
     },
     #[error("tree {tree} could not be materialized: {message}")]
     Other { tree: String, message: String },
+    #[error("failed to upload tree {tree} to the store")]
+    Upload {
+        tree: String,
+        #[source]
+        source: Box<crate::store::StoreError>,
+    },
 }
 
 #[async_trait]

@@ -1,0 +1,426 @@
+//! Fleet mode through the real binary: `assay coordinator` and `assay worker` processes on a
+//! real JetStream server and a real S3 server, driven by `assay prove --cluster`, `assay status`,
+//! `assay results` and `assay cancel`, and the faults a user meets at submit and mid-proof.
+
+mod support;
+
+use async_nats::jetstream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use support::servers::{self, ServerGuard, free_port, http_get, metric, s3_env};
+use support::{Repo, Run};
+
+const BUCKET: &str = "assay-artifacts";
+
+/// A pricing module whose discount is lost on the base and applied on the candidate; the new
+/// test sleeps `sleep_secs`, so jobs last long enough to act on a running proof.
+fn pricing_repo(sleep_secs: f64) -> Repo {
+    let repo = Repo::new();
+    repo.write(
+        "pricing.py",
+        "def price(amount, discount=0.0):\n    return amount\n",
+    )
+    .write("tests/__init__.py", "")
+    .write(
+        "tests/test_pricing.py",
+        "import unittest\n\nfrom pricing import price\n\n\nclass PriceTests(unittest.TestCase):\n    def test_full_price(self):\n        self.assertEqual(price(40), 40)\n",
+    );
+    repo.commit("pricing");
+    repo.write(
+        "pricing.py",
+        "def price(amount, discount=0.0):\n    return round(amount * (1 - discount), 2)\n",
+    )
+    .write(
+        "tests/test_pricing.py",
+        &format!("import time\nimport unittest\n\nfrom pricing import price\n\n\nclass PriceTests(unittest.TestCase):\n    def test_full_price(self):\n        self.assertEqual(price(40), 40)\n\n    def test_discount_is_applied(self):\n        time.sleep({sleep_secs})\n        self.assertEqual(price(40, discount=0.25), 30)\n"),
+    );
+    repo.commit("pricing: apply the discount");
+    repo
+}
+
+/// A service process, killed if the test ends before it stopped.
+struct Service {
+    child: Child,
+    log: PathBuf,
+    http_port: u16,
+}
+
+impl Service {
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn wait_for_log(&self, text: &str) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !self.log().contains(text) {
+            assert!(
+                Instant::now() < deadline,
+                "no {text:?} in the log:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn metric(&self, name: &str) -> Option<u64> {
+        metric(&http_get(self.http_port, "/metrics")?, name)
+    }
+
+    /// SIGTERM, then the exit code.
+    fn terminate(mut self) -> Option<i32> {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.code();
+            }
+            assert!(Instant::now() < deadline, "the service ignored SIGTERM");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+struct Fleet {
+    nats: ServerGuard,
+    s3: ServerGuard,
+    dir: tempfile::TempDir,
+}
+
+impl Fleet {
+    fn start() -> Self {
+        Self {
+            nats: servers::start_nats(),
+            s3: servers::start_s3(BUCKET),
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("nats://127.0.0.1:{}", self.nats.port)
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = support::assay();
+        command
+            .args(args)
+            .env("ASSAY_NATS_URL", self.url())
+            .env("ASSAY_STORE", format!("s3://{BUCKET}"))
+            .envs(s3_env(self.s3.port));
+        command
+    }
+
+    fn service(&self, name: &str, args: &[&str]) -> Service {
+        let http_port = free_port();
+        let log = self.dir.path().join(format!("{name}.log"));
+        let child = self
+            .command(args)
+            .env("ASSAY_LOG", "info")
+            .env("ASSAY_HTTP_LISTEN", format!("127.0.0.1:{http_port}"))
+            .env(
+                "ASSAY_TREE_CACHE_DIR",
+                self.dir.path().join(format!("{name}-trees")),
+            )
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        Service {
+            child,
+            log,
+            http_port,
+        }
+    }
+
+    fn coordinator(&self) -> Service {
+        let coordinator = self.service("coordinator", &["coordinator"]);
+        coordinator.wait_for_log("coordinator started");
+        coordinator
+    }
+
+    fn worker(&self, name: &str, slots: &str) -> Service {
+        let worker = self.service(name, &["worker", "--slots", slots, "--sandbox", "process"]);
+        worker.wait_for_log("worker started");
+        worker
+    }
+
+    fn prove(&self, repo: &Repo, json: &Path, extra: &[&str]) -> Command {
+        let mut command = self.command(&["prove", "--cluster", &self.url()]);
+        command
+            .arg("-C")
+            .arg(repo.path())
+            .args([
+                "--base",
+                "main~1",
+                "--candidate",
+                "HEAD",
+                "--criterion",
+                "test: test_discount_is_applied",
+                "--criterion",
+                "guard: test_full_price",
+            ])
+            .args(extra)
+            .arg("--json")
+            .arg(json);
+        command
+    }
+
+    fn run(&self, args: &[&str]) -> Run {
+        support::run(self.command(args), None)
+    }
+
+    async fn jobs_consumer(&self) -> jetstream::consumer::Info {
+        let client = async_nats::connect(self.url()).await.unwrap();
+        let mut consumer: jetstream::consumer::PullConsumer = jetstream::new(client)
+            .get_stream("ASSAY_JOBS")
+            .await
+            .unwrap()
+            .get_consumer("assay-workers")
+            .await
+            .unwrap();
+        consumer.info().await.unwrap().clone()
+    }
+
+    async fn wait_for_a_running_job(&self) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while self.jobs_consumer().await.num_ack_pending == 0 {
+            assert!(Instant::now() < deadline, "no job started");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+fn lines(text: &str) -> Vec<&str> {
+    text.lines().filter(|l| !l.trim().is_empty()).collect()
+}
+
+#[test]
+fn nats_unreachable_at_submit_exits_3_with_one_line() {
+    let repo = pricing_repo(0.0);
+    let closed = format!("nats://127.0.0.1:{}", free_port());
+    let out = tempfile::tempdir().unwrap();
+    let mut command = support::assay();
+    command
+        .args(["prove", "--quiet", "--cluster", &closed, "-C"])
+        .arg(repo.path())
+        .args(["--base", "main~1", "--candidate", "HEAD"])
+        .args(["--criterion", "test: test_discount_is_applied"])
+        .arg("--store")
+        .arg(format!("file://{}", out.path().join("store").display()));
+    let run = support::run(command, None);
+    assert_eq!(run.code, 3, "{}", run.explain());
+    assert_eq!(lines(&run.stderr).len(), 1, "{}", run.explain());
+    assert!(
+        run.stderr.contains(&closed) && run.stderr.contains("hint"),
+        "{}",
+        run.explain()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_store_at_submit_exits_3_with_one_line() {
+    let nats = servers::start_nats();
+    let repo = pricing_repo(0.0);
+    let closed_store_port = free_port();
+    let mut command = support::assay();
+    command
+        .args(["prove", "--quiet", "--cluster"])
+        .arg(format!("nats://127.0.0.1:{}", nats.port))
+        .arg("-C")
+        .arg(repo.path())
+        .args(["--base", "main~1", "--candidate", "HEAD"])
+        .args(["--criterion", "test: test_discount_is_applied"])
+        .args(["--store", "s3://assay-artifacts"])
+        .envs(s3_env(closed_store_port));
+    let started = Instant::now();
+    let run = support::run(command, None);
+    assert_eq!(run.code, 3, "{}", run.explain());
+    assert_eq!(lines(&run.stderr).len(), 1, "{}", run.explain());
+    assert!(
+        run.stderr.contains("failed to upload tree") && run.stderr.contains("hint"),
+        "{}",
+        run.explain()
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "an unreachable store took {:?} to report",
+        started.elapsed()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_store_going_down_mid_proof_is_an_infrastructure_abort_not_a_test_failure() {
+    let mut fleet = Fleet::start();
+    let repo = pricing_repo(3.0);
+    let _coordinator = fleet.coordinator();
+    let _worker = fleet.worker("worker-a", "1");
+    let json = fleet.dir.path().join("proof.json");
+    let proof = fleet
+        .prove(&repo, &json, &["--jobs", "1", "--repeats", "1", "--quiet"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    fleet.wait_for_a_running_job().await;
+    fleet.s3.kill();
+    let out = tokio::task::spawn_blocking(move || proof.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("infrastructure failure"), "{stderr}");
+    let evidence: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(evidence["verdict"], "unverified");
+    let jobs = evidence["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 4);
+    for job in jobs {
+        // The job that was running when the store went away ran its tests, but its logs
+        // could not be kept: no evidence, no test outcome.
+        assert_eq!(job["status"], "infrastructure", "{job}");
+        assert_eq!(job["tests_reported"], 0, "{job}");
+    }
+    for criterion in evidence["criteria"].as_array().unwrap() {
+        assert_ne!(criterion["verdict"], "refuted", "{criterion}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_results_and_cancel_against_a_running_fleet() {
+    let fleet = Fleet::start();
+    let coordinator = fleet.coordinator();
+    let worker = fleet.worker("worker-a", "1");
+
+    // A finished proof: status shows it, results returns its evidence and exit code.
+    let quick = pricing_repo(0.0);
+    let quick_json = fleet.dir.path().join("quick.json");
+    let proved = support::run(
+        fleet.prove(&quick, &quick_json, &["--repeats", "1", "--quiet"]),
+        Some(quick_json.clone()),
+    );
+    assert_eq!(proved.code, 0, "{}", proved.explain());
+    let evidence = proved.evidence.clone().unwrap();
+    let quick_id = evidence["proof_id"].as_str().unwrap().to_owned();
+    let status = fleet.run(&["status"]);
+    assert_eq!(status.code, 0, "{}", status.explain());
+    assert_eq!(
+        lines(&status.stdout),
+        [format!("{quick_id}\tfinished\t4/4 jobs")]
+    );
+    let results_json = fleet.dir.path().join("results.json");
+    let results = fleet.run(&[
+        "results",
+        &quick_id,
+        "--json",
+        results_json.to_str().unwrap(),
+    ]);
+    assert_eq!(results.code, 0, "{}", results.explain());
+    assert!(
+        results
+            .stdout
+            .starts_with(&format!("proof {quick_id}: PROVEN")),
+        "{}",
+        results.explain()
+    );
+    let fetched: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&results_json).unwrap()).unwrap();
+    assert_eq!(fetched, evidence);
+
+    // A slow proof, cancelled while its first job runs.
+    let slow = pricing_repo(4.0);
+    let slow_json = fleet.dir.path().join("slow.json");
+    let slow_run = fleet
+        .prove(
+            &slow,
+            &slow_json,
+            &["--repeats", "3", "--jobs", "2", "--quiet"],
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    fleet.wait_for_a_running_job().await;
+    let listed = fleet.run(&["status"]);
+    let slow_line = lines(&listed.stdout)
+        .into_iter()
+        .find(|l| !l.starts_with(&quick_id))
+        .map(str::to_owned)
+        .unwrap_or_else(|| panic!("{}", listed.explain()));
+    let slow_id = slow_line.split('\t').next().unwrap().to_owned();
+    assert_eq!(slow_line, format!("{slow_id}\trunning\t0/8 jobs"));
+    let one = fleet.run(&["status", &slow_id]);
+    assert_eq!(lines(&one.stdout), [slow_line.as_str()]);
+
+    let cancel = fleet.run(&["cancel", &slow_id]);
+    assert_eq!(cancel.code, 0, "{}", cancel.explain());
+    assert_eq!(lines(&cancel.stdout), [format!("cancelled {slow_id}")]);
+    let submitter = tokio::task::spawn_blocking(move || slow_run.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let submitter_err = String::from_utf8_lossy(&submitter.stderr);
+    assert_eq!(submitter.status.code(), Some(3), "{submitter_err}");
+    assert!(
+        submitter_err.contains(&format!("proof {slow_id} was cancelled")),
+        "{submitter_err}"
+    );
+
+    // The job that was running finishes; its late result is dropped and logged.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while coordinator.metric("assay_results_dropped_total") != Some(1) {
+        assert!(
+            Instant::now() < deadline,
+            "no late result was dropped:\n{}",
+            coordinator.log()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        coordinator.log().contains("dropping a late result"),
+        "{}",
+        coordinator.log()
+    );
+    // The queued jobs were purged and nothing of the proof is running: none of them will run.
+    let consumer = fleet.jobs_consumer().await;
+    assert_eq!(
+        (consumer.num_pending, consumer.num_ack_pending),
+        (0, 0),
+        "{consumer:?}"
+    );
+    assert_eq!(worker.metric("assay_jobs_finished_total"), Some(4 + 1));
+    let after = fleet.run(&["status", &slow_id]);
+    assert_eq!(
+        lines(&after.stdout),
+        [format!("{slow_id}\tcancelled\t0/8 jobs")]
+    );
+    let again = fleet.run(&["cancel", &slow_id]);
+    assert_eq!(again.code, 2, "{}", again.explain());
+    assert!(
+        again.stderr.contains("is not running (cancelled)"),
+        "{}",
+        again.explain()
+    );
+    let no_results = fleet.run(&["results", &slow_id]);
+    assert_eq!(no_results.code, 2, "{}", no_results.explain());
+    assert!(
+        no_results.stderr.contains("has no evidence yet"),
+        "{}",
+        no_results.explain()
+    );
+
+    // Idle services stop cleanly on SIGTERM.
+    assert_eq!(worker.terminate(), Some(0));
+    assert_eq!(coordinator.terminate(), Some(0));
+}

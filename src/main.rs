@@ -6,6 +6,7 @@ mod embedded;
 mod example;
 mod exit;
 mod fleet;
+mod fleet_link;
 mod mutate;
 mod proof_history;
 mod prove;

@@ -4,6 +4,7 @@
 use crate::config;
 use crate::embedded;
 use crate::exit::{Failure, INFRASTRUCTURE, ResultExt as _};
+use crate::fleet_link;
 use crate::prove::write_atomically;
 use crate::reporter;
 use anyhow::{Context, anyhow};
@@ -17,12 +18,13 @@ use assay_common::suite::{
     CaseListing, CaseOutcome, CaseReport, Lane, SUITE_SCHEMA, SuiteCase, SuiteJobReport,
     SuiteReport, SuiteTotals, derive_outcome,
 };
+use assay_coordinator::cluster_queue::ClusterQueue;
 use assay_coordinator::engine;
 use assay_coordinator::queue::{InProcessQueue, JobQueue};
 use assay_coordinator::source;
 use assay_coordinator::suite::CollectError;
 use assay_coordinator::suite::audit::{self, JobSelection};
-use assay_coordinator::suite::cluster::{self, ClusterQueue, FleetHalt};
+use assay_coordinator::suite::cluster::{self, FleetHalt};
 use assay_coordinator::suite::halt::{AdmissionGate, HaltError, HaltFile};
 use assay_coordinator::suite::history::{self, History, RunRecord, RunSummary};
 use assay_coordinator::suite::ledger::{self, Ledger};
@@ -286,7 +288,7 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
     let repo = open_repo(&args.repo)?;
     let state = state_dir(&args.state_dir);
     let fleet = match &args.cluster {
-        Some(url) => Some(Fleet::connect(url).await?),
+        Some(url) => Some(fleet_link::Fleet::connect(url).await?),
         None => None,
     };
     let halt: Box<dyn AdmissionGate> = match &fleet {
@@ -370,16 +372,7 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
     let jobs = args
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
-    let store_url = match (&fleet, &args.store, std::env::var("ASSAY_STORE")) {
-        (_, Some(url), _) => url.clone(),
-        (Some(_), None, Ok(url)) => url,
-        (Some(_), None, Err(_)) => {
-            return Err(Failure::usage(anyhow!(
-                "a fleet run needs the fleet's artifact store (hint: --store s3://BUCKET or ASSAY_STORE)"
-            )));
-        }
-        (None, None, _) => config::default_store_url(),
-    };
+    let store_url = fleet_link::store_url(fleet.is_some(), &args.store)?;
     let store = embedded::open_store(&store_url)?;
     let mut _scratch = None;
     let queue: Box<dyn JobQueue> = match &fleet {
@@ -397,6 +390,7 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
                 fleet.proofs.clone(),
                 repo.display().to_string(),
                 label,
+                "suite",
             ))
         }
         None => {
@@ -925,31 +919,13 @@ pub fn run_history(args: &HistoryArgs) -> Result<u8, Failure> {
     Ok(0)
 }
 
-/// A fleet reached from the CLI: its NATS connection and proofs bucket.
-struct Fleet {
-    client: async_nats::Client,
-    proofs: async_nats::jetstream::kv::Store,
-}
-
-impl Fleet {
-    async fn connect(url: &str) -> Result<Self, Failure> {
-        let client = assay_worker::nats::connect(url, "")
-            .await
-            .map_err(|e| Failure::infrastructure(e.into()))?;
-        let proofs = assay_worker::nats::proofs_bucket(&async_nats::jetstream::new(client.clone()))
-            .await
-            .map_err(|e| Failure::infrastructure(e.into()))?;
-        Ok(Self { client, proofs })
-    }
-}
-
 pub async fn run_halt(args: &HaltArgs) -> Result<u8, Failure> {
     if args.reason.trim().is_empty() {
         return Err(Failure::usage(HaltError::NoReason.into()));
     }
     match &args.cluster {
         Some(url) => {
-            let fleet = Fleet::connect(url).await?;
+            let fleet = fleet_link::Fleet::connect(url).await?;
             cluster::set_halt(&fleet.proofs, &args.reason)
                 .await
                 .map_err(|e| Failure::infrastructure(e.into()))?;
@@ -965,7 +941,7 @@ pub async fn run_halt(args: &HaltArgs) -> Result<u8, Failure> {
 pub async fn run_resume(args: &ResumeArgs) -> Result<u8, Failure> {
     let cleared = match &args.cluster {
         Some(url) => {
-            let fleet = Fleet::connect(url).await?;
+            let fleet = fleet_link::Fleet::connect(url).await?;
             cluster::clear_halt(&fleet.proofs)
                 .await
                 .map_err(|e| Failure::infrastructure(e.into()))?

@@ -5,6 +5,7 @@
 pub mod admission;
 pub mod admitter;
 pub mod client;
+pub mod cluster_queue;
 pub mod engine;
 pub mod mutants;
 pub mod mutate;

@@ -1,0 +1,172 @@
+//! Jobs through a running fleet, for `assay test --cluster` and `assay mutate --cluster`. Each
+//! job travels to the coordinator as a one-job submission, so admission (the `--jobs` budget,
+//! a suite's halt, a mutation run's time budget) stays with the CLI's run, exactly as embedded;
+//! its result comes back on the submission's progress subject, or from its KV result key when
+//! that message was missed.
+
+use crate::queue::{JobQueue, QueueError};
+use assay_common::fleet::{
+    ProgressEvent, ProofSubmission, RevisionWire, Subjects, SubmitReply, keys,
+};
+use assay_common::job::{JobResult, JobSpec};
+use assay_common::runner::RunnerKind;
+use assay_common::{JobId, ProofId, WorkerId, wire};
+use async_nats::jetstream::kv;
+use async_trait::async_trait;
+use futures::StreamExt;
+use std::sync::Mutex;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// A run's jobs as one-job fleet submissions.
+pub struct ClusterQueue {
+    client: async_nats::Client,
+    subjects: Subjects,
+    proofs: kv::Store,
+    repository: String,
+    runner: RunnerKind,
+    label: &'static str,
+    results_tx: mpsc::UnboundedSender<JobResult>,
+    results_rx: tokio::sync::Mutex<mpsc::UnboundedReceiver<JobResult>>,
+    waiters: Mutex<tokio::task::JoinSet<()>>,
+}
+
+impl ClusterQueue {
+    /// `runner` and `label` (the command, e.g. "suite" or "mutate", shown as the requested
+    /// revision) name the submissions for `assay status`; the jobs carry their own commands.
+    pub fn new(
+        client: async_nats::Client,
+        subjects: Subjects,
+        proofs: kv::Store,
+        repository: String,
+        runner: RunnerKind,
+        label: &'static str,
+    ) -> Self {
+        let (results_tx, results_rx) = mpsc::unbounded_channel();
+        Self {
+            client,
+            subjects,
+            proofs,
+            repository,
+            runner,
+            label,
+            results_tx,
+            results_rx: tokio::sync::Mutex::new(results_rx),
+            waiters: Mutex::new(tokio::task::JoinSet::new()),
+        }
+    }
+
+    fn submission(&self, id: &ProofId, job: JobSpec) -> ProofSubmission {
+        let revision = RevisionWire {
+            requested: self.label.into(),
+            commit: None,
+            tree: job.tree.clone(),
+        };
+        ProofSubmission {
+            proof_id: id.clone(),
+            repository: self.repository.clone(),
+            runner: self.runner,
+            criteria: Vec::new(),
+            base: revision.clone(),
+            candidate: revision,
+            base_tree: job.tree.clone(),
+            changed: Vec::new(),
+            changed_test_files: Vec::new(),
+            jobs: vec![job],
+            refused_files: Vec::new(),
+            jobs_budget: 1,
+        }
+    }
+}
+
+/// Waits for the one result of submission `id`: from progress, else from its KV key.
+async fn await_result(
+    mut events: async_nats::Subscriber,
+    proofs: kv::Store,
+    id: ProofId,
+) -> Result<JobResult, String> {
+    let mut poll = tokio::time::interval(Duration::from_secs(2));
+    loop {
+        tokio::select! {
+            event = events.next() => {
+                let Some(event) = event else {
+                    return Err("the progress subscription closed".into());
+                };
+                match wire::decode::<ProgressEvent>("progress", &event.payload) {
+                    Ok(ProgressEvent::JobFinished { result, .. }) => return Ok(result),
+                    Ok(ProgressEvent::Cancelled) => return Err("the job was cancelled".into()),
+                    Ok(ProgressEvent::Finished { .. }) => {}
+                    Err(e) => tracing::warn!(error = %e, "ignoring an unreadable progress message"),
+                }
+            }
+            _ = poll.tick() => {
+                if let Ok(Some(bytes)) = proofs.get(keys::result(&id, 0)).await {
+                    return wire::decode("job result", &bytes).map_err(|e| e.to_string());
+                }
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl JobQueue for ClusterQueue {
+    async fn submit(&self, job: JobSpec) -> Result<(), QueueError> {
+        let job_id = job.job_id.to_string();
+        let submit_err = |message: String| QueueError::Submit {
+            job_id: job_id.clone(),
+            message,
+        };
+        let id = ProofId(format!("{}-{:04}", job.proof_id, job.index));
+        let mut inner = job.clone();
+        inner.proof_id = id.clone();
+        inner.job_id = JobId::for_index(&id, 0);
+        inner.index = 0;
+        let events = self
+            .client
+            .subscribe(self.subjects.progress(&id))
+            .await
+            .map_err(|e| submit_err(e.to_string()))?;
+        let payload = wire::encode("proof submission", &self.submission(&id, inner))
+            .map_err(|e| submit_err(e.to_string()))?;
+        let reply = tokio::time::timeout(
+            Duration::from_secs(30),
+            self.client.request(self.subjects.submit(), payload.into()),
+        )
+        .await
+        .map_err(|_| {
+            submit_err(
+                "no reply within 30 s (hint: is `assay coordinator` running on this NATS server and prefix?)"
+                    .into(),
+            )
+        })?
+        .map_err(|e| submit_err(e.to_string()))?;
+        match wire::decode::<SubmitReply>("submit reply", &reply.payload)
+            .map_err(|e| submit_err(e.to_string()))?
+        {
+            SubmitReply::Accepted { .. } => {}
+            SubmitReply::Refused { message } => return Err(submit_err(message)),
+        }
+        let (proofs, tx) = (self.proofs.clone(), self.results_tx.clone());
+        let waiter = async move {
+            let mut result = match await_result(events, proofs, id).await {
+                Ok(result) => result,
+                Err(message) => JobResult::infrastructure(&job, WorkerId("fleet".into()), message),
+            };
+            // Back to the run's own numbering, so results reassemble by plan index.
+            result.index = job.index;
+            result.job_id = job.job_id.clone();
+            let _ = tx.send(result);
+        };
+        self.waiters
+            .lock()
+            .map_err(|_| QueueError::Other {
+                message: "the result waiters are poisoned".into(),
+            })?
+            .spawn(waiter);
+        Ok(())
+    }
+
+    async fn next_result(&self) -> Option<JobResult> {
+        self.results_rx.lock().await.recv().await
+    }
+}

@@ -1,16 +1,21 @@
-//! `assay mutate` glue: mutates whole files or trees of HEAD in embedded mode, prints the
-//! summary and writes Stryker's mutation-testing-report JSON.
+//! `assay mutate` glue: mutates whole files or trees of HEAD, in this process or (`--cluster`)
+//! on a fleet's workers, prints the summary and writes Stryker's mutation-testing-report JSON.
 
 use crate::config;
 use crate::embedded;
 use crate::exit::{Failure, ResultExt as _};
+use crate::fleet_link;
 use crate::prove::write_atomically;
 use crate::reporter::{self, StderrProgress};
 use anyhow::{Context, anyhow};
+use assay_common::ProofId;
+use assay_common::fleet::Subjects;
 use assay_common::runner::RunnerKind;
+use assay_coordinator::cluster_queue::ClusterQueue;
 use assay_coordinator::engine;
 use assay_coordinator::mutate::{self, MutateError, MutateRequest};
-use assay_coordinator::queue::InProcessQueue;
+use assay_coordinator::queue::{InProcessQueue, JobQueue};
+use assay_worker::store_tree::upload_tree;
 use clap::Args;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -46,9 +51,16 @@ pub struct MutateArgs {
     /// Write every mutant's unified diff here (`# mutant ID STATUS: LABEL` before each).
     #[arg(long, value_name = "FILE")]
     pub diff: Option<PathBuf>,
-    /// Artifact store URL [default: a cache directory outside the repository].
+    /// Artifact store URL [default: a cache directory outside the repository; with --cluster,
+    /// the fleet's store, also from ASSAY_STORE].
     #[arg(long, value_name = "URL")]
     pub store: Option<String>,
+    /// Run the mutants on a fleet: the NATS URL its coordinator and workers use.
+    #[arg(long, value_name = "URL")]
+    pub cluster: Option<String>,
+    /// Subject prefix of the fleet.
+    #[arg(long, env = "ASSAY_SUBJECT_PREFIX", default_value = "assay")]
+    pub subject_prefix: String,
     /// Environment variable passed to test commands, beyond PATH and the locale. Repeatable.
     #[arg(long = "pass-env", value_name = "NAME")]
     pub pass_env: Vec<String>,
@@ -93,23 +105,48 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
         .jobs
         .map(|j| j as usize)
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
-    let store_url = args.store.clone().unwrap_or_else(config::default_store_url);
+    let fleet = match &args.cluster {
+        Some(url) => Some(fleet_link::Fleet::connect(url).await?),
+        None => None,
+    };
+    let store_url = fleet_link::store_url(fleet.is_some(), &args.store)?;
     let store = embedded::open_store(&store_url)?;
-    let (ctx, _scratch) =
-        embedded::job_context(&repo, store.clone(), &args.pass_env, "assay-mutate-")?;
+    let tree = mutate::head_tree(&repo).map_err(|e| Failure::usage(e.into()))?;
+    let mut _scratch = None;
+    let queue: Box<dyn JobQueue> = match &fleet {
+        Some(fleet) => {
+            upload_tree(&*store, &repo, &tree)
+                .await
+                .map_err(|e| Failure::infrastructure(e.into()))?;
+            Box::new(ClusterQueue::new(
+                fleet.client.clone(),
+                Subjects::new(&args.subject_prefix),
+                fleet.proofs.clone(),
+                repo.display().to_string(),
+                runner,
+                "mutate",
+            ))
+        }
+        None => {
+            let (ctx, scratch) =
+                embedded::job_context(&repo, store.clone(), &args.pass_env, "assay-mutate-")?;
+            _scratch = Some(scratch);
+            Box::new(InProcessQueue::start(ctx, slots))
+        }
+    };
     let request = MutateRequest {
         repo,
+        tree,
         paths: args.paths.clone(),
         runner,
         command_prefix,
         max_per_file,
         budget: Duration::from_secs(args.budget),
         slots,
-        run_id: engine::new_proof_id(),
+        run_id: ProofId(engine::new_proof_id().0.replacen("p-", "m-", 1)),
     };
-    let queue = InProcessQueue::start(ctx, slots);
     let progress = StderrProgress { quiet: args.quiet };
-    let report = mutate::run(&request, &queue, store.as_ref(), &progress)
+    let report = mutate::run(&request, &*queue, store.as_ref(), &progress)
         .await
         .map_err(|e| match e {
             MutateError::NothingToMutate { .. } | MutateError::UnsupportedRunner { .. } => {

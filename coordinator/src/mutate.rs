@@ -17,7 +17,7 @@ use assay_common::{JobId, ProofId, TreeId};
 use assay_worker::store::ArtifactStore;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// Runs the suite under coverage.py with one dynamic context per pytest node id (switched
@@ -58,6 +58,9 @@ pub const EXIT_SURVIVORS: u8 = 5;
 #[derive(Clone, Debug)]
 pub struct MutateRequest {
     pub repo: PathBuf,
+    /// The tree mutated, resolved once by the caller ([`head_tree`]), so a fleet run mutates
+    /// exactly the tree it uploaded.
+    pub tree: TreeId,
     /// Files or directories (relative, `/`-separated) to mutate; empty: every product file.
     pub paths: Vec<String>,
     pub runner: RunnerKind,
@@ -152,17 +155,22 @@ fn line_range(bytes: &[u8], mutant: &Mutant) -> std::ops::RangeInclusive<u32> {
     mutant.line..=mutant.line + extra
 }
 
-/// The HEAD tree and its product Python files under `paths`, every line of each.
-fn files_to_mutate(request: &MutateRequest) -> Result<(TreeId, Vec<ChangedFile>), MutateError> {
-    let repo = source::open(&request.repo)?;
+/// The tree of the repository's HEAD commit: the tree a run mutates (never the working tree).
+pub fn head_tree(repo: &Path) -> Result<TreeId, MutateError> {
+    let git = source::open(repo)?;
     let tree =
-        repo.revparse_single("HEAD^{tree}")
+        git.revparse_single("HEAD^{tree}")
             .map_err(|source| SourceError::UnknownRevision {
                 rev: "HEAD".into(),
-                repo: request.repo.clone(),
+                repo: repo.to_path_buf(),
                 source,
             })?;
-    let tree = TreeId(tree.id().to_string());
+    Ok(TreeId(tree.id().to_string()))
+}
+
+/// The request's product Python files under `paths`, every line of each.
+fn files_to_mutate(request: &MutateRequest) -> Result<(TreeId, Vec<ChangedFile>), MutateError> {
+    let tree = request.tree.clone();
     let under = |path: &str| {
         request.paths.is_empty()
             || request.paths.iter().any(|p| {

@@ -1,0 +1,212 @@
+//! `assay mutate --cluster`: the same small pure-Python library mutated in this process and on
+//! a fleet (real nats-server, real S3 server, real `assay coordinator` and `assay worker`
+//! processes) reaches the same verdict for every mutant, with the same report and diffs.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use support::servers::{ServerGuard, s3_env, start_nats, start_s3};
+
+const BUCKET: &str = "invoice-mutants";
+
+/// An invoicing library whose tests kill most mutants, miss the zero-percent bound of
+/// `apply_discount` and never call `round_cents`.
+fn invoice_library() -> support::Repo {
+    let repo = support::Repo::new();
+    repo.write(
+        "invoices/__init__.py",
+        "from invoices.totals import apply_discount, line_total\n",
+    )
+    .write(
+        "invoices/totals.py",
+        "def line_total(quantity, unit_price):\n    if quantity < 0:\n        raise ValueError(\"negative quantity\")\n    return quantity * unit_price\n\n\ndef apply_discount(amount, percent):\n    if percent <= 0:\n        return amount\n    return amount - amount * percent // 100\n\n\ndef round_cents(amount):\n    return (amount + 50) // 100 * 100\n",
+    )
+    .write("conftest.py", "")
+    .write(
+        "tests/test_totals.py",
+        "import pytest\n\nfrom invoices import apply_discount, line_total\n\n\ndef test_line_total_multiplies():\n    assert line_total(3, 400) == 1200\n\n\ndef test_negative_quantity_is_refused():\n    with pytest.raises(ValueError):\n        line_total(-1, 400)\n\n\ndef test_ten_percent_off():\n    assert apply_discount(2000, 10) == 1800\n",
+    );
+    repo.commit("invoices: line totals and discounts");
+    repo
+}
+
+/// A fleet service process, killed when the test ends.
+struct Service {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Service {
+    fn start(args: &[&str], env: &[(String, String)], log: PathBuf, ready: &str) -> Self {
+        let child = Command::new(env!("CARGO_BIN_EXE_assay"))
+            .args(args)
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .env("ASSAY_LOG", "info")
+            .env("ASSAY_HTTP_LISTEN", "")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).expect("service log"))
+            .spawn()
+            .expect("assay service starts");
+        let service = Self { child, log };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !service.log().contains(ready) {
+            assert!(
+                Instant::now() < deadline,
+                "assay {args:?} did not log {ready:?}:\n{}",
+                service.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        service
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs `assay mutate` on `repo` with `extra`, writing the report and diffs under `out`.
+fn mutate(
+    repo: &support::Repo,
+    out: &Path,
+    extra: &[&str],
+    env: &[(String, String)],
+) -> support::Run {
+    std::fs::create_dir_all(out).expect("output dir");
+    let json = out.join("mutation.json");
+    let mut command = support::assay();
+    command
+        .arg("mutate")
+        .arg("-C")
+        .arg(repo.path())
+        .args(["--jobs", "2", "--json"])
+        .arg(&json)
+        .arg("--diff")
+        .arg(out.join("mutants.diff"))
+        .args(extra)
+        .envs(env.iter().map(|(k, v)| (k, v)));
+    support::run(command, Some(json))
+}
+
+/// The report without what only timing changes: elapsed seconds and the rate.
+fn timing_free(mut report: serde_json::Value) -> serde_json::Value {
+    if let Some(summary) = report["assay"]["summary"].as_object_mut() {
+        summary.remove("elapsed_s");
+        summary.remove("mutants_per_minute");
+    }
+    report
+}
+
+/// Each mutant's id and status, in report order.
+fn statuses(report: &serde_json::Value) -> Vec<(String, String)> {
+    report["files"]
+        .as_object()
+        .expect("files")
+        .values()
+        .flat_map(|file| file["mutants"].as_array().expect("mutants").iter())
+        .map(|m| {
+            (
+                m["id"].as_str().expect("id").to_owned(),
+                m["status"].as_str().expect("status").to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// The summary with its first line's timings cut.
+fn summary_text(stdout: &str) -> String {
+    stdout
+        .lines()
+        .map(|line| match line.split_once(" (") {
+            Some((counts, _)) if line.starts_with("mutate: ") => counts,
+            _ => line,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn mutants_run_on_the_fleet_reach_the_verdicts_of_an_embedded_run() {
+    let repo = invoice_library();
+    let out = tempfile::tempdir().expect("temp dir");
+    let embedded_store = format!("file://{}", out.path().join("store").display());
+    let embedded = mutate(
+        &repo,
+        &out.path().join("embedded"),
+        &["--store", &embedded_store],
+        &[],
+    );
+    assert_eq!(embedded.code, 5, "{}", embedded.explain());
+    let embedded_report = embedded.evidence.clone().expect("embedded report");
+
+    let nats: ServerGuard = start_nats();
+    let s3 = start_s3(BUCKET);
+    let url = format!("nats://127.0.0.1:{}", nats.port);
+    let store = format!("s3://{BUCKET}");
+    let mut env = s3_env(s3.port);
+    env.push(("ASSAY_STORE".into(), store.clone()));
+    env.push(("ASSAY_NATS_URL".into(), url.clone()));
+    let logs = out.path();
+    let coordinator = Service::start(
+        &["coordinator"],
+        &env,
+        logs.join("coordinator.log"),
+        "coordinator started",
+    );
+    let mut worker_env = env.clone();
+    worker_env.push((
+        "ASSAY_TREE_CACHE_DIR".into(),
+        logs.join("worker-trees").display().to_string(),
+    ));
+    let worker = Service::start(
+        &["worker", "--slots", "2", "--sandbox", "process"],
+        &worker_env,
+        logs.join("worker.log"),
+        "worker started",
+    );
+    let fleet = mutate(
+        &repo,
+        &out.path().join("fleet"),
+        &["--cluster", &url, "--store", &store],
+        &s3_env(s3.port),
+    );
+    assert_eq!(
+        fleet.code,
+        5,
+        "{}\ncoordinator:\n{}\nworker:\n{}",
+        fleet.explain(),
+        coordinator.log(),
+        worker.log()
+    );
+    let fleet_report = fleet.evidence.clone().expect("fleet report");
+
+    let expected = statuses(&embedded_report);
+    let kinds: Vec<&str> = expected.iter().map(|(_, s)| s.as_str()).collect();
+    for status in ["Killed", "Survived", "NoCoverage"] {
+        assert!(kinds.contains(&status), "no {status} mutant: {expected:?}");
+    }
+    assert_eq!(statuses(&fleet_report), expected, "per-mutant statuses");
+    assert_eq!(timing_free(fleet_report), timing_free(embedded_report));
+    let diffs = |side: &str| {
+        std::fs::read_to_string(out.path().join(side).join("mutants.diff")).expect("diff file")
+    };
+    assert_eq!(diffs("fleet"), diffs("embedded"));
+    assert_eq!(summary_text(&fleet.stdout), summary_text(&embedded.stdout));
+    // The baseline and every covered mutant ran on the worker, not in the CLI.
+    let covered = kinds.iter().filter(|s| **s != "NoCoverage").count();
+    let ran = worker.log().matches("job finished").count();
+    assert!(
+        ran > covered,
+        "the worker logged {ran} finished jobs for {covered} covered mutants and the baseline:\n{}",
+        worker.log()
+    );
+}

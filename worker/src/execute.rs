@@ -129,7 +129,12 @@ async fn run_in(job: &JobSpec, ctx: &JobContext, scratch: &Path) -> Result<JobRe
         timeout: Duration::from_secs(job.timeout_secs.max(1)),
         network: false,
     };
-    let exit = ctx.sandbox.run(&run).await.map_err(|e| error_chain(&e))?;
+    let exit = ctx
+        .sandbox
+        .run(&run)
+        .instrument(info_span!("sandbox", sandbox = ctx.sandbox.name()))
+        .await
+        .map_err(|e| error_chain(&e))?;
     let status = match exit {
         SandboxExit::Exited(code) => JobStatus::Completed { exit_code: code },
         SandboxExit::Signalled(signal) => JobStatus::Completed {

@@ -5,9 +5,11 @@
 pub mod archive;
 pub mod execute;
 pub mod health;
+pub mod metrics;
 pub mod nats;
 pub mod sandbox;
 pub mod service;
 pub mod store;
 pub mod store_tree;
+pub mod trace_context;
 pub mod tree;

@@ -3,13 +3,15 @@
 //! A job that reaches the delivery cap is answered in the infrastructure lane without running.
 
 use crate::execute::{JobContext, run_job};
-use crate::health::{self, Metrics};
+use crate::health::{self, Probes};
+use crate::metrics::Metrics;
 use crate::nats::{self, FleetError, QueueTuning};
 use crate::sandbox::Sandbox;
 use crate::sandbox::docker::{DockerConfig, DockerSandbox, DockerSetupError};
 use crate::sandbox::process::ProcessSandbox;
 use crate::store::{ObjectArtifactStore, StoreError};
 use crate::store_tree::StoreTreeSource;
+use crate::trace_context;
 use assay_common::WorkerId;
 use assay_common::fleet::Subjects;
 use assay_common::job::{JobResult, JobSpec};
@@ -91,6 +93,7 @@ pub fn default_worker_id() -> WorkerId {
 pub async fn sandbox_for(
     worker: &assay_common::service_config::WorkerSection,
     worker_id: &WorkerId,
+    metrics: Arc<Metrics>,
 ) -> Result<Arc<dyn Sandbox>, ServiceError> {
     match worker.sandbox {
         SandboxKind::Process => Ok(Arc::new(ProcessSandbox)),
@@ -105,7 +108,8 @@ pub async fn sandbox_for(
                 },
                 worker_id.to_string(),
             )
-            .await?;
+            .await?
+            .with_metrics(metrics);
             docker.check_image().await?;
             let reaped = docker.reap_leftovers().await?;
             if reaped > 0 {
@@ -138,7 +142,8 @@ pub async fn serve(
 ) -> Result<(), ServiceError> {
     let service = &config.service;
     service.validate()?;
-    let sandbox = sandbox_for(&service.worker, &config.worker_id).await?;
+    let metrics = Arc::new(Metrics::default());
+    let sandbox = sandbox_for(&service.worker, &config.worker_id, metrics.clone()).await?;
     let subjects = Subjects::new(&service.nats.subject_prefix);
     let store = Arc::new(open_store(&service.store.url, &config.s3_options)?);
     let scratch_root = config
@@ -152,11 +157,11 @@ pub async fn serve(
     let ctx = JobContext {
         worker_id: config.worker_id.clone(),
         sandbox,
-        trees: Arc::new(StoreTreeSource::new(
-            store.clone(),
-            &service.worker.tree_cache_dir,
-        )),
-        store,
+        trees: Arc::new(
+            StoreTreeSource::new(store.clone(), &service.worker.tree_cache_dir)
+                .with_metrics(metrics.clone()),
+        ),
+        store: store.clone(),
         scratch_root,
         pass_env: config.pass_env.clone(),
     };
@@ -164,13 +169,15 @@ pub async fn serve(
     let js = jetstream::new(client.clone());
     nats::results_stream(&js, &subjects, &config.tuning).await?;
     let consumer = nats::workers_consumer(&js, &subjects, &config.tuning).await?;
-    let metrics = Arc::new(Metrics::default());
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     if !service.http.listen.is_empty() {
         let mut stop = stop_rx.clone();
         health::spawn(
             &service.http.listen,
-            client.clone(),
+            Probes {
+                client: client.clone(),
+                store,
+            },
             metrics.clone(),
             async move {
                 let _ = stop.wait_for(|s| *s).await;
@@ -259,7 +266,12 @@ impl JobRun {
                 return;
             }
         };
-        let span = tracing::info_span!("job", proof_id = %spec.proof_id, job_id = %spec.job_id, worker_id = %self.ctx.worker_id, delivered);
+        // The delivery continues the trace of the proof that published the job.
+        let span = tracing::info_span!("job delivery", proof_id = %spec.proof_id, job_id = %spec.job_id, worker_id = %self.ctx.worker_id, delivered);
+        trace_context::set_parent(&span, message.headers.as_ref());
+        if delivered > 1 {
+            self.metrics.redeliveries.fetch_add(1, Ordering::Relaxed);
+        }
         async {
             let result = if delivered > self.tuning.max_deliver {
                 tracing::warn!("delivery cap reached; recording the job in the infrastructure lane");
@@ -274,6 +286,7 @@ impl JobRun {
                     ),
                 )
             } else {
+                let _in_flight = self.metrics.in_flight();
                 let run = run_job(&spec, &self.ctx);
                 tokio::pin!(run);
                 let mut heartbeat = tokio::time::interval(self.tuning.heartbeat());
@@ -289,10 +302,7 @@ impl JobRun {
                     }
                 }
             };
-            self.metrics.jobs_finished.fetch_add(1, Ordering::Relaxed);
-            if matches!(result.status, assay_common::job::JobStatus::Infrastructure { .. }) {
-                self.metrics.jobs_infrastructure.fetch_add(1, Ordering::Relaxed);
-            }
+            self.metrics.job_finished(spec.kind, &result);
             match self.publish(&spec, &result).await {
                 Ok(()) => {
                     if let Err(e) = message.double_ack().await {
@@ -314,6 +324,7 @@ impl JobRun {
         let mut headers = async_nats::HeaderMap::new();
         // The server drops a second result for the same job inside its duplicate window.
         headers.insert("Nats-Msg-Id", spec.job_id.as_str());
+        trace_context::inject(&mut headers);
         self.js
             .publish_with_headers(
                 self.subjects.results(&spec.proof_id),

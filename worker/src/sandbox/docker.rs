@@ -9,6 +9,7 @@
 //! read-only root without an extra volume per job.
 
 use super::{Sandbox, SandboxError, SandboxExit, SandboxRun};
+use crate::metrics::Metrics;
 use async_trait::async_trait;
 use bollard::Docker;
 use bollard::container::LogOutput;
@@ -21,7 +22,8 @@ use bollard::query_parameters::{
 use futures::StreamExt;
 use std::collections::HashMap;
 use std::path::Path;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt;
 
 /// Where the job's tree appears inside the container; also its working directory.
@@ -90,6 +92,7 @@ pub struct DockerSandbox {
     docker: Docker,
     config: DockerConfig,
     worker_id: String,
+    metrics: Option<Arc<Metrics>>,
 }
 
 impl DockerSandbox {
@@ -108,7 +111,14 @@ impl DockerSandbox {
             docker,
             config,
             worker_id: worker_id.into(),
+            metrics: None,
         })
+    }
+
+    /// Records each container's start latency in `metrics`.
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Self {
+        self.metrics = Some(metrics);
+        self
     }
 
     pub fn config(&self) -> &DockerConfig {
@@ -290,6 +300,7 @@ impl Sandbox for DockerSandbox {
                 .map_err(io_error)?
         };
 
+        let creating = Instant::now();
         let created = self
             .docker
             .create_container(None, self.container_body(run, user))
@@ -315,6 +326,9 @@ impl Sandbox for DockerSandbox {
             .start_container(&id, None)
             .await
             .map_err(|e| self.backend_error(run, "start the job's container", &e))?;
+        if let Some(metrics) = &self.metrics {
+            metrics.container_start.observe(creating.elapsed());
+        }
 
         let waited = tokio::time::timeout(run.timeout, wait_exit_code(&self.docker, &id)).await;
         let exit = match waited {

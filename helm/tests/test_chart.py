@@ -55,8 +55,8 @@ EVERY_FEATURE_ON = {
         "s3": {"endpoint": "https://objects.internal.example:9000", "region": "eu-west-1"},
         "credentials": {"existingSecret": "assay-store-keys"},
     },
-    "otel": {"endpoint": "http://otel-collector.observability:4317"},
-    "extraEnv": [{"name": "RUST_LOG", "value": "info,assay=debug"}],
+    "otel": {"endpoint": "http://otel-collector.observability:4318"},
+    "extraEnv": [{"name": "ASSAY_LOG", "value": "info,assay=debug"}],
     "coordinator": {"podAnnotations": {"team": "platform"}},
     "worker": {"podAnnotations": {"team": "platform"}, "nodeSelector": {"pool": "builders"}},
     "keda": {"enabled": True},
@@ -438,9 +438,9 @@ def test_store_credentials_come_only_from_a_secret_reference(chart):
         }
         assert env["AWS_ENDPOINT_URL"]["value"] == "https://objects.internal.example:9000"
         assert env["AWS_REGION"]["value"] == "eu-west-1"
-        assert env["OTEL_EXPORTER_OTLP_ENDPOINT"]["value"] == "http://otel-collector.observability:4317"
+        assert env["OTEL_EXPORTER_OTLP_ENDPOINT"]["value"] == "http://otel-collector.observability:4318"
         assert env["OTEL_SERVICE_NAME"]["value"] == f"assay-{container_name}"
-        assert env["RUST_LOG"]["value"] == "info,assay=debug"
+        assert env["ASSAY_LOG"]["value"] == "info,assay=debug"
         assert env["ASSAY_CONFIG"]["value"] == "/etc/assay/assay.toml"
 
 

@@ -7,14 +7,23 @@
 # Needs the Docker engine, docker-compose (or the compose plugin), python3 and curl. Nothing is
 # pulled from an image registry: see deploy/build-images.sh and deploy/build-service-images.sh.
 #
-# Usage: deploy/test-local-fleet.sh
+# assay:latest is made from the debug binary by default (`cargo build`, which a test run has
+# already done, so it takes seconds); --release builds and ships the release binary instead.
+#
+# Usage: deploy/test-local-fleet.sh [--release]
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo_root="$(cd "$here/.." && pwd)"
 # A project of its own, so a developer's running fleet is never the one torn down.
 export ASSAY_FLEET_PROJECT="${ASSAY_FLEET_PROJECT:-assay-fleet-e2e}"
-assay="$repo_root/target/release/assay"
+profile=debug
+case "${1:-}" in
+  "") ;;
+  --release) profile=release ;;
+  *) echo "usage: deploy/test-local-fleet.sh [--release]" >&2; exit 2 ;;
+esac
+assay="$repo_root/target/$profile/assay"
 started=$(date +%s)
 
 log() { printf 'test-local-fleet: %s\n' "$*" >&2; }
@@ -33,8 +42,14 @@ done
 
 have_image() { docker image inspect "$1" >/dev/null 2>&1; }
 
-log "images: runner and assay:latest (release build; a no-op when current)"
-"$here/build-images.sh"
+log "images: the runner, and assay:latest from the $profile binary (each a no-op when current)"
+if [[ $profile == release ]]; then
+  (cd "$repo_root" && cargo build --release --bin assay --quiet)
+else
+  (cd "$repo_root" && cargo build --bin assay --quiet)
+fi
+"$here/build-images.sh" --runner-only
+"$here/build-images.sh" --assay-only --binary "$assay"
 have_image assay-nats:latest && have_image assay-s3:latest || "$here/build-service-images.sh"
 log "images ready after $(elapsed)"
 

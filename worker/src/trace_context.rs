@@ -43,3 +43,24 @@ impl Extractor for HeaderExtractor<'_> {
         self.0.iter().map(|(name, _)| name.as_ref()).collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use opentelemetry::trace::TraceContextExt as _;
+
+    #[test]
+    fn without_an_exporter_nothing_is_written_or_read() {
+        // No propagator is installed in this process, as in a service started without OTLP.
+        let span = tracing::info_span!("job delivery");
+        let mut headers = HeaderMap::new();
+        span.in_scope(|| inject(&mut headers));
+        assert_eq!(headers.iter().count(), 0);
+        headers.insert(
+            "traceparent",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        );
+        set_parent(&span, Some(&headers));
+        assert!(!span.context().has_active_span());
+    }
+}

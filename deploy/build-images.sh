@@ -11,20 +11,24 @@
 # air-gapped mirror). Each image carries a label with the hash of its recipe (and of the binary),
 # so a second run with nothing changed returns in well under a second; --force rebuilds anyway.
 #
-# Usage: deploy/build-images.sh [--force] [--runner-only | --assay-only] [--mirror URL]
+# --binary PATH packages an already-built `assay` binary (e.g. target/debug/assay) into assay:latest
+# instead of running `cargo build --release`.
+#
+# Usage: deploy/build-images.sh [--force] [--runner-only | --assay-only] [--mirror URL] [--binary PATH]
 set -euo pipefail
 
 force=0
 build_runner=1
 build_assay=1
 mirror="${ASSAY_DEBIAN_MIRROR:-}"
+binary=""
 suite="${ASSAY_DEBIAN_SUITE:-bookworm}"
 runner_image="${ASSAY_RUNNER_IMAGE:-assay-runner-python:latest}"
 assay_image="${ASSAY_IMAGE:-assay:latest}"
 runner_uid=10001
 
 usage() {
-    sed -n '2,15s/^# \{0,1\}//p' "$0"
+    sed -n '2,18s/^# \{0,1\}//p' "$0"
 }
 
 while [ $# -gt 0 ]; do
@@ -34,6 +38,8 @@ while [ $# -gt 0 ]; do
         --assay-only) build_runner=0 ;;
         --mirror) mirror="${2:?--mirror needs a URL}"; shift ;;
         --mirror=*) mirror="${1#--mirror=}" ;;
+        --binary) binary="${2:?--binary needs a path}"; shift ;;
+        --binary=*) binary="${1#--binary=}" ;;
         -h|--help) usage; exit 0 ;;
         *) echo "build-images: unknown argument $1" >&2; usage >&2; exit 2 ;;
     esac
@@ -144,15 +150,20 @@ build_runner_image() {
 }
 
 build_assay_image() {
-    command -v cargo >/dev/null || die "cargo not found (hint: install a Rust toolchain to build the assay binary)"
-    if ! (cd "$repo_root" && cargo metadata --no-deps --format-version 1 2>/dev/null) \
-        | grep -q '"kind":\["bin"\][^}]*"name":"assay"'; then
-        log "skipping $assay_image: this checkout has no \`assay\` binary target yet"
-        return 0
+    if [ -n "$binary" ]; then
+        [ -x "$binary" ] || die "--binary $binary is not an executable file"
+    else
+        command -v cargo >/dev/null || die "cargo not found (hint: install a Rust toolchain to build the assay binary)"
+        if ! (cd "$repo_root" && cargo metadata --no-deps --format-version 1 2>/dev/null) \
+            | grep -q '"kind":\["bin"\][^}]*"name":"assay"'; then
+            log "skipping $assay_image: this checkout has no \`assay\` binary target yet"
+            return 0
+        fi
+        log "cargo build --release --bin assay"
+        (cd "$repo_root" && cargo build --release --bin assay --quiet) || die "cargo build --release --bin assay failed"
+        binary="$repo_root/target/release/assay"
     fi
-    log "cargo build --release --bin assay"
-    (cd "$repo_root" && cargo build --release --bin assay --quiet) || die "cargo build --release --bin assay failed"
-    local binary="$repo_root/target/release/assay" recipe
+    local recipe
     recipe="$( { declare -f build_assay_image; sha256sum <"$binary"; } | sha256sum | cut -c1-16)"
     if [ "$force" -eq 0 ] && [ "$(image_label "$assay_image" assay.recipe)" = "$recipe" ]; then
         log "$assay_image is up to date (recipe $recipe); --force rebuilds it"

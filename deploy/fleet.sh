@@ -18,8 +18,14 @@ compose+=(--project-name "$project" --file "$here/compose.yaml")
 
 socket=/var/run/docker.sock
 [[ -S "$socket" ]] || { echo "error: no Docker socket at $socket (hint: start the Docker engine)" >&2; exit 1; }
-export ASSAY_UID="${ASSAY_UID:-$(id -u)}"
-export ASSAY_GID="${ASSAY_GID:-$(id -g)}"
+# The services never run as root: with every capability dropped, root could not hand job trees
+# to the runner's user anyway. A root caller gets the runner's uid (10001), which then owns the
+# workers' directories.
+if [[ $(id -u) -eq 0 ]]; then
+  export ASSAY_UID="${ASSAY_UID:-10001}" ASSAY_GID="${ASSAY_GID:-10001}"
+else
+  export ASSAY_UID="${ASSAY_UID:-$(id -u)}" ASSAY_GID="${ASSAY_GID:-$(id -g)}"
+fi
 export DOCKER_GID="${DOCKER_GID:-$(stat -c %g "$socket")}"
 
 have_image() { docker image inspect "$1" >/dev/null 2>&1; }
@@ -34,6 +40,7 @@ case "${1:-}" in
     for worker in worker-1 worker-2; do
       mkdir -p "$fleet_dir/$worker/trees" "$fleet_dir/$worker/scratch"
     done
+    [[ $(id -u) -ne 0 ]] || chown -R "$ASSAY_UID:$ASSAY_GID" "$fleet_dir"
     "${compose[@]}" up --detach
     echo "fleet up: assay prove --cluster nats://127.0.0.1:4222 ...; metrics on 127.0.0.1:9464 (coordinator), 9465/9466 (workers)"
     ;;

@@ -27,6 +27,7 @@ pub async fn open_sandbox(choice: &SandboxChoice) -> Result<Arc<dyn Sandbox>, Fa
         choice.kind,
         &choice.docker,
         engine::embedded_worker_id().as_str(),
+        None,
     )
     .await
     .map_err(|e| Failure::infrastructure(e.into()))

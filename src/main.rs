@@ -13,6 +13,7 @@ mod prove;
 mod reporter;
 mod sandbox;
 mod suites;
+mod telemetry;
 
 use clap::{Parser, Subcommand};
 use exit::Failure;
@@ -33,6 +34,10 @@ use std::process::ExitCode;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Export trace spans over OTLP/HTTP to this collector (e.g. http://127.0.0.1:4318)
+    /// [default: OTEL_EXPORTER_OTLP_ENDPOINT; no export when neither is set].
+    #[arg(long, global = true, value_name = "URL")]
+    otlp_endpoint: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -73,13 +78,13 @@ fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { exit::USAGE } else { 0 });
         }
     };
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("ASSAY_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    let service = match cli.command {
+        Command::Coordinator(_) => "assay-coordinator",
+        Command::Worker(_) => "assay-worker",
+        _ => "assay-cli",
+    };
+    // Dropped after the runtime, so the last spans are sent before the process exits.
+    let _telemetry = telemetry::init(service, cli.otlp_endpoint.as_deref());
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

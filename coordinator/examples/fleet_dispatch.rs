@@ -126,8 +126,12 @@ async fn fleet(url: &str, jobs: usize, slots: u32) -> Result<Duration, Error> {
     ));
     let mut config = WorkerConfig::new(service_config(url));
     config.service.worker.slots = slots;
-    let runner = Arc::new(Noop(config.worker_id.clone()));
-    let worker = tokio::spawn(worker::serve_with(config, runner, until_stopped(stop)));
+    let parts = worker::WorkerParts {
+        runner: Arc::new(Noop(config.worker_id.clone())),
+        store: Arc::new(worker::open_store("memory://", &[])?),
+        metrics: Default::default(),
+    };
+    let worker = tokio::spawn(worker::serve_with(config, parts, until_stopped(stop)));
     let client = async_nats::connect(url).await?;
     let subjects = Subjects::new("assay");
     let submission = submission(jobs)?;

@@ -15,6 +15,7 @@ use assay_common::wire;
 use assay_worker::nats::{self, FleetError};
 use assay_worker::store::ArtifactStore;
 use assay_worker::store_tree::upload_tree;
+use assay_worker::trace_context;
 use futures::StreamExt;
 use std::time::Duration;
 
@@ -91,7 +92,9 @@ pub async fn upload_trees(
     Ok(())
 }
 
-/// Submits `submission` and waits for its evidence.
+/// Submits `submission` and waits for its evidence, in a `prove` span whose trace the
+/// coordinator and workers continue.
+#[tracing::instrument(name = "prove", skip_all, fields(proof_id = %submission.proof_id))]
 pub async fn submit_and_wait(
     client: &async_nats::Client,
     subjects: &Subjects,
@@ -109,9 +112,11 @@ pub async fn submit_and_wait(
         .map_err(|e| submit_err(e.to_string()))?;
     let payload =
         wire::encode("proof submission", submission).map_err(|e| submit_err(e.to_string()))?;
+    let mut headers = async_nats::HeaderMap::new();
+    trace_context::inject(&mut headers);
     let reply = tokio::time::timeout(
         Duration::from_secs(30),
-        client.request(subjects.submit(), payload.into()),
+        client.request_with_headers(subjects.submit(), headers, payload.into()),
     )
     .await
     .map_err(|_| submit_err("no reply within 30 s".into()))?

@@ -86,6 +86,8 @@ impl JobQueue for NatsJobQueue {
         }
         let mut headers = async_nats::HeaderMap::new();
         headers.insert("Nats-Msg-Id", job.job_id.as_str());
+        // Called inside the proof's span: the job's worker continues its trace.
+        assay_worker::trace_context::inject(&mut headers);
         self.js
             .publish_with_headers(self.subjects.jobs(&job.proof_id), headers, payload.into())
             .await

@@ -15,9 +15,11 @@ use assay_common::fleet::{
 use assay_common::job::JobResult;
 use assay_common::service_config::{ConfigError, ServiceConfig};
 use assay_common::wire;
-use assay_worker::health::{self, Metrics};
+use assay_worker::health::{self, Probes};
+use assay_worker::metrics::Metrics;
 use assay_worker::nats::{self, FleetError, QueueTuning};
 use assay_worker::store::{ArtifactStore, StoreError};
+use assay_worker::trace_context;
 use async_nats::jetstream::{self, kv};
 use futures::StreamExt;
 use std::collections::HashMap;
@@ -26,6 +28,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::mpsc;
+use tracing::Instrument;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServiceError {
@@ -114,7 +117,11 @@ pub async fn serve(
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     if !service.http.listen.is_empty() {
         let mut stop = stop_rx.clone();
-        health::spawn(&service.http.listen, client.clone(), metrics, async move {
+        let probes = Probes {
+            client: client.clone(),
+            store: shared.store.clone(),
+        };
+        health::spawn(&service.http.listen, probes, metrics, async move {
             let _ = stop.wait_for(|s| *s).await;
         })
         .await
@@ -146,7 +153,7 @@ pub async fn serve(
         tokio::select! {
             () = &mut shutdown => break,
             Some(request) = submit.next() => {
-                let reply = accept(&shared, &request.payload, &mut tasks).await;
+                let reply = accept(&shared, &request, &mut tasks).await;
                 if let (Some(to), Ok(bytes)) = (request.reply, wire::encode("submit reply", &reply)) {
                     let _ = shared.client.publish(to, bytes.into()).await;
                 }
@@ -178,10 +185,10 @@ fn now_secs() -> u64 {
 
 async fn accept(
     shared: &Shared,
-    payload: &[u8],
+    request: &async_nats::Message,
     tasks: &mut tokio::task::JoinSet<()>,
 ) -> SubmitReply {
-    let submission: ProofSubmission = match wire::decode("proof submission", payload) {
+    let submission: ProofSubmission = match wire::decode("proof submission", &request.payload) {
         Ok(submission) => submission,
         Err(e) => {
             tracing::warn!(error = %e, "refusing a submission");
@@ -213,8 +220,11 @@ async fn accept(
             message: format!("failed to record proof {proof_id}: {e}"),
         };
     }
-    tracing::info!(proof_id = %proof_id, jobs = record.submission.jobs.len(), "proof accepted");
-    start_proof(shared, record, false, tasks);
+    // The proof's span continues the submitting CLI's trace.
+    let span = proof_span(&proof_id);
+    trace_context::set_parent(&span, request.headers.as_ref());
+    span.in_scope(|| tracing::info!(jobs = record.submission.jobs.len(), "proof accepted"));
+    start_proof(shared, record, false, span, tasks);
     SubmitReply::Accepted { proof_id }
 }
 
@@ -239,8 +249,10 @@ async fn resume_unfinished(
         };
         match wire::decode::<ProofRecord>("proof record", &bytes) {
             Ok(record) if record.status == ProofStatus::Running => {
-                tracing::info!(proof_id = %record.submission.proof_id, "resuming proof");
-                start_proof(shared, record, true, tasks);
+                // The submitting CLI's trace is gone with the old process: a new trace starts.
+                let span = proof_span(&record.submission.proof_id);
+                span.in_scope(|| tracing::info!("resuming proof"));
+                start_proof(shared, record, true, span, tasks);
             }
             Ok(_) => {}
             Err(e) => tracing::error!(key, error = %e, "cannot read a stored proof; leaving it"),
@@ -249,11 +261,16 @@ async fn resume_unfinished(
     Ok(())
 }
 
+fn proof_span(proof_id: &ProofId) -> tracing::Span {
+    tracing::info_span!("proof", proof_id = %proof_id)
+}
+
 /// `resumed`: the proof ran under an earlier coordinator, so some jobs may have results.
 fn start_proof(
     shared: &Shared,
     record: ProofRecord,
     resumed: bool,
+    span: tracing::Span,
     tasks: &mut tokio::task::JoinSet<()>,
 ) {
     let (tx, rx) = mpsc::unbounded_channel();
@@ -269,13 +286,16 @@ fn start_proof(
         );
     }
     let shared = shared.clone();
-    tasks.spawn(async move {
-        drive(&shared, record, resumed, gate, rx).await;
-        if let Ok(mut active) = shared.active.lock() {
-            active.remove(&proof_id);
+    tasks.spawn(
+        async move {
+            drive(&shared, record, resumed, gate, rx).await;
+            if let Ok(mut active) = shared.active.lock() {
+                active.remove(&proof_id);
+            }
+            shared.admitter.remove(&proof_id);
         }
-        shared.admitter.remove(&proof_id);
-    });
+        .instrument(span),
+    );
 }
 
 /// Rebuilds the engine's view of a proof from what the CLI submitted.

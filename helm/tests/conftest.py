@@ -6,5 +6,5 @@ def pytest_addoption(parser):
         "--update",
         action="store_true",
         default=False,
-        help="rewrite helm/tests/rendered-default-config.toml from the chart's default values",
+        help="rewrite helm/tests/rendered-*-config.toml from the chart",
     )

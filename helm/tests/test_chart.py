@@ -1,8 +1,8 @@
 """Checks of the assay Helm chart, offline: lint, render, schema, Kubernetes validity, config.
 
 The Helm SDK is embedded through helm-python-sdk, so no helm binary and no cluster are needed.
-`pytest helm/tests --update` rewrites rendered-default-config.toml, which the Rust side parses
-with the real service config loader.
+`pytest helm/tests --update` rewrites rendered-default-config.toml and rendered-custom-config.toml,
+which common/tests/chart_config.rs parses with the real service config loader.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import yaml
 TESTS_DIR = pathlib.Path(__file__).resolve().parent
 CHART_DIR = TESTS_DIR.parent / "assay"
 RENDERED_DEFAULT_CONFIG = TESTS_DIR / "rendered-default-config.toml"
+RENDERED_CUSTOM_CONFIG = TESTS_DIR / "rendered-custom-config.toml"
 RELEASE = "assay"
 NAMESPACE = "proofs"
 # The oldest Kubernetes the chart supports (native sidecars for dind) and the newest schemas here.
@@ -54,8 +55,8 @@ EVERY_FEATURE_ON = {
         "s3": {"endpoint": "https://objects.internal.example:9000", "region": "eu-west-1"},
         "credentials": {"existingSecret": "assay-store-keys"},
     },
-    "otel": {"endpoint": "http://otel-collector.observability:4317"},
-    "extraEnv": [{"name": "RUST_LOG", "value": "info,assay=debug"}],
+    "otel": {"endpoint": "http://otel-collector.observability:4318"},
+    "extraEnv": [{"name": "ASSAY_LOG", "value": "info,assay=debug"}],
     "coordinator": {"podAnnotations": {"team": "platform"}},
     "worker": {"podAnnotations": {"team": "platform"}, "nodeSelector": {"pool": "builders"}},
     "keda": {"enabled": True},
@@ -340,23 +341,27 @@ def test_default_config_has_exactly_the_service_config_schema(chart):
     }
 
 
+# Every value that reaches the service config set away from its default; rendered into
+# rendered-custom-config.toml for the Rust side, like the defaults.
+CUSTOM_CONFIG_VALUES = {
+    "nats": {"url": "nats://nats.messaging.svc:4222", "subjectPrefix": "pager-ci"},
+    "store": {"url": "file:///srv/assay-artifacts"},
+    "http": {"port": 9100},
+    "worker": {
+        "slots": 6,
+        "sandbox": "process",
+        "runnerImage": "registry.internal.example/assay-runner-python:3.12",
+        "memoryMb": 4096,
+        "cpus": 1.5,
+        "pids": 1024,
+        "treeCacheDir": "/cache/trees",
+    },
+    "coordinator": {"maxJobsPerProof": 300},
+}
+
+
 def test_config_follows_values_key_by_key(chart):
-    values = {
-        "nats": {"url": "nats://nats.messaging.svc:4222", "subjectPrefix": "pager-ci"},
-        "store": {"url": "file:///srv/assay-artifacts"},
-        "http": {"port": 9100},
-        "worker": {
-            "slots": 6,
-            "sandbox": "process",
-            "runnerImage": "registry.internal.example/assay-runner-python:3.12",
-            "memoryMb": 4096,
-            "cpus": 1.5,
-            "pids": 1024,
-            "treeCacheDir": "/cache/trees",
-        },
-        "coordinator": {"maxJobsPerProof": 300},
-    }
-    documents = render(chart, values)
+    documents = render(chart, CUSTOM_CONFIG_VALUES)
     config = service_config(documents)
     assert_matches_schema(config, SERVICE_CONFIG_SCHEMA)
     assert config["nats"] == {
@@ -433,9 +438,9 @@ def test_store_credentials_come_only_from_a_secret_reference(chart):
         }
         assert env["AWS_ENDPOINT_URL"]["value"] == "https://objects.internal.example:9000"
         assert env["AWS_REGION"]["value"] == "eu-west-1"
-        assert env["OTEL_EXPORTER_OTLP_ENDPOINT"]["value"] == "http://otel-collector.observability:4317"
+        assert env["OTEL_EXPORTER_OTLP_ENDPOINT"]["value"] == "http://otel-collector.observability:4318"
         assert env["OTEL_SERVICE_NAME"]["value"] == f"assay-{container_name}"
-        assert env["RUST_LOG"]["value"] == "info,assay=debug"
+        assert env["ASSAY_LOG"]["value"] == "info,assay=debug"
         assert env["ASSAY_CONFIG"]["value"] == "/etc/assay/assay.toml"
 
 
@@ -445,14 +450,20 @@ def test_default_render_sets_no_store_credentials_or_otlp_export(chart):
     assert not {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "OTEL_EXPORTER_OTLP_ENDPOINT"} & set(env)
 
 
-def test_committed_rendered_default_config_matches_the_chart(chart, request):
-    config_map = find(render(chart), "ConfigMap", f"{RELEASE}-config")
+@pytest.mark.parametrize(
+    ("committed", "values"),
+    [(RENDERED_DEFAULT_CONFIG, {}), (RENDERED_CUSTOM_CONFIG, CUSTOM_CONFIG_VALUES)],
+    ids=["defaults", "custom"],
+)
+def test_committed_rendered_config_matches_the_chart(chart, request, committed, values):
+    # common/tests/chart_config.rs parses these files with Assay's own loader.
+    config_map = find(render(chart, values), "ConfigMap", f"{RELEASE}-config")
     rendered = config_map["data"]["assay.toml"]
     if request.config.getoption("--update"):
-        RENDERED_DEFAULT_CONFIG.write_text(rendered)
-    assert RENDERED_DEFAULT_CONFIG.exists(), "run `pytest helm/tests --update` to write it"
-    assert RENDERED_DEFAULT_CONFIG.read_text() == rendered, (
-        "helm/tests/rendered-default-config.toml is stale (hint: run `pytest helm/tests --update`)"
+        committed.write_text(rendered)
+    assert committed.exists(), "run `pytest helm/tests --update` to write it"
+    assert committed.read_text() == rendered, (
+        f"helm/tests/{committed.name} is stale (hint: run `pytest helm/tests --update`)"
     )
 
 

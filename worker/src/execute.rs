@@ -164,10 +164,11 @@ async fn run_in(job: &JobSpec, ctx: &JobContext, scratch: &Path) -> Result<JobRe
         timeout: Duration::from_secs(job.timeout_secs.max(1)),
         network: false,
     };
+    let sandbox_span = info_span!("sandbox", sandbox = ctx.sandbox.name());
     let exit = if job.kind == JobKind::Mutant {
-        ctx.sandbox.run_mutant(&run).await
+        ctx.sandbox.run_mutant(&run).instrument(sandbox_span).await
     } else {
-        ctx.sandbox.run(&run).await
+        ctx.sandbox.run(&run).instrument(sandbox_span).await
     }
     .map_err(|e| error_chain(&e))?;
     let status = match exit {

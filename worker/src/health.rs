@@ -1,39 +1,66 @@
-//! The services' HTTP probe endpoint: `/healthz` (the process answers), `/readyz` (NATS is
-//! connected) and `/metrics` (Prometheus text). Hand-rolled: three fixed GETs do not justify an
-//! HTTP framework in every service.
+//! The services' HTTP probe endpoint: `/healthz` (the process answers; it reports NATS and
+//! store state but stays 200, so a NATS outage never restarts every pod), `/readyz` (503 unless
+//! NATS is connected and the store answers) and `/metrics` (Prometheus text). Hand-rolled:
+//! three fixed GETs do not justify an HTTP framework in every service.
 
+use crate::metrics::{Metrics, Probed};
+use crate::store::ArtifactStore;
+use assay_common::fleet::{JOBS_STREAM, WORKERS_CONSUMER};
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
-/// Counters a service exposes on `/metrics`.
-#[derive(Default, Debug)]
-pub struct Metrics {
-    pub jobs_finished: AtomicU64,
-    pub jobs_infrastructure: AtomicU64,
-    pub results_applied: AtomicU64,
-    pub results_dropped: AtomicU64,
+/// A probe that takes longer than this counts as a failure.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+/// The key `/readyz` reads: absent in every store, so a reachable store answers "not found".
+const PROBE_KEY: &str = "health/readyz-probe";
+/// Probe requests are a line and a few headers; anything longer is cut off here.
+const MAX_HEAD: usize = 8 * 1024;
+
+/// What the endpoint checks on each request.
+#[derive(Clone)]
+pub struct Probes {
+    pub client: async_nats::Client,
+    pub store: Arc<dyn ArtifactStore>,
 }
 
-impl Metrics {
-    fn render(&self, connected: bool) -> String {
-        format!(
-            "assay_nats_connected {}\nassay_jobs_finished_total {}\nassay_jobs_infrastructure_total {}\nassay_results_applied_total {}\nassay_results_dropped_total {}\n",
-            u8::from(connected),
-            self.jobs_finished.load(Ordering::Relaxed),
-            self.jobs_infrastructure.load(Ordering::Relaxed),
-            self.results_applied.load(Ordering::Relaxed),
-            self.results_dropped.load(Ordering::Relaxed),
-        )
+impl Probes {
+    async fn probe(&self, with_queue: bool) -> Probed {
+        let nats_connected =
+            self.client.connection_state() == async_nats::connection::State::Connected;
+        let store_reachable = matches!(
+            tokio::time::timeout(PROBE_TIMEOUT, self.store.get(PROBE_KEY)).await,
+            Ok(Ok(_))
+        );
+        let queue = if with_queue && nats_connected {
+            tokio::time::timeout(PROBE_TIMEOUT, self.queue())
+                .await
+                .ok()
+                .flatten()
+        } else {
+            None
+        };
+        Probed {
+            nats_connected,
+            store_reachable,
+            queue,
+        }
+    }
+
+    async fn queue(&self) -> Option<(u64, u64)> {
+        let js = async_nats::jetstream::new(self.client.clone());
+        let stream = js.get_stream(JOBS_STREAM).await.ok()?;
+        let info = stream.consumer_info(WORKERS_CONSUMER).await.ok()?;
+        Some((info.num_pending, info.num_ack_pending as u64))
     }
 }
 
 /// Binds `listen` and serves probes until `shutdown`; returns the bound address.
 pub async fn spawn(
     listen: &str,
-    client: async_nats::Client,
+    probes: Probes,
     metrics: Arc<Metrics>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<std::net::SocketAddr> {
@@ -49,27 +76,29 @@ pub async fn spawn(
             let Ok((mut socket, _)) = accepted else {
                 continue;
             };
-            let client = client.clone();
+            let probes = probes.clone();
             let metrics = metrics.clone();
             tokio::spawn(async move {
-                let mut buf = [0u8; 1024];
-                let n = socket.read(&mut buf).await.unwrap_or(0);
-                let request = String::from_utf8_lossy(&buf[..n]);
+                let request = read_head(&mut socket).await;
                 let path = request.split_whitespace().nth(1).unwrap_or("/");
-                let connected =
-                    client.connection_state() == async_nats::connection::State::Connected;
                 let (status, body) = match path {
-                    "/healthz" => ("200 OK", "ok\n".to_owned()),
-                    "/readyz" if connected => ("200 OK", "ready\n".to_owned()),
-                    "/readyz" => (
-                        "503 Service Unavailable",
-                        "not connected to NATS\n".to_owned(),
-                    ),
-                    "/metrics" => ("200 OK", metrics.render(connected)),
+                    "/healthz" => ("200 OK", state(&probes.probe(false).await)),
+                    "/readyz" => {
+                        let probed = probes.probe(false).await;
+                        if probed.nats_connected && probed.store_reachable {
+                            ("200 OK", format!("ready\n{}", state(&probed)))
+                        } else {
+                            (
+                                "503 Service Unavailable",
+                                format!("not ready\n{}", state(&probed)),
+                            )
+                        }
+                    }
+                    "/metrics" => ("200 OK", metrics.render(&probes.probe(true).await)),
                     _ => ("404 Not Found", "not found\n".to_owned()),
                 };
                 let response = format!(
-                    "HTTP/1.1 {status}\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    "HTTP/1.1 {status}\r\ncontent-type: text/plain; version=0.0.4\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
                     body.len()
                 );
                 let _ = socket.write_all(response.as_bytes()).await;
@@ -77,4 +106,27 @@ pub async fn spawn(
         }
     });
     Ok(addr)
+}
+
+/// The request line and headers: read until the blank line, so a request split across
+/// packets is read whole (closing on unread bytes would reset the client's connection).
+async fn read_head(socket: &mut tokio::net::TcpStream) -> String {
+    let mut head = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < MAX_HEAD {
+        match tokio::time::timeout(PROBE_TIMEOUT, socket.read(&mut buf)).await {
+            Ok(Ok(n)) if n > 0 => head.extend_from_slice(&buf[..n]),
+            _ => break,
+        }
+    }
+    String::from_utf8_lossy(&head).into_owned()
+}
+
+fn state(probed: &Probed) -> String {
+    let word = |ok: bool, good: &'static str, bad: &'static str| if ok { good } else { bad };
+    format!(
+        "nats: {}\nstore: {}\n",
+        word(probed.nats_connected, "connected", "not connected"),
+        word(probed.store_reachable, "reachable", "unreachable"),
+    )
 }

@@ -5,12 +5,14 @@
 //! the ones still running so another worker takes them at once.
 
 use crate::execute::{JobContext, run_job};
-use crate::health::{self, Metrics};
+use crate::health::{self, Probes};
+use crate::metrics::Metrics;
 use crate::nats::{self, FleetError, QueueTuning};
 use crate::sandbox::docker::{DockerConfig, DockerSetupError};
 use crate::sandbox::{self, Sandbox};
-use crate::store::{ObjectArtifactStore, StoreError};
+use crate::store::{ArtifactStore, ObjectArtifactStore, StoreError};
 use crate::store_tree::StoreTreeSource;
+use crate::trace_context;
 use assay_common::WorkerId;
 use assay_common::fleet::Subjects;
 use assay_common::job::{JobResult, JobSpec};
@@ -92,6 +94,7 @@ pub fn default_worker_id() -> WorkerId {
 pub async fn sandbox_for(
     worker: &assay_common::service_config::WorkerSection,
     worker_id: &WorkerId,
+    metrics: Arc<Metrics>,
 ) -> Result<Arc<dyn Sandbox>, ServiceError> {
     let docker = DockerConfig {
         image: worker.image.clone(),
@@ -100,7 +103,7 @@ pub async fn sandbox_for(
         pids: i64::try_from(worker.pids).unwrap_or(i64::MAX),
         network_default: false,
     };
-    Ok(sandbox::open(worker.sandbox, &docker, worker_id.as_str()).await?)
+    Ok(sandbox::open(worker.sandbox, &docker, worker_id.as_str(), Some(metrics)).await?)
 }
 
 pub fn open_store(
@@ -136,7 +139,8 @@ pub async fn serve(
 ) -> Result<(), ServiceError> {
     let service = &config.service;
     service.validate()?;
-    let sandbox = sandbox_for(&service.worker, &config.worker_id).await?;
+    let metrics = Arc::new(Metrics::default());
+    let sandbox = sandbox_for(&service.worker, &config.worker_id, metrics.clone()).await?;
     let store = Arc::new(open_store(&service.store.url, &config.s3_options)?);
     let scratch_root = config
         .scratch_root
@@ -149,37 +153,57 @@ pub async fn serve(
     let ctx = JobContext {
         worker_id: config.worker_id.clone(),
         sandbox,
-        trees: Arc::new(StoreTreeSource::new(
-            store.clone(),
-            &service.worker.tree_cache_dir,
-        )),
-        store,
+        trees: Arc::new(
+            StoreTreeSource::new(store.clone(), &service.worker.tree_cache_dir)
+                .with_metrics(metrics.clone()),
+        ),
+        store: store.clone(),
         scratch_root,
         pass_env: config.pass_env.clone(),
     };
-    serve_with(config, Arc::new(ctx), shutdown).await
+    let parts = WorkerParts {
+        runner: Arc::new(ctx),
+        store,
+        metrics,
+    };
+    serve_with(config, parts, shutdown).await
 }
 
-/// [`serve`] with the jobs run by `runner`.
+/// What [`serve_with`] runs jobs with: the runner, the store its probes check, and the metrics
+/// its `/metrics` renders (shared with the sandbox and the tree cache that record into them).
+pub struct WorkerParts {
+    pub runner: Arc<dyn JobRunner>,
+    pub store: Arc<dyn ArtifactStore>,
+    pub metrics: Arc<Metrics>,
+}
+
+/// [`serve`] with the jobs run by `parts.runner`.
 pub async fn serve_with(
     config: WorkerConfig,
-    runner: Arc<dyn JobRunner>,
+    parts: WorkerParts,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServiceError> {
     let service = &config.service;
     service.validate()?;
+    let WorkerParts {
+        runner,
+        store,
+        metrics,
+    } = parts;
     let subjects = Subjects::new(&service.nats.subject_prefix);
     let client = nats::connect(&service.nats.url, &service.nats.credentials_file).await?;
     let js = jetstream::new(client.clone());
     nats::results_stream(&js, &subjects, &config.tuning).await?;
     let consumer = nats::workers_consumer(&js, &subjects, &config.tuning).await?;
-    let metrics = Arc::new(Metrics::default());
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     if !service.http.listen.is_empty() {
         let mut stop = stop_rx.clone();
         health::spawn(
             &service.http.listen,
-            client.clone(),
+            Probes {
+                client: client.clone(),
+                store,
+            },
             metrics.clone(),
             async move {
                 let _ = stop.wait_for(|s| *s).await;
@@ -288,7 +312,12 @@ impl JobRun {
                 return;
             }
         };
-        let span = tracing::info_span!("job", proof_id = %spec.proof_id, job_id = %spec.job_id, worker_id = %self.worker_id, delivered);
+        // The delivery continues the trace of the proof that published the job.
+        let span = tracing::info_span!("job delivery", proof_id = %spec.proof_id, job_id = %spec.job_id, worker_id = %self.worker_id, delivered);
+        trace_context::set_parent(&span, message.headers.as_ref());
+        if delivered > 1 {
+            self.metrics.redeliveries.fetch_add(1, Ordering::Relaxed);
+        }
         async {
             let result = if delivered > self.tuning.max_deliver {
                 tracing::warn!("delivery cap reached; recording the job in the infrastructure lane");
@@ -303,6 +332,7 @@ impl JobRun {
                     ),
                 )
             } else {
+                let _in_flight = self.metrics.in_flight();
                 let run = self.runner.run(&spec);
                 tokio::pin!(run);
                 let mut heartbeat = tokio::time::interval(self.tuning.heartbeat());
@@ -330,10 +360,7 @@ impl JobRun {
                 };
                 result
             };
-            self.metrics.jobs_finished.fetch_add(1, Ordering::Relaxed);
-            if matches!(result.status, assay_common::job::JobStatus::Infrastructure { .. }) {
-                self.metrics.jobs_infrastructure.fetch_add(1, Ordering::Relaxed);
-            }
+            self.metrics.job_finished(spec.kind, &result);
             match self.publish(&spec, &result).await {
                 Ok(()) => {
                     if let Err(e) = message.double_ack().await {
@@ -355,6 +382,7 @@ impl JobRun {
         let mut headers = async_nats::HeaderMap::new();
         // The server drops a second result for the same job inside its duplicate window.
         headers.insert("Nats-Msg-Id", spec.job_id.as_str());
+        trace_context::inject(&mut headers);
         self.js
             .publish_with_headers(
                 self.subjects.results(&spec.proof_id),

@@ -3,6 +3,7 @@
 //! time a job uses them, so a corrupted cache or a truncated upload never runs as a test.
 
 use crate::archive::unpack_archive;
+use crate::metrics::Metrics;
 use crate::store::ArtifactStore;
 use crate::tree::{TreeError, TreeSource};
 use assay_common::TreeId;
@@ -17,6 +18,7 @@ pub struct StoreTreeSource {
     store: Arc<dyn ArtifactStore>,
     cache_dir: PathBuf,
     downloads: AtomicU64,
+    metrics: Option<Arc<Metrics>>,
     // One download at a time, so slots asking for the same new tree fetch it once.
     fetch_lock: tokio::sync::Mutex<()>,
 }
@@ -27,8 +29,15 @@ impl StoreTreeSource {
             store,
             cache_dir: cache_dir.into(),
             downloads: AtomicU64::new(0),
+            metrics: None,
             fetch_lock: tokio::sync::Mutex::new(()),
         }
+    }
+
+    /// Counts cache hits and misses in `metrics`.
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Self {
+        self.metrics = Some(metrics);
+        self
     }
 
     /// Archives fetched from the store since start; a cached tree is never fetched again.
@@ -50,6 +59,9 @@ impl StoreTreeSource {
         if let Ok(digest) = tokio::fs::read_to_string(&digest_path).await
             && archive_path.is_file()
         {
+            if let Some(metrics) = &self.metrics {
+                metrics.tree_cache_hits.fetch_add(1, Ordering::Relaxed);
+            }
             return Ok((archive_path, digest.trim().to_owned()));
         }
         let digest = self
@@ -80,6 +92,9 @@ impl StoreTreeSource {
                 )
             })?;
         self.downloads.fetch_add(1, Ordering::Relaxed);
+        if let Some(metrics) = &self.metrics {
+            metrics.tree_cache_misses.fetch_add(1, Ordering::Relaxed);
+        }
         verify(tree, &bytes, &digest)?;
         let write = |path: &Path, data: &[u8]| {
             let tmp = path.with_extension(format!("tmp-{}", std::process::id()));

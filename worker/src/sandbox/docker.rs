@@ -9,6 +9,7 @@
 //! read-only root without an extra volume per job.
 
 use super::{Sandbox, SandboxError, SandboxExit, SandboxRun};
+use crate::metrics::Metrics;
 use assay_common::evidence::{ContainerEvidence, SandboxEvidence};
 use async_trait::async_trait;
 use bollard::Docker;
@@ -22,8 +23,8 @@ use bollard::query_parameters::{
 use futures::StreamExt;
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::OnceLock;
-use std::time::Duration;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt;
 
 /// Where the job's tree appears inside the container; also its working directory.
@@ -110,6 +111,7 @@ pub struct DockerSandbox {
     host: String,
     /// Filled by `check_image`: what the image name resolved to on the engine.
     image: OnceLock<ImageIdentity>,
+    metrics: Option<Arc<Metrics>>,
 }
 
 #[derive(Clone, Debug)]
@@ -144,7 +146,14 @@ impl DockerSandbox {
             worker_id: worker_id.into(),
             host: host_name(),
             image: OnceLock::new(),
+            metrics: None,
         })
+    }
+
+    /// Records each container's start latency in `metrics`.
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Self {
+        self.metrics = Some(metrics);
+        self
     }
 
     pub fn config(&self) -> &DockerConfig {
@@ -382,6 +391,7 @@ impl Sandbox for DockerSandbox {
                 .map_err(io_error)?
         };
 
+        let creating = Instant::now();
         let created = self
             .docker
             .create_container(None, self.container_body(run, user))
@@ -407,6 +417,9 @@ impl Sandbox for DockerSandbox {
             .start_container(&id, None)
             .await
             .map_err(|e| self.backend_error(run, "start the job's container", &e))?;
+        if let Some(metrics) = &self.metrics {
+            metrics.container_start.observe(creating.elapsed());
+        }
 
         let waited = tokio::time::timeout(run.timeout, wait_exit_code(&self.docker, &id)).await;
         let exit = match waited {

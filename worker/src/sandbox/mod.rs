@@ -5,6 +5,7 @@ pub mod docker;
 pub mod process;
 pub mod warm;
 
+use crate::metrics::Metrics;
 use assay_common::evidence::SandboxEvidence;
 use assay_common::service_config::SandboxKind;
 use async_trait::async_trait;
@@ -89,15 +90,20 @@ pub trait Sandbox: Send + Sync {
 
 /// The sandbox a worker or an embedded proof runs its jobs in. A Docker sandbox checks its
 /// image and removes the containers that dead owners left behind before any job runs.
+/// `metrics`, for a service, records container start latency.
 pub async fn open(
     kind: SandboxKind,
     docker: &DockerConfig,
     worker_id: &str,
+    metrics: Option<Arc<Metrics>>,
 ) -> Result<Arc<dyn Sandbox>, DockerSetupError> {
     match kind {
         SandboxKind::Process => Ok(Arc::new(warm::WarmPytest::new(process::ProcessSandbox))),
         SandboxKind::Docker => {
-            let sandbox = DockerSandbox::connect(docker.clone(), worker_id).await?;
+            let mut sandbox = DockerSandbox::connect(docker.clone(), worker_id).await?;
+            if let Some(metrics) = metrics {
+                sandbox = sandbox.with_metrics(metrics);
+            }
             sandbox.check_image().await?;
             sandbox.check_limits().await?;
             let reaped = sandbox.reap_leftovers().await?;

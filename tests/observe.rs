@@ -1,0 +1,577 @@
+//! Observability of a real fleet: `assay coordinator` and `assay worker` processes on a real
+//! JetStream server and S3-protocol server, a proof submitted with `assay prove --cluster`.
+//! Traces go to an OTLP/HTTP receiver in this test; metrics and probes are scraped over HTTP.
+
+mod support;
+
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::{KeyValue, any_value};
+use prost::Message as _;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use support::servers::{ServerGuard, free_port, start_nats, start_s3, wait_for_port};
+use support::{PAGER_FIXED, Repo, pytest_pager_repo};
+
+const BUCKET: &str = "pager-proofs";
+
+/// An `assay` service process, stopped (SIGKILL) when the test ends on any path.
+struct Service(Child);
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Service {
+    /// SIGTERM, then waits for a clean exit: the service flushes its spans on the way out.
+    fn terminate(mut self) {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.0.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(status.success());
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = self.0.try_wait().expect("wait") {
+                assert!(status.success(), "service exited with {status}");
+                return;
+            }
+            assert!(Instant::now() < deadline, "service did not stop on SIGTERM");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// OTLP/HTTP receiver: keeps every request body posted to `/v1/traces`.
+struct Collector {
+    port: u16,
+    bodies: Arc<Mutex<Vec<Vec<u8>>>>,
+}
+
+impl Collector {
+    fn start() -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the collector");
+        let port = listener.local_addr().expect("address").port();
+        let bodies = Arc::new(Mutex::new(Vec::new()));
+        let kept = bodies.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let kept = kept.clone();
+                std::thread::spawn(move || serve_otlp(stream, &kept));
+            }
+        });
+        Self { port, bodies }
+    }
+
+    fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    fn spans(&self) -> Vec<Span> {
+        let mut spans = Vec::new();
+        for body in self.bodies.lock().expect("bodies").iter() {
+            let request = ExportTraceServiceRequest::decode(body.as_slice())
+                .expect("an OTLP protobuf trace export");
+            for resource in request.resource_spans {
+                let service = resource
+                    .resource
+                    .as_ref()
+                    .and_then(|r| string_attribute(&r.attributes, "service.name"))
+                    .unwrap_or_default();
+                for scope in resource.scope_spans {
+                    for span in scope.spans {
+                        spans.push(Span {
+                            service: service.clone(),
+                            name: span.name.clone(),
+                            trace_id: hex(&span.trace_id),
+                            span_id: hex(&span.span_id),
+                            parent_id: hex(&span.parent_span_id),
+                            proof_id: string_attribute(&span.attributes, "proof_id"),
+                            worker_id: string_attribute(&span.attributes, "worker_id"),
+                        });
+                    }
+                }
+            }
+        }
+        spans
+    }
+}
+
+/// One keep-alive connection: requests until the client closes it.
+fn serve_otlp(stream: TcpStream, kept: &Mutex<Vec<Vec<u8>>>) {
+    let mut reader = BufReader::new(stream.try_clone().expect("clone stream"));
+    let mut writer = stream;
+    loop {
+        let mut request_line = String::new();
+        if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
+            return;
+        }
+        let mut length = 0;
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                return;
+            }
+            let line = line.trim_end();
+            if line.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = line.split_once(':')
+                && name.eq_ignore_ascii_case("content-length")
+            {
+                length = value.trim().parse().expect("content-length");
+            }
+        }
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body).expect("request body");
+        let status = if request_line.starts_with("POST /v1/traces ") {
+            kept.lock().expect("bodies").push(body);
+            "200 OK"
+        } else {
+            "404 Not Found"
+        };
+        let response = format!(
+            "HTTP/1.1 {status}\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n"
+        );
+        if writer.write_all(response.as_bytes()).is_err() {
+            return;
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Span {
+    service: String,
+    name: String,
+    trace_id: String,
+    span_id: String,
+    parent_id: String,
+    proof_id: Option<String>,
+    worker_id: Option<String>,
+}
+
+fn string_attribute(attributes: &[KeyValue], key: &str) -> Option<String> {
+    attributes
+        .iter()
+        .find(|kv| kv.key == key)
+        .and_then(|kv| kv.value.as_ref())
+        .and_then(|v| match &v.value {
+            Some(any_value::Value::StringValue(s)) => Some(s.clone()),
+            _ => None,
+        })
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `GET path` on 127.0.0.1:port: status code and body.
+fn http_get(port: u16, path: &str) -> (u16, String) {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect to the probe port");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    let request = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).expect("send request");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("read response");
+    let status = response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status in {response:?}"));
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, body)| body.to_owned())
+        .unwrap_or_default();
+    (status, body)
+}
+
+fn wait_for_status(port: u16, path: &str, want: u16) -> String {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (status, body) = http_get(port, path);
+        if status == want {
+            return body;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{path} on {port} stayed {status}: {body}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The servers, the two services and the proof's repository.
+struct Fleet {
+    nats: ServerGuard,
+    s3: ServerGuard,
+    dir: tempfile::TempDir,
+    repo: Repo,
+    coordinator: Option<Service>,
+    worker: Option<Service>,
+    coordinator_port: u16,
+    worker_port: u16,
+}
+
+fn s3_env(s3: &ServerGuard) -> Vec<(String, String)> {
+    [
+        ("AWS_ENDPOINT", format!("http://127.0.0.1:{}", s3.port)),
+        ("AWS_ALLOW_HTTP", "true".into()),
+        ("AWS_ACCESS_KEY_ID", "pager-ci".into()),
+        ("AWS_SECRET_ACCESS_KEY", "pager-ci-secret".into()),
+        ("AWS_REGION", "us-east-1".into()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect()
+}
+
+impl Fleet {
+    /// Starts everything; `otlp` is the collector the services export to, if any.
+    fn start(otlp: Option<&Collector>) -> Self {
+        let nats = start_nats();
+        let s3 = start_s3(BUCKET);
+        let dir = tempfile::tempdir().expect("temp dir");
+        let repo = pytest_pager_repo();
+        let tests = std::fs::read_to_string(repo.path().join("tests/test_pages.py")).unwrap();
+        repo.write("pager.py", PAGER_FIXED).write(
+            "tests/test_pages.py",
+            &format!(
+                "{tests}\n\ndef test_partial_last_page_is_counted():\n    assert page_count(11, 5) == 3\n"
+            ),
+        );
+        repo.commit("pager: count the last partial page");
+        let (coordinator_port, worker_port) = (free_port(), free_port());
+        let mut fleet = Self {
+            nats,
+            s3,
+            dir,
+            repo,
+            coordinator: None,
+            worker: None,
+            coordinator_port,
+            worker_port,
+        };
+        let mut otel: Vec<(&str, String)> = Vec::new();
+        if let Some(collector) = otlp {
+            otel.push(("OTEL_EXPORTER_OTLP_ENDPOINT", collector.endpoint()));
+            otel.push(("OTEL_BSP_SCHEDULE_DELAY", "100".into()));
+        }
+        fleet.coordinator = Some(fleet.service("coordinator", coordinator_port, &otel));
+        otel.push(("OTEL_SERVICE_NAME", "pager-ci-worker".into()));
+        fleet.worker = Some(fleet.service("worker", worker_port, &otel));
+        wait_for_port(coordinator_port, "assay coordinator");
+        wait_for_port(worker_port, "assay worker");
+        wait_for_status(coordinator_port, "/readyz", 200);
+        wait_for_status(worker_port, "/readyz", 200);
+        fleet
+    }
+
+    fn nats_url(&self) -> String {
+        format!("nats://127.0.0.1:{}", self.nats.port)
+    }
+
+    fn service(&self, kind: &str, http_port: u16, extra: &[(&str, String)]) -> Service {
+        let scratch = self.dir.path().join(kind);
+        std::fs::create_dir_all(&scratch).expect("scratch dir");
+        let child = support::assay()
+            .arg(kind)
+            .env("ASSAY_NATS_URL", self.nats_url())
+            .env("ASSAY_STORE", format!("s3://{BUCKET}"))
+            .env("ASSAY_HTTP_LISTEN", format!("127.0.0.1:{http_port}"))
+            .env("ASSAY_SANDBOX", "process")
+            .env("ASSAY_TREE_CACHE_DIR", scratch.join("trees"))
+            .env("TMPDIR", &scratch)
+            .envs(s3_env(&self.s3))
+            .envs(extra.iter().map(|(k, v)| (*k, v.as_str())))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("assay service starts");
+        Service(child)
+    }
+
+    /// `assay prove --cluster` on the pager fix; returns the evidence.
+    fn prove(&self, extra: &[&str]) -> serde_json::Value {
+        let json = self.dir.path().join("proof.json");
+        let child = support::assay()
+            .arg("prove")
+            .arg("-C")
+            .arg(self.repo.path())
+            .args(["--base", "main~1", "--candidate", "main"])
+            .args(["--criterion", "test: test_partial_last_page_is_counted"])
+            .args(["--criterion", "guard: test_full_pages"])
+            .args(["--cluster", &self.nats_url()])
+            .args(["--store", &format!("s3://{BUCKET}")])
+            .arg("--json")
+            .arg(&json)
+            .args(extra)
+            .envs(s3_env(&self.s3))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("assay prove starts");
+        let output = wait_with_deadline(child, Duration::from_secs(180));
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "stdout:\n{}\nstderr:\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let evidence: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&json).expect("evidence written"))
+                .expect("evidence is JSON");
+        assert_eq!(evidence["verdict"], "proven", "{evidence:#}");
+        evidence
+    }
+}
+
+fn wait_with_deadline(mut child: Child, limit: Duration) -> std::process::Output {
+    let deadline = Instant::now() + limit;
+    while child.try_wait().expect("wait").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("assay prove did not finish within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    child.wait_with_output().expect("output")
+}
+
+fn jobs(evidence: &serde_json::Value) -> &Vec<serde_json::Value> {
+    evidence["jobs"].as_array().expect("jobs")
+}
+
+#[test]
+fn a_fleet_proof_is_one_trace_from_the_cli_to_the_sandbox() {
+    let collector = Collector::start();
+    let mut fleet = Fleet::start(Some(&collector));
+    // The CLI gets the collector by flag, the services by OTEL_EXPORTER_OTLP_ENDPOINT.
+    let evidence = fleet.prove(&["--otlp-endpoint", &collector.endpoint()]);
+    let proof_id = evidence["proof_id"].as_str().expect("proof id").to_owned();
+    fleet.worker.take().expect("worker").terminate();
+    fleet.coordinator.take().expect("coordinator").terminate();
+
+    let spans = collector.spans();
+    let by_id: HashMap<&str, &Span> = spans.iter().map(|s| (s.span_id.as_str(), s)).collect();
+    let ancestors = |span: &Span| -> Vec<String> {
+        let mut chain = Vec::new();
+        let mut parent = span.parent_id.clone();
+        while let Some(next) = by_id.get(parent.as_str()) {
+            chain.push(next.span_id.clone());
+            parent = next.parent_id.clone();
+        }
+        chain
+    };
+    let one = |name: &str, service: &str| -> &Span {
+        let found: Vec<&Span> = spans
+            .iter()
+            .filter(|s| {
+                s.name == name && s.service == service && s.proof_id.as_deref() == Some(&proof_id)
+            })
+            .collect();
+        assert_eq!(
+            found.len(),
+            1,
+            "one {name} span from {service} in {spans:#?}"
+        );
+        found[0]
+    };
+    let prove = one("prove", "assay-cli");
+    let proof = one("proof", "assay-coordinator");
+    assert_eq!(proof.trace_id, prove.trace_id);
+    assert_eq!(
+        proof.parent_id, prove.span_id,
+        "the proof continues the CLI's span"
+    );
+
+    let job_spans: Vec<&Span> = spans
+        .iter()
+        .filter(|s| s.name == "job" && s.proof_id.as_deref() == Some(&proof_id))
+        .collect();
+    assert_eq!(job_spans.len(), jobs(&evidence).len(), "a job span per job");
+    for job in &job_spans {
+        assert_eq!(job.service, "pager-ci-worker");
+        assert_eq!(
+            job.worker_id.as_deref(),
+            jobs(&evidence)[0]["worker"].as_str()
+        );
+        assert_eq!(
+            job.trace_id, prove.trace_id,
+            "one trace for the whole proof"
+        );
+        let chain = ancestors(job);
+        assert!(
+            chain.contains(&proof.span_id),
+            "{job:?} under the coordinator's proof span"
+        );
+        assert_eq!(
+            chain.last(),
+            Some(&prove.span_id),
+            "{job:?} rooted at the CLI's span"
+        );
+        let delivery = by_id[job.parent_id.as_str()];
+        assert_eq!(delivery.name, "job delivery");
+        assert_eq!(
+            delivery.parent_id, proof.span_id,
+            "jobs carry the proof's context"
+        );
+    }
+    let job_ids: BTreeSet<&str> = job_spans.iter().map(|s| s.span_id.as_str()).collect();
+    let sandboxes = spans.iter().filter(|s| s.name == "sandbox").count();
+    assert_eq!(sandboxes, job_spans.len(), "a sandbox span per job");
+    assert!(
+        spans
+            .iter()
+            .filter(|s| s.name == "sandbox")
+            .all(|s| job_ids.contains(s.parent_id.as_str())),
+        "each sandbox span is a job's child"
+    );
+}
+
+/// Prometheus text: series (name with labels) to value.
+fn parse_metrics(text: &str) -> BTreeMap<String, f64> {
+    text.lines()
+        .filter(|line| !line.starts_with('#') && !line.trim().is_empty())
+        .map(|line| {
+            let (series, value) = line
+                .rsplit_once(' ')
+                .unwrap_or_else(|| panic!("malformed line {line:?}"));
+            let value = value
+                .parse()
+                .unwrap_or_else(|_| panic!("malformed value in {line:?}"));
+            (series.to_owned(), value)
+        })
+        .collect()
+}
+
+/// Checks a histogram's buckets are cumulative up to `+Inf` = `_count`; returns its count.
+fn histogram_count(metrics: &BTreeMap<String, f64>, name: &str, labels: &str) -> f64 {
+    let prefix = format!(
+        "{name}_bucket{{{labels}{}le=\"",
+        if labels.is_empty() { "" } else { "," }
+    );
+    let mut buckets: Vec<(f64, f64)> = metrics
+        .iter()
+        .filter_map(|(series, value)| {
+            let le = series.strip_prefix(&prefix)?.strip_suffix("\"}")?;
+            let le = if le == "+Inf" {
+                f64::INFINITY
+            } else {
+                le.parse().expect("le")
+            };
+            Some((le, *value))
+        })
+        .collect();
+    assert!(buckets.len() > 2, "{name}{{{labels}}} has buckets");
+    buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
+    assert!(
+        buckets.windows(2).all(|w| w[0].1 <= w[1].1),
+        "{name} buckets are cumulative"
+    );
+    let braces = if labels.is_empty() {
+        String::new()
+    } else {
+        format!("{{{labels}}}")
+    };
+    let count = metrics[&format!("{name}_count{braces}")];
+    assert_eq!(buckets.last().map(|b| b.0), Some(f64::INFINITY));
+    assert_eq!(
+        buckets.last().map(|b| b.1),
+        Some(count),
+        "+Inf bucket = count"
+    );
+    assert!(metrics.contains_key(&format!("{name}_sum{braces}")));
+    count
+}
+
+#[test]
+fn a_workers_metrics_count_its_jobs_and_its_probes_follow_nats_and_the_store() {
+    let mut fleet = Fleet::start(None);
+    let before = parse_metrics(&http_get(fleet.worker_port, "/metrics").1);
+    assert_eq!(
+        before["assay_job_outcomes_total{lane=\"guest\",status=\"completed\"}"],
+        0.0
+    );
+    let evidence = fleet.prove(&[]);
+    let jobs = jobs(&evidence);
+    let (status, text) = http_get(fleet.worker_port, "/metrics");
+    assert_eq!(status, 200);
+    let metrics = parse_metrics(&text);
+
+    let mut by_kind = 0.0;
+    for kind in ["targeted", "suite", "stability", "mutant"] {
+        by_kind += histogram_count(
+            &metrics,
+            "assay_job_duration_seconds",
+            &format!("kind=\"{kind}\""),
+        );
+    }
+    assert_eq!(by_kind, jobs.len() as f64, "every job timed once, by kind");
+    assert!(histogram_count(&metrics, "assay_job_duration_seconds", "kind=\"targeted\"") >= 2.0);
+    assert_eq!(
+        histogram_count(&metrics, "assay_container_start_seconds", ""),
+        0.0,
+        "process sandbox"
+    );
+    assert_eq!(
+        metrics["assay_job_outcomes_total{lane=\"guest\",status=\"completed\"}"],
+        jobs.len() as f64
+    );
+    assert_eq!(
+        metrics["assay_job_outcomes_total{lane=\"infrastructure\",status=\"infrastructure\"}"],
+        0.0
+    );
+    let trees: BTreeSet<&str> = jobs.iter().filter_map(|j| j["tree"].as_str()).collect();
+    assert_eq!(
+        metrics["assay_tree_cache_misses_total"],
+        trees.len() as f64,
+        "each tree fetched once"
+    );
+    assert_eq!(
+        metrics["assay_tree_cache_hits_total"] + metrics["assay_tree_cache_misses_total"],
+        jobs.len() as f64
+    );
+    assert_eq!(metrics["assay_jobs_in_flight"], 0.0);
+    assert_eq!(metrics["assay_job_redeliveries_total"], 0.0);
+    assert_eq!(metrics["assay_queue_depth"], 0.0);
+    assert_eq!(metrics["assay_nats_connected"], 1.0);
+    assert_eq!(metrics["assay_store_reachable"], 1.0);
+    let coordinator = parse_metrics(&http_get(fleet.coordinator_port, "/metrics").1);
+    assert_eq!(
+        coordinator["assay_results_applied_total"],
+        jobs.len() as f64
+    );
+
+    // The store goes away: not ready, but alive.
+    fleet.s3.kill();
+    let body = wait_for_status(fleet.worker_port, "/readyz", 503);
+    assert!(body.contains("store: unreachable"), "{body}");
+    let (status, body) = http_get(fleet.worker_port, "/healthz");
+    assert_eq!(status, 200);
+    assert!(body.contains("nats: connected"), "{body}");
+    // NATS goes away too.
+    fleet.nats.kill();
+    let body = wait_for_status(fleet.coordinator_port, "/healthz", 200);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut body = body;
+    while !body.contains("nats: not connected") {
+        assert!(Instant::now() < deadline, "NATS loss never showed: {body}");
+        std::thread::sleep(Duration::from_millis(100));
+        body = http_get(fleet.coordinator_port, "/healthz").1;
+    }
+    let metrics = parse_metrics(&http_get(fleet.worker_port, "/metrics").1);
+    assert_eq!(metrics["assay_nats_connected"], 0.0);
+    assert!(
+        !metrics.contains_key("assay_queue_depth"),
+        "no stale queue depth without NATS"
+    );
+}

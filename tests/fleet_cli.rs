@@ -8,7 +8,7 @@ use async_nats::jetstream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use support::servers::{self, ServerGuard, free_port, http_get, metric, s3_env};
+use support::servers::{self, ServerGuard, free_port, http_get, metric, metric_sum, s3_env};
 use support::{Repo, Run};
 
 const BUCKET: &str = "assay-artifacts";
@@ -65,6 +65,10 @@ impl Service {
 
     fn metric(&self, name: &str) -> Option<u64> {
         metric(&http_get(self.http_port, "/metrics")?, name)
+    }
+
+    fn metric_sum(&self, name: &str) -> Option<u64> {
+        metric_sum(&http_get(self.http_port, "/metrics")?, name)
     }
 
     /// SIGTERM, then the exit code.
@@ -399,7 +403,7 @@ async fn status_results_and_cancel_against_a_running_fleet() {
         (0, 0),
         "{consumer:?}"
     );
-    assert_eq!(worker.metric("assay_jobs_finished_total"), Some(4 + 1));
+    assert_eq!(worker.metric_sum("assay_job_outcomes_total"), Some(4 + 1));
     let after = fleet.run(&["status", &slow_id]);
     assert_eq!(
         lines(&after.stdout),

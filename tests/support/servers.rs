@@ -135,3 +135,18 @@ pub fn metric(body: &str, name: &str) -> Option<u64> {
     body.lines()
         .find_map(|line| line.strip_prefix(name)?.trim().parse().ok())
 }
+
+/// The sum of a labelled family's samples (`name{…} N` lines); `None` when it has none.
+pub fn metric_sum(body: &str, name: &str) -> Option<u64> {
+    let samples: Vec<u64> = body
+        .lines()
+        .filter_map(|line| {
+            let (_, value) = line
+                .strip_prefix(name)?
+                .strip_prefix('{')?
+                .split_once("} ")?;
+            value.trim().parse().ok()
+        })
+        .collect();
+    (!samples.is_empty()).then(|| samples.iter().sum())
+}

@@ -6,11 +6,12 @@
 use crate::admitter::Admitter;
 use crate::engine::{self, PreparedProof, ProgressSink, ProofEvent, ProofRequest};
 use crate::nats_queue::{NatsJobQueue, PublishGate};
+use crate::offload;
 use crate::source::{CandidateSpec, Change, ChangedFile, Revision};
 use assay_common::ProofId;
 use assay_common::fleet::{
     CancelReply, CancelRequest, ChangedFileWire, ProgressEvent, ProofRecord, ProofStatus,
-    ProofSubmission, RevisionWire, Subjects, SubmitReply, keys,
+    ProofSubmission, RevisionWire, Subjects, SubmitReply, SubmitRequest, evidence_key, keys,
 };
 use assay_common::job::JobResult;
 use assay_common::service_config::{ConfigError, ServiceConfig};
@@ -181,8 +182,8 @@ async fn accept(
     payload: &[u8],
     tasks: &mut tokio::task::JoinSet<()>,
 ) -> SubmitReply {
-    let submission: ProofSubmission = match wire::decode("proof submission", payload) {
-        Ok(submission) => submission,
+    let request: SubmitRequest = match wire::decode("submit request", payload) {
+        Ok(request) => request,
         Err(e) => {
             tracing::warn!(error = %e, "refusing a submission");
             return SubmitReply::Refused {
@@ -190,9 +191,38 @@ async fn accept(
             };
         }
     };
+    let (submission, stored) = match request {
+        SubmitRequest::Inline(submission) => (*submission, None),
+        SubmitRequest::Stored {
+            proof_id,
+            submission,
+        } => match stored_submission(shared, &submission).await {
+            Ok(full) if full.proof_id == proof_id => (full, Some(submission)),
+            Ok(full) => {
+                return SubmitReply::Refused {
+                    message: format!(
+                        "{} holds proof {}, not {proof_id}",
+                        submission.key, full.proof_id
+                    ),
+                };
+            }
+            Err(message) => return SubmitReply::Refused { message },
+        },
+    };
     let proof_id = submission.proof_id.clone();
+    let job_count = submission.jobs.len() as u32;
+    // A record names a stored submission rather than repeat it: a KV value has the same limit.
+    let kept = match stored {
+        Some(_) => ProofSubmission {
+            jobs: Vec::new(),
+            ..submission
+        },
+        None => submission,
+    };
     let record = ProofRecord {
-        submission,
+        submission: kept,
+        stored,
+        job_count,
         status: ProofStatus::Running,
         submitted_at: now_secs(),
     };
@@ -213,9 +243,20 @@ async fn accept(
             message: format!("failed to record proof {proof_id}: {e}"),
         };
     }
-    tracing::info!(proof_id = %proof_id, jobs = record.submission.jobs.len(), "proof accepted");
+    tracing::info!(proof_id = %proof_id, jobs = record.job_count, "proof accepted");
     start_proof(shared, record, false, tasks);
     SubmitReply::Accepted { proof_id }
+}
+
+/// A submission passed through the store, checked against its sha256.
+async fn stored_submission(
+    shared: &Shared,
+    blob: &assay_common::job::ArtifactRef,
+) -> Result<ProofSubmission, String> {
+    let bytes = offload::get(shared.store.as_ref(), blob)
+        .await
+        .map_err(|e| format!("failed to read the submission: {e}"))?;
+    wire::decode("proof submission", &bytes).map_err(|e| e.to_string())
 }
 
 async fn resume_unfinished(
@@ -367,7 +408,17 @@ async fn drive(
     applied: mpsc::UnboundedReceiver<JobResult>,
 ) {
     let proof_id = record.submission.proof_id.clone();
-    let prepared = prepared_from(&record.submission);
+    let submission = match &record.stored {
+        Some(blob) => match stored_submission(shared, blob).await {
+            Ok(submission) => submission,
+            Err(message) => {
+                tracing::error!(proof_id = %proof_id, error = %message, "cannot run a proof whose submission is unreadable; it stays unfinished");
+                return;
+            }
+        },
+        None => record.submission.clone(),
+    };
+    let prepared = prepared_from(&submission);
     let budget = record
         .submission
         .jobs_budget
@@ -413,34 +464,69 @@ async fn drive(
             return;
         }
     };
-    if let Err(e) = shared
-        .store
-        .put_bytes(
-            "evidence",
-            &format!("proofs/{proof_id}/evidence.json"),
-            json.clone().into(),
-        )
-        .await
+    let stored = match offload::put(
+        shared.store.as_ref(),
+        "evidence",
+        &evidence_key(&proof_id),
+        json.clone(),
+    )
+    .await
     {
-        tracing::warn!(proof_id = %proof_id, error = %assay_worker::execute::error_chain(&e), "failed to store evidence");
-    }
-    if let Err(e) = shared
-        .proofs
-        .put(keys::evidence(&proof_id), json.clone().into())
-        .await
-    {
-        tracing::error!(proof_id = %proof_id, error = %e, "failed to record evidence");
-    }
+        Ok(stored) => Some(stored),
+        Err(e) => {
+            tracing::warn!(proof_id = %proof_id, error = %assay_worker::execute::error_chain(&e), "failed to store evidence");
+            None
+        }
+    };
+    let finished = record_evidence(shared, &proof_id, json, stored).await;
     set_status(shared, &record, ProofStatus::Finished).await;
     tracing::info!(proof_id = %proof_id, verdict = ?evidence.verdict, "proof finished");
-    publish_progress(
-        shared,
-        &proof_id,
-        &ProgressEvent::Finished {
-            evidence_json: String::from_utf8_lossy(&json).into_owned(),
-        },
-    )
-    .await;
+    publish_progress(shared, &proof_id, &finished).await;
+}
+
+/// Puts the evidence in the KV bucket, or, when it is too big for a KV value, its reference
+/// to the stored copy; returns the progress event that tells the CLI where it is.
+async fn record_evidence(
+    shared: &Shared,
+    proof_id: &ProofId,
+    json: Vec<u8>,
+    stored: Option<assay_common::job::ArtifactRef>,
+) -> ProgressEvent {
+    let outcome = match stored {
+        Some(blob) if json.len() > offload::client_limit(&shared.client) => {
+            let event = ProgressEvent::FinishedStored {
+                evidence: blob.clone(),
+            };
+            match wire::encode("evidence reference", &blob) {
+                Ok(bytes) => (
+                    shared
+                        .proofs
+                        .put(keys::evidence_ref(proof_id), bytes.into())
+                        .await
+                        .map(|_| ()),
+                    event,
+                ),
+                Err(e) => {
+                    tracing::error!(proof_id = %proof_id, error = %e, "failed to encode the evidence reference");
+                    return event;
+                }
+            }
+        }
+        _ => {
+            let event = ProgressEvent::Finished {
+                evidence_json: String::from_utf8_lossy(&json).into_owned(),
+            };
+            let put = shared
+                .proofs
+                .put(keys::evidence(proof_id), json.into())
+                .await;
+            (put.map(|_| ()), event)
+        }
+    };
+    if let Err(e) = outcome.0 {
+        tracing::error!(proof_id = %proof_id, error = %e, "failed to record evidence");
+    }
+    outcome.1
 }
 
 async fn set_status(shared: &Shared, record: &ProofRecord, status: ProofStatus) {

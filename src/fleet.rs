@@ -239,4 +239,15 @@ impl FleetProgress for FleetStderr<'_> {
             });
         }
     }
+
+    fn halted(&mut self, reason: &str) {
+        // Shown even with --quiet: the proof waits, and this says why.
+        eprintln!("[HALT] proof admission stopped. Reason: {reason}");
+    }
+
+    fn resumed(&mut self) {
+        if !self.quiet {
+            eprintln!("[prove] admission resumed");
+        }
+    }
 }

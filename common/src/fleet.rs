@@ -198,6 +198,12 @@ pub enum ProgressEvent {
         evidence: ArtifactRef,
     },
     Cancelled,
+    /// The fleet-wide halt is set: no job of any proof is admitted until it is lifted.
+    Halted {
+        reason: String,
+    },
+    /// The halt was lifted; admission goes on.
+    Resumed,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -100,6 +100,8 @@ fn submission(jobs: usize) -> Result<ProofSubmission, Error> {
 struct Quiet;
 impl FleetProgress for Quiet {
     fn job_finished(&mut self, _: u32, _: u32, _: &JobResult) {}
+    fn halted(&mut self, _: &str) {}
+    fn resumed(&mut self) {}
 }
 
 fn service_config(url: &str) -> ServiceConfig {

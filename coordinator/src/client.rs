@@ -48,6 +48,9 @@ pub enum ClientError {
 /// What the CLI learns while a proof runs.
 pub trait FleetProgress: Send {
     fn job_finished(&mut self, done: u32, total: u32, result: &JobResult);
+    /// The fleet-wide halt holds this proof's remaining jobs back.
+    fn halted(&mut self, reason: &str);
+    fn resumed(&mut self);
 }
 
 /// The submission for a prepared proof.
@@ -149,6 +152,8 @@ pub async fn submit_and_wait(
                     Ok(ProgressEvent::Finished { evidence_json }) => return parse_evidence(&proof_id, evidence_json.as_bytes()),
                     Ok(ProgressEvent::FinishedStored { evidence }) => return stored_report(store, &proof_id, &evidence).await,
                     Ok(ProgressEvent::Cancelled) => return Err(ClientError::Cancelled { proof_id: proof_id.to_string() }),
+                    Ok(ProgressEvent::Halted { reason }) => progress.halted(&reason),
+                    Ok(ProgressEvent::Resumed) => progress.resumed(),
                     Err(e) => tracing::warn!(error = %e, "ignoring an unreadable progress message"),
                 }
             }

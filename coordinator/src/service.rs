@@ -8,6 +8,7 @@ use crate::engine::{self, PreparedProof, ProgressSink, ProofEvent, ProofRequest}
 use crate::nats_queue::{NatsJobQueue, PublishGate};
 use crate::offload;
 use crate::source::{CandidateSpec, Change, ChangedFile, Revision};
+use crate::suite::cluster::HALT_KEY;
 use assay_common::ProofId;
 use assay_common::fleet::{
     CancelReply, CancelRequest, ChangedFileWire, ProgressEvent, ProofRecord, ProofStatus,
@@ -80,6 +81,8 @@ struct Shared {
     active: Active,
     admitter: Admitter,
     metrics: Arc<Metrics>,
+    /// The fleet-wide halt's reason while it is set.
+    halt: Arc<Mutex<Option<String>>>,
 }
 
 /// Runs the coordinator until `shutdown`. Proofs in flight stay in the KV bucket and resume on
@@ -111,6 +114,7 @@ pub async fn serve(
         active: Arc::default(),
         admitter: Admitter::spawn(jobs, config.tuning.lookahead),
         metrics: metrics.clone(),
+        halt: Arc::default(),
     };
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     if !service.http.listen.is_empty() {
@@ -124,6 +128,13 @@ pub async fn serve(
             source,
         })?;
     }
+    // With history: the halt's current value first, so a halt set while no coordinator ran
+    // holds from the start.
+    let mut halt = shared
+        .proofs
+        .watch_with_history(HALT_KEY)
+        .await
+        .map_err(|e| FleetError::jetstream(format!("watch the halt key {HALT_KEY}"), e))?;
     let mut tasks = tokio::task::JoinSet::new();
     // Register unfinished proofs before applying results, so none is taken for a stray.
     resume_unfinished(&shared, &mut tasks).await?;
@@ -161,6 +172,14 @@ pub async fn serve(
             Some(message) = results.next() => match message {
                 Ok(message) => apply_result(&shared, message).await,
                 Err(e) => tracing::warn!(error = %e, "failed to pull a result"),
+            },
+            Some(entry) = halt.next() => match entry {
+                Ok(entry) => {
+                    let reason = (entry.operation == kv::Operation::Put)
+                        .then(|| String::from_utf8_lossy(&entry.value).into_owned());
+                    halt_changed(&shared, reason).await;
+                }
+                Err(e) => tracing::warn!(error = %e, "failed to read a change of the halt key"),
             },
             Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
         }
@@ -245,7 +264,48 @@ async fn accept(
     }
     tracing::info!(proof_id = %proof_id, jobs = record.job_count, "proof accepted");
     start_proof(shared, record, false, tasks);
+    if let Some(reason) = current_halt(shared) {
+        publish_progress(shared, &proof_id, &ProgressEvent::Halted { reason }).await;
+    }
     SubmitReply::Accepted { proof_id }
+}
+
+fn current_halt(shared: &Shared) -> Option<String> {
+    // A poisoned lock still halts: failing open would admit.
+    shared.halt.lock().map_or_else(
+        |_| Some("the halt state is unreadable".into()),
+        |r| r.clone(),
+    )
+}
+
+/// The fleet-wide halt was set or lifted: admission stops or goes on for every proof, and
+/// each running proof's CLI hears of it.
+async fn halt_changed(shared: &Shared, reason: Option<String>) {
+    if let Ok(mut halt) = shared.halt.lock() {
+        if *halt == reason {
+            return;
+        }
+        halt.clone_from(&reason);
+    }
+    shared.admitter.set_halted(reason.is_some());
+    let event = match reason {
+        Some(reason) => {
+            tracing::info!(reason, "fleet halted: admitting no job");
+            ProgressEvent::Halted { reason }
+        }
+        None => {
+            tracing::info!("fleet halt lifted: admission goes on");
+            ProgressEvent::Resumed
+        }
+    };
+    let proofs: Vec<ProofId> = shared
+        .active
+        .lock()
+        .map(|active| active.keys().cloned().collect())
+        .unwrap_or_default();
+    for proof_id in proofs {
+        publish_progress(shared, &proof_id, &event).await;
+    }
 }
 
 /// A submission passed through the store, checked against its sha256.

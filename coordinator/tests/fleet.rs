@@ -341,6 +341,8 @@ impl JobRunner for Noop {
 struct Quiet;
 impl FleetProgress for Quiet {
     fn job_finished(&mut self, _: u32, _: u32, _: &JobResult) {}
+    fn halted(&mut self, _: &str) {}
+    fn resumed(&mut self) {}
 }
 struct QuietSink;
 impl ProgressSink for QuietSink {

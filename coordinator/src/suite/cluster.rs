@@ -96,7 +96,7 @@ async fn await_result(
                 match wire::decode::<ProgressEvent>("progress", &event.payload) {
                     Ok(ProgressEvent::JobFinished { result, .. }) => return Ok(result),
                     Ok(ProgressEvent::Cancelled) => return Err("the job was cancelled".into()),
-                    Ok(ProgressEvent::Finished { .. } | ProgressEvent::FinishedStored { .. }) => {}
+                    Ok(ProgressEvent::Finished { .. } | ProgressEvent::FinishedStored { .. } | ProgressEvent::Halted { .. } | ProgressEvent::Resumed) => {}
                     Err(e) => tracing::warn!(error = %e, "ignoring an unreadable progress message"),
                 }
             }

@@ -130,6 +130,9 @@ pub struct ResultsArgs {
     #[command(flatten)]
     pub client: ClientArgs,
     pub proof_id: String,
+    /// The fleet's artifact store, where the evidence of a proof too big for one message is.
+    #[arg(long, env = "ASSAY_STORE", value_name = "URL")]
+    pub store: Option<String>,
     /// Write the evidence report here.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -167,7 +170,7 @@ pub async fn status(args: &StatusArgs) -> Result<u8, Failure> {
         println!(
             "{id}\t{}\t{done}/{} jobs",
             record.status.label(),
-            record.submission.jobs.len()
+            record.job_count
         );
     }
     Ok(0)
@@ -176,7 +179,12 @@ pub async fn status(args: &StatusArgs) -> Result<u8, Failure> {
 pub async fn results(args: &ResultsArgs) -> Result<u8, Failure> {
     let client = connect(&args.client.cluster).await?;
     let proof_id = ProofId(args.proof_id.clone());
-    let evidence = client::stored_evidence(&proofs(&client).await?, &proof_id)
+    let store = args
+        .store
+        .as_deref()
+        .map(crate::embedded::open_store)
+        .transpose()?;
+    let evidence = client::stored_evidence(&proofs(&client).await?, store.as_deref(), &proof_id)
         .await
         .map_err(|e| Failure::infrastructure(e.into()))?
         .ok_or_else(|| {
@@ -229,6 +237,17 @@ impl FleetProgress for FleetStderr<'_> {
                 spec,
                 result,
             });
+        }
+    }
+
+    fn halted(&mut self, reason: &str) {
+        // Shown even with --quiet: the proof waits, and this says why.
+        eprintln!("[HALT] proof admission stopped. Reason: {reason}");
+    }
+
+    fn resumed(&mut self) {
+        if !self.quiet {
+            eprintln!("[prove] admission resumed");
         }
     }
 }

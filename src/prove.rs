@@ -348,6 +348,7 @@ async fn run_on_fleet(
     assay_coordinator::client::submit_and_wait(
         &client,
         &assay_common::fleet::Subjects::new(&args.subject_prefix),
+        store,
         &submission,
         &mut progress,
     )

@@ -428,3 +428,81 @@ async fn status_results_and_cancel_against_a_running_fleet() {
     assert_eq!(worker.terminate(), Some(0));
     assert_eq!(coordinator.terminate(), Some(0));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fleet_halt_holds_a_proofs_jobs_back_until_resume() {
+    let fleet = Fleet::start();
+    let repo = pricing_repo(0.0);
+    let coordinator = fleet.coordinator();
+    let _worker = fleet.worker("worker-a", "1");
+    let url = fleet.url();
+    let halt = fleet.run(&[
+        "halt",
+        "--cluster",
+        &url,
+        "--reason",
+        "invoice database migration",
+    ]);
+    assert_eq!(halt.code, 0, "{}", halt.explain());
+    coordinator.wait_for_log("fleet halted");
+
+    let json = fleet.dir.path().join("proof.json");
+    let stderr_path = fleet.dir.path().join("prove.stderr");
+    let proof = fleet
+        .prove(&repo, &json, &["--jobs", "1", "--repeats", "1"])
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&stderr_path).unwrap())
+        .spawn()
+        .unwrap();
+    let stderr = || std::fs::read_to_string(&stderr_path).unwrap_or_default();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !stderr().contains("[HALT]") {
+        assert!(Instant::now() < deadline, "no halt reported:\n{}", stderr());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        stderr().contains("[HALT] proof admission stopped. Reason: invoice database migration"),
+        "{}",
+        stderr()
+    );
+    // Held back: a second later still no job of the proof has reached the queue.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let consumer = fleet.jobs_consumer().await;
+    assert_eq!(
+        (
+            consumer.num_pending,
+            consumer.num_ack_pending,
+            consumer.delivered.consumer_sequence
+        ),
+        (0, 0, 0),
+        "{consumer:?}"
+    );
+    let status = fleet.run(&["status"]);
+    assert!(
+        status.stdout.contains("running\t0/4 jobs"),
+        "{}",
+        status.explain()
+    );
+
+    let resume = fleet.run(&["resume", "--cluster", &url]);
+    assert_eq!(resume.code, 0, "{}", resume.explain());
+    assert!(
+        resume.stdout.contains("admission resumed"),
+        "{}",
+        resume.explain()
+    );
+    let out = tokio::task::spawn_blocking(move || proof.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr());
+    assert!(
+        stderr().contains("[prove] admission resumed"),
+        "{}",
+        stderr()
+    );
+    let evidence: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(evidence["verdict"], "proven");
+    assert_eq!(evidence["jobs"].as_array().unwrap().len(), 4);
+}

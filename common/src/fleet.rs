@@ -3,7 +3,7 @@
 //! the versioned envelope of [`crate::wire`]; nothing here knows how NATS is reached.
 
 use crate::criteria::Criterion;
-use crate::job::{JobResult, JobSpec};
+use crate::job::{ArtifactRef, JobResult, JobSpec};
 use crate::runner::RunnerKind;
 use crate::{ProofId, TreeId};
 use serde::{Deserialize, Serialize};
@@ -79,6 +79,10 @@ pub mod keys {
     pub fn evidence(proof_id: &ProofId) -> String {
         format!("{proof_id}.evidence")
     }
+    /// Where the evidence is when it is too big for a KV value: a wire `ArtifactRef`.
+    pub fn evidence_ref(proof_id: &ProofId) -> String {
+        format!("{proof_id}.evidence-ref")
+    }
     /// The proof id of a record key, for listing proofs.
     pub fn proof_of_record(key: &str) -> Option<ProofId> {
         key.strip_suffix(".record").map(|p| ProofId(p.to_owned()))
@@ -120,6 +124,27 @@ pub struct ProofSubmission {
     pub jobs_budget: u32,
 }
 
+/// What the CLI sends on the submit subject. A submission bigger than the server's
+/// `max_payload` (a proof of thousands of jobs) waits in the artifact store, named here.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SubmitRequest {
+    Inline(Box<ProofSubmission>),
+    Stored {
+        proof_id: ProofId,
+        submission: ArtifactRef,
+    },
+}
+
+/// The store key of a submission too big to send inline.
+pub fn submission_key(proof_id: &ProofId) -> String {
+    format!("proofs/{proof_id}/submission.bin")
+}
+
+/// The store key of a proof's evidence report.
+pub fn evidence_key(proof_id: &ProofId) -> String {
+    format!("proofs/{proof_id}/evidence.json")
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum SubmitReply {
     Accepted { proof_id: ProofId },
@@ -146,7 +171,11 @@ impl ProofStatus {
 /// A proof's durable state in the KV bucket; results live beside it, one key per job.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProofRecord {
+    /// The submission; its `jobs` are empty when `stored` names the whole of it.
     pub submission: ProofSubmission,
+    /// The full submission in the artifact store, when it is too big for a KV value.
+    pub stored: Option<ArtifactRef>,
+    pub job_count: u32,
     pub status: ProofStatus,
     /// Seconds since the epoch when the coordinator accepted the proof.
     pub submitted_at: u64,
@@ -164,7 +193,17 @@ pub enum ProgressEvent {
     Finished {
         evidence_json: String,
     },
+    /// The evidence, too big for one message, is in the artifact store.
+    FinishedStored {
+        evidence: ArtifactRef,
+    },
     Cancelled,
+    /// The fleet-wide halt is set: no job of any proof is admitted until it is lifted.
+    Halted {
+        reason: String,
+    },
+    /// The halt was lifted; admission goes on.
+    Resumed,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -100,6 +100,8 @@ fn submission(jobs: usize) -> Result<ProofSubmission, Error> {
 struct Quiet;
 impl FleetProgress for Quiet {
     fn job_finished(&mut self, _: u32, _: u32, _: &JobResult) {}
+    fn halted(&mut self, _: &str) {}
+    fn resumed(&mut self) {}
 }
 
 fn service_config(url: &str) -> ServiceConfig {
@@ -140,7 +142,10 @@ async fn fleet(url: &str, jobs: usize, slots: u32) -> Result<Duration, Error> {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let started = Instant::now();
-    let evidence = client::submit_and_wait(&client, &subjects, &submission, &mut Quiet).await?;
+    // Shares nothing with the services' memory stores: every message here fits inline.
+    let store = assay_worker::store::ObjectArtifactStore::open("memory://")?;
+    let evidence =
+        client::submit_and_wait(&client, &subjects, &store, &submission, &mut Quiet).await?;
     let took = started.elapsed();
     if evidence.jobs.len() != jobs {
         return Err(format!("{} of {jobs} results came back", evidence.jobs.len()).into());

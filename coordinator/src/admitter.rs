@@ -1,7 +1,8 @@
 //! The coordinator's admission loop: the async side of [`crate::admission`]. Proofs ask for a
 //! turn before each job they publish; the loop grants turns in round-robin order while the work
 //! queue is shallow, reading its depth from the workers' consumer whenever a result is applied
-//! (a worker slot just freed) and on a short timer while proofs wait.
+//! (a worker slot just freed) and on a short timer while proofs wait. While the fleet-wide halt
+//! is set it grants none; requests keep their places until it is lifted.
 
 use crate::admission::Admission;
 use assay_common::ProofId;
@@ -16,6 +17,7 @@ const POLL: Duration = Duration::from_millis(200);
 enum Message {
     Request(ProofId, oneshot::Sender<()>),
     Remove(ProofId),
+    Halt(bool),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -58,6 +60,11 @@ impl Admitter {
         let _ = self.messages.send(Message::Remove(proof_id.clone()));
     }
 
+    /// Sets (`true`) or lifts the fleet-wide halt.
+    pub fn set_halted(&self, halted: bool) {
+        let _ = self.messages.send(Message::Halt(halted));
+    }
+
     /// A result was applied: a worker slot is free, so the queue's depth is worth re-reading.
     pub fn slot_freed(&self) {
         self.freed.notify_one();
@@ -71,6 +78,7 @@ async fn run(
     freed: Arc<Notify>,
 ) {
     let mut admission: Admission<ProofId, oneshot::Sender<()>> = Admission::new(lookahead);
+    let mut halted = false;
     let mut poll = tokio::time::interval(POLL);
     poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -79,11 +87,17 @@ async fn run(
                 None => return,
                 Some(Message::Request(proof_id, waiter)) => admission.request(proof_id, waiter),
                 Some(Message::Remove(proof_id)) => drop(admission.remove(&proof_id)),
+                Some(Message::Halt(now)) => {
+                    halted = now;
+                    if !halted {
+                        observe(&mut consumer, &mut admission).await;
+                    }
+                }
             },
             () = freed.notified() => observe(&mut consumer, &mut admission).await,
             _ = poll.tick(), if admission.has_waiting() => observe(&mut consumer, &mut admission).await,
         }
-        while let Some((_, waiter)) = admission.grant() {
+        while !halted && let Some((_, waiter)) = admission.grant() {
             if waiter.send(()).is_err() {
                 admission.unused();
             }

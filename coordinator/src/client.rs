@@ -4,12 +4,14 @@
 //! leaves the CLI waiting for nothing.
 
 use crate::engine::PreparedProof;
+use crate::offload::{self, OffloadError};
 use assay_common::ProofId;
 use assay_common::evidence::Evidence;
 use assay_common::fleet::{
     CancelReply, CancelRequest, ChangedFileWire, ProgressEvent, ProofRecord, ProofSubmission,
-    RevisionWire, Subjects, SubmitReply, keys,
+    RevisionWire, Subjects, SubmitReply, SubmitRequest, keys, submission_key,
 };
+use assay_common::job::ArtifactRef;
 use assay_common::job::JobResult;
 use assay_common::wire;
 use assay_worker::nats::{self, FleetError};
@@ -33,6 +35,13 @@ pub enum ClientError {
     Refused { proof_id: String, message: String },
     #[error("failed to read proof {proof_id}: {message}")]
     Read { proof_id: String, message: String },
+    #[error("failed to move proof {proof_id}'s {what} through the artifact store: {source}")]
+    Offload {
+        proof_id: String,
+        what: &'static str,
+        #[source]
+        source: Box<OffloadError>,
+    },
     #[error("proof {proof_id} was cancelled")]
     Cancelled { proof_id: String },
 }
@@ -40,6 +49,9 @@ pub enum ClientError {
 /// What the CLI learns while a proof runs.
 pub trait FleetProgress: Send {
     fn job_finished(&mut self, done: u32, total: u32, result: &JobResult);
+    /// The fleet-wide halt holds this proof's remaining jobs back.
+    fn halted(&mut self, reason: &str);
+    fn resumed(&mut self);
 }
 
 /// The submission for a prepared proof.
@@ -93,11 +105,13 @@ pub async fn upload_trees(
 }
 
 /// Submits `submission` and waits for its evidence, in a `prove` span whose trace the
-/// coordinator and workers continue.
+/// coordinator and workers continue. A submission or evidence bigger than one NATS message goes
+/// through `store` (see [`offload`]).
 #[tracing::instrument(name = "prove", skip_all, fields(proof_id = %submission.proof_id))]
 pub async fn submit_and_wait(
     client: &async_nats::Client,
     subjects: &Subjects,
+    store: &dyn ArtifactStore,
     submission: &ProofSubmission,
     progress: &mut dyn FleetProgress,
 ) -> Result<Evidence, ClientError> {
@@ -110,8 +124,7 @@ pub async fn submit_and_wait(
         .subscribe(subjects.progress(&proof_id))
         .await
         .map_err(|e| submit_err(e.to_string()))?;
-    let payload =
-        wire::encode("proof submission", submission).map_err(|e| submit_err(e.to_string()))?;
+    let payload = submit_request(client, store, submission).await?;
     let mut headers = async_nats::HeaderMap::new();
     trace_context::inject(&mut headers);
     let reply = tokio::time::timeout(
@@ -142,20 +155,77 @@ pub async fn submit_and_wait(
                 match wire::decode::<ProgressEvent>("progress", &event.payload) {
                     Ok(ProgressEvent::JobFinished { done, total, result }) => progress.job_finished(done, total, &result),
                     Ok(ProgressEvent::Finished { evidence_json }) => return parse_evidence(&proof_id, evidence_json.as_bytes()),
+                    Ok(ProgressEvent::FinishedStored { evidence }) => return stored_report(store, &proof_id, &evidence).await,
                     Ok(ProgressEvent::Cancelled) => return Err(ClientError::Cancelled { proof_id: proof_id.to_string() }),
+                    Ok(ProgressEvent::Halted { reason }) => progress.halted(&reason),
+                    Ok(ProgressEvent::Resumed) => progress.resumed(),
                     Err(e) => tracing::warn!(error = %e, "ignoring an unreadable progress message"),
                 }
             }
             _ = poll.tick() => {
-                if let Some(evidence) = stored_evidence(&proofs, &proof_id).await? {
+                if let Some(evidence) = stored_evidence(&proofs, Some(store), &proof_id).await? {
                     return Ok(evidence);
                 }
             }
         }
     }
-    stored_evidence(&proofs, &proof_id)
+    stored_evidence(&proofs, Some(store), &proof_id)
         .await?
         .ok_or_else(|| submit_err("the progress subscription closed".into()))
+}
+
+/// The encoded submit request: the submission itself when it fits in one message, else a
+/// reference to it in the store.
+async fn submit_request(
+    client: &async_nats::Client,
+    store: &dyn ArtifactStore,
+    submission: &ProofSubmission,
+) -> Result<Vec<u8>, ClientError> {
+    let proof_id = &submission.proof_id;
+    let encode_err = |e: wire::WireError| ClientError::Submit {
+        proof_id: proof_id.to_string(),
+        message: e.to_string(),
+    };
+    let inline = wire::encode(
+        "submit request",
+        &SubmitRequest::Inline(Box::new(submission.clone())),
+    )
+    .map_err(encode_err)?;
+    if inline.len() <= offload::client_limit(client) {
+        return Ok(inline);
+    }
+    let body = wire::encode("proof submission", submission).map_err(encode_err)?;
+    tracing::info!(proof_id = %proof_id, bytes = body.len(), "submission exceeds one message; passing it through the store");
+    let stored = offload::put(store, "submission", &submission_key(proof_id), body)
+        .await
+        .map_err(|source| ClientError::Offload {
+            proof_id: proof_id.to_string(),
+            what: "submission",
+            source: Box::new(source),
+        })?;
+    wire::encode(
+        "submit request",
+        &SubmitRequest::Stored {
+            proof_id: proof_id.clone(),
+            submission: stored,
+        },
+    )
+    .map_err(encode_err)
+}
+
+async fn stored_report(
+    store: &dyn ArtifactStore,
+    proof_id: &ProofId,
+    blob: &ArtifactRef,
+) -> Result<Evidence, ClientError> {
+    let bytes = offload::get(store, blob)
+        .await
+        .map_err(|source| ClientError::Offload {
+            proof_id: proof_id.to_string(),
+            what: "evidence",
+            source: Box::new(source),
+        })?;
+    parse_evidence(proof_id, &bytes)
 }
 
 fn parse_evidence(proof_id: &ProofId, bytes: &[u8]) -> Result<Evidence, ClientError> {
@@ -165,8 +235,11 @@ fn parse_evidence(proof_id: &ProofId, bytes: &[u8]) -> Result<Evidence, ClientEr
     })
 }
 
+/// A finished proof's evidence: from the KV bucket, or from `store` when it was too big for a
+/// KV value (without a store, such evidence is an error that says which flag to add).
 pub async fn stored_evidence(
     proofs: &async_nats::jetstream::kv::Store,
+    store: Option<&dyn ArtifactStore>,
     proof_id: &ProofId,
 ) -> Result<Option<Evidence>, ClientError> {
     let read_err = |message: String| ClientError::Read {
@@ -174,10 +247,23 @@ pub async fn stored_evidence(
         message,
     };
     match proofs.get(keys::evidence(proof_id)).await {
-        Ok(Some(bytes)) => parse_evidence(proof_id, &bytes).map(Some),
-        Ok(None) => Ok(None),
-        Err(e) => Err(read_err(e.to_string())),
+        Ok(Some(bytes)) => return parse_evidence(proof_id, &bytes).map(Some),
+        Ok(None) => {}
+        Err(e) => return Err(read_err(e.to_string())),
     }
+    let blob = match proofs.get(keys::evidence_ref(proof_id)).await {
+        Ok(Some(bytes)) => wire::decode::<ArtifactRef>("evidence reference", &bytes)
+            .map_err(|e| read_err(e.to_string()))?,
+        Ok(None) => return Ok(None),
+        Err(e) => return Err(read_err(e.to_string())),
+    };
+    let Some(store) = store else {
+        return Err(read_err(format!(
+            "its evidence is in the artifact store at {} (hint: pass --store or set ASSAY_STORE)",
+            blob.key
+        )));
+    };
+    stored_report(store, proof_id, &blob).await.map(Some)
 }
 
 /// A proof's record and how many of its jobs have results, for `assay status`.

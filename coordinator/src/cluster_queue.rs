@@ -6,7 +6,7 @@
 
 use crate::queue::{JobQueue, QueueError};
 use assay_common::fleet::{
-    ProgressEvent, ProofSubmission, RevisionWire, Subjects, SubmitReply, keys,
+    ProgressEvent, ProofSubmission, RevisionWire, Subjects, SubmitReply, SubmitRequest, keys,
 };
 use assay_common::job::{JobResult, JobSpec};
 use assay_common::runner::RunnerKind;
@@ -95,7 +95,12 @@ async fn await_result(
                 match wire::decode::<ProgressEvent>("progress", &event.payload) {
                     Ok(ProgressEvent::JobFinished { result, .. }) => return Ok(result),
                     Ok(ProgressEvent::Cancelled) => return Err("the job was cancelled".into()),
-                    Ok(ProgressEvent::Finished { .. }) => {}
+                    Ok(
+                        ProgressEvent::Finished { .. }
+                        | ProgressEvent::FinishedStored { .. }
+                        | ProgressEvent::Halted { .. }
+                        | ProgressEvent::Resumed,
+                    ) => {}
                     Err(e) => tracing::warn!(error = %e, "ignoring an unreadable progress message"),
                 }
             }
@@ -126,8 +131,10 @@ impl JobQueue for ClusterQueue {
             .subscribe(self.subjects.progress(&id))
             .await
             .map_err(|e| submit_err(e.to_string()))?;
-        let payload = wire::encode("proof submission", &self.submission(&id, inner))
-            .map_err(|e| submit_err(e.to_string()))?;
+        // One job always fits one message: no need to offload it to the store.
+        let request = SubmitRequest::Inline(Box::new(self.submission(&id, inner)));
+        let payload =
+            wire::encode("submit request", &request).map_err(|e| submit_err(e.to_string()))?;
         let reply = tokio::time::timeout(
             Duration::from_secs(30),
             self.client.request(self.subjects.submit(), payload.into()),

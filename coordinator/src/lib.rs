@@ -11,6 +11,7 @@ pub mod mutants;
 pub mod mutate;
 pub mod mutation;
 pub mod nats_queue;
+pub mod offload;
 pub mod plan;
 pub mod queue;
 pub mod service;

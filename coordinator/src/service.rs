@@ -6,11 +6,13 @@
 use crate::admitter::Admitter;
 use crate::engine::{self, PreparedProof, ProgressSink, ProofEvent, ProofRequest};
 use crate::nats_queue::{NatsJobQueue, PublishGate};
+use crate::offload;
 use crate::source::{CandidateSpec, Change, ChangedFile, Revision};
+use crate::suite::cluster::HALT_KEY;
 use assay_common::ProofId;
 use assay_common::fleet::{
     CancelReply, CancelRequest, ChangedFileWire, ProgressEvent, ProofRecord, ProofStatus,
-    ProofSubmission, RevisionWire, Subjects, SubmitReply, keys,
+    ProofSubmission, RevisionWire, Subjects, SubmitReply, SubmitRequest, evidence_key, keys,
 };
 use assay_common::job::JobResult;
 use assay_common::service_config::{ConfigError, ServiceConfig};
@@ -82,6 +84,8 @@ struct Shared {
     active: Active,
     admitter: Admitter,
     metrics: Arc<Metrics>,
+    /// The fleet-wide halt's reason while it is set.
+    halt: Arc<Mutex<Option<String>>>,
 }
 
 /// Runs the coordinator until `shutdown`. Proofs in flight stay in the KV bucket and resume on
@@ -113,6 +117,7 @@ pub async fn serve(
         active: Arc::default(),
         admitter: Admitter::spawn(jobs, config.tuning.lookahead),
         metrics: metrics.clone(),
+        halt: Arc::default(),
     };
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     if !service.http.listen.is_empty() {
@@ -130,6 +135,13 @@ pub async fn serve(
             source,
         })?;
     }
+    // With history: the halt's current value first, so a halt set while no coordinator ran
+    // holds from the start.
+    let mut halt = shared
+        .proofs
+        .watch_with_history(HALT_KEY)
+        .await
+        .map_err(|e| FleetError::jetstream(format!("watch the halt key {HALT_KEY}"), e))?;
     let mut tasks = tokio::task::JoinSet::new();
     // Register unfinished proofs before applying results, so none is taken for a stray.
     resume_unfinished(&shared, &mut tasks).await?;
@@ -168,6 +180,14 @@ pub async fn serve(
                 Ok(message) => apply_result(&shared, message).await,
                 Err(e) => tracing::warn!(error = %e, "failed to pull a result"),
             },
+            Some(entry) = halt.next() => match entry {
+                Ok(entry) => {
+                    let reason = (entry.operation == kv::Operation::Put)
+                        .then(|| String::from_utf8_lossy(&entry.value).into_owned());
+                    halt_changed(&shared, reason).await;
+                }
+                Err(e) => tracing::warn!(error = %e, "failed to read a change of the halt key"),
+            },
             Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
         }
     }
@@ -188,8 +208,8 @@ async fn accept(
     request: &async_nats::Message,
     tasks: &mut tokio::task::JoinSet<()>,
 ) -> SubmitReply {
-    let submission: ProofSubmission = match wire::decode("proof submission", &request.payload) {
-        Ok(submission) => submission,
+    let submit: SubmitRequest = match wire::decode("submit request", &request.payload) {
+        Ok(request) => request,
         Err(e) => {
             tracing::warn!(error = %e, "refusing a submission");
             return SubmitReply::Refused {
@@ -197,9 +217,38 @@ async fn accept(
             };
         }
     };
+    let (submission, stored) = match submit {
+        SubmitRequest::Inline(submission) => (*submission, None),
+        SubmitRequest::Stored {
+            proof_id,
+            submission,
+        } => match stored_submission(shared, &submission).await {
+            Ok(full) if full.proof_id == proof_id => (full, Some(submission)),
+            Ok(full) => {
+                return SubmitReply::Refused {
+                    message: format!(
+                        "{} holds proof {}, not {proof_id}",
+                        submission.key, full.proof_id
+                    ),
+                };
+            }
+            Err(message) => return SubmitReply::Refused { message },
+        },
+    };
     let proof_id = submission.proof_id.clone();
+    let job_count = submission.jobs.len() as u32;
+    // A record names a stored submission rather than repeat it: a KV value has the same limit.
+    let kept = match stored {
+        Some(_) => ProofSubmission {
+            jobs: Vec::new(),
+            ..submission
+        },
+        None => submission,
+    };
     let record = ProofRecord {
-        submission,
+        submission: kept,
+        stored,
+        job_count,
         status: ProofStatus::Running,
         submitted_at: now_secs(),
     };
@@ -223,9 +272,61 @@ async fn accept(
     // The proof's span continues the submitting CLI's trace.
     let span = proof_span(&proof_id);
     trace_context::set_parent(&span, request.headers.as_ref());
-    span.in_scope(|| tracing::info!(jobs = record.submission.jobs.len(), "proof accepted"));
+    span.in_scope(|| tracing::info!(jobs = record.job_count, "proof accepted"));
     start_proof(shared, record, false, span, tasks);
+    if let Some(reason) = current_halt(shared) {
+        publish_progress(shared, &proof_id, &ProgressEvent::Halted { reason }).await;
+    }
     SubmitReply::Accepted { proof_id }
+}
+
+fn current_halt(shared: &Shared) -> Option<String> {
+    // A poisoned lock still halts: failing open would admit.
+    shared.halt.lock().map_or_else(
+        |_| Some("the halt state is unreadable".into()),
+        |r| r.clone(),
+    )
+}
+
+/// The fleet-wide halt was set or lifted: admission stops or goes on for every proof, and
+/// each running proof's CLI hears of it.
+async fn halt_changed(shared: &Shared, reason: Option<String>) {
+    if let Ok(mut halt) = shared.halt.lock() {
+        if *halt == reason {
+            return;
+        }
+        halt.clone_from(&reason);
+    }
+    shared.admitter.set_halted(reason.is_some());
+    let event = match reason {
+        Some(reason) => {
+            tracing::info!(reason, "fleet halted: admitting no job");
+            ProgressEvent::Halted { reason }
+        }
+        None => {
+            tracing::info!("fleet halt lifted: admission goes on");
+            ProgressEvent::Resumed
+        }
+    };
+    let proofs: Vec<ProofId> = shared
+        .active
+        .lock()
+        .map(|active| active.keys().cloned().collect())
+        .unwrap_or_default();
+    for proof_id in proofs {
+        publish_progress(shared, &proof_id, &event).await;
+    }
+}
+
+/// A submission passed through the store, checked against its sha256.
+async fn stored_submission(
+    shared: &Shared,
+    blob: &assay_common::job::ArtifactRef,
+) -> Result<ProofSubmission, String> {
+    let bytes = offload::get(shared.store.as_ref(), blob)
+        .await
+        .map_err(|e| format!("failed to read the submission: {e}"))?;
+    wire::decode("proof submission", &bytes).map_err(|e| e.to_string())
 }
 
 async fn resume_unfinished(
@@ -387,7 +488,17 @@ async fn drive(
     applied: mpsc::UnboundedReceiver<JobResult>,
 ) {
     let proof_id = record.submission.proof_id.clone();
-    let prepared = prepared_from(&record.submission);
+    let submission = match &record.stored {
+        Some(blob) => match stored_submission(shared, blob).await {
+            Ok(submission) => submission,
+            Err(message) => {
+                tracing::error!(proof_id = %proof_id, error = %message, "cannot run a proof whose submission is unreadable; it stays unfinished");
+                return;
+            }
+        },
+        None => record.submission.clone(),
+    };
+    let prepared = prepared_from(&submission);
     let budget = record
         .submission
         .jobs_budget
@@ -433,34 +544,69 @@ async fn drive(
             return;
         }
     };
-    if let Err(e) = shared
-        .store
-        .put_bytes(
-            "evidence",
-            &format!("proofs/{proof_id}/evidence.json"),
-            json.clone().into(),
-        )
-        .await
+    let stored = match offload::put(
+        shared.store.as_ref(),
+        "evidence",
+        &evidence_key(&proof_id),
+        json.clone(),
+    )
+    .await
     {
-        tracing::warn!(proof_id = %proof_id, error = %assay_worker::execute::error_chain(&e), "failed to store evidence");
-    }
-    if let Err(e) = shared
-        .proofs
-        .put(keys::evidence(&proof_id), json.clone().into())
-        .await
-    {
-        tracing::error!(proof_id = %proof_id, error = %e, "failed to record evidence");
-    }
+        Ok(stored) => Some(stored),
+        Err(e) => {
+            tracing::warn!(proof_id = %proof_id, error = %assay_worker::execute::error_chain(&e), "failed to store evidence");
+            None
+        }
+    };
+    let finished = record_evidence(shared, &proof_id, json, stored).await;
     set_status(shared, &record, ProofStatus::Finished).await;
     tracing::info!(proof_id = %proof_id, verdict = ?evidence.verdict, "proof finished");
-    publish_progress(
-        shared,
-        &proof_id,
-        &ProgressEvent::Finished {
-            evidence_json: String::from_utf8_lossy(&json).into_owned(),
-        },
-    )
-    .await;
+    publish_progress(shared, &proof_id, &finished).await;
+}
+
+/// Puts the evidence in the KV bucket, or, when it is too big for a KV value, its reference
+/// to the stored copy; returns the progress event that tells the CLI where it is.
+async fn record_evidence(
+    shared: &Shared,
+    proof_id: &ProofId,
+    json: Vec<u8>,
+    stored: Option<assay_common::job::ArtifactRef>,
+) -> ProgressEvent {
+    let outcome = match stored {
+        Some(blob) if json.len() > offload::client_limit(&shared.client) => {
+            let event = ProgressEvent::FinishedStored {
+                evidence: blob.clone(),
+            };
+            match wire::encode("evidence reference", &blob) {
+                Ok(bytes) => (
+                    shared
+                        .proofs
+                        .put(keys::evidence_ref(proof_id), bytes.into())
+                        .await
+                        .map(|_| ()),
+                    event,
+                ),
+                Err(e) => {
+                    tracing::error!(proof_id = %proof_id, error = %e, "failed to encode the evidence reference");
+                    return event;
+                }
+            }
+        }
+        _ => {
+            let event = ProgressEvent::Finished {
+                evidence_json: String::from_utf8_lossy(&json).into_owned(),
+            };
+            let put = shared
+                .proofs
+                .put(keys::evidence(proof_id), json.into())
+                .await;
+            (put.map(|_| ()), event)
+        }
+    };
+    if let Err(e) = outcome.0 {
+        tracing::error!(proof_id = %proof_id, error = %e, "failed to record evidence");
+    }
+    outcome.1
 }
 
 async fn set_status(shared: &Shared, record: &ProofRecord, status: ProofStatus) {

@@ -4,10 +4,13 @@
 
 use assay_common::criteria::parse_criteria;
 use assay_common::evidence::Evidence;
-use assay_common::fleet::{ProofSubmission, Subjects, SubmitReply, WORKERS_CONSUMER};
-use assay_common::job::JobResult;
+use assay_common::fleet::{
+    ProofRecord, ProofSubmission, Subjects, SubmitReply, WORKERS_CONSUMER, keys, submission_key,
+};
+use assay_common::job::{ArtifactRef, JobResult, JobSpec, JobStatus};
+use assay_common::outcome::ReportOutcome;
 use assay_common::service_config::ServiceConfig;
-use assay_common::{WorkerId, wire};
+use assay_common::{JobId, WorkerId, wire};
 use assay_coordinator::client::{self, FleetProgress};
 use assay_coordinator::engine::{self, PreparedProof, ProgressSink, ProofEvent, ProofRequest};
 use assay_coordinator::queue::InProcessQueue;
@@ -16,7 +19,7 @@ use assay_coordinator::source::CandidateSpec;
 use assay_worker::execute::JobContext;
 use assay_worker::nats::QueueTuning;
 use assay_worker::sandbox::process::ProcessSandbox;
-use assay_worker::service::{self as worker, WorkerConfig};
+use assay_worker::service::{self as worker, JobRunner, WorkerConfig};
 use assay_worker::store::{ArtifactStore, ObjectArtifactStore};
 use assay_worker::tree::GitTreeSource;
 use futures::StreamExt;
@@ -208,6 +211,35 @@ impl Fleet {
         }
     }
 
+    /// A worker whose jobs run nothing: for tests of the transport, not of the runs.
+    fn noop_worker(&self, name: &str, slots: u32) -> Service {
+        let mut config = WorkerConfig::new(self.service_config(&format!("{name}-cache")));
+        config.service.worker.slots = slots;
+        config.tuning = self.tuning;
+        config.worker_id = WorkerId(name.into());
+        config.s3_options = s3_options(&self.s3);
+        let parts = worker::WorkerParts {
+            runner: Arc::new(Noop(config.worker_id.clone())),
+            store: Arc::new(
+                worker::open_store(&config.service.store.url, &config.s3_options)
+                    .expect("open the store"),
+            ),
+            metrics: Default::default(),
+        };
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let handle = tokio::spawn(async move {
+            worker::serve_with(config, parts, async {
+                let _ = rx.await;
+            })
+            .await
+            .unwrap();
+        });
+        Service {
+            handle,
+            stop: Some(tx),
+        }
+    }
+
     async fn client(&self) -> async_nats::Client {
         async_nats::connect(self.url()).await.unwrap()
     }
@@ -290,9 +322,34 @@ impl Fleet {
     }
 }
 
+/// Answers each job at once with a completed run and its log, as a command that passes would.
+struct Noop(WorkerId);
+
+#[async_trait::async_trait]
+impl JobRunner for Noop {
+    async fn run(&self, spec: &JobSpec) -> JobResult {
+        JobResult {
+            job_id: spec.job_id.clone(),
+            index: spec.index,
+            status: JobStatus::Completed { exit_code: 0 },
+            report: ReportOutcome::Missing,
+            artifacts: vec![ArtifactRef {
+                name: "stdout".into(),
+                key: format!("proofs/{}/{}/stdout.log", spec.proof_id, spec.job_id),
+                sha256: hex::encode(Sha256::digest(spec.job_id.to_string())),
+                bytes: 0,
+            }],
+            duration_ms: 0,
+            worker: self.0.clone(),
+        }
+    }
+}
+
 struct Quiet;
 impl FleetProgress for Quiet {
     fn job_finished(&mut self, _: u32, _: u32, _: &JobResult) {}
+    fn halted(&mut self, _: &str) {}
+    fn resumed(&mut self) {}
 }
 struct QuietSink;
 impl ProgressSink for QuietSink {
@@ -310,7 +367,13 @@ async fn run_fleet_proof(
     let submission = client::submission(prepared, 4);
     tokio::time::timeout(
         Duration::from_secs(120),
-        client::submit_and_wait(client, &Subjects::new("assay"), &submission, &mut Quiet),
+        client::submit_and_wait(
+            client,
+            &Subjects::new("assay"),
+            fleet.store().as_ref(),
+            &submission,
+            &mut Quiet,
+        ),
     )
     .await
     .expect("the fleet proof finished in time")
@@ -410,8 +473,16 @@ async fn a_worker_killed_mid_job_hands_its_job_to_another_worker() {
         .unwrap();
     let submission = client::submission(&prepared, 4);
     let client2 = client.clone();
+    let store = fleet.store();
     let proof = tokio::spawn(async move {
-        client::submit_and_wait(&client2, &Subjects::new("assay"), &submission, &mut Quiet).await
+        client::submit_and_wait(
+            &client2,
+            &Subjects::new("assay"),
+            store.as_ref(),
+            &submission,
+            &mut Quiet,
+        )
+        .await
     });
     fleet.wait_for_ack_pending(&client, 1).await;
     doomed.kill();
@@ -441,8 +512,16 @@ async fn a_job_past_its_delivery_cap_lands_in_the_infrastructure_lane() {
         .unwrap();
     let submission = client::submission(&prepared, 1);
     let client2 = client.clone();
+    let store = fleet.store();
     let proof = tokio::spawn(async move {
-        client::submit_and_wait(&client2, &Subjects::new("assay"), &submission, &mut Quiet).await
+        client::submit_and_wait(
+            &client2,
+            &Subjects::new("assay"),
+            store.as_ref(),
+            &submission,
+            &mut Quiet,
+        )
+        .await
     });
     // Play workers that die: take the first job and hand it back, up to the cap.
     let js = async_nats::jetstream::new(client.clone());
@@ -507,8 +586,16 @@ async fn a_restarted_coordinator_resumes_an_unfinished_proof() {
         .unwrap();
     let submission = client::submission(&prepared, 2);
     let client2 = client.clone();
+    let store = fleet.store();
     let proof = tokio::spawn(async move {
-        client::submit_and_wait(&client2, &Subjects::new("assay"), &submission, &mut Quiet).await
+        client::submit_and_wait(
+            &client2,
+            &Subjects::new("assay"),
+            store.as_ref(),
+            &submission,
+            &mut Quiet,
+        )
+        .await
     });
     // No worker yet: the admitted jobs wait in the queue while the coordinator goes away.
     fleet.wait_for_pending(&client, 2).await;
@@ -539,8 +626,16 @@ async fn a_duplicate_result_is_applied_once() {
         .unwrap();
     let submission = client::submission(&prepared, 1);
     let client2 = client.clone();
+    let store = fleet.store();
     let proof = tokio::spawn(async move {
-        client::submit_and_wait(&client2, &Subjects::new("assay"), &submission, &mut Quiet).await
+        client::submit_and_wait(
+            &client2,
+            &Subjects::new("assay"),
+            store.as_ref(),
+            &submission,
+            &mut Quiet,
+        )
+        .await
     });
     // Answer the first job twice, under distinct message ids so the server's de-duplication
     // does not hide the second: the coordinator must apply only the first.
@@ -655,18 +750,25 @@ async fn s3_round_trips_artifacts_with_their_sha256_including_multipart() {
 
 /// Submits `prepared` and returns how long after `since` its evidence arrived.
 fn submit_timed(
+    fleet: &Fleet,
     client: &async_nats::Client,
     prepared: &PreparedProof,
     budget: u32,
     since: Instant,
 ) -> JoinHandle<(Evidence, Duration)> {
     let client = client.clone();
+    let store = fleet.store();
     let submission = client::submission(prepared, budget);
     tokio::spawn(async move {
-        let evidence =
-            client::submit_and_wait(&client, &Subjects::new("assay"), &submission, &mut Quiet)
-                .await
-                .unwrap();
+        let evidence = client::submit_and_wait(
+            &client,
+            &Subjects::new("assay"),
+            store.as_ref(),
+            &submission,
+            &mut Quiet,
+        )
+        .await
+        .unwrap();
         (evidence, since.elapsed())
     })
 }
@@ -693,10 +795,10 @@ async fn a_small_proof_is_not_starved_by_a_huge_one_submitted_first() {
     }
     let started = Instant::now();
     // Its budget alone would let the huge proof fill the queue with 16 one-second jobs.
-    let huge_run = submit_timed(&client, &huge, 16, started);
+    let huge_run = submit_timed(&fleet, &client, &huge, 16, started);
     fleet.wait_for_ack_pending(&client, 2).await;
     let small_submitted = Instant::now();
-    let small_run = submit_timed(&client, &small, 4, small_submitted);
+    let small_run = submit_timed(&fleet, &client, &small, 4, small_submitted);
     let (small_evidence, small_took) = tokio::time::timeout(Duration::from_secs(120), small_run)
         .await
         .unwrap()
@@ -749,7 +851,13 @@ async fn a_tree_whose_archive_fails_its_sha256_check_lands_in_the_infrastructure
     let submission = client::submission(&prepared, 4);
     let evidence = tokio::time::timeout(
         Duration::from_secs(120),
-        client::submit_and_wait(&client, &Subjects::new("assay"), &submission, &mut Quiet),
+        client::submit_and_wait(
+            &client,
+            &Subjects::new("assay"),
+            fleet.store().as_ref(),
+            &submission,
+            &mut Quiet,
+        ),
     )
     .await
     .unwrap()
@@ -782,7 +890,7 @@ async fn a_stopping_worker_finishes_a_job_that_ends_within_its_grace() {
     client::upload_trees(fleet.store().as_ref(), &prepared)
         .await
         .unwrap();
-    let proof = submit_timed(&client, &prepared, 4, Instant::now());
+    let proof = submit_timed(&fleet, &client, &prepared, 4, Instant::now());
     fleet.wait_for_ack_pending(&client, 1).await;
     // Stopping waits for the running job: it ends with a result, not a redelivery.
     leaving.stop().await;
@@ -818,7 +926,7 @@ async fn a_stopping_worker_hands_back_a_job_still_running_after_its_grace() {
     client::upload_trees(fleet.store().as_ref(), &prepared)
         .await
         .unwrap();
-    let proof = submit_timed(&client, &prepared, 4, Instant::now());
+    let proof = submit_timed(&fleet, &client, &prepared, 4, Instant::now());
     fleet.wait_for_ack_pending(&client, 1).await;
     let stopping = Instant::now();
     leaving.stop().await;
@@ -849,5 +957,90 @@ async fn a_stopping_worker_hands_back_a_job_still_running_after_its_grace() {
         evidence.jobs
     );
     staying.stop().await;
+    coordinator.stop().await;
+}
+
+/// `prepared` fanned out to `jobs` jobs, as a monorepo's proof is: more stability repeats.
+fn fanned_out(mut prepared: PreparedProof, jobs: usize) -> PreparedProof {
+    let template = prepared.jobs.last().cloned().unwrap();
+    for index in prepared.jobs.len()..jobs {
+        prepared.jobs.push(JobSpec {
+            job_id: JobId::for_index(&prepared.request.proof_id, index),
+            index: index as u32,
+            ..template.clone()
+        });
+    }
+    prepared
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_proof_too_big_for_one_message_goes_through_the_store_and_completes() {
+    let fleet = Fleet::start(QueueTuning::default());
+    let repo = invoice_repo(fleet.dir.path(), 0.0);
+    let coordinator = fleet.coordinator();
+    let worker = fleet.noop_worker("worker-a", 8);
+    let client = fleet.client().await;
+    fleet.wait_for_topology(&client).await;
+    let prepared = fanned_out(prepare_with_repeats(&repo, 1), 6000);
+    let submission = client::submission(&prepared, 64);
+    let max_payload = client.server_info().max_payload;
+    let encoded = wire::encode("proof submission", &submission).unwrap().len();
+    assert!(
+        encoded > max_payload,
+        "the submission ({encoded} bytes) must exceed max_payload ({max_payload})"
+    );
+    let store = fleet.store();
+    let evidence = tokio::time::timeout(
+        Duration::from_secs(240),
+        client::submit_and_wait(
+            &client,
+            &Subjects::new("assay"),
+            store.as_ref(),
+            &submission,
+            &mut Quiet,
+        ),
+    )
+    .await
+    .expect("a big proof must complete, not hang")
+    .unwrap();
+    assert_eq!(evidence.jobs.len(), 6000);
+    let ids: Vec<String> = evidence.jobs.iter().map(|j| j.job_id.clone()).collect();
+    let planned: Vec<String> = prepared.jobs.iter().map(|j| j.job_id.to_string()).collect();
+    assert_eq!(ids, planned, "results are reassembled in plan order");
+
+    let js = async_nats::jetstream::new(client.clone());
+    let proofs = js.get_key_value("ASSAY_PROOFS").await.unwrap();
+    let proof_id = &submission.proof_id;
+    let record: ProofRecord = wire::decode(
+        "proof record",
+        &proofs.get(keys::record(proof_id)).await.unwrap().unwrap(),
+    )
+    .unwrap();
+    assert_eq!(record.job_count, 6000);
+    assert!(record.submission.jobs.is_empty());
+    assert_eq!(record.stored.unwrap().key, submission_key(proof_id));
+    let json = serde_json::to_vec_pretty(&evidence).unwrap();
+    assert!(json.len() > max_payload, "evidence of {} bytes", json.len());
+    assert!(
+        proofs
+            .get(keys::evidence(proof_id))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let err = client::stored_evidence(&proofs, None, proof_id)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("--store"), "{err}");
+    let again = client::stored_evidence(&proofs, Some(store.as_ref()), proof_id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        serde_json::to_value(&again).unwrap(),
+        serde_json::to_value(&evidence).unwrap()
+    );
+    worker.stop().await;
     coordinator.stop().await;
 }

@@ -39,6 +39,7 @@ SERVICE_CONFIG_SCHEMA = {
         "cpus": float,
         "pids": int,
         "tree_cache_dir": str,
+        "shutdown_grace_secs": int,
     },
     "coordinator": {"max_jobs_per_proof": int},
 }
@@ -219,6 +220,8 @@ def test_no_values_ever_render_an_inline_secret(chart, values):
         ({"worker": {"memoryMb": "2G"}}, "/worker/memoryMb"),
         ({"worker": {"treeCacheDir": "relative/trees"}}, "/worker/treeCacheDir"),
         ({"worker": {"terminationGracePeriodSeconds": -5}}, "/worker/terminationGracePeriodSeconds"),
+        ({"worker": {"shutdownGraceSecs": -1}}, "/worker/shutdownGraceSecs"),
+        ({"worker": {"shutdownGraceSecs": "14m"}}, "/worker/shutdownGraceSecs"),
         ({"worker": {"docker": {"mode": "socket"}}}, "/worker/docker/mode"),
         ({"worker": {"slotz": 2}}, "/worker"),
         ({"nats": {"url": "localhost:4222"}}, "/nats/url"),
@@ -336,6 +339,7 @@ def test_default_config_has_exactly_the_service_config_schema(chart):
             "cpus": 1.0,
             "pids": 512,
             "tree_cache_dir": "/var/cache/assay/trees",
+            "shutdown_grace_secs": 840,
         },
         "coordinator": {"max_jobs_per_proof": 64},
     }
@@ -355,6 +359,8 @@ CUSTOM_CONFIG_VALUES = {
         "cpus": 1.5,
         "pids": 1024,
         "treeCacheDir": "/cache/trees",
+        "shutdownGraceSecs": 1200,
+        "terminationGracePeriodSeconds": 1260,
     },
     "coordinator": {"maxJobsPerProof": 300},
 }
@@ -379,6 +385,7 @@ def test_config_follows_values_key_by_key(chart):
         "cpus": 1.5,
         "pids": 1024,
         "tree_cache_dir": "/cache/trees",
+        "shutdown_grace_secs": 1200,
     }
     assert config["coordinator"] == {"max_jobs_per_proof": 300}
     for name in ("assay-coordinator", "assay-worker"):
@@ -512,6 +519,28 @@ def test_probes_hit_health_endpoints_on_the_configured_http_port(chart, name, co
 def test_worker_grace_period_follows_values(chart):
     spec = pod_spec(render(chart, {"worker": {"terminationGracePeriodSeconds": 2700}}), "Deployment", "assay-worker")
     assert spec["terminationGracePeriodSeconds"] == 2700
+
+
+def test_worker_shutdown_grace_is_rendered_and_the_pod_outlives_it(chart):
+    values = {"worker": {"shutdownGraceSecs": 1800, "terminationGracePeriodSeconds": 1860}}
+    documents = render(chart, values)
+    config = service_config(documents)
+    assert config["worker"]["shutdown_grace_secs"] == 1800
+    spec = pod_spec(documents, "Deployment", "assay-worker")
+    assert spec["terminationGracePeriodSeconds"] > config["worker"]["shutdown_grace_secs"]
+    # By default too: the pod is not killed while the worker still hands back its jobs.
+    defaults = render(chart)
+    default_config = service_config(defaults)
+    default_spec = pod_spec(defaults, "Deployment", "assay-worker")
+    assert default_spec["terminationGracePeriodSeconds"] > default_config["worker"]["shutdown_grace_secs"]
+
+
+@pytest.mark.parametrize("termination", [600, 840])
+def test_a_pod_grace_not_above_the_shutdown_grace_is_refused(chart, termination):
+    values = {"worker": {"shutdownGraceSecs": 840, "terminationGracePeriodSeconds": termination}}
+    with pytest.raises(Exception) as refused:
+        render(chart, values)
+    assert "must exceed worker.shutdownGraceSecs" in str(refused.value)
 
 
 def test_dind_sidecar_shares_socket_trees_and_scratch_at_the_same_paths(chart):

@@ -495,6 +495,12 @@ impl Judged {
 /// The covering node ids of the tests a report named as killers (a report names a case by
 /// function, a node id adds its file and class), to confirm a kill with those alone. Empty
 /// when one killer is not among them (a collection error): then the whole selection re-runs.
+fn sorted(names: &[String]) -> Vec<&String> {
+    let mut names: Vec<&String> = names.iter().collect();
+    names.sort();
+    names
+}
+
 fn killing_node_ids(covered_by: &[String], killed_by: &[String]) -> Vec<String> {
     let mut ids = Vec::new();
     for killer in killed_by {
@@ -777,7 +783,8 @@ impl MutateReport {
                             "end": position(source, edit.end),
                         },
                         "status": r.status,
-                        "coveredBy": r.covered_by,
+                        // Run order follows measured durations; the report's order must not.
+                        "coveredBy": sorted(&r.covered_by),
                         "killedBy": r.killed_by,
                         "static": false,
                     });

@@ -222,15 +222,20 @@ pub async fn cancel(args: &CancelArgs) -> Result<u8, Failure> {
 }
 
 /// Progress lines for a fleet proof, in the embedded reporter's words.
+/// Keeps the suite jobs' results, which the suite history records once the proof is done.
 pub struct FleetStderr<'a> {
     pub quiet: bool,
     pub jobs: &'a [assay_common::job::JobSpec],
+    pub suite_results: Vec<JobResult>,
 }
 
 impl FleetProgress for FleetStderr<'_> {
     fn job_finished(&mut self, done: u32, total: u32, result: &JobResult) {
         use assay_coordinator::engine::{ProgressSink, ProofEvent};
         if let Some(spec) = self.jobs.get(result.index as usize) {
+            if spec.kind == assay_common::job::JobKind::Suite {
+                self.suite_results.push(result.clone());
+            }
             crate::reporter::StderrProgress { quiet: self.quiet }.event(ProofEvent::JobFinished {
                 done: done as usize,
                 total: total as usize,

@@ -25,11 +25,13 @@ pub async fn record(
     let repository = repo.display().to_string();
     let (path, mut history) =
         suites::open_history(&suites::state_dir(state_dir), &repository, &branch);
-    let suite_jobs = proof
-        .jobs
+    // By plan index: a fleet proof hands over only the results its progress carried.
+    let mut suite_jobs: Vec<_> = results
         .iter()
-        .zip(results)
-        .filter(|(spec, _)| spec.kind == JobKind::Suite);
+        .filter_map(|result| Some((proof.jobs.get(result.index as usize)?, result)))
+        .filter(|(spec, _)| spec.kind == JobKind::Suite)
+        .collect();
+    suite_jobs.sort_by_key(|(spec, _)| spec.index);
     for (spec, result) in suite_jobs {
         let coverage = suites::coverage_of(&suites::job_output(store, result).await);
         let run = RunSummary::of_job(

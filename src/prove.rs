@@ -10,6 +10,7 @@ use crate::sandbox::{self, SandboxArgs, SandboxChoice};
 use anyhow::{Context, anyhow};
 use assay_common::criteria::{parse_case_path_criteria, parse_criteria};
 use assay_common::evidence::Evidence;
+use assay_common::job::JobResult;
 use assay_common::runner::{ReportFormat, RunnerKind};
 use assay_common::verdict::Verdict;
 use assay_coordinator::engine::{self, ProofRequest};
@@ -277,10 +278,13 @@ pub async fn run(args: &ProveArgs) -> Result<u8, Failure> {
             }
         })?;
     let (evidence, mutation_check) = match &args.cluster {
-        Some(url) => (
-            run_on_fleet(args, url, store.as_ref(), &prepared, settings.jobs).await?,
-            None,
-        ),
+        Some(url) => {
+            let (evidence, suite_results) =
+                run_on_fleet(args, url, store.as_ref(), &prepared, settings.jobs).await?;
+            proof_history::record(&args.state_dir, &prepared, &suite_results, &*store, started)
+                .await?;
+            (evidence, None)
+        }
         None => {
             let sandbox = embedded::open_sandbox(&settings.sandbox).await?;
             run_embedded(
@@ -323,14 +327,15 @@ pub async fn run(args: &ProveArgs) -> Result<u8, Failure> {
     Ok(exit_code(&evidence))
 }
 
-/// Uploads the proof's trees, submits it to the fleet and waits for its evidence.
+/// Uploads the proof's trees, submits it to the fleet and waits for its evidence; also returns
+/// the suite jobs' results the progress carried, for the suite history.
 async fn run_on_fleet(
     args: &ProveArgs,
     url: &str,
     store: &dyn ArtifactStore,
     prepared: &engine::PreparedProof,
     jobs: usize,
-) -> Result<Evidence, Failure> {
+) -> Result<(Evidence, Vec<JobResult>), Failure> {
     let client = assay_worker::nats::connect(url, "")
         .await
         .map_err(|e| Failure::infrastructure(e.into()))?;
@@ -341,11 +346,12 @@ async fn run_on_fleet(
     let mut progress = crate::fleet::FleetStderr {
         quiet: args.quiet,
         jobs: &prepared.jobs,
+        suite_results: Vec::new(),
     };
     if !args.quiet {
         eprintln!("[prove] {} jobs planned", prepared.jobs.len());
     }
-    assay_coordinator::client::submit_and_wait(
+    let evidence = assay_coordinator::client::submit_and_wait(
         &client,
         &assay_common::fleet::Subjects::new(&args.subject_prefix),
         store,
@@ -353,7 +359,8 @@ async fn run_on_fleet(
         &mut progress,
     )
     .await
-    .map_err(|e| Failure::infrastructure(e.into()))
+    .map_err(|e| Failure::infrastructure(e.into()))?;
+    Ok((evidence, progress.suite_results))
 }
 
 #[expect(

@@ -121,6 +121,7 @@ impl Fleet {
             .args(args)
             .env("ASSAY_NATS_URL", self.url())
             .env("ASSAY_STORE", format!("s3://{BUCKET}"))
+            .env("ASSAY_STATE_DIR", self.dir.path().join("state"))
             .envs(s3_env(self.s3.port));
         command
     }
@@ -505,4 +506,27 @@ async fn a_fleet_halt_holds_a_proofs_jobs_back_until_resume() {
         serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     assert_eq!(evidence["verdict"], "proven");
     assert_eq!(evidence["jobs"].as_array().unwrap().len(), 4);
+
+    // A fleet proof's suite jobs land in the candidate branch's suite history, as embedded: the
+    // base suite runs the change's new test against the old code, so it fails there.
+    let proof_id = evidence["proof_id"].as_str().unwrap();
+    let repo_dir = repo.path().display().to_string();
+    let history = fleet.run(&["history", "-C", &repo_dir, "--json"]);
+    assert_eq!(history.code, 0, "{}", history.explain());
+    let history: serde_json::Value = serde_json::from_str(&history.stdout).unwrap();
+    let runs: Vec<(&str, &str)> = history["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["run_id"].as_str().unwrap(), r["status"].as_str().unwrap()))
+        .collect();
+    let (base, candidate) = (
+        format!("{proof_id}-base-suite"),
+        format!("{proof_id}-candidate-suite"),
+    );
+    assert_eq!(
+        runs,
+        [(base.as_str(), "failing"), (candidate.as_str(), "passing")],
+        "{history}"
+    );
 }

@@ -3,8 +3,18 @@
 //! the artifact store the workers read trees from.
 
 use crate::config;
+use crate::embedded;
 use crate::exit::Failure;
 use anyhow::anyhow;
+use assay_common::TreeId;
+use assay_common::fleet::Subjects;
+use assay_common::runner::RunnerKind;
+use assay_coordinator::cluster_queue::ClusterQueue;
+use assay_coordinator::queue::{InProcessQueue, JobQueue};
+use assay_worker::store::ArtifactStore;
+use assay_worker::store_tree::upload_tree;
+use std::path::Path;
+use std::sync::Arc;
 
 /// The fleet's NATS connection and proofs bucket.
 pub struct Fleet {
@@ -34,5 +44,57 @@ pub fn store_url(on_fleet: bool, flag: &Option<String>) -> Result<String, Failur
             "a fleet run needs the fleet's artifact store (hint: --store s3://BUCKET or ASSAY_STORE)"
         ))),
         (false, None, _) => Ok(config::default_store_url()),
+    }
+}
+
+/// Where a run's jobs go and what it runs them as.
+pub struct QueueChoice<'a> {
+    /// The fleet, or `None` for the in-process queue.
+    pub fleet: Option<&'a Fleet>,
+    pub store: Arc<dyn ArtifactStore>,
+    pub repo: &'a Path,
+    /// The tree the jobs run on; uploaded to the store first on a fleet.
+    pub tree: &'a TreeId,
+    pub subject_prefix: &'a str,
+    /// How `assay status` labels the run's submissions: the runner and the kind of run.
+    pub runner: RunnerKind,
+    pub kind: &'static str,
+    pub pass_env: &'a [String],
+    pub slots: usize,
+    pub scratch_prefix: &'a str,
+}
+
+/// The run's job queue: one-job submissions to the fleet, or the in-process queue with its
+/// scratch directory (keep it alive until the jobs are done).
+pub async fn job_queue(
+    choice: QueueChoice<'_>,
+) -> Result<(Box<dyn JobQueue>, Option<tempfile::TempDir>), Failure> {
+    match choice.fleet {
+        Some(fleet) => {
+            upload_tree(&*choice.store, choice.repo, choice.tree)
+                .await
+                .map_err(|e| Failure::infrastructure(e.into()))?;
+            let queue = ClusterQueue::new(
+                fleet.client.clone(),
+                Subjects::new(choice.subject_prefix),
+                fleet.proofs.clone(),
+                choice.repo.display().to_string(),
+                choice.runner,
+                choice.kind,
+            );
+            Ok((Box::new(queue), None))
+        }
+        None => {
+            let (ctx, scratch) = embedded::job_context(
+                choice.repo,
+                choice.store,
+                choice.pass_env,
+                choice.scratch_prefix,
+            )?;
+            Ok((
+                Box::new(InProcessQueue::start(ctx, choice.slots)),
+                Some(scratch),
+            ))
+        }
     }
 }

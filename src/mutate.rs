@@ -9,13 +9,9 @@ use crate::prove::write_atomically;
 use crate::reporter::{self, StderrProgress};
 use anyhow::{Context, anyhow};
 use assay_common::ProofId;
-use assay_common::fleet::Subjects;
 use assay_common::runner::RunnerKind;
-use assay_coordinator::cluster_queue::ClusterQueue;
 use assay_coordinator::engine;
 use assay_coordinator::mutate::{self, MutateError, MutateRequest};
-use assay_coordinator::queue::{InProcessQueue, JobQueue};
-use assay_worker::store_tree::upload_tree;
 use clap::Args;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -112,28 +108,19 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
     let store_url = fleet_link::store_url(fleet.is_some(), &args.store)?;
     let store = embedded::open_store(&store_url)?;
     let tree = mutate::head_tree(&repo).map_err(|e| Failure::usage(e.into()))?;
-    let mut _scratch = None;
-    let queue: Box<dyn JobQueue> = match &fleet {
-        Some(fleet) => {
-            upload_tree(&*store, &repo, &tree)
-                .await
-                .map_err(|e| Failure::infrastructure(e.into()))?;
-            Box::new(ClusterQueue::new(
-                fleet.client.clone(),
-                Subjects::new(&args.subject_prefix),
-                fleet.proofs.clone(),
-                repo.display().to_string(),
-                runner,
-                "mutate",
-            ))
-        }
-        None => {
-            let (ctx, scratch) =
-                embedded::job_context(&repo, store.clone(), &args.pass_env, "assay-mutate-")?;
-            _scratch = Some(scratch);
-            Box::new(InProcessQueue::start(ctx, slots))
-        }
-    };
+    let (queue, _scratch) = fleet_link::job_queue(fleet_link::QueueChoice {
+        fleet: fleet.as_ref(),
+        store: store.clone(),
+        repo: &repo,
+        tree: &tree,
+        subject_prefix: &args.subject_prefix,
+        runner,
+        kind: "mutate",
+        pass_env: &args.pass_env,
+        slots,
+        scratch_prefix: "assay-mutate-",
+    })
+    .await?;
     let request = MutateRequest {
         repo,
         tree,

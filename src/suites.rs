@@ -10,7 +10,6 @@ use crate::reporter;
 use anyhow::{Context, anyhow};
 use assay_common::ProofId;
 use assay_common::TreeId;
-use assay_common::fleet::Subjects;
 use assay_common::job::{JobResult, JobStatus};
 use assay_common::report::summary::{self, SuiteStatus};
 use assay_common::runner::{ReportFormat, RunnerKind};
@@ -18,9 +17,8 @@ use assay_common::suite::{
     CaseListing, CaseOutcome, CaseReport, Lane, SUITE_SCHEMA, SuiteCase, SuiteJobReport,
     SuiteReport, SuiteTotals, derive_outcome,
 };
-use assay_coordinator::cluster_queue::ClusterQueue;
 use assay_coordinator::engine;
-use assay_coordinator::queue::{InProcessQueue, JobQueue};
+use assay_coordinator::queue::JobQueue;
 use assay_coordinator::source;
 use assay_coordinator::suite::CollectError;
 use assay_coordinator::suite::audit::{self, JobSelection};
@@ -33,7 +31,6 @@ use assay_coordinator::suite::runners::{self, SuiteRunner, SuiteSetup};
 use assay_coordinator::suite::select::{self, Selectors};
 use assay_coordinator::suite::{self, StopReason, SuiteEvent, SuiteProgress};
 use assay_worker::store::ArtifactStore;
-use assay_worker::store_tree::upload_tree;
 use clap::Args;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -374,32 +371,22 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
     let store_url = fleet_link::store_url(fleet.is_some(), &args.store)?;
     let store = embedded::open_store(&store_url)?;
-    let mut _scratch = None;
-    let queue: Box<dyn JobQueue> = match &fleet {
-        Some(fleet) => {
-            upload_tree(&*store, &repo, &tree)
-                .await
-                .map_err(|e| Failure::infrastructure(e.into()))?;
-            let label = match runner {
-                SuiteRunner::Kind(kind) => kind,
-                SuiteRunner::Command => RunnerKind::Junit,
-            };
-            Box::new(ClusterQueue::new(
-                fleet.client.clone(),
-                Subjects::new(&args.subject_prefix),
-                fleet.proofs.clone(),
-                repo.display().to_string(),
-                label,
-                "suite",
-            ))
-        }
-        None => {
-            let (ctx, scratch) =
-                embedded::job_context(&repo, store.clone(), &args.pass_env, "assay-test-")?;
-            _scratch = Some(scratch);
-            Box::new(InProcessQueue::start(ctx, jobs))
-        }
-    };
+    let (queue, _scratch) = fleet_link::job_queue(fleet_link::QueueChoice {
+        fleet: fleet.as_ref(),
+        store: store.clone(),
+        repo: &repo,
+        tree: &tree,
+        subject_prefix: &args.subject_prefix,
+        runner: match runner {
+            SuiteRunner::Kind(kind) => kind,
+            SuiteRunner::Command => RunnerKind::Junit,
+        },
+        kind: "suite",
+        pass_env: &args.pass_env,
+        slots: jobs,
+        scratch_prefix: "assay-test-",
+    })
+    .await?;
     let run_id = ProofId(engine::new_proof_id().0.replacen("p-", "t-", 1));
 
     let collection = suite::collect(

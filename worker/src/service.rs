@@ -363,7 +363,10 @@ impl JobRun {
             self.metrics.job_finished(spec.kind, &result);
             match self.publish(&spec, &result).await {
                 Ok(()) => {
-                    if let Err(e) = message.double_ack().await {
+                    // The result is stored before this ack, and results apply once per job id:
+                    // a lost ack only means a redelivery whose second result is dropped, so no
+                    // round trip waits for the server to confirm it.
+                    if let Err(e) = message.ack().await {
                         tracing::warn!(error = %e, "failed to acknowledge a finished job; it may run again and its second result will be dropped");
                     }
                 }

@@ -4,6 +4,7 @@
 use crate::config::{self, ProveFile};
 use crate::embedded;
 use crate::exit::{Failure, ResultExt as _};
+use crate::fleet_link;
 use crate::proof_history;
 use crate::reporter::{self, StderrProgress};
 use crate::sandbox::{self, SandboxArgs, SandboxChoice};
@@ -255,15 +256,10 @@ pub async fn run(args: &ProveArgs) -> Result<u8, Failure> {
     let settings = settings(args)?;
     let started = SystemTime::now();
     let clock = Instant::now();
-    let store_url = match (&args.cluster, std::env::var("ASSAY_STORE")) {
-        (Some(_), _) if args.store.is_some() => settings.store.clone(),
-        (Some(_), Ok(url)) => url,
-        (Some(_), Err(_)) => {
-            return Err(Failure::usage(anyhow!(
-                "a fleet proof needs the fleet's artifact store (hint: --store s3://BUCKET or ASSAY_STORE)"
-            )));
-        }
-        (None, _) => settings.store.clone(),
+    // Embedded, the store may come from assay.toml too; a fleet's must be the fleet's own.
+    let store_url = match &args.cluster {
+        Some(_) => fleet_link::store_url(true, &args.store)?,
+        None => settings.store.clone(),
     };
     let store = embedded::open_store(&store_url)?;
     let repo = settings.request.repo.clone();

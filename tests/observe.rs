@@ -13,7 +13,9 @@ use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use support::servers::{ServerGuard, free_port, start_nats, start_s3, wait_for_port};
+use support::servers::{
+    ServerGuard, free_port, http_get_with_status, start_nats, start_s3, wait_for_port,
+};
 use support::{PAGER_FIXED, Repo, pytest_pager_repo};
 
 const BUCKET: &str = "pager-proofs";
@@ -173,24 +175,8 @@ fn hex(bytes: &[u8]) -> String {
 
 /// `GET path` on 127.0.0.1:port: status code and body.
 fn http_get(port: u16, path: &str) -> (u16, String) {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect to the probe port");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .expect("timeout");
-    let request = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).expect("send request");
-    let mut response = String::new();
-    stream.read_to_string(&mut response).expect("read response");
-    let status = response
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("no status in {response:?}"));
-    let body = response
-        .split_once("\r\n\r\n")
-        .map(|(_, body)| body.to_owned())
-        .unwrap_or_default();
-    (status, body)
+    http_get_with_status(port, path)
+        .unwrap_or_else(|| panic!("no answer from 127.0.0.1:{port}{path}"))
 }
 
 fn wait_for_status(port: u16, path: &str, want: u16) -> String {

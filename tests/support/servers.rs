@@ -117,7 +117,15 @@ pub fn s3_env(port: u16) -> Vec<(String, String)> {
 
 /// Reads a GET endpoint's body (the services' `/metrics`).
 pub fn http_get(port: u16, path: &str) -> Option<String> {
+    http_get_with_status(port, path).map(|(_, body)| body)
+}
+
+/// A GET's status code and body; `None` when the server does not answer in 10 s.
+pub fn http_get_with_status(port: u16, path: &str) -> Option<(u16, String)> {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .ok()?;
     write!(
         stream,
         "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
@@ -125,9 +133,9 @@ pub fn http_get(port: u16, path: &str) -> Option<String> {
     .ok()?;
     let mut response = String::new();
     stream.read_to_string(&mut response).ok()?;
-    response
-        .split_once("\r\n\r\n")
-        .map(|(_, body)| body.to_owned())
+    let status = response.split_whitespace().nth(1)?.parse().ok()?;
+    let (_, body) = response.split_once("\r\n\r\n")?;
+    Some((status, body.to_owned()))
 }
 
 /// A counter's value in Prometheus text.

@@ -14,8 +14,9 @@ ROUNDS=${ROUNDS:-3}
 cargo build --release --manifest-path "$root/Cargo.toml" -p assay --bin assay >/dev/null
 cargo build --release --manifest-path "$root/Cargo.toml" -p assay-coordinator \
   --example fleet_dispatch >/dev/null
-ASSAY=$root/target/release/assay
-DISPATCH=$root/target/release/examples/fleet_dispatch
+target=${CARGO_TARGET_DIR:-$root/target}
+ASSAY=$target/release/assay
+DISPATCH=$target/release/examples/fleet_dispatch
 work=$(mktemp -d)
 nats_pid=
 cleanup() { [ -n "$nats_pid" ] && kill "$nats_pid" 2>/dev/null; rm -rf "$work"; }

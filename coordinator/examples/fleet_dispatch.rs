@@ -209,7 +209,7 @@ async fn raw(url: &str, jobs: usize, slots: usize) -> Result<Duration, Error> {
                     js.publish("raw.results.p", result.clone().into())
                         .await?
                         .await?;
-                    message.double_ack().await?;
+                    message.ack().await?;
                 }
             }
             #[allow(unreachable_code, reason = "the loop ends by abort")]
@@ -229,7 +229,7 @@ async fn raw(url: &str, jobs: usize, slots: usize) -> Result<Duration, Error> {
             in_flight += 1;
         }
         let message = results.next().await.ok_or("results ended")??;
-        message.double_ack().await?;
+        message.ack().await?;
         in_flight -= 1;
         collected += 1;
     }

@@ -2,7 +2,8 @@
 //! (round-robin), one job per turn, and only while the queue is shallow: jobs wait here, where
 //! the turn order is fair, not in the FIFO work queue, where a huge proof's backlog would sit
 //! ahead of a small proof's first job. Each proof's own `--jobs` cap is applied by the engine
-//! before it asks for a turn. Pure data: the service feeds it the queue's depth.
+//! before it asks for a turn. Pure data: the service feeds it the queue's depth, read from the
+//! server now and then, and each freed worker slot in between, from which it keeps an estimate.
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::Hash;
@@ -57,9 +58,19 @@ impl<K: Clone + Eq + Hash, W> Admission<K, W> {
         self.idle_slots = idle_slots;
     }
 
+    /// A worker slot finished a job (its result came back): the slot takes a queued job if
+    /// there is one, or waits idle. Keeps the estimate current between reads of the server.
+    pub fn slot_freed(&mut self) {
+        if self.queued > 0 {
+            self.queued -= 1;
+        } else {
+            self.idle_slots += 1;
+        }
+    }
+
     /// A request granted earlier was never used (its proof went away): give the room back.
     pub fn unused(&mut self) {
-        self.queued = self.queued.saturating_sub(1);
+        self.slot_freed();
     }
 
     pub fn has_waiting(&self) -> bool {
@@ -69,7 +80,7 @@ impl<K: Clone + Eq + Hash, W> Admission<K, W> {
     /// The next request to admit, if the queue has room: the proof whose turn it is gives one
     /// request and, if it has more, goes to the back of the line.
     pub fn grant(&mut self) -> Option<(K, W)> {
-        if self.queued >= self.idle_slots + self.lookahead {
+        if self.idle_slots == 0 && self.queued >= self.lookahead {
             return None;
         }
         let proof = self.turns.pop_front()?;
@@ -80,7 +91,12 @@ impl<K: Clone + Eq + Hash, W> Admission<K, W> {
         } else {
             self.turns.push_back(proof.clone());
         }
-        self.queued += 1;
+        // An idle slot takes the job at once; otherwise it waits in the queue.
+        if self.idle_slots > 0 {
+            self.idle_slots -= 1;
+        } else {
+            self.queued += 1;
+        }
         Some((proof, waiter))
     }
 }
@@ -135,6 +151,39 @@ mod tests {
             admission.request("suite", n);
         }
         admission.observe(0, 4);
+        assert_eq!(drain(&mut admission).len(), 5);
+    }
+
+    #[test]
+    fn freed_slots_take_queued_jobs_then_wait_idle_until_the_next_read() {
+        let mut admission = Admission::new(2);
+        for n in 0..20 {
+            admission.request("suite", n);
+        }
+        assert_eq!(drain(&mut admission).len(), 2);
+        // Two results: each freed slot takes one of the two queued jobs, so two places open.
+        admission.slot_freed();
+        admission.slot_freed();
+        assert_eq!(drain(&mut admission).len(), 2);
+        // A third result: that slot takes one queued job, so one place opens.
+        admission.slot_freed();
+        assert_eq!(drain(&mut admission).len(), 1);
+        // The server says nothing is queued: a freed slot now waits idle, and the next job
+        // goes straight to it without using a place in the queue.
+        admission.observe(0, 0);
+        assert_eq!(drain(&mut admission).len(), 2);
+        admission.slot_freed();
+        admission.slot_freed();
+        assert_eq!(drain(&mut admission).len(), 2, "one per queued job taken");
+        admission.observe(0, 0);
+        admission.slot_freed();
+        assert_eq!(
+            drain(&mut admission).len(),
+            3,
+            "the idle slot and the lookahead"
+        );
+        // The server then says the queue is empty and three slots wait: the read wins.
+        admission.observe(0, 3);
         assert_eq!(drain(&mut admission).len(), 5);
     }
 

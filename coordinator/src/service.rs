@@ -24,6 +24,7 @@ use assay_worker::store::{ArtifactStore, StoreError};
 use assay_worker::trace_context;
 use async_nats::jetstream::{self, kv};
 use futures::StreamExt;
+use futures::stream::FuturesUnordered;
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::Ordering;
@@ -161,6 +162,10 @@ pub async fn serve(
     tokio::pin!(shutdown);
     let mut submit = submit;
     let mut cancel = cancel;
+    // Results are recorded concurrently: each is one KV round trip, and applying them one at a
+    // time would cap the fleet at one result per round trip. Order does not matter here (the
+    // engine puts results in plan order; the KV create applies each job's result once).
+    let mut applying = FuturesUnordered::new();
     loop {
         tokio::select! {
             () = &mut shutdown => break,
@@ -176,10 +181,11 @@ pub async fn serve(
                     let _ = shared.client.publish(to, bytes.into()).await;
                 }
             }
-            Some(message) = results.next() => match message {
-                Ok(message) => apply_result(&shared, message).await,
+            Some(message) = results.next(), if applying.len() < RESULTS_APPLIED_AT_ONCE => match message {
+                Ok(message) => applying.push(apply_result(&shared, message)),
                 Err(e) => tracing::warn!(error = %e, "failed to pull a result"),
             },
+            Some(()) = applying.next(), if !applying.is_empty() => {}
             Some(entry) = halt.next() => match entry {
                 Ok(entry) => {
                     let reason = (entry.operation == kv::Operation::Put)
@@ -191,10 +197,16 @@ pub async fn serve(
             Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
         }
     }
+    // Results being recorded finish (each is one round trip), so none is redelivered for nothing.
+    while applying.next().await.is_some() {}
     tasks.abort_all();
     let _ = stop_tx.send(true);
     Ok(())
 }
+
+/// Results being recorded at once; beyond it the results stream waits (its consumer's ack
+/// window is far larger).
+const RESULTS_APPLIED_AT_ONCE: usize = 64;
 
 fn now_secs() -> u64 {
     SystemTime::now()

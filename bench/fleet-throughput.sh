@@ -26,7 +26,8 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 start_nats() {
   [ -n "$nats_pid" ] && kill "$nats_pid" 2>/dev/null && wait "$nats_pid" 2>/dev/null || true
   port=$(free_port)
-  rm -rf "$work/js" && nats-server -js -a 127.0.0.1 -p "$port" -sd "$work/js" >/dev/null 2>&1 &
+  # A new directory per server: a stopped server may still be closing the last one's files.
+  nats-server -js -a 127.0.0.1 -p "$port" -sd "$(mktemp -d -p "$work")" >/dev/null 2>&1 &
   nats_pid=$!
   until (echo >"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do sleep 0.05; done
   url=nats://127.0.0.1:$port

@@ -22,26 +22,31 @@ pub fn open_store(url: &str) -> Result<Arc<dyn ArtifactStore>, Failure> {
 
 /// The sandbox `choice` names, built as a fleet worker builds it: a docker sandbox checks its
 /// image and reaps what killed runs left behind. Failing that is an infrastructure failure.
-pub async fn open_sandbox(choice: &SandboxChoice) -> Result<Arc<dyn Sandbox>, Failure> {
+pub async fn open_sandbox(
+    choice: &SandboxChoice,
+    jobs: usize,
+) -> Result<Arc<dyn Sandbox>, Failure> {
     sandbox::open(
         choice.kind,
         &choice.docker,
         engine::embedded_worker_id().as_str(),
         None,
+        jobs,
     )
     .await
     .map_err(|e| Failure::infrastructure(e.into()))
 }
 
-/// A job context with the process sandbox; see [`job_context_in`].
+/// A job context with the process sandbox for `jobs` jobs at once; see [`job_context_in`].
 pub fn job_context(
     repo: &Path,
     store: Arc<dyn ArtifactStore>,
     pass_env: &[String],
     scratch_prefix: &str,
+    jobs: usize,
 ) -> Result<(JobContext, tempfile::TempDir), Failure> {
     job_context_in(
-        Arc::new(WarmPytest::new(ProcessSandbox)),
+        Arc::new(WarmPytest::new(ProcessSandbox, jobs)),
         repo,
         store,
         pass_env,

@@ -90,6 +90,7 @@ pub async fn job_queue(
                 choice.store,
                 choice.pass_env,
                 choice.scratch_prefix,
+                choice.slots,
             )?;
             Ok((
                 Box::new(InProcessQueue::start(ctx, choice.slots)),

@@ -282,7 +282,7 @@ pub async fn run(args: &ProveArgs) -> Result<u8, Failure> {
             (evidence, None)
         }
         None => {
-            let sandbox = embedded::open_sandbox(&settings.sandbox).await?;
+            let sandbox = embedded::open_sandbox(&settings.sandbox, settings.jobs).await?;
             run_embedded(
                 args,
                 sandbox,

@@ -303,6 +303,50 @@ fn mutate_exits_0_when_every_mutant_of_the_named_path_is_killed() {
     assert_eq!(report["assay"]["summary"]["mutation_score"], 1.0);
 }
 
+/// The kill is re-run inside the mutant's own session: a test that only checks on its first
+/// call in a process passes when re-run there (a flaky kill), where a separate confirmation job
+/// (a fresh process) would have failed again and called the kill confirmed.
+#[test]
+fn a_kill_whose_test_passes_when_re_run_at_once_is_flaky_and_a_steady_kill_is_not() {
+    let repo = pager_library();
+    repo.write(
+        "pager/clamp.py",
+        "def is_past_end(page, last):\n    return page > last\n\n\ndef is_first(page):\n    return page <= 1\n",
+    )
+    .write(
+        "tests/test_clamp.py",
+        "from pager.clamp import is_first, is_past_end\n\n_calls = []\n\n\ndef test_the_last_page_is_not_past_the_end():\n    _calls.append(1)\n    if len(_calls) == 1:\n        assert is_past_end(3, 3) is False\n\n\ndef test_only_page_one_is_first():\n    assert is_first(1) is True\n    assert is_first(2) is False\n",
+    );
+    repo.commit("pager: end and first page checks");
+    let run = mutate(&repo, &["pager/clamp.py", "--jobs", "2"]);
+    let report = run.evidence.as_ref().expect("report written");
+    let mutants = report["files"]["pager/clamp.py"]["mutants"]
+        .as_array()
+        .expect("mutants of clamp.py");
+    let killed_on = |line: u64| -> Vec<&serde_json::Value> {
+        mutants
+            .iter()
+            .filter(|m| m["status"] == "Killed" && m["location"]["start"]["line"] == line)
+            .collect()
+    };
+    let (flaky, steady) = (killed_on(2), killed_on(6));
+    assert!(!flaky.is_empty() && !steady.is_empty(), "{report:#}");
+    for mutant in &flaky {
+        assert_eq!(
+            mutant["statusReason"], "flaky kill: the killing tests passed when re-run at once",
+            "{mutant:#}"
+        );
+    }
+    for mutant in &steady {
+        assert!(mutant.get("statusReason").is_none(), "{mutant:#}");
+    }
+    assert_eq!(
+        report["assay"]["summary"]["flaky_kills"].as_u64(),
+        Some(flaky.len() as u64),
+        "{report:#}"
+    );
+}
+
 #[test]
 fn mutate_writes_each_mutants_diff_and_prints_the_survivors() {
     let repo = pager_library();

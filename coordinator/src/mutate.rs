@@ -6,7 +6,7 @@
 
 use crate::engine::{ProgressSink, ProofEvent};
 use crate::mutants::budget::MutantTimeout;
-use crate::mutants::{self, ChangedFile, Mutant, MutationPlan, NotRunReason};
+use crate::mutants::{self, ChangedFile, Mutant, MutationPlan, NotRunReason, rerun};
 use crate::mutation::{error_chain, run_mutants};
 use crate::queue::JobQueue;
 use crate::source::{self, SourceError};
@@ -336,7 +336,7 @@ pub async fn run(
             },
             None => (Vec::new(), baseline_time),
         };
-        let command = request.runner.command(&prefix, &covered_by, &[]);
+        let command = rerun::with_rerun(request.runner.command(&prefix, &covered_by, &[]));
         let mut job = spec(request, &tree, index + at, command);
         job.edit = Some(mutant.edit.clone());
         results[at] = Some(MutantResult {
@@ -397,13 +397,20 @@ pub async fn run(
 
     // A kill is confirmed, and a timeout retried, by one more run of the same selection
     // (`-x` stops at the killer); the second run's limit follows the same rules as the first.
+    // A kill the mutant's own run already re-ran (see `mutants::rerun`) needs no second run.
     let mut again_specs = Vec::new();
     let mut again_at = Vec::new();
     for (w, outcome) in work.iter().zip(&judged) {
         let Some(outcome) = outcome else { continue };
         if let Some(slot) = results[w.at].as_mut() {
             outcome.apply(slot);
-            if matches!(slot.status, Status::Killed | Status::Timeout) {
+            let rerun_in_run = slot.status == Status::Killed && outcome.confirmed.is_some();
+            if outcome.confirmed == Some(false) && slot.status == Status::Killed {
+                slot.flaky = true;
+                slot.status_reason =
+                    Some("flaky kill: the killing tests passed when re-run at once".into());
+            }
+            if matches!(slot.status, Status::Killed | Status::Timeout) && !rerun_in_run {
                 let mut again = w.spec.clone();
                 let killers = killing_node_ids(&slot.covered_by, &slot.killed_by);
                 if slot.status == Status::Killed && !killers.is_empty() {
@@ -480,6 +487,8 @@ struct Judged {
     killed_by: Vec<String>,
     tests_completed: Option<usize>,
     duration_s: f64,
+    /// For a kill: what the run's own re-run of its killing tests said (`mutants::rerun`).
+    confirmed: Option<bool>,
 }
 
 impl Judged {
@@ -563,6 +572,7 @@ fn pending(reason: NotRunReason) -> Judged {
         killed_by: Vec::new(),
         tests_completed: None,
         duration_s: 0.0,
+        confirmed: None,
     }
 }
 
@@ -574,6 +584,7 @@ fn judge(result: &JobResult, timeout: MutantTimeout) -> Judged {
         killed_by: Vec::new(),
         tests_completed: None,
         duration_s,
+        confirmed: None,
     };
     match (&result.status, &result.report) {
         (JobStatus::TimedOut, _) if timeout.set_by_budget => verdict(
@@ -588,18 +599,13 @@ fn judge(result: &JobResult, timeout: MutantTimeout) -> Judged {
             format!("ran past its {}s limit", timeout.limit.as_secs()),
         ),
         (JobStatus::Completed { .. }, ReportOutcome::Parsed(report)) => {
-            let killers: Vec<String> = report
-                .cases
-                .iter()
+            let cases = || report.cases.iter().filter(|c| !rerun::is_rerun(c));
+            let killers: Vec<String> = cases()
                 .filter(|c| matches!(c.outcome, Outcome::Failed | Outcome::Error))
                 .map(|c| c.name.clone())
                 .chain(report.collection_errors.iter().map(|e| e.file.clone()))
                 .collect();
-            let ran = report
-                .cases
-                .iter()
-                .filter(|c| c.outcome != Outcome::Skipped)
-                .count();
+            let ran = cases().filter(|c| c.outcome != Outcome::Skipped).count();
             if !killers.is_empty() {
                 Judged {
                     status: Status::Killed,
@@ -607,6 +613,7 @@ fn judge(result: &JobResult, timeout: MutantTimeout) -> Judged {
                     killed_by: killers,
                     tests_completed: Some(ran),
                     duration_s,
+                    confirmed: rerun::confirmation(report),
                 }
             } else if ran == 0 {
                 // Zero tests executed says nothing about the mutant: never a survivor.
@@ -621,6 +628,7 @@ fn judge(result: &JobResult, timeout: MutantTimeout) -> Judged {
                     killed_by: Vec::new(),
                     tests_completed: Some(ran),
                     duration_s,
+                    confirmed: None,
                 }
             }
         }
@@ -865,6 +873,7 @@ mod tests {
             killed_by: killed_by.iter().map(|s| s.to_string()).collect(),
             tests_completed: Some(1),
             duration_s: 0.4,
+            confirmed: None,
         }
     }
 

@@ -103,7 +103,15 @@ pub async fn sandbox_for(
         pids: i64::try_from(worker.pids).unwrap_or(i64::MAX),
         network_default: false,
     };
-    Ok(sandbox::open(worker.sandbox, &docker, worker_id.as_str(), Some(metrics)).await?)
+    let slots = worker.slots as usize;
+    Ok(sandbox::open(
+        worker.sandbox,
+        &docker,
+        worker_id.as_str(),
+        Some(metrics),
+        slots,
+    )
+    .await?)
 }
 
 pub fn open_store(

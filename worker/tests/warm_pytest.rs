@@ -96,7 +96,7 @@ const LOCALE: [(&str, &str); 1] = [("PAGER_LOCALE", "en_GB")];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_forked_run_ends_like_a_fresh_one_and_sees_each_edit() {
-    let warm = WarmPytest::new(ProcessSandbox);
+    let warm = WarmPytest::new(ProcessSandbox, 1);
     let job = Job::new();
     let tests = ["tests/test_pager.py::test_partial_last_page_is_counted"];
     let fresh = ProcessSandbox
@@ -152,7 +152,7 @@ async fn a_forked_run_ends_like_a_fresh_one_and_sees_each_edit() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hanging_run_is_killed_at_its_timeout_and_the_server_serves_on() {
-    let warm = WarmPytest::new(ProcessSandbox);
+    let warm = WarmPytest::new(ProcessSandbox, 1);
     let job = Job::new();
     let mut env = LOCALE.to_vec();
     env.push(("PAGER_HANG", "1"));
@@ -180,7 +180,7 @@ async fn a_hanging_run_is_killed_at_its_timeout_and_the_server_serves_on() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn other_commands_run_in_the_wrapped_sandbox() {
-    let warm = WarmPytest::new(ProcessSandbox);
+    let warm = WarmPytest::new(ProcessSandbox, 1);
     let job = Job::new();
     let mut run = job.run(&[], Duration::from_secs(60), &LOCALE);
     run.command = ["sh", "-c", "echo rendered 3 pages"]

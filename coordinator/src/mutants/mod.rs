@@ -6,6 +6,7 @@
 pub mod budget;
 pub mod diff;
 mod python;
+pub mod rerun;
 mod sites;
 
 use assay_common::job::ByteEdit;

@@ -90,15 +90,20 @@ pub trait Sandbox: Send + Sync {
 
 /// The sandbox a worker or an embedded proof runs its jobs in. A Docker sandbox checks its
 /// image and removes the containers that dead owners left behind before any job runs.
-/// `metrics`, for a service, records container start latency.
+/// `metrics`, for a service, records container start latency. `slots` is how many jobs run at
+/// once (the process sandbox's warm runner starts up to that many servers ahead).
 pub async fn open(
     kind: SandboxKind,
     docker: &DockerConfig,
     worker_id: &str,
     metrics: Option<Arc<Metrics>>,
+    slots: usize,
 ) -> Result<Arc<dyn Sandbox>, DockerSetupError> {
     match kind {
-        SandboxKind::Process => Ok(Arc::new(warm::WarmPytest::new(process::ProcessSandbox))),
+        SandboxKind::Process => Ok(Arc::new(warm::WarmPytest::new(
+            process::ProcessSandbox,
+            slots,
+        ))),
         SandboxKind::Docker => {
             let mut sandbox = DockerSandbox::connect(docker.clone(), worker_id).await?;
             if let Some(metrics) = metrics {

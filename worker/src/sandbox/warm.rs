@@ -3,7 +3,13 @@
 //! wrapper keeps idle `adapters/warm_pytest.py` servers (pytest imported, nothing of the
 //! project) and runs such a command as a fork of one: the child takes the job's tree, its
 //! environment and output files, and runs exactly what `python -m pytest` runs; the product
-//! code is loaded from source in every child. Anything else goes to the wrapped sandbox.
+//! code is loaded from source in every child. The coverage baseline (`PYTHON -c CODE …`) runs
+//! the same way. Anything else goes to the wrapped sandbox.
+//!
+//! Whenever a job takes the last idle server of its kind and fewer servers of that kind were
+//! started than there are slots, a spare starts in the background, so the next job (the second
+//! slot's first mutant, right after the baseline) finds one ready instead of paying the
+//! start-up itself. (A server that dies is replaced on demand, not by a spare.)
 //!
 //! A server is keyed by the interpreter and the environment it started with (minus the
 //! per-job HOME and TMPDIR), so start-up settings such as PYTHONPATH always match the job's.
@@ -17,7 +23,7 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::process::Stdio;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
@@ -94,29 +100,61 @@ impl Drop for GroupGuard {
     }
 }
 
+/// Idle servers, and how many servers of each kind were started (or are starting).
+#[derive(Default)]
+struct Pool {
+    idle: Vec<Server>,
+    started: BTreeMap<Key, usize>,
+}
+
 /// Wraps a sandbox: mutant `python -m pytest` runs fork a warm server, the rest pass through.
 pub struct WarmPytest<S> {
     inner: S,
-    idle: Mutex<Vec<Server>>,
+    pool: Arc<Mutex<Pool>>,
+    /// Jobs that may run at once: the most servers of one kind worth starting ahead.
+    slots: usize,
 }
 
 impl<S: Sandbox> WarmPytest<S> {
-    pub fn new(inner: S) -> Self {
+    pub fn new(inner: S, slots: usize) -> Self {
         Self {
             inner,
-            idle: Mutex::new(Vec::new()),
+            pool: Arc::default(),
+            slots,
         }
     }
 
-    fn take_idle(&self, key: &Key) -> Option<Server> {
-        let mut idle = self.idle.lock().ok()?;
-        let at = idle.iter().position(|s| &s.key == key)?;
-        Some(idle.swap_remove(at))
+    /// An idle server of this kind, if any; when that leaves none idle and the slots allow
+    /// another, a spare starts. A caller given none starts one itself.
+    fn take_idle(&self, key: &Key, env: &[(String, String)]) -> Option<Server> {
+        let mut guard = self.pool.lock().ok()?;
+        let pool = &mut *guard;
+        let taken = pool
+            .idle
+            .iter()
+            .position(|s| &s.key == key)
+            .map(|at| pool.idle.swap_remove(at));
+        let started = pool.started.entry(key.clone()).or_default();
+        if taken.is_none() {
+            *started += 1; // the caller starts one
+        }
+        let none_left = !pool.idle.iter().any(|s| &s.key == key);
+        if none_left && *started < self.slots {
+            *started += 1;
+            let (pool, key, env) = (self.pool.clone(), key.clone(), env.to_vec());
+            tokio::spawn(async move {
+                let spare = Server::start(key, &env).await;
+                if let Ok(mut pool) = pool.lock() {
+                    pool.idle.extend(spare);
+                }
+            });
+        }
+        taken
     }
 
     fn put_idle(&self, server: Server) {
-        if let Ok(mut idle) = self.idle.lock() {
-            idle.push(server);
+        if let Ok(mut pool) = self.pool.lock() {
+            pool.idle.push(server);
         }
     }
 
@@ -125,7 +163,7 @@ impl<S: Sandbox> WarmPytest<S> {
         &self,
         mut server: Server,
         run: &SandboxRun,
-        args: &[String],
+        warm: &WarmCommand<'_>,
     ) -> Result<SandboxExit, SandboxError> {
         let io_error = |source| SandboxError::Io {
             job_id: run.job_id.clone(),
@@ -137,13 +175,16 @@ impl<S: Sandbox> WarmPytest<S> {
             job_id: run.job_id.clone(),
             message: format!("warm pytest runner: {message}"),
         };
-        let request = serde_json::json!({
+        let mut request = serde_json::json!({
             "cwd": run.tree_dir,
-            "args": args,
+            "args": warm.args,
             "env": run.env.iter().cloned().collect::<BTreeMap<String, String>>(),
             "stdout": run.stdout_path,
             "stderr": run.stderr_path,
         });
+        if let Some(code) = warm.code {
+            request["code"] = code.into();
+        }
         let mut line = request.to_string();
         line.push('\n');
         server
@@ -183,10 +224,25 @@ impl<S: Sandbox> WarmPytest<S> {
     }
 }
 
-/// The interpreter and pytest arguments of `PYTHON -m pytest ARGS…`.
-fn pytest_command(command: &[String]) -> Option<(&String, &[String])> {
+/// A command a warm server can run: `PYTHON -m pytest ARGS…` or `PYTHON -c CODE ARGS…`.
+struct WarmCommand<'a> {
+    python: &'a String,
+    code: Option<&'a str>,
+    args: &'a [String],
+}
+
+fn warm_command(command: &[String]) -> Option<WarmCommand<'_>> {
     match command {
-        [python, m, pytest, args @ ..] if m == "-m" && pytest == "pytest" => Some((python, args)),
+        [python, m, pytest, args @ ..] if m == "-m" && pytest == "pytest" => Some(WarmCommand {
+            python,
+            code: None,
+            args,
+        }),
+        [python, c, code, args @ ..] if c == "-c" => Some(WarmCommand {
+            python,
+            code: Some(code),
+            args,
+        }),
         _ => None,
     }
 }
@@ -206,7 +262,7 @@ impl<S: Sandbox> Sandbox for WarmPytest<S> {
     }
 
     async fn run_mutant(&self, run: &SandboxRun) -> Result<SandboxExit, SandboxError> {
-        let Some((python, args)) = pytest_command(&run.command) else {
+        let Some(warm) = warm_command(&run.command) else {
             return self.inner.run(run).await;
         };
         let startup_env: Vec<(String, String)> = run
@@ -215,13 +271,13 @@ impl<S: Sandbox> Sandbox for WarmPytest<S> {
             .filter(|(k, _)| !PER_JOB_ENV.contains(&k.as_str()))
             .cloned()
             .collect();
-        let key = (python.clone(), startup_env);
-        let server = match self.take_idle(&key) {
+        let key = (warm.python.clone(), startup_env);
+        let server = match self.take_idle(&key, &run.env) {
             Some(server) => Some(server),
             None => Server::start(key, &run.env).await,
         };
         match server {
-            Some(server) => self.run_forked(server, run, args).await,
+            Some(server) => self.run_forked(server, run, &warm).await,
             None => self.inner.run(run).await,
         }
     }
@@ -232,14 +288,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_python_dash_m_pytest_runs_warm() {
+    fn only_python_dash_m_pytest_and_dash_c_run_warm() {
         let argv = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         let command = argv(&["python3", "-m", "pytest", "-x", "tests/test_pager.py"]);
-        let (python, args) = pytest_command(&command).expect("a pytest command");
-        assert_eq!(python, "python3");
-        assert_eq!(args, &command[3..]);
-        assert!(pytest_command(&argv(&["python3", "-m", "unittest"])).is_none());
-        assert!(pytest_command(&argv(&["uv", "run", "pytest"])).is_none());
-        assert!(pytest_command(&argv(&["python3", "-m"])).is_none());
+        let warm = warm_command(&command).expect("a pytest command");
+        assert_eq!(warm.python, "python3");
+        assert_eq!(warm.code, None);
+        assert_eq!(warm.args, &command[3..]);
+        let command = argv(&["python3", "-c", "import sys", "report.json", "-q"]);
+        let warm = warm_command(&command).expect("a -c command");
+        assert_eq!(warm.code, Some("import sys"));
+        assert_eq!(warm.args, &command[3..]);
+        assert!(warm_command(&argv(&["python3", "-m", "unittest"])).is_none());
+        assert!(warm_command(&argv(&["uv", "run", "pytest"])).is_none());
+        assert!(warm_command(&argv(&["python3", "-m"])).is_none());
+        assert!(warm_command(&argv(&["python3", "-c"])).is_none());
     }
 }

@@ -4,11 +4,12 @@
 # slot divided by the slots. The project is a small invoicing library whose pytest suite does a
 # little real arithmetic per test, so a mutant's run is not only interpreter start-up.
 # Needs: nats-server (-js) on PATH, python3 with pytest and coverage, and a built assay
-# (cargo build). Usage: bench/mutate-fleet.sh [ROUNDS]  (best of ROUNDS per slot count)
+# (cargo build --release; ASSAY=PATH picks another binary).
+# Usage: bench/mutate-fleet.sh [ROUNDS]  (best of ROUNDS per slot count)
 set -euo pipefail
 rounds="${1:-2}"
 root=$(cd "$(dirname "$0")/.." && pwd)
-assay="${ASSAY:-$root/target/debug/assay}"
+assay="${ASSAY:-${CARGO_TARGET_DIR:-$root/target}/release/assay}"
 work=$(mktemp -d)
 pids=()
 cleanup() {

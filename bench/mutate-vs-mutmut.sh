@@ -2,10 +2,12 @@
 # Mutants per minute: `assay mutate` (embedded mode) against mutmut on the same small
 # pure-Python project (a pager library with a pytest suite), on this machine.
 # Needs: python3 with pytest, coverage and mutmut (pip install pytest coverage mutmut), and a
-# built assay (cargo build). Usage: bench/mutate-vs-mutmut.sh [JOBS]
+# release build of assay (cargo build --release; ASSAY=PATH picks another binary).
+# Usage: bench/mutate-vs-mutmut.sh [JOBS]
 set -euo pipefail
 jobs="${1:-2}"
-assay="${ASSAY:-$(cd "$(dirname "$0")/.." && pwd)/target/debug/assay}"
+root="$(cd "$(dirname "$0")/.." && pwd)"
+assay="${ASSAY:-${CARGO_TARGET_DIR:-$root/target}/release/assay}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 

@@ -10,6 +10,8 @@ pub struct Failure {
 pub const USAGE: u8 = 2;
 pub const INFRASTRUCTURE: u8 = 3;
 pub const INTERNAL: u8 = 70;
+/// Ctrl-C (SIGINT) stopped the command: 128 + 2, as shells report it.
+pub const INTERRUPTED: u8 = 130;
 
 impl Failure {
     pub fn usage(error: anyhow::Error) -> Self {

@@ -18,6 +18,7 @@ mod telemetry;
 use clap::{Parser, Subcommand};
 use exit::Failure;
 use std::process::ExitCode;
+use std::time::Duration;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -95,20 +96,17 @@ fn main() -> ExitCode {
             return ExitCode::from(exit::INTERNAL);
         }
     };
+    let services = matches!(cli.command, Command::Coordinator(_) | Command::Worker(_));
     let outcome = runtime.block_on(async {
-        match cli.command {
-            Command::Prove(args) => prove::run(&args).await,
-            Command::Example(args) => example::run(&args).await,
-            Command::Test(args) => suites::run_test(&args).await,
-            Command::History(args) => suites::run_history(&args),
-            Command::Halt(args) => suites::run_halt(&args).await,
-            Command::Resume(args) => suites::run_resume(&args).await,
-            Command::Coordinator(args) => fleet::run_coordinator(&args).await,
-            Command::Worker(args) => fleet::run_worker(&args).await,
-            Command::Status(args) => fleet::status(&args).await,
-            Command::Results(args) => fleet::results(&args).await,
-            Command::Cancel(args) => fleet::cancel(&args).await,
-            Command::Mutate(args) => mutate::run(&args).await,
+        let command = run(cli.command);
+        // The services stop gracefully on their own; a CLI command stops its jobs, waits for
+        // their containers to be removed, and reports the interruption.
+        if services {
+            return command.await;
+        }
+        tokio::select! {
+            outcome = command => outcome,
+            Ok(()) = tokio::signal::ctrl_c() => Err(interrupted().await),
         }
     });
     match outcome {
@@ -117,5 +115,41 @@ fn main() -> ExitCode {
             eprintln!("error: {}", exit::one_line(&error));
             ExitCode::from(code)
         }
+    }
+}
+
+/// Runs after the interrupted command was dropped: dropping it killed its processes and started
+/// removing its containers; the removals get a few seconds to finish.
+async fn interrupted() -> Failure {
+    let removed = assay_worker::sandbox::docker::wait_for_removals(Duration::from_secs(15)).await;
+    let error = if removed {
+        anyhow::anyhow!(
+            "interrupted: this machine's jobs were stopped (a proof submitted to a fleet keeps running there; `assay cancel PROOF_ID` stops it)"
+        )
+    } else {
+        anyhow::anyhow!(
+            "interrupted: this machine's jobs were stopped, but some of their containers were not removed in time (the next run on this host removes them)"
+        )
+    };
+    Failure {
+        code: exit::INTERRUPTED,
+        error,
+    }
+}
+
+async fn run(command: Command) -> Result<u8, Failure> {
+    match command {
+        Command::Prove(args) => prove::run(&args).await,
+        Command::Example(args) => example::run(&args).await,
+        Command::Test(args) => suites::run_test(&args).await,
+        Command::History(args) => suites::run_history(&args),
+        Command::Halt(args) => suites::run_halt(&args).await,
+        Command::Resume(args) => suites::run_resume(&args).await,
+        Command::Coordinator(args) => fleet::run_coordinator(&args).await,
+        Command::Worker(args) => fleet::run_worker(&args).await,
+        Command::Status(args) => fleet::status(&args).await,
+        Command::Results(args) => fleet::results(&args).await,
+        Command::Cancel(args) => fleet::cancel(&args).await,
+        Command::Mutate(args) => mutate::run(&args).await,
     }
 }

@@ -482,3 +482,65 @@ fn a_missing_image_or_engine_is_an_infrastructure_failure_in_one_line() {
     );
     assert!(missing.evidence.is_none());
 }
+
+/// Ctrl-C on an embedded docker proof: the running job's container is stopped and removed
+/// before the process exits, and the exit code says it was interrupted.
+#[test]
+fn an_interrupted_docker_proof_removes_its_containers_and_exits_130() {
+    if !docker_ready() {
+        return;
+    }
+    let repo = pytest_pager_repo();
+    add_fix_with_test(&repo);
+    repo.write(
+        "tests/test_export.py",
+        "import time\n\n\ndef test_the_export_finishes():\n    time.sleep(120)\n",
+    );
+    repo.commit("tests: a slow export");
+    let mut child = support::assay()
+        .arg("prove")
+        .arg("-C")
+        .arg(repo.path())
+        .args([
+            "--base",
+            "main~1",
+            "--sandbox",
+            "docker",
+            "--repeats",
+            "1",
+            "--no-mutation",
+            "--criterion",
+            "guard: test_the_export_finishes",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("assay starts");
+    let label = format!("assay.worker_id=embedded-{}", child.id());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    while containers_labelled(&label).is_empty() {
+        if std::time::Instant::now() > deadline || child.try_wait().expect("wait").is_some() {
+            let _ = child.kill();
+            panic!("no container of the proof appeared: {:?}", child.wait_with_output());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let interrupt = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(interrupt.success());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(40);
+    while child.try_wait().expect("wait").is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("assay did not stop within 40 s of Ctrl-C");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let output = child.wait_with_output().expect("output");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("error: interrupted"), "{stderr}");
+    assert!(containers_labelled(&label).is_empty(), "{stderr}");
+}

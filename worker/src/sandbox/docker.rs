@@ -23,6 +23,7 @@ use bollard::query_parameters::{
 use futures::StreamExt;
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt;
@@ -610,6 +611,33 @@ async fn remove(docker: &Docker, id: &str) -> Result<(), EngineError> {
     docker.remove_container(id, Some(options)).await
 }
 
+/// Containers this process created and has not removed yet (running, or being removed).
+static LIVE_CONTAINERS: AtomicUsize = AtomicUsize::new(0);
+static CONTAINER_REMOVED: tokio::sync::Notify = tokio::sync::Notify::const_new();
+
+fn container_gone() {
+    LIVE_CONTAINERS.fetch_sub(1, Ordering::SeqCst);
+    CONTAINER_REMOVED.notify_waiters();
+}
+
+/// Waits, at most `limit`, until every container this process created is removed; false when
+/// some remain. An interrupted CLI calls this after dropping its jobs: their containers are
+/// removed on spawned tasks, which must finish before the runtime goes away.
+pub async fn wait_for_removals(limit: Duration) -> bool {
+    let all_removed = async {
+        loop {
+            let removed = CONTAINER_REMOVED.notified();
+            tokio::pin!(removed);
+            removed.as_mut().enable();
+            if LIVE_CONTAINERS.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            removed.await;
+        }
+    };
+    tokio::time::timeout(limit, all_removed).await.is_ok()
+}
+
 /// Owns a created container until it is removed. Dropped while armed (timeout in the caller,
 /// a cancelled future, a panic), it removes the container on a spawned task; a crash of the
 /// whole worker is covered by `reap_leftovers` at the next start.
@@ -621,6 +649,7 @@ struct ContainerGuard {
 
 impl ContainerGuard {
     fn new(docker: Docker, id: String) -> Self {
+        LIVE_CONTAINERS.fetch_add(1, Ordering::SeqCst);
         ContainerGuard {
             docker,
             id,
@@ -633,13 +662,16 @@ impl ContainerGuard {
     }
 
     async fn remove(&mut self) -> Result<(), EngineError> {
-        self.armed = false;
-        match remove(&self.docker, &self.id).await {
+        let removed = match remove(&self.docker, &self.id).await {
             Err(EngineError::DockerResponseServerError {
                 status_code: 404, ..
             }) => Ok(()),
             other => other,
-        }
+        };
+        // Disarmed only now: dropped during the removal, the guard removes it again.
+        self.armed = false;
+        container_gone();
+        removed
     }
 }
 
@@ -655,9 +687,11 @@ impl Drop for ContainerGuard {
                     if let Err(error) = remove(&docker, &id).await {
                         tracing::warn!(container = %id, %error, "failed to remove a dropped job's container");
                     }
+                    container_gone();
                 });
             }
             Err(_) => {
+                container_gone();
                 tracing::warn!(container = %id, "no runtime to remove a dropped job's container; it is reaped at the next start")
             }
         }

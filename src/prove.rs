@@ -391,7 +391,6 @@ async fn run_embedded(
         .await
         .map_err(|e| Failure::infrastructure(e.into()))?;
     let mut evidence = engine::conclude(prepared, &results, started, clock);
-    evidence.sandbox = Some(recorded);
     proof_history::record(&args.state_dir, prepared, &results, &*store, started).await?;
     let mutation_check = match mutation_budget {
         Some(budget) if evidence.verdict == Verdict::Proven => {

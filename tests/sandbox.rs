@@ -521,7 +521,10 @@ fn an_interrupted_docker_proof_removes_its_containers_and_exits_130() {
     while containers_labelled(&label).is_empty() {
         if std::time::Instant::now() > deadline || child.try_wait().expect("wait").is_some() {
             let _ = child.kill();
-            panic!("no container of the proof appeared: {:?}", child.wait_with_output());
+            panic!(
+                "no container of the proof appeared: {:?}",
+                child.wait_with_output()
+            );
         }
         std::thread::sleep(std::time::Duration::from_millis(200));
     }

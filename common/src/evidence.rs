@@ -24,11 +24,50 @@ pub struct Evidence {
     /// Report-only checks; absent until they run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mutation_check: Option<serde_json::Value>,
-    /// The sandbox the jobs ran in (embedded mode; a fleet's workers each use their own).
+    /// The sandbox the jobs ran in, when they all ran in the same one (embedded mode, or a
+    /// fleet whose workers agree); each worker's own is under `workers`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<SandboxEvidence>,
+    /// Every worker that ran a job of the proof (as `jobs[].worker` names it), in the order
+    /// they first appear in the plan, with the sandbox it ran its jobs in.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub workers: Vec<WorkerEvidence>,
     pub started_at: String,
     pub duration_s: f64,
+}
+
+/// A worker that ran jobs of a proof, and what isolated them there.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WorkerEvidence {
+    pub worker: String,
+    /// Absent when none of its jobs reached a sandbox.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<SandboxEvidence>,
+}
+
+impl WorkerEvidence {
+    /// One entry per worker in plan order, and the sandbox every job that reached one shares
+    /// (`None` when they differ or none did).
+    pub fn of(results: &[JobResult]) -> (Vec<WorkerEvidence>, Option<SandboxEvidence>) {
+        let mut workers: Vec<WorkerEvidence> = Vec::new();
+        for result in results {
+            let name = result.worker.to_string();
+            match workers.iter_mut().find(|w| w.worker == name) {
+                Some(known) if known.sandbox.is_none() => known.sandbox = result.sandbox.clone(),
+                Some(_) => {}
+                None => workers.push(WorkerEvidence {
+                    worker: name,
+                    sandbox: result.sandbox.clone(),
+                }),
+            }
+        }
+        let mut sandboxes = results.iter().filter_map(|r| r.sandbox.as_ref());
+        let shared = sandboxes
+            .next()
+            .cloned()
+            .filter(|first| sandboxes.all(|s| s == first));
+        (workers, shared)
+    }
 }
 
 /// What isolated the jobs: the sandbox kind and, for a container, the exact image and limits.
@@ -36,7 +75,9 @@ pub struct Evidence {
 pub struct SandboxEvidence {
     /// `process` or `docker`.
     pub kind: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// `null` for the process sandbox. Always written: job results carry this struct in
+    /// bincode, which cannot skip a field.
+    #[serde(default)]
     pub container: Option<ContainerEvidence>,
 }
 
@@ -119,4 +160,61 @@ pub fn declared(criteria: &[Criterion]) -> Vec<String> {
         .iter()
         .map(|c| format!("{}: {}: {}", c.id, c.kind, c.test.display()))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::{JobId, ProofId, WorkerId};
+    use crate::outcome::ReportOutcome;
+
+    fn ran_on(worker: &str, sandbox: Option<&str>) -> JobResult {
+        JobResult {
+            job_id: JobId::for_index(&ProofId("p-1".into()), 0),
+            index: 0,
+            status: JobStatus::Completed { exit_code: 0 },
+            report: ReportOutcome::Missing,
+            artifacts: Vec::new(),
+            duration_ms: 10,
+            worker: WorkerId(worker.into()),
+            sandbox: sandbox.map(|kind| SandboxEvidence {
+                kind: kind.into(),
+                container: None,
+            }),
+        }
+    }
+
+    #[test]
+    fn each_worker_is_listed_once_with_its_sandbox_and_a_shared_one_is_the_proofs() {
+        let results = [
+            ran_on("ci-7", None),
+            ran_on("ci-3", Some("docker")),
+            ran_on("ci-7", Some("docker")),
+            ran_on("ci-3", Some("docker")),
+        ];
+        let (workers, shared) = WorkerEvidence::of(&results);
+        let listed: Vec<(&str, Option<&str>)> = workers
+            .iter()
+            .map(|w| {
+                (
+                    w.worker.as_str(),
+                    w.sandbox.as_ref().map(|s| s.kind.as_str()),
+                )
+            })
+            .collect();
+        assert_eq!(listed, [("ci-7", Some("docker")), ("ci-3", Some("docker"))]);
+        assert_eq!(shared.map(|s| s.kind), Some("docker".into()));
+    }
+
+    #[test]
+    fn workers_in_different_sandboxes_share_none() {
+        let results = [
+            ran_on("ci-3", Some("docker")),
+            ran_on("laptop", Some("process")),
+        ];
+        let (workers, shared) = WorkerEvidence::of(&results);
+        assert_eq!(workers.len(), 2);
+        assert_eq!(shared, None);
+        assert_eq!(WorkerEvidence::of(&[ran_on("ci-3", None)]).1, None);
+    }
 }

@@ -1,5 +1,6 @@
 //! Jobs and their results: what the coordinator publishes and what a worker reports back.
 
+use crate::evidence::SandboxEvidence;
 use crate::ids::{JobId, ProofId, TreeId, WorkerId};
 use crate::outcome::ReportOutcome;
 use crate::runner::ReportFormat;
@@ -125,6 +126,8 @@ pub struct JobResult {
     pub artifacts: Vec<ArtifactRef>,
     pub duration_ms: u64,
     pub worker: WorkerId,
+    /// The sandbox the worker ran it in; `None` when it never reached one (a delivery cap).
+    pub sandbox: Option<SandboxEvidence>,
 }
 
 impl JobResult {
@@ -141,6 +144,7 @@ impl JobResult {
             artifacts: Vec::new(),
             duration_ms: 0,
             worker,
+            sandbox: None,
         }
     }
 }

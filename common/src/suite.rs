@@ -553,6 +553,7 @@ mod tests {
             artifacts: vec![],
             duration_ms: 5,
             worker: WorkerId("w".into()),
+            sandbox: None,
         }
     }
 

@@ -5,7 +5,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 /// Bump on any change to a message type's shape.
-pub const PROTOCOL_VERSION: u16 = 3;
+pub const PROTOCOL_VERSION: u16 = 4;
 const MAGIC: &[u8; 4] = b"ASY1";
 
 #[derive(Debug, thiserror::Error)]
@@ -75,6 +75,10 @@ mod tests {
             artifacts: vec![],
             duration_ms: 1200,
             worker: WorkerId("w-1".into()),
+            sandbox: Some(crate::evidence::SandboxEvidence {
+                kind: "process".into(),
+                container: None,
+            }),
         }
     }
 

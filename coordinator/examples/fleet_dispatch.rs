@@ -47,6 +47,7 @@ fn done(spec: &JobSpec, worker: &WorkerId) -> JobResult {
         artifacts: Vec::new(),
         duration_ms: 0,
         worker: worker.clone(),
+        sandbox: None,
     }
 }
 

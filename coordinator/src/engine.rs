@@ -6,7 +6,7 @@ use crate::plan::{ProofPlanInput, plan_proof};
 use crate::queue::{JobQueue, QueueError};
 use crate::source::{self, CandidateSpec, Change, SourceError};
 use assay_common::criteria::Criterion;
-use assay_common::evidence::{Evidence, JobEvidence, RevisionInfo, SCHEMA};
+use assay_common::evidence::{Evidence, JobEvidence, RevisionInfo, SCHEMA, WorkerEvidence};
 use assay_common::job::{JobResult, JobSpec};
 use assay_common::manifest::{ManifestError, ManifestJob, parse_manifest};
 use assay_common::runner::{ReportFormat, RunnerKind};
@@ -396,6 +396,7 @@ pub fn conclude(
     started: SystemTime,
     elapsed: Instant,
 ) -> Evidence {
+    let (workers, sandbox) = WorkerEvidence::of(results);
     let observations: Vec<Observation<'_>> = proof
         .jobs
         .iter()
@@ -438,7 +439,8 @@ pub fn conclude(
             .map(|(spec, result)| JobEvidence::new(spec, result))
             .collect(),
         mutation_check: None,
-        sandbox: None,
+        sandbox,
+        workers,
         started_at: rfc3339(started),
         duration_s: elapsed.elapsed().as_secs_f64(),
     }

@@ -341,6 +341,7 @@ impl JobRunner for Noop {
             }],
             duration_ms: 0,
             worker: self.0.clone(),
+            sandbox: None,
         }
     }
 }
@@ -399,12 +400,21 @@ async fn run_embedded_proof(prepared: &PreparedProof, dir: &Path) -> Evidence {
     engine::conclude(prepared, &results, SystemTime::now(), Instant::now())
 }
 
-/// Evidence with ids, timings, workers and artifact keys removed: what must match.
+/// Evidence with ids, timings, workers and artifact keys removed: what must match. Of the
+/// workers, only the sandboxes they ran jobs in remain.
 fn comparable(evidence: &Evidence) -> serde_json::Value {
     let mut value = serde_json::to_value(evidence).unwrap();
     for key in ["proof_id", "started_at", "duration_s"] {
         value[key] = serde_json::Value::Null;
     }
+    let mut sandboxes: Vec<String> = evidence
+        .workers
+        .iter()
+        .map(|w| serde_json::to_string(&w.sandbox).unwrap())
+        .collect();
+    sandboxes.sort();
+    sandboxes.dedup();
+    value["workers"] = sandboxes.into();
     for job in value["jobs"].as_array_mut().unwrap() {
         for key in ["job_id", "duration_s", "worker", "artifacts"] {
             job[key] = serde_json::Value::Null;
@@ -438,6 +448,29 @@ async fn a_fleet_proof_gives_the_same_verdicts_and_evidence_as_embedded() {
         assay_common::verdict::Verdict::Proven
     );
     assert_eq!(comparable(&fleet_evidence), comparable(&embedded));
+    // Each worker that ran a job is named with the sandbox it ran it in.
+    assert_eq!(
+        fleet_evidence.sandbox.as_ref().map(|s| s.kind.as_str()),
+        Some("process")
+    );
+    assert!(!fleet_evidence.workers.is_empty());
+    for worker in &fleet_evidence.workers {
+        assert!(
+            ["worker-a", "worker-b"].contains(&worker.worker.as_str()),
+            "{worker:?}"
+        );
+        assert_eq!(
+            worker.sandbox.as_ref().map(|s| s.kind.as_str()),
+            Some("process")
+        );
+        assert!(
+            fleet_evidence
+                .jobs
+                .iter()
+                .any(|j| j.worker == worker.worker),
+            "{worker:?} ran a job"
+        );
+    }
     // Every artifact is in S3 under its recorded key, with its recorded sha256.
     let store = fleet.store();
     for job in &fleet_evidence.jobs {

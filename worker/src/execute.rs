@@ -108,6 +108,7 @@ async fn run_in(job: &JobSpec, ctx: &JobContext, scratch: &Path) -> Result<JobRe
                 artifacts: run.artifacts,
                 duration_ms: 0,
                 worker: ctx.worker_id.clone(),
+                sandbox: Some(ctx.sandbox.evidence()),
             });
         }
     };
@@ -230,6 +231,7 @@ async fn run_in(job: &JobSpec, ctx: &JobContext, scratch: &Path) -> Result<JobRe
         artifacts,
         duration_ms: 0,
         worker: ctx.worker_id.clone(),
+        sandbox: Some(ctx.sandbox.evidence()),
     })
 }
 

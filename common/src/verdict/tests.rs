@@ -25,6 +25,7 @@ fn result(index: u32, status: JobStatus, report: ReportOutcome) -> JobResult {
         artifacts: vec![],
         duration_ms: 10,
         worker: WorkerId("w".into()),
+        sandbox: None,
     }
 }
 

@@ -478,6 +478,7 @@ mod tests {
             artifacts: vec![],
             duration_ms: 40,
             worker: WorkerId("embedded-1".into()),
+            sandbox: None,
         };
         let done = JobStatus::Completed { exit_code: 1 };
         let report = ReportOutcome::Parsed(TestReport {

@@ -301,7 +301,7 @@ fn proofs_reach_the_same_verdicts_in_containers_as_in_processes() {
         assert_eq!(container["network"], "none");
         assert_eq!(
             process.evidence.as_ref().unwrap()["sandbox"],
-            serde_json::json!({"kind": "process"})
+            serde_json::json!({"kind": "process", "container": null})
         );
         for job in evidence["jobs"].as_array().expect("jobs") {
             assert!(job["status"] == "completed", "{label}: {job:#}");

@@ -187,7 +187,7 @@ pub enum ProgressEvent {
     JobFinished {
         done: u32,
         total: u32,
-        result: JobResult,
+        result: Box<JobResult>,
     },
     /// The evidence report as JSON (its schema is the document's, not the wire's).
     Finished {

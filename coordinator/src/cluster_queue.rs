@@ -93,7 +93,7 @@ async fn await_result(
                     return Err("the progress subscription closed".into());
                 };
                 match wire::decode::<ProgressEvent>("progress", &event.payload) {
-                    Ok(ProgressEvent::JobFinished { result, .. }) => return Ok(result),
+                    Ok(ProgressEvent::JobFinished { result, .. }) => return Ok(*result),
                     Ok(ProgressEvent::Cancelled) => return Err("the job was cancelled".into()),
                     Ok(
                         ProgressEvent::Finished { .. }

@@ -471,7 +471,7 @@ impl ProgressSink for NatsProgress {
             let _ = self.events.send(ProgressEvent::JobFinished {
                 done: done as u32,
                 total: total as u32,
-                result: result.clone(),
+                result: Box::new(result.clone()),
             });
         }
     }

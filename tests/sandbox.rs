@@ -11,6 +11,18 @@ use support::{PAGER_BUGGY, PAGER_FIXED, Repo, Run, prove, pytest_pager_repo};
 
 const IMAGE: &str = "assay-runner-python:latest";
 
+/// A docker proof of one run per side against `main~1`, before its `--criterion` value.
+const ONE_DOCKER_RUN: [&str; 8] = [
+    "--base",
+    "main~1",
+    "--sandbox",
+    "docker",
+    "--repeats",
+    "1",
+    "--no-mutation",
+    "--criterion",
+];
+
 /// Whether the engine answers and has the runner image; says loudly why not.
 fn docker_ready() -> bool {
     let inspect = Command::new("docker")
@@ -349,20 +361,9 @@ fn containers_of_a_killed_proof_are_reaped_by_the_next_and_live_owners_are_left_
 
     let repo = pytest_pager_repo();
     add_fix_with_test(&repo);
-    let run = prove(
-        &repo,
-        &[
-            "--base",
-            "main~1",
-            "--sandbox",
-            "docker",
-            "--repeats",
-            "1",
-            "--no-mutation",
-            "--criterion",
-            "test: test_partial_last_page_is_counted",
-        ],
-    );
+    let mut args = ONE_DOCKER_RUN.to_vec();
+    args.push("test: test_partial_last_page_is_counted");
+    let run = prove(&repo, &args);
     let left_dead = containers_labelled(&format!("assay.worker_id={dead_owner}"));
     let left_live = containers_labelled(&format!("assay.worker_id={live_owner}"));
     for id in &left_live {
@@ -501,17 +502,8 @@ fn an_interrupted_docker_proof_removes_its_containers_and_exits_130() {
         .arg("prove")
         .arg("-C")
         .arg(repo.path())
-        .args([
-            "--base",
-            "main~1",
-            "--sandbox",
-            "docker",
-            "--repeats",
-            "1",
-            "--no-mutation",
-            "--criterion",
-            "guard: test_the_export_finishes",
-        ])
+        .args(ONE_DOCKER_RUN)
+        .arg("guard: test_the_export_finishes")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()

@@ -174,7 +174,7 @@ pub async fn serve(
         store,
         metrics,
     };
-    serve_with(config, parts, shutdown).await
+    serve_validated(config, parts, shutdown).await
 }
 
 /// What [`serve_with`] runs jobs with: the runner, the store its probes check, and the metrics
@@ -191,8 +191,16 @@ pub async fn serve_with(
     parts: WorkerParts,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServiceError> {
+    config.service.validate()?;
+    serve_validated(config, parts, shutdown).await
+}
+
+async fn serve_validated(
+    config: WorkerConfig,
+    parts: WorkerParts,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServiceError> {
     let service = &config.service;
-    service.validate()?;
     let WorkerParts {
         runner,
         store,

@@ -17,8 +17,8 @@ use bollard::container::LogOutput;
 use bollard::errors::Error as EngineError;
 use bollard::models::{ContainerCreateBody, HostConfig, HostConfigLogConfig, Mount, MountType};
 use bollard::query_parameters::{
-    AttachContainerOptionsBuilder, KillContainerOptionsBuilder, ListContainersOptionsBuilder,
-    RemoveContainerOptionsBuilder,
+    AttachContainerOptionsBuilder, CreateContainerOptionsBuilder, KillContainerOptionsBuilder,
+    ListContainersOptionsBuilder, RemoveContainerOptionsBuilder,
 };
 use futures::StreamExt;
 use std::collections::HashMap;
@@ -232,14 +232,9 @@ impl DockerSandbox {
             let Some(id) = container.id.filter(|_| abandoned) else {
                 continue;
             };
-            match remove(&self.docker, &id).await {
-                Ok(()) => reaped += 1,
-                // Gone already: another cleanup path got there first.
-                Err(EngineError::DockerResponseServerError {
-                    status_code: 404, ..
-                }) => {}
-                Err(source) => return Err(reap_error(source)),
-            }
+            // Gone already (another cleanup path got there first) counts as removed.
+            remove(&self.docker, &id).await.map_err(reap_error)?;
+            reaped += 1;
         }
         Ok(reaped)
     }
@@ -393,13 +388,17 @@ impl Sandbox for DockerSandbox {
         };
 
         let creating = Instant::now();
+        // Named before it exists, and guarded from then on: a job dropped while the engine is
+        // still creating its container (a cancel, a Ctrl-C) removes it by that name.
+        let mut container = ContainerGuard::new(self.docker.clone(), container_name(&run.job_id));
+        let id = container.id().to_owned();
+        let options = CreateContainerOptionsBuilder::default().name(&id).build();
         let created = self
             .docker
-            .create_container(None, self.container_body(run, user))
-            .await
-            .map_err(|e| self.backend_error(run, "create the job's container", &e))?;
-        let mut container = ContainerGuard::new(self.docker.clone(), created.id);
-        let id = container.id().to_owned();
+            .create_container(Some(options), self.container_body(run, user))
+            .await;
+        container.created();
+        created.map_err(|e| self.backend_error(run, "create the job's container", &e))?;
 
         let attach = AttachContainerOptionsBuilder::default()
             .stdout(true)
@@ -603,12 +602,62 @@ fn is_path_char(c: char) -> bool {
     c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '/' | '~' | '+' | '@')
 }
 
+/// Removes a container whose create request was dropped unanswered: the engine may create it
+/// after a first removal finds nothing, so a missing container is looked for again for
+/// [`CREATION_GRACE`].
+async fn remove_once_created(docker: &Docker, id: &str) -> Result<(), EngineError> {
+    let options = RemoveContainerOptionsBuilder::default()
+        .force(true)
+        .v(true)
+        .build();
+    let deadline = Instant::now() + CREATION_GRACE;
+    loop {
+        match docker.remove_container(id, Some(options.clone())).await {
+            Err(EngineError::DockerResponseServerError {
+                status_code: 404, ..
+            }) if Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(EngineError::DockerResponseServerError {
+                status_code: 404, ..
+            }) => return Ok(()),
+            other => return other,
+        }
+    }
+}
+
+/// Removes a container; one that does not exist (never created, or already gone) is fine.
 async fn remove(docker: &Docker, id: &str) -> Result<(), EngineError> {
     let options = RemoveContainerOptionsBuilder::default()
         .force(true)
         .v(true)
         .build();
-    docker.remove_container(id, Some(options)).await
+    match docker.remove_container(id, Some(options)).await {
+        Err(EngineError::DockerResponseServerError {
+            status_code: 404, ..
+        }) => Ok(()),
+        other => other,
+    }
+}
+
+/// A name no other container has: the job id (as Docker allows it), this process and a count.
+fn container_name(job_id: &str) -> String {
+    static CREATED: AtomicUsize = AtomicUsize::new(0);
+    let job: String = job_id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "_.-".contains(c) {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    format!(
+        "assay-{job}-{}-{}",
+        std::process::id(),
+        CREATED.fetch_add(1, Ordering::Relaxed)
+    )
 }
 
 /// Containers this process created and has not removed yet (running, or being removed).
@@ -645,7 +694,13 @@ struct ContainerGuard {
     docker: Docker,
     id: String,
     armed: bool,
+    /// The create request was sent and has not answered: the engine may still be creating the
+    /// container, so a removal that finds none must look again.
+    creating: bool,
 }
+
+/// How long a dropped job's removal keeps looking for a container still being created.
+const CREATION_GRACE: Duration = Duration::from_secs(5);
 
 impl ContainerGuard {
     fn new(docker: Docker, id: String) -> Self {
@@ -654,7 +709,13 @@ impl ContainerGuard {
             docker,
             id,
             armed: true,
+            creating: true,
         }
+    }
+
+    /// The engine answered the create request (either way).
+    fn created(&mut self) {
+        self.creating = false;
     }
 
     fn id(&self) -> &str {
@@ -662,12 +723,7 @@ impl ContainerGuard {
     }
 
     async fn remove(&mut self) -> Result<(), EngineError> {
-        let removed = match remove(&self.docker, &self.id).await {
-            Err(EngineError::DockerResponseServerError {
-                status_code: 404, ..
-            }) => Ok(()),
-            other => other,
-        };
+        let removed = remove(&self.docker, &self.id).await;
         // Disarmed only now: dropped during the removal, the guard removes it again.
         self.armed = false;
         container_gone();
@@ -681,10 +737,16 @@ impl Drop for ContainerGuard {
             return;
         }
         let (docker, id) = (self.docker.clone(), std::mem::take(&mut self.id));
+        let creating = self.creating;
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) => {
                 runtime.spawn(async move {
-                    if let Err(error) = remove(&docker, &id).await {
+                    let removed = if creating {
+                        remove_once_created(&docker, &id).await
+                    } else {
+                        remove(&docker, &id).await
+                    };
+                    if let Err(error) = removed {
                         tracing::warn!(container = %id, %error, "failed to remove a dropped job's container");
                     }
                     container_gone();

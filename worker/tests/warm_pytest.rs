@@ -150,6 +150,44 @@ async fn a_forked_run_ends_like_a_fresh_one_and_sees_each_edit() {
     assert_eq!(no_tests, SandboxExit::Exited(5), "{}", job.stdout());
 }
 
+/// `python -c CODE ARGS` (the coverage baseline, the re-run plugin) runs warm as it would
+/// fresh, and the job's PYTEST_ADDOPTS applies to its run (the server's warm-up sets it aside).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dash_c_code_and_the_jobs_pytest_addopts_run_warm_as_they_would_fresh() {
+    let warm = WarmPytest::new(ProcessSandbox, 1);
+    let job = Job::new();
+    let addopts = [("PAGER_LOCALE", "en_GB"), ("PYTEST_ADDOPTS", "-k partial")];
+    let selected = warm
+        .run_mutant(&job.run(&["tests/test_pager.py"], Duration::from_secs(120), &addopts))
+        .await
+        .expect("forked run");
+    assert_eq!(selected, SandboxExit::Exited(0), "{}", job.stdout());
+    assert!(
+        job.stdout().contains("1 passed, 2 deselected"),
+        "{}",
+        job.stdout()
+    );
+
+    let mut code = job.run(&[], Duration::from_secs(120), &addopts);
+    code.command = [
+        "python3",
+        "-c",
+        // The last field tells a warm fork (pytest already loaded) from a fresh interpreter.
+        "import os, sys\nfrom pager import page_count\nprint(sys.argv[1:], page_count(11, 5), os.environ['PAGER_LOCALE'], 'pytest' in sys.modules)\nsys.exit(3)",
+        "report.json",
+        "-q",
+    ]
+    .map(String::from)
+    .to_vec();
+    let fresh = ProcessSandbox.run(&code).await.expect("fresh -c run");
+    let fresh_stdout = job.stdout();
+    let forked = warm.run_mutant(&code).await.expect("forked -c run");
+    assert_eq!(fresh, SandboxExit::Exited(3));
+    assert_eq!(forked, fresh);
+    assert_eq!(fresh_stdout, "['report.json', '-q'] 3 en_GB False\n");
+    assert_eq!(job.stdout(), "['report.json', '-q'] 3 en_GB True\n");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hanging_run_is_killed_at_its_timeout_and_the_server_serves_on() {
     let warm = WarmPytest::new(ProcessSandbox, 1);

@@ -105,6 +105,9 @@ def warm_up():
     saved_modules = set(sys.modules)
     saved_cwd = os.getcwd()
     saved_fds = (os.dup(1), os.dup(2))
+    # The project's own options and plugins are for its runs, not for this suite.
+    saved_env = {name: os.environ.pop(name) for name in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS")
+                 if name in os.environ}
     directory = None
     try:
         directory = tempfile.mkdtemp(prefix="assay-warm-up-")
@@ -133,6 +136,7 @@ def warm_up():
         for fd in saved_fds:
             os.close(fd)
         os.chdir(saved_cwd)
+        os.environ.update(saved_env)
         sys.path[:] = saved_path
         for name in set(sys.modules) - saved_modules:
             if name == "test_warm_up" or name.startswith("test_warm_up."):

@@ -1,10 +1,13 @@
 //! Suite history for proofs: a proof's suite jobs (base-suite, then candidate-suite) are
 //! recorded like `assay test` runs, under the candidate's branch, so `assay history` shows
 //! proofs and suite runs side by side and the candidate's entry is compared with the base's.
+//! The base-suite is recorded as a baseline, compared with nothing: it runs the code before
+//! the change, so comparing it with the branch's last run (often the previous proof's
+//! candidate) would call every failure the change fixes a new regression.
 
 use crate::exit::Failure;
 use crate::suites;
-use assay_common::job::JobKind;
+use assay_common::job::{JobKind, Side};
 use assay_coordinator::engine::{self, PreparedProof};
 use assay_coordinator::source::{self, CandidateSpec};
 use assay_coordinator::suite::history::{self, RunSummary};
@@ -40,8 +43,12 @@ pub async fn record(
             result,
             coverage,
         );
-        let record = history.record(run, history::DEFAULT_COVERAGE_DROP_THRESHOLD);
-        suites::print_alerts(record);
+        if spec.side == Side::Base {
+            history.record_baseline(run);
+        } else {
+            let record = history.record(run, history::DEFAULT_COVERAGE_DROP_THRESHOLD);
+            suites::print_alerts(record);
+        }
     }
     suites::save_history(&path, &history);
     Ok(())

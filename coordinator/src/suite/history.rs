@@ -155,8 +155,24 @@ impl History {
         let previous = match run.status {
             // An errored run says nothing about regressions, and is no baseline either.
             SuiteStatus::Error => None,
-            _ => self.last_comparable(),
+            _ => self.last_comparable().cloned(),
         };
+        self.append(run, previous.as_ref(), coverage_threshold)
+    }
+
+    /// Appends a run that the next run is compared against but that is not compared itself: a
+    /// proof's base-suite runs the code before the change, so a failure the change fixes is
+    /// no regression of the branch, whatever the last run showed.
+    pub fn record_baseline(&mut self, run: RunSummary) -> &RunRecord {
+        self.append(run, None, 0.0)
+    }
+
+    fn append(
+        &mut self,
+        run: RunSummary,
+        previous: Option<&RunRecord>,
+        coverage_threshold: f64,
+    ) -> &RunRecord {
         let mut record = RunRecord {
             timestamp: run.timestamp,
             run_id: run.run_id,
@@ -369,6 +385,29 @@ mod tests {
             status_detail: None,
             failed_cases: failed.iter().map(|s| s.to_string()).collect(),
         }
+    }
+
+    #[test]
+    fn a_proofs_base_suite_is_a_baseline_not_a_regression_of_the_last_candidate() {
+        let mut history = History::new("/srv/pricing", "fix-discount");
+        for _ in 0..2 {
+            let base =
+                history.record_baseline(run(&["test_discount"], 2, None, SuiteStatus::Failing));
+            assert!(
+                base.alerts.is_empty() && base.newly_failing.is_empty(),
+                "{base:?}"
+            );
+            let candidate = history.record(run(&[], 2, None, SuiteStatus::Passing), 5.0);
+            assert!(candidate.alerts.is_empty(), "{candidate:?}");
+        }
+        // A candidate that breaks what its base passed is still a regression.
+        history.record_baseline(run(&[], 2, None, SuiteStatus::Passing));
+        let broken = history.record(
+            run(&["test_full_price"], 2, None, SuiteStatus::Failing),
+            5.0,
+        );
+        assert_eq!(broken.alerts.len(), 1, "{broken:?}");
+        assert_eq!(broken.newly_failing.len(), 1);
     }
 
     #[test]

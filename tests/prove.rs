@@ -503,6 +503,25 @@ fn a_proof_records_its_suite_jobs_in_the_candidate_branch_history() {
     assert_eq!(candidate["coverage_pct"], serde_json::Value::Null);
     assert_eq!(candidate["new_failures"], 0);
 
+    // A second proof of the same fix: its base-suite fails the test the fix makes pass, as
+    // before; that is a baseline, not a regression against the first proof's candidate.
+    let mut again = criteria.to_vec();
+    let state_arg = state.display().to_string();
+    again.extend(["--state-dir", &state_arg]);
+    let (second, _out) = prove_keeping_store(&repo, &again);
+    assert_eq!(second.code, 0, "{}", second.explain());
+    assert!(!second.stderr.contains("[ALERT]"), "{}", second.explain());
+    let runs = history(&repo, &state, None)["runs"].clone();
+    let runs = runs.as_array().unwrap();
+    assert_eq!(runs.len(), 4);
+    for run in runs {
+        assert_eq!(run["alerts"], serde_json::json!([]), "{run}");
+    }
+    assert_eq!(
+        runs[2]["failed"], 1,
+        "the second base fails as the first did"
+    );
+
     // A candidate named by its commit has no branch: it is recorded under `detached`.
     let commit = repo.git(&["rev-parse", "HEAD"]);
     let mut by_commit = criteria.to_vec();

@@ -7,6 +7,7 @@ mod support;
 
 use serde_json::Value;
 use std::process::Command;
+use support::docker::containers_labelled;
 use support::{PAGER_BUGGY, PAGER_FIXED, Repo, Run, prove, pytest_pager_repo};
 
 const IMAGE: &str = "assay-runner-python:latest";
@@ -41,19 +42,6 @@ fn docker_ready() -> bool {
         "\n*** SKIPPING docker sandbox test: {why}\n*** (build the image with deploy/build-images.sh --runner-only; set ASSAY_REQUIRE_DOCKER=1 to make this a failure)\n"
     );
     false
-}
-
-fn containers_labelled(label: &str) -> Vec<String> {
-    let out = Command::new("docker")
-        .args(["ps", "-a", "-q", "--filter"])
-        .arg(format!("label={label}"))
-        .output()
-        .expect("docker ps runs");
-    assert!(out.status.success(), "docker ps: {out:?}");
-    String::from_utf8_lossy(&out.stdout)
-        .split_whitespace()
-        .map(str::to_owned)
-        .collect()
 }
 
 fn proof_id(run: &Run) -> String {

@@ -167,6 +167,20 @@ impl Fleet {
         Arc::new(worker::open_store("s3://assay-artifacts", &s3_options(&self.s3)).unwrap())
     }
 
+    /// Puts the proof's trees in the fleet's store, as the CLI does before it submits.
+    async fn upload(&self, prepared: &PreparedProof) {
+        client::upload_trees(self.store().as_ref(), prepared)
+            .await
+            .unwrap();
+    }
+
+    /// The invoice proof of `repo`, prepared and its trees uploaded.
+    async fn uploaded(&self, repo: &Path) -> PreparedProof {
+        let prepared = prepare(repo);
+        self.upload(&prepared).await;
+        prepared
+    }
+
     fn coordinator(&self) -> Service {
         let mut config = CoordinatorConfig::new(self.service_config("coordinator-cache"));
         config.tuning = self.tuning;
@@ -362,9 +376,7 @@ async fn run_fleet_proof(
     client: &async_nats::Client,
     prepared: &PreparedProof,
 ) -> Evidence {
-    client::upload_trees(fleet.store().as_ref(), prepared)
-        .await
-        .unwrap();
+    fleet.upload(prepared).await;
     let submission = client::submission(prepared, 4);
     tokio::time::timeout(
         Duration::from_secs(120),
@@ -500,10 +512,7 @@ async fn a_worker_killed_mid_job_hands_its_job_to_another_worker() {
     let doomed = fleet.worker("worker-doomed", 1);
     let client = fleet.client().await;
     fleet.wait_for_topology(&client).await;
-    let prepared = prepare(&repo);
-    client::upload_trees(fleet.store().as_ref(), &prepared)
-        .await
-        .unwrap();
+    let prepared = fleet.uploaded(&repo).await;
     let submission = client::submission(&prepared, 4);
     let client2 = client.clone();
     let store = fleet.store();
@@ -539,10 +548,7 @@ async fn a_job_past_its_delivery_cap_lands_in_the_infrastructure_lane() {
     let coordinator = fleet.coordinator();
     let client = fleet.client().await;
     fleet.wait_for_topology(&client).await;
-    let prepared = prepare(&repo);
-    client::upload_trees(fleet.store().as_ref(), &prepared)
-        .await
-        .unwrap();
+    let prepared = fleet.uploaded(&repo).await;
     let submission = client::submission(&prepared, 1);
     let client2 = client.clone();
     let store = fleet.store();
@@ -613,10 +619,7 @@ async fn a_restarted_coordinator_resumes_an_unfinished_proof() {
     let first = fleet.coordinator();
     let client = fleet.client().await;
     fleet.wait_for_topology(&client).await;
-    let prepared = prepare(&repo);
-    client::upload_trees(fleet.store().as_ref(), &prepared)
-        .await
-        .unwrap();
+    let prepared = fleet.uploaded(&repo).await;
     let submission = client::submission(&prepared, 2);
     let client2 = client.clone();
     let store = fleet.store();
@@ -653,10 +656,7 @@ async fn a_duplicate_result_is_applied_once() {
     let coordinator = fleet.coordinator();
     let client = fleet.client().await;
     fleet.wait_for_topology(&client).await;
-    let prepared = prepare(&repo);
-    client::upload_trees(fleet.store().as_ref(), &prepared)
-        .await
-        .unwrap();
+    let prepared = fleet.uploaded(&repo).await;
     let submission = client::submission(&prepared, 1);
     let client2 = client.clone();
     let store = fleet.store();
@@ -822,9 +822,7 @@ async fn a_small_proof_is_not_starved_by_a_huge_one_submitted_first() {
     let huge = prepare_with_repeats(&huge_repo, 10);
     let small = prepare(&small_repo);
     for prepared in [&huge, &small] {
-        client::upload_trees(fleet.store().as_ref(), prepared)
-            .await
-            .unwrap();
+        fleet.upload(prepared).await;
     }
     let started = Instant::now();
     // Its budget alone would let the huge proof fill the queue with 16 one-second jobs.
@@ -919,10 +917,7 @@ async fn a_stopping_worker_finishes_a_job_that_ends_within_its_grace() {
     let leaving = fleet.worker_with_grace("worker-leaving", 1, 60);
     let client = fleet.client().await;
     fleet.wait_for_topology(&client).await;
-    let prepared = prepare(&repo);
-    client::upload_trees(fleet.store().as_ref(), &prepared)
-        .await
-        .unwrap();
+    let prepared = fleet.uploaded(&repo).await;
     let proof = submit_timed(&fleet, &client, &prepared, 4, Instant::now());
     fleet.wait_for_ack_pending(&client, 1).await;
     // Stopping waits for the running job: it ends with a result, not a redelivery.
@@ -955,10 +950,7 @@ async fn a_stopping_worker_hands_back_a_job_still_running_after_its_grace() {
     let leaving = fleet.worker_with_grace("worker-leaving", 1, 1);
     let client = fleet.client().await;
     fleet.wait_for_topology(&client).await;
-    let prepared = prepare(&repo);
-    client::upload_trees(fleet.store().as_ref(), &prepared)
-        .await
-        .unwrap();
+    let prepared = fleet.uploaded(&repo).await;
     let proof = submit_timed(&fleet, &client, &prepared, 4, Instant::now());
     fleet.wait_for_ack_pending(&client, 1).await;
     let stopping = Instant::now();

@@ -2,6 +2,7 @@
 
 #![allow(dead_code)] // each test file uses its own subset
 
+pub mod docker;
 pub mod servers;
 
 use std::path::{Path, PathBuf};

@@ -15,6 +15,9 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 
+#[path = "../../tests/support/docker.rs"]
+mod docker;
+
 async fn docker_sandbox(worker_id: &str) -> Option<DockerSandbox> {
     let config = DockerConfig {
         memory_mb: 256,
@@ -49,16 +52,7 @@ fn git(repo: &Path, args: &[&str]) -> String {
 }
 
 fn containers_of_job(job_id: &str) -> Vec<String> {
-    let out = Command::new("docker")
-        .args(["ps", "-a", "-q", "--filter"])
-        .arg(format!("label=assay.job_id={job_id}"))
-        .output()
-        .expect("docker ps");
-    assert!(out.status.success(), "docker ps: {out:?}");
-    String::from_utf8_lossy(&out.stdout)
-        .split_whitespace()
-        .map(str::to_owned)
-        .collect()
+    docker::containers_labelled(&format!("assay.job_id={job_id}"))
 }
 
 /// The guest prints its genuine output, then tries everything it can against the worker's

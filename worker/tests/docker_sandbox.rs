@@ -12,6 +12,9 @@ use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
+#[path = "../../tests/support/docker.rs"]
+mod docker;
+
 /// Connects to the engine, or says loudly why these tests cannot run here.
 async fn docker_sandbox(worker_id: &str, config: DockerConfig) -> Option<DockerSandbox> {
     let required = std::env::var_os("ASSAY_REQUIRE_DOCKER").is_some();
@@ -107,16 +110,7 @@ impl Job {
 }
 
 fn containers_labelled(label: &str, value: &str) -> Vec<String> {
-    let output = Command::new("docker")
-        .args(["ps", "-a", "-q", "--filter"])
-        .arg(format!("label={label}={value}"))
-        .output()
-        .expect("docker ps");
-    assert!(output.status.success(), "docker ps failed: {output:?}");
-    String::from_utf8_lossy(&output.stdout)
-        .split_whitespace()
-        .map(str::to_owned)
-        .collect()
+    docker::containers_labelled(&format!("{label}={value}"))
 }
 
 fn assert_no_container_left(job: &Job) {

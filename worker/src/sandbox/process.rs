@@ -13,8 +13,9 @@ use tokio::process::Command;
 #[derive(Clone, Debug, Default)]
 pub struct ProcessSandbox;
 
-/// Kills the process group when dropped: covers timeouts, cancellation and panics alike.
-struct GroupGuard(Option<i32>);
+/// Kills the process group when dropped: covers timeouts, cancellation, panics and stragglers
+/// alike (the warm runner's forked children use it too).
+pub(super) struct GroupGuard(pub(super) Option<i32>);
 
 impl Drop for GroupGuard {
     fn drop(&mut self) {

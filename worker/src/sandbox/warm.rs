@@ -16,6 +16,7 @@
 //! The child is in its own process group, killed at the timeout or when the job is dropped,
 //! like the process sandbox's.
 
+use super::process::GroupGuard;
 use super::{Sandbox, SandboxError, SandboxExit, SandboxRun};
 use assay_common::evidence::SandboxEvidence;
 use async_trait::async_trait;
@@ -83,20 +84,6 @@ impl Server {
     async fn answer(&mut self) -> Option<Answer> {
         let line = self.answers.next_line().await.ok()??;
         serde_json::from_str(&line).ok()
-    }
-}
-
-/// Kills a forked child's process group when dropped (timeout, cancellation, stragglers).
-struct GroupGuard(Option<i32>);
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        if let Some(pgid) = self.0 {
-            // SAFETY: kill(2) with a negative pid signals a process group; no memory is touched.
-            unsafe {
-                libc::kill(-pgid, libc::SIGKILL);
-            }
-        }
     }
 }
 

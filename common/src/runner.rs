@@ -29,6 +29,15 @@ pub enum RunnerKind {
     Manifest,
 }
 
+/// The interpreter and pytest arguments of `PYTHON -m pytest ARGS…`; `None` for any other
+/// command (a wrapper such as `uv run pytest` included).
+pub fn python_m_pytest(command: &[String]) -> Option<(&String, &[String])> {
+    match command {
+        [python, m, pytest, args @ ..] if m == "-m" && pytest == "pytest" => Some((python, args)),
+        _ => None,
+    }
+}
+
 impl RunnerKind {
     pub const ALL: [RunnerKind; 7] = [
         RunnerKind::Pytest,

@@ -97,8 +97,7 @@ async fn run(
                 Some(Message::Halt(now)) => {
                     halted = now;
                     if !halted {
-                        observe(&mut consumer, &mut admission).await;
-                        last_read = Instant::now();
+                        last_read = observe(&mut consumer, &mut admission).await;
                     }
                 }
                 Some(Message::SlotFreed) => {
@@ -107,12 +106,11 @@ async fn run(
                 }
             },
             () = tokio::time::sleep_until(next_read), if read_due => {
-                observe(&mut consumer, &mut admission).await;
-                (last_read, read_due) = (Instant::now(), false);
+                last_read = observe(&mut consumer, &mut admission).await;
+                read_due = false;
             }
             _ = poll.tick(), if admission.has_waiting() => {
-                observe(&mut consumer, &mut admission).await;
-                last_read = Instant::now();
+                last_read = observe(&mut consumer, &mut admission).await;
             }
         }
         while !halted && let Some((_, waiter)) = admission.grant() {
@@ -123,14 +121,16 @@ async fn run(
     }
 }
 
+/// Reads the queue's depth into `admission`; returns when it was read.
 async fn observe(
     consumer: &mut PullConsumer,
     admission: &mut Admission<ProofId, oneshot::Sender<()>>,
-) {
+) -> Instant {
     match consumer.info().await {
         Ok(info) => admission.observe(info.num_pending as usize, info.num_waiting),
         Err(e) => {
             tracing::warn!(error = %e, "failed to read the work queue's depth; admission waits")
         }
     }
+    Instant::now()
 }

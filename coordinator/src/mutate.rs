@@ -404,13 +404,12 @@ pub async fn run(
         let Some(outcome) = outcome else { continue };
         if let Some(slot) = results[w.at].as_mut() {
             outcome.apply(slot);
-            let rerun_in_run = slot.status == Status::Killed && outcome.confirmed.is_some();
-            if outcome.confirmed == Some(false) && slot.status == Status::Killed {
-                slot.flaky = true;
-                slot.status_reason =
-                    Some("flaky kill: the killing tests passed when re-run at once".into());
-            }
-            if matches!(slot.status, Status::Killed | Status::Timeout) && !rerun_in_run {
+            let second_run = match slot.status {
+                Status::Killed => outcome.confirmed.is_none(),
+                Status::Timeout => true,
+                _ => false,
+            };
+            if second_run {
                 let mut again = w.spec.clone();
                 let killers = killing_node_ids(&slot.covered_by, &slot.killed_by);
                 if slot.status == Status::Killed && !killers.is_empty() {
@@ -498,6 +497,11 @@ impl Judged {
         slot.killed_by = self.killed_by.clone();
         slot.tests_completed = self.tests_completed;
         slot.duration_s = Some(self.duration_s);
+        if self.status == Status::Killed && self.confirmed == Some(false) {
+            slot.flaky = true;
+            slot.status_reason =
+                Some("flaky kill: the killing tests passed when re-run at once".into());
+        }
     }
 }
 

@@ -13,6 +13,7 @@
 //! separate job would start clean; kills that cannot be re-run this way keep the separate job.
 
 use assay_common::outcome::{CaseResult, Outcome, TestReport};
+use assay_common::runner::python_m_pytest;
 
 /// The variant (or variant suffix) that marks a re-run case.
 pub const RERUN_MARK: &str = "assay-rerun";
@@ -52,14 +53,12 @@ sys.exit(pytest.main(sys.argv[1:], plugins=[Rerun()]))
 /// `PYTHON -m pytest ARGS…` as `PYTHON -c RERUN_SCRIPT ARGS…`; any other command is kept (its
 /// kills are confirmed by a job).
 pub fn with_rerun(command: Vec<String>) -> Vec<String> {
-    match command.as_slice() {
-        [python, m, pytest, args @ ..] if m == "-m" && pytest == "pytest" => {
-            let mut argv = vec![python.clone(), "-c".into(), RERUN_SCRIPT.into()];
-            argv.extend(args.iter().cloned());
-            argv
-        }
-        _ => command,
-    }
+    let Some((python, args)) = python_m_pytest(&command) else {
+        return command;
+    };
+    let mut argv = vec![python.clone(), "-c".into(), RERUN_SCRIPT.into()];
+    argv.extend(args.iter().cloned());
+    argv
 }
 
 /// Whether a reported case is the re-run of another.

@@ -233,7 +233,9 @@ impl DockerSandbox {
                 continue;
             };
             // Gone already (another cleanup path got there first) counts as removed.
-            remove(&self.docker, &id).await.map_err(reap_error)?;
+            remove(&self.docker, &id, Duration::ZERO)
+                .await
+                .map_err(reap_error)?;
             reaped += 1;
         }
         Ok(reaped)
@@ -602,15 +604,15 @@ fn is_path_char(c: char) -> bool {
     c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '/' | '~' | '+' | '@')
 }
 
-/// Removes a container whose create request was dropped unanswered: the engine may create it
-/// after a first removal finds nothing, so a missing container is looked for again for
-/// [`CREATION_GRACE`].
-async fn remove_once_created(docker: &Docker, id: &str) -> Result<(), EngineError> {
+/// Removes a container; one that does not exist (never created, or already gone) is fine. For
+/// `creating`, a missing container is looked for again: the engine may still be creating one
+/// whose create request was abandoned.
+async fn remove(docker: &Docker, id: &str, creating: Duration) -> Result<(), EngineError> {
     let options = RemoveContainerOptionsBuilder::default()
         .force(true)
         .v(true)
         .build();
-    let deadline = Instant::now() + CREATION_GRACE;
+    let deadline = Instant::now() + creating;
     loop {
         match docker.remove_container(id, Some(options.clone())).await {
             Err(EngineError::DockerResponseServerError {
@@ -623,20 +625,6 @@ async fn remove_once_created(docker: &Docker, id: &str) -> Result<(), EngineErro
             }) => return Ok(()),
             other => return other,
         }
-    }
-}
-
-/// Removes a container; one that does not exist (never created, or already gone) is fine.
-async fn remove(docker: &Docker, id: &str) -> Result<(), EngineError> {
-    let options = RemoveContainerOptionsBuilder::default()
-        .force(true)
-        .v(true)
-        .build();
-    match docker.remove_container(id, Some(options)).await {
-        Err(EngineError::DockerResponseServerError {
-            status_code: 404, ..
-        }) => Ok(()),
-        other => other,
     }
 }
 
@@ -723,7 +711,7 @@ impl ContainerGuard {
     }
 
     async fn remove(&mut self) -> Result<(), EngineError> {
-        let removed = remove(&self.docker, &self.id).await;
+        let removed = remove(&self.docker, &self.id, Duration::ZERO).await;
         // Disarmed only now: dropped during the removal, the guard removes it again.
         self.armed = false;
         container_gone();
@@ -737,16 +725,16 @@ impl Drop for ContainerGuard {
             return;
         }
         let (docker, id) = (self.docker.clone(), std::mem::take(&mut self.id));
-        let creating = self.creating;
+        // A create request still unanswered: the engine may yet create the container.
+        let creating = if self.creating {
+            CREATION_GRACE
+        } else {
+            Duration::ZERO
+        };
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) => {
                 runtime.spawn(async move {
-                    let removed = if creating {
-                        remove_once_created(&docker, &id).await
-                    } else {
-                        remove(&docker, &id).await
-                    };
-                    if let Err(error) = removed {
+                    if let Err(error) = remove(&docker, &id, creating).await {
                         tracing::warn!(container = %id, %error, "failed to remove a dropped job's container");
                     }
                     container_gone();

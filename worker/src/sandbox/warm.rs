@@ -3,8 +3,8 @@
 //! wrapper keeps idle `adapters/warm_pytest.py` servers (pytest imported, nothing of the
 //! project) and runs such a command as a fork of one: the child takes the job's tree, its
 //! environment and output files, and runs exactly what `python -m pytest` runs; the product
-//! code is loaded from source in every child. The coverage baseline (`PYTHON -c CODE …`) runs
-//! the same way. Anything else goes to the wrapped sandbox.
+//! code is loaded from source in every child. `PYTHON -c CODE …` (the coverage baseline, the
+//! kill re-run plugin) runs the same way. Anything else goes to the wrapped sandbox.
 //!
 //! Whenever a job takes the last idle server of its kind and fewer servers of that kind were
 //! started than there are slots, a spare starts in the background, so the next job (the second
@@ -19,6 +19,7 @@
 use super::process::GroupGuard;
 use super::{Sandbox, SandboxError, SandboxExit, SandboxRun};
 use assay_common::evidence::SandboxEvidence;
+use assay_common::runner::python_m_pytest;
 use async_trait::async_trait;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -219,12 +220,14 @@ struct WarmCommand<'a> {
 }
 
 fn warm_command(command: &[String]) -> Option<WarmCommand<'_>> {
-    match command {
-        [python, m, pytest, args @ ..] if m == "-m" && pytest == "pytest" => Some(WarmCommand {
+    if let Some((python, args)) = python_m_pytest(command) {
+        return Some(WarmCommand {
             python,
             code: None,
             args,
-        }),
+        });
+    }
+    match command {
         [python, c, code, args @ ..] if c == "-c" => Some(WarmCommand {
             python,
             code: Some(code),

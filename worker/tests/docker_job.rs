@@ -8,7 +8,7 @@ use assay_common::job::{JobKind, JobSpec, JobStatus, Side};
 use assay_common::outcome::ReportOutcome;
 use assay_common::runner::ReportFormat;
 use assay_worker::execute::{JobContext, run_job};
-use assay_worker::sandbox::docker::{DockerConfig, DockerSandbox, DockerSetupError};
+use assay_worker::sandbox::docker::{DockerConfig, DockerSandbox};
 use assay_worker::store::{ArtifactStore, ObjectArtifactStore};
 use assay_worker::tree::GitTreeSource;
 use std::path::Path;
@@ -24,21 +24,7 @@ async fn docker_sandbox(worker_id: &str) -> Option<DockerSandbox> {
         pids: 64,
         ..DockerConfig::default()
     };
-    let setup = async {
-        let sandbox = DockerSandbox::connect(config, worker_id).await?;
-        sandbox.check_image().await?;
-        Ok::<_, DockerSetupError>(sandbox)
-    };
-    match setup.await {
-        Ok(sandbox) => Some(sandbox),
-        Err(error) if std::env::var_os("ASSAY_REQUIRE_DOCKER").is_none() => {
-            eprintln!(
-                "\n*** SKIPPING docker job test: {error}\n*** (set ASSAY_REQUIRE_DOCKER=1 to make this a failure)\n"
-            );
-            None
-        }
-        Err(error) => panic!("docker sandbox required but unavailable: {error}"),
-    }
+    docker::docker_sandbox(worker_id, config).await
 }
 
 fn git(repo: &Path, args: &[&str]) -> String {

@@ -15,25 +15,7 @@ use std::time::{Duration, Instant};
 #[path = "../../tests/support/docker.rs"]
 mod docker;
 
-/// Connects to the engine, or says loudly why these tests cannot run here.
-async fn docker_sandbox(worker_id: &str, config: DockerConfig) -> Option<DockerSandbox> {
-    let required = std::env::var_os("ASSAY_REQUIRE_DOCKER").is_some();
-    let setup = async {
-        let sandbox = DockerSandbox::connect(config, worker_id).await?;
-        sandbox.check_image().await?;
-        Ok::<_, DockerSetupError>(sandbox)
-    };
-    match setup.await {
-        Ok(sandbox) => Some(sandbox),
-        Err(error) if !required => {
-            eprintln!(
-                "\n*** SKIPPING docker sandbox test: {error}\n*** (set ASSAY_REQUIRE_DOCKER=1 to make this a failure)\n"
-            );
-            None
-        }
-        Err(error) => panic!("docker sandbox required but unavailable: {error}"),
-    }
-}
+use docker::docker_sandbox;
 
 fn small_limits() -> DockerConfig {
     DockerConfig {

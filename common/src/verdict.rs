@@ -273,6 +273,14 @@ fn rule(
             );
         }
     }
+    for (side, evidence) in [(Side::Base, base), (Side::Candidate, candidate)] {
+        if let Some(gap) = unreported_repeat(&evidence.runs) {
+            return (
+                Verdict::Unverified,
+                format!("{name} is not covered by every run on the {side}: {gap}; each proving test must be reported by all of its runs"),
+            );
+        }
+    }
     match criterion.kind {
         CriterionKind::Test => test_rule(name, base, candidate),
         CriterionKind::Guard => guard_rule(name, base, candidate),
@@ -310,17 +318,19 @@ fn test_rule(name: &str, base: &SideEvidence, candidate: &SideEvidence) -> (Verd
             Verdict::Refuted,
             format!("{name} passes on the base too: the change's test does not reproduce the bug"),
         ),
+        // Missing evidence, not evidence against the claim: the test never reached a result
+        // of its own on the base, so nothing says whether it catches the bug.
         Error => (
-            Verdict::Refuted,
+            Verdict::Unverified,
             format!(
-                "{name} errors on the base in setup or a fixture ({}), which is not a reproduced failure",
+                "{name} did not run to a result of its own on the base: the report marks it an error, not a failure ({}), so the bug was not reproduced; make its setup and fixtures work on the base so that it fails in its own body",
                 failing_variant(base)
             ),
         ),
         CollectionError(file) => (
-            Verdict::Refuted,
+            Verdict::Unverified,
             format!(
-                "{name} never ran on the base: {file} fails to collect or import, which is not a reproduced failure"
+                "{name} never ran on the base: {file} fails to collect, import or build there, so there is no evidence that the test catches the bug; make the test use only names the base already has, so that it fails for the bug and not at import"
             ),
         ),
         other => unverified_side(name, Side::Base, other),
@@ -399,6 +409,19 @@ fn disagreement(runs: &[RunOutcome]) -> Option<String> {
                 first.1, first.0, r.job
             )
         })
+    })
+}
+
+/// A run that observed nothing of the test while another run of the same side did: its
+/// repeats cannot be agreeing if one of them never ran the test.
+fn unreported_repeat(runs: &[RunOutcome]) -> Option<String> {
+    runs.iter().find_map(|r| r.outcome.observed())?;
+    runs.iter().find(|r| r.outcome.observed().is_none()).map(|r| {
+        let detail = match &r.outcome {
+            SideOutcome::NoEvidence(why) => format!(" ({why})"),
+            _ => String::new(),
+        };
+        format!("job {} reports it {}{detail}", r.job, r.outcome.label())
     })
 }
 

@@ -22,8 +22,16 @@ pub fn parse(bytes: &[u8]) -> ReportOutcome {
     parse_dialect(bytes, Dialect::Pytest)
 }
 
-/// Parses JUnit XML and checks it: every suite's (and the root's) declared `tests` count must
-/// equal the cases it holds, and at least one case (or collection error) must be present.
+/// Parses JUnit XML and checks it: every suite's (and the root's) declared counts must agree
+/// with what it lists, and at least one case (or collection error) must be present.
+///
+/// pytest ≥ 9 runs `subTest` blocks and the `subtests` fixture itself and counts every subtest
+/// in `tests=` while it lists one `<testcase>` per test, a failing subtest adding one more
+/// `<failure>` to its test's case. So for pytest the declared `tests` may exceed the listed
+/// cases, never fall short of them, and the declared `failures`, `errors` and `skipped` must
+/// equal the elements listed (pytest 8 and 9 both count one per element). A report cut short
+/// or with a failing case taken out stays refused; one with a passing case taken out reads as
+/// a run that lacks that case, which can never name a pass.
 pub fn parse_dialect(bytes: &[u8], dialect: Dialect) -> ReportOutcome {
     match parse_checked(bytes, dialect) {
         Ok(report) if report.cases.is_empty() && report.collection_errors.is_empty() => {
@@ -50,9 +58,19 @@ struct SuiteFrame {
     cases: Counts,
 }
 
+/// What a suite lists: its cases by outcome, and its `<failure>`/`<error>`/`<skipped>`
+/// elements (one case may hold several: a failing subtest each, or a teardown error).
 #[derive(Clone, Copy, Default)]
 struct Counts {
     total: u64,
+    failures: u64,
+    errors: u64,
+    skipped: u64,
+    elements: Elements,
+}
+
+#[derive(Clone, Copy, Default)]
+struct Elements {
     failures: u64,
     errors: u64,
     skipped: u64,
@@ -64,6 +82,7 @@ struct OpenCase {
     name: String,
     outcome: Outcome,
     message: Option<String>,
+    elements: Elements,
 }
 
 fn parse_checked(bytes: &[u8], dialect: Dialect) -> Result<TestReport, Problem> {
@@ -128,11 +147,13 @@ fn parse_checked(bytes: &[u8], dialect: Dialect) -> Result<TestReport, Problem> 
                             name,
                             outcome: Outcome::Passed,
                             message: None,
+                            elements: Elements::default(),
                         };
                         if is_empty {
+                            let elements = open.elements;
                             let outcome = finish_case(open, &mut report, dialect);
                             if let Some(suite) = suites.last_mut() {
-                                suite.cases.count(outcome);
+                                suite.cases.count(outcome, elements);
                             }
                         } else {
                             case = Some(open);
@@ -143,9 +164,18 @@ fn parse_checked(bytes: &[u8], dialect: Dialect) -> Result<TestReport, Problem> 
                             continue;
                         };
                         let outcome = match child {
-                            b"failure" => Outcome::Failed,
-                            b"error" => Outcome::Error,
-                            _ => Outcome::Skipped,
+                            b"failure" => {
+                                open.elements.failures += 1;
+                                Outcome::Failed
+                            }
+                            b"error" => {
+                                open.elements.errors += 1;
+                                Outcome::Error
+                            }
+                            _ => {
+                                open.elements.skipped += 1;
+                                Outcome::Skipped
+                            }
                         };
                         // A teardown error after a failure stays a failure; anything beats a skip.
                         if open.outcome == Outcome::Passed
@@ -170,9 +200,10 @@ fn parse_checked(bytes: &[u8], dialect: Dialect) -> Result<TestReport, Problem> 
                 }
                 b"testcase" => {
                     if let Some(open) = case.take() {
+                        let elements = open.elements;
                         let outcome = finish_case(open, &mut report, dialect);
                         if let Some(suite) = suites.last_mut() {
-                            suite.cases.count(outcome);
+                            suite.cases.count(outcome, elements);
                         }
                     }
                 }
@@ -192,7 +223,7 @@ fn parse_checked(bytes: &[u8], dialect: Dialect) -> Result<TestReport, Problem> 
         ));
     }
     if let Some(declared) = root_declared
-        && declared != all_cases
+        && !dialect.tests_count_agrees(declared, all_cases)
     {
         return Err(Problem::Inconsistent(format!(
             "the report declares {declared} tests but lists {all_cases}"
@@ -220,10 +251,16 @@ impl Counts {
         self.failures += other.failures;
         self.errors += other.errors;
         self.skipped += other.skipped;
+        self.elements.failures += other.elements.failures;
+        self.elements.errors += other.elements.errors;
+        self.elements.skipped += other.elements.skipped;
     }
 
-    fn count(&mut self, outcome: Option<Outcome>) {
+    fn count(&mut self, outcome: Option<Outcome>, elements: Elements) {
         self.total += 1;
+        self.elements.failures += elements.failures;
+        self.elements.errors += elements.errors;
+        self.elements.skipped += elements.skipped;
         match outcome {
             Some(Outcome::Failed) => self.failures += 1,
             Some(Outcome::Error) => self.errors += 1,
@@ -236,32 +273,49 @@ impl Counts {
 fn close_suite(frame: SuiteFrame, dialect: Dialect) -> Result<Counts, Problem> {
     let counts = frame.cases;
     if let Some(declared) = frame.declared
-        && declared != counts.total
+        && !dialect.tests_count_agrees(declared, counts.total)
     {
         return Err(Problem::Inconsistent(format!(
             "suite {:?} declares {declared} tests but lists {}",
             frame.name, counts.total
         )));
     }
-    // pytest counts hook and collection problems its own way; the generic producers
-    // count exactly the children they wrote.
-    if dialect == Dialect::Generic {
-        for (label, declared, listed) in [
-            ("failures", frame.declared_failures, counts.failures),
-            ("errors", frame.declared_errors, counts.errors),
-            ("skipped", frame.declared_skipped, counts.skipped),
-        ] {
-            if let Some(declared) = declared
-                && declared != listed
-            {
-                return Err(Problem::Inconsistent(format!(
-                    "suite {:?} declares {declared} {label} but lists {listed}",
-                    frame.name
-                )));
-            }
+    // pytest counts every element it writes (a case may hold several); the generic producers
+    // count the cases by their outcome.
+    let listed = match dialect {
+        Dialect::Pytest => (
+            counts.elements.failures,
+            counts.elements.errors,
+            counts.elements.skipped,
+        ),
+        Dialect::Generic => (counts.failures, counts.errors, counts.skipped),
+    };
+    for (label, declared, listed) in [
+        ("failures", frame.declared_failures, listed.0),
+        ("errors", frame.declared_errors, listed.1),
+        ("skipped", frame.declared_skipped, listed.2),
+    ] {
+        if let Some(declared) = declared
+            && declared != listed
+        {
+            return Err(Problem::Inconsistent(format!(
+                "suite {:?} declares {declared} {label} but lists {listed}",
+                frame.name
+            )));
         }
     }
     Ok(counts)
+}
+
+impl Dialect {
+    /// Whether a declared `tests` count agrees with the cases listed: exactly, except that
+    /// pytest also counts subtests it lists no case for.
+    fn tests_count_agrees(self, declared: u64, listed: u64) -> bool {
+        match self {
+            Dialect::Pytest => declared >= listed,
+            Dialect::Generic => declared == listed,
+        }
+    }
 }
 
 /// Records a case (or the collection error it stands for); returns the outcome it counts as

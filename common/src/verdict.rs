@@ -277,7 +277,9 @@ fn rule(
         if let Some(gap) = unreported_repeat(&evidence.runs) {
             return (
                 Verdict::Unverified,
-                format!("{name} is not covered by every run on the {side}: {gap}; each proving test must be reported by all of its runs"),
+                format!(
+                    "{name} is not covered by every run on the {side}: {gap}; each proving test must be reported by all of its runs"
+                ),
             );
         }
     }
@@ -416,13 +418,15 @@ fn disagreement(runs: &[RunOutcome]) -> Option<String> {
 /// repeats cannot be agreeing if one of them never ran the test.
 fn unreported_repeat(runs: &[RunOutcome]) -> Option<String> {
     runs.iter().find_map(|r| r.outcome.observed())?;
-    runs.iter().find(|r| r.outcome.observed().is_none()).map(|r| {
-        let detail = match &r.outcome {
-            SideOutcome::NoEvidence(why) => format!(" ({why})"),
-            _ => String::new(),
-        };
-        format!("job {} reports it {}{detail}", r.job, r.outcome.label())
-    })
+    runs.iter()
+        .find(|r| r.outcome.observed().is_none())
+        .map(|r| {
+            let detail = match &r.outcome {
+                SideOutcome::NoEvidence(why) => format!(" ({why})"),
+                _ => String::new(),
+            };
+            format!("job {} reports it {}{detail}", r.job, r.outcome.label())
+        })
 }
 
 /// Every case in the jobs' trustworthy reports whose function name the selector names.

@@ -421,3 +421,83 @@ fn manifest_rows_run_by_a_real_interpreter_are_judged() {
     .to_vec();
     assert_eq!(results, expected);
 }
+
+/// The interpreter of a virtual environment with one pytest major installed: `.ci/run` makes
+/// them and names them in `ASSAY_PYTEST8_PYTHON` and `ASSAY_PYTEST9_PYTHON`. Outside CI a
+/// missing one skips the test with a note; in CI (`CI` set) it fails.
+fn pytest_python(major: u8) -> Option<String> {
+    let var = format!("ASSAY_PYTEST{major}_PYTHON");
+    match std::env::var(&var) {
+        Ok(python) if !python.is_empty() => Some(python),
+        _ if std::env::var_os("CI").is_some() => {
+            panic!("{var} is not set: .ci/run creates the pytest {major} environment")
+        }
+        _ => {
+            eprintln!("skipped: {var} is not set (see .ci/run)");
+            None
+        }
+    }
+}
+
+/// pytest 8 and 9 write the same suite's JUnit XML differently: pytest 9 runs subtests itself,
+/// counts each in `tests=` and adds a `<failure>` per failing subtest to its test's case.
+/// Both reports must read as trustworthy, with every failing subtest failing its test.
+#[test]
+fn pytest_8_and_9_reports_with_subtests_parse_with_the_same_outcomes() {
+    for major in [8, 9] {
+        let Some(python) = pytest_python(major) else {
+            continue;
+        };
+        let dir = project("pytest-subtests");
+        let prefix = vec![python.clone(), "-m".into(), "pytest".into()];
+        let argv = RunnerKind::Pytest.command(&prefix, &[], &[]);
+        let report_path = dir.path().join("report.xml");
+        let output = run(dir.path(), &argv, &report_path, &[]);
+        assert_eq!(output.status.code(), Some(1), "pytest {major}: {output:?}");
+        let bytes = std::fs::read(&report_path).expect("pytest wrote its report");
+        let xml = String::from_utf8_lossy(&bytes);
+        let report = parsed(parse(&ReportFormat::JunitXml, Some(&bytes)));
+        assert_eq!(xml.matches("<testcase ").count(), 7, "{xml}");
+        let outcome = |name: &str| case(&report, name).outcome;
+        assert_eq!(outcome("test_balances_every_period"), Outcome::Passed);
+        assert_eq!(outcome("test_rounds_every_currency"), Outcome::Failed);
+        assert_eq!(outcome("test_rejects_text_amounts"), Outcome::Failed);
+        let single: Vec<Outcome> = report
+            .cases
+            .iter()
+            .filter(|c| c.name == "test_single_entries")
+            .map(|c| c.outcome)
+            .collect();
+        assert_eq!(single, [Outcome::Passed, Outcome::Failed]);
+        // A teardown error after a passing body is an error of the test, never a pass.
+        assert!(
+            report
+                .cases
+                .iter()
+                .filter(|c| c.name == "test_closing_keeps_the_balance")
+                .all(|c| c.outcome == Outcome::Error)
+        );
+        match major {
+            // The subtests fixture is pytest 9's own; pytest 8 errors at setup without it.
+            8 => {
+                assert_eq!(outcome("test_totals_by_account"), Outcome::Error);
+                // The passing body and its teardown error count as two.
+                assert!(xml.contains(r#"tests="8""#), "{xml}");
+            }
+            _ => {
+                assert_eq!(outcome("test_totals_by_account"), Outcome::Failed);
+                // 7 cases listed; 8 subtests and the teardown error counted on top of them.
+                assert!(xml.contains(r#"tests="16""#), "{xml}");
+            }
+        }
+        // A hand-edited report that drops a failure (turning its case into a pass) is refused.
+        let start = xml.find("<failure ").expect("a failure element");
+        let end = start + xml[start..].find("</failure>").expect("its end") + "</failure>".len();
+        let edited = format!("{}{}", &xml[..start], &xml[end..]);
+        let outcome = parse(&ReportFormat::JunitXml, Some(edited.as_bytes()));
+        assert!(
+            matches!(outcome, ReportOutcome::Inconsistent(_)),
+            "pytest {major}: an edited report was accepted: {outcome:?}"
+        );
+    }
+}

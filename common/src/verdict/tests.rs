@@ -127,7 +127,11 @@ fn import_error_on_base_is_missing_evidence_not_a_refutation() {
     let v = verdict_of("test: test_partial_page", &jobs);
     assert_eq!(v.verdict, Verdict::Unverified, "{}", v.reason);
     assert!(matches!(v.base.outcome, SideOutcome::CollectionError(ref f) if f == FILE));
-    assert!(v.reason.contains("names the base already has"), "{}", v.reason);
+    assert!(
+        v.reason.contains("names the base already has"),
+        "{}",
+        v.reason
+    );
 }
 
 #[test]
@@ -154,7 +158,11 @@ fn a_stability_run_that_does_not_report_the_test_leaves_it_unverified() {
     }
     let v = verdict_of(&format!("guard: {guard}"), &jobs);
     assert_eq!(v.verdict, Verdict::Unverified, "{}", v.reason);
-    assert!(v.reason.contains("job 2 reports it not_found"), "{}", v.reason);
+    assert!(
+        v.reason.contains("job 2 reports it not_found"),
+        "{}",
+        v.reason
+    );
     let labels: Vec<&str> = v.candidate.runs.iter().map(|r| r.outcome.label()).collect();
     assert_eq!(labels, ["passed", "not_found", "not_found"]);
 }

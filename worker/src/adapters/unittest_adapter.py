@@ -4,7 +4,8 @@ Usage: python3 unittest_adapter.py --report PATH [--name TEST ...] [--id ID ...]
        python3 unittest_adapter.py --collect --report PATH
 Without files or ids it discovers tests*.py from the current directory. --collect lists the
 cases (schema assay.unittest.cases/v1) and runs nothing; --id runs exactly one collected case. Load and import errors are
-reported as collection errors, never as test failures. The report is written only at the end,
+reported as collection errors, never as test failures; an exception raised inside the test
+method is a failure, one raised by setUp, tearDown or a cleanup an error. The report is written only at the end,
 with "complete": true, so a killed run leaves no trustworthy report behind.
 """
 
@@ -68,7 +69,7 @@ class Recorder(unittest.TestResult):
 
     def addError(self, test, err):
         super().addError(test, err)
-        self._record(test, "error", err)
+        self._record(test, "failed" if raised_in_body(test, err) else "error", err)
 
     def addSkip(self, test, reason):
         super().addSkip(test, reason)
@@ -87,10 +88,29 @@ class Recorder(unittest.TestResult):
         test._assay_had_subtests = True
         if err is None:
             self._record(subtest, "passed")
-        elif issubclass(err[0], test.failureException):
+        elif issubclass(err[0], test.failureException) or raised_in_body(test, err):
             self._record(subtest, "failed", err)
         else:
             self._record(subtest, "error", err)
+
+
+def raised_in_body(test, err):
+    """unittest reports every exception but an AssertionError through addError, from setUp,
+    the test method, tearDown and cleanups alike. An exception whose traceback passes through
+    the test method's own frame is a failure of the test (the code under test raised it); one
+    that never entered the method came from a fixture."""
+    if isinstance(test, unittest.case._SubTest):
+        test = test.test_case
+    method = getattr(type(test), getattr(test, "_testMethodName", ""), None)
+    code = getattr(method, "__code__", None)
+    if code is None or not err:
+        return False
+    tb = err[2]
+    while tb is not None:
+        if tb.tb_frame.f_code is code:
+            return True
+        tb = tb.tb_next
+    return False
 
 
 def flatten(suite):

@@ -1,0 +1,195 @@
+//! Verdict fidelity on the shapes real projects have: exceptions raised in a unittest body,
+//! fixtures that fail, tests that import what only the fix adds, and pytest 8 and 9 subtests.
+//! The real binary on real git repositories with real pytest and unittest.
+
+mod support;
+
+use support::{PAGER_BUGGY, PAGER_FIXED, Repo, prove};
+
+/// A ledger whose base raises `TypeError` on text amounts; the fix converts them.
+const LEDGER_BUGGY: &str = "def total(amounts):\n    return sum(amounts)\n";
+const LEDGER_FIXED: &str = "def total(amounts):\n    return sum(int(a) for a in amounts)\n";
+
+fn unittest_ledger(test_body: &str, set_up: &str) -> Repo {
+    let repo = Repo::new();
+    let tests = |extra: &str| {
+        format!(
+            "import unittest\n\nfrom ledger import total\n\n\nclass LedgerTests(unittest.TestCase):\n{set_up}    def test_numbers_add_up(self):\n        self.assertEqual(total([1, 2]), 3)\n{extra}"
+        )
+    };
+    repo.write("ledger.py", LEDGER_BUGGY)
+        .write("tests/__init__.py", "")
+        .write("tests/test_ledger.py", &tests(""));
+    repo.commit("ledger");
+    repo.write("ledger.py", LEDGER_FIXED)
+        .write("tests/test_ledger.py", &tests(test_body));
+    repo.commit("ledger: text amounts");
+    repo
+}
+
+const TEXT_AMOUNTS_TEST: &str = "\n    def test_text_amounts_add_up(self):\n        self.assertEqual(total([\"1\", \"2\"]), 3)\n";
+
+fn prove_text_amounts(repo: &Repo) -> support::Run {
+    prove(
+        repo,
+        &[
+            "--base",
+            "main~1",
+            "--runner",
+            "unittest",
+            "--no-mutation",
+            "--criterion",
+            "test: test_text_amounts_add_up",
+            "--criterion",
+            "guard: test_numbers_add_up",
+        ],
+    )
+}
+
+#[test]
+fn an_exception_raised_in_a_unittest_body_on_the_base_is_a_reproduced_failure() {
+    let repo = unittest_ledger(TEXT_AMOUNTS_TEST, "");
+    let run = prove_text_amounts(&repo);
+    assert_eq!(run.code, 0, "{}", run.explain());
+    assert_eq!(run.verdict_of("C1"), "proven");
+    assert_eq!(run.criterion("C1")["base"]["outcome"], "failed");
+}
+
+#[test]
+fn a_unittest_set_up_error_on_the_base_is_missing_evidence_not_a_refutation() {
+    // setUp calls the code under test, so on the base the error comes before the body runs.
+    let set_up = "    def setUp(self):\n        self.opening = total([\"0\"])\n\n";
+    let repo = unittest_ledger(TEXT_AMOUNTS_TEST, set_up);
+    let run = prove(
+        &repo,
+        &[
+            "--base",
+            "main~1",
+            "--runner",
+            "unittest",
+            "--no-mutation",
+            "--criterion",
+            "test: test_text_amounts_add_up",
+        ],
+    );
+    assert_eq!(run.code, 4, "{}", run.explain());
+    assert_eq!(run.verdict_of("C1"), "unverified");
+    assert_eq!(run.criterion("C1")["base"]["outcome"], "error");
+    let reason = run.criterion("C1")["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("not reproduced"), "{reason}");
+}
+
+#[test]
+fn a_test_that_cannot_import_on_the_base_is_unverified_not_refuted() {
+    let repo = Repo::new();
+    repo.write("pager.py", PAGER_BUGGY)
+        .write("conftest.py", "")
+        .write(
+            "tests/test_pages.py",
+            "from pager import page_count\n\n\ndef test_full_pages():\n    assert page_count(10, 5) == 2\n",
+        );
+    repo.commit("pager");
+    // The fix adds a name, and the new test imports it: on the base the module cannot load.
+    repo.write(
+        "pager.py",
+        &format!("{PAGER_FIXED}\n\ndef last_page_size(total, size):\n    return total % size or size\n"),
+    )
+    .write(
+        "tests/test_last_page.py",
+        "from pager import last_page_size, page_count\n\n\ndef test_partial_last_page_is_counted():\n    assert page_count(11, 5) == 3\n",
+    );
+    repo.commit("pager: partial page");
+    let run = prove(
+        &repo,
+        &[
+            "--base",
+            "main~1",
+            "--no-mutation",
+            "--criterion",
+            "test: test_partial_last_page_is_counted",
+        ],
+    );
+    assert_eq!(run.code, 4, "{}", run.explain());
+    assert_eq!(run.verdict_of("C1"), "unverified");
+    assert_eq!(run.criterion("C1")["base"]["outcome"], "collection_error");
+    let reason = run.criterion("C1")["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("names the base already has"), "{reason}");
+}
+
+/// The interpreter of the pytest `major` environment `.ci/run` creates; see
+/// `common/tests/real_runners.rs`. Outside CI a missing one skips the test.
+fn pytest_python(major: u8) -> Option<String> {
+    let var = format!("ASSAY_PYTEST{major}_PYTHON");
+    match std::env::var(&var) {
+        Ok(python) if !python.is_empty() => Some(python),
+        _ if std::env::var_os("CI").is_some() => {
+            panic!("{var} is not set: .ci/run creates the pytest {major} environment")
+        }
+        _ => {
+            eprintln!("skipped: {var} is not set (see .ci/run)");
+            None
+        }
+    }
+}
+
+/// Periods whose subtests fail on the base; a guard with subtests that pass on both.
+fn subtest_ledger(candidate_breaks_guard: bool) -> Repo {
+    let repo = Repo::new();
+    let guard_expected = if candidate_breaks_guard { "4" } else { "3" };
+    let tests = |guard: &str| {
+        format!(
+            "import unittest\n\nfrom ledger import total\n\n\nclass LedgerTests(unittest.TestCase):\n    def test_numbers_add_up(self):\n        for amounts in ([1, 2], [2, 1]):\n            with self.subTest(amounts=amounts):\n                self.assertEqual(total(amounts), {guard})\n\n    def test_text_amounts_add_up(self):\n        for amounts in ([1, 2], [\"1\", \"2\"], [\"3\"]):\n            with self.subTest(amounts=amounts):\n                self.assertEqual(total(amounts), int(sum(int(a) for a in amounts)))\n"
+        )
+    };
+    repo.write("ledger.py", LEDGER_BUGGY)
+        .write("conftest.py", "")
+        .write("tests/test_ledger.py", &tests("3"));
+    repo.commit("ledger");
+    repo.write("ledger.py", LEDGER_FIXED)
+        .write("tests/test_ledger.py", &tests(guard_expected));
+    repo.commit("ledger: text amounts");
+    repo
+}
+
+#[test]
+fn subtests_prove_a_fix_and_break_a_guard_under_pytest_8_and_9() {
+    for major in [8, 9] {
+        let Some(python) = pytest_python(major) else {
+            continue;
+        };
+        let command = format!("{python} -m pytest");
+        for breaks_guard in [false, true] {
+            let repo = subtest_ledger(breaks_guard);
+            let run = prove(
+                &repo,
+                &[
+                    "--base",
+                    "main~1",
+                    "--runner",
+                    "pytest",
+                    "--test-command",
+                    &command,
+                    "--no-mutation",
+                    "--criterion",
+                    "test: test_text_amounts_add_up",
+                    "--criterion",
+                    "guard: test_numbers_add_up",
+                ],
+            );
+            let context = format!("pytest {major}, guard broken: {breaks_guard}");
+            assert_eq!(
+                run.verdict_of("C1"),
+                "proven",
+                "{context}: {}",
+                run.explain()
+            );
+            if breaks_guard {
+                assert_eq!(run.code, 1, "{context}: {}", run.explain());
+                assert_eq!(run.verdict_of("C2"), "refuted", "{context}");
+            } else {
+                assert_eq!(run.code, 0, "{context}: {}", run.explain());
+                assert_eq!(run.verdict_of("C2"), "proven", "{context}");
+            }
+        }
+    }
+}

@@ -32,8 +32,8 @@ impl ProgressSink for StderrProgress {
                 let what = match &result.status {
                     JobStatus::Completed { exit_code } => match result.report.problem() {
                         None => format!(
-                            "{} tests reported, exit {exit_code}",
-                            result.report.parsed().map_or(0, |r| r.cases.len())
+                            "{} reported, exit {exit_code}",
+                            count(result.report.parsed().map_or(0, |r| r.cases.len()), "test")
                         ),
                         Some(problem) => format!("exit {exit_code}, {problem}"),
                     },
@@ -53,6 +53,15 @@ impl ProgressSink for StderrProgress {
                 );
             }
         }
+    }
+}
+
+/// `1 test`, `2 tests`: a count with its noun agreeing.
+fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
     }
 }
 

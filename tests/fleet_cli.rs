@@ -530,3 +530,80 @@ async fn a_fleet_halt_holds_a_proofs_jobs_back_until_resume() {
         "{history}"
     );
 }
+
+/// The `assay coordinator` and `assay worker` lines of docs/fleet.md's first example, as argv.
+fn documented_service_commands() -> Vec<Vec<String>> {
+    let guide =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/fleet.md"))
+            .expect("read docs/fleet.md");
+    let block = guide
+        .split("```")
+        .nth(1)
+        .expect("docs/fleet.md opens with an example");
+    block
+        .lines()
+        .filter(|line| line.starts_with("assay coordinator") || line.starts_with("assay worker"))
+        .map(|line| {
+            line.trim_end_matches('&')
+                .split_whitespace()
+                .skip(1)
+                .map(String::from)
+                .collect()
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_documented_one_host_fleet_starts_both_services_and_proves() {
+    let fleet = Fleet::start();
+    let commands = documented_service_commands();
+    assert_eq!(commands.len(), 2, "{commands:?}");
+    let mut services = Vec::new();
+    // Exactly as written, but for the NATS port: no probe address is configured, so each
+    // service takes its own loopback default.
+    for (argv, (name, started, port)) in commands.iter().zip([
+        ("coordinator", "coordinator started", 9464),
+        ("worker", "worker started", 9465),
+    ]) {
+        let argv: Vec<String> = argv
+            .iter()
+            .map(|word| word.replace("nats://127.0.0.1:4222", &fleet.url()))
+            .collect();
+        let log = fleet.dir.path().join(format!("{name}.log"));
+        let child = support::assay()
+            .args(&argv)
+            .env("ASSAY_LOG", "info")
+            .env("ASSAY_STATE_DIR", fleet.dir.path().join("state"))
+            .env(
+                "ASSAY_TREE_CACHE_DIR",
+                fleet.dir.path().join(format!("{name}-trees")),
+            )
+            .envs(s3_env(fleet.s3.port))
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        let service = Service {
+            child,
+            log,
+            http_port: port,
+        };
+        service.wait_for_log(started);
+        services.push(service);
+    }
+    for service in &services {
+        assert!(
+            http_get(service.http_port, "/healthz").is_some(),
+            "no probes on 127.0.0.1:{}:\n{}",
+            service.http_port,
+            service.log()
+        );
+    }
+    let repo = pricing_repo(0.0);
+    let json = fleet.dir.path().join("proof.json");
+    let run = support::run(fleet.prove(&repo, &json, &["--no-mutation"]), Some(json));
+    assert_eq!(run.code, 0, "{}", run.explain());
+    for service in services {
+        assert_eq!(service.terminate(), Some(0));
+    }
+}

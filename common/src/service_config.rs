@@ -83,8 +83,16 @@ pub struct StoreSection {
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct HttpSection {
-    /// Empty: no HTTP endpoint.
-    pub listen: String,
+    /// Where probes and metrics are served. Unset: the role's loopback default (see
+    /// [`ServiceConfig::http_listen`]); empty: no HTTP endpoint.
+    pub listen: Option<String>,
+}
+
+/// Which service a configuration serves: their defaults differ where both run on one host.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    Coordinator,
+    Worker,
 }
 
 #[derive(Clone, Debug, PartialEq, Deserialize)]
@@ -142,9 +150,7 @@ impl Default for StoreSection {
 
 impl Default for HttpSection {
     fn default() -> Self {
-        Self {
-            listen: "0.0.0.0:9464".into(),
-        }
+        Self { listen: None }
     }
 }
 
@@ -173,6 +179,19 @@ impl Default for CoordinatorSection {
 
 impl ServiceConfig {
     /// Parses a file's text over the defaults; `origin` names it in errors.
+    /// The address probes and metrics are served on, `None` for none. By default each role
+    /// binds loopback on its own port (coordinator 9464, worker 9465), so a coordinator and a
+    /// worker started on one machine as docs/fleet.md shows both come up, and nothing is
+    /// exposed beyond the host unless configured (the chart sets `0.0.0.0:9464`).
+    pub fn http_listen(&self, role: Role) -> Option<String> {
+        match (&self.http.listen, role) {
+            (Some(listen), _) if listen.is_empty() => None,
+            (Some(listen), _) => Some(listen.clone()),
+            (None, Role::Coordinator) => Some("127.0.0.1:9464".into()),
+            (None, Role::Worker) => Some("127.0.0.1:9465".into()),
+        }
+    }
+
     pub fn from_toml(text: &str, origin: &str) -> Result<Self, ConfigError> {
         toml::from_str(text).map_err(|source| ConfigError::Parse {
             origin: origin.to_owned(),
@@ -199,7 +218,7 @@ impl ServiceConfig {
                 "ASSAY_SUBJECT_PREFIX" => self.nats.subject_prefix = value,
                 "ASSAY_NATS_CREDENTIALS" => self.nats.credentials_file = value,
                 "ASSAY_STORE" => self.store.url = value,
-                "ASSAY_HTTP_LISTEN" => self.http.listen = value,
+                "ASSAY_HTTP_LISTEN" => self.http.listen = Some(value),
                 "ASSAY_SLOTS" => {
                     self.worker.slots = value.parse().map_err(|_| ConfigError::Value {
                         key: "ASSAY_SLOTS",

@@ -46,7 +46,7 @@ fn every_value_the_chart_renders_reaches_the_loader() {
     assert_eq!(config.nats.url, "nats://nats.messaging.svc:4222");
     assert_eq!(config.nats.subject_prefix, "pager-ci");
     assert_eq!(config.store.url, "file:///srv/assay-artifacts");
-    assert_eq!(config.http.listen, "0.0.0.0:9100");
+    assert_eq!(config.http.listen.as_deref(), Some("0.0.0.0:9100"));
     assert_eq!(config.worker.slots, 6);
     assert_eq!(config.worker.sandbox, SandboxKind::Process);
     assert_eq!(

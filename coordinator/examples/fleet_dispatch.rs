@@ -109,7 +109,7 @@ fn service_config(url: &str) -> ServiceConfig {
     let mut config = ServiceConfig::default();
     config.nats.url = url.into();
     config.store.url = "memory://".into();
-    config.http.listen = String::new();
+    config.http.listen = Some(String::new());
     config
 }
 

@@ -15,7 +15,7 @@ use assay_common::fleet::{
     ProofSubmission, RevisionWire, Subjects, SubmitReply, SubmitRequest, evidence_key, keys,
 };
 use assay_common::job::JobResult;
-use assay_common::service_config::{ConfigError, ServiceConfig};
+use assay_common::service_config::{ConfigError, Role, ServiceConfig};
 use assay_common::wire;
 use assay_worker::health::{self, Probes};
 use assay_worker::metrics::Metrics;
@@ -121,20 +121,17 @@ pub async fn serve(
         halt: Arc::default(),
     };
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    if !service.http.listen.is_empty() {
+    if let Some(listen) = service.http_listen(Role::Coordinator) {
         let mut stop = stop_rx.clone();
         let probes = Probes {
             client: client.clone(),
             store: shared.store.clone(),
         };
-        health::spawn(&service.http.listen, probes, metrics, async move {
+        health::spawn(&listen, probes, metrics, async move {
             let _ = stop.wait_for(|s| *s).await;
         })
         .await
-        .map_err(|source| ServiceError::Http {
-            listen: service.http.listen.clone(),
-            source,
-        })?;
+        .map_err(|source| ServiceError::Http { listen, source })?;
     }
     // With history: the halt's current value first, so a halt set while no coordinator ran
     // holds from the start.

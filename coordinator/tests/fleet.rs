@@ -158,7 +158,7 @@ impl Fleet {
         let mut config = ServiceConfig::default();
         config.nats.url = self.url();
         config.store.url = "s3://assay-artifacts".into();
-        config.http.listen = String::new();
+        config.http.listen = Some(String::new());
         config.worker.tree_cache_dir = self.dir.path().join(cache).display().to_string();
         config
     }

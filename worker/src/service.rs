@@ -16,7 +16,7 @@ use crate::trace_context;
 use assay_common::WorkerId;
 use assay_common::fleet::Subjects;
 use assay_common::job::{JobResult, JobSpec};
-use assay_common::service_config::{ConfigError, ServiceConfig};
+use assay_common::service_config::{ConfigError, Role, ServiceConfig};
 use assay_common::wire;
 use async_nats::jetstream::{self, AckKind};
 use async_trait::async_trait;
@@ -212,10 +212,10 @@ async fn serve_validated(
     nats::results_stream(&js, &subjects, &config.tuning).await?;
     let consumer = nats::workers_consumer(&js, &subjects, &config.tuning).await?;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    if !service.http.listen.is_empty() {
+    if let Some(listen) = service.http_listen(Role::Worker) {
         let mut stop = stop_rx.clone();
         health::spawn(
-            &service.http.listen,
+            &listen,
             Probes {
                 client: client.clone(),
                 store,
@@ -226,10 +226,7 @@ async fn serve_validated(
             },
         )
         .await
-        .map_err(|source| ServiceError::Http {
-            listen: service.http.listen.clone(),
-            source,
-        })?;
+        .map_err(|source| ServiceError::Http { listen, source })?;
     }
     tracing::info!(worker_id = %config.worker_id, slots = service.worker.slots, "worker started");
     let slots = Arc::new(Semaphore::new(service.worker.slots as usize));

@@ -1,10 +1,10 @@
 //! Verdict fidelity on the shapes real projects have: exceptions raised in a unittest body,
-//! fixtures that fail, tests that import what only the fix adds, and pytest 8 and 9 subtests.
+//! fixtures that fail, and pytest 8 and 9 subtests (a base import error: tests/prove.rs).
 //! The real binary on real git repositories with real pytest and unittest.
 
 mod support;
 
-use support::{PAGER_BUGGY, PAGER_FIXED, Repo, prove};
+use support::{Repo, prove};
 
 /// A ledger whose base raises `TypeError` on text amounts; the fix converts them.
 const LEDGER_BUGGY: &str = "def total(amounts):\n    return sum(amounts)\n";
@@ -77,43 +77,6 @@ fn a_unittest_set_up_error_on_the_base_is_missing_evidence_not_a_refutation() {
     assert_eq!(run.criterion("C1")["base"]["outcome"], "error");
     let reason = run.criterion("C1")["reason"].as_str().unwrap_or_default();
     assert!(reason.contains("not reproduced"), "{reason}");
-}
-
-#[test]
-fn a_test_that_cannot_import_on_the_base_is_unverified_not_refuted() {
-    let repo = Repo::new();
-    repo.write("pager.py", PAGER_BUGGY)
-        .write("conftest.py", "")
-        .write(
-            "tests/test_pages.py",
-            "from pager import page_count\n\n\ndef test_full_pages():\n    assert page_count(10, 5) == 2\n",
-        );
-    repo.commit("pager");
-    // The fix adds a name, and the new test imports it: on the base the module cannot load.
-    repo.write(
-        "pager.py",
-        &format!("{PAGER_FIXED}\n\ndef last_page_size(total, size):\n    return total % size or size\n"),
-    )
-    .write(
-        "tests/test_last_page.py",
-        "from pager import last_page_size, page_count\n\n\ndef test_partial_last_page_is_counted():\n    assert page_count(11, 5) == 3\n",
-    );
-    repo.commit("pager: partial page");
-    let run = prove(
-        &repo,
-        &[
-            "--base",
-            "main~1",
-            "--no-mutation",
-            "--criterion",
-            "test: test_partial_last_page_is_counted",
-        ],
-    );
-    assert_eq!(run.code, 4, "{}", run.explain());
-    assert_eq!(run.verdict_of("C1"), "unverified");
-    assert_eq!(run.criterion("C1")["base"]["outcome"], "collection_error");
-    let reason = run.criterion("C1")["reason"].as_str().unwrap_or_default();
-    assert!(reason.contains("names the base already has"), "{reason}");
 }
 
 /// The interpreter of the pytest `major` environment `.ci/run` creates; see

@@ -129,7 +129,7 @@ fn a_broken_guard_refutes_the_proof() {
 }
 
 #[test]
-fn an_import_error_on_the_base_is_not_a_reproduction() {
+fn an_import_error_on_the_base_is_missing_evidence_not_a_refutation() {
     let repo = pytest_pager_repo();
     repo.write("pager.py", &format!("{PAGER_FIXED}\n\ndef last_page_size(total, size):\n    return total % size or size\n"))
         .write(
@@ -146,9 +146,11 @@ fn an_import_error_on_the_base_is_not_a_reproduction() {
             "test: test_last_page_size",
         ],
     );
-    assert_eq!(run.code, 1, "{}", run.explain());
-    assert_eq!(run.verdict_of("C1"), "refuted");
+    assert_eq!(run.code, 4, "{}", run.explain());
+    assert_eq!(run.verdict_of("C1"), "unverified");
     assert_eq!(run.criterion("C1")["base"]["outcome"], "collection_error");
+    let reason = run.criterion("C1")["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("names the base already has"), "{reason}");
 }
 
 #[test]

@@ -81,6 +81,15 @@ fn go_proofs_match_subtests_by_path_and_a_build_failure_is_no_reproduced_bug() {
     // The criterion-id fallback: C1 names `TestC1…`.
     assert_eq!(run.verdict_of("C1"), "proven", "{}", reason(&run, "C1"));
     assert_eq!(matched(&run, "C1", "base"), ["TestC1ZeroTTL"]);
+    // Every repeat ran it: a stability job that never reported the test would prove nothing.
+    for side in ["base", "candidate"] {
+        let runs: Vec<&str> = run.criterion("C1")[side]["runs"]
+            .as_array()
+            .map(|runs| runs.iter().filter_map(|r| r["outcome"].as_str()).collect())
+            .unwrap_or_default();
+        let expected = if side == "base" { "failed" } else { "passed" };
+        assert_eq!(runs, [expected, expected], "{side}: {}", run.explain());
+    }
     // `t.Run("at the limit")` is `TestCacheExpiry/at_the_limit`.
     assert_eq!(run.verdict_of("C2"), "proven", "{}", reason(&run, "C2"));
     // The failing sibling `at_the_limit` does not account for `expired`.
@@ -93,8 +102,9 @@ fn go_proofs_match_subtests_by_path_and_a_build_failure_is_no_reproduced_bug() {
         "{}",
         reason(&run, "C4")
     );
-    // The test does not build on the base: an error of its package, not a reproduced failure.
-    assert_eq!(run.verdict_of("C5"), "refuted");
+    // The test does not build on the base: an error of its package, not a reproduced failure,
+    // and no evidence against the fix either.
+    assert_eq!(run.verdict_of("C5"), "unverified");
     assert_eq!(run.criterion("C5")["base"]["outcome"], "collection_error");
     assert!(
         reason(&run, "C5").contains("example.com/pager/ledger"),

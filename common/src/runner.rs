@@ -75,6 +75,13 @@ impl RunnerKind {
         words.iter().map(|w| (*w).to_owned()).collect()
     }
 
+    /// Whether selecting by a name also selects every test whose name starts with it: pytest's
+    /// `-k` matches substrings and the unittest adapter prefixes; the other runners anchor
+    /// their patterns to whole names.
+    pub fn selects_by_prefix(self) -> bool {
+        matches!(self, Self::Pytest | Self::Unittest)
+    }
+
     /// Whether the runner can run at all without a configured command.
     pub fn needs_explicit_command(self) -> bool {
         matches!(self, Self::Junit | Self::Manifest)

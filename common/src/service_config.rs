@@ -80,7 +80,7 @@ pub struct StoreSection {
     pub url: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct HttpSection {
     /// Where probes and metrics are served. Unset: the role's loopback default (see
@@ -145,12 +145,6 @@ impl Default for StoreSection {
         Self {
             url: "file:///var/lib/assay/artifacts".into(),
         }
-    }
-}
-
-impl Default for HttpSection {
-    fn default() -> Self {
-        Self { listen: None }
     }
 }
 

@@ -34,7 +34,8 @@ fn the_charts_default_config_loads_as_rendered() {
     // The chart's defaults are the loader's defaults wherever the chart has no reason to differ.
     let defaults = ServiceConfig::default();
     assert_eq!(config.schema, defaults.schema);
-    assert_eq!(config.http, defaults.http);
+    // In a pod the probes must be reachable from the kubelet, not loopback only.
+    assert_eq!(config.http.listen.as_deref(), Some("0.0.0.0:9464"));
     assert_eq!(config.coordinator, defaults.coordinator);
     assert_eq!(config.worker.slots, defaults.worker.slots);
     assert_eq!(config.worker.tree_cache_dir, defaults.worker.tree_cache_dir);

@@ -1,6 +1,6 @@
 //! The planner: turns a proof into its jobs, in plan order. Pure: no git, no I/O.
 
-use assay_common::criteria::{Criterion, CriterionKind};
+use assay_common::criteria::{Criterion, CriterionKind, TestSelector};
 use assay_common::job::{JobKind, JobSpec, Side};
 use assay_common::runner::{ReportFormat, RunnerKind};
 use assay_common::{JobId, ProofId, TreeId};
@@ -55,25 +55,41 @@ pub fn plan_proof(input: &ProofPlanInput<'_>) -> Vec<JobSpec> {
     for side in [Side::Base, Side::Candidate] {
         push(JobKind::Suite, side, &[], &[]);
     }
-    let names_for = |kinds: &[CriterionKind]| -> Vec<String> {
-        let mut names: Vec<String> = input
+    // The repeats must run every proving test they repeat. A criterion-id fallback (`C1` →
+    // `test_c1_`, Go's `TestC1…`) is a prefix, which only pytest's `-k` and the unittest
+    // adapter select by; for other runners such a repeat selects nothing by name and runs all.
+    let names_for = |kinds: &[CriterionKind]| -> Option<Vec<String>> {
+        let criteria: Vec<&Criterion> = input
             .criteria
             .iter()
             .filter(|c| kinds.contains(&c.kind))
+            .collect();
+        if criteria.is_empty() {
+            return None;
+        }
+        let prefix_unselectable = !input.runner.selects_by_prefix()
+            && criteria
+                .iter()
+                .any(|c| matches!(c.test, TestSelector::IdPrefix(_)));
+        if prefix_unselectable {
+            return Some(Vec::new());
+        }
+        let mut names: Vec<String> = criteria
+            .iter()
             .map(|c| c.test.display().to_owned())
             .collect();
         names.sort();
         names.dedup();
-        names
+        Some(names)
     };
     let base_names = names_for(&[CriterionKind::Test]);
     let candidate_names = names_for(&[CriterionKind::Test, CriterionKind::Guard]);
     for _ in 1..input.repeats.max(1) {
-        if !base_names.is_empty() {
-            push(JobKind::Stability, Side::Base, &[], &base_names);
+        if let Some(names) = &base_names {
+            push(JobKind::Stability, Side::Base, &[], names);
         }
-        if !candidate_names.is_empty() {
-            push(JobKind::Stability, Side::Candidate, &[], &candidate_names);
+        if let Some(names) = &candidate_names {
+            push(JobKind::Stability, Side::Candidate, &[], names);
         }
     }
     jobs
@@ -149,6 +165,40 @@ mod tests {
                 "stability:candidate"
             ]
         );
+    }
+
+    #[test]
+    fn a_criterion_id_fallback_repeats_the_whole_selection_where_names_are_anchored() {
+        let criteria = parse_criteria(&["C1: test: a zero ttl expires".to_string()]).unwrap();
+        for (runner, selected) in [
+            (RunnerKind::Pytest, vec!["test_c1_".to_string()]),
+            (RunnerKind::Go, vec![]),
+        ] {
+            let jobs = plan_proof(&ProofPlanInput {
+                proof_id: &ProofId("p-1".into()),
+                runner,
+                command_prefix: &runner.default_command(),
+                criteria: &criteria,
+                changed_test_modules: &[],
+                base_tree: &TreeId("b".into()),
+                candidate_tree: &TreeId("c".into()),
+                repeats: 2,
+                timeout_secs: 60,
+                report: runner.report_format(),
+            });
+            let stability: Vec<&JobSpec> = jobs
+                .iter()
+                .filter(|j| j.kind == JobKind::Stability)
+                .collect();
+            assert_eq!(stability.len(), 2, "{runner}");
+            assert!(
+                stability.iter().all(|j| j.selected_tests == selected),
+                "{runner}"
+            );
+            if runner == RunnerKind::Go {
+                assert!(!stability[0].command.contains(&"-run".to_string()));
+            }
+        }
     }
 
     #[test]

@@ -162,14 +162,24 @@ pub async fn status(args: &StatusArgs) -> Result<u8, Failure> {
     let all = client::status(&proofs(&client).await?)
         .await
         .map_err(|e| Failure::infrastructure(e.into()))?;
-    for (record, done) in all {
+    for (record, progress) in all {
         let id = &record.submission.proof_id;
         if args.proof_id.as_deref().is_some_and(|p| p != id.as_str()) {
             continue;
         }
+        // The mutation phase shows once it has started: it runs only for a proven proof.
+        let mutation = if progress.mutation_done > 0 {
+            format!(
+                ", mutation {}/{} jobs",
+                progress.mutation_done, record.mutation_job_count
+            )
+        } else {
+            String::new()
+        };
         println!(
-            "{id}\t{}\t{done}/{} jobs",
+            "{id}\t{}\t{}/{} jobs{mutation}",
             record.status.label(),
+            progress.jobs_done,
             record.job_count
         );
     }
@@ -232,7 +242,8 @@ pub struct FleetStderr<'a> {
 impl FleetProgress for FleetStderr<'_> {
     fn job_finished(&mut self, done: u32, total: u32, result: &JobResult) {
         use assay_coordinator::engine::{ProgressSink, ProofEvent};
-        if let Some(spec) = self.jobs.get(result.index as usize) {
+        let index = result.index as usize;
+        if let Some(spec) = self.jobs.get(index) {
             if spec.kind == assay_common::job::JobKind::Suite {
                 self.suite_results.push(result.clone());
             }
@@ -242,6 +253,22 @@ impl FleetProgress for FleetStderr<'_> {
                 spec,
                 result,
             });
+        } else if !self.quiet {
+            // The mutation check's jobs follow the proof's: the unmutated run, then the mutants.
+            let label = if index == self.jobs.len() {
+                "unmutated"
+            } else {
+                "mutant"
+            };
+            let line = crate::reporter::job_line(
+                "mutation",
+                label,
+                done as usize,
+                total as usize,
+                result,
+                None,
+            );
+            eprintln!("{line}");
         }
     }
 

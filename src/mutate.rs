@@ -140,6 +140,7 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
                 Failure::usage(e.into())
             }
             MutateError::Source(_) => Failure::usage(e.into()),
+            MutateError::Stopped(_) => Failure::infrastructure(e.into()),
         })?;
     drop(queue);
     if let Some(path) = &args.json {

@@ -17,7 +17,6 @@ use assay_common::verdict::Verdict;
 use assay_coordinator::engine::{self, ProofRequest};
 use assay_coordinator::mutants::DEFAULT_MUTATION_BUDGET;
 use assay_coordinator::mutants::MutationCheck;
-use assay_coordinator::mutation;
 use assay_coordinator::queue::InProcessQueue;
 use assay_coordinator::source::CandidateSpec;
 use assay_worker::sandbox::Sandbox;
@@ -25,7 +24,7 @@ use assay_worker::store::ArtifactStore;
 use clap::Args;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Instant, SystemTime};
 
 #[derive(Args, Debug, Clone, Default)]
 pub struct ProveArgs {
@@ -120,8 +119,6 @@ struct Settings {
     junit: Option<PathBuf>,
     store: String,
     pass_env: Vec<String>,
-    /// The mutation check's budget; `None` when the check is off.
-    mutation_budget: Option<std::time::Duration>,
     sandbox: SandboxChoice,
 }
 
@@ -232,6 +229,11 @@ fn settings(args: &ProveArgs) -> Result<Settings, Failure> {
             test_globs: globs,
             repeats: args.repeats.or(repeats).unwrap_or(3).max(1),
             timeout_secs: args.timeout.or(timeout).unwrap_or(600),
+            mutation_budget: (!args.no_mutation && mutation.unwrap_or(true)).then(|| {
+                args.mutation_budget
+                    .or(mutation_budget)
+                    .map_or(DEFAULT_MUTATION_BUDGET, std::time::Duration::from_secs)
+            }),
         },
         jobs,
         json: args.json.clone().or(json),
@@ -242,11 +244,6 @@ fn settings(args: &ProveArgs) -> Result<Settings, Failure> {
             .or(store)
             .unwrap_or_else(config::default_store_url),
         pass_env: pass,
-        mutation_budget: (!args.no_mutation && mutation.unwrap_or(true)).then(|| {
-            args.mutation_budget
-                .or(mutation_budget)
-                .map_or(DEFAULT_MUTATION_BUDGET, std::time::Duration::from_secs)
-        }),
         sandbox,
     })
 }
@@ -279,7 +276,15 @@ pub async fn run(args: &ProveArgs) -> Result<u8, Failure> {
                 run_on_fleet(args, url, store.as_ref(), &prepared, settings.jobs).await?;
             proof_history::record(&args.state_dir, &prepared, &suite_results, &*store, started)
                 .await?;
-            (evidence, None)
+            // The coordinator ran the check; its evidence carries it for the summary.
+            let check = evidence
+                .mutation_check
+                .clone()
+                .map(serde_json::from_value::<MutationCheck>)
+                .transpose()
+                .context("the fleet's evidence holds a mutation check this build cannot read")
+                .infrastructure()?;
+            (evidence, check)
         }
         None => {
             let sandbox = embedded::open_sandbox(&settings.sandbox, settings.jobs).await?;
@@ -291,7 +296,6 @@ pub async fn run(args: &ProveArgs) -> Result<u8, Failure> {
                 &prepared,
                 settings.jobs,
                 &settings.pass_env,
-                settings.mutation_budget,
                 (started, clock),
             )
             .await?
@@ -371,7 +375,6 @@ async fn run_embedded(
     prepared: &engine::PreparedProof,
     jobs: usize,
     pass_env: &[String],
-    mutation_budget: Option<Duration>,
     (started, clock): (SystemTime, Instant),
 ) -> Result<(Evidence, Option<MutationCheck>), Failure> {
     let recorded = sandbox.evidence();
@@ -387,25 +390,12 @@ async fn run_embedded(
         embedded::job_context_in(sandbox, repo, store.clone(), pass_env, "assay-")?;
     let queue = InProcessQueue::start(ctx, jobs);
     let progress = StderrProgress { quiet: args.quiet };
-    let results = engine::run_jobs(&prepared.jobs, &queue, jobs, &progress)
+    let run = engine::run_proof(prepared, &queue, jobs, &progress, started, clock)
         .await
         .map_err(|e| Failure::infrastructure(e.into()))?;
-    let mut evidence = engine::conclude(prepared, &results, started, clock);
-    proof_history::record(&args.state_dir, prepared, &results, &*store, started).await?;
-    let mutation_check = match mutation_budget {
-        Some(budget) if evidence.verdict == Verdict::Proven => {
-            let check = mutation::run_check(prepared, &queue, jobs, budget, &progress).await;
-            evidence.mutation_check = Some(
-                serde_json::to_value(&check)
-                    .context("failed to encode the mutation check")
-                    .internal()?,
-            );
-            Some(check)
-        }
-        _ => None,
-    };
     drop(queue);
-    Ok((evidence, mutation_check))
+    proof_history::record(&args.state_dir, prepared, &run.results, &*store, started).await?;
+    Ok((run.evidence, run.mutation_check))
 }
 
 /// 0 proven, 1 refuted, 3 when infrastructure kept a verdict from being reached, else 4.

@@ -2,7 +2,7 @@
 //! optional JUnit XML for CI. Nothing else in Assay prints for humans.
 
 use assay_common::evidence::Evidence;
-use assay_common::job::{JobKind, JobStatus};
+use assay_common::job::{JobKind, JobResult, JobStatus};
 use assay_common::suite::{CaseOutcome, SuiteReport};
 use assay_common::verdict::{SideEvidence, Verdict};
 use assay_coordinator::engine::{ProgressSink, ProofEvent};
@@ -29,18 +29,6 @@ impl ProgressSink for StderrProgress {
                 spec,
                 result,
             } => {
-                let what = match &result.status {
-                    JobStatus::Completed { exit_code } => match result.report.problem() {
-                        None => format!(
-                            "{} reported, exit {exit_code}",
-                            count(result.report.parsed().map_or(0, |r| r.cases.len()), "test")
-                        ),
-                        Some(problem) => format!("exit {exit_code}, {problem}"),
-                    },
-                    JobStatus::TimedOut => format!("TIMEOUT after {} s", spec.timeout_secs),
-                    JobStatus::Infrastructure { message, .. } => format!("INFRA {message}"),
-                    JobStatus::Cancelled => "cancelled".into(),
-                };
                 // Mutants are their own phase, after (or instead of) the proof's jobs.
                 let (phase, label) = match (spec.kind, &spec.edit) {
                     (JobKind::Mutant, Some(_)) => ("mutation", spec.kind.label(spec.side)),
@@ -48,12 +36,42 @@ impl ProgressSink for StderrProgress {
                     _ => ("prove", spec.kind.label(spec.side)),
                 };
                 eprintln!(
-                    "[{phase}] {done}/{total} {label} ({:.1} s): {what}",
-                    result.duration_ms as f64 / 1000.0
+                    "{}",
+                    job_line(phase, &label, done, total, result, Some(spec.timeout_secs))
                 );
             }
         }
     }
+}
+
+/// `[prove] 3/8 base-suite (1.2 s): 12 tests reported, exit 0`: one finished job.
+pub fn job_line(
+    phase: &str,
+    label: &str,
+    done: usize,
+    total: usize,
+    result: &JobResult,
+    timeout_secs: Option<u64>,
+) -> String {
+    let what = match &result.status {
+        JobStatus::Completed { exit_code } => match result.report.problem() {
+            None => format!(
+                "{} reported, exit {exit_code}",
+                count(result.report.parsed().map_or(0, |r| r.cases.len()), "test")
+            ),
+            Some(problem) => format!("exit {exit_code}, {problem}"),
+        },
+        JobStatus::TimedOut => match timeout_secs {
+            Some(secs) => format!("TIMEOUT after {secs} s"),
+            None => "TIMEOUT".into(),
+        },
+        JobStatus::Infrastructure { message, .. } => format!("INFRA {message}"),
+        JobStatus::Cancelled => "cancelled".into(),
+    };
+    format!(
+        "[{phase}] {done}/{total} {label} ({:.1} s): {what}",
+        result.duration_ms as f64 / 1000.0
+    )
 }
 
 /// `1 test`, `2 tests`: a count with its noun agreeing.

@@ -318,11 +318,19 @@ async fn status_results_and_cancel_against_a_running_fleet() {
     assert_eq!(proved.code, 0, "{}", proved.explain());
     let evidence = proved.evidence.clone().unwrap();
     let quick_id = evidence["proof_id"].as_str().unwrap().to_owned();
+    // The proven proof's mutation check ran on the fleet: the unmutated run and each mutant.
+    let mutation_jobs = evidence["mutation_check"]["mutants"]
+        .as_array()
+        .map_or(0, Vec::len)
+        + 1;
+    assert!(mutation_jobs > 1, "{evidence:#}");
     let status = fleet.run(&["status"]);
     assert_eq!(status.code, 0, "{}", status.explain());
     assert_eq!(
         lines(&status.stdout),
-        [format!("{quick_id}\tfinished\t4/4 jobs")]
+        [format!(
+            "{quick_id}\tfinished\t4/4 jobs, mutation {mutation_jobs}/{mutation_jobs} jobs"
+        )]
     );
     let results_json = fleet.dir.path().join("results.json");
     let results = fleet.run(&[
@@ -350,7 +358,7 @@ async fn status_results_and_cancel_against_a_running_fleet() {
         .prove(
             &slow,
             &slow_json,
-            &["--repeats", "3", "--jobs", "2", "--quiet"],
+            &["--repeats", "3", "--jobs", "2", "--quiet", "--no-mutation"],
         )
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -404,7 +412,10 @@ async fn status_results_and_cancel_against_a_running_fleet() {
         (0, 0),
         "{consumer:?}"
     );
-    assert_eq!(worker.metric_sum("assay_job_outcomes_total"), Some(4 + 1));
+    assert_eq!(
+        worker.metric_sum("assay_job_outcomes_total"),
+        Some((4 + mutation_jobs + 1) as u64)
+    );
     let after = fleet.run(&["status", &slow_id]);
     assert_eq!(
         lines(&after.stdout),
@@ -606,4 +617,76 @@ async fn the_documented_one_host_fleet_starts_both_services_and_proves() {
     for service in services {
         assert_eq!(service.terminate(), Some(0));
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mutation_phase_shows_in_status_and_cancel_stops_it() {
+    let fleet = Fleet::start();
+    let coordinator = fleet.coordinator();
+    let worker = fleet.worker("worker-a", "1");
+    // Every job runs the slow new test, so the mutation phase lasts long enough to watch.
+    let repo = pricing_repo(1.5);
+    let json = fleet.dir.path().join("proof.json");
+    let submitter = fleet
+        .prove(&repo, &json, &["--repeats", "1", "--jobs", "1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let line = loop {
+        let status = fleet.run(&["status"]);
+        if let Some(line) = lines(&status.stdout)
+            .into_iter()
+            .find(|l| l.contains(", mutation "))
+        {
+            break line.to_owned();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the mutation phase never showed: {}\n{}",
+            status.explain(),
+            coordinator.log()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let proof_id = line.split('\t').next().unwrap().to_owned();
+    assert!(
+        line.starts_with(&format!("{proof_id}\trunning\t4/4 jobs, mutation ")),
+        "{line}\n{}",
+        coordinator.log()
+    );
+    let cancel = fleet.run(&["cancel", &proof_id]);
+    assert_eq!(cancel.code, 0, "{}", cancel.explain());
+    let output = tokio::task::spawn_blocking(move || submitter.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("[mutation] "),
+        "mutants were reported: {stderr}"
+    );
+    assert!(stderr.contains("was cancelled"), "{stderr}");
+    // No mutant of the cancelled proof is left queued.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let consumer = fleet.jobs_consumer().await;
+        if (consumer.num_pending, consumer.num_ack_pending) == (0, 0) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{consumer:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let after = fleet.run(&["status", &proof_id]);
+    assert!(
+        lines(&after.stdout)
+            .first()
+            .is_some_and(|l| l.starts_with(&format!("{proof_id}\tcancelled\t4/4 jobs"))),
+        "{}",
+        after.explain()
+    );
+    assert_eq!(worker.terminate(), Some(0));
+    assert_eq!(coordinator.terminate(), Some(0));
 }

@@ -296,6 +296,8 @@ impl Fleet {
             .args(["--criterion", "guard: test_full_pages"])
             .args(["--cluster", &self.nats_url()])
             .args(["--store", &format!("s3://{BUCKET}")])
+            // The proof's own jobs are what these tests count; mutants would add their own.
+            .arg("--no-mutation")
             .arg("--json")
             .arg(&json)
             .args(extra)

@@ -122,6 +122,13 @@ pub struct ProofSubmission {
     pub refused_files: Vec<crate::verdict::RefusedFile>,
     /// `--jobs N`: this proof's in-flight cap across the whole fleet.
     pub jobs_budget: u32,
+    /// The runner's command prefix when the user set one (`--test-command`): the mutation
+    /// check's jobs are built with it, as the proof's were.
+    pub test_command: Option<Vec<String>>,
+    /// The per-job timeout the proof's jobs were planned with.
+    pub timeout_secs: u64,
+    /// The mutation check to run once the proof is proven; `None`: none.
+    pub mutation: Option<crate::mutation_plan::MutationSetup>,
 }
 
 /// What the CLI sends on the submit subject. A submission bigger than the server's
@@ -176,6 +183,9 @@ pub struct ProofRecord {
     /// The full submission in the artifact store, when it is too big for a KV value.
     pub stored: Option<ArtifactRef>,
     pub job_count: u32,
+    /// Jobs of the mutation check, which follow the proof's own once it is proven: the
+    /// unmutated run and one per mutant (0: no check).
+    pub mutation_job_count: u32,
     pub status: ProofStatus,
     /// Seconds since the epoch when the coordinator accepted the proof.
     pub submitted_at: u64,

@@ -8,6 +8,7 @@ pub mod fleet;
 pub mod ids;
 pub mod job;
 pub mod manifest;
+pub mod mutation_plan;
 pub mod outcome;
 pub mod report;
 pub mod runner;

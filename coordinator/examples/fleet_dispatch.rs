@@ -95,6 +95,9 @@ fn submission(jobs: usize) -> Result<ProofSubmission, Error> {
         jobs: specs,
         refused_files: Vec::new(),
         jobs_budget: WINDOW as u32,
+        test_command: None,
+        timeout_secs: 600,
+        mutation: None,
     })
 }
 

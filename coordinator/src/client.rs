@@ -83,6 +83,9 @@ pub fn submission(prepared: &PreparedProof, jobs_budget: u32) -> ProofSubmission
         jobs: prepared.jobs.clone(),
         refused_files: prepared.refused_files.clone(),
         jobs_budget,
+        test_command: prepared.request.test_command.clone(),
+        timeout_secs: prepared.request.timeout_secs,
+        mutation: prepared.mutation.clone(),
     }
 }
 
@@ -266,10 +269,17 @@ pub async fn stored_evidence(
     stored_report(store, proof_id, &blob).await.map(Some)
 }
 
+/// How far a proof has come: results of its own jobs, then of its mutation check's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Progress {
+    pub jobs_done: usize,
+    pub mutation_done: usize,
+}
+
 /// A proof's record and how many of its jobs have results, for `assay status`.
 pub async fn status(
     proofs: &async_nats::jetstream::kv::Store,
-) -> Result<Vec<(ProofRecord, usize)>, ClientError> {
+) -> Result<Vec<(ProofRecord, Progress)>, ClientError> {
     let read_err = |message: String| ClientError::Read {
         proof_id: "*".into(),
         message,
@@ -292,8 +302,18 @@ pub async fn status(
         let record: ProofRecord =
             wire::decode("proof record", &bytes).map_err(|e| read_err(e.to_string()))?;
         let prefix = format!("{proof_id}.result.");
-        let done = all_keys.iter().filter(|k| k.starts_with(&prefix)).count();
-        out.push((record, done));
+        let mut progress = Progress::default();
+        for index in all_keys
+            .iter()
+            .filter_map(|k| k.strip_prefix(&prefix)?.parse::<u32>().ok())
+        {
+            if index < record.job_count {
+                progress.jobs_done += 1;
+            } else {
+                progress.mutation_done += 1;
+            }
+        }
+        out.push((record, progress));
     }
     out.sort_by_key(|(r, _)| r.submitted_at);
     Ok(out)

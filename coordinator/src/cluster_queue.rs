@@ -63,6 +63,9 @@ impl ClusterQueue {
             tree: job.tree.clone(),
         };
         ProofSubmission {
+            test_command: None,
+            timeout_secs: job.timeout_secs,
+            mutation: None,
             proof_id: id.clone(),
             repository: self.repository.clone(),
             runner: self.runner,

@@ -1,7 +1,10 @@
-//! The proof engine: prepares a proof (git trees, runner, plan), runs its jobs through a queue
-//! under the jobs budget, reassembles results in plan order, and concludes with verdicts and
-//! the evidence report. Embedded mode and the fleet's coordinator both drive proofs through it.
+//! The proof engine: prepares a proof (git trees, runner, plan, mutants), runs it through a
+//! queue with [`run_proof`] — the proving jobs under the jobs budget, reassembled in plan
+//! order, the verdicts and evidence, then for a proven proof the mutation check as per-mutant
+//! jobs on the same queue. Embedded mode and the fleet's coordinator both call `run_proof`.
 
+use crate::mutants::MutationCheck;
+use crate::mutation;
 use crate::plan::{ProofPlanInput, plan_proof};
 use crate::queue::{JobQueue, QueueError};
 use crate::source::{self, CandidateSpec, Change, SourceError};
@@ -9,12 +12,13 @@ use assay_common::criteria::Criterion;
 use assay_common::evidence::{Evidence, JobEvidence, RevisionInfo, SCHEMA, WorkerEvidence};
 use assay_common::job::{JobResult, JobSpec};
 use assay_common::manifest::{ManifestError, ManifestJob, parse_manifest};
+use assay_common::mutation_plan::{MutationPlan, MutationSetup};
 use assay_common::runner::{ReportFormat, RunnerKind};
-use assay_common::verdict::{self, Observation, RefusedFile};
+use assay_common::verdict::{self, Observation, RefusedFile, Verdict};
 use assay_common::{ProofId, WorkerId};
 use globset::{Glob, GlobSetBuilder};
 use std::path::PathBuf;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// A proof as a user asks for it, after configuration is merged.
 #[derive(Clone, Debug)]
@@ -32,10 +36,14 @@ pub struct ProofRequest {
     pub test_globs: Vec<String>,
     pub repeats: u32,
     pub timeout_secs: u64,
+    /// The mutation check's budget; `None`: no mutation check.
+    pub mutation_budget: Option<Duration>,
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
+    #[error("failed to encode the mutation check into the evidence")]
+    EncodeMutationCheck(#[source] serde_json::Error),
     #[error(transparent)]
     Source(#[from] SourceError),
     #[error("invalid test glob {glob:?}")]
@@ -107,6 +115,9 @@ pub struct PreparedProof {
     pub jobs: Vec<JobSpec>,
     /// Changed test files refused as proof (a node:test file that spawns another runner).
     pub refused_files: Vec<RefusedFile>,
+    /// The mutation check to run once the proof is proven, planned here where the repository
+    /// is, so a fleet's coordinator runs the very same mutants.
+    pub mutation: Option<MutationSetup>,
 }
 
 /// Resolves trees with git2, picks the runner and plans the jobs. Touches nothing but the
@@ -211,13 +222,26 @@ pub fn prepare(request: ProofRequest) -> Result<PreparedProof, EngineError> {
             ));
         }
     }
-    Ok(PreparedProof {
+    let mut prepared = PreparedProof {
         request,
         change,
         runner,
         jobs,
         refused_files,
-    })
+        mutation: None,
+    };
+    prepared.mutation = prepared.request.mutation_budget.map(|budget| {
+        let (plan, planning_error) = match mutation::plan_for(&prepared) {
+            Ok(plan) => (plan, None),
+            Err(e) => (MutationPlan::default(), Some(mutation::error_chain(&e))),
+        };
+        MutationSetup {
+            budget_secs: budget.as_secs(),
+            plan,
+            planning_error,
+        }
+    });
+    Ok(prepared)
 }
 
 /// The candidate tree's one corpus: its directory and its parsed rows, every case file present.
@@ -340,6 +364,43 @@ pub enum ProofEvent<'a> {
 
 pub trait ProgressSink: Send + Sync {
     fn event(&self, event: ProofEvent<'_>);
+}
+
+/// What a proof yields: its proving jobs' results in plan order and the evidence, which holds
+/// the mutation check when one ran (typed here too, for the summary).
+pub struct ProofRun {
+    pub results: Vec<JobResult>,
+    pub evidence: Evidence,
+    pub mutation_check: Option<MutationCheck>,
+}
+
+/// The one proof pipeline: the proving jobs, the verdicts and the evidence, then for a proven
+/// proof with a mutation setup the mutation check, its mutants on the same queue under the
+/// same `slots`. Cancelling the queue (its result stream closing) ends whichever phase runs.
+pub async fn run_proof(
+    proof: &PreparedProof,
+    queue: &dyn JobQueue,
+    slots: usize,
+    progress: &dyn ProgressSink,
+    started: SystemTime,
+    clock: Instant,
+) -> Result<ProofRun, EngineError> {
+    let results = run_jobs(&proof.jobs, queue, slots, progress).await?;
+    let mut evidence = conclude(proof, &results, started, clock);
+    let mutation_check = match &proof.mutation {
+        Some(setup) if evidence.verdict == Verdict::Proven => {
+            let check = mutation::run_check(proof, setup, queue, slots, progress).await?;
+            evidence.mutation_check =
+                Some(serde_json::to_value(&check).map_err(EngineError::EncodeMutationCheck)?);
+            Some(check)
+        }
+        _ => None,
+    };
+    Ok(ProofRun {
+        results,
+        evidence,
+        mutation_check,
+    })
 }
 
 /// Runs `jobs` through `queue` with at most `budget` in flight and returns their results in

@@ -84,6 +84,8 @@ pub enum MutateError {
         "`assay mutate` mutates Python; the {runner} runner is not supported (hint: --runner pytest or unittest)"
     )]
     UnsupportedRunner { runner: RunnerKind },
+    #[error("the mutation run stopped before every mutant had a result")]
+    Stopped(#[source] crate::queue::QueueError),
 }
 
 /// Stryker's mutant statuses, plus why a mutant has no verdict.
@@ -393,7 +395,8 @@ pub async fn run(
             })
         },
     )
-    .await;
+    .await
+    .map_err(MutateError::Stopped)?;
 
     // A kill is confirmed, and a timeout retried, by one more run of the same selection
     // (`-x` stops at the killer); the second run's limit follows the same rules as the first.
@@ -451,7 +454,8 @@ pub async fn run(
             })
         },
     )
-    .await;
+    .await
+    .map_err(MutateError::Stopped)?;
     for ((at, _), again) in again_at.into_iter().zip(seconds) {
         if let (Some(slot), Some(again)) = (results[at].as_mut(), again) {
             settle(slot, &again);

@@ -9,12 +9,13 @@ use crate::mutants::{
     self, ChangedFile, DEFAULT_MUTANTS_PER_FILE, ExcludedFile, ExclusionReason, MutantOutcome,
     MutantRun, MutationCheck, MutationPlan, NotRunReason, RunEnd,
 };
-use crate::queue::JobQueue;
+use crate::queue::{JobQueue, QueueError};
 use crate::source::{self, SourceError};
 use assay_common::criteria::TestSelector;
 use assay_common::job::{ByteEdit, JobKind, JobResult, JobSpec, JobStatus, Side};
+use assay_common::mutation_plan::MutationSetup;
 use assay_common::outcome::{Outcome, ReportOutcome, TestReport};
-use assay_common::{JobId, ProofId, TreeId};
+use assay_common::{JobId, TreeId};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -161,7 +162,6 @@ fn run_end(tests: &[(String, TestSelector)], result: &JobResult, timeout: Mutant
 /// Builds the job that runs the proving tests on the candidate, with `edit` applied if given.
 fn job(
     proof: &PreparedProof,
-    check_id: &ProofId,
     index: usize,
     names: &[String],
     edit: Option<ByteEdit>,
@@ -173,8 +173,8 @@ fn job(
         .clone()
         .unwrap_or_else(|| proof.runner.default_command());
     JobSpec {
-        proof_id: check_id.clone(),
-        job_id: JobId::for_index(check_id, index),
+        proof_id: proof.request.proof_id.clone(),
+        job_id: JobId::for_index(&proof.request.proof_id, index),
         index: index as u32,
         kind: JobKind::Mutant,
         side: Side::Candidate,
@@ -188,16 +188,22 @@ fn job(
     }
 }
 
-/// Runs the mutation check of a proven proof under `budget`, with at most `slots` jobs in
-/// flight on `queue`. Never fails: what could not run is `not_run` with its reason, or a note.
+/// Runs the mutation check `setup` of a proven proof, with at most `slots` jobs in flight on
+/// `queue`. What could not run is `not_run` with its reason, or a note; it fails only when
+/// the queue's result stream closes (the proof was cancelled).
+///
+/// The check's jobs belong to the proof and follow its jobs in plan order (the unmutated run,
+/// then one job per mutant), so on a fleet their results reach this proof and a restarted
+/// coordinator finds the ones already applied.
 pub async fn run_check(
     proof: &PreparedProof,
+    setup: &MutationSetup,
     queue: &dyn JobQueue,
     slots: usize,
-    budget: Duration,
     progress: &dyn ProgressSink,
-) -> MutationCheck {
+) -> Result<MutationCheck, QueueError> {
     let started = Instant::now();
+    let budget = Duration::from_secs(setup.budget_secs);
     let tests = proving_tests(proof);
     let names: Vec<String> = tests.iter().map(|(name, _)| name.clone()).collect();
     let assemble = |plan: MutationPlan, outcomes, unmutated, note: Option<String>| {
@@ -205,28 +211,31 @@ pub async fn run_check(
         check.notes.extend(note);
         check
     };
-    let plan = match plan_for(proof) {
-        Ok(plan) => plan,
-        Err(e) => {
-            let note = format!("failed to plan mutants: {}", error_chain(&e));
-            return assemble(MutationPlan::default(), Vec::new(), None, Some(note));
-        }
-    };
+    if let Some(why) = &setup.planning_error {
+        let note = format!("failed to plan mutants: {why}");
+        return Ok(assemble(
+            MutationPlan::default(),
+            Vec::new(),
+            None,
+            Some(note),
+        ));
+    }
+    let plan = setup.plan.clone();
     if plan.mutants.is_empty() {
         let note = "no mutation site on the changed product lines".to_owned();
-        return assemble(plan, Vec::new(), None, Some(note));
+        return Ok(assemble(plan, Vec::new(), None, Some(note)));
     }
-    // A sub-proof id keeps the check's scratch directories and artifacts apart from the proof's.
-    let check_id = ProofId(format!("{}-mutation", proof.request.proof_id));
+    let first_index = proof.jobs.len();
     let total = plan.mutants.len() + 1;
 
     let unmutated_timeout = budget.min(Duration::from_secs(proof.request.timeout_secs));
-    let baseline = job(proof, &check_id, 0, &names, None, unmutated_timeout);
+    let baseline = job(proof, first_index, &names, None, unmutated_timeout);
     let baseline_result = match run_one(queue, &baseline).await {
         Ok(result) => result,
-        Err(message) => {
-            let note = format!("the unmutated run could not be run: {message}");
-            return assemble(plan, Vec::new(), None, Some(note));
+        Err(closed @ QueueError::Closed { .. }) => return Err(closed),
+        Err(e) => {
+            let note = format!("the unmutated run could not be run: {}", error_chain(&e));
+            return Ok(assemble(plan, Vec::new(), None, Some(note)));
         }
     };
     progress.event(ProofEvent::JobFinished {
@@ -256,7 +265,7 @@ pub async fn run_check(
                 reason: reason.clone(),
             })
             .collect();
-        return assemble(plan, outcomes, Some(unmutated), Some(reason));
+        return Ok(assemble(plan, outcomes, Some(unmutated), Some(reason)));
     }
 
     let specs: Vec<JobSpec> = plan
@@ -266,8 +275,7 @@ pub async fn run_check(
         .map(|(i, mutant)| {
             job(
                 proof,
-                &check_id,
-                i + 1,
+                first_index + 1 + i,
                 &names,
                 Some(mutant.edit.clone()),
                 unmutated_timeout,
@@ -304,27 +312,25 @@ pub async fn run_check(
             })
         },
     )
-    .await;
-    assemble(plan, outcomes, Some(unmutated), None)
+    .await?;
+    Ok(assemble(plan, outcomes, Some(unmutated), None))
 }
 
-async fn run_one(queue: &dyn JobQueue, spec: &JobSpec) -> Result<JobResult, String> {
-    queue
-        .submit(spec.clone())
-        .await
-        .map_err(|e| error_chain(&e))?;
+async fn run_one(queue: &dyn JobQueue, spec: &JobSpec) -> Result<JobResult, QueueError> {
+    queue.submit(spec.clone()).await?;
     while let Some(result) = queue.next_result().await {
         if result.job_id == spec.job_id {
             return Ok(result);
         }
         tracing::warn!(job_id = %result.job_id, "dropping a foreign result");
     }
-    Err("the result stream closed".into())
+    Err(QueueError::Closed { outstanding: 1 })
 }
 
 /// Runs `specs` on `queue` with at most `slots` in flight and returns one outcome per spec in
 /// plan order. `admit` sets a job's limit when its turn comes (the budget left decides it) or
-/// says why it does not start; `judge` turns a result into an outcome.
+/// says why it does not start; `judge` turns a result into an outcome. A result stream that
+/// closes with jobs in flight (a cancelled proof) is an error, never a set of outcomes.
 pub async fn run_mutants<T: Clone>(
     queue: &dyn JobQueue,
     specs: &[JobSpec],
@@ -333,7 +339,7 @@ pub async fn run_mutants<T: Clone>(
     judge: impl Fn(&JobResult, MutantTimeout) -> T,
     not_run: impl Fn(NotRunReason) -> T,
     on_finished: impl Fn(usize, &JobSpec, &JobResult),
-) -> Vec<T> {
+) -> Result<Vec<T>, QueueError> {
     let position: BTreeMap<&JobId, usize> = specs
         .iter()
         .enumerate()
@@ -365,7 +371,9 @@ pub async fn run_mutants<T: Clone>(
             break;
         }
         let Some(result) = queue.next_result().await else {
-            break;
+            return Err(QueueError::Closed {
+                outstanding: in_flight,
+            });
         };
         let Some(&at) = position.get(&result.job_id) else {
             tracing::warn!(job_id = %result.job_id, "dropping a result outside the mutation plan");
@@ -383,10 +391,10 @@ pub async fn run_mutants<T: Clone>(
         on_finished(done, spec, &result);
         done += 1;
     }
-    outcomes
+    Ok(outcomes
         .into_iter()
         .map(|o| o.unwrap_or_else(|| not_run(NotRunReason::NoResult)))
-        .collect()
+        .collect())
 }
 
 pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {

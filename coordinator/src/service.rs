@@ -246,10 +246,16 @@ async fn accept(
     };
     let proof_id = submission.proof_id.clone();
     let job_count = submission.jobs.len() as u32;
+    let mutation_job_count = submission
+        .mutation
+        .as_ref()
+        .filter(|m| !m.plan.mutants.is_empty())
+        .map_or(0, |m| m.plan.mutants.len() as u32 + 1);
     // A record names a stored submission rather than repeat it: a KV value has the same limit.
     let kept = match stored {
         Some(_) => ProofSubmission {
             jobs: Vec::new(),
+            mutation: None,
             ..submission
         },
         None => submission,
@@ -258,6 +264,7 @@ async fn accept(
         submission: kept,
         stored,
         job_count,
+        mutation_job_count,
         status: ProofStatus::Running,
         submitted_at: now_secs(),
     };
@@ -432,11 +439,15 @@ pub fn prepared_from(submission: &ProofSubmission) -> PreparedProof {
             candidate: CandidateSpec::Revision(submission.candidate.requested.clone()),
             criteria: submission.criteria.clone(),
             runner: Some(submission.runner),
-            test_command: None,
+            test_command: submission.test_command.clone(),
             test_report: None,
             test_globs: Vec::new(),
             repeats: 1,
-            timeout_secs: 0,
+            timeout_secs: submission.timeout_secs,
+            mutation_budget: submission
+                .mutation
+                .as_ref()
+                .map(|m| Duration::from_secs(m.budget_secs)),
         },
         change: Change {
             base: revision(&submission.base),
@@ -448,6 +459,7 @@ pub fn prepared_from(submission: &ProofSubmission) -> PreparedProof {
         runner: submission.runner,
         jobs: submission.jobs.clone(),
         refused_files: submission.refused_files.clone(),
+        mutation: submission.mutation.clone(),
     }
 }
 
@@ -534,18 +546,17 @@ async fn drive(
     let progress = NatsProgress { events: events_tx };
     let started = UNIX_EPOCH + Duration::from_secs(record.submitted_at);
     let clock = Instant::now();
-    let outcome = engine::run_jobs(&prepared.jobs, &queue, budget, &progress).await;
+    let outcome = engine::run_proof(&prepared, &queue, budget, &progress, started, clock).await;
     drop(progress);
     let _ = publisher.await;
-    let results = match outcome {
-        Ok(results) => results,
+    let evidence = match outcome {
+        Ok(run) => run.evidence,
         Err(e) => {
             // Cancelling closes the proof's result channel; anything else is logged.
             tracing::info!(proof_id = %proof_id, error = %e, "proof stopped before all results");
             return;
         }
     };
-    let evidence = engine::conclude(&prepared, &results, started, clock);
     let json = match serde_json::to_vec_pretty(&evidence) {
         Ok(json) => json,
         Err(e) => {

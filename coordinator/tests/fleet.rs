@@ -90,10 +90,14 @@ fn invoice_repo(dir: &Path, slow_secs: f64) -> PathBuf {
 }
 
 fn prepare(repo: &Path) -> PreparedProof {
-    prepare_with_repeats(repo, 2)
+    prepare_with(repo, 2, None)
 }
 
 fn prepare_with_repeats(repo: &Path, repeats: u32) -> PreparedProof {
+    prepare_with(repo, repeats, None)
+}
+
+fn prepare_with(repo: &Path, repeats: u32, mutation_budget: Option<Duration>) -> PreparedProof {
     engine::prepare(ProofRequest {
         proof_id: engine::new_proof_id(),
         repo: repo.to_owned(),
@@ -110,6 +114,7 @@ fn prepare_with_repeats(repo: &Path, repeats: u32) -> PreparedProof {
         test_globs: Vec::new(),
         repeats,
         timeout_secs: 120,
+        mutation_budget,
     })
     .unwrap()
 }
@@ -406,10 +411,17 @@ async fn run_embedded_proof(prepared: &PreparedProof, dir: &Path) -> Evidence {
         pass_env: Vec::new(),
     };
     let queue = InProcessQueue::start(ctx, 2);
-    let results = engine::run_jobs(&prepared.jobs, &queue, 2, &QuietSink)
-        .await
-        .unwrap();
-    engine::conclude(prepared, &results, SystemTime::now(), Instant::now())
+    engine::run_proof(
+        prepared,
+        &queue,
+        2,
+        &QuietSink,
+        SystemTime::now(),
+        Instant::now(),
+    )
+    .await
+    .unwrap()
+    .evidence
 }
 
 /// Evidence with ids, timings, workers and artifact keys removed: what must match. Of the
@@ -432,6 +444,9 @@ fn comparable(evidence: &Evidence) -> serde_json::Value {
             job[key] = serde_json::Value::Null;
         }
     }
+    if let Some(check) = value.get_mut("mutation_check").filter(|c| !c.is_null()) {
+        check["unmutated_s"] = serde_json::Value::Null;
+    }
     value
 }
 
@@ -452,12 +467,25 @@ async fn a_fleet_proof_gives_the_same_verdicts_and_evidence_as_embedded() {
     let workers = [fleet.worker("worker-a", 2), fleet.worker("worker-b", 2)];
     let client = fleet.client().await;
     fleet.wait_for_topology(&client).await;
-    let prepared = prepare(&repo);
+    // With the mutation check: the fleet runs it as per-mutant jobs, as embedded mode does.
+    let budget = Some(Duration::from_secs(120));
+    let prepared = prepare_with(&repo, 2, budget);
     let fleet_evidence = run_fleet_proof(&fleet, &client, &prepared).await;
-    let embedded = run_embedded_proof(&prepare(&repo), fleet.dir.path()).await;
+    let embedded = run_embedded_proof(&prepare_with(&repo, 2, budget), fleet.dir.path()).await;
     assert_eq!(
         fleet_evidence.verdict,
         assay_common::verdict::Verdict::Proven
+    );
+    let check = fleet_evidence
+        .mutation_check
+        .as_ref()
+        .expect("a proven fleet proof carries its mutation check");
+    let mutants = check["mutants"].as_array().map_or(0, Vec::len);
+    assert!(mutants > 0, "{check:#}");
+    assert_eq!(
+        check["killed"].as_u64().unwrap_or(0) as usize,
+        mutants,
+        "{check:#}"
     );
     assert_eq!(comparable(&fleet_evidence), comparable(&embedded));
     // Each worker that ran a job is named with the sandbox it ran it in.

@@ -11,11 +11,12 @@ mod sites;
 
 use assay_common::job::ByteEdit;
 use assay_common::runner::RunnerKind;
-use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeSet, VecDeque};
-use std::fmt;
 
+pub use assay_common::mutation_plan::{
+    ExcludedFile, ExclusionReason, Mutant, MutationPlan, MutationSetup, Operator, SkippedSite,
+};
 pub use budget::{
     DEFAULT_MUTATION_BUDGET, MIN_TIME_TO_START, MUTANT_TIMEOUT_FACTOR, MUTANT_TIMEOUT_FLOOR,
     MutantOutcome, MutantRecord, MutantRun, MutationCheck, NotRunReason, RunEnd, Survivor,
@@ -33,105 +34,6 @@ pub struct ChangedFile {
     pub bytes: Vec<u8>,
     /// 1-based line numbers on the candidate side that the change adds or modifies.
     pub changed_lines: BTreeSet<u32>,
-}
-
-/// The five mutation operators, in the order the round-robin visits them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Operator {
-    NegateCondition,
-    SwapBound,
-    DropBranch,
-    ReturnConstant,
-    ShiftBound,
-}
-
-impl Operator {
-    pub const ALL: [Operator; 5] = [
-        Self::NegateCondition,
-        Self::SwapBound,
-        Self::DropBranch,
-        Self::ReturnConstant,
-        Self::ShiftBound,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::NegateCondition => "negate_condition",
-            Self::SwapBound => "swap_bound",
-            Self::DropBranch => "drop_branch",
-            Self::ReturnConstant => "return_constant",
-            Self::ShiftBound => "shift_bound",
-        }
-    }
-}
-
-impl fmt::Display for Operator {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// One small change to one product file: the bytes of one syntax node replaced.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Mutant {
-    /// Stable across runs: derived from the path, operator, byte range and replacement.
-    pub id: String,
-    pub path: String,
-    /// 1-based line of the replaced node's first byte (the same before and after the edit).
-    pub line: u32,
-    pub operator: Operator,
-    /// What changed, e.g. ``` `>` -> `>=` ```.
-    pub description: String,
-    pub edit: ByteEdit,
-}
-
-impl Mutant {
-    /// `pager/__init__.py:9 changed (`>` -> `>=`)`, the wording survivors are reported with.
-    pub fn label(&self) -> String {
-        format!("{}:{} changed ({})", self.path, self.line, self.description)
-    }
-}
-
-/// A site on a changed line that did not become a mutant, and why.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SkippedSite {
-    pub path: String,
-    pub line: u32,
-    pub operator: Operator,
-    pub description: String,
-    pub reason: String,
-}
-
-/// Why a changed file is never mutated.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ExclusionReason {
-    NotPython,
-    TestFile,
-    TypeStub,
-    NotUtf8,
-    /// A coding cookie names another encoding and the file is not plain ASCII.
-    DeclaredEncoding,
-    /// Python and git number lines differently when a carriage return stands alone.
-    BareCarriageReturn,
-    DoesNotParse,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ExcludedFile {
-    pub path: String,
-    pub reason: ExclusionReason,
-    /// The reason in words, with the line where it applies.
-    pub note: String,
-}
-
-/// The mutants chosen for a change, in file-path then line order.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MutationPlan {
-    pub mutants: Vec<Mutant>,
-    pub skipped: Vec<SkippedSite>,
-    pub excluded_files: Vec<ExcludedFile>,
 }
 
 /// Chooses at most `cap` mutants per file (`None`: every valid site) on the changed lines of

@@ -275,6 +275,21 @@ fn mutate_writes_a_stryker_report_and_exits_5_when_a_line_is_uncovered() {
             .starts_with("tests/test_pager.py::"),
         "per-line selection names the covering tests: {killed:#}"
     );
+    // A kill names its tests by the same node ids as the mutant's covering tests.
+    for mutant in mutants.iter().filter(|m| m["status"] == "Killed") {
+        let covered: Vec<&str> = mutant["coveredBy"]
+            .as_array()
+            .map(|c| c.iter().filter_map(|id| id.as_str()).collect())
+            .unwrap_or_default();
+        let killers = mutant["killedBy"].as_array().cloned().unwrap_or_default();
+        assert!(!killers.is_empty(), "{mutant:#}");
+        for killer in killers {
+            assert!(
+                covered.contains(&killer.as_str().unwrap_or_default()),
+                "{killer} is not among the covering tests: {mutant:#}"
+            );
+        }
+    }
     assert_eq!(report["assay"]["perLineSelection"], true);
     assert!(
         run.stdout.contains("no coverage: pager/__init__.py:9"),
@@ -425,5 +440,41 @@ fn a_budget_too_small_for_any_mutant_leaves_them_pending_with_the_reason() {
         run.stdout.contains(&format!("{} pending", pending.len())),
         "{}",
         run.explain()
+    );
+}
+
+/// A mutant that breaks the module at import time, where the root conftest imports it: pytest
+/// exits 4 and writes no report. The tests plainly detected it, so it is killed, with the
+/// reason, never a runtime error.
+#[test]
+fn a_mutant_that_breaks_the_test_session_is_killed_with_the_reason() {
+    let repo = support::Repo::new();
+    repo.write(
+        "pager/settings.py",
+        "import os\n\nif os.sep == \"/\":\n    SEPARATOR = \"/\"\nelse:\n    SEPARATOR = \"\\\\\"\nLIMIT = SEPARATOR * 2\n",
+    )
+    .write("pager/__init__.py", "")
+    .write("conftest.py", "from pager.settings import LIMIT\n")
+    .write(
+        "tests/test_settings.py",
+        "from pager.settings import LIMIT\n\n\ndef test_the_limit_is_two_separators():\n    assert LIMIT == \"//\"\n",
+    );
+    repo.commit("pager: settings");
+    let run = mutate(&repo, &["pager/settings.py", "--jobs", "2"]);
+    let report = run.evidence.as_ref().expect("report written");
+    let mutants = report["files"]["pager/settings.py"]["mutants"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let dropped = mutants
+        .iter()
+        .find(|m| m["mutatorName"] == "drop_branch" && m["location"]["start"]["line"] == 4)
+        .unwrap_or_else(|| panic!("no drop-branch mutant of line 4: {report:#}"));
+    assert_eq!(dropped["status"], "Killed", "{dropped:#}");
+    let reason = dropped["statusReason"].as_str().unwrap_or_default();
+    assert!(reason.contains("broke the test session: exit 4"), "{dropped:#}");
+    assert!(
+        mutants.iter().all(|m| m["status"] != "RuntimeError"),
+        "{report:#}"
     );
 }

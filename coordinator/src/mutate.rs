@@ -6,12 +6,13 @@
 
 use crate::engine::{ProgressSink, ProofEvent};
 use crate::mutants::budget::MutantTimeout;
+use crate::mutants::judge::{Expected, Judgement, judge_run};
 use crate::mutants::{self, ChangedFile, Mutant, MutationPlan, NotRunReason, rerun};
 use crate::mutation::{error_chain, run_mutants};
 use crate::queue::JobQueue;
 use crate::source::{self, SourceError};
 use assay_common::job::{JobKind, JobResult, JobSpec, JobStatus, Side};
-use assay_common::outcome::{Outcome, ReportOutcome};
+
 use assay_common::runner::RunnerKind;
 use assay_common::{JobId, ProofId, TreeId};
 use assay_worker::store::ArtifactStore;
@@ -509,9 +510,9 @@ impl Judged {
     }
 }
 
-/// The covering node ids of the tests a report named as killers (a report names a case by
-/// function, a node id adds its file and class), to confirm a kill with those alone. Empty
-/// when one killer is not among them (a collection error): then the whole selection re-runs.
+/// The node ids of the killing tests, to confirm a kill with those alone: empty when one
+/// killer is not among the covering tests (a collection error, a broken session), so the
+/// whole selection re-runs.
 fn sorted(names: &[String]) -> Vec<&String> {
     let mut names: Vec<&String> = names.iter().collect();
     names.sort();
@@ -519,20 +520,10 @@ fn sorted(names: &[String]) -> Vec<&String> {
 }
 
 fn killing_node_ids(covered_by: &[String], killed_by: &[String]) -> Vec<String> {
-    let mut ids = Vec::new();
-    for killer in killed_by {
-        let suffix = format!("::{killer}");
-        let before = ids.len();
-        ids.extend(
-            covered_by
-                .iter()
-                .filter(|id| id.ends_with(&suffix))
-                .cloned(),
-        );
-        if ids.len() == before {
-            return Vec::new();
-        }
+    if killed_by.is_empty() || !killed_by.iter().all(|killer| covered_by.contains(killer)) {
+        return Vec::new();
     }
+    let mut ids = killed_by.to_vec();
     ids.sort();
     ids.dedup();
     ids
@@ -584,70 +575,46 @@ fn pending(reason: NotRunReason) -> Judged {
     }
 }
 
+/// `assay mutate`'s names for the one judgement (`mutants::judge`): Stryker's statuses, a hang
+/// its own `Timeout`, a budget cut `Pending`, anything else that did not run `RuntimeError`.
 fn judge(result: &JobResult, timeout: MutantTimeout) -> Judged {
     let duration_s = result.duration_ms as f64 / 1000.0;
-    let verdict = |status, reason: String| Judged {
+    let verdict = |status, reason: Option<String>| Judged {
         status,
-        reason: Some(reason),
+        reason,
         killed_by: Vec::new(),
         tests_completed: None,
         duration_s,
         confirmed: None,
     };
-    match (&result.status, &result.report) {
-        (JobStatus::TimedOut, _) if timeout.set_by_budget => verdict(
-            Status::Pending,
-            NotRunReason::CutShort {
-                after: timeout.limit,
-            }
-            .to_string(),
-        ),
-        (JobStatus::TimedOut, _) => verdict(
+    match judge_run(result, timeout, Expected::EveryTestRun) {
+        Judgement::Killed { by, reason } => Judged {
+            status: Status::Killed,
+            reason,
+            killed_by: by,
+            tests_completed: result
+                .report
+                .parsed()
+                .map(|r| r.cases.iter().filter(|c| !rerun::is_rerun(c)).count()),
+            duration_s,
+            confirmed: result.report.parsed().and_then(rerun::confirmation),
+        },
+        Judgement::Survived { tests_run } => Judged {
+            status: Status::Survived,
+            reason: None,
+            killed_by: Vec::new(),
+            tests_completed: Some(tests_run),
+            duration_s,
+            confirmed: None,
+        },
+        Judgement::TimedOut { limit } => verdict(
             Status::Timeout,
-            format!("ran past its {}s limit", timeout.limit.as_secs()),
+            Some(format!("ran past its {}s limit", limit.as_secs())),
         ),
-        (JobStatus::Completed { .. }, ReportOutcome::Parsed(report)) => {
-            let cases = || report.cases.iter().filter(|c| !rerun::is_rerun(c));
-            let killers: Vec<String> = cases()
-                .filter(|c| matches!(c.outcome, Outcome::Failed | Outcome::Error))
-                .map(|c| c.name.clone())
-                .chain(report.collection_errors.iter().map(|e| e.file.clone()))
-                .collect();
-            let ran = cases().filter(|c| c.outcome != Outcome::Skipped).count();
-            if !killers.is_empty() {
-                Judged {
-                    status: Status::Killed,
-                    reason: None,
-                    killed_by: killers,
-                    tests_completed: Some(ran),
-                    duration_s,
-                    confirmed: rerun::confirmation(report),
-                }
-            } else if ran == 0 {
-                // Zero tests executed says nothing about the mutant: never a survivor.
-                verdict(
-                    Status::RuntimeError,
-                    "the run executed zero tests".to_owned(),
-                )
-            } else {
-                Judged {
-                    status: Status::Survived,
-                    reason: None,
-                    killed_by: Vec::new(),
-                    tests_completed: Some(ran),
-                    duration_s,
-                    confirmed: None,
-                }
-            }
+        Judgement::NotRun(reason @ NotRunReason::CutShort { .. }) => {
+            verdict(Status::Pending, Some(reason.to_string()))
         }
-        (JobStatus::Completed { exit_code }, report) => verdict(
-            Status::RuntimeError,
-            format!("exit {exit_code}: {}", report.problem().unwrap_or_default()),
-        ),
-        (JobStatus::Infrastructure { message, .. }, _) => {
-            verdict(Status::RuntimeError, format!("infrastructure: {message}"))
-        }
-        (JobStatus::Cancelled, _) => verdict(Status::RuntimeError, "cancelled".into()),
+        Judgement::NotRun(reason) => verdict(Status::RuntimeError, Some(reason.to_string())),
     }
 }
 
@@ -935,13 +902,23 @@ mod tests {
             killing_node_ids(&covered, &names)
         };
         assert_eq!(
-            killers(&["test_partial_last_page_is_counted", "test_bounds[11-5]"]),
+            killers(&[
+                "tests/test_pager.py::test_bounds[11-5]",
+                "tests/test_pager.py::PageTests::test_partial_last_page_is_counted"
+            ]),
             [
                 "tests/test_pager.py::PageTests::test_partial_last_page_is_counted",
                 "tests/test_pager.py::test_bounds[11-5]"
             ]
         );
-        assert!(killers(&["test_full_pages", "tests/test_pager.py"]).is_empty());
+        assert!(
+            killers(&[
+                "tests/test_pager.py::test_full_pages",
+                "tests/test_pager.py"
+            ])
+            .is_empty()
+        );
+        assert!(killers(&[]).is_empty());
     }
 
     #[test]

@@ -5,16 +5,16 @@
 
 use crate::engine::{PreparedProof, ProgressSink, ProofEvent};
 use crate::mutants::budget::MutantTimeout;
+use crate::mutants::judge::{Expected, Judgement, judge_run};
 use crate::mutants::{
     self, ChangedFile, DEFAULT_MUTANTS_PER_FILE, ExcludedFile, ExclusionReason, MutantOutcome,
-    MutantRun, MutationCheck, MutationPlan, NotRunReason, RunEnd,
+    MutationCheck, MutationPlan, NotRunReason,
 };
 use crate::queue::{JobQueue, QueueError};
 use crate::source::{self, SourceError};
 use assay_common::criteria::TestSelector;
-use assay_common::job::{ByteEdit, JobKind, JobResult, JobSpec, JobStatus, Side};
+use assay_common::job::{ByteEdit, JobKind, JobResult, JobSpec, Side};
 use assay_common::mutation_plan::MutationSetup;
-use assay_common::outcome::{Outcome, ReportOutcome, TestReport};
 use assay_common::{JobId, TreeId};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -117,48 +117,6 @@ fn proving_tests(proof: &PreparedProof) -> Vec<(String, TestSelector)> {
         .collect()
 }
 
-/// The proving tests a report shows passing: each matched at least once, every match passed.
-pub fn passed_tests(tests: &[(String, TestSelector)], report: &TestReport) -> BTreeSet<String> {
-    tests
-        .iter()
-        .filter(|(_, selector)| {
-            let mut matched = report
-                .cases
-                .iter()
-                .filter(|case| selector.matches(&case.name))
-                .peekable();
-            matched.peek().is_some() && matched.all(|case| case.outcome == Outcome::Passed)
-        })
-        .map(|(name, _)| name.clone())
-        .collect()
-}
-
-/// How a mutant's job ended, in the budget rules' terms.
-fn run_end(tests: &[(String, TestSelector)], result: &JobResult, timeout: MutantTimeout) -> RunEnd {
-    match (&result.status, &result.report) {
-        (JobStatus::TimedOut, _) => RunEnd::TimedOut { timeout },
-        (JobStatus::Completed { .. }, ReportOutcome::Parsed(report)) => RunEnd::Completed {
-            passed: passed_tests(tests, report),
-        },
-        // Every proving test vanished from the run: the mutant broke their loading.
-        (JobStatus::Completed { .. }, ReportOutcome::ZeroTests) => RunEnd::Completed {
-            passed: BTreeSet::new(),
-        },
-        (JobStatus::Completed { exit_code }, report) => RunEnd::Infrastructure {
-            message: format!(
-                "exit {exit_code} and no usable report: {}",
-                report.problem().unwrap_or_default()
-            ),
-        },
-        (JobStatus::Infrastructure { message, .. }, _) => RunEnd::Infrastructure {
-            message: message.clone(),
-        },
-        (JobStatus::Cancelled, _) => RunEnd::Infrastructure {
-            message: "the job was cancelled".into(),
-        },
-    }
-}
-
 /// Builds the job that runs the proving tests on the candidate, with `edit` applied if given.
 fn job(
     proof: &PreparedProof,
@@ -245,17 +203,15 @@ pub async fn run_check(
         result: &baseline_result,
     });
     let unmutated = Duration::from_millis(baseline_result.duration_ms);
-    let baseline_end = run_end(
-        &tests,
+    let baseline_end = judge_run(
         &baseline_result,
         MutantTimeout {
             limit: unmutated_timeout,
             set_by_budget: true,
         },
+        Expected::ProvingTests(&tests),
     );
-    let all_pass =
-        matches!(&baseline_end, RunEnd::Completed { passed } if passed.len() == names.len());
-    if !all_pass {
+    if !matches!(baseline_end, Judgement::Survived { .. }) {
         let reason =
             format!("the unmutated run of the proving tests did not pass ({baseline_end:?})");
         let outcomes = plan
@@ -293,11 +249,9 @@ pub async fn run_check(
             Ok(timeout)
         },
         |result, timeout| {
-            mutants::judge_mutant(
+            MutantOutcome::of(
+                judge_run(result, timeout, Expected::ProvingTests(&tests)),
                 &names,
-                &MutantRun {
-                    end: run_end(&tests, result, timeout),
-                },
             )
         },
         |reason| MutantOutcome::NotRun {
@@ -446,37 +400,5 @@ mod tests {
             [2, 3, 4, 5]
         );
         assert_eq!(lines["README.md"].iter().copied().collect::<Vec<_>>(), [1]);
-    }
-
-    #[test]
-    fn a_proving_test_passes_only_when_every_matched_case_passed() {
-        use assay_common::outcome::CaseResult;
-        let case = |name: &str, outcome| CaseResult {
-            file: "tests/test_pages.py".into(),
-            suite: String::new(),
-            name: name.into(),
-            variant: None,
-            outcome,
-            message: None,
-        };
-        let report = TestReport {
-            cases: vec![
-                case("test_full_pages", Outcome::Passed),
-                case("test_partial", Outcome::Passed),
-                case("test_partial", Outcome::Failed),
-            ],
-            collection_errors: Vec::new(),
-        };
-        let tests: Vec<(String, TestSelector)> =
-            ["test_full_pages", "test_partial", "test_missing"]
-                .iter()
-                .map(|n| (n.to_string(), TestSelector::Exact(n.to_string())))
-                .collect();
-        assert_eq!(
-            passed_tests(&tests, &report)
-                .into_iter()
-                .collect::<Vec<_>>(),
-            ["test_full_pages"]
-        );
     }
 }

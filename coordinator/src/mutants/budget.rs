@@ -4,7 +4,6 @@
 
 use super::{ExcludedFile, Mutant, MutationPlan, SkippedSite};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeSet;
 use std::fmt;
 use std::time::Duration;
 
@@ -38,6 +37,8 @@ pub enum NotRunReason {
     Infrastructure { message: String },
     /// The engine never reported a result for it.
     NoResult,
+    /// The run executed no test at all (every case skipped): nothing observed the mutant.
+    NoTestRan,
 }
 
 impl fmt::Display for NotRunReason {
@@ -58,6 +59,7 @@ impl fmt::Display for NotRunReason {
             }
             Self::Infrastructure { message } => write!(f, "infrastructure failure: {message}"),
             Self::NoResult => f.write_str("no result was reported for this mutant"),
+            Self::NoTestRan => f.write_str("the run executed zero tests"),
         }
     }
 }
@@ -87,29 +89,8 @@ pub fn mutant_timeout(
     })
 }
 
-/// How a mutant's run of the proving tests ended.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum RunEnd {
-    /// The tests ran to the end; `passed` names the proving tests the report shows passing.
-    Completed {
-        passed: BTreeSet<String>,
-    },
-    /// The run hit its limit.
-    TimedOut {
-        timeout: MutantTimeout,
-    },
-    Infrastructure {
-        message: String,
-    },
-}
-
-/// One mutant's run, as the engine saw it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct MutantRun {
-    pub end: RunEnd,
-}
-
-/// A mutant's verdict. Report only: it never changes the proof's verdict.
+/// A mutant's verdict as the proof's evidence names it. Report only: it never changes the
+/// proof's verdict.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum MutantOutcome {
@@ -118,50 +99,15 @@ pub enum MutantOutcome {
         by: Vec<String>,
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         timed_out: bool,
+        /// How the run showed it when no test result does (the mutant broke the session).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
     },
     /// Every proving test still passed.
     Survived,
     NotRun {
         reason: String,
     },
-}
-
-/// Judges one run against the proving tests. A proving test the report does not show passing
-/// (failed, errored, or never ran because the mutant broke its import) kills the mutant.
-pub fn judge_mutant(proving_tests: &[String], run: &MutantRun) -> MutantOutcome {
-    match &run.end {
-        RunEnd::Infrastructure { message } => MutantOutcome::NotRun {
-            reason: NotRunReason::Infrastructure {
-                message: message.clone(),
-            }
-            .to_string(),
-        },
-        RunEnd::TimedOut { timeout } if timeout.set_by_budget => MutantOutcome::NotRun {
-            reason: NotRunReason::CutShort {
-                after: timeout.limit,
-            }
-            .to_string(),
-        },
-        RunEnd::TimedOut { .. } => MutantOutcome::Killed {
-            by: proving_tests.to_vec(),
-            timed_out: true,
-        },
-        RunEnd::Completed { passed } => {
-            let by: Vec<String> = proving_tests
-                .iter()
-                .filter(|test| !passed.contains(*test))
-                .cloned()
-                .collect();
-            if by.is_empty() {
-                MutantOutcome::Survived
-            } else {
-                MutantOutcome::Killed {
-                    by,
-                    timed_out: false,
-                }
-            }
-        }
-    }
 }
 
 /// One mutant with its verdict.

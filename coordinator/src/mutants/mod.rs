@@ -5,6 +5,7 @@
 
 pub mod budget;
 pub mod diff;
+pub mod judge;
 mod python;
 pub mod rerun;
 mod sites;
@@ -19,8 +20,7 @@ pub use assay_common::mutation_plan::{
 };
 pub use budget::{
     DEFAULT_MUTATION_BUDGET, MIN_TIME_TO_START, MUTANT_TIMEOUT_FACTOR, MUTANT_TIMEOUT_FLOOR,
-    MutantOutcome, MutantRecord, MutantRun, MutationCheck, NotRunReason, RunEnd, Survivor,
-    judge_mutant, mutant_timeout, survivors,
+    MutantOutcome, MutantRecord, MutationCheck, NotRunReason, Survivor, mutant_timeout, survivors,
 };
 
 /// The seed's per-file limit; `assay mutate` passes `None` to mutate every site.

@@ -650,80 +650,52 @@ fn no_mutant_starts_with_under_a_minute_of_budget_left() {
 }
 
 #[test]
-fn runs_are_judged_killed_survived_or_not_run() {
+fn the_evidence_names_a_hang_a_kill_by_every_proving_test_and_keeps_a_reason() {
+    use judge::Judgement;
     let tests = vec![
         "test_full_pages".to_string(),
         "test_partial_last_page_is_counted".into(),
     ];
-    let completed = |passed: &[&str]| MutantRun {
-        end: RunEnd::Completed {
-            passed: passed.iter().map(|s| s.to_string()).collect(),
-        },
-    };
     assert_eq!(
-        judge_mutant(&tests, &completed(&["test_full_pages"])),
+        MutantOutcome::of(
+            Judgement::TimedOut {
+                limit: Duration::from_secs(60)
+            },
+            &tests
+        ),
         MutantOutcome::Killed {
-            by: vec!["test_partial_last_page_is_counted".into()],
-            timed_out: false
+            by: tests.clone(),
+            timed_out: true,
+            reason: None
         }
     );
     assert_eq!(
-        judge_mutant(
-            &tests,
-            &completed(&["test_full_pages", "test_partial_last_page_is_counted"])
+        MutantOutcome::of(
+            Judgement::Killed {
+                by: tests.clone(),
+                reason: Some("the mutant broke the test session: exit 4".into())
+            },
+            &tests
         ),
+        MutantOutcome::Killed {
+            by: tests.clone(),
+            timed_out: false,
+            reason: Some("the mutant broke the test session: exit 4".into())
+        }
+    );
+    assert_eq!(
+        MutantOutcome::of(Judgement::Survived { tests_run: 2 }, &tests),
         MutantOutcome::Survived
     );
     assert_eq!(
-        judge_mutant(&tests, &completed(&[])),
-        MutantOutcome::Killed {
-            by: tests.clone(),
-            timed_out: false
-        },
-        "a mutant that breaks the import kills every test"
-    );
-    let hung = budget::MutantTimeout {
-        limit: Duration::from_secs(60),
-        set_by_budget: false,
-    };
-    assert_eq!(
-        judge_mutant(
-            &tests,
-            &MutantRun {
-                end: RunEnd::TimedOut { timeout: hung }
-            }
-        ),
-        MutantOutcome::Killed {
-            by: tests.clone(),
-            timed_out: true
-        }
-    );
-    let cut = budget::MutantTimeout {
-        limit: Duration::from_secs(75),
-        set_by_budget: true,
-    };
-    assert_eq!(
-        judge_mutant(
-            &tests,
-            &MutantRun {
-                end: RunEnd::TimedOut { timeout: cut }
-            }
+        MutantOutcome::of(
+            Judgement::NotRun(NotRunReason::CutShort {
+                after: Duration::from_secs(75)
+            }),
+            &tests
         ),
         MutantOutcome::NotRun {
             reason: "cut short by the mutation budget after 75s".into()
-        }
-    );
-    assert_eq!(
-        judge_mutant(
-            &tests,
-            &MutantRun {
-                end: RunEnd::Infrastructure {
-                    message: "sandbox did not start".into()
-                }
-            }
-        ),
-        MutantOutcome::NotRun {
-            reason: "infrastructure failure: sandbox did not start".into()
         }
     );
 }
@@ -736,6 +708,7 @@ fn survivors_are_listed_against_each_proving_test_in_the_seed_wording() {
         MutantOutcome::Killed {
             by: tests.clone(),
             timed_out: false,
+            reason: None,
         },
         MutantOutcome::Survived,
     ];

@@ -10,6 +10,7 @@ import concurrent.futures
 import datetime
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -35,7 +36,7 @@ def run_case(m, case, a, out):
     proj = lib.projects_by_id(m)[case["project"]]
     runner = case.get("runner", proj.get("runner", "pytest"))
     repo = lib.release_repo(proj)
-    cmd = [str(assay_bin()), "prove", "-C", str(repo), "--base", "base", "--candidate",
+    cmd = [str(a.assay), "prove", "-C", str(repo), "--base", "base", "--candidate",
            "candidate", "--criterion", case["criterion"], "--runner", runner, "--quiet",
            "--no-mutation", "--jobs", str(a.jobs), "--json", str(out / f"{case['id']}.json"),
            "--store", f"file://{out / 'store'}", "--state-dir", str(out / "state" / case["id"])]
@@ -94,13 +95,17 @@ def main():
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     out = Path(a.out) if a.out else lib.CACHE / "runs" / stamp
     out.mkdir(parents=True, exist_ok=True)
+    # A frozen copy of the binary: a rebuild during the run must not mix two builds.
+    a.assay = out / "assay"
+    shutil.copy2(assay_bin(), a.assay)
     # Repositories and venvs first, one at a time (they are shared between cases).
     for c in cases:
         proj = lib.projects_by_id(m)[c["project"]]
         lib.release_repo(proj)
         if a.sandbox == "process":
             lib.venv_for(m, c.get("pytest", proj.get("pytest", "9")), proj.get("extras", []))
-    print(f"assay: {assay_bin()} ({subprocess.run([str(assay_bin()), '--version'], capture_output=True, text=True).stdout.strip()})")
+    print(f"assay: {assay_bin()} ({subprocess.run([str(a.assay), '--version'], capture_output=True, text=True).stdout.strip()}, "
+          f"built {datetime.datetime.fromtimestamp(assay_bin().stat().st_mtime):%Y-%m-%d %H:%M}), copied to {a.assay}")
     print(f"{len(cases)} cases, {a.parallel} at once, sandbox {a.sandbox}; evidence in {out}")
     t0 = time.monotonic()
     with concurrent.futures.ThreadPoolExecutor(a.parallel) as ex:
@@ -129,7 +134,10 @@ def main():
             print(f"- {r['id']} ({t['criterion']}): truth {t['expected']} ({t['why']}); "
                   f"assay {r['verdict']}: {r['reason']}")
     (out / "results.json").write_text(json.dumps({
-        "assay": str(assay_bin()), "sandbox": a.sandbox, "subset": a.subset,
+        "assay": str(assay_bin()),
+        "checkout": subprocess.run(["git", "-C", str(lib.CORPUS.parent), "rev-parse", "HEAD"],
+                                   capture_output=True, text=True).stdout.strip(),
+        "sandbox": a.sandbox, "subset": a.subset,
         "seconds": round(took, 1), "agreement": f"{len(agree)}/{len(results)}",
         "false_proven": [r["id"] for r in false_proven],
         "cases": [dict(r, expected=truth[r["id"]]["expected"]) for r in results]}, indent=1))

@@ -56,6 +56,64 @@ struct PyProjectTool {
     assay: Option<toml::Value>,
 }
 
+impl ProveFile {
+    /// The keys set here that reach beyond the repository's own tests: host paths Assay reads
+    /// or writes (`patch`, `store`, `json`, `junit`), variables of the caller's environment
+    /// (`pass-env`), and `[sandbox]` values that widen the sandbox (any image, a network,
+    /// the process sandbox, limits above the defaults). The file comes from the repository
+    /// under test, which a pull request controls: these need `--trust-repo-config`. A
+    /// repository may still narrow its sandbox (`kind = "docker"`, `network = "none"`, lower
+    /// limits) and shape its proof (criteria, runner, command, repeats, timeouts) freely.
+    pub fn reaching_beyond_the_repository(&self) -> Vec<&'static str> {
+        let defaults = assay_worker::sandbox::docker::DockerConfig::default();
+        let mut keys = Vec::new();
+        for (set, key) in [
+            (self.patch.is_some(), "patch"),
+            (self.store.is_some(), "store"),
+            (self.json.is_some(), "json"),
+            (self.junit.is_some(), "junit"),
+            (
+                self.pass_env.as_ref().is_some_and(|v| !v.is_empty()),
+                "pass-env",
+            ),
+        ] {
+            if set {
+                keys.push(key);
+            }
+        }
+        if let Some(sandbox) = &self.sandbox {
+            for (set, key) in [
+                (
+                    sandbox.kind.as_deref().is_some_and(|k| k != "docker"),
+                    "sandbox.kind",
+                ),
+                (sandbox.image.is_some(), "sandbox.image"),
+                (
+                    sandbox.network.as_deref().is_some_and(|n| n != "none"),
+                    "sandbox.network",
+                ),
+                (
+                    sandbox.memory_mb.is_some_and(|m| m > defaults.memory_mb),
+                    "sandbox.memory_mb",
+                ),
+                (
+                    sandbox.cpus.is_some_and(|c| c > defaults.cpus),
+                    "sandbox.cpus",
+                ),
+                (
+                    sandbox.pids.is_some_and(|p| p > defaults.pids),
+                    "sandbox.pids",
+                ),
+            ] {
+                if set {
+                    keys.push(key);
+                }
+            }
+        }
+        keys
+    }
+}
+
 /// Reads `assay.toml`, else `[tool.assay]` of `pyproject.toml`, from the repository root.
 pub fn load(repo: &Path) -> Result<(ProveFile, Option<PathBuf>)> {
     let assay_toml = repo.join("assay.toml");

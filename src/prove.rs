@@ -40,6 +40,11 @@ pub struct ProveArgs {
     /// A patch file applied to the base instead of a candidate revision.
     #[arg(long, value_name = "FILE")]
     pub patch: Option<PathBuf>,
+    /// Honour the repository's own assay.toml settings that reach beyond its tests: host paths
+    /// (patch, store, json, junit), pass-env, and a wider [sandbox] (image, network, process,
+    /// higher limits). Without it such a file is refused, since a pull request controls it.
+    #[arg(long)]
+    pub trust_repo_config: bool,
     /// A criterion: "test: NAME" (fails before, passes after) or "guard: NAME" (passes on
     /// both), optionally with an id: "C3: test: NAME". Repeatable.
     #[arg(long = "criterion", value_name = "CRITERION")]
@@ -135,6 +140,17 @@ fn settings(args: &ProveArgs) -> Result<Settings, Failure> {
         .with_context(|| format!("failed to resolve {}", args.repo.display()))
         .usage()?;
     let (file, source) = config::load(&repo).usage()?;
+    let reaching = file.reaching_beyond_the_repository();
+    if !reaching.is_empty() && !args.trust_repo_config {
+        let origin = source.as_deref().map_or_else(
+            || "the configuration file".to_owned(),
+            |p| p.display().to_string(),
+        );
+        return Err(Failure::usage(anyhow!(
+            "{origin} sets {}, which reach beyond the repository's tests (host paths, your environment, a wider sandbox); the repository under test may come from anyone (hint: pass --trust-repo-config if you trust this file, or give these settings as flags)",
+            reaching.join(", ")
+        )));
+    }
     let ProveFile {
         base,
         candidate,

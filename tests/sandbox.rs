@@ -394,7 +394,14 @@ fn the_sandbox_table_is_read_and_checked_and_flags_win() {
 
     // The file asks for docker; the flag wins, and no engine is needed.
     repo.write("assay.toml", "base = \"main~1\"\nrepeats = 1\nmutation = false\n[sandbox]\nkind = \"docker\"\nimage = \"assay-runner-cobol:latest\"\n");
-    let process = prove(&repo, &[&criterion[..], &["--sandbox", "process"]].concat());
+    let process = prove(
+        &repo,
+        &[
+            &criterion[..],
+            &["--sandbox", "process", "--trust-repo-config"],
+        ]
+        .concat(),
+    );
     assert_eq!(process.code, 0, "{}", process.explain());
     assert_eq!(
         process.evidence.as_ref().unwrap()["sandbox"]["kind"],
@@ -403,7 +410,17 @@ fn the_sandbox_table_is_read_and_checked_and_flags_win() {
 
     let docker_flag_alone = prove(
         &repo,
-        &[&criterion[..], &["--sandbox", "process", "--pids", "64"]].concat(),
+        &[
+            &criterion[..],
+            &[
+                "--sandbox",
+                "process",
+                "--pids",
+                "64",
+                "--trust-repo-config",
+            ],
+        ]
+        .concat(),
     );
     assert_eq!(docker_flag_alone.code, 2, "{}", docker_flag_alone.explain());
     assert!(
@@ -526,4 +543,57 @@ fn an_interrupted_docker_proof_removes_its_containers_and_exits_130() {
     assert_eq!(output.status.code(), Some(130), "{stderr}");
     assert!(stderr.contains("error: interrupted"), "{stderr}");
     assert!(containers_labelled(&label).is_empty(), "{stderr}");
+}
+
+/// The repository under test writes its own assay.toml: a pull request may ask for the
+/// caller's secrets, a network, a wider container or host paths. None of that takes effect
+/// without `--trust-repo-config`; narrowing the sandbox needs no flag.
+#[test]
+fn a_repositorys_own_config_cannot_widen_its_sandbox_or_touch_host_paths_unless_trusted() {
+    let repo = pytest_pager_repo();
+    add_fix_with_test(&repo);
+    let criterion = ["--criterion", "test: test_partial_last_page_is_counted"];
+    let outside = tempfile::tempdir().unwrap();
+    let planted = outside.path().join("authorized_keys");
+    repo.write(
+        "assay.toml",
+        &format!(
+            "base = \"main~1\"\nrepeats = 1\nmutation = false\npass-env = [\"AWS_SECRET_ACCESS_KEY\"]\njunit = \"{}\"\n[sandbox]\nkind = \"docker\"\nnetwork = \"bridge\"\npids = 100000\n",
+            planted.display()
+        ),
+    );
+    let refused = prove(&repo, &criterion);
+    assert_eq!(refused.code, 2, "{}", refused.explain());
+    for key in ["pass-env", "junit", "sandbox.network", "sandbox.pids"] {
+        assert!(refused.stderr.contains(key), "{key}: {}", refused.explain());
+    }
+    assert!(
+        refused.stderr.contains("--trust-repo-config"),
+        "{}",
+        refused.explain()
+    );
+    assert!(
+        !planted.exists(),
+        "nothing was written outside the repository"
+    );
+
+    // Narrowing is the repository's own business.
+    repo.write(
+        "assay.toml",
+        "base = \"main~1\"\nrepeats = 1\nmutation = false\n[sandbox]\nnetwork = \"none\"\n",
+    );
+    let narrowed = prove(&repo, &criterion);
+    assert_eq!(narrowed.code, 0, "{}", narrowed.explain());
+
+    // Trusted, the same file is honoured: its JUnit summary lands where it says.
+    repo.write(
+        "assay.toml",
+        &format!(
+            "base = \"main~1\"\nrepeats = 1\nmutation = false\njunit = \"{}\"\n",
+            planted.display()
+        ),
+    );
+    let trusted = prove(&repo, &[&criterion[..], &["--trust-repo-config"]].concat());
+    assert_eq!(trusted.code, 0, "{}", trusted.explain());
+    assert!(planted.is_file());
 }

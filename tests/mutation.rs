@@ -472,7 +472,10 @@ fn a_mutant_that_breaks_the_test_session_is_killed_with_the_reason() {
         .unwrap_or_else(|| panic!("no drop-branch mutant of line 4: {report:#}"));
     assert_eq!(dropped["status"], "Killed", "{dropped:#}");
     let reason = dropped["statusReason"].as_str().unwrap_or_default();
-    assert!(reason.contains("broke the test session: exit 4"), "{dropped:#}");
+    assert!(
+        reason.contains("broke the test session: exit 4"),
+        "{dropped:#}"
+    );
     assert!(
         mutants.iter().all(|m| m["status"] != "RuntimeError"),
         "{report:#}"

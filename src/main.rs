@@ -1,6 +1,7 @@
 //! The `assay` binary: parses flags, starts logging, calls the libraries, maps errors to the
 //! documented exit codes. Nothing here decides a verdict.
 
+mod cache;
 mod config;
 mod embedded;
 mod example;
@@ -69,6 +70,8 @@ enum Command {
     /// Mutate whole files or trees of HEAD and run the tests that cover each mutant (exit 5
     /// when some mutant survives).
     Mutate(Box<mutate::MutateArgs>),
+    /// Show or trim the result cache that answers jobs whose inputs were all seen before.
+    Cache(cache::CacheArgs),
 }
 
 fn main() -> ExitCode {
@@ -151,5 +154,6 @@ async fn run(command: Command) -> Result<u8, Failure> {
         Command::Results(args) => fleet::results(&args).await,
         Command::Cancel(args) => fleet::cancel(&args).await,
         Command::Mutate(args) => mutate::run(&args).await,
+        Command::Cache(args) => cache::run(&args).await,
     }
 }

@@ -14,6 +14,7 @@ use assay_common::evidence::Evidence;
 use assay_common::job::JobResult;
 use assay_common::runner::{ReportFormat, RunnerKind};
 use assay_common::verdict::Verdict;
+use assay_coordinator::cache::{CacheHit, CacheMode, CachingQueue, ResultCache, RunContext};
 use assay_coordinator::engine::{self, ProofRequest};
 use assay_coordinator::mutants::DEFAULT_MUTATION_BUDGET;
 use assay_coordinator::mutants::MutationCheck;
@@ -40,6 +41,12 @@ pub struct ProveArgs {
     /// A patch file applied to the base instead of a candidate revision.
     #[arg(long, value_name = "FILE")]
     pub patch: Option<PathBuf>,
+    /// Run every job even when the result cache holds its result, and store nothing.
+    #[arg(long, conflicts_with = "refresh_cache")]
+    pub no_cache: bool,
+    /// Run every job, then store the trusted results over the cache's entries.
+    #[arg(long)]
+    pub refresh_cache: bool,
     /// Honour the repository's own assay.toml settings that reach beyond its tests: host paths
     /// (patch, store, json, junit), pass-env, and a wider [sandbox] (image, network, process,
     /// higher limits). Without it such a file is refused, since a pull request controls it.
@@ -406,9 +413,42 @@ async fn run_embedded(
         embedded::job_context_in(sandbox, repo, store.clone(), pass_env, "assay-")?;
     let queue = InProcessQueue::start(ctx, jobs);
     let progress = StderrProgress { quiet: args.quiet };
-    let run = engine::run_proof(prepared, &queue, jobs, &progress, started, clock)
+    let mode = if args.no_cache {
+        CacheMode::Off
+    } else if args.refresh_cache {
+        CacheMode::Refresh
+    } else {
+        CacheMode::Use
+    };
+    let context = RunContext::new(recorded, &assay_worker::sandbox::clean_env(pass_env));
+    let caching = CachingQueue::new(&queue, ResultCache::new(store.clone(), mode), context);
+    let mut run = engine::run_proof(prepared, &caching, jobs, &progress, started, clock)
         .await
         .map_err(|e| Failure::infrastructure(e.into()))?;
+    let served = caching.served();
+    CacheHit::mark(&mut run.evidence, &served);
+    let stored = caching
+        .cache()
+        .store_trusted(&caching.keyed(), &served, &run.results, &run.evidence)
+        .await;
+    if !args.quiet {
+        for (key, why) in caching.rejected() {
+            eprintln!("[cache] refused entry {key}: {why}; the job ran instead");
+        }
+        match &stored {
+            Ok(written) if mode != CacheMode::Off => eprintln!(
+                "[cache] {} of {} jobs answered from the cache, {written} results stored",
+                served.len(),
+                prepared.jobs.len()
+            ),
+            Ok(_) => {}
+            Err(e) => eprintln!(
+                "[cache] results not stored: {}",
+                assay_worker::execute::error_chain(e)
+            ),
+        }
+    }
+    drop(caching);
     drop(queue);
     proof_history::record(&args.state_dir, prepared, &run.results, &*store, started).await?;
     Ok((run.evidence, run.mutation_check))

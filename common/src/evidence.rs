@@ -125,6 +125,19 @@ pub struct JobEvidence {
     pub duration_s: f64,
     pub worker: String,
     pub artifacts: Vec<ArtifactRef>,
+    /// Set when the result was served from the result cache: the entry and the run that
+    /// produced it (its artifacts are that run's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached: Option<CachedFrom>,
+}
+
+/// The cache entry a job's result came from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CachedFrom {
+    /// The entry's key (docs/FORMATS.md, "Result cache").
+    pub entry: String,
+    pub proof_id: String,
+    pub job_id: String,
 }
 
 impl JobEvidence {
@@ -150,6 +163,7 @@ impl JobEvidence {
             duration_s: result.duration_ms as f64 / 1000.0,
             worker: result.worker.to_string(),
             artifacts: result.artifacts.clone(),
+            cached: None,
         }
     }
 }

@@ -4,6 +4,7 @@
 
 pub mod admission;
 pub mod admitter;
+pub mod cache;
 pub mod client;
 pub mod cluster_queue;
 pub mod engine;

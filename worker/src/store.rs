@@ -54,6 +54,27 @@ pub enum StoreError {
         #[source]
         source: object_store::Error,
     },
+    #[error("failed to list the store under {prefix}")]
+    List {
+        prefix: String,
+        #[source]
+        source: object_store::Error,
+    },
+    #[error("failed to delete artifact {key}")]
+    Delete {
+        key: String,
+        #[source]
+        source: object_store::Error,
+    },
+}
+
+/// One stored object, as a listing shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredObject {
+    pub key: String,
+    pub bytes: u64,
+    /// Seconds since the epoch of its last write.
+    pub modified_secs: i64,
 }
 
 #[async_trait]
@@ -67,6 +88,10 @@ pub trait ArtifactStore: Send + Sync {
         bytes: Bytes,
     ) -> Result<ArtifactRef, StoreError>;
     async fn get(&self, key: &str) -> Result<Option<Bytes>, StoreError>;
+    /// Every object whose key starts with the `prefix` directory (`cache/v1`).
+    async fn list(&self, prefix: &str) -> Result<Vec<StoredObject>, StoreError>;
+    /// Removes an object; removing one that is not there is not an error.
+    async fn delete(&self, key: &str) -> Result<(), StoreError>;
 
     async fn put_file(
         &self,
@@ -230,6 +255,38 @@ impl ArtifactStore for ObjectArtifactStore {
                 }),
             Err(object_store::Error::NotFound { .. }) => Ok(None),
             Err(source) => Err(StoreError::Get {
+                key: key.to_owned(),
+                source,
+            }),
+        }
+    }
+
+    async fn list(&self, prefix: &str) -> Result<Vec<StoredObject>, StoreError> {
+        use futures::TryStreamExt as _;
+        let list_err = |source| StoreError::List {
+            prefix: prefix.to_owned(),
+            source,
+        };
+        let objects: Vec<object_store::ObjectMeta> = self
+            .inner
+            .list(Some(&StorePath::from(prefix)))
+            .try_collect()
+            .await
+            .map_err(list_err)?;
+        Ok(objects
+            .into_iter()
+            .map(|meta| StoredObject {
+                key: meta.location.to_string(),
+                bytes: meta.size,
+                modified_secs: meta.last_modified.timestamp(),
+            })
+            .collect())
+    }
+
+    async fn delete(&self, key: &str) -> Result<(), StoreError> {
+        match self.inner.delete(&StorePath::from(key)).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(source) => Err(StoreError::Delete {
                 key: key.to_owned(),
                 source,
             }),

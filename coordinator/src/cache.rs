@@ -1,0 +1,505 @@
+//! The result cache: a job whose every input was seen before is answered from the stored result
+//! of that earlier run instead of running again, so re-proving a change after a product-only
+//! edit runs only what the edit touched.
+//!
+//! It sits in front of any [`JobQueue`] ([`CachingQueue`]), so every dispatcher loop gets it in
+//! one place. The traps it avoids, and how:
+//! - a stale result: the key digests everything that can change a result (see [`cache_key`]
+//!   and docs/FORMATS.md, "Result cache"); what is not in the key never reaches the job;
+//! - a flaky result cached as truth: only results [`ResultCache::store_trusted`] accepts are
+//!   written — completed, with a trustworthy report, from a proof none of whose criteria was
+//!   unstable; never timeouts, infrastructure failures, cancelled or report-less runs;
+//! - a poisoned entry: every read re-checks the entry and each artifact it names against
+//!   their sha256, and re-parses the pinned report; anything off is a miss, reported, never used.
+
+use crate::queue::{JobQueue, QueueError};
+use assay_common::evidence::{CachedFrom, Evidence, SandboxEvidence};
+use assay_common::job::{JobKind, JobResult, JobSpec, JobStatus};
+use assay_common::report;
+use assay_common::runner::{ReportFormat, ReportLocation};
+use assay_common::verdict::Verdict;
+use assay_common::{JobId, ProofId};
+use assay_worker::store::{ArtifactStore, StoreError};
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+/// The entries' schema; a new one starts a new key space.
+pub const SCHEMA: &str = "assay.cache/v1";
+/// Where entries live in the artifact store.
+pub const PREFIX: &str = "cache/v1";
+
+/// Whether a run reads and writes the cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum CacheMode {
+    /// Serve hits, store trusted misses.
+    #[default]
+    Use,
+    /// Run everything, then store trusted results over what was there (`--refresh-cache`).
+    Refresh,
+    /// Neither read nor write (`--no-cache`).
+    Off,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CacheError {
+    #[error("failed to write cache entry {key}")]
+    Write {
+        key: String,
+        #[source]
+        source: StoreError,
+    },
+    #[error("failed to encode cache entry {key}")]
+    Encode {
+        key: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("failed to list the result cache")]
+    List(#[source] StoreError),
+    #[error("failed to delete cache entry {key}")]
+    Delete {
+        key: String,
+        #[source]
+        source: StoreError,
+    },
+}
+
+/// What, beside the job itself, decides a job's result where it runs: the sandbox (kind, image
+/// id and limits), the interpreter a process-sandbox command resolves to, and the environment
+/// passed in (names with a digest of each value, so no secret is written anywhere).
+#[derive(Clone, Debug)]
+pub struct RunContext {
+    pub sandbox: SandboxEvidence,
+    /// `(name, sha256 of the value)`, sorted.
+    pub env: Vec<(String, String)>,
+    /// For the process sandbox: each command's program, resolved on the job's `PATH` and asked
+    /// for its version once. `None`: the image decides (docker).
+    interpreters: Option<Arc<Mutex<HashMap<String, String>>>>,
+}
+
+impl RunContext {
+    pub fn new(sandbox: SandboxEvidence, env: &[(String, String)]) -> Self {
+        let mut env: Vec<(String, String)> = env
+            .iter()
+            .map(|(name, value)| (name.clone(), hex::encode(Sha256::digest(value.as_bytes()))))
+            .collect();
+        env.sort();
+        let interpreters = (sandbox.container.is_none()).then(Arc::default);
+        Self {
+            sandbox,
+            env,
+            interpreters,
+        }
+    }
+
+    /// The program `command[0]` runs as here, with its version: a different interpreter is a
+    /// different run.
+    fn interpreter(&self, program: &str) -> Option<String> {
+        let cache = self.interpreters.as_ref()?;
+        if let Ok(known) = cache.lock()
+            && let Some(found) = known.get(program)
+        {
+            return Some(found.clone());
+        }
+        // Jobs get this process's PATH (`sandbox::clean_env`).
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let resolved = if program.contains('/') {
+            Some(Path::new(program).to_path_buf())
+        } else {
+            std::env::split_paths(&path)
+                .map(|dir| dir.join(program))
+                .find(|candidate| candidate.is_file())
+        };
+        let identity = match resolved.and_then(|p| p.canonicalize().ok()) {
+            Some(real) => {
+                let version = std::process::Command::new(&real)
+                    .arg("--version")
+                    .output()
+                    .map(|out| {
+                        let text = [out.stdout, out.stderr].concat();
+                        String::from_utf8_lossy(&text).trim().to_owned()
+                    })
+                    .unwrap_or_default();
+                format!("{} {version}", real.display())
+            }
+            None => format!("{program} (not found)"),
+        };
+        if let Ok(mut known) = cache.lock() {
+            known.insert(program.to_owned(), identity.clone());
+        }
+        Some(identity)
+    }
+}
+
+/// Everything a key digests, in the order written; documented in docs/FORMATS.md.
+#[derive(Serialize)]
+struct KeyInputs<'a> {
+    schema: &'static str,
+    kind: &'a JobKind,
+    /// Repeats of the same test on the same tree are distinct runs: each keeps its own entry.
+    index: u32,
+    tree: &'a str,
+    edit: &'a Option<assay_common::job::ByteEdit>,
+    command: &'a [String],
+    report: &'a ReportFormat,
+    selected_tests: &'a [String],
+    job_env: &'a [(String, String)],
+    timeout_secs: u64,
+    sandbox: &'a SandboxEvidence,
+    interpreter: Option<String>,
+    env: &'a [(String, String)],
+}
+
+/// The cache key of `spec` run in `context`: hex sha256 of its canonical JSON inputs.
+pub fn cache_key(spec: &JobSpec, context: &RunContext) -> String {
+    let inputs = KeyInputs {
+        schema: SCHEMA,
+        kind: &spec.kind,
+        index: spec.index,
+        tree: spec.tree.as_str(),
+        edit: &spec.edit,
+        command: &spec.command,
+        report: &spec.report,
+        selected_tests: &spec.selected_tests,
+        job_env: &spec.env,
+        timeout_secs: spec.timeout_secs,
+        sandbox: &context.sandbox,
+        interpreter: spec
+            .command
+            .first()
+            .and_then(|program| context.interpreter(program)),
+        env: &context.env,
+    };
+    // Serializing plain data cannot fail; an empty digest input would still be a valid key.
+    let bytes = serde_json::to_vec(&inputs).unwrap_or_default();
+    hex::encode(Sha256::digest(&bytes))
+}
+
+/// Which run produced an entry.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Producer {
+    pub proof_id: ProofId,
+    pub job_id: JobId,
+}
+
+/// A stored result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CacheEntry {
+    pub schema: String,
+    pub key: String,
+    pub produced_by: Producer,
+    /// Seconds since the epoch.
+    pub created_at: u64,
+    pub result: JobResult,
+}
+
+/// A job answered from the cache: the entry's key and the run that produced it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CacheHit {
+    pub key: String,
+    pub produced_by: Producer,
+}
+
+impl CacheHit {
+    /// Marks each job of `evidence` that `served` answered from the cache.
+    pub fn mark(evidence: &mut Evidence, served: &BTreeMap<JobId, CacheHit>) {
+        for job in &mut evidence.jobs {
+            if let Some(hit) = served.get(&JobId(job.job_id.clone())) {
+                job.cached = Some(CachedFrom {
+                    entry: hit.key.clone(),
+                    proof_id: hit.produced_by.proof_id.to_string(),
+                    job_id: hit.produced_by.job_id.to_string(),
+                });
+            }
+        }
+    }
+}
+
+/// What a lookup found.
+#[derive(Debug)]
+pub enum Lookup {
+    Hit(Box<CacheEntry>),
+    Miss,
+    /// An entry was there but failed a check: never used.
+    Rejected {
+        key: String,
+        why: String,
+    },
+}
+
+fn entry_key(key: &str) -> String {
+    format!("{PREFIX}/{key}.json")
+}
+
+/// The cache over an artifact store.
+#[derive(Clone)]
+pub struct ResultCache {
+    store: Arc<dyn ArtifactStore>,
+    pub mode: CacheMode,
+}
+
+impl ResultCache {
+    pub fn new(store: Arc<dyn ArtifactStore>, mode: CacheMode) -> Self {
+        Self { store, mode }
+    }
+
+    /// The entry for `key`, checked: it must name this key, every artifact it names must be in
+    /// the store with its recorded sha256, and its report must re-parse to the result it
+    /// claims. A store that cannot be read is a miss too: the job simply runs.
+    pub async fn lookup(&self, key: &str, spec: &JobSpec) -> Lookup {
+        if self.mode != CacheMode::Use {
+            return Lookup::Miss;
+        }
+        let reject = |why: String| Lookup::Rejected {
+            key: key.to_owned(),
+            why,
+        };
+        let bytes = match self.store.get(&entry_key(key)).await {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => return Lookup::Miss,
+            Err(e) => return reject(crate::mutation::error_chain(&e)),
+        };
+        let entry: CacheEntry = match serde_json::from_slice(&bytes) {
+            Ok(entry) => entry,
+            Err(e) => return reject(format!("the entry does not parse: {e}")),
+        };
+        if entry.schema != SCHEMA || entry.key != key {
+            return reject("the entry names another key or schema".into());
+        }
+        let mut report_bytes = None;
+        for artifact in &entry.result.artifacts {
+            let Ok(Some(bytes)) = self.store.get(&artifact.key).await else {
+                return reject(format!("artifact {} is gone from the store", artifact.key));
+            };
+            if hex::encode(Sha256::digest(&bytes)) != artifact.sha256 {
+                return reject(format!(
+                    "artifact {} does not match its sha256",
+                    artifact.key
+                ));
+            }
+            let holds_report = match spec.report.location() {
+                ReportLocation::Stdout => artifact.name == "stdout",
+                _ => artifact.name == "report",
+            };
+            if holds_report {
+                report_bytes = Some(bytes);
+            }
+        }
+        if report::parse(&spec.report, report_bytes.as_deref()) != entry.result.report {
+            return reject("the pinned report does not say what the entry claims".into());
+        }
+        Lookup::Hit(Box::new(entry))
+    }
+
+    /// Stores the results of a finished proof that may serve later runs: completed jobs with a
+    /// trustworthy report, of a proof whose criteria were all decided without instability.
+    /// Jobs served from the cache, timeouts, infrastructure failures, cancelled jobs and
+    /// mutants (report-only, unconfirmed) are never stored. Returns how many were written.
+    pub async fn store_trusted(
+        &self,
+        keyed: &BTreeMap<JobId, String>,
+        served: &BTreeMap<JobId, CacheHit>,
+        results: &[JobResult],
+        evidence: &Evidence,
+    ) -> Result<usize, CacheError> {
+        if self.mode == CacheMode::Off
+            || evidence
+                .criteria
+                .iter()
+                .any(|c| c.verdict == Verdict::Unstable)
+        {
+            return Ok(0);
+        }
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let mut written = 0;
+        for result in results {
+            let Some(key) = keyed.get(&result.job_id) else {
+                continue;
+            };
+            let trusted = matches!(result.status, JobStatus::Completed { .. })
+                && result.report.parsed().is_some()
+                && result.report.problem().is_none();
+            if !trusted || served.contains_key(&result.job_id) {
+                continue;
+            }
+            let entry = CacheEntry {
+                schema: SCHEMA.into(),
+                key: key.clone(),
+                produced_by: Producer {
+                    proof_id: ProofId(evidence.proof_id.clone()),
+                    job_id: result.job_id.clone(),
+                },
+                created_at: now,
+                result: result.clone(),
+            };
+            let json = serde_json::to_vec(&entry).map_err(|source| CacheError::Encode {
+                key: key.clone(),
+                source,
+            })?;
+            self.store
+                .put_bytes("cache-entry", &entry_key(key), json.into())
+                .await
+                .map_err(|source| CacheError::Write {
+                    key: key.clone(),
+                    source,
+                })?;
+            written += 1;
+        }
+        Ok(written)
+    }
+
+    /// How many entries the cache holds and their size in bytes.
+    pub async fn stats(&self) -> Result<CacheStats, CacheError> {
+        let objects = self.store.list(PREFIX).await.map_err(CacheError::List)?;
+        Ok(CacheStats {
+            entries: objects.len(),
+            bytes: objects.iter().map(|o| o.bytes).sum(),
+            oldest_secs: objects.iter().map(|o| o.modified_secs).min(),
+        })
+    }
+
+    /// Deletes entries older than `max_age_secs`, then the oldest until the rest fit in
+    /// `max_bytes`. Artifacts stay: proofs' evidence names them too.
+    pub async fn prune(
+        &self,
+        now_secs: i64,
+        max_age_secs: Option<i64>,
+        max_bytes: Option<u64>,
+    ) -> Result<usize, CacheError> {
+        let mut objects = self.store.list(PREFIX).await.map_err(CacheError::List)?;
+        objects.sort_by_key(|o| std::cmp::Reverse(o.modified_secs));
+        let mut kept_bytes = 0u64;
+        let mut deleted = 0;
+        for object in objects {
+            let too_old = max_age_secs.is_some_and(|age| now_secs - object.modified_secs > age);
+            let too_big = max_bytes.is_some_and(|limit| kept_bytes + object.bytes > limit);
+            if too_old || too_big {
+                self.store
+                    .delete(&object.key)
+                    .await
+                    .map_err(|source| CacheError::Delete {
+                        key: object.key.clone(),
+                        source,
+                    })?;
+                deleted += 1;
+            } else {
+                kept_bytes += object.bytes;
+            }
+        }
+        Ok(deleted)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CacheStats {
+    pub entries: usize,
+    pub bytes: u64,
+    pub oldest_secs: Option<i64>,
+}
+
+/// A [`JobQueue`] that answers cacheable jobs from the cache and sends the rest on to `inner`.
+/// It remembers each job's key (for [`ResultCache::store_trusted`]) and which were served.
+pub struct CachingQueue<'a> {
+    inner: &'a dyn JobQueue,
+    cache: ResultCache,
+    context: RunContext,
+    ready: tokio::sync::Mutex<VecDeque<JobResult>>,
+    keyed: Mutex<BTreeMap<JobId, String>>,
+    served: Mutex<BTreeMap<JobId, CacheHit>>,
+    rejected: Mutex<Vec<(String, String)>>,
+}
+
+impl<'a> CachingQueue<'a> {
+    pub fn new(inner: &'a dyn JobQueue, cache: ResultCache, context: RunContext) -> Self {
+        Self {
+            inner,
+            cache,
+            context,
+            ready: tokio::sync::Mutex::default(),
+            keyed: Mutex::default(),
+            served: Mutex::default(),
+            rejected: Mutex::default(),
+        }
+    }
+
+    /// Each keyed job's cache key, by job id.
+    pub fn keyed(&self) -> BTreeMap<JobId, String> {
+        self.keyed.lock().map(|k| k.clone()).unwrap_or_default()
+    }
+
+    /// The jobs answered from the cache.
+    pub fn served(&self) -> BTreeMap<JobId, CacheHit> {
+        self.served.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    /// Entries found but refused, with why: `(key, why)`.
+    pub fn rejected(&self) -> Vec<(String, String)> {
+        self.rejected.lock().map(|r| r.clone()).unwrap_or_default()
+    }
+
+    pub fn cache(&self) -> &ResultCache {
+        &self.cache
+    }
+}
+
+/// Which jobs may be answered from the cache: a proof's own test runs. Mutants are report-only
+/// and their kills unconfirmed; manifest cases are judged, not parsed, so their results
+/// cannot be re-checked against a pinned report.
+fn cacheable(spec: &JobSpec) -> bool {
+    matches!(
+        spec.kind,
+        JobKind::Targeted | JobKind::Suite | JobKind::Stability
+    ) && !matches!(spec.report, ReportFormat::ManifestCases(_))
+}
+
+#[async_trait]
+impl JobQueue for CachingQueue<'_> {
+    async fn submit(&self, job: JobSpec) -> Result<(), QueueError> {
+        if self.cache.mode == CacheMode::Off || !cacheable(&job) {
+            return self.inner.submit(job).await;
+        }
+        let key = cache_key(&job, &self.context);
+        if let Ok(mut keyed) = self.keyed.lock() {
+            keyed.insert(job.job_id.clone(), key.clone());
+        }
+        match self.cache.lookup(&key, &job).await {
+            Lookup::Hit(entry) => {
+                let mut result = entry.result;
+                result.job_id = job.job_id.clone();
+                result.index = job.index;
+                if let Ok(mut served) = self.served.lock() {
+                    served.insert(
+                        job.job_id.clone(),
+                        CacheHit {
+                            key,
+                            produced_by: entry.produced_by,
+                        },
+                    );
+                }
+                self.ready.lock().await.push_back(result);
+                Ok(())
+            }
+            Lookup::Rejected { key, why } => {
+                tracing::warn!(key, why, "refusing a cache entry that failed its checks");
+                if let Ok(mut rejected) = self.rejected.lock() {
+                    rejected.push((key, why));
+                }
+                self.inner.submit(job).await
+            }
+            Lookup::Miss => self.inner.submit(job).await,
+        }
+    }
+
+    async fn next_result(&self) -> Option<JobResult> {
+        if let Some(result) = self.ready.lock().await.pop_front() {
+            return Some(result);
+        }
+        self.inner.next_result().await
+    }
+}

@@ -1,0 +1,264 @@
+//! The result cache through the real binary: a re-proof answers unchanged jobs from the cache
+//! and says so, what may not be trusted is never stored, and a tampered entry is refused.
+
+mod support;
+
+use support::{PAGER_FIXED, Repo, Run, pytest_pager_repo};
+
+const PARTIAL_TEST: &str =
+    "\n\ndef test_partial_last_page_is_counted():\n    assert page_count(11, 5) == 3\n";
+
+fn pager_fix() -> Repo {
+    let repo = pytest_pager_repo();
+    let tests = std::fs::read_to_string(repo.path().join("tests/test_pages.py")).unwrap();
+    repo.write("pager.py", PAGER_FIXED)
+        .write("tests/test_pages.py", &format!("{tests}{PARTIAL_TEST}"));
+    repo.commit("pager: count the last partial page");
+    repo
+}
+
+/// `assay prove` with one store and state directory for every call of a test.
+struct Prover {
+    dir: tempfile::TempDir,
+}
+
+impl Prover {
+    fn new() -> Self {
+        Self {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn store(&self) -> std::path::PathBuf {
+        self.dir.path().join("store")
+    }
+
+    fn prove(&self, repo: &Repo, base: &str, extra: &[&str]) -> Run {
+        let json = self.dir.path().join("proof.json");
+        let mut command = support::assay();
+        command
+            .arg("prove")
+            .arg("-C")
+            .arg(repo.path())
+            .args(["--base", base, "--repeats", "2", "--no-mutation"])
+            .args(["--criterion", "test: test_partial_last_page_is_counted"])
+            .args(["--criterion", "guard: test_full_pages"])
+            .args(extra)
+            .arg("--json")
+            .arg(&json)
+            .arg("--store")
+            .arg(format!("file://{}", self.store().display()))
+            .env("ASSAY_STATE_DIR", self.dir.path().join("state"));
+        let _ = std::fs::remove_file(&json);
+        support::run(command, Some(json))
+    }
+}
+
+/// `(kind, served from the cache)` of each job, in plan order.
+fn cached_jobs(run: &Run) -> Vec<(String, bool)> {
+    run.evidence.as_ref().map_or_else(Vec::new, |e| {
+        e["jobs"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|j| {
+                (
+                    j["kind"].as_str().unwrap_or_default().to_owned(),
+                    j.get("cached").is_some_and(|c| !c.is_null()),
+                )
+            })
+            .collect()
+    })
+}
+
+#[test]
+fn a_reproof_after_a_product_only_edit_runs_only_the_candidate_side() {
+    let repo = pager_fix();
+    let prover = Prover::new();
+    let first = prover.prove(&repo, "main~1", &[]);
+    assert_eq!(first.code, 0, "{}", first.explain());
+    assert!(cached_jobs(&first).iter().all(|(_, cached)| !cached));
+    let first_id = first.evidence.as_ref().unwrap()["proof_id"].clone();
+
+    // The same change again: every job is answered, naming the entry and the run behind it.
+    let again = prover.prove(&repo, "main~1", &[]);
+    assert_eq!(again.code, 0, "{}", again.explain());
+    assert!(
+        cached_jobs(&again).iter().all(|(_, cached)| *cached),
+        "{}",
+        again.explain()
+    );
+    let job = &again.evidence.as_ref().unwrap()["jobs"][0];
+    assert_eq!(job["cached"]["proof_id"], first_id);
+    assert_eq!(job["cached"]["entry"].as_str().map(str::len), Some(64));
+    assert!(
+        again.stderr.contains("6 of 6 jobs answered from the cache"),
+        "{}",
+        again.explain()
+    );
+
+    // A product-only edit: the base tree is unchanged, the candidate's is new.
+    repo.write(
+        "pager.py",
+        &format!(
+            "{PAGER_FIXED}\n\ndef last_page(total, size):\n    return page_count(total, size)\n"
+        ),
+    );
+    repo.commit("pager: last page helper");
+    let edited = prover.prove(&repo, "main~2", &[]);
+    assert_eq!(edited.code, 0, "{}", edited.explain());
+    let jobs = cached_jobs(&edited);
+    assert_eq!(jobs.len(), 6, "{}", edited.explain());
+    let evidence = edited.evidence.as_ref().unwrap();
+    for (index, (kind, cached)) in jobs.iter().enumerate() {
+        let side = evidence["jobs"][index]["side"].as_str().unwrap_or_default();
+        assert_eq!(
+            *cached,
+            side == "base",
+            "{kind} on the {side}: {}",
+            edited.explain()
+        );
+    }
+
+    // --no-cache runs everything; --refresh-cache too, and stores what it ran.
+    let uncached = prover.prove(&repo, "main~2", &["--no-cache"]);
+    assert!(cached_jobs(&uncached).iter().all(|(_, cached)| !cached));
+    let refreshed = prover.prove(&repo, "main~2", &["--refresh-cache"]);
+    assert!(cached_jobs(&refreshed).iter().all(|(_, cached)| !cached));
+    assert!(
+        refreshed.stderr.contains("6 results stored"),
+        "{}",
+        refreshed.explain()
+    );
+}
+
+#[test]
+fn an_unstable_proof_stores_nothing() {
+    let repo = Repo::new();
+    // With the fix, passes on every other run: its repeats on the candidate disagree.
+    let marker = tempfile::tempdir().unwrap();
+    let flip = marker.path().join("flip");
+    repo.write("pager.py", support::PAGER_BUGGY)
+        .write("conftest.py", "")
+        .write(
+            "tests/test_pages.py",
+            "from pager import page_count\n\n\ndef test_full_pages():\n    assert page_count(10, 5) == 2\n",
+        );
+    repo.commit("pager");
+    repo.write("pager.py", PAGER_FIXED).write(
+        "tests/test_pages.py",
+        &format!("import os\nfrom pager import page_count\n\n\ndef test_full_pages():\n    assert page_count(10, 5) == 2\n\n\ndef test_partial_last_page_is_counted():\n    assert page_count(11, 5) == 3\n    flip = {flip:?}\n    if os.path.exists(flip):\n        os.remove(flip)\n        assert False, 'flaky'\n    open(flip, 'w').close()\n", flip = flip.display().to_string()),
+    );
+    repo.commit("pager: partial page, flaky test");
+    let prover = Prover::new();
+    let first = prover.prove(&repo, "main~1", &["--jobs", "1"]);
+    assert_eq!(first.verdict_of("C1"), "unstable", "{}", first.explain());
+    assert!(
+        first.stderr.contains("0 results stored"),
+        "{}",
+        first.explain()
+    );
+}
+
+#[test]
+fn a_timed_out_job_is_never_stored() {
+    let repo = pytest_pager_repo();
+    let tests = std::fs::read_to_string(repo.path().join("tests/test_pages.py")).unwrap();
+    repo.write("pager.py", PAGER_FIXED).write(
+        "tests/test_pages.py",
+        &format!("import time\n{tests}\n\ndef test_partial_last_page_is_counted():\n    time.sleep(30)\n    assert page_count(11, 5) == 3\n"),
+    );
+    repo.commit("pager: a slow test");
+    let prover = Prover::new();
+    let first = prover.prove(&repo, "main~1", &["--timeout", "2"]);
+    let evidence = first.evidence.as_ref().expect("evidence written");
+    let jobs = evidence["jobs"].as_array().unwrap();
+    let timed_out = jobs.iter().filter(|j| j["status"] == "timed_out").count();
+    assert!(timed_out > 0, "{}", first.explain());
+    let again = prover.prove(&repo, "main~1", &["--timeout", "2"]);
+    let evidence = again.evidence.as_ref().expect("evidence written");
+    for job in evidence["jobs"].as_array().unwrap() {
+        if job["status"] == "timed_out" {
+            assert!(job.get("cached").is_none(), "a timeout was served: {job:#}");
+        }
+    }
+}
+
+#[test]
+fn a_tampered_entry_is_refused_reported_and_the_job_runs() {
+    let repo = pager_fix();
+    let prover = Prover::new();
+    let first = prover.prove(&repo, "main~1", &[]);
+    assert_eq!(first.code, 0, "{}", first.explain());
+    // Turn every stored failure into a pass, as a poisoned cache would.
+    let entries = prover.store().join("cache/v1");
+    let mut tampered = 0;
+    for entry in std::fs::read_dir(&entries).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        if text.contains("\"failed\"") {
+            std::fs::write(&path, text.replace("\"failed\"", "\"passed\"")).unwrap();
+            tampered += 1;
+        }
+    }
+    assert!(tampered > 0);
+    let again = prover.prove(&repo, "main~1", &[]);
+    assert_eq!(again.code, 0, "{}", again.explain());
+    assert_eq!(again.verdict_of("C1"), "proven");
+    assert!(
+        again.stderr.contains("[cache] refused entry")
+            && again
+                .stderr
+                .contains("the pinned report does not say what the entry claims"),
+        "{}",
+        again.explain()
+    );
+    let refused = again.stderr.matches("[cache] refused entry").count();
+    assert_eq!(refused, tampered, "{}", again.explain());
+    let ran = cached_jobs(&again)
+        .iter()
+        .filter(|(_, cached)| !cached)
+        .count();
+    assert_eq!(ran, tampered, "{}", again.explain());
+}
+
+#[test]
+fn cache_stats_and_prune_see_and_trim_the_entries() {
+    let repo = pager_fix();
+    let prover = Prover::new();
+    assert_eq!(prover.prove(&repo, "main~1", &[]).code, 0);
+    let store = format!("file://{}", prover.store().display());
+    let stats = support::run(
+        {
+            let mut c = support::assay();
+            c.args(["cache", "stats", "--store", &store]);
+            c
+        },
+        None,
+    );
+    assert_eq!(stats.code, 0, "{}", stats.explain());
+    assert!(stats.stdout.contains(": 6 entries"), "{}", stats.explain());
+    let prune = support::run(
+        {
+            let mut c = support::assay();
+            c.args(["cache", "prune", "--max-size-mb", "0", "--store", &store]);
+            c
+        },
+        None,
+    );
+    assert_eq!(prune.code, 0, "{}", prune.explain());
+    assert!(
+        prune.stdout.contains("6 entries deleted"),
+        "{}",
+        prune.explain()
+    );
+    let no_limit = support::run(
+        {
+            let mut c = support::assay();
+            c.args(["cache", "prune", "--store", &store]);
+            c
+        },
+        None,
+    );
+    assert_eq!(no_limit.code, 2, "{}", no_limit.explain());
+}

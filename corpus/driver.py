@@ -65,9 +65,39 @@ def run_case(m, case, a, out):
     if verdict is None:
         verdict = EXIT_VERDICT.get(p.returncode, f"exit {p.returncode}")
         reason = p.stdout.strip().splitlines()[-1] if p.stdout.strip() else ""
+    res = {"id": case["id"], "verdict": verdict, "reason": reason, "exit": p.returncode,
+           "seconds": round(took, 1)}
+    # One line per finished case, so that an interrupted run still leaves its results.
+    with open(out / "results.jsonl", "a") as f:
+        f.write(json.dumps(res) + "\n")
     lib.log(f"[corpus] {case['id']}: {verdict} ({took:.0f} s)")
-    return {"id": case["id"], "verdict": verdict, "reason": reason, "exit": p.returncode,
-            "seconds": round(took, 1)}
+    return res
+
+
+def summarize(results, truth, took):
+    """Print the confusion matrix, false proven, agreement and every disagreement."""
+    cols = VERDICTS + sorted({r["verdict"] for r in results} - set(VERDICTS))
+    matrix = {(t, v): 0 for t in VERDICTS for v in cols}
+    for r in results:
+        matrix[(truth[r["id"]]["expected"], r["verdict"])] += 1
+    print(f"\nconfusion matrix (rows: truth, columns: assay), {len(results)} cases, {took:.0f} s")
+    print(f"{'':12s}" + "".join(f"{v:>12s}" for v in cols))
+    for t in VERDICTS:
+        print(f"{t:12s}" + "".join(f"{matrix[(t, v)]:12d}" for v in cols))
+    agree = [r for r in results if r["verdict"] == truth[r["id"]]["expected"]]
+    false_proven = [r for r in results if r["verdict"] == "proven"
+                    and truth[r["id"]]["expected"] != "proven"]
+    pct = 100.0 * len(agree) / len(results)
+    print(f"\nfalse proven: {len(false_proven)}")
+    print(f"agreement: {len(agree)}/{len(results)} = {pct:.1f} %")
+    disagree = [r for r in results if r not in agree]
+    if disagree:
+        print("\ndisagreements:")
+        for r in disagree:
+            t = truth[r["id"]]
+            print(f"- {r['id']} ({t['criterion']}): truth {t['expected']} ({t['why']}); "
+                  f"assay {r['verdict']}: {r['reason']}")
+    return agree, false_proven, disagree
 
 
 def main():
@@ -79,9 +109,16 @@ def main():
     ap.add_argument("--sandbox", choices=["process", "docker"], default="process")
     ap.add_argument("--strict", action="store_true", help="also fail below 100 %% agreement")
     ap.add_argument("--out", help="where evidence and logs go [cache/runs/TIMESTAMP]")
+    ap.add_argument("--report", metavar="RUN_DIR",
+                    help="run nothing: summarize the results.jsonl of an earlier (or cut short) run")
     a = ap.parse_args()
     m = lib.load_manifest()
     truth = {c["id"]: c for c in json.loads(lib.TRUTH.read_text())["cases"]}
+    if a.report:
+        lines = (Path(a.report) / "results.jsonl").read_text().splitlines()
+        results = [json.loads(l) for l in lines if l.strip()]
+        _, false_proven, disagree = summarize(results, truth, sum(r["seconds"] for r in results))
+        return 1 if false_proven or (a.strict and disagree) else 0
     cases = [c for c in m["cases"]
              if (not a.subset or a.subset in c.get("subsets", []))
              and (not a.case or c["id"] in a.case)]
@@ -112,27 +149,7 @@ def main():
         results = list(ex.map(lambda c: run_case(m, c, a, out), cases))
     took = time.monotonic() - t0
 
-    cols = VERDICTS + sorted({r["verdict"] for r in results} - set(VERDICTS))
-    matrix = {(t, v): 0 for t in VERDICTS for v in cols}
-    for r in results:
-        matrix[(truth[r["id"]]["expected"], r["verdict"])] += 1
-    print(f"\nconfusion matrix (rows: truth, columns: assay), {len(results)} cases, {took:.0f} s")
-    print(f"{'':12s}" + "".join(f"{v:>12s}" for v in cols))
-    for t in VERDICTS:
-        print(f"{t:12s}" + "".join(f"{matrix[(t, v)]:12d}" for v in cols))
-    agree = [r for r in results if r["verdict"] == truth[r["id"]]["expected"]]
-    false_proven = [r for r in results if r["verdict"] == "proven"
-                    and truth[r["id"]]["expected"] != "proven"]
-    pct = 100.0 * len(agree) / len(results)
-    print(f"\nfalse proven: {len(false_proven)}")
-    print(f"agreement: {len(agree)}/{len(results)} = {pct:.1f} %")
-    disagree = [r for r in results if r not in agree]
-    if disagree:
-        print("\ndisagreements:")
-        for r in disagree:
-            t = truth[r["id"]]
-            print(f"- {r['id']} ({t['criterion']}): truth {t['expected']} ({t['why']}); "
-                  f"assay {r['verdict']}: {r['reason']}")
+    agree, false_proven, disagree = summarize(results, truth, took)
     (out / "results.json").write_text(json.dumps({
         "assay": str(assay_bin()),
         "checkout": subprocess.run(["git", "-C", str(lib.CORPUS.parent), "rev-parse", "HEAD"],

@@ -337,7 +337,7 @@ fn a_failing_case_exits_one_and_a_new_failure_raises_a_history_alert() {
         "{err}"
     );
     assert!(
-        stdout(&second).contains("Status: failing | vs previous: +1 failed"),
+        stdout(&second).contains("Status: failing | vs previous: 1 new failure"),
         "{}",
         stdout(&second)
     );

@@ -11,6 +11,7 @@ pub mod reach;
 pub mod runners;
 pub mod select;
 pub mod shard;
+pub mod split;
 
 use crate::queue::{JobQueue, QueueError};
 use crate::source::SourceError;

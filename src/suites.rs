@@ -522,11 +522,10 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
                 artifacts: result.artifacts.clone(),
             });
         }
-        // A pytest batch's report says what each case printed and how long it took.
+        // A pytest job's report says what each of its cases printed and how long it took; the
+        // session's own output stays the job's.
         let shares = match result {
-            Some(result)
-                if members.len() > 1 && runner == SuiteRunner::Kind(RunnerKind::Pytest) =>
-            {
+            Some(result) if runner == SuiteRunner::Kind(RunnerKind::Pytest) => {
                 let prefix = format!("proofs/{run_id}/jobs/{:04}", spec.index);
                 split::split_pytest_batch(&*store, &prefix, &member_cases, result)
                     .await

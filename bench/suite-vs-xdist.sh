@@ -86,7 +86,7 @@ assay_test() { # dir state json [more flags]
 assay_failed() { "$PYTHON" -c 'import json,sys
 for c in json.load(open(sys.argv[1]))["cases"]:
     if c["outcome"] in ("failed", "error"): print(c["display"])' "$1" | sort; }
-pytest_failed() { grep -E '^(FAILED|ERROR) ' "$1" | sed -E 's/^(FAILED|ERROR) //; s/ - .*//' | sort -u; }
+pytest_failed() { { grep -E '^(FAILED|ERROR) ' "$1" || true; } | sed -E 's/^(FAILED|ERROR) //; s/ - .*//' | sort -u; }
 
 check_same_failures() { # label dir state
   local label=$1 dir=$2 state=$3

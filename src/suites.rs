@@ -502,6 +502,8 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
 
     let today = &engine::rfc3339(SystemTime::now())[..10];
     let mut case_reports: Vec<Option<CaseReport>> = vec![None; cases.len()];
+    // What each case costs a batch, for balancing the next run (see `shard::batch_costs`).
+    let mut costs: Vec<Option<f64>> = vec![None; cases.len()];
     let mut selections = Vec::new();
     let mut job_reports = Vec::new();
     for (spec, members) in plan.iter().zip(&shards) {
@@ -540,6 +542,20 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
             }
             _ => vec![None; members.len()],
         };
+        if let Some(result) = result {
+            let own: Vec<Option<f64>> = shares
+                .iter()
+                .map(|s| s.as_ref().and_then(|s| s.seconds))
+                .collect();
+            let job_s = result.duration_ms as f64 / 1000.0;
+            let startup_s = collection.listing_s.unwrap_or(0.0);
+            for (&i, cost) in members
+                .iter()
+                .zip(shard::batch_costs(job_s, startup_s, &own))
+            {
+                costs[i] = cost;
+            }
+        }
         for (&i, share) in members.iter().zip(shares) {
             let case = &cases[i];
             case_reports[i] = Some(match result {
@@ -653,8 +669,8 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
     } else {
         (SuiteStatus::Passing, None)
     };
-    for case in &case_reports {
-        if let Some(d) = case.duration_s
+    for (case, cost) in case_reports.iter().zip(&costs) {
+        if let Some(d) = cost.or(case.duration_s)
             && case.lane == Lane::Guest
         {
             history.durations.insert(case.reference.clone(), d);

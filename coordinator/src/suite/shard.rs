@@ -133,6 +133,18 @@ pub fn estimate_durations(refs: &[String], recorded: &BTreeMap<String, f64>) -> 
     (estimates, known.len() == refs.len())
 }
 
+/// What each case of a finished batch costs a batch, for balancing the next run: its own time
+/// (`own`, from the report) plus an even share of what the batch spent beyond its session's
+/// start-up (`startup_s`) and its tests' own times: collecting, reporting and writing each
+/// case. Without it a batch of many tiny tests looks free and is given far more than its share.
+pub fn batch_costs(job_s: f64, startup_s: f64, own: &[Option<f64>]) -> Vec<Option<f64>> {
+    let known: f64 = own.iter().flatten().sum();
+    let per_case = ((job_s - startup_s - known).max(0.0) / own.len().max(1) as f64).max(0.0);
+    own.iter()
+        .map(|o| o.map(|s| ((s + per_case) * 1000.0).round() / 1000.0))
+        .collect()
+}
+
 /// The finish time of a set of shards if each ran on its own slot.
 pub fn makespan(durations: &[f64], shards: &[Vec<usize>]) -> f64 {
     shards
@@ -213,6 +225,18 @@ mod tests {
         let huge = plan_batches(ShardMode::Auto, &vec![0.01; 9000], true, 2);
         assert_eq!(huge.len(), 5);
         assert!(huge.iter().all(|b| b.len() <= MAX_BATCH_CASES));
+    }
+
+    #[test]
+    fn a_batch_spreads_its_per_case_overhead_over_its_cases() {
+        // 2.0s of batch, 0.5s of start-up, 0.5s of tests: 1.0s spread over four cases.
+        assert_eq!(
+            batch_costs(2.0, 0.5, &[Some(0.0), Some(0.5), Some(0.0), None]),
+            [Some(0.25), Some(0.75), Some(0.25), None]
+        );
+        // A batch quicker than the listing costs its tests' own times.
+        assert_eq!(batch_costs(0.4, 0.5, &[Some(0.1)]), [Some(0.1)]);
+        assert!(batch_costs(1.0, 0.0, &[]).is_empty());
     }
 
     #[test]

@@ -524,8 +524,9 @@ mod tests {
 
     #[test]
     fn the_delta_says_what_changed_in_words() {
-        // (failed before, failed now, coverage before, coverage now, the delta)
-        let table: &[(u64, u64, Option<f64>, Option<f64>, &str)] = &[
+        /// (failed before, failed now, coverage before, coverage now, the delta)
+        type Row<'a> = (u64, u64, Option<f64>, Option<f64>, &'a str);
+        let table: &[Row<'_>] = &[
             (616, 0, None, None, "616 fewer failures"),
             (0, 47, None, None, "47 new failures"),
             (2, 3, None, None, "1 new failure"),

@@ -90,8 +90,15 @@ pytest_failed() { { grep -E '^(FAILED|ERROR) ' "$1" || true; } | sed -E 's/^(FAI
 
 check_same_failures() { # label dir state
   local label=$1 dir=$2 state=$3
+  rm -f "$work/check.json"
   assay_test "$dir" "$state" "$work/check.json" >/dev/null 2>"$work/check.err" || true
+  [ -s "$work/check.json" ] || { echo "FAIL $label: assay wrote no report" >&2; cat "$work/check.err" >&2; exit 1; }
   xdist "$dir" >"$work/check.out" 2>&1 || true
+  # Equal empty sets prove nothing when nothing ran: both must have run the whole suite.
+  local ran collected
+  ran=$("$PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["totals"]["total"])' "$work/check.json")
+  collected=$( (cd "$dir" && "$PYTHON" -m pytest -p no:cacheprovider --collect-only --verbosity=-1 2>/dev/null) | grep -c '::' || true)
+  [ "$ran" -gt 0 ] && [ "$ran" = "$collected" ] || { echo "FAIL $label: assay ran $ran cases, pytest collects $collected" >&2; exit 1; }
   assay_failed "$work/check.json" >"$work/assay.failed"
   pytest_failed "$work/check.out" >"$work/pytest.failed"
   if ! diff -u "$work/pytest.failed" "$work/assay.failed" >"$work/failed.diff"; then
@@ -99,7 +106,7 @@ check_same_failures() { # label dir state
     cat "$work/failed.diff" "$work/check.err" >&2
     exit 1
   fi
-  printf '  %-28s %4d failed, the same in both\n' "$label" "$(wc -l <"$work/assay.failed")"
+  printf '  %-28s %4d cases, %3d failed, the same in both\n' "$label" "$ran" "$(wc -l <"$work/assay.failed")"
 }
 
 timed_pairs() { # dir state [assay flags] -> "xdist-median assay-median"

@@ -182,6 +182,23 @@ fn list_cases_prints_plan_order_and_runs_nothing() {
 }
 
 #[test]
+fn a_project_whose_pytest_config_adds_verbosity_still_lists_its_cases() {
+    // chardet's setup.cfg says `addopts = -v`: `-q` would only cancel it, and the collection
+    // would print its tree, with no node id to read.
+    let project = Project::new(&[
+        (
+            "setup.cfg",
+            "[tool:pytest]\naddopts = -v\npython_files = test.py\n",
+        ),
+        ("test.py", INVOICE_TESTS),
+    ]);
+    let out = project.test(&["--runner", "pytest", "--list-cases"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let displays: Vec<String> = listing(&out).into_iter().map(|(_, d)| d).collect();
+    assert_eq!(displays, ["test.py::test_total", "test.py::test_tax"]);
+}
+
+#[test]
 fn results_keep_plan_order_with_three_jobs_and_uneven_durations() {
     let project = pytest_project();
     let report = project.json_path();

@@ -97,7 +97,8 @@ check_same_failures() { # label dir state
   # Equal empty sets prove nothing when nothing ran: both must have run the whole suite.
   local ran collected
   ran=$("$PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["totals"]["total"])' "$work/check.json")
-  collected=$( (cd "$dir" && "$PYTHON" -m pytest -p no:cacheprovider --collect-only --verbosity=-1 2>/dev/null) | grep -c '::' || true)
+  # Node ids come first, one a line, up to the first blank line (warnings follow).
+  collected=$( (cd "$dir" && "$PYTHON" -m pytest -p no:cacheprovider --collect-only --verbosity=-1 2>/dev/null) | awk 'NF == 0 {exit} /::/ {n++} END {print n + 0}')
   [ "$ran" -gt 0 ] && [ "$ran" = "$collected" ] || { echo "FAIL $label: assay ran $ran cases, pytest collects $collected" >&2; exit 1; }
   assay_failed "$work/check.json" >"$work/assay.failed"
   pytest_failed "$work/check.out" >"$work/pytest.failed"

@@ -28,7 +28,8 @@ pub enum ShardMode {
 /// session start-ups cost little.
 pub const UNSURE_FACTOR: usize = 2;
 
-/// The most cases one batch holds, so its argv stays well under the kernel's limit.
+/// A suite gets at least one batch per this many cases, so that a batch's argv (its node ids)
+/// does not grow with the suite towards the kernel's limit.
 pub const MAX_BATCH_CASES: usize = 2000;
 
 impl FromStr for ShardMode {

@@ -29,6 +29,8 @@ use assay_coordinator::suite::ledger::{self, Ledger};
 use assay_coordinator::suite::reach;
 use assay_coordinator::suite::runners::{self, SuiteRunner, SuiteSetup};
 use assay_coordinator::suite::select::{self, Selectors};
+use assay_coordinator::suite::shard::{self, ShardMode};
+use assay_coordinator::suite::split;
 use assay_coordinator::suite::{self, StopReason, SuiteEvent, SuiteProgress};
 use assay_worker::store::ArtifactStore;
 use clap::Args;
@@ -70,10 +72,11 @@ pub struct TestArgs {
     /// CPU count].
     #[arg(long, value_name = "N", value_parser = parse_jobs)]
     pub jobs: Option<usize>,
-    /// Batch the cases into this many jobs, balanced by recorded durations [default: one
-    /// case per job, so each case's stdout/stderr are its own].
-    #[arg(long, value_name = "K", value_parser = parse_jobs)]
-    pub shards: Option<usize>,
+    /// How cases are batched into jobs: auto (a few batches per slot, balanced by recorded
+    /// durations; pytest and manifest suites, whose output splits back per case), per-case
+    /// (each case its own job), or K batches.
+    #[arg(long, value_name = "auto|per-case|K", default_value = "auto")]
+    pub shards: ShardMode,
     /// Print the selected cases as JSON (schema assay.cases/v1) and run nothing.
     #[arg(long)]
     pub list_cases: bool,
@@ -439,17 +442,19 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
     let repository = repo.display().to_string();
     let (history_path, mut history) = open_history(&state, &repository, &branch);
     let refs: Vec<String> = cases.iter().map(SuiteCase::reference).collect();
-    let shards = match args.shards {
-        Some(k) => runners::split_shards(
+    let mode = match args.shards {
+        ShardMode::Auto if !setup.batches_by_default() => ShardMode::PerCase,
+        mode => mode,
+    };
+    let (estimates, known) = shard::estimate_durations(&refs, &history.durations);
+    let shards = shard::heaviest_first(
+        runners::split_shards(
             &setup,
             &cases,
-            suite::shard::lpt_shards(
-                &suite::shard::estimate_durations(&refs, &history.durations),
-                k,
-            ),
+            shard::plan_batches(mode, &estimates, known, jobs),
         ),
-        None => (0..cases.len()).map(|i| vec![i]).collect(),
-    };
+        &estimates,
+    );
     let plan = suite::plan_suite(
         &run_id,
         &setup,
@@ -497,6 +502,8 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
 
     let today = &engine::rfc3339(SystemTime::now())[..10];
     let mut case_reports: Vec<Option<CaseReport>> = vec![None; cases.len()];
+    // What each case costs a batch, for balancing the next run (see `shard::batch_costs`).
+    let mut costs: Vec<Option<f64>> = vec![None; cases.len()];
     let mut selections = Vec::new();
     let mut job_reports = Vec::new();
     for (spec, members) in plan.iter().zip(&shards) {
@@ -517,7 +524,39 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
                 artifacts: result.artifacts.clone(),
             });
         }
-        for &i in members {
+        // A pytest job's report says what each of its cases printed and how long it took; the
+        // session's own output stays the job's.
+        let shares = match result {
+            Some(result) if runner == SuiteRunner::Kind(RunnerKind::Pytest) => {
+                let prefix = format!("proofs/{run_id}/jobs/{:04}", spec.index);
+                split::split_pytest_batch(&*store, &prefix, &member_cases, result)
+                    .await
+                    .unwrap_or_else(|e| {
+                        eprintln!(
+                            "warning: job {} keeps one output for its cases: {:#}",
+                            spec.index,
+                            anyhow::Error::from(e)
+                        );
+                        vec![None; members.len()]
+                    })
+            }
+            _ => vec![None; members.len()],
+        };
+        if let Some(result) = result {
+            let own: Vec<Option<f64>> = shares
+                .iter()
+                .map(|s| s.as_ref().and_then(|s| s.seconds))
+                .collect();
+            let job_s = result.duration_ms as f64 / 1000.0;
+            let startup_s = collection.listing_s.unwrap_or(0.0);
+            for (&i, cost) in members
+                .iter()
+                .zip(shard::batch_costs(job_s, startup_s, &own))
+            {
+                costs[i] = cost;
+            }
+        }
+        for (&i, share) in members.iter().zip(shares) {
             let case = &cases[i];
             case_reports[i] = Some(match result {
                 None => CaseReport {
@@ -546,9 +585,16 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
                             && derived.lane == Lane::Guest
                             && ledger.excuses(&case.id, today),
                         message: derived.message,
-                        duration_s: Some(result.duration_ms as f64 / 1000.0 / members.len() as f64),
+                        duration_s: Some(
+                            share.as_ref().and_then(|s| s.seconds).unwrap_or(
+                                result.duration_ms as f64 / 1000.0 / members.len() as f64,
+                            ),
+                        ),
                         job: Some(spec.index),
-                        artifacts: case.own_artifacts(&result.artifacts),
+                        artifacts: match share {
+                            Some(share) => share.artifacts,
+                            None => case.own_artifacts(&result.artifacts),
+                        },
                     }
                 }
             });
@@ -623,8 +669,8 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
     } else {
         (SuiteStatus::Passing, None)
     };
-    for case in &case_reports {
-        if let Some(d) = case.duration_s
+    for (case, cost) in case_reports.iter().zip(&costs) {
+        if let Some(d) = cost.or(case.duration_s)
             && case.lane == Lane::Guest
         {
             history.durations.insert(case.reference.clone(), d);

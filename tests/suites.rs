@@ -182,6 +182,23 @@ fn list_cases_prints_plan_order_and_runs_nothing() {
 }
 
 #[test]
+fn a_project_whose_pytest_config_adds_verbosity_still_lists_its_cases() {
+    // chardet's setup.cfg says `addopts = -v`: `-q` would only cancel it, and the collection
+    // would print its tree, with no node id to read.
+    let project = Project::new(&[
+        (
+            "setup.cfg",
+            "[tool:pytest]\naddopts = -v\npython_files = test.py\n",
+        ),
+        ("test.py", INVOICE_TESTS),
+    ]);
+    let out = project.test(&["--runner", "pytest", "--list-cases"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let displays: Vec<String> = listing(&out).into_iter().map(|(_, d)| d).collect();
+    assert_eq!(displays, ["test.py::test_total", "test.py::test_tax"]);
+}
+
+#[test]
 fn results_keep_plan_order_with_three_jobs_and_uneven_durations() {
     let project = pytest_project();
     let report = project.json_path();
@@ -215,11 +232,11 @@ fn results_keep_plan_order_with_three_jobs_and_uneven_durations() {
         .find(|a| a["name"] == "stdout")
         .and_then(|a| a["key"].as_str())
         .expect("stdout artifact");
-    let stored = walk_find(project.store.path(), stdout_key).expect("artifact stored");
-    let text = std::fs::read_to_string(stored).expect("artifact readable");
+    let text = artifact_text(&project, slow, "stdout");
+    assert!(text.contains("rendered the slow page"), "{text}");
     assert!(
-        text.contains("rendered the slow page") || text.contains("passed"),
-        "{text}"
+        !text.contains("first page"),
+        "another case's output: {text}"
     );
     let first = cases[3]["artifacts"].as_array().expect("artifacts");
     assert_ne!(
@@ -232,6 +249,174 @@ fn results_keep_plan_order_with_three_jobs_and_uneven_durations() {
     );
     assert_eq!(json["audit"]["selection"]["contained"], true);
     assert_eq!(json["audit"]["selection"]["executed"], 7);
+}
+
+/// The stored text of a case's artifact of this name.
+fn artifact_text(project: &Project, case: &serde_json::Value, name: &str) -> String {
+    let key = case["artifacts"]
+        .as_array()
+        .expect("artifacts")
+        .iter()
+        .find(|a| a["name"] == name)
+        .and_then(|a| a["key"].as_str())
+        .unwrap_or_else(|| panic!("no {name} artifact: {case}"));
+    let stored = walk_find(project.store.path(), key).expect("artifact stored");
+    std::fs::read_to_string(stored).expect("artifact readable")
+}
+
+const RECEIPT_TESTS: &str = r#"import pytest
+
+
+@pytest.fixture
+def printer():
+    raise RuntimeError("the receipt printer is offline")
+
+
+def test_header():
+    print("header: ACME")
+
+
+def test_footer():
+    print("footer: thanks")
+    assert "thanks".upper() == "Thanks"
+
+
+@pytest.mark.parametrize("lines", [1, 2, 3])
+def test_line_count(lines):
+    print(f"counting {lines} lines")
+    assert lines != 2
+
+
+def test_cut(printer):
+    pass
+
+
+@pytest.mark.skip(reason="no paper")
+def test_paper():
+    pass
+"#;
+
+const TOTALS_TESTS: &str = r#"import sys
+
+
+def test_sum():
+    print("sum stays quiet", file=sys.stderr)
+    assert sum([1, 2]) == 3
+
+
+def test_average():
+    assert 7 / 2 == 3
+"#;
+
+/// The cases a run of pytest itself reports failed or errored, by node id.
+fn pytest_failures(dir: &Path) -> Vec<String> {
+    let out = Command::new("python3")
+        .args(["-m", "pytest", "-p", "no:cacheprovider", "-q", "-rfE"])
+        .current_dir(dir)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .expect("pytest runs");
+    let mut failed: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            l.strip_prefix("FAILED ")
+                .or_else(|| l.strip_prefix("ERROR "))
+        })
+        .map(|l| l.split(" - ").next().unwrap_or(l).to_owned())
+        .collect();
+    failed.sort();
+    failed
+}
+
+fn assay_failures(json: &serde_json::Value) -> Vec<String> {
+    let mut failed: Vec<String> = json["cases"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .filter(|c| c["outcome"] == "failed" || c["outcome"] == "error")
+        .map(|c| c["display"].as_str().unwrap_or("").to_owned())
+        .collect();
+    failed.sort();
+    failed
+}
+
+#[test]
+fn cases_run_in_batches_by_default_fail_as_pytest_fails_and_keep_their_own_output() {
+    let project = Project::new(&[
+        ("tests/test_receipt.py", RECEIPT_TESTS),
+        ("tests/test_totals.py", TOTALS_TESTS),
+        ("conftest.py", ""),
+    ]);
+    let report = project.json_path();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["--jobs", "2", "--json", report.to_str().expect("utf-8")];
+        args.extend_from_slice(extra);
+        let out = project.test(&args);
+        assert_eq!(code(&out), 1, "{}", stderr(&out));
+        (read_json(&report), stdout(&out))
+    };
+    let (first, _) = run(&[]);
+    assert_eq!(first["totals"]["total"], 9);
+    // No durations recorded yet: two batches per slot, not one job per case.
+    assert_eq!(first["jobs"].as_array().map(Vec::len), Some(4), "{first}");
+    let expected = [
+        "tests/test_receipt.py::test_cut",
+        "tests/test_receipt.py::test_footer",
+        "tests/test_receipt.py::test_line_count[2]",
+        "tests/test_totals.py::test_average",
+    ];
+    assert_eq!(assay_failures(&first), expected);
+    assert_eq!(pytest_failures(project.path()), expected);
+    let case = |json: &serde_json::Value, display: &str| {
+        json["cases"]
+            .as_array()
+            .expect("cases")
+            .iter()
+            .find(|c| c["display"] == display)
+            .unwrap_or_else(|| panic!("no case {display}"))
+            .clone()
+    };
+    // A failing case shows what it printed and its own traceback, and nothing of its batch's.
+    let footer = case(&first, "tests/test_receipt.py::test_footer");
+    let out = artifact_text(&project, &footer, "stdout");
+    assert!(out.contains("footer: thanks"), "{out}");
+    for other in ["header: ACME", "counting"] {
+        assert!(!out.contains(other), "{out}");
+    }
+    let traceback = artifact_text(&project, &footer, "traceback");
+    assert!(traceback.contains("AssertionError"), "{traceback}");
+    let cut = case(&first, "tests/test_receipt.py::test_cut");
+    assert_eq!(cut["outcome"], "error");
+    let traceback = artifact_text(&project, &cut, "traceback");
+    assert!(
+        traceback.contains("the receipt printer is offline"),
+        "{traceback}"
+    );
+    let sum = case(&first, "tests/test_totals.py::test_sum");
+    assert!(artifact_text(&project, &sum, "stderr").contains("sum stays quiet"));
+    assert_eq!(artifact_text(&project, &sum, "stdout"), "");
+    let variant = case(&first, "tests/test_receipt.py::test_line_count[3]");
+    assert_eq!(
+        artifact_text(&project, &variant, "stdout").trim_end(),
+        "--------------------------------- Captured Out ---------------------------------\ncounting 3 lines"
+    );
+    // Durations are each case's own, not its batch's divided among them.
+    assert!(
+        variant["duration_s"].as_f64().unwrap_or(1.0) < 0.2,
+        "{variant}"
+    );
+
+    // With every duration recorded: one batch per slot, the same results.
+    let (second, trend) = run(&[]);
+    assert_eq!(second["jobs"].as_array().map(Vec::len), Some(2), "{second}");
+    assert_eq!(assay_failures(&second), expected);
+    assert!(trend.contains("vs previous: failures unchanged"), "{trend}");
+    // One job per case on request.
+    let (per_case, _) = run(&["--shards", "per-case"]);
+    assert_eq!(per_case["jobs"].as_array().map(Vec::len), Some(9));
+    assert_eq!(assay_failures(&per_case), expected);
+    let footer = case(&per_case, "tests/test_receipt.py::test_footer");
+    assert!(artifact_text(&project, &footer, "stdout").contains("footer: thanks"));
 }
 
 fn walk_find(root: &Path, key: &str) -> Option<PathBuf> {
@@ -337,7 +522,7 @@ fn a_failing_case_exits_one_and_a_new_failure_raises_a_history_alert() {
         "{err}"
     );
     assert!(
-        stdout(&second).contains("Status: failing | vs previous: +1 failed"),
+        stdout(&second).contains("Status: failing | vs previous: 1 new failure"),
         "{}",
         stdout(&second)
     );
@@ -1062,7 +1247,10 @@ fn a_suite_runs_through_the_fleet_and_the_fleet_halt_stops_it_until_resume() {
         .to_owned();
     let stored = walk_find(store_dir.path(), &key).expect("artifact in the fleet store");
     let text = std::fs::read_to_string(stored).expect("readable");
-    assert!(text.contains("1 passed"), "the slow case's own run: {text}");
+    assert!(
+        text.contains("rendered the slow page") && !text.contains("first page"),
+        "the slow case's own output: {text}"
+    );
 
     let halt = project.assay(&[
         "halt",

@@ -240,9 +240,11 @@ impl RunnerKind {
     pub fn collect_command(self, prefix: &[String]) -> Option<Vec<String>> {
         let mut argv = prefix.to_vec();
         match self {
-            Self::Pytest => {
-                argv.extend(["-p", "no:cacheprovider", "--collect-only", "-q"].map(String::from))
-            }
+            // `--verbosity=-1`, not `-q`: it overrides a project's `addopts = -v`, which with
+            // `-q` would print the collection tree instead of node ids.
+            Self::Pytest => argv.extend(
+                ["-p", "no:cacheprovider", "--collect-only", "--verbosity=-1"].map(String::from),
+            ),
             Self::Unittest => {
                 argv.extend(["{adapter}", "--collect", "--report", "{report}"].map(String::from))
             }

@@ -246,7 +246,8 @@ fn round1(x: f64) -> f64 {
 }
 
 /// One line per run: `Tests: 142/145 passed, 0 skipped (87.3% coverage) | Status: failing |
-/// vs previous: +3 failed, coverage -1.2% | Alerts: [warning] regression — 3 new failures`.
+/// vs previous: 3 new failures, coverage down 1.2 points | Alerts: [warning] regression — 3
+/// new failures`.
 pub fn trend_line(run: &RunRecord, previous: Option<&RunRecord>) -> String {
     let coverage = run.coverage_pct.map_or_else(
         || "(coverage: n/a)".to_owned(),
@@ -263,10 +264,10 @@ pub fn trend_line(run: &RunRecord, previous: Option<&RunRecord>) -> String {
     let delta = match previous {
         None => "first run / no comparison available".to_owned(),
         Some(prev) => {
-            let diff = run.failed as i64 - prev.failed as i64;
-            let mut text = format!("{diff:+} failed");
+            let mut text = failures_delta(prev.failed, run.failed);
             if let (Some(now), Some(was)) = (run.coverage_pct, prev.coverage_pct) {
-                text.push_str(&format!(", coverage {:+.1}%", now - was));
+                text.push_str(", ");
+                text.push_str(&coverage_delta(was, now));
             }
             text
         }
@@ -284,6 +285,30 @@ pub fn trend_line(run: &RunRecord, previous: Option<&RunRecord>) -> String {
         "{tests} | Status: {} | vs previous: {delta} | Alerts: {alerts}",
         run.status.label()
     )
+}
+
+/// How the failure count moved, in words: a signed count (`-616 failed`) reads as 616
+/// failures at a glance.
+fn failures_delta(was: u64, now: u64) -> String {
+    let plural = |n: u64| if n == 1 { "failure" } else { "failures" };
+    match now.cmp(&was) {
+        std::cmp::Ordering::Greater => format!("{} new {}", now - was, plural(now - was)),
+        std::cmp::Ordering::Less => format!("{} fewer {}", was - now, plural(was - now)),
+        std::cmp::Ordering::Equal => "failures unchanged".to_owned(),
+    }
+}
+
+/// How coverage moved, in points (a percentage of a percentage would be ambiguous).
+fn coverage_delta(was: f64, now: f64) -> String {
+    let points = round1(now - was);
+    let unit = |p: f64| if p == 1.0 { "point" } else { "points" };
+    if points > 0.0 {
+        format!("coverage up {points:.1} {}", unit(points))
+    } else if points < 0.0 {
+        format!("coverage down {:.1} {}", -points, unit(-points))
+    } else {
+        "coverage unchanged".to_owned()
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -492,9 +517,66 @@ mod tests {
         let line = trend_line(&history.runs[1], Some(&history.runs[0]));
         assert_eq!(
             line,
-            "Tests: 142/145 passed, 0 skipped (87.3% coverage) | Status: failing | vs previous: +3 failed, coverage -1.2% | Alerts: [warning] regression — 3 new failures (was 0, now 3): a, b, c"
+            "Tests: 142/145 passed, 0 skipped (87.3% coverage) | Status: failing | vs previous: 3 new failures, coverage down 1.2 points | Alerts: [warning] regression — 3 new failures (was 0, now 3): a, b, c"
         );
         assert!(trend_line(&history.runs[0], None).contains("first run"));
+    }
+
+    #[test]
+    fn the_delta_says_what_changed_in_words() {
+        /// (failed before, failed now, coverage before, coverage now, the delta)
+        type Row<'a> = (u64, u64, Option<f64>, Option<f64>, &'a str);
+        let table: &[Row<'_>] = &[
+            (616, 0, None, None, "616 fewer failures"),
+            (0, 47, None, None, "47 new failures"),
+            (2, 3, None, None, "1 new failure"),
+            (3, 2, None, None, "1 fewer failure"),
+            (5, 5, None, None, "failures unchanged"),
+            (
+                0,
+                0,
+                Some(80.0),
+                Some(81.0),
+                "failures unchanged, coverage up 1.0 point",
+            ),
+            (
+                1,
+                0,
+                Some(88.5),
+                Some(87.3),
+                "1 fewer failure, coverage down 1.2 points",
+            ),
+            (
+                1,
+                1,
+                Some(50.0),
+                Some(50.0),
+                "failures unchanged, coverage unchanged",
+            ),
+        ];
+        for &(was, now, was_cov, now_cov, want) in table {
+            let record = |failed: u64, coverage| RunRecord {
+                timestamp: "2026-11-29T10:00:00Z".into(),
+                run_id: "t-1".into(),
+                total: 700,
+                passed: 700 - failed,
+                failed,
+                skipped: 0,
+                coverage_pct: coverage,
+                status: SuiteStatus::Failing,
+                status_detail: None,
+                new_failures: 0,
+                coverage_drop: 0.0,
+                failed_cases: Vec::new(),
+                newly_failing: Vec::new(),
+                alerts: Vec::new(),
+            };
+            let line = trend_line(&record(now, now_cov), Some(&record(was, was_cov)));
+            assert!(
+                line.contains(&format!("| vs previous: {want} |")),
+                "{was} -> {now}: {line}"
+            );
+        }
     }
 
     #[test]

@@ -11,6 +11,7 @@ pub mod reach;
 pub mod runners;
 pub mod select;
 pub mod shard;
+pub mod split;
 
 use crate::queue::{JobQueue, QueueError};
 use crate::source::SourceError;
@@ -123,6 +124,9 @@ impl CollectError {
 pub struct Collection {
     pub cases: Vec<SuiteCase>,
     pub corpus: Option<ManifestJob>,
+    /// How long the listing job took: a runner session's start-up and collection, which every
+    /// job of the suite pays again before its first test.
+    pub listing_s: Option<f64>,
 }
 
 /// Collects the suite's cases: by running the runner's listing as a job on the queue (so
@@ -142,7 +146,11 @@ pub async fn collect(
     let argv = match setup.listing() {
         Listing::Tree => {
             let (cases, corpus) = setup.tree_cases(repo, tree)?;
-            return Ok(Collection { cases, corpus });
+            return Ok(Collection {
+                cases,
+                corpus,
+                listing_s: None,
+            });
         }
         Listing::Job(argv) => argv,
     };
@@ -255,6 +263,7 @@ pub async fn collect(
     Ok(Collection {
         cases,
         corpus: None,
+        listing_s: Some(result.duration_ms as f64 / 1000.0),
     })
 }
 

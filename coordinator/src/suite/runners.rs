@@ -143,8 +143,26 @@ impl SuiteSetup {
             SuiteRunner::Kind(RunnerKind::Manifest | RunnerKind::Junit) | SuiteRunner::Command => {
                 self.prefix.clone()
             }
+            // Each test's captured output goes into the report, so a batch's output can be
+            // split back into its cases (see `split`).
+            SuiteRunner::Kind(RunnerKind::Pytest) => {
+                let mut prefix = self.prefix.clone();
+                prefix.extend(["-o", "junit_logging=all"].map(String::from));
+                RunnerKind::Pytest.case_command(&prefix, &ids)
+            }
             SuiteRunner::Kind(kind) => kind.case_command(&self.prefix, &ids),
         }
+    }
+
+    /// Whether a batch's output splits back into its cases (pytest's report carries each
+    /// test's output, a manifest row runs in its own process), so that `--shards auto` may
+    /// batch them. The other runners' batches share one output, so by default they run one
+    /// case per job.
+    pub fn batches_by_default(&self) -> bool {
+        matches!(
+            self.runner,
+            SuiteRunner::Kind(RunnerKind::Pytest | RunnerKind::Manifest)
+        )
     }
 
     /// Whether two cases may share a job: the runner can select both in one run and

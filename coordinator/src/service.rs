@@ -70,6 +70,9 @@ impl CoordinatorConfig {
 struct ActiveProof {
     results: mpsc::UnboundedSender<JobResult>,
     gate: PublishGate,
+    /// Jobs in the plan: a result must name one of them (index below this, and that index's
+    /// job id) before it may take a result key.
+    job_count: u32,
 }
 
 type Active = Arc<Mutex<HashMap<ProofId, ActiveProof>>>;
@@ -106,7 +109,7 @@ pub async fn serve(
     let js = jetstream::new(client.clone());
     let jobs = nats::workers_consumer(&js, &subjects, &config.tuning).await?;
     let results = nats::coordinator_consumer(&js, &subjects, &config.tuning).await?;
-    let proofs = nats::proofs_bucket(&js).await?;
+    let proofs = nats::proofs_bucket(&js, &subjects).await?;
     let metrics = Arc::new(Metrics::default());
     let shared = Shared {
         client: client.clone(),
@@ -126,6 +129,7 @@ pub async fn serve(
         let probes = Probes {
             client: client.clone(),
             store: shared.store.clone(),
+            subjects: subjects.clone(),
         };
         health::spawn(&listen, probes, metrics, async move {
             let _ = stop.wait_for(|s| *s).await;
@@ -244,6 +248,10 @@ async fn accept(
             Err(message) => return SubmitReply::Refused { message },
         },
     };
+    if let Err(message) = check_submission(&submission, stored.as_ref()) {
+        tracing::warn!(proof_id = %submission.proof_id, error = %message, "refusing a submission");
+        return SubmitReply::Refused { message };
+    }
     let proof_id = submission.proof_id.clone();
     let job_count = submission.jobs.len() as u32;
     let mutation_job_count = submission
@@ -294,6 +302,50 @@ async fn accept(
         publish_progress(shared, &proof_id, &ProgressEvent::Halted { reason }).await;
     }
     SubmitReply::Accepted { proof_id }
+}
+
+/// What a submission must hold before it is recorded: an id safe in subjects and keys, and jobs
+/// that are this proof's, numbered in plan order. A job naming another proof (or another job's
+/// id) would let its result take a slot of a proof it does not belong to.
+fn check_submission(
+    submission: &ProofSubmission,
+    stored: Option<&assay_common::job::ArtifactRef>,
+) -> Result<(), String> {
+    let proof_id = &submission.proof_id;
+    if !proof_id.is_well_formed() {
+        return Err(format!(
+            "proof id {proof_id:?} is not well formed (hint: letters, digits, `-` and `_`, at most {} of them)",
+            assay_common::ids::MAX_PROOF_ID_LEN
+        ));
+    }
+    if let Some(blob) = stored
+        && blob.key != assay_common::fleet::submission_key(proof_id)
+    {
+        return Err(format!(
+            "proof {proof_id}'s submission is at {}, not {}",
+            blob.key,
+            assay_common::fleet::submission_key(proof_id)
+        ));
+    }
+    if u32::try_from(submission.jobs.len()).is_err() {
+        return Err(format!("proof {proof_id} has too many jobs"));
+    }
+    for (index, job) in submission.jobs.iter().enumerate() {
+        if job.proof_id != *proof_id {
+            return Err(format!(
+                "job {} of proof {proof_id} names another proof, {}",
+                job.job_id, job.proof_id
+            ));
+        }
+        let expected = assay_common::JobId::for_index(proof_id, index);
+        if job.index as usize != index || job.job_id != expected {
+            return Err(format!(
+                "job {} (index {}) of proof {proof_id} is out of plan order: job {index} must be {expected}",
+                job.job_id, job.index
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn current_halt(shared: &Shared) -> Option<String> {
@@ -399,6 +451,7 @@ fn start_proof(
             ActiveProof {
                 results: tx,
                 gate: gate.clone(),
+                job_count: record.job_count,
             },
         );
     }
@@ -426,7 +479,7 @@ pub fn prepared_from(submission: &ProofSubmission) -> PreparedProof {
         files
             .iter()
             .map(|f| ChangedFile {
-                path: f.path.clone(),
+                path: f.path.to_string(),
                 deleted: f.deleted,
             })
             .collect()
@@ -666,11 +719,26 @@ async fn apply_result(shared: &Shared, message: jetstream::Message) {
         let _ = message.ack().await;
         return;
     };
-    let sender = shared
-        .active
-        .lock()
-        .ok()
-        .and_then(|active| active.get(&proof_id).map(|a| a.results.clone()));
+    let active = shared.active.lock().ok().and_then(|active| {
+        active
+            .get(&proof_id)
+            .map(|a| (a.results.clone(), a.job_count))
+    });
+    // Checked before the create: a result that takes a key it does not own would make the
+    // real one a "duplicate" and leave the proof running forever, restarts included.
+    if let Some((_, job_count)) = active
+        && (result.index >= job_count
+            || result.job_id != assay_common::JobId::for_index(&proof_id, result.index as usize))
+    {
+        shared
+            .metrics
+            .results_dropped
+            .fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(proof_id = %proof_id, job_id = %result.job_id, index = result.index, "refusing a result that names no job of this proof at its index");
+        let _ = message.ack_with(jetstream::AckKind::Term).await;
+        return;
+    }
+    let sender = active.map(|(sender, _)| sender);
     let Some(sender) = sender else {
         shared
             .metrics
@@ -743,7 +811,7 @@ async fn cancel_proof(shared: &Shared, payload: &[u8]) -> CancelReply {
         *active.gate.lock().await = true;
     }
     shared.admitter.remove(&proof_id);
-    if let Ok(stream) = shared.js.get_stream(assay_common::fleet::JOBS_STREAM).await
+    if let Ok(stream) = shared.js.get_stream(shared.subjects.jobs_stream()).await
         && let Err(e) = stream.purge().filter(shared.subjects.jobs(&proof_id)).await
     {
         tracing::warn!(proof_id = %proof_id, error = %e, "failed to purge a cancelled proof's jobs");

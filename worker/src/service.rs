@@ -219,6 +219,7 @@ async fn serve_validated(
             Probes {
                 client: client.clone(),
                 store,
+                subjects: subjects.clone(),
             },
             metrics.clone(),
             async move {

@@ -296,8 +296,9 @@ pub async fn run(
     let per_line = coverage.is_some();
     // Process start-up and collection: the part of the baseline no single test accounts for.
     let overhead = coverage.as_ref().map_or(baseline_time, |map| {
-        baseline_time.saturating_sub(Duration::from_secs_f64(
-            map.durations.values().sum::<f64>().max(0.0),
+        // The durations are the conftest's, which the project under test controls.
+        baseline_time.saturating_sub(assay_common::reported_secs(
+            map.durations.values().sum::<f64>(),
         ))
     });
 
@@ -334,8 +335,9 @@ pub async fn run(
                             .collect();
                         // Fastest first, so `-x` stops at the cheapest kill.
                         tests.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
-                        let cost =
-                            overhead + Duration::from_secs_f64(tests.iter().map(|t| t.0).sum());
+                        let cost = overhead.saturating_add(assay_common::reported_secs(
+                            tests.iter().map(|t| t.0).sum(),
+                        ));
                         (tests.into_iter().map(|t| t.1).collect(), cost)
                     }
                 }
@@ -363,8 +365,12 @@ pub async fn run(
     }
     // Longest first when everything fits (no straggler at the end), cheapest first when the
     // budget will cut the run short (the most verdicts per second).
-    let total_cost: Duration = work.iter().map(|w| w.cost).sum();
-    let fits = total_cost / request.slots.max(1) as u32 + baseline_time < request.budget;
+    // Saturating: a cost can be `Duration::MAX` when the measured durations are absurd.
+    let total_cost = work
+        .iter()
+        .fold(Duration::ZERO, |sum, w| sum.saturating_add(w.cost));
+    let slots = u32::try_from(request.slots).unwrap_or(u32::MAX).max(1);
+    let fits = (total_cost / slots).saturating_add(baseline_time) < request.budget;
     work.sort_by(|a, b| {
         let order = a.cost.cmp(&b.cost).then(a.at.cmp(&b.at));
         if fits { order.reverse() } else { order }

@@ -597,7 +597,10 @@ async fn drive(
         })
     };
     let progress = NatsProgress { events: events_tx };
-    let started = UNIX_EPOCH + Duration::from_secs(record.submitted_at);
+    // The record is read back from KV: a time past what `SystemTime` holds is no time.
+    let started = UNIX_EPOCH
+        .checked_add(Duration::from_secs(record.submitted_at))
+        .unwrap_or(UNIX_EPOCH);
     let clock = Instant::now();
     let outcome = engine::run_proof(&prepared, &queue, budget, &progress, started, clock).await;
     drop(progress);

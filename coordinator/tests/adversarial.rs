@@ -442,6 +442,7 @@ async fn a_mutant_edit_naming_a_path_outside_the_tree_is_refused_and_writes_noth
         .unwrap();
     let result: JobResult = wire::decode("job result", &first.payload).unwrap();
     first.ack().await.unwrap();
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "untouched\n");
     assert_eq!(
         result.index, 2,
         "only the honest job has a result: {result:?}"
@@ -452,7 +453,6 @@ async fn a_mutant_edit_naming_a_path_outside_the_tree_is_refused_and_writes_noth
     );
     let another = tokio::time::timeout(Duration::from_secs(2), messages.next()).await;
     assert!(another.is_err(), "a hostile job was run and answered");
-    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "untouched\n");
     // Refused, not left to be redelivered: the jobs stream holds nothing.
     let mut consumer: jetstream::consumer::PullConsumer = js
         .get_stream(Subjects::new("assay").jobs_stream())

@@ -621,3 +621,98 @@ async fn two_fleets_on_one_server_share_no_job_and_no_halt() {
         service.stop().await;
     }
 }
+
+/// The script of a test that leaves daemons behind: one in a session of its own, one
+/// double-forked so that its parent is gone. Each writes its pid to `$PIDS/NAME`.
+const ESCAPE: &str = r#"
+setsid sh -c 'echo $$ > "$1"; exec sleep 97' daemon "$PIDS/setsid" &
+( sh -c 'echo $$ > "$1"; exec sleep 97' daemon "$PIDS/double" & )
+until [ -s "$PIDS/setsid" ] && [ -s "$PIDS/double" ]; do sleep 0.05; done
+"#;
+
+/// Whether `pid` is a live process (a zombie is dead, only not yet reaped).
+fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with('Z') && !rest.starts_with('X')),
+        Err(_) => false,
+    }
+}
+
+/// Runs `script` as a real job in the process sandbox, with `timeout_secs`; returns the job's
+/// status and the daemons' pids.
+async fn run_escaping_job(script: &str, timeout_secs: u64) -> (JobStatus, Vec<i32>) {
+    use assay_worker::execute::{JobContext, run_job};
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("daemons");
+    std::fs::create_dir_all(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    std::fs::write(repo.join("escape.sh"), script).unwrap();
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-q", "-m", "daemons"]);
+    let tree = TreeId(git(&repo, &["rev-parse", "HEAD^{tree}"]));
+    let pids = dir.path().join("pids");
+    std::fs::create_dir_all(&pids).unwrap();
+    let ctx = JobContext {
+        worker_id: WorkerId("worker-a".into()),
+        sandbox: Arc::new(assay_worker::sandbox::process::ProcessSandbox),
+        trees: Arc::new(assay_worker::tree::GitTreeSource::new(&repo)),
+        store: Arc::new(
+            assay_worker::store::ObjectArtifactStore::open(&format!(
+                "file://{}",
+                dir.path().join("store").display()
+            ))
+            .unwrap(),
+        ),
+        scratch_root: dir.path().join("scratch"),
+        pass_env: vec!["PATH".into()],
+    };
+    let proof = ProofId("p-1795995829-daemons".into());
+    let mut spec = job(&proof, 0, &tree, &["sh", "escape.sh"]);
+    spec.timeout_secs = timeout_secs;
+    spec.env = vec![("PIDS".into(), pids.display().to_string())];
+    let result = run_job(&spec, &ctx).await;
+    let daemons: Vec<i32> = ["setsid", "double"]
+        .iter()
+        .filter_map(|name| std::fs::read_to_string(pids.join(name)).ok())
+        .filter_map(|pid| pid.trim().parse().ok())
+        .collect();
+    (result.status, daemons)
+}
+
+/// Asserts every daemon is dead within a moment, and kills any that is not, so a failing run
+/// leaves nothing behind either.
+async fn assert_all_dead(daemons: &[i32]) {
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while daemons.iter().any(|pid| alive(*pid)) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let survivors: Vec<i32> = daemons.iter().copied().filter(|pid| alive(*pid)).collect();
+    for pid in &survivors {
+        // SAFETY: kill(2) on a pid this test's job started.
+        unsafe {
+            libc::kill(*pid, libc::SIGKILL);
+        }
+    }
+    assert!(
+        survivors.is_empty(),
+        "daemons outlived their job: {survivors:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn daemons_a_job_leaves_behind_die_when_it_ends() {
+    let (status, daemons) = run_escaping_job(ESCAPE, 60).await;
+    assert_eq!(status, JobStatus::Completed { exit_code: 0 });
+    assert_eq!(daemons.len(), 2, "both daemons started");
+    assert_all_dead(&daemons).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn daemons_of_a_job_killed_at_its_timeout_die_with_it() {
+    let (status, daemons) = run_escaping_job(&format!("{ESCAPE}\nsleep 60\n"), 2).await;
+    assert_eq!(status, JobStatus::TimedOut);
+    assert_eq!(daemons.len(), 2, "both daemons started");
+    assert_all_dead(&daemons).await;
+}

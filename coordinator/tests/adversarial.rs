@@ -181,7 +181,7 @@ fn job(proof_id: &ProofId, index: usize, tree: &TreeId, command: &[&str]) -> Job
         job_id: JobId::for_index(proof_id, index),
         index: index as u32,
         kind: JobKind::Targeted,
-        side: if index % 2 == 0 {
+        side: if index.is_multiple_of(2) {
             Side::Base
         } else {
             Side::Candidate

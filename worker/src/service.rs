@@ -147,6 +147,8 @@ pub async fn serve(
 ) -> Result<(), ServiceError> {
     let service = &config.service;
     service.validate()?;
+    // Before any job runs: no process of the worker's user reads its credentials from /proc.
+    crate::sandbox::process::harden_worker();
     let metrics = Arc::new(Metrics::default());
     let sandbox = sandbox_for(&service.worker, &config.worker_id, metrics.clone()).await?;
     let store = Arc::new(open_store(&service.store.url, &config.s3_options)?);

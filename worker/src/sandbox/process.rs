@@ -55,6 +55,7 @@ impl Sandbox for ProcessSandbox {
             job_id: run.job_id.clone(),
             source,
         };
+        harden_worker();
         let stdout = File::create(&run.stdout_path).map_err(io_error)?;
         let stderr = File::create(&run.stderr_path).map_err(io_error)?;
         let mut command = Command::new(program);
@@ -101,6 +102,16 @@ impl Sandbox for ProcessSandbox {
             (None, Some(signal)) => SandboxExit::Signalled(signal),
             (None, None) => SandboxExit::Exited(-1),
         })
+    }
+}
+
+/// Makes this process non-dumpable, so a job running as the same user cannot read its
+/// environment (`/proc/PID/environ`: store credentials, NATS credentials), its memory, or
+/// attach to it; the jobs' reapers, forks of it, inherit the mark. Idempotent.
+pub fn harden_worker() {
+    // SAFETY: prctl(2) on this process's own flag.
+    unsafe {
+        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
     }
 }
 

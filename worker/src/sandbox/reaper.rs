@@ -15,6 +15,9 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
+/// `CAP_SYS_PTRACE` from `<linux/capability.h>`.
+const CAP_SYS_PTRACE: libc::c_ulong = 19;
+
 /// Set by the reaper's `SIGTERM` handler: stop the job now.
 static STOP: AtomicBool = AtomicBool::new(false);
 
@@ -47,7 +50,10 @@ pub(super) unsafe fn become_reaper() -> std::io::Result<()> {
         }
         if command == 0 {
             // The command's process: exec resets the handler; fork cleared the subreaper mark
-            // and the death signal.
+            // and the death signal. A job run as root must not be able to trace the worker or
+            // read its memory and environment past the worker's non-dumpable mark; failing
+            // here (no CAP_SETPCAP) means the job has no such capability to drop.
+            libc::prctl(libc::PR_CAPBSET_DROP, CAP_SYS_PTRACE, 0, 0, 0);
             return Ok(());
         }
         reap(command)

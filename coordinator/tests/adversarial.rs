@@ -315,12 +315,17 @@ fn git(repo: &Path, args: &[&str]) -> String {
 
 /// A one-file repository, its tree uploaded to the bus's store; returns the tree id.
 async fn uploaded_tree(bus: &Bus) -> TreeId {
-    let repo = bus.dir.path().join("pager");
+    uploaded_tree_of(bus, "pager", "pager.py", "LIMIT = 10\n").await
+}
+
+/// A repository of one file, its tree uploaded to the bus's store; returns the tree id.
+async fn uploaded_tree_of(bus: &Bus, name: &str, file: &str, text: &str) -> TreeId {
+    let repo = bus.dir.path().join(name);
     std::fs::create_dir_all(&repo).unwrap();
     git(&repo, &["init", "-q", "-b", "main"]);
-    std::fs::write(repo.join("pager.py"), "LIMIT = 10\n").unwrap();
+    std::fs::write(repo.join(file), text).unwrap();
     git(&repo, &["add", "."]);
-    git(&repo, &["commit", "-q", "-m", "pager"]);
+    git(&repo, &["commit", "-q", "-m", name]);
     let tree = TreeId(git(&repo, &["rev-parse", "HEAD^{tree}"]));
     let store = worker::open_store(&bus.store_url(), &[]).unwrap();
     assay_worker::store_tree::upload_tree(&store, &repo, &tree)
@@ -715,4 +720,110 @@ async fn daemons_of_a_job_killed_at_its_timeout_die_with_it() {
     assert_eq!(status, JobStatus::TimedOut);
     assert_eq!(daemons.len(), 2, "both daemons started");
     assert_all_dead(&daemons).await;
+}
+
+/// A job that copies its parent's and its grandparent's environment (its reaper's, a fork of
+/// the worker, and the worker's own) to `$OUT/parent` and `$OUT/worker`.
+const SNOOP: &str = r#"
+cat "/proc/$PPID/environ" > "$OUT/parent"
+worker=$(sed -n 's/^PPid:[[:space:]]*//p' "/proc/$PPID/status")
+cat "/proc/$worker/environ" > "$OUT/worker"
+"#;
+
+const SECRET: &str = "hunter2-7f3c9a";
+
+/// The worker's side of [`a_job_cannot_read_the_workers_secrets`]: this test binary started
+/// again with a secret in its environment, serving jobs until it is killed.
+async fn serve_as_secret_holding_worker(nats: String) {
+    let dir = std::path::PathBuf::from(std::env::var("ASSAY_ADVERSARIAL_DIR").unwrap());
+    let mut service = ServiceConfig::default();
+    service.nats.url = nats;
+    service.store.url = format!("file://{}", dir.join("store").display());
+    service.http.listen = Some(String::new());
+    service.worker.sandbox = SandboxKind::Process;
+    service.worker.slots = 1;
+    service.worker.tree_cache_dir = dir.join("secret-cache").display().to_string();
+    let mut config = WorkerConfig::new(service);
+    config.worker_id = WorkerId("worker-secret".into());
+    config.scratch_root = Some(dir.join("secret-scratch"));
+    config.pass_env = vec!["PATH".into()];
+    worker::serve(config, futures::future::pending())
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_cannot_read_the_workers_secrets() {
+    if let Ok(nats) = std::env::var("ASSAY_ADVERSARIAL_WORKER_NATS") {
+        return serve_as_secret_holding_worker(nats).await;
+    }
+    let bus = Bus::start();
+    let tree = uploaded_tree_of(&bus, "snoop", "snoop.sh", SNOOP).await;
+    // The worker is this test binary again, running only this test, with a secret in the
+    // environment it starts with: what /proc/<pid>/environ shows.
+    let mut worker = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "a_job_cannot_read_the_workers_secrets",
+            "--nocapture",
+        ])
+        .env("ASSAY_ADVERSARIAL_WORKER_NATS", bus.url())
+        .env("ASSAY_ADVERSARIAL_DIR", bus.dir.path())
+        .env("AWS_SECRET_ACCESS_KEY", SECRET)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let client = bus.client().await;
+    let js = jetstream::new(client.clone());
+    let subjects = Subjects::new("assay");
+    let results = loop {
+        let ready = match js.get_stream(subjects.jobs_stream()).await {
+            Ok(stream) => stream
+                .get_consumer::<jetstream::consumer::pull::Config>(&subjects.workers_consumer())
+                .await
+                .is_ok(),
+            Err(_) => false,
+        };
+        if ready
+            && let Ok(consumer) =
+                assay_worker::nats::coordinator_consumer(&js, &subjects, &QueueTuning::default())
+                    .await
+        {
+            break consumer;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let out = bus.dir.path().join("snooped");
+    std::fs::create_dir_all(&out).unwrap();
+    let proof = ProofId("p-1795995829-snoop".into());
+    let mut snoop = job(&proof, 0, &tree, &["sh", "snoop.sh"]);
+    snoop.env = vec![("OUT".into(), out.display().to_string())];
+    publish_job(&js, &proof, "snoop", &snoop).await;
+    let mut messages = results.messages().await.unwrap();
+    let answered = tokio::time::timeout(Duration::from_secs(60), messages.next()).await;
+    let _ = worker.kill();
+    let _ = worker.wait();
+    let message = answered
+        .expect("the snooping job's result arrived")
+        .unwrap()
+        .unwrap();
+    let result: JobResult = wire::decode("job result", &message.payload).unwrap();
+    assert!(
+        matches!(result.status, JobStatus::Completed { .. }),
+        "{result:?}"
+    );
+    for name in ["parent", "worker"] {
+        let read = std::fs::read(out.join(name)).unwrap_or_default();
+        // Unreadable (a non-root worker is non-dumpable) or read with the value starred out.
+        let named = b"AWS_SECRET_ACCESS_KEY=";
+        assert!(
+            read.is_empty() || read.windows(named.len()).any(|w| w == named),
+            "the job read some other process as its {name}"
+        );
+        assert!(
+            !read.windows(SECRET.len()).any(|w| w == SECRET.as_bytes()),
+            "the job read the secret in its {name}'s environment"
+        );
+    }
 }

@@ -176,6 +176,20 @@ pub async fn serve(
         store,
         metrics,
     };
+    // The store's client holds its credentials now, and the configuration is read: a job has
+    // no business finding them in /proc/<worker>/environ (variables passed to jobs excepted).
+    let passed = config.pass_env.clone();
+    match crate::secrets::scrub_environment(|name| {
+        crate::secrets::is_secret_name(name) && !passed.iter().any(|p| p == name)
+    }) {
+        Ok(names) if !names.is_empty() => {
+            tracing::info!(names = ?names, "secrets removed from the worker's environment")
+        }
+        Ok(_) => {}
+        Err(e) => {
+            tracing::warn!(error = %e, "could not remove secrets from the worker's environment")
+        }
+    }
     serve_validated(config, parts, shutdown).await
 }
 

@@ -109,3 +109,64 @@ fn a_huge_length_prefix_is_a_decode_error() {
     assert!(wire::decode::<JobSpec>("job", &bytes).is_err());
     assert!(wire::decode::<SubmitRequest>("submit request", &bytes).is_err());
 }
+
+/// A job as a peer that skips the checks would encode it: `JobSpec`'s fields in order, with
+/// the edit's path and the tree id plain strings (the same bincode as the checked types).
+#[derive(serde::Serialize)]
+struct UncheckedJob {
+    proof_id: String,
+    job_id: String,
+    index: u32,
+    kind: assay_common::job::JobKind,
+    side: assay_common::job::Side,
+    tree: String,
+    command: Vec<String>,
+    report: ReportFormat,
+    selected_tests: Vec<String>,
+    timeout_secs: u64,
+    env: Vec<(String, String)>,
+    edit: Option<(String, usize, usize, String)>,
+}
+
+fn unchecked(tree: &str, edit_path: Option<&str>) -> UncheckedJob {
+    UncheckedJob {
+        proof_id: "p-1".into(),
+        job_id: "p-1/0000".into(),
+        index: 0,
+        kind: assay_common::job::JobKind::Mutant,
+        side: assay_common::job::Side::Candidate,
+        tree: tree.into(),
+        command: vec!["true".into()],
+        report: ReportFormat::JunitXml,
+        selected_tests: vec![],
+        timeout_secs: u64::MAX,
+        env: vec![],
+        edit: edit_path.map(|p| (p.to_owned(), 0, 1, "x".into())),
+    }
+}
+
+#[test]
+fn a_job_naming_a_path_outside_its_tree_does_not_decode() {
+    let tree = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
+    let ok = wire::encode("job", &unchecked(tree, Some("pager/__init__.py"))).unwrap();
+    let job: JobSpec = wire::decode("job", &ok).unwrap();
+    assert_eq!(job.edit.unwrap().path.as_str(), "pager/__init__.py");
+    for path in [
+        "/etc/hosts",
+        "../../victim.txt",
+        "pager/../../x",
+        "a\\b",
+        "",
+    ] {
+        let bytes = wire::encode("job", &unchecked(tree, Some(path))).unwrap();
+        let err = wire::decode::<JobSpec>("job", &bytes).unwrap_err();
+        assert!(
+            matches!(err, wire::WireError::Decode { .. }),
+            "{path:?}: {err}"
+        );
+    }
+    for tree in ["../../../tmp/evil", "", "ABCDEF"] {
+        let bytes = wire::encode("job", &unchecked(tree, None)).unwrap();
+        assert!(wire::decode::<JobSpec>("job", &bytes).is_err(), "{tree:?}");
+    }
+}

@@ -382,6 +382,50 @@ fn unchecked(job: JobSpec, edit_path: &str) -> UncheckedJob {
     }
 }
 
+/// A submission as a peer that skips the checks would encode it: `SubmitRequest::Inline` of
+/// `ProofSubmission`'s fields in order, with unchecked jobs.
+#[derive(Serialize)]
+enum UncheckedRequest {
+    Inline(UncheckedSubmission),
+}
+
+#[derive(Serialize)]
+struct UncheckedSubmission {
+    proof_id: ProofId,
+    repository: String,
+    runner: RunnerKind,
+    criteria: Vec<assay_common::criteria::Criterion>,
+    base: RevisionWire,
+    candidate: RevisionWire,
+    base_tree: TreeId,
+    changed: Vec<assay_common::fleet::ChangedFileWire>,
+    changed_test_files: Vec<assay_common::fleet::ChangedFileWire>,
+    jobs: Vec<UncheckedJob>,
+    refused_files: Vec<assay_common::verdict::RefusedFile>,
+    jobs_budget: u32,
+}
+
+fn unchecked_submission(submission: ProofSubmission, edit_path: &str) -> UncheckedRequest {
+    UncheckedRequest::Inline(UncheckedSubmission {
+        proof_id: submission.proof_id,
+        repository: submission.repository,
+        runner: submission.runner,
+        criteria: submission.criteria,
+        base: submission.base,
+        candidate: submission.candidate,
+        base_tree: submission.base_tree,
+        changed: submission.changed,
+        changed_test_files: submission.changed_test_files,
+        jobs: submission
+            .jobs
+            .into_iter()
+            .map(|job| unchecked(job, edit_path))
+            .collect(),
+        refused_files: submission.refused_files,
+        jobs_budget: submission.jobs_budget,
+    })
+}
+
 async fn publish_job<T: Serialize>(
     js: &jetstream::Context,
     proof_id: &ProofId,
@@ -472,7 +516,7 @@ async fn a_mutant_edit_naming_a_path_outside_the_tree_is_refused_and_writes_noth
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_submission_whose_jobs_name_another_proof_is_refused() {
+async fn a_submission_whose_jobs_name_another_proof_or_a_path_outside_the_tree_is_refused() {
     let bus = Bus::start();
     let coordinator = bus.coordinator("assay");
     let client = bus.client().await;
@@ -500,6 +544,23 @@ async fn a_submission_whose_jobs_name_another_proof_is_refused() {
             assert!(message.contains("not well formed"), "{message}")
         }
         other => panic!("a proof id with subject wildcards was accepted: {other:?}"),
+    }
+    // A mutant edit outside the tree is refused by the coordinator too, never forwarded.
+    for path in ["/etc/hosts", "../../victim.txt"] {
+        let hostile = unchecked_submission(submission(&proof, 1), path);
+        let reply = client
+            .request(
+                Subjects::new("assay").submit(),
+                wire::encode("submit request", &hostile).unwrap().into(),
+            )
+            .await
+            .unwrap();
+        match wire::decode::<SubmitReply>("submit reply", &reply.payload).unwrap() {
+            SubmitReply::Refused { message } => {
+                assert!(message.contains("failed to decode"), "{message}")
+            }
+            other => panic!("a submission editing {path} was accepted: {other:?}"),
+        }
     }
     assert_eq!(status(&proofs, &proof).await, None, "nothing was recorded");
     coordinator.stop().await;

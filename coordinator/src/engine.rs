@@ -197,7 +197,13 @@ pub fn prepare(request: ProofRequest) -> Result<PreparedProof, EngineError> {
             let source = String::from_utf8_lossy(&source).into_owned();
             if let Some(spawns) = assay_common::runner::node::spawns_test_runner(&source) {
                 refused_files.push(RefusedFile {
-                    path: file.clone(),
+                    // A changed file: `source::list_changes` refused any path not confined.
+                    path: assay_common::tree_path::TreePath::new(file).map_err(|source| {
+                        SourceError::PathNotConfined {
+                            path: file.clone(),
+                            source,
+                        }
+                    })?,
                     spawns,
                     source,
                 });

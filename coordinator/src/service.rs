@@ -70,8 +70,8 @@ impl CoordinatorConfig {
 struct ActiveProof {
     results: mpsc::UnboundedSender<JobResult>,
     gate: PublishGate,
-    /// Jobs in the plan: a result must name one of them (index below this, and that index's
-    /// job id) before it may take a result key.
+    /// Jobs in the plan, the mutation check's included: a result must name one of them (index
+    /// below this, and that index's job id) before it may take a result key.
     job_count: u32,
 }
 
@@ -258,7 +258,11 @@ async fn accept(
         .mutation
         .as_ref()
         .filter(|m| !m.plan.mutants.is_empty())
-        .map_or(0, |m| m.plan.mutants.len() as u32 + 1);
+        .map_or(0, |m| {
+            u32::try_from(m.plan.mutants.len())
+                .unwrap_or(u32::MAX)
+                .saturating_add(1)
+        });
     // A record names a stored submission rather than repeat it: a KV value has the same limit.
     let kept = match stored {
         Some(_) => ProofSubmission {
@@ -451,7 +455,8 @@ fn start_proof(
             ActiveProof {
                 results: tx,
                 gate: gate.clone(),
-                job_count: record.job_count,
+                // The mutation check's jobs follow the proving jobs in plan order.
+                job_count: record.job_count.saturating_add(record.mutation_job_count),
             },
         );
     }

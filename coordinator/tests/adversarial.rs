@@ -219,6 +219,9 @@ fn submission(proof_id: &ProofId, jobs: usize) -> ProofSubmission {
             .collect(),
         refused_files: vec![],
         jobs_budget: jobs as u32,
+        test_command: None,
+        timeout_secs: 60,
+        mutation: None,
     }
 }
 
@@ -403,6 +406,9 @@ struct UncheckedSubmission {
     jobs: Vec<UncheckedJob>,
     refused_files: Vec<assay_common::verdict::RefusedFile>,
     jobs_budget: u32,
+    test_command: Option<Vec<String>>,
+    timeout_secs: u64,
+    mutation: Option<assay_common::mutation_plan::MutationSetup>,
 }
 
 fn unchecked_submission(submission: ProofSubmission, edit_path: &str) -> UncheckedRequest {
@@ -423,6 +429,9 @@ fn unchecked_submission(submission: ProofSubmission, edit_path: &str) -> Uncheck
             .collect(),
         refused_files: submission.refused_files,
         jobs_budget: submission.jobs_budget,
+        test_command: submission.test_command,
+        timeout_secs: submission.timeout_secs,
+        mutation: submission.mutation,
     })
 }
 

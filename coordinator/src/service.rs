@@ -1,7 +1,8 @@
 //! The coordinator service: accepts proofs by request/reply, drives each through the engine's
 //! `run_jobs` over a [`NatsJobQueue`], applies every result once (a KV create per job id),
 //! concludes with the same verdict code as embedded mode, and keeps each proof's state in the
-//! `ASSAY_PROOFS` bucket so a restarted coordinator resumes it.
+//! fleet's proofs bucket (`ASSAY_PROOFS` under the default prefix) so a restarted coordinator
+//! resumes it.
 
 use crate::admitter::Admitter;
 use crate::engine::{self, PreparedProof, ProgressSink, ProofEvent, ProofRequest};

@@ -10,7 +10,6 @@ use crate::nats_queue::{NatsJobQueue, PublishGate};
 use crate::offload;
 use crate::source::{CandidateSpec, Change, ChangedFile, Revision};
 use crate::suite::cluster::HALT_KEY;
-use assay_common::ProofId;
 use assay_common::fleet::{
     CancelReply, CancelRequest, ChangedFileWire, ProgressEvent, ProofRecord, ProofStatus,
     ProofSubmission, RevisionWire, Subjects, SubmitReply, SubmitRequest, evidence_key, keys,
@@ -18,6 +17,7 @@ use assay_common::fleet::{
 use assay_common::job::JobResult;
 use assay_common::service_config::{ConfigError, Role, ServiceConfig};
 use assay_common::wire;
+use assay_common::{JobId, ProofId};
 use assay_worker::health::{self, Probes};
 use assay_worker::metrics::Metrics;
 use assay_worker::nats::{self, FleetError, QueueTuning};
@@ -249,9 +249,11 @@ async fn accept(
             Err(message) => return SubmitReply::Refused { message },
         },
     };
-    if let Err(message) = check_submission(&submission, stored.as_ref()) {
-        tracing::warn!(proof_id = %submission.proof_id, error = %message, "refusing a submission");
-        return SubmitReply::Refused { message };
+    if let Err(e) = check_submission(&submission, stored.as_ref()) {
+        tracing::warn!(proof_id = %submission.proof_id, error = %e, "refusing a submission");
+        return SubmitReply::Refused {
+            message: e.to_string(),
+        };
     }
     let proof_id = submission.proof_id.clone();
     let job_count = submission.jobs.len() as u32;
@@ -309,45 +311,81 @@ async fn accept(
     SubmitReply::Accepted { proof_id }
 }
 
+/// Why a submission is refused before it is recorded.
+#[derive(Debug, thiserror::Error)]
+enum SubmissionError {
+    #[error(
+        "proof id {0:?} is not well formed (hint: letters, digits, `-` and `_`, at most {max} of them)",
+        max = assay_common::ids::MAX_PROOF_ID_LEN
+    )]
+    ProofId(String),
+    #[error("proof {proof_id}'s stored submission is at {found}, not at its own key {expected}")]
+    StoredElsewhere {
+        proof_id: ProofId,
+        found: String,
+        expected: String,
+    },
+    #[error("proof {0} has more jobs than a plan index can number")]
+    TooManyJobs(ProofId),
+    #[error("job {job_id} of proof {proof_id} names another proof, {other}")]
+    ForeignJob {
+        proof_id: ProofId,
+        job_id: JobId,
+        other: ProofId,
+    },
+    #[error(
+        "job {job_id} (index {index}) of proof {proof_id} is out of plan order: job {position} must be {expected}"
+    )]
+    OutOfOrder {
+        proof_id: ProofId,
+        job_id: JobId,
+        index: u32,
+        position: usize,
+        expected: JobId,
+    },
+}
+
 /// What a submission must hold before it is recorded: an id safe in subjects and keys, and jobs
 /// that are this proof's, numbered in plan order. A job naming another proof (or another job's
 /// id) would let its result take a slot of a proof it does not belong to.
 fn check_submission(
     submission: &ProofSubmission,
     stored: Option<&assay_common::job::ArtifactRef>,
-) -> Result<(), String> {
+) -> Result<(), SubmissionError> {
     let proof_id = &submission.proof_id;
     if !proof_id.is_well_formed() {
-        return Err(format!(
-            "proof id {proof_id:?} is not well formed (hint: letters, digits, `-` and `_`, at most {} of them)",
-            assay_common::ids::MAX_PROOF_ID_LEN
-        ));
+        return Err(SubmissionError::ProofId(proof_id.to_string()));
     }
+    let expected = assay_common::fleet::submission_key(proof_id);
     if let Some(blob) = stored
-        && blob.key != assay_common::fleet::submission_key(proof_id)
+        && blob.key != expected
     {
-        return Err(format!(
-            "proof {proof_id}'s submission is at {}, not {}",
-            blob.key,
-            assay_common::fleet::submission_key(proof_id)
-        ));
+        return Err(SubmissionError::StoredElsewhere {
+            proof_id: proof_id.clone(),
+            found: blob.key.clone(),
+            expected,
+        });
     }
     if u32::try_from(submission.jobs.len()).is_err() {
-        return Err(format!("proof {proof_id} has too many jobs"));
+        return Err(SubmissionError::TooManyJobs(proof_id.clone()));
     }
-    for (index, job) in submission.jobs.iter().enumerate() {
+    for (position, job) in submission.jobs.iter().enumerate() {
         if job.proof_id != *proof_id {
-            return Err(format!(
-                "job {} of proof {proof_id} names another proof, {}",
-                job.job_id, job.proof_id
-            ));
+            return Err(SubmissionError::ForeignJob {
+                proof_id: proof_id.clone(),
+                job_id: job.job_id.clone(),
+                other: job.proof_id.clone(),
+            });
         }
-        let expected = assay_common::JobId::for_index(proof_id, index);
-        if job.index as usize != index || job.job_id != expected {
-            return Err(format!(
-                "job {} (index {}) of proof {proof_id} is out of plan order: job {index} must be {expected}",
-                job.job_id, job.index
-            ));
+        let expected = JobId::for_index(proof_id, position);
+        if job.index as usize != position || job.job_id != expected {
+            return Err(SubmissionError::OutOfOrder {
+                proof_id: proof_id.clone(),
+                job_id: job.job_id.clone(),
+                index: job.index,
+                position,
+                expected,
+            });
         }
     }
     Ok(())
@@ -737,7 +775,7 @@ async fn apply_result(shared: &Shared, message: jetstream::Message) {
     // real one a "duplicate" and leave the proof running forever, restarts included.
     if let Some((_, job_count)) = active
         && (result.index >= job_count
-            || result.job_id != assay_common::JobId::for_index(&proof_id, result.index as usize))
+            || result.job_id != JobId::for_index(&proof_id, result.index as usize))
     {
         shared
             .metrics

@@ -83,6 +83,23 @@ proptest! {
     }
 
     #[test]
+    fn no_corpus_or_collection_output_makes_a_parser_panic(
+        text in "[ -~\t\n]{0,300}",
+        bytes in prop::collection::vec(any::<u8>(), 0..256),
+        exit in any::<Option<i32>>(),
+    ) {
+        if let Ok(cases) = assay_common::manifest::parse_manifest(&text) {
+            for case in &cases {
+                let _ = assay_common::manifest::judge(&case.expectation, exit, &bytes);
+            }
+        }
+        let _ = assay_common::suite::parse_pytest_collection(&text);
+        let _ = assay_common::suite::parse_unittest_collection(&bytes);
+        let _ = assay_common::suite::parse_unittest_collection(text.as_bytes());
+        let _ = assay_common::suite::parse_go_list(&text);
+    }
+
+    #[test]
     fn no_bytes_make_the_wire_decoder_panic(body in prop::collection::vec(any::<u8>(), 0..512)) {
         // A well-formed envelope around arbitrary bytes reaches the bincode decoder itself.
         let mut bytes = b"ASY1".to_vec();

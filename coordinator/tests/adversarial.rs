@@ -715,39 +715,47 @@ fn alive(pid: i32) -> bool {
     }
 }
 
-/// Runs `script` as a real job in the process sandbox, with `timeout_secs`; returns the job's
-/// status and the daemons' pids.
-async fn run_escaping_job(script: &str, timeout_secs: u64) -> (JobStatus, Vec<i32>) {
-    use assay_worker::execute::{JobContext, run_job};
-    let dir = tempfile::tempdir().unwrap();
-    let repo = dir.path().join("daemons");
+/// A worker's job context in `dir` running jobs in the process sandbox on the trees of the
+/// one-commit repository of `files`; returns it with the tree id.
+fn local_worker(dir: &Path, files: &[(&str, &str)]) -> (assay_worker::execute::JobContext, TreeId) {
+    let repo = dir.join("repo");
     std::fs::create_dir_all(&repo).unwrap();
     git(&repo, &["init", "-q", "-b", "main"]);
-    std::fs::write(repo.join("escape.sh"), script).unwrap();
+    for (path, text) in files {
+        std::fs::write(repo.join(path), text).unwrap();
+    }
     git(&repo, &["add", "."]);
-    git(&repo, &["commit", "-q", "-m", "daemons"]);
+    git(&repo, &["commit", "-q", "-m", "files"]);
     let tree = TreeId(git(&repo, &["rev-parse", "HEAD^{tree}"]));
-    let pids = dir.path().join("pids");
-    std::fs::create_dir_all(&pids).unwrap();
-    let ctx = JobContext {
+    let ctx = assay_worker::execute::JobContext {
         worker_id: WorkerId("worker-a".into()),
         sandbox: Arc::new(assay_worker::sandbox::process::ProcessSandbox),
         trees: Arc::new(assay_worker::tree::GitTreeSource::new(&repo)),
         store: Arc::new(
             assay_worker::store::ObjectArtifactStore::open(&format!(
                 "file://{}",
-                dir.path().join("store").display()
+                dir.join("store").display()
             ))
             .unwrap(),
         ),
-        scratch_root: dir.path().join("scratch"),
+        scratch_root: dir.join("scratch"),
         pass_env: vec!["PATH".into()],
     };
+    (ctx, tree)
+}
+
+/// Runs `script` as a real job in the process sandbox, with `timeout_secs`; returns the job's
+/// status and the daemons' pids.
+async fn run_escaping_job(script: &str, timeout_secs: u64) -> (JobStatus, Vec<i32>) {
+    let dir = tempfile::tempdir().unwrap();
+    let (ctx, tree) = local_worker(dir.path(), &[("escape.sh", script)]);
+    let pids = dir.path().join("pids");
+    std::fs::create_dir_all(&pids).unwrap();
     let proof = ProofId("p-1795995829-daemons".into());
     let mut spec = job(&proof, 0, &tree, &["sh", "escape.sh"]);
     spec.timeout_secs = timeout_secs;
     spec.env = vec![("PIDS".into(), pids.display().to_string())];
-    let result = run_job(&spec, &ctx).await;
+    let result = assay_worker::execute::run_job(&spec, &ctx).await;
     let daemons: Vec<i32> = ["setsid", "double"]
         .iter()
         .filter_map(|name| std::fs::read_to_string(pids.join(name)).ok())
@@ -895,5 +903,37 @@ async fn a_job_cannot_read_the_workers_secrets() {
             !read.windows(SECRET.len()).any(|w| w == SECRET.as_bytes()),
             "the job read the secret in its {name}'s environment"
         );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_manifest_job_with_the_largest_timeout_runs_its_cases() {
+    use assay_common::manifest::{Expectation, ManifestCase, ManifestJob};
+    use assay_common::tree_path::{TreeDir, TreePath};
+    let dir = tempfile::tempdir().unwrap();
+    let (ctx, tree) = local_worker(dir.path(), &[("yes.txt", "true\n")]);
+    let proof = ProofId("p-1795995829-forever".into());
+    let mut spec = job(&proof, 0, &tree, &["cat"]);
+    // No `Instant` holds now + u64::MAX seconds: the job has no deadline rather than a panic.
+    spec.timeout_secs = u64::MAX;
+    spec.report = ReportFormat::ManifestCases(ManifestJob {
+        corpus: TreeDir::root(),
+        cases: vec![ManifestCase {
+            line: 1,
+            path: TreePath::new("yes.txt").unwrap(),
+            expectation: Expectation::Boolean(true),
+        }],
+    });
+    let result = assay_worker::execute::run_job(&spec, &ctx).await;
+    assert_eq!(result.status, JobStatus::Completed { exit_code: 0 });
+    match result.report {
+        ReportOutcome::Parsed(report) => {
+            assert_eq!(report.cases.len(), 1);
+            assert_eq!(
+                report.cases[0].outcome,
+                assay_common::outcome::Outcome::Passed
+            );
+        }
+        other => panic!("the case was not judged: {other:?}"),
     }
 }

@@ -151,15 +151,21 @@ async fn connect(url: &str) -> Result<async_nats::Client, Failure> {
         .map_err(|e| Failure::infrastructure(e.into()))
 }
 
-async fn proofs(client: &async_nats::Client) -> Result<async_nats::jetstream::kv::Store, Failure> {
-    assay_worker::nats::proofs_bucket(&async_nats::jetstream::new(client.clone()))
-        .await
-        .map_err(|e| Failure::infrastructure(e.into()))
+async fn proofs(
+    client: &async_nats::Client,
+    args: &ClientArgs,
+) -> Result<async_nats::jetstream::kv::Store, Failure> {
+    assay_worker::nats::proofs_bucket(
+        &async_nats::jetstream::new(client.clone()),
+        &Subjects::new(&args.subject_prefix),
+    )
+    .await
+    .map_err(|e| Failure::infrastructure(e.into()))
 }
 
 pub async fn status(args: &StatusArgs) -> Result<u8, Failure> {
     let client = connect(&args.client.cluster).await?;
-    let all = client::status(&proofs(&client).await?)
+    let all = client::status(&proofs(&client, &args.client).await?)
         .await
         .map_err(|e| Failure::infrastructure(e.into()))?;
     for (record, progress) in all {
@@ -194,14 +200,18 @@ pub async fn results(args: &ResultsArgs) -> Result<u8, Failure> {
         .as_deref()
         .map(crate::embedded::open_store)
         .transpose()?;
-    let evidence = client::stored_evidence(&proofs(&client).await?, store.as_deref(), &proof_id)
-        .await
-        .map_err(|e| Failure::infrastructure(e.into()))?
-        .ok_or_else(|| {
-            Failure::usage(anyhow!(
-                "proof {proof_id} has no evidence yet (hint: assay status {proof_id})"
-            ))
-        })?;
+    let evidence = client::stored_evidence(
+        &proofs(&client, &args.client).await?,
+        store.as_deref(),
+        &proof_id,
+    )
+    .await
+    .map_err(|e| Failure::infrastructure(e.into()))?
+    .ok_or_else(|| {
+        Failure::usage(anyhow!(
+            "proof {proof_id} has no evidence yet (hint: assay status {proof_id})"
+        ))
+    })?;
     if let Some(path) = &args.json {
         let json = serde_json::to_vec_pretty(&evidence)
             .context("failed to encode the evidence report")

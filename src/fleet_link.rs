@@ -23,13 +23,18 @@ pub struct Fleet {
 }
 
 impl Fleet {
-    pub async fn connect(url: &str) -> Result<Self, Failure> {
+    /// Connects to the fleet of `subject_prefix` (whose names, its proofs bucket's too, derive
+    /// from the prefix).
+    pub async fn connect(url: &str, subject_prefix: &str) -> Result<Self, Failure> {
         let client = assay_worker::nats::connect(url, "")
             .await
             .map_err(|e| Failure::infrastructure(e.into()))?;
-        let proofs = assay_worker::nats::proofs_bucket(&async_nats::jetstream::new(client.clone()))
-            .await
-            .map_err(|e| Failure::infrastructure(e.into()))?;
+        let proofs = assay_worker::nats::proofs_bucket(
+            &async_nats::jetstream::new(client.clone()),
+            &Subjects::new(subject_prefix),
+        )
+        .await
+        .map_err(|e| Failure::infrastructure(e.into()))?;
         Ok(Self { client, proofs })
     }
 }

@@ -102,7 +102,7 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
         .map(|j| j as usize)
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
     let fleet = match &args.cluster {
-        Some(url) => Some(fleet_link::Fleet::connect(url).await?),
+        Some(url) => Some(fleet_link::Fleet::connect(url, &args.subject_prefix).await?),
         None => None,
     };
     let store_url = fleet_link::store_url(fleet.is_some(), &args.store)?;

@@ -171,6 +171,9 @@ pub struct HaltArgs {
     /// Halt a fleet (a key in its proofs bucket) instead of this machine's embedded runs.
     #[arg(long, value_name = "URL")]
     pub cluster: Option<String>,
+    /// Subject prefix of the fleet to halt; other fleets on the same server go on.
+    #[arg(long, env = "ASSAY_SUBJECT_PREFIX", default_value = "assay")]
+    pub subject_prefix: String,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -180,6 +183,9 @@ pub struct ResumeArgs {
     /// Lift a fleet's halt instead of this machine's.
     #[arg(long, value_name = "URL")]
     pub cluster: Option<String>,
+    /// Subject prefix of the fleet to resume.
+    #[arg(long, env = "ASSAY_SUBJECT_PREFIX", default_value = "assay")]
+    pub subject_prefix: String,
 }
 
 pub(crate) fn state_dir(flag: &Option<PathBuf>) -> PathBuf {
@@ -288,7 +294,7 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
     let repo = open_repo(&args.repo)?;
     let state = state_dir(&args.state_dir);
     let fleet = match &args.cluster {
-        Some(url) => Some(fleet_link::Fleet::connect(url).await?),
+        Some(url) => Some(fleet_link::Fleet::connect(url, &args.subject_prefix).await?),
         None => None,
     };
     let halt: Box<dyn AdmissionGate> = match &fleet {
@@ -958,7 +964,7 @@ pub async fn run_halt(args: &HaltArgs) -> Result<u8, Failure> {
     }
     match &args.cluster {
         Some(url) => {
-            let fleet = fleet_link::Fleet::connect(url).await?;
+            let fleet = fleet_link::Fleet::connect(url, &args.subject_prefix).await?;
             cluster::set_halt(&fleet.proofs, &args.reason)
                 .await
                 .map_err(|e| Failure::infrastructure(e.into()))?;
@@ -974,7 +980,7 @@ pub async fn run_halt(args: &HaltArgs) -> Result<u8, Failure> {
 pub async fn run_resume(args: &ResumeArgs) -> Result<u8, Failure> {
     let cleared = match &args.cluster {
         Some(url) => {
-            let fleet = fleet_link::Fleet::connect(url).await?;
+            let fleet = fleet_link::Fleet::connect(url, &args.subject_prefix).await?;
             cluster::clear_halt(&fleet.proofs)
                 .await
                 .map_err(|e| Failure::infrastructure(e.into()))?

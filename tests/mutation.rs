@@ -481,3 +481,25 @@ fn a_mutant_that_breaks_the_test_session_is_killed_with_the_reason() {
         "{report:#}"
     );
 }
+
+/// A project's conftest controls the durations the per-test coverage run records; an absurd
+/// one (`1e20` seconds) must cost a mutant no more than the budget, not crash the run.
+#[test]
+fn a_conftest_reporting_absurd_durations_does_not_crash_mutate() {
+    let repo = pager_library();
+    repo.write(
+        "conftest.py",
+        "import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n    outcome = yield\n    outcome.get_result().duration = 1e20\n",
+    );
+    repo.commit("conftest: report absurd durations");
+    let run = mutate(&repo, &["--jobs", "2"]);
+    assert_ne!(run.code, 101, "assay mutate panicked: {}", run.explain());
+    assert_eq!(run.code, 5, "{}", run.explain());
+    let report = run.evidence.as_ref().expect("report written");
+    assert!(
+        report["files"]["pager/__init__.py"]["mutants"]
+            .as_array()
+            .is_some_and(|m| !m.is_empty()),
+        "{report:#}"
+    );
+}

@@ -206,8 +206,9 @@ fn cases() -> Vec<Case> {
             name: "an import error on the base",
             repo: import_error,
             criteria: &["test: test_last_page_size"],
-            code: 1,
-            expected: &[("C1", "refuted", "collection_error", "passed")],
+            // A base that cannot run the test is missing evidence, not a refutation.
+            code: 4,
+            expected: &[("C1", "unverified", "collection_error", "passed")],
         },
         Case {
             name: "a unittest fix through the shipped adapter",

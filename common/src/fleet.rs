@@ -5,23 +5,15 @@
 use crate::criteria::Criterion;
 use crate::job::{ArtifactRef, JobResult, JobSpec};
 use crate::runner::RunnerKind;
+use crate::tree_path::TreePath;
 use crate::{ProofId, TreeId};
 use serde::{Deserialize, Serialize};
 
-/// Work-queue stream holding jobs until a worker acknowledges them.
-pub const JOBS_STREAM: &str = "ASSAY_JOBS";
-/// Stream holding results until the coordinator has applied them.
-pub const RESULTS_STREAM: &str = "ASSAY_RESULTS";
-/// Durable pull consumer shared by every worker.
-pub const WORKERS_CONSUMER: &str = "assay-workers";
-/// Durable pull consumer of the results stream, shared by coordinator replicas.
-pub const COORDINATOR_CONSUMER: &str = "assay-coordinator";
-/// KV bucket holding every proof's state, so a restarted coordinator resumes it.
-pub const PROOFS_BUCKET: &str = "ASSAY_PROOFS";
 /// The default subject prefix.
 pub const DEFAULT_PREFIX: &str = "assay";
 
-/// Subject names under one prefix; two fleets on one server differ by prefix.
+/// Subject, stream, consumer and bucket names under one prefix; two fleets on one server
+/// differ by prefix and share nothing.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Subjects {
     prefix: String,
@@ -35,6 +27,55 @@ impl Subjects {
     }
     pub fn prefix(&self) -> &str {
         &self.prefix
+    }
+    /// Work-queue stream holding jobs until a worker acknowledges them: `ASSAY_JOBS` for the
+    /// default prefix, `{PREFIX}_JOBS` for another.
+    pub fn jobs_stream(&self) -> String {
+        format!("{}_JOBS", self.name_token())
+    }
+    /// Stream holding results until the coordinator has applied them.
+    pub fn results_stream(&self) -> String {
+        format!("{}_RESULTS", self.name_token())
+    }
+    /// Durable pull consumer of the jobs stream, shared by every worker of the fleet.
+    pub fn workers_consumer(&self) -> String {
+        format!("{}-workers", self.name_token().to_ascii_lowercase())
+    }
+    /// Durable pull consumer of the results stream, shared by coordinator replicas.
+    pub fn coordinator_consumer(&self) -> String {
+        format!("{}-coordinator", self.name_token().to_ascii_lowercase())
+    }
+    /// KV bucket holding every proof's state (and the fleet's halt), so a restarted
+    /// coordinator resumes it.
+    pub fn proofs_bucket(&self) -> String {
+        format!("{}_PROOFS", self.name_token())
+    }
+    /// The prefix as a stream and bucket name part (letters, digits, `-`, `_`). A prefix of
+    /// lowercase letters, digits and `-` is just upper-cased; any other (`billing.ci`,
+    /// `Alpha`) loses information on the way, so a digest of it keeps two such prefixes apart.
+    fn name_token(&self) -> String {
+        let upper: String = self
+            .prefix
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' {
+                    c.to_ascii_uppercase()
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let lossless = self
+            .prefix
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+        if lossless {
+            upper
+        } else {
+            use sha2::{Digest, Sha256};
+            let digest = Sha256::digest(self.prefix.as_bytes());
+            format!("{upper}_{}", hex::encode(&digest[..4]))
+        }
     }
     /// `{prefix}.jobs.{proof_id}`: one subject per proof, so cancelling purges by subject.
     pub fn jobs(&self, proof_id: &ProofId) -> String {
@@ -66,7 +107,7 @@ impl Subjects {
     }
 }
 
-/// KV keys of one proof in [`PROOFS_BUCKET`].
+/// KV keys of one proof in the fleet's [`Subjects::proofs_bucket`].
 pub mod keys {
     use crate::ProofId;
 
@@ -100,7 +141,7 @@ pub struct RevisionWire {
 /// A file the change touches.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChangedFileWire {
-    pub path: String,
+    pub path: TreePath,
     pub deleted: bool,
 }
 
@@ -254,5 +295,49 @@ mod tests {
             keys::proof_of_record(&keys::record(&proof)),
             Some(proof.clone())
         );
+    }
+
+    #[test]
+    fn the_default_prefix_keeps_the_names_deployments_already_use() {
+        let subjects = Subjects::new(DEFAULT_PREFIX);
+        assert_eq!(subjects.jobs_stream(), "ASSAY_JOBS");
+        assert_eq!(subjects.results_stream(), "ASSAY_RESULTS");
+        assert_eq!(subjects.workers_consumer(), "assay-workers");
+        assert_eq!(subjects.coordinator_consumer(), "assay-coordinator");
+        assert_eq!(subjects.proofs_bucket(), "ASSAY_PROOFS");
+    }
+
+    #[test]
+    fn every_stream_consumer_and_bucket_name_derives_from_the_prefix() {
+        let alpha = Subjects::new("alpha");
+        assert_eq!(alpha.jobs_stream(), "ALPHA_JOBS");
+        assert_eq!(alpha.workers_consumer(), "alpha-workers");
+        assert_eq!(alpha.proofs_bucket(), "ALPHA_PROOFS");
+        let names = |s: &Subjects| {
+            [
+                s.jobs_stream(),
+                s.results_stream(),
+                s.workers_consumer(),
+                s.coordinator_consumer(),
+                s.proofs_bucket(),
+            ]
+        };
+        // Prefixes that upper-case or sanitize alike still get names of their own.
+        let prefixes = ["alpha", "Alpha", "billing.ci", "billing_ci", "billing-ci"];
+        for (i, a) in prefixes.iter().enumerate() {
+            for b in &prefixes[i + 1..] {
+                let (a_names, b_names) = (names(&Subjects::new(a)), names(&Subjects::new(b)));
+                for (x, y) in a_names.iter().zip(&b_names) {
+                    assert_ne!(x, y, "{a} and {b}");
+                }
+            }
+            for name in names(&Subjects::new(a)) {
+                assert!(
+                    name.bytes()
+                        .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_'),
+                    "{name}"
+                );
+            }
+        }
     }
 }

@@ -9,7 +9,12 @@ macro_rules! id_type {
         #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
         #[serde(transparent)]
         pub struct $name(pub String);
+        id_methods!($name);
+    };
+}
 
+macro_rules! id_methods {
+    ($name:ident) => {
         impl $name {
             pub fn as_str(&self) -> &str {
                 &self.0
@@ -38,10 +43,45 @@ id_type!(
     /// One job of a proof: `{proof_id}/{index:04}`; unique across the fleet.
     JobId
 );
-id_type!(
-    /// A git tree object id (hex); trees are content-addressed by it everywhere.
-    TreeId
-);
+/// A git tree object id (hex); trees are content-addressed by it everywhere. A worker names
+/// its cache files after it, so one read from the wire must be hex and nothing else.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct TreeId(pub String);
+id_methods!(TreeId);
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("tree id {0:?} is not a git object id (1 to 64 lowercase hex digits)")]
+pub struct TreeIdError(String);
+
+impl TreeId {
+    pub fn parse(id: &str) -> Result<Self, TreeIdError> {
+        let hex = !id.is_empty()
+            && id.len() <= 64
+            && id
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+        if hex {
+            Ok(Self(id.to_owned()))
+        } else {
+            Err(TreeIdError(id.to_owned()))
+        }
+    }
+}
+
+impl TryFrom<String> for TreeId {
+    type Error = TreeIdError;
+
+    fn try_from(id: String) -> Result<Self, Self::Error> {
+        Self::parse(&id)
+    }
+}
+
+impl From<TreeId> for String {
+    fn from(id: TreeId) -> Self {
+        id.0
+    }
+}
 id_type!(
     /// One worker process of the fleet.
     WorkerId
@@ -50,5 +90,46 @@ id_type!(
 impl JobId {
     pub fn for_index(proof_id: &ProofId, index: usize) -> Self {
         Self(format!("{proof_id}/{index:04}"))
+    }
+}
+
+/// Longest proof id the coordinator accepts; ids end up in subjects, KV keys and store keys.
+pub const MAX_PROOF_ID_LEN: usize = 128;
+
+impl ProofId {
+    /// Whether the id is safe in a NATS subject token, a KV key and a store key: ASCII
+    /// letters, digits, `-` and `_` only, at most [`MAX_PROOF_ID_LEN`] of them.
+    pub fn is_well_formed(&self) -> bool {
+        !self.0.is_empty()
+            && self.0.len() <= MAX_PROOF_ID_LEN
+            && self
+                .0
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tree_id_from_the_wire_is_hex_or_refused() {
+        let ok: TreeId =
+            serde_json::from_str("\"4b825dc642cb6eb9a060e54bf8d69288fbee4904\"").unwrap();
+        assert_eq!(ok.as_str(), "4b825dc642cb6eb9a060e54bf8d69288fbee4904");
+        for bad in ["\"../../etc/passwd\"", "\"\"", "\"ABC\"", "\"a/b\""] {
+            assert!(serde_json::from_str::<TreeId>(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn proof_ids_with_subject_or_path_characters_are_not_well_formed() {
+        assert!(ProofId("p-1795995829-5b97289d0a1b2c3d".into()).is_well_formed());
+        assert!(ProofId("t-1795995829-0a1b2c3d-0004".into()).is_well_formed());
+        for bad in ["", "p.1", "p>", "p*", "../p", "p/1", "p 1"] {
+            assert!(!ProofId(bad.into()).is_well_formed(), "{bad:?}");
+        }
+        assert!(!ProofId("p".repeat(MAX_PROOF_ID_LEN + 1)).is_well_formed());
     }
 }

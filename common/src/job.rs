@@ -4,6 +4,7 @@ use crate::evidence::SandboxEvidence;
 use crate::ids::{JobId, ProofId, TreeId, WorkerId};
 use crate::outcome::ReportOutcome;
 use crate::runner::ReportFormat;
+use crate::tree_path::TreePath;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -54,7 +55,8 @@ impl JobKind {
 /// A mutant travels as this, never as a whole tree.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ByteEdit {
-    pub path: String,
+    /// Checked when decoded: a job naming a path outside its tree is refused, never applied.
+    pub path: TreePath,
     pub start: usize,
     pub end: usize,
     pub replacement: String,

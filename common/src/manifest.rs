@@ -9,7 +9,7 @@
 //! non-zero exit. A process killed by a signal (no exit code) is neither: it is an error.
 
 use crate::outcome::{CaseResult, Outcome, ReportOutcome, TestReport};
-use crate::tree_path::{TreePath, TreePathError};
+use crate::tree_path::{TreeDir, TreePath, TreePathError};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
@@ -77,14 +77,14 @@ pub enum LineProblem {
 pub struct ManifestJob {
     /// The directory of `manifest.tsv`, relative to the tree root (`""` at the root); case
     /// paths are relative to it.
-    pub corpus: String,
+    pub corpus: TreeDir,
     pub cases: Vec<ManifestCase>,
 }
 
 impl ManifestJob {
     /// The cases `names` select (every case when there are none). A name selects the case of
     /// that path and every case under it, as a Go test path does its subtests.
-    pub fn select(corpus: &str, cases: &[ManifestCase], names: &[String]) -> Self {
+    pub fn select(corpus: &TreeDir, cases: &[ManifestCase], names: &[String]) -> Self {
         let selected = cases
             .iter()
             .filter(|case| {
@@ -100,7 +100,7 @@ impl ManifestJob {
             .cloned()
             .collect();
         Self {
-            corpus: corpus.to_owned(),
+            corpus: corpus.clone(),
             cases: selected,
         }
     }
@@ -108,7 +108,7 @@ impl ManifestJob {
     /// The corpus's `manifest.tsv`, relative to the tree root: the file every case is declared
     /// in, so a directory's cases are one file's tests, not an ambiguous name.
     pub fn manifest_path(&self) -> String {
-        if self.corpus.is_empty() {
+        if self.corpus.is_root() {
             "manifest.tsv".to_owned()
         } else {
             format!("{}/manifest.tsv", self.corpus)
@@ -117,7 +117,7 @@ impl ManifestJob {
 
     /// The path the interpreter is given, relative to the tree root it runs in.
     pub fn run_path(&self, case: &ManifestCase) -> String {
-        if self.corpus.is_empty() {
+        if self.corpus.is_root() {
             case.path.to_string()
         } else {
             format!("{}/{}", self.corpus, case.path)
@@ -476,7 +476,7 @@ mod tests {
         let cases = parse_manifest(CORPUS).unwrap();
         let paths = |names: &[&str]| -> Vec<String> {
             let names: Vec<String> = names.iter().map(|n| (*n).to_owned()).collect();
-            let job = ManifestJob::select("corpus", &cases, &names);
+            let job = ManifestJob::select(&TreeDir::new("corpus").unwrap(), &cases, &names);
             job.cases.iter().map(|c| job.run_path(c)).collect()
         };
         assert_eq!(
@@ -489,7 +489,7 @@ mod tests {
         );
         assert!(paths(&["integer/add"]).is_empty());
         assert_eq!(paths(&[]).len(), cases.len());
-        let root = ManifestJob::select("", &cases, &[]);
+        let root = ManifestJob::select(&TreeDir::root(), &cases, &[]);
         assert_eq!(root.run_path(&root.cases[0]), "integer/add-small.inv");
         assert_eq!(root.manifest_path(), "manifest.tsv");
     }

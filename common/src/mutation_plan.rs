@@ -3,6 +3,7 @@
 //! the repository is; it travels in a fleet submission so the coordinator runs the same mutants.
 
 use crate::job::ByteEdit;
+use crate::tree_path::TreePath;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -48,7 +49,8 @@ impl fmt::Display for Operator {
 pub struct Mutant {
     /// Stable across runs: derived from the path, operator, byte range and replacement.
     pub id: String,
-    pub path: String,
+    /// Confined like every path on the wire: mutants travel in a fleet submission.
+    pub path: TreePath,
     /// 1-based line of the replaced node's first byte (the same before and after the edit).
     pub line: u32,
     pub operator: Operator,
@@ -78,6 +80,8 @@ pub struct SkippedSite {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ExclusionReason {
+    /// A path a job cannot name (a backslash, say): a worker would refuse the edit.
+    PathNotConfined,
     NotPython,
     TestFile,
     TypeStub,

@@ -677,7 +677,7 @@ mod tests {
         )
         .unwrap();
         let corpus = ManifestJob {
-            corpus: "corpus".into(),
+            corpus: crate::tree_path::TreeDir::new("corpus").unwrap(),
             cases: rows.clone(),
         };
         let nested = SuiteCase::manifest_row(&corpus, &rows[0]);
@@ -694,7 +694,7 @@ mod tests {
         assert!(!nested.owns(&reported("corpus/manifest.tsv", "halve.inv")));
         assert!(!nested.owns(&reported("other/manifest.tsv", "integer/halve.inv")));
         let at_root = ManifestJob {
-            corpus: String::new(),
+            corpus: crate::tree_path::TreeDir::root(),
             cases: rows.clone(),
         };
         let top = SuiteCase::manifest_row(&at_root, &rows[1]);

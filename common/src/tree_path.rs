@@ -82,6 +82,54 @@ impl From<TreePath> for String {
     }
 }
 
+/// A validated directory of a tree: the root (`""`) or a confined [`TreePath`]. A manifest
+/// corpus travels as one, so a job can never name a directory outside its tree.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct TreeDir(String);
+
+impl TreeDir {
+    /// The tree's root directory.
+    pub fn root() -> Self {
+        Self(String::new())
+    }
+
+    pub fn new(dir: &str) -> Result<Self, TreePathError> {
+        if dir.is_empty() {
+            return Ok(Self::root());
+        }
+        TreePath::new(dir).map(|path| Self(path.0))
+    }
+
+    pub fn is_root(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for TreeDir {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl TryFrom<String> for TreeDir {
+    type Error = TreePathError;
+
+    fn try_from(dir: String) -> Result<Self, Self::Error> {
+        Self::new(&dir)
+    }
+}
+
+impl From<TreeDir> for String {
+    fn from(dir: TreeDir) -> Self {
+        dir.0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -116,6 +164,16 @@ mod tests {
             let err = TreePath::new(path).unwrap_err().to_string();
             assert!(err.contains(expected), "{path:?}: {err}");
         }
+    }
+
+    #[test]
+    fn a_tree_dir_is_the_root_or_a_confined_path() {
+        assert!(TreeDir::new("").unwrap().is_root());
+        assert_eq!(TreeDir::new("corpus/a").unwrap().as_str(), "corpus/a");
+        assert!(TreeDir::new("../corpus").is_err());
+        assert!(TreeDir::new("/corpus").is_err());
+        let err = serde_json::from_str::<TreeDir>("\"/etc\"").unwrap_err();
+        assert!(err.to_string().contains("absolute"), "{err}");
     }
 
     #[test]

@@ -136,7 +136,8 @@ pub fn proof_verdict(criteria: &[CriterionVerdict]) -> Verdict {
 /// declares even when no report lists them.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RefusedFile {
-    pub path: String,
+    /// Confined like every path on the wire; it travels in a fleet submission.
+    pub path: crate::tree_path::TreePath,
     /// What it spawns, e.g. `npx vitest run`.
     pub spawns: String,
     pub source: String,

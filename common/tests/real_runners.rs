@@ -390,7 +390,11 @@ fn manifest_rows_run_by_a_real_interpreter_are_judged() {
     let project = fixture("manifest-corpus");
     let text = std::fs::read_to_string(project.join("corpus/manifest.tsv")).expect("read manifest");
     let cases = parse_manifest(&text).expect("valid manifest");
-    let job = ManifestJob::select("corpus", &cases, &[]);
+    let job = ManifestJob::select(
+        &assay_common::tree_path::TreeDir::new("corpus").unwrap(),
+        &cases,
+        &[],
+    );
     let mut results = Vec::new();
     for case in &job.cases {
         let mut argv =

@@ -61,12 +61,16 @@ pub fn submission(prepared: &PreparedProof, jobs_budget: u32) -> ProofSubmission
         commit: r.commit.clone(),
         tree: r.tree.clone(),
     };
+    // `source::list_changes` refused every path that is not confined, so none is dropped here.
     let files = |files: &[crate::source::ChangedFile]| {
         files
             .iter()
-            .map(|f| ChangedFileWire {
-                path: f.path.clone(),
-                deleted: f.deleted,
+            .filter_map(|f| {
+                let path = assay_common::tree_path::TreePath::new(&f.path).ok()?;
+                Some(ChangedFileWire {
+                    path,
+                    deleted: f.deleted,
+                })
             })
             .collect()
     };
@@ -149,7 +153,7 @@ pub async fn submit_and_wait(
         }
     }
     let js = async_nats::jetstream::new(client.clone());
-    let proofs = nats::proofs_bucket(&js).await?;
+    let proofs = nats::proofs_bucket(&js, subjects).await?;
     let mut poll = tokio::time::interval(Duration::from_secs(2));
     loop {
         tokio::select! {

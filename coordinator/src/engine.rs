@@ -67,6 +67,12 @@ pub enum EngineError {
         paths.join(", ")
     )]
     SeveralManifests { paths: Vec<String> },
+    #[error("corpus directory of {path} cannot be named to a worker")]
+    CorpusDir {
+        path: String,
+        #[source]
+        source: assay_common::tree_path::TreePathError,
+    },
     #[error("invalid corpus manifest {path}")]
     Manifest {
         path: String,
@@ -191,7 +197,13 @@ pub fn prepare(request: ProofRequest) -> Result<PreparedProof, EngineError> {
             let source = String::from_utf8_lossy(&source).into_owned();
             if let Some(spawns) = assay_common::runner::node::spawns_test_runner(&source) {
                 refused_files.push(RefusedFile {
-                    path: file.clone(),
+                    // A changed file: `source::list_changes` refused any path not confined.
+                    path: assay_common::tree_path::TreePath::new(file).map_err(|source| {
+                        SourceError::PathNotConfined {
+                            path: file.clone(),
+                            source,
+                        }
+                    })?,
                     spawns,
                     source,
                 });
@@ -281,10 +293,14 @@ pub fn read_corpus(
             source,
         }
     })?;
+    let dir = path.rsplit_once('/').map_or("", |(dir, _)| dir);
     let corpus = ManifestJob {
-        corpus: path
-            .rsplit_once('/')
-            .map_or(String::new(), |(dir, _)| dir.to_owned()),
+        corpus: assay_common::tree_path::TreeDir::new(dir).map_err(|source| {
+            EngineError::CorpusDir {
+                path: path.to_owned(),
+                source,
+            }
+        })?,
         cases,
     };
     if let Some(missing) = corpus
@@ -509,11 +525,37 @@ pub fn conclude(
 
 /// A fresh proof id: time-ordered, unique enough across a fleet.
 pub fn new_proof_id() -> ProofId {
-    let now = SystemTime::now()
+    let secs = SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
-    let entropy = now.subsec_nanos() ^ std::process::id().rotate_left(16);
-    ProofId(format!("p-{}-{:08x}", now.as_secs(), entropy))
+        .unwrap_or_default()
+        .as_secs();
+    ProofId(format!("p-{secs}-{}", hex::encode(random_bytes::<8>())))
+}
+
+/// Bytes from the kernel's random source: a proof id names a proof's subjects and keys, so it
+/// must not be guessable from the clock and the pid. Without that source (no `/dev/urandom` in
+/// a minimal chroot), the clock, the pid and a process-wide counter, hashed, still keep ids
+/// distinct, if not secret.
+// N is at most 32, a SHA-256's length.
+fn random_bytes<const N: usize>() -> [u8; N] {
+    use std::io::Read;
+    let mut bytes = [0u8; N];
+    if std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .is_ok()
+    {
+        return bytes;
+    }
+    use sha2::{Digest, Sha256};
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let count = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let digest = Sha256::digest(format!(
+        "{:?}-{}-{count}",
+        SystemTime::now(),
+        std::process::id()
+    ));
+    bytes.copy_from_slice(&digest[..N]);
+    bytes
 }
 
 /// The worker id of embedded mode's in-process workers.

@@ -296,8 +296,9 @@ pub async fn run(
     let per_line = coverage.is_some();
     // Process start-up and collection: the part of the baseline no single test accounts for.
     let overhead = coverage.as_ref().map_or(baseline_time, |map| {
-        baseline_time.saturating_sub(Duration::from_secs_f64(
-            map.durations.values().sum::<f64>().max(0.0),
+        // The durations are the conftest's, which the project under test controls.
+        baseline_time.saturating_sub(assay_common::reported_secs(
+            map.durations.values().sum::<f64>(),
         ))
     });
 
@@ -310,33 +311,37 @@ pub async fn run(
     for (at, mutant) in plan.mutants.iter().enumerate() {
         let file_bytes = bytes.get(mutant.path.as_str()).copied().unwrap_or_default();
         let (covered_by, cost) = match &coverage {
-            Some(map) => match covering_tests(map, &mutant.path, line_range(file_bytes, mutant)) {
-                None => {
-                    results[at] = Some(MutantResult {
-                        mutant: mutant.clone(),
-                        status: Status::NoCoverage,
-                        status_reason: Some("no test executes this line".into()),
-                        covered_by: Vec::new(),
-                        killed_by: Vec::new(),
-                        tests_completed: Some(0),
-                        flaky: false,
-                        duration_s: None,
-                    });
-                    continue;
+            Some(map) => {
+                match covering_tests(map, mutant.path.as_str(), line_range(file_bytes, mutant)) {
+                    None => {
+                        results[at] = Some(MutantResult {
+                            mutant: mutant.clone(),
+                            status: Status::NoCoverage,
+                            status_reason: Some("no test executes this line".into()),
+                            covered_by: Vec::new(),
+                            killed_by: Vec::new(),
+                            tests_completed: Some(0),
+                            flaky: false,
+                            duration_s: None,
+                        });
+                        continue;
+                    }
+                    // Only import-time code runs it: every test may observe it.
+                    Some(tests) if tests.is_empty() => (Vec::new(), baseline_time),
+                    Some(tests) => {
+                        let mut tests: Vec<(f64, String)> = tests
+                            .into_iter()
+                            .map(|t| (map.durations.get(&t).copied().unwrap_or(0.0), t))
+                            .collect();
+                        // Fastest first, so `-x` stops at the cheapest kill.
+                        tests.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+                        let cost = overhead.saturating_add(assay_common::reported_secs(
+                            tests.iter().map(|t| t.0).sum(),
+                        ));
+                        (tests.into_iter().map(|t| t.1).collect(), cost)
+                    }
                 }
-                // Only import-time code runs it: every test may observe it.
-                Some(tests) if tests.is_empty() => (Vec::new(), baseline_time),
-                Some(tests) => {
-                    let mut tests: Vec<(f64, String)> = tests
-                        .into_iter()
-                        .map(|t| (map.durations.get(&t).copied().unwrap_or(0.0), t))
-                        .collect();
-                    // Fastest first, so `-x` stops at the cheapest kill.
-                    tests.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
-                    let cost = overhead + Duration::from_secs_f64(tests.iter().map(|t| t.0).sum());
-                    (tests.into_iter().map(|t| t.1).collect(), cost)
-                }
-            },
+            }
             None => (Vec::new(), baseline_time),
         };
         let command = rerun::with_rerun(request.runner.command(&prefix, &covered_by, &[]));
@@ -360,8 +365,12 @@ pub async fn run(
     }
     // Longest first when everything fits (no straggler at the end), cheapest first when the
     // budget will cut the run short (the most verdicts per second).
-    let total_cost: Duration = work.iter().map(|w| w.cost).sum();
-    let fits = total_cost / request.slots.max(1) as u32 + baseline_time < request.budget;
+    // Saturating: a cost can be `Duration::MAX` when the measured durations are absurd.
+    let total_cost = work
+        .iter()
+        .fold(Duration::ZERO, |sum, w| sum.saturating_add(w.cost));
+    let slots = u32::try_from(request.slots).unwrap_or(u32::MAX).max(1);
+    let fits = (total_cost / slots).saturating_add(baseline_time) < request.budget;
     work.sort_by(|a, b| {
         let order = a.cost.cmp(&b.cost).then(a.at.cmp(&b.at));
         if fits { order.reverse() } else { order }
@@ -723,7 +732,7 @@ impl MutateReport {
 
     /// One mutant's unified diff against the HEAD file.
     pub fn diff(&self, result: &MutantResult) -> Option<String> {
-        let source = self.files.get(&result.mutant.path)?;
+        let source = self.files.get(result.mutant.path.as_str())?;
         mutants::diff::unified_diff(source.as_bytes(), &result.mutant.edit)
     }
 
@@ -753,7 +762,7 @@ impl MutateReport {
             let mutants: Vec<serde_json::Value> = self
                 .results
                 .iter()
-                .filter(|r| &r.mutant.path == path)
+                .filter(|r| r.mutant.path.as_str() == path.as_str())
                 .map(|r| {
                     let edit = &r.mutant.edit;
                     let mut mutant = serde_json::json!({

@@ -1,7 +1,8 @@
 //! The coordinator service: accepts proofs by request/reply, drives each through the engine's
 //! `run_jobs` over a [`NatsJobQueue`], applies every result once (a KV create per job id),
 //! concludes with the same verdict code as embedded mode, and keeps each proof's state in the
-//! `ASSAY_PROOFS` bucket so a restarted coordinator resumes it.
+//! fleet's proofs bucket (`ASSAY_PROOFS` under the default prefix) so a restarted coordinator
+//! resumes it.
 
 use crate::admitter::Admitter;
 use crate::engine::{self, PreparedProof, ProgressSink, ProofEvent, ProofRequest};
@@ -9,7 +10,6 @@ use crate::nats_queue::{NatsJobQueue, PublishGate};
 use crate::offload;
 use crate::source::{CandidateSpec, Change, ChangedFile, Revision};
 use crate::suite::cluster::HALT_KEY;
-use assay_common::ProofId;
 use assay_common::fleet::{
     CancelReply, CancelRequest, ChangedFileWire, ProgressEvent, ProofRecord, ProofStatus,
     ProofSubmission, RevisionWire, Subjects, SubmitReply, SubmitRequest, evidence_key, keys,
@@ -17,6 +17,7 @@ use assay_common::fleet::{
 use assay_common::job::JobResult;
 use assay_common::service_config::{ConfigError, Role, ServiceConfig};
 use assay_common::wire;
+use assay_common::{JobId, ProofId};
 use assay_worker::health::{self, Probes};
 use assay_worker::metrics::Metrics;
 use assay_worker::nats::{self, FleetError, QueueTuning};
@@ -70,6 +71,9 @@ impl CoordinatorConfig {
 struct ActiveProof {
     results: mpsc::UnboundedSender<JobResult>,
     gate: PublishGate,
+    /// Jobs in the plan, the mutation check's included: a result must name one of them (index
+    /// below this, and that index's job id) before it may take a result key.
+    job_count: u32,
 }
 
 type Active = Arc<Mutex<HashMap<ProofId, ActiveProof>>>;
@@ -106,7 +110,7 @@ pub async fn serve(
     let js = jetstream::new(client.clone());
     let jobs = nats::workers_consumer(&js, &subjects, &config.tuning).await?;
     let results = nats::coordinator_consumer(&js, &subjects, &config.tuning).await?;
-    let proofs = nats::proofs_bucket(&js).await?;
+    let proofs = nats::proofs_bucket(&js, &subjects).await?;
     let metrics = Arc::new(Metrics::default());
     let shared = Shared {
         client: client.clone(),
@@ -126,6 +130,7 @@ pub async fn serve(
         let probes = Probes {
             client: client.clone(),
             store: shared.store.clone(),
+            subjects: subjects.clone(),
         };
         health::spawn(&listen, probes, metrics, async move {
             let _ = stop.wait_for(|s| *s).await;
@@ -244,13 +249,23 @@ async fn accept(
             Err(message) => return SubmitReply::Refused { message },
         },
     };
+    if let Err(e) = check_submission(&submission, stored.as_ref()) {
+        tracing::warn!(proof_id = %submission.proof_id, error = %e, "refusing a submission");
+        return SubmitReply::Refused {
+            message: e.to_string(),
+        };
+    }
     let proof_id = submission.proof_id.clone();
     let job_count = submission.jobs.len() as u32;
     let mutation_job_count = submission
         .mutation
         .as_ref()
         .filter(|m| !m.plan.mutants.is_empty())
-        .map_or(0, |m| m.plan.mutants.len() as u32 + 1);
+        .map_or(0, |m| {
+            u32::try_from(m.plan.mutants.len())
+                .unwrap_or(u32::MAX)
+                .saturating_add(1)
+        });
     // A record names a stored submission rather than repeat it: a KV value has the same limit.
     let kept = match stored {
         Some(_) => ProofSubmission {
@@ -294,6 +309,86 @@ async fn accept(
         publish_progress(shared, &proof_id, &ProgressEvent::Halted { reason }).await;
     }
     SubmitReply::Accepted { proof_id }
+}
+
+/// Why a submission is refused before it is recorded.
+#[derive(Debug, thiserror::Error)]
+enum SubmissionError {
+    #[error(
+        "proof id {0:?} is not well formed (hint: letters, digits, `-` and `_`, at most {max} of them)",
+        max = assay_common::ids::MAX_PROOF_ID_LEN
+    )]
+    ProofId(String),
+    #[error("proof {proof_id}'s stored submission is at {found}, not at its own key {expected}")]
+    StoredElsewhere {
+        proof_id: ProofId,
+        found: String,
+        expected: String,
+    },
+    #[error("proof {0} has more jobs than a plan index can number")]
+    TooManyJobs(ProofId),
+    #[error("job {job_id} of proof {proof_id} names another proof, {other}")]
+    ForeignJob {
+        proof_id: ProofId,
+        job_id: JobId,
+        other: ProofId,
+    },
+    #[error(
+        "job {job_id} (index {index}) of proof {proof_id} is out of plan order: job {position} must be {expected}"
+    )]
+    OutOfOrder {
+        proof_id: ProofId,
+        job_id: JobId,
+        index: u32,
+        position: usize,
+        expected: JobId,
+    },
+}
+
+/// What a submission must hold before it is recorded: an id safe in subjects and keys, and jobs
+/// that are this proof's, numbered in plan order. A job naming another proof (or another job's
+/// id) would let its result take a slot of a proof it does not belong to.
+fn check_submission(
+    submission: &ProofSubmission,
+    stored: Option<&assay_common::job::ArtifactRef>,
+) -> Result<(), SubmissionError> {
+    let proof_id = &submission.proof_id;
+    if !proof_id.is_well_formed() {
+        return Err(SubmissionError::ProofId(proof_id.to_string()));
+    }
+    let expected = assay_common::fleet::submission_key(proof_id);
+    if let Some(blob) = stored
+        && blob.key != expected
+    {
+        return Err(SubmissionError::StoredElsewhere {
+            proof_id: proof_id.clone(),
+            found: blob.key.clone(),
+            expected,
+        });
+    }
+    if u32::try_from(submission.jobs.len()).is_err() {
+        return Err(SubmissionError::TooManyJobs(proof_id.clone()));
+    }
+    for (position, job) in submission.jobs.iter().enumerate() {
+        if job.proof_id != *proof_id {
+            return Err(SubmissionError::ForeignJob {
+                proof_id: proof_id.clone(),
+                job_id: job.job_id.clone(),
+                other: job.proof_id.clone(),
+            });
+        }
+        let expected = JobId::for_index(proof_id, position);
+        if job.index as usize != position || job.job_id != expected {
+            return Err(SubmissionError::OutOfOrder {
+                proof_id: proof_id.clone(),
+                job_id: job.job_id.clone(),
+                index: job.index,
+                position,
+                expected,
+            });
+        }
+    }
+    Ok(())
 }
 
 fn current_halt(shared: &Shared) -> Option<String> {
@@ -399,6 +494,8 @@ fn start_proof(
             ActiveProof {
                 results: tx,
                 gate: gate.clone(),
+                // The mutation check's jobs follow the proving jobs in plan order.
+                job_count: record.job_count.saturating_add(record.mutation_job_count),
             },
         );
     }
@@ -426,7 +523,7 @@ pub fn prepared_from(submission: &ProofSubmission) -> PreparedProof {
         files
             .iter()
             .map(|f| ChangedFile {
-                path: f.path.clone(),
+                path: f.path.to_string(),
                 deleted: f.deleted,
             })
             .collect()
@@ -544,7 +641,10 @@ async fn drive(
         })
     };
     let progress = NatsProgress { events: events_tx };
-    let started = UNIX_EPOCH + Duration::from_secs(record.submitted_at);
+    // The record is read back from KV: a time past what `SystemTime` holds is no time.
+    let started = UNIX_EPOCH
+        .checked_add(Duration::from_secs(record.submitted_at))
+        .unwrap_or(UNIX_EPOCH);
     let clock = Instant::now();
     let outcome = engine::run_proof(&prepared, &queue, budget, &progress, started, clock).await;
     drop(progress);
@@ -666,11 +766,26 @@ async fn apply_result(shared: &Shared, message: jetstream::Message) {
         let _ = message.ack().await;
         return;
     };
-    let sender = shared
-        .active
-        .lock()
-        .ok()
-        .and_then(|active| active.get(&proof_id).map(|a| a.results.clone()));
+    let active = shared.active.lock().ok().and_then(|active| {
+        active
+            .get(&proof_id)
+            .map(|a| (a.results.clone(), a.job_count))
+    });
+    // Checked before the create: a result that takes a key it does not own would make the
+    // real one a "duplicate" and leave the proof running forever, restarts included.
+    if let Some((_, job_count)) = active
+        && (result.index >= job_count
+            || result.job_id != JobId::for_index(&proof_id, result.index as usize))
+    {
+        shared
+            .metrics
+            .results_dropped
+            .fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(proof_id = %proof_id, job_id = %result.job_id, index = result.index, "refusing a result that names no job of this proof at its index");
+        let _ = message.ack_with(jetstream::AckKind::Term).await;
+        return;
+    }
+    let sender = active.map(|(sender, _)| sender);
     let Some(sender) = sender else {
         shared
             .metrics
@@ -743,7 +858,7 @@ async fn cancel_proof(shared: &Shared, payload: &[u8]) -> CancelReply {
         *active.gate.lock().await = true;
     }
     shared.admitter.remove(&proof_id);
-    if let Ok(stream) = shared.js.get_stream(assay_common::fleet::JOBS_STREAM).await
+    if let Ok(stream) = shared.js.get_stream(shared.subjects.jobs_stream()).await
         && let Err(e) = stream.purge().filter(shared.subjects.jobs(&proof_id)).await
     {
         tracing::warn!(proof_id = %proof_id, error = %e, "failed to purge a cancelled proof's jobs");

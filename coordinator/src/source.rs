@@ -35,6 +35,12 @@ pub enum SourceError {
         #[source]
         source: git2::Error,
     },
+    #[error("changed file {path:?} cannot be named to a worker")]
+    PathNotConfined {
+        path: String,
+        #[source]
+        source: assay_common::tree_path::TreePathError,
+    },
     #[error("git operation failed: {what}")]
     Git {
         what: String,
@@ -174,6 +180,15 @@ pub fn resolve_change(
                 deleted: true,
             });
         }
+    }
+    // Every changed path travels to the fleet as a confined `TreePath`: refuse one that is not
+    // here, with its name, rather than have a worker refuse the job later.
+    if let Some((path, source)) = changed.iter().find_map(|f| {
+        assay_common::tree_path::TreePath::new(&f.path)
+            .err()
+            .map(|e| (f.path.clone(), e))
+    }) {
+        return Err(SourceError::PathNotConfined { path, source });
     }
     changed.sort_by(|a, b| a.path.cmp(&b.path));
     let changed_test_files: Vec<ChangedFile> = changed

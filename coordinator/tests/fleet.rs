@@ -5,7 +5,7 @@
 use assay_common::criteria::parse_criteria;
 use assay_common::evidence::Evidence;
 use assay_common::fleet::{
-    ProofRecord, ProofSubmission, Subjects, SubmitReply, WORKERS_CONSUMER, keys, submission_key,
+    ProofRecord, ProofSubmission, Subjects, SubmitReply, keys, submission_key,
 };
 use assay_common::job::{ArtifactRef, JobResult, JobSpec, JobStatus};
 use assay_common::outcome::ReportOutcome;
@@ -270,7 +270,9 @@ impl Fleet {
         loop {
             if let Ok(stream) = js.get_stream("ASSAY_JOBS").await
                 && stream
-                    .get_consumer::<async_nats::jetstream::consumer::pull::Config>(WORKERS_CONSUMER)
+                    .get_consumer::<async_nats::jetstream::consumer::pull::Config>(
+                        &Subjects::new("assay").workers_consumer(),
+                    )
                     .await
                     .is_ok()
                 && js.get_key_value("ASSAY_PROOFS").await.is_ok()
@@ -295,7 +297,7 @@ impl Fleet {
                 .get_stream("ASSAY_JOBS")
                 .await
                 .unwrap()
-                .get_consumer(WORKERS_CONSUMER)
+                .get_consumer(&Subjects::new("assay").workers_consumer())
                 .await
                 .unwrap();
             if consumer.info().await.unwrap().num_ack_pending >= n {
@@ -315,7 +317,7 @@ impl Fleet {
             .get_stream("ASSAY_JOBS")
             .await
             .unwrap()
-            .get_consumer(WORKERS_CONSUMER)
+            .get_consumer(&Subjects::new("assay").workers_consumer())
             .await
             .unwrap();
         consumer.info().await.unwrap().clone()
@@ -329,7 +331,7 @@ impl Fleet {
                 .get_stream("ASSAY_JOBS")
                 .await
                 .unwrap()
-                .get_consumer(WORKERS_CONSUMER)
+                .get_consumer(&Subjects::new("assay").workers_consumer())
                 .await
                 .unwrap();
             if consumer.info().await.unwrap().num_pending >= n {
@@ -596,7 +598,7 @@ async fn a_job_past_its_delivery_cap_lands_in_the_infrastructure_lane() {
         .get_stream("ASSAY_JOBS")
         .await
         .unwrap()
-        .get_consumer(WORKERS_CONSUMER)
+        .get_consumer(&Subjects::new("assay").workers_consumer())
         .await
         .unwrap();
     let mut handed_back = 0;
@@ -705,7 +707,7 @@ async fn a_duplicate_result_is_applied_once() {
         .get_stream("ASSAY_JOBS")
         .await
         .unwrap()
-        .get_consumer(WORKERS_CONSUMER)
+        .get_consumer(&Subjects::new("assay").workers_consumer())
         .await
         .unwrap();
     let message = loop {

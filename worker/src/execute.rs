@@ -41,9 +41,7 @@ pub async fn run_job(job: &JobSpec, ctx: &JobContext) -> JobResult {
     let span = info_span!("job", proof_id = %job.proof_id, job_id = %job.job_id, worker_id = %ctx.worker_id, kind = ?job.kind);
     async {
         let started = Instant::now();
-        let scratch = ctx
-            .scratch_root
-            .join(format!("{}-{:04}", sanitize(job.proof_id.as_str()), job.index));
+        let scratch = ctx.scratch_root.join(scratch_name(job));
         let outcome = run_in(job, ctx, &scratch).await;
         if let Err(e) = tokio::fs::remove_dir_all(&scratch).await
             && e.kind() != std::io::ErrorKind::NotFound
@@ -253,10 +251,28 @@ fn job_env(job: &JobSpec, ctx: &JobContext, private: &Path) -> Vec<(String, Stri
     env
 }
 
-/// Applies a mutant's byte-range edit to the materialized tree.
+/// Applies a mutant's byte-range edit to the materialized tree. The path was confined when the
+/// job was decoded; a committed link (`pager.py -> /etc/hosts`, or a linked directory) must not
+/// lead the write out of the tree either, so neither the directory nor the file may resolve
+/// elsewhere.
 fn apply_edit(tree_dir: &Path, edit: &ByteEdit) -> Result<(), String> {
-    let path = tree_dir.join(&edit.path);
-    let mut bytes = std::fs::read(&path)
+    use std::io::{Read, Write};
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = tree_dir.join(edit.path.as_str());
+    if let Placement::Outside(why) = guest_file::placement(&path, tree_dir) {
+        return Err(format!("refusing mutant edit of {}: {why}", edit.path));
+    }
+    let open = |write: bool| {
+        std::fs::OpenOptions::new()
+            .read(!write)
+            .write(write)
+            .truncate(write)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&path)
+    };
+    let mut bytes = Vec::new();
+    open(false)
+        .and_then(|mut file| file.read_to_end(&mut bytes))
         .map_err(|e| format!("failed to read {} for a mutant: {e}", edit.path))?;
     if edit.start > edit.end || edit.end > bytes.len() {
         return Err(format!(
@@ -268,7 +284,8 @@ fn apply_edit(tree_dir: &Path, edit: &ByteEdit) -> Result<(), String> {
         ));
     }
     bytes.splice(edit.start..edit.end, edit.replacement.bytes());
-    std::fs::write(&path, bytes)
+    open(true)
+        .and_then(|mut file| file.write_all(&bytes))
         .map_err(|e| format!("failed to write mutant of {}: {e}", edit.path))?;
     remove_cached_bytecode(&path)
 }
@@ -298,6 +315,20 @@ fn remove_cached_bytecode(source: &Path) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The job's scratch directory name: readable (the proof id with unsafe characters replaced,
+/// the index) and unique per job, since a digest of the exact ids tells apart two proof ids
+/// that sanitize alike (`p.1`, `p_1`).
+fn scratch_name(job: &JobSpec) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(format!("{}\0{}", job.proof_id, job.index));
+    format!(
+        "{}-{:04}-{}",
+        sanitize(job.proof_id.as_str()),
+        job.index,
+        hex::encode(&digest[..8])
+    )
 }
 
 fn sanitize(id: &str) -> String {
@@ -333,6 +364,35 @@ mod tests {
     use super::*;
 
     #[test]
+    fn proof_ids_that_sanitize_alike_get_distinct_scratch_directories() {
+        let job = |proof: &str| JobSpec {
+            proof_id: assay_common::ProofId(proof.into()),
+            job_id: assay_common::JobId(format!("{proof}/0000")),
+            index: 0,
+            kind: JobKind::Targeted,
+            side: assay_common::job::Side::Base,
+            tree: assay_common::TreeId("0".repeat(40)),
+            command: vec!["true".into()],
+            report: assay_common::runner::ReportFormat::JunitXml,
+            selected_tests: vec![],
+            timeout_secs: 1,
+            env: vec![],
+            edit: None,
+        };
+        let names: Vec<String> = ["p.1", "p_1", "p/1"]
+            .iter()
+            .map(|p| scratch_name(&job(p)))
+            .collect();
+        assert!(
+            names.iter().all(|n| n.starts_with("p_1-0000-")),
+            "{names:?}"
+        );
+        assert_ne!(names[0], names[1]);
+        assert_ne!(names[1], names[2]);
+        assert_ne!(names[0], names[2]);
+    }
+
+    #[test]
     fn an_edit_removes_the_modules_cached_bytecode_and_nothing_else() {
         let tree = tempfile::tempdir().unwrap();
         let package = tree.path().join("pager");
@@ -347,7 +407,7 @@ mod tests {
             std::fs::write(cache.join(name), b"stale").unwrap();
         }
         let edit = ByteEdit {
-            path: "pager/__init__.py".into(),
+            path: assay_common::tree_path::TreePath::new("pager/__init__.py").unwrap(),
             start: 8,
             end: 10,
             replacement: "11".into(),

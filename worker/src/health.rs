@@ -5,7 +5,7 @@
 
 use crate::metrics::{Metrics, Probed};
 use crate::store::ArtifactStore;
-use assay_common::fleet::{JOBS_STREAM, WORKERS_CONSUMER};
+use assay_common::fleet::Subjects;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,6 +24,8 @@ const MAX_HEAD: usize = 8 * 1024;
 pub struct Probes {
     pub client: async_nats::Client,
     pub store: Arc<dyn ArtifactStore>,
+    /// The fleet whose queue `/metrics` reports.
+    pub subjects: Subjects,
 }
 
 impl Probes {
@@ -51,8 +53,11 @@ impl Probes {
 
     async fn queue(&self) -> Option<(u64, u64)> {
         let js = async_nats::jetstream::new(self.client.clone());
-        let stream = js.get_stream(JOBS_STREAM).await.ok()?;
-        let info = stream.consumer_info(WORKERS_CONSUMER).await.ok()?;
+        let stream = js.get_stream(self.subjects.jobs_stream()).await.ok()?;
+        let info = stream
+            .consumer_info(self.subjects.workers_consumer())
+            .await
+            .ok()?;
         Some((info.num_pending, info.num_ack_pending as u64))
     }
 }

@@ -10,6 +10,7 @@ pub mod manifest_job;
 pub mod metrics;
 pub mod nats;
 pub mod sandbox;
+pub mod secrets;
 pub mod service;
 pub mod store;
 pub mod store_tree;

@@ -32,7 +32,8 @@ pub async fn run_cases(
     dirs: CaseDirs<'_>,
     env: Vec<(String, String)>,
 ) -> Result<CasesRun, String> {
-    let deadline = Instant::now() + Duration::from_secs(job.timeout_secs.max(1));
+    // A timeout past what an `Instant` can hold (`u64::MAX` seconds) is no deadline at all.
+    let deadline = Instant::now().checked_add(Duration::from_secs(job.timeout_secs.max(1)));
     let prefix = format!("proofs/{}/jobs/{:04}/cases", job.proof_id, job.index);
     let mut results = Vec::with_capacity(cases.cases.len());
     let mut artifacts = Vec::new();
@@ -40,8 +41,12 @@ pub async fn run_cases(
     // an `error` row exits non-zero when it passes.
     let mut first_nonzero = 0;
     for (number, case) in cases.cases.iter().enumerate() {
-        let Some(left) = deadline.checked_duration_since(Instant::now()) else {
-            return Ok(timed_out(artifacts));
+        let left = match deadline {
+            Some(deadline) => match deadline.checked_duration_since(Instant::now()) {
+                Some(left) => left,
+                None => return Ok(timed_out(artifacts)),
+            },
+            None => Duration::MAX,
         };
         let mut command = job.command.clone();
         command.push(cases.run_path(case));

@@ -1,9 +1,7 @@
 //! The fleet's JetStream topology, declared in one place so the coordinator and the workers
 //! create identical streams, consumers and buckets whichever starts first.
 
-use assay_common::fleet::{
-    COORDINATOR_CONSUMER, JOBS_STREAM, PROOFS_BUCKET, RESULTS_STREAM, Subjects, WORKERS_CONSUMER,
-};
+use assay_common::fleet::Subjects;
 use async_nats::jetstream::{self, consumer, kv, stream};
 use std::time::Duration;
 
@@ -101,15 +99,16 @@ pub async fn jobs_stream(
     subjects: &Subjects,
     tuning: &QueueTuning,
 ) -> Result<stream::Stream, FleetError> {
+    let name = subjects.jobs_stream();
     js.get_or_create_stream(stream::Config {
-        name: JOBS_STREAM.into(),
+        name: name.clone(),
         subjects: vec![subjects.jobs_filter()],
         retention: stream::RetentionPolicy::WorkQueue,
         duplicate_window: tuning.duplicate_window,
         ..Default::default()
     })
     .await
-    .map_err(|e| FleetError::jetstream(format!("create stream {JOBS_STREAM}"), e))
+    .map_err(|e| FleetError::jetstream(format!("create stream {name}"), e))
 }
 
 pub async fn results_stream(
@@ -117,15 +116,16 @@ pub async fn results_stream(
     subjects: &Subjects,
     tuning: &QueueTuning,
 ) -> Result<stream::Stream, FleetError> {
+    let name = subjects.results_stream();
     js.get_or_create_stream(stream::Config {
-        name: RESULTS_STREAM.into(),
+        name: name.clone(),
         subjects: vec![subjects.results_filter()],
         retention: stream::RetentionPolicy::WorkQueue,
         duplicate_window: tuning.duplicate_window,
         ..Default::default()
     })
     .await
-    .map_err(|e| FleetError::jetstream(format!("create stream {RESULTS_STREAM}"), e))
+    .map_err(|e| FleetError::jetstream(format!("create stream {name}"), e))
 }
 
 /// The pull consumer all workers share. One delivery beyond the cap is allowed so that a
@@ -136,11 +136,12 @@ pub async fn workers_consumer(
     tuning: &QueueTuning,
 ) -> Result<consumer::PullConsumer, FleetError> {
     let stream = jobs_stream(js, subjects, tuning).await?;
+    let name = subjects.workers_consumer();
     stream
         .get_or_create_consumer(
-            WORKERS_CONSUMER,
+            &name,
             consumer::pull::Config {
-                durable_name: Some(WORKERS_CONSUMER.into()),
+                durable_name: Some(name.clone()),
                 ack_policy: consumer::AckPolicy::Explicit,
                 ack_wait: tuning.ack_wait,
                 max_deliver: tuning.max_deliver + 1,
@@ -149,7 +150,7 @@ pub async fn workers_consumer(
             },
         )
         .await
-        .map_err(|e| FleetError::jetstream(format!("create consumer {WORKERS_CONSUMER}"), e))
+        .map_err(|e| FleetError::jetstream(format!("create consumer {name}"), e))
 }
 
 pub async fn coordinator_consumer(
@@ -158,11 +159,12 @@ pub async fn coordinator_consumer(
     tuning: &QueueTuning,
 ) -> Result<consumer::PullConsumer, FleetError> {
     let stream = results_stream(js, subjects, tuning).await?;
+    let name = subjects.coordinator_consumer();
     stream
         .get_or_create_consumer(
-            COORDINATOR_CONSUMER,
+            &name,
             consumer::pull::Config {
-                durable_name: Some(COORDINATOR_CONSUMER.into()),
+                durable_name: Some(name.clone()),
                 ack_policy: consumer::AckPolicy::Explicit,
                 ack_wait: Duration::from_secs(30),
                 filter_subject: subjects.results_filter(),
@@ -170,18 +172,22 @@ pub async fn coordinator_consumer(
             },
         )
         .await
-        .map_err(|e| FleetError::jetstream(format!("create consumer {COORDINATOR_CONSUMER}"), e))
+        .map_err(|e| FleetError::jetstream(format!("create consumer {name}"), e))
 }
 
-pub async fn proofs_bucket(js: &jetstream::Context) -> Result<kv::Store, FleetError> {
-    if let Ok(store) = js.get_key_value(PROOFS_BUCKET).await {
+pub async fn proofs_bucket(
+    js: &jetstream::Context,
+    subjects: &Subjects,
+) -> Result<kv::Store, FleetError> {
+    let bucket = subjects.proofs_bucket();
+    if let Ok(store) = js.get_key_value(&bucket).await {
         return Ok(store);
     }
     js.create_key_value(kv::Config {
-        bucket: PROOFS_BUCKET.into(),
+        bucket: bucket.clone(),
         history: 1,
         ..Default::default()
     })
     .await
-    .map_err(|e| FleetError::jetstream(format!("create key-value bucket {PROOFS_BUCKET}"), e))
+    .map_err(|e| FleetError::jetstream(format!("create key-value bucket {bucket}"), e))
 }

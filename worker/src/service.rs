@@ -147,6 +147,8 @@ pub async fn serve(
 ) -> Result<(), ServiceError> {
     let service = &config.service;
     service.validate()?;
+    // Before any job runs: no process of the worker's user reads its credentials from /proc.
+    crate::sandbox::process::harden_worker();
     let metrics = Arc::new(Metrics::default());
     let sandbox = sandbox_for(&service.worker, &config.worker_id, metrics.clone()).await?;
     let store = Arc::new(open_store(&service.store.url, &config.s3_options)?);
@@ -174,6 +176,20 @@ pub async fn serve(
         store,
         metrics,
     };
+    // The store's client holds its credentials now, and the configuration is read: a job has
+    // no business finding them in /proc/<worker>/environ (variables passed to jobs excepted).
+    let passed = config.pass_env.clone();
+    match crate::secrets::scrub_environment(|name| {
+        crate::secrets::is_secret_name(name) && !passed.iter().any(|p| p == name)
+    }) {
+        Ok(names) if !names.is_empty() => {
+            tracing::info!(names = ?names, "secrets removed from the worker's environment")
+        }
+        Ok(_) => {}
+        Err(e) => {
+            tracing::warn!(error = %e, "could not remove secrets from the worker's environment")
+        }
+    }
     serve_validated(config, parts, shutdown).await
 }
 
@@ -219,6 +235,7 @@ async fn serve_validated(
             Probes {
                 client: client.clone(),
                 store,
+                subjects: subjects.clone(),
             },
             metrics.clone(),
             async move {

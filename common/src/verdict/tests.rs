@@ -518,7 +518,7 @@ fn a_failing_go_subtest_breaks_a_guard_on_its_function_but_not_on_a_sibling() {
 #[test]
 fn a_file_that_spawns_a_runner_refuses_the_tests_reported_in_it_and_no_others() {
     let delegating = RefusedFile {
-        path: "test/delegates.test.js".into(),
+        path: crate::tree_path::TreePath::new("test/delegates.test.js").unwrap(),
         spawns: "npx vitest".into(),
         // Spells the other file's test name as an argument to the runner it spawns.
         source: "execFileSync('npx', ['vitest', 'run', '-t', 'test_partial_page'])".into(),

@@ -149,7 +149,7 @@ pub fn survivors(records: &[MutantRecord], proving_tests: &[String]) -> Vec<Surv
             survived.iter().map(move |mutant| Survivor {
                 test: test.clone(),
                 mutant_id: mutant.id.clone(),
-                path: mutant.path.clone(),
+                path: mutant.path.to_string(),
                 line: mutant.line,
                 description: mutant.description.clone(),
                 message: format!("{test} passes with {}", mutant.label()),

@@ -77,7 +77,7 @@ mod tests {
     fn edit(text: &str, at: &str, replacement: &str) -> ByteEdit {
         let start = text.find(at).expect("site in the source");
         ByteEdit {
-            path: "pager/__init__.py".into(),
+            path: assay_common::tree_path::TreePath::new("pager/__init__.py").unwrap(),
             start,
             end: start + at.len(),
             replacement: replacement.into(),

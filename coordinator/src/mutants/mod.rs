@@ -12,6 +12,7 @@ mod sites;
 
 use assay_common::job::ByteEdit;
 use assay_common::runner::RunnerKind;
+use assay_common::tree_path::TreePath;
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeSet, VecDeque};
 
@@ -62,6 +63,10 @@ fn plan_file(file: &ChangedFile, cap: Option<usize>, plan: &mut MutationPlan) {
     let Ok(source) = std::str::from_utf8(&file.bytes) else {
         return;
     };
+    // `exclusion` refused a path no job can name.
+    let Ok(path) = TreePath::new(&file.path) else {
+        return;
+    };
     let candidates = sites::find(source, &file.changed_lines);
 
     // One queue per operator; within one, distinct lines come before a second site on a line.
@@ -106,7 +111,7 @@ fn plan_file(file: &ChangedFile, cap: Option<usize>, plan: &mut MutationPlan) {
                 };
                 match sites::check(source, &candidate) {
                     Ok(()) => {
-                        let mutant = to_mutant(&file.path, &candidate);
+                        let mutant = to_mutant(&path, &candidate);
                         if ids.insert(mutant.id.clone()) {
                             lines.insert(mutant.line);
                             chosen.push(mutant);
@@ -130,9 +135,9 @@ fn plan_file(file: &ChangedFile, cap: Option<usize>, plan: &mut MutationPlan) {
     plan.mutants.extend(chosen);
 }
 
-fn to_mutant(path: &str, candidate: &sites::Candidate) -> Mutant {
+fn to_mutant(path: &TreePath, candidate: &sites::Candidate) -> Mutant {
     let mut hasher = Sha256::new();
-    hasher.update(path.as_bytes());
+    hasher.update(path.as_str().as_bytes());
     hasher.update([0]);
     hasher.update(candidate.operator.name().as_bytes());
     hasher.update([0]);
@@ -144,12 +149,12 @@ fn to_mutant(path: &str, candidate: &sites::Candidate) -> Mutant {
     let digest = hex::encode(hasher.finalize());
     Mutant {
         id: digest[..12].to_string(),
-        path: path.to_string(),
+        path: path.clone(),
         line: candidate.line,
         operator: candidate.operator,
         description: candidate.description.clone(),
         edit: ByteEdit {
-            path: path.to_string(),
+            path: path.clone(),
             start: candidate.start,
             end: candidate.end,
             replacement: candidate.replacement.clone(),
@@ -171,6 +176,9 @@ pub fn apply_edit(bytes: &[u8], edit: &ByteEdit) -> Option<Vec<u8>> {
 
 fn exclusion(file: &ChangedFile) -> Option<(ExclusionReason, String)> {
     let path = file.path.as_str();
+    if let Err(e) = TreePath::new(path) {
+        return Some((ExclusionReason::PathNotConfined, e.to_string()));
+    }
     if path.ends_with(".pyi") {
         return Some((
             ExclusionReason::TypeStub,

@@ -470,11 +470,15 @@ fn ascii_files_with_any_coding_cookie_and_crlf_files_are_mutated() {
         None,
     );
     assert!(plan.excluded_files.is_empty(), "{:?}", plan.excluded_files);
-    assert!(plan.mutants.iter().any(|m| m.path == "pager/ascii.py"));
+    assert!(
+        plan.mutants
+            .iter()
+            .any(|m| m.path.as_str() == "pager/ascii.py")
+    );
     let crlf_drop = plan
         .mutants
         .iter()
-        .find(|m| m.path == "pager/crlf.py" && m.operator == Operator::DropBranch)
+        .find(|m| m.path.as_str() == "pager/crlf.py" && m.operator == Operator::DropBranch)
         .expect("the crlf file's if body is a site");
     assert_eq!(
         applied(crlf, crlf_drop).lines().count(),

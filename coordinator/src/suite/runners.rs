@@ -422,7 +422,7 @@ mod tests {
         )
         .unwrap();
         let corpus = ManifestJob {
-            corpus: "corpus".into(),
+            corpus: assay_common::tree_path::TreeDir::new("corpus").unwrap(),
             cases: rows,
         };
         let cases: Vec<SuiteCase> = corpus
@@ -447,7 +447,7 @@ mod tests {
         let ReportFormat::ManifestCases(job) = &plan[0].report else {
             panic!("a manifest job reports per row: {:?}", plan[0].report)
         };
-        assert_eq!(job.corpus, "corpus");
+        assert_eq!(job.corpus.as_str(), "corpus");
         let carried: Vec<&str> = job.cases.iter().map(|c| c.path.as_str()).collect();
         assert_eq!(carried, ["integer/add.inv", "null/none.inv"]);
     }

@@ -3,6 +3,7 @@
 
 pub mod docker;
 pub mod process;
+mod reaper;
 pub mod warm;
 
 use crate::metrics::Metrics;

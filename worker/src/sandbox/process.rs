@@ -1,6 +1,7 @@
 //! The process sandbox: a child process in its own process group with a clean environment and
-//! private output files. At the timeout (or when dropped) the whole group is killed, so a test
-//! that forks cannot outlive its job.
+//! private output files. The child is the job's reaper (see [`super::reaper`]): every process
+//! the command starts, whether it leaves the group or its parent, dies when the job ends, at
+//! the timeout, or when the job is dropped.
 
 use super::{Sandbox, SandboxError, SandboxExit, SandboxRun};
 use assay_common::evidence::SandboxEvidence;
@@ -8,7 +9,11 @@ use async_trait::async_trait;
 use std::fs::File;
 use std::os::unix::process::ExitStatusExt;
 use std::process::Stdio;
-use tokio::process::Command;
+use std::time::Duration;
+use tokio::process::{Child, Command};
+
+/// How long a reaper asked to stop may take to sweep before its group is killed outright.
+const SWEEP_GRACE: Duration = Duration::from_secs(5);
 
 #[derive(Clone, Debug, Default)]
 pub struct ProcessSandbox;
@@ -50,6 +55,7 @@ impl Sandbox for ProcessSandbox {
             job_id: run.job_id.clone(),
             source,
         };
+        harden_worker();
         let stdout = File::create(&run.stdout_path).map_err(io_error)?;
         let stderr = File::create(&run.stderr_path).map_err(io_error)?;
         let mut command = Command::new(program);
@@ -61,9 +67,12 @@ impl Sandbox for ProcessSandbox {
             .stdin(Stdio::null())
             .stdout(stdout)
             .stderr(stderr)
-            .process_group(0)
-            .kill_on_drop(true);
-        let mut child = command.spawn().map_err(|source| SandboxError::Spawn {
+            .process_group(0);
+        // SAFETY: `become_reaper` makes only async-signal-safe calls (its module says why).
+        unsafe {
+            command.pre_exec(|| super::reaper::become_reaper());
+        }
+        let child = command.spawn().map_err(|source| SandboxError::Spawn {
             program: program.clone(),
             job_id: run.job_id.clone(),
             hint: if source.kind() == std::io::ErrorKind::NotFound {
@@ -73,22 +82,95 @@ impl Sandbox for ProcessSandbox {
             },
             source,
         })?;
-        let mut group = GroupGuard(child.id().map(|pid| pid as i32));
-        let waited = tokio::time::timeout(run.timeout, child.wait()).await;
-        let exit = match waited {
+        let pgid = child.id().map(|pid| pid as i32);
+        let mut reaper = Reaper {
+            child: Some(child),
+            pgid,
+        };
+        let exit = match tokio::time::timeout(run.timeout, reaper.wait()).await {
             Err(_elapsed) => {
-                drop(group);
-                let _ = child.wait().await;
+                reaper.stop().await;
                 return Ok(SandboxExit::TimedOut);
             }
             Ok(status) => status.map_err(io_error)?,
         };
-        // The leader exited; stragglers it forked into the group are killed now.
-        drop(std::mem::replace(&mut group, GroupGuard(None)));
+        // The reaper swept the job's processes before it exited; the group is killed too, in
+        // case the command killed its reaper first.
+        drop(GroupGuard(pgid));
         Ok(match (exit.code(), exit.signal()) {
             (Some(code), _) => SandboxExit::Exited(code),
             (None, Some(signal)) => SandboxExit::Signalled(signal),
             (None, None) => SandboxExit::Exited(-1),
         })
+    }
+}
+
+/// Makes this process non-dumpable, so a job running as the same user cannot read its
+/// environment (`/proc/PID/environ`: store credentials, NATS credentials), its memory, or
+/// attach to it; the jobs' reapers, forks of it, inherit the mark. Idempotent.
+pub fn harden_worker() {
+    // SAFETY: prctl(2) on this process's own flag.
+    unsafe {
+        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+    }
+}
+
+/// The job's reaper while it runs. Dropped before it exits (a cancelled job, a panic), it is
+/// asked to stop all the same, from a task of its own.
+struct Reaper {
+    child: Option<Child>,
+    pgid: Option<i32>,
+}
+
+impl Reaper {
+    /// Waits for the reaper to exit, as it does once the command has and the sweep is done.
+    async fn wait(&mut self) -> std::io::Result<std::process::ExitStatus> {
+        let Some(child) = self.child.as_mut() else {
+            return Err(std::io::Error::other(
+                "the job's reaper was already waited for",
+            ));
+        };
+        let status = child.wait().await?;
+        self.child = None;
+        Ok(status)
+    }
+
+    /// Asks the reaper to kill the job's processes and waits for it; kills the whole group if
+    /// it has not finished within [`SWEEP_GRACE`] (or was killed by the job).
+    async fn stop(&mut self) {
+        if let Some(child) = self.child.take() {
+            stop_reaper(child, self.pgid).await;
+        }
+    }
+}
+
+async fn stop_reaper(mut child: Child, pgid: Option<i32>) {
+    if let Some(pid) = pgid {
+        // SAFETY: kill(2) signals the reaper, which this process has not reaped yet.
+        unsafe {
+            libc::kill(pid, libc::SIGTERM);
+        }
+    }
+    // While the reaper is not reaped its pid, and so its group id, cannot be reused.
+    if tokio::time::timeout(SWEEP_GRACE, child.wait())
+        .await
+        .is_err()
+    {
+        drop(GroupGuard(pgid));
+        let _ = child.wait().await;
+    }
+}
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        let Some(child) = self.child.take() else {
+            return;
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(stop_reaper(child, self.pgid));
+            }
+            Err(_) => drop(GroupGuard(self.pgid)),
+        }
     }
 }

@@ -1,0 +1,939 @@
+//! Hostile input to a real fleet: a JetStream `nats-server` on a free 127.0.0.1 port, the
+//! coordinator and workers running in this process through their `serve` functions, a file
+//! store in a temp dir. Each test plays someone who can publish on the bus or who wrote the
+//! project under test, and checks what the fleet refuses and what it never does.
+
+use assay_common::criteria::parse_criteria;
+use assay_common::fleet::{
+    ProofRecord, ProofStatus, ProofSubmission, RevisionWire, Subjects, SubmitReply, SubmitRequest,
+    keys,
+};
+use assay_common::job::{JobKind, JobResult, JobSpec, JobStatus, Side};
+use assay_common::outcome::ReportOutcome;
+use assay_common::runner::{ReportFormat, RunnerKind};
+use assay_common::service_config::{SandboxKind, ServiceConfig};
+use assay_common::{JobId, ProofId, TreeId, WorkerId, wire};
+use assay_coordinator::engine;
+use assay_coordinator::service::{self as coordinator, CoordinatorConfig};
+use assay_worker::nats::QueueTuning;
+use assay_worker::service::{self as worker, JobRunner, WorkerConfig};
+use async_nats::jetstream::{self, kv};
+use futures::StreamExt;
+use serde::Serialize;
+use servers::{ServerGuard, start_nats};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::task::JoinHandle;
+
+#[path = "../../tests/support/servers.rs"]
+#[allow(
+    dead_code,
+    reason = "each test file uses its own subset of the servers"
+)]
+mod servers;
+
+/// A service running in this process, stopped gracefully at the end of the test.
+struct Service {
+    handle: JoinHandle<()>,
+    stop: tokio::sync::oneshot::Sender<()>,
+}
+
+impl Service {
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        let _ = self.handle.await;
+    }
+}
+
+struct Bus {
+    nats: ServerGuard,
+    dir: tempfile::TempDir,
+}
+
+impl Bus {
+    fn start() -> Self {
+        Self {
+            nats: start_nats(),
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("nats://127.0.0.1:{}", self.nats.port)
+    }
+
+    fn store_url(&self) -> String {
+        format!("file://{}", self.dir.path().join("store").display())
+    }
+
+    fn config(&self, prefix: &str, name: &str) -> ServiceConfig {
+        let mut config = ServiceConfig::default();
+        config.nats.url = self.url();
+        config.nats.subject_prefix = prefix.into();
+        config.store.url = self.store_url();
+        config.http.listen = Some(String::new());
+        config.worker.sandbox = SandboxKind::Process;
+        config.worker.slots = 1;
+        config.worker.tree_cache_dir = self
+            .dir
+            .path()
+            .join(format!("{name}-cache"))
+            .display()
+            .to_string();
+        config
+    }
+
+    fn coordinator(&self, prefix: &str) -> Service {
+        let config = CoordinatorConfig::new(self.config(prefix, "coordinator"));
+        let (stop, rx) = tokio::sync::oneshot::channel::<()>();
+        let handle = tokio::spawn(async move {
+            coordinator::serve(config, async {
+                let _ = rx.await;
+            })
+            .await
+            .unwrap();
+        });
+        Service { handle, stop }
+    }
+
+    fn worker_config(&self, prefix: &str, name: &str) -> WorkerConfig {
+        let mut config = WorkerConfig::new(self.config(prefix, name));
+        config.tuning = QueueTuning {
+            ack_wait: Duration::from_secs(5),
+            ..QueueTuning::default()
+        };
+        config.worker_id = WorkerId(name.into());
+        config.scratch_root = Some(self.dir.path().join(format!("{name}-scratch")));
+        config
+    }
+
+    /// A worker that runs its jobs for real, in the process sandbox.
+    fn worker(&self, prefix: &str, name: &str) -> Service {
+        let config = self.worker_config(prefix, name);
+        let (stop, rx) = tokio::sync::oneshot::channel::<()>();
+        let handle = tokio::spawn(async move {
+            worker::serve(config, async {
+                let _ = rx.await;
+            })
+            .await
+            .unwrap();
+        });
+        Service { handle, stop }
+    }
+
+    /// A worker that answers each job at once, signed with its own name.
+    fn answering_worker(&self, prefix: &str, name: &str) -> Service {
+        let config = self.worker_config(prefix, name);
+        let parts = worker::WorkerParts {
+            runner: Arc::new(Answer(config.worker_id.clone())),
+            store: Arc::new(worker::open_store(&config.service.store.url, &[]).unwrap()),
+            metrics: Default::default(),
+        };
+        let (stop, rx) = tokio::sync::oneshot::channel::<()>();
+        let handle = tokio::spawn(async move {
+            worker::serve_with(config, parts, async {
+                let _ = rx.await;
+            })
+            .await
+            .unwrap();
+        });
+        Service { handle, stop }
+    }
+
+    async fn client(&self) -> async_nats::Client {
+        async_nats::connect(self.url()).await.unwrap()
+    }
+}
+
+/// Answers a job with a completed run, as a command that passes would.
+struct Answer(WorkerId);
+
+#[async_trait::async_trait]
+impl JobRunner for Answer {
+    async fn run(&self, spec: &JobSpec) -> JobResult {
+        completed(spec, &self.0)
+    }
+}
+
+fn completed(spec: &JobSpec, worker: &WorkerId) -> JobResult {
+    JobResult {
+        job_id: spec.job_id.clone(),
+        index: spec.index,
+        status: JobStatus::Completed { exit_code: 0 },
+        report: ReportOutcome::Missing,
+        artifacts: vec![],
+        duration_ms: 0,
+        worker: worker.clone(),
+        sandbox: None,
+    }
+}
+
+fn empty_tree() -> TreeId {
+    // git's empty tree: any hex id will do for jobs that never fetch their tree.
+    TreeId("4b825dc642cb6eb9a060e54bf8d69288fbee4904".into())
+}
+
+fn job(proof_id: &ProofId, index: usize, tree: &TreeId, command: &[&str]) -> JobSpec {
+    JobSpec {
+        proof_id: proof_id.clone(),
+        job_id: JobId::for_index(proof_id, index),
+        index: index as u32,
+        kind: JobKind::Targeted,
+        side: if index.is_multiple_of(2) {
+            Side::Base
+        } else {
+            Side::Candidate
+        },
+        tree: tree.clone(),
+        command: command.iter().map(|s| (*s).to_owned()).collect(),
+        report: ReportFormat::JunitXml,
+        selected_tests: vec![],
+        timeout_secs: 60,
+        env: vec![],
+        edit: None,
+    }
+}
+
+/// A proof of `jobs` jobs, prepared as the CLI would have.
+fn submission(proof_id: &ProofId, jobs: usize) -> ProofSubmission {
+    let tree = empty_tree();
+    let revision = RevisionWire {
+        requested: "main".into(),
+        commit: None,
+        tree: tree.clone(),
+    };
+    ProofSubmission {
+        proof_id: proof_id.clone(),
+        repository: "/srv/invoices".into(),
+        runner: RunnerKind::Pytest,
+        criteria: parse_criteria(&["test: test_total_includes_tax".to_owned()]).unwrap(),
+        base: revision.clone(),
+        candidate: revision,
+        base_tree: tree.clone(),
+        changed: vec![],
+        changed_test_files: vec![],
+        jobs: (0..jobs)
+            .map(|i| job(proof_id, i, &tree, &["true"]))
+            .collect(),
+        refused_files: vec![],
+        jobs_budget: jobs as u32,
+        test_command: None,
+        timeout_secs: 60,
+        mutation: None,
+    }
+}
+
+async fn submit(
+    client: &async_nats::Client,
+    prefix: &str,
+    submission: ProofSubmission,
+) -> SubmitReply {
+    let request = SubmitRequest::Inline(Box::new(submission));
+    let reply = client
+        .request(
+            Subjects::new(prefix).submit(),
+            wire::encode("submit request", &request).unwrap().into(),
+        )
+        .await
+        .unwrap();
+    wire::decode("submit reply", &reply.payload).unwrap()
+}
+
+async fn bucket(client: &async_nats::Client, prefix: &str) -> kv::Store {
+    let js = jetstream::new(client.clone());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Ok(store) = js
+            .get_key_value(Subjects::new(prefix).proofs_bucket())
+            .await
+        {
+            return store;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the {prefix} proofs bucket never appeared"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn status(proofs: &kv::Store, proof_id: &ProofId) -> Option<ProofStatus> {
+    let bytes = proofs.get(keys::record(proof_id)).await.ok()??;
+    Some(
+        wire::decode::<ProofRecord>("proof record", &bytes)
+            .ok()?
+            .status,
+    )
+}
+
+async fn wait_finished(proofs: &kv::Store, proof_id: &ProofId, within: Duration) -> bool {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        if status(proofs, proof_id).await == Some(ProofStatus::Finished) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    false
+}
+
+async fn stored_result(proofs: &kv::Store, proof_id: &ProofId, index: u32) -> Option<JobResult> {
+    let bytes = proofs.get(keys::result(proof_id, index)).await.ok()??;
+    wire::decode("job result", &bytes).ok()
+}
+
+async fn publish_result(
+    js: &jetstream::Context,
+    prefix: &str,
+    subject_proof: &ProofId,
+    result: &JobResult,
+    msg_id: &str,
+) {
+    let mut headers = async_nats::HeaderMap::new();
+    headers.insert("Nats-Msg-Id", msg_id);
+    js.publish_with_headers(
+        Subjects::new(prefix).results(subject_proof),
+        headers,
+        wire::encode("job result", result).unwrap().into(),
+    )
+    .await
+    .unwrap()
+    .await
+    .unwrap();
+}
+
+fn git(repo: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(["-c", "user.name=Ada", "-c", "user.email=ada@invoices.test"])
+        .args(args)
+        .current_dir(repo)
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}");
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+/// A one-file repository, its tree uploaded to the bus's store; returns the tree id.
+async fn uploaded_tree(bus: &Bus) -> TreeId {
+    uploaded_tree_of(bus, "pager", "pager.py", "LIMIT = 10\n").await
+}
+
+/// A repository of one file, its tree uploaded to the bus's store; returns the tree id.
+async fn uploaded_tree_of(bus: &Bus, name: &str, file: &str, text: &str) -> TreeId {
+    let repo = bus.dir.path().join(name);
+    std::fs::create_dir_all(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    std::fs::write(repo.join(file), text).unwrap();
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-q", "-m", name]);
+    let tree = TreeId(git(&repo, &["rev-parse", "HEAD^{tree}"]));
+    let store = worker::open_store(&bus.store_url(), &[]).unwrap();
+    assay_worker::store_tree::upload_tree(&store, &repo, &tree)
+        .await
+        .unwrap();
+    tree
+}
+
+/// A job as a peer that skips the checks would encode it: the same fields in the same order
+/// (so the same bincode), with the edit's path a plain string.
+#[derive(Serialize)]
+struct UncheckedJob {
+    proof_id: ProofId,
+    job_id: JobId,
+    index: u32,
+    kind: JobKind,
+    side: Side,
+    tree: TreeId,
+    command: Vec<String>,
+    report: ReportFormat,
+    selected_tests: Vec<String>,
+    timeout_secs: u64,
+    env: Vec<(String, String)>,
+    edit: Option<UncheckedEdit>,
+}
+
+#[derive(Serialize)]
+struct UncheckedEdit {
+    path: String,
+    start: usize,
+    end: usize,
+    replacement: String,
+}
+
+fn unchecked(job: JobSpec, edit_path: &str) -> UncheckedJob {
+    UncheckedJob {
+        proof_id: job.proof_id,
+        job_id: job.job_id,
+        index: job.index,
+        kind: JobKind::Mutant,
+        side: job.side,
+        tree: job.tree,
+        command: job.command,
+        report: job.report,
+        selected_tests: job.selected_tests,
+        timeout_secs: job.timeout_secs,
+        env: job.env,
+        edit: Some(UncheckedEdit {
+            path: edit_path.into(),
+            start: 0,
+            end: 9,
+            replacement: "OVERWRITE".into(),
+        }),
+    }
+}
+
+/// A submission as a peer that skips the checks would encode it: `SubmitRequest::Inline` of
+/// `ProofSubmission`'s fields in order, with unchecked jobs.
+#[derive(Serialize)]
+enum UncheckedRequest {
+    Inline(UncheckedSubmission),
+}
+
+#[derive(Serialize)]
+struct UncheckedSubmission {
+    proof_id: ProofId,
+    repository: String,
+    runner: RunnerKind,
+    criteria: Vec<assay_common::criteria::Criterion>,
+    base: RevisionWire,
+    candidate: RevisionWire,
+    base_tree: TreeId,
+    changed: Vec<assay_common::fleet::ChangedFileWire>,
+    changed_test_files: Vec<assay_common::fleet::ChangedFileWire>,
+    jobs: Vec<UncheckedJob>,
+    refused_files: Vec<assay_common::verdict::RefusedFile>,
+    jobs_budget: u32,
+    test_command: Option<Vec<String>>,
+    timeout_secs: u64,
+    mutation: Option<assay_common::mutation_plan::MutationSetup>,
+}
+
+fn unchecked_submission(submission: ProofSubmission, edit_path: &str) -> UncheckedRequest {
+    UncheckedRequest::Inline(UncheckedSubmission {
+        proof_id: submission.proof_id,
+        repository: submission.repository,
+        runner: submission.runner,
+        criteria: submission.criteria,
+        base: submission.base,
+        candidate: submission.candidate,
+        base_tree: submission.base_tree,
+        changed: submission.changed,
+        changed_test_files: submission.changed_test_files,
+        jobs: submission
+            .jobs
+            .into_iter()
+            .map(|job| unchecked(job, edit_path))
+            .collect(),
+        refused_files: submission.refused_files,
+        jobs_budget: submission.jobs_budget,
+        test_command: submission.test_command,
+        timeout_secs: submission.timeout_secs,
+        mutation: submission.mutation,
+    })
+}
+
+async fn publish_job<T: Serialize>(
+    js: &jetstream::Context,
+    proof_id: &ProofId,
+    msg_id: &str,
+    job: &T,
+) {
+    let mut headers = async_nats::HeaderMap::new();
+    headers.insert("Nats-Msg-Id", msg_id);
+    js.publish_with_headers(
+        Subjects::new("assay").jobs(proof_id),
+        headers,
+        wire::encode("job", job).unwrap().into(),
+    )
+    .await
+    .unwrap()
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_mutant_edit_naming_a_path_outside_the_tree_is_refused_and_writes_nothing() {
+    let bus = Bus::start();
+    let tree = uploaded_tree(&bus).await;
+    let victim = bus.dir.path().join("victim.txt");
+    std::fs::write(&victim, "untouched\n").unwrap();
+    let worker = bus.worker("assay", "worker-a");
+    let client = bus.client().await;
+    let js = jetstream::new(client.clone());
+    // The worker creates the topology; this test reads results in the coordinator's place.
+    let subjects = Subjects::new("assay");
+    let results = loop {
+        let workers = match js.get_stream(subjects.jobs_stream()).await {
+            Ok(stream) => stream
+                .get_consumer::<jetstream::consumer::pull::Config>(&subjects.workers_consumer())
+                .await
+                .is_ok(),
+            Err(_) => false,
+        };
+        if workers
+            && let Ok(consumer) =
+                assay_worker::nats::coordinator_consumer(&js, &subjects, &QueueTuning::default())
+                    .await
+        {
+            break consumer;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let proof = ProofId("p-1795995829-hostile".into());
+    // The tree directory is `{scratch}/{job}/tree`: three levels below the victim's directory.
+    let absolute = victim.display().to_string();
+    let climbing = "../../../victim.txt";
+    for (index, path) in [absolute.as_str(), climbing].into_iter().enumerate() {
+        let hostile = unchecked(job(&proof, index, &tree, &["true"]), path);
+        publish_job(&js, &proof, &format!("hostile-{index}"), &hostile).await;
+    }
+    // One slot takes jobs in order: once this one's result is in, both hostile jobs were handled.
+    publish_job(&js, &proof, "honest", &job(&proof, 2, &tree, &["true"])).await;
+    let mut messages = results.messages().await.unwrap();
+    let first = tokio::time::timeout(Duration::from_secs(60), messages.next())
+        .await
+        .expect("the honest job's result arrived")
+        .unwrap()
+        .unwrap();
+    let result: JobResult = wire::decode("job result", &first.payload).unwrap();
+    first.ack().await.unwrap();
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "untouched\n");
+    assert_eq!(
+        result.index, 2,
+        "only the honest job has a result: {result:?}"
+    );
+    assert!(
+        matches!(result.status, JobStatus::Completed { exit_code: 0 }),
+        "{result:?}"
+    );
+    let another = tokio::time::timeout(Duration::from_secs(2), messages.next()).await;
+    assert!(another.is_err(), "a hostile job was run and answered");
+    // Refused, not left to be redelivered: the jobs stream holds nothing.
+    let mut consumer: jetstream::consumer::PullConsumer = js
+        .get_stream(Subjects::new("assay").jobs_stream())
+        .await
+        .unwrap()
+        .get_consumer(&Subjects::new("assay").workers_consumer())
+        .await
+        .unwrap();
+    let info = consumer.info().await.unwrap();
+    assert_eq!((info.num_pending, info.num_ack_pending), (0, 0));
+    worker.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_submission_whose_jobs_name_another_proof_or_a_path_outside_the_tree_is_refused() {
+    let bus = Bus::start();
+    let coordinator = bus.coordinator("assay");
+    let client = bus.client().await;
+    let proofs = bucket(&client, "assay").await;
+    let proof = engine::new_proof_id();
+    let other = engine::new_proof_id();
+    let mut foreign = submission(&proof, 2);
+    foreign.jobs[1] = job(&other, 1, &empty_tree(), &["true"]);
+    match submit(&client, "assay", foreign).await {
+        SubmitReply::Refused { message } => {
+            assert!(message.contains("names another proof"), "{message}")
+        }
+        other => panic!("a submission with another proof's job was accepted: {other:?}"),
+    }
+    let mut renumbered = submission(&proof, 2);
+    renumbered.jobs[1].index = 0;
+    assert!(matches!(
+        submit(&client, "assay", renumbered).await,
+        SubmitReply::Refused { .. }
+    ));
+    let mut unsafe_id = submission(&ProofId("p-1.>".into()), 1);
+    unsafe_id.jobs.clear();
+    match submit(&client, "assay", unsafe_id).await {
+        SubmitReply::Refused { message } => {
+            assert!(message.contains("not well formed"), "{message}")
+        }
+        other => panic!("a proof id with subject wildcards was accepted: {other:?}"),
+    }
+    // A mutant edit outside the tree is refused by the coordinator too, never forwarded.
+    for path in ["/etc/hosts", "../../victim.txt"] {
+        let hostile = unchecked_submission(submission(&proof, 1), path);
+        let reply = client
+            .request(
+                Subjects::new("assay").submit(),
+                wire::encode("submit request", &hostile).unwrap().into(),
+            )
+            .await
+            .unwrap();
+        match wire::decode::<SubmitReply>("submit reply", &reply.payload).unwrap() {
+            SubmitReply::Refused { message } => {
+                assert!(message.contains("failed to decode"), "{message}")
+            }
+            other => panic!("a submission editing {path} was accepted: {other:?}"),
+        }
+    }
+    assert_eq!(status(&proofs, &proof).await, None, "nothing was recorded");
+    coordinator.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_stray_result_takes_no_slot_and_the_real_one_finishes_the_proof() {
+    let bus = Bus::start();
+    let first = bus.coordinator("assay");
+    let client = bus.client().await;
+    let proofs = bucket(&client, "assay").await;
+    let js = jetstream::new(client.clone());
+    let proof = engine::new_proof_id();
+    let planned = submission(&proof, 2);
+    let jobs = planned.jobs.clone();
+    assert!(matches!(
+        submit(&client, "assay", planned).await,
+        SubmitReply::Accepted { .. }
+    ));
+    let stray = WorkerId("stray".into());
+    // Index 0 under another proof's job id; index 1 under job 0's id; an index past the plan.
+    let mut foreign = completed(&jobs[0], &stray);
+    foreign.job_id = JobId::for_index(&engine::new_proof_id(), 0);
+    let mut crossed = completed(&jobs[1], &stray);
+    crossed.job_id = jobs[0].job_id.clone();
+    let mut outside = completed(&jobs[1], &stray);
+    outside.index = 7;
+    outside.job_id = JobId::for_index(&proof, 7);
+    for (n, result) in [foreign, crossed, outside].iter().enumerate() {
+        publish_result(&js, "assay", &proof, result, &format!("stray-{n}")).await;
+    }
+    // The strays are applied (or refused) before a restart; the real results come after it,
+    // so a key a stray took would hold the proof forever, across coordinators.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    first.stop().await;
+    let second = bus.coordinator("assay");
+    let real = WorkerId("worker-real".into());
+    for job in &jobs {
+        publish_result(
+            &js,
+            "assay",
+            &proof,
+            &completed(job, &real),
+            job.job_id.as_str(),
+        )
+        .await;
+    }
+    assert!(
+        wait_finished(&proofs, &proof, Duration::from_secs(30)).await,
+        "the proof never finished: a stray result took a slot"
+    );
+    for job in &jobs {
+        let stored = stored_result(&proofs, &proof, job.index).await.unwrap();
+        assert_eq!(
+            (stored.job_id, stored.worker),
+            (job.job_id.clone(), real.clone())
+        );
+    }
+    assert!(stored_result(&proofs, &proof, 7).await.is_none());
+    second.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_fleets_on_one_server_share_no_job_and_no_halt() {
+    let bus = Bus::start();
+    let fleets = ["alpha", "beta"];
+    let mut services = Vec::new();
+    for prefix in fleets {
+        services.push(bus.coordinator(prefix));
+        services.push(bus.answering_worker(prefix, &format!("{prefix}-worker")));
+    }
+    let client = bus.client().await;
+    let alpha = bucket(&client, "alpha").await;
+    let beta = bucket(&client, "beta").await;
+    let mut proofs = Vec::new();
+    for (prefix, store) in [("alpha", &alpha), ("beta", &beta)] {
+        let proof = engine::new_proof_id();
+        assert!(matches!(
+            submit(&client, prefix, submission(&proof, 3)).await,
+            SubmitReply::Accepted { .. }
+        ));
+        proofs.push((prefix, store, proof));
+    }
+    for (prefix, store, proof) in &proofs {
+        assert!(
+            wait_finished(store, proof, Duration::from_secs(30)).await,
+            "{prefix}'s proof never finished"
+        );
+        for index in 0..3 {
+            let result = stored_result(store, proof, index).await.unwrap();
+            assert_eq!(result.worker.as_str(), format!("{prefix}-worker"));
+        }
+    }
+    // Alpha halts; beta goes on.
+    assay_coordinator::suite::cluster::set_halt(&alpha, "alpha's release is frozen")
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let held = engine::new_proof_id();
+    assert!(matches!(
+        submit(&client, "alpha", submission(&held, 1)).await,
+        SubmitReply::Accepted { .. }
+    ));
+    let going = engine::new_proof_id();
+    assert!(matches!(
+        submit(&client, "beta", submission(&going, 1)).await,
+        SubmitReply::Accepted { .. }
+    ));
+    assert!(
+        wait_finished(&beta, &going, Duration::from_secs(30)).await,
+        "alpha's halt stopped beta"
+    );
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(status(&alpha, &held).await, Some(ProofStatus::Running));
+    assert!(
+        stored_result(&alpha, &held, 0).await.is_none(),
+        "a halted fleet ran a job"
+    );
+    assay_coordinator::suite::cluster::clear_halt(&alpha)
+        .await
+        .unwrap();
+    assert!(wait_finished(&alpha, &held, Duration::from_secs(30)).await);
+    for service in services {
+        service.stop().await;
+    }
+}
+
+/// The script of a test that leaves daemons behind: one in a session of its own, one
+/// double-forked so that its parent is gone. Each writes its pid to `$PIDS/NAME`.
+const ESCAPE: &str = r#"
+setsid sh -c 'echo $$ > "$1"; exec sleep 97' daemon "$PIDS/setsid" &
+( sh -c 'echo $$ > "$1"; exec sleep 97' daemon "$PIDS/double" & )
+until [ -s "$PIDS/setsid" ] && [ -s "$PIDS/double" ]; do sleep 0.05; done
+"#;
+
+/// Whether `pid` is a live process (a zombie is dead, only not yet reaped).
+fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with('Z') && !rest.starts_with('X')),
+        Err(_) => false,
+    }
+}
+
+/// A worker's job context in `dir` running jobs in the process sandbox on the trees of the
+/// one-commit repository of `files`; returns it with the tree id.
+fn local_worker(dir: &Path, files: &[(&str, &str)]) -> (assay_worker::execute::JobContext, TreeId) {
+    let repo = dir.join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    for (path, text) in files {
+        std::fs::write(repo.join(path), text).unwrap();
+    }
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-q", "-m", "files"]);
+    let tree = TreeId(git(&repo, &["rev-parse", "HEAD^{tree}"]));
+    let ctx = assay_worker::execute::JobContext {
+        worker_id: WorkerId("worker-a".into()),
+        sandbox: Arc::new(assay_worker::sandbox::process::ProcessSandbox),
+        trees: Arc::new(assay_worker::tree::GitTreeSource::new(&repo)),
+        store: Arc::new(
+            assay_worker::store::ObjectArtifactStore::open(&format!(
+                "file://{}",
+                dir.join("store").display()
+            ))
+            .unwrap(),
+        ),
+        scratch_root: dir.join("scratch"),
+        pass_env: vec!["PATH".into()],
+    };
+    (ctx, tree)
+}
+
+/// Runs `script` as a real job in the process sandbox, with `timeout_secs`; returns the job's
+/// status and the daemons' pids.
+async fn run_escaping_job(script: &str, timeout_secs: u64) -> (JobStatus, Vec<i32>) {
+    let dir = tempfile::tempdir().unwrap();
+    let (ctx, tree) = local_worker(dir.path(), &[("escape.sh", script)]);
+    let pids = dir.path().join("pids");
+    std::fs::create_dir_all(&pids).unwrap();
+    let proof = ProofId("p-1795995829-daemons".into());
+    let mut spec = job(&proof, 0, &tree, &["sh", "escape.sh"]);
+    spec.timeout_secs = timeout_secs;
+    spec.env = vec![("PIDS".into(), pids.display().to_string())];
+    let result = assay_worker::execute::run_job(&spec, &ctx).await;
+    let daemons: Vec<i32> = ["setsid", "double"]
+        .iter()
+        .filter_map(|name| std::fs::read_to_string(pids.join(name)).ok())
+        .filter_map(|pid| pid.trim().parse().ok())
+        .collect();
+    (result.status, daemons)
+}
+
+/// Asserts every daemon is dead within a moment, and kills any that is not, so a failing run
+/// leaves nothing behind either.
+async fn assert_all_dead(daemons: &[i32]) {
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while daemons.iter().any(|pid| alive(*pid)) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let survivors: Vec<i32> = daemons.iter().copied().filter(|pid| alive(*pid)).collect();
+    for pid in &survivors {
+        // SAFETY: kill(2) on a pid this test's job started.
+        unsafe {
+            libc::kill(*pid, libc::SIGKILL);
+        }
+    }
+    assert!(
+        survivors.is_empty(),
+        "daemons outlived their job: {survivors:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn daemons_a_job_leaves_behind_die_when_it_ends() {
+    let (status, daemons) = run_escaping_job(ESCAPE, 60).await;
+    assert_eq!(status, JobStatus::Completed { exit_code: 0 });
+    assert_eq!(daemons.len(), 2, "both daemons started");
+    assert_all_dead(&daemons).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn daemons_of_a_job_killed_at_its_timeout_die_with_it() {
+    let (status, daemons) = run_escaping_job(&format!("{ESCAPE}\nsleep 60\n"), 2).await;
+    assert_eq!(status, JobStatus::TimedOut);
+    assert_eq!(daemons.len(), 2, "both daemons started");
+    assert_all_dead(&daemons).await;
+}
+
+/// A job that copies its parent's and its grandparent's environment (its reaper's, a fork of
+/// the worker, and the worker's own) to `$OUT/parent` and `$OUT/worker`.
+const SNOOP: &str = r#"
+cat "/proc/$PPID/environ" > "$OUT/parent"
+worker=$(sed -n 's/^PPid:[[:space:]]*//p' "/proc/$PPID/status")
+cat "/proc/$worker/environ" > "$OUT/worker"
+"#;
+
+const SECRET: &str = "hunter2-7f3c9a";
+
+/// The worker's side of [`a_job_cannot_read_the_workers_secrets`]: this test binary started
+/// again with a secret in its environment, serving jobs until it is killed.
+async fn serve_as_secret_holding_worker(nats: String) {
+    let dir = std::path::PathBuf::from(std::env::var("ASSAY_ADVERSARIAL_DIR").unwrap());
+    let mut service = ServiceConfig::default();
+    service.nats.url = nats;
+    service.store.url = format!("file://{}", dir.join("store").display());
+    service.http.listen = Some(String::new());
+    service.worker.sandbox = SandboxKind::Process;
+    service.worker.slots = 1;
+    service.worker.tree_cache_dir = dir.join("secret-cache").display().to_string();
+    let mut config = WorkerConfig::new(service);
+    config.worker_id = WorkerId("worker-secret".into());
+    config.scratch_root = Some(dir.join("secret-scratch"));
+    config.pass_env = vec!["PATH".into()];
+    worker::serve(config, futures::future::pending())
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_cannot_read_the_workers_secrets() {
+    if let Ok(nats) = std::env::var("ASSAY_ADVERSARIAL_WORKER_NATS") {
+        return serve_as_secret_holding_worker(nats).await;
+    }
+    let bus = Bus::start();
+    let tree = uploaded_tree_of(&bus, "snoop", "snoop.sh", SNOOP).await;
+    // The worker is this test binary again, running only this test, with a secret in the
+    // environment it starts with: what /proc/<pid>/environ shows.
+    let mut worker = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "a_job_cannot_read_the_workers_secrets",
+            "--nocapture",
+        ])
+        .env("ASSAY_ADVERSARIAL_WORKER_NATS", bus.url())
+        .env("ASSAY_ADVERSARIAL_DIR", bus.dir.path())
+        .env("AWS_SECRET_ACCESS_KEY", SECRET)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let client = bus.client().await;
+    let js = jetstream::new(client.clone());
+    let subjects = Subjects::new("assay");
+    let results = loop {
+        let ready = match js.get_stream(subjects.jobs_stream()).await {
+            Ok(stream) => stream
+                .get_consumer::<jetstream::consumer::pull::Config>(&subjects.workers_consumer())
+                .await
+                .is_ok(),
+            Err(_) => false,
+        };
+        if ready
+            && let Ok(consumer) =
+                assay_worker::nats::coordinator_consumer(&js, &subjects, &QueueTuning::default())
+                    .await
+        {
+            break consumer;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let out = bus.dir.path().join("snooped");
+    std::fs::create_dir_all(&out).unwrap();
+    let proof = ProofId("p-1795995829-snoop".into());
+    let mut snoop = job(&proof, 0, &tree, &["sh", "snoop.sh"]);
+    snoop.env = vec![("OUT".into(), out.display().to_string())];
+    publish_job(&js, &proof, "snoop", &snoop).await;
+    let mut messages = results.messages().await.unwrap();
+    let answered = tokio::time::timeout(Duration::from_secs(60), messages.next()).await;
+    let _ = worker.kill();
+    let _ = worker.wait();
+    let message = answered
+        .expect("the snooping job's result arrived")
+        .unwrap()
+        .unwrap();
+    let result: JobResult = wire::decode("job result", &message.payload).unwrap();
+    assert!(
+        matches!(result.status, JobStatus::Completed { .. }),
+        "{result:?}"
+    );
+    for name in ["parent", "worker"] {
+        let read = std::fs::read(out.join(name)).unwrap_or_default();
+        // Unreadable (a non-root worker is non-dumpable) or read with the value starred out.
+        let named = b"AWS_SECRET_ACCESS_KEY=";
+        assert!(
+            read.is_empty() || read.windows(named.len()).any(|w| w == named),
+            "the job read some other process as its {name}"
+        );
+        assert!(
+            !read.windows(SECRET.len()).any(|w| w == SECRET.as_bytes()),
+            "the job read the secret in its {name}'s environment"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_manifest_job_with_the_largest_timeout_runs_its_cases() {
+    use assay_common::manifest::{Expectation, ManifestCase, ManifestJob};
+    use assay_common::tree_path::{TreeDir, TreePath};
+    let dir = tempfile::tempdir().unwrap();
+    let (ctx, tree) = local_worker(dir.path(), &[("yes.txt", "true\n")]);
+    let proof = ProofId("p-1795995829-forever".into());
+    let mut spec = job(&proof, 0, &tree, &["cat"]);
+    // No `Instant` holds now + u64::MAX seconds: the job has no deadline rather than a panic.
+    spec.timeout_secs = u64::MAX;
+    spec.report = ReportFormat::ManifestCases(ManifestJob {
+        corpus: TreeDir::root(),
+        cases: vec![ManifestCase {
+            line: 1,
+            path: TreePath::new("yes.txt").unwrap(),
+            expectation: Expectation::Boolean(true),
+        }],
+    });
+    let result = assay_worker::execute::run_job(&spec, &ctx).await;
+    assert_eq!(result.status, JobStatus::Completed { exit_code: 0 });
+    match result.report {
+        ReportOutcome::Parsed(report) => {
+            assert_eq!(report.cases.len(), 1);
+            assert_eq!(
+                report.cases[0].outcome,
+                assay_common::outcome::Outcome::Passed
+            );
+        }
+        other => panic!("the case was not judged: {other:?}"),
+    }
+}

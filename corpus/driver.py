@@ -122,6 +122,9 @@ def main():
     cases = [c for c in m["cases"]
              if (not a.subset or a.subset in c.get("subsets", []))
              and (not a.case or c["id"] in a.case)]
+    # Long suites (`slow` projects) last: a run cut short still covers the most cases.
+    slow = {p["id"] for p in m["projects"] if p.get("slow")}
+    cases.sort(key=lambda c: c["project"] in slow)
     if not cases:
         print(f"corpus: no case selected (subset {a.subset}, cases {a.case})", file=sys.stderr)
         return 2

@@ -65,9 +65,11 @@ def main():
             lib.git(repo, "checkout", "-q", "candidate")
             store = work / "store"
             first = prove(assay, repo, case, proj, store, work / "first.json")
-            # A product-only edit: the first product file of the candidate, a comment appended.
+            # A product-only edit: the first module of the candidate's package (a directory
+            # with an __init__.py), a comment appended.
             product = next(p for p in sorted(repo.rglob("*.py"))
-                           if ".git" not in p.parts and not lib.is_test_file(str(p.relative_to(repo))))
+                           if ".git" not in p.parts and (p.parent / "__init__.py").is_file()
+                           and not lib.is_test_file(str(p.relative_to(repo))))
             product.write_text(product.read_text() + "\n# reviewed\n")
             lib.git(repo, "commit", "-q", "-am", "a product-only edit")
             second = prove(assay, repo, case, proj, store, work / "second.json")

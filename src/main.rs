@@ -1,6 +1,7 @@
 //! The `assay` binary: parses flags, starts logging, calls the libraries, maps errors to the
 //! documented exit codes. Nothing here decides a verdict.
 
+mod annotations;
 mod cache;
 mod config;
 mod embedded;
@@ -8,9 +9,11 @@ mod example;
 mod exit;
 mod fleet;
 mod fleet_link;
+mod html;
 mod mutate;
 mod proof_history;
 mod prove;
+mod report;
 mod reporter;
 mod sandbox;
 mod suites;
@@ -70,6 +73,9 @@ enum Command {
     /// Mutate whole files or trees of HEAD and run the tests that cover each mutant (exit 5
     /// when some mutant survives).
     Mutate(Box<mutate::MutateArgs>),
+    /// Render a saved report (proof evidence, suite report or mutation report) as HTML, a
+    /// Markdown summary or CI annotations.
+    Report(report::ReportArgs),
     /// Show or trim the result cache that answers jobs whose inputs were all seen before.
     Cache(cache::CacheArgs),
 }
@@ -155,5 +161,6 @@ async fn run(command: Command) -> Result<u8, Failure> {
         Command::Cancel(args) => fleet::cancel(&args).await,
         Command::Mutate(args) => mutate::run(&args).await,
         Command::Cache(args) => cache::run(&args).await,
+        Command::Report(args) => report::run(&args).await,
     }
 }

@@ -63,6 +63,8 @@ pub struct MutateArgs {
     /// Print only the summary, no progress.
     #[arg(short, long)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub output: crate::report::OutputArgs,
 }
 
 /// Runs `assay mutate` and returns the exit code: 0 all killed, 5 survivors (or uncovered
@@ -143,8 +145,9 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
             MutateError::Stopped(_) => Failure::infrastructure(e.into()),
         })?;
     drop(queue);
+    let stryker = report.stryker_json();
     if let Some(path) = &args.json {
-        let json = serde_json::to_vec_pretty(&report.stryker_json())
+        let json = serde_json::to_vec_pretty(&stryker)
             .context("failed to encode the mutation report")
             .internal()?;
         write_atomically(path, &json).infrastructure()?;
@@ -153,5 +156,6 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
         write_atomically(path, report.diffs().as_bytes()).infrastructure()?;
     }
     print!("{}", reporter::mutate_summary(&report));
+    crate::report::emit_mutation(&args.output, &stryker)?;
     Ok(report.exit_code())
 }

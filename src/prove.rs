@@ -121,6 +121,8 @@ pub struct ProveArgs {
     pub quiet: bool,
     #[command(flatten)]
     pub sandbox: SandboxArgs,
+    #[command(flatten)]
+    pub output: crate::report::OutputArgs,
 }
 
 /// The merged settings a proof runs with.
@@ -347,6 +349,13 @@ pub async fn run(args: &ProveArgs) -> Result<u8, Failure> {
     if let Some(check) = &mutation_check {
         print!("{}", reporter::mutation_summary(check));
     }
+    crate::report::emit_proof(
+        &args.output,
+        &evidence,
+        mutation_check.as_ref(),
+        store.as_ref(),
+    )
+    .await?;
     Ok(exit_code(&evidence))
 }
 

@@ -131,7 +131,12 @@ pub struct TestArgs {
     /// Print only the summary, no progress.
     #[arg(short, long)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub output: crate::report::OutputArgs,
 }
+
+/// Runs of history a suite report carries for its trend (`history.recent`).
+const RECENT_RUNS: usize = 20;
 
 /// `--jobs`: decimal digits only (no sign, no spaces), greater than zero.
 fn parse_jobs(text: &str) -> Result<usize, String> {
@@ -247,6 +252,9 @@ struct CaseProgress<'a> {
     quiet: bool,
     cases: &'a [SuiteCase],
     shards: &'a [Vec<usize>],
+    /// Failures the ledger excuses are printed as quarantined.
+    ledger: &'a Ledger,
+    today: &'a str,
     total: usize,
     done: Mutex<usize>,
 }
@@ -264,6 +272,11 @@ impl SuiteProgress for CaseProgress<'_> {
                     match (derived.lane, derived.outcome) {
                         (Lane::Infrastructure, _) => {
                             eprintln!("[test] INFRA {}", self.cases[i].display())
+                        }
+                        (_, CaseOutcome::Failed | CaseOutcome::Error)
+                            if self.ledger.excuses(&self.cases[i].id, self.today) =>
+                        {
+                            eprintln!("[test] FAIL (quarantined) {}", self.cases[i].display())
                         }
                         (_, CaseOutcome::Failed | CaseOutcome::Error) => {
                             eprintln!("[test] FAIL {}", self.cases[i].display())
@@ -472,10 +485,13 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
     if !args.quiet {
         eprintln!("[test] 0/{}", cases.len());
     }
+    let today = engine::rfc3339(SystemTime::now())[..10].to_owned();
     let progress = CaseProgress {
         quiet: args.quiet,
         cases: &cases,
         shards: &shards,
+        ledger: &ledger,
+        today: &today,
         total: cases.len(),
         done: Mutex::new(0),
     };
@@ -506,7 +522,7 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
     };
     drop(queue);
 
-    let today = &engine::rfc3339(SystemTime::now())[..10];
+    let today = today.as_str();
     let mut case_reports: Vec<Option<CaseReport>> = vec![None; cases.len()];
     // What each case costs a batch, for balancing the next run (see `shard::batch_costs`).
     let mut costs: Vec<Option<f64>> = vec![None; cases.len()];
@@ -692,6 +708,7 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
                 failed: counted.failed,
                 skipped: counted.skipped,
                 coverage_pct,
+                duration_s: Some(clock.elapsed().as_secs_f64()),
                 status,
                 status_detail,
                 failed_cases: case_reports
@@ -737,6 +754,8 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
             "newly_failing": record.newly_failing,
             "coverage_drop": record.coverage_drop,
             "alerts": record.alerts,
+            // The trend the HTML report draws: the last runs, oldest first, this one last.
+            "recent": &history.runs[history.runs.len().saturating_sub(RECENT_RUNS)..],
         }),
         stopped: outcome.stopped.as_ref().map(ToString::to_string),
     };
@@ -749,16 +768,17 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
     if let Some(path) = &args.junit {
         write_atomically(path, reporter::suite_junit(&report).as_bytes()).infrastructure()?;
     }
+    crate::report::emit_suite(&args.output, &report, &*store).await?;
     if !args.quiet {
-        let n = totals.total;
-        if aborted {
-            let done = n - totals.not_run;
-            eprintln!("[test] {done}/{n} infrastructure-aborted");
-        } else if status == SuiteStatus::Passing {
-            eprintln!("[test] {n}/{n} passed");
-        } else {
-            eprintln!("[test] {n}/{n} completed, {guest_failures} failed");
-        }
+        eprintln!(
+            "{}",
+            closing_line(
+                &totals,
+                aborted,
+                status == SuiteStatus::Passing,
+                guest_failures
+            )
+        );
     }
     println!(
         "{}",
@@ -779,6 +799,25 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
     } else {
         1
     })
+}
+
+/// The last progress line: how the run ended, in cases; quarantined failures are named as
+/// such, never counted as passed.
+fn closing_line(totals: &SuiteTotals, aborted: bool, passing: bool, failed: u64) -> String {
+    let n = totals.total;
+    let quarantined = match totals.quarantined {
+        0 => String::new(),
+        q => format!(", {q} quarantined"),
+    };
+    if aborted {
+        format!("[test] {}/{n} infrastructure-aborted", n - totals.not_run)
+    } else if passing && totals.quarantined == 0 {
+        format!("[test] {n}/{n} passed")
+    } else if passing {
+        format!("[test] {}/{n} passed{quarantined}", totals.passed)
+    } else {
+        format!("[test] {n}/{n} completed, {failed} failed{quarantined}")
+    }
 }
 
 /// The change's changed product lines (base..tested) against a per-test coverage run of the
@@ -1003,6 +1042,34 @@ pub async fn run_resume(args: &ResumeArgs) -> Result<u8, Failure> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_quarantined_failure_is_not_counted_as_passed() {
+        let totals = SuiteTotals {
+            total: 2,
+            passed: 1,
+            quarantined: 1,
+            ..SuiteTotals::default()
+        };
+        assert_eq!(
+            closing_line(&totals, false, true, 0),
+            "[test] 1/2 passed, 1 quarantined"
+        );
+        let clean = SuiteTotals {
+            total: 2,
+            passed: 2,
+            ..SuiteTotals::default()
+        };
+        assert_eq!(closing_line(&clean, false, true, 0), "[test] 2/2 passed");
+        let failing = SuiteTotals {
+            failed: 1,
+            ..totals.clone()
+        };
+        assert_eq!(
+            closing_line(&failing, false, false, 1),
+            "[test] 2/2 completed, 1 failed, 1 quarantined"
+        );
+    }
 
     #[test]
     fn jobs_must_be_a_plain_decimal_above_zero() {

@@ -123,6 +123,10 @@ pub struct JobEvidence {
     pub report: String,
     pub tests_reported: usize,
     pub duration_s: f64,
+    /// When the job started, in milliseconds after the proof started: the moment its result
+    /// reached the engine less its own duration. Absent in evidence written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at_ms: Option<u64>,
     pub worker: String,
     pub artifacts: Vec<ArtifactRef>,
     /// Set when the result was served from the result cache: the entry and the run that
@@ -141,7 +145,9 @@ pub struct CachedFrom {
 }
 
 impl JobEvidence {
-    pub fn new(spec: &JobSpec, result: &JobResult) -> Self {
+    /// `finished_at_ms`: when the result reached the engine, in milliseconds after the proof
+    /// started.
+    pub fn new(spec: &JobSpec, result: &JobResult, finished_at_ms: Option<u64>) -> Self {
         let (exit_code, message) = match &result.status {
             JobStatus::Completed { exit_code } => (Some(*exit_code), None),
             JobStatus::Infrastructure { message, .. } => (None, Some(message.clone())),
@@ -161,6 +167,7 @@ impl JobEvidence {
             report: result.report.problem().unwrap_or_else(|| "parsed".into()),
             tests_reported: result.report.parsed().map_or(0, |r| r.cases.len()),
             duration_s: result.duration_ms as f64 / 1000.0,
+            started_at_ms: finished_at_ms.map(|end| end.saturating_sub(result.duration_ms)),
             worker: result.worker.to_string(),
             artifacts: result.artifacts.clone(),
             cached: None,

@@ -401,8 +401,8 @@ pub async fn run_proof(
     started: SystemTime,
     clock: Instant,
 ) -> Result<ProofRun, EngineError> {
-    let results = run_jobs(&proof.jobs, queue, slots, progress).await?;
-    let mut evidence = conclude(proof, &results, started, clock);
+    let (results, finished_at_ms) = run_jobs(&proof.jobs, queue, slots, progress, clock).await?;
+    let mut evidence = conclude(proof, &results, &finished_at_ms, started, clock);
     let mutation_check = match &proof.mutation {
         Some(setup) if evidence.verdict == Verdict::Proven => {
             let check = mutation::run_check(proof, setup, queue, slots, progress).await?;
@@ -420,15 +420,18 @@ pub async fn run_proof(
 }
 
 /// Runs `jobs` through `queue` with at most `budget` in flight and returns their results in
-/// plan order, whatever order they finish in. A second result for a job is ignored.
+/// plan order, whatever order they finish in, with when each arrived (milliseconds after
+/// `clock`). A second result for a job is ignored.
 pub async fn run_jobs(
     jobs: &[JobSpec],
     queue: &dyn JobQueue,
     budget: usize,
     progress: &dyn ProgressSink,
-) -> Result<Vec<JobResult>, EngineError> {
+    clock: Instant,
+) -> Result<(Vec<JobResult>, Vec<u64>), EngineError> {
     progress.event(ProofEvent::Planned { jobs });
     let mut results: Vec<Option<JobResult>> = vec![None; jobs.len()];
+    let mut finished_at_ms = vec![0; jobs.len()];
     let mut next = 0;
     let mut in_flight = 0;
     let mut done = 0;
@@ -455,6 +458,7 @@ pub async fn run_jobs(
         }
         in_flight -= 1;
         done += 1;
+        finished_at_ms[index] = clock.elapsed().as_millis() as u64;
         progress.event(ProofEvent::JobFinished {
             done,
             total: jobs.len(),
@@ -463,13 +467,16 @@ pub async fn run_jobs(
         });
         *slot = Some(result);
     }
-    Ok(results.into_iter().flatten().collect())
+    Ok((results.into_iter().flatten().collect(), finished_at_ms))
 }
 
-/// Decides every criterion and builds the evidence report.
+/// Decides every criterion and builds the evidence report. `finished_at_ms` holds, in plan
+/// order, when each result arrived (milliseconds after `elapsed`); the jobs' start offsets
+/// derive from it.
 pub fn conclude(
     proof: &PreparedProof,
     results: &[JobResult],
+    finished_at_ms: &[u64],
     started: SystemTime,
     elapsed: Instant,
 ) -> Evidence {
@@ -513,7 +520,10 @@ pub fn conclude(
             .jobs
             .iter()
             .zip(results)
-            .map(|(spec, result)| JobEvidence::new(spec, result))
+            .enumerate()
+            .map(|(i, (spec, result))| {
+                JobEvidence::new(spec, result, finished_at_ms.get(i).copied())
+            })
             .collect(),
         mutation_check: None,
         sandbox,

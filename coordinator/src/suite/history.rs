@@ -35,6 +35,9 @@ pub struct RunRecord {
     pub failed: u64,
     pub skipped: u64,
     pub coverage_pct: Option<f64>,
+    /// The run's wall time in seconds; absent in runs recorded before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_s: Option<f64>,
     pub status: SuiteStatus,
     pub status_detail: Option<String>,
     /// `max(0, failed - previous failed)`, written every run.
@@ -66,6 +69,7 @@ pub struct RunSummary {
     pub failed: u64,
     pub skipped: u64,
     pub coverage_pct: Option<f64>,
+    pub duration_s: Option<f64>,
     pub status: SuiteStatus,
     pub status_detail: Option<String>,
     pub failed_cases: Vec<String>,
@@ -88,6 +92,7 @@ impl RunSummary {
             failed: 0,
             skipped: 0,
             coverage_pct,
+            duration_s: Some(result.duration_ms as f64 / 1000.0),
             status: SuiteStatus::Error,
             status_detail: None,
             failed_cases: Vec::new(),
@@ -181,6 +186,7 @@ impl History {
             failed: run.failed,
             skipped: run.skipped,
             coverage_pct: run.coverage_pct,
+            duration_s: run.duration_s,
             status: run.status,
             status_detail: run.status_detail,
             new_failures: 0,
@@ -406,6 +412,7 @@ mod tests {
             failed: failed.len() as u64,
             skipped: 0,
             coverage_pct: coverage,
+            duration_s: None,
             status,
             status_detail: None,
             failed_cases: failed.iter().map(|s| s.to_string()).collect(),

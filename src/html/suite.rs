@@ -1,0 +1,314 @@
+//! The suite report: the run's status and counts, the trend of the last runs (passed and
+//! failed, duration, coverage) with the alerts, then the cases by status with their output.
+
+use super::{Artifacts, artifact_block, badge, count, esc, page, seconds, stat, tone};
+use assay_common::suite::{CaseOutcome, CaseReport, SuiteReport};
+use assay_coordinator::suite::history::RunRecord;
+use std::fmt::Write as _;
+
+/// The runs the report's `history.recent` lists, oldest first (empty for reports written
+/// before it was kept).
+pub fn recent_runs(report: &SuiteReport) -> Vec<RunRecord> {
+    report
+        .history
+        .get("recent")
+        .cloned()
+        .and_then(|v| serde_json::from_value(v).ok())
+        .unwrap_or_default()
+}
+
+fn case_status(case: &CaseReport) -> &'static str {
+    if case.quarantined {
+        return "quarantined";
+    }
+    match case.outcome {
+        CaseOutcome::Passed => "passed",
+        CaseOutcome::Failed => "failed",
+        CaseOutcome::Error => "error",
+        CaseOutcome::Skipped => "skipped",
+        CaseOutcome::NotRun => "not_run",
+    }
+}
+
+pub fn render(report: &SuiteReport, artifacts: &Artifacts) -> String {
+    let t = &report.totals;
+    let runs = recent_runs(report);
+    let mut body = String::new();
+    let _ = write!(
+        body,
+        "<h1>Assay test run <span class=\"mono\">{}</span></h1><div class=\"hero\">\
+         <div class=\"verdict {}\" id=\"verdict\">{}</div><div><div class=\"facts\">\
+         <span><b>{}</b> on <b>{}</b></span><span>revision <b class=\"mono\">{}</b></span>\
+         <span>runner <b>{}</b></span><span>{}</span><span>started {}</span></div>\
+         <div class=\"stats\" id=\"totals\">{}{}{}{}{}{}</div></div></div>",
+        esc(&report.run_id),
+        tone(&report.status),
+        esc(&report.status.to_uppercase().replace('_', " ")),
+        esc(&report.repository),
+        esc(&report.branch),
+        esc(&report.revision.chars().take(10).collect::<String>()),
+        esc(&report.runner),
+        seconds(report.duration_s),
+        esc(&report.started_at),
+        stat(t.passed, "passed", "good"),
+        stat(
+            t.failed,
+            "failed",
+            if t.failed > 0 { "bad" } else { "muted" }
+        ),
+        stat(t.error, "error", if t.error > 0 { "bad" } else { "muted" }),
+        stat(
+            t.quarantined,
+            "quarantined",
+            if t.quarantined > 0 { "warn" } else { "muted" }
+        ),
+        stat(t.skipped, "skipped", "muted"),
+        stat(t.not_run, "not run", "muted"),
+    );
+    if let Some(stopped) = &report.stopped {
+        let _ = write!(
+            body,
+            "<p class=\"reason\">admission stopped: {}</p>",
+            esc(stopped)
+        );
+    }
+    body.push_str(&alerts(report));
+    body.push_str("<h2>Trend of the last runs</h2>");
+    body.push_str(&trend(&runs));
+    body.push_str(&cases_section(report, artifacts));
+    page(
+        &format!("Assay test run {}: {}", report.run_id, report.status),
+        &body,
+    )
+}
+
+fn alerts(report: &SuiteReport) -> String {
+    let Some(list) = report.history.get("alerts").and_then(|a| a.as_array()) else {
+        return String::new();
+    };
+    if list.is_empty() {
+        return "<p class=\"note\" id=\"alerts\">no alerts against the previous run</p>".into();
+    }
+    let mut out = String::from("<h2>Alerts</h2><table id=\"alerts\">");
+    for alert in list {
+        let field = |name: &str| alert.get(name).and_then(|v| v.as_str()).unwrap_or("");
+        let severity = field("severity");
+        let _ = write!(
+            out,
+            "<tr class=\"alert\"><td><span class=\"badge {}\">{}</span></td><td><b>{}</b></td><td>{}</td></tr>",
+            if severity == "critical" {
+                "bad"
+            } else {
+                "warn"
+            },
+            esc(severity),
+            esc(field("type")),
+            esc(field("detail"))
+        );
+    }
+    out.push_str("</table>");
+    out
+}
+
+/// Two SVG charts over the runs: passed and failed counts as stacked bars, and the duration
+/// and coverage as lines.
+pub fn trend(runs: &[RunRecord]) -> String {
+    if runs.is_empty() {
+        return "<p class=\"note\">no runs recorded yet</p>".into();
+    }
+    let (w, h, left, bottom) = (560.0, 180.0, 40.0, 22.0);
+    let plot_w = w - left - 12.0;
+    let plot_h = h - bottom - 12.0;
+    let n = runs.len();
+    let slot = plot_w / n as f64;
+    let max_total = runs.iter().map(|r| r.total).max().unwrap_or(1).max(1) as f64;
+    let mut bars = format!(
+        "<svg id=\"trend-counts\" viewBox=\"0 0 {w} {h}\" width=\"49%\" role=\"img\" aria-label=\"passed and failed per run\" style=\"background:#fff;border:1px solid #d0d7de;border-radius:6px\">\
+         <text x=\"{left}\" y=\"10\">tests per run: passed, failed, skipped</text>"
+    );
+    let y_of = |v: f64| 12.0 + plot_h - plot_h * v / max_total;
+    let _ = write!(
+        bars,
+        "<text x=\"4\" y=\"{:.1}\">{}</text><text x=\"4\" y=\"{:.1}\">0</text>",
+        y_of(max_total) + 4.0,
+        max_total,
+        y_of(0.0)
+    );
+    for (i, run) in runs.iter().enumerate() {
+        let x = left + slot * i as f64 + slot * 0.15;
+        let bw = slot * 0.7;
+        let mut base = 0.0;
+        for (value, colour, what) in [
+            (run.passed as f64, "#1a7f37", "passed"),
+            (run.failed as f64, "#cf222e", "failed"),
+            (run.skipped as f64, "#8c959f", "skipped"),
+        ] {
+            if value > 0.0 {
+                let _ = write!(
+                    bars,
+                    "<rect class=\"run-{what}\" x=\"{x:.1}\" y=\"{:.1}\" width=\"{bw:.1}\" height=\"{:.1}\" fill=\"{colour}\"><title>{} {what}: {value}</title></rect>",
+                    y_of(base + value),
+                    y_of(base) - y_of(base + value),
+                    esc(&run.run_id)
+                );
+                base += value;
+            }
+        }
+        if run.status.label() == "error" {
+            let _ = write!(
+                bars,
+                "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" style=\"fill:#cf222e\">error</text>",
+                x + bw / 2.0,
+                y_of(0.0) - 4.0
+            );
+        }
+        if n <= 12 || i % n.div_ceil(12) == 0 || i == n - 1 {
+            let _ = write!(
+                bars,
+                "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+                x + bw / 2.0,
+                h - 6.0,
+                if i == n - 1 {
+                    "now".to_owned()
+                } else {
+                    format!("-{}", n - 1 - i)
+                }
+            );
+        }
+    }
+    bars.push_str("</svg>");
+    // Duration (left axis, seconds) and coverage (right axis, 0–100 %).
+    let max_duration = runs
+        .iter()
+        .filter_map(|r| r.duration_s)
+        .fold(0.0_f64, f64::max)
+        .max(0.001);
+    let x_of = |i: usize| left + slot * i as f64 + slot / 2.0;
+    let mut lines = format!(
+        "<svg id=\"trend-lines\" viewBox=\"0 0 {w} {h}\" width=\"49%\" role=\"img\" aria-label=\"duration and coverage per run\" style=\"background:#fff;border:1px solid #d0d7de;border-radius:6px;margin-left:1%\">\
+         <text x=\"{left}\" y=\"10\"><tspan style=\"fill:#0969da\">duration</tspan> · <tspan style=\"fill:#8250df\">coverage</tspan></text>\
+         <text x=\"4\" y=\"{:.1}\">{}</text><text x=\"{:.1}\" y=\"16\" text-anchor=\"end\">100%</text>",
+        16.0,
+        seconds(max_duration),
+        w - 2.0
+    );
+    let series = |values: Vec<Option<f64>>, max: f64, colour: &str, class: &str| {
+        let points: Vec<String> = values
+            .iter()
+            .enumerate()
+            .filter_map(|(i, v)| {
+                v.map(|v| format!("{:.1},{:.1}", x_of(i), 12.0 + plot_h - plot_h * v / max))
+            })
+            .collect();
+        let mut out = String::new();
+        if points.len() > 1 {
+            let _ = write!(
+                out,
+                "<polyline class=\"{class}\" points=\"{}\" fill=\"none\" stroke=\"{colour}\" stroke-width=\"2\"/>",
+                points.join(" ")
+            );
+        }
+        for p in &points {
+            let (x, y) = p.split_once(',').unwrap_or(("0", "0"));
+            let _ = write!(
+                out,
+                "<circle class=\"{class}\" cx=\"{x}\" cy=\"{y}\" r=\"3\" fill=\"{colour}\"/>"
+            );
+        }
+        out
+    };
+    lines.push_str(&series(
+        runs.iter().map(|r| r.duration_s).collect(),
+        max_duration,
+        "#0969da",
+        "duration",
+    ));
+    lines.push_str(&series(
+        runs.iter().map(|r| r.coverage_pct).collect(),
+        100.0,
+        "#8250df",
+        "coverage",
+    ));
+    if runs.iter().all(|r| r.coverage_pct.is_none()) {
+        let _ = write!(
+            lines,
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\" style=\"fill:#57606a\">coverage: n/a</text>",
+            w - 14.0,
+            h - 28.0
+        );
+    }
+    lines.push_str("</svg>");
+    let last = &runs[n - 1];
+    format!(
+        "<div>{bars}{lines}</div><p class=\"note\" id=\"trend-note\">{} · last: {}/{} passed, {} failed{}</p>",
+        count(n, "run"),
+        last.passed,
+        last.total,
+        last.failed,
+        last.coverage_pct
+            .map_or(String::new(), |c| format!(", {c:.1}% coverage"))
+    )
+}
+
+fn cases_section(report: &SuiteReport, artifacts: &Artifacts) -> String {
+    let mut out = String::from("<h2>Cases</h2>");
+    for status in [
+        "failed",
+        "error",
+        "quarantined",
+        "not_run",
+        "skipped",
+        "passed",
+    ] {
+        let cases: Vec<&CaseReport> = report
+            .cases
+            .iter()
+            .filter(|c| case_status(c) == status)
+            .collect();
+        if cases.is_empty() {
+            continue;
+        }
+        let _ = write!(
+            out,
+            "<h3>{} <span class=\"note\">({})</span></h3>",
+            badge(status),
+            cases.len()
+        );
+        for case in cases {
+            let open = if matches!(status, "failed" | "error") {
+                " open"
+            } else {
+                ""
+            };
+            let _ = write!(
+                out,
+                "<details class=\"case\" data-status=\"{status}\"{open}><summary><code>{}</code> {} <span class=\"note\">{}</span></summary>",
+                esc(&case.display),
+                badge(status),
+                case.duration_s.map_or(String::new(), seconds)
+            );
+            if let Some(message) = &case.message {
+                let _ = write!(out, "<pre>{}</pre>", esc(message));
+            }
+            let own: Vec<_> = if case.artifacts.is_empty() {
+                // One case per job: the job's output is the case's.
+                report
+                    .jobs
+                    .iter()
+                    .filter(|j| Some(j.index) == case.job && j.cases.len() == 1)
+                    .flat_map(|j| j.artifacts.iter())
+                    .filter(|a| a.name.ends_with("stdout") || a.name.ends_with("stderr"))
+                    .collect()
+            } else {
+                case.artifacts.iter().collect()
+            };
+            for a in own {
+                out.push_str(&artifact_block(
+                    &a.name, &a.key, &a.sha256, a.bytes, artifacts,
+                ));
+            }
+            out.push_str("</details>");
+        }
+    }
+    out
+}

@@ -54,6 +54,26 @@ pub fn esc(text: &str) -> String {
     out
 }
 
+/// Escaped text whose `backticked` spans become `<code>`, as mutant descriptions are written.
+pub fn ticks(text: &str) -> String {
+    let parts: Vec<&str> = text.split('`').collect();
+    if parts.len() % 2 == 0 {
+        // An unpaired backtick: leave the text as it is.
+        return esc(text);
+    }
+    parts
+        .iter()
+        .enumerate()
+        .map(|(i, part)| {
+            if i % 2 == 1 {
+                format!("<code>{}</code>", esc(part))
+            } else {
+                esc(part)
+            }
+        })
+        .collect()
+}
+
 /// The colour family of a status word, for badges and marks.
 pub fn tone(status: &str) -> &'static str {
     match status.to_ascii_lowercase().as_str() {
@@ -132,7 +152,8 @@ details>summary{cursor:pointer;padding:2px 0}
 .src .no{color:#8c959f;min-width:44px;text-align:right;padding-right:10px;user-select:none}
 .src .ln.good{background:var(--good-bg)}.src .ln.bad{background:var(--bad-bg)}.src .ln.warn{background:var(--warn-bg)}
 .src .marks{padding:0 0 4px 54px}
-.src details{margin:2px 0;font-family:system-ui,sans-serif;white-space:normal}
+.src details{margin:2px 0;padding:1px 8px;font-family:system-ui,sans-serif;white-space:normal}
+.src details code{background:var(--muted-bg);padding:0 3px;border-radius:3px}
 .diff .del{background:var(--bad-bg);color:#82071e}.diff .add{background:var(--good-bg);color:#116329}
 svg text{font:11px system-ui,sans-serif;fill:var(--ink)}
 .legend{display:flex;gap:14px;color:var(--muted);font-size:12px;margin:4px 0}
@@ -326,6 +347,15 @@ mod tests {
             esc("<script>alert('x')</script> & \"y\""),
             "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;y&quot;"
         );
+    }
+
+    #[test]
+    fn backticked_spans_become_code_and_stay_escaped() {
+        assert_eq!(
+            ticks("`>` -> `>=`"),
+            "<code>&gt;</code> -&gt; <code>&gt;=</code>"
+        );
+        assert_eq!(ticks("a `b"), "a `b");
     }
 
     #[test]

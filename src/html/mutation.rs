@@ -2,7 +2,7 @@
 //! file and overall, then each file's source with every mutant marked by status; a mutant
 //! opens (`<details>`) to its diff, the tests that killed it and the tests that cover it.
 
-use super::{badge, diff_block, edit_diff, esc, offset_of, page, seconds, stat, tone};
+use super::{badge, diff_block, edit_diff, esc, offset_of, page, seconds, stat, ticks, tone};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -272,13 +272,15 @@ fn file_section(path: &str, file: &File) -> String {
 
 fn mutant_details(source: &str, m: &Mutant) -> String {
     let label = status_label(&m.status);
+    // A survivor is what to read first: it opens with its diff.
+    let open = if m.status == "Survived" { " open" } else { "" };
     let mut out = format!(
-        "<details class=\"mutant\" data-status=\"{}\"><summary>{} <code>{}</code> {} \
+        "<details class=\"mutant\" data-status=\"{}\"{open}><summary>{} <span class=\"note\">{}</span> {} \
          <span class=\"note mono\">{}</span></summary>",
         esc(&m.status),
         badge(label),
         esc(&m.mutator_name),
-        esc(m.description.as_deref().unwrap_or("")),
+        ticks(m.description.as_deref().unwrap_or("")),
         esc(&m.id)
     );
     let range = (

@@ -2,7 +2,8 @@
 //! per slot, each job's logs, and the mutation check with its survivors' diffs.
 
 use super::{
-    Artifacts, artifact_block, badge, count, diff_block, edit_diff, esc, page, seconds, stat, tone,
+    Artifacts, artifact_block, badge, count, diff_block, edit_diff, esc, page, seconds, stat,
+    ticks, tone,
 };
 use assay_common::evidence::{Evidence, JobEvidence};
 use assay_common::verdict::{SideEvidence, SideOutcome};
@@ -379,16 +380,16 @@ fn mutation_section(check: &MutationCheck, sources: &BTreeMap<String, String>) -
                 .and_then(|s| edit_diff(s, m.edit.start, m.edit.end, &m.edit.replacement, 2));
             let change = match (status, diff) {
                 ("survived", Some(lines)) => format!(
-                    "<details open><summary><code>{}</code></summary>{}</details>",
-                    esc(&m.description),
+                    "<details open><summary>{}</summary>{}</details>",
+                    ticks(&m.description),
                     diff_block(&lines)
                 ),
                 (_, Some(lines)) => format!(
-                    "<details><summary><code>{}</code></summary>{}</details>",
-                    esc(&m.description),
+                    "<details><summary>{}</summary>{}</details>",
+                    ticks(&m.description),
                     diff_block(&lines)
                 ),
-                (_, None) => format!("<code>{}</code>", esc(&m.description)),
+                (_, None) => ticks(&m.description),
             };
             let _ = write!(
                 out,

@@ -116,27 +116,32 @@ pub fn trend(runs: &[RunRecord]) -> String {
     if runs.is_empty() {
         return "<p class=\"note\">no runs recorded yet</p>".into();
     }
-    let (w, h, left, bottom) = (560.0, 180.0, 40.0, 22.0);
-    let plot_w = w - left - 12.0;
-    let plot_h = h - bottom - 12.0;
+    let (w, h, left, bottom, top) = (560.0, 190.0, 40.0, 22.0, 28.0);
+    let plot_w = w - left - 40.0;
+    let plot_h = h - bottom - top;
     let n = runs.len();
     let slot = plot_w / n as f64;
     let max_total = runs.iter().map(|r| r.total).max().unwrap_or(1).max(1) as f64;
     let mut bars = format!(
         "<svg id=\"trend-counts\" viewBox=\"0 0 {w} {h}\" width=\"49%\" role=\"img\" aria-label=\"passed and failed per run\" style=\"background:#fff;border:1px solid #d0d7de;border-radius:6px\">\
-         <text x=\"{left}\" y=\"10\">tests per run: passed, failed, skipped</text>"
+         <text x=\"{left}\" y=\"15\">tests per run: <tspan style=\"fill:#1a7f37\">passed</tspan>, \
+         <tspan style=\"fill:#cf222e\">failed</tspan>, <tspan style=\"fill:#6e7781\">skipped</tspan></text>"
     );
-    let y_of = |v: f64| 12.0 + plot_h - plot_h * v / max_total;
+    let y_of = |v: f64| top + plot_h - plot_h * v / max_total;
     let _ = write!(
         bars,
-        "<text x=\"4\" y=\"{:.1}\">{}</text><text x=\"4\" y=\"{:.1}\">0</text>",
+        "<text x=\"4\" y=\"{:.1}\">{}</text><text x=\"4\" y=\"{:.1}\">0</text>\
+         <line x1=\"{left}\" x2=\"{:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" stroke=\"#d0d7de\"/>",
         y_of(max_total) + 4.0,
         max_total,
+        y_of(0.0),
+        left + plot_w,
+        y_of(0.0),
         y_of(0.0)
     );
     for (i, run) in runs.iter().enumerate() {
-        let x = left + slot * i as f64 + slot * 0.15;
-        let bw = slot * 0.7;
+        let bw = (slot * 0.7).min(44.0);
+        let x = left + slot * i as f64 + (slot - bw) / 2.0;
         let mut base = 0.0;
         for (value, colour, what) in [
             (run.passed as f64, "#1a7f37", "passed"),
@@ -186,18 +191,27 @@ pub fn trend(runs: &[RunRecord]) -> String {
     let x_of = |i: usize| left + slot * i as f64 + slot / 2.0;
     let mut lines = format!(
         "<svg id=\"trend-lines\" viewBox=\"0 0 {w} {h}\" width=\"49%\" role=\"img\" aria-label=\"duration and coverage per run\" style=\"background:#fff;border:1px solid #d0d7de;border-radius:6px;margin-left:1%\">\
-         <text x=\"{left}\" y=\"10\"><tspan style=\"fill:#0969da\">duration</tspan> · <tspan style=\"fill:#8250df\">coverage</tspan></text>\
-         <text x=\"4\" y=\"{:.1}\">{}</text><text x=\"{:.1}\" y=\"16\" text-anchor=\"end\">100%</text>",
-        16.0,
+         <text x=\"{left}\" y=\"15\"><tspan style=\"fill:#0969da\">duration</tspan> (left) · <tspan style=\"fill:#8250df\">coverage</tspan> (right)</text>\
+         <text x=\"4\" y=\"{:.1}\" style=\"fill:#0969da\">{}</text><text x=\"4\" y=\"{:.1}\" style=\"fill:#0969da\">0</text>\
+         <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\" style=\"fill:#8250df\">100%</text><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\" style=\"fill:#8250df\">0%</text>\
+         <line x1=\"{left}\" x2=\"{:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" stroke=\"#d0d7de\"/>",
+        top + 4.0,
         seconds(max_duration),
-        w - 2.0
+        top + plot_h,
+        w - 4.0,
+        top + 4.0,
+        w - 4.0,
+        top + plot_h,
+        left + plot_w,
+        top + plot_h,
+        top + plot_h
     );
     let series = |values: Vec<Option<f64>>, max: f64, colour: &str, class: &str| {
         let points: Vec<String> = values
             .iter()
             .enumerate()
             .filter_map(|(i, v)| {
-                v.map(|v| format!("{:.1},{:.1}", x_of(i), 12.0 + plot_h - plot_h * v / max))
+                v.map(|v| format!("{:.1},{:.1}", x_of(i), top + plot_h - plot_h * v / max))
             })
             .collect();
         let mut out = String::new();
@@ -232,9 +246,9 @@ pub fn trend(runs: &[RunRecord]) -> String {
     if runs.iter().all(|r| r.coverage_pct.is_none()) {
         let _ = write!(
             lines,
-            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\" style=\"fill:#57606a\">coverage: n/a</text>",
-            w - 14.0,
-            h - 28.0
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" style=\"fill:#57606a\">coverage: n/a (the output names no total)</text>",
+            left + plot_w / 2.0,
+            top + plot_h / 2.0
         );
     }
     lines.push_str("</svg>");

@@ -228,6 +228,23 @@ mod tests {
     }
 
     #[test]
+    fn a_job_of_older_evidence_has_no_start_offset_and_writes_none_back() {
+        let old = serde_json::json!({
+            "index": 0, "job_id": "p-1/0000", "kind": "base", "side": "base", "tree": "b71c",
+            "command": ["python3"], "status": "completed", "exit_code": 0, "report": "parsed",
+            "tests_reported": 1, "duration_s": 0.5, "worker": "embedded-1", "artifacts": []
+        });
+        let job: JobEvidence = serde_json::from_value(old.clone()).expect("older evidence reads");
+        assert_eq!(job.started_at_ms, None);
+        assert_eq!(serde_json::to_value(&job).unwrap(), old);
+        let timed = JobEvidence {
+            started_at_ms: Some(412),
+            ..job
+        };
+        assert_eq!(serde_json::to_value(&timed).unwrap()["started_at_ms"], 412);
+    }
+
+    #[test]
     fn workers_in_different_sandboxes_share_none() {
         let results = [
             ran_on("ci-3", Some("docker")),

@@ -420,6 +420,19 @@ mod tests {
     }
 
     #[test]
+    fn a_run_recorded_before_durations_were_kept_still_loads() {
+        let old = serde_json::json!({
+            "timestamp": "2026-11-29T10:00:00Z", "run_id": "t-1", "total": 2, "passed": 2,
+            "failed": 0, "skipped": 0, "coverage_pct": null, "status": "passing",
+            "status_detail": null, "new_failures": 0, "coverage_drop": 0.0, "failed_cases": [],
+            "newly_failing": [], "alerts": []
+        });
+        let run: RunRecord = serde_json::from_value(old.clone()).expect("an older run reads");
+        assert_eq!(run.duration_s, None);
+        assert_eq!(serde_json::to_value(&run).unwrap(), old);
+    }
+
+    #[test]
     fn a_proofs_base_suite_is_a_baseline_not_a_regression_of_the_last_candidate() {
         let mut history = History::new("/srv/pricing", "fix-discount");
         for _ in 0..2 {

@@ -435,7 +435,7 @@ async fn run_embedded(
         .await
         .map_err(|e| Failure::infrastructure(e.into()))?;
     let served = caching.served();
-    CacheHit::mark(&mut run.evidence, &served);
+    CacheHit::mark(&mut run.evidence, &served, &run.finished_at_ms);
     let stored = caching
         .cache()
         .store_trusted(&caching.keyed(), &served, &run.results, &run.evidence)

@@ -543,3 +543,37 @@ fn a_suite_report_lists_cases_by_status_with_output_and_the_trend_of_the_last_ru
     assert!(dom.contains("id=\"alerts\""), "{dom}");
     assert!(dom.contains("new failure"), "the regression alert: {dom}");
 }
+
+#[test]
+fn a_proof_answered_from_the_result_cache_draws_its_cached_jobs_apart_from_the_slots() {
+    let repo = pager_fix();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let html = dir.path().join("proof.html");
+    let criteria = [
+        "test: test_partial_last_page_is_counted",
+        "guard: test_full_pages",
+    ];
+    let (code, stdout, stderr) = prove(&repo, dir.path(), &criteria, &["--no-mutation"]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let (code, stdout, stderr) = prove(
+        &repo,
+        dir.path(),
+        &criteria,
+        &["--no-mutation", "--html", html.to_str().unwrap()],
+    );
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let evidence: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("proof.json")).unwrap()).unwrap();
+    let jobs = evidence["jobs"].as_array().unwrap();
+    let cached = jobs.iter().filter(|j| j["cached"].is_object()).count();
+    assert!(cached > 0, "the second proof used the cache: {stderr}");
+    let Some(browser) = chromium() else { return };
+    let dom = browse(&browser, &html, "proof-cached");
+    assert_eq!(
+        occurrences(&dom, "<g class=\"job cached\""),
+        cached,
+        "{dom}"
+    );
+    assert_eq!(occurrences(&dom, "<g class=\"job\""), jobs.len() - cached);
+    assert!(dom.contains(">cached</text>"), "{dom}");
+}

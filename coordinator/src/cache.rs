@@ -205,10 +205,17 @@ pub struct CacheHit {
 }
 
 impl CacheHit {
-    /// Marks each job of `evidence` that `served` answered from the cache.
-    pub fn mark(evidence: &mut Evidence, served: &BTreeMap<JobId, CacheHit>) {
-        for job in &mut evidence.jobs {
+    /// Marks each job of `evidence` that `served` answered from the cache. Such a job ran
+    /// for no time in this proof (its `duration_s` is the producing run's): its start is when
+    /// its answer arrived, `finished_at_ms` in plan order.
+    pub fn mark(
+        evidence: &mut Evidence,
+        served: &BTreeMap<JobId, CacheHit>,
+        finished_at_ms: &[u64],
+    ) {
+        for (i, job) in evidence.jobs.iter_mut().enumerate() {
             if let Some(hit) = served.get(&JobId(job.job_id.clone())) {
+                job.started_at_ms = finished_at_ms.get(i).copied();
                 job.cached = Some(CachedFrom {
                     entry: hit.key.clone(),
                     proof_id: hit.produced_by.proof_id.to_string(),

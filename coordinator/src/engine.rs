@@ -386,6 +386,9 @@ pub trait ProgressSink: Send + Sync {
 /// the mutation check when one ran (typed here too, for the summary).
 pub struct ProofRun {
     pub results: Vec<JobResult>,
+    /// When each proving job's result arrived, in plan order, in milliseconds after the
+    /// proof's clock started.
+    pub finished_at_ms: Vec<u64>,
     pub evidence: Evidence,
     pub mutation_check: Option<MutationCheck>,
 }
@@ -414,6 +417,7 @@ pub async fn run_proof(
     };
     Ok(ProofRun {
         results,
+        finished_at_ms,
         evidence,
         mutation_check,
     })

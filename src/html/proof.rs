@@ -140,12 +140,14 @@ pub struct Placed {
     pub end_ms: u64,
 }
 
-/// Puts each job in the first slot free at its start (jobs by start time); `None` when the
-/// evidence has no start offsets (written before they were recorded).
+/// Puts each job that ran in the first slot free at its start (jobs by start time); a job
+/// answered from the result cache ran in no slot and is left out. `None` when the evidence has
+/// no start offsets (written before they were recorded).
 pub fn place(jobs: &[JobEvidence]) -> Option<Vec<Placed>> {
     let mut spans: Vec<(usize, u64, u64)> = jobs
         .iter()
         .enumerate()
+        .filter(|(_, j)| j.cached.is_none())
         .map(|(i, j)| {
             j.started_at_ms
                 .map(|s| (i, s, s + (j.duration_s * 1000.0).round() as u64))
@@ -191,8 +193,9 @@ pub fn timeline(jobs: &[JobEvidence]) -> String {
     let slowest = jobs
         .iter()
         .enumerate()
+        .filter(|(_, j)| j.cached.is_none())
         .max_by(|a, b| a.1.duration_s.total_cmp(&b.1.duration_s))
-        .map_or(0, |(i, _)| i);
+        .map(|(i, _)| i);
     let (placed, note) = match place(jobs) {
         Some(placed) => (placed, None),
         None => {
@@ -219,8 +222,21 @@ pub fn timeline(jobs: &[JobEvidence]) -> String {
             )
         }
     };
-    let slots = placed.iter().map(|p| p.slot + 1).max().unwrap_or(1);
-    let span_ms = placed.iter().map(|p| p.end_ms).max().unwrap_or(1).max(1);
+    let cached: Vec<(&JobEvidence, u64)> = jobs
+        .iter()
+        .filter(|j| j.cached.is_some())
+        .filter_map(|j| j.started_at_ms.map(|at| (j, at)))
+        .collect();
+    let slots =
+        placed.iter().map(|p| p.slot + 1).max().unwrap_or(0) + usize::from(!cached.is_empty());
+    let slots = slots.max(1);
+    let span_ms = placed
+        .iter()
+        .map(|p| p.end_ms)
+        .chain(cached.iter().map(|(_, at)| *at))
+        .max()
+        .unwrap_or(1)
+        .max(1);
     let (left, width, row, top) = (70.0, 1140.0, 26.0, 8.0);
     let plot = width - left - 10.0;
     let x = |ms: u64| left + plot * ms as f64 / span_ms as f64;
@@ -231,11 +247,15 @@ pub fn timeline(jobs: &[JobEvidence]) -> String {
     );
     for slot in 0..slots {
         let y = top + row * slot as f64;
+        let name = if !cached.is_empty() && slot == slots - 1 {
+            "cached".to_owned()
+        } else {
+            format!("slot {}", slot + 1)
+        };
         let _ = write!(
             svg,
-            "<text x=\"8\" y=\"{:.1}\">slot {}</text><line x1=\"{left}\" x2=\"{:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" stroke=\"#eaeef2\"/>",
+            "<text x=\"8\" y=\"{:.1}\">{name}</text><line x1=\"{left}\" x2=\"{:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" stroke=\"#eaeef2\"/>",
             y + row / 2.0 + 4.0,
-            slot + 1,
             left + plot,
             y + row,
             y + row
@@ -261,7 +281,7 @@ pub fn timeline(jobs: &[JobEvidence]) -> String {
         let (x0, x1) = (x(p.start_ms), x(p.end_ms).max(x(p.start_ms) + 2.0));
         let y = top + row * p.slot as f64 + 4.0;
         let failed = job.status != "completed";
-        let stroke = if p.job == slowest {
+        let stroke = if Some(p.job) == slowest {
             " stroke=\"#cf222e\" stroke-width=\"2.5\""
         } else if failed {
             " stroke=\"#cf222e\" stroke-width=\"1\" stroke-dasharray=\"3 2\""
@@ -294,20 +314,54 @@ pub fn timeline(jobs: &[JobEvidence]) -> String {
         }
         svg.push_str("</g>");
     }
+    let cache_y = top + row * (slots - 1) as f64 + row / 2.0;
+    for (job, at) in &cached {
+        let cx = x(*at);
+        let _ = write!(
+            svg,
+            "<g class=\"job cached\" data-job=\"{}\"><title>#{} {}: answered from the result cache</title>\
+             <path d=\"M{cx:.1} {:.1} l6 7 l-6 7 l-6 -7 z\" fill=\"{}\"/></g>",
+            job.index,
+            job.index,
+            esc(&job.kind),
+            cache_y - 7.0,
+            side_colour(&job.side)
+        );
+    }
     svg.push_str("</svg>");
-    let slow = &jobs[slowest];
+    let slowest_note = match slowest {
+        Some(i) => {
+            let slow = &jobs[i];
+            format!(
+                "slowest: job #{} {} ({}, {})",
+                slow.index,
+                esc(&slow.kind),
+                seconds(slow.duration_s),
+                esc(&slow.status)
+            )
+        }
+        None => "every job was answered from the result cache".to_owned(),
+    };
+    let ran_slots = slots - usize::from(!cached.is_empty());
+    let shape = match (ran_slots, cached.len()) {
+        (_, 0) => format!(
+            "{} in {}",
+            count(jobs.len(), "job"),
+            count(ran_slots, "slot")
+        ),
+        (0, n) => format!("{}, all answered from the result cache", count(n, "job")),
+        (_, n) => format!(
+            "{} in {}, {n} answered from the result cache",
+            count(jobs.len() - n, "job"),
+            count(ran_slots, "slot")
+        ),
+    };
     let mut out = format!(
         "<div class=\"legend\"><span><i style=\"background:#8250df\"></i>base</span>\
          <span><i style=\"background:#0969da\"></i>candidate</span>\
          <span><i style=\"background:#fff;border:2px solid #cf222e\"></i>slowest</span>\
-         <span>{} in {} · seconds after the proof started</span></div>{svg}\
-         <p class=\"note\" id=\"slowest\">slowest: job #{} {} ({}, {})</p>",
-        count(jobs.len(), "job"),
-        count(slots, "slot"),
-        slow.index,
-        esc(&slow.kind),
-        seconds(slow.duration_s),
-        esc(&slow.status)
+         <span>{shape} · seconds after the proof started</span></div>{svg}\
+         <p class=\"note\" id=\"slowest\">{slowest_note}</p>"
     );
     if let Some(note) = note {
         let _ = write!(out, "<p class=\"note\">{note}</p>");
@@ -440,6 +494,17 @@ fn jobs_section(jobs: &[JobEvidence], artifacts: &Artifacts) -> String {
             count(job.tests_reported, "test"),
             esc(&job.command.join(" "))
         );
+        if let Some(from) = &job.cached {
+            let _ = write!(
+                out,
+                "<div class=\"note\"><span class=\"badge muted\">cached</span> answered from the result cache \
+                 (entry <span class=\"mono\">{}</span>): the result, duration and logs are those of job \
+                 <span class=\"mono\">{}</span> of proof <span class=\"mono\">{}</span></div>",
+                esc(&from.entry),
+                esc(&from.job_id),
+                esc(&from.proof_id)
+            );
+        }
         for artifact in &job.artifacts {
             out.push_str(&artifact_block(
                 &artifact.name,
@@ -476,6 +541,7 @@ mod tests {
             started_at_ms: start,
             worker: "embedded-1".into(),
             artifacts: Vec::new(),
+            cached: None,
         }
     }
 
@@ -489,6 +555,16 @@ mod tests {
         let placed = place(&jobs).unwrap();
         let slots: Vec<usize> = placed.iter().map(|p| p.slot).collect();
         assert_eq!(slots, [0, 1, 1]);
+        let mut with_a_cached_one = jobs.to_vec();
+        with_a_cached_one[0].cached = Some(assay_common::evidence::CachedFrom {
+            entry: "e".into(),
+            proof_id: "p-0".into(),
+            job_id: "p-0/0001".into(),
+        });
+        let placed = place(&with_a_cached_one).unwrap();
+        let ran: Vec<(usize, usize)> = placed.iter().map(|p| (p.job, p.slot)).collect();
+        assert_eq!(ran, [(1, 0), (2, 0)], "a cached job takes no slot");
+        assert!(timeline(&with_a_cached_one).contains("<g class=\"job cached\" data-job=\"0\">"));
         assert!(place(&[job(0, "base", None, 1.0)]).is_none());
     }
 

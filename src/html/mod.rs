@@ -57,7 +57,7 @@ pub fn esc(text: &str) -> String {
 /// Escaped text whose `backticked` spans become `<code>`, as mutant descriptions are written.
 pub fn ticks(text: &str) -> String {
     let parts: Vec<&str> = text.split('`').collect();
-    if parts.len() % 2 == 0 {
+    if parts.len().is_multiple_of(2) {
         // An unpaired backtick: leave the text as it is.
         return esc(text);
     }
@@ -300,9 +300,9 @@ pub fn diff_block(lines: &[DiffLine]) -> String {
             '+' => " class=\"add\"",
             _ => "",
         };
-        let _ = write!(
+        let _ = writeln!(
             out,
-            "<span{class}>{:>4} {} {}</span>\n",
+            "<span{class}>{:>4} {} {}</span>",
             line.number,
             line.sign,
             esc(&line.text)

@@ -390,6 +390,56 @@ mod tests {
     }
 
     #[test]
+    fn a_suite_failure_is_annotated_at_its_definition_and_a_quarantined_one_is_not() {
+        use assay_common::suite::{CaseReport, Lane, SuiteTotals};
+        let case = |display: &str, outcome, quarantined| CaseReport {
+            reference: "v1.0".into(),
+            display: display.into(),
+            outcome,
+            lane: Lane::Guest,
+            quarantined,
+            message: Some("assert 1 == 2".into()),
+            duration_s: None,
+            job: None,
+            artifacts: Vec::new(),
+        };
+        let report = SuiteReport {
+            schema: "assay.test/v1".into(),
+            run_id: "t-1".into(),
+            status: "failed".into(),
+            repository: "/r".into(),
+            branch: "main".into(),
+            revision: "0".into(),
+            runner: "pytest".into(),
+            started_at: "2026-11-29T23:33:49Z".into(),
+            duration_s: 1.0,
+            totals: SuiteTotals::default(),
+            cases: vec![
+                case("tests/t.py::test_tax", CaseOutcome::Failed, false),
+                case("tests/t.py::test_clock", CaseOutcome::Failed, true),
+                case("tests/t.py::test_total", CaseOutcome::Passed, false),
+            ],
+            jobs: Vec::new(),
+            audit: serde_json::Value::Null,
+            history: serde_json::Value::Null,
+            stopped: None,
+        };
+        let source = "def test_total():\n    pass\n\n\ndef test_tax():\n    assert 1 == 2\n";
+        let lines = suite_annotations(&report, &|path| {
+            (path == "tests/t.py").then(|| source.to_owned())
+        });
+        assert_eq!(
+            lines,
+            "::error file=tests/t.py,line=5,title=assay%3A test failed::tests/t.py::test_tax failed: assert 1 == 2\n"
+        );
+        let md = suite_summary_md(&report);
+        assert!(
+            md.contains("- `tests/t.py::test_clock` (quarantined): assert 1 == 2"),
+            "{md}"
+        );
+    }
+
+    #[test]
     fn markdown_cells_cannot_break_the_table_or_inject_markup() {
         assert_eq!(md("a|b <script>\nc"), "a\\|b &lt;script&gt; c");
     }

@@ -326,3 +326,97 @@ fn cases_section(report: &SuiteReport, artifacts: &Artifacts) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use assay_common::suite::{Lane, SuiteTotals};
+
+    fn case(display: &str, outcome: CaseOutcome, quarantined: bool) -> CaseReport {
+        CaseReport {
+            reference: "v1.0123456789abcdef".into(),
+            display: display.into(),
+            outcome,
+            lane: Lane::Guest,
+            quarantined,
+            message: Some("expected <b>Invoice</b>".into()),
+            duration_s: Some(0.25),
+            job: Some(0),
+            artifacts: Vec::new(),
+        }
+    }
+
+    fn report(history: serde_json::Value) -> SuiteReport {
+        SuiteReport {
+            schema: "assay.test/v1".into(),
+            run_id: "t-1".into(),
+            status: "failed".into(),
+            repository: "/src/invoice".into(),
+            branch: "main".into(),
+            revision: "0".repeat(40),
+            runner: "pytest".into(),
+            started_at: "2026-11-29T23:33:49Z".into(),
+            duration_s: 1.5,
+            totals: SuiteTotals {
+                total: 3,
+                passed: 1,
+                failed: 1,
+                quarantined: 1,
+                ..SuiteTotals::default()
+            },
+            cases: vec![
+                case("tests/t.py::test_<script>", CaseOutcome::Failed, false),
+                case("tests/t.py::test_clock", CaseOutcome::Failed, true),
+                case("tests/t.py::test_total", CaseOutcome::Passed, false),
+            ],
+            jobs: Vec::new(),
+            audit: serde_json::Value::Null,
+            history,
+            stopped: None,
+        }
+    }
+
+    #[test]
+    fn cases_group_by_status_with_a_quarantined_failure_apart_and_names_escaped() {
+        let html = render(&report(serde_json::Value::Null), &Artifacts::new());
+        assert!(
+            html.contains(
+                "data-status=\"failed\" open><summary><code>tests/t.py::test_&lt;script&gt;</code>"
+            ),
+            "{html}"
+        );
+        assert!(html.contains("class=\"case\" data-status=\"quarantined\""));
+        assert!(html.contains("expected &lt;b&gt;Invoice&lt;/b&gt;"));
+        assert_eq!(
+            html.matches("<script>").count(),
+            1,
+            "only the page's own script"
+        );
+        assert!(html.contains("no runs recorded yet"));
+    }
+
+    #[test]
+    fn the_trend_draws_each_recent_run() {
+        let run = |passed: u64, failed: u64, duration: f64| {
+            serde_json::json!({
+                "timestamp": "2026-11-29T10:00:00Z", "run_id": "t-0", "total": passed + failed,
+                "passed": passed, "failed": failed, "skipped": 0, "coverage_pct": 80.0,
+                "duration_s": duration, "status": if failed > 0 { "failing" } else { "passing" },
+                "status_detail": null, "new_failures": 0, "coverage_drop": 0.0,
+                "failed_cases": [], "newly_failing": [], "alerts": []
+            })
+        };
+        let history = serde_json::json!({
+            "alerts": [{"severity": "warning", "type": "regression", "detail": "1 new <failure>"}],
+            "recent": [run(3, 0, 1.0), run(2, 1, 2.0), run(3, 0, 1.5)],
+        });
+        let report = report(history);
+        assert_eq!(recent_runs(&report).len(), 3);
+        let html = render(&report, &Artifacts::new());
+        assert_eq!(html.matches("class=\"run-passed\"").count(), 3);
+        assert_eq!(html.matches("class=\"run-failed\"").count(), 1);
+        assert_eq!(html.matches("<circle class=\"coverage\"").count(), 3);
+        assert!(html.contains("<polyline class=\"duration\""));
+        assert!(html.contains("1 new &lt;failure&gt;"));
+    }
+}

@@ -1092,6 +1092,14 @@ fn timing_free(mut json: serde_json::Value) -> serde_json::Value {
             job[key] = null.clone();
         }
     }
+    for run in json["history"]["recent"]
+        .as_array_mut()
+        .expect("recent runs")
+    {
+        for key in ["timestamp", "run_id", "duration_s"] {
+            run[key] = null.clone();
+        }
+    }
     json
 }
 

@@ -442,7 +442,13 @@ fn comparable(evidence: &Evidence) -> serde_json::Value {
     sandboxes.dedup();
     value["workers"] = sandboxes.into();
     for job in value["jobs"].as_array_mut().unwrap() {
-        for key in ["job_id", "duration_s", "worker", "artifacts"] {
+        for key in [
+            "job_id",
+            "duration_s",
+            "started_at_ms",
+            "worker",
+            "artifacts",
+        ] {
             job[key] = serde_json::Value::Null;
         }
     }

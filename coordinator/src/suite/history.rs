@@ -583,6 +583,7 @@ mod tests {
                 failed,
                 skipped: 0,
                 coverage_pct: coverage,
+                duration_s: None,
                 status: SuiteStatus::Failing,
                 status_detail: None,
                 new_failures: 0,

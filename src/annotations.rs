@@ -117,7 +117,7 @@ pub fn proof_annotations(
                 let m = &record.mutant;
                 out.push_str(&command(
                     "warning",
-                    &m.path,
+                    m.path.as_str(),
                     Some(m.line as usize),
                     "assay: mutant survived",
                     &format!(

@@ -146,13 +146,13 @@ pub async fn emit_proof(
     if let Some(path) = &out.html {
         let artifacts =
             read_artifacts(store, evidence.jobs.iter().flat_map(|j| &j.artifacts)).await;
-        let mut sources = BTreeMap::new();
+        let mut sources: BTreeMap<String, String> = BTreeMap::new();
         for record in check.iter().flat_map(|c| &c.mutants) {
-            let file = &record.mutant.edit.path;
+            let file = record.mutant.edit.path.as_str();
             if !sources.contains_key(file)
                 && let Some(text) = lookup(file)
             {
-                sources.insert(file.clone(), text);
+                sources.insert(file.to_owned(), text);
             }
         }
         let page = html::proof::render(&html::proof::ProofInput {

@@ -430,7 +430,7 @@ fn mutation_section(check: &MutationCheck, sources: &BTreeMap<String, String>) -
                 MutantOutcome::NotRun { reason } => ("not_run", esc(reason)),
             };
             let diff = sources
-                .get(&m.edit.path)
+                .get(m.edit.path.as_str())
                 .and_then(|s| edit_diff(s, m.edit.start, m.edit.end, &m.edit.replacement, 2));
             let change = match (status, diff) {
                 ("survived", Some(lines)) => format!(
@@ -449,7 +449,7 @@ fn mutation_section(check: &MutationCheck, sources: &BTreeMap<String, String>) -
                 out,
                 "<tr class=\"mutant\" data-status=\"{status}\"><td class=\"mono\">{}:{}</td><td>{}</td>\
                  <td>{change}</td><td>{}<div class=\"note\">{more}</div></td></tr>",
-                esc(&m.path),
+                esc(m.path.as_str()),
                 m.line,
                 m.operator.name(),
                 badge(status)

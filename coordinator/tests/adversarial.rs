@@ -4,17 +4,19 @@
 //! project under test, and checks what the fleet refuses and what it never does.
 
 use assay_common::criteria::parse_criteria;
+use assay_common::evidence::{Evidence, RevisionInfo};
 use assay_common::fleet::{
-    ProofRecord, ProofStatus, ProofSubmission, RevisionWire, Subjects, SubmitReply, SubmitRequest,
-    keys,
+    ProgressEvent, ProofRecord, ProofStatus, ProofSubmission, RevisionWire, Subjects, SubmitReply,
+    SubmitRequest, keys,
 };
 use assay_common::job::{JobKind, JobResult, JobSpec, JobStatus, Side};
 use assay_common::outcome::ReportOutcome;
 use assay_common::runner::{ReportFormat, RunnerKind};
 use assay_common::service_config::{SandboxKind, ServiceConfig};
+use assay_common::verdict::Verdict;
 use assay_common::{JobId, ProofId, TreeId, WorkerId, wire};
-use assay_coordinator::engine;
 use assay_coordinator::service::{self as coordinator, CoordinatorConfig};
+use assay_coordinator::{client, engine};
 use assay_worker::nats::QueueTuning;
 use assay_worker::service::{self as worker, JobRunner, WorkerConfig};
 use async_nats::jetstream::{self, kv};
@@ -630,6 +632,111 @@ async fn a_stray_result_takes_no_slot_and_the_real_one_finishes_the_proof() {
     }
     assert!(stored_result(&proofs, &proof, 7).await.is_none());
     second.stop().await;
+}
+
+/// A CLI that learns nothing from progress but the verdict.
+struct Quiet;
+
+impl client::FleetProgress for Quiet {
+    fn job_finished(&mut self, _: u32, _: u32, _: &JobResult) {}
+    fn halted(&mut self, _: &str) {}
+    fn resumed(&mut self) {}
+}
+
+/// A PROVEN evidence report for `proof`, as a forger on the bus would write it.
+fn forged_evidence(proof: &ProofId) -> String {
+    let revision = RevisionInfo {
+        requested: "main".into(),
+        commit: None,
+        tree: empty_tree().0,
+    };
+    let evidence = Evidence {
+        schema: assay_common::evidence::SCHEMA.into(),
+        proof_id: proof.to_string(),
+        verdict: Verdict::Proven,
+        repository: "forged".into(),
+        runner: "pytest".into(),
+        base: revision.clone(),
+        candidate: revision,
+        changed_test_files: vec![],
+        criteria: vec![],
+        jobs: vec![],
+        mutation_check: None,
+        sandbox: None,
+        workers: vec![],
+        started_at: "2026-01-01T00:00:00Z".into(),
+        duration_s: 0.0,
+    };
+    serde_json::to_string(&evidence).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_forged_finished_event_does_not_end_the_cli_with_its_verdict() {
+    let bus = Bus::start();
+    let coordinator = bus.coordinator("assay");
+    let forger = bus.client().await;
+    let proofs = bucket(&forger, "assay").await;
+    let proof = engine::new_proof_id();
+    let planned = submission(&proof, 1);
+    let job = planned.jobs[0].clone();
+    let store = worker::open_store(&bus.store_url(), &[]).unwrap();
+    let cli_client = bus.client().await;
+    let cli = tokio::spawn(async move {
+        client::submit_and_wait(
+            &cli_client,
+            &Subjects::new("assay"),
+            &store,
+            &planned,
+            &mut Quiet,
+        )
+        .await
+    });
+    // No worker runs: the proof stays running while the forger announces it finished, inline
+    // and as a stored copy (whose reference names nothing the coordinator wrote).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while status(&proofs, &proof).await != Some(ProofStatus::Running) {
+        assert!(Instant::now() < deadline, "the proof was never accepted");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let forged = ProgressEvent::Finished {
+        evidence_json: forged_evidence(&proof),
+    };
+    let subject = Subjects::new("assay").progress(&proof);
+    for _ in 0..5 {
+        forger
+            .publish(
+                subject.clone(),
+                wire::encode("progress", &forged).unwrap().into(),
+            )
+            .await
+            .unwrap();
+        forger.flush().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(400)).await;
+    }
+    assert!(
+        !cli.is_finished(),
+        "the CLI ended on a forged finished event: {:?}",
+        cli.await.unwrap().map(|e| e.verdict)
+    );
+    // The real result finishes the proof; the CLI reports the coordinator's evidence.
+    let js = jetstream::new(forger.clone());
+    let worker = WorkerId("worker-real".into());
+    publish_result(
+        &js,
+        "assay",
+        &proof,
+        &completed(&job, &worker),
+        job.job_id.as_str(),
+    )
+    .await;
+    let evidence = tokio::time::timeout(Duration::from_secs(60), cli)
+        .await
+        .expect("the CLI never saw the real evidence")
+        .unwrap()
+        .unwrap();
+    assert_eq!(evidence.repository, "/srv/invoices");
+    assert_ne!(evidence.verdict, Verdict::Proven);
+    coordinator.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -12,6 +12,7 @@ use assay_common::fleet::{
 use assay_common::job::{JobKind, JobResult, JobSpec, JobStatus, Side};
 use assay_common::outcome::ReportOutcome;
 use assay_common::runner::{ReportFormat, RunnerKind};
+use assay_common::service_config::NatsSection;
 use assay_common::service_config::{SandboxKind, ServiceConfig};
 use assay_common::verdict::Verdict;
 use assay_common::{JobId, ProofId, TreeId, WorkerId, wire};
@@ -22,7 +23,7 @@ use assay_worker::service::{self as worker, JobRunner, WorkerConfig};
 use async_nats::jetstream::{self, kv};
 use futures::StreamExt;
 use serde::Serialize;
-use servers::{ServerGuard, start_nats};
+use servers::{ServerGuard, start_nats, start_nats_with_config};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -1043,4 +1044,169 @@ async fn a_manifest_job_with_the_largest_timeout_runs_its_cases() {
         }
         other => panic!("the case was not judged: {other:?}"),
     }
+}
+
+fn openssl(dir: &Path, args: &[&str]) {
+    let status = Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("openssl on PATH");
+    assert!(status.success(), "openssl {args:?}");
+}
+
+/// A CA, a server certificate for 127.0.0.1 and a client certificate, all signed by the CA,
+/// generated in `dir` (never committed).
+fn make_certificates(dir: &Path) {
+    for name in ["ca", "server", "client"] {
+        openssl(
+            dir,
+            &[
+                "genpkey",
+                "-algorithm",
+                "EC",
+                "-pkeyopt",
+                "ec_paramgen_curve:P-256",
+                "-out",
+                &format!("{name}.key"),
+            ],
+        );
+    }
+    openssl(
+        dir,
+        &[
+            "req",
+            "-x509",
+            "-new",
+            "-key",
+            "ca.key",
+            "-subj",
+            "/CN=assay test CA",
+            "-days",
+            "2",
+            "-out",
+            "ca.pem",
+        ],
+    );
+    std::fs::write(dir.join("server.ext"), "subjectAltName=IP:127.0.0.1\n").unwrap();
+    std::fs::write(dir.join("client.ext"), "extendedKeyUsage=clientAuth\n").unwrap();
+    for name in ["server", "client"] {
+        openssl(
+            dir,
+            &[
+                "req",
+                "-new",
+                "-key",
+                &format!("{name}.key"),
+                "-subj",
+                &format!("/CN={name}"),
+                "-out",
+                &format!("{name}.csr"),
+            ],
+        );
+        openssl(
+            dir,
+            &[
+                "x509",
+                "-req",
+                "-in",
+                &format!("{name}.csr"),
+                "-CA",
+                "ca.pem",
+                "-CAkey",
+                "ca.key",
+                "-CAcreateserial",
+                "-days",
+                "2",
+                "-extfile",
+                &format!("{name}.ext"),
+                "-out",
+                &format!("{name}.pem"),
+            ],
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tls_server_that_verifies_clients_refuses_a_plain_client_and_accepts_a_configured_one() {
+    let certs = tempfile::tempdir().unwrap();
+    make_certificates(certs.path());
+    let c = |name: &str| certs.path().join(name).display().to_string();
+    let (ca, cert, key) = (c("ca.pem"), c("client.pem"), c("client.key"));
+    let (server_cert, server_key) = (c("server.pem"), c("server.key"));
+    let server = start_nats_with_config(|port, _| {
+        format!(
+            "listen: \"127.0.0.1:{port}\"\ntls {{\n  cert_file: \"{server_cert}\"\n  key_file: \"{server_key}\"\n  ca_file: \"{ca}\"\n  verify: true\n}}\n"
+        )
+    });
+    let url = format!("nats://127.0.0.1:{}", server.port);
+    let plain = NatsSection {
+        url: url.clone(),
+        ..Default::default()
+    };
+    assert!(
+        assay_worker::nats::connect(&plain).await.is_err(),
+        "a plain client got through"
+    );
+    let no_certificate = NatsSection {
+        url: format!("tls://127.0.0.1:{}", server.port),
+        tls_ca_file: ca.clone(),
+        ..Default::default()
+    };
+    assert!(
+        assay_worker::nats::connect(&no_certificate).await.is_err(),
+        "a client without a certificate got through"
+    );
+    let configured = NatsSection {
+        url: url.clone(),
+        tls_ca_file: ca,
+        tls_cert_file: cert,
+        tls_key_file: key,
+        require_tls: true,
+        ..Default::default()
+    };
+    let client = assay_worker::nats::connect(&configured).await.unwrap();
+    client.publish("assay.ping", "".into()).await.unwrap();
+    client.flush().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_password_server_refuses_wrong_credentials_with_one_line_naming_the_url() {
+    let server = start_nats_with_config(|port, _| {
+        format!(
+            "listen: \"127.0.0.1:{port}\"\nauthorization {{\n  user: ada\n  password: \"s3cret-right\"\n}}\n"
+        )
+    });
+    let secrets = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let path = secrets.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    };
+    let url = format!("nats://127.0.0.1:{}", server.port);
+    let wrong = NatsSection {
+        url: url.clone(),
+        user: "ada".into(),
+        password_file: write("wrong", "s3cret-wrong\n"),
+        ..Default::default()
+    };
+    let message = assay_worker::nats::connect(&wrong)
+        .await
+        .err()
+        .expect("wrong credentials got through")
+        .to_string();
+    assert!(message.contains(&url), "{message}");
+    assert!(message.contains("hint:"), "{message}");
+    assert!(!message.contains('\n'), "{message}");
+    let right = NatsSection {
+        url,
+        user: "ada".into(),
+        password_file: write("right", "s3cret-right\n"),
+        ..Default::default()
+    };
+    let client = assay_worker::nats::connect(&right).await.unwrap();
+    client.publish("assay.ping", "".into()).await.unwrap();
+    client.flush().await.unwrap();
 }

@@ -1194,8 +1194,7 @@ async fn a_password_server_refuses_wrong_credentials_with_one_line_naming_the_ur
     };
     let message = assay_worker::nats::connect(&wrong)
         .await
-        .err()
-        .expect("wrong credentials got through")
+        .expect_err("wrong credentials got through")
         .to_string();
     assert!(message.contains(&url), "{message}");
     assert!(message.contains("hint:"), "{message}");

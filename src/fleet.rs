@@ -146,9 +146,7 @@ pub struct CancelArgs {
 }
 
 async fn connect(url: &str) -> Result<async_nats::Client, Failure> {
-    assay_worker::nats::connect(url, "")
-        .await
-        .map_err(|e| Failure::infrastructure(e.into()))
+    crate::fleet_link::nats_client(url).await
 }
 
 async fn proofs(

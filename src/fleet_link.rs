@@ -17,6 +17,22 @@ use std::path::Path;
 use std::sync::Arc;
 
 /// The fleet's NATS connection and proofs bucket.
+/// Connects the CLI to NATS at `url`, authenticated and secured as the `ASSAY_NATS_*`
+/// variables say (the same keys as a service's `[nats]` section; see docs/operations.md).
+pub async fn nats_client(url: &str) -> Result<async_nats::Client, Failure> {
+    let mut nats = assay_common::service_config::NatsSection {
+        url: url.to_owned(),
+        ..Default::default()
+    };
+    for (name, value) in std::env::vars() {
+        nats.apply_auth_var(&name, &value)
+            .map_err(|e| Failure::infrastructure(e.into()))?;
+    }
+    assay_worker::nats::connect(&nats)
+        .await
+        .map_err(|e| Failure::infrastructure(e.into()))
+}
+
 pub struct Fleet {
     pub client: async_nats::Client,
     pub proofs: async_nats::jetstream::kv::Store,
@@ -26,9 +42,7 @@ impl Fleet {
     /// Connects to the fleet of `subject_prefix` (whose names, its proofs bucket's too, derive
     /// from the prefix).
     pub async fn connect(url: &str, subject_prefix: &str) -> Result<Self, Failure> {
-        let client = assay_worker::nats::connect(url, "")
-            .await
-            .map_err(|e| Failure::infrastructure(e.into()))?;
+        let client = nats_client(url).await?;
         let proofs = assay_worker::nats::proofs_bucket(
             &async_nats::jetstream::new(client.clone()),
             &Subjects::new(subject_prefix),

@@ -368,9 +368,7 @@ async fn run_on_fleet(
     prepared: &engine::PreparedProof,
     jobs: usize,
 ) -> Result<(Evidence, Vec<JobResult>), Failure> {
-    let client = assay_worker::nats::connect(url, "")
-        .await
-        .map_err(|e| Failure::infrastructure(e.into()))?;
+    let client = crate::fleet_link::nats_client(url).await?;
     assay_coordinator::client::upload_trees(store, prepared)
         .await
         .map_err(|e| Failure::infrastructure(e.into()))?;

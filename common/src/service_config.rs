@@ -70,8 +70,60 @@ pub struct ServiceConfig {
 pub struct NatsSection {
     pub url: String,
     pub subject_prefix: String,
-    /// Empty: no credentials.
+    /// How every process of the fleet (and the CLI) authenticates to NATS and secures the
+    /// connection; each empty string means "not used". Secrets are read from files, never
+    /// given inline.
+    /// A `.creds` file (JWT and nkey seed).
     pub credentials_file: String,
+    /// A file holding an nkey seed (`SU…`).
+    pub nkey_seed_file: String,
+    /// A user name; its password is read from `password_file`.
+    pub user: String,
+    pub password_file: String,
+    /// A file holding a token.
+    pub token_file: String,
+    /// PEM file of the CA that signed the server's certificate.
+    pub tls_ca_file: String,
+    /// PEM client certificate and key, for a server that verifies clients.
+    pub tls_cert_file: String,
+    pub tls_key_file: String,
+    /// Refuse a connection that is not TLS (implied by a `tls://` URL).
+    pub require_tls: bool,
+}
+
+impl NatsSection {
+    /// Applies the `ASSAY_NATS_*` variables that say how to authenticate and secure the
+    /// connection (not the URL or prefix); what the CLI reads, and part of
+    /// [`ServiceConfig::apply_env`]. Returns whether `name` was one of them.
+    pub fn apply_auth_var(&mut self, name: &str, value: &str) -> Result<bool, ConfigError> {
+        let field = match name {
+            "ASSAY_NATS_CREDENTIALS" => &mut self.credentials_file,
+            "ASSAY_NATS_NKEY_SEED_FILE" => &mut self.nkey_seed_file,
+            "ASSAY_NATS_USER" => &mut self.user,
+            "ASSAY_NATS_PASSWORD_FILE" => &mut self.password_file,
+            "ASSAY_NATS_TOKEN_FILE" => &mut self.token_file,
+            "ASSAY_NATS_TLS_CA" => &mut self.tls_ca_file,
+            "ASSAY_NATS_TLS_CERT" => &mut self.tls_cert_file,
+            "ASSAY_NATS_TLS_KEY" => &mut self.tls_key_file,
+            "ASSAY_NATS_REQUIRE_TLS" => {
+                self.require_tls = match value {
+                    "1" | "true" => true,
+                    "0" | "false" | "" => false,
+                    _ => {
+                        return Err(ConfigError::Value {
+                            key: "ASSAY_NATS_REQUIRE_TLS",
+                            value: value.to_owned(),
+                            reason: "expected true or false",
+                        });
+                    }
+                };
+                return Ok(true);
+            }
+            _ => return Ok(false),
+        };
+        *field = value.to_owned();
+        Ok(true)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Deserialize)]
@@ -136,6 +188,14 @@ impl Default for NatsSection {
             url: "nats://127.0.0.1:4222".into(),
             subject_prefix: crate::fleet::DEFAULT_PREFIX.into(),
             credentials_file: String::new(),
+            nkey_seed_file: String::new(),
+            user: String::new(),
+            password_file: String::new(),
+            token_file: String::new(),
+            tls_ca_file: String::new(),
+            tls_cert_file: String::new(),
+            tls_key_file: String::new(),
+            require_tls: false,
         }
     }
 }
@@ -207,10 +267,12 @@ impl ServiceConfig {
         vars: impl IntoIterator<Item = (String, String)>,
     ) -> Result<(), ConfigError> {
         for (name, value) in vars {
+            if self.nats.apply_auth_var(&name, &value)? {
+                continue;
+            }
             match name.as_str() {
                 "ASSAY_NATS_URL" => self.nats.url = value,
                 "ASSAY_SUBJECT_PREFIX" => self.nats.subject_prefix = value,
-                "ASSAY_NATS_CREDENTIALS" => self.nats.credentials_file = value,
                 "ASSAY_STORE" => self.store.url = value,
                 "ASSAY_HTTP_LISTEN" => self.http.listen = Some(value),
                 "ASSAY_SLOTS" => {

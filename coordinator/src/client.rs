@@ -1,6 +1,8 @@
 //! The fleet client the CLI uses: uploads the trees a prepared proof needs, submits it by
-//! request/reply, and follows its progress until the evidence arrives. It watches the progress
-//! subject and falls back to the KV bucket, so a missed message (a coordinator restart) never
+//! request/reply, and follows its progress until the evidence arrives. The verdict is only ever
+//! read from the proofs KV bucket (or the stored copy it names, checked against its sha256),
+//! which only the coordinator may write: a finished progress event merely wakes the client to
+//! read it, and the bucket is also polled, so a missed message (a coordinator restart) never
 //! leaves the CLI waiting for nothing.
 
 use crate::engine::PreparedProof;
@@ -161,8 +163,15 @@ pub async fn submit_and_wait(
                 let Some(event) = event else { break };
                 match wire::decode::<ProgressEvent>("progress", &event.payload) {
                     Ok(ProgressEvent::JobFinished { done, total, result }) => progress.job_finished(done, total, &result),
-                    Ok(ProgressEvent::Finished { evidence_json }) => return parse_evidence(&proof_id, evidence_json.as_bytes()),
-                    Ok(ProgressEvent::FinishedStored { evidence }) => return stored_report(store, &proof_id, &evidence).await,
+                    // A finished event only wakes the CLI: the verdict is read from the proofs
+                    // bucket, which only the coordinator may write, never from the message, which
+                    // anyone who may publish on the progress subject could have sent.
+                    Ok(ProgressEvent::Finished { .. } | ProgressEvent::FinishedStored { .. }) => {
+                        if let Some(evidence) = stored_evidence(&proofs, Some(store), &proof_id).await? {
+                            return Ok(evidence);
+                        }
+                        tracing::warn!(proof_id = %proof_id, "ignoring a finished event: the proofs bucket holds no evidence for this proof yet");
+                    }
                     Ok(ProgressEvent::Cancelled) => return Err(ClientError::Cancelled { proof_id: proof_id.to_string() }),
                     Ok(ProgressEvent::Halted { reason }) => progress.halted(&reason),
                     Ok(ProgressEvent::Resumed) => progress.resumed(),

@@ -106,7 +106,7 @@ pub async fn serve(
         &service.store.url,
         &config.s3_options,
     )?);
-    let client = nats::connect(&service.nats.url, &service.nats.credentials_file).await?;
+    let client = nats::connect(&service.nats).await?;
     let js = jetstream::new(client.clone());
     let jobs = nats::workers_consumer(&js, &subjects, &config.tuning).await?;
     let results = nats::coordinator_consumer(&js, &subjects, &config.tuning).await?;

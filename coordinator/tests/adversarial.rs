@@ -4,23 +4,26 @@
 //! project under test, and checks what the fleet refuses and what it never does.
 
 use assay_common::criteria::parse_criteria;
+use assay_common::evidence::{Evidence, RevisionInfo};
 use assay_common::fleet::{
-    ProofRecord, ProofStatus, ProofSubmission, RevisionWire, Subjects, SubmitReply, SubmitRequest,
-    keys,
+    ProgressEvent, ProofRecord, ProofStatus, ProofSubmission, RevisionWire, Subjects, SubmitReply,
+    SubmitRequest, keys,
 };
 use assay_common::job::{JobKind, JobResult, JobSpec, JobStatus, Side};
 use assay_common::outcome::ReportOutcome;
 use assay_common::runner::{ReportFormat, RunnerKind};
+use assay_common::service_config::NatsSection;
 use assay_common::service_config::{SandboxKind, ServiceConfig};
+use assay_common::verdict::Verdict;
 use assay_common::{JobId, ProofId, TreeId, WorkerId, wire};
-use assay_coordinator::engine;
 use assay_coordinator::service::{self as coordinator, CoordinatorConfig};
+use assay_coordinator::{client, engine};
 use assay_worker::nats::QueueTuning;
 use assay_worker::service::{self as worker, JobRunner, WorkerConfig};
 use async_nats::jetstream::{self, kv};
 use futures::StreamExt;
 use serde::Serialize;
-use servers::{ServerGuard, start_nats};
+use servers::{ServerGuard, start_nats, start_nats_with_config};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -632,6 +635,111 @@ async fn a_stray_result_takes_no_slot_and_the_real_one_finishes_the_proof() {
     second.stop().await;
 }
 
+/// A CLI that learns nothing from progress but the verdict.
+struct Quiet;
+
+impl client::FleetProgress for Quiet {
+    fn job_finished(&mut self, _: u32, _: u32, _: &JobResult) {}
+    fn halted(&mut self, _: &str) {}
+    fn resumed(&mut self) {}
+}
+
+/// A PROVEN evidence report for `proof`, as a forger on the bus would write it.
+fn forged_evidence(proof: &ProofId) -> String {
+    let revision = RevisionInfo {
+        requested: "main".into(),
+        commit: None,
+        tree: empty_tree().0,
+    };
+    let evidence = Evidence {
+        schema: assay_common::evidence::SCHEMA.into(),
+        proof_id: proof.to_string(),
+        verdict: Verdict::Proven,
+        repository: "forged".into(),
+        runner: "pytest".into(),
+        base: revision.clone(),
+        candidate: revision,
+        changed_test_files: vec![],
+        criteria: vec![],
+        jobs: vec![],
+        mutation_check: None,
+        sandbox: None,
+        workers: vec![],
+        started_at: "2026-01-01T00:00:00Z".into(),
+        duration_s: 0.0,
+    };
+    serde_json::to_string(&evidence).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_forged_finished_event_does_not_end_the_cli_with_its_verdict() {
+    let bus = Bus::start();
+    let coordinator = bus.coordinator("assay");
+    let forger = bus.client().await;
+    let proofs = bucket(&forger, "assay").await;
+    let proof = engine::new_proof_id();
+    let planned = submission(&proof, 1);
+    let job = planned.jobs[0].clone();
+    let store = worker::open_store(&bus.store_url(), &[]).unwrap();
+    let cli_client = bus.client().await;
+    let cli = tokio::spawn(async move {
+        client::submit_and_wait(
+            &cli_client,
+            &Subjects::new("assay"),
+            &store,
+            &planned,
+            &mut Quiet,
+        )
+        .await
+    });
+    // No worker runs: the proof stays running while the forger announces it finished, inline
+    // and as a stored copy (whose reference names nothing the coordinator wrote).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while status(&proofs, &proof).await != Some(ProofStatus::Running) {
+        assert!(Instant::now() < deadline, "the proof was never accepted");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let forged = ProgressEvent::Finished {
+        evidence_json: forged_evidence(&proof),
+    };
+    let subject = Subjects::new("assay").progress(&proof);
+    for _ in 0..5 {
+        forger
+            .publish(
+                subject.clone(),
+                wire::encode("progress", &forged).unwrap().into(),
+            )
+            .await
+            .unwrap();
+        forger.flush().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(400)).await;
+    }
+    assert!(
+        !cli.is_finished(),
+        "the CLI ended on a forged finished event: {:?}",
+        cli.await.unwrap().map(|e| e.verdict)
+    );
+    // The real result finishes the proof; the CLI reports the coordinator's evidence.
+    let js = jetstream::new(forger.clone());
+    let worker = WorkerId("worker-real".into());
+    publish_result(
+        &js,
+        "assay",
+        &proof,
+        &completed(&job, &worker),
+        job.job_id.as_str(),
+    )
+    .await;
+    let evidence = tokio::time::timeout(Duration::from_secs(60), cli)
+        .await
+        .expect("the CLI never saw the real evidence")
+        .unwrap()
+        .unwrap();
+    assert_eq!(evidence.repository, "/srv/invoices");
+    assert_ne!(evidence.verdict, Verdict::Proven);
+    coordinator.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_fleets_on_one_server_share_no_job_and_no_halt() {
     let bus = Bus::start();
@@ -936,4 +1044,168 @@ async fn a_manifest_job_with_the_largest_timeout_runs_its_cases() {
         }
         other => panic!("the case was not judged: {other:?}"),
     }
+}
+
+fn openssl(dir: &Path, args: &[&str]) {
+    let status = Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("openssl on PATH");
+    assert!(status.success(), "openssl {args:?}");
+}
+
+/// A CA, a server certificate for 127.0.0.1 and a client certificate, all signed by the CA,
+/// generated in `dir` (never committed).
+fn make_certificates(dir: &Path) {
+    for name in ["ca", "server", "client"] {
+        openssl(
+            dir,
+            &[
+                "genpkey",
+                "-algorithm",
+                "EC",
+                "-pkeyopt",
+                "ec_paramgen_curve:P-256",
+                "-out",
+                &format!("{name}.key"),
+            ],
+        );
+    }
+    openssl(
+        dir,
+        &[
+            "req",
+            "-x509",
+            "-new",
+            "-key",
+            "ca.key",
+            "-subj",
+            "/CN=assay test CA",
+            "-days",
+            "2",
+            "-out",
+            "ca.pem",
+        ],
+    );
+    std::fs::write(dir.join("server.ext"), "subjectAltName=IP:127.0.0.1\n").unwrap();
+    std::fs::write(dir.join("client.ext"), "extendedKeyUsage=clientAuth\n").unwrap();
+    for name in ["server", "client"] {
+        openssl(
+            dir,
+            &[
+                "req",
+                "-new",
+                "-key",
+                &format!("{name}.key"),
+                "-subj",
+                &format!("/CN={name}"),
+                "-out",
+                &format!("{name}.csr"),
+            ],
+        );
+        openssl(
+            dir,
+            &[
+                "x509",
+                "-req",
+                "-in",
+                &format!("{name}.csr"),
+                "-CA",
+                "ca.pem",
+                "-CAkey",
+                "ca.key",
+                "-CAcreateserial",
+                "-days",
+                "2",
+                "-extfile",
+                &format!("{name}.ext"),
+                "-out",
+                &format!("{name}.pem"),
+            ],
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tls_server_that_verifies_clients_refuses_a_plain_client_and_accepts_a_configured_one() {
+    let certs = tempfile::tempdir().unwrap();
+    make_certificates(certs.path());
+    let c = |name: &str| certs.path().join(name).display().to_string();
+    let (ca, cert, key) = (c("ca.pem"), c("client.pem"), c("client.key"));
+    let (server_cert, server_key) = (c("server.pem"), c("server.key"));
+    let server = start_nats_with_config(|port, _| {
+        format!(
+            "listen: \"127.0.0.1:{port}\"\ntls {{\n  cert_file: \"{server_cert}\"\n  key_file: \"{server_key}\"\n  ca_file: \"{ca}\"\n  verify: true\n}}\n"
+        )
+    });
+    let url = format!("nats://127.0.0.1:{}", server.port);
+    let plain = NatsSection {
+        url: url.clone(),
+        ..Default::default()
+    };
+    assert!(
+        assay_worker::nats::connect(&plain).await.is_err(),
+        "a plain client got through"
+    );
+    let no_certificate = NatsSection {
+        url: format!("tls://127.0.0.1:{}", server.port),
+        tls_ca_file: ca.clone(),
+        ..Default::default()
+    };
+    assert!(
+        assay_worker::nats::connect(&no_certificate).await.is_err(),
+        "a client without a certificate got through"
+    );
+    let configured = NatsSection {
+        url: url.clone(),
+        tls_ca_file: ca,
+        tls_cert_file: cert,
+        tls_key_file: key,
+        require_tls: true,
+        ..Default::default()
+    };
+    let client = assay_worker::nats::connect(&configured).await.unwrap();
+    client.publish("assay.ping", "".into()).await.unwrap();
+    client.flush().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_password_server_refuses_wrong_credentials_with_one_line_naming_the_url() {
+    let server = start_nats_with_config(|port, _| {
+        format!(
+            "listen: \"127.0.0.1:{port}\"\nauthorization {{\n  user: ada\n  password: \"s3cret-right\"\n}}\n"
+        )
+    });
+    let secrets = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let path = secrets.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    };
+    let url = format!("nats://127.0.0.1:{}", server.port);
+    let wrong = NatsSection {
+        url: url.clone(),
+        user: "ada".into(),
+        password_file: write("wrong", "s3cret-wrong\n"),
+        ..Default::default()
+    };
+    let message = assay_worker::nats::connect(&wrong)
+        .await
+        .expect_err("wrong credentials got through")
+        .to_string();
+    assert!(message.contains(&url), "{message}");
+    assert!(message.contains("hint:"), "{message}");
+    assert!(!message.contains('\n'), "{message}");
+    let right = NatsSection {
+        url,
+        user: "ada".into(),
+        password_file: write("right", "s3cret-right\n"),
+        ..Default::default()
+    };
+    let client = assay_worker::nats::connect(&right).await.unwrap();
+    client.publish("assay.ping", "".into()).await.unwrap();
+    client.flush().await.unwrap();
 }

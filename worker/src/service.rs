@@ -223,7 +223,7 @@ async fn serve_validated(
         metrics,
     } = parts;
     let subjects = Subjects::new(&service.nats.subject_prefix);
-    let client = nats::connect(&service.nats.url, &service.nats.credentials_file).await?;
+    let client = nats::connect(&service.nats).await?;
     let js = jetstream::new(client.clone());
     nats::results_stream(&js, &subjects, &config.tuning).await?;
     let consumer = nats::workers_consumer(&js, &subjects, &config.tuning).await?;

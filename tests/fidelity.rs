@@ -156,3 +156,70 @@ fn subtests_prove_a_fix_and_break_a_guard_under_pytest_8_and_9() {
         }
     }
 }
+
+/// A guard in a module the change's test files keep from loading on the base never ran there:
+/// missing evidence, not a broken guard (a real case: a test module importing a name only the
+/// candidate has, with an old test in it named as the guard).
+#[test]
+fn a_guard_whose_module_cannot_load_on_the_base_is_unverified_not_refuted() {
+    let repo = Repo::new();
+    repo.write("ledger.py", LEDGER_BUGGY)
+        .write("conftest.py", "")
+        .write(
+            "tests/test_ledger.py",
+            "from ledger import total\n\n\ndef test_numbers_add_up():\n    assert total([1, 2]) == 3\n",
+        );
+    repo.commit("ledger");
+    repo.write(
+        "ledger.py",
+        &format!("{LEDGER_FIXED}\n\ndef average(amounts):\n    return total(amounts) / len(amounts)\n"),
+    )
+    .write(
+        "tests/test_ledger.py",
+        "from ledger import average, total\n\n\ndef test_numbers_add_up():\n    assert total([1, 2]) == 3\n\n\ndef test_average():\n    assert average([1, 3]) == 2\n",
+    );
+    repo.commit("ledger: average");
+    let run = prove(
+        &repo,
+        &[
+            "--base",
+            "main~1",
+            "--no-mutation",
+            "--criterion",
+            "guard: test_numbers_add_up",
+        ],
+    );
+    assert_eq!(run.code, 4, "{}", run.explain());
+    assert_eq!(run.verdict_of("C1"), "unverified");
+    let reason = run.criterion("C1")["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("never ran on the base"), "{reason}");
+}
+
+/// pytest exits 3 when it crashes mid-session (a plugin, or its own JUnit writer, raising): the
+/// report it leaves is self-consistent but lists only what ran before. No guard is proven on
+/// such a run.
+#[test]
+fn a_pytest_session_that_crashes_midway_proves_no_guard() {
+    let repo = Repo::new();
+    let crash = "def pytest_runtest_logreport(report):\n    if report.when == \"call\" and report.nodeid.endswith(\"test_zz_last\"):\n        raise RuntimeError(\"the reporting plugin crashed\")\n";
+    let tests = "from ledger import total\n\n\ndef test_numbers_add_up():\n    assert total([1, 2]) == 3\n\n\ndef test_zz_last():\n    assert total([]) == 0\n";
+    repo.write("ledger.py", LEDGER_BUGGY)
+        .write("conftest.py", crash)
+        .write("tests/test_ledger.py", tests);
+    repo.commit("ledger");
+    repo.write("ledger.py", LEDGER_FIXED);
+    repo.commit("ledger: text amounts");
+    let run = prove(
+        &repo,
+        &[
+            "--base",
+            "main~1",
+            "--no-mutation",
+            "--criterion",
+            "guard: test_numbers_add_up",
+        ],
+    );
+    assert_eq!(run.verdict_of("C1"), "unverified", "{}", run.explain());
+    let reason = run.criterion("C1")["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("internal error (exit 3)"), "{reason}");
+}

@@ -353,18 +353,29 @@ fn guard_rule(name: &str, base: &SideEvidence, candidate: &SideEvidence) -> (Ver
                     ),
                 );
             }
-            CollectionError(file) => {
+            // The change breaks loading the guard's module: evidence against the change.
+            CollectionError(file) if side == Side::Candidate => {
                 return (
                     Verdict::Refuted,
-                    format!("guard {name} cannot load on the {side}: {file} fails to collect"),
+                    format!("guard {name} cannot load with the change: {file} fails to collect"),
                 );
             }
             _ => {}
         }
     }
     for (side, evidence) in [(Side::Base, base), (Side::Candidate, candidate)] {
-        if evidence.outcome != Passed {
-            return unverified_side(name, side, &evidence.outcome);
+        match &evidence.outcome {
+            Passed => {}
+            // The change's test files do not load on the base: the guard never ran there.
+            CollectionError(file) => {
+                return (
+                    Verdict::Unverified,
+                    format!(
+                        "guard {name} never ran on the base: {file} fails to collect, import or build there (with the change's test files), so there is no evidence it passed before the change; move what the base lacks out of the guard's module, or name a guard in a module the base can load"
+                    ),
+                );
+            }
+            other => return unverified_side(name, side, other),
         }
     }
     (

@@ -195,11 +195,17 @@ async fn run_in(job: &JobSpec, ctx: &JobContext, scratch: &Path) -> Result<JobRe
             ReportOutcome::Inconsistent("the run was killed at its timeout".into())
         }
         (_, Some(why)) => ReportOutcome::Malformed(format!("refused: {why}")),
-        _ => report::parse_in_tree(
-            &job.report,
-            report_bytes.as_deref(),
-            &tree_dir.to_string_lossy(),
-        ),
+        _ => match (
+            report::parse_in_tree(
+                &job.report,
+                report_bytes.as_deref(),
+                &tree_dir.to_string_lossy(),
+            ),
+            unfinished_pytest_session(job, &status),
+        ) {
+            (ReportOutcome::Parsed(_), Some(why)) => ReportOutcome::Inconsistent(why),
+            (report, _) => report,
+        },
     };
     let prefix = format!("proofs/{}/jobs/{:04}", job.proof_id, job.index);
     let mut artifacts: Vec<ArtifactRef> = Vec::new();
@@ -255,6 +261,26 @@ fn job_env(job: &JobSpec, ctx: &JobContext, private: &Path) -> Vec<(String, Stri
 /// job was decoded; a committed link (`pager.py -> /etc/hosts`, or a linked directory) must not
 /// lead the write out of the tree either, so neither the directory nor the file may resolve
 /// elsewhere.
+/// pytest exits 2 when the session was interrupted and 3 on an internal error (a crash in a
+/// plugin or in its own JUnit writer, say): the report it leaves lists only what ran before,
+/// with counts that agree with that part, so the exit code is what says the run is partial.
+fn unfinished_pytest_session(job: &JobSpec, status: &JobStatus) -> Option<String> {
+    let JobStatus::Completed { exit_code } = status else {
+        return None;
+    };
+    assay_common::runner::python_m_pytest(&job.command)?;
+    match exit_code {
+        2 => Some(
+            "pytest was interrupted (exit 2): the session stopped before every test ran".into(),
+        ),
+        3 => Some(
+            "pytest hit an internal error (exit 3): the session stopped before every test ran"
+                .into(),
+        ),
+        _ => None,
+    }
+}
+
 fn apply_edit(tree_dir: &Path, edit: &ByteEdit) -> Result<(), String> {
     use std::io::{Read, Write};
     use std::os::unix::fs::OpenOptionsExt;

@@ -543,7 +543,7 @@ impl Tally {
             mutant,
             status: judged.status,
             reason: judged.reason.clone(),
-            duration: Duration::from_secs_f64(judged.duration_s.max(0.0)),
+            duration: Duration::try_from_secs_f64(judged.duration_s).unwrap_or_default(),
             killed: self.killed,
             survived: self.survived,
             eta,

@@ -967,7 +967,7 @@ fn number_adds_one_in_the_literals_base_and_skips_complex_literals() {
 
 #[test]
 fn string_wraps_plain_strings_and_leaves_docstrings_fstrings_and_all_alone() {
-    let source = "\"\"\"Module docstring.\"\"\"\nGREETING = \"hello\"\nEMPTY = ''\n\n\ndef f():\n    \"\"\"Doc.\"\"\"\n    return b\"raw\" + f\"{GREETING}!\" + r'\\d' + \"a\" \"b\"\n\n\n__all__ = [\"f\"]\n";
+    let source = "\"\"\"Module docstring.\"\"\"\nGREETING = \"hello\"\nEMPTY = ''\n\n\ndef f():\n    \"\"\"Doc.\"\"\"\n    return b\"raw\" + f\"{GREETING}!\" + r'\\d' + \"a\" \"b\"\n\n\n__all__ = [\"f\"]\nT = Optional[\"Version\"]\n";
     assert_eq!(
         diffs_of(source, Operator::String),
         [

@@ -102,6 +102,32 @@ pub(super) fn visit(
     }
 }
 
+/// A string inside `Union[…]`, `Optional[…]` and the like is a forward reference to a type:
+/// changing it changes nothing at run time.
+fn in_type_subscript(node: Node<'_>, source: &str) -> bool {
+    const TYPING: [&str; 14] = [
+        "Union", "Optional", "Callable", "List", "Dict", "Tuple", "Type", "Set", "FrozenSet",
+        "ClassVar", "Final", "Iterable", "Sequence", "Mapping",
+    ];
+    let mut at = node.parent();
+    while let Some(parent) = at {
+        if parent.kind() == "subscript"
+            && let Some(value) = parent.child_by_field_name("value")
+        {
+            let name = text(value, source);
+            let name = name.rsplit('.').next().unwrap_or(name);
+            if TYPING.contains(&name) {
+                return true;
+            }
+        }
+        if matches!(parent.kind(), "block" | "module" | "call") {
+            return false;
+        }
+        at = parent.parent();
+    }
+    false
+}
+
 /// `__all__` and `__slots__` name things; emptying or renaming their entries tests nothing.
 fn in_dunder_list(node: Node<'_>, source: &str) -> bool {
     let mut at = Some(node);
@@ -386,6 +412,7 @@ pub(super) fn strings(
         .parent()
         .is_some_and(|parent| parent.kind() == "expression_statement")
         || in_dunder_list(node, source)
+        || in_type_subscript(node, source)
     {
         return;
     }

@@ -504,7 +504,7 @@ fn a_conftest_reporting_absurd_durations_does_not_crash_mutate() {
     );
 }
 
-/// A mutant that loops forever (`i > 0` -> `i >= 0` in a countdown) times out under a limit
+/// A mutant that loops forever (`i > 0` -> `i >= 0` in a halving countdown: 0 // 2 is 0) times out under a limit
 /// sized from its own tests' baseline durations, far below the proof's 60 s floor, and is not
 /// retried.
 #[test]
@@ -512,7 +512,7 @@ fn a_hanging_mutant_times_out_at_a_limit_sized_from_its_tests_and_is_not_retried
     let repo = support::Repo::new();
     repo.write(
         "countdown/__init__.py",
-        "def countdown(n):\n    i = n\n    while i > 0:\n        i -= 1\n    return i\n",
+        "def countdown(n):\n    i = n\n    while i > 0:\n        i = i // 2\n    return i\n",
     )
     .write(
         "tests/test_countdown.py",

@@ -106,8 +106,20 @@ pub(super) fn visit(
 /// changing it changes nothing at run time.
 fn in_type_subscript(node: Node<'_>, source: &str) -> bool {
     const TYPING: [&str; 14] = [
-        "Union", "Optional", "Callable", "List", "Dict", "Tuple", "Type", "Set", "FrozenSet",
-        "ClassVar", "Final", "Iterable", "Sequence", "Mapping",
+        "Union",
+        "Optional",
+        "Callable",
+        "List",
+        "Dict",
+        "Tuple",
+        "Type",
+        "Set",
+        "FrozenSet",
+        "ClassVar",
+        "Final",
+        "Iterable",
+        "Sequence",
+        "Mapping",
     ];
     let mut at = node.parent();
     while let Some(parent) = at {

@@ -184,11 +184,10 @@ fn arithmetic(node: Node<'_>, source: &str, changed: &BTreeSet<u32>, found: &mut
     let right = node
         .child_by_field_name("right")
         .map(|r| text(r, source).replace('_', ""));
-    let neutral = match (op.kind(), right.as_deref()) {
-        ("+" | "-", Some("0" | "0.0")) => true,
-        ("*" | "/" | "**", Some("1" | "1.0")) => true,
-        _ => false,
-    };
+    let neutral = matches!(
+        (op.kind(), right.as_deref()),
+        ("+" | "-", Some("0" | "0.0")) | ("*" | "/" | "**", Some("1" | "1.0"))
+    );
     if neutral {
         site.unfit = Some(format!(
             "likely equivalent: `x {} {}` and `x {to} {}` give the same value",

@@ -11,6 +11,7 @@ use anyhow::{Context, anyhow};
 use assay_common::ProofId;
 use assay_common::runner::RunnerKind;
 use assay_coordinator::engine;
+use assay_coordinator::mutants::OperatorSet;
 use assay_coordinator::mutate::{self, MutateError, MutateRequest};
 use clap::Args;
 use std::path::PathBuf;
@@ -28,6 +29,12 @@ pub struct MutateArgs {
     /// Mutants per file: a number, or "all" [default: all].
     #[arg(long, value_name = "N|all", default_value = "all")]
     pub max_per_file: String,
+    /// Mutation operators: "default" (the proof check's five: negate a condition, swap a
+    /// bound, drop a branch, return a constant, shift a bound) or "extended" (also arithmetic,
+    /// equality, boolean, unary, number, string, argument, break/continue, augmented
+    /// assignment and collection mutants).
+    #[arg(long, value_name = "SET", default_value = "default")]
+    pub operators: String,
     /// Seconds for the whole run; mutants not reached are reported as pending.
     #[arg(long, value_name = "SECS", default_value_t = 3600, value_parser = clap::value_parser!(u64).range(1..))]
     pub budget: u64,
@@ -92,6 +99,10 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
             ))
         })?),
     };
+    let operators = args
+        .operators
+        .parse::<OperatorSet>()
+        .map_err(|e| Failure::usage(anyhow!(e)))?;
     let command_prefix = args
         .test_command
         .as_deref()
@@ -130,6 +141,7 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
         runner,
         command_prefix,
         max_per_file,
+        operators,
         budget: Duration::from_secs(args.budget),
         slots,
         run_id: ProofId(engine::new_proof_id().0.replacen("p-", "m-", 1)),

@@ -7,7 +7,7 @@ use assay_common::suite::{CaseOutcome, SuiteReport};
 use assay_common::verdict::{SideEvidence, Verdict};
 use assay_coordinator::engine::{ProgressSink, ProofEvent};
 use assay_coordinator::mutants::MutationCheck;
-use assay_coordinator::mutate::{MutateReport, Status as MutateStatus};
+use assay_coordinator::mutate::{MutantProgress, MutateReport, Status as MutateStatus};
 use std::fmt::Write as _;
 
 pub struct StderrProgress {
@@ -40,8 +40,63 @@ impl ProgressSink for StderrProgress {
                     job_line(phase, &label, done, total, result, Some(spec.timeout_secs))
                 );
             }
+            ProofEvent::MutateStarted {
+                mutants,
+                to_run,
+                baseline,
+            } => eprintln!(
+                "[mutate] {mutants} mutants: {to_run} to run, {} no coverage (baseline {:.1} s)",
+                mutants - to_run.min(mutants),
+                baseline.as_secs_f64()
+            ),
+            ProofEvent::MutantFinished(progress) => eprintln!("{}", mutant_line(progress)),
         }
     }
+}
+
+/// `[mutate] 12/317 parse/__init__.py:345 arithmetic `+` -> `-`: killed (0.3 s); 9 killed,
+/// 2 survived; ETA 1m40s`: one mutant's verdict and the run so far.
+pub fn mutant_line(progress: &MutantProgress<'_>) -> String {
+    let verdict = match progress.status {
+        MutateStatus::Killed => "killed".to_owned(),
+        MutateStatus::Survived => "SURVIVED".to_owned(),
+        MutateStatus::Timeout => format!(
+            "TIMEOUT, {}",
+            progress.reason.as_deref().unwrap_or("ran past its limit")
+        ),
+        MutateStatus::RuntimeError => format!(
+            "error, {}",
+            progress.reason.as_deref().unwrap_or("no verdict")
+        ),
+        MutateStatus::Pending => format!(
+            "pending, {}",
+            progress.reason.as_deref().unwrap_or("not run")
+        ),
+        MutateStatus::NoCoverage => "no coverage".to_owned(),
+    };
+    let eta = match progress.eta {
+        Some(eta) if progress.done < progress.total => {
+            let secs = eta.as_secs_f64().round() as u64;
+            if secs >= 60 {
+                format!("; ETA {}m{:02}s", secs / 60, secs % 60)
+            } else {
+                format!("; ETA {secs}s")
+            }
+        }
+        _ => String::new(),
+    };
+    format!(
+        "[mutate] {}/{} {}:{} {} {}: {verdict} ({:.1} s); {} killed, {} survived{eta}",
+        progress.done,
+        progress.total,
+        progress.mutant.path,
+        progress.mutant.line,
+        progress.mutant.operator,
+        progress.mutant.description,
+        progress.duration.as_secs_f64(),
+        progress.killed,
+        progress.survived,
+    )
 }
 
 /// `[prove] 3/8 base-suite (1.2 s): 12 tests reported, exit 0`: one finished job.

@@ -503,3 +503,107 @@ fn a_conftest_reporting_absurd_durations_does_not_crash_mutate() {
         "{report:#}"
     );
 }
+
+/// A mutant that loops forever (`i > 0` -> `i >= 0` in a halving countdown: 0 // 2 is 0) times out under a limit
+/// sized from its own tests' baseline durations, far below the proof's 60 s floor, and is not
+/// retried.
+#[test]
+fn a_hanging_mutant_times_out_at_a_limit_sized_from_its_tests_and_is_not_retried() {
+    let repo = support::Repo::new();
+    repo.write(
+        "countdown/__init__.py",
+        "def countdown(n):\n    i = n\n    while i > 0:\n        i = i // 2\n    return i\n",
+    )
+    .write(
+        "tests/test_countdown.py",
+        "from countdown import countdown\n\n\ndef test_it_stops_at_zero():\n    assert countdown(3) == 0\n",
+    );
+    repo.commit("countdown");
+    let run = mutate(&repo, &["--jobs", "2"]);
+    let report = run.evidence.as_ref().expect("report written");
+    let mutants = report["files"]["countdown/__init__.py"]["mutants"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let hang = mutants
+        .iter()
+        .find(|m| m["description"] == "`>` -> `>=`")
+        .unwrap_or_else(|| panic!("no bound swap on the loop: {report:#}"));
+    assert_eq!(hang["status"], "Timeout", "{hang:#}");
+    let reason = hang["statusReason"].as_str().unwrap_or_default();
+    let limit: u64 = reason
+        .strip_prefix("ran past its ")
+        .and_then(|rest| rest.strip_suffix("s limit"))
+        .and_then(|secs| secs.parse().ok())
+        .unwrap_or_else(|| panic!("one run, its limit named: {hang:#}"));
+    assert!(limit < 60, "{hang:#}");
+    // The progress line says so.
+    assert!(
+        run.stderr
+            .lines()
+            .any(|l| l.contains("countdown/__init__.py:3 swap_bound")
+                && l.contains(&format!("TIMEOUT, ran past its {limit}s limit"))),
+        "{}",
+        run.explain()
+    );
+}
+
+/// Progress for long runs: one line per mutant with its file:line and operator, the counts so
+/// far and an ETA, over a denominator that stays the plan's size (confirmation runs add none).
+#[test]
+fn mutate_progress_names_each_mutant_over_a_stable_denominator() {
+    let repo = pager_library();
+    let run = mutate(&repo, &["--jobs", "2"]);
+    let report = run.evidence.as_ref().expect("report written");
+    let total = report["files"]["pager/__init__.py"]["mutants"]
+        .as_array()
+        .map_or(0, |m| m.len());
+    let uncovered = report["assay"]["summary"]["no_coverage"]
+        .as_u64()
+        .unwrap_or(0) as usize;
+    assert!(
+        run.stderr.contains(&format!(
+            "[mutate] {total} mutants: {} to run, {uncovered} no coverage",
+            total - uncovered
+        )),
+        "{}",
+        run.explain()
+    );
+    let lines: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("[mutate] ") && l.contains('/'))
+        .collect();
+    assert_eq!(lines.len(), total - uncovered, "{}", run.explain());
+    let mut last = 0;
+    for line in &lines {
+        let (done, rest) = line["[mutate] ".len()..]
+            .split_once('/')
+            .expect("done/total");
+        let done: usize = done.parse().expect("a count");
+        assert!(done > last, "{line}");
+        last = done;
+        assert!(
+            rest.starts_with(&format!("{total} pager/__init__.py:")),
+            "{line}"
+        );
+        assert!(
+            [
+                "negate_condition",
+                "swap_bound",
+                "drop_branch",
+                "return_constant",
+                "shift_bound"
+            ]
+            .iter()
+            .any(|op| rest.contains(&format!(" {op} "))),
+            "{line}"
+        );
+        assert!(
+            rest.contains(" killed, ") && rest.contains(" survived"),
+            "{line}"
+        );
+    }
+    assert_eq!(last, total, "{}", run.explain());
+    assert!(lines[0].contains("; ETA "), "{}", run.explain());
+}

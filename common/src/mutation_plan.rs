@@ -7,7 +7,9 @@ use crate::tree_path::TreePath;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// The five mutation operators, in the order the round-robin visits them.
+/// The mutation operators: the five of the proof's check (and `assay mutate`'s default), in
+/// the order the round-robin visits them, then the ten more of `assay mutate --operators
+/// extended`. New ones are only ever appended, so older encoded plans still decode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Operator {
@@ -16,6 +18,26 @@ pub enum Operator {
     DropBranch,
     ReturnConstant,
     ShiftBound,
+    /// `+` <-> `-`, `*` <-> `/`, `//` -> `/`, `%` -> `/`, `**` -> `*`, and the bitwise ones.
+    Arithmetic,
+    /// `==` <-> `!=`, `is` <-> `is not`, `in` <-> `not in`.
+    Comparison,
+    /// `and` <-> `or`, `True` <-> `False`.
+    Boolean,
+    /// `not x` -> `x`, `-x` -> `x`, `~x` -> `x`.
+    Unary,
+    /// An integer or float literal plus one.
+    Number,
+    /// `"s"` -> `"XXsXX"`, `""` -> `"XX"`.
+    String,
+    /// One argument of a call removed.
+    Argument,
+    /// `break` <-> `continue`.
+    LoopControl,
+    /// `+=` -> `-=` (and the like), or -> `=`.
+    AugmentedAssignment,
+    /// A non-empty list, tuple, dict or set display emptied.
+    Collection,
 }
 
 impl Operator {
@@ -27,6 +49,25 @@ impl Operator {
         Self::ShiftBound,
     ];
 
+    /// Every operator, the default five first.
+    pub const EXTENDED: [Operator; 15] = [
+        Self::NegateCondition,
+        Self::SwapBound,
+        Self::DropBranch,
+        Self::ReturnConstant,
+        Self::ShiftBound,
+        Self::Arithmetic,
+        Self::Comparison,
+        Self::Boolean,
+        Self::Unary,
+        Self::Number,
+        Self::String,
+        Self::Argument,
+        Self::LoopControl,
+        Self::AugmentedAssignment,
+        Self::Collection,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             Self::NegateCondition => "negate_condition",
@@ -34,6 +75,16 @@ impl Operator {
             Self::DropBranch => "drop_branch",
             Self::ReturnConstant => "return_constant",
             Self::ShiftBound => "shift_bound",
+            Self::Arithmetic => "arithmetic",
+            Self::Comparison => "comparison",
+            Self::Boolean => "boolean",
+            Self::Unary => "unary",
+            Self::Number => "number",
+            Self::String => "string",
+            Self::Argument => "argument",
+            Self::LoopControl => "loop_control",
+            Self::AugmentedAssignment => "augmented_assignment",
+            Self::Collection => "collection",
         }
     }
 }

@@ -376,6 +376,15 @@ pub enum ProofEvent<'a> {
         spec: &'a JobSpec,
         result: &'a JobResult,
     },
+    /// `assay mutate`'s baseline ran: `to_run` of `mutants` will run, the rest have no test.
+    MutateStarted {
+        mutants: usize,
+        to_run: usize,
+        baseline: std::time::Duration,
+    },
+    /// One `assay mutate` mutant has its verdict (second runs that confirm a kill report none,
+    /// so `total` never grows).
+    MutantFinished(&'a crate::mutate::MutantProgress<'a>),
 }
 
 pub trait ProgressSink: Send + Sync {

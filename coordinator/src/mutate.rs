@@ -7,7 +7,7 @@
 use crate::engine::{ProgressSink, ProofEvent};
 use crate::mutants::budget::MutantTimeout;
 use crate::mutants::judge::{Expected, Judgement, judge_run};
-use crate::mutants::{self, ChangedFile, Mutant, MutationPlan, NotRunReason, rerun};
+use crate::mutants::{self, ChangedFile, Mutant, MutationPlan, NotRunReason, OperatorSet, rerun};
 use crate::mutation::{error_chain, run_mutants};
 use crate::queue::JobQueue;
 use crate::source::{self, SourceError};
@@ -68,6 +68,8 @@ pub struct MutateRequest {
     pub command_prefix: Vec<String>,
     /// Mutants per file; `None`: every site.
     pub max_per_file: Option<usize>,
+    /// The default five operators, or the extended set.
+    pub operators: OperatorSet,
     pub budget: Duration,
     pub slots: usize,
     pub run_id: ProofId,
@@ -237,7 +239,7 @@ pub async fn run(
 ) -> Result<MutateReport, MutateError> {
     let started = Instant::now();
     let (tree, files) = files_to_mutate(request)?;
-    let plan = mutants::plan_mutants(&files, request.max_per_file);
+    let plan = mutants::plan_mutants_with(&files, request.max_per_file, request.operators);
     let bytes: BTreeMap<&str, &[u8]> = files
         .iter()
         .map(|f| (f.path.as_str(), f.bytes.as_slice()))
@@ -285,14 +287,6 @@ pub async fn run(
         }
         (Ok(_), false) => None,
     };
-    if let Ok(result) = &baseline {
-        progress.event(ProofEvent::JobFinished {
-            done: 1,
-            total: plan.mutants.len() + 1,
-            spec: &baseline_spec,
-            result,
-        });
-    }
     let per_line = coverage.is_some();
     // Process start-up and collection: the part of the baseline no single test accounts for.
     let overhead = coverage.as_ref().map_or(baseline_time, |map| {
@@ -363,6 +357,11 @@ pub async fn run(
             cost,
         });
     }
+    progress.event(ProofEvent::MutateStarted {
+        mutants: plan.mutants.len(),
+        to_run: work.len(),
+        baseline: baseline_time,
+    });
     // Longest first when everything fits (no straggler at the end), cheapest first when the
     // budget will cut the run short (the most verdicts per second).
     // Saturating: a cost can be `Duration::MAX` when the measured durations are absurd.
@@ -382,10 +381,14 @@ pub async fn run(
         .iter()
         .map(|w| (w.spec.job_id.clone(), w.cost))
         .collect();
-    let total = plan.mutants.len() + 1;
+    let tally = std::sync::Mutex::new(Tally {
+        done: plan.mutants.len() - work.len(),
+        ..Tally::default()
+    });
+    let mutants_started = Instant::now();
     let admit = |spec: &mut JobSpec| {
         let expected = costs.get(&spec.job_id).copied().unwrap_or(baseline_time);
-        let timeout = mutants::mutant_timeout(clock(started), expected)?;
+        let timeout = mutants::mutate_timeout(clock(started), expected)?;
         spec.timeout_secs = timeout.limit.as_secs().max(1);
         Ok(timeout)
     };
@@ -394,35 +397,38 @@ pub async fn run(
         &specs,
         request.slots,
         admit,
-        |result, timeout| Some(judge(result, timeout)),
-        |reason| Some(pending(reason)),
-        |done, spec, result| {
-            progress.event(ProofEvent::JobFinished {
-                done: done + 2,
-                total,
-                spec,
-                result,
-            })
+        |result, timeout| {
+            let judged = judge(result, timeout);
+            let at = work
+                .iter()
+                .find(|w| w.spec.job_id == result.job_id)
+                .map(|w| w.at);
+            if let Some(mutant) = at.and_then(|at| plan.mutants.get(at))
+                && let Ok(mut tally) = tally.lock()
+            {
+                let elapsed = mutants_started.elapsed();
+                let event = tally.record(&judged, mutant, plan.mutants.len(), work.len(), elapsed);
+                progress.event(ProofEvent::MutantFinished(&event));
+            }
+            Some(judged)
         },
+        |reason| Some(pending(reason)),
+        |_, _, _| {},
     )
     .await
     .map_err(MutateError::Stopped)?;
 
-    // A kill is confirmed, and a timeout retried, by one more run of the same selection
-    // (`-x` stops at the killer); the second run's limit follows the same rules as the first.
-    // A kill the mutant's own run already re-ran (see `mutants::rerun`) needs no second run.
+    // A kill is confirmed by one more run of the same selection (`-x` stops at the killer);
+    // the second run's limit follows the same rules as the first. A kill the mutant's own run
+    // already re-ran (see `mutants::rerun`) needs no second run, and a timeout gets none (see
+    // `needs_second_run`).
     let mut again_specs = Vec::new();
     let mut again_at = Vec::new();
     for (w, outcome) in work.iter().zip(&judged) {
         let Some(outcome) = outcome else { continue };
         if let Some(slot) = results[w.at].as_mut() {
             outcome.apply(slot);
-            let second_run = match slot.status {
-                Status::Killed => outcome.confirmed.is_none(),
-                Status::Timeout => true,
-                _ => false,
-            };
-            if second_run {
+            if needs_second_run(slot.status, outcome.confirmed) {
                 let mut again = w.spec.clone();
                 let killers = killing_node_ids(&slot.covered_by, &slot.killed_by);
                 if slot.status == Status::Killed && !killers.is_empty() {
@@ -449,20 +455,13 @@ pub async fn run(
                 .get(&spec.job_id)
                 .copied()
                 .unwrap_or(baseline_time);
-            let timeout = mutants::mutant_timeout(clock(started), expected)?;
+            let timeout = mutants::mutate_timeout(clock(started), expected)?;
             spec.timeout_secs = timeout.limit.as_secs().max(1);
             Ok(timeout)
         },
         |result, timeout| Some(judge(result, timeout)),
         |reason| Some(pending(reason)),
-        |done, spec, result| {
-            progress.event(ProofEvent::JobFinished {
-                done: total + done + 1,
-                total: total + again_costs.len(),
-                spec,
-                result,
-            })
-        },
+        |_, _, _| {},
     )
     .await
     .map_err(MutateError::Stopped)?;
@@ -490,6 +489,66 @@ pub async fn run(
         plan,
         elapsed_s: started.elapsed().as_secs_f64(),
     })
+}
+
+/// What a progress line says about one finished mutant and the run so far.
+#[derive(Clone, Debug)]
+pub struct MutantProgress<'a> {
+    /// Mutants with a verdict, those no test covers included; never more than `total`.
+    pub done: usize,
+    /// Every mutant of the plan.
+    pub total: usize,
+    pub mutant: &'a Mutant,
+    pub status: Status,
+    pub reason: Option<String>,
+    pub duration: Duration,
+    /// Kills (and timeouts) and survivors so far.
+    pub killed: usize,
+    pub survived: usize,
+    /// The remaining mutants at the rate so far; `None` before there is a rate.
+    pub eta: Option<Duration>,
+}
+
+/// The counts behind the progress lines.
+#[derive(Default)]
+struct Tally {
+    done: usize,
+    ran: usize,
+    killed: usize,
+    survived: usize,
+}
+
+impl Tally {
+    fn record<'a>(
+        &mut self,
+        judged: &Judged,
+        mutant: &'a Mutant,
+        total: usize,
+        to_run: usize,
+        elapsed: Duration,
+    ) -> MutantProgress<'a> {
+        self.done = (self.done + 1).min(total);
+        self.ran += 1;
+        match judged.status {
+            Status::Killed | Status::Timeout => self.killed += 1,
+            Status::Survived => self.survived += 1,
+            _ => {}
+        }
+        let left = to_run.saturating_sub(self.ran);
+        // Wall time per mutant so far, which already reflects the slots running in parallel.
+        let eta = (self.ran > 0).then(|| elapsed.mul_f64(left as f64 / self.ran as f64));
+        MutantProgress {
+            done: self.done,
+            total,
+            mutant,
+            status: judged.status,
+            reason: judged.reason.clone(),
+            duration: Duration::try_from_secs_f64(judged.duration_s).unwrap_or_default(),
+            killed: self.killed,
+            survived: self.survived,
+            eta,
+        }
+    }
 }
 
 /// One mutant run's verdict before it is written into its record.
@@ -538,38 +597,20 @@ fn killing_node_ids(covered_by: &[String], killed_by: &[String]) -> Vec<String> 
     ids
 }
 
-/// Folds the second run of a killed or timed-out mutant into its record: a kill the second
-/// run does not repeat is flaky; a timeout stands only when the retry times out too,
-/// otherwise the retry's verdict is the mutant's.
+/// Whether a mutant's verdict needs one more run: a kill its own session did not re-run.
+/// A timeout is final at once: its limit was already ten times its expected cost plus 2 s,
+/// so a retry would mostly repeat the hang at full price (formerly queued after every other
+/// mutant), and either way the mutant counts as detected.
+fn needs_second_run(status: Status, confirmed: Option<bool>) -> bool {
+    status == Status::Killed && confirmed.is_none()
+}
+
+/// Folds the second run of a killed mutant into its record: a kill the second run does not
+/// repeat is flaky.
 fn settle(slot: &mut MutantResult, again: &Judged) {
-    match (slot.status, again.status) {
-        (Status::Killed, Status::Survived) => {
-            slot.flaky = true;
-            slot.status_reason = Some("flaky kill: a second run of the same tests passed".into());
-        }
-        (Status::Timeout, Status::Timeout) => {
-            slot.status_reason = Some(format!(
-                "{}, and again when retried",
-                slot.status_reason.as_deref().unwrap_or("timed out")
-            ));
-        }
-        (Status::Timeout, Status::Pending) => {
-            slot.status_reason = Some(format!(
-                "{}; not retried: {}",
-                slot.status_reason.as_deref().unwrap_or("timed out"),
-                again.reason.as_deref().unwrap_or("the budget ran out")
-            ));
-        }
-        (Status::Timeout, _) => {
-            let first = slot.status_reason.clone().unwrap_or_default();
-            again.apply(slot);
-            let note = format!("the first run timed out ({first}); the retry decided");
-            slot.status_reason = Some(match &slot.status_reason {
-                Some(reason) => format!("{reason}; {note}"),
-                None => note,
-            });
-        }
-        _ => {}
+    if (slot.status, again.status) == (Status::Killed, Status::Survived) {
+        slot.flaky = true;
+        slot.status_reason = Some("flaky kill: a second run of the same tests passed".into());
     }
 }
 
@@ -862,39 +903,12 @@ mod tests {
     }
 
     #[test]
-    fn a_timeout_is_final_only_when_the_retry_times_out_too() {
-        let mut slot = record(Status::Timeout, Some("ran past its 60s limit"));
-        settle(&mut slot, &second(Status::Timeout, &[]));
-        assert_eq!(slot.status, Status::Timeout);
-        assert_eq!(
-            slot.status_reason.as_deref(),
-            Some("ran past its 60s limit, and again when retried")
-        );
-
-        let mut slot = record(Status::Timeout, Some("ran past its 60s limit"));
-        settle(&mut slot, &second(Status::Killed, &["test_the_last_page"]));
-        assert_eq!(slot.status, Status::Killed);
-        assert_eq!(slot.killed_by, ["test_the_last_page"]);
-        assert!(
-            slot.status_reason
-                .unwrap()
-                .contains("the first run timed out")
-        );
-
-        let mut slot = record(Status::Timeout, Some("ran past its 60s limit"));
-        settle(&mut slot, &second(Status::Survived, &[]));
-        assert_eq!(slot.status, Status::Survived);
-
-        let mut slot = record(Status::Timeout, Some("ran past its 60s limit"));
-        let mut cut = second(Status::Pending, &[]);
-        cut.reason = Some("cut short by the mutation budget after 61s".into());
-        settle(&mut slot, &cut);
-        assert_eq!(slot.status, Status::Timeout);
-        assert!(
-            slot.status_reason
-                .unwrap()
-                .contains("not retried: cut short")
-        );
+    fn a_timeout_is_final_and_only_an_unconfirmed_kill_runs_again() {
+        assert!(!needs_second_run(Status::Timeout, None));
+        assert!(needs_second_run(Status::Killed, None));
+        assert!(!needs_second_run(Status::Killed, Some(true)));
+        assert!(!needs_second_run(Status::Killed, Some(false)));
+        assert!(!needs_second_run(Status::Survived, None));
     }
 
     #[test]

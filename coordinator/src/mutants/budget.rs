@@ -16,6 +16,12 @@ pub const MUTANT_TIMEOUT_FLOOR: Duration = Duration::from_secs(60);
 /// …and no mutant starts with less than this left of the budget.
 pub const MIN_TIME_TO_START: Duration = Duration::from_secs(60);
 
+/// `assay mutate` sizes each mutant's limit from what its own tests took in the baseline:
+/// this many times the expected cost (start-up plus the covering tests' durations)…
+pub const MUTATE_TIMEOUT_FACTOR: u32 = 10;
+/// …plus this, so a mutant whose tests take milliseconds still survives a scheduling hiccup.
+pub const MUTATE_TIMEOUT_SLACK: Duration = Duration::from_secs(2);
+
 /// The limit one mutant runs under.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MutantTimeout {
@@ -76,6 +82,34 @@ pub fn mutant_timeout(
     let allowance = unmutated
         .saturating_mul(MUTANT_TIMEOUT_FACTOR)
         .max(MUTANT_TIMEOUT_FLOOR);
+    Ok(if allowance > budget_left {
+        MutantTimeout {
+            limit: budget_left,
+            set_by_budget: true,
+        }
+    } else {
+        MutantTimeout {
+            limit: allowance,
+            set_by_budget: false,
+        }
+    })
+}
+
+/// The limit for one mutant of `assay mutate`: ten times its expected cost plus 2 s, rounded up
+/// to whole seconds (the job's limit is whole seconds), never more than the budget left; `Err`
+/// when less than [`MIN_TIME_TO_START`] is left. Far tighter than the proof's rule, since a
+/// whole-tree run has hundreds of mutants and each hang would otherwise cost a minute.
+pub fn mutate_timeout(
+    budget_left: Duration,
+    expected: Duration,
+) -> Result<MutantTimeout, NotRunReason> {
+    if budget_left < MIN_TIME_TO_START {
+        return Err(NotRunReason::BudgetSpent { left: budget_left });
+    }
+    let allowance = expected
+        .saturating_mul(MUTATE_TIMEOUT_FACTOR)
+        .saturating_add(MUTATE_TIMEOUT_SLACK);
+    let allowance = Duration::from_secs(allowance.as_secs_f64().ceil() as u64);
     Ok(if allowance > budget_left {
         MutantTimeout {
             limit: budget_left,

@@ -21,7 +21,8 @@ pub use assay_common::mutation_plan::{
 };
 pub use budget::{
     DEFAULT_MUTATION_BUDGET, MIN_TIME_TO_START, MUTANT_TIMEOUT_FACTOR, MUTANT_TIMEOUT_FLOOR,
-    MutantOutcome, MutantRecord, MutationCheck, NotRunReason, Survivor, mutant_timeout, survivors,
+    MUTATE_TIMEOUT_FACTOR, MUTATE_TIMEOUT_SLACK, MutantOutcome, MutantRecord, MutationCheck,
+    NotRunReason, Survivor, mutant_timeout, mutate_timeout, survivors,
 };
 
 /// The seed's per-file limit; `assay mutate` passes `None` to mutate every site.
@@ -37,9 +38,51 @@ pub struct ChangedFile {
     pub changed_lines: BTreeSet<u32>,
 }
 
+/// Which operators a plan uses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OperatorSet {
+    /// The five of SPEC §3: the proof's check, and `assay mutate` unless told otherwise.
+    #[default]
+    Default,
+    /// The five and ten more ([`Operator::EXTENDED`]): `assay mutate --operators extended`.
+    Extended,
+}
+
+impl OperatorSet {
+    pub fn operators(self) -> &'static [Operator] {
+        match self {
+            Self::Default => &Operator::ALL,
+            Self::Extended => &Operator::EXTENDED,
+        }
+    }
+}
+
+impl std::str::FromStr for OperatorSet {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "default" => Ok(Self::Default),
+            "extended" => Ok(Self::Extended),
+            other => Err(format!(
+                "unknown operator set {other:?} (expected \"default\" or \"extended\")"
+            )),
+        }
+    }
+}
+
 /// Chooses at most `cap` mutants per file (`None`: every valid site) on the changed lines of
-/// `files`. Deterministic: files are taken in path order whatever order they come in.
+/// `files`, with the default operators. Deterministic: files are taken in path order whatever
+/// order they come in.
 pub fn plan_mutants(files: &[ChangedFile], cap: Option<usize>) -> MutationPlan {
+    plan_mutants_with(files, cap, OperatorSet::Default)
+}
+
+/// [`plan_mutants`] with the given operators.
+pub fn plan_mutants_with(
+    files: &[ChangedFile],
+    cap: Option<usize>,
+    operators: OperatorSet,
+) -> MutationPlan {
     let mut ordered: Vec<&ChangedFile> = files.iter().collect();
     ordered.sort_by(|a, b| a.path.cmp(&b.path));
     ordered.dedup_by(|a, b| a.path == b.path);
@@ -54,12 +97,17 @@ pub fn plan_mutants(files: &[ChangedFile], cap: Option<usize>) -> MutationPlan {
             });
             continue;
         }
-        plan_file(file, cap, &mut plan);
+        plan_file(file, cap, operators, &mut plan);
     }
     plan
 }
 
-fn plan_file(file: &ChangedFile, cap: Option<usize>, plan: &mut MutationPlan) {
+fn plan_file(
+    file: &ChangedFile,
+    cap: Option<usize>,
+    operators: OperatorSet,
+    plan: &mut MutationPlan,
+) {
     let Ok(source) = std::str::from_utf8(&file.bytes) else {
         return;
     };
@@ -67,10 +115,15 @@ fn plan_file(file: &ChangedFile, cap: Option<usize>, plan: &mut MutationPlan) {
     let Ok(path) = TreePath::new(&file.path) else {
         return;
     };
-    let candidates = sites::find(source, &file.changed_lines);
+    let candidates = sites::find(
+        source,
+        &file.changed_lines,
+        operators == OperatorSet::Extended,
+    );
 
     // One queue per operator; within one, distinct lines come before a second site on a line.
-    let mut queues: Vec<VecDeque<sites::Candidate>> = Operator::ALL
+    let mut queues: Vec<VecDeque<sites::Candidate>> = operators
+        .operators()
         .iter()
         .map(|op| {
             let mut of_op: Vec<sites::Candidate> = candidates
@@ -96,6 +149,9 @@ fn plan_file(file: &ChangedFile, cap: Option<usize>, plan: &mut MutationPlan) {
     let limit = cap.unwrap_or(usize::MAX);
     let mut chosen: Vec<Mutant> = Vec::new();
     let mut ids = BTreeSet::new();
+    // Two operators can make the same edit (`return 0` -> `return 1` is also a number
+    // mutant): the first keeps it.
+    let mut edits = BTreeSet::new();
     let mut lines = BTreeSet::new();
     'rounds: while chosen.len() < limit && queues.iter().any(|q| !q.is_empty()) {
         for queue in queues.iter_mut() {
@@ -109,8 +165,17 @@ fn plan_file(file: &ChangedFile, cap: Option<usize>, plan: &mut MutationPlan) {
                 let Some(candidate) = queue.remove(fresh.unwrap_or(0)) else {
                     break;
                 };
+                let edit = (
+                    candidate.start,
+                    candidate.end,
+                    candidate.replacement.clone(),
+                );
+                if edits.contains(&edit) {
+                    continue;
+                }
                 match sites::check(source, &candidate) {
                     Ok(()) => {
+                        edits.insert(edit);
                         let mutant = to_mutant(&path, &candidate);
                         if ids.insert(mutant.id.clone()) {
                             lines.insert(mutant.line);

@@ -3,6 +3,8 @@
 
 use super::Operator;
 use super::python;
+
+mod extra;
 use std::collections::BTreeSet;
 use tree_sitter::Node;
 
@@ -37,11 +39,19 @@ enum Expect {
     ComparisonInteger,
     /// The value of a `return` statement.
     ReturnValue,
+    /// A token of this kind whose parent is of the other kind (an operator swapped in place).
+    Token(&'static str, &'static str),
+    /// A node of this kind spanning exactly the replacement.
+    Node(&'static str),
+    /// Any expression spanning exactly the replacement (what `not x` or `-x` unwraps to).
+    Expression,
+    /// An argument list, one argument shorter, of a call.
+    Arguments(usize),
 }
 
-/// Every site on `changed` lines of `source`, in tree order. Unparsable sources give none; the
-/// caller excludes them first.
-pub(crate) fn find(source: &str, changed: &BTreeSet<u32>) -> Vec<Candidate> {
+/// Every site on `changed` lines of `source`, in tree order; `extended` adds the sites of the
+/// extended operators. Unparsable sources give none; the caller excludes them first.
+pub(crate) fn find(source: &str, changed: &BTreeSet<u32>, extended: bool) -> Vec<Candidate> {
     let Some(tree) = python::parse(source) else {
         return Vec::new();
     };
@@ -49,9 +59,16 @@ pub(crate) fn find(source: &str, changed: &BTreeSet<u32>) -> Vec<Candidate> {
     let mut stack = vec![tree.root_node()];
     while let Some(node) = stack.pop() {
         if is_left_alone(node, source) {
+            // A string's text is a site of its own, but nothing inside it is.
+            if extended && matches!(node.kind(), "string" | "concatenated_string") {
+                extra::strings(node, source, changed, &mut found);
+            }
             continue;
         }
         visit(node, source, changed, &mut found);
+        if extended {
+            extra::visit(node, source, changed, &mut found);
+        }
         let mut cursor = node.walk();
         let children: Vec<Node<'_>> = node.children(&mut cursor).collect();
         stack.extend(children.into_iter().rev());
@@ -481,6 +498,17 @@ fn intended(node: Node<'_>, expect: Expect, start: usize, end: usize, replacemen
         }
         Expect::ReturnValue => {
             exact && parent_kind == Some("return_statement") && !replacement.is_empty()
+        }
+        Expect::Token(token, parent) => {
+            exact && node.kind() == token && parent_kind == Some(parent)
+        }
+        Expect::Node(kind) => exact && node.kind() == kind,
+        Expect::Expression => exact && node.is_named() && !node.has_error(),
+        Expect::Arguments(count) => {
+            exact
+                && node.kind() == "argument_list"
+                && parent_kind == Some("call")
+                && named(node).len() == count
         }
     }
 }

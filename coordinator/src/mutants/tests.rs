@@ -638,6 +638,31 @@ fn a_mutant_may_take_ten_times_the_unmutated_run_but_at_least_a_minute() {
 }
 
 #[test]
+fn a_mutate_mutant_may_take_ten_times_its_tests_plus_two_seconds() {
+    let left = Duration::from_secs(800);
+    let limit = |expected: Duration| mutate_timeout(left, expected).map(|t| t.limit);
+    // A 0.4 s mutant hangs for 6 s, not the proof's 60 s floor.
+    assert_eq!(
+        limit(Duration::from_millis(400)),
+        Ok(Duration::from_secs(6))
+    );
+    assert_eq!(limit(Duration::ZERO), Ok(Duration::from_secs(2)));
+    // Rounded up to whole seconds.
+    assert_eq!(
+        limit(Duration::from_millis(1_010)),
+        Ok(Duration::from_secs(13))
+    );
+    assert_eq!(
+        mutate_timeout(left, Duration::from_secs(100)),
+        Ok(budget::MutantTimeout {
+            limit: left,
+            set_by_budget: true
+        })
+    );
+    assert!(mutate_timeout(Duration::from_secs(59), Duration::ZERO).is_err());
+}
+
+#[test]
 fn no_mutant_starts_with_under_a_minute_of_budget_left() {
     let refused = mutant_timeout(Duration::from_secs(59), Duration::from_secs(1));
     assert_eq!(
@@ -781,4 +806,336 @@ fn edge_layouts_yield_their_expected_sites() {
     assert!(applied(EDGES, shifted).contains("e.amount < -2"));
     // The `else: pass` branch does nothing and is not dropped.
     assert!(!plan.mutants.iter().any(|m| m.line == 18));
+}
+
+// The extended operators (`assay mutate --operators extended`).
+
+fn plan_extended(source: &str) -> MutationPlan {
+    plan_mutants_with(
+        &[file("shop/__init__.py", source, all_lines(source))],
+        None,
+        OperatorSet::Extended,
+    )
+}
+
+/// Each mutant of `operator` as its diff: the original and the mutated line(s) it changes.
+fn diffs_of(source: &str, operator: Operator) -> Vec<String> {
+    let plan = plan_extended(source);
+    plan.mutants
+        .iter()
+        .filter(|m| m.operator == operator)
+        .map(|m| {
+            let mutated = applied(source, m);
+            let old: Vec<&str> = source.lines().collect();
+            let new: Vec<&str> = mutated.lines().collect();
+            assert_eq!(old.len(), new.len(), "{m:?}");
+            old.iter()
+                .zip(&new)
+                .filter(|(a, b)| a != b)
+                .map(|(a, b)| format!("-{}\n+{}", a.trim(), b.trim()))
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .collect()
+}
+
+fn skipped_reasons(source: &str, operator: Operator) -> Vec<String> {
+    plan_extended(source)
+        .skipped
+        .into_iter()
+        .filter(|s| s.operator == operator)
+        .map(|s| s.reason)
+        .collect()
+}
+
+const ARITHMETIC: &str = "\
+def area(w, h):
+    return w * h + 2
+
+
+def half(n):
+    return n // 2 - n % 2
+
+
+def power(x):
+    return x ** 2 / 1
+
+
+def same(x):
+    return x * 1 | 4
+";
+
+#[test]
+fn arithmetic_swaps_each_binary_operator_and_skips_a_neutral_operand() {
+    assert_eq!(
+        diffs_of(ARITHMETIC, Operator::Arithmetic),
+        [
+            "-return w * h + 2\n+return w / h + 2",
+            "-return w * h + 2\n+return w * h - 2",
+            "-return n // 2 - n % 2\n+return n / 2 - n % 2",
+            "-return n // 2 - n % 2\n+return n // 2 + n % 2",
+            "-return n // 2 - n % 2\n+return n // 2 - n / 2",
+            "-return x ** 2 / 1\n+return x * 2 / 1",
+            "-return x * 1 | 4\n+return x * 1 & 4",
+        ]
+    );
+    let skipped = skipped_reasons(ARITHMETIC, Operator::Arithmetic);
+    assert_eq!(skipped.len(), 2, "{skipped:?}");
+    assert!(
+        skipped
+            .iter()
+            .all(|r| r.starts_with("likely equivalent: `x / 1` and `x * 1`")
+                || r.starts_with("likely equivalent: `x * 1` and `x / 1`")),
+        "{skipped:?}"
+    );
+}
+
+#[test]
+fn comparison_swaps_equality_identity_and_membership() {
+    let source = "def f(a, b):\n    return a == b, a != b, a is None, a is not None, a in b, a not in b, a < b\n";
+    let changed: Vec<String> = plan_extended(source)
+        .mutants
+        .iter()
+        .filter(|m| m.operator == Operator::Comparison)
+        .map(|m| m.description.clone())
+        .collect();
+    assert_eq!(
+        changed,
+        [
+            "`==` -> `!=`",
+            "`!=` -> `==`",
+            "`is` -> `is not`",
+            "`is not` -> `is`",
+            "`in` -> `not in`",
+            "`not in` -> `in`",
+        ]
+    );
+    assert_eq!(
+        diffs_of(source, Operator::Comparison)[3],
+        "-return a == b, a != b, a is None, a is not None, a in b, a not in b, a < b\n+return a == b, a != b, a is None, a is None, a in b, a not in b, a < b"
+    );
+}
+
+#[test]
+fn boolean_swaps_and_or_and_flips_boolean_constants() {
+    let source = "def ok(a, b):\n    flag = True\n    return a and b or flag is False\n";
+    assert_eq!(
+        diffs_of(source, Operator::Boolean),
+        [
+            "-flag = True\n+flag = False",
+            "-return a and b or flag is False\n+return a or b or flag is False",
+            "-return a and b or flag is False\n+return a and b and flag is False",
+            "-return a and b or flag is False\n+return a and b or flag is True",
+        ]
+    );
+}
+
+#[test]
+fn unary_drops_not_minus_and_invert_but_not_plus_or_minus_zero() {
+    let source = "def f(a, b, c, d):\n    return not a, -b, ~c, +d, -0\n";
+    assert_eq!(
+        diffs_of(source, Operator::Unary),
+        [
+            "-return not a, -b, ~c, +d, -0\n+return a, -b, ~c, +d, -0",
+            "-return not a, -b, ~c, +d, -0\n+return not a, b, ~c, +d, -0",
+            "-return not a, -b, ~c, +d, -0\n+return not a, -b, c, +d, -0",
+        ]
+    );
+    assert_eq!(
+        skipped_reasons(source, Operator::Unary),
+        ["likely equivalent: `-0` equals `0`"]
+    );
+}
+
+#[test]
+fn number_adds_one_in_the_literals_base_and_skips_complex_literals() {
+    let source = "RATE = 0.5\nMASK = 0x1f\nZ = 2j\n\n\ndef f(n):\n    return n * 3 - 0\n";
+    assert_eq!(
+        diffs_of(source, Operator::Number),
+        [
+            "-RATE = 0.5\n+RATE = 1.5",
+            "-MASK = 0x1f\n+MASK = 0x20",
+            "-return n * 3 - 0\n+return n * 4 - 0",
+            "-return n * 3 - 0\n+return n * 3 - 1",
+        ]
+    );
+    assert_eq!(
+        skipped_reasons(source, Operator::Number),
+        ["`2j` is a complex literal"]
+    );
+}
+
+#[test]
+fn string_wraps_plain_strings_and_leaves_docstrings_fstrings_and_all_alone() {
+    let source = "\"\"\"Module docstring.\"\"\"\nGREETING = \"hello\"\nEMPTY = ''\n\n\ndef f():\n    \"\"\"Doc.\"\"\"\n    return b\"raw\" + f\"{GREETING}!\" + r'\\d' + \"a\" \"b\"\n\n\n__all__ = [\"f\"]\nT = Optional[\"Version\"]\n";
+    assert_eq!(
+        diffs_of(source, Operator::String),
+        [
+            "-GREETING = \"hello\"\n+GREETING = \"XXhelloXX\"",
+            "-EMPTY = ''\n+EMPTY = 'XX'",
+            "-return b\"raw\" + f\"{GREETING}!\" + r'\\d' + \"a\" \"b\"\n+return b\"XXrawXX\" + f\"{GREETING}!\" + r'\\d' + \"a\" \"b\"",
+            "-return b\"raw\" + f\"{GREETING}!\" + r'\\d' + \"a\" \"b\"\n+return b\"raw\" + f\"{GREETING}!\" + r'XX\\dXX' + \"a\" \"b\"",
+            "-return b\"raw\" + f\"{GREETING}!\" + r'\\d' + \"a\" \"b\"\n+return b\"raw\" + f\"{GREETING}!\" + r'\\d' + \"XXaXX\" \"b\"",
+            "-return b\"raw\" + f\"{GREETING}!\" + r'\\d' + \"a\" \"b\"\n+return b\"raw\" + f\"{GREETING}!\" + r'\\d' + \"a\" \"XXbXX\"",
+        ]
+    );
+}
+
+const CALLS: &str = "\
+def f(a, b, items, start):
+    print(a)
+    top = max(a, b, key=abs)
+    total = sum(
+        items,  # the values
+        start,
+    )
+    return top, total
+";
+
+#[test]
+fn argument_removes_each_argument_of_a_call_keeping_line_breaks() {
+    assert_eq!(
+        diffs_of(CALLS, Operator::Argument)[..4],
+        [
+            "-print(a)\n+print()",
+            "-top = max(a, b, key=abs)\n+top = max(b, key=abs)",
+            "-top = max(a, b, key=abs)\n+top = max(a, key=abs)",
+            "-top = max(a, b, key=abs)\n+top = max(a, b)",
+        ]
+    );
+    let plan = plan_extended(CALLS);
+    let multi: Vec<String> = of(&plan, Operator::Argument)
+        .iter()
+        .filter(|m| m.line == 4)
+        .map(|m| {
+            applied(CALLS, m)
+                .lines()
+                .skip(3)
+                .take(4)
+                .collect::<Vec<_>>()
+                .join("|")
+        })
+        .collect();
+    assert_eq!(
+        multi,
+        [
+            "    total = sum(|        |start,|    )",
+            "    total = sum(|        items|,|    )",
+        ]
+    );
+}
+
+#[test]
+fn loop_control_swaps_break_and_continue() {
+    let source =
+        "def first(xs):\n    for x in xs:\n        if x:\n            break\n        continue\n";
+    assert_eq!(
+        diffs_of(source, Operator::LoopControl),
+        ["-break\n+continue", "-continue\n+break"]
+    );
+}
+
+#[test]
+fn augmented_assignment_swaps_the_operator_or_assigns_plainly() {
+    let source = "def f(total, n, x):\n    total += x\n    n //= 2\n    return total, n\n";
+    assert_eq!(
+        diffs_of(source, Operator::AugmentedAssignment),
+        [
+            "-total += x\n+total -= x",
+            "-total += x\n+total = x",
+            "-n //= 2\n+n /= 2",
+            "-n //= 2\n+n = 2",
+        ]
+    );
+}
+
+#[test]
+fn collection_empties_non_empty_displays_keeping_line_breaks() {
+    let source = "A = [1, 2]\nB = (1,)\nC = {\"k\": 1}\nD = {1}\nE = []\nF = [\n    3,\n]\n__all__ = [\"A\"]\n";
+    assert_eq!(
+        diffs_of(source, Operator::Collection),
+        [
+            "-A = [1, 2]\n+A = []",
+            "-B = (1,)\n+B = ()",
+            "-C = {\"k\": 1}\n+C = {}",
+            "-D = {1}\n+D = set()",
+            "-3,\n+",
+        ]
+    );
+}
+
+/// Every construct at once, for the invariants below.
+const EXTENDED: &str = "\"\"\"Shop.\"\"\"\nRATE = 0.5\n\n\ndef checkout(cart, coupon=None):\n    total = 0\n    for item in cart:\n        if item.price is None or not item.ok:\n            continue\n        total += item.price * item.count - -1\n        if total > 100 and coupon in (\"A\", \"B\"):\n            break\n    tags = [t.upper() for t in cart if t]\n    return round(\n        total * (1 - RATE),  # discounted\n        2,\n    ), {\"total\": total, \"tags\": tags}, ~len(cart)\n";
+
+#[test]
+fn the_default_plan_has_only_the_five_operators() {
+    for source in [EXTENDED, CALLS, ARITHMETIC, INVOICES] {
+        let plan = plan_all(source);
+        assert!(
+            plan.mutants
+                .iter()
+                .all(|m| Operator::ALL.contains(&m.operator)),
+            "{plan:#?}"
+        );
+        let extended = plan_extended(source);
+        assert!(extended.mutants.len() > plan.mutants.len());
+    }
+    let all: BTreeSet<Operator> = plan_extended(EXTENDED)
+        .mutants
+        .iter()
+        .map(|m| m.operator)
+        .collect();
+    assert_eq!(all.len(), Operator::EXTENDED.len(), "{all:?}");
+}
+
+#[test]
+fn every_extended_mutant_keeps_every_line_number_parses_and_is_unique() {
+    for source in [PAGER, INVOICES, EDGES, EXTENDED, CALLS, ARITHMETIC] {
+        let plan = plan_extended(source);
+        let mut edits = BTreeSet::new();
+        for mutant in plan.mutants {
+            let mutated = applied(source, &mutant);
+            assert_eq!(
+                mutated.matches('\n').count(),
+                source.matches('\n').count(),
+                "{mutant:?}"
+            );
+            assert_eq!(python::parses(&mutated), Ok(()), "{mutant:?}\n{mutated}");
+            assert_ne!(mutated, source);
+            assert!(edits.insert(mutated), "a duplicate edit: {mutant:?}");
+        }
+    }
+}
+
+#[test]
+fn every_extended_mutant_compiles_with_python3() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut count = 0;
+    for (n, source) in [PAGER, INVOICES, EDGES, EXTENDED, CALLS, ARITHMETIC]
+        .into_iter()
+        .enumerate()
+    {
+        for mutant in plan_extended(source).mutants {
+            let path = dir.path().join(format!("m{n}_{}.py", mutant.id));
+            std::fs::write(&path, applied(source, &mutant)).expect("write mutant");
+            count += 1;
+        }
+    }
+    assert!(count > 150, "{count}");
+    let script = "import ast, pathlib, sys\nbad = []\nfor p in sorted(pathlib.Path(sys.argv[1]).glob('*.py')):\n    try:\n        compile(p.read_text(), str(p), 'exec')\n    except SyntaxError as e:\n        bad.append(f'{p.name}: {e}')\nprint(len(list(pathlib.Path(sys.argv[1]).glob('*.py'))))\nsys.exit('\\n'.join(bad) if bad else 0)\n";
+    let output = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(dir.path())
+        .output()
+        .expect("python3 runs (hint: install python3)");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout).trim(),
+        count.to_string()
+    );
 }

@@ -4,6 +4,7 @@
 
 mod support;
 
+use support::pytest_envs::pytest_python;
 use support::{Repo, prove};
 
 /// A ledger whose base raises `TypeError` on text amounts; the fix converts them.
@@ -77,22 +78,6 @@ fn a_unittest_set_up_error_on_the_base_is_missing_evidence_not_a_refutation() {
     assert_eq!(run.criterion("C1")["base"]["outcome"], "error");
     let reason = run.criterion("C1")["reason"].as_str().unwrap_or_default();
     assert!(reason.contains("not reproduced"), "{reason}");
-}
-
-/// The interpreter of the pytest `major` environment `.ci/run` creates; see
-/// `common/tests/real_runners.rs`. Outside CI a missing one skips the test.
-fn pytest_python(major: u8) -> Option<String> {
-    let var = format!("ASSAY_PYTEST{major}_PYTHON");
-    match std::env::var(&var) {
-        Ok(python) if !python.is_empty() => Some(python),
-        _ if std::env::var_os("CI").is_some() => {
-            panic!("{var} is not set: .ci/run creates the pytest {major} environment")
-        }
-        _ => {
-            eprintln!("skipped: {var} is not set (see .ci/run)");
-            None
-        }
-    }
 }
 
 /// Periods whose subtests fail on the base; a guard with subtests that pass on both.

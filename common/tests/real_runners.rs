@@ -426,22 +426,9 @@ fn manifest_rows_run_by_a_real_interpreter_are_judged() {
     assert_eq!(results, expected);
 }
 
-/// The interpreter of a virtual environment with one pytest major installed: `.ci/run` makes
-/// them and names them in `ASSAY_PYTEST8_PYTHON` and `ASSAY_PYTEST9_PYTHON`. Outside CI a
-/// missing one skips the test with a note; in CI (`CI` set) it fails.
-fn pytest_python(major: u8) -> Option<String> {
-    let var = format!("ASSAY_PYTEST{major}_PYTHON");
-    match std::env::var(&var) {
-        Ok(python) if !python.is_empty() => Some(python),
-        _ if std::env::var_os("CI").is_some() => {
-            panic!("{var} is not set: .ci/run creates the pytest {major} environment")
-        }
-        _ => {
-            eprintln!("skipped: {var} is not set (see .ci/run)");
-            None
-        }
-    }
-}
+#[path = "../../tests/support/pytest_envs.rs"]
+mod pytest_envs;
+use pytest_envs::pytest_python;
 
 /// pytest 8 and 9 write the same suite's JUnit XML differently: pytest 9 runs subtests itself,
 /// counts each in `tests=` and adds a `<failure>` per failing subtest to its test's case.

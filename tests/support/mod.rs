@@ -3,6 +3,7 @@
 #![allow(dead_code)] // each test file uses its own subset
 
 pub mod docker;
+pub mod pytest_envs;
 pub mod servers;
 
 use std::path::{Path, PathBuf};

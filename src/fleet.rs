@@ -41,6 +41,8 @@ pub struct ServiceArgs {
     /// [env: ASSAY_SHUTDOWN_GRACE_SECS].
     #[arg(long, value_name = "SECS")]
     pub shutdown_grace: Option<u64>,
+    #[command(flatten)]
+    pub nats_auth: crate::nats_flags::NatsFlags,
 }
 
 /// defaults → file → `ASSAY_*` environment → flags, then validated.
@@ -61,6 +63,7 @@ pub fn service_config(args: &ServiceArgs) -> Result<ServiceConfig, Failure> {
     if let Some(prefix) = &args.subject_prefix {
         config.nats.subject_prefix = prefix.clone();
     }
+    args.nats_auth.apply(&mut config.nats);
     if let Some(slots) = args.slots {
         config.worker.slots = slots;
     }
@@ -115,6 +118,8 @@ pub struct ClientArgs {
     pub cluster: String,
     #[arg(long, env = "ASSAY_SUBJECT_PREFIX", default_value = "assay")]
     pub subject_prefix: String,
+    #[command(flatten)]
+    pub nats: crate::nats_flags::NatsFlags,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -145,8 +150,35 @@ pub struct CancelArgs {
     pub proof_id: String,
 }
 
-async fn connect(url: &str) -> Result<async_nats::Client, Failure> {
-    crate::fleet_link::nats_client(url).await
+#[derive(Args, Debug, Clone)]
+pub struct NatsPermissionsArgs {
+    /// Subject prefix of the fleet; its subjects, streams, consumers, bucket and user names
+    /// derive from it.
+    #[arg(long, env = "ASSAY_SUBJECT_PREFIX", default_value = "assay")]
+    pub subject_prefix: String,
+    /// How the users authenticate: password (user and password) or nkey (public key). The
+    /// secrets are environment variables of the server, named in the output.
+    #[arg(long, value_name = "KIND", default_value = "password", value_parser = ["password", "nkey"])]
+    pub auth: String,
+}
+
+/// `assay nats-permissions`: the server configuration fragment, on stdout.
+pub fn print_nats_permissions(args: &NatsPermissionsArgs) -> Result<u8, Failure> {
+    use assay_common::nats_permissions::{UserAuth, render};
+    let mut config = ServiceConfig::default();
+    config.nats.subject_prefix = args.subject_prefix.clone();
+    config.validate().map_err(|e| Failure::usage(e.into()))?;
+    let auth = if args.auth == "nkey" {
+        UserAuth::Nkey
+    } else {
+        UserAuth::Password
+    };
+    print!("{}", render(&Subjects::new(&args.subject_prefix), auth));
+    Ok(0)
+}
+
+async fn connect(args: &ClientArgs) -> Result<async_nats::Client, Failure> {
+    crate::fleet_link::nats_client(&args.cluster, &args.nats).await
 }
 
 async fn proofs(
@@ -162,7 +194,7 @@ async fn proofs(
 }
 
 pub async fn status(args: &StatusArgs) -> Result<u8, Failure> {
-    let client = connect(&args.client.cluster).await?;
+    let client = connect(&args.client).await?;
     let all = client::status(&proofs(&client, &args.client).await?)
         .await
         .map_err(|e| Failure::infrastructure(e.into()))?;
@@ -191,7 +223,7 @@ pub async fn status(args: &StatusArgs) -> Result<u8, Failure> {
 }
 
 pub async fn results(args: &ResultsArgs) -> Result<u8, Failure> {
-    let client = connect(&args.client.cluster).await?;
+    let client = connect(&args.client).await?;
     let proof_id = ProofId(args.proof_id.clone());
     let store = args
         .store
@@ -221,7 +253,7 @@ pub async fn results(args: &ResultsArgs) -> Result<u8, Failure> {
 }
 
 pub async fn cancel(args: &CancelArgs) -> Result<u8, Failure> {
-    let client = connect(&args.client.cluster).await?;
+    let client = connect(&args.client).await?;
     let subjects = Subjects::new(&args.client.subject_prefix);
     match client::cancel(&client, &subjects, &ProofId(args.proof_id.clone()))
         .await

@@ -5,6 +5,7 @@
 use crate::config;
 use crate::embedded;
 use crate::exit::Failure;
+use crate::nats_flags::NatsFlags;
 use anyhow::anyhow;
 use assay_common::TreeId;
 use assay_common::fleet::Subjects;
@@ -16,10 +17,10 @@ use assay_worker::store_tree::upload_tree;
 use std::path::Path;
 use std::sync::Arc;
 
-/// The fleet's NATS connection and proofs bucket.
-/// Connects the CLI to NATS at `url`, authenticated and secured as the `ASSAY_NATS_*`
-/// variables say (the same keys as a service's `[nats]` section; see docs/operations.md).
-pub async fn nats_client(url: &str) -> Result<async_nats::Client, Failure> {
+/// Connects the CLI to NATS at `url`, authenticated and secured as the `--nats-*` flags and,
+/// under them, the `ASSAY_NATS_*` variables say (the same keys as a service's `[nats]`
+/// section; see docs/operations.md).
+pub async fn nats_client(url: &str, flags: &NatsFlags) -> Result<async_nats::Client, Failure> {
     let mut nats = assay_common::service_config::NatsSection {
         url: url.to_owned(),
         ..Default::default()
@@ -28,11 +29,13 @@ pub async fn nats_client(url: &str) -> Result<async_nats::Client, Failure> {
         nats.apply_auth_var(&name, &value)
             .map_err(|e| Failure::infrastructure(e.into()))?;
     }
+    flags.apply(&mut nats);
     assay_worker::nats::connect(&nats)
         .await
         .map_err(|e| Failure::infrastructure(e.into()))
 }
 
+/// The fleet's NATS connection and proofs bucket.
 pub struct Fleet {
     pub client: async_nats::Client,
     pub proofs: async_nats::jetstream::kv::Store,
@@ -41,8 +44,12 @@ pub struct Fleet {
 impl Fleet {
     /// Connects to the fleet of `subject_prefix` (whose names, its proofs bucket's too, derive
     /// from the prefix).
-    pub async fn connect(url: &str, subject_prefix: &str) -> Result<Self, Failure> {
-        let client = nats_client(url).await?;
+    pub async fn connect(
+        url: &str,
+        subject_prefix: &str,
+        flags: &NatsFlags,
+    ) -> Result<Self, Failure> {
+        let client = nats_client(url, flags).await?;
         let proofs = assay_worker::nats::proofs_bucket(
             &async_nats::jetstream::new(client.clone()),
             &Subjects::new(subject_prefix),

@@ -11,6 +11,7 @@ mod fleet;
 mod fleet_link;
 mod html;
 mod mutate;
+mod nats_flags;
 mod proof_history;
 mod prove;
 mod report;
@@ -70,6 +71,9 @@ enum Command {
     Results(fleet::ResultsArgs),
     /// Cancel a running fleet proof.
     Cancel(fleet::CancelArgs),
+    /// Print the NATS server permissions of a fleet's coordinator, worker and submitter users
+    /// (deploy/nats/permissions.conf is this for the default prefix).
+    NatsPermissions(fleet::NatsPermissionsArgs),
     /// Mutate whole files or trees of HEAD and run the tests that cover each mutant (exit 5
     /// when some mutant survives).
     Mutate(Box<mutate::MutateArgs>),
@@ -161,6 +165,7 @@ async fn run(command: Command) -> Result<u8, Failure> {
         Command::Cancel(args) => fleet::cancel(&args).await,
         Command::Mutate(args) => mutate::run(&args).await,
         Command::Cache(args) => cache::run(&args).await,
+        Command::NatsPermissions(args) => fleet::print_nats_permissions(&args),
         Command::Report(args) => report::run(&args).await,
     }
 }

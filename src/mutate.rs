@@ -64,6 +64,8 @@ pub struct MutateArgs {
     /// Subject prefix of the fleet.
     #[arg(long, env = "ASSAY_SUBJECT_PREFIX", default_value = "assay")]
     pub subject_prefix: String,
+    #[command(flatten)]
+    pub nats: crate::nats_flags::NatsFlags,
     /// Environment variable passed to test commands, beyond PATH and the locale. Repeatable.
     #[arg(long = "pass-env", value_name = "NAME")]
     pub pass_env: Vec<String>,
@@ -115,7 +117,7 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
         .map(|j| j as usize)
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
     let fleet = match &args.cluster {
-        Some(url) => Some(fleet_link::Fleet::connect(url, &args.subject_prefix).await?),
+        Some(url) => Some(fleet_link::Fleet::connect(url, &args.subject_prefix, &args.nats).await?),
         None => None,
     };
     let store_url = fleet_link::store_url(fleet.is_some(), &args.store)?;

@@ -112,6 +112,8 @@ pub struct ProveArgs {
         env = "ASSAY_SUBJECT_PREFIX"
     )]
     pub subject_prefix: String,
+    #[command(flatten)]
+    pub nats: crate::nats_flags::NatsFlags,
     /// State directory for suite history, where an embedded proof records its suite jobs
     /// [default: the user cache dir's assay].
     #[arg(long, value_name = "DIR", env = "ASSAY_STATE_DIR")]
@@ -368,7 +370,7 @@ async fn run_on_fleet(
     prepared: &engine::PreparedProof,
     jobs: usize,
 ) -> Result<(Evidence, Vec<JobResult>), Failure> {
-    let client = crate::fleet_link::nats_client(url).await?;
+    let client = crate::fleet_link::nats_client(url, &args.nats).await?;
     assay_coordinator::client::upload_trees(store, prepared)
         .await
         .map_err(|e| Failure::infrastructure(e.into()))?;

@@ -111,6 +111,8 @@ pub struct TestArgs {
     /// Subject prefix of the fleet.
     #[arg(long, env = "ASSAY_SUBJECT_PREFIX", default_value = "assay")]
     pub subject_prefix: String,
+    #[command(flatten)]
+    pub nats: crate::nats_flags::NatsFlags,
     /// The quarantine ledger, relative to the repository root.
     #[arg(long, value_name = "PATH", default_value = ".assay/quarantine.toml")]
     pub quarantine: String,
@@ -179,6 +181,8 @@ pub struct HaltArgs {
     /// Subject prefix of the fleet to halt; other fleets on the same server go on.
     #[arg(long, env = "ASSAY_SUBJECT_PREFIX", default_value = "assay")]
     pub subject_prefix: String,
+    #[command(flatten)]
+    pub nats: crate::nats_flags::NatsFlags,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -191,6 +195,8 @@ pub struct ResumeArgs {
     /// Subject prefix of the fleet to resume.
     #[arg(long, env = "ASSAY_SUBJECT_PREFIX", default_value = "assay")]
     pub subject_prefix: String,
+    #[command(flatten)]
+    pub nats: crate::nats_flags::NatsFlags,
 }
 
 pub(crate) fn state_dir(flag: &Option<PathBuf>) -> PathBuf {
@@ -307,7 +313,7 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
     let repo = open_repo(&args.repo)?;
     let state = state_dir(&args.state_dir);
     let fleet = match &args.cluster {
-        Some(url) => Some(fleet_link::Fleet::connect(url, &args.subject_prefix).await?),
+        Some(url) => Some(fleet_link::Fleet::connect(url, &args.subject_prefix, &args.nats).await?),
         None => None,
     };
     let halt: Box<dyn AdmissionGate> = match &fleet {
@@ -1003,7 +1009,7 @@ pub async fn run_halt(args: &HaltArgs) -> Result<u8, Failure> {
     }
     match &args.cluster {
         Some(url) => {
-            let fleet = fleet_link::Fleet::connect(url, &args.subject_prefix).await?;
+            let fleet = fleet_link::Fleet::connect(url, &args.subject_prefix, &args.nats).await?;
             cluster::set_halt(&fleet.proofs, &args.reason)
                 .await
                 .map_err(|e| Failure::infrastructure(e.into()))?;
@@ -1019,7 +1025,7 @@ pub async fn run_halt(args: &HaltArgs) -> Result<u8, Failure> {
 pub async fn run_resume(args: &ResumeArgs) -> Result<u8, Failure> {
     let cleared = match &args.cluster {
         Some(url) => {
-            let fleet = fleet_link::Fleet::connect(url, &args.subject_prefix).await?;
+            let fleet = fleet_link::Fleet::connect(url, &args.subject_prefix, &args.nats).await?;
             cluster::clear_halt(&fleet.proofs)
                 .await
                 .map_err(|e| Failure::infrastructure(e.into()))?

@@ -53,7 +53,7 @@ impl Subjects {
     /// The prefix as a stream and bucket name part (letters, digits, `-`, `_`). A prefix of
     /// lowercase letters, digits and `-` is just upper-cased; any other (`billing.ci`,
     /// `Alpha`) loses information on the way, so a digest of it keeps two such prefixes apart.
-    fn name_token(&self) -> String {
+    pub fn name_token(&self) -> String {
         let upper: String = self
             .prefix
             .chars()

@@ -9,6 +9,7 @@ pub mod ids;
 pub mod job;
 pub mod manifest;
 pub mod mutation_plan;
+pub mod nats_permissions;
 pub mod outcome;
 pub mod report;
 pub mod runner;

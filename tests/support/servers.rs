@@ -68,6 +68,15 @@ pub fn start_nats() -> ServerGuard {
 /// A `nats-server` loaded with the config `config(port, dir)` returns (written to a file in
 /// `dir`, which also holds its JetStream store), on a free 127.0.0.1 port.
 pub fn start_nats_with_config(config: impl FnOnce(u16, &std::path::Path) -> String) -> ServerGuard {
+    start_nats_with_config_and_env(config, &[])
+}
+
+/// [`start_nats_with_config`] with `env` set for the server (secrets its config names as
+/// `$VARIABLE`s).
+pub fn start_nats_with_config_and_env(
+    config: impl FnOnce(u16, &std::path::Path) -> String,
+    env: &[(String, String)],
+) -> ServerGuard {
     let dir = tempfile::tempdir().expect("temp dir");
     let port = free_port();
     let file = dir.path().join("nats.conf");
@@ -75,6 +84,7 @@ pub fn start_nats_with_config(config: impl FnOnce(u16, &std::path::Path) -> Stri
     let child = Command::new("nats-server")
         .arg("-c")
         .arg(&file)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()

@@ -34,7 +34,9 @@ pub enum FleetError {
         "NATS connection to {url}: a client certificate needs both tls_cert_file and tls_key_file (hint: set both or neither)"
     )]
     TlsPair { url: String },
-    #[error("failed to {what} (hint: the NATS server needs JetStream enabled: nats-server -js)")]
+    #[error(
+        "failed to {what} (hint: the NATS server needs JetStream enabled: nats-server -js; under the fleet's NATS permissions only the coordinator may create the streams, consumers and bucket: start the coordinator first)"
+    )]
     JetStream {
         what: String,
         #[source]

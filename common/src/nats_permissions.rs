@@ -1,0 +1,320 @@
+//! The fleet's least-privilege NATS permissions: for each role (coordinator, worker,
+//! submitter) exactly the subjects it publishes and subscribes to, the JetStream API calls it
+//! makes and the key-value subjects it reads or writes, all derived from the subject prefix
+//! the way [`Subjects`] derives stream, consumer and bucket names. `deploy/nats/permissions.conf`
+//! is [`render`] for the default prefix, and `assay nats-permissions` prints it for another.
+//!
+//! What each role needs was read off the code that connects, not guessed:
+//! - **coordinator**: creates the two streams, the proofs bucket and both durable consumers;
+//!   publishes jobs and progress; pulls and acknowledges results; reads, watches and writes the
+//!   proofs bucket; purges a cancelled proof's jobs; answers submit and cancel requests.
+//! - **worker**: looks up the two streams and its consumer (never creates them: the
+//!   coordinator does, so a worker started first retries until it has), pulls and acknowledges
+//!   jobs, publishes results. No key-value access and no progress subject.
+//! - **submitter** (the CLI): requests on submit and cancel, follows progress, reads and
+//!   watches the proofs bucket. It writes nothing a verdict depends on: no result, job or
+//!   progress subject, and no key-value write.
+//!
+//! Replies: every role subscribes to `_INBOX.>` for the answers to its own requests (the
+//! JetStream API, a JetStream publish's acknowledgement, a submit reply); nobody may publish
+//! there, except that the coordinator may answer the requests it received (`allow_responses`),
+//! so no role can forge another's replies.
+
+use crate::fleet::Subjects;
+
+/// A role of the fleet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    Coordinator,
+    Worker,
+    Submitter,
+}
+
+impl Role {
+    pub const ALL: [Role; 3] = [Role::Coordinator, Role::Worker, Role::Submitter];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Coordinator => "coordinator",
+            Role::Worker => "worker",
+            Role::Submitter => "submitter",
+        }
+    }
+}
+
+/// How the rendered users authenticate; the secret itself stays out of the file: it is an
+/// environment variable of the server (`$NAME` in its configuration), named by [`secret_var`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UserAuth {
+    /// `user` and `password` (the password may be a bcrypt hash).
+    Password,
+    /// An nkey public key (`U…`); the client holds the seed.
+    Nkey,
+}
+
+/// One role's permissions.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Permissions {
+    pub publish: Vec<String>,
+    pub subscribe: Vec<String>,
+    /// May answer the requests it receives (publish to their reply subjects, once each).
+    pub allow_responses: bool,
+}
+
+/// The user name of `role` in the fleet of `subjects`: `assay-coordinator` for the default
+/// prefix, so two fleets' users on one server do not clash.
+pub fn user_name(subjects: &Subjects, role: Role) -> String {
+    format!(
+        "{}-{}",
+        subjects.name_token().to_ascii_lowercase(),
+        role.name()
+    )
+}
+
+/// The server environment variable holding `role`'s password or nkey:
+/// `ASSAY_COORDINATOR_PASSWORD`, `ASSAY_WORKER_NKEY`, … for the default prefix.
+pub fn secret_var(subjects: &Subjects, role: Role, auth: UserAuth) -> String {
+    let token: String = subjects
+        .name_token()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_uppercase()
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let kind = match auth {
+        UserAuth::Password => "PASSWORD",
+        UserAuth::Nkey => "NKEY",
+    };
+    format!("{token}_{}_{kind}", role.name().to_ascii_uppercase())
+}
+
+/// What `role` may do in the fleet of `subjects`.
+pub fn permissions(subjects: &Subjects, role: Role) -> Permissions {
+    let p = subjects.prefix();
+    let jobs = subjects.jobs_stream();
+    let results = subjects.results_stream();
+    let workers = subjects.workers_consumer();
+    let coordinator = subjects.coordinator_consumer();
+    let bucket = subjects.proofs_bucket();
+    let kv = format!("KV_{bucket}");
+    let api = "$JS.API";
+    // Reading the proofs bucket: a key's last value (direct get, or a message get where direct
+    // get is off), and the ordered consumers behind a watch and a key listing, with their
+    // flow-control replies.
+    let kv_read = [
+        format!("{api}.STREAM.INFO.{kv}"),
+        format!("{api}.DIRECT.GET.{kv}.>"),
+        format!("{api}.STREAM.MSG.GET.{kv}"),
+        format!("{api}.CONSUMER.CREATE.{kv}"),
+        format!("{api}.CONSUMER.CREATE.{kv}.>"),
+        format!("{api}.CONSUMER.INFO.{kv}.>"),
+        format!("{api}.CONSUMER.DELETE.{kv}.>"),
+        format!("$JS.FC.{kv}.>"),
+    ];
+    let inbox = "_INBOX.>".to_owned();
+    match role {
+        Role::Coordinator => {
+            let mut publish = vec![
+                format!("{p}.jobs.>"),
+                format!("{p}.progress.>"),
+                format!("$KV.{bucket}.>"),
+                format!("{api}.INFO"),
+            ];
+            for stream in [&jobs, &results, &kv] {
+                publish.push(format!("{api}.STREAM.INFO.{stream}"));
+                publish.push(format!("{api}.STREAM.CREATE.{stream}"));
+            }
+            publish.extend([
+                format!("{api}.STREAM.PURGE.{jobs}"),
+                format!("{api}.CONSUMER.INFO.{jobs}.{workers}"),
+                format!("{api}.CONSUMER.CREATE.{jobs}.{workers}.>"),
+                format!("{api}.CONSUMER.INFO.{results}.{coordinator}"),
+                format!("{api}.CONSUMER.CREATE.{results}.{coordinator}.>"),
+                format!("{api}.CONSUMER.MSG.NEXT.{results}.{coordinator}"),
+                format!("$JS.ACK.{results}.{coordinator}.>"),
+            ]);
+            publish.extend(
+                kv_read
+                    .into_iter()
+                    .filter(|s| !s.starts_with(&format!("{api}.STREAM.INFO."))),
+            );
+            Permissions {
+                publish,
+                subscribe: vec![subjects.submit(), subjects.cancel(), inbox],
+                allow_responses: true,
+            }
+        }
+        Role::Worker => Permissions {
+            publish: vec![
+                format!("{p}.results.>"),
+                format!("{api}.STREAM.INFO.{jobs}"),
+                format!("{api}.STREAM.INFO.{results}"),
+                format!("{api}.CONSUMER.INFO.{jobs}.{workers}"),
+                format!("{api}.CONSUMER.MSG.NEXT.{jobs}.{workers}"),
+                format!("$JS.ACK.{jobs}.{workers}.>"),
+            ],
+            subscribe: vec![inbox],
+            allow_responses: false,
+        },
+        Role::Submitter => {
+            let mut publish = vec![subjects.submit(), subjects.cancel()];
+            publish.extend(kv_read);
+            Permissions {
+                publish,
+                subscribe: vec![format!("{p}.progress.>"), inbox],
+                allow_responses: false,
+            }
+        }
+    }
+}
+
+/// The NATS server configuration fragment for the fleet of `subjects`: one permissions
+/// variable per role and an `authorization` block with the three users, whose secrets are the
+/// server's environment variables [`secret_var`] names. Include it from the server's main
+/// configuration (`include permissions.conf`).
+pub fn render(subjects: &Subjects, auth: UserAuth) -> String {
+    let mut out = String::new();
+    out.push_str(&format!(
+        "# NATS permissions of the Assay fleet with subject prefix \"{}\": what each of the\n\
+         # coordinator, the workers and the submitters (the CLI) may publish and subscribe to.\n\
+         # Generated by `assay nats-permissions --subject-prefix {}{}`; SECURITY.md says what\n\
+         # each role may do and why. The users' secrets are environment variables of the server.\n\n",
+        subjects.prefix(),
+        subjects.prefix(),
+        match auth {
+            UserAuth::Password => "",
+            UserAuth::Nkey => " --auth nkey",
+        },
+    ));
+    for role in Role::ALL {
+        let perms = permissions(subjects, role);
+        out.push_str(&format!("{} = {{\n", variable(role)));
+        out.push_str("  publish = {\n    allow = [\n");
+        for subject in &perms.publish {
+            out.push_str(&format!("      {}\n", quoted(subject)));
+        }
+        out.push_str("    ]\n  }\n  subscribe = {\n    allow = [\n");
+        for subject in &perms.subscribe {
+            out.push_str(&format!("      {}\n", quoted(subject)));
+        }
+        out.push_str("    ]\n  }\n");
+        if perms.allow_responses {
+            out.push_str("  allow_responses = true\n");
+        }
+        out.push_str("}\n\n");
+    }
+    out.push_str("authorization {\n  users = [\n");
+    for role in Role::ALL {
+        let secret = secret_var(subjects, role, auth);
+        let who = match auth {
+            UserAuth::Password => format!(
+                "user: {}, password: ${secret}",
+                quoted(&user_name(subjects, role))
+            ),
+            UserAuth::Nkey => format!("nkey: ${secret}"),
+        };
+        out.push_str(&format!(
+            "    {{ {who}, permissions: ${} }}\n",
+            variable(role)
+        ));
+    }
+    out.push_str("  ]\n}\n");
+    out
+}
+
+fn variable(role: Role) -> String {
+    format!("ASSAY_{}_PERMISSIONS", role.name().to_ascii_uppercase())
+}
+
+/// A NATS configuration string literal: quoted strings are never variable references, so the
+/// `$JS…` and `$KV…` subjects stay literal.
+fn quoted(text: &str) -> String {
+    format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shipped_permissions_file_is_the_default_prefix_rendered() {
+        let rendered = render(&Subjects::new("assay"), UserAuth::Password);
+        if std::env::var_os("ASSAY_UPDATE_PERMISSIONS").is_some() {
+            let path = concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../deploy/nats/permissions.conf"
+            );
+            std::fs::write(path, &rendered).expect("rewrite deploy/nats/permissions.conf");
+            return;
+        }
+        let shipped = include_str!("../../deploy/nats/permissions.conf");
+        assert_eq!(
+            shipped, rendered,
+            "deploy/nats/permissions.conf is stale (hint: ASSAY_UPDATE_PERMISSIONS=1 cargo test -p assay-common nats_permissions)"
+        );
+    }
+
+    #[test]
+    fn only_the_coordinator_writes_the_bucket_jobs_and_progress_and_only_workers_results() {
+        let subjects = Subjects::new("assay");
+        let coordinator = permissions(&subjects, Role::Coordinator);
+        let worker = permissions(&subjects, Role::Worker);
+        let submitter = permissions(&subjects, Role::Submitter);
+        for (subject, owner) in [
+            ("$KV.ASSAY_PROOFS.>", &coordinator),
+            ("assay.jobs.>", &coordinator),
+            ("assay.progress.>", &coordinator),
+            ("assay.results.>", &worker),
+        ] {
+            for perms in [&coordinator, &worker, &submitter] {
+                assert_eq!(
+                    perms.publish.iter().any(|s| s == subject),
+                    std::ptr::eq(perms, owner),
+                    "{subject} in {perms:?}"
+                );
+            }
+        }
+        for perms in [&coordinator, &worker, &submitter] {
+            assert!(!perms.publish.iter().any(|s| s.starts_with("_INBOX")));
+            assert!(!perms.publish.iter().any(|s| s.contains("STREAM.DELETE")));
+        }
+        assert!(!worker.publish.iter().any(|s| s.contains("CREATE")));
+        assert!(
+            !submitter
+                .publish
+                .iter()
+                .any(|s| s.contains("STREAM.CREATE"))
+        );
+    }
+
+    #[test]
+    fn another_prefix_gets_its_own_names_users_and_variables() {
+        let subjects = Subjects::new("billing.ci");
+        let text = render(&subjects, UserAuth::Nkey);
+        assert!(text.contains("\"billing.ci.results.>\""), "{text}");
+        assert!(text.contains(&format!("\"$KV.{}.>\"", subjects.proofs_bucket())));
+        assert!(!text.contains("assay."), "{text}");
+        let var = secret_var(&subjects, Role::Worker, UserAuth::Nkey);
+        assert!(
+            var.starts_with("BILLING_CI_") && var.ends_with("_WORKER_NKEY"),
+            "{var}"
+        );
+        assert!(var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
+        assert_eq!(
+            secret_var(
+                &Subjects::new("pager-ci"),
+                Role::Submitter,
+                UserAuth::Password
+            ),
+            "PAGER_CI_SUBMITTER_PASSWORD"
+        );
+        assert_eq!(
+            user_name(&Subjects::new("assay"), Role::Coordinator),
+            "assay-coordinator"
+        );
+    }
+}

@@ -1,0 +1,692 @@
+//! The shipped NATS permissions (`deploy/nats/permissions.conf`) on a real `nats-server` on
+//! 127.0.0.1: a coordinator, a worker (process sandbox, file store) and a submitter, each
+//! under its own user, prove a change to its verdict, so the permissions are enough; then each
+//! role tries what it must not do, and the server refuses every attempt while the verdict
+//! stays what the coordinator recorded.
+
+use assay_common::criteria::parse_criteria;
+use assay_common::evidence::Evidence;
+use assay_common::fleet::{ProgressEvent, Subjects, keys};
+use assay_common::job::{JobResult, JobSpec};
+use assay_common::nats_permissions::{Role, UserAuth, secret_var, user_name};
+use assay_common::service_config::{NatsSection, ServiceConfig};
+use assay_common::verdict::Verdict;
+use assay_common::{JobId, WorkerId, wire};
+use assay_coordinator::client::{self, FleetProgress};
+use assay_coordinator::engine::{self, PreparedProof, ProofRequest};
+use assay_coordinator::service::{self as coordinator, CoordinatorConfig};
+use assay_coordinator::source::CandidateSpec;
+use assay_worker::nats::QueueTuning;
+use assay_worker::service::{self as worker, WorkerConfig};
+use assay_worker::store::ArtifactStore;
+use servers::{ServerGuard, free_port, http_get_with_status, start_nats_with_config_and_env};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::task::JoinHandle;
+
+#[path = "../../tests/support/servers.rs"]
+#[allow(
+    dead_code,
+    reason = "each test file uses its own subset of the servers"
+)]
+mod servers;
+
+const PERMISSIONS: &str = include_str!("../../deploy/nats/permissions.conf");
+
+fn git(repo: &Path, args: &[&str]) {
+    let status = Command::new("git")
+        .args(["-c", "user.name=Ada", "-c", "user.email=ada@invoices.test"])
+        .args(args)
+        .current_dir(repo)
+        .stdout(Stdio::null())
+        .status()
+        .expect("run git");
+    assert!(status.success(), "git {args:?}");
+}
+
+/// An invoice service whose total forgets tax on the base and adds it on the candidate.
+fn invoice_repo(dir: &Path) -> PathBuf {
+    let repo = dir.join("invoices");
+    std::fs::create_dir_all(repo.join("invoices")).unwrap();
+    std::fs::create_dir_all(repo.join("tests")).unwrap();
+    std::fs::write(repo.join("invoices/__init__.py"), "").unwrap();
+    std::fs::write(repo.join("tests/__init__.py"), "").unwrap();
+    std::fs::write(
+        repo.join("invoices/total.py"),
+        "def total(lines, tax_rate=0.0):\n    return sum(lines)\n",
+    )
+    .unwrap();
+    std::fs::write(
+        repo.join("tests/test_total.py"),
+        "import unittest\nfrom invoices.total import total\n\n\nclass TotalTests(unittest.TestCase):\n    def test_total_of_empty_invoice(self):\n        self.assertEqual(total([]), 0)\n",
+    )
+    .unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-q", "-m", "invoice totals"]);
+    std::fs::write(
+        repo.join("invoices/total.py"),
+        "def total(lines, tax_rate=0.0):\n    return round(sum(lines) * (1 + tax_rate), 2)\n",
+    )
+    .unwrap();
+    std::fs::write(
+        repo.join("tests/test_total.py"),
+        "import time\nimport unittest\nfrom invoices.total import total\n\n\nclass TotalTests(unittest.TestCase):\n    def test_total_of_empty_invoice(self):\n        self.assertEqual(total([]), 0)\n\n    def test_total_includes_tax(self):\n        time.sleep(0.3)\n        self.assertEqual(total([10.0, 5.0], tax_rate=0.2), 18.0)\n",
+    )
+    .unwrap();
+    git(&repo, &["checkout", "-q", "-b", "tax"]);
+    git(&repo, &["commit", "-q", "-am", "add tax to totals"]);
+    repo
+}
+
+fn prepare(repo: &Path) -> PreparedProof {
+    engine::prepare(ProofRequest {
+        proof_id: engine::new_proof_id(),
+        repo: repo.to_owned(),
+        base: "main".into(),
+        candidate: CandidateSpec::Revision("tax".into()),
+        criteria: parse_criteria(&[
+            "test: test_total_includes_tax".to_owned(),
+            "guard: test_total_of_empty_invoice".to_owned(),
+        ])
+        .unwrap(),
+        runner: None,
+        test_command: None,
+        test_report: None,
+        test_globs: Vec::new(),
+        repeats: 1,
+        timeout_secs: 120,
+        mutation_budget: None,
+    })
+    .unwrap()
+}
+
+/// A NATS server with JetStream whose only users are the shipped file's three, their
+/// passwords in the server's environment as the file expects.
+struct SecuredFleet {
+    nats: ServerGuard,
+    dir: tempfile::TempDir,
+    passwords: Vec<(Role, String)>,
+}
+
+impl SecuredFleet {
+    fn start() -> Self {
+        let subjects = Subjects::new("assay");
+        let passwords: Vec<(Role, String)> = Role::ALL
+            .iter()
+            .map(|&role| (role, format!("{}-pw-{}", role.name(), std::process::id())))
+            .collect();
+        let env: Vec<(String, String)> = passwords
+            .iter()
+            .map(|(role, pw)| (secret_var(&subjects, *role, UserAuth::Password), pw.clone()))
+            .collect();
+        let nats = start_nats_with_config_and_env(
+            |port, dir| {
+                std::fs::write(dir.join("permissions.conf"), PERMISSIONS).unwrap();
+                format!(
+                    "listen: \"127.0.0.1:{port}\"\njetstream {{\n  store_dir: {:?}\n}}\ninclude \"permissions.conf\"\n",
+                    dir.join("js").display().to_string()
+                )
+            },
+            &env,
+        );
+        let dir = tempfile::tempdir().unwrap();
+        for (role, pw) in &passwords {
+            std::fs::write(dir.path().join(format!("{}.password", role.name())), pw).unwrap();
+        }
+        Self {
+            nats,
+            dir,
+            passwords,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("nats://127.0.0.1:{}", self.nats.port)
+    }
+
+    fn password(&self, role: Role) -> String {
+        self.passwords
+            .iter()
+            .find(|(r, _)| *r == role)
+            .map(|(_, pw)| pw.clone())
+            .unwrap()
+    }
+
+    /// The `[nats]` settings of `role`: its user and its password file.
+    fn nats(&self, role: Role) -> NatsSection {
+        NatsSection {
+            url: self.url(),
+            user: user_name(&Subjects::new("assay"), role),
+            password_file: self
+                .dir
+                .path()
+                .join(format!("{}.password", role.name()))
+                .display()
+                .to_string(),
+            ..Default::default()
+        }
+    }
+
+    fn store_url(&self) -> String {
+        format!("file://{}", self.dir.path().join("store").display())
+    }
+
+    fn store(&self) -> Arc<dyn ArtifactStore> {
+        Arc::new(worker::open_store(&self.store_url(), &[]).unwrap())
+    }
+
+    fn service_config(&self, role: Role) -> ServiceConfig {
+        let mut config = ServiceConfig::default();
+        config.nats = self.nats(role);
+        config.store.url = self.store_url();
+        config.http.listen = Some(String::new());
+        config.worker.tree_cache_dir = self
+            .dir
+            .path()
+            .join(format!("{}-cache", role.name()))
+            .display()
+            .to_string();
+        config
+    }
+
+    fn coordinator(&self) -> Service {
+        let mut config = CoordinatorConfig::new(self.service_config(Role::Coordinator));
+        config.tuning = quick();
+        Service::spawn(|stop| async move {
+            coordinator::serve(config, stop)
+                .await
+                .map_err(|e| e.to_string())
+        })
+    }
+
+    fn worker(&self, http_port: u16) -> Service {
+        let mut service = self.service_config(Role::Worker);
+        service.http.listen = Some(format!("127.0.0.1:{http_port}"));
+        let mut config = WorkerConfig::new(service);
+        config.tuning = quick();
+        config.worker_id = WorkerId("locked-down-worker".into());
+        config.scratch_root = Some(self.dir.path().join("worker-scratch"));
+        Service::spawn(|stop| async move {
+            worker::serve(config, stop).await.map_err(|e| e.to_string())
+        })
+    }
+
+    /// A client of `role` that records the errors the server sends it.
+    async fn observed(&self, role: Role) -> Observed {
+        let errors = Arc::new(Mutex::new(Vec::new()));
+        let seen = errors.clone();
+        let client = async_nats::ConnectOptions::with_user_and_password(
+            user_name(&Subjects::new("assay"), role),
+            self.password(role),
+        )
+        .event_callback(move |event| {
+            let seen = seen.clone();
+            async move {
+                if let async_nats::Event::ServerError(error) = event {
+                    seen.lock().unwrap().push(error.to_string());
+                }
+            }
+        })
+        .connect(self.url())
+        .await
+        .unwrap_or_else(|e| panic!("{} connects: {e}", role.name()));
+        let mut js = async_nats::jetstream::new(client.clone());
+        js.set_timeout(Duration::from_secs(2));
+        Observed {
+            role,
+            client,
+            js,
+            errors,
+        }
+    }
+}
+
+fn quick() -> QueueTuning {
+    QueueTuning {
+        ack_wait: Duration::from_secs(10),
+        max_deliver: 3,
+        duplicate_window: Duration::from_secs(120),
+        lookahead: 4,
+    }
+}
+
+struct Service {
+    handle: JoinHandle<Result<(), String>>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Service {
+    fn spawn<F, Fut>(run: F) -> Self
+    where
+        F: FnOnce(futures::future::BoxFuture<'static, ()>) -> Fut,
+        Fut: std::future::Future<Output = Result<(), String>> + Send + 'static,
+    {
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let stop: futures::future::BoxFuture<'static, ()> = Box::pin(async move {
+            let _ = rx.await;
+        });
+        Self {
+            handle: tokio::spawn(run(stop)),
+            stop: Some(tx),
+        }
+    }
+
+    /// Stops the service and returns how it ended.
+    async fn stop(mut self) -> Result<(), String> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        self.handle.await.map_err(|e| e.to_string())?
+    }
+}
+
+/// A role's own connection, and the errors the server sent it.
+struct Observed {
+    role: Role,
+    client: async_nats::Client,
+    js: async_nats::jetstream::Context,
+    errors: Arc<Mutex<Vec<String>>>,
+}
+
+impl Observed {
+    /// Waits for the server's permissions violation naming `subject`.
+    async fn refused(&self, what: &str, subject: &str) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let found = self.errors.lock().unwrap().iter().any(|e| {
+                e.to_ascii_lowercase().contains("permissions violation") && e.contains(subject)
+            });
+            if found {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the server did not refuse the {} {what} ({subject}); it sent {:?}",
+                self.role.name(),
+                self.errors.lock().unwrap()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// A plain publish the server must refuse.
+    async fn publish_refused(&self, what: &str, subject: &str, payload: Vec<u8>) {
+        self.client
+            .publish(subject.to_owned(), payload.into())
+            .await
+            .unwrap();
+        self.client.flush().await.unwrap();
+        self.refused(what, subject).await;
+    }
+
+    /// A JetStream publish (the way results and key-value writes travel): refused, so never
+    /// acknowledged by a stream.
+    async fn js_publish_refused(&self, what: &str, subject: &str, payload: Vec<u8>) {
+        let stored = match self.js.publish(subject.to_owned(), payload.into()).await {
+            Ok(ack) => ack.await.is_ok(),
+            Err(_) => false,
+        };
+        assert!(
+            !stored,
+            "a stream stored the {} {what} on {subject}",
+            self.role.name()
+        );
+        self.refused(what, subject).await;
+    }
+
+    /// A JetStream API request the server must refuse (it never reaches the API).
+    async fn api_refused(&self, what: &str, subject: &str) {
+        let answered = tokio::time::timeout(
+            Duration::from_secs(3),
+            self.client.request(subject.to_owned(), "".into()),
+        )
+        .await;
+        assert!(
+            !matches!(answered, Ok(Ok(_))),
+            "the JetStream API answered the {} {what} ({subject})",
+            self.role.name()
+        );
+        self.refused(what, subject).await;
+    }
+}
+
+struct Quiet;
+impl FleetProgress for Quiet {
+    fn job_finished(&mut self, _: u32, _: u32, _: &JobResult) {}
+    fn halted(&mut self, _: &str) {}
+    fn resumed(&mut self) {}
+}
+
+/// A result for `spec` that would make the proof fail to run, published in a worker's name.
+fn forged_result(spec: &JobSpec) -> Vec<u8> {
+    let result = JobResult::infrastructure(
+        spec,
+        WorkerId("forger".into()),
+        "forged: this job never ran".into(),
+    );
+    wire::encode("job result", &result).unwrap()
+}
+
+fn evidence_json(evidence: &Evidence) -> serde_json::Value {
+    serde_json::to_value(evidence).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn each_role_can_do_its_part_of_a_proof_and_nothing_the_others_own() {
+    let fleet = SecuredFleet::start();
+    let subjects = Subjects::new("assay");
+    let repo = invoice_repo(fleet.dir.path());
+    let coordinator = fleet.coordinator();
+    // The coordinator creates the streams, consumers and bucket; the worker may only look
+    // them up, so it starts once the bucket (made last) is there.
+    let submitter = fleet.observed(Role::Submitter).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while submitter
+        .js
+        .get_key_value(subjects.proofs_bucket())
+        .await
+        .is_err()
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the coordinator never created the fleet's topology under its user"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let http_port = free_port();
+    let worker = fleet.worker(http_port);
+    let worker_client = fleet.observed(Role::Worker).await;
+    let coordinator_client = fleet.observed(Role::Coordinator).await;
+
+    // The submitter proves a change; while it runs, the submitter forges a failing result for
+    // every job and the worker forges the progress and the bucket's verdict.
+    let prepared = prepare(&repo);
+    let proof_id = prepared.request.proof_id.clone();
+    client::upload_trees(fleet.store().as_ref(), &prepared)
+        .await
+        .unwrap();
+    let submission = client::submission(&prepared, 4);
+    let submitting = {
+        let client = assay_worker::nats::connect(&fleet.nats(Role::Submitter))
+            .await
+            .unwrap();
+        let store = fleet.store();
+        let submission = submission.clone();
+        tokio::spawn(async move {
+            client::submit_and_wait(
+                &client,
+                &Subjects::new("assay"),
+                store.as_ref(),
+                &submission,
+                &mut Quiet,
+            )
+            .await
+            .map_err(|e| e.to_string())
+        })
+    };
+    for spec in &prepared.jobs {
+        submitter
+            .js_publish_refused(
+                "result of a job it did not run",
+                &subjects.results(&proof_id),
+                forged_result(spec),
+            )
+            .await;
+    }
+    let forged_evidence = br#"{"verdict":"refuted"}"#.to_vec();
+    worker_client
+        .publish_refused(
+            "progress event",
+            &subjects.progress(&proof_id),
+            wire::encode(
+                "progress",
+                &ProgressEvent::Finished {
+                    evidence_json: String::from_utf8_lossy(&forged_evidence).into_owned(),
+                },
+            )
+            .unwrap(),
+        )
+        .await;
+    worker_client
+        .js_publish_refused(
+            "evidence in the proofs bucket",
+            &format!(
+                "$KV.{}.{}",
+                subjects.proofs_bucket(),
+                keys::evidence(&proof_id)
+            ),
+            forged_evidence.clone(),
+        )
+        .await;
+
+    let evidence = tokio::time::timeout(Duration::from_secs(120), submitting)
+        .await
+        .expect("the proof finished in time under least privilege")
+        .unwrap()
+        .expect("the submitter's proof reached a verdict");
+    assert_eq!(evidence.verdict, Verdict::Proven, "{evidence:#?}");
+    assert!(
+        evidence
+            .jobs
+            .iter()
+            .all(|j| j.worker == "locked-down-worker"),
+        "every result is the worker's, none forged: {:#?}",
+        evidence.jobs
+    );
+    // The worker's probes work under its user (its queue depth is a JetStream API call).
+    let (status, body) = http_get_with_status(http_port, "/readyz").expect("/readyz answers");
+    assert_eq!(status, 200, "{body}");
+
+    // After the verdict: each role's forbidden operations, one by one.
+    let bucket = subjects.proofs_bucket();
+    let kv_subject = |key: String| format!("$KV.{bucket}.{key}");
+    let some_job = &prepared.jobs[0];
+    // The worker: no progress, no key-value bucket at all (not even reading), no jobs, no
+    // submissions, no stream changes.
+    worker_client
+        .publish_refused(
+            "progress event after the verdict",
+            &subjects.progress(&proof_id),
+            wire::encode("progress", &ProgressEvent::Cancelled).unwrap(),
+        )
+        .await;
+    worker_client
+        .js_publish_refused(
+            "proof record",
+            &kv_subject(keys::record(&proof_id)),
+            b"forged".to_vec(),
+        )
+        .await;
+    worker_client
+        .js_publish_refused(
+            "job result key",
+            &kv_subject(keys::result(&proof_id, 0)),
+            forged_result(some_job),
+        )
+        .await;
+    worker_client
+        .api_refused(
+            "lookup of the proofs bucket",
+            &format!("$JS.API.STREAM.INFO.KV_{bucket}"),
+        )
+        .await;
+    worker_client
+        .js_publish_refused(
+            "job for the workers",
+            &subjects.jobs(&proof_id),
+            b"job".to_vec(),
+        )
+        .await;
+    worker_client
+        .api_refused(
+            "creation of a stream",
+            &format!("$JS.API.STREAM.CREATE.{}", subjects.results_stream()),
+        )
+        .await;
+    worker_client
+        .api_refused(
+            "purge of the results stream",
+            &format!("$JS.API.STREAM.PURGE.{}", subjects.results_stream()),
+        )
+        .await;
+    let _denied = worker_client
+        .client
+        .subscribe(subjects.submit())
+        .await
+        .unwrap();
+    worker_client.client.flush().await.unwrap();
+    worker_client
+        .refused("subscription to submissions", &subjects.submit())
+        .await;
+
+    // The submitter: no results, no jobs, no progress, no key-value write, no stream changes.
+    submitter
+        .js_publish_refused(
+            "result after the verdict",
+            &subjects.results(&proof_id),
+            forged_result(some_job),
+        )
+        .await;
+    let proofs = submitter.js.get_key_value(&bucket).await.unwrap();
+    let put = proofs
+        .put(keys::evidence(&proof_id), forged_evidence.clone().into())
+        .await;
+    assert!(put.is_err(), "the submitter wrote the proofs bucket");
+    submitter
+        .refused(
+            "write of the proofs bucket",
+            &kv_subject(keys::evidence(&proof_id)),
+        )
+        .await;
+    assert!(
+        proofs.delete(keys::record(&proof_id)).await.is_err(),
+        "the submitter deleted a proof record"
+    );
+    submitter
+        .refused(
+            "delete of a proof record",
+            &kv_subject(keys::record(&proof_id)),
+        )
+        .await;
+    assert!(
+        proofs
+            .put("fleet.halt", "forged halt".into())
+            .await
+            .is_err(),
+        "the submitter halted the fleet"
+    );
+    submitter
+        .refused("fleet halt", &kv_subject("fleet.halt".into()))
+        .await;
+    submitter
+        .js_publish_refused(
+            "job for the workers",
+            &subjects.jobs(&proof_id),
+            b"job".to_vec(),
+        )
+        .await;
+    submitter
+        .publish_refused(
+            "progress event",
+            &subjects.progress(&proof_id),
+            wire::encode("progress", &ProgressEvent::Cancelled).unwrap(),
+        )
+        .await;
+    submitter
+        .api_refused(
+            "delete of the proofs bucket",
+            &format!("$JS.API.STREAM.DELETE.KV_{bucket}"),
+        )
+        .await;
+    submitter
+        .api_refused(
+            "purge of the proofs bucket",
+            &format!("$JS.API.STREAM.PURGE.KV_{bucket}"),
+        )
+        .await;
+    submitter
+        .api_refused(
+            "pull from the workers' consumer",
+            &format!(
+                "$JS.API.CONSUMER.MSG.NEXT.{}.{}",
+                subjects.jobs_stream(),
+                subjects.workers_consumer()
+            ),
+        )
+        .await;
+    let _denied = submitter.client.subscribe(subjects.results_filter()).await;
+    submitter.client.flush().await.unwrap();
+    submitter
+        .refused("subscription to results", &subjects.results_filter())
+        .await;
+    // Not even the coordinator publishes results or deletes its own streams.
+    coordinator_client
+        .js_publish_refused(
+            "result in a worker's name",
+            &subjects.results(&proof_id),
+            forged_result(some_job),
+        )
+        .await;
+    coordinator_client
+        .api_refused(
+            "delete of the jobs stream",
+            &format!("$JS.API.STREAM.DELETE.{}", subjects.jobs_stream()),
+        )
+        .await;
+
+    // Whatever was tried, the bucket holds the coordinator's verdict and nothing else.
+    let stored = client::stored_evidence(&proofs, Some(fleet.store().as_ref()), &proof_id)
+        .await
+        .unwrap()
+        .expect("the evidence is still in the bucket");
+    assert_eq!(evidence_json(&stored), evidence_json(&evidence));
+    assert!(
+        proofs.get("fleet.halt").await.unwrap().is_none(),
+        "no halt was set"
+    );
+    let job_id = JobId::for_index(&proof_id, 0);
+    let result: JobResult = wire::decode(
+        "job result",
+        &proofs
+            .get(keys::result(&proof_id, 0))
+            .await
+            .unwrap()
+            .expect("the first job's result key"),
+    )
+    .unwrap();
+    assert_eq!(result.job_id, job_id);
+    assert_eq!(result.worker, WorkerId("locked-down-worker".into()));
+
+    worker
+        .stop()
+        .await
+        .expect("the worker ran and stopped cleanly");
+    coordinator
+        .stop()
+        .await
+        .expect("the coordinator ran and stopped cleanly");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_started_before_the_coordinator_is_refused_the_streams_it_may_not_create() {
+    let fleet = SecuredFleet::start();
+    let worker = fleet.worker(free_port());
+    let ended = tokio::time::timeout(Duration::from_secs(60), async {
+        loop {
+            if worker.handle.is_finished() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "the worker neither waited nor failed");
+    let message = worker
+        .stop()
+        .await
+        .expect_err("the worker created a stream");
+    assert!(message.contains("start the coordinator first"), "{message}");
+}

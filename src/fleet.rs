@@ -173,7 +173,9 @@ pub fn print_nats_permissions(args: &NatsPermissionsArgs) -> Result<u8, Failure>
     } else {
         UserAuth::Password
     };
-    print!("{}", render(&Subjects::new(&args.subject_prefix), auth));
+    let text =
+        render(&Subjects::new(&args.subject_prefix), auth).map_err(|e| Failure::usage(e.into()))?;
+    print!("{text}");
     Ok(0)
 }
 

@@ -6,44 +6,45 @@
 use assay_common::service_config::NatsSection;
 use clap::Args;
 
+const HEADING: &str = "NATS connection";
+
 #[derive(Args, Debug, Clone, Default)]
-#[command(next_help_heading = "NATS connection")]
 pub struct NatsFlags {
     /// NATS .creds file (user JWT and nkey seed) to authenticate with
     /// [config: nats.credentials_file; env: ASSAY_NATS_CREDENTIALS].
-    #[arg(long = "nats-creds", value_name = "FILE")]
+    #[arg(help_heading = HEADING, long = "nats-creds", value_name = "FILE")]
     pub creds: Option<String>,
     /// File holding the nkey seed (SU…) to authenticate with
     /// [config: nats.nkey_seed_file; env: ASSAY_NATS_NKEY_SEED_FILE].
-    #[arg(long = "nats-nkey-seed-file", value_name = "FILE")]
+    #[arg(help_heading = HEADING, long = "nats-nkey-seed-file", value_name = "FILE")]
     pub nkey_seed_file: Option<String>,
     /// NATS user name; its password is read from --nats-password-file
     /// [config: nats.user; env: ASSAY_NATS_USER].
-    #[arg(long = "nats-user", value_name = "NAME")]
+    #[arg(help_heading = HEADING, long = "nats-user", value_name = "NAME")]
     pub user: Option<String>,
     /// File holding the NATS user's password
     /// [config: nats.password_file; env: ASSAY_NATS_PASSWORD_FILE].
-    #[arg(long = "nats-password-file", value_name = "FILE")]
+    #[arg(help_heading = HEADING, long = "nats-password-file", value_name = "FILE")]
     pub password_file: Option<String>,
     /// File holding a NATS token to authenticate with
     /// [config: nats.token_file; env: ASSAY_NATS_TOKEN_FILE].
-    #[arg(long = "nats-token-file", value_name = "FILE")]
+    #[arg(help_heading = HEADING, long = "nats-token-file", value_name = "FILE")]
     pub token_file: Option<String>,
     /// PEM file of the CA that signed the NATS server's certificate
     /// [config: nats.tls_ca_file; env: ASSAY_NATS_TLS_CA].
-    #[arg(long = "nats-tls-ca", value_name = "FILE")]
+    #[arg(help_heading = HEADING, long = "nats-tls-ca", value_name = "FILE")]
     pub tls_ca: Option<String>,
     /// PEM client certificate, for a server that verifies clients (with --nats-tls-key)
     /// [config: nats.tls_cert_file; env: ASSAY_NATS_TLS_CERT].
-    #[arg(long = "nats-tls-cert", value_name = "FILE")]
+    #[arg(help_heading = HEADING, long = "nats-tls-cert", value_name = "FILE")]
     pub tls_cert: Option<String>,
     /// PEM key of the client certificate (with --nats-tls-cert)
     /// [config: nats.tls_key_file; env: ASSAY_NATS_TLS_KEY].
-    #[arg(long = "nats-tls-key", value_name = "FILE")]
+    #[arg(help_heading = HEADING, long = "nats-tls-key", value_name = "FILE")]
     pub tls_key: Option<String>,
     /// Refuse a NATS connection that is not TLS (a tls:// URL implies it)
     /// [config: nats.require_tls; env: ASSAY_NATS_REQUIRE_TLS].
-    #[arg(long = "nats-require-tls")]
+    #[arg(help_heading = HEADING, long = "nats-require-tls")]
     pub require_tls: bool,
 }
 

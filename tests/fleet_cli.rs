@@ -690,3 +690,124 @@ async fn the_mutation_phase_shows_in_status_and_cancel_stops_it() {
     assert_eq!(worker.terminate(), Some(0));
     assert_eq!(coordinator.terminate(), Some(0));
 }
+
+/// The `--nats-*` flags take effect on every command that connects, over the `ASSAY_NATS_*`
+/// variables: a wrong token is refused in one line naming the server and its reason, the right
+/// one gets in whatever the environment says, and a missing secret file is named by path.
+#[test]
+fn nats_flags_override_the_environment_and_a_wrong_token_is_refused_naming_the_server() {
+    let server = servers::start_nats_with_config(|port, dir| {
+        format!(
+            "listen: \"127.0.0.1:{port}\"\njetstream {{\n  store_dir: {:?}\n}}\nauthorization {{\n  token: \"invoice-fleet-token\"\n}}\n",
+            dir.join("js").display().to_string()
+        )
+    });
+    let url = format!("nats://127.0.0.1:{}", server.port);
+    let secrets = tempfile::tempdir().unwrap();
+    let right = secrets.path().join("right.token");
+    let wrong = secrets.path().join("wrong.token");
+    std::fs::write(&right, "invoice-fleet-token\n").unwrap();
+    std::fs::write(&wrong, "not-the-token\n").unwrap();
+    let status = |token_flag: &Path, env_token: &Path| {
+        let mut command = support::assay();
+        command
+            .args(["status", "--cluster", &url, "--nats-token-file"])
+            .arg(token_flag)
+            .env("ASSAY_NATS_TOKEN_FILE", env_token);
+        support::run(command, None)
+    };
+    let refused = status(&wrong, &right);
+    assert_eq!(refused.code, 3, "{}", refused.explain());
+    // One error line (the NATS client library also logs the refusal at its own level).
+    let errors: Vec<_> = lines(&refused.stderr)
+        .into_iter()
+        .filter(|l| l.starts_with("error:"))
+        .collect();
+    assert_eq!(errors.len(), 1, "{}", refused.explain());
+    assert!(
+        errors[0].contains(&url) && errors[0].contains("authorization violation"),
+        "{}",
+        refused.explain()
+    );
+    let admitted = status(&right, &wrong);
+    assert_eq!(admitted.code, 0, "{}", admitted.explain());
+    let missing = secrets.path().join("absent.token");
+    let unread = status(&missing, &right);
+    assert_ne!(unread.code, 0, "{}", unread.explain());
+    assert!(
+        unread.stderr.contains(&missing.display().to_string()),
+        "{}",
+        unread.explain()
+    );
+    // The services take the same flags, over the same variable.
+    let log = secrets.path().join("coordinator.log");
+    let mut coordinator = support::assay()
+        .args(["coordinator", "--nats", &url, "--nats-token-file"])
+        .arg(&wrong)
+        .env("ASSAY_NATS_TOKEN_FILE", &right)
+        .env("ASSAY_HTTP_LISTEN", "")
+        .env(
+            "ASSAY_STORE",
+            format!("file://{}", secrets.path().join("store").display()),
+        )
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let code = loop {
+        if let Some(status) = coordinator.try_wait().unwrap() {
+            break status.code();
+        }
+        if Instant::now() > deadline {
+            let _ = coordinator.kill();
+            let _ = coordinator.wait();
+            panic!("the coordinator connected with the environment's token, not the flag's");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let stderr = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(code, Some(3), "{stderr}");
+    assert!(
+        stderr.contains(&url) && stderr.contains("authorization violation"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn every_command_that_connects_to_nats_documents_the_nats_flags() {
+    for args in [
+        &["prove", "--help"][..],
+        &["test", "--help"],
+        &["mutate", "--help"],
+        &["status", "--help"],
+        &["results", "--help"],
+        &["cancel", "--help"],
+        &["halt", "--help"],
+        &["resume", "--help"],
+        &["coordinator", "--help"],
+        &["worker", "--help"],
+    ] {
+        let mut command = support::assay();
+        command.args(args);
+        let run = support::run(command, None);
+        assert_eq!(run.code, 0, "{}", run.explain());
+        for flag in [
+            "--nats-creds",
+            "--nats-nkey-seed-file",
+            "--nats-user",
+            "--nats-password-file",
+            "--nats-token-file",
+            "--nats-tls-ca",
+            "--nats-tls-cert",
+            "--nats-tls-key",
+            "--nats-require-tls",
+        ] {
+            assert!(
+                run.stdout.contains(flag),
+                "{args:?} lacks {flag}:\n{}",
+                run.stdout
+            );
+        }
+    }
+}

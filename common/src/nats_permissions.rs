@@ -176,7 +176,20 @@ pub fn permissions(subjects: &Subjects, role: Role) -> Permissions {
 /// variable per role and an `authorization` block with the three users, whose secrets are the
 /// server's environment variables [`secret_var`] names. Include it from the server's main
 /// configuration (`include permissions.conf`).
-pub fn render(subjects: &Subjects, auth: UserAuth) -> String {
+/// Refuses a prefix with any character but ASCII letters, digits, `-`, `_` and `.`: the
+/// configuration is text a server parses, and a quote, `$` or newline in a prefix would change
+/// what it says.
+pub fn render(subjects: &Subjects, auth: UserAuth) -> Result<String, UnsafePrefix> {
+    let prefix = subjects.prefix();
+    if prefix.is_empty()
+        || !prefix
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+    {
+        return Err(UnsafePrefix {
+            prefix: prefix.to_owned(),
+        });
+    }
     let mut out = String::new();
     out.push_str(&format!(
         "# NATS permissions of the Assay fleet with subject prefix \"{}\": what each of the\n\
@@ -223,7 +236,15 @@ pub fn render(subjects: &Subjects, auth: UserAuth) -> String {
         ));
     }
     out.push_str("  ]\n}\n");
-    out
+    Ok(out)
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "cannot write NATS permissions for subject prefix {prefix:?} (hint: use only ASCII letters, digits, '-', '_' and '.')"
+)]
+pub struct UnsafePrefix {
+    pub prefix: String,
 }
 
 fn variable(role: Role) -> String {
@@ -242,7 +263,7 @@ mod tests {
 
     #[test]
     fn the_shipped_permissions_file_is_the_default_prefix_rendered() {
-        let rendered = render(&Subjects::new("assay"), UserAuth::Password);
+        let rendered = render(&Subjects::new("assay"), UserAuth::Password).unwrap();
         if std::env::var_os("ASSAY_UPDATE_PERMISSIONS").is_some() {
             let path = concat!(
                 env!("CARGO_MANIFEST_DIR"),
@@ -294,7 +315,7 @@ mod tests {
     #[test]
     fn another_prefix_gets_its_own_names_users_and_variables() {
         let subjects = Subjects::new("billing.ci");
-        let text = render(&subjects, UserAuth::Nkey);
+        let text = render(&subjects, UserAuth::Nkey).unwrap();
         assert!(text.contains("\"billing.ci.results.>\""), "{text}");
         assert!(text.contains(&format!("\"$KV.{}.>\"", subjects.proofs_bucket())));
         assert!(!text.contains("assay."), "{text}");
@@ -316,5 +337,19 @@ mod tests {
             user_name(&Subjects::new("assay"), Role::Coordinator),
             "assay-coordinator"
         );
+    }
+
+    #[test]
+    fn a_prefix_that_would_rewrite_the_configuration_is_refused() {
+        for hostile in [
+            "assay\nauthorization { users = [] }",
+            "x\"y",
+            "pay$MENTS",
+            "a\\b",
+            "",
+        ] {
+            let err = render(&Subjects::new(hostile), UserAuth::Password).unwrap_err();
+            assert!(err.to_string().contains("hint:"), "{err}");
+        }
     }
 }

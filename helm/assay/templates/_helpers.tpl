@@ -202,3 +202,82 @@ authorization {
   ]
 }
 {{ end -}}
+
+{{/*
+How a service authenticates to NATS and secures the connection, as ASSAY_NATS_*
+variables (they override the config file's [nats] keys). Call with dict root, role.
+*/}}
+{{- define "assay.natsEnv" -}}
+{{- $v := .root.Values.nats -}}
+{{- if $v.auth.enabled }}
+{{- $auth := index $v.auth .role }}
+{{- $secret := required (printf "nats.auth.%s.existingSecret is required when nats.auth.enabled is true (hint: a Secret holding the %s's NATS %s)" .role .role (ternary "nkey seed" "password" (eq $v.auth.mode "nkey"))) $auth.existingSecret }}
+{{- if eq $v.auth.mode "nkey" }}
+- name: ASSAY_NATS_NKEY_SEED_FILE
+  value: {{ printf "/etc/assay/nats-auth/%s" $auth.key | quote }}
+{{- else }}
+- name: ASSAY_NATS_USER
+  value: {{ include "assay.natsUser" . | quote }}
+- name: ASSAY_NATS_PASSWORD_FILE
+  value: {{ printf "/etc/assay/nats-auth/%s" $auth.key | quote }}
+{{- end }}
+{{- end }}
+{{- if $v.tls.enabled }}
+{{- $secret := required "nats.tls.existingSecret is required when nats.tls.enabled is true (hint: a Secret holding the CA that signed the NATS server's certificate)" $v.tls.existingSecret }}
+- name: ASSAY_NATS_REQUIRE_TLS
+  value: "true"
+- name: ASSAY_NATS_TLS_CA
+  value: {{ printf "/etc/assay/nats-tls/%s" $v.tls.caKey | quote }}
+{{- if $v.tls.certKey }}
+- name: ASSAY_NATS_TLS_CERT
+  value: {{ printf "/etc/assay/nats-tls/%s" $v.tls.certKey | quote }}
+- name: ASSAY_NATS_TLS_KEY
+  value: {{ printf "/etc/assay/nats-tls/%s" $v.tls.keyKey | quote }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* The volume mounts of assay.natsEnv's files. Call with dict root, role. */}}
+{{- define "assay.natsVolumeMounts" -}}
+{{- $v := .root.Values.nats -}}
+{{- if $v.auth.enabled }}
+- name: nats-auth
+  mountPath: /etc/assay/nats-auth
+  readOnly: true
+{{- end }}
+{{- if $v.tls.enabled }}
+- name: nats-tls
+  mountPath: /etc/assay/nats-tls
+  readOnly: true
+{{- end }}
+{{- end -}}
+
+{{/* The volumes of assay.natsEnv's files: only the keys it names. Call with dict root, role. */}}
+{{- define "assay.natsVolumes" -}}
+{{- $v := .root.Values.nats -}}
+{{- if $v.auth.enabled }}
+{{- $auth := index $v.auth .role }}
+- name: nats-auth
+  secret:
+    secretName: {{ $auth.existingSecret }}
+    defaultMode: 0440
+    items:
+      - key: {{ $auth.key }}
+        path: {{ $auth.key }}
+{{- end }}
+{{- if $v.tls.enabled }}
+- name: nats-tls
+  secret:
+    secretName: {{ $v.tls.existingSecret }}
+    defaultMode: 0440
+    items:
+      - key: {{ $v.tls.caKey }}
+        path: {{ $v.tls.caKey }}
+      {{- if $v.tls.certKey }}
+      - key: {{ $v.tls.certKey }}
+        path: {{ $v.tls.certKey }}
+      - key: {{ $v.tls.keyKey }}
+        path: {{ $v.tls.keyKey }}
+      {{- end }}
+{{- end }}
+{{- end -}}

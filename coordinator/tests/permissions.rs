@@ -637,6 +637,81 @@ async fn each_role_can_do_its_part_of_a_proof_and_nothing_the_others_own() {
         )
         .await;
 
+    // What the submitter may do still works: list proofs (a key listing), watch the fleet halt
+    // (`assay test --cluster`), and cancel (the coordinator answers it).
+    let listed = client::status(&proofs).await.unwrap();
+    assert!(
+        listed.iter().any(|(record, _)| record.submission.proof_id == proof_id),
+        "the submitter lists the proof"
+    );
+    let halt = assay_coordinator::suite::cluster::FleetHalt::watch(proofs.clone())
+        .await
+        .unwrap();
+    assert_eq!(
+        assay_coordinator::suite::halt::AdmissionGate::stop_reason(&halt),
+        None
+    );
+    drop(halt);
+    let submitter_client = assay_worker::nats::connect(&fleet.nats(Role::Submitter))
+        .await
+        .unwrap();
+    let reply = client::cancel(&submitter_client, &subjects, &proof_id)
+        .await
+        .expect("the coordinator answers the submitter's cancel");
+    assert!(
+        matches!(reply, assay_common::fleet::CancelReply::NotRunning { .. }),
+        "{reply:?}"
+    );
+
+    // A consumer on the bucket's stream (what a watch is) told to deliver the stored results
+    // onto the results subject: the server creates it (a submitter may create consumers there),
+    // but a push consumer delivers only to a subscriber, so nothing reaches the results stream.
+    let results_before = coordinator_client
+        .js
+        .get_stream(subjects.results_stream())
+        .await
+        .unwrap()
+        .info()
+        .await
+        .unwrap()
+        .state
+        .last_sequence;
+    let replay = submitter
+        .js
+        .get_stream(format!("KV_{bucket}"))
+        .await
+        .unwrap()
+        .create_consumer(async_nats::jetstream::consumer::push::Config {
+            deliver_subject: subjects.results(&proof_id),
+            filter_subject: kv_subject(format!("{proof_id}.result.>")),
+            ..Default::default()
+        })
+        .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let results_after = coordinator_client
+        .js
+        .get_stream(subjects.results_stream())
+        .await
+        .unwrap()
+        .info()
+        .await
+        .unwrap()
+        .state
+        .last_sequence;
+    assert_eq!(
+        results_after, results_before,
+        "a consumer the submitter made replayed stored results into the results stream"
+    );
+    if let Ok(mut consumer) = replay {
+        let name = consumer.info().await.map(|i| i.name.clone());
+        if let Ok(name) = name {
+            let _ = submitter
+                .js
+                .delete_consumer_from_stream(&name, format!("KV_{bucket}"))
+                .await;
+        }
+    }
+
     // Whatever was tried, the bucket holds the coordinator's verdict and nothing else.
     let stored = client::stored_evidence(&proofs, Some(fleet.store().as_ref()), &proof_id)
         .await

@@ -179,8 +179,10 @@ impl SecuredFleet {
     }
 
     fn service_config(&self, role: Role) -> ServiceConfig {
-        let mut config = ServiceConfig::default();
-        config.nats = self.nats(role);
+        let mut config = ServiceConfig {
+            nats: self.nats(role),
+            ..Default::default()
+        };
         config.store.url = self.store_url();
         config.http.listen = Some(String::new());
         config.worker.tree_cache_dir = self
@@ -641,7 +643,9 @@ async fn each_role_can_do_its_part_of_a_proof_and_nothing_the_others_own() {
     // (`assay test --cluster`), and cancel (the coordinator answers it).
     let listed = client::status(&proofs).await.unwrap();
     assert!(
-        listed.iter().any(|(record, _)| record.submission.proof_id == proof_id),
+        listed
+            .iter()
+            .any(|(record, _)| record.submission.proof_id == proof_id),
         "the submitter lists the proof"
     );
     let halt = assay_coordinator::suite::cluster::FleetHalt::watch(proofs.clone())

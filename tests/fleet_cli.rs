@@ -812,9 +812,11 @@ fn every_command_that_connects_to_nats_documents_the_nats_flags() {
     }
 }
 
-/// The shipped permissions (`deploy/nats/permissions.conf`) through the binary: `assay
-/// coordinator`, `assay worker` and `assay prove --cluster` each connect as their own user with
-/// the `--nats-*` flags and prove a change; the submitter's `assay halt` is refused (only the
+/// The shipped permissions (`deploy/nats/permissions.conf`) on a TLS server that verifies
+/// clients, through the binary: `assay coordinator`, `assay worker` and `assay prove --cluster`
+/// each connect as their own user with the `--nats-*` flags (user, password file, CA, client
+/// certificate and key, require TLS) and prove a change; a user without its certificate is
+/// refused; the submitter's `assay halt` is refused (only the
 /// coordinator's user may write the proofs bucket) and the coordinator's goes through.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn under_the_shipped_permissions_each_command_runs_as_its_own_user() {
@@ -828,6 +830,9 @@ async fn under_the_shipped_permissions_each_command_runs_as_its_own_user() {
             )
         })
         .collect();
+    let certs = tempfile::tempdir().unwrap();
+    servers::make_certificates(certs.path());
+    let cert = |name: &str| certs.path().join(name).display().to_string();
     let nats = servers::start_nats_with_config_and_env(
         |port, dir| {
             std::fs::write(
@@ -836,8 +841,11 @@ async fn under_the_shipped_permissions_each_command_runs_as_its_own_user() {
             )
             .unwrap();
             format!(
-                "listen: \"127.0.0.1:{port}\"\njetstream {{\n  store_dir: {:?}\n}}\ninclude \"permissions.conf\"\n",
-                dir.join("js").display().to_string()
+                "listen: \"127.0.0.1:{port}\"\njetstream {{\n  store_dir: {:?}\n}}\ntls {{\n  cert_file: {:?}\n  key_file: {:?}\n  ca_file: {:?}\n  verify: true\n}}\ninclude \"permissions.conf\"\n",
+                dir.join("js").display().to_string(),
+                cert("server.pem"),
+                cert("server.key"),
+                cert("ca.pem"),
             )
         },
         &env,
@@ -856,6 +864,13 @@ async fn under_the_shipped_permissions_each_command_runs_as_its_own_user() {
             format!("assay-{role}"),
             "--nats-password-file".into(),
             file.display().to_string(),
+            "--nats-tls-ca".into(),
+            cert("ca.pem"),
+            "--nats-tls-cert".into(),
+            cert("client.pem"),
+            "--nats-tls-key".into(),
+            cert("client.key"),
+            "--nats-require-tls".into(),
         ]
     };
     let with = |args: &[&str], role: &str| -> Vec<String> {
@@ -898,6 +913,14 @@ async fn under_the_shipped_permissions_each_command_runs_as_its_own_user() {
     );
     assert_eq!(status.code, 0, "{}", status.explain());
     assert_eq!(lines(&status.stdout).len(), 1, "{}", status.explain());
+
+    // The same user without its client certificate is refused by the TLS server.
+    let user_only: Vec<String> = user("submitter").into_iter().take(6).collect();
+    let mut plain = vec!["status".to_owned()];
+    plain.extend(user_only);
+    let plain = fleet.run(&plain.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(plain.code, 3, "{}", plain.explain());
+    assert!(plain.stderr.contains(&fleet.url()), "{}", plain.explain());
 
     let refused = fleet.run(
         &with(

@@ -1049,93 +1049,10 @@ async fn a_manifest_job_with_the_largest_timeout_runs_its_cases() {
     }
 }
 
-fn openssl(dir: &Path, args: &[&str]) {
-    let status = Command::new("openssl")
-        .args(args)
-        .current_dir(dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .expect("openssl on PATH");
-    assert!(status.success(), "openssl {args:?}");
-}
-
-/// A CA, a server certificate for 127.0.0.1 and a client certificate, all signed by the CA,
-/// generated in `dir` (never committed).
-fn make_certificates(dir: &Path) {
-    for name in ["ca", "server", "client"] {
-        openssl(
-            dir,
-            &[
-                "genpkey",
-                "-algorithm",
-                "EC",
-                "-pkeyopt",
-                "ec_paramgen_curve:P-256",
-                "-out",
-                &format!("{name}.key"),
-            ],
-        );
-    }
-    openssl(
-        dir,
-        &[
-            "req",
-            "-x509",
-            "-new",
-            "-key",
-            "ca.key",
-            "-subj",
-            "/CN=assay test CA",
-            "-days",
-            "2",
-            "-out",
-            "ca.pem",
-        ],
-    );
-    std::fs::write(dir.join("server.ext"), "subjectAltName=IP:127.0.0.1\n").unwrap();
-    std::fs::write(dir.join("client.ext"), "extendedKeyUsage=clientAuth\n").unwrap();
-    for name in ["server", "client"] {
-        openssl(
-            dir,
-            &[
-                "req",
-                "-new",
-                "-key",
-                &format!("{name}.key"),
-                "-subj",
-                &format!("/CN={name}"),
-                "-out",
-                &format!("{name}.csr"),
-            ],
-        );
-        openssl(
-            dir,
-            &[
-                "x509",
-                "-req",
-                "-in",
-                &format!("{name}.csr"),
-                "-CA",
-                "ca.pem",
-                "-CAkey",
-                "ca.key",
-                "-CAcreateserial",
-                "-days",
-                "2",
-                "-extfile",
-                &format!("{name}.ext"),
-                "-out",
-                &format!("{name}.pem"),
-            ],
-        );
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tls_server_that_verifies_clients_refuses_a_plain_client_and_accepts_a_configured_one() {
     let certs = tempfile::tempdir().unwrap();
-    make_certificates(certs.path());
+    servers::make_certificates(certs.path());
     let c = |name: &str| certs.path().join(name).display().to_string();
     let (ca, cert, key) = (c("ca.pem"), c("client.pem"), c("client.key"));
     let (server_cert, server_key) = (c("server.pem"), c("server.key"));

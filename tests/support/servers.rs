@@ -190,3 +190,86 @@ pub fn metric_sum(body: &str, name: &str) -> Option<u64> {
         .collect();
     (!samples.is_empty()).then(|| samples.iter().sum())
 }
+
+fn openssl(dir: &std::path::Path, args: &[&str]) {
+    let status = Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("openssl on PATH");
+    assert!(status.success(), "openssl {args:?}");
+}
+
+/// A CA, a server certificate for 127.0.0.1 and a client certificate, all signed by the CA,
+/// generated in `dir` (never committed).
+pub fn make_certificates(dir: &std::path::Path) {
+    for name in ["ca", "server", "client"] {
+        openssl(
+            dir,
+            &[
+                "genpkey",
+                "-algorithm",
+                "EC",
+                "-pkeyopt",
+                "ec_paramgen_curve:P-256",
+                "-out",
+                &format!("{name}.key"),
+            ],
+        );
+    }
+    openssl(
+        dir,
+        &[
+            "req",
+            "-x509",
+            "-new",
+            "-key",
+            "ca.key",
+            "-subj",
+            "/CN=assay test CA",
+            "-days",
+            "2",
+            "-out",
+            "ca.pem",
+        ],
+    );
+    std::fs::write(dir.join("server.ext"), "subjectAltName=IP:127.0.0.1\n").unwrap();
+    std::fs::write(dir.join("client.ext"), "extendedKeyUsage=clientAuth\n").unwrap();
+    for name in ["server", "client"] {
+        openssl(
+            dir,
+            &[
+                "req",
+                "-new",
+                "-key",
+                &format!("{name}.key"),
+                "-subj",
+                &format!("/CN={name}"),
+                "-out",
+                &format!("{name}.csr"),
+            ],
+        );
+        openssl(
+            dir,
+            &[
+                "x509",
+                "-req",
+                "-in",
+                &format!("{name}.csr"),
+                "-CA",
+                "ca.pem",
+                "-CAkey",
+                "ca.key",
+                "-CAcreateserial",
+                "-days",
+                "2",
+                "-extfile",
+                &format!("{name}.ext"),
+                "-out",
+                &format!("{name}.pem"),
+            ],
+        );
+    }
+}

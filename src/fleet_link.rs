@@ -10,9 +10,10 @@ use assay_common::TreeId;
 use assay_common::fleet::Subjects;
 use assay_common::runner::RunnerKind;
 use assay_coordinator::cluster_queue::ClusterQueue;
-use assay_coordinator::queue::{InProcessQueue, JobQueue};
-use assay_worker::store::ArtifactStore;
-use assay_worker::store_tree::upload_tree;
+use assay_transport::queue::JobQueue;
+use assay_transport::store::ArtifactStore;
+use assay_transport::store_tree::upload_tree;
+use assay_worker::in_process::InProcessQueue;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -28,7 +29,7 @@ pub async fn nats_client(url: &str) -> Result<async_nats::Client, Failure> {
         nats.apply_auth_var(&name, &value)
             .map_err(|e| Failure::infrastructure(e.into()))?;
     }
-    assay_worker::nats::connect(&nats)
+    assay_transport::nats::connect(&nats)
         .await
         .map_err(|e| Failure::infrastructure(e.into()))
 }
@@ -43,7 +44,7 @@ impl Fleet {
     /// from the prefix).
     pub async fn connect(url: &str, subject_prefix: &str) -> Result<Self, Failure> {
         let client = nats_client(url).await?;
-        let proofs = assay_worker::nats::proofs_bucket(
+        let proofs = assay_transport::nats::proofs_bucket(
             &async_nats::jetstream::new(client.clone()),
             &Subjects::new(subject_prefix),
         )

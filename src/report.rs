@@ -14,7 +14,7 @@ use assay_common::evidence::Evidence;
 use assay_common::job::ArtifactRef;
 use assay_common::suite::SuiteReport;
 use assay_coordinator::mutants::MutationCheck;
-use assay_worker::store::ArtifactStore;
+use assay_transport::store::ArtifactStore;
 use clap::Args;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;

@@ -18,7 +18,6 @@ use assay_common::suite::{
     SuiteReport, SuiteTotals, derive_outcome,
 };
 use assay_coordinator::engine;
-use assay_coordinator::queue::JobQueue;
 use assay_coordinator::source;
 use assay_coordinator::suite::CollectError;
 use assay_coordinator::suite::audit::{self, JobSelection};
@@ -32,7 +31,8 @@ use assay_coordinator::suite::select::{self, Selectors};
 use assay_coordinator::suite::shard::{self, ShardMode};
 use assay_coordinator::suite::split;
 use assay_coordinator::suite::{self, StopReason, SuiteEvent, SuiteProgress};
-use assay_worker::store::ArtifactStore;
+use assay_transport::queue::JobQueue;
+use assay_transport::store::ArtifactStore;
 use clap::Args;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

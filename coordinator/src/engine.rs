@@ -6,7 +6,6 @@
 use crate::mutants::MutationCheck;
 use crate::mutation;
 use crate::plan::{ProofPlanInput, plan_proof};
-use crate::queue::{JobQueue, QueueError};
 use crate::source::{self, CandidateSpec, Change, SourceError};
 use assay_common::criteria::Criterion;
 use assay_common::evidence::{Evidence, JobEvidence, RevisionInfo, SCHEMA, WorkerEvidence};
@@ -16,6 +15,7 @@ use assay_common::mutation_plan::{MutationPlan, MutationSetup};
 use assay_common::runner::{ReportFormat, RunnerKind};
 use assay_common::verdict::{self, Observation, RefusedFile, Verdict};
 use assay_common::{ProofId, WorkerId};
+use assay_transport::queue::{JobQueue, QueueError};
 use globset::{Glob, GlobSetBuilder};
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -245,7 +245,10 @@ pub fn prepare(request: ProofRequest) -> Result<PreparedProof, EngineError> {
     prepared.mutation = prepared.request.mutation_budget.map(|budget| {
         let (plan, planning_error) = match mutation::plan_for(&prepared) {
             Ok(plan) => (plan, None),
-            Err(e) => (MutationPlan::default(), Some(mutation::error_chain(&e))),
+            Err(e) => (
+                MutationPlan::default(),
+                Some(assay_transport::error_chain::error_chain(&e)),
+            ),
         };
         MutationSetup {
             budget_secs: budget.as_secs(),

@@ -14,7 +14,6 @@ pub mod mutation;
 pub mod nats_queue;
 pub mod offload;
 pub mod plan;
-pub mod queue;
 pub mod service;
 pub mod source;
 pub mod suite;

@@ -8,14 +8,15 @@ use crate::engine::{ProgressSink, ProofEvent};
 use crate::mutants::budget::MutantTimeout;
 use crate::mutants::judge::{Expected, Judgement, judge_run};
 use crate::mutants::{self, ChangedFile, Mutant, MutationPlan, NotRunReason, OperatorSet, rerun};
-use crate::mutation::{error_chain, run_mutants};
-use crate::queue::JobQueue;
+use crate::mutation::run_mutants;
 use crate::source::{self, SourceError};
 use assay_common::job::{JobKind, JobResult, JobSpec, JobStatus, Side};
+use assay_transport::error_chain::error_chain;
+use assay_transport::queue::JobQueue;
 
 use assay_common::runner::RunnerKind;
 use assay_common::{JobId, ProofId, TreeId};
-use assay_worker::store::ArtifactStore;
+use assay_transport::store::ArtifactStore;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -88,7 +89,7 @@ pub enum MutateError {
     )]
     UnsupportedRunner { runner: RunnerKind },
     #[error("the mutation run stopped before every mutant had a result")]
-    Stopped(#[source] crate::queue::QueueError),
+    Stopped(#[source] assay_transport::queue::QueueError),
 }
 
 /// Stryker's mutant statuses, plus why a mutant has no verdict.

@@ -10,12 +10,13 @@ use crate::mutants::{
     self, ChangedFile, DEFAULT_MUTANTS_PER_FILE, ExcludedFile, ExclusionReason, MutantOutcome,
     MutationCheck, MutationPlan, NotRunReason,
 };
-use crate::queue::{JobQueue, QueueError};
 use crate::source::{self, SourceError};
 use assay_common::criteria::TestSelector;
 use assay_common::job::{ByteEdit, JobKind, JobResult, JobSpec, Side};
 use assay_common::mutation_plan::MutationSetup;
 use assay_common::{JobId, TreeId};
+use assay_transport::error_chain::error_chain;
+use assay_transport::queue::{JobQueue, QueueError};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -349,10 +350,6 @@ pub async fn run_mutants<T: Clone>(
         .into_iter()
         .map(|o| o.unwrap_or_else(|| not_run(NotRunReason::NoResult)))
         .collect())
-}
-
-pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
-    assay_worker::execute::error_chain(error)
 }
 
 #[cfg(test)]

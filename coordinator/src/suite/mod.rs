@@ -13,7 +13,6 @@ pub mod select;
 pub mod shard;
 pub mod split;
 
-use crate::queue::{JobQueue, QueueError};
 use crate::source::SourceError;
 use assay_common::job::{JobKind, JobResult, JobSpec, JobStatus, Side};
 use assay_common::manifest::ManifestJob;
@@ -22,7 +21,8 @@ use assay_common::suite::{
     SuiteCase, parse_go_list, parse_pytest_collection, parse_unittest_collection,
 };
 use assay_common::{JobId, ProofId, TreeId};
-use assay_worker::store::ArtifactStore;
+use assay_transport::queue::{JobQueue, QueueError};
+use assay_transport::store::ArtifactStore;
 use halt::AdmissionGate;
 use runners::{Listing, SuiteRunner, SuiteSetup};
 use std::path::Path;
@@ -92,7 +92,7 @@ pub enum CollectError {
     Store {
         runner: SuiteRunner,
         #[source]
-        source: assay_worker::store::StoreError,
+        source: assay_transport::store::StoreError,
     },
     #[error("collecting {runner} cases failed")]
     Corpus {

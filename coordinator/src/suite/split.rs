@@ -7,7 +7,7 @@
 use assay_common::job::{ArtifactRef, JobResult};
 use assay_common::outcome::{CaseResult, Outcome};
 use assay_common::suite::SuiteCase;
-use assay_worker::store::{ArtifactStore, StoreError};
+use assay_transport::store::{ArtifactStore, StoreError};
 use bytes::Bytes;
 use quick_xml::Reader;
 use quick_xml::events::{BytesStart, Event};

@@ -294,6 +294,18 @@ impl ArtifactStore for ObjectArtifactStore {
     }
 }
 
+/// Opens the store at `url` with the S3 options a service configuration lists.
+pub fn open_store(
+    url: &str,
+    s3_options: &[(String, String)],
+) -> Result<ObjectArtifactStore, StoreError> {
+    let options: Vec<(&str, &str)> = s3_options
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    ObjectArtifactStore::open_with_options(url, &options)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

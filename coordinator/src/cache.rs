@@ -19,7 +19,7 @@ use assay_common::runner::{ReportFormat, ReportLocation};
 use assay_common::verdict::Verdict;
 use assay_common::{JobId, ProofId};
 use assay_transport::queue::{JobQueue, QueueError};
-use assay_transport::store::{ArtifactStore, StoreError};
+use assay_transport::store::{ArtifactStore, StoreError, read_artifact};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -279,15 +279,10 @@ impl ResultCache {
         }
         let mut report_bytes = None;
         for artifact in &entry.result.artifacts {
-            let Ok(Some(bytes)) = self.store.get(&artifact.key).await else {
-                return reject(format!("artifact {} is gone from the store", artifact.key));
+            let bytes = match read_artifact(self.store.as_ref(), artifact).await {
+                Ok(bytes) => bytes,
+                Err(e) => return reject(assay_transport::error_chain::error_chain(&e)),
             };
-            if hex::encode(Sha256::digest(&bytes)) != artifact.sha256 {
-                return reject(format!(
-                    "artifact {} does not match its sha256",
-                    artifact.key
-                ));
-            }
             let holds_report = match spec.report.location() {
                 ReportLocation::Stdout => artifact.name == "stdout",
                 _ => artifact.name == "report",

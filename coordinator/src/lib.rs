@@ -7,6 +7,7 @@ pub mod admitter;
 pub mod cache;
 pub mod client;
 pub mod cluster_queue;
+pub mod dispatch;
 pub mod engine;
 pub mod mutants;
 pub mod mutate;

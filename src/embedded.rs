@@ -5,12 +5,12 @@ use crate::exit::{Failure, ResultExt as _};
 use crate::sandbox::SandboxChoice;
 use anyhow::Context as _;
 use assay_coordinator::engine;
+use assay_transport::store::{ArtifactStore, ObjectArtifactStore};
+use assay_transport::tree::GitTreeSource;
 use assay_worker::execute::JobContext;
 use assay_worker::sandbox::process::ProcessSandbox;
 use assay_worker::sandbox::warm::WarmPytest;
 use assay_worker::sandbox::{self, Sandbox};
-use assay_worker::store::{ArtifactStore, ObjectArtifactStore};
-use assay_worker::tree::GitTreeSource;
 use std::path::Path;
 use std::sync::Arc;
 

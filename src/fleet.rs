@@ -187,7 +187,7 @@ async fn proofs(
     client: &async_nats::Client,
     args: &ClientArgs,
 ) -> Result<async_nats::jetstream::kv::Store, Failure> {
-    assay_worker::nats::proofs_bucket(
+    assay_transport::nats::proofs_bucket(
         &async_nats::jetstream::new(client.clone()),
         &Subjects::new(&args.subject_prefix),
     )

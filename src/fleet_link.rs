@@ -11,9 +11,10 @@ use assay_common::TreeId;
 use assay_common::fleet::Subjects;
 use assay_common::runner::RunnerKind;
 use assay_coordinator::cluster_queue::ClusterQueue;
-use assay_coordinator::queue::{InProcessQueue, JobQueue};
-use assay_worker::store::ArtifactStore;
-use assay_worker::store_tree::upload_tree;
+use assay_transport::queue::JobQueue;
+use assay_transport::store::ArtifactStore;
+use assay_transport::store_tree::upload_tree;
+use assay_worker::in_process::InProcessQueue;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -30,7 +31,7 @@ pub async fn nats_client(url: &str, flags: &NatsFlags) -> Result<async_nats::Cli
             .map_err(|e| Failure::infrastructure(e.into()))?;
     }
     flags.apply(&mut nats);
-    assay_worker::nats::connect(&nats)
+    assay_transport::nats::connect(&nats)
         .await
         .map_err(|e| Failure::infrastructure(e.into()))
 }
@@ -50,7 +51,7 @@ impl Fleet {
         flags: &NatsFlags,
     ) -> Result<Self, Failure> {
         let client = nats_client(url, flags).await?;
-        let proofs = assay_worker::nats::proofs_bucket(
+        let proofs = assay_transport::nats::proofs_bucket(
             &async_nats::jetstream::new(client.clone()),
             &Subjects::new(subject_prefix),
         )

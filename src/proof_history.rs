@@ -11,7 +11,7 @@ use assay_common::job::{JobKind, Side};
 use assay_coordinator::engine::{self, PreparedProof};
 use assay_coordinator::source::{self, CandidateSpec};
 use assay_coordinator::suite::history::{self, RunSummary};
-use assay_worker::store::ArtifactStore;
+use assay_transport::store::ArtifactStore;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 

@@ -18,10 +18,10 @@ use assay_coordinator::cache::{CacheHit, CacheMode, CachingQueue, ResultCache, R
 use assay_coordinator::engine::{self, ProofRequest};
 use assay_coordinator::mutants::DEFAULT_MUTATION_BUDGET;
 use assay_coordinator::mutants::MutationCheck;
-use assay_coordinator::queue::InProcessQueue;
 use assay_coordinator::source::CandidateSpec;
+use assay_transport::store::ArtifactStore;
+use assay_worker::in_process::InProcessQueue;
 use assay_worker::sandbox::Sandbox;
-use assay_worker::store::ArtifactStore;
 use clap::Args;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -453,7 +453,7 @@ async fn run_embedded(
             Ok(_) => {}
             Err(e) => eprintln!(
                 "[cache] results not stored: {}",
-                assay_worker::execute::error_chain(e)
+                assay_transport::error_chain::error_chain(e)
             ),
         }
     }

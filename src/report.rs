@@ -14,9 +14,8 @@ use assay_common::evidence::Evidence;
 use assay_common::job::ArtifactRef;
 use assay_common::suite::SuiteReport;
 use assay_coordinator::mutants::MutationCheck;
-use assay_worker::store::ArtifactStore;
+use assay_transport::store::{ArtifactStore, read_artifact};
 use clap::Args;
-use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -123,9 +122,7 @@ async fn read_artifacts<'a>(
         if artifact.bytes > READ_LIMIT_BYTES || artifacts.contains_key(&artifact.key) {
             continue;
         }
-        if let Ok(Some(bytes)) = store.get(&artifact.key).await
-            && hex::encode(Sha256::digest(&bytes)) == artifact.sha256
-        {
+        if let Ok(bytes) = read_artifact(store, artifact).await {
             artifacts.insert(artifact.key.clone(), bytes.to_vec());
         }
     }

@@ -17,8 +17,8 @@ use assay_common::suite::{
     CaseListing, CaseOutcome, CaseReport, Lane, SUITE_SCHEMA, SuiteCase, SuiteJobReport,
     SuiteReport, SuiteTotals, derive_outcome,
 };
+use assay_coordinator::dispatch::run_one;
 use assay_coordinator::engine;
-use assay_coordinator::queue::JobQueue;
 use assay_coordinator::source;
 use assay_coordinator::suite::CollectError;
 use assay_coordinator::suite::audit::{self, JobSelection};
@@ -32,7 +32,8 @@ use assay_coordinator::suite::select::{self, Selectors};
 use assay_coordinator::suite::shard::{self, ShardMode};
 use assay_coordinator::suite::split;
 use assay_coordinator::suite::{self, StopReason, SuiteEvent, SuiteProgress};
-use assay_worker::store::ArtifactStore;
+use assay_transport::queue::JobQueue;
+use assay_transport::store::{ArtifactStore, read_named};
 use clap::Args;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -849,21 +850,13 @@ async fn reachability(
         return Ok(Vec::new());
     }
     let job = reach::plan_job(run_id, tree, ids, timeout);
-    queue
-        .submit(job)
+    let result = run_one(queue, &job)
         .await
         .map_err(|e| Failure::infrastructure(e.into()))?;
-    let result = queue.next_result().await.ok_or_else(|| {
-        Failure::infrastructure(anyhow!("the per-test coverage run returned no result"))
-    })?;
-    let bytes = match result.artifacts.iter().find(|a| a.name == "report") {
-        Some(artifact) => store
-            .get(&artifact.key)
-            .await
-            .map_err(|e| Failure::infrastructure(e.into()))?,
-        None => None,
-    }
-    .ok_or_else(|| {
+    let bytes = read_named(store, &result, "report")
+        .await
+        .map_err(|e| Failure::infrastructure(e.into()))?
+        .ok_or_else(|| {
         Failure::infrastructure(anyhow!(
             "the per-test coverage run ({}) wrote no coverage report (hint: --reachability needs coverage.py installed where the tests run)",
             result.status.label()
@@ -934,12 +927,10 @@ pub(crate) fn print_alerts(record: &RunRecord) {
 pub(crate) async fn job_output(store: &dyn ArtifactStore, result: &JobResult) -> String {
     let mut text = String::new();
     for name in ["stdout", "stderr"] {
-        if let Some(artifact) = result.artifacts.iter().find(|a| a.name == name) {
-            match store.get(&artifact.key).await {
-                Ok(Some(bytes)) => text.push_str(&String::from_utf8_lossy(&bytes)),
-                Ok(None) => {}
-                Err(e) => eprintln!("warning: {:#}", anyhow::Error::from(e)),
-            }
+        match read_named(store, result, name).await {
+            Ok(Some(bytes)) => text.push_str(&String::from_utf8_lossy(&bytes)),
+            Ok(None) => {}
+            Err(e) => eprintln!("warning: {:#}", anyhow::Error::from(e)),
         }
     }
     text

@@ -134,7 +134,7 @@ async fn fleet(url: &str, jobs: usize, slots: u32) -> Result<Duration, Error> {
     config.service.worker.slots = slots;
     let parts = worker::WorkerParts {
         runner: Arc::new(Noop(config.worker_id.clone())),
-        store: Arc::new(worker::open_store("memory://", &[])?),
+        store: Arc::new(assay_transport::store::open_store("memory://", &[])?),
         metrics: Default::default(),
     };
     let worker = tokio::spawn(worker::serve_with(config, parts, until_stopped(stop)));
@@ -147,7 +147,7 @@ async fn fleet(url: &str, jobs: usize, slots: u32) -> Result<Duration, Error> {
     }
     let started = Instant::now();
     // Shares nothing with the services' memory stores: every message here fits inline.
-    let store = assay_worker::store::ObjectArtifactStore::open("memory://")?;
+    let store = assay_transport::store::ObjectArtifactStore::open("memory://")?;
     let evidence =
         client::submit_and_wait(&client, &subjects, &store, &submission, &mut Quiet).await?;
     let took = started.elapsed();

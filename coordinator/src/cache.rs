@@ -12,14 +12,14 @@
 //! - a poisoned entry: every read re-checks the entry and each artifact it names against
 //!   their sha256, and re-parses the pinned report; anything off is a miss, reported, never used.
 
-use crate::queue::{JobQueue, QueueError};
 use assay_common::evidence::{CachedFrom, Evidence, SandboxEvidence};
 use assay_common::job::{JobKind, JobResult, JobSpec, JobStatus};
 use assay_common::report;
 use assay_common::runner::{ReportFormat, ReportLocation};
 use assay_common::verdict::Verdict;
 use assay_common::{JobId, ProofId};
-use assay_worker::store::{ArtifactStore, StoreError};
+use assay_transport::queue::{JobQueue, QueueError};
+use assay_transport::store::{ArtifactStore, StoreError, read_artifact};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -268,7 +268,7 @@ impl ResultCache {
         let bytes = match self.store.get(&entry_key(key)).await {
             Ok(Some(bytes)) => bytes,
             Ok(None) => return Lookup::Miss,
-            Err(e) => return reject(crate::mutation::error_chain(&e)),
+            Err(e) => return reject(assay_transport::error_chain::error_chain(&e)),
         };
         let entry: CacheEntry = match serde_json::from_slice(&bytes) {
             Ok(entry) => entry,
@@ -279,15 +279,10 @@ impl ResultCache {
         }
         let mut report_bytes = None;
         for artifact in &entry.result.artifacts {
-            let Ok(Some(bytes)) = self.store.get(&artifact.key).await else {
-                return reject(format!("artifact {} is gone from the store", artifact.key));
+            let bytes = match read_artifact(self.store.as_ref(), artifact).await {
+                Ok(bytes) => bytes,
+                Err(e) => return reject(assay_transport::error_chain::error_chain(&e)),
             };
-            if hex::encode(Sha256::digest(&bytes)) != artifact.sha256 {
-                return reject(format!(
-                    "artifact {} does not match its sha256",
-                    artifact.key
-                ));
-            }
             let holds_report = match spec.report.location() {
                 ReportLocation::Stdout => artifact.name == "stdout",
                 _ => artifact.name == "report",

@@ -16,10 +16,10 @@ use assay_common::fleet::{
 use assay_common::job::ArtifactRef;
 use assay_common::job::JobResult;
 use assay_common::wire;
-use assay_worker::nats::{self, FleetError};
-use assay_worker::store::ArtifactStore;
-use assay_worker::store_tree::upload_tree;
-use assay_worker::trace_context;
+use assay_transport::nats::{self, FleetError};
+use assay_transport::store::ArtifactStore;
+use assay_transport::store_tree::upload_tree;
+use assay_transport::trace_context;
 use futures::StreamExt;
 use std::time::Duration;
 
@@ -107,7 +107,7 @@ pub async fn upload_trees(
         upload_tree(store, &prepared.request.repo, &tree)
             .await
             .map_err(|e| ClientError::Upload {
-                message: assay_worker::execute::error_chain(&e),
+                message: assay_transport::error_chain::error_chain(&e),
             })?;
     }
     Ok(())

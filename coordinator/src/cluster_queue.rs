@@ -4,13 +4,13 @@
 //! its result comes back on the submission's progress subject, or from its KV result key when
 //! that message was missed.
 
-use crate::queue::{JobQueue, QueueError};
 use assay_common::fleet::{
     ProgressEvent, ProofSubmission, RevisionWire, Subjects, SubmitReply, SubmitRequest, keys,
 };
 use assay_common::job::{JobResult, JobSpec};
 use assay_common::runner::RunnerKind;
 use assay_common::{JobId, ProofId, WorkerId, wire};
+use assay_transport::queue::{JobQueue, QueueError};
 use async_nats::jetstream::kv;
 use async_trait::async_trait;
 use futures::StreamExt;

@@ -3,10 +3,10 @@
 //! order, the verdicts and evidence, then for a proven proof the mutation check as per-mutant
 //! jobs on the same queue. Embedded mode and the fleet's coordinator both call `run_proof`.
 
+use crate::dispatch::{Flow, Hooks, dispatch};
 use crate::mutants::MutationCheck;
 use crate::mutation;
 use crate::plan::{ProofPlanInput, plan_proof};
-use crate::queue::{JobQueue, QueueError};
 use crate::source::{self, CandidateSpec, Change, SourceError};
 use assay_common::criteria::Criterion;
 use assay_common::evidence::{Evidence, JobEvidence, RevisionInfo, SCHEMA, WorkerEvidence};
@@ -16,6 +16,7 @@ use assay_common::mutation_plan::{MutationPlan, MutationSetup};
 use assay_common::runner::{ReportFormat, RunnerKind};
 use assay_common::verdict::{self, Observation, RefusedFile, Verdict};
 use assay_common::{ProofId, WorkerId};
+use assay_transport::queue::{JobQueue, QueueError};
 use globset::{Glob, GlobSetBuilder};
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -245,7 +246,10 @@ pub fn prepare(request: ProofRequest) -> Result<PreparedProof, EngineError> {
     prepared.mutation = prepared.request.mutation_budget.map(|budget| {
         let (plan, planning_error) = match mutation::plan_for(&prepared) {
             Ok(plan) => (plan, None),
-            Err(e) => (MutationPlan::default(), Some(mutation::error_chain(&e))),
+            Err(e) => (
+                MutationPlan::default(),
+                Some(assay_transport::error_chain::error_chain(&e)),
+            ),
         };
         MutationSetup {
             budget_secs: budget.as_secs(),
@@ -443,44 +447,39 @@ pub async fn run_jobs(
     clock: Instant,
 ) -> Result<(Vec<JobResult>, Vec<u64>), EngineError> {
     progress.event(ProofEvent::Planned { jobs });
-    let mut results: Vec<Option<JobResult>> = vec![None; jobs.len()];
-    let mut finished_at_ms = vec![0; jobs.len()];
-    let mut next = 0;
-    let mut in_flight = 0;
-    let mut done = 0;
-    while done < jobs.len() {
-        while in_flight < budget.max(1) && next < jobs.len() {
-            queue.submit(jobs[next].clone()).await?;
-            next += 1;
-            in_flight += 1;
-        }
-        let Some(result) = queue.next_result().await else {
-            return Err(QueueError::Closed {
-                outstanding: jobs.len() - done,
-            }
-            .into());
-        };
-        let index = result.index as usize;
-        let Some(slot) = results.get_mut(index) else {
-            tracing::warn!(index, "dropping a result for a job outside the plan");
-            continue;
-        };
-        if slot.is_some() || jobs[index].job_id != result.job_id {
-            tracing::warn!(job_id = %result.job_id, "dropping a duplicate or foreign result");
-            continue;
-        }
-        in_flight -= 1;
-        done += 1;
-        finished_at_ms[index] = clock.elapsed().as_millis() as u64;
-        progress.event(ProofEvent::JobFinished {
-            done,
-            total: jobs.len(),
-            spec: &jobs[index],
-            result: &result,
-        });
-        *slot = Some(result);
+    struct Proving<'a> {
+        total: usize,
+        progress: &'a dyn ProgressSink,
+        clock: Instant,
+        finished_at_ms: Vec<u64>,
     }
-    Ok((results.into_iter().flatten().collect(), finished_at_ms))
+    impl Hooks for Proving<'_> {
+        fn finished(&mut self, at: usize, done: usize, spec: &JobSpec, result: &JobResult) -> Flow {
+            self.finished_at_ms[at] = self.clock.elapsed().as_millis() as u64;
+            self.progress.event(ProofEvent::JobFinished {
+                done,
+                total: self.total,
+                spec,
+                result,
+            });
+            Flow::Continue
+        }
+    }
+    let mut proving = Proving {
+        total: jobs.len(),
+        progress,
+        clock,
+        finished_at_ms: vec![0; jobs.len()],
+    };
+    let done = dispatch(queue, jobs, budget, None, &mut proving).await?;
+    let results: Vec<JobResult> = done.results.into_iter().flatten().collect();
+    if results.len() != jobs.len() {
+        return Err(QueueError::Closed {
+            outstanding: jobs.len() - results.len(),
+        }
+        .into());
+    }
+    Ok((results, proving.finished_at_ms))
 }
 
 /// Decides every criterion and builds the evidence report. `finished_at_ms` holds, in plan

@@ -4,18 +4,20 @@
 //! proof uses, ordered by expected cost, under one budget; kills are confirmed by a re-run.
 //! The result is Stryker's mutation-testing-report-schema JSON plus a summary.
 
+use crate::dispatch::run_one;
 use crate::engine::{ProgressSink, ProofEvent};
 use crate::mutants::budget::MutantTimeout;
 use crate::mutants::judge::{Expected, Judgement, judge_run};
 use crate::mutants::{self, ChangedFile, Mutant, MutationPlan, NotRunReason, OperatorSet, rerun};
-use crate::mutation::{error_chain, run_mutants};
-use crate::queue::JobQueue;
+use crate::mutation::run_mutants;
 use crate::source::{self, SourceError};
 use assay_common::job::{JobKind, JobResult, JobSpec, JobStatus, Side};
+use assay_transport::error_chain::error_chain;
+use assay_transport::queue::JobQueue;
 
 use assay_common::runner::RunnerKind;
 use assay_common::{JobId, ProofId, TreeId};
-use assay_worker::store::ArtifactStore;
+use assay_transport::store::{ArtifactStore, read_named};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -88,7 +90,7 @@ pub enum MutateError {
     )]
     UnsupportedRunner { runner: RunnerKind },
     #[error("the mutation run stopped before every mutant had a result")]
-    Stopped(#[source] crate::queue::QueueError),
+    Stopped(#[source] assay_transport::queue::QueueError),
 }
 
 /// Stryker's mutant statuses, plus why a mutant has no verdict.
@@ -392,10 +394,14 @@ pub async fn run(
         spec.timeout_secs = timeout.limit.as_secs().max(1);
         Ok(timeout)
     };
+    // Each limit fits in what is left of the budget; a result that never comes (a lost job
+    // on a fleet) leaves its mutant pending at the budget's end plus a grace.
+    let deadline = started + request.budget + mutants::budget::MIN_TIME_TO_START;
     let judged = run_mutants(
         queue,
         &specs,
         request.slots,
+        Some(deadline),
         admit,
         |result, timeout| {
             let judged = judge(result, timeout);
@@ -450,6 +456,7 @@ pub async fn run(
         queue,
         &again_specs,
         request.slots,
+        Some(deadline),
         |spec: &mut JobSpec| {
             let expected = again_costs
                 .get(&spec.job_id)
@@ -668,31 +675,20 @@ fn judge(result: &JobResult, timeout: MutantTimeout) -> Judged {
     }
 }
 
+/// The baseline's one job; an infrastructure failure is an error like a lost queue.
 async fn run_single(queue: &dyn JobQueue, spec: &JobSpec) -> Result<JobResult, String> {
-    queue
-        .submit(spec.clone())
-        .await
-        .map_err(|e| error_chain(&e))?;
-    while let Some(result) = queue.next_result().await {
-        if result.job_id == spec.job_id {
-            return match &result.status {
-                JobStatus::Infrastructure { message, .. } => Err(message.clone()),
-                _ => Ok(result),
-            };
-        }
+    let result = run_one(queue, spec).await.map_err(|e| error_chain(&e))?;
+    match &result.status {
+        JobStatus::Infrastructure { message, .. } => Err(message.clone()),
+        _ => Ok(result),
     }
-    Err("the result stream closed".into())
 }
 
 async fn read_report(store: &dyn ArtifactStore, result: &JobResult) -> Result<CoverageMap, String> {
-    let Some(artifact) = result.artifacts.iter().find(|a| a.name == "report") else {
-        return Err("the coverage run wrote no map (is coverage.py installed?)".into());
-    };
-    let bytes = store
-        .get(&artifact.key)
+    let bytes = read_named(store, result, "report")
         .await
         .map_err(|e| error_chain(&e))?
-        .ok_or_else(|| format!("artifact {} is missing from the store", artifact.key))?;
+        .ok_or("the coverage run wrote no map (is coverage.py installed?)")?;
     serde_json::from_slice(&bytes).map_err(|e| format!("the coverage map is malformed: {e}"))
 }
 

@@ -3,6 +3,7 @@
 //! through the proof's own job queue (so mutants run `--jobs` at a time, or fan out on a
 //! fleet), and judges each mutant. Report only: nothing here touches a verdict.
 
+use crate::dispatch::{Admit, Flow, Hooks, dispatch, run_one};
 use crate::engine::{PreparedProof, ProgressSink, ProofEvent};
 use crate::mutants::budget::MutantTimeout;
 use crate::mutants::judge::{Expected, Judgement, judge_run};
@@ -10,12 +11,13 @@ use crate::mutants::{
     self, ChangedFile, DEFAULT_MUTANTS_PER_FILE, ExcludedFile, ExclusionReason, MutantOutcome,
     MutationCheck, MutationPlan, NotRunReason,
 };
-use crate::queue::{JobQueue, QueueError};
 use crate::source::{self, SourceError};
 use assay_common::criteria::TestSelector;
 use assay_common::job::{ByteEdit, JobKind, JobResult, JobSpec, Side};
 use assay_common::mutation_plan::MutationSetup;
 use assay_common::{JobId, TreeId};
+use assay_transport::error_chain::error_chain;
+use assay_transport::queue::{JobQueue, QueueError};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -238,10 +240,14 @@ pub async fn run_check(
             )
         })
         .collect();
+    // Every limit fits in the budget; past it and a grace, a mutant whose result never came
+    // (a lost job on a fleet) has none, rather than holding the proof forever.
+    let deadline = started + budget + mutants::budget::MIN_TIME_TO_START;
     let outcomes = run_mutants(
         queue,
         &specs,
         slots,
+        Some(deadline),
         |spec| {
             let left = budget.saturating_sub(started.elapsed());
             let timeout = mutants::mutant_timeout(left, unmutated)?;
@@ -270,89 +276,79 @@ pub async fn run_check(
     Ok(assemble(plan, outcomes, Some(unmutated), None))
 }
 
-async fn run_one(queue: &dyn JobQueue, spec: &JobSpec) -> Result<JobResult, QueueError> {
-    queue.submit(spec.clone()).await?;
-    while let Some(result) = queue.next_result().await {
-        if result.job_id == spec.job_id {
-            return Ok(result);
-        }
-        tracing::warn!(job_id = %result.job_id, "dropping a foreign result");
-    }
-    Err(QueueError::Closed { outstanding: 1 })
-}
-
 /// Runs `specs` on `queue` with at most `slots` in flight and returns one outcome per spec in
 /// plan order. `admit` sets a job's limit when its turn comes (the budget left decides it) or
 /// says why it does not start; `judge` turns a result into an outcome. A result stream that
-/// closes with jobs in flight (a cancelled proof) is an error, never a set of outcomes.
-pub async fn run_mutants<T: Clone>(
+/// closes with jobs in flight (a cancelled proof) is an error, never a set of outcomes; a
+/// mutant still running at `deadline` has no result.
+#[allow(clippy::too_many_arguments)]
+pub async fn run_mutants<T: Clone + Send>(
     queue: &dyn JobQueue,
     specs: &[JobSpec],
     slots: usize,
-    mut admit: impl FnMut(&mut JobSpec) -> Result<MutantTimeout, NotRunReason>,
-    judge: impl Fn(&JobResult, MutantTimeout) -> T,
-    not_run: impl Fn(NotRunReason) -> T,
-    on_finished: impl Fn(usize, &JobSpec, &JobResult),
+    deadline: Option<Instant>,
+    admit: impl FnMut(&mut JobSpec) -> Result<MutantTimeout, NotRunReason> + Send,
+    judge: impl Fn(&JobResult, MutantTimeout) -> T + Send,
+    not_run: impl Fn(NotRunReason) -> T + Send,
+    on_finished: impl Fn(usize, &JobSpec, &JobResult) + Send,
 ) -> Result<Vec<T>, QueueError> {
-    let position: BTreeMap<&JobId, usize> = specs
-        .iter()
-        .enumerate()
-        .map(|(i, s)| (&s.job_id, i))
-        .collect();
-    let mut outcomes: Vec<Option<T>> = vec![None; specs.len()];
-    let mut limits: Vec<Option<(MutantTimeout, JobSpec)>> = vec![None; specs.len()];
-    let (mut next, mut in_flight, mut done) = (0, 0, 0);
-    loop {
-        while in_flight < slots.max(1) && next < specs.len() {
-            let mut spec = specs[next].clone();
-            match admit(&mut spec) {
-                Err(reason) => outcomes[next] = Some(not_run(reason)),
-                Ok(timeout) => match queue.submit(spec.clone()).await {
-                    Ok(()) => {
-                        limits[next] = Some((timeout, spec));
-                        in_flight += 1;
-                    }
-                    Err(e) => {
-                        outcomes[next] = Some(not_run(NotRunReason::Infrastructure {
-                            message: error_chain(&e),
-                        }))
-                    }
-                },
-            }
-            next += 1;
-        }
-        if in_flight == 0 {
-            break;
-        }
-        let Some(result) = queue.next_result().await else {
-            return Err(QueueError::Closed {
-                outstanding: in_flight,
-            });
-        };
-        let Some(&at) = position.get(&result.job_id) else {
-            tracing::warn!(job_id = %result.job_id, "dropping a result outside the mutation plan");
-            continue;
-        };
-        let Some((timeout, spec)) = &limits[at] else {
-            continue;
-        };
-        if outcomes[at].is_some() {
-            tracing::warn!(job_id = %result.job_id, "dropping a duplicate mutant result");
-            continue;
-        }
-        outcomes[at] = Some(judge(&result, *timeout));
-        in_flight -= 1;
-        on_finished(done, spec, &result);
-        done += 1;
+    struct Mutants<T, A, J, N, F> {
+        outcomes: Vec<Option<T>>,
+        limits: Vec<Option<MutantTimeout>>,
+        admit: A,
+        judge: J,
+        not_run: N,
+        on_finished: F,
     }
-    Ok(outcomes
+    impl<T, A, J, N, F> Hooks for Mutants<T, A, J, N, F>
+    where
+        T: Send,
+        A: FnMut(&mut JobSpec) -> Result<MutantTimeout, NotRunReason> + Send,
+        J: Fn(&JobResult, MutantTimeout) -> T + Send,
+        N: Fn(NotRunReason) -> T + Send,
+        F: Fn(usize, &JobSpec, &JobResult) + Send,
+    {
+        fn admit(&mut self, at: usize, spec: &mut JobSpec) -> Admit {
+            match (self.admit)(spec) {
+                Ok(timeout) => {
+                    self.limits[at] = Some(timeout);
+                    Admit::Run
+                }
+                Err(reason) => {
+                    self.outcomes[at] = Some((self.not_run)(reason));
+                    Admit::Skip
+                }
+            }
+        }
+        fn submit_failed(&mut self, at: usize, error: QueueError) -> Result<(), QueueError> {
+            self.outcomes[at] = Some((self.not_run)(NotRunReason::Infrastructure {
+                message: error_chain(&error),
+            }));
+            Ok(())
+        }
+        fn finished(&mut self, at: usize, done: usize, spec: &JobSpec, result: &JobResult) -> Flow {
+            if let Some(timeout) = self.limits[at] {
+                self.outcomes[at] = Some((self.judge)(result, timeout));
+            }
+            (self.on_finished)(done - 1, spec, result);
+            Flow::Continue
+        }
+    }
+    let mut mutants = Mutants {
+        outcomes: vec![None; specs.len()],
+        limits: vec![None; specs.len()],
+        admit,
+        judge,
+        not_run,
+        on_finished,
+    };
+    dispatch(queue, specs, slots, deadline, &mut mutants).await?;
+    let not_run = &mutants.not_run;
+    Ok(mutants
+        .outcomes
         .into_iter()
         .map(|o| o.unwrap_or_else(|| not_run(NotRunReason::NoResult)))
         .collect())
-}
-
-pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
-    assay_worker::execute::error_chain(error)
 }
 
 #[cfg(test)]

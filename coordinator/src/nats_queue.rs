@@ -6,10 +6,10 @@
 //! proof's gate, so once a cancel has closed the gate no job of the proof reaches the queue.
 
 use crate::admitter::Admitter;
-use crate::queue::{JobQueue, QueueError};
 use assay_common::fleet::{Subjects, keys};
 use assay_common::job::{JobResult, JobSpec};
 use assay_common::wire;
+use assay_transport::queue::{JobQueue, QueueError};
 use async_nats::jetstream::{self, kv};
 use async_trait::async_trait;
 use std::collections::VecDeque;
@@ -87,7 +87,7 @@ impl JobQueue for NatsJobQueue {
         let mut headers = async_nats::HeaderMap::new();
         headers.insert("Nats-Msg-Id", job.job_id.as_str());
         // Called inside the proof's span: the job's worker continues its trace.
-        assay_worker::trace_context::inject(&mut headers);
+        assay_transport::trace_context::inject(&mut headers);
         self.js
             .publish_with_headers(self.subjects.jobs(&job.proof_id), headers, payload.into())
             .await

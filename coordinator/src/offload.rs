@@ -4,7 +4,7 @@
 //! hash, so a body replaced in the store is refused, never misread.
 
 use assay_common::job::ArtifactRef;
-use assay_worker::store::{ArtifactStore, StoreError};
+use assay_transport::store::{ArtifactStore, StoreError};
 use bytes::Bytes;
 use sha2::{Digest, Sha256};
 
@@ -70,7 +70,7 @@ pub async fn get(store: &dyn ArtifactStore, blob: &ArtifactRef) -> Result<Bytes,
 #[cfg(test)]
 mod tests {
     use super::*;
-    use assay_worker::store::ObjectArtifactStore;
+    use assay_transport::store::ObjectArtifactStore;
 
     #[test]
     fn the_inline_limit_leaves_headroom_under_the_server_limit() {

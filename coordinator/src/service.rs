@@ -18,11 +18,11 @@ use assay_common::job::JobResult;
 use assay_common::service_config::{ConfigError, Role, ServiceConfig};
 use assay_common::wire;
 use assay_common::{JobId, ProofId};
-use assay_worker::health::{self, Probes};
-use assay_worker::metrics::Metrics;
-use assay_worker::nats::{self, FleetError, QueueTuning};
-use assay_worker::store::{ArtifactStore, StoreError};
-use assay_worker::trace_context;
+use assay_transport::health::{self, Probes};
+use assay_transport::metrics::Metrics;
+use assay_transport::nats::{self, FleetError, QueueTuning};
+use assay_transport::store::{ArtifactStore, StoreError};
+use assay_transport::trace_context;
 use async_nats::jetstream::{self, kv};
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
@@ -102,7 +102,7 @@ pub async fn serve(
     let service = &config.service;
     service.validate()?;
     let subjects = Subjects::new(&service.nats.subject_prefix);
-    let store: Arc<dyn ArtifactStore> = Arc::new(assay_worker::service::open_store(
+    let store: Arc<dyn ArtifactStore> = Arc::new(assay_transport::store::open_store(
         &service.store.url,
         &config.s3_options,
     )?);
@@ -674,7 +674,7 @@ async fn drive(
     {
         Ok(stored) => Some(stored),
         Err(e) => {
-            tracing::warn!(proof_id = %proof_id, error = %assay_worker::execute::error_chain(&e), "failed to store evidence");
+            tracing::warn!(proof_id = %proof_id, error = %assay_transport::error_chain::error_chain(&e), "failed to store evidence");
             None
         }
     };

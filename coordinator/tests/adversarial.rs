@@ -18,7 +18,7 @@ use assay_common::verdict::Verdict;
 use assay_common::{JobId, ProofId, TreeId, WorkerId, wire};
 use assay_coordinator::service::{self as coordinator, CoordinatorConfig};
 use assay_coordinator::{client, engine};
-use assay_worker::nats::QueueTuning;
+use assay_transport::nats::QueueTuning;
 use assay_worker::service::{self as worker, JobRunner, WorkerConfig};
 use async_nats::jetstream::{self, kv};
 use futures::StreamExt;
@@ -131,7 +131,9 @@ impl Bus {
         let config = self.worker_config(prefix, name);
         let parts = worker::WorkerParts {
             runner: Arc::new(Answer(config.worker_id.clone())),
-            store: Arc::new(worker::open_store(&config.service.store.url, &[]).unwrap()),
+            store: Arc::new(
+                assay_transport::store::open_store(&config.service.store.url, &[]).unwrap(),
+            ),
             metrics: Default::default(),
         };
         let (stop, rx) = tokio::sync::oneshot::channel::<()>();
@@ -333,8 +335,8 @@ async fn uploaded_tree_of(bus: &Bus, name: &str, file: &str, text: &str) -> Tree
     git(&repo, &["add", "."]);
     git(&repo, &["commit", "-q", "-m", name]);
     let tree = TreeId(git(&repo, &["rev-parse", "HEAD^{tree}"]));
-    let store = worker::open_store(&bus.store_url(), &[]).unwrap();
-    assay_worker::store_tree::upload_tree(&store, &repo, &tree)
+    let store = assay_transport::store::open_store(&bus.store_url(), &[]).unwrap();
+    assay_transport::store_tree::upload_tree(&store, &repo, &tree)
         .await
         .unwrap();
     tree
@@ -478,7 +480,7 @@ async fn a_mutant_edit_naming_a_path_outside_the_tree_is_refused_and_writes_noth
         };
         if workers
             && let Ok(consumer) =
-                assay_worker::nats::coordinator_consumer(&js, &subjects, &QueueTuning::default())
+                assay_transport::nats::coordinator_consumer(&js, &subjects, &QueueTuning::default())
                     .await
         {
             break consumer;
@@ -683,7 +685,7 @@ async fn a_forged_finished_event_does_not_end_the_cli_with_its_verdict() {
     let proof = engine::new_proof_id();
     let planned = submission(&proof, 1);
     let job = planned.jobs[0].clone();
-    let store = worker::open_store(&bus.store_url(), &[]).unwrap();
+    let store = assay_transport::store::open_store(&bus.store_url(), &[]).unwrap();
     let cli_client = bus.client().await;
     let cli = tokio::spawn(async move {
         client::submit_and_wait(
@@ -841,9 +843,9 @@ fn local_worker(dir: &Path, files: &[(&str, &str)]) -> (assay_worker::execute::J
     let ctx = assay_worker::execute::JobContext {
         worker_id: WorkerId("worker-a".into()),
         sandbox: Arc::new(assay_worker::sandbox::process::ProcessSandbox),
-        trees: Arc::new(assay_worker::tree::GitTreeSource::new(&repo)),
+        trees: Arc::new(assay_transport::tree::GitTreeSource::new(&repo)),
         store: Arc::new(
-            assay_worker::store::ObjectArtifactStore::open(&format!(
+            assay_transport::store::ObjectArtifactStore::open(&format!(
                 "file://{}",
                 dir.join("store").display()
             ))
@@ -976,7 +978,7 @@ async fn a_job_cannot_read_the_workers_secrets() {
         };
         if ready
             && let Ok(consumer) =
-                assay_worker::nats::coordinator_consumer(&js, &subjects, &QueueTuning::default())
+                assay_transport::nats::coordinator_consumer(&js, &subjects, &QueueTuning::default())
                     .await
         {
             break consumer;
@@ -1067,7 +1069,7 @@ async fn a_tls_server_that_verifies_clients_refuses_a_plain_client_and_accepts_a
         ..Default::default()
     };
     assert!(
-        assay_worker::nats::connect(&plain).await.is_err(),
+        assay_transport::nats::connect(&plain).await.is_err(),
         "a plain client got through"
     );
     let no_certificate = NatsSection {
@@ -1076,7 +1078,9 @@ async fn a_tls_server_that_verifies_clients_refuses_a_plain_client_and_accepts_a
         ..Default::default()
     };
     assert!(
-        assay_worker::nats::connect(&no_certificate).await.is_err(),
+        assay_transport::nats::connect(&no_certificate)
+            .await
+            .is_err(),
         "a client without a certificate got through"
     );
     let configured = NatsSection {
@@ -1087,7 +1091,7 @@ async fn a_tls_server_that_verifies_clients_refuses_a_plain_client_and_accepts_a
         require_tls: true,
         ..Default::default()
     };
-    let client = assay_worker::nats::connect(&configured).await.unwrap();
+    let client = assay_transport::nats::connect(&configured).await.unwrap();
     client.publish("assay.ping", "".into()).await.unwrap();
     client.flush().await.unwrap();
 }
@@ -1112,7 +1116,7 @@ async fn a_password_server_refuses_wrong_credentials_with_one_line_naming_the_ur
         password_file: write("wrong", "s3cret-wrong\n"),
         ..Default::default()
     };
-    let message = assay_worker::nats::connect(&wrong)
+    let message = assay_transport::nats::connect(&wrong)
         .await
         .expect_err("wrong credentials got through")
         .to_string();
@@ -1125,7 +1129,7 @@ async fn a_password_server_refuses_wrong_credentials_with_one_line_naming_the_ur
         password_file: write("right", "s3cret-right\n"),
         ..Default::default()
     };
-    let client = assay_worker::nats::connect(&right).await.unwrap();
+    let client = assay_transport::nats::connect(&right).await.unwrap();
     client.publish("assay.ping", "".into()).await.unwrap();
     client.flush().await.unwrap();
 }

@@ -13,15 +13,15 @@ use assay_common::service_config::ServiceConfig;
 use assay_common::{JobId, WorkerId, wire};
 use assay_coordinator::client::{self, FleetProgress};
 use assay_coordinator::engine::{self, PreparedProof, ProgressSink, ProofEvent, ProofRequest};
-use assay_coordinator::queue::InProcessQueue;
 use assay_coordinator::service::{self as coordinator, CoordinatorConfig};
 use assay_coordinator::source::CandidateSpec;
+use assay_transport::nats::QueueTuning;
+use assay_transport::store::{ArtifactStore, ObjectArtifactStore};
+use assay_transport::tree::GitTreeSource;
 use assay_worker::execute::JobContext;
-use assay_worker::nats::QueueTuning;
+use assay_worker::in_process::InProcessQueue;
 use assay_worker::sandbox::process::ProcessSandbox;
 use assay_worker::service::{self as worker, JobRunner, WorkerConfig};
-use assay_worker::store::{ArtifactStore, ObjectArtifactStore};
-use assay_worker::tree::GitTreeSource;
 use futures::StreamExt;
 use servers::{ServerGuard, start_nats, start_s3};
 use sha2::{Digest, Sha256};
@@ -169,7 +169,10 @@ impl Fleet {
     }
 
     fn store(&self) -> Arc<dyn ArtifactStore> {
-        Arc::new(worker::open_store("s3://assay-artifacts", &s3_options(&self.s3)).unwrap())
+        Arc::new(
+            assay_transport::store::open_store("s3://assay-artifacts", &s3_options(&self.s3))
+                .unwrap(),
+        )
     }
 
     /// Puts the proof's trees in the fleet's store, as the CLI does before it submits.
@@ -240,7 +243,7 @@ impl Fleet {
         let parts = worker::WorkerParts {
             runner: Arc::new(Noop(config.worker_id.clone())),
             store: Arc::new(
-                worker::open_store(&config.service.store.url, &config.s3_options)
+                assay_transport::store::open_store(&config.service.store.url, &config.s3_options)
                     .expect("open the store"),
             ),
             metrics: Default::default(),
@@ -785,7 +788,8 @@ async fn a_submission_from_a_newer_peer_is_refused_not_misread() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn s3_round_trips_artifacts_with_their_sha256_including_multipart() {
     let s3 = start_s3("assay-artifacts");
-    let store = worker::open_store("s3://assay-artifacts", &s3_options(&s3)).unwrap();
+    let store =
+        assay_transport::store::open_store("s3://assay-artifacts", &s3_options(&s3)).unwrap();
     let small = store
         .put_bytes(
             "stdout",
@@ -795,7 +799,7 @@ async fn s3_round_trips_artifacts_with_their_sha256_including_multipart() {
         .await
         .unwrap();
     assert_eq!(small.sha256, hex::encode(Sha256::digest(b"2 passed\n")));
-    let large: Vec<u8> = (0..assay_worker::store::MULTIPART_THRESHOLD + 1_500_000)
+    let large: Vec<u8> = (0..assay_transport::store::MULTIPART_THRESHOLD + 1_500_000)
         .map(|i| b"ledger line 7 balanced\n"[i % 23])
         .collect();
     let artifact = store

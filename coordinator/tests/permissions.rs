@@ -16,9 +16,9 @@ use assay_coordinator::client::{self, FleetProgress};
 use assay_coordinator::engine::{self, PreparedProof, ProofRequest};
 use assay_coordinator::service::{self as coordinator, CoordinatorConfig};
 use assay_coordinator::source::CandidateSpec;
-use assay_worker::nats::QueueTuning;
+use assay_transport::nats::QueueTuning;
+use assay_transport::store::ArtifactStore;
 use assay_worker::service::{self as worker, WorkerConfig};
-use assay_worker::store::ArtifactStore;
 use servers::{ServerGuard, free_port, http_get_with_status, start_nats_with_config_and_env};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -175,7 +175,7 @@ impl SecuredFleet {
     }
 
     fn store(&self) -> Arc<dyn ArtifactStore> {
-        Arc::new(worker::open_store(&self.store_url(), &[]).unwrap())
+        Arc::new(assay_transport::store::open_store(&self.store_url(), &[]).unwrap())
     }
 
     fn service_config(&self, role: Role) -> ServiceConfig {
@@ -412,7 +412,7 @@ async fn each_role_can_do_its_part_of_a_proof_and_nothing_the_others_own() {
         .unwrap();
     let submission = client::submission(&prepared, 4);
     let submitting = {
-        let client = assay_worker::nats::connect(&fleet.nats(Role::Submitter))
+        let client = assay_transport::nats::connect(&fleet.nats(Role::Submitter))
             .await
             .unwrap();
         let store = fleet.store();
@@ -656,7 +656,7 @@ async fn each_role_can_do_its_part_of_a_proof_and_nothing_the_others_own() {
         None
     );
     drop(halt);
-    let submitter_client = assay_worker::nats::connect(&fleet.nats(Role::Submitter))
+    let submitter_client = assay_transport::nats::connect(&fleet.nats(Role::Submitter))
         .await
         .unwrap();
     let reply = client::cancel(&submitter_client, &subjects, &proof_id)

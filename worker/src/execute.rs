@@ -5,13 +5,14 @@
 use crate::guest_file::{self, GuestFile, Placement};
 use crate::manifest_job;
 use crate::sandbox::{Sandbox, SandboxExit, SandboxRun, clean_env};
-use crate::store::ArtifactStore;
-use crate::tree::TreeSource;
 use assay_common::WorkerId;
 use assay_common::job::{ArtifactRef, ByteEdit, JobKind, JobResult, JobSpec, JobStatus};
 use assay_common::outcome::ReportOutcome;
 use assay_common::report;
 use assay_common::runner::ReportLocation;
+use assay_transport::error_chain::error_chain;
+use assay_transport::store::ArtifactStore;
+use assay_transport::tree::TreeSource;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -367,22 +368,6 @@ fn sanitize(id: &str) -> String {
             }
         })
         .collect()
-}
-
-/// An error and its causes on one line, for results that cross the wire as text. A cause whose
-/// text its parent already quotes (HTTP clients do this) is not repeated.
-pub fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]

@@ -2,11 +2,12 @@
 //! its own stdout and stderr, judged against the case's expectation. The cases share the job's
 //! timeout; a job cut short by it reports nothing, since the cases it never ran are not failures.
 
-use crate::execute::{JobContext, error_chain};
+use crate::execute::JobContext;
 use crate::sandbox::{SandboxExit, SandboxRun};
 use assay_common::job::{ArtifactRef, JobSpec, JobStatus};
 use assay_common::manifest::{self, ManifestJob};
 use assay_common::outcome::ReportOutcome;
+use assay_transport::error_chain::error_chain;
 use std::path::Path;
 use std::time::{Duration, Instant};
 

@@ -5,19 +5,19 @@
 //! the ones still running so another worker takes them at once.
 
 use crate::execute::{JobContext, run_job};
-use crate::health::{self, Probes};
-use crate::metrics::Metrics;
-use crate::nats::{self, FleetError, QueueTuning};
 use crate::sandbox::docker::{DockerConfig, DockerSetupError};
 use crate::sandbox::{self, Sandbox};
-use crate::store::{ArtifactStore, ObjectArtifactStore, StoreError};
-use crate::store_tree::StoreTreeSource;
-use crate::trace_context;
 use assay_common::WorkerId;
 use assay_common::fleet::Subjects;
 use assay_common::job::{JobResult, JobSpec};
 use assay_common::service_config::{ConfigError, Role, ServiceConfig};
 use assay_common::wire;
+use assay_transport::health::{self, Probes};
+use assay_transport::metrics::Metrics;
+use assay_transport::nats::{self, FleetError, QueueTuning};
+use assay_transport::store::{ArtifactStore, StoreError, open_store};
+use assay_transport::store_tree::StoreTreeSource;
+use assay_transport::trace_context;
 use async_nats::jetstream::{self, AckKind};
 use async_trait::async_trait;
 use futures::StreamExt;
@@ -112,17 +112,6 @@ pub async fn sandbox_for(
         slots,
     )
     .await?)
-}
-
-pub fn open_store(
-    url: &str,
-    s3_options: &[(String, String)],
-) -> Result<ObjectArtifactStore, StoreError> {
-    let options: Vec<(&str, &str)> = s3_options
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
-    ObjectArtifactStore::open_with_options(url, &options)
 }
 
 /// What a worker does with a job it pulled: [`run_job`] in a sandbox, or (in the dispatch

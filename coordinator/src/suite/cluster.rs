@@ -3,7 +3,7 @@
 //! gate reads it without a round trip.
 
 use super::halt::AdmissionGate;
-use assay_worker::nats::FleetError;
+use assay_transport::nats::FleetError;
 use async_nats::jetstream::kv;
 use futures::StreamExt;
 use std::sync::{Arc, Mutex};

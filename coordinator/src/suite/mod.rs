@@ -13,7 +13,7 @@ pub mod select;
 pub mod shard;
 pub mod split;
 
-use crate::queue::{JobQueue, QueueError};
+use crate::dispatch::{Admit, Flow, Hooks, dispatch, run_one};
 use crate::source::SourceError;
 use assay_common::job::{JobKind, JobResult, JobSpec, JobStatus, Side};
 use assay_common::manifest::ManifestJob;
@@ -22,7 +22,8 @@ use assay_common::suite::{
     SuiteCase, parse_go_list, parse_pytest_collection, parse_unittest_collection,
 };
 use assay_common::{JobId, ProofId, TreeId};
-use assay_worker::store::ArtifactStore;
+use assay_transport::queue::{JobQueue, QueueError};
+use assay_transport::store::{ArtifactStore, read_named};
 use halt::AdmissionGate;
 use runners::{Listing, SuiteRunner, SuiteSetup};
 use std::path::Path;
@@ -92,7 +93,7 @@ pub enum CollectError {
     Store {
         runner: SuiteRunner,
         #[source]
-        source: assay_worker::store::StoreError,
+        source: Box<assay_transport::store::ArtifactError>,
     },
     #[error("collecting {runner} cases failed")]
     Corpus {
@@ -169,25 +170,16 @@ pub async fn collect(
         env: Vec::new(),
         edit: None,
     };
-    queue.submit(spec).await?;
-    let result = queue
-        .next_result()
-        .await
-        .ok_or(QueueError::Closed { outstanding: 1 })?;
-    let read = |name: &str| {
-        let key = result
-            .artifacts
-            .iter()
-            .find(|a| a.name == name)
-            .map(|a| a.key.clone());
+    let result = run_one(queue, &spec).await?;
+    let read = |name: &'static str| {
+        let result = &result;
         async move {
-            match key {
-                None => Ok(None),
-                Some(key) => store
-                    .get(&key)
-                    .await
-                    .map_err(|source| CollectError::Store { runner, source }),
-            }
+            read_named(store, result, name)
+                .await
+                .map_err(|source| CollectError::Store {
+                    runner,
+                    source: Box::new(source),
+                })
         }
     };
     let exit_code = match &result.status {
@@ -317,52 +309,50 @@ pub async fn run_admitted(
     gate: &dyn AdmissionGate,
     progress: &dyn SuiteProgress,
 ) -> Result<SuiteRun, QueueError> {
-    let mut results: Vec<Option<JobResult>> = vec![None; jobs.len()];
-    let mut stopped: Option<StopReason> = None;
-    let (mut next, mut in_flight) = (0, 0);
-    loop {
-        while stopped.is_none() && in_flight < budget.max(1) && next < jobs.len() {
-            if let Some(reason) = gate.stop_reason() {
-                let reason = StopReason::Halted(reason);
-                progress.event(SuiteEvent::Stopped { reason: &reason });
-                stopped = Some(reason);
-                break;
-            }
-            queue.submit(jobs[next].clone()).await?;
-            next += 1;
-            in_flight += 1;
-        }
-        if in_flight == 0 {
-            break;
-        }
-        let result = queue.next_result().await.ok_or(QueueError::Closed {
-            outstanding: in_flight,
-        })?;
-        let index = result.index as usize;
-        let Some(slot) = results.get_mut(index) else {
-            tracing::warn!(index, "dropping a result for a job outside the plan");
-            continue;
-        };
-        if slot.is_some() || jobs[index].job_id != result.job_id {
-            tracing::warn!(job_id = %result.job_id, "dropping a duplicate or foreign result");
-            continue;
-        }
-        in_flight -= 1;
-        progress.event(SuiteEvent::JobFinished {
-            spec: &jobs[index],
-            result: &result,
-        });
-        if let JobStatus::Infrastructure { message, .. } = &result.status
-            && stopped.is_none()
-        {
-            let reason = StopReason::Infrastructure {
-                job: result.index,
-                message: message.clone(),
-            };
-            progress.event(SuiteEvent::Stopped { reason: &reason });
-            stopped = Some(reason);
-        }
-        *slot = Some(result);
+    struct Admitted<'a> {
+        gate: &'a dyn AdmissionGate,
+        progress: &'a dyn SuiteProgress,
+        stopped: Option<StopReason>,
     }
+    impl Admitted<'_> {
+        fn stop(&mut self, reason: StopReason) {
+            self.progress.event(SuiteEvent::Stopped { reason: &reason });
+            self.stopped = Some(reason);
+        }
+    }
+    impl Hooks for Admitted<'_> {
+        fn admit(&mut self, _: usize, _: &mut JobSpec) -> Admit {
+            match self.gate.stop_reason() {
+                Some(reason) => {
+                    self.stop(StopReason::Halted(reason));
+                    Admit::Stop
+                }
+                None => Admit::Run,
+            }
+        }
+        fn finished(&mut self, _: usize, _: usize, spec: &JobSpec, result: &JobResult) -> Flow {
+            self.progress
+                .event(SuiteEvent::JobFinished { spec, result });
+            match &result.status {
+                JobStatus::Infrastructure { message, .. } if self.stopped.is_none() => {
+                    self.stop(StopReason::Infrastructure {
+                        job: result.index,
+                        message: message.clone(),
+                    });
+                    Flow::StopAdmitting
+                }
+                _ => Flow::Continue,
+            }
+        }
+    }
+    let mut admitted = Admitted {
+        gate,
+        progress,
+        stopped: None,
+    };
+    let results = dispatch(queue, jobs, budget, None, &mut admitted)
+        .await?
+        .results;
+    let stopped = admitted.stopped;
     Ok(SuiteRun { results, stopped })
 }

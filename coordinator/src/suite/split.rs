@@ -7,7 +7,7 @@
 use assay_common::job::{ArtifactRef, JobResult};
 use assay_common::outcome::{CaseResult, Outcome};
 use assay_common::suite::SuiteCase;
-use assay_worker::store::{ArtifactStore, StoreError};
+use assay_transport::store::{ArtifactError, ArtifactStore, StoreError, read_named};
 use bytes::Bytes;
 use quick_xml::Reader;
 use quick_xml::events::{BytesStart, Event};
@@ -29,8 +29,10 @@ pub struct Capture {
 pub enum SplitError {
     #[error("the batch's JUnit report is malformed: {0}")]
     Malformed(String),
-    #[error("failed to read or store a batch's per-case output")]
+    #[error("failed to store a batch's per-case output")]
     Store(#[from] StoreError),
+    #[error("failed to read a batch's report")]
+    Report(#[from] Box<ArtifactError>),
 }
 
 /// Which text a `<testcase>` child holds.
@@ -227,10 +229,10 @@ pub async fn split_pytest_batch(
     result: &JobResult,
 ) -> Result<Vec<Option<CaseShare>>, SplitError> {
     let mut shares = vec![None; members.len()];
-    let Some(report) = result.artifacts.iter().find(|a| a.name == "report") else {
-        return Ok(shares);
-    };
-    let Some(bytes) = store.get(&report.key).await? else {
+    let Some(bytes) = read_named(store, result, "report")
+        .await
+        .map_err(Box::new)?
+    else {
         return Ok(shares);
     };
     let captures = pytest_captures(&bytes)?;

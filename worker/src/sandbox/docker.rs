@@ -9,8 +9,8 @@
 //! read-only root without an extra volume per job.
 
 use super::{Sandbox, SandboxError, SandboxExit, SandboxRun};
-use crate::metrics::Metrics;
 use assay_common::evidence::{ContainerEvidence, SandboxEvidence};
+use assay_transport::metrics::Metrics;
 use async_trait::async_trait;
 use bollard::Docker;
 use bollard::container::LogOutput;

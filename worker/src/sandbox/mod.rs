@@ -6,9 +6,9 @@ pub mod process;
 mod reaper;
 pub mod warm;
 
-use crate::metrics::Metrics;
 use assay_common::evidence::SandboxEvidence;
 use assay_common::service_config::SandboxKind;
+use assay_transport::metrics::Metrics;
 use async_trait::async_trait;
 use docker::{DockerConfig, DockerSandbox, DockerSetupError};
 use std::path::PathBuf;

@@ -2,7 +2,7 @@
 //! with its sha256. One trait; the backend is any `object_store` (local directory, memory, and
 //! the cloud stores when their features are enabled).
 
-use assay_common::job::ArtifactRef;
+use assay_common::job::{ArtifactRef, JobResult};
 use async_trait::async_trait;
 use bytes::Bytes;
 use object_store::path::Path as StorePath;
@@ -294,6 +294,85 @@ impl ArtifactStore for ObjectArtifactStore {
     }
 }
 
+/// Why an artifact a result names could not be read back.
+#[derive(Debug, thiserror::Error)]
+pub enum ArtifactError {
+    #[error("artifact {name} ({key}) is missing from the store")]
+    Missing { name: String, key: String },
+    #[error(
+        "artifact {name} ({key}) does not match its recorded sha256 {expected} (read {actual}): the stored copy was altered or truncated"
+    )]
+    Altered {
+        name: String,
+        key: String,
+        expected: String,
+        actual: String,
+    },
+    #[error("failed to read artifact {name} ({key})")]
+    Store {
+        name: String,
+        key: String,
+        #[source]
+        source: StoreError,
+    },
+}
+
+/// Reads an artifact back and checks it against the sha256 recorded when it was written: the
+/// one way results' logs, reports and coverage maps are read, so bytes altered in the store
+/// are an error, never evidence.
+pub async fn read_artifact(
+    store: &dyn ArtifactStore,
+    artifact: &ArtifactRef,
+) -> Result<Bytes, ArtifactError> {
+    let bytes = store
+        .get(&artifact.key)
+        .await
+        .map_err(|source| ArtifactError::Store {
+            name: artifact.name.clone(),
+            key: artifact.key.clone(),
+            source,
+        })?
+        .ok_or_else(|| ArtifactError::Missing {
+            name: artifact.name.clone(),
+            key: artifact.key.clone(),
+        })?;
+    let actual = hex::encode(Sha256::digest(&bytes));
+    if !actual.eq_ignore_ascii_case(&artifact.sha256) {
+        return Err(ArtifactError::Altered {
+            name: artifact.name.clone(),
+            key: artifact.key.clone(),
+            expected: artifact.sha256.clone(),
+            actual,
+        });
+    }
+    Ok(bytes)
+}
+
+/// The artifact named `name` (`report`, `stdout`, `stderr`) of a result, read and checked as
+/// [`read_artifact`] does; `None` when the result names no such artifact.
+pub async fn read_named(
+    store: &dyn ArtifactStore,
+    result: &JobResult,
+    name: &str,
+) -> Result<Option<Bytes>, ArtifactError> {
+    match result.artifacts.iter().find(|a| a.name == name) {
+        Some(artifact) => read_artifact(store, artifact).await.map(Some),
+        None => Ok(None),
+    }
+}
+
+/// Opens the store at `url` with the S3 options a service configuration lists.
+pub fn open_store(
+    url: &str,
+    s3_options: &[(String, String)],
+) -> Result<ObjectArtifactStore, StoreError> {
+    let options: Vec<(&str, &str)> = s3_options
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    ObjectArtifactStore::open_with_options(url, &options)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -364,5 +443,35 @@ mod tests {
             let err = ObjectArtifactStore::open(url).err().unwrap();
             assert!(err.to_string().contains("hint"), "{err}");
         }
+    }
+
+    #[tokio::test]
+    async fn an_artifact_altered_in_the_store_is_refused_on_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ObjectArtifactStore::open(&format!("file://{}", dir.path().display())).unwrap();
+        let artifact = store
+            .put_bytes(
+                "report",
+                "runs/p1/report.xml",
+                Bytes::from_static(b"<testsuite/>"),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            read_artifact(&store, &artifact).await.unwrap(),
+            Bytes::from_static(b"<testsuite/>")
+        );
+        // Someone with write access to the bucket swaps the report for a passing one.
+        std::fs::write(
+            dir.path().join("runs/p1/report.xml"),
+            b"<testsuite tests=\"1\"/>",
+        )
+        .unwrap();
+        let error = read_artifact(&store, &artifact).await.unwrap_err();
+        assert!(matches!(error, ArtifactError::Altered { .. }), "{error}");
+        assert!(error.to_string().contains("runs/p1/report.xml"), "{error}");
+        std::fs::remove_file(dir.path().join("runs/p1/report.xml")).unwrap();
+        let error = read_artifact(&store, &artifact).await.unwrap_err();
+        assert!(matches!(error, ArtifactError::Missing { .. }), "{error}");
     }
 }

@@ -1,28 +1,11 @@
-//! The job queue as the coordinator sees it: submit jobs, receive results. Embedded mode uses
-//! the in-process queue below, whose workers run jobs in this process; the fleet's queue is
-//! NATS JetStream. The engine cannot tell them apart.
+//! The job queue of embedded mode: `slots` tasks in this process take jobs from a channel and
+//! run them with [`run_job`], as a fleet worker would, and hand back their results.
 
+use crate::execute::{JobContext, run_job};
 use assay_common::job::{JobResult, JobSpec};
-use assay_worker::execute::{JobContext, run_job};
+use assay_transport::queue::{JobQueue, QueueError};
 use async_trait::async_trait;
 use tokio::task::JoinSet;
-
-#[derive(Debug, thiserror::Error)]
-pub enum QueueError {
-    #[error("failed to submit job {job_id}: {message}")]
-    Submit { job_id: String, message: String },
-    #[error("the result stream closed with {outstanding} jobs outstanding")]
-    Closed { outstanding: usize },
-    #[error("queue failure: {message}")]
-    Other { message: String },
-}
-
-#[async_trait]
-pub trait JobQueue: Send + Sync {
-    async fn submit(&self, job: JobSpec) -> Result<(), QueueError>;
-    /// The next result of any submitted job, in completion order; `None` when no more can come.
-    async fn next_result(&self) -> Option<JobResult>;
-}
 
 /// Jobs run by `slots` tasks in this process. Dropping the queue aborts running jobs, and each
 /// sandbox cleans up after itself when its future is dropped.

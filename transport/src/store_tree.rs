@@ -68,7 +68,7 @@ impl StoreTreeSource {
             .store
             .get(&tree_digest_key(tree))
             .await
-            .map_err(|e| Self::fail(tree, crate::execute::error_chain(&e)))?
+            .map_err(|e| Self::fail(tree, crate::error_chain::error_chain(&e)))?
             .ok_or_else(|| {
                 Self::fail(
                     tree,
@@ -84,7 +84,7 @@ impl StoreTreeSource {
             .store
             .get(&tree_archive_key(tree))
             .await
-            .map_err(|e| Self::fail(tree, crate::execute::error_chain(&e)))?
+            .map_err(|e| Self::fail(tree, crate::error_chain::error_chain(&e)))?
             .ok_or_else(|| {
                 Self::fail(
                     tree,

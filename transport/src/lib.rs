@@ -1,0 +1,15 @@
+//! What Assay's coordinator and workers share: the NATS link (subjects, streams, buckets and
+//! connection security), the job queue interface, the artifact store, trees and their archives,
+//! health probes, metrics, trace context and one-line error chains. Neither service's logic
+//! lives here, so the coordinator does not depend on the worker.
+
+pub mod archive;
+pub mod error_chain;
+pub mod health;
+pub mod metrics;
+pub mod nats;
+pub mod queue;
+pub mod store;
+pub mod store_tree;
+pub mod trace_context;
+pub mod tree;

@@ -10,7 +10,8 @@ use assay_common::fleet::{
 use assay_common::job::{JobResult, JobSpec};
 use assay_common::runner::RunnerKind;
 use assay_common::{JobId, ProofId, WorkerId, wire};
-use assay_transport::queue::{JobQueue, QueueError};
+use assay_transport::error_chain::error_chain;
+use assay_transport::queue::{Cause, JobQueue, QueueError};
 use async_nats::jetstream::kv;
 use async_trait::async_trait;
 use futures::StreamExt;
@@ -82,22 +83,47 @@ impl ClusterQueue {
     }
 }
 
-/// Waits for the one result of submission `id`: from progress, else from its KV key.
+/// Why a fleet job has no result.
+#[derive(Debug, thiserror::Error)]
+enum AwaitError {
+    #[error("the progress subscription closed before the job's result was recorded")]
+    SubscriptionClosed,
+    #[error("the job was cancelled")]
+    Cancelled,
+    #[error("the job's recorded result does not decode")]
+    Undecodable(#[source] assay_common::wire::WireError),
+}
+
+/// Waits for the one result of submission `id`, read from its KV key, which only the
+/// coordinator writes: a progress event only says when to look, so a forged event on the bus
+/// cannot hand the run a result.
 async fn await_result(
     mut events: async_nats::Subscriber,
     proofs: kv::Store,
     id: ProofId,
-) -> Result<JobResult, String> {
+) -> Result<JobResult, AwaitError> {
+    let recorded = || async {
+        match proofs.get(keys::result(&id, 0)).await {
+            Ok(Some(bytes)) => {
+                Some(wire::decode("job result", &bytes).map_err(AwaitError::Undecodable))
+            }
+            _ => None,
+        }
+    };
     let mut poll = tokio::time::interval(Duration::from_secs(2));
     loop {
         tokio::select! {
             event = events.next() => {
                 let Some(event) = event else {
-                    return Err("the progress subscription closed".into());
+                    return Err(AwaitError::SubscriptionClosed);
                 };
                 match wire::decode::<ProgressEvent>("progress", &event.payload) {
-                    Ok(ProgressEvent::JobFinished { result, .. }) => return Ok(*result),
-                    Ok(ProgressEvent::Cancelled) => return Err("the job was cancelled".into()),
+                    Ok(ProgressEvent::JobFinished { .. }) => {
+                        if let Some(result) = recorded().await {
+                            return result;
+                        }
+                    }
+                    Ok(ProgressEvent::Cancelled) => return Err(AwaitError::Cancelled),
                     Ok(
                         ProgressEvent::Finished { .. }
                         | ProgressEvent::FinishedStored { .. }
@@ -108,8 +134,8 @@ async fn await_result(
                 }
             }
             _ = poll.tick() => {
-                if let Ok(Some(bytes)) = proofs.get(keys::result(&id, 0)).await {
-                    return wire::decode("job result", &bytes).map_err(|e| e.to_string());
+                if let Some(result) = recorded().await {
+                    return result;
                 }
             }
         }
@@ -120,9 +146,13 @@ async fn await_result(
 impl JobQueue for ClusterQueue {
     async fn submit(&self, job: JobSpec) -> Result<(), QueueError> {
         let job_id = job.job_id.to_string();
-        let submit_err = |message: String| QueueError::Submit {
-            job_id: job_id.clone(),
-            message,
+        let failed = |step: &'static str| {
+            let job_id = job_id.clone();
+            move |e: Cause| QueueError::Submit {
+                job_id,
+                step,
+                source: e,
+            }
         };
         let id = ProofId(format!("{}-{:04}", job.proof_id, job.index));
         let mut inner = job.clone();
@@ -133,34 +163,39 @@ impl JobQueue for ClusterQueue {
             .client
             .subscribe(self.subjects.progress(&id))
             .await
-            .map_err(|e| submit_err(e.to_string()))?;
+            .map_err(|e| failed("subscribing to its progress")(e.into()))?;
         // One job always fits one message: no need to offload it to the store.
         let request = SubmitRequest::Inline(Box::new(self.submission(&id, inner)));
-        let payload =
-            wire::encode("submit request", &request).map_err(|e| submit_err(e.to_string()))?;
+        let payload = wire::encode("submit request", &request)
+            .map_err(|e| failed("encoding the submission")(e.into()))?;
         let reply = tokio::time::timeout(
             Duration::from_secs(30),
             self.client.request(self.subjects.submit(), payload.into()),
         )
         .await
-        .map_err(|_| {
-            submit_err(
-                "no reply within 30 s (hint: is `assay coordinator` running on this NATS server and prefix?)"
-                    .into(),
-            )
+        .map_err(|_| QueueError::NoReply {
+            job_id: job_id.clone(),
+            secs: 30,
         })?
-        .map_err(|e| submit_err(e.to_string()))?;
+        .map_err(|e| failed("sending the submission")(e.into()))?;
         match wire::decode::<SubmitReply>("submit reply", &reply.payload)
-            .map_err(|e| submit_err(e.to_string()))?
+            .map_err(|e| failed("decoding the coordinator's reply")(e.into()))?
         {
             SubmitReply::Accepted { .. } => {}
-            SubmitReply::Refused { message } => return Err(submit_err(message)),
+            SubmitReply::Refused { message } => {
+                return Err(QueueError::Refused {
+                    job_id,
+                    reason: message,
+                });
+            }
         }
         let (proofs, tx) = (self.proofs.clone(), self.results_tx.clone());
         let waiter = async move {
             let mut result = match await_result(events, proofs, id).await {
                 Ok(result) => result,
-                Err(message) => JobResult::infrastructure(&job, WorkerId("fleet".into()), message),
+                Err(e) => {
+                    JobResult::infrastructure(&job, WorkerId("fleet".into()), error_chain(&e))
+                }
             };
             // Back to the run's own numbering, so results reassemble by plan index.
             result.index = job.index;
@@ -169,9 +204,7 @@ impl JobQueue for ClusterQueue {
         };
         self.waiters
             .lock()
-            .map_err(|_| QueueError::Other {
-                message: "the result waiters are poisoned".into(),
-            })?
+            .map_err(|_| QueueError::Poisoned)?
             .spawn(waiter);
         Ok(())
     }

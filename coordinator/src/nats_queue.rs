@@ -9,7 +9,7 @@ use crate::admitter::Admitter;
 use assay_common::fleet::{Subjects, keys};
 use assay_common::job::{JobResult, JobSpec};
 use assay_common::wire;
-use assay_transport::queue::{JobQueue, QueueError};
+use assay_transport::queue::{Cause, JobQueue, QueueError};
 use async_nats::jetstream::{self, kv};
 use async_trait::async_trait;
 use std::collections::VecDeque;
@@ -58,31 +58,37 @@ impl NatsJobQueue {
 #[async_trait]
 impl JobQueue for NatsJobQueue {
     async fn submit(&self, job: JobSpec) -> Result<(), QueueError> {
-        let submit_err = |message: String| QueueError::Submit {
-            job_id: job.job_id.to_string(),
-            message,
+        let job_id = job.job_id.to_string();
+        let failed = |step: &'static str| {
+            let job_id = job_id.clone();
+            move |e: Cause| QueueError::Submit {
+                job_id,
+                step,
+                source: e,
+            }
         };
         if self.resumed {
             let stored = self
                 .proofs
                 .get(keys::result(&job.proof_id, job.index))
                 .await
-                .map_err(|e| submit_err(format!("failed to read proof state: {e}")))?;
+                .map_err(|e| failed("reading the proof's state")(e.into()))?;
             if let Some(bytes) = stored {
-                let result: JobResult =
-                    wire::decode("job result", &bytes).map_err(|e| submit_err(e.to_string()))?;
+                let result: JobResult = wire::decode("job result", &bytes)
+                    .map_err(|e| failed("decoding its recorded result")(e.into()))?;
                 self.recovered.lock().await.push_back(result);
                 return Ok(());
             }
         }
-        let payload = wire::encode("job", &job).map_err(|e| submit_err(e.to_string()))?;
+        let payload =
+            wire::encode("job", &job).map_err(|e| failed("encoding the job")(e.into()))?;
         self.admitter
             .admit(&job.proof_id)
             .await
-            .map_err(|e| submit_err(e.to_string()))?;
+            .map_err(|e| failed("waiting for the proof's turn")(e.into()))?;
         let cancelled = self.gate.lock().await;
         if *cancelled {
-            return Err(submit_err("the proof was cancelled".into()));
+            return Err(QueueError::Cancelled { job_id });
         }
         let mut headers = async_nats::HeaderMap::new();
         headers.insert("Nats-Msg-Id", job.job_id.as_str());
@@ -91,9 +97,9 @@ impl JobQueue for NatsJobQueue {
         self.js
             .publish_with_headers(self.subjects.jobs(&job.proof_id), headers, payload.into())
             .await
-            .map_err(|e| submit_err(e.to_string()))?
+            .map_err(|e| failed("publishing the job")(e.into()))?
             .await
-            .map_err(|e| submit_err(e.to_string()))?;
+            .map_err(|e| failed("confirming the job's publication")(e.into()))?;
         drop(cancelled);
         Ok(())
     }

@@ -16,9 +16,11 @@ use assay_common::service_config::NatsSection;
 use assay_common::service_config::{SandboxKind, ServiceConfig};
 use assay_common::verdict::Verdict;
 use assay_common::{JobId, ProofId, TreeId, WorkerId, wire};
+use assay_coordinator::cluster_queue::ClusterQueue;
 use assay_coordinator::service::{self as coordinator, CoordinatorConfig};
 use assay_coordinator::{client, engine};
 use assay_transport::nats::QueueTuning;
+use assay_transport::queue::JobQueue;
 use assay_worker::service::{self as worker, JobRunner, WorkerConfig};
 use async_nats::jetstream::{self, kv};
 use futures::StreamExt;
@@ -742,6 +744,74 @@ async fn a_forged_finished_event_does_not_end_the_cli_with_its_verdict() {
         .unwrap();
     assert_eq!(evidence.repository, "/srv/invoices");
     assert_ne!(evidence.verdict, Verdict::Proven);
+    coordinator.stop().await;
+}
+
+/// `assay test --cluster` and `assay mutate --cluster` submit each job as a one-job proof and
+/// wait for its result: a result announced in a progress message by another client must not be
+/// taken; only the result the coordinator recorded counts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_forged_job_finished_event_does_not_hand_a_cluster_run_its_result() {
+    let bus = Bus::start();
+    let coordinator = bus.coordinator("assay");
+    let forger = bus.client().await;
+    let proofs = bucket(&forger, "assay").await;
+    let queue = ClusterQueue::new(
+        bus.client().await,
+        Subjects::new("assay"),
+        proofs.clone(),
+        "/srv/invoices".into(),
+        RunnerKind::Pytest,
+        "suite",
+    );
+    let run = ProofId("r-invoices-suite".into());
+    let spec = job(&run, 3, &empty_tree(), &["python3", "-m", "pytest", "-q"]);
+    queue.submit(spec.clone()).await.unwrap();
+    // No worker yet: the job waits while the forger announces a passing result for it.
+    let inner = ProofId(format!("{run}-0003"));
+    let mut forged = completed(&spec, &WorkerId("worker-forged".into()));
+    forged.job_id = JobId::for_index(&inner, 0);
+    forged.index = 0;
+    let event = ProgressEvent::JobFinished {
+        done: 1,
+        total: 1,
+        result: Box::new(forged),
+    };
+    let subject = Subjects::new("assay").progress(&inner);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while status(&proofs, &inner).await != Some(ProofStatus::Running) {
+        assert!(
+            Instant::now() < deadline,
+            "the job's proof was never accepted"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    for _ in 0..3 {
+        forger
+            .publish(
+                subject.clone(),
+                wire::encode("progress", &event).unwrap().into(),
+            )
+            .await
+            .unwrap();
+        forger.flush().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let early = tokio::time::timeout(Duration::from_secs(3), queue.next_result()).await;
+    assert!(
+        early.is_err(),
+        "the run took a forged result: {:?}",
+        early.ok().flatten().map(|r| r.worker)
+    );
+    // The real worker's result, recorded by the coordinator, is the one the run gets.
+    let worker = bus.answering_worker("assay", "worker-real");
+    let result = tokio::time::timeout(Duration::from_secs(60), queue.next_result())
+        .await
+        .expect("the real result never came")
+        .expect("the result stream closed");
+    assert_eq!(result.worker.0, "worker-real");
+    assert_eq!((result.job_id, result.index), (spec.job_id, 3));
+    worker.stop().await;
     coordinator.stop().await;
 }
 

@@ -5,14 +5,33 @@
 use assay_common::job::{JobResult, JobSpec};
 use async_trait::async_trait;
 
+/// Any cause a queue passes on: a NATS, store or codec error, kept with its own chain.
+pub type Cause = Box<dyn std::error::Error + Send + Sync>;
+
 #[derive(Debug, thiserror::Error)]
 pub enum QueueError {
-    #[error("failed to submit job {job_id}: {message}")]
-    Submit { job_id: String, message: String },
+    #[error("failed to submit job {job_id}: {step}")]
+    Submit {
+        job_id: String,
+        /// What the queue was doing ("publishing the job", "reading the proof's state").
+        step: &'static str,
+        #[source]
+        source: Cause,
+    },
+    #[error("the coordinator refused job {job_id}: {reason}")]
+    Refused { job_id: String, reason: String },
+    #[error(
+        "no reply from the coordinator within {secs} s to job {job_id} (hint: is `assay coordinator` running on this NATS server and prefix?)"
+    )]
+    NoReply { job_id: String, secs: u64 },
+    #[error("job {job_id} was not submitted: the proof was cancelled")]
+    Cancelled { job_id: String },
+    #[error("job {job_id} was not submitted: the in-process workers have stopped")]
+    WorkersStopped { job_id: String },
     #[error("the result stream closed with {outstanding} jobs outstanding")]
     Closed { outstanding: usize },
-    #[error("queue failure: {message}")]
-    Other { message: String },
+    #[error("the queue's result waiters are poisoned by an earlier panic")]
+    Poisoned,
 }
 
 #[async_trait]

@@ -45,10 +45,10 @@ impl InProcessQueue {
 impl JobQueue for InProcessQueue {
     async fn submit(&self, job: JobSpec) -> Result<(), QueueError> {
         let job_id = job.job_id.to_string();
-        self.jobs.send(job).await.map_err(|_| QueueError::Submit {
-            job_id,
-            message: "the in-process workers have stopped".into(),
-        })
+        self.jobs
+            .send(job)
+            .await
+            .map_err(|_| QueueError::WorkersStopped { job_id })
     }
 
     async fn next_result(&self) -> Option<JobResult> {

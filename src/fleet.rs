@@ -277,6 +277,7 @@ pub async fn cancel(args: &CancelArgs) -> Result<u8, Failure> {
 /// Keeps the suite jobs' results, which the suite history records once the proof is done.
 pub struct FleetStderr<'a> {
     pub quiet: bool,
+    pub progress: crate::reporter::StderrProgress,
     pub jobs: &'a [assay_common::job::JobSpec],
     pub suite_results: Vec<JobResult>,
 }
@@ -289,13 +290,13 @@ impl FleetProgress for FleetStderr<'_> {
             if spec.kind == assay_common::job::JobKind::Suite {
                 self.suite_results.push(result.clone());
             }
-            crate::reporter::StderrProgress { quiet: self.quiet }.event(ProofEvent::JobFinished {
+            self.progress.event(ProofEvent::JobFinished {
                 done: done as usize,
                 total: total as usize,
                 spec,
                 result,
             });
-        } else if !self.quiet {
+        } else {
             // The mutation check's jobs follow the proof's: the unmutated run, then the mutants.
             let label = if index == self.jobs.len() {
                 "unmutated"
@@ -310,18 +311,22 @@ impl FleetProgress for FleetStderr<'_> {
                 result,
                 None,
             );
-            eprintln!("{line}");
+            self.progress.terminal.line(&line);
+            self.progress.terminal.update(done as usize, total as usize);
         }
     }
 
     fn halted(&mut self, reason: &str) {
         // Shown even with --quiet: the proof waits, and this says why.
-        eprintln!("[HALT] proof admission stopped. Reason: {reason}");
+        let line = format!("[HALT] proof admission stopped. Reason: {reason}");
+        if self.quiet {
+            eprintln!("{line}");
+        } else {
+            self.progress.terminal.line(&line);
+        }
     }
 
     fn resumed(&mut self) {
-        if !self.quiet {
-            eprintln!("[prove] admission resumed");
-        }
+        self.progress.terminal.line("[prove] admission resumed");
     }
 }

@@ -12,6 +12,7 @@ mod fleet_link;
 mod html;
 mod mutate;
 mod nats_flags;
+mod progress;
 mod proof_history;
 mod prove;
 mod report;

@@ -72,6 +72,10 @@ pub struct MutateArgs {
     /// Print only the summary, no progress.
     #[arg(short, long)]
     pub quiet: bool,
+    /// How progress shows: `auto` draws a live bar (jobs done, running, failures, ETA) when
+    /// stderr is a terminal and plain lines otherwise; `plain` always prints plain lines.
+    #[arg(long, value_enum, value_name = "MODE", default_value_t = crate::progress::ProgressMode::Auto)]
+    pub progress: crate::progress::ProgressMode,
     #[command(flatten)]
     pub output: crate::report::OutputArgs,
 }
@@ -148,7 +152,7 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
         slots,
         run_id: ProofId(engine::new_proof_id().0.replacen("p-", "m-", 1)),
     };
-    let progress = StderrProgress { quiet: args.quiet };
+    let progress = StderrProgress::new(args.progress, args.quiet, slots);
     let report = mutate::run(&request, &*queue, store.as_ref(), &progress)
         .await
         .map_err(|e| match e {
@@ -158,6 +162,7 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
             MutateError::Source(_) => Failure::usage(e.into()),
             MutateError::Stopped(_) => Failure::infrastructure(e.into()),
         })?;
+    progress.terminal.finish();
     drop(queue);
     let stryker = report.stryker_json();
     if let Some(path) = &args.json {

@@ -15,7 +15,7 @@ use assay_common::job::JobResult;
 use assay_common::runner::{ReportFormat, RunnerKind};
 use assay_common::verdict::Verdict;
 use assay_coordinator::cache::{CacheHit, CacheMode, CachingQueue, ResultCache, RunContext};
-use assay_coordinator::engine::{self, ProofRequest};
+use assay_coordinator::engine::{self, ProgressSink as _, ProofRequest};
 use assay_coordinator::mutants::DEFAULT_MUTATION_BUDGET;
 use assay_coordinator::mutants::MutationCheck;
 use assay_coordinator::source::CandidateSpec;
@@ -121,6 +121,10 @@ pub struct ProveArgs {
     /// Print only the summary, no progress.
     #[arg(short, long)]
     pub quiet: bool,
+    /// How progress shows: `auto` draws a live bar (jobs done, running, failures, ETA) when
+    /// stderr is a terminal and plain lines otherwise; `plain` always prints plain lines.
+    #[arg(long, value_enum, value_name = "MODE", default_value_t = crate::progress::ProgressMode::Auto)]
+    pub progress: crate::progress::ProgressMode,
     #[command(flatten)]
     pub sandbox: SandboxArgs,
     #[command(flatten)]
@@ -377,12 +381,13 @@ async fn run_on_fleet(
     let submission = assay_coordinator::client::submission(prepared, jobs as u32);
     let mut progress = crate::fleet::FleetStderr {
         quiet: args.quiet,
+        progress: StderrProgress::new(args.progress, args.quiet, jobs),
         jobs: &prepared.jobs,
         suite_results: Vec::new(),
     };
-    if !args.quiet {
-        eprintln!("[prove] {} jobs planned", prepared.jobs.len());
-    }
+    progress.progress.event(engine::ProofEvent::Planned {
+        jobs: &prepared.jobs,
+    });
     let evidence = assay_coordinator::client::submit_and_wait(
         &client,
         &assay_common::fleet::Subjects::new(&args.subject_prefix),
@@ -392,6 +397,7 @@ async fn run_on_fleet(
     )
     .await
     .map_err(|e| Failure::infrastructure(e.into()))?;
+    progress.progress.terminal.finish();
     Ok((evidence, progress.suite_results))
 }
 
@@ -421,7 +427,7 @@ async fn run_embedded(
     let (ctx, _scratch) =
         embedded::job_context_in(sandbox, repo, store.clone(), pass_env, "assay-")?;
     let queue = InProcessQueue::start(ctx, jobs);
-    let progress = StderrProgress { quiet: args.quiet };
+    let progress = StderrProgress::new(args.progress, args.quiet, jobs);
     let mode = if args.no_cache {
         CacheMode::Off
     } else if args.refresh_cache {
@@ -434,6 +440,7 @@ async fn run_embedded(
     let mut run = engine::run_proof(prepared, &caching, jobs, &progress, started, clock)
         .await
         .map_err(|e| Failure::infrastructure(e.into()))?;
+    progress.terminal.finish();
     let served = caching.served();
     CacheHit::mark(&mut run.evidence, &served, &run.finished_at_ms);
     let stored = caching

@@ -1,6 +1,7 @@
 //! What a person reads: progress lines on stderr while a proof runs, then a summary. Also the
 //! optional JUnit XML for CI. Nothing else in Assay prints for humans.
 
+use crate::progress::{ProgressMode, Terminal};
 use assay_common::evidence::Evidence;
 use assay_common::job::{JobKind, JobResult, JobStatus};
 use assay_common::suite::{CaseOutcome, SuiteReport};
@@ -10,18 +11,26 @@ use assay_coordinator::mutants::MutationCheck;
 use assay_coordinator::mutate::{MutantProgress, MutateReport, Status as MutateStatus};
 use std::fmt::Write as _;
 
+/// A proof's or a mutation run's progress, as lines and, on a terminal, a live bar.
 pub struct StderrProgress {
-    pub quiet: bool,
+    pub terminal: Terminal,
+}
+
+impl StderrProgress {
+    pub fn new(mode: ProgressMode, quiet: bool, slots: usize) -> Self {
+        Self {
+            terminal: Terminal::new(mode, quiet, slots, "jobs"),
+        }
+    }
 }
 
 impl ProgressSink for StderrProgress {
     fn event(&self, event: ProofEvent<'_>) {
-        if self.quiet {
-            return;
-        }
+        let terminal = &self.terminal;
         match event {
             ProofEvent::Planned { jobs } => {
-                eprintln!("[prove] {} jobs planned", jobs.len());
+                terminal.line(&format!("[prove] {} jobs planned", jobs.len()));
+                terminal.update(0, jobs.len());
             }
             ProofEvent::JobFinished {
                 done,
@@ -35,21 +44,43 @@ impl ProgressSink for StderrProgress {
                     (JobKind::Mutant, None) => ("mutation", "unmutated".to_owned()),
                     _ => ("prove", spec.kind.label(spec.side)),
                 };
-                eprintln!(
-                    "{}",
-                    job_line(phase, &label, done, total, result, Some(spec.timeout_secs))
-                );
+                if !matches!(result.status, JobStatus::Completed { .. }) {
+                    terminal.failed();
+                }
+                terminal.line(&job_line(
+                    phase,
+                    &label,
+                    done,
+                    total,
+                    result,
+                    Some(spec.timeout_secs),
+                ));
+                terminal.update(done, total);
             }
             ProofEvent::MutateStarted {
                 mutants,
                 to_run,
                 baseline,
-            } => eprintln!(
-                "[mutate] {mutants} mutants: {to_run} to run, {} no coverage (baseline {:.1} s)",
-                mutants - to_run.min(mutants),
-                baseline.as_secs_f64()
-            ),
-            ProofEvent::MutantFinished(progress) => eprintln!("{}", mutant_line(progress)),
+            } => {
+                terminal.line(&format!(
+                    "[mutate] {mutants} mutants: {to_run} to run, {} no coverage (baseline {:.1} s)",
+                    mutants - to_run.min(mutants),
+                    baseline.as_secs_f64()
+                ));
+                terminal.update_with(0, mutants, "mutants", "0 killed · 0 survived".into());
+            }
+            ProofEvent::MutantFinished(progress) => {
+                terminal.line(&mutant_line(progress));
+                terminal.update_with(
+                    progress.done,
+                    progress.total,
+                    "mutants",
+                    format!(
+                        "{} killed · {} survived",
+                        progress.killed, progress.survived
+                    ),
+                );
+            }
         }
     }
 }

@@ -264,8 +264,9 @@ pub async fn run_check(
             reason: reason.to_string(),
         },
         |done, spec, result| {
+            // Counted after the unmutated run, the phase's first job.
             progress.event(ProofEvent::JobFinished {
-                done: done + 1,
+                done: done + 2,
                 total,
                 spec,
                 result,

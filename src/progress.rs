@@ -1,0 +1,111 @@
+//! Where progress goes: plain lines on stderr (a log, a CI job, `--progress plain`), or, when
+//! stderr is a terminal, the same lines scrolling above a live bar with jobs done of all, the
+//! jobs running, the failures so far and an ETA.
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::IsTerminal as _;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+/// `--progress`: how progress is shown.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProgressMode {
+    /// A live bar when stderr is a terminal, plain lines otherwise.
+    #[default]
+    Auto,
+    /// Plain lines only, one per finished job, as in a log.
+    Plain,
+}
+
+/// The terminal's progress area, shared by every event of one command.
+pub struct Terminal {
+    quiet: bool,
+    bar: Option<ProgressBar>,
+    slots: usize,
+    failed: AtomicUsize,
+    /// The noun the bar counts ("jobs", "cases", "mutants").
+    unit: &'static str,
+}
+
+impl Terminal {
+    /// Progress for a command running `slots` jobs at once; `quiet` prints nothing.
+    pub fn new(mode: ProgressMode, quiet: bool, slots: usize, unit: &'static str) -> Self {
+        let live = !quiet
+            && mode == ProgressMode::Auto
+            && std::io::stderr().is_terminal()
+            && std::env::var("TERM").map_or(true, |term| term != "dumb");
+        let bar = live.then(|| {
+            // Hidden until the first count, so nothing is drawn before the plan is known.
+            let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::hidden());
+            let style = ProgressStyle::with_template(
+                "{spinner} [{bar:30}] {pos}/{len} {prefix} · {msg} · {elapsed} elapsed, ETA {eta}",
+            )
+            .map(|style| style.progress_chars("=> "))
+            .unwrap_or_else(|_| ProgressStyle::default_bar());
+            bar.set_style(style);
+            bar.set_prefix(unit);
+            bar
+        });
+        Self {
+            quiet,
+            bar,
+            slots: slots.max(1),
+            failed: AtomicUsize::new(0),
+            unit,
+        }
+    }
+
+    /// One line of progress: above the bar when live, on stderr otherwise.
+    pub fn line(&self, text: &str) {
+        if self.quiet {
+            return;
+        }
+        match &self.bar {
+            Some(bar) => bar.println(text),
+            None => eprintln!("{text}"),
+        }
+    }
+
+    /// Counts one more failure (a failing case, a job in the infrastructure lane, a survivor).
+    pub fn failed(&self) {
+        self.failed.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// `done` of `total` finished: moves the bar; the jobs running are those the slots can hold
+    /// of what is left, and the failures are those counted so far.
+    pub fn update(&self, done: usize, total: usize) {
+        let failed = self.failed.load(Ordering::Relaxed);
+        self.update_with(done, total, self.unit, format!("{failed} failed"));
+    }
+
+    /// As [`Terminal::update`], counting `unit` with the run's own tally (`3 killed · 1 survived`).
+    pub fn update_with(&self, done: usize, total: usize, unit: &'static str, tally: String) {
+        let Some(bar) = &self.bar else {
+            return;
+        };
+        if bar.is_hidden() {
+            bar.set_draw_target(ProgressDrawTarget::stderr());
+            bar.enable_steady_tick(Duration::from_millis(200));
+        }
+        if bar.length() != Some(total as u64) {
+            bar.set_length(total as u64);
+        }
+        bar.set_prefix(unit);
+        bar.set_position(done as u64);
+        let running = self.slots.min(total.saturating_sub(done));
+        bar.set_message(format!("{running} running · {tally}"));
+    }
+
+    /// Clears the bar before the summary prints; the lines above it stay.
+    pub fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+impl Drop for Terminal {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}

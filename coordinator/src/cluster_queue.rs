@@ -11,10 +11,11 @@ use assay_common::job::{JobResult, JobSpec};
 use assay_common::runner::RunnerKind;
 use assay_common::{JobId, ProofId, WorkerId, wire};
 use assay_transport::queue::{JobQueue, QueueError};
+use assay_transport::store::ArtifactStore;
 use async_nats::jetstream::kv;
 use async_trait::async_trait;
 use futures::StreamExt;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::mpsc;
 
@@ -23,6 +24,8 @@ pub struct ClusterQueue {
     client: async_nats::Client,
     subjects: Subjects,
     proofs: kv::Store,
+    /// Where results too big for a KV value are (see `offload`).
+    store: Arc<dyn ArtifactStore>,
     repository: String,
     runner: RunnerKind,
     label: &'static str,
@@ -38,6 +41,7 @@ impl ClusterQueue {
         client: async_nats::Client,
         subjects: Subjects,
         proofs: kv::Store,
+        store: Arc<dyn ArtifactStore>,
         repository: String,
         runner: RunnerKind,
         label: &'static str,
@@ -47,6 +51,7 @@ impl ClusterQueue {
             client,
             subjects,
             proofs,
+            store,
             repository,
             runner,
             label,
@@ -86,6 +91,7 @@ impl ClusterQueue {
 async fn await_result(
     mut events: async_nats::Subscriber,
     proofs: kv::Store,
+    store: Arc<dyn ArtifactStore>,
     id: ProofId,
 ) -> Result<JobResult, String> {
     let mut poll = tokio::time::interval(Duration::from_secs(2));
@@ -109,7 +115,9 @@ async fn await_result(
             }
             _ = poll.tick() => {
                 if let Ok(Some(bytes)) = proofs.get(keys::result(&id, 0)).await {
-                    return wire::decode("job result", &bytes).map_err(|e| e.to_string());
+                    return crate::offload::decode_result(store.as_ref(), &id, &bytes)
+                        .await
+                        .map_err(|e| assay_transport::error_chain::error_chain(&e));
                 }
             }
         }
@@ -156,9 +164,13 @@ impl JobQueue for ClusterQueue {
             SubmitReply::Accepted { .. } => {}
             SubmitReply::Refused { message } => return Err(submit_err(message)),
         }
-        let (proofs, tx) = (self.proofs.clone(), self.results_tx.clone());
+        let (proofs, store, tx) = (
+            self.proofs.clone(),
+            self.store.clone(),
+            self.results_tx.clone(),
+        );
         let waiter = async move {
-            let mut result = match await_result(events, proofs, id).await {
+            let mut result = match await_result(events, proofs, store, id).await {
                 Ok(result) => result,
                 Err(message) => JobResult::infrastructure(&job, WorkerId("fleet".into()), message),
             };

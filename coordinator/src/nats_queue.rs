@@ -10,6 +10,7 @@ use assay_common::fleet::{Subjects, keys};
 use assay_common::job::{JobResult, JobSpec};
 use assay_common::wire;
 use assay_transport::queue::{JobQueue, QueueError};
+use assay_transport::store::ArtifactStore;
 use async_nats::jetstream::{self, kv};
 use async_trait::async_trait;
 use std::collections::VecDeque;
@@ -22,6 +23,8 @@ pub type PublishGate = Arc<Mutex<bool>>;
 pub struct NatsJobQueue {
     js: jetstream::Context,
     proofs: kv::Store,
+    /// Where results too big for a KV value are (see `offload`).
+    store: Arc<dyn ArtifactStore>,
     subjects: Subjects,
     admitter: Admitter,
     gate: PublishGate,
@@ -36,6 +39,7 @@ impl NatsJobQueue {
     pub fn new(
         js: jetstream::Context,
         proofs: kv::Store,
+        store: Arc<dyn ArtifactStore>,
         subjects: Subjects,
         admitter: Admitter,
         gate: PublishGate,
@@ -45,6 +49,7 @@ impl NatsJobQueue {
         Self {
             js,
             proofs,
+            store,
             subjects,
             admitter,
             gate,
@@ -69,8 +74,10 @@ impl JobQueue for NatsJobQueue {
                 .await
                 .map_err(|e| submit_err(format!("failed to read proof state: {e}")))?;
             if let Some(bytes) = stored {
-                let result: JobResult =
-                    wire::decode("job result", &bytes).map_err(|e| submit_err(e.to_string()))?;
+                let result =
+                    crate::offload::decode_result(self.store.as_ref(), &job.proof_id, &bytes)
+                        .await
+                        .map_err(|e| submit_err(assay_transport::error_chain::error_chain(&e)))?;
                 self.recovered.lock().await.push_back(result);
                 return Ok(());
             }

@@ -12,7 +12,8 @@ use crate::source::{CandidateSpec, Change, ChangedFile, Revision};
 use crate::suite::cluster::HALT_KEY;
 use assay_common::fleet::{
     CancelReply, CancelRequest, ChangedFileWire, ProgressEvent, ProofRecord, ProofStatus,
-    ProofSubmission, RevisionWire, Subjects, SubmitReply, SubmitRequest, evidence_key, keys,
+    ProofSubmission, ResultMessage, RevisionWire, Subjects, SubmitReply, SubmitRequest,
+    evidence_key, keys,
 };
 use assay_common::job::JobResult;
 use assay_common::service_config::{ConfigError, Role, ServiceConfig};
@@ -624,6 +625,7 @@ async fn drive(
     let queue = NatsJobQueue::new(
         shared.js.clone(),
         shared.proofs.clone(),
+        shared.store.clone(),
         shared.subjects.clone(),
         shared.admitter.clone(),
         gate,
@@ -752,8 +754,8 @@ async fn set_status(shared: &Shared, record: &ProofRecord, status: ProofStatus) 
 /// Applies one result: the first for its job id is stored and handed to the proof; any later
 /// one (redelivery, a presumed-dead worker finishing after all) is dropped and logged.
 async fn apply_result(shared: &Shared, message: jetstream::Message) {
-    let result: JobResult = match wire::decode("job result", &message.payload) {
-        Ok(result) => result,
+    let envelope: ResultMessage = match wire::decode("job result", &message.payload) {
+        Ok(envelope) => envelope,
         Err(e) => {
             tracing::error!(subject = %message.subject, error = %e, "refusing a result this coordinator cannot read");
             let _ = message.ack_with(jetstream::AckKind::Term).await;
@@ -766,6 +768,10 @@ async fn apply_result(shared: &Shared, message: jetstream::Message) {
         let _ = message.ack().await;
         return;
     };
+    let (job_id, index) = match &envelope {
+        ResultMessage::Inline(result) => (result.job_id.clone(), result.index),
+        ResultMessage::Stored { job_id, index, .. } => (job_id.clone(), *index),
+    };
     let active = shared.active.lock().ok().and_then(|active| {
         active
             .get(&proof_id)
@@ -774,17 +780,45 @@ async fn apply_result(shared: &Shared, message: jetstream::Message) {
     // Checked before the create: a result that takes a key it does not own would make the
     // real one a "duplicate" and leave the proof running forever, restarts included.
     if let Some((_, job_count)) = active
-        && (result.index >= job_count
-            || result.job_id != JobId::for_index(&proof_id, result.index as usize))
+        && (index >= job_count || job_id != JobId::for_index(&proof_id, index as usize))
     {
         shared
             .metrics
             .results_dropped
             .fetch_add(1, Ordering::Relaxed);
-        tracing::warn!(proof_id = %proof_id, job_id = %result.job_id, index = result.index, "refusing a result that names no job of this proof at its index");
+        tracing::warn!(proof_id = %proof_id, job_id = %job_id, index, "refusing a result that names no job of this proof at its index");
         let _ = message.ack_with(jetstream::AckKind::Term).await;
         return;
     }
+    // A stored result is read (at its own key, checked against its sha256) before it is
+    // recorded, so a result key never names a blob that is not that job's result.
+    let result = if active.is_some() {
+        match offload::resolve_result(shared.store.as_ref(), &proof_id, envelope).await {
+            Ok(result) => result,
+            Err(e @ (offload::OffloadError::Store(_) | offload::OffloadError::Missing { .. })) => {
+                // Perhaps a store blip: the stream redelivers it.
+                tracing::warn!(proof_id = %proof_id, job_id = %job_id, error = %assay_transport::error_chain::error_chain(&e), "failed to read a stored result; it will be redelivered");
+                return;
+            }
+            Err(e) => {
+                shared
+                    .metrics
+                    .results_dropped
+                    .fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(proof_id = %proof_id, job_id = %job_id, error = %e, "refusing a stored result");
+                let _ = message.ack_with(jetstream::AckKind::Term).await;
+                return;
+            }
+        }
+    } else {
+        match envelope {
+            ResultMessage::Inline(result) => *result,
+            ResultMessage::Stored { .. } => {
+                let _ = message.ack().await;
+                return;
+            }
+        }
+    };
     let sender = active.map(|(sender, _)| sender);
     let Some(sender) = sender else {
         shared
@@ -795,13 +829,13 @@ async fn apply_result(shared: &Shared, message: jetstream::Message) {
         let _ = message.ack().await;
         return;
     };
-    let Ok(bytes) = wire::encode("job result", &result) else {
-        let _ = message.ack().await;
-        return;
-    };
+    // The message as it came, inline or naming the stored result: either fits a KV value.
     match shared
         .proofs
-        .create(keys::result(&proof_id, result.index), bytes.into())
+        .create(
+            keys::result(&proof_id, result.index),
+            message.payload.clone(),
+        )
         .await
     {
         Ok(_) => {

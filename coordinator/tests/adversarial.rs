@@ -286,7 +286,10 @@ async fn wait_finished(proofs: &kv::Store, proof_id: &ProofId, within: Duration)
 
 async fn stored_result(proofs: &kv::Store, proof_id: &ProofId, index: u32) -> Option<JobResult> {
     let bytes = proofs.get(keys::result(proof_id, index)).await.ok()??;
-    wire::decode("job result", &bytes).ok()
+    match wire::decode("job result", &bytes).ok()? {
+        assay_common::fleet::ResultMessage::Inline(result) => Some(*result),
+        assay_common::fleet::ResultMessage::Stored { .. } => None,
+    }
 }
 
 async fn publish_result(
@@ -301,7 +304,12 @@ async fn publish_result(
     js.publish_with_headers(
         Subjects::new(prefix).results(subject_proof),
         headers,
-        wire::encode("job result", result).unwrap().into(),
+        wire::encode(
+            "job result",
+            &assay_common::fleet::ResultMessage::Inline(Box::new(result.clone())),
+        )
+        .unwrap()
+        .into(),
     )
     .await
     .unwrap()
@@ -503,7 +511,13 @@ async fn a_mutant_edit_naming_a_path_outside_the_tree_is_refused_and_writes_noth
         .expect("the honest job's result arrived")
         .unwrap()
         .unwrap();
-    let result: JobResult = wire::decode("job result", &first.payload).unwrap();
+    let result: JobResult =
+        match wire::decode::<assay_common::fleet::ResultMessage>("job result", &first.payload)
+            .unwrap()
+        {
+            assay_common::fleet::ResultMessage::Inline(result) => *result,
+            other => panic!("a stored result: {other:?}"),
+        };
     first.ack().await.unwrap();
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "untouched\n");
     assert_eq!(
@@ -853,6 +867,7 @@ fn local_worker(dir: &Path, files: &[(&str, &str)]) -> (assay_worker::execute::J
         ),
         scratch_root: dir.join("scratch"),
         pass_env: vec!["PATH".into()],
+        output_cap_bytes: assay_common::service_config::DEFAULT_OUTPUT_CAP_BYTES,
     };
     (ctx, tree)
 }
@@ -999,7 +1014,13 @@ async fn a_job_cannot_read_the_workers_secrets() {
         .expect("the snooping job's result arrived")
         .unwrap()
         .unwrap();
-    let result: JobResult = wire::decode("job result", &message.payload).unwrap();
+    let result: JobResult =
+        match wire::decode::<assay_common::fleet::ResultMessage>("job result", &message.payload)
+            .unwrap()
+        {
+            assay_common::fleet::ResultMessage::Inline(result) => *result,
+            other => panic!("a stored result: {other:?}"),
+        };
     assert!(
         matches!(result.status, JobStatus::Completed { .. }),
         "{result:?}"
@@ -1132,4 +1153,200 @@ async fn a_password_server_refuses_wrong_credentials_with_one_line_naming_the_ur
     let client = assay_transport::nats::connect(&right).await.unwrap();
     client.publish("assay.ping", "".into()).await.unwrap();
     client.flush().await.unwrap();
+}
+
+/// This process's peak resident memory (`VmHWM`), in bytes.
+fn peak_rss() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .expect("VmHWM in /proc/self/status");
+    let kib: u64 = line
+        .trim_start_matches("VmHWM:")
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .unwrap();
+    kib * 1024
+}
+
+const MIB: u64 = 1024 * 1024;
+
+/// A job that prints 64 MiB to stdout and 2 MiB to stderr.
+const FLOOD: &str = "import sys\nchunk = b'x' * (1024 * 1024)\nfor _ in range(64):\n    sys.stdout.buffer.write(chunk)\nfor _ in range(2):\n    sys.stderr.buffer.write(chunk)\n";
+
+/// Runs [`FLOOD`] under `cap`; returns the result, the stored bytes of stdout and stderr, and
+/// how much the worker's (this process's) peak memory grew.
+async fn flood_under_cap(cap: u64) -> (JobResult, u64, u64, u64) {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut ctx, tree) = local_worker(dir.path(), &[("flood.py", FLOOD)]);
+    ctx.output_cap_bytes = cap;
+    let proof = ProofId("p-1795995829-flood".into());
+    let spec = job(&proof, 0, &tree, &["python3", "flood.py"]);
+    let before = peak_rss();
+    let result = assay_worker::execute::run_job(&spec, &ctx).await;
+    let grown = peak_rss().saturating_sub(before);
+    let stored = |name: &str| {
+        let artifact = result.artifacts.iter().find(|a| a.name == name).unwrap();
+        std::fs::metadata(dir.path().join("store").join(&artifact.key))
+            .unwrap()
+            .len()
+    };
+    let (stdout, stderr) = (stored("stdout"), stored("stderr"));
+    // What was stored is what the artifact's sha256 says.
+    for artifact in &result.artifacts {
+        assay_transport::store::read_artifact(ctx.store.as_ref(), artifact)
+            .await
+            .unwrap();
+    }
+    (result, stdout, stderr, grown)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_flooding_its_output_is_stored_up_to_the_cap_with_the_rest_counted() {
+    let (result, stdout, stderr, grown) = flood_under_cap(MIB).await;
+    assert_eq!(
+        result.status,
+        JobStatus::Completed { exit_code: 0 },
+        "{result:?}"
+    );
+    assert_eq!(stdout, MIB, "stdout is stored up to the cap");
+    assert_eq!(stderr, MIB, "stderr has a cap of its own");
+    let artifact = |name: &str| result.artifacts.iter().find(|a| a.name == name).unwrap();
+    assert_eq!(artifact("stdout").bytes, MIB);
+    assert_eq!(artifact("stdout").dropped_bytes, 63 * MIB);
+    assert_eq!(artifact("stderr").dropped_bytes, MIB);
+    assert!(
+        grown < 32 * MIB,
+        "the worker's peak memory grew {grown} bytes"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn output_over_a_cap_above_the_part_size_is_streamed_in_parts_not_held_whole() {
+    // 12 MiB is past the size that goes in parts: the upload streams, a part at a time.
+    let (result, stdout, stderr, grown) = flood_under_cap(12 * MIB).await;
+    let artifact = |name: &str| result.artifacts.iter().find(|a| a.name == name).unwrap();
+    assert_eq!(stdout, 12 * MIB);
+    assert_eq!(artifact("stdout").dropped_bytes, 52 * MIB);
+    assert_eq!(stderr, 2 * MIB);
+    assert_eq!(
+        artifact("stderr").dropped_bytes,
+        0,
+        "stderr is under the cap"
+    );
+    assert!(
+        grown < 40 * MIB,
+        "the worker's peak memory grew {grown} bytes"
+    );
+}
+
+/// A test run that reports `cases` passing cases with long names in a JUnit report.
+const MANY_CASES: &str = r#"
+import sys
+cases = int(sys.argv[2])
+with open(sys.argv[1], "w") as out:
+    out.write('<testsuite name="invoices" tests="%d" failures="0" errors="0" skipped="0">\n' % cases)
+    for i in range(cases):
+        out.write('<testcase classname="tests.test_invoices.TestTotals" name="test_total_includes_tax_for_region_%06d" time="0.001"/>\n' % i)
+    out.write('</testsuite>\n')
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_result_over_the_servers_max_payload_goes_through_the_store() {
+    // 64 KiB messages; a report of 3000 cases makes a result of well over 200 KiB.
+    let nats = start_nats_with_config(|port, dir| {
+        format!(
+            "listen: \"127.0.0.1:{port}\"\nmax_payload: 65536\njetstream {{\n  store_dir: \"{}\"\n}}\n",
+            dir.join("js").display()
+        )
+    });
+    let bus = Bus {
+        nats,
+        dir: tempfile::tempdir().unwrap(),
+    };
+    let tree = uploaded_tree_of(&bus, "cases", "many_cases.py", MANY_CASES).await;
+    let coordinator = bus.coordinator("big");
+    let worker = bus.worker("big", "worker-big");
+    let client = bus.client().await;
+    assert_eq!(client.server_info().max_payload, 65536);
+    let proofs = bucket(&client, "big").await;
+    let proof_id = ProofId("p-1795995829-bigresult".into());
+    let mut proof = submission(&proof_id, 1);
+    proof.jobs[0] = job(
+        &proof_id,
+        0,
+        &tree,
+        &["python3", "many_cases.py", "{report}", "3000"],
+    );
+    assert!(matches!(
+        submit(&client, "big", proof).await,
+        SubmitReply::Accepted { .. }
+    ));
+    assert!(
+        wait_finished(&proofs, &proof_id, Duration::from_secs(60)).await,
+        "the proof finished"
+    );
+    let value = proofs
+        .get(keys::result(&proof_id, 0))
+        .await
+        .unwrap()
+        .expect("the job's result key");
+    assert!(value.len() < 65536);
+    let envelope: assay_common::fleet::ResultMessage = wire::decode("job result", &value).unwrap();
+    assert!(
+        matches!(envelope, assay_common::fleet::ResultMessage::Stored { .. }),
+        "{envelope:?}"
+    );
+    let store = assay_transport::store::open_store(&bus.store_url(), &[]).unwrap();
+    let result = assay_transport::offload::decode_result(&store, &proof_id, &value)
+        .await
+        .unwrap();
+    assert_eq!(result.status, JobStatus::Completed { exit_code: 0 });
+    match &result.report {
+        ReportOutcome::Parsed(report) => assert_eq!(report.cases.len(), 3000),
+        other => panic!("the result's report did not arrive: {other:?}"),
+    }
+    assert!(wire::encode("job result", &result).unwrap().len() > 4 * 65536);
+    worker.stop().await;
+    coordinator.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stored_result_at_another_jobs_key_or_altered_is_refused() {
+    use assay_transport::store::ArtifactStore as _;
+    let store = assay_transport::store::open_store("memory://", &[]).unwrap();
+    let proof_id = ProofId("p-1795995829-storedres".into());
+    let tree = empty_tree();
+    let spec = job(&proof_id, 1, &tree, &["true"]);
+    let result = completed(&spec, &WorkerId("worker-a".into()));
+    let bytes = assay_transport::offload::encode_result(&store, &proof_id, &result, 0)
+        .await
+        .unwrap();
+    // Honest: it resolves to the result.
+    let back = assay_transport::offload::decode_result(&store, &proof_id, &bytes)
+        .await
+        .unwrap();
+    assert_eq!(back, result);
+    // Another proof's message cannot name this proof's blob.
+    let other = ProofId("p-1795995829-otherproof".into());
+    let err = assay_transport::offload::decode_result(&store, &other, &bytes)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("not at its own key"), "{err}");
+    // A blob replaced in the store is refused.
+    store
+        .put_bytes(
+            "result",
+            &assay_common::fleet::result_key(&proof_id, 1),
+            bytes::Bytes::from_static(b"forged"),
+        )
+        .await
+        .unwrap();
+    let err = assay_transport::offload::decode_result(&store, &proof_id, &bytes)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("sha256"), "{err}");
 }

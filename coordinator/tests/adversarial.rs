@@ -1350,3 +1350,161 @@ async fn a_stored_result_at_another_jobs_key_or_altered_is_refused() {
         .unwrap_err();
     assert!(err.to_string().contains("sha256"), "{err}");
 }
+
+/// `archive` stored as tree `tree`'s archive, with its digest, as the CLI uploads one; returns
+/// a worker's tree source over that store with `limits`.
+async fn hostile_tree(
+    dir: &Path,
+    tree: &TreeId,
+    archive: Vec<u8>,
+    limits: assay_transport::archive::ArchiveLimits,
+) -> assay_transport::store_tree::StoreTreeSource {
+    use assay_transport::store::ArtifactStore as _;
+    use sha2::Digest as _;
+    let store = Arc::new(
+        assay_transport::store::open_store(&format!("file://{}", dir.join("store").display()), &[])
+            .unwrap(),
+    );
+    let digest = hex::encode(sha2::Sha256::digest(&archive));
+    store
+        .put_bytes(
+            "tree",
+            &assay_common::fleet::tree_archive_key(tree),
+            archive.into(),
+        )
+        .await
+        .unwrap();
+    store
+        .put_bytes(
+            "tree digest",
+            &assay_common::fleet::tree_digest_key(tree),
+            digest.into(),
+        )
+        .await
+        .unwrap();
+    assay_transport::store_tree::StoreTreeSource::new(store, dir.join("cache")).with_limits(limits)
+}
+
+fn file_header(size: u64, mode: u32) -> tar::Header {
+    let mut header = tar::Header::new_gnu();
+    header.set_entry_type(tar::EntryType::Regular);
+    header.set_size(size);
+    header.set_mode(mode);
+    header.set_mtime(0);
+    header.set_cksum();
+    header
+}
+
+fn entries_in(dir: &Path) -> usize {
+    std::fs::read_dir(dir).map_or(0, |d| d.count())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tree_archive_of_100k_entries_over_the_entry_limit_is_refused_before_unpacking() {
+    use assay_transport::tree::TreeSource as _;
+    let dir = tempfile::tempdir().unwrap();
+    let mut builder = tar::Builder::new(Vec::new());
+    for i in 0..100_000 {
+        let mut header = file_header(1, 0o644);
+        builder
+            .append_data(&mut header, format!("f/{i:06}.py"), &b"x"[..])
+            .unwrap();
+    }
+    let archive = builder.into_inner().unwrap();
+    let tree = TreeId("a1".repeat(20));
+    let limits = assay_transport::archive::ArchiveLimits {
+        max_bytes: 1 << 30,
+        max_entries: 10_000,
+    };
+    let trees = hostile_tree(dir.path(), &tree, archive, limits).await;
+    let dest = dir.path().join("tree");
+    std::fs::create_dir_all(&dest).unwrap();
+    let err = trees.materialize(&tree, &dest).await.unwrap_err();
+    let message = assay_transport::error_chain::error_chain(&err);
+    assert!(message.contains("more than 10000 entries"), "{message}");
+    assert!(message.contains("worker.tree_max_entries"), "{message}");
+    assert_eq!(entries_in(&dest), 0, "nothing was written");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tree_archive_entry_declaring_a_terabyte_is_refused_before_unpacking() {
+    use assay_transport::tree::TreeSource as _;
+    let dir = tempfile::tempdir().unwrap();
+    // A small honest file, then a header that declares 1 TiB followed by a few bytes, and no
+    // end-of-archive blocks: an archive cut off where the store's copy ends.
+    let mut honest = file_header(9, 0o644);
+    honest.set_path("pager.py").unwrap();
+    honest.set_cksum();
+    let mut archive = honest.as_bytes().to_vec();
+    let mut data = b"LIMIT = 1".to_vec();
+    data.resize(512, 0);
+    archive.extend_from_slice(&data);
+    let mut huge = file_header(1 << 40, 0o644);
+    huge.set_path("huge.bin").unwrap();
+    huge.set_cksum();
+    archive.extend_from_slice(huge.as_bytes());
+    archive.extend_from_slice(&[b'x'; 4096]);
+    let tree = TreeId("b2".repeat(20));
+    let trees = hostile_tree(
+        dir.path(),
+        &tree,
+        archive,
+        assay_transport::archive::ArchiveLimits::default(),
+    )
+    .await;
+    let dest = dir.path().join("tree");
+    std::fs::create_dir_all(&dest).unwrap();
+    let err = trees.materialize(&tree, &dest).await.unwrap_err();
+    let message = assay_transport::error_chain::error_chain(&err);
+    assert!(message.contains("huge.bin"), "{message}");
+    assert!(message.contains("worker.tree_max_bytes"), "{message}");
+    assert_eq!(entries_in(&dest), 0, "nothing was written");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tree_archive_never_restores_setuid_setgid_or_sticky_bits() {
+    use assay_transport::tree::TreeSource as _;
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let mut builder = tar::Builder::new(Vec::new());
+    let mut dir_header = tar::Header::new_gnu();
+    dir_header.set_entry_type(tar::EntryType::Directory);
+    dir_header.set_size(0);
+    dir_header.set_mode(0o3777);
+    dir_header.set_mtime(0);
+    builder
+        .append_data(&mut dir_header, "shared/", std::io::empty())
+        .unwrap();
+    for (path, mode) in [("shared/escalate", 0o4755), ("shared/group", 0o2755)] {
+        let mut header = file_header(10, mode);
+        builder
+            .append_data(&mut header, path, &b"#!/bin/sh\n"[..])
+            .unwrap();
+    }
+    let archive = builder.into_inner().unwrap();
+    let tree = TreeId("c3".repeat(20));
+    let trees = hostile_tree(
+        dir.path(),
+        &tree,
+        archive,
+        assay_transport::archive::ArchiveLimits::default(),
+    )
+    .await;
+    let dest = dir.path().join("tree");
+    std::fs::create_dir_all(&dest).unwrap();
+    trees.materialize(&tree, &dest).await.unwrap();
+    let mode = |path: &str| {
+        std::fs::metadata(dest.join(path))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o7777
+    };
+    assert_eq!(mode("shared/escalate"), 0o755, "no setuid bit");
+    assert_eq!(mode("shared/group"), 0o755, "no setgid bit");
+    assert_eq!(
+        mode("shared"),
+        0o777,
+        "no setgid or sticky bit on the directory"
+    );
+}

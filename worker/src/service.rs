@@ -155,7 +155,11 @@ pub async fn serve(
         sandbox,
         trees: Arc::new(
             StoreTreeSource::new(store.clone(), &service.worker.tree_cache_dir)
-                .with_metrics(metrics.clone()),
+                .with_metrics(metrics.clone())
+                .with_limits(assay_transport::archive::ArchiveLimits {
+                    max_bytes: service.worker.tree_max_bytes,
+                    max_entries: service.worker.tree_max_entries,
+                }),
         ),
         store: store.clone(),
         scratch_root,

@@ -79,6 +79,17 @@ struct ActiveProof {
 
 type Active = Arc<Mutex<HashMap<ProofId, ActiveProof>>>;
 
+/// The coordinator's tasks: proofs being driven, submissions being accepted and cancels being
+/// carried out. Shared, so a submission accepted off the main loop starts its proof here too;
+/// all are aborted at shutdown.
+type Tasks = Arc<Mutex<tokio::task::JoinSet<()>>>;
+
+fn spawn_task(tasks: &Tasks, task: impl Future<Output = ()> + Send + 'static) {
+    if let Ok(mut tasks) = tasks.lock() {
+        tasks.spawn(task);
+    }
+}
+
 #[derive(Clone)]
 struct Shared {
     client: async_nats::Client,
@@ -146,9 +157,9 @@ pub async fn serve(
         .watch_with_history(HALT_KEY)
         .await
         .map_err(|e| FleetError::jetstream(format!("watch the halt key {HALT_KEY}"), e))?;
-    let mut tasks = tokio::task::JoinSet::new();
+    let tasks: Tasks = Arc::default();
     // Register unfinished proofs before applying results, so none is taken for a stray.
-    resume_unfinished(&shared, &mut tasks).await?;
+    resume_unfinished(&shared, &tasks).await?;
     let submit = client
         .subscribe(subjects.submit())
         .await
@@ -169,20 +180,32 @@ pub async fn serve(
     // time would cap the fleet at one result per round trip. Order does not matter here (the
     // engine puts results in plan order; the KV create applies each job's result once).
     let mut applying = FuturesUnordered::new();
+    // Finished tasks are collected now and then (the set is shared, so no arm awaits it).
+    let mut reap = tokio::time::interval(Duration::from_secs(1));
     loop {
         tokio::select! {
             () = &mut shutdown => break,
+            // Accepting reads a stored submission from the store and cancelling writes KV:
+            // either may be slow, so each runs as a task of its own and the loop goes on
+            // applying results and taking requests. A proof is registered (in `accept`)
+            // before any of its jobs is published, so none of its results can come first.
             Some(request) = submit.next() => {
-                let reply = accept(&shared, &request, &mut tasks).await;
-                if let (Some(to), Ok(bytes)) = (request.reply, wire::encode("submit reply", &reply)) {
-                    let _ = shared.client.publish(to, bytes.into()).await;
-                }
+                let (shared, spawner) = (shared.clone(), tasks.clone());
+                spawn_task(&tasks, async move {
+                    let reply = accept(&shared, &request, &spawner).await;
+                    if let (Some(to), Ok(bytes)) = (request.reply, wire::encode("submit reply", &reply)) {
+                        let _ = shared.client.publish(to, bytes.into()).await;
+                    }
+                });
             }
             Some(request) = cancel.next() => {
-                let reply = cancel_proof(&shared, &request.payload).await;
-                if let (Some(to), Ok(bytes)) = (request.reply, wire::encode("cancel reply", &reply)) {
-                    let _ = shared.client.publish(to, bytes.into()).await;
-                }
+                let shared = shared.clone();
+                spawn_task(&tasks, async move {
+                    let reply = cancel_proof(&shared, &request.payload).await;
+                    if let (Some(to), Ok(bytes)) = (request.reply, wire::encode("cancel reply", &reply)) {
+                        let _ = shared.client.publish(to, bytes.into()).await;
+                    }
+                });
             }
             Some(message) = results.next(), if applying.len() < RESULTS_APPLIED_AT_ONCE => match message {
                 Ok(message) => applying.push(apply_result(&shared, message)),
@@ -197,12 +220,18 @@ pub async fn serve(
                 }
                 Err(e) => tracing::warn!(error = %e, "failed to read a change of the halt key"),
             },
-            Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+            _ = reap.tick() => {
+                if let Ok(mut tasks) = tasks.lock() {
+                    while tasks.try_join_next().is_some() {}
+                }
+            }
         }
     }
     // Results being recorded finish (each is one round trip), so none is redelivered for nothing.
     while applying.next().await.is_some() {}
-    tasks.abort_all();
+    if let Ok(mut tasks) = tasks.lock() {
+        tasks.abort_all();
+    }
     let _ = stop_tx.send(true);
     Ok(())
 }
@@ -218,11 +247,7 @@ fn now_secs() -> u64 {
         .as_secs()
 }
 
-async fn accept(
-    shared: &Shared,
-    request: &async_nats::Message,
-    tasks: &mut tokio::task::JoinSet<()>,
-) -> SubmitReply {
+async fn accept(shared: &Shared, request: &async_nats::Message, tasks: &Tasks) -> SubmitReply {
     let submit: SubmitRequest = match wire::decode("submit request", &request.payload) {
         Ok(request) => request,
         Err(e) => {
@@ -441,10 +466,7 @@ async fn stored_submission(
     wire::decode("proof submission", &bytes).map_err(|e| e.to_string())
 }
 
-async fn resume_unfinished(
-    shared: &Shared,
-    tasks: &mut tokio::task::JoinSet<()>,
-) -> Result<(), ServiceError> {
+async fn resume_unfinished(shared: &Shared, tasks: &Tasks) -> Result<(), ServiceError> {
     let mut keys = match shared.proofs.keys().await {
         Ok(keys) => keys,
         Err(e) => return Err(FleetError::jetstream("list proofs", e).into()),
@@ -484,7 +506,7 @@ fn start_proof(
     record: ProofRecord,
     resumed: bool,
     span: tracing::Span,
-    tasks: &mut tokio::task::JoinSet<()>,
+    tasks: &Tasks,
 ) {
     let (tx, rx) = mpsc::unbounded_channel();
     let gate = PublishGate::default();
@@ -501,7 +523,8 @@ fn start_proof(
         );
     }
     let shared = shared.clone();
-    tasks.spawn(
+    spawn_task(
+        tasks,
         async move {
             drive(&shared, record, resumed, gate, rx).await;
             if let Ok(mut active) = shared.active.lock() {

@@ -1508,3 +1508,86 @@ async fn a_tree_archive_never_restores_setuid_setgid_or_sticky_bits() {
         "no setgid or sticky bit on the directory"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_submission_whose_stored_copy_hangs_does_not_hold_up_another_proof() {
+    let bus = Bus::start();
+    let coordinator = bus.coordinator("slow");
+    let worker = bus.answering_worker("slow", "worker-slow");
+    let client = bus.client().await;
+    let proofs = bucket(&client, "slow").await;
+    // The first proof's stored submission is a FIFO nobody writes: reading it blocks until
+    // someone opens it for writing, as a store that accepts and never answers would.
+    let stuck = ProofId("p-1795995829-stuckstore".into());
+    let key = assay_common::fleet::submission_key(&stuck);
+    let fifo = bus.dir.path().join("store").join(&key);
+    std::fs::create_dir_all(fifo.parent().unwrap()).unwrap();
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success(), "mkfifo");
+    let request = SubmitRequest::Stored {
+        proof_id: stuck.clone(),
+        submission: assay_common::job::ArtifactRef {
+            name: "submission".into(),
+            key,
+            sha256: "0".repeat(64),
+            bytes: 1,
+            dropped_bytes: 0,
+        },
+    };
+    let inbox = client.new_inbox();
+    let mut replies = client.subscribe(inbox.clone()).await.unwrap();
+    client
+        .publish_with_reply(
+            Subjects::new("slow").submit(),
+            inbox,
+            wire::encode("submit request", &request).unwrap().into(),
+        )
+        .await
+        .unwrap();
+    client.flush().await.unwrap();
+    // Give the coordinator time to start reading the FIFO.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let quick = ProofId("p-1795995829-quickproof".into());
+    let started = Instant::now();
+    let reply = tokio::time::timeout(
+        Duration::from_secs(8),
+        submit(&client, "slow", submission(&quick, 2)),
+    )
+    .await;
+    let finished = match &reply {
+        Ok(SubmitReply::Accepted { .. }) => {
+            wait_finished(&proofs, &quick, Duration::from_secs(20)).await
+        }
+        _ => false,
+    };
+    let took = started.elapsed();
+    // Is the first still waiting for its store read?
+    let answered_early = tokio::time::timeout(Duration::from_millis(100), replies.next())
+        .await
+        .is_ok();
+    // Unblock the read whatever happened (a blocked read would outlive the test): the bytes
+    // are not the submission, so it is refused.
+    tokio::task::spawn_blocking(move || std::fs::write(&fifo, b"not a submission"))
+        .await
+        .unwrap()
+        .unwrap();
+    let reply = reply.expect("the second proof was answered while the first's store read hangs");
+    assert!(matches!(reply, SubmitReply::Accepted { .. }), "{reply:?}");
+    assert!(
+        finished,
+        "the second proof finished while the first's store read hangs"
+    );
+    assert!(
+        !answered_early,
+        "the stuck submission was answered before its store read returned"
+    );
+    let answer = tokio::time::timeout(Duration::from_secs(10), replies.next())
+        .await
+        .expect("the stuck submission was answered once its read returned")
+        .unwrap();
+    let answer: SubmitReply = wire::decode("submit reply", &answer.payload).unwrap();
+    assert!(matches!(answer, SubmitReply::Refused { .. }), "{answer:?}");
+    assert!(took < Duration::from_secs(20), "{took:?}");
+    worker.stop().await;
+    coordinator.stop().await;
+}

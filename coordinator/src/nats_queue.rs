@@ -34,12 +34,18 @@ pub struct NatsJobQueue {
     resumed: bool,
 }
 
+/// Where a proof's state is: the proofs bucket, and the artifact store for results too big
+/// for a KV value.
+pub struct ProofStores {
+    pub proofs: kv::Store,
+    pub store: Arc<dyn ArtifactStore>,
+}
+
 impl NatsJobQueue {
     /// `applied` carries this proof's results, each once, from the results dispatcher.
     pub fn new(
         js: jetstream::Context,
-        proofs: kv::Store,
-        store: Arc<dyn ArtifactStore>,
+        ProofStores { proofs, store }: ProofStores,
         subjects: Subjects,
         admitter: Admitter,
         gate: PublishGate,

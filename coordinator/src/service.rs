@@ -6,7 +6,7 @@
 
 use crate::admitter::Admitter;
 use crate::engine::{self, PreparedProof, ProgressSink, ProofEvent, ProofRequest};
-use crate::nats_queue::{NatsJobQueue, PublishGate};
+use crate::nats_queue::{NatsJobQueue, ProofStores, PublishGate};
 use crate::offload;
 use crate::source::{CandidateSpec, Change, ChangedFile, Revision};
 use crate::suite::cluster::HALT_KEY;
@@ -647,8 +647,10 @@ async fn drive(
         .clamp(1, shared.max_jobs_per_proof) as usize;
     let queue = NatsJobQueue::new(
         shared.js.clone(),
-        shared.proofs.clone(),
-        shared.store.clone(),
+        ProofStores {
+            proofs: shared.proofs.clone(),
+            store: shared.store.clone(),
+        },
         shared.subjects.clone(),
         shared.admitter.clone(),
         gate,

@@ -501,6 +501,35 @@ mod tests {
         assert_eq!(hex::encode(Sha256::digest(&back)), artifact.sha256);
     }
 
+    #[tokio::test]
+    async fn a_capped_file_stores_its_first_bytes_and_counts_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let store =
+            ObjectArtifactStore::open(&format!("file://{}", dir.path().join("store").display()))
+                .unwrap();
+        let log: Vec<u8> = (0..MULTIPART_THRESHOLD * 2)
+            .map(|i| b"invoice 42 settled\n"[i % 19])
+            .collect();
+        let path = dir.path().join("stdout.log");
+        std::fs::write(&path, &log).unwrap();
+        for cap in [
+            100,
+            MULTIPART_THRESHOLD as u64 + 12_345,
+            u64::MAX,
+            log.len() as u64,
+        ] {
+            let artifact = store
+                .put_file_capped("stdout", "runs/p1/stdout.log", &path, cap)
+                .await
+                .unwrap();
+            let kept = &log[..log.len().min(cap as usize)];
+            assert_eq!(artifact.bytes, kept.len() as u64, "cap {cap}");
+            assert_eq!(artifact.dropped_bytes, (log.len() - kept.len()) as u64);
+            assert_eq!(artifact.sha256, hex::encode(Sha256::digest(kept)));
+            assert_eq!(read_artifact(&store, &artifact).await.unwrap(), kept);
+        }
+    }
+
     async fn round_trip(store: &dyn ArtifactStore) {
         let artifact = store
             .put_bytes(

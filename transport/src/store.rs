@@ -328,7 +328,10 @@ impl ArtifactStore for ObjectArtifactStore {
             hasher.update(&chunk);
             sent += filled as u64;
             // Waits while parts are in flight, so memory stays at a few parts.
-            writer.wait_for_capacity(1).await.map_err(put_err)?;
+            if let Err(source) = writer.wait_for_capacity(1).await {
+                writer.abort().await.ok();
+                return Err(put_err(source));
+            }
             writer.put(Bytes::from(chunk));
         }
         writer.finish().await.map_err(put_err)?;

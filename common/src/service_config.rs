@@ -427,6 +427,28 @@ max_jobs_per_proof = 64
     }
 
     #[test]
+    fn the_workers_limits_default_parse_from_file_and_env_and_refuse_zero() {
+        let config = ServiceConfig::default();
+        assert_eq!(config.worker.output_cap_bytes, 16 * 1024 * 1024);
+        let mut config = ServiceConfig::from_toml(
+            "[worker]\noutput_cap_bytes = 1048576\ntree_max_entries = 1000\n",
+            "values",
+        )
+        .unwrap();
+        assert_eq!(config.worker.output_cap_bytes, 1 << 20);
+        assert_eq!(config.worker.tree_max_entries, 1000);
+        assert_eq!(config.worker.tree_max_bytes, DEFAULT_TREE_MAX_BYTES);
+        config
+            .apply_env([("ASSAY_TREE_MAX_BYTES".to_owned(), "4096".to_owned())])
+            .unwrap();
+        assert_eq!(config.worker.tree_max_bytes, 4096);
+        config.validate().unwrap();
+        config.worker.output_cap_bytes = 0;
+        let err = config.validate().unwrap_err().to_string();
+        assert!(err.contains("worker.output_cap_bytes"), "{err}");
+    }
+
+    #[test]
     fn an_unknown_key_is_refused_naming_it() {
         let err = ServiceConfig::from_toml("[worker]\nslot = 3\n", "values").unwrap_err();
         let text = format!("{err}: {}", std::error::Error::source(&err).unwrap());

@@ -75,6 +75,7 @@ pub fn job_context_in(
         store,
         scratch_root: scratch.path().to_owned(),
         pass_env: pass_env.to_vec(),
+        output_cap_bytes: assay_common::service_config::DEFAULT_OUTPUT_CAP_BYTES,
     };
     Ok((ctx, scratch))
 }

@@ -105,6 +105,7 @@ pub async fn job_queue(
                 fleet.client.clone(),
                 Subjects::new(choice.subject_prefix),
                 fleet.proofs.clone(),
+                choice.store.clone(),
                 choice.repo.display().to_string(),
                 choice.runner,
                 choice.kind,

@@ -188,6 +188,24 @@ pub fn submission_key(proof_id: &ProofId) -> String {
     format!("proofs/{proof_id}/submission.bin")
 }
 
+/// A job's result on the results subject and in its KV result key. A result bigger than the
+/// server's `max_payload` (a report of thousands of cases) waits in the artifact store at
+/// [`result_key`], named here by its key and sha256.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum ResultMessage {
+    Inline(Box<JobResult>),
+    Stored {
+        job_id: crate::JobId,
+        index: u32,
+        result: ArtifactRef,
+    },
+}
+
+/// The store key of a result too big to send inline.
+pub fn result_key(proof_id: &ProofId, index: u32) -> String {
+    format!("proofs/{proof_id}/jobs/{index:04}/result.bin")
+}
+
 /// The store key of a proof's evidence report.
 pub fn evidence_key(proof_id: &ProofId) -> String {
     format!("proofs/{proof_id}/evidence.json")

@@ -90,7 +90,13 @@ pub struct ArtifactRef {
     pub name: String,
     pub key: String,
     pub sha256: String,
+    /// What was stored (`sha256` is of these bytes).
     pub bytes: u64,
+    /// What the source had beyond what was stored: a job's output past the worker's cap on
+    /// captured output (`output_cap_bytes`); 0 when nothing was dropped. Absent (0) in evidence
+    /// written before it existed.
+    #[serde(default)]
+    pub dropped_bytes: u64,
 }
 
 /// How a job ended, in one of two lanes: the guest's (the command ran) or the infrastructure's.

@@ -161,7 +161,21 @@ pub struct WorkerSection {
     /// Keep it below the orchestrator's own kill deadline (Kubernetes'
     /// `terminationGracePeriodSeconds`) so the hand-back happens.
     pub shutdown_grace_secs: u64,
+    /// The most of a job's stdout, and separately of its stderr, a worker stores; the rest
+    /// is dropped and the artifact records how many bytes (`dropped_bytes`).
+    pub output_cap_bytes: u64,
+    /// The most a tree archive may unpack to (the sum of its files' sizes).
+    pub tree_max_bytes: u64,
+    /// The most entries (files, directories, links) a tree archive may hold.
+    pub tree_max_entries: u64,
 }
+
+/// The default of `worker.output_cap_bytes`: 16 MiB per stream.
+pub const DEFAULT_OUTPUT_CAP_BYTES: u64 = 16 * 1024 * 1024;
+/// The default of `worker.tree_max_bytes`: 4 GiB.
+pub const DEFAULT_TREE_MAX_BYTES: u64 = 4 * 1024 * 1024 * 1024;
+/// The default of `worker.tree_max_entries`.
+pub const DEFAULT_TREE_MAX_ENTRIES: u64 = 500_000;
 
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -219,6 +233,9 @@ impl Default for WorkerSection {
             pids: 512,
             tree_cache_dir: "/var/cache/assay/trees".into(),
             shutdown_grace_secs: 840,
+            output_cap_bytes: DEFAULT_OUTPUT_CAP_BYTES,
+            tree_max_bytes: DEFAULT_TREE_MAX_BYTES,
+            tree_max_entries: DEFAULT_TREE_MAX_ENTRIES,
         }
     }
 }
@@ -298,6 +315,18 @@ impl ServiceConfig {
                             reason: "expected a whole number of seconds",
                         })?
                 }
+                "ASSAY_OUTPUT_CAP_BYTES" | "ASSAY_TREE_MAX_BYTES" | "ASSAY_TREE_MAX_ENTRIES" => {
+                    let parsed: u64 = value.parse().map_err(|_| ConfigError::Value {
+                        key: "ASSAY_OUTPUT_CAP_BYTES, ASSAY_TREE_MAX_BYTES or ASSAY_TREE_MAX_ENTRIES",
+                        value: value.clone(),
+                        reason: "expected a whole number",
+                    })?;
+                    match name.as_str() {
+                        "ASSAY_OUTPUT_CAP_BYTES" => self.worker.output_cap_bytes = parsed,
+                        "ASSAY_TREE_MAX_BYTES" => self.worker.tree_max_bytes = parsed,
+                        _ => self.worker.tree_max_entries = parsed,
+                    }
+                }
                 "ASSAY_MAX_JOBS_PER_PROOF" => {
                     self.coordinator.max_jobs_per_proof =
                         value.parse().map_err(|_| ConfigError::Value {
@@ -337,6 +366,19 @@ impl ServiceConfig {
                 value: "0".into(),
                 reason: "a worker needs at least one slot",
             });
+        }
+        for (key, value) in [
+            ("worker.output_cap_bytes", self.worker.output_cap_bytes),
+            ("worker.tree_max_bytes", self.worker.tree_max_bytes),
+            ("worker.tree_max_entries", self.worker.tree_max_entries),
+        ] {
+            if value == 0 {
+                return Err(ConfigError::Value {
+                    key,
+                    value: "0".into(),
+                    reason: "a limit of 0 would refuse every job; raise it",
+                });
+            }
         }
         if self.coordinator.max_jobs_per_proof == 0 {
             return Err(ConfigError::Value {
@@ -382,6 +424,28 @@ max_jobs_per_proof = 64
         assert_eq!(config.store.url, "s3://assay-artifacts");
         assert_eq!(config.worker.sandbox, SandboxKind::Docker);
         assert_eq!(config.coordinator.max_jobs_per_proof, 64);
+    }
+
+    #[test]
+    fn the_workers_limits_default_parse_from_file_and_env_and_refuse_zero() {
+        let config = ServiceConfig::default();
+        assert_eq!(config.worker.output_cap_bytes, 16 * 1024 * 1024);
+        let mut config = ServiceConfig::from_toml(
+            "[worker]\noutput_cap_bytes = 1048576\ntree_max_entries = 1000\n",
+            "values",
+        )
+        .unwrap();
+        assert_eq!(config.worker.output_cap_bytes, 1 << 20);
+        assert_eq!(config.worker.tree_max_entries, 1000);
+        assert_eq!(config.worker.tree_max_bytes, DEFAULT_TREE_MAX_BYTES);
+        config
+            .apply_env([("ASSAY_TREE_MAX_BYTES".to_owned(), "4096".to_owned())])
+            .unwrap();
+        assert_eq!(config.worker.tree_max_bytes, 4096);
+        config.validate().unwrap();
+        config.worker.output_cap_bytes = 0;
+        let err = config.validate().unwrap_err().to_string();
+        assert!(err.contains("worker.output_cap_bytes"), "{err}");
     }
 
     #[test]

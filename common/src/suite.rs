@@ -705,6 +705,7 @@ mod tests {
             key: format!("proofs/t-1/jobs/0000/{name}"),
             sha256: String::new(),
             bytes: 0,
+            dropped_bytes: 0,
         };
         let job = [
             artifact("integer/halve.inv:stdout"),

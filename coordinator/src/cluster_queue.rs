@@ -12,10 +12,11 @@ use assay_common::runner::RunnerKind;
 use assay_common::{JobId, ProofId, WorkerId, wire};
 use assay_transport::error_chain::error_chain;
 use assay_transport::queue::{Cause, JobQueue, QueueError};
+use assay_transport::store::ArtifactStore;
 use async_nats::jetstream::kv;
 use async_trait::async_trait;
 use futures::StreamExt;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::mpsc;
 
@@ -24,6 +25,8 @@ pub struct ClusterQueue {
     client: async_nats::Client,
     subjects: Subjects,
     proofs: kv::Store,
+    /// Where results too big for a KV value are (see `offload`).
+    store: Arc<dyn ArtifactStore>,
     repository: String,
     runner: RunnerKind,
     label: &'static str,
@@ -39,6 +42,7 @@ impl ClusterQueue {
         client: async_nats::Client,
         subjects: Subjects,
         proofs: kv::Store,
+        store: Arc<dyn ArtifactStore>,
         repository: String,
         runner: RunnerKind,
         label: &'static str,
@@ -48,6 +52,7 @@ impl ClusterQueue {
             client,
             subjects,
             proofs,
+            store,
             repository,
             runner,
             label,
@@ -90,8 +95,8 @@ enum AwaitError {
     SubscriptionClosed,
     #[error("the job was cancelled")]
     Cancelled,
-    #[error("the job's recorded result does not decode")]
-    Undecodable(#[source] assay_common::wire::WireError),
+    #[error("the job's recorded result cannot be read")]
+    Undecodable(#[source] crate::offload::OffloadError),
 }
 
 /// Waits for the one result of submission `id`, read from its KV key, which only the
@@ -100,13 +105,16 @@ enum AwaitError {
 async fn await_result(
     mut events: async_nats::Subscriber,
     proofs: kv::Store,
+    store: Arc<dyn ArtifactStore>,
     id: ProofId,
 ) -> Result<JobResult, AwaitError> {
     let recorded = || async {
         match proofs.get(keys::result(&id, 0)).await {
-            Ok(Some(bytes)) => {
-                Some(wire::decode("job result", &bytes).map_err(AwaitError::Undecodable))
-            }
+            Ok(Some(bytes)) => Some(
+                crate::offload::decode_result(store.as_ref(), &id, &bytes)
+                    .await
+                    .map_err(AwaitError::Undecodable),
+            ),
             _ => None,
         }
     };
@@ -189,9 +197,13 @@ impl JobQueue for ClusterQueue {
                 });
             }
         }
-        let (proofs, tx) = (self.proofs.clone(), self.results_tx.clone());
+        let (proofs, store, tx) = (
+            self.proofs.clone(),
+            self.store.clone(),
+            self.results_tx.clone(),
+        );
         let waiter = async move {
-            let mut result = match await_result(events, proofs, id).await {
+            let mut result = match await_result(events, proofs, store, id).await {
                 Ok(result) => result,
                 Err(e) => {
                     JobResult::infrastructure(&job, WorkerId("fleet".into()), error_chain(&e))

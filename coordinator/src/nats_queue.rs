@@ -10,6 +10,7 @@ use assay_common::fleet::{Subjects, keys};
 use assay_common::job::{JobResult, JobSpec};
 use assay_common::wire;
 use assay_transport::queue::{Cause, JobQueue, QueueError};
+use assay_transport::store::ArtifactStore;
 use async_nats::jetstream::{self, kv};
 use async_trait::async_trait;
 use std::collections::VecDeque;
@@ -22,6 +23,8 @@ pub type PublishGate = Arc<Mutex<bool>>;
 pub struct NatsJobQueue {
     js: jetstream::Context,
     proofs: kv::Store,
+    /// Where results too big for a KV value are (see `offload`).
+    store: Arc<dyn ArtifactStore>,
     subjects: Subjects,
     admitter: Admitter,
     gate: PublishGate,
@@ -31,11 +34,18 @@ pub struct NatsJobQueue {
     resumed: bool,
 }
 
+/// Where a proof's state is: the proofs bucket, and the artifact store for results too big
+/// for a KV value.
+pub struct ProofStores {
+    pub proofs: kv::Store,
+    pub store: Arc<dyn ArtifactStore>,
+}
+
 impl NatsJobQueue {
     /// `applied` carries this proof's results, each once, from the results dispatcher.
     pub fn new(
         js: jetstream::Context,
-        proofs: kv::Store,
+        ProofStores { proofs, store }: ProofStores,
         subjects: Subjects,
         admitter: Admitter,
         gate: PublishGate,
@@ -45,6 +55,7 @@ impl NatsJobQueue {
         Self {
             js,
             proofs,
+            store,
             subjects,
             admitter,
             gate,
@@ -74,8 +85,10 @@ impl JobQueue for NatsJobQueue {
                 .await
                 .map_err(|e| failed("reading the proof's state")(e.into()))?;
             if let Some(bytes) = stored {
-                let result: JobResult = wire::decode("job result", &bytes)
-                    .map_err(|e| failed("decoding its recorded result")(e.into()))?;
+                let result =
+                    crate::offload::decode_result(self.store.as_ref(), &job.proof_id, &bytes)
+                        .await
+                        .map_err(|e| failed("reading its recorded result")(e.into()))?;
                 self.recovered.lock().await.push_back(result);
                 return Ok(());
             }

@@ -6,13 +6,14 @@
 
 use crate::admitter::Admitter;
 use crate::engine::{self, PreparedProof, ProgressSink, ProofEvent, ProofRequest};
-use crate::nats_queue::{NatsJobQueue, PublishGate};
+use crate::nats_queue::{NatsJobQueue, ProofStores, PublishGate};
 use crate::offload;
 use crate::source::{CandidateSpec, Change, ChangedFile, Revision};
 use crate::suite::cluster::HALT_KEY;
 use assay_common::fleet::{
     CancelReply, CancelRequest, ChangedFileWire, ProgressEvent, ProofRecord, ProofStatus,
-    ProofSubmission, RevisionWire, Subjects, SubmitReply, SubmitRequest, evidence_key, keys,
+    ProofSubmission, ResultMessage, RevisionWire, Subjects, SubmitReply, SubmitRequest,
+    evidence_key, keys,
 };
 use assay_common::job::JobResult;
 use assay_common::service_config::{ConfigError, Role, ServiceConfig};
@@ -77,6 +78,17 @@ struct ActiveProof {
 }
 
 type Active = Arc<Mutex<HashMap<ProofId, ActiveProof>>>;
+
+/// The coordinator's tasks: proofs being driven, submissions being accepted and cancels being
+/// carried out. Shared, so a submission accepted off the main loop starts its proof here too;
+/// all are aborted at shutdown.
+type Tasks = Arc<Mutex<tokio::task::JoinSet<()>>>;
+
+fn spawn_task(tasks: &Tasks, task: impl Future<Output = ()> + Send + 'static) {
+    if let Ok(mut tasks) = tasks.lock() {
+        tasks.spawn(task);
+    }
+}
 
 #[derive(Clone)]
 struct Shared {
@@ -145,9 +157,9 @@ pub async fn serve(
         .watch_with_history(HALT_KEY)
         .await
         .map_err(|e| FleetError::jetstream(format!("watch the halt key {HALT_KEY}"), e))?;
-    let mut tasks = tokio::task::JoinSet::new();
+    let tasks: Tasks = Arc::default();
     // Register unfinished proofs before applying results, so none is taken for a stray.
-    resume_unfinished(&shared, &mut tasks).await?;
+    resume_unfinished(&shared, &tasks).await?;
     let submit = client
         .subscribe(subjects.submit())
         .await
@@ -168,20 +180,32 @@ pub async fn serve(
     // time would cap the fleet at one result per round trip. Order does not matter here (the
     // engine puts results in plan order; the KV create applies each job's result once).
     let mut applying = FuturesUnordered::new();
+    // Finished tasks are collected now and then (the set is shared, so no arm awaits it).
+    let mut reap = tokio::time::interval(Duration::from_secs(1));
     loop {
         tokio::select! {
             () = &mut shutdown => break,
+            // Accepting reads a stored submission from the store and cancelling writes KV:
+            // either may be slow, so each runs as a task of its own and the loop goes on
+            // applying results and taking requests. A proof is registered (in `accept`)
+            // before any of its jobs is published, so none of its results can come first.
             Some(request) = submit.next() => {
-                let reply = accept(&shared, &request, &mut tasks).await;
-                if let (Some(to), Ok(bytes)) = (request.reply, wire::encode("submit reply", &reply)) {
-                    let _ = shared.client.publish(to, bytes.into()).await;
-                }
+                let (shared, spawner) = (shared.clone(), tasks.clone());
+                spawn_task(&tasks, async move {
+                    let reply = accept(&shared, &request, &spawner).await;
+                    if let (Some(to), Ok(bytes)) = (request.reply, wire::encode("submit reply", &reply)) {
+                        let _ = shared.client.publish(to, bytes.into()).await;
+                    }
+                });
             }
             Some(request) = cancel.next() => {
-                let reply = cancel_proof(&shared, &request.payload).await;
-                if let (Some(to), Ok(bytes)) = (request.reply, wire::encode("cancel reply", &reply)) {
-                    let _ = shared.client.publish(to, bytes.into()).await;
-                }
+                let shared = shared.clone();
+                spawn_task(&tasks, async move {
+                    let reply = cancel_proof(&shared, &request.payload).await;
+                    if let (Some(to), Ok(bytes)) = (request.reply, wire::encode("cancel reply", &reply)) {
+                        let _ = shared.client.publish(to, bytes.into()).await;
+                    }
+                });
             }
             Some(message) = results.next(), if applying.len() < RESULTS_APPLIED_AT_ONCE => match message {
                 Ok(message) => applying.push(apply_result(&shared, message)),
@@ -196,12 +220,18 @@ pub async fn serve(
                 }
                 Err(e) => tracing::warn!(error = %e, "failed to read a change of the halt key"),
             },
-            Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+            _ = reap.tick() => {
+                if let Ok(mut tasks) = tasks.lock() {
+                    while tasks.try_join_next().is_some() {}
+                }
+            }
         }
     }
     // Results being recorded finish (each is one round trip), so none is redelivered for nothing.
     while applying.next().await.is_some() {}
-    tasks.abort_all();
+    if let Ok(mut tasks) = tasks.lock() {
+        tasks.abort_all();
+    }
     let _ = stop_tx.send(true);
     Ok(())
 }
@@ -217,11 +247,7 @@ fn now_secs() -> u64 {
         .as_secs()
 }
 
-async fn accept(
-    shared: &Shared,
-    request: &async_nats::Message,
-    tasks: &mut tokio::task::JoinSet<()>,
-) -> SubmitReply {
+async fn accept(shared: &Shared, request: &async_nats::Message, tasks: &Tasks) -> SubmitReply {
     let submit: SubmitRequest = match wire::decode("submit request", &request.payload) {
         Ok(request) => request,
         Err(e) => {
@@ -440,10 +466,7 @@ async fn stored_submission(
     wire::decode("proof submission", &bytes).map_err(|e| e.to_string())
 }
 
-async fn resume_unfinished(
-    shared: &Shared,
-    tasks: &mut tokio::task::JoinSet<()>,
-) -> Result<(), ServiceError> {
+async fn resume_unfinished(shared: &Shared, tasks: &Tasks) -> Result<(), ServiceError> {
     let mut keys = match shared.proofs.keys().await {
         Ok(keys) => keys,
         Err(e) => return Err(FleetError::jetstream("list proofs", e).into()),
@@ -483,7 +506,7 @@ fn start_proof(
     record: ProofRecord,
     resumed: bool,
     span: tracing::Span,
-    tasks: &mut tokio::task::JoinSet<()>,
+    tasks: &Tasks,
 ) {
     let (tx, rx) = mpsc::unbounded_channel();
     let gate = PublishGate::default();
@@ -500,7 +523,8 @@ fn start_proof(
         );
     }
     let shared = shared.clone();
-    tasks.spawn(
+    spawn_task(
+        tasks,
         async move {
             drive(&shared, record, resumed, gate, rx).await;
             if let Ok(mut active) = shared.active.lock() {
@@ -623,7 +647,10 @@ async fn drive(
         .clamp(1, shared.max_jobs_per_proof) as usize;
     let queue = NatsJobQueue::new(
         shared.js.clone(),
-        shared.proofs.clone(),
+        ProofStores {
+            proofs: shared.proofs.clone(),
+            store: shared.store.clone(),
+        },
         shared.subjects.clone(),
         shared.admitter.clone(),
         gate,
@@ -752,8 +779,8 @@ async fn set_status(shared: &Shared, record: &ProofRecord, status: ProofStatus) 
 /// Applies one result: the first for its job id is stored and handed to the proof; any later
 /// one (redelivery, a presumed-dead worker finishing after all) is dropped and logged.
 async fn apply_result(shared: &Shared, message: jetstream::Message) {
-    let result: JobResult = match wire::decode("job result", &message.payload) {
-        Ok(result) => result,
+    let envelope: ResultMessage = match wire::decode("job result", &message.payload) {
+        Ok(envelope) => envelope,
         Err(e) => {
             tracing::error!(subject = %message.subject, error = %e, "refusing a result this coordinator cannot read");
             let _ = message.ack_with(jetstream::AckKind::Term).await;
@@ -766,6 +793,10 @@ async fn apply_result(shared: &Shared, message: jetstream::Message) {
         let _ = message.ack().await;
         return;
     };
+    let (job_id, index) = match &envelope {
+        ResultMessage::Inline(result) => (result.job_id.clone(), result.index),
+        ResultMessage::Stored { job_id, index, .. } => (job_id.clone(), *index),
+    };
     let active = shared.active.lock().ok().and_then(|active| {
         active
             .get(&proof_id)
@@ -774,17 +805,45 @@ async fn apply_result(shared: &Shared, message: jetstream::Message) {
     // Checked before the create: a result that takes a key it does not own would make the
     // real one a "duplicate" and leave the proof running forever, restarts included.
     if let Some((_, job_count)) = active
-        && (result.index >= job_count
-            || result.job_id != JobId::for_index(&proof_id, result.index as usize))
+        && (index >= job_count || job_id != JobId::for_index(&proof_id, index as usize))
     {
         shared
             .metrics
             .results_dropped
             .fetch_add(1, Ordering::Relaxed);
-        tracing::warn!(proof_id = %proof_id, job_id = %result.job_id, index = result.index, "refusing a result that names no job of this proof at its index");
+        tracing::warn!(proof_id = %proof_id, job_id = %job_id, index, "refusing a result that names no job of this proof at its index");
         let _ = message.ack_with(jetstream::AckKind::Term).await;
         return;
     }
+    // A stored result is read (at its own key, checked against its sha256) before it is
+    // recorded, so a result key never names a blob that is not that job's result.
+    let result = if active.is_some() {
+        match offload::resolve_result(shared.store.as_ref(), &proof_id, envelope).await {
+            Ok(result) => result,
+            Err(e @ (offload::OffloadError::Store(_) | offload::OffloadError::Missing { .. })) => {
+                // Perhaps a store blip: the stream redelivers it.
+                tracing::warn!(proof_id = %proof_id, job_id = %job_id, error = %assay_transport::error_chain::error_chain(&e), "failed to read a stored result; it will be redelivered");
+                return;
+            }
+            Err(e) => {
+                shared
+                    .metrics
+                    .results_dropped
+                    .fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(proof_id = %proof_id, job_id = %job_id, error = %e, "refusing a stored result");
+                let _ = message.ack_with(jetstream::AckKind::Term).await;
+                return;
+            }
+        }
+    } else {
+        match envelope {
+            ResultMessage::Inline(result) => *result,
+            ResultMessage::Stored { .. } => {
+                let _ = message.ack().await;
+                return;
+            }
+        }
+    };
     let sender = active.map(|(sender, _)| sender);
     let Some(sender) = sender else {
         shared
@@ -795,13 +854,13 @@ async fn apply_result(shared: &Shared, message: jetstream::Message) {
         let _ = message.ack().await;
         return;
     };
-    let Ok(bytes) = wire::encode("job result", &result) else {
-        let _ = message.ack().await;
-        return;
-    };
+    // The message as it came, inline or naming the stored result: either fits a KV value.
     match shared
         .proofs
-        .create(keys::result(&proof_id, result.index), bytes.into())
+        .create(
+            keys::result(&proof_id, result.index),
+            message.payload.clone(),
+        )
         .await
     {
         Ok(_) => {

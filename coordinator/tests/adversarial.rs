@@ -288,7 +288,10 @@ async fn wait_finished(proofs: &kv::Store, proof_id: &ProofId, within: Duration)
 
 async fn stored_result(proofs: &kv::Store, proof_id: &ProofId, index: u32) -> Option<JobResult> {
     let bytes = proofs.get(keys::result(proof_id, index)).await.ok()??;
-    wire::decode("job result", &bytes).ok()
+    match wire::decode("job result", &bytes).ok()? {
+        assay_common::fleet::ResultMessage::Inline(result) => Some(*result),
+        assay_common::fleet::ResultMessage::Stored { .. } => None,
+    }
 }
 
 async fn publish_result(
@@ -303,7 +306,12 @@ async fn publish_result(
     js.publish_with_headers(
         Subjects::new(prefix).results(subject_proof),
         headers,
-        wire::encode("job result", result).unwrap().into(),
+        wire::encode(
+            "job result",
+            &assay_common::fleet::ResultMessage::Inline(Box::new(result.clone())),
+        )
+        .unwrap()
+        .into(),
     )
     .await
     .unwrap()
@@ -505,7 +513,13 @@ async fn a_mutant_edit_naming_a_path_outside_the_tree_is_refused_and_writes_noth
         .expect("the honest job's result arrived")
         .unwrap()
         .unwrap();
-    let result: JobResult = wire::decode("job result", &first.payload).unwrap();
+    let result: JobResult =
+        match wire::decode::<assay_common::fleet::ResultMessage>("job result", &first.payload)
+            .unwrap()
+        {
+            assay_common::fleet::ResultMessage::Inline(result) => *result,
+            other => panic!("a stored result: {other:?}"),
+        };
     first.ack().await.unwrap();
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "untouched\n");
     assert_eq!(
@@ -760,6 +774,7 @@ async fn a_forged_job_finished_event_does_not_hand_a_cluster_run_its_result() {
         bus.client().await,
         Subjects::new("assay"),
         proofs.clone(),
+        Arc::new(assay_transport::store::open_store(&bus.store_url(), &[]).unwrap()),
         "/srv/invoices".into(),
         RunnerKind::Pytest,
         "suite",
@@ -923,6 +938,7 @@ fn local_worker(dir: &Path, files: &[(&str, &str)]) -> (assay_worker::execute::J
         ),
         scratch_root: dir.join("scratch"),
         pass_env: vec!["PATH".into()],
+        output_cap_bytes: assay_common::service_config::DEFAULT_OUTPUT_CAP_BYTES,
     };
     (ctx, tree)
 }
@@ -1069,7 +1085,13 @@ async fn a_job_cannot_read_the_workers_secrets() {
         .expect("the snooping job's result arrived")
         .unwrap()
         .unwrap();
-    let result: JobResult = wire::decode("job result", &message.payload).unwrap();
+    let result: JobResult =
+        match wire::decode::<assay_common::fleet::ResultMessage>("job result", &message.payload)
+            .unwrap()
+        {
+            assay_common::fleet::ResultMessage::Inline(result) => *result,
+            other => panic!("a stored result: {other:?}"),
+        };
     assert!(
         matches!(result.status, JobStatus::Completed { .. }),
         "{result:?}"
@@ -1202,4 +1224,441 @@ async fn a_password_server_refuses_wrong_credentials_with_one_line_naming_the_ur
     let client = assay_transport::nats::connect(&right).await.unwrap();
     client.publish("assay.ping", "".into()).await.unwrap();
     client.flush().await.unwrap();
+}
+
+/// This process's peak resident memory (`VmHWM`), in bytes.
+fn peak_rss() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .expect("VmHWM in /proc/self/status");
+    let kib: u64 = line
+        .trim_start_matches("VmHWM:")
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .unwrap();
+    kib * 1024
+}
+
+const MIB: u64 = 1024 * 1024;
+
+/// A job that prints 64 MiB to stdout and 2 MiB to stderr.
+const FLOOD: &str = "import sys\nchunk = b'x' * (1024 * 1024)\nfor _ in range(64):\n    sys.stdout.buffer.write(chunk)\nfor _ in range(2):\n    sys.stderr.buffer.write(chunk)\n";
+
+/// Runs [`FLOOD`] under `cap`; returns the result, the stored bytes of stdout and stderr, and
+/// how much the worker's (this process's) peak memory grew.
+async fn flood_under_cap(cap: u64) -> (JobResult, u64, u64, u64) {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut ctx, tree) = local_worker(dir.path(), &[("flood.py", FLOOD)]);
+    ctx.output_cap_bytes = cap;
+    let proof = ProofId("p-1795995829-flood".into());
+    let spec = job(&proof, 0, &tree, &["python3", "flood.py"]);
+    let before = peak_rss();
+    let result = assay_worker::execute::run_job(&spec, &ctx).await;
+    let grown = peak_rss().saturating_sub(before);
+    let stored = |name: &str| {
+        let artifact = result.artifacts.iter().find(|a| a.name == name).unwrap();
+        std::fs::metadata(dir.path().join("store").join(&artifact.key))
+            .unwrap()
+            .len()
+    };
+    let (stdout, stderr) = (stored("stdout"), stored("stderr"));
+    // What was stored is what the artifact's sha256 says.
+    for artifact in &result.artifacts {
+        assay_transport::store::read_artifact(ctx.store.as_ref(), artifact)
+            .await
+            .unwrap();
+    }
+    (result, stdout, stderr, grown)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_flooding_its_output_is_stored_up_to_the_cap_with_the_rest_counted() {
+    let (result, stdout, stderr, grown) = flood_under_cap(MIB).await;
+    assert_eq!(
+        result.status,
+        JobStatus::Completed { exit_code: 0 },
+        "{result:?}"
+    );
+    assert_eq!(stdout, MIB, "stdout is stored up to the cap");
+    assert_eq!(stderr, MIB, "stderr has a cap of its own");
+    let artifact = |name: &str| result.artifacts.iter().find(|a| a.name == name).unwrap();
+    assert_eq!(artifact("stdout").bytes, MIB);
+    assert_eq!(artifact("stdout").dropped_bytes, 63 * MIB);
+    assert_eq!(artifact("stderr").dropped_bytes, MIB);
+    assert!(
+        grown < 32 * MIB,
+        "the worker's peak memory grew {grown} bytes"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn output_over_a_cap_above_the_part_size_is_streamed_in_parts_not_held_whole() {
+    // 12 MiB is past the size that goes in parts: the upload streams, a part at a time.
+    let (result, stdout, stderr, grown) = flood_under_cap(12 * MIB).await;
+    let artifact = |name: &str| result.artifacts.iter().find(|a| a.name == name).unwrap();
+    assert_eq!(stdout, 12 * MIB);
+    assert_eq!(artifact("stdout").dropped_bytes, 52 * MIB);
+    assert_eq!(stderr, 2 * MIB);
+    assert_eq!(
+        artifact("stderr").dropped_bytes,
+        0,
+        "stderr is under the cap"
+    );
+    assert!(
+        grown < 40 * MIB,
+        "the worker's peak memory grew {grown} bytes"
+    );
+}
+
+/// A test run that reports `cases` passing cases with long names in a JUnit report.
+const MANY_CASES: &str = r#"
+import sys
+cases = int(sys.argv[2])
+with open(sys.argv[1], "w") as out:
+    out.write('<testsuite name="invoices" tests="%d" failures="0" errors="0" skipped="0">\n' % cases)
+    for i in range(cases):
+        out.write('<testcase classname="tests.test_invoices.TestTotals" name="test_total_includes_tax_for_region_%06d" time="0.001"/>\n' % i)
+    out.write('</testsuite>\n')
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_result_over_the_servers_max_payload_goes_through_the_store() {
+    // 64 KiB messages; a report of 3000 cases makes a result of well over 200 KiB.
+    let nats = start_nats_with_config(|port, dir| {
+        format!(
+            "listen: \"127.0.0.1:{port}\"\nmax_payload: 65536\njetstream {{\n  store_dir: \"{}\"\n}}\n",
+            dir.join("js").display()
+        )
+    });
+    let bus = Bus {
+        nats,
+        dir: tempfile::tempdir().unwrap(),
+    };
+    let tree = uploaded_tree_of(&bus, "cases", "many_cases.py", MANY_CASES).await;
+    let coordinator = bus.coordinator("big");
+    let worker = bus.worker("big", "worker-big");
+    let client = bus.client().await;
+    assert_eq!(client.server_info().max_payload, 65536);
+    let proofs = bucket(&client, "big").await;
+    let proof_id = ProofId("p-1795995829-bigresult".into());
+    let mut proof = submission(&proof_id, 1);
+    proof.jobs[0] = job(
+        &proof_id,
+        0,
+        &tree,
+        &["python3", "many_cases.py", "{report}", "3000"],
+    );
+    assert!(matches!(
+        submit(&client, "big", proof).await,
+        SubmitReply::Accepted { .. }
+    ));
+    assert!(
+        wait_finished(&proofs, &proof_id, Duration::from_secs(60)).await,
+        "the proof finished"
+    );
+    let value = proofs
+        .get(keys::result(&proof_id, 0))
+        .await
+        .unwrap()
+        .expect("the job's result key");
+    assert!(value.len() < 65536);
+    let envelope: assay_common::fleet::ResultMessage = wire::decode("job result", &value).unwrap();
+    assert!(
+        matches!(envelope, assay_common::fleet::ResultMessage::Stored { .. }),
+        "{envelope:?}"
+    );
+    let store = assay_transport::store::open_store(&bus.store_url(), &[]).unwrap();
+    let result = assay_transport::offload::decode_result(&store, &proof_id, &value)
+        .await
+        .unwrap();
+    assert_eq!(result.status, JobStatus::Completed { exit_code: 0 });
+    match &result.report {
+        ReportOutcome::Parsed(report) => assert_eq!(report.cases.len(), 3000),
+        other => panic!("the result's report did not arrive: {other:?}"),
+    }
+    assert!(wire::encode("job result", &result).unwrap().len() > 4 * 65536);
+    worker.stop().await;
+    coordinator.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stored_result_at_another_jobs_key_or_altered_is_refused() {
+    use assay_transport::store::ArtifactStore as _;
+    let store = assay_transport::store::open_store("memory://", &[]).unwrap();
+    let proof_id = ProofId("p-1795995829-storedres".into());
+    let tree = empty_tree();
+    let spec = job(&proof_id, 1, &tree, &["true"]);
+    let result = completed(&spec, &WorkerId("worker-a".into()));
+    let bytes = assay_transport::offload::encode_result(&store, &proof_id, &result, 0)
+        .await
+        .unwrap();
+    // Honest: it resolves to the result.
+    let back = assay_transport::offload::decode_result(&store, &proof_id, &bytes)
+        .await
+        .unwrap();
+    assert_eq!(back, result);
+    // Another proof's message cannot name this proof's blob.
+    let other = ProofId("p-1795995829-otherproof".into());
+    let err = assay_transport::offload::decode_result(&store, &other, &bytes)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("not at its own key"), "{err}");
+    // A blob replaced in the store is refused.
+    store
+        .put_bytes(
+            "result",
+            &assay_common::fleet::result_key(&proof_id, 1),
+            bytes::Bytes::from_static(b"forged"),
+        )
+        .await
+        .unwrap();
+    let err = assay_transport::offload::decode_result(&store, &proof_id, &bytes)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("sha256"), "{err}");
+}
+
+/// `archive` stored as tree `tree`'s archive, with its digest, as the CLI uploads one; returns
+/// a worker's tree source over that store with `limits`.
+async fn hostile_tree(
+    dir: &Path,
+    tree: &TreeId,
+    archive: Vec<u8>,
+    limits: assay_transport::archive::ArchiveLimits,
+) -> assay_transport::store_tree::StoreTreeSource {
+    use assay_transport::store::ArtifactStore as _;
+    use sha2::Digest as _;
+    let store = Arc::new(
+        assay_transport::store::open_store(&format!("file://{}", dir.join("store").display()), &[])
+            .unwrap(),
+    );
+    let digest = hex::encode(sha2::Sha256::digest(&archive));
+    store
+        .put_bytes(
+            "tree",
+            &assay_common::fleet::tree_archive_key(tree),
+            archive.into(),
+        )
+        .await
+        .unwrap();
+    store
+        .put_bytes(
+            "tree digest",
+            &assay_common::fleet::tree_digest_key(tree),
+            digest.into(),
+        )
+        .await
+        .unwrap();
+    assay_transport::store_tree::StoreTreeSource::new(store, dir.join("cache")).with_limits(limits)
+}
+
+fn file_header(size: u64, mode: u32) -> tar::Header {
+    let mut header = tar::Header::new_gnu();
+    header.set_entry_type(tar::EntryType::Regular);
+    header.set_size(size);
+    header.set_mode(mode);
+    header.set_mtime(0);
+    header.set_cksum();
+    header
+}
+
+fn entries_in(dir: &Path) -> usize {
+    std::fs::read_dir(dir).map_or(0, |d| d.count())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tree_archive_of_100k_entries_over_the_entry_limit_is_refused_before_unpacking() {
+    use assay_transport::tree::TreeSource as _;
+    let dir = tempfile::tempdir().unwrap();
+    let mut builder = tar::Builder::new(Vec::new());
+    for i in 0..100_000 {
+        let mut header = file_header(1, 0o644);
+        builder
+            .append_data(&mut header, format!("f/{i:06}.py"), &b"x"[..])
+            .unwrap();
+    }
+    let archive = builder.into_inner().unwrap();
+    let tree = TreeId("a1".repeat(20));
+    let limits = assay_transport::archive::ArchiveLimits {
+        max_bytes: 1 << 30,
+        max_entries: 10_000,
+    };
+    let trees = hostile_tree(dir.path(), &tree, archive, limits).await;
+    let dest = dir.path().join("tree");
+    std::fs::create_dir_all(&dest).unwrap();
+    let err = trees.materialize(&tree, &dest).await.unwrap_err();
+    let message = assay_transport::error_chain::error_chain(&err);
+    assert!(message.contains("more than 10000 entries"), "{message}");
+    assert!(message.contains("worker.tree_max_entries"), "{message}");
+    assert_eq!(entries_in(&dest), 0, "nothing was written");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tree_archive_entry_declaring_a_terabyte_is_refused_before_unpacking() {
+    use assay_transport::tree::TreeSource as _;
+    let dir = tempfile::tempdir().unwrap();
+    // A small honest file, then a header that declares 1 TiB followed by a few bytes, and no
+    // end-of-archive blocks: an archive cut off where the store's copy ends.
+    let mut honest = file_header(9, 0o644);
+    honest.set_path("pager.py").unwrap();
+    honest.set_cksum();
+    let mut archive = honest.as_bytes().to_vec();
+    let mut data = b"LIMIT = 1".to_vec();
+    data.resize(512, 0);
+    archive.extend_from_slice(&data);
+    let mut huge = file_header(1 << 40, 0o644);
+    huge.set_path("huge.bin").unwrap();
+    huge.set_cksum();
+    archive.extend_from_slice(huge.as_bytes());
+    archive.extend_from_slice(&[b'x'; 4096]);
+    let tree = TreeId("b2".repeat(20));
+    let trees = hostile_tree(
+        dir.path(),
+        &tree,
+        archive,
+        assay_transport::archive::ArchiveLimits::default(),
+    )
+    .await;
+    let dest = dir.path().join("tree");
+    std::fs::create_dir_all(&dest).unwrap();
+    let err = trees.materialize(&tree, &dest).await.unwrap_err();
+    let message = assay_transport::error_chain::error_chain(&err);
+    assert!(message.contains("huge.bin"), "{message}");
+    assert!(message.contains("worker.tree_max_bytes"), "{message}");
+    assert_eq!(entries_in(&dest), 0, "nothing was written");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tree_archive_never_restores_setuid_setgid_or_sticky_bits() {
+    use assay_transport::tree::TreeSource as _;
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let mut builder = tar::Builder::new(Vec::new());
+    let mut dir_header = tar::Header::new_gnu();
+    dir_header.set_entry_type(tar::EntryType::Directory);
+    dir_header.set_size(0);
+    dir_header.set_mode(0o3777);
+    dir_header.set_mtime(0);
+    builder
+        .append_data(&mut dir_header, "shared/", std::io::empty())
+        .unwrap();
+    for (path, mode) in [("shared/escalate", 0o4755), ("shared/group", 0o2755)] {
+        let mut header = file_header(10, mode);
+        builder
+            .append_data(&mut header, path, &b"#!/bin/sh\n"[..])
+            .unwrap();
+    }
+    let archive = builder.into_inner().unwrap();
+    let tree = TreeId("c3".repeat(20));
+    let trees = hostile_tree(
+        dir.path(),
+        &tree,
+        archive,
+        assay_transport::archive::ArchiveLimits::default(),
+    )
+    .await;
+    let dest = dir.path().join("tree");
+    std::fs::create_dir_all(&dest).unwrap();
+    trees.materialize(&tree, &dest).await.unwrap();
+    let mode = |path: &str| {
+        std::fs::metadata(dest.join(path))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o7777
+    };
+    assert_eq!(mode("shared/escalate"), 0o755, "no setuid bit");
+    assert_eq!(mode("shared/group"), 0o755, "no setgid bit");
+    assert_eq!(
+        mode("shared"),
+        0o777,
+        "no setgid or sticky bit on the directory"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_submission_whose_stored_copy_hangs_does_not_hold_up_another_proof() {
+    let bus = Bus::start();
+    let coordinator = bus.coordinator("slow");
+    let worker = bus.answering_worker("slow", "worker-slow");
+    let client = bus.client().await;
+    let proofs = bucket(&client, "slow").await;
+    // The first proof's stored submission is a FIFO nobody writes: reading it blocks until
+    // someone opens it for writing, as a store that accepts and never answers would.
+    let stuck = ProofId("p-1795995829-stuckstore".into());
+    let key = assay_common::fleet::submission_key(&stuck);
+    let fifo = bus.dir.path().join("store").join(&key);
+    std::fs::create_dir_all(fifo.parent().unwrap()).unwrap();
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success(), "mkfifo");
+    let request = SubmitRequest::Stored {
+        proof_id: stuck.clone(),
+        submission: assay_common::job::ArtifactRef {
+            name: "submission".into(),
+            key,
+            sha256: "0".repeat(64),
+            bytes: 1,
+            dropped_bytes: 0,
+        },
+    };
+    let inbox = client.new_inbox();
+    let mut replies = client.subscribe(inbox.clone()).await.unwrap();
+    client
+        .publish_with_reply(
+            Subjects::new("slow").submit(),
+            inbox,
+            wire::encode("submit request", &request).unwrap().into(),
+        )
+        .await
+        .unwrap();
+    client.flush().await.unwrap();
+    // Give the coordinator time to start reading the FIFO.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let quick = ProofId("p-1795995829-quickproof".into());
+    let started = Instant::now();
+    let reply = tokio::time::timeout(
+        Duration::from_secs(8),
+        submit(&client, "slow", submission(&quick, 2)),
+    )
+    .await;
+    let finished = match &reply {
+        Ok(SubmitReply::Accepted { .. }) => {
+            wait_finished(&proofs, &quick, Duration::from_secs(20)).await
+        }
+        _ => false,
+    };
+    let took = started.elapsed();
+    // Is the first still waiting for its store read?
+    let answered_early = tokio::time::timeout(Duration::from_millis(100), replies.next())
+        .await
+        .is_ok();
+    // Unblock the read whatever happened (a blocked read would outlive the test): the bytes
+    // are not the submission, so it is refused.
+    tokio::task::spawn_blocking(move || std::fs::write(&fifo, b"not a submission"))
+        .await
+        .unwrap()
+        .unwrap();
+    let reply = reply.expect("the second proof was answered while the first's store read hangs");
+    assert!(matches!(reply, SubmitReply::Accepted { .. }), "{reply:?}");
+    assert!(
+        finished,
+        "the second proof finished while the first's store read hangs"
+    );
+    assert!(
+        !answered_early,
+        "the stuck submission was answered before its store read returned"
+    );
+    let answer = tokio::time::timeout(Duration::from_secs(10), replies.next())
+        .await
+        .expect("the stuck submission was answered once its read returned")
+        .unwrap();
+    let answer: SubmitReply = wire::decode("submit reply", &answer.payload).unwrap();
+    assert!(matches!(answer, SubmitReply::Refused { .. }), "{answer:?}");
+    assert!(took < Duration::from_secs(20), "{took:?}");
+    worker.stop().await;
+    coordinator.stop().await;
 }

@@ -362,6 +362,7 @@ impl JobRunner for Noop {
                 key: format!("proofs/{}/{}/stdout.log", spec.proof_id, spec.job_id),
                 sha256: hex::encode(Sha256::digest(spec.job_id.to_string())),
                 bytes: 0,
+                dropped_bytes: 0,
             }],
             duration_ms: 0,
             worker: self.0.clone(),
@@ -414,6 +415,7 @@ async fn run_embedded_proof(prepared: &PreparedProof, dir: &Path) -> Evidence {
         ),
         scratch_root: dir.join("embedded-scratch"),
         pass_env: Vec::new(),
+        output_cap_bytes: assay_common::service_config::DEFAULT_OUTPUT_CAP_BYTES,
     };
     let queue = InProcessQueue::start(ctx, 2);
     engine::run_proof(
@@ -740,7 +742,12 @@ async fn a_duplicate_result_is_applied_once() {
         js.publish_with_headers(
             Subjects::new("assay").results(&spec.proof_id),
             headers,
-            wire::encode("job result", &result).unwrap().into(),
+            wire::encode(
+                "job result",
+                &assay_common::fleet::ResultMessage::Inline(Box::new(result)),
+            )
+            .unwrap()
+            .into(),
         )
         .await
         .unwrap()

@@ -369,7 +369,11 @@ fn forged_result(spec: &JobSpec) -> Vec<u8> {
         WorkerId("forger".into()),
         "forged: this job never ran".into(),
     );
-    wire::encode("job result", &result).unwrap()
+    wire::encode(
+        "job result",
+        &assay_common::fleet::ResultMessage::Inline(Box::new(result)),
+    )
+    .unwrap()
 }
 
 fn evidence_json(evidence: &Evidence) -> serde_json::Value {
@@ -727,15 +731,16 @@ async fn each_role_can_do_its_part_of_a_proof_and_nothing_the_others_own() {
         "no halt was set"
     );
     let job_id = JobId::for_index(&proof_id, 0);
-    let result: JobResult = wire::decode(
-        "job result",
-        &proofs
-            .get(keys::result(&proof_id, 0))
-            .await
-            .unwrap()
-            .expect("the first job's result key"),
-    )
-    .unwrap();
+    let stored = proofs
+        .get(keys::result(&proof_id, 0))
+        .await
+        .unwrap()
+        .expect("the first job's result key");
+    let result: JobResult =
+        match wire::decode::<assay_common::fleet::ResultMessage>("job result", &stored).unwrap() {
+            assay_common::fleet::ResultMessage::Inline(result) => *result,
+            other => panic!("a stored result: {other:?}"),
+        };
     assert_eq!(result.job_id, job_id);
     assert_eq!(result.worker, WorkerId("locked-down-worker".into()));
 

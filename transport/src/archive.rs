@@ -88,12 +88,78 @@ fn append_tree(
     Ok(())
 }
 
-/// Unpacks an archive into `dest`; entries escaping `dest` are refused by `tar` itself.
-pub fn unpack_archive(bytes: &[u8], dest: &Path) -> std::io::Result<()> {
+/// How much a tree archive may unpack to; the worker's `tree_max_bytes` and
+/// `tree_max_entries`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ArchiveLimits {
+    /// The sum of the sizes its entries declare.
+    pub max_bytes: u64,
+    /// Files, directories and links.
+    pub max_entries: u64,
+}
+
+impl Default for ArchiveLimits {
+    fn default() -> Self {
+        Self {
+            max_bytes: assay_common::service_config::DEFAULT_TREE_MAX_BYTES,
+            max_entries: assay_common::service_config::DEFAULT_TREE_MAX_ENTRIES,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum UnpackError {
+    #[error(
+        "the archive holds more than {limit} entries (hint: raise worker.tree_max_entries if the tree really has that many files)"
+    )]
+    TooManyEntries { limit: u64 },
+    #[error(
+        "the archive unpacks to more than {limit} bytes (entry {path} declares {declared}; hint: raise worker.tree_max_bytes if the tree really is that big)"
+    )]
+    TooBig {
+        limit: u64,
+        path: String,
+        declared: u64,
+    },
+    #[error("failed to unpack the archive")]
+    Io(#[from] std::io::Error),
+}
+
+/// Unpacks an archive into `dest`; entries escaping `dest` are refused by `tar` itself. The
+/// archive is first read through, without writing, against `limits` (entries, and the sizes
+/// they declare), so a hostile archive is refused before anything is written. Modes keep only
+/// their permission bits: no setuid, setgid or sticky bit is ever restored.
+pub fn unpack_archive(bytes: &[u8], dest: &Path, limits: ArchiveLimits) -> Result<(), UnpackError> {
+    let mut entries = 0u64;
+    let mut total = 0u64;
     let mut archive = tar::Archive::new(bytes);
-    archive.set_preserve_permissions(true);
+    for entry in archive.entries()? {
+        let entry = entry?;
+        entries += 1;
+        if entries > limits.max_entries {
+            return Err(UnpackError::TooManyEntries {
+                limit: limits.max_entries,
+            });
+        }
+        let declared = entry.header().size()?;
+        total = total.saturating_add(declared);
+        if total > limits.max_bytes {
+            return Err(UnpackError::TooBig {
+                limit: limits.max_bytes,
+                path: String::from_utf8_lossy(&entry.path_bytes()).into_owned(),
+                declared,
+            });
+        }
+    }
+    let mut archive = tar::Archive::new(bytes);
+    // Not preserved: a mode is cut to its rwx bits (tar's rule), and the mask drops the
+    // special bits whatever that rule becomes.
+    archive.set_preserve_permissions(false);
+    archive.set_mask(0o7000);
     archive.set_preserve_mtime(false);
-    archive.unpack(dest)
+    archive.set_unpack_xattrs(false);
+    archive.unpack(dest)?;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -122,7 +188,7 @@ mod tests {
         let second = build_tree_archive(dir.path(), &tree).unwrap();
         assert_eq!(first, second);
         let out = tempfile::tempdir().unwrap();
-        unpack_archive(&first, out.path()).unwrap();
+        unpack_archive(&first, out.path(), ArchiveLimits::default()).unwrap();
         assert_eq!(
             std::fs::read_to_string(out.path().join("pager/pages.py")).unwrap(),
             "PAGE = 20\n"

@@ -8,6 +8,7 @@ pub mod error_chain;
 pub mod health;
 pub mod metrics;
 pub mod nats;
+pub mod offload;
 pub mod queue;
 pub mod store;
 pub mod store_tree;

@@ -93,20 +93,42 @@ pub trait ArtifactStore: Send + Sync {
     /// Removes an object; removing one that is not there is not an error.
     async fn delete(&self, key: &str) -> Result<(), StoreError>;
 
+    /// Uploads the file at `path` whole; see [`ArtifactStore::put_file_capped`].
     async fn put_file(
         &self,
         name: &str,
         key: &str,
         path: &Path,
     ) -> Result<ArtifactRef, StoreError> {
-        let bytes = tokio::fs::read(path)
+        self.put_file_capped(name, key, path, u64::MAX).await
+    }
+
+    /// Uploads at most the first `cap` bytes of the file at `path`; the artifact's
+    /// `dropped_bytes` says how many more the file had. This default holds what it uploads in
+    /// memory (at most `cap`); [`ObjectArtifactStore`] streams it in parts instead.
+    async fn put_file_capped(
+        &self,
+        name: &str,
+        key: &str,
+        path: &Path,
+        cap: u64,
+    ) -> Result<ArtifactRef, StoreError> {
+        use tokio::io::AsyncReadExt as _;
+        let read_err = |source| StoreError::ReadLocal {
+            path: path.to_owned(),
+            key: key.to_owned(),
+            source,
+        };
+        let file = tokio::fs::File::open(path).await.map_err(read_err)?;
+        let length = file.metadata().await.map_err(read_err)?.len();
+        let mut bytes = Vec::new();
+        file.take(cap)
+            .read_to_end(&mut bytes)
             .await
-            .map_err(|source| StoreError::ReadLocal {
-                path: path.to_owned(),
-                key: key.to_owned(),
-                source,
-            })?;
-        self.put_bytes(name, key, Bytes::from(bytes)).await
+            .map_err(read_err)?;
+        let mut artifact = self.put_bytes(name, key, Bytes::from(bytes)).await?;
+        artifact.dropped_bytes = length.saturating_sub(artifact.bytes);
+        Ok(artifact)
     }
 }
 
@@ -240,6 +262,85 @@ impl ArtifactStore for ObjectArtifactStore {
             key: key.to_owned(),
             sha256,
             bytes: size,
+            dropped_bytes: 0,
+        })
+    }
+
+    /// Streams the file's first `cap` bytes: a part at a time in parts (at most two parts in
+    /// memory), or in one request when it is small, so a job's huge log never sits whole in
+    /// the worker's memory.
+    async fn put_file_capped(
+        &self,
+        name: &str,
+        key: &str,
+        path: &Path,
+        cap: u64,
+    ) -> Result<ArtifactRef, StoreError> {
+        use tokio::io::AsyncReadExt as _;
+        let read_err = |source| StoreError::ReadLocal {
+            path: path.to_owned(),
+            key: key.to_owned(),
+            source,
+        };
+        let file = tokio::fs::File::open(path).await.map_err(read_err)?;
+        let length = file.metadata().await.map_err(read_err)?.len();
+        let stored = length.min(cap);
+        if stored <= MULTIPART_THRESHOLD as u64 {
+            let mut bytes = Vec::with_capacity(stored as usize);
+            file.take(stored)
+                .read_to_end(&mut bytes)
+                .await
+                .map_err(read_err)?;
+            let mut artifact = self.put_bytes(name, key, Bytes::from(bytes)).await?;
+            artifact.dropped_bytes = length.saturating_sub(artifact.bytes);
+            return Ok(artifact);
+        }
+        let put_err = |source| StoreError::Put {
+            key: key.to_owned(),
+            source,
+        };
+        let upload = self
+            .inner
+            .put_multipart(&StorePath::from(key))
+            .await
+            .map_err(put_err)?;
+        let mut writer = WriteMultipart::new_with_chunk_size(upload, MULTIPART_PART_SIZE);
+        let mut hasher = Sha256::new();
+        let mut reader = file.take(stored);
+        let mut sent = 0u64;
+        loop {
+            let mut chunk = vec![0u8; MULTIPART_PART_SIZE];
+            let mut filled = 0;
+            while filled < chunk.len() {
+                match reader.read(&mut chunk[filled..]).await {
+                    Ok(0) => break,
+                    Ok(n) => filled += n,
+                    Err(source) => {
+                        writer.abort().await.ok();
+                        return Err(read_err(source));
+                    }
+                }
+            }
+            if filled == 0 {
+                break;
+            }
+            chunk.truncate(filled);
+            hasher.update(&chunk);
+            sent += filled as u64;
+            // Waits while parts are in flight, so memory stays at a few parts.
+            if let Err(source) = writer.wait_for_capacity(1).await {
+                writer.abort().await.ok();
+                return Err(put_err(source));
+            }
+            writer.put(Bytes::from(chunk));
+        }
+        writer.finish().await.map_err(put_err)?;
+        Ok(ArtifactRef {
+            name: name.to_owned(),
+            key: key.to_owned(),
+            sha256: hex::encode(hasher.finalize()),
+            bytes: sent,
+            dropped_bytes: length.saturating_sub(sent),
         })
     }
 
@@ -401,6 +502,35 @@ mod tests {
             .unwrap();
         assert_eq!(back.len(), log.len());
         assert_eq!(hex::encode(Sha256::digest(&back)), artifact.sha256);
+    }
+
+    #[tokio::test]
+    async fn a_capped_file_stores_its_first_bytes_and_counts_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let store =
+            ObjectArtifactStore::open(&format!("file://{}", dir.path().join("store").display()))
+                .unwrap();
+        let log: Vec<u8> = (0..MULTIPART_THRESHOLD * 2)
+            .map(|i| b"invoice 42 settled\n"[i % 19])
+            .collect();
+        let path = dir.path().join("stdout.log");
+        std::fs::write(&path, &log).unwrap();
+        for cap in [
+            100,
+            MULTIPART_THRESHOLD as u64 + 12_345,
+            u64::MAX,
+            log.len() as u64,
+        ] {
+            let artifact = store
+                .put_file_capped("stdout", "runs/p1/stdout.log", &path, cap)
+                .await
+                .unwrap();
+            let kept = &log[..log.len().min(cap as usize)];
+            assert_eq!(artifact.bytes, kept.len() as u64, "cap {cap}");
+            assert_eq!(artifact.dropped_bytes, (log.len() - kept.len()) as u64);
+            assert_eq!(artifact.sha256, hex::encode(Sha256::digest(kept)));
+            assert_eq!(read_artifact(&store, &artifact).await.unwrap(), kept);
+        }
     }
 
     async fn round_trip(store: &dyn ArtifactStore) {

@@ -2,7 +2,7 @@
 //! id into a local cache, and their sha256 is checked against the digest the CLI recorded every
 //! time a job uses them, so a corrupted cache or a truncated upload never runs as a test.
 
-use crate::archive::unpack_archive;
+use crate::archive::{ArchiveLimits, unpack_archive};
 use crate::metrics::Metrics;
 use crate::store::ArtifactStore;
 use crate::tree::{TreeError, TreeSource};
@@ -21,6 +21,7 @@ pub struct StoreTreeSource {
     metrics: Option<Arc<Metrics>>,
     // One download at a time, so slots asking for the same new tree fetch it once.
     fetch_lock: tokio::sync::Mutex<()>,
+    limits: ArchiveLimits,
 }
 
 impl StoreTreeSource {
@@ -31,7 +32,14 @@ impl StoreTreeSource {
             downloads: AtomicU64::new(0),
             metrics: None,
             fetch_lock: tokio::sync::Mutex::new(()),
+            limits: ArchiveLimits::default(),
         }
+    }
+
+    /// Refuses archives past `limits` (the defaults otherwise).
+    pub fn with_limits(mut self, limits: ArchiveLimits) -> Self {
+        self.limits = limits;
+        self
     }
 
     /// Counts cache hits and misses in `metrics`.
@@ -91,6 +99,23 @@ impl StoreTreeSource {
                     format!("its archive {} is not in the store", tree_archive_key(tree)),
                 )
             })?;
+        // An archive's own size is bounded too: its files, plus a header and padding each.
+        let most = self
+            .limits
+            .max_bytes
+            .saturating_add(self.limits.max_entries.saturating_mul(1024))
+            .saturating_add(10 * 1024);
+        if bytes.len() as u64 > most {
+            return Err(Self::fail(
+                tree,
+                format!(
+                    "its archive is {} bytes, more than a tree within worker.tree_max_bytes ({}) and worker.tree_max_entries ({}) can be",
+                    bytes.len(),
+                    self.limits.max_bytes,
+                    self.limits.max_entries
+                ),
+            ));
+        }
         self.downloads.fetch_add(1, Ordering::Relaxed);
         if let Some(metrics) = &self.metrics {
             metrics.tree_cache_misses.fetch_add(1, Ordering::Relaxed);
@@ -140,6 +165,7 @@ impl TreeSource for StoreTreeSource {
         let (archive_path, digest) = self.cached_archive(tree).await?;
         let tree = tree.clone();
         let dest = dest.to_owned();
+        let limits = self.limits;
         tokio::task::spawn_blocking(move || {
             let bytes = std::fs::read(&archive_path).map_err(|source| TreeError::Write {
                 tree: tree.to_string(),
@@ -147,10 +173,16 @@ impl TreeSource for StoreTreeSource {
                 source,
             })?;
             verify(&tree, &bytes, &digest)?;
-            unpack_archive(&bytes, &dest).map_err(|source| TreeError::Write {
-                tree: tree.to_string(),
-                path: dest.clone(),
-                source,
+            unpack_archive(&bytes, &dest, limits).map_err(|e| match e {
+                crate::archive::UnpackError::Io(source) => TreeError::Write {
+                    tree: tree.to_string(),
+                    path: dest.clone(),
+                    source,
+                },
+                refused => TreeError::Other {
+                    tree: tree.to_string(),
+                    message: format!("refusing its archive: {refused}"),
+                },
             })
         })
         .await

@@ -35,6 +35,9 @@ pub struct JobContext {
     pub scratch_root: PathBuf,
     /// Extra variable names passed through from the worker's environment.
     pub pass_env: Vec<String>,
+    /// The most of a job's stdout, and of its stderr, stored; the rest is dropped and
+    /// counted in the artifact's `dropped_bytes` (`worker.output_cap_bytes`).
+    pub output_cap_bytes: u64,
 }
 
 /// Runs `job` and always returns a result: failures to run it land in the infrastructure lane.
@@ -212,12 +215,7 @@ async fn run_in(job: &JobSpec, ctx: &JobContext, scratch: &Path) -> Result<JobRe
     let mut artifacts: Vec<ArtifactRef> = Vec::new();
     for (name, path) in [("stdout", &run.stdout_path), ("stderr", &run.stderr_path)] {
         let key = format!("{prefix}/{name}.log");
-        artifacts.push(
-            ctx.store
-                .put_file(name, &key, path)
-                .await
-                .map_err(|e| error_chain(&e))?,
-        );
+        artifacts.push(store_output(ctx, name, &key, path).await?);
     }
     if let Some(bytes) = report_bytes.filter(|_| job.report.location() != ReportLocation::Stdout) {
         let key = format!("{prefix}/report");
@@ -238,6 +236,30 @@ async fn run_in(job: &JobSpec, ctx: &JobContext, scratch: &Path) -> Result<JobRe
         worker: ctx.worker_id.clone(),
         sandbox: Some(ctx.sandbox.evidence()),
     })
+}
+
+/// Stores one of a job's output streams, streamed and cut at the worker's cap; a cut is
+/// logged and recorded in the artifact's `dropped_bytes`.
+pub(crate) async fn store_output(
+    ctx: &JobContext,
+    name: &str,
+    key: &str,
+    path: &Path,
+) -> Result<ArtifactRef, String> {
+    let artifact = ctx
+        .store
+        .put_file_capped(name, key, path, ctx.output_cap_bytes)
+        .await
+        .map_err(|e| error_chain(&e))?;
+    if artifact.dropped_bytes > 0 {
+        tracing::warn!(
+            artifact = name,
+            stored_bytes = artifact.bytes,
+            dropped_bytes = artifact.dropped_bytes,
+            "job output over the worker's output_cap_bytes: the rest was dropped"
+        );
+    }
+    Ok(artifact)
 }
 
 /// The job's whole environment: the sandbox's clean one, what the worker passes through, a

@@ -67,12 +67,7 @@ pub async fn run_cases(
         for (stream, path) in [("stdout", &run.stdout_path), ("stderr", &run.stderr_path)] {
             let key = format!("{prefix}/{number:04}/{stream}.log");
             let name = format!("{}:{stream}", case.path);
-            artifacts.push(
-                ctx.store
-                    .put_file(&name, &key, path)
-                    .await
-                    .map_err(|e| error_chain(&e))?,
-            );
+            artifacts.push(crate::execute::store_output(ctx, &name, &key, path).await?);
         }
         let exit_code = match exit {
             SandboxExit::Exited(code) => Some(code),
@@ -82,7 +77,8 @@ pub async fn run_cases(
         if first_nonzero == 0 {
             first_nonzero = exit_code.unwrap_or(-1);
         }
-        let stdout = tokio::fs::read(&run.stdout_path)
+        // Judged on what was stored: the output up to the cap, never more in memory.
+        let stdout = read_capped(&run.stdout_path, ctx.output_cap_bytes)
             .await
             .map_err(|e| format!("failed to read {}: {e}", run.stdout_path.display()))?;
         results.push(manifest::case_result(
@@ -99,6 +95,17 @@ pub async fn run_cases(
         report: manifest::job_report(results),
         artifacts,
     })
+}
+
+async fn read_capped(path: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
+    use tokio::io::AsyncReadExt as _;
+    let mut bytes = Vec::new();
+    tokio::fs::File::open(path)
+        .await?
+        .take(cap)
+        .read_to_end(&mut bytes)
+        .await?;
+    Ok(bytes)
 }
 
 fn timed_out(artifacts: Vec<ArtifactRef>) -> CasesRun {

@@ -15,6 +15,7 @@ use assay_common::wire;
 use assay_transport::health::{self, Probes};
 use assay_transport::metrics::Metrics;
 use assay_transport::nats::{self, FleetError, QueueTuning};
+use assay_transport::offload;
 use assay_transport::store::{ArtifactStore, StoreError, open_store};
 use assay_transport::store_tree::StoreTreeSource;
 use assay_transport::trace_context;
@@ -154,11 +155,16 @@ pub async fn serve(
         sandbox,
         trees: Arc::new(
             StoreTreeSource::new(store.clone(), &service.worker.tree_cache_dir)
-                .with_metrics(metrics.clone()),
+                .with_metrics(metrics.clone())
+                .with_limits(assay_transport::archive::ArchiveLimits {
+                    max_bytes: service.worker.tree_max_bytes,
+                    max_entries: service.worker.tree_max_entries,
+                }),
         ),
         store: store.clone(),
         scratch_root,
         pass_env: config.pass_env.clone(),
+        output_cap_bytes: service.worker.output_cap_bytes,
     };
     let parts = WorkerParts {
         runner: Arc::new(ctx),
@@ -214,6 +220,8 @@ async fn serve_validated(
     let subjects = Subjects::new(&service.nats.subject_prefix);
     let client = nats::connect(&service.nats).await?;
     let js = jetstream::new(client.clone());
+    // A result bigger than this goes through the store (see `offload`).
+    let result_limit = offload::client_limit(&client);
     nats::results_stream(&js, &subjects, &config.tuning).await?;
     let consumer = nats::workers_consumer(&js, &subjects, &config.tuning).await?;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -223,7 +231,7 @@ async fn serve_validated(
             &listen,
             Probes {
                 client: client.clone(),
-                store,
+                store: store.clone(),
                 subjects: subjects.clone(),
             },
             metrics.clone(),
@@ -276,6 +284,8 @@ async fn serve_validated(
                     runner: runner.clone(),
                     metrics: metrics.clone(),
                     hand_back: hand_back.clone(),
+                    store: store.clone(),
+                    result_limit,
                 };
                 running.spawn(async move {
                     job.handle(message).await;
@@ -316,6 +326,9 @@ struct JobRun {
     metrics: Arc<Metrics>,
     /// Turns true when the shutdown grace is over: stop the job and hand it back.
     hand_back: tokio::sync::watch::Receiver<bool>,
+    /// Where a result too big for one message goes.
+    store: Arc<dyn ArtifactStore>,
+    result_limit: usize,
 }
 
 impl JobRun {
@@ -404,7 +417,14 @@ impl JobRun {
     }
 
     async fn publish(&self, spec: &JobSpec, result: &JobResult) -> Result<(), String> {
-        let payload = wire::encode("job result", result).map_err(|e| e.to_string())?;
+        let payload = offload::encode_result(
+            self.store.as_ref(),
+            &spec.proof_id,
+            result,
+            self.result_limit,
+        )
+        .await
+        .map_err(|e| assay_transport::error_chain::error_chain(&e))?;
         let mut headers = async_nats::HeaderMap::new();
         // The server drops a second result for the same job inside its duplicate window.
         headers.insert("Nats-Msg-Id", spec.job_id.as_str());

@@ -16,6 +16,7 @@ use assay_common::fleet::{
 use assay_common::job::ArtifactRef;
 use assay_common::job::JobResult;
 use assay_common::wire;
+use assay_transport::error_chain::error_chain;
 use assay_transport::nats::{self, FleetError};
 use assay_transport::store::ArtifactStore;
 use assay_transport::store_tree::upload_tree;
@@ -136,13 +137,9 @@ pub async fn submit_and_wait(
     let payload = submit_request(client, store, submission).await?;
     let mut headers = async_nats::HeaderMap::new();
     trace_context::inject(&mut headers);
-    let reply = tokio::time::timeout(
-        Duration::from_secs(30),
-        client.request_with_headers(subjects.submit(), headers, payload.into()),
-    )
-    .await
-    .map_err(|_| submit_err("no reply within 30 s".into()))?
-    .map_err(|e| submit_err(e.to_string()))?;
+    let reply = request_submit(client, subjects, headers, payload.into())
+        .await
+        .map_err(|e| submit_err(error_chain(&e)))?;
     match wire::decode::<SubmitReply>("submit reply", &reply.payload)
         .map_err(|e| submit_err(e.to_string()))?
     {
@@ -192,6 +189,47 @@ pub async fn submit_and_wait(
 
 /// The encoded submit request: the submission itself when it fits in one message, else a
 /// reference to it in the store.
+/// Why a submit request got no answer.
+#[derive(Debug, thiserror::Error)]
+pub enum SubmitRequestError {
+    #[error("no reply within {0} s")]
+    NoReply(u64),
+    #[error("no coordinator answered for {0} s (it may be restarting)")]
+    NoCoordinator(u64),
+    #[error(transparent)]
+    Request(#[from] async_nats::RequestError),
+}
+
+/// Sends a submit request, waiting out a coordinator restart: while no coordinator listens
+/// (NATS answers "no responders", so nobody received the request and sending it again is
+/// safe), it is sent again every second for up to 30 s.
+pub async fn request_submit(
+    client: &async_nats::Client,
+    subjects: &Subjects,
+    headers: async_nats::HeaderMap,
+    payload: bytes::Bytes,
+) -> Result<async_nats::Message, SubmitRequestError> {
+    const PATIENCE: Duration = Duration::from_secs(30);
+    let started = tokio::time::Instant::now();
+    loop {
+        let reply = tokio::time::timeout(
+            PATIENCE,
+            client.request_with_headers(subjects.submit(), headers.clone(), payload.clone()),
+        )
+        .await
+        .map_err(|_| SubmitRequestError::NoReply(PATIENCE.as_secs()))?;
+        match reply {
+            Err(e) if e.kind() == async_nats::RequestErrorKind::NoResponders => {
+                if started.elapsed() >= PATIENCE {
+                    return Err(SubmitRequestError::NoCoordinator(PATIENCE.as_secs()));
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+            other => return Ok(other?),
+        }
+    }
+}
+
 async fn submit_request(
     client: &async_nats::Client,
     store: &dyn ArtifactStore,

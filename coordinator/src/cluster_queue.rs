@@ -176,16 +176,21 @@ impl JobQueue for ClusterQueue {
         let request = SubmitRequest::Inline(Box::new(self.submission(&id, inner)));
         let payload = wire::encode("submit request", &request)
             .map_err(|e| failed("encoding the submission")(e.into()))?;
-        let reply = tokio::time::timeout(
-            Duration::from_secs(30),
-            self.client.request(self.subjects.submit(), payload.into()),
+        let reply = crate::client::request_submit(
+            &self.client,
+            &self.subjects,
+            async_nats::HeaderMap::new(),
+            payload.into(),
         )
         .await
-        .map_err(|_| QueueError::NoReply {
-            job_id: job_id.clone(),
-            secs: 30,
-        })?
-        .map_err(|e| failed("sending the submission")(e.into()))?;
+        .map_err(|e| match e {
+            crate::client::SubmitRequestError::NoReply(secs)
+            | crate::client::SubmitRequestError::NoCoordinator(secs) => QueueError::NoReply {
+                job_id: job_id.clone(),
+                secs,
+            },
+            other => failed("sending the submission")(other.into()),
+        })?;
         match wire::decode::<SubmitReply>("submit reply", &reply.payload)
             .map_err(|e| failed("decoding the coordinator's reply")(e.into()))?
         {

@@ -761,6 +761,86 @@ async fn a_forged_finished_event_does_not_end_the_cli_with_its_verdict() {
     coordinator.stop().await;
 }
 
+/// A proof submitted while the coordinator restarts waits for it instead of failing: NATS says
+/// no one listens, so nobody received the request, and the CLI sends it again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_proof_submitted_while_the_coordinator_restarts_is_taken_when_it_is_back() {
+    let bus = Bus::start();
+    let proof = engine::new_proof_id();
+    let planned = submission(&proof, 2);
+    let store = assay_transport::store::open_store(&bus.store_url(), &[]).unwrap();
+    let cli_client = bus.client().await;
+    let cli = tokio::spawn(async move {
+        client::submit_and_wait(
+            &cli_client,
+            &Subjects::new("assay"),
+            &store,
+            &planned,
+            &mut Quiet,
+        )
+        .await
+    });
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(
+        !cli.is_finished(),
+        "the CLI gave up while no coordinator ran: {:?}",
+        cli.await
+    );
+    let coordinator = bus.coordinator("assay");
+    let worker = bus.answering_worker("assay", "worker-after-restart");
+    let evidence = tokio::time::timeout(Duration::from_secs(60), cli)
+        .await
+        .expect("the proof never finished")
+        .unwrap()
+        .expect("the submission failed instead of waiting for the coordinator");
+    assert_eq!(evidence.proof_id, proof.to_string());
+    worker.stop().await;
+    coordinator.stop().await;
+}
+
+/// Nothing the fleet keeps grows without bound or lives only in memory: both streams are
+/// work queues on disk, and the proofs bucket is on disk with a time to live.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fleets_streams_and_bucket_are_on_disk_and_bounded() {
+    let bus = Bus::start();
+    let coordinator = bus.coordinator("assay");
+    let client = bus.client().await;
+    let js = jetstream::new(client.clone());
+    let subjects = Subjects::new("assay");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let proofs = loop {
+        if let Ok(store) = js.get_key_value(subjects.proofs_bucket()).await {
+            break store;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the coordinator never created its bucket"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let bucket = proofs.status().await.unwrap();
+    assert_eq!(bucket.max_age(), assay_transport::nats::PROOF_RECORD_TTL);
+    assert_eq!(
+        bucket.info.config.storage,
+        jetstream::stream::StorageType::File
+    );
+    for name in [subjects.jobs_stream(), subjects.results_stream()] {
+        let mut stream = js.get_stream(&name).await.unwrap();
+        let config = &stream.info().await.unwrap().config;
+        assert_eq!(
+            config.storage,
+            jetstream::stream::StorageType::File,
+            "{name}"
+        );
+        assert_eq!(
+            config.retention,
+            jetstream::stream::RetentionPolicy::WorkQueue,
+            "{name}"
+        );
+    }
+    coordinator.stop().await;
+}
+
 /// `assay test --cluster` and `assay mutate --cluster` submit each job as a one-job proof and
 /// wait for its result: a result announced in a progress message by another client must not be
 /// taken; only the result the coordinator recorded counts.

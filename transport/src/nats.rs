@@ -178,6 +178,9 @@ pub async fn jobs_stream(
         name: name.clone(),
         subjects: vec![subjects.jobs_filter()],
         retention: stream::RetentionPolicy::WorkQueue,
+        // On disk, so a restarted server still holds queued work (see docs/operations.md,
+        // "Durability"); one replica unless an operator edits the stream in a cluster.
+        storage: stream::StorageType::File,
         duplicate_window: tuning.duplicate_window,
         ..Default::default()
     })
@@ -195,6 +198,9 @@ pub async fn results_stream(
         name: name.clone(),
         subjects: vec![subjects.results_filter()],
         retention: stream::RetentionPolicy::WorkQueue,
+        // On disk, so a restarted server still holds queued work (see docs/operations.md,
+        // "Durability"); one replica unless an operator edits the stream in a cluster.
+        storage: stream::StorageType::File,
         duplicate_window: tuning.duplicate_window,
         ..Default::default()
     })
@@ -249,6 +255,11 @@ pub async fn coordinator_consumer(
         .map_err(|e| FleetError::jetstream(format!("create consumer {name}"), e))
 }
 
+/// How long a proof's records (status, results, evidence reference) stay in the proofs bucket
+/// after they were last written: long enough for `assay results` on last week's proofs, short
+/// enough that the bucket does not grow without bound. The evidence itself stays in the store.
+pub const PROOF_RECORD_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
+
 pub async fn proofs_bucket(
     js: &jetstream::Context,
     subjects: &Subjects,
@@ -260,6 +271,8 @@ pub async fn proofs_bucket(
     js.create_key_value(kv::Config {
         bucket: bucket.clone(),
         history: 1,
+        storage: stream::StorageType::File,
+        max_age: PROOF_RECORD_TTL,
         ..Default::default()
     })
     .await

@@ -6,7 +6,6 @@
 //! leaves the CLI waiting for nothing.
 
 use crate::engine::PreparedProof;
-use crate::offload::{self, OffloadError};
 use assay_common::ProofId;
 use assay_common::evidence::Evidence;
 use assay_common::fleet::{
@@ -18,6 +17,7 @@ use assay_common::job::JobResult;
 use assay_common::wire;
 use assay_transport::error_chain::error_chain;
 use assay_transport::nats::{self, FleetError};
+use assay_transport::offload::{self, OffloadError};
 use assay_transport::store::ArtifactStore;
 use assay_transport::store_tree::upload_tree;
 use assay_transport::trace_context;

@@ -96,7 +96,7 @@ enum AwaitError {
     #[error("the job was cancelled")]
     Cancelled,
     #[error("the job's recorded result cannot be read")]
-    Undecodable(#[source] crate::offload::OffloadError),
+    Undecodable(#[source] assay_transport::offload::OffloadError),
 }
 
 /// Waits for the one result of submission `id`, read from its KV key, which only the
@@ -111,7 +111,7 @@ async fn await_result(
     let recorded = || async {
         match proofs.get(keys::result(&id, 0)).await {
             Ok(Some(bytes)) => Some(
-                crate::offload::decode_result(store.as_ref(), &id, &bytes)
+                assay_transport::offload::decode_result(store.as_ref(), &id, &bytes)
                     .await
                     .map_err(AwaitError::Undecodable),
             ),

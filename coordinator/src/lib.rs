@@ -13,8 +13,6 @@ pub mod mutants;
 pub mod mutate;
 pub mod mutation;
 pub mod nats_queue;
-/// Moved to the transport crate, which the workers share: results are offloaded too.
-pub use assay_transport::offload;
 pub mod plan;
 pub mod service;
 pub mod source;

@@ -85,10 +85,13 @@ impl JobQueue for NatsJobQueue {
                 .await
                 .map_err(|e| failed("reading the proof's state")(e.into()))?;
             if let Some(bytes) = stored {
-                let result =
-                    crate::offload::decode_result(self.store.as_ref(), &job.proof_id, &bytes)
-                        .await
-                        .map_err(|e| failed("reading its recorded result")(e.into()))?;
+                let result = assay_transport::offload::decode_result(
+                    self.store.as_ref(),
+                    &job.proof_id,
+                    &bytes,
+                )
+                .await
+                .map_err(|e| failed("reading its recorded result")(e.into()))?;
                 self.recovered.lock().await.push_back(result);
                 return Ok(());
             }

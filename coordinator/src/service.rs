@@ -7,7 +7,6 @@
 use crate::admitter::Admitter;
 use crate::engine::{self, PreparedProof, ProgressSink, ProofEvent, ProofRequest};
 use crate::nats_queue::{NatsJobQueue, ProofStores, PublishGate};
-use crate::offload;
 use crate::source::{CandidateSpec, Change, ChangedFile, Revision};
 use crate::suite::cluster::HALT_KEY;
 use assay_common::fleet::{
@@ -22,6 +21,7 @@ use assay_common::{JobId, ProofId};
 use assay_transport::health::{self, Probes};
 use assay_transport::metrics::Metrics;
 use assay_transport::nats::{self, FleetError, QueueTuning};
+use assay_transport::offload;
 use assay_transport::store::{ArtifactStore, StoreError};
 use assay_transport::trace_context;
 use async_nats::jetstream::{self, kv};

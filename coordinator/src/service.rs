@@ -18,6 +18,7 @@ use assay_common::job::JobResult;
 use assay_common::service_config::{ConfigError, Role, ServiceConfig};
 use assay_common::wire;
 use assay_common::{JobId, ProofId};
+use assay_transport::error_chain::error_chain;
 use assay_transport::health::{self, Probes};
 use assay_transport::metrics::Metrics;
 use assay_transport::nats::{self, FleetError, QueueTuning};
@@ -272,7 +273,11 @@ async fn accept(shared: &Shared, request: &async_nats::Message, tasks: &Tasks) -
                     ),
                 };
             }
-            Err(message) => return SubmitReply::Refused { message },
+            Err(e) => {
+                return SubmitReply::Refused {
+                    message: error_chain(&e),
+                };
+            }
         },
     };
     if let Err(e) = check_submission(&submission, stored.as_ref()) {
@@ -455,15 +460,28 @@ async fn halt_changed(shared: &Shared, reason: Option<String>) {
     }
 }
 
+/// Why a submission passed through the store cannot be read.
+#[derive(Debug, thiserror::Error)]
+#[error("failed to read the submission stored at {key}")]
+struct StoredSubmissionError {
+    key: String,
+    #[source]
+    source: offload::OffloadError,
+}
+
 /// A submission passed through the store, checked against its sha256.
 async fn stored_submission(
     shared: &Shared,
     blob: &assay_common::job::ArtifactRef,
-) -> Result<ProofSubmission, String> {
+) -> Result<ProofSubmission, StoredSubmissionError> {
+    let failed = |source| StoredSubmissionError {
+        key: blob.key.clone(),
+        source,
+    };
     let bytes = offload::get(shared.store.as_ref(), blob)
         .await
-        .map_err(|e| format!("failed to read the submission: {e}"))?;
-    wire::decode("proof submission", &bytes).map_err(|e| e.to_string())
+        .map_err(failed)?;
+    wire::decode("proof submission", &bytes).map_err(|e| failed(e.into()))
 }
 
 async fn resume_unfinished(shared: &Shared, tasks: &Tasks) -> Result<(), ServiceError> {
@@ -633,8 +651,8 @@ async fn drive(
     let submission = match &record.stored {
         Some(blob) => match stored_submission(shared, blob).await {
             Ok(submission) => submission,
-            Err(message) => {
-                tracing::error!(proof_id = %proof_id, error = %message, "cannot run a proof whose submission is unreadable; it stays unfinished");
+            Err(e) => {
+                tracing::error!(proof_id = %proof_id, error = %error_chain(&e), "cannot run a proof whose submission is unreadable; it stays unfinished");
                 return;
             }
         },
@@ -701,7 +719,7 @@ async fn drive(
     {
         Ok(stored) => Some(stored),
         Err(e) => {
-            tracing::warn!(proof_id = %proof_id, error = %assay_transport::error_chain::error_chain(&e), "failed to store evidence");
+            tracing::warn!(proof_id = %proof_id, error = %error_chain(&e), "failed to store evidence");
             None
         }
     };
@@ -822,7 +840,7 @@ async fn apply_result(shared: &Shared, message: jetstream::Message) {
             Ok(result) => result,
             Err(e @ (offload::OffloadError::Store(_) | offload::OffloadError::Missing { .. })) => {
                 // Perhaps a store blip: the stream redelivers it.
-                tracing::warn!(proof_id = %proof_id, job_id = %job_id, error = %assay_transport::error_chain::error_chain(&e), "failed to read a stored result; it will be redelivered");
+                tracing::warn!(proof_id = %proof_id, job_id = %job_id, error = %error_chain(&e), "failed to read a stored result; it will be redelivered");
                 return;
             }
             Err(e) => {

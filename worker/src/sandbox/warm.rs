@@ -210,8 +210,12 @@ enum Swapped {
 impl<S: Sandbox> WarmPytest<S> {
     /// Hot swap is on unless `ASSAY_MUTATE_HOT_SWAP` is `0`, `false` or `off`.
     pub fn new(inner: S, slots: usize) -> Self {
-        let off = std::env::var("ASSAY_MUTATE_HOT_SWAP")
-            .is_ok_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "0" | "false" | "off"));
+        let off = std::env::var("ASSAY_MUTATE_HOT_SWAP").is_ok_and(|v| {
+            matches!(
+                v.trim().to_ascii_lowercase().as_str(),
+                "0" | "false" | "off"
+            )
+        });
         Self {
             inner,
             pool: Arc::default(),
@@ -340,7 +344,11 @@ impl<S: Sandbox> WarmPytest<S> {
                 options: split.options.clone(),
             }),
         };
-        if self.pool.lock().is_ok_and(|pool| pool.broken.contains(&key)) {
+        if self
+            .pool
+            .lock()
+            .is_ok_and(|pool| pool.broken.contains(&key))
+        {
             return fallback("no session server for this tree");
         }
         let tree = match self.unmutated_tree(&key, run, source).await {

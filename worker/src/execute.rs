@@ -4,7 +4,7 @@
 
 use crate::guest_file::{self, GuestFile, Placement};
 use crate::manifest_job;
-use crate::sandbox::{Sandbox, SandboxExit, SandboxRun, clean_env};
+use crate::sandbox::{MutantSource, Sandbox, SandboxExit, SandboxRun, clean_env};
 use assay_common::WorkerId;
 use assay_common::job::{ArtifactRef, ByteEdit, JobKind, JobResult, JobSpec, JobStatus};
 use assay_common::outcome::ReportOutcome;
@@ -86,9 +86,10 @@ async fn run_in(job: &JobSpec, ctx: &JobContext, scratch: &Path) -> Result<JobRe
         .materialize(&job.tree, &tree_dir)
         .await
         .map_err(|e| error_chain(&e))?;
-    if let Some(edit) = &job.edit {
-        apply_edit(&tree_dir, edit)?;
-    }
+    let original = match &job.edit {
+        Some(edit) => Some(apply_edit(&tree_dir, edit)?),
+        None => None,
+    };
     let stdout_path = logs.join("stdout.log");
     let (report_path, report_root) = match job.report.location() {
         ReportLocation::Scratch => (private.join("report"), &private),
@@ -169,7 +170,20 @@ async fn run_in(job: &JobSpec, ctx: &JobContext, scratch: &Path) -> Result<JobRe
     };
     let sandbox_span = info_span!("sandbox", sandbox = ctx.sandbox.name());
     let exit = if job.kind == JobKind::Mutant {
-        ctx.sandbox.run_mutant(&run).instrument(sandbox_span).await
+        match (&job.edit, &original) {
+            (Some(edit), Some(original)) => {
+                let source = MutantSource {
+                    tree: job.tree.as_str(),
+                    path: edit.path.as_str(),
+                    original,
+                };
+                ctx.sandbox
+                    .run_mutant_of(&run, &source)
+                    .instrument(sandbox_span)
+                    .await
+            }
+            _ => ctx.sandbox.run_mutant(&run).instrument(sandbox_span).await,
+        }
     } else {
         ctx.sandbox.run(&run).instrument(sandbox_span).await
     }
@@ -304,7 +318,8 @@ fn unfinished_pytest_session(job: &JobSpec, status: &JobStatus) -> Option<String
     }
 }
 
-fn apply_edit(tree_dir: &Path, edit: &ByteEdit) -> Result<(), String> {
+/// Returns the file's bytes before the edit.
+fn apply_edit(tree_dir: &Path, edit: &ByteEdit) -> Result<Vec<u8>, String> {
     use std::io::{Read, Write};
     use std::os::unix::fs::OpenOptionsExt;
     let path = tree_dir.join(edit.path.as_str());
@@ -332,11 +347,13 @@ fn apply_edit(tree_dir: &Path, edit: &ByteEdit) -> Result<(), String> {
             bytes.len()
         ));
     }
+    let original = bytes.clone();
     bytes.splice(edit.start..edit.end, edit.replacement.bytes());
     open(true)
         .and_then(|mut file| file.write_all(&bytes))
         .map_err(|e| format!("failed to write mutant of {}: {e}", edit.path))?;
-    remove_cached_bytecode(&path)
+    remove_cached_bytecode(&path)?;
+    Ok(original)
 }
 
 /// Removes the edited module's compiled copies (`__pycache__/STEM.*.pyc`, committed or not):

@@ -147,6 +147,326 @@ def warm_up():
         tempfile.tempdir = None
 
 
+# ---------------------------------------------------------------------------------------------
+# Session servers: collect once, fork per mutant, hot-swap the mutated code.
+#
+# A request {"session": {"cwd", "args", "code"?, "env"}} turns this server into a session
+# server for one unmutated tree: it runs pytest's configuration and full collection there once
+# (ARGS are the job's options without its node ids), and at the end of
+# `pytest_collection_modifyitems` serves, one request per line, instead of running tests. Each
+# request names the mutated module (its path in the tree), the job's tree (where the mutated
+# file is), the node ids to run and the job's JUnit path. The server compiles the original and
+# the mutated source, pairs their code objects, and decides whether the mutant can be applied
+# to live function objects; if not it answers {"fallback": WHY} and the caller runs the mutant
+# the usual way. Otherwise it forks; the child sets `__code__` of every live function whose
+# code changed, keeps only the requested items, points the JUnit report at the job's path and
+# returns into pytest, which runs those items and ends the session as it always does.
+# ---------------------------------------------------------------------------------------------
+
+
+class Fallback(Exception):
+    """The mutant cannot be hot-swapped; the message says why."""
+
+
+def _code_consts(code):
+    import types
+
+    return [k for k in code.co_consts if isinstance(k, types.CodeType)]
+
+
+def _walk(code):
+    yield code
+    for inner in _code_consts(code):
+        yield from _walk(inner)
+
+
+def _own(code):
+    """The code object without its nested code objects and its column positions: what
+    executing it does apart from the functions it creates."""
+    import types
+
+    consts = tuple("\0assay nested code\0" if isinstance(k, types.CodeType) else k
+                   for k in code.co_consts)
+    return code.replace(co_consts=consts, co_linetable=b"")
+
+
+CO_OPTIMIZED = 0x0001  # set on function bodies (lambdas and comprehensions too), not on
+                       # module or class bodies
+
+
+def _pair(original, mutated, changed):
+    """Pairs the two trees of code objects by position; collects (original, mutated) for each
+    code object that differs, with whether its own instructions or constants differ."""
+    if original == mutated:
+        return
+    inner_o, inner_m = _code_consts(original), _code_consts(mutated)
+    if len(inner_o) != len(inner_m) or any(
+            (a.co_qualname, a.co_firstlineno) != (b.co_qualname, b.co_firstlineno)
+            for a, b in zip(inner_o, inner_m)):
+        raise Fallback(f"the functions defined in {original.co_qualname} change")
+    own = original.co_qualname != mutated.co_qualname or _own(original) != _own(mutated)
+    if own and not original.co_flags & CO_OPTIMIZED:
+        raise Fallback(f"code outside any function changes ({original.co_qualname})")
+    if (original.co_freevars, original.co_cellvars) != (mutated.co_freevars, mutated.co_cellvars):
+        raise Fallback(f"the free variables of {original.co_qualname} change")
+    changed.append((original, mutated, own))
+    for a, b in zip(inner_o, inner_m):
+        _pair(a, b, changed)
+
+
+class Module:
+    """What the server knows of one product module: its live functions, by code."""
+
+    def __init__(self, root, path, called):
+        import types
+
+        self.path = path
+        target = os.path.realpath(os.path.join(root, path))
+        modules = [m for m in list(sys.modules.values())
+                   if isinstance(getattr(m, "__file__", None), str)
+                   and os.path.realpath(m.__file__) == target]
+        if len(modules) != 1:
+            raise Fallback(f"{path} was imported {len(modules)} times during collection")
+        self.filename = modules[0].__file__
+        with open(target, "rb") as source:
+            self.original = compile(source.read(), self.filename, "exec", dont_inherit=True)
+        known = set(_walk(self.original))
+        self.functions = []
+        self.generators = []
+        # The collected session is frozen (see `serve`); frozen objects are not listed.
+        gc.unfreeze()
+        everything = gc.get_objects()
+        gc.freeze()
+        for thing in everything:
+            kind = type(thing)
+            if kind is types.FunctionType:
+                if thing.__code__.co_filename == self.filename:
+                    if thing.__code__ not in known:
+                        raise Fallback(f"a live function of {path} is not compiled from its source")
+                    self.functions.append(thing)
+            elif kind in (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType):
+                code = getattr(thing, "gi_code", None) or getattr(thing, "cr_code", None) \
+                    or getattr(thing, "ag_code", None)
+                if code is not None and code.co_filename == self.filename:
+                    self.generators.append(code)
+        # Code run while configuring and collecting: a function changed there shaped the
+        # collected items (parametrize arguments, import-time values) and needs a fresh session.
+        self.called = {code for code in called.values() if code.co_filename == self.filename}
+
+    def swaps(self, mutated_source):
+        try:
+            mutated = compile(mutated_source, self.filename, "exec", dont_inherit=True)
+        except (SyntaxError, ValueError) as error:
+            raise Fallback(f"the mutant does not compile: {error}")
+        changed = []
+        _pair(self.original, mutated, changed)
+        if not changed:
+            raise Fallback("the mutant compiles to the original code")
+        by_code = {}
+        for original, replacement, own in changed:
+            if own and original in self.called:
+                raise Fallback(f"{original.co_qualname} ran during collection")
+            if original in self.generators:
+                raise Fallback(f"a generator of {original.co_qualname} was made during collection")
+            if by_code.setdefault(original, replacement) != replacement:
+                raise Fallback(f"two identical functions {original.co_qualname} change differently")
+        swaps = [(f, by_code[f.__code__]) for f in self.functions if f.__code__ in by_code]
+        return swaps, mutated
+
+
+def session_server(spec, base_path, channel_fds, preloaded, requests, answer):
+    """Never returns in this process; a forked child returns from the collection hook."""
+    import cProfile
+    import tempfile
+    import types
+
+    import pytest
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    state = {"child": False, "why": "pytest stopped before collection finished"}
+    # Every function that runs while configuring and collecting, recorded by the C profiler.
+    profiler = cProfile.Profile()
+    called = {}
+
+    class Serve:
+        @pytest.hookimpl(trylast=True)
+        def pytest_collection_modifyitems(self, session, config, items):
+            profiler.disable()
+            for entry in profiler.getstats():
+                if isinstance(entry.code, types.CodeType):
+                    called[id(entry.code)] = entry.code
+            serve(session, config, items)
+
+    def serve(session, config, items):
+        if session.testsfailed or session.shouldfail or session.shouldstop:
+            state["why"] = "collection reported errors"
+            return leave()
+        if config.args_source == pytest.Config.ArgsSource.ARGS:
+            state["why"] = "the options name what to collect"
+            return leave()
+        by_id = {}
+        for item in items:
+            by_id.setdefault(item.nodeid, item)
+        root = spec["cwd"]
+        modules = {}
+        # What collection built stays: the children's collections skip it and share its pages.
+        gc.collect()
+        gc.freeze()
+        answer({"session": True, "items": len(items)})
+        for line in requests:
+            request = json.loads(line)
+            try:
+                path = request["module"]
+                if path not in modules:
+                    try:
+                        modules[path] = Module(root, path, called)
+                    except Fallback as why:
+                        modules[path] = why
+                    except Exception as error:
+                        modules[path] = Fallback(f"cannot read {path}: {error}")
+                module = modules[path]
+                if isinstance(module, Fallback):
+                    raise module
+                try:
+                    with open(os.path.join(request["cwd"], path), "rb") as source:
+                        mutated_source = source.read()
+                except OSError as error:
+                    raise Fallback(f"cannot read the mutant: {error}")
+                swaps, mutated = module.swaps(mutated_source)
+                selected = []
+                for nodeid in request["select"]:
+                    if nodeid not in by_id:
+                        raise Fallback(f"{nodeid} is not among the collected items")
+                    if by_id[nodeid] not in selected:
+                        selected.append(by_id[nodeid])
+            except Fallback as why:
+                answer({"fallback": str(why)})
+                continue
+            except Exception as error:
+                answer({"fallback": f"{type(error).__name__}: {error}"})
+                continue
+            sys.stdout.flush()
+            sys.stderr.flush()
+            pid = os.fork()
+            if pid == 0:
+                state["child"] = True
+                child_session(request, config, items, selected, swaps, module, mutated_source)
+                return None
+            del swaps, mutated, selected
+            try:
+                os.setpgid(pid, pid)
+            except OSError:
+                pass
+            answer({"pid": pid})
+            _, status = os.waitpid(pid, 0)
+            answer({"exit": os.waitstatus_to_exitcode(status)})
+        os._exit(0)
+
+    def leave():
+        answer({"session": False, "why": state["why"]})
+        os._exit(0)
+
+    def child_session(request, config, items, selected, swaps, module, mutated_source):
+        import linecache
+
+        os.setpgid(0, 0)
+        for fd in channel_fds:
+            os.close(fd)
+        # Capture files opened by the server are shared with every fork: this run gets its own.
+        capman = config.pluginmanager.getplugin("capturemanager")
+        if capman is not None:
+            capman.stop_global_capturing()
+        for fd, path in ((1, request["stdout"]), (2, request["stderr"])):
+            out = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            os.dup2(out, fd)
+            os.close(out)
+        try:
+            from _pytest.faulthandler import fault_handler_stderr_fd_key
+
+            if fault_handler_stderr_fd_key in config.stash:
+                os.dup2(2, config.stash[fault_handler_stderr_fd_key])
+        except Exception:
+            pass
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        tempfile.tempdir = None
+        if capman is not None:
+            capman.start_global_capturing()
+            capman.suspend_global_capture()
+        for function, code in swaps:
+            function.__code__ = code
+        # Tracebacks show the mutated lines.
+        lines = mutated_source.decode("utf-8", "replace").splitlines(True)
+        linecache.cache[module.filename] = (len(mutated_source), None, lines, module.filename)
+        items[:] = selected
+        from _pytest import timing
+        from _pytest.junitxml import xml_key
+
+        xml = config.stash.get(xml_key, None)
+        if xml is not None:
+            if request.get("junitxml"):
+                xml.logfile = os.path.normpath(os.path.abspath(request["junitxml"]))
+            xml.suite_start = timing.Instant()
+        reporter = config.pluginmanager.getplugin("terminalreporter")
+        if reporter is not None and hasattr(reporter, "_session_start"):
+            reporter._session_start = timing.Instant()
+
+    # The tree's own copies of pre-imported plugins, as a fresh run would import them.
+    root = spec["cwd"]
+    for top in preloaded:
+        if os.path.exists(os.path.join(root, top + ".py")) or os.path.isdir(os.path.join(root, top)):
+            for name in [n for n in sys.modules if n == top or n.startswith(top + ".")]:
+                del sys.modules[name]
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+    os.chdir(root)
+    os.environ.clear()
+    os.environ.update(spec["env"])
+    tempfile.tempdir = None
+    sys.path[:] = [root] + base_path
+    plugin = Serve()
+    real_main = pytest.main
+
+    def main_with_server(args=None, plugins=None):
+        return real_main(args, list(plugins or []) + [plugin])
+
+    code = 1
+    try:
+        profiler.enable()
+        if "code" in spec:
+            pytest.main = main_with_server
+            sys.argv = ["-c"] + spec["args"]
+            exec(compile(spec["code"], "<string>", "exec"), {"__name__": "__main__"})
+            code = 0
+        else:
+            sys.argv = ["-m"] + spec["args"]
+            code = main_with_server(spec["args"])
+    except SystemExit as exit:
+        code = exit.code if isinstance(exit.code, int) else (0 if exit.code is None else 1)
+    except BaseException:
+        if state["child"]:
+            import traceback
+
+            traceback.print_exc()
+        code = 1
+    finally:
+        if not state["child"]:
+            profiler.disable()
+            leave()
+        try:
+            import atexit
+
+            atexit._run_exitfuncs()
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(int(code) & 0xFF)
+
+
 def main():
     sys.dont_write_bytecode = True
     import _pytest.config
@@ -183,6 +503,8 @@ def main():
     answer({"ready": True})
     for line in requests:
         request = json.loads(line)
+        if "session" in request:
+            session_server(request["session"], base_path, channel_fds, preloaded, requests, answer)
         pid = os.fork()
         if pid == 0:
             child(request, base_path, channel_fds, preloaded)

@@ -2,6 +2,7 @@
 //! Docker sandbox (the fleet) implement the same small trait and pass the same suite.
 
 pub mod docker;
+mod hot_swap;
 pub mod process;
 mod reaper;
 pub mod warm;
@@ -87,6 +88,26 @@ pub trait Sandbox: Send + Sync {
     async fn run_mutant(&self, run: &SandboxRun) -> Result<SandboxExit, SandboxError> {
         self.run(run).await
     }
+
+    /// Runs a mutant job whose tree is `source`'s tree with one file changed: the same
+    /// contract as [`Sandbox::run_mutant`], for a sandbox that can apply the change to a
+    /// process that already collected the unmutated tree (see [`warm`]).
+    async fn run_mutant_of(
+        &self,
+        run: &SandboxRun,
+        _source: &MutantSource<'_>,
+    ) -> Result<SandboxExit, SandboxError> {
+        self.run_mutant(run).await
+    }
+}
+
+/// What a mutant job changed: the unmutated tree's id, the mutated file (relative to the tree)
+/// and that file's bytes before the change. The job's tree holds the mutated file.
+#[derive(Clone, Copy, Debug)]
+pub struct MutantSource<'a> {
+    pub tree: &'a str,
+    pub path: &'a str,
+    pub original: &'a [u8],
 }
 
 /// The sandbox a worker or an embedded proof runs its jobs in. A Docker sandbox checks its

@@ -15,18 +15,29 @@
 //! per-job HOME and TMPDIR), so start-up settings such as PYTHONPATH always match the job's.
 //! The child is in its own process group, killed at the timeout or when the job is dropped,
 //! like the process sandbox's.
+//!
+//! Hot swap: a mutant job whose command ends in node ids (as `assay mutate` writes them) runs,
+//! when it can, in a fork of a *session server* instead: a server that ran pytest's
+//! configuration and full collection once on an unmutated copy of the job's tree and serves
+//! forks from the end of `pytest_collection_modifyitems`. The child replaces the code of the
+//! mutated module's changed functions in the live function objects and runs only the job's
+//! node ids. A session server is keyed like a warm server plus the tree id and the options
+//! (the command without its node ids and report path). Whether a mutant can be swapped is the
+//! server's call (`adapters/warm_pytest.py`); when it cannot, or no session server can be had
+//! for the tree, the job runs as above. `ASSAY_MUTATE_HOT_SWAP=0` turns hot swap off.
 
+use super::hot_swap::{self, JUNIT_PLACEHOLDER};
 use super::process::GroupGuard;
-use super::{Sandbox, SandboxError, SandboxExit, SandboxRun};
+use super::{MutantSource, Sandbox, SandboxError, SandboxExit, SandboxRun};
 use assay_common::evidence::SandboxEvidence;
 use assay_common::runner::python_m_pytest;
 use async_trait::async_trait;
 use serde::Deserialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
@@ -39,13 +50,41 @@ const PER_JOB_ENV: [&str; 2] = ["HOME", "TMPDIR"];
 /// How long a server may take to report the status of a child it was told is killed.
 const REAP_GRACE: Duration = Duration::from_secs(5);
 
-type Key = (String, Vec<(String, String)>);
+/// The longest a session server may take to configure and collect before it is given up.
+const SESSION_START_LIMIT: Duration = Duration::from_secs(300);
+
+/// What makes two servers interchangeable: the interpreter and its start-up environment, and
+/// for a session server the tree it collected and the options it collected with.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Key {
+    python: String,
+    env: Vec<(String, String)>,
+    session: Option<SessionKey>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct SessionKey {
+    tree: String,
+    code: Option<String>,
+    options: Vec<String>,
+}
+
+/// How a session server starts: the first job's environment and its unmutated tree.
+#[derive(Clone)]
+struct SessionStart {
+    tree: Arc<tempfile::TempDir>,
+    env: Vec<(String, String)>,
+}
 
 struct Server {
     key: Key,
     _process: Child,
     requests: ChildStdin,
     answers: Lines<BufReader<ChildStdout>>,
+    /// A session server's unmutated tree, shared by the servers of its key; removed with the
+    /// last of them (after the process, which is killed when dropped).
+    _tree: Option<Arc<tempfile::TempDir>>,
+    idle_since: Instant,
 }
 
 #[derive(Deserialize)]
@@ -54,11 +93,14 @@ struct Answer {
     ready: bool,
     pid: Option<i32>,
     exit: Option<i32>,
+    session: Option<bool>,
+    why: Option<String>,
+    fallback: Option<String>,
 }
 
 impl Server {
     async fn start(key: Key, env: &[(String, String)]) -> Option<Server> {
-        let mut process = Command::new(&key.0)
+        let mut process = Command::new(&key.python)
             .args(["-c", WARM_PYTEST])
             .current_dir("/")
             .env_clear()
@@ -76,10 +118,60 @@ impl Server {
             _process: process,
             requests,
             answers,
+            _tree: None,
+            idle_since: Instant::now(),
         };
         // A server that cannot import pytest says so by closing: the job then runs as-is and
         // fails the way a fresh `python -m pytest` fails.
         server.answer().await.filter(|a| a.ready).map(|_| server)
+    }
+
+    /// A server of `key` (a session key), turned into a session server on `start.tree`.
+    async fn start_session(key: Key, start: SessionStart) -> Result<Server, String> {
+        let session = key.session.clone().ok_or("not a session key")?;
+        let mut server = Server::start(key, &start.env)
+            .await
+            .ok_or("the server did not start")?;
+        let tree = start.tree.path().join("tree");
+        let report = start.tree.path().join("session-report.xml");
+        let options: Vec<String> = session
+            .options
+            .iter()
+            .map(|o| {
+                if o == JUNIT_PLACEHOLDER {
+                    format!("--junitxml={}", report.display())
+                } else {
+                    o.clone()
+                }
+            })
+            .collect();
+        let mut spec = serde_json::json!({
+            "cwd": tree,
+            "args": options,
+            "env": start.env.iter().cloned().collect::<BTreeMap<String, String>>(),
+        });
+        if let Some(code) = &session.code {
+            spec["code"] = code.clone().into();
+        }
+        server.send(&serde_json::json!({ "session": spec })).await?;
+        let answer = tokio::time::timeout(SESSION_START_LIMIT, server.answer())
+            .await
+            .map_err(|_| "configuration and collection took too long".to_owned())?
+            .ok_or("the session server stopped while collecting")?;
+        if answer.session != Some(true) {
+            return Err(answer.why.unwrap_or_else(|| "no session".into()));
+        }
+        server._tree = Some(start.tree);
+        Ok(server)
+    }
+
+    async fn send(&mut self, request: &serde_json::Value) -> Result<(), String> {
+        let mut line = request.to_string();
+        line.push('\n');
+        self.requests
+            .write_all(line.as_bytes())
+            .await
+            .map_err(|e| format!("failed to send the job: {e}"))
     }
 
     async fn answer(&mut self) -> Option<Answer> {
@@ -93,6 +185,10 @@ impl Server {
 struct Pool {
     idle: Vec<Server>,
     started: BTreeMap<Key, usize>,
+    /// Session keys whose server could not collect: their jobs run the usual way.
+    broken: BTreeSet<Key>,
+    /// The unmutated trees of session keys, while a server of the key holds them.
+    trees: BTreeMap<Key, Weak<tempfile::TempDir>>,
 }
 
 /// Wraps a sandbox: mutant `python -m pytest` runs fork a warm server, the rest pass through.
@@ -101,20 +197,47 @@ pub struct WarmPytest<S> {
     pool: Arc<Mutex<Pool>>,
     /// Jobs that may run at once: the most servers of one kind worth starting ahead.
     slots: usize,
+    hot_swap: bool,
+}
+
+/// How the last job of a hot-swap attempt ended.
+enum Swapped {
+    Ran(SandboxExit),
+    /// The job runs the usual way, for this reason.
+    Fallback(String),
 }
 
 impl<S: Sandbox> WarmPytest<S> {
+    /// Hot swap is on unless `ASSAY_MUTATE_HOT_SWAP` is `0`, `false` or `off`.
     pub fn new(inner: S, slots: usize) -> Self {
+        let off = std::env::var("ASSAY_MUTATE_HOT_SWAP").is_ok_and(|v| {
+            matches!(
+                v.trim().to_ascii_lowercase().as_str(),
+                "0" | "false" | "off"
+            )
+        });
         Self {
             inner,
             pool: Arc::default(),
             slots,
+            hot_swap: !off,
         }
+    }
+
+    /// Turns hot swap on or off whatever the environment says.
+    pub fn with_hot_swap(mut self, on: bool) -> Self {
+        self.hot_swap = on;
+        self
     }
 
     /// An idle server of this kind, if any; when that leaves none idle and the slots allow
     /// another, a spare starts. A caller given none starts one itself.
-    fn take_idle(&self, key: &Key, env: &[(String, String)]) -> Option<Server> {
+    fn take_idle(
+        &self,
+        key: &Key,
+        env: &[(String, String)],
+        session: Option<&SessionStart>,
+    ) -> Option<Server> {
         let mut guard = self.pool.lock().ok()?;
         let pool = &mut *guard;
         let taken = pool
@@ -130,10 +253,24 @@ impl<S: Sandbox> WarmPytest<S> {
         if none_left && *started < self.slots {
             *started += 1;
             let (pool, key, env) = (self.pool.clone(), key.clone(), env.to_vec());
+            let session = session.cloned();
+            let limit = 2 * self.slots.max(1);
             tokio::spawn(async move {
-                let spare = Server::start(key, &env).await;
-                if let Ok(mut pool) = pool.lock() {
-                    pool.idle.extend(spare);
+                let spare = match session {
+                    None => Server::start(key.clone(), &env).await,
+                    Some(start) => match Server::start_session(key.clone(), start).await {
+                        Ok(server) => Some(server),
+                        Err(why) => {
+                            tracing::debug!(%why, "no session server for hot swap");
+                            if let Ok(mut pool) = pool.lock() {
+                                pool.broken.insert(key);
+                            }
+                            None
+                        }
+                    },
+                };
+                if let (Some(spare), Ok(mut pool)) = (spare, pool.lock()) {
+                    pool.park(spare, limit);
                 }
             });
         }
@@ -142,27 +279,117 @@ impl<S: Sandbox> WarmPytest<S> {
 
     fn put_idle(&self, server: Server) {
         if let Ok(mut pool) = self.pool.lock() {
-            pool.idle.push(server);
+            pool.park(server, 2 * self.slots.max(1));
         }
+    }
+
+    /// The unmutated tree of a session key: the one its servers share, or a new copy of the
+    /// job's tree with the mutated file's original bytes.
+    async fn unmutated_tree(
+        &self,
+        key: &Key,
+        run: &SandboxRun,
+        source: &MutantSource<'_>,
+    ) -> Result<Arc<tempfile::TempDir>, String> {
+        let known = self
+            .pool
+            .lock()
+            .ok()
+            .and_then(|pool| pool.trees.get(key).and_then(Weak::upgrade));
+        if let Some(tree) = known {
+            return Ok(tree);
+        }
+        let (from, path, original) = (
+            run.tree_dir.clone(),
+            source.path.to_owned(),
+            source.original.to_vec(),
+        );
+        let tree = tokio::task::spawn_blocking(move || {
+            let dir = tempfile::Builder::new()
+                .prefix("assay-session-")
+                .tempdir()?;
+            hot_swap::unmutated_copy(&from, &dir.path().join("tree"), &path, &original)?;
+            Ok::<_, std::io::Error>(dir)
+        })
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| format!("failed to copy the unmutated tree: {e}"))?;
+        let tree = Arc::new(tree);
+        if let Ok(mut pool) = self.pool.lock() {
+            pool.trees.insert(key.clone(), Arc::downgrade(&tree));
+        }
+        Ok(tree)
+    }
+
+    /// Runs a mutant job in a fork of a session server of its tree, if the job and the mutant
+    /// allow it.
+    async fn hot_swap(
+        &self,
+        run: &SandboxRun,
+        source: &MutantSource<'_>,
+    ) -> Result<Swapped, SandboxError> {
+        let fallback = |why: &str| Ok(Swapped::Fallback(why.to_owned()));
+        let Some(warm) = warm_command(&run.command) else {
+            return fallback("not a pytest command");
+        };
+        let Some(split) = hot_swap::split(warm.args) else {
+            return fallback("the command names no node ids");
+        };
+        let key = Key {
+            python: warm.python.clone(),
+            env: startup_env(run),
+            session: Some(SessionKey {
+                tree: source.tree.to_owned(),
+                code: warm.code.map(str::to_owned),
+                options: split.options.clone(),
+            }),
+        };
+        if self
+            .pool
+            .lock()
+            .is_ok_and(|pool| pool.broken.contains(&key))
+        {
+            return fallback("no session server for this tree");
+        }
+        let tree = match self.unmutated_tree(&key, run, source).await {
+            Ok(tree) => tree,
+            Err(why) => return fallback(&why),
+        };
+        let start = SessionStart {
+            tree,
+            env: run.env.clone(),
+        };
+        let server = match self.take_idle(&key, &run.env, Some(&start)) {
+            Some(server) => server,
+            None => match Server::start_session(key.clone(), start).await {
+                Ok(server) => server,
+                Err(why) => {
+                    if let Ok(mut pool) = self.pool.lock() {
+                        pool.broken.insert(key);
+                    }
+                    return fallback(&format!("no session server: {why}"));
+                }
+            },
+        };
+        let request = serde_json::json!({
+            "cwd": run.tree_dir,
+            "env": run.env.iter().cloned().collect::<BTreeMap<String, String>>(),
+            "stdout": run.stdout_path,
+            "stderr": run.stderr_path,
+            "module": source.path,
+            "select": split.select,
+            "junitxml": split.junitxml,
+        });
+        self.run_request(server, run, &request).await
     }
 
     /// Runs `run` in a fork of `server`; the server comes back when it is still usable.
     async fn run_forked(
         &self,
-        mut server: Server,
+        server: Server,
         run: &SandboxRun,
         warm: &WarmCommand<'_>,
     ) -> Result<SandboxExit, SandboxError> {
-        let io_error = |source| SandboxError::Io {
-            job_id: run.job_id.clone(),
-            source,
-        };
-        File::create(&run.stdout_path).map_err(io_error)?;
-        File::create(&run.stderr_path).map_err(io_error)?;
-        let backend = |message: &str| SandboxError::Backend {
-            job_id: run.job_id.clone(),
-            message: format!("warm pytest runner: {message}"),
-        };
         let mut request = serde_json::json!({
             "cwd": run.tree_dir,
             "args": warm.args,
@@ -173,18 +400,49 @@ impl<S: Sandbox> WarmPytest<S> {
         if let Some(code) = warm.code {
             request["code"] = code.into();
         }
-        let mut line = request.to_string();
-        line.push('\n');
-        server
-            .requests
-            .write_all(line.as_bytes())
-            .await
-            .map_err(|e| backend(&format!("failed to send the job: {e}")))?;
-        let pid = server
-            .answer()
-            .await
-            .and_then(|a| a.pid)
-            .ok_or_else(|| backend("the server stopped before forking"))?;
+        match self.run_request(server, run, &request).await? {
+            Swapped::Ran(exit) => Ok(exit),
+            Swapped::Fallback(why) => Err(SandboxError::Backend {
+                job_id: run.job_id.clone(),
+                message: format!("warm pytest runner: {why}"),
+            }),
+        }
+    }
+
+    /// Sends one job to `server` and follows its fork to the end. A session server may answer
+    /// that the job is not for it (a fallback); the server then stays usable.
+    async fn run_request(
+        &self,
+        mut server: Server,
+        run: &SandboxRun,
+        request: &serde_json::Value,
+    ) -> Result<Swapped, SandboxError> {
+        let io_error = |source| SandboxError::Io {
+            job_id: run.job_id.clone(),
+            source,
+        };
+        File::create(&run.stdout_path).map_err(io_error)?;
+        File::create(&run.stderr_path).map_err(io_error)?;
+        let backend = |message: &str| SandboxError::Backend {
+            job_id: run.job_id.clone(),
+            message: format!("warm pytest runner: {message}"),
+        };
+        server.send(request).await.map_err(|e| backend(&e))?;
+        let first = server.answer().await;
+        let pid = match first {
+            Some(Answer {
+                fallback: Some(why),
+                ..
+            }) => {
+                self.put_idle(server);
+                return Ok(Swapped::Fallback(why));
+            }
+            Some(Answer { pid: Some(pid), .. }) => pid,
+            _ if server.key.session.is_some() => {
+                return Ok(Swapped::Fallback("the session server stopped".into()));
+            }
+            _ => return Err(backend("the server stopped before forking")),
+        };
         let mut group = GroupGuard(Some(pid));
         let status = match tokio::time::timeout(run.timeout, server.answer()).await {
             Err(_elapsed) => {
@@ -195,7 +453,7 @@ impl<S: Sandbox> WarmPytest<S> {
                 {
                     self.put_idle(server);
                 }
-                return Ok(SandboxExit::TimedOut);
+                return Ok(Swapped::Ran(SandboxExit::TimedOut));
             }
             Ok(answer) => answer
                 .and_then(|a| a.exit)
@@ -204,12 +462,51 @@ impl<S: Sandbox> WarmPytest<S> {
         // The child exited; stragglers it left in its group are killed now.
         drop(std::mem::replace(&mut group, GroupGuard(None)));
         self.put_idle(server);
-        Ok(if status < 0 {
+        Ok(Swapped::Ran(if status < 0 {
             SandboxExit::Signalled(-status)
         } else {
             SandboxExit::Exited(status)
-        })
+        }))
     }
+}
+
+impl Pool {
+    /// Makes `server` idle. Session servers are kept to `limit`: the one idle longest goes
+    /// first (a worker moves on to other trees; their servers must not pile up).
+    fn park(&mut self, mut server: Server, limit: usize) {
+        server.idle_since = Instant::now();
+        let session = server.key.session.is_some();
+        self.idle.push(server);
+        if !session {
+            return;
+        }
+        while self.idle.iter().filter(|s| s.key.session.is_some()).count() > limit {
+            let Some(oldest) = self
+                .idle
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| s.key.session.is_some())
+                .min_by_key(|(_, s)| s.idle_since)
+                .map(|(at, _)| at)
+            else {
+                break;
+            };
+            let gone = self.idle.swap_remove(oldest);
+            if let Some(started) = self.started.get_mut(&gone.key) {
+                *started = started.saturating_sub(1);
+            }
+        }
+        self.trees.retain(|_, tree| tree.strong_count() > 0);
+    }
+}
+
+/// The job's environment minus what differs per job but does not shape start-up.
+fn startup_env(run: &SandboxRun) -> Vec<(String, String)> {
+    run.env
+        .iter()
+        .filter(|(k, _)| !PER_JOB_ENV.contains(&k.as_str()))
+        .cloned()
+        .collect()
 }
 
 /// A command a warm server can run: `PYTHON -m pytest ARGS…` or `PYTHON -c CODE ARGS…`.
@@ -255,14 +552,12 @@ impl<S: Sandbox> Sandbox for WarmPytest<S> {
         let Some(warm) = warm_command(&run.command) else {
             return self.inner.run(run).await;
         };
-        let startup_env: Vec<(String, String)> = run
-            .env
-            .iter()
-            .filter(|(k, _)| !PER_JOB_ENV.contains(&k.as_str()))
-            .cloned()
-            .collect();
-        let key = (warm.python.clone(), startup_env);
-        let server = match self.take_idle(&key, &run.env) {
+        let key = Key {
+            python: warm.python.clone(),
+            env: startup_env(run),
+            session: None,
+        };
+        let server = match self.take_idle(&key, &run.env, None) {
             Some(server) => Some(server),
             None => Server::start(key, &run.env).await,
         };
@@ -270,6 +565,25 @@ impl<S: Sandbox> Sandbox for WarmPytest<S> {
             Some(server) => self.run_forked(server, run, &warm).await,
             None => self.inner.run(run).await,
         }
+    }
+
+    async fn run_mutant_of(
+        &self,
+        run: &SandboxRun,
+        source: &MutantSource<'_>,
+    ) -> Result<SandboxExit, SandboxError> {
+        if self.hot_swap {
+            match self.hot_swap(run, source).await? {
+                Swapped::Ran(exit) => {
+                    tracing::debug!(job_id = %run.job_id, path = source.path, "hot swap: ran in a fork of the collected session");
+                    return Ok(exit);
+                }
+                Swapped::Fallback(why) => {
+                    tracing::debug!(job_id = %run.job_id, path = source.path, %why, "hot swap not possible: a fresh session");
+                }
+            }
+        }
+        self.run_mutant(run).await
     }
 }
 

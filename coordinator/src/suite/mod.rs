@@ -4,6 +4,8 @@
 
 pub mod audit;
 pub mod cluster;
+pub mod conclude;
+pub mod drive;
 pub mod halt;
 pub mod history;
 pub mod ledger;
@@ -309,7 +311,8 @@ pub struct SuiteRun {
 
 /// Runs `jobs` with at most `budget` in flight, asking `gate` before admitting each one. After
 /// an infrastructure failure or a halt nothing new is admitted; jobs already running finish and
-/// their results are kept. Results come back indexed by plan position, whatever the order.
+/// their results are kept. Results come back indexed by plan position, whatever the order; the
+/// plan's indices may start past zero (a later round of the same run), counted from the first.
 pub async fn run_admitted(
     jobs: &[JobSpec],
     queue: &dyn JobQueue,
@@ -318,6 +321,7 @@ pub async fn run_admitted(
     progress: &dyn SuiteProgress,
 ) -> Result<SuiteRun, QueueError> {
     let mut results: Vec<Option<JobResult>> = vec![None; jobs.len()];
+    let base = jobs.first().map_or(0, |j| j.index as usize);
     let mut stopped: Option<StopReason> = None;
     let (mut next, mut in_flight) = (0, 0);
     loop {
@@ -338,7 +342,7 @@ pub async fn run_admitted(
         let result = queue.next_result().await.ok_or(QueueError::Closed {
             outstanding: in_flight,
         })?;
-        let index = result.index as usize;
+        let index = (result.index as usize).wrapping_sub(base);
         let Some(slot) = results.get_mut(index) else {
             tracing::warn!(index, "dropping a result for a job outside the plan");
             continue;

@@ -43,8 +43,8 @@ pub fn python_m_pytest(command: &[String]) -> Option<(&String, &[String])> {
 /// same arguments, the working directory first on `sys.path` as with `-m`). The session collects
 /// the whole suite, as `pytest --collect-only` would, records every collected node id in its
 /// JUnit report (one `assay.collected` property each, in collection order), and runs only the
-/// cases SPEC names: node ids, or `--slice K N`, every Nth collected item from the Kth. So a
-/// batch needs no separate listing session and a case no longer in the tree costs nothing.
+/// node ids SPEC names (the others are deselected). So a batch needs no separate listing
+/// session, and a node id the tree no longer has costs nothing.
 pub const PYTEST_SELECT_SCRIPT: &str = r#"import sys
 import pytest
 
@@ -60,12 +60,8 @@ class AssaySelect:
             if hasattr(plugin, "add_global_property") and hasattr(plugin, "node_reporters"):
                 for item in items:
                     plugin.add_global_property("assay.collected", item.nodeid)
-        if spec[:1] == ["--slice"]:
-            k, n = int(spec[1]), int(spec[2])
-            keep = [item for i, item in enumerate(items) if i % n == k]
-        else:
-            wanted = set(spec)
-            keep = [item for item in items if item.nodeid in wanted]
+        wanted = set(spec)
+        keep = [item for item in items if item.nodeid in wanted]
         if len(keep) < len(items):
             kept = set(map(id, keep))
             config.hook.pytest_deselected(items=[i for i in items if id(i) not in kept])

@@ -154,8 +154,8 @@ impl SuiteSetup {
         }
     }
 
-    /// The argv of a pytest batch that collects the suite itself and runs what `spec` names
-    /// (node ids, or `--slice K N`), recording what it collected in its report (see
+    /// The argv of a pytest batch that collects the suite itself and runs the node ids `spec`
+    /// names, recording what it collected in its report (see
     /// [`runner::PYTEST_SELECT_SCRIPT`]); `None` when the suite is not pytest run as
     /// `PYTHON -m pytest`, whose arguments the script takes over.
     pub fn select_command(&self, spec: &[String]) -> Option<Vec<String>> {

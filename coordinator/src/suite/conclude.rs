@@ -244,8 +244,7 @@ pub fn status(
     }
 }
 
-/// A case's report from its job's result; `None` for a case never admitted.
-#[expect(clippy::too_many_arguments, reason = "one case's parts, passed once")]
+/// A case's report from its job's result (`job` is `None` for a case never admitted).
 pub fn case_report(
     case: &SuiteCase,
     job: Option<(u32, &JobResult)>,

@@ -8,7 +8,8 @@
 #
 # It also checks that a failure Assay reports is one pytest reports too: on each suite as
 # released, and with one product function broken on purpose, the set of failed cases in
-# Assay's report must equal the set pytest's own short summary names (exit 1 otherwise).
+# Assay's report must equal the set pytest's own short summary names (exit 1 otherwise), both
+# on a first run (cases listed) and on the next (cases batched from history).
 #
 # FLEET=1 repeats the timed pairs on a local fleet (nats-server on PATH, one coordinator, two
 # workers with one slot each, process sandbox).
@@ -89,25 +90,27 @@ for c in json.load(open(sys.argv[1]))["cases"]:
 pytest_failed() { { grep -E '^(FAILED|ERROR) ' "$1" || true; } | sed -E 's/^(FAILED|ERROR) //; s/ - .*//' | sort -u; }
 
 check_same_failures() { # label dir state
-  local label=$1 dir=$2 state=$3
-  rm -f "$work/check.json"
-  assay_test "$dir" "$state" "$work/check.json" >/dev/null 2>"$work/check.err" || true
-  [ -s "$work/check.json" ] || { echo "FAIL $label: assay wrote no report" >&2; cat "$work/check.err" >&2; exit 1; }
+  local label=$1 dir=$2 state=$3 ran collected pass
   xdist "$dir" >"$work/check.out" 2>&1 || true
-  # Equal empty sets prove nothing when nothing ran: both must have run the whole suite.
-  local ran collected
-  ran=$("$PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["totals"]["total"])' "$work/check.json")
+  pytest_failed "$work/check.out" >"$work/pytest.failed"
   # Node ids come first, one a line, up to the first blank line (warnings follow).
   collected=$( (cd "$dir" && "$PYTHON" -m pytest -p no:cacheprovider --collect-only --verbosity=-1 2>/dev/null) | awk 'NF == 0 {exit} /::/ {n++} END {print n + 0}')
-  [ "$ran" -gt 0 ] && [ "$ran" = "$collected" ] || { echo "FAIL $label: assay ran $ran cases, pytest collects $collected" >&2; exit 1; }
-  assay_failed "$work/check.json" >"$work/assay.failed"
-  pytest_failed "$work/check.out" >"$work/pytest.failed"
-  if ! diff -u "$work/pytest.failed" "$work/assay.failed" >"$work/failed.diff"; then
-    echo "FAIL $label: the failed cases differ (- pytest, + assay):" >&2
-    cat "$work/failed.diff" "$work/check.err" >&2
-    exit 1
-  fi
-  printf '  %-28s %4d cases, %3d failed, the same in both\n' "$label" "$ran" "$(wc -l <"$work/assay.failed")"
+  # Twice: the first run lists the cases, the second batches them from its history.
+  for pass in "first run" "from history"; do
+    rm -f "$work/check.json"
+    assay_test "$dir" "$state" "$work/check.json" >/dev/null 2>"$work/check.err" || true
+    [ -s "$work/check.json" ] || { echo "FAIL $label ($pass): assay wrote no report" >&2; cat "$work/check.err" >&2; exit 1; }
+    # Equal empty sets prove nothing when nothing ran: both must have run the whole suite.
+    ran=$("$PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["totals"]["total"])' "$work/check.json")
+    [ "$ran" -gt 0 ] && [ "$ran" = "$collected" ] || { echo "FAIL $label ($pass): assay ran $ran cases, pytest collects $collected" >&2; exit 1; }
+    assay_failed "$work/check.json" >"$work/assay.failed"
+    if ! diff -u "$work/pytest.failed" "$work/assay.failed" >"$work/failed.diff"; then
+      echo "FAIL $label ($pass): the failed cases differ (- pytest, + assay):" >&2
+      cat "$work/failed.diff" "$work/check.err" >&2
+      exit 1
+    fi
+  done
+  printf '  %-28s %4d cases, %3d failed, the same in both (first run and from history)\n' "$label" "$ran" "$(wc -l <"$work/assay.failed")"
 }
 
 timed_pairs() { # dir state [assay flags] -> "xdist-median assay-median"

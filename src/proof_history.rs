@@ -7,10 +7,9 @@
 
 use crate::exit::Failure;
 use crate::suites;
-use assay_common::job::{JobKind, Side};
 use assay_coordinator::engine::{self, PreparedProof};
 use assay_coordinator::source::{self, CandidateSpec};
-use assay_coordinator::suite::history::{self, RunSummary};
+use assay_coordinator::suite::conclude;
 use assay_transport::store::ArtifactStore;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -28,27 +27,22 @@ pub async fn record(
     let repository = repo.display().to_string();
     let (path, mut history) =
         suites::open_history(&suites::state_dir(state_dir), &repository, &branch);
-    // By plan index: a fleet proof hands over only the results its progress carried.
-    let mut suite_jobs: Vec<_> = results
-        .iter()
-        .filter_map(|result| Some((proof.jobs.get(result.index as usize)?, result)))
-        .filter(|(spec, _)| spec.kind == JobKind::Suite)
-        .collect();
-    suite_jobs.sort_by_key(|(spec, _)| spec.index);
-    for (spec, result) in suite_jobs {
-        let coverage = suites::coverage_of(&suites::job_output(store, result).await);
-        let run = RunSummary::of_job(
-            format!("{}-{}", proof.request.proof_id, spec.kind.label(spec.side)),
-            engine::rfc3339(started),
-            result,
-            coverage,
-        );
-        if spec.side == Side::Base {
-            history.record_baseline(run);
-        } else {
-            let record = history.record(run, history::DEFAULT_COVERAGE_DROP_THRESHOLD);
-            suites::print_alerts(record);
-        }
+    let mut warnings = Vec::new();
+    let recorded = conclude::record_proof_suites(
+        &mut history,
+        &proof.request.proof_id.to_string(),
+        &engine::rfc3339(started),
+        &proof.jobs,
+        results,
+        store,
+        &mut warnings,
+    )
+    .await;
+    for warning in &warnings {
+        eprintln!("warning: {warning}");
+    }
+    for record in &recorded {
+        suites::print_alerts(record);
     }
     suites::save_history(&path, &history);
     Ok(())

@@ -10,28 +10,24 @@ use crate::reporter;
 use anyhow::{Context, anyhow};
 use assay_common::ProofId;
 use assay_common::TreeId;
-use assay_common::job::{JobResult, JobStatus};
-use assay_common::report::summary::{self, SuiteStatus};
+use assay_common::report::summary::SuiteStatus;
 use assay_common::runner::{ReportFormat, RunnerKind};
-use assay_common::suite::{
-    CaseListing, CaseOutcome, CaseReport, Lane, SUITE_SCHEMA, SuiteCase, SuiteJobReport,
-    SuiteReport, SuiteTotals, derive_outcome,
-};
+use assay_common::suite::{CaseListing, CaseOutcome, Lane, SUITE_SCHEMA, SuiteReport, SuiteTotals};
 use assay_coordinator::dispatch::run_one;
 use assay_coordinator::engine;
 use assay_coordinator::source;
 use assay_coordinator::suite::CollectError;
-use assay_coordinator::suite::audit::{self, JobSelection};
+use assay_coordinator::suite::StopReason;
 use assay_coordinator::suite::cluster::{self, FleetHalt};
+use assay_coordinator::suite::conclude::{self, ConcludeRequest, Ending};
+use assay_coordinator::suite::drive::{self, DriveError, RunEvent, RunProgress, SuiteRequest};
 use assay_coordinator::suite::halt::{AdmissionGate, HaltError, HaltFile};
-use assay_coordinator::suite::history::{self, History, RunRecord, RunSummary};
+use assay_coordinator::suite::history::{self, History, RunRecord};
 use assay_coordinator::suite::ledger::{self, Ledger};
 use assay_coordinator::suite::reach;
-use assay_coordinator::suite::runners::{self, SuiteRunner, SuiteSetup};
+use assay_coordinator::suite::runners::{SuiteRunner, SuiteSetup};
 use assay_coordinator::suite::select::{self, Selectors};
-use assay_coordinator::suite::shard::{self, ShardMode};
-use assay_coordinator::suite::split;
-use assay_coordinator::suite::{self, StopReason, SuiteEvent, SuiteProgress};
+use assay_coordinator::suite::shard::ShardMode;
 use assay_transport::queue::JobQueue;
 use assay_transport::store::{ArtifactStore, read_named};
 use clap::Args;
@@ -255,47 +251,41 @@ fn read_at(repo: &Path, tree: &TreeId, path: &str) -> Result<Option<Vec<u8>>, Fa
 }
 
 /// Prints progress as `[test] K/N`, `[test] FAIL case`, `[test] INFRA case`, counted in cases.
-struct CaseProgress<'a> {
+struct CaseProgress {
     quiet: bool,
-    cases: &'a [SuiteCase],
-    shards: &'a [Vec<usize>],
-    /// Failures the ledger excuses are printed as quarantined.
-    ledger: &'a Ledger,
-    today: &'a str,
-    total: usize,
-    done: Mutex<usize>,
+    state: Mutex<(usize, usize)>,
 }
 
-impl SuiteProgress for CaseProgress<'_> {
-    fn event(&self, event: SuiteEvent<'_>) {
+impl RunProgress for CaseProgress {
+    fn event(&self, event: RunEvent<'_>) {
         if self.quiet {
             return;
         }
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         match event {
-            SuiteEvent::JobFinished { spec, result } => {
-                let members = &self.shards[spec.index as usize];
-                for &i in members {
-                    let derived = derive_outcome(&self.cases[i], result);
-                    match (derived.lane, derived.outcome) {
+            RunEvent::Planned { cases } => {
+                state.1 = cases;
+                eprintln!("[test] 0/{cases}");
+            }
+            RunEvent::Finished { cases, pending } => {
+                for verdict in cases {
+                    match (verdict.lane, verdict.outcome) {
                         (Lane::Infrastructure, _) => {
-                            eprintln!("[test] INFRA {}", self.cases[i].display())
+                            eprintln!("[test] INFRA {}", verdict.case.display())
                         }
-                        (_, CaseOutcome::Failed | CaseOutcome::Error)
-                            if self.ledger.excuses(&self.cases[i].id, self.today) =>
-                        {
-                            eprintln!("[test] FAIL (quarantined) {}", self.cases[i].display())
+                        (_, CaseOutcome::Failed | CaseOutcome::Error) if verdict.quarantined => {
+                            eprintln!("[test] FAIL (quarantined) {}", verdict.case.display())
                         }
                         (_, CaseOutcome::Failed | CaseOutcome::Error) => {
-                            eprintln!("[test] FAIL {}", self.cases[i].display())
+                            eprintln!("[test] FAIL {}", verdict.case.display())
                         }
                         _ => {}
                     }
                 }
-                let mut done = self.done.lock().unwrap_or_else(|p| p.into_inner());
-                *done += members.len();
-                eprintln!("[test] {}/{}", *done, self.total);
+                state.0 += cases.len() + pending;
+                eprintln!("[test] {}/{}", state.0, state.1.max(state.0));
             }
-            SuiteEvent::Stopped { reason } => match reason {
+            RunEvent::Stopped { reason } => match reason {
                 StopReason::Halted(text) => {
                     eprintln!("[HALT] test admission stopped. Reason: {text}")
                 }
@@ -417,30 +407,6 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
     })
     .await?;
     let run_id = ProofId(engine::new_proof_id().0.replacen("p-", "t-", 1));
-
-    let collection = suite::collect(
-        &run_id,
-        &setup,
-        &repo,
-        &tree,
-        args.timeout,
-        &*queue,
-        &*store,
-    )
-    .await
-    .map_err(|e| {
-        if matches!(e, CollectError::Unsupported { .. }) {
-            Failure::usage(e.into())
-        } else if e.is_infrastructure() {
-            Failure::infrastructure(e.into())
-        } else {
-            Failure {
-                code: 1,
-                error: e.into(),
-            }
-        }
-    })?;
-    let collected = &collection.cases;
     let selectors = Selectors {
         cases: args.cases.clone(),
         files: args.files.iter().map(|f| repo_relative(&repo, f)).collect(),
@@ -450,67 +416,54 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
             .map(|d| repo_relative(&repo, d))
             .collect(),
     };
-    let chosen = select::select(collected, &selectors).map_err(|e| Failure::usage(e.into()))?;
-    let cases: Vec<SuiteCase> = chosen.iter().map(|&i| collected[i].clone()).collect();
-    if args.list_cases {
-        let listing = serde_json::to_string(&CaseListing::new(&cases))
-            .context("failed to encode the case listing")
-            .internal()?;
-        println!("{listing}");
-        return Ok(0);
-    }
-
     let branch = match &args.branch {
         Some(branch) => branch.clone(),
         None if args.rev == "HEAD" => current_branch(&repo)?,
         None => args.rev.clone(),
     };
     let repository = repo.display().to_string();
-    let (history_path, mut history) = open_history(&state, &repository, &branch);
-    let refs: Vec<String> = cases.iter().map(SuiteCase::reference).collect();
-    let mode = match args.shards {
-        ShardMode::Auto if !setup.batches_by_default() => ShardMode::PerCase,
-        mode => mode,
+    let (history_path, mut history) = if args.list_cases {
+        (PathBuf::new(), History::new(&repository, &branch))
+    } else {
+        open_history(&state, &repository, &branch)
     };
-    let (estimates, known) = shard::estimate_durations(&refs, &history.durations);
-    let shards = shard::heaviest_first(
-        runners::split_shards(
-            &setup,
-            &cases,
-            shard::plan_batches(mode, &estimates, known, jobs),
-        ),
-        &estimates,
-    );
-    let plan = suite::plan_suite(
-        &run_id,
-        &setup,
-        &tree,
-        (&cases, collection.corpus.as_ref()),
-        &shards,
-        args.timeout,
-    );
-    if !args.quiet {
-        eprintln!("[test] 0/{}", cases.len());
-    }
     let today = engine::rfc3339(SystemTime::now())[..10].to_owned();
-    let progress = CaseProgress {
-        quiet: args.quiet,
-        cases: &cases,
-        shards: &shards,
+    let request = SuiteRequest {
+        run_id: &run_id,
+        setup: &setup,
+        repo: &repo,
+        tree: &tree,
+        timeout_secs: args.timeout,
+        slots: jobs,
+        shards: args.shards,
+        selectors: &selectors,
+        history: &history,
         ledger: &ledger,
         today: &today,
-        total: cases.len(),
-        done: Mutex::new(0),
     };
-    let outcome = suite::run_admitted(&plan, &*queue, jobs, &*halt, &progress)
+    if args.list_cases {
+        let (_, cases) = drive::collect_selected(&request, &*queue, &*store)
+            .await
+            .map_err(drive_failure)?;
+        let listing = serde_json::to_string(&CaseListing::new(&cases))
+            .context("failed to encode the case listing")
+            .internal()?;
+        println!("{listing}");
+        return Ok(0);
+    }
+    let progress = CaseProgress {
+        quiet: args.quiet,
+        state: Mutex::new((0, 0)),
+    };
+    let driven = drive::run(&request, &*queue, &*store, &*halt, &progress)
         .await
-        .map_err(|e| Failure::infrastructure(e.into()))?;
+        .map_err(drive_failure)?;
     let reachability = match (
         &audit_base_tree,
-        args.reachability && outcome.stopped.is_none(),
+        args.reachability && driven.run.stopped.is_none(),
     ) {
         (Some(base_tree), true) => {
-            let ids: Vec<String> = cases.iter().map(|c| c.id.clone()).collect();
+            let ids: Vec<String> = driven.cases.iter().map(|c| c.id.clone()).collect();
             Some(
                 reachability(
                     &repo,
@@ -529,229 +482,56 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
     };
     drop(queue);
 
-    let today = today.as_str();
-    let mut case_reports: Vec<Option<CaseReport>> = vec![None; cases.len()];
-    // What each case costs a batch, for balancing the next run (see `shard::batch_costs`).
-    let mut costs: Vec<Option<f64>> = vec![None; cases.len()];
-    let mut selections = Vec::new();
-    let mut job_reports = Vec::new();
-    for (spec, members) in plan.iter().zip(&shards) {
-        let result: Option<&JobResult> = outcome.results[spec.index as usize].as_ref();
-        let member_cases: Vec<&SuiteCase> = members.iter().map(|&i| &cases[i]).collect();
-        if let Some(result) = result {
-            selections.push(JobSelection::from_report(
-                spec.index,
-                &member_cases,
-                result.report.parsed(),
-            ));
-            job_reports.push(SuiteJobReport {
-                index: spec.index,
-                job_id: spec.job_id.to_string(),
-                cases: member_cases.iter().map(|c| c.reference()).collect(),
-                status: result.status.label().into(),
-                duration_s: result.duration_ms as f64 / 1000.0,
-                artifacts: result.artifacts.clone(),
-            });
-        }
-        // A pytest job's report says what each of its cases printed and how long it took; the
-        // session's own output stays the job's.
-        let shares = match result {
-            Some(result) if runner == SuiteRunner::Kind(RunnerKind::Pytest) => {
-                let prefix = format!("proofs/{run_id}/jobs/{:04}", spec.index);
-                split::split_pytest_batch(&*store, &prefix, &member_cases, result)
-                    .await
-                    .unwrap_or_else(|e| {
-                        eprintln!(
-                            "warning: job {} keeps one output for its cases: {:#}",
-                            spec.index,
-                            anyhow::Error::from(e)
-                        );
-                        vec![None; members.len()]
-                    })
-            }
-            _ => vec![None; members.len()],
-        };
-        if let Some(result) = result {
-            let own: Vec<Option<f64>> = shares
-                .iter()
-                .map(|s| s.as_ref().and_then(|s| s.seconds))
-                .collect();
-            let job_s = result.duration_ms as f64 / 1000.0;
-            let startup_s = collection.listing_s.unwrap_or(0.0);
-            for (&i, cost) in members
-                .iter()
-                .zip(shard::batch_costs(job_s, startup_s, &own))
-            {
-                costs[i] = cost;
-            }
-        }
-        for (&i, share) in members.iter().zip(shares) {
-            let case = &cases[i];
-            case_reports[i] = Some(match result {
-                None => CaseReport {
-                    reference: case.reference(),
-                    display: case.display(),
-                    outcome: CaseOutcome::NotRun,
-                    lane: Lane::Infrastructure,
-                    quarantined: false,
-                    message: outcome
-                        .stopped
-                        .as_ref()
-                        .map(|s| format!("never admitted: {s}")),
-                    duration_s: None,
-                    job: None,
-                    artifacts: Vec::new(),
-                },
-                Some(result) => {
-                    let derived = derive_outcome(case, result);
-                    let bad = matches!(derived.outcome, CaseOutcome::Failed | CaseOutcome::Error);
-                    CaseReport {
-                        reference: case.reference(),
-                        display: case.display(),
-                        outcome: derived.outcome,
-                        lane: derived.lane,
-                        quarantined: bad
-                            && derived.lane == Lane::Guest
-                            && ledger.excuses(&case.id, today),
-                        message: derived.message,
-                        duration_s: Some(
-                            share.as_ref().and_then(|s| s.seconds).unwrap_or(
-                                result.duration_ms as f64 / 1000.0 / members.len() as f64,
-                            ),
-                        ),
-                        job: Some(spec.index),
-                        artifacts: match share {
-                            Some(share) => share.artifacts,
-                            None => case.own_artifacts(&result.artifacts),
-                        },
-                    }
-                }
-            });
-        }
+    let outcome = conclude::conclude(
+        &ConcludeRequest {
+            run_id: &run_id,
+            runner,
+            timeout_secs: args.timeout,
+            ledger: &ledger,
+            today: &today,
+        },
+        &driven,
+        &*store,
+    )
+    .await;
+    for warning in &outcome.warnings {
+        eprintln!("warning: {warning}");
     }
-    let case_reports: Vec<CaseReport> = case_reports.into_iter().flatten().collect();
-    let mut totals = SuiteTotals {
-        total: case_reports.len() as u64,
-        ..SuiteTotals::default()
-    };
-    for case in &case_reports {
-        if case.quarantined {
-            totals.quarantined += 1;
-            continue;
-        }
-        match case.outcome {
-            CaseOutcome::Passed => totals.passed += 1,
-            CaseOutcome::Failed => totals.failed += 1,
-            CaseOutcome::Skipped => totals.skipped += 1,
-            CaseOutcome::Error => totals.error += 1,
-            CaseOutcome::NotRun => totals.not_run += 1,
-        }
-    }
-    let collected_ids: Vec<String> = collected.iter().map(|c| c.id.clone()).collect();
-    let selection_audit = audit::audit(&collected_ids, &selections);
-    for outlier in &selection_audit.executed_not_selected {
+    for outlier in &outcome.selection.executed_not_selected {
         eprintln!(
             "[audit] job {} executed {} which it did not select",
             outlier.job, outlier.id
         );
     }
-    let aborted = outcome.stopped.is_some();
-    let guest_failures = totals.failed
-        + case_reports
-            .iter()
-            .filter(|c| c.outcome == CaseOutcome::Error && c.lane == Lane::Guest && !c.quarantined)
-            .count() as u64;
-    // A run that is one job has one output: its summary line and coverage are the suite's.
-    // Per-case percentages cannot be combined into suite coverage, so they are not recorded.
-    let single = match outcome.results.as_slice() {
-        [Some(result)] => Some((result, job_output(&*store, result).await)),
-        _ => None,
-    };
-    let coverage_pct = single.as_ref().and_then(|(_, text)| coverage_of(text));
-    let mut counted = RunCounts {
-        total: totals.total,
-        passed: totals.passed,
-        failed: guest_failures,
-        skipped: totals.skipped,
-    };
-    let (status, status_detail) = if aborted {
-        (
-            SuiteStatus::Error,
-            outcome.stopped.as_ref().map(ToString::to_string),
-        )
-    } else if let (SuiteRunner::Command, Some((result, text))) = (runner, &single) {
-        if let Some(found) = summary::parse_counts(text) {
-            counted = RunCounts {
-                total: found.total,
-                passed: found.passed,
-                failed: found.failed,
-                skipped: found.skipped,
-            };
-        }
-        let exit_code = match result.status {
-            JobStatus::Completed { exit_code } => Some(exit_code),
-            _ => None,
-        };
-        summary::status_of(exit_code, args.timeout)
-    } else if guest_failures > 0 || !selection_audit.contained {
-        (SuiteStatus::Failing, None)
-    } else {
-        (SuiteStatus::Passing, None)
-    };
-    for (case, cost) in case_reports.iter().zip(&costs) {
-        if let Some(d) = cost.or(case.duration_s)
-            && case.lane == Lane::Guest
-        {
-            history.durations.insert(case.reference.clone(), d);
-        }
-    }
-    let record = history
-        .record(
-            RunSummary {
-                timestamp: engine::rfc3339(started),
-                run_id: run_id.to_string(),
-                total: counted.total,
-                passed: counted.passed,
-                failed: counted.failed,
-                skipped: counted.skipped,
-                coverage_pct,
-                duration_s: Some(clock.elapsed().as_secs_f64()),
-                status,
-                status_detail,
-                failed_cases: case_reports
-                    .iter()
-                    .filter(|c| matches!(c.outcome, CaseOutcome::Failed | CaseOutcome::Error))
-                    .filter(|c| c.lane == Lane::Guest && !c.quarantined)
-                    .map(|c| c.display.clone())
-                    .collect(),
-            },
-            args.coverage_threshold,
-        )
-        .clone();
+    let summary = outcome.summary(
+        &run_id.to_string(),
+        engine::rfc3339(started),
+        clock.elapsed().as_secs_f64(),
+    );
+    let record = outcome.record(
+        &mut history,
+        summary,
+        args.coverage_threshold,
+        driven.case_list(&setup),
+    );
     save_history(&history_path, &history);
     print_alerts(&record);
-    let status_text = if aborted {
-        "infrastructure_aborted"
-    } else if status == SuiteStatus::Passing {
-        "passed"
-    } else {
-        "failed"
-    };
+    let ending = outcome.ending();
     let report = SuiteReport {
         schema: SUITE_SCHEMA.into(),
         run_id: run_id.to_string(),
-        status: status_text.into(),
+        status: outcome.status_text().into(),
         repository,
         branch,
         revision: commit,
         runner: runner.to_string(),
         started_at: engine::rfc3339(started),
         duration_s: clock.elapsed().as_secs_f64(),
-        totals: totals.clone(),
-        cases: case_reports,
-        jobs: job_reports,
+        totals: outcome.totals.clone(),
+        cases: outcome.cases,
+        jobs: outcome.jobs,
         audit: serde_json::json!({
-            "selection": selection_audit,
+            "selection": outcome.selection,
             "quarantine_ledger": ledger_gate,
             "reachability": reachability,
         }),
@@ -779,12 +559,7 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
     if !args.quiet {
         eprintln!(
             "{}",
-            closing_line(
-                &totals,
-                aborted,
-                status == SuiteStatus::Passing,
-                guest_failures
-            )
+            closing_line(&outcome.totals, ending, outcome.guest_failures)
         );
     }
     println!(
@@ -799,31 +574,43 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
                 .find(|r| r.status != SuiteStatus::Error)
         )
     );
-    Ok(if aborted {
-        INFRASTRUCTURE
-    } else if status == SuiteStatus::Passing {
-        0
-    } else {
-        1
+    Ok(match ending {
+        Ending::Passed => 0,
+        Ending::Failed => 1,
+        Ending::Aborted => INFRASTRUCTURE,
     })
+}
+
+/// A failed collection, selection or queue, in its exit lane: a runner `assay test` cannot run
+/// and a selector that matches nothing are usage errors, a listing that fails is the guest's.
+fn drive_failure(error: DriveError) -> Failure {
+    match error {
+        DriveError::Collect(e) if matches!(e, CollectError::Unsupported { .. }) => {
+            Failure::usage(e.into())
+        }
+        DriveError::Collect(e) if e.is_infrastructure() => Failure::infrastructure(e.into()),
+        DriveError::Collect(e) => Failure {
+            code: 1,
+            error: e.into(),
+        },
+        DriveError::Select(e) => Failure::usage(e.into()),
+        DriveError::Queue(e) => Failure::infrastructure(e.into()),
+    }
 }
 
 /// The last progress line: how the run ended, in cases; quarantined failures are named as
 /// such, never counted as passed.
-fn closing_line(totals: &SuiteTotals, aborted: bool, passing: bool, failed: u64) -> String {
+fn closing_line(totals: &SuiteTotals, ending: Ending, failed: u64) -> String {
     let n = totals.total;
     let quarantined = match totals.quarantined {
         0 => String::new(),
         q => format!(", {q} quarantined"),
     };
-    if aborted {
-        format!("[test] {}/{n} infrastructure-aborted", n - totals.not_run)
-    } else if passing && totals.quarantined == 0 {
-        format!("[test] {n}/{n} passed")
-    } else if passing {
-        format!("[test] {}/{n} passed{quarantined}", totals.passed)
-    } else {
-        format!("[test] {n}/{n} completed, {failed} failed{quarantined}")
+    match ending {
+        Ending::Aborted => format!("[test] {}/{n} infrastructure-aborted", n - totals.not_run),
+        Ending::Passed if totals.quarantined == 0 => format!("[test] {n}/{n} passed"),
+        Ending::Passed => format!("[test] {}/{n} passed{quarantined}", totals.passed),
+        Ending::Failed => format!("[test] {n}/{n} completed, {failed} failed{quarantined}"),
     }
 }
 
@@ -880,19 +667,6 @@ async fn reachability(
     Ok(files)
 }
 
-/// Counts a run contributes to history.
-struct RunCounts {
-    total: u64,
-    passed: u64,
-    failed: u64,
-    skipped: u64,
-}
-
-/// A run's coverage figure from its output, to one decimal as history keeps it.
-pub(crate) fn coverage_of(output: &str) -> Option<f64> {
-    summary::parse_coverage(output).map(|c| (c * 10.0).round() / 10.0)
-}
-
 /// A branch's suite history and its file; a corrupt or unreadable one is reported and started
 /// over.
 pub(crate) fn open_history(state: &Path, repository: &str, branch: &str) -> (PathBuf, History) {
@@ -921,19 +695,6 @@ pub(crate) fn print_alerts(record: &RunRecord) {
             alert.severity, alert.kind, alert.detail
         );
     }
-}
-
-/// A finished job's stdout then stderr, as stored; an unreadable artifact reads as empty.
-pub(crate) async fn job_output(store: &dyn ArtifactStore, result: &JobResult) -> String {
-    let mut text = String::new();
-    for name in ["stdout", "stderr"] {
-        match read_named(store, result, name).await {
-            Ok(Some(bytes)) => text.push_str(&String::from_utf8_lossy(&bytes)),
-            Ok(None) => {}
-            Err(e) => eprintln!("warning: {:#}", anyhow::Error::from(e)),
-        }
-    }
-    text
 }
 
 /// A `--file`/`--directory` argument relative to the repository root: relative paths are
@@ -1049,7 +810,7 @@ mod tests {
             ..SuiteTotals::default()
         };
         assert_eq!(
-            closing_line(&totals, false, true, 0),
+            closing_line(&totals, Ending::Passed, 0),
             "[test] 1/2 passed, 1 quarantined"
         );
         let clean = SuiteTotals {
@@ -1057,13 +818,13 @@ mod tests {
             passed: 2,
             ..SuiteTotals::default()
         };
-        assert_eq!(closing_line(&clean, false, true, 0), "[test] 2/2 passed");
+        assert_eq!(closing_line(&clean, Ending::Passed, 0), "[test] 2/2 passed");
         let failing = SuiteTotals {
             failed: 1,
             ..totals.clone()
         };
         assert_eq!(
-            closing_line(&failing, false, false, 1),
+            closing_line(&failing, Ending::Failed, 1),
             "[test] 2/2 completed, 1 failed, 1 quarantined"
         );
     }

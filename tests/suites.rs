@@ -419,6 +419,121 @@ fn cases_run_in_batches_by_default_fail_as_pytest_fails_and_keep_their_own_outpu
     assert!(artifact_text(&project, &footer, "stdout").contains("footer: thanks"));
 }
 
+/// The cases of a report as (display, outcome), in report order.
+fn displays_and_outcomes(json: &serde_json::Value) -> Vec<(String, String)> {
+    json["cases"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .map(|c| {
+            (
+                c["display"].as_str().unwrap_or("").to_owned(),
+                c["outcome"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_run_with_history_starts_its_batches_at_once_and_follows_added_and_removed_cases() {
+    let project = Project::new(&[
+        ("tests/test_receipt.py", RECEIPT_TESTS),
+        ("tests/test_totals.py", TOTALS_TESTS),
+        ("conftest.py", ""),
+    ]);
+    let report = project.json_path();
+    let run = || {
+        let out = project.test(&["--jobs", "2", "--json", report.to_str().expect("utf-8")]);
+        assert_eq!(code(&out), 1, "{}", stderr(&out));
+        (read_json(&report), stderr(&out))
+    };
+    let listed_by_a_job = |json: &serde_json::Value| {
+        let run_id = json["run_id"].as_str().expect("run id");
+        walk_find(
+            project.store.path(),
+            &format!("{run_id}-collect/jobs/0000/stdout.log"),
+        )
+        .is_some()
+    };
+    let (first, _) = run();
+    assert!(listed_by_a_job(&first), "a first run lists its cases");
+    let (second, err) = run();
+    assert!(!listed_by_a_job(&second), "history knew the cases: {err}");
+    assert_eq!(second["jobs"].as_array().map(Vec::len), Some(2), "{second}");
+    assert_eq!(
+        displays_and_outcomes(&second),
+        displays_and_outcomes(&first)
+    );
+    assert_eq!(assay_failures(&second), assay_failures(&first));
+    assert_eq!(second["audit"]["selection"]["contained"], true, "{second}");
+    assert_eq!(second["audit"]["selection"]["collected"], 9);
+    // Each case's output is still its own.
+    let footer = second["cases"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .find(|c| c["display"] == "tests/test_receipt.py::test_footer")
+        .expect("footer")
+        .clone();
+    let out = artifact_text(&project, &footer, "stdout");
+    assert!(
+        out.contains("footer: thanks") && !out.contains("header: ACME"),
+        "{out}"
+    );
+    assert!(
+        !err.contains("FAIL tests/test_receipt.py::test_header"),
+        "{err}"
+    );
+
+    // A case removed, one added to a known file and a new file: the batches' own collection
+    // says so, the added cases run in one more round, and the report is pytest's.
+    project.commit(
+        &[
+            (
+                "tests/test_totals.py",
+                &TOTALS_TESTS.replace("def test_average():", "def test_mean():"),
+            ),
+            (
+                "tests/test_refund.py",
+                "def test_refund():\n    assert -5 + 5 == 1\n\n\ndef test_void():\n    pass\n",
+            ),
+        ],
+        "rename a test, add refunds",
+    );
+    let (third, err) = run();
+    assert!(!listed_by_a_job(&third), "{err}");
+    let listed: Vec<String> = listing(&project.test(&["--list-cases"]))
+        .into_iter()
+        .map(|(_, d)| d)
+        .collect();
+    let displays: Vec<String> = displays_and_outcomes(&third)
+        .into_iter()
+        .map(|(d, _)| d)
+        .collect();
+    assert_eq!(displays, listed, "the collection's cases, in its order");
+    assert_eq!(assay_failures(&third), pytest_failures(project.path()));
+    assert!(
+        assay_failures(&third).contains(&"tests/test_refund.py::test_refund".to_owned()),
+        "{third}"
+    );
+    assert!(
+        third["jobs"].as_array().map_or(0, Vec::len) > 2,
+        "a round for the added cases"
+    );
+    assert_eq!(third["audit"]["selection"]["contained"], true, "{third}");
+    assert!(
+        !err.contains("test_average"),
+        "a removed case is not reported: {err}"
+    );
+    // The next run knows every case again.
+    let (fourth, _) = run();
+    assert_eq!(fourth["jobs"].as_array().map(Vec::len), Some(2), "{fourth}");
+    assert_eq!(
+        displays_and_outcomes(&fourth),
+        displays_and_outcomes(&third)
+    );
+}
+
 fn walk_find(root: &Path, key: &str) -> Option<PathBuf> {
     let mut stack = vec![root.to_owned()];
     while let Some(dir) = stack.pop() {

@@ -38,6 +38,61 @@ pub fn python_m_pytest(command: &[String]) -> Option<(&String, &[String])> {
     }
 }
 
+/// The pytest session of a suite batch that chooses its own cases: run as `PYTHON -c SCRIPT
+/// ARGS… --assay-select SPEC…` in place of `PYTHON -m pytest ARGS…` (the same interpreter, the
+/// same arguments, the working directory first on `sys.path` as with `-m`). The session collects
+/// the whole suite, as `pytest --collect-only` would, records every collected node id in its
+/// JUnit report (one `assay.collected` property each, in collection order), and runs only the
+/// node ids SPEC names (the others are deselected). So a batch needs no separate listing
+/// session, and a node id the tree no longer has costs nothing.
+pub const PYTEST_SELECT_SCRIPT: &str = r#"import sys
+import pytest
+
+argv = sys.argv[1:]
+cut = argv.index("--assay-select")
+args, spec = argv[:cut], argv[cut + 1:]
+
+
+class AssaySelect:
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config, items):
+        for plugin in config.pluginmanager.get_plugins():
+            if hasattr(plugin, "add_global_property") and hasattr(plugin, "node_reporters"):
+                for item in items:
+                    plugin.add_global_property("assay.collected", item.nodeid)
+        wanted = set(spec)
+        keep = [item for item in items if item.nodeid in wanted]
+        if len(keep) < len(items):
+            kept = set(map(id, keep))
+            config.hook.pytest_deselected(items=[i for i in items if id(i) not in kept])
+            items[:] = keep
+
+
+sys.exit(pytest.main(args, plugins=[AssaySelect()]))
+"#;
+
+/// The argument after which [`PYTEST_SELECT_SCRIPT`] reads what its batch runs.
+pub const PYTEST_SELECT_FLAG: &str = "--assay-select";
+
+/// The JUnit property under which [`PYTEST_SELECT_SCRIPT`] records each collected node id.
+pub const PYTEST_COLLECTED_PROPERTY: &str = "assay.collected";
+
+/// `PYTHON -m pytest ARGS…` rewritten to run [`PYTEST_SELECT_SCRIPT`] with the same
+/// interpreter and arguments; `None` for any other command (a wrapper such as `uv run pytest`).
+pub fn pytest_select_prefix(command: &[String]) -> Option<Vec<String>> {
+    let (python, args) = python_m_pytest(command)?;
+    let mut argv = vec![python.clone(), "-c".into(), PYTEST_SELECT_SCRIPT.into()];
+    argv.extend(args.iter().cloned());
+    Some(argv)
+}
+
+/// Is this command a whole pytest session: `PYTHON -m pytest …` or a batch run through
+/// [`PYTEST_SELECT_SCRIPT`]?
+pub fn is_pytest_session(command: &[String]) -> bool {
+    python_m_pytest(command).is_some()
+        || matches!(command, [_, c, script, ..] if c == "-c" && script == PYTEST_SELECT_SCRIPT)
+}
+
 impl RunnerKind {
     pub const ALL: [RunnerKind; 7] = [
         RunnerKind::Pytest,

@@ -305,7 +305,9 @@ fn unfinished_pytest_session(job: &JobSpec, status: &JobStatus) -> Option<String
     let JobStatus::Completed { exit_code } = status else {
         return None;
     };
-    assay_common::runner::python_m_pytest(&job.command)?;
+    if !assay_common::runner::is_pytest_session(&job.command) {
+        return None;
+    }
     match exit_code {
         2 => Some(
             "pytest was interrupted (exit 2): the session stopped before every test ran".into(),

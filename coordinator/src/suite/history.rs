@@ -23,6 +23,24 @@ pub struct History {
     pub runs: Vec<RunRecord>,
     /// Last observed duration in seconds per case ref, for sharding the next run.
     pub durations: BTreeMap<String, f64>,
+    /// The cases the last pytest run collected, so the next run can batch them at once; its
+    /// batches collect the suite themselves and name what was added or removed since.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cases: Option<CaseList>,
+}
+
+/// A suite's collected cases as one run saw them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CaseList {
+    /// The runner's command prefix they were collected with; another command may collect
+    /// other cases, so its runs do not use them.
+    pub command: Vec<String>,
+    /// Node ids in collection order.
+    pub ids: Vec<String>,
+    /// A runner session's start-up and collection, in seconds: what each batch pays before its
+    /// first test (see [`crate::suite::shard::batch_costs`]).
+    pub startup_s: Option<f64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -144,6 +162,7 @@ impl History {
             run_count: 0,
             runs: Vec::new(),
             durations: BTreeMap::new(),
+            cases: None,
         }
     }
 

@@ -4,6 +4,8 @@
 
 pub mod audit;
 pub mod cluster;
+pub mod conclude;
+pub mod drive;
 pub mod halt;
 pub mod history;
 pub mod ledger;
@@ -301,7 +303,8 @@ pub struct SuiteRun {
 
 /// Runs `jobs` with at most `budget` in flight, asking `gate` before admitting each one. After
 /// an infrastructure failure or a halt nothing new is admitted; jobs already running finish and
-/// their results are kept. Results come back indexed by plan position, whatever the order.
+/// their results are kept. Results come back indexed by plan position, whatever the order; the
+/// plan's indices may start past zero (a later round of the same run), counted from the first.
 pub async fn run_admitted(
     jobs: &[JobSpec],
     queue: &dyn JobQueue,

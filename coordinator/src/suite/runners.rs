@@ -8,7 +8,7 @@ use super::CollectError;
 use crate::source;
 use assay_common::TreeId;
 use assay_common::manifest::ManifestJob;
-use assay_common::runner::{ReportFormat, RunnerKind, go};
+use assay_common::runner::{self, ReportFormat, RunnerKind, go};
 use assay_common::suite::{CaseScope, SuiteCase};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -152,6 +152,22 @@ impl SuiteSetup {
             }
             SuiteRunner::Kind(kind) => kind.case_command(&self.prefix, &ids),
         }
+    }
+
+    /// The argv of a pytest batch that collects the suite itself and runs the node ids `spec`
+    /// names, recording what it collected in its report (see
+    /// [`runner::PYTEST_SELECT_SCRIPT`]); `None` when the suite is not pytest run as
+    /// `PYTHON -m pytest`, whose arguments the script takes over.
+    pub fn select_command(&self, spec: &[String]) -> Option<Vec<String>> {
+        if self.runner != SuiteRunner::Kind(RunnerKind::Pytest) {
+            return None;
+        }
+        let mut prefix = runner::pytest_select_prefix(&self.prefix)?;
+        prefix.extend(["-o", "junit_logging=all"].map(String::from));
+        let mut argv = RunnerKind::Pytest.command(&prefix, &[], &[]);
+        argv.push(runner::PYTEST_SELECT_FLAG.into());
+        argv.extend(spec.iter().cloned());
+        Some(argv)
     }
 
     /// Whether a batch's output splits back into its cases (pytest's report carries each

@@ -121,6 +121,41 @@ pub fn pytest_captures(report: &[u8]) -> Result<Vec<Capture>, SplitError> {
     Ok(captures)
 }
 
+/// The node ids a batch run through [`assay_common::runner::PYTEST_SELECT_SCRIPT`] collected,
+/// in collection order: its report's suite-level `assay.collected` properties. Empty when the
+/// report has none (a session that never finished collecting, another command).
+pub fn collected_ids(report: &[u8]) -> Result<Vec<String>, SplitError> {
+    let mut reader = Reader::from_reader(report);
+    let mut ids = Vec::new();
+    let mut in_case = false;
+    let mut buf = Vec::new();
+    let malformed = |e: &dyn std::fmt::Display| SplitError::Malformed(e.to_string());
+    loop {
+        let event = reader
+            .read_event_into(&mut buf)
+            .map_err(|e| malformed(&e))?;
+        match event {
+            Event::DocType(_) => return Err(malformed(&"a document type declaration")),
+            Event::Start(ref tag) if tag.local_name().as_ref() == b"testcase" => in_case = true,
+            Event::End(ref tag) if tag.local_name().as_ref() == b"testcase" => in_case = false,
+            Event::Start(ref tag) | Event::Empty(ref tag)
+                if !in_case && tag.local_name().as_ref() == b"property" =>
+            {
+                if attr(tag, b"name")?.as_deref()
+                    == Some(assay_common::runner::PYTEST_COLLECTED_PROPERTY)
+                    && let Some(id) = attr(tag, b"value")?
+                {
+                    ids.push(id);
+                }
+            }
+            Event::Eof => break,
+            _ => {}
+        }
+        buf.clear();
+    }
+    Ok(ids)
+}
+
 fn append(open: &mut Option<Capture>, field: Option<Field>, text: &str) {
     let (Some(capture), Some(field)) = (open.as_mut(), field) else {
         return;
@@ -318,6 +353,16 @@ out of b &amp; &lt;b&gt;
         );
         // A module that failed to import is no case's.
         assert_eq!(captures[3].result, None);
+    }
+
+    #[test]
+    fn a_selecting_batch_names_what_it_collected_in_order() {
+        let doc = r#"<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest" tests="1"><properties><property name="assay.collected" value="t.py::test_b[x &amp; y]" /><property name="other" value="no" /><property name="assay.collected" value="t.py::test_a" /></properties><testcase classname="t" name="test_a" file="t.py" time="0.1"><properties><property name="assay.collected" value="not a suite property" /></properties></testcase></testsuite></testsuites>"#;
+        assert_eq!(
+            collected_ids(doc.as_bytes()).unwrap(),
+            ["t.py::test_b[x & y]", "t.py::test_a"]
+        );
+        assert!(collected_ids(BATCH.as_bytes()).unwrap().is_empty());
     }
 
     #[test]

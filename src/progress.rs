@@ -61,8 +61,9 @@ impl Terminal {
             return;
         }
         match &self.bar {
-            Some(bar) => bar.println(text),
-            None => eprintln!("{text}"),
+            // A bar not drawn yet (before the first count) would drop the line.
+            Some(bar) if !bar.is_hidden() => bar.println(text),
+            _ => eprintln!("{text}"),
         }
     }
 
@@ -83,10 +84,6 @@ impl Terminal {
         let Some(bar) = &self.bar else {
             return;
         };
-        if bar.is_hidden() {
-            bar.set_draw_target(ProgressDrawTarget::stderr());
-            bar.enable_steady_tick(Duration::from_millis(200));
-        }
         if bar.length() != Some(total as u64) {
             bar.set_length(total as u64);
         }
@@ -94,6 +91,10 @@ impl Terminal {
         bar.set_position(done as u64);
         let running = self.slots.min(total.saturating_sub(done));
         bar.set_message(format!("{running} running · {tally}"));
+        if bar.is_hidden() {
+            bar.set_draw_target(ProgressDrawTarget::stderr());
+            bar.enable_steady_tick(Duration::from_millis(200));
+        }
     }
 
     /// Clears the bar before the summary prints; the lines above it stay.

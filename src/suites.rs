@@ -5,6 +5,7 @@ use crate::config;
 use crate::embedded;
 use crate::exit::{Failure, INFRASTRUCTURE, ResultExt as _};
 use crate::fleet_link;
+use crate::progress::Terminal;
 use crate::prove::write_atomically;
 use crate::reporter;
 use anyhow::{Context, anyhow};
@@ -130,6 +131,10 @@ pub struct TestArgs {
     /// Print only the summary, no progress.
     #[arg(short, long)]
     pub quiet: bool,
+    /// How progress shows: `auto` draws a live bar (cases done, jobs running, failures, ETA)
+    /// when stderr is a terminal and plain lines otherwise; `plain` always prints plain lines.
+    #[arg(long, value_enum, value_name = "MODE", default_value_t = crate::progress::ProgressMode::Auto)]
+    pub progress: crate::progress::ProgressMode,
     #[command(flatten)]
     pub output: crate::report::OutputArgs,
 }
@@ -250,48 +255,55 @@ fn read_at(repo: &Path, tree: &TreeId, path: &str) -> Result<Option<Vec<u8>>, Fa
     source::read_file(repo, tree, path).map_err(|e| Failure::infrastructure(e.into()))
 }
 
-/// Prints progress as `[test] K/N`, `[test] FAIL case`, `[test] INFRA case`, counted in cases.
+/// Prints progress as `[test] K/N`, `[test] FAIL case`, `[test] INFRA case`, counted in cases,
+/// and on a terminal a live bar below them.
 struct CaseProgress {
-    quiet: bool,
+    terminal: Terminal,
     state: Mutex<(usize, usize)>,
 }
 
 impl RunProgress for CaseProgress {
     fn event(&self, event: RunEvent<'_>) {
-        if self.quiet {
-            return;
-        }
+        let terminal = &self.terminal;
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         match event {
             RunEvent::Planned { cases } => {
                 state.1 = cases;
-                eprintln!("[test] 0/{cases}");
+                terminal.line(&format!("[test] 0/{cases}"));
+                terminal.update(0, cases);
             }
             RunEvent::Finished { cases, pending } => {
                 for verdict in cases {
                     match (verdict.lane, verdict.outcome) {
                         (Lane::Infrastructure, _) => {
-                            eprintln!("[test] INFRA {}", verdict.case.display())
+                            terminal.failed();
+                            terminal.line(&format!("[test] INFRA {}", verdict.case.display()))
                         }
                         (_, CaseOutcome::Failed | CaseOutcome::Error) if verdict.quarantined => {
-                            eprintln!("[test] FAIL (quarantined) {}", verdict.case.display())
+                            terminal.line(&format!(
+                                "[test] FAIL (quarantined) {}",
+                                verdict.case.display()
+                            ))
                         }
                         (_, CaseOutcome::Failed | CaseOutcome::Error) => {
-                            eprintln!("[test] FAIL {}", verdict.case.display())
+                            terminal.failed();
+                            terminal.line(&format!("[test] FAIL {}", verdict.case.display()))
                         }
                         _ => {}
                     }
                 }
                 state.0 += cases.len() + pending;
-                eprintln!("[test] {}/{}", state.0, state.1.max(state.0));
+                let total = state.1.max(state.0);
+                terminal.line(&format!("[test] {}/{total}", state.0));
+                terminal.update(state.0, total);
             }
             RunEvent::Stopped { reason } => match reason {
                 StopReason::Halted(text) => {
-                    eprintln!("[HALT] test admission stopped. Reason: {text}")
+                    terminal.line(&format!("[HALT] test admission stopped. Reason: {text}"))
                 }
-                StopReason::Infrastructure { .. } => {
-                    eprintln!("[test] infrastructure failure: admitting nothing more ({reason})")
-                }
+                StopReason::Infrastructure { .. } => terminal.line(&format!(
+                    "[test] infrastructure failure: admitting nothing more ({reason})"
+                )),
             },
         }
     }
@@ -452,12 +464,13 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
         return Ok(0);
     }
     let progress = CaseProgress {
-        quiet: args.quiet,
+        terminal: Terminal::new(args.progress, args.quiet, jobs, "cases"),
         state: Mutex::new((0, 0)),
     };
     let driven = drive::run(&request, &*queue, &*store, &*halt, &progress)
         .await
         .map_err(drive_failure)?;
+    progress.terminal.finish();
     let reachability = match (
         &audit_base_tree,
         args.reachability && driven.run.stopped.is_none(),

@@ -95,3 +95,18 @@ fn plain_progress_on_a_terminal_and_piped_stderr_draw_no_bar() {
     );
     assert!(!stderr.contains("running ·"), "a bar on a pipe:\n{stderr}");
 }
+
+#[test]
+fn a_suite_run_on_a_terminal_counts_cases_in_its_bar() {
+    let repo = support::pytest_pager_repo();
+    let state = tempfile::tempdir().unwrap();
+    let shown = on_a_terminal(&format!(
+        "test -C {} --runner pytest --state-dir {} --store file://{}",
+        repo.path().display(),
+        state.path().display(),
+        state.path().join("store").display()
+    ));
+    assert!(shown.contains(" cases · "), "the bar does not count cases:\n{shown}");
+    assert!(shown.contains("running ·"), "no live bar:\n{shown}");
+    assert!(shown.contains("[test] 0/"), "the plain lines are gone:\n{shown}");
+}

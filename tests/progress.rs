@@ -106,7 +106,13 @@ fn a_suite_run_on_a_terminal_counts_cases_in_its_bar() {
         state.path().display(),
         state.path().join("store").display()
     ));
-    assert!(shown.contains(" cases · "), "the bar does not count cases:\n{shown}");
+    assert!(
+        shown.contains(" cases · "),
+        "the bar does not count cases:\n{shown}"
+    );
     assert!(shown.contains("running ·"), "no live bar:\n{shown}");
-    assert!(shown.contains("[test] 0/"), "the plain lines are gone:\n{shown}");
+    assert!(
+        shown.contains("[test] 0/"),
+        "the plain lines are gone:\n{shown}"
+    );
 }

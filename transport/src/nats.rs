@@ -173,19 +173,7 @@ pub async fn jobs_stream(
     subjects: &Subjects,
     tuning: &QueueTuning,
 ) -> Result<stream::Stream, FleetError> {
-    let name = subjects.jobs_stream();
-    js.get_or_create_stream(stream::Config {
-        name: name.clone(),
-        subjects: vec![subjects.jobs_filter()],
-        retention: stream::RetentionPolicy::WorkQueue,
-        // On disk, so a restarted server still holds queued work (see docs/operations.md,
-        // "Durability"); one replica unless an operator edits the stream in a cluster.
-        storage: stream::StorageType::File,
-        duplicate_window: tuning.duplicate_window,
-        ..Default::default()
-    })
-    .await
-    .map_err(|e| FleetError::jetstream(format!("create stream {name}"), e))
+    work_queue(js, subjects.jobs_stream(), subjects.jobs_filter(), tuning).await
 }
 
 pub async fn results_stream(
@@ -193,10 +181,25 @@ pub async fn results_stream(
     subjects: &Subjects,
     tuning: &QueueTuning,
 ) -> Result<stream::Stream, FleetError> {
-    let name = subjects.results_stream();
+    work_queue(
+        js,
+        subjects.results_stream(),
+        subjects.results_filter(),
+        tuning,
+    )
+    .await
+}
+
+/// A work-queue stream (a message leaves once acked) named `name` over `filter`.
+async fn work_queue(
+    js: &jetstream::Context,
+    name: String,
+    filter: String,
+    tuning: &QueueTuning,
+) -> Result<stream::Stream, FleetError> {
     js.get_or_create_stream(stream::Config {
         name: name.clone(),
-        subjects: vec![subjects.results_filter()],
+        subjects: vec![filter],
         retention: stream::RetentionPolicy::WorkQueue,
         // On disk, so a restarted server still holds queued work (see docs/operations.md,
         // "Durability"); one replica unless an operator edits the stream in a cluster.

@@ -641,7 +641,7 @@ async fn reachability(
     store: &dyn ArtifactStore,
 ) -> Result<Vec<reach::FileReach>, Failure> {
     let changed: BTreeMap<String, BTreeSet<u32>> =
-        assay_coordinator::mutation::changed_lines(repo, base_tree, tree)
+        assay_coordinator::mutation_check::changed_lines(repo, base_tree, tree)
             .map_err(|e| Failure::infrastructure(e.into()))?
             .into_iter()
             .filter(|(file, _)| file.ends_with(".py") && !RunnerKind::Pytest.is_test_file(file))

@@ -5,7 +5,7 @@
 
 use crate::dispatch::{Flow, Hooks, dispatch};
 use crate::mutants::MutationCheck;
-use crate::mutation;
+use crate::mutation_check;
 use crate::plan::{ProofPlanInput, plan_proof};
 use crate::source::{self, CandidateSpec, Change, SourceError};
 use assay_common::criteria::Criterion;
@@ -244,7 +244,7 @@ pub fn prepare(request: ProofRequest) -> Result<PreparedProof, EngineError> {
         mutation: None,
     };
     prepared.mutation = prepared.request.mutation_budget.map(|budget| {
-        let (plan, planning_error) = match mutation::plan_for(&prepared) {
+        let (plan, planning_error) = match mutation_check::plan_for(&prepared) {
             Ok(plan) => (plan, None),
             Err(e) => (
                 MutationPlan::default(),
@@ -421,7 +421,7 @@ pub async fn run_proof(
     let mut evidence = conclude(proof, &results, &finished_at_ms, started, clock);
     let mutation_check = match &proof.mutation {
         Some(setup) if evidence.verdict == Verdict::Proven => {
-            let check = mutation::run_check(proof, setup, queue, slots, progress).await?;
+            let check = mutation_check::run_check(proof, setup, queue, slots, progress).await?;
             evidence.mutation_check =
                 Some(serde_json::to_value(&check).map_err(EngineError::EncodeMutationCheck)?);
             Some(check)

@@ -9,9 +9,12 @@ pub mod client;
 pub mod cluster_queue;
 pub mod dispatch;
 pub mod engine;
+// Mutation testing, in three parts: `mutants` holds the rules both uses share (choosing
+// mutants, budgets, judging a run) and no I/O; `mutation_check` is the check a proven proof
+// runs; `mutate` is `assay mutate`, a whole file's or tree's mutation run.
 pub mod mutants;
 pub mod mutate;
-pub mod mutation;
+pub mod mutation_check;
 pub mod nats_queue;
 pub mod plan;
 pub mod service;

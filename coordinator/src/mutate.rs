@@ -9,7 +9,7 @@ use crate::engine::{ProgressSink, ProofEvent};
 use crate::mutants::budget::MutantTimeout;
 use crate::mutants::judge::{Expected, Judgement, judge_run};
 use crate::mutants::{self, ChangedFile, Mutant, MutationPlan, NotRunReason, OperatorSet, rerun};
-use crate::mutation::run_mutants;
+use crate::mutation_check::run_mutants;
 use crate::source::{self, SourceError};
 use assay_common::job::{JobKind, JobResult, JobSpec, JobStatus, Side};
 use assay_transport::error_chain::error_chain;
@@ -26,6 +26,8 @@ use std::time::{Duration, Instant};
 /// Runs the suite under coverage.py with one dynamic context per pytest node id (switched
 /// around each test's setup, call and teardown), and writes line → node ids plus per-test
 /// durations as JSON to argv[1]. Lines executed outside any test (imports) get context "".
+mod stryker;
+
 const COVERAGE_SCRIPT: &str = r#"
 import json, os, sys
 import coverage, pytest
@@ -588,7 +590,7 @@ impl Judged {
 /// The node ids of the killing tests, to confirm a kill with those alone: empty when one
 /// killer is not among the covering tests (a collection error, a broken session), so the
 /// whole selection re-runs.
-fn sorted(names: &[String]) -> Vec<&String> {
+pub(super) fn sorted(names: &[String]) -> Vec<&String> {
     let mut names: Vec<&String> = names.iter().collect();
     names.sort();
     names
@@ -790,75 +792,6 @@ impl MutateReport {
         }
         out
     }
-
-    /// Stryker's mutation-testing-report-schema (version 1) document, which its HTML viewer
-    /// reads; Assay's summary rides along under `assay`.
-    pub fn stryker_json(&self) -> serde_json::Value {
-        let mut files = serde_json::Map::new();
-        for (path, source) in &self.files {
-            let mutants: Vec<serde_json::Value> = self
-                .results
-                .iter()
-                .filter(|r| r.mutant.path.as_str() == path.as_str())
-                .map(|r| {
-                    let edit = &r.mutant.edit;
-                    let mut mutant = serde_json::json!({
-                        "id": r.mutant.id,
-                        "mutatorName": r.mutant.operator.name(),
-                        "replacement": edit.replacement,
-                        "description": r.mutant.description,
-                        "location": {
-                            "start": position(source, edit.start),
-                            "end": position(source, edit.end),
-                        },
-                        "status": r.status,
-                        // Run order follows measured durations; the report's order must not.
-                        "coveredBy": sorted(&r.covered_by),
-                        "killedBy": r.killed_by,
-                        "static": false,
-                    });
-                    if let Some(reason) = &r.status_reason {
-                        mutant["statusReason"] = reason.clone().into();
-                    }
-                    if let Some(n) = r.tests_completed {
-                        mutant["testsCompleted"] = n.into();
-                    }
-                    mutant
-                })
-                .collect();
-            if mutants.is_empty() {
-                continue;
-            }
-            files.insert(
-                path.clone(),
-                serde_json::json!({"language": "python", "source": source, "mutants": mutants}),
-            );
-        }
-        serde_json::json!({
-            "schemaVersion": "1",
-            "thresholds": {"high": 80, "low": 60},
-            "files": files,
-            "framework": {"name": "assay", "version": env!("CARGO_PKG_VERSION")},
-            "assay": {
-                "tree": self.tree,
-                "perLineSelection": self.per_line_selection,
-                "selectionNote": self.selection_note,
-                "summary": self.summary(),
-                "skipped": self.plan.skipped,
-                "excludedFiles": self.plan.excluded_files,
-            },
-        })
-    }
-}
-
-/// 1-based line and column (in characters) of a byte offset, as Stryker's schema counts them.
-fn position(source: &str, offset: usize) -> serde_json::Value {
-    let offset = offset.min(source.len());
-    let before = source.get(..offset).unwrap_or(source);
-    let line = before.matches('\n').count() + 1;
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    let column = before[line_start..].chars().count() + 1;
-    serde_json::json!({"line": line, "column": column})
 }
 
 #[cfg(test)]
@@ -983,19 +916,6 @@ mod tests {
         // Only the ten with a verdict count towards the rate.
         assert_eq!(summary.mutants_per_minute, 20.0);
         assert_eq!(report.exit_code(), EXIT_SURVIVORS);
-    }
-
-    #[test]
-    fn positions_are_one_based_and_count_characters() {
-        let source = "def f(x):\n    return x > 0\n";
-        assert_eq!(
-            position(source, 23),
-            serde_json::json!({"line": 2, "column": 14})
-        );
-        assert_eq!(
-            position(source, 0),
-            serde_json::json!({"line": 1, "column": 1})
-        );
     }
 
     #[test]

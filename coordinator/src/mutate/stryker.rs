@@ -2,6 +2,7 @@
 //! HTML viewer and dashboards read. The one place that knows the schema's shape.
 
 use super::{MutateReport, sorted};
+use std::collections::{BTreeMap, BTreeSet};
 
 impl MutateReport {
     /// Stryker's mutation-testing-report-schema (version 1) document, which its HTML viewer
@@ -36,6 +37,9 @@ impl MutateReport {
                     if let Some(n) = r.tests_completed {
                         mutant["testsCompleted"] = n.into();
                     }
+                    if let Some(seconds) = r.duration_s {
+                        mutant["duration"] = ((seconds * 1000.0).round() as u64).into();
+                    }
                     mutant
                 })
                 .collect();
@@ -51,6 +55,7 @@ impl MutateReport {
             "schemaVersion": "1",
             "thresholds": {"high": 80, "low": 60},
             "files": files,
+            "testFiles": self.test_files(),
             "framework": {"name": "assay", "version": env!("CARGO_PKG_VERSION")},
             "assay": {
                 "tree": self.tree,
@@ -61,6 +66,36 @@ impl MutateReport {
                 "excludedFiles": self.plan.excluded_files,
             },
         })
+    }
+}
+
+impl MutateReport {
+    /// Every test a mutant names (covering or killing), by the file of its pytest node id
+    /// (`tests/test_pages.py::TestLast::test_partial`: file `tests/test_pages.py`, name
+    /// `TestLast::test_partial`); the test's id is the node id `coveredBy` and `killedBy` use.
+    fn test_files(&self) -> serde_json::Value {
+        let mut by_file: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+        for result in &self.results {
+            for id in result.covered_by.iter().chain(&result.killed_by) {
+                if let Some((file, _)) = id.split_once("::") {
+                    by_file.entry(file).or_default().insert(id);
+                }
+            }
+        }
+        let files: serde_json::Map<String, serde_json::Value> = by_file
+            .into_iter()
+            .map(|(file, ids)| {
+                let tests: Vec<serde_json::Value> = ids
+                    .into_iter()
+                    .map(|id| {
+                        let name = id.split_once("::").map_or(id, |(_, name)| name);
+                        serde_json::json!({"id": id, "name": name})
+                    })
+                    .collect();
+                (file.to_owned(), serde_json::json!({"tests": tests}))
+            })
+            .collect();
+        files.into()
     }
 }
 
@@ -89,5 +124,50 @@ mod tests {
             position(source, 0),
             serde_json::json!({"line": 1, "column": 1})
         );
+    }
+
+    #[test]
+    fn test_files_list_every_named_test_under_its_file_and_mutants_carry_their_duration() {
+        use crate::mutants::{self, ChangedFile, MutationPlan};
+        use crate::mutate::{MutantResult, Status};
+        let source = "def is_past_end(page, last):\n    return page > last\n";
+        let plan = mutants::plan_mutants(
+            &[ChangedFile {
+                path: "pager/clamp.py".into(),
+                bytes: source.as_bytes().to_vec(),
+                changed_lines: [1, 2].into(),
+            }],
+            Some(1),
+        );
+        let killer = "tests/test_pages.py::TestLast::test_partial_page";
+        let report = MutateReport {
+            tree: "41e7".into(),
+            per_line_selection: true,
+            selection_note: None,
+            files: [("pager/clamp.py".to_owned(), source.to_owned())].into(),
+            results: vec![MutantResult {
+                mutant: plan.mutants[0].clone(),
+                status: Status::Killed,
+                status_reason: None,
+                covered_by: vec![killer.into(), "tests/test_edges.py::test_zero".into()],
+                killed_by: vec![killer.into()],
+                tests_completed: Some(1),
+                flaky: false,
+                duration_s: Some(0.0624),
+            }],
+            plan: MutationPlan::default(),
+            elapsed_s: 1.0,
+        };
+        let doc = report.stryker_json();
+        assert_eq!(
+            doc["testFiles"],
+            serde_json::json!({
+                "tests/test_edges.py": {"tests": [{"id": "tests/test_edges.py::test_zero", "name": "test_zero"}]},
+                "tests/test_pages.py": {"tests": [{"id": killer, "name": "TestLast::test_partial_page"}]},
+            })
+        );
+        let mutant = &doc["files"]["pager/clamp.py"]["mutants"][0];
+        assert_eq!(mutant["duration"], 62);
+        assert_eq!(mutant["killedBy"][0], killer);
     }
 }

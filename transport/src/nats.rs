@@ -219,21 +219,14 @@ pub async fn workers_consumer(
     tuning: &QueueTuning,
 ) -> Result<consumer::PullConsumer, FleetError> {
     let stream = jobs_stream(js, subjects, tuning).await?;
-    let name = subjects.workers_consumer();
-    stream
-        .get_or_create_consumer(
-            &name,
-            consumer::pull::Config {
-                durable_name: Some(name.clone()),
-                ack_policy: consumer::AckPolicy::Explicit,
-                ack_wait: tuning.ack_wait,
-                max_deliver: tuning.max_deliver + 1,
-                filter_subject: subjects.jobs_filter(),
-                ..Default::default()
-            },
-        )
-        .await
-        .map_err(|e| FleetError::jetstream(format!("create consumer {name}"), e))
+    durable_pull(
+        &stream,
+        subjects.workers_consumer(),
+        subjects.jobs_filter(),
+        tuning.ack_wait,
+        tuning.max_deliver + 1,
+    )
+    .await
 }
 
 pub async fn coordinator_consumer(
@@ -242,15 +235,35 @@ pub async fn coordinator_consumer(
     tuning: &QueueTuning,
 ) -> Result<consumer::PullConsumer, FleetError> {
     let stream = results_stream(js, subjects, tuning).await?;
-    let name = subjects.coordinator_consumer();
+    // 0 is the server's default: unlimited deliveries; a result is never given up on, only
+    // applied once.
+    durable_pull(
+        &stream,
+        subjects.coordinator_consumer(),
+        subjects.results_filter(),
+        Duration::from_secs(30),
+        0,
+    )
+    .await
+}
+
+/// A durable pull consumer with explicit acks over `filter` of `stream`.
+async fn durable_pull(
+    stream: &stream::Stream,
+    name: String,
+    filter: String,
+    ack_wait: Duration,
+    max_deliver: i64,
+) -> Result<consumer::PullConsumer, FleetError> {
     stream
         .get_or_create_consumer(
             &name,
             consumer::pull::Config {
                 durable_name: Some(name.clone()),
                 ack_policy: consumer::AckPolicy::Explicit,
-                ack_wait: Duration::from_secs(30),
-                filter_subject: subjects.results_filter(),
+                ack_wait,
+                max_deliver,
+                filter_subject: filter,
                 ..Default::default()
             },
         )

@@ -276,7 +276,6 @@ pub async fn cancel(args: &CancelArgs) -> Result<u8, Failure> {
 /// Progress lines for a fleet proof, in the embedded reporter's words.
 /// Keeps the suite jobs' results, which the suite history records once the proof is done.
 pub struct FleetStderr<'a> {
-    pub quiet: bool,
     pub progress: crate::reporter::StderrProgress,
     pub jobs: &'a [assay_common::job::JobSpec],
     pub suite_results: Vec<JobResult>,
@@ -318,12 +317,9 @@ impl FleetProgress for FleetStderr<'_> {
 
     fn halted(&mut self, reason: &str) {
         // Shown even with --quiet: the proof waits, and this says why.
-        let line = format!("[HALT] proof admission stopped. Reason: {reason}");
-        if self.quiet {
-            eprintln!("{line}");
-        } else {
-            self.progress.terminal.line(&line);
-        }
+        self.progress
+            .terminal
+            .urgent(&format!("[HALT] proof admission stopped. Reason: {reason}"));
     }
 
     fn resumed(&mut self) {

@@ -57,9 +57,13 @@ impl Terminal {
 
     /// One line of progress: above the bar when live, on stderr otherwise.
     pub fn line(&self, text: &str) {
-        if self.quiet {
-            return;
+        if !self.quiet {
+            self.urgent(text);
         }
+    }
+
+    /// A line shown even with `--quiet` (why a proof waits): above the bar when live.
+    pub fn urgent(&self, text: &str) {
         match &self.bar {
             // A bar not drawn yet (before the first count) would drop the line.
             Some(bar) if !bar.is_hidden() => bar.println(text),

@@ -380,7 +380,6 @@ async fn run_on_fleet(
         .map_err(|e| Failure::infrastructure(e.into()))?;
     let submission = assay_coordinator::client::submission(prepared, jobs as u32);
     let mut progress = crate::fleet::FleetStderr {
-        quiet: args.quiet,
         progress: StderrProgress::new(args.progress, args.quiet, jobs),
         jobs: &prepared.jobs,
         suite_results: Vec::new(),

@@ -117,6 +117,7 @@ fn timing_free(mut report: serde_json::Value) -> serde_json::Value {
                 let fields = mutant.as_object_mut().expect("a mutant");
                 fields.remove("killedBy");
                 fields.remove("testsCompleted");
+                fields.remove("duration");
             }
         }
     }

@@ -14,6 +14,7 @@ use assay_common::TreeId;
 use assay_common::report::summary::SuiteStatus;
 use assay_common::runner::{ReportFormat, RunnerKind};
 use assay_common::suite::{CaseListing, CaseOutcome, Lane, SUITE_SCHEMA, SuiteReport, SuiteTotals};
+use assay_coordinator::coverage::CoverageMap;
 use assay_coordinator::dispatch::run_one;
 use assay_coordinator::engine;
 use assay_coordinator::source;
@@ -30,7 +31,7 @@ use assay_coordinator::suite::runners::{SuiteRunner, SuiteSetup};
 use assay_coordinator::suite::select::{self, Selectors};
 use assay_coordinator::suite::shard::ShardMode;
 use assay_transport::queue::JobQueue;
-use assay_transport::store::{ArtifactStore, read_named};
+use assay_transport::store::ArtifactStore;
 use clap::Args;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -653,16 +654,10 @@ async fn reachability(
     let result = run_one(queue, &job)
         .await
         .map_err(|e| Failure::infrastructure(e.into()))?;
-    let bytes = read_named(store, &result, "report")
+    let map = CoverageMap::read(store, &result)
         .await
-        .map_err(|e| Failure::infrastructure(e.into()))?
-        .ok_or_else(|| {
-        Failure::infrastructure(anyhow!(
-            "the per-test coverage run ({}) wrote no coverage report (hint: --reachability needs coverage.py installed where the tests run)",
-            result.status.label()
-        ))
-    })?;
-    let files = reach::reach(&changed, &bytes).map_err(|e| Failure::infrastructure(e.into()))?;
+        .map_err(|e| Failure::infrastructure(e.into()))?;
+    let files = reach::reach(&changed, &map);
     for file in &files {
         if !file.imported {
             eprintln!(

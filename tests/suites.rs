@@ -1456,7 +1456,7 @@ fn reachability_names_the_changed_lines_no_executed_test_reaches() {
     assert_eq!(files[0]["file"], "pricing.py");
     assert_eq!(
         files[0]["reached_by"],
-        serde_json::json!(["test_discount.test_spring"])
+        serde_json::json!(["tests/test_discount.py::test_spring"])
     );
     let refused = project.test(&["--reachability"]);
     assert_eq!(code(&refused), 2, "{}", stderr(&refused));

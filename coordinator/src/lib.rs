@@ -7,6 +7,7 @@ pub mod admitter;
 pub mod cache;
 pub mod client;
 pub mod cluster_queue;
+pub mod coverage;
 pub mod dispatch;
 pub mod engine;
 // Mutation testing, in three parts: `mutants` holds the rules both uses share (choosing

@@ -4,6 +4,7 @@
 //! proof uses, ordered by expected cost, under one budget; kills are confirmed by a re-run.
 //! The result is Stryker's mutation-testing-report-schema JSON plus a summary.
 
+use crate::coverage::{self, CoverageMap};
 use crate::dispatch::run_one;
 use crate::engine::{ProgressSink, ProofEvent};
 use crate::mutants::budget::MutantTimeout;
@@ -13,49 +14,17 @@ use crate::mutation_check::run_mutants;
 use crate::source::{self, SourceError};
 use assay_common::job::{JobKind, JobResult, JobSpec, JobStatus, Side};
 use assay_transport::error_chain::error_chain;
-use assay_transport::queue::JobQueue;
+use assay_transport::queue::{JobQueue, QueueError};
 
 use assay_common::runner::RunnerKind;
 use assay_common::{JobId, ProofId, TreeId};
-use assay_transport::store::{ArtifactStore, read_named};
+use assay_transport::store::ArtifactStore;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// Runs the suite under coverage.py with one dynamic context per pytest node id (switched
-/// around each test's setup, call and teardown), and writes line → node ids plus per-test
-/// durations as JSON to argv[1]. Lines executed outside any test (imports) get context "".
 mod stryker;
-
-const COVERAGE_SCRIPT: &str = r#"
-import json, os, sys
-import coverage, pytest
-out = sys.argv[1]
-cov = coverage.Coverage(data_file=None, config_file=False)
-durations = {}
-class Contexts:
-    @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_protocol(self, item, nextitem):
-        cov.switch_context(item.nodeid)
-        yield
-        cov.switch_context("")
-    def pytest_runtest_logreport(self, report):
-        durations[report.nodeid] = durations.get(report.nodeid, 0.0) + report.duration
-cov.start()
-code = pytest.main(["-q", "-p", "no:cacheprovider"] + sys.argv[2:], plugins=[Contexts()])
-cov.stop()
-data = cov.get_data()
-root = os.getcwd()
-lines = {}
-for path in data.measured_files():
-    rel = os.path.relpath(path, root)
-    if rel.startswith(".."):
-        continue
-    lines[rel.replace(os.sep, "/")] = {str(n): sorted(c) for n, c in data.contexts_by_lineno(path).items()}
-with open(out, "w") as f:
-    json.dump({"exit": int(code), "lines": lines, "durations": durations}, f)
-"#;
 
 /// Exit code when some mutant survived or no test covers it (documented in the user guide).
 pub const EXIT_SURVIVORS: u8 = 5;
@@ -129,32 +98,6 @@ pub struct MutateReport {
     pub results: Vec<MutantResult>,
     pub plan: MutationPlan,
     pub elapsed_s: f64,
-}
-
-/// The coverage run's output.
-#[derive(Debug, Default, Deserialize)]
-struct CoverageMap {
-    lines: BTreeMap<String, BTreeMap<String, Vec<String>>>,
-    durations: BTreeMap<String, f64>,
-}
-
-/// Tests that execute any line of `lines` in `path`; `Some(empty)` when only import-time code
-/// does, `None` when no line of the range ran at all.
-fn covering_tests(
-    map: &CoverageMap,
-    path: &str,
-    lines: std::ops::RangeInclusive<u32>,
-) -> Option<BTreeSet<String>> {
-    let by_line = map.lines.get(path)?;
-    let mut executed = false;
-    let mut tests = BTreeSet::new();
-    for line in lines {
-        if let Some(contexts) = by_line.get(&line.to_string()) {
-            executed = true;
-            tests.extend(contexts.iter().filter(|c| !c.is_empty()).cloned());
-        }
-    }
-    executed.then_some(tests)
 }
 
 fn line_range(bytes: &[u8], mutant: &Mutant) -> std::ops::RangeInclusive<u32> {
@@ -254,13 +197,7 @@ pub async fn run(
     let mut index = 0;
     let (baseline_spec, per_line) = match request.runner {
         RunnerKind::Pytest => {
-            let mut command = vec![
-                "python3".to_owned(),
-                "-c".into(),
-                COVERAGE_SCRIPT.into(),
-                "{report}".into(),
-            ];
-            command.extend(["-o".into(), "junit_family=xunit1".into()]);
+            let command = coverage::command(["-o".into(), "junit_family=xunit1".into()]);
             (spec(request, &tree, index, command), true)
         }
         RunnerKind::Unittest => {
@@ -276,17 +213,18 @@ pub async fn run(
     let baseline_time = Duration::from_millis(baseline.as_ref().map_or(0, |r| r.duration_ms));
     let mut selection_note = None;
     let coverage = match (&baseline, per_line) {
-        (Ok(result), true) => match read_report(store, result).await {
+        (Ok(result), true) => match CoverageMap::read(store, result).await {
             Ok(map) => Some(map),
             Err(why) => {
                 selection_note = Some(format!(
-                    "per-test coverage unavailable ({why}); each mutant runs the whole suite (hint: pip install coverage pytest)"
+                    "per-test coverage unavailable ({}); each mutant runs the whole suite",
+                    error_chain(&why)
                 ));
                 None
             }
         },
         (Err(why), _) => {
-            selection_note = Some(format!("the baseline run failed: {why}"));
+            selection_note = Some(error_chain(&why));
             None
         }
         (Ok(_), false) => None,
@@ -310,7 +248,7 @@ pub async fn run(
         let file_bytes = bytes.get(mutant.path.as_str()).copied().unwrap_or_default();
         let (covered_by, cost) = match &coverage {
             Some(map) => {
-                match covering_tests(map, mutant.path.as_str(), line_range(file_bytes, mutant)) {
+                match map.tests_running(mutant.path.as_str(), line_range(file_bytes, mutant)) {
                     None => {
                         results[at] = Some(MutantResult {
                             mutant: mutant.clone(),
@@ -677,21 +615,34 @@ fn judge(result: &JobResult, timeout: MutantTimeout) -> Judged {
     }
 }
 
-/// The baseline's one job; an infrastructure failure is an error like a lost queue.
-async fn run_single(queue: &dyn JobQueue, spec: &JobSpec) -> Result<JobResult, String> {
-    let result = run_one(queue, spec).await.map_err(|e| error_chain(&e))?;
-    match &result.status {
-        JobStatus::Infrastructure { message, .. } => Err(message.clone()),
-        _ => Ok(result),
-    }
+/// Why the baseline gave nothing to plan from; the mutants then run the whole suite.
+#[derive(Debug, thiserror::Error)]
+enum BaselineError {
+    #[error("the baseline run (job {job}) failed")]
+    Queue {
+        job: JobId,
+        #[source]
+        source: QueueError,
+    },
+    #[error("the baseline run (job {job}) failed: {message}")]
+    Infrastructure { job: JobId, message: String },
 }
 
-async fn read_report(store: &dyn ArtifactStore, result: &JobResult) -> Result<CoverageMap, String> {
-    let bytes = read_named(store, result, "report")
+/// The baseline's one job; an infrastructure failure is an error like a lost queue.
+async fn run_single(queue: &dyn JobQueue, spec: &JobSpec) -> Result<JobResult, BaselineError> {
+    let result = run_one(queue, spec)
         .await
-        .map_err(|e| error_chain(&e))?
-        .ok_or("the coverage run wrote no map (is coverage.py installed?)")?;
-    serde_json::from_slice(&bytes).map_err(|e| format!("the coverage map is malformed: {e}"))
+        .map_err(|source| BaselineError::Queue {
+            job: spec.job_id.clone(),
+            source,
+        })?;
+    match &result.status {
+        JobStatus::Infrastructure { message, .. } => Err(BaselineError::Infrastructure {
+            job: spec.job_id.clone(),
+            message: message.clone(),
+        }),
+        _ => Ok(result),
+    }
 }
 
 /// The counts and the mutation score of a run.
@@ -916,34 +867,5 @@ mod tests {
         // Only the ten with a verdict count towards the rate.
         assert_eq!(summary.mutants_per_minute, 20.0);
         assert_eq!(report.exit_code(), EXIT_SURVIVORS);
-    }
-
-    #[test]
-    fn covering_tests_tell_uncovered_from_import_time_lines() {
-        let map = CoverageMap {
-            lines: [(
-                "pager.py".to_owned(),
-                [
-                    ("1".to_owned(), vec![String::new()]),
-                    (
-                        "2".to_owned(),
-                        vec!["tests/test_pages.py::test_full_pages".to_owned()],
-                    ),
-                ]
-                .into(),
-            )]
-            .into(),
-            durations: BTreeMap::new(),
-        };
-        assert_eq!(
-            covering_tests(&map, "pager.py", 1..=1),
-            Some(BTreeSet::new())
-        );
-        assert_eq!(
-            covering_tests(&map, "pager.py", 1..=2).map(|t| t.len()),
-            Some(1)
-        );
-        assert_eq!(covering_tests(&map, "pager.py", 7..=8), None);
-        assert_eq!(covering_tests(&map, "other.py", 1..=1), None);
     }
 }

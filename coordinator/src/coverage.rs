@@ -1,0 +1,191 @@
+//! Per-test coverage: one pytest run under coverage.py with a dynamic context per test node id,
+//! and the map it writes of which tests execute which lines. `assay mutate` runs each mutant's
+//! covering tests only; `assay test --reachability` names the changed lines no executed test
+//! reaches. The map's format is in docs/FORMATS.md ("Per-test coverage map").
+
+use assay_common::JobId;
+use assay_common::job::JobResult;
+use assay_transport::store::{ArtifactError, ArtifactStore, read_named};
+use serde::Deserialize;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Runs pytest (argv[2:] are its arguments) under coverage.py, switching the dynamic context
+/// to each test's node id around its setup, call and teardown (coverage's own `test_function`
+/// contexts name only the test function, and miss fixtures), and writes the map to argv[1].
+/// `config_file=False`: the project's own coverage settings (`source`, `omit`, `branch`, its
+/// contexts or data file) must not narrow or reshape what the map says. Lines executed outside
+/// any test (imports, collection) get the context "". The script exits 0 whatever pytest did,
+/// so the map is read even when tests fail; pytest's own exit status is in the map.
+const SCRIPT: &str = r#"
+import json, os, sys
+import coverage, pytest
+out = sys.argv[1]
+cov = coverage.Coverage(data_file=None, config_file=False)
+durations = {}
+class Contexts:
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(self, item, nextitem):
+        cov.switch_context(item.nodeid)
+        yield
+        cov.switch_context("")
+    def pytest_runtest_logreport(self, report):
+        durations[report.nodeid] = durations.get(report.nodeid, 0.0) + report.duration
+cov.start()
+code = pytest.main(["-q", "-p", "no:cacheprovider"] + sys.argv[2:], plugins=[Contexts()])
+cov.stop()
+data = cov.get_data()
+root = os.getcwd()
+files = {}
+for path in data.measured_files():
+    rel = os.path.relpath(path, root)
+    if rel.startswith(".."):
+        continue
+    try:
+        missing = cov.analysis2(path)[3]
+    except coverage.CoverageException:
+        # No source to analyse (a file removed since it ran): what ran is still known.
+        missing = []
+    files[rel.replace(os.sep, "/")] = {
+        "lines": {str(n): sorted(c) for n, c in data.contexts_by_lineno(path).items()},
+        "missing": sorted(missing),
+    }
+with open(out, "w") as f:
+    json.dump({"exit": int(code), "files": files, "durations": durations}, f)
+"#;
+
+/// The command of a job that writes the map as its `report` artifact: pytest with
+/// `pytest_args` (options, node ids) under per-test contexts.
+pub fn command(pytest_args: impl IntoIterator<Item = String>) -> Vec<String> {
+    ["python3", "-c", SCRIPT, "{report}"]
+        .map(String::from)
+        .into_iter()
+        .chain(pytest_args)
+        .collect()
+}
+
+/// What one coverage run measured. Written by the tests' own process, so it is only as
+/// trustworthy as the project under test: it steers which tests run and what is reported,
+/// never a verdict on its own.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+pub struct CoverageMap {
+    /// Files under the tree's root (relative, `/`-separated) that ran at all.
+    pub files: BTreeMap<String, FileCoverage>,
+    /// Seconds per node id: setup, call and teardown.
+    pub durations: BTreeMap<String, f64>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+pub struct FileCoverage {
+    /// Every line that ran, with the node ids that ran it ("" for code run outside any test).
+    pub lines: BTreeMap<u32, Vec<String>>,
+    /// Statement lines that never ran (blank lines and comments are not statements).
+    pub missing: BTreeSet<u32>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CoverageError {
+    #[error("failed to read the per-test coverage map of job {job}")]
+    Store {
+        job: JobId,
+        #[source]
+        source: ArtifactError,
+    },
+    #[error(
+        "the per-test coverage run (job {job}, {status}) wrote no map (hint: pytest and coverage.py must be installed where the tests run)"
+    )]
+    Missing { job: JobId, status: &'static str },
+    #[error("the per-test coverage map of job {job} is malformed")]
+    Malformed {
+        job: JobId,
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+impl CoverageMap {
+    pub fn parse(bytes: &[u8]) -> Result<Self, serde_json::Error> {
+        serde_json::from_slice(bytes)
+    }
+
+    /// The map a [`command`] job left in the store.
+    pub async fn read(
+        store: &dyn ArtifactStore,
+        result: &JobResult,
+    ) -> Result<Self, CoverageError> {
+        let job = || result.job_id.clone();
+        let bytes = read_named(store, result, "report")
+            .await
+            .map_err(|source| CoverageError::Store { job: job(), source })?
+            .ok_or_else(|| CoverageError::Missing {
+                job: job(),
+                status: result.status.label(),
+            })?;
+        Self::parse(&bytes).map_err(|source| CoverageError::Malformed { job: job(), source })
+    }
+
+    /// The tests that execute any of `lines` in `path`: `None` when none of them ran at all,
+    /// `Some(empty)` when only code outside any test (imports, collection) ran them.
+    pub fn tests_running(
+        &self,
+        path: &str,
+        lines: impl IntoIterator<Item = u32>,
+    ) -> Option<BTreeSet<String>> {
+        let file = self.files.get(path)?;
+        let mut executed = false;
+        let mut tests = BTreeSet::new();
+        for line in lines {
+            if let Some(contexts) = file.lines.get(&line) {
+                executed = true;
+                tests.extend(contexts.iter().filter(|c| !c.is_empty()).cloned());
+            }
+        }
+        executed.then_some(tests)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MAP: &str = r#"{"exit": 1, "files": {
+        "pager.py": {"lines": {"1": [""], "2": ["tests/test_pages.py::test_full_pages"],
+                               "3": ["", "tests/test_pages.py::test_full_pages", "tests/test_pages.py::test_bounds[11-5]"]},
+                     "missing": [5, 6]}},
+        "durations": {"tests/test_pages.py::test_full_pages": 0.25}}"#;
+
+    #[test]
+    fn tests_running_tell_uncovered_from_import_time_lines() {
+        let map = CoverageMap::parse(MAP.as_bytes()).unwrap();
+        assert_eq!(map.files["pager.py"].missing, [5, 6].into());
+        assert_eq!(map.durations["tests/test_pages.py::test_full_pages"], 0.25);
+        assert_eq!(map.tests_running("pager.py", 1..=1), Some(BTreeSet::new()));
+        assert_eq!(
+            map.tests_running("pager.py", [1, 3]),
+            Some(
+                [
+                    "tests/test_pages.py::test_bounds[11-5]".to_owned(),
+                    "tests/test_pages.py::test_full_pages".to_owned()
+                ]
+                .into()
+            )
+        );
+        assert_eq!(map.tests_running("pager.py", 5..=8), None);
+        assert_eq!(map.tests_running("other.py", 1..=1), None);
+    }
+
+    #[test]
+    fn a_map_the_tests_could_have_forged_badly_is_refused() {
+        for hostile in [
+            "",
+            "[]",
+            r#"{"files": {"pager.py": {"lines": {"two": [""]}, "missing": []}}, "durations": {}}"#,
+            r#"{"files": {"pager.py": {"lines": {"-1": [""]}, "missing": []}}, "durations": {}}"#,
+            r#"{"files": {"pager.py": {"lines": {"4294967296": [""]}, "missing": []}}, "durations": {}}"#,
+            r#"{"files": {"pager.py": {"lines": {"1": [7]}, "missing": []}}, "durations": {}}"#,
+            r#"{"files": {"pager.py": {"lines": {}, "missing": [1.5]}}, "durations": {}}"#,
+            r#"{"files": {}, "durations": {"tests/test_pages.py::test_full_pages": "slow"}}"#,
+        ] {
+            assert!(CoverageMap::parse(hostile.as_bytes()).is_err(), "{hostile}");
+        }
+    }
+}

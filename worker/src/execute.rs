@@ -3,16 +3,17 @@
 //! uploaded with their sha256, and the scratch directory removed on every path.
 
 use crate::guest_file::{self, GuestFile, Placement};
-use crate::manifest_job;
-use crate::sandbox::{MutantSource, Sandbox, SandboxExit, SandboxRun, clean_env};
-use assay_common::WorkerId;
+use crate::manifest_job::{self, CasesError};
+use crate::sandbox::{MutantSource, Sandbox, SandboxError, SandboxExit, SandboxRun, clean_env};
 use assay_common::job::{ArtifactRef, ByteEdit, JobKind, JobResult, JobSpec, JobStatus};
 use assay_common::outcome::ReportOutcome;
 use assay_common::report;
 use assay_common::runner::ReportLocation;
+use assay_common::tree_path::TreePath;
+use assay_common::{JobId, WorkerId};
 use assay_transport::error_chain::error_chain;
-use assay_transport::store::ArtifactStore;
-use assay_transport::tree::TreeSource;
+use assay_transport::store::{ArtifactStore, StoreError};
+use assay_transport::tree::{TreeError, TreeSource};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -23,6 +24,109 @@ pub const UNITTEST_ADAPTER: &str = include_str!("adapters/unittest_adapter.py");
 
 /// The node:test reporter Assay ships; written into the scratch directory of node jobs.
 pub const NODE_REPORTER: &str = include_str!("adapters/node_reporter.mjs");
+
+/// Why a job could not be run; the job lands in the infrastructure lane with this chain.
+#[derive(Debug, thiserror::Error)]
+pub enum ExecuteError {
+    #[error("failed to create scratch directory {path}")]
+    ScratchDir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("failed to materialize the tree of job {job}")]
+    Materialize {
+        job: JobId,
+        #[source]
+        source: TreeError,
+    },
+    #[error(transparent)]
+    Edit(#[from] EditError),
+    #[error(transparent)]
+    Cases(#[from] CasesError),
+    #[error("refusing report path {path}: {why}")]
+    ReportOutside { path: PathBuf, why: String },
+    #[error("failed to remove stale report {path}")]
+    StaleReport {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("failed to write the {what} to {path}")]
+    Adapter {
+        what: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the sandbox did not run job {job}")]
+    Sandbox {
+        job: JobId,
+        #[source]
+        source: SandboxError,
+    },
+    #[error("failed to read report {path}")]
+    ReadReport {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Output(#[from] OutputError),
+    #[error("failed to store the report of job {job}")]
+    StoreReport {
+        job: JobId,
+        #[source]
+        source: StoreError,
+    },
+}
+
+/// One of a job's output streams could not be stored.
+#[derive(Debug, thiserror::Error)]
+#[error("failed to store the job's {name} output")]
+pub struct OutputError {
+    pub name: String,
+    #[source]
+    pub source: StoreError,
+}
+
+/// Why a mutant's edit could not be applied to the materialized tree.
+#[derive(Debug, thiserror::Error)]
+pub enum EditError {
+    #[error("refusing mutant edit of {path}: {why}")]
+    Outside { path: TreePath, why: String },
+    #[error("failed to read {path} for a mutant")]
+    Read {
+        path: TreePath,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("mutant edit {start}..{end} is outside {path} ({len} bytes)")]
+    OutOfRange {
+        path: TreePath,
+        start: usize,
+        end: usize,
+        len: usize,
+    },
+    #[error("failed to write mutant of {path}")]
+    Write {
+        path: TreePath,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("failed to list {dir}")]
+    ListBytecode {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("failed to remove stale bytecode {path}")]
+    RemoveBytecode {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
 
 /// What a worker needs to run jobs, shared by all its slots.
 #[derive(Clone)]
@@ -54,7 +158,9 @@ pub async fn run_job(job: &JobSpec, ctx: &JobContext) -> JobResult {
         }
         let mut result = match outcome {
             Ok(result) => result,
-            Err(message) => JobResult::infrastructure(job, ctx.worker_id.clone(), message),
+            Err(error) => {
+                JobResult::infrastructure(job, ctx.worker_id.clone(), error_chain(&error))
+            }
         };
         result.duration_ms = started.elapsed().as_millis() as u64;
         tracing::info!(status = result.status.label(), duration_ms = result.duration_ms, "job finished");
@@ -64,7 +170,11 @@ pub async fn run_job(job: &JobSpec, ctx: &JobContext) -> JobResult {
     .await
 }
 
-async fn run_in(job: &JobSpec, ctx: &JobContext, scratch: &Path) -> Result<JobResult, String> {
+async fn run_in(
+    job: &JobSpec,
+    ctx: &JobContext,
+    scratch: &Path,
+) -> Result<JobResult, ExecuteError> {
     // `tree` and `private` are the guest's (a container mounts them); `logs` is the worker's
     // alone, so the guest cannot rewrite or replace its own stdout and stderr.
     let tree_dir = scratch.join("tree");
@@ -80,12 +190,18 @@ async fn run_in(job: &JobSpec, ctx: &JobContext, scratch: &Path) -> Result<JobRe
     ] {
         tokio::fs::create_dir_all(dir)
             .await
-            .map_err(|e| format!("failed to create scratch directory {}: {e}", dir.display()))?;
+            .map_err(|source| ExecuteError::ScratchDir {
+                path: dir.clone(),
+                source,
+            })?;
     }
     ctx.trees
         .materialize(&job.tree, &tree_dir)
         .await
-        .map_err(|e| error_chain(&e))?;
+        .map_err(|source| ExecuteError::Materialize {
+            job: job.job_id.clone(),
+            source,
+        })?;
     let original = match &job.edit {
         Some(edit) => Some(apply_edit(&tree_dir, edit)?),
         None => None,
@@ -117,33 +233,29 @@ async fn run_in(job: &JobSpec, ctx: &JobContext, scratch: &Path) -> Result<JobRe
     };
     // A committed link (`reports -> /etc`) must not lead the removal below out of the tree.
     if let Placement::Outside(why) = guest_file::placement(&report_path, report_root) {
-        return Err(format!(
-            "refusing report path {}: {why}",
-            report_path.display()
-        ));
+        return Err(ExecuteError::ReportOutside {
+            path: report_path,
+            why,
+        });
     }
     // A report inside the tree may have been committed: it must never pass for this run's.
-    if let Err(e) = tokio::fs::remove_file(&report_path).await
-        && e.kind() != std::io::ErrorKind::NotFound
+    if let Err(source) = tokio::fs::remove_file(&report_path).await
+        && source.kind() != std::io::ErrorKind::NotFound
     {
-        return Err(format!(
-            "failed to remove stale report {}: {e}",
-            report_path.display()
-        ));
+        return Err(ExecuteError::StaleReport {
+            path: report_path,
+            source,
+        });
     }
     let adapter_path = private.join("unittest_adapter.py");
-    tokio::fs::write(&adapter_path, UNITTEST_ADAPTER)
-        .await
-        .map_err(|e| format!("failed to write the unittest adapter: {e}"))?;
+    write_adapter("unittest adapter", &adapter_path, UNITTEST_ADAPTER).await?;
     let node_reporter_path = private.join("assay_node_reporter.mjs");
     if job
         .command
         .iter()
         .any(|arg| arg.contains("{node_reporter}"))
     {
-        tokio::fs::write(&node_reporter_path, NODE_REPORTER)
-            .await
-            .map_err(|e| format!("failed to write the node:test reporter: {e}"))?;
+        write_adapter("node:test reporter", &node_reporter_path, NODE_REPORTER).await?;
     }
     // The report path is private and fresh, so no earlier run's report can be read as this one's.
     let command: Vec<String> = job
@@ -187,7 +299,10 @@ async fn run_in(job: &JobSpec, ctx: &JobContext, scratch: &Path) -> Result<JobRe
     } else {
         ctx.sandbox.run(&run).instrument(sandbox_span).await
     }
-    .map_err(|e| error_chain(&e))?;
+    .map_err(|source| ExecuteError::Sandbox {
+        job: job.job_id.clone(),
+        source,
+    })?;
     let status = match exit {
         SandboxExit::Exited(code) => JobStatus::Completed { exit_code: code },
         SandboxExit::Signalled(signal) => JobStatus::Completed {
@@ -197,10 +312,14 @@ async fn run_in(job: &JobSpec, ctx: &JobContext, scratch: &Path) -> Result<JobRe
     };
     let read = {
         let (path, root) = (report_path.clone(), report_root.clone());
+        let read_report = |source| ExecuteError::ReadReport {
+            path: report_path.clone(),
+            source,
+        };
         tokio::task::spawn_blocking(move || guest_file::read(&path, &root))
             .await
-            .map_err(|e| format!("failed to read report {}: {e}", report_path.display()))?
-            .map_err(|e| format!("failed to read report {}: {e}", report_path.display()))?
+            .map_err(|e| read_report(std::io::Error::other(e)))?
+            .map_err(read_report)?
     };
     let (report_bytes, refused) = match read {
         GuestFile::Absent => (None, None),
@@ -237,7 +356,10 @@ async fn run_in(job: &JobSpec, ctx: &JobContext, scratch: &Path) -> Result<JobRe
             ctx.store
                 .put_bytes("report", &key, bytes.into())
                 .await
-                .map_err(|e| error_chain(&e))?,
+                .map_err(|source| ExecuteError::StoreReport {
+                    job: job.job_id.clone(),
+                    source,
+                })?,
         );
     }
     Ok(JobResult {
@@ -259,12 +381,15 @@ pub(crate) async fn store_output(
     name: &str,
     key: &str,
     path: &Path,
-) -> Result<ArtifactRef, String> {
+) -> Result<ArtifactRef, OutputError> {
     let artifact = ctx
         .store
         .put_file_capped(name, key, path, ctx.output_cap_bytes)
         .await
-        .map_err(|e| error_chain(&e))?;
+        .map_err(|source| OutputError {
+            name: name.to_owned(),
+            source,
+        })?;
     if artifact.dropped_bytes > 0 {
         tracing::warn!(
             artifact = name,
@@ -274,6 +399,20 @@ pub(crate) async fn store_output(
         );
     }
     Ok(artifact)
+}
+
+async fn write_adapter(
+    what: &'static str,
+    path: &Path,
+    contents: &str,
+) -> Result<(), ExecuteError> {
+    tokio::fs::write(path, contents)
+        .await
+        .map_err(|source| ExecuteError::Adapter {
+            what,
+            path: path.to_path_buf(),
+            source,
+        })
 }
 
 /// The job's whole environment: the sandbox's clean one, what the worker passes through, a
@@ -294,10 +433,6 @@ fn job_env(job: &JobSpec, ctx: &JobContext, private: &Path) -> Vec<(String, Stri
     env
 }
 
-/// Applies a mutant's byte-range edit to the materialized tree. The path was confined when the
-/// job was decoded; a committed link (`pager.py -> /etc/hosts`, or a linked directory) must not
-/// lead the write out of the tree either, so neither the directory nor the file may resolve
-/// elsewhere.
 /// pytest exits 2 when the session was interrupted and 3 on an internal error (a crash in a
 /// plugin or in its own JUnit writer, say): the report it leaves lists only what ran before,
 /// with counts that agree with that part, so the exit code is what says the run is partial.
@@ -320,13 +455,20 @@ fn unfinished_pytest_session(job: &JobSpec, status: &JobStatus) -> Option<String
     }
 }
 
+/// Applies a mutant's byte-range edit to the materialized tree. The path was confined when the
+/// job was decoded; a committed link (`pager.py -> /etc/hosts`, or a linked directory) must not
+/// lead the write out of the tree either, so neither the directory nor the file may resolve
+/// elsewhere.
 /// Returns the file's bytes before the edit.
-fn apply_edit(tree_dir: &Path, edit: &ByteEdit) -> Result<Vec<u8>, String> {
+fn apply_edit(tree_dir: &Path, edit: &ByteEdit) -> Result<Vec<u8>, EditError> {
     use std::io::{Read, Write};
     use std::os::unix::fs::OpenOptionsExt;
     let path = tree_dir.join(edit.path.as_str());
     if let Placement::Outside(why) = guest_file::placement(&path, tree_dir) {
-        return Err(format!("refusing mutant edit of {}: {why}", edit.path));
+        return Err(EditError::Outside {
+            path: edit.path.clone(),
+            why,
+        });
     }
     let open = |write: bool| {
         std::fs::OpenOptions::new()
@@ -339,28 +481,33 @@ fn apply_edit(tree_dir: &Path, edit: &ByteEdit) -> Result<Vec<u8>, String> {
     let mut bytes = Vec::new();
     open(false)
         .and_then(|mut file| file.read_to_end(&mut bytes))
-        .map_err(|e| format!("failed to read {} for a mutant: {e}", edit.path))?;
+        .map_err(|source| EditError::Read {
+            path: edit.path.clone(),
+            source,
+        })?;
     if edit.start > edit.end || edit.end > bytes.len() {
-        return Err(format!(
-            "mutant edit {}..{} is outside {} ({} bytes)",
-            edit.start,
-            edit.end,
-            edit.path,
-            bytes.len()
-        ));
+        return Err(EditError::OutOfRange {
+            path: edit.path.clone(),
+            start: edit.start,
+            end: edit.end,
+            len: bytes.len(),
+        });
     }
     let original = bytes.clone();
     bytes.splice(edit.start..edit.end, edit.replacement.bytes());
     open(true)
         .and_then(|mut file| file.write_all(&bytes))
-        .map_err(|e| format!("failed to write mutant of {}: {e}", edit.path))?;
+        .map_err(|source| EditError::Write {
+            path: edit.path.clone(),
+            source,
+        })?;
     remove_cached_bytecode(&path)?;
     Ok(original)
 }
 
 /// Removes the edited module's compiled copies (`__pycache__/STEM.*.pyc`, committed or not):
 /// a cached compile of the original, checked by size and time only, must never run instead.
-fn remove_cached_bytecode(source: &Path) -> Result<(), String> {
+fn remove_cached_bytecode(source: &Path) -> Result<(), EditError> {
     let (Some(dir), Some(stem)) = (source.parent(), source.file_stem()) else {
         return Ok(());
     };
@@ -369,16 +516,14 @@ fn remove_cached_bytecode(source: &Path) -> Result<(), String> {
     let entries = match std::fs::read_dir(&cache) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(format!("failed to list {}: {e}", cache.display())),
+        Err(source) => return Err(EditError::ListBytecode { dir: cache, source }),
     };
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
         if name.starts_with(&prefix) && name.ends_with(".pyc") {
-            std::fs::remove_file(entry.path()).map_err(|e| {
-                format!(
-                    "failed to remove stale bytecode {}: {e}",
-                    entry.path().display()
-                )
+            std::fs::remove_file(entry.path()).map_err(|source| EditError::RemoveBytecode {
+                path: entry.path(),
+                source,
             })?;
         }
     }
@@ -474,5 +619,47 @@ mod tests {
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
         assert_eq!(left, ["bounds.cpython-311.pyc"]);
+    }
+
+    #[test]
+    fn an_edit_through_a_committed_link_or_past_the_end_is_refused_and_named() {
+        let tree = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let hosts = outside.path().join("hosts");
+        std::fs::write(&hosts, "127.0.0.1 localhost\n").unwrap();
+        std::os::unix::fs::symlink(&hosts, tree.path().join("pager.py")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), tree.path().join("vendor")).unwrap();
+        std::fs::write(tree.path().join("bounds.py"), "LIMIT = 10\n").unwrap();
+        let edit = |path: &str, start, end| ByteEdit {
+            path: TreePath::new(path).unwrap(),
+            start,
+            end,
+            replacement: "11".into(),
+        };
+
+        let linked_file = apply_edit(tree.path(), &edit("pager.py", 0, 3)).unwrap_err();
+        assert!(
+            matches!(&linked_file, EditError::Read { path, .. } if path.as_str() == "pager.py"),
+            "{linked_file:?}"
+        );
+        let linked_dir = apply_edit(tree.path(), &edit("vendor/hosts", 0, 3)).unwrap_err();
+        assert!(
+            matches!(&linked_dir, EditError::Outside { path, .. } if path.as_str() == "vendor/hosts"),
+            "{linked_dir:?}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&hosts).unwrap(),
+            "127.0.0.1 localhost\n"
+        );
+
+        let past_the_end = apply_edit(tree.path(), &edit("bounds.py", 8, 40)).unwrap_err();
+        assert_eq!(
+            error_chain(&past_the_end),
+            "mutant edit 8..40 is outside bounds.py (11 bytes)"
+        );
+        assert_eq!(
+            std::fs::read_to_string(tree.path().join("bounds.py")).unwrap(),
+            "LIMIT = 10\n"
+        );
     }
 }

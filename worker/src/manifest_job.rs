@@ -2,14 +2,36 @@
 //! its own stdout and stderr, judged against the case's expectation. The cases share the job's
 //! timeout; a job cut short by it reports nothing, since the cases it never ran are not failures.
 
-use crate::execute::JobContext;
-use crate::sandbox::{SandboxExit, SandboxRun};
+use crate::execute::{JobContext, OutputError};
+use crate::sandbox::{SandboxError, SandboxExit, SandboxRun};
+use assay_common::JobId;
 use assay_common::job::{ArtifactRef, JobSpec, JobStatus};
 use assay_common::manifest::{self, ManifestJob};
 use assay_common::outcome::ReportOutcome;
-use assay_transport::error_chain::error_chain;
-use std::path::Path;
+use assay_common::tree_path::TreePath;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+
+/// Why a manifest job stopped short of a result; the job lands in the infrastructure lane.
+#[derive(Debug, thiserror::Error)]
+pub enum CasesError {
+    #[error("the sandbox did not run case {case} of job {job}")]
+    Sandbox {
+        job: JobId,
+        case: TreePath,
+        #[source]
+        source: SandboxError,
+    },
+    #[error(transparent)]
+    Output(#[from] OutputError),
+    #[error("failed to read the output of case {case} from {path}")]
+    ReadOutput {
+        case: TreePath,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
 
 /// What running the cases produced: the job's status, its report and each case's logs.
 pub struct CasesRun {
@@ -32,7 +54,7 @@ pub async fn run_cases(
     ctx: &JobContext,
     dirs: CaseDirs<'_>,
     env: Vec<(String, String)>,
-) -> Result<CasesRun, String> {
+) -> Result<CasesRun, CasesError> {
     // A timeout past what an `Instant` can hold (`u64::MAX` seconds) is no deadline at all.
     let deadline = Instant::now().checked_add(Duration::from_secs(job.timeout_secs.max(1)));
     let prefix = format!("proofs/{}/jobs/{:04}/cases", job.proof_id, job.index);
@@ -63,7 +85,15 @@ pub async fn run_cases(
             timeout: left,
             network: false,
         };
-        let exit = ctx.sandbox.run(&run).await.map_err(|e| error_chain(&e))?;
+        let exit = ctx
+            .sandbox
+            .run(&run)
+            .await
+            .map_err(|source| CasesError::Sandbox {
+                job: job.job_id.clone(),
+                case: case.path.clone(),
+                source,
+            })?;
         for (stream, path) in [("stdout", &run.stdout_path), ("stderr", &run.stderr_path)] {
             let key = format!("{prefix}/{number:04}/{stream}.log");
             let name = format!("{}:{stream}", case.path);
@@ -80,7 +110,11 @@ pub async fn run_cases(
         // Judged on what was stored: the output up to the cap, never more in memory.
         let stdout = read_capped(&run.stdout_path, ctx.output_cap_bytes)
             .await
-            .map_err(|e| format!("failed to read {}: {e}", run.stdout_path.display()))?;
+            .map_err(|source| CasesError::ReadOutput {
+                case: case.path.clone(),
+                path: run.stdout_path.clone(),
+                source,
+            })?;
         results.push(manifest::case_result(
             &cases.manifest_path(),
             case,

@@ -7,15 +7,16 @@
 use crate::execute::{JobContext, run_job};
 use crate::sandbox::docker::{DockerConfig, DockerSetupError};
 use crate::sandbox::{self, Sandbox};
-use assay_common::WorkerId;
 use assay_common::fleet::Subjects;
 use assay_common::job::{JobResult, JobSpec};
 use assay_common::service_config::{ConfigError, Role, ServiceConfig};
 use assay_common::wire;
+use assay_common::{JobId, WorkerId};
+use assay_transport::error_chain::error_chain;
 use assay_transport::health::{self, Probes};
 use assay_transport::metrics::Metrics;
 use assay_transport::nats::{self, FleetError, QueueTuning};
-use assay_transport::offload;
+use assay_transport::offload::{self, OffloadError};
 use assay_transport::store::{ArtifactStore, StoreError, open_store};
 use assay_transport::store_tree::StoreTreeSource;
 use assay_transport::trace_context;
@@ -52,6 +53,24 @@ pub enum ServiceError {
         listen: String,
         #[source]
         source: std::io::Error,
+    },
+}
+
+/// Why a job's result did not reach the results stream; the job is handed back.
+#[derive(Debug, thiserror::Error)]
+pub enum PublishError {
+    #[error("failed to encode the result of job {job}")]
+    Encode {
+        job: JobId,
+        #[source]
+        source: OffloadError,
+    },
+    #[error("failed to publish the result of job {job} on {subject}")]
+    Publish {
+        job: JobId,
+        subject: String,
+        #[source]
+        source: jetstream::context::PublishError,
     },
 }
 
@@ -407,7 +426,7 @@ impl JobRun {
                     }
                 }
                 Err(e) => {
-                    tracing::error!(error = %e, "failed to publish a result; handing the job back");
+                    tracing::error!(error = %error_chain(&e), "failed to publish a result; handing the job back");
                     let _ = message.ack_with(AckKind::Nak(None)).await;
                 }
             }
@@ -416,7 +435,7 @@ impl JobRun {
         .await;
     }
 
-    async fn publish(&self, spec: &JobSpec, result: &JobResult) -> Result<(), String> {
+    async fn publish(&self, spec: &JobSpec, result: &JobResult) -> Result<(), PublishError> {
         let payload = offload::encode_result(
             self.store.as_ref(),
             &spec.proof_id,
@@ -424,21 +443,26 @@ impl JobRun {
             self.result_limit,
         )
         .await
-        .map_err(|e| assay_transport::error_chain::error_chain(&e))?;
+        .map_err(|source| PublishError::Encode {
+            job: spec.job_id.clone(),
+            source,
+        })?;
         let mut headers = async_nats::HeaderMap::new();
         // The server drops a second result for the same job inside its duplicate window.
         headers.insert("Nats-Msg-Id", spec.job_id.as_str());
         trace_context::inject(&mut headers);
+        let subject = self.subjects.results(&spec.proof_id);
+        let failed = |source| PublishError::Publish {
+            job: spec.job_id.clone(),
+            subject: subject.clone(),
+            source,
+        };
         self.js
-            .publish_with_headers(
-                self.subjects.results(&spec.proof_id),
-                headers,
-                payload.into(),
-            )
+            .publish_with_headers(subject.clone(), headers, payload.into())
             .await
-            .map_err(|e| e.to_string())?
+            .map_err(failed)?
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(failed)?;
         Ok(())
     }
 }

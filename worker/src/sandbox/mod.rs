@@ -66,6 +66,12 @@ pub enum SandboxError {
     },
     #[error("sandbox backend failed for job {job_id}: {message}")]
     Backend { job_id: String, message: String },
+    #[error("the warm pytest runner failed for job {job_id}")]
+    Warm {
+        job_id: String,
+        #[source]
+        source: warm::WarmError,
+    },
     #[error("the job's command is empty")]
     EmptyCommand,
 }

@@ -31,10 +31,12 @@ use super::process::GroupGuard;
 use super::{MutantSource, Sandbox, SandboxError, SandboxExit, SandboxRun};
 use assay_common::evidence::SandboxEvidence;
 use assay_common::runner::python_m_pytest;
+use assay_transport::error_chain::error_chain;
 use async_trait::async_trait;
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
@@ -87,6 +89,33 @@ struct Server {
     idle_since: Instant,
 }
 
+/// Why a warm server could not be started, turned into a session server or sent a job.
+#[derive(Debug, thiserror::Error)]
+pub enum WarmError {
+    #[error("a server of {python} without a tree was asked to collect one")]
+    NotSession { python: String },
+    #[error("the warm server ({python}) did not start")]
+    Start { python: String },
+    #[error("failed to send a request to the warm server ({python})")]
+    Send {
+        python: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("configuration and collection of {tree} took longer than {}s", limit.as_secs())]
+    Collecting { tree: PathBuf, limit: Duration },
+    #[error("the session server stopped while collecting {tree}")]
+    StoppedCollecting { tree: PathBuf },
+    #[error("the session server refused {tree}: {why}")]
+    Refused { tree: PathBuf, why: String },
+    #[error("failed to copy the unmutated tree {from} for a session server")]
+    CopyTree {
+        from: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 #[derive(Deserialize)]
 struct Answer {
     #[serde(default)]
@@ -127,11 +156,14 @@ impl Server {
     }
 
     /// A server of `key` (a session key), turned into a session server on `start.tree`.
-    async fn start_session(key: Key, start: SessionStart) -> Result<Server, String> {
-        let session = key.session.clone().ok_or("not a session key")?;
+    async fn start_session(key: Key, start: SessionStart) -> Result<Server, WarmError> {
+        let python = key.python.clone();
+        let Some(session) = key.session.clone() else {
+            return Err(WarmError::NotSession { python });
+        };
         let mut server = Server::start(key, &start.env)
             .await
-            .ok_or("the server did not start")?;
+            .ok_or(WarmError::Start { python })?;
         let tree = start.tree.path().join("tree");
         let report = start.tree.path().join("session-report.xml");
         let options: Vec<String> = session
@@ -156,22 +188,31 @@ impl Server {
         server.send(&serde_json::json!({ "session": spec })).await?;
         let answer = tokio::time::timeout(SESSION_START_LIMIT, server.answer())
             .await
-            .map_err(|_| "configuration and collection took too long".to_owned())?
-            .ok_or("the session server stopped while collecting")?;
+            .map_err(|_| WarmError::Collecting {
+                tree: tree.clone(),
+                limit: SESSION_START_LIMIT,
+            })?
+            .ok_or_else(|| WarmError::StoppedCollecting { tree: tree.clone() })?;
         if answer.session != Some(true) {
-            return Err(answer.why.unwrap_or_else(|| "no session".into()));
+            return Err(WarmError::Refused {
+                tree,
+                why: answer.why.unwrap_or_else(|| "no session".into()),
+            });
         }
         server._tree = Some(start.tree);
         Ok(server)
     }
 
-    async fn send(&mut self, request: &serde_json::Value) -> Result<(), String> {
+    async fn send(&mut self, request: &serde_json::Value) -> Result<(), WarmError> {
         let mut line = request.to_string();
         line.push('\n');
         self.requests
             .write_all(line.as_bytes())
             .await
-            .map_err(|e| format!("failed to send the job: {e}"))
+            .map_err(|source| WarmError::Send {
+                python: self.key.python.clone(),
+                source,
+            })
     }
 
     async fn answer(&mut self) -> Option<Answer> {
@@ -261,7 +302,7 @@ impl<S: Sandbox> WarmPytest<S> {
                     Some(start) => match Server::start_session(key.clone(), start).await {
                         Ok(server) => Some(server),
                         Err(why) => {
-                            tracing::debug!(%why, "no session server for hot swap");
+                            tracing::debug!(why = %error_chain(&why), "no session server for hot swap");
                             if let Ok(mut pool) = pool.lock() {
                                 pool.broken.insert(key);
                             }
@@ -290,7 +331,7 @@ impl<S: Sandbox> WarmPytest<S> {
         key: &Key,
         run: &SandboxRun,
         source: &MutantSource<'_>,
-    ) -> Result<Arc<tempfile::TempDir>, String> {
+    ) -> Result<Arc<tempfile::TempDir>, WarmError> {
         let known = self
             .pool
             .lock()
@@ -312,8 +353,12 @@ impl<S: Sandbox> WarmPytest<S> {
             Ok::<_, std::io::Error>(dir)
         })
         .await
-        .map_err(|e| e.to_string())?
-        .map_err(|e| format!("failed to copy the unmutated tree: {e}"))?;
+        .map_err(std::io::Error::other)
+        .and_then(|copied| copied)
+        .map_err(|source| WarmError::CopyTree {
+            from: run.tree_dir.clone(),
+            source,
+        })?;
         let tree = Arc::new(tree);
         if let Ok(mut pool) = self.pool.lock() {
             pool.trees.insert(key.clone(), Arc::downgrade(&tree));
@@ -353,7 +398,7 @@ impl<S: Sandbox> WarmPytest<S> {
         }
         let tree = match self.unmutated_tree(&key, run, source).await {
             Ok(tree) => tree,
-            Err(why) => return fallback(&why),
+            Err(why) => return fallback(&error_chain(&why)),
         };
         let start = SessionStart {
             tree,
@@ -367,7 +412,7 @@ impl<S: Sandbox> WarmPytest<S> {
                     if let Ok(mut pool) = self.pool.lock() {
                         pool.broken.insert(key);
                     }
-                    return fallback(&format!("no session server: {why}"));
+                    return fallback(&format!("no session server: {}", error_chain(&why)));
                 }
             },
         };
@@ -427,7 +472,13 @@ impl<S: Sandbox> WarmPytest<S> {
             job_id: run.job_id.clone(),
             message: format!("warm pytest runner: {message}"),
         };
-        server.send(request).await.map_err(|e| backend(&e))?;
+        server
+            .send(request)
+            .await
+            .map_err(|source| SandboxError::Warm {
+                job_id: run.job_id.clone(),
+                source,
+            })?;
         let first = server.answer().await;
         let pid = match first {
             Some(Answer {

@@ -188,4 +188,59 @@ mod tests {
             assert!(CoverageMap::parse(hostile.as_bytes()).is_err(), "{hostile}");
         }
     }
+
+    #[tokio::test]
+    async fn a_run_that_left_no_map_or_a_broken_one_says_which_job() {
+        use assay_common::job::{JobKind, JobSpec, Side};
+        use assay_common::runner::ReportFormat;
+        use assay_common::{ProofId, TreeId, WorkerId};
+        use assay_transport::error_chain::error_chain;
+        use assay_transport::store::ObjectArtifactStore;
+
+        let store = ObjectArtifactStore::open("memory://").unwrap();
+        let proof = ProofId("t-1795995229-3f9a1c00-reach".into());
+        let spec = JobSpec {
+            proof_id: proof.clone(),
+            job_id: JobId::for_index(&proof, 0),
+            index: 0,
+            kind: JobKind::Suite,
+            side: Side::Candidate,
+            tree: TreeId("0".repeat(40)),
+            command: command(["tests/test_pricing.py::test_net".to_owned()]),
+            report: ReportFormat::JunitXml,
+            selected_tests: Vec::new(),
+            timeout_secs: 60,
+            env: Vec::new(),
+            edit: None,
+        };
+        let mut result = JobResult::infrastructure(&spec, WorkerId("w-1".into()), "lost".into());
+        let missing = CoverageMap::read(&store, &result).await.unwrap_err();
+        assert!(
+            matches!(&missing, CoverageError::Missing { job, .. } if *job == spec.job_id),
+            "{missing:?}"
+        );
+        assert!(error_chain(&missing).contains("coverage.py must be installed"));
+
+        let key = "proofs/t-1795995229-3f9a1c00-reach/jobs/0000/report";
+        let truncated = br#"{"exit": 0, "files": {"pricing.py": {"lines": {"1": ["#;
+        result.artifacts.push(
+            store
+                .put_bytes("report", key, truncated.to_vec().into())
+                .await
+                .unwrap(),
+        );
+        let malformed = CoverageMap::read(&store, &result).await.unwrap_err();
+        assert!(
+            matches!(&malformed, CoverageError::Malformed { job, .. } if *job == spec.job_id),
+            "{malformed:?}"
+        );
+        assert!(
+            error_chain(&malformed).starts_with(&format!(
+                "the per-test coverage map of job {} is malformed: EOF",
+                spec.job_id
+            )),
+            "{}",
+            error_chain(&malformed)
+        );
+    }
 }

@@ -191,28 +191,17 @@ mod tests {
 
     #[tokio::test]
     async fn a_run_that_left_no_map_or_a_broken_one_says_which_job() {
-        use assay_common::job::{JobKind, JobSpec, Side};
-        use assay_common::runner::ReportFormat;
         use assay_common::{ProofId, TreeId, WorkerId};
         use assay_transport::error_chain::error_chain;
         use assay_transport::store::ObjectArtifactStore;
 
         let store = ObjectArtifactStore::open("memory://").unwrap();
-        let proof = ProofId("t-1795995229-3f9a1c00-reach".into());
-        let spec = JobSpec {
-            proof_id: proof.clone(),
-            job_id: JobId::for_index(&proof, 0),
-            index: 0,
-            kind: JobKind::Suite,
-            side: Side::Candidate,
-            tree: TreeId("0".repeat(40)),
-            command: command(["tests/test_pricing.py::test_net".to_owned()]),
-            report: ReportFormat::JunitXml,
-            selected_tests: Vec::new(),
-            timeout_secs: 60,
-            env: Vec::new(),
-            edit: None,
-        };
+        let spec = crate::suite::reach::plan_job(
+            &ProofId("t-1795995229-3f9a1c00".into()),
+            &TreeId("0".repeat(40)),
+            &["tests/test_pricing.py::test_net".to_owned()],
+            60,
+        );
         let mut result = JobResult::infrastructure(&spec, WorkerId("w-1".into()), "lost".into());
         let missing = CoverageMap::read(&store, &result).await.unwrap_err();
         assert!(

@@ -252,7 +252,11 @@ impl TreeSource for StoreTreeSource {
         let dest = dest.to_owned();
         let limits = self.limits;
         tokio::task::spawn_blocking(move || {
-            verify_cached(&tree, &archive_path, &digest)?;
+            if let Err(altered) = verify_cached(&tree, &archive_path, &digest) {
+                // Forgotten, so the next job fetches and verifies the tree afresh.
+                let _ = std::fs::remove_file(archive_path.with_extension("tar.verified"));
+                return Err(altered);
+            }
             unpack_archive(&archive_path, &dest, limits).map_err(|e| match e {
                 UnpackError::Io(source) => TreeError::Write {
                     tree: tree.to_string(),

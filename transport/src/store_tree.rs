@@ -50,7 +50,8 @@ impl StoreTreeSource {
         self
     }
 
-    /// Archives fetched from the store since start; a cached tree is never fetched again.
+    /// Archives fetched whole from the store since start (one refused mid-download is not
+    /// counted); a cached tree is not fetched again unless its cached copy was altered.
     pub fn downloads(&self) -> u64 {
         self.downloads.load(Ordering::Relaxed)
     }
@@ -179,14 +180,14 @@ impl StoreTreeSource {
             ));
         }
         let archive = path.to_owned();
-        let spill = path.with_extension("spill");
+        let spill = path.with_extension(format!("spill-{}", std::process::id()));
         let limits = self.limits;
         let found = tokio::task::spawn_blocking(move || {
             crate::archive::archive_tree_id(&archive, limits, &spill)
         })
         .await
         .map_err(|e| Self::fail(tree, e.to_string()))?
-        .map_err(|e| refused(tree, e))?;
+        .map_err(|e| refused(tree, path, e))?;
         if !found.to_string().eq_ignore_ascii_case(tree.as_str()) {
             return Err(TreeError::NotThisTree {
                 tree: tree.to_string(),
@@ -197,12 +198,12 @@ impl StoreTreeSource {
     }
 }
 
-/// An archive the unpacker refused, as the tree's error.
-fn refused(tree: &TreeId, error: UnpackError) -> TreeError {
+/// An archive the unpacker refused, or an I/O failure at `path`, as the tree's error.
+fn refused(tree: &TreeId, path: &Path, error: UnpackError) -> TreeError {
     match error {
         UnpackError::Io(source) => TreeError::Write {
             tree: tree.to_string(),
-            path: "archive".into(),
+            path: path.to_owned(),
             source,
         },
         refused => TreeError::Other {
@@ -257,14 +258,7 @@ impl TreeSource for StoreTreeSource {
                 let _ = std::fs::remove_file(archive_path.with_extension("tar.verified"));
                 return Err(altered);
             }
-            unpack_archive(&archive_path, &dest, limits).map_err(|e| match e {
-                UnpackError::Io(source) => TreeError::Write {
-                    tree: tree.to_string(),
-                    path: dest.clone(),
-                    source,
-                },
-                other => refused(&tree, other),
-            })
+            unpack_archive(&archive_path, &dest, limits).map_err(|e| refused(&tree, &dest, e))
         })
         .await
         .map_err(|e| TreeError::Other {

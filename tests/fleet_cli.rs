@@ -816,11 +816,11 @@ fn every_command_that_connects_to_nats_documents_the_nats_flags() {
 /// clients, through the binary: `assay coordinator`, `assay worker` and `assay prove --cluster`
 /// each connect as their own user with the `--nats-*` flags (user, password file, CA, client
 /// certificate and key, require TLS) and prove a change; a user without its certificate is
-/// refused; the submitter's `assay halt` is refused (only the
-/// coordinator's user may write the proofs bucket) and the coordinator's goes through.
+/// refused; the submitter's `assay halt` is refused (only the operator's and the
+/// coordinator's users may write the halt key) and the operator's halt and resume go through.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn under_the_shipped_permissions_each_command_runs_as_its_own_user() {
-    let roles = ["coordinator", "worker", "submitter"];
+    let roles = ["coordinator", "worker", "submitter", "operator"];
     let env: Vec<(String, String)> = roles
         .iter()
         .map(|role| {
@@ -933,7 +933,9 @@ async fn under_the_shipped_permissions_each_command_runs_as_its_own_user() {
     );
     assert_ne!(refused.code, 0, "{}", refused.explain());
     assert!(
-        refused.stderr.contains("only the coordinator's user may"),
+        refused
+            .stderr
+            .contains("only the operator's and the coordinator's users may"),
         "{}",
         refused.explain()
     );
@@ -942,7 +944,7 @@ async fn under_the_shipped_permissions_each_command_runs_as_its_own_user() {
         &["resume", "--cluster", &fleet.url()],
     ] {
         let run = fleet.run(
-            &with(args, "coordinator")
+            &with(args, "operator")
                 .iter()
                 .map(String::as_str)
                 .collect::<Vec<_>>(),

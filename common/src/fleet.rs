@@ -111,6 +111,9 @@ impl Subjects {
 pub mod keys {
     use crate::ProofId;
 
+    /// The fleet-wide halt: its value is the reason; no key, no halt.
+    pub const HALT: &str = "fleet.halt";
+
     pub fn record(proof_id: &ProofId) -> String {
         format!("{proof_id}.record")
     }

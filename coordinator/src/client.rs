@@ -96,7 +96,8 @@ pub fn submission(prepared: &PreparedProof, jobs_budget: u32) -> ProofSubmission
     }
 }
 
-/// Uploads every tree the proof's jobs run on (each once, skipped when the store has it).
+/// Uploads every tree the proof's jobs run on (each once, skipped when the store's digest is
+/// that of the archive built here, replacing a stored archive that differs).
 pub async fn upload_trees(
     store: &dyn ArtifactStore,
     prepared: &PreparedProof,

@@ -469,18 +469,13 @@ async fn publish_job<T: Serialize>(
     .unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_mutant_edit_naming_a_path_outside_the_tree_is_refused_and_writes_nothing() {
-    let bus = Bus::start();
-    let tree = uploaded_tree(&bus).await;
-    let victim = bus.dir.path().join("victim.txt");
-    std::fs::write(&victim, "untouched\n").unwrap();
-    let worker = bus.worker("assay", "worker-a");
-    let client = bus.client().await;
-    let js = jetstream::new(client.clone());
-    // The worker creates the topology; this test reads results in the coordinator's place.
-    let subjects = Subjects::new("assay");
-    let results = loop {
+/// The results consumer, once a worker has created the topology: a test reads results in
+/// the coordinator's place.
+async fn results_consumer(
+    js: &jetstream::Context,
+    subjects: &Subjects,
+) -> jetstream::consumer::PullConsumer {
+    loop {
         let workers = match js.get_stream(subjects.jobs_stream()).await {
             Ok(stream) => stream
                 .get_consumer::<jetstream::consumer::pull::Config>(&subjects.workers_consumer())
@@ -490,13 +485,26 @@ async fn a_mutant_edit_naming_a_path_outside_the_tree_is_refused_and_writes_noth
         };
         if workers
             && let Ok(consumer) =
-                assay_transport::nats::coordinator_consumer(&js, &subjects, &QueueTuning::default())
+                assay_transport::nats::coordinator_consumer(js, subjects, &QueueTuning::default())
                     .await
         {
-            break consumer;
+            return consumer;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_mutant_edit_naming_a_path_outside_the_tree_is_refused_and_writes_nothing() {
+    let bus = Bus::start();
+    let tree = uploaded_tree(&bus).await;
+    let victim = bus.dir.path().join("victim.txt");
+    std::fs::write(&victim, "untouched\n").unwrap();
+    let worker = bus.worker("assay", "worker-a");
+    let client = bus.client().await;
+    let js = jetstream::new(client.clone());
+    let subjects = Subjects::new("assay");
+    let results = results_consumer(&js, &subjects).await;
     let proof = ProofId("p-1795995829-hostile".into());
     // The tree directory is `{scratch}/{job}/tree`: three levels below the victim's directory.
     let absolute = victim.display().to_string();
@@ -1613,50 +1621,245 @@ async fn a_tree_archive_entry_declaring_a_terabyte_is_refused_before_unpacking()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_tree_archive_never_restores_setuid_setgid_or_sticky_bits() {
+async fn a_tree_archive_with_setuid_setgid_or_sticky_bits_is_refused_and_writes_nothing() {
     use assay_transport::tree::TreeSource as _;
-    use std::os::unix::fs::PermissionsExt as _;
-    let dir = tempfile::tempdir().unwrap();
-    let mut builder = tar::Builder::new(Vec::new());
-    let mut dir_header = tar::Header::new_gnu();
-    dir_header.set_entry_type(tar::EntryType::Directory);
-    dir_header.set_size(0);
-    dir_header.set_mode(0o3777);
-    dir_header.set_mtime(0);
-    builder
-        .append_data(&mut dir_header, "shared/", std::io::empty())
-        .unwrap();
-    for (path, mode) in [("shared/escalate", 0o4755), ("shared/group", 0o2755)] {
-        let mut header = file_header(10, mode);
+    for (path, mode, kind) in [
+        ("shared/escalate", 0o4755, tar::EntryType::Regular),
+        ("shared/group", 0o2755, tar::EntryType::Regular),
+        ("shared", 0o3777, tar::EntryType::Directory),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut builder = tar::Builder::new(Vec::new());
+        let mut honest = file_header(10, 0o755);
         builder
-            .append_data(&mut header, path, &b"#!/bin/sh\n"[..])
+            .append_data(&mut honest, "run.sh", &b"#!/bin/sh\n"[..])
             .unwrap();
+        let mut header = file_header(0, mode);
+        header.set_entry_type(kind);
+        builder
+            .append_data(&mut header, path, std::io::empty())
+            .unwrap();
+        let archive = builder.into_inner().unwrap();
+        let tree = TreeId("c3".repeat(20));
+        let trees = hostile_tree(
+            dir.path(),
+            &tree,
+            archive,
+            assay_transport::archive::ArchiveLimits::default(),
+        )
+        .await;
+        let dest = dir.path().join("tree");
+        std::fs::create_dir_all(&dest).unwrap();
+        let err = trees.materialize(&tree, &dest).await.unwrap_err();
+        let message = assay_transport::error_chain::error_chain(&err);
+        assert!(message.contains(path), "{message}");
+        assert!(message.contains(&format!("mode {mode:o}")), "{message}");
+        assert_eq!(entries_in(&dest), 0, "nothing was written");
+        assert_eq!(
+            entries_in(&dir.path().join("cache")),
+            0,
+            "nothing was cached"
+        );
     }
+}
+
+/// Tree `tree`'s archive and digest in the store at `url`, as they are stored.
+async fn stored_tree(url: &str, tree: &TreeId) -> (bytes::Bytes, bytes::Bytes) {
+    use assay_transport::store::ArtifactStore as _;
+    let store = assay_transport::store::open_store(url, &[]).unwrap();
+    let archive = store
+        .get(&assay_common::fleet::tree_archive_key(tree))
+        .await
+        .unwrap()
+        .unwrap();
+    let digest = store
+        .get(&assay_common::fleet::tree_digest_key(tree))
+        .await
+        .unwrap()
+        .unwrap();
+    (archive, digest)
+}
+
+/// Plays someone who can write the store: tree `victim`'s archive and digest become those of
+/// tree `planted`, consistent with each other.
+async fn plant_tree(url: &str, victim: &TreeId, planted: &TreeId) {
+    use assay_transport::store::ArtifactStore as _;
+    let (archive, digest) = stored_tree(url, planted).await;
+    let store = assay_transport::store::open_store(url, &[]).unwrap();
+    store
+        .put_bytes(
+            "tree",
+            &assay_common::fleet::tree_archive_key(victim),
+            archive,
+        )
+        .await
+        .unwrap();
+    store
+        .put_bytes(
+            "tree digest",
+            &assay_common::fleet::tree_digest_key(victim),
+            digest,
+        )
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_tree_archive_swapped_in_the_store_for_another_trees_is_refused_as_tampering() {
+    let bus = Bus::start();
+    let honest = uploaded_tree_of(&bus, "pager", "pager.py", "LIMIT = 10\n").await;
+    let planted = uploaded_tree_of(&bus, "pager-planted", "pager.py", "LIMIT = 0\n").await;
+    assert_ne!(honest, planted);
+    plant_tree(&bus.store_url(), &honest, &planted).await;
+    let worker = bus.worker("assay", "worker-a");
+    let client = bus.client().await;
+    let js = jetstream::new(client.clone());
+    let subjects = Subjects::new("assay");
+    let results = results_consumer(&js, &subjects).await;
+    let proof = ProofId("p-1795995829-plantedtree".into());
+    publish_job(&js, &proof, "planted", &job(&proof, 0, &honest, &["true"])).await;
+    let mut messages = results.messages().await.unwrap();
+    let message = tokio::time::timeout(Duration::from_secs(60), messages.next())
+        .await
+        .expect("the job's result arrived")
+        .unwrap()
+        .unwrap();
+    let result =
+        match wire::decode::<assay_common::fleet::ResultMessage>("job result", &message.payload)
+            .unwrap()
+        {
+            assay_common::fleet::ResultMessage::Inline(result) => *result,
+            other => panic!("a stored result: {other:?}"),
+        };
+    message.ack().await.unwrap();
+    let JobStatus::Infrastructure { message, .. } = &result.status else {
+        panic!("the planted tree ran: {result:?}");
+    };
+    assert!(
+        message.contains(&format!("does not hold tree {honest}")),
+        "{message}"
+    );
+    assert!(
+        message.contains(&format!("make tree {planted}")),
+        "{message}"
+    );
+    assert!(message.contains("tampered"), "{message}");
+    let cache = bus.dir.path().join("worker-a-cache");
+    assert!(
+        !cache.join(format!("{honest}.tar")).exists(),
+        "the planted archive is not cached"
+    );
+    assert_eq!(entries_in(&cache), 0, "{cache:?} holds nothing");
+    worker.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_next_upload_replaces_a_planted_tree_archive_and_the_tree_then_materializes() {
+    use assay_transport::store_tree::{StoreTreeSource, TreeUpload, upload_tree};
+    use assay_transport::tree::TreeSource as _;
+    let bus = Bus::start();
+    let honest = uploaded_tree_of(&bus, "pager", "pager.py", "LIMIT = 10\n").await;
+    let planted = uploaded_tree_of(&bus, "pager-planted", "pager.py", "LIMIT = 0\n").await;
+    let (_, honest_digest) = stored_tree(&bus.store_url(), &honest).await;
+    let (_, planted_digest) = stored_tree(&bus.store_url(), &planted).await;
+    plant_tree(&bus.store_url(), &honest, &planted).await;
+    let store = Arc::new(assay_transport::store::open_store(&bus.store_url(), &[]).unwrap());
+    let repo = bus.dir.path().join("pager");
+    let uploaded = upload_tree(store.as_ref(), &repo, &honest).await.unwrap();
+    assert_eq!(
+        uploaded.upload,
+        TreeUpload::Replaced {
+            stored: String::from_utf8(planted_digest.to_vec()).unwrap()
+        }
+    );
+    assert_eq!(uploaded.sha256.as_bytes(), &honest_digest[..]);
+    let again = upload_tree(store.as_ref(), &repo, &honest).await.unwrap();
+    assert_eq!(again.upload, TreeUpload::Present, "nothing is sent twice");
+    let trees = StoreTreeSource::new(store, bus.dir.path().join("worker-cache"));
+    let dest = bus.dir.path().join("tree");
+    std::fs::create_dir_all(&dest).unwrap();
+    trees.materialize(&honest, &dest).await.unwrap();
+    assert_eq!(
+        std::fs::read_to_string(dest.join("pager.py")).unwrap(),
+        "LIMIT = 10\n"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cached_tree_archive_altered_on_disk_is_refused_then_fetched_again() {
+    use assay_transport::store_tree::StoreTreeSource;
+    use assay_transport::tree::TreeSource as _;
+    let bus = Bus::start();
+    let honest = uploaded_tree_of(&bus, "pager", "pager.py", "LIMIT = 10\n").await;
+    let planted = uploaded_tree_of(&bus, "pager-planted", "pager.py", "LIMIT = 0\n").await;
+    let store = Arc::new(assay_transport::store::open_store(&bus.store_url(), &[]).unwrap());
+    let cache = bus.dir.path().join("worker-cache");
+    let trees = StoreTreeSource::new(store, &cache);
+    let materialize = |name: &str| {
+        let dest = bus.dir.path().join(name);
+        std::fs::create_dir_all(&dest).unwrap();
+        let trees = &trees;
+        let honest = honest.clone();
+        async move { trees.materialize(&honest, &dest).await.map(|()| dest) }
+    };
+    materialize("first").await.unwrap();
+    // Someone with the worker's disk swaps the cached archive for another tree's.
+    let (planted_archive, _) = stored_tree(&bus.store_url(), &planted).await;
+    std::fs::write(cache.join(format!("{honest}.tar")), &planted_archive).unwrap();
+    let err = materialize("second").await.unwrap_err();
+    let message = assay_transport::error_chain::error_chain(&err);
+    assert!(message.contains("it had when verified"), "{message}");
+    assert_eq!(entries_in(&bus.dir.path().join("second")), 0);
+    assert_eq!(
+        trees.downloads(),
+        1,
+        "the altered cache was not re-fetched yet"
+    );
+    let third = materialize("third").await.unwrap();
+    assert_eq!(trees.downloads(), 2, "the next job fetched it afresh");
+    assert_eq!(
+        std::fs::read_to_string(third.join("pager.py")).unwrap(),
+        "LIMIT = 10\n"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tree_archive_past_the_byte_bound_is_refused_while_streaming_and_not_kept() {
+    use assay_transport::tree::TreeSource as _;
+    let dir = tempfile::tempdir().unwrap();
+    // One honest 8 MiB entry: a well-formed tar, far past what 64 KiB and 16 entries allow.
+    let mut builder = tar::Builder::new(Vec::new());
+    let data = vec![b'#'; 8 << 20];
+    let mut header = file_header(data.len() as u64, 0o644);
+    builder
+        .append_data(&mut header, "fixtures/ledger.csv", &data[..])
+        .unwrap();
     let archive = builder.into_inner().unwrap();
-    let tree = TreeId("c3".repeat(20));
-    let trees = hostile_tree(
-        dir.path(),
-        &tree,
-        archive,
-        assay_transport::archive::ArchiveLimits::default(),
-    )
-    .await;
+    let tree = TreeId("d4".repeat(20));
+    let limits = assay_transport::archive::ArchiveLimits {
+        max_bytes: 64 * 1024,
+        max_entries: 16,
+    };
+    let trees = hostile_tree(dir.path(), &tree, archive, limits).await;
     let dest = dir.path().join("tree");
     std::fs::create_dir_all(&dest).unwrap();
-    trees.materialize(&tree, &dest).await.unwrap();
-    let mode = |path: &str| {
-        std::fs::metadata(dest.join(path))
-            .unwrap()
-            .permissions()
-            .mode()
-            & 0o7777
-    };
-    assert_eq!(mode("shared/escalate"), 0o755, "no setuid bit");
-    assert_eq!(mode("shared/group"), 0o755, "no setgid bit");
+    let err = trees.materialize(&tree, &dest).await.unwrap_err();
+    let message = assay_transport::error_chain::error_chain(&err);
+    let bound = limits.max_archive_bytes();
+    assert!(
+        message.contains(&format!("over {bound} bytes")),
+        "{message}"
+    );
+    assert!(
+        message.contains("worker.tree_max_bytes (65536)"),
+        "{message}"
+    );
+    assert_eq!(trees.downloads(), 0, "the archive was not read to its end");
+    assert_eq!(entries_in(&dest), 0, "nothing was written");
     assert_eq!(
-        mode("shared"),
-        0o777,
-        "no setgid or sticky bit on the directory"
+        entries_in(&dir.path().join("cache")),
+        0,
+        "the partial download was removed"
     );
 }
 

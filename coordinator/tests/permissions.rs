@@ -774,3 +774,128 @@ async fn a_worker_started_before_the_coordinator_is_refused_the_streams_it_may_n
         .expect_err("the worker created a stream");
     assert!(message.contains("start the coordinator first"), "{message}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_operator_halts_and_resumes_the_fleet_and_writes_nothing_else() {
+    use assay_coordinator::suite::cluster::{clear_halt, set_halt};
+    let fleet = SecuredFleet::start();
+    let subjects = Subjects::new("assay");
+    let coordinator = fleet.coordinator();
+    let operator = fleet.observed(Role::Operator).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while operator
+        .js
+        .get_key_value(subjects.proofs_bucket())
+        .await
+        .is_err()
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the operator never saw the proofs bucket"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // As `assay halt --cluster` and `assay resume --cluster` connect: the operator's user only.
+    let client = assay_transport::nats::connect(&fleet.nats(Role::Operator))
+        .await
+        .unwrap();
+    let proofs = assay_transport::nats::proofs_bucket(
+        &async_nats::jetstream::new(client.clone()),
+        &subjects,
+    )
+    .await
+    .unwrap();
+    let coordinator_view = fleet
+        .observed(Role::Coordinator)
+        .await
+        .js
+        .get_key_value(subjects.proofs_bucket())
+        .await
+        .unwrap();
+    set_halt(&proofs, "store migration until 14:00")
+        .await
+        .expect("the operator halts the fleet");
+    assert_eq!(
+        coordinator_view.get(keys::HALT).await.unwrap().as_deref(),
+        Some(&b"store migration until 14:00"[..])
+    );
+    assert!(
+        clear_halt(&proofs).await.expect("the operator resumes"),
+        "the halt was set"
+    );
+    assert_eq!(coordinator_view.get(keys::HALT).await.unwrap(), None);
+    // It may cancel (the coordinator answers) and read the bucket, nothing more.
+    let proof_id = engine::new_proof_id();
+    let reply = client::cancel(&client, &subjects, &proof_id)
+        .await
+        .expect("the coordinator answers the operator's cancel");
+    assert!(
+        matches!(reply, assay_common::fleet::CancelReply::NotRunning { .. }),
+        "{reply:?}"
+    );
+    let bucket = subjects.proofs_bucket();
+    let kv_subject = |key: String| format!("$KV.{bucket}.{key}");
+    let spec = assay_common::job::JobSpec {
+        proof_id: proof_id.clone(),
+        job_id: JobId::for_index(&proof_id, 0),
+        index: 0,
+        kind: assay_common::job::JobKind::Targeted,
+        side: assay_common::job::Side::Candidate,
+        tree: assay_common::TreeId("4b825dc642cb6eb9a060e54bf8d69288fbee4904".into()),
+        command: vec!["true".into()],
+        report: assay_common::runner::ReportFormat::JunitXml,
+        selected_tests: vec![],
+        timeout_secs: 60,
+        env: vec![],
+        edit: None,
+    };
+    operator
+        .js_publish_refused(
+            "result in a worker's name",
+            &subjects.results(&proof_id),
+            forged_result(&spec),
+        )
+        .await;
+    operator
+        .js_publish_refused(
+            "job for the workers",
+            &subjects.jobs(&proof_id),
+            b"job".to_vec(),
+        )
+        .await;
+    operator
+        .publish_refused(
+            "progress event",
+            &subjects.progress(&proof_id),
+            wire::encode("progress", &ProgressEvent::Cancelled).unwrap(),
+        )
+        .await;
+    operator
+        .publish_refused("submission", &subjects.submit(), b"submission".to_vec())
+        .await;
+    let operator_bucket = operator.js.get_key_value(&bucket).await.unwrap();
+    for key in [keys::record(&proof_id), keys::evidence(&proof_id)] {
+        assert!(
+            operator_bucket
+                .put(&key, b"forged".to_vec().into())
+                .await
+                .is_err(),
+            "the operator wrote {key}"
+        );
+        operator
+            .refused("write of the proofs bucket", &kv_subject(key))
+            .await;
+    }
+    assert!(
+        operator_bucket
+            .get(keys::record(&proof_id))
+            .await
+            .unwrap()
+            .is_none(),
+        "no record was written"
+    );
+    coordinator
+        .stop()
+        .await
+        .expect("the coordinator ran and stopped cleanly");
+}

@@ -38,6 +38,7 @@ SECURED = {
             "coordinator": {"existingSecret": "nats-coordinator"},
             "worker": {"existingSecret": "nats-worker"},
             "submitter": {"existingSecret": "nats-submitter"},
+            "operator": {"existingSecret": "nats-operator"},
         },
         "tls": {
             "enabled": True,
@@ -73,7 +74,7 @@ def user_public_key(fill: int) -> str:
     return base64.b32encode(raw + crc.to_bytes(2, "little")).decode().rstrip("=")
 
 
-PUBLIC_KEYS = {role: user_public_key(n) for n, role in enumerate(["coordinator", "worker", "submitter"], 1)}
+PUBLIC_KEYS = {role: user_public_key(n) for n, role in enumerate(["coordinator", "worker", "submitter", "operator"], 1)}
 
 NKEYS = {
     "nats": {
@@ -82,6 +83,7 @@ NKEYS = {
             "coordinator": {"key": "seed", "publicKey": PUBLIC_KEYS["coordinator"]},
             "worker": {"key": "seed", "publicKey": PUBLIC_KEYS["worker"]},
             "submitter": {"publicKey": PUBLIC_KEYS["submitter"]},
+            "operator": {"publicKey": PUBLIC_KEYS["operator"]},
         }
     }
 }
@@ -137,7 +139,8 @@ def test_each_service_gets_only_its_own_user_secret_and_the_tls_files(chart, rol
     # No role mounts another's secret.
     other = {"coordinator": "worker", "worker": "coordinator"}[role]
     names = {v.get("secret", {}).get("secretName") for v in spec["volumes"]}
-    assert f"nats-{other}" not in names and "nats-submitter" not in names
+    assert f"nats-{other}" not in names
+    assert "nats-submitter" not in names and "nats-operator" not in names
 
 
 def test_the_bundled_server_gets_the_shipped_permissions_and_each_users_secret(chart):
@@ -150,7 +153,7 @@ def test_the_bundled_server_gets_the_shipped_permissions_and_each_users_secret(c
     spec = pod_spec(documents, "StatefulSet", f"{RELEASE}-nats")
     nats = container(spec, "nats")
     env = env_map(nats)
-    for role in ["coordinator", "worker", "submitter"]:
+    for role in ["coordinator", "worker", "submitter", "operator"]:
         ref = env[f"ASSAY_{role.upper()}_PASSWORD"]["valueFrom"]["secretKeyRef"]
         assert ref == {"name": f"nats-{role}", "key": "password"}
     assert volumes(spec)["tls"]["secret"]["secretName"] == "nats-server-tls"
@@ -254,11 +257,22 @@ def test_defaults_render_no_nats_auth_tls_or_policy(chart):
             "nats.auth.submitter.existingSecret",
         ),
         (
+            merged(SECURED, {"nats": {"auth": {"operator": {"existingSecret": ""}}}}),
+            "nats.auth.operator.existingSecret",
+        ),
+        (
             merged(SECURED, NKEYS, {"nats": {"auth": {"worker": {"publicKey": ""}}}}),
             "nats.auth.worker.publicKey",
         ),
     ],
-    ids=["no-coordinator-secret", "no-worker-secret", "no-ca", "no-submitter-secret", "no-nkey"],
+    ids=[
+        "no-coordinator-secret",
+        "no-worker-secret",
+        "no-ca",
+        "no-submitter-secret",
+        "no-operator-secret",
+        "no-nkey",
+    ],
 )
 def test_a_missing_secret_is_refused_at_render_naming_the_value(chart, values, named):
     with pytest.raises(Exception) as refused:

@@ -1,10 +1,24 @@
 //! Tree archives: a git tree as a deterministic, uncompressed tar, so the fleet can ship sources
 //! through the object store content-addressed by tree id. Deterministic (sorted git order, zero
-//! mtimes, fixed owners) so the same tree always yields the same bytes and the same sha256.
+//! mtimes, fixed owners) so the same tree always yields the same bytes and the same sha256, and
+//! complete (gitlinks, names as git stores their bytes, empty subtrees), so a worker can
+//! recompute the git tree id from an archive and refuse one that holds another tree.
+//! `docs/FORMATS.md` describes the entries.
 
 use crate::tree::TreeError;
 use assay_common::TreeId;
+use std::collections::BTreeMap;
+use std::ffi::OsStr;
+use std::io::Read;
+use std::os::unix::ffi::OsStrExt as _;
 use std::path::Path;
+
+/// The tar type flag of a gitlink (a submodule's commit): a vendor extension (POSIX leaves
+/// `A`–`Z` to those), its link name the commit id in hex. The unpacker creates nothing for it.
+pub const GITLINK_TYPE: u8 = b'G';
+/// Blobs up to this size are hashed in memory; bigger ones through a spill file, so verifying
+/// an archive never holds a big file whole.
+const BLOB_IN_MEMORY: u64 = 8 * 1024 * 1024;
 
 /// Builds the tar of `tree` from the repository's object database.
 pub fn build_tree_archive(repo_path: &Path, tree: &TreeId) -> Result<Vec<u8>, TreeError> {
@@ -19,7 +33,7 @@ pub fn build_tree_archive(repo_path: &Path, tree: &TreeId) -> Result<Vec<u8>, Tr
     let oid = git2::Oid::from_str(tree.as_str()).map_err(missing)?;
     let git_tree = repo.find_tree(oid).map_err(missing)?;
     let mut builder = tar::Builder::new(Vec::new());
-    append_tree(&repo, tree, &git_tree, "", &mut builder)?;
+    append_tree(&repo, tree, &git_tree, b"", &mut builder)?;
     builder.into_inner().map_err(|source| TreeError::Write {
         tree: tree.to_string(),
         path: "archive".into(),
@@ -27,62 +41,110 @@ pub fn build_tree_archive(repo_path: &Path, tree: &TreeId) -> Result<Vec<u8>, Tr
     })
 }
 
+fn header(kind: tar::EntryType, mode: u32, size: u64) -> tar::Header {
+    let mut header = tar::Header::new_gnu();
+    header.set_entry_type(kind);
+    header.set_mode(mode);
+    header.set_size(size);
+    header.set_mtime(0);
+    header.set_uid(0);
+    header.set_gid(0);
+    header
+}
+
+/// Writes `target` into the header's link name as git stores it: byte for byte, through a GNU
+/// long-link entry when it does not fit (`Builder::append_link` would normalize it as a path).
+fn set_raw_link(
+    builder: &mut tar::Builder<Vec<u8>>,
+    header: &mut tar::Header,
+    target: &[u8],
+) -> std::io::Result<()> {
+    let slot = &mut header.as_old_mut().linkname;
+    if target.len() < slot.len() {
+        slot[..target.len()].copy_from_slice(target);
+        return Ok(());
+    }
+    let mut long = self::header(tar::EntryType::GNULongLink, 0o644, target.len() as u64 + 1);
+    long.as_gnu_mut()
+        .map(|gnu| gnu.name[..13].copy_from_slice(b"././@LongLink"))
+        .ok_or_else(|| std::io::Error::other("not a GNU header"))?;
+    long.set_cksum();
+    builder.append(&long, target.chain(&b"\0"[..]))
+}
+
 fn append_tree(
     repo: &git2::Repository,
     tree_id: &TreeId,
     tree: &git2::Tree<'_>,
-    prefix: &str,
+    prefix: &[u8],
     builder: &mut tar::Builder<Vec<u8>>,
 ) -> Result<(), TreeError> {
     for entry in tree.iter() {
-        let Some(name) = entry.name() else {
-            continue;
-        };
-        let path = format!("{prefix}{name}");
+        let mut bytes = prefix.to_vec();
+        bytes.extend_from_slice(entry.name_bytes());
+        let path = Path::new(OsStr::from_bytes(&bytes));
         let read_err = |source| TreeError::Read {
             tree: tree_id.to_string(),
-            what: path.clone(),
+            what: path.display().to_string(),
             source,
         };
         let write_err = |source| TreeError::Write {
             tree: tree_id.to_string(),
-            path: path.clone().into(),
+            path: path.to_owned(),
             source,
         };
         match entry.kind() {
             Some(git2::ObjectType::Tree) => {
                 let sub = repo.find_tree(entry.id()).map_err(read_err)?;
-                append_tree(repo, tree_id, &sub, &format!("{path}/"), builder)?;
+                if sub.is_empty() {
+                    // Git can hold an empty subtree; a directory entry keeps it in the id.
+                    let mut dir = header(tar::EntryType::Directory, 0o755, 0);
+                    builder
+                        .append_data(&mut dir, path, std::io::empty())
+                        .map_err(write_err)?;
+                } else {
+                    bytes.push(b'/');
+                    append_tree(repo, tree_id, &sub, &bytes, builder)?;
+                }
             }
             Some(git2::ObjectType::Blob) => {
                 let blob = repo.find_blob(entry.id()).map_err(read_err)?;
-                let mut header = tar::Header::new_gnu();
-                header.set_mtime(0);
-                header.set_uid(0);
-                header.set_gid(0);
                 if entry.filemode() == 0o120000 {
-                    let target = String::from_utf8_lossy(blob.content()).into_owned();
-                    header.set_entry_type(tar::EntryType::Symlink);
-                    header.set_mode(0o777);
-                    header.set_size(0);
+                    let mut link = header(tar::EntryType::Symlink, 0o777, 0);
+                    set_raw_link(builder, &mut link, blob.content()).map_err(write_err)?;
                     builder
-                        .append_link(&mut header, &path, target)
+                        .append_data(&mut link, path, std::io::empty())
                         .map_err(write_err)?;
                 } else {
-                    header.set_entry_type(tar::EntryType::Regular);
-                    header.set_mode(if entry.filemode() == 0o100755 {
+                    let mode = if entry.filemode() == 0o100755 {
                         0o755
                     } else {
                         0o644
-                    });
-                    header.set_size(blob.content().len() as u64);
+                    };
+                    let mut file =
+                        header(tar::EntryType::Regular, mode, blob.content().len() as u64);
                     builder
-                        .append_data(&mut header, &path, blob.content())
+                        .append_data(&mut file, path, blob.content())
                         .map_err(write_err)?;
                 }
             }
-            // Submodules (commits) are not part of the tree's content.
-            _ => {}
+            Some(git2::ObjectType::Commit) => {
+                let mut link = header(tar::EntryType::new(GITLINK_TYPE), 0o644, 0);
+                set_raw_link(builder, &mut link, entry.id().to_string().as_bytes())
+                    .map_err(write_err)?;
+                builder
+                    .append_data(&mut link, path, std::io::empty())
+                    .map_err(write_err)?;
+            }
+            _ => {
+                return Err(TreeError::Other {
+                    tree: tree_id.to_string(),
+                    message: format!(
+                        "entry {} is neither a file, a tree nor a gitlink",
+                        path.display()
+                    ),
+                });
+            }
         }
     }
     Ok(())
@@ -96,6 +158,17 @@ pub struct ArchiveLimits {
     pub max_bytes: u64,
     /// Files, directories and links.
     pub max_entries: u64,
+}
+
+impl ArchiveLimits {
+    /// The most bytes an archive within the limits can be: its files, a header and padding of
+    /// under 1 KiB each, and the end blocks. Paths or link targets past 512 bytes take more
+    /// (a long-name entry), which the slack of entries below the limit covers in practice.
+    pub fn max_archive_bytes(&self) -> u64 {
+        self.max_bytes
+            .saturating_add(self.max_entries.saturating_mul(1024))
+            .saturating_add(10 * 1024)
+    }
 }
 
 impl Default for ArchiveLimits {
@@ -121,82 +194,485 @@ pub enum UnpackError {
         path: String,
         declared: u64,
     },
-    #[error("failed to unpack the archive")]
+    #[error("entry {path} is not one a tree archive holds: {why}")]
+    NotATreeEntry { path: String, why: String },
+    #[error("failed to hash entry {path}")]
+    Hash {
+        path: String,
+        #[source]
+        source: git2::Error,
+    },
+    #[error("failed to read or unpack the archive")]
     Io(#[from] std::io::Error),
 }
 
-/// Unpacks an archive into `dest`; entries escaping `dest` are refused by `tar` itself. The
-/// archive is first read through, without writing, against `limits` (entries, and the sizes
-/// they declare), so a hostile archive is refused before anything is written. Modes keep only
-/// their permission bits: no setuid, setgid or sticky bit is ever restored.
-pub fn unpack_archive(bytes: &[u8], dest: &Path, limits: ArchiveLimits) -> Result<(), UnpackError> {
-    let mut entries = 0u64;
-    let mut total = 0u64;
-    let mut archive = tar::Archive::new(bytes);
-    for entry in archive.entries()? {
-        let entry = entry?;
-        entries += 1;
-        if entries > limits.max_entries {
+/// What one tar entry is in git's terms.
+enum Kind {
+    File { executable: bool },
+    Symlink,
+    Gitlink,
+    Directory,
+}
+
+/// Counts an entry against `limits` and says what it is, refusing anything a tree archive
+/// never holds (hard links, devices, FIFOs, special mode bits).
+struct Budget {
+    limits: ArchiveLimits,
+    entries: u64,
+    total: u64,
+}
+
+impl Budget {
+    fn new(limits: ArchiveLimits) -> Self {
+        Self {
+            limits,
+            entries: 0,
+            total: 0,
+        }
+    }
+
+    fn admit<R: Read>(&mut self, entry: &tar::Entry<'_, R>) -> Result<Kind, UnpackError> {
+        self.entries += 1;
+        if self.entries > self.limits.max_entries {
             return Err(UnpackError::TooManyEntries {
-                limit: limits.max_entries,
+                limit: self.limits.max_entries,
             });
         }
-        let declared = entry.header().size()?;
-        total = total.saturating_add(declared);
-        if total > limits.max_bytes {
+        let header = entry.header();
+        let path = || String::from_utf8_lossy(&entry.path_bytes()).into_owned();
+        let declared = header.size()?;
+        self.total = self.total.saturating_add(declared);
+        if self.total > self.limits.max_bytes {
             return Err(UnpackError::TooBig {
-                limit: limits.max_bytes,
-                path: String::from_utf8_lossy(&entry.path_bytes()).into_owned(),
+                limit: self.limits.max_bytes,
+                path: path(),
                 declared,
             });
         }
+        let mode = header.mode()?;
+        let refuse = |why: String| UnpackError::NotATreeEntry { path: path(), why };
+        let kind = header.entry_type();
+        let kind = match kind {
+            tar::EntryType::Regular if mode == 0o644 => Kind::File { executable: false },
+            tar::EntryType::Regular if mode == 0o755 => Kind::File { executable: true },
+            tar::EntryType::Regular => return Err(refuse(format!("a file of mode {mode:o}"))),
+            tar::EntryType::Symlink => Kind::Symlink,
+            tar::EntryType::Directory if mode == 0o755 => Kind::Directory,
+            tar::EntryType::Directory => {
+                return Err(refuse(format!("a directory of mode {mode:o}")));
+            }
+            other if other.as_byte() == GITLINK_TYPE => Kind::Gitlink,
+            other => {
+                return Err(refuse(format!(
+                    "tar type {:?}",
+                    char::from(other.as_byte())
+                )));
+            }
+        };
+        if !matches!(kind, Kind::File { .. }) && declared != 0 {
+            return Err(refuse(format!(
+                "a link or directory declaring {declared} bytes"
+            )));
+        }
+        Ok(kind)
     }
-    let mut archive = tar::Archive::new(bytes);
+}
+
+/// A directory of the tree being rebuilt from an archive, by entry name.
+#[derive(Default)]
+struct Dir(BTreeMap<Vec<u8>, Node>);
+
+enum Node {
+    Blob { mode: &'static [u8], id: git2::Oid },
+    Gitlink(git2::Oid),
+    Dir(Dir),
+}
+
+impl Dir {
+    /// Places `node` at `path` (`a/b/c`), creating the directories above it.
+    fn insert(&mut self, path: &[u8], node: Node) -> Result<(), UnpackError> {
+        let refuse = |why: &str| UnpackError::NotATreeEntry {
+            path: String::from_utf8_lossy(path).into_owned(),
+            why: why.to_owned(),
+        };
+        let trimmed = path.strip_suffix(b"/").unwrap_or(path);
+        let mut names: Vec<&[u8]> = trimmed.split(|b| *b == b'/').collect();
+        if names
+            .iter()
+            .any(|n| n.is_empty() || *n == b"." || *n == b"..")
+        {
+            return Err(refuse("a path git cannot hold"));
+        }
+        let Some(leaf) = names.pop() else {
+            return Err(refuse("an empty path"));
+        };
+        let mut dir = self;
+        for name in names {
+            let next = dir
+                .0
+                .entry(name.to_vec())
+                .or_insert_with(|| Node::Dir(Dir::default()));
+            dir = match next {
+                Node::Dir(sub) => sub,
+                _ => return Err(refuse("a path under a file")),
+            };
+        }
+        match (dir.0.get(leaf), &node) {
+            (None, _) => {
+                dir.0.insert(leaf.to_vec(), node);
+                Ok(())
+            }
+            (Some(Node::Dir(_)), Node::Dir(_)) => Ok(()),
+            (Some(_), _) => Err(refuse("a path the archive holds twice")),
+        }
+    }
+
+    /// The git tree id: entries `<mode> <name>\0<id>` in git's order, where a directory sorts
+    /// as if its name ended in `/`.
+    fn id(&self) -> Result<git2::Oid, git2::Error> {
+        let mut items = Vec::with_capacity(self.0.len());
+        for (name, node) in &self.0 {
+            let (key, mode, id) = match node {
+                Node::Dir(sub) => ([name.as_slice(), b"/"].concat(), &b"40000"[..], sub.id()?),
+                Node::Blob { mode, id } => (name.clone(), *mode, *id),
+                Node::Gitlink(id) => (name.clone(), &b"160000"[..], *id),
+            };
+            items.push((key, mode, name, id));
+        }
+        items.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut content = Vec::new();
+        for (_, mode, name, id) in items {
+            content.extend_from_slice(mode);
+            content.push(b' ');
+            content.extend_from_slice(name);
+            content.push(0);
+            content.extend_from_slice(id.as_bytes());
+        }
+        git2::Oid::hash_object(git2::ObjectType::Tree, &content)
+    }
+}
+
+/// The git tree id of the tree `archive` holds, computed as git would from its entries (blob
+/// ids from their content), within `limits`. A blob bigger than 8 MiB is hashed through the
+/// file `spill`, which is removed afterwards.
+pub fn archive_tree_id(
+    archive: &Path,
+    limits: ArchiveLimits,
+    spill: &Path,
+) -> Result<git2::Oid, UnpackError> {
+    let mut budget = Budget::new(limits);
+    let mut root = Dir::default();
+    let mut tar = tar::Archive::new(std::fs::File::open(archive)?);
+    for entry in tar.entries()? {
+        let mut entry = entry?;
+        let kind = budget.admit(&entry)?;
+        let path = entry.path_bytes().into_owned();
+        let hash_err = |source| UnpackError::Hash {
+            path: String::from_utf8_lossy(&path).into_owned(),
+            source,
+        };
+        let link = || {
+            entry
+                .link_name_bytes()
+                .map(|l| l.into_owned())
+                .unwrap_or_default()
+        };
+        let node = match kind {
+            Kind::Directory => Node::Dir(Dir::default()),
+            Kind::Symlink => Node::Blob {
+                mode: b"120000",
+                id: git2::Oid::hash_object(git2::ObjectType::Blob, &link()).map_err(hash_err)?,
+            },
+            Kind::Gitlink => {
+                let commit = String::from_utf8_lossy(&link()).into_owned();
+                Node::Gitlink(git2::Oid::from_str(&commit).map_err(hash_err)?)
+            }
+            Kind::File { executable } => {
+                let size = entry.header().size()?;
+                let id = if size <= BLOB_IN_MEMORY {
+                    let mut content = Vec::with_capacity(size as usize);
+                    entry.read_to_end(&mut content)?;
+                    git2::Oid::hash_object(git2::ObjectType::Blob, &content)
+                } else {
+                    let mut file = std::fs::File::create(spill)?;
+                    let copied = std::io::copy(&mut entry, &mut file);
+                    let id = copied.map(|_| git2::Oid::hash_file(git2::ObjectType::Blob, spill));
+                    std::fs::remove_file(spill)?;
+                    id?
+                }
+                .map_err(hash_err)?;
+                let mode: &'static [u8] = if executable { b"100755" } else { b"100644" };
+                Node::Blob { mode, id }
+            }
+        };
+        root.insert(&path, node)?;
+    }
+    root.id().map_err(|source| UnpackError::Hash {
+        path: "/".into(),
+        source,
+    })
+}
+
+/// Unpacks the archive at `archive` into `dest`; entries escaping `dest` are refused by `tar`
+/// itself, and gitlinks create nothing. The archive is first read through, without writing,
+/// against `limits` (entries, and the sizes they declare) and for entries a tree archive never
+/// holds, so a hostile archive is refused before anything is written. Modes keep only their
+/// permission bits: no setuid, setgid or sticky bit is ever restored.
+pub fn unpack_archive(
+    archive: &Path,
+    dest: &Path,
+    limits: ArchiveLimits,
+) -> Result<(), UnpackError> {
+    let mut budget = Budget::new(limits);
+    for entry in tar::Archive::new(std::fs::File::open(archive)?).entries()? {
+        budget.admit(&entry?)?;
+    }
+    let mut tar = tar::Archive::new(std::fs::File::open(archive)?);
     // Not preserved: a mode is cut to its rwx bits (tar's rule), and the mask drops the
     // special bits whatever that rule becomes.
-    archive.set_preserve_permissions(false);
-    archive.set_mask(0o7000);
-    archive.set_preserve_mtime(false);
-    archive.set_unpack_xattrs(false);
-    archive.unpack(dest)?;
+    tar.set_preserve_permissions(false);
+    tar.set_mask(0o7000);
+    tar.set_preserve_mtime(false);
+    tar.set_unpack_xattrs(false);
+    // Directories last, as `tar::Archive::unpack` does, so their modes cannot block their files.
+    let mut directories = Vec::new();
+    for entry in tar.entries()? {
+        let mut entry = entry?;
+        match entry.header().entry_type() {
+            tar::EntryType::Directory => directories.push(entry),
+            kind if kind.as_byte() == GITLINK_TYPE => {}
+            _ => {
+                entry.unpack_in(dest)?;
+            }
+        }
+    }
+    for mut directory in directories {
+        directory.unpack_in(dest)?;
+    }
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::process::Command;
 
-    #[test]
-    fn the_same_tree_archives_to_the_same_bytes_and_unpacks_with_modes() {
-        let dir = tempfile::tempdir().unwrap();
-        let repo = git2::Repository::init(dir.path()).unwrap();
-        std::fs::create_dir_all(dir.path().join("pager")).unwrap();
-        std::fs::write(dir.path().join("pager/pages.py"), "PAGE = 20\n").unwrap();
-        std::fs::write(dir.path().join("run.sh"), "#!/bin/sh\n").unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(
-            dir.path().join("run.sh"),
-            std::fs::Permissions::from_mode(0o755),
+    fn git(repo: &Path, args: &[&str]) -> String {
+        let out = Command::new("git")
+            .args(["-c", "user.name=Ada", "-c", "user.email=ada@invoices.test"])
+            .args(args)
+            .current_dir(repo)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    }
+
+    fn write(repo: &Path, path: &str, text: &[u8]) {
+        let path = repo.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    /// The archive of `tree` written to a file, and the tree id recomputed from it.
+    fn recomputed(repo: &Path, tree: &TreeId) -> (tempfile::TempDir, std::path::PathBuf, String) {
+        let bytes = build_tree_archive(repo, tree).unwrap();
+        let out = tempfile::tempdir().unwrap();
+        let archive = out.path().join("tree.tar");
+        std::fs::write(&archive, bytes).unwrap();
+        let id = archive_tree_id(
+            &archive,
+            ArchiveLimits::default(),
+            &out.path().join("spill"),
         )
         .unwrap();
-        let mut index = repo.index().unwrap();
-        index
-            .add_all(["*"], git2::IndexAddOption::DEFAULT, None)
-            .unwrap();
-        let tree = TreeId(index.write_tree().unwrap().to_string());
-        let first = build_tree_archive(dir.path(), &tree).unwrap();
-        let second = build_tree_archive(dir.path(), &tree).unwrap();
-        assert_eq!(first, second);
-        let out = tempfile::tempdir().unwrap();
-        unpack_archive(&first, out.path(), ArchiveLimits::default()).unwrap();
-        assert_eq!(
-            std::fs::read_to_string(out.path().join("pager/pages.py")).unwrap(),
-            "PAGE = 20\n"
+        assert!(
+            !out.path().join("spill").exists(),
+            "the spill file is removed"
         );
-        let mode = std::fs::metadata(out.path().join("run.sh"))
-            .unwrap()
-            .permissions()
-            .mode();
-        assert_eq!(mode & 0o111, 0o111);
+        (out, archive, id.to_string())
+    }
+
+    /// A repository of the shapes whose ids are easy to get wrong: nested directories, an
+    /// executable, symlinks (one past the 100-byte tar field), a submodule, a name with a space
+    /// and one that is not UTF-8, names that sort differently as files and as directories, a
+    /// blob past the in-memory bound, and an empty subtree.
+    fn awkward_repo(dir: &Path) -> TreeId {
+        git(dir, &["init", "-q", "-b", "main"]);
+        write(dir, "invoices/tax/rates.py", b"VAT = 0.2\n");
+        write(dir, "invoices/__init__.py", b"");
+        write(dir, "run tests.sh", b"#!/bin/sh\npytest\n");
+        write(dir, "a.b", b"dotted\n");
+        write(dir, "a/inner.py", b"INNER = 1\n");
+        write(dir, "a0", b"zero\n");
+        let big: Vec<u8> = (0..BLOB_IN_MEMORY + 4096)
+            .map(|i| (i % 251) as u8)
+            .collect();
+        write(dir, "fixtures/ledger.bin", &big);
+        let latin1 = OsStr::from_bytes(b"caf\xe9.txt");
+        std::fs::write(dir.join(latin1), b"menu\n").unwrap();
+        std::os::unix::fs::symlink("invoices/tax/rates.py", dir.join("rates.py")).unwrap();
+        let far = format!("{}/target.py", "deep/".repeat(30));
+        std::os::unix::fs::symlink(&far, dir.join("far.py")).unwrap();
+        git(dir, &["add", "."]);
+        git(dir, &["update-index", "--chmod=+x", "run tests.sh"]);
+        let commit = "5c0e41d2a9b7c3e1f0a4d8b6e2c9f7a1b3d5e7f9";
+        git(
+            dir,
+            &[
+                "update-index",
+                "--add",
+                "--cacheinfo",
+                &format!("160000,{commit},vendor/lib"),
+            ],
+        );
+        let tree = git(dir, &["write-tree"]);
+        // Git's own commands never write an empty subtree; libgit2 can.
+        let repo = git2::Repository::open(dir).unwrap();
+        let empty = repo.treebuilder(None).unwrap().write().unwrap();
+        let root = repo.find_tree(git2::Oid::from_str(&tree).unwrap()).unwrap();
+        let mut builder = repo.treebuilder(Some(&root)).unwrap();
+        builder.insert("placeholder", empty, 0o040000).unwrap();
+        TreeId(builder.write().unwrap().to_string())
+    }
+
+    #[test]
+    fn the_tree_id_recomputed_from_an_archive_is_gits() {
+        let dir = tempfile::tempdir().unwrap();
+        let tree = awkward_repo(dir.path());
+        let listing = git(dir.path(), &["ls-tree", "-r", "-t", tree.as_str()]);
+        for shape in [
+            "160000 commit",
+            "120000 blob",
+            "100755 blob",
+            "040000 tree",
+            "a.b",
+            "a0",
+        ] {
+            assert!(listing.contains(shape), "{shape} in {listing}");
+        }
+        let (_out, _archive, id) = recomputed(dir.path(), &tree);
+        assert_eq!(id, tree.as_str());
+    }
+
+    #[test]
+    fn an_empty_tree_is_an_empty_archive_with_gits_empty_tree_id() {
+        let dir = tempfile::tempdir().unwrap();
+        git(dir.path(), &["init", "-q"]);
+        let tree = TreeId(git(dir.path(), &["write-tree"]));
+        assert_eq!(tree.as_str(), "4b825dc642cb6eb9a060e54bf8d69288fbee4904");
+        let (_out, _archive, id) = recomputed(dir.path(), &tree);
+        assert_eq!(id, tree.as_str());
+    }
+
+    #[test]
+    fn an_archive_unpacks_with_modes_links_and_names_and_nothing_for_a_submodule() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let tree = awkward_repo(dir.path());
+        let first = build_tree_archive(dir.path(), &tree).unwrap();
+        assert_eq!(
+            first,
+            build_tree_archive(dir.path(), &tree).unwrap(),
+            "deterministic"
+        );
+        let (_out, archive, _) = recomputed(dir.path(), &tree);
+        let dest = tempfile::tempdir().unwrap();
+        unpack_archive(&archive, dest.path(), ArchiveLimits::default()).unwrap();
+        let read = |path: &str| std::fs::read(dest.path().join(path)).unwrap();
+        assert_eq!(read("invoices/tax/rates.py"), b"VAT = 0.2\n");
+        assert_eq!(read("rates.py"), b"VAT = 0.2\n", "the symlink resolves");
+        assert_eq!(
+            std::fs::read_link(dest.path().join("far.py")).unwrap(),
+            Path::new(&format!("{}/target.py", "deep/".repeat(30)))
+        );
+        assert_eq!(
+            std::fs::read(dest.path().join(OsStr::from_bytes(b"caf\xe9.txt"))).unwrap(),
+            b"menu\n"
+        );
+        let mode = |path: &str| {
+            std::fs::metadata(dest.path().join(path))
+                .unwrap()
+                .permissions()
+                .mode()
+                & 0o777
+        };
+        assert_eq!(mode("run tests.sh"), 0o755);
+        assert_eq!(mode("a0"), 0o644);
+        assert!(
+            dest.path().join("placeholder").is_dir(),
+            "the empty subtree"
+        );
+        assert!(
+            !dest.path().join("vendor").exists(),
+            "a submodule creates nothing"
+        );
+    }
+
+    #[test]
+    fn entries_git_cannot_hold_are_refused_before_anything_is_written() {
+        let out = tempfile::tempdir().unwrap();
+        let cases: [(&str, tar::EntryType, u32, &str); 4] = [
+            (
+                "bin/escalate",
+                tar::EntryType::Regular,
+                0o4755,
+                "a file of mode 4755",
+            ),
+            (
+                "pager.py",
+                tar::EntryType::Regular,
+                0o000,
+                "a file of mode 0",
+            ),
+            ("dev/console", tar::EntryType::Char, 0o644, "tar type '3'"),
+            ("queue", tar::EntryType::Fifo, 0o644, "tar type '6'"),
+        ];
+        for (path, kind, mode, why) in cases {
+            let mut builder = tar::Builder::new(Vec::new());
+            let mut honest = header(tar::EntryType::Regular, 0o644, 3);
+            builder
+                .append_data(&mut honest, "ok.py", &b"X=1"[..])
+                .unwrap();
+            let mut entry = header(kind, mode, 0);
+            builder
+                .append_data(&mut entry, path, std::io::empty())
+                .unwrap();
+            let archive = out.path().join("hostile.tar");
+            std::fs::write(&archive, builder.into_inner().unwrap()).unwrap();
+            let dest = out.path().join("dest");
+            let err = unpack_archive(&archive, &dest, ArchiveLimits::default()).unwrap_err();
+            assert!(err.to_string().contains(why), "{path}: {err}");
+            assert!(err.to_string().contains(path), "{path}: {err}");
+            assert!(!dest.exists(), "nothing was written for {path}");
+            let err = archive_tree_id(
+                &archive,
+                ArchiveLimits::default(),
+                &out.path().join("spill"),
+            )
+            .unwrap_err();
+            assert!(err.to_string().contains(why), "{path}: {err}");
+        }
+    }
+
+    #[test]
+    fn an_archive_holding_a_path_twice_or_under_a_file_has_no_tree_id() {
+        let out = tempfile::tempdir().unwrap();
+        for (second, why) in [("pager.py", "twice"), ("pager.py/x.py", "under a file")] {
+            let mut builder = tar::Builder::new(Vec::new());
+            for path in ["pager.py", second] {
+                let mut file = header(tar::EntryType::Regular, 0o644, 3);
+                builder.append_data(&mut file, path, &b"X=1"[..]).unwrap();
+            }
+            let archive = out.path().join("hostile.tar");
+            std::fs::write(&archive, builder.into_inner().unwrap()).unwrap();
+            let err = archive_tree_id(
+                &archive,
+                ArchiveLimits::default(),
+                &out.path().join("spill"),
+            )
+            .unwrap_err();
+            assert!(err.to_string().contains(why), "{err}");
+        }
     }
 }

@@ -68,6 +68,9 @@ pub enum StoreError {
     },
 }
 
+/// An object's bytes, a chunk at a time.
+pub type ByteStream = futures::stream::BoxStream<'static, Result<Bytes, StoreError>>;
+
 /// One stored object, as a listing shows it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StoredObject {
@@ -88,6 +91,9 @@ pub trait ArtifactStore: Send + Sync {
         bytes: Bytes,
     ) -> Result<ArtifactRef, StoreError>;
     async fn get(&self, key: &str) -> Result<Option<Bytes>, StoreError>;
+    /// The object's bytes as they arrive, so a reader can bound what it takes and never hold
+    /// the object whole; `None` when it is not there.
+    async fn get_stream(&self, key: &str) -> Result<Option<ByteStream>, StoreError>;
     /// Every object whose key starts with the `prefix` directory (`cache/v1`).
     async fn list(&self, prefix: &str) -> Result<Vec<StoredObject>, StoreError>;
     /// Removes an object; removing one that is not there is not an error.
@@ -354,6 +360,31 @@ impl ArtifactStore for ObjectArtifactStore {
                     key: key.to_owned(),
                     source,
                 }),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(source) => Err(StoreError::Get {
+                key: key.to_owned(),
+                source,
+            }),
+        }
+    }
+
+    async fn get_stream(&self, key: &str) -> Result<Option<ByteStream>, StoreError> {
+        use futures::StreamExt as _;
+        match self.inner.get(&StorePath::from(key)).await {
+            Ok(result) => {
+                let key = key.to_owned();
+                Ok(Some(
+                    result
+                        .into_stream()
+                        .map(move |chunk| {
+                            chunk.map_err(|source| StoreError::Get {
+                                key: key.clone(),
+                                source,
+                            })
+                        })
+                        .boxed(),
+                ))
+            }
             Err(object_store::Error::NotFound { .. }) => Ok(None),
             Err(source) => Err(StoreError::Get {
                 key: key.to_owned(),

@@ -34,6 +34,10 @@ pub enum TreeError {
         #[source]
         source: git2::Error,
     },
+    #[error(
+        "the archive stored for tree {tree} does not hold tree {tree}: its entries make tree {found}, so the store may have been tampered with (hint: uploading tree {tree} again from a repository that has it replaces the archive)"
+    )]
+    NotThisTree { tree: String, found: String },
     #[error("tree {tree} could not be materialized: {message}")]
     Other { tree: String, message: String },
     #[error("failed to upload tree {tree} to the store")]

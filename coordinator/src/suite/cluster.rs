@@ -9,7 +9,7 @@ use futures::StreamExt;
 use std::sync::{Arc, Mutex};
 
 /// The key of the fleet-wide halt in the proofs bucket; its value is the reason.
-pub const HALT_KEY: &str = "fleet.halt";
+pub const HALT_KEY: &str = assay_common::fleet::keys::HALT;
 
 /// The fleet-wide halt as an [`AdmissionGate`], kept current by a watch on its key.
 pub struct FleetHalt {
@@ -65,8 +65,8 @@ async fn read_halt(proofs: &kv::Store) -> Result<Option<String>, FleetError> {
 }
 
 /// Said with a failed write of the halt key: the shipped NATS permissions give that write to
-/// the coordinator's user only.
-const NEEDS_WRITE: &str = " (a halt writes the proofs bucket: under the fleet's NATS permissions only the coordinator's user may, so run halt and resume with its credentials)";
+/// the operator's and the coordinator's users only.
+const NEEDS_WRITE: &str = " (a halt writes the proofs bucket's halt key: under the fleet's NATS permissions only the operator's and the coordinator's users may, so run halt and resume with the operator's credentials)";
 
 /// Sets the fleet-wide halt.
 pub async fn set_halt(proofs: &kv::Store, reason: &str) -> Result<(), FleetError> {

@@ -419,6 +419,40 @@ fn cases_run_in_batches_by_default_fail_as_pytest_fails_and_keep_their_own_outpu
     assert!(artifact_text(&project, &footer, "stdout").contains("footer: thanks"));
 }
 
+const LAST_ITEM_TESTS: &str = r#"from unittest import TestCase
+
+
+def last(items):
+    return items[-1]
+
+
+def repeat_last(items, times):
+    return items + items[-1:] * (times + 1)
+
+
+class LastTests(TestCase):
+    def test_basic(self):
+        self.assertEqual(last([1, 2, 3]), 3)
+
+
+class RepeatLastTests(TestCase):
+    def test_basic(self):
+        self.assertEqual(repeat_last([1, 2], 2), [1, 2, 2, 2])
+"#;
+
+#[test]
+fn a_class_does_not_take_the_results_of_a_class_whose_name_ends_like_it() {
+    let project = Project::new(&[("tests/test_last.py", LAST_ITEM_TESTS), ("conftest.py", "")]);
+    let report = project.json_path();
+    // One batch holds both classes, as a history-planned batch of a real suite did.
+    let out = project.test(&["--shards", "1", "--json", report.to_str().expect("utf-8")]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let json = read_json(&report);
+    let expected = ["tests/test_last.py::RepeatLastTests::test_basic"];
+    assert_eq!(assay_failures(&json), expected, "{json}");
+    assert_eq!(pytest_failures(project.path()), expected);
+}
+
 /// The cases of a report as (display, outcome), in report order.
 fn displays_and_outcomes(json: &serde_json::Value) -> Vec<(String, String)> {
     json["cases"]

@@ -7,7 +7,9 @@
 //! only its own cases (see [`assay_common::runner::PYTEST_SELECT_SCRIPT`]), so no listing session
 //! runs before the batches. The batches' reports say what the tree collects now: a case no
 //! longer collected is dropped, as a listing would have dropped it, and a case history did not
-//! know runs in one more round of batches.
+//! know runs in one more round of batches. A first run of such a suite runs no listing either:
+//! one batch per slot collects the suite and runs its part of it, split by node id
+//! ([`assay_common::runner::partition_of`]).
 
 use super::conclude::{self, CaseVerdict};
 use super::halt::AdmissionGate;

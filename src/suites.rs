@@ -268,10 +268,16 @@ impl RunProgress for CaseProgress {
         let terminal = &self.terminal;
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         match event {
-            RunEvent::Planned { cases } => {
+            RunEvent::Planned { cases: Some(cases) } => {
                 state.1 = cases;
                 terminal.line(&format!("[test] 0/{cases}"));
                 terminal.update(0, cases);
+            }
+            RunEvent::Planned { cases: None } => {
+                terminal.line(
+                    "[test] 0/? (each batch collects the suite; cases are counted as they report)",
+                );
+                terminal.update(0, 0);
             }
             RunEvent::Finished { cases, pending } => {
                 for verdict in cases {

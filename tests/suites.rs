@@ -205,7 +205,8 @@ fn results_keep_plan_order_with_three_jobs_and_uneven_durations() {
     let out = project.test(&["--jobs", "3", "--json", report.to_str().expect("utf-8")]);
     let err = stderr(&out);
     assert_eq!(code(&out), 0, "{err}");
-    assert!(err.contains("[test] 0/7"), "{err}");
+    // A first run lists nothing: each batch collects the suite, so the count follows them.
+    assert!(err.contains("[test] 0/?"), "{err}");
     assert!(err.contains("[test] 7/7 passed"), "{err}");
     let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&report).expect("report")).expect("JSON");
@@ -357,8 +358,8 @@ fn cases_run_in_batches_by_default_fail_as_pytest_fails_and_keep_their_own_outpu
     };
     let (first, _) = run(&[]);
     assert_eq!(first["totals"]["total"], 9);
-    // No durations recorded yet: two batches per slot, not one job per case.
-    assert_eq!(first["jobs"].as_array().map(Vec::len), Some(4), "{first}");
+    // No history yet: one batch per slot, each running its part of the collection.
+    assert_eq!(first["jobs"].as_array().map(Vec::len), Some(2), "{first}");
     let expected = [
         "tests/test_receipt.py::test_cut",
         "tests/test_receipt.py::test_footer",
@@ -419,6 +420,78 @@ fn cases_run_in_batches_by_default_fail_as_pytest_fails_and_keep_their_own_outpu
     assert!(artifact_text(&project, &footer, "stdout").contains("footer: thanks"));
 }
 
+const LAST_ITEM_TESTS: &str = r#"from unittest import TestCase
+
+
+def last(items):
+    return items[-1]
+
+
+def repeat_last(items, times):
+    return items + items[-1:] * (times + 1)
+
+
+class LastTests(TestCase):
+    def test_basic(self):
+        self.assertEqual(last([1, 2, 3]), 3)
+
+
+class RepeatLastTests(TestCase):
+    def test_basic(self):
+        self.assertEqual(repeat_last([1, 2], 2), [1, 2, 2, 2])
+"#;
+
+#[test]
+fn a_class_does_not_take_the_results_of_a_class_whose_name_ends_like_it() {
+    let project = Project::new(&[("tests/test_last.py", LAST_ITEM_TESTS), ("conftest.py", "")]);
+    let report = project.json_path();
+    // One batch holds both classes, as a history-planned batch of a real suite did.
+    let out = project.test(&["--shards", "1", "--json", report.to_str().expect("utf-8")]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let json = read_json(&report);
+    let expected = ["tests/test_last.py::RepeatLastTests::test_basic"];
+    assert_eq!(assay_failures(&json), expected, "{json}");
+    assert_eq!(pytest_failures(project.path()), expected);
+}
+
+#[test]
+fn a_suite_that_fails_to_collect_says_which_file_and_why_on_a_first_run() {
+    // A test module that cannot import: pytest's own account names the module and the error.
+    let project = Project::new(&[
+        (
+            "tests/test_refunds.py",
+            "import refund_gateway\n\n\ndef test_refund():\n    pass\n",
+        ),
+        (
+            "tests/test_totals.py",
+            "def test_total():\n    assert 40 + 2 == 42\n",
+        ),
+        ("conftest.py", ""),
+    ]);
+    let out = project.test(&["--jobs", "2"]);
+    let err = stderr(&out);
+    assert_ne!(code(&out), 0, "{err}");
+    assert!(
+        err.contains("tests/test_refunds.py failed to collect"),
+        "{err}"
+    );
+    assert!(err.contains("No module named 'refund_gateway'"), "{err}");
+    // A conftest.py that cannot import stops every session before it collects: its error is
+    // on stderr, and the message carries it.
+    project.commit(
+        &[
+            ("conftest.py", "import payment_sandbox\n"),
+            ("tests/test_refunds.py", "def test_refund():\n    pass\n"),
+        ],
+        "a conftest that needs a missing module",
+    );
+    let out = project.test(&["--jobs", "2"]);
+    let err = stderr(&out);
+    assert_ne!(code(&out), 0, "{err}");
+    assert!(err.contains("ImportError while loading conftest"), "{err}");
+    assert!(err.contains("No module named 'payment_sandbox'"), "{err}");
+}
+
 /// The cases of a report as (display, outcome), in report order.
 fn displays_and_outcomes(json: &serde_json::Value) -> Vec<(String, String)> {
     json["cases"]
@@ -455,8 +528,15 @@ fn a_run_with_history_starts_its_batches_at_once_and_follows_added_and_removed_c
         )
         .is_some()
     };
-    let (first, _) = run();
-    assert!(listed_by_a_job(&first), "a first run lists its cases");
+    let (first, err) = run();
+    // No history: one batch per slot collects the suite and runs its part, no listing first.
+    assert!(
+        !listed_by_a_job(&first),
+        "a first run listed its cases: {err}"
+    );
+    assert_eq!(first["jobs"].as_array().map(Vec::len), Some(2), "{first}");
+    assert_eq!(first["audit"]["selection"]["collected"], 9, "{first}");
+    assert_eq!(assay_failures(&first), pytest_failures(project.path()));
     let (second, err) = run();
     assert!(!listed_by_a_job(&second), "history knew the cases: {err}");
     assert_eq!(second["jobs"].as_array().map(Vec::len), Some(2), "{second}");

@@ -8,6 +8,7 @@ pub mod node;
 use crate::manifest::ManifestJob;
 use crate::tree_path::{TreePath, TreePathError};
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 use std::fmt;
 use std::str::FromStr;
 
@@ -45,12 +46,23 @@ pub fn python_m_pytest(command: &[String]) -> Option<(&String, &[String])> {
 /// JUnit report (one `assay.collected` property each, in collection order), and runs only the
 /// node ids SPEC names (the others are deselected). So a batch needs no separate listing
 /// session, and a node id the tree no longer has costs nothing.
-pub const PYTEST_SELECT_SCRIPT: &str = r#"import sys
+pub const PYTEST_SELECT_SCRIPT: &str = r#"import hashlib
+import sys
 import pytest
 
 argv = sys.argv[1:]
 cut = argv.index("--assay-select")
 args, spec = argv[:cut], argv[cut + 1:]
+
+
+def wanted(nodeid):
+    if spec[:1] == ["--assay-partition"]:
+        digest = hashlib.sha256(nodeid.encode("utf-8", "surrogateescape")).digest()
+        return int.from_bytes(digest[:8], "big") % int(spec[2]) == int(spec[1])
+    return nodeid in chosen
+
+
+chosen = set(spec)
 
 
 class AssaySelect:
@@ -60,8 +72,7 @@ class AssaySelect:
             if hasattr(plugin, "add_global_property") and hasattr(plugin, "node_reporters"):
                 for item in items:
                     plugin.add_global_property("assay.collected", item.nodeid)
-        wanted = set(spec)
-        keep = [item for item in items if item.nodeid in wanted]
+        keep = [item for item in items if wanted(item.nodeid)]
         if len(keep) < len(items):
             kept = set(map(id, keep))
             config.hook.pytest_deselected(items=[i for i in items if id(i) not in kept])
@@ -73,6 +84,20 @@ sys.exit(pytest.main(args, plugins=[AssaySelect()]))
 
 /// The argument after which [`PYTEST_SELECT_SCRIPT`] reads what its batch runs.
 pub const PYTEST_SELECT_FLAG: &str = "--assay-select";
+
+/// What follows [`PYTEST_SELECT_FLAG`] to run one part of the whole collection: the cases
+/// whose [`partition_of`] is the part's number.
+pub const PYTEST_PARTITION_FLAG: &str = "--assay-partition";
+
+/// The part of `parts` a pytest node id falls in, as [`PYTEST_SELECT_SCRIPT`] computes it: the
+/// first 8 bytes of the id's sha256, big-endian, modulo `parts`. Stable across runs and
+/// machines, so every batch of a first run takes its own cases from the same collection.
+pub fn partition_of(node_id: &str, parts: usize) -> usize {
+    let digest = Sha256::digest(node_id.as_bytes());
+    let mut head = [0u8; 8];
+    head.copy_from_slice(&digest[..8]);
+    (u64::from_be_bytes(head) % parts.max(1) as u64) as usize
+}
 
 /// The JUnit property under which [`PYTEST_SELECT_SCRIPT`] records each collected node id.
 pub const PYTEST_COLLECTED_PROPERTY: &str = "assay.collected";
@@ -449,6 +474,53 @@ mod tests {
 
     fn strings(words: &[&str]) -> Vec<String> {
         words.iter().map(|w| (*w).to_owned()).collect()
+    }
+
+    #[test]
+    fn the_select_script_and_assay_put_each_node_id_in_the_same_part() {
+        let ids = [
+            "tests/test_more.py::LastTests::test_basic",
+            "tests/test_recipes.py::TakeTests::test_simple_take",
+            "tests/test_pages.py::test_partial[3-page \u{e9}t\u{e9}]",
+            "tests/test_pages.py::test_partial[]",
+        ];
+        // The script's own `wanted`, run once by the real interpreter over every id and part
+        // count: it prints, per line, the part each id falls in.
+        let head = PYTEST_SELECT_SCRIPT
+            .split("\nchosen = set(spec)")
+            .next()
+            .expect("the script defines wanted first")
+            .replace("cut = argv.index(\"--assay-select\")", "cut = 0");
+        let probe = format!(
+            "{head}\nids = sys.stdin.read().split('\\n')\nfor parts in (2, 3):\n    for nodeid in ids:\n        found = []\n        for part in range(parts):\n            spec = ['--assay-partition', str(part), str(parts)]\n            if wanted(nodeid):\n                found.append(part)\n        print(*found)\n"
+        );
+        let mut child = std::process::Command::new("python3")
+            .args(["-c", &probe])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("python3 runs");
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(ids.join("\n").as_bytes())
+            .expect("write");
+        let out = child.wait_with_output().expect("python3 ends");
+        let expected: Vec<String> = [2usize, 3]
+            .iter()
+            .flat_map(|&parts| {
+                ids.iter()
+                    .map(move |id| partition_of(id, parts).to_string())
+            })
+            .collect();
+        let found: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_owned)
+            .collect();
+        assert_eq!(found, expected, "each id in exactly one part, the same one");
+        assert_eq!(partition_of("any", 0), 0, "no parts is one part");
     }
 
     #[test]

@@ -156,14 +156,22 @@ impl SuiteCase {
                 .name
                 .strip_prefix(self.name.as_str())
                 .is_some_and(|rest| rest.starts_with('/'));
+        // The class ends the reported suite at a component boundary: `LastTests` must not own
+        // `tests.test_more.RepeatLastTests`'s results.
         let class_matches = self.class.is_empty()
-            || result.suite.replace('.', "::").ends_with(&self.class)
-            || result.suite.ends_with(&self.class.replace("::", "."));
+            || ends_with_component(&result.suite.replace('.', "::"), &self.class, "::")
+            || ends_with_component(&result.suite, &self.class.replace("::", "."), ".");
         file_matches
             && name_matches
             && class_matches
             && (self.variant.is_none() || self.variant == result.variant)
     }
+}
+
+/// Is `tail` the whole of `text`, or its last `separator`-delimited components?
+fn ends_with_component(text: &str, tail: &str, separator: &str) -> bool {
+    text.strip_suffix(tail)
+        .is_some_and(|head| head.is_empty() || head.ends_with(separator))
 }
 
 /// `v1.` and 16 hex digits of the id's sha256: stable across runs, opaque to users.
@@ -661,6 +669,19 @@ mod tests {
         assert!(go.owns(&result("example.com/ledger/cache", "TestExpiry")));
         assert!(!go.owns(&result("example.com/ledger/cache", "TestExpiryLate")));
         assert!(!go.owns(&result("example.com/ledger", "TestExpiry")));
+        // A class owns its own results only, not those of a class whose name ends like it.
+        let last = parse_pytest_collection("tests/test_more.py::LastTests::test_basic\n");
+        let reported = |suite: &str| CaseResult {
+            file: "tests/test_more.py".into(),
+            suite: suite.into(),
+            ..result("tests/test_more.py", "test_basic")
+        };
+        assert!(last[0].owns(&reported("tests.test_more.LastTests")));
+        assert!(last[0].owns(&reported("LastTests")));
+        assert!(!last[0].owns(&reported("tests.test_more.RepeatLastTests")));
+        let nested = parse_pytest_collection("tests/test_more.py::Outer::LastTests::test_basic\n");
+        assert!(nested[0].owns(&reported("tests.test_more.Outer.LastTests")));
+        assert!(!nested[0].owns(&reported("tests.test_more.RepeatOuter.LastTests")));
         let file = SuiteCase::whole_file("test/invoice.test.js");
         assert!(file.owns(&result("test/invoice.test.js", "adds tax")));
         assert!(!file.owns(&result("test/pager.test.js", "adds tax")));

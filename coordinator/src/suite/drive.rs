@@ -7,7 +7,9 @@
 //! only its own cases (see [`assay_common::runner::PYTEST_SELECT_SCRIPT`]), so no listing session
 //! runs before the batches. The batches' reports say what the tree collects now: a case no
 //! longer collected is dropped, as a listing would have dropped it, and a case history did not
-//! know runs in one more round of batches.
+//! know runs in one more round of batches. A first run of such a suite runs no listing either:
+//! one batch per slot collects the suite and runs its part of it, split by node id
+//! ([`assay_common::runner::partition_of`]).
 
 use super::conclude::{self, CaseVerdict};
 use super::halt::AdmissionGate;
@@ -23,6 +25,7 @@ use super::{
 use assay_common::job::{JobResult, JobSpec};
 use assay_common::manifest::ManifestJob;
 use assay_common::outcome::ReportOutcome;
+use assay_common::runner;
 use assay_common::suite::{CaseOutcome, SuiteCase, parse_pytest_collection};
 use assay_common::{JobId, ProofId, TreeId};
 use assay_transport::queue::{JobQueue, QueueError};
@@ -69,6 +72,8 @@ pub enum CaseSource {
     Tree,
     /// The last run's recorded cases, checked against what the batches collected.
     History,
+    /// What a first run's batches collected, each running its part of it.
+    Partitions,
 }
 
 /// A finished run: the cases in plan order, the jobs that ran them and their results.
@@ -96,7 +101,10 @@ impl Driven {
     /// from them: the whole collection of a pytest suite run as `PYTHON -m pytest`.
     pub fn case_list(&self, setup: &SuiteSetup) -> Option<CaseList> {
         let batchable = setup.select_command(&[]).is_some()
-            && matches!(self.source, CaseSource::Listing | CaseSource::History)
+            && matches!(
+                self.source,
+                CaseSource::Listing | CaseSource::History | CaseSource::Partitions
+            )
             && !self.collected.is_empty();
         batchable.then(|| CaseList {
             command: setup.prefix.clone(),
@@ -108,10 +116,11 @@ impl Driven {
 
 /// What the progress hears while a suite runs, in cases.
 pub enum RunEvent<'a> {
-    /// The cases known before the first job; the history-planned count may change once the
-    /// batches say what the tree collects.
+    /// The cases known before the first job (`None`: a first run's batches count them as
+    /// they report); the history-planned count may change once the batches say what the tree
+    /// collects.
     Planned {
-        cases: usize,
+        cases: Option<usize>,
     },
     /// A job finished: its cases, each with its outcome.
     Finished {
@@ -178,6 +187,11 @@ pub async fn run(
     if let Some(list) = recorded_cases(request) {
         return run_recorded(request, list, queue, store, gate, progress).await;
     }
+    if partitionable(request)
+        && let Some(driven) = run_partitioned(request, queue, store, gate, progress).await?
+    {
+        return Ok(driven);
+    }
     let (collection, cases) = collect_selected(request, queue, store).await?;
     let setup = request.setup;
     let mode = match request.shards {
@@ -202,7 +216,9 @@ pub async fn run(
         &shards,
         request.timeout_secs,
     );
-    progress.event(RunEvent::Planned { cases: cases.len() });
+    progress.event(RunEvent::Planned {
+        cases: Some(cases.len()),
+    });
     let relay = Relay {
         request,
         cases: &cases,
@@ -240,7 +256,6 @@ async fn run_recorded(
     gate: &dyn AdmissionGate,
     progress: &dyn RunProgress,
 ) -> Result<Driven, DriveError> {
-    let runner = request.setup.runner;
     let planned = parse_pytest_collection(&list.ids.join("\n"));
     let shards = batches(
         request,
@@ -250,7 +265,7 @@ async fn run_recorded(
     );
     let plan = selecting_plan(request, &planned, &shards, 0);
     progress.event(RunEvent::Planned {
-        cases: planned.len(),
+        cases: Some(planned.len()),
     });
     let relay = Relay {
         request,
@@ -263,42 +278,156 @@ async fn run_recorded(
     let first = run_admitted(&plan, queue, request.slots, gate, &relay)
         .await
         .map_err(DriveError::Queue)?;
+    let round = FirstRound {
+        plan,
+        run: first,
+        batches: Batches::Recorded {
+            cases: &planned,
+            shards: &shards,
+        },
+    };
+    match settle(request, round, store, gate, progress, queue).await? {
+        Settled::Cases(mut driven) => {
+            driven.startup_s = list.startup_s;
+            Ok(driven)
+        }
+        Settled::NothingCollected(FirstRound { plan, run, .. }) => {
+            // No batch said what the tree collects (every one stopped, timed out or failed to
+            // run): the recorded cases stand, each with its job's result.
+            Ok(Driven {
+                collected: planned.clone(),
+                cases: planned,
+                corpus: None,
+                plan,
+                shards,
+                run,
+                source: CaseSource::History,
+                startup_s: list.startup_s,
+            })
+        }
+    }
+}
 
-    // What each finished batch collected, and the collection the run takes as the tree's: the
-    // first batch's, by plan index, that recorded one.
-    let mut collected_by_job: Vec<Option<Vec<String>>> = Vec::with_capacity(plan.len());
-    for result in &first.results {
+/// May this run skip its listing though history knows no cases? A pytest suite run as
+/// `PYTHON -m pytest` with its default batching and no selector: then one batch per slot
+/// collects the whole suite and runs its part of it (see [`runners::SuiteSetup::partition_command`]),
+/// as each xdist worker collects the suite and runs what it is sent.
+fn partitionable(request: &SuiteRequest<'_>) -> bool {
+    request.shards == ShardMode::Auto
+        && request.selectors.is_empty()
+        && request.setup.partition_command(0, 1).is_some()
+}
+
+/// A first run without a listing: `slots` batches, each running the cases
+/// [`assay_common::runner::partition_of`] puts in its part; `None` when no batch said what the
+/// tree collects, so that the run lists its cases as any other would (and fails as the listing
+/// fails).
+async fn run_partitioned(
+    request: &SuiteRequest<'_>,
+    queue: &dyn JobQueue,
+    store: &dyn ArtifactStore,
+    gate: &dyn AdmissionGate,
+    progress: &dyn RunProgress,
+) -> Result<Option<Driven>, DriveError> {
+    let parts = request.slots.max(1);
+    let mut plan = plan_suite(
+        request.run_id,
+        request.setup,
+        request.tree,
+        (&[], None),
+        &vec![Vec::new(); parts],
+        request.timeout_secs,
+    );
+    for spec in &mut plan {
+        if let Some(command) = request.setup.partition_command(spec.index as usize, parts) {
+            spec.command = command;
+        }
+    }
+    progress.event(RunEvent::Planned { cases: None });
+    let relay = ReportRelay { request, progress };
+    let first = run_admitted(&plan, queue, request.slots, gate, &relay)
+        .await
+        .map_err(DriveError::Queue)?;
+    let round = FirstRound {
+        plan,
+        run: first,
+        batches: Batches::Partitioned { parts },
+    };
+    Ok(
+        match settle(request, round, store, gate, progress, queue).await? {
+            Settled::Cases(driven) => Some(driven),
+            Settled::NothingCollected(_) => None,
+        },
+    )
+}
+
+/// How the first round's batches chose their cases.
+enum Batches<'a> {
+    /// Each batch ran its shard of these recorded cases.
+    Recorded {
+        cases: &'a [SuiteCase],
+        shards: &'a [Vec<usize>],
+    },
+    /// Batch `k` ran the collected cases whose part of `parts` is `k`.
+    Partitioned { parts: usize },
+}
+
+/// A first round of batches that each collected the suite themselves, as it ran.
+struct FirstRound<'a> {
+    plan: Vec<JobSpec>,
+    run: SuiteRun,
+    batches: Batches<'a>,
+}
+
+enum Settled<'a> {
+    Cases(Driven),
+    /// No batch recorded what it collected; the round as it ran.
+    NothingCollected(FirstRound<'a>),
+}
+
+/// What the first round's batches collected decides the run's cases: the first batch's
+/// collection, by plan index, that recorded one. Each batch keeps the cases it was to run and
+/// collected; cases no batch took run in one more round.
+async fn settle<'a>(
+    request: &SuiteRequest<'_>,
+    round: FirstRound<'a>,
+    store: &dyn ArtifactStore,
+    gate: &dyn AdmissionGate,
+    progress: &dyn RunProgress,
+    queue: &dyn JobQueue,
+) -> Result<Settled<'a>, DriveError> {
+    let suite_runner = request.setup.runner;
+    let mut collected_by_job: Vec<Option<Vec<String>>> = Vec::with_capacity(round.plan.len());
+    for result in round.run.results.iter() {
         collected_by_job.push(match result {
             Some(result) => batch_collection(result, store).await,
             None => None,
         });
-        if let Some(error) = result
-            .as_ref()
-            .and_then(|r| r.report.parsed())
-            .and_then(|r| r.collection_errors.first())
-        {
-            // The listing would have failed on it before anything ran; so does this run.
+        let failed_to_collect = result.as_ref().and_then(|r| {
+            let error = r.report.parsed()?.collection_errors.first()?;
+            Some((r, error))
+        });
+        if let Some((result, error)) = failed_to_collect {
+            // The listing would have failed on it before anything ran; so does this run, with
+            // pytest's account of it where the batch's output has one.
+            let output = match read_named(store, result, "stdout").await {
+                Ok(Some(bytes)) => String::from_utf8_lossy(&bytes).into_owned(),
+                _ => String::new(),
+            };
+            let detail = match output.trim() {
+                "" => format!(":\n{}: {}", error.file, error.message),
+                _ => super::output_tail(&output),
+            };
             return Err(CollectError::Guest {
-                runner,
-                how: "a test module failed to collect".into(),
-                detail: format!(":\n{}: {}", error.file, error.message),
+                runner: suite_runner,
+                how: format!("{} failed to collect", error.file),
+                detail,
             }
             .into());
         }
     }
     let Some(reference) = collected_by_job.iter().flatten().next() else {
-        // No batch said what the tree collects (every one stopped, timed out or failed to
-        // run): the recorded cases stand, each with its job's result.
-        return Ok(Driven {
-            collected: planned.clone(),
-            cases: planned,
-            corpus: None,
-            plan,
-            shards,
-            run: first,
-            source: CaseSource::History,
-            startup_s: list.startup_s,
-        });
+        return Ok(Settled::NothingCollected(round));
     };
     let cases = parse_pytest_collection(&reference.join("\n"));
     let position: BTreeMap<&str, usize> = cases
@@ -307,14 +436,29 @@ async fn run_recorded(
         .map(|(i, c)| (c.id.as_str(), i))
         .collect();
     let mut taken = vec![false; cases.len()];
-    let mut members: Vec<Vec<usize>> = Vec::with_capacity(shards.len());
-    for (shard, collected) in shards.iter().zip(&collected_by_job) {
+    let mut members: Vec<Vec<usize>> = Vec::with_capacity(round.plan.len());
+    for (k, collected) in collected_by_job.iter().enumerate() {
         let own: Option<HashSet<&str>> = collected
             .as_ref()
             .map(|ids| ids.iter().map(String::as_str).collect());
-        let mut mine: Vec<usize> = shard
-            .iter()
-            .map(|&i| planned[i].id.as_str())
+        let intended: Vec<&str> = match &round.batches {
+            Batches::Recorded {
+                cases: planned,
+                shards,
+            } => shards
+                .get(k)
+                .into_iter()
+                .flatten()
+                .map(|&i| planned[i].id.as_str())
+                .collect(),
+            Batches::Partitioned { parts } => cases
+                .iter()
+                .map(|c| c.id.as_str())
+                .filter(|id| runner::partition_of(id, *parts) == k)
+                .collect(),
+        };
+        let mut mine: Vec<usize> = intended
+            .into_iter()
             // A batch that collected its own list ran only what it collected.
             .filter(|id| own.as_ref().is_none_or(|own| own.contains(id)))
             .filter_map(|id| position.get(id).copied())
@@ -323,9 +467,13 @@ async fn run_recorded(
         mine.sort_unstable();
         members.push(mine);
     }
-    let mut plan = plan;
-    let mut results = first.results;
-    let mut stopped = first.stopped;
+    let source = match round.batches {
+        Batches::Recorded { .. } => CaseSource::History,
+        Batches::Partitioned { .. } => CaseSource::Partitions,
+    };
+    let FirstRound { mut plan, run, .. } = round;
+    let mut results = run.results;
+    let mut stopped = run.stopped;
     let added: Vec<usize> = (0..cases.len()).filter(|&i| !taken[i]).collect();
     if stopped.is_none() && !added.is_empty() {
         let sub: Vec<SuiteCase> = added.iter().map(|&i| cases[i].clone()).collect();
@@ -351,16 +499,16 @@ async fn run_recorded(
         results.extend(second.results);
         stopped = second.stopped;
     }
-    Ok(Driven {
+    Ok(Settled::Cases(Driven {
         collected: cases.clone(),
         cases,
         corpus: None,
         plan,
         shards: members,
         run: SuiteRun { results, stopped },
-        source: CaseSource::History,
-        startup_s: list.startup_s,
-    })
+        source,
+        startup_s: None,
+    }))
 }
 
 /// Batches for `cases`, balanced by the recorded durations, heaviest first.
@@ -419,6 +567,41 @@ async fn batch_collection(result: &JobResult, store: &dyn ArtifactStore) -> Opti
         Err(e) => {
             tracing::warn!(job = result.index, error = %e, "cannot read a batch's collection");
             None
+        }
+    }
+}
+
+/// The progress of batches whose cases are known only from their reports: each finished
+/// batch's reported cases, by node id.
+struct ReportRelay<'a> {
+    request: &'a SuiteRequest<'a>,
+    progress: &'a dyn RunProgress,
+}
+
+impl SuiteProgress for ReportRelay<'_> {
+    fn event(&self, event: SuiteEvent<'_>) {
+        match event {
+            SuiteEvent::JobFinished { result, .. } => {
+                let cases: Vec<SuiteCase> = match &result.report {
+                    ReportOutcome::Parsed(report) => report
+                        .cases
+                        .iter()
+                        .flat_map(|c| parse_pytest_collection(&crate::mutants::judge::node_id(c)))
+                        .collect(),
+                    _ => Vec::new(),
+                };
+                let verdicts: Vec<CaseVerdict<'_>> = cases
+                    .iter()
+                    .map(|case| {
+                        conclude::verdict(case, result, self.request.ledger, self.request.today)
+                    })
+                    .collect();
+                self.progress.event(RunEvent::Finished {
+                    cases: &verdicts,
+                    pending: 0,
+                });
+            }
+            SuiteEvent::Stopped { reason } => self.progress.event(RunEvent::Stopped { reason }),
         }
     }
 }

@@ -74,6 +74,13 @@ pub fn plan_suite(
         .collect()
 }
 
+/// The last lines of a collecting session's output, as a [`CollectError::Guest`] detail.
+pub(crate) fn output_tail(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().rev().take(15).collect();
+    let joined: Vec<&str> = lines.into_iter().rev().collect();
+    format!(":\n{}", joined.join("\n"))
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum CollectError {
     #[error(transparent)]
@@ -208,22 +215,25 @@ pub async fn collect(
     };
     let stdout = read("stdout").await?.unwrap_or_default();
     let stdout = String::from_utf8_lossy(&stdout).into_owned();
-    let tail = |text: &str| {
-        let lines: Vec<&str> = text.lines().rev().take(15).collect();
-        let joined: Vec<&str> = lines.into_iter().rev().collect();
-        format!(":\n{}", joined.join("\n"))
-    };
     let failed = |how: String, output: &str| CollectError::Guest {
         runner,
         how,
-        detail: tail(output),
+        detail: output_tail(output),
     };
     let cases = match runner {
         SuiteRunner::Kind(RunnerKind::Pytest) => match exit_code {
             0 => parse_pytest_collection(&stdout),
             // pytest's "no tests collected".
             5 => Vec::new(),
-            code => return Err(failed(format!("exit {code}"), &stdout)),
+            code => {
+                // A conftest that fails to import is reported on stderr, not stdout.
+                let stderr = read("stderr").await?.unwrap_or_default();
+                let output = match stdout.trim() {
+                    "" => String::from_utf8_lossy(&stderr).into_owned(),
+                    _ => stdout,
+                };
+                return Err(failed(format!("exit {code}"), &output));
+            }
         },
         SuiteRunner::Kind(RunnerKind::Unittest) => {
             let Some(report) = read("report").await? else {

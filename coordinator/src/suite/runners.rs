@@ -170,6 +170,17 @@ impl SuiteSetup {
         Some(argv)
     }
 
+    /// The command of part `part` of `parts` of a first run: a session that collects the whole
+    /// suite and runs the cases [`runner::partition_of`] puts in its part, recording what it
+    /// collected; `None` where [`Self::select_command`] is.
+    pub fn partition_command(&self, part: usize, parts: usize) -> Option<Vec<String>> {
+        self.select_command(&[
+            runner::PYTEST_PARTITION_FLAG.to_owned(),
+            part.to_string(),
+            parts.max(1).to_string(),
+        ])
+    }
+
     /// Whether a batch's output splits back into its cases (pytest's report carries each
     /// test's output, a manifest row runs in its own process), so that `--shards auto` may
     /// batch them. The other runners' batches share one output, so by default they run one

@@ -275,17 +275,11 @@ async fn run_recorded(
         defer_unnamed: true,
         progress,
     };
-    let first = run_admitted(&plan, queue, request.slots, gate, &relay)
-        .await
-        .map_err(DriveError::Queue)?;
-    let round = FirstRound {
-        plan,
-        run: first,
-        batches: Batches::Recorded {
-            cases: &planned,
-            shards: &shards,
-        },
+    let batches = Batches::Recorded {
+        cases: &planned,
+        shards: &shards,
     };
+    let round = FirstRound::run(plan, batches, (queue, gate), request.slots, &relay).await?;
     match settle(request, round, store, gate, progress, queue).await? {
         Settled::Cases(mut driven) => {
             driven.startup_s = list.startup_s;
@@ -345,14 +339,8 @@ async fn run_partitioned(
     }
     progress.event(RunEvent::Planned { cases: None });
     let relay = ReportRelay { request, progress };
-    let first = run_admitted(&plan, queue, request.slots, gate, &relay)
-        .await
-        .map_err(DriveError::Queue)?;
-    let round = FirstRound {
-        plan,
-        run: first,
-        batches: Batches::Partitioned { parts },
-    };
+    let batches = Batches::Partitioned { parts };
+    let round = FirstRound::run(plan, batches, (queue, gate), request.slots, &relay).await?;
     Ok(
         match settle(request, round, store, gate, progress, queue).await? {
             Settled::Cases(driven) => Some(driven),
@@ -377,6 +365,22 @@ struct FirstRound<'a> {
     plan: Vec<JobSpec>,
     run: SuiteRun,
     batches: Batches<'a>,
+}
+
+impl<'a> FirstRound<'a> {
+    /// Runs `plan` under the slots and the gate, its progress told by `relay`.
+    async fn run(
+        plan: Vec<JobSpec>,
+        batches: Batches<'a>,
+        (queue, gate): (&dyn JobQueue, &dyn AdmissionGate),
+        slots: usize,
+        relay: &dyn SuiteProgress,
+    ) -> Result<FirstRound<'a>, DriveError> {
+        let run = run_admitted(&plan, queue, slots, gate, relay)
+            .await
+            .map_err(DriveError::Queue)?;
+        Ok(FirstRound { plan, run, batches })
+    }
 }
 
 enum Settled<'a> {

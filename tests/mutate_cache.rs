@@ -195,7 +195,8 @@ fn covered_ids(run: &Run, pick: impl Fn(&str, u64) -> bool) -> BTreeSet<String> 
     mutants(run)
         .iter()
         .filter(|(path, m)| {
-            m["status"] != "NoCoverage" && pick(path, m["location"]["start"]["line"].as_u64().unwrap())
+            m["status"] != "NoCoverage"
+                && pick(path, m["location"]["start"]["line"].as_u64().unwrap())
         })
         .map(|(_, m)| m["id"].as_str().unwrap().to_owned())
         .collect()
@@ -239,7 +240,9 @@ fn after_a_one_function_edit_only_its_mutants_run_and_the_report_equals_a_cold_r
         .count();
     assert_eq!(
         cache_line(&cold),
-        format!("[cache] 0 of {eligible} mutants answered from the cache, {trusted} results stored")
+        format!(
+            "[cache] 0 of {eligible} mutants answered from the cache, {trusted} results stored"
+        )
     );
     assert_eq!(mutator.entries().len(), trusted);
 
@@ -250,7 +253,11 @@ fn after_a_one_function_edit_only_its_mutants_run_and_the_report_equals_a_cold_r
     let in_shipping = |path: &str, line: u64| path == "shop/pricing.py" && (9..=15).contains(&line);
     let ran = covered_ids(&warm, in_shipping);
     let answered = covered_ids(&warm, |path, line| !in_shipping(path, line));
-    assert!(!ran.is_empty() && !answered.is_empty(), "{}", warm.explain());
+    assert!(
+        !ran.is_empty() && !answered.is_empty(),
+        "{}",
+        warm.explain()
+    );
     assert_eq!(cached_ids(&warm), answered, "{}", warm.explain());
     assert_eq!(
         cache_line(&warm),
@@ -273,7 +280,10 @@ fn after_a_one_function_edit_only_its_mutants_run_and_the_report_equals_a_cold_r
     // Each answer names the run that stored it.
     let first_run = report(&cold)["assay"]["cache"]["mutants"].clone();
     assert_eq!(first_run, Value::Object(Default::default()));
-    for (_, mark) in report(&warm)["assay"]["cache"]["mutants"].as_object().unwrap() {
+    for (_, mark) in report(&warm)["assay"]["cache"]["mutants"]
+        .as_object()
+        .unwrap()
+    {
         assert!(mark["run_id"].as_str().unwrap().starts_with("m-"), "{mark}");
         assert_eq!(mark["key"].as_str().map(str::len), Some(64), "{mark}");
         assert!(mark["stored_at"].as_u64().unwrap() > 0, "{mark}");
@@ -334,8 +344,9 @@ fn a_timeout_and_a_flaky_kill_are_never_stored() {
         first.explain()
     );
     assert!(
-        all.iter()
-            .any(|(_, m)| m["statusReason"].as_str().is_some_and(|r| r.starts_with("flaky kill"))),
+        all.iter().any(|(_, m)| m["statusReason"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("flaky kill"))),
         "{}",
         first.explain()
     );
@@ -344,7 +355,10 @@ fn a_timeout_and_a_flaky_kill_are_never_stored() {
     let eligible = covered_ids(&again, |_, _| true);
     assert!(!served.is_empty(), "{}", again.explain());
     assert_eq!(
-        eligible.difference(&served).cloned().collect::<BTreeSet<_>>(),
+        eligible
+            .difference(&served)
+            .cloned()
+            .collect::<BTreeSet<_>>(),
         untrusted,
         "{}",
         again.explain()
@@ -367,7 +381,11 @@ fn a_tampered_entry_is_refused_reported_and_the_mutant_runs() {
         .expect("a stored kill")
         .clone();
     let text = std::fs::read_to_string(&killed).unwrap();
-    std::fs::write(&killed, text.replace("\"status\":\"Killed\"", "\"status\":\"Survived\"")).unwrap();
+    std::fs::write(
+        &killed,
+        text.replace("\"status\":\"Killed\"", "\"status\":\"Survived\""),
+    )
+    .unwrap();
     let other = entries.iter().find(|p| **p != killed).unwrap().clone();
     let entry = verdict_of(&other);
     let report_key = entry["runs"][0]["artifacts"]
@@ -397,7 +415,11 @@ fn a_tampered_entry_is_refused_reported_and_the_mutant_runs() {
         "{}",
         again.explain()
     );
-    assert!(again.stderr.contains("does not match its recorded sha256"), "{}", again.explain());
+    assert!(
+        again.stderr.contains("does not match its recorded sha256"),
+        "{}",
+        again.explain()
+    );
     let key_of = |path: &std::path::Path| path.file_stem().unwrap().to_str().unwrap().to_owned();
     let served_keys: BTreeSet<String> = report(&again)["assay"]["cache"]["mutants"]
         .as_object()
@@ -410,7 +432,11 @@ fn a_tampered_entry_is_refused_reported_and_the_mutant_runs() {
     // The two ran again and say what the cold run said; their entries are whole again.
     assert_eq!(comparable(&again), comparable(&cold));
     assert_eq!(verdict_of(&killed)["verdict"]["status"], "Killed");
-    assert!(cache_line(&again).ends_with(", 2 results stored"), "{}", again.explain());
+    assert!(
+        cache_line(&again).ends_with(", 2 results stored"),
+        "{}",
+        again.explain()
+    );
 }
 
 #[test]
@@ -419,7 +445,11 @@ fn no_cache_neither_reads_nor_writes_and_refresh_cache_runs_all_and_rewrites() {
     let mutator = Mutator::new();
     let uncached = mutator.mutate(&repo, &["--no-cache"]);
     assert!(mutator.entries().is_empty());
-    assert!(!uncached.stderr.contains("[cache]"), "{}", uncached.explain());
+    assert!(
+        !uncached.stderr.contains("[cache]"),
+        "{}",
+        uncached.explain()
+    );
     assert_eq!(report(&uncached)["assay"]["cache"], Value::Null);
 
     mutator.mutate(&repo, &[]);
@@ -428,7 +458,11 @@ fn no_cache_neither_reads_nor_writes_and_refresh_cache_runs_all_and_rewrites() {
     let snapshot: Vec<Vec<u8>> = entries.iter().map(|p| std::fs::read(p).unwrap()).collect();
     let uncached = mutator.mutate(&repo, &["--no-cache"]);
     assert!(cached_ids(&uncached).is_empty());
-    let after: Vec<Vec<u8>> = mutator.entries().iter().map(|p| std::fs::read(p).unwrap()).collect();
+    let after: Vec<Vec<u8>> = mutator
+        .entries()
+        .iter()
+        .map(|p| std::fs::read(p).unwrap())
+        .collect();
     assert_eq!(snapshot, after, "--no-cache rewrote entries");
 
     let refreshed = mutator.mutate(&repo, &["--refresh-cache"]);
@@ -441,7 +475,10 @@ fn no_cache_neither_reads_nor_writes_and_refresh_cache_runs_all_and_rewrites() {
             entries.len()
         )
     );
-    assert_eq!(report(&refreshed)["assay"]["cache"]["stored"], entries.len());
+    assert_eq!(
+        report(&refreshed)["assay"]["cache"]["stored"],
+        entries.len()
+    );
     // Each entry now names the refreshing run.
     let warm = mutator.mutate(&repo, &[]);
     let runs: BTreeSet<String> = report(&warm)["assay"]["cache"]["mutants"]
@@ -453,7 +490,10 @@ fn no_cache_neither_reads_nor_writes_and_refresh_cache_runs_all_and_rewrites() {
     assert_eq!(runs.len(), 1, "{runs:?}");
     let refreshed_entry: Value =
         serde_json::from_slice(&std::fs::read(&entries[0]).unwrap()).unwrap();
-    assert_eq!(runs.iter().next().unwrap(), refreshed_entry["produced_by"]["proof_id"].as_str().unwrap());
+    assert_eq!(
+        runs.iter().next().unwrap(),
+        refreshed_entry["produced_by"]["proof_id"].as_str().unwrap()
+    );
     assert_ne!(snapshot[0], std::fs::read(&entries[0]).unwrap());
 
     // `assay cache stats` and `prune` see these entries.
@@ -473,7 +513,9 @@ fn no_cache_neither_reads_nor_writes_and_refresh_cache_runs_all_and_rewrites() {
     prune.args(["cache", "prune", "--max-size-mb", "0", "--store", &store]);
     let prune = support::run(prune, None);
     assert!(
-        prune.stdout.contains(&format!("{} entries deleted", entries.len())),
+        prune
+            .stdout
+            .contains(&format!("{} entries deleted", entries.len())),
         "{}",
         prune.explain()
     );

@@ -378,7 +378,10 @@ impl ResultCache {
         let mutants = format!("{}/", crate::mutate::cache::PREFIX);
         Ok(CacheStats {
             entries: objects.len(),
-            mutant_entries: objects.iter().filter(|o| o.key.starts_with(&mutants)).count(),
+            mutant_entries: objects
+                .iter()
+                .filter(|o| o.key.starts_with(&mutants))
+                .count(),
             bytes: objects.iter().map(|o| o.bytes).sum(),
             oldest_secs: objects.iter().map(|o| o.modified_secs).min(),
         })

@@ -4,13 +4,13 @@
 //! proof uses, ordered by expected cost, under one budget; kills are confirmed by a re-run.
 //! The result is Stryker's mutation-testing-report-schema JSON plus a summary.
 
+use crate::cache::CacheMode;
 use crate::dispatch::run_one;
 use crate::engine::{ProgressSink, ProofEvent};
 use crate::mutants::budget::MutantTimeout;
 use crate::mutants::judge::{Expected, Judgement, judge_run};
-use crate::mutants::{self, ChangedFile, Mutant, MutationPlan, NotRunReason, OperatorSet, rerun};
-use crate::cache::CacheMode;
 use crate::mutants::scope::Scope;
+use crate::mutants::{self, ChangedFile, Mutant, MutationPlan, NotRunReason, OperatorSet, rerun};
 use crate::mutation_check::run_mutants;
 use crate::source::{self, SourceError};
 use assay_common::job::{JobKind, JobResult, JobSpec, JobStatus, Side};
@@ -350,7 +350,10 @@ pub async fn run(
         }
         _ => false,
     };
-    let mut cache_outcome = request.cache.as_ref().map(|_| cache::CacheOutcome::default());
+    let mut cache_outcome = request
+        .cache
+        .as_ref()
+        .map(|_| cache::CacheOutcome::default());
     let mutant_cache = match &request.cache {
         Some(_) if !baseline_passed => {
             if let Some(outcome) = cache_outcome.as_mut() {
@@ -464,7 +467,11 @@ pub async fn run(
                     outcome.served += 1;
                 }
                 cache::Lookup::Refused(why) => {
-                    tracing::warn!(key, why, "refusing a mutant cache entry that failed its checks");
+                    tracing::warn!(
+                        key,
+                        why,
+                        "refusing a mutant cache entry that failed its checks"
+                    );
                     outcome.refused.push((key.clone(), why));
                     left.push(w);
                 }

@@ -142,8 +142,8 @@ impl<'a> Keys<'a> {
         covered_by: &[String],
         command: &[String],
     ) -> Result<String, SourceError> {
-        let mut selection: Option<Vec<&str>> = (!covered_by.is_empty())
-            .then(|| covered_by.iter().map(String::as_str).collect());
+        let mut selection: Option<Vec<&str>> =
+            (!covered_by.is_empty()).then(|| covered_by.iter().map(String::as_str).collect());
         if let Some(ids) = selection.as_mut() {
             ids.sort_unstable();
             ids.dedup();
@@ -175,11 +175,7 @@ impl<'a> Keys<'a> {
             command_prefix: self.prefix,
             report: &self.request.runner.report_format(),
             selection,
-            test_files: files
-                .iter()
-                .map(String::as_str)
-                .zip(test_files)
-                .collect(),
+            test_files: files.iter().map(String::as_str).zip(test_files).collect(),
             timeout_rule: (MUTATE_TIMEOUT_FACTOR, MUTATE_TIMEOUT_SLACK.as_millis()),
             sandbox: &self.context.sandbox,
             interpreter: command
@@ -219,9 +215,7 @@ impl<'a> Keys<'a> {
         let mut files: Vec<String> = source::list_files(&self.request.repo, self.tree)?
             .into_iter()
             .filter(|path| {
-                runner.is_test_file(path)
-                    || path == "conftest.py"
-                    || path.ends_with("/conftest.py")
+                runner.is_test_file(path) || path == "conftest.py" || path.ends_with("/conftest.py")
             })
             .chain(CONFIG_FILES.iter().map(|f| (*f).to_owned()))
             .collect();
@@ -293,7 +287,7 @@ fn trusted_verdict(runs: &[JobResult]) -> Option<StoredVerdict> {
         (Status::Killed, None, [second]) => judge(second, timeout).status == Status::Killed,
         _ => false,
     };
-    trusted.then(|| StoredVerdict {
+    trusted.then_some(StoredVerdict {
         status: judged.status,
         status_reason: judged.reason,
         killed_by: judged.killed_by,
@@ -328,9 +322,7 @@ impl MutantCache {
             }
         }
         if trusted_verdict(&entry.runs).as_ref() != Some(&entry.verdict) {
-            return Lookup::Refused(
-                "its runs do not judge to the verdict the entry claims".into(),
-            );
+            return Lookup::Refused("its runs do not judge to the verdict the entry claims".into());
         }
         Lookup::Hit(Box::new(entry))
     }
@@ -367,12 +359,11 @@ impl MutantCache {
             verdict,
             runs,
         };
-        let json = serde_json::to_vec(&entry).map_err(|source| {
-            crate::cache::CacheError::Encode {
+        let json =
+            serde_json::to_vec(&entry).map_err(|source| crate::cache::CacheError::Encode {
                 key: key.to_owned(),
                 source,
-            }
-        })?;
+            })?;
         self.cache
             .store()
             .put_bytes("cache-entry", &entry_key(key), json.into())

@@ -78,7 +78,12 @@ impl MutateReport {
         let mutants: serde_json::Map<String, serde_json::Value> = self
             .results
             .iter()
-            .filter_map(|r| Some((r.mutant.id.clone(), serde_json::to_value(r.cached.as_ref()?).ok()?)))
+            .filter_map(|r| {
+                Some((
+                    r.mutant.id.clone(),
+                    serde_json::to_value(r.cached.as_ref()?).ok()?,
+                ))
+            })
             .collect();
         serde_json::json!({
             "served": outcome.served,

@@ -400,6 +400,17 @@ fn a_tampered_entry_is_refused_reported_and_the_mutant_runs() {
     let report_path = mutator.store().join(&report_key);
     let report_text = std::fs::read_to_string(&report_path).unwrap();
     std::fs::write(&report_path, format!("{report_text}\n")).unwrap();
+    // A third holds a valid entry of another mutant, as a swapped file would.
+    let swapped = entries
+        .iter()
+        .find(|p| **p != killed && **p != other)
+        .unwrap()
+        .clone();
+    let donor = entries
+        .iter()
+        .find(|p| ![&killed, &other, &swapped].contains(p))
+        .unwrap();
+    std::fs::copy(donor, &swapped).unwrap();
 
     let again = mutator.mutate(&repo, &[]);
     let refused: Vec<&str> = again
@@ -407,7 +418,14 @@ fn a_tampered_entry_is_refused_reported_and_the_mutant_runs() {
         .lines()
         .filter(|l| l.starts_with("[cache] refused entry"))
         .collect();
-    assert_eq!(refused.len(), 2, "{}", again.explain());
+    assert_eq!(refused.len(), 3, "{}", again.explain());
+    assert!(
+        again
+            .stderr
+            .contains("the entry names another key or schema"),
+        "{}",
+        again.explain()
+    );
     assert!(
         again
             .stderr
@@ -427,13 +445,18 @@ fn a_tampered_entry_is_refused_reported_and_the_mutant_runs() {
         .values()
         .map(|m| m["key"].as_str().unwrap().to_owned())
         .collect();
-    assert!(!served_keys.contains(&key_of(&killed)) && !served_keys.contains(&key_of(&other)));
-    assert_eq!(served_keys.len(), entries.len() - 2);
-    // The two ran again and say what the cold run said; their entries are whole again.
+    for tampered in [&killed, &other, &swapped] {
+        assert!(
+            !served_keys.contains(&key_of(tampered)),
+            "{tampered:?} was served"
+        );
+    }
+    assert_eq!(served_keys.len(), entries.len() - 3);
+    // The three ran again and say what the cold run said; their entries are whole again.
     assert_eq!(comparable(&again), comparable(&cold));
     assert_eq!(verdict_of(&killed)["verdict"]["status"], "Killed");
     assert!(
-        cache_line(&again).ends_with(", 2 results stored"),
+        cache_line(&again).ends_with(", 3 results stored"),
         "{}",
         again.explain()
     );

@@ -544,3 +544,35 @@ fn no_cache_neither_reads_nor_writes_and_refresh_cache_runs_all_and_rewrites() {
     );
     assert!(mutator.entries().is_empty());
 }
+
+#[test]
+fn a_run_whose_baseline_fails_neither_reads_nor_writes_the_cache() {
+    let repo = shop();
+    let mutator = Mutator::new();
+    mutator.mutate(&repo, &[]);
+    let stored = mutator.entries();
+    assert!(!stored.is_empty());
+    let snapshot: Vec<Vec<u8>> = stored.iter().map(|p| std::fs::read(p).unwrap()).collect();
+    // A test that fails unmutated: every kill it would record says nothing of the mutant.
+    repo.write(
+        "tests/test_stock.py",
+        &format!("{STOCK_TESTS}\n\ndef test_an_empty_shelf_is_in_stock():\n    assert in_stock(0) is True\n"),
+    );
+    repo.commit("tests: a wrong expectation");
+    let broken = mutator.mutate(&repo, &[]);
+    assert!(
+        broken
+            .stderr
+            .contains("[cache] not used: the unmutated baseline run did not pass"),
+        "{}",
+        broken.explain()
+    );
+    assert!(cached_ids(&broken).is_empty(), "{}", broken.explain());
+    assert_eq!(report(&broken)["assay"]["cache"]["stored"], 0);
+    let after: Vec<Vec<u8>> = mutator
+        .entries()
+        .iter()
+        .map(|p| std::fs::read(p).unwrap())
+        .collect();
+    assert_eq!(snapshot, after, "a failing baseline's run wrote entries");
+}

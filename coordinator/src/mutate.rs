@@ -25,12 +25,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// Runs the suite under coverage.py with one dynamic context per pytest node id (switched
-/// around each test's setup, call and teardown), and writes line → node ids plus per-test
-/// durations as JSON to argv[1]. Lines executed outside any test (imports) get context "".
 pub mod cache;
 mod stryker;
 
+/// Runs the suite under coverage.py with one dynamic context per pytest node id (switched
+/// around each test's setup, call and teardown), and writes line → node ids plus per-test
+/// durations as JSON to argv[1]. Lines executed outside any test (imports) get context "".
 const COVERAGE_SCRIPT: &str = r#"
 import json, os, sys
 import coverage, pytest
@@ -350,20 +350,15 @@ pub async fn run(
         }
         _ => false,
     };
-    let mut cache_outcome = request
+    let requested = request
         .cache
         .as_ref()
-        .map(|_| cache::CacheOutcome::default());
-    let mutant_cache = match &request.cache {
-        Some(_) if !baseline_passed => {
-            if let Some(outcome) = cache_outcome.as_mut() {
-                outcome.not_used = Some("the unmutated baseline run did not pass".into());
-            }
-            None
-        }
-        Some(c) if c.cache.mode == CacheMode::Off => None,
-        other => other.as_ref(),
-    };
+        .filter(|c| c.cache.mode != CacheMode::Off);
+    let mut cache_outcome = requested.map(|_| cache::CacheOutcome {
+        not_used: (!baseline_passed).then(|| "the unmutated baseline run did not pass".into()),
+        ..cache::CacheOutcome::default()
+    });
+    let mutant_cache = requested.filter(|_| baseline_passed);
     // Process start-up and collection: the part of the baseline no single test accounts for.
     let overhead = coverage.as_ref().map_or(baseline_time, |map| {
         // The durations are the conftest's, which the project under test controls.

@@ -259,10 +259,15 @@ fn after_a_one_function_edit_only_its_mutants_run_and_the_report_equals_a_cold_r
         warm.explain()
     );
     assert_eq!(cached_ids(&warm), answered, "{}", warm.explain());
+    let marks = report(&warm)["assay"]["cache"]["mutants"].clone();
+    let cold_run = marks.as_object().unwrap().values().next().unwrap()["run_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert_eq!(
         cache_line(&warm),
         format!(
-            "[cache] {} of {} mutants answered from the cache, {} results stored",
+            "[cache] {} of {} mutants answered from the cache (stored by run {cold_run}), {} results stored",
             answered.len(),
             ran.len() + answered.len(),
             ran.len()
@@ -284,7 +289,7 @@ fn after_a_one_function_edit_only_its_mutants_run_and_the_report_equals_a_cold_r
         .as_object()
         .unwrap()
     {
-        assert!(mark["run_id"].as_str().unwrap().starts_with("m-"), "{mark}");
+        assert_eq!(mark["run_id"], cold_run.as_str(), "{mark}");
         assert_eq!(mark["key"].as_str().map(str::len), Some(64), "{mark}");
         assert!(mark["stored_at"].as_u64().unwrap() > 0, "{mark}");
     }

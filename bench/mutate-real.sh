@@ -22,45 +22,15 @@ mkdir -p "$cache"
 [ -x /usr/bin/time ] || { echo "needs /usr/bin/time (apt-get install time)" >&2; exit 1; }
 [ -x "$assay" ] || { echo "needs a release build: cargo build --release" >&2; exit 1; }
 
-# name version file-to-mutate mutmut-source-path pytest.ini-lines
-spec() {
-    case "$1" in
-        parse) echo "parse 1.22.4 parse/__init__.py parse/" ;;
-        semver) echo "semver 3.1.2 src/semver/version.py src/" ;;
-        inflection) echo "inflection 0.5.1 inflection/__init__.py inflection/" ;;
-        *) echo "unknown project $1" >&2; exit 1 ;;
-    esac
-}
-pytest_ini() {
-    # The projects' own addopts want pytest-cov and doctests; both tools get the plain suite.
-    case "$1" in
-        parse) printf '[pytest]\ntestpaths = tests\n' ;;
-        # This test re-enters a parametrized context manager, which fails when mutmut runs
-        # the suite twice in one process; neither tool runs it.
-        semver) printf '[pytest]\ntestpaths = tests\npythonpath = src\naddopts = --deselect tests/test_pysemver-cli.py::test_should_process_parsed_cli_arguments\n' ;;
-        inflection) printf '[pytest]\ntestpaths = test_inflection.py\n' ;;
-    esac
-}
-
-fetch() {
-    local name="$1" version="$2"
-    local sdist
-    sdist=$(ls "$cache/$name-$version".tar.gz 2>/dev/null || true)
-    if [ -z "$sdist" ]; then
-        pip download --quiet --no-deps --no-binary :all: "$name==$version" -d "$cache" >&2
-        sdist="$cache/$name-$version.tar.gz"
-    fi
-    echo "$sdist"
-}
+# The pinned projects and how to set one up: `spec`, `fetch`, `unpack`, `commit_all`.
+# shellcheck source=bench/sdists.sh
+. "$root/bench/sdists.sh"
 
 # A fresh copy of the project, committed (assay mutates HEAD), with mutmut's configuration.
 prepare() {
     local project="$1" dir="$2"
     read -r name version file source <<< "$(spec "$project")"
-    mkdir -p "$dir"
-    tar xzf "$(fetch "$name" "$version")" -C "$dir" --strip-components=1
-    rm -rf "$dir"/*.egg-info
-    pytest_ini "$project" > "$dir/pytest.ini"
+    unpack "$project" "$dir"
     {
         echo
         echo '[tool.mutmut]'
@@ -68,8 +38,7 @@ prepare() {
         echo "only_mutate = [\"$file\"]"
         echo 'also_copy = ["pytest.ini"]'
     } >> "$dir/pyproject.toml"
-    (cd "$dir" && git init -q -b main && git add -A \
-        && git -c user.name=Bench -c user.email=bench@example.com commit -qm "$name $version")
+    commit_all "$dir" "$name $version"
 }
 
 # Runs a command, recording wall seconds, CPU seconds of the whole tree and peak RSS (KiB).

@@ -10,9 +10,13 @@ use crate::reporter::{self, StderrProgress};
 use anyhow::{Context, anyhow};
 use assay_common::ProofId;
 use assay_common::runner::RunnerKind;
+use assay_coordinator::cache::{CacheMode, ResultCache, RunContext};
 use assay_coordinator::engine;
 use assay_coordinator::mutants::OperatorSet;
+use assay_coordinator::mutate::cache::MutantCache;
 use assay_coordinator::mutate::{self, MutateError, MutateRequest};
+use assay_worker::sandbox::Sandbox as _;
+use assay_worker::sandbox::process::ProcessSandbox;
 use clap::Args;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -58,7 +62,14 @@ pub struct MutateArgs {
     /// the fleet's store, also from ASSAY_STORE].
     #[arg(long, value_name = "URL")]
     pub store: Option<String>,
-    /// Run the mutants on a fleet: the NATS URL its coordinator and workers use.
+    /// Run every mutant even when the cache holds its verdict, and store nothing.
+    #[arg(long, conflicts_with = "refresh_cache")]
+    pub no_cache: bool,
+    /// Run every mutant, then store the trusted verdicts over the cache's entries.
+    #[arg(long)]
+    pub refresh_cache: bool,
+    /// Run the mutants on a fleet: the NATS URL its coordinator and workers use (a fleet run
+    /// does not use the cache).
     #[arg(long, value_name = "URL")]
     pub cluster: Option<String>,
     /// Subject prefix of the fleet.
@@ -140,6 +151,22 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
         scratch_prefix: "assay-mutate-",
     })
     .await?;
+    // The fleet's workers decide their own sandbox and interpreters, which the CLI cannot
+    // vouch for in a key: only embedded runs use the cache.
+    let cache = (fleet.is_none() && !args.no_cache).then(|| {
+        let mode = if args.refresh_cache {
+            CacheMode::Refresh
+        } else {
+            CacheMode::Use
+        };
+        MutantCache {
+            cache: ResultCache::new(store.clone(), mode),
+            context: RunContext::new(
+                ProcessSandbox.evidence(),
+                &assay_worker::sandbox::clean_env(&args.pass_env),
+            ),
+        }
+    });
     let request = MutateRequest {
         repo,
         tree,
@@ -151,6 +178,7 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
         budget: Duration::from_secs(args.budget),
         slots,
         run_id: ProofId(engine::new_proof_id().0.replacen("p-", "m-", 1)),
+        cache,
     };
     let progress = StderrProgress::new(args.progress, args.quiet, slots);
     let report = mutate::run(&request, &*queue, store.as_ref(), &progress)
@@ -164,6 +192,35 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
         })?;
     progress.terminal.finish();
     drop(queue);
+    if !args.quiet
+        && let Some(outcome) = &report.cache
+    {
+        for (key, why) in &outcome.refused {
+            eprintln!("[cache] refused entry {key}: {why}; the mutant ran instead");
+        }
+        match &outcome.not_used {
+            Some(why) => eprintln!("[cache] not used: {why}"),
+            None => {
+                let runs: std::collections::BTreeSet<&str> = report
+                    .results
+                    .iter()
+                    .filter_map(|r| Some(r.cached.as_ref()?.run_id.0.as_str()))
+                    .collect();
+                let from = match (runs.len(), runs.first()) {
+                    (1, Some(run)) => format!(" (stored by run {run})"),
+                    (0, _) => String::new(),
+                    (n, _) => format!(" (stored by {n} runs)"),
+                };
+                eprintln!(
+                    "[cache] {} of {} mutants answered from the cache{from}, {} results stored",
+                    outcome.served, outcome.eligible, outcome.stored
+                );
+            }
+        }
+        if let Some(why) = &outcome.store_error {
+            eprintln!("[cache] results not stored: {why}");
+        }
+    }
     let stryker = report.stryker_json();
     if let Some(path) = &args.json {
         let json = serde_json::to_vec_pretty(&stryker)

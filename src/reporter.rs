@@ -60,11 +60,17 @@ impl ProgressSink for StderrProgress {
             ProofEvent::MutateStarted {
                 mutants,
                 to_run,
+                cached,
                 baseline,
             } => {
+                let from_cache = if cached > 0 {
+                    format!("{cached} from the cache, ")
+                } else {
+                    String::new()
+                };
                 terminal.line(&format!(
-                    "[mutate] {mutants} mutants: {to_run} to run, {} no coverage (baseline {:.1} s)",
-                    mutants - to_run.min(mutants),
+                    "[mutate] {mutants} mutants: {to_run} to run, {from_cache}{} no coverage (baseline {:.1} s)",
+                    mutants.saturating_sub(to_run + cached),
                     baseline.as_secs_f64()
                 ));
                 terminal.update_with(0, mutants, "mutants", "0 killed · 0 survived".into());

@@ -98,7 +98,7 @@ impl RunContext {
 
     /// The program `command[0]` runs as here, with its version: a different interpreter is a
     /// different run.
-    fn interpreter(&self, program: &str) -> Option<String> {
+    pub(crate) fn interpreter(&self, program: &str) -> Option<String> {
         let cache = self.interpreters.as_ref()?;
         if let Ok(known) = cache.lock()
             && let Some(found) = known.get(program)
@@ -242,6 +242,32 @@ fn entry_key(key: &str) -> String {
     format!("{PREFIX}/{key}.json")
 }
 
+/// Checks a stored result against the store: every artifact it names must be there with its
+/// recorded sha256, and its report must re-parse to the result's own report. `Err` says why not.
+pub(crate) async fn check_pinned(
+    store: &dyn ArtifactStore,
+    result: &JobResult,
+    format: &ReportFormat,
+) -> Result<(), String> {
+    let mut report_bytes = None;
+    for artifact in &result.artifacts {
+        let bytes = read_artifact(store, artifact)
+            .await
+            .map_err(|e| assay_transport::error_chain::error_chain(&e))?;
+        let holds_report = match format.location() {
+            ReportLocation::Stdout => artifact.name == "stdout",
+            _ => artifact.name == "report",
+        };
+        if holds_report {
+            report_bytes = Some(bytes);
+        }
+    }
+    if report::parse(format, report_bytes.as_deref()) != result.report {
+        return Err("the pinned report does not say what the entry claims".into());
+    }
+    Ok(())
+}
+
 /// The cache over an artifact store.
 #[derive(Clone)]
 pub struct ResultCache {
@@ -252,6 +278,10 @@ pub struct ResultCache {
 impl ResultCache {
     pub fn new(store: Arc<dyn ArtifactStore>, mode: CacheMode) -> Self {
         Self { store, mode }
+    }
+
+    pub(crate) fn store(&self) -> &dyn ArtifactStore {
+        self.store.as_ref()
     }
 
     /// The entry for `key`, checked: it must name this key, every artifact it names must be in
@@ -277,22 +307,8 @@ impl ResultCache {
         if entry.schema != SCHEMA || entry.key != key {
             return reject("the entry names another key or schema".into());
         }
-        let mut report_bytes = None;
-        for artifact in &entry.result.artifacts {
-            let bytes = match read_artifact(self.store.as_ref(), artifact).await {
-                Ok(bytes) => bytes,
-                Err(e) => return reject(assay_transport::error_chain::error_chain(&e)),
-            };
-            let holds_report = match spec.report.location() {
-                ReportLocation::Stdout => artifact.name == "stdout",
-                _ => artifact.name == "report",
-            };
-            if holds_report {
-                report_bytes = Some(bytes);
-            }
-        }
-        if report::parse(&spec.report, report_bytes.as_deref()) != entry.result.report {
-            return reject("the pinned report does not say what the entry claims".into());
+        if let Err(why) = check_pinned(self.store.as_ref(), &entry.result, &spec.report).await {
+            return reject(why);
         }
         Lookup::Hit(Box::new(entry))
     }
@@ -359,8 +375,13 @@ impl ResultCache {
     /// How many entries the cache holds and their size in bytes.
     pub async fn stats(&self) -> Result<CacheStats, CacheError> {
         let objects = self.store.list(PREFIX).await.map_err(CacheError::List)?;
+        let mutants = format!("{}/", crate::mutate::cache::PREFIX);
         Ok(CacheStats {
             entries: objects.len(),
+            mutant_entries: objects
+                .iter()
+                .filter(|o| o.key.starts_with(&mutants))
+                .count(),
             bytes: objects.iter().map(|o| o.bytes).sum(),
             oldest_secs: objects.iter().map(|o| o.modified_secs).min(),
         })
@@ -400,7 +421,10 @@ impl ResultCache {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CacheStats {
+    /// Every entry, `assay mutate`'s among them.
     pub entries: usize,
+    /// `assay mutate`'s entries (`cache/v1/mutants/`).
+    pub mutant_entries: usize,
     pub bytes: u64,
     pub oldest_secs: Option<i64>,
 }

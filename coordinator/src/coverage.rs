@@ -68,6 +68,9 @@ pub fn command(pytest_args: impl IntoIterator<Item = String>) -> Vec<String> {
 /// never a verdict on its own.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 pub struct CoverageMap {
+    /// pytest's own exit status: 0 when every test passed unmutated.
+    #[serde(default)]
+    pub exit: Option<i64>,
     /// Files under the tree's root (relative, `/`-separated) that ran at all.
     pub files: BTreeMap<String, FileCoverage>,
     /// Seconds per node id: setup, call and teardown.

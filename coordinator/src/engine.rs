@@ -384,6 +384,8 @@ pub enum ProofEvent<'a> {
     MutateStarted {
         mutants: usize,
         to_run: usize,
+        /// Answered from the cache: they neither run nor count in `to_run`.
+        cached: usize,
         baseline: std::time::Duration,
     },
     /// One `assay mutate` mutant has its verdict (second runs that confirm a kill report none,

@@ -5,10 +5,12 @@
 //! The result is Stryker's mutation-testing-report-schema JSON plus a summary.
 
 use crate::coverage::{self, CoverageMap};
+use crate::cache::CacheMode;
 use crate::dispatch::run_one;
 use crate::engine::{ProgressSink, ProofEvent};
 use crate::mutants::budget::MutantTimeout;
 use crate::mutants::judge::{Expected, Judgement, judge_run};
+use crate::mutants::scope::Scope;
 use crate::mutants::{self, ChangedFile, Mutant, MutationPlan, NotRunReason, OperatorSet, rerun};
 use crate::mutation_check::run_mutants;
 use crate::source::{self, SourceError};
@@ -24,6 +26,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+pub mod cache;
 mod stryker;
 
 /// Exit code when some mutant survived or no test covers it (documented in the user guide).
@@ -46,6 +49,9 @@ pub struct MutateRequest {
     pub budget: Duration,
     pub slots: usize,
     pub run_id: ProofId,
+    /// Incremental runs: where verdicts are stored and what decides them; `None` (a fleet run,
+    /// or `--no-cache`): every mutant runs and nothing is stored.
+    pub cache: Option<cache::MutantCache>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -86,6 +92,9 @@ pub struct MutantResult {
     /// A kill that a second run did not repeat.
     pub flaky: bool,
     pub duration_s: Option<f64>,
+    /// The stored verdict of an earlier run answered this mutant; it did not run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached: Option<cache::CachedFrom>,
 }
 
 /// What a whole-tree run found.
@@ -98,6 +107,8 @@ pub struct MutateReport {
     pub results: Vec<MutantResult>,
     pub plan: MutationPlan,
     pub elapsed_s: f64,
+    /// What the cache did; `None` when the run did not use it.
+    pub cache: Option<cache::CacheOutcome>,
 }
 
 fn line_range(bytes: &[u8], mutant: &Mutant) -> std::ops::RangeInclusive<u32> {
@@ -105,6 +116,41 @@ fn line_range(bytes: &[u8], mutant: &Mutant) -> std::ops::RangeInclusive<u32> {
         .get(mutant.edit.start..mutant.edit.end)
         .map_or(0, |b| b.iter().filter(|c| **c == b'\n').count() as u32);
     mutant.line..=mutant.line + extra
+}
+
+/// Whether the runner's baseline maps lines to tests (pytest) or runs the suite (unittest).
+fn per_line_wanted(runner: RunnerKind) -> bool {
+    runner == RunnerKind::Pytest
+}
+
+/// Each mutant's scope (`mutants::scope`), in plan order; one parse per file.
+fn scopes_of(mutants: &[Mutant], bytes: &BTreeMap<&str, &[u8]>) -> Vec<Scope> {
+    let mut by_file: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (at, mutant) in mutants.iter().enumerate() {
+        by_file.entry(mutant.path.as_str()).or_default().push(at);
+    }
+    let mut scopes = vec![
+        Scope {
+            start: 0,
+            end: 0,
+            name: String::new(),
+        };
+        mutants.len()
+    ];
+    for (path, ats) in by_file {
+        let source = bytes
+            .get(path)
+            .and_then(|b| std::str::from_utf8(b).ok())
+            .unwrap_or_default();
+        let ranges: Vec<(usize, usize)> = ats
+            .iter()
+            .map(|at| (mutants[*at].edit.start, mutants[*at].edit.end))
+            .collect();
+        for (at, scope) in ats.iter().zip(mutants::scope::scopes(source, &ranges)) {
+            scopes[*at] = scope;
+        }
+    }
+    scopes
 }
 
 /// The tree of the repository's HEAD commit: the tree a run mutates (never the working tree).
@@ -230,6 +276,24 @@ pub async fn run(
         (Ok(_), false) => None,
     };
     let per_line = coverage.is_some();
+    // Verdicts measured against a failing suite say little: such a run neither reads nor
+    // writes the cache.
+    let baseline_passed = match (&baseline, &coverage) {
+        (_, Some(map)) => map.exit == Some(0),
+        (Ok(result), None) if !per_line_wanted(request.runner) => {
+            matches!(result.status, JobStatus::Completed { exit_code: 0 })
+        }
+        _ => false,
+    };
+    let requested = request
+        .cache
+        .as_ref()
+        .filter(|c| c.cache.mode != CacheMode::Off);
+    let mut cache_outcome = requested.map(|_| cache::CacheOutcome {
+        not_used: (!baseline_passed).then(|| "the unmutated baseline run did not pass".into()),
+        ..cache::CacheOutcome::default()
+    });
+    let mutant_cache = requested.filter(|_| baseline_passed);
     // Process start-up and collection: the part of the baseline no single test accounts for.
     let overhead = coverage.as_ref().map_or(baseline_time, |map| {
         // The durations are the conftest's, which the project under test controls.
@@ -244,6 +308,9 @@ pub async fn run(
     }
     let mut results: Vec<Option<MutantResult>> = vec![None; plan.mutants.len()];
     let mut work = Vec::new();
+    let scopes = scopes_of(&plan.mutants, &bytes);
+    let mut keys = mutant_cache.map(|c| cache::Keys::new(request, &tree, &c.context, &prefix));
+    let mut keyed: BTreeMap<usize, String> = BTreeMap::new();
     for (at, mutant) in plan.mutants.iter().enumerate() {
         let file_bytes = bytes.get(mutant.path.as_str()).copied().unwrap_or_default();
         let (covered_by, cost) = match &coverage {
@@ -259,6 +326,7 @@ pub async fn run(
                             tests_completed: Some(0),
                             flaky: false,
                             duration_s: None,
+                            cached: None,
                         });
                         continue;
                     }
@@ -281,6 +349,10 @@ pub async fn run(
             None => (Vec::new(), baseline_time),
         };
         let command = rerun::with_rerun(request.runner.command(&prefix, &covered_by, &[]));
+        if let (Some(keys), Some(scope)) = (keys.as_mut(), scopes.get(at)) {
+            let source = std::str::from_utf8(file_bytes).unwrap_or_default();
+            keyed.insert(at, keys.key(mutant, source, scope, &covered_by, &command)?);
+        }
         let mut job = spec(request, &tree, index + at, command);
         job.edit = Some(mutant.edit.clone());
         results[at] = Some(MutantResult {
@@ -292,6 +364,7 @@ pub async fn run(
             tests_completed: None,
             flaky: false,
             duration_s: None,
+            cached: None,
         });
         work.push(Work {
             at,
@@ -299,9 +372,49 @@ pub async fn run(
             cost,
         });
     }
+    // Two mutants with one key (identical functions, say) cannot be told apart by it: neither
+    // is answered or stored.
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    for key in keyed.values() {
+        *seen.entry(key.clone()).or_default() += 1;
+    }
+    keyed.retain(|_, key| seen.get(key) == Some(&1));
+    if let (Some(c), Some(outcome)) = (mutant_cache, cache_outcome.as_mut()) {
+        outcome.eligible = work.len();
+        let format = request.runner.report_format();
+        let mut left = Vec::with_capacity(work.len());
+        for w in work {
+            let Some(key) = keyed.get(&w.at) else {
+                left.push(w);
+                continue;
+            };
+            match c.lookup(key, &format).await {
+                cache::Lookup::Hit(entry) => {
+                    if let Some(slot) = results[w.at].as_mut() {
+                        let answer = entry.answer(&slot.mutant, slot.covered_by.clone());
+                        *slot = answer;
+                    }
+                    outcome.served += 1;
+                }
+                cache::Lookup::Refused(why) => {
+                    tracing::warn!(
+                        key,
+                        why,
+                        "refusing a mutant cache entry that failed its checks"
+                    );
+                    outcome.refused.push((key.clone(), why));
+                    left.push(w);
+                }
+                cache::Lookup::Miss => left.push(w),
+            }
+        }
+        work = left;
+    }
+    let served = cache_outcome.as_ref().map_or(0, |o| o.served);
     progress.event(ProofEvent::MutateStarted {
         mutants: plan.mutants.len(),
         to_run: work.len(),
+        cached: served,
         baseline: baseline_time,
     });
     // Longest first when everything fits (no straggler at the end), cheapest first when the
@@ -337,6 +450,8 @@ pub async fn run(
     // Each limit fits in what is left of the budget; a result that never comes (a lost job
     // on a fleet) leaves its mutant pending at the budget's end plus a grace.
     let deadline = started + request.budget + mutants::budget::MIN_TIME_TO_START;
+    // The runs behind each verdict, for the cache's entries.
+    let first_runs: std::sync::Mutex<BTreeMap<JobId, JobResult>> = Default::default();
     let judged = run_mutants(
         queue,
         &specs,
@@ -344,6 +459,11 @@ pub async fn run(
         Some(deadline),
         admit,
         |result, timeout| {
+            if mutant_cache.is_some()
+                && let Ok(mut runs) = first_runs.lock()
+            {
+                runs.insert(result.job_id.clone(), result.clone());
+            }
             let judged = judge(result, timeout);
             let at = work
                 .iter()
@@ -392,6 +512,7 @@ pub async fn run(
         .zip(&again_at)
         .map(|(spec, (_, cost))| (spec.job_id.clone(), *cost))
         .collect();
+    let second_runs: std::sync::Mutex<BTreeMap<JobId, JobResult>> = Default::default();
     let seconds = run_mutants(
         queue,
         &again_specs,
@@ -406,15 +527,51 @@ pub async fn run(
             spec.timeout_secs = timeout.limit.as_secs().max(1);
             Ok(timeout)
         },
-        |result, timeout| Some(judge(result, timeout)),
+        |result, timeout| {
+            if mutant_cache.is_some()
+                && let Ok(mut runs) = second_runs.lock()
+            {
+                runs.insert(result.job_id.clone(), result.clone());
+            }
+            Some(judge(result, timeout))
+        },
         |reason| Some(pending(reason)),
         |_, _, _| {},
     )
     .await
     .map_err(MutateError::Stopped)?;
-    for ((at, _), again) in again_at.into_iter().zip(seconds) {
+    let mut second_of: BTreeMap<usize, JobId> = BTreeMap::new();
+    for (((at, _), again), spec) in again_at.into_iter().zip(seconds).zip(&again_specs) {
+        second_of.insert(at, spec.job_id.clone());
         if let (Some(slot), Some(again)) = (results[at].as_mut(), again) {
             settle(slot, &again);
+        }
+    }
+
+    // Store what may answer a later run: the runs behind each trusted verdict (see
+    // `cache::MutantCache::store` for which are).
+    if let (Some(c), Some(outcome)) = (mutant_cache, cache_outcome.as_mut()) {
+        let mut first_runs = first_runs.into_inner().unwrap_or_default();
+        let mut second_runs = second_runs.into_inner().unwrap_or_default();
+        for w in &work {
+            let (Some(key), Some(Some(slot))) = (keyed.get(&w.at), results.get(w.at)) else {
+                continue;
+            };
+            let Some(first) = first_runs.remove(&w.spec.job_id) else {
+                continue;
+            };
+            let mut runs = vec![first];
+            if let Some(second) = second_of.get(&w.at).and_then(|id| second_runs.remove(id)) {
+                runs.push(second);
+            }
+            match c.store(key, &request.run_id, slot, runs).await {
+                Ok(true) => outcome.stored += 1,
+                Ok(false) => {}
+                Err(e) => {
+                    outcome.store_error = Some(error_chain(&e));
+                    break;
+                }
+            }
         }
     }
 
@@ -435,6 +592,7 @@ pub async fn run(
         results,
         plan,
         elapsed_s: started.elapsed().as_secs_f64(),
+        cache: cache_outcome,
     })
 }
 
@@ -768,6 +926,7 @@ mod tests {
             tests_completed: None,
             flaky: false,
             duration_s: Some(60.0),
+            cached: None,
         }
     }
 
@@ -855,6 +1014,7 @@ mod tests {
             results,
             plan: MutationPlan::default(),
             elapsed_s: 30.0,
+            cache: None,
         };
         let summary = report.summary();
         assert_eq!((summary.mutants, summary.pending), (15, 5));

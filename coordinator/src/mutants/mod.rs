@@ -8,6 +8,7 @@ pub mod diff;
 pub mod judge;
 mod python;
 pub mod rerun;
+pub mod scope;
 mod sites;
 
 use assay_common::job::ByteEdit;

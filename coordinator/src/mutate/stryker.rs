@@ -64,7 +64,35 @@ impl MutateReport {
                 "summary": self.summary(),
                 "skipped": self.plan.skipped,
                 "excludedFiles": self.plan.excluded_files,
+                "cache": self.cache_json(),
             },
+        })
+    }
+
+    /// What the cache did, and which mutants it answered from which run: `null` when the run
+    /// did not use it. Kept in Assay's block so each mutant stays as the schema describes it.
+    fn cache_json(&self) -> serde_json::Value {
+        let Some(outcome) = &self.cache else {
+            return serde_json::Value::Null;
+        };
+        let mutants: serde_json::Map<String, serde_json::Value> = self
+            .results
+            .iter()
+            .filter_map(|r| {
+                Some((
+                    r.mutant.id.clone(),
+                    serde_json::to_value(r.cached.as_ref()?).ok()?,
+                ))
+            })
+            .collect();
+        serde_json::json!({
+            "served": outcome.served,
+            "eligible": outcome.eligible,
+            "stored": outcome.stored,
+            "refused": outcome.refused.iter().map(|(key, why)| serde_json::json!({"key": key, "why": why})).collect::<Vec<_>>(),
+            "notUsed": outcome.not_used,
+            "storeError": outcome.store_error,
+            "mutants": mutants,
         })
     }
 }
@@ -154,9 +182,11 @@ mod tests {
                 tests_completed: Some(1),
                 flaky: false,
                 duration_s: Some(0.0624),
+                cached: None,
             }],
             plan: MutationPlan::default(),
             elapsed_s: 1.0,
+            cache: None,
         };
         let doc = report.stryker_json();
         assert_eq!(

@@ -1,0 +1,146 @@
+//! A mutant's scope: the innermost function or method around its edit (with its decorators),
+//! or the whole module for an edit outside any function. The incremental run's cache key
+//! digests the scope's text, so an edit elsewhere in the file leaves the key alone.
+
+use super::python;
+use tree_sitter::Node;
+
+/// Where a mutant's scope lies in its file, and its dotted name (`Version.compare`; empty for
+/// the module).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Scope {
+    pub start: usize,
+    pub end: usize,
+    pub name: String,
+}
+
+/// The scope of each byte range `(start, end)` of `source`, in order. Every range gets the
+/// whole module when the source does not parse (the caller excluded such files already).
+pub fn scopes(source: &str, ranges: &[(usize, usize)]) -> Vec<Scope> {
+    let module = Scope {
+        start: 0,
+        end: source.len(),
+        name: String::new(),
+    };
+    let Some(tree) = python::parse(source) else {
+        return vec![module; ranges.len()];
+    };
+    let root = tree.root_node();
+    ranges
+        .iter()
+        .map(|&(start, end)| {
+            root.descendant_for_byte_range(start, end)
+                .and_then(|node| enclosing_function(node, start, end))
+                .map_or_else(
+                    || module.clone(),
+                    |node| Scope {
+                        start: node.start_byte(),
+                        end: node.end_byte(),
+                        name: dotted_name(node, source),
+                    },
+                )
+        })
+        .collect()
+}
+
+/// The innermost function definition holding `start..end` (the node itself included: a
+/// dropped decorated function is its own scope), widened to its decorators.
+fn enclosing_function(mut node: Node<'_>, start: usize, end: usize) -> Option<Node<'_>> {
+    loop {
+        let holds = node.start_byte() <= start && end <= node.end_byte();
+        let function = match node.kind() {
+            "function_definition" => true,
+            "decorated_definition" => node
+                .child_by_field_name("definition")
+                .is_some_and(|d| d.kind() == "function_definition"),
+            _ => false,
+        };
+        if holds && function {
+            while let Some(parent) = node.parent()
+                && parent.kind() == "decorated_definition"
+            {
+                node = parent;
+            }
+            return Some(node);
+        }
+        node = node.parent()?;
+    }
+}
+
+/// The names of the classes and functions around `node` and its own, outermost first.
+fn dotted_name(node: Node<'_>, source: &str) -> String {
+    let mut names = Vec::new();
+    let mut at = match node.kind() {
+        "decorated_definition" => node.child_by_field_name("definition"),
+        _ => Some(node),
+    };
+    while let Some(current) = at {
+        if matches!(current.kind(), "function_definition" | "class_definition")
+            && let Some(name) = current.child_by_field_name("name")
+        {
+            names.push(source.get(name.byte_range()).unwrap_or_default());
+        }
+        at = current.parent();
+    }
+    names.reverse();
+    names.join(".")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const VERSION: &str = "\
+LIMIT = 3
+
+
+class Version:
+    def __init__(self, major):
+        self.major = major
+
+    @property
+    def is_stable(self):
+        return self.major > 0
+
+    def bump(self):
+        def next_major(n):
+            return n + 1
+        return Version(next_major(self.major))
+
+
+def compare(a, b):
+    return a.major < b.major
+";
+
+    fn scope_of(needle: &str) -> Scope {
+        let start = VERSION.find(needle).expect("needle in source");
+        scopes(VERSION, &[(start, start + needle.len())]).remove(0)
+    }
+
+    #[test]
+    fn a_mutant_in_a_method_has_the_method_with_its_decorators_as_scope() {
+        let scope = scope_of("self.major > 0");
+        assert_eq!(scope.name, "Version.is_stable");
+        let text = &VERSION[scope.start..scope.end];
+        assert!(text.starts_with("@property\n    def is_stable"), "{text}");
+        assert!(text.ends_with("return self.major > 0"), "{text}");
+    }
+
+    #[test]
+    fn a_nested_function_is_its_own_scope_and_a_module_level_site_has_the_file() {
+        assert_eq!(scope_of("n + 1").name, "Version.bump.next_major");
+        assert_eq!(scope_of("a.major < b.major").name, "compare");
+        let module = scope_of("LIMIT = 3");
+        assert_eq!((module.start, module.end), (0, VERSION.len()));
+        assert_eq!(module.name, "");
+    }
+
+    #[test]
+    fn a_dropped_decorated_function_is_its_own_scope() {
+        let start = VERSION.find("@property").unwrap();
+        let end = VERSION.find("return self.major > 0").unwrap() + "return self.major > 0".len();
+        let scope = scopes(VERSION, &[(start, end)]).remove(0);
+        assert_eq!((scope.start, scope.end), (start, end));
+        assert_eq!(scope.name, "Version.is_stable");
+    }
+}

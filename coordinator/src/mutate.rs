@@ -4,8 +4,8 @@
 //! proof uses, ordered by expected cost, under one budget; kills are confirmed by a re-run.
 //! The result is Stryker's mutation-testing-report-schema JSON plus a summary.
 
-use crate::coverage::{self, CoverageMap};
 use crate::cache::CacheMode;
+use crate::coverage::{self, CoverageMap};
 use crate::dispatch::run_one;
 use crate::engine::{ProgressSink, ProofEvent};
 use crate::mutants::budget::MutantTimeout;

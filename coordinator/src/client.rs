@@ -93,6 +93,7 @@ pub fn submission(prepared: &PreparedProof, jobs_budget: u32) -> ProofSubmission
         test_command: prepared.request.test_command.clone(),
         timeout_secs: prepared.request.timeout_secs,
         mutation: prepared.mutation.clone(),
+        cache: Default::default(),
     }
 }
 

@@ -58,8 +58,13 @@ pub enum CacheError {
         #[source]
         source: StoreError,
     },
+}
+
+/// Why the coordinator's signing key is unusable.
+#[derive(Debug, thiserror::Error)]
+pub enum SigningKeyError {
     #[error("failed to read the cache signing key {path}")]
-    ReadKey {
+    Read {
         path: std::path::PathBuf,
         #[source]
         source: std::io::Error,
@@ -67,7 +72,7 @@ pub enum CacheError {
     #[error(
         "the cache signing key {path} holds {found} bytes (hint: at least {MIN_KEY_BYTES} random bytes, e.g. `head -c 32 /dev/urandom > key`)"
     )]
-    ShortKey {
+    Short {
         path: std::path::PathBuf,
         found: usize,
     },
@@ -108,14 +113,14 @@ impl std::fmt::Debug for SigningKey {
 
 impl SigningKey {
     /// Reads the key from `path`; a trailing newline is not part of it.
-    pub fn from_file(path: &Path) -> Result<Self, CacheError> {
-        let bytes = std::fs::read(path).map_err(|source| CacheError::ReadKey {
+    pub fn from_file(path: &Path) -> Result<Self, SigningKeyError> {
+        let bytes = std::fs::read(path).map_err(|source| SigningKeyError::Read {
             path: path.to_owned(),
             source,
         })?;
         let trimmed = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
         if trimmed.len() < MIN_KEY_BYTES {
-            return Err(CacheError::ShortKey {
+            return Err(SigningKeyError::Short {
                 path: path.to_owned(),
                 found: trimmed.len(),
             });
@@ -471,7 +476,9 @@ impl ResultCache {
                 return reject("the entry is not signed by this fleet's coordinator".into());
             }
             if !fleet.key.verifies(&entry) {
-                return reject("the entry's signature does not verify under this fleet's key".into());
+                return reject(
+                    "the entry's signature does not verify under this fleet's key".into(),
+                );
             }
         }
         if let Err(why) = check_pinned(self.store.as_ref(), &entry.result, &spec.report).await {
@@ -790,9 +797,12 @@ mod tests {
         let path = dir.path().join("cache-key");
         std::fs::write(&path, "secret\n").unwrap();
         let err = SigningKey::from_file(&path).unwrap_err().to_string();
-        assert!(err.contains("cache-key") && err.contains("6 bytes"), "{err}");
+        assert!(
+            err.contains("cache-key") && err.contains("6 bytes"),
+            "{err}"
+        );
         let err = SigningKey::from_file(&dir.path().join("absent")).unwrap_err();
-        assert!(matches!(err, CacheError::ReadKey { .. }), "{err}");
+        assert!(matches!(err, SigningKeyError::Read { .. }), "{err}");
         std::fs::write(&path, [0x5a; 32]).unwrap();
         assert!(SigningKey::from_file(&path).is_ok());
     }

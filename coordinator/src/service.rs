@@ -47,7 +47,7 @@ pub enum ServiceError {
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
-    Cache(#[from] crate::cache::CacheError),
+    CacheKey(#[from] crate::cache::SigningKeyError),
     #[error("failed to serve probes on {listen}")]
     Http {
         listen: String,

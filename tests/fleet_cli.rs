@@ -1097,6 +1097,15 @@ async fn a_fleet_re_proof_after_a_product_only_edit_serves_the_base_side_from_th
     assert_eq!(evidence(&second)["criteria"], evidence(&first)["criteria"]);
     let cached = &evidence(&second)["jobs"][0]["cached"];
     assert_eq!(cached["proof_id"], evidence(&first)["proof_id"], "{cached}");
+    // Served jobs count as done in `assay status`, like the ones the worker ran.
+    let second_id = evidence(&second)["proof_id"].as_str().unwrap().to_owned();
+    let status = fleet.run(&["status", &second_id]);
+    assert_eq!(
+        lines(&status.stdout),
+        [format!("{second_id}\tfinished\t{0}/{0} jobs", jobs.len())],
+        "{}",
+        status.explain()
+    );
 
     // --no-cache: the same proof again dispatches every job.
     let before = jobs_run(&worker);
@@ -1118,6 +1127,37 @@ async fn a_fleet_re_proof_after_a_product_only_edit_serves_the_base_side_from_th
         !uncached.stderr.contains("[cache]"),
         "{}",
         uncached.explain()
+    );
+
+    // --refresh-cache: every job runs, and its results replace the entries.
+    let before = jobs_run(&worker);
+    let json = fleet.dir.path().join("refreshed.json");
+    let refreshed = support::run(
+        fleet.prove_between(
+            &repo,
+            (&base, "HEAD"),
+            &json,
+            &["--no-mutation", "--refresh-cache"],
+        ),
+        Some(json),
+    );
+    assert_eq!(refreshed.code, 0, "{}", refreshed.explain());
+    let jobs = served_by_side(&refreshed);
+    assert!(jobs.iter().all(|(_, served)| !served), "{jobs:?}");
+    assert_eq!(jobs_run(&worker) - before, jobs.len() as u64);
+    let refresh_id = evidence(&refreshed)["proof_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let rewritten = cache_entries(&fleet)
+        .await
+        .iter()
+        .filter(|e| e.produced_by.proof_id.as_str() == refresh_id)
+        .count();
+    assert_eq!(
+        rewritten,
+        jobs.len(),
+        "every entry stored over by the refresh"
     );
 }
 

@@ -65,7 +65,10 @@ fn every_value_the_chart_renders_reaches_the_loader() {
     assert_eq!(config.cache.interpreter, "python3 3.12.3");
     assert_eq!(config.cache.env, ["PIP_INDEX_URL"]);
     let sandbox = config.cache.sandbox.expect("a declared sandbox");
-    assert_eq!((sandbox.kind.as_str(), sandbox.container), ("process", None));
+    assert_eq!(
+        (sandbox.kind.as_str(), sandbox.container),
+        ("process", None)
+    );
 }
 
 #[test]

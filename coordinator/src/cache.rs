@@ -654,6 +654,13 @@ impl<'a> CachingQueue<'a> {
         self.served.lock().map(|s| s.clone()).unwrap_or_default()
     }
 
+    /// Whether the cache answered `job_id`.
+    pub fn was_served(&self, job_id: &JobId) -> bool {
+        self.served
+            .lock()
+            .is_ok_and(|served| served.contains_key(job_id))
+    }
+
     /// Entries found but refused, with why: `(key, why)`.
     pub fn rejected(&self) -> Vec<(String, String)> {
         self.rejected.lock().map(|r| r.clone()).unwrap_or_default()

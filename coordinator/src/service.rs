@@ -24,7 +24,7 @@ use assay_transport::health::{self, Probes};
 use assay_transport::metrics::Metrics;
 use assay_transport::nats::{self, FleetError, QueueTuning};
 use assay_transport::offload;
-use assay_transport::queue::JobQueue;
+use assay_transport::queue::{JobQueue, QueueError};
 use assay_transport::store::{ArtifactStore, StoreError};
 use assay_transport::trace_context;
 use async_nats::jetstream::{self, kv};
@@ -748,8 +748,13 @@ async fn drive(
             );
             CachingQueue::new(&queue, cache, fleet.context.clone())
         });
-    let jobs: &dyn JobQueue = match &caching {
-        Some(caching) => caching,
+    let recording = caching.as_ref().map(|caching| RecordServed {
+        caching,
+        proofs: shared.proofs.clone(),
+        proof_id: proof_id.clone(),
+    });
+    let jobs: &dyn JobQueue = match &recording {
+        Some(recording) => recording,
         None => &queue,
     };
     let outcome = engine::run_proof(&prepared, jobs, budget, &progress, started, clock).await;
@@ -768,6 +773,7 @@ async fn drive(
             return;
         }
     };
+    drop(recording);
     drop(caching);
     let json = match serde_json::to_vec_pretty(&evidence) {
         Ok(json) => json,
@@ -794,6 +800,47 @@ async fn drive(
     set_status(shared, &record, ProofStatus::Finished).await;
     tracing::info!(proof_id = %proof_id, verdict = ?evidence.verdict, "proof finished");
     publish_progress(shared, &proof_id, &finished).await;
+}
+
+/// The proof's queue behind the cache: each result the cache served is recorded at its job's
+/// KV result key as a worker's would be, so `assay status` counts it and a resumed proof finds
+/// it there.
+struct RecordServed<'a> {
+    caching: &'a CachingQueue<'a>,
+    proofs: kv::Store,
+    proof_id: ProofId,
+}
+
+#[async_trait::async_trait]
+impl JobQueue for RecordServed<'_> {
+    async fn submit(&self, job: assay_common::job::JobSpec) -> Result<(), QueueError> {
+        self.caching.submit(job).await
+    }
+
+    async fn next_result(&self) -> Option<JobResult> {
+        let result = self.caching.next_result().await?;
+        if self.caching.was_served(&result.job_id) {
+            let message = ResultMessage::Inline(Box::new(result.clone()));
+            let recorded = match wire::encode("job result", &message) {
+                Ok(bytes) => self
+                    .proofs
+                    .create(keys::result(&self.proof_id, result.index), bytes.into())
+                    .await
+                    .map(drop)
+                    .or_else(|e| match e.kind() {
+                        // A resumed proof recorded it before.
+                        kv::CreateErrorKind::AlreadyExists => Ok(()),
+                        _ => Err(e.to_string()),
+                    }),
+                Err(e) => Err(e.to_string()),
+            };
+            // The result stands either way: only `assay status`'s count would miss it.
+            if let Err(error) = recorded {
+                tracing::info!(proof_id = %self.proof_id, job_id = %result.job_id, error, "a result served from the cache is not recorded in the proofs bucket");
+            }
+        }
+        Some(result)
+    }
 }
 
 /// Marks the jobs the cache answered in the evidence, as embedded mode does, and stores the

@@ -773,8 +773,6 @@ async fn drive(
             return;
         }
     };
-    drop(recording);
-    drop(caching);
     let json = match serde_json::to_vec_pretty(&evidence) {
         Ok(json) => json,
         Err(e) => {
@@ -847,10 +845,8 @@ impl JobQueue for RecordServed<'_> {
 /// proof's trusted results, signed.
 async fn cache_results(proof_id: &ProofId, caching: &CachingQueue<'_>, run: &mut engine::ProofRun) {
     let served = caching.served();
+    // Refused entries were logged, with why, when they were looked up.
     CacheHit::mark(&mut run.evidence, &served, &run.finished_at_ms);
-    for (key, why) in caching.rejected() {
-        tracing::warn!(proof_id = %proof_id, key, why, "refused a cache entry; the job ran instead");
-    }
     match caching
         .cache()
         .store_trusted(&caching.keyed(), &served, &run.results, &run.evidence)

@@ -1173,33 +1173,51 @@ async fn a_cache_entry_forged_by_a_submitter_is_refused_and_the_job_runs() {
     let first = support::run(fleet.prove(&repo, &json, &["--no-mutation"]), Some(json));
     assert_eq!(first.code, 0, "{}", first.explain());
 
-    // A submitter holds store credentials: it rewrites the base side's entries, every other
-    // one unsigned and the rest signed with a key of its own, all claiming a faster run.
+    // A submitter holds store credentials: it rewrites the base side's entries, claiming a
+    // faster run: unsigned, signed with a key of its own, the coordinator's genuine entry of a
+    // candidate job (the discount test passing) copied over a base job's key, or keeping the
+    // coordinator's signature of the result as it was.
     let store = fleet_store(&fleet);
     let other_key = fleet.dir.path().join("submitter.key");
     std::fs::write(&other_key, [0x42u8; 32]).unwrap();
     let other_key = SigningKey::from_file(&other_key).unwrap();
     let sides = served_by_side(&first);
+    let entries = cache_entries(&fleet).await;
+    let genuine_candidate = entries
+        .iter()
+        .find(|e| sides[e.result.index as usize].0 == "candidate")
+        .unwrap()
+        .clone();
     let mut forged = Vec::new();
-    for mut entry in cache_entries(&fleet).await {
+    for mut entry in entries {
         if sides[entry.result.index as usize].0 != "base" {
             continue;
         }
-        entry.result.duration_ms = 1;
-        entry.signature = (forged.len() % 2 == 1).then(|| other_key.sign(&entry));
         let key = format!("{}/{}.json", assay_coordinator::cache::PREFIX, entry.key);
+        let index = entry.result.index as usize;
+        entry.result.duration_ms = 1;
+        let written = match forged.len() % 4 {
+            0 => {
+                entry.signature = None;
+                entry
+            }
+            1 => {
+                entry.signature = Some(other_key.sign(&entry));
+                entry
+            }
+            2 => genuine_candidate.clone(),
+            // The coordinator's own signature, over the result as it was.
+            _ => entry,
+        };
+        let json = serde_json::to_vec(&written).unwrap();
         store
-            .put_bytes(
-                "cache-entry",
-                &key,
-                serde_json::to_vec(&entry).unwrap().into(),
-            )
+            .put_bytes("cache-entry", &key, json.into())
             .await
             .unwrap();
-        forged.push(entry.result.index as usize);
+        forged.push(index);
     }
     let base_jobs = sides.iter().filter(|(side, _)| side == "base").count();
-    assert!(base_jobs >= 2, "{sides:?}");
+    assert!(base_jobs >= 4, "each forgery once at least: {sides:?}");
     assert_eq!(forged.len(), base_jobs, "every base entry: {sides:?}");
 
     let before = jobs_run(&worker);
@@ -1228,6 +1246,7 @@ async fn a_cache_entry_forged_by_a_submitter_is_refused_and_the_job_runs() {
         log.contains("does not verify under this fleet's key"),
         "{log}"
     );
+    assert!(log.contains("the entry names another key"), "{log}");
     let evidence = |run: &Run| run.evidence.clone().unwrap();
     assert_eq!(evidence(&second)["criteria"], evidence(&first)["criteria"]);
     for index in forged {

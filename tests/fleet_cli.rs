@@ -1097,12 +1097,16 @@ async fn a_fleet_re_proof_after_a_product_only_edit_serves_the_base_side_from_th
     assert_eq!(evidence(&second)["criteria"], evidence(&first)["criteria"]);
     let cached = &evidence(&second)["jobs"][0]["cached"];
     assert_eq!(cached["proof_id"], evidence(&first)["proof_id"], "{cached}");
-    // Served jobs count as done in `assay status`, like the ones the worker ran.
+    // Served jobs count as done in `assay status`, like the ones the worker ran, and it says
+    // how many the cache answered.
     let second_id = evidence(&second)["proof_id"].as_str().unwrap().to_owned();
     let status = fleet.run(&["status", &second_id]);
     assert_eq!(
         lines(&status.stdout),
-        [format!("{second_id}\tfinished\t{0}/{0} jobs", jobs.len())],
+        [format!(
+            "{second_id}\tfinished\t{0}/{0} jobs ({base_jobs} from the cache)",
+            jobs.len()
+        )],
         "{}",
         status.explain()
     );

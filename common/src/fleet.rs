@@ -123,6 +123,10 @@ pub mod keys {
     pub fn evidence(proof_id: &ProofId) -> String {
         format!("{proof_id}.evidence")
     }
+    /// A job the result cache answered; its value is the entry's key.
+    pub fn cached(proof_id: &ProofId, index: u32) -> String {
+        format!("{proof_id}.cached.{index:06}")
+    }
     /// Where the evidence is when it is too big for a KV value: a wire `ArtifactRef`.
     pub fn evidence_ref(proof_id: &ProofId) -> String {
         format!("{proof_id}.evidence-ref")

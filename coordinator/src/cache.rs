@@ -654,11 +654,9 @@ impl<'a> CachingQueue<'a> {
         self.served.lock().map(|s| s.clone()).unwrap_or_default()
     }
 
-    /// Whether the cache answered `job_id`.
-    pub fn was_served(&self, job_id: &JobId) -> bool {
-        self.served
-            .lock()
-            .is_ok_and(|served| served.contains_key(job_id))
+    /// The entry that answered `job_id`, if the cache did.
+    pub fn hit(&self, job_id: &JobId) -> Option<CacheHit> {
+        self.served.lock().ok()?.get(job_id).cloned()
     }
 
     /// Entries found but refused, with why: `(key, why)`.

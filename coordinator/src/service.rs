@@ -802,7 +802,7 @@ async fn drive(
 
 /// The proof's queue behind the cache: each result the cache served is recorded at its job's
 /// KV result key as a worker's would be, so `assay status` counts it and a resumed proof finds
-/// it there.
+/// it there, and marked served (`keys::cached`) for `assay status` to say so.
 struct RecordServed<'a> {
     caching: &'a CachingQueue<'a>,
     proofs: kv::Store,
@@ -817,19 +817,22 @@ impl JobQueue for RecordServed<'_> {
 
     async fn next_result(&self) -> Option<JobResult> {
         let result = self.caching.next_result().await?;
-        if self.caching.was_served(&result.job_id) {
+        if let Some(hit) = self.caching.hit(&result.job_id) {
             let message = ResultMessage::Inline(Box::new(result.clone()));
             let recorded = match wire::encode("job result", &message) {
-                Ok(bytes) => self
-                    .proofs
-                    .create(keys::result(&self.proof_id, result.index), bytes.into())
-                    .await
-                    .map(drop)
-                    .or_else(|e| match e.kind() {
-                        // A resumed proof recorded it before.
-                        kv::CreateErrorKind::AlreadyExists => Ok(()),
-                        _ => Err(e.to_string()),
-                    }),
+                Ok(bytes) => {
+                    let index = result.index;
+                    match self
+                        .create(keys::result(&self.proof_id, index), bytes)
+                        .await
+                    {
+                        Ok(()) => {
+                            self.create(keys::cached(&self.proof_id, index), hit.key.into_bytes())
+                                .await
+                        }
+                        Err(e) => Err(e),
+                    }
+                }
                 Err(e) => Err(e.to_string()),
             };
             // The result stands either way: only `assay status`'s count would miss it.
@@ -838,6 +841,17 @@ impl JobQueue for RecordServed<'_> {
             }
         }
         Some(result)
+    }
+}
+
+impl RecordServed<'_> {
+    async fn create(&self, key: String, value: Vec<u8>) -> Result<(), String> {
+        match self.proofs.create(key, value.into()).await {
+            Ok(_) => Ok(()),
+            // A resumed proof recorded it before.
+            Err(e) if e.kind() == kv::CreateErrorKind::AlreadyExists => Ok(()),
+            Err(e) => Err(e.to_string()),
+        }
     }
 }
 

@@ -214,8 +214,13 @@ pub async fn status(args: &StatusArgs) -> Result<u8, Failure> {
         } else {
             String::new()
         };
+        let from_cache = if progress.from_cache > 0 {
+            format!(" ({} from the cache)", progress.from_cache)
+        } else {
+            String::new()
+        };
         println!(
-            "{id}\t{}\t{}/{} jobs{mutation}",
+            "{id}\t{}\t{}/{} jobs{from_cache}{mutation}",
             record.status.label(),
             progress.jobs_done,
             record.job_count

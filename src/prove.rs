@@ -378,7 +378,8 @@ async fn run_on_fleet(
     assay_coordinator::client::upload_trees(store, prepared)
         .await
         .map_err(|e| Failure::infrastructure(e.into()))?;
-    let submission = assay_coordinator::client::submission(prepared, jobs as u32);
+    let mut submission = assay_coordinator::client::submission(prepared, jobs as u32);
+    submission.cache = cache_mode(args);
     let mut progress = crate::fleet::FleetStderr {
         progress: StderrProgress::new(args.progress, args.quiet, jobs),
         jobs: &prepared.jobs,
@@ -397,7 +398,25 @@ async fn run_on_fleet(
     .await
     .map_err(|e| Failure::infrastructure(e.into()))?;
     progress.progress.terminal.finish();
+    // The coordinator marked what its cache answered; said as embedded mode says it.
+    let served = evidence.jobs.iter().filter(|j| j.cached.is_some()).count();
+    if !args.quiet && submission.cache != CacheMode::Off && served > 0 {
+        eprintln!(
+            "[cache] {served} of {} jobs answered from the fleet's cache",
+            prepared.jobs.len()
+        );
+    }
     Ok((evidence, progress.suite_results))
+}
+
+fn cache_mode(args: &ProveArgs) -> CacheMode {
+    if args.no_cache {
+        CacheMode::Off
+    } else if args.refresh_cache {
+        CacheMode::Refresh
+    } else {
+        CacheMode::Use
+    }
 }
 
 #[expect(
@@ -427,13 +446,7 @@ async fn run_embedded(
         embedded::job_context_in(sandbox, repo, store.clone(), pass_env, "assay-")?;
     let queue = InProcessQueue::start(ctx, jobs);
     let progress = StderrProgress::new(args.progress, args.quiet, jobs);
-    let mode = if args.no_cache {
-        CacheMode::Off
-    } else if args.refresh_cache {
-        CacheMode::Refresh
-    } else {
-        CacheMode::Use
-    };
+    let mode = cache_mode(args);
     let context = RunContext::new(recorded, &assay_worker::sandbox::clean_env(pass_env));
     let caching = CachingQueue::new(&queue, ResultCache::new(store.clone(), mode), context);
     let mut run = engine::run_proof(prepared, &caching, jobs, &progress, started, clock)

@@ -161,15 +161,25 @@ impl Fleet {
     }
 
     fn prove(&self, repo: &Repo, json: &Path, extra: &[&str]) -> Command {
+        self.prove_between(repo, ("main~1", "HEAD"), json, extra)
+    }
+
+    fn prove_between(
+        &self,
+        repo: &Repo,
+        (base, candidate): (&str, &str),
+        json: &Path,
+        extra: &[&str],
+    ) -> Command {
         let mut command = self.command(&["prove", "--cluster", &self.url()]);
         command
             .arg("-C")
             .arg(repo.path())
             .args([
                 "--base",
-                "main~1",
+                base,
                 "--candidate",
-                "HEAD",
+                candidate,
                 "--criterion",
                 "test: test_discount_is_applied",
                 "--criterion",
@@ -953,4 +963,348 @@ async fn under_the_shipped_permissions_each_command_runs_as_its_own_user() {
     }
     assert_eq!(worker.terminate(), Some(0));
     assert_eq!(coordinator.terminate(), Some(0));
+}
+
+/// A coordinator whose `[cache]` declares `sandbox` (TOML of `[cache.sandbox]`, none: no
+/// declaration) and signs with the key in `cache.key`.
+fn cached_coordinator(fleet: &Fleet, sandbox: Option<&str>) -> Service {
+    let key = fleet.dir.path().join("cache.key");
+    std::fs::write(&key, "a8f3c91e5b2d47e09c6a1f8b3d5e7a2c4b6d8f0e").unwrap();
+    let declared = sandbox
+        .map(|s| format!("interpreter = \"python3 of the workers' host\"\n[cache.sandbox]\n{s}\n"))
+        .unwrap_or_default();
+    let config = fleet.dir.path().join("coordinator.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "schema = \"assay.service/v1\"\n[cache]\nkey_file = \"{}\"\n{declared}",
+            key.display()
+        ),
+    )
+    .unwrap();
+    let coordinator = fleet.service(
+        "coordinator",
+        &["coordinator", "--config", config.to_str().unwrap()],
+    );
+    coordinator.wait_for_log("coordinator started");
+    coordinator
+}
+
+const PROCESS_SANDBOX: &str = "kind = \"process\"";
+
+/// The evidence's jobs: `(side, served from the cache)`, in plan order.
+fn served_by_side(run: &Run) -> Vec<(String, bool)> {
+    run.evidence.as_ref().expect("evidence")["jobs"]
+        .as_array()
+        .expect("jobs")
+        .iter()
+        .map(|j| {
+            (
+                j["side"].as_str().unwrap().to_owned(),
+                !j["cached"].is_null(),
+            )
+        })
+        .collect()
+}
+
+/// Jobs the worker has finished so far.
+fn jobs_run(worker: &Service) -> u64 {
+    worker.metric_sum("assay_job_outcomes_total").unwrap_or(0)
+}
+
+fn fleet_store(fleet: &Fleet) -> assay_transport::store::ObjectArtifactStore {
+    assay_transport::store::open_store(
+        &format!("s3://{BUCKET}"),
+        &servers::s3_options(fleet.s3.port),
+    )
+    .unwrap()
+}
+
+async fn cache_entries(fleet: &Fleet) -> Vec<assay_coordinator::cache::CacheEntry> {
+    use assay_transport::store::ArtifactStore;
+    let store = fleet_store(fleet);
+    let mut entries = Vec::new();
+    for object in store.list(assay_coordinator::cache::PREFIX).await.unwrap() {
+        let bytes = store.get(&object.key).await.unwrap().unwrap();
+        entries.push(serde_json::from_slice(&bytes).unwrap());
+    }
+    entries
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fleet_re_proof_after_a_product_only_edit_serves_the_base_side_from_the_cache() {
+    let fleet = Fleet::start();
+    let coordinator = cached_coordinator(&fleet, Some(PROCESS_SANDBOX));
+    assert!(
+        coordinator.log().contains("result cache on"),
+        "{}",
+        coordinator.log()
+    );
+    let worker = fleet.worker("worker", "2");
+    let repo = pricing_repo(0.0);
+    let base = repo.git(&["rev-parse", "HEAD~1"]).trim().to_owned();
+    let json = fleet.dir.path().join("first.json");
+    let first = support::run(
+        fleet.prove_between(&repo, (&base, "HEAD"), &json, &["--no-mutation"]),
+        Some(json),
+    );
+    assert_eq!(first.code, 0, "{}", first.explain());
+    let planned = served_by_side(&first);
+    assert!(planned.iter().all(|(_, served)| !served), "{planned:?}");
+    let after_first = jobs_run(&worker);
+    assert_eq!(after_first, planned.len() as u64);
+    let entries = cache_entries(&fleet).await;
+    assert_eq!(entries.len(), planned.len(), "every trusted result stored");
+    assert!(entries.iter().all(|e| e.signature.is_some()), "signed");
+
+    // A product-only edit: the base tree (base plus the change's tests) stays the same.
+    repo.write(
+        "pricing.py",
+        "def price(amount, discount=0.0):\n    discounted = amount * (1 - discount)\n    return round(discounted, 2)\n",
+    );
+    repo.commit("pricing: name the discounted amount");
+    let json = fleet.dir.path().join("second.json");
+    let second = support::run(
+        fleet.prove_between(&repo, (&base, "HEAD"), &json, &["--no-mutation"]),
+        Some(json),
+    );
+    assert_eq!(second.code, 0, "{}", second.explain());
+    let jobs = served_by_side(&second);
+    assert_eq!(jobs.len(), planned.len());
+    for (side, served) in &jobs {
+        assert_eq!(*served, side == "base", "{jobs:?}");
+    }
+    let base_jobs = jobs.iter().filter(|(side, _)| side == "base").count();
+    assert!(
+        base_jobs >= 2,
+        "the base side runs its targeted and suite jobs: {jobs:?}"
+    );
+    // Only the candidate side reached the worker.
+    assert_eq!(
+        jobs_run(&worker) - after_first,
+        (jobs.len() - base_jobs) as u64
+    );
+    assert!(
+        second.stderr.contains(&format!(
+            "[cache] {base_jobs} of {} jobs answered from the fleet's cache",
+            jobs.len()
+        )),
+        "{}",
+        second.explain()
+    );
+    let evidence = |run: &Run| run.evidence.clone().unwrap();
+    assert_eq!(evidence(&second)["verdict"], evidence(&first)["verdict"]);
+    assert_eq!(evidence(&second)["criteria"], evidence(&first)["criteria"]);
+    let cached = &evidence(&second)["jobs"][0]["cached"];
+    assert_eq!(cached["proof_id"], evidence(&first)["proof_id"], "{cached}");
+    // Served jobs count as done in `assay status`, like the ones the worker ran, and it says
+    // how many the cache answered.
+    let second_id = evidence(&second)["proof_id"].as_str().unwrap().to_owned();
+    let status = fleet.run(&["status", &second_id]);
+    assert_eq!(
+        lines(&status.stdout),
+        [format!(
+            "{second_id}\tfinished\t{0}/{0} jobs ({base_jobs} from the cache)",
+            jobs.len()
+        )],
+        "{}",
+        status.explain()
+    );
+
+    // --no-cache: the same proof again dispatches every job.
+    let before = jobs_run(&worker);
+    let json = fleet.dir.path().join("uncached.json");
+    let uncached = support::run(
+        fleet.prove_between(
+            &repo,
+            (&base, "HEAD"),
+            &json,
+            &["--no-mutation", "--no-cache"],
+        ),
+        Some(json),
+    );
+    assert_eq!(uncached.code, 0, "{}", uncached.explain());
+    let jobs = served_by_side(&uncached);
+    assert!(jobs.iter().all(|(_, served)| !served), "{jobs:?}");
+    assert_eq!(jobs_run(&worker) - before, jobs.len() as u64);
+    assert!(
+        !uncached.stderr.contains("[cache]"),
+        "{}",
+        uncached.explain()
+    );
+
+    // --refresh-cache: every job runs, and its results replace the entries.
+    let before = jobs_run(&worker);
+    let json = fleet.dir.path().join("refreshed.json");
+    let refreshed = support::run(
+        fleet.prove_between(
+            &repo,
+            (&base, "HEAD"),
+            &json,
+            &["--no-mutation", "--refresh-cache"],
+        ),
+        Some(json),
+    );
+    assert_eq!(refreshed.code, 0, "{}", refreshed.explain());
+    let jobs = served_by_side(&refreshed);
+    assert!(jobs.iter().all(|(_, served)| !served), "{jobs:?}");
+    assert_eq!(jobs_run(&worker) - before, jobs.len() as u64);
+    let refresh_id = evidence(&refreshed)["proof_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let rewritten = cache_entries(&fleet)
+        .await
+        .iter()
+        .filter(|e| e.produced_by.proof_id.as_str() == refresh_id)
+        .count();
+    assert_eq!(
+        rewritten,
+        jobs.len(),
+        "every entry stored over by the refresh"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cache_entry_forged_by_a_submitter_is_refused_and_the_job_runs() {
+    use assay_coordinator::cache::SigningKey;
+    use assay_transport::store::ArtifactStore;
+    let fleet = Fleet::start();
+    let coordinator = cached_coordinator(&fleet, Some(PROCESS_SANDBOX));
+    let worker = fleet.worker("worker", "2");
+    let repo = pricing_repo(0.0);
+    let json = fleet.dir.path().join("first.json");
+    let first = support::run(fleet.prove(&repo, &json, &["--no-mutation"]), Some(json));
+    assert_eq!(first.code, 0, "{}", first.explain());
+
+    // A submitter holds store credentials: it rewrites the base side's entries, claiming a
+    // faster run: unsigned, signed with a key of its own, the coordinator's genuine entry of a
+    // candidate job (the discount test passing) copied over a base job's key, or keeping the
+    // coordinator's signature of the result as it was.
+    let store = fleet_store(&fleet);
+    let other_key = fleet.dir.path().join("submitter.key");
+    std::fs::write(&other_key, [0x42u8; 32]).unwrap();
+    let other_key = SigningKey::from_file(&other_key).unwrap();
+    let sides = served_by_side(&first);
+    let entries = cache_entries(&fleet).await;
+    let genuine_candidate = entries
+        .iter()
+        .find(|e| sides[e.result.index as usize].0 == "candidate")
+        .unwrap()
+        .clone();
+    let mut forged = Vec::new();
+    for mut entry in entries {
+        if sides[entry.result.index as usize].0 != "base" {
+            continue;
+        }
+        let key = format!("{}/{}.json", assay_coordinator::cache::PREFIX, entry.key);
+        let index = entry.result.index as usize;
+        entry.result.duration_ms = 1;
+        let written = match forged.len() % 4 {
+            0 => {
+                entry.signature = None;
+                entry
+            }
+            1 => {
+                entry.signature = Some(other_key.sign(&entry));
+                entry
+            }
+            2 => genuine_candidate.clone(),
+            // The coordinator's own signature, over the result as it was.
+            _ => entry,
+        };
+        let json = serde_json::to_vec(&written).unwrap();
+        store
+            .put_bytes("cache-entry", &key, json.into())
+            .await
+            .unwrap();
+        forged.push(index);
+    }
+    let base_jobs = sides.iter().filter(|(side, _)| side == "base").count();
+    assert!(base_jobs >= 4, "each forgery once at least: {sides:?}");
+    assert_eq!(forged.len(), base_jobs, "every base entry: {sides:?}");
+
+    let before = jobs_run(&worker);
+    let json = fleet.dir.path().join("second.json");
+    let second = support::run(fleet.prove(&repo, &json, &["--no-mutation"]), Some(json));
+    assert_eq!(second.code, 0, "{}", second.explain());
+    let jobs = served_by_side(&second);
+    for (index, (side, served)) in jobs.iter().enumerate() {
+        assert_eq!(
+            *served,
+            !forged.contains(&index),
+            "job {index} ({side}): {jobs:?}"
+        );
+    }
+    assert_eq!(
+        jobs_run(&worker) - before,
+        forged.len() as u64,
+        "the forged jobs ran"
+    );
+    let log = coordinator.log();
+    assert!(
+        log.contains("not signed by this fleet's coordinator"),
+        "{log}"
+    );
+    assert!(
+        log.contains("does not verify under this fleet's key"),
+        "{log}"
+    );
+    assert!(log.contains("the entry names another key"), "{log}");
+    let evidence = |run: &Run| run.evidence.clone().unwrap();
+    assert_eq!(evidence(&second)["criteria"], evidence(&first)["criteria"]);
+    for index in forged {
+        let job = &evidence(&second)["jobs"][index];
+        assert_ne!(job["duration_s"], serde_json::json!(0.001), "{job}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_declared_sandbox_the_fleet_caches_nothing_and_says_why() {
+    let fleet = Fleet::start();
+    let coordinator = cached_coordinator(&fleet, None);
+    let log = coordinator.log();
+    assert!(
+        log.contains("result cache off: no [cache] sandbox is declared"),
+        "{log}"
+    );
+    let worker = fleet.worker("worker", "2");
+    let repo = pricing_repo(0.0);
+    let mut planned = 0;
+    for name in ["first", "second"] {
+        let json = fleet.dir.path().join(format!("{name}.json"));
+        let run = support::run(fleet.prove(&repo, &json, &["--no-mutation"]), Some(json));
+        assert_eq!(run.code, 0, "{}", run.explain());
+        let jobs = served_by_side(&run);
+        assert!(jobs.iter().all(|(_, served)| !served), "{jobs:?}");
+        planned += jobs.len() as u64;
+    }
+    assert!(cache_entries(&fleet).await.is_empty());
+    assert_eq!(jobs_run(&worker), planned, "both proofs ran every job");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_result_from_a_sandbox_other_than_the_declared_one_is_not_cached() {
+    let fleet = Fleet::start();
+    // Declared: docker containers of a pinned image; the worker runs the process sandbox.
+    let docker = "kind = \"docker\"\n[cache.sandbox.container]\nimage = \"assay-runner-python:latest\"\nimage_id = \"sha256:5c1d0b7e\"\nrepo_digests = []\nmemory_mb = 2048\ncpus = 1.0\npids = 512\nnetwork = \"none\"";
+    let coordinator = cached_coordinator(&fleet, Some(docker));
+    assert!(
+        coordinator.log().contains("result cache on"),
+        "{}",
+        coordinator.log()
+    );
+    let _worker = fleet.worker("worker", "2");
+    let repo = pricing_repo(0.0);
+    let json = fleet.dir.path().join("proof.json");
+    let run = support::run(fleet.prove(&repo, &json, &["--no-mutation"]), Some(json));
+    assert_eq!(run.code, 0, "{}", run.explain());
+    assert!(cache_entries(&fleet).await.is_empty());
+    let log = coordinator.log();
+    assert!(
+        log.contains(
+            "not caching a result whose worker's sandbox is not the declared [cache] sandbox"
+        ),
+        "{log}"
+    );
 }

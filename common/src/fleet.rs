@@ -123,6 +123,10 @@ pub mod keys {
     pub fn evidence(proof_id: &ProofId) -> String {
         format!("{proof_id}.evidence")
     }
+    /// A job the result cache answered; its value is the entry's key.
+    pub fn cached(proof_id: &ProofId, index: u32) -> String {
+        format!("{proof_id}.cached.{index:06}")
+    }
     /// Where the evidence is when it is too big for a KV value: a wire `ArtifactRef`.
     pub fn evidence_ref(proof_id: &ProofId) -> String {
         format!("{proof_id}.evidence-ref")
@@ -146,6 +150,19 @@ pub struct RevisionWire {
 pub struct ChangedFileWire {
     pub path: TreePath,
     pub deleted: bool,
+}
+
+/// Whether a run reads and writes the result cache (`--no-cache`, `--refresh-cache`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CacheMode {
+    /// Serve hits, store trusted misses.
+    #[default]
+    Use,
+    /// Run everything, then store trusted results over what was there (`--refresh-cache`).
+    Refresh,
+    /// Neither read nor write (`--no-cache`).
+    Off,
 }
 
 /// A prepared proof as the CLI submits it: the plan is made where the repository is; the
@@ -173,6 +190,11 @@ pub struct ProofSubmission {
     pub timeout_secs: u64,
     /// The mutation check to run once the proof is proven; `None`: none.
     pub mutation: Option<crate::mutation_plan::MutationSetup>,
+    /// How the proof uses the fleet's result cache. Defaults to `Use` where a self-describing
+    /// decoder meets a submission without it; bincode cannot skip a field, so adding it bumped
+    /// the wire protocol version.
+    #[serde(default)]
+    pub cache: CacheMode,
 }
 
 /// What the CLI sends on the submit subject. A submission bigger than the server's

@@ -63,6 +63,7 @@ pub struct ServiceConfig {
     pub http: HttpSection,
     pub worker: WorkerSection,
     pub coordinator: CoordinatorSection,
+    pub cache: CacheSection,
 }
 
 #[derive(Clone, Debug, PartialEq, Deserialize)]
@@ -183,6 +184,25 @@ pub struct CoordinatorSection {
     pub max_jobs_per_proof: u32,
 }
 
+/// The fleet's result cache, read by the coordinator only. On a fleet the coordinator cannot
+/// know which worker runs a job, so the operator declares the sandbox every worker runs jobs in;
+/// keys are made from that declaration, and a result is stored only when the sandbox its worker
+/// reports is the declared one. Off unless both `sandbox` and `key_file` are set.
+#[derive(Clone, Debug, PartialEq, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CacheSection {
+    /// The secret the coordinator signs and checks entries with (HMAC-SHA256), only mounted
+    /// into the coordinator; `ASSAY_CACHE_KEY_FILE`.
+    pub key_file: String,
+    /// The sandbox as job results report it: `kind`, and for docker the `container` fields.
+    pub sandbox: Option<crate::evidence::SandboxEvidence>,
+    /// Process sandbox: what the workers' interpreter is (e.g. `python3 3.12.3`); part of the
+    /// key, since a coordinator cannot ask a worker's `PATH`.
+    pub interpreter: String,
+    /// Names of the variables the workers pass into jobs (`pass_env`); part of the key.
+    pub env: Vec<String>,
+}
+
 impl Default for ServiceConfig {
     fn default() -> Self {
         Self {
@@ -192,6 +212,7 @@ impl Default for ServiceConfig {
             http: HttpSection::default(),
             worker: WorkerSection::default(),
             coordinator: CoordinatorSection::default(),
+            cache: CacheSection::default(),
         }
     }
 }
@@ -327,6 +348,7 @@ impl ServiceConfig {
                         _ => self.worker.tree_max_entries = parsed,
                     }
                 }
+                "ASSAY_CACHE_KEY_FILE" => self.cache.key_file = value,
                 "ASSAY_MAX_JOBS_PER_PROOF" => {
                     self.coordinator.max_jobs_per_proof =
                         value.parse().map_err(|_| ConfigError::Value {
@@ -446,6 +468,38 @@ max_jobs_per_proof = 64
         config.worker.output_cap_bytes = 0;
         let err = config.validate().unwrap_err().to_string();
         assert!(err.contains("worker.output_cap_bytes"), "{err}");
+    }
+
+    #[test]
+    fn the_fleet_cache_section_declares_a_docker_sandbox_and_takes_its_key_from_env() {
+        let text = r#"
+[cache]
+key_file = "/etc/assay/cache/key"
+env = ["PIP_INDEX_URL"]
+[cache.sandbox]
+kind = "docker"
+[cache.sandbox.container]
+image = "assay-runner-python:latest"
+image_id = "sha256:4b1f0c"
+repo_digests = []
+memory_mb = 2048
+cpus = 1.0
+pids = 512
+network = "none"
+"#;
+        let mut config = ServiceConfig::from_toml(text, "values").unwrap();
+        let sandbox = config.cache.sandbox.clone().unwrap();
+        assert_eq!(sandbox.kind, "docker");
+        assert_eq!(sandbox.container.unwrap().image_id, "sha256:4b1f0c");
+        assert_eq!(config.cache.env, ["PIP_INDEX_URL"]);
+        config
+            .apply_env([(
+                "ASSAY_CACHE_KEY_FILE".to_owned(),
+                "/run/secrets/cache-key".to_owned(),
+            )])
+            .unwrap();
+        assert_eq!(config.cache.key_file, "/run/secrets/cache-key");
+        assert_eq!(ServiceConfig::default().cache.sandbox, None);
     }
 
     #[test]

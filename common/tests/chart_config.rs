@@ -39,6 +39,8 @@ fn the_charts_default_config_loads_as_rendered() {
     assert_eq!(config.coordinator, defaults.coordinator);
     assert_eq!(config.worker.slots, defaults.worker.slots);
     assert_eq!(config.worker.tree_cache_dir, defaults.worker.tree_cache_dir);
+    // No signing key Secret by default: the fleet's cache is off.
+    assert_eq!(config.cache, defaults.cache);
 }
 
 #[test]
@@ -59,6 +61,14 @@ fn every_value_the_chart_renders_reaches_the_loader() {
     assert_eq!(config.worker.pids, 1024);
     assert_eq!(config.worker.tree_cache_dir, "/cache/trees");
     assert_eq!(config.coordinator.max_jobs_per_proof, 300);
+    assert_eq!(config.cache.key_file, "/etc/assay/cache/signing.key");
+    assert_eq!(config.cache.interpreter, "python3 3.12.3");
+    assert_eq!(config.cache.env, ["PIP_INDEX_URL"]);
+    let sandbox = config.cache.sandbox.expect("a declared sandbox");
+    assert_eq!(
+        (sandbox.kind.as_str(), sandbox.container),
+        ("process", None)
+    );
 }
 
 #[test]

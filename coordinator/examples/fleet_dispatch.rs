@@ -98,6 +98,7 @@ fn submission(jobs: usize) -> Result<ProofSubmission, Error> {
         test_command: None,
         timeout_secs: 600,
         mutation: None,
+        cache: Default::default(),
     })
 }
 

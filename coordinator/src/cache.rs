@@ -10,7 +10,9 @@
 //!   written — completed, with a trustworthy report, from a proof none of whose criteria was
 //!   unstable; never timeouts, infrastructure failures, cancelled or report-less runs;
 //! - a poisoned entry: every read re-checks the entry and each artifact it names against
-//!   their sha256, and re-parses the pinned report; anything off is a miss, reported, never used.
+//!   their sha256, and re-parses the pinned report; anything off is a miss, reported, never used;
+//! - a forged entry on a fleet, where submitters can write the store too: the coordinator signs
+//!   what it stores (HMAC-SHA256, [`SigningKey`]) and serves only entries that verify.
 
 use assay_common::evidence::{CachedFrom, Evidence, SandboxEvidence};
 use assay_common::job::{JobKind, JobResult, JobSpec, JobStatus};
@@ -32,17 +34,7 @@ pub const SCHEMA: &str = "assay.cache/v1";
 /// Where entries live in the artifact store.
 pub const PREFIX: &str = "cache/v1";
 
-/// Whether a run reads and writes the cache.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum CacheMode {
-    /// Serve hits, store trusted misses.
-    #[default]
-    Use,
-    /// Run everything, then store trusted results over what was there (`--refresh-cache`).
-    Refresh,
-    /// Neither read nor write (`--no-cache`).
-    Off,
-}
+pub use assay_common::fleet::CacheMode;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CacheError {
@@ -68,6 +60,105 @@ pub enum CacheError {
     },
 }
 
+/// Why the coordinator's signing key is unusable.
+#[derive(Debug, thiserror::Error)]
+pub enum SigningKeyError {
+    #[error("failed to read the cache signing key {path}")]
+    Read {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "the cache signing key {path} holds {found} bytes (hint: at least {MIN_KEY_BYTES} random bytes, e.g. `head -c 32 /dev/urandom > key`)"
+    )]
+    Short {
+        path: std::path::PathBuf,
+        found: usize,
+    },
+}
+
+/// The shortest signing key accepted: RFC 2104 asks for no less than the hash's output.
+pub const MIN_KEY_BYTES: usize = 32;
+
+/// HMAC-SHA256 (RFC 2104) of `message` under `key`.
+fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
+    const BLOCK: usize = 64;
+    let mut block = [0u8; BLOCK];
+    if key.len() > BLOCK {
+        block[..32].copy_from_slice(&Sha256::digest(key));
+    } else {
+        block[..key.len()].copy_from_slice(key);
+    }
+    let inner = Sha256::new()
+        .chain_update(block.map(|b| b ^ 0x36))
+        .chain_update(message)
+        .finalize();
+    Sha256::new()
+        .chain_update(block.map(|b| b ^ 0x5c))
+        .chain_update(inner)
+        .finalize()
+        .into()
+}
+
+/// The fleet coordinator's secret for signing cache entries. Only the coordinator holds it, so
+/// an entry a submitter wrote into the store (they hold store credentials) never verifies.
+pub struct SigningKey(Vec<u8>);
+
+impl std::fmt::Debug for SigningKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SigningKey(..)")
+    }
+}
+
+impl SigningKey {
+    /// Reads the key from `path`; a trailing newline is not part of it.
+    pub fn from_file(path: &Path) -> Result<Self, SigningKeyError> {
+        let bytes = std::fs::read(path).map_err(|source| SigningKeyError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        let trimmed = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
+        if trimmed.len() < MIN_KEY_BYTES {
+            return Err(SigningKeyError::Short {
+                path: path.to_owned(),
+                found: trimmed.len(),
+            });
+        }
+        Ok(Self(trimmed.to_vec()))
+    }
+
+    /// The signature of `entry` (hex), over everything but its `signature` field.
+    pub fn sign(&self, entry: &CacheEntry) -> String {
+        hex::encode(hmac_sha256(&self.0, &signed_bytes(entry)))
+    }
+
+    /// Whether `entry` carries this key's signature, compared in constant time.
+    fn verifies(&self, entry: &CacheEntry) -> bool {
+        let Some(claimed) = entry.signature.as_deref().and_then(|s| hex::decode(s).ok()) else {
+            return false;
+        };
+        let expected = hmac_sha256(&self.0, &signed_bytes(entry));
+        claimed.len() == expected.len()
+            && claimed
+                .iter()
+                .zip(expected.iter())
+                .fold(0u8, |diff, (a, b)| diff | (a ^ b))
+                == 0
+    }
+}
+
+/// What a signature covers: the entry's JSON without its signature, as this build encodes it,
+/// so whatever a lookup uses is what was signed.
+fn signed_bytes(entry: &CacheEntry) -> Vec<u8> {
+    let unsigned = CacheEntry {
+        signature: None,
+        ..entry.clone()
+    };
+    // Serializing plain data cannot fail; an empty input would verify nothing forged.
+    serde_json::to_vec(&unsigned).unwrap_or_default()
+}
+
 /// What, beside the job itself, decides a job's result where it runs: the sandbox (kind, image
 /// id and limits), the interpreter a process-sandbox command resolves to, and the environment
 /// passed in (names with a digest of each value, so no secret is written anywhere).
@@ -76,9 +167,18 @@ pub struct RunContext {
     pub sandbox: SandboxEvidence,
     /// `(name, sha256 of the value)`, sorted.
     pub env: Vec<(String, String)>,
-    /// For the process sandbox: each command's program, resolved on the job's `PATH` and asked
-    /// for its version once. `None`: the image decides (docker).
-    interpreters: Option<Arc<Mutex<HashMap<String, String>>>>,
+    interpreters: Interpreters,
+}
+
+#[derive(Clone, Debug)]
+enum Interpreters {
+    /// Docker: the image decides.
+    Image,
+    /// The process sandbox here: each command's program, resolved on the job's `PATH` and
+    /// asked for its version once.
+    Resolved(Arc<Mutex<HashMap<String, String>>>),
+    /// The process sandbox on a fleet: what the operator declared the workers run.
+    Declared(String),
 }
 
 impl RunContext {
@@ -88,7 +188,31 @@ impl RunContext {
             .map(|(name, value)| (name.clone(), hex::encode(Sha256::digest(value.as_bytes()))))
             .collect();
         env.sort();
-        let interpreters = (sandbox.container.is_none()).then(Arc::default);
+        let interpreters = match sandbox.container {
+            Some(_) => Interpreters::Image,
+            None => Interpreters::Resolved(Arc::default()),
+        };
+        Self {
+            sandbox,
+            env,
+            interpreters,
+        }
+    }
+
+    /// A fleet's context, as its operator declared it (`[cache]`): the workers' sandbox, their
+    /// interpreter (process sandbox) and the names of the variables they pass in. Values of
+    /// those variables are the workers' and stay out of the key: the declaration is changed
+    /// when they change.
+    pub fn declared(sandbox: SandboxEvidence, env_names: &[String], interpreter: &str) -> Self {
+        let mut env: Vec<(String, String)> = env_names
+            .iter()
+            .map(|name| (name.clone(), "declared".to_owned()))
+            .collect();
+        env.sort();
+        let interpreters = match sandbox.container {
+            Some(_) => Interpreters::Image,
+            None => Interpreters::Declared(interpreter.to_owned()),
+        };
         Self {
             sandbox,
             env,
@@ -99,7 +223,11 @@ impl RunContext {
     /// The program `command[0]` runs as here, with its version: a different interpreter is a
     /// different run.
     pub(crate) fn interpreter(&self, program: &str) -> Option<String> {
-        let cache = self.interpreters.as_ref()?;
+        let cache = match &self.interpreters {
+            Interpreters::Image => return None,
+            Interpreters::Declared(declared) => return Some(format!("{program}: {declared}")),
+            Interpreters::Resolved(cache) => cache,
+        };
         if let Ok(known) = cache.lock()
             && let Some(found) = known.get(program)
         {
@@ -195,6 +323,10 @@ pub struct CacheEntry {
     /// Seconds since the epoch.
     pub created_at: u64,
     pub result: JobResult,
+    /// Hex HMAC-SHA256 of the entry without this field, under the fleet coordinator's key;
+    /// absent on entries written by embedded runs, which a fleet never serves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
 }
 
 /// A job answered from the cache: the entry's key and the run that produced it.
@@ -273,11 +405,43 @@ pub(crate) async fn check_pinned(
 pub struct ResultCache {
     store: Arc<dyn ArtifactStore>,
     pub mode: CacheMode,
+    fleet: Option<FleetTrust>,
+}
+
+/// What a fleet coordinator's cache requires beyond an embedded one's.
+#[derive(Clone)]
+struct FleetTrust {
+    key: Arc<SigningKey>,
+    /// The declared sandbox: only results whose worker reports it are stored.
+    sandbox: SandboxEvidence,
 }
 
 impl ResultCache {
+    /// An embedded run's cache: entries unsigned, the machine trusted.
     pub fn new(store: Arc<dyn ArtifactStore>, mode: CacheMode) -> Self {
-        Self { store, mode }
+        Self {
+            store,
+            mode,
+            fleet: None,
+        }
+    }
+
+    /// A fleet coordinator's cache: it stores only results run in the `declared` sandbox,
+    /// signs each entry with `key`, and serves only entries that verify under it.
+    pub fn signed(
+        store: Arc<dyn ArtifactStore>,
+        mode: CacheMode,
+        key: Arc<SigningKey>,
+        declared: SandboxEvidence,
+    ) -> Self {
+        Self {
+            store,
+            mode,
+            fleet: Some(FleetTrust {
+                key,
+                sandbox: declared,
+            }),
+        }
     }
 
     pub(crate) fn store(&self) -> &dyn ArtifactStore {
@@ -306,6 +470,16 @@ impl ResultCache {
         };
         if entry.schema != SCHEMA || entry.key != key {
             return reject("the entry names another key or schema".into());
+        }
+        if let Some(fleet) = &self.fleet {
+            if entry.signature.is_none() {
+                return reject("the entry is not signed by this fleet's coordinator".into());
+            }
+            if !fleet.key.verifies(&entry) {
+                return reject(
+                    "the entry's signature does not verify under this fleet's key".into(),
+                );
+            }
         }
         if let Err(why) = check_pinned(self.store.as_ref(), &entry.result, &spec.report).await {
             return reject(why);
@@ -346,7 +520,19 @@ impl ResultCache {
             if !trusted || served.contains_key(&result.job_id) {
                 continue;
             }
-            let entry = CacheEntry {
+            if let Some(fleet) = &self.fleet
+                && result.sandbox.as_ref() != Some(&fleet.sandbox)
+            {
+                // The key says the declared sandbox ran it; this worker's did not.
+                tracing::warn!(
+                    job_id = %result.job_id,
+                    worker = %result.worker,
+                    reported = ?result.sandbox,
+                    "not caching a result whose worker's sandbox is not the declared [cache] sandbox"
+                );
+                continue;
+            }
+            let mut entry = CacheEntry {
                 schema: SCHEMA.into(),
                 key: key.clone(),
                 produced_by: Producer {
@@ -355,7 +541,11 @@ impl ResultCache {
                 },
                 created_at: now,
                 result: result.clone(),
+                signature: None,
             };
+            if let Some(fleet) = &self.fleet {
+                entry.signature = Some(fleet.key.sign(&entry));
+            }
             let json = serde_json::to_vec(&entry).map_err(|source| CacheError::Encode {
                 key: key.clone(),
                 source,
@@ -464,6 +654,11 @@ impl<'a> CachingQueue<'a> {
         self.served.lock().map(|s| s.clone()).unwrap_or_default()
     }
 
+    /// The entry that answered `job_id`, if the cache did.
+    pub fn hit(&self, job_id: &JobId) -> Option<CacheHit> {
+        self.served.lock().ok()?.get(job_id).cloned()
+    }
+
     /// Entries found but refused, with why: `(key, why)`.
     pub fn rejected(&self) -> Vec<(String, String)> {
         self.rejected.lock().map(|r| r.clone()).unwrap_or_default()
@@ -527,5 +722,93 @@ impl JobQueue for CachingQueue<'_> {
             return Some(result);
         }
         self.inner.next_result().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hmac_sha256_matches_rfc_4231() {
+        // Test cases 1, 2 and 6 (a key longer than the block is hashed first).
+        let cases: [(Vec<u8>, &[u8], &str); 3] = [
+            (
+                vec![0x0b; 20],
+                b"Hi There",
+                "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7",
+            ),
+            (
+                b"Jefe".to_vec(),
+                b"what do ya want for nothing?",
+                "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843",
+            ),
+            (
+                vec![0xaa; 131],
+                b"Test Using Larger Than Block-Size Key - Hash Key First",
+                "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54",
+            ),
+        ];
+        for (key, message, expected) in cases {
+            assert_eq!(hex::encode(hmac_sha256(&key, message)), expected);
+        }
+    }
+
+    fn entry() -> CacheEntry {
+        CacheEntry {
+            schema: SCHEMA.into(),
+            key: "9f2c".into(),
+            produced_by: Producer {
+                proof_id: ProofId("pricing-1".into()),
+                job_id: JobId("pricing-1/0000".into()),
+            },
+            created_at: 1_790_000_000,
+            result: JobResult {
+                job_id: JobId("pricing-1/0000".into()),
+                index: 0,
+                status: JobStatus::Completed { exit_code: 1 },
+                report: assay_common::outcome::ReportOutcome::Missing,
+                artifacts: Vec::new(),
+                duration_ms: 800,
+                worker: assay_common::WorkerId("worker-a".into()),
+                sandbox: None,
+            },
+            signature: None,
+        }
+    }
+
+    fn key(byte: u8) -> SigningKey {
+        SigningKey(vec![byte; MIN_KEY_BYTES])
+    }
+
+    #[test]
+    fn a_signature_verifies_only_under_its_key_and_only_for_what_it_signed() {
+        let mut signed = entry();
+        signed.signature = Some(key(7).sign(&signed));
+        assert!(key(7).verifies(&signed));
+        assert!(!key(8).verifies(&signed), "another key's coordinator");
+        assert!(!key(7).verifies(&entry()), "unsigned");
+        let mut altered = signed.clone();
+        altered.result.status = JobStatus::Completed { exit_code: 0 };
+        assert!(!key(7).verifies(&altered), "a result changed after signing");
+        let mut garbled = signed;
+        garbled.signature = Some("not hex".into());
+        assert!(!key(7).verifies(&garbled));
+    }
+
+    #[test]
+    fn a_short_or_missing_key_file_is_refused_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cache-key");
+        std::fs::write(&path, "secret\n").unwrap();
+        let err = SigningKey::from_file(&path).unwrap_err().to_string();
+        assert!(
+            err.contains("cache-key") && err.contains("6 bytes"),
+            "{err}"
+        );
+        let err = SigningKey::from_file(&dir.path().join("absent")).unwrap_err();
+        assert!(matches!(err, SigningKeyError::Read { .. }), "{err}");
+        std::fs::write(&path, [0x5a; 32]).unwrap();
+        assert!(SigningKey::from_file(&path).is_ok());
     }
 }

@@ -93,6 +93,7 @@ pub fn submission(prepared: &PreparedProof, jobs_budget: u32) -> ProofSubmission
         test_command: prepared.request.test_command.clone(),
         timeout_secs: prepared.request.timeout_secs,
         mutation: prepared.mutation.clone(),
+        cache: Default::default(),
     }
 }
 
@@ -326,6 +327,8 @@ pub async fn stored_evidence(
 pub struct Progress {
     pub jobs_done: usize,
     pub mutation_done: usize,
+    /// Of `jobs_done`, those the fleet's result cache answered.
+    pub from_cache: usize,
 }
 
 /// A proof's record and how many of its jobs have results, for `assay status`.
@@ -354,7 +357,11 @@ pub async fn status(
         let record: ProofRecord =
             wire::decode("proof record", &bytes).map_err(|e| read_err(e.to_string()))?;
         let prefix = format!("{proof_id}.result.");
-        let mut progress = Progress::default();
+        let cached = format!("{proof_id}.cached.");
+        let mut progress = Progress {
+            from_cache: all_keys.iter().filter(|k| k.starts_with(&cached)).count(),
+            ..Progress::default()
+        };
         for index in all_keys
             .iter()
             .filter_map(|k| k.strip_prefix(&prefix)?.parse::<u32>().ok())

@@ -84,6 +84,9 @@ impl ClusterQueue {
             jobs: vec![job],
             refused_files: Vec::new(),
             jobs_budget: 1,
+            // `assay test` and `assay mutate` decide reuse themselves (history, the mutant
+            // cache): the fleet's proof cache stays out of their one-job submissions.
+            cache: assay_common::fleet::CacheMode::Off,
         }
     }
 }

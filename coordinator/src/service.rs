@@ -5,6 +5,7 @@
 //! resumes it.
 
 use crate::admitter::Admitter;
+use crate::cache::{CacheHit, CacheMode, CachingQueue, ResultCache, RunContext, SigningKey};
 use crate::engine::{self, PreparedProof, ProgressSink, ProofEvent, ProofRequest};
 use crate::nats_queue::{NatsJobQueue, ProofStores, PublishGate};
 use crate::source::{CandidateSpec, Change, ChangedFile, Revision};
@@ -23,6 +24,7 @@ use assay_transport::health::{self, Probes};
 use assay_transport::metrics::Metrics;
 use assay_transport::nats::{self, FleetError, QueueTuning};
 use assay_transport::offload;
+use assay_transport::queue::{JobQueue, QueueError};
 use assay_transport::store::{ArtifactStore, StoreError};
 use assay_transport::trace_context;
 use async_nats::jetstream::{self, kv};
@@ -44,6 +46,8 @@ pub enum ServiceError {
     Fleet(#[from] FleetError),
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error(transparent)]
+    CacheKey(#[from] crate::cache::SigningKeyError),
     #[error("failed to serve probes on {listen}")]
     Http {
         listen: String,
@@ -104,6 +108,35 @@ struct Shared {
     metrics: Arc<Metrics>,
     /// The fleet-wide halt's reason while it is set.
     halt: Arc<Mutex<Option<String>>>,
+    /// The result cache, when `[cache]` declares the workers' sandbox and a signing key.
+    cache: Option<FleetCache>,
+}
+
+#[derive(Clone)]
+struct FleetCache {
+    key: Arc<SigningKey>,
+    context: RunContext,
+}
+
+/// The fleet's cache from `[cache]`, or why it is off.
+fn fleet_cache(
+    section: &assay_common::service_config::CacheSection,
+) -> Result<Result<FleetCache, &'static str>, ServiceError> {
+    let Some(sandbox) = &section.sandbox else {
+        return Ok(Err(
+            "no [cache] sandbox is declared, and a key needs the sandbox jobs run in",
+        ));
+    };
+    if section.key_file.is_empty() {
+        return Ok(Err(
+            "no [cache] key_file (ASSAY_CACHE_KEY_FILE) to sign entries with",
+        ));
+    }
+    let key = SigningKey::from_file(std::path::Path::new(&section.key_file))?;
+    Ok(Ok(FleetCache {
+        key: Arc::new(key),
+        context: RunContext::declared(sandbox.clone(), &section.env, &section.interpreter),
+    }))
 }
 
 /// Runs the coordinator until `shutdown`. Proofs in flight stay in the KV bucket and resume on
@@ -125,6 +158,16 @@ pub async fn serve(
     let results = nats::coordinator_consumer(&js, &subjects, &config.tuning).await?;
     let proofs = nats::proofs_bucket(&js, &subjects).await?;
     let metrics = Arc::new(Metrics::default());
+    let cache = match fleet_cache(&service.cache)? {
+        Ok(cache) => {
+            tracing::info!(sandbox = ?cache.context.sandbox, "result cache on: entries signed by this coordinator, keyed by the declared [cache] sandbox");
+            Some(cache)
+        }
+        Err(why) => {
+            tracing::info!("result cache off: {why}");
+            None
+        }
+    };
     let shared = Shared {
         client: client.clone(),
         js,
@@ -136,6 +179,7 @@ pub async fn serve(
         admitter: Admitter::spawn(jobs, config.tuning.lookahead),
         metrics: metrics.clone(),
         halt: Arc::default(),
+        cache,
     };
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     if let Some(listen) = service.http_listen(Role::Coordinator) {
@@ -691,11 +735,38 @@ async fn drive(
         .checked_add(Duration::from_secs(record.submitted_at))
         .unwrap_or(UNIX_EPOCH);
     let clock = Instant::now();
-    let outcome = engine::run_proof(&prepared, &queue, budget, &progress, started, clock).await;
+    let caching = shared
+        .cache
+        .as_ref()
+        .filter(|_| submission.cache != CacheMode::Off)
+        .map(|fleet| {
+            let cache = ResultCache::signed(
+                shared.store.clone(),
+                submission.cache,
+                fleet.key.clone(),
+                fleet.context.sandbox.clone(),
+            );
+            CachingQueue::new(&queue, cache, fleet.context.clone())
+        });
+    let recording = caching.as_ref().map(|caching| RecordServed {
+        caching,
+        proofs: shared.proofs.clone(),
+        proof_id: proof_id.clone(),
+    });
+    let jobs: &dyn JobQueue = match &recording {
+        Some(recording) => recording,
+        None => &queue,
+    };
+    let outcome = engine::run_proof(&prepared, jobs, budget, &progress, started, clock).await;
     drop(progress);
     let _ = publisher.await;
     let evidence = match outcome {
-        Ok(run) => run.evidence,
+        Ok(mut run) => {
+            if let Some(caching) = &caching {
+                cache_results(&proof_id, caching, &mut run).await;
+            }
+            run.evidence
+        }
         Err(e) => {
             // Cancelling closes the proof's result channel; anything else is logged.
             tracing::info!(proof_id = %proof_id, error = %e, "proof stopped before all results");
@@ -727,6 +798,87 @@ async fn drive(
     set_status(shared, &record, ProofStatus::Finished).await;
     tracing::info!(proof_id = %proof_id, verdict = ?evidence.verdict, "proof finished");
     publish_progress(shared, &proof_id, &finished).await;
+}
+
+/// The proof's queue behind the cache: each result the cache served is recorded at its job's
+/// KV result key as a worker's would be, so `assay status` counts it and a resumed proof finds
+/// it there, and marked served (`keys::cached`) for `assay status` to say so.
+struct RecordServed<'a> {
+    caching: &'a CachingQueue<'a>,
+    proofs: kv::Store,
+    proof_id: ProofId,
+}
+
+#[async_trait::async_trait]
+impl JobQueue for RecordServed<'_> {
+    async fn submit(&self, job: assay_common::job::JobSpec) -> Result<(), QueueError> {
+        self.caching.submit(job).await
+    }
+
+    async fn next_result(&self) -> Option<JobResult> {
+        let result = self.caching.next_result().await?;
+        if let Some(hit) = self.caching.hit(&result.job_id) {
+            let message = ResultMessage::Inline(Box::new(result.clone()));
+            let recorded = match wire::encode("job result", &message) {
+                Ok(bytes) => {
+                    let index = result.index;
+                    match self
+                        .create(keys::result(&self.proof_id, index), bytes)
+                        .await
+                    {
+                        Ok(()) => {
+                            self.create(keys::cached(&self.proof_id, index), hit.key.into_bytes())
+                                .await
+                        }
+                        Err(e) => Err(e),
+                    }
+                }
+                Err(e) => Err(e.to_string()),
+            };
+            // The result stands either way: only `assay status`'s count would miss it.
+            if let Err(error) = recorded {
+                tracing::info!(proof_id = %self.proof_id, job_id = %result.job_id, error, "a result served from the cache is not recorded in the proofs bucket");
+            }
+        }
+        Some(result)
+    }
+}
+
+impl RecordServed<'_> {
+    async fn create(&self, key: String, value: Vec<u8>) -> Result<(), String> {
+        match self.proofs.create(key, value.into()).await {
+            Ok(_) => Ok(()),
+            // A resumed proof recorded it before.
+            Err(e) if e.kind() == kv::CreateErrorKind::AlreadyExists => Ok(()),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+}
+
+/// Marks the jobs the cache answered in the evidence, as embedded mode does, and stores the
+/// proof's trusted results, signed.
+async fn cache_results(proof_id: &ProofId, caching: &CachingQueue<'_>, run: &mut engine::ProofRun) {
+    let served = caching.served();
+    // Refused entries were logged, with why, when they were looked up.
+    CacheHit::mark(&mut run.evidence, &served, &run.finished_at_ms);
+    match caching
+        .cache()
+        .store_trusted(&caching.keyed(), &served, &run.results, &run.evidence)
+        .await
+    {
+        Ok(stored) => tracing::info!(
+            proof_id = %proof_id,
+            served = served.len(),
+            jobs = run.results.len(),
+            stored,
+            "result cache: {} of {} jobs answered from the cache, {stored} results stored",
+            served.len(),
+            run.results.len()
+        ),
+        Err(e) => {
+            tracing::warn!(proof_id = %proof_id, error = %error_chain(&e), "results not stored in the cache");
+        }
+    }
 }
 
 /// Puts the evidence in the KV bucket, or, when it is too big for a KV value, its reference

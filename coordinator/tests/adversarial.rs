@@ -229,6 +229,7 @@ fn submission(proof_id: &ProofId, jobs: usize) -> ProofSubmission {
         test_command: None,
         timeout_secs: 60,
         mutation: None,
+        cache: Default::default(),
     }
 }
 

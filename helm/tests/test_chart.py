@@ -44,6 +44,26 @@ SERVICE_CONFIG_SCHEMA = {
     "coordinator": {"max_jobs_per_proof": int},
 }
 
+# The fleet cache's section, rendered only with a signing key Secret: for the process sandbox
+# the declared sandbox is its kind; for docker also the container the workers report.
+CACHE_CONFIG_SCHEMA = {"key_file": str, "interpreter": str, "env": list, "sandbox": {"kind": str}}
+DOCKER_CACHE_CONFIG_SCHEMA = {
+    **CACHE_CONFIG_SCHEMA,
+    "sandbox": {
+        "kind": str,
+        "container": {
+            "image": str,
+            "image_id": str,
+            "repo_digests": list,
+            "memory_mb": int,
+            "cpus": float,
+            "pids": int,
+            "network": str,
+        },
+    },
+}
+RUNNER_IMAGE_ID = "sha256:" + "5c1d0b7e" * 8
+
 EVERY_FEATURE_ON = {
     "imagePullSecrets": [{"name": "registry-pull"}],
     "serviceAccount": {"annotations": {"iam.example.com/role": "assay-artifacts-rw"}},
@@ -58,7 +78,10 @@ EVERY_FEATURE_ON = {
     },
     "otel": {"endpoint": "http://otel-collector.observability:4318"},
     "extraEnv": [{"name": "ASSAY_LOG", "value": "info,assay=debug"}],
-    "coordinator": {"podAnnotations": {"team": "platform"}},
+    "coordinator": {
+        "podAnnotations": {"team": "platform"},
+        "cache": {"existingSecret": "assay-cache-key", "imageId": "sha256:" + "5c1d0b7e" * 8},
+    },
     "worker": {"podAnnotations": {"team": "platform"}, "nodeSelector": {"pool": "builders"}},
     "keda": {"enabled": True},
     "serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}},
@@ -230,6 +253,9 @@ def test_no_values_ever_render_an_inline_secret(chart, values):
         ({"store": {"accessKey": "AKIAEXAMPLE"}}, "/store"),
         ({"http": {"port": 70000}}, "/http/port"),
         ({"coordinator": {"maxJobsPerProof": 0}}, "/coordinator/maxJobsPerProof"),
+        ({"coordinator": {"cache": {"imageId": "assay-runner-python:latest"}}}, "/coordinator/cache/imageId"),
+        ({"coordinator": {"cache": {"env": ["PIP INDEX"]}}}, "/coordinator/cache/env/0"),
+        ({"coordinator": {"cache": {"keyFile": "/tmp/key"}}}, "/coordinator/cache"),
         ({"keda": {"lagThreshold": 0}}, "/keda/lagThreshold"),
         ({"keda": {"natsMonitoringEndpoint": "http://nats:8222"}}, "/keda/natsMonitoringEndpoint"),
         ({"serviceMonitor": {"interval": "often"}}, "/serviceMonitor/interval"),
@@ -362,14 +388,22 @@ CUSTOM_CONFIG_VALUES = {
         "shutdownGraceSecs": 1200,
         "terminationGracePeriodSeconds": 1260,
     },
-    "coordinator": {"maxJobsPerProof": 300},
+    "coordinator": {
+        "maxJobsPerProof": 300,
+        "cache": {
+            "existingSecret": "assay-cache-key",
+            "key": "signing.key",
+            "interpreter": "python3 3.12.3",
+            "env": ["PIP_INDEX_URL"],
+        },
+    },
 }
 
 
 def test_config_follows_values_key_by_key(chart):
     documents = render(chart, CUSTOM_CONFIG_VALUES)
     config = service_config(documents)
-    assert_matches_schema(config, SERVICE_CONFIG_SCHEMA)
+    assert_matches_schema(config, {**SERVICE_CONFIG_SCHEMA, "cache": CACHE_CONFIG_SCHEMA})
     assert config["nats"] == {
         "url": "nats://nats.messaging.svc:4222",
         "subject_prefix": "pager-ci",
@@ -388,6 +422,12 @@ def test_config_follows_values_key_by_key(chart):
         "shutdown_grace_secs": 1200,
     }
     assert config["coordinator"] == {"max_jobs_per_proof": 300}
+    assert config["cache"] == {
+        "key_file": "/etc/assay/cache/signing.key",
+        "interpreter": "python3 3.12.3",
+        "env": ["PIP_INDEX_URL"],
+        "sandbox": {"kind": "process"},
+    }
     for name in ("assay-coordinator", "assay-worker"):
         (port,) = container(pod_spec(documents, "Deployment", name), name.split("-")[1])["ports"]
         assert port == {"name": "http", "containerPort": 9100, "protocol": "TCP"}
@@ -449,6 +489,47 @@ def test_store_credentials_come_only_from_a_secret_reference(chart):
         assert env["OTEL_SERVICE_NAME"]["value"] == f"assay-{container_name}"
         assert env["ASSAY_LOG"]["value"] == "info,assay=debug"
         assert env["ASSAY_CONFIG"]["value"] == "/etc/assay/assay.toml"
+
+
+def test_the_fleet_cache_is_off_by_default_and_no_pod_mounts_a_cache_key(chart):
+    documents = render(chart)
+    assert "cache" not in service_config(documents)
+    for name in ("assay-coordinator", "assay-worker"):
+        volumes = pod_spec(documents, "Deployment", name).get("volumes", [])
+        assert not [v for v in volumes if v["name"] == "cache-key"], name
+
+
+def test_the_cache_key_is_mounted_into_the_coordinator_only_and_declares_the_workers_sandbox(chart):
+    values = {
+        "coordinator": {"cache": {"existingSecret": "assay-cache-key", "imageId": RUNNER_IMAGE_ID}},
+        "worker": {"memoryMb": 4096, "cpus": 2, "pids": 256},
+    }
+    documents = render(chart, values)
+    config = service_config(documents)
+    assert_matches_schema(config["cache"], DOCKER_CACHE_CONFIG_SCHEMA, "config.cache")
+    # The declaration is the workers' own settings: what their results report.
+    assert config["cache"]["sandbox"] == {
+        "kind": "docker",
+        "container": {
+            "image": config["worker"]["image"],
+            "image_id": RUNNER_IMAGE_ID,
+            "repo_digests": [],
+            "memory_mb": 4096,
+            "cpus": 2.0,
+            "pids": 256,
+            "network": "none",
+        },
+    }
+    spec = pod_spec(documents, "Deployment", "assay-coordinator")
+    (volume,) = [v for v in spec["volumes"] if v["name"] == "cache-key"]
+    assert volume["secret"]["secretName"] == "assay-cache-key"
+    assert volume["secret"]["items"] == [{"key": "cache.key", "path": "cache.key"}]
+    (mount,) = [m for m in container(spec, "coordinator")["volumeMounts"] if m["name"] == "cache-key"]
+    assert config["cache"]["key_file"] == f"{mount['mountPath']}/cache.key"
+    assert mount["readOnly"] is True
+    worker = pod_spec(documents, "Deployment", "assay-worker")
+    assert not [v for v in worker["volumes"] if v["name"] == "cache-key"]
+    assert not [m for c in worker["containers"] for m in c.get("volumeMounts", []) if m["name"] == "cache-key"]
 
 
 def test_default_render_sets_no_store_credentials_or_otlp_export(chart):

@@ -607,3 +607,42 @@ fn mutate_progress_names_each_mutant_over_a_stable_denominator() {
     assert_eq!(last, total, "{}", run.explain());
     assert!(lines[0].contains("; ETA "), "{}", run.explain());
 }
+
+/// A mutant that makes a test module fail to import, with another module collected after it:
+/// under `-x` pytest also fails its session's collection (a case with no name and no file).
+/// The kill names the module that failed, nothing else (once it read `["tests/test_labels.py",
+/// ".py"]`).
+#[test]
+fn a_collection_error_kill_names_the_module_that_failed_to_import() {
+    let repo = support::Repo::new();
+    repo.write(
+        "pager/__init__.py",
+        "def page_count(total, size):\n    pages = total // size\n    if total % size > 0:\n        pages += 1\n    return pages\n",
+    )
+    .write(
+        "tests/test_labels.py",
+        "from pager import page_count\n\nLABELS = [\"none\", \"one\", \"two\", \"three\"]\nLABEL_OF_ELEVEN = LABELS[page_count(11, 5)]\n\n\ndef test_labels_follow_the_page_count():\n    assert LABELS[page_count(11, 5)] == LABEL_OF_ELEVEN == \"three\"\n",
+    )
+    // The slower test runs last, so its module is collected after the one that fails.
+    .write(
+        "tests/test_pages.py",
+        "import time\n\nfrom pager import page_count\n\n\ndef test_full_pages():\n    time.sleep(0.3)\n    assert page_count(10, 5) == 2\n",
+    );
+    repo.commit("pager: labels");
+    let run = mutate(&repo, &["--jobs", "2"]);
+    let report = run.evidence.as_ref().expect("report written");
+    let mutants = report["files"]["pager/__init__.py"]["mutants"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let none = mutants
+        .iter()
+        .find(|m| m["description"] == "`return pages` -> `return None`")
+        .unwrap_or_else(|| panic!("no `return None` mutant: {report:#}"));
+    assert_eq!(none["status"], "Killed", "{none:#}");
+    assert_eq!(
+        none["killedBy"],
+        serde_json::json!(["tests/test_labels.py"]),
+        "{none:#}"
+    );
+}

@@ -646,3 +646,49 @@ fn a_collection_error_kill_names_the_module_that_failed_to_import() {
         "{none:#}"
     );
 }
+
+/// Lines inside a multi-line statement that hold no code of their own (the items of a list
+/// literal folded to one constant, a piece of an implicitly joined string) have no line of
+/// their own in per-test coverage: their statement's line says which tests run them, never
+/// "no coverage".
+#[test]
+fn a_site_on_a_continuation_line_is_covered_by_its_statements_tests() {
+    let repo = support::Repo::new();
+    repo.write(
+        "pager/units.py",
+        "UNITS = [\n    (\"page\", \"pages\"),\n    (\"sheet\", \"sheets\"),\n    (\"leaf\", \"leaves\"),\n]\n\n\ndef describe(count):\n    if count == 1:\n        return \"1 \" + UNITS[0][0]\n    raise ValueError(\n        \"describe() takes \"\n        \"exactly one page\"\n    )\n",
+    )
+    .write("pager/__init__.py", "")
+    .write(
+        "tests/test_units.py",
+        "import pytest\n\nfrom pager.units import describe\n\n\ndef test_one_page():\n    assert describe(1) == \"1 page\"\n\n\ndef test_more_pages_are_refused():\n    with pytest.raises(ValueError, match=\"^describe\\\\(\\\\) takes exactly one page$\"):\n        describe(2)\n",
+    );
+    repo.commit("pager: units");
+    let run = mutate(&repo, &["--jobs", "2", "--operators", "extended"]);
+    let report = run.evidence.as_ref().expect("report written");
+    let mutants = report["files"]["pager/units.py"]["mutants"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        mutants.iter().all(|m| m["status"] != "NoCoverage"),
+        "{report:#}"
+    );
+    let by_description = |description: &str| {
+        mutants
+            .iter()
+            .find(|m| m["description"] == description)
+            .unwrap_or_else(|| panic!("no mutant {description}: {report:#}"))
+    };
+    let joined = by_description("`\"exactly one page\"` -> `\"XXexactly one pageXX\"`");
+    assert_eq!(joined["status"], "Killed", "{joined:#}");
+    assert_eq!(
+        joined["coveredBy"],
+        serde_json::json!(["tests/test_units.py::test_more_pages_are_refused"]),
+        "{joined:#}"
+    );
+    // Run at import only: every test may observe it, and none reads the sheets.
+    let sheet = by_description("`\"sheet\"` -> `\"XXsheetXX\"`");
+    assert_eq!(sheet["status"], "Survived", "{sheet:#}");
+    assert_eq!(sheet["static"], true, "{sheet:#}");
+}

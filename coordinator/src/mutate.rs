@@ -134,6 +134,7 @@ fn scopes_of(mutants: &[Mutant], bytes: &BTreeMap<&str, &[u8]>) -> Vec<Scope> {
             start: 0,
             end: 0,
             name: String::new(),
+            statement_line: 0,
         };
         mutants.len()
     ];
@@ -315,7 +316,9 @@ pub async fn run(
         let file_bytes = bytes.get(mutant.path.as_str()).copied().unwrap_or_default();
         let (covered_by, cost) = match &coverage {
             Some(map) => {
-                match map.tests_running(mutant.path.as_str(), line_range(file_bytes, mutant)) {
+                let statement = scopes.get(at).map_or(mutant.line, |s| s.statement_line);
+                let lines = line_range(file_bytes, mutant);
+                match map.tests_running_in(mutant.path.as_str(), lines, statement) {
                     None => {
                         results[at] = Some(MutantResult {
                             mutant: mutant.clone(),

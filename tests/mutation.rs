@@ -606,6 +606,8 @@ fn mutate_progress_names_each_mutant_over_a_stable_denominator() {
     }
     assert_eq!(last, total, "{}", run.explain());
     assert!(lines[0].contains("; ETA "), "{}", run.explain());
+    // The coverage baseline writes a coverage map, not JUnit: no line calls it malformed.
+    assert!(!run.stderr.contains("malformed"), "{}", run.explain());
 }
 
 /// A mutant that makes a test module fail to import, with another module collected after it:

@@ -82,6 +82,12 @@ impl ProgressSink for StderrProgress {
                     None,
                 );
             }
+            ProofEvent::MutateConfirming { kills } => {
+                terminal.line(&format!(
+                    "[mutate] confirming {} by a second run",
+                    count(kills, "kill")
+                ));
+            }
             ProofEvent::MutantFinished(progress) => {
                 terminal.line(&mutant_line(progress));
                 terminal.update_with_eta(

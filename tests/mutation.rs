@@ -647,6 +647,14 @@ fn a_collection_error_kill_names_the_module_that_failed_to_import() {
         serde_json::json!(["tests/test_labels.py"]),
         "{none:#}"
     );
+    // Its session could not re-run a collection error: a second run confirms it, and the
+    // progress says so after the last verdict rather than going quiet.
+    let last_verdict = run.stderr.rfind("[mutate] 5/5 ").expect("a last verdict");
+    let confirming = run
+        .stderr
+        .find("[mutate] confirming 1 kill by a second run")
+        .unwrap_or_else(|| panic!("{}", run.explain()));
+    assert!(last_verdict < confirming, "{}", run.explain());
 }
 
 /// Lines inside a multi-line statement that hold no code of their own (the items of a list

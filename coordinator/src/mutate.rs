@@ -510,6 +510,11 @@ pub async fn run(
             }
         }
     }
+    if !again_specs.is_empty() {
+        progress.event(ProofEvent::MutateConfirming {
+            kills: again_specs.len(),
+        });
+    }
     let again_costs: BTreeMap<JobId, Duration> = again_specs
         .iter()
         .zip(&again_at)

@@ -973,7 +973,7 @@ mod tests {
         let killed = second(Status::Killed, &[]);
         let total = RATE_WINDOW * 4;
         let mut tally = Tally::default();
-        let mut at = |tally: &mut Tally, elapsed: Duration| {
+        let at = |tally: &mut Tally, elapsed: Duration| {
             tally
                 .record(&killed, &slot.mutant, total, total, elapsed)
                 .eta

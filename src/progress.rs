@@ -2,9 +2,11 @@
 //! stderr is a terminal, the same lines scrolling above a live bar with jobs done of all, the
 //! jobs running, the failures so far and an ETA.
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
+use std::fmt::Write;
 use std::io::IsTerminal as _;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// `--progress`: how progress is shown.
@@ -25,6 +27,19 @@ pub struct Terminal {
     failed: AtomicUsize,
     /// The noun the bar counts ("jobs", "cases", "mutants").
     unit: &'static str,
+    /// The run's own ETA text, once [`Terminal::update_with_eta`] gave one (`own_eta`).
+    run_eta: Arc<Mutex<String>>,
+    own_eta: AtomicBool,
+}
+
+/// `1m50s`, `59s`: a remaining time as the progress lines and the bar show it.
+pub fn clock(duration: Duration) -> String {
+    let secs = duration.as_secs_f64().round() as u64;
+    if secs >= 60 {
+        format!("{}m{:02}s", secs / 60, secs % 60)
+    } else {
+        format!("{secs}s")
+    }
 }
 
 impl Terminal {
@@ -52,6 +67,8 @@ impl Terminal {
             slots: slots.max(1),
             failed: AtomicUsize::new(0),
             unit,
+            run_eta: Arc::default(),
+            own_eta: AtomicBool::new(false),
         }
     }
 
@@ -99,6 +116,45 @@ impl Terminal {
             bar.set_draw_target(ProgressDrawTarget::stderr());
             bar.enable_steady_tick(Duration::from_millis(200));
         }
+    }
+
+    /// As [`Terminal::update_with`], with the run's own ETA (`None` before it has one) in place
+    /// of the bar's: a mutation run settles the mutants with no coverage or a cached verdict at
+    /// once and runs the costliest first, which the bar's own rate misreads.
+    pub fn update_with_eta(
+        &self,
+        done: usize,
+        total: usize,
+        unit: &'static str,
+        tally: String,
+        eta: Option<Duration>,
+    ) {
+        let Some(bar) = &self.bar else {
+            return;
+        };
+        let text = eta.map_or_else(String::new, |eta| format!(", ETA {}", clock(eta)));
+        if let Ok(mut shown) = self.run_eta.lock() {
+            *shown = text;
+        }
+        if !self.own_eta.swap(true, Ordering::Relaxed) {
+            let run_eta = self.run_eta.clone();
+            let style = ProgressStyle::with_template(
+                "{spinner} [{bar:30}] {pos}/{len} {prefix} · {msg} · {elapsed} elapsed{run_eta}",
+            )
+            .map(|style| {
+                style.progress_chars("=> ").with_key(
+                    "run_eta",
+                    move |_: &ProgressState, out: &mut dyn Write| {
+                        if let Ok(text) = run_eta.lock() {
+                            let _ = out.write_str(&text);
+                        }
+                    },
+                )
+            })
+            .unwrap_or_else(|_| ProgressStyle::default_bar());
+            bar.set_style(style);
+        }
+        self.update_with(done, total, unit, tally);
     }
 
     /// Clears the bar before the summary prints; the lines above it stay.

@@ -1,7 +1,7 @@
 //! What a person reads: progress lines on stderr while a proof runs, then a summary. Also the
 //! optional JUnit XML for CI. Nothing else in Assay prints for humans.
 
-use crate::progress::{ProgressMode, Terminal};
+use crate::progress::{ProgressMode, Terminal, clock};
 use assay_common::evidence::Evidence;
 use assay_common::job::{JobKind, JobResult, JobStatus};
 use assay_common::suite::{CaseOutcome, SuiteReport};
@@ -73,11 +73,24 @@ impl ProgressSink for StderrProgress {
                     mutants.saturating_sub(to_run + cached),
                     baseline.as_secs_f64()
                 ));
-                terminal.update_with(0, mutants, "mutants", "0 killed · 0 survived".into());
+                // No coverage and cached verdicts are settled already: the lines count them too.
+                terminal.update_with_eta(
+                    mutants.saturating_sub(to_run),
+                    mutants,
+                    "mutants",
+                    "0 killed · 0 survived".into(),
+                    None,
+                );
+            }
+            ProofEvent::MutateConfirming { kills } => {
+                terminal.line(&format!(
+                    "[mutate] confirming {} by a second run",
+                    count(kills, "kill")
+                ));
             }
             ProofEvent::MutantFinished(progress) => {
                 terminal.line(&mutant_line(progress));
-                terminal.update_with(
+                terminal.update_with_eta(
                     progress.done,
                     progress.total,
                     "mutants",
@@ -85,6 +98,7 @@ impl ProgressSink for StderrProgress {
                         "{} killed · {} survived",
                         progress.killed, progress.survived
                     ),
+                    progress.eta.filter(|_| progress.done < progress.total),
                 );
             }
         }
@@ -112,14 +126,7 @@ pub fn mutant_line(progress: &MutantProgress<'_>) -> String {
         MutateStatus::NoCoverage => "no coverage".to_owned(),
     };
     let eta = match progress.eta {
-        Some(eta) if progress.done < progress.total => {
-            let secs = eta.as_secs_f64().round() as u64;
-            if secs >= 60 {
-                format!("; ETA {}m{:02}s", secs / 60, secs % 60)
-            } else {
-                format!("; ETA {secs}s")
-            }
-        }
+        Some(eta) if progress.done < progress.total => format!("; ETA {}", clock(eta)),
         _ => String::new(),
     };
     format!(

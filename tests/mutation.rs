@@ -606,4 +606,99 @@ fn mutate_progress_names_each_mutant_over_a_stable_denominator() {
     }
     assert_eq!(last, total, "{}", run.explain());
     assert!(lines[0].contains("; ETA "), "{}", run.explain());
+    // The coverage baseline writes a coverage map, not JUnit: no line calls it malformed.
+    assert!(!run.stderr.contains("malformed"), "{}", run.explain());
+}
+
+/// A mutant that makes a test module fail to import, with another module collected after it:
+/// under `-x` pytest also fails its session's collection (a case with no name and no file).
+/// The kill names the module that failed, nothing else (once it read `["tests/test_labels.py",
+/// ".py"]`).
+#[test]
+fn a_collection_error_kill_names_the_module_that_failed_to_import() {
+    let repo = support::Repo::new();
+    repo.write(
+        "pager/__init__.py",
+        "def page_count(total, size):\n    pages = total // size\n    if total % size > 0:\n        pages += 1\n    return pages\n",
+    )
+    .write(
+        "tests/test_labels.py",
+        "from pager import page_count\n\nLABELS = [\"none\", \"one\", \"two\", \"three\"]\nLABEL_OF_ELEVEN = LABELS[page_count(11, 5)]\n\n\ndef test_labels_follow_the_page_count():\n    assert LABELS[page_count(11, 5)] == LABEL_OF_ELEVEN == \"three\"\n",
+    )
+    // The slower test runs last, so its module is collected after the one that fails.
+    .write(
+        "tests/test_pages.py",
+        "import time\n\nfrom pager import page_count\n\n\ndef test_full_pages():\n    time.sleep(0.3)\n    assert page_count(10, 5) == 2\n",
+    );
+    repo.commit("pager: labels");
+    let run = mutate(&repo, &["--jobs", "2"]);
+    let report = run.evidence.as_ref().expect("report written");
+    let mutants = report["files"]["pager/__init__.py"]["mutants"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let none = mutants
+        .iter()
+        .find(|m| m["description"] == "`return pages` -> `return None`")
+        .unwrap_or_else(|| panic!("no `return None` mutant: {report:#}"));
+    assert_eq!(none["status"], "Killed", "{none:#}");
+    assert_eq!(
+        none["killedBy"],
+        serde_json::json!(["tests/test_labels.py"]),
+        "{none:#}"
+    );
+    // Its session could not re-run a collection error: a second run confirms it, and the
+    // progress says so after the last verdict rather than going quiet.
+    let last_verdict = run.stderr.rfind("[mutate] 5/5 ").expect("a last verdict");
+    let confirming = run
+        .stderr
+        .find("[mutate] confirming 1 kill by a second run")
+        .unwrap_or_else(|| panic!("{}", run.explain()));
+    assert!(last_verdict < confirming, "{}", run.explain());
+}
+
+/// Lines inside a multi-line statement that hold no code of their own (the items of a list
+/// literal folded to one constant, a piece of an implicitly joined string) have no line of
+/// their own in per-test coverage: their statement's line says which tests run them, never
+/// "no coverage".
+#[test]
+fn a_site_on_a_continuation_line_is_covered_by_its_statements_tests() {
+    let repo = support::Repo::new();
+    repo.write(
+        "pager/units.py",
+        "UNITS = [\n    (\"page\", \"pages\"),\n    (\"sheet\", \"sheets\"),\n    (\"leaf\", \"leaves\"),\n]\n\n\ndef describe(count):\n    if count == 1:\n        return \"1 \" + UNITS[0][0]\n    raise ValueError(\n        \"describe() takes \"\n        \"exactly one page\"\n    )\n",
+    )
+    .write("pager/__init__.py", "")
+    .write(
+        "tests/test_units.py",
+        "import pytest\n\nfrom pager.units import describe\n\n\ndef test_one_page():\n    assert describe(1) == \"1 page\"\n\n\ndef test_more_pages_are_refused():\n    with pytest.raises(ValueError, match=\"^describe\\\\(\\\\) takes exactly one page$\"):\n        describe(2)\n",
+    );
+    repo.commit("pager: units");
+    let run = mutate(&repo, &["--jobs", "2", "--operators", "extended"]);
+    let report = run.evidence.as_ref().expect("report written");
+    let mutants = report["files"]["pager/units.py"]["mutants"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        mutants.iter().all(|m| m["status"] != "NoCoverage"),
+        "{report:#}"
+    );
+    let by_description = |description: &str| {
+        mutants
+            .iter()
+            .find(|m| m["description"] == description)
+            .unwrap_or_else(|| panic!("no mutant {description}: {report:#}"))
+    };
+    let joined = by_description("`\"exactly one page\"` -> `\"XXexactly one pageXX\"`");
+    assert_eq!(joined["status"], "Killed", "{joined:#}");
+    assert_eq!(
+        joined["coveredBy"],
+        serde_json::json!(["tests/test_units.py::test_more_pages_are_refused"]),
+        "{joined:#}"
+    );
+    // Run at import only: every test may observe it, and none reads the sheets.
+    let sheet = by_description("`\"sheet\"` -> `\"XXsheetXX\"`");
+    assert_eq!(sheet["status"], "Survived", "{sheet:#}");
+    assert_eq!(sheet["static"], true, "{sheet:#}");
 }

@@ -7,6 +7,13 @@ use std::process::Command;
 
 /// Runs `assay ARGS` under a pseudo-terminal and returns everything the terminal showed.
 fn on_a_terminal(args: &str) -> String {
+    let (shown, code) = on_a_terminal_with_code(args);
+    assert_eq!(code, Some(0), "assay {args} failed on a terminal:\n{shown}");
+    shown
+}
+
+/// [`on_a_terminal`], with assay's exit code.
+fn on_a_terminal_with_code(args: &str) -> (String, Option<i32>) {
     let command = format!("{} {args}", env!("CARGO_BIN_EXE_assay"));
     let out = Command::new("script")
         .args(["--quiet", "--return", "--command", &command, "/dev/null"])
@@ -14,12 +21,10 @@ fn on_a_terminal(args: &str) -> String {
         .env("COLUMNS", "160")
         .output()
         .expect("script (util-linux) runs");
-    let shown = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "assay {args} failed on a terminal:\n{shown}"
-    );
-    shown
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        out.status.code(),
+    )
 }
 
 #[test]
@@ -115,4 +120,77 @@ fn a_suite_run_on_a_terminal_counts_cases_in_its_bar() {
         shown.contains("[test] 0/"),
         "the plain lines are gone:\n{shown}"
     );
+}
+
+/// The mutation bar starts where the progress lines do (the mutants no test covers are settled
+/// before any runs) and shows the run's own ETA, none before the first verdict: the bar's own
+/// rate read that jump as speed ("0/9 mutants … ETA 0s", then minutes for a seconds-long run).
+#[test]
+fn a_mutation_run_on_a_terminal_counts_from_the_settled_mutants_with_the_runs_eta() {
+    let repo = support::Repo::new();
+    repo.write(
+        "pager/__init__.py",
+        "import time\n\n\ndef page_count(total, size):\n    time.sleep(0.3)\n    pages = total // size\n    if total % size > 0:\n        pages += 1\n    return pages\n\n\ndef clamp(page, last):\n    if page > last:\n        return last\n    return page\n",
+    )
+    .write(
+        "tests/test_pager.py",
+        "from pager import page_count\n\n\ndef test_partial_last_page_is_counted():\n    assert page_count(11, 5) == 3\n",
+    );
+    repo.commit("pager: count pages");
+    let state = tempfile::tempdir().unwrap();
+    let (shown, code) = on_a_terminal_with_code(&format!(
+        "mutate -C {} --jobs 1 --no-cache --store file://{}",
+        repo.path().display(),
+        state.path().join("store").display()
+    ));
+    // `clamp` is never called: its mutants have no coverage, so the run exits 5.
+    assert_eq!(code, Some(5), "{shown}");
+    let plain = strip_ansi(&shown);
+    let started = plain
+        .lines()
+        .find_map(|l| l.strip_prefix("[mutate] ")?.split_once(" mutants: "))
+        .map(|(total, rest)| (total.to_owned(), rest.to_owned()))
+        .unwrap_or_else(|| panic!("no start line:\n{plain}"));
+    let (total, rest) = started;
+    let uncovered: usize = rest
+        .split(", ")
+        .find_map(|part| part.split_once(" no coverage")?.0.parse().ok())
+        .unwrap_or_else(|| panic!("no coverage count: {rest}"));
+    assert!(uncovered > 0, "{rest}");
+    let bars: Vec<&str> = plain
+        .split(['\r', '\n'])
+        .filter(|segment| segment.contains(" mutants · "))
+        .collect();
+    let first = bars.first().unwrap_or_else(|| panic!("no bar:\n{plain}"));
+    assert!(
+        first.contains(&format!("] {uncovered}/{total} mutants · ")),
+        "{first}"
+    );
+    assert!(!first.contains("ETA"), "an ETA before any verdict: {first}");
+    assert!(
+        bars.iter()
+            .any(|bar| bar.contains(" elapsed, ETA ") && !bar.contains("ETA 0s")),
+        "no ETA of the run's:\n{plain}"
+    );
+}
+
+/// The text of a terminal's output without its escape sequences.
+fn strip_ansi(shown: &str) -> String {
+    let mut out = String::with_capacity(shown.len());
+    let mut chars = shown.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            if chars.peek() == Some(&'[') {
+                chars.next();
+                for c in chars.by_ref() {
+                    if c.is_ascii_alphabetic() {
+                        break;
+                    }
+                }
+            }
+            continue;
+        }
+        out.push(c);
+    }
+    out
 }

@@ -492,3 +492,56 @@ fn pytest_8_and_9_reports_with_subtests_parse_with_the_same_outcomes() {
         );
     }
 }
+
+/// Under `-x`, once a test module fails to import, pytest 8 and 9 also fail their session's
+/// collection: a case with an empty name and file ("stopping after 1 failures"). Only the
+/// module is a collection error; the session's stop names nothing (it once read `.py`).
+#[test]
+fn pytest_8_and_9_stopping_after_a_collection_error_report_only_the_module() {
+    for major in [8, 9] {
+        let Some(python) = pytest_python(major) else {
+            continue;
+        };
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::fs::create_dir_all(dir.path().join("tests")).expect("tests dir");
+        for (path, text) in [
+            (
+                "tests/test_labels.py",
+                "LABELS = [\"none\", \"one\"]\nLABEL_OF_ELEVEN = LABELS[3]\n\n\ndef test_labels():\n    assert LABEL_OF_ELEVEN\n",
+            ),
+            (
+                "tests/test_pages.py",
+                "def test_full_pages():\n    assert 10 // 5 == 2\n",
+            ),
+        ] {
+            std::fs::write(dir.path().join(path), text).expect("write a test module");
+        }
+        let prefix = vec![python.clone(), "-m".into(), "pytest".into(), "-x".into()];
+        let argv = RunnerKind::Pytest.command(
+            &prefix,
+            &[
+                "tests/test_labels.py::test_labels".to_owned(),
+                "tests/test_pages.py::test_full_pages".to_owned(),
+            ],
+            &[],
+        );
+        let report_path = dir.path().join("report.xml");
+        let output = run(dir.path(), &argv, &report_path, &[]);
+        // 4: the named test's module yielded no collector ("found no collectors for …").
+        assert_eq!(output.status.code(), Some(4), "pytest {major}: {output:?}");
+        let bytes = std::fs::read(&report_path).expect("pytest wrote its report");
+        let xml = String::from_utf8_lossy(&bytes);
+        assert!(
+            xml.contains(r#"name="" file="""#),
+            "pytest {major} no longer fails the session: {xml}"
+        );
+        let report = parsed(parse(&ReportFormat::JunitXml, Some(&bytes)));
+        let files: Vec<&str> = report
+            .collection_errors
+            .iter()
+            .map(|e| e.file.as_str())
+            .collect();
+        assert_eq!(files, ["tests/test_labels.py"], "pytest {major}: {xml}");
+        assert!(report.cases.is_empty(), "pytest {major}: {report:?}");
+    }
+}

@@ -144,6 +144,26 @@ impl CoverageMap {
         }
         executed.then_some(tests)
     }
+
+    /// [`Self::tests_running`] for an edit on `lines` inside the statement starting at
+    /// `statement`. A line of a multi-line statement that holds no code of its own (an item
+    /// of a list literal, one piece of an implicitly joined string) is neither executed nor
+    /// missing in coverage's terms: the statement's own line stands for it.
+    pub fn tests_running_in(
+        &self,
+        path: &str,
+        lines: std::ops::RangeInclusive<u32>,
+        statement: u32,
+    ) -> Option<BTreeSet<String>> {
+        let file = self.files.get(path)?;
+        let measured = |line: &u32| file.lines.contains_key(line) || file.missing.contains(line);
+        if lines.clone().any(|line| measured(&line)) || statement > *lines.start() {
+            return self.tests_running(path, lines);
+        }
+        // The statement's first measured line: a decorated definition's may follow its start.
+        let line = (statement..=*lines.start()).find(measured)?;
+        self.tests_running(path, line..=line)
+    }
 }
 
 #[cfg(test)]
@@ -174,6 +194,30 @@ mod tests {
         );
         assert_eq!(map.tests_running("pager.py", 5..=8), None);
         assert_eq!(map.tests_running("other.py", 1..=1), None);
+    }
+
+    #[test]
+    fn a_continuation_line_of_a_statement_takes_the_statements_tests() {
+        // `PLURALS = [` on line 1 ran at import; lines 2-3 (its items) have no line events.
+        // `warn(` on line 8 ran in a test; line 9 continues its string, line 5 never ran.
+        let map = CoverageMap::parse(
+            br#"{"files": {"inflect.py": {"lines": {"1": [""], "8": ["", "test_inflect.py::test_warns"]},
+                "missing": [5]}}, "durations": {}}"#,
+        )
+        .unwrap();
+        assert_eq!(map.tests_running("inflect.py", 2..=2), None);
+        assert_eq!(
+            map.tests_running_in("inflect.py", 2..=3, 1),
+            Some(BTreeSet::new())
+        );
+        assert_eq!(
+            map.tests_running_in("inflect.py", 9..=9, 8),
+            Some(["test_inflect.py::test_warns".to_owned()].into())
+        );
+        // A measured line of its own is read as it is; an unrun statement stays uncovered.
+        assert_eq!(map.tests_running_in("inflect.py", 5..=5, 4), None);
+        assert_eq!(map.tests_running_in("inflect.py", 6..=6, 5), None);
+        assert_eq!(map.tests_running_in("other.py", 2..=2, 1), None);
     }
 
     #[test]

@@ -391,6 +391,11 @@ pub enum ProofEvent<'a> {
     /// One `assay mutate` mutant has its verdict (second runs that confirm a kill report none,
     /// so `total` never grows).
     MutantFinished(&'a crate::mutate::MutantProgress<'a>),
+    /// Every mutant has its verdict; `kills` of them (those their own session could not
+    /// re-run: a collection error, a broken session) are confirmed by a run of their own.
+    MutateConfirming {
+        kills: usize,
+    },
 }
 
 pub trait ProgressSink: Send + Sync {

@@ -134,6 +134,7 @@ fn scopes_of(mutants: &[Mutant], bytes: &BTreeMap<&str, &[u8]>) -> Vec<Scope> {
             start: 0,
             end: 0,
             name: String::new(),
+            statement_line: 0,
         };
         mutants.len()
     ];
@@ -315,7 +316,9 @@ pub async fn run(
         let file_bytes = bytes.get(mutant.path.as_str()).copied().unwrap_or_default();
         let (covered_by, cost) = match &coverage {
             Some(map) => {
-                match map.tests_running(mutant.path.as_str(), line_range(file_bytes, mutant)) {
+                let statement = scopes.get(at).map_or(mutant.line, |s| s.statement_line);
+                let lines = line_range(file_bytes, mutant);
+                match map.tests_running_in(mutant.path.as_str(), lines, statement) {
                     None => {
                         results[at] = Some(MutantResult {
                             mutant: mutant.clone(),
@@ -507,6 +510,11 @@ pub async fn run(
             }
         }
     }
+    if !again_specs.is_empty() {
+        progress.event(ProofEvent::MutateConfirming {
+            kills: again_specs.len(),
+        });
+    }
     let again_costs: BTreeMap<JobId, Duration> = again_specs
         .iter()
         .zip(&again_at)
@@ -621,7 +629,14 @@ struct Tally {
     ran: usize,
     killed: usize,
     survived: usize,
+    /// When (since the mutants started) each of the last [`RATE_WINDOW`] verdicts came.
+    recent: std::collections::VecDeque<Duration>,
 }
+
+/// Verdicts the ETA's rate is measured over: the first mutants (the costliest when the budget
+/// allows, the whole-suite runs of import-time code, a warming server pool) are slower than
+/// the rest, so the rate of the whole run so far overstates what is left by several times.
+const RATE_WINDOW: usize = 50;
 
 impl Tally {
     fn record<'a>(
@@ -640,8 +655,19 @@ impl Tally {
             _ => {}
         }
         let left = to_run.saturating_sub(self.ran);
-        // Wall time per mutant so far, which already reflects the slots running in parallel.
-        let eta = (self.ran > 0).then(|| elapsed.mul_f64(left as f64 / self.ran as f64));
+        // Wall time per verdict over the window (which already reflects the slots running in
+        // parallel); before the window fills, over the run so far.
+        let (span, count) = match self.recent.front() {
+            Some(oldest) if self.recent.len() == RATE_WINDOW => {
+                (elapsed.saturating_sub(*oldest), RATE_WINDOW)
+            }
+            _ => (elapsed, self.ran),
+        };
+        if self.recent.len() == RATE_WINDOW {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(elapsed);
+        let eta = (count > 0).then(|| span.mul_f64(left as f64 / count as f64));
         MutantProgress {
             done: self.done,
             total,
@@ -939,6 +965,40 @@ mod tests {
             duration_s: 0.4,
             confirmed: None,
         }
+    }
+
+    #[test]
+    fn the_eta_follows_the_rate_of_the_latest_verdicts() {
+        let slot = record(Status::Killed, None);
+        let killed = second(Status::Killed, &[]);
+        let total = RATE_WINDOW * 4;
+        let mut tally = Tally::default();
+        let at = |tally: &mut Tally, elapsed: Duration| {
+            tally
+                .record(&killed, &slot.mutant, total, total, elapsed)
+                .eta
+        };
+        // A slow start: one verdict a second.
+        for n in 1..=RATE_WINDOW {
+            let eta = at(&mut tally, Duration::from_secs(n as u64));
+            if n == 1 {
+                let left = (total - 1) as u64;
+                assert_eq!(eta, Some(Duration::from_secs(left)));
+            }
+        }
+        // Then ten a second: once the window holds only those, the ETA is at that rate.
+        let start = Duration::from_secs(RATE_WINDOW as u64);
+        let mut eta = None;
+        for n in 1..=RATE_WINDOW + 1 {
+            eta = at(&mut tally, start + Duration::from_millis(100 * n as u64));
+        }
+        let left = total - 2 * RATE_WINDOW - 1;
+        let expected = Duration::from_millis(100 * left as u64);
+        let eta = eta.expect("an ETA");
+        assert!(
+            eta.abs_diff(expected) < Duration::from_millis(5),
+            "{eta:?} against {expected:?}"
+        );
     }
 
     #[test]

@@ -346,16 +346,27 @@ fn finish_case(open: OpenCase, report: &mut TestReport, dialect: Dialect) -> Opt
     Some(raw_outcome)
 }
 
+/// What a failure of pytest's session node (whose node id is empty) is reported as: it names
+/// no file.
+pub const SESSION: &str = "the test session";
+
 fn finish_pytest_case(open: OpenCase, report: &mut TestReport) {
     // pytest reports a module that fails to import as a nameless-class case.
     if open.classname.is_empty()
         && open.outcome == Outcome::Error
         && open.message.as_deref() == Some("collection failure")
     {
-        let file = if open.file.is_empty() {
-            format!("{}.py", open.name.replace('.', "/"))
-        } else {
+        let file = if !open.file.is_empty() {
             open.file
+        } else if !open.name.is_empty() {
+            format!("{}.py", open.name.replace('.', "/"))
+        } else if report.collection_errors.is_empty() {
+            // The session node (node id ""): a failure of the session's own collection.
+            SESSION.to_owned()
+        } else {
+            // Under `-x` or `--maxfail`, after a module failed to import, pytest fails the
+            // session's collection too ("stopping after 1 failures"): only the module failed.
+            return;
         };
         report.collection_errors.push(CollectionError {
             file,
@@ -472,6 +483,37 @@ mod tests {
             ]
         );
         assert_eq!(report.cases[5].suite, "tests.test_a.TestK");
+    }
+
+    /// pytest 8 and 9 with `-x`, after `tests/test_format.py` failed to import: the session's
+    /// own collection fails as well, as a case with an empty name and file.
+    const STOPPED_AFTER_A_COLLECTION_ERROR: &str = r#"<?xml version="1.0" encoding="utf-8"?><testsuites name="pytest tests"><testsuite name="pytest" errors="2" failures="0" skipped="0" tests="2" time="0.240"><testcase classname="" name="tests.test_format" file="tests/test_format.py" time="0.000"><error message="collection failure">tests/test_format.py:39: in &lt;module&gt;
+E   KeyError: 'major'</error></testcase><testcase classname="" name="" file="" time="0.000"><error message="collection failure">.venv/lib/python3.11/site-packages/_pytest/main.py:696: in pytest_collectstart
+    raise self.Failed(self.shouldfail)
+E   _pytest.main.Failed: stopping after 1 failures</error></testcase></testsuite></testsuites>"#;
+
+    #[test]
+    fn a_session_collection_failure_names_the_session_and_an_x_stop_is_no_error() {
+        let ReportOutcome::Parsed(report) = parse(STOPPED_AFTER_A_COLLECTION_ERROR.as_bytes())
+        else {
+            panic!("expected a parsed report");
+        };
+        let files: Vec<&str> = report
+            .collection_errors
+            .iter()
+            .map(|e| e.file.as_str())
+            .collect();
+        assert_eq!(files, ["tests/test_format.py"]);
+        // The session's collection failing on its own (a collection hook raising) is reported.
+        let alone = STOPPED_AFTER_A_COLLECTION_ERROR
+            .replacen(r#"<testcase classname="" name="tests.test_format" file="tests/test_format.py" time="0.000"><error message="collection failure">tests/test_format.py:39: in &lt;module&gt;
+E   KeyError: 'major'</error></testcase>"#, "", 1)
+            .replace(r#"errors="2""#, r#"errors="1""#)
+            .replace(r#"tests="2""#, r#"tests="1""#);
+        let ReportOutcome::Parsed(report) = parse(alone.as_bytes()) else {
+            panic!("expected a parsed report: {alone}");
+        };
+        assert_eq!(report.collection_errors[0].file, SESSION);
     }
 
     #[test]

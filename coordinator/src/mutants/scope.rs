@@ -1,6 +1,8 @@
 //! A mutant's scope: the innermost function or method around its edit (with its decorators),
 //! or the whole module for an edit outside any function. The incremental run's cache key
-//! digests the scope's text, so an edit elsewhere in the file leaves the key alone.
+//! digests the scope's text, so an edit elsewhere in the file leaves the key alone. Also the
+//! first line of the statement holding the edit, where per-test coverage records a line that
+//! its own continuation lines lack.
 
 use super::python;
 use tree_sitter::Node;
@@ -12,35 +14,61 @@ pub struct Scope {
     pub start: usize,
     pub end: usize,
     pub name: String,
+    /// The 1-based first line of the innermost statement holding the edit (an item of a
+    /// multi-line list literal: the assignment's line).
+    pub statement_line: u32,
 }
 
 /// The scope of each byte range `(start, end)` of `source`, in order. Every range gets the
 /// whole module when the source does not parse (the caller excluded such files already).
 pub fn scopes(source: &str, ranges: &[(usize, usize)]) -> Vec<Scope> {
-    let module = Scope {
+    let line_of = |byte: usize| {
+        let before = source.get(..byte).unwrap_or(source);
+        before.bytes().filter(|b| *b == b'\n').count() as u32 + 1
+    };
+    let module = |start: usize| Scope {
         start: 0,
         end: source.len(),
         name: String::new(),
+        statement_line: line_of(start),
     };
     let Some(tree) = python::parse(source) else {
-        return vec![module; ranges.len()];
+        return ranges.iter().map(|&(start, _)| module(start)).collect();
     };
     let root = tree.root_node();
     ranges
         .iter()
         .map(|&(start, end)| {
-            root.descendant_for_byte_range(start, end)
+            let node = root.descendant_for_byte_range(start, end);
+            let mut scope = node
                 .and_then(|node| enclosing_function(node, start, end))
                 .map_or_else(
-                    || module.clone(),
+                    || module(start),
                     |node| Scope {
                         start: node.start_byte(),
                         end: node.end_byte(),
                         name: dotted_name(node, source),
+                        statement_line: 0,
                     },
-                )
+                );
+            scope.statement_line = node
+                .and_then(enclosing_statement)
+                .map_or_else(|| line_of(start), |s| s.start_position().row as u32 + 1);
+            scope
         })
         .collect()
+}
+
+/// The innermost statement holding `node` (the node itself included): the node whose parent
+/// is a block or the module.
+fn enclosing_statement(mut node: Node<'_>) -> Option<Node<'_>> {
+    loop {
+        let parent = node.parent()?;
+        if matches!(parent.kind(), "block" | "module") {
+            return Some(node);
+        }
+        node = parent;
+    }
 }
 
 /// The innermost function definition holding `start..end` (the node itself included: a
@@ -133,6 +161,19 @@ def compare(a, b):
         let module = scope_of("LIMIT = 3");
         assert_eq!((module.start, module.end), (0, VERSION.len()));
         assert_eq!(module.name, "");
+    }
+
+    #[test]
+    fn a_site_in_a_multi_line_statement_has_the_statements_first_line() {
+        let source = "PLURALS = [\n    (\"(quiz)$\", \"\\\\1zes\"),\n    (\"(ox)$\", \"\\\\1en\"),\n]\n\n\ndef warn():\n    print(\n        \"deprecated; \"\n        \"use parse()\",\n    )\n";
+        let at = |needle: &str| {
+            let start = source.find(needle).expect("needle in source");
+            scopes(source, &[(start, start + needle.len())]).remove(0)
+        };
+        assert_eq!(at("\"(ox)$\"").statement_line, 1);
+        let string = at("\"use parse()\"");
+        assert_eq!((string.name.as_str(), string.statement_line), ("warn", 8));
+        assert_eq!(at("PLURALS").statement_line, 1);
     }
 
     #[test]

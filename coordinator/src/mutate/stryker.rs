@@ -1,7 +1,7 @@
 //! The Stryker mutation-testing-report-schema (version 1) document of a run: what Stryker's
 //! HTML viewer and dashboards read. The one place that knows the schema's shape.
 
-use super::{MutateReport, sorted};
+use super::{MutateReport, Status, sorted};
 use std::collections::{BTreeMap, BTreeSet};
 
 impl MutateReport {
@@ -29,7 +29,11 @@ impl MutateReport {
                         // Run order follows measured durations; the report's order must not.
                         "coveredBy": sorted(&r.covered_by),
                         "killedBy": r.killed_by,
-                        "static": false,
+                        // Only code run at import covers it (a class body, a module-level
+                        // constant): every test may observe it, so the whole suite ran.
+                        "static": self.per_line_selection
+                            && r.covered_by.is_empty()
+                            && r.status != Status::NoCoverage,
                     });
                     if let Some(reason) = &r.status_reason {
                         mutant["statusReason"] = reason.clone().into();

@@ -1,8 +1,11 @@
 """Re-proving after a product-only edit, with the result cache, against the first proof.
 
 usage: python3 bench/cache-reprove.py [--case ID] [--rounds N]
-Takes a conformance-corpus case (corpus/manifest.json; default pp-common-expressions, a
-pyparsing fix with a ~1,700-test suite), proves it once with an empty store, then edits a
+Takes a conformance-corpus case (corpus/manifest.json; default pp-common-expressions-pytest8,
+a pyparsing fix with a ~1,700-test suite, under pytest 8.4.2: under pytest 9.0.2 the base
+side's whole-file runs end in pytest's own INTERNALERROR, a RecursionError in its JUnit
+plugin comparing subtest reports that hold pyparsing objects, so they are never cached and
+the case is unverified; see the README, "Benchmarks"), proves it once with an empty store, then edits a
 product file of the candidate (a comment appended, committed on top) and proves again with the
 same store. The second proof should run only the candidate side: its base jobs are answered
 from the cache. Prints both wall times and their ratio (target <= 0.55), per round, and the
@@ -47,7 +50,7 @@ def prove(assay, repo, case, proj, store, out):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--case", default="pp-common-expressions")
+    ap.add_argument("--case", default="pp-common-expressions-pytest8")
     ap.add_argument("--rounds", type=int, default=3)
     a = ap.parse_args()
     m = lib.load_manifest()

@@ -5,7 +5,7 @@ Takes a conformance-corpus case (corpus/manifest.json; default pp-common-express
 a pyparsing fix with a ~1,700-test suite, under pytest 8.4.2: under pytest 9.0.2 the base
 side's whole-file runs end in pytest's own INTERNALERROR, a RecursionError in its JUnit
 plugin comparing subtest reports that hold pyparsing objects, so they are never cached and
-the case is unverified; see the README, "Benchmarks"), proves it once with an empty store, then edits a
+the case is unverified; see the README, "Benchmark"), proves it once with an empty store, then edits a
 product file of the candidate (a comment appended, committed on top) and proves again with the
 same store. The second proof should run only the candidate side: its base jobs are answered
 from the cache. Prints both wall times and their ratio (target <= 0.55), per round, and the

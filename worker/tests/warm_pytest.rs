@@ -216,6 +216,72 @@ async fn a_hanging_run_is_killed_at_its_timeout_and_the_server_serves_on() {
     assert_eq!(after, SandboxExit::Exited(0), "{}", job.stdout());
 }
 
+/// Pids of running processes whose command line is exactly `words`.
+fn processes_running(words: &[&str]) -> Vec<u32> {
+    let wanted: Vec<u8> = words
+        .iter()
+        .flat_map(|w| [w.as_bytes(), b"\0"].concat())
+        .collect();
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == wanted))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn daemons_a_forked_run_starts_end_with_it() {
+    let warm = WarmPytest::new(ProcessSandbox, 1);
+    let job = Job::new();
+    std::fs::write(
+        job.tree.join("tests/test_spooler.py"),
+        concat!(
+            "import subprocess\n\n",
+            "def test_print_spooler_starts_in_the_background():\n",
+            "    subprocess.Popen(['setsid', 'sleep', '971'])\n",
+            "    subprocess.Popen(['sh', '-c', 'sleep 972 &'], start_new_session=True).wait()\n",
+        ),
+    )
+    .expect("test file");
+    let exit = warm
+        .run_mutant(&job.run(&["tests/test_spooler.py"], Duration::from_secs(60), &LOCALE))
+        .await
+        .expect("forked run");
+    assert_eq!(exit, SandboxExit::Exited(0), "{}", job.stdout());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let left = loop {
+        let left = [
+            processes_running(&["sleep", "971"]),
+            processes_running(&["sleep", "972"]),
+        ];
+        if left.iter().all(Vec::is_empty) || Instant::now() > deadline {
+            break left;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    for pid in left.iter().flatten() {
+        let _ = std::process::Command::new("kill")
+            .args(["-9", &pid.to_string()])
+            .status();
+    }
+    assert!(
+        left.iter().all(Vec::is_empty),
+        "a setsid and a double-forked daemon outlived their job: {left:?}"
+    );
+    // The server serves on.
+    let after = warm
+        .run_mutant(&job.run(
+            &["tests/test_pager.py::test_partial_last_page_is_counted"],
+            Duration::from_secs(60),
+            &LOCALE,
+        ))
+        .await
+        .expect("run after the sweep");
+    assert_eq!(after, SandboxExit::Exited(0), "{}", job.stdout());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn other_commands_run_in_the_wrapped_sandbox() {
     let warm = WarmPytest::new(ProcessSandbox, 1);

@@ -71,6 +71,52 @@ def child(request, base_path, channel_fds, preloaded):
             os._exit(int(code) & 0xFF)
 
 
+def become_subreaper():
+    """Orphans of a job's processes (a daemon started with `setsid`, or double-forked) are
+    reparented to this server, not to whatever is above it, so that `sweep_orphans` can end
+    them when the job ends. Without the call (not Linux) daemons are left to the sandbox."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    except Exception:
+        pass
+
+
+def sweep_orphans():
+    """Kills every process left as this server's child once a job's fork was waited for: the
+    server has no other child, so each one is something the job left behind. Repeats until
+    none is left, since a killed daemon's own children are reparented here in turn."""
+    import signal
+
+    me = os.getpid()
+    for _ in range(100):
+        orphans = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    # The command name may hold spaces or parentheses: read past the last ")".
+                    fields = stat.read().rsplit(")", 1)[1].split()
+                if int(fields[1]) == me:
+                    orphans.append(int(entry))
+            except (OSError, ValueError, IndexError):
+                continue
+        if not orphans:
+            return
+        for pid in orphans:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        for pid in orphans:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+
+
 WARM_UP_SUITE = """
 import pytest
 
@@ -360,6 +406,7 @@ def session_server(spec, base_path, channel_fds, preloaded, requests, answer):
                 pass
             answer({"pid": pid})
             _, status = os.waitpid(pid, 0)
+            sweep_orphans()
             answer({"exit": os.waitstatus_to_exitcode(status)})
         os._exit(0)
 
@@ -488,6 +535,7 @@ def main():
             pass
     # `-c` put the server's own directory first; each child puts its tree there instead.
     base_path = sys.path[1:]
+    become_subreaper()
     warm_up()
     requests = os.fdopen(os.dup(0), "r")
     answers = os.fdopen(os.dup(1), "w")
@@ -514,6 +562,7 @@ def main():
             pass  # the child set it first, or already exited
         answer({"pid": pid})
         _, status = os.waitpid(pid, 0)
+        sweep_orphans()
         answer({"exit": os.waitstatus_to_exitcode(status)})
 
 

@@ -239,13 +239,15 @@ async fn submit(
     submission: ProofSubmission,
 ) -> SubmitReply {
     let request = SubmitRequest::Inline(Box::new(submission));
-    let reply = client
-        .request(
-            Subjects::new(prefix).submit(),
-            wire::encode("submit request", &request).unwrap().into(),
-        )
-        .await
-        .unwrap();
+    // As the CLI does: a coordinator whose bucket exists may not be subscribed yet.
+    let reply = assay_coordinator::client::request_submit(
+        client,
+        &Subjects::new(prefix),
+        async_nats::HeaderMap::new(),
+        wire::encode("submit request", &request).unwrap().into(),
+    )
+    .await
+    .unwrap();
     wire::decode("submit reply", &reply.payload).unwrap()
 }
 

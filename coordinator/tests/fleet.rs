@@ -779,10 +779,15 @@ async fn a_submission_from_a_newer_peer_is_refused_not_misread() {
     let newer =
         wire::encode_with_version("proof submission", &submission, wire::PROTOCOL_VERSION + 1)
             .unwrap();
-    let reply = client
-        .request(Subjects::new("assay").submit(), newer.into())
-        .await
-        .unwrap();
+    // As the CLI does: the topology may exist before the coordinator listens for submissions.
+    let reply = client::request_submit(
+        &client,
+        &Subjects::new("assay"),
+        async_nats::HeaderMap::new(),
+        newer.into(),
+    )
+    .await
+    .unwrap();
     match wire::decode::<SubmitReply>("submit reply", &reply.payload).unwrap() {
         SubmitReply::Refused { message } => {
             assert!(message.contains("wire protocol version"), "{message}")

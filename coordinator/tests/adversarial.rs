@@ -1891,6 +1891,15 @@ async fn a_submission_whose_stored_copy_hangs_does_not_hold_up_another_proof() {
             dropped_bytes: 0,
         },
     };
+    // A bare publish is lost if the coordinator does not listen yet: wait until it answers.
+    let _ = assay_coordinator::client::request_submit(
+        &client,
+        &Subjects::new("slow"),
+        async_nats::HeaderMap::new(),
+        b"not a submission".to_vec().into(),
+    )
+    .await
+    .unwrap();
     let inbox = client.new_inbox();
     let mut replies = client.subscribe(inbox.clone()).await.unwrap();
     client

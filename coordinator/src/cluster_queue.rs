@@ -157,14 +157,7 @@ async fn await_result(
 impl JobQueue for ClusterQueue {
     async fn submit(&self, job: JobSpec) -> Result<(), QueueError> {
         let job_id = job.job_id.to_string();
-        let failed = |step: &'static str| {
-            let job_id = job_id.clone();
-            move |e: Cause| QueueError::Submit {
-                job_id,
-                step,
-                source: e,
-            }
-        };
+        let failed = |step, source: Cause| QueueError::submit_step(&job_id, step, source);
         let id = ProofId(format!("{}-{:04}", job.proof_id, job.index));
         let mut inner = job.clone();
         inner.proof_id = id.clone();
@@ -174,11 +167,11 @@ impl JobQueue for ClusterQueue {
             .client
             .subscribe(self.subjects.progress(&id))
             .await
-            .map_err(|e| failed("subscribing to its progress")(e.into()))?;
+            .map_err(|e| failed("subscribing to its progress", e.into()))?;
         // One job always fits one message: no need to offload it to the store.
         let request = SubmitRequest::Inline(Box::new(self.submission(&id, inner)));
         let payload = wire::encode("submit request", &request)
-            .map_err(|e| failed("encoding the submission")(e.into()))?;
+            .map_err(|e| failed("encoding the submission", e.into()))?;
         let reply = crate::client::request_submit(
             &self.client,
             &self.subjects,
@@ -192,10 +185,10 @@ impl JobQueue for ClusterQueue {
                 job_id: job_id.clone(),
                 secs,
             },
-            other => failed("sending the submission")(other.into()),
+            other => failed("sending the submission", other.into()),
         })?;
         match wire::decode::<SubmitReply>("submit reply", &reply.payload)
-            .map_err(|e| failed("decoding the coordinator's reply")(e.into()))?
+            .map_err(|e| failed("decoding the coordinator's reply", e.into()))?
         {
             SubmitReply::Accepted { .. } => {}
             SubmitReply::Refused { message } => {

@@ -70,20 +70,13 @@ impl NatsJobQueue {
 impl JobQueue for NatsJobQueue {
     async fn submit(&self, job: JobSpec) -> Result<(), QueueError> {
         let job_id = job.job_id.to_string();
-        let failed = |step: &'static str| {
-            let job_id = job_id.clone();
-            move |e: Cause| QueueError::Submit {
-                job_id,
-                step,
-                source: e,
-            }
-        };
+        let failed = |step, source: Cause| QueueError::submit_step(&job_id, step, source);
         if self.resumed {
             let stored = self
                 .proofs
                 .get(keys::result(&job.proof_id, job.index))
                 .await
-                .map_err(|e| failed("reading the proof's state")(e.into()))?;
+                .map_err(|e| failed("reading the proof's state", e.into()))?;
             if let Some(bytes) = stored {
                 let result = assay_transport::offload::decode_result(
                     self.store.as_ref(),
@@ -91,17 +84,17 @@ impl JobQueue for NatsJobQueue {
                     &bytes,
                 )
                 .await
-                .map_err(|e| failed("reading its recorded result")(e.into()))?;
+                .map_err(|e| failed("reading its recorded result", e.into()))?;
                 self.recovered.lock().await.push_back(result);
                 return Ok(());
             }
         }
         let payload =
-            wire::encode("job", &job).map_err(|e| failed("encoding the job")(e.into()))?;
+            wire::encode("job", &job).map_err(|e| failed("encoding the job", e.into()))?;
         self.admitter
             .admit(&job.proof_id)
             .await
-            .map_err(|e| failed("waiting for the proof's turn")(e.into()))?;
+            .map_err(|e| failed("waiting for the proof's turn", e.into()))?;
         let cancelled = self.gate.lock().await;
         if *cancelled {
             return Err(QueueError::Cancelled { job_id });
@@ -113,9 +106,9 @@ impl JobQueue for NatsJobQueue {
         self.js
             .publish_with_headers(self.subjects.jobs(&job.proof_id), headers, payload.into())
             .await
-            .map_err(|e| failed("publishing the job")(e.into()))?
+            .map_err(|e| failed("publishing the job", e.into()))?
             .await
-            .map_err(|e| failed("confirming the job's publication")(e.into()))?;
+            .map_err(|e| failed("confirming the job's publication", e.into()))?;
         drop(cancelled);
         Ok(())
     }

@@ -34,6 +34,17 @@ pub enum QueueError {
     Poisoned,
 }
 
+impl QueueError {
+    /// Submitting `job_id` failed at `step` ("publishing the job").
+    pub fn submit_step(job_id: &str, step: &'static str, source: Cause) -> Self {
+        QueueError::Submit {
+            job_id: job_id.to_owned(),
+            step,
+            source,
+        }
+    }
+}
+
 #[async_trait]
 pub trait JobQueue: Send + Sync {
     async fn submit(&self, job: JobSpec) -> Result<(), QueueError>;

@@ -17,6 +17,28 @@ pub const MULTIPART_THRESHOLD: usize = 8 * 1024 * 1024;
 /// S3's minimum part size is 5 MiB (except the last).
 const MULTIPART_PART_SIZE: usize = 5 * 1024 * 1024;
 
+/// `path`'s read failing while storing it at `key`.
+fn local_read_error(path: &Path, key: &str, source: std::io::Error) -> StoreError {
+    StoreError::ReadLocal {
+        path: path.to_owned(),
+        key: key.to_owned(),
+        source,
+    }
+}
+
+/// The local file to store at `key`, opened, with its length.
+async fn open_local(path: &Path, key: &str) -> Result<(tokio::fs::File, u64), StoreError> {
+    let file = tokio::fs::File::open(path)
+        .await
+        .map_err(|e| local_read_error(path, key, e))?;
+    let length = file
+        .metadata()
+        .await
+        .map_err(|e| local_read_error(path, key, e))?
+        .len();
+    Ok((file, length))
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error(
@@ -120,13 +142,8 @@ pub trait ArtifactStore: Send + Sync {
         cap: u64,
     ) -> Result<ArtifactRef, StoreError> {
         use tokio::io::AsyncReadExt as _;
-        let read_err = |source| StoreError::ReadLocal {
-            path: path.to_owned(),
-            key: key.to_owned(),
-            source,
-        };
-        let file = tokio::fs::File::open(path).await.map_err(read_err)?;
-        let length = file.metadata().await.map_err(read_err)?.len();
+        let read_err = |source| local_read_error(path, key, source);
+        let (file, length) = open_local(path, key).await?;
         let mut bytes = Vec::new();
         file.take(cap)
             .read_to_end(&mut bytes)
@@ -283,13 +300,8 @@ impl ArtifactStore for ObjectArtifactStore {
         cap: u64,
     ) -> Result<ArtifactRef, StoreError> {
         use tokio::io::AsyncReadExt as _;
-        let read_err = |source| StoreError::ReadLocal {
-            path: path.to_owned(),
-            key: key.to_owned(),
-            source,
-        };
-        let file = tokio::fs::File::open(path).await.map_err(read_err)?;
-        let length = file.metadata().await.map_err(read_err)?.len();
+        let read_err = |source| local_read_error(path, key, source);
+        let (file, length) = open_local(path, key).await?;
         let stored = length.min(cap);
         if stored <= MULTIPART_THRESHOLD as u64 {
             let mut bytes = Vec::with_capacity(stored as usize);

@@ -17,7 +17,6 @@ import sys
 
 
 def child(request, base_path, channel_fds, preloaded):
-    import atexit
     import runpy
     import tempfile
     import traceback
@@ -63,12 +62,20 @@ def child(request, base_path, channel_fds, preloaded):
         traceback.print_exc()
         code = 1
     finally:
-        try:
-            atexit._run_exitfuncs()
-            sys.stdout.flush()
-            sys.stderr.flush()
-        finally:
-            os._exit(int(code) & 0xFF)
+        end_child(code)
+
+
+def end_child(code):
+    """Ends a forked child as the interpreter would end a run: exit handlers, flushed output,
+    the exit status; never returning into the server's code."""
+    import atexit
+
+    try:
+        atexit._run_exitfuncs()
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(int(code) & 0xFF)
 
 
 def become_subreaper():
@@ -504,14 +511,7 @@ def session_server(spec, base_path, channel_fds, preloaded, requests, answer):
         if not state["child"]:
             profiler.disable()
             leave()
-        try:
-            import atexit
-
-            atexit._run_exitfuncs()
-            sys.stdout.flush()
-            sys.stderr.flush()
-        finally:
-            os._exit(int(code) & 0xFF)
+        end_child(code)
 
 
 def main():

@@ -238,10 +238,13 @@ async fn daemons_a_forked_run_starts_end_with_it() {
     std::fs::write(
         job.tree.join("tests/test_spooler.py"),
         concat!(
-            "import subprocess\n\n",
+            "import shutil, subprocess\n\n",
             "def test_print_spooler_starts_in_the_background():\n",
             "    subprocess.Popen(['setsid', 'sleep', '971'])\n",
             "    subprocess.Popen(['sh', '-c', 'sleep 972 &'], start_new_session=True).wait()\n",
+            "    # A name that reads as more /proc/PID/stat fields than it is.\n",
+            "    shutil.copy(shutil.which('sleep'), 'spool) S 1 (x')\n",
+            "    subprocess.Popen(['setsid', './spool) S 1 (x', '973'])\n",
         ),
     )
     .expect("test file");
@@ -255,6 +258,7 @@ async fn daemons_a_forked_run_starts_end_with_it() {
         let left = [
             processes_running(&["sleep", "971"]),
             processes_running(&["sleep", "972"]),
+            processes_running(&["./spool) S 1 (x", "973"]),
         ];
         if left.iter().all(Vec::is_empty) || Instant::now() > deadline {
             break left;
@@ -268,7 +272,7 @@ async fn daemons_a_forked_run_starts_end_with_it() {
     }
     assert!(
         left.iter().all(Vec::is_empty),
-        "a setsid and a double-forked daemon outlived their job: {left:?}"
+        "a setsid, a double-forked or an oddly named daemon outlived its job: {left:?}"
     );
     // The server serves on.
     let after = warm

@@ -53,6 +53,8 @@ fn chromium_args(profile: &Path) -> Vec<String> {
         "--no-first-run".to_owned(),
         format!("--user-data-dir={}", profile.display()),
         "--virtual-time-budget=3000".to_owned(),
+        // Without it a screenshot can be taken before every tile is painted (white blocks).
+        "--run-all-compositor-stages-before-draw".to_owned(),
         "--enable-logging=stderr".to_owned(),
         "--v=0".to_owned(),
     ]

@@ -107,8 +107,20 @@ pub struct MutateReport {
     pub results: Vec<MutantResult>,
     pub plan: MutationPlan,
     pub elapsed_s: f64,
+    /// Where the wall time went, by phase.
+    pub phases: Phases,
     /// What the cache did; `None` when the run did not use it.
     pub cache: Option<cache::CacheOutcome>,
+}
+
+/// A run's wall time by phase, as Stryker's report counts it (`performance`): planning the
+/// mutants, the unmutated baseline run, and everything after it (cache lookups, the mutants'
+/// runs and their kill confirmations).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Phases {
+    pub setup: Duration,
+    pub initial_run: Duration,
+    pub mutation: Duration,
 }
 
 fn line_range(bytes: &[u8], mutant: &Mutant) -> std::ops::RangeInclusive<u32> {
@@ -256,7 +268,9 @@ pub async fn run(
     index += 1;
     let mut baseline_spec = baseline_spec;
     baseline_spec.timeout_secs = request.budget.as_secs().max(1);
+    let setup = started.elapsed();
     let baseline = run_single(queue, &baseline_spec).await;
+    let baseline_done = Instant::now();
     let baseline_time = Duration::from_millis(baseline.as_ref().map_or(0, |r| r.duration_ms));
     let mut selection_note = None;
     let coverage = match (&baseline, per_line) {
@@ -600,6 +614,11 @@ pub async fn run(
         results,
         plan,
         elapsed_s: started.elapsed().as_secs_f64(),
+        phases: Phases {
+            setup,
+            initial_run: baseline_done.duration_since(started).saturating_sub(setup),
+            mutation: baseline_done.elapsed(),
+        },
         cache: cache_outcome,
     })
 }
@@ -1074,6 +1093,7 @@ mod tests {
             results,
             plan: MutationPlan::default(),
             elapsed_s: 30.0,
+            phases: Phases::default(),
             cache: None,
         };
         let summary = report.summary();

@@ -61,6 +61,11 @@ impl MutateReport {
             "files": files,
             "testFiles": self.test_files(),
             "framework": {"name": "assay", "version": env!("CARGO_PKG_VERSION")},
+            "performance": {
+                "setup": millis(self.phases.setup),
+                "initialRun": millis(self.phases.initial_run),
+                "mutation": millis(self.phases.mutation),
+            },
             "assay": {
                 "tree": self.tree,
                 "perLineSelection": self.per_line_selection,
@@ -131,6 +136,11 @@ impl MutateReport {
     }
 }
 
+/// Whole milliseconds, as the schema's `performance` block counts time.
+fn millis(duration: std::time::Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
 /// 1-based line and column (in characters) of a byte offset, as Stryker's schema counts them.
 fn position(source: &str, offset: usize) -> serde_json::Value {
     let offset = offset.min(source.len());
@@ -159,9 +169,10 @@ mod tests {
     }
 
     #[test]
-    fn test_files_list_every_named_test_under_its_file_and_mutants_carry_their_duration() {
+    fn test_files_list_every_named_test_under_its_file_and_durations_are_in_milliseconds() {
         use crate::mutants::{self, ChangedFile, MutationPlan};
-        use crate::mutate::{MutantResult, Status};
+        use crate::mutate::{MutantResult, Phases, Status};
+        use std::time::Duration;
         let source = "def is_past_end(page, last):\n    return page > last\n";
         let plan = mutants::plan_mutants(
             &[ChangedFile {
@@ -190,6 +201,11 @@ mod tests {
             }],
             plan: MutationPlan::default(),
             elapsed_s: 1.0,
+            phases: Phases {
+                setup: Duration::from_micros(12_400),
+                initial_run: Duration::from_millis(640),
+                mutation: Duration::from_millis(348),
+            },
             cache: None,
         };
         let doc = report.stryker_json();
@@ -203,5 +219,9 @@ mod tests {
         let mutant = &doc["files"]["pager/clamp.py"]["mutants"][0];
         assert_eq!(mutant["duration"], 62);
         assert_eq!(mutant["killedBy"][0], killer);
+        assert_eq!(
+            doc["performance"],
+            serde_json::json!({"setup": 12, "initialRun": 640, "mutation": 348})
+        );
     }
 }

@@ -350,13 +350,13 @@ pub fn mutation_summary(check: &MutationCheck) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "mutation check: {} killed, {} survived, {} not run ({} mutants, {} sites skipped, {} files excluded)",
+        "mutation check: {} killed, {} survived, {} not run ({}, {} skipped, {} excluded)",
         check.killed,
         check.survived,
         check.not_run,
-        check.mutants.len(),
-        check.skipped.len(),
-        check.excluded_files.len()
+        count(check.mutants.len(), "mutant"),
+        count(check.skipped.len(), "site"),
+        count(check.excluded_files.len(), "file")
     );
     for survivor in &check.survivors {
         let _ = writeln!(out, "  survivor: {survivor}");

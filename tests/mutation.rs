@@ -252,7 +252,10 @@ fn mutate_writes_a_stryker_report_and_exits_5_when_a_line_is_uncovered() {
     // add up to no more than the whole run.
     let phase = |name: &str| report["performance"][name].as_u64().expect("a phase in ms");
     let phases = phase("setup") + phase("initialRun") + phase("mutation");
-    assert!(phase("initialRun") > 0 && phase("mutation") > 0, "{report:#}");
+    assert!(
+        phase("initialRun") > 0 && phase("mutation") > 0,
+        "{report:#}"
+    );
     let elapsed_ms = report["assay"]["summary"]["elapsed_s"].as_f64().unwrap() * 1000.0;
     assert!(phases as f64 <= elapsed_ms + 1.0, "{report:#}");
     let file = &report["files"]["pager/__init__.py"];

@@ -99,6 +99,12 @@ fn plain_progress_on_a_terminal_and_piped_stderr_draw_no_bar() {
         "job lines missing:\n{stderr}"
     );
     assert!(!stderr.contains("running ·"), "a bar on a pipe:\n{stderr}");
+    // The example excludes one file from the mutation check: the count agrees with its noun.
+    let stdout = String::from_utf8_lossy(&piped.stdout);
+    assert!(
+        stdout.contains("1 file excluded)"),
+        "mutation summary:\n{stdout}"
+    );
 }
 
 #[test]

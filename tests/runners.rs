@@ -307,6 +307,35 @@ fn junit_proofs_read_a_fresh_in_tree_report_whose_hash_is_pinned() {
     }
 }
 
+/// The mutation check's jobs read the report where the proof's jobs do: before, they looked
+/// for it in the scratch `{report}` file, so the unmutated run "wrote no report" and no mutant
+/// ever ran for a `--test-report junit:PATH` proof.
+#[test]
+fn a_junit_proofs_mutation_check_reads_the_in_tree_report() {
+    let repo = pytest_junit_repo();
+    let run = prove(
+        &repo,
+        &[
+            "--base",
+            "main~1",
+            "--runner",
+            "junit",
+            "--test-command",
+            PYTEST_JUNIT,
+            "--test-report",
+            "junit:reports/junit.xml",
+            "--criterion",
+            "test: test_partial_page",
+            "--criterion",
+            "guard: test_full_pages",
+            "--repeats",
+            "2",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.explain());
+    support::assert_every_mutant_ran_and_one_was_killed(&run);
+}
+
 #[test]
 fn junit_reports_that_are_missing_malformed_or_empty_give_no_named_pass() {
     let repo = pytest_junit_repo();

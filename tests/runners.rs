@@ -399,15 +399,35 @@ fn prove_manifest(repo: &Repo, criteria: &[&str]) -> Run {
     prove(repo, &args)
 }
 
+/// The mutation check of a manifest proof runs the proving cases: before, its jobs held no case,
+/// so the unmutated run "named no test" and no mutant ever ran.
 #[test]
-fn manifest_proofs_judge_each_case_by_its_typed_expectation() {
+fn a_manifest_proofs_mutation_check_runs_the_proving_cases() {
     let repo = manifest_repo();
+    repo.write("interpreter.py", &fixed_interpreter());
+    repo.commit("interpreter: print booleans as true and false");
+    let run = prove_manifest(
+        &repo,
+        &["test: boolean/paid.inv", "guard: integer/add-small.inv"],
+    );
+    assert_eq!(run.code, 0, "{}", run.explain());
+    support::assert_every_mutant_ran_and_one_was_killed(&run);
+}
+
+/// The fixture's interpreter with its bug fixed: booleans are tested before integers.
+fn fixed_interpreter() -> String {
     let fixed = fixture("manifest-corpus/interpreter.py").replace(
         "    # The bug under proof: bool is a subclass of int, so a boolean prints as `True`.\n    if isinstance(value, int):\n        return str(value)\n    if isinstance(value, bool):\n        return \"true\" if value else \"false\"\n",
         "    if isinstance(value, bool):\n        return \"true\" if value else \"false\"\n    if isinstance(value, int):\n        return str(value)\n",
     );
     assert_ne!(fixed, fixture("manifest-corpus/interpreter.py"));
-    repo.write("interpreter.py", &fixed);
+    fixed
+}
+
+#[test]
+fn manifest_proofs_judge_each_case_by_its_typed_expectation() {
+    let repo = manifest_repo();
+    repo.write("interpreter.py", &fixed_interpreter());
     repo.commit("interpreter: print booleans as true and false");
     let run = prove_manifest(
         &repo,

@@ -14,6 +14,7 @@ use crate::mutants::{
 use crate::source::{self, SourceError};
 use assay_common::criteria::TestSelector;
 use assay_common::job::{ByteEdit, JobKind, JobResult, JobSpec, Side};
+use assay_common::manifest::ManifestJob;
 use assay_common::mutation_plan::MutationSetup;
 use assay_common::runner::ReportFormat;
 use assay_common::{JobId, TreeId};
@@ -134,19 +135,25 @@ fn why_not_passed(judgement: &Judgement) -> String {
     }
 }
 
-/// Where a check job's command writes its report: where the proof's own jobs read it when the
-/// command writes it inside the tree (`--test-report junit:PATH`), else the runner's place. It
-/// is read from the planned jobs, so a fleet coordinator, which gets the jobs and not the
-/// request's flags, finds it too.
-fn report_format(proof: &PreparedProof) -> ReportFormat {
-    proof
-        .jobs
-        .iter()
-        .find_map(|job| match &job.report {
-            in_tree @ ReportFormat::JunitXmlInTree(_) => Some(in_tree.clone()),
-            _ => None,
-        })
-        .unwrap_or_else(|| proof.runner.report_format())
+/// Where a check job's report comes from, for a run of the proving tests `names`: where the
+/// proof's own jobs read it when the command writes it inside the tree (`--test-report
+/// junit:PATH`); for a manifest corpus, the cases `names` select from the candidate suite's
+/// (the runner's default holds no case); else the runner's place. It is read from the planned
+/// jobs, so a fleet coordinator, which gets the jobs and not the request, finds it too.
+fn report_format(proof: &PreparedProof, names: &[String]) -> ReportFormat {
+    for planned in &proof.jobs {
+        match &planned.report {
+            in_tree @ ReportFormat::JunitXmlInTree(_) => return in_tree.clone(),
+            ReportFormat::ManifestCases(suite)
+                if planned.kind == JobKind::Suite && planned.side == Side::Candidate =>
+            {
+                let cases = ManifestJob::select(&suite.corpus, &suite.cases, names);
+                return ReportFormat::ManifestCases(cases);
+            }
+            _ => {}
+        }
+    }
+    proof.runner.report_format()
 }
 
 /// Builds the job that runs the proving tests on the candidate, with `edit` applied if given.
@@ -170,7 +177,7 @@ fn job(
         side: Side::Candidate,
         tree: proof.change.candidate.tree.clone(),
         command: proof.runner.command(&prefix, &[], names),
-        report: report_format(proof),
+        report: report_format(proof, names),
         selected_tests: names.to_vec(),
         timeout_secs: timeout.as_secs().max(1),
         env: Vec::new(),

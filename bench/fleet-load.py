@@ -280,6 +280,8 @@ def dispatch_waits(evidence):
     is the evidence's start offset (the result's arrival less the run time the worker measured),
     so the wait also counts the tree's materialization and the result's way back."""
     jobs = sorted(evidence["jobs"], key=lambda job: job["index"])
+    if any(job.get("started_at_ms") is None for job in jobs):
+        return []
     arrivals = sorted(job["started_at_ms"] + job["duration_s"] * 1000 for job in jobs)
     waits = []
     for k, job in enumerate(jobs):

@@ -629,6 +629,30 @@ async fn the_documented_one_host_fleet_starts_both_services_and_proves() {
     }
 }
 
+/// On a fleet too, a `--test-report junit:PATH` proof's mutation check reads the report where
+/// the proof's jobs do: the coordinator has the planned jobs, not the CLI's flags.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_junit_proofs_mutation_check_runs_on_a_fleet() {
+    let fleet = Fleet::start();
+    let _coordinator = fleet.coordinator();
+    let _worker = fleet.worker("worker-a", "2");
+    let repo = pricing_repo(0.0);
+    let json = fleet.dir.path().join("proof.json");
+    let junit = [
+        "--runner",
+        "junit",
+        "--test-command",
+        "python3 -m pytest -p no:cacheprovider -q --junitxml=reports/junit.xml",
+        "--test-report",
+        "junit:reports/junit.xml",
+        "--repeats",
+        "2",
+    ];
+    let run = support::run(fleet.prove(&repo, &json, &junit), Some(json));
+    assert_eq!(run.code, 0, "{}", run.explain());
+    support::assert_every_mutant_ran_and_one_was_killed(&run);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_mutation_phase_shows_in_status_and_cancel_stops_it() {
     let fleet = Fleet::start();

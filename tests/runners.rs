@@ -215,6 +215,24 @@ fn node_proofs_attribute_tests_to_files_and_refuse_a_file_that_spawns_a_runner()
 
 const PYTEST_JUNIT: &str = "python3 -m pytest -p no:cacheprovider -q --junitxml=reports/junit.xml";
 
+/// The pager's fix proven through pytest's JUnit report in the tree: the two criteria it meets.
+const JUNIT_PROOF: [&str; 14] = [
+    "--base",
+    "main~1",
+    "--runner",
+    "junit",
+    "--test-command",
+    PYTEST_JUNIT,
+    "--test-report",
+    "junit:reports/junit.xml",
+    "--criterion",
+    "test: test_partial_page",
+    "--criterion",
+    "guard: test_full_pages",
+    "--repeats",
+    "2",
+];
+
 /// A report a CI run left in the tree: it claims every test passed.
 const STALE_REPORT: &str = r#"<?xml version="1.0" encoding="utf-8"?>
 <testsuites><testsuite name="pytest" hostname="stale-ci-runner" errors="0" failures="0" skipped="0" tests="2">
@@ -242,25 +260,15 @@ fn junit_proofs_read_a_fresh_in_tree_report_whose_hash_is_pinned() {
     let (run, out_dir) = prove_keeping_store(
         &repo,
         &[
-            "--base",
-            "main~1",
-            "--runner",
-            "junit",
-            "--test-command",
-            PYTEST_JUNIT,
-            "--test-report",
-            "junit:reports/junit.xml",
-            "--criterion",
-            "test: test_partial_page",
-            "--criterion",
-            "guard: test_full_pages",
-            "--criterion",
-            "test: test_exact_pages",
-            "--criterion",
-            "test: test_cached_pages",
-            "--repeats",
-            "2",
-        ],
+            &JUNIT_PROOF[..],
+            &[
+                "--criterion",
+                "test: test_exact_pages",
+                "--criterion",
+                "test: test_cached_pages",
+            ],
+        ]
+        .concat(),
     );
     // The stale report said test_partial_page passed on the base: it was removed, not read.
     assert_eq!(run.verdict_of("C1"), "proven", "{}", run.explain());
@@ -305,6 +313,17 @@ fn junit_proofs_read_a_fresh_in_tree_report_whose_hash_is_pinned() {
             "job {job} read the stale report"
         );
     }
+}
+
+/// The mutation check's jobs read the report where the proof's jobs do: before, they looked
+/// for it in the scratch `{report}` file, so the unmutated run "wrote no report" and no mutant
+/// ever ran for a `--test-report junit:PATH` proof.
+#[test]
+fn a_junit_proofs_mutation_check_reads_the_in_tree_report() {
+    let repo = pytest_junit_repo();
+    let run = prove(&repo, &JUNIT_PROOF);
+    assert_eq!(run.code, 0, "{}", run.explain());
+    support::assert_every_mutant_ran_and_one_was_killed(&run);
 }
 
 #[test]
@@ -380,15 +399,35 @@ fn prove_manifest(repo: &Repo, criteria: &[&str]) -> Run {
     prove(repo, &args)
 }
 
+/// The mutation check of a manifest proof runs the proving cases: before, its jobs held no case,
+/// so the unmutated run "named no test" and no mutant ever ran.
 #[test]
-fn manifest_proofs_judge_each_case_by_its_typed_expectation() {
+fn a_manifest_proofs_mutation_check_runs_the_proving_cases() {
     let repo = manifest_repo();
+    repo.write("interpreter.py", &fixed_interpreter());
+    repo.commit("interpreter: print booleans as true and false");
+    let run = prove_manifest(
+        &repo,
+        &["test: boolean/paid.inv", "guard: integer/add-small.inv"],
+    );
+    assert_eq!(run.code, 0, "{}", run.explain());
+    support::assert_every_mutant_ran_and_one_was_killed(&run);
+}
+
+/// The fixture's interpreter with its bug fixed: booleans are tested before integers.
+fn fixed_interpreter() -> String {
     let fixed = fixture("manifest-corpus/interpreter.py").replace(
         "    # The bug under proof: bool is a subclass of int, so a boolean prints as `True`.\n    if isinstance(value, int):\n        return str(value)\n    if isinstance(value, bool):\n        return \"true\" if value else \"false\"\n",
         "    if isinstance(value, bool):\n        return \"true\" if value else \"false\"\n    if isinstance(value, int):\n        return str(value)\n",
     );
     assert_ne!(fixed, fixture("manifest-corpus/interpreter.py"));
-    repo.write("interpreter.py", &fixed);
+    fixed
+}
+
+#[test]
+fn manifest_proofs_judge_each_case_by_its_typed_expectation() {
+    let repo = manifest_repo();
+    repo.write("interpreter.py", &fixed_interpreter());
     repo.commit("interpreter: print booleans as true and false");
     let run = prove_manifest(
         &repo,

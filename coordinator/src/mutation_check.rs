@@ -14,7 +14,9 @@ use crate::mutants::{
 use crate::source::{self, SourceError};
 use assay_common::criteria::TestSelector;
 use assay_common::job::{ByteEdit, JobKind, JobResult, JobSpec, Side};
+use assay_common::manifest::ManifestJob;
 use assay_common::mutation_plan::MutationSetup;
+use assay_common::runner::ReportFormat;
 use assay_common::{JobId, TreeId};
 use assay_transport::error_chain::error_chain;
 use assay_transport::queue::{JobQueue, QueueError};
@@ -119,6 +121,41 @@ fn proving_tests(proof: &PreparedProof) -> Vec<(String, TestSelector)> {
         .collect()
 }
 
+/// Why the unmutated run did not pass, in words.
+fn why_not_passed(judgement: &Judgement) -> String {
+    match judgement {
+        Judgement::Killed {
+            reason: Some(reason),
+            ..
+        } => reason.clone(),
+        Judgement::Killed { by, reason: None } => format!("{} failed", by.join(", ")),
+        Judgement::TimedOut { limit } => format!("timed out after {}s", limit.as_secs()),
+        Judgement::NotRun(why) => why.to_string(),
+        Judgement::Survived { .. } => "it passed".to_owned(),
+    }
+}
+
+/// Where a check job's report comes from, for a run of the proving tests `names`: where the
+/// proof's own jobs read it when the command writes it inside the tree (`--test-report
+/// junit:PATH`); for a manifest corpus, the cases `names` select from the candidate suite's
+/// (the runner's default holds no case); else the runner's place. It is read from the planned
+/// jobs, so a fleet coordinator, which gets the jobs and not the request, finds it too.
+fn report_format(proof: &PreparedProof, names: &[String]) -> ReportFormat {
+    for planned in &proof.jobs {
+        match &planned.report {
+            in_tree @ ReportFormat::JunitXmlInTree(_) => return in_tree.clone(),
+            ReportFormat::ManifestCases(suite)
+                if planned.kind == JobKind::Suite && planned.side == Side::Candidate =>
+            {
+                let cases = ManifestJob::select(&suite.corpus, &suite.cases, names);
+                return ReportFormat::ManifestCases(cases);
+            }
+            _ => {}
+        }
+    }
+    proof.runner.report_format()
+}
+
 /// Builds the job that runs the proving tests on the candidate, with `edit` applied if given.
 fn job(
     proof: &PreparedProof,
@@ -140,7 +177,7 @@ fn job(
         side: Side::Candidate,
         tree: proof.change.candidate.tree.clone(),
         command: proof.runner.command(&prefix, &[], names),
-        report: proof.runner.report_format(),
+        report: report_format(proof, names),
         selected_tests: names.to_vec(),
         timeout_secs: timeout.as_secs().max(1),
         env: Vec::new(),
@@ -214,8 +251,10 @@ pub async fn run_check(
         Expected::ProvingTests(&tests),
     );
     if !matches!(baseline_end, Judgement::Survived { .. }) {
-        let reason =
-            format!("the unmutated run of the proving tests did not pass ({baseline_end:?})");
+        let reason = format!(
+            "the unmutated run of the proving tests did not pass: {}",
+            why_not_passed(&baseline_end)
+        );
         let outcomes = plan
             .mutants
             .iter()

@@ -9,6 +9,17 @@ pub mod servers;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// The proof's mutation check ran every mutant (none `not_run`) and killed at least one.
+pub fn assert_every_mutant_ran_and_one_was_killed(run: &Run) {
+    let check = &run.evidence.as_ref().expect("evidence")["mutation_check"];
+    let mutants = check["mutants"].as_array().expect("mutants");
+    assert!(!mutants.is_empty(), "{check}");
+    for mutant in mutants {
+        assert_ne!(mutant["outcome"]["status"], "not_run", "{mutant}");
+    }
+    assert!(check["killed"].as_u64().expect("killed") >= 1, "{check}");
+}
+
 /// A git repository built by the test, with a `main` branch.
 pub struct Repo {
     pub dir: tempfile::TempDir,

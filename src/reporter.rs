@@ -437,6 +437,7 @@ mod tests {
             duration_s: Some(0.25),
             job: Some(0),
             artifacts: Vec::new(),
+            cached: None,
         }
     }
 
@@ -474,6 +475,7 @@ mod tests {
             audit: serde_json::Value::Null,
             history: serde_json::Value::Null,
             stopped: None,
+            cache: None,
         };
         let xml = suite_junit(&report);
         assert!(

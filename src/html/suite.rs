@@ -343,6 +343,7 @@ mod tests {
             duration_s: Some(0.25),
             job: Some(0),
             artifacts: Vec::new(),
+            cached: None,
         }
     }
 
@@ -373,6 +374,7 @@ mod tests {
             audit: serde_json::Value::Null,
             history,
             stopped: None,
+            cache: None,
         }
     }
 

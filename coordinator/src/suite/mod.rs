@@ -3,6 +3,7 @@
 //! pure parts (selection, sharding, audit, ledger, history) are submodules with table tests.
 
 pub mod audit;
+pub mod cache;
 pub mod cluster;
 pub mod conclude;
 pub mod drive;

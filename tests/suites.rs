@@ -1444,7 +1444,17 @@ fn a_suite_runs_through_the_fleet_and_the_fleet_halt_stops_it_until_resume() {
     let err = stderr(&out);
     assert_eq!(code(&out), 0, "{err}");
     assert!(err.contains("[test] 7/7 passed"), "{err}");
+    // Only a fleet's coordinator may write cache entries there: a fleet run keeps the cache
+    // off and says so.
+    assert!(err.contains("[cache] not used: a fleet run"), "{err}");
     let json = read_json(&report);
+    assert!(
+        json["cache"]["not_used"]
+            .as_str()
+            .is_some_and(|why| why.starts_with("a fleet run")),
+        "{json}"
+    );
+    assert!(!store_dir.path().join("cache/v1/cases").exists());
     let listed: Vec<String> = listing(&project.test(&["--list-cases"]))
         .into_iter()
         .map(|(_, d)| d)

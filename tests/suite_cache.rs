@@ -269,7 +269,9 @@ fn an_unchanged_tree_runs_no_job_and_a_new_tree_runs_every_case_again() {
     assert_eq!(edited.outcomes(), first.outcomes());
 }
 
-/// One in-session retry of a failing test, as retry plugins do: both attempts are reported.
+/// One in-session retry of a failing test marked `flaky`, as pytest-rerunfailures does it:
+/// the failed attempt is reported as a `rerun` (which the JUnit report leaves out and the
+/// summary line counts), then the retry's reports.
 const RETRYING_CONFTEST: &str = r#"import pytest
 from _pytest.runner import runtestprotocol
 
@@ -278,23 +280,32 @@ from _pytest.runner import runtestprotocol
 def pytest_runtest_protocol(item, nextitem):
     item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
     reports = runtestprotocol(item, nextitem=nextitem, log=False)
-    if any(report.failed for report in reports):
+    if item.get_closest_marker("flaky") and any(report.failed for report in reports):
         for report in reports:
-            item.ihook.pytest_runtest_logreport(report=report)
+            if report.failed:
+                report.outcome = "rerun"
+                item.ihook.pytest_runtest_logreport(report=report)
         reports = runtestprotocol(item, nextitem=nextitem, log=False)
     for report in reports:
         item.ihook.pytest_runtest_logreport(report=report)
     item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
     return True
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "flaky: retried once after a failure")
+
+
+def pytest_report_teststatus(report):
+    if report.outcome == "rerun":
+        return "rerun", "R", ("RERUN", {"yellow": True})
 "#;
 
 /// A test that fails its first attempt in a session and passes the retry (a counter in the
-/// session's own tree), one that always fails, and one whose second run overall hangs (a
-/// counter outside the tree).
-fn flaky_tests(counter: &Path) -> String {
-    format!(
-        r#"import pathlib
-import time
+/// session's own tree), and one that always fails.
+const SETTLEMENT_TESTS: &str = r#"import pathlib
+
+import pytest
 
 
 def test_settlement_posts():
@@ -305,11 +316,78 @@ def test_refund_rounding():
     assert round(2.675, 2) == 2.68
 
 
+@pytest.mark.flaky
 def test_bank_feed_reconnects():
     attempts = pathlib.Path("attempts.txt")
     count = int(attempts.read_text()) if attempts.exists() else 0
     attempts.write_text(str(count + 1))
     assert count >= 1, "the bank feed dropped the first connection"
+
+
+def test_ledger_closes():
+    assert sum([3, -3]) == 0
+"#;
+
+#[test]
+fn failures_and_passes_after_a_retry_are_never_stored() {
+    let suite = Suite::new(&[
+        ("conftest.py", RETRYING_CONFTEST),
+        ("tests/test_settlement.py", SETTLEMENT_TESTS),
+        ("tests/test_ledger.py", LEDGER_TESTS),
+        ("tests/test_invoice.py", INVOICE_TESTS),
+        (
+            "ledger.py",
+            "def balance(entries):\n    return sum(entries)\n",
+        ),
+    ]);
+    let rounding = "tests/test_settlement.py::test_refund_rounding";
+    let feed = "tests/test_settlement.py::test_bank_feed_reconnects";
+    let first = suite.test(&[]);
+    assert_eq!(first.code, 1, "{}", first.explain());
+    assert_eq!(first.case(rounding)["outcome"], "failed");
+    assert_eq!(
+        first.case(feed)["outcome"],
+        "passed",
+        "the report shows only the retry: {}",
+        first.explain()
+    );
+    // Stored: the passes and skips of every batch but the one whose session re-ran a test.
+    let retried_in = first.case(feed)["job"].clone();
+    let mut expected: Vec<String> = first
+        .cases()
+        .iter()
+        .filter(|c| {
+            (c["outcome"] == "passed" || c["outcome"] == "skipped") && c["job"] != retried_in
+        })
+        .map(|c| text(&c["display"]))
+        .collect();
+    expected.sort();
+    let stored: Vec<String> = suite.entries().into_keys().collect();
+    assert_eq!(stored, expected, "{}", first.explain());
+    assert!(!expected.is_empty(), "the other batch stores its passes");
+    assert!(!stored.contains(&feed.to_owned()) && !stored.contains(&rounding.to_owned()));
+
+    let second = suite.test(&[]);
+    for case in second.cases() {
+        let display = text(&case["display"]);
+        assert_eq!(
+            second.cached(&display),
+            expected.contains(&display),
+            "{display}: {}",
+            second.explain()
+        );
+    }
+    assert_eq!(second.case(rounding)["outcome"], "failed");
+    assert_eq!(second.case(feed)["outcome"], "passed");
+}
+
+#[test]
+fn a_timed_out_batch_is_never_stored_and_the_timeout_is_in_the_key() {
+    // The export's second run overall hangs (a counter outside the tree); the others pass.
+    let counter = tempfile::tempdir().expect("temp dir");
+    let export_tests = format!(
+        r#"import pathlib
+import time
 
 
 def test_statement_export():
@@ -319,52 +397,23 @@ def test_statement_export():
     if count == 1:
         time.sleep(30)
 "#,
-        counter = counter.display().to_string()
-    )
-}
-
-#[test]
-fn failures_flakes_and_timeouts_are_never_stored() {
-    let counter = tempfile::tempdir().expect("temp dir");
+        counter = counter.path().join("export-runs").display().to_string()
+    );
     let suite = Suite::new(&[
-        ("conftest.py", RETRYING_CONFTEST),
+        ("conftest.py", ""),
+        ("tests/test_export.py", &export_tests),
+        ("tests/test_ledger.py", LEDGER_TESTS),
         (
-            "tests/test_settlement.py",
-            &flaky_tests(&counter.path().join("export-runs")),
+            "ledger.py",
+            "def balance(entries):\n    return sum(entries)\n",
         ),
     ]);
-    let settle = "tests/test_settlement.py::test_settlement_posts";
-    let rounding = "tests/test_settlement.py::test_refund_rounding";
-    let feed = "tests/test_settlement.py::test_bank_feed_reconnects";
-    let export = "tests/test_settlement.py::test_statement_export";
-
+    let export = "tests/test_export.py::test_statement_export";
     let first = suite.test(&["--timeout", "600"]);
-    assert_eq!(first.code, 1, "{}", first.explain());
-    assert_eq!(first.case(rounding)["outcome"], "failed");
-    assert_eq!(
-        first.case(feed)["outcome"],
-        "failed",
-        "a retried pass is a flake: {}",
-        first.explain()
-    );
-    let stored: Vec<String> = suite.entries().into_keys().collect();
-    assert_eq!(stored, [settle, export], "{}", first.explain());
+    assert_eq!(first.code, 0, "{}", first.explain());
+    assert!(suite.entries().contains_key(export));
 
-    let second = suite.test(&["--timeout", "600"]);
-    assert!(
-        second.cached(settle) && second.cached(export),
-        "{}",
-        second.explain()
-    );
-    assert!(
-        !second.cached(rounding) && !second.cached(feed),
-        "a failure and a flake run again: {}",
-        second.explain()
-    );
-    assert_eq!(second.case(rounding)["outcome"], "failed");
-
-    // The timeout is in the key: a shorter one answers nothing, and the export's second run
-    // overall hangs past it, timing its batch out.
+    // A shorter timeout answers nothing, and the export hangs past it.
     let timed = suite.test(&["--timeout", "4"]);
     assert!(
         timed.cases().iter().all(|c| c["cached"].is_null()),
@@ -377,18 +426,29 @@ fn failures_flakes_and_timeouts_are_never_stored() {
         "{}",
         timed.explain()
     );
-    let after_timeout = suite.test(&["--timeout", "4"]);
+    let after = suite.test(&["--timeout", "4"]);
     assert_eq!(
-        after_timeout.case(export)["outcome"],
+        after.case(export)["outcome"],
         "passed",
         "{}",
-        after_timeout.explain()
+        after.explain()
     );
     assert!(
-        !after_timeout.cached(export),
+        !after.cached(export),
         "a timeout was stored: {}",
-        after_timeout.explain()
+        after.explain()
     );
+    // The timed-out batch's other cases ran again too; the rest were answered.
+    for case in timed.cases() {
+        let display = text(&case["display"]);
+        let timed_out = case["message"] == "timed out";
+        assert_eq!(
+            after.cached(&display),
+            !timed_out,
+            "{display}: {}",
+            after.explain()
+        );
+    }
 }
 
 #[test]

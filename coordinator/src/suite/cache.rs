@@ -11,8 +11,9 @@
 //! Trust follows Bazel's rule for tests: only passes and skips are stored, from jobs that
 //! completed with a trustworthy report; a failure always runs again (a cached one could be a
 //! flake, and whoever re-runs a failing suite wants to see it fail), and so do timeouts,
-//! infrastructure failures, cases failing any variant or attempt in the report, and every
-//! case the quarantine ledger lists.
+//! infrastructure failures, cases failing any variant or attempt in the report, every pass of
+//! a pytest session that re-ran a test (a retry plugin reports only the last attempt, so which
+//! pass needed one is not in the report), and every case the quarantine ledger lists.
 
 use super::drive::Driven;
 use super::ledger::Ledger;
@@ -28,7 +29,7 @@ use assay_common::suite::{
 };
 use assay_common::{JobId, ProofId, TreeId};
 use assay_transport::error_chain::error_chain;
-use assay_transport::store::read_artifact;
+use assay_transport::store::{read_artifact, read_named};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 
@@ -289,7 +290,7 @@ impl CaseCache {
             let Some(report) = report_artifact(result, &spec.report) else {
                 continue;
             };
-            if !trusted {
+            if !trusted || self.reran(result).await {
                 continue;
             }
             for &i in members {
@@ -336,6 +337,39 @@ impl CaseCache {
     }
 }
 
+impl CaseCache {
+    /// Whether `result`'s pytest session re-ran a test; an unreadable output counts as one.
+    async fn reran(&self, result: &JobResult) -> bool {
+        if !matches!(self.template.report, ReportFormat::JunitXml) {
+            return false;
+        }
+        match read_named(self.cache.store(), result, "stdout").await {
+            Ok(Some(stdout)) => reports_reruns(&String::from_utf8_lossy(&stdout)),
+            Ok(None) => false,
+            Err(e) => {
+                tracing::warn!(job = result.index, error = %e, "cannot read a batch's output");
+                true
+            }
+        }
+    }
+}
+
+/// Whether pytest's closing summary line (`=== 3 passed, 1 rerun in 0.12s ===`, or without the
+/// rules under `-q`) counts re-runs, as retry plugins make it do.
+fn reports_reruns(stdout: &str) -> bool {
+    let summary = stdout.lines().rev().find_map(|line| {
+        let core = line.trim().trim_matches('=').trim();
+        let (counts, secs) = core.rsplit_once(" in ")?;
+        let secs = secs.split_whitespace().next()?.strip_suffix('s')?;
+        secs.parse::<f64>().ok().map(|_| counts)
+    });
+    summary.is_some_and(|counts| {
+        counts
+            .split([',', ' '])
+            .any(|word| word == "rerun" || word == "reruns")
+    })
+}
+
 /// The artifact of `result` that holds its structured report.
 fn report_artifact(result: &JobResult, format: &ReportFormat) -> Option<ArtifactRef> {
     let name = match format.location() {
@@ -375,5 +409,27 @@ impl ParsedReports {
             Some(Err(why)) => Err(why),
             None => Err("the report was not read"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_summary_line_that_counts_reruns_is_told_apart() {
+        let rerun = "tests/test_feed.py R.\n=========== 2 passed, 1 rerun in 0.31s ===========\n";
+        assert!(reports_reruns(rerun));
+        assert!(reports_reruns(
+            "== 1 failed, 4 passed, 2 reruns in 1.02s =="
+        ));
+        assert!(!reports_reruns(
+            "======= 6 passed, 1 skipped in 0.12s =======\n"
+        ));
+        // A test named after reruns is no summary.
+        assert!(!reports_reruns(
+            "test_rerun_budget PASSED\n===== 1 passed in 0.01s =====\n"
+        ));
+        assert!(!reports_reruns(""));
     }
 }

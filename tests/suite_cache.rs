@@ -127,6 +127,21 @@ impl Suite {
             .collect()
     }
 
+    /// How many entries name `case` (one per key: each timeout keys its own).
+    fn entries_naming(&self, case: &str) -> usize {
+        let dir = self.store().join("cache/v1/cases");
+        std::fs::read_dir(dir).map_or(0, |listing| {
+            listing
+                .flatten()
+                .filter(|entry| {
+                    let bytes = std::fs::read(entry.path()).expect("read entry");
+                    let json: Value = serde_json::from_slice(&bytes).expect("entry is JSON");
+                    json["case"] == case
+                })
+                .count()
+        })
+    }
+
     fn entry(&self, case: &str) -> (PathBuf, Value) {
         let (path, bytes) = self
             .entries()
@@ -267,6 +282,30 @@ fn an_unchanged_tree_runs_no_job_and_a_new_tree_runs_every_case_again() {
         edited.explain()
     );
     assert_eq!(edited.outcomes(), first.outcomes());
+
+    // Back to the first tree after a run of a tree without the invoice tests: the recorded
+    // cases are that tree's, so the run cannot tell from them which cases this one has, and
+    // runs them rather than answer only the recorded ones.
+    suite.repo.remove("tests/test_invoice.py");
+    suite.repo.commit("invoices move to their own service");
+    assert_eq!(suite.test(&[]).cases().len(), 5);
+    suite
+        .repo
+        .write(
+            "ledger.py",
+            "def balance(entries):\n    return sum(entries)\n",
+        )
+        .write("tests/test_invoice.py", INVOICE_TESTS);
+    suite.repo.commit("invoices are back");
+    let returned = suite.test(&[]);
+    assert_eq!(
+        returned.outcomes(),
+        first.outcomes(),
+        "{}",
+        returned.explain()
+    );
+    // Which it now records, with this tree: the next run is answered again.
+    assert_eq!(suite.test(&[]).jobs(), 0);
 }
 
 /// One in-session retry of a failing test marked `flaky`, as pytest-rerunfailures does it:
@@ -438,6 +477,11 @@ def test_statement_export():
         "timed out",
         "{}",
         timed.explain()
+    );
+    assert_eq!(
+        suite.entries_naming(export),
+        1,
+        "only the 600 s run's entry"
     );
     let after = suite.test(&["--timeout", "4"]);
     assert_eq!(

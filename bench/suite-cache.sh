@@ -2,7 +2,8 @@
 # `assay test`'s result cache on a real suite: more-itertools 10.4.0 (its PyPI sdist, pinned
 # by sha256, downloaded into a cache). Each round is a cold run on an empty store (every case
 # runs and its pass is stored) and then a warm run on that store, the tree unchanged (every
-# pass is answered from the cache; failures run again). Rounds interleave cold and warm runs;
+# pass is answered from the cache; failures run again), and a `--no-cache` run, for what
+# looking up and storing costs a cold run. Rounds interleave the three;
 # a run before them records the suite's history, so cold and warm runs alike are batched from
 # it. Prints the medians of the whole-process wall times, how many cases the warm runs
 # answered and how many jobs they ran, and the machine's load; exits 1 when a warm run's
@@ -37,21 +38,22 @@ git -C "$dir" -c user.email=bench@example.com -c user.name=Bench commit -qm "mor
 # As bench/suite-vs-xdist.sh: no bytecode written, one hash seed.
 export PYTHONDONTWRITEBYTECODE=1 PYTHONHASHSEED=0
 
-run() { # store-dir report -> wall seconds of the whole `assay test` process
+run() { # store-dir report [flags] -> wall seconds of the whole `assay test` process
   local s
   s=$(date +%s.%N)
   "$ASSAY" test -C "$dir" --runner pytest --jobs "$JOBS" --state-dir "$work/state" \
-    --store "file://$1" --json "$2" --pass-env PYTHONHASHSEED --quiet >/dev/null 2>&1 || true
+    --store "file://$1" --json "$2" --pass-env PYTHONHASHSEED --quiet "${@:3}" >/dev/null 2>&1 || true
   echo "$(date +%s.%N) - $s" | bc
 }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 
 echo "load before: $(uptime)"
 run "$work/store-history" "$work/history.json" >/dev/null
-cold=() warm=()
+cold=() warm=() off=()
 for i in $(seq "$ROUNDS"); do
   cold+=("$(run "$work/store-$i" "$work/cold-$i.json")")
   warm+=("$(run "$work/store-$i" "$work/warm-$i.json")")
+  off+=("$(run "$work/store-off" "$work/off-$i.json" --no-cache)")
 done
 echo "load after:  $(uptime)"
 
@@ -70,5 +72,6 @@ for i in range(1, rounds + 1):
 PY
 c=$(printf '%s\n' "${cold[@]}" | median)
 w=$(printf '%s\n' "${warm[@]}" | median)
-printf 'more-itertools %s, --jobs %s, medians of %s rounds: cold %.2fs, warm %.2fs (%.1fx faster)\n' \
-  "$version" "$JOBS" "$ROUNDS" "$c" "$w" "$(echo "$c / $w" | bc -l)"
+o=$(printf '%s\n' "${off[@]}" | median)
+printf 'more-itertools %s, --jobs %s, medians of %s rounds: cold %.2fs, warm %.2fs (%.1fx faster), --no-cache %.2fs\n' \
+  "$version" "$JOBS" "$ROUNDS" "$c" "$w" "$(echo "$c / $w" | bc -l)" "$o"

@@ -21,7 +21,6 @@ use super::runners::{SuiteRunner, SuiteSetup};
 use crate::cache::{CacheError, CacheMode, Producer, ResultCache, RunContext, schema_key};
 use assay_common::job::ArtifactRef;
 use assay_common::job::{JobKind, JobResult, JobSpec, JobStatus, Side};
-use assay_common::outcome::ReportOutcome;
 use assay_common::report;
 use assay_common::runner::{ReportFormat, ReportLocation, RunnerKind};
 use assay_common::suite::{
@@ -30,6 +29,7 @@ use assay_common::suite::{
 use assay_common::{JobId, ProofId, TreeId};
 use assay_transport::error_chain::error_chain;
 use assay_transport::store::{read_artifact, read_named};
+use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 
@@ -61,6 +61,9 @@ pub struct CaseEntry {
     /// The case's own output in that run, by sha256.
     pub artifacts: Vec<ArtifactRef>,
 }
+
+/// Store reads or writes in flight at once for one run's entries.
+const PARALLEL_IO: usize = 16;
 
 fn entry_key(key: &str) -> String {
     format!("{PREFIX}/{key}.json")
@@ -158,14 +161,31 @@ impl CaseCache {
         if self.cache.mode != CacheMode::Use {
             return answers;
         }
+        let watched: Vec<(usize, &SuiteCase)> = cases
+            .iter()
+            .enumerate()
+            .filter(|(_, case)| !ledger.excuses(&case.id, today))
+            .collect();
+        answers.looked_up = watched.len();
+        // Entries and each case's own output are read a few at a time; the reports they pin,
+        // which a batch's cases share, are then read and judged once each.
+        let fetched: Vec<(usize, &SuiteCase, String, Result<Option<CaseEntry>, String>)> =
+            futures::stream::iter(watched.into_iter().map(|(i, case)| async move {
+                let key = self.key(&case.id);
+                let fetched = self.fetch(&key, case).await;
+                (i, case, key, fetched)
+            }))
+            .buffered(PARALLEL_IO)
+            .collect()
+            .await;
         let mut reports = ParsedReports::default();
-        for (i, case) in cases.iter().enumerate() {
-            if ledger.excuses(&case.id, today) {
-                continue;
-            }
-            answers.looked_up += 1;
-            let key = self.key(&case.id);
-            match self.lookup(&key, case, &mut reports).await {
+        for (i, case, key, fetched) in fetched {
+            let judged = match fetched {
+                Ok(Some(entry)) => self.judge(&key, case, entry, &mut reports).await.map(Some),
+                Ok(None) => Ok(None),
+                Err(why) => Err(why),
+            };
+            match judged {
                 Ok(Some(report)) => {
                     answers.reports.insert(i, report);
                 }
@@ -183,15 +203,10 @@ impl CaseCache {
         answers
     }
 
-    /// The entry for `case` under `key`, checked: it names this key, schema and case; its
-    /// report and artifacts are in the store with their sha256; and the report, parsed again,
-    /// gives the case the outcome the entry claims. `Ok(None)`: no entry.
-    async fn lookup(
-        &self,
-        key: &str,
-        case: &SuiteCase,
-        reports: &mut ParsedReports,
-    ) -> Result<Option<CaseReport>, String> {
+    /// The entry for `case` under `key`, checked on its own: it names this key, schema and
+    /// case, claims an outcome that is stored, and its artifacts are in the store with their
+    /// sha256. `Ok(None)`: no entry.
+    async fn fetch(&self, key: &str, case: &SuiteCase) -> Result<Option<CaseEntry>, String> {
         let bytes = match self.cache.store().get(&entry_key(key)).await {
             Ok(Some(bytes)) => bytes,
             Ok(None) => return Ok(None),
@@ -213,32 +228,27 @@ impl CaseCache {
                 .await
                 .map_err(|e| error_chain(&e))?;
         }
-        let parsed = reports
-            .get(self, &entry.report)
-            .await
-            .map_err(str::to_owned)?;
-        let judged = derive_outcome(
-            case,
-            &JobResult {
-                job_id: entry.produced_by.job_id.clone(),
-                index: 0,
-                status: JobStatus::Completed {
-                    exit_code: entry.exit_code,
-                },
-                report: parsed.clone(),
-                artifacts: Vec::new(),
-                duration_ms: 0,
-                worker: assay_common::WorkerId("cache".into()),
-                sandbox: None,
-            },
-        );
+        Ok(Some(entry))
+    }
+
+    /// `entry`'s answer for `case`, when its pinned report (in the store with its sha256),
+    /// parsed again, gives the case the outcome the entry claims.
+    async fn judge(
+        &self,
+        key: &str,
+        case: &SuiteCase,
+        entry: CaseEntry,
+        reports: &mut ParsedReports,
+    ) -> Result<CaseReport, String> {
+        let run = reports.get(self, &entry).await.map_err(str::to_owned)?;
+        let judged = derive_outcome(case, run);
         if judged.outcome != entry.outcome || judged.lane != Lane::Guest {
             return Err(format!(
                 "its pinned report gives the case {:?}, not the {:?} the entry claims",
                 judged.outcome, entry.outcome
             ));
         }
-        Ok(Some(CaseReport {
+        Ok(CaseReport {
             reference: case.reference(),
             display: case.display(),
             outcome: entry.outcome,
@@ -253,7 +263,7 @@ impl CaseCache {
                 run_id: entry.produced_by.proof_id.to_string(),
                 job_id: entry.produced_by.job_id.to_string(),
             }),
-        }))
+        })
     }
 
     /// Stores the passes and skips of `driven`'s jobs that may answer later runs (see the
@@ -273,7 +283,7 @@ impl CaseCache {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
-        let mut written = 0;
+        let mut encoded = Vec::new();
         for (spec, members) in driven.plan.iter().zip(&driven.shards) {
             let Some(result) = driven
                 .run
@@ -325,13 +335,21 @@ impl CaseCache {
                     key: key.clone(),
                     source,
                 })?;
-                self.cache
-                    .store()
-                    .put_bytes("cache-entry", &entry_key(&key), json.into())
-                    .await
-                    .map_err(|source| CacheError::Write { key, source })?;
-                written += 1;
+                encoded.push((key, json));
             }
+        }
+        let written = encoded.len();
+        // A suite's entries are many and small: written a few at a time, not one by one.
+        let mut puts = futures::stream::iter(encoded.into_iter().map(|(key, json)| async move {
+            self.cache
+                .store()
+                .put_bytes("cache-entry", &entry_key(&key), json.into())
+                .await
+                .map_err(|source| CacheError::Write { key, source })
+        }))
+        .buffer_unordered(PARALLEL_IO);
+        while let Some(put) = puts.next().await {
+            put?;
         }
         Ok(written)
     }
@@ -379,22 +397,35 @@ fn report_artifact(result: &JobResult, format: &ReportFormat) -> Option<Artifact
     result.artifacts.iter().find(|a| a.name == name).cloned()
 }
 
-/// Reports read and parsed during one run's lookups, by key and sha256: a batch's cases share
-/// one report, which is checked and parsed once.
+/// Reports read and parsed during one run's lookups, by key, sha256 and exit code, as the run
+/// that ran them would judge them: a batch's cases share one report, which is checked and
+/// parsed once.
 #[derive(Default)]
-struct ParsedReports(HashMap<(String, String), Result<ReportOutcome, String>>);
+struct ParsedReports(HashMap<(String, String, i32), Result<JobResult, String>>);
 
 impl ParsedReports {
-    async fn get(
-        &mut self,
-        cache: &CaseCache,
-        artifact: &ArtifactRef,
-    ) -> Result<&ReportOutcome, &str> {
-        let id = (artifact.key.clone(), artifact.sha256.to_ascii_lowercase());
+    async fn get(&mut self, cache: &CaseCache, entry: &CaseEntry) -> Result<&JobResult, &str> {
+        let artifact = &entry.report;
+        let id = (
+            artifact.key.clone(),
+            artifact.sha256.to_ascii_lowercase(),
+            entry.exit_code,
+        );
         if !self.0.contains_key(&id) {
             let parsed = match read_artifact(cache.cache.store(), artifact).await {
                 Ok(bytes) => match report::parse(&cache.template.report, Some(&bytes)) {
-                    outcome if outcome.problem().is_none() => Ok(outcome),
+                    outcome if outcome.problem().is_none() => Ok(JobResult {
+                        job_id: entry.produced_by.job_id.clone(),
+                        index: 0,
+                        status: JobStatus::Completed {
+                            exit_code: entry.exit_code,
+                        },
+                        report: outcome,
+                        artifacts: Vec::new(),
+                        duration_ms: 0,
+                        worker: assay_common::WorkerId("cache".into()),
+                        sandbox: None,
+                    }),
                     outcome => Err(format!(
                         "its pinned report is not one to trust: {}",
                         outcome.problem().unwrap_or_default()
@@ -405,7 +436,7 @@ impl ParsedReports {
             self.0.insert(id.clone(), parsed);
         }
         match self.0.get(&id) {
-            Some(Ok(outcome)) => Ok(outcome),
+            Some(Ok(run)) => Ok(run),
             Some(Err(why)) => Err(why),
             None => Err("the report was not read"),
         }

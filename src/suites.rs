@@ -719,16 +719,12 @@ async fn store_passes(
             refused.entry, refused.why
         );
     }
-    let runs: BTreeSet<&str> = answers
-        .reports
-        .values()
-        .filter_map(|r| Some(r.cached.as_ref()?.run_id.as_str()))
-        .collect();
-    let from = match (runs.len(), runs.first()) {
-        (1, Some(run)) => format!(" (stored by run {run})"),
-        (0, _) => String::new(),
-        (n, _) => format!(" (stored by {n} runs)"),
-    };
+    let from = reporter::stored_by(
+        answers
+            .reports
+            .values()
+            .filter_map(|r| Some(r.cached.as_ref()?.run_id.as_str())),
+    );
     eprintln!(
         "[cache] {} of {} cases answered from the cache{from}, {} passes stored",
         report.served,

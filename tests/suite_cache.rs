@@ -8,7 +8,7 @@ mod support;
 
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use support::Repo;
 
 /// A repository with its own state directory and store, and `assay test` run against them.

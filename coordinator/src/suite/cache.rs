@@ -62,6 +62,15 @@ pub struct CaseEntry {
     pub artifacts: Vec<ArtifactRef>,
 }
 
+/// A case looked up: its index in the run's cases, the case, its key, and its entry checked
+/// on its own (`Ok(None)`: no entry).
+type Fetched<'a> = (
+    usize,
+    &'a SuiteCase,
+    String,
+    Result<Option<CaseEntry>, String>,
+);
+
 /// Store reads or writes in flight at once for one run's entries.
 const PARALLEL_IO: usize = 16;
 
@@ -169,7 +178,7 @@ impl CaseCache {
         answers.looked_up = watched.len();
         // Entries and each case's own output are read a few at a time; the reports they pin,
         // which a batch's cases share, are then read and judged once each.
-        let fetched: Vec<(usize, &SuiteCase, String, Result<Option<CaseEntry>, String>)> =
+        let fetched: Vec<Fetched<'_>> =
             futures::stream::iter(watched.into_iter().map(|(i, case)| async move {
                 let key = self.key(&case.id);
                 let fetched = self.fetch(&key, case).await;

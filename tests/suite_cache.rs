@@ -578,6 +578,26 @@ fn tampered_entries_are_refused_and_reported_and_the_case_runs() {
             .any(|(key, why)| *key == text(&entry["key"]) && why.contains("sha256")),
         "{why:?}"
     );
+
+    // An entry that is not JSON, and one that claims a failure (never stored): both refused.
+    let (opening_path, _) = suite.entry(opening);
+    let (deposits_path, mut claims_failure) = suite.entry(deposits);
+    std::fs::write(&opening_path, b"\x00not an entry").expect("write");
+    claims_failure["outcome"] = "failed".into();
+    std::fs::write(
+        &deposits_path,
+        serde_json::to_vec(&claims_failure).expect("encode"),
+    )
+    .expect("write");
+    let garbled = suite.test(&[]);
+    assert_eq!(garbled.code, 0, "{}", garbled.explain());
+    assert!(!garbled.cached(opening) && !garbled.cached(deposits));
+    let why: Vec<String> = refused(&garbled).into_iter().map(|(_, why)| why).collect();
+    assert!(
+        why.iter().any(|w| w.contains("does not parse"))
+            && why.iter().any(|w| w.contains("never stored")),
+        "{why:?}"
+    );
 }
 
 #[test]

@@ -2,7 +2,8 @@
 //! pytest: an unchanged tree's passes are answered from the cache and no job runs, a new tree
 //! runs everything, failures, flakes and timeouts are never stored, tampered entries are
 //! refused and the case runs, `--no-cache` and `--refresh-cache` do what they say, and
-//! `assay cache stats` counts the entries. Needs `python3` with `pytest`.
+//! `assay cache stats` counts the entries; a unittest suite is answered likewise. Needs
+//! `python3` with `pytest`.
 
 mod support;
 
@@ -641,4 +642,29 @@ fn no_cache_reads_and_writes_nothing_and_refresh_cache_runs_everything_and_store
             .iter()
             .all(|c| c["cached"]["run_id"] == refreshed.report["run_id"])
     );
+}
+
+#[test]
+fn a_unittest_suite_run_case_by_case_is_answered_too_but_for_its_failure() {
+    let suite = Suite::new(&[
+        ("tests/__init__.py", ""),
+        (
+            "tests/test_vat.py",
+            "import unittest\n\n\nclass VatTests(unittest.TestCase):\n    def test_standard_rate(self):\n        self.assertEqual(round(100 * 0.2), 20)\n\n    def test_reduced_rate(self):\n        self.assertEqual(round(100 * 0.05), 6)\n",
+        ),
+    ]);
+    let standard = "tests/test_vat.py::VatTests::test_standard_rate";
+    let reduced = "tests/test_vat.py::VatTests::test_reduced_rate";
+    let first = suite.test(&["--runner", "unittest"]);
+    assert_eq!(first.code, 1, "{}", first.explain());
+    assert_eq!(first.report["cache"]["stored"], 1, "{}", first.explain());
+    let second = suite.test(&["--runner", "unittest"]);
+    assert_eq!(second.outcomes(), first.outcomes());
+    assert!(
+        second.cached(standard) && !second.cached(reduced),
+        "{}",
+        second.explain()
+    );
+    // Of the cases' jobs, only the failing one's ran (the listing is no case's job).
+    assert_eq!(second.jobs(), 1, "{}", second.explain());
 }

@@ -672,6 +672,7 @@ fn case_cache(
     } else {
         CacheMode::Use
     };
+    // An embedded suite's jobs run in the process sandbox (`embedded::job_context`).
     let context = RunContext::new(
         ProcessSandbox.evidence(),
         &assay_worker::sandbox::clean_env(&args.pass_env),

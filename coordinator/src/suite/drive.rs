@@ -10,6 +10,9 @@
 //! know runs in one more round of batches. A first run of such a suite runs no listing either:
 //! one batch per slot collects the suite and runs its part of it, split by node id
 //! ([`assay_common::runner::partition_of`]).
+//!
+//! Before batching, a run with a result cache has it answer what it can ([`super::cache`]):
+//! only the other cases are batched, and a run whose every case is answered runs no job.
 
 use super::cache::{Answers, CaseCache};
 use super::conclude::{self, CaseVerdict};

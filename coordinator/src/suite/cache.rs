@@ -20,13 +20,13 @@ use super::ledger::Ledger;
 use super::runners::{SuiteRunner, SuiteSetup};
 use crate::cache::{CacheError, CacheMode, Producer, ResultCache, RunContext, schema_key};
 use assay_common::job::ArtifactRef;
-use assay_common::job::{JobKind, JobResult, JobSpec, JobStatus, Side};
+use assay_common::job::{JobResult, JobSpec, JobStatus};
 use assay_common::report;
 use assay_common::runner::{ReportFormat, ReportLocation, RunnerKind};
 use assay_common::suite::{
     CachedCase, CaseOutcome, CaseReport, Lane, RefusedEntry, SuiteCase, derive_outcome,
 };
-use assay_common::{JobId, ProofId, TreeId};
+use assay_common::{ProofId, TreeId};
 use assay_transport::error_chain::error_chain;
 use assay_transport::store::{read_artifact, read_named};
 use futures::StreamExt;
@@ -132,21 +132,13 @@ impl CaseCache {
         if uncacheable(setup.runner).is_some() {
             return None;
         }
-        let run = ProofId("case-key".into());
-        let template = JobSpec {
-            proof_id: run.clone(),
-            job_id: JobId::for_index(&run, 0),
-            index: 0,
-            kind: JobKind::Suite,
-            side: Side::Candidate,
-            tree: tree.clone(),
-            command: setup.case_command(&[]),
-            report: setup.report_format(),
-            selected_tests: Vec::new(),
+        let template = super::unselected_job(
+            &ProofId("case-key".into()),
+            setup,
+            tree,
+            setup.case_command(&[]),
             timeout_secs,
-            env: Vec::new(),
-            edit: None,
-        };
+        );
         Some(Self {
             cache,
             template,

@@ -78,9 +78,11 @@ seconds() { # command... -> wall seconds; the exit status is the caller's to jud
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 
 xdist() { (cd "$1" && "$PYTHON" -m pytest -p no:cacheprovider -n "$JOBS" -q -rfE "${@:2}"); }
+# Every run runs the suite: the result cache would answer an unchanged tree's passes
+# (bench/suite-cache.sh times that).
 assay_test() { # dir state json [more flags]
   "$ASSAY" test -C "$1" --runner pytest --jobs "$JOBS" --state-dir "$2" --json "$3" \
-    --store "${STORE:-file://$2/store}" --pass-env PYTHONHASHSEED --quiet "${@:4}"
+    --store "${STORE:-file://$2/store}" --pass-env PYTHONHASHSEED --quiet --no-cache "${@:4}"
 }
 
 # The failed cases each tool names: Assay's report, pytest's short summary (FAILED/ERROR id).

@@ -402,6 +402,7 @@ mod tests {
             duration_s: None,
             job: None,
             artifacts: Vec::new(),
+            cached: None,
         };
         let report = SuiteReport {
             schema: "assay.test/v1".into(),
@@ -423,6 +424,7 @@ mod tests {
             audit: serde_json::Value::Null,
             history: serde_json::Value::Null,
             stopped: None,
+            cache: None,
         };
         let source = "def test_total():\n    pass\n\n\ndef test_tax():\n    assert 1 == 2\n";
         let lines = suite_annotations(&report, &|path| {

@@ -49,9 +49,10 @@ pub async fn run(args: &CacheArgs) -> Result<u8, Failure> {
                 |t| format!("{} days old", (now - t).max(0) / 86_400),
             );
             println!(
-                "result cache in {url}: {} entries ({} of assay mutate), {:.1} MB, oldest {oldest}",
+                "result cache in {url}: {} entries ({} of assay mutate, {} of assay test), {:.1} MB, oldest {oldest}",
                 stats.entries,
                 stats.mutant_entries,
+                stats.case_entries,
                 stats.bytes as f64 / 1_000_000.0
             );
         }

@@ -201,16 +201,12 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
         match &outcome.not_used {
             Some(why) => eprintln!("[cache] not used: {why}"),
             None => {
-                let runs: std::collections::BTreeSet<&str> = report
-                    .results
-                    .iter()
-                    .filter_map(|r| Some(r.cached.as_ref()?.run_id.0.as_str()))
-                    .collect();
-                let from = match (runs.len(), runs.first()) {
-                    (1, Some(run)) => format!(" (stored by run {run})"),
-                    (0, _) => String::new(),
-                    (n, _) => format!(" (stored by {n} runs)"),
-                };
+                let from = reporter::stored_by(
+                    report
+                        .results
+                        .iter()
+                        .filter_map(|r| Some(r.cached.as_ref()?.run_id.0.as_str())),
+                );
                 eprintln!(
                     "[cache] {} of {} mutants answered from the cache{from}, {} results stored",
                     outcome.served, outcome.eligible, outcome.stored

@@ -374,6 +374,17 @@ pub fn mutation_summary(check: &MutationCheck) -> String {
 }
 
 /// The `assay mutate` summary: counts, score with its interval, then each surviving mutant.
+/// Which runs stored what a cache answered, for its `[cache]` line: ` (stored by run ID)`,
+/// ` (stored by N runs)`, or nothing when it answered nothing.
+pub fn stored_by<'a>(runs: impl IntoIterator<Item = &'a str>) -> String {
+    let runs: std::collections::BTreeSet<&str> = runs.into_iter().collect();
+    match (runs.len(), runs.first()) {
+        (1, Some(run)) => format!(" (stored by run {run})"),
+        (0, _) => String::new(),
+        (n, _) => format!(" (stored by {n} runs)"),
+    }
+}
+
 pub fn mutate_summary(report: &MutateReport) -> String {
     let summary = report.summary();
     let mut out = String::new();
@@ -437,6 +448,7 @@ mod tests {
             duration_s: Some(0.25),
             job: Some(0),
             artifacts: Vec::new(),
+            cached: None,
         }
     }
 
@@ -474,6 +486,7 @@ mod tests {
             audit: serde_json::Value::Null,
             history: serde_json::Value::Null,
             stopped: None,
+            cache: None,
         };
         let xml = suite_junit(&report);
         assert!(

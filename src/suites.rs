@@ -13,13 +13,17 @@ use assay_common::ProofId;
 use assay_common::TreeId;
 use assay_common::report::summary::SuiteStatus;
 use assay_common::runner::{ReportFormat, RunnerKind};
-use assay_common::suite::{CaseListing, CaseOutcome, Lane, SUITE_SCHEMA, SuiteReport, SuiteTotals};
+use assay_common::suite::{
+    CaseListing, CaseOutcome, Lane, SUITE_SCHEMA, SuiteCacheReport, SuiteReport, SuiteTotals,
+};
+use assay_coordinator::cache::{CacheMode, ResultCache, RunContext};
 use assay_coordinator::coverage::CoverageMap;
 use assay_coordinator::dispatch::run_one;
 use assay_coordinator::engine;
 use assay_coordinator::source;
 use assay_coordinator::suite::CollectError;
 use assay_coordinator::suite::StopReason;
+use assay_coordinator::suite::cache::{self as suite_cache, CaseCache};
 use assay_coordinator::suite::cluster::{self, FleetHalt};
 use assay_coordinator::suite::conclude::{self, ConcludeRequest, Ending};
 use assay_coordinator::suite::drive::{self, DriveError, RunEvent, RunProgress, SuiteRequest};
@@ -32,6 +36,8 @@ use assay_coordinator::suite::select::{self, Selectors};
 use assay_coordinator::suite::shard::ShardMode;
 use assay_transport::queue::JobQueue;
 use assay_transport::store::ArtifactStore;
+use assay_worker::sandbox::Sandbox as _;
+use assay_worker::sandbox::process::ProcessSandbox;
 use clap::Args;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -104,7 +110,14 @@ pub struct TestArgs {
     /// from ASSAY_STORE).
     #[arg(long, value_name = "URL")]
     pub store: Option<String>,
-    /// Run the cases on a fleet: the NATS URL its coordinator and workers use.
+    /// Run every case even when the result cache holds its pass, and store nothing.
+    #[arg(long, conflicts_with = "refresh_cache")]
+    pub no_cache: bool,
+    /// Run every case, then store the passes over the cache's entries.
+    #[arg(long)]
+    pub refresh_cache: bool,
+    /// Run the cases on a fleet: the NATS URL its coordinator and workers use (a fleet run
+    /// does not use the result cache).
     #[arg(long, value_name = "URL")]
     pub cluster: Option<String>,
     /// Subject prefix of the fleet.
@@ -426,6 +439,8 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
     })
     .await?;
     let run_id = ProofId(engine::new_proof_id().0.replacen("p-", "t-", 1));
+    let (case_cache, cache_not_used) =
+        case_cache(args, fleet.is_some(), &setup, &tree, store.clone());
     let selectors = Selectors {
         cases: args.cases.clone(),
         files: args.files.iter().map(|f| repo_relative(&repo, f)).collect(),
@@ -459,6 +474,7 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
         history: &history,
         ledger: &ledger,
         today: &today,
+        cache: case_cache.as_ref(),
     };
     if args.list_cases {
         let (_, cases) = drive::collect_selected(&request, &*queue, &*store)
@@ -517,6 +533,28 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
     for warning in &outcome.warnings {
         eprintln!("warning: {warning}");
     }
+    let cache_report = match &case_cache {
+        Some(cache) => Some(
+            store_passes(
+                cache,
+                &run_id,
+                &driven,
+                &outcome.cases,
+                (&ledger, &today),
+                args.quiet,
+            )
+            .await,
+        ),
+        None => cache_not_used.map(|why| {
+            if !args.quiet && !args.no_cache {
+                eprintln!("[cache] not used: {why}");
+            }
+            SuiteCacheReport {
+                not_used: Some(why),
+                ..SuiteCacheReport::default()
+            }
+        }),
+    };
     for outlier in &outcome.selection.executed_not_selected {
         eprintln!(
             "[audit] job {} executed {} which it did not select",
@@ -532,7 +570,7 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
         &mut history,
         summary,
         args.coverage_threshold,
-        driven.case_list(&setup),
+        driven.case_list(&setup, &tree),
     );
     save_history(&history_path, &history);
     print_alerts(&record);
@@ -565,6 +603,7 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
             "recent": &history.runs[history.runs.len().saturating_sub(RECENT_RUNS)..],
         }),
         stopped: outcome.stopped.as_ref().map(ToString::to_string),
+        cache: cache_report,
     };
     if let Some(path) = &args.json {
         let json = serde_json::to_vec_pretty(&report)
@@ -599,6 +638,104 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
         Ending::Failed => 1,
         Ending::Aborted => INFRASTRUCTURE,
     })
+}
+
+/// The run's result cache, or why it has none: `--no-cache`, a fleet run (its workers choose
+/// their own sandbox and interpreter, which the CLI cannot vouch for in a key, and on a fleet
+/// only the coordinator may write entries, signed), or a runner whose cases cannot be checked
+/// against a pinned report.
+fn case_cache(
+    args: &TestArgs,
+    on_fleet: bool,
+    setup: &SuiteSetup,
+    tree: &TreeId,
+    store: std::sync::Arc<dyn ArtifactStore>,
+) -> (Option<CaseCache>, Option<String>) {
+    if args.no_cache {
+        return (None, Some("--no-cache".into()));
+    }
+    if on_fleet {
+        return (
+            None,
+            Some(
+                "a fleet run's workers choose their own sandbox and interpreter, and only a \
+                 fleet's coordinator may write cache entries"
+                    .into(),
+            ),
+        );
+    }
+    if let Some(why) = suite_cache::uncacheable(setup.runner) {
+        return (None, Some(format!("{} suites: {why}", setup.runner)));
+    }
+    let mode = if args.refresh_cache {
+        CacheMode::Refresh
+    } else {
+        CacheMode::Use
+    };
+    // An embedded suite's jobs run in the process sandbox (`embedded::job_context`).
+    let context = RunContext::new(
+        ProcessSandbox.evidence(),
+        &assay_worker::sandbox::clean_env(&args.pass_env),
+    );
+    (
+        CaseCache::new(
+            ResultCache::new(store, mode),
+            context,
+            setup,
+            tree,
+            args.timeout,
+        ),
+        None,
+    )
+}
+
+/// Stores the run's trusted passes and says what the cache did.
+async fn store_passes(
+    cache: &CaseCache,
+    run_id: &ProofId,
+    driven: &drive::Driven,
+    cases: &[assay_common::suite::CaseReport],
+    (ledger, today): (&Ledger, &str),
+    quiet: bool,
+) -> SuiteCacheReport {
+    let answers = &driven.answers;
+    let stored = cache.store(run_id, driven, cases, ledger, today).await;
+    let report = SuiteCacheReport {
+        served: answers.reports.len() as u64,
+        looked_up: answers.looked_up as u64,
+        stored: *stored.as_ref().unwrap_or(&0) as u64,
+        refused: answers.refused.clone(),
+        not_used: None,
+        store_error: stored
+            .as_ref()
+            .err()
+            .map(|e| assay_transport::error_chain::error_chain(e)),
+    };
+    if quiet {
+        return report;
+    }
+    for refused in &report.refused {
+        eprintln!(
+            "[cache] refused entry {}: {}; the case ran instead",
+            refused.entry, refused.why
+        );
+    }
+    let from = reporter::stored_by(
+        answers
+            .reports
+            .values()
+            .filter_map(|r| Some(r.cached.as_ref()?.run_id.as_str())),
+    );
+    eprintln!(
+        "[cache] {} of {} cases answered from the cache{from}, {} passes stored",
+        report.served,
+        driven.cases.len(),
+        report.stored
+    );
+    if let Some(why) = &report.store_error {
+        eprintln!("[cache] passes not stored: {why}");
+    }
+    report
 }
 
 /// A failed collection, selection or queue, in its exit lane: a runner `assay test` cannot run

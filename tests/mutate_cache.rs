@@ -531,7 +531,7 @@ fn no_cache_neither_reads_nor_writes_and_refresh_cache_runs_all_and_rewrites() {
     let stats = support::run(stats, None);
     assert!(
         stats.stdout.contains(&format!(
-            ": {n} entries ({n} of assay mutate)",
+            ": {n} entries ({n} of assay mutate, 0 of assay test)",
             n = entries.len()
         )),
         "{}",

@@ -349,8 +349,16 @@ fn cases_run_in_batches_by_default_fail_as_pytest_fails_and_keep_their_own_outpu
         ("conftest.py", ""),
     ]);
     let report = project.json_path();
+    // Batching is what is under test: every run runs every case (the result cache would
+    // answer the passes; tests/suite_cache.rs covers it).
     let run = |extra: &[&str]| {
-        let mut args = vec!["--jobs", "2", "--json", report.to_str().expect("utf-8")];
+        let mut args = vec![
+            "--jobs",
+            "2",
+            "--no-cache",
+            "--json",
+            report.to_str().expect("utf-8"),
+        ];
         args.extend_from_slice(extra);
         let out = project.test(&args);
         assert_eq!(code(&out), 1, "{}", stderr(&out));
@@ -1324,12 +1332,14 @@ fn a_three_hundred_test_suite_reports_the_same_with_one_job_or_four() {
         .collect();
     let project = Project::new(&borrowed);
     // Batches of about 15 cases keep 300 cases to seconds; each run starts without recorded
-    // durations, so both plan the same batches and only the number in flight differs.
+    // durations, so both plan the same batches and only the number in flight differs; both
+    // run every case.
     let run = |jobs: &str, report: &Path| {
         let _ = std::fs::remove_dir_all(project.state.path().join("history"));
         let out = project.test(&[
             "--jobs",
             jobs,
+            "--no-cache",
             "--shards",
             "20",
             "--json",
@@ -1434,7 +1444,17 @@ fn a_suite_runs_through_the_fleet_and_the_fleet_halt_stops_it_until_resume() {
     let err = stderr(&out);
     assert_eq!(code(&out), 0, "{err}");
     assert!(err.contains("[test] 7/7 passed"), "{err}");
+    // Only a fleet's coordinator may write cache entries there: a fleet run keeps the cache
+    // off and says so.
+    assert!(err.contains("[cache] not used: a fleet run"), "{err}");
     let json = read_json(&report);
+    assert!(
+        json["cache"]["not_used"]
+            .as_str()
+            .is_some_and(|why| why.starts_with("a fleet run")),
+        "{json}"
+    );
+    assert!(!store_dir.path().join("cache/v1/cases").exists());
     let listed: Vec<String> = listing(&project.test(&["--list-cases"]))
         .into_iter()
         .map(|(_, d)| d)

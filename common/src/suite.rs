@@ -451,6 +451,9 @@ pub struct SuiteReport {
     pub history: serde_json::Value,
     /// Why admission stopped early, if it did.
     pub stopped: Option<String>,
+    /// The result cache's part in the run; absent in reports written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<SuiteCacheReport>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -478,6 +481,43 @@ pub struct CaseReport {
     /// The job that ran it; with one case per job its stdout/stderr are the case's own.
     pub job: Option<u32>,
     pub artifacts: Vec<ArtifactRef>,
+    /// Set when the outcome came from the result cache: the entry and the run that produced
+    /// it (its duration and artifacts are that run's; `job` is then `null`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached: Option<CachedCase>,
+}
+
+/// The cache entry a case's outcome came from (docs/FORMATS.md, "Suite cases").
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CachedCase {
+    /// The entry's key.
+    pub entry: String,
+    /// The `assay test` run that stored it, and its job that ran the case.
+    pub run_id: String,
+    pub job_id: String,
+}
+
+/// What the result cache did in one `assay test` run (`cache` in the report).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SuiteCacheReport {
+    /// Cases answered from the cache.
+    pub served: u64,
+    /// Cases looked up: what `served` is out of.
+    pub looked_up: u64,
+    /// Entries written after the run.
+    pub stored: u64,
+    /// Entries found but refused, each with why; those cases ran.
+    pub refused: Vec<RefusedEntry>,
+    /// Why the cache was not used, when so.
+    pub not_used: Option<String>,
+    /// Why the passes could not be stored, when so.
+    pub store_error: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RefusedEntry {
+    pub entry: String,
+    pub why: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

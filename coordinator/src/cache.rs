@@ -284,8 +284,14 @@ struct KeyInputs<'a> {
 
 /// The cache key of `spec` run in `context`: hex sha256 of its canonical JSON inputs.
 pub fn cache_key(spec: &JobSpec, context: &RunContext) -> String {
+    schema_key(SCHEMA, spec, context)
+}
+
+/// The key of `spec` run in `context` in the key space of `schema`: the proof cache's key
+/// inputs, so every job kind keyed this way digests the same run context.
+pub(crate) fn schema_key(schema: &'static str, spec: &JobSpec, context: &RunContext) -> String {
     let inputs = KeyInputs {
-        schema: SCHEMA,
+        schema,
         kind: &spec.kind,
         index: spec.index,
         tree: spec.tree.as_str(),
@@ -565,13 +571,17 @@ impl ResultCache {
     /// How many entries the cache holds and their size in bytes.
     pub async fn stats(&self) -> Result<CacheStats, CacheError> {
         let objects = self.store.list(PREFIX).await.map_err(CacheError::List)?;
-        let mutants = format!("{}/", crate::mutate::cache::PREFIX);
+        let under = |prefix: &str| {
+            let prefix = format!("{prefix}/");
+            objects
+                .iter()
+                .filter(|o| o.key.starts_with(&prefix))
+                .count()
+        };
         Ok(CacheStats {
             entries: objects.len(),
-            mutant_entries: objects
-                .iter()
-                .filter(|o| o.key.starts_with(&mutants))
-                .count(),
+            mutant_entries: under(crate::mutate::cache::PREFIX),
+            case_entries: under(crate::suite::cache::PREFIX),
             bytes: objects.iter().map(|o| o.bytes).sum(),
             oldest_secs: objects.iter().map(|o| o.modified_secs).min(),
         })
@@ -615,6 +625,8 @@ pub struct CacheStats {
     pub entries: usize,
     /// `assay mutate`'s entries (`cache/v1/mutants/`).
     pub mutant_entries: usize,
+    /// `assay test`'s entries (`cache/v1/cases/`).
+    pub case_entries: usize,
     pub bytes: u64,
     pub oldest_secs: Option<i64>,
 }

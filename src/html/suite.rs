@@ -294,9 +294,16 @@ fn cases_section(report: &SuiteReport, artifacts: &Artifacts) -> String {
             } else {
                 ""
             };
+            // A case the result cache answered ran in an earlier run, which the page names.
+            let cached = case.cached.as_ref().map_or(String::new(), |from| {
+                format!(
+                    " <span class=\"note\">from the cache (run {})</span>",
+                    esc(&from.run_id)
+                )
+            });
             let _ = write!(
                 out,
-                "<details class=\"case\" data-status=\"{status}\"{open}><summary><code>{}</code> {} <span class=\"note\">{}</span></summary>",
+                "<details class=\"case\" data-status=\"{status}\"{open}><summary><code>{}</code> {} <span class=\"note\">{}</span>{cached}</summary>",
                 esc(&case.display),
                 badge(status),
                 case.duration_s.map_or(String::new(), seconds)
@@ -343,6 +350,7 @@ mod tests {
             duration_s: Some(0.25),
             job: Some(0),
             artifacts: Vec::new(),
+            cached: None,
         }
     }
 
@@ -373,12 +381,23 @@ mod tests {
             audit: serde_json::Value::Null,
             history,
             stopped: None,
+            cache: None,
         }
     }
 
     #[test]
     fn cases_group_by_status_with_a_quarantined_failure_apart_and_names_escaped() {
-        let html = render(&report(serde_json::Value::Null), &Artifacts::new());
+        let mut report = report(serde_json::Value::Null);
+        report.cases[2].cached = Some(assay_common::suite::CachedCase {
+            entry: "7c".repeat(32),
+            run_id: "t-1796113691-2063badd71c04e95".into(),
+            job_id: "t-1796113691-2063badd71c04e95/0001".into(),
+        });
+        let html = render(&report, &Artifacts::new());
+        assert!(
+            html.contains("from the cache (run t-1796113691-2063badd71c04e95)"),
+            "{html}"
+        );
         assert!(
             html.contains(
                 "data-status=\"failed\" open><summary><code>tests/t.py::test_&lt;script&gt;</code>"

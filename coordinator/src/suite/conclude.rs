@@ -126,6 +126,7 @@ impl SuiteOutcome {
             duration_s: Some(duration_s),
             status: self.status,
             status_detail: self.status_detail.clone(),
+            cached: self.cases.iter().filter(|c| c.cached.is_some()).count() as u64,
             failed_cases: self
                 .cases
                 .iter()
@@ -154,11 +155,13 @@ impl SuiteOutcome {
     }
 }
 
-/// Each guest-lane case's batch cost, else its own time, into history's durations.
+/// Each guest-lane case's batch cost, else its own time, into history's durations. A case
+/// the cache answered ran in no batch of this run: its recorded duration stays.
 pub fn record_durations(history: &mut History, cases: &[CaseReport], costs: &[Option<f64>]) {
     for (case, cost) in cases.iter().zip(costs) {
         if let Some(d) = cost.or(case.duration_s)
             && case.lane == Lane::Guest
+            && case.cached.is_none()
         {
             history.durations.insert(case.reference.clone(), d);
         }
@@ -265,6 +268,7 @@ pub fn case_report(
             duration_s: None,
             job: None,
             artifacts: Vec::new(),
+            cached: None,
         };
     };
     let derived = derive_outcome(case, result);
@@ -286,6 +290,7 @@ pub fn case_report(
             Some(share) => share.artifacts,
             None => case.own_artifacts(&result.artifacts),
         },
+        cached: None,
     }
 }
 
@@ -380,6 +385,12 @@ pub async fn conclude(
             ));
         }
     }
+    // The cache's answers ran in no job of this run: no cost, no selection of theirs.
+    for (&i, answered) in &driven.answers.reports {
+        if let Some(slot) = reports.get_mut(i) {
+            *slot = Some(answered.clone());
+        }
+    }
     // A case no job held (admission stopped before its round) was never admitted.
     let cases_reports: Vec<CaseReport> = reports
         .into_iter()
@@ -397,7 +408,9 @@ pub async fn conclude(
     // A run that is one job has one output: its summary line and coverage are the suite's.
     // Per-case percentages cannot be combined into suite coverage, so they are not recorded.
     let single = match driven.run.results.as_slice() {
-        [Some(result)] => Some((result, job_output(store, result, &mut warnings).await)),
+        [Some(result)] if driven.answers.reports.is_empty() => {
+            Some((result, job_output(store, result, &mut warnings).await))
+        }
         _ => None,
     };
     let coverage_pct = single.as_ref().and_then(|(_, text)| coverage_of(text));

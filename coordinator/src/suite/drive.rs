@@ -10,7 +10,11 @@
 //! know runs in one more round of batches. A first run of such a suite runs no listing either:
 //! one batch per slot collects the suite and runs its part of it, split by node id
 //! ([`assay_common::runner::partition_of`]).
+//!
+//! Before batching, a run with a result cache has it answer what it can ([`super::cache`]):
+//! only the other cases are batched, and a run whose every case is answered runs no job.
 
+use super::cache::{Answers, CaseCache};
 use super::conclude::{self, CaseVerdict};
 use super::halt::AdmissionGate;
 use super::history::{CaseList, History};
@@ -51,6 +55,8 @@ pub struct SuiteRequest<'a> {
     pub ledger: &'a Ledger,
     /// `YYYY-MM-DD`, for the ledger's expiries.
     pub today: &'a str,
+    /// The result cache, when this run may use it: cases it answers run no job.
+    pub cache: Option<&'a CaseCache>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -94,12 +100,14 @@ pub struct Driven {
     pub source: CaseSource,
     /// A runner session's start-up and collection: the listing's time, or as last recorded.
     pub startup_s: Option<f64>,
+    /// The cases the result cache answered, by index into `cases`; no job holds them.
+    pub answers: Answers,
 }
 
 impl Driven {
     /// The cases to record for the next run, when this run's batches could have been planned
     /// from them: the whole collection of a pytest suite run as `PYTHON -m pytest`.
-    pub fn case_list(&self, setup: &SuiteSetup) -> Option<CaseList> {
+    pub fn case_list(&self, setup: &SuiteSetup, tree: &TreeId) -> Option<CaseList> {
         let batchable = setup.select_command(&[]).is_some()
             && matches!(
                 self.source,
@@ -110,6 +118,7 @@ impl Driven {
             command: setup.prefix.clone(),
             ids: self.collected.iter().map(|c| c.id.clone()).collect(),
             startup_s: self.startup_s,
+            tree: Some(tree.clone()),
         })
     }
 }
@@ -198,15 +207,20 @@ pub async fn run(
         ShardMode::Auto if !setup.batches_by_default() => ShardMode::PerCase,
         mode => mode,
     };
-    let refs: Vec<String> = cases.iter().map(SuiteCase::reference).collect();
+    let answers = answer(request, &cases).await;
+    let (missed, missed_cases) = unanswered(&cases, &answers);
+    let refs: Vec<String> = missed_cases.iter().map(SuiteCase::reference).collect();
     let (estimates, known) = shard::estimate_durations(&refs, &request.history.durations);
-    let shards = shard::heaviest_first(
-        runners::split_shards(
-            setup,
-            &cases,
-            shard::plan_batches(mode, &estimates, known, request.slots),
+    let shards = remap(
+        shard::heaviest_first(
+            runners::split_shards(
+                setup,
+                &missed_cases,
+                shard::plan_batches(mode, &estimates, known, request.slots),
+            ),
+            &estimates,
         ),
-        &estimates,
+        &missed,
     );
     let plan = plan_suite(
         request.run_id,
@@ -219,6 +233,7 @@ pub async fn run(
     progress.event(RunEvent::Planned {
         cases: Some(cases.len()),
     });
+    tell_answered(&cases, &answers, progress);
     let relay = Relay {
         request,
         cases: &cases,
@@ -243,6 +258,7 @@ pub async fn run(
         run,
         source,
         startup_s: collection.listing_s,
+        answers,
     })
 }
 
@@ -257,16 +273,44 @@ async fn run_recorded(
     progress: &dyn RunProgress,
 ) -> Result<Driven, DriveError> {
     let planned = parse_pytest_collection(&list.ids.join("\n"));
-    let shards = batches(
-        request,
-        &planned,
-        ShardMode::Auto,
-        &request.history.durations,
-    );
-    let plan = selecting_plan(request, &planned, &shards, 0);
+    // Only a list collected from this very tree says which cases it has without a batch
+    // collecting them; another tree's list may lack some, which only a batch would find.
+    let answers = match list.tree.as_ref() == Some(request.tree) {
+        true => answer(request, &planned).await,
+        false => Answers::default(),
+    };
+    let (missed, missed_cases) = unanswered(&planned, &answers);
     progress.event(RunEvent::Planned {
         cases: Some(planned.len()),
     });
+    tell_answered(&planned, &answers, progress);
+    if missed.is_empty() && !planned.is_empty() {
+        // Every case answered: nothing runs.
+        return Ok(Driven {
+            collected: planned.clone(),
+            cases: planned,
+            corpus: None,
+            plan: Vec::new(),
+            shards: Vec::new(),
+            run: SuiteRun {
+                results: Vec::new(),
+                stopped: None,
+            },
+            source: CaseSource::History,
+            startup_s: list.startup_s,
+            answers,
+        });
+    }
+    let shards = remap(
+        batches(
+            request,
+            &missed_cases,
+            ShardMode::Auto,
+            &request.history.durations,
+        ),
+        &missed,
+    );
+    let plan = selecting_plan(request, &planned, &shards, 0);
     let relay = Relay {
         request,
         cases: &planned,
@@ -278,6 +322,7 @@ async fn run_recorded(
     let batches = Batches::Recorded {
         cases: &planned,
         shards: &shards,
+        answers: &answers,
     };
     let round = FirstRound::run(plan, batches, (queue, gate), request.slots, &relay).await?;
     match settle(request, round, store, gate, progress, queue).await? {
@@ -297,6 +342,7 @@ async fn run_recorded(
                 run,
                 source: CaseSource::History,
                 startup_s: list.startup_s,
+                answers,
             })
         }
     }
@@ -351,10 +397,11 @@ async fn run_partitioned(
 
 /// How the first round's batches chose their cases.
 enum Batches<'a> {
-    /// Each batch ran its shard of these recorded cases.
+    /// Each batch ran its shard of these recorded cases; the cache answered the others.
     Recorded {
         cases: &'a [SuiteCase],
         shards: &'a [Vec<usize>],
+        answers: &'a Answers,
     },
     /// Batch `k` ran the collected cases whose part of `parts` is `k`.
     Partitioned { parts: usize },
@@ -440,6 +487,23 @@ async fn settle<'a>(
         .map(|(i, c)| (c.id.as_str(), i))
         .collect();
     let mut taken = vec![false; cases.len()];
+    // A case the cache answered is taken: no batch ran it, and no later round runs it.
+    let mut answers = Answers::default();
+    if let Batches::Recorded {
+        cases: planned,
+        answers: recorded,
+        ..
+    } = &round.batches
+    {
+        answers.looked_up = recorded.looked_up;
+        answers.refused = recorded.refused.clone();
+        for (&i, report) in &recorded.reports {
+            if let Some(&p) = position.get(planned[i].id.as_str()) {
+                taken[p] = true;
+                answers.reports.insert(p, report.clone());
+            }
+        }
+    }
     let mut members: Vec<Vec<usize>> = Vec::with_capacity(round.plan.len());
     for (k, collected) in collected_by_job.iter().enumerate() {
         let own: Option<HashSet<&str>> = collected
@@ -449,6 +513,7 @@ async fn settle<'a>(
             Batches::Recorded {
                 cases: planned,
                 shards,
+                ..
             } => shards
                 .get(k)
                 .into_iter()
@@ -512,7 +577,54 @@ async fn settle<'a>(
         run: SuiteRun { results, stopped },
         source,
         startup_s: None,
+        answers,
     }))
+}
+
+/// The cache's answers for `cases`, when the run has a cache.
+async fn answer(request: &SuiteRequest<'_>, cases: &[SuiteCase]) -> Answers {
+    match request.cache {
+        Some(cache) => cache.answer(cases, request.ledger, request.today).await,
+        None => Answers::default(),
+    }
+}
+
+/// The cases the cache did not answer: their indices into `cases`, and the cases.
+fn unanswered(cases: &[SuiteCase], answers: &Answers) -> (Vec<usize>, Vec<SuiteCase>) {
+    (0..cases.len())
+        .filter(|i| !answers.reports.contains_key(i))
+        .map(|i| (i, cases[i].clone()))
+        .unzip()
+}
+
+/// Shards over a subset of the cases (`subset[j]` is the index of its case `j`) as indices
+/// into all of them.
+fn remap(shards: Vec<Vec<usize>>, subset: &[usize]) -> Vec<Vec<usize>> {
+    shards
+        .into_iter()
+        .map(|shard| shard.into_iter().map(|j| subset[j]).collect())
+        .collect()
+}
+
+/// Tells the progress the cases the cache answered, as one finished lot.
+fn tell_answered(cases: &[SuiteCase], answers: &Answers, progress: &dyn RunProgress) {
+    if answers.reports.is_empty() {
+        return;
+    }
+    let verdicts: Vec<CaseVerdict<'_>> = answers
+        .reports
+        .iter()
+        .map(|(&i, report)| CaseVerdict {
+            case: &cases[i],
+            outcome: report.outcome,
+            lane: report.lane,
+            quarantined: false,
+        })
+        .collect();
+    progress.event(RunEvent::Finished {
+        cases: &verdicts,
+        pending: 0,
+    });
 }
 
 /// Batches for `cases`, balanced by the recorded durations, heaviest first.

@@ -2,6 +2,7 @@
 //! 50 kept, and alerts for new failures or a coverage drop against the last run that did not
 //! end in error. A corrupt file is treated as a first run and rewritten, never a crash.
 
+use assay_common::TreeId;
 use assay_common::job::{JobResult, JobStatus};
 use assay_common::outcome::{Outcome, ReportOutcome};
 use assay_common::report::summary::SuiteStatus;
@@ -41,6 +42,10 @@ pub struct CaseList {
     /// A runner session's start-up and collection, in seconds: what each batch pays before its
     /// first test (see [`crate::suite::shard::batch_costs`]).
     pub startup_s: Option<f64>,
+    /// The tree they were collected from: only a run of that tree may answer every case from
+    /// the result cache without a batch collecting them. Absent in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tree: Option<TreeId>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -58,6 +63,10 @@ pub struct RunRecord {
     pub duration_s: Option<f64>,
     pub status: SuiteStatus,
     pub status_detail: Option<String>,
+    /// Of `total`, the cases the result cache answered: counted with the run's outcomes (they
+    /// are this tree's), but they ran in no job of it, so their durations were not recorded.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cached: u64,
     /// `max(0, failed - previous failed)`, written every run.
     pub new_failures: u64,
     /// `max(0, previous coverage - coverage)` in points, written every run.
@@ -90,7 +99,13 @@ pub struct RunSummary {
     pub duration_s: Option<f64>,
     pub status: SuiteStatus,
     pub status_detail: Option<String>,
+    /// Cases answered from the result cache.
+    pub cached: u64,
     pub failed_cases: Vec<String>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl RunSummary {
@@ -113,6 +128,7 @@ impl RunSummary {
             duration_s: Some(result.duration_ms as f64 / 1000.0),
             status: SuiteStatus::Error,
             status_detail: None,
+            cached: 0,
             failed_cases: Vec::new(),
         };
         let report = match (&result.status, &result.report) {
@@ -206,6 +222,7 @@ impl History {
             skipped: run.skipped,
             coverage_pct: run.coverage_pct,
             duration_s: run.duration_s,
+            cached: run.cached,
             status: run.status,
             status_detail: run.status_detail,
             new_failures: 0,
@@ -281,8 +298,12 @@ pub fn trend_line(run: &RunRecord, previous: Option<&RunRecord>) -> String {
     let tests = if run.total == 0 && run.status != SuiteStatus::Error {
         "Tests: 0 found (check the test command's output)".to_owned()
     } else {
+        let cached = match run.cached {
+            0 => String::new(),
+            n => format!(" ({n} from the cache)"),
+        };
         format!(
-            "Tests: {}/{} passed, {} skipped {coverage}",
+            "Tests: {}/{} passed{cached}, {} skipped {coverage}",
             run.passed, run.total, run.skipped
         )
     };
@@ -434,6 +455,7 @@ mod tests {
             duration_s: None,
             status,
             status_detail: None,
+            cached: 0,
             failed_cases: failed.iter().map(|s| s.to_string()).collect(),
         }
     }
@@ -605,6 +627,7 @@ mod tests {
                 duration_s: None,
                 status: SuiteStatus::Failing,
                 status_detail: None,
+                cached: 0,
                 new_failures: 0,
                 coverage_drop: 0.0,
                 failed_cases: Vec::new(),

@@ -3,6 +3,7 @@
 //! pure parts (selection, sharding, audit, ledger, history) are submodules with table tests.
 
 pub mod audit;
+pub mod cache;
 pub mod cluster;
 pub mod conclude;
 pub mod drive;
@@ -72,6 +73,31 @@ pub fn plan_suite(
             }
         })
         .collect()
+}
+
+/// The first job of run `run_id` over `setup`'s suite on `tree`, running `command` with no
+/// cases selected: the listing job, and the shape every case's cache key is taken over.
+pub(crate) fn unselected_job(
+    run_id: &ProofId,
+    setup: &SuiteSetup,
+    tree: &TreeId,
+    command: Vec<String>,
+    timeout_secs: u64,
+) -> JobSpec {
+    JobSpec {
+        proof_id: run_id.clone(),
+        job_id: JobId::for_index(run_id, 0),
+        index: 0,
+        kind: JobKind::Suite,
+        side: Side::Candidate,
+        tree: tree.clone(),
+        command,
+        report: setup.report_format(),
+        selected_tests: Vec::new(),
+        timeout_secs,
+        env: Vec::new(),
+        edit: None,
+    }
 }
 
 /// The last lines of a collecting session's output, as a [`CollectError::Guest`] detail.
@@ -164,21 +190,13 @@ pub async fn collect(
         }
         Listing::Job(argv) => argv,
     };
-    let collect_id = ProofId(format!("{run_id}-collect"));
-    let spec = JobSpec {
-        proof_id: collect_id.clone(),
-        job_id: JobId::for_index(&collect_id, 0),
-        index: 0,
-        kind: JobKind::Suite,
-        side: Side::Candidate,
-        tree: tree.clone(),
-        command: argv,
-        report: setup.report_format(),
-        selected_tests: Vec::new(),
+    let spec = unselected_job(
+        &ProofId(format!("{run_id}-collect")),
+        setup,
+        tree,
+        argv,
         timeout_secs,
-        env: Vec::new(),
-        edit: None,
-    };
+    );
     let result = run_one(queue, &spec).await?;
     let read = |name: &'static str| {
         let result = &result;

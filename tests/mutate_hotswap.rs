@@ -165,12 +165,17 @@ fn mutate(repo: &support::Repo, hot_swap: bool) -> support::Run {
     support::run(command, Some(json))
 }
 
-/// Mutant id → (status, description), from the Stryker report.
-fn statuses(run: &support::Run) -> BTreeMap<String, (String, String)> {
+/// The ledger module's mutants in the Stryker report.
+fn mutants(run: &support::Run) -> &Vec<serde_json::Value> {
     let report = run.evidence.as_ref().expect("report written");
     report["files"]["ledger/__init__.py"]["mutants"]
         .as_array()
         .expect("mutants")
+}
+
+/// Mutant id → (status, description), from the Stryker report.
+fn statuses(run: &support::Run) -> BTreeMap<String, (String, String)> {
+    mutants(run)
         .iter()
         .map(|m| {
             (
@@ -190,10 +195,7 @@ fn statuses(run: &support::Run) -> BTreeMap<String, (String, String)> {
 
 /// The mutants (by line) that `test` killed.
 fn killed_by(run: &support::Run, test: &str) -> Vec<u64> {
-    let report = run.evidence.as_ref().expect("report written");
-    report["files"]["ledger/__init__.py"]["mutants"]
-        .as_array()
-        .expect("mutants")
+    mutants(run)
         .iter()
         .filter(|m| {
             m["killedBy"].as_array().is_some_and(|by| {

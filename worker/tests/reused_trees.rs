@@ -9,7 +9,7 @@ use assay_transport::tree::{GitTreeSource, TreeSource};
 use assay_worker::reused_trees::ReusedTrees;
 use std::collections::BTreeMap;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
@@ -61,6 +61,14 @@ fn listing(dir: &Path) -> BTreeMap<String, String> {
     out
 }
 
+/// A job's tree, as `execute` asks for one: an empty directory filled by the source.
+async fn job_tree(trees: &ReusedTrees, tree: &TreeId, scratch: &Path, name: &str) -> PathBuf {
+    let dir = scratch.join(name);
+    std::fs::create_dir_all(&dir).expect("job dir");
+    trees.materialize(tree, &dir).await.expect("job's tree");
+    dir
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reused_tree_comes_back_as_committed_whatever_its_job_did() {
     let repo = tempfile::tempdir().expect("repo");
@@ -92,12 +100,7 @@ async fn a_reused_tree_comes_back_as_committed_whatever_its_job_did() {
     source.materialize(&tree, &fresh).await.expect("fresh copy");
     let committed = listing(&fresh);
 
-    let first = scratch.path().join("job-1");
-    std::fs::create_dir_all(&first).expect("job dir");
-    trees
-        .materialize(&tree, &first)
-        .await
-        .expect("first job's tree");
+    let first = job_tree(&trees, &tree, scratch.path(), "job-1").await;
     assert_eq!(listing(&first), committed);
 
     // What one job's tests did to its tree.
@@ -122,12 +125,7 @@ async fn a_reused_tree_comes_back_as_committed_whatever_its_job_did() {
     trees.release(&tree, &first).await;
     assert!(!first.exists(), "the released tree was not taken");
 
-    let second = scratch.path().join("job-2");
-    std::fs::create_dir_all(&second).expect("job dir");
-    trees
-        .materialize(&tree, &second)
-        .await
-        .expect("second job's tree");
+    let second = job_tree(&trees, &tree, scratch.path(), "job-2").await;
     assert_eq!(listing(&second), committed);
     assert_eq!(
         std::fs::read_to_string(&secret).expect("secret"),
@@ -144,12 +142,7 @@ async fn a_reused_tree_comes_back_as_committed_whatever_its_job_did() {
     let inode = |dir: &Path| std::fs::metadata(dir.join("run.sh")).expect("script").ino();
     let before = inode(&second);
     trees.release(&tree, &second).await;
-    let third = scratch.path().join("job-3");
-    std::fs::create_dir_all(&third).expect("job dir");
-    trees
-        .materialize(&tree, &third)
-        .await
-        .expect("third job's tree");
+    let third = job_tree(&trees, &tree, scratch.path(), "job-3").await;
     assert_eq!(listing(&third), committed);
     assert_eq!(
         inode(&third),

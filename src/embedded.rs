@@ -8,6 +8,7 @@ use assay_coordinator::engine;
 use assay_transport::store::{ArtifactStore, ObjectArtifactStore};
 use assay_transport::tree::GitTreeSource;
 use assay_worker::execute::JobContext;
+use assay_worker::reused_trees::ReusedTrees;
 use assay_worker::sandbox::process::ProcessSandbox;
 use assay_worker::sandbox::warm::WarmPytest;
 use assay_worker::sandbox::{self, Sandbox};
@@ -51,17 +52,20 @@ pub fn job_context(
         store,
         pass_env,
         scratch_prefix,
+        jobs,
     )
 }
 
 /// A job context whose scratch directories live under the returned temporary directory;
-/// keep it alive until the jobs are done.
+/// keep it alive until the jobs are done. Mutant jobs' trees are reused (reset) there, about
+/// two per slot.
 pub fn job_context_in(
     sandbox: Arc<dyn Sandbox>,
     repo: &Path,
     store: Arc<dyn ArtifactStore>,
     pass_env: &[String],
     scratch_prefix: &str,
+    slots: usize,
 ) -> Result<(JobContext, tempfile::TempDir), Failure> {
     let scratch = tempfile::Builder::new()
         .prefix(scratch_prefix)
@@ -71,7 +75,12 @@ pub fn job_context_in(
     let ctx = JobContext {
         worker_id: engine::embedded_worker_id(),
         sandbox,
-        trees: Arc::new(GitTreeSource::new(repo)),
+        trees: Arc::new(ReusedTrees::new(
+            Arc::new(GitTreeSource::new(repo)),
+            // No job's scratch directory is named with a leading dot.
+            scratch.path().join(".trees"),
+            slots,
+        )),
         store,
         scratch_root: scratch.path().to_owned(),
         pass_env: pass_env.to_vec(),

@@ -443,7 +443,7 @@ async fn run_embedded(
         );
     }
     let (ctx, _scratch) =
-        embedded::job_context_in(sandbox, repo, store.clone(), pass_env, "assay-")?;
+        embedded::job_context_in(sandbox, repo, store.clone(), pass_env, "assay-", jobs)?;
     let queue = InProcessQueue::start(ctx, jobs);
     let progress = StderrProgress::new(args.progress, args.quiet, jobs);
     let mode = cache_mode(args);

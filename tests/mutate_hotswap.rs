@@ -5,6 +5,8 @@
 //! its own session's entries), binds product names with `from ledger import …`, wraps a
 //! product function in a decorator, builds a value at collection with a product function, and
 //! has module-level constants, so both the swap and each reason to fall back are exercised.
+//! One test also writes into its tree and changes a committed file: no later run may see
+//! either (mutant trees are reused, reset to the commit).
 
 mod support;
 
@@ -62,7 +64,9 @@ def cents(text):
     return int(whole) * 100 + int(part or 0)
 "#;
 
-const TESTS: &str = r#"import pytest
+const TESTS: &str = r#"import os
+
+import pytest
 
 import ledger
 from ledger import Account, cents, fee, record, scaled
@@ -121,6 +125,18 @@ def test_cents():
 
 def test_the_price_table_uses_the_same_parser():
     assert cents("1.50") == PRICE
+
+
+def test_the_tree_is_as_committed():
+    # Every run gets the tree as committed, whatever an earlier mutant's run did to its own.
+    Account("ada")
+    assert not os.path.exists("receipts.log")
+    with open("pytest.ini") as ini:
+        assert ini.read() == "[pytest]\ntestpaths = tests\n"
+    with open("receipts.log", "w") as log:
+        log.write("one run\n")
+    with open("pytest.ini", "a") as ini:
+        ini.write("; one run\n")
 "#;
 
 fn ledger_repo() -> support::Repo {
@@ -149,12 +165,17 @@ fn mutate(repo: &support::Repo, hot_swap: bool) -> support::Run {
     support::run(command, Some(json))
 }
 
-/// Mutant id → (status, description), from the Stryker report.
-fn statuses(run: &support::Run) -> BTreeMap<String, (String, String)> {
+/// The ledger module's mutants in the Stryker report.
+fn mutants(run: &support::Run) -> &Vec<serde_json::Value> {
     let report = run.evidence.as_ref().expect("report written");
     report["files"]["ledger/__init__.py"]["mutants"]
         .as_array()
         .expect("mutants")
+}
+
+/// Mutant id → (status, description), from the Stryker report.
+fn statuses(run: &support::Run) -> BTreeMap<String, (String, String)> {
+    mutants(run)
         .iter()
         .map(|m| {
             (
@@ -169,6 +190,20 @@ fn statuses(run: &support::Run) -> BTreeMap<String, (String, String)> {
                 ),
             )
         })
+        .collect()
+}
+
+/// The mutants (by line) that `test` killed.
+fn killed_by(run: &support::Run, test: &str) -> Vec<u64> {
+    mutants(run)
+        .iter()
+        .filter(|m| {
+            m["killedBy"].as_array().is_some_and(|by| {
+                by.iter()
+                    .any(|t| t.as_str().is_some_and(|t| t.contains(test)))
+            })
+        })
+        .filter_map(|m| m["location"]["start"]["line"].as_u64())
         .collect()
 }
 
@@ -204,6 +239,14 @@ fn hot_swapped_mutants_end_as_in_fresh_sessions_and_never_see_each_others_state(
         "ASSAY_MUTATE_HOT_SWAP=0 still swapped:\n{}",
         cold.explain()
     );
+
+    for run in [&hot, &cold] {
+        let stained = killed_by(run, "test_the_tree_is_as_committed");
+        assert!(
+            stained.is_empty(),
+            "runs saw what an earlier run wrote into its tree: {stained:?}"
+        );
+    }
 
     let (hot, cold) = (statuses(&hot), statuses(&cold));
     assert_eq!(

@@ -321,6 +321,13 @@ pub async fn run(
     if per_line && request.runner == RunnerKind::Pytest {
         prefix.push("-x".into());
     }
+    if request.runner == RunnerKind::Pytest {
+        // A kill needs the failing test's name, not pytest's long traceback: building that
+        // (every frame's source re-parsed, printed and written to the report, once per run and
+        // once per re-run) cost a killed semver mutant as much as its tests. Python's own
+        // traceback still says where it failed. Later options win over the project's addopts.
+        prefix.push("--tb=native".into());
+    }
     let mut results: Vec<Option<MutantResult>> = vec![None; plan.mutants.len()];
     let mut work = Vec::new();
     let scopes = scopes_of(&plan.mutants, &bytes);

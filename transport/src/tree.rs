@@ -52,6 +52,11 @@ pub enum TreeError {
 pub trait TreeSource: Send + Sync {
     /// Writes the tree's files into `dest` (an empty directory).
     async fn materialize(&self, tree: &TreeId, dest: &Path) -> Result<(), TreeError>;
+
+    /// Hands back `dir`, which `materialize` filled with `tree` and a finished job used; a
+    /// source that reuses directories may take it. By default it stays where it is (its job's
+    /// scratch directory is removed with it).
+    async fn release(&self, _tree: &TreeId, _dir: &Path) {}
 }
 
 /// Reads trees straight from a local repository's object database.

@@ -151,6 +151,14 @@ pub async fn run_job(job: &JobSpec, ctx: &JobContext) -> JobResult {
         let started = Instant::now();
         let scratch = ctx.scratch_root.join(scratch_name(job));
         let outcome = run_in(job, ctx, &scratch).await;
+        // A mutant job's tree may be reused for the next (reset first); not after a timeout,
+        // whose processes were killed mid-write.
+        let finished = outcome
+            .as_ref()
+            .is_ok_and(|r| matches!(r.status, JobStatus::Completed { .. }));
+        if job.kind == JobKind::Mutant && finished {
+            ctx.trees.release(&job.tree, &scratch.join("tree")).await;
+        }
         if let Err(e) = tokio::fs::remove_dir_all(&scratch).await
             && e.kind() != std::io::ErrorKind::NotFound
         {

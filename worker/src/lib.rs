@@ -6,6 +6,7 @@ pub mod execute;
 pub mod guest_file;
 pub mod in_process;
 pub mod manifest_job;
+pub mod reused_trees;
 pub mod sandbox;
 pub mod secrets;
 pub mod service;

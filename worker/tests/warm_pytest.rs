@@ -301,3 +301,59 @@ async fn other_commands_run_in_the_wrapped_sandbox() {
     assert_eq!(job.stdout(), "rendered 3 pages\n");
     assert_eq!(warm.name(), "process");
 }
+
+/// Forks share the test modules pytest rewrote, by content, across trees: a second tree's run
+/// gets code that names its own file, still explains a failed assert, still warns about an
+/// assert that is always true (a module whose rewrite warns is not shared), and runs the test
+/// module's import-time code afresh, with no state of the first run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forks_share_rewritten_test_modules_yet_each_run_is_its_own() {
+    let warm = WarmPytest::new(ProcessSandbox, 1);
+    let suite = concat!(
+        "import os\n",
+        "from pager import page_count\n",
+        "import pager\n\n",
+        "pager.IMPORTED_BY.append(os.getpid())\n",
+        "with open('imports.log', 'a') as log:\n",
+        "    log.write(__file__ + '\\n')\n\n",
+        "def test_code_names_its_own_file():\n",
+        "    assert test_code_names_its_own_file.__code__.co_filename == __file__\n\n",
+        "def test_import_time_code_ran_once_in_this_session():\n",
+        "    assert len(pager.IMPORTED_BY) == 1\n",
+        "    with open('imports.log') as log:\n",
+        "        assert log.read().splitlines() == [__file__]\n\n",
+        "def test_partial_last_page_is_counted():\n",
+        "    assert page_count(11, 5) == 4\n",
+    );
+    let warning = concat!(
+        "from pager import page_count\n\n",
+        "def test_always_true():\n",
+        "    assert (page_count(11, 5), 'pages')\n",
+    );
+    let jobs = [Job::new(), Job::new()];
+    for job in &jobs {
+        write(
+            &job.tree.join("pager/__init__.py"),
+            "IMPORTED_BY = []\n\ndef page_count(total, size):\n    return -(-total // size)\n",
+        );
+        write(&job.tree.join("tests/test_pager.py"), suite);
+        write(&job.tree.join("tests/test_warning.py"), warning);
+    }
+    for job in &jobs {
+        let exit = warm
+            .run_mutant(&job.run(
+                &["-o", "junit_family=xunit1", "tests"],
+                Duration::from_secs(120),
+                &LOCALE,
+            ))
+            .await
+            .expect("forked run");
+        let stdout = job.stdout();
+        assert_eq!(exit, SandboxExit::Exited(1), "{stdout}");
+        assert!(stdout.contains("1 failed, 3 passed"), "{stdout}");
+        assert!(stdout.contains("assert 3 == 4"), "{stdout}");
+        assert!(stdout.contains("assertion is always true"), "{stdout}");
+        let report = std::fs::read_to_string(job.scratch.join("report.xml")).expect("report");
+        assert!(report.contains(r#"file="tests/test_pager.py""#), "{report}");
+    }
+}

@@ -124,6 +124,67 @@ def sweep_orphans():
                 pass
 
 
+def share_rewrites(directory):
+    """Every fresh session in a fork re-imports the test modules, and pytest rewrites each
+    one's asserts from its source: with no bytecode cache (each mutant's tree is new and
+    bytecode writing is off) that was most of a whole-suite session's collection. The forks
+    share the rewritten code instead, in DIRECTORY, by content: the source bytes, the
+    interpreter's bytecode magic, pytest's version and the one ini option the rewrite reads.
+    This is pytest's own cache of rewritten modules, keyed by content instead of by path,
+    except that a module whose rewrite warns is never stored, so it warns in every session as
+    in a fresh one. An entry is renamed into place, never read half-written."""
+    import hashlib
+    import importlib.util
+    import marshal
+    import types
+    import warnings
+
+    import _pytest.assertion.rewrite as rewrite
+    import pytest
+
+    rewrite_test = rewrite._rewrite_test
+
+    def renamed(code, filename):
+        consts = tuple(renamed(k, filename) if isinstance(k, types.CodeType) else k
+                       for k in code.co_consts)
+        return code.replace(co_filename=filename, co_consts=consts)
+
+    def shared_rewrite_test(fn, config):
+        source = fn.read_bytes()
+        digest = hashlib.sha256()
+        pass_hook = config.getini("enable_assertion_pass_hook")
+        for part in (importlib.util.MAGIC_NUMBER, pytest.__version__.encode(),
+                     b"pass-hook" if pass_hook else b"", source):
+            digest.update(len(part).to_bytes(8, "little") + part)
+        entry = os.path.join(directory, digest.hexdigest())
+        try:
+            with open(entry, "rb") as cached:
+                code = marshal.load(cached)
+            if isinstance(code, types.CodeType):
+                return importlib.util.source_hash(source), renamed(code, str(fn))
+        except (OSError, EOFError, ValueError, TypeError):
+            pass
+        with warnings.catch_warnings(record=True) as issued:
+            warnings.simplefilter("always")
+            source_hash, code = rewrite_test(fn, config)
+        # Issued again as the rewrite issued them (explicit file and line, no registry), under
+        # the session's own filters.
+        for warning in issued:
+            warnings.warn_explicit(warning.message, warning.category, warning.filename,
+                                   warning.lineno)
+        if not issued:
+            try:
+                partial = f"{entry}.{os.getpid()}"
+                with open(partial, "wb") as out:
+                    marshal.dump(code, out)
+                os.replace(partial, entry)
+            except OSError:
+                pass
+        return source_hash, code
+
+    rewrite._rewrite_test = shared_rewrite_test
+
+
 WARM_UP_SUITE = """
 import pytest
 
@@ -535,6 +596,11 @@ def main():
             pass
     # `-c` put the server's own directory first; each child puts its tree there instead.
     base_path = sys.path[1:]
+    if len(sys.argv) > 1:
+        try:
+            share_rewrites(sys.argv[1])
+        except Exception:
+            pass  # another pytest's internals: each session rewrites its own modules
     become_subreaper()
     warm_up()
     requests = os.fdopen(os.dup(0), "r")

@@ -76,7 +76,13 @@ struct SessionKey {
 struct SessionStart {
     tree: Arc<tempfile::TempDir>,
     env: Vec<(String, String)>,
+    rewrites: Rewrites,
 }
+
+/// The directory where a wrapper's servers and their forks share rewritten test modules
+/// (`share_rewrites` in the script); each server holds it, so it goes with the last of them.
+/// `None` when it could not be made: every session then rewrites its own.
+type Rewrites = Option<Arc<tempfile::TempDir>>;
 
 struct Server {
     key: Key,
@@ -86,6 +92,7 @@ struct Server {
     /// A session server's unmutated tree, shared by the servers of its key; removed with the
     /// last of them (after the process, which is killed when dropped).
     _tree: Option<Arc<tempfile::TempDir>>,
+    _rewrites: Rewrites,
     idle_since: Instant,
 }
 
@@ -128,9 +135,10 @@ struct Answer {
 }
 
 impl Server {
-    async fn start(key: Key, env: &[(String, String)]) -> Option<Server> {
+    async fn start(key: Key, env: &[(String, String)], rewrites: Rewrites) -> Option<Server> {
         let mut process = Command::new(&key.python)
             .args(["-c", WARM_PYTEST])
+            .args(rewrites.as_ref().map(|dir| dir.path()))
             .current_dir("/")
             .env_clear()
             .envs(env.iter().map(|(k, v)| (k, v)))
@@ -148,6 +156,7 @@ impl Server {
             requests,
             answers,
             _tree: None,
+            _rewrites: rewrites,
             idle_since: Instant::now(),
         };
         // A server that cannot import pytest says so by closing: the job then runs as-is and
@@ -161,7 +170,7 @@ impl Server {
         let Some(session) = key.session.clone() else {
             return Err(WarmError::NotSession { python });
         };
-        let mut server = Server::start(key, &start.env)
+        let mut server = Server::start(key, &start.env, start.rewrites.clone())
             .await
             .ok_or(WarmError::Start { python })?;
         let tree = start.tree.path().join("tree");
@@ -239,6 +248,7 @@ pub struct WarmPytest<S> {
     /// Jobs that may run at once: the most servers of one kind worth starting ahead.
     slots: usize,
     hot_swap: bool,
+    rewrites: Rewrites,
 }
 
 /// How the last job of a hot-swap attempt ended.
@@ -257,11 +267,18 @@ impl<S: Sandbox> WarmPytest<S> {
                 "0" | "false" | "off"
             )
         });
+        let rewrites = tempfile::Builder::new()
+            .prefix("assay-rewrites-")
+            .tempdir()
+            .map_err(|why| tracing::debug!(%why, "no shared directory for rewritten test modules"))
+            .ok()
+            .map(Arc::new);
         Self {
             inner,
             pool: Arc::default(),
             slots,
             hot_swap: !off,
+            rewrites,
         }
     }
 
@@ -296,9 +313,10 @@ impl<S: Sandbox> WarmPytest<S> {
             let (pool, key, env) = (self.pool.clone(), key.clone(), env.to_vec());
             let session = session.cloned();
             let limit = 2 * self.slots.max(1);
+            let rewrites = self.rewrites.clone();
             tokio::spawn(async move {
                 let spare = match session {
-                    None => Server::start(key.clone(), &env).await,
+                    None => Server::start(key.clone(), &env, rewrites).await,
                     Some(start) => match Server::start_session(key.clone(), start).await {
                         Ok(server) => Some(server),
                         Err(why) => {
@@ -403,6 +421,7 @@ impl<S: Sandbox> WarmPytest<S> {
         let start = SessionStart {
             tree,
             env: run.env.clone(),
+            rewrites: self.rewrites.clone(),
         };
         let server = match self.take_idle(&key, &run.env, Some(&start)) {
             Some(server) => server,
@@ -610,7 +629,7 @@ impl<S: Sandbox> Sandbox for WarmPytest<S> {
         };
         let server = match self.take_idle(&key, &run.env, None) {
             Some(server) => Some(server),
-            None => Server::start(key, &run.env).await,
+            None => Server::start(key, &run.env, self.rewrites.clone()).await,
         };
         match server {
             Some(server) => self.run_forked(server, run, &warm).await,

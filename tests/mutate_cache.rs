@@ -210,7 +210,8 @@ fn cache_line(run: &Run) -> String {
         .to_owned()
 }
 
-/// The report without what differs between equal runs: timings, the cache's marks.
+/// The report without what differs between equal runs: timings (the phases too), the cache's
+/// marks.
 fn comparable(run: &Run) -> Value {
     let mut doc = report(run).clone();
     for file in doc["files"].as_object_mut().unwrap().values_mut() {
@@ -218,6 +219,7 @@ fn comparable(run: &Run) -> Value {
             mutant.as_object_mut().unwrap().remove("duration");
         }
     }
+    doc.as_object_mut().unwrap().remove("performance");
     let assay = doc["assay"].as_object_mut().unwrap();
     assay.remove("cache");
     let summary = assay["summary"].as_object_mut().unwrap();

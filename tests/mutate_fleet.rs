@@ -97,11 +97,14 @@ fn mutate(
     support::run(command, Some(json))
 }
 
-/// The report without what depends on timing: the elapsed time and rate, and for each mutant
+/// The report without what depends on timing: the elapsed time, rate and phases, and for each mutant
 /// which covering test killed it and how many ran (covering tests run fastest first, by measured
 /// durations, and stop at the first failure). A killer must still be one of the covering tests.
 /// Nor what the cache did: only the embedded run uses it.
 fn timing_free(mut report: serde_json::Value) -> serde_json::Value {
+    if let Some(doc) = report.as_object_mut() {
+        doc.remove("performance");
+    }
     if let Some(assay) = report["assay"].as_object_mut() {
         assay.remove("cache");
     }

@@ -227,9 +227,23 @@ fn mutate(repo: &support::Repo, args: &[&str]) -> Run {
 }
 
 fn mutate_in(out_dir: &tempfile::TempDir, repo: &support::Repo, args: &[&str]) -> Run {
+    mutate_in_with_env(out_dir, repo, args, &[])
+}
+
+fn mutate_with_env(repo: &support::Repo, args: &[&str], env: &[(&str, &str)]) -> Run {
+    mutate_in_with_env(&tempfile::tempdir().expect("temp dir"), repo, args, env)
+}
+
+fn mutate_in_with_env(
+    out_dir: &tempfile::TempDir,
+    repo: &support::Repo,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Run {
     let json = out_dir.path().join("mutation.json");
     let mut command = support::assay();
     command
+        .envs(env.iter().copied())
         .arg("mutate")
         .arg("-C")
         .arg(repo.path())
@@ -514,9 +528,11 @@ fn a_conftest_reporting_absurd_durations_does_not_crash_mutate() {
     );
 }
 
-/// A mutant that loops forever (`i > 0` -> `i >= 0` in a halving countdown: 0 // 2 is 0) times out under a limit
-/// sized from its own tests' baseline durations, far below the proof's 60 s floor, and is not
-/// retried.
+/// A mutant that loops forever (`i > 0` -> `i >= 0` in a halving countdown: 0 // 2 is 0) times
+/// out under a limit sized from its own tests' baseline durations, far below the proof's 60 s
+/// floor, and is not retried. Run in a fork of the collected session it pays no start-up, so
+/// it is stopped at the tighter limit of its tests alone; in a fresh session (hot swap off), at
+/// the limit that allows for start-up and collection too.
 #[test]
 fn a_hanging_mutant_times_out_at_a_limit_sized_from_its_tests_and_is_not_retried() {
     let repo = support::Repo::new();
@@ -529,33 +545,59 @@ fn a_hanging_mutant_times_out_at_a_limit_sized_from_its_tests_and_is_not_retried
         "from countdown import countdown\n\n\ndef test_it_stops_at_zero():\n    assert countdown(3) == 0\n",
     );
     repo.commit("countdown");
-    let run = mutate(&repo, &["--jobs", "2"]);
-    let report = run.evidence.as_ref().expect("report written");
-    let mutants = report["files"]["countdown/__init__.py"]["mutants"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    let hang = mutants
-        .iter()
-        .find(|m| m["description"] == "`>` -> `>=`")
-        .unwrap_or_else(|| panic!("no bound swap on the loop: {report:#}"));
+    let hang_of = |run: &Run| {
+        let report = run.evidence.as_ref().expect("report written");
+        report["files"]["countdown/__init__.py"]["mutants"]
+            .as_array()
+            .and_then(|m| m.iter().find(|m| m["description"] == "`>` -> `>=`"))
+            .cloned()
+            .unwrap_or_else(|| panic!("no bound swap on the loop: {report:#}"))
+    };
+    let seconds = |text: &str| -> u64 {
+        text.parse()
+            .unwrap_or_else(|_| panic!("not a number of seconds: {text}"))
+    };
+
+    let forked = mutate(&repo, &["--jobs", "2"]);
+    let hang = hang_of(&forked);
     assert_eq!(hang["status"], "Timeout", "{hang:#}");
     let reason = hang["statusReason"].as_str().unwrap_or_default();
-    let limit: u64 = reason
+    let (fork_limit, fresh_limit) = reason
         .strip_prefix("ran past its ")
-        .and_then(|rest| rest.strip_suffix("s limit"))
-        .and_then(|secs| secs.parse().ok())
-        .unwrap_or_else(|| panic!("one run, its limit named: {hang:#}"));
-    assert!(limit < 60, "{hang:#}");
+        .and_then(|rest| rest.split_once("s limit in a fork of the collected session ("))
+        .and_then(|(fork, rest)| {
+            Some((
+                seconds(fork),
+                seconds(rest.strip_suffix("s in a fresh one)")?),
+            ))
+        })
+        .unwrap_or_else(|| panic!("one run in a fork, both limits named: {hang:#}"));
+    assert!(fork_limit < fresh_limit && fresh_limit < 60, "{hang:#}");
+    let ran_ms = hang["duration"].as_u64().expect("a duration");
+    assert!(ran_ms < fresh_limit * 1000, "{hang:#}");
     // The progress line says so.
     assert!(
-        run.stderr
+        forked
+            .stderr
             .lines()
             .any(|l| l.contains("countdown/__init__.py:3 swap_bound")
-                && l.contains(&format!("TIMEOUT, ran past its {limit}s limit"))),
+                && l.contains(&format!(
+                    "TIMEOUT, ran past its {fork_limit}s limit in a fork"
+                ))),
         "{}",
-        run.explain()
+        forked.explain()
     );
+
+    let fresh = mutate_with_env(&repo, &["--jobs", "2"], &[("ASSAY_MUTATE_HOT_SWAP", "0")]);
+    let hang = hang_of(&fresh);
+    assert_eq!(hang["status"], "Timeout", "{hang:#}");
+    let reason = hang["statusReason"].as_str().unwrap_or_default();
+    let limit = reason
+        .strip_prefix("ran past its ")
+        .and_then(|rest| rest.strip_suffix("s limit"))
+        .map(seconds)
+        .unwrap_or_else(|| panic!("one fresh run, its limit named: {hang:#}"));
+    assert!(limit < 60, "{hang:#}");
 }
 
 /// Progress for long runs: one line per mutant with its file:line and operator, the counts so

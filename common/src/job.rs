@@ -79,6 +79,13 @@ pub struct JobSpec {
     /// Tests the job selects by name (empty: whatever the command selects).
     pub selected_tests: Vec<String>,
     pub timeout_secs: u64,
+    /// A mutant job's tighter limit for when the worker runs it in a fork of a session that
+    /// already configured pytest and collected the tests (the warm runner): such a run pays no
+    /// interpreter start-up or collection, which `timeout_secs` allows for. Never above
+    /// `timeout_secs`; `None`: `timeout_secs` applies either way. (Always encoded: the wire's
+    /// bincode has no optional fields, so adding it made wire protocol 8.)
+    #[serde(default)]
+    pub forked_timeout_secs: Option<u64>,
     /// Extra environment on top of the sandbox's clean one.
     pub env: Vec<(String, String)>,
     pub edit: Option<ByteEdit>,

@@ -188,6 +188,7 @@ mod tests {
             report: ReportFormat::JunitXml,
             selected_tests: Vec::new(),
             timeout_secs: 30,
+            forked_timeout_secs: None,
             env: Vec::new(),
             edit: None,
         }

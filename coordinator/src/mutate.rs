@@ -224,6 +224,7 @@ fn spec(request: &MutateRequest, tree: &TreeId, index: usize, command: Vec<Strin
         report: request.runner.report_format(),
         selected_tests: Vec::new(),
         timeout_secs: 1,
+        forked_timeout_secs: None,
         env: Vec::new(),
         edit: None,
     }
@@ -234,6 +235,9 @@ struct Work {
     at: usize,
     spec: JobSpec,
     cost: Duration,
+    /// The covering tests' part of `cost`: what a run in a fork of a collected session
+    /// pays. `None` when the whole suite runs (no node ids, so no fork).
+    tests_cost: Option<Duration>,
 }
 
 /// Mutates the HEAD tree's product files under `request.paths` and runs the tests per mutant.
@@ -335,7 +339,7 @@ pub async fn run(
     let mut keyed: BTreeMap<usize, String> = BTreeMap::new();
     for (at, mutant) in plan.mutants.iter().enumerate() {
         let file_bytes = bytes.get(mutant.path.as_str()).copied().unwrap_or_default();
-        let (covered_by, cost) = match &coverage {
+        let (covered_by, cost, tests_cost) = match &coverage {
             Some(map) => {
                 let statement = scopes.get(at).map_or(mutant.line, |s| s.statement_line);
                 let lines = line_range(file_bytes, mutant);
@@ -355,7 +359,7 @@ pub async fn run(
                         continue;
                     }
                     // Only import-time code runs it: every test may observe it.
-                    Some(tests) if tests.is_empty() => (Vec::new(), baseline_time),
+                    Some(tests) if tests.is_empty() => (Vec::new(), baseline_time, None),
                     Some(tests) => {
                         let mut tests: Vec<(f64, String)> = tests
                             .into_iter()
@@ -363,14 +367,18 @@ pub async fn run(
                             .collect();
                         // Fastest first, so `-x` stops at the cheapest kill.
                         tests.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
-                        let cost = overhead.saturating_add(assay_common::reported_secs(
-                            tests.iter().map(|t| t.0).sum(),
-                        ));
-                        (tests.into_iter().map(|t| t.1).collect(), cost)
+                        let tests_cost =
+                            assay_common::reported_secs(tests.iter().map(|t| t.0).sum());
+                        let cost = overhead.saturating_add(tests_cost);
+                        (
+                            tests.into_iter().map(|t| t.1).collect(),
+                            cost,
+                            Some(tests_cost),
+                        )
                     }
                 }
             }
-            None => (Vec::new(), baseline_time),
+            None => (Vec::new(), baseline_time, None),
         };
         let command = rerun::with_rerun(request.runner.command(&prefix, &covered_by, &[]));
         if let (Some(keys), Some(scope)) = (keys.as_mut(), scopes.get(at)) {
@@ -394,6 +402,7 @@ pub async fn run(
             at,
             spec: job,
             cost,
+            tests_cost,
         });
     }
     // Two mutants with one key (identical functions, say) cannot be told apart by it: neither
@@ -456,9 +465,9 @@ pub async fn run(
 
     let clock = |started: Instant| request.budget.saturating_sub(started.elapsed());
     let specs: Vec<JobSpec> = work.iter().map(|w| w.spec.clone()).collect();
-    let costs: BTreeMap<JobId, Duration> = work
+    let costs: BTreeMap<JobId, (Duration, Option<Duration>)> = work
         .iter()
-        .map(|w| (w.spec.job_id.clone(), w.cost))
+        .map(|w| (w.spec.job_id.clone(), (w.cost, w.tests_cost)))
         .collect();
     let tally = std::sync::Mutex::new(Tally {
         done: plan.mutants.len() - work.len(),
@@ -466,10 +475,11 @@ pub async fn run(
     });
     let mutants_started = Instant::now();
     let admit = |spec: &mut JobSpec| {
-        let expected = costs.get(&spec.job_id).copied().unwrap_or(baseline_time);
-        let timeout = mutants::mutate_timeout(clock(started), expected)?;
-        spec.timeout_secs = timeout.limit.as_secs().max(1);
-        Ok(timeout)
+        let (expected, tests) = costs
+            .get(&spec.job_id)
+            .copied()
+            .unwrap_or((baseline_time, None));
+        limit_job(spec, clock(started), expected, tests)
     };
     // Each limit fits in what is left of the budget; a result that never comes (a lost job
     // on a fleet) leaves its mutant pending at the budget's end plus a grace.
@@ -527,7 +537,7 @@ pub async fn run(
                 again.index += plan.mutants.len() as u32;
                 again.job_id = JobId::for_index(&request.run_id, again.index as usize);
                 again_specs.push(again);
-                again_at.push((w.at, w.cost));
+                again_at.push((w.at, w.cost, w.tests_cost));
             }
         }
     }
@@ -536,10 +546,10 @@ pub async fn run(
             kills: again_specs.len(),
         });
     }
-    let again_costs: BTreeMap<JobId, Duration> = again_specs
+    let again_costs: BTreeMap<JobId, (Duration, Option<Duration>)> = again_specs
         .iter()
         .zip(&again_at)
-        .map(|(spec, (_, cost))| (spec.job_id.clone(), *cost))
+        .map(|(spec, (_, cost, tests))| (spec.job_id.clone(), (*cost, *tests)))
         .collect();
     let second_runs: std::sync::Mutex<BTreeMap<JobId, JobResult>> = Default::default();
     let seconds = run_mutants(
@@ -548,13 +558,11 @@ pub async fn run(
         request.slots,
         Some(deadline),
         |spec: &mut JobSpec| {
-            let expected = again_costs
+            let (expected, tests) = again_costs
                 .get(&spec.job_id)
                 .copied()
-                .unwrap_or(baseline_time);
-            let timeout = mutants::mutate_timeout(clock(started), expected)?;
-            spec.timeout_secs = timeout.limit.as_secs().max(1);
-            Ok(timeout)
+                .unwrap_or((baseline_time, None));
+            limit_job(spec, clock(started), expected, tests)
         },
         |result, timeout| {
             if mutant_cache.is_some()
@@ -570,7 +578,7 @@ pub async fn run(
     .await
     .map_err(MutateError::Stopped)?;
     let mut second_of: BTreeMap<usize, JobId> = BTreeMap::new();
-    for (((at, _), again), spec) in again_at.into_iter().zip(seconds).zip(&again_specs) {
+    for (((at, _, _), again), spec) in again_at.into_iter().zip(seconds).zip(&again_specs) {
         second_of.insert(at, spec.job_id.clone());
         if let (Some(slot), Some(again)) = (results[at].as_mut(), again) {
             settle(slot, &again);
@@ -782,6 +790,31 @@ fn pending(reason: NotRunReason) -> Judged {
     }
 }
 
+/// Sets a mutant job's limits: the rule of [`mutants::mutate_timeout`] on its whole expected
+/// cost (start-up, collection and its tests: a fresh session), and, when it runs node ids, the
+/// same rule on its tests alone for a run in a fork of a collected session, which pays neither
+/// start-up nor collection. Returns the fresh limit, which the judgement names.
+fn limit_job(
+    spec: &mut JobSpec,
+    budget_left: Duration,
+    expected: Duration,
+    tests: Option<Duration>,
+) -> Result<MutantTimeout, NotRunReason> {
+    let timeout = mutants::mutate_timeout(budget_left, expected)?;
+    spec.timeout_secs = timeout.limit.as_secs().max(1);
+    spec.forked_timeout_secs = match tests {
+        Some(tests) => Some(
+            mutants::mutate_timeout(budget_left, tests)?
+                .limit
+                .min(timeout.limit)
+                .as_secs()
+                .max(1),
+        ),
+        None => None,
+    };
+    Ok(timeout)
+}
+
 /// `assay mutate`'s names for the one judgement (`mutants::judge`): Stryker's statuses, a hang
 /// its own `Timeout`, a budget cut `Pending`, anything else that did not run `RuntimeError`.
 fn judge(result: &JobResult, timeout: MutantTimeout) -> Judged {
@@ -814,10 +847,20 @@ fn judge(result: &JobResult, timeout: MutantTimeout) -> Judged {
             duration_s,
             confirmed: None,
         },
-        Judgement::TimedOut { limit } => verdict(
-            Status::Timeout,
-            Some(format!("ran past its {}s limit", limit.as_secs())),
-        ),
+        Judgement::TimedOut { limit } => {
+            // Stopped well before the fresh limit: the fork's own, tighter limit (`limit_job`).
+            let ran = Duration::from_millis(result.duration_ms);
+            let reason = if ran + Duration::from_secs(1) < limit {
+                format!(
+                    "ran past its {}s limit in a fork of the collected session ({}s in a fresh one)",
+                    ran.as_secs_f64().round() as u64,
+                    limit.as_secs()
+                )
+            } else {
+                format!("ran past its {}s limit", limit.as_secs())
+            };
+            verdict(Status::Timeout, Some(reason))
+        }
         Judgement::NotRun(reason @ NotRunReason::CutShort { .. }) => {
             verdict(Status::Pending, Some(reason.to_string()))
         }

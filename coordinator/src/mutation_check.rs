@@ -180,6 +180,7 @@ fn job(
         report: report_format(proof, names),
         selected_tests: names.to_vec(),
         timeout_secs: timeout.as_secs().max(1),
+        forked_timeout_secs: None,
         env: Vec::new(),
         edit,
     }

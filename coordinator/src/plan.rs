@@ -43,6 +43,7 @@ pub fn plan_proof(input: &ProofPlanInput<'_>) -> Vec<JobSpec> {
             report: input.report.clone(),
             selected_tests: names.to_vec(),
             timeout_secs: input.timeout_secs,
+            forked_timeout_secs: None,
             env: Vec::new(),
             edit: None,
         });

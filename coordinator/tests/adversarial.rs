@@ -198,6 +198,7 @@ fn job(proof_id: &ProofId, index: usize, tree: &TreeId, command: &[&str]) -> Job
         report: ReportFormat::JunitXml,
         selected_tests: vec![],
         timeout_secs: 60,
+        forked_timeout_secs: None,
         env: vec![],
         edit: None,
     }

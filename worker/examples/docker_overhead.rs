@@ -54,6 +54,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             stdout_path: scratch.join("stdout"),
             stderr_path: scratch.join("stderr"),
             timeout: Duration::from_secs(60),
+            forked_timeout: None,
             network: false,
         };
         let started = Instant::now();

@@ -286,6 +286,9 @@ async fn run_in(
         stdout_path,
         stderr_path: logs.join("stderr.log"),
         timeout: Duration::from_secs(job.timeout_secs.max(1)),
+        forked_timeout: job
+            .forked_timeout_secs
+            .map(|secs| Duration::from_secs(secs.max(1))),
         network: false,
     };
     let sandbox_span = info_span!("sandbox", sandbox = ctx.sandbox.name());
@@ -581,6 +584,7 @@ mod tests {
             report: assay_common::runner::ReportFormat::JunitXml,
             selected_tests: vec![],
             timeout_secs: 1,
+            forked_timeout_secs: None,
             env: vec![],
             edit: None,
         };

@@ -83,6 +83,7 @@ pub async fn run_cases(
             stdout_path: dirs.logs.join(format!("case-{number:04}.stdout.log")),
             stderr_path: dirs.logs.join(format!("case-{number:04}.stderr.log")),
             timeout: left,
+            forked_timeout: None,
             network: false,
         };
         let exit = ctx

@@ -78,6 +78,7 @@ impl Job {
             stdout_path: self.scratch.join("stdout"),
             stderr_path: self.scratch.join("stderr"),
             timeout,
+            forked_timeout: None,
             network: false,
         }
     }

@@ -79,6 +79,7 @@ impl Job {
             stdout_path: self.scratch.join("stdout.log"),
             stderr_path: self.scratch.join("stderr.log"),
             timeout,
+            forked_timeout: None,
             network: false,
         }
     }

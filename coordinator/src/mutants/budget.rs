@@ -21,6 +21,10 @@ pub const MIN_TIME_TO_START: Duration = Duration::from_secs(60);
 pub const MUTATE_TIMEOUT_FACTOR: u32 = 10;
 /// …plus this, so a mutant whose tests take milliseconds still survives a scheduling hiccup.
 pub const MUTATE_TIMEOUT_SLACK: Duration = Duration::from_secs(2);
+/// What the limit of a mutant run in a fork of a collected session counts: the same rule on
+/// its covering tests alone, since the fork pays no start-up or collection. Part of the
+/// mutant cache's key, as the rest of the rule is.
+pub const FORKED_LIMIT_RULE: &str = "a fork's limit counts its tests alone";
 
 /// The limit one mutant runs under.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

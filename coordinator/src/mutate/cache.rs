@@ -12,7 +12,9 @@
 
 use super::{Judged, MutantResult, MutateRequest, Status, judge};
 use crate::cache::{CacheMode, Producer, ResultCache, RunContext, check_pinned};
-use crate::mutants::budget::{MUTATE_TIMEOUT_FACTOR, MUTATE_TIMEOUT_SLACK, MutantTimeout};
+use crate::mutants::budget::{
+    FORKED_LIMIT_RULE, MUTATE_TIMEOUT_FACTOR, MUTATE_TIMEOUT_SLACK, MutantTimeout,
+};
 use crate::mutants::scope::Scope;
 use crate::mutants::{Mutant, OperatorSet};
 use crate::source::{self, SourceError};
@@ -97,8 +99,9 @@ struct KeyInputs<'a> {
     selection: Option<Vec<&'a str>>,
     /// `(path, sha256 of its bytes or "absent")` of every test file the selection reads.
     test_files: Vec<(&'a str, String)>,
-    /// The mutant timeout's rule: factor and slack in milliseconds.
-    timeout_rule: (u32, u128),
+    /// The mutant timeout's rule: factor, slack in milliseconds, and what a fork's limit
+    /// counts ([`FORKED_LIMIT_RULE`]).
+    timeout_rule: (u32, u128, &'static str),
     sandbox: &'a SandboxEvidence,
     interpreter: Option<String>,
     env: &'a [(String, String)],
@@ -176,7 +179,11 @@ impl<'a> Keys<'a> {
             report: &self.request.runner.report_format(),
             selection,
             test_files: files.iter().map(String::as_str).zip(test_files).collect(),
-            timeout_rule: (MUTATE_TIMEOUT_FACTOR, MUTATE_TIMEOUT_SLACK.as_millis()),
+            timeout_rule: (
+                MUTATE_TIMEOUT_FACTOR,
+                MUTATE_TIMEOUT_SLACK.as_millis(),
+                FORKED_LIMIT_RULE,
+            ),
             sandbox: &self.context.sandbox,
             interpreter: command
                 .first()

@@ -68,6 +68,7 @@ pub fn plan_suite(
                 report,
                 selected_tests: members.iter().map(|c| c.id.clone()).collect(),
                 timeout_secs,
+                forked_timeout_secs: None,
                 env: Vec::new(),
                 edit: None,
             }
@@ -95,6 +96,7 @@ pub(crate) fn unselected_job(
         report: setup.report_format(),
         selected_tests: Vec::new(),
         timeout_secs,
+        forked_timeout_secs: None,
         env: Vec::new(),
         edit: None,
     }

@@ -26,6 +26,7 @@ pub fn plan_job(run_id: &ProofId, tree: &TreeId, ids: &[String], timeout_secs: u
         report: ReportFormat::JunitXml,
         selected_tests: ids.to_vec(),
         timeout_secs,
+        forked_timeout_secs: None,
         env: Vec::new(),
         edit: None,
     }

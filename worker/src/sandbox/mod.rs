@@ -34,6 +34,9 @@ pub struct SandboxRun {
     pub stdout_path: PathBuf,
     pub stderr_path: PathBuf,
     pub timeout: Duration,
+    /// The limit when the warm runner runs the job in a fork of a collected session (see
+    /// `JobSpec::forked_timeout_secs`); `timeout` still bounds it.
+    pub forked_timeout: Option<Duration>,
     /// Allow network access (only when the plan asks).
     pub network: bool,
 }

@@ -514,7 +514,13 @@ impl<S: Sandbox> WarmPytest<S> {
             _ => return Err(backend("the server stopped before forking")),
         };
         let mut group = GroupGuard(Some(pid));
-        let status = match tokio::time::timeout(run.timeout, server.answer()).await {
+        // A fork of a session server (collected already) pays no start-up or collection, so
+        // the tighter limit applies when given; a fork of a plain warm server still collects.
+        let limit = match (&server.key.session, run.forked_timeout) {
+            (Some(_), Some(forked)) => forked.min(run.timeout),
+            _ => run.timeout,
+        };
+        let status = match tokio::time::timeout(limit, server.answer()).await {
             Err(_elapsed) => {
                 drop(group);
                 // The server reaps the killed child; if it does not say so, it is discarded.

@@ -141,6 +141,7 @@ struct UncheckedJob {
     report: ReportFormat,
     selected_tests: Vec<String>,
     timeout_secs: u64,
+    forked_timeout_secs: Option<u64>,
     env: Vec<(String, String)>,
     edit: Option<(String, usize, usize, String)>,
 }
@@ -157,6 +158,7 @@ fn unchecked(tree: &str, edit_path: Option<&str>) -> UncheckedJob {
         report: ReportFormat::JunitXml,
         selected_tests: vec![],
         timeout_secs: u64::MAX,
+        forked_timeout_secs: Some(u64::MAX),
         env: vec![],
         edit: edit_path.map(|p| (p.to_owned(), 0, 1, "x".into())),
     }

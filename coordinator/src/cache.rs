@@ -277,6 +277,9 @@ struct KeyInputs<'a> {
     selected_tests: &'a [String],
     job_env: &'a [(String, String)],
     timeout_secs: u64,
+    /// Absent for every job but a mutant's, so the other keys stay as they were.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    forked_timeout_secs: Option<u64>,
     sandbox: &'a SandboxEvidence,
     interpreter: Option<String>,
     env: &'a [(String, String)],
@@ -301,6 +304,7 @@ pub(crate) fn schema_key(schema: &'static str, spec: &JobSpec, context: &RunCont
         selected_tests: &spec.selected_tests,
         job_env: &spec.env,
         timeout_secs: spec.timeout_secs,
+        forked_timeout_secs: spec.forked_timeout_secs,
         sandbox: &context.sandbox,
         interpreter: spec
             .command

@@ -370,6 +370,7 @@ struct UncheckedJob {
     report: ReportFormat,
     selected_tests: Vec<String>,
     timeout_secs: u64,
+    forked_timeout_secs: Option<u64>,
     env: Vec<(String, String)>,
     edit: Option<UncheckedEdit>,
 }
@@ -394,6 +395,7 @@ fn unchecked(job: JobSpec, edit_path: &str) -> UncheckedJob {
         report: job.report,
         selected_tests: job.selected_tests,
         timeout_secs: job.timeout_secs,
+        forked_timeout_secs: job.forked_timeout_secs,
         env: job.env,
         edit: Some(UncheckedEdit {
             path: edit_path.into(),
@@ -428,6 +430,7 @@ struct UncheckedSubmission {
     test_command: Option<Vec<String>>,
     timeout_secs: u64,
     mutation: Option<assay_common::mutation_plan::MutationSetup>,
+    cache: assay_common::fleet::CacheMode,
 }
 
 fn unchecked_submission(submission: ProofSubmission, edit_path: &str) -> UncheckedRequest {
@@ -451,6 +454,7 @@ fn unchecked_submission(submission: ProofSubmission, edit_path: &str) -> Uncheck
         test_command: submission.test_command,
         timeout_secs: submission.timeout_secs,
         mutation: submission.mutation,
+        cache: submission.cache,
     })
 }
 
@@ -496,6 +500,29 @@ async fn results_consumer(
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// The hostile messages below are refused for their paths, not for a layout drifted from the
+/// real one: with a confined path the same shapes decode as the real messages.
+#[test]
+fn the_unchecked_job_and_submission_have_the_real_layout() {
+    let proof = ProofId("p-1795995829-layout".into());
+    let legal = unchecked(
+        job(&proof, 0, &empty_tree(), &["true"]),
+        "pager/__init__.py",
+    );
+    let decoded: JobSpec = wire::decode("job", &wire::encode("job", &legal).unwrap())
+        .expect("an unchecked job with a confined path decodes as a JobSpec");
+    assert_eq!(
+        decoded.edit.map(|e| e.path.as_str().to_owned()).as_deref(),
+        Some("pager/__init__.py")
+    );
+    let request = unchecked_submission(submission(&proof, 1), "pager/__init__.py");
+    let bytes = wire::encode("submit request", &request).unwrap();
+    assert!(
+        wire::decode::<SubmitRequest>("submit request", &bytes).is_ok(),
+        "an unchecked submission with a confined path decodes as a SubmitRequest"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

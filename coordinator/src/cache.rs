@@ -384,6 +384,22 @@ fn entry_key(key: &str) -> String {
     format!("{PREFIX}/{key}.json")
 }
 
+/// The name of the artifact that holds a job's report in `format`: its stdout for a report
+/// written there, its `report` otherwise.
+pub(crate) fn report_artifact_name(format: &ReportFormat) -> &'static str {
+    match format.location() {
+        ReportLocation::Stdout => "stdout",
+        _ => "report",
+    }
+}
+
+/// Seconds since the epoch, as entries record when they were written.
+pub(crate) fn epoch_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
 /// Checks a stored result against the store: every artifact it names must be there with its
 /// recorded sha256, and its report must re-parse to the result's own report. `Err` says why not.
 pub(crate) async fn check_pinned(
@@ -396,11 +412,7 @@ pub(crate) async fn check_pinned(
         let bytes = read_artifact(store, artifact)
             .await
             .map_err(|e| assay_transport::error_chain::error_chain(&e))?;
-        let holds_report = match format.location() {
-            ReportLocation::Stdout => artifact.name == "stdout",
-            _ => artifact.name == "report",
-        };
-        if holds_report {
+        if artifact.name == report_artifact_name(format) {
             report_bytes = Some(bytes);
         }
     }
@@ -516,9 +528,7 @@ impl ResultCache {
         {
             return Ok(0);
         }
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
+        let now = epoch_secs();
         let mut written = 0;
         for result in results {
             let Some(key) = keyed.get(&result.job_id) else {

@@ -234,10 +234,26 @@ fn spec(request: &MutateRequest, tree: &TreeId, index: usize, command: Vec<Strin
 struct Work {
     at: usize,
     spec: JobSpec,
-    cost: Duration,
-    /// The covering tests' part of `cost`: what a run in a fork of a collected session
-    /// pays. `None` when the whole suite runs (no node ids, so no fork).
-    tests_cost: Option<Duration>,
+    cost: Cost,
+}
+
+/// What one mutant's run is expected to cost.
+#[derive(Clone, Copy, Debug)]
+struct Cost {
+    /// In a fresh session: start-up and collection, plus its covering tests.
+    whole: Duration,
+    /// In a fork of a collected session: its covering tests alone. `None` when the whole
+    /// suite runs (no node ids, so no fork).
+    forked: Option<Duration>,
+}
+
+impl Cost {
+    fn whole_suite(baseline: Duration) -> Self {
+        Self {
+            whole: baseline,
+            forked: None,
+        }
+    }
 }
 
 /// Mutates the HEAD tree's product files under `request.paths` and runs the tests per mutant.
@@ -339,7 +355,7 @@ pub async fn run(
     let mut keyed: BTreeMap<usize, String> = BTreeMap::new();
     for (at, mutant) in plan.mutants.iter().enumerate() {
         let file_bytes = bytes.get(mutant.path.as_str()).copied().unwrap_or_default();
-        let (covered_by, cost, tests_cost) = match &coverage {
+        let (covered_by, cost) = match &coverage {
             Some(map) => {
                 let statement = scopes.get(at).map_or(mutant.line, |s| s.statement_line);
                 let lines = line_range(file_bytes, mutant);
@@ -359,7 +375,9 @@ pub async fn run(
                         continue;
                     }
                     // Only import-time code runs it: every test may observe it.
-                    Some(tests) if tests.is_empty() => (Vec::new(), baseline_time, None),
+                    Some(tests) if tests.is_empty() => {
+                        (Vec::new(), Cost::whole_suite(baseline_time))
+                    }
                     Some(tests) => {
                         let mut tests: Vec<(f64, String)> = tests
                             .into_iter()
@@ -367,18 +385,16 @@ pub async fn run(
                             .collect();
                         // Fastest first, so `-x` stops at the cheapest kill.
                         tests.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
-                        let tests_cost =
-                            assay_common::reported_secs(tests.iter().map(|t| t.0).sum());
-                        let cost = overhead.saturating_add(tests_cost);
-                        (
-                            tests.into_iter().map(|t| t.1).collect(),
-                            cost,
-                            Some(tests_cost),
-                        )
+                        let forked = assay_common::reported_secs(tests.iter().map(|t| t.0).sum());
+                        let cost = Cost {
+                            whole: overhead.saturating_add(forked),
+                            forked: Some(forked),
+                        };
+                        (tests.into_iter().map(|t| t.1).collect(), cost)
                     }
                 }
             }
-            None => (Vec::new(), baseline_time, None),
+            None => (Vec::new(), Cost::whole_suite(baseline_time)),
         };
         let command = rerun::with_rerun(request.runner.command(&prefix, &covered_by, &[]));
         if let (Some(keys), Some(scope)) = (keys.as_mut(), scopes.get(at)) {
@@ -402,7 +418,6 @@ pub async fn run(
             at,
             spec: job,
             cost,
-            tests_cost,
         });
     }
     // Two mutants with one key (identical functions, say) cannot be told apart by it: neither
@@ -455,19 +470,19 @@ pub async fn run(
     // Saturating: a cost can be `Duration::MAX` when the measured durations are absurd.
     let total_cost = work
         .iter()
-        .fold(Duration::ZERO, |sum, w| sum.saturating_add(w.cost));
+        .fold(Duration::ZERO, |sum, w| sum.saturating_add(w.cost.whole));
     let slots = u32::try_from(request.slots).unwrap_or(u32::MAX).max(1);
     let fits = (total_cost / slots).saturating_add(baseline_time) < request.budget;
     work.sort_by(|a, b| {
-        let order = a.cost.cmp(&b.cost).then(a.at.cmp(&b.at));
+        let order = a.cost.whole.cmp(&b.cost.whole).then(a.at.cmp(&b.at));
         if fits { order.reverse() } else { order }
     });
 
     let clock = |started: Instant| request.budget.saturating_sub(started.elapsed());
     let specs: Vec<JobSpec> = work.iter().map(|w| w.spec.clone()).collect();
-    let costs: BTreeMap<JobId, (Duration, Option<Duration>)> = work
+    let costs: BTreeMap<JobId, Cost> = work
         .iter()
-        .map(|w| (w.spec.job_id.clone(), (w.cost, w.tests_cost)))
+        .map(|w| (w.spec.job_id.clone(), w.cost))
         .collect();
     let tally = std::sync::Mutex::new(Tally {
         done: plan.mutants.len() - work.len(),
@@ -475,11 +490,12 @@ pub async fn run(
     });
     let mutants_started = Instant::now();
     let admit = |spec: &mut JobSpec| {
-        let (expected, tests) = costs
-            .get(&spec.job_id)
-            .copied()
-            .unwrap_or((baseline_time, None));
-        limit_job(spec, clock(started), expected, tests)
+        let cost = costs.get(&spec.job_id).copied();
+        limit_job(
+            spec,
+            clock(started),
+            cost.unwrap_or(Cost::whole_suite(baseline_time)),
+        )
     };
     // Each limit fits in what is left of the budget; a result that never comes (a lost job
     // on a fleet) leaves its mutant pending at the budget's end plus a grace.
@@ -537,7 +553,7 @@ pub async fn run(
                 again.index += plan.mutants.len() as u32;
                 again.job_id = JobId::for_index(&request.run_id, again.index as usize);
                 again_specs.push(again);
-                again_at.push((w.at, w.cost, w.tests_cost));
+                again_at.push((w.at, w.cost));
             }
         }
     }
@@ -546,10 +562,10 @@ pub async fn run(
             kills: again_specs.len(),
         });
     }
-    let again_costs: BTreeMap<JobId, (Duration, Option<Duration>)> = again_specs
+    let again_costs: BTreeMap<JobId, Cost> = again_specs
         .iter()
         .zip(&again_at)
-        .map(|(spec, (_, cost, tests))| (spec.job_id.clone(), (*cost, *tests)))
+        .map(|(spec, (_, cost))| (spec.job_id.clone(), *cost))
         .collect();
     let second_runs: std::sync::Mutex<BTreeMap<JobId, JobResult>> = Default::default();
     let seconds = run_mutants(
@@ -558,11 +574,12 @@ pub async fn run(
         request.slots,
         Some(deadline),
         |spec: &mut JobSpec| {
-            let (expected, tests) = again_costs
-                .get(&spec.job_id)
-                .copied()
-                .unwrap_or((baseline_time, None));
-            limit_job(spec, clock(started), expected, tests)
+            let cost = again_costs.get(&spec.job_id).copied();
+            limit_job(
+                spec,
+                clock(started),
+                cost.unwrap_or(Cost::whole_suite(baseline_time)),
+            )
         },
         |result, timeout| {
             if mutant_cache.is_some()
@@ -578,7 +595,7 @@ pub async fn run(
     .await
     .map_err(MutateError::Stopped)?;
     let mut second_of: BTreeMap<usize, JobId> = BTreeMap::new();
-    for (((at, _, _), again), spec) in again_at.into_iter().zip(seconds).zip(&again_specs) {
+    for (((at, _), again), spec) in again_at.into_iter().zip(seconds).zip(&again_specs) {
         second_of.insert(at, spec.job_id.clone());
         if let (Some(slot), Some(again)) = (results[at].as_mut(), again) {
             settle(slot, &again);
@@ -797,12 +814,11 @@ fn pending(reason: NotRunReason) -> Judged {
 fn limit_job(
     spec: &mut JobSpec,
     budget_left: Duration,
-    expected: Duration,
-    tests: Option<Duration>,
+    cost: Cost,
 ) -> Result<MutantTimeout, NotRunReason> {
-    let timeout = mutants::mutate_timeout(budget_left, expected)?;
+    let timeout = mutants::mutate_timeout(budget_left, cost.whole)?;
     spec.timeout_secs = timeout.limit.as_secs().max(1);
-    spec.forked_timeout_secs = match tests {
+    spec.forked_timeout_secs = match cost.forked {
         Some(tests) => Some(
             mutants::mutate_timeout(budget_left, tests)?
                 .limit

@@ -360,9 +360,7 @@ impl MutantCache {
                 proof_id: run_id.clone(),
                 job_id: first.job_id.clone(),
             },
-            created_at: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs()),
+            created_at: crate::cache::epoch_secs(),
             verdict,
             runs,
         };

@@ -18,11 +18,14 @@
 use super::drive::Driven;
 use super::ledger::Ledger;
 use super::runners::{SuiteRunner, SuiteSetup};
-use crate::cache::{CacheError, CacheMode, Producer, ResultCache, RunContext, schema_key};
+use crate::cache::{
+    CacheError, CacheMode, Producer, ResultCache, RunContext, epoch_secs, report_artifact_name,
+    schema_key,
+};
 use assay_common::job::ArtifactRef;
 use assay_common::job::{JobResult, JobSpec, JobStatus};
 use assay_common::report;
-use assay_common::runner::{ReportFormat, ReportLocation, RunnerKind};
+use assay_common::runner::{ReportFormat, RunnerKind};
 use assay_common::suite::{
     CachedCase, CaseOutcome, CaseReport, Lane, RefusedEntry, SuiteCase, derive_outcome,
 };
@@ -281,9 +284,7 @@ impl CaseCache {
         if self.cache.mode == CacheMode::Off {
             return Ok(0);
         }
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
+        let now = epoch_secs();
         let mut encoded = Vec::new();
         for (spec, members) in driven.plan.iter().zip(&driven.shards) {
             let Some(result) = driven
@@ -391,10 +392,7 @@ fn reports_reruns(stdout: &str) -> bool {
 
 /// The artifact of `result` that holds its structured report.
 fn report_artifact(result: &JobResult, format: &ReportFormat) -> Option<ArtifactRef> {
-    let name = match format.location() {
-        ReportLocation::Stdout => "stdout",
-        _ => "report",
-    };
+    let name = report_artifact_name(format);
     result.artifacts.iter().find(|a| a.name == name).cloned()
 }
 

@@ -319,8 +319,6 @@ def _pair(original, mutated, changed):
             for a, b in zip(inner_o, inner_m)):
         raise Fallback(f"the functions defined in {original.co_qualname} change")
     own = original.co_qualname != mutated.co_qualname or _own(original) != _own(mutated)
-    if own and not original.co_flags & CO_OPTIMIZED:
-        raise Fallback(f"code outside any function changes ({original.co_qualname})")
     if (original.co_freevars, original.co_cellvars) != (mutated.co_freevars, mutated.co_cellvars):
         raise Fallback(f"the free variables of {original.co_qualname} change")
     changed.append((original, mutated, own))
@@ -341,6 +339,7 @@ class Module:
                    and os.path.realpath(m.__file__) == target]
         if len(modules) != 1:
             raise Fallback(f"{path} was imported {len(modules)} times during collection")
+        self.module = modules[0]
         self.filename = modules[0].__file__
         with open(target, "rb") as source:
             self.original = compile(source.read(), self.filename, "exec", dont_inherit=True)
@@ -365,7 +364,20 @@ class Module:
                     self.generators.append(code)
         # Code run while configuring and collecting: a function changed there shaped the
         # collected items (parametrize arguments, import-time values) and needs a fresh session.
-        self.called = {code for code in called.values() if code.co_filename == self.filename}
+        self.called = {code for code, _ in called.values()
+                       if not isinstance(code, str) and code.co_filename == self.filename}
+        self.profile = called
+        self.static = None  # why its module-level code cannot run again, or a StaticCheck
+
+    def static_check(self):
+        if self.static is None:
+            try:
+                self.static = StaticCheck(self)
+            except Fallback as why:
+                self.static = why
+        if isinstance(self.static, Fallback):
+            raise self.static
+        return self.static
 
     def swaps(self, mutated_source):
         try:
@@ -376,16 +388,395 @@ class Module:
         _pair(self.original, mutated, changed)
         if not changed:
             raise Fallback("the mutant compiles to the original code")
+        # The top-level code changes, or a function only the module's import ran: the child
+        # runs the top-level code again (see `apply_static`).
+        again = False
         by_code = {}
         for original, replacement, own in changed:
+            if original is self.original:
+                again = again or own
+                continue
+            if own and not original.co_flags & CO_OPTIMIZED:
+                raise Fallback(f"code outside any function changes ({original.co_qualname})")
             if own and original in self.called:
-                raise Fallback(f"{original.co_qualname} ran during collection")
+                try:
+                    import_only = self.static_check().import_only
+                except Fallback:
+                    import_only = ()
+                if original not in import_only:
+                    raise Fallback(f"{original.co_qualname} ran during collection")
+                again = True
             if original in self.generators:
                 raise Fallback(f"a generator of {original.co_qualname} was made during collection")
             if by_code.setdefault(original, replacement) != replacement:
                 raise Fallback(f"two identical functions {original.co_qualname} change differently")
         swaps = [(f, by_code[f.__code__]) for f in self.functions if f.__code__ in by_code]
-        return swaps, mutated
+        return swaps, mutated, self.static_check() if again else None
+
+
+# ---------------------------------------------------------------------------------------------
+# Module-level mutants: a constant of a table, a default argument, a line only import runs.
+#
+# No live function runs the mutated code: the module's top-level code does, once, at import.
+# The child runs the mutated top-level code again into a fresh namespace and patches the live
+# module with the difference, where that is provably what a fresh import would have given:
+#
+# - Running it again must touch nothing but its own namespace. Every call the product file's
+#   code made while configuring and collecting (the C profiler's record) goes to this file's
+#   own code, to a C function of a fixed side-effect-free list, or to the Python code of a fixed
+#   list of standard modules; the module binds no other module, no instance of a class, and no
+#   list, dict or set that another module also holds (it could be someone else's registry).
+# - Nothing collected may depend on a changed value: a name read by code that ran while
+#   collecting, other than the module's own import (a parametrize list built from a table, a
+#   `from tables import X`), makes the mutant fall back; so does a changed default of a
+#   function that ran then.
+# - Only plain data changes: numbers, strings, bytes, None, compiled patterns, and tuples,
+#   lists, sets and dicts of them; lists, sets and dicts are patched in place (every holder sees
+#   what a fresh import gives them), other values rebound. A function may change only its
+#   defaults. Functions, classes and everything else must come out the same as the live ones.
+#
+# Whatever fails a check falls back to a fresh session, as a mutant of a class body does.
+# ---------------------------------------------------------------------------------------------
+
+# Standard modules whose functions keep no state a module's import could change (beyond
+# caches): calls into their Python code, and the modules themselves as values, are allowed.
+PURE_MODULES = frozenset({
+    "re", "sre_compile", "sre_parse", "sre_constants", "_sre", "unicodedata", "string",
+    "math", "cmath", "itertools", "functools", "_functools", "operator", "_operator",
+    "typing", "types", "abc", "_abc", "collections", "_collections", "_collections_abc",
+    "keyword", "numbers", "fractions", "decimal", "_decimal", "textwrap", "posixpath",
+    "genericpath", "fnmatch", "datetime", "_datetime", "struct", "_struct", "copy",
+    "enum", "__future__", "importlib._bootstrap", "importlib._bootstrap_external",
+})
+# Builtins that change nothing outside their arguments and results.
+PURE_BUILTINS = frozenset({
+    "len", "isinstance", "issubclass", "__build_class__", "sorted", "min", "max", "sum",
+    "any", "all", "getattr", "hasattr", "repr", "chr", "ord", "iter", "next", "abs",
+    "round", "divmod", "hash", "id", "callable", "format", "pow", "bin", "hex", "oct", "ascii",
+})
+# Functions that give the same object when called again with the same arguments, and
+# change nothing the second time: (module, qualified name).
+IDEMPOTENT = frozenset({("logging", "getLogger")})
+SCALARS = (type(None), bool, int, float, complex, str, bytes)
+MUTABLE = (list, dict, set)
+# What the import system sets before a module's code runs.
+IMPORT_NAMES = ("__name__", "__file__", "__package__", "__spec__", "__loader__", "__path__",
+                "__cached__", "__builtins__")
+
+
+def _module_of_file(filename):
+    """The dotted standard module a source file is, or None when it is not the library's."""
+    import sysconfig
+
+    if filename.startswith("<frozen "):
+        return filename[len("<frozen "):-1]
+    stdlib = sysconfig.get_paths()["stdlib"] + os.sep
+    if not filename.startswith(stdlib):
+        return None
+    name = filename[len(stdlib):]
+    name = name[:-3] if name.endswith(".py") else name
+    name = name.replace(os.sep, ".")
+    return name[: -len(".__init__")] if name.endswith(".__init__") else name
+
+
+def _pure_module(name):
+    return name is not None and (name in PURE_MODULES or name.split(".")[0] in PURE_MODULES)
+
+
+class ImportGuard:
+    """A profile function (`sys.setprofile`) for the top-level code run again: it notes the
+    first call that could change something that existed before the run. Allowed: this file's
+    own code; Python code of `PURE_MODULES` and `IDEMPOTENT` (whatever they call inside);
+    C functions of pure modules, `PURE_BUILTINS`, and methods of immutable values or of
+    objects the run made itself (tracked by the garbage collector and not frozen with the
+    collected session, which `gc.get_objects` leaves out)."""
+
+    def __init__(self, top):
+        self.top = top
+        self.filename = top.co_filename
+        self.running = None  # the top-level code's frame, while it runs
+        self.inside = None
+        self.made = set()
+        self.violation = None
+
+    def __call__(self, frame, event, arg):
+        if self.running is None:
+            if event == "call" and frame.f_code is self.top:
+                self.running = frame
+            return
+        if event == "return" and frame is self.running:
+            self.running = None
+            return
+        if self.violation is not None:
+            return
+        if self.inside is not None:
+            if event == "return" and frame is self.inside:
+                self.inside = None
+            return
+        if event == "call":
+            code = frame.f_code
+            if code.co_filename == self.filename:
+                return
+            name = _module_of_file(code.co_filename)
+            if _pure_module(name) or (name, code.co_qualname) in IDEMPOTENT:
+                self.inside = frame
+            else:
+                self.violation = f"it calls {code.co_qualname} of {code.co_filename}"
+        elif event == "c_call":
+            self.violation = self.c_call_changes(arg)
+
+    def c_call_changes(self, function):
+        import types
+
+        receiver = getattr(function, "__self__", None)
+        name = getattr(function, "__name__", "?")
+        if receiver is None or type(receiver) in SCALARS + (tuple, frozenset, re_pattern()):
+            return None
+        if isinstance(receiver, types.ModuleType):
+            if receiver.__name__ == "builtins":
+                return None if name in PURE_BUILTINS else f"it calls {name}"
+            if _pure_module(receiver.__name__):
+                return None
+            return f"it calls {receiver.__name__}.{name}"
+        if isinstance(receiver, type):
+            return None  # an alternative constructor: `dict.fromkeys`, `int.from_bytes`
+        if id(receiver) not in self.made:
+            self.made = {id(thing) for thing in gc.get_objects()}
+        if id(receiver) not in self.made:
+            return f"it calls {name} of a {type(receiver).__qualname__} that existed before"
+        return None
+
+
+# Immutable standard values compared by `==`: (module, type name).
+VALUE_TYPES = frozenset({
+    ("datetime", "timedelta"), ("datetime", "date"), ("datetime", "datetime"),
+    ("datetime", "time"), ("datetime", "timezone"), ("decimal", "Decimal"),
+    ("fractions", "Fraction"),
+})
+
+
+def _value(kind):
+    return kind in SCALARS or (kind.__module__, kind.__name__) in VALUE_TYPES
+
+
+def _plain(value, depth=0):
+    kind = type(value)
+    if _value(kind) or kind is re_pattern():
+        return True
+    if depth > 64:
+        return False
+    if kind in (tuple, list, set, frozenset):
+        return all(_plain(item, depth + 1) for item in value)
+    if kind is dict:
+        return all(_plain(k, depth + 1) and _plain(v, depth + 1) for k, v in value.items())
+    return False
+
+
+def _holds_mutable(value):
+    if type(value) in MUTABLE:
+        return True
+    if type(value) in (tuple, frozenset):
+        return any(_holds_mutable(item) for item in value)
+    return False
+
+
+def re_pattern():
+    import re
+
+    return re.Pattern
+
+
+def _same(old, new, module_name, depth=0):
+    """Whether NEW, built by the module's code run again, is what the live OLD is."""
+    import types
+
+    if old is new:
+        return True
+    kind = type(old)
+    if kind is not type(new) or depth > 64:
+        return False
+    same = lambda a, b: _same(a, b, module_name, depth + 1)  # noqa: E731
+    if _value(kind):
+        return old == new or (old != old and new != new)
+    if kind is re_pattern():
+        return (old.pattern, old.flags) == (new.pattern, new.flags)
+    if kind in (tuple, list):
+        return len(old) == len(new) and all(same(a, b) for a, b in zip(old, new))
+    if kind in (set, frozenset):
+        return all(type(x) in SCALARS for x in old) and \
+            {(type(x), x) for x in old} == {(type(x), x) for x in new}
+    if kind is dict:
+        return list(old) == list(new) and all(same(k, j) for k, j in zip(old, new)) and \
+            all(same(old[k], new[k]) for k in old)
+    if kind is types.FunctionType:
+        return _same_function(old, new, same) and same(old.__defaults__, new.__defaults__) \
+            and same(old.__kwdefaults__, new.__kwdefaults__)
+    if kind.__module__ == "typing" and kind.__name__ == "TypeVar":
+        return all(same(getattr(old, a), getattr(new, a)) for a in (
+            "__name__", "__bound__", "__constraints__", "__covariant__", "__contravariant__"))
+    if kind.__module__ == "typing" and kind.__name__ == "ForwardRef":
+        return old == new
+    if kind in (staticmethod, classmethod):
+        return same(old.__func__, new.__func__)
+    if kind is property:
+        return all(same(getattr(old, a), getattr(new, a)) for a in ("fget", "fset", "fdel"))
+    if kind is type and old.__module__ == module_name == new.__module__:
+        skip = {"__dict__", "__weakref__"}
+        return old.__qualname__ == new.__qualname__ and len(old.__bases__) == len(new.__bases__) \
+            and all(same(a, b) for a, b in zip(old.__bases__, new.__bases__)) \
+            and [k for k in vars(old) if k not in skip] == [k for k in vars(new) if k not in skip] \
+            and all(same(vars(old)[k], vars(new)[k]) for k in vars(old) if k not in skip)
+    return False
+
+
+def _same_function(old, new, same):
+    """The same function apart from its defaults."""
+    return old.__code__ == new.__code__ and old.__closure__ is None and new.__closure__ is None \
+        and (old.__name__, old.__qualname__, old.__doc__) == (new.__name__, new.__qualname__, new.__doc__) \
+        and same(old.__annotations__, new.__annotations__) and same(old.__dict__, new.__dict__)
+
+
+class StaticCheck:
+    """The checks of a module that hold for every mutant: computed once per module."""
+
+    def __init__(self, module):
+        filename = module.filename
+        live = vars(module.module)
+        name = module.module.__name__
+        # Names read while collecting by anything but the module's own import.
+        outside = set()
+        product = {}
+        for caller, callees in module.profile.values():
+            for callee in callees:
+                # The live top-level code is equal to, not the same object as, the compiled one.
+                if isinstance(callee, str) or callee.co_filename != filename \
+                        or callee == module.original:
+                    continue
+                product.setdefault(callee, set())
+                if isinstance(caller, str) or caller.co_filename != filename:
+                    outside.add(callee)
+                else:
+                    product.setdefault(caller, set()).add(callee)
+        reads = set()
+        for code, _ in module.profile.values():
+            if not isinstance(code, str) and code.co_filename != filename:
+                reads.update(code.co_names)
+                reads.update(k for k in code.co_consts if isinstance(k, str))
+        seen, todo = set(), list(outside)
+        while todo:
+            code = todo.pop()
+            if code in seen:
+                continue
+            seen.add(code)
+            reads.update(code.co_names)
+            todo.extend(product.get(code, ()))
+        self.reads = reads
+        # Stores into attributes and items make no call the guard could see.
+        for code in [module.original] + [c for c in product if c not in seen]:
+            where = _foreign_store(code, live, name)
+            if where:
+                raise Fallback(f"{code.co_qualname} stores into {where}, which may not be its own")
+        # This file's functions that ran only inside its import: a mutant of one is a mutant
+        # of the import, run again like a changed constant.
+        self.import_only = {code for code in product if code not in seen}
+        self.name = name
+        self.called = module.called
+
+
+STORES = {"STORE_ATTR": 1, "DELETE_ATTR": 1, "STORE_SUBSCR": 2, "DELETE_SUBSCR": 2}
+SIMPLE_LOADS = {"LOAD_CONST", "LOAD_NAME", "LOAD_GLOBAL", "LOAD_FAST", "LOAD_DEREF"}
+
+
+def _foreign_store(code, live, name):
+    """The target of the first attribute or item store in CODE whose object is not provably
+    this module's own (a local of a function, or a global bound to this module's class,
+    function or unshared container), or None."""
+    import dis
+    import types
+
+    body = not code.co_flags & CO_OPTIMIZED
+    loads = []
+    for instruction in dis.get_instructions(code):
+        if instruction.opname == "CACHE":
+            continue
+        depth = STORES.get(instruction.opname)
+        if depth is not None:
+            # The object is loaded right before the key (items) or is the last load (attributes).
+            if len(loads) < depth or any(op not in SIMPLE_LOADS for op, _ in loads[-depth:]):
+                return f"the result of an expression ({instruction.opname})"
+            op, target = loads[-depth]
+            if op in ("LOAD_FAST", "LOAD_DEREF") and not body:
+                pass
+            elif op in ("LOAD_NAME", "LOAD_GLOBAL") and target in live:
+                value = live[target]
+                own = type(value) in MUTABLE or (
+                    type(value) in (types.FunctionType, type) and value.__module__ == name)
+                if not own:
+                    return target
+            else:
+                return str(target)
+        loads.append((instruction.opname, instruction.argval))
+    return None
+
+
+def apply_static(module, mutated, check):
+    """Runs the mutated top-level code again and patches the live module; raises Fallback
+    when the result is not provably what a fresh import of the mutant gives."""
+    import types
+
+    live = vars(module.module)
+    # As the import system starts a module: its set names, and no docstring until the code's.
+    fresh = {k: live[k] for k in IMPORT_NAMES if k in live}
+    fresh["__doc__"] = None
+    guard = ImportGuard(mutated)
+    sys.setprofile(guard)
+    try:
+        exec(mutated, fresh)
+    except BaseException as error:  # the fresh session reports it as the import fails
+        raise Fallback(f"the mutated module fails at import ({type(error).__name__})")
+    finally:
+        sys.setprofile(None)
+    if guard.violation is not None:
+        raise Fallback(f"its top-level code cannot run again: {guard.violation}")
+    extra = [k for k in live if k not in fresh and not (
+        type(live[k]) is types.ModuleType and live[k].__name__ == f"{check.name}.{k}")]
+    missing = [k for k in fresh if k not in live]
+    if extra or missing:
+        raise Fallback(f"the mutated module binds other names ({', '.join(sorted(extra + missing)[:3])})")
+    data, defaults = [], []
+    for key, new in fresh.items():
+        old = live[key]
+        if key in IMPORT_NAMES or _same(old, new, check.name):
+            continue
+        if _plain(old) and _plain(new):
+            data.append(key)
+        elif type(old) is type(new) is types.FunctionType and _same_function(
+                old, new, lambda a, b: _same(a, b, check.name)) \
+                and _plain(new.__defaults__) and _plain(new.__kwdefaults__):
+            if old.__code__ in check.called:
+                raise Fallback(f"{old.__qualname__} ran during collection")
+            defaults.append(key)
+        else:
+            raise Fallback(f"{key} changes and is not plain data")
+        if key in check.reads:
+            raise Fallback(f"{key} was read while collecting")
+    # Lists, dicts and sets in place first: a tuple holding one is then the same again.
+    for key in data:
+        old, new = live[key], fresh[key]
+        if type(old) is type(new) is list:
+            old[:] = new
+        elif type(old) is type(new) and type(old) in (dict, set):
+            old.clear()
+            old.update(new)
+    for key in data:
+        old, new = live[key], fresh[key]
+        if not _same(old, new, check.name):
+            if _holds_mutable(new):
+                raise Fallback(f"{key} holds lists, dicts or sets and changes")
+            live[key] = new
+    for key in defaults:
+        live[key].__defaults__ = fresh[key].__defaults__
+        live[key].__kwdefaults__ = fresh[key].__kwdefaults__
 
 
 def session_server(spec, base_path, channel_fds, preloaded, requests, answer):
@@ -407,9 +798,10 @@ def session_server(spec, base_path, channel_fds, preloaded, requests, answer):
         @pytest.hookimpl(trylast=True)
         def pytest_collection_modifyitems(self, session, config, items):
             profiler.disable()
+            # Each function (or C function, by its label) and what it called.
             for entry in profiler.getstats():
-                if isinstance(entry.code, types.CodeType):
-                    called[id(entry.code)] = entry.code
+                key = id(entry.code) if isinstance(entry.code, types.CodeType) else entry.code
+                called[key] = (entry.code, [sub.code for sub in entry.calls or ()])
             serve(session, config, items)
 
     def serve(session, config, items):
@@ -447,8 +839,9 @@ def session_server(spec, base_path, channel_fds, preloaded, requests, answer):
                         mutated_source = source.read()
                 except OSError as error:
                     raise Fallback(f"cannot read the mutant: {error}")
-                swaps, mutated = module.swaps(mutated_source)
-                selected = []
+                swaps, mutated, static = module.swaps(mutated_source)
+                # No node ids: the whole suite, as collected.
+                selected = [] if request["select"] else list(items)
                 for nodeid in request["select"]:
                     if nodeid not in by_id:
                         raise Fallback(f"{nodeid} is not among the collected items")
@@ -462,32 +855,50 @@ def session_server(spec, base_path, channel_fds, preloaded, requests, answer):
                 continue
             sys.stdout.flush()
             sys.stderr.flush()
+            # A module-level mutant is checked in the child, after its code ran again: it
+            # writes why it cannot go on here, and the job then runs in a fresh session.
+            verdict = os.pipe() if static else None
             pid = os.fork()
             if pid == 0:
                 state["child"] = True
-                child_session(request, config, items, selected, swaps, module, mutated_source)
+                child_session(request, config, items, selected, swaps, module, mutated_source,
+                              (mutated, static, verdict))
                 return None
             del swaps, mutated, selected
             try:
                 os.setpgid(pid, pid)
             except OSError:
                 pass
+            if verdict:
+                os.close(verdict[1])
             answer({"pid": pid})
             _, status = os.waitpid(pid, 0)
             sweep_orphans()
-            answer({"exit": os.waitstatus_to_exitcode(status)})
+            exit_code = os.waitstatus_to_exitcode(status)
+            why = b""
+            if verdict:
+                while chunk := os.read(verdict[0], 65536):
+                    why += chunk
+                os.close(verdict[0])
+            if why:
+                answer({"fallback": why.decode("utf-8", "replace"), "exit": exit_code})
+            else:
+                answer({"exit": exit_code})
         os._exit(0)
 
     def leave():
         answer({"session": False, "why": state["why"]})
         os._exit(0)
 
-    def child_session(request, config, items, selected, swaps, module, mutated_source):
+    def child_session(request, config, items, selected, swaps, module, mutated_source, static):
         import linecache
 
         os.setpgid(0, 0)
         for fd in channel_fds:
             os.close(fd)
+        mutated, check, verdict = static
+        if verdict:
+            os.close(verdict[0])
         # Capture files opened by the server are shared with every fork: this run gets its own.
         capman = config.pluginmanager.getplugin("capturemanager")
         if capman is not None:
@@ -512,6 +923,16 @@ def session_server(spec, base_path, channel_fds, preloaded, requests, answer):
             capman.suspend_global_capture()
         for function, code in swaps:
             function.__code__ = code
+        if check:
+            try:
+                apply_static(module, mutated, check)
+            except Fallback as why:
+                os.write(verdict[1], str(why).encode() or b"?")
+                os._exit(0)
+            except BaseException as error:
+                os.write(verdict[1], f"{type(error).__name__}: {error}".encode())
+                os._exit(0)
+            os.close(verdict[1])
         # Tracebacks show the mutated lines.
         lines = mutated_source.decode("utf-8", "replace").splitlines(True)
         linecache.cache[module.filename] = (len(mutated_source), None, lines, module.filename)

@@ -18,8 +18,10 @@ pub struct Split {
     pub junitxml: Option<String>,
 }
 
-/// Splits `args` when they end in node ids (arguments holding `::` that are not options), as
-/// `assay mutate` writes a mutant's command; `None` otherwise (that job runs the usual way).
+/// Splits `args` into the options and the trailing node ids (arguments holding `::` that are
+/// not options), as `assay mutate` writes a mutant's command. A command with no node ids runs
+/// the whole suite: its selection is empty, and a server serves it only when its options name
+/// nothing to collect (the server declines otherwise). `None` when an option lacks its value.
 /// A node id an option took as its value (`--deselect a.py::t`) makes the server's options
 /// end in that option: pytest then refuses them, or names a path to collect, and the server
 /// declines (see `adapters/warm_pytest.py`), so no job runs with options it did not ask for.
@@ -29,9 +31,6 @@ pub fn split(args: &[String]) -> Option<Split> {
         .rev()
         .take_while(|a| !a.starts_with('-') && a.contains("::"))
         .count();
-    if ids == 0 {
-        return None;
-    }
     let (options, select) = args.split_at(args.len() - ids);
     let mut kept = Vec::with_capacity(options.len());
     let mut junitxml = None;
@@ -124,10 +123,17 @@ mod tests {
     }
 
     #[test]
-    fn a_command_without_trailing_node_ids_is_not_split() {
-        assert_eq!(split(&argv(&["-q", "tests/test_a.py"])), None);
-        assert_eq!(split(&argv(&["-q", "-k", "a or b"])), None);
-        assert_eq!(split(&argv(&[])), None);
+    fn a_command_without_trailing_node_ids_selects_the_whole_suite() {
+        let whole = split(&argv(&["-q", "--junitxml=/r.xml"])).expect("options");
+        assert_eq!(whole.options, argv(&["-q", JUNIT_PLACEHOLDER]));
+        assert!(whole.select.is_empty());
+        // A path stays among the options: the server then refuses to serve (it names what
+        // to collect), so such a job runs the usual way.
+        let path = split(&argv(&["-q", "tests/test_a.py"])).expect("options");
+        assert_eq!(path.options, argv(&["-q", "tests/test_a.py"]));
+        assert!(path.select.is_empty());
+        assert_eq!(split(&argv(&[])).map(|s| s.options), Some(vec![]));
+        // The node id is the option's value, and the option then lacks one.
         assert_eq!(split(&argv(&["--junitxml", "t.py::x"])), None);
     }
 }

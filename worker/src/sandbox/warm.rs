@@ -16,12 +16,13 @@
 //! The child is in its own process group, killed at the timeout or when the job is dropped,
 //! like the process sandbox's.
 //!
-//! Hot swap: a mutant job whose command ends in node ids (as `assay mutate` writes them) runs,
-//! when it can, in a fork of a *session server* instead: a server that ran pytest's
-//! configuration and full collection once on an unmutated copy of the job's tree and serves
-//! forks from the end of `pytest_collection_modifyitems`. The child replaces the code of the
-//! mutated module's changed functions in the live function objects and runs only the job's
-//! node ids. A session server is keyed like a warm server plus the tree id and the options
+//! Hot swap: a mutant job of `PYTHON -m pytest` (or `-c`) runs, when it can, in a fork of a
+//! *session server* instead: a server that ran pytest's configuration and full collection once
+//! on an unmutated copy of the job's tree and serves forks from the end of
+//! `pytest_collection_modifyitems`. The child replaces the code of the mutated module's changed
+//! functions in the live function objects (or, for a module-level mutant, runs the module's
+//! mutated top-level code again and patches the live module's plain data) and runs only the
+//! job's node ids, or every collected item when the command names none. A session server is keyed like a warm server plus the tree id and the options
 //! (the command without its node ids and report path). Whether a mutant can be swapped is the
 //! server's call (`adapters/warm_pytest.py`); when it cannot, or no session server can be had
 //! for the tree, the job runs as above. `ASSAY_MUTATE_HOT_SWAP=0` turns hot swap off.
@@ -396,7 +397,7 @@ impl<S: Sandbox> WarmPytest<S> {
             return fallback("not a pytest command");
         };
         let Some(split) = hot_swap::split(warm.args) else {
-            return fallback("the command names no node ids");
+            return fallback("an option of the command lacks its value");
         };
         let key = Key {
             python: warm.python.clone(),
@@ -530,6 +531,15 @@ impl<S: Sandbox> WarmPytest<S> {
                     self.put_idle(server);
                 }
                 return Ok(Swapped::Ran(SandboxExit::TimedOut));
+            }
+            Ok(Some(Answer {
+                fallback: Some(why),
+                ..
+            })) => {
+                // A module-level mutant the child found it could not patch: it ran no test.
+                drop(group);
+                self.put_idle(server);
+                return Ok(Swapped::Fallback(why));
             }
             Ok(answer) => answer
                 .and_then(|a| a.exit)

@@ -6,7 +6,10 @@
 //! product function in a decorator, builds a value at collection with a product function, and
 //! has module-level constants, so both the swap and each reason to fall back are exercised.
 //! One test also writes into its tree and changes a committed file: no later run may see
-//! either (mutant trees are reused, reset to the commit).
+//! either (mutant trees are reused, reset to the commit). A second project keeps import-time
+//! tables (as inflection does): their mutants run the module's top-level code again in the
+//! fork, except where a fresh import could differ (a table read while collecting, an import
+//! that registers itself in another module's list), and must still end as in fresh sessions.
 
 mod support;
 
@@ -222,8 +225,7 @@ fn hot_swapped_mutants_end_as_in_fresh_sessions_and_never_see_each_others_state(
         hot.explain()
     );
     // `cents` built PRICE while collecting; `return function(*args)` -> `return None` drops
-    // the wrapper's free variable. (A module-level line runs only at import: its mutants run
-    // the whole suite, with no node ids to serve.)
+    // the wrapper's free variable. (Module-level mutants are the next test's.)
     for reason in [
         "cents ran during collection",
         "the free variables of logged change",
@@ -262,4 +264,186 @@ fn hot_swapped_mutants_end_as_in_fresh_sessions_and_never_see_each_others_state(
     // Both kinds of verdict are there, so equal statuses are not all one status.
     let count = |s: &str| hot.values().filter(|(status, _)| status == s).count();
     assert!(count("Killed") >= 5 && count("Survived") >= 2, "{hot:#?}");
+}
+
+/// A module of import-time tables, as inflection keeps them: rules a helper inserts into at
+/// import, a default argument bound to a table, a set the tests parametrize over, and a
+/// module-level side effect the tests count.
+const RULES: &str = r#"import re
+
+SUFFIX_RULES = [
+    (r"(quiz)$", r"\1zes"),
+    (r"^(ox)$", r"\1en"),
+    (r"(ch|sh|ss|x)$", r"\1es"),
+    (r"s$", "s"),
+    (r"$", "s"),
+]
+UNCOUNTABLE = {"fish", "sheep"}
+LOADED = []
+LOADED.append(__name__)
+MAX_WORD = 40
+
+
+def _irregular(singular, plural):
+    SUFFIX_RULES.insert(0, ("(?i)^" + singular + "$", plural))
+
+
+def pluralize(word, rules=SUFFIX_RULES):
+    if len(word) > MAX_WORD:
+        raise ValueError("word too long")
+    if word in UNCOUNTABLE:
+        return word
+    for pattern, replacement in rules:
+        if re.search(pattern, word):
+            return re.sub(pattern, replacement, word)
+    return word
+
+
+def shout(word, marks="!"):
+    return word.upper() + marks
+
+
+_irregular("person", "people")
+_irregular("child", "children")
+"#;
+
+/// A module whose import appends to another module's registry: running its top-level code
+/// again would register it twice, so its module-level mutants must run in fresh sessions.
+const PLUGIN: &str = r#"from registry import HANDLERS
+
+NAME = "plural-plugin"
+PRIORITY = 10
+# No test reads it: its mutants survive in a fresh session.
+HOMEPAGE = "https://plugins.example.com/plural"
+HANDLERS.append(NAME)
+
+
+def describe():
+    return f"{NAME}:{PRIORITY}"
+"#;
+
+const RULES_TESTS: &str = r#"import pytest
+
+import plugin
+import registry
+import rules
+
+
+def test_regular_words():
+    assert rules.pluralize("box") == "boxes"
+    assert rules.pluralize("quiz") == "quizzes"
+    assert rules.pluralize("ox") == "oxen"
+    assert rules.pluralize("book") == "books"
+
+
+def test_irregular_words():
+    assert rules.pluralize("person") == "people"
+    assert rules.pluralize("child") == "children"
+
+
+def test_the_module_was_imported_once():
+    assert rules.LOADED == ["rules"]
+
+
+def test_a_long_word_is_refused():
+    with pytest.raises(ValueError):
+        rules.pluralize("x" * 41)
+
+
+def test_shout():
+    assert rules.shout("hi") == "HI!"
+
+
+# Parametrized from a table while collecting: a mutant of the table changes the items.
+@pytest.mark.parametrize("word", sorted(rules.UNCOUNTABLE))
+def test_uncountable_words_stay(word):
+    assert rules.pluralize(word) == word
+
+
+def test_the_plugin_registered_once():
+    assert registry.HANDLERS == ["plural-plugin"]
+    assert plugin.describe() == "plural-plugin:10"
+"#;
+
+#[test]
+fn module_level_mutants_run_their_module_again_only_where_a_fresh_import_would_agree() {
+    let repo = support::Repo::new();
+    repo.write("rules/__init__.py", RULES)
+        .write("plugin.py", PLUGIN)
+        .write("registry.py", "HANDLERS = []\n")
+        .write("tests/test_rules.py", RULES_TESTS)
+        .write("pytest.ini", "[pytest]\ntestpaths = tests\n");
+    repo.commit("rules");
+    let hot = mutate(&repo, true);
+    let cold = mutate(&repo, false);
+    assert_eq!(hot.code, 5, "{}", hot.explain());
+    assert_eq!(cold.code, 5, "{}", cold.explain());
+
+    let again = hot.stderr.matches("top-level code runs again").count();
+    assert!(
+        again >= 8,
+        "few module-level mutants ran their module again:\n{}",
+        hot.explain()
+    );
+    for reason in [
+        // `sorted(rules.UNCOUNTABLE)` built the parametrize arguments.
+        "UNCOUNTABLE was read while collecting",
+        // plugin's import appends to registry's list, which existed before.
+        "it calls append of a list that existed before",
+    ] {
+        assert!(
+            hot.stderr.contains(reason),
+            "no fallback because {reason}:\n{}",
+            hot.explain()
+        );
+    }
+
+    let status = |run: &support::Run| -> BTreeMap<String, (String, String)> {
+        let report = run.evidence.as_ref().expect("report written");
+        report["files"]
+            .as_object()
+            .expect("files")
+            .iter()
+            .flat_map(|(file, entry)| {
+                entry["mutants"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(move |m| {
+                        (
+                            m["id"].as_str().unwrap_or_default().to_owned(),
+                            (
+                                m["status"].as_str().unwrap_or_default().to_owned(),
+                                format!(
+                                    "{file}:{}: {}",
+                                    m["location"]["start"]["line"],
+                                    m["description"].as_str().unwrap_or_default()
+                                ),
+                            ),
+                        )
+                    })
+            })
+            .collect()
+    };
+    let (hot, cold) = (status(&hot), status(&cold));
+    assert_eq!(
+        hot.keys().collect::<Vec<_>>(),
+        cold.keys().collect::<Vec<_>>()
+    );
+    let differ: Vec<String> = hot
+        .iter()
+        .filter(|(id, (status, _))| cold[*id].0 != *status)
+        .map(|(id, (status, what))| format!("{what}: hot {status}, fresh {}", cold[id].0))
+        .collect();
+    assert!(differ.is_empty(), "statuses differ:\n{}", differ.join("\n"));
+    let count = |s: &str| hot.values().filter(|(status, _)| status == s).count();
+    assert!(count("Killed") >= 8 && count("Survived") >= 2, "{hot:#?}");
+    // The constant no test reads survives: the plugin was registered once, as in a fresh
+    // session, and the baseline passed.
+    let homepage: Vec<&String> = hot
+        .values()
+        .filter(|(_, what)| what.contains("plugins.example.com"))
+        .map(|(status, _)| status)
+        .collect();
+    assert_eq!(homepage, ["Survived"], "{hot:#?}");
 }

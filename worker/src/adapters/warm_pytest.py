@@ -871,7 +871,7 @@ def session_server(spec, base_path, channel_fds, preloaded, requests, answer):
                 pass
             if verdict:
                 os.close(verdict[1])
-            answer({"pid": pid})
+            answer({"pid": pid, "again": bool(verdict)})
             _, status = os.waitpid(pid, 0)
             sweep_orphans()
             exit_code = os.waitstatus_to_exitcode(status)

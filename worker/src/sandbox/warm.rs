@@ -133,6 +133,9 @@ struct Answer {
     session: Option<bool>,
     why: Option<String>,
     fallback: Option<String>,
+    /// The fork runs the mutated module's top-level code again (a module-level mutant).
+    #[serde(default)]
+    again: bool,
 }
 
 impl Server {
@@ -508,7 +511,16 @@ impl<S: Sandbox> WarmPytest<S> {
                 self.put_idle(server);
                 return Ok(Swapped::Fallback(why));
             }
-            Some(Answer { pid: Some(pid), .. }) => pid,
+            Some(Answer {
+                pid: Some(pid),
+                again,
+                ..
+            }) => {
+                if again {
+                    tracing::debug!(job_id = %run.job_id, "hot swap: the mutated module's top-level code runs again");
+                }
+                pid
+            }
             _ if server.key.session.is_some() => {
                 return Ok(Swapped::Fallback("the session server stopped".into()));
             }

@@ -447,3 +447,117 @@ fn module_level_mutants_run_their_module_again_only_where_a_fresh_import_would_a
         .collect();
     assert_eq!(homepage, ["Survived"], "{hot:#?}");
 }
+
+/// Imports that change what existed before them, one way each; every module also has a
+/// constant no test reads (a name of its own: a name another module's code reads counts as
+/// read), whose mutants survive in a fresh session and would be killed if the import ran twice.
+const HOSTILE_IMPORTS: [(&str, &str, &str); 5] = [
+    (
+        "path_entry.py",
+        "import sys\n\nVENDOR_LABEL = \"vendor\"\nsys.path.append(\"/opt/vendor-libs\")\n",
+        "it calls append of a list that existed before",
+    ),
+    (
+        "environment.py",
+        "import os\n\nENV_LABEL = \"env\"\nos.environ[\"CATALOG_MODE\"] = os.environ.get(\"CATALOG_MODE\", \"\") + \"x\"\n",
+        "stores into the result of an expression",
+    ),
+    (
+        "counter.py",
+        "import registry\n\nCOUNTER_LABEL = \"counter\"\nregistry.IMPORTS = registry.IMPORTS + 1\n",
+        "stores into registry",
+    ),
+    (
+        "exit_hook.py",
+        "import atexit\n\nHOOK_LABEL = \"hook\"\natexit.register(print, \"bye\")\n",
+        "it calls atexit.register",
+    ),
+    (
+        "journal.py",
+        "# One line per import.\n\nJOURNAL_LABEL = \"journal\"\nwith open(__file__ + \".journal\", \"a\") as out:\n    out.write(\"imported\\n\")\n",
+        "it calls io.open",
+    ),
+];
+
+const HOSTILE_TESTS: &str = r#"import atexit
+import os
+import sys
+
+import counter
+import environment
+import exit_hook
+import journal
+import path_entry
+import registry
+
+
+def test_each_import_ran_once():
+    assert sys.path.count("/opt/vendor-libs") == 1
+    assert os.environ["CATALOG_MODE"] == "x"
+    assert registry.IMPORTS == 1
+    with open(journal.__file__ + ".journal") as log:
+        assert log.read() == "imported\n"
+
+
+def test_the_exit_hook_is_registered_once():
+    assert atexit._ncallbacks() == int(os.environ["EXIT_HOOKS_BEFORE"]) + 1
+"#;
+
+#[test]
+fn imports_that_change_what_existed_before_never_run_again_in_a_fork() {
+    let repo = support::Repo::new();
+    for (file, source, _) in HOSTILE_IMPORTS {
+        repo.write(file, source);
+    }
+    // The conftest counts the exit hooks pytest registered before the product's imports.
+    repo.write("registry.py", "IMPORTS = 0\n")
+        .write(
+            "tests/conftest.py",
+            "import atexit\nimport os\n\nos.environ[\"EXIT_HOOKS_BEFORE\"] = str(atexit._ncallbacks())\n",
+        )
+        .write("tests/test_imports.py", HOSTILE_TESTS)
+        .write("pytest.ini", "[pytest]\ntestpaths = tests\n");
+    repo.commit("imports");
+    let hot = mutate(&repo, true);
+    let cold = mutate(&repo, false);
+    assert_eq!(cold.code, 5, "{}", cold.explain());
+    assert_eq!(hot.code, 5, "{}", hot.explain());
+    for (file, _, reason) in HOSTILE_IMPORTS {
+        assert!(
+            hot.stderr.contains(reason),
+            "{file}: no fallback because {reason}:\n{}",
+            hot.explain()
+        );
+    }
+    let labels = |run: &support::Run| -> Vec<(String, String)> {
+        let report = run.evidence.as_ref().expect("report written");
+        let mut labels: Vec<(String, String)> = report["files"]
+            .as_object()
+            .expect("files")
+            .iter()
+            .flat_map(|(file, entry)| {
+                entry["mutants"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter(|m| m["location"]["start"]["line"] == 3)
+                    .map(move |m| {
+                        (
+                            file.clone(),
+                            m["status"].as_str().unwrap_or_default().to_owned(),
+                        )
+                    })
+            })
+            .collect();
+        labels.sort();
+        labels
+    };
+    let expected: Vec<(String, String)> = HOSTILE_IMPORTS
+        .iter()
+        .map(|(file, _, _)| (file.to_string(), "Survived".to_owned()))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    assert_eq!(labels(&cold), expected, "{}", cold.explain());
+    assert_eq!(labels(&hot), expected, "{}", hot.explain());
+}

@@ -483,9 +483,14 @@ def _pure_module(name):
     return name is not None and (name in PURE_MODULES or name.split(".")[0] in PURE_MODULES)
 
 
+class Refused(BaseException):
+    """Raised into the top-level code run again, before a call the guard refuses is made."""
+
+
 class ImportGuard:
-    """A profile function (`sys.setprofile`) for the top-level code run again: it notes the
-    first call that could change something that existed before the run. Allowed: this file's
+    """A profile function (`sys.setprofile`) for the top-level code run again: it stops the
+    run at the first call that could change something that existed before it, before the
+    call is made (a file written is not undone with the fork). Allowed: this file's
     own code; Python code of `PURE_MODULES` and `IDEMPOTENT` (whatever they call inside);
     C functions of pure modules, `PURE_BUILTINS`, and methods of immutable values or of
     objects the run made itself (tracked by the garbage collector and not frozen with the
@@ -524,6 +529,8 @@ class ImportGuard:
                 self.violation = f"it calls {code.co_qualname} of {code.co_filename}"
         elif event == "c_call":
             self.violation = self.c_call_changes(arg)
+        if self.violation is not None:
+            raise Refused(self.violation)
 
     def c_call_changes(self, function):
         import types
@@ -733,11 +740,11 @@ def apply_static(module, mutated, check):
     try:
         exec(mutated, fresh)
     except BaseException as error:  # the fresh session reports it as the import fails
+        if guard.violation is not None:
+            raise Fallback(f"its top-level code cannot run again: {guard.violation}")
         raise Fallback(f"the mutated module fails at import ({type(error).__name__})")
     finally:
         sys.setprofile(None)
-    if guard.violation is not None:
-        raise Fallback(f"its top-level code cannot run again: {guard.violation}")
     extra = [k for k in live if k not in fresh and not (
         type(live[k]) is types.ModuleType and live[k].__name__ == f"{check.name}.{k}")]
     missing = [k for k in fresh if k not in live]

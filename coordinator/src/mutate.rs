@@ -243,7 +243,8 @@ struct Cost {
     /// In a fresh session: start-up and collection, plus its covering tests.
     whole: Duration,
     /// In a fork of a collected session: its covering tests alone. `None` when the whole
-    /// suite runs (no node ids, so no fork).
+    /// suite runs: a fork of a module-level mutant (its import run again) keeps the fresh
+    /// limit, which start-up and collection no longer fill, so it only ever errs long.
     forked: Option<Duration>,
 }
 

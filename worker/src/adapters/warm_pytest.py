@@ -273,8 +273,10 @@ def warm_up():
 # the mutated source, pairs their code objects, and decides whether the mutant can be applied
 # to live function objects; if not it answers {"fallback": WHY} and the caller runs the mutant
 # the usual way. Otherwise it forks; the child sets `__code__` of every live function whose
-# code changed, keeps only the requested items, points the JUnit report at the job's path and
-# returns into pytest, which runs those items and ends the session as it always does.
+# code changed (for a module-level mutant it also runs the top-level code again: see
+# `apply_static`), keeps only the requested items (all of them when none is named), points the
+# JUnit report at the job's path and returns into pytest, which runs those items and ends the
+# session as it always does.
 # ---------------------------------------------------------------------------------------------
 
 

@@ -176,24 +176,57 @@ fn mutants(run: &support::Run) -> &Vec<serde_json::Value> {
         .expect("mutants")
 }
 
-/// Mutant id → (status, description), from the Stryker report.
+/// Mutant id → (status, `FILE:LINE: description`), every file of the Stryker report.
 fn statuses(run: &support::Run) -> BTreeMap<String, (String, String)> {
-    mutants(run)
-        .iter()
-        .map(|m| {
-            (
+    let report = run.evidence.as_ref().expect("report written");
+    let files = report["files"].as_object().expect("files");
+    let mut statuses = BTreeMap::new();
+    for (file, entry) in files {
+        for m in entry["mutants"].as_array().into_iter().flatten() {
+            statuses.insert(
                 m["id"].as_str().unwrap_or_default().to_owned(),
                 (
                     m["status"].as_str().unwrap_or_default().to_owned(),
                     format!(
-                        "line {}: {}",
+                        "{file}:{}: {}",
                         m["location"]["start"]["line"],
                         m["description"].as_str().unwrap_or_default()
                     ),
                 ),
-            )
-        })
-        .collect()
+            );
+        }
+    }
+    statuses
+}
+
+/// The same mutants with the same statuses in both runs; returns the hot run's.
+fn assert_same_statuses(
+    hot: &support::Run,
+    cold: &support::Run,
+) -> BTreeMap<String, (String, String)> {
+    let (hot, cold) = (statuses(hot), statuses(cold));
+    assert_eq!(
+        hot.keys().collect::<Vec<_>>(),
+        cold.keys().collect::<Vec<_>>()
+    );
+    let differ: Vec<String> = hot
+        .iter()
+        .filter(|(id, (status, _))| cold[*id].0 != *status)
+        .map(|(id, (status, what))| format!("{what}: hot {status}, fresh {}", cold[id].0))
+        .collect();
+    assert!(differ.is_empty(), "statuses differ:\n{}", differ.join("\n"));
+    hot
+}
+
+/// Each reason is among the run's logged fallbacks.
+fn assert_fell_back(run: &support::Run, reasons: &[&str]) {
+    for reason in reasons {
+        assert!(
+            run.stderr.contains(reason),
+            "no fallback because {reason}:\n{}",
+            run.explain()
+        );
+    }
 }
 
 /// The mutants (by line) that `test` killed.
@@ -226,16 +259,13 @@ fn hot_swapped_mutants_end_as_in_fresh_sessions_and_never_see_each_others_state(
     );
     // `cents` built PRICE while collecting; `return function(*args)` -> `return None` drops
     // the wrapper's free variable. (Module-level mutants are the next test's.)
-    for reason in [
-        "cents ran during collection",
-        "the free variables of logged change",
-    ] {
-        assert!(
-            hot.stderr.contains(reason),
-            "no fallback because {reason}:\n{}",
-            hot.explain()
-        );
-    }
+    assert_fell_back(
+        &hot,
+        &[
+            "cents ran during collection",
+            "the free variables of logged change",
+        ],
+    );
     assert!(
         !cold.stderr.contains("hot swap: ran"),
         "ASSAY_MUTATE_HOT_SWAP=0 still swapped:\n{}",
@@ -250,17 +280,7 @@ fn hot_swapped_mutants_end_as_in_fresh_sessions_and_never_see_each_others_state(
         );
     }
 
-    let (hot, cold) = (statuses(&hot), statuses(&cold));
-    assert_eq!(
-        hot.keys().collect::<Vec<_>>(),
-        cold.keys().collect::<Vec<_>>()
-    );
-    let differ: Vec<String> = hot
-        .iter()
-        .filter(|(id, (status, _))| cold[*id].0 != *status)
-        .map(|(id, (status, what))| format!("{what}: hot {status}, fresh {}", cold[id].0))
-        .collect();
-    assert!(differ.is_empty(), "statuses differ:\n{}", differ.join("\n"));
+    let hot = assert_same_statuses(&hot, &cold);
     // Both kinds of verdict are there, so equal statuses are not all one status.
     let count = |s: &str| hot.values().filter(|(status, _)| status == s).count();
     assert!(count("Killed") >= 5 && count("Survived") >= 2, "{hot:#?}");
@@ -385,57 +405,17 @@ fn module_level_mutants_run_their_module_again_only_where_a_fresh_import_would_a
         "few module-level mutants ran their module again:\n{}",
         hot.explain()
     );
-    for reason in [
-        // `sorted(rules.UNCOUNTABLE)` built the parametrize arguments.
-        "UNCOUNTABLE was read while collecting",
-        // plugin's import appends to registry's list, which existed before.
-        "it calls append of a list that existed before",
-    ] {
-        assert!(
-            hot.stderr.contains(reason),
-            "no fallback because {reason}:\n{}",
-            hot.explain()
-        );
-    }
-
-    let status = |run: &support::Run| -> BTreeMap<String, (String, String)> {
-        let report = run.evidence.as_ref().expect("report written");
-        report["files"]
-            .as_object()
-            .expect("files")
-            .iter()
-            .flat_map(|(file, entry)| {
-                entry["mutants"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .map(move |m| {
-                        (
-                            m["id"].as_str().unwrap_or_default().to_owned(),
-                            (
-                                m["status"].as_str().unwrap_or_default().to_owned(),
-                                format!(
-                                    "{file}:{}: {}",
-                                    m["location"]["start"]["line"],
-                                    m["description"].as_str().unwrap_or_default()
-                                ),
-                            ),
-                        )
-                    })
-            })
-            .collect()
-    };
-    let (hot, cold) = (status(&hot), status(&cold));
-    assert_eq!(
-        hot.keys().collect::<Vec<_>>(),
-        cold.keys().collect::<Vec<_>>()
+    assert_fell_back(
+        &hot,
+        &[
+            // `sorted(rules.UNCOUNTABLE)` built the parametrize arguments.
+            "UNCOUNTABLE was read while collecting",
+            // plugin's import appends to registry's list, which existed before.
+            "it calls append of a list that existed before",
+        ],
     );
-    let differ: Vec<String> = hot
-        .iter()
-        .filter(|(id, (status, _))| cold[*id].0 != *status)
-        .map(|(id, (status, what))| format!("{what}: hot {status}, fresh {}", cold[id].0))
-        .collect();
-    assert!(differ.is_empty(), "statuses differ:\n{}", differ.join("\n"));
+
+    let hot = assert_same_statuses(&hot, &cold);
     let count = |s: &str| hot.values().filter(|(status, _)| status == s).count();
     assert!(count("Killed") >= 8 && count("Survived") >= 2, "{hot:#?}");
     // The constant no test reads survives: the plugin was registered once, as in a fresh
@@ -522,31 +502,15 @@ fn imports_that_change_what_existed_before_never_run_again_in_a_fork() {
     let cold = mutate(&repo, false);
     assert_eq!(cold.code, 5, "{}", cold.explain());
     assert_eq!(hot.code, 5, "{}", hot.explain());
-    for (file, _, reason) in HOSTILE_IMPORTS {
-        assert!(
-            hot.stderr.contains(reason),
-            "{file}: no fallback because {reason}:\n{}",
-            hot.explain()
-        );
-    }
+    let reasons: Vec<&str> = HOSTILE_IMPORTS.iter().map(|(_, _, why)| *why).collect();
+    assert_fell_back(&hot, &reasons);
+    // Each module's line 3 is its unread constant.
     let labels = |run: &support::Run| -> Vec<(String, String)> {
-        let report = run.evidence.as_ref().expect("report written");
-        let mut labels: Vec<(String, String)> = report["files"]
-            .as_object()
-            .expect("files")
-            .iter()
-            .flat_map(|(file, entry)| {
-                entry["mutants"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter(|m| m["location"]["start"]["line"] == 3)
-                    .map(move |m| {
-                        (
-                            file.clone(),
-                            m["status"].as_str().unwrap_or_default().to_owned(),
-                        )
-                    })
+        let mut labels: Vec<(String, String)> = statuses(run)
+            .into_values()
+            .filter_map(|(status, what)| {
+                what.split_once(":3: ")
+                    .map(|(file, _)| (file.to_owned(), status))
             })
             .collect();
         labels.sort();

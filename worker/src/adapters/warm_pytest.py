@@ -788,6 +788,33 @@ def apply_static(module, mutated, check):
         live[key].__kwdefaults__ = fresh[key].__kwdefaults__
 
 
+KILLERS_KEPT = 64  # the most recent first-failing tests a session server remembers
+
+
+def _killers_first(items, killers):
+    """ITEMS with the named ones first, in KILLERS' order, then the rest as collected."""
+    by_id = {item.nodeid: item for item in items}
+    first = [by_id[nodeid] for nodeid in killers if nodeid in by_id]
+    chosen = {id(item) for item in first}
+    return first + [item for item in items if id(item) not in chosen]
+
+
+class FirstFailure:
+    """Writes `killed NODEID` of the first test that fails to FD (the server's pipe), once."""
+
+    def __init__(self, fd):
+        self.fd = fd
+
+    def pytest_runtest_logreport(self, report):
+        if self.fd is not None and report.failed:
+            try:
+                os.write(self.fd, f"killed {report.nodeid}".encode())
+                os.close(self.fd)
+            except OSError:
+                pass
+            self.fd = None
+
+
 def session_server(spec, base_path, channel_fds, preloaded, requests, answer):
     """Never returns in this process; a forked child returns from the collection hook."""
     import cProfile
@@ -825,6 +852,7 @@ def session_server(spec, base_path, channel_fds, preloaded, requests, answer):
             by_id.setdefault(item.nodeid, item)
         root = spec["cwd"]
         modules = {}
+        killers = []
         # What collection built stays: the children's collections skip it and share its pages.
         gc.collect()
         gc.freeze()
@@ -849,8 +877,9 @@ def session_server(spec, base_path, channel_fds, preloaded, requests, answer):
                 except OSError as error:
                     raise Fallback(f"cannot read the mutant: {error}")
                 swaps, mutated, static = module.swaps(mutated_source)
-                # No node ids: the whole suite, as collected.
-                selected = [] if request["select"] else list(items)
+                # No node ids: the whole suite, the tests that killed earlier whole-suite
+                # mutants first (with `-x`, a kill then costs one test), the rest as collected.
+                selected = [] if request["select"] else _killers_first(items, killers)
                 for nodeid in request["select"]:
                     if nodeid not in by_id:
                         raise Fallback(f"{nodeid} is not among the collected items")
@@ -864,9 +893,10 @@ def session_server(spec, base_path, channel_fds, preloaded, requests, answer):
                 continue
             sys.stdout.flush()
             sys.stderr.flush()
-            # A module-level mutant is checked in the child, after its code ran again: it
-            # writes why it cannot go on here, and the job then runs in a fresh session.
-            verdict = os.pipe() if static else None
+            # The child of a whole-suite job writes here which test failed first (for the
+            # next jobs' order) or, for a module-level mutant that fails its checks after its
+            # code ran again, why it cannot go on: the job then runs in a fresh session.
+            verdict = os.pipe() if static or not request["select"] else None
             pid = os.fork()
             if pid == 0:
                 state["child"] = True
@@ -880,7 +910,7 @@ def session_server(spec, base_path, channel_fds, preloaded, requests, answer):
                 pass
             if verdict:
                 os.close(verdict[1])
-            answer({"pid": pid, "again": bool(verdict)})
+            answer({"pid": pid, "again": bool(static)})
             _, status = os.waitpid(pid, 0)
             sweep_orphans()
             exit_code = os.waitstatus_to_exitcode(status)
@@ -889,10 +919,17 @@ def session_server(spec, base_path, channel_fds, preloaded, requests, answer):
                 while chunk := os.read(verdict[0], 65536):
                     why += chunk
                 os.close(verdict[0])
-            if why:
-                answer({"fallback": why.decode("utf-8", "replace"), "exit": exit_code})
-            else:
-                answer({"exit": exit_code})
+            why = why.decode("utf-8", "replace")
+            if why.startswith("fallback "):
+                answer({"fallback": why[len("fallback "):], "exit": exit_code})
+                continue
+            if why.startswith("killed "):
+                killer = why[len("killed "):]
+                if killer in killers:
+                    killers.remove(killer)
+                killers.insert(0, killer)
+                del killers[KILLERS_KEPT:]
+            answer({"exit": exit_code})
         os._exit(0)
 
     def leave():
@@ -908,6 +945,7 @@ def session_server(spec, base_path, channel_fds, preloaded, requests, answer):
         mutated, check, verdict = static
         if verdict:
             os.close(verdict[0])
+            config.pluginmanager.register(FirstFailure(verdict[1]), "assay-first-failure")
         # Capture files opened by the server are shared with every fork: this run gets its own.
         capman = config.pluginmanager.getplugin("capturemanager")
         if capman is not None:
@@ -936,12 +974,11 @@ def session_server(spec, base_path, channel_fds, preloaded, requests, answer):
             try:
                 apply_static(module, mutated, check)
             except Fallback as why:
-                os.write(verdict[1], str(why).encode() or b"?")
+                os.write(verdict[1], f"fallback {why}".encode())
                 os._exit(0)
             except BaseException as error:
-                os.write(verdict[1], f"{type(error).__name__}: {error}".encode())
+                os.write(verdict[1], f"fallback {type(error).__name__}: {error}".encode())
                 os._exit(0)
-            os.close(verdict[1])
         # Tracebacks show the mutated lines.
         lines = mutated_source.decode("utf-8", "replace").splitlines(True)
         linecache.cache[module.filename] = (len(mutated_source), None, lines, module.filename)

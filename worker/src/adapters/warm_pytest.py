@@ -450,10 +450,11 @@ PURE_MODULES = frozenset({
     "genericpath", "fnmatch", "datetime", "_datetime", "struct", "_struct", "copy",
     "enum", "__future__", "importlib._bootstrap", "importlib._bootstrap_external",
 })
-# Builtins that change nothing outside their arguments and results.
+# Builtins that change nothing but what they create (`next` is not one: it advances an
+# iterator that may be another module's). Python code they call is watched as any other.
 PURE_BUILTINS = frozenset({
     "len", "isinstance", "issubclass", "__build_class__", "sorted", "min", "max", "sum",
-    "any", "all", "getattr", "hasattr", "repr", "chr", "ord", "iter", "next", "abs",
+    "any", "all", "getattr", "hasattr", "repr", "chr", "ord", "iter", "abs",
     "round", "divmod", "hash", "id", "callable", "format", "pow", "bin", "hex", "oct", "ascii",
 })
 # Functions that give the same object when called again with the same arguments, and
@@ -539,7 +540,16 @@ class ImportGuard:
 
         receiver = getattr(function, "__self__", None)
         name = getattr(function, "__name__", "?")
-        if receiver is None or type(receiver) in SCALARS + (tuple, frozenset, re_pattern()):
+        immutable = SCALARS + (tuple, frozenset, re_pattern())
+        # CPython hands the profiler `list.append(other.TABLE, x)` bound to its object; a
+        # method left unbound names it only in arguments the profiler does not give, so only
+        # an immutable type's will do.
+        owner = getattr(function, "__objclass__", None)
+        if receiver is None and owner is not None:
+            if owner in immutable:
+                return None
+            return f"it calls {owner.__qualname__}.{name} on an object it does not name"
+        if receiver is None or type(receiver) in immutable:
             return None
         if isinstance(receiver, types.ModuleType):
             if receiver.__name__ == "builtins":

@@ -13,7 +13,10 @@ import gc
 import importlib.metadata
 import json
 import os
+import re
 import sys
+import sysconfig
+import types
 
 
 def child(request, base_path, channel_fds, preloaded):
@@ -136,7 +139,6 @@ def share_rewrites(directory):
     import hashlib
     import importlib.util
     import marshal
-    import types
     import warnings
 
     import _pytest.assertion.rewrite as rewrite
@@ -285,8 +287,6 @@ class Fallback(Exception):
 
 
 def _code_consts(code):
-    import types
-
     return [k for k in code.co_consts if isinstance(k, types.CodeType)]
 
 
@@ -299,8 +299,6 @@ def _walk(code):
 def _own(code):
     """The code object without its nested code objects and its column positions: what
     executing it does apart from the functions it creates."""
-    import types
-
     consts = tuple("\0assay nested code\0" if isinstance(k, types.CodeType) else k
                    for k in code.co_consts)
     return code.replace(co_consts=consts, co_linetable=b"")
@@ -332,8 +330,6 @@ class Module:
     """What the server knows of one product module: its live functions, by code."""
 
     def __init__(self, root, path, called):
-        import types
-
         self.path = path
         target = os.path.realpath(os.path.join(root, path))
         modules = [m for m in list(sys.modules.values())
@@ -423,11 +419,9 @@ class Module:
 # The child runs the mutated top-level code again into a fresh namespace and patches the live
 # module with the difference, where that is provably what a fresh import would have given:
 #
-# - Running it again must touch nothing but its own namespace. Every call the product file's
-#   code made while configuring and collecting (the C profiler's record) goes to this file's
-#   own code, to a C function of a fixed side-effect-free list, or to the Python code of a fixed
-#   list of standard modules; the module binds no other module, no instance of a class, and no
-#   list, dict or set that another module also holds (it could be someone else's registry).
+# - Running it again must touch nothing but its own namespace: `ImportGuard` stops it before
+#   any call that could change what existed before it, and `_foreign_store` refuses (before
+#   the fork) attribute and item stores into objects that are not provably the module's own.
 # - Nothing collected may depend on a changed value: a name read by code that ran while
 #   collecting, other than the module's own import (a parametrize list built from a table, a
 #   `from tables import X`), makes the mutant fall back; so does a changed default of a
@@ -461,22 +455,23 @@ PURE_BUILTINS = frozenset({
 # change nothing the second time: (module, qualified name).
 IDEMPOTENT = frozenset({("logging", "getLogger")})
 SCALARS = (type(None), bool, int, float, complex, str, bytes)
+IMMUTABLE = SCALARS + (tuple, frozenset, re.Pattern)
 MUTABLE = (list, dict, set)
 # What the import system sets before a module's code runs.
 IMPORT_NAMES = ("__name__", "__file__", "__package__", "__spec__", "__loader__", "__path__",
                 "__cached__", "__builtins__")
 
 
+STDLIB = sysconfig.get_paths()["stdlib"] + os.sep
+
+
 def _module_of_file(filename):
     """The dotted standard module a source file is, or None when it is not the library's."""
-    import sysconfig
-
     if filename.startswith("<frozen "):
         return filename[len("<frozen "):-1]
-    stdlib = sysconfig.get_paths()["stdlib"] + os.sep
-    if not filename.startswith(stdlib):
+    if not filename.startswith(STDLIB):
         return None
-    name = filename[len(stdlib):]
+    name = filename[len(STDLIB):]
     name = name[:-3] if name.endswith(".py") else name
     name = name.replace(os.sep, ".")
     return name[: -len(".__init__")] if name.endswith(".__init__") else name
@@ -536,20 +531,17 @@ class ImportGuard:
             raise Refused(self.violation)
 
     def c_call_changes(self, function):
-        import types
-
         receiver = getattr(function, "__self__", None)
         name = getattr(function, "__name__", "?")
-        immutable = SCALARS + (tuple, frozenset, re_pattern())
         # CPython hands the profiler `list.append(other.TABLE, x)` bound to its object; a
         # method left unbound names it only in arguments the profiler does not give, so only
         # an immutable type's will do.
         owner = getattr(function, "__objclass__", None)
         if receiver is None and owner is not None:
-            if owner in immutable:
+            if owner in IMMUTABLE:
                 return None
             return f"it calls {owner.__qualname__}.{name} on an object it does not name"
-        if receiver is None or type(receiver) in immutable:
+        if receiver is None or type(receiver) in IMMUTABLE:
             return None
         if isinstance(receiver, types.ModuleType):
             if receiver.__name__ == "builtins":
@@ -580,7 +572,7 @@ def _value(kind):
 
 def _plain(value, depth=0):
     kind = type(value)
-    if _value(kind) or kind is re_pattern():
+    if _value(kind) or kind is re.Pattern:
         return True
     if depth > 64:
         return False
@@ -599,16 +591,8 @@ def _holds_mutable(value):
     return False
 
 
-def re_pattern():
-    import re
-
-    return re.Pattern
-
-
 def _same(old, new, module_name, depth=0):
     """Whether NEW, built by the module's code run again, is what the live OLD is."""
-    import types
-
     if old is new:
         return True
     kind = type(old)
@@ -617,7 +601,7 @@ def _same(old, new, module_name, depth=0):
     same = lambda a, b: _same(a, b, module_name, depth + 1)  # noqa: E731
     if _value(kind):
         return old == new or (old != old and new != new)
-    if kind is re_pattern():
+    if kind is re.Pattern:
         return (old.pattern, old.flags) == (new.pattern, new.flags)
     if kind in (tuple, list):
         return len(old) == len(new) and all(same(a, b) for a, b in zip(old, new))
@@ -698,8 +682,6 @@ class StaticCheck:
         # This file's functions that ran only inside its import: a mutant of one is a mutant
         # of the import, run again like a changed constant.
         self.import_only = {code for code in product if code not in seen}
-        self.name = name
-        self.called = module.called
 
 
 STORES = {"STORE_ATTR": 1, "DELETE_ATTR": 1, "STORE_SUBSCR": 2, "DELETE_SUBSCR": 2}
@@ -711,8 +693,6 @@ def _foreign_store(code, live, name):
     this module's own (a local of a function, or a global bound to this module's class,
     function or unshared container), or None."""
     import dis
-    import types
-
     body = not code.co_flags & CO_OPTIMIZED
     loads = []
     for instruction in dis.get_instructions(code):
@@ -741,8 +721,6 @@ def _foreign_store(code, live, name):
 def apply_static(module, mutated, check):
     """Runs the mutated top-level code again and patches the live module; raises Fallback
     when the result is not provably what a fresh import of the mutant gives."""
-    import types
-
     live = vars(module.module)
     # As the import system starts a module: its set names, and no docstring until the code's.
     fresh = {k: live[k] for k in IMPORT_NAMES if k in live}
@@ -757,22 +735,23 @@ def apply_static(module, mutated, check):
         raise Fallback(f"the mutated module fails at import ({type(error).__name__})")
     finally:
         sys.setprofile(None)
+    name = module.module.__name__
     extra = [k for k in live if k not in fresh and not (
-        type(live[k]) is types.ModuleType and live[k].__name__ == f"{check.name}.{k}")]
+        type(live[k]) is types.ModuleType and live[k].__name__ == f"{name}.{k}")]
     missing = [k for k in fresh if k not in live]
     if extra or missing:
         raise Fallback(f"the mutated module binds other names ({', '.join(sorted(extra + missing)[:3])})")
     data, defaults = [], []
     for key, new in fresh.items():
         old = live[key]
-        if key in IMPORT_NAMES or _same(old, new, check.name):
+        if key in IMPORT_NAMES or _same(old, new, name):
             continue
         if _plain(old) and _plain(new):
             data.append(key)
         elif type(old) is type(new) is types.FunctionType and _same_function(
-                old, new, lambda a, b: _same(a, b, check.name)) \
+                old, new, lambda a, b: _same(a, b, name)) \
                 and _plain(new.__defaults__) and _plain(new.__kwdefaults__):
-            if old.__code__ in check.called:
+            if old.__code__ in module.called:
                 raise Fallback(f"{old.__qualname__} ran during collection")
             defaults.append(key)
         else:
@@ -789,7 +768,7 @@ def apply_static(module, mutated, check):
             old.update(new)
     for key in data:
         old, new = live[key], fresh[key]
-        if not _same(old, new, check.name):
+        if not _same(old, new, name):
             if _holds_mutable(new):
                 raise Fallback(f"{key} holds lists, dicts or sets and changes")
             live[key] = new
@@ -829,8 +808,6 @@ def session_server(spec, base_path, channel_fds, preloaded, requests, answer):
     """Never returns in this process; a forked child returns from the collection hook."""
     import cProfile
     import tempfile
-    import types
-
     import pytest
 
     sys.stdout.flush()

@@ -22,8 +22,9 @@
 //! `pytest_collection_modifyitems`. The child replaces the code of the mutated module's changed
 //! functions in the live function objects (or, for a module-level mutant, runs the module's
 //! mutated top-level code again and patches the live module's plain data) and runs only the
-//! job's node ids, or every collected item when the command names none. A session server is keyed like a warm server plus the tree id and the options
-//! (the command without its node ids and report path). Whether a mutant can be swapped is the
+//! job's node ids, or every collected item when the command names none. A session server is
+//! keyed like a warm server plus the tree id and the options (the command without its node
+//! ids and report path). Whether a mutant can be swapped is the
 //! server's call (`adapters/warm_pytest.py`); when it cannot, or no session server can be had
 //! for the tree, the job runs as above. `ASSAY_MUTATE_HOT_SWAP=0` turns hot swap off.
 

@@ -168,6 +168,15 @@ fn mutate(repo: &support::Repo, hot_swap: bool) -> support::Run {
     support::run(command, Some(json))
 }
 
+/// The project mutated with hot swap, then without; both runs end with survivors (exit 5).
+fn hot_and_cold(repo: &support::Repo) -> (support::Run, support::Run) {
+    let hot = mutate(repo, true);
+    let cold = mutate(repo, false);
+    assert_eq!(hot.code, 5, "{}", hot.explain());
+    assert_eq!(cold.code, 5, "{}", cold.explain());
+    (hot, cold)
+}
+
 /// The ledger module's mutants in the Stryker report.
 fn mutants(run: &support::Run) -> &Vec<serde_json::Value> {
     let report = run.evidence.as_ref().expect("report written");
@@ -246,10 +255,7 @@ fn killed_by(run: &support::Run, test: &str) -> Vec<u64> {
 #[test]
 fn hot_swapped_mutants_end_as_in_fresh_sessions_and_never_see_each_others_state() {
     let repo = ledger_repo();
-    let hot = mutate(&repo, true);
-    let cold = mutate(&repo, false);
-    assert_eq!(hot.code, 5, "{}", hot.explain());
-    assert_eq!(cold.code, 5, "{}", cold.explain());
+    let (hot, cold) = hot_and_cold(&repo);
 
     let swapped = hot.stderr.matches("hot swap: ran in a fork").count();
     assert!(
@@ -394,10 +400,7 @@ fn module_level_mutants_run_their_module_again_only_where_a_fresh_import_would_a
         .write("tests/test_rules.py", RULES_TESTS)
         .write("pytest.ini", "[pytest]\ntestpaths = tests\n");
     repo.commit("rules");
-    let hot = mutate(&repo, true);
-    let cold = mutate(&repo, false);
-    assert_eq!(hot.code, 5, "{}", hot.explain());
-    assert_eq!(cold.code, 5, "{}", cold.explain());
+    let (hot, cold) = hot_and_cold(&repo);
 
     let again = hot.stderr.matches("top-level code runs again").count();
     assert!(
@@ -509,10 +512,7 @@ fn imports_that_change_what_existed_before_never_run_again_in_a_fork() {
         .write("tests/test_imports.py", HOSTILE_TESTS)
         .write("pytest.ini", "[pytest]\ntestpaths = tests\n");
     repo.commit("imports");
-    let hot = mutate(&repo, true);
-    let cold = mutate(&repo, false);
-    assert_eq!(cold.code, 5, "{}", cold.explain());
-    assert_eq!(hot.code, 5, "{}", hot.explain());
+    let (hot, cold) = hot_and_cold(&repo);
     let reasons: Vec<&str> = HOSTILE_IMPORTS.iter().map(|(_, _, why)| *why).collect();
     assert_fell_back(&hot, &reasons);
     // Line 3 of each hostile module is its unread constant.

@@ -47,7 +47,7 @@ pub fn job_context(
     jobs: usize,
 ) -> Result<(JobContext, tempfile::TempDir), Failure> {
     job_context_in(
-        Arc::new(WarmPytest::new(ProcessSandbox, jobs)),
+        Arc::new(WarmPytest::new(ProcessSandbox::default(), jobs)),
         repo,
         store,
         pass_env,

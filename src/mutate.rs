@@ -162,7 +162,7 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
         MutantCache {
             cache: ResultCache::new(store.clone(), mode),
             context: RunContext::new(
-                ProcessSandbox.evidence(),
+                ProcessSandbox::default().evidence(),
                 &assay_worker::sandbox::clean_env(&args.pass_env),
             ),
         }

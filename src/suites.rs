@@ -674,7 +674,7 @@ fn case_cache(
     };
     // An embedded suite's jobs run in the process sandbox (`embedded::job_context`).
     let context = RunContext::new(
-        ProcessSandbox.evidence(),
+        ProcessSandbox::default().evidence(),
         &assay_worker::sandbox::clean_env(&args.pass_env),
     );
     (

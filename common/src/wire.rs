@@ -5,7 +5,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 /// Bump on any change to a message type's shape.
-pub const PROTOCOL_VERSION: u16 = 8;
+pub const PROTOCOL_VERSION: u16 = 9;
 const MAGIC: &[u8; 4] = b"ASY1";
 
 #[derive(Debug, thiserror::Error)]
@@ -78,6 +78,10 @@ mod tests {
             sandbox: Some(crate::evidence::SandboxEvidence {
                 kind: "process".into(),
                 container: None,
+                confinement: Some(crate::evidence::Confinement {
+                    confined: true,
+                    detail: "bubblewrap 0.8.0".into(),
+                }),
             }),
         }
     }

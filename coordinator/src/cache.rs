@@ -541,7 +541,10 @@ impl ResultCache {
                 continue;
             }
             if let Some(fleet) = &self.fleet
-                && result.sandbox.as_ref() != Some(&fleet.sandbox)
+                && !result
+                    .sandbox
+                    .as_ref()
+                    .is_some_and(|s| s.is_declared(&fleet.sandbox))
             {
                 // The key says the declared sandbox ran it; this worker's did not.
                 tracing::warn!(

@@ -1046,7 +1046,7 @@ fn local_worker(dir: &Path, files: &[(&str, &str)]) -> (assay_worker::execute::J
     let tree = TreeId(git(&repo, &["rev-parse", "HEAD^{tree}"]));
     let ctx = assay_worker::execute::JobContext {
         worker_id: WorkerId("worker-a".into()),
-        sandbox: Arc::new(assay_worker::sandbox::process::ProcessSandbox),
+        sandbox: Arc::new(assay_worker::sandbox::process::ProcessSandbox::default()),
         trees: Arc::new(assay_transport::tree::GitTreeSource::new(&repo)),
         store: Arc::new(
             assay_transport::store::ObjectArtifactStore::open(&format!(

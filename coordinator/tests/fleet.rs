@@ -407,7 +407,7 @@ async fn run_fleet_proof(
 async fn run_embedded_proof(prepared: &PreparedProof, dir: &Path) -> Evidence {
     let ctx = JobContext {
         worker_id: engine::embedded_worker_id(),
-        sandbox: Arc::new(ProcessSandbox),
+        sandbox: Arc::new(ProcessSandbox::default()),
         trees: Arc::new(GitTreeSource::new(&prepared.request.repo)),
         store: Arc::new(
             ObjectArtifactStore::open(&format!("file://{}", dir.join("embedded-store").display()))

@@ -49,6 +49,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             job_id: format!("bench-{run_index}"),
             tree_dir: tree,
             scratch_dir: scratch.clone(),
+            proof_dir: root.path().to_path_buf(),
             command: vec!["true".into()],
             env: clean_env(&[]),
             stdout_path: scratch.join("stdout"),

@@ -14,6 +14,7 @@ use assay_common::{JobId, WorkerId};
 use assay_transport::error_chain::error_chain;
 use assay_transport::store::{ArtifactStore, StoreError};
 use assay_transport::tree::{TreeError, TreeSource};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -149,8 +150,9 @@ pub async fn run_job(job: &JobSpec, ctx: &JobContext) -> JobResult {
     let span = info_span!("job", proof_id = %job.proof_id, job_id = %job.job_id, worker_id = %ctx.worker_id, kind = ?job.kind);
     async {
         let started = Instant::now();
-        let scratch = ctx.scratch_root.join(scratch_name(job));
-        let outcome = run_in(job, ctx, &scratch).await;
+        let proof_dir = ProofDir::enter(ctx.scratch_root.join(proof_dir_name(job)));
+        let scratch = proof_dir.path.join(scratch_name(job));
+        let outcome = run_in(job, ctx, &proof_dir.path, &scratch).await;
         // A mutant job's tree may be reused for the next (reset first); not after a timeout,
         // whose processes were killed mid-write.
         let finished = outcome
@@ -164,6 +166,7 @@ pub async fn run_job(job: &JobSpec, ctx: &JobContext) -> JobResult {
         {
             tracing::warn!(error = %e, path = %scratch.display(), "failed to remove job scratch directory");
         }
+        drop(proof_dir);
         let mut result = match outcome {
             Ok(result) => result,
             Err(error) => {
@@ -181,6 +184,7 @@ pub async fn run_job(job: &JobSpec, ctx: &JobContext) -> JobResult {
 async fn run_in(
     job: &JobSpec,
     ctx: &JobContext,
+    proof_dir: &Path,
     scratch: &Path,
 ) -> Result<JobResult, ExecuteError> {
     // `tree` and `private` are the guest's (a container mounts them); `logs` is the worker's
@@ -222,6 +226,7 @@ async fn run_in(
         ReportLocation::Cases(cases) => {
             let env = job_env(job, ctx, &private);
             let dirs = manifest_job::CaseDirs {
+                proof: proof_dir,
                 tree: &tree_dir,
                 private: &private,
                 logs: &logs,
@@ -281,6 +286,7 @@ async fn run_in(
         job_id: job.job_id.to_string(),
         tree_dir: tree_dir.clone(),
         scratch_dir: private.clone(),
+        proof_dir: proof_dir.to_owned(),
         command,
         env,
         stdout_path,
@@ -539,6 +545,55 @@ fn remove_cached_bytecode(source: &Path) -> Result<(), EditError> {
         }
     }
     Ok(())
+}
+
+/// The jobs of each proof running on this worker, by proof directory: the last to leave
+/// removes the directory, unless a warm server of the proof still keeps files there.
+static ACTIVE_PROOF_DIRS: std::sync::Mutex<BTreeMap<PathBuf, usize>> =
+    std::sync::Mutex::new(BTreeMap::new());
+
+/// A job's hold on its proof's directory; the directory is made by the job's own
+/// `create_dir_all`, and removed (when empty) as the last job of the proof drops its hold.
+struct ProofDir {
+    path: PathBuf,
+}
+
+impl ProofDir {
+    fn enter(path: PathBuf) -> Self {
+        if let Ok(mut active) = ACTIVE_PROOF_DIRS.lock() {
+            *active.entry(path.clone()).or_default() += 1;
+        }
+        Self { path }
+    }
+}
+
+impl Drop for ProofDir {
+    fn drop(&mut self) {
+        let Ok(mut active) = ACTIVE_PROOF_DIRS.lock() else {
+            return;
+        };
+        let Some(count) = active.get_mut(&self.path) else {
+            return;
+        };
+        *count -= 1;
+        if *count == 0 {
+            active.remove(&self.path);
+            // Under the lock, so no job of the proof is making its directory meanwhile; a
+            // directory still holding a warm server's files stays.
+            let _ = std::fs::remove_dir(&self.path);
+        }
+    }
+}
+
+/// The directory of a proof's jobs: readable and unique per proof, as [`scratch_name`] is.
+fn proof_dir_name(job: &JobSpec) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(job.proof_id.as_str());
+    format!(
+        "{}-{}",
+        sanitize(job.proof_id.as_str()),
+        hex::encode(&digest[..8])
+    )
 }
 
 /// The job's scratch directory name: readable (the proof id with unsafe characters replaced,

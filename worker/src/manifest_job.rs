@@ -43,6 +43,8 @@ pub struct CasesRun {
 /// The job's folders: `tree` and `private` are the guest's (a container mounts them), `logs`
 /// is the worker's alone, so a case cannot rewrite its own or another case's output.
 pub struct CaseDirs<'a> {
+    /// The proof's directory, which holds the job's (see `SandboxRun::proof_dir`).
+    pub proof: &'a Path,
     pub tree: &'a Path,
     pub private: &'a Path,
     pub logs: &'a Path,
@@ -78,6 +80,7 @@ pub async fn run_cases(
             job_id: job.job_id.to_string(),
             tree_dir: dirs.tree.to_path_buf(),
             scratch_dir: dirs.private.to_path_buf(),
+            proof_dir: dirs.proof.to_path_buf(),
             command,
             env: env.clone(),
             stdout_path: dirs.logs.join(format!("case-{number:04}.stdout.log")),

@@ -65,6 +65,7 @@ impl Job {
             job_id: self.job_id.clone(),
             tree_dir: self.tree.clone(),
             scratch_dir: self.scratch.clone(),
+            proof_dir: self._root.path().to_path_buf(),
             command: command
                 .iter()
                 .map(|arg| {
@@ -574,7 +575,7 @@ async fn run_case(sandbox: &dyn Sandbox, case: &Case) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_process_sandbox_ends_every_shared_case_as_expected() {
     for case in shared_cases() {
-        run_case(&ProcessSandbox, &case).await;
+        run_case(&ProcessSandbox::default(), &case).await;
     }
 }
 

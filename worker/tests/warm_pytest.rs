@@ -74,6 +74,7 @@ impl Job {
             job_id: "p-1796000000-0a1b2c3d/0001".into(),
             tree_dir: self.tree.clone(),
             scratch_dir: self.scratch.clone(),
+            proof_dir: self._root.path().to_path_buf(),
             command,
             env,
             stdout_path: self.scratch.join("stdout.log"),
@@ -97,10 +98,10 @@ const LOCALE: [(&str, &str); 1] = [("PAGER_LOCALE", "en_GB")];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_forked_run_ends_like_a_fresh_one_and_sees_each_edit() {
-    let warm = WarmPytest::new(ProcessSandbox, 1);
+    let warm = WarmPytest::new(ProcessSandbox::default(), 1);
     let job = Job::new();
     let tests = ["tests/test_pager.py::test_partial_last_page_is_counted"];
-    let fresh = ProcessSandbox
+    let fresh = ProcessSandbox::default()
         .run(&job.run(&tests, Duration::from_secs(120), &LOCALE))
         .await
         .expect("fresh run");
@@ -155,7 +156,7 @@ async fn a_forked_run_ends_like_a_fresh_one_and_sees_each_edit() {
 /// fresh, and the job's PYTEST_ADDOPTS applies to its run (the server's warm-up sets it aside).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dash_c_code_and_the_jobs_pytest_addopts_run_warm_as_they_would_fresh() {
-    let warm = WarmPytest::new(ProcessSandbox, 1);
+    let warm = WarmPytest::new(ProcessSandbox::default(), 1);
     let job = Job::new();
     let addopts = [("PAGER_LOCALE", "en_GB"), ("PYTEST_ADDOPTS", "-k partial")];
     let selected = warm
@@ -180,7 +181,10 @@ async fn dash_c_code_and_the_jobs_pytest_addopts_run_warm_as_they_would_fresh() 
     ]
     .map(String::from)
     .to_vec();
-    let fresh = ProcessSandbox.run(&code).await.expect("fresh -c run");
+    let fresh = ProcessSandbox::default()
+        .run(&code)
+        .await
+        .expect("fresh -c run");
     let fresh_stdout = job.stdout();
     let forked = warm.run_mutant(&code).await.expect("forked -c run");
     assert_eq!(fresh, SandboxExit::Exited(3));
@@ -191,7 +195,7 @@ async fn dash_c_code_and_the_jobs_pytest_addopts_run_warm_as_they_would_fresh() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hanging_run_is_killed_at_its_timeout_and_the_server_serves_on() {
-    let warm = WarmPytest::new(ProcessSandbox, 1);
+    let warm = WarmPytest::new(ProcessSandbox::default(), 1);
     let job = Job::new();
     let mut env = LOCALE.to_vec();
     env.push(("PAGER_HANG", "1"));
@@ -234,7 +238,7 @@ fn processes_running(words: &[&str]) -> Vec<u32> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn daemons_a_forked_run_starts_end_with_it() {
-    let warm = WarmPytest::new(ProcessSandbox, 1);
+    let warm = WarmPytest::new(ProcessSandbox::default(), 1);
     let job = Job::new();
     std::fs::write(
         job.tree.join("tests/test_spooler.py"),
@@ -289,7 +293,7 @@ async fn daemons_a_forked_run_starts_end_with_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn other_commands_run_in_the_wrapped_sandbox() {
-    let warm = WarmPytest::new(ProcessSandbox, 1);
+    let warm = WarmPytest::new(ProcessSandbox::default(), 1);
     let job = Job::new();
     let mut run = job.run(&[], Duration::from_secs(60), &LOCALE);
     run.command = ["sh", "-c", "echo rendered 3 pages"]
@@ -309,7 +313,7 @@ async fn other_commands_run_in_the_wrapped_sandbox() {
 /// module's import-time code afresh, with no state of the first run.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forks_share_rewritten_test_modules_yet_each_run_is_its_own() {
-    let warm = WarmPytest::new(ProcessSandbox, 1);
+    let warm = WarmPytest::new(ProcessSandbox::default(), 1);
     let suite = concat!(
         "import os\n",
         "from pager import page_count\n",

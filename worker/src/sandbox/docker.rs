@@ -363,6 +363,7 @@ impl Sandbox for DockerSandbox {
                 }
                 .to_owned(),
             }),
+            confinement: None,
         }
     }
 

@@ -1,6 +1,7 @@
 //! Sandboxes run one job's command in isolation. The process sandbox (embedded mode) and the
 //! Docker sandbox (the fleet) implement the same small trait and pass the same suite.
 
+pub mod confine;
 pub mod docker;
 mod hot_swap;
 pub mod process;
@@ -27,6 +28,9 @@ pub struct SandboxRun {
     pub tree_dir: PathBuf,
     /// A private directory outside the tree for the report, the adapter and temp files.
     pub scratch_dir: PathBuf,
+    /// The directory of this proof's job directories on this worker, `tree_dir` and
+    /// `scratch_dir` among them: what a warm server of the proof may write (see [`warm`]).
+    pub proof_dir: PathBuf,
     /// argv with `{report}`, `{adapter}` and `{node_reporter}` already replaced.
     pub command: Vec<String>,
     /// The complete environment: nothing is inherited beyond it.
@@ -131,10 +135,15 @@ pub async fn open(
     slots: usize,
 ) -> Result<Arc<dyn Sandbox>, DockerSetupError> {
     match kind {
-        SandboxKind::Process => Ok(Arc::new(warm::WarmPytest::new(
-            process::ProcessSandbox,
-            slots,
-        ))),
+        SandboxKind::Process => Ok(Arc::new(
+            warm::WarmPytest::new(
+                process::ProcessSandbox {
+                    network: docker.network_default,
+                },
+                slots,
+            )
+            .with_network(docker.network_default),
+        )),
         SandboxKind::Docker => {
             let mut sandbox = DockerSandbox::connect(docker.clone(), worker_id).await?;
             if let Some(metrics) = metrics {

@@ -1,5 +1,5 @@
 //! The process sandbox: a child process in its own process group with a clean environment and
-//! private output files. The child is the job's reaper (see [`super::reaper`]): every process
+//! private output files, confined to its tree and scratch directory (see [`super::confine`]). The child is the job's reaper (see [`super::reaper`]): every process
 //! the command starts, whether it leaves the group or its parent, dies when the job ends, at
 //! the timeout, or when the job is dropped.
 
@@ -16,7 +16,10 @@ use tokio::process::{Child, Command};
 const SWEEP_GRACE: Duration = Duration::from_secs(5);
 
 #[derive(Clone, Debug, Default)]
-pub struct ProcessSandbox;
+pub struct ProcessSandbox {
+    /// Every job gets the host's network, not a loopback of its own.
+    pub network: bool,
+}
 
 /// Kills the process group when dropped: covers timeouts, cancellation, panics and stragglers
 /// alike (the warm runner's forked children use it too).
@@ -43,14 +46,14 @@ impl Sandbox for ProcessSandbox {
         SandboxEvidence {
             kind: self.name().to_owned(),
             container: None,
+            confinement: Some(super::confine::evidence()),
         }
     }
 
     async fn run(&self, run: &SandboxRun) -> Result<SandboxExit, SandboxError> {
-        let (program, args) = run
-            .command
-            .split_first()
-            .ok_or(SandboxError::EmptyCommand)?;
+        let argv = confined_command(run, &[&run.tree_dir, &run.scratch_dir], self.network)?;
+        let confined = argv.len() > run.command.len();
+        let (program, args) = argv.split_first().ok_or(SandboxError::EmptyCommand)?;
         let io_error = |source| SandboxError::Io {
             job_id: run.job_id.clone(),
             source,
@@ -98,11 +101,57 @@ impl Sandbox for ProcessSandbox {
         // case the command killed its reaper first.
         drop(GroupGuard(pgid));
         Ok(match (exit.code(), exit.signal()) {
+            // bubblewrap exits 128 + N when its command died of signal N, as a shell reports it.
+            (Some(code @ 129..=192), _) if confined => SandboxExit::Signalled(code - 128),
             (Some(code), _) => SandboxExit::Exited(code),
             (None, Some(signal)) => SandboxExit::Signalled(signal),
             (None, None) => SandboxExit::Exited(-1),
         })
     }
+}
+
+/// `run`'s command, confined to `writable` when this host can confine it (see
+/// [`super::confine`]); as it is otherwise, which the sandbox's evidence then says.
+pub(super) fn confined_command(
+    run: &SandboxRun,
+    writable: &[&std::path::Path],
+    network: bool,
+) -> Result<Vec<String>, SandboxError> {
+    let program = run.command.first().ok_or(SandboxError::EmptyCommand)?;
+    let Ok(confiner) = super::confine::confiner() else {
+        return Ok(run.command.clone());
+    };
+    let path_env = run
+        .env
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.as_str());
+    // Confined, a missing program is bubblewrap's failure to exec, not a spawn error: say it
+    // the way an unconfined run would.
+    let found = if program.contains('/') {
+        run.tree_dir.join(program).exists()
+    } else {
+        path_env
+            .is_some_and(|path| std::env::split_paths(path).any(|dir| dir.join(program).is_file()))
+    };
+    if !found {
+        return Err(SandboxError::Spawn {
+            program: program.clone(),
+            job_id: run.job_id.clone(),
+            hint: " (hint: install it, or pass --test-command with a program on PATH)",
+            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+        });
+    }
+    Ok(confiner.command(
+        &super::confine::Grant {
+            writable,
+            cwd: &run.tree_dir,
+            network: network || run.network,
+            program,
+            path_env,
+        },
+        &run.command,
+    ))
 }
 
 /// Makes this process non-dumpable, so a job running as the same user cannot read its

@@ -16,6 +16,11 @@
 //! The child is in its own process group, killed at the timeout or when the job is dropped,
 //! like the process sandbox's.
 //!
+//! Servers host guest code (a conftest runs in them), so each is confined like a process
+//! sandbox's job (see [`super::confine`]) and belongs to one proof: it may write that proof's
+//! directory on this worker (its jobs' trees, scratch and logs, its session trees, its
+//! rewritten test modules) and nothing else, and it never serves another proof's jobs.
+//!
 //! Hot swap: a mutant job of `PYTHON -m pytest` (or `-c`) runs, when it can, in a fork of a
 //! *session server* instead: a server that ran pytest's configuration and full collection once
 //! on an unmutated copy of the job's tree and serves forks from the end of
@@ -63,6 +68,10 @@ const SESSION_START_LIMIT: Duration = Duration::from_secs(300);
 struct Key {
     python: String,
     env: Vec<(String, String)>,
+    /// The proof's directory on this worker (`SandboxRun::proof_dir`): all the server may write.
+    proof_dir: PathBuf,
+    /// The host's network instead of a loopback of its own.
+    network: bool,
     session: Option<SessionKey>,
 }
 
@@ -81,10 +90,10 @@ struct SessionStart {
     rewrites: Rewrites,
 }
 
-/// The directory where a wrapper's servers and their forks share rewritten test modules
-/// (`share_rewrites` in the script); each server holds it, so it goes with the last of them.
-/// `None` when it could not be made: every session then rewrites its own.
-type Rewrites = Option<Arc<tempfile::TempDir>>;
+/// The directory where one proof's servers and their forks share rewritten test modules
+/// (`share_rewrites` in the script), inside the proof's directory: a guest of another proof
+/// can neither read nor write it. Each server holds it, so it goes with the last of them.
+type Rewrites = Arc<tempfile::TempDir>;
 
 struct Server {
     key: Key,
@@ -141,9 +150,9 @@ struct Answer {
 
 impl Server {
     async fn start(key: Key, env: &[(String, String)], rewrites: Rewrites) -> Option<Server> {
-        let mut process = Command::new(&key.python)
-            .args(["-c", WARM_PYTEST])
-            .args(rewrites.as_ref().map(|dir| dir.path()))
+        let command = server_command(&key, env, &rewrites);
+        let mut process = Command::new(&command[0])
+            .args(&command[1..])
             .current_dir("/")
             .env_clear()
             .envs(env.iter().map(|(k, v)| (k, v)))
@@ -244,6 +253,8 @@ struct Pool {
     broken: BTreeSet<Key>,
     /// The unmutated trees of session keys, while a server of the key holds them.
     trees: BTreeMap<Key, Weak<tempfile::TempDir>>,
+    /// Each proof's rewritten test modules, while a server of the proof holds them.
+    rewrites: BTreeMap<PathBuf, Weak<tempfile::TempDir>>,
 }
 
 /// Wraps a sandbox: mutant `python -m pytest` runs fork a warm server, the rest pass through.
@@ -253,7 +264,8 @@ pub struct WarmPytest<S> {
     /// Jobs that may run at once: the most servers of one kind worth starting ahead.
     slots: usize,
     hot_swap: bool,
-    rewrites: Rewrites,
+    /// Jobs get the host's network (`--network bridge`), not a loopback of their own.
+    network: bool,
 }
 
 /// How the last job of a hot-swap attempt ended.
@@ -272,19 +284,35 @@ impl<S: Sandbox> WarmPytest<S> {
                 "0" | "false" | "off"
             )
         });
-        let rewrites = tempfile::Builder::new()
-            .prefix("assay-rewrites-")
-            .tempdir()
-            .map_err(|why| tracing::debug!(%why, "no shared directory for rewritten test modules"))
-            .ok()
-            .map(Arc::new);
         Self {
             inner,
             pool: Arc::default(),
             slots,
             hot_swap: !off,
-            rewrites,
+            network: false,
         }
+    }
+
+    /// Gives the servers, and so the jobs they run, the host's network.
+    pub fn with_network(mut self, on: bool) -> Self {
+        self.network = on;
+        self
+    }
+
+    /// The servers' key for `run`'s interpreter, start-up environment and proof.
+    fn key(&self, run: &SandboxRun, python: &str, session: Option<SessionKey>) -> Key {
+        Key {
+            python: python.to_owned(),
+            env: startup_env(run),
+            proof_dir: run.proof_dir.clone(),
+            network: self.network || run.network,
+            session,
+        }
+    }
+
+    /// The proof's shared directory of rewritten test modules (see [`Pool::rewrites`]).
+    fn rewrites(&self, proof_dir: &std::path::Path) -> Option<Rewrites> {
+        self.pool.lock().ok()?.rewrites(proof_dir)
     }
 
     /// Turns hot swap on or off whatever the environment says.
@@ -315,14 +343,19 @@ impl<S: Sandbox> WarmPytest<S> {
         let none_left = !pool.idle.iter().any(|s| &s.key == key);
         if none_left && *started < self.slots {
             *started += 1;
-            let (pool, key, env) = (self.pool.clone(), key.clone(), env.to_vec());
             let session = session.cloned();
+            let rewrites = session
+                .as_ref()
+                .map(|start| start.rewrites.clone())
+                .or_else(|| pool.rewrites(&key.proof_dir));
+            let (pool, key, env) = (self.pool.clone(), key.clone(), env.to_vec());
             let limit = 2 * self.slots.max(1);
-            let rewrites = self.rewrites.clone();
             tokio::spawn(async move {
-                let spare = match session {
-                    None => Server::start(key.clone(), &env, rewrites).await,
-                    Some(start) => match Server::start_session(key.clone(), start).await {
+                let spare = match (session, rewrites) {
+                    (_, None) => None,
+                    (None, Some(rewrites)) => Server::start(key.clone(), &env, rewrites).await,
+                    (Some(start), Some(_)) => match Server::start_session(key.clone(), start).await
+                    {
                         Ok(server) => Some(server),
                         Err(why) => {
                             tracing::debug!(why = %error_chain(&why), "no session server for hot swap");
@@ -363,15 +396,16 @@ impl<S: Sandbox> WarmPytest<S> {
         if let Some(tree) = known {
             return Ok(tree);
         }
-        let (from, path, original) = (
+        let (from, proof_dir, path, original) = (
             run.tree_dir.clone(),
+            run.proof_dir.clone(),
             source.path.to_owned(),
             source.original.to_vec(),
         );
         let tree = tokio::task::spawn_blocking(move || {
             let dir = tempfile::Builder::new()
-                .prefix("assay-session-")
-                .tempdir()?;
+                .prefix(".session-")
+                .tempdir_in(&proof_dir)?;
             hot_swap::unmutated_copy(&from, &dir.path().join("tree"), &path, &original)?;
             Ok::<_, std::io::Error>(dir)
         })
@@ -403,15 +437,15 @@ impl<S: Sandbox> WarmPytest<S> {
         let Some(split) = hot_swap::split(warm.args) else {
             return fallback("an option of the command lacks its value");
         };
-        let key = Key {
-            python: warm.python.clone(),
-            env: startup_env(run),
-            session: Some(SessionKey {
+        let key = self.key(
+            run,
+            warm.python,
+            Some(SessionKey {
                 tree: source.tree.to_owned(),
                 code: warm.code.map(str::to_owned),
                 options: split.options.clone(),
             }),
-        };
+        );
         if self
             .pool
             .lock()
@@ -423,10 +457,13 @@ impl<S: Sandbox> WarmPytest<S> {
             Ok(tree) => tree,
             Err(why) => return fallback(&error_chain(&why)),
         };
+        let Some(rewrites) = self.rewrites(&run.proof_dir) else {
+            return fallback("no directory for rewritten test modules");
+        };
         let start = SessionStart {
             tree,
             env: run.env.clone(),
-            rewrites: self.rewrites.clone(),
+            rewrites,
         };
         let server = match self.take_idle(&key, &run.env, Some(&start)) {
             Some(server) => server,
@@ -570,21 +607,38 @@ impl<S: Sandbox> WarmPytest<S> {
 }
 
 impl Pool {
+    /// The proof's shared directory of rewritten test modules, made on first use.
+    fn rewrites(&mut self, proof_dir: &std::path::Path) -> Option<Rewrites> {
+        if let Some(known) = self.rewrites.get(proof_dir).and_then(Weak::upgrade) {
+            return Some(known);
+        }
+        let made = tempfile::Builder::new()
+            .prefix(".rewrites-")
+            .tempdir_in(proof_dir)
+            .map_err(|why| tracing::debug!(%why, "no directory for rewritten test modules"))
+            .ok()
+            .map(Arc::new)?;
+        self.rewrites.retain(|_, dir| dir.strong_count() > 0);
+        self.rewrites
+            .insert(proof_dir.to_owned(), Arc::downgrade(&made));
+        Some(made)
+    }
+
     /// Makes `server` idle. Session servers are kept to `limit`: the one idle longest goes
     /// first (a worker moves on to other trees; their servers must not pile up).
     fn park(&mut self, mut server: Server, limit: usize) {
         server.idle_since = Instant::now();
         let session = server.key.session.is_some();
         self.idle.push(server);
-        if !session {
-            return;
-        }
-        while self.idle.iter().filter(|s| s.key.session.is_some()).count() > limit {
+        // Plain servers are kept to `limit` too: they belong to one proof each, and a worker
+        // moves on to other proofs.
+        let same_class = |s: &Server| s.key.session.is_some() == session;
+        while self.idle.iter().filter(|s| same_class(s)).count() > limit {
             let Some(oldest) = self
                 .idle
                 .iter()
                 .enumerate()
-                .filter(|(_, s)| s.key.session.is_some())
+                .filter(|(_, s)| same_class(s))
                 .min_by_key(|(_, s)| s.idle_since)
                 .map(|(at, _)| at)
             else {
@@ -597,6 +651,34 @@ impl Pool {
         }
         self.trees.retain(|_, tree| tree.strong_count() > 0);
     }
+}
+
+/// The server's argv: the script, confined to the key's proof directory where this host can
+/// confine it.
+fn server_command(key: &Key, env: &[(String, String)], rewrites: &Rewrites) -> Vec<String> {
+    let command: Vec<String> = vec![
+        key.python.clone(),
+        "-c".into(),
+        WARM_PYTEST.into(),
+        rewrites.path().to_string_lossy().into_owned(),
+    ];
+    let Ok(confiner) = super::confine::confiner() else {
+        return command;
+    };
+    let path_env = env
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.as_str());
+    confiner.command(
+        &super::confine::Grant {
+            writable: &[&key.proof_dir],
+            cwd: std::path::Path::new("/"),
+            network: key.network,
+            program: &key.python,
+            path_env,
+        },
+        &command,
+    )
 }
 
 /// The job's environment minus what differs per job but does not shape start-up.
@@ -651,14 +733,13 @@ impl<S: Sandbox> Sandbox for WarmPytest<S> {
         let Some(warm) = warm_command(&run.command) else {
             return self.inner.run(run).await;
         };
-        let key = Key {
-            python: warm.python.clone(),
-            env: startup_env(run),
-            session: None,
-        };
+        let key = self.key(run, warm.python, None);
         let server = match self.take_idle(&key, &run.env, None) {
             Some(server) => Some(server),
-            None => Server::start(key, &run.env, self.rewrites.clone()).await,
+            None => match self.rewrites(&run.proof_dir) {
+                Some(rewrites) => Server::start(key, &run.env, rewrites).await,
+                None => None,
+            },
         };
         match server {
             Some(server) => self.run_forked(server, run, &warm).await,

@@ -1,0 +1,351 @@
+//! Confinement of the process sandbox's guest. The code under test is untrusted (often an
+//! agent's patch), and in the process sandbox it runs on the machine that holds Assay's store,
+//! result cache, state, tree cache and keys; anything it could write there could become a
+//! later verdict. So every guest command, and every warm server that hosts guest code, runs
+//! under bubblewrap (Debian's `bubblewrap`, the tool Flatpak confines apps with) in user,
+//! mount, PID, IPC, UTS and network namespaces of its own:
+//! - the root is read-only, every capability dropped, `/proc` is the guest's own PID
+//!   namespace's (so no other process's environment or memory is readable);
+//! - `$HOME`, `/tmp`, `/var/tmp`, `/run` and `/dev/shm` are empty private tmpfs mounts, and
+//!   every path registered with [`hide_from_guests`] (stores, state, tree caches, keys,
+//!   credentials) is masked; the toolchains the command needs from under those (an
+//!   interpreter under `$HOME/.pyenv`, a venv in `/tmp`) come back read-only;
+//! - only the job's own tree and scratch directories are writable (bound back in last);
+//! - the network is the namespace's own loopback unless the run asks for the host's.
+//!
+//! bubblewrap is found once per process (`ASSAY_BWRAP` names another binary); where it is
+//! missing or cannot create namespaces here, the guest runs unconfined, the evidence says so
+//! and the result cache neither stores nor serves for the run.
+
+use assay_common::evidence::Confinement;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Mutex, OnceLock};
+
+/// Directories a guest finds empty: what Assay and other programs keep per user or per boot.
+const MASKED: [&str; 4] = ["/tmp", "/var/tmp", "/run", "/dev/shm"];
+
+/// The confining tool, found and tried once.
+#[derive(Clone, Debug)]
+pub struct Confiner {
+    program: PathBuf,
+    version: String,
+}
+
+static FOUND: OnceLock<Result<Confiner, String>> = OnceLock::new();
+static HIDDEN: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Masks `path` (a directory or a file) from every guest this process confines from now on.
+/// Stores, state directories, tree caches and key or credential files register here when
+/// they are opened, wherever they live; `$HOME` is masked as a whole anyway.
+pub fn hide_from_guests(path: &Path) {
+    let path = absolute(path);
+    if let Ok(mut hidden) = HIDDEN.lock()
+        && !hidden.contains(&path)
+    {
+        hidden.push(path);
+    }
+}
+
+/// The confining tool, or why there is none. The reason is worded for a user.
+pub fn confiner() -> Result<&'static Confiner, &'static str> {
+    FOUND.get_or_init(find).as_ref().map_err(|why| why.as_str())
+}
+
+/// What the evidence records about the process sandbox's confinement on this host.
+pub fn evidence() -> Confinement {
+    match confiner() {
+        Ok(confiner) => Confinement {
+            confined: true,
+            detail: confiner.version.clone(),
+        },
+        Err(why) => Confinement {
+            confined: false,
+            detail: why.to_owned(),
+        },
+    }
+}
+
+fn find() -> Result<Confiner, String> {
+    let program = match std::env::var_os("ASSAY_BWRAP") {
+        Some(named) if !named.is_empty() => PathBuf::from(named),
+        _ => which("bwrap").ok_or_else(|| {
+            "bubblewrap (bwrap) is not installed (hint: apt-get install bubblewrap)".to_owned()
+        })?,
+    };
+    let version = Command::new(&program)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("{} cannot be run: {e}", program.display()))?;
+    let version = String::from_utf8_lossy(&version.stdout).trim().to_owned();
+    let confiner = Confiner { program, version };
+    // A host may forbid the namespaces (unprivileged user namespaces off, a seccomp profile):
+    // try the exact options a job gets once, so a job never fails on them.
+    let scratch = std::env::temp_dir();
+    let probe = confiner.command(
+        &Grant {
+            writable: &[],
+            cwd: Path::new("/"),
+            network: false,
+            program: "/bin/true",
+            path_env: None,
+        },
+        &["/bin/true".to_owned()],
+    );
+    let tried = Command::new(&probe[0])
+        .args(&probe[1..])
+        .current_dir(&scratch)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .map_err(|e| format!("{} cannot be run: {e}", confiner.program.display()))?;
+    if !tried.status.success() {
+        return Err(format!(
+            "{} cannot create namespaces on this host: {} (hint: enable unprivileged user namespaces, sysctl kernel.unprivileged_userns_clone=1)",
+            confiner.version,
+            String::from_utf8_lossy(&tried.stderr).trim()
+        ));
+    }
+    Ok(confiner)
+}
+
+/// What one confined command may see and do beyond the read-only root.
+pub struct Grant<'a> {
+    /// Bound read-write, in this order, after every mask.
+    pub writable: &'a [&'a Path],
+    pub cwd: &'a Path,
+    /// The host's network instead of a loopback of its own.
+    pub network: bool,
+    /// The program as the command names it, and the `PATH` it is looked up on: the
+    /// toolchains they lead to under a masked directory come back read-only.
+    pub program: &'a str,
+    pub path_env: Option<&'a str>,
+}
+
+impl Confiner {
+    /// The argv that runs `command` confined by `grant`.
+    pub fn command(&self, grant: &Grant<'_>, command: &[String]) -> Vec<String> {
+        let mut argv: Vec<String> = vec![self.program.to_string_lossy().into_owned()];
+        let mut arg = |parts: &[&str]| argv.extend(parts.iter().map(|p| (*p).to_owned()));
+        arg(&["--unshare-all", "--die-with-parent", "--cap-drop", "ALL"]);
+        if grant.network {
+            arg(&["--share-net"]);
+        }
+        arg(&["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]);
+        let home = home();
+        let masked: Vec<PathBuf> = MASKED
+            .iter()
+            .map(PathBuf::from)
+            .chain(home.clone())
+            .collect();
+        for dir in &masked {
+            if dir.is_dir() {
+                argv.extend(["--tmpfs".to_owned(), path_arg(dir)]);
+            }
+        }
+        for exposed in toolchains(grant, &masked, home.as_deref()) {
+            argv.extend([
+                "--ro-bind-try".to_owned(),
+                path_arg(&exposed),
+                path_arg(&exposed),
+            ]);
+        }
+        let hidden = HIDDEN.lock().map(|h| h.clone()).unwrap_or_default();
+        for path in hidden {
+            match std::fs::metadata(&path) {
+                Ok(meta) if meta.is_dir() => argv.extend(["--tmpfs".to_owned(), path_arg(&path)]),
+                Ok(_) => argv.extend([
+                    "--ro-bind".to_owned(),
+                    "/dev/null".to_owned(),
+                    path_arg(&path),
+                ]),
+                Err(_) => {}
+            }
+        }
+        for dir in grant.writable {
+            let dir = absolute(dir);
+            argv.extend(["--bind".to_owned(), path_arg(&dir), path_arg(&dir)]);
+        }
+        argv.extend([
+            "--chdir".to_owned(),
+            path_arg(&absolute(grant.cwd)),
+            "--".to_owned(),
+        ]);
+        argv.extend(command.iter().cloned());
+        argv
+    }
+}
+
+/// The directories under a masked one that the command needs to start: each `PATH` entry
+/// under one (its toolchain root when it is a `bin` or `shims` directory: `~/.pyenv/shims`
+/// needs `~/.pyenv`), the program's own toolchain (its real path, past a venv's symlink),
+/// the user's site-packages, and what `ASSAY_SANDBOX_EXPOSE` lists.
+fn toolchains(grant: &Grant<'_>, masked: &[PathBuf], home: Option<&Path>) -> Vec<PathBuf> {
+    let under_mask = |p: &Path| masked.iter().any(|m| p.starts_with(m) && p != m);
+    let root_of = |dir: &Path| -> PathBuf {
+        let named = dir.file_name().and_then(|n| n.to_str());
+        match (named, dir.parent()) {
+            (Some("bin" | "shims"), Some(parent))
+                if under_mask(parent) && home != Some(parent) && !is_user_local(parent, home) =>
+            {
+                parent.to_path_buf()
+            }
+            _ => dir.to_path_buf(),
+        }
+    };
+    let mut found: Vec<PathBuf> = Vec::new();
+    let path_dirs: Vec<PathBuf> = grant
+        .path_env
+        .map(|p| std::env::split_paths(p).map(|d| absolute(&d)).collect())
+        .unwrap_or_default();
+    for dir in &path_dirs {
+        if under_mask(dir) {
+            found.push(root_of(dir));
+        }
+    }
+    let program = if grant.program.contains('/') {
+        Some(absolute(Path::new(grant.program)))
+    } else {
+        path_dirs
+            .iter()
+            .map(|d| d.join(grant.program))
+            .find(|p| p.is_file())
+    };
+    if let Some(program) = program {
+        // A venv's interpreter is a link to the one it was made from: both are needed.
+        for real in [Some(program.clone()), program.canonicalize().ok()]
+            .into_iter()
+            .flatten()
+        {
+            if let Some(dir) = real.parent()
+                && under_mask(dir)
+            {
+                found.push(root_of(dir));
+            }
+        }
+    }
+    if let Some(home) = home {
+        found.push(home.join(".local/lib"));
+    }
+    if let Some(listed) = std::env::var_os("ASSAY_SANDBOX_EXPOSE") {
+        found.extend(std::env::split_paths(&listed).map(|p| absolute(&p)));
+    }
+    found.sort();
+    found.dedup();
+    found
+}
+
+/// `~/.local` holds state and keyrings besides programs: only its `bin` and `lib` come back.
+fn is_user_local(dir: &Path, home: Option<&Path>) -> bool {
+    home.is_some_and(|home| dir == home.join(".local"))
+}
+
+fn home() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(|h| absolute(Path::new(&h)))
+        .filter(|h| h.parent().is_some())
+}
+
+/// `path` made absolute with its links resolved where it exists, so a mask or a bind lands on
+/// the directory a guest would otherwise reach.
+fn absolute(path: &Path) -> PathBuf {
+    path.canonicalize()
+        .unwrap_or_else(|_| std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()))
+}
+
+fn path_arg(path: &Path) -> String {
+    path.to_string_lossy().into_owned()
+}
+
+fn which(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|candidate| candidate.is_file())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn confined(grant: &Grant<'_>, script: &str) -> std::process::Output {
+        let confiner = confiner().expect("bubblewrap is installed on test machines");
+        let argv = confiner.command(grant, &["sh".into(), "-c".into(), script.into()]);
+        Command::new(&argv[0])
+            .args(&argv[1..])
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .output()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_guest_writes_its_tree_and_nothing_it_was_not_granted() {
+        let tree = tempfile::tempdir().unwrap();
+        let secret_dir = tempfile::tempdir().unwrap();
+        std::fs::write(secret_dir.path().join("cache.key"), "k").unwrap();
+        std::fs::write("/tmp/assay-confine-neighbour", "n").unwrap();
+        hide_from_guests(secret_dir.path());
+        let script = format!(
+            "echo fixed > patched; \
+             cat {secret}/cache.key && echo READ-KEY; \
+             touch /etc/assay-planted && echo WROTE-ETC; \
+             cat /tmp/assay-confine-neighbour && echo READ-TMP; \
+             echo done",
+            secret = secret_dir.path().display(),
+        );
+        let out = confined(
+            &Grant {
+                writable: &[tree.path()],
+                cwd: tree.path(),
+                network: false,
+                program: "sh",
+                path_env: None,
+            },
+            &script,
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains("done"), "{out:?}");
+        for forbidden in ["READ-KEY", "WROTE-ETC", "READ-TMP"] {
+            assert!(!stdout.contains(forbidden), "{forbidden}: {out:?}");
+        }
+        assert_eq!(
+            std::fs::read_to_string(tree.path().join("patched")).unwrap(),
+            "fixed\n"
+        );
+        assert!(!Path::new("/etc/assay-planted").exists());
+        let _ = std::fs::remove_file("/tmp/assay-confine-neighbour");
+    }
+
+    #[test]
+    fn toolchains_under_home_come_back_read_only_and_home_itself_does_not() {
+        let home = PathBuf::from("/home/dev");
+        let masked = vec![PathBuf::from("/tmp"), home.clone()];
+        let grant = Grant {
+            writable: &[],
+            cwd: Path::new("/"),
+            network: false,
+            program: "python3",
+            path_env: Some("/home/dev/.pyenv/shims:/home/dev/bin:/home/dev/.local/bin:/usr/bin"),
+        };
+        let found = toolchains(&grant, &masked, Some(&home));
+        assert!(
+            found.contains(&PathBuf::from("/home/dev/.pyenv")),
+            "{found:?}"
+        );
+        assert!(found.contains(&PathBuf::from("/home/dev/bin")), "{found:?}");
+        assert!(
+            found.contains(&PathBuf::from("/home/dev/.local/bin")),
+            "{found:?}"
+        );
+        assert!(!found.contains(&home), "{found:?}");
+        assert!(
+            !found.contains(&PathBuf::from("/home/dev/.local")),
+            "{found:?}"
+        );
+        assert!(!found.iter().any(|p| p.starts_with("/usr")), "{found:?}");
+    }
+}

@@ -4,7 +4,7 @@
 use crate::config;
 use crate::embedded;
 use crate::exit::Failure;
-use assay_coordinator::cache::{CacheMode, ResultCache};
+use assay_coordinator::cache::ResultCache;
 use clap::{Args, Subcommand};
 
 #[derive(Args, Debug)]
@@ -34,7 +34,7 @@ pub enum CacheCommand {
 
 pub async fn run(args: &CacheArgs) -> Result<u8, Failure> {
     let url = args.store.clone().unwrap_or_else(config::default_store_url);
-    let cache = ResultCache::new(embedded::open_store(&url)?, CacheMode::Use);
+    let cache = ResultCache::off(embedded::open_store(&url)?);
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64);

@@ -4,6 +4,8 @@
 use crate::exit::{Failure, ResultExt as _};
 use crate::sandbox::SandboxChoice;
 use anyhow::Context as _;
+use assay_common::evidence::SandboxEvidence;
+use assay_coordinator::cache::{CacheMode, ResultCache, SigningKey};
 use assay_coordinator::engine;
 use assay_transport::store::{ArtifactStore, ObjectArtifactStore};
 use assay_transport::tree::GitTreeSource;
@@ -11,14 +13,47 @@ use assay_worker::execute::JobContext;
 use assay_worker::reused_trees::ReusedTrees;
 use assay_worker::sandbox::process::ProcessSandbox;
 use assay_worker::sandbox::warm::WarmPytest;
-use assay_worker::sandbox::{self, Sandbox};
+use assay_worker::sandbox::{self, Sandbox, confine};
 use std::path::Path;
 use std::sync::Arc;
 
 pub fn open_store(url: &str) -> Result<Arc<dyn ArtifactStore>, Failure> {
+    if let Some(root) = url.strip_prefix("file://") {
+        confine::hide_from_guests(Path::new(root));
+    }
     Ok(Arc::new(
         ObjectArtifactStore::open(url).map_err(|e| Failure::usage(e.into()))?,
     ))
+}
+
+/// An embedded run's result cache over `store` in `mode`, its entries signed with this
+/// user's key; or why the run may not use one: the code under test runs unconfined (`sandbox`
+/// says so; it could write the store and forge entries, which is also said on stderr unless
+/// `quiet`), or no key can be had.
+pub fn result_cache(
+    store: Arc<dyn ArtifactStore>,
+    mode: CacheMode,
+    sandbox: &SandboxEvidence,
+    quiet: bool,
+) -> Result<ResultCache, String> {
+    if let Some(why) = sandbox.unconfined() {
+        if !quiet {
+            eprintln!(
+                "[sandbox] warning: the code under test runs unconfined ({why}): it can reach this machine's files and network"
+            );
+        }
+        return Err("the code under test runs unconfined, so it could write the cache".into());
+    }
+    if mode == CacheMode::Off {
+        return Ok(ResultCache::off(store));
+    }
+    let key = SigningKey::for_user().map_err(|e| assay_transport::error_chain::error_chain(&e))?;
+    if let Ok(path) = SigningKey::user_key_path()
+        && let Some(dir) = path.parent()
+    {
+        confine::hide_from_guests(dir);
+    }
+    Ok(ResultCache::new(store, mode, Arc::new(key)))
 }
 
 /// The sandbox `choice` names, built as a fleet worker builds it: a docker sandbox checks its

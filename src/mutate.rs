@@ -10,7 +10,7 @@ use crate::reporter::{self, StderrProgress};
 use anyhow::{Context, anyhow};
 use assay_common::ProofId;
 use assay_common::runner::RunnerKind;
-use assay_coordinator::cache::{CacheMode, ResultCache, RunContext};
+use assay_coordinator::cache::{CacheMode, RunContext};
 use assay_coordinator::engine;
 use assay_coordinator::mutants::OperatorSet;
 use assay_coordinator::mutate::cache::MutantCache;
@@ -153,20 +153,30 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
     .await?;
     // The fleet's workers decide their own sandbox and interpreters, which the CLI cannot
     // vouch for in a key: only embedded runs use the cache.
-    let cache = (fleet.is_none() && !args.no_cache).then(|| {
-        let mode = if args.refresh_cache {
-            CacheMode::Refresh
-        } else {
-            CacheMode::Use
-        };
-        MutantCache {
-            cache: ResultCache::new(store.clone(), mode),
-            context: RunContext::new(
-                ProcessSandbox::default().evidence(),
-                &assay_worker::sandbox::clean_env(&args.pass_env),
-            ),
-        }
-    });
+    let cache = (fleet.is_none() && !args.no_cache)
+        .then(|| {
+            let mode = if args.refresh_cache {
+                CacheMode::Refresh
+            } else {
+                CacheMode::Use
+            };
+            let sandbox = ProcessSandbox::default().evidence();
+            let cache = embedded::result_cache(store.clone(), mode, &sandbox, args.quiet)
+                .map_err(|why| {
+                    if !args.quiet {
+                        eprintln!("[cache] not used: {why}");
+                    }
+                })
+                .ok()?;
+            Some(MutantCache {
+                cache,
+                context: RunContext::new(
+                    sandbox,
+                    &assay_worker::sandbox::clean_env(&args.pass_env),
+                ),
+            })
+        })
+        .flatten();
     let request = MutateRequest {
         repo,
         tree,

@@ -446,9 +446,16 @@ async fn run_embedded(
         embedded::job_context_in(sandbox, repo, store.clone(), pass_env, "assay-", jobs)?;
     let queue = InProcessQueue::start(ctx, jobs);
     let progress = StderrProgress::new(args.progress, args.quiet, jobs);
-    let mode = cache_mode(args);
+    let cache = embedded::result_cache(store.clone(), cache_mode(args), &recorded, args.quiet)
+        .unwrap_or_else(|why| {
+            if !args.quiet {
+                eprintln!("[cache] not used: {why}");
+            }
+            ResultCache::off(store.clone())
+        });
+    let mode = cache.mode;
     let context = RunContext::new(recorded, &assay_worker::sandbox::clean_env(pass_env));
-    let caching = CachingQueue::new(&queue, ResultCache::new(store.clone(), mode), context);
+    let caching = CachingQueue::new(&queue, cache, context);
     let mut run = engine::run_proof(prepared, &caching, jobs, &progress, started, clock)
         .await
         .map_err(|e| Failure::infrastructure(e.into()))?;

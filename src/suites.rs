@@ -16,7 +16,7 @@ use assay_common::runner::{ReportFormat, RunnerKind};
 use assay_common::suite::{
     CaseListing, CaseOutcome, Lane, SUITE_SCHEMA, SuiteCacheReport, SuiteReport, SuiteTotals,
 };
-use assay_coordinator::cache::{CacheMode, ResultCache, RunContext};
+use assay_coordinator::cache::{CacheMode, RunContext};
 use assay_coordinator::coverage::CoverageMap;
 use assay_coordinator::dispatch::run_one;
 use assay_coordinator::engine;
@@ -673,18 +673,14 @@ fn case_cache(
         CacheMode::Use
     };
     // An embedded suite's jobs run in the process sandbox (`embedded::job_context`).
-    let context = RunContext::new(
-        ProcessSandbox::default().evidence(),
-        &assay_worker::sandbox::clean_env(&args.pass_env),
-    );
+    let sandbox = ProcessSandbox::default().evidence();
+    let cache = match crate::embedded::result_cache(store, mode, &sandbox, args.quiet) {
+        Ok(cache) => cache,
+        Err(why) => return (None, Some(why)),
+    };
+    let context = RunContext::new(sandbox, &assay_worker::sandbox::clean_env(&args.pass_env));
     (
-        CaseCache::new(
-            ResultCache::new(store, mode),
-            context,
-            setup,
-            tree,
-            args.timeout,
-        ),
+        CaseCache::new(cache, context, setup, tree, args.timeout),
         None,
     )
 }

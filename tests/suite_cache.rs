@@ -85,9 +85,18 @@ impl Suite {
     }
 
     fn test(&self, extra: &[&str]) -> TestRun {
+        self.test_exposing(extra, None)
+    }
+
+    /// [`Suite::test`] with `exposed` readable by the confined tests (`ASSAY_SANDBOX_EXPOSE`).
+    fn test_exposing(&self, extra: &[&str], exposed: Option<&std::path::Path>) -> TestRun {
         let json = self.dir.path().join("report.json");
         let _ = std::fs::remove_file(&json);
-        let out = support::assay()
+        let mut command = support::assay();
+        if let Some(exposed) = exposed {
+            command.env("ASSAY_SANDBOX_EXPOSE", exposed);
+        }
+        let out = command
             .arg("test")
             .arg("-C")
             .arg(self.repo.path())
@@ -436,21 +445,20 @@ fn failures_passes_after_a_retry_and_quarantined_cases_are_never_stored() {
 
 #[test]
 fn a_timed_out_batch_is_never_stored_and_the_timeout_is_in_the_key() {
-    // The export's second run overall hangs (a counter outside the tree); the others pass.
-    let counter = tempfile::tempdir().expect("temp dir");
+    // The export hangs while a switch outside the tree is on (the tests may read it, never
+    // write it); the others pass.
+    let switch = tempfile::tempdir().expect("temp dir");
+    let hang = switch.path().join("hang");
     let export_tests = format!(
         r#"import pathlib
 import time
 
 
 def test_statement_export():
-    runs = pathlib.Path({counter:?})
-    count = int(runs.read_text()) if runs.exists() else 0
-    runs.write_text(str(count + 1))
-    if count == 1:
+    if pathlib.Path({hang:?}).exists():
         time.sleep(30)
 "#,
-        counter = counter.path().join("export-runs").display().to_string()
+        hang = hang.display().to_string()
     );
     let suite = Suite::new(&[
         ("conftest.py", ""),
@@ -462,12 +470,14 @@ def test_statement_export():
         ),
     ]);
     let export = "tests/test_export.py::test_statement_export";
-    let first = suite.test(&["--timeout", "600"]);
+    let first = suite.test_exposing(&["--timeout", "600"], Some(switch.path()));
     assert_eq!(first.code, 0, "{}", first.explain());
     assert!(suite.entries().contains_key(export));
 
     // A shorter timeout answers nothing, and the export hangs past it.
-    let timed = suite.test(&["--timeout", "4"]);
+    std::fs::write(&hang, "").expect("switch on");
+    let timed = suite.test_exposing(&["--timeout", "4"], Some(switch.path()));
+    std::fs::remove_file(&hang).expect("switch off");
     assert!(
         timed.cases().iter().all(|c| c["cached"].is_null()),
         "{}",
@@ -484,7 +494,7 @@ def test_statement_export():
         1,
         "only the 600 s run's entry"
     );
-    let after = suite.test(&["--timeout", "4"]);
+    let after = suite.test_exposing(&["--timeout", "4"], Some(switch.path()));
     assert_eq!(
         after.case(export)["outcome"],
         "passed",
@@ -553,6 +563,7 @@ fn tampered_entries_are_refused_and_reported_and_the_case_runs() {
     let mut forged = deposits_entry.clone();
     forged["key"] = opening_entry["key"].clone();
     std::fs::write(&opening_path, serde_json::to_vec(&forged).expect("encode")).expect("write");
+    support::resign::<assay_coordinator::suite::cache::CaseEntry>(&opening_path);
     let renamed = suite.test(&[]);
     assert!(!renamed.cached(opening), "{}", renamed.explain());
     let why = refused(&renamed);
@@ -590,6 +601,7 @@ fn tampered_entries_are_refused_and_reported_and_the_case_runs() {
         serde_json::to_vec(&claims_failure).expect("encode"),
     )
     .expect("write");
+    support::resign::<assay_coordinator::suite::cache::CaseEntry>(&deposits_path);
     let garbled = suite.test(&[]);
     assert_eq!(garbled.code, 0, "{}", garbled.explain());
     assert!(!garbled.cached(opening) && !garbled.cached(deposits));

@@ -11,8 +11,12 @@
 //!   unstable; never timeouts, infrastructure failures, cancelled or report-less runs;
 //! - a poisoned entry: every read re-checks the entry and each artifact it names against
 //!   their sha256, and re-parses the pinned report; anything off is a miss, reported, never used;
-//! - a forged entry on a fleet, where submitters can write the store too: the coordinator signs
-//!   what it stores (HMAC-SHA256, [`SigningKey`]) and serves only entries that verify.
+//! - a forged entry, written by whoever else can write the store: a fleet's submitters (they
+//!   hold store credentials), or on one machine the code under test of an earlier run. Every
+//!   entry is signed by whoever may write it (HMAC-SHA256, [`SigningKey`]): a fleet's
+//!   coordinator with its key, an embedded run with its user's key (made on first use, kept
+//!   where no confined guest can read it, [`SigningKey::for_user`]); only entries that verify
+//!   are served.
 
 use assay_common::evidence::{CachedFrom, Evidence, SandboxEvidence};
 use assay_common::job::{JobKind, JobResult, JobSpec, JobStatus};
@@ -30,7 +34,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 /// The entries' schema; a new one starts a new key space.
-pub const SCHEMA: &str = "assay.cache/v1";
+pub const SCHEMA: &str = "assay.cache/v2";
 /// Where entries live in the artifact store.
 pub const PREFIX: &str = "cache/v1";
 
@@ -60,9 +64,17 @@ pub enum CacheError {
     },
 }
 
-/// Why the coordinator's signing key is unusable.
+/// Why a signing key is unusable.
 #[derive(Debug, thiserror::Error)]
 pub enum SigningKeyError {
+    #[error("failed to create the cache signing key {path}")]
+    Create {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("no place for this user's cache signing key (hint: set HOME or ASSAY_CACHE_KEY_FILE)")]
+    NoHome,
     #[error("failed to read the cache signing key {path}")]
     Read {
         path: std::path::PathBuf,
@@ -101,8 +113,9 @@ fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
         .into()
 }
 
-/// The fleet coordinator's secret for signing cache entries. Only the coordinator holds it, so
-/// an entry a submitter wrote into the store (they hold store credentials) never verifies.
+/// The secret cache entries are signed with: a fleet coordinator's (only it holds it, so an
+/// entry a submitter wrote into the store never verifies) or one user's for embedded runs
+/// (the confined guest cannot read it, so an entry the code under test wrote never verifies).
 pub struct SigningKey(Vec<u8>);
 
 impl std::fmt::Debug for SigningKey {
@@ -128,14 +141,80 @@ impl SigningKey {
         Ok(Self(trimmed.to_vec()))
     }
 
+    /// Where this user's key lives: `ASSAY_CACHE_KEY_FILE`, else `cache.key` in the state
+    /// directory (`$XDG_STATE_HOME/assay`, `~/.local/state/assay`), outside the cache and the
+    /// store so that sharing or deleting those never shares or loses it.
+    pub fn user_key_path() -> Result<std::path::PathBuf, SigningKeyError> {
+        let set = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+        if let Some(path) = set("ASSAY_CACHE_KEY_FILE") {
+            return Ok(path.into());
+        }
+        let state = set("XDG_STATE_HOME")
+            .map(std::path::PathBuf::from)
+            .or_else(|| set("HOME").map(|home| Path::new(&home).join(".local/state")))
+            .ok_or(SigningKeyError::NoHome)?;
+        Ok(state.join("assay").join("cache.key"))
+    }
+
+    /// This user's key ([`SigningKey::user_key_path`]), made on first use: 32 bytes from the
+    /// kernel's random source, readable by the user alone.
+    pub fn for_user() -> Result<Self, SigningKeyError> {
+        let path = Self::user_key_path()?;
+        match Self::from_file(&path) {
+            Err(SigningKeyError::Read { source, .. })
+                if source.kind() == std::io::ErrorKind::NotFound =>
+            {
+                Self::create(&path)?;
+                Self::from_file(&path)
+            }
+            other => other,
+        }
+    }
+
+    fn create(path: &Path) -> Result<(), SigningKeyError> {
+        use std::io::{Read as _, Write as _};
+        use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+        let failed = |source| SigningKeyError::Create {
+            path: path.to_owned(),
+            source,
+        };
+        if let Some(dir) = path.parent() {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(failed)?;
+        }
+        let mut key = [0u8; MIN_KEY_BYTES];
+        std::fs::File::open("/dev/urandom")
+            .and_then(|mut random| random.read_exact(&mut key))
+            .map_err(failed)?;
+        // Written whole under a temporary name, then linked in: two runs starting at once
+        // end with one key, and neither reads a half-written one.
+        let temporary = path.with_extension(format!("tmp-{}", std::process::id()));
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&temporary)
+            .and_then(|mut file| file.write_all(&key).and_then(|()| file.sync_all()))
+            .map_err(failed)?;
+        let linked = std::fs::hard_link(&temporary, path);
+        let _ = std::fs::remove_file(&temporary);
+        match linked {
+            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => Err(failed(e)),
+            _ => Ok(()),
+        }
+    }
+
     /// The signature of `entry` (hex), over everything but its `signature` field.
-    pub fn sign(&self, entry: &CacheEntry) -> String {
+    pub fn sign<E: Signed>(&self, entry: &E) -> String {
         hex::encode(hmac_sha256(&self.0, &signed_bytes(entry)))
     }
 
     /// Whether `entry` carries this key's signature, compared in constant time.
-    fn verifies(&self, entry: &CacheEntry) -> bool {
-        let Some(claimed) = entry.signature.as_deref().and_then(|s| hex::decode(s).ok()) else {
+    fn verifies<E: Signed>(&self, entry: &E) -> bool {
+        let Some(claimed) = entry.signature().and_then(|s| hex::decode(s).ok()) else {
             return false;
         };
         let expected = hmac_sha256(&self.0, &signed_bytes(entry));
@@ -148,13 +227,26 @@ impl SigningKey {
     }
 }
 
+/// A cache entry that carries a signature of everything else in it.
+pub trait Signed: Serialize + Clone {
+    fn signature(&self) -> Option<&str>;
+    fn set_signature(&mut self, signature: Option<String>);
+}
+
+impl Signed for CacheEntry {
+    fn signature(&self) -> Option<&str> {
+        self.signature.as_deref()
+    }
+    fn set_signature(&mut self, signature: Option<String>) {
+        self.signature = signature;
+    }
+}
+
 /// What a signature covers: the entry's JSON without its signature, as this build encodes it,
 /// so whatever a lookup uses is what was signed.
-fn signed_bytes(entry: &CacheEntry) -> Vec<u8> {
-    let unsigned = CacheEntry {
-        signature: None,
-        ..entry.clone()
-    };
+fn signed_bytes<E: Signed>(entry: &E) -> Vec<u8> {
+    let mut unsigned = entry.clone();
+    unsigned.set_signature(None);
     // Serializing plain data cannot fail; an empty input would verify nothing forged.
     serde_json::to_vec(&unsigned).unwrap_or_default()
 }
@@ -333,8 +425,8 @@ pub struct CacheEntry {
     /// Seconds since the epoch.
     pub created_at: u64,
     pub result: JobResult,
-    /// Hex HMAC-SHA256 of the entry without this field, under the fleet coordinator's key;
-    /// absent on entries written by embedded runs, which a fleet never serves.
+    /// Hex HMAC-SHA256 of the entry without this field, under the key of whoever may write
+    /// the cache (see `cache::SigningKey`); an entry without one is never served.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature: Option<String>,
 }
@@ -427,24 +519,32 @@ pub(crate) async fn check_pinned(
 pub struct ResultCache {
     store: Arc<dyn ArtifactStore>,
     pub mode: CacheMode,
-    fleet: Option<FleetTrust>,
-}
-
-/// What a fleet coordinator's cache requires beyond an embedded one's.
-#[derive(Clone)]
-struct FleetTrust {
-    key: Arc<SigningKey>,
-    /// The declared sandbox: only results whose worker reports it are stored.
-    sandbox: SandboxEvidence,
+    /// Signs what is stored; only entries that verify under it are served. `None` only for a
+    /// cache that is off.
+    key: Option<Arc<SigningKey>>,
+    /// A fleet's declared sandbox: only results whose worker reports it are stored.
+    declared: Option<SandboxEvidence>,
 }
 
 impl ResultCache {
-    /// An embedded run's cache: entries unsigned, the machine trusted.
-    pub fn new(store: Arc<dyn ArtifactStore>, mode: CacheMode) -> Self {
+    /// An embedded run's cache, signed with its user's key ([`SigningKey::for_user`]).
+    pub fn new(store: Arc<dyn ArtifactStore>, mode: CacheMode, key: Arc<SigningKey>) -> Self {
         Self {
             store,
             mode,
-            fleet: None,
+            key: Some(key),
+            declared: None,
+        }
+    }
+
+    /// A cache that neither serves nor stores: for counting and pruning entries, and for runs
+    /// that may not use the cache.
+    pub fn off(store: Arc<dyn ArtifactStore>) -> Self {
+        Self {
+            store,
+            mode: CacheMode::Off,
+            key: None,
+            declared: None,
         }
     }
 
@@ -459,10 +559,42 @@ impl ResultCache {
         Self {
             store,
             mode,
-            fleet: Some(FleetTrust {
-                key,
-                sandbox: declared,
-            }),
+            key: Some(key),
+            declared: Some(declared),
+        }
+    }
+
+    /// Whether the cache serves entries.
+    pub(crate) fn serves(&self) -> bool {
+        self.mode == CacheMode::Use && self.key.is_some()
+    }
+
+    /// Whether the cache stores entries.
+    pub(crate) fn stores(&self) -> bool {
+        self.mode != CacheMode::Off && self.key.is_some()
+    }
+
+    /// Signs `entry` with this cache's key.
+    pub(crate) fn seal<E: Signed>(&self, entry: &mut E) {
+        entry.set_signature(None);
+        let signature = self.key.as_ref().map(|key| key.sign(entry));
+        entry.set_signature(signature);
+    }
+
+    /// Why `entry` may not be served, if it may not: it is unsigned, or its signature does not
+    /// verify under this cache's key (someone else wrote it, or altered it).
+    pub(crate) fn check_seal<E: Signed>(&self, entry: &E) -> Result<(), String> {
+        let signer = if self.declared.is_some() {
+            "this fleet's coordinator"
+        } else {
+            "this user's key"
+        };
+        match &self.key {
+            _ if entry.signature().is_none() => Err(format!("the entry is not signed by {signer}")),
+            Some(key) if key.verifies(entry) => Ok(()),
+            _ => Err(format!(
+                "the entry's signature does not verify under {signer}"
+            )),
         }
     }
 
@@ -474,7 +606,7 @@ impl ResultCache {
     /// the store with its recorded sha256, and its report must re-parse to the result it
     /// claims. A store that cannot be read is a miss too: the job simply runs.
     pub async fn lookup(&self, key: &str, spec: &JobSpec) -> Lookup {
-        if self.mode != CacheMode::Use {
+        if !self.serves() {
             return Lookup::Miss;
         }
         let reject = |why: String| Lookup::Rejected {
@@ -493,15 +625,8 @@ impl ResultCache {
         if entry.schema != SCHEMA || entry.key != key {
             return reject("the entry names another key or schema".into());
         }
-        if let Some(fleet) = &self.fleet {
-            if entry.signature.is_none() {
-                return reject("the entry is not signed by this fleet's coordinator".into());
-            }
-            if !fleet.key.verifies(&entry) {
-                return reject(
-                    "the entry's signature does not verify under this fleet's key".into(),
-                );
-            }
+        if let Err(why) = self.check_seal(&entry) {
+            return reject(why);
         }
         if let Err(why) = check_pinned(self.store.as_ref(), &entry.result, &spec.report).await {
             return reject(why);
@@ -520,7 +645,7 @@ impl ResultCache {
         results: &[JobResult],
         evidence: &Evidence,
     ) -> Result<usize, CacheError> {
-        if self.mode == CacheMode::Off
+        if !self.stores()
             || evidence
                 .criteria
                 .iter()
@@ -540,11 +665,16 @@ impl ResultCache {
             if !trusted || served.contains_key(&result.job_id) {
                 continue;
             }
-            if let Some(fleet) = &self.fleet
+            if let Some(why) = result.sandbox.as_ref().and_then(|s| s.unconfined()) {
+                // The guest could reach the store, and this very entry.
+                tracing::warn!(job_id = %result.job_id, %why, "not caching a result of an unconfined guest");
+                continue;
+            }
+            if let Some(declared) = &self.declared
                 && !result
                     .sandbox
                     .as_ref()
-                    .is_some_and(|s| s.is_declared(&fleet.sandbox))
+                    .is_some_and(|s| s.is_declared(declared))
             {
                 // The key says the declared sandbox ran it; this worker's did not.
                 tracing::warn!(
@@ -566,9 +696,7 @@ impl ResultCache {
                 result: result.clone(),
                 signature: None,
             };
-            if let Some(fleet) = &self.fleet {
-                entry.signature = Some(fleet.key.sign(&entry));
-            }
+            self.seal(&mut entry);
             let json = serde_json::to_vec(&entry).map_err(|source| CacheError::Encode {
                 key: key.clone(),
                 source,

@@ -4,7 +4,6 @@
 //! proof uses, ordered by expected cost, under one budget; kills are confirmed by a re-run.
 //! The result is Stryker's mutation-testing-report-schema JSON plus a summary.
 
-use crate::cache::CacheMode;
 use crate::coverage::{self, CoverageMap};
 use crate::dispatch::run_one;
 use crate::engine::{ProgressSink, ProofEvent};
@@ -321,10 +320,7 @@ pub async fn run(
         }
         _ => false,
     };
-    let requested = request
-        .cache
-        .as_ref()
-        .filter(|c| c.cache.mode != CacheMode::Off);
+    let requested = request.cache.as_ref().filter(|c| c.cache.stores());
     let mut cache_outcome = requested.map(|_| cache::CacheOutcome {
         not_used: (!baseline_passed).then(|| "the unmutated baseline run did not pass".into()),
         ..cache::CacheOutcome::default()

@@ -151,8 +151,33 @@ pub fn fixture(path: &str) -> String {
     std::fs::read_to_string(fixture_dir(path)).expect("read fixture file")
 }
 
+/// The binary, with its result cache's signing key in the build's test directory rather than
+/// the user's state directory.
 pub fn assay() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_assay"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_assay"));
+    command.env("ASSAY_CACHE_KEY_FILE", cache_key_file());
+    command
+}
+
+/// Signs the cache entry at `path` again with the key the binary signs with, as whoever holds
+/// that key could: what the signature cannot catch then, the entry's other checks must.
+pub fn resign<E>(path: &Path)
+where
+    E: assay_coordinator::cache::Signed + serde::de::DeserializeOwned,
+{
+    let bytes = std::fs::read(path).expect("read cache entry");
+    let mut entry: E = serde_json::from_slice(&bytes).expect("a cache entry");
+    let key = assay_coordinator::cache::SigningKey::from_file(&cache_key_file())
+        .expect("the binary's cache key");
+    entry.set_signature(None);
+    let signature = key.sign(&entry);
+    entry.set_signature(Some(signature));
+    std::fs::write(path, serde_json::to_vec(&entry).expect("encode")).expect("write entry");
+}
+
+/// Where the binary run by [`assay`] keeps its cache signing key.
+pub fn cache_key_file() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("cache.key")
 }
 
 /// Runs `assay prove -C repo ARGS --json FILE` with a private store.

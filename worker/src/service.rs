@@ -24,7 +24,7 @@ use async_nats::jetstream::{self, AckKind};
 use async_trait::async_trait;
 use futures::StreamExt;
 use std::future::Future;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -110,6 +110,34 @@ pub fn default_worker_id() -> WorkerId {
     WorkerId(format!("{host}-{}", std::process::id()))
 }
 
+/// Masks from every confined job what is the worker's own: other jobs' directories, the tree
+/// cache, a local store, and each credential file. A job's own directories are bound back.
+fn hide_own_paths(service: &assay_common::service_config::ServiceConfig, scratch_root: &Path) {
+    use crate::sandbox::confine::hide_from_guests;
+    let nats = &service.nats;
+    let files = [
+        &nats.credentials_file,
+        &nats.nkey_seed_file,
+        &nats.password_file,
+        &nats.token_file,
+        &nats.tls_key_file,
+        &service.cache.key_file,
+        &service.worker.tree_cache_dir,
+    ];
+    for path in files.into_iter().filter(|p| !p.is_empty()) {
+        hide_from_guests(Path::new(path));
+    }
+    if let Some(root) = service.store.url.strip_prefix("file://") {
+        hide_from_guests(Path::new(root));
+    }
+    hide_from_guests(scratch_root);
+    if service.worker.sandbox == assay_common::service_config::SandboxKind::Process
+        && let Err(why) = crate::sandbox::confine::confiner()
+    {
+        tracing::warn!(%why, "jobs run unconfined in the process sandbox: they can reach this host's files and network; the fleet's cache stores none of their results");
+    }
+}
+
 /// The sandbox the configuration selects, built the way embedded mode builds it.
 pub async fn sandbox_for(
     worker: &assay_common::service_config::WorkerSection,
@@ -169,6 +197,7 @@ pub async fn serve(
         path: scratch_root.clone(),
         source,
     })?;
+    hide_own_paths(service, &scratch_root);
     let ctx = JobContext {
         worker_id: config.worker_id.clone(),
         sandbox,

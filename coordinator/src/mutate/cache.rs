@@ -11,7 +11,7 @@
 //! an entry whose runs do not give its verdict is refused, reported, and the mutant runs.
 
 use super::{Judged, MutantResult, MutateRequest, Status, judge};
-use crate::cache::{CacheMode, Producer, ResultCache, RunContext, check_pinned};
+use crate::cache::{Producer, ResultCache, RunContext, check_pinned};
 use crate::mutants::budget::{
     FORKED_LIMIT_RULE, MUTATE_TIMEOUT_FACTOR, MUTATE_TIMEOUT_SLACK, MutantTimeout,
 };
@@ -28,7 +28,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// The entries' schema; a new one starts a new key space.
-pub const SCHEMA: &str = "assay.cache.mutant/v1";
+pub const SCHEMA: &str = "assay.cache.mutant/v2";
 /// Where entries live in the artifact store, inside the result cache's own prefix, so
 /// `assay cache stats` and `prune` see them.
 pub const PREFIX: &str = "cache/v1/mutants";
@@ -266,6 +266,19 @@ pub struct MutantEntry {
     pub created_at: u64,
     pub verdict: StoredVerdict,
     pub runs: Vec<JobResult>,
+    /// Hex HMAC-SHA256 of the entry without this field, under the key of whoever may write
+    /// the cache (see `cache::SigningKey`); an entry without one is never served.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
+}
+
+impl crate::cache::Signed for MutantEntry {
+    fn signature(&self) -> Option<&str> {
+        self.signature.as_deref()
+    }
+    fn set_signature(&mut self, signature: Option<String>) {
+        self.signature = signature;
+    }
 }
 
 pub(super) enum Lookup {
@@ -308,7 +321,7 @@ impl MutantCache {
     /// runs must be in the store with its sha256, each pinned report must re-parse to its run's
     /// report, and judging the runs again must give the verdict the entry claims.
     pub(super) async fn lookup(&self, key: &str, format: &ReportFormat) -> Lookup {
-        if self.cache.mode != CacheMode::Use {
+        if !self.cache.serves() {
             return Lookup::Miss;
         }
         let bytes = match self.cache.store().get(&entry_key(key)).await {
@@ -322,6 +335,9 @@ impl MutantCache {
         };
         if entry.schema != SCHEMA || entry.key != key {
             return Lookup::Refused("the entry names another key or schema".into());
+        }
+        if let Err(why) = self.cache.check_seal(&entry) {
+            return Lookup::Refused(why);
         }
         for run in &entry.runs {
             if let Err(why) = check_pinned(self.cache.store(), run, format).await {
@@ -353,7 +369,7 @@ impl MutantCache {
         let Some(first) = runs.first() else {
             return Ok(false);
         };
-        let entry = MutantEntry {
+        let mut entry = MutantEntry {
             schema: SCHEMA.into(),
             key: key.to_owned(),
             produced_by: Producer {
@@ -363,7 +379,9 @@ impl MutantCache {
             created_at: crate::cache::epoch_secs(),
             verdict,
             runs,
+            signature: None,
         };
+        self.cache.seal(&mut entry);
         let json =
             serde_json::to_vec(&entry).map_err(|source| crate::cache::CacheError::Encode {
                 key: key.to_owned(),

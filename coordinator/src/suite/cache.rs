@@ -19,8 +19,7 @@ use super::drive::Driven;
 use super::ledger::Ledger;
 use super::runners::{SuiteRunner, SuiteSetup};
 use crate::cache::{
-    CacheError, CacheMode, Producer, ResultCache, RunContext, epoch_secs, report_artifact_name,
-    schema_key,
+    CacheError, Producer, ResultCache, RunContext, epoch_secs, report_artifact_name, schema_key,
 };
 use assay_common::job::ArtifactRef;
 use assay_common::job::{JobResult, JobSpec, JobStatus};
@@ -37,7 +36,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 
 /// The entries' schema, which also starts their key space.
-pub const SCHEMA: &str = "assay.cache.case/v1";
+pub const SCHEMA: &str = "assay.cache.case/v2";
 /// Where entries live in the artifact store, inside the result cache's own prefix, so
 /// `assay cache stats` and `prune` see them.
 pub const PREFIX: &str = "cache/v1/cases";
@@ -63,6 +62,19 @@ pub struct CaseEntry {
     pub report: ArtifactRef,
     /// The case's own output in that run, by sha256.
     pub artifacts: Vec<ArtifactRef>,
+    /// Hex HMAC-SHA256 of the entry without this field, under the key of whoever may write
+    /// the cache (see `cache::SigningKey`); an entry without one is never served.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
+}
+
+impl crate::cache::Signed for CaseEntry {
+    fn signature(&self) -> Option<&str> {
+        self.signature.as_deref()
+    }
+    fn set_signature(&mut self, signature: Option<String>) {
+        self.signature = signature;
+    }
 }
 
 /// A case looked up: its index in the run's cases, the case, its key, and its entry checked
@@ -162,7 +174,7 @@ impl CaseCache {
     /// runs). Each answer is checked; a refused entry is a miss, reported with why.
     pub async fn answer(&self, cases: &[SuiteCase], ledger: &Ledger, today: &str) -> Answers {
         let mut answers = Answers::default();
-        if self.cache.mode != CacheMode::Use {
+        if !self.cache.serves() {
             return answers;
         }
         let watched: Vec<(usize, &SuiteCase)> = cases
@@ -221,6 +233,7 @@ impl CaseCache {
         if entry.schema != SCHEMA || entry.key != key {
             return Err("the entry names another key or schema".into());
         }
+        self.cache.check_seal(&entry)?;
         if entry.case != case.id {
             return Err(format!("the entry is for {}, not {}", entry.case, case.id));
         }
@@ -281,7 +294,7 @@ impl CaseCache {
         ledger: &Ledger,
         today: &str,
     ) -> Result<usize, CacheError> {
-        if self.cache.mode == CacheMode::Off {
+        if !self.cache.stores() {
             return Ok(0);
         }
         let now = epoch_secs();
@@ -318,7 +331,7 @@ impl CaseCache {
                     continue;
                 }
                 let key = self.key(&case.id);
-                let entry = CaseEntry {
+                let mut entry = CaseEntry {
                     schema: SCHEMA.into(),
                     key: key.clone(),
                     case: case.id.clone(),
@@ -332,7 +345,9 @@ impl CaseCache {
                     exit_code,
                     report: report.clone(),
                     artifacts: decided.artifacts.clone(),
+                    signature: None,
                 };
+                self.cache.seal(&mut entry);
                 let json = serde_json::to_vec(&entry).map_err(|source| CacheError::Encode {
                     key: key.clone(),
                     source,

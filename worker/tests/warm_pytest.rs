@@ -362,3 +362,49 @@ async fn forks_share_rewritten_test_modules_yet_each_run_is_its_own() {
         assert!(report.contains(r#"file="tests/test_pager.py""#), "{report}");
     }
 }
+
+/// A warm server hosts guest code and belongs to one proof: its tests can write their own
+/// tree, but not another proof's directory on the same worker (where that proof's servers keep
+/// their rewritten test modules), and the rewritten modules live in the proof's own directory,
+/// not in a directory every run on the machine shares.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_warm_servers_tests_cannot_write_another_proofs_directory() {
+    let warm = WarmPytest::new(ProcessSandbox::default(), 1);
+    let job = Job::new();
+    let other_proof = Job::new();
+    std::fs::write(
+        job.tree.join("tests/test_reach.py"),
+        concat!(
+            "import os, pathlib\n\n\n",
+            "def test_another_proofs_directory_is_out_of_reach():\n",
+            "    pathlib.Path('own-tree-written').write_text('ok')\n",
+            "    target = pathlib.Path(os.environ['OTHER_PROOF_DIR'], 'planted.pyc')\n",
+            "    try:\n",
+            "        target.write_bytes(b'poison')\n",
+            "    except OSError:\n",
+            "        return\n",
+            "    raise AssertionError(f'wrote {target}')\n",
+        ),
+    )
+    .expect("test file");
+    let other_dir = other_proof._root.path().to_string_lossy().into_owned();
+    let env = [("OTHER_PROOF_DIR", other_dir.as_str())];
+    let tests = ["tests/test_reach.py"];
+    let fresh = ProcessSandbox::default()
+        .run(&job.run(&tests, Duration::from_secs(120), &env))
+        .await
+        .expect("fresh run");
+    assert_eq!(fresh, SandboxExit::Exited(0), "{}", job.stdout());
+    let forked = warm
+        .run_mutant(&job.run(&tests, Duration::from_secs(120), &env))
+        .await
+        .expect("forked run");
+    assert_eq!(forked, SandboxExit::Exited(0), "{}", job.stdout());
+    assert!(job.tree.join("own-tree-written").is_file());
+    assert!(!other_proof._root.path().join("planted.pyc").exists());
+    let own_rewrites = std::fs::read_dir(job._root.path())
+        .expect("proof dir")
+        .filter_map(Result::ok)
+        .any(|e| e.file_name().to_string_lossy().starts_with(".rewrites-"));
+    assert!(own_rewrites, "the proof's rewritten modules are kept in its directory");
+}

@@ -22,8 +22,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Mutex, OnceLock};
 
-/// Directories a guest finds empty: what Assay and other programs keep per user or per boot.
-const MASKED: [&str; 4] = ["/tmp", "/var/tmp", "/run", "/dev/shm"];
+/// Directories a guest finds empty and may write (its own, discarded with it): scratch space
+/// other programs share per boot.
+const PRIVATE: [&str; 3] = ["/tmp", "/var/tmp", "/dev/shm"];
 
 /// The confining tool, found and tried once.
 #[derive(Clone, Debug)]
@@ -135,10 +136,14 @@ impl Confiner {
         }
         arg(&["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]);
         let home = home();
-        let masked: Vec<PathBuf> = MASKED
+        // Masked empty and, once everything is mounted, read-only: `/run` (sockets such as the
+        // Docker engine's), `$HOME`, and what Assay registered.
+        let mut sealed: Vec<PathBuf> = vec![PathBuf::from("/run")];
+        sealed.extend(home.clone());
+        let masked: Vec<PathBuf> = PRIVATE
             .iter()
             .map(PathBuf::from)
-            .chain(home.clone())
+            .chain(sealed.clone())
             .collect();
         for dir in &masked {
             if dir.is_dir() {
@@ -155,7 +160,10 @@ impl Confiner {
         let hidden = HIDDEN.lock().map(|h| h.clone()).unwrap_or_default();
         for path in hidden {
             match std::fs::metadata(&path) {
-                Ok(meta) if meta.is_dir() => argv.extend(["--tmpfs".to_owned(), path_arg(&path)]),
+                Ok(meta) if meta.is_dir() => {
+                    argv.extend(["--tmpfs".to_owned(), path_arg(&path)]);
+                    sealed.push(path);
+                }
                 Ok(_) => argv.extend([
                     "--ro-bind".to_owned(),
                     "/dev/null".to_owned(),
@@ -168,6 +176,11 @@ impl Confiner {
             let dir = absolute(dir);
             argv.extend(["--bind".to_owned(), path_arg(&dir), path_arg(&dir)]);
         }
+        // Last, since a read-only directory can take no new mount point: a write there fails
+        // loudly instead of vanishing with the sandbox.
+        for dir in sealed.iter().filter(|d| d.is_dir()) {
+            argv.extend(["--remount-ro".to_owned(), path_arg(dir)]);
+        }
         argv.extend([
             "--chdir".to_owned(),
             path_arg(&absolute(grant.cwd)),
@@ -179,16 +192,21 @@ impl Confiner {
 }
 
 /// The directories under a masked one that the command needs to start: each `PATH` entry
-/// under one (its toolchain root when it is a `bin` or `shims` directory: `~/.pyenv/shims`
-/// needs `~/.pyenv`), the program's own toolchain (its real path, past a venv's symlink),
-/// the user's site-packages, and what `ASSAY_SANDBOX_EXPOSE` lists.
+/// under one (a `shims` directory with its manager: `~/.pyenv/shims` needs `~/.pyenv`), the
+/// program's own toolchain (the directory above its `bin`, for its real path too: a venv's
+/// interpreter is a link to the one it was made from), the user's site-packages, and what
+/// `ASSAY_SANDBOX_EXPOSE` lists. A plain `bin` on `PATH` comes back alone: `~/.cargo/bin`
+/// must not bring `~/.cargo/credentials.toml` with it.
 fn toolchains(grant: &Grant<'_>, masked: &[PathBuf], home: Option<&Path>) -> Vec<PathBuf> {
     let under_mask = |p: &Path| masked.iter().any(|m| p.starts_with(m) && p != m);
-    let root_of = |dir: &Path| -> PathBuf {
+    let parent_if = |dir: &Path, names: &[&str]| -> PathBuf {
         let named = dir.file_name().and_then(|n| n.to_str());
         match (named, dir.parent()) {
-            (Some("bin" | "shims"), Some(parent))
-                if under_mask(parent) && home != Some(parent) && !is_user_local(parent, home) =>
+            (Some(name), Some(parent))
+                if names.contains(&name)
+                    && under_mask(parent)
+                    && home != Some(parent)
+                    && !is_user_local(parent, home) =>
             {
                 parent.to_path_buf()
             }
@@ -202,7 +220,7 @@ fn toolchains(grant: &Grant<'_>, masked: &[PathBuf], home: Option<&Path>) -> Vec
         .unwrap_or_default();
     for dir in &path_dirs {
         if under_mask(dir) {
-            found.push(root_of(dir));
+            found.push(parent_if(dir, &["shims"]));
         }
     }
     let program = if grant.program.contains('/') {
@@ -222,7 +240,7 @@ fn toolchains(grant: &Grant<'_>, masked: &[PathBuf], home: Option<&Path>) -> Vec
             if let Some(dir) = real.parent()
                 && under_mask(dir)
             {
-                found.push(root_of(dir));
+                found.push(parent_if(dir, &["bin", "shims"]));
             }
         }
     }
@@ -329,7 +347,9 @@ mod tests {
             cwd: Path::new("/"),
             network: false,
             program: "python3",
-            path_env: Some("/home/dev/.pyenv/shims:/home/dev/bin:/home/dev/.local/bin:/usr/bin"),
+            path_env: Some(
+                "/home/dev/.pyenv/shims:/home/dev/bin:/home/dev/.local/bin:/home/dev/.cargo/bin:/usr/bin",
+            ),
         };
         let found = toolchains(&grant, &masked, Some(&home));
         assert!(
@@ -342,6 +362,14 @@ mod tests {
             "{found:?}"
         );
         assert!(!found.contains(&home), "{found:?}");
+        assert!(
+            found.contains(&PathBuf::from("/home/dev/.cargo/bin")),
+            "{found:?}"
+        );
+        assert!(
+            !found.contains(&PathBuf::from("/home/dev/.cargo")),
+            "{found:?}"
+        );
         assert!(
             !found.contains(&PathBuf::from("/home/dev/.local")),
             "{found:?}"

@@ -406,5 +406,8 @@ async fn a_warm_servers_tests_cannot_write_another_proofs_directory() {
         .expect("proof dir")
         .filter_map(Result::ok)
         .any(|e| e.file_name().to_string_lossy().starts_with(".rewrites-"));
-    assert!(own_rewrites, "the proof's rewritten modules are kept in its directory");
+    assert!(
+        own_rewrites,
+        "the proof's rewritten modules are kept in its directory"
+    );
 }

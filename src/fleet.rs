@@ -118,8 +118,35 @@ pub struct ClientArgs {
     pub cluster: String,
     #[arg(long, env = "ASSAY_SUBJECT_PREFIX", default_value = "assay")]
     pub subject_prefix: String,
+    /// The fleet role whose NATS credentials the command runs with: submitter or operator.
+    /// Replies arrive under that role's own inbox prefix, the only inboxes the fleet's NATS
+    /// permissions let it read, so it must match the credentials.
+    #[arg(
+        long = "nats-role",
+        env = "ASSAY_NATS_ROLE",
+        value_enum,
+        default_value = "submitter"
+    )]
+    pub role: ClientRole,
     #[command(flatten)]
     pub nats: crate::nats_flags::NatsFlags,
+}
+
+/// Who runs `assay status`, `assay results` or `assay cancel`: both submitters and operators
+/// may.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientRole {
+    Submitter,
+    Operator,
+}
+
+impl From<ClientRole> for assay_common::nats_permissions::Role {
+    fn from(role: ClientRole) -> Self {
+        match role {
+            ClientRole::Submitter => Self::Submitter,
+            ClientRole::Operator => Self::Operator,
+        }
+    }
 }
 
 #[derive(Args, Debug, Clone)]
@@ -180,7 +207,13 @@ pub fn print_nats_permissions(args: &NatsPermissionsArgs) -> Result<u8, Failure>
 }
 
 async fn connect(args: &ClientArgs) -> Result<async_nats::Client, Failure> {
-    crate::fleet_link::nats_client(&args.cluster, &args.nats).await
+    crate::fleet_link::nats_client(
+        &args.cluster,
+        &args.subject_prefix,
+        &args.nats,
+        args.role.into(),
+    )
+    .await
 }
 
 async fn proofs(

@@ -11,6 +11,7 @@ use crate::reporter;
 use anyhow::{Context, anyhow};
 use assay_common::ProofId;
 use assay_common::TreeId;
+use assay_common::nats_permissions::Role;
 use assay_common::report::summary::SuiteStatus;
 use assay_common::runner::{ReportFormat, RunnerKind};
 use assay_common::suite::{
@@ -336,7 +337,10 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
     let repo = open_repo(&args.repo)?;
     let state = state_dir(&args.state_dir);
     let fleet = match &args.cluster {
-        Some(url) => Some(fleet_link::Fleet::connect(url, &args.subject_prefix, &args.nats).await?),
+        Some(url) => Some(
+            fleet_link::Fleet::connect(url, &args.subject_prefix, &args.nats, Role::Submitter)
+                .await?,
+        ),
         None => None,
     };
     let halt: Box<dyn AdmissionGate> = match &fleet {
@@ -912,7 +916,10 @@ pub async fn run_halt(args: &HaltArgs) -> Result<u8, Failure> {
     }
     match &args.cluster {
         Some(url) => {
-            let fleet = fleet_link::Fleet::connect(url, &args.subject_prefix, &args.nats).await?;
+            // Halting and resuming are the operator's.
+            let fleet =
+                fleet_link::Fleet::connect(url, &args.subject_prefix, &args.nats, Role::Operator)
+                    .await?;
             cluster::set_halt(&fleet.proofs, &args.reason)
                 .await
                 .map_err(|e| Failure::infrastructure(e.into()))?;
@@ -928,7 +935,10 @@ pub async fn run_halt(args: &HaltArgs) -> Result<u8, Failure> {
 pub async fn run_resume(args: &ResumeArgs) -> Result<u8, Failure> {
     let cleared = match &args.cluster {
         Some(url) => {
-            let fleet = fleet_link::Fleet::connect(url, &args.subject_prefix, &args.nats).await?;
+            // Halting and resuming are the operator's.
+            let fleet =
+                fleet_link::Fleet::connect(url, &args.subject_prefix, &args.nats, Role::Operator)
+                    .await?;
             cluster::clear_halt(&fleet.proofs)
                 .await
                 .map_err(|e| Failure::infrastructure(e.into()))?

@@ -225,7 +225,16 @@ async fn proofs(
         &Subjects::new(&args.subject_prefix),
     )
     .await
-    .map_err(|e| Failure::infrastructure(e.into()))
+    .map_err(|e| Failure::infrastructure(anyhow::Error::from(e).context(role_hint(args))))
+}
+
+/// Said when the fleet does not answer: replies arrive under the inbox prefix of the role the
+/// command runs as, which must be the role of its credentials.
+fn role_hint(args: &ClientArgs) -> String {
+    format!(
+        "no answer from the fleet as its {} (hint: --nats-role must name the role of the NATS credentials: submitter or operator)",
+        assay_common::nats_permissions::Role::from(args.role).name()
+    )
 }
 
 pub async fn status(args: &StatusArgs) -> Result<u8, Failure> {
@@ -297,7 +306,9 @@ pub async fn cancel(args: &CancelArgs) -> Result<u8, Failure> {
     let subjects = Subjects::new(&args.client.subject_prefix);
     match client::cancel(&client, &subjects, &ProofId(args.proof_id.clone()))
         .await
-        .map_err(|e| Failure::infrastructure(e.into()))?
+        .map_err(|e| {
+            Failure::infrastructure(anyhow::Error::from(e).context(role_hint(&args.client)))
+        })?
     {
         CancelReply::Cancelled => {
             println!("cancelled {}", args.proof_id);

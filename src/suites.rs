@@ -910,6 +910,16 @@ pub fn run_history(args: &HistoryArgs) -> Result<u8, Failure> {
     Ok(0)
 }
 
+/// Said when `assay halt|resume --cluster` cannot reach the fleet: they connect as the
+/// operator (the operator's inbox prefix is the only one its replies can arrive under), so
+/// other credentials get no answer at all.
+fn as_the_operator(mut failure: Failure) -> Failure {
+    failure.error = failure.error.context(
+        "halt and resume connect as the fleet's operator and write the proofs bucket's halt key, which only the operator's and the coordinator's users may (hint: run them with the operator's NATS credentials)",
+    );
+    failure
+}
+
 pub async fn run_halt(args: &HaltArgs) -> Result<u8, Failure> {
     if args.reason.trim().is_empty() {
         return Err(Failure::usage(HaltError::NoReason.into()));
@@ -919,7 +929,8 @@ pub async fn run_halt(args: &HaltArgs) -> Result<u8, Failure> {
             // Halting and resuming are the operator's.
             let fleet =
                 fleet_link::Fleet::connect(url, &args.subject_prefix, &args.nats, Role::Operator)
-                    .await?;
+                    .await
+                    .map_err(as_the_operator)?;
             cluster::set_halt(&fleet.proofs, &args.reason)
                 .await
                 .map_err(|e| Failure::infrastructure(e.into()))?;
@@ -938,7 +949,8 @@ pub async fn run_resume(args: &ResumeArgs) -> Result<u8, Failure> {
             // Halting and resuming are the operator's.
             let fleet =
                 fleet_link::Fleet::connect(url, &args.subject_prefix, &args.nats, Role::Operator)
-                    .await?;
+                    .await
+                    .map_err(as_the_operator)?;
             cluster::clear_halt(&fleet.proofs)
                 .await
                 .map_err(|e| Failure::infrastructure(e.into()))?

@@ -308,8 +308,7 @@ pub async fn cancel(args: &CancelArgs) -> Result<u8, Failure> {
         .await
         .map_err(|e| {
             Failure::infrastructure(anyhow::Error::from(e).context(role_hint(&args.client)))
-        })?
-    {
+        })? {
         CancelReply::Cancelled => {
             println!("cancelled {}", args.proof_id);
             Ok(0)

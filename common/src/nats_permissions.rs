@@ -368,7 +368,11 @@ mod tests {
                     .into_iter()
                     .filter(|s| s.starts_with("_INBOX"))
                     .collect();
-                assert_eq!(inboxes, [own.clone()], "{role:?} of {subjects:?}");
+                assert_eq!(
+                    inboxes,
+                    std::slice::from_ref(&own),
+                    "{role:?} of {subjects:?}"
+                );
                 for other in Role::ALL.into_iter().filter(|&o| o != role) {
                     let theirs = inbox_prefix(&subjects, other);
                     // One token each, so neither prefix's wildcard covers the other's inboxes.

@@ -118,8 +118,35 @@ pub struct ClientArgs {
     pub cluster: String,
     #[arg(long, env = "ASSAY_SUBJECT_PREFIX", default_value = "assay")]
     pub subject_prefix: String,
+    /// The fleet role whose NATS credentials the command runs with: submitter or operator.
+    /// Replies arrive under that role's own inbox prefix, the only inboxes the fleet's NATS
+    /// permissions let it read, so it must match the credentials.
+    #[arg(
+        long = "nats-role",
+        env = "ASSAY_NATS_ROLE",
+        value_enum,
+        default_value = "submitter"
+    )]
+    pub role: ClientRole,
     #[command(flatten)]
     pub nats: crate::nats_flags::NatsFlags,
+}
+
+/// Who runs `assay status`, `assay results` or `assay cancel`: both submitters and operators
+/// may.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientRole {
+    Submitter,
+    Operator,
+}
+
+impl From<ClientRole> for assay_common::nats_permissions::Role {
+    fn from(role: ClientRole) -> Self {
+        match role {
+            ClientRole::Submitter => Self::Submitter,
+            ClientRole::Operator => Self::Operator,
+        }
+    }
 }
 
 #[derive(Args, Debug, Clone)]
@@ -180,7 +207,13 @@ pub fn print_nats_permissions(args: &NatsPermissionsArgs) -> Result<u8, Failure>
 }
 
 async fn connect(args: &ClientArgs) -> Result<async_nats::Client, Failure> {
-    crate::fleet_link::nats_client(&args.cluster, &args.nats).await
+    crate::fleet_link::nats_client(
+        &args.cluster,
+        &args.subject_prefix,
+        &args.nats,
+        args.role.into(),
+    )
+    .await
 }
 
 async fn proofs(
@@ -192,7 +225,16 @@ async fn proofs(
         &Subjects::new(&args.subject_prefix),
     )
     .await
-    .map_err(|e| Failure::infrastructure(e.into()))
+    .map_err(|e| Failure::infrastructure(anyhow::Error::from(e).context(role_hint(args))))
+}
+
+/// Said when the fleet does not answer: replies arrive under the inbox prefix of the role the
+/// command runs as, which must be the role of its credentials.
+fn role_hint(args: &ClientArgs) -> String {
+    format!(
+        "no answer from the fleet as its {} (hint: --nats-role must name the role of the NATS credentials: submitter or operator)",
+        assay_common::nats_permissions::Role::from(args.role).name()
+    )
 }
 
 pub async fn status(args: &StatusArgs) -> Result<u8, Failure> {
@@ -264,8 +306,9 @@ pub async fn cancel(args: &CancelArgs) -> Result<u8, Failure> {
     let subjects = Subjects::new(&args.client.subject_prefix);
     match client::cancel(&client, &subjects, &ProofId(args.proof_id.clone()))
         .await
-        .map_err(|e| Failure::infrastructure(e.into()))?
-    {
+        .map_err(|e| {
+            Failure::infrastructure(anyhow::Error::from(e).context(role_hint(&args.client)))
+        })? {
         CancelReply::Cancelled => {
             println!("cancelled {}", args.proof_id);
             Ok(0)

@@ -9,6 +9,7 @@ use crate::nats_flags::NatsFlags;
 use anyhow::anyhow;
 use assay_common::TreeId;
 use assay_common::fleet::Subjects;
+use assay_common::nats_permissions::Role;
 use assay_common::runner::RunnerKind;
 use assay_coordinator::cluster_queue::ClusterQueue;
 use assay_transport::queue::JobQueue;
@@ -18,12 +19,20 @@ use assay_worker::in_process::InProcessQueue;
 use std::path::Path;
 use std::sync::Arc;
 
-/// Connects the CLI to NATS at `url`, authenticated and secured as the `--nats-*` flags and,
+/// Connects the CLI to NATS at `url` as `role` (the role whose credentials the command runs
+/// with: its replies arrive under that role's inbox prefix, the only inboxes the fleet's NATS
+/// permissions let it subscribe to), authenticated and secured as the `--nats-*` flags and,
 /// under them, the `ASSAY_NATS_*` variables say (the same keys as a service's `[nats]`
 /// section; see docs/operations.md).
-pub async fn nats_client(url: &str, flags: &NatsFlags) -> Result<async_nats::Client, Failure> {
+pub async fn nats_client(
+    url: &str,
+    subject_prefix: &str,
+    flags: &NatsFlags,
+    role: Role,
+) -> Result<async_nats::Client, Failure> {
     let mut nats = assay_common::service_config::NatsSection {
         url: url.to_owned(),
+        subject_prefix: subject_prefix.to_owned(),
         ..Default::default()
     };
     for (name, value) in std::env::vars() {
@@ -31,7 +40,7 @@ pub async fn nats_client(url: &str, flags: &NatsFlags) -> Result<async_nats::Cli
             .map_err(|e| Failure::infrastructure(e.into()))?;
     }
     flags.apply(&mut nats);
-    assay_transport::nats::connect(&nats)
+    assay_transport::nats::connect(&nats, role)
         .await
         .map_err(|e| Failure::infrastructure(e.into()))
 }
@@ -44,13 +53,14 @@ pub struct Fleet {
 
 impl Fleet {
     /// Connects to the fleet of `subject_prefix` (whose names, its proofs bucket's too, derive
-    /// from the prefix).
+    /// from the prefix) as `role`.
     pub async fn connect(
         url: &str,
         subject_prefix: &str,
         flags: &NatsFlags,
+        role: Role,
     ) -> Result<Self, Failure> {
-        let client = nats_client(url, flags).await?;
+        let client = nats_client(url, subject_prefix, flags, role).await?;
         let proofs = assay_transport::nats::proofs_bucket(
             &async_nats::jetstream::new(client.clone()),
             &Subjects::new(subject_prefix),

@@ -9,6 +9,7 @@ use crate::prove::write_atomically;
 use crate::reporter::{self, StderrProgress};
 use anyhow::{Context, anyhow};
 use assay_common::ProofId;
+use assay_common::nats_permissions::Role;
 use assay_common::runner::RunnerKind;
 use assay_coordinator::cache::{CacheMode, RunContext};
 use assay_coordinator::engine;
@@ -132,7 +133,10 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
         .map(|j| j as usize)
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
     let fleet = match &args.cluster {
-        Some(url) => Some(fleet_link::Fleet::connect(url, &args.subject_prefix, &args.nats).await?),
+        Some(url) => Some(
+            fleet_link::Fleet::connect(url, &args.subject_prefix, &args.nats, Role::Submitter)
+                .await?,
+        ),
         None => None,
     };
     let store_url = fleet_link::store_url(fleet.is_some(), &args.store)?;

@@ -374,7 +374,13 @@ async fn run_on_fleet(
     prepared: &engine::PreparedProof,
     jobs: usize,
 ) -> Result<(Evidence, Vec<JobResult>), Failure> {
-    let client = crate::fleet_link::nats_client(url, &args.nats).await?;
+    let client = crate::fleet_link::nats_client(
+        url,
+        &args.subject_prefix,
+        &args.nats,
+        assay_common::nats_permissions::Role::Submitter,
+    )
+    .await?;
     assay_coordinator::client::upload_trees(store, prepared)
         .await
         .map_err(|e| Failure::infrastructure(e.into()))?;

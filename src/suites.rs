@@ -11,6 +11,7 @@ use crate::reporter;
 use anyhow::{Context, anyhow};
 use assay_common::ProofId;
 use assay_common::TreeId;
+use assay_common::nats_permissions::Role;
 use assay_common::report::summary::SuiteStatus;
 use assay_common::runner::{ReportFormat, RunnerKind};
 use assay_common::suite::{
@@ -336,7 +337,10 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
     let repo = open_repo(&args.repo)?;
     let state = state_dir(&args.state_dir);
     let fleet = match &args.cluster {
-        Some(url) => Some(fleet_link::Fleet::connect(url, &args.subject_prefix, &args.nats).await?),
+        Some(url) => Some(
+            fleet_link::Fleet::connect(url, &args.subject_prefix, &args.nats, Role::Submitter)
+                .await?,
+        ),
         None => None,
     };
     let halt: Box<dyn AdmissionGate> = match &fleet {
@@ -902,13 +906,27 @@ pub fn run_history(args: &HistoryArgs) -> Result<u8, Failure> {
     Ok(0)
 }
 
+/// Said when `assay halt|resume --cluster` cannot reach the fleet: they connect as the
+/// operator (the operator's inbox prefix is the only one its replies can arrive under), so
+/// other credentials get no answer at all.
+fn as_the_operator(mut failure: Failure) -> Failure {
+    failure.error = failure.error.context(
+        "halt and resume connect as the fleet's operator and write the proofs bucket's halt key, which only the operator's and the coordinator's users may (hint: run them with the operator's NATS credentials)",
+    );
+    failure
+}
+
 pub async fn run_halt(args: &HaltArgs) -> Result<u8, Failure> {
     if args.reason.trim().is_empty() {
         return Err(Failure::usage(HaltError::NoReason.into()));
     }
     match &args.cluster {
         Some(url) => {
-            let fleet = fleet_link::Fleet::connect(url, &args.subject_prefix, &args.nats).await?;
+            // Halting and resuming are the operator's.
+            let fleet =
+                fleet_link::Fleet::connect(url, &args.subject_prefix, &args.nats, Role::Operator)
+                    .await
+                    .map_err(as_the_operator)?;
             cluster::set_halt(&fleet.proofs, &args.reason)
                 .await
                 .map_err(|e| Failure::infrastructure(e.into()))?;
@@ -924,7 +942,11 @@ pub async fn run_halt(args: &HaltArgs) -> Result<u8, Failure> {
 pub async fn run_resume(args: &ResumeArgs) -> Result<u8, Failure> {
     let cleared = match &args.cluster {
         Some(url) => {
-            let fleet = fleet_link::Fleet::connect(url, &args.subject_prefix, &args.nats).await?;
+            // Halting and resuming are the operator's.
+            let fleet =
+                fleet_link::Fleet::connect(url, &args.subject_prefix, &args.nats, Role::Operator)
+                    .await
+                    .map_err(as_the_operator)?;
             cluster::clear_halt(&fleet.proofs)
                 .await
                 .map_err(|e| Failure::infrastructure(e.into()))?

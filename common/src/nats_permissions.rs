@@ -20,10 +20,13 @@
 //!   No submission, job, result or progress subject, so halting a fleet needs neither the
 //!   coordinator's credentials nor a submitter's.
 //!
-//! Replies: every role subscribes to `_INBOX.>` for the answers to its own requests (the
-//! JetStream API, a JetStream publish's acknowledgement, a submit reply); nobody may publish
-//! there, except that the coordinator may answer the requests it received (`allow_responses`),
-//! so no role can forge another's replies.
+//! Replies: every role has an inbox prefix of its own ([`inbox_prefix`]:
+//! `_INBOX_assay_coordinator`, `_INBOX_assay_submitter`, … for the default prefix), every Assay
+//! client connects with its role's prefix, and each role may subscribe to its own inbox prefix
+//! only, never `_INBOX.>`: the answers to its requests (the JetStream API, a JetStream publish's
+//! acknowledgement, a submit reply) and the deliveries of its key-value watches are not
+//! readable by another role. Nobody may publish to any inbox, except that the coordinator may
+//! answer the requests it received (`allow_responses`), so no role can forge another's replies.
 
 use crate::fleet::{Subjects, keys};
 
@@ -52,6 +55,18 @@ impl Role {
             Role::Operator => "operator",
         }
     }
+}
+
+/// The inbox prefix of `role` in the fleet of `subjects` (`_INBOX_assay_coordinator` for the
+/// default prefix): its clients connect with it, so every reply, JetStream answer and
+/// key-value watch delivery they ask for arrives on `{prefix}.…`, and [`permissions`] lets
+/// `role` alone subscribe there. One token, so no other role's or fleet's prefix is under it.
+pub fn inbox_prefix(subjects: &Subjects, role: Role) -> String {
+    format!(
+        "_INBOX_{}_{}",
+        subjects.name_token().to_ascii_lowercase(),
+        role.name()
+    )
 }
 
 /// How the rendered users authenticate; the secret itself stays out of the file: it is an
@@ -127,7 +142,7 @@ pub fn permissions(subjects: &Subjects, role: Role) -> Permissions {
         format!("{api}.CONSUMER.DELETE.{kv}.>"),
         format!("$JS.FC.{kv}.>"),
     ];
-    let inbox = "_INBOX.>".to_owned();
+    let inbox = format!("{}.>", inbox_prefix(subjects, role));
     match role {
         Role::Coordinator => {
             let mut publish = vec![
@@ -341,6 +356,56 @@ mod tests {
                 .iter()
                 .any(|s| s.contains("STREAM.CREATE"))
         );
+    }
+
+    #[test]
+    fn each_role_subscribes_to_its_own_inbox_prefix_and_to_no_other_inbox() {
+        for subjects in [Subjects::new("assay"), Subjects::new("billing.ci")] {
+            for role in Role::ALL {
+                let own = format!("{}.>", inbox_prefix(&subjects, role));
+                let inboxes: Vec<_> = permissions(&subjects, role)
+                    .subscribe
+                    .into_iter()
+                    .filter(|s| s.starts_with("_INBOX"))
+                    .collect();
+                assert_eq!(
+                    inboxes,
+                    std::slice::from_ref(&own),
+                    "{role:?} of {subjects:?}"
+                );
+                for other in Role::ALL.into_iter().filter(|&o| o != role) {
+                    let theirs = inbox_prefix(&subjects, other);
+                    // One token each, so neither prefix's wildcard covers the other's inboxes.
+                    assert!(!theirs.contains('.') && !own.starts_with(&format!("{theirs}.")));
+                }
+            }
+        }
+        assert_eq!(
+            inbox_prefix(&Subjects::new("assay"), Role::Coordinator),
+            "_INBOX_assay_coordinator"
+        );
+        assert_ne!(
+            inbox_prefix(&Subjects::new("assay"), Role::Submitter),
+            inbox_prefix(&Subjects::new("billing.ci"), Role::Submitter)
+        );
+    }
+
+    #[test]
+    fn only_the_coordinator_subscribes_to_jobs_submissions_or_cancels_and_only_it_answers() {
+        let subjects = Subjects::new("assay");
+        for role in Role::ALL {
+            let perms = permissions(&subjects, role);
+            let reads_jobs = perms
+                .subscribe
+                .iter()
+                .any(|s| s.starts_with("assay.jobs") || s == ">" || s == "assay.>");
+            assert!(!reads_jobs, "{role:?} may read job specs: {perms:?}");
+            assert_eq!(
+                perms.subscribe.contains(&subjects.submit()),
+                role == Role::Coordinator
+            );
+            assert_eq!(perms.allow_responses, role == Role::Coordinator);
+        }
     }
 
     #[test]

@@ -9,7 +9,7 @@ use crate::cache::{CacheHit, CacheMode, CachingQueue, ResultCache, RunContext, S
 use crate::engine::{self, PreparedProof, ProgressSink, ProofEvent, ProofRequest};
 use crate::nats_queue::{NatsJobQueue, ProofStores, PublishGate};
 use crate::source::{CandidateSpec, Change, ChangedFile, Revision};
-use crate::suite::cluster::HALT_KEY;
+use crate::suite::cluster::{HALT_KEY, HALT_RECHECK, is_halt_entry, read_halt};
 use assay_common::fleet::{
     CancelReply, CancelRequest, ChangedFileWire, ProgressEvent, ProofRecord, ProofStatus,
     ProofSubmission, ResultMessage, RevisionWire, Subjects, SubmitReply, SubmitRequest,
@@ -152,7 +152,11 @@ pub async fn serve(
         &service.store.url,
         &config.s3_options,
     )?);
-    let client = nats::connect(&service.nats).await?;
+    let client = nats::connect(
+        &service.nats,
+        assay_common::nats_permissions::Role::Coordinator,
+    )
+    .await?;
     let js = jetstream::new(client.clone());
     let jobs = nats::workers_consumer(&js, &subjects, &config.tuning).await?;
     let results = nats::coordinator_consumer(&js, &subjects, &config.tuning).await?;
@@ -227,6 +231,9 @@ pub async fn serve(
     let mut applying = FuturesUnordered::new();
     // Finished tasks are collected now and then (the set is shared, so no arm awaits it).
     let mut reap = tokio::time::interval(Duration::from_secs(1));
+    // The halt key is read now and then too, so neither a halt nor its end is missed when the
+    // watch's consumer was disturbed.
+    let mut halt_recheck = tokio::time::interval(HALT_RECHECK);
     loop {
         tokio::select! {
             () = &mut shutdown => break,
@@ -257,14 +264,18 @@ pub async fn serve(
                 Err(e) => tracing::warn!(error = %e, "failed to pull a result"),
             },
             Some(()) = applying.next(), if !applying.is_empty() => {}
+            // A change of the halt key is a prompt to read it: what a watch delivers is not
+            // taken for the halt's state, since its inbox may receive deliveries it never
+            // asked for; an entry for another key does not even prompt.
             Some(entry) = halt.next() => match entry {
-                Ok(entry) => {
-                    let reason = (entry.operation == kv::Operation::Put)
-                        .then(|| String::from_utf8_lossy(&entry.value).into_owned());
-                    halt_changed(&shared, reason).await;
+                Ok(entry) if !is_halt_entry(&shared.proofs, &entry) => {}
+                Ok(_) => recheck_halt(&shared).await,
+                Err(e) => {
+                    tracing::warn!(error = %e, "failed to read a change of the halt key");
+                    recheck_halt(&shared).await;
                 }
-                Err(e) => tracing::warn!(error = %e, "failed to read a change of the halt key"),
             },
+            _ = halt_recheck.tick() => recheck_halt(&shared).await,
             _ = reap.tick() => {
                 if let Ok(mut tasks) = tasks.lock() {
                     while tasks.try_join_next().is_some() {}
@@ -472,6 +483,14 @@ fn current_halt(shared: &Shared) -> Option<String> {
         |_| Some("the halt state is unreadable".into()),
         |r| r.clone(),
     )
+}
+
+/// Reads the halt key and acts on its current value (a halt, its end, or no change).
+async fn recheck_halt(shared: &Shared) {
+    match read_halt(&shared.proofs).await {
+        Ok(reason) => halt_changed(shared, reason).await,
+        Err(e) => tracing::warn!(error = %e, "failed to read the halt key"),
+    }
 }
 
 /// The fleet-wide halt was set or lifted: admission stops or goes on for every proof, and

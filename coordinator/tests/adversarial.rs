@@ -1280,7 +1280,9 @@ async fn a_tls_server_that_verifies_clients_refuses_a_plain_client_and_accepts_a
         ..Default::default()
     };
     assert!(
-        assay_transport::nats::connect(&plain).await.is_err(),
+        assay_transport::nats::connect(&plain, assay_common::nats_permissions::Role::Submitter)
+            .await
+            .is_err(),
         "a plain client got through"
     );
     let no_certificate = NatsSection {
@@ -1289,9 +1291,12 @@ async fn a_tls_server_that_verifies_clients_refuses_a_plain_client_and_accepts_a
         ..Default::default()
     };
     assert!(
-        assay_transport::nats::connect(&no_certificate)
-            .await
-            .is_err(),
+        assay_transport::nats::connect(
+            &no_certificate,
+            assay_common::nats_permissions::Role::Submitter
+        )
+        .await
+        .is_err(),
         "a client without a certificate got through"
     );
     let configured = NatsSection {
@@ -1302,7 +1307,12 @@ async fn a_tls_server_that_verifies_clients_refuses_a_plain_client_and_accepts_a
         require_tls: true,
         ..Default::default()
     };
-    let client = assay_transport::nats::connect(&configured).await.unwrap();
+    let client = assay_transport::nats::connect(
+        &configured,
+        assay_common::nats_permissions::Role::Submitter,
+    )
+    .await
+    .unwrap();
     client.publish("assay.ping", "".into()).await.unwrap();
     client.flush().await.unwrap();
 }
@@ -1327,10 +1337,11 @@ async fn a_password_server_refuses_wrong_credentials_with_one_line_naming_the_ur
         password_file: write("wrong", "s3cret-wrong\n"),
         ..Default::default()
     };
-    let message = assay_transport::nats::connect(&wrong)
-        .await
-        .expect_err("wrong credentials got through")
-        .to_string();
+    let message =
+        assay_transport::nats::connect(&wrong, assay_common::nats_permissions::Role::Submitter)
+            .await
+            .expect_err("wrong credentials got through")
+            .to_string();
     assert!(message.contains(&url), "{message}");
     assert!(message.contains("hint:"), "{message}");
     assert!(!message.contains('\n'), "{message}");
@@ -1340,7 +1351,10 @@ async fn a_password_server_refuses_wrong_credentials_with_one_line_naming_the_ur
         password_file: write("right", "s3cret-right\n"),
         ..Default::default()
     };
-    let client = assay_transport::nats::connect(&right).await.unwrap();
+    let client =
+        assay_transport::nats::connect(&right, assay_common::nats_permissions::Role::Submitter)
+            .await
+            .unwrap();
     client.publish("assay.ping", "".into()).await.unwrap();
     client.flush().await.unwrap();
 }

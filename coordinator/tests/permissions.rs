@@ -8,7 +8,7 @@ use assay_common::criteria::parse_criteria;
 use assay_common::evidence::Evidence;
 use assay_common::fleet::{ProgressEvent, Subjects, keys};
 use assay_common::job::{JobResult, JobSpec};
-use assay_common::nats_permissions::{Role, UserAuth, secret_var, user_name};
+use assay_common::nats_permissions::{Role, UserAuth, inbox_prefix, secret_var, user_name};
 use assay_common::service_config::{NatsSection, ServiceConfig};
 use assay_common::verdict::Verdict;
 use assay_common::{JobId, WorkerId, wire};
@@ -19,6 +19,7 @@ use assay_coordinator::source::CandidateSpec;
 use assay_transport::nats::QueueTuning;
 use assay_transport::store::ArtifactStore;
 use assay_worker::service::{self as worker, WorkerConfig};
+use futures::StreamExt;
 use servers::{ServerGuard, free_port, http_get_with_status, start_nats_with_config_and_env};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -109,6 +110,9 @@ struct SecuredFleet {
     nats: ServerGuard,
     dir: tempfile::TempDir,
     passwords: Vec<(Role, String)>,
+    /// The server's monitoring port (127.0.0.1): what the hostile tests learn a client's
+    /// inboxes from, standing in for whatever way an attacker learned them.
+    monitor_port: u16,
 }
 
 impl SecuredFleet {
@@ -122,11 +126,12 @@ impl SecuredFleet {
             .iter()
             .map(|(role, pw)| (secret_var(&subjects, *role, UserAuth::Password), pw.clone()))
             .collect();
+        let monitor_port = free_port();
         let nats = start_nats_with_config_and_env(
             |port, dir| {
                 std::fs::write(dir.join("permissions.conf"), PERMISSIONS).unwrap();
                 format!(
-                    "listen: \"127.0.0.1:{port}\"\njetstream {{\n  store_dir: {:?}\n}}\ninclude \"permissions.conf\"\n",
+                    "listen: \"127.0.0.1:{port}\"\nhttp: \"127.0.0.1:{monitor_port}\"\njetstream {{\n  store_dir: {:?}\n}}\ninclude \"permissions.conf\"\n",
                     dir.join("js").display().to_string()
                 )
             },
@@ -140,7 +145,37 @@ impl SecuredFleet {
             nats,
             dir,
             passwords,
+            monitor_port,
         }
+    }
+
+    /// The inboxes (literal subjects under `role`'s inbox prefix) that the fleet's own
+    /// connections of `role` (named `assay`) subscribe to, as the server's monitoring lists
+    /// them: every place a delivery to that role could be aimed at.
+    fn inboxes_of(&self, role: Role) -> Vec<String> {
+        let user = user_name(&Subjects::new("assay"), role);
+        let prefix = format!("{}.", inbox_prefix(&Subjects::new("assay"), role));
+        let body = servers::http_get(self.monitor_port, "/connz?subs=1&auth=1&limit=1000")
+            .expect("the server's monitoring answers");
+        let connz: serde_json::Value =
+            serde_json::from_str(&unchunked(&body)).expect("connz is JSON");
+        let mut inboxes = Vec::new();
+        for connection in connz["connections"].as_array().into_iter().flatten() {
+            if connection["authorized_user"] != user.as_str() || connection["name"] != "assay" {
+                continue;
+            }
+            for subject in connection["subscriptions_list"]
+                .as_array()
+                .into_iter()
+                .flatten()
+            {
+                let subject = subject.as_str().unwrap_or_default();
+                if subject.starts_with(&prefix) && !subject.contains(['*', '>']) {
+                    inboxes.push(subject.to_owned());
+                }
+            }
+        }
+        inboxes
     }
 
     fn url(&self) -> String {
@@ -224,6 +259,7 @@ impl SecuredFleet {
             user_name(&Subjects::new("assay"), role),
             self.password(role),
         )
+        .custom_inbox_prefix(inbox_prefix(&Subjects::new("assay"), role))
         .event_callback(move |event| {
             let seen = seen.clone();
             async move {
@@ -244,6 +280,30 @@ impl SecuredFleet {
             errors,
         }
     }
+}
+
+/// An HTTP/1.1 body without its chunked transfer encoding (the monitoring's answers may be).
+fn unchunked(body: &str) -> String {
+    let looks_chunked = body
+        .lines()
+        .next()
+        .is_some_and(|l| !l.trim().is_empty() && l.trim().chars().all(|c| c.is_ascii_hexdigit()));
+    if !looks_chunked {
+        return body.to_owned();
+    }
+    let mut out = String::new();
+    let mut rest = body;
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let Ok(size) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
+        if size == 0 || after.len() < size {
+            break;
+        }
+        out.push_str(&after[..size]);
+        rest = after[size..].trim_start_matches("\r\n");
+    }
+    out
 }
 
 fn quick() -> QueueTuning {
@@ -416,7 +476,7 @@ async fn each_role_can_do_its_part_of_a_proof_and_nothing_the_others_own() {
         .unwrap();
     let submission = client::submission(&prepared, 4);
     let submitting = {
-        let client = assay_transport::nats::connect(&fleet.nats(Role::Submitter))
+        let client = assay_transport::nats::connect(&fleet.nats(Role::Submitter), Role::Submitter)
             .await
             .unwrap();
         let store = fleet.store();
@@ -660,9 +720,10 @@ async fn each_role_can_do_its_part_of_a_proof_and_nothing_the_others_own() {
         None
     );
     drop(halt);
-    let submitter_client = assay_transport::nats::connect(&fleet.nats(Role::Submitter))
-        .await
-        .unwrap();
+    let submitter_client =
+        assay_transport::nats::connect(&fleet.nats(Role::Submitter), Role::Submitter)
+            .await
+            .unwrap();
     let reply = client::cancel(&submitter_client, &subjects, &proof_id)
         .await
         .expect("the coordinator answers the submitter's cancel");
@@ -796,7 +857,7 @@ async fn the_operator_halts_and_resumes_the_fleet_and_writes_nothing_else() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     // As `assay halt --cluster` and `assay resume --cluster` connect: the operator's user only.
-    let client = assay_transport::nats::connect(&fleet.nats(Role::Operator))
+    let client = assay_transport::nats::connect(&fleet.nats(Role::Operator), Role::Operator)
         .await
         .unwrap();
     let proofs = assay_transport::nats::proofs_bucket(
@@ -899,4 +960,320 @@ async fn the_operator_halts_and_resumes_the_fleet_and_writes_nothing_else() {
         .stop()
         .await
         .expect("the coordinator ran and stopped cleanly");
+}
+
+/// Progress that remembers whether the fleet ever said it was halted.
+#[derive(Default)]
+struct HaltSeen(Arc<Mutex<Vec<String>>>);
+impl FleetProgress for HaltSeen {
+    fn job_finished(&mut self, _: u32, _: u32, _: &JobResult) {}
+    fn halted(&mut self, reason: &str) {
+        self.0.lock().unwrap().push(reason.to_owned());
+    }
+    fn resumed(&mut self) {}
+}
+
+/// A secured fleet running a coordinator and a worker, and the submitter's connection.
+struct RunningFleet {
+    fleet: SecuredFleet,
+    repo: PathBuf,
+    coordinator: Service,
+    worker: Service,
+    submitter: Observed,
+}
+
+impl RunningFleet {
+    async fn start() -> Self {
+        let fleet = SecuredFleet::start();
+        let repo = invoice_repo(fleet.dir.path());
+        let coordinator = fleet.coordinator();
+        let submitter = fleet.observed(Role::Submitter).await;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while submitter
+            .js
+            .get_key_value(Subjects::new("assay").proofs_bucket())
+            .await
+            .is_err()
+        {
+            assert!(
+                Instant::now() < deadline,
+                "the coordinator never made the bucket"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let worker = fleet.worker(free_port());
+        Self {
+            fleet,
+            repo,
+            coordinator,
+            worker,
+            submitter,
+        }
+    }
+
+    /// Proves the invoice change as the CLI does, under the submitter's user; returns its id and
+    /// the halts the fleet reported on the way.
+    async fn prove(&self) -> (assay_common::ProofId, Vec<String>) {
+        let prepared = prepare(&self.repo);
+        let proof_id = prepared.request.proof_id.clone();
+        let store = self.fleet.store();
+        client::upload_trees(store.as_ref(), &prepared)
+            .await
+            .unwrap();
+        let client =
+            assay_transport::nats::connect(&self.fleet.nats(Role::Submitter), Role::Submitter)
+                .await
+                .unwrap();
+        let halts = HaltSeen::default();
+        let mut progress = HaltSeen(halts.0.clone());
+        let evidence = tokio::time::timeout(
+            Duration::from_secs(120),
+            client::submit_and_wait(
+                &client,
+                &Subjects::new("assay"),
+                store.as_ref(),
+                &client::submission(&prepared, 4),
+                &mut progress,
+            ),
+        )
+        .await
+        .expect("the proof finished in time: the fleet kept admitting its jobs")
+        .expect("the proof reached a verdict");
+        assert_eq!(evidence.verdict, Verdict::Proven, "{evidence:#?}");
+        let halts = halts.0.lock().unwrap().clone();
+        (proof_id, halts)
+    }
+
+    async fn stop(self) {
+        self.worker
+            .stop()
+            .await
+            .expect("the worker stopped cleanly");
+        self.coordinator
+            .stop()
+            .await
+            .expect("the coordinator stopped cleanly");
+    }
+}
+
+/// As the attacker with the submitter's user: a push consumer on the proofs bucket's stream
+/// for each of `inboxes`, delivering the entries of `key` there (the first as that consumer's
+/// sequence 1). Returns the consumers the server created.
+async fn deliver_key_to(attacker: &Observed, key: &str, inboxes: &[String]) -> Vec<String> {
+    let subjects = Subjects::new("assay");
+    let stream = attacker
+        .js
+        .get_stream(format!("KV_{}", subjects.proofs_bucket()))
+        .await
+        .expect("the submitter may look up the bucket's stream");
+    let mut created = Vec::new();
+    for inbox in inboxes {
+        let consumer = stream
+            .create_consumer(async_nats::jetstream::consumer::push::Config {
+                deliver_subject: inbox.clone(),
+                filter_subject: format!("$KV.{}.{key}", subjects.proofs_bucket()),
+                ack_policy: async_nats::jetstream::consumer::AckPolicy::None,
+                ..Default::default()
+            })
+            .await;
+        if let Ok(mut consumer) = consumer
+            && let Ok(info) = consumer.info().await
+        {
+            created.push(info.name.clone());
+        }
+    }
+    created
+}
+
+async fn delete_consumers(attacker: &Observed, names: &[String]) {
+    let stream = format!("KV_{}", Subjects::new("assay").proofs_bucket());
+    for name in names {
+        let _ = attacker.js.delete_consumer_from_stream(name, &stream).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_proof_record_a_submitter_delivers_to_the_coordinators_inboxes_neither_halts_nor_stops_the_fleet()
+ {
+    let running = RunningFleet::start().await;
+    let (first, halts) = running.prove().await;
+    assert!(halts.is_empty(), "{halts:?}");
+
+    // What the server does with such a consumer: the submitter may create a push consumer
+    // on the bucket's stream delivering into the coordinator's inbox prefix (which it may not
+    // subscribe to), and JetStream delivers there all the same.
+    let coordinator_client = running.fleet.observed(Role::Coordinator).await;
+    let probe = format!(
+        "{}.probe",
+        inbox_prefix(&Subjects::new("assay"), Role::Coordinator)
+    );
+    let mut probed = coordinator_client
+        .client
+        .subscribe(probe.clone())
+        .await
+        .unwrap();
+    coordinator_client.client.flush().await.unwrap();
+    let record = keys::record(&first);
+    let probe_consumer = deliver_key_to(&running.submitter, &record, &[probe]).await;
+    assert_eq!(probe_consumer.len(), 1, "the server refused the consumer");
+    let delivered = tokio::time::timeout(Duration::from_secs(10), probed.next())
+        .await
+        .expect("JetStream delivered the submitter's consumer into the coordinator's inbox prefix")
+        .unwrap();
+    assert_eq!(
+        delivered.subject.as_str(),
+        format!("$KV.{}.{record}", Subjects::new("assay").proofs_bucket())
+    );
+
+    // The attack: the proof record, as sequence 1, into every inbox the coordinator listens
+    // on, its halt watch's among them.
+    let inboxes = running.fleet.inboxes_of(Role::Coordinator);
+    assert!(!inboxes.is_empty(), "the coordinator listens on no inbox");
+    let forged = deliver_key_to(&running.submitter, &record, &inboxes).await;
+    assert_eq!(forged.len(), inboxes.len(), "{inboxes:?}");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+
+    // The coordinator is not halted: the next proof is admitted and finishes, and no halt is
+    // reported to its submitter.
+    let (_, halts) = running.prove().await;
+    assert!(halts.is_empty(), "the fleet reported a halt: {halts:?}");
+
+    delete_consumers(&running.submitter, &probe_consumer).await;
+    delete_consumers(&running.submitter, &forged).await;
+    running.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn assay_resume_lifts_any_halt_after_a_forged_delivery_to_the_halt_watch() {
+    use assay_coordinator::suite::cluster::{clear_halt, set_halt};
+    let running = RunningFleet::start().await;
+    let (first, _) = running.prove().await;
+    let inboxes = running.fleet.inboxes_of(Role::Coordinator);
+    let forged = deliver_key_to(&running.submitter, &keys::record(&first), &inboxes).await;
+    assert!(!forged.is_empty());
+    tokio::time::sleep(Duration::from_secs(1)).await;
+
+    // As `assay resume --cluster` and `assay halt --cluster` do, under the operator's user.
+    let operator =
+        assay_transport::nats::connect(&running.fleet.nats(Role::Operator), Role::Operator)
+            .await
+            .unwrap();
+    let proofs = assay_transport::nats::proofs_bucket(
+        &async_nats::jetstream::new(operator.clone()),
+        &Subjects::new("assay"),
+    )
+    .await
+    .unwrap();
+    // The resume an operator runs when the fleet says it is halted though nobody halted it:
+    // the key holds no halt, and whatever the coordinator was told, it admits afterwards.
+    assert!(!clear_halt(&proofs).await.unwrap(), "no halt was ever set");
+    let (_, halts) = running.prove().await;
+    assert!(halts.is_empty(), "the fleet is still halted: {halts:?}");
+
+    // A real halt after the forged delivery holds, and its resume lifts it.
+    set_halt(&proofs, "store migration").await.unwrap();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(clear_halt(&proofs).await.unwrap(), "the halt was set");
+    let (_, halts) = running.prove().await;
+    assert!(halts.is_empty(), "the fleet is still halted: {halts:?}");
+    delete_consumers(&running.submitter, &forged).await;
+    running.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_cluster_runs_halt_gate_ignores_a_delivered_entry_for_another_key_and_follows_the_halt_key()
+ {
+    use assay_coordinator::suite::cluster::{FleetHalt, HALT_RECHECK, clear_halt, set_halt};
+    use assay_coordinator::suite::halt::AdmissionGate;
+    let running = RunningFleet::start().await;
+    let (first, _) = running.prove().await;
+    // `assay test --cluster`'s gate, on a submitter's connection of its own.
+    let watcher =
+        assay_transport::nats::connect(&running.fleet.nats(Role::Submitter), Role::Submitter)
+            .await
+            .unwrap();
+    let watcher_bucket = assay_transport::nats::proofs_bucket(
+        &async_nats::jetstream::new(watcher.clone()),
+        &Subjects::new("assay"),
+    )
+    .await
+    .unwrap();
+    let gate = FleetHalt::watch(watcher_bucket).await.unwrap();
+    assert_eq!(gate.stop_reason(), None);
+    // Another submitter delivers a proof record into every inbox of the fleet's submitter
+    // connections, the gate's watch among them.
+    let inboxes = running.fleet.inboxes_of(Role::Submitter);
+    let forged = deliver_key_to(&running.submitter, &keys::record(&first), &inboxes).await;
+    assert!(!forged.is_empty(), "{inboxes:?}");
+    let until = Instant::now() + HALT_RECHECK * 2;
+    while Instant::now() < until {
+        assert_eq!(gate.stop_reason(), None, "a proof record halted the gate");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The halt key itself still counts, both ways.
+    let operator =
+        assay_transport::nats::connect(&running.fleet.nats(Role::Operator), Role::Operator)
+            .await
+            .unwrap();
+    let proofs = assay_transport::nats::proofs_bucket(
+        &async_nats::jetstream::new(operator.clone()),
+        &Subjects::new("assay"),
+    )
+    .await
+    .unwrap();
+    set_halt(&proofs, "store migration").await.unwrap();
+    let deadline = Instant::now() + HALT_RECHECK * 3;
+    while gate.stop_reason().as_deref() != Some("store migration") {
+        assert!(Instant::now() < deadline, "the gate never saw the halt");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    clear_halt(&proofs).await.unwrap();
+    let deadline = Instant::now() + HALT_RECHECK * 3;
+    while gate.stop_reason().is_some() {
+        assert!(Instant::now() < deadline, "the gate never saw the resume");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    drop(gate);
+    delete_consumers(&running.submitter, &forged).await;
+    running.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_client_role_may_read_every_inbox_another_roles_inboxes_or_the_jobs() {
+    let fleet = SecuredFleet::start();
+    let subjects = Subjects::new("assay");
+    for role in [Role::Submitter, Role::Operator, Role::Worker] {
+        let client = fleet.observed(role).await;
+        let mut denied = vec!["_INBOX.>".to_owned(), "_INBOX.*".to_owned()];
+        for other in Role::ALL.into_iter().filter(|&o| o != role) {
+            denied.push(format!("{}.>", inbox_prefix(&subjects, other)));
+        }
+        // Job specs (their env values included) travel on the jobs subjects, which workers
+        // pull through their consumer: no client role subscribes to them.
+        denied.push(subjects.jobs_filter());
+        let mut subscriptions = Vec::new();
+        for subject in &denied {
+            subscriptions.push(client.client.subscribe(subject.clone()).await.unwrap());
+        }
+        client.client.flush().await.unwrap();
+        for subject in &denied {
+            client.refused("subscription", subject).await;
+        }
+        // Its own inbox prefix it may read.
+        let own = format!("{}.>", inbox_prefix(&subjects, role));
+        let _own = client.client.subscribe(own.clone()).await.unwrap();
+        client.client.flush().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(
+            !client
+                .errors
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|e| e.contains(&own)),
+            "{} may not read its own inbox: {:?}",
+            role.name(),
+            client.errors.lock().unwrap()
+        );
+    }
 }

@@ -2,6 +2,7 @@
 //! create identical streams, consumers and buckets whichever starts first.
 
 use assay_common::fleet::Subjects;
+use assay_common::nats_permissions::{Role, inbox_prefix};
 use assay_common::service_config::NatsSection;
 use async_nats::jetstream::{self, consumer, kv, stream};
 use std::time::Duration;
@@ -88,12 +89,16 @@ impl QueueTuning {
 
 /// Connects with bounded retries at startup so a missing server fails fast with one line.
 /// `nats` says where, how to authenticate and how to secure the connection; the CLI, the
-/// coordinator and the workers all connect through here.
-pub async fn connect(nats: &NatsSection) -> Result<async_nats::Client, FleetError> {
+/// coordinator and the workers all connect through here. `role` is who connects: its replies,
+/// JetStream answers and key-value watch deliveries arrive under its own inbox prefix
+/// ([`inbox_prefix`] of `nats.subject_prefix`), the only inboxes the fleet's NATS permissions
+/// let that role subscribe to.
+pub async fn connect(nats: &NatsSection, role: Role) -> Result<async_nats::Client, FleetError> {
     let url = nats.url.as_str();
     let mut options = async_nats::ConnectOptions::new()
         .connection_timeout(Duration::from_secs(5))
-        .name("assay");
+        .name("assay")
+        .custom_inbox_prefix(inbox_prefix(&Subjects::new(&nats.subject_prefix), role));
     if !nats.credentials_file.is_empty() {
         options = options
             .credentials_file(&nats.credentials_file)

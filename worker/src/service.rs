@@ -266,7 +266,7 @@ async fn serve_validated(
         metrics,
     } = parts;
     let subjects = Subjects::new(&service.nats.subject_prefix);
-    let client = nats::connect(&service.nats).await?;
+    let client = nats::connect(&service.nats, assay_common::nats_permissions::Role::Worker).await?;
     let js = jetstream::new(client.clone());
     // A result bigger than this goes through the store (see `offload`).
     let result_limit = offload::client_limit(&client);

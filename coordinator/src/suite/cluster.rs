@@ -7,6 +7,7 @@ use assay_transport::nats::FleetError;
 use async_nats::jetstream::kv;
 use futures::StreamExt;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 /// The key of the fleet-wide halt in the proofs bucket; its value is the reason.
 pub const HALT_KEY: &str = assay_common::fleet::keys::HALT;
@@ -17,6 +18,11 @@ pub struct FleetHalt {
     watcher: tokio::task::JoinHandle<()>,
 }
 
+/// How often a halt watcher reads the halt key's current value even when its watch said
+/// nothing: a watch whose consumer was disturbed (a delivery it did not ask for, a lost
+/// connection) may miss a change, and the key is what counts.
+pub const HALT_RECHECK: Duration = Duration::from_secs(2);
+
 impl FleetHalt {
     pub async fn watch(proofs: kv::Store) -> Result<Self, FleetError> {
         let mut watch = proofs
@@ -26,13 +32,30 @@ impl FleetHalt {
         let reason = Arc::new(Mutex::new(read_halt(&proofs).await?));
         let shared = reason.clone();
         let watcher = tokio::spawn(async move {
-            while let Some(Ok(entry)) = watch.next().await {
-                let value = match entry.operation {
-                    kv::Operation::Put => Some(String::from_utf8_lossy(&entry.value).into_owned()),
-                    kv::Operation::Delete | kv::Operation::Purge => None,
-                };
-                if let Ok(mut reason) = shared.lock() {
-                    *reason = value;
+            let mut recheck = tokio::time::interval(HALT_RECHECK);
+            loop {
+                tokio::select! {
+                    entry = watch.next() => match entry {
+                        Some(Ok(entry)) if !is_halt_entry(&proofs, &entry) => continue,
+                        Some(Ok(_)) => {}
+                        Some(Err(e)) => {
+                            tracing::warn!(error = %e, "failed to read a change of the halt key");
+                        }
+                        None => {
+                            // The watch ended: the recheck alone keeps the gate current.
+                            recheck.tick().await;
+                        }
+                    },
+                    _ = recheck.tick() => {}
+                }
+                // Whatever the watch said, the gate is the key's current value.
+                match read_halt(&proofs).await {
+                    Ok(value) => {
+                        if let Ok(mut reason) = shared.lock() {
+                            *reason = value;
+                        }
+                    }
+                    Err(e) => tracing::warn!(error = %e, "failed to read the halt key"),
                 }
             }
         });
@@ -56,12 +79,39 @@ impl AdmissionGate for FleetHalt {
     }
 }
 
-async fn read_halt(proofs: &kv::Store) -> Result<Option<String>, FleetError> {
+/// Whether `entry`, delivered to a watch of the halt key of `proofs`, is a change of that key:
+/// exactly the halt key of this bucket, a put (a halt) or a delete or purge (a resume).
+/// Anything else is ignored with a warning: the watch's inbox can receive deliveries it did
+/// not ask for (a push consumer someone else made on the bucket's stream may deliver there),
+/// and those must not halt or resume anything.
+pub fn is_halt_entry(proofs: &kv::Store, entry: &kv::Entry) -> bool {
+    let ours = entry.key == HALT_KEY && entry.bucket == proofs.name;
+    if !ours {
+        tracing::warn!(
+            key = %entry.key,
+            bucket = %entry.bucket,
+            revision = entry.revision,
+            "ignoring a delivery to the halt watch that is not the halt key of the proofs bucket (a consumer the watch did not create may deliver to its inbox)"
+        );
+    }
+    ours
+}
+
+/// The halt key's current value: the reason of a halt, or `None` when none is set. A halt
+/// written without a reason still halts (failing open would admit), with a reason saying so.
+pub async fn read_halt(proofs: &kv::Store) -> Result<Option<String>, FleetError> {
     let value = proofs
         .get(HALT_KEY)
         .await
         .map_err(|e| FleetError::jetstream(format!("read the halt key {HALT_KEY}"), e))?;
-    Ok(value.map(|bytes| String::from_utf8_lossy(&bytes).into_owned()))
+    Ok(value.map(|bytes| {
+        let reason = String::from_utf8_lossy(&bytes).trim().to_owned();
+        if reason.is_empty() {
+            "halted without a reason".to_owned()
+        } else {
+            reason
+        }
+    }))
 }
 
 /// Said with a failed write of the halt key: the shipped NATS permissions give that write to
@@ -79,13 +129,14 @@ pub async fn set_halt(proofs: &kv::Store, reason: &str) -> Result<(), FleetError
     Ok(())
 }
 
-/// Lifts the fleet-wide halt; `false` when none was set.
+/// Lifts the fleet-wide halt; `false` when none was set. The key is deleted even then: the
+/// delete is a change every halt watcher hears of and answers by reading the key again, so a
+/// watcher that believes in a halt the key does not hold (one it was told of by a delivery it
+/// did not ask for) lifts it too.
 pub async fn clear_halt(proofs: &kv::Store) -> Result<bool, FleetError> {
     let was_set = read_halt(proofs).await?.is_some();
-    if was_set {
-        proofs.delete(HALT_KEY).await.map_err(|e| {
-            FleetError::jetstream(format!("delete the halt key {HALT_KEY}{NEEDS_WRITE}"), e)
-        })?;
-    }
+    proofs.delete(HALT_KEY).await.map_err(|e| {
+        FleetError::jetstream(format!("delete the halt key {HALT_KEY}{NEEDS_WRITE}"), e)
+    })?;
     Ok(was_set)
 }

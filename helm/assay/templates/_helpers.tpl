@@ -167,7 +167,8 @@ SECURITY.md and common/src/nats_permissions.rs.
 {{- $workerPub := list (printf "%s.results.>" $p) (printf "%s.STREAM.INFO.%s" $api $jobs) (printf "%s.STREAM.INFO.%s" $api $results) (printf "%s.CONSUMER.INFO.%s.%s" $api $jobs $workers) (printf "%s.CONSUMER.MSG.NEXT.%s.%s" $api $jobs $workers) (printf "$JS.ACK.%s.%s.>" $jobs $workers) -}}
 {{- $submitterPub := concat (list (printf "%s.submit" $p) (printf "%s.cancel" $p) (printf "%s.STREAM.INFO.%s" $api $kv)) $kvRead -}}
 {{- $operatorPub := concat (list (printf "%s.cancel" $p) (printf "$KV.%s.fleet.halt" $bucket) (printf "%s.STREAM.INFO.%s" $api $kv)) $kvRead -}}
-{{- $roles := list (dict "role" "coordinator" "publish" $coordPub "subscribe" (list (printf "%s.submit" $p) (printf "%s.cancel" $p) "_INBOX.>") "responses" true) (dict "role" "worker" "publish" $workerPub "subscribe" (list "_INBOX.>") "responses" false) (dict "role" "submitter" "publish" $submitterPub "subscribe" (list (printf "%s.progress.>" $p) "_INBOX.>") "responses" false) (dict "role" "operator" "publish" $operatorPub "subscribe" (list "_INBOX.>") "responses" false) -}}
+{{- $inbox := printf "_INBOX_%s" (lower $t) -}}
+{{- $roles := list (dict "role" "coordinator" "publish" $coordPub "subscribe" (list (printf "%s.submit" $p) (printf "%s.cancel" $p) (printf "%s_coordinator.>" $inbox)) "responses" true) (dict "role" "worker" "publish" $workerPub "subscribe" (list (printf "%s_worker.>" $inbox)) "responses" false) (dict "role" "submitter" "publish" $submitterPub "subscribe" (list (printf "%s.progress.>" $p) (printf "%s_submitter.>" $inbox)) "responses" false) (dict "role" "operator" "publish" $operatorPub "subscribe" (list (printf "%s_operator.>" $inbox)) "responses" false) -}}
 {{- $nkey := eq .Values.nats.auth.mode "nkey" -}}
 # NATS permissions of the Assay fleet with subject prefix {{ $p | quote }}: what each of the
 # coordinator, the workers, the submitters (the CLI) and the operators (halt, resume,

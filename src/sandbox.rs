@@ -28,7 +28,8 @@ pub struct SandboxArgs {
     /// Process limit of each job's container [default: 256].
     #[arg(long, value_name = "N", value_parser = parse_pids)]
     pub pids: Option<i64>,
-    /// Network of each job's container: none or bridge [default: none].
+    /// Network of each job: none (a loopback of its own only) or bridge (the host's network in
+    /// the process sandbox, Docker's bridge network in a container) [default: none].
     #[arg(long, value_name = "MODE", value_parser = parse_network)]
     pub network: Option<bool>,
 }
@@ -41,7 +42,6 @@ impl SandboxArgs {
             (self.memory_mb.is_some(), "--memory-mb"),
             (self.cpus.is_some(), "--cpus"),
             (self.pids.is_some(), "--pids"),
-            (self.network.is_some(), "--network"),
         ]
         .into_iter()
         .filter_map(|(given, flag)| given.then_some(flag))

@@ -66,10 +66,6 @@ fn go_proofs_match_subtests_by_path_and_a_build_failure_is_no_reproduced_bug() {
             "guard: TestCacheRedis",
             "--repeats",
             "2",
-            "--pass-env",
-            "HOME",
-            "--pass-env",
-            "GOCACHE",
         ],
     );
     assert_eq!(

@@ -880,10 +880,7 @@ fn go_tests_are_listed_per_package_and_run_one_by_one() {
         ("cache/cache.go", CACHE_GO),
         ("cache/expiry_test.go", CACHE_TEST_GO),
     ]);
-    let go_env = ["--pass-env", "HOME", "--pass-env", "GOCACHE"];
-    let mut args = vec!["--list-cases"];
-    args.extend(go_env);
-    let listed = project.test(&args);
+    let listed = project.test(&["--list-cases"]);
     assert_eq!(code(&listed), 0, "{}", stderr(&listed));
     let displays: Vec<String> = listing(&listed).into_iter().map(|(_, d)| d).collect();
     assert_eq!(
@@ -895,18 +892,14 @@ fn go_tests_are_listed_per_package_and_run_one_by_one() {
             "cache/expiry_test.go::TestRedis",
         ]
     );
-    let mut args = vec!["--list-cases", "--directory", "cache"];
-    args.extend(go_env);
-    let cache_only: Vec<String> = listing(&project.test(&args))
+    let cache_only: Vec<String> = listing(&project.test(&["--list-cases", "--directory", "cache"]))
         .into_iter()
         .map(|(_, d)| d)
         .collect();
     assert_eq!(cache_only.len(), 2, "{cache_only:?}");
 
     let report = project.json_path();
-    let mut args = vec!["--jobs", "2", "--json", report.to_str().expect("utf-8")];
-    args.extend(go_env);
-    let run = project.test(&args);
+    let run = project.test(&["--jobs", "2", "--json", report.to_str().expect("utf-8")]);
     let err = stderr(&run);
     assert_eq!(code(&run), 1, "{err}");
     assert!(

@@ -584,16 +584,16 @@ impl ResultCache {
     /// Why `entry` may not be served, if it may not: it is unsigned, or its signature does not
     /// verify under this cache's key (someone else wrote it, or altered it).
     pub(crate) fn check_seal<E: Signed>(&self, entry: &E) -> Result<(), String> {
-        let signer = if self.declared.is_some() {
-            "this fleet's coordinator"
+        let (signer, key_name) = if self.declared.is_some() {
+            ("this fleet's coordinator", "this fleet's key")
         } else {
-            "this user's key"
+            ("this user's key", "this user's key")
         };
         match &self.key {
             _ if entry.signature().is_none() => Err(format!("the entry is not signed by {signer}")),
             Some(key) if key.verifies(entry) => Ok(()),
             _ => Err(format!(
-                "the entry's signature does not verify under {signer}"
+                "the entry's signature does not verify under {key_name}"
             )),
         }
     }

@@ -1015,12 +1015,31 @@ async fn two_fleets_on_one_server_share_no_job_and_no_halt() {
 }
 
 /// The script of a test that leaves daemons behind: one in a session of its own, one
-/// double-forked so that its parent is gone. Each writes its pid to `$PIDS/NAME`.
+/// double-forked so that its parent is gone. Each writes its pid to `pids/NAME` in its tree
+/// (the job's only writable place) and sleeps `$NAP` seconds, the mark the test finds them by.
 const ESCAPE: &str = r#"
-setsid sh -c 'echo $$ > "$1"; exec sleep 97' daemon "$PIDS/setsid" &
-( sh -c 'echo $$ > "$1"; exec sleep 97' daemon "$PIDS/double" & )
-until [ -s "$PIDS/setsid" ] && [ -s "$PIDS/double" ]; do sleep 0.05; done
+mkdir -p pids
+setsid sh -c 'echo $$ > "$1"; exec sleep "$NAP"' daemon pids/setsid &
+( sh -c 'echo $$ > "$1"; exec sleep "$NAP"' daemon pids/double & )
+until [ -s pids/setsid ] && [ -s pids/double ]; do sleep 0.05; done
+sleep 0.5
 "#;
+
+/// The host's pids of the processes running `sleep NAP`.
+fn sleeping(nap: &str) -> Vec<i32> {
+    let wanted = format!("sleep\0{nap}\0");
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|cmdline| cmdline == wanted.as_bytes())
+                && alive(*pid)
+        })
+        .collect()
+}
 
 /// Whether `pid` is a live process (a zombie is dead, only not yet reaped).
 fn alive(pid: i32) -> bool {
@@ -1067,18 +1086,25 @@ fn local_worker(dir: &Path, files: &[(&str, &str)]) -> (assay_worker::execute::J
 async fn run_escaping_job(script: &str, timeout_secs: u64) -> (JobStatus, Vec<i32>) {
     let dir = tempfile::tempdir().unwrap();
     let (ctx, tree) = local_worker(dir.path(), &[("escape.sh", script)]);
-    let pids = dir.path().join("pids");
-    std::fs::create_dir_all(&pids).unwrap();
+    // A nap no other process on the machine takes: the daemons' mark.
+    let nap = format!("97.{}{}", std::process::id(), timeout_secs);
     let proof = ProofId("p-1795995829-daemons".into());
     let mut spec = job(&proof, 0, &tree, &["sh", "escape.sh"]);
     spec.timeout_secs = timeout_secs;
-    spec.env = vec![("PIDS".into(), pids.display().to_string())];
-    let result = assay_worker::execute::run_job(&spec, &ctx).await;
-    let daemons: Vec<i32> = ["setsid", "double"]
-        .iter()
-        .filter_map(|name| std::fs::read_to_string(pids.join(name)).ok())
-        .filter_map(|pid| pid.trim().parse().ok())
-        .collect();
+    spec.env = vec![("NAP".into(), nap.clone())];
+    let job = tokio::spawn(async move { assay_worker::execute::run_job(&spec, &ctx).await });
+    // Watch the host's processes while the job runs: every daemon seen is one it started.
+    let mut daemons: Vec<i32> = Vec::new();
+    while !job.is_finished() {
+        for pid in sleeping(&nap) {
+            if !daemons.contains(&pid) {
+                daemons.push(pid);
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let result = job.await.unwrap();
+    drop(dir);
     (result.status, daemons)
 }
 

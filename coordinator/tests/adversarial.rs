@@ -1834,24 +1834,191 @@ async fn a_cached_tree_archive_altered_on_disk_is_refused_then_fetched_again() {
         async move { trees.materialize(&honest, &dest).await.map(|()| dest) }
     };
     materialize("first").await.unwrap();
+    assert_eq!(trees.downloads(), 1);
     // Someone with the worker's disk swaps the cached archive for another tree's.
     let (planted_archive, _) = stored_tree(&bus.store_url(), &planted).await;
     std::fs::write(cache.join(format!("{honest}.tar")), &planted_archive).unwrap();
-    let err = materialize("second").await.unwrap_err();
-    let message = assay_transport::error_chain::error_chain(&err);
-    assert!(message.contains("it had when verified"), "{message}");
-    assert_eq!(entries_in(&bus.dir.path().join("second")), 0);
+    let second = materialize("second").await.unwrap();
     assert_eq!(
-        trees.downloads(),
-        1,
-        "the altered cache was not re-fetched yet"
+        std::fs::read_to_string(second.join("pager.py")).unwrap(),
+        "LIMIT = 10\n",
+        "the job got its own tree, not the planted one"
     );
+    assert_eq!(trees.downloads(), 2, "the altered cache was fetched afresh");
+    let (honest_archive, _) = stored_tree(&bus.store_url(), &honest).await;
+    assert_eq!(
+        std::fs::read(cache.join(format!("{honest}.tar"))).unwrap(),
+        honest_archive,
+        "the cache holds the real archive again"
+    );
+    // A link or a FIFO in its place is refused, not followed or waited on.
+    let elsewhere = bus.dir.path().join("planted.tar");
+    std::fs::write(&elsewhere, &planted_archive).unwrap();
+    std::fs::remove_file(cache.join(format!("{honest}.tar"))).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, cache.join(format!("{honest}.tar"))).unwrap();
     let third = materialize("third").await.unwrap();
-    assert_eq!(trees.downloads(), 2, "the next job fetched it afresh");
     assert_eq!(
         std::fs::read_to_string(third.join("pager.py")).unwrap(),
         "LIMIT = 10\n"
     );
+    assert_eq!(trees.downloads(), 3);
+    std::fs::remove_file(cache.join(format!("{honest}.tar"))).unwrap();
+    let made = Command::new("mkfifo")
+        .arg(cache.join(format!("{honest}.tar")))
+        .status()
+        .unwrap();
+    assert!(made.success(), "mkfifo");
+    let fourth = tokio::time::timeout(Duration::from_secs(20), materialize("fourth"))
+        .await
+        .expect("a FIFO in the cache does not block the worker")
+        .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(fourth.join("pager.py")).unwrap(),
+        "LIMIT = 10\n"
+    );
+    assert_eq!(trees.downloads(), 4);
+}
+
+/// Plays a job on the worker's disk: tree `victim`'s cache entry becomes `planted`'s archive,
+/// with every marker a worker ever kept beside an archive saying it is good.
+fn plant_in_cache(cache: &Path, victim: &TreeId, planted_archive: &[u8]) {
+    use sha2::Digest as _;
+    std::fs::create_dir_all(cache).unwrap();
+    let digest = hex::encode(sha2::Sha256::digest(planted_archive));
+    std::fs::write(cache.join(format!("{victim}.tar")), planted_archive).unwrap();
+    std::fs::write(cache.join(format!("{victim}.tar.verified")), &digest).unwrap();
+    std::fs::write(cache.join(format!("{victim}.tar.sha256")), &digest).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tree_archive_planted_in_the_cache_with_matching_markers_is_refused_and_the_real_tree_fetched()
+ {
+    use assay_transport::store_tree::StoreTreeSource;
+    use assay_transport::tree::TreeSource as _;
+    let bus = Bus::start();
+    let honest = uploaded_tree_of(&bus, "pager", "pager.py", "LIMIT = 10\n").await;
+    let planted = uploaded_tree_of(&bus, "pager-planted", "pager.py", "LIMIT = 0\n").await;
+    let (planted_archive, _) = stored_tree(&bus.store_url(), &planted).await;
+    let (honest_archive, _) = stored_tree(&bus.store_url(), &honest).await;
+    let cache = bus.dir.path().join("worker-cache");
+    // Planted before the worker ever fetched the tree, as another change's job would.
+    plant_in_cache(&cache, &honest, &planted_archive);
+    let store = Arc::new(assay_transport::store::open_store(&bus.store_url(), &[]).unwrap());
+    let trees = StoreTreeSource::new(store, &cache);
+    let dest = bus.dir.path().join("tree");
+    std::fs::create_dir_all(&dest).unwrap();
+    trees.materialize(&honest, &dest).await.unwrap();
+    assert_eq!(
+        std::fs::read_to_string(dest.join("pager.py")).unwrap(),
+        "LIMIT = 10\n",
+        "the job runs on its own tree"
+    );
+    assert_eq!(
+        trees.downloads(),
+        1,
+        "the real archive was fetched from the store"
+    );
+    assert_eq!(
+        std::fs::read(cache.join(format!("{honest}.tar"))).unwrap(),
+        honest_archive
+    );
+    for marker in ["tar.verified", "tar.sha256"] {
+        assert!(
+            !cache.join(format!("{honest}.{marker}")).exists(),
+            "the planted {marker} marker is gone"
+        );
+    }
+    // Planted again after the tree is cached: refused the same way.
+    plant_in_cache(&cache, &honest, &planted_archive);
+    let again = bus.dir.path().join("again");
+    std::fs::create_dir_all(&again).unwrap();
+    trees.materialize(&honest, &again).await.unwrap();
+    assert_eq!(
+        std::fs::read_to_string(again.join("pager.py")).unwrap(),
+        "LIMIT = 10\n"
+    );
+    assert_eq!(trees.downloads(), 2);
+}
+
+/// The result of the next job on `results`, which must be inline.
+async fn next_result(messages: &mut jetstream::consumer::pull::Stream) -> JobResult {
+    let message = tokio::time::timeout(Duration::from_secs(60), messages.next())
+        .await
+        .expect("the job's result arrived")
+        .unwrap()
+        .unwrap();
+    let result =
+        match wire::decode::<assay_common::fleet::ResultMessage>("job result", &message.payload)
+            .unwrap()
+        {
+            assay_common::fleet::ResultMessage::Inline(result) => *result,
+            other => panic!("a stored result: {other:?}"),
+        };
+    message.ack().await.unwrap();
+    result
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_job_that_plants_another_changes_tree_in_the_workers_cache_does_not_change_what_that_change_runs()
+ {
+    let bus = Bus::start();
+    let honest = uploaded_tree_of(&bus, "pager", "pager.py", "LIMIT = 10\n").await;
+    let planted = uploaded_tree_of(&bus, "pager-planted", "pager.py", "LIMIT = 0\n").await;
+    let (planted_archive, _) = stored_tree(&bus.store_url(), &planted).await;
+    let cache = bus.dir.path().join("worker-a-cache");
+    // What the hostile change's job copies into the cache: the planted archive and a marker.
+    let loot = bus.dir.path().join("loot");
+    std::fs::create_dir_all(&loot).unwrap();
+    plant_in_cache(&loot, &honest, &planted_archive);
+    let worker = bus.worker("assay", "worker-a");
+    let client = bus.client().await;
+    let js = jetstream::new(client.clone());
+    let results = results_consumer(&js, &Subjects::new("assay")).await;
+    let mut messages = results.messages().await.unwrap();
+    let hostile = ProofId("p-1795995829-hostilejob".into());
+    let script = format!(
+        "mkdir -p {cache} && cp {loot}/{honest}.tar {loot}/{honest}.tar.verified {loot}/{honest}.tar.sha256 {cache}/",
+        cache = cache.display(),
+        loot = loot.display()
+    );
+    publish_job(
+        &js,
+        &hostile,
+        "hostile",
+        &job(&hostile, 0, &planted, &["sh", "-c", &script]),
+    )
+    .await;
+    let planting = next_result(&mut messages).await;
+    assert_eq!(
+        planting.status,
+        JobStatus::Completed { exit_code: 0 },
+        "{planting:?}"
+    );
+    assert!(
+        cache.join(format!("{honest}.tar.verified")).exists(),
+        "the job planted its archive and marker"
+    );
+    let victim = ProofId("p-1795995829-victimjob".into());
+    publish_job(
+        &js,
+        &victim,
+        "victim",
+        &job(
+            &victim,
+            0,
+            &honest,
+            &["grep", "-qx", "LIMIT = 10", "pager.py"],
+        ),
+    )
+    .await;
+    let result = next_result(&mut messages).await;
+    assert_eq!(
+        result.status,
+        JobStatus::Completed { exit_code: 0 },
+        "the victim's job ran on its own tree, not the planted one: {result:?}"
+    );
+    assert!(!cache.join(format!("{honest}.tar.verified")).exists());
+    worker.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

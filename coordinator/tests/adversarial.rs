@@ -39,6 +39,11 @@ use tokio::task::JoinHandle;
 )]
 mod servers;
 
+/// The coordinator's default cap on a stored result.
+const RESULT_CAP: assay_transport::offload::ReadCap = assay_transport::offload::ReadCap::results(
+    assay_common::service_config::DEFAULT_MAX_RESULT_BYTES,
+);
+
 /// A service running in this process, stopped gracefully at the end of the test.
 struct Service {
     handle: JoinHandle<()>,
@@ -1491,7 +1496,7 @@ async fn a_result_over_the_servers_max_payload_goes_through_the_store() {
         "{envelope:?}"
     );
     let store = assay_transport::store::open_store(&bus.store_url(), &[]).unwrap();
-    let result = assay_transport::offload::decode_result(&store, &proof_id, &value)
+    let result = assay_transport::offload::decode_result(&store, &proof_id, &value, RESULT_CAP)
         .await
         .unwrap();
     assert_eq!(result.status, JobStatus::Completed { exit_code: 0 });
@@ -1516,13 +1521,13 @@ async fn a_stored_result_at_another_jobs_key_or_altered_is_refused() {
         .await
         .unwrap();
     // Honest: it resolves to the result.
-    let back = assay_transport::offload::decode_result(&store, &proof_id, &bytes)
+    let back = assay_transport::offload::decode_result(&store, &proof_id, &bytes, RESULT_CAP)
         .await
         .unwrap();
     assert_eq!(back, result);
     // Another proof's message cannot name this proof's blob.
     let other = ProofId("p-1795995829-otherproof".into());
-    let err = assay_transport::offload::decode_result(&store, &other, &bytes)
+    let err = assay_transport::offload::decode_result(&store, &other, &bytes, RESULT_CAP)
         .await
         .unwrap_err();
     assert!(err.to_string().contains("not at its own key"), "{err}");
@@ -1535,7 +1540,7 @@ async fn a_stored_result_at_another_jobs_key_or_altered_is_refused() {
         )
         .await
         .unwrap();
-    let err = assay_transport::offload::decode_result(&store, &proof_id, &bytes)
+    let err = assay_transport::offload::decode_result(&store, &proof_id, &bytes, RESULT_CAP)
         .await
         .unwrap_err();
     assert!(err.to_string().contains("sha256"), "{err}");
@@ -2061,94 +2066,304 @@ async fn a_tree_archive_past_the_byte_bound_is_refused_while_streaming_and_not_k
     );
 }
 
+/// Sends proof `proof_id`'s submission as stored at `blob` and returns the coordinator's reply.
+async fn submit_stored(
+    client: &async_nats::Client,
+    prefix: &str,
+    proof_id: &ProofId,
+    blob: assay_common::job::ArtifactRef,
+) -> SubmitReply {
+    let request = SubmitRequest::Stored {
+        proof_id: proof_id.clone(),
+        submission: blob,
+    };
+    let reply = assay_coordinator::client::request_submit(
+        client,
+        &Subjects::new(prefix),
+        async_nats::HeaderMap::new(),
+        wire::encode("submit request", &request).unwrap().into(),
+    )
+    .await
+    .unwrap();
+    wire::decode("submit reply", &reply.payload).unwrap()
+}
+
+/// What a stored submission's message names: `key`, its sha256 and size as declared.
+fn stored_ref(key: &str, sha256: &str, bytes: u64) -> assay_common::job::ArtifactRef {
+    assay_common::job::ArtifactRef {
+        name: "submission".into(),
+        key: key.into(),
+        sha256: sha256.into(),
+        bytes,
+        dropped_bytes: 0,
+    }
+}
+
+/// Gives a reader blocked on the FIFO at `path` its end of file, if one is blocked (a
+/// blocked read would outlive the test); does nothing when none is.
+fn release_fifo(path: &Path) {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let _ = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path);
+}
+
+fn mkfifo(path: &Path) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let made = Command::new("mkfifo").arg(path).status().unwrap();
+    assert!(made.success(), "mkfifo {path:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_submission_whose_stored_copy_hangs_does_not_hold_up_another_proof() {
+async fn a_fifo_at_a_submission_key_is_refused_at_once_and_another_proof_still_runs() {
     let bus = Bus::start();
     let coordinator = bus.coordinator("slow");
     let worker = bus.answering_worker("slow", "worker-slow");
     let client = bus.client().await;
     let proofs = bucket(&client, "slow").await;
-    // The first proof's stored submission is a FIFO nobody writes: reading it blocks until
-    // someone opens it for writing, as a store that accepts and never answers would.
+    // A FIFO nobody writes: a store that opens it waits for a writer, forever.
     let stuck = ProofId("p-1795995829-stuckstore".into());
     let key = assay_common::fleet::submission_key(&stuck);
     let fifo = bus.dir.path().join("store").join(&key);
-    std::fs::create_dir_all(fifo.parent().unwrap()).unwrap();
-    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
-    assert!(made.success(), "mkfifo");
-    let request = SubmitRequest::Stored {
-        proof_id: stuck.clone(),
-        submission: assay_common::job::ArtifactRef {
-            name: "submission".into(),
-            key,
-            sha256: "0".repeat(64),
-            bytes: 1,
-            dropped_bytes: 0,
-        },
+    mkfifo(&fifo);
+    let started = Instant::now();
+    let reply = tokio::time::timeout(
+        Duration::from_secs(10),
+        submit_stored(
+            &client,
+            "slow",
+            &stuck,
+            stored_ref(&key, &"0".repeat(64), 1),
+        ),
+    )
+    .await;
+    release_fifo(&fifo);
+    let reply = reply.expect("the FIFO's submission was answered, not left waiting");
+    let SubmitReply::Refused { message } = &reply else {
+        panic!("{reply:?}");
     };
-    // A bare publish is lost if the coordinator does not listen yet: wait until it answers.
-    let _ = assay_coordinator::client::request_submit(
+    assert!(
+        message.contains("is a FIFO, not a regular file"),
+        "{message}"
+    );
+    assert!(message.contains(&key), "{message}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    let quick = ProofId("p-1795995829-quickproof".into());
+    assert!(matches!(
+        submit(&client, "slow", submission(&quick, 2)).await,
+        SubmitReply::Accepted { .. }
+    ));
+    assert!(
+        wait_finished(&proofs, &quick, Duration::from_secs(20)).await,
+        "another proof runs"
+    );
+    worker.stop().await;
+    coordinator.stop().await;
+}
+
+/// This process's resident memory now (`VmRSS`), in bytes.
+fn rss() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+    let kib: u64 = line
+        .trim_start_matches("VmRSS:")
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .unwrap();
+    kib * 1024
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stored_submissions_past_the_cap_are_refused_unread_and_the_coordinator_stays_small() {
+    let bus = Bus::start();
+    let coordinator = bus.coordinator("huge");
+    let client = bus.client().await;
+    // Three 200 MB submissions (sparse files) under the default 64 MiB cap, sent at once,
+    // each declaring 100 bytes in its message: only the store's size, or counting, stops them.
+    let mut keys = Vec::new();
+    for n in 0..3 {
+        let proof = ProofId(format!("p-1795995829-hugesub{n}"));
+        let key = assay_common::fleet::submission_key(&proof);
+        let path = bus.dir.path().join("store").join(&key);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::File::create(&path)
+            .unwrap()
+            .set_len(200 * MIB)
+            .unwrap();
+        keys.push((proof, key));
+    }
+    // The coordinator answers before the three are sent.
+    let warm = ProofId("p-1795995829-warmupsub".into());
+    let warm_key = assay_common::fleet::submission_key(&warm);
+    let _ = submit_stored(
         &client,
-        &Subjects::new("slow"),
-        async_nats::HeaderMap::new(),
-        b"not a submission".to_vec().into(),
+        "huge",
+        &warm,
+        stored_ref(&warm_key, &"0".repeat(64), 1),
+    )
+    .await;
+    let (peak_before, rss_before) = (peak_rss(), rss());
+    let started = Instant::now();
+    let replies = futures::future::join_all(keys.iter().map(|(proof, key)| {
+        submit_stored(
+            &client,
+            "huge",
+            proof,
+            stored_ref(key, &"0".repeat(64), 100),
+        )
+    }))
+    .await;
+    let took = started.elapsed();
+    let grown = peak_rss().saturating_sub(peak_before);
+    for (reply, (_, key)) in replies.iter().zip(&keys) {
+        let SubmitReply::Refused { message } = reply else {
+            panic!("{reply:?}");
+        };
+        assert!(message.contains(key), "{message}");
+        assert!(
+            message.contains(&format!(
+                "{} bytes, past the cap of {} bytes",
+                200 * MIB,
+                64 * MIB
+            )),
+            "{message}"
+        );
+        assert!(
+            message.contains("coordinator.max_submission_bytes"),
+            "{message}"
+        );
+    }
+    assert!(
+        grown < 8 * MIB,
+        "peak memory grew {grown} bytes (resident {rss_before} before)"
+    );
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    coordinator.stop().await;
+}
+
+/// Proof `proof_id`'s submission of one job, stored at its own key as the CLI stores one.
+async fn store_submission(
+    bus: &Bus,
+    proof_id: &ProofId,
+) -> (assay_common::job::ArtifactRef, Vec<u8>) {
+    let store = assay_transport::store::open_store(&bus.store_url(), &[]).unwrap();
+    let body = wire::encode("proof submission", &submission(proof_id, 1)).unwrap();
+    let blob = assay_transport::offload::put(
+        &store,
+        "submission",
+        &assay_common::fleet::submission_key(proof_id),
+        body.clone(),
     )
     .await
     .unwrap();
-    let inbox = client.new_inbox();
-    let mut replies = client.subscribe(inbox.clone()).await.unwrap();
-    client
-        .publish_with_reply(
-            Subjects::new("slow").submit(),
-            inbox,
-            wire::encode("submit request", &request).unwrap().into(),
-        )
-        .await
-        .unwrap();
-    client.flush().await.unwrap();
-    // Give the coordinator time to start reading the FIFO.
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let quick = ProofId("p-1795995829-quickproof".into());
-    let started = Instant::now();
-    let reply = tokio::time::timeout(
-        Duration::from_secs(8),
-        submit(&client, "slow", submission(&quick, 2)),
-    )
-    .await;
-    let finished = match &reply {
-        Ok(SubmitReply::Accepted { .. }) => {
-            wait_finished(&proofs, &quick, Duration::from_secs(20)).await
-        }
-        _ => false,
-    };
-    let took = started.elapsed();
-    // Is the first still waiting for its store read?
-    let answered_early = tokio::time::timeout(Duration::from_millis(100), replies.next())
-        .await
-        .is_ok();
-    // Unblock the read whatever happened (a blocked read would outlive the test): the bytes
-    // are not the submission, so it is refused.
-    tokio::task::spawn_blocking(move || std::fs::write(&fifo, b"not a submission"))
-        .await
-        .unwrap()
-        .unwrap();
-    let reply = reply.expect("the second proof was answered while the first's store read hangs");
+    (blob, body)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stored_submission_linked_outside_the_store_or_altered_is_refused() {
+    let bus = Bus::start();
+    let coordinator = bus.coordinator("linked");
+    let worker = bus.answering_worker("linked", "worker-linked");
+    let client = bus.client().await;
+    let proofs = bucket(&client, "linked").await;
+    // Honest: the stored submission is accepted and runs.
+    let honest = ProofId("p-1795995829-honeststored".into());
+    let (blob, _) = store_submission(&bus, &honest).await;
+    let reply = submit_stored(&client, "linked", &honest, blob).await;
     assert!(matches!(reply, SubmitReply::Accepted { .. }), "{reply:?}");
+    assert!(wait_finished(&proofs, &honest, Duration::from_secs(20)).await);
+    // A link at the key to a file outside the store, holding a valid submission whose sha256
+    // the message names: it would be accepted if followed.
+    let linked = ProofId("p-1795995829-linkedstore".into());
+    let (blob, body) = store_submission(&bus, &linked).await;
+    let at_key = bus.dir.path().join("store").join(&blob.key);
+    let outside = bus.dir.path().join("outside-submission.bin");
+    std::fs::write(&outside, &body).unwrap();
+    std::fs::remove_file(&at_key).unwrap();
+    std::os::unix::fs::symlink(&outside, &at_key).unwrap();
+    let reply = submit_stored(&client, "linked", &linked, blob.clone()).await;
+    let SubmitReply::Refused { message } = &reply else {
+        panic!("a submission outside the store was taken: {reply:?}");
+    };
     assert!(
-        finished,
-        "the second proof finished while the first's store read hangs"
+        message.contains("outside the store's directory"),
+        "{message}"
     );
     assert!(
-        !answered_early,
-        "the stuck submission was answered before its store read returned"
+        message.contains(&outside.display().to_string()),
+        "{message}"
     );
-    let answer = tokio::time::timeout(Duration::from_secs(10), replies.next())
-        .await
-        .expect("the stuck submission was answered once its read returned")
-        .unwrap();
-    let answer: SubmitReply = wire::decode("submit reply", &answer.payload).unwrap();
-    assert!(matches!(answer, SubmitReply::Refused { .. }), "{answer:?}");
-    assert!(took < Duration::from_secs(20), "{took:?}");
+    // Altered in place, same size: refused by its digest.
+    let altered = ProofId("p-1795995829-alteredsub".into());
+    let (blob, mut body) = store_submission(&bus, &altered).await;
+    let last = body.len() - 1;
+    body[last] ^= 1;
+    std::fs::write(bus.dir.path().join("store").join(&blob.key), &body).unwrap();
+    let reply = submit_stored(&client, "linked", &altered, blob).await;
+    let SubmitReply::Refused { message } = &reply else {
+        panic!("{reply:?}");
+    };
+    assert!(message.contains("sha256"), "{message}");
     worker.stop().await;
     coordinator.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fifo_or_an_outside_link_at_a_result_key_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("file://{}", dir.path().join("store").display());
+    let store = assay_transport::store::open_store(&url, &[]).unwrap();
+    let proof_id = ProofId("p-1795995829-fiforesult".into());
+    let spec = job(&proof_id, 1, &empty_tree(), &["true"]);
+    let result = completed(&spec, &WorkerId("worker-a".into()));
+    // A result stored through the store, then replaced there by a FIFO.
+    let message = assay_transport::offload::encode_result(&store, &proof_id, &result, 0)
+        .await
+        .unwrap();
+    let key = assay_common::fleet::result_key(&proof_id, 1);
+    let at_key = dir.path().join("store").join(&key);
+    let body = std::fs::read(&at_key).unwrap();
+    std::fs::remove_file(&at_key).unwrap();
+    mkfifo(&at_key);
+    let read = tokio::time::timeout(
+        Duration::from_secs(5),
+        assay_transport::offload::decode_result(&store, &proof_id, &message, RESULT_CAP),
+    )
+    .await;
+    release_fifo(&at_key);
+    let err = read
+        .expect("the FIFO was refused, not waited on")
+        .unwrap_err();
+    let text = assay_transport::error_chain::error_chain(&err);
+    assert!(text.contains("is a FIFO, not a regular file"), "{text}");
+    assert!(
+        matches!(&err, assay_transport::offload::OffloadError::Store(e) if e.is_refusal()),
+        "a refusal, not a store blip to retry: {err:?}"
+    );
+    // A link to the very result, outside the store: refused, not followed.
+    std::fs::remove_file(&at_key).unwrap();
+    let outside = dir.path().join("result.bin");
+    std::fs::write(&outside, &body).unwrap();
+    std::os::unix::fs::symlink(&outside, &at_key).unwrap();
+    let err = assay_transport::offload::decode_result(&store, &proof_id, &message, RESULT_CAP)
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("outside the store's directory"),
+        "{err}"
+    );
+    // Put back as a file, it resolves.
+    std::fs::remove_file(&at_key).unwrap();
+    std::fs::write(&at_key, &body).unwrap();
+    let back = assay_transport::offload::decode_result(&store, &proof_id, &message, RESULT_CAP)
+        .await
+        .unwrap();
+    assert_eq!(back, result);
 }

@@ -25,7 +25,12 @@ fn env(name: &str, default: usize) -> usize {
 
 fn git(repo: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
-        .args(["-c", "user.name=Bench", "-c", "user.email=bench@invoices.test"])
+        .args([
+            "-c",
+            "user.name=Bench",
+            "-c",
+            "user.email=bench@invoices.test",
+        ])
         .args(args)
         .current_dir(repo)
         .output()
@@ -71,8 +76,11 @@ async fn main() {
     std::fs::create_dir_all(&repo).expect("mkdir");
     let (tree, bytes) = repository(&repo, files, kib);
     let store = Arc::new(
-        open_store(&format!("file://{}", work.path().join("store").display()), &[])
-            .expect("store"),
+        open_store(
+            &format!("file://{}", work.path().join("store").display()),
+            &[],
+        )
+        .expect("store"),
     );
     upload_tree(store.as_ref(), &repo, &tree)
         .await

@@ -182,7 +182,18 @@ pub const DEFAULT_TREE_MAX_ENTRIES: u64 = 500_000;
 #[serde(deny_unknown_fields, default)]
 pub struct CoordinatorSection {
     pub max_jobs_per_proof: u32,
+    /// The most bytes of a submission passed through the store the coordinator reads; a
+    /// bigger one is refused unread (`ASSAY_MAX_SUBMISSION_BYTES`).
+    pub max_submission_bytes: u64,
+    /// The most bytes of a job result passed through the store the coordinator reads
+    /// (`ASSAY_MAX_RESULT_BYTES`).
+    pub max_result_bytes: u64,
 }
+
+/// The default of `coordinator.max_submission_bytes`: 64 MiB.
+pub const DEFAULT_MAX_SUBMISSION_BYTES: u64 = 64 * 1024 * 1024;
+/// The default of `coordinator.max_result_bytes`: 64 MiB.
+pub const DEFAULT_MAX_RESULT_BYTES: u64 = 64 * 1024 * 1024;
 
 /// The fleet's result cache, read by the coordinator only. On a fleet the coordinator cannot
 /// know which worker runs a job, so the operator declares the sandbox every worker runs jobs in;
@@ -265,6 +276,8 @@ impl Default for CoordinatorSection {
     fn default() -> Self {
         Self {
             max_jobs_per_proof: 64,
+            max_submission_bytes: DEFAULT_MAX_SUBMISSION_BYTES,
+            max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
         }
     }
 }
@@ -349,6 +362,18 @@ impl ServiceConfig {
                     }
                 }
                 "ASSAY_CACHE_KEY_FILE" => self.cache.key_file = value,
+                "ASSAY_MAX_SUBMISSION_BYTES" | "ASSAY_MAX_RESULT_BYTES" => {
+                    let parsed: u64 = value.parse().map_err(|_| ConfigError::Value {
+                        key: "ASSAY_MAX_SUBMISSION_BYTES or ASSAY_MAX_RESULT_BYTES",
+                        value: value.clone(),
+                        reason: "expected a whole number of bytes",
+                    })?;
+                    if name == "ASSAY_MAX_SUBMISSION_BYTES" {
+                        self.coordinator.max_submission_bytes = parsed;
+                    } else {
+                        self.coordinator.max_result_bytes = parsed;
+                    }
+                }
                 "ASSAY_MAX_JOBS_PER_PROOF" => {
                     self.coordinator.max_jobs_per_proof =
                         value.parse().map_err(|_| ConfigError::Value {
@@ -393,12 +418,20 @@ impl ServiceConfig {
             ("worker.output_cap_bytes", self.worker.output_cap_bytes),
             ("worker.tree_max_bytes", self.worker.tree_max_bytes),
             ("worker.tree_max_entries", self.worker.tree_max_entries),
+            (
+                "coordinator.max_submission_bytes",
+                self.coordinator.max_submission_bytes,
+            ),
+            (
+                "coordinator.max_result_bytes",
+                self.coordinator.max_result_bytes,
+            ),
         ] {
             if value == 0 {
                 return Err(ConfigError::Value {
                     key,
                     value: "0".into(),
-                    reason: "a limit of 0 would refuse every job; raise it",
+                    reason: "a limit of 0 would refuse everything it bounds; raise it",
                 });
             }
         }

@@ -274,7 +274,7 @@ async fn stored_report(
     proof_id: &ProofId,
     blob: &ArtifactRef,
 ) -> Result<Evidence, ClientError> {
-    let bytes = offload::get(store, blob)
+    let bytes = offload::get(store, blob, offload::ReadCap::evidence())
         .await
         .map_err(|source| ClientError::Offload {
             proof_id: proof_id.to_string(),

@@ -114,9 +114,16 @@ async fn await_result(
     let recorded = || async {
         match proofs.get(keys::result(&id, 0)).await {
             Ok(Some(bytes)) => Some(
-                assay_transport::offload::decode_result(store.as_ref(), &id, &bytes)
-                    .await
-                    .map_err(AwaitError::Undecodable),
+                assay_transport::offload::decode_result(
+                    store.as_ref(),
+                    &id,
+                    &bytes,
+                    assay_transport::offload::ReadCap::results(
+                        assay_common::service_config::DEFAULT_MAX_RESULT_BYTES,
+                    ),
+                )
+                .await
+                .map_err(AwaitError::Undecodable),
             ),
             _ => None,
         }

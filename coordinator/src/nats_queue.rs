@@ -25,6 +25,7 @@ pub struct NatsJobQueue {
     proofs: kv::Store,
     /// Where results too big for a KV value are (see `offload`).
     store: Arc<dyn ArtifactStore>,
+    result_cap: assay_transport::offload::ReadCap,
     subjects: Subjects,
     admitter: Admitter,
     gate: PublishGate,
@@ -39,13 +40,19 @@ pub struct NatsJobQueue {
 pub struct ProofStores {
     pub proofs: kv::Store,
     pub store: Arc<dyn ArtifactStore>,
+    /// The most of a stored result read back.
+    pub result_cap: assay_transport::offload::ReadCap,
 }
 
 impl NatsJobQueue {
     /// `applied` carries this proof's results, each once, from the results dispatcher.
     pub fn new(
         js: jetstream::Context,
-        ProofStores { proofs, store }: ProofStores,
+        ProofStores {
+            proofs,
+            store,
+            result_cap,
+        }: ProofStores,
         subjects: Subjects,
         admitter: Admitter,
         gate: PublishGate,
@@ -56,6 +63,7 @@ impl NatsJobQueue {
             js,
             proofs,
             store,
+            result_cap,
             subjects,
             admitter,
             gate,
@@ -82,6 +90,7 @@ impl JobQueue for NatsJobQueue {
                     self.store.as_ref(),
                     &job.proof_id,
                     &bytes,
+                    self.result_cap,
                 )
                 .await
                 .map_err(|e| failed("reading its recorded result", e.into()))?;

@@ -103,6 +103,9 @@ struct Shared {
     subjects: Subjects,
     store: Arc<dyn ArtifactStore>,
     max_jobs_per_proof: u32,
+    /// How much of a stored submission, and of a stored result, is read at most.
+    submission_cap: offload::ReadCap,
+    result_cap: offload::ReadCap,
     active: Active,
     admitter: Admitter,
     metrics: Arc<Metrics>,
@@ -179,6 +182,8 @@ pub async fn serve(
         subjects: subjects.clone(),
         store,
         max_jobs_per_proof: service.coordinator.max_jobs_per_proof,
+        submission_cap: offload::ReadCap::submissions(service.coordinator.max_submission_bytes),
+        result_cap: offload::ReadCap::results(service.coordinator.max_result_bytes),
         active: Arc::default(),
         admitter: Admitter::spawn(jobs, config.tuning.lookahead),
         metrics: metrics.clone(),
@@ -541,7 +546,7 @@ async fn stored_submission(
         key: blob.key.clone(),
         source,
     };
-    let bytes = offload::get(shared.store.as_ref(), blob)
+    let bytes = offload::get(shared.store.as_ref(), blob, shared.submission_cap)
         .await
         .map_err(failed)?;
     wire::decode("proof submission", &bytes).map_err(|e| failed(e.into()))
@@ -731,6 +736,7 @@ async fn drive(
         ProofStores {
             proofs: shared.proofs.clone(),
             store: shared.store.clone(),
+            result_cap: shared.result_cap,
         },
         shared.subjects.clone(),
         shared.admitter.clone(),
@@ -1007,9 +1013,18 @@ async fn apply_result(shared: &Shared, message: jetstream::Message) {
     // A stored result is read (at its own key, checked against its sha256) before it is
     // recorded, so a result key never names a blob that is not that job's result.
     let result = if active.is_some() {
-        match offload::resolve_result(shared.store.as_ref(), &proof_id, envelope).await {
+        match offload::resolve_result(
+            shared.store.as_ref(),
+            &proof_id,
+            envelope,
+            shared.result_cap,
+        )
+        .await
+        {
             Ok(result) => result,
-            Err(e @ (offload::OffloadError::Store(_) | offload::OffloadError::Missing { .. })) => {
+            Err(e @ (offload::OffloadError::Missing { .. } | offload::OffloadError::Store(_)))
+                if !matches!(&e, offload::OffloadError::Store(store) if store.is_refusal()) =>
+            {
                 // Perhaps a store blip: the stream redelivers it.
                 tracing::warn!(proof_id = %proof_id, job_id = %job_id, error = %error_chain(&e), "failed to read a stored result; it will be redelivered");
                 return;

@@ -39,6 +39,11 @@ use tokio::task::JoinHandle;
 )]
 mod servers;
 
+/// The coordinator's default cap on a stored result.
+const RESULT_CAP: assay_transport::offload::ReadCap = assay_transport::offload::ReadCap::results(
+    assay_common::service_config::DEFAULT_MAX_RESULT_BYTES,
+);
+
 /// A service running in this process, stopped gracefully at the end of the test.
 struct Service {
     handle: JoinHandle<()>,
@@ -1531,7 +1536,7 @@ async fn a_result_over_the_servers_max_payload_goes_through_the_store() {
         "{envelope:?}"
     );
     let store = assay_transport::store::open_store(&bus.store_url(), &[]).unwrap();
-    let result = assay_transport::offload::decode_result(&store, &proof_id, &value)
+    let result = assay_transport::offload::decode_result(&store, &proof_id, &value, RESULT_CAP)
         .await
         .unwrap();
     assert_eq!(result.status, JobStatus::Completed { exit_code: 0 });
@@ -1556,13 +1561,13 @@ async fn a_stored_result_at_another_jobs_key_or_altered_is_refused() {
         .await
         .unwrap();
     // Honest: it resolves to the result.
-    let back = assay_transport::offload::decode_result(&store, &proof_id, &bytes)
+    let back = assay_transport::offload::decode_result(&store, &proof_id, &bytes, RESULT_CAP)
         .await
         .unwrap();
     assert_eq!(back, result);
     // Another proof's message cannot name this proof's blob.
     let other = ProofId("p-1795995829-otherproof".into());
-    let err = assay_transport::offload::decode_result(&store, &other, &bytes)
+    let err = assay_transport::offload::decode_result(&store, &other, &bytes, RESULT_CAP)
         .await
         .unwrap_err();
     assert!(err.to_string().contains("not at its own key"), "{err}");
@@ -1575,7 +1580,7 @@ async fn a_stored_result_at_another_jobs_key_or_altered_is_refused() {
         )
         .await
         .unwrap();
-    let err = assay_transport::offload::decode_result(&store, &proof_id, &bytes)
+    let err = assay_transport::offload::decode_result(&store, &proof_id, &bytes, RESULT_CAP)
         .await
         .unwrap_err();
     assert!(err.to_string().contains("sha256"), "{err}");
@@ -1874,24 +1879,191 @@ async fn a_cached_tree_archive_altered_on_disk_is_refused_then_fetched_again() {
         async move { trees.materialize(&honest, &dest).await.map(|()| dest) }
     };
     materialize("first").await.unwrap();
+    assert_eq!(trees.downloads(), 1);
     // Someone with the worker's disk swaps the cached archive for another tree's.
     let (planted_archive, _) = stored_tree(&bus.store_url(), &planted).await;
     std::fs::write(cache.join(format!("{honest}.tar")), &planted_archive).unwrap();
-    let err = materialize("second").await.unwrap_err();
-    let message = assay_transport::error_chain::error_chain(&err);
-    assert!(message.contains("it had when verified"), "{message}");
-    assert_eq!(entries_in(&bus.dir.path().join("second")), 0);
+    let second = materialize("second").await.unwrap();
     assert_eq!(
-        trees.downloads(),
-        1,
-        "the altered cache was not re-fetched yet"
+        std::fs::read_to_string(second.join("pager.py")).unwrap(),
+        "LIMIT = 10\n",
+        "the job got its own tree, not the planted one"
     );
+    assert_eq!(trees.downloads(), 2, "the altered cache was fetched afresh");
+    let (honest_archive, _) = stored_tree(&bus.store_url(), &honest).await;
+    assert_eq!(
+        std::fs::read(cache.join(format!("{honest}.tar"))).unwrap(),
+        honest_archive,
+        "the cache holds the real archive again"
+    );
+    // A link or a FIFO in its place is refused, not followed or waited on.
+    let elsewhere = bus.dir.path().join("planted.tar");
+    std::fs::write(&elsewhere, &planted_archive).unwrap();
+    std::fs::remove_file(cache.join(format!("{honest}.tar"))).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, cache.join(format!("{honest}.tar"))).unwrap();
     let third = materialize("third").await.unwrap();
-    assert_eq!(trees.downloads(), 2, "the next job fetched it afresh");
     assert_eq!(
         std::fs::read_to_string(third.join("pager.py")).unwrap(),
         "LIMIT = 10\n"
     );
+    assert_eq!(trees.downloads(), 3);
+    std::fs::remove_file(cache.join(format!("{honest}.tar"))).unwrap();
+    let made = Command::new("mkfifo")
+        .arg(cache.join(format!("{honest}.tar")))
+        .status()
+        .unwrap();
+    assert!(made.success(), "mkfifo");
+    let fourth = tokio::time::timeout(Duration::from_secs(20), materialize("fourth"))
+        .await
+        .expect("a FIFO in the cache does not block the worker")
+        .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(fourth.join("pager.py")).unwrap(),
+        "LIMIT = 10\n"
+    );
+    assert_eq!(trees.downloads(), 4);
+}
+
+/// Plays a job on the worker's disk: tree `victim`'s cache entry becomes `planted`'s archive,
+/// with every marker a worker ever kept beside an archive saying it is good.
+fn plant_in_cache(cache: &Path, victim: &TreeId, planted_archive: &[u8]) {
+    use sha2::Digest as _;
+    std::fs::create_dir_all(cache).unwrap();
+    let digest = hex::encode(sha2::Sha256::digest(planted_archive));
+    std::fs::write(cache.join(format!("{victim}.tar")), planted_archive).unwrap();
+    std::fs::write(cache.join(format!("{victim}.tar.verified")), &digest).unwrap();
+    std::fs::write(cache.join(format!("{victim}.tar.sha256")), &digest).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tree_archive_planted_in_the_cache_with_matching_markers_is_refused_and_the_real_tree_fetched()
+ {
+    use assay_transport::store_tree::StoreTreeSource;
+    use assay_transport::tree::TreeSource as _;
+    let bus = Bus::start();
+    let honest = uploaded_tree_of(&bus, "pager", "pager.py", "LIMIT = 10\n").await;
+    let planted = uploaded_tree_of(&bus, "pager-planted", "pager.py", "LIMIT = 0\n").await;
+    let (planted_archive, _) = stored_tree(&bus.store_url(), &planted).await;
+    let (honest_archive, _) = stored_tree(&bus.store_url(), &honest).await;
+    let cache = bus.dir.path().join("worker-cache");
+    // Planted before the worker ever fetched the tree, as another change's job would.
+    plant_in_cache(&cache, &honest, &planted_archive);
+    let store = Arc::new(assay_transport::store::open_store(&bus.store_url(), &[]).unwrap());
+    let trees = StoreTreeSource::new(store, &cache);
+    let dest = bus.dir.path().join("tree");
+    std::fs::create_dir_all(&dest).unwrap();
+    trees.materialize(&honest, &dest).await.unwrap();
+    assert_eq!(
+        std::fs::read_to_string(dest.join("pager.py")).unwrap(),
+        "LIMIT = 10\n",
+        "the job runs on its own tree"
+    );
+    assert_eq!(
+        trees.downloads(),
+        1,
+        "the real archive was fetched from the store"
+    );
+    assert_eq!(
+        std::fs::read(cache.join(format!("{honest}.tar"))).unwrap(),
+        honest_archive
+    );
+    for marker in ["tar.verified", "tar.sha256"] {
+        assert!(
+            !cache.join(format!("{honest}.{marker}")).exists(),
+            "the planted {marker} marker is gone"
+        );
+    }
+    // Planted again after the tree is cached: refused the same way.
+    plant_in_cache(&cache, &honest, &planted_archive);
+    let again = bus.dir.path().join("again");
+    std::fs::create_dir_all(&again).unwrap();
+    trees.materialize(&honest, &again).await.unwrap();
+    assert_eq!(
+        std::fs::read_to_string(again.join("pager.py")).unwrap(),
+        "LIMIT = 10\n"
+    );
+    assert_eq!(trees.downloads(), 2);
+}
+
+/// The result of the next job on `results`, which must be inline.
+async fn next_result(messages: &mut jetstream::consumer::pull::Stream) -> JobResult {
+    let message = tokio::time::timeout(Duration::from_secs(60), messages.next())
+        .await
+        .expect("the job's result arrived")
+        .unwrap()
+        .unwrap();
+    let result =
+        match wire::decode::<assay_common::fleet::ResultMessage>("job result", &message.payload)
+            .unwrap()
+        {
+            assay_common::fleet::ResultMessage::Inline(result) => *result,
+            other => panic!("a stored result: {other:?}"),
+        };
+    message.ack().await.unwrap();
+    result
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_job_that_plants_another_changes_tree_in_the_workers_cache_does_not_change_what_that_change_runs()
+ {
+    let bus = Bus::start();
+    let honest = uploaded_tree_of(&bus, "pager", "pager.py", "LIMIT = 10\n").await;
+    let planted = uploaded_tree_of(&bus, "pager-planted", "pager.py", "LIMIT = 0\n").await;
+    let (planted_archive, _) = stored_tree(&bus.store_url(), &planted).await;
+    let cache = bus.dir.path().join("worker-a-cache");
+    // What the hostile change's job copies into the cache: the planted archive and a marker.
+    let loot = bus.dir.path().join("loot");
+    std::fs::create_dir_all(&loot).unwrap();
+    plant_in_cache(&loot, &honest, &planted_archive);
+    let worker = bus.worker("assay", "worker-a");
+    let client = bus.client().await;
+    let js = jetstream::new(client.clone());
+    let results = results_consumer(&js, &Subjects::new("assay")).await;
+    let mut messages = results.messages().await.unwrap();
+    let hostile = ProofId("p-1795995829-hostilejob".into());
+    let script = format!(
+        "mkdir -p {cache} && cp {loot}/{honest}.tar {loot}/{honest}.tar.verified {loot}/{honest}.tar.sha256 {cache}/",
+        cache = cache.display(),
+        loot = loot.display()
+    );
+    publish_job(
+        &js,
+        &hostile,
+        "hostile",
+        &job(&hostile, 0, &planted, &["sh", "-c", &script]),
+    )
+    .await;
+    let planting = next_result(&mut messages).await;
+    assert_eq!(
+        planting.status,
+        JobStatus::Completed { exit_code: 0 },
+        "{planting:?}"
+    );
+    assert!(
+        cache.join(format!("{honest}.tar.verified")).exists(),
+        "the job planted its archive and marker"
+    );
+    let victim = ProofId("p-1795995829-victimjob".into());
+    publish_job(
+        &js,
+        &victim,
+        "victim",
+        &job(
+            &victim,
+            0,
+            &honest,
+            &["grep", "-qx", "LIMIT = 10", "pager.py"],
+        ),
+    )
+    .await;
+    let result = next_result(&mut messages).await;
+    assert_eq!(
+        result.status,
+        JobStatus::Completed { exit_code: 0 },
+        "the victim's job ran on its own tree, not the planted one: {result:?}"
+    );
+    assert!(!cache.join(format!("{honest}.tar.verified")).exists());
+    worker.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1934,94 +2106,304 @@ async fn a_tree_archive_past_the_byte_bound_is_refused_while_streaming_and_not_k
     );
 }
 
+/// Sends proof `proof_id`'s submission as stored at `blob` and returns the coordinator's reply.
+async fn submit_stored(
+    client: &async_nats::Client,
+    prefix: &str,
+    proof_id: &ProofId,
+    blob: assay_common::job::ArtifactRef,
+) -> SubmitReply {
+    let request = SubmitRequest::Stored {
+        proof_id: proof_id.clone(),
+        submission: blob,
+    };
+    let reply = assay_coordinator::client::request_submit(
+        client,
+        &Subjects::new(prefix),
+        async_nats::HeaderMap::new(),
+        wire::encode("submit request", &request).unwrap().into(),
+    )
+    .await
+    .unwrap();
+    wire::decode("submit reply", &reply.payload).unwrap()
+}
+
+/// What a stored submission's message names: `key`, its sha256 and size as declared.
+fn stored_ref(key: &str, sha256: &str, bytes: u64) -> assay_common::job::ArtifactRef {
+    assay_common::job::ArtifactRef {
+        name: "submission".into(),
+        key: key.into(),
+        sha256: sha256.into(),
+        bytes,
+        dropped_bytes: 0,
+    }
+}
+
+/// Gives a reader blocked on the FIFO at `path` its end of file, if one is blocked (a
+/// blocked read would outlive the test); does nothing when none is.
+fn release_fifo(path: &Path) {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let _ = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path);
+}
+
+fn mkfifo(path: &Path) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let made = Command::new("mkfifo").arg(path).status().unwrap();
+    assert!(made.success(), "mkfifo {path:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_submission_whose_stored_copy_hangs_does_not_hold_up_another_proof() {
+async fn a_fifo_at_a_submission_key_is_refused_at_once_and_another_proof_still_runs() {
     let bus = Bus::start();
     let coordinator = bus.coordinator("slow");
     let worker = bus.answering_worker("slow", "worker-slow");
     let client = bus.client().await;
     let proofs = bucket(&client, "slow").await;
-    // The first proof's stored submission is a FIFO nobody writes: reading it blocks until
-    // someone opens it for writing, as a store that accepts and never answers would.
+    // A FIFO nobody writes: a store that opens it waits for a writer, forever.
     let stuck = ProofId("p-1795995829-stuckstore".into());
     let key = assay_common::fleet::submission_key(&stuck);
     let fifo = bus.dir.path().join("store").join(&key);
-    std::fs::create_dir_all(fifo.parent().unwrap()).unwrap();
-    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
-    assert!(made.success(), "mkfifo");
-    let request = SubmitRequest::Stored {
-        proof_id: stuck.clone(),
-        submission: assay_common::job::ArtifactRef {
-            name: "submission".into(),
-            key,
-            sha256: "0".repeat(64),
-            bytes: 1,
-            dropped_bytes: 0,
-        },
+    mkfifo(&fifo);
+    let started = Instant::now();
+    let reply = tokio::time::timeout(
+        Duration::from_secs(10),
+        submit_stored(
+            &client,
+            "slow",
+            &stuck,
+            stored_ref(&key, &"0".repeat(64), 1),
+        ),
+    )
+    .await;
+    release_fifo(&fifo);
+    let reply = reply.expect("the FIFO's submission was answered, not left waiting");
+    let SubmitReply::Refused { message } = &reply else {
+        panic!("{reply:?}");
     };
-    // A bare publish is lost if the coordinator does not listen yet: wait until it answers.
-    let _ = assay_coordinator::client::request_submit(
+    assert!(
+        message.contains("is a FIFO, not a regular file"),
+        "{message}"
+    );
+    assert!(message.contains(&key), "{message}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    let quick = ProofId("p-1795995829-quickproof".into());
+    assert!(matches!(
+        submit(&client, "slow", submission(&quick, 2)).await,
+        SubmitReply::Accepted { .. }
+    ));
+    assert!(
+        wait_finished(&proofs, &quick, Duration::from_secs(20)).await,
+        "another proof runs"
+    );
+    worker.stop().await;
+    coordinator.stop().await;
+}
+
+/// This process's resident memory now (`VmRSS`), in bytes.
+fn rss() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+    let kib: u64 = line
+        .trim_start_matches("VmRSS:")
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .unwrap();
+    kib * 1024
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stored_submissions_past_the_cap_are_refused_unread_and_the_coordinator_stays_small() {
+    let bus = Bus::start();
+    let coordinator = bus.coordinator("huge");
+    let client = bus.client().await;
+    // Three 200 MB submissions (sparse files) under the default 64 MiB cap, sent at once,
+    // each declaring 100 bytes in its message: only the store's size, or counting, stops them.
+    let mut keys = Vec::new();
+    for n in 0..3 {
+        let proof = ProofId(format!("p-1795995829-hugesub{n}"));
+        let key = assay_common::fleet::submission_key(&proof);
+        let path = bus.dir.path().join("store").join(&key);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::File::create(&path)
+            .unwrap()
+            .set_len(200 * MIB)
+            .unwrap();
+        keys.push((proof, key));
+    }
+    // The coordinator answers before the three are sent.
+    let warm = ProofId("p-1795995829-warmupsub".into());
+    let warm_key = assay_common::fleet::submission_key(&warm);
+    let _ = submit_stored(
         &client,
-        &Subjects::new("slow"),
-        async_nats::HeaderMap::new(),
-        b"not a submission".to_vec().into(),
+        "huge",
+        &warm,
+        stored_ref(&warm_key, &"0".repeat(64), 1),
+    )
+    .await;
+    let (peak_before, rss_before) = (peak_rss(), rss());
+    let started = Instant::now();
+    let replies = futures::future::join_all(keys.iter().map(|(proof, key)| {
+        submit_stored(
+            &client,
+            "huge",
+            proof,
+            stored_ref(key, &"0".repeat(64), 100),
+        )
+    }))
+    .await;
+    let took = started.elapsed();
+    let grown = peak_rss().saturating_sub(peak_before);
+    for (reply, (_, key)) in replies.iter().zip(&keys) {
+        let SubmitReply::Refused { message } = reply else {
+            panic!("{reply:?}");
+        };
+        assert!(message.contains(key), "{message}");
+        assert!(
+            message.contains(&format!(
+                "{} bytes, past the cap of {} bytes",
+                200 * MIB,
+                64 * MIB
+            )),
+            "{message}"
+        );
+        assert!(
+            message.contains("coordinator.max_submission_bytes"),
+            "{message}"
+        );
+    }
+    assert!(
+        grown < 8 * MIB,
+        "peak memory grew {grown} bytes (resident {rss_before} before)"
+    );
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    coordinator.stop().await;
+}
+
+/// Proof `proof_id`'s submission of one job, stored at its own key as the CLI stores one.
+async fn store_submission(
+    bus: &Bus,
+    proof_id: &ProofId,
+) -> (assay_common::job::ArtifactRef, Vec<u8>) {
+    let store = assay_transport::store::open_store(&bus.store_url(), &[]).unwrap();
+    let body = wire::encode("proof submission", &submission(proof_id, 1)).unwrap();
+    let blob = assay_transport::offload::put(
+        &store,
+        "submission",
+        &assay_common::fleet::submission_key(proof_id),
+        body.clone(),
     )
     .await
     .unwrap();
-    let inbox = client.new_inbox();
-    let mut replies = client.subscribe(inbox.clone()).await.unwrap();
-    client
-        .publish_with_reply(
-            Subjects::new("slow").submit(),
-            inbox,
-            wire::encode("submit request", &request).unwrap().into(),
-        )
-        .await
-        .unwrap();
-    client.flush().await.unwrap();
-    // Give the coordinator time to start reading the FIFO.
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let quick = ProofId("p-1795995829-quickproof".into());
-    let started = Instant::now();
-    let reply = tokio::time::timeout(
-        Duration::from_secs(8),
-        submit(&client, "slow", submission(&quick, 2)),
-    )
-    .await;
-    let finished = match &reply {
-        Ok(SubmitReply::Accepted { .. }) => {
-            wait_finished(&proofs, &quick, Duration::from_secs(20)).await
-        }
-        _ => false,
-    };
-    let took = started.elapsed();
-    // Is the first still waiting for its store read?
-    let answered_early = tokio::time::timeout(Duration::from_millis(100), replies.next())
-        .await
-        .is_ok();
-    // Unblock the read whatever happened (a blocked read would outlive the test): the bytes
-    // are not the submission, so it is refused.
-    tokio::task::spawn_blocking(move || std::fs::write(&fifo, b"not a submission"))
-        .await
-        .unwrap()
-        .unwrap();
-    let reply = reply.expect("the second proof was answered while the first's store read hangs");
+    (blob, body)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stored_submission_linked_outside_the_store_or_altered_is_refused() {
+    let bus = Bus::start();
+    let coordinator = bus.coordinator("linked");
+    let worker = bus.answering_worker("linked", "worker-linked");
+    let client = bus.client().await;
+    let proofs = bucket(&client, "linked").await;
+    // Honest: the stored submission is accepted and runs.
+    let honest = ProofId("p-1795995829-honeststored".into());
+    let (blob, _) = store_submission(&bus, &honest).await;
+    let reply = submit_stored(&client, "linked", &honest, blob).await;
     assert!(matches!(reply, SubmitReply::Accepted { .. }), "{reply:?}");
+    assert!(wait_finished(&proofs, &honest, Duration::from_secs(20)).await);
+    // A link at the key to a file outside the store, holding a valid submission whose sha256
+    // the message names: it would be accepted if followed.
+    let linked = ProofId("p-1795995829-linkedstore".into());
+    let (blob, body) = store_submission(&bus, &linked).await;
+    let at_key = bus.dir.path().join("store").join(&blob.key);
+    let outside = bus.dir.path().join("outside-submission.bin");
+    std::fs::write(&outside, &body).unwrap();
+    std::fs::remove_file(&at_key).unwrap();
+    std::os::unix::fs::symlink(&outside, &at_key).unwrap();
+    let reply = submit_stored(&client, "linked", &linked, blob.clone()).await;
+    let SubmitReply::Refused { message } = &reply else {
+        panic!("a submission outside the store was taken: {reply:?}");
+    };
     assert!(
-        finished,
-        "the second proof finished while the first's store read hangs"
+        message.contains("outside the store's directory"),
+        "{message}"
     );
     assert!(
-        !answered_early,
-        "the stuck submission was answered before its store read returned"
+        message.contains(&outside.display().to_string()),
+        "{message}"
     );
-    let answer = tokio::time::timeout(Duration::from_secs(10), replies.next())
-        .await
-        .expect("the stuck submission was answered once its read returned")
-        .unwrap();
-    let answer: SubmitReply = wire::decode("submit reply", &answer.payload).unwrap();
-    assert!(matches!(answer, SubmitReply::Refused { .. }), "{answer:?}");
-    assert!(took < Duration::from_secs(20), "{took:?}");
+    // Altered in place, same size: refused by its digest.
+    let altered = ProofId("p-1795995829-alteredsub".into());
+    let (blob, mut body) = store_submission(&bus, &altered).await;
+    let last = body.len() - 1;
+    body[last] ^= 1;
+    std::fs::write(bus.dir.path().join("store").join(&blob.key), &body).unwrap();
+    let reply = submit_stored(&client, "linked", &altered, blob).await;
+    let SubmitReply::Refused { message } = &reply else {
+        panic!("{reply:?}");
+    };
+    assert!(message.contains("sha256"), "{message}");
     worker.stop().await;
     coordinator.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fifo_or_an_outside_link_at_a_result_key_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("file://{}", dir.path().join("store").display());
+    let store = assay_transport::store::open_store(&url, &[]).unwrap();
+    let proof_id = ProofId("p-1795995829-fiforesult".into());
+    let spec = job(&proof_id, 1, &empty_tree(), &["true"]);
+    let result = completed(&spec, &WorkerId("worker-a".into()));
+    // A result stored through the store, then replaced there by a FIFO.
+    let message = assay_transport::offload::encode_result(&store, &proof_id, &result, 0)
+        .await
+        .unwrap();
+    let key = assay_common::fleet::result_key(&proof_id, 1);
+    let at_key = dir.path().join("store").join(&key);
+    let body = std::fs::read(&at_key).unwrap();
+    std::fs::remove_file(&at_key).unwrap();
+    mkfifo(&at_key);
+    let read = tokio::time::timeout(
+        Duration::from_secs(5),
+        assay_transport::offload::decode_result(&store, &proof_id, &message, RESULT_CAP),
+    )
+    .await;
+    release_fifo(&at_key);
+    let err = read
+        .expect("the FIFO was refused, not waited on")
+        .unwrap_err();
+    let text = assay_transport::error_chain::error_chain(&err);
+    assert!(text.contains("is a FIFO, not a regular file"), "{text}");
+    assert!(
+        matches!(&err, assay_transport::offload::OffloadError::Store(e) if e.is_refusal()),
+        "a refusal, not a store blip to retry: {err:?}"
+    );
+    // A link to the very result, outside the store: refused, not followed.
+    std::fs::remove_file(&at_key).unwrap();
+    let outside = dir.path().join("result.bin");
+    std::fs::write(&outside, &body).unwrap();
+    std::os::unix::fs::symlink(&outside, &at_key).unwrap();
+    let err = assay_transport::offload::decode_result(&store, &proof_id, &message, RESULT_CAP)
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("outside the store's directory"),
+        "{err}"
+    );
+    // Put back as a file, it resolves.
+    std::fs::remove_file(&at_key).unwrap();
+    std::fs::write(&at_key, &body).unwrap();
+    let back = assay_transport::offload::decode_result(&store, &proof_id, &message, RESULT_CAP)
+        .await
+        .unwrap();
+    assert_eq!(back, result);
 }

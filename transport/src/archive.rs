@@ -202,6 +202,16 @@ pub enum UnpackError {
         #[source]
         source: git2::Error,
     },
+    #[error(
+        "the archive holds tree {found}, not tree {expected}: its entries were changed since it was built"
+    )]
+    NotThisTree { expected: String, found: String },
+    #[error("entry {path} declares {declared} bytes but {read} were unpacked")]
+    ShortEntry {
+        path: String,
+        declared: u64,
+        read: u64,
+    },
     #[error("failed to read or unpack the archive")]
     Io(#[from] std::io::Error),
 }
@@ -452,6 +462,174 @@ pub fn unpack_archive(
     Ok(())
 }
 
+/// What the unpacker is capturing of the entry being unpacked: its bytes, when it is a blob
+/// small enough to hash in memory, and how many there were.
+#[derive(Default)]
+struct Capture {
+    armed: bool,
+    keep: bool,
+    bytes: Vec<u8>,
+    count: u64,
+}
+
+/// The archive's reader, copying what `tar` reads of an entry's data into the [`Capture`]
+/// while it is armed. `tar` reads straight from this reader (it buffers nothing), so the
+/// bytes read between arming and disarming are exactly the entry's data.
+struct Tee<R> {
+    inner: R,
+    capture: std::rc::Rc<std::cell::RefCell<Capture>>,
+}
+
+impl<R: Read> Read for Tee<R> {
+    fn read(&mut self, into: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(into)?;
+        let mut capture = self.capture.borrow_mut();
+        if capture.armed {
+            capture.count += n as u64;
+            if capture.keep {
+                capture.bytes.extend_from_slice(&into[..n]);
+            }
+        }
+        Ok(n)
+    }
+}
+
+/// Unpacks the archive open as `archive` into `dest` as [`unpack_archive`] does, and in the
+/// same read recomputes the git tree id from what it unpacks (as [`archive_tree_id`] does):
+/// an archive that is not `expected` is refused with [`UnpackError::NotThisTree`] once read
+/// through. On any error `dest` may hold part of the archive; the caller empties it. The
+/// limits are checked first from the entries' headers alone (seeking past their data), so a
+/// hostile archive is refused before anything is written, and again while unpacking, so an
+/// archive changed between the two reads is bounded all the same.
+pub fn unpack_verified(
+    archive: &std::fs::File,
+    dest: &Path,
+    limits: ArchiveLimits,
+    expected: &TreeId,
+) -> Result<(), UnpackError> {
+    use std::io::{Seek as _, SeekFrom};
+    let mut headers = Budget::new(limits);
+    let mut reader = archive;
+    reader.seek(SeekFrom::Start(0))?;
+    for entry in tar::Archive::new(reader).entries_with_seek()? {
+        headers.admit(&entry?)?;
+    }
+    reader.seek(SeekFrom::Start(0))?;
+    let capture = std::rc::Rc::new(std::cell::RefCell::new(Capture::default()));
+    let tee = Tee {
+        inner: std::io::BufReader::with_capacity(256 * 1024, reader),
+        capture: capture.clone(),
+    };
+    let mut tar = tar::Archive::new(tee);
+    tar.set_preserve_permissions(false);
+    tar.set_mask(0o7000);
+    tar.set_preserve_mtime(false);
+    tar.set_unpack_xattrs(false);
+    let mut budget = Budget::new(limits);
+    let mut root = Dir::default();
+    let mut directories = Vec::new();
+    for entry in tar.entries()? {
+        let mut entry = entry?;
+        let kind = budget.admit(&entry)?;
+        let path = entry.path_bytes().into_owned();
+        let lossy = || String::from_utf8_lossy(&path).into_owned();
+        let hash_err = |source| UnpackError::Hash {
+            path: lossy(),
+            source,
+        };
+        let link = || {
+            entry
+                .link_name_bytes()
+                .map(|l| l.into_owned())
+                .unwrap_or_default()
+        };
+        match kind {
+            Kind::Directory => {
+                root.insert(&path, Node::Dir(Dir::default()))?;
+                directories.push(entry);
+            }
+            Kind::Gitlink => {
+                let commit = String::from_utf8_lossy(&link()).into_owned();
+                let id = git2::Oid::from_str(&commit).map_err(hash_err)?;
+                root.insert(&path, Node::Gitlink(id))?;
+            }
+            Kind::Symlink => {
+                let id =
+                    git2::Oid::hash_object(git2::ObjectType::Blob, &link()).map_err(hash_err)?;
+                if !entry.unpack_in(dest)? {
+                    return Err(skipped(lossy()));
+                }
+                root.insert(
+                    &path,
+                    Node::Blob {
+                        mode: b"120000",
+                        id,
+                    },
+                )?;
+            }
+            Kind::File { executable } => {
+                let declared = entry.header().size()?;
+                let keep = declared <= BLOB_IN_MEMORY;
+                *capture.borrow_mut() = Capture {
+                    armed: true,
+                    keep,
+                    bytes: Vec::with_capacity(if keep { declared as usize } else { 0 }),
+                    count: 0,
+                };
+                let unpacked = entry.unpack_in(dest);
+                let taken = std::mem::take(&mut *capture.borrow_mut());
+                if !unpacked? {
+                    return Err(skipped(lossy()));
+                }
+                if taken.count != declared {
+                    // `tar` skipped it (a path it will not write) or the file ended early.
+                    return Err(UnpackError::ShortEntry {
+                        path: lossy(),
+                        declared,
+                        read: taken.count,
+                    });
+                }
+                let id = if keep {
+                    git2::Oid::hash_object(git2::ObjectType::Blob, &taken.bytes)
+                } else {
+                    // Too big to hold: hashed from the file just written, which nobody else
+                    // can have touched (the tree is not handed out until it is verified).
+                    let written = dest.join(OsStr::from_bytes(&path));
+                    git2::Oid::hash_file(git2::ObjectType::Blob, written)
+                }
+                .map_err(hash_err)?;
+                let mode: &'static [u8] = if executable { b"100755" } else { b"100644" };
+                root.insert(&path, Node::Blob { mode, id })?;
+            }
+        }
+    }
+    let found = root.id().map_err(|source| UnpackError::Hash {
+        path: "/".into(),
+        source,
+    })?;
+    if !found.to_string().eq_ignore_ascii_case(expected.as_str()) {
+        return Err(UnpackError::NotThisTree {
+            expected: expected.to_string(),
+            found: found.to_string(),
+        });
+    }
+    for mut directory in directories {
+        if !directory.unpack_in(dest)? {
+            let path = String::from_utf8_lossy(&directory.path_bytes()).into_owned();
+            return Err(skipped(path));
+        }
+    }
+    Ok(())
+}
+
+/// An entry `tar` declined to write (a path it will not place under the destination).
+fn skipped(path: String) -> UnpackError {
+    UnpackError::NotATreeEntry {
+        path,
+        why: "a path that cannot be unpacked inside the tree".into(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -610,6 +788,37 @@ mod tests {
     }
 
     #[test]
+    fn unpacking_verified_recomputes_the_tree_id_in_the_same_read_and_refuses_another_tree() {
+        let dir = tempfile::tempdir().unwrap();
+        let tree = awkward_repo(dir.path());
+        let (_out, archive, _) = recomputed(dir.path(), &tree);
+        let file = std::fs::File::open(&archive).unwrap();
+        let dest = tempfile::tempdir().unwrap();
+        unpack_verified(&file, dest.path(), ArchiveLimits::default(), &tree).unwrap();
+        assert_eq!(
+            std::fs::read(dest.path().join("invoices/tax/rates.py")).unwrap(),
+            b"VAT = 0.2\n"
+        );
+        assert_eq!(
+            std::fs::metadata(dest.path().join("fixtures/ledger.bin"))
+                .unwrap()
+                .len(),
+            BLOB_IN_MEMORY + 4096,
+            "the blob past the in-memory bound"
+        );
+        assert!(dest.path().join("placeholder").is_dir());
+        let other = TreeId("4b825dc642cb6eb9a060e54bf8d69288fbee4904".into());
+        let again = tempfile::tempdir().unwrap();
+        let err =
+            unpack_verified(&file, again.path(), ArchiveLimits::default(), &other).unwrap_err();
+        assert!(
+            matches!(&err, UnpackError::NotThisTree { found, .. } if found == tree.as_str()),
+            "{err}"
+        );
+        assert!(err.to_string().contains(other.as_str()), "{err}");
+    }
+
+    #[test]
     fn entries_git_cannot_hold_are_refused_before_anything_is_written() {
         let out = tempfile::tempdir().unwrap();
         let cases: [(&str, tar::EntryType, u32, &str); 4] = [
@@ -652,6 +861,13 @@ mod tests {
             )
             .unwrap_err();
             assert!(err.to_string().contains(why), "{path}: {err}");
+            std::fs::create_dir_all(&dest).unwrap();
+            let file = std::fs::File::open(&archive).unwrap();
+            let any = TreeId("4b825dc642cb6eb9a060e54bf8d69288fbee4904".into());
+            let err = unpack_verified(&file, &dest, ArchiveLimits::default(), &any).unwrap_err();
+            assert!(err.to_string().contains(why), "{path}: {err}");
+            assert_eq!(std::fs::read_dir(&dest).unwrap().count(), 0, "{path}");
+            std::fs::remove_dir(&dest).unwrap();
         }
     }
 

@@ -6,6 +6,7 @@
 pub mod archive;
 pub mod error_chain;
 pub mod health;
+pub mod local_file;
 pub mod metrics;
 pub mod nats;
 pub mod offload;

@@ -20,6 +20,16 @@ pub enum OffloadError {
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(
+        "{key} in the artifact store is {size}, past the cap of {cap} bytes; refusing it (hint: {hint})"
+    )]
+    TooBig {
+        key: String,
+        /// `N bytes` as the store or the message declared it, or `more than N bytes` as counted.
+        size: String,
+        cap: u64,
+        hint: &'static str,
+    },
+    #[error(
         "{key} is missing from the artifact store (hint: the CLI, coordinator and workers must share one --store)"
     )]
     Missing { key: String },
@@ -72,15 +82,87 @@ pub async fn put(
     Ok(store.put_bytes(name, key, Bytes::from(body)).await?)
 }
 
-/// The body `blob` names, checked against its sha256.
-pub async fn get(store: &dyn ArtifactStore, blob: &ArtifactRef) -> Result<Bytes, OffloadError> {
-    let body = store
-        .get(&blob.key)
-        .await?
-        .ok_or_else(|| OffloadError::Missing {
-            key: blob.key.clone(),
-        })?;
-    let found = hex::encode(Sha256::digest(&body));
+/// The most bytes of a stored body a reader takes, and what to raise when that is too few.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadCap {
+    pub bytes: u64,
+    pub hint: &'static str,
+}
+
+impl ReadCap {
+    /// Stored submissions, at most `bytes` (`coordinator.max_submission_bytes`).
+    pub const fn submissions(bytes: u64) -> Self {
+        Self {
+            bytes,
+            hint: "raise coordinator.max_submission_bytes (ASSAY_MAX_SUBMISSION_BYTES) if proofs this big are expected",
+        }
+    }
+
+    /// Stored job results, at most `bytes` (`coordinator.max_result_bytes`).
+    pub const fn results(bytes: u64) -> Self {
+        Self {
+            bytes,
+            hint: "raise coordinator.max_result_bytes (ASSAY_MAX_RESULT_BYTES) if results this big are expected",
+        }
+    }
+
+    /// A proof's stored evidence as the CLI reads it: [`EVIDENCE_CAP_BYTES`].
+    pub const fn evidence() -> Self {
+        Self {
+            bytes: EVIDENCE_CAP_BYTES,
+            hint: "evidence is read up to a fixed 256 MiB; a bigger one is not the coordinator's",
+        }
+    }
+}
+
+/// The most a proof's stored evidence may be when the CLI reads it.
+pub const EVIDENCE_CAP_BYTES: u64 = 256 * 1024 * 1024;
+
+/// The body `blob` names, checked against its sha256, read a chunk at a time through the
+/// digest and refused as soon as it is past `cap`: before reading when the message's or the
+/// store's size says so, else once more than `cap` bytes have arrived (a size can lie). At
+/// most `cap` bytes are held.
+pub async fn get(
+    store: &dyn ArtifactStore,
+    blob: &ArtifactRef,
+    cap: ReadCap,
+) -> Result<Bytes, OffloadError> {
+    use futures::StreamExt as _;
+    let too_big = |size: String| OffloadError::TooBig {
+        key: blob.key.clone(),
+        size,
+        cap: cap.bytes,
+        hint: cap.hint,
+    };
+    if blob.bytes > cap.bytes {
+        return Err(too_big(format!(
+            "{} bytes as its message declares",
+            blob.bytes
+        )));
+    }
+    let (size, mut chunks) =
+        store
+            .get_stream_sized(&blob.key)
+            .await?
+            .ok_or_else(|| OffloadError::Missing {
+                key: blob.key.clone(),
+            })?;
+    if let Some(size) = size
+        && size > cap.bytes
+    {
+        return Err(too_big(format!("{size} bytes")));
+    }
+    let mut body = bytes::BytesMut::with_capacity(size.unwrap_or(0).min(cap.bytes) as usize);
+    let mut hasher = Sha256::new();
+    while let Some(chunk) = chunks.next().await {
+        let chunk = chunk?;
+        if (body.len() + chunk.len()) as u64 > cap.bytes {
+            return Err(too_big(format!("more than {} bytes as read", cap.bytes)));
+        }
+        hasher.update(&chunk);
+        body.extend_from_slice(&chunk);
+    }
+    let found = hex::encode(hasher.finalize());
     if found != blob.sha256 {
         return Err(OffloadError::Altered {
             key: blob.key.clone(),
@@ -88,7 +170,7 @@ pub async fn get(store: &dyn ArtifactStore, blob: &ArtifactRef) -> Result<Bytes,
             found,
         });
     }
-    Ok(body)
+    Ok(body.freeze())
 }
 
 /// `result` as its wire message: inline when it fits in `limit` bytes (see [`inline_limit`]),
@@ -125,6 +207,7 @@ pub async fn resolve_result(
     store: &dyn ArtifactStore,
     proof_id: &ProofId,
     message: ResultMessage,
+    cap: ReadCap,
 ) -> Result<JobResult, OffloadError> {
     let (job_id, index, blob) = match message {
         ResultMessage::Inline(result) => return Ok(*result),
@@ -142,7 +225,7 @@ pub async fn resolve_result(
             expected: own,
         });
     }
-    let body = get(store, &blob).await?;
+    let body = get(store, &blob, cap).await?;
     let result: JobResult = wire::decode("job result", &body)?;
     if result.job_id != job_id || result.index != index {
         return Err(OffloadError::WrongResult {
@@ -161,15 +244,18 @@ pub async fn decode_result(
     store: &dyn ArtifactStore,
     proof_id: &ProofId,
     bytes: &[u8],
+    cap: ReadCap,
 ) -> Result<JobResult, OffloadError> {
     let message: ResultMessage = wire::decode("job result", bytes)?;
-    resolve_result(store, proof_id, message).await
+    resolve_result(store, proof_id, message, cap).await
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::store::ObjectArtifactStore;
+
+    const CAP: ReadCap = ReadCap::submissions(1024);
 
     #[test]
     fn the_inline_limit_leaves_headroom_under_the_server_limit() {
@@ -188,20 +274,119 @@ mod tests {
         )
         .await
         .unwrap();
-        assert_eq!(&get(&store, &blob).await.unwrap()[..], b"jobs");
+        assert_eq!(&get(&store, &blob, CAP).await.unwrap()[..], b"jobs");
         store
             .put_bytes("submission", &blob.key, Bytes::from_static(b"other"))
             .await
             .unwrap();
-        let err = get(&store, &blob).await.unwrap_err();
+        let err = get(&store, &blob, CAP).await.unwrap_err();
         assert!(matches!(err, OffloadError::Altered { .. }), "{err}");
         let gone = ArtifactRef {
             key: "proofs/p-2/submission.bin".into(),
             ..blob
         };
         assert!(matches!(
-            get(&store, &gone).await.unwrap_err(),
+            get(&store, &gone, CAP).await.unwrap_err(),
             OffloadError::Missing { .. }
         ));
+    }
+
+    /// A store that does not say an object's size before sending it (as some do not), over a
+    /// real file store, counting the bytes it hands out.
+    struct Unsized {
+        inner: ObjectArtifactStore,
+        sent: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    }
+
+    #[async_trait::async_trait]
+    impl ArtifactStore for Unsized {
+        fn url(&self) -> &str {
+            self.inner.url()
+        }
+        async fn put_bytes(
+            &self,
+            name: &str,
+            key: &str,
+            bytes: Bytes,
+        ) -> Result<ArtifactRef, StoreError> {
+            self.inner.put_bytes(name, key, bytes).await
+        }
+        async fn get(&self, key: &str) -> Result<Option<Bytes>, StoreError> {
+            self.inner.get(key).await
+        }
+        async fn get_stream(
+            &self,
+            key: &str,
+        ) -> Result<Option<crate::store::ByteStream>, StoreError> {
+            use futures::StreamExt as _;
+            let sent = self.sent.clone();
+            Ok(self.inner.get_stream(key).await?.map(|stream| {
+                stream
+                    .inspect(move |chunk| {
+                        if let Ok(chunk) = chunk {
+                            sent.fetch_add(
+                                chunk.len() as u64,
+                                std::sync::atomic::Ordering::Relaxed,
+                            );
+                        }
+                    })
+                    .boxed()
+            }))
+        }
+        async fn list(&self, prefix: &str) -> Result<Vec<crate::store::StoredObject>, StoreError> {
+            self.inner.list(prefix).await
+        }
+        async fn delete(&self, key: &str) -> Result<(), StoreError> {
+            self.inner.delete(key).await
+        }
+    }
+
+    #[tokio::test]
+    async fn a_body_of_unknown_size_is_read_only_up_to_the_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("store");
+        let store = Unsized {
+            inner: ObjectArtifactStore::open(&format!("file://{}", root.display())).unwrap(),
+            sent: Default::default(),
+        };
+        let key = "proofs/p-1/submission.bin";
+        std::fs::create_dir_all(root.join("proofs/p-1")).unwrap();
+        // 200 MB, sparse; the message understates it.
+        std::fs::File::create(root.join(key))
+            .unwrap()
+            .set_len(200 << 20)
+            .unwrap();
+        let blob = ArtifactRef {
+            name: "submission".into(),
+            key: key.into(),
+            sha256: "0".repeat(64),
+            bytes: 10,
+            dropped_bytes: 0,
+        };
+        let cap = ReadCap::submissions(64 << 20);
+        let err = get(&store, &blob, cap).await.unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("more than 67108864 bytes as read, past the cap of 67108864 bytes"),
+            "{err}"
+        );
+        assert!(
+            err.to_string().contains("ASSAY_MAX_SUBMISSION_BYTES"),
+            "{err}"
+        );
+        let sent = store.sent.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(
+            sent <= (64 << 20) + (1 << 20),
+            "read {sent} bytes of 200 MB under a 64 MiB cap"
+        );
+        // A declared size over the cap is refused before the store is asked.
+        let declared = ArtifactRef {
+            bytes: 65 << 20,
+            ..blob
+        };
+        store.sent.store(0, std::sync::atomic::Ordering::Relaxed);
+        let err = get(&store, &declared, cap).await.unwrap_err();
+        assert!(err.to_string().contains("as its message declares"), "{err}");
+        assert_eq!(store.sent.load(std::sync::atomic::Ordering::Relaxed), 0);
     }
 }

@@ -88,6 +88,42 @@ pub enum StoreError {
         #[source]
         source: object_store::Error,
     },
+    #[error("failed to read artifact {key} at {path}")]
+    ReadStored {
+        key: String,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "refusing to read artifact {key}: a file store serves regular files only (hint: whoever can write the store put something else at {path}; delete it)"
+    )]
+    NotRegular {
+        key: String,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "refusing to read artifact {key}: {path} leads to {target}, outside the store's directory {root} (hint: whoever can write the store linked it there; delete it)"
+    )]
+    OutsideRoot {
+        key: String,
+        path: PathBuf,
+        target: PathBuf,
+        root: PathBuf,
+    },
+}
+
+impl StoreError {
+    /// Whether the store refused what is at the key (not a regular file, or outside the store)
+    /// rather than failing to answer: asking again gives the same answer.
+    pub fn is_refusal(&self) -> bool {
+        matches!(
+            self,
+            StoreError::NotRegular { .. } | StoreError::OutsideRoot { .. }
+        )
+    }
 }
 
 /// An object's bytes, a chunk at a time.
@@ -116,6 +152,15 @@ pub trait ArtifactStore: Send + Sync {
     /// The object's bytes as they arrive, so a reader can bound what it takes and never hold
     /// the object whole; `None` when it is not there.
     async fn get_stream(&self, key: &str) -> Result<Option<ByteStream>, StoreError>;
+    /// Like [`ArtifactStore::get_stream`], with the object's size when the store says it
+    /// before sending it (its metadata), so a reader can refuse a big object unread. A size is
+    /// the store's word: a reader still counts what arrives.
+    async fn get_stream_sized(
+        &self,
+        key: &str,
+    ) -> Result<Option<(Option<u64>, ByteStream)>, StoreError> {
+        Ok(self.get_stream(key).await?.map(|stream| (None, stream)))
+    }
     /// Every object whose key starts with the `prefix` directory (`cache/v1`).
     async fn list(&self, prefix: &str) -> Result<Vec<StoredObject>, StoreError>;
     /// Removes an object; removing one that is not there is not an error.
@@ -174,11 +219,136 @@ fn s3_retry() -> object_store::RetryConfig {
 pub struct ObjectArtifactStore {
     url: String,
     inner: Arc<dyn ObjectStore>,
+    /// A `file://` store's directory, read by this type itself (see [`LocalReads`]).
+    local: Option<LocalReads>,
+}
+
+/// A `file://` store's reads. `object_store`'s local backend follows symlinks (out of the
+/// store's directory too) and opens FIFOs and devices, whose reads block a thread until
+/// someone writes; whoever can write the store could plant either at a key. So reads open
+/// only a regular file inside the store's directory, without blocking.
+struct LocalReads {
+    fs: Arc<object_store::local::LocalFileSystem>,
+    /// The store's directory, canonical.
+    root: PathBuf,
+}
+
+/// Bytes read from a local file per chunk of a stream.
+const LOCAL_CHUNK: usize = 256 * 1024;
+
+impl LocalReads {
+    /// The regular file at `key`, opened, with its length; `None` when nothing is there.
+    fn open(&self, key: &str) -> Result<Option<(std::fs::File, u64, PathBuf)>, StoreError> {
+        let path = self
+            .fs
+            .path_to_filesystem(&StorePath::from(key))
+            .map_err(|source| StoreError::Get {
+                key: key.to_owned(),
+                source,
+            })?;
+        let io_err = |path: &Path| {
+            let path = path.to_owned();
+            move |source| StoreError::ReadStored {
+                key: key.to_owned(),
+                path,
+                source,
+            }
+        };
+        match std::fs::symlink_metadata(&path) {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io_err(&path)(e)),
+        }
+        // Where the key really leads, through any link on the way.
+        let target = std::fs::canonicalize(&path).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                StoreError::NotRegular {
+                    key: key.to_owned(),
+                    path: path.clone(),
+                    source: std::io::Error::new(
+                        std::io::ErrorKind::InvalidInput,
+                        format!("{} is a symlink leading nowhere", path.display()),
+                    ),
+                }
+            } else {
+                io_err(&path)(e)
+            }
+        })?;
+        if !target.starts_with(&self.root) {
+            return Err(StoreError::OutsideRoot {
+                key: key.to_owned(),
+                path,
+                target,
+                root: self.root.clone(),
+            });
+        }
+        let file = crate::local_file::open_regular(&target).map_err(|source| {
+            if source.kind() == std::io::ErrorKind::InvalidInput {
+                StoreError::NotRegular {
+                    key: key.to_owned(),
+                    path: path.clone(),
+                    source,
+                }
+            } else {
+                io_err(&target)(source)
+            }
+        })?;
+        let length = file.metadata().map_err(io_err(&target))?.len();
+        Ok(Some((file, length, target)))
+    }
+
+    /// [`Self::open`] off the async threads (a file system can be slow, never blocking).
+    async fn open_async(
+        &self,
+        key: &str,
+    ) -> Result<Option<(std::fs::File, u64, PathBuf)>, StoreError> {
+        let reads = LocalReads {
+            fs: self.fs.clone(),
+            root: self.root.clone(),
+        };
+        let owned = key.to_owned();
+        tokio::task::spawn_blocking(move || reads.open(&owned))
+            .await
+            .map_err(|e| StoreError::ReadStored {
+                key: key.to_owned(),
+                path: self.root.clone(),
+                source: std::io::Error::other(e.to_string()),
+            })?
+    }
+}
+
+/// `file`'s bytes a chunk at a time.
+fn file_stream(file: std::fs::File, key: &str, path: PathBuf) -> ByteStream {
+    use futures::StreamExt as _;
+    use tokio::io::AsyncReadExt as _;
+    let file = tokio::fs::File::from_std(file);
+    let state = (file, key.to_owned(), path);
+    futures::stream::try_unfold(state, |(mut file, key, path)| async move {
+        let mut chunk = vec![0u8; LOCAL_CHUNK];
+        let read = file
+            .read(&mut chunk)
+            .await
+            .map_err(|source| StoreError::ReadStored {
+                key: key.clone(),
+                path: path.clone(),
+                source,
+            })?;
+        if read == 0 {
+            return Ok(None);
+        }
+        chunk.truncate(read);
+        Ok(Some((Bytes::from(chunk), (file, key, path))))
+    })
+    .boxed()
 }
 
 impl ObjectArtifactStore {
     pub fn new(url: String, inner: Arc<dyn ObjectStore>) -> Self {
-        Self { url, inner }
+        Self {
+            url,
+            inner,
+            local: None,
+        }
     }
 
     /// Opens `file:///dir` (created if absent), `memory://`, or `s3://bucket` configured by
@@ -234,14 +404,21 @@ impl ObjectArtifactStore {
                 path: dir.to_owned(),
                 source,
             })?;
-            let local =
+            let local = Arc::new(
                 object_store::local::LocalFileSystem::new_with_prefix(dir).map_err(|source| {
                     StoreError::Open {
                         url: url.to_owned(),
                         source,
                     }
-                })?;
-            return Ok(Self::new(url.to_owned(), Arc::new(local)));
+                })?,
+            );
+            let root = std::fs::canonicalize(dir).map_err(|source| StoreError::CreateDir {
+                path: dir.to_owned(),
+                source,
+            })?;
+            let mut store = Self::new(url.to_owned(), local.clone());
+            store.local = Some(LocalReads { fs: local, root });
+            return Ok(store);
         }
         Err(StoreError::UnsupportedUrl {
             url: url.to_owned(),
@@ -363,6 +540,27 @@ impl ArtifactStore for ObjectArtifactStore {
     }
 
     async fn get(&self, key: &str) -> Result<Option<Bytes>, StoreError> {
+        if let Some(local) = &self.local {
+            let Some((file, _, path)) = local.open_async(key).await? else {
+                return Ok(None);
+            };
+            let read = tokio::task::spawn_blocking(move || {
+                use std::io::Read as _;
+                let mut bytes = Vec::new();
+                let mut file = file;
+                file.read_to_end(&mut bytes).map(|_| bytes)
+            })
+            .await
+            .map_err(|e| std::io::Error::other(e.to_string()))
+            .and_then(|read| read);
+            return read
+                .map(|bytes| Some(Bytes::from(bytes)))
+                .map_err(|source| StoreError::ReadStored {
+                    key: key.to_owned(),
+                    path,
+                    source,
+                });
+        }
         match self.inner.get(&StorePath::from(key)).await {
             Ok(result) => result
                 .bytes()
@@ -381,11 +579,26 @@ impl ArtifactStore for ObjectArtifactStore {
     }
 
     async fn get_stream(&self, key: &str) -> Result<Option<ByteStream>, StoreError> {
+        Ok(self.get_stream_sized(key).await?.map(|(_, stream)| stream))
+    }
+
+    async fn get_stream_sized(
+        &self,
+        key: &str,
+    ) -> Result<Option<(Option<u64>, ByteStream)>, StoreError> {
         use futures::StreamExt as _;
+        if let Some(local) = &self.local {
+            return Ok(local
+                .open_async(key)
+                .await?
+                .map(|(file, length, path)| (Some(length), file_stream(file, key, path))));
+        }
         match self.inner.get(&StorePath::from(key)).await {
             Ok(result) => {
+                let size = result.meta.size;
                 let key = key.to_owned();
-                Ok(Some(
+                Ok(Some((
+                    Some(size),
                     result
                         .into_stream()
                         .map(move |chunk| {
@@ -395,7 +608,7 @@ impl ArtifactStore for ObjectArtifactStore {
                             })
                         })
                         .boxed(),
-                ))
+                )))
             }
             Err(object_store::Error::NotFound { .. }) => Ok(None),
             Err(source) => Err(StoreError::Get {
@@ -616,6 +829,64 @@ mod tests {
             let err = ObjectArtifactStore::open(url).err().unwrap();
             assert!(err.to_string().contains("hint"), "{err}");
         }
+    }
+
+    #[tokio::test]
+    async fn a_file_store_reads_only_regular_files_inside_its_directory_and_never_blocks() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("store");
+        let store = ObjectArtifactStore::open(&format!("file://{}", root.display())).unwrap();
+        store
+            .put_bytes("report", "runs/p1/report.xml", Bytes::from_static(b"<ok/>"))
+            .await
+            .unwrap();
+        std::fs::write(dir.path().join("secret.txt"), b"outside").unwrap();
+        let runs = root.join("runs/p1");
+        std::os::unix::fs::symlink(dir.path().join("secret.txt"), runs.join("out.txt")).unwrap();
+        std::os::unix::fs::symlink("report.xml", runs.join("alias.xml")).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", runs.join("zero")).unwrap();
+        std::os::unix::fs::symlink(dir.path(), root.join("up")).unwrap();
+        std::os::unix::fs::symlink(runs.join("gone"), runs.join("dangling")).unwrap();
+        std::fs::create_dir_all(runs.join("dir")).unwrap();
+        let fifo = runs.join("queue");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let refused = [
+            ("runs/p1/out.txt", "outside the store's directory"),
+            ("runs/p1/zero", "outside the store's directory"),
+            ("up/secret.txt", "outside the store's directory"),
+            ("runs/p1/dangling", "a symlink leading nowhere"),
+            ("runs/p1/dir", "is a directory"),
+            ("runs/p1/queue", "is a FIFO"),
+        ];
+        for (key, why) in refused {
+            let started = std::time::Instant::now();
+            for err in [
+                store.get(key).await.unwrap_err(),
+                store.get_stream(key).await.err().unwrap(),
+            ] {
+                assert!(err.is_refusal(), "{key}: {err:?}");
+                let text = crate::error_chain::error_chain(&err);
+                assert!(text.contains(why), "{key}: {text}");
+                assert!(text.contains(key), "{key}: {text}");
+            }
+            assert!(started.elapsed() < Duration::from_secs(2), "{key} blocked");
+        }
+        // A link inside the store is read, and a missing key is not an error.
+        assert_eq!(
+            store.get("runs/p1/alias.xml").await.unwrap().as_deref(),
+            Some(&b"<ok/>"[..])
+        );
+        assert_eq!(store.get("runs/p1/absent").await.unwrap(), None);
+        let (size, _) = store
+            .get_stream_sized("runs/p1/report.xml")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(size, Some(5));
     }
 
     #[tokio::test]

@@ -1,10 +1,11 @@
 //! Trees from the object store: the fleet's [`TreeSource`]. Archives are streamed once per tree
-//! id into a local cache, bounded by the worker's limits; the git tree id is recomputed from
-//! the archive's entries and must be the job's, so an archive planted in the store never runs
-//! as that tree. The sha256 the archive had when verified is kept locally and checked every
-//! time a job uses it, so a corrupted cache never runs either.
+//! id into a local cache, bounded by the worker's limits. Every time a job's tree is unpacked,
+//! from a fresh download or from the cache, the git tree id is recomputed from the entries in
+//! the same read that unpacks them and must be the job's, so neither an archive planted in the
+//! store nor one planted or altered in the cache (a job can write the worker's disk) ever runs
+//! as that tree. No file on disk says an archive is good.
 
-use crate::archive::{ArchiveLimits, UnpackError, unpack_archive};
+use crate::archive::{ArchiveLimits, UnpackError, unpack_verified};
 use crate::metrics::Metrics;
 use crate::store::ArtifactStore;
 use crate::tree::{TreeError, TreeSource};
@@ -63,21 +64,18 @@ impl StoreTreeSource {
         }
     }
 
-    /// The cached archive of `tree` and the sha256 it had when it was verified, fetching and
-    /// verifying it first when the cache does not have it.
-    async fn cached_archive(&self, tree: &TreeId) -> Result<(PathBuf, String), TreeError> {
-        let archive_path = self.cache_dir.join(format!("{tree}.tar"));
-        // Written only once the archive's tree id was checked: a cache of older workers (whose
-        // `.tar.sha256` was the store's word) is never taken for a verified one.
-        let verified_path = self.cache_dir.join(format!("{tree}.tar.verified"));
+    /// Fetches `tree`'s archive into the cache and unpacks it into `dest`, verified; a tree
+    /// another slot fetched meanwhile is used from the cache instead (verified all the same).
+    async fn fetch_and_unpack(
+        &self,
+        tree: &TreeId,
+        archive_path: &Path,
+        dest: &Path,
+    ) -> Result<(), TreeError> {
         let _guard = self.fetch_lock.lock().await;
-        if let Ok(digest) = tokio::fs::read_to_string(&verified_path).await
-            && archive_path.is_file()
-        {
-            if let Some(metrics) = &self.metrics {
-                metrics.tree_cache_hits.fetch_add(1, Ordering::Relaxed);
-            }
-            return Ok((archive_path, digest.trim().to_owned()));
+        if std::fs::symlink_metadata(archive_path).is_ok() {
+            // Another slot fetched it while this one waited.
+            return self.unpack_cached(tree, archive_path, dest).await;
         }
         let digest = self
             .store
@@ -103,65 +101,97 @@ impl StoreTreeSource {
         let fetching = self
             .cache_dir
             .join(format!("{tree}.tar.tmp-{}", std::process::id()));
-        if let Err(refused) = self.fetch_verified(tree, &fetching, &digest).await {
-            // Nothing refused stays on disk, so nothing refused can run later.
-            let _ = tokio::fs::remove_file(&fetching).await;
-            return Err(refused);
-        }
-        let write_err = |path: &Path| {
-            let path = path.to_owned();
-            move |source| TreeError::Write {
-                tree: tree.to_string(),
-                path,
-                source,
-            }
+        let fetched = match self.fetch(tree, &fetching, &digest).await {
+            Ok(()) => self.unpack(tree, &fetching, dest).await,
+            Err(refused) => Err(refused),
         };
-        std::fs::rename(&fetching, &archive_path).map_err(write_err(&archive_path))?;
-        // The archive lands before its digest: a digest on disk means a verified archive.
-        let marker = verified_path.with_extension(format!("tmp-{}", std::process::id()));
-        std::fs::write(&marker, digest.as_bytes())
-            .and_then(|()| std::fs::rename(&marker, &verified_path))
-            .map_err(write_err(&verified_path))?;
-        Ok((archive_path, digest))
+        if let Err(refused) = fetched {
+            // Nothing refused stays on disk.
+            let _ = tokio::fs::remove_file(&fetching).await;
+            empty_quietly(dest).await;
+            return Err(match refused {
+                Unpacked::Refused(UnpackError::NotThisTree { found, .. }) => {
+                    TreeError::NotThisTree {
+                        tree: tree.to_string(),
+                        found,
+                    }
+                }
+                other => other.into_tree_error(tree, dest),
+            });
+        }
+        std::fs::rename(&fetching, archive_path).map_err(|source| TreeError::Write {
+            tree: tree.to_string(),
+            path: archive_path.to_owned(),
+            source,
+        })?;
+        Ok(())
+    }
+
+    /// Unpacks the cached archive at `archive_path` into `dest`, verified.
+    async fn unpack_cached(
+        &self,
+        tree: &TreeId,
+        archive_path: &Path,
+        dest: &Path,
+    ) -> Result<(), TreeError> {
+        match self.unpack(tree, archive_path, dest).await {
+            Ok(()) => Ok(()),
+            Err(refused) => {
+                empty_quietly(dest).await;
+                Err(refused.into_tree_error(tree, dest))
+            }
+        }
+    }
+
+    /// Unpacks the archive at `path` into `dest` and recomputes its tree id in the same read;
+    /// `path` must be a regular file (a link or FIFO planted there is refused, not followed).
+    async fn unpack(&self, tree: &TreeId, path: &Path, dest: &Path) -> Result<(), Unpacked> {
+        let (tree, path, dest) = (tree.clone(), path.to_owned(), dest.to_owned());
+        let limits = self.limits;
+        tokio::task::spawn_blocking(move || {
+            let archive =
+                crate::local_file::open_regular(&path).map_err(|source| Unpacked::Open {
+                    path: path.clone(),
+                    source,
+                })?;
+            unpack_verified(&archive, &dest, limits, &tree).map_err(Unpacked::Refused)
+        })
+        .await
+        .map_err(|e| Unpacked::Join(e.to_string()))?
     }
 
     /// Streams `tree`'s archive from the store to `path`, at most the bytes an archive within
-    /// the limits can be, and checks it is the one recorded (`digest`) and holds `tree`.
-    async fn fetch_verified(
-        &self,
-        tree: &TreeId,
-        path: &Path,
-        digest: &str,
-    ) -> Result<(), TreeError> {
+    /// the limits can be, and checks it is the one recorded (`digest`).
+    async fn fetch(&self, tree: &TreeId, path: &Path, digest: &str) -> Result<(), Unpacked> {
         use futures::StreamExt as _;
         use tokio::io::AsyncWriteExt as _;
+        let fail = |message: String| Unpacked::Tree(Self::fail(tree, message));
         let key = tree_archive_key(tree);
         let mut chunks = self
             .store
             .get_stream(&key)
             .await
-            .map_err(|e| Self::fail(tree, crate::error_chain::error_chain(&e)))?
-            .ok_or_else(|| Self::fail(tree, format!("its archive {key} is not in the store")))?;
-        let write_err = |source| TreeError::Write {
-            tree: tree.to_string(),
-            path: path.to_owned(),
-            source,
+            .map_err(|e| fail(crate::error_chain::error_chain(&e)))?
+            .ok_or_else(|| fail(format!("its archive {key} is not in the store")))?;
+        let write_err = |source| {
+            Unpacked::Tree(TreeError::Write {
+                tree: tree.to_string(),
+                path: path.to_owned(),
+                source,
+            })
         };
         let mut file = tokio::fs::File::create(path).await.map_err(write_err)?;
         let most = self.limits.max_archive_bytes();
         let mut hasher = Sha256::new();
         let mut written = 0u64;
         while let Some(chunk) = chunks.next().await {
-            let chunk = chunk.map_err(|e| Self::fail(tree, crate::error_chain::error_chain(&e)))?;
+            let chunk = chunk.map_err(|e| fail(crate::error_chain::error_chain(&e)))?;
             written = written.saturating_add(chunk.len() as u64);
             if written > most {
-                return Err(Self::fail(
-                    tree,
-                    format!(
-                        "its archive is over {most} bytes, more than a tree within worker.tree_max_bytes ({}) and worker.tree_max_entries ({}) can be",
-                        self.limits.max_bytes, self.limits.max_entries
-                    ),
-                ));
+                return Err(fail(format!(
+                    "its archive is over {most} bytes, more than a tree within worker.tree_max_bytes ({}) and worker.tree_max_entries ({}) can be",
+                    self.limits.max_bytes, self.limits.max_entries
+                )));
             }
             hasher.update(&chunk);
             file.write_all(&chunk).await.map_err(write_err)?;
@@ -174,27 +204,38 @@ impl StoreTreeSource {
         }
         let actual = hex::encode(hasher.finalize());
         if actual != digest {
-            return Err(Self::fail(
-                tree,
-                format!("archive sha256 {actual} does not match the recorded {digest}"),
-            ));
-        }
-        let archive = path.to_owned();
-        let spill = path.with_extension(format!("spill-{}", std::process::id()));
-        let limits = self.limits;
-        let found = tokio::task::spawn_blocking(move || {
-            crate::archive::archive_tree_id(&archive, limits, &spill)
-        })
-        .await
-        .map_err(|e| Self::fail(tree, e.to_string()))?
-        .map_err(|e| refused(tree, path, e))?;
-        if !found.to_string().eq_ignore_ascii_case(tree.as_str()) {
-            return Err(TreeError::NotThisTree {
-                tree: tree.to_string(),
-                found: found.to_string(),
-            });
+            return Err(fail(format!(
+                "archive sha256 {actual} does not match the recorded {digest}"
+            )));
         }
         Ok(())
+    }
+}
+
+/// Why an archive could not be unpacked: its file would not open as a regular file, the
+/// unpacker refused it, or the fetch failed.
+enum Unpacked {
+    Open {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    Refused(UnpackError),
+    Tree(TreeError),
+    Join(String),
+}
+
+impl Unpacked {
+    fn into_tree_error(self, tree: &TreeId, dest: &Path) -> TreeError {
+        match self {
+            Unpacked::Open { path, source } => TreeError::Write {
+                tree: tree.to_string(),
+                path,
+                source,
+            },
+            Unpacked::Refused(error) => refused(tree, dest, error),
+            Unpacked::Tree(error) => error,
+            Unpacked::Join(message) => StoreTreeSource::fail(tree, message),
+        }
     }
 }
 
@@ -216,55 +257,69 @@ fn refused(tree: &TreeId, path: &Path, error: UnpackError) -> TreeError {
     }
 }
 
-/// Checks the cached archive is still the one verified at fetch time (`digest`), a read
-/// through the file without holding it.
-fn verify_cached(tree: &TreeId, path: &Path, digest: &str) -> Result<(), TreeError> {
-    let read_err = |source| TreeError::Write {
-        tree: tree.to_string(),
-        path: path.to_owned(),
-        source,
-    };
-    let mut hasher = Sha256::new();
-    let mut file = std::fs::File::open(path).map_err(read_err)?;
-    std::io::copy(&mut file, &mut hasher).map_err(read_err)?;
-    let actual = hex::encode(hasher.finalize());
-    if actual == digest {
+/// Removes everything inside `dir` (never following a link), leaving it empty for the next
+/// attempt; what cannot be removed is left for the job's scratch clean-up.
+async fn empty_quietly(dir: &Path) {
+    let dir = dir.to_owned();
+    let _ = tokio::task::spawn_blocking(move || -> std::io::Result<()> {
+        for entry in std::fs::read_dir(&dir)? {
+            let entry = entry?;
+            if entry.file_type()?.is_dir() {
+                std::fs::remove_dir_all(entry.path())?;
+            } else {
+                std::fs::remove_file(entry.path())?;
+            }
+        }
         Ok(())
-    } else {
-        Err(StoreTreeSource::fail(
-            tree,
-            format!(
-                "cached archive {} has sha256 {actual}, not the {digest} it had when verified",
-                path.display()
-            ),
-        ))
-    }
+    })
+    .await;
 }
 
 #[async_trait]
 impl TreeSource for StoreTreeSource {
+    /// Unpacks `tree` from the cached archive, recomputing its git tree id from what it
+    /// unpacks; nothing on disk vouches for an archive. A cached archive that is not `tree`
+    /// (altered or planted on the worker's disk), or is not a regular file, is refused: the
+    /// partly unpacked tree and the archive are removed and the archive is fetched again from
+    /// the store, once, and verified the same way.
     async fn materialize(&self, tree: &TreeId, dest: &Path) -> Result<(), TreeError> {
         // The id names cache files: only a git object id may do that.
         if tree.as_str().is_empty() || !tree.as_str().bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(Self::fail(tree, "not a git object id".into()));
         }
-        let (archive_path, digest) = self.cached_archive(tree).await?;
-        let tree = tree.clone();
-        let dest = dest.to_owned();
-        let limits = self.limits;
-        tokio::task::spawn_blocking(move || {
-            if let Err(altered) = verify_cached(&tree, &archive_path, &digest) {
-                // Forgotten, so the next job fetches and verifies the tree afresh.
-                let _ = std::fs::remove_file(archive_path.with_extension("tar.verified"));
-                return Err(altered);
+        let archive_path = self.cache_dir.join(format!("{tree}.tar"));
+        // Markers of older workers vouched for an archive; nothing does now.
+        for stale in ["tar.verified", "tar.sha256"] {
+            let _ = std::fs::remove_file(self.cache_dir.join(format!("{tree}.{stale}")));
+        }
+        if std::fs::symlink_metadata(&archive_path).is_ok() {
+            match self.unpack_cached(tree, &archive_path, dest).await {
+                Ok(()) => {
+                    if let Some(metrics) = &self.metrics {
+                        metrics.tree_cache_hits.fetch_add(1, Ordering::Relaxed);
+                    }
+                    return Ok(());
+                }
+                Err(refused) => {
+                    tracing::warn!(%tree, path = %archive_path.display(), error = %crate::error_chain::error_chain(&refused), "the cached tree archive is not its tree; removed it and fetching it again");
+                    remove_quietly(&archive_path);
+                }
             }
-            unpack_archive(&archive_path, &dest, limits).map_err(|e| refused(&tree, &dest, e))
-        })
-        .await
-        .map_err(|e| TreeError::Other {
-            tree: String::new(),
-            message: e.to_string(),
-        })?
+        }
+        self.fetch_and_unpack(tree, &archive_path, dest).await
+    }
+}
+
+/// Removes a file or link at `path` (a directory there too), never following a link.
+fn remove_quietly(path: &Path) {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_dir() => {
+            let _ = std::fs::remove_dir_all(path);
+        }
+        Ok(_) => {
+            let _ = std::fs::remove_file(path);
+        }
+        Err(_) => {}
     }
 }
 

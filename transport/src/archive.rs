@@ -423,45 +423,6 @@ pub fn archive_tree_id(
     })
 }
 
-/// Unpacks the archive at `archive` into `dest`; entries escaping `dest` are refused by `tar`
-/// itself, and gitlinks create nothing. The archive is first read through, without writing,
-/// against `limits` (entries, and the sizes they declare) and for entries a tree archive never
-/// holds, so a hostile archive is refused before anything is written. Modes keep only their
-/// permission bits: no setuid, setgid or sticky bit is ever restored.
-pub fn unpack_archive(
-    archive: &Path,
-    dest: &Path,
-    limits: ArchiveLimits,
-) -> Result<(), UnpackError> {
-    let mut budget = Budget::new(limits);
-    for entry in tar::Archive::new(std::fs::File::open(archive)?).entries()? {
-        budget.admit(&entry?)?;
-    }
-    let mut tar = tar::Archive::new(std::fs::File::open(archive)?);
-    // Not preserved: a mode is cut to its rwx bits (tar's rule), and the mask drops the
-    // special bits whatever that rule becomes.
-    tar.set_preserve_permissions(false);
-    tar.set_mask(0o7000);
-    tar.set_preserve_mtime(false);
-    tar.set_unpack_xattrs(false);
-    // Directories last, as `tar::Archive::unpack` does, so their modes cannot block their files.
-    let mut directories = Vec::new();
-    for entry in tar.entries()? {
-        let mut entry = entry?;
-        match entry.header().entry_type() {
-            tar::EntryType::Directory => directories.push(entry),
-            kind if kind.as_byte() == GITLINK_TYPE => {}
-            _ => {
-                entry.unpack_in(dest)?;
-            }
-        }
-    }
-    for mut directory in directories {
-        directory.unpack_in(dest)?;
-    }
-    Ok(())
-}
-
 /// What the unpacker is capturing of the entry being unpacked: its bytes, when it is a blob
 /// small enough to hash in memory, and how many there were.
 #[derive(Default)]
@@ -494,13 +455,15 @@ impl<R: Read> Read for Tee<R> {
     }
 }
 
-/// Unpacks the archive open as `archive` into `dest` as [`unpack_archive`] does, and in the
-/// same read recomputes the git tree id from what it unpacks (as [`archive_tree_id`] does):
+/// Unpacks the archive open as `archive` into `dest`, and in the same read recomputes the git
+/// tree id from what it unpacks (as [`archive_tree_id`] does):
 /// an archive that is not `expected` is refused with [`UnpackError::NotThisTree`] once read
 /// through. On any error `dest` may hold part of the archive; the caller empties it. The
 /// limits are checked first from the entries' headers alone (seeking past their data), so a
 /// hostile archive is refused before anything is written, and again while unpacking, so an
-/// archive changed between the two reads is bounded all the same.
+/// archive changed between the two reads is bounded all the same. Entries escaping `dest` are
+/// refused by `tar` itself, gitlinks create nothing, and modes keep only their permission
+/// bits: no setuid, setgid or sticky bit is ever restored.
 pub fn unpack_verified(
     archive: &std::fs::File,
     dest: &Path,
@@ -756,7 +719,8 @@ mod tests {
         );
         let (_out, archive, _) = recomputed(dir.path(), &tree);
         let dest = tempfile::tempdir().unwrap();
-        unpack_archive(&archive, dest.path(), ArchiveLimits::default()).unwrap();
+        let file = std::fs::File::open(&archive).unwrap();
+        unpack_verified(&file, dest.path(), ArchiveLimits::default(), &tree).unwrap();
         let read = |path: &str| std::fs::read(dest.path().join(path)).unwrap();
         assert_eq!(read("invoices/tax/rates.py"), b"VAT = 0.2\n");
         assert_eq!(read("rates.py"), b"VAT = 0.2\n", "the symlink resolves");
@@ -850,7 +814,10 @@ mod tests {
             let archive = out.path().join("hostile.tar");
             std::fs::write(&archive, builder.into_inner().unwrap()).unwrap();
             let dest = out.path().join("dest");
-            let err = unpack_archive(&archive, &dest, ArchiveLimits::default()).unwrap_err();
+            let file = std::fs::File::open(&archive).unwrap();
+            let any_tree = TreeId("4b825dc642cb6eb9a060e54bf8d69288fbee4904".into());
+            let err =
+                unpack_verified(&file, &dest, ArchiveLimits::default(), &any_tree).unwrap_err();
             assert!(err.to_string().contains(why), "{path}: {err}");
             assert!(err.to_string().contains(path), "{path}: {err}");
             assert!(!dest.exists(), "nothing was written for {path}");

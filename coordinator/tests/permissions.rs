@@ -191,6 +191,19 @@ impl SecuredFleet {
     }
 
     /// The `[nats]` settings of `role`: its user and its password file.
+    /// The proofs bucket as `assay halt|resume --cluster` open it, under the operator's user.
+    async fn operators_bucket(&self) -> async_nats::jetstream::kv::Store {
+        let operator = assay_transport::nats::connect(&self.nats(Role::Operator), Role::Operator)
+            .await
+            .unwrap();
+        assay_transport::nats::proofs_bucket(
+            &async_nats::jetstream::new(operator),
+            &Subjects::new("assay"),
+        )
+        .await
+        .unwrap()
+    }
+
     fn nats(&self, role: Role) -> NatsSection {
         NatsSection {
             url: self.url(),
@@ -1154,16 +1167,7 @@ async fn assay_resume_lifts_any_halt_after_a_forged_delivery_to_the_halt_watch()
     tokio::time::sleep(Duration::from_secs(1)).await;
 
     // As `assay resume --cluster` and `assay halt --cluster` do, under the operator's user.
-    let operator =
-        assay_transport::nats::connect(&running.fleet.nats(Role::Operator), Role::Operator)
-            .await
-            .unwrap();
-    let proofs = assay_transport::nats::proofs_bucket(
-        &async_nats::jetstream::new(operator.clone()),
-        &Subjects::new("assay"),
-    )
-    .await
-    .unwrap();
+    let proofs = running.fleet.operators_bucket().await;
     // The resume an operator runs when the fleet says it is halted though nobody halted it:
     // the key holds no halt, and whatever the coordinator was told, it admits afterwards.
     assert!(!clear_halt(&proofs).await.unwrap(), "no halt was ever set");
@@ -1211,16 +1215,7 @@ async fn the_cluster_runs_halt_gate_ignores_a_delivered_entry_for_another_key_an
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     // The halt key itself still counts, both ways.
-    let operator =
-        assay_transport::nats::connect(&running.fleet.nats(Role::Operator), Role::Operator)
-            .await
-            .unwrap();
-    let proofs = assay_transport::nats::proofs_bucket(
-        &async_nats::jetstream::new(operator.clone()),
-        &Subjects::new("assay"),
-    )
-    .await
-    .unwrap();
+    let proofs = running.fleet.operators_bucket().await;
     set_halt(&proofs, "store migration").await.unwrap();
     let deadline = Instant::now() + HALT_RECHECK * 3;
     while gate.stop_reason().as_deref() != Some("store migration") {

@@ -110,6 +110,7 @@ PROBES = {{
     "the cache directory": lambda: pathlib.Path(HOME, ".cache/assay/planted").write_text("x"),
     "the state directory": lambda: pathlib.Path(HOME, ".local/state/assay/planted").write_text("x"),
     "another program's temp file": lambda: pathlib.Path({neighbour:?}).read_text(),
+    "a file beside it in /tmp": lambda: pathlib.Path({neighbour:?}).with_name("planted").write_text("x"),
     "the NATS server": lambda: socket.create_connection(("127.0.0.1", {nats_port}), timeout=2),
 }}
 
@@ -168,6 +169,7 @@ fn the_code_under_test_reaches_none_of_assays_files_the_home_other_temp_files_or
         machine.store().join("planted.json"),
         machine.home().join(".cache/assay/planted"),
         machine.home().join(".local/state/assay/planted"),
+        machine.root.path().join("planted"),
     ] {
         assert!(!planted.exists(), "{} was written", planted.display());
     }
@@ -184,6 +186,7 @@ fn the_code_under_test_reaches_none_of_assays_files_the_home_other_temp_files_or
         unconfined.explain()
     );
     assert!(machine.home().join(".assay-planted").is_file());
+    assert!(machine.root.path().join("planted").is_file());
     assert_eq!(confinement(&unconfined)["confined"], false);
     assert!(
         unconfined

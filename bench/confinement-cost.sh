@@ -9,7 +9,7 @@
 # confined one) and a fresh store. Prints the median wall time of each side, and their ratio
 # (target: confined <= 1.05x unconfined on each).
 #   cargo build --release && bash bench/confinement-cost.sh
-#   ROUNDS=5 bash bench/confinement-cost.sh
+#   ROUNDS=6 BENCHES="mutate" bash bench/confinement-cost.sh
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 ASSAY=${ASSAY:-$root/target/release/assay}
@@ -66,12 +66,18 @@ run() { # run SIDE NAME: one timed run, seconds on stdout
 median() { sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
 printf '%-8s %12s %12s %8s\n' bench confined unconfined ratio
-for name in prove test mutate; do
+for name in ${BENCHES:-prove test mutate}; do
     run confined "$name" >/dev/null # warm-up: page cache, interpreter bytecode
     confined=() unconfined=()
-    for _ in $(seq "$ROUNDS"); do
-        confined+=("$(run confined "$name")")
-        unconfined+=("$(run unconfined "$name")")
+    # Interleaved, each side first in every other round, so drift and order favour neither.
+    for round in $(seq "$ROUNDS"); do
+        if [ $((round % 2)) -eq 1 ]; then
+            confined+=("$(run confined "$name")")
+            unconfined+=("$(run unconfined "$name")")
+        else
+            unconfined+=("$(run unconfined "$name")")
+            confined+=("$(run confined "$name")")
+        fi
     done
     c=$(printf '%s\n' "${confined[@]}" | median)
     u=$(printf '%s\n' "${unconfined[@]}" | median)

@@ -223,8 +223,10 @@ fn toolchains(grant: &Grant<'_>, masked: &[PathBuf], home: Option<&Path>) -> Vec
             found.push(parent_if(dir, &["shims"]));
         }
     }
+    // As named, links kept: a venv's `bin/python` is a link out of the venv, and both ends
+    // are needed.
     let program = if grant.program.contains('/') {
-        Some(absolute(Path::new(grant.program)))
+        std::path::absolute(grant.program).ok()
     } else {
         path_dirs
             .iter()
@@ -336,6 +338,29 @@ mod tests {
         );
         assert!(!Path::new("/etc/assay-planted").exists());
         let _ = std::fs::remove_file("/tmp/assay-confine-neighbour");
+    }
+
+    #[test]
+    fn a_venv_interpreter_brings_its_venv_and_the_interpreter_it_links_to() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let base = root.join("pythons/3.11/bin");
+        let venv = root.join("venvs/pytest9");
+        std::fs::create_dir_all(&base).unwrap();
+        std::fs::create_dir_all(venv.join("bin")).unwrap();
+        std::fs::write(base.join("python3.11"), "").unwrap();
+        std::os::unix::fs::symlink(base.join("python3.11"), venv.join("bin/python")).unwrap();
+        let program = venv.join("bin/python").display().to_string();
+        let grant = Grant {
+            writable: &[],
+            cwd: Path::new("/"),
+            network: false,
+            program: &program,
+            path_env: None,
+        };
+        let found = toolchains(&grant, std::slice::from_ref(&root), None);
+        assert!(found.contains(&venv), "{found:?}");
+        assert!(found.contains(&root.join("pythons/3.11")), "{found:?}");
     }
 
     #[test]

@@ -110,12 +110,16 @@ PROBES = {{
     "the cache directory": lambda: pathlib.Path(HOME, ".cache/assay/planted").write_text("x"),
     "the state directory": lambda: pathlib.Path(HOME, ".local/state/assay/planted").write_text("x"),
     "another program's temp file": lambda: pathlib.Path({neighbour:?}).read_text(),
-    "a file beside it in /tmp": lambda: pathlib.Path({neighbour:?}).with_name("planted").write_text("x"),
     "the NATS server": lambda: socket.create_connection(("127.0.0.1", {nats_port}), timeout=2),
 }}
 
 
 def test_reaches_nothing_of_the_machine():
+    # A write beside it lands in the job's own /tmp, which the host checks stays its own.
+    try:
+        pathlib.Path({neighbour:?}).with_name("planted").write_text("x")
+    except OSError:
+        pass
     reached = []
     for name, probe in PROBES.items():
         try:

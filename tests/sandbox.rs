@@ -300,10 +300,14 @@ fn proofs_reach_the_same_verdicts_in_containers_as_in_processes() {
             "{label}: {container}"
         );
         assert_eq!(container["network"], "none");
+        let process_sandbox = &process.evidence.as_ref().unwrap()["sandbox"];
+        assert_eq!(process_sandbox["kind"], "process");
+        assert_eq!(process_sandbox["container"], serde_json::Value::Null);
         assert_eq!(
-            process.evidence.as_ref().unwrap()["sandbox"],
-            serde_json::json!({"kind": "process", "container": null})
+            process_sandbox["confinement"]["confined"], true,
+            "{process_sandbox}"
         );
+        assert_eq!(evidence["sandbox"]["confinement"], serde_json::Value::Null);
         for job in evidence["jobs"].as_array().expect("jobs") {
             assert!(job["status"] == "completed", "{label}: {job:#}");
         }

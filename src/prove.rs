@@ -290,6 +290,8 @@ pub async fn run(args: &ProveArgs) -> Result<u8, Failure> {
         None => settings.store.clone(),
     };
     let store = embedded::open_store(&store_url)?;
+    // Named now, so the state directory the history goes to is masked before any job runs.
+    crate::suites::state_dir(&args.state_dir);
     let repo = settings.request.repo.clone();
     let prepared = tokio::task::spawn_blocking(move || engine::prepare(settings.request))
         .await

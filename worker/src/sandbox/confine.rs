@@ -82,9 +82,9 @@ fn find() -> Result<Confiner, String> {
     let version = String::from_utf8_lossy(&version.stdout).trim().to_owned();
     let confiner = Confiner { program, version };
     // A host may forbid the namespaces (unprivileged user namespaces off, a seccomp profile):
-    // try the exact options a job gets once, so a job never fails on them.
-    let scratch = std::env::temp_dir();
-    let probe = confiner.command(
+    // try the options every job gets once, so a job never fails on them. Assay's own masks are
+    // left out: the probe asks what the host allows, not what was registered so far.
+    let probe = confiner.command_hiding(
         &Grant {
             writable: &[],
             cwd: Path::new("/"),
@@ -93,10 +93,11 @@ fn find() -> Result<Confiner, String> {
             path_env: None,
         },
         &["/bin/true".to_owned()],
+        &[],
     );
     let tried = Command::new(&probe[0])
         .args(&probe[1..])
-        .current_dir(&scratch)
+        .current_dir("/")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -128,6 +129,30 @@ pub struct Grant<'a> {
 impl Confiner {
     /// The argv that runs `command` confined by `grant`.
     pub fn command(&self, grant: &Grant<'_>, command: &[String]) -> Vec<String> {
+        let hidden = HIDDEN.lock().map(|h| h.clone()).unwrap_or_default();
+        self.command_hiding(grant, command, &hidden)
+    }
+
+    /// [`Confiner::command`] with `hidden` masked. A path under another hidden one is left to
+    /// that one's mask: mounted first, it would only be buried by it.
+    fn command_hiding(
+        &self,
+        grant: &Grant<'_>,
+        command: &[String],
+        hidden: &[PathBuf],
+    ) -> Vec<String> {
+        let mut hidden = hidden.to_vec();
+        hidden.sort();
+        hidden.dedup();
+        let outermost: Vec<PathBuf> = hidden
+            .iter()
+            .filter(|p| {
+                !hidden
+                    .iter()
+                    .any(|other| other != *p && p.starts_with(other))
+            })
+            .cloned()
+            .collect();
         let mut argv: Vec<String> = vec![self.program.to_string_lossy().into_owned()];
         let mut arg = |parts: &[&str]| argv.extend(parts.iter().map(|p| (*p).to_owned()));
         arg(&["--unshare-all", "--die-with-parent", "--cap-drop", "ALL"]);
@@ -157,8 +182,7 @@ impl Confiner {
                 path_arg(&exposed),
             ]);
         }
-        let hidden = HIDDEN.lock().map(|h| h.clone()).unwrap_or_default();
-        for path in hidden {
+        for path in outermost {
             match std::fs::metadata(&path) {
                 Ok(meta) if meta.is_dir() => {
                     argv.extend(["--tmpfs".to_owned(), path_arg(&path)]);
@@ -338,6 +362,37 @@ mod tests {
         );
         assert!(!Path::new("/etc/assay-planted").exists());
         let _ = std::fs::remove_file("/tmp/assay-confine-neighbour");
+    }
+
+    #[test]
+    fn a_hidden_path_inside_another_is_masked_by_the_outer_one() {
+        let state = tempfile::tempdir().unwrap();
+        let store = state.path().join("store");
+        std::fs::create_dir_all(&store).unwrap();
+        std::fs::write(store.join("entry.json"), "{}").unwrap();
+        let tree = tempfile::tempdir().unwrap();
+        let confiner = confiner().expect("bubblewrap is installed on test machines");
+        // The store is registered before the state directory that holds it, as `assay prove`
+        // registers them.
+        let argv = confiner.command_hiding(
+            &Grant {
+                writable: &[tree.path()],
+                cwd: tree.path(),
+                network: false,
+                program: "sh",
+                path_env: None,
+            },
+            &[
+                "sh".into(),
+                "-c".into(),
+                format!("cat {}/entry.json; echo ran", store.display()),
+            ],
+            &[store.clone(), state.path().to_path_buf()],
+        );
+        let out = Command::new(&argv[0]).args(&argv[1..]).output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains("ran"), "{out:?}");
+        assert!(!stdout.contains("{}"), "{out:?}");
     }
 
     #[test]

@@ -6,10 +6,10 @@
 //! mount, PID, IPC, UTS and network namespaces of its own:
 //! - the root is read-only, every capability dropped, `/proc` is the guest's own PID
 //!   namespace's (so no other process's environment or memory is readable);
-//! - `$HOME`, `/tmp`, `/var/tmp`, `/run` and `/dev/shm` are empty private tmpfs mounts, and
+//! - `/tmp`, `/var/tmp` and `/dev/shm` are empty private tmpfs mounts; `$HOME`, `/run` and
 //!   every path registered with [`hide_from_guests`] (stores, state, tree caches, keys,
-//!   credentials) is masked; the toolchains the command needs from under those (an
-//!   interpreter under `$HOME/.pyenv`, a venv in `/tmp`) come back read-only;
+//!   credentials) are empty and read-only; the toolchains the command needs from under those
+//!   (an interpreter under `$HOME/.pyenv`, a venv in `/tmp`) come back read-only;
 //! - only the job's own tree and scratch directories are writable (bound back in last);
 //! - the network is the namespace's own loopback unless the run asks for the host's.
 //!

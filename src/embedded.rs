@@ -47,12 +47,14 @@ pub fn result_cache(
     if mode == CacheMode::Off {
         return Ok(ResultCache::off(store));
     }
-    let key = SigningKey::for_user().map_err(|e| assay_transport::error_chain::error_chain(&e))?;
-    if let Ok(path) = SigningKey::user_key_path()
-        && let Some(dir) = path.parent()
-    {
+    let chain = |e: assay_coordinator::cache::SigningKeyError| {
+        assay_transport::error_chain::error_chain(&e)
+    };
+    let path = SigningKey::user_key_path().map_err(chain)?;
+    if let Some(dir) = path.parent() {
         confine::hide_from_guests(dir);
     }
+    let key = SigningKey::load_or_create(&path).map_err(chain)?;
     Ok(ResultCache::new(store, mode, Arc::new(key)))
 }
 

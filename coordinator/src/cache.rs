@@ -15,7 +15,7 @@
 //!   hold store credentials), or on one machine the code under test of an earlier run. Every
 //!   entry is signed by whoever may write it (HMAC-SHA256, [`SigningKey`]): a fleet's
 //!   coordinator with its key, an embedded run with its user's key (made on first use, kept
-//!   where no confined guest can read it, [`SigningKey::for_user`]); only entries that verify
+//!   where no confined guest can read it, [`SigningKey::user_key_path`]); only entries that verify
 //!   are served.
 
 use assay_common::evidence::{CachedFrom, Evidence, SandboxEvidence};
@@ -156,16 +156,15 @@ impl SigningKey {
         Ok(state.join("assay").join("cache.key"))
     }
 
-    /// This user's key ([`SigningKey::user_key_path`]), made on first use: 32 bytes from the
-    /// kernel's random source, readable by the user alone.
-    pub fn for_user() -> Result<Self, SigningKeyError> {
-        let path = Self::user_key_path()?;
-        match Self::from_file(&path) {
+    /// The key at `path` (this user's is at [`SigningKey::user_key_path`]), made on first use:
+    /// 32 bytes from the kernel's random source, readable by the user alone.
+    pub fn load_or_create(path: &Path) -> Result<Self, SigningKeyError> {
+        match Self::from_file(path) {
             Err(SigningKeyError::Read { source, .. })
                 if source.kind() == std::io::ErrorKind::NotFound =>
             {
-                Self::create(&path)?;
-                Self::from_file(&path)
+                Self::create(path)?;
+                Self::from_file(path)
             }
             other => other,
         }
@@ -527,7 +526,7 @@ pub struct ResultCache {
 }
 
 impl ResultCache {
-    /// An embedded run's cache, signed with its user's key ([`SigningKey::for_user`]).
+    /// An embedded run's cache, signed with its user's key ([`SigningKey::user_key_path`]).
     pub fn new(store: Arc<dyn ArtifactStore>, mode: CacheMode, key: Arc<SigningKey>) -> Self {
         Self {
             store,

@@ -14,6 +14,7 @@ pub mod nats_permissions;
 pub mod outcome;
 pub mod report;
 pub mod runner;
+pub mod sandbox;
 pub mod service_config;
 pub mod suite;
 pub mod tree_path;

@@ -18,10 +18,11 @@
 //!   where no confined guest can read it, [`SigningKey::user_key_path`]); only entries that verify
 //!   are served.
 
-use assay_common::evidence::{CachedFrom, Evidence, SandboxEvidence};
+use assay_common::evidence::{CachedFrom, Evidence};
 use assay_common::job::{JobKind, JobResult, JobSpec, JobStatus};
 use assay_common::report;
 use assay_common::runner::{ReportFormat, ReportLocation};
+use assay_common::sandbox::SandboxEvidence;
 use assay_common::verdict::Verdict;
 use assay_common::{JobId, ProofId};
 use assay_transport::queue::{JobQueue, QueueError};

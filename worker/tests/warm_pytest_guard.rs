@@ -8,7 +8,7 @@ use std::process::Command;
 fn the_warm_runners_python_unit_tests_pass() {
     let python = "python3";
     let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python");
-    let output = Command::new(&python)
+    let output = Command::new(python)
         .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
         .arg(&tests)
         .output()

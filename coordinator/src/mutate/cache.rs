@@ -18,9 +18,9 @@ use crate::mutants::budget::{
 use crate::mutants::scope::Scope;
 use crate::mutants::{Mutant, OperatorSet};
 use crate::source::{self, SourceError};
-use assay_common::evidence::SandboxEvidence;
 use assay_common::job::JobResult;
 use assay_common::runner::ReportFormat;
+use assay_common::sandbox::SandboxEvidence;
 use assay_common::{JobId, ProofId, TreeId};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};

@@ -36,8 +36,8 @@
 use super::hot_swap::{self, JUNIT_PLACEHOLDER};
 use super::process::GroupGuard;
 use super::{MutantSource, Sandbox, SandboxError, SandboxExit, SandboxRun};
-use assay_common::evidence::SandboxEvidence;
 use assay_common::runner::python_m_pytest;
+use assay_common::sandbox::SandboxEvidence;
 use assay_transport::error_chain::error_chain;
 use async_trait::async_trait;
 use serde::Deserialize;

@@ -426,9 +426,7 @@ fn manifest_rows_run_by_a_real_interpreter_are_judged() {
     assert_eq!(results, expected);
 }
 
-#[path = "../../tests/support/pytest_envs.rs"]
-mod pytest_envs;
-use pytest_envs::pytest_python;
+use assay_test_support::pytest_envs::pytest_python;
 
 /// pytest 8 and 9 write the same suite's JUnit XML differently: pytest 9 runs subtests itself,
 /// counts each in `tests=` and adds a `<failure>` per failing subtest to its test's case.

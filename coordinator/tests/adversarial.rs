@@ -32,12 +32,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::task::JoinHandle;
 
-#[path = "../../tests/support/servers.rs"]
-#[allow(
-    dead_code,
-    reason = "each test file uses its own subset of the servers"
-)]
-mod servers;
+use assay_test_support::servers;
 
 /// The coordinator's default cap on a stored result.
 const RESULT_CAP: assay_transport::offload::ReadCap = assay_transport::offload::ReadCap::results(

@@ -31,12 +31,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use tokio::task::JoinHandle;
 
-#[path = "../../tests/support/servers.rs"]
-#[allow(
-    dead_code,
-    reason = "each test file uses its own subset of the servers"
-)]
-mod servers;
+use assay_test_support::servers;
 
 fn s3_options(s3: &ServerGuard) -> Vec<(String, String)> {
     servers::s3_options(s3.port)

@@ -27,12 +27,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::task::JoinHandle;
 
-#[path = "../../tests/support/servers.rs"]
-#[allow(
-    dead_code,
-    reason = "each test file uses its own subset of the servers"
-)]
-mod servers;
+use assay_test_support::servers;
 
 const PERMISSIONS: &str = include_str!("../../deploy/nats/permissions.conf");
 

@@ -1,13 +1,12 @@
-//! Helpers for end-to-end tests: real git repositories in temp dirs and the real binary.
+//! Helpers for the binary's end-to-end tests: the real `assay` binary with its test signing
+//! key, and what the crate `assay-test-support` shares with every crate's tests.
 
-#![allow(dead_code)] // each test file uses its own subset
+#![allow(dead_code, unused_imports)] // each test file uses its own subset
 
-pub mod docker;
-pub mod pytest_envs;
-pub mod servers;
+pub use assay_test_support::{Repo, Run, docker, fixture, fixture_dir, pytest_envs, run, servers};
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 /// The proof's mutation check ran every mutant (none `not_run`) and killed at least one.
 pub fn assert_every_mutant_ran_and_one_was_killed(run: &Run) {
@@ -18,137 +17,6 @@ pub fn assert_every_mutant_ran_and_one_was_killed(run: &Run) {
         assert_ne!(mutant["outcome"]["status"], "not_run", "{mutant}");
     }
     assert!(check["killed"].as_u64().expect("killed") >= 1, "{check}");
-}
-
-/// A git repository built by the test, with a `main` branch.
-pub struct Repo {
-    pub dir: tempfile::TempDir,
-}
-
-impl Repo {
-    pub fn new() -> Self {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let repo = Self { dir };
-        repo.git(&["init", "-q", "-b", "main"]);
-        repo.git(&["config", "user.name", "Dana Reviewer"]);
-        repo.git(&["config", "user.email", "dana@example.com"]);
-        repo.git(&["config", "commit.gpgsign", "false"]);
-        repo
-    }
-
-    pub fn path(&self) -> &Path {
-        self.dir.path()
-    }
-
-    pub fn write(&self, path: &str, text: &str) -> &Self {
-        let file = self.path().join(path);
-        std::fs::create_dir_all(file.parent().expect("parent")).expect("mkdir");
-        std::fs::write(file, text).expect("write");
-        self
-    }
-
-    /// Copies the fixture project `tests/fixtures/NAME` into the work tree, but for `except`.
-    pub fn copy_fixture(&self, name: &str, except: &[&str]) -> &Self {
-        let root = fixture_dir(name);
-        let mut pending = vec![root.clone()];
-        while let Some(dir) = pending.pop() {
-            for entry in std::fs::read_dir(&dir).expect("read fixture dir") {
-                let path = entry.expect("fixture entry").path();
-                if path.is_dir() {
-                    pending.push(path);
-                    continue;
-                }
-                let relative = path
-                    .strip_prefix(&root)
-                    .expect("inside the fixture")
-                    .to_string_lossy()
-                    .replace('\\', "/");
-                if !except.contains(&relative.as_str()) {
-                    self.write(
-                        &relative,
-                        &std::fs::read_to_string(&path).expect("read fixture"),
-                    );
-                }
-            }
-        }
-        self
-    }
-
-    pub fn remove(&self, path: &str) -> &Self {
-        std::fs::remove_file(self.path().join(path)).expect("remove");
-        self
-    }
-
-    /// Commits everything and returns the commit id.
-    pub fn commit(&self, message: &str) -> String {
-        self.git(&["add", "-A"]);
-        self.git(&["commit", "-q", "--allow-empty", "-m", message]);
-        self.git(&["rev-parse", "HEAD"]).trim().to_owned()
-    }
-
-    pub fn git(&self, args: &[&str]) -> String {
-        let out = Command::new("git")
-            .args(args)
-            .current_dir(self.path())
-            .output()
-            .expect("git runs");
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    pub fn status(&self) -> String {
-        self.git(&["status", "--porcelain", "--untracked-files=all"])
-    }
-}
-
-/// The result of one `assay` run.
-pub struct Run {
-    pub code: i32,
-    pub stdout: String,
-    pub stderr: String,
-    pub evidence: Option<serde_json::Value>,
-}
-
-impl Run {
-    pub fn criterion(&self, id: &str) -> &serde_json::Value {
-        let evidence = self.evidence.as_ref().expect("evidence written");
-        evidence["criteria"]
-            .as_array()
-            .expect("criteria")
-            .iter()
-            .find(|c| c["id"] == id)
-            .unwrap_or_else(|| panic!("criterion {id} in {evidence:#}"))
-    }
-
-    pub fn verdict_of(&self, id: &str) -> String {
-        self.criterion(id)["verdict"]
-            .as_str()
-            .expect("verdict")
-            .to_owned()
-    }
-
-    pub fn explain(&self) -> String {
-        format!(
-            "exit {}\nstdout:\n{}\nstderr:\n{}",
-            self.code, self.stdout, self.stderr
-        )
-    }
-}
-
-/// `tests/fixtures/NAME` in the source tree.
-pub fn fixture_dir(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(name)
-}
-
-/// The text of `tests/fixtures/PATH`.
-pub fn fixture(path: &str) -> String {
-    std::fs::read_to_string(fixture_dir(path)).expect("read fixture file")
 }
 
 /// The binary, with its result cache's signing key in the build's test directory rather than
@@ -210,23 +78,6 @@ pub fn prove_keeping_store(repo: &Repo, args: &[&str]) -> (Run, tempfile::TempDi
         .arg(&store)
         .env("ASSAY_STATE_DIR", out_dir.path().join("state"));
     (run(command, Some(json)), out_dir)
-}
-
-pub fn run(mut command: Command, json: Option<PathBuf>) -> Run {
-    let Output {
-        status,
-        stdout,
-        stderr,
-    } = command.output().expect("assay runs");
-    let evidence = json.filter(|p| p.is_file()).map(|p| {
-        serde_json::from_slice(&std::fs::read(p).expect("read evidence")).expect("evidence is JSON")
-    });
-    Run {
-        code: status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&stderr).into_owned(),
-        evidence,
-    }
 }
 
 pub const PAGER_BUGGY: &str = "def page_count(total, size):\n    return total // size\n";

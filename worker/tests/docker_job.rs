@@ -16,8 +16,7 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 
-#[path = "../../tests/support/docker.rs"]
-mod docker;
+use assay_test_support::docker;
 
 async fn docker_sandbox(worker_id: &str) -> Option<DockerSandbox> {
     let config = DockerConfig {

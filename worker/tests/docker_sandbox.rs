@@ -12,8 +12,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-#[path = "../../tests/support/docker.rs"]
-mod docker;
+use assay_test_support::docker;
 
 use docker::docker_sandbox;
 

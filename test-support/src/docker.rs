@@ -1,5 +1,4 @@
 //! The docker engine as tests see it: a sandbox on it, and the containers carrying a label.
-//! Shared by the root package's tests and the worker's (which include this file by path).
 
 use assay_worker::sandbox::docker::{DockerConfig, DockerSandbox, DockerSetupError};
 use std::process::Command;

@@ -1,6 +1,5 @@
 //! Real servers for fleet tests: a JetStream `nats-server` and an S3-protocol `moto_server`,
-//! each on a free 127.0.0.1 port and killed when its guard drops. Shared by the root package's
-//! tests and the coordinator's (which include this file by path).
+//! each on a free 127.0.0.1 port and killed when its guard drops.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};

@@ -219,13 +219,9 @@ pub struct ResumeArgs {
 /// The state directory (suite history, the halt file), masked from every confined guest
 /// from the moment a command names it, wherever it lives.
 pub(crate) fn state_dir(flag: &Option<PathBuf>) -> PathBuf {
-    let dir = flag.clone().unwrap_or_else(|| {
-        std::env::var_os("XDG_CACHE_HOME")
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-            .unwrap_or_else(std::env::temp_dir)
-            .join("assay")
-    });
+    let dir = flag
+        .clone()
+        .unwrap_or_else(|| config::user_cache_dir().join("assay"));
     assay_worker::sandbox::confine::hide_from_guests(&dir);
     dir
 }

@@ -24,15 +24,18 @@ use assay_coordinator::engine;
 use assay_coordinator::source;
 use assay_coordinator::suite::CollectError;
 use assay_coordinator::suite::StopReason;
+use assay_coordinator::suite::audit::AuditReport;
 use assay_coordinator::suite::cache::{self as suite_cache, CaseCache};
 use assay_coordinator::suite::cluster::{self, FleetHalt};
 use assay_coordinator::suite::conclude::{self, ConcludeRequest, Ending};
 use assay_coordinator::suite::drive::{self, DriveError, RunEvent, RunProgress, SuiteRequest};
+use assay_coordinator::suite::gates::{self, GateRequest, ScopeAudit};
 use assay_coordinator::suite::halt::{AdmissionGate, HaltError, HaltFile};
 use assay_coordinator::suite::history::{self, History, RunRecord};
 use assay_coordinator::suite::ledger::{self, Ledger};
 use assay_coordinator::suite::reach;
 use assay_coordinator::suite::runners::{SuiteRunner, SuiteSetup};
+use assay_coordinator::suite::scope::{self, ReadSource, Relocation};
 use assay_coordinator::suite::select::{self, Selectors};
 use assay_coordinator::suite::shard::ShardMode;
 use assay_transport::queue::JobQueue;
@@ -129,10 +132,20 @@ pub struct TestArgs {
     /// The quarantine ledger, relative to the repository root.
     #[arg(long, value_name = "PATH", default_value = ".assay/quarantine.toml")]
     pub quarantine: String,
-    /// Gate the quarantine ledger against this base revision's: entries may be removed, never
-    /// added, and no expiry extended.
+    /// Audit the run's scope against this base revision: the quarantine ledger may lose
+    /// entries, never gain them or extend an expiry; a collected test that reads a file the
+    /// change touches must run; a test collected at the base must still be collected (renames
+    /// and moves are reported as such).
     #[arg(long, value_name = "REV")]
     pub audit_base: Option<String>,
+    /// With --audit-base: the scope exceptions file (test, reason, expires) that may excuse a
+    /// named closure or inventory gap, relative to the repository root.
+    #[arg(long, value_name = "PATH", default_value = scope::EXCEPTIONS_PATH)]
+    pub scope_exceptions: String,
+    /// With --audit-base: the read registry (fixture or test → files read outside the test
+    /// process), relative to the repository root; the base's and the candidate's both count.
+    #[arg(long, value_name = "PATH", default_value = scope::REGISTRY_PATH)]
+    pub fixture_reads: String,
     /// With --audit-base: run the pytest cases once more under coverage.py with per-test
     /// contexts and name the changed lines of the change that no executed test reaches.
     #[arg(long, requires = "audit_base")]
@@ -442,6 +455,12 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
         scratch_prefix: "assay-test-",
     })
     .await?;
+    if let (Some(_), Some(base_tree)) = (&fleet, &audit_base_tree) {
+        // The audit's base jobs run on the fleet too.
+        assay_transport::store_tree::upload_tree(&*store, &repo, base_tree)
+            .await
+            .map_err(|e| Failure::infrastructure(e.into()))?;
+    }
     let run_id = ProofId(engine::new_proof_id().0.replacen("p-", "t-", 1));
     let (case_cache, cache_not_used) =
         case_cache(args, fleet.is_some(), &setup, &tree, store.clone());
@@ -520,9 +539,8 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
         }
         _ => None,
     };
-    drop(queue);
 
-    let outcome = conclude::conclude(
+    let mut outcome = conclude::conclude(
         &ConcludeRequest {
             run_id: &run_id,
             runner,
@@ -537,7 +555,69 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
     for warning in &outcome.warnings {
         eprintln!("warning: {warning}");
     }
+    let mut audit_failed = false;
+    let scope_audit = match &audit_base_tree {
+        Some(base_tree) if driven.run.stopped.is_none() => {
+            let request = GateRequest {
+                run_id: &run_id,
+                setup: &setup,
+                repo: &repo,
+                base_tree,
+                tree: &tree,
+                timeout_secs: args.timeout,
+                exceptions_path: &select::normalize(&args.scope_exceptions),
+                registry_path: &select::normalize(&args.fixture_reads),
+                today: &today,
+                stored_reads: (!args.no_cache && !args.refresh_cache, !args.no_cache),
+            };
+            let executed = gates::executed(&driven.cases, &outcome.cases);
+            let audit = gates::check(&request, &driven.collected, &executed, &*queue, &*store)
+                .await
+                .map_err(|e| {
+                    if e.is_usage() {
+                        Failure::usage(e.into())
+                    } else {
+                        Failure::infrastructure(e.into())
+                    }
+                })?;
+            print_scope(&audit, args.audit_base.as_deref().unwrap_or("the base"));
+            if !audit.passed() {
+                outcome.fail_audit();
+                audit_failed = true;
+            }
+            Some(audit)
+        }
+        _ => None,
+    };
+    drop(queue);
+    for outlier in &outcome.selection.executed_not_selected {
+        eprintln!(
+            "[audit] FAIL containment: job {} executed {}, which it did not select",
+            outlier.job, outlier.id
+        );
+    }
+    for outlier in &outcome.selection.selected_not_collected {
+        eprintln!(
+            "[audit] FAIL containment: job {} selected {}, which the tree does not collect",
+            outlier.job, outlier.id
+        );
+    }
     let cache_report = match &case_cache {
+        Some(_) if !outcome.selection.contained => {
+            let why = "the selection audit found outliers (executed ⊆ selected ⊆ collected does \
+                       not hold), so this run's results are not trusted"
+                .to_owned();
+            if !args.quiet {
+                eprintln!("[cache] passes not stored: {why}");
+            }
+            Some(SuiteCacheReport {
+                served: driven.answers.reports.len() as u64,
+                looked_up: driven.answers.looked_up as u64,
+                refused: driven.answers.refused.clone(),
+                withheld: Some(why),
+                ..SuiteCacheReport::default()
+            })
+        }
         Some(cache) => Some(
             store_passes(
                 cache,
@@ -559,12 +639,6 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
             }
         }),
     };
-    for outlier in &outcome.selection.executed_not_selected {
-        eprintln!(
-            "[audit] job {} executed {} which it did not select",
-            outlier.job, outlier.id
-        );
-    }
     let summary = outcome.summary(
         &run_id.to_string(),
         engine::rfc3339(started),
@@ -592,11 +666,14 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
         totals: outcome.totals.clone(),
         cases: outcome.cases,
         jobs: outcome.jobs,
-        audit: serde_json::json!({
-            "selection": outcome.selection,
-            "quarantine_ledger": ledger_gate,
-            "reachability": reachability,
-        }),
+        audit: serde_json::to_value(AuditReport {
+            selection: outcome.selection.clone(),
+            quarantine_ledger: ledger_gate,
+            reachability,
+            scope: scope_audit,
+        })
+        .context("failed to encode the audit")
+        .internal()?,
         history: serde_json::json!({
             "file": history_path.display().to_string(),
             "new_failures": record.new_failures,
@@ -622,7 +699,12 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
     if !args.quiet {
         eprintln!(
             "{}",
-            closing_line(&outcome.totals, ending, outcome.guest_failures)
+            closing_line(
+                &outcome.totals,
+                ending,
+                outcome.guest_failures,
+                !outcome.selection.contained || audit_failed
+            )
         );
     }
     println!(
@@ -710,6 +792,7 @@ async fn store_passes(
             .as_ref()
             .err()
             .map(|e| assay_transport::error_chain::error_chain(e)),
+        withheld: None,
     };
     if quiet {
         return report;
@@ -756,8 +839,8 @@ fn drive_failure(error: DriveError) -> Failure {
 }
 
 /// The last progress line: how the run ended, in cases; quarantined failures are named as
-/// such, never counted as passed.
-fn closing_line(totals: &SuiteTotals, ending: Ending, failed: u64) -> String {
+/// such, never counted as passed, and a run failed by its audit alone says so.
+fn closing_line(totals: &SuiteTotals, ending: Ending, failed: u64, audit_failed: bool) -> String {
     let n = totals.total;
     let quarantined = match totals.quarantined {
         0 => String::new(),
@@ -767,6 +850,10 @@ fn closing_line(totals: &SuiteTotals, ending: Ending, failed: u64) -> String {
         Ending::Aborted => format!("[test] {}/{n} infrastructure-aborted", n - totals.not_run),
         Ending::Passed if totals.quarantined == 0 => format!("[test] {n}/{n} passed"),
         Ending::Passed => format!("[test] {}/{n} passed{quarantined}", totals.passed),
+        Ending::Failed if failed == 0 && audit_failed => format!(
+            "[test] {}/{n} passed{quarantined}; the selection audit failed",
+            totals.passed
+        ),
         Ending::Failed => format!("[test] {n}/{n} completed, {failed} failed{quarantined}"),
     }
 }
@@ -816,6 +903,73 @@ async fn reachability(
         }
     }
     Ok(files)
+}
+
+/// Prints the scope gates' findings: every gap, every excuse used, every expired one, every
+/// relocation; and one closing line when the audit fails.
+fn print_scope(audit: &ScopeAudit, base: &str) {
+    for why in [&audit.closure.unchecked, &audit.inventory.unchecked]
+        .into_iter()
+        .flatten()
+    {
+        eprintln!("[audit] FAIL not checked: {why}");
+    }
+    let excuse = |excused: &Option<scope::ScopeException>| match excused {
+        Some(e) => format!(
+            " — EXCUSED by {} until {}: {}",
+            audit.exceptions.path, e.expires, e.reason
+        ),
+        None => String::new(),
+    };
+    for gap in &audit.closure.gaps {
+        let reads: Vec<String> = gap
+            .reads
+            .iter()
+            .map(|r| match r.source {
+                ReadSource::Recorded => r.file.clone(),
+                ReadSource::Declared => format!("{} (declared)", r.file),
+            })
+            .collect();
+        let verdict = if gap.excused_by.is_some() {
+            "EXCUSED"
+        } else {
+            "FAIL"
+        };
+        eprintln!(
+            "[audit] {verdict} closure: {} reads {}, which the change touches, and was not run{}",
+            gap.test,
+            reads.join(", "),
+            excuse(&gap.excused_by)
+        );
+    }
+    for moved in &audit.inventory.found.relocated {
+        let how = match moved.kind {
+            Relocation::Renamed => "RENAMED",
+            Relocation::Moved => "MOVED",
+        };
+        eprintln!("[audit] {how} {} -> {}", moved.from, moved.to);
+    }
+    for removed in &audit.inventory.found.removed {
+        let verdict = if removed.excused_by.is_some() {
+            "EXCUSED"
+        } else {
+            "FAIL"
+        };
+        eprintln!(
+            "[audit] {verdict} inventory: {} is collected at {base} and gone at the candidate{}",
+            removed.test,
+            excuse(&removed.excused_by)
+        );
+    }
+    for expired in &audit.exceptions.usage.expired {
+        eprintln!(
+            "[audit] exception for {} expired on {}: it excuses nothing",
+            expired.test, expired.expires
+        );
+    }
+    if !audit.passed() {
+        eprintln!("error: the selection audit's scope gates failed against {base}");
+    }
 }
 
 /// A branch's suite history and its file; a corrupt or unreadable one is reported and started
@@ -979,7 +1133,7 @@ mod tests {
             ..SuiteTotals::default()
         };
         assert_eq!(
-            closing_line(&totals, Ending::Passed, 0),
+            closing_line(&totals, Ending::Passed, 0, false),
             "[test] 1/2 passed, 1 quarantined"
         );
         let clean = SuiteTotals {
@@ -987,14 +1141,21 @@ mod tests {
             passed: 2,
             ..SuiteTotals::default()
         };
-        assert_eq!(closing_line(&clean, Ending::Passed, 0), "[test] 2/2 passed");
+        assert_eq!(
+            closing_line(&clean, Ending::Passed, 0, false),
+            "[test] 2/2 passed"
+        );
         let failing = SuiteTotals {
             failed: 1,
             ..totals.clone()
         };
         assert_eq!(
-            closing_line(&failing, Ending::Failed, 1),
+            closing_line(&failing, Ending::Failed, 1, true),
             "[test] 2/2 completed, 1 failed, 1 quarantined"
+        );
+        assert_eq!(
+            closing_line(&clean, Ending::Failed, 0, true),
+            "[test] 2/2 passed; the selection audit failed"
         );
     }
 

@@ -7,6 +7,7 @@ pub mod cache;
 pub mod cluster;
 pub mod conclude;
 pub mod drive;
+pub mod gates;
 pub mod halt;
 pub mod history;
 pub mod ledger;

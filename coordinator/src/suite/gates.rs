@@ -1,17 +1,17 @@
 //! The scope gates of an audited run (`assay test --audit-base REV`), from the trees to their
-//! findings: the read registry and scope exceptions read from git, the base collected (for a
-//! pytest suite, by the base's recorded read-set run, stored by tree id; otherwise by the
-//! runner's listing), and `scope`'s pure gates applied. A gate that cannot be checked fails
+//! findings: the read registry and scope exceptions read from git, the base's recorded read
+//! sets (pytest; stored by tree id), the base collected by the runner's listing, and `scope`'s
+//! pure gates applied. A gate that cannot be checked fails
 //! closed and says why: an audit that could not look is no pass.
 
-use super::reads::{self, Provenance, RecordedReads};
+use super::reads::{self, Provenance};
 use super::runners::{SuiteRunner, SuiteSetup};
 use super::scope::{
     self, ClosureGap, ExceptionUse, Inventory, ReadRegistry, ScopeError, ScopeExceptions, Side,
 };
 use crate::source::{self, SourceError};
 use assay_common::runner::RunnerKind;
-use assay_common::suite::{CaseOutcome, CaseReport, SuiteCase, parse_pytest_collection};
+use assay_common::suite::{CaseOutcome, CaseReport, SuiteCase};
 use assay_common::{ProofId, TreeId};
 use assay_transport::error_chain::error_chain;
 use assay_transport::queue::JobQueue;
@@ -170,21 +170,20 @@ pub async fn check(
         _ => None,
     };
 
-    let base_cases = match recorded_reads {
-        Some((recorded, _)) => Ok(cases_of(recorded)),
-        None => super::collect(
-            &ProofId(format!("{}-base", request.run_id)),
-            request.setup,
-            repo,
-            base_tree,
-            request.timeout_secs,
-            queue,
-            store,
-        )
-        .await
-        .map(|c| c.cases)
-        .map_err(|e| format!("the base could not be collected: {}", error_chain(&e))),
-    };
+    // Collected with the run's own command, as the candidate was: the read-set run collects
+    // with the adapter's, which a `--test-command` narrowing the suite does not narrow.
+    let base_cases = super::collect(
+        &ProofId(format!("{}-base", request.run_id)),
+        request.setup,
+        repo,
+        base_tree,
+        request.timeout_secs,
+        queue,
+        store,
+    )
+    .await
+    .map(|c| c.cases)
+    .map_err(|e| format!("the base could not be collected: {}", error_chain(&e)));
     let (mut inventory, inventory_unchecked) = match &base_cases {
         Ok(base) => (
             scope::inventory(base, collected, bodies(request, base_tree, tree)),
@@ -211,12 +210,6 @@ pub async fn check(
             usage,
         },
     })
-}
-
-fn cases_of(recorded: &RecordedReads) -> Vec<SuiteCase> {
-    let mut listing = recorded.collected.join("\n");
-    listing.push_str("\n\n");
-    parse_pytest_collection(&listing)
 }
 
 /// A case's function body on its side, for Python runners (read once per file and side).

@@ -1894,3 +1894,88 @@ def pytest_unconfigure(config):
     assert_eq!(code(&again), 1, "{}", stderr(&again));
     assert_eq!(read_json(&report)["cache"]["served"], 0);
 }
+
+#[test]
+fn a_change_that_hides_the_reader_from_collection_is_caught_by_the_inventory() {
+    let project = rates_project();
+    git(project.path(), &["branch", "base"]);
+    // The data edit, and a conftest that stops collecting the tests that would notice.
+    project.commit(
+        &[
+            ("tests/data/rates.json", "{\"eur\": 1.2}\n"),
+            (
+                "tests/conftest.py",
+                &format!("{RATES_CONFTEST}\ncollect_ignore = [\"test_rates.py\"]\n"),
+            ),
+        ],
+        "rates: new quarter",
+    );
+    let out = project.test(&["--audit-base", "base"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 1, "{err}");
+    for test in ["test_rates_loaded", "test_rates_reused"] {
+        assert!(
+            err.contains(&format!(
+                "[audit] FAIL inventory: tests/test_rates.py::{test} is collected at base and gone at the candidate"
+            )),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn a_go_suite_audit_names_removed_tests_and_declared_reads() {
+    // Go records no reads: the registry's test entries are its closure.
+    let project = Project::new(&[
+        ("go.mod", "module example.com/ledger\n\ngo 1.19\n"),
+        ("ledger.go", LEDGER_GO),
+        ("ledger_test.go", LEDGER_TEST_GO),
+        ("cache/cache.go", CACHE_GO),
+        ("cache/expiry_test.go", CACHE_TEST_GO),
+        ("cache/testdata/ttl.txt", "3\n"),
+        (
+            ".assay/fixture_reads.toml",
+            "[tests.\"example.com/ledger/cache.TestExpiry\"]\nfiles = [\"cache/testdata/\"]\n",
+        ),
+    ]);
+    git(project.path(), &["branch", "base"]);
+    let without_redis = CACHE_TEST_GO
+        .split("\n\nfunc TestRedis")
+        .next()
+        .expect("the file")
+        .to_owned()
+        + "\n";
+    project.commit(
+        &[
+            ("cache/expiry_test.go", &without_redis),
+            ("cache/testdata/ttl.txt", "4\n"),
+        ],
+        "cache: a longer ttl; drop the redis test",
+    );
+    let report = project.json_path();
+    let out = project.test(&[
+        "--audit-base",
+        "base",
+        "--file",
+        "ledger_test.go",
+        "--json",
+        report.to_str().expect("utf-8"),
+    ]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 1, "{err}");
+    assert!(
+        err.contains("[audit] FAIL closure: example.com/ledger/cache.TestExpiry reads cache/testdata/ttl.txt (declared), which the change touches, and was not run"),
+        "{err}"
+    );
+    assert!(
+        err.contains("[audit] FAIL inventory: example.com/ledger/cache.TestRedis is collected at base and gone at the candidate"),
+        "{err}"
+    );
+    let scope = read_json(&report)["audit"]["scope"].clone();
+    assert_eq!(
+        scope["closure"]["recorded"],
+        serde_json::Value::Null,
+        "{scope}"
+    );
+    assert_eq!(scope["inventory"]["base_collected"], 4, "{scope}");
+}

@@ -509,6 +509,35 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
         println!("{listing}");
         return Ok(0);
     }
+    let (exceptions_path, registry_path) = (
+        select::normalize(&args.scope_exceptions),
+        select::normalize(&args.fixture_reads),
+    );
+    let gate_request = audit_base_tree.as_ref().map(|base_tree| GateRequest {
+        run_id: &run_id,
+        setup: &setup,
+        repo: &repo,
+        base_tree,
+        tree: &tree,
+        timeout_secs: args.timeout,
+        exceptions_path: &exceptions_path,
+        registry_path: &registry_path,
+        today: &today,
+        stored_reads: (!args.no_cache && !args.refresh_cache, !args.no_cache),
+    });
+    // The scope files are read before anything runs: a malformed one is a usage error now,
+    // not after the suite.
+    let scope_files = gate_request
+        .as_ref()
+        .map(gates::read_files)
+        .transpose()
+        .map_err(|e| {
+            if e.is_usage() {
+                Failure::usage(e.into())
+            } else {
+                Failure::infrastructure(e.into())
+            }
+        })?;
     let progress = CaseProgress {
         terminal: Terminal::new(args.progress, args.quiet, jobs, "cases"),
         state: Mutex::new((0, 0)),
@@ -556,30 +585,18 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
         eprintln!("warning: {warning}");
     }
     let mut audit_failed = false;
-    let scope_audit = match &audit_base_tree {
-        Some(base_tree) if driven.run.stopped.is_none() => {
-            let request = GateRequest {
-                run_id: &run_id,
-                setup: &setup,
-                repo: &repo,
-                base_tree,
-                tree: &tree,
-                timeout_secs: args.timeout,
-                exceptions_path: &select::normalize(&args.scope_exceptions),
-                registry_path: &select::normalize(&args.fixture_reads),
-                today: &today,
-                stored_reads: (!args.no_cache && !args.refresh_cache, !args.no_cache),
-            };
+    let scope_audit = match (&gate_request, scope_files) {
+        (Some(request), Some(files)) if driven.run.stopped.is_none() => {
             let executed = gates::executed(&driven.cases, &outcome.cases);
-            let audit = gates::check(&request, &driven.collected, &executed, &*queue, &*store)
-                .await
-                .map_err(|e| {
-                    if e.is_usage() {
-                        Failure::usage(e.into())
-                    } else {
-                        Failure::infrastructure(e.into())
-                    }
-                })?;
+            let audit = gates::check(
+                request,
+                files,
+                &driven.collected,
+                &executed,
+                &*queue,
+                &*store,
+            )
+            .await;
             print_scope(&audit, args.audit_base.as_deref().unwrap_or("the base"));
             if !audit.passed() {
                 outcome.fail_audit();

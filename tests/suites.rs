@@ -1760,7 +1760,10 @@ fn a_scope_exception_excuses_a_named_gap_until_it_expires_and_is_reported() {
         "break the file",
     );
     let broken = project.test(&["--audit-base", "base", "--file", "tests/test_spring.py"]);
-    assert_eq!(code(&broken), 2, "{}", stderr(&broken));
+    let err = stderr(&broken);
+    assert_eq!(code(&broken), 2, "{err}");
+    assert!(err.contains(".assay/scope_exceptions.toml"), "{err}");
+    assert!(!err.contains("[test] 0/"), "nothing ran: {err}");
 }
 
 #[test]

@@ -113,15 +113,18 @@ pub fn executed(cases: &[SuiteCase], reports: &[CaseReport]) -> BTreeSet<String>
         .collect()
 }
 
-/// Runs the closure and inventory gates for a run that collected `collected` at the candidate
-/// and executed `executed`.
-pub async fn check(
-    request: &GateRequest<'_>,
-    collected: &[SuiteCase],
-    executed: &BTreeSet<String>,
-    queue: &dyn JobQueue,
-    store: &dyn ArtifactStore,
-) -> Result<ScopeAudit, GateError> {
+/// What the gates read from the trees, read before the run so a malformed file fails before
+/// anything runs.
+#[derive(Clone, Debug)]
+pub struct ScopeFiles {
+    exceptions: ScopeExceptions,
+    /// Both sides' registries; `None` when neither tree has one.
+    registry: Option<ReadRegistry>,
+    changed: BTreeSet<String>,
+}
+
+/// Reads the exceptions (at the candidate), the registries (both sides) and the change's paths.
+pub fn read_files(request: &GateRequest<'_>) -> Result<ScopeFiles, GateError> {
     let (repo, base_tree, tree) = (request.repo, request.base_tree, request.tree);
     let exceptions = match source::read_file(repo, tree, request.exceptions_path)? {
         Some(bytes) => scope::parse_exceptions(&bytes, request.exceptions_path)?,
@@ -134,7 +137,29 @@ pub async fn check(
             registry = Some(registry.unwrap_or_else(ReadRegistry::default).union(parsed));
         }
     }
-    let changed = source::changed_paths(repo, base_tree, tree)?;
+    Ok(ScopeFiles {
+        exceptions,
+        registry,
+        changed: source::changed_paths(repo, base_tree, tree)?,
+    })
+}
+
+/// Runs the closure and inventory gates for a run that collected `collected` at the candidate
+/// and executed `executed`.
+pub async fn check(
+    request: &GateRequest<'_>,
+    files: ScopeFiles,
+    collected: &[SuiteCase],
+    executed: &BTreeSet<String>,
+    queue: &dyn JobQueue,
+    store: &dyn ArtifactStore,
+) -> ScopeAudit {
+    let (repo, base_tree, tree) = (request.repo, request.base_tree, request.tree);
+    let ScopeFiles {
+        exceptions,
+        registry,
+        changed,
+    } = files;
 
     let pytest = request.setup.runner == SuiteRunner::Kind(RunnerKind::Pytest);
     let recorded = if pytest {
@@ -192,7 +217,7 @@ pub async fn check(
         Err(why) => (Inventory::default(), Some(why.clone())),
     };
     let usage = scope::excuse(&exceptions, request.today, &mut gaps, &mut inventory);
-    Ok(ScopeAudit {
+    ScopeAudit {
         base_tree: base_tree.to_string(),
         changed_files: changed.into_iter().collect(),
         closure: Closure {
@@ -209,7 +234,7 @@ pub async fn check(
             path: request.exceptions_path.to_owned(),
             usage,
         },
-    })
+    }
 }
 
 /// A case's function body on its side, for Python runners (read once per file and side).

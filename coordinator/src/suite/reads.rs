@@ -138,8 +138,8 @@ pub async fn base_reads(
             source,
         })?;
     let recorded = RecordedReads::from_map(tree, CoverageMap::read(store, &result).await?);
-    if store_new {
-        let bytes = serde_json::to_vec(&recorded).unwrap_or_default();
+    // Plain strings and maps: encoding cannot fail, and an entry that did would only be a miss.
+    if store_new && let Ok(bytes) = serde_json::to_vec(&recorded) {
         store
             .put_bytes("reads", &key, bytes.into())
             .await

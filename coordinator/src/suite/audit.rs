@@ -66,7 +66,7 @@ impl JobSelection {
 }
 
 /// A reported result as its runner names a test: a pytest node id (`tests/test_a.py::TestA::test_x[1]`),
-/// a unittest dotted id, else the report's identity. A pytest case reported without a `file`
+/// a unittest dotted id, a Go `IMPORT/PATH.TestName`, else the report's identity. A pytest case reported without a `file`
 /// (a forged `<testcase>`, say) has its path worked out from the dotted class name, whose
 /// capitalized trailing parts are taken as classes.
 pub fn native_id(runner: SuiteRunner, result: &CaseResult) -> String {
@@ -104,6 +104,8 @@ pub fn native_id(runner: SuiteRunner, result: &CaseResult) -> String {
         SuiteRunner::Kind(RunnerKind::Unittest) if !result.suite.is_empty() => {
             format!("{}.{}{variant}", result.suite, result.name)
         }
+        // `go test -json` names a result's package where other runners name a file.
+        SuiteRunner::Kind(RunnerKind::Go) => format!("{}.{}", result.file, result.name),
         _ => result.identity(),
     }
 }
@@ -231,6 +233,14 @@ mod tests {
                 )
             ),
             "tests.test_ledger.LedgerTests.test_balance"
+        );
+        let go = SuiteRunner::Kind(RunnerKind::Go);
+        assert_eq!(
+            native_id(
+                go,
+                &result("example.com/ledger/cache", "", "TestExpiry/fresh", None)
+            ),
+            "example.com/ledger/cache.TestExpiry/fresh"
         );
     }
 

@@ -4,12 +4,12 @@
 use crate::exit::{Failure, ResultExt as _};
 use crate::sandbox::SandboxChoice;
 use anyhow::Context as _;
-use assay_common::evidence::SandboxEvidence;
+use assay_common::sandbox::SandboxEvidence;
 use assay_coordinator::cache::{CacheMode, ResultCache, SigningKey};
 use assay_coordinator::engine;
 use assay_transport::store::{ArtifactStore, ObjectArtifactStore};
 use assay_transport::tree::GitTreeSource;
-use assay_worker::execute::JobContext;
+use assay_worker::job_context::JobContext;
 use assay_worker::reused_trees::ReusedTrees;
 use assay_worker::sandbox::process::ProcessSandbox;
 use assay_worker::sandbox::warm::WarmPytest;

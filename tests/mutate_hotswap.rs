@@ -539,3 +539,29 @@ fn imports_that_change_what_existed_before_never_run_again_in_a_fork() {
     assert_eq!(labels(&cold), expected, "{}", cold.explain());
     assert_eq!(labels(&hot), expected, "{}", hot.explain());
 }
+
+#[test]
+fn a_file_a_test_writes_beside_the_product_never_reaches_another_mutant() {
+    // Every mutant's fresh session starts from an unwritten tree; so must every fork.
+    let repo = support::Repo::new();
+    repo.write(
+        "inventory/__init__.py",
+        "def restock(count, batch):\n    if count < batch:\n        return count + batch\n    return count\n",
+    )
+    .write(
+        "tests/test_inventory.py",
+        "import pathlib\n\nimport inventory\n\n\ndef test_first_visit_leaves_its_mark():\n    assert inventory.restock(0, 1) == 1\n    marker = pathlib.Path(inventory.__file__).with_name(\"visited.txt\")\n    assert not marker.exists(), \"another run's file\"\n    marker.write_text(\"seen\")\n\n\ndef test_restock():\n    assert inventory.restock(1, 5) == 6\n    assert inventory.restock(7, 5) == 7\n",
+    )
+    .write("pytest.ini", "[pytest]\ntestpaths = tests\n");
+    repo.commit("inventory");
+    let (hot, cold) = hot_and_cold(&repo);
+    assert_fell_back(
+        &hot,
+        &["a test changed the session's tree (inventory/visited.txt"],
+    );
+    let statuses = assert_same_statuses(&hot, &cold);
+    assert!(
+        statuses.values().any(|(status, _)| status == "Survived"),
+        "{statuses:?}"
+    );
+}

@@ -1,9 +1,9 @@
 //! Jobs and their results: what the coordinator publishes and what a worker reports back.
 
-use crate::evidence::SandboxEvidence;
 use crate::ids::{JobId, ProofId, TreeId, WorkerId};
 use crate::outcome::ReportOutcome;
 use crate::runner::ReportFormat;
+use crate::sandbox::SandboxEvidence;
 use crate::tree_path::TreePath;
 use serde::{Deserialize, Serialize};
 use std::fmt;

@@ -3,6 +3,7 @@
 //! no Docker — everything here is synchronous and testable with plain data.
 
 pub mod criteria;
+pub mod error_chain;
 pub mod evidence;
 pub mod fleet;
 pub mod ids;
@@ -13,6 +14,7 @@ pub mod nats_permissions;
 pub mod outcome;
 pub mod report;
 pub mod runner;
+pub mod sandbox;
 pub mod service_config;
 pub mod suite;
 pub mod tree_path;

@@ -385,12 +385,7 @@ mod tests {
         ];
         for (text, line, why) in cases {
             let err = parse_manifest(text).unwrap_err();
-            let mut message = err.to_string();
-            let mut source = std::error::Error::source(&err);
-            while let Some(cause) = source {
-                message.push_str(&format!(": {cause}"));
-                source = cause.source();
-            }
+            let message = crate::error_chain::error_chain(&err);
             assert!(
                 message.contains(line) && message.contains(why),
                 "{text:?}: {message}"

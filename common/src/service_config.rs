@@ -206,7 +206,7 @@ pub struct CacheSection {
     /// into the coordinator; `ASSAY_CACHE_KEY_FILE`.
     pub key_file: String,
     /// The sandbox as job results report it: `kind`, and for docker the `container` fields.
-    pub sandbox: Option<crate::evidence::SandboxEvidence>,
+    pub sandbox: Option<crate::sandbox::SandboxEvidence>,
     /// Process sandbox: what the workers' interpreter is (e.g. `python3 3.12.3`); part of the
     /// key, since a coordinator cannot ask a worker's `PATH`.
     pub interpreter: String,

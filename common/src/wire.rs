@@ -75,10 +75,10 @@ mod tests {
             artifacts: vec![],
             duration_ms: 1200,
             worker: WorkerId("w-1".into()),
-            sandbox: Some(crate::evidence::SandboxEvidence {
+            sandbox: Some(crate::sandbox::SandboxEvidence {
                 kind: "process".into(),
                 container: None,
-                confinement: Some(crate::evidence::Confinement {
+                confinement: Some(crate::sandbox::Confinement {
                     confined: true,
                     detail: "bubblewrap 0.8.0".into(),
                 }),

@@ -18,12 +18,14 @@
 //!   where no confined guest can read it, [`SigningKey::user_key_path`]); only entries that verify
 //!   are served.
 
-use assay_common::evidence::{CachedFrom, Evidence, SandboxEvidence};
+use assay_common::evidence::{CachedFrom, Evidence};
 use assay_common::job::{JobKind, JobResult, JobSpec, JobStatus};
 use assay_common::report;
 use assay_common::runner::{ReportFormat, ReportLocation};
+use assay_common::sandbox::SandboxEvidence;
 use assay_common::verdict::Verdict;
 use assay_common::{JobId, ProofId};
+use assay_transport::error_chain::error_chain;
 use assay_transport::queue::{JobQueue, QueueError};
 use assay_transport::store::{ArtifactStore, StoreError, read_artifact};
 use async_trait::async_trait;
@@ -227,18 +229,60 @@ impl SigningKey {
 }
 
 /// A cache entry that carries a signature of everything else in it.
-pub trait Signed: Serialize + Clone {
+pub trait Signed: Serialize + serde::de::DeserializeOwned + Clone {
+    /// The schema this build writes and reads; an entry of another is never served.
+    const SCHEMA: &'static str;
+    fn schema(&self) -> &str;
+    /// The key the entry says it answers, which must be the key it is stored under.
+    fn key(&self) -> &str;
     fn signature(&self) -> Option<&str>;
     fn set_signature(&mut self, signature: Option<String>);
 }
 
 impl Signed for CacheEntry {
+    const SCHEMA: &'static str = SCHEMA;
+    fn schema(&self) -> &str {
+        &self.schema
+    }
+    fn key(&self) -> &str {
+        &self.key
+    }
     fn signature(&self) -> Option<&str> {
         self.signature.as_deref()
     }
     fn set_signature(&mut self, signature: Option<String>) {
         self.signature = signature;
     }
+}
+
+/// Why a stored entry is not served: the job (or mutant, or case) then runs as if nothing
+/// were stored, and the refusal is counted and printed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    #[error("the store cannot be read: {0}")]
+    Unreadable(String),
+    #[error("the entry does not parse: {0}")]
+    Unparsable(String),
+    #[error("the entry names another key or schema")]
+    OtherKey,
+    #[error("the entry is not signed by {0}")]
+    Unsigned(&'static str),
+    #[error("the entry's signature does not verify under {0}")]
+    Forged(&'static str),
+    #[error("a pinned artifact cannot be read: {0}")]
+    MissingArtifact(String),
+    #[error("the pinned report does not say what the entry claims")]
+    ReportDiffers,
+    #[error("its pinned report is not one to trust: {0}")]
+    UntrustedReport(String),
+    #[error("its runs do not judge to the verdict the entry claims")]
+    VerdictDiffers,
+    #[error("the entry is for {entry}, not {case}")]
+    OtherCase { entry: String, case: String },
+    #[error("the entry claims an outcome that is never stored")]
+    NeverStored,
+    #[error("its pinned report gives the case {judged}, not the {claimed} the entry claims")]
+    OutcomeDiffers { judged: String, claimed: String },
 }
 
 /// What a signature covers: the entry's JSON without its signature, as this build encodes it,
@@ -467,7 +511,7 @@ pub enum Lookup {
     /// An entry was there but failed a check: never used.
     Rejected {
         key: String,
-        why: String,
+        why: Refusal,
     },
 }
 
@@ -497,18 +541,18 @@ pub(crate) async fn check_pinned(
     store: &dyn ArtifactStore,
     result: &JobResult,
     format: &ReportFormat,
-) -> Result<(), String> {
+) -> Result<(), Refusal> {
     let mut report_bytes = None;
     for artifact in &result.artifacts {
         let bytes = read_artifact(store, artifact)
             .await
-            .map_err(|e| assay_transport::error_chain::error_chain(&e))?;
+            .map_err(|e| Refusal::MissingArtifact(error_chain(&e)))?;
         if artifact.name == report_artifact_name(format) {
             report_bytes = Some(bytes);
         }
     }
     if report::parse(format, report_bytes.as_deref()) != result.report {
-        return Err("the pinned report does not say what the entry claims".into());
+        return Err(Refusal::ReportDiffers);
     }
     Ok(())
 }
@@ -582,19 +626,38 @@ impl ResultCache {
 
     /// Why `entry` may not be served, if it may not: it is unsigned, or its signature does not
     /// verify under this cache's key (someone else wrote it, or altered it).
-    pub(crate) fn check_seal<E: Signed>(&self, entry: &E) -> Result<(), String> {
+    pub(crate) fn check_seal<E: Signed>(&self, entry: &E) -> Result<(), Refusal> {
         let (signer, key_name) = if self.declared.is_some() {
             ("this fleet's coordinator", "this fleet's key")
         } else {
             ("this user's key", "this user's key")
         };
         match &self.key {
-            _ if entry.signature().is_none() => Err(format!("the entry is not signed by {signer}")),
+            _ if entry.signature().is_none() => Err(Refusal::Unsigned(signer)),
             Some(key) if key.verifies(entry) => Ok(()),
-            _ => Err(format!(
-                "the entry's signature does not verify under {key_name}"
-            )),
+            _ => Err(Refusal::Forged(key_name)),
         }
+    }
+
+    /// The entry stored at `path` for `key`, parsed and sealed by this cache's key; `None`
+    /// when nothing is stored there. What else makes an entry usable is its cache's to check.
+    pub(crate) async fn fetch<E: Signed>(
+        &self,
+        path: &str,
+        key: &str,
+    ) -> Result<Option<E>, Refusal> {
+        let bytes = match self.store.get(path).await {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => return Ok(None),
+            Err(e) => return Err(Refusal::Unreadable(error_chain(&e))),
+        };
+        let entry: E =
+            serde_json::from_slice(&bytes).map_err(|e| Refusal::Unparsable(e.to_string()))?;
+        if entry.schema() != E::SCHEMA || entry.key() != key {
+            return Err(Refusal::OtherKey);
+        }
+        self.check_seal(&entry)?;
+        Ok(Some(entry))
     }
 
     pub(crate) fn store(&self) -> &dyn ArtifactStore {
@@ -608,25 +671,15 @@ impl ResultCache {
         if !self.serves() {
             return Lookup::Miss;
         }
-        let reject = |why: String| Lookup::Rejected {
+        let reject = |why: Refusal| Lookup::Rejected {
             key: key.to_owned(),
             why,
         };
-        let bytes = match self.store.get(&entry_key(key)).await {
-            Ok(Some(bytes)) => bytes,
+        let entry: CacheEntry = match self.fetch(&entry_key(key), key).await {
+            Ok(Some(entry)) => entry,
             Ok(None) => return Lookup::Miss,
-            Err(e) => return reject(assay_transport::error_chain::error_chain(&e)),
+            Err(why) => return reject(why),
         };
-        let entry: CacheEntry = match serde_json::from_slice(&bytes) {
-            Ok(entry) => entry,
-            Err(e) => return reject(format!("the entry does not parse: {e}")),
-        };
-        if entry.schema != SCHEMA || entry.key != key {
-            return reject("the entry names another key or schema".into());
-        }
-        if let Err(why) = self.check_seal(&entry) {
-            return reject(why);
-        }
         if let Err(why) = check_pinned(self.store.as_ref(), &entry.result, &spec.report).await {
             return reject(why);
         }
@@ -863,9 +916,9 @@ impl JobQueue for CachingQueue<'_> {
                 Ok(())
             }
             Lookup::Rejected { key, why } => {
-                tracing::warn!(key, why, "refusing a cache entry that failed its checks");
+                tracing::warn!(key, %why, "refusing a cache entry that failed its checks");
                 if let Ok(mut rejected) = self.rejected.lock() {
-                    rejected.push((key, why));
+                    rejected.push((key, why.to_string()));
                 }
                 self.inner.submit(job).await
             }

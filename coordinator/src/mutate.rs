@@ -456,10 +456,10 @@ pub async fn run(
                 cache::Lookup::Refused(why) => {
                     tracing::warn!(
                         key,
-                        why,
+                        %why,
                         "refusing a mutant cache entry that failed its checks"
                     );
-                    outcome.refused.push((key.clone(), why));
+                    outcome.refused.push((key.clone(), why.to_string()));
                     left.push(w);
                 }
                 cache::Lookup::Miss => left.push(w),

@@ -1046,7 +1046,10 @@ fn alive(pid: i32) -> bool {
 
 /// A worker's job context in `dir` running jobs in the process sandbox on the trees of the
 /// one-commit repository of `files`; returns it with the tree id.
-fn local_worker(dir: &Path, files: &[(&str, &str)]) -> (assay_worker::execute::JobContext, TreeId) {
+fn local_worker(
+    dir: &Path,
+    files: &[(&str, &str)],
+) -> (assay_worker::job_context::JobContext, TreeId) {
     let repo = dir.join("repo");
     std::fs::create_dir_all(&repo).unwrap();
     git(&repo, &["init", "-q", "-b", "main"]);
@@ -1056,7 +1059,7 @@ fn local_worker(dir: &Path, files: &[(&str, &str)]) -> (assay_worker::execute::J
     git(&repo, &["add", "."]);
     git(&repo, &["commit", "-q", "-m", "files"]);
     let tree = TreeId(git(&repo, &["rev-parse", "HEAD^{tree}"]));
-    let ctx = assay_worker::execute::JobContext {
+    let ctx = assay_worker::job_context::JobContext {
         worker_id: WorkerId("worker-a".into()),
         sandbox: Arc::new(assay_worker::sandbox::process::ProcessSandbox::default()),
         trees: Arc::new(assay_transport::tree::GitTreeSource::new(&repo)),

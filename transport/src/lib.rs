@@ -4,7 +4,9 @@
 //! lives here, so the coordinator does not depend on the worker.
 
 pub mod archive;
-pub mod error_chain;
+/// The one error-chain formatter lives in `assay_common`; named here too so transport and its
+/// callers keep one path.
+pub use assay_common::error_chain;
 pub mod health;
 pub mod local_file;
 pub mod metrics;

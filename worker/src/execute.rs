@@ -3,20 +3,20 @@
 //! uploaded with their sha256, and the scratch directory removed on every path.
 
 use crate::guest_file::{self, GuestFile, Placement};
+use crate::job_context::{JobContext, OutputError, store_output};
 use crate::manifest_job::{self, CasesError};
-use crate::sandbox::{MutantSource, Sandbox, SandboxError, SandboxExit, SandboxRun, clean_env};
+use crate::sandbox::{MutantSource, SandboxError, SandboxExit, SandboxRun, clean_env};
+use assay_common::JobId;
 use assay_common::job::{ArtifactRef, ByteEdit, JobKind, JobResult, JobSpec, JobStatus};
 use assay_common::outcome::ReportOutcome;
 use assay_common::report;
 use assay_common::runner::ReportLocation;
 use assay_common::tree_path::TreePath;
-use assay_common::{JobId, WorkerId};
 use assay_transport::error_chain::error_chain;
-use assay_transport::store::{ArtifactStore, StoreError};
-use assay_transport::tree::{TreeError, TreeSource};
+use assay_transport::store::StoreError;
+use assay_transport::tree::TreeError;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tracing::{Instrument, info_span};
 
@@ -82,15 +82,6 @@ pub enum ExecuteError {
     },
 }
 
-/// One of a job's output streams could not be stored.
-#[derive(Debug, thiserror::Error)]
-#[error("failed to store the job's {name} output")]
-pub struct OutputError {
-    pub name: String,
-    #[source]
-    pub source: StoreError,
-}
-
 /// Why a mutant's edit could not be applied to the materialized tree.
 #[derive(Debug, thiserror::Error)]
 pub enum EditError {
@@ -127,22 +118,6 @@ pub enum EditError {
         #[source]
         source: std::io::Error,
     },
-}
-
-/// What a worker needs to run jobs, shared by all its slots.
-#[derive(Clone)]
-pub struct JobContext {
-    pub worker_id: WorkerId,
-    pub sandbox: Arc<dyn Sandbox>,
-    pub trees: Arc<dyn TreeSource>,
-    pub store: Arc<dyn ArtifactStore>,
-    /// Parent of the per-job scratch directories.
-    pub scratch_root: PathBuf,
-    /// Extra variable names passed through from the worker's environment.
-    pub pass_env: Vec<String>,
-    /// The most of a job's stdout, and of its stderr, stored; the rest is dropped and
-    /// counted in the artifact's `dropped_bytes` (`worker.output_cap_bytes`).
-    pub output_cap_bytes: u64,
 }
 
 /// Runs `job` and always returns a result: failures to run it land in the infrastructure lane.
@@ -389,33 +364,6 @@ async fn run_in(
         worker: ctx.worker_id.clone(),
         sandbox: Some(ctx.sandbox.evidence()),
     })
-}
-
-/// Stores one of a job's output streams, streamed and cut at the worker's cap; a cut is
-/// logged and recorded in the artifact's `dropped_bytes`.
-pub(crate) async fn store_output(
-    ctx: &JobContext,
-    name: &str,
-    key: &str,
-    path: &Path,
-) -> Result<ArtifactRef, OutputError> {
-    let artifact = ctx
-        .store
-        .put_file_capped(name, key, path, ctx.output_cap_bytes)
-        .await
-        .map_err(|source| OutputError {
-            name: name.to_owned(),
-            source,
-        })?;
-    if artifact.dropped_bytes > 0 {
-        tracing::warn!(
-            artifact = name,
-            stored_bytes = artifact.bytes,
-            dropped_bytes = artifact.dropped_bytes,
-            "job output over the worker's output_cap_bytes: the rest was dropped"
-        );
-    }
-    Ok(artifact)
 }
 
 async fn write_adapter(

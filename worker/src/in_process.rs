@@ -1,7 +1,8 @@
 //! The job queue of embedded mode: `slots` tasks in this process take jobs from a channel and
 //! run them with [`run_job`], as a fleet worker would, and hand back their results.
 
-use crate::execute::{JobContext, run_job};
+use crate::execute::run_job;
+use crate::job_context::JobContext;
 use assay_common::job::{JobResult, JobSpec};
 use assay_transport::queue::{JobQueue, QueueError};
 use async_trait::async_trait;

@@ -5,6 +5,7 @@
 pub mod execute;
 pub mod guest_file;
 pub mod in_process;
+pub mod job_context;
 pub mod manifest_job;
 pub mod reused_trees;
 pub mod sandbox;

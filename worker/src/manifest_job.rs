@@ -2,7 +2,7 @@
 //! its own stdout and stderr, judged against the case's expectation. The cases share the job's
 //! timeout; a job cut short by it reports nothing, since the cases it never ran are not failures.
 
-use crate::execute::{JobContext, OutputError};
+use crate::job_context::{JobContext, OutputError};
 use crate::sandbox::{SandboxError, SandboxExit, SandboxRun};
 use assay_common::JobId;
 use assay_common::job::{ArtifactRef, JobSpec, JobStatus};
@@ -101,7 +101,7 @@ pub async fn run_cases(
         for (stream, path) in [("stdout", &run.stdout_path), ("stderr", &run.stderr_path)] {
             let key = format!("{prefix}/{number:04}/{stream}.log");
             let name = format!("{}:{stream}", case.path);
-            artifacts.push(crate::execute::store_output(ctx, &name, &key, path).await?);
+            artifacts.push(crate::job_context::store_output(ctx, &name, &key, path).await?);
         }
         let exit_code = match exit {
             SandboxExit::Exited(code) => Some(code),

@@ -4,7 +4,8 @@
 //! On shutdown it stops pulling, gives running jobs the grace period, then hands back (NAKs)
 //! the ones still running so another worker takes them at once.
 
-use crate::execute::{JobContext, run_job};
+use crate::execute::run_job;
+use crate::job_context::JobContext;
 use crate::sandbox::docker::{DockerConfig, DockerSetupError};
 use crate::sandbox::{self, Sandbox};
 use assay_common::fleet::Subjects;

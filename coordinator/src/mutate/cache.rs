@@ -11,16 +11,16 @@
 //! an entry whose runs do not give its verdict is refused, reported, and the mutant runs.
 
 use super::{Judged, MutantResult, MutateRequest, Status, judge};
-use crate::cache::{Producer, ResultCache, RunContext, check_pinned};
+use crate::cache::{Producer, Refusal, ResultCache, RunContext, check_pinned};
 use crate::mutants::budget::{
     FORKED_LIMIT_RULE, MUTATE_TIMEOUT_FACTOR, MUTATE_TIMEOUT_SLACK, MutantTimeout,
 };
 use crate::mutants::scope::Scope;
 use crate::mutants::{Mutant, OperatorSet};
 use crate::source::{self, SourceError};
-use assay_common::evidence::SandboxEvidence;
 use assay_common::job::JobResult;
 use assay_common::runner::ReportFormat;
+use assay_common::sandbox::SandboxEvidence;
 use assay_common::{JobId, ProofId, TreeId};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -273,6 +273,13 @@ pub struct MutantEntry {
 }
 
 impl crate::cache::Signed for MutantEntry {
+    const SCHEMA: &'static str = SCHEMA;
+    fn schema(&self) -> &str {
+        &self.schema
+    }
+    fn key(&self) -> &str {
+        &self.key
+    }
     fn signature(&self) -> Option<&str> {
         self.signature.as_deref()
     }
@@ -284,7 +291,7 @@ impl crate::cache::Signed for MutantEntry {
 pub(super) enum Lookup {
     Hit(Box<MutantEntry>),
     Miss,
-    Refused(String),
+    Refused(Refusal),
 }
 
 fn entry_key(key: &str) -> String {
@@ -324,28 +331,18 @@ impl MutantCache {
         if !self.cache.serves() {
             return Lookup::Miss;
         }
-        let bytes = match self.cache.store().get(&entry_key(key)).await {
-            Ok(Some(bytes)) => bytes,
+        let entry: MutantEntry = match self.cache.fetch(&entry_key(key), key).await {
+            Ok(Some(entry)) => entry,
             Ok(None) => return Lookup::Miss,
-            Err(e) => return Lookup::Refused(assay_transport::error_chain::error_chain(&e)),
+            Err(why) => return Lookup::Refused(why),
         };
-        let entry: MutantEntry = match serde_json::from_slice(&bytes) {
-            Ok(entry) => entry,
-            Err(e) => return Lookup::Refused(format!("the entry does not parse: {e}")),
-        };
-        if entry.schema != SCHEMA || entry.key != key {
-            return Lookup::Refused("the entry names another key or schema".into());
-        }
-        if let Err(why) = self.cache.check_seal(&entry) {
-            return Lookup::Refused(why);
-        }
         for run in &entry.runs {
             if let Err(why) = check_pinned(self.cache.store(), run, format).await {
                 return Lookup::Refused(why);
             }
         }
         if trusted_verdict(&entry.runs).as_ref() != Some(&entry.verdict) {
-            return Lookup::Refused("its runs do not judge to the verdict the entry claims".into());
+            return Lookup::Refused(Refusal::VerdictDiffers);
         }
         Lookup::Hit(Box::new(entry))
     }

@@ -19,7 +19,8 @@ use super::drive::Driven;
 use super::ledger::Ledger;
 use super::runners::{SuiteRunner, SuiteSetup};
 use crate::cache::{
-    CacheError, Producer, ResultCache, RunContext, epoch_secs, report_artifact_name, schema_key,
+    CacheError, Producer, Refusal, ResultCache, RunContext, epoch_secs, report_artifact_name,
+    schema_key,
 };
 use assay_common::job::ArtifactRef;
 use assay_common::job::{JobResult, JobSpec, JobStatus};
@@ -69,6 +70,13 @@ pub struct CaseEntry {
 }
 
 impl crate::cache::Signed for CaseEntry {
+    const SCHEMA: &'static str = SCHEMA;
+    fn schema(&self) -> &str {
+        &self.schema
+    }
+    fn key(&self) -> &str {
+        &self.key
+    }
     fn signature(&self) -> Option<&str> {
         self.signature.as_deref()
     }
@@ -83,7 +91,7 @@ type Fetched<'a> = (
     usize,
     &'a SuiteCase,
     String,
-    Result<Option<CaseEntry>, String>,
+    Result<Option<CaseEntry>, Refusal>,
 );
 
 /// Store reads or writes in flight at once for one run's entries.
@@ -209,10 +217,13 @@ impl CaseCache {
                 Err(why) => {
                     tracing::warn!(
                         key,
-                        why,
+                        %why,
                         "refusing a case cache entry that failed its checks"
                     );
-                    answers.refused.push(RefusedEntry { entry: key, why });
+                    answers.refused.push(RefusedEntry {
+                        entry: key,
+                        why: why.to_string(),
+                    });
                 }
             }
         }
@@ -222,28 +233,23 @@ impl CaseCache {
     /// The entry for `case` under `key`, checked on its own: it names this key, schema and
     /// case, claims an outcome that is stored, and its artifacts are in the store with their
     /// sha256. `Ok(None)`: no entry.
-    async fn fetch(&self, key: &str, case: &SuiteCase) -> Result<Option<CaseEntry>, String> {
-        let bytes = match self.cache.store().get(&entry_key(key)).await {
-            Ok(Some(bytes)) => bytes,
-            Ok(None) => return Ok(None),
-            Err(e) => return Err(error_chain(&e)),
+    async fn fetch(&self, key: &str, case: &SuiteCase) -> Result<Option<CaseEntry>, Refusal> {
+        let Some(entry) = self.cache.fetch::<CaseEntry>(&entry_key(key), key).await? else {
+            return Ok(None);
         };
-        let entry: CaseEntry =
-            serde_json::from_slice(&bytes).map_err(|e| format!("the entry does not parse: {e}"))?;
-        if entry.schema != SCHEMA || entry.key != key {
-            return Err("the entry names another key or schema".into());
-        }
-        self.cache.check_seal(&entry)?;
         if entry.case != case.id {
-            return Err(format!("the entry is for {}, not {}", entry.case, case.id));
+            return Err(Refusal::OtherCase {
+                entry: entry.case.to_string(),
+                case: case.id.to_string(),
+            });
         }
         if !matches!(entry.outcome, CaseOutcome::Passed | CaseOutcome::Skipped) {
-            return Err("the entry claims an outcome that is never stored".into());
+            return Err(Refusal::NeverStored);
         }
         for artifact in &entry.artifacts {
             read_artifact(self.cache.store(), artifact)
                 .await
-                .map_err(|e| error_chain(&e))?;
+                .map_err(|e| Refusal::MissingArtifact(error_chain(&e)))?;
         }
         Ok(Some(entry))
     }
@@ -256,14 +262,14 @@ impl CaseCache {
         case: &SuiteCase,
         entry: CaseEntry,
         reports: &mut ParsedReports,
-    ) -> Result<CaseReport, String> {
-        let run = reports.get(self, &entry).await.map_err(str::to_owned)?;
+    ) -> Result<CaseReport, Refusal> {
+        let run = reports.get(self, &entry).await?;
         let judged = derive_outcome(case, run);
         if judged.outcome != entry.outcome || judged.lane != Lane::Guest {
-            return Err(format!(
-                "its pinned report gives the case {:?}, not the {:?} the entry claims",
-                judged.outcome, entry.outcome
-            ));
+            return Err(Refusal::OutcomeDiffers {
+                judged: format!("{:?}", judged.outcome),
+                claimed: format!("{:?}", entry.outcome),
+            });
         }
         Ok(CaseReport {
             reference: case.reference(),
@@ -415,10 +421,10 @@ fn report_artifact(result: &JobResult, format: &ReportFormat) -> Option<Artifact
 /// that ran them would judge them: a batch's cases share one report, which is checked and
 /// parsed once.
 #[derive(Default)]
-struct ParsedReports(HashMap<(String, String, i32), Result<JobResult, String>>);
+struct ParsedReports(HashMap<(String, String, i32), Result<JobResult, Refusal>>);
 
 impl ParsedReports {
-    async fn get(&mut self, cache: &CaseCache, entry: &CaseEntry) -> Result<&JobResult, &str> {
+    async fn get(&mut self, cache: &CaseCache, entry: &CaseEntry) -> Result<&JobResult, Refusal> {
         let artifact = &entry.report;
         let id = (
             artifact.key.clone(),
@@ -440,19 +446,19 @@ impl ParsedReports {
                         worker: assay_common::WorkerId("cache".into()),
                         sandbox: None,
                     }),
-                    outcome => Err(format!(
-                        "its pinned report is not one to trust: {}",
-                        outcome.problem().unwrap_or_default()
+                    outcome => Err(Refusal::UntrustedReport(
+                        outcome.problem().unwrap_or_default().to_string(),
                     )),
                 },
-                Err(e) => Err(error_chain(&e)),
+                Err(e) => Err(Refusal::MissingArtifact(error_chain(&e))),
             };
             self.0.insert(id.clone(), parsed);
         }
         match self.0.get(&id) {
             Some(Ok(run)) => Ok(run),
-            Some(Err(why)) => Err(why),
-            None => Err("the report was not read"),
+            // The same refusal for every case of the batch, as the first one was told.
+            Some(Err(why)) => Err(why.clone()),
+            None => Err(Refusal::UntrustedReport("the report was not read".into())),
         }
     }
 }

@@ -361,7 +361,7 @@ pub async fn conclude(
                         warnings.push(format!(
                             "job {} keeps one output for its cases: {:#}",
                             spec.index,
-                            anyhow_chain(&e)
+                            assay_common::error_chain::error_chain(&e)
                         ));
                         vec![None; members.len()]
                     })
@@ -453,17 +453,6 @@ pub async fn conclude(
     }
 }
 
-fn anyhow_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
-
 /// A run's coverage figure from its output, to one decimal as history keeps it.
 pub fn coverage_of(output: &str) -> Option<f64> {
     summary::parse_coverage(output).map(|c| (c * 10.0).round() / 10.0)
@@ -481,7 +470,7 @@ pub async fn job_output(
         match read_named(store, result, name).await {
             Ok(Some(bytes)) => text.push_str(&String::from_utf8_lossy(&bytes)),
             Ok(None) => {}
-            Err(e) => warnings.push(anyhow_chain(&e)),
+            Err(e) => warnings.push(assay_common::error_chain::error_chain(&e)),
         }
     }
     text

@@ -14,6 +14,7 @@ import importlib.metadata
 import json
 import os
 import re
+import stat
 import sys
 import sysconfig
 import types
@@ -442,8 +443,14 @@ PURE_MODULES = frozenset({
     "typing", "types", "abc", "_abc", "collections", "_collections", "_collections_abc",
     "keyword", "numbers", "fractions", "decimal", "_decimal", "textwrap", "posixpath",
     "genericpath", "fnmatch", "datetime", "_datetime", "struct", "_struct", "copy",
-    "enum", "__future__", "importlib._bootstrap", "importlib._bootstrap_external",
+    "enum", "__future__",
 })
+# The import system's own code: an `import` of a module already loaded runs some of it (a
+# `from package import name`), which is allowed, and watched call by call, because loading a
+# module the live import never loaded runs that module's top-level code with every effect it
+# has (a file written, a registry filled): `_find_and_load` is where a new import begins.
+IMPORT_SYSTEM = frozenset({"importlib._bootstrap", "importlib._bootstrap_external"})
+NEW_IMPORT = "_find_and_load"
 # Builtins that change nothing but what they create (`next` is not one: it advances an
 # iterator that may be another module's). Python code they call is watched as any other.
 PURE_BUILTINS = frozenset({
@@ -492,11 +499,16 @@ class ImportGuard:
     own code; Python code of `PURE_MODULES` and `IDEMPOTENT` (whatever they call inside);
     C functions of pure modules, `PURE_BUILTINS`, and methods of immutable values or of
     objects the run made itself (tracked by the garbage collector and not frozen with the
-    collected session, which `gc.get_objects` leaves out)."""
+    collected session, which `gc.get_objects` leaves out). A function of this file that only
+    the mutant's top-level code reaches is held to the rule `StaticCheck` holds the import's own
+    to: it stores into no object that is not provably the module's (LIVE, the module NAME)."""
 
-    def __init__(self, top):
+    def __init__(self, top, live, name):
         self.top = top
         self.filename = top.co_filename
+        self.live = live
+        self.name = name
+        self.stores = {}  # this file's code objects run so far: a foreign store's target, or None
         self.running = None  # the top-level code's frame, while it runs
         self.inside = None
         self.made = set()
@@ -519,8 +531,21 @@ class ImportGuard:
         if event == "call":
             code = frame.f_code
             if code.co_filename == self.filename:
+                if code is not self.top:
+                    if code not in self.stores:
+                        self.stores[code] = _foreign_store(code, self.live, self.name)
+                    if self.stores[code]:
+                        self.violation = (f"{code.co_qualname} stores into {self.stores[code]}, "
+                                          "which may not be its own")
+                        raise Refused(self.violation)
                 return
             name = _module_of_file(code.co_filename)
+            if name in IMPORT_SYSTEM:
+                if code.co_name == NEW_IMPORT:
+                    module = frame.f_locals.get("name", "?")
+                    self.violation = f"it imports {module}, which the module's import did not"
+                    raise Refused(self.violation)
+                return
             if _pure_module(name) or (name, code.co_qualname) in IDEMPOTENT:
                 self.inside = frame
             else:
@@ -725,7 +750,7 @@ def apply_static(module, mutated, check):
     # As the import system starts a module: its set names, and no docstring until the code's.
     fresh = {k: live[k] for k in IMPORT_NAMES if k in live}
     fresh["__doc__"] = None
-    guard = ImportGuard(mutated)
+    guard = ImportGuard(mutated, live, module.module.__name__)
     sys.setprofile(guard)
     try:
         exec(mutated, fresh)
@@ -804,6 +829,38 @@ class FirstFailure:
             self.fd = None
 
 
+def tree_state(root):
+    """What a session tree holds: each entry's type, size, modification time and inode, by
+    relative path. Cheap next to a fork (a stat per entry) and it sees a file written,
+    rewritten in place, replaced or removed."""
+    state = {}
+    for directory, subdirectories, files in os.walk(root):
+        for name in subdirectories + files:
+            path = os.path.join(directory, name)
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            state[os.path.relpath(path, root)] = (st.st_mode, st.st_size, st.st_mtime_ns,
+                                                  st.st_ino)
+    return state
+
+
+def tree_change(collected, root):
+    """Why the session tree is no longer the one collected, or None. A fork of a session server
+    imports the product from that tree, where a cold run has a fresh copy per job: once a test
+    wrote into it, no later fork sees what a cold run would, so the server must end."""
+    now = tree_state(root)
+    if now == collected:
+        return None
+    changed = sorted(p for p in collected.keys() | now.keys() if collected.get(p) != now.get(p))
+    # A directory changes with what is written into it: name the files when there are any.
+    changed = [p for p in changed
+               if not stat.S_ISDIR((now.get(p) or collected.get(p))[0])] or changed
+    return (f"a test changed the session's tree ({', '.join(changed[:3])}"
+            f"{', …' if len(changed) > 3 else ''}): each later mutant runs in a tree of its own")
+
+
 def session_server(spec, base_path, channel_fds, preloaded, requests, answer):
     """Never returns in this process; a forked child returns from the collection hook."""
     import cProfile
@@ -840,6 +897,9 @@ def session_server(spec, base_path, channel_fds, preloaded, requests, answer):
         root = spec["cwd"]
         modules = {}
         killers = []
+        # The session tree as collected: every fork imports its modules from it, so a test that
+        # writes beside `__file__` would hand its file to every later mutant (see `tree_change`).
+        collected = tree_state(root)
         # What collection built stays: the children's collections skip it and share its pages.
         gc.collect()
         gc.freeze()
@@ -878,6 +938,10 @@ def session_server(spec, base_path, channel_fds, preloaded, requests, answer):
             except Exception as error:
                 answer({"fallback": f"{type(error).__name__}: {error}"})
                 continue
+            changed = tree_change(collected, root)
+            if changed:
+                answer({"fallback": changed, "retire": True})
+                os._exit(0)
             sys.stdout.flush()
             sys.stderr.flush()
             # The child of a whole-suite job writes here which test failed first (for the
@@ -907,6 +971,11 @@ def session_server(spec, base_path, channel_fds, preloaded, requests, answer):
                     why += chunk
                 os.close(verdict[0])
             why = why.decode("utf-8", "replace")
+            changed = tree_change(collected, root)
+            if changed:
+                # Its result may rest on a file another fork left, or leave one for the next.
+                answer({"fallback": changed, "exit": exit_code, "retire": True})
+                os._exit(0)
             if why.startswith("fallback "):
                 answer({"fallback": why[len("fallback "):], "exit": exit_code})
                 continue
@@ -1086,4 +1155,5 @@ def main():
         answer({"exit": os.waitstatus_to_exitcode(status)})
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -17,7 +17,7 @@
 //! missing or cannot create namespaces here, the guest runs unconfined, the evidence says so
 //! and the result cache neither stores nor serves for the run.
 
-use assay_common::evidence::Confinement;
+use assay_common::sandbox::Confinement;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Mutex, OnceLock};

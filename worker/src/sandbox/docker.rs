@@ -9,7 +9,7 @@
 //! read-only root without an extra volume per job.
 
 use super::{Sandbox, SandboxError, SandboxExit, SandboxRun};
-use assay_common::evidence::{ContainerEvidence, SandboxEvidence};
+use assay_common::sandbox::{ContainerEvidence, SandboxEvidence};
 use assay_transport::metrics::Metrics;
 use async_trait::async_trait;
 use bollard::Docker;

@@ -8,7 +8,7 @@ pub mod process;
 mod reaper;
 pub mod warm;
 
-use assay_common::evidence::SandboxEvidence;
+use assay_common::sandbox::SandboxEvidence;
 use assay_common::service_config::SandboxKind;
 use assay_transport::metrics::Metrics;
 use async_trait::async_trait;

@@ -4,7 +4,7 @@
 //! the timeout, or when the job is dropped.
 
 use super::{Sandbox, SandboxError, SandboxExit, SandboxRun};
-use assay_common::evidence::SandboxEvidence;
+use assay_common::sandbox::SandboxEvidence;
 use async_trait::async_trait;
 use std::fs::File;
 use std::os::unix::process::ExitStatusExt;

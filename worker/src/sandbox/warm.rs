@@ -36,8 +36,8 @@
 use super::hot_swap::{self, JUNIT_PLACEHOLDER};
 use super::process::GroupGuard;
 use super::{MutantSource, Sandbox, SandboxError, SandboxExit, SandboxRun};
-use assay_common::evidence::SandboxEvidence;
 use assay_common::runner::python_m_pytest;
+use assay_common::sandbox::SandboxEvidence;
 use assay_transport::error_chain::error_chain;
 use async_trait::async_trait;
 use serde::Deserialize;
@@ -146,6 +146,10 @@ struct Answer {
     /// The fork runs the mutated module's top-level code again (a module-level mutant).
     #[serde(default)]
     again: bool,
+    /// A session server that ended with this answer: a test wrote into its tree, so no fork
+    /// of any server of its key may be trusted again (see `tree_change` in the script).
+    #[serde(default)]
+    retire: bool,
 }
 
 impl Server {
@@ -489,6 +493,22 @@ impl<S: Sandbox> WarmPytest<S> {
         self.run_request(server, run, &request).await
     }
 
+    /// Parks `server` for the next job, or, when it retired, drops it and sends every later
+    /// job of its key the usual way: its tests write into the tree, so a new session server
+    /// would be spoiled by the first mutant again.
+    fn keep_unless_retired(&self, server: Server, retire: bool) {
+        if !retire {
+            return self.put_idle(server);
+        }
+        tracing::debug!(python = %server.key.python, "session server retired: its tests changed the session tree");
+        if let Ok(mut pool) = self.pool.lock() {
+            if let Some(started) = pool.started.get_mut(&server.key) {
+                *started = started.saturating_sub(1);
+            }
+            pool.broken.insert(server.key.clone());
+        }
+    }
+
     /// Runs `run` in a fork of `server`; the server comes back when it is still usable.
     async fn run_forked(
         &self,
@@ -544,9 +564,10 @@ impl<S: Sandbox> WarmPytest<S> {
         let pid = match first {
             Some(Answer {
                 fallback: Some(why),
+                retire,
                 ..
             }) => {
-                self.put_idle(server);
+                self.keep_unless_retired(server, retire);
                 return Ok(Swapped::Fallback(why));
             }
             Some(Answer {
@@ -584,11 +605,13 @@ impl<S: Sandbox> WarmPytest<S> {
             }
             Ok(Some(Answer {
                 fallback: Some(why),
+                retire,
                 ..
             })) => {
-                // A module-level mutant the child found it could not patch: it ran no test.
+                // A module-level mutant the child found it could not patch (it ran no test), or
+                // a fork that changed the session's tree (its result is not trusted).
                 drop(group);
-                self.put_idle(server);
+                self.keep_unless_retired(server, retire);
                 return Ok(Swapped::Fallback(why));
             }
             Ok(answer) => answer

@@ -1,0 +1,235 @@
+"""Unit tests of the warm pytest runner's guard (worker/src/adapters/warm_pytest.py): what a
+forked child may reuse of the server it was forked from, and where it must refuse."""
+
+import importlib.util
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+SCRIPT = pathlib.Path(__file__).resolve().parents[2] / "src" / "adapters" / "warm_pytest.py"
+
+
+@pytest.fixture(scope="module")
+def warm():
+    spec = importlib.util.spec_from_file_location("assay_warm_pytest", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # no server starts: its `main()` runs as a script only
+    return module
+
+
+@pytest.fixture
+def product(tmp_path, monkeypatch):
+    """Writes modules into a fresh directory on sys.path; imports and returns one by name."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    names = []
+
+    def make(files, main):
+        for name, source in files.items():
+            (tmp_path / name).write_text(textwrap.dedent(source))
+        names.extend(pathlib.Path(name).stem for name in files)
+        importlib.invalidate_caches()
+        return importlib.import_module(main)
+
+    yield tmp_path, make
+    for name in names:
+        sys.modules.pop(name, None)
+
+
+def hot_swap(warm, root, module_file, mutated_source):
+    """What a fork of a session server does with a module-level mutant: the checks, then the
+    mutated top-level code run again into the live module."""
+    module = warm.Module(str(root), module_file, called={})
+    swaps, mutated, check = module.swaps(mutated_source.encode())
+    assert check is not None, "a mutant of top-level code runs that code again"
+    warm.apply_static(module, mutated, check)
+    return module.module
+
+
+def test_an_import_only_the_mutant_causes_is_refused_before_it_runs(warm, product, tmp_path):
+    marker = tmp_path / "audit-ran"
+    root, make = product
+    source = '''
+        RATE = 3
+        if RATE > 5:
+            import pricing_audit
+    '''
+    make({
+        "pricing.py": source,
+        # A module whose import has an effect outside itself: the fork must not cause it.
+        "pricing_audit.py": f'''
+            open({str(marker)!r}, "w").write("imported")
+        ''',
+    }, "pricing")
+    with pytest.raises(warm.Fallback, match="it imports pricing_audit"):
+        hot_swap(warm, root, "pricing.py", textwrap.dedent(source).replace("RATE = 3", "RATE = 7"))
+    assert not marker.exists(), "the new import ran in the fork"
+    assert "pricing_audit" not in sys.modules
+
+
+def test_a_same_file_helper_reached_only_under_the_mutant_may_not_store_into_another_module(
+        warm, product):
+    root, make = product
+    source = '''
+        import pricing_registry
+
+        RATE = 3
+
+
+        def _register():
+            pricing_registry.HANDLERS = pricing_registry.HANDLERS + 1
+
+
+        if RATE > 5:
+            _register()
+    '''
+    make({"pricing.py": source, "pricing_registry.py": "HANDLERS = 0\n"}, "pricing")
+    registry = sys.modules["pricing_registry"]
+    with pytest.raises(warm.Fallback, match="_register stores into pricing_registry"):
+        hot_swap(warm, root, "pricing.py", textwrap.dedent(source).replace("RATE = 3", "RATE = 7"))
+    assert registry.HANDLERS == 0, "the helper's store ran in the fork"
+
+
+def test_a_same_file_helper_that_fills_the_modules_own_table_is_patched(warm, product):
+    """The control of the test above: a helper that stores into the module's own dict is what
+    a fresh import gives, so the fork patches the live module instead of falling back."""
+    root, make = product
+    source = '''
+        RATES = {}
+        RATE = 3
+
+
+        def _fill():
+            RATES["standard"] = RATE
+
+
+        if RATE > 5:
+            _fill()
+    '''
+    live = make({"pricing.py": source}, "pricing")
+    table = live.RATES
+    patched = hot_swap(warm, root, "pricing.py",
+                       textwrap.dedent(source).replace("RATE = 3", "RATE = 7"))
+    assert patched.RATE == 7
+    assert patched.RATES == {"standard": 7}
+    assert patched.RATES is table, "tables are patched in place, so every holder sees them"
+
+
+class SessionServer:
+    """The real server script, driven over its line protocol as the worker drives it."""
+
+    def __init__(self, tmp_path, tree):
+        rewrites = tmp_path / "rewrites"
+        rewrites.mkdir()
+        self.env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path),
+                    "TMPDIR": str(tmp_path)}
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", SCRIPT.read_text(), str(rewrites)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            cwd="/", env=self.env, text=True)
+        assert self.answer() == {"ready": True}
+        self.send({"session": {"cwd": str(tree), "env": self.env,
+                               "args": ["-p", "no:cacheprovider", "-q"]}})
+        started = self.answer()
+        assert started.get("session") is True, started
+
+    def send(self, message):
+        self.process.stdin.write(json.dumps(message) + "\n")
+        self.process.stdin.flush()
+
+    def answer(self):
+        line = self.process.stdout.readline()
+        return json.loads(line) if line else None
+
+    def mutant(self, job_tree, module):
+        self.send({"cwd": str(job_tree), "env": self.env, "module": module, "select": [],
+                   "stdout": str(job_tree / "stdout"), "stderr": str(job_tree / "stderr"),
+                   "junitxml": str(job_tree / "report.xml")})
+        forked = self.answer()
+        if "fallback" in forked:
+            return forked
+        assert "pid" in forked, forked
+        return self.answer()
+
+    def close(self):
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait(timeout=10)
+
+
+STORE = '''
+def limit():
+    return 10
+'''
+
+
+def session_trees(tmp_path, test_source):
+    tree = tmp_path / "session" / "tree"
+    (tree / "tests").mkdir(parents=True)
+    (tree / "store.py").write_text(textwrap.dedent(STORE))
+    (tree / "tests" / "test_store.py").write_text(textwrap.dedent(test_source))
+
+    def job(number, mutated):
+        job_tree = tmp_path / f"job-{number}"
+        shutil.copytree(tree, job_tree)
+        (job_tree / "store.py").write_text(textwrap.dedent(mutated))
+        return job_tree
+
+    return tree, job
+
+
+def test_a_file_written_beside_the_module_does_not_reach_the_next_mutant(tmp_path):
+    tree, job = session_trees(tmp_path, '''
+        import pathlib
+
+        import store
+
+
+        def test_first_visit_leaves_its_mark():
+            marker = pathlib.Path(store.__file__).with_name("visited.txt")
+            assert not marker.exists(), "another run's file"
+            marker.write_text("seen")
+
+
+        def test_limit():
+            assert store.limit() >= 0
+    ''')
+    server = SessionServer(tmp_path, tree)
+    try:
+        first = server.mutant(job(1, STORE.replace("10", "11")), "store.py")
+        # The fork's own result is not trusted either: another fork may have written first.
+        assert first.get("retire") is True, first
+        assert "visited.txt" in first["fallback"], first
+        # The server ended instead of forking the next mutant into a tree that holds the file.
+        assert server.answer() is None
+        assert server.process.wait(timeout=10) == 0
+    finally:
+        server.close()
+
+
+def test_a_session_whose_tests_leave_the_tree_alone_serves_every_mutant(tmp_path):
+    """The control: reading the tree and writing to tmp_path change nothing the check sees."""
+    tree, job = session_trees(tmp_path, '''
+        import pathlib
+
+        import store
+
+
+        def test_limit(tmp_path):
+            (tmp_path / "scratch.txt").write_text("private to the test")
+            assert pathlib.Path(store.__file__).read_text()
+            assert store.limit() == 10
+    ''')
+    server = SessionServer(tmp_path, tree)
+    try:
+        survived = server.mutant(job(1, STORE.replace("10", "10 if True else 0")), "store.py")
+        killed = server.mutant(job(2, STORE.replace("10", "11")), "store.py")
+        assert survived == {"exit": 0}, survived
+        assert killed == {"exit": 1}, killed
+    finally:
+        server.close()

@@ -523,7 +523,13 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
         exceptions_path: &exceptions_path,
         registry_path: &registry_path,
         today: &today,
-        stored_reads: (!args.no_cache && !args.refresh_cache, !args.no_cache),
+        // On a fleet the store is shared with every submitter, any of which could have
+        // written an entry for this base: the read sets are recorded afresh and not stored,
+        // as a fleet run keeps the result cache off.
+        stored_reads: match fleet {
+            Some(_) => (false, false),
+            None => (!args.no_cache && !args.refresh_cache, !args.no_cache),
+        },
     });
     // The scope files are read before anything runs: a malformed one is a usage error now,
     // not after the suite.

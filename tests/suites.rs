@@ -1982,3 +1982,61 @@ fn a_go_suite_audit_names_removed_tests_and_declared_reads() {
     );
     assert_eq!(scope["inventory"]["base_collected"], 4, "{scope}");
 }
+
+#[test]
+fn a_fleet_run_audits_its_scope_with_the_base_jobs_on_the_fleet() {
+    let nats = start_nats();
+    let url = format!("nats://127.0.0.1:{}", nats.port);
+    let store_dir = tempfile::tempdir().expect("temp dir");
+    let cache_dir = tempfile::tempdir().expect("temp dir");
+    let store = format!("file://{}", store_dir.path().display());
+    let _coordinator = start_service(
+        &["coordinator", "--nats", &url, "--store", &store],
+        &[],
+        "coordinator started",
+    );
+    let _worker = start_service(
+        &[
+            "worker",
+            "--nats",
+            &url,
+            "--store",
+            &store,
+            "--slots",
+            "2",
+            "--sandbox",
+            "process",
+        ],
+        &[("ASSAY_TREE_CACHE_DIR", &cache_dir.path().to_string_lossy())],
+        "worker started",
+    );
+    let project = rates_project();
+    git(project.path(), &["branch", "base"]);
+    project.commit(
+        &[("tests/data/rates.json", "{\"eur\": 1.2}\n")],
+        "rates: new quarter",
+    );
+    let report = project.json_path();
+    let out = project.test(&[
+        "--cluster",
+        &url,
+        "--store",
+        &store,
+        "--audit-base",
+        "base",
+        "--file",
+        "tests/test_spring.py",
+        "--json",
+        report.to_str().expect("utf-8"),
+    ]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 1, "{err}");
+    assert!(
+        err.contains("[audit] FAIL closure: tests/test_rates.py::test_rates_loaded reads tests/data/rates.json"),
+        "{err}"
+    );
+    let closure = &read_json(&report)["audit"]["scope"]["closure"];
+    assert_eq!(closure["recorded"], "recorded", "{closure}");
+    // Recorded afresh and never stored where any submitter writes.
+    assert!(!store_dir.path().join("audit").exists());
+}

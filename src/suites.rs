@@ -509,6 +509,7 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
         println!("{listing}");
         return Ok(0);
     }
+    let reads_cache = reads_cache(args, fleet.is_some(), store.clone());
     let (exceptions_path, registry_path) = (
         select::normalize(&args.scope_exceptions),
         select::normalize(&args.fixture_reads),
@@ -523,13 +524,7 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
         exceptions_path: &exceptions_path,
         registry_path: &registry_path,
         today: &today,
-        // On a fleet the store is shared with every submitter, any of which could have
-        // written an entry for this base: the read sets are recorded afresh and not stored,
-        // as a fleet run keeps the result cache off.
-        stored_reads: match fleet {
-            Some(_) => (false, false),
-            None => (!args.no_cache && !args.refresh_cache, !args.no_cache),
-        },
+        reads_cache: reads_cache.as_ref(),
     });
     // The scope files are read before anything runs: a malformed one is a usage error now,
     // not after the suite.
@@ -792,6 +787,26 @@ fn case_cache(
         CaseCache::new(cache, context, setup, tree, args.timeout),
         None,
     )
+}
+
+/// Where an audit keeps the base's recorded read sets: the embedded result cache (signed with
+/// this user's key, `--no-cache` and `--refresh-cache` as for cases). None on a fleet, whose
+/// store every submitter writes, nor where the code under test runs unconfined and could
+/// write the store: the read sets are then recorded afresh by every audit.
+fn reads_cache(
+    args: &TestArgs,
+    on_fleet: bool,
+    store: std::sync::Arc<dyn ArtifactStore>,
+) -> Option<assay_coordinator::cache::ResultCache> {
+    if on_fleet || args.audit_base.is_none() {
+        return None;
+    }
+    let mode = match (args.no_cache, args.refresh_cache) {
+        (true, _) => CacheMode::Off,
+        (_, true) => CacheMode::Refresh,
+        _ => CacheMode::Use,
+    };
+    crate::embedded::result_cache(store, mode, &ProcessSandbox::default().evidence(), true).ok()
 }
 
 /// Stores the run's trusted passes and says what the cache did.

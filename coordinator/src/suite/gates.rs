@@ -1,6 +1,6 @@
 //! The scope gates of an audited run (`assay test --audit-base REV`), from the trees to their
 //! findings: the read registry and scope exceptions read from git, the base's recorded read
-//! sets (pytest; stored by tree id), the base collected by the runner's listing, and `scope`'s
+//! sets (pytest; stored by tree id, signed), the base collected by the runner's listing, and `scope`'s
 //! pure gates applied. A gate that cannot be checked fails
 //! closed and says why: an audit that could not look is no pass.
 
@@ -9,6 +9,7 @@ use super::runners::{SuiteRunner, SuiteSetup};
 use super::scope::{
     self, ClosureGap, ExceptionUse, Inventory, ReadRegistry, ScopeError, ScopeExceptions, Side,
 };
+use crate::cache::ResultCache;
 use crate::source::{self, SourceError};
 use assay_common::runner::RunnerKind;
 use assay_common::suite::{CaseOutcome, CaseReport, SuiteCase};
@@ -98,8 +99,9 @@ pub struct GateRequest<'a> {
     pub exceptions_path: &'a str,
     pub registry_path: &'a str,
     pub today: &'a str,
-    /// Read stored read sets, and store new ones (`--no-cache` turns both off).
-    pub stored_reads: (bool, bool),
+    /// The result cache the base's read sets are stored in and served from; `None` records
+    /// them afresh every time.
+    pub reads_cache: Option<&'a ResultCache>,
 }
 
 /// The ids of the selected cases that ran (or were answered from the cache for this very
@@ -168,7 +170,7 @@ pub async fn check(
                 request.run_id,
                 base_tree,
                 request.timeout_secs,
-                request.stored_reads,
+                request.reads_cache,
                 queue,
                 store,
             )

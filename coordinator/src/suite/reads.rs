@@ -1,9 +1,11 @@
 //! The base's recorded read sets for the selection audit's closure gate: the base tree's whole
 //! pytest suite runs once under the per-test coverage adapter (`crate::coverage`, the run
 //! `--reachability` uses), whose audit hook records the files each test, fixture and collector
-//! opens. The result is stored by base tree id (and the adapter's hash), so a second audit of
-//! the same base runs nothing.
+//! opens. The result is stored by base tree id (and the adapter's hash), signed with the result
+//! cache's key, so a second audit of the same base runs nothing; an entry that does not verify
+//! is recorded again.
 
+use crate::cache::{ResultCache, Signed};
 use crate::coverage::{self, CoverageError, CoverageMap, Reads};
 use crate::dispatch::run_one;
 use assay_common::job::Side;
@@ -22,6 +24,8 @@ pub const PREFIX: &str = "audit/reads/v1";
 #[serde(deny_unknown_fields)]
 pub struct RecordedReads {
     pub schema: String,
+    /// `{tree}-{adapter sha256}`: what the entry answers.
+    pub key: String,
     /// The base tree the suite ran on.
     pub tree: String,
     /// The adapter script's sha256.
@@ -30,17 +34,37 @@ pub struct RecordedReads {
     pub reads: Reads,
     /// Each test's fixture closure.
     pub fixtures: BTreeMap<String, BTreeSet<String>>,
+    /// The result cache key's signature over everything else.
+    pub signature: Option<String>,
+}
+
+impl Signed for RecordedReads {
+    const SCHEMA: &'static str = SCHEMA;
+    fn schema(&self) -> &str {
+        &self.schema
+    }
+    fn key(&self) -> &str {
+        &self.key
+    }
+    fn signature(&self) -> Option<&str> {
+        self.signature.as_deref()
+    }
+    fn set_signature(&mut self, signature: Option<String>) {
+        self.signature = signature;
+    }
 }
 
 impl RecordedReads {
     pub fn from_map(tree: &TreeId, map: CoverageMap) -> Self {
         Self {
             schema: SCHEMA.into(),
+            key: key(tree),
             tree: tree.to_string(),
             adapter: coverage::script_sha256(),
             collected: map.collected,
             reads: map.reads,
             fixtures: map.fixtures,
+            signature: None,
         }
     }
 
@@ -86,17 +110,22 @@ pub enum ReadsError {
     },
     #[error(transparent)]
     Map(#[from] CoverageError),
-    #[error("the base's recorded read sets (base tree {tree}) could not be stored at {key}")]
+    #[error("the base's recorded read sets (base tree {tree}) could not be stored at {path}")]
     Store {
         tree: TreeId,
-        key: String,
+        path: String,
         #[source]
         source: StoreError,
     },
 }
 
-/// The store key of `tree`'s read sets.
+/// What an entry answers: the tree and the adapter that recorded it.
 pub fn key(tree: &TreeId) -> String {
+    format!("{tree}-{}", coverage::script_sha256())
+}
+
+/// Where `tree`'s entry lives in the store.
+pub fn path(tree: &TreeId) -> String {
     format!("{PREFIX}/{tree}-{}.json", &coverage::script_sha256()[..16])
 }
 
@@ -110,18 +139,18 @@ pub enum Provenance {
     Stored,
 }
 
-/// The base tree's read sets: the stored ones when `use_stored` and they match, else a run of
-/// the base's whole suite under the adapter, stored when `store_new`.
+/// The base tree's read sets: a stored entry `cache` serves and verifies, else a run of the
+/// base's whole suite under the adapter, stored when `cache` stores. Without a cache (a
+/// fleet run, `--no-cache`, an unconfined host) every audit records afresh.
 pub async fn base_reads(
     run_id: &ProofId,
     tree: &TreeId,
     timeout_secs: u64,
-    (use_stored, store_new): (bool, bool),
+    cache: Option<&ResultCache>,
     queue: &dyn JobQueue,
     store: &dyn ArtifactStore,
 ) -> Result<(RecordedReads, Provenance), ReadsError> {
-    let key = key(tree);
-    if use_stored && let Some(stored) = stored(store, &key, tree).await {
+    if let Some(stored) = stored(cache, tree).await {
         return Ok((stored, Provenance::Stored));
     }
     let job = coverage::plan_job(
@@ -137,29 +166,32 @@ pub async fn base_reads(
             tree: tree.clone(),
             source,
         })?;
-    let recorded = RecordedReads::from_map(tree, CoverageMap::read(store, &result).await?);
-    // Plain strings and maps: encoding cannot fail, and an entry that did would only be a miss.
-    if store_new && let Ok(bytes) = serde_json::to_vec(&recorded) {
-        store
-            .put_bytes("reads", &key, bytes.into())
-            .await
-            .map_err(|source| ReadsError::Store {
-                tree: tree.clone(),
-                key: key.clone(),
-                source,
-            })?;
+    let mut recorded = RecordedReads::from_map(tree, CoverageMap::read(store, &result).await?);
+    if let Some(cache) = cache.filter(|c| c.stores()) {
+        cache.seal(&mut recorded);
+        // Plain strings and maps: encoding cannot fail, and an entry that did would be a miss.
+        if let Ok(bytes) = serde_json::to_vec(&recorded) {
+            let path = path(tree);
+            cache
+                .store()
+                .put_bytes("reads", &path, bytes.into())
+                .await
+                .map_err(|source| ReadsError::Store {
+                    tree: tree.clone(),
+                    path,
+                    source,
+                })?;
+        }
     }
     Ok((recorded, Provenance::Recorded))
 }
 
-/// A stored entry, only if it is for this tree and this adapter; anything else is a miss.
-async fn stored(store: &dyn ArtifactStore, key: &str, tree: &TreeId) -> Option<RecordedReads> {
-    let bytes = store.get(key).await.ok()??;
-    let entry: RecordedReads = serde_json::from_slice(&bytes).ok()?;
-    (entry.schema == SCHEMA
-        && entry.tree == tree.as_str()
-        && entry.adapter == coverage::script_sha256())
-    .then_some(entry)
+/// A stored entry the cache serves, signed by its key, for this tree and this adapter;
+/// anything else is a miss.
+async fn stored(cache: Option<&ResultCache>, tree: &TreeId) -> Option<RecordedReads> {
+    let cache = cache.filter(|c| c.serves())?;
+    let entry: RecordedReads = cache.fetch(&path(tree), &key(tree)).await.ok()??;
+    (entry.tree == tree.as_str() && entry.adapter == coverage::script_sha256()).then_some(entry)
 }
 
 #[cfg(test)]
@@ -202,31 +234,57 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_stored_entry_for_another_tree_or_adapter_is_a_miss() {
-        use assay_transport::store::ObjectArtifactStore;
-        let store = ObjectArtifactStore::open("memory://").unwrap();
+    async fn only_a_signed_entry_for_this_tree_and_adapter_is_served() {
+        use crate::cache::{CacheMode, SigningKey};
+        use assay_transport::store::{ArtifactStore, ObjectArtifactStore};
+        use std::sync::Arc;
+        let store: Arc<dyn ArtifactStore> =
+            Arc::new(ObjectArtifactStore::open("memory://").unwrap());
+        let dir = tempfile::tempdir().unwrap();
+        let key_at = |name: &str| {
+            let path = dir.path().join(name);
+            Arc::new(SigningKey::load_or_create(&path).unwrap())
+        };
+        let cache = ResultCache::new(store.clone(), CacheMode::Use, key_at("mine.key"));
+        let theirs = ResultCache::new(store.clone(), CacheMode::Use, key_at("theirs.key"));
         let tree = TreeId("a".repeat(40));
-        let mut entry = recorded();
-        let key = key(&tree);
         let put = |entry: &RecordedReads| {
             let bytes = serde_json::to_vec(entry).unwrap();
-            let store = &store;
-            let key = key.clone();
-            async move { store.put_bytes("reads", &key, bytes.into()).await.unwrap() }
+            let store = store.clone();
+            let at = path(&tree);
+            async move { store.put_bytes("reads", &at, bytes.into()).await.unwrap() }
         };
+        let mut entry = recorded();
+        cache.seal(&mut entry);
         put(&entry).await;
-        assert_eq!(stored(&store, &key, &tree).await, Some(entry.clone()));
-        entry.tree = "b".repeat(40);
-        put(&entry).await;
-        assert_eq!(stored(&store, &key, &tree).await, None);
-        entry.tree = tree.to_string();
-        entry.adapter = "0".repeat(64);
-        put(&entry).await;
-        assert_eq!(stored(&store, &key, &tree).await, None);
-        store
-            .put_bytes("reads", &key, b"{\"schema\": 1}".to_vec().into())
-            .await
-            .unwrap();
-        assert_eq!(stored(&store, &key, &tree).await, None);
+        assert_eq!(stored(Some(&cache), &tree).await, Some(entry.clone()));
+        // Without a cache, or one that does not serve, nothing is read.
+        assert_eq!(stored(None, &tree).await, None);
+        let refreshing = ResultCache::new(store.clone(), CacheMode::Refresh, key_at("mine.key"));
+        assert_eq!(stored(Some(&refreshing), &tree).await, None);
+        // Unsigned, signed by another key, or altered after signing: refused.
+        let mut unsigned = entry.clone();
+        unsigned.signature = None;
+        put(&unsigned).await;
+        assert_eq!(stored(Some(&cache), &tree).await, None);
+        let mut foreign = recorded();
+        theirs.seal(&mut foreign);
+        put(&foreign).await;
+        assert_eq!(stored(Some(&cache), &tree).await, None);
+        let mut emptied = entry.clone();
+        emptied.reads = Reads::default();
+        put(&emptied).await;
+        assert_eq!(stored(Some(&cache), &tree).await, None);
+        // Signed, but for another tree or adapter.
+        let mut other_tree = recorded();
+        other_tree.tree = "b".repeat(40);
+        cache.seal(&mut other_tree);
+        put(&other_tree).await;
+        assert_eq!(stored(Some(&cache), &tree).await, None);
+        let mut old_adapter = recorded();
+        old_adapter.adapter = "0".repeat(64);
+        cache.seal(&mut old_adapter);
+        put(&old_adapter).await;
+        assert_eq!(stored(Some(&cache), &tree).await, None);
     }
 }

@@ -2040,3 +2040,53 @@ fn a_fleet_run_audits_its_scope_with_the_base_jobs_on_the_fleet() {
     // Recorded afresh and never stored where any submitter writes.
     assert!(!store_dir.path().join("audit").exists());
 }
+
+/// The user guide's selection-audit examples, run as written: each `# [audit] …` line under a
+/// command must be printed (up to its first `…`).
+#[test]
+fn the_selection_audit_examples_in_the_user_guide_print_what_they_say() {
+    let guide = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/suites.md"))
+        .expect("the user guide");
+    let start = guide.find("## The selection audit").expect("the section");
+    let section = &guide[start..];
+    let section = &section[..section[3..]
+        .find("\n## ")
+        .map_or(section.len(), |at| at + 3)];
+    let mut script = String::new();
+    let mut expected = Vec::new();
+    for block in section.split("```sh\n").skip(1) {
+        let block = block.split("```").next().expect("a closed block");
+        script.push_str(block);
+        for line in block.lines() {
+            if let Some(said) = line.strip_prefix("# [") {
+                let said = format!("[{said}");
+                expected.push(said.split('…').next().expect("text").to_owned());
+            }
+        }
+    }
+    assert!(expected.len() >= 6, "{expected:?}");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let bin = Path::new(env!("CARGO_BIN_EXE_assay"))
+        .parent()
+        .expect("bin dir");
+    let path = std::env::join_paths(std::iter::once(bin.to_owned()).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))
+    .expect("PATH");
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(&script)
+        .current_dir(dir.path())
+        .env("PATH", path)
+        .env("XDG_CACHE_HOME", dir.path().join("cache"))
+        .env("ASSAY_STATE_DIR", dir.path().join("state"))
+        .output()
+        .expect("bash runs");
+    let printed = format!("{}{}", stdout(&out), stderr(&out));
+    for line in &expected {
+        assert!(
+            printed.contains(line.as_str()),
+            "{line:?} not printed:\n{printed}"
+        );
+    }
+}

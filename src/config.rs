@@ -3,6 +3,7 @@
 
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 /// The file schema; every key is optional and every key has a flag.
@@ -202,16 +203,50 @@ pub fn split_command(text: &str) -> Result<Vec<String>> {
 
 /// The store used when none is configured: a cache directory outside every repository.
 pub fn default_store_url() -> String {
-    let cache = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))
-        .unwrap_or_else(std::env::temp_dir);
-    format!("file://{}", cache.join("assay").join("store").display())
+    format!(
+        "file://{}",
+        user_cache_dir().join("assay").join("store").display()
+    )
+}
+
+/// The user's cache directory: `$XDG_CACHE_HOME`, else `$HOME/.cache`, else the temp dir. An
+/// empty or relative `XDG_CACHE_HOME` is ignored, as the XDG base directory rule says (a
+/// relative one would put Assay's state inside whatever directory it runs from).
+pub fn user_cache_dir() -> PathBuf {
+    cache_dir_from(std::env::var_os("XDG_CACHE_HOME"), std::env::var_os("HOME"))
+}
+
+fn cache_dir_from(xdg_cache_home: Option<OsString>, home: Option<OsString>) -> PathBuf {
+    let absolute =
+        |value: Option<OsString>| value.map(PathBuf::from).filter(|path| path.is_absolute());
+    absolute(xdg_cache_home)
+        .or_else(|| absolute(home).map(|home| home.join(".cache")))
+        .unwrap_or_else(std::env::temp_dir)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_empty_or_relative_xdg_cache_home_counts_as_unset() {
+        let home = Some(OsString::from("/home/ada"));
+        for unset in [None, Some(""), Some("assay"), Some("./cache")] {
+            assert_eq!(
+                cache_dir_from(unset.map(OsString::from), home.clone()),
+                PathBuf::from("/home/ada/.cache"),
+                "{unset:?}"
+            );
+        }
+        assert_eq!(
+            cache_dir_from(Some("/var/cache/ada".into()), home),
+            PathBuf::from("/var/cache/ada")
+        );
+        assert_eq!(
+            cache_dir_from(Some(OsString::new()), Some(OsString::new())),
+            std::env::temp_dir()
+        );
+    }
 
     #[test]
     fn commands_split_like_a_shell() {

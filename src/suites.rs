@@ -24,15 +24,18 @@ use assay_coordinator::engine;
 use assay_coordinator::source;
 use assay_coordinator::suite::CollectError;
 use assay_coordinator::suite::StopReason;
+use assay_coordinator::suite::audit::AuditReport;
 use assay_coordinator::suite::cache::{self as suite_cache, CaseCache};
 use assay_coordinator::suite::cluster::{self, FleetHalt};
 use assay_coordinator::suite::conclude::{self, ConcludeRequest, Ending};
 use assay_coordinator::suite::drive::{self, DriveError, RunEvent, RunProgress, SuiteRequest};
+use assay_coordinator::suite::gates::{self, GateRequest, ScopeAudit};
 use assay_coordinator::suite::halt::{AdmissionGate, HaltError, HaltFile};
 use assay_coordinator::suite::history::{self, History, RunRecord};
 use assay_coordinator::suite::ledger::{self, Ledger};
 use assay_coordinator::suite::reach;
 use assay_coordinator::suite::runners::{SuiteRunner, SuiteSetup};
+use assay_coordinator::suite::scope::{self, ReadSource, Relocation};
 use assay_coordinator::suite::select::{self, Selectors};
 use assay_coordinator::suite::shard::ShardMode;
 use assay_transport::queue::JobQueue;
@@ -129,10 +132,20 @@ pub struct TestArgs {
     /// The quarantine ledger, relative to the repository root.
     #[arg(long, value_name = "PATH", default_value = ".assay/quarantine.toml")]
     pub quarantine: String,
-    /// Gate the quarantine ledger against this base revision's: entries may be removed, never
-    /// added, and no expiry extended.
+    /// Audit the run's scope against this base revision: the quarantine ledger may lose
+    /// entries, never gain them or extend an expiry; a collected test that reads a file the
+    /// change touches must run; a test collected at the base must still be collected (renames
+    /// and moves are reported as such).
     #[arg(long, value_name = "REV")]
     pub audit_base: Option<String>,
+    /// With --audit-base: the scope exceptions file (test, reason, expires) that may excuse a
+    /// named closure or inventory gap, relative to the repository root.
+    #[arg(long, value_name = "PATH", default_value = scope::EXCEPTIONS_PATH)]
+    pub scope_exceptions: String,
+    /// With --audit-base: the read registry (fixture or test → files read outside the test
+    /// process), relative to the repository root; the base's and the candidate's both count.
+    #[arg(long, value_name = "PATH", default_value = scope::REGISTRY_PATH)]
+    pub fixture_reads: String,
     /// With --audit-base: run the pytest cases once more under coverage.py with per-test
     /// contexts and name the changed lines of the change that no executed test reaches.
     #[arg(long, requires = "audit_base")]
@@ -219,13 +232,9 @@ pub struct ResumeArgs {
 /// The state directory (suite history, the halt file), masked from every confined guest
 /// from the moment a command names it, wherever it lives.
 pub(crate) fn state_dir(flag: &Option<PathBuf>) -> PathBuf {
-    let dir = flag.clone().unwrap_or_else(|| {
-        std::env::var_os("XDG_CACHE_HOME")
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-            .unwrap_or_else(std::env::temp_dir)
-            .join("assay")
-    });
+    let dir = flag
+        .clone()
+        .unwrap_or_else(|| config::user_cache_dir().join("assay"));
     assay_worker::sandbox::confine::hide_from_guests(&dir);
     dir
 }
@@ -446,6 +455,12 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
         scratch_prefix: "assay-test-",
     })
     .await?;
+    if let (Some(_), Some(base_tree)) = (&fleet, &audit_base_tree) {
+        // The audit's base jobs run on the fleet too.
+        assay_transport::store_tree::upload_tree(&*store, &repo, base_tree)
+            .await
+            .map_err(|e| Failure::infrastructure(e.into()))?;
+    }
     let run_id = ProofId(engine::new_proof_id().0.replacen("p-", "t-", 1));
     let (case_cache, cache_not_used) =
         case_cache(args, fleet.is_some(), &setup, &tree, store.clone());
@@ -494,6 +509,36 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
         println!("{listing}");
         return Ok(0);
     }
+    let reads_cache = reads_cache(args, fleet.is_some(), store.clone());
+    let (exceptions_path, registry_path) = (
+        select::normalize(&args.scope_exceptions),
+        select::normalize(&args.fixture_reads),
+    );
+    let gate_request = audit_base_tree.as_ref().map(|base_tree| GateRequest {
+        run_id: &run_id,
+        setup: &setup,
+        repo: &repo,
+        base_tree,
+        tree: &tree,
+        timeout_secs: args.timeout,
+        exceptions_path: &exceptions_path,
+        registry_path: &registry_path,
+        today: &today,
+        reads_cache: reads_cache.as_ref(),
+    });
+    // The scope files are read before anything runs: a malformed one is a usage error now,
+    // not after the suite.
+    let scope_files = gate_request
+        .as_ref()
+        .map(gates::read_files)
+        .transpose()
+        .map_err(|e| {
+            if e.is_usage() {
+                Failure::usage(e.into())
+            } else {
+                Failure::infrastructure(e.into())
+            }
+        })?;
     let progress = CaseProgress {
         terminal: Terminal::new(args.progress, args.quiet, jobs, "cases"),
         state: Mutex::new((0, 0)),
@@ -524,9 +569,8 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
         }
         _ => None,
     };
-    drop(queue);
 
-    let outcome = conclude::conclude(
+    let mut outcome = conclude::conclude(
         &ConcludeRequest {
             run_id: &run_id,
             runner,
@@ -541,7 +585,57 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
     for warning in &outcome.warnings {
         eprintln!("warning: {warning}");
     }
+    let mut audit_failed = false;
+    let scope_audit = match (&gate_request, scope_files) {
+        (Some(request), Some(files)) if driven.run.stopped.is_none() => {
+            let executed = gates::executed(&driven.cases, &outcome.cases);
+            let audit = gates::check(
+                request,
+                files,
+                &driven.collected,
+                &executed,
+                &*queue,
+                &*store,
+            )
+            .await;
+            print_scope(&audit, args.audit_base.as_deref().unwrap_or("the base"));
+            if !audit.passed() {
+                outcome.fail_audit();
+                audit_failed = true;
+            }
+            Some(audit)
+        }
+        _ => None,
+    };
+    drop(queue);
+    for outlier in &outcome.selection.executed_not_selected {
+        eprintln!(
+            "[audit] FAIL containment: job {} executed {}, which it did not select",
+            outlier.job, outlier.id
+        );
+    }
+    for outlier in &outcome.selection.selected_not_collected {
+        eprintln!(
+            "[audit] FAIL containment: job {} selected {}, which the tree does not collect",
+            outlier.job, outlier.id
+        );
+    }
     let cache_report = match &case_cache {
+        Some(_) if !outcome.selection.contained => {
+            let why = "the selection audit found outliers (executed ⊆ selected ⊆ collected does \
+                       not hold), so this run's results are not trusted"
+                .to_owned();
+            if !args.quiet {
+                eprintln!("[cache] passes not stored: {why}");
+            }
+            Some(SuiteCacheReport {
+                served: driven.answers.reports.len() as u64,
+                looked_up: driven.answers.looked_up as u64,
+                refused: driven.answers.refused.clone(),
+                withheld: Some(why),
+                ..SuiteCacheReport::default()
+            })
+        }
         Some(cache) => Some(
             store_passes(
                 cache,
@@ -563,12 +657,6 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
             }
         }),
     };
-    for outlier in &outcome.selection.executed_not_selected {
-        eprintln!(
-            "[audit] job {} executed {} which it did not select",
-            outlier.job, outlier.id
-        );
-    }
     let summary = outcome.summary(
         &run_id.to_string(),
         engine::rfc3339(started),
@@ -596,11 +684,14 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
         totals: outcome.totals.clone(),
         cases: outcome.cases,
         jobs: outcome.jobs,
-        audit: serde_json::json!({
-            "selection": outcome.selection,
-            "quarantine_ledger": ledger_gate,
-            "reachability": reachability,
-        }),
+        audit: serde_json::to_value(AuditReport {
+            selection: outcome.selection.clone(),
+            quarantine_ledger: ledger_gate,
+            reachability,
+            scope: scope_audit,
+        })
+        .context("failed to encode the audit")
+        .internal()?,
         history: serde_json::json!({
             "file": history_path.display().to_string(),
             "new_failures": record.new_failures,
@@ -626,7 +717,12 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
     if !args.quiet {
         eprintln!(
             "{}",
-            closing_line(&outcome.totals, ending, outcome.guest_failures)
+            closing_line(
+                &outcome.totals,
+                ending,
+                outcome.guest_failures,
+                !outcome.selection.contained || audit_failed
+            )
         );
     }
     println!(
@@ -693,6 +789,26 @@ fn case_cache(
     )
 }
 
+/// Where an audit keeps the base's recorded read sets: the embedded result cache (signed with
+/// this user's key, `--no-cache` and `--refresh-cache` as for cases). None on a fleet, whose
+/// store every submitter writes, nor where the code under test runs unconfined and could
+/// write the store: the read sets are then recorded afresh by every audit.
+fn reads_cache(
+    args: &TestArgs,
+    on_fleet: bool,
+    store: std::sync::Arc<dyn ArtifactStore>,
+) -> Option<assay_coordinator::cache::ResultCache> {
+    if on_fleet || args.audit_base.is_none() {
+        return None;
+    }
+    let mode = match (args.no_cache, args.refresh_cache) {
+        (true, _) => CacheMode::Off,
+        (_, true) => CacheMode::Refresh,
+        _ => CacheMode::Use,
+    };
+    crate::embedded::result_cache(store, mode, &ProcessSandbox::default().evidence(), true).ok()
+}
+
 /// Stores the run's trusted passes and says what the cache did.
 async fn store_passes(
     cache: &CaseCache,
@@ -714,6 +830,7 @@ async fn store_passes(
             .as_ref()
             .err()
             .map(|e| assay_transport::error_chain::error_chain(e)),
+        withheld: None,
     };
     if quiet {
         return report;
@@ -760,8 +877,8 @@ fn drive_failure(error: DriveError) -> Failure {
 }
 
 /// The last progress line: how the run ended, in cases; quarantined failures are named as
-/// such, never counted as passed.
-fn closing_line(totals: &SuiteTotals, ending: Ending, failed: u64) -> String {
+/// such, never counted as passed, and a run failed by its audit alone says so.
+fn closing_line(totals: &SuiteTotals, ending: Ending, failed: u64, audit_failed: bool) -> String {
     let n = totals.total;
     let quarantined = match totals.quarantined {
         0 => String::new(),
@@ -771,6 +888,10 @@ fn closing_line(totals: &SuiteTotals, ending: Ending, failed: u64) -> String {
         Ending::Aborted => format!("[test] {}/{n} infrastructure-aborted", n - totals.not_run),
         Ending::Passed if totals.quarantined == 0 => format!("[test] {n}/{n} passed"),
         Ending::Passed => format!("[test] {}/{n} passed{quarantined}", totals.passed),
+        Ending::Failed if failed == 0 && audit_failed => format!(
+            "[test] {}/{n} passed{quarantined}; the selection audit failed",
+            totals.passed
+        ),
         Ending::Failed => format!("[test] {n}/{n} completed, {failed} failed{quarantined}"),
     }
 }
@@ -820,6 +941,73 @@ async fn reachability(
         }
     }
     Ok(files)
+}
+
+/// Prints the scope gates' findings: every gap, every excuse used, every expired one, every
+/// relocation; and one closing line when the audit fails.
+fn print_scope(audit: &ScopeAudit, base: &str) {
+    for why in [&audit.closure.unchecked, &audit.inventory.unchecked]
+        .into_iter()
+        .flatten()
+    {
+        eprintln!("[audit] FAIL not checked: {why}");
+    }
+    let excuse = |excused: &Option<scope::ScopeException>| match excused {
+        Some(e) => format!(
+            " — EXCUSED by {} until {}: {}",
+            audit.exceptions.path, e.expires, e.reason
+        ),
+        None => String::new(),
+    };
+    for gap in &audit.closure.gaps {
+        let reads: Vec<String> = gap
+            .reads
+            .iter()
+            .map(|r| match r.source {
+                ReadSource::Recorded => r.file.clone(),
+                ReadSource::Declared => format!("{} (declared)", r.file),
+            })
+            .collect();
+        let verdict = if gap.excused_by.is_some() {
+            "EXCUSED"
+        } else {
+            "FAIL"
+        };
+        eprintln!(
+            "[audit] {verdict} closure: {} reads {}, which the change touches, and was not run{}",
+            gap.test,
+            reads.join(", "),
+            excuse(&gap.excused_by)
+        );
+    }
+    for moved in &audit.inventory.found.relocated {
+        let how = match moved.kind {
+            Relocation::Renamed => "RENAMED",
+            Relocation::Moved => "MOVED",
+        };
+        eprintln!("[audit] {how} {} -> {}", moved.from, moved.to);
+    }
+    for removed in &audit.inventory.found.removed {
+        let verdict = if removed.excused_by.is_some() {
+            "EXCUSED"
+        } else {
+            "FAIL"
+        };
+        eprintln!(
+            "[audit] {verdict} inventory: {} is collected at {base} and gone at the candidate{}",
+            removed.test,
+            excuse(&removed.excused_by)
+        );
+    }
+    for expired in &audit.exceptions.usage.expired {
+        eprintln!(
+            "[audit] exception for {} expired on {}: it excuses nothing",
+            expired.test, expired.expires
+        );
+    }
+    if !audit.passed() {
+        eprintln!("error: the selection audit's scope gates failed against {base}");
+    }
 }
 
 /// A branch's suite history and its file; a corrupt or unreadable one is reported and started
@@ -983,7 +1171,7 @@ mod tests {
             ..SuiteTotals::default()
         };
         assert_eq!(
-            closing_line(&totals, Ending::Passed, 0),
+            closing_line(&totals, Ending::Passed, 0, false),
             "[test] 1/2 passed, 1 quarantined"
         );
         let clean = SuiteTotals {
@@ -991,14 +1179,21 @@ mod tests {
             passed: 2,
             ..SuiteTotals::default()
         };
-        assert_eq!(closing_line(&clean, Ending::Passed, 0), "[test] 2/2 passed");
+        assert_eq!(
+            closing_line(&clean, Ending::Passed, 0, false),
+            "[test] 2/2 passed"
+        );
         let failing = SuiteTotals {
             failed: 1,
             ..totals.clone()
         };
         assert_eq!(
-            closing_line(&failing, Ending::Failed, 1),
+            closing_line(&failing, Ending::Failed, 1, true),
             "[test] 2/2 completed, 1 failed, 1 quarantined"
+        );
+        assert_eq!(
+            closing_line(&clean, Ending::Failed, 0, true),
+            "[test] 2/2 passed; the selection audit failed"
         );
     }
 

@@ -138,10 +138,27 @@ impl Mutator {
     }
 
     fn mutate(&self, repo: &Repo, extra: &[&str]) -> Run {
+        let run = self.mutate_with_env(repo, extra, &[]);
+        assert!(
+            run.evidence.is_some() && run.code != 101,
+            "{}",
+            run.explain()
+        );
+        run
+    }
+
+    /// `assay mutate`, whatever it ends with, with `env` set.
+    fn mutate_with_env(
+        &self,
+        repo: &Repo,
+        extra: &[&str],
+        env: &[(&str, &std::ffi::OsStr)],
+    ) -> Run {
         let json = self.dir.path().join("mutation.json");
         let _ = std::fs::remove_file(&json);
         let mut command = support::assay();
         command
+            .envs(env.iter().copied())
             .arg("mutate")
             .arg("-C")
             .arg(repo.path())
@@ -151,13 +168,7 @@ impl Mutator {
             .arg(&json)
             .arg("--store")
             .arg(format!("file://{}", self.store().display()));
-        let run = support::run(command, Some(json));
-        assert!(
-            run.evidence.is_some() && run.code != 101,
-            "{}",
-            run.explain()
-        );
-        run
+        support::run(command, Some(json))
     }
 }
 
@@ -555,7 +566,7 @@ fn no_cache_neither_reads_nor_writes_and_refresh_cache_runs_all_and_rewrites() {
 }
 
 #[test]
-fn a_run_whose_baseline_fails_neither_reads_nor_writes_the_cache() {
+fn a_run_whose_baseline_fails_stops_before_any_mutant_naming_the_failing_test() {
     let repo = shop();
     let mutator = Mutator::new();
     mutator.mutate(&repo, &[]);
@@ -568,20 +579,64 @@ fn a_run_whose_baseline_fails_neither_reads_nor_writes_the_cache() {
         &format!("{STOCK_TESTS}\n\ndef test_an_empty_shelf_is_in_stock():\n    assert in_stock(0) is True\n"),
     );
     repo.commit("tests: a wrong expectation");
-    let broken = mutator.mutate(&repo, &[]);
+    let broken = mutator.mutate_with_env(&repo, &[], &[]);
+    assert_eq!(broken.code, 3, "{}", broken.explain());
     assert!(
-        broken
-            .stderr
-            .contains("[cache] not used: the unmutated baseline run did not pass"),
+        broken.stderr.contains(
+            "the unmutated baseline run did not pass: tests/test_stock.py::test_an_empty_shelf_is_in_stock failed; no mutant was run"
+        ),
         "{}",
         broken.explain()
     );
-    assert!(cached_ids(&broken).is_empty(), "{}", broken.explain());
-    assert_eq!(report(&broken)["assay"]["cache"]["stored"], 0);
+    assert!(
+        broken.evidence.is_none(),
+        "no report of kills: {}",
+        broken.explain()
+    );
+    assert!(!broken.stdout.contains("killed"), "{}", broken.explain());
     let after: Vec<Vec<u8>> = mutator
         .entries()
         .iter()
         .map(|p| std::fs::read(p).unwrap())
         .collect();
     assert_eq!(snapshot, after, "a failing baseline's run wrote entries");
+}
+
+#[test]
+fn a_run_whose_interpreter_has_no_pytest_stops_before_any_mutant() {
+    let repo = shop();
+    // An interpreter without pytest first on PATH: the baseline cannot run a single test. It
+    // lives beside the build's own temp dir, which holds the cache key and is masked from jobs.
+    let target = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .expect("the target dir");
+    let venv = tempfile::tempdir_in(target).expect("temp dir");
+    let made = std::process::Command::new("python3")
+        .args(["-m", "venv", "--without-pip"])
+        .arg(venv.path())
+        .status()
+        .expect("python3 runs");
+    assert!(made.success());
+    let path = std::env::join_paths(std::iter::once(venv.path().join("bin")).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))
+    .expect("a PATH");
+    let mutator = Mutator::new();
+    let run = mutator.mutate_with_env(&repo, &[], &[("PATH", path.as_os_str())]);
+    assert_eq!(run.code, 3, "{}", run.explain());
+    assert!(
+        run.stderr
+            .contains("the unmutated baseline run did not pass: it exited"),
+        "{}",
+        run.explain()
+    );
+    assert!(
+        run.stderr
+            .contains("is the test runner installed where the tests run?"),
+        "{}",
+        run.explain()
+    );
+    assert!(run.evidence.is_none(), "{}", run.explain());
+    assert!(!run.stdout.contains("mutation score"), "{}", run.explain());
+    assert!(mutator.entries().is_empty());
 }

@@ -528,3 +528,35 @@ fn a_proof_records_its_suite_jobs_in_the_candidate_branch_history() {
     let branch = history(&repo, &state, None);
     assert!(branch["runs"].as_array().unwrap().is_empty(), "{branch}");
 }
+
+#[test]
+fn an_empty_xdg_cache_home_counts_as_unset() {
+    let repo = pytest_pager_repo();
+    add_fix_with_test(&repo);
+    let home = tempfile::tempdir().expect("temp dir");
+    let out = tempfile::tempdir().expect("temp dir");
+    let json = out.path().join("proof.json");
+    let mut command = assay();
+    command
+        .arg("prove")
+        .arg("-C")
+        .arg(repo.path())
+        .args([
+            "--base",
+            "main~1",
+            "--criterion",
+            "test: test_partial_last_page_is_counted",
+        ])
+        .arg("--json")
+        .arg(&json)
+        .env("XDG_CACHE_HOME", "")
+        .env("HOME", home.path())
+        .env("ASSAY_STATE_DIR", out.path().join("state"));
+    let run = support::run(command, Some(json));
+    assert_eq!(run.code, 0, "{}", run.explain());
+    assert!(
+        home.path().join(".cache/assay/store").is_dir(),
+        "the default store lives under $HOME/.cache: {}",
+        run.explain()
+    );
+}

@@ -509,3 +509,44 @@ fn a_manifest_row_outside_the_corpus_is_refused_naming_its_line() {
         run.explain()
     );
 }
+
+#[test]
+fn a_go_proof_naming_two_subtests_of_one_function_is_proven() {
+    // Both names go into one `-run` of the candidate's stability runs; an ungrouped pattern
+    // (`^TestCacheExpiry$/^at_the_limit$|^fresh$`) reads as "(…/at_the_limit) or (fresh)" to
+    // Go and leaves the guard unreported.
+    let repo = Repo::new();
+    repo.copy_fixture("go-cache", &["ledger/ledger_test.go"]);
+    repo.commit("cache");
+    repo.write(
+        "cache/cache.go",
+        &fixture("go-cache/cache/cache.go").replace("age > ttl", "age >= ttl"),
+    );
+    repo.commit("cache: expire at the ttl");
+    let run = prove(
+        &repo,
+        &[
+            "--base",
+            "main~1",
+            "--criterion",
+            "test: TestCacheExpiry/at_the_limit",
+            "--criterion",
+            "guard: TestCacheExpiry/fresh",
+        ],
+    );
+    assert_eq!(run.verdict_of("C1"), "proven", "{}", run.explain());
+    assert_eq!(run.verdict_of("C2"), "proven", "{}", reason(&run, "C2"));
+    for id in ["C1", "C2"] {
+        let runs = run.criterion(id)["candidate"]["runs"]
+            .as_array()
+            .map_or(0, Vec::len);
+        assert_eq!(
+            runs,
+            3,
+            "{id} ran in every candidate run: {}",
+            run.explain()
+        );
+    }
+    assert_eq!(matched(&run, "C2", "candidate"), ["TestCacheExpiry/fresh"]);
+    assert_eq!(run.code, 0, "{}", run.explain());
+}

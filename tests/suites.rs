@@ -1557,3 +1557,536 @@ fn reachability_names_the_changed_lines_no_executed_test_reaches() {
     let refused = project.test(&["--reachability"]);
     assert_eq!(code(&refused), 2, "{}", stderr(&refused));
 }
+
+const RATES_CONFTEST: &str = r#"import json
+import subprocess
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def rates():
+    with open("tests/data/rates.json") as f:
+        return json.load(f)
+
+
+@pytest.fixture
+def seeded():
+    # Read by another process: no recording sees it, the registry declares it.
+    return subprocess.run(["cat", "seeds/db.sql"], capture_output=True, text=True).stdout
+"#;
+
+const RATES_TESTS: &str = r#"def test_rates_loaded(rates):
+    assert rates["eur"] == 1.1
+
+
+def test_rates_reused(rates):
+    assert "eur" in rates
+"#;
+
+fn rates_project() -> Project {
+    Project::new(&[
+        ("tests/conftest.py", RATES_CONFTEST),
+        ("tests/data/rates.json", "{\"eur\": 1.1}\n"),
+        ("seeds/db.sql", "insert into customers values (1);\n"),
+        ("tests/test_rates.py", RATES_TESTS),
+        (
+            "tests/test_seed.py",
+            "def test_seeded(seeded):\n    assert 'customers' in seeded\n",
+        ),
+        (
+            "tests/test_spring.py",
+            "def test_spring():\n    assert 90 == 100 - 10\n",
+        ),
+        (
+            ".assay/fixture_reads.toml",
+            "[fixtures.seeded]\nfiles = [\"seeds/\"]\n",
+        ),
+    ])
+}
+
+#[test]
+fn a_fixture_file_change_whose_readers_did_not_run_fails_the_audit_naming_them() {
+    let project = rates_project();
+    git(project.path(), &["branch", "base"]);
+    project.commit(
+        &[
+            ("tests/data/rates.json", "{\"eur\": 1.2}\n"),
+            ("seeds/db.sql", "insert into customers values (2);\n"),
+        ],
+        "rates: new quarter",
+    );
+    let report = project.json_path();
+    let report_arg = report.to_str().expect("utf-8");
+    let audited = [
+        "--audit-base",
+        "base",
+        "--file",
+        "tests/test_spring.py",
+        "--json",
+        report_arg,
+    ];
+    let out = project.test(&audited);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 1, "{err}");
+    // The session fixture's read counts for both of its tests, not only the first.
+    for test in ["test_rates_loaded", "test_rates_reused"] {
+        assert!(
+            err.contains(&format!(
+                "[audit] FAIL closure: tests/test_rates.py::{test} reads tests/data/rates.json, which the change touches, and was not run"
+            )),
+            "{err}"
+        );
+    }
+    assert!(
+        err.contains(
+            "[audit] FAIL closure: tests/test_seed.py::test_seeded reads seeds/db.sql (declared)"
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("test_spring reads"), "{err}");
+    let json = read_json(&report);
+    assert_eq!(json["status"], "failed");
+    let closure = &json["audit"]["scope"]["closure"];
+    assert_eq!(closure["recorded"], "recorded", "{closure}");
+    assert_eq!(closure["registry"], ".assay/fixture_reads.toml");
+    assert_eq!(
+        closure["gaps"][0]["test"],
+        "tests/test_rates.py::test_rates_loaded"
+    );
+    assert_eq!(
+        closure["gaps"][0]["reads"],
+        serde_json::json!([{"file": "tests/data/rates.json", "source": "recorded"}])
+    );
+
+    // A second audit of the same base records nothing again.
+    let again = project.test(&audited);
+    assert_eq!(code(&again), 1, "{}", stderr(&again));
+    assert_eq!(
+        read_json(&report)["audit"]["scope"]["closure"]["recorded"],
+        "stored"
+    );
+
+    // Running the readers closes the gap: the edit breaks one of them, which then fails as
+    // a test, not as a hidden gap.
+    let all = project.test(&["--audit-base", "base", "--json", report_arg]);
+    let err = stderr(&all);
+    assert_eq!(code(&all), 1, "{err}");
+    assert!(
+        err.contains("[test] FAIL tests/test_rates.py::test_rates_loaded"),
+        "{err}"
+    );
+    assert!(!err.contains("FAIL closure"), "{err}");
+    assert_eq!(
+        read_json(&report)["audit"]["scope"]["closure"]["gaps"],
+        serde_json::json!([])
+    );
+}
+
+const EXCEPTIONS: &str = r#"[[exception]]
+test = "tests/test_rates.py::test_rates_loaded"
+reason = "rates are re-checked by the nightly job"
+expires = "2999-01-01"
+
+[[exception]]
+test = "tests/test_rates.py::test_rates_reused"
+reason = "an old excuse"
+expires = "2020-01-01"
+"#;
+
+#[test]
+fn a_scope_exception_excuses_a_named_gap_until_it_expires_and_is_reported() {
+    let project = rates_project();
+    git(project.path(), &["branch", "base"]);
+    project.commit(
+        &[
+            ("tests/data/rates.json", "{\"eur\": 1.2}\n"),
+            (".assay/scope_exceptions.toml", EXCEPTIONS),
+        ],
+        "rates: new quarter",
+    );
+    let report = project.json_path();
+    let out = project.test(&[
+        "--audit-base",
+        "base",
+        "--file",
+        "tests/test_spring.py",
+        "--json",
+        report.to_str().expect("utf-8"),
+    ]);
+    let err = stderr(&out);
+    assert!(
+        err.contains("[audit] EXCUSED closure: tests/test_rates.py::test_rates_loaded reads tests/data/rates.json, which the change touches, and was not run — EXCUSED by .assay/scope_exceptions.toml until 2999-01-01: rates are re-checked by the nightly job"),
+        "{err}"
+    );
+    // The expired one excuses nothing: its gap still fails the run.
+    assert!(
+        err.contains("[audit] FAIL closure: tests/test_rates.py::test_rates_reused"),
+        "{err}"
+    );
+    assert!(
+        err.contains("exception for tests/test_rates.py::test_rates_reused expired on 2020-01-01"),
+        "{err}"
+    );
+    assert_eq!(code(&out), 1, "{err}");
+    let exceptions = read_json(&report)["audit"]["scope"]["exceptions"].clone();
+    assert_eq!(
+        exceptions["used"][0]["test"],
+        "tests/test_rates.py::test_rates_loaded"
+    );
+    assert_eq!(
+        exceptions["expired"][0]["test"],
+        "tests/test_rates.py::test_rates_reused"
+    );
+
+    // With the expired excuse renewed, the run passes and still says what excused it.
+    project.commit(
+        &[(
+            ".assay/scope_exceptions.toml",
+            &EXCEPTIONS.replace("2020-01-01", "2999-01-01"),
+        )],
+        "renew the excuse",
+    );
+    let out = project.test(&["--audit-base", "base", "--file", "tests/test_spring.py"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    assert_eq!(err.matches("[audit] EXCUSED closure").count(), 2, "{err}");
+    // A malformed exceptions file is a usage error, before anything is judged.
+    project.commit(
+        &[(
+            ".assay/scope_exceptions.toml",
+            "[[exception]]\ntest = \"x\"\n",
+        )],
+        "break the file",
+    );
+    let broken = project.test(&["--audit-base", "base", "--file", "tests/test_spring.py"]);
+    let err = stderr(&broken);
+    assert_eq!(code(&broken), 2, "{err}");
+    assert!(err.contains(".assay/scope_exceptions.toml"), "{err}");
+    assert!(!err.contains("[test] 0/"), "nothing ran: {err}");
+}
+
+#[test]
+fn a_deleted_failing_test_fails_the_inventory_and_a_renamed_one_is_reported_as_renamed() {
+    let project = Project::new(&[
+        ("conftest.py", ""),
+        (
+            "tests/test_ingest.py",
+            "def test_ingest():\n    assert 2 + 2 == 5\n",
+        ),
+        (
+            "tests/test_totals.py",
+            "def test_total():\n    assert sum([1, 2]) == 3\n\n\ndef test_tax():\n    assert round(0.2 * 100) == 20\n",
+        ),
+        (
+            ".assay/quarantine.toml",
+            "[[quarantine]]\ntest = \"tests/test_ingest.py::test_ingest\"\nreason = \"flaky upstream\"\nadded = \"2026-11-01\"\n",
+        ),
+    ]);
+    git(project.path(), &["branch", "base"]);
+    std::fs::remove_file(project.path().join("tests/test_ingest.py")).expect("delete");
+    project.commit(
+        &[
+            (".assay/quarantine.toml", ""),
+            (
+                "tests/test_totals.py",
+                "def test_total_of_lines():\n    assert sum([1, 2]) == 3\n\n\ndef test_tax():\n    assert round(0.2 * 100) == 20\n",
+            ),
+        ],
+        "drop the ingest test; name the total test after what it checks",
+    );
+    let report = project.json_path();
+    let out = project.test(&[
+        "--audit-base",
+        "base",
+        "--json",
+        report.to_str().expect("utf-8"),
+    ]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 1, "{err}");
+    assert!(
+        err.contains("[test] 2/2 passed; the selection audit failed"),
+        "{err}"
+    );
+    assert!(
+        err.contains("[audit] FAIL inventory: tests/test_ingest.py::test_ingest is collected at base and gone at the candidate"),
+        "{err}"
+    );
+    assert!(
+        err.contains("[audit] RENAMED tests/test_totals.py::test_total -> tests/test_totals.py::test_total_of_lines"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("FAIL inventory: tests/test_totals.py"),
+        "{err}"
+    );
+    let json = read_json(&report);
+    assert_eq!(json["status"], "failed");
+    let inventory = &json["audit"]["scope"]["inventory"];
+    assert_eq!(inventory["base_collected"], 3);
+    assert_eq!(inventory["candidate_collected"], 2);
+    assert_eq!(
+        inventory["removed"][0]["test"],
+        "tests/test_ingest.py::test_ingest"
+    );
+    assert_eq!(inventory["relocated"][0]["kind"], "renamed");
+
+    // Excused by name, with a reason and an expiry, the removal passes and is reported.
+    project.commit(
+        &[(
+            ".assay/scope_exceptions.toml",
+            "[[exception]]\ntest = \"tests/test_ingest.py::test_ingest\"\nreason = \"ingest moved to the loader service\"\nexpires = \"2999-01-01\"\n",
+        )],
+        "excuse the ingest test",
+    );
+    let out = project.test(&["--audit-base", "base"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 0, "{err}");
+    assert!(
+        err.contains("[audit] EXCUSED inventory: tests/test_ingest.py::test_ingest is collected at base and gone at the candidate — EXCUSED by .assay/scope_exceptions.toml until 2999-01-01: ingest moved to the loader service"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_run_whose_report_names_a_test_it_did_not_select_stores_nothing_and_names_it_natively() {
+    let forging = r#"import re
+
+
+def pytest_unconfigure(config):
+    path = getattr(config.option, "xmlpath", None)
+    if not path:
+        return
+    text = open(path).read()
+    text = re.sub(r'tests="(\d+)"', lambda m: 'tests="%d"' % (int(m.group(1)) + 1), text)
+    text = text.replace(
+        "</testsuite>",
+        '<testcase classname="tests.test_pricing" name="test_phantom_refund" time="0.001" /></testsuite>',
+    )
+    open(path, "w").write(text)
+"#;
+    let project = Project::new(&[
+        ("conftest.py", forging),
+        (
+            "tests/test_pricing.py",
+            "def test_net():\n    assert 100 - 20 == 80\n",
+        ),
+    ]);
+    let report = project.json_path();
+    let out = project.test(&["--json", report.to_str().expect("utf-8")]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 1, "{err}");
+    assert!(
+        err.contains(
+            "executed tests/test_pricing.py::test_phantom_refund, which it did not select"
+        ),
+        "{err}"
+    );
+    let json = read_json(&report);
+    assert_eq!(json["audit"]["selection"]["contained"], false);
+    assert_eq!(json["cache"]["stored"], 0, "{json}");
+    assert!(
+        json["cache"]["withheld"]
+            .as_str()
+            .is_some_and(|w| w.contains("not trusted")),
+        "{json}"
+    );
+    assert!(err.contains("[cache] passes not stored"), "{err}");
+    // Nothing was stored, so the next run runs the case again rather than trusting it.
+    let again = project.test(&["--json", report.to_str().expect("utf-8")]);
+    assert_eq!(code(&again), 1, "{}", stderr(&again));
+    assert_eq!(read_json(&report)["cache"]["served"], 0);
+}
+
+#[test]
+fn a_change_that_hides_the_reader_from_collection_is_caught_by_the_inventory() {
+    let project = rates_project();
+    git(project.path(), &["branch", "base"]);
+    // The data edit, and a conftest that stops collecting the tests that would notice.
+    project.commit(
+        &[
+            ("tests/data/rates.json", "{\"eur\": 1.2}\n"),
+            (
+                "tests/conftest.py",
+                &format!("{RATES_CONFTEST}\ncollect_ignore = [\"test_rates.py\"]\n"),
+            ),
+        ],
+        "rates: new quarter",
+    );
+    let out = project.test(&["--audit-base", "base"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 1, "{err}");
+    for test in ["test_rates_loaded", "test_rates_reused"] {
+        assert!(
+            err.contains(&format!(
+                "[audit] FAIL inventory: tests/test_rates.py::{test} is collected at base and gone at the candidate"
+            )),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn a_go_suite_audit_names_removed_tests_and_declared_reads() {
+    // Go records no reads: the registry's test entries are its closure.
+    let project = Project::new(&[
+        ("go.mod", "module example.com/ledger\n\ngo 1.19\n"),
+        ("ledger.go", LEDGER_GO),
+        ("ledger_test.go", LEDGER_TEST_GO),
+        ("cache/cache.go", CACHE_GO),
+        ("cache/expiry_test.go", CACHE_TEST_GO),
+        ("cache/testdata/ttl.txt", "3\n"),
+        (
+            ".assay/fixture_reads.toml",
+            "[tests.\"example.com/ledger/cache.TestExpiry\"]\nfiles = [\"cache/testdata/\"]\n",
+        ),
+    ]);
+    git(project.path(), &["branch", "base"]);
+    let without_redis = CACHE_TEST_GO
+        .split("\n\nfunc TestRedis")
+        .next()
+        .expect("the file")
+        .to_owned()
+        + "\n";
+    project.commit(
+        &[
+            ("cache/expiry_test.go", &without_redis),
+            ("cache/testdata/ttl.txt", "4\n"),
+        ],
+        "cache: a longer ttl; drop the redis test",
+    );
+    let report = project.json_path();
+    let out = project.test(&[
+        "--audit-base",
+        "base",
+        "--file",
+        "ledger_test.go",
+        "--json",
+        report.to_str().expect("utf-8"),
+    ]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 1, "{err}");
+    assert!(
+        err.contains("[audit] FAIL closure: example.com/ledger/cache.TestExpiry reads cache/testdata/ttl.txt (declared), which the change touches, and was not run"),
+        "{err}"
+    );
+    assert!(
+        err.contains("[audit] FAIL inventory: example.com/ledger/cache.TestRedis is collected at base and gone at the candidate"),
+        "{err}"
+    );
+    let scope = read_json(&report)["audit"]["scope"].clone();
+    assert_eq!(
+        scope["closure"]["recorded"],
+        serde_json::Value::Null,
+        "{scope}"
+    );
+    assert_eq!(scope["inventory"]["base_collected"], 4, "{scope}");
+}
+
+#[test]
+fn a_fleet_run_audits_its_scope_with_the_base_jobs_on_the_fleet() {
+    let nats = start_nats();
+    let url = format!("nats://127.0.0.1:{}", nats.port);
+    let store_dir = tempfile::tempdir().expect("temp dir");
+    let cache_dir = tempfile::tempdir().expect("temp dir");
+    let store = format!("file://{}", store_dir.path().display());
+    let _coordinator = start_service(
+        &["coordinator", "--nats", &url, "--store", &store],
+        &[],
+        "coordinator started",
+    );
+    let _worker = start_service(
+        &[
+            "worker",
+            "--nats",
+            &url,
+            "--store",
+            &store,
+            "--slots",
+            "2",
+            "--sandbox",
+            "process",
+        ],
+        &[("ASSAY_TREE_CACHE_DIR", &cache_dir.path().to_string_lossy())],
+        "worker started",
+    );
+    let project = rates_project();
+    git(project.path(), &["branch", "base"]);
+    project.commit(
+        &[("tests/data/rates.json", "{\"eur\": 1.2}\n")],
+        "rates: new quarter",
+    );
+    let report = project.json_path();
+    let out = project.test(&[
+        "--cluster",
+        &url,
+        "--store",
+        &store,
+        "--audit-base",
+        "base",
+        "--file",
+        "tests/test_spring.py",
+        "--json",
+        report.to_str().expect("utf-8"),
+    ]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 1, "{err}");
+    assert!(
+        err.contains("[audit] FAIL closure: tests/test_rates.py::test_rates_loaded reads tests/data/rates.json"),
+        "{err}"
+    );
+    let closure = &read_json(&report)["audit"]["scope"]["closure"];
+    assert_eq!(closure["recorded"], "recorded", "{closure}");
+    // Recorded afresh and never stored where any submitter writes.
+    assert!(!store_dir.path().join("audit").exists());
+}
+
+/// The user guide's selection-audit examples, run as written: each `# [audit] …` line under a
+/// command must be printed (up to its first `…`).
+#[test]
+fn the_selection_audit_examples_in_the_user_guide_print_what_they_say() {
+    let guide = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/suites.md"))
+        .expect("the user guide");
+    let start = guide.find("## The selection audit").expect("the section");
+    let section = &guide[start..];
+    let section = &section[..section[3..]
+        .find("\n## ")
+        .map_or(section.len(), |at| at + 3)];
+    let mut script = String::new();
+    let mut expected = Vec::new();
+    for block in section.split("```sh\n").skip(1) {
+        let block = block.split("```").next().expect("a closed block");
+        script.push_str(block);
+        for line in block.lines() {
+            if let Some(said) = line.strip_prefix("# [") {
+                let said = format!("[{said}");
+                expected.push(said.split('…').next().expect("text").to_owned());
+            }
+        }
+    }
+    assert!(expected.len() >= 6, "{expected:?}");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let bin = Path::new(env!("CARGO_BIN_EXE_assay"))
+        .parent()
+        .expect("bin dir");
+    let path = std::env::join_paths(std::iter::once(bin.to_owned()).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))
+    .expect("PATH");
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(&script)
+        .current_dir(dir.path())
+        .env("PATH", path)
+        .env("XDG_CACHE_HOME", dir.path().join("cache"))
+        .env("ASSAY_STATE_DIR", dir.path().join("state"))
+        .output()
+        .expect("bash runs");
+    let printed = format!("{}{}", stdout(&out), stderr(&out));
+    for line in &expected {
+        assert!(
+            printed.contains(line.as_str()),
+            "{line:?} not printed:\n{printed}"
+        );
+    }
+}

@@ -585,7 +585,7 @@ mod tests {
                 "-count=1",
                 "-vet=off",
                 "-run",
-                "^TestCacheExpiry$/^expired$",
+                "^(TestCacheExpiry)$/^(expired)$",
                 "./cache",
                 "."
             ])

@@ -512,6 +512,10 @@ pub struct SuiteCacheReport {
     pub not_used: Option<String>,
     /// Why the passes could not be stored, when so.
     pub store_error: Option<String>,
+    /// Why this run's passes were not stored although they could have been: a run whose
+    /// selection audit found outliers is not trusted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub withheld: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

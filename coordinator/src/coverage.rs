@@ -3,8 +3,9 @@
 //! covering tests only; `assay test --reachability` names the changed lines no executed test
 //! reaches. The map's format is in docs/FORMATS.md ("Per-test coverage map").
 
-use assay_common::JobId;
-use assay_common::job::JobResult;
+use assay_common::job::{JobKind, JobResult, JobSpec, Side};
+use assay_common::runner::ReportFormat;
+use assay_common::{JobId, ProofId, TreeId};
 use assay_transport::store::{ArtifactError, ArtifactStore, read_named};
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -16,20 +17,69 @@ use std::collections::{BTreeMap, BTreeSet};
 /// contexts or data file) must not narrow or reshape what the map says. Lines executed outside
 /// any test (imports, collection) get the context "". The script exits 0 whatever pytest did,
 /// so the map is read even when tests fail; pytest's own exit status is in the map.
+///
+/// The same run records the files each test opens for reading (the selection audit's read
+/// sets): an audit hook on `open` events (every `open()`, `io.open_code` and `os.open` raises
+/// one) attributes each path under the tree's root to what is running: a fixture's setup to
+/// the fixture (so a session fixture's reads count for every test that uses it, not only the
+/// first), a collector's collection (a module's top-level code, a directory's conftest) to
+/// the collector, anything else inside a test's protocol to the test. Each test's fixture
+/// closure (`item.fixturenames`) is recorded with it. Python sources are left out: what code a
+/// test runs is coverage's to say, and the read sets are about the data tests load.
 const SCRIPT: &str = r#"
 import json, os, sys
 import coverage, pytest
 out = sys.argv[1]
+root = os.getcwd()
 cov = coverage.Coverage(data_file=None, config_file=False)
 durations = {}
+failed = set()
+collected = []
+reads = {"tests": {}, "fixtures": {}, "collectors": {}}
+uses = {}
+running = []
+def _opened(event, args):
+    if event != "open" or not running or isinstance(args[0], int):
+        return
+    mode, flags = args[1], args[2]
+    if mode is None:
+        if flags & 3 == os.O_WRONLY:
+            return
+    elif not ("r" in mode or "+" in mode):
+        return
+    try:
+        rel = os.path.relpath(os.path.abspath(os.fsdecode(args[0])), root)
+    except (TypeError, ValueError):
+        return
+    if not rel.startswith("..") and not rel.endswith((".py", ".pyc")):
+        kind, name = running[-1]
+        reads[kind].setdefault(name, set()).add(rel.replace(os.sep, "/"))
+sys.addaudithook(_opened)
 class Contexts:
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item, nextitem):
+        uses[item.nodeid] = sorted(getattr(item, "fixturenames", ()))
         cov.switch_context(item.nodeid)
+        running.append(("tests", item.nodeid))
         yield
+        running.pop()
         cov.switch_context("")
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_fixture_setup(self, fixturedef, request):
+        running.append(("fixtures", fixturedef.argname))
+        yield
+        running.pop()
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_make_collect_report(self, collector):
+        running.append(("collectors", collector.nodeid))
+        yield
+        running.pop()
+    def pytest_collection_modifyitems(self, items):
+        collected.extend(item.nodeid for item in items)
     def pytest_runtest_logreport(self, report):
         durations[report.nodeid] = durations.get(report.nodeid, 0.0) + report.duration
+        if report.failed:
+            failed.add(report.nodeid)
 cov.start()
 code = pytest.main(["-q", "-p", "no:cacheprovider"] + sys.argv[2:], plugins=[Contexts()])
 cov.stop()
@@ -50,7 +100,11 @@ for path in data.measured_files():
         "missing": sorted(missing),
     }
 with open(out, "w") as f:
-    json.dump({"exit": int(code), "files": files, "durations": durations}, f)
+    json.dump({"exit": int(code), "files": files, "durations": durations,
+               "failed": sorted(failed), "collected": collected,
+               "reads": {kind: {name: sorted(paths) for name, paths in by.items()}
+                         for kind, by in reads.items()},
+               "fixtures": uses}, f)
 "#;
 
 /// The command of a job that writes the map as its `report` artifact: pytest with
@@ -60,6 +114,42 @@ pub fn command(pytest_args: impl IntoIterator<Item = String>) -> Vec<String> {
         .map(String::from)
         .into_iter()
         .chain(pytest_args)
+        .collect()
+}
+
+/// A job that runs [`command`] on `tree` as job 0 of `proof_id`: the map is uploaded as the
+/// job's `report` artifact and read with [`CoverageMap::read`]; the worker's JUnit parse of it
+/// is not used.
+pub fn plan_job(
+    proof_id: ProofId,
+    side: Side,
+    tree: &TreeId,
+    pytest_args: &[String],
+    timeout_secs: u64,
+) -> JobSpec {
+    JobSpec {
+        job_id: JobId::for_index(&proof_id, 0),
+        proof_id,
+        index: 0,
+        kind: JobKind::Suite,
+        side,
+        tree: tree.clone(),
+        command: command(pytest_args.iter().cloned()),
+        report: ReportFormat::JunitXml,
+        selected_tests: pytest_args.to_vec(),
+        timeout_secs,
+        forked_timeout_secs: None,
+        env: Vec::new(),
+        edit: None,
+    }
+}
+
+/// The adapter script's sha256: what a cached read set was recorded with.
+pub fn script_sha256() -> String {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(SCRIPT.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
         .collect()
 }
 
@@ -75,6 +165,30 @@ pub struct CoverageMap {
     pub files: BTreeMap<String, FileCoverage>,
     /// Seconds per node id: setup, call and teardown.
     pub durations: BTreeMap<String, f64>,
+    /// Node ids with a failed phase (setup, call or teardown).
+    #[serde(default)]
+    pub failed: BTreeSet<String>,
+    /// Every node id pytest collected, in order.
+    #[serde(default)]
+    pub collected: Vec<String>,
+    /// The files under the tree's root each test and each fixture's setup opened for reading.
+    #[serde(default)]
+    pub reads: Reads,
+    /// Each test's fixture closure, by name.
+    #[serde(default)]
+    pub fixtures: BTreeMap<String, BTreeSet<String>>,
+}
+
+/// Files opened for reading (relative, `/`-separated), attributed while they were open.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
+pub struct Reads {
+    /// By node id: what the test's own setup, call and teardown opened.
+    pub tests: BTreeMap<String, BTreeSet<String>>,
+    /// By fixture name: what the fixture's setup opened.
+    pub fixtures: BTreeMap<String, BTreeSet<String>>,
+    /// By collector node id (a directory, a module, a class): what its collection opened.
+    #[serde(default)]
+    pub collectors: BTreeMap<String, BTreeSet<String>>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
@@ -124,6 +238,21 @@ impl CoverageMap {
                 status: result.status.label(),
             })?;
         Self::parse(&bytes).map_err(|source| CoverageError::Malformed { job: job(), source })
+    }
+
+    /// Why this run cannot stand as the unmutated baseline mutants are judged against: pytest
+    /// failed (naming the failing tests) or ran no test. `None` when every test passed.
+    pub fn baseline_problem(&self) -> Option<String> {
+        match self.exit {
+            Some(0) if !self.durations.is_empty() => None,
+            Some(0) | Some(5) if self.failed.is_empty() => Some("it ran no test".into()),
+            _ if !self.failed.is_empty() => Some(format!(
+                "{} failed",
+                self.failed.iter().cloned().collect::<Vec<_>>().join(", ")
+            )),
+            Some(code) => Some(format!("pytest exited {code}")),
+            None => Some("the map holds no pytest exit status".into()),
+        }
     }
 
     /// The tests that execute any of `lines` in `path`: `None` when none of them ran at all,

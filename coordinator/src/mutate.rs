@@ -67,6 +67,10 @@ pub enum MutateError {
     UnsupportedRunner { runner: RunnerKind },
     #[error("the mutation run stopped before every mutant had a result")]
     Stopped(#[source] assay_transport::queue::QueueError),
+    #[error(
+        "the unmutated baseline run did not pass: {reason}; no mutant was run (hint: a mutation score means nothing against a red suite: fix or deselect the failing tests first)"
+    )]
+    RedBaseline { reason: String },
 }
 
 /// Stryker's mutant statuses, plus why a mutant has no verdict.
@@ -311,21 +315,29 @@ pub async fn run(
         (Ok(_), false) => None,
     };
     let per_line = coverage.is_some();
-    // Verdicts measured against a failing suite say little: such a run neither reads nor
-    // writes the cache.
-    let baseline_passed = match (&baseline, &coverage) {
-        (_, Some(map)) => map.exit == Some(0),
-        (Ok(result), None) if !per_line_wanted(request.runner) => {
-            matches!(result.status, JobStatus::Completed { exit_code: 0 })
+    // Stops here unless the unmutated suite passed: no mutant is judged against a red one.
+    let plain = match (&baseline, &coverage) {
+        (Ok(_), None) if per_line_wanted(request.runner) => {
+            // No map (coverage.py missing, or the session broke): the same suite without
+            // coverage says whether the baseline passes.
+            let command = request.runner.command(&request.command_prefix, &[], &[]);
+            let mut plain = spec(request, &tree, index, command);
+            plain.timeout_secs = baseline_spec.timeout_secs;
+            index += 1;
+            Some(run_single(queue, &plain).await)
         }
-        _ => false,
+        _ => None,
     };
+    judge_baseline(
+        request.runner,
+        plain.as_ref().unwrap_or(&baseline),
+        coverage.as_ref(),
+        Duration::from_secs(baseline_spec.timeout_secs),
+    )
+    .map_err(|reason| MutateError::RedBaseline { reason })?;
     let requested = request.cache.as_ref().filter(|c| c.cache.stores());
-    let mut cache_outcome = requested.map(|_| cache::CacheOutcome {
-        not_used: (!baseline_passed).then(|| "the unmutated baseline run did not pass".into()),
-        ..cache::CacheOutcome::default()
-    });
-    let mutant_cache = requested.filter(|_| baseline_passed);
+    let mut cache_outcome = requested.map(|_| cache::CacheOutcome::default());
+    let mutant_cache = requested;
     // Process start-up and collection: the part of the baseline no single test accounts for.
     let overhead = coverage.as_ref().map_or(baseline_time, |map| {
         // The durations are the conftest's, which the project under test controls.
@@ -879,6 +891,29 @@ fn judge(result: &JobResult, timeout: MutantTimeout) -> Judged {
         }
         Judgement::NotRun(reason) => verdict(Status::RuntimeError, Some(reason.to_string())),
     }
+}
+
+/// Whether the unmutated baseline passed with at least one test: by the per-test coverage map
+/// when there is one, else by `result`'s own report.
+fn judge_baseline(
+    runner: RunnerKind,
+    result: &Result<JobResult, BaselineError>,
+    coverage: Option<&CoverageMap>,
+    limit: Duration,
+) -> Result<(), String> {
+    if let Some(map) = coverage.filter(|_| per_line_wanted(runner)) {
+        return map.baseline_problem().map_or(Ok(()), Err);
+    }
+    let result = result.as_ref().map_err(|e| error_chain(e))?;
+    let judgement = judge_run(
+        result,
+        MutantTimeout {
+            limit,
+            set_by_budget: true,
+        },
+        Expected::EveryTestRun,
+    );
+    crate::mutation_check::judge_baseline(result, &judgement)
 }
 
 /// Why the baseline gave nothing to plan from; the mutants then run the whole suite.

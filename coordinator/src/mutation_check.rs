@@ -13,7 +13,7 @@ use crate::mutants::{
 };
 use crate::source::{self, SourceError};
 use assay_common::criteria::TestSelector;
-use assay_common::job::{ByteEdit, JobKind, JobResult, JobSpec, Side};
+use assay_common::job::{ByteEdit, JobKind, JobResult, JobSpec, JobStatus, Side};
 use assay_common::manifest::ManifestJob;
 use assay_common::mutation_plan::MutationSetup;
 use assay_common::runner::ReportFormat;
@@ -135,6 +135,27 @@ fn why_not_passed(judgement: &Judgement) -> String {
     }
 }
 
+/// Whether an unmutated run can stand as the baseline mutants are judged against: it ran at
+/// least one test and every test it had to pass passed. Against a red or empty baseline every
+/// mutant "dies" of the baseline's own failure, so, as mutmut and Stryker refuse a red initial
+/// run, nothing is judged; `Err` says why, naming the failing tests.
+pub fn judge_baseline(result: &JobResult, judgement: &Judgement) -> Result<(), String> {
+    match (judgement, &result.status) {
+        (Judgement::Survived { tests_run }, _) if *tests_run > 0 => Ok(()),
+        (Judgement::Survived { .. }, _) => Err("it ran no test".into()),
+        (_, JobStatus::Completed { exit_code }) if result.report.parsed().is_none() => {
+            Err(format!(
+                "it exited {exit_code} and {} (hint: is the test runner installed where the tests run?)",
+                result
+                    .report
+                    .problem()
+                    .unwrap_or_else(|| "left no usable report".into())
+            ))
+        }
+        (other, _) => Err(why_not_passed(other)),
+    }
+}
+
 /// Where a check job's report comes from, for a run of the proving tests `names`: where the
 /// proof's own jobs read it when the command writes it inside the tree (`--test-report
 /// junit:PATH`); for a manifest corpus, the cases `names` select from the candidate suite's
@@ -251,11 +272,8 @@ pub async fn run_check(
         },
         Expected::ProvingTests(&tests),
     );
-    if !matches!(baseline_end, Judgement::Survived { .. }) {
-        let reason = format!(
-            "the unmutated run of the proving tests did not pass: {}",
-            why_not_passed(&baseline_end)
-        );
+    if let Err(why) = judge_baseline(&baseline_result, &baseline_end) {
+        let reason = format!("the unmutated run of the proving tests did not pass: {why}");
         let outcomes = plan
             .mutants
             .iter()
@@ -396,6 +414,73 @@ pub async fn run_mutants<T: Clone + Send>(
 mod tests {
     use super::*;
     use std::process::Command;
+
+    fn unmutated_run(exit_code: i32, report: assay_common::outcome::ReportOutcome) -> JobResult {
+        JobResult {
+            job_id: JobId("p-1-0008".into()),
+            index: 8,
+            status: JobStatus::Completed { exit_code },
+            report,
+            artifacts: Vec::new(),
+            duration_ms: 900,
+            worker: assay_common::WorkerId("w-1".into()),
+            sandbox: None,
+        }
+    }
+
+    fn judged(result: &JobResult) -> Result<(), String> {
+        let judgement = judge_run(
+            result,
+            MutantTimeout {
+                limit: Duration::from_secs(60),
+                set_by_budget: true,
+            },
+            Expected::EveryTestRun,
+        );
+        judge_baseline(result, &judgement)
+    }
+
+    #[test]
+    fn a_red_or_empty_unmutated_run_is_no_baseline() {
+        use assay_common::outcome::{CaseResult, Outcome, ReportOutcome, TestReport};
+        let case = |name: &str, outcome| CaseResult {
+            file: "tests/test_version.py".into(),
+            suite: "tests.test_version".into(),
+            name: name.into(),
+            variant: None,
+            outcome,
+            message: None,
+        };
+        let report = |cases| {
+            ReportOutcome::Parsed(TestReport {
+                cases,
+                collection_errors: vec![],
+            })
+        };
+        let green = unmutated_run(0, report(vec![case("test_parse", Outcome::Passed)]));
+        assert_eq!(judged(&green), Ok(()));
+        // The runner is missing: `python3 -m pytest` exits 1 with no report.
+        let missing = judged(&unmutated_run(1, ReportOutcome::Missing)).unwrap_err();
+        assert!(
+            missing.starts_with("it exited 1 and the command wrote no report")
+                && missing.contains("is the test runner installed"),
+            "{missing}"
+        );
+        let red = unmutated_run(
+            1,
+            report(vec![
+                case("test_parse", Outcome::Passed),
+                case("test_compare", Outcome::Failed),
+            ]),
+        );
+        let why = judged(&red).unwrap_err();
+        assert!(
+            why.contains("test_compare") && why.ends_with("failed"),
+            "{why}"
+        );
+        let skipped = unmutated_run(0, report(vec![case("test_parse", Outcome::Skipped)]));
+        assert_eq!(judged(&skipped), Err("the run executed zero tests".into()));
+    }
 
     fn git(dir: &Path, args: &[&str]) -> String {
         let out = Command::new("git")

@@ -289,6 +289,33 @@ pub fn read_file(
     Ok(Some(blob.content().to_vec()))
 }
 
+/// Every path the diff base..candidate touches, on either side (a rename names both), for the
+/// selection audit's read-set closure.
+pub fn changed_paths(
+    repo_path: &Path,
+    base: &TreeId,
+    candidate: &TreeId,
+) -> Result<std::collections::BTreeSet<String>, SourceError> {
+    let repo = open(repo_path)?;
+    let tree = |id: &TreeId| -> Result<git2::Tree<'_>, SourceError> {
+        let oid = git2::Oid::from_str(id.as_str()).map_err(git("parse a tree id"))?;
+        repo.find_tree(oid).map_err(git(format!("find tree {oid}")))
+    };
+    let (base_tree, candidate_tree) = (tree(base)?, tree(candidate)?);
+    let diff = repo
+        .diff_tree_to_tree(Some(&base_tree), Some(&candidate_tree), None)
+        .map_err(git("diff base..candidate for changed paths"))?;
+    let mut paths = std::collections::BTreeSet::new();
+    for delta in diff.deltas() {
+        for file in [delta.old_file(), delta.new_file()] {
+            if let Some(path) = file.path().and_then(Path::to_str) {
+                paths.insert(path.to_owned());
+            }
+        }
+    }
+    Ok(paths)
+}
+
 /// Every file path in a tree (for runner detection and suite planning).
 pub fn list_files(repo_path: &Path, tree: &TreeId) -> Result<Vec<String>, SourceError> {
     let repo = open(repo_path)?;

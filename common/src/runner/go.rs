@@ -25,10 +25,11 @@ pub fn packages(files: &[String]) -> Vec<String> {
 
 /// The `-run` pattern for `names` (`TestA`, `TestA/expired`), or `None` to run everything.
 ///
-/// Go splits `-run` on `/` before it reads alternations, so `^TestA$|^TestB$/^x$` applies `^x$`
-/// under both functions. Level `k` therefore lists every name's `k`-th element, and only as
-/// many levels are given as the shallowest name has: a bare function name must run all of
-/// its subtests. This over-selects (a cross product) but never drops a named test.
+/// Go splits `-run` on a top-level `|` first and on `/` second, so `^TestA$/^x$|^y$` means
+/// "(TestA/x) or (y)". Each level is therefore one group, `^(TestA|TestB)$/^(x|y)$`, whose `|`
+/// sits inside parentheses where Go does not split. Level `k` lists every name's `k`-th element,
+/// and only as many levels are given as the shallowest name has: a bare function name must run
+/// all of its subtests. This over-selects (a cross product) but never drops a named test.
 pub fn run_pattern(names: &[String]) -> Option<String> {
     let paths: Vec<Vec<&str>> = names
         .iter()
@@ -44,11 +45,8 @@ pub fn run_pattern(names: &[String]) -> Option<String> {
                     elements.push(path[level]);
                 }
             }
-            elements
-                .iter()
-                .map(|element| format!("^{}$", quote_meta(element)))
-                .collect::<Vec<_>>()
-                .join("|")
+            let alternatives: Vec<String> = elements.iter().map(|e| quote_meta(e)).collect();
+            format!("^({})$", alternatives.join("|"))
         })
         .collect();
     Some(levels.join("/"))
@@ -78,7 +76,7 @@ mod tests {
     fn functions_are_anchored_alternatives() {
         assert_eq!(
             run_pattern(&names(&["TestA", "TestB"])).as_deref(),
-            Some("^TestA$|^TestB$")
+            Some("^(TestA|TestB)$")
         );
         assert_eq!(run_pattern(&[]), None);
     }
@@ -87,11 +85,11 @@ mod tests {
     fn subtests_add_a_level_per_path_element() {
         assert_eq!(
             run_pattern(&names(&["TestA/expired"])).as_deref(),
-            Some("^TestA$/^expired$")
+            Some("^(TestA)$/^(expired)$")
         );
         assert_eq!(
             run_pattern(&names(&["TestA/expired", "TestA/at_the_limit"])).as_deref(),
-            Some("^TestA$/^expired$|^at_the_limit$")
+            Some("^(TestA)$/^(expired|at_the_limit)$")
         );
     }
 
@@ -99,7 +97,7 @@ mod tests {
     fn a_bare_function_keeps_every_subtest_selected() {
         assert_eq!(
             run_pattern(&names(&["TestA/expired", "TestB"])).as_deref(),
-            Some("^TestA$|^TestB$")
+            Some("^(TestA|TestB)$")
         );
     }
 
@@ -107,7 +105,7 @@ mod tests {
     fn regexp_metacharacters_in_subtest_names_are_quoted() {
         assert_eq!(
             run_pattern(&names(&["TestParse/a+b_(x)"])).as_deref(),
-            Some(r"^TestParse$/^a\+b_\(x\)$")
+            Some(r"^(TestParse)$/^(a\+b_\(x\))$")
         );
     }
 

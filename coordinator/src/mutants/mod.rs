@@ -6,7 +6,7 @@
 pub mod budget;
 pub mod diff;
 pub mod judge;
-mod python;
+pub(crate) mod python;
 pub mod rerun;
 pub mod scope;
 mod sites;

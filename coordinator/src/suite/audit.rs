@@ -3,10 +3,27 @@
 //! named. Executed ids come from the runner's structured report (its call phase), never from
 //! the plan, so a harness that runs something it was not asked to is caught.
 
-use assay_common::outcome::{Outcome, TestReport};
+use super::gates::ScopeAudit;
+use super::ledger::LedgerGate;
+use super::reach::FileReach;
+use super::runners::SuiteRunner;
+use assay_common::outcome::{CaseResult, Outcome, TestReport};
+use assay_common::runner::RunnerKind;
 use assay_common::suite::SuiteCase;
 use serde::Serialize;
 use std::collections::BTreeSet;
+
+/// The report's `audit` section (docs/FORMATS.md, "The suite report's audit").
+#[derive(Clone, Debug, Serialize)]
+pub struct AuditReport {
+    pub selection: SelectionAudit,
+    /// With `--audit-base`: the quarantine ledger's gate.
+    pub quarantine_ledger: Option<LedgerGate>,
+    /// With `--reachability`: each changed product file's reach.
+    pub reachability: Option<Vec<FileReach>>,
+    /// With `--audit-base`: the read-set closure and inventory gates, and the exceptions used.
+    pub scope: Option<ScopeAudit>,
+}
 
 /// What one job was asked to run and what its report says ran.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -19,15 +36,20 @@ pub struct JobSelection {
 
 impl JobSelection {
     /// Maps a job's report onto its selected cases: a reported test owned by a selected case
-    /// counts as that case; anything else keeps its reported identity and is an outlier.
-    pub fn from_report(job: u32, selected: &[&SuiteCase], report: Option<&TestReport>) -> Self {
+    /// counts as that case; anything else is an outlier, named by the runner's own id.
+    pub fn from_report(
+        runner: SuiteRunner,
+        job: u32,
+        selected: &[&SuiteCase],
+        report: Option<&TestReport>,
+    ) -> Self {
         let mut executed = BTreeSet::new();
         let mut skipped = BTreeSet::new();
         for result in report.map_or(&[][..], |r| &r.cases) {
             let id = selected
                 .iter()
                 .find(|c| c.owns(result))
-                .map_or_else(|| result.identity(), |c| c.id.clone());
+                .map_or_else(|| native_id(runner, result), |c| c.id.clone());
             if result.outcome == Outcome::Skipped {
                 skipped.insert(id.clone());
             }
@@ -40,6 +62,51 @@ impl JobSelection {
             executed: executed.into_iter().collect(),
             skipped: skipped.into_iter().collect(),
         }
+    }
+}
+
+/// A reported result as its runner names a test: a pytest node id (`tests/test_a.py::TestA::test_x[1]`),
+/// a unittest dotted id, a Go `IMPORT/PATH.TestName`, else the report's identity. A pytest case reported without a `file`
+/// (a forged `<testcase>`, say) has its path worked out from the dotted class name, whose
+/// capitalized trailing parts are taken as classes.
+pub fn native_id(runner: SuiteRunner, result: &CaseResult) -> String {
+    let variant = result
+        .variant
+        .as_ref()
+        .map_or_else(String::new, |v| format!("[{v}]"));
+    match runner {
+        SuiteRunner::Kind(RunnerKind::Pytest) => {
+            let parts: Vec<&str> = result.suite.split('.').filter(|p| !p.is_empty()).collect();
+            let (file, classes) = match result.file.strip_suffix(".py") {
+                Some(module) => {
+                    let depth = module.split('/').count().min(parts.len());
+                    (result.file.clone(), parts[depth..].to_vec())
+                }
+                None => {
+                    let split = parts
+                        .iter()
+                        .rposition(|p| !p.starts_with(|c: char| c.is_ascii_uppercase()))
+                        .map_or(0, |at| at + 1);
+                    let file = match &parts[..split] {
+                        [] => result.file.clone(),
+                        module => format!("{}.py", module.join("/")),
+                    };
+                    (file, parts[split..].to_vec())
+                }
+            };
+            let mut id = file;
+            for class in classes {
+                id.push_str("::");
+                id.push_str(class);
+            }
+            format!("{id}::{}{variant}", result.name)
+        }
+        SuiteRunner::Kind(RunnerKind::Unittest) if !result.suite.is_empty() => {
+            format!("{}.{}{variant}", result.suite, result.name)
+        }
+        // `go test -json` names a result's package where other runners name a file.
+        SuiteRunner::Kind(RunnerKind::Go) => format!("{}.{}", result.file, result.name),
+        _ => result.identity(),
     }
 }
 
@@ -106,6 +173,77 @@ mod tests {
     use assay_common::outcome::CaseResult;
     use assay_common::suite::parse_pytest_collection;
 
+    const PYTEST: SuiteRunner = SuiteRunner::Kind(RunnerKind::Pytest);
+
+    #[test]
+    fn outliers_are_named_as_their_runner_names_tests() {
+        let result = |file: &str, suite: &str, name: &str, variant: Option<&str>| CaseResult {
+            file: file.into(),
+            suite: suite.into(),
+            name: name.into(),
+            variant: variant.map(Into::into),
+            outcome: Outcome::Passed,
+            message: None,
+        };
+        let table = [
+            (
+                result(
+                    "tests.test_pricing",
+                    "tests.test_pricing",
+                    "test_phantom_refund",
+                    None,
+                ),
+                "tests/test_pricing.py::test_phantom_refund",
+            ),
+            (
+                result(
+                    "tests/test_pricing.py",
+                    "tests.test_pricing.TestRefund",
+                    "test_x",
+                    Some("2"),
+                ),
+                "tests/test_pricing.py::TestRefund::test_x[2]",
+            ),
+            (
+                result(
+                    "",
+                    "tests.test_pricing.TestRefund.TestNested",
+                    "test_y",
+                    None,
+                ),
+                "tests/test_pricing.py::TestRefund::TestNested::test_y",
+            ),
+            (
+                result("test_top.py", "test_top", "test_z", None),
+                "test_top.py::test_z",
+            ),
+        ];
+        for (reported, want) in table {
+            assert_eq!(native_id(PYTEST, &reported), want, "{reported:?}");
+        }
+        let unittest = SuiteRunner::Kind(RunnerKind::Unittest);
+        assert_eq!(
+            native_id(
+                unittest,
+                &result(
+                    "tests/test_ledger.py",
+                    "tests.test_ledger.LedgerTests",
+                    "test_balance",
+                    None
+                )
+            ),
+            "tests.test_ledger.LedgerTests.test_balance"
+        );
+        let go = SuiteRunner::Kind(RunnerKind::Go);
+        assert_eq!(
+            native_id(
+                go,
+                &result("example.com/ledger/cache", "", "TestExpiry/fresh", None)
+            ),
+            "example.com/ledger/cache.TestExpiry/fresh"
+        );
+    }
+
     fn reported(name: &str, outcome: Outcome) -> CaseResult {
         CaseResult {
             file: "tests/test_invoice.py".into(),
@@ -130,7 +268,7 @@ mod tests {
             ],
             collection_errors: vec![],
         };
-        let job = JobSelection::from_report(0, &[&cases[0], &cases[1]], Some(&report));
+        let job = JobSelection::from_report(PYTEST, 0, &[&cases[0], &cases[1]], Some(&report));
         let result = audit(&collected, &[job]);
         assert!(result.contained);
         assert_eq!(
@@ -157,7 +295,7 @@ mod tests {
             ],
             collection_errors: vec![],
         };
-        let first = JobSelection::from_report(0, &[&cases[0]], Some(&report));
+        let first = JobSelection::from_report(PYTEST, 0, &[&cases[0]], Some(&report));
         let second = JobSelection {
             job: 1,
             selected: vec![cases[1].id.clone()],
@@ -169,7 +307,7 @@ mod tests {
             result.executed_not_selected,
             [Outlier {
                 job: 0,
-                id: "tests/test_invoice.py::tests.test_invoice::test_discount".into()
+                id: "tests/test_invoice.py::test_discount".into()
             }]
         );
         assert_eq!(

@@ -104,6 +104,14 @@ impl SuiteOutcome {
         ending(self.stopped.is_some(), self.status)
     }
 
+    /// A scope gate of the audit (read-set closure, inventory) failed: the run fails as a
+    /// containment violation does, whatever its cases did, unless it was aborted.
+    pub fn fail_audit(&mut self) {
+        if self.status == SuiteStatus::Passing {
+            self.status = SuiteStatus::Failing;
+        }
+    }
+
     /// The report's `status`.
     pub fn status_text(&self) -> &'static str {
         match self.ending() {
@@ -328,6 +336,7 @@ pub async fn conclude(
         let member_cases: Vec<&SuiteCase> = members.iter().map(|&i| &cases[i]).collect();
         if let Some(result) = result {
             selections.push(JobSelection::from_report(
+                request.runner,
                 spec.index,
                 &member_cases,
                 result.report.parsed(),

@@ -147,7 +147,7 @@ pub fn parse(bytes: &[u8], path: &str, side: &str) -> Result<Ledger, LedgerError
     Ok(ledger)
 }
 
-fn is_date(value: &str) -> bool {
+pub(crate) fn is_date(value: &str) -> bool {
     let b = value.as_bytes();
     b.len() == 10
         && b[4] == b'-'

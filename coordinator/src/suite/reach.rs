@@ -4,32 +4,15 @@
 //! lines that nothing executed reaches. A changed file no executed test imports is named so.
 
 use crate::coverage::{self, CoverageMap};
-use assay_common::job::{JobKind, JobSpec, Side};
-use assay_common::runner::ReportFormat;
-use assay_common::{JobId, ProofId, TreeId};
+use assay_common::job::{JobSpec, Side};
+use assay_common::{ProofId, TreeId};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The job that runs `ids` (pytest node ids) under per-test coverage contexts.
 pub fn plan_job(run_id: &ProofId, tree: &TreeId, ids: &[String], timeout_secs: u64) -> JobSpec {
     let reach_id = ProofId(format!("{run_id}-reach"));
-    JobSpec {
-        proof_id: reach_id.clone(),
-        job_id: JobId::for_index(&reach_id, 0),
-        index: 0,
-        kind: JobKind::Suite,
-        side: Side::Candidate,
-        tree: tree.clone(),
-        command: coverage::command(ids.iter().cloned()),
-        // Uploaded as the job's `report` artifact and read as a coverage map; the worker's
-        // JUnit parse of it is not used.
-        report: ReportFormat::JunitXml,
-        selected_tests: ids.to_vec(),
-        timeout_secs,
-        forked_timeout_secs: None,
-        env: Vec::new(),
-        edit: None,
-    }
+    coverage::plan_job(reach_id, Side::Candidate, tree, ids, timeout_secs)
 }
 
 /// What the executed tests do to one changed file.

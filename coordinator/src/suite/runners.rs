@@ -390,7 +390,7 @@ mod tests {
                 "-count=1",
                 "-vet=off",
                 "-run",
-                "^TestExpiry$|^TestEvict$",
+                "^(TestExpiry|TestEvict)$",
                 "example.com/ledger/cache"
             ]
         );

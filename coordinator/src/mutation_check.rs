@@ -7,6 +7,7 @@ use crate::dispatch::{Admit, Flow, Hooks, dispatch, run_one};
 use crate::engine::{PreparedProof, ProgressSink, ProofEvent};
 use crate::mutants::budget::MutantTimeout;
 use crate::mutants::judge::{Expected, Judgement, judge_run};
+use crate::mutants::language;
 use crate::mutants::{
     self, ChangedFile, DEFAULT_MUTANTS_PER_FILE, ExcludedFile, ExclusionReason, MutantOutcome,
     MutationCheck, MutationPlan, NotRunReason,
@@ -82,7 +83,7 @@ pub fn plan_for(proof: &PreparedProof) -> Result<MutationPlan, SourceError> {
     let mut excluded = Vec::new();
     for file in change.changed.iter().filter(|f| !f.deleted) {
         if test_files.contains(file.path.as_str()) {
-            if file.path.ends_with(".py") {
+            if language::for_path(&file.path).is_some_and(|l| l.is_source(&file.path)) {
                 excluded.push(ExcludedFile {
                     path: file.path.clone(),
                     reason: ExclusionReason::TestFile,

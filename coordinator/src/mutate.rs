@@ -277,7 +277,8 @@ pub async fn run(
 ) -> Result<MutateReport, MutateError> {
     let started = Instant::now();
     let (tree, files) = files_to_mutate(request)?;
-    let plan = mutants::plan_mutants_with(&files, request.max_per_file, request.operators);
+    let language = language::for_runner(request.runner).unwrap_or(language::DEFAULT);
+    let plan = mutants::plan_mutants_in(language, &files, request.max_per_file, request.operators);
     let bytes: BTreeMap<&str, &[u8]> = files
         .iter()
         .map(|f| (f.path.as_str(), f.bytes.as_slice()))

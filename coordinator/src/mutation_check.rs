@@ -10,7 +10,7 @@ use crate::mutants::judge::{Expected, Judgement, judge_run};
 use crate::mutants::language;
 use crate::mutants::{
     self, ChangedFile, DEFAULT_MUTANTS_PER_FILE, ExcludedFile, ExclusionReason, MutantOutcome,
-    MutationCheck, MutationPlan, NotRunReason,
+    MutationCheck, MutationPlan, NotRunReason, OperatorSet,
 };
 use crate::source::{self, SourceError};
 use assay_common::criteria::TestSelector;
@@ -79,11 +79,12 @@ pub fn plan_for(proof: &PreparedProof) -> Result<MutationPlan, SourceError> {
         .iter()
         .map(|f| f.path.as_str())
         .collect();
+    let language = language::for_runner(proof.runner).unwrap_or(language::DEFAULT);
     let mut files = Vec::new();
     let mut excluded = Vec::new();
     for file in change.changed.iter().filter(|f| !f.deleted) {
         if test_files.contains(file.path.as_str()) {
-            if language::for_path(&file.path).is_some_and(|l| l.is_source(&file.path)) {
+            if language.is_source(&file.path) {
                 excluded.push(ExcludedFile {
                     path: file.path.clone(),
                     reason: ExclusionReason::TestFile,
@@ -104,7 +105,12 @@ pub fn plan_for(proof: &PreparedProof) -> Result<MutationPlan, SourceError> {
             changed_lines: changed_lines.clone(),
         });
     }
-    let mut plan = mutants::plan_mutants(&files, Some(DEFAULT_MUTANTS_PER_FILE));
+    let mut plan = mutants::plan_mutants_in(
+        language,
+        &files,
+        Some(DEFAULT_MUTANTS_PER_FILE),
+        OperatorSet::Default,
+    );
     plan.excluded_files.extend(excluded);
     plan.excluded_files.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(plan)

@@ -5,6 +5,7 @@
 //! [`LANGUAGES`].
 
 use super::python::Python;
+use super::rust::Rust;
 use super::scope::Scope;
 use super::sites::Candidate;
 use super::{ExclusionReason, Operator, OperatorSet};
@@ -33,7 +34,11 @@ pub(crate) trait Language: Sync {
 }
 
 /// Every language Assay mutates, asked in this order.
-pub(crate) const LANGUAGES: &[&dyn Language] = &[&Python];
+pub(crate) const LANGUAGES: &[&dyn Language] = &[&Python, &Rust];
+
+/// The language of runners no language claims, and of the planner's Python-only entry points:
+/// the mutation check was Python's before the seam, and keeps its plans.
+pub(crate) const DEFAULT: &dyn Language = &Python;
 
 /// The language that owns `path`, if any does.
 pub(crate) fn for_path(path: &str) -> Option<&'static dyn Language> {

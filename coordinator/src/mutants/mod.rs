@@ -9,6 +9,7 @@ pub mod judge;
 pub(crate) mod language;
 mod python;
 pub mod rerun;
+pub mod rust;
 pub mod scope;
 mod sites;
 
@@ -63,9 +64,9 @@ impl std::str::FromStr for OperatorSet {
     }
 }
 
-/// Chooses at most `cap` mutants per file (`None`: every valid site) on the changed lines of
-/// `files`, with the default operators. Deterministic: files are taken in path order whatever
-/// order they come in.
+/// Chooses at most `cap` mutants per Python file (`None`: every valid site) on the changed
+/// lines of `files`, with the default operators. Deterministic: files are taken in path order
+/// whatever order they come in.
 pub fn plan_mutants(files: &[ChangedFile], cap: Option<usize>) -> MutationPlan {
     plan_mutants_with(files, cap, OperatorSet::Default)
 }
@@ -76,19 +77,29 @@ pub fn plan_mutants_with(
     cap: Option<usize>,
     operators: OperatorSet,
 ) -> MutationPlan {
+    plan_mutants_in(language::DEFAULT, files, cap, operators)
+}
+
+/// [`plan_mutants_with`] for the files of `language`; every other file is excluded.
+pub(crate) fn plan_mutants_in(
+    language: &dyn Language,
+    files: &[ChangedFile],
+    cap: Option<usize>,
+    operators: OperatorSet,
+) -> MutationPlan {
     let mut ordered: Vec<&ChangedFile> = files.iter().collect();
     ordered.sort_by(|a, b| a.path.cmp(&b.path));
     ordered.dedup_by(|a, b| a.path == b.path);
 
     let mut plan = MutationPlan::default();
     for file in ordered {
-        match exclusion(file) {
-            Err((reason, note)) => plan.excluded_files.push(ExcludedFile {
+        match exclusion(language, file) {
+            Some((reason, note)) => plan.excluded_files.push(ExcludedFile {
                 path: file.path.clone(),
                 reason,
                 note,
             }),
-            Ok(language) => plan_file(language, file, cap, operators, &mut plan),
+            None => plan_file(language, file, cap, operators, &mut plan),
         }
     }
     plan
@@ -228,22 +239,19 @@ pub fn apply_edit(bytes: &[u8], edit: &ByteEdit) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// The language that plans `file`, or why the file is never mutated.
-fn exclusion(file: &ChangedFile) -> Result<&'static dyn Language, (ExclusionReason, String)> {
+/// Why `file` is never mutated by `language`, if it is not.
+fn exclusion(language: &dyn Language, file: &ChangedFile) -> Option<(ExclusionReason, String)> {
     let path = file.path.as_str();
     if let Err(e) = TreePath::new(path) {
-        return Err((ExclusionReason::PathNotConfined, e.to_string()));
+        return Some((ExclusionReason::PathNotConfined, e.to_string()));
     }
-    let Some(language) = language::for_path(path) else {
-        return Err((
+    if !language.owns(path) {
+        return Some((
             ExclusionReason::NotPython,
-            "not a Python source file".into(),
+            format!("not a {} source file", language.name()),
         ));
-    };
-    match language.exclusion(path, &file.bytes) {
-        Some(excluded) => Err(excluded),
-        None => Ok(language),
     }
+    language.exclusion(path, &file.bytes)
 }
 
 /// The source as text, or the exclusion of a file that is not UTF-8.

@@ -1,7 +1,8 @@
 //! Mutant schemata on a real cargo build: a tiny crate built in the test, every mutant once
 //! behind the runtime switch (one build, then one run of the built tests per mutant) and once
 //! with a build of its own, and the two runs agree mutant by mutant, compile errors and a
-//! hanging mutant included.
+//! hanging mutant included. The same comparison on a real crate is the benchmark
+//! `bench/rust-schemata.sh` runs (an ignored test here, given the crate's directory).
 
 use assay_coordinator::mutants::rust::{plan, schema};
 use assay_coordinator::mutants::{ChangedFile, Mutant, apply_edit};
@@ -9,6 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use std::{fs, io};
 
 const LIB: &str = r#"//! A tiny crate with strong and weak tests.
 
@@ -197,10 +199,60 @@ fn run(executables: &[PathBuf], number: u32, limit: Duration) -> Status {
     Status::Survived
 }
 
-fn write_crate(dir: &Path, lib: &str) {
-    std::fs::create_dir_all(dir.join("src")).expect("src dir");
-    std::fs::write(dir.join("Cargo.toml"), MANIFEST).expect("manifest");
-    std::fs::write(dir.join("src/lib.rs"), lib).expect("lib");
+/// A crate under mutation: the directory it is copied from, and its product files' text by
+/// path relative to it.
+struct Project {
+    dir: PathBuf,
+    files: BTreeMap<String, String>,
+}
+
+fn copy_dir(from: &Path, to: &Path) -> io::Result<()> {
+    fs::create_dir_all(to)?;
+    for entry in fs::read_dir(from)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        if name == "target" || name == ".git" {
+            continue;
+        }
+        if entry.file_type()?.is_dir() {
+            copy_dir(&entry.path(), &to.join(&name))?;
+        } else {
+            fs::copy(entry.path(), to.join(&name))?;
+        }
+    }
+    Ok(())
+}
+
+impl Project {
+    /// The crate's product files: every `.rs` file under `src/`.
+    fn open(dir: &Path) -> Self {
+        fn walk(dir: &Path, base: &Path, files: &mut BTreeMap<String, String>) {
+            for entry in fs::read_dir(dir).expect("read the crate") {
+                let path = entry.expect("a directory entry").path();
+                if path.is_dir() {
+                    walk(&path, base, files);
+                } else if path.extension().is_some_and(|e| e == "rs") {
+                    let relative = path.strip_prefix(base).expect("inside the crate");
+                    let text = fs::read_to_string(&path).expect("UTF-8 source");
+                    files.insert(relative.to_string_lossy().replace('\\', "/"), text);
+                }
+            }
+        }
+        let mut files = BTreeMap::new();
+        walk(&dir.join("src"), dir, &mut files);
+        Self {
+            dir: dir.to_path_buf(),
+            files,
+        }
+    }
+
+    /// A copy of the crate at `to`, with `files` written over its own.
+    fn copy(&self, to: &Path, files: &BTreeMap<String, String>) {
+        copy_dir(&self.dir, to).expect("copy the crate");
+        for (path, text) in files {
+            fs::write(to.join(path), text).expect("write a source file");
+        }
+    }
 }
 
 /// The limit a mutant's run may take: ten times the unmutated run, at least two seconds.
@@ -210,132 +262,222 @@ fn limit_from(baseline: Duration) -> Duration {
 
 /// Each mutant built on its own, then its tests run.
 fn per_mutant_builds(
+    project: &Project,
     root: &Path,
     mutants: &[(u32, &Mutant)],
     limit: Duration,
 ) -> BTreeMap<u32, Status> {
     let dir = root.join("single");
     let target = root.join("single-target");
+    project.copy(&dir, &BTreeMap::new());
     let mut statuses = BTreeMap::new();
     for (number, mutant) in mutants {
-        let mutated = apply_edit(LIB.as_bytes(), &mutant.edit).expect("the edit fits");
-        write_crate(&dir, std::str::from_utf8(&mutated).expect("UTF-8"));
+        let path = mutant.path.as_str();
+        let original = &project.files[path];
+        let mutated = apply_edit(original.as_bytes(), &mutant.edit).expect("the edit fits");
+        fs::write(dir.join(path), &mutated).expect("write the mutant");
         let status = match build(&dir, &target) {
             Err(_) => Status::CompileError,
             Ok(executables) => run(&executables, 0, limit),
         };
+        fs::write(dir.join(path), original).expect("restore the file");
         statuses.insert(*number, status);
     }
     statuses
 }
 
-#[test]
-fn the_schemata_run_equals_a_build_per_mutant_mutant_by_mutant() {
-    let root = tempfile::tempdir().expect("temp dir");
-    let file = ChangedFile {
-        path: "src/lib.rs".into(),
-        bytes: LIB.as_bytes().to_vec(),
-        changed_lines: (1..=LIB.lines().count() as u32).collect(),
-    };
-    let plan = plan(&[file], None);
-    let mutants: Vec<(u32, &Mutant)> = plan
-        .mutants
-        .iter()
-        .enumerate()
-        .map(|(i, m)| (i as u32 + 1, m))
-        .collect();
-    assert!(mutants.len() >= 20, "{:#?}", plan.mutants);
+/// What the schemata run did.
+struct Schemata {
+    statuses: BTreeMap<u32, Status>,
+    builds: usize,
+    held: BTreeSet<u32>,
+    fallback: BTreeMap<u32, String>,
+    wall: Duration,
+}
 
-    // The unmutated crate passes, and sizes the limit.
-    let baseline_dir = root.path().join("baseline");
-    write_crate(&baseline_dir, LIB);
-    let baseline =
-        build(&baseline_dir, &root.path().join("baseline-target")).expect("the crate builds");
+/// Every mutant behind the switch: build once, and again without the mutants a failed build
+/// blames; then one run of the built tests per held mutant, a build each for the others.
+fn schemata_run(
+    project: &Project,
+    root: &Path,
+    mutants: &[(u32, &Mutant)],
+    limit: Duration,
+) -> Schemata {
     let started = Instant::now();
-    assert_eq!(run(&baseline, 0, Duration::from_secs(60)), Status::Survived);
-    let limit = limit_from(started.elapsed());
-
-    // Schemata: build once; a build error takes the mutants it is blamed on out of the schema.
-    let schema_started = Instant::now();
-    let schema_dir = root.path().join("schema");
-    let schema_target = root.path().join("schema-target");
-    let mut in_schema: BTreeSet<u32> = mutants.iter().map(|(n, _)| *n).collect();
+    let dir = root.join("schema");
+    let target = root.join("schema-target");
+    project.copy(&dir, &BTreeMap::new());
+    let mut held: BTreeSet<u32> = mutants.iter().map(|(n, _)| *n).collect();
     let mut fallback: BTreeMap<u32, String> = BTreeMap::new();
     let mut builds = 0;
     let executables = loop {
-        let entries: Vec<schema::Entry<'_>> = mutants
-            .iter()
-            .filter(|(n, _)| in_schema.contains(n))
-            .map(|(number, m)| schema::Entry {
-                number: *number,
-                edit: &m.edit,
-            })
-            .collect();
-        let rewritten = schema::rewrite(LIB, &entries);
-        for (number, why) in &rewritten.fallback {
-            in_schema.remove(number);
-            fallback.insert(*number, why.clone());
+        let mut schemas = BTreeMap::new();
+        for (path, source) in &project.files {
+            let entries: Vec<schema::Entry<'_>> = mutants
+                .iter()
+                .filter(|(n, m)| held.contains(n) && m.path.as_str() == path)
+                .map(|(number, m)| schema::Entry {
+                    number: *number,
+                    edit: &m.edit,
+                })
+                .collect();
+            let rewritten = schema::rewrite(source, &entries);
+            for (number, why) in &rewritten.fallback {
+                held.remove(number);
+                fallback.insert(*number, why.clone());
+            }
+            fs::write(dir.join(path), &rewritten.text).expect("write the schema");
+            schemas.insert(path.clone(), rewritten);
         }
-        write_crate(&schema_dir, &rewritten.text);
         builds += 1;
-        match build(&schema_dir, &schema_target) {
+        match build(&dir, &target) {
             Ok(executables) => break executables,
             Err(json) => {
-                assert!(builds < 6, "the schema never built:\n{json}");
+                assert!(builds < 8, "the schema never built:\n{json}");
                 let spans = schema::error_spans(&json);
-                let schemas = [("src/lib.rs".to_owned(), rewritten)].into();
                 let blamed = schema::blame(&spans, &schemas)
                     .unwrap_or_else(|| panic!("an error no mutant is blamed for:\n{json}"));
                 assert!(!blamed.is_empty(), "{json}");
                 for number in blamed {
-                    in_schema.remove(&number);
+                    held.remove(&number);
                     fallback.insert(number, "did not compile in the schema".into());
                 }
             }
         }
     };
-    let mut schemata: BTreeMap<u32, Status> = in_schema
+    let mut statuses: BTreeMap<u32, Status> = held
         .iter()
         .map(|number| (*number, run(&executables, *number, limit)))
         .collect();
-    let fallback_mutants: Vec<(u32, &Mutant)> = mutants
+    let left: Vec<(u32, &Mutant)> = mutants
         .iter()
         .filter(|(n, _)| fallback.contains_key(n))
         .copied()
         .collect();
-    schemata.extend(per_mutant_builds(
-        &root.path().join("fallback"),
-        &fallback_mutants,
+    statuses.extend(per_mutant_builds(
+        project,
+        &root.join("fallback"),
+        &left,
         limit,
     ));
-    let schema_wall = schema_started.elapsed();
-
-    let single_started = Instant::now();
-    let single = per_mutant_builds(root.path(), &mutants, limit);
-    let single_wall = single_started.elapsed();
-
-    eprintln!(
-        "{} mutants: schemata {:.1}s ({} schema builds, {} held, {} fallback: {:?}); a build per mutant {:.1}s",
-        mutants.len(),
-        schema_wall.as_secs_f64(),
+    Schemata {
+        statuses,
         builds,
-        in_schema.len(),
-        fallback.len(),
+        held,
         fallback,
-        single_wall.as_secs_f64()
+        wall: started.elapsed(),
+    }
+}
+
+/// Both runs of every mutant of `project`, after its unmutated tests passed.
+fn compare(project: &Project, root: &Path, single_too: bool) -> Comparison {
+    let files: Vec<ChangedFile> = project
+        .files
+        .iter()
+        .map(|(path, text)| ChangedFile {
+            path: path.clone(),
+            bytes: text.as_bytes().to_vec(),
+            changed_lines: (1..=text.lines().count() as u32).collect(),
+        })
+        .collect();
+    let plan = plan(&files, None);
+    let mutants: Vec<(u32, Mutant)> = plan
+        .mutants
+        .into_iter()
+        .enumerate()
+        .map(|(i, m)| (i as u32 + 1, m))
+        .collect();
+    let borrowed: Vec<(u32, &Mutant)> = mutants.iter().map(|(n, m)| (*n, m)).collect();
+
+    // The unmutated crate passes, and sizes the limit.
+    let baseline_dir = root.join("baseline");
+    project.copy(&baseline_dir, &BTreeMap::new());
+    let baseline = build(&baseline_dir, &root.join("baseline-target")).expect("the crate builds");
+    let started = Instant::now();
+    assert_eq!(
+        run(&baseline, 0, Duration::from_secs(120)),
+        Status::Survived
     );
-    for (number, mutant) in &mutants {
+    let limit = limit_from(started.elapsed());
+
+    let schemata = schemata_run(project, root, &borrowed, limit);
+    let single_started = Instant::now();
+    let single = if single_too {
+        per_mutant_builds(project, root, &borrowed, limit)
+    } else {
+        BTreeMap::new()
+    };
+    Comparison {
+        mutants,
+        schemata,
+        single,
+        single_wall: single_started.elapsed(),
+    }
+}
+
+struct Comparison {
+    mutants: Vec<(u32, Mutant)>,
+    schemata: Schemata,
+    single: BTreeMap<u32, Status>,
+    single_wall: Duration,
+}
+
+impl Comparison {
+    fn summary(&self) -> String {
+        let n = self.mutants.len() as f64;
+        let per_minute = |wall: Duration| n / wall.as_secs_f64().max(f64::EPSILON) * 60.0;
+        let agree = self
+            .mutants
+            .iter()
+            .filter(|(number, _)| {
+                self.single.contains_key(number)
+                    && self.single.get(number) == self.schemata.statuses.get(number)
+            })
+            .count();
+        format!(
+            "{} mutants: schemata {:.1}s ({:.0}/min; {} schema builds, {} held, {} built alone); a build per mutant {:.1}s ({:.0}/min); agreement {agree}/{}",
+            self.mutants.len(),
+            self.schemata.wall.as_secs_f64(),
+            per_minute(self.schemata.wall),
+            self.schemata.builds,
+            self.schemata.held.len(),
+            self.schemata.fallback.len(),
+            self.single_wall.as_secs_f64(),
+            per_minute(self.single_wall),
+            self.single.len(),
+        )
+    }
+}
+
+#[test]
+fn the_schemata_run_equals_a_build_per_mutant_mutant_by_mutant() {
+    let root = tempfile::tempdir().expect("temp dir");
+    let crate_dir = root.path().join("tiny");
+    fs::create_dir_all(crate_dir.join("src")).expect("src dir");
+    fs::write(crate_dir.join("Cargo.toml"), MANIFEST).expect("manifest");
+    fs::write(crate_dir.join("src/lib.rs"), LIB).expect("lib");
+    let project = Project::open(&crate_dir);
+    let comparison = compare(&project, root.path(), true);
+    eprintln!("{}", comparison.summary());
+    assert!(
+        comparison.mutants.len() >= 20,
+        "{}",
+        comparison.mutants.len()
+    );
+    for (number, mutant) in &comparison.mutants {
         assert_eq!(
-            schemata.get(number),
-            single.get(number),
+            comparison.schemata.statuses.get(number),
+            comparison.single.get(number),
             "mutant {number} {} `{}`",
             mutant.label(),
             &LIB[mutant.edit.start..mutant.edit.end]
         );
     }
+    let single = &comparison.single;
+    let fallback = &comparison.schemata.fallback;
     let count = |status: Status| single.values().filter(|s| **s == status).count();
     // The weak `even` test lets a mutant survive; `i += 1` -> `i *= 1` never ends; `Meters`
-    // has no `Default`; the `const fn`'s mutants cannot be held by a runtime switch.
+    // has no `Default`; the const contexts' mutants cannot be held by a runtime switch.
     assert!(count(Status::Killed) > 0 && count(Status::Survived) > 0);
     assert!(count(Status::Timeout) > 0, "{single:?}");
     assert!(count(Status::CompileError) > 0, "{single:?}");
@@ -345,5 +487,40 @@ fn the_schemata_run_equals_a_build_per_mutant_mutant_by_mutant() {
             "{context}: {fallback:?}"
         );
     }
-    assert!(in_schema.len() > fallback.len(), "{fallback:?}");
+    assert!(
+        comparison.schemata.held.len() > fallback.len(),
+        "{fallback:?}"
+    );
+}
+
+/// The benchmark's half: the crate at `ASSAY_SCHEMATA_CRATE` (its `src/` mutated), both runs
+/// unless `ASSAY_SCHEMATA_SINGLE=0`; prints the figures and requires 95 % agreement.
+#[test]
+#[ignore = "a benchmark: bench/rust-schemata.sh runs it on pinned crates"]
+fn schemata_against_a_build_per_mutant_on_a_real_crate() {
+    let dir = PathBuf::from(std::env::var("ASSAY_SCHEMATA_CRATE").expect("ASSAY_SCHEMATA_CRATE"));
+    let single_too = std::env::var("ASSAY_SCHEMATA_SINGLE").map_or(true, |v| v != "0");
+    let root = tempfile::tempdir().expect("temp dir");
+    let project = Project::open(&dir);
+    let comparison = compare(&project, root.path(), single_too);
+    println!("{}: {}", dir.display(), comparison.summary());
+    let fallback_reasons: BTreeMap<&str, usize> =
+        comparison
+            .schemata
+            .fallback
+            .values()
+            .fold(BTreeMap::new(), |mut counts, why| {
+                *counts.entry(why.as_str()).or_default() += 1;
+                counts
+            });
+    println!("built alone: {fallback_reasons:?}");
+    for (number, mutant) in &comparison.mutants {
+        let (a, b) = (
+            comparison.schemata.statuses.get(number),
+            comparison.single.get(number),
+        );
+        if single_too && a != b {
+            println!("differs: {} schemata {a:?} single {b:?}", mutant.label());
+        }
+    }
 }

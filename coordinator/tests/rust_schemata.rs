@@ -145,7 +145,9 @@ fn cargo(dir: &Path, target: &Path) -> Command {
         .args(["test", "--no-run", "--offline", "--message-format=json"])
         .current_dir(dir)
         .env("CARGO_TARGET_DIR", target)
-        .env_remove("RUSTFLAGS")
+        // A crate's `#![deny(warnings)]` must not turn the schema's parentheses into errors;
+        // both ways build with lints capped, as cargo-mutants does.
+        .env("RUSTFLAGS", "--cap-lints=warn")
         .env_remove("CARGO_BUILD_RUSTFLAGS")
         .stdin(Stdio::null())
         .stderr(Stdio::null());
@@ -310,6 +312,7 @@ fn schemata_run(
     let mut held: BTreeSet<u32> = mutants.iter().map(|(n, _)| *n).collect();
     let mut fallback: BTreeMap<u32, String> = BTreeMap::new();
     let mut builds = 0;
+    let std = schema::Std::of_crate(project.files.values().map(String::as_str));
     let executables = loop {
         let mut schemas = BTreeMap::new();
         for (path, source) in &project.files {
@@ -321,7 +324,7 @@ fn schemata_run(
                     edit: &m.edit,
                 })
                 .collect();
-            let rewritten = schema::rewrite(source, &entries);
+            let rewritten = schema::rewrite(source, &entries, std);
             for (number, why) in &rewritten.fallback {
                 held.remove(number);
                 fallback.insert(*number, why.clone());
@@ -491,6 +494,173 @@ fn the_schemata_run_equals_a_build_per_mutant_mutant_by_mutant() {
         comparison.schemata.held.len() > fallback.len(),
         "{fallback:?}"
     );
+}
+
+/// Source that tries to break the rewrite: lints denied, a trait's default method, `?`, an
+/// `async fn`, a generic return with no `Default`, a returned reference, closures, a guard
+/// holding sites of its own on a deleted arm, labels, a const table.
+const HOSTILE: &str = r#"#![deny(warnings)]
+use std::collections::HashMap;
+
+pub trait Shape {
+    fn area(&self) -> f64;
+    fn doubled(&self) -> f64 {
+        self.area() * 2.0
+    }
+}
+
+pub struct Square(pub f64);
+
+impl Shape for Square {
+    fn area(&self) -> f64 {
+        self.0 * self.0
+    }
+}
+
+pub fn parse(s: &str) -> Result<u32, std::num::ParseIntError> {
+    let n: u32 = s.trim().parse()?;
+    Ok(n + 1)
+}
+
+pub fn pick<T: Clone>(items: &[T], i: usize) -> T {
+    items[i % items.len()].clone()
+}
+
+pub async fn later(x: u32) -> u32 {
+    x - 1
+}
+
+pub fn count(words: &[&str]) -> HashMap<String, usize> {
+    let mut m = HashMap::new();
+    for w in words {
+        *m.entry(w.to_string()).or_insert(0) += 1;
+    }
+    m
+}
+
+pub fn classify(n: i32) -> &'static str {
+    let f = |x: i32| x > 10 && x < 100;
+    match n {
+        x if f(x) && x != 50 => "mid",
+        0 => "zero",
+        _ => "other",
+    }
+}
+
+pub fn sum_to(n: u64) -> u64 {
+    let mut total = 0;
+    'outer: for i in 0..n {
+        if i > 1000 {
+            break 'outer;
+        }
+        total += i;
+    }
+    total
+}
+
+pub fn first_even(v: &[i32]) -> Option<&i32> {
+    v.iter().find(|x| *x % 2 == 0)
+}
+
+const TABLE: [u8; 3] = [1, 2, 1 + 2];
+
+pub fn table_sum() -> u32 {
+    TABLE.iter().map(|&b| b as u32).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes() {
+        assert_eq!(Square(3.0).doubled(), 18.0);
+    }
+
+    #[test]
+    fn parses() {
+        assert_eq!(parse(" 41 "), Ok(42));
+        assert!(parse("x").is_err());
+    }
+
+    #[test]
+    fn picks_and_counts() {
+        assert_eq!(pick(&[1, 2, 3], 4), 2);
+        assert_eq!(count(&["a", "b", "a"])["a"], 2);
+    }
+
+    #[test]
+    fn classifies() {
+        assert_eq!(classify(20), "mid");
+        assert_eq!(classify(50), "other");
+        assert_eq!(classify(0), "zero");
+    }
+
+    #[test]
+    fn sums() {
+        assert_eq!(sum_to(4), 6);
+        assert_eq!(first_even(&[1, 4]), Some(&4));
+        assert_eq!(table_sum(), 6);
+    }
+}
+"#;
+
+#[test]
+fn hostile_source_builds_as_a_schema_and_agrees_with_a_build_per_mutant() {
+    let root = tempfile::tempdir().expect("temp dir");
+    let crate_dir = root.path().join("hostile");
+    fs::create_dir_all(crate_dir.join("src")).expect("src dir");
+    fs::write(
+        crate_dir.join("Cargo.toml"),
+        MANIFEST.replace("tiny", "hostile"),
+    )
+    .expect("manifest");
+    fs::write(crate_dir.join("src/lib.rs"), HOSTILE).expect("lib");
+    let comparison = compare(&Project::open(&crate_dir), root.path(), true);
+    eprintln!("{}", comparison.summary());
+    for (number, mutant) in &comparison.mutants {
+        assert_eq!(
+            comparison.schemata.statuses.get(number),
+            comparison.single.get(number),
+            "mutant {number} {}",
+            mutant.label(),
+        );
+    }
+    let fallback = &comparison.schemata.fallback;
+    let label_of = |number: &u32| {
+        comparison.mutants[*number as usize - 1]
+            .1
+            .description
+            .clone()
+    };
+    let alone: Vec<String> = fallback.keys().map(label_of).collect();
+    // `T` has no `Default`, and a reference to a temporary cannot be returned: both fail
+    // to build in the schema, and alone, as compile errors.
+    for expected in [
+        "`fn pick` body -> `Default::default()`",
+        "`fn first_even` body -> `Some(&Default::default())`",
+    ] {
+        assert!(
+            alone.iter().any(|d| d == expected),
+            "{expected} not in {alone:?}"
+        );
+    }
+    assert!(
+        fallback.values().any(|why| why.contains("`const` item")),
+        "{fallback:?}"
+    );
+    // The deleted guarded arm and the sites inside its guard are all held.
+    let held: Vec<String> = comparison.schemata.held.iter().map(label_of).collect();
+    for expected in [
+        "match arm `x if f(x) && x != 50 => …` deleted",
+        "`!=` -> `==`",
+        "`&&` -> `||`",
+    ] {
+        assert!(
+            held.iter().any(|d| d == expected),
+            "{expected} not in {held:?}"
+        );
+    }
 }
 
 /// The benchmark's half: the crate at `ASSAY_SCHEMATA_CRATE` (its `src/` mutated), both runs

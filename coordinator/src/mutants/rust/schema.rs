@@ -15,12 +15,82 @@ use tree_sitter::Node;
 /// The variable naming the mutant a schema build runs: `0` or unset runs the unmutated code.
 pub const SWITCH_VARIABLE: &str = "ASSAY_MUTANT";
 
+/// Where the switch finds the standard library.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Std {
+    /// `::std`, in the extern prelude of every crate that is not `#![no_std]`.
+    #[default]
+    Prelude,
+    /// A `#![no_std]` crate (its tests still link std): the schema adds
+    /// `extern crate std as __assay_std;` to the crate's root, the file declaring `no_std`.
+    Alias,
+}
+
+const STD_ALIAS: &str = "__assay_std";
+
+impl Std {
+    /// The `Std` of a crate whose files are `sources`.
+    pub fn of_crate<'s>(sources: impl IntoIterator<Item = &'s str>) -> Self {
+        if sources.into_iter().any(|s| root_preamble_end(s).1) {
+            Self::Alias
+        } else {
+            Self::Prelude
+        }
+    }
+
+    fn path(self) -> &'static str {
+        match self {
+            Self::Prelude => "::std",
+            Self::Alias => "::__assay_std",
+        }
+    }
+}
+
+/// Where a crate root's inner attributes and inner doc comments end (an item may follow),
+/// and whether they declare `no_std` (or `cfg_attr(…, no_std)`).
+fn root_preamble_end(source: &str) -> (usize, bool) {
+    let Some(tree) = syntax::parse(source) else {
+        return (0, false);
+    };
+    let root = tree.root_node();
+    let mut cursor = root.walk();
+    let mut end = 0;
+    let mut no_std = false;
+    let mut last_is_line_comment = false;
+    for node in root.children(&mut cursor) {
+        let text = &source[node.byte_range()];
+        match node.kind() {
+            "inner_attribute_item" => {
+                no_std |= text.contains("no_std");
+                end = node.end_byte();
+                last_is_line_comment = false;
+            }
+            "line_comment" | "block_comment" => {
+                if text.starts_with("//!") || text.starts_with("/*!") {
+                    end = node.end_byte();
+                    last_is_line_comment = node.kind() == "line_comment";
+                }
+            }
+            _ => break,
+        }
+    }
+    // A line comment runs to the end of its line: the item goes at the start of the next.
+    if last_is_line_comment
+        && !source[..end].ends_with('\n')
+        && let Some(newline) = source[end..].find('\n')
+    {
+        end += newline + 1;
+    }
+    (end, no_std)
+}
+
 /// The expression a schema site switches on: a `static` of its own block, so it reads the
 /// variable once per site and needs no item anywhere else in the crate.
-fn switch() -> String {
+fn switch(std: Std) -> String {
+    let std = std.path();
     format!(
-        "({{ static {SWITCH_VARIABLE}: ::std::sync::OnceLock<u32> = ::std::sync::OnceLock::new(); \
-         *{SWITCH_VARIABLE}.get_or_init(|| ::std::env::var(\"{SWITCH_VARIABLE}\").ok()\
+        "({{ static {SWITCH_VARIABLE}: {std}::sync::OnceLock<u32> = {std}::sync::OnceLock::new(); \
+         *{SWITCH_VARIABLE}.get_or_init(|| {std}::env::var(\"{SWITCH_VARIABLE}\").ok()\
          .and_then(|v| v.parse().ok()).unwrap_or(0)) }})"
     )
 }
@@ -69,8 +139,9 @@ struct Site<'e> {
     entries: Vec<Entry<'e>>,
 }
 
-/// Rewrites `source` with `entries` behind the switch; what it cannot hold goes to `fallback`.
-pub fn rewrite(source: &str, entries: &[Entry<'_>]) -> FileSchema {
+/// Rewrites `source`, a file of a crate whose standard library is `std`, with `entries` behind
+/// the switch; what it cannot hold goes to `fallback`.
+pub fn rewrite(source: &str, entries: &[Entry<'_>], std: Std) -> FileSchema {
     let Some(tree) = syntax::parse(source) else {
         return all_fallback(source, entries, "the file does not parse as Rust");
     };
@@ -107,7 +178,19 @@ pub fn rewrite(source: &str, entries: &[Entry<'_>]) -> FileSchema {
     let sites: Vec<Site<'_>> = sites.into_values().collect();
     let mut out = String::with_capacity(source.len() * 2);
     let mut held = Vec::new();
-    emit(source, &sites, 0..source.len(), None, &mut out, &mut held);
+    let emitter = Emitter {
+        source,
+        sites: &sites,
+        switch: switch(std),
+    };
+    let (preamble_end, declares_no_std) = root_preamble_end(source);
+    if std == Std::Alias && declares_no_std {
+        emitter.emit(0..preamble_end, None, &mut out, &mut held);
+        out.push_str(&format!("extern crate std as {STD_ALIAS}; "));
+        emitter.emit(preamble_end..source.len(), None, &mut out, &mut held);
+    } else {
+        emitter.emit(0..source.len(), None, &mut out, &mut held);
+    }
     if let Err(line) = syntax::parse_clean(&out) {
         return all_fallback(
             source,
@@ -164,111 +247,109 @@ fn guard_place(arm: Node<'_>) -> Option<(usize, Option<Range<usize>>)> {
     }
 }
 
-/// Writes `range` of `source`, each site inside it (but `skip`) rewritten.
-fn emit(
-    source: &str,
-    sites: &[Site<'_>],
-    range: Range<usize>,
-    skip: Option<usize>,
-    out: &mut String,
-    held: &mut Vec<Held>,
-) {
-    let mut at = range.start;
-    for (index, site) in sites.iter().enumerate() {
-        let inside = range.start <= site.range.start && site.range.end <= range.end;
-        if !inside || Some(index) == skip || site.range.start < at {
-            continue;
-        }
-        out.push_str(&source[at..site.range.start]);
-        emit_site(source, sites, index, out, held);
-        at = site.range.end;
-    }
-    out.push_str(&source[at..range.end]);
+/// Writes a file's schema: its text with its sites rewritten.
+struct Emitter<'a, 'e> {
+    source: &'a str,
+    sites: &'a [Site<'e>],
+    /// The switch expression, written once per site.
+    switch: String,
 }
 
-fn emit_site(
-    source: &str,
-    sites: &[Site<'_>],
-    index: usize,
-    out: &mut String,
-    held: &mut Vec<Held>,
-) {
-    let site = &sites[index];
-    let start = out.len();
-    let first = held.len();
-    match (site.form, site.guard.clone()) {
-        (Form::Guard, Some((at, own))) => {
-            let condition = site
-                .entries
-                .iter()
-                .map(|e| format!("{} != {}", switch(), e.number))
-                .collect::<Vec<_>>()
-                .join(" && ");
-            match own {
-                Some(own) => {
-                    emit(source, sites, site.range.start..at, Some(index), out, held);
-                    let arm = out.len();
-                    out.push_str(&condition);
-                    out.push_str(" && (");
-                    let arm_end = out.len();
-                    emit(source, sites, own.clone(), Some(index), out, held);
-                    out.push(')');
-                    emit(
-                        source,
-                        sites,
-                        own.end..site.range.end,
-                        Some(index),
-                        out,
-                        held,
-                    );
-                    push_held(site, arm..arm_end, held);
-                }
-                None => {
-                    emit(source, sites, site.range.start..at, Some(index), out, held);
-                    let arm = out.len();
-                    out.push_str(" if ");
-                    out.push_str(&condition);
-                    let arm_end = out.len();
-                    emit(source, sites, at..site.range.end, Some(index), out, held);
-                    push_held(site, arm..arm_end, held);
-                }
+impl Emitter<'_, '_> {
+    /// Writes `range` of the source, each site inside it (but `skip`) rewritten.
+    fn emit(
+        &self,
+        range: Range<usize>,
+        skip: Option<usize>,
+        out: &mut String,
+        held: &mut Vec<Held>,
+    ) {
+        let (source, sites) = (self.source, self.sites);
+        let mut at = range.start;
+        for (index, site) in sites.iter().enumerate() {
+            let inside = range.start <= site.range.start && site.range.end <= range.end;
+            if !inside || Some(index) == skip || site.range.start < at {
+                continue;
             }
+            out.push_str(&source[at..site.range.start]);
+            self.emit_site(index, out, held);
+            at = site.range.end;
         }
-        (form, _) => {
-            let (open, close) = if form == Form::Body {
-                ("{ match ", " } }")
-            } else {
-                ("(match ", " })")
-            };
-            out.push_str(open);
-            out.push_str(&switch());
-            out.push_str(" { ");
-            let original = &source[site.range.clone()];
-            for entry in &site.entries {
-                out.push_str(&format!("{} => ", entry.number));
-                let arm = out.len();
-                let from = entry.edit.start - site.range.start;
-                let to = entry.edit.end - site.range.start;
-                out.push_str(&original[..from]);
-                out.push_str(&entry.edit.replacement);
-                out.push_str(&original[to..]);
-                let arm_end = out.len();
-                out.push_str(", ");
-                held.push(Held {
-                    number: entry.number,
-                    arm: arm..arm_end,
-                    site: 0..0,
-                });
-            }
-            out.push_str("_ => ");
-            emit(source, sites, site.range.clone(), Some(index), out, held);
-            out.push_str(close);
-        }
+        out.push_str(&source[at..range.end]);
     }
-    let end = out.len();
-    for entry in held.iter_mut().skip(first) {
-        if entry.site == (0..0) && site.entries.iter().any(|e| e.number == entry.number) {
-            entry.site = start..end;
+
+    fn emit_site(&self, index: usize, out: &mut String, held: &mut Vec<Held>) {
+        let (source, sites) = (self.source, self.sites);
+        let site = &sites[index];
+        let start = out.len();
+        let first = held.len();
+        match (site.form, site.guard.clone()) {
+            (Form::Guard, Some((at, own))) => {
+                let condition = site
+                    .entries
+                    .iter()
+                    .map(|e| format!("{} != {}", self.switch, e.number))
+                    .collect::<Vec<_>>()
+                    .join(" && ");
+                match own {
+                    Some(own) => {
+                        self.emit(site.range.start..at, Some(index), out, held);
+                        let arm = out.len();
+                        out.push_str(&condition);
+                        out.push_str(" && (");
+                        let arm_end = out.len();
+                        self.emit(own.clone(), Some(index), out, held);
+                        out.push(')');
+                        self.emit(own.end..site.range.end, Some(index), out, held);
+                        push_held(site, arm..arm_end, held);
+                    }
+                    None => {
+                        self.emit(site.range.start..at, Some(index), out, held);
+                        let arm = out.len();
+                        out.push_str(" if ");
+                        out.push_str(&condition);
+                        let arm_end = out.len();
+                        self.emit(at..site.range.end, Some(index), out, held);
+                        push_held(site, arm..arm_end, held);
+                    }
+                }
+            }
+            (form, _) => {
+                let (open, close) = if form == Form::Body {
+                    ("{ match ", " } }")
+                } else {
+                    ("(match ", " })")
+                };
+                out.push_str(open);
+                out.push_str(&self.switch);
+                out.push_str(" { ");
+                let original = &source[site.range.clone()];
+                for entry in &site.entries {
+                    out.push_str(&format!("{} => ", entry.number));
+                    let arm = out.len();
+                    let from = entry.edit.start - site.range.start;
+                    let to = entry.edit.end - site.range.start;
+                    out.push_str(&original[..from]);
+                    out.push_str(&entry.edit.replacement);
+                    out.push_str(&original[to..]);
+                    let arm_end = out.len();
+                    out.push_str(", ");
+                    held.push(Held {
+                        number: entry.number,
+                        arm: arm..arm_end,
+                        site: 0..0,
+                    });
+                }
+                out.push_str("_ => ");
+                self.emit(site.range.clone(), Some(index), out, held);
+                out.push_str(close);
+            }
+        }
+        let end = out.len();
+        for entry in held.iter_mut().skip(first) {
+            if entry.site == (0..0) && site.entries.iter().any(|e| e.number == entry.number) {
+                entry.site = start..end;
+            }
         }
     }
 }

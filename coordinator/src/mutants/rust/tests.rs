@@ -247,7 +247,7 @@ fn schema_of(source: &str, mutants: &[Mutant]) -> schema::FileSchema {
             edit: &m.edit,
         })
         .collect();
-    schema::rewrite(source, &entries)
+    schema::rewrite(source, &entries, schema::Std::Prelude)
 }
 
 #[test]
@@ -367,4 +367,47 @@ fn build_errors_are_blamed_on_the_arm_or_site_that_holds_them() {
         None
     );
     assert_eq!(schema::blame(&[], &schemas), None);
+}
+
+#[test]
+fn a_no_std_crate_root_gets_the_std_alias_after_its_preamble_and_keeps_its_lines() {
+    let root = "//! Docs.\n#![no_std]\n//! More docs.\nextern crate alloc;\n\npub fn add(a: u32, b: u32) -> u32 {\n    a + b\n}\n";
+    let module = "pub fn sub(a: u32, b: u32) -> u32 {\n    a - b\n}\n";
+    assert_eq!(schema::Std::of_crate([root, module]), schema::Std::Alias);
+    assert_eq!(schema::Std::of_crate([module]), schema::Std::Prelude);
+    let planned = plan(&[all_lines("src/lib.rs", root)], None);
+    let entries: Vec<Entry<'_>> = planned
+        .mutants
+        .iter()
+        .enumerate()
+        .map(|(i, m)| Entry {
+            number: i as u32 + 1,
+            edit: &m.edit,
+        })
+        .collect();
+    let schema = schema::rewrite(root, &entries, schema::Std::Alias);
+    assert!(schema.fallback.is_empty(), "{:?}", schema.fallback);
+    assert!(
+        schema
+            .text
+            .starts_with("//! Docs.\n#![no_std]\n//! More docs.\nextern crate std as __assay_std; extern crate alloc;"),
+        "{}",
+        schema.text
+    );
+    assert!(schema.text.contains("::__assay_std::sync::OnceLock"));
+    assert!(!schema.text.contains("::std::"));
+    // A module of that crate uses the alias and declares nothing.
+    let planned = plan(&[all_lines("src/sub.rs", module)], None);
+    let entries: Vec<Entry<'_>> = planned
+        .mutants
+        .iter()
+        .enumerate()
+        .map(|(i, m)| Entry {
+            number: i as u32 + 1,
+            edit: &m.edit,
+        })
+        .collect();
+    let schema = schema::rewrite(module, &entries, schema::Std::Alias);
+    assert!(!schema.text.contains("extern crate"));
+    assert!(schema.text.contains("::__assay_std::env::var"));
 }

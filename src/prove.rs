@@ -9,7 +9,7 @@ use crate::proof_history;
 use crate::reporter::{self, StderrProgress};
 use crate::sandbox::{self, SandboxArgs, SandboxChoice};
 use anyhow::{Context, anyhow};
-use assay_common::criteria::{parse_case_path_criteria, parse_criteria};
+use assay_common::criteria::parse_criteria;
 use assay_common::evidence::Evidence;
 use assay_common::job::JobResult;
 use assay_common::runner::{ReportFormat, RunnerKind};
@@ -220,8 +220,8 @@ fn settings(args: &ProveArgs) -> Result<Settings, Failure> {
         .transpose()
         .map_err(|e| Failure::usage(anyhow!(e)))?;
     let criteria = match runner {
-        Some(RunnerKind::Manifest) => parse_case_path_criteria(&criteria_text),
-        _ => parse_criteria(&criteria_text),
+        Some(runner) => runner.parse_criteria(&criteria_text),
+        None => parse_criteria(&criteria_text),
     }
     .map_err(|e| Failure::usage(e.into()))?;
     let test_command = args

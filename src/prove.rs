@@ -219,7 +219,14 @@ fn settings(args: &ProveArgs) -> Result<Settings, Failure> {
         .map(|r| r.parse::<RunnerKind>())
         .transpose()
         .map_err(|e| Failure::usage(anyhow!(e)))?;
-    let criteria = match runner {
+    // Criteria are named as the runner names tests; one not given is the one the engine will
+    // detect on the candidate (on the base for a patch, which rarely changes the runner).
+    let criteria_runner = match (runner, &candidate) {
+        (Some(runner), _) => Some(runner),
+        (None, CandidateSpec::Revision(rev)) => engine::detect_runner_at(&repo, rev).ok(),
+        (None, CandidateSpec::Patch(_)) => engine::detect_runner_at(&repo, &base).ok(),
+    };
+    let criteria = match criteria_runner {
         Some(runner) => runner.parse_criteria(&criteria_text),
         None => parse_criteria(&criteria_text),
     }
@@ -256,6 +263,7 @@ fn settings(args: &ProveArgs) -> Result<Settings, Failure> {
             criteria,
             runner,
             test_command,
+            local_tools: args.cluster.is_none(),
             test_report,
             test_globs: globs,
             repeats: args.repeats.or(repeats).unwrap_or(3).max(1),

@@ -6,6 +6,7 @@
 //! plus its line in [`RunnerKind::runner`]. Commands carry `{report}`, `{adapter}` and
 //! `{node_reporter}` placeholders so the same job runs in any sandbox.
 
+pub mod cargo;
 pub mod go;
 pub mod junit;
 pub mod manifest;
@@ -45,6 +46,8 @@ pub enum RunnerKind {
     Junit,
     /// A `manifest.tsv` corpus, one interpreter run per row; see [`crate::manifest`].
     Manifest,
+    /// Rust through `cargo nextest run` (JUnit) or `cargo test` (libtest's output).
+    Cargo,
 }
 
 /// What a tree offers a runner's detection: its file list and a reader for one file's text
@@ -118,6 +121,18 @@ pub trait Runner: Sync {
     /// scratch `{report}` file) only serves commands that spell `{report}`.
     fn report_format(&self) -> ReportFormat;
 
+    /// The default command on a machine where `installed` says which programs are on the
+    /// `PATH` (embedded runs, whose jobs run where they are planned); a fleet plans with
+    /// [`Runner::default_command`], the portable choice.
+    fn default_command_where(&self, _installed: &dyn Fn(&str) -> bool) -> Vec<String> {
+        strings(self.default_command())
+    }
+
+    /// The report a run of `prefix` writes, when the runner's command chooses it.
+    fn report_format_for(&self, _prefix: &[String]) -> ReportFormat {
+        self.report_format()
+    }
+
     /// Whether selecting by a name also selects every test whose name starts with it (pytest's
     /// `-k` matches substrings); the other runners anchor their patterns to whole names.
     fn selects_by_prefix(&self) -> bool {
@@ -178,7 +193,7 @@ pub trait Runner: Sync {
 }
 
 impl RunnerKind {
-    pub const ALL: [RunnerKind; 7] = [
+    pub const ALL: [RunnerKind; 8] = [
         RunnerKind::Pytest,
         RunnerKind::Unittest,
         RunnerKind::Go,
@@ -186,14 +201,16 @@ impl RunnerKind {
         RunnerKind::Vitest,
         RunnerKind::Junit,
         RunnerKind::Manifest,
+        RunnerKind::Cargo,
     ];
 
     /// The runners a tree can show it uses, most specific first; a tree none of them claims
     /// runs [`Self::FALLBACK`], which needs nothing installed.
-    pub const DETECTION_ORDER: [RunnerKind; 4] = [
+    pub const DETECTION_ORDER: [RunnerKind; 5] = [
         RunnerKind::Go,
         RunnerKind::Vitest,
         RunnerKind::Node,
+        RunnerKind::Cargo,
         RunnerKind::Pytest,
     ];
 
@@ -209,6 +226,7 @@ impl RunnerKind {
             Self::Vitest => &vitest::Vitest,
             Self::Junit => &junit::Junit,
             Self::Manifest => &manifest::Manifest,
+            Self::Cargo => &cargo::Cargo,
         }
     }
 
@@ -250,6 +268,14 @@ impl RunnerKind {
 
     pub fn report_format(self) -> ReportFormat {
         self.runner().report_format()
+    }
+
+    pub fn report_format_for(self, prefix: &[String]) -> ReportFormat {
+        self.runner().report_format_for(prefix)
+    }
+
+    pub fn default_command_where(self, installed: &dyn Fn(&str) -> bool) -> Vec<String> {
+        self.runner().default_command_where(installed)
     }
 
     pub fn is_test_file(self, path: &str) -> bool {
@@ -319,6 +345,11 @@ pub enum ReportFormat {
     /// JUnit XML the configured command writes inside the tree. The worker deletes this file
     /// before the command and reads it fresh after; a stale one must never be read.
     JunitXmlInTree(TreePath),
+    /// `cargo test --message-format=json`: the worker [`crate::report::libtest::frame`]s the
+    /// job's stdout (cargo's messages, libtest's blocks) and stderr (which binary ran when).
+    CargoTestOutput,
+    /// cargo-nextest's JUnit at `{report}`, through Assay's profile (`{nextest_config}`).
+    NextestJunit,
     /// Manifest rows, each run in its own process: the interpreter's exit code and stdout are
     /// judged against the row's expectation with [`crate::manifest::judge`], not parsed by
     /// [`crate::report::parse`]. The runner's default holds no case; the engine fills it in.
@@ -332,6 +363,8 @@ pub enum ReportLocation<'a> {
     Scratch,
     /// The command's captured stdout.
     Stdout,
+    /// Both captured streams, framed by the worker ([`crate::report::libtest::frame`]).
+    Output,
     /// A file inside the job's tree, removed before the command runs.
     Tree(&'a TreePath),
     /// No report: each case's exit code and stdout, one process per case.
@@ -356,11 +389,14 @@ impl ReportFormat {
     pub fn location(&self) -> ReportLocation<'_> {
         match self {
             Self::GoTestJson => ReportLocation::Stdout,
+            Self::CargoTestOutput => ReportLocation::Output,
             Self::ManifestCases(job) => ReportLocation::Cases(job),
             Self::JunitXmlInTree(path) => ReportLocation::Tree(path),
-            Self::JunitXml | Self::UnittestJson | Self::NodeJson | Self::VitestJson => {
-                ReportLocation::Scratch
-            }
+            Self::JunitXml
+            | Self::UnittestJson
+            | Self::NodeJson
+            | Self::VitestJson
+            | Self::NextestJunit => ReportLocation::Scratch,
         }
     }
 
@@ -672,7 +708,7 @@ mod tests {
     fn unknown_runner_lists_the_known_ones() {
         let err = "jest".parse::<RunnerKind>().unwrap_err();
         assert!(
-            err.contains("pytest, unittest, go, node, vitest, junit, manifest"),
+            err.contains("pytest, unittest, go, node, vitest, junit, manifest, cargo"),
             "{err}"
         );
         assert_eq!("go".parse::<RunnerKind>(), Ok(RunnerKind::Go));

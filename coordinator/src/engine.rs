@@ -31,6 +31,10 @@ pub struct ProofRequest {
     pub criteria: Vec<Criterion>,
     pub runner: Option<RunnerKind>,
     pub test_command: Option<Vec<String>>,
+    /// Whether the runner's default command may follow what is installed on this machine
+    /// (`cargo nextest run` where cargo-nextest is on the `PATH`): true where jobs run here,
+    /// as in embedded mode. A fleet's workers may differ, so it takes the portable default.
+    pub local_tools: bool,
     /// Where the command writes its report, when the runner's own place is not used
     /// (`--test-report junit:RELATIVE/PATH.xml`).
     pub test_report: Option<ReportFormat>,
@@ -180,10 +184,14 @@ pub fn prepare(request: ProofRequest) -> Result<PreparedProof, EngineError> {
     if runner.needs_explicit_command() && request.test_command.is_none() {
         return Err(EngineError::NeedsCommand { runner });
     }
-    let command_prefix = request
-        .test_command
-        .clone()
-        .unwrap_or_else(|| runner.default_command());
+    let command_prefix =
+        request
+            .test_command
+            .clone()
+            .unwrap_or_else(|| match request.local_tools {
+                true => runner.default_command_where(&on_path),
+                false => runner.default_command(),
+            });
     let mut refused_files = Vec::new();
     if let Some(spawned_test_runner) = runner.runner().spawned_test_runner_check() {
         for file in &changed_test_modules {
@@ -218,7 +226,7 @@ pub fn prepare(request: ProofRequest) -> Result<PreparedProof, EngineError> {
         report: request
             .test_report
             .clone()
-            .unwrap_or_else(|| runner.report_format()),
+            .unwrap_or_else(|| runner.report_format_for(&command_prefix)),
     });
     if let Some(corpus) = &corpus {
         for job in &mut jobs {
@@ -252,6 +260,17 @@ pub fn prepare(request: ProofRequest) -> Result<PreparedProof, EngineError> {
         }
     });
     Ok(prepared)
+}
+
+/// Whether `program` is an executable file in a directory of this process's `PATH`.
+pub fn on_path(program: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::env::var_os("PATH").is_some_and(|path| {
+        std::env::split_paths(&path).any(|dir| {
+            std::fs::metadata(dir.join(program))
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+    })
 }
 
 /// The candidate tree's one corpus: its directory and its parsed rows, every case file present.
@@ -318,6 +337,12 @@ pub fn read_corpus(
 /// The runner the candidate tree shows it uses (see [`RunnerKind::detect`]).
 fn detect_runner(repo: &std::path::Path, change: &Change) -> Result<RunnerKind, EngineError> {
     detect_runner_in(repo, &change.candidate.tree)
+}
+
+/// Runner detection on the tree of revision `rev`.
+pub fn detect_runner_at(repo: &std::path::Path, rev: &str) -> Result<RunnerKind, EngineError> {
+    let tree = source::tree_of(repo, rev)?;
+    detect_runner_in(repo, &tree)
 }
 
 /// Runner detection for one tree (shared with `assay test`): each runner reads the files it

@@ -287,7 +287,8 @@ pub async fn run(
         | RunnerKind::Node
         | RunnerKind::Vitest
         | RunnerKind::Junit
-        | RunnerKind::Manifest) => return Err(MutateError::UnsupportedRunner { runner: other }),
+        | RunnerKind::Manifest
+        | RunnerKind::Cargo) => return Err(MutateError::UnsupportedRunner { runner: other }),
     };
     index += 1;
     let mut baseline_spec = baseline_spec;

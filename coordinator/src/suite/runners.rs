@@ -111,7 +111,7 @@ impl SuiteSetup {
         match self.runner {
             // The generic JUnit runner's report is the configured one.
             SuiteRunner::Kind(RunnerKind::Junit) => self.report.clone(),
-            SuiteRunner::Kind(kind) => kind.report_format(),
+            SuiteRunner::Kind(kind) => kind.report_format_for(&self.prefix),
             // Nothing is parsed: the scratch report stays absent and the exit status judges.
             SuiteRunner::Command => ReportFormat::JunitXml,
         }

@@ -345,15 +345,15 @@ pub enum ReportFormat {
     /// JUnit XML the configured command writes inside the tree. The worker deletes this file
     /// before the command and reads it fresh after; a stale one must never be read.
     JunitXmlInTree(TreePath),
+    /// Manifest rows, each run in its own process: the interpreter's exit code and stdout are
+    /// judged against the row's expectation with [`crate::manifest::judge`], not parsed by
+    /// [`crate::report::parse`]. The runner's default holds no case; the engine fills it in.
+    ManifestCases(ManifestJob),
     /// `cargo test --message-format=json`: the worker [`crate::report::libtest::frame`]s the
     /// job's stdout (cargo's messages, libtest's blocks) and stderr (which binary ran when).
     CargoTestOutput,
     /// cargo-nextest's JUnit at `{report}`, through Assay's profile (`{nextest_config}`).
     NextestJunit,
-    /// Manifest rows, each run in its own process: the interpreter's exit code and stdout are
-    /// judged against the row's expectation with [`crate::manifest::judge`], not parsed by
-    /// [`crate::report::parse`]. The runner's default holds no case; the engine fills it in.
-    ManifestCases(ManifestJob),
 }
 
 /// Where the worker reads a job's report from.

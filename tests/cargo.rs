@@ -24,6 +24,16 @@ fn nextest_installed() -> bool {
     })
 }
 
+/// Lets the jobs of `command` find rustup's toolchains, where cargo is installed that way.
+fn with_rust_toolchain(command: &mut std::process::Command) {
+    if let Some(home) = rustup_home() {
+        command
+            .env("RUSTUP_HOME", &home)
+            .env("ASSAY_SANDBOX_EXPOSE", &home)
+            .args(["--pass-env", "RUSTUP_HOME"]);
+    }
+}
+
 fn prove_rust(repo: &Repo, args: &[&str]) -> Run {
     let out_dir = tempfile::tempdir().expect("temp dir");
     let json = out_dir.path().join("proof.json");
@@ -38,12 +48,7 @@ fn prove_rust(repo: &Repo, args: &[&str]) -> Run {
         .arg("--store")
         .arg(format!("file://{}", out_dir.path().join("store").display()))
         .env("ASSAY_STATE_DIR", out_dir.path().join("state"));
-    if let Some(home) = rustup_home() {
-        command
-            .env("RUSTUP_HOME", &home)
-            .env("ASSAY_SANDBOX_EXPOSE", &home)
-            .args(["--pass-env", "RUSTUP_HOME"]);
-    }
+    with_rust_toolchain(&mut command);
     run(command, Some(json))
 }
 
@@ -162,28 +167,39 @@ fn a_test_that_does_not_build_on_the_base_is_unverified_with_the_compilers_first
         "#[test]\nfn spare_room_on_the_last_page() {\n    assert_eq!(pager::spare_pages(10, 3), 2);\n}\n",
     );
     repo.commit("pager: the room left on the last page");
-    let run = prove_rust(
-        &repo,
-        &[
-            "--base",
-            "main~1",
-            "--test-command",
-            "cargo test",
-            "--criterion",
-            "test: spare_room_on_the_last_page",
-        ],
-    );
-    assert_eq!(run.verdict_of("C1"), "unverified", "{}", run.explain());
-    let base = &run.criterion("C1")["base"];
-    assert_eq!(base["outcome"], "collection_error", "{base}");
-    assert_eq!(base["detail"], "pager::spare");
-    let why = reason(&run, "C1");
-    assert!(
-        why.contains("error[E0425]: cannot find function `spare_pages`"),
-        "{why}"
-    );
-    assert_eq!(run.criterion("C1")["candidate"]["outcome"], "passed");
-    assert_eq!(run.code, 4, "{}", run.explain());
+    // libtest's output, then nextest (the default where it is installed): both say why.
+    for command in ["cargo test", "cargo nextest run"] {
+        let run = prove_rust(
+            &repo,
+            &[
+                "--base",
+                "main~1",
+                "--test-command",
+                command,
+                "--criterion",
+                "test: spare_room_on_the_last_page",
+            ],
+        );
+        assert_eq!(
+            run.verdict_of("C1"),
+            "unverified",
+            "{command}: {}",
+            run.explain()
+        );
+        let base = &run.criterion("C1")["base"];
+        assert_eq!(base["outcome"], "collection_error", "{command}: {base}");
+        assert_eq!(base["detail"], "pager::spare");
+        let why = reason(&run, "C1");
+        assert!(
+            why.contains("error[E0425]: cannot find function `spare_pages`"),
+            "{command}: {why}"
+        );
+        assert_eq!(run.criterion("C1")["candidate"]["outcome"], "passed");
+        assert_eq!(run.code, 4, "{command}: {}", run.explain());
+        if !nextest_installed() {
+            break;
+        }
+    }
 }
 
 #[test]
@@ -232,4 +248,31 @@ fn libtest_lines_the_code_under_test_prints_itself_give_no_named_result() {
     );
     assert_eq!(run.code, 2, "{}", run.explain());
     assert!(run.stderr.contains("tests::count.*"), "{}", run.explain());
+}
+
+#[test]
+fn assay_test_runs_a_cargo_workspace_as_one_case_judged_by_its_report() {
+    let repo = Repo::new();
+    repo.copy_fixture("cargo-pager", &[]);
+    repo.commit("pager and ledger, a partial page not yet counted");
+    let state = tempfile::tempdir().expect("temp dir");
+    let json = state.path().join("report.json");
+    let mut command = assay();
+    command
+        .arg("test")
+        .arg("--state-dir")
+        .arg(state.path())
+        .current_dir(repo.path())
+        .env("XDG_CACHE_HOME", state.path().join("cache"))
+        .args(["--test-command", "cargo test", "--json"])
+        .arg(&json);
+    with_rust_toolchain(&mut command);
+    let run = run(command, Some(json));
+    assert_eq!(run.code, 1, "{}", run.explain());
+    let report = run.evidence.as_ref().expect("the suite report");
+    assert_eq!(report["runner"], "cargo", "{report}");
+    let cases = report["cases"].as_array().expect("cases");
+    assert_eq!(cases.len(), 1, "{report}");
+    assert_eq!(cases[0]["outcome"], "failed", "{report}");
+    assert_eq!(report["totals"]["failed"], 1, "{report}");
 }

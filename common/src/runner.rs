@@ -352,7 +352,9 @@ pub enum ReportFormat {
     /// `cargo test --message-format=json`: the worker [`crate::report::libtest::frame`]s the
     /// job's stdout (cargo's messages, libtest's blocks) and stderr (which binary ran when).
     CargoTestOutput,
-    /// cargo-nextest's JUnit at `{report}`, through Assay's profile (`{nextest_config}`).
+    /// cargo-nextest's JUnit at `{report}`, through Assay's profile (`{nextest_config}`),
+    /// which the worker [`crate::report::libtest::frame_nextest`]s with stdout, where cargo's
+    /// messages say why a build that failed left no report.
     NextestJunit,
 }
 
@@ -365,6 +367,9 @@ pub enum ReportLocation<'a> {
     Stdout,
     /// Both captured streams, framed by the worker ([`crate::report::libtest::frame`]).
     Output,
+    /// The `{report}` file, if written, and the captured stdout, framed by the worker
+    /// ([`crate::report::libtest::frame_nextest`]).
+    ScratchAndStdout,
     /// A file inside the job's tree, removed before the command runs.
     Tree(&'a TreePath),
     /// No report: each case's exit code and stdout, one process per case.
@@ -390,13 +395,12 @@ impl ReportFormat {
         match self {
             Self::GoTestJson => ReportLocation::Stdout,
             Self::CargoTestOutput => ReportLocation::Output,
+            Self::NextestJunit => ReportLocation::ScratchAndStdout,
             Self::ManifestCases(job) => ReportLocation::Cases(job),
             Self::JunitXmlInTree(path) => ReportLocation::Tree(path),
-            Self::JunitXml
-            | Self::UnittestJson
-            | Self::NodeJson
-            | Self::VitestJson
-            | Self::NextestJunit => ReportLocation::Scratch,
+            Self::JunitXml | Self::UnittestJson | Self::NodeJson | Self::VitestJson => {
+                ReportLocation::Scratch
+            }
         }
     }
 

@@ -693,7 +693,10 @@ fn nextest_junit_names_tests_as_cargo_test_does() {
             String::from_utf8_lossy(&output.stderr)
         )
     });
-    let report = parsed(parse(&format, Some(&bytes)));
+    let report = parsed(parse(
+        &format,
+        Some(&libtest::frame_nextest(Some(&bytes), &output.stdout)),
+    ));
     let outcome = Outcome::Passed;
     let own = |file: &str, name: &str, outcome| {
         (file.to_owned(), String::new(), name.to_owned(), outcome)
@@ -723,7 +726,7 @@ fn nextest_junit_names_tests_as_cargo_test_does() {
     for garbled in [hidden, forged] {
         assert_ne!(garbled, text, "the garbling applies");
         assert!(matches!(
-            parse(&format, Some(garbled.as_bytes())),
+            libtest::parse_nextest_junit(garbled.as_bytes()),
             ReportOutcome::Inconsistent(_)
         ));
     }

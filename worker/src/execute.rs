@@ -220,7 +220,9 @@ async fn run_in(
     };
     let stdout_path = logs.join("stdout.log");
     let (report_path, report_root) = match job.report.location() {
-        ReportLocation::Scratch => (private.join("report"), &private),
+        ReportLocation::Scratch | ReportLocation::ScratchAndStdout => {
+            (private.join("report"), &private)
+        }
         ReportLocation::Stdout | ReportLocation::Output => (stdout_path.clone(), &logs),
         ReportLocation::Tree(path) => (tree_dir.join(path.as_str()), &tree_dir),
         ReportLocation::Cases(cases) => {
@@ -349,17 +351,30 @@ async fn run_in(
             .map_err(read_report)
     };
     let mut read = read_file(report_path.clone(), report_root.clone()).await?;
-    // A libtest run's report is both streams, framed here: the guest writes into them but
-    // cannot move the boundary.
-    if job.report.location() == ReportLocation::Output
-        && let GuestFile::Bytes(stdout) = &read
-    {
-        read = match read_file(run.stderr_path.clone(), logs.clone()).await? {
-            GuestFile::Bytes(stderr) => GuestFile::Bytes(libtest::frame(stdout, &stderr)),
-            GuestFile::Absent => GuestFile::Bytes(libtest::frame(stdout, b"")),
-            refused @ GuestFile::Refused(_) => refused,
-        };
-    }
+    // A cargo run's report is framed here with the captured streams it needs: the guest
+    // writes into them but cannot move the boundary.
+    let captured = |path: &PathBuf| read_file(path.clone(), logs.clone());
+    read = match (job.report.location(), read) {
+        (ReportLocation::Output, GuestFile::Bytes(stdout)) => {
+            match captured(&run.stderr_path).await? {
+                GuestFile::Bytes(stderr) => GuestFile::Bytes(libtest::frame(&stdout, &stderr)),
+                GuestFile::Absent => GuestFile::Bytes(libtest::frame(&stdout, b"")),
+                refused @ GuestFile::Refused(_) => refused,
+            }
+        }
+        (ReportLocation::ScratchAndStdout, read @ (GuestFile::Bytes(_) | GuestFile::Absent)) => {
+            let junit = match read {
+                GuestFile::Bytes(junit) => Some(junit),
+                GuestFile::Absent | GuestFile::Refused(_) => None,
+            };
+            let stdout = match captured(&run.stdout_path).await? {
+                GuestFile::Bytes(stdout) => stdout,
+                GuestFile::Absent | GuestFile::Refused(_) => Vec::new(),
+            };
+            GuestFile::Bytes(libtest::frame_nextest(junit.as_deref(), &stdout))
+        }
+        (_, read) => read,
+    };
     let (report_bytes, refused) = match read {
         GuestFile::Absent => (None, None),
         GuestFile::Bytes(bytes) => (Some(bytes), None),

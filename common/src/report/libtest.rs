@@ -22,6 +22,9 @@ use std::collections::{BTreeMap, BTreeSet};
 /// The first line of a [`frame`]d cargo run: the worker's, never the guest's.
 pub const FRAME_HEADER: &str = "assay.cargo-output/v1";
 
+/// The first line of a [`frame_nextest`]ed nextest run.
+pub const NEXTEST_FRAME_HEADER: &str = "assay.nextest-output/v1";
+
 /// The suite of a doc test: its name is its file, item and line, and it is reported but not
 /// selectable by a criterion.
 pub const DOC_TEST_SUITE: &str = "doc-tests";
@@ -38,9 +41,47 @@ pub fn frame(stdout: &[u8], stderr: &[u8]) -> Vec<u8> {
     bytes
 }
 
+/// A nextest run's JUnit report (`None`: it wrote none, as when the build failed) and its
+/// stdout, where `--cargo-message-format json` puts cargo's messages: the header, the JUnit's
+/// length in decimal (or `none`), a newline, the JUnit, then stdout.
+pub fn frame_nextest(junit: Option<&[u8]>, stdout: &[u8]) -> Vec<u8> {
+    let length = junit.map_or("none".to_owned(), |j| j.len().to_string());
+    let mut bytes = format!("{NEXTEST_FRAME_HEADER}\n{length}\n").into_bytes();
+    bytes.extend_from_slice(junit.unwrap_or_default());
+    bytes.extend_from_slice(stdout);
+    bytes
+}
+
+/// Reads a [`frame_nextest`]ed run: its JUnit ([`parse_nextest_junit`]) when nextest wrote
+/// one; otherwise the build's failure from cargo's messages, a collection error per target
+/// that did not compile with the compiler's first error, or no report at all.
+pub fn parse_nextest_framed(bytes: &[u8]) -> ReportOutcome {
+    let Some((junit, stdout)) = unframe(NEXTEST_FRAME_HEADER, bytes, true) else {
+        return ReportOutcome::Malformed(format!(
+            "the nextest output is not {NEXTEST_FRAME_HEADER}"
+        ));
+    };
+    if let Some(junit) = junit {
+        return parse_nextest_junit(junit);
+    }
+    let Ok(stdout) = std::str::from_utf8(stdout) else {
+        return ReportOutcome::Malformed("the nextest stdout is not UTF-8".into());
+    };
+    match CargoBuild::read(stdout) {
+        Ok(build) if build.failed || !build.errors.is_empty() => {
+            ReportOutcome::Parsed(TestReport {
+                cases: Vec::new(),
+                collection_errors: build.collection_errors(),
+            })
+        }
+        Ok(_) => ReportOutcome::Missing,
+        Err(problem) => problem,
+    }
+}
+
 /// Reads a [`frame`]d `cargo test --message-format=json` run; see [`parse_cargo_output`].
 pub fn parse_framed(bytes: &[u8]) -> ReportOutcome {
-    let Some((stdout, stderr)) = unframe(bytes) else {
+    let Some((Some(stdout), stderr)) = unframe(FRAME_HEADER, bytes, false) else {
         return ReportOutcome::Malformed(format!("the cargo output is not {FRAME_HEADER}"));
     };
     let (Ok(stdout), Ok(stderr)) = (std::str::from_utf8(stdout), std::str::from_utf8(stderr))
@@ -50,14 +91,24 @@ pub fn parse_framed(bytes: &[u8]) -> ReportOutcome {
     parse_cargo_output(stdout, stderr)
 }
 
-fn unframe(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
-    let rest = bytes
-        .strip_prefix(FRAME_HEADER.as_bytes())?
-        .strip_prefix(b"\n")?;
+/// The first part (`None` where its length is `none` and `absent` allows it) and the rest.
+fn unframe<'a>(
+    header: &str,
+    bytes: &'a [u8],
+    absent: bool,
+) -> Option<(Option<&'a [u8]>, &'a [u8])> {
+    let rest = bytes.strip_prefix(header.as_bytes())?.strip_prefix(b"\n")?;
     let newline = rest.iter().position(|b| *b == b'\n')?;
-    let length: usize = std::str::from_utf8(&rest[..newline]).ok()?.parse().ok()?;
+    let length = std::str::from_utf8(&rest[..newline]).ok()?;
     let body = &rest[newline + 1..];
-    (length <= body.len()).then(|| body.split_at(length))
+    if absent && length == "none" {
+        return Some((None, body));
+    }
+    let length: usize = length.parse().ok()?;
+    (length <= body.len()).then(|| {
+        let (first, rest) = body.split_at(length);
+        (Some(first), rest)
+    })
 }
 
 /// One cargo JSON message, as much of it as Assay reads.
@@ -102,71 +153,121 @@ enum Ran {
     DocTests(String),
 }
 
-/// Reads `cargo test --message-format=json`: `stdout` with cargo's JSON messages and
-/// libtest's blocks, `stderr` with cargo's status lines. A build that failed gives a
-/// collection error per failing target, with the compiler's first error as its message.
-pub fn parse_cargo_output(stdout: &str, stderr: &str) -> ReportOutcome {
-    let mut executables: BTreeMap<String, String> = BTreeMap::new();
-    let mut libraries: BTreeMap<String, String> = BTreeMap::new();
-    let mut build_errors: BTreeMap<String, String> = BTreeMap::new();
-    let mut build_failed = false;
-    let mut libtest = String::new();
-    for (number, line) in stdout.lines().enumerate() {
-        if !line.starts_with('{') {
-            libtest.push_str(line);
-            libtest.push('\n');
-            continue;
-        }
-        if !libtest.trim().is_empty() {
-            return ReportOutcome::Malformed(format!(
-                "stdout line {}: a cargo message after the tests started: {}",
-                number + 1,
-                clip(line)
-            ));
-        }
-        let message: CargoMessage = match serde_json::from_str(line) {
-            Ok(message) => message,
-            Err(e) => {
-                return ReportOutcome::Malformed(format!(
+/// What cargo's JSON messages on stdout say of the build, and the rest of stdout.
+#[derive(Default)]
+struct CargoBuild {
+    /// Executable file name → binary id.
+    executables: BTreeMap<String, String>,
+    /// Library crate name → package name.
+    libraries: BTreeMap<String, String>,
+    /// Binary id → the compiler's first error for that target.
+    errors: BTreeMap<String, String>,
+    failed: bool,
+    /// The lines after cargo's messages (libtest's blocks).
+    rest: String,
+}
+
+impl CargoBuild {
+    /// Reads cargo's messages at the head of `stdout`; a message after other output, or a
+    /// line starting with `{` that is not one, makes the stream malformed.
+    fn read(stdout: &str) -> Result<Self, ReportOutcome> {
+        let mut build = Self::default();
+        for (number, line) in stdout.lines().enumerate() {
+            if !line.starts_with('{') {
+                build.rest.push_str(line);
+                build.rest.push('\n');
+                continue;
+            }
+            if !build.rest.trim().is_empty() {
+                return Err(ReportOutcome::Malformed(format!(
+                    "stdout line {}: a cargo message after the tests started: {}",
+                    number + 1,
+                    clip(line)
+                )));
+            }
+            let message: CargoMessage = serde_json::from_str(line).map_err(|e| {
+                ReportOutcome::Malformed(format!(
                     "stdout line {} is not a cargo message: {e}",
                     number + 1
-                ));
-            }
-        };
+                ))
+            })?;
+            build.take(message);
+        }
+        Ok(build)
+    }
+
+    fn take(&mut self, message: CargoMessage) {
         let package = package_name(&message.package_id);
         match message.reason.as_str() {
             "compiler-artifact" => {
                 let Some(target) = &message.target else {
-                    continue;
+                    return;
                 };
                 if target.kind.iter().any(|k| k == "lib" || k == "proc-macro") {
-                    libraries.insert(target.name.clone(), package.to_owned());
+                    self.libraries
+                        .insert(target.name.clone(), package.to_owned());
                 }
                 if let Some(executable) = &message.executable {
                     let file_name = executable.rsplit('/').next().unwrap_or(executable);
-                    executables.insert(file_name.to_owned(), binary_id(package, target));
+                    self.executables
+                        .insert(file_name.to_owned(), binary_id(package, target));
                 }
             }
             "compiler-message" => {
                 let (Some(target), Some(compiler)) = (&message.target, &message.message) else {
-                    continue;
+                    return;
                 };
                 if compiler.level == "error" {
                     let text = compiler.rendered.as_deref().unwrap_or(&compiler.message);
-                    build_errors
+                    self.errors
                         .entry(binary_id(package, target))
                         .or_insert_with(|| truncate(text.trim_end().to_owned()));
                 }
             }
-            "build-finished" => build_failed = message.success == Some(false),
+            "build-finished" => self.failed = message.success == Some(false),
             _ => {}
         }
     }
+
+    /// A collection error per target that did not compile, with the compiler's first error.
+    fn collection_errors(&self) -> Vec<CollectionError> {
+        let mut errors: Vec<CollectionError> = self
+            .errors
+            .iter()
+            .map(|(file, message)| CollectionError {
+                file: file.clone(),
+                message: message.clone(),
+            })
+            .collect();
+        if self.failed && errors.is_empty() {
+            errors.push(CollectionError {
+                file: String::new(),
+                message: "the build failed and the compiler named no error".into(),
+            });
+        }
+        errors
+    }
+}
+
+/// Reads `cargo test --message-format=json`: `stdout` with cargo's JSON messages and
+/// libtest's blocks, `stderr` with cargo's status lines. A build that failed gives a
+/// collection error per failing target, with the compiler's first error as its message.
+pub fn parse_cargo_output(stdout: &str, stderr: &str) -> ReportOutcome {
+    let build = match CargoBuild::read(stdout) {
+        Ok(build) => build,
+        Err(problem) => return problem,
+    };
+    let CargoBuild {
+        executables,
+        libraries,
+        rest: libtest,
+        ..
+    } = &build;
     let ran = match cargo_ran(stderr) {
         Ok(ran) => ran,
         Err(problem) => return ReportOutcome::Malformed(problem),
     };
-    let blocks = match split_blocks(&libtest) {
+    let blocks = match split_blocks(libtest) {
         Ok(blocks) => blocks,
         Err(problem) => return ReportOutcome::Malformed(problem),
     };
@@ -201,16 +302,7 @@ pub fn parse_cargo_output(stdout: &str, stderr: &str) -> ReportOutcome {
             Err(problem) => return problem,
         }
     }
-    report.collection_errors = build_errors
-        .into_iter()
-        .map(|(file, message)| CollectionError { file, message })
-        .collect();
-    if build_failed && report.collection_errors.is_empty() {
-        report.collection_errors.push(CollectionError {
-            file: String::new(),
-            message: "the build failed and the compiler named no error".into(),
-        });
-    }
+    report.collection_errors = build.collection_errors();
     if report.cases.is_empty() && report.collection_errors.is_empty() {
         return ReportOutcome::ZeroTests;
     }
@@ -721,6 +813,38 @@ test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; fini
         assert!(matches!(parse_framed(&short), ReportOutcome::Malformed(_)));
         let empty = frame(b"", b"");
         assert_eq!(parse_framed(&empty), ReportOutcome::ZeroTests);
+    }
+
+    #[test]
+    fn a_nextest_run_is_its_junit_or_else_the_builds_first_error() {
+        let junit = r#"<testsuites name="nextest-run" tests="1" failures="0" errors="0"><testsuite name="pager" tests="1" failures="0" errors="0" skipped="0"><testcase name="tests::a" classname="pager"/></testsuite></testsuites>"#;
+        let report = parsed(parse_nextest_framed(&frame_nextest(
+            Some(junit.as_bytes()),
+            b"",
+        )));
+        assert_eq!(report.cases[0].file, "pager");
+        assert_eq!(report.cases[0].name, "tests::a");
+        let failed = r#"{"reason":"compiler-message","package_id":"path+file:///t/pager#0.1.0","target":{"kind":["test"],"name":"api"},"message":{"level":"error","message":"x","rendered":"error[E0425]: cannot find function `x`\n"}}
+{"reason":"build-finished","success":false}
+"#;
+        let report = parsed(parse_nextest_framed(&frame_nextest(
+            None,
+            failed.as_bytes(),
+        )));
+        assert_eq!(report.collection_errors[0].file, "pager::api");
+        assert_eq!(
+            report.collection_errors[0].message,
+            "error[E0425]: cannot find function `x`"
+        );
+        let built = "{\"reason\":\"build-finished\",\"success\":true}\n";
+        assert_eq!(
+            parse_nextest_framed(&frame_nextest(None, built.as_bytes())),
+            ReportOutcome::Missing
+        );
+        assert!(matches!(
+            parse_nextest_framed(junit.as_bytes()),
+            ReportOutcome::Malformed(_)
+        ));
     }
 
     #[test]

@@ -25,7 +25,7 @@ pub fn parse(format: &ReportFormat, bytes: Option<&[u8]>) -> ReportOutcome {
         ReportFormat::NodeJson => node::parse(bytes),
         ReportFormat::VitestJson => vitest::parse(bytes),
         ReportFormat::CargoTestOutput => libtest::parse_framed(bytes),
-        ReportFormat::NextestJunit => libtest::parse_nextest_junit(bytes),
+        ReportFormat::NextestJunit => libtest::parse_nextest_framed(bytes),
         ReportFormat::JunitXmlInTree(_) => junit::parse_dialect(bytes, junit::Dialect::Generic),
         ReportFormat::ManifestCases(_) => ReportOutcome::Malformed(
             "a manifest case is judged from its exit code and stdout, not parsed as a report"

@@ -86,6 +86,9 @@ impl Runner for Cargo {
                     "assay:{nextest_config}",
                     "--profile",
                     NEXTEST_PROFILE,
+                    // Cargo's messages on stdout say what failed when a build leaves no report.
+                    "--cargo-message-format",
+                    "json",
                 ]
                 .map(String::from),
             );

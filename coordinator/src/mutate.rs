@@ -296,7 +296,12 @@ pub async fn run(
             let command = request.runner.command(&request.command_prefix, &[], &[]);
             (spec(request, &tree, index, command), false)
         }
-        other => return Err(MutateError::UnsupportedRunner { runner: other }),
+        other @ (RunnerKind::Go
+        | RunnerKind::Node
+        | RunnerKind::Vitest
+        | RunnerKind::Junit
+        | RunnerKind::Manifest
+        | RunnerKind::Cargo) => return Err(MutateError::UnsupportedRunner { runner: other }),
     };
     index += 1;
     let mut baseline_spec = baseline_spec;

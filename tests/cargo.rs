@@ -35,6 +35,11 @@ fn with_rust_toolchain(command: &mut std::process::Command) {
 }
 
 fn prove_rust(repo: &Repo, args: &[&str]) -> Run {
+    prove_rust_with(repo, args, &["--no-mutation"])
+}
+
+/// [`prove_rust`] with `extra` flags in place of `--no-mutation`.
+fn prove_rust_with(repo: &Repo, args: &[&str], extra: &[&str]) -> Run {
     let out_dir = tempfile::tempdir().expect("temp dir");
     let json = out_dir.path().join("proof.json");
     let mut command = assay();
@@ -43,7 +48,8 @@ fn prove_rust(repo: &Repo, args: &[&str]) -> Run {
         .arg("-C")
         .arg(repo.path())
         .args(args)
-        .args(["--no-mutation", "--repeats", "2", "--json"])
+        .args(extra)
+        .args(["--repeats", "2", "--json"])
         .arg(&json)
         .arg("--store")
         .arg(format!("file://{}", out_dir.path().join("store").display()))
@@ -275,4 +281,68 @@ fn assay_test_runs_a_cargo_workspace_as_one_case_judged_by_its_report() {
     assert_eq!(cases.len(), 1, "{report}");
     assert_eq!(cases[0]["outcome"], "failed", "{report}");
     assert_eq!(report["totals"]["failed"], 1, "{report}");
+}
+
+#[test]
+fn a_proven_rust_change_gets_its_changed_lines_mutated_and_a_mutant_that_does_not_build_is_not_a_kill()
+ {
+    // The fix, and a new constructor whose body has no `Default` to become: that mutant does
+    // not compile.
+    let repo = pager_repo(
+        "    (items + per - 1) / per\n}\n\npub struct Book(pub u32);\n\npub fn book(pages: u32) -> Book {\n    Book(pages)\n",
+    );
+    let run = prove_rust_with(
+        &repo,
+        &[
+            "--base",
+            "main~1",
+            "--test-command",
+            "cargo test",
+            "--criterion",
+            "test: partial_page_is_a_page",
+            "--criterion",
+            "guard: counts_pages",
+        ],
+        &[],
+    );
+    assert_eq!(run.verdict_of("C1"), "proven", "{}", run.explain());
+    let evidence = run.evidence.as_ref().expect("evidence");
+    let check = &evidence["mutation_check"];
+    let mutants = check["mutants"].as_array().expect("mutants");
+    assert!(!mutants.is_empty(), "{check:#}");
+    let outcome = |description: &str| {
+        mutants
+            .iter()
+            .find(|m| m["mutant"]["description"] == description)
+            .map(|m| m["outcome"].clone())
+            .unwrap_or_else(|| panic!("{description} not among {check:#}"))
+    };
+    // Only the changed file's changed lines, in Rust.
+    for m in mutants {
+        assert_eq!(m["mutant"]["path"], "pager/src/lib.rs", "{m:#}");
+    }
+    assert_eq!(
+        outcome("`fn pages` body -> `0`")["status"],
+        "killed",
+        "{check:#}"
+    );
+    let unbuilt = outcome("`fn book` body -> `Default::default()`");
+    assert_eq!(unbuilt["status"], "not_run", "{unbuilt:#}");
+    assert!(
+        unbuilt["reason"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("does not compile: ")),
+        "{unbuilt:#}"
+    );
+    assert_eq!(
+        check["not_run"].as_u64(),
+        Some(1),
+        "only the mutant that does not build has no verdict: {check:#}"
+    );
+    assert_eq!(
+        run.code,
+        0,
+        "the check never changes the exit code\n{}",
+        run.explain()
+    );
 }

@@ -277,7 +277,7 @@ pub async fn run(
 ) -> Result<MutateReport, MutateError> {
     let started = Instant::now();
     let (tree, files) = files_to_mutate(request)?;
-    let language = language::for_runner(request.runner).unwrap_or(language::DEFAULT);
+    let language = language::of_check(request.runner);
     let plan = mutants::plan_mutants_in(language, &files, request.max_per_file, request.operators);
     let bytes: BTreeMap<&str, &[u8]> = files
         .iter()

@@ -31,6 +31,9 @@ pub(crate) trait Language: Sync {
     fn scopes(&self, source: &str, ranges: &[(usize, usize)]) -> Vec<Scope>;
     /// The runners whose tests judge its mutants.
     fn runners(&self) -> &'static [RunnerKind];
+    /// Whether a mutant is compiled before its tests run: a run that reports a build failure
+    /// and no test is then the mutant's compile error, never a kill.
+    fn compiles(&self) -> bool;
 }
 
 /// Every language Assay mutates, asked in this order.
@@ -43,6 +46,11 @@ pub(crate) const DEFAULT: &dyn Language = &Python;
 /// The language that owns `path`, if any does.
 pub(crate) fn for_path(path: &str) -> Option<&'static dyn Language> {
     LANGUAGES.iter().copied().find(|l| l.owns(path))
+}
+
+/// The language the proof's mutation check mutates for `runner`.
+pub(crate) fn of_check(runner: RunnerKind) -> &'static dyn Language {
+    for_runner(runner).unwrap_or(DEFAULT)
 }
 
 /// The language whose mutants `runner`'s tests judge, if any.

@@ -89,4 +89,9 @@ impl Language for Python {
     fn runners(&self) -> &'static [RunnerKind] {
         &[RunnerKind::Pytest, RunnerKind::Unittest]
     }
+
+    fn compiles(&self) -> bool {
+        // An import error under a mutant is the mutant breaking the module: a kill.
+        false
+    }
 }

@@ -107,8 +107,11 @@ impl Language for Rust {
     }
 
     fn runners(&self) -> &'static [RunnerKind] {
-        // Rust's mutants need a cargo runner to judge them; none is registered yet.
-        &[]
+        &[RunnerKind::Cargo]
+    }
+
+    fn compiles(&self) -> bool {
+        true
     }
 }
 

@@ -9,7 +9,7 @@ use crate::proof_history;
 use crate::reporter::{self, StderrProgress};
 use crate::sandbox::{self, SandboxArgs, SandboxChoice};
 use anyhow::{Context, anyhow};
-use assay_common::criteria::{parse_case_path_criteria, parse_criteria};
+use assay_common::criteria::parse_criteria;
 use assay_common::evidence::Evidence;
 use assay_common::job::JobResult;
 use assay_common::runner::{ReportFormat, RunnerKind};
@@ -219,9 +219,16 @@ fn settings(args: &ProveArgs) -> Result<Settings, Failure> {
         .map(|r| r.parse::<RunnerKind>())
         .transpose()
         .map_err(|e| Failure::usage(anyhow!(e)))?;
-    let criteria = match runner {
-        Some(RunnerKind::Manifest) => parse_case_path_criteria(&criteria_text),
-        _ => parse_criteria(&criteria_text),
+    // Criteria are named as the runner names tests; one not given is the one the engine will
+    // detect on the candidate (on the base for a patch, which rarely changes the runner).
+    let criteria_runner = match (runner, &candidate) {
+        (Some(runner), _) => Some(runner),
+        (None, CandidateSpec::Revision(rev)) => engine::detect_runner_at(&repo, rev).ok(),
+        (None, CandidateSpec::Patch(_)) => engine::detect_runner_at(&repo, &base).ok(),
+    };
+    let criteria = match criteria_runner {
+        Some(runner) => runner.parse_criteria(&criteria_text),
+        None => parse_criteria(&criteria_text),
     }
     .map_err(|e| Failure::usage(e.into()))?;
     let test_command = args
@@ -256,6 +263,7 @@ fn settings(args: &ProveArgs) -> Result<Settings, Failure> {
             criteria,
             runner,
             test_command,
+            local_tools: args.cluster.is_none(),
             test_report,
             test_globs: globs,
             repeats: args.repeats.or(repeats).unwrap_or(3).max(1),

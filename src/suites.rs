@@ -408,7 +408,11 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
     };
     let prefix = match (&args.test_command, runner) {
         (Some(text), _) => config::split_command(text).usage()?,
-        (None, SuiteRunner::Kind(kind)) => kind.default_command(),
+        // Embedded, jobs run here, so the default may follow what is installed here.
+        (None, SuiteRunner::Kind(kind)) => match fleet {
+            None => kind.default_command_where(&engine::on_path),
+            Some(_) => kind.default_command(),
+        },
         (None, SuiteRunner::Command) => Vec::new(),
     };
     let report = match &args.test_report {

@@ -127,10 +127,15 @@ impl Fleet {
     }
 
     fn service(&self, name: &str, args: &[&str]) -> Service {
+        self.service_with(name, args, &[])
+    }
+
+    fn service_with(&self, name: &str, args: &[&str], env: &[(&str, String)]) -> Service {
         let http_port = free_port();
         let log = self.dir.path().join(format!("{name}.log"));
         let child = self
             .command(args)
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
             .env("ASSAY_LOG", "info")
             .env("ASSAY_HTTP_LISTEN", format!("127.0.0.1:{http_port}"))
             .env(
@@ -155,7 +160,13 @@ impl Fleet {
     }
 
     fn worker(&self, name: &str, slots: &str) -> Service {
-        let worker = self.service(name, &["worker", "--slots", slots, "--sandbox", "process"]);
+        self.worker_with(name, slots, &[])
+    }
+
+    /// A process-sandbox worker started with `env` on top of this test's environment.
+    fn worker_with(&self, name: &str, slots: &str, env: &[(&str, String)]) -> Service {
+        let args = ["worker", "--slots", slots, "--sandbox", "process"];
+        let worker = self.service_with(name, &args, env);
         worker.wait_for_log("worker started");
         worker
     }
@@ -1330,5 +1341,76 @@ async fn a_result_from_a_sandbox_other_than_the_declared_one_is_not_cached() {
             "not caching a result whose worker's sandbox is not the declared [cache] sandbox"
         ),
         "{log}"
+    );
+}
+
+/// The bin directory of the Rust toolchain `rustc` runs from: a process-sandbox worker puts it
+/// first on its `PATH`, because rustup's proxies need `RUSTUP_HOME`, which a job never gets.
+fn rust_toolchain_bin() -> PathBuf {
+    let output = Command::new("rustc")
+        .args(["--print", "sysroot"])
+        .output()
+        .expect("rustc runs");
+    assert!(output.status.success(), "rustc --print sysroot failed");
+    PathBuf::from(String::from_utf8_lossy(&output.stdout).trim()).join("bin")
+}
+
+/// A Rust proof on a fleet: the CLI plans it (the portable `cargo test`, since the workers'
+/// tools are not the CLI's), a process-sandbox worker builds the workspace in each job's own
+/// tree and libtest's output proves the fix.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cargo_proof_runs_on_a_fleet_with_the_process_sandbox() {
+    let fleet = Fleet::start();
+    let _coordinator = fleet.coordinator();
+    let path = std::env::join_paths(std::iter::once(rust_toolchain_bin()).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))
+    .expect("a PATH");
+    let _worker = fleet.worker_with(
+        "worker-rust",
+        "2",
+        &[("PATH", path.to_string_lossy().into_owned())],
+    );
+    let repo = Repo::new();
+    repo.copy_fixture("cargo-pager", &[]);
+    repo.commit("pager and ledger");
+    let lib = support::fixture("cargo-pager/pager/src/lib.rs");
+    repo.write(
+        "pager/src/lib.rs",
+        &lib.replace("    items / per\n", "    items.div_ceil(per)\n"),
+    );
+    repo.commit("pager: count a partial page");
+    let json = fleet.dir.path().join("proof.json");
+    let mut command = fleet.command(&["prove", "--cluster", &fleet.url()]);
+    command.arg("-C").arg(repo.path()).args([
+        "--base",
+        "main~1",
+        "--criterion",
+        "test: partial_page_is_a_page",
+        "--criterion",
+        "guard: counts_pages",
+        "--repeats",
+        "2",
+        "--no-mutation",
+        "--json",
+    ]);
+    command.arg(&json);
+    let run = support::run(command, Some(json));
+    assert_eq!(run.code, 0, "{}", run.explain());
+    let evidence = run.evidence.as_ref().expect("evidence");
+    assert_eq!(evidence["runner"], "cargo");
+    assert_eq!(run.verdict_of("C1"), "proven");
+    assert_eq!(run.verdict_of("C2"), "proven");
+    let commands: Vec<String> = evidence["jobs"]
+        .as_array()
+        .expect("jobs")
+        .iter()
+        .map(|job| job["command"].to_string())
+        .collect();
+    assert!(
+        commands
+            .iter()
+            .all(|c| c.contains("\"test\"") && c.contains("--message-format=json")),
+        "{commands:?}"
     );
 }

@@ -106,20 +106,35 @@ pub enum CriterionError {
 
 /// Parses criteria in order; ids are taken from the text or numbered `C1`, `C2`, … by position.
 pub fn parse_criteria(texts: &[String]) -> Result<Vec<Criterion>, CriterionError> {
-    parse_all(texts, false)
+    parse_all(texts, Names::Bare)
+}
+
+/// Parses criteria whose tests are Rust tests, named as cargo reports them: a path of
+/// identifiers (`tests::counts_pages`, `counts_pages`, `tests::r#match`). A path is the test's
+/// name, not a qualified selector; anything else parses as in [`parse_criteria`].
+pub fn parse_rust_path_criteria(texts: &[String]) -> Result<Vec<Criterion>, CriterionError> {
+    parse_all(texts, Names::RustPaths)
+}
+
+/// How a runner names the tests criteria declare.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Names {
+    Bare,
+    CasePaths,
+    RustPaths,
 }
 
 /// Parses criteria whose tests are manifest cases, named by their paths in the corpus
 /// (`integer/add-small.inv`, or a directory `integer` for every case under it). A path is a
 /// file name, not a qualified selector; anything else parses as in [`parse_criteria`].
 pub fn parse_case_path_criteria(texts: &[String]) -> Result<Vec<Criterion>, CriterionError> {
-    parse_all(texts, true)
+    parse_all(texts, Names::CasePaths)
 }
 
-fn parse_all(texts: &[String], case_paths: bool) -> Result<Vec<Criterion>, CriterionError> {
+fn parse_all(texts: &[String], names: Names) -> Result<Vec<Criterion>, CriterionError> {
     let mut criteria: Vec<Criterion> = Vec::with_capacity(texts.len());
     for (position, text) in texts.iter().enumerate() {
-        let criterion = parse_one(text, position + 1, case_paths)?;
+        let criterion = parse_one(text, position + 1, names)?;
         if criteria.iter().any(|c| c.id == criterion.id) {
             return Err(CriterionError::DuplicateId { id: criterion.id });
         }
@@ -130,10 +145,10 @@ fn parse_all(texts: &[String], case_paths: bool) -> Result<Vec<Criterion>, Crite
 
 /// Parses one criterion; `position` (1-based) supplies the default id.
 pub fn parse_criterion(text: &str, position: usize) -> Result<Criterion, CriterionError> {
-    parse_one(text, position, false)
+    parse_one(text, position, Names::Bare)
 }
 
-fn parse_one(text: &str, position: usize, case_paths: bool) -> Result<Criterion, CriterionError> {
+fn parse_one(text: &str, position: usize, names: Names) -> Result<Criterion, CriterionError> {
     let trimmed = text.trim();
     let (id, rest) = split_id(trimmed, text)?;
     let id = id.unwrap_or_else(|| format!("C{position}"));
@@ -149,7 +164,12 @@ fn parse_one(text: &str, position: usize, case_paths: bool) -> Result<Criterion,
     let (token, explanation) = first_token(body);
     // Prose ("test: the partial page is counted") names no test: fall back to the id.
     let explained = explanation.is_empty() || explanation.starts_with(['—', '-', '(', ':']);
-    if case_paths && explained && is_case_path(&token) {
+    let named = match names {
+        Names::Bare => false,
+        Names::CasePaths => is_case_path(&token),
+        Names::RustPaths => is_rust_path(&token),
+    };
+    if named && explained {
         return Ok(Criterion {
             id,
             kind,
@@ -239,6 +259,15 @@ fn is_case_path(token: &str) -> bool {
         && token
             .split('/')
             .all(|part| !part.is_empty() && part != "." && part != "..")
+}
+
+/// `tests::counts_pages`, `counts_pages`, `tests::r#match`: `::`-separated Rust identifiers.
+fn is_rust_path(token: &str) -> bool {
+    token.split("::").all(|segment| {
+        let ident = segment.strip_prefix("r#").unwrap_or(segment);
+        ident.starts_with(|c: char| c.is_alphabetic() || c == '_')
+            && ident.chars().all(|c| c.is_alphanumeric() || c == '_')
+    })
 }
 
 /// `tests.test_health.HealthTests.test_health`, `tests/x.py::test_y`: a module, file, class or
@@ -350,6 +379,47 @@ mod tests {
         assert!(c1.matches("TestC1/expired"));
         assert!(!c1.matches("TestC10Adds"));
         assert!(!c1.matches("test_c10_adds"));
+    }
+
+    #[test]
+    fn rust_paths_are_names_for_cargo_and_anything_else_is_refused_or_falls_back_to_the_id() {
+        let texts: Vec<String> = [
+            "test: tests::counts_pages",
+            "guard: counts_pages",
+            "guard: tests::r#match",
+            "guard: count.*",
+        ]
+        .map(String::from)
+        .to_vec();
+        let parsed = parse_rust_path_criteria(&texts).unwrap();
+        let tests: Vec<&TestSelector> = parsed.iter().map(|c| &c.test).collect();
+        assert_eq!(
+            tests,
+            [
+                &TestSelector::Exact("tests::counts_pages".into()),
+                &TestSelector::Exact("counts_pages".into()),
+                &TestSelector::Exact("tests::r#match".into()),
+                &TestSelector::IdPrefix("test_c4_".into()),
+            ]
+        );
+        // A pattern is never a name: refused before anything runs.
+        for hostile in [
+            "guard: tests::count.*",
+            "guard: tests::(a|b)",
+            "test: tests::",
+        ] {
+            assert!(
+                matches!(
+                    parse_rust_path_criteria(&[hostile.to_owned()]),
+                    Err(CriterionError::Qualified { .. })
+                ),
+                "{hostile}"
+            );
+        }
+        assert!(matches!(
+            parse_criteria(&texts[..1]),
+            Err(CriterionError::Qualified { .. })
+        ));
     }
 
     #[test]

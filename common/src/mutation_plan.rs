@@ -7,9 +7,11 @@ use crate::tree_path::TreePath;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// The mutation operators: the five of the proof's check (and `assay mutate`'s default), in
-/// the order the round-robin visits them, then the ten more of `assay mutate --operators
-/// extended`. New ones are only ever appended, so older encoded plans still decode.
+/// The mutation operators: Python's five of the proof's check (and `assay mutate`'s default),
+/// in the order the round-robin visits them, then its ten more of `assay mutate --operators
+/// extended`, then Rust's own. Each language picks its operators and says what they replace
+/// in its syntax (docs/mutation.md); the examples below are Python's. New ones are only ever
+/// appended, so older encoded plans still decode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Operator {
@@ -38,6 +40,11 @@ pub enum Operator {
     AugmentedAssignment,
     /// A non-empty list, tuple, dict or set display emptied.
     Collection,
+    /// Rust: a function's body replaced by a value of its return type (`0`, `true`, `None`,
+    /// `String::new()`, `Default::default()`, …).
+    FunctionBody,
+    /// Rust: one arm of a `match` that has a wildcard arm deleted.
+    MatchArm,
 }
 
 impl Operator {
@@ -85,6 +92,8 @@ impl Operator {
             Self::LoopControl => "loop_control",
             Self::AugmentedAssignment => "augmented_assignment",
             Self::Collection => "collection",
+            Self::FunctionBody => "function_body",
+            Self::MatchArm => "match_arm",
         }
     }
 }
@@ -133,6 +142,8 @@ pub struct SkippedSite {
 pub enum ExclusionReason {
     /// A path a job cannot name (a backslash, say): a worker would refuse the edit.
     PathNotConfined,
+    /// Not a source file of the language mutated (the name predates languages other than
+    /// Python, and stays so encoded plans still decode).
     NotPython,
     TestFile,
     TypeStub,

@@ -1,17 +1,35 @@
-//! Runner conventions: which files are tests, how to select tests by name, and which structured
-//! report a run writes. The command built here carries `{report}`, `{adapter}` and
+//! Runner conventions, one module per runner behind the [`Runner`] trait: which files are
+//! tests, how a run selects tests by name, where its structured report comes from, how
+//! `assay test` lists and batches its cases, and how a tree shows that it uses the runner.
+//! The rest of Assay asks a [`RunnerKind`] (the name that travels in plans and on the wire)
+//! for its [`Runner`] and never matches on runners itself, so a new runner is one module here
+//! plus its line in [`RunnerKind::runner`]. Commands carry `{report}`, `{adapter}` and
 //! `{node_reporter}` placeholders so the same job runs in any sandbox.
 
+pub mod cargo;
 pub mod go;
+pub mod junit;
+pub mod manifest;
 pub mod node;
+pub mod pytest;
+pub mod unittest;
+pub mod vitest;
 
+pub use pytest::{
+    PYTEST_COLLECTED_PROPERTY, PYTEST_PARTITION_FLAG, PYTEST_SELECT_FLAG, PYTEST_SELECT_SCRIPT,
+    is_pytest_session, partition_of, pytest_select_prefix, python_m_pytest,
+};
+
+use crate::criteria::{Criterion, CriterionError};
 use crate::manifest::ManifestJob;
+use crate::suite::{CaseScope, SuiteCase};
 use crate::tree_path::{TreePath, TreePathError};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use std::fmt;
 use std::str::FromStr;
 
+/// A runner's name, as plans, configuration and wire messages carry it. Its behaviour is its
+/// [`Runner`]: [`RunnerKind::runner`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RunnerKind {
@@ -28,98 +46,154 @@ pub enum RunnerKind {
     Junit,
     /// A `manifest.tsv` corpus, one interpreter run per row; see [`crate::manifest`].
     Manifest,
+    /// Rust through `cargo nextest run` (JUnit) or `cargo test` (libtest's output).
+    Cargo,
 }
 
-/// The interpreter and pytest arguments of `PYTHON -m pytest ARGS…`; `None` for any other
-/// command (a wrapper such as `uv run pytest` included).
-pub fn python_m_pytest(command: &[String]) -> Option<(&String, &[String])> {
-    match command {
-        [python, m, pytest, args @ ..] if m == "-m" && pytest == "pytest" => Some((python, args)),
-        _ => None,
+/// What a tree offers a runner's detection: its file list and a reader for one file's text
+/// (`None` when absent or unreadable; the caller keeps the reason).
+pub struct TreeFiles<'a> {
+    pub files: &'a [String],
+    pub read: &'a mut dyn FnMut(&str) -> Option<String>,
+}
+
+impl TreeFiles<'_> {
+    pub fn has(&self, path: &str) -> bool {
+        self.files.iter().any(|f| f == path)
+    }
+
+    /// Whether the file at `path` exists and contains `needle`.
+    pub fn mentions(&mut self, path: &str, needle: &str) -> bool {
+        (self.read)(path).is_some_and(|text| text.contains(needle))
     }
 }
 
-/// The pytest session of a suite batch that chooses its own cases: run as `PYTHON -c SCRIPT
-/// ARGS… --assay-select SPEC…` in place of `PYTHON -m pytest ARGS…` (the same interpreter, the
-/// same arguments, the working directory first on `sys.path` as with `-m`). The session collects
-/// the whole suite, as `pytest --collect-only` would, records every collected node id in its
-/// JUnit report (one `assay.collected` property each, in collection order), and runs only the
-/// node ids SPEC names (the others are deselected). So a batch needs no separate listing
-/// session, and a node id the tree no longer has costs nothing.
-pub const PYTEST_SELECT_SCRIPT: &str = r#"import hashlib
-import sys
-import pytest
-
-argv = sys.argv[1:]
-cut = argv.index("--assay-select")
-args, spec = argv[:cut], argv[cut + 1:]
-
-
-def wanted(nodeid):
-    if spec[:1] == ["--assay-partition"]:
-        digest = hashlib.sha256(nodeid.encode("utf-8", "surrogateescape")).digest()
-        return int.from_bytes(digest[:8], "big") % int(spec[2]) == int(spec[1])
-    return nodeid in chosen
-
-
-chosen = set(spec)
-
-
-class AssaySelect:
-    @pytest.hookimpl(trylast=True)
-    def pytest_collection_modifyitems(self, config, items):
-        for plugin in config.pluginmanager.get_plugins():
-            if hasattr(plugin, "add_global_property") and hasattr(plugin, "node_reporters"):
-                for item in items:
-                    plugin.add_global_property("assay.collected", item.nodeid)
-        keep = [item for item in items if wanted(item.nodeid)]
-        if len(keep) < len(items):
-            kept = set(map(id, keep))
-            config.hook.pytest_deselected(items=[i for i in items if id(i) not in kept])
-            items[:] = keep
-
-
-sys.exit(pytest.main(args, plugins=[AssaySelect()]))
-"#;
-
-/// The argument after which [`PYTEST_SELECT_SCRIPT`] reads what its batch runs.
-pub const PYTEST_SELECT_FLAG: &str = "--assay-select";
-
-/// What follows [`PYTEST_SELECT_FLAG`] to run one part of the whole collection: the cases
-/// whose [`partition_of`] is the part's number.
-pub const PYTEST_PARTITION_FLAG: &str = "--assay-partition";
-
-/// The part of `parts` a pytest node id falls in, as [`PYTEST_SELECT_SCRIPT`] computes it: the
-/// first 8 bytes of the id's sha256, big-endian, modulo `parts`. Stable across runs and
-/// machines, so every batch of a first run takes its own cases from the same collection.
-pub fn partition_of(node_id: &str, parts: usize) -> usize {
-    let digest = Sha256::digest(node_id.as_bytes());
-    let mut head = [0u8; 8];
-    head.copy_from_slice(&digest[..8]);
-    (u64::from_be_bytes(head) % parts.max(1) as u64) as usize
+/// Where `assay test` takes a suite's cases from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SuiteCases {
+    /// Run `command` as a job and read the cases from its output in `format`.
+    Listed {
+        command: Vec<String>,
+        format: ListingFormat,
+    },
+    /// One case per test module in the tree ([`Runner::is_test_module`]).
+    TestModules,
+    /// One case: the whole command, owning what `scope` says.
+    WholeCommand(CaseScope),
+    /// One case per row of the configured manifest corpus.
+    CorpusRows,
 }
 
-/// The JUnit property under which [`PYTEST_SELECT_SCRIPT`] records each collected node id.
-pub const PYTEST_COLLECTED_PROPERTY: &str = "assay.collected";
-
-/// `PYTHON -m pytest ARGS…` rewritten to run [`PYTEST_SELECT_SCRIPT`] with the same
-/// interpreter and arguments; `None` for any other command (a wrapper such as `uv run pytest`).
-pub fn pytest_select_prefix(command: &[String]) -> Option<Vec<String>> {
-    let (python, args) = python_m_pytest(command)?;
-    let mut argv = vec![python.clone(), "-c".into(), PYTEST_SELECT_SCRIPT.into()];
-    argv.extend(args.iter().cloned());
-    Some(argv)
+/// The output of a listing job, so the suite knows which reader to use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ListingFormat {
+    /// pytest's `--collect-only` node ids on stdout (exit 5: nothing collected).
+    PytestNodeIds,
+    /// The unittest adapter's `assay.unittest.cases/v1` at `{report}`.
+    UnittestCases,
+    /// `go test -list` output: package result lines and test names.
+    GoTestList,
 }
 
-/// Is this command a whole pytest session: `PYTHON -m pytest …` or a batch run through
-/// [`PYTEST_SELECT_SCRIPT`]?
-pub fn is_pytest_session(command: &[String]) -> bool {
-    python_m_pytest(command).is_some()
-        || matches!(command, [_, c, script, ..] if c == "-c" && script == PYTEST_SELECT_SCRIPT)
+/// One runner's conventions. Every method is pure: commands are argv with placeholders, and
+/// detection reads the tree only through [`TreeFiles`].
+pub trait Runner: Sync {
+    /// The name users type (`--runner NAME`) and reports show.
+    fn name(&self) -> &'static str;
+
+    /// The command prefix used when the user gives none; empty when the runner's command (or
+    /// interpreter) must be configured.
+    fn default_command(&self) -> &'static [&'static str];
+
+    /// Is `path` (relative, `/`-separated) a test file by this runner's conventions? Test
+    /// directories count whole, so fixtures, helpers and goldens travel with the tests.
+    fn is_test_file(&self, path: &str) -> bool;
+
+    /// Is this test file one the runner itself loads tests from (rather than a fixture)?
+    fn is_test_module(&self, path: &str) -> bool;
+
+    /// The full argv for a run of `files` (all tests when empty), narrowed to `names`.
+    /// Selection may run more than was named; exact attribution happens later from the report.
+    fn command(&self, prefix: &[String], files: &[String], names: &[String]) -> Vec<String>;
+
+    /// Where the structured report of a run comes from. The generic JUnit runner's report lives
+    /// in the tree at a configured path ([`ReportFormat::parse_test_report`]); its default (the
+    /// scratch `{report}` file) only serves commands that spell `{report}`.
+    fn report_format(&self) -> ReportFormat;
+
+    /// The default command on a machine where `installed` says which programs are on the
+    /// `PATH` (embedded runs, whose jobs run where they are planned); a fleet plans with
+    /// [`Runner::default_command`], the portable choice.
+    fn default_command_where(&self, _installed: &dyn Fn(&str) -> bool) -> Vec<String> {
+        strings(self.default_command())
+    }
+
+    /// The report a run of `prefix` writes, when the runner's command chooses it.
+    fn report_format_for(&self, _prefix: &[String]) -> ReportFormat {
+        self.report_format()
+    }
+
+    /// Whether selecting by a name also selects every test whose name starts with it (pytest's
+    /// `-k` matches substrings); the other runners anchor their patterns to whole names.
+    fn selects_by_prefix(&self) -> bool {
+        false
+    }
+
+    /// Criteria as this runner names its tests (bare names by default).
+    fn parse_criteria(&self, texts: &[String]) -> Result<Vec<Criterion>, CriterionError> {
+        crate::criteria::parse_criteria(texts)
+    }
+
+    /// Whether the tree uses this runner. Runners are asked in [`RunnerKind::DETECTION_ORDER`];
+    /// one that is never detected (it needs a command) says `false`.
+    fn detect(&self, _tree: &mut TreeFiles<'_>) -> bool {
+        false
+    }
+
+    /// Whether the proof runs a corpus of named cases rather than test modules: the engine
+    /// loads the corpus and overlays no modules of its own.
+    fn runs_a_corpus(&self) -> bool {
+        false
+    }
+
+    /// The check of a changed test file's source that names what it spawns that is itself a
+    /// test runner, which makes the file's passes no evidence (see
+    /// [`node::spawns_test_runner`]); `None` for a runner whose files need no such check.
+    fn spawned_test_runner_check(&self) -> Option<fn(&str) -> Option<String>> {
+        None
+    }
+
+    /// Why `assay test` cannot run this runner's suites, if it cannot.
+    fn suite_unsupported(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// Where `assay test` takes the cases from, given the configured prefix.
+    fn suite_cases(&self, prefix: &[String]) -> SuiteCases;
+
+    /// The argv running `cases`, which share a job.
+    fn suite_command(&self, prefix: &[String], cases: &[&SuiteCase]) -> Vec<String>;
+
+    /// Whether a batch's output splits back into its cases, so `--shards auto` may batch
+    /// them; other runners' batches share one output and run one case per job by default.
+    fn batches_by_default(&self) -> bool {
+        false
+    }
+
+    /// Whether two cases may share a job: the runner can select both in one run and nothing
+    /// else with them.
+    fn may_share_a_job(&self, _a: &SuiteCase, _b: &SuiteCase) -> bool {
+        true
+    }
+
+    /// Why a suite's passing cases cannot be answered from the result cache, if they cannot.
+    fn suite_uncacheable(&self) -> Option<&'static str> {
+        None
+    }
 }
 
 impl RunnerKind {
-    pub const ALL: [RunnerKind; 7] = [
+    pub const ALL: [RunnerKind; 8] = [
         RunnerKind::Pytest,
         RunnerKind::Unittest,
         RunnerKind::Go,
@@ -127,240 +201,109 @@ impl RunnerKind {
         RunnerKind::Vitest,
         RunnerKind::Junit,
         RunnerKind::Manifest,
+        RunnerKind::Cargo,
     ];
 
-    pub fn name(self) -> &'static str {
+    /// The runners a tree can show it uses, most specific first; a tree none of them claims
+    /// runs [`Self::FALLBACK`], which needs nothing installed.
+    pub const DETECTION_ORDER: [RunnerKind; 5] = [
+        RunnerKind::Go,
+        RunnerKind::Vitest,
+        RunnerKind::Node,
+        RunnerKind::Cargo,
+        RunnerKind::Pytest,
+    ];
+
+    pub const FALLBACK: RunnerKind = RunnerKind::Unittest;
+
+    /// This runner's conventions: the one place a runner is registered.
+    pub fn runner(self) -> &'static dyn Runner {
         match self {
-            Self::Pytest => "pytest",
-            Self::Unittest => "unittest",
-            Self::Go => "go",
-            Self::Node => "node",
-            Self::Vitest => "vitest",
-            Self::Junit => "junit",
-            Self::Manifest => "manifest",
+            Self::Pytest => &pytest::Pytest,
+            Self::Unittest => &unittest::Unittest,
+            Self::Go => &go::Go,
+            Self::Node => &node::Node,
+            Self::Vitest => &vitest::Vitest,
+            Self::Junit => &junit::Junit,
+            Self::Manifest => &manifest::Manifest,
+            Self::Cargo => &cargo::Cargo,
         }
     }
 
-    /// The command prefix used when the user gives none. The generic JUnit runner and the
-    /// manifest runner have none: their command (or interpreter) must be configured.
-    pub fn default_command(self) -> Vec<String> {
-        let words: &[&str] = match self {
-            Self::Pytest => &["python3", "-m", "pytest"],
-            Self::Unittest => &["python3"],
-            Self::Go => &["go", "test"],
-            Self::Node => &["node"],
-            Self::Vitest => &["npx", "--no-install", "vitest"],
-            Self::Junit | Self::Manifest => &[],
-        };
-        words.iter().map(|w| (*w).to_owned()).collect()
+    /// The runner the tree uses: the first of [`Self::DETECTION_ORDER`] that detects itself,
+    /// otherwise [`Self::FALLBACK`].
+    pub fn detect(tree: &mut TreeFiles<'_>) -> RunnerKind {
+        Self::DETECTION_ORDER
+            .into_iter()
+            .find(|kind| kind.runner().detect(tree))
+            .unwrap_or(Self::FALLBACK)
     }
 
-    /// Whether selecting by a name also selects every test whose name starts with it: pytest's
-    /// `-k` matches substrings and the unittest adapter prefixes; the other runners anchor
-    /// their patterns to whole names.
+    /// Whether `path` is a test file for any runner a tree may be detected as: before the
+    /// runner is known, overlaying a file that is a test elsewhere is harmless, missing a test
+    /// file is not.
+    pub fn is_test_file_for_any_detectable(path: &str) -> bool {
+        Self::DETECTION_ORDER
+            .into_iter()
+            .chain([Self::FALLBACK])
+            .any(|kind| kind.is_test_file(path))
+    }
+
+    pub fn name(self) -> &'static str {
+        self.runner().name()
+    }
+
+    pub fn default_command(self) -> Vec<String> {
+        strings(self.runner().default_command())
+    }
+
     pub fn selects_by_prefix(self) -> bool {
-        matches!(self, Self::Pytest | Self::Unittest)
+        self.runner().selects_by_prefix()
     }
 
     /// Whether the runner can run at all without a configured command.
     pub fn needs_explicit_command(self) -> bool {
-        matches!(self, Self::Junit | Self::Manifest)
+        self.runner().default_command().is_empty()
     }
 
-    /// Where the structured report of a run comes from. The generic JUnit runner's report lives
-    /// in the tree at a configured path: build it with [`ReportFormat::parse_test_report`]; this
-    /// default (the scratch `{report}` file) only serves commands that spell `{report}`.
     pub fn report_format(self) -> ReportFormat {
-        match self {
-            Self::Pytest | Self::Junit => ReportFormat::JunitXml,
-            Self::Unittest => ReportFormat::UnittestJson,
-            Self::Go => ReportFormat::GoTestJson,
-            Self::Node => ReportFormat::NodeJson,
-            Self::Vitest => ReportFormat::VitestJson,
-            Self::Manifest => ReportFormat::ManifestCases(ManifestJob::default()),
-        }
+        self.runner().report_format()
     }
 
-    /// Is `path` (relative, `/`-separated) a test file by this runner's conventions? Test
-    /// directories count whole, so fixtures, `conftest.py`, `testdata/` and goldens travel with
-    /// the tests.
+    pub fn report_format_for(self, prefix: &[String]) -> ReportFormat {
+        self.runner().report_format_for(prefix)
+    }
+
+    pub fn default_command_where(self, installed: &dyn Fn(&str) -> bool) -> Vec<String> {
+        self.runner().default_command_where(installed)
+    }
+
     pub fn is_test_file(self, path: &str) -> bool {
-        let file_name = path.rsplit('/').next().unwrap_or(path);
-        let mut dirs = path.split('/').rev().skip(1);
-        match self {
-            Self::Pytest | Self::Unittest => {
-                let in_test_dir = dirs.any(|dir| matches!(dir, "tests" | "test" | "testing"));
-                let python_test = file_name.ends_with(".py")
-                    && (file_name.starts_with("test_")
-                        || file_name.ends_with("_test.py")
-                        || file_name == "conftest.py");
-                in_test_dir || python_test
-            }
-            // Go's own conventions: `_test.go` files and `testdata/` directories.
-            Self::Go => file_name.ends_with("_test.go") || dirs.any(|dir| dir == "testdata"),
-            Self::Node | Self::Vitest => {
-                let in_test_dir = dirs.any(|dir| {
-                    matches!(
-                        dir,
-                        "test" | "tests" | "__tests__" | "__fixtures__" | "fixtures"
-                    )
-                });
-                in_test_dir || is_js_test_name(file_name)
-            }
-            // The interpreter is the product; the manifest and the corpus directories are tests.
-            Self::Manifest => {
-                file_name == "manifest.tsv"
-                    || dirs.any(|dir| {
-                        matches!(
-                            dir,
-                            "tests" | "test" | "corpus" | "conformance" | "testdata"
-                        )
-                    })
-            }
-            // A JUnit project's layout is the build tool's.
-            Self::Junit => {
-                let in_test_dir = dirs.any(|dir| matches!(dir, "test" | "tests" | "spec"));
-                in_test_dir || file_name.ends_with("_spec.rb")
-            }
-        }
+        self.runner().is_test_file(path)
     }
 
-    /// Is this test file one the runner itself loads tests from (rather than a fixture)?
     pub fn is_test_module(self, path: &str) -> bool {
-        let file_name = path.rsplit('/').next().unwrap_or(path);
-        match self {
-            Self::Pytest => {
-                file_name.ends_with(".py")
-                    && (file_name.starts_with("test_") || file_name.ends_with("_test.py"))
-            }
-            Self::Unittest => file_name.ends_with(".py") && file_name.starts_with("test"),
-            Self::Go => file_name.ends_with("_test.go"),
-            Self::Node | Self::Vitest => is_js_test_name(file_name),
-            Self::Manifest => file_name == "manifest.tsv",
-            Self::Junit => false,
-        }
+        self.runner().is_test_module(path)
     }
 
-    /// The full argv for a run of `files` (all tests when empty), narrowed to `names`. Selection
-    /// may run more than was named; exact attribution happens later from the report.
     pub fn command(self, prefix: &[String], files: &[String], names: &[String]) -> Vec<String> {
-        let mut argv = prefix.to_vec();
-        match self {
-            Self::Pytest => {
-                argv.extend(
-                    [
-                        "-p",
-                        "no:cacheprovider",
-                        "-o",
-                        "junit_family=xunit1",
-                        "--junitxml={report}",
-                        "--continue-on-collection-errors",
-                        "-q",
-                    ]
-                    .map(String::from),
-                );
-                argv.extend(files.iter().cloned());
-                if !names.is_empty() {
-                    argv.push("-k".into());
-                    argv.push(names.join(" or "));
-                }
-            }
-            Self::Unittest => {
-                argv.extend(["{adapter}", "--report", "{report}"].map(String::from));
-                for name in names {
-                    argv.push("--name".into());
-                    argv.push(name.clone());
-                }
-                argv.extend(files.iter().cloned());
-            }
-            Self::Go => {
-                // -count=1: a cached result is not a fresh execution. -vet=off: a vet finding
-                // is neither a pass nor a failure of the named tests, and would hide them.
-                argv.extend(["-json", "-count=1", "-vet=off"].map(String::from));
-                if let Some(pattern) = go::run_pattern(names) {
-                    argv.push("-run".into());
-                    argv.push(pattern);
-                }
-                argv.extend(go::packages(files));
-            }
-            Self::Node => {
-                argv.extend(
-                    [
-                        "--test",
-                        "--test-reporter={node_reporter}",
-                        "--test-reporter-destination={report}",
-                    ]
-                    .map(String::from),
-                );
-                if !names.is_empty() {
-                    argv.push("--test-name-pattern".into());
-                    argv.push(node::name_pattern(names));
-                }
-                argv.extend(files.iter().cloned());
-            }
-            Self::Vitest => {
-                argv.extend(["run", "--reporter=json", "--outputFile={report}"].map(String::from));
-                if !names.is_empty() {
-                    argv.push("-t".into());
-                    argv.push(node::name_pattern(names));
-                }
-                argv.extend(files.iter().cloned());
-            }
-            // An explicit command has no portable selector: it runs as configured.
-            Self::Junit => {}
-            // One interpreter process per case: the worker appends each case's path in turn.
-            Self::Manifest => {}
-        }
-        argv
+        self.runner().command(prefix, files, names)
     }
 
-    /// The argv that lists a suite's cases without running them. pytest prints node ids on
-    /// stdout; the unittest adapter writes `assay.unittest.cases/v1` to `{report}`. `None`:
-    /// `assay test` cannot collect this runner's cases yet.
-    pub fn collect_command(self, prefix: &[String]) -> Option<Vec<String>> {
-        let mut argv = prefix.to_vec();
-        match self {
-            // `--verbosity=-1`, not `-q`: it overrides a project's `addopts = -v`, which with
-            // `-q` would print the collection tree instead of node ids.
-            Self::Pytest => argv.extend(
-                ["-p", "no:cacheprovider", "--collect-only", "--verbosity=-1"].map(String::from),
-            ),
-            Self::Unittest => {
-                argv.extend(["{adapter}", "--collect", "--report", "{report}"].map(String::from))
-            }
-            Self::Go | Self::Node | Self::Vitest | Self::Junit | Self::Manifest => return None,
-        }
-        Some(argv)
-    }
-
-    /// The argv that runs exactly the collected cases `ids` (runner-native ids from
-    /// [`Self::collect_command`]), writing the structured report.
-    pub fn case_command(self, prefix: &[String], ids: &[String]) -> Vec<String> {
-        match self {
-            Self::Pytest => self.command(prefix, ids, &[]),
-            Self::Unittest => {
-                let mut argv = prefix.to_vec();
-                argv.extend(["{adapter}", "--report", "{report}"].map(String::from));
-                for id in ids {
-                    argv.push("--id".into());
-                    argv.push(id.clone());
-                }
-                argv
-            }
-            _ => self.command(prefix, ids, &[]),
-        }
+    pub fn parse_criteria(self, texts: &[String]) -> Result<Vec<Criterion>, CriterionError> {
+        self.runner().parse_criteria(texts)
     }
 }
 
-/// `pager.test.js`, `pager.spec.ts`, `pager.test.mjs`, …
-fn is_js_test_name(file_name: &str) -> bool {
-    let Some((stem, ext)) = file_name.rsplit_once('.') else {
-        return false;
-    };
-    matches!(
-        ext,
-        "js" | "mjs" | "cjs" | "ts" | "mts" | "cts" | "jsx" | "tsx"
-    ) && (stem.ends_with(".test") || stem.ends_with(".spec") || stem.ends_with("_test"))
+/// Owned argv words.
+pub(crate) fn strings(words: &[&str]) -> Vec<String> {
+    words.iter().map(|w| (*w).to_owned()).collect()
+}
+
+/// The file name of a `/`-separated path, and its directories from the innermost out.
+pub(crate) fn split_path(path: &str) -> (&str, impl Iterator<Item = &str>) {
+    let file_name = path.rsplit('/').next().unwrap_or(path);
+    (file_name, path.split('/').rev().skip(1))
 }
 
 impl fmt::Display for RunnerKind {
@@ -406,6 +349,13 @@ pub enum ReportFormat {
     /// judged against the row's expectation with [`crate::manifest::judge`], not parsed by
     /// [`crate::report::parse`]. The runner's default holds no case; the engine fills it in.
     ManifestCases(ManifestJob),
+    /// `cargo test --message-format=json`: the worker [`crate::report::libtest::frame`]s the
+    /// job's stdout (cargo's messages, libtest's blocks) and stderr (which binary ran when).
+    CargoTestOutput,
+    /// cargo-nextest's JUnit at `{report}`, through Assay's profile (`{nextest_config}`),
+    /// which the worker [`crate::report::libtest::frame_nextest`]s with stdout, where cargo's
+    /// messages say why a build that failed left no report.
+    NextestJunit,
 }
 
 /// Where the worker reads a job's report from.
@@ -415,6 +365,11 @@ pub enum ReportLocation<'a> {
     Scratch,
     /// The command's captured stdout.
     Stdout,
+    /// Both captured streams, framed by the worker ([`crate::report::libtest::frame`]).
+    Output,
+    /// The `{report}` file, if written, and the captured stdout, framed by the worker
+    /// ([`crate::report::libtest::frame_nextest`]).
+    ScratchAndStdout,
     /// A file inside the job's tree, removed before the command runs.
     Tree(&'a TreePath),
     /// No report: each case's exit code and stdout, one process per case.
@@ -439,6 +394,8 @@ impl ReportFormat {
     pub fn location(&self) -> ReportLocation<'_> {
         match self {
             Self::GoTestJson => ReportLocation::Stdout,
+            Self::CargoTestOutput => ReportLocation::Output,
+            Self::NextestJunit => ReportLocation::ScratchAndStdout,
             Self::ManifestCases(job) => ReportLocation::Cases(job),
             Self::JunitXmlInTree(path) => ReportLocation::Tree(path),
             Self::JunitXml | Self::UnittestJson | Self::NodeJson | Self::VitestJson => {
@@ -691,11 +648,71 @@ mod tests {
         }
     }
 
+    fn detect(files: &[(&str, &str)]) -> RunnerKind {
+        let names: Vec<String> = files.iter().map(|(path, _)| (*path).to_owned()).collect();
+        let mut read = |path: &str| {
+            files
+                .iter()
+                .find(|(p, _)| *p == path)
+                .map(|(_, text)| (*text).to_owned())
+        };
+        RunnerKind::detect(&mut TreeFiles {
+            files: &names,
+            read: &mut read,
+        })
+    }
+
+    #[test]
+    fn detection_asks_each_runner_in_order_and_falls_back_to_unittest() {
+        let vitest = r#"{"devDependencies":{"vitest":"^4"}}"#;
+        assert_eq!(
+            detect(&[("go.mod", ""), ("package.json", vitest)]),
+            RunnerKind::Go
+        );
+        assert_eq!(detect(&[("package.json", vitest)]), RunnerKind::Vitest);
+        assert_eq!(detect(&[("package.json", "{}")]), RunnerKind::Node);
+        assert_eq!(
+            detect(&[("pyproject.toml", "[tool.pytest.ini_options]\n")]),
+            RunnerKind::Pytest
+        );
+        assert_eq!(
+            detect(&[("tests/test_pages.py", "from pytest import raises\n")]),
+            RunnerKind::Pytest
+        );
+        assert_eq!(
+            detect(&[
+                ("pyproject.toml", "[project]\n"),
+                ("tests/test_x.py", "import unittest\n")
+            ]),
+            RunnerKind::Unittest
+        );
+        assert_eq!(detect(&[]), RunnerKind::FALLBACK);
+    }
+
+    #[test]
+    fn every_runner_is_registered_under_its_own_name() {
+        for kind in RunnerKind::ALL {
+            assert_eq!(kind.name().parse::<RunnerKind>(), Ok(kind));
+            let json = serde_json::to_string(&kind).expect("a runner serializes");
+            assert_eq!(
+                json,
+                format!("\"{}\"", kind.name()),
+                "wire name is the user's"
+            );
+        }
+        for kind in RunnerKind::DETECTION_ORDER {
+            assert!(
+                !kind.needs_explicit_command(),
+                "{kind} is detected, so runs unconfigured"
+            );
+        }
+    }
+
     #[test]
     fn unknown_runner_lists_the_known_ones() {
         let err = "jest".parse::<RunnerKind>().unwrap_err();
         assert!(
-            err.contains("pytest, unittest, go, node, vitest, junit, manifest"),
+            err.contains("pytest, unittest, go, node, vitest, junit, manifest, cargo"),
             "{err}"
         );
         assert_eq!("go".parse::<RunnerKind>(), Ok(RunnerKind::Go));

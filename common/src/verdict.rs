@@ -108,6 +108,10 @@ pub struct SideEvidence {
     pub cases: Vec<MatchedCase>,
     /// Every run of the test on this side in plan order: the first run, then the repeats.
     pub runs: Vec<RunOutcome>,
+    /// For a collection error: the first line of what the report says of it (the compiler's
+    /// first error for a Rust build, `build failed` for Go).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -232,11 +236,13 @@ fn decide_one(criterion: &Criterion, observations: &[Observation<'_>]) -> Criter
     };
     let base = SideEvidence {
         runs: runs(Side::Base, &base_outcome, &base_jobs),
+        error: collection_message(&base_outcome, &base_jobs),
         outcome: base_outcome,
         cases: base_cases,
     };
     let candidate = SideEvidence {
         runs: runs(Side::Candidate, &candidate_outcome, &candidate_jobs),
+        error: collection_message(&candidate_outcome, &candidate_jobs),
         outcome: candidate_outcome,
         cases: candidate_cases,
     };
@@ -333,7 +339,11 @@ fn test_rule(name: &str, base: &SideEvidence, candidate: &SideEvidence) -> (Verd
         CollectionError(file) => (
             Verdict::Unverified,
             format!(
-                "{name} never ran on the base: {file} fails to collect, import or build there, so there is no evidence that the test catches the bug; make the test use only names the base already has, so that it fails for the bug and not at import"
+                "{name} never ran on the base: {file} fails to collect, import or build there{}, so there is no evidence that the test catches the bug; make the test use only names the base already has, so that it fails for the bug and not at import",
+                base.error
+                    .as_deref()
+                    .map(|e| format!(" ({e})"))
+                    .unwrap_or_default()
             ),
         ),
         other => unverified_side(name, Side::Base, other),
@@ -557,6 +567,20 @@ fn incompleteness(result: &JobResult) -> Option<String> {
         JobStatus::Cancelled => Some("cancelled".into()),
         JobStatus::Completed { .. } => result.report.problem(),
     }
+}
+
+/// The first line of the collection error a side's outcome names, from the first job that
+/// reports it.
+fn collection_message(outcome: &SideOutcome, jobs: &[&Observation<'_>]) -> Option<String> {
+    let SideOutcome::CollectionError(file) = outcome else {
+        return None;
+    };
+    jobs.iter()
+        .filter_map(|job| job.result.report.parsed())
+        .flat_map(|report| &report.collection_errors)
+        .find(|e| &e.file == file)
+        .and_then(|e| e.message.lines().map(str::trim).find(|l| !l.is_empty()))
+        .map(str::to_owned)
 }
 
 /// A collection error in the file the test is known (from the other side) to live in.

@@ -1,13 +1,14 @@
 //! Real-run parser tests: each fixture project under `tests/fixtures/` is copied to a temp dir,
 //! run with the real tool through the command Assay builds, and its report parsed. Needs `go`
-//! (Debian: `golang-go`), `node` (20+) and `python3` with pytest on the PATH.
+//! (Debian: `golang-go`), `node` (20+), `python3` with pytest, `cargo` and cargo-nextest on
+//! the PATH.
 
 use assay_common::criteria::TestSelector;
 use assay_common::manifest::{ManifestJob, case_result, parse_manifest};
 use assay_common::outcome::{CaseResult, Outcome, ReportOutcome, TestReport};
-use assay_common::report::{parse, parse_in_tree};
+use assay_common::report::{libtest, parse, parse_in_tree};
 use assay_common::runner::node::spawns_test_runner;
-use assay_common::runner::{ReportFormat, ReportLocation, RunnerKind};
+use assay_common::runner::{ReportFormat, ReportLocation, RunnerKind, cargo};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -541,5 +542,190 @@ fn pytest_8_and_9_stopping_after_a_collection_error_report_only_the_module() {
             .collect();
         assert_eq!(files, ["tests/test_labels.py"], "pytest {major}: {xml}");
         assert!(report.cases.is_empty(), "pytest {major}: {report:?}");
+    }
+}
+
+/// `cargo test` output framed as the worker frames it, from a run in `dir` with its own
+/// target directory (never the developer's).
+fn cargo_run(dir: &Path, argv: &[String], report: &Path) -> Output {
+    let target = dir.join("target");
+    run(
+        dir,
+        argv,
+        report,
+        &[("CARGO_TARGET_DIR", &target.to_string_lossy())],
+    )
+}
+
+fn strings(words: &[&str]) -> Vec<String> {
+    words.iter().map(|w| (*w).to_owned()).collect()
+}
+
+/// (binary, suite, name, outcome) of every case, sorted.
+fn cargo_cases(report: &TestReport) -> Vec<(String, String, String, Outcome)> {
+    let mut cases: Vec<_> = report
+        .cases
+        .iter()
+        .map(|c| (c.file.clone(), c.suite.clone(), c.name.clone(), c.outcome))
+        .collect();
+    cases.sort_by(|a, b| (&a.0, &a.1, &a.2).cmp(&(&b.0, &b.1, &b.2)));
+    cases
+}
+
+#[test]
+fn cargo_test_output_names_each_test_by_its_binary_and_path() {
+    let dir = project("cargo-pager");
+    let runner = RunnerKind::Cargo;
+    let prefix = strings(&["cargo", "test"]);
+    let argv = runner.command(&prefix, &[], &[]);
+    let report_path = dir.path().join("unused-report");
+    let output = cargo_run(dir.path(), &argv, &report_path);
+    let format = runner.report_format_for(&prefix);
+    assert_eq!(format.location(), ReportLocation::Output);
+    let bytes = libtest::frame(&output.stdout, &output.stderr);
+    let report = parsed(parse(&format, Some(&bytes)));
+    let passed = Outcome::Passed;
+    let own = |file: &str, suite: &str, name: &str, outcome| {
+        (file.to_owned(), suite.to_owned(), name.to_owned(), outcome)
+    };
+    assert_eq!(
+        cargo_cases(&report),
+        [
+            own("ledger", "", "tests::counts_pages", passed),
+            own("pager", "", "tests::counts_pages", passed),
+            own("pager", "", "tests::prints_pages", Outcome::Skipped),
+            own(
+                "pager",
+                libtest::DOC_TEST_SUITE,
+                "pager/src/lib.rs - pages (line 5)",
+                passed
+            ),
+            own("pager::api", "", "counts_pages", passed),
+            own("pager::api", "", "partial_page_is_a_page", Outcome::Failed),
+        ],
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let failed = case(&report, "partial_page_is_a_page");
+    let message = failed.message.as_deref().expect("the failure's output");
+    assert!(message.contains("ten items at three a page"), "{message}");
+
+    // `--exact`: the path names the unit tests of both crates, not the integration test's
+    // `counts_pages`, and a name with regex metacharacters is a plain string that names none.
+    let names = strings(&["tests::counts_pages", "counts.*"]);
+    let output = cargo_run(
+        dir.path(),
+        &runner.command(&prefix, &[], &names),
+        &report_path,
+    );
+    let report = parsed(parse(
+        &format,
+        Some(&libtest::frame(&output.stdout, &output.stderr)),
+    ));
+    assert_eq!(
+        cargo_cases(&report),
+        [
+            own("ledger", "", "tests::counts_pages", passed),
+            own("pager", "", "tests::counts_pages", passed),
+        ]
+    );
+}
+
+#[test]
+fn a_crate_that_does_not_build_is_a_collection_error_with_the_compilers_first_error() {
+    let dir = project("cargo-pager");
+    std::fs::write(
+        dir.path().join("pager/tests/api.rs"),
+        "#[test]\nfn spare_pages() {\n    assert_eq!(pager::spare_pages(10, 3), 2);\n}\n",
+    )
+    .expect("write the test");
+    let runner = RunnerKind::Cargo;
+    let prefix = strings(&["cargo", "test"]);
+    let report_path = dir.path().join("unused-report");
+    let output = cargo_run(dir.path(), &runner.command(&prefix, &[], &[]), &report_path);
+    assert!(!output.status.success());
+    let report = parsed(parse(
+        &ReportFormat::CargoTestOutput,
+        Some(&libtest::frame(&output.stdout, &output.stderr)),
+    ));
+    assert!(
+        report.cases.is_empty(),
+        "cargo runs nothing once a build fails"
+    );
+    let [error] = report.collection_errors.as_slice() else {
+        panic!("one collection error: {:?}", report.collection_errors)
+    };
+    assert_eq!(error.file, "pager::api");
+    assert!(
+        error
+            .message
+            .starts_with("error[E0425]: cannot find function `spare_pages`"),
+        "{}",
+        error.message
+    );
+}
+
+#[test]
+fn nextest_junit_names_tests_as_cargo_test_does() {
+    let dir = project("cargo-pager");
+    let runner = RunnerKind::Cargo;
+    let prefix = runner.default_command_where(&|program| program == "cargo-nextest");
+    let report_path = dir.path().join("junit.xml");
+    let config = dir.path().join("nextest.toml");
+    std::fs::write(
+        &config,
+        cargo::nextest_config(&report_path.to_string_lossy()),
+    )
+    .expect("write the nextest profile");
+    let argv: Vec<String> = runner
+        .command(&prefix, &[], &[])
+        .iter()
+        .map(|a| a.replace("{nextest_config}", &config.to_string_lossy()))
+        .collect();
+    let output = cargo_run(dir.path(), &argv, &report_path);
+    let format = runner.report_format_for(&prefix);
+    assert_eq!(format, ReportFormat::NextestJunit);
+    let bytes = std::fs::read(&report_path).unwrap_or_else(|e| {
+        panic!(
+            "cargo-nextest wrote no JUnit ({e}; is it installed?): {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    let report = parsed(parse(
+        &format,
+        Some(&libtest::frame_nextest(Some(&bytes), &output.stdout)),
+    ));
+    let outcome = Outcome::Passed;
+    let own = |file: &str, name: &str, outcome| {
+        (file.to_owned(), String::new(), name.to_owned(), outcome)
+    };
+    // nextest runs no doc tests and lists no ignored test.
+    assert_eq!(
+        cargo_cases(&report),
+        [
+            own("ledger", "tests::counts_pages", outcome),
+            own("pager", "tests::counts_pages", outcome),
+            own("pager::api", "counts_pages", outcome),
+            own("pager::api", "partial_page_is_a_page", Outcome::Failed),
+        ]
+    );
+    // A suite that hides its failure, or a case slipped into a suite, is never read as a pass.
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    let hidden = text.replacen(
+        "errors=\"0\" failures=\"1\">",
+        "errors=\"0\" failures=\"0\">",
+        1,
+    );
+    let forged = text.replacen(
+        "<testcase name=\"counts_pages\"",
+        "<testcase name=\"forged\" classname=\"pager::api\"/><testcase name=\"counts_pages\"",
+        1,
+    );
+    for garbled in [hidden, forged] {
+        assert_ne!(garbled, text, "the garbling applies");
+        assert!(matches!(
+            libtest::parse_nextest_junit(garbled.as_bytes()),
+            ReportOutcome::Inconsistent(_)
+        ));
     }
 }

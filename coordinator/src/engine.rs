@@ -13,7 +13,7 @@ use assay_common::evidence::{Evidence, JobEvidence, RevisionInfo, SCHEMA, Worker
 use assay_common::job::{JobResult, JobSpec};
 use assay_common::manifest::{ManifestError, ManifestJob, parse_manifest};
 use assay_common::mutation_plan::{MutationPlan, MutationSetup};
-use assay_common::runner::{ReportFormat, RunnerKind};
+use assay_common::runner::{ReportFormat, RunnerKind, TreeFiles};
 use assay_common::verdict::{self, Observation, RefusedFile, Verdict};
 use assay_common::{ProofId, WorkerId};
 use assay_transport::queue::{JobQueue, QueueError};
@@ -31,6 +31,10 @@ pub struct ProofRequest {
     pub criteria: Vec<Criterion>,
     pub runner: Option<RunnerKind>,
     pub test_command: Option<Vec<String>>,
+    /// Whether the runner's default command may follow what is installed on this machine
+    /// (`cargo nextest run` where cargo-nextest is on the `PATH`): true where jobs run here,
+    /// as in embedded mode. A fleet's workers may differ, so it takes the portable default.
+    pub local_tools: bool,
     /// Where the command writes its report, when the runner's own place is not used
     /// (`--test-report junit:RELATIVE/PATH.xml`).
     pub test_report: Option<ReportFormat>,
@@ -150,15 +154,7 @@ pub fn prepare(request: ProofRequest) -> Result<PreparedProof, EngineError> {
     let is_test_file = source::test_file_classifier(
         move |p| match chosen {
             Some(runner) => runner.is_test_file(p),
-            None => [
-                RunnerKind::Pytest,
-                RunnerKind::Unittest,
-                RunnerKind::Go,
-                RunnerKind::Node,
-                RunnerKind::Vitest,
-            ]
-            .iter()
-            .any(|r| r.is_test_file(p)),
+            None => RunnerKind::is_test_file_for_any_detectable(p),
         },
         globs,
     );
@@ -176,27 +172,33 @@ pub fn prepare(request: ProofRequest) -> Result<PreparedProof, EngineError> {
     let changed_test_modules: Vec<String> = change
         .changed_test_files
         .iter()
-        .filter(|f| !f.deleted && runner.is_test_module(&f.path) && runner != RunnerKind::Manifest)
+        .filter(|f| {
+            !f.deleted && runner.is_test_module(&f.path) && !runner.runner().runs_a_corpus()
+        })
         .map(|f| f.path.clone())
         .collect();
-    let corpus = match runner {
-        RunnerKind::Manifest => Some(load_corpus(&request.repo, &change.candidate.tree)?),
-        _ => None,
+    let corpus = match runner.runner().runs_a_corpus() {
+        true => Some(load_corpus(&request.repo, &change.candidate.tree)?),
+        false => None,
     };
     if runner.needs_explicit_command() && request.test_command.is_none() {
         return Err(EngineError::NeedsCommand { runner });
     }
-    let command_prefix = request
-        .test_command
-        .clone()
-        .unwrap_or_else(|| runner.default_command());
+    let command_prefix =
+        request
+            .test_command
+            .clone()
+            .unwrap_or_else(|| match request.local_tools {
+                true => runner.default_command_where(&on_path),
+                false => runner.default_command(),
+            });
     let mut refused_files = Vec::new();
-    if runner == RunnerKind::Node {
+    if let Some(spawned_test_runner) = runner.runner().spawned_test_runner_check() {
         for file in &changed_test_modules {
             let source =
                 source::read_file(&request.repo, &change.candidate.tree, file)?.unwrap_or_default();
             let source = String::from_utf8_lossy(&source).into_owned();
-            if let Some(spawns) = assay_common::runner::node::spawns_test_runner(&source) {
+            if let Some(spawns) = spawned_test_runner(&source) {
                 refused_files.push(RefusedFile {
                     // A changed file: `source::list_changes` refused any path not confined.
                     path: assay_common::tree_path::TreePath::new(file).map_err(|source| {
@@ -224,7 +226,7 @@ pub fn prepare(request: ProofRequest) -> Result<PreparedProof, EngineError> {
         report: request
             .test_report
             .clone()
-            .unwrap_or_else(|| runner.report_format()),
+            .unwrap_or_else(|| runner.report_format_for(&command_prefix)),
     });
     if let Some(corpus) = &corpus {
         for job in &mut jobs {
@@ -258,6 +260,17 @@ pub fn prepare(request: ProofRequest) -> Result<PreparedProof, EngineError> {
         }
     });
     Ok(prepared)
+}
+
+/// Whether `program` is an executable file in a directory of this process's `PATH`.
+pub fn on_path(program: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::env::var_os("PATH").is_some_and(|path| {
+        std::env::split_paths(&path).any(|dir| {
+            std::fs::metadata(dir.join(program))
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+    })
 }
 
 /// The candidate tree's one corpus: its directory and its parsed rows, every case file present.
@@ -321,52 +334,40 @@ pub fn read_corpus(
     Ok(corpus)
 }
 
-/// Go with a `go.mod`, Vitest or node:test with a `package.json`; pytest when the candidate
-/// tree shows it (config, conftest, or a test importing it),
-/// otherwise unittest, which needs nothing installed.
+/// The runner the candidate tree shows it uses (see [`RunnerKind::detect`]).
 fn detect_runner(repo: &std::path::Path, change: &Change) -> Result<RunnerKind, EngineError> {
     detect_runner_in(repo, &change.candidate.tree)
 }
 
-/// Runner detection for one tree (shared with `assay test`).
+/// Runner detection on the tree of revision `rev`.
+pub fn detect_runner_at(repo: &std::path::Path, rev: &str) -> Result<RunnerKind, EngineError> {
+    let tree = source::tree_of(repo, rev)?;
+    detect_runner_in(repo, &tree)
+}
+
+/// Runner detection for one tree (shared with `assay test`): each runner reads the files it
+/// looks for; the first read that fails is the error.
 pub fn detect_runner_in(
     repo: &std::path::Path,
     tree: &assay_common::TreeId,
 ) -> Result<RunnerKind, EngineError> {
     let files = source::list_files(repo, tree)?;
-    if files.iter().any(|f| f == "go.mod") {
-        return Ok(RunnerKind::Go);
-    }
-    if files.iter().any(|f| f == "package.json") {
-        let vitest = source::read_file(repo, tree, "package.json")?
-            .is_some_and(|b| String::from_utf8_lossy(&b).contains("vitest"));
-        return Ok(if vitest {
-            RunnerKind::Vitest
-        } else {
-            RunnerKind::Node
-        });
-    }
-    let mentions = |path: &str, needle: &str| -> Result<bool, EngineError> {
-        Ok(source::read_file(repo, tree, path)?
-            .is_some_and(|bytes| String::from_utf8_lossy(&bytes).contains(needle)))
-    };
-    for file in &files {
-        let name = file.rsplit('/').next().unwrap_or(file);
-        let uses_pytest = match name {
-            "pytest.ini" | "conftest.py" => true,
-            "pyproject.toml" => mentions(file, "[tool.pytest")?,
-            "setup.cfg" => mentions(file, "[tool:pytest]")?,
-            "tox.ini" => mentions(file, "[pytest]")?,
-            _ if RunnerKind::Pytest.is_test_module(file) => {
-                mentions(file, "import pytest")? || mentions(file, "from pytest")?
-            }
-            _ => false,
-        };
-        if uses_pytest {
-            return Ok(RunnerKind::Pytest);
+    let mut failed: Option<SourceError> = None;
+    let mut read = |path: &str| match source::read_file(repo, tree, path) {
+        Ok(bytes) => bytes.map(|b| String::from_utf8_lossy(&b).into_owned()),
+        Err(e) => {
+            failed.get_or_insert(e);
+            None
         }
+    };
+    let detected = RunnerKind::detect(&mut TreeFiles {
+        files: &files,
+        read: &mut read,
+    });
+    match failed {
+        Some(e) => Err(e.into()),
+        None => Ok(detected),
     }
-    Ok(RunnerKind::Unittest)
 }
 
 /// What the engine tells a reporter while a proof runs.

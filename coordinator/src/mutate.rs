@@ -9,6 +9,7 @@ use crate::dispatch::run_one;
 use crate::engine::{ProgressSink, ProofEvent};
 use crate::mutants::budget::MutantTimeout;
 use crate::mutants::judge::{Expected, Judgement, judge_run};
+use crate::mutants::language;
 use crate::mutants::scope::Scope;
 use crate::mutants::{self, ChangedFile, Mutant, MutationPlan, NotRunReason, OperatorSet, rerun};
 use crate::mutation_check::run_mutants;
@@ -58,9 +59,12 @@ pub enum MutateError {
     #[error(transparent)]
     Source(#[from] SourceError),
     #[error(
-        "no Python product file under {paths:?} in HEAD (hint: name files or directories tracked in git; test files are never mutated)"
+        "no {language} product file under {paths:?} in HEAD (hint: name files or directories tracked in git; test files are never mutated)"
     )]
-    NothingToMutate { paths: Vec<String> },
+    NothingToMutate {
+        language: &'static str,
+        paths: Vec<String>,
+    },
     #[error(
         "`assay mutate` mutates Python; the {runner} runner is not supported (hint: --runner pytest or unittest)"
     )]
@@ -162,7 +166,10 @@ fn scopes_of(mutants: &[Mutant], bytes: &BTreeMap<&str, &[u8]>) -> Vec<Scope> {
             .iter()
             .map(|at| (mutants[*at].edit.start, mutants[*at].edit.end))
             .collect();
-        for (at, scope) in ats.iter().zip(mutants::scope::scopes(source, &ranges)) {
+        for (at, scope) in ats
+            .iter()
+            .zip(mutants::scope::scopes(path, source, &ranges))
+        {
             scopes[*at] = scope;
         }
     }
@@ -182,8 +189,12 @@ pub fn head_tree(repo: &Path) -> Result<TreeId, MutateError> {
     Ok(TreeId(tree.id().to_string()))
 }
 
-/// The request's product Python files under `paths`, every line of each.
+/// The request's product files under `paths`, in the language its runner's tests judge,
+/// every line of each.
 fn files_to_mutate(request: &MutateRequest) -> Result<(TreeId, Vec<ChangedFile>), MutateError> {
+    let language = language::for_runner(request.runner).ok_or(MutateError::UnsupportedRunner {
+        runner: request.runner,
+    })?;
     let tree = request.tree.clone();
     let under = |path: &str| {
         request.paths.is_empty()
@@ -194,7 +205,7 @@ fn files_to_mutate(request: &MutateRequest) -> Result<(TreeId, Vec<ChangedFile>)
     };
     let mut files = Vec::new();
     for path in source::list_files(&request.repo, &tree)? {
-        if !path.ends_with(".py") || request.runner.is_test_file(&path) || !under(&path) {
+        if !language.is_source(&path) || request.runner.is_test_file(&path) || !under(&path) {
             continue;
         }
         let Some(bytes) = source::read_file(&request.repo, &tree, &path)? else {
@@ -209,6 +220,7 @@ fn files_to_mutate(request: &MutateRequest) -> Result<(TreeId, Vec<ChangedFile>)
     }
     if files.is_empty() {
         return Err(MutateError::NothingToMutate {
+            language: language.name(),
             paths: request.paths.clone(),
         });
     }
@@ -269,7 +281,8 @@ pub async fn run(
 ) -> Result<MutateReport, MutateError> {
     let started = Instant::now();
     let (tree, files) = files_to_mutate(request)?;
-    let plan = mutants::plan_mutants_with(&files, request.max_per_file, request.operators);
+    let language = language::of_check(request.runner);
+    let plan = mutants::plan_mutants_in(language, &files, request.max_per_file, request.operators);
     let bytes: BTreeMap<&str, &[u8]> = files
         .iter()
         .map(|f| (f.path.as_str(), f.bytes.as_slice()))
@@ -287,7 +300,12 @@ pub async fn run(
             let command = request.runner.command(&request.command_prefix, &[], &[]);
             (spec(request, &tree, index, command), false)
         }
-        other => return Err(MutateError::UnsupportedRunner { runner: other }),
+        other @ (RunnerKind::Go
+        | RunnerKind::Node
+        | RunnerKind::Vitest
+        | RunnerKind::Junit
+        | RunnerKind::Manifest
+        | RunnerKind::Cargo) => return Err(MutateError::UnsupportedRunner { runner: other }),
     };
     index += 1;
     let mut baseline_spec = baseline_spec;

@@ -6,10 +6,11 @@
 use crate::dispatch::{Admit, Flow, Hooks, dispatch, run_one};
 use crate::engine::{PreparedProof, ProgressSink, ProofEvent};
 use crate::mutants::budget::MutantTimeout;
-use crate::mutants::judge::{Expected, Judgement, judge_run};
+use crate::mutants::judge::{Expected, Judgement, compile_error, judge_run};
+use crate::mutants::language;
 use crate::mutants::{
     self, ChangedFile, DEFAULT_MUTANTS_PER_FILE, ExcludedFile, ExclusionReason, MutantOutcome,
-    MutationCheck, MutationPlan, NotRunReason,
+    MutationCheck, MutationPlan, NotRunReason, OperatorSet,
 };
 use crate::source::{self, SourceError};
 use assay_common::criteria::TestSelector;
@@ -78,11 +79,12 @@ pub fn plan_for(proof: &PreparedProof) -> Result<MutationPlan, SourceError> {
         .iter()
         .map(|f| f.path.as_str())
         .collect();
+    let language = language::of_check(proof.runner);
     let mut files = Vec::new();
     let mut excluded = Vec::new();
     for file in change.changed.iter().filter(|f| !f.deleted) {
         if test_files.contains(file.path.as_str()) {
-            if file.path.ends_with(".py") {
+            if language.is_source(&file.path) {
                 excluded.push(ExcludedFile {
                     path: file.path.clone(),
                     reason: ExclusionReason::TestFile,
@@ -103,7 +105,12 @@ pub fn plan_for(proof: &PreparedProof) -> Result<MutationPlan, SourceError> {
             changed_lines: changed_lines.clone(),
         });
     }
-    let mut plan = mutants::plan_mutants(&files, Some(DEFAULT_MUTANTS_PER_FILE));
+    let mut plan = mutants::plan_mutants_in(
+        language,
+        &files,
+        Some(DEFAULT_MUTANTS_PER_FILE),
+        OperatorSet::Default,
+    );
     plan.excluded_files.extend(excluded);
     plan.excluded_files.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(plan)
@@ -301,6 +308,7 @@ pub async fn run_check(
     // Every limit fits in the budget; past it and a grace, a mutant whose result never came
     // (a lost job on a fleet) has none, rather than holding the proof forever.
     let deadline = started + budget + mutants::budget::MIN_TIME_TO_START;
+    let compiled = language::of_check(proof.runner).compiles();
     let outcomes = run_mutants(
         queue,
         &specs,
@@ -312,11 +320,14 @@ pub async fn run_check(
             spec.timeout_secs = timeout.limit.as_secs().max(1);
             Ok(timeout)
         },
-        |result, timeout| {
-            MutantOutcome::of(
+        |result, timeout| match compile_error(result).filter(|_| compiled) {
+            Some(error) => MutantOutcome::NotRun {
+                reason: format!("does not compile: {error}"),
+            },
+            None => MutantOutcome::of(
                 judge_run(result, timeout, Expected::ProvingTests(&tests)),
                 &names,
-            )
+            ),
         },
         |reason| MutantOutcome::NotRun {
             reason: reason.to_string(),

@@ -647,6 +647,7 @@ pub fn prepared_from(submission: &ProofSubmission) -> PreparedProof {
             criteria: submission.criteria.clone(),
             runner: Some(submission.runner),
             test_command: submission.test_command.clone(),
+            local_tools: false,
             test_report: None,
             test_globs: Vec::new(),
             repeats: 1,

@@ -94,6 +94,21 @@ pub fn open(repo: &Path) -> Result<git2::Repository, SourceError> {
     })
 }
 
+/// The tree of revision `rev`.
+pub fn tree_of(repo_path: &Path, rev: &str) -> Result<TreeId, SourceError> {
+    let repo = open(repo_path)?;
+    let commit = repo
+        .revparse_single(rev)
+        .and_then(|object| object.peel_to_commit())
+        .map_err(|source| SourceError::UnknownRevision {
+            rev: rev.to_owned(),
+            repo: repo_path.to_owned(),
+            source,
+        })?;
+    let tree = commit.tree().map_err(git("read the tree"))?;
+    Ok(TreeId(tree.id().to_string()))
+}
+
 /// Resolves the change and builds its trees; `is_test_file` classifies paths.
 pub fn resolve_change(
     repo_path: &Path,

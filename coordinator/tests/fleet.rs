@@ -105,6 +105,7 @@ fn prepare_with(repo: &Path, repeats: u32, mutation_budget: Option<Duration>) ->
         .unwrap(),
         runner: None,
         test_command: None,
+        local_tools: false,
         test_report: None,
         test_globs: Vec::new(),
         repeats,

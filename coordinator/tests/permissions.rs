@@ -90,6 +90,7 @@ fn prepare(repo: &Path) -> PreparedProof {
         .unwrap(),
         runner: None,
         test_command: None,
+        local_tools: false,
         test_report: None,
         test_globs: Vec::new(),
         repeats: 1,

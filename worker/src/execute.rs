@@ -9,7 +9,7 @@ use crate::sandbox::{MutantSource, SandboxError, SandboxExit, SandboxRun, clean_
 use assay_common::JobId;
 use assay_common::job::{ArtifactRef, ByteEdit, JobKind, JobResult, JobSpec, JobStatus};
 use assay_common::outcome::ReportOutcome;
-use assay_common::report;
+use assay_common::report::{self, libtest};
 use assay_common::runner::ReportLocation;
 use assay_common::tree_path::TreePath;
 use assay_transport::error_chain::error_chain;
@@ -195,8 +195,10 @@ async fn run_in(
     };
     let stdout_path = logs.join("stdout.log");
     let (report_path, report_root) = match job.report.location() {
-        ReportLocation::Scratch => (private.join("report"), &private),
-        ReportLocation::Stdout => (stdout_path.clone(), &logs),
+        ReportLocation::Scratch | ReportLocation::ScratchAndStdout => {
+            (private.join("report"), &private)
+        }
+        ReportLocation::Stdout | ReportLocation::Output => (stdout_path.clone(), &logs),
         ReportLocation::Tree(path) => (tree_dir.join(path.as_str()), &tree_dir),
         ReportLocation::Cases(cases) => {
             let env = job_env(job, ctx, &private);
@@ -245,6 +247,15 @@ async fn run_in(
     {
         write_adapter("node:test reporter", &node_reporter_path, NODE_REPORTER).await?;
     }
+    let nextest_config_path = private.join("assay_nextest.toml");
+    if job
+        .command
+        .iter()
+        .any(|arg| arg.contains("{nextest_config}"))
+    {
+        let config = assay_common::runner::cargo::nextest_config(&report_path.to_string_lossy());
+        write_adapter("nextest profile", &nextest_config_path, &config).await?;
+    }
     // The report path is private and fresh, so no earlier run's report can be read as this one's.
     let command: Vec<String> = job
         .command
@@ -253,6 +264,7 @@ async fn run_in(
             arg.replace("{report}", &report_path.to_string_lossy())
                 .replace("{adapter}", &adapter_path.to_string_lossy())
                 .replace("{node_reporter}", &node_reporter_path.to_string_lossy())
+                .replace("{nextest_config}", &nextest_config_path.to_string_lossy())
         })
         .collect();
     let env = job_env(job, ctx, &private);
@@ -302,16 +314,41 @@ async fn run_in(
         },
         SandboxExit::TimedOut => JobStatus::TimedOut,
     };
-    let read = {
-        let (path, root) = (report_path.clone(), report_root.clone());
+    let read_file = |path: PathBuf, root: PathBuf| async move {
         let read_report = |source| ExecuteError::ReadReport {
-            path: report_path.clone(),
+            path: path.clone(),
             source,
         };
-        tokio::task::spawn_blocking(move || guest_file::read(&path, &root))
+        let (at, under) = (path.clone(), root);
+        tokio::task::spawn_blocking(move || guest_file::read(&at, &under))
             .await
             .map_err(|e| read_report(std::io::Error::other(e)))?
-            .map_err(read_report)?
+            .map_err(read_report)
+    };
+    let mut read = read_file(report_path.clone(), report_root.clone()).await?;
+    // A cargo run's report is framed here with the captured streams it needs: the guest
+    // writes into them but cannot move the boundary.
+    let captured = |path: &PathBuf| read_file(path.clone(), logs.clone());
+    read = match (job.report.location(), read) {
+        (ReportLocation::Output, GuestFile::Bytes(stdout)) => {
+            match captured(&run.stderr_path).await? {
+                GuestFile::Bytes(stderr) => GuestFile::Bytes(libtest::frame(&stdout, &stderr)),
+                GuestFile::Absent => GuestFile::Bytes(libtest::frame(&stdout, b"")),
+                refused @ GuestFile::Refused(_) => refused,
+            }
+        }
+        (ReportLocation::ScratchAndStdout, read @ (GuestFile::Bytes(_) | GuestFile::Absent)) => {
+            let junit = match read {
+                GuestFile::Bytes(junit) => Some(junit),
+                GuestFile::Absent | GuestFile::Refused(_) => None,
+            };
+            let stdout = match captured(&run.stdout_path).await? {
+                GuestFile::Bytes(stdout) => stdout,
+                GuestFile::Absent | GuestFile::Refused(_) => Vec::new(),
+            };
+            GuestFile::Bytes(libtest::frame_nextest(junit.as_deref(), &stdout))
+        }
+        (_, read) => read,
     };
     let (report_bytes, refused) = match read {
         GuestFile::Absent => (None, None),

@@ -15,6 +15,10 @@ pub enum Dialect {
     /// `name()`/`name(int)[1]` (Surefire, Gradle) reduced to the bare name, and the suites'
     /// `failures`/`errors`/`skipped` counts checked against the cases.
     Generic,
+    /// cargo-nextest read by the cargo runner: counted as [`Dialect::Generic`], but a case's
+    /// `classname` (its binary id) is its file and its `name` (`tests::counts_pages`) is kept
+    /// whole, as `cargo test` names it; see [`crate::report::libtest`].
+    Nextest,
 }
 
 /// Parses pytest's JUnit XML; see [`parse_dialect`].
@@ -304,7 +308,7 @@ fn close_suite(frame: SuiteFrame, dialect: Dialect) -> Result<Counts, Problem> {
             counts.elements.errors,
             counts.elements.skipped,
         ),
-        Dialect::Generic => (counts.failures, counts.errors, counts.skipped),
+        Dialect::Generic | Dialect::Nextest => (counts.failures, counts.errors, counts.skipped),
     };
     for (label, declared, listed) in [
         ("failures", frame.declared_failures, listed.0),
@@ -330,7 +334,7 @@ impl Dialect {
     fn tests_count_agrees(self, declared: u64, listed: u64, repeats: u64) -> bool {
         match self {
             Dialect::Pytest => declared >= listed.saturating_sub(repeats),
-            Dialect::Generic => declared == listed,
+            Dialect::Generic | Dialect::Nextest => declared == listed,
         }
     }
 }
@@ -342,6 +346,14 @@ fn finish_case(open: OpenCase, report: &mut TestReport, dialect: Dialect) -> Opt
     match dialect {
         Dialect::Pytest => finish_pytest_case(open, report),
         Dialect::Generic => finish_generic_case(open, report),
+        Dialect::Nextest => report.cases.push(CaseResult {
+            file: open.classname,
+            suite: String::new(),
+            name: open.name,
+            variant: None,
+            outcome: open.outcome,
+            message: open.message,
+        }),
     }
     Some(raw_outcome)
 }

@@ -3,6 +3,7 @@
 
 pub mod go;
 pub mod junit;
+pub mod libtest;
 pub mod node;
 pub mod summary;
 pub mod unittest;
@@ -23,6 +24,8 @@ pub fn parse(format: &ReportFormat, bytes: Option<&[u8]>) -> ReportOutcome {
         ReportFormat::GoTestJson => go::parse(bytes),
         ReportFormat::NodeJson => node::parse(bytes),
         ReportFormat::VitestJson => vitest::parse(bytes),
+        ReportFormat::CargoTestOutput => libtest::parse_framed(bytes),
+        ReportFormat::NextestJunit => libtest::parse_nextest_framed(bytes),
         ReportFormat::JunitXmlInTree(_) => junit::parse_dialect(bytes, junit::Dialect::Generic),
         ReportFormat::ManifestCases(_) => ReportOutcome::Malformed(
             "a manifest case is judged from its exit code and stdout, not parsed as a report"

@@ -1,7 +1,89 @@
-//! Go selection: which packages a run covers and the `-run` pattern that selects tests and
-//! subtests by path. Selection may run more than was named, never less; the report decides.
+//! Go: `go test -json` on stdout, selection with `-run` by test path, listing with
+//! `go test -list`. Selection may run more than was named, never less; the report decides.
 
+use super::{ListingFormat, ReportFormat, Runner, SuiteCases, TreeFiles, split_path};
+use crate::suite::SuiteCase;
 use std::collections::BTreeSet;
+
+pub struct Go;
+
+impl Runner for Go {
+    fn name(&self) -> &'static str {
+        "go"
+    }
+
+    fn default_command(&self) -> &'static [&'static str] {
+        &["go", "test"]
+    }
+
+    /// Go's own conventions: `_test.go` files and `testdata/` directories.
+    fn is_test_file(&self, path: &str) -> bool {
+        let (file_name, mut dirs) = split_path(path);
+        file_name.ends_with("_test.go") || dirs.any(|dir| dir == "testdata")
+    }
+
+    fn is_test_module(&self, path: &str) -> bool {
+        path.ends_with("_test.go")
+    }
+
+    fn command(&self, prefix: &[String], files: &[String], names: &[String]) -> Vec<String> {
+        let mut argv = run_prefix(prefix);
+        if let Some(pattern) = run_pattern(names) {
+            argv.push("-run".into());
+            argv.push(pattern);
+        }
+        argv.extend(packages(files));
+        argv
+    }
+
+    fn report_format(&self) -> ReportFormat {
+        ReportFormat::GoTestJson
+    }
+
+    fn detect(&self, tree: &mut TreeFiles<'_>) -> bool {
+        tree.has("go.mod")
+    }
+
+    fn suite_cases(&self, prefix: &[String]) -> SuiteCases {
+        let mut command = prefix.to_vec();
+        command.extend(["-list", ".", "-vet=off", "./..."].map(String::from));
+        SuiteCases::Listed {
+            command,
+            format: ListingFormat::GoTestList,
+        }
+    }
+
+    /// The cases' packages, as the listing placed them, narrowed to their names.
+    fn suite_command(&self, prefix: &[String], cases: &[&SuiteCase]) -> Vec<String> {
+        let mut argv = run_prefix(prefix);
+        let names: Vec<String> = cases.iter().map(|c| c.name.clone()).collect();
+        if let Some(pattern) = run_pattern(&names) {
+            argv.extend(["-run".into(), pattern]);
+        }
+        let mut packages: Vec<String> = Vec::new();
+        for package in cases.iter().filter_map(|c| c.package.clone()) {
+            if !packages.contains(&package) {
+                packages.push(package);
+            }
+        }
+        argv.extend(packages);
+        argv
+    }
+
+    /// One `go test` run selects within the packages it names; a case of another package
+    /// would bring all of that package's matching tests.
+    fn may_share_a_job(&self, a: &SuiteCase, b: &SuiteCase) -> bool {
+        a.package == b.package
+    }
+}
+
+/// `-count=1`: a cached result is not a fresh execution. `-vet=off`: a vet finding is neither
+/// a pass nor a failure of the named tests, and would hide them.
+fn run_prefix(prefix: &[String]) -> Vec<String> {
+    let mut argv = prefix.to_vec();
+    argv.extend(["-json", "-count=1", "-vet=off"].map(String::from));
+    argv
+}
 
 /// `go test` takes packages, not files: each test file's directory, as `./dir` (`.` for the
 /// module root), deduplicated in first-seen order. No files means every package (`./...`).

@@ -1,6 +1,95 @@
-//! Node selection, and the refusal of node:test files that spawn another test runner: such a
-//! case passes on that runner's exit code (Vitest exits 0 when `-t` matches nothing), so a
-//! misspelt or renamed case would pass without running.
+//! node:test with the reporter Assay ships (`{node_reporter}`), selection by name pattern,
+//! and the refusal of node:test files that spawn another test runner: such a case passes on
+//! that runner's exit code (Vitest exits 0 when `-t` matches nothing), so a misspelt or
+//! renamed case would pass without running.
+
+use super::{ReportFormat, Runner, SuiteCases, TreeFiles, split_path};
+use crate::suite::SuiteCase;
+
+pub struct Node;
+
+impl Runner for Node {
+    fn name(&self) -> &'static str {
+        "node"
+    }
+
+    fn default_command(&self) -> &'static [&'static str] {
+        &["node"]
+    }
+
+    fn is_test_file(&self, path: &str) -> bool {
+        is_js_test_file(path)
+    }
+
+    fn is_test_module(&self, path: &str) -> bool {
+        is_js_test_name(split_path(path).0)
+    }
+
+    fn command(&self, prefix: &[String], files: &[String], names: &[String]) -> Vec<String> {
+        let mut argv = prefix.to_vec();
+        argv.extend(
+            [
+                "--test",
+                "--test-reporter={node_reporter}",
+                "--test-reporter-destination={report}",
+            ]
+            .map(String::from),
+        );
+        if !names.is_empty() {
+            argv.push("--test-name-pattern".into());
+            argv.push(name_pattern(names));
+        }
+        argv.extend(files.iter().cloned());
+        argv
+    }
+
+    fn report_format(&self) -> ReportFormat {
+        ReportFormat::NodeJson
+    }
+
+    /// A `package.json` that is not Vitest's (asked first).
+    fn detect(&self, tree: &mut TreeFiles<'_>) -> bool {
+        tree.has("package.json")
+    }
+
+    fn spawned_test_runner_check(&self) -> Option<fn(&str) -> Option<String>> {
+        Some(spawns_test_runner)
+    }
+
+    /// One case per test file: the reporter names each result's file.
+    fn suite_cases(&self, _prefix: &[String]) -> SuiteCases {
+        SuiteCases::TestModules
+    }
+
+    fn suite_command(&self, prefix: &[String], cases: &[&SuiteCase]) -> Vec<String> {
+        let files: Vec<String> = cases.iter().map(|c| c.file.clone()).collect();
+        self.command(prefix, &files, &[])
+    }
+}
+
+/// JavaScript test conventions, shared with Vitest: test directories and fixtures, and
+/// `*.test.*`, `*.spec.*`, `*_test.*` files.
+pub(crate) fn is_js_test_file(path: &str) -> bool {
+    let (file_name, mut dirs) = split_path(path);
+    let in_test_dir = dirs.any(|dir| {
+        matches!(
+            dir,
+            "test" | "tests" | "__tests__" | "__fixtures__" | "fixtures"
+        )
+    });
+    in_test_dir || is_js_test_name(file_name)
+}
+
+/// `pager.test.js`, `pager.spec.ts`, `pager.test.mjs`, …
+pub(crate) fn is_js_test_name(file_name: &str) -> bool {
+    let Some((stem, ext)) = file_name.rsplit_once('.') else {
+        return false;
+    };
+    matches!(
+        ext,
+        "js" | "mjs" | "cjs" | "ts" | "mts" | "cts" | "jsx" | "tsx"
+    ) && (stem.ends_with(".test") || stem.ends_with(".spec") || stem.ends_with("_test"))
+}
 
 /// A JavaScript regular expression matching any of `names` (unanchored: Vitest matches it
 /// against the full name with describe titles, and over-selection is harmless).

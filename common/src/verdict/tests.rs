@@ -127,6 +127,13 @@ fn import_error_on_base_is_missing_evidence_not_a_refutation() {
     let v = verdict_of("test: test_partial_page", &jobs);
     assert_eq!(v.verdict, Verdict::Unverified, "{}", v.reason);
     assert!(matches!(v.base.outcome, SideOutcome::CollectionError(ref f) if f == FILE));
+    // What the report says of the error is named with it: a compiler's first error, here.
+    assert_eq!(v.base.error.as_deref(), Some("ImportError"));
+    assert!(
+        v.reason.contains("build there (ImportError)"),
+        "{}",
+        v.reason
+    );
     assert!(
         v.reason.contains("names the base already has"),
         "{}",
@@ -454,11 +461,13 @@ fn proof_verdict_needs_every_criterion_proven() {
             outcome: SideOutcome::NotFound,
             cases: vec![],
             runs: vec![],
+            error: None,
         },
         candidate: SideEvidence {
             outcome: SideOutcome::NotFound,
             cases: vec![],
             runs: vec![],
+            error: None,
         },
     };
     assert_eq!(

@@ -103,6 +103,21 @@ pub fn judge_run(result: &JobResult, timeout: MutantTimeout, expected: Expected<
     }
 }
 
+/// The compiler's first error, when a run's report shows its build failed and no test ran:
+/// for a compiled language, the mutant did not compile (Stryker's `CompileError`).
+pub fn compile_error(result: &JobResult) -> Option<String> {
+    let (JobStatus::Completed { .. }, ReportOutcome::Parsed(report)) =
+        (&result.status, &result.report)
+    else {
+        return None;
+    };
+    let error = report.collection_errors.first()?;
+    report
+        .cases
+        .is_empty()
+        .then(|| error.message.lines().next().unwrap_or("").to_owned())
+}
+
 fn judge_report(report: &TestReport, expected: Expected<'_>) -> Judgement {
     // The in-session re-runs of killing tests confirm a kill; they are not tests of their own.
     let cases = || report.cases.iter().filter(|c| !rerun::is_rerun(c));
@@ -370,6 +385,32 @@ mod tests {
                 reason: None
             }
         );
+    }
+
+    #[test]
+    fn a_build_failure_with_no_test_run_is_a_compile_error_and_a_failing_test_is_not() {
+        let unbuilt = |cases: Vec<CaseResult>, status| {
+            result(
+                status,
+                ReportOutcome::Parsed(TestReport {
+                    cases,
+                    collection_errors: vec![CollectionError {
+                        file: "pager/lib".into(),
+                        message: "error[E0277]: the trait bound `Book: Default` is not satisfied\n --> src/lib.rs:9:5".into(),
+                    }],
+                }),
+            )
+        };
+        let failed = JobStatus::Completed { exit_code: 101 };
+        assert_eq!(
+            compile_error(&unbuilt(vec![], failed.clone())).as_deref(),
+            Some("error[E0277]: the trait bound `Book: Default` is not satisfied")
+        );
+        // A test ran: the build of that binary worked, whatever else failed.
+        let with_a_case = unbuilt(vec![case("test_full_pages", None, Outcome::Failed)], failed);
+        assert_eq!(compile_error(&with_a_case), None);
+        assert_eq!(compile_error(&unbuilt(vec![], JobStatus::TimedOut)), None);
+        assert_eq!(compile_error(&ran(vec![])), None);
     }
 
     #[test]

@@ -6,14 +6,16 @@
 pub mod budget;
 pub mod diff;
 pub mod judge;
+pub(crate) mod language;
 pub(crate) mod python;
 pub mod rerun;
+pub mod rust;
 pub mod scope;
 mod sites;
 
 use assay_common::job::ByteEdit;
-use assay_common::runner::RunnerKind;
 use assay_common::tree_path::TreePath;
+use language::Language;
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeSet, VecDeque};
 
@@ -49,15 +51,6 @@ pub enum OperatorSet {
     Extended,
 }
 
-impl OperatorSet {
-    pub fn operators(self) -> &'static [Operator] {
-        match self {
-            Self::Default => &Operator::ALL,
-            Self::Extended => &Operator::EXTENDED,
-        }
-    }
-}
-
 impl std::str::FromStr for OperatorSet {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
@@ -71,9 +64,9 @@ impl std::str::FromStr for OperatorSet {
     }
 }
 
-/// Chooses at most `cap` mutants per file (`None`: every valid site) on the changed lines of
-/// `files`, with the default operators. Deterministic: files are taken in path order whatever
-/// order they come in.
+/// Chooses at most `cap` mutants per Python file (`None`: every valid site) on the changed
+/// lines of `files`, with the default operators. Deterministic: files are taken in path order
+/// whatever order they come in.
 pub fn plan_mutants(files: &[ChangedFile], cap: Option<usize>) -> MutationPlan {
     plan_mutants_with(files, cap, OperatorSet::Default)
 }
@@ -84,26 +77,36 @@ pub fn plan_mutants_with(
     cap: Option<usize>,
     operators: OperatorSet,
 ) -> MutationPlan {
+    plan_mutants_in(language::DEFAULT, files, cap, operators)
+}
+
+/// [`plan_mutants_with`] for the files of `language`; every other file is excluded.
+pub(crate) fn plan_mutants_in(
+    language: &dyn Language,
+    files: &[ChangedFile],
+    cap: Option<usize>,
+    operators: OperatorSet,
+) -> MutationPlan {
     let mut ordered: Vec<&ChangedFile> = files.iter().collect();
     ordered.sort_by(|a, b| a.path.cmp(&b.path));
     ordered.dedup_by(|a, b| a.path == b.path);
 
     let mut plan = MutationPlan::default();
     for file in ordered {
-        if let Some((reason, note)) = exclusion(file) {
-            plan.excluded_files.push(ExcludedFile {
+        match exclusion(language, file) {
+            Some((reason, note)) => plan.excluded_files.push(ExcludedFile {
                 path: file.path.clone(),
                 reason,
                 note,
-            });
-            continue;
+            }),
+            None => plan_file(language, file, cap, operators, &mut plan),
         }
-        plan_file(file, cap, operators, &mut plan);
     }
     plan
 }
 
 fn plan_file(
+    language: &dyn Language,
     file: &ChangedFile,
     cap: Option<usize>,
     operators: OperatorSet,
@@ -116,15 +119,11 @@ fn plan_file(
     let Ok(path) = TreePath::new(&file.path) else {
         return;
     };
-    let candidates = sites::find(
-        source,
-        &file.changed_lines,
-        operators == OperatorSet::Extended,
-    );
+    let candidates = language.sites(source, &file.changed_lines, operators);
 
     // One queue per operator; within one, distinct lines come before a second site on a line.
-    let mut queues: Vec<VecDeque<sites::Candidate>> = operators
-        .operators()
+    let mut queues: Vec<VecDeque<sites::Candidate>> = language
+        .operators(operators)
         .iter()
         .map(|op| {
             let mut of_op: Vec<sites::Candidate> = candidates
@@ -240,66 +239,33 @@ pub fn apply_edit(bytes: &[u8], edit: &ByteEdit) -> Option<Vec<u8>> {
     Some(out)
 }
 
-fn exclusion(file: &ChangedFile) -> Option<(ExclusionReason, String)> {
+/// Why `file` is never mutated by `language`, if it is not.
+fn exclusion(language: &dyn Language, file: &ChangedFile) -> Option<(ExclusionReason, String)> {
     let path = file.path.as_str();
     if let Err(e) = TreePath::new(path) {
         return Some((ExclusionReason::PathNotConfined, e.to_string()));
     }
-    if path.ends_with(".pyi") {
-        return Some((
-            ExclusionReason::TypeStub,
-            "a type stub: no code runs from it".into(),
-        ));
-    }
-    if !path.ends_with(".py") {
+    if !language.owns(path) {
         return Some((
             ExclusionReason::NotPython,
-            "not a Python source file".into(),
+            format!("not a {} source file", language.name()),
         ));
     }
-    if RunnerKind::Pytest.is_test_file(path) {
-        return Some((
-            ExclusionReason::TestFile,
-            "a test file: the tests are what the check measures".into(),
-        ));
-    }
-    let source = match std::str::from_utf8(&file.bytes) {
-        Ok(source) => source,
-        Err(e) => {
-            let line = line_of(&file.bytes, e.valid_up_to());
-            return Some((
-                ExclusionReason::NotUtf8,
-                format!("not UTF-8 (first invalid byte on line {line})"),
-            ));
-        }
-    };
-    if !source.is_ascii()
-        && let Some(encoding) = python::declared_encoding(source)
-    {
-        return Some((
-            ExclusionReason::DeclaredEncoding,
-            format!("declares encoding {encoding} and is not plain ASCII"),
-        ));
-    }
-    if let Some(at) = bare_carriage_return(&file.bytes) {
-        let line = line_of(&file.bytes, at);
-        return Some((
-            ExclusionReason::BareCarriageReturn,
-            format!(
-                "a carriage return without a line feed on line {line}: Python and git would number the lines differently"
-            ),
-        ));
-    }
-    if let Err(line) = python::parses(source) {
-        return Some((
-            ExclusionReason::DoesNotParse,
-            format!("does not parse as Python (first error on line {line})"),
-        ));
-    }
-    None
+    language.exclusion(path, &file.bytes)
 }
 
-fn bare_carriage_return(bytes: &[u8]) -> Option<usize> {
+/// The source as text, or the exclusion of a file that is not UTF-8.
+pub(crate) fn not_utf8(bytes: &[u8]) -> Result<&str, (ExclusionReason, String)> {
+    std::str::from_utf8(bytes).map_err(|e| {
+        let line = line_of(bytes, e.valid_up_to());
+        (
+            ExclusionReason::NotUtf8,
+            format!("not UTF-8 (first invalid byte on line {line})"),
+        )
+    })
+}
+
+pub(crate) fn bare_carriage_return(bytes: &[u8]) -> Option<usize> {
     bytes
         .iter()
         .enumerate()
@@ -307,7 +273,7 @@ fn bare_carriage_return(bytes: &[u8]) -> Option<usize> {
         .map(|(i, _)| i)
 }
 
-fn line_of(bytes: &[u8], offset: usize) -> u32 {
+pub(crate) fn line_of(bytes: &[u8], offset: usize) -> u32 {
     let newlines = bytes[..offset.min(bytes.len())]
         .iter()
         .filter(|b| **b == b'\n')

@@ -568,7 +568,11 @@ fn every_mutant_keeps_every_line_number_and_parses() {
             );
             let original_tail = &source[mutant.edit.end..];
             assert!(mutated.ends_with(original_tail), "{mutant:?}");
-            assert_eq!(python::parses(&mutated), Ok(()), "{mutant:?}\n{mutated}");
+            assert_eq!(
+                python::syntax::parses(&mutated),
+                Ok(()),
+                "{mutant:?}\n{mutated}"
+            );
             assert_ne!(mutated, source);
         }
     }
@@ -1100,7 +1104,11 @@ fn every_extended_mutant_keeps_every_line_number_parses_and_is_unique() {
                 source.matches('\n').count(),
                 "{mutant:?}"
             );
-            assert_eq!(python::parses(&mutated), Ok(()), "{mutant:?}\n{mutated}");
+            assert_eq!(
+                python::syntax::parses(&mutated),
+                Ok(()),
+                "{mutant:?}\n{mutated}"
+            );
             assert_ne!(mutated, source);
             assert!(edits.insert(mutated), "a duplicate edit: {mutant:?}");
         }

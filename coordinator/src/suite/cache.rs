@@ -25,7 +25,7 @@ use crate::cache::{
 use assay_common::job::ArtifactRef;
 use assay_common::job::{JobResult, JobSpec, JobStatus};
 use assay_common::report;
-use assay_common::runner::{ReportFormat, RunnerKind};
+use assay_common::runner::ReportFormat;
 use assay_common::suite::{
     CachedCase, CaseOutcome, CaseReport, Lane, RefusedEntry, SuiteCase, derive_outcome,
 };
@@ -124,13 +124,10 @@ impl std::fmt::Debug for CaseCache {
 /// Why a suite's cases cannot be cached, for its runner; `None` when they can.
 pub fn uncacheable(runner: SuiteRunner) -> Option<&'static str> {
     match runner {
-        SuiteRunner::Kind(
-            RunnerKind::Pytest | RunnerKind::Unittest | RunnerKind::Go | RunnerKind::Node,
-        ) => None,
-        SuiteRunner::Kind(RunnerKind::Manifest) => {
-            Some("manifest rows are judged from exit codes, which no pinned report can re-check")
+        SuiteRunner::Kind(kind) => kind.runner().suite_uncacheable(),
+        SuiteRunner::Command => {
+            Some("its one case is the whole command, judged by its exit status")
         }
-        _ => Some("its one case is the whole command, judged by its exit status"),
     }
 }
 

@@ -23,7 +23,7 @@ use crate::dispatch::{Admit, Flow, Hooks, dispatch, run_one};
 use crate::source::SourceError;
 use assay_common::job::{JobKind, JobResult, JobSpec, JobStatus, Side};
 use assay_common::manifest::ManifestJob;
-use assay_common::runner::{ReportFormat, RunnerKind};
+use assay_common::runner::{ListingFormat, ReportFormat};
 use assay_common::suite::{
     SuiteCase, parse_go_list, parse_pytest_collection, parse_unittest_collection,
 };
@@ -184,7 +184,7 @@ pub async fn collect(
 ) -> Result<Collection, CollectError> {
     setup.check()?;
     let runner = setup.runner;
-    let argv = match setup.listing() {
+    let (argv, listing) = match setup.listing() {
         Listing::Tree => {
             let (cases, corpus) = setup.tree_cases(repo, tree)?;
             return Ok(Collection {
@@ -193,7 +193,7 @@ pub async fn collect(
                 listing_s: None,
             });
         }
-        Listing::Job(argv) => argv,
+        Listing::Job(argv, listing) => (argv, listing),
     };
     let spec = unselected_job(
         &ProofId(format!("{run_id}-collect")),
@@ -243,8 +243,8 @@ pub async fn collect(
         how,
         detail: output_tail(output),
     };
-    let cases = match runner {
-        SuiteRunner::Kind(RunnerKind::Pytest) => match exit_code {
+    let cases = match listing {
+        ListingFormat::PytestNodeIds => match exit_code {
             0 => parse_pytest_collection(&stdout),
             // pytest's "no tests collected".
             5 => Vec::new(),
@@ -258,7 +258,7 @@ pub async fn collect(
                 return Err(failed(format!("exit {code}"), &output));
             }
         },
-        SuiteRunner::Kind(RunnerKind::Unittest) => {
+        ListingFormat::UnittestCases => {
             let Some(report) = read("report").await? else {
                 let stderr = read("stderr").await?.unwrap_or_default();
                 return Err(failed(
@@ -272,19 +272,13 @@ pub async fn collect(
                 detail: format!(": {e}"),
             })?
         }
-        SuiteRunner::Kind(RunnerKind::Go) => {
+        ListingFormat::GoTestList => {
             if exit_code != 0 {
                 let stderr = read("stderr").await?.unwrap_or_default();
                 let output = format!("{stdout}{}", String::from_utf8_lossy(&stderr));
                 return Err(failed(format!("exit {exit_code}"), &output));
             }
             runners::go_cases(repo, tree, &parse_go_list(&stdout))?
-        }
-        other => {
-            return Err(CollectError::Unsupported {
-                runner: other,
-                why: "it has no listing command".into(),
-            });
         }
     };
     Ok(Collection {

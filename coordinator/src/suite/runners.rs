@@ -8,7 +8,7 @@ use super::CollectError;
 use crate::source;
 use assay_common::TreeId;
 use assay_common::manifest::ManifestJob;
-use assay_common::runner::{self, ReportFormat, RunnerKind, go};
+use assay_common::runner::{self, ListingFormat, ReportFormat, RunnerKind, SuiteCases};
 use assay_common::suite::{CaseScope, SuiteCase};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -48,8 +48,8 @@ impl FromStr for SuiteRunner {
 
 /// Where a runner's cases come from.
 pub enum Listing {
-    /// Run this argv as a job and read its output.
-    Job(Vec<String>),
+    /// Run this argv as a job and read its output in this format.
+    Job(Vec<String>, ListingFormat),
     /// Read from the tree here, without running anything.
     Tree,
 }
@@ -69,37 +69,38 @@ impl SuiteSetup {
     /// Refuses what `assay test` cannot run, before anything runs.
     pub fn check(&self) -> Result<(), CollectError> {
         let runner = self.runner;
-        match runner {
-            SuiteRunner::Kind(RunnerKind::Vitest) => Err(CollectError::Unsupported {
+        let unsupported = match runner {
+            SuiteRunner::Kind(kind) => kind.runner().suite_unsupported(),
+            SuiteRunner::Command => None,
+        };
+        if let Some(why) = unsupported {
+            return Err(CollectError::Unsupported {
                 runner,
-                why: "Vitest has no listing that names the cases its JSON report attributes \
-                      (hint: --runner command --test-command \"npx vitest run\")"
-                    .into(),
-            }),
-            SuiteRunner::Kind(RunnerKind::Junit | RunnerKind::Manifest) | SuiteRunner::Command
-                if self.prefix.is_empty() =>
-            {
-                Err(CollectError::Unsupported {
-                    runner,
-                    why: "it needs a command (hint: --test-command \"…\"; for a manifest, the \
-                          interpreter)"
-                        .into(),
-                })
-            }
-            _ => Ok(()),
+                why: why.into(),
+            });
         }
+        let needs_command = match runner {
+            SuiteRunner::Kind(kind) => kind.needs_explicit_command(),
+            SuiteRunner::Command => true,
+        };
+        if needs_command && self.prefix.is_empty() {
+            return Err(CollectError::Unsupported {
+                runner,
+                why: "it needs a command (hint: --test-command \"…\"; for a manifest, the \
+                      interpreter)"
+                    .into(),
+            });
+        }
+        Ok(())
     }
 
     pub fn listing(&self) -> Listing {
-        let mut argv = self.prefix.clone();
         match self.runner {
-            SuiteRunner::Kind(RunnerKind::Go) => {
-                argv.extend(["-list", ".", "-vet=off", "./..."].map(String::from));
-                Listing::Job(argv)
-            }
-            SuiteRunner::Kind(kind) => match kind.collect_command(&self.prefix) {
-                Some(argv) => Listing::Job(argv),
-                None => Listing::Tree,
+            SuiteRunner::Kind(kind) => match kind.runner().suite_cases(&self.prefix) {
+                SuiteCases::Listed { command, format } => Listing::Job(command, format),
+                SuiteCases::TestModules | SuiteCases::WholeCommand(_) | SuiteCases::CorpusRows => {
+                    Listing::Tree
+                }
             },
             SuiteRunner::Command => Listing::Tree,
         }
@@ -108,49 +109,19 @@ impl SuiteSetup {
     /// The report a case job yields.
     pub fn report_format(&self) -> ReportFormat {
         match self.runner {
+            // The generic JUnit runner's report is the configured one.
             SuiteRunner::Kind(RunnerKind::Junit) => self.report.clone(),
+            SuiteRunner::Kind(kind) => kind.report_format_for(&self.prefix),
             // Nothing is parsed: the scratch report stays absent and the exit status judges.
             SuiteRunner::Command => ReportFormat::JunitXml,
-            SuiteRunner::Kind(kind) => kind.report_format(),
         }
     }
 
     /// The argv running `cases`, which share a job.
     pub fn case_command(&self, cases: &[&SuiteCase]) -> Vec<String> {
-        let ids: Vec<String> = cases.iter().map(|c| c.id.clone()).collect();
-        let files: Vec<String> = cases.iter().map(|c| c.file.clone()).collect();
         match self.runner {
-            SuiteRunner::Kind(RunnerKind::Go) => {
-                let mut argv = self.prefix.clone();
-                argv.extend(["-json", "-count=1", "-vet=off"].map(String::from));
-                let names: Vec<String> = cases.iter().map(|c| c.name.clone()).collect();
-                if let Some(pattern) = go::run_pattern(&names) {
-                    argv.extend(["-run".into(), pattern]);
-                }
-                let mut packages: Vec<String> = Vec::new();
-                for package in cases.iter().filter_map(|c| c.package.clone()) {
-                    if !packages.contains(&package) {
-                        packages.push(package);
-                    }
-                }
-                argv.extend(packages);
-                argv
-            }
-            SuiteRunner::Kind(RunnerKind::Node) => {
-                RunnerKind::Node.command(&self.prefix, &files, &[])
-            }
-            // The worker appends each row's path to the interpreter, one process per row.
-            SuiteRunner::Kind(RunnerKind::Manifest | RunnerKind::Junit) | SuiteRunner::Command => {
-                self.prefix.clone()
-            }
-            // Each test's captured output goes into the report, so a batch's output can be
-            // split back into its cases (see `split`).
-            SuiteRunner::Kind(RunnerKind::Pytest) => {
-                let mut prefix = self.prefix.clone();
-                prefix.extend(["-o", "junit_logging=all"].map(String::from));
-                RunnerKind::Pytest.case_command(&prefix, &ids)
-            }
-            SuiteRunner::Kind(kind) => kind.case_command(&self.prefix, &ids),
+            SuiteRunner::Kind(kind) => kind.runner().suite_command(&self.prefix, cases),
+            SuiteRunner::Command => self.prefix.clone(),
         }
     }
 
@@ -186,18 +157,18 @@ impl SuiteSetup {
     /// batch them. The other runners' batches share one output, so by default they run one
     /// case per job.
     pub fn batches_by_default(&self) -> bool {
-        matches!(
-            self.runner,
-            SuiteRunner::Kind(RunnerKind::Pytest | RunnerKind::Manifest)
-        )
+        match self.runner {
+            SuiteRunner::Kind(kind) => kind.runner().batches_by_default(),
+            SuiteRunner::Command => false,
+        }
     }
 
     /// Whether two cases may share a job: the runner can select both in one run and
     /// nothing else with them.
     pub fn may_share_a_job(&self, a: &SuiteCase, b: &SuiteCase) -> bool {
         match self.runner {
-            SuiteRunner::Kind(RunnerKind::Go) => a.package == b.package,
-            _ => true,
+            SuiteRunner::Kind(kind) => kind.runner().may_share_a_job(a, b),
+            SuiteRunner::Command => true,
         }
     }
 
@@ -211,19 +182,15 @@ impl SuiteSetup {
         let runner = self.runner;
         let source_err = |source| CollectError::Source { runner, source };
         let command_text = shell_words(&self.prefix);
-        match runner {
-            SuiteRunner::Command => Ok((
-                vec![SuiteCase::whole_command(
-                    &command_text,
-                    CaseScope::ExitStatus,
-                )],
-                None,
-            )),
-            SuiteRunner::Kind(RunnerKind::Junit) => Ok((
-                vec![SuiteCase::whole_command(&command_text, CaseScope::Report)],
-                None,
-            )),
-            SuiteRunner::Kind(RunnerKind::Manifest) => {
+        let from = match runner {
+            SuiteRunner::Kind(kind) => kind.runner().suite_cases(&self.prefix),
+            SuiteRunner::Command => SuiteCases::WholeCommand(CaseScope::ExitStatus),
+        };
+        match from {
+            SuiteCases::WholeCommand(scope) => {
+                Ok((vec![SuiteCase::whole_command(&command_text, scope)], None))
+            }
+            SuiteCases::CorpusRows => {
                 let files = source::list_files(repo, tree).map_err(source_err)?;
                 if !files.contains(&self.manifest) {
                     return Err(CollectError::Guest {
@@ -241,15 +208,22 @@ impl SuiteSetup {
                     .collect();
                 Ok((cases, Some(corpus)))
             }
-            SuiteRunner::Kind(kind) => {
+            SuiteCases::TestModules | SuiteCases::Listed { .. } => {
                 let files = source::list_files(repo, tree).map_err(source_err)?;
                 let cases = files
                     .iter()
-                    .filter(|f| kind.is_test_module(f))
+                    .filter(|f| self.is_test_module(f))
                     .map(|f| SuiteCase::whole_file(f))
                     .collect();
                 Ok((cases, None))
             }
+        }
+    }
+
+    fn is_test_module(&self, path: &str) -> bool {
+        match self.runner {
+            SuiteRunner::Kind(kind) => kind.is_test_module(path),
+            SuiteRunner::Command => false,
         }
     }
 }

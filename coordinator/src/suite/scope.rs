@@ -356,7 +356,7 @@ pub enum Side {
 /// parameters and body, each line stripped of its indentation, so a method moved out of a
 /// class still matches. `None` when the function is not found.
 pub fn python_body(source: &str, class: &str, name: &str) -> Option<String> {
-    let tree = crate::mutants::python::parse(source)?;
+    let tree = crate::mutants::python::syntax::parse(source)?;
     let mut scope = tree.root_node();
     let classes: Vec<&str> = class.split("::").filter(|c| !c.is_empty()).collect();
     for class in classes {

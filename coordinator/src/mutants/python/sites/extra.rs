@@ -2,14 +2,17 @@
 //! each replaces one syntax node's bytes and keeps every line break; sites whose mutant is
 //! cheaply seen to be equivalent (`x * 1` -> `x / 1`) carry the reason and are skipped.
 
-use super::{Candidate, Expect, named, newlines, shifted, short, text};
-use crate::mutants::{Operator, python};
+use super::{Expect, named, shifted, text};
+use crate::mutants::Operator;
+use crate::mutants::python::syntax;
+use crate::mutants::sites::{Candidate, newlines, short};
 use std::collections::BTreeSet;
+use std::sync::Arc;
 use tree_sitter::Node;
 
 fn touches(node: Node<'_>, changed: &BTreeSet<u32>) -> bool {
     changed
-        .range(python::line(node)..=python::end_line(node))
+        .range(syntax::line(node)..=syntax::end_line(node))
         .next()
         .is_some()
 }
@@ -27,9 +30,9 @@ fn candidate(
         start: node.start_byte(),
         end: node.end_byte(),
         replacement,
-        line: python::line(node),
+        line: syntax::line(node),
         description,
-        expect,
+        verify: Arc::new(expect),
         unfit: None,
     }
 }

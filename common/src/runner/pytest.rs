@@ -1,0 +1,205 @@
+//! pytest: JUnit XML it writes itself, selection with `-k`, listing with `--collect-only`, and
+//! the select script that lets one batch collect the suite and run its share.
+
+use super::{ListingFormat, ReportFormat, Runner, SuiteCases, TreeFiles, split_path};
+use crate::suite::SuiteCase;
+use sha2::{Digest, Sha256};
+
+pub struct Pytest;
+
+impl Runner for Pytest {
+    fn name(&self) -> &'static str {
+        "pytest"
+    }
+
+    fn default_command(&self) -> &'static [&'static str] {
+        &["python3", "-m", "pytest"]
+    }
+
+    fn is_test_file(&self, path: &str) -> bool {
+        is_python_test_file(path)
+    }
+
+    fn is_test_module(&self, path: &str) -> bool {
+        let (file_name, _) = split_path(path);
+        file_name.ends_with(".py")
+            && (file_name.starts_with("test_") || file_name.ends_with("_test.py"))
+    }
+
+    fn command(&self, prefix: &[String], files: &[String], names: &[String]) -> Vec<String> {
+        let mut argv = prefix.to_vec();
+        argv.extend(
+            [
+                "-p",
+                "no:cacheprovider",
+                "-o",
+                "junit_family=xunit1",
+                "--junitxml={report}",
+                "--continue-on-collection-errors",
+                "-q",
+            ]
+            .map(String::from),
+        );
+        argv.extend(files.iter().cloned());
+        if !names.is_empty() {
+            argv.push("-k".into());
+            argv.push(names.join(" or "));
+        }
+        argv
+    }
+
+    fn report_format(&self) -> ReportFormat {
+        ReportFormat::JunitXml
+    }
+
+    fn selects_by_prefix(&self) -> bool {
+        true
+    }
+
+    /// pytest when the tree shows it: its config, a conftest, or a test module importing it.
+    fn detect(&self, tree: &mut TreeFiles<'_>) -> bool {
+        for file in tree.files {
+            let (name, _) = split_path(file);
+            let uses_pytest = match name {
+                "pytest.ini" | "conftest.py" => true,
+                "pyproject.toml" => tree.mentions(file, "[tool.pytest"),
+                "setup.cfg" => tree.mentions(file, "[tool:pytest]"),
+                "tox.ini" => tree.mentions(file, "[pytest]"),
+                _ if self.is_test_module(file) => {
+                    tree.mentions(file, "import pytest") || tree.mentions(file, "from pytest")
+                }
+                _ => false,
+            };
+            if uses_pytest {
+                return true;
+            }
+        }
+        false
+    }
+
+    fn suite_cases(&self, prefix: &[String]) -> SuiteCases {
+        let mut command = prefix.to_vec();
+        // `--verbosity=-1`, not `-q`: it overrides a project's `addopts = -v`, which with `-q`
+        // would print the collection tree instead of node ids.
+        command.extend(
+            ["-p", "no:cacheprovider", "--collect-only", "--verbosity=-1"].map(String::from),
+        );
+        SuiteCases::Listed {
+            command,
+            format: ListingFormat::PytestNodeIds,
+        }
+    }
+
+    /// Each test's captured output goes into the report, so a batch's output can be split
+    /// back into its cases.
+    fn suite_command(&self, prefix: &[String], cases: &[&SuiteCase]) -> Vec<String> {
+        let mut prefix = prefix.to_vec();
+        prefix.extend(["-o", "junit_logging=all"].map(String::from));
+        let ids: Vec<String> = cases.iter().map(|c| c.id.clone()).collect();
+        self.command(&prefix, &ids, &[])
+    }
+
+    fn batches_by_default(&self) -> bool {
+        true
+    }
+}
+
+/// Python's conventions, shared by pytest and unittest: `test_*.py`, `*_test.py`,
+/// `conftest.py`, and everything under `tests`, `test` or `testing`.
+pub(crate) fn is_python_test_file(path: &str) -> bool {
+    let (file_name, mut dirs) = split_path(path);
+    let in_test_dir = dirs.any(|dir| matches!(dir, "tests" | "test" | "testing"));
+    let python_test = file_name.ends_with(".py")
+        && (file_name.starts_with("test_")
+            || file_name.ends_with("_test.py")
+            || file_name == "conftest.py");
+    in_test_dir || python_test
+}
+
+/// The interpreter and pytest arguments of `PYTHON -m pytest ARGS…`; `None` for any other
+/// command (a wrapper such as `uv run pytest` included).
+pub fn python_m_pytest(command: &[String]) -> Option<(&String, &[String])> {
+    match command {
+        [python, m, pytest, args @ ..] if m == "-m" && pytest == "pytest" => Some((python, args)),
+        _ => None,
+    }
+}
+
+/// The pytest session of a suite batch that chooses its own cases: run as `PYTHON -c SCRIPT
+/// ARGS… --assay-select SPEC…` in place of `PYTHON -m pytest ARGS…` (the same interpreter, the
+/// same arguments, the working directory first on `sys.path` as with `-m`). The session collects
+/// the whole suite, as `pytest --collect-only` would, records every collected node id in its
+/// JUnit report (one `assay.collected` property each, in collection order), and runs only the
+/// node ids SPEC names (the others are deselected). So a batch needs no separate listing
+/// session, and a node id the tree no longer has costs nothing.
+pub const PYTEST_SELECT_SCRIPT: &str = r#"import hashlib
+import sys
+import pytest
+
+argv = sys.argv[1:]
+cut = argv.index("--assay-select")
+args, spec = argv[:cut], argv[cut + 1:]
+
+
+def wanted(nodeid):
+    if spec[:1] == ["--assay-partition"]:
+        digest = hashlib.sha256(nodeid.encode("utf-8", "surrogateescape")).digest()
+        return int.from_bytes(digest[:8], "big") % int(spec[2]) == int(spec[1])
+    return nodeid in chosen
+
+
+chosen = set(spec)
+
+
+class AssaySelect:
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config, items):
+        for plugin in config.pluginmanager.get_plugins():
+            if hasattr(plugin, "add_global_property") and hasattr(plugin, "node_reporters"):
+                for item in items:
+                    plugin.add_global_property("assay.collected", item.nodeid)
+        keep = [item for item in items if wanted(item.nodeid)]
+        if len(keep) < len(items):
+            kept = set(map(id, keep))
+            config.hook.pytest_deselected(items=[i for i in items if id(i) not in kept])
+            items[:] = keep
+
+
+sys.exit(pytest.main(args, plugins=[AssaySelect()]))
+"#;
+
+/// The argument after which [`PYTEST_SELECT_SCRIPT`] reads what its batch runs.
+pub const PYTEST_SELECT_FLAG: &str = "--assay-select";
+
+/// What follows [`PYTEST_SELECT_FLAG`] to run one part of the whole collection: the cases
+/// whose [`partition_of`] is the part's number.
+pub const PYTEST_PARTITION_FLAG: &str = "--assay-partition";
+
+/// The part of `parts` a pytest node id falls in, as [`PYTEST_SELECT_SCRIPT`] computes it: the
+/// first 8 bytes of the id's sha256, big-endian, modulo `parts`. Stable across runs and
+/// machines, so every batch of a first run takes its own cases from the same collection.
+pub fn partition_of(node_id: &str, parts: usize) -> usize {
+    let digest = Sha256::digest(node_id.as_bytes());
+    let mut head = [0u8; 8];
+    head.copy_from_slice(&digest[..8]);
+    (u64::from_be_bytes(head) % parts.max(1) as u64) as usize
+}
+
+/// The JUnit property under which [`PYTEST_SELECT_SCRIPT`] records each collected node id.
+pub const PYTEST_COLLECTED_PROPERTY: &str = "assay.collected";
+
+/// `PYTHON -m pytest ARGS…` rewritten to run [`PYTEST_SELECT_SCRIPT`] with the same
+/// interpreter and arguments; `None` for any other command (a wrapper such as `uv run pytest`).
+pub fn pytest_select_prefix(command: &[String]) -> Option<Vec<String>> {
+    let (python, args) = python_m_pytest(command)?;
+    let mut argv = vec![python.clone(), "-c".into(), PYTEST_SELECT_SCRIPT.into()];
+    argv.extend(args.iter().cloned());
+    Some(argv)
+}
+
+/// Is this command a whole pytest session: `PYTHON -m pytest …` or a batch run through
+/// [`PYTEST_SELECT_SCRIPT`]?
+pub fn is_pytest_session(command: &[String]) -> bool {
+    python_m_pytest(command).is_some()
+        || matches!(command, [_, c, script, ..] if c == "-c" && script == PYTEST_SELECT_SCRIPT)
+}

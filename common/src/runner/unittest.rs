@@ -1,0 +1,71 @@
+//! unittest through the adapter Assay ships (`{adapter}`), which writes `assay.unittest/v1`
+//! with import errors as collection errors, and lists cases as `assay.unittest.cases/v1`.
+
+use super::pytest::is_python_test_file;
+use super::{ListingFormat, ReportFormat, Runner, SuiteCases, split_path};
+use crate::suite::SuiteCase;
+
+pub struct Unittest;
+
+impl Runner for Unittest {
+    fn name(&self) -> &'static str {
+        "unittest"
+    }
+
+    fn default_command(&self) -> &'static [&'static str] {
+        &["python3"]
+    }
+
+    fn is_test_file(&self, path: &str) -> bool {
+        is_python_test_file(path)
+    }
+
+    fn is_test_module(&self, path: &str) -> bool {
+        let (file_name, _) = split_path(path);
+        file_name.ends_with(".py") && file_name.starts_with("test")
+    }
+
+    fn command(&self, prefix: &[String], files: &[String], names: &[String]) -> Vec<String> {
+        let mut argv = prefix.to_vec();
+        argv.extend(["{adapter}", "--report", "{report}"].map(String::from));
+        for name in names {
+            argv.push("--name".into());
+            argv.push(name.clone());
+        }
+        argv.extend(files.iter().cloned());
+        argv
+    }
+
+    fn report_format(&self) -> ReportFormat {
+        ReportFormat::UnittestJson
+    }
+
+    /// The adapter selects by name prefix.
+    fn selects_by_prefix(&self) -> bool {
+        true
+    }
+
+    /// The fallback needs nothing installed but Python, so it claims every tree.
+    fn detect(&self, _tree: &mut super::TreeFiles<'_>) -> bool {
+        true
+    }
+
+    fn suite_cases(&self, prefix: &[String]) -> SuiteCases {
+        let mut command = prefix.to_vec();
+        command.extend(["{adapter}", "--collect", "--report", "{report}"].map(String::from));
+        SuiteCases::Listed {
+            command,
+            format: ListingFormat::UnittestCases,
+        }
+    }
+
+    fn suite_command(&self, prefix: &[String], cases: &[&SuiteCase]) -> Vec<String> {
+        let mut argv = prefix.to_vec();
+        argv.extend(["{adapter}", "--report", "{report}"].map(String::from));
+        for case in cases {
+            argv.push("--id".into());
+            argv.push(case.id.clone());
+        }
+        argv
+    }
+}

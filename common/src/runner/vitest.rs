@@ -1,0 +1,61 @@
+//! Vitest 4 with its JSON reporter at `{report}`, selection with `-t`.
+
+use super::node::{is_js_test_file, is_js_test_name, name_pattern};
+use super::{ReportFormat, Runner, SuiteCases, TreeFiles, split_path};
+use crate::suite::SuiteCase;
+
+pub struct Vitest;
+
+impl Runner for Vitest {
+    fn name(&self) -> &'static str {
+        "vitest"
+    }
+
+    fn default_command(&self) -> &'static [&'static str] {
+        &["npx", "--no-install", "vitest"]
+    }
+
+    fn is_test_file(&self, path: &str) -> bool {
+        is_js_test_file(path)
+    }
+
+    fn is_test_module(&self, path: &str) -> bool {
+        is_js_test_name(split_path(path).0)
+    }
+
+    fn command(&self, prefix: &[String], files: &[String], names: &[String]) -> Vec<String> {
+        let mut argv = prefix.to_vec();
+        argv.extend(["run", "--reporter=json", "--outputFile={report}"].map(String::from));
+        if !names.is_empty() {
+            argv.push("-t".into());
+            argv.push(name_pattern(names));
+        }
+        argv.extend(files.iter().cloned());
+        argv
+    }
+
+    fn report_format(&self) -> ReportFormat {
+        ReportFormat::VitestJson
+    }
+
+    /// A `package.json` that mentions Vitest.
+    fn detect(&self, tree: &mut TreeFiles<'_>) -> bool {
+        tree.has("package.json") && tree.mentions("package.json", "vitest")
+    }
+
+    fn suite_unsupported(&self) -> Option<&'static str> {
+        Some(
+            "Vitest has no listing that names the cases its JSON report attributes \
+             (hint: --runner command --test-command \"npx vitest run\")",
+        )
+    }
+
+    fn suite_cases(&self, _prefix: &[String]) -> SuiteCases {
+        SuiteCases::TestModules
+    }
+
+    fn suite_command(&self, prefix: &[String], cases: &[&SuiteCase]) -> Vec<String> {
+        let files: Vec<String> = cases.iter().map(|c| c.file.clone()).collect();
+        self.command(prefix, &files, &[])
+    }
+}

@@ -1,0 +1,62 @@
+//! The language seam of mutation: what one language decides (which files are its product
+//! files, how they parse, their sites and operators, a mutant's scope, the runners that judge
+//! its mutants). The planner, the proof's check and `assay mutate` ask a [`Language`] and
+//! know no language themselves; a new one is a module implementing it, listed in
+//! [`LANGUAGES`].
+
+use super::python::Python;
+use super::rust::Rust;
+use super::scope::Scope;
+use super::sites::Candidate;
+use super::{ExclusionReason, Operator, OperatorSet};
+use assay_common::runner::RunnerKind;
+use std::collections::BTreeSet;
+
+pub(crate) trait Language: Sync {
+    /// The language's name, for notes and errors (`Python`).
+    fn name(&self) -> &'static str;
+    /// Whether the planner asks this language about `path` (Python: `.py` and its `.pyi`
+    /// stubs, which it then excludes).
+    fn owns(&self, path: &str) -> bool;
+    /// Whether `path` is a source file of the language whose code runs (`.py`): what
+    /// `assay mutate` lists, and which changed test files the check names as excluded.
+    fn is_source(&self, path: &str) -> bool;
+    /// Why a file it owns is never mutated: a test file, a stub, an encoding, a parse error.
+    fn exclusion(&self, path: &str, bytes: &[u8]) -> Option<(ExclusionReason, String)>;
+    /// The operators of `set`, in the order the planner's round-robin visits them.
+    fn operators(&self, set: OperatorSet) -> &'static [Operator];
+    /// Every site on `changed` lines of `source` (a file it did not exclude), in tree order.
+    fn sites(&self, source: &str, changed: &BTreeSet<u32>, set: OperatorSet) -> Vec<Candidate>;
+    /// The scope of each byte range `(start, end)` of `source`, in order.
+    fn scopes(&self, source: &str, ranges: &[(usize, usize)]) -> Vec<Scope>;
+    /// The runners whose tests judge its mutants.
+    fn runners(&self) -> &'static [RunnerKind];
+    /// Whether a mutant is compiled before its tests run: a run that reports a build failure
+    /// and no test is then the mutant's compile error, never a kill.
+    fn compiles(&self) -> bool;
+}
+
+/// Every language Assay mutates, asked in this order.
+pub(crate) const LANGUAGES: &[&dyn Language] = &[&Python, &Rust];
+
+/// The language of runners no language claims, and of the planner's Python-only entry points:
+/// the mutation check was Python's before the seam, and keeps its plans.
+pub(crate) const DEFAULT: &dyn Language = &Python;
+
+/// The language that owns `path`, if any does.
+pub(crate) fn for_path(path: &str) -> Option<&'static dyn Language> {
+    LANGUAGES.iter().copied().find(|l| l.owns(path))
+}
+
+/// The language the proof's mutation check mutates for `runner`.
+pub(crate) fn of_check(runner: RunnerKind) -> &'static dyn Language {
+    for_runner(runner).unwrap_or(DEFAULT)
+}
+
+/// The language whose mutants `runner`'s tests judge, if any.
+pub(crate) fn for_runner(runner: RunnerKind) -> Option<&'static dyn Language> {
+    LANGUAGES
+        .iter()
+        .copied()
+        .find(|l| l.runners().contains(&runner))
+}

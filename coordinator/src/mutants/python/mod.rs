@@ -1,0 +1,97 @@
+//! Python, the first language of the mutation seam: `.py` product files parsed with
+//! tree-sitter's Python grammar, the five operators of the proof's check and ten more, the
+//! function or method around a mutant as its scope, and pytest or unittest to judge it.
+
+mod scope;
+mod sites;
+pub(crate) mod syntax;
+
+use super::language::Language;
+use super::scope::Scope;
+use super::sites::Candidate;
+use super::{ExclusionReason, Operator, OperatorSet, bare_carriage_return, line_of, not_utf8};
+use assay_common::runner::RunnerKind;
+use std::collections::BTreeSet;
+
+pub(crate) struct Python;
+
+impl Language for Python {
+    fn name(&self) -> &'static str {
+        "Python"
+    }
+
+    fn owns(&self, path: &str) -> bool {
+        path.ends_with(".py") || path.ends_with(".pyi")
+    }
+
+    fn is_source(&self, path: &str) -> bool {
+        path.ends_with(".py")
+    }
+
+    fn exclusion(&self, path: &str, bytes: &[u8]) -> Option<(ExclusionReason, String)> {
+        if path.ends_with(".pyi") {
+            return Some((
+                ExclusionReason::TypeStub,
+                "a type stub: no code runs from it".into(),
+            ));
+        }
+        if RunnerKind::Pytest.is_test_file(path) {
+            return Some((
+                ExclusionReason::TestFile,
+                "a test file: the tests are what the check measures".into(),
+            ));
+        }
+        let source = match not_utf8(bytes) {
+            Ok(source) => source,
+            Err(excluded) => return Some(excluded),
+        };
+        if !source.is_ascii()
+            && let Some(encoding) = syntax::declared_encoding(source)
+        {
+            return Some((
+                ExclusionReason::DeclaredEncoding,
+                format!("declares encoding {encoding} and is not plain ASCII"),
+            ));
+        }
+        if let Some(at) = bare_carriage_return(bytes) {
+            let line = line_of(bytes, at);
+            return Some((
+                ExclusionReason::BareCarriageReturn,
+                format!(
+                    "a carriage return without a line feed on line {line}: Python and git would number the lines differently"
+                ),
+            ));
+        }
+        if let Err(line) = syntax::parses(source) {
+            return Some((
+                ExclusionReason::DoesNotParse,
+                format!("does not parse as Python (first error on line {line})"),
+            ));
+        }
+        None
+    }
+
+    fn operators(&self, set: OperatorSet) -> &'static [Operator] {
+        match set {
+            OperatorSet::Default => &Operator::ALL,
+            OperatorSet::Extended => &Operator::EXTENDED,
+        }
+    }
+
+    fn sites(&self, source: &str, changed: &BTreeSet<u32>, set: OperatorSet) -> Vec<Candidate> {
+        sites::find(source, changed, set == OperatorSet::Extended)
+    }
+
+    fn scopes(&self, source: &str, ranges: &[(usize, usize)]) -> Vec<Scope> {
+        scope::scopes(source, ranges)
+    }
+
+    fn runners(&self) -> &'static [RunnerKind] {
+        &[RunnerKind::Pytest, RunnerKind::Unittest]
+    }
+
+    fn compiles(&self) -> bool {
+        // An import error under a mutant is the mutant breaking the module: a kill.
+        false
+    }
+}

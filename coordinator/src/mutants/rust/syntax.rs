@@ -1,0 +1,139 @@
+//! The Rust parser behind mutation: tree-sitter's Rust grammar, and the syntax-level facts the
+//! sites and the schema rewrite share (test-only code, const contexts, lines).
+
+use tree_sitter::{Node, Parser, Tree};
+
+/// Parses `source`; `None` only if the parser could not be set up or was cancelled.
+pub(crate) fn parse(source: &str) -> Option<Tree> {
+    let mut parser = Parser::new();
+    parser
+        .set_language(&tree_sitter_rust::LANGUAGE.into())
+        .ok()?;
+    parser.parse(source, None)
+}
+
+/// The tree of `source` when it parses cleanly; otherwise the 1-based line of the first problem.
+pub(crate) fn parse_clean(source: &str) -> Result<Tree, u32> {
+    let tree = parse(source).ok_or(1u32)?;
+    match first_error(tree.root_node()) {
+        None => Ok(tree),
+        Some(node) => Err(line(node)),
+    }
+}
+
+fn first_error(node: Node<'_>) -> Option<Node<'_>> {
+    if node.is_error() || node.is_missing() {
+        return Some(node);
+    }
+    if !node.has_error() {
+        return None;
+    }
+    let mut cursor = node.walk();
+    let children: Vec<Node<'_>> = node.children(&mut cursor).collect();
+    children.into_iter().find_map(first_error).or(Some(node))
+}
+
+/// 1-based line of a node's first byte.
+pub(crate) fn line(node: Node<'_>) -> u32 {
+    u32::try_from(node.start_position().row)
+        .unwrap_or(u32::MAX - 1)
+        .saturating_add(1)
+}
+
+/// 1-based line of a node's last byte.
+pub(crate) fn end_line(node: Node<'_>) -> u32 {
+    u32::try_from(node.end_position().row)
+        .unwrap_or(u32::MAX - 1)
+        .saturating_add(1)
+}
+
+pub(crate) fn text<'s>(node: Node<'_>, source: &'s str) -> &'s str {
+    source.get(node.byte_range()).unwrap_or("")
+}
+
+/// The outer attributes of an item: the `attribute_item`s right before it.
+fn attributes<'t>(item: Node<'t>) -> impl Iterator<Item = Node<'t>> {
+    std::iter::successors(item.prev_named_sibling(), |n| n.prev_named_sibling())
+        .take_while(|n| n.kind() == "attribute_item")
+}
+
+/// An attribute that makes an item test code: `#[test]`, `#[tokio::test]` and the like,
+/// `#[cfg(test)]` (or any `cfg` naming `test`), or cargo-mutants' `#[mutants::skip]`.
+fn marks_test(attribute: &str) -> bool {
+    let inner: String = attribute
+        .trim_start_matches("#!")
+        .trim_start_matches('#')
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .collect();
+    let path = inner.split('(').next().unwrap_or("");
+    if path == "test" || path.ends_with("::test") || path == "mutants::skip" {
+        return true;
+    }
+    // `cfg(test)`, `cfg(all(test, unix))`; `cfg(not(test))` is product code.
+    (path == "cfg" || path == "cfg_attr")
+        && !inner.contains("not(test")
+        && inner
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .any(|word| word == "test")
+}
+
+/// Whether `node` is test code or inside it: an item marked by [`marks_test`].
+pub(crate) fn is_test_code(node: Node<'_>, source: &str) -> bool {
+    std::iter::successors(Some(node), |n| n.parent())
+        .any(|item| attributes(item).any(|attribute| marks_test(text(attribute, source))))
+}
+
+/// A file whose inner attributes compile it for tests only (`#![cfg(test)]`).
+pub(crate) fn is_test_only_file(root: Node<'_>, source: &str) -> bool {
+    let mut cursor = root.walk();
+    root.named_children(&mut cursor)
+        .filter(|n| n.kind() == "inner_attribute_item")
+        .any(|n| marks_test(text(n, source)) && text(n, source).contains("cfg"))
+}
+
+/// Why `node` is evaluated at compile time, when it is: a runtime switch cannot go there, so
+/// the schema leaves its mutants to a build of their own.
+pub(crate) fn const_context(node: Node<'_>) -> Option<&'static str> {
+    let mut child = node;
+    let mut at = node.parent();
+    while let Some(parent) = at {
+        let why = match parent.kind() {
+            "const_item" => Some("a `const` item"),
+            "static_item" => Some("a `static` item"),
+            "const_block" => Some("a `const` block"),
+            "array_type" => Some("an array type's length"),
+            "enum_variant" => Some("an enum discriminant"),
+            "type_arguments" | "const_parameter" => Some("a const generic argument"),
+            "attribute_item" | "inner_attribute_item" => Some("an attribute"),
+            "array_expression"
+                if parent
+                    .child_by_field_name("length")
+                    .is_some_and(|length| length.id() == child.id()) =>
+            {
+                Some("an array length")
+            }
+            "function_item" if is_const_fn(parent) => Some("a `const fn`"),
+            _ => None,
+        };
+        if why.is_some() {
+            return why;
+        }
+        child = parent;
+        at = parent.parent();
+    }
+    None
+}
+
+pub(crate) fn is_const_fn(function: Node<'_>) -> bool {
+    let mut cursor = function.walk();
+    function
+        .children(&mut cursor)
+        .filter(|c| c.kind() == "function_modifiers")
+        .any(|modifiers| {
+            let mut inner = modifiers.walk();
+            modifiers.children(&mut inner).any(|m| m.kind() == "const")
+        })
+}

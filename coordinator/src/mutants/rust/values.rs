@@ -1,0 +1,104 @@
+//! The values a function's body is replaced by, from its return type's syntax alone, as
+//! cargo-mutants chooses them: each kind of type gets the few values a test most likely tells
+//! apart from the real result, and an unknown type gets `Default::default()`.
+
+use super::syntax::text;
+use tree_sitter::Node;
+
+/// The replacement values for a function returning `return_type` (`None`: returns `()`), or
+/// why its body cannot be replaced: an opaque or never type has no value the syntax can name.
+pub(super) fn replacements(
+    return_type: Option<Node<'_>>,
+    source: &str,
+) -> Result<Vec<String>, String> {
+    let Some(ty) = return_type else {
+        return Ok(vec!["()".into()]);
+    };
+    Ok(match ty.kind() {
+        "abstract_type" => return Err("returns an opaque `impl` type".into()),
+        "never_type" => return Err("never returns (`!`)".into()),
+        "unit_type" => vec!["()".into()],
+        "primitive_type" => primitive(text(ty, source)),
+        "reference_type" => reference(ty, source),
+        "generic_type" => generic(ty, source),
+        "type_identifier" if text(ty, source) == "String" => {
+            vec!["String::new()".into(), "\"xyzzy\".into()".into()]
+        }
+        "scoped_type_identifier" if text(ty, source).ends_with("::String") => {
+            vec!["String::new()".into(), "\"xyzzy\".into()".into()]
+        }
+        "tuple_type" => {
+            let mut cursor = ty.walk();
+            let items: Vec<Node<'_>> = ty.named_children(&mut cursor).collect();
+            let mut values = Vec::new();
+            for item in items {
+                let first = replacements(Some(item), source)?;
+                values.push(first.into_iter().next().unwrap_or_else(default));
+            }
+            vec![format!("({})", values.join(", "))]
+        }
+        _ => vec![default()],
+    })
+}
+
+fn default() -> String {
+    "Default::default()".into()
+}
+
+fn primitive(name: &str) -> Vec<String> {
+    match name {
+        "bool" => vec!["true".into(), "false".into()],
+        "i8" | "i16" | "i32" | "i64" | "i128" | "isize" => {
+            vec!["0".into(), "1".into(), "-1".into()]
+        }
+        "u8" | "u16" | "u32" | "u64" | "u128" | "usize" => vec!["0".into(), "1".into()],
+        "f32" | "f64" => vec!["0.0".into(), "1.0".into(), "-1.0".into()],
+        _ => vec![default()],
+    }
+}
+
+fn reference(ty: Node<'_>, source: &str) -> Vec<String> {
+    let mutable = {
+        let mut cursor = ty.walk();
+        ty.children(&mut cursor)
+            .any(|c| c.kind() == "mutable_specifier")
+    };
+    let inner = ty.child_by_field_name("type");
+    match inner.map(|inner| (inner.kind(), text(inner, source))) {
+        Some(("primitive_type", "str")) if !mutable => vec!["\"\"".into(), "\"xyzzy\"".into()],
+        Some(("array_type", _)) if !mutable => vec!["&[]".into()],
+        _ if mutable => vec!["Box::leak(Box::new(Default::default()))".into()],
+        _ => vec!["&Default::default()".into()],
+    }
+}
+
+fn generic(ty: Node<'_>, source: &str) -> Vec<String> {
+    let name = ty
+        .child_by_field_name("type")
+        .map(|name| text(name, source))
+        .unwrap_or("");
+    let name = name.rsplit("::").next().unwrap_or(name);
+    let arguments: Vec<Node<'_>> = ty
+        .child_by_field_name("type_arguments")
+        .map(|args| {
+            let mut cursor = args.walk();
+            args.named_children(&mut cursor)
+                .filter(|a| !matches!(a.kind(), "lifetime" | "type_binding"))
+                .collect()
+        })
+        .unwrap_or_default();
+    let first = |values: Result<Vec<String>, String>| {
+        values
+            .ok()
+            .and_then(|v| v.into_iter().next())
+            .unwrap_or_else(default)
+    };
+    let inner = || first(replacements(arguments.first().copied(), source));
+    match name {
+        "Option" => vec!["None".into(), format!("Some({})", inner())],
+        "Result" => vec![format!("Ok({})", inner())],
+        "Vec" => vec!["vec![]".into(), format!("vec![{}]", inner())],
+        "Box" | "Rc" | "Arc" => vec![format!("{name}::new({})", inner())],
+        _ => vec![default()],
+    }
+}

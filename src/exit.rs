@@ -1,5 +1,9 @@
 //! The documented exit codes, and the one place errors are mapped to them.
 
+use crate::reporter;
+use assay_common::evidence::Evidence;
+use assay_common::verdict::Verdict;
+
 /// An error on its way out of the binary, with the exit code it maps to.
 #[derive(Debug)]
 pub struct Failure {
@@ -63,5 +67,21 @@ impl<T> ResultExt<T> for anyhow::Result<T> {
     }
     fn internal(self) -> Result<T, Failure> {
         self.map_err(Failure::internal)
+    }
+}
+
+/// 0 proven, 1 refuted, 3 when infrastructure kept a verdict from being reached, else 4.
+pub fn of_proof(evidence: &Evidence) -> u8 {
+    match evidence.verdict {
+        Verdict::Proven => 0,
+        Verdict::Refuted => 1,
+        Verdict::Unverified | Verdict::Unstable => {
+            if let Some(failure) = reporter::infrastructure_failure(evidence) {
+                eprintln!("error: infrastructure failure: {failure}");
+                3
+            } else {
+                4
+            }
+        }
     }
 }

@@ -295,10 +295,10 @@ pub async fn results(args: &ResultsArgs) -> Result<u8, Failure> {
         let json = serde_json::to_vec_pretty(&evidence)
             .context("failed to encode the evidence report")
             .internal()?;
-        crate::prove::write_atomically(path, &json).infrastructure()?;
+        crate::atomic_file::write_atomically(path, &json).infrastructure()?;
     }
     print!("{}", crate::reporter::summary(&evidence));
-    Ok(crate::prove::exit_code(&evidence))
+    Ok(crate::exit::of_proof(&evidence))
 }
 
 pub async fn cancel(args: &CancelArgs) -> Result<u8, Failure> {

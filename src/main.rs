@@ -2,6 +2,7 @@
 //! documented exit codes. Nothing here decides a verdict.
 
 mod annotations;
+mod atomic_file;
 mod cache;
 mod config;
 mod embedded;
@@ -18,6 +19,7 @@ mod prove;
 mod report;
 mod reporter;
 mod sandbox;
+mod suite_state;
 mod suites;
 mod telemetry;
 

@@ -1,11 +1,11 @@
 //! `assay mutate` glue: mutates whole files or trees of HEAD, in this process or (`--cluster`)
 //! on a fleet's workers, prints the summary and writes Stryker's mutation-testing-report JSON.
 
+use crate::atomic_file::write_atomically;
 use crate::config;
 use crate::embedded;
 use crate::exit::{Failure, ResultExt as _};
 use crate::fleet_link;
-use crate::prove::write_atomically;
 use crate::reporter::{self, StderrProgress};
 use anyhow::{Context, anyhow};
 use assay_common::ProofId;

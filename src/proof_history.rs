@@ -6,7 +6,7 @@
 //! candidate) would call every failure the change fixes a new regression.
 
 use crate::exit::Failure;
-use crate::suites;
+use crate::suite_state;
 use assay_coordinator::engine::{self, PreparedProof};
 use assay_coordinator::source::{self, CandidateSpec};
 use assay_coordinator::suite::conclude;
@@ -26,7 +26,7 @@ pub async fn record(
     let branch = candidate_branch(repo, &proof.request.candidate)?;
     let repository = repo.display().to_string();
     let (path, mut history) =
-        suites::open_history(&suites::state_dir(state_dir), &repository, &branch);
+        suite_state::open_history(&suite_state::state_dir(state_dir), &repository, &branch);
     let mut warnings = Vec::new();
     let recorded = conclude::record_proof_suites(
         &mut history,
@@ -42,9 +42,9 @@ pub async fn record(
         eprintln!("warning: {warning}");
     }
     for record in &recorded {
-        suites::print_alerts(record);
+        suite_state::print_alerts(record);
     }
-    suites::save_history(&path, &history);
+    suite_state::save_history(&path, &history);
     Ok(())
 }
 
@@ -55,7 +55,7 @@ fn candidate_branch(repo: &Path, candidate: &CandidateSpec) -> Result<String, Fa
         return Ok("detached".into());
     };
     if rev == "HEAD" {
-        return suites::current_branch(repo);
+        return suite_state::current_branch(repo);
     }
     let git = source::open(repo).map_err(|e| Failure::usage(e.into()))?;
     let name = rev.strip_prefix("refs/heads/").unwrap_or(rev);

@@ -1,6 +1,7 @@
 //! `assay prove` glue: merges flags over the configuration file, runs the proof in embedded
 //! mode, prints the summary and writes the evidence.
 
+use crate::atomic_file::write_atomically;
 use crate::config::{self, ProveFile};
 use crate::embedded;
 use crate::exit::{Failure, ResultExt as _};
@@ -13,7 +14,6 @@ use assay_common::criteria::parse_criteria;
 use assay_common::evidence::Evidence;
 use assay_common::job::JobResult;
 use assay_common::runner::{ReportFormat, RunnerKind};
-use assay_common::verdict::Verdict;
 use assay_coordinator::cache::{CacheHit, CacheMode, CachingQueue, ResultCache, RunContext};
 use assay_coordinator::engine::{self, ProgressSink as _, ProofRequest};
 use assay_coordinator::mutants::DEFAULT_MUTATION_BUDGET;
@@ -299,7 +299,7 @@ pub async fn run(args: &ProveArgs) -> Result<u8, Failure> {
     };
     let store = embedded::open_store(&store_url)?;
     // Named now, so the state directory the history goes to is masked before any job runs.
-    crate::suites::state_dir(&args.state_dir);
+    crate::suite_state::state_dir(&args.state_dir);
     let repo = settings.request.repo.clone();
     let prepared = tokio::task::spawn_blocking(move || engine::prepare(settings.request))
         .await
@@ -372,7 +372,7 @@ pub async fn run(args: &ProveArgs) -> Result<u8, Failure> {
         store.as_ref(),
     )
     .await?;
-    Ok(exit_code(&evidence))
+    Ok(crate::exit::of_proof(&evidence))
 }
 
 /// Uploads the proof's trees, submits it to the fleet and waits for its evidence; also returns
@@ -503,27 +503,4 @@ async fn run_embedded(
     drop(queue);
     proof_history::record(&args.state_dir, prepared, &run.results, &*store, started).await?;
     Ok((run.evidence, run.mutation_check))
-}
-
-/// 0 proven, 1 refuted, 3 when infrastructure kept a verdict from being reached, else 4.
-pub fn exit_code(evidence: &Evidence) -> u8 {
-    match evidence.verdict {
-        Verdict::Proven => 0,
-        Verdict::Refuted => 1,
-        Verdict::Unverified | Verdict::Unstable => {
-            if let Some(failure) = reporter::infrastructure_failure(evidence) {
-                eprintln!("error: infrastructure failure: {failure}");
-                3
-            } else {
-                4
-            }
-        }
-    }
-}
-
-/// Writes via a temporary sibling and a rename, so a reader never sees half a file.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let tmp = path.with_extension("assay-tmp");
-    std::fs::write(&tmp, bytes).with_context(|| format!("failed to write {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("failed to write {}", path.display()))
 }

@@ -4,11 +4,11 @@
 //! files from the repository); the rendering itself is in `html` and `annotations`.
 
 use crate::annotations::{self, AnnotationStyle};
+use crate::atomic_file::write_atomically;
 use crate::config;
 use crate::embedded;
 use crate::exit::{Failure, ResultExt as _};
 use crate::html::{self, Artifacts, Kind};
-use crate::prove::write_atomically;
 use anyhow::{Context, anyhow};
 use assay_common::evidence::Evidence;
 use assay_common::job::ArtifactRef;

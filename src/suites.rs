@@ -1,13 +1,14 @@
 //! `assay test`, `assay history`, `assay halt` and `assay resume` glue: flags in, the suite
 //! library called, progress and summaries out, errors mapped to the documented exit lanes.
 
+use crate::atomic_file::write_atomically;
 use crate::config;
 use crate::embedded;
 use crate::exit::{Failure, INFRASTRUCTURE, ResultExt as _};
 use crate::fleet_link;
 use crate::progress::Terminal;
-use crate::prove::write_atomically;
 use crate::reporter;
+use crate::suite_state::{current_branch, open_history, print_alerts, save_history, state_dir};
 use anyhow::{Context, anyhow};
 use assay_common::ProofId;
 use assay_common::TreeId;
@@ -31,7 +32,7 @@ use assay_coordinator::suite::conclude::{self, ConcludeRequest, Ending};
 use assay_coordinator::suite::drive::{self, DriveError, RunEvent, RunProgress, SuiteRequest};
 use assay_coordinator::suite::gates::{self, GateRequest, ScopeAudit};
 use assay_coordinator::suite::halt::{AdmissionGate, HaltError, HaltFile};
-use assay_coordinator::suite::history::{self, History, RunRecord};
+use assay_coordinator::suite::history::{self, History};
 use assay_coordinator::suite::ledger::{self, Ledger};
 use assay_coordinator::suite::reach;
 use assay_coordinator::suite::runners::{SuiteRunner, SuiteSetup};
@@ -229,16 +230,6 @@ pub struct ResumeArgs {
     pub nats: crate::nats_flags::NatsFlags,
 }
 
-/// The state directory (suite history, the halt file), masked from every confined guest
-/// from the moment a command names it, wherever it lives.
-pub(crate) fn state_dir(flag: &Option<PathBuf>) -> PathBuf {
-    let dir = flag
-        .clone()
-        .unwrap_or_else(|| config::user_cache_dir().join("assay"));
-    assay_worker::sandbox::confine::hide_from_guests(&dir);
-    dir
-}
-
 fn open_repo(dir: &Path) -> Result<PathBuf, Failure> {
     if !dir.is_dir() {
         return Err(Failure::usage(anyhow!(
@@ -249,16 +240,6 @@ fn open_repo(dir: &Path) -> Result<PathBuf, Failure> {
     dir.canonicalize()
         .with_context(|| format!("failed to resolve {}", dir.display()))
         .usage()
-}
-
-/// The checked-out branch, or `detached`.
-pub(crate) fn current_branch(repo: &Path) -> Result<String, Failure> {
-    let git = source::open(repo).map_err(|e| Failure::usage(e.into()))?;
-    let name = match git.head() {
-        Ok(head) if head.is_branch() => head.shorthand().unwrap_or("detached").to_owned(),
-        _ => "detached".to_owned(),
-    };
-    Ok(name)
 }
 
 fn resolve_tree(repo: &Path, rev: &str) -> Result<(String, TreeId), Failure> {
@@ -1011,36 +992,6 @@ fn print_scope(audit: &ScopeAudit, base: &str) {
     }
     if !audit.passed() {
         eprintln!("error: the selection audit's scope gates failed against {base}");
-    }
-}
-
-/// A branch's suite history and its file; a corrupt or unreadable one is reported and started
-/// over.
-pub(crate) fn open_history(state: &Path, repository: &str, branch: &str) -> (PathBuf, History) {
-    let path = history::history_path(state, repository, branch);
-    let (history, problem) = history::load(&path, repository, branch);
-    if let Some(problem) = problem {
-        eprintln!(
-            "warning: suite history {} is {problem}; starting it over",
-            path.display()
-        );
-    }
-    (path, history)
-}
-
-/// Saves history; failing to is a warning, since the run's own result stands.
-pub(crate) fn save_history(path: &Path, history: &History) {
-    if let Err(e) = history::save(path, history) {
-        eprintln!("warning: {:#}", anyhow::Error::from(e));
-    }
-}
-
-pub(crate) fn print_alerts(record: &RunRecord) {
-    for alert in &record.alerts {
-        eprintln!(
-            "[ALERT] [{}] {}: {}",
-            alert.severity, alert.kind, alert.detail
-        );
     }
 }
 

@@ -41,19 +41,10 @@ fn prove_rust(repo: &Repo, args: &[&str]) -> Run {
 /// [`prove_rust`] with `extra` flags in place of `--no-mutation`.
 fn prove_rust_with(repo: &Repo, args: &[&str], extra: &[&str]) -> Run {
     let out_dir = tempfile::tempdir().expect("temp dir");
-    let json = out_dir.path().join("proof.json");
-    let mut command = assay();
-    command
-        .arg("prove")
-        .arg("-C")
-        .arg(repo.path())
-        .args(args)
-        .args(extra)
-        .args(["--repeats", "2", "--json"])
-        .arg(&json)
-        .arg("--store")
-        .arg(format!("file://{}", out_dir.path().join("store").display()))
-        .env("ASSAY_STATE_DIR", out_dir.path().join("state"));
+    let mut args = args.to_vec();
+    args.extend(extra);
+    args.extend(["--repeats", "2"]);
+    let (mut command, json) = support::prove_command(repo, &args, out_dir.path());
     with_rust_toolchain(&mut command);
     run(command, Some(json))
 }
@@ -75,20 +66,9 @@ fn first_command(run: &Run) -> Vec<String> {
         .collect()
 }
 
-/// The workspace at its base, committed, and `pages` changed to `body` on top.
-fn pager_repo(body: &str) -> Repo {
-    let repo = Repo::new();
-    repo.copy_fixture("cargo-pager", &[]);
-    repo.commit("pager and ledger");
-    let lib = support::fixture("cargo-pager/pager/src/lib.rs");
-    repo.write("pager/src/lib.rs", &lib.replace("    items / per\n", body));
-    repo.commit("pager: count a partial page");
-    repo
-}
-
 #[test]
 fn a_cargo_proof_through_libtest_names_tests_by_path_and_proves_a_fix() {
-    let repo = pager_repo("    items.div_ceil(per)\n");
+    let repo = support::cargo_pager_repo("    items.div_ceil(per)\n");
     let run = prove_rust(
         &repo,
         &[
@@ -121,7 +101,7 @@ fn a_cargo_proof_through_libtest_names_tests_by_path_and_proves_a_fix() {
 
 #[test]
 fn a_cargo_proof_refutes_a_fix_that_breaks_a_guard_and_a_path_in_two_binaries_is_ambiguous() {
-    let repo = pager_repo("    items / per + 1\n");
+    let repo = support::cargo_pager_repo("    items / per + 1\n");
     // No command: cargo-nextest where it is installed, as here; `cargo test` otherwise.
     let run = prove_rust(
         &repo,
@@ -222,12 +202,7 @@ fn libtest_lines_the_code_under_test_prints_itself_give_no_named_result() {
         ),
     );
     repo.commit("pager and a ledger with a test that forges its pass");
-    let lib = support::fixture("cargo-pager/pager/src/lib.rs");
-    repo.write(
-        "pager/src/lib.rs",
-        &lib.replace("    items / per\n", "    items.div_ceil(per)\n"),
-    );
-    repo.commit("pager: count a partial page");
+    support::change_pages(&repo, "    items.div_ceil(per)\n");
     let run = prove_rust(
         &repo,
         &[
@@ -288,7 +263,7 @@ fn a_proven_rust_change_gets_its_changed_lines_mutated_and_a_mutant_that_does_no
  {
     // The fix, and a new constructor whose body has no `Default` to become: that mutant does
     // not compile.
-    let repo = pager_repo(
+    let repo = support::cargo_pager_repo(
         "    (items + per - 1) / per\n}\n\npub struct Book(pub u32);\n\npub fn book(pages: u32) -> Book {\n    Book(pages)\n",
     );
     let run = prove_rust_with(

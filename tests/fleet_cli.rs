@@ -1371,15 +1371,7 @@ async fn a_cargo_proof_runs_on_a_fleet_with_the_process_sandbox() {
         "2",
         &[("PATH", path.to_string_lossy().into_owned())],
     );
-    let repo = Repo::new();
-    repo.copy_fixture("cargo-pager", &[]);
-    repo.commit("pager and ledger");
-    let lib = support::fixture("cargo-pager/pager/src/lib.rs");
-    repo.write(
-        "pager/src/lib.rs",
-        &lib.replace("    items / per\n", "    items.div_ceil(per)\n"),
-    );
-    repo.commit("pager: count a partial page");
+    let repo = support::cargo_pager_repo("    items.div_ceil(per)\n");
     let json = fleet.dir.path().join("proof.json");
     let mut command = fleet.command(&["prove", "--cluster", &fleet.url()]);
     command.arg("-C").arg(repo.path()).args([

@@ -181,7 +181,17 @@ fn report_format(proof: &PreparedProof, names: &[String]) -> ReportFormat {
             _ => {}
         }
     }
-    proof.runner.report_format()
+    proof.runner.report_format_for(&command_prefix(proof))
+}
+
+/// The check's command prefix: the proof's command, or the runner's portable default (the
+/// check may run on a fleet coordinator, which knows nothing of the submitter's tools).
+fn command_prefix(proof: &PreparedProof) -> Vec<String> {
+    proof
+        .request
+        .test_command
+        .clone()
+        .unwrap_or_else(|| proof.runner.default_command())
 }
 
 /// Builds the job that runs the proving tests on the candidate, with `edit` applied if given.
@@ -192,11 +202,7 @@ fn job(
     edit: Option<ByteEdit>,
     timeout: Duration,
 ) -> JobSpec {
-    let prefix = proof
-        .request
-        .test_command
-        .clone()
-        .unwrap_or_else(|| proof.runner.default_command());
+    let prefix = command_prefix(proof);
     JobSpec {
         proof_id: proof.request.proof_id.clone(),
         job_id: JobId::for_index(&proof.request.proof_id, index),

@@ -56,6 +56,22 @@ pub fn cache_key_file() -> PathBuf {
 }
 
 /// Runs `assay prove -C repo ARGS --json FILE` with a private store.
+/// The `cargo-pager` workspace (tests/fixtures/cargo-pager) committed, then [`change_pages`].
+pub fn cargo_pager_repo(body: &str) -> Repo {
+    let repo = Repo::new();
+    repo.copy_fixture("cargo-pager", &[]);
+    repo.commit("pager and ledger");
+    change_pages(&repo, body);
+    repo
+}
+
+/// The body of `cargo-pager`'s `pages` replaced with `body`, committed.
+pub fn change_pages(repo: &Repo, body: &str) {
+    let lib = fixture("cargo-pager/pager/src/lib.rs");
+    repo.write("pager/src/lib.rs", &lib.replace("    items / per\n", body));
+    repo.commit("pager: count a partial page");
+}
+
 pub fn prove(repo: &Repo, args: &[&str]) -> Run {
     prove_keeping_store(repo, args).0
 }
@@ -64,8 +80,15 @@ pub fn prove(repo: &Repo, args: &[&str]) -> Run {
 /// (`state/`) for the caller to read.
 pub fn prove_keeping_store(repo: &Repo, args: &[&str]) -> (Run, tempfile::TempDir) {
     let out_dir = tempfile::tempdir().expect("temp dir");
-    let json = out_dir.path().join("proof.json");
-    let store = format!("file://{}", out_dir.path().join("store").display());
+    let (command, json) = prove_command(repo, args, out_dir.path());
+    (run(command, Some(json)), out_dir)
+}
+
+/// The `assay prove` command of [`prove`], its store and state under `out_dir`, for a caller
+/// that adds to it; with the path its evidence will be written to.
+pub fn prove_command(repo: &Repo, args: &[&str], out_dir: &Path) -> (Command, PathBuf) {
+    let json = out_dir.join("proof.json");
+    let store = format!("file://{}", out_dir.join("store").display());
     let mut command = assay();
     command
         .arg("prove")
@@ -76,8 +99,8 @@ pub fn prove_keeping_store(repo: &Repo, args: &[&str]) -> (Run, tempfile::TempDi
         .arg(&json)
         .arg("--store")
         .arg(&store)
-        .env("ASSAY_STATE_DIR", out_dir.path().join("state"));
-    (run(command, Some(json)), out_dir)
+        .env("ASSAY_STATE_DIR", out_dir.join("state"));
+    (command, json)
 }
 
 pub const PAGER_BUGGY: &str = "def page_count(total, size):\n    return total // size\n";

@@ -253,7 +253,11 @@ async fn run_in(
         .iter()
         .any(|arg| arg.contains("{nextest_config}"))
     {
-        let config = assay_common::runner::cargo::nextest_config(&report_path.to_string_lossy());
+        // The config names the report as the guest sees it: in a container, under its mount.
+        let report = ctx
+            .sandbox
+            .guest_path(&tree_dir, &private, &report_path.to_string_lossy());
+        let config = assay_common::runner::cargo::nextest_config(&report);
         write_adapter("nextest profile", &nextest_config_path, &config).await?;
     }
     // The report path is private and fresh, so no earlier run's report can be read as this one's.

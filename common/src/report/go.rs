@@ -3,6 +3,7 @@
 //! never test failures.
 
 use crate::outcome::{CaseResult, CollectionError, Outcome, ReportOutcome, TestReport};
+use crate::report::truncate;
 use serde::Deserialize;
 use std::collections::{BTreeSet, HashMap};
 
@@ -30,8 +31,6 @@ struct OpenTest {
     path: String,
     output: Vec<String>,
 }
-
-const MESSAGE_LIMIT: usize = 2000;
 
 pub fn parse(bytes: &[u8]) -> ReportOutcome {
     let Ok(text) = std::str::from_utf8(bytes) else {
@@ -214,18 +213,6 @@ fn without_duplicate_suffixes(path: &str) -> String {
         })
         .collect::<Vec<_>>()
         .join("/")
-}
-
-fn truncate(mut message: String) -> String {
-    if message.len() > MESSAGE_LIMIT {
-        let mut end = MESSAGE_LIMIT;
-        while !message.is_char_boundary(end) {
-            end -= 1;
-        }
-        message.truncate(end);
-        message.push('…');
-    }
-    message
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@
 //! (`test forged ... ok`) never passes for a result.
 
 use crate::outcome::{CaseResult, CollectionError, Outcome, ReportOutcome, TestReport};
-use crate::report::junit;
+use crate::report::{junit, truncate};
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -28,8 +28,6 @@ pub const NEXTEST_FRAME_HEADER: &str = "assay.nextest-output/v1";
 /// The suite of a doc test: its name is its file, item and line, and it is reported but not
 /// selectable by a criterion.
 pub const DOC_TEST_SUITE: &str = "doc-tests";
-
-const MESSAGE_LIMIT: usize = 2000;
 
 /// A cargo run's two streams as one report: the header, stdout's length in decimal, a newline,
 /// stdout, then stderr. The worker builds it from the job's private logs, so the guest can
@@ -610,18 +608,6 @@ fn clip(line: &str) -> String {
         end -= 1;
     }
     format!("{:?}", &line[..end])
-}
-
-fn truncate(mut message: String) -> String {
-    if message.len() > MESSAGE_LIMIT {
-        let mut end = MESSAGE_LIMIT;
-        while !message.is_char_boundary(end) {
-            end -= 1;
-        }
-        message.truncate(end);
-        message.push('…');
-    }
-    message
 }
 
 #[cfg(test)]

@@ -12,6 +12,22 @@ pub mod vitest;
 use crate::outcome::ReportOutcome;
 use crate::runner::ReportFormat;
 
+/// The longest failure message a parser keeps from a test's own output.
+const MESSAGE_LIMIT: usize = 2000;
+
+/// `message` cut at [`MESSAGE_LIMIT`] bytes (on a character boundary), marked with `…`.
+pub(crate) fn truncate(mut message: String) -> String {
+    if message.len() > MESSAGE_LIMIT {
+        let mut end = MESSAGE_LIMIT;
+        while !message.is_char_boundary(end) {
+            end -= 1;
+        }
+        message.truncate(end);
+        message.push('…');
+    }
+    message
+}
+
 /// Parses a freshly written report; `None` means the file was absent. For
 /// [`ReportFormat::GoTestJson`] the bytes are the job's captured stdout.
 pub fn parse(format: &ReportFormat, bytes: Option<&[u8]>) -> ReportOutcome {

@@ -62,9 +62,13 @@ impl Runner for Node {
     }
 
     fn suite_command(&self, prefix: &[String], cases: &[&SuiteCase]) -> Vec<String> {
-        let files: Vec<String> = cases.iter().map(|c| c.file.clone()).collect();
-        self.command(prefix, &files, &[])
+        self.command(prefix, &files_of(cases), &[])
     }
+}
+
+/// The files of whole-file cases, which a JavaScript runner takes as its arguments.
+pub(crate) fn files_of(cases: &[&SuiteCase]) -> Vec<String> {
+    cases.iter().map(|c| c.file.clone()).collect()
 }
 
 /// JavaScript test conventions, shared with Vitest: test directories and fixtures, and

@@ -1,6 +1,6 @@
 //! Vitest 4 with its JSON reporter at `{report}`, selection with `-t`.
 
-use super::node::{is_js_test_file, is_js_test_name, name_pattern};
+use super::node::{files_of, is_js_test_file, is_js_test_name, name_pattern};
 use super::{ReportFormat, Runner, SuiteCases, TreeFiles, split_path};
 use crate::suite::SuiteCase;
 
@@ -55,7 +55,6 @@ impl Runner for Vitest {
     }
 
     fn suite_command(&self, prefix: &[String], cases: &[&SuiteCase]) -> Vec<String> {
-        let files: Vec<String> = cases.iter().map(|c| c.file.clone()).collect();
-        self.command(prefix, &files, &[])
+        self.command(prefix, &files_of(cases), &[])
     }
 }

@@ -345,6 +345,10 @@ impl Sandbox for DockerSandbox {
         "docker"
     }
 
+    fn guest_path(&self, tree: &Path, scratch: &Path, host_path: &str) -> String {
+        PathMap::new(tree, scratch).rewrite(host_path)
+    }
+
     fn evidence(&self) -> SandboxEvidence {
         let image = self.image.get();
         SandboxEvidence {

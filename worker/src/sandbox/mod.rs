@@ -13,7 +13,7 @@ use assay_common::service_config::SandboxKind;
 use assay_transport::metrics::Metrics;
 use async_trait::async_trait;
 use docker::{DockerConfig, DockerSandbox, DockerSetupError};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -95,6 +95,14 @@ pub trait Sandbox: Send + Sync {
     /// Runs the command to its end or its timeout. Cleans up everything it started on every
     /// path, including when the returned future is dropped.
     async fn run(&self, run: &SandboxRun) -> Result<SandboxExit, SandboxError>;
+
+    /// How the guest sees `host_path`, a path under the job's `tree` or `scratch` directory,
+    /// for a file Assay writes that names such a path in its contents (the commands and
+    /// environment are mapped by the sandbox itself): the same path unless the sandbox mounts
+    /// those directories elsewhere.
+    fn guest_path(&self, _tree: &Path, _scratch: &Path, host_path: &str) -> String {
+        host_path.to_owned()
+    }
 
     /// Runs a mutant job's command: the same contract as [`Sandbox::run`], for a sandbox that
     /// can run the many near-identical runs of a mutation run faster (see [`warm`]).

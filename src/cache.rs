@@ -40,8 +40,12 @@ pub async fn run(args: &CacheArgs) -> Result<u8, Failure> {
         .map_or(0, |d| d.as_secs() as i64);
     match &args.command {
         CacheCommand::Stats => {
+            let kinds = [
+                assay_coordinator::mutate::cache::PREFIX,
+                assay_coordinator::suite::cache::PREFIX,
+            ];
             let stats = cache
-                .stats()
+                .stats(&kinds)
                 .await
                 .map_err(|e| Failure::infrastructure(e.into()))?;
             let oldest = stats.oldest_secs.map_or_else(
@@ -51,8 +55,8 @@ pub async fn run(args: &CacheArgs) -> Result<u8, Failure> {
             println!(
                 "result cache in {url}: {} entries ({} of assay mutate, {} of assay test), {:.1} MB, oldest {oldest}",
                 stats.entries,
-                stats.mutant_entries,
-                stats.case_entries,
+                stats.under[0],
+                stats.under[1],
                 stats.bytes as f64 / 1_000_000.0
             );
         }

@@ -765,8 +765,10 @@ impl ResultCache {
         Ok(written)
     }
 
-    /// How many entries the cache holds and their size in bytes.
-    pub async fn stats(&self) -> Result<CacheStats, CacheError> {
+    /// How many entries the cache holds and their size in bytes, and how many of them lie
+    /// under each of `kinds` (a prefix inside [`PREFIX`], such as the mutant or case cache's):
+    /// the caller names the caches it reports, so this one knows none of them.
+    pub async fn stats(&self, kinds: &[&str]) -> Result<CacheStats, CacheError> {
         let objects = self.store.list(PREFIX).await.map_err(CacheError::List)?;
         let under = |prefix: &str| {
             let prefix = format!("{prefix}/");
@@ -777,8 +779,7 @@ impl ResultCache {
         };
         Ok(CacheStats {
             entries: objects.len(),
-            mutant_entries: under(crate::mutate::cache::PREFIX),
-            case_entries: under(crate::suite::cache::PREFIX),
+            under: kinds.iter().map(|kind| under(kind)).collect(),
             bytes: objects.iter().map(|o| o.bytes).sum(),
             oldest_secs: objects.iter().map(|o| o.modified_secs).min(),
         })
@@ -818,12 +819,10 @@ impl ResultCache {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CacheStats {
-    /// Every entry, `assay mutate`'s among them.
+    /// Every entry, of every kind.
     pub entries: usize,
-    /// `assay mutate`'s entries (`cache/v1/mutants/`).
-    pub mutant_entries: usize,
-    /// `assay test`'s entries (`cache/v1/cases/`).
-    pub case_entries: usize,
+    /// The entries under each prefix the caller named, in its order.
+    pub under: Vec<usize>,
     pub bytes: u64,
     pub oldest_secs: Option<i64>,
 }

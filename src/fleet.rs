@@ -223,6 +223,7 @@ async fn proofs(
     assay_transport::nats::proofs_bucket(
         &async_nats::jetstream::new(client.clone()),
         &Subjects::new(&args.subject_prefix),
+        assay_transport::nats::Placement::SINGLE,
     )
     .await
     .map_err(|e| Failure::infrastructure(anyhow::Error::from(e).context(role_hint(args))))

@@ -154,7 +154,7 @@ pub async fn submit_and_wait(
         }
     }
     let js = async_nats::jetstream::new(client.clone());
-    let proofs = nats::proofs_bucket(&js, subjects).await?;
+    let proofs = nats::proofs_bucket(&js, subjects, nats::Placement::SINGLE).await?;
     let mut poll = tokio::time::interval(Duration::from_secs(2));
     loop {
         tokio::select! {

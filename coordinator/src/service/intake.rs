@@ -96,12 +96,12 @@ pub(super) async fn accept(
         }
     };
     if let Err(e) = shared
-        .proofs
-        .create(keys::record(&proof_id), bytes.into())
+        .fence
+        .create(&keys::record(&proof_id), bytes.into())
         .await
     {
         return SubmitReply::Refused {
-            message: format!("failed to record proof {proof_id}: {e}"),
+            message: format!("failed to record proof {proof_id}: {}", error_chain(&e)),
         };
     }
     // The proof's span continues the submitting CLI's trace.

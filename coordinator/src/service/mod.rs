@@ -12,6 +12,7 @@
 mod cancel;
 mod halt;
 mod intake;
+pub mod lease;
 mod progress;
 mod proof;
 mod results;
@@ -22,6 +23,8 @@ pub use proof::prepared_from;
 use cancel::cancel_proof;
 use halt::recheck_halt;
 use intake::{accept, resume_unfinished};
+use lease::Fence;
+pub use lease::FenceError;
 use results::apply_result;
 
 use crate::admitter::Admitter;
@@ -33,6 +36,7 @@ use assay_common::fleet::Subjects;
 use assay_common::job::JobResult;
 use assay_common::service_config::{ConfigError, Role, ServiceConfig};
 use assay_common::wire;
+use assay_transport::error_chain::error_chain;
 use assay_transport::health::{self, Probes};
 use assay_transport::metrics::Metrics;
 use assay_transport::nats::{self, FleetError, QueueTuning};
@@ -41,8 +45,9 @@ use assay_transport::store::{ArtifactStore, StoreError};
 use async_nats::jetstream::{self, kv};
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
+use std::sync::atomic::{AtomicU32, Ordering as AtomicOrdering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -89,6 +94,8 @@ struct ActiveProof {
     /// Jobs in the plan, the mutation check's included: a result must name one of them (index
     /// below this, and that index's job id) before it may take a result key.
     job_count: u32,
+    /// Indexes whose result this leadership is writing or has written.
+    claimed: HashSet<u32>,
 }
 
 type Active = Arc<Mutex<HashMap<ProofId, ActiveProof>>>;
@@ -122,6 +129,29 @@ struct Shared {
     halt: Arc<Mutex<Option<String>>>,
     /// The result cache, when `[cache]` declares the workers' sandbox and a signing key.
     cache: Option<FleetCache>,
+    /// This leadership's claim: every write to the proofs bucket goes through it.
+    fence: Fence,
+}
+
+impl Shared {
+    /// Takes `index` of `proof_id` for one result write; `false` when another has it (or the
+    /// proof is not active).
+    fn claim(&self, proof_id: &ProofId, index: u32) -> bool {
+        self.active
+            .lock()
+            .ok()
+            .and_then(|mut active| active.get_mut(proof_id).map(|a| a.claimed.insert(index)))
+            .unwrap_or(false)
+    }
+
+    /// Gives `index` back after a write that did not happen.
+    fn release(&self, proof_id: &ProofId, index: u32) {
+        if let Ok(mut active) = self.active.lock()
+            && let Some(active) = active.get_mut(proof_id)
+        {
+            active.claimed.remove(&index);
+        }
+    }
 }
 
 #[derive(Clone)]
@@ -151,8 +181,9 @@ fn fleet_cache(
     }))
 }
 
-/// Runs the coordinator until `shutdown`. Proofs in flight stay in the KV bucket and resume on
-/// the next start.
+/// Runs the coordinator until `shutdown`. It stands by until it holds the leader lease, leads
+/// until `shutdown` or until it loses the lease, then stands by again. Proofs in flight stay in
+/// the KV bucket and resume under the next leader, this one or another.
 pub async fn serve(
     config: CoordinatorConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
@@ -170,9 +201,8 @@ pub async fn serve(
     )
     .await?;
     let js = jetstream::new(client.clone());
-    let jobs = nats::workers_consumer(&js, &subjects, &config.tuning).await?;
-    let results = nats::coordinator_consumer(&js, &subjects, &config.tuning).await?;
-    let proofs = nats::proofs_bucket(&js, &subjects).await?;
+    let placement = nats::Placement::of(&service.nats);
+    let proofs = nats::proofs_bucket(&js, &subjects, placement).await?;
     let metrics = Arc::new(Metrics::default());
     let cache = match fleet_cache(&service.cache)? {
         Ok(cache) => {
@@ -184,35 +214,106 @@ pub async fn serve(
             None
         }
     };
-    let shared = Shared {
-        client: client.clone(),
-        js,
-        proofs,
-        subjects: subjects.clone(),
-        store,
-        max_jobs_per_proof: service.coordinator.max_jobs_per_proof,
-        submission_cap: offload::ReadCap::submissions(service.coordinator.max_submission_bytes),
-        result_cap: offload::ReadCap::results(service.coordinator.max_result_bytes),
-        active: Arc::default(),
-        admitter: Admitter::spawn(jobs, config.tuning.lookahead),
-        metrics: metrics.clone(),
-        halt: Arc::default(),
-        cache,
-    };
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     if let Some(listen) = service.http_listen(Role::Coordinator) {
         let mut stop = stop_rx.clone();
         let probes = Probes {
             client: client.clone(),
-            store: shared.store.clone(),
+            store: store.clone(),
             subjects: subjects.clone(),
         };
-        health::spawn(&listen, probes, metrics, async move {
+        health::spawn(&listen, probes, metrics.clone(), async move {
             let _ = stop.wait_for(|s| *s).await;
         })
         .await
         .map_err(|source| ServiceError::Http { listen, source })?;
     }
+    let holder = coordinator_name();
+    let ttl = Duration::from_millis(service.coordinator.lease_ttl_ms);
+    tracing::info!(holder, "coordinator started");
+    tokio::pin!(shutdown);
+    let outcome = loop {
+        let fence = tokio::select! {
+            () = &mut shutdown => break Ok(()),
+            fence = Fence::acquire(js.clone(), proofs.clone(), &holder, ttl) => match fence {
+                Ok(fence) => fence,
+                Err(e) => {
+                    tracing::warn!(error = %error_chain(&e), "failed to open a leadership epoch");
+                    continue;
+                }
+            },
+        };
+        tracing::info!(
+            epoch = fence.epoch(),
+            "leading: this coordinator holds the lease"
+        );
+        let shared = Shared {
+            client: client.clone(),
+            js: js.clone(),
+            proofs: proofs.clone(),
+            subjects: subjects.clone(),
+            store: store.clone(),
+            max_jobs_per_proof: service.coordinator.max_jobs_per_proof,
+            submission_cap: offload::ReadCap::submissions(service.coordinator.max_submission_bytes),
+            result_cap: offload::ReadCap::results(service.coordinator.max_result_bytes),
+            active: Arc::default(),
+            admitter: Admitter::spawn(
+                nats::workers_consumer(&js, &subjects, &config.tuning, placement).await?,
+                config.tuning.lookahead,
+            ),
+            metrics: metrics.clone(),
+            halt: Arc::default(),
+            cache: cache.clone(),
+            fence,
+        };
+        match lead(&shared, &config, &mut shutdown).await {
+            Ok(Term::Stopped) => break Ok(()),
+            Ok(Term::Deposed) => {}
+            Err(e) => break Err(e),
+        }
+    };
+    let _ = stop_tx.send(true);
+    outcome
+}
+
+/// How a leadership ended.
+enum Term {
+    Stopped,
+    Deposed,
+}
+
+/// A name for this coordinator in the lease and in the evidence: its host and process, and a
+/// count for the coordinators one process runs (tests do).
+fn coordinator_name() -> String {
+    static STARTED: AtomicU32 = AtomicU32::new(0);
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .or_else(|| {
+            std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .ok()
+                .map(|h| h.trim().to_owned())
+        })
+        .unwrap_or_else(|| "coordinator".into());
+    let count = STARTED.fetch_add(1, AtomicOrdering::Relaxed);
+    format!("{host}-{}-{count}", std::process::id())
+}
+
+/// Leads until `shutdown` or the loss of the lease: resumes the unfinished proofs, then takes
+/// submissions, cancels and results.
+async fn lead(
+    shared: &Shared,
+    config: &CoordinatorConfig,
+    shutdown: &mut (impl Future<Output = ()> + Unpin),
+) -> Result<Term, ServiceError> {
+    let subjects = &shared.subjects;
+    let results = nats::coordinator_consumer(
+        &shared.js,
+        subjects,
+        &config.tuning,
+        nats::Placement::of(&config.service.nats),
+    )
+    .await?;
     // With history: the halt's current value first, so a halt set while no coordinator ran
     // holds from the start.
     let mut halt = shared
@@ -222,23 +323,24 @@ pub async fn serve(
         .map_err(|e| FleetError::jetstream(format!("watch the halt key {HALT_KEY}"), e))?;
     let tasks: Tasks = Arc::default();
     // Register unfinished proofs before applying results, so none is taken for a stray.
-    resume_unfinished(&shared, &tasks).await?;
-    let submit = client
-        .subscribe(subjects.submit())
+    resume_unfinished(shared, &tasks).await?;
+    let mut submit = shared
+        .client
+        .queue_subscribe(subjects.submit(), LEADER_QUEUE.into())
         .await
         .map_err(|e| FleetError::jetstream(format!("subscribe to {}", subjects.submit()), e))?;
-    let cancel = client
-        .subscribe(subjects.cancel())
+    let mut cancel = shared
+        .client
+        .queue_subscribe(subjects.cancel(), LEADER_QUEUE.into())
         .await
         .map_err(|e| FleetError::jetstream(format!("subscribe to {}", subjects.cancel()), e))?;
     let mut results = results
         .messages()
         .await
         .map_err(|e| FleetError::jetstream("pull results", e))?;
-    tracing::info!("coordinator started");
-    tokio::pin!(shutdown);
-    let mut submit = submit;
-    let mut cancel = cancel;
+    // Renewed until lost; losing it ends this leadership.
+    let kept = shared.fence.keep();
+    tokio::pin!(kept);
     // Results are recorded concurrently: each is one KV round trip, and applying them one at a
     // time would cap the fleet at one result per round trip. Order does not matter here (the
     // engine puts results in plan order; the KV create applies each job's result once).
@@ -248,9 +350,10 @@ pub async fn serve(
     // The halt key is read now and then too, so neither a halt nor its end is missed when the
     // watch's consumer was disturbed.
     let mut halt_recheck = tokio::time::interval(HALT_RECHECK);
-    loop {
+    let term = loop {
         tokio::select! {
-            () = &mut shutdown => break,
+            () = &mut *shutdown => break Term::Stopped,
+            () = &mut kept => break Term::Deposed,
             // Accepting reads a stored submission from the store and cancelling writes KV:
             // either may be slow, so each runs as a task of its own and the loop goes on
             // applying results and taking requests. A proof is registered (in `accept`)
@@ -274,7 +377,7 @@ pub async fn serve(
                 });
             }
             Some(message) = results.next(), if applying.len() < RESULTS_APPLIED_AT_ONCE => match message {
-                Ok(message) => applying.push(apply_result(&shared, message)),
+                Ok(message) => applying.push(apply_result(shared, message)),
                 Err(e) => tracing::warn!(error = %e, "failed to pull a result"),
             },
             Some(()) = applying.next(), if !applying.is_empty() => {}
@@ -283,28 +386,38 @@ pub async fn serve(
             // asked for; an entry for another key does not even prompt.
             Some(entry) = halt.next() => match entry {
                 Ok(entry) if !is_halt_entry(&shared.proofs, &entry) => {}
-                Ok(_) => recheck_halt(&shared).await,
+                Ok(_) => recheck_halt(shared).await,
                 Err(e) => {
                     tracing::warn!(error = %e, "failed to read a change of the halt key");
-                    recheck_halt(&shared).await;
+                    recheck_halt(shared).await;
                 }
             },
-            _ = halt_recheck.tick() => recheck_halt(&shared).await,
+            _ = halt_recheck.tick() => recheck_halt(shared).await,
             _ = reap.tick() => {
                 if let Ok(mut tasks) = tasks.lock() {
                     while tasks.try_join_next().is_some() {}
                 }
             }
         }
+    };
+    // Results being recorded finish (each is one round trip), so none is redelivered for
+    // nothing; a deposed leader's would be refused by the fence, and its successor gets them.
+    if matches!(term, Term::Stopped) {
+        while applying.next().await.is_some() {}
     }
-    // Results being recorded finish (each is one round trip), so none is redelivered for nothing.
-    while applying.next().await.is_some() {}
     if let Ok(mut tasks) = tasks.lock() {
         tasks.abort_all();
     }
-    let _ = stop_tx.send(true);
-    Ok(())
+    if matches!(term, Term::Stopped) {
+        shared.fence.release().await;
+    }
+    Ok(term)
 }
+
+/// The queue group submissions and cancels are taken in: a coordinator that has just stepped
+/// down and one that has just taken over may both be subscribed for a moment, and a request
+/// must reach one of them, not both.
+const LEADER_QUEUE: &str = "assay-leader";
 
 /// Results being recorded at once; beyond it the results stream waits (its consumer's ack
 /// window is far larger).

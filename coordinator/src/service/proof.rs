@@ -1,7 +1,10 @@
 //! The proof loop: one task per proof that rebuilds the engine's view of it, runs it over its
 //! [`NatsJobQueue`] (behind the result cache when it is on), and writes its evidence and status.
+//! Every write goes through the leader's fence; the verdict is written once (a fenced create),
+//! and a proof resumed after its verdict was written is only marked finished.
 
 use super::intake::stored_submission;
+use super::lease::FenceError;
 use super::progress::{NatsProgress, publish_progress};
 use super::served::RecordServed;
 use super::{ActiveProof, Shared, Tasks, spawn_task};
@@ -10,6 +13,7 @@ use crate::engine::{self, PreparedProof, ProofRequest};
 use crate::nats_queue::{NatsJobQueue, ProofStores, PublishGate};
 use crate::source::{CandidateSpec, Change, ChangedFile, Revision};
 use assay_common::ProofId;
+use assay_common::evidence::CoordinatorEvidence;
 use assay_common::fleet::{
     ChangedFileWire, ProgressEvent, ProofRecord, ProofStatus, ProofSubmission, RevisionWire,
     evidence_key, keys,
@@ -46,6 +50,7 @@ pub(super) fn start_proof(
                 gate: gate.clone(),
                 // The mutation check's jobs follow the proving jobs in plan order.
                 job_count: record.job_count.saturating_add(record.mutation_job_count),
+                claimed: Default::default(),
             },
         );
     }
@@ -119,6 +124,15 @@ pub(super) async fn drive(
     applied: mpsc::UnboundedReceiver<JobResult>,
 ) {
     let proof_id = record.submission.proof_id.clone();
+    // An earlier leader may have written the verdict and died before marking the proof
+    // finished: the verdict stands, nothing runs again.
+    if resumed && let Some(finished) = written_verdict(shared, &proof_id).await {
+        set_status(shared, &record, ProofStatus::Finished).await;
+        tracing::info!(proof_id = %proof_id, "proof's verdict was written by an earlier leader");
+        publish_progress(shared, &proof_id, &finished).await;
+        return;
+    }
+    let drivers = record_driver(shared, &proof_id, resumed).await;
     let submission = match &record.stored {
         Some(blob) => match stored_submission(shared, blob).await {
             Ok(submission) => submission,
@@ -137,7 +151,7 @@ pub(super) async fn drive(
     let queue = NatsJobQueue::new(
         shared.js.clone(),
         ProofStores {
-            proofs: shared.proofs.clone(),
+            fence: shared.fence.clone(),
             store: shared.store.clone(),
             result_cap: shared.result_cap,
         },
@@ -178,7 +192,7 @@ pub(super) async fn drive(
         });
     let recording = caching.as_ref().map(|caching| RecordServed {
         caching,
-        proofs: shared.proofs.clone(),
+        fence: shared.fence.clone(),
         proof_id: proof_id.clone(),
     });
     let jobs: &dyn JobQueue = match &recording {
@@ -190,7 +204,10 @@ pub(super) async fn drive(
     let _ = publisher.await;
     let evidence = match outcome {
         Ok(mut run) => {
-            if let Some(caching) = &caching {
+            run.evidence.coordinators = drivers;
+            // A cache entry is written only by the leader: a deposed one's results are the
+            // same (they are the KV's), but its successor writes them.
+            if let Some(caching) = caching.as_ref().filter(|_| shared.fence.holds()) {
                 cache_results(&proof_id, caching, &mut run).await;
             }
             run.evidence
@@ -208,6 +225,10 @@ pub(super) async fn drive(
             return;
         }
     };
+    if !shared.fence.holds() {
+        tracing::warn!(proof_id = %proof_id, "not writing the verdict: this coordinator lost the lease; its successor will");
+        return;
+    }
     let stored = match offload::put(
         shared.store.as_ref(),
         "evidence",
@@ -274,10 +295,9 @@ pub(super) async fn record_evidence(
             match wire::encode("evidence reference", &blob) {
                 Ok(bytes) => (
                     shared
-                        .proofs
-                        .put(keys::evidence_ref(proof_id), bytes.into())
-                        .await
-                        .map(|_| ()),
+                        .fence
+                        .create(&keys::evidence_ref(proof_id), bytes.into())
+                        .await,
                     event,
                 ),
                 Err(e) => {
@@ -290,17 +310,73 @@ pub(super) async fn record_evidence(
             let event = ProgressEvent::Finished {
                 evidence_json: String::from_utf8_lossy(&json).into_owned(),
             };
-            let put = shared
-                .proofs
-                .put(keys::evidence(proof_id), json.into())
+            let create = shared
+                .fence
+                .create(&keys::evidence(proof_id), json.into())
                 .await;
-            (put.map(|_| ()), event)
+            (create, event)
         }
     };
-    if let Err(e) = outcome.0 {
-        tracing::error!(proof_id = %proof_id, error = %e, "failed to record evidence");
+    match outcome.0 {
+        Ok(_) => outcome.1,
+        // Written once: the verdict an earlier leader wrote is the proof's.
+        Err(FenceError::Exists { .. }) => {
+            written_verdict(shared, proof_id).await.unwrap_or(outcome.1)
+        }
+        Err(e) => {
+            tracing::error!(proof_id = %proof_id, error = %error_chain(&e), "failed to record evidence");
+            outcome.1
+        }
     }
-    outcome.1
+}
+
+/// The verdict already written for `proof_id`, as the event that tells the CLI where it is.
+async fn written_verdict(shared: &Shared, proof_id: &ProofId) -> Option<ProgressEvent> {
+    if let Ok(Some(json)) = shared.fence.read(&keys::evidence(proof_id)).await {
+        return Some(ProgressEvent::Finished {
+            evidence_json: String::from_utf8_lossy(&json).into_owned(),
+        });
+    }
+    let bytes = shared
+        .fence
+        .read(&keys::evidence_ref(proof_id))
+        .await
+        .ok()??;
+    let evidence = wire::decode("evidence reference", &bytes).ok()?;
+    Some(ProgressEvent::FinishedStored { evidence })
+}
+
+/// Adds this leadership to the coordinators that drove `proof_id` (kept at
+/// [`keys::drivers`]), and returns them all, for the evidence.
+async fn record_driver(
+    shared: &Shared,
+    proof_id: &ProofId,
+    resumed: bool,
+) -> Vec<CoordinatorEvidence> {
+    let key = keys::drivers(proof_id);
+    let mut drivers: Vec<CoordinatorEvidence> = match shared.fence.read(&key).await {
+        Ok(Some(bytes)) => serde_json::from_slice(&bytes).unwrap_or_default(),
+        _ => Vec::new(),
+    };
+    let epoch = shared.fence.epoch();
+    if !drivers.iter().any(|d| d.epoch == epoch) {
+        drivers.push(CoordinatorEvidence {
+            coordinator: shared.fence.holder.to_string(),
+            epoch,
+            resumed,
+        });
+    }
+    match serde_json::to_vec(&drivers) {
+        Ok(json) => {
+            if let Err(e) = shared.fence.put(&key, json.into()).await {
+                tracing::warn!(proof_id = %proof_id, error = %error_chain(&e), "failed to record this coordinator among the proof's drivers");
+            }
+        }
+        Err(e) => {
+            tracing::warn!(proof_id = %proof_id, error = %e, "failed to encode the proof's drivers")
+        }
+    }
+    drivers
 }
 
 pub(super) async fn set_status(shared: &Shared, record: &ProofRecord, status: ProofStatus) {
@@ -310,11 +386,11 @@ pub(super) async fn set_status(shared: &Shared, record: &ProofRecord, status: Pr
     match wire::encode("proof record", &record) {
         Ok(bytes) => {
             if let Err(e) = shared
-                .proofs
-                .put(keys::record(proof_id), bytes.into())
+                .fence
+                .put(&keys::record(proof_id), bytes.into())
                 .await
             {
-                tracing::error!(proof_id = %proof_id, error = %e, "failed to update proof status");
+                tracing::error!(proof_id = %proof_id, error = %error_chain(&e), "failed to update proof status");
             }
         }
         Err(e) => {

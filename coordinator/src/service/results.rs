@@ -1,18 +1,25 @@
 //! Applying results: each result checked against its proof's plan, resolved from the store when
-//! offloaded, recorded once per job id (a KV create) and handed to the proof.
+//! offloaded, recorded once per job id (a fenced create: only by the leader, only where no
+//! result is yet) and handed to the proof.
 
 use super::Shared;
+use super::lease::FenceError;
 use assay_common::JobId;
 use assay_common::fleet::{ResultMessage, keys};
 use assay_common::wire;
 use assay_transport::error_chain::error_chain;
 use assay_transport::offload;
-use async_nats::jetstream::{self, kv};
+use async_nats::jetstream;
 use std::sync::atomic::Ordering;
 
 /// Applies one result: the first for its job id is stored and handed to the proof; any later
 /// one (redelivery, a presumed-dead worker finishing after all) is dropped and logged.
 pub(super) async fn apply_result(shared: &Shared, message: jetstream::Message) {
+    // A coordinator past its lease leaves every result, unacknowledged, to its successor: even
+    // a result it would drop may belong to a proof the successor drives.
+    if !shared.fence.holds() {
+        return;
+    }
     let envelope: ResultMessage = match wire::decode("job result", &message.payload) {
         Ok(envelope) => envelope,
         Err(e) => {
@@ -97,11 +104,22 @@ pub(super) async fn apply_result(shared: &Shared, message: jetstream::Message) {
         let _ = message.ack().await;
         return;
     };
+    // One writer per result key in this leadership: a second delivery of the job's result
+    // while the first is being written waits for neither, it is a duplicate.
+    if !shared.claim(&proof_id, result.index) {
+        shared
+            .metrics
+            .results_dropped
+            .fetch_add(1, Ordering::Relaxed);
+        tracing::info!(proof_id = %proof_id, job_id = %result.job_id, "dropping a duplicate result");
+        let _ = message.ack().await;
+        return;
+    }
     // The message as it came, inline or naming the stored result: either fits a KV value.
     match shared
-        .proofs
+        .fence
         .create(
-            keys::result(&proof_id, result.index),
+            &keys::result(&proof_id, result.index),
             message.payload.clone(),
         )
         .await
@@ -113,7 +131,7 @@ pub(super) async fn apply_result(shared: &Shared, message: jetstream::Message) {
                 .fetch_add(1, Ordering::Relaxed);
             let _ = sender.send(result);
         }
-        Err(e) if e.kind() == kv::CreateErrorKind::AlreadyExists => {
+        Err(FenceError::Exists { .. }) => {
             shared
                 .metrics
                 .results_dropped
@@ -121,8 +139,10 @@ pub(super) async fn apply_result(shared: &Shared, message: jetstream::Message) {
             tracing::info!(proof_id = %proof_id, job_id = %result.job_id, "dropping a duplicate result");
         }
         Err(e) => {
-            // Not acked: the stream redelivers it and the create is tried again.
-            tracing::warn!(proof_id = %proof_id, error = %e, "failed to record a result; it will be redelivered");
+            // Not acked: the stream redelivers it, to this leader or its successor, and the
+            // create is tried again.
+            shared.release(&proof_id, result.index);
+            tracing::warn!(proof_id = %proof_id, error = %error_chain(&e), "failed to record a result; it will be redelivered");
             return;
         }
     }

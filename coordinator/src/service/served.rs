@@ -1,19 +1,20 @@
 //! The served-result decorator: results the cache answered recorded in the proofs bucket.
 
+use super::lease::{Fence, FenceError};
 use crate::cache::CachingQueue;
 use assay_common::ProofId;
 use assay_common::fleet::{ResultMessage, keys};
 use assay_common::job::JobResult;
 use assay_common::wire;
+use assay_transport::error_chain::error_chain;
 use assay_transport::queue::{JobQueue, QueueError};
-use async_nats::jetstream::kv;
 
 /// The proof's queue behind the cache: each result the cache served is recorded at its job's
 /// KV result key as a worker's would be, so `assay status` counts it and a resumed proof finds
 /// it there, and marked served (`keys::cached`) for `assay status` to say so.
 pub(super) struct RecordServed<'a> {
     pub(super) caching: &'a CachingQueue<'a>,
-    pub(super) proofs: kv::Store,
+    pub(super) fence: Fence,
     pub(super) proof_id: ProofId,
 }
 
@@ -54,11 +55,11 @@ impl JobQueue for RecordServed<'_> {
 
 impl RecordServed<'_> {
     async fn create(&self, key: String, value: Vec<u8>) -> Result<(), String> {
-        match self.proofs.create(key, value.into()).await {
+        match self.fence.create(&key, value.into()).await {
             Ok(_) => Ok(()),
             // A resumed proof recorded it before.
-            Err(e) if e.kind() == kv::CreateErrorKind::AlreadyExists => Ok(()),
-            Err(e) => Err(e.to_string()),
+            Err(FenceError::Exists { .. }) => Ok(()),
+            Err(e) => Err(error_chain(&e)),
         }
     }
 }

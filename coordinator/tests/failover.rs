@@ -1,7 +1,8 @@
 //! Coordinator failover against real processes: a JetStream `nats-server`, two coordinators as
 //! processes of their own (this test binary started again as `coordinator_process`), and real
 //! workers in this process running a real unittest proof. The leader is killed (SIGKILL) or
-//! paused past its lease (SIGSTOP, then SIGCONT); every write to the proofs bucket is watched.
+//! paused past its lease (SIGSTOP, then SIGCONT), or the NATS server every service is
+//! connected to dies under a 3-node cluster; every write to the proofs bucket is watched.
 
 use assay_common::WorkerId;
 use assay_common::criteria::parse_criteria;
@@ -19,7 +20,7 @@ use assay_transport::nats::{Placement, QueueTuning};
 use assay_transport::store::ArtifactStore;
 use assay_worker::service::{self as worker, WorkerConfig};
 use futures::StreamExt;
-use servers::{ServerGuard, start_nats};
+use servers::{ServerGuard, start_nats, start_nats_cluster};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -197,20 +198,38 @@ impl Writes {
 }
 
 struct Fleet {
-    nats: ServerGuard,
+    /// One server, or a cluster whose first server every service connects to first.
+    nats: Vec<ServerGuard>,
     dir: tempfile::TempDir,
 }
 
 impl Fleet {
     fn start() -> Self {
         Self {
-            nats: start_nats(),
+            nats: vec![start_nats()],
             dir: tempfile::tempdir().unwrap(),
         }
     }
 
+    /// Three servers, every stream and the bucket on all three.
+    fn clustered() -> Self {
+        Self {
+            nats: start_nats_cluster(3),
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn replicas(&self) -> usize {
+        self.nats.len()
+    }
+
+    /// Every server's URL, the first one first.
     fn url(&self) -> String {
-        format!("nats://127.0.0.1:{}", self.nats.port)
+        self.nats
+            .iter()
+            .map(|server| format!("nats://127.0.0.1:{}", server.port))
+            .collect::<Vec<_>>()
+            .join(",")
     }
 
     fn store_url(&self) -> String {
@@ -228,8 +247,9 @@ impl Fleet {
         std::fs::write(
             &config,
             format!(
-                "schema = \"assay.service/v1\"\n[nats]\nurl = \"{}\"\n[store]\nurl = \"{}\"\n[http]\nlisten = \"\"\n[coordinator]\nlease_ttl_ms = {LEASE_TTL_MS}\n",
+                "schema = \"assay.service/v1\"\n[nats]\nurl = \"{}\"\nreplicas = {}\n[store]\nurl = \"{}\"\n[http]\nlisten = \"\"\n[coordinator]\nlease_ttl_ms = {LEASE_TTL_MS}\n",
                 self.url(),
+                self.replicas(),
                 self.store_url()
             ),
         )
@@ -249,6 +269,7 @@ impl Fleet {
     fn worker(&self, name: &str) -> tokio::task::JoinHandle<()> {
         let mut service = ServiceConfig::default();
         service.nats.url = self.url();
+        service.nats.replicas = self.replicas();
         service.store.url = self.store_url();
         service.http.listen = Some(String::new());
         service.worker.slots = 2;
@@ -270,7 +291,8 @@ impl Fleet {
     }
 
     async fn client(&self) -> async_nats::Client {
-        async_nats::connect(self.url()).await.unwrap()
+        let urls: Vec<String> = self.url().split(',').map(str::to_owned).collect();
+        async_nats::connect(urls).await.unwrap()
     }
 
     async fn bucket(&self, client: &async_nats::Client) -> async_nats::jetstream::kv::Store {
@@ -490,6 +512,39 @@ async fn a_leader_paused_past_its_lease_writes_nothing_when_it_wakes() {
     );
     // Still the standby's lease: the woken one stands by.
     fleet.wait_for_leader(&client, standby.pid()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_proof_finishes_when_the_nats_server_every_service_uses_dies() {
+    let mut fleet = Fleet::clustered();
+    let client = fleet.client().await;
+    let leader = fleet.coordinator("a");
+    fleet.wait_for_leader(&client, leader.pid()).await;
+    let _standby = fleet.coordinator("b");
+    let _workers = [fleet.worker("w1"), fleet.worker("w2")];
+    let bucket = fleet.bucket(&client).await;
+    let replicas = bucket.status().await.unwrap().info.config.num_replicas;
+    assert_eq!(replicas, 3, "the bucket is on every server");
+    let repo = invoice_repo(fleet.dir.path(), 1.5);
+    let prepared = prepare(&repo);
+    let first_result = keys::result(&prepared.request.proof_id, 0);
+    let evidence = submit(&fleet, &prepared).await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !matches!(bucket.get(&first_result).await, Ok(Some(_))) {
+        assert!(Instant::now() < deadline, "no result was recorded");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The first URL is where every service connected first: they must find the others.
+    fleet.nats[0].kill();
+    let evidence = tokio::time::timeout(Duration::from_secs(90), evidence)
+        .await
+        .expect("the proof finishes on the surviving servers")
+        .unwrap()
+        .expect("evidence");
+    assert_eq!(evidence.verdict, Verdict::Proven, "{evidence:#?}");
+    let mut indices: Vec<u32> = evidence.jobs.iter().map(|job| job.index).collect();
+    indices.dedup();
+    assert_eq!(indices.len(), prepared.jobs.len(), "every job once");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -54,6 +54,21 @@ pub struct Fence {
     pub holder: Arc<str>,
 }
 
+/// The server's code for a write refused because another write expecting the same subject's
+/// sequence is still in process (`JSStreamWrongLastSequenceConstantErr`): a collision, not a
+/// change of epoch (that is 10071, `PublishErrorKind::WrongLastSequence`).
+const EXPECTATION_IN_PROCESS: u64 = 10164;
+
+/// Collisions a fenced write waits out before it fails (a few ms each; a result's write then
+/// comes back by redelivery).
+const IN_PROCESS_RETRIES: u32 = 200;
+
+fn is_expectation_in_process(error: &jetstream::context::PublishError) -> bool {
+    std::error::Error::source(error)
+        .and_then(|source| source.downcast_ref::<jetstream::Error>())
+        .is_some_and(|error| error.error_code().0 == EXPECTATION_IN_PROCESS)
+}
+
 /// How often a standby looks at the lease.
 fn poll_interval(ttl: Duration) -> Duration {
     (ttl / 10).clamp(Duration::from_millis(50), Duration::from_millis(500))
@@ -236,19 +251,33 @@ impl Fence {
             key: key.to_owned(),
             source,
         };
-        let ack = self
-            .js
-            .publish_with_headers(format!("{prefix}{key}"), headers, value)
-            .await
-            .map_err(|e| failed(e.into()))?
-            .await;
-        match ack {
-            Ok(ack) => Ok(ack.sequence),
-            Err(e) if e.kind() == PublishErrorKind::WrongLastSequence => {
-                self.lose();
-                Err(deposed())
+        let mut attempt = 0u32;
+        loop {
+            let ack = self
+                .js
+                .publish_with_headers(format!("{prefix}{key}"), headers.clone(), value.clone())
+                .await
+                .map_err(|e| failed(e.into()))?
+                .await;
+            match ack {
+                Ok(ack) => return Ok(ack.sequence),
+                Err(e) if e.kind() == PublishErrorKind::WrongLastSequence => {
+                    self.lose();
+                    return Err(deposed());
+                }
+                // It has been observed that a clustered stream refuses a write whose expected
+                // sequence names a subject another write that expects it is still being
+                // proposed for: every fenced write names the epoch, so concurrent ones collide.
+                // The epoch has not changed; the write is sent again once the other is in.
+                Err(e) if is_expectation_in_process(&e) && attempt < IN_PROCESS_RETRIES => {
+                    attempt += 1;
+                    tokio::time::sleep(Duration::from_millis(u64::from(attempt.min(20)))).await;
+                    if !self.holds() {
+                        return Err(deposed());
+                    }
+                }
+                Err(e) => return Err(failed(e.into())),
             }
-            Err(e) => Err(failed(e.into())),
         }
     }
 

@@ -7,7 +7,7 @@
 use assay_common::WorkerId;
 use assay_common::criteria::parse_criteria;
 use assay_common::evidence::Evidence;
-use assay_common::fleet::{Subjects, keys};
+use assay_common::fleet::{Subjects, SubmitReply, SubmitRequest, keys};
 use assay_common::job::JobResult;
 use assay_common::service_config::ServiceConfig;
 use assay_common::verdict::Verdict;
@@ -299,7 +299,10 @@ impl Fleet {
         assay_transport::nats::proofs_bucket(
             &async_nats::jetstream::new(client.clone()),
             &Subjects::new("assay"),
-            Placement::SINGLE,
+            // Whoever comes first creates it: the test's watch may start before a coordinator.
+            Placement {
+                replicas: self.replicas(),
+            },
         )
         .await
         .unwrap()
@@ -520,7 +523,7 @@ async fn a_proof_finishes_when_the_nats_server_every_service_uses_dies() {
     let client = fleet.client().await;
     let leader = fleet.coordinator("a");
     fleet.wait_for_leader(&client, leader.pid()).await;
-    let _standby = fleet.coordinator("b");
+    let standby = fleet.coordinator("b");
     let _workers = [fleet.worker("w1"), fleet.worker("w2")];
     let bucket = fleet.bucket(&client).await;
     let replicas = bucket.status().await.unwrap().info.config.num_replicas;
@@ -536,15 +539,71 @@ async fn a_proof_finishes_when_the_nats_server_every_service_uses_dies() {
     }
     // The first URL is where every service connected first: they must find the others.
     fleet.nats[0].kill();
-    let evidence = tokio::time::timeout(Duration::from_secs(90), evidence)
-        .await
-        .expect("the proof finishes on the surviving servers")
-        .unwrap()
-        .expect("evidence");
+    let Ok(evidence) = tokio::time::timeout(Duration::from_secs(90), evidence).await else {
+        panic!(
+            "the proof did not finish on the surviving servers; the coordinators' logs:\n{}\n{}",
+            leader.log(),
+            standby.log()
+        );
+    };
+    let evidence = evidence.unwrap().expect("evidence");
     assert_eq!(evidence.verdict, Verdict::Proven, "{evidence:#?}");
     let mut indices: Vec<u32> = evidence.jobs.iter().map(|job| job.index).collect();
     indices.dedup();
     assert_eq!(indices.len(), prepared.jobs.len(), "every job once");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_submission_sent_again_is_the_proof_accepted_and_another_under_its_id_is_refused() {
+    let fleet = Fleet::start();
+    let client = fleet.client().await;
+    let leader = fleet.coordinator("a");
+    fleet.wait_for_leader(&client, leader.pid()).await;
+    let repo = invoice_repo(fleet.dir.path(), 0.0);
+    let prepared = prepare(&repo);
+    let submission = client::submission(&prepared, 4);
+    let send = |submission: assay_common::fleet::ProofSubmission| {
+        let client = client.clone();
+        async move {
+            let payload = assay_common::wire::encode(
+                "submit request",
+                &SubmitRequest::Inline(Box::new(submission)),
+            )
+            .unwrap();
+            let reply = client::request_submit(
+                &client,
+                &Subjects::new("assay"),
+                async_nats::HeaderMap::new(),
+                payload.into(),
+            )
+            .await
+            .unwrap();
+            assay_common::wire::decode::<SubmitReply>("submit reply", &reply.payload).unwrap()
+        }
+    };
+    let proof_id = submission.proof_id.clone();
+    assert_eq!(
+        send(submission.clone()).await,
+        SubmitReply::Accepted {
+            proof_id: proof_id.clone()
+        }
+    );
+    // As a CLI whose first request went unanswered sends it again.
+    assert_eq!(
+        send(submission.clone()).await,
+        SubmitReply::Accepted {
+            proof_id: proof_id.clone()
+        }
+    );
+    // Someone else's submission under the same id is not taken for it.
+    let mut hostile = submission;
+    hostile.jobs_budget += 1;
+    match send(hostile).await {
+        SubmitReply::Refused { message } => {
+            assert!(message.contains("already written"), "{message}")
+        }
+        other => panic!("a different submission under a recorded id was {other:?}"),
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

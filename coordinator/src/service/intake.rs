@@ -2,6 +2,7 @@
 //! proof started; and, at start, the unfinished proofs of an earlier coordinator resumed.
 
 use super::halt::current_halt;
+use super::lease::FenceError;
 use super::progress::publish_progress;
 use super::proof::{proof_span, start_proof};
 use super::{ServiceError, Shared, Tasks};
@@ -95,14 +96,24 @@ pub(super) async fn accept(
             };
         }
     };
-    if let Err(e) = shared
+    match shared
         .fence
         .create(&keys::record(&proof_id), bytes.into())
         .await
     {
-        return SubmitReply::Refused {
-            message: format!("failed to record proof {proof_id}: {}", error_chain(&e)),
-        };
+        Ok(_) => {}
+        // The same submission again: a CLI whose request went unanswered (its coordinator
+        // died, or a NATS server was lost, before the reply) sends it again. The proof is
+        // already recorded, so a leader drives it; the CLI follows it as if first accepted.
+        Err(FenceError::Exists { .. }) if same_submission(shared, &record).await => {
+            tracing::info!(proof_id = %proof_id, "a submission sent again is the proof already accepted");
+            return SubmitReply::Accepted { proof_id };
+        }
+        Err(e) => {
+            return SubmitReply::Refused {
+                message: format!("failed to record proof {proof_id}: {}", error_chain(&e)),
+            };
+        }
     }
     // The proof's span continues the submitting CLI's trace.
     let span = proof_span(&proof_id);
@@ -120,6 +131,16 @@ pub(super) fn now_secs() -> u64 {
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default()
         .as_secs()
+}
+
+/// Whether the proof already recorded under `record`'s id holds the very same submission.
+async fn same_submission(shared: &Shared, record: &ProofRecord) -> bool {
+    let key = keys::record(&record.submission.proof_id);
+    match shared.fence.read(&key).await {
+        Ok(Some(bytes)) => wire::decode::<ProofRecord>("proof record", &bytes)
+            .is_ok_and(|held| held.submission == record.submission && held.stored == record.stored),
+        _ => false,
+    }
 }
 
 /// Why a submission is refused before it is recorded.

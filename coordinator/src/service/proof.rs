@@ -58,7 +58,27 @@ pub(super) fn start_proof(
     spawn_task(
         tasks,
         async move {
-            drive(&shared, record, resumed, gate, rx).await;
+            let (mut resumed, mut rx) = (resumed, rx);
+            // A run cut short by the fleet (a job not published while a NATS server was
+            // lost) is driven again from its recorded results, in this leadership, with the
+            // proof still registered: a result that arrives meanwhile is recorded in KV and
+            // found there, never taken for a stray and dropped.
+            while drive(&shared, record.clone(), resumed, gate.clone(), rx).await
+                == Ended::Interrupted
+                && shared.fence.holds()
+                && !*gate.lock().await
+            {
+                tracing::warn!(proof_id = %proof_id, "proof interrupted by a fleet error; driving it again from its recorded results");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                let (tx, next) = mpsc::unbounded_channel();
+                let registered = shared.active.lock().ok().and_then(|mut active| {
+                    active.get_mut(&proof_id).map(|proof| proof.results = tx)
+                });
+                if registered.is_none() {
+                    break;
+                }
+                (resumed, rx) = (true, next);
+            }
             if let Ok(mut active) = shared.active.lock() {
                 active.remove(&proof_id);
             }
@@ -116,13 +136,21 @@ pub fn prepared_from(submission: &ProofSubmission) -> PreparedProof {
     }
 }
 
+/// How a proof's run ended: done (a verdict, or nothing more this coordinator can do), or
+/// interrupted before all its results by an error of the fleet, which may be run again.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Ended {
+    Done,
+    Interrupted,
+}
+
 pub(super) async fn drive(
     shared: &Shared,
     record: ProofRecord,
     resumed: bool,
     gate: PublishGate,
     applied: mpsc::UnboundedReceiver<JobResult>,
-) {
+) -> Ended {
     let proof_id = record.submission.proof_id.clone();
     // An earlier leader may have written the verdict and died before marking the proof
     // finished: the verdict stands, nothing runs again.
@@ -130,7 +158,7 @@ pub(super) async fn drive(
         set_status(shared, &record, ProofStatus::Finished).await;
         tracing::info!(proof_id = %proof_id, "proof's verdict was written by an earlier leader");
         publish_progress(shared, &proof_id, &finished).await;
-        return;
+        return Ended::Done;
     }
     let drivers = record_driver(shared, &proof_id, resumed).await;
     let submission = match &record.stored {
@@ -138,7 +166,7 @@ pub(super) async fn drive(
             Ok(submission) => submission,
             Err(e) => {
                 tracing::error!(proof_id = %proof_id, error = %error_chain(&e), "cannot run a proof whose submission is unreadable; it stays unfinished");
-                return;
+                return Ended::Done;
             }
         },
         None => record.submission.clone(),
@@ -215,19 +243,19 @@ pub(super) async fn drive(
         Err(e) => {
             // Cancelling closes the proof's result channel; anything else is logged.
             tracing::info!(proof_id = %proof_id, error = %e, "proof stopped before all results");
-            return;
+            return Ended::Interrupted;
         }
     };
     let json = match serde_json::to_vec_pretty(&evidence) {
         Ok(json) => json,
         Err(e) => {
             tracing::error!(proof_id = %proof_id, error = %e, "failed to encode evidence");
-            return;
+            return Ended::Done;
         }
     };
     if !shared.fence.holds() {
         tracing::warn!(proof_id = %proof_id, "not writing the verdict: this coordinator lost the lease; its successor will");
-        return;
+        return Ended::Done;
     }
     let stored = match offload::put(
         shared.store.as_ref(),
@@ -247,6 +275,7 @@ pub(super) async fn drive(
     set_status(shared, &record, ProofStatus::Finished).await;
     tracing::info!(proof_id = %proof_id, verdict = ?evidence.verdict, "proof finished");
     publish_progress(shared, &proof_id, &finished).await;
+    Ended::Done
 }
 
 /// Marks the jobs the cache answered in the evidence, as embedded mode does, and stores the

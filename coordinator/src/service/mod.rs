@@ -257,10 +257,14 @@ pub async fn serve(
             submission_cap: offload::ReadCap::submissions(service.coordinator.max_submission_bytes),
             result_cap: offload::ReadCap::results(service.coordinator.max_result_bytes),
             active: Arc::default(),
-            admitter: Admitter::spawn(
-                nats::workers_consumer(&js, &subjects, &config.tuning, placement).await?,
-                config.tuning.lookahead,
-            ),
+            admitter: match nats::workers_consumer(&js, &subjects, &config.tuning, placement).await
+            {
+                Ok(jobs) => Admitter::spawn(jobs, config.tuning.lookahead),
+                Err(e) => {
+                    step_aside(&fence, &e).await;
+                    continue;
+                }
+            },
             metrics: metrics.clone(),
             halt: Arc::default(),
             cache: cache.clone(),
@@ -269,11 +273,20 @@ pub async fn serve(
         match lead(&shared, &config, &mut shutdown).await {
             Ok(Term::Stopped) => break Ok(()),
             Ok(Term::Deposed) => {}
-            Err(e) => break Err(e),
+            // A NATS server lost while taking up the lead, say: another coordinator, or this
+            // one, leads again at once.
+            Err(e) => step_aside(&shared.fence, &e).await,
         }
     };
     let _ = stop_tx.send(true);
     outcome
+}
+
+/// Gives the lead up after a failure to take it up, so it passes at once.
+async fn step_aside(fence: &Fence, error: &(dyn std::error::Error + 'static)) {
+    tracing::warn!(error = %error_chain(error), "failed to take up the lead; giving it up");
+    fence.release().await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
 }
 
 /// How a leadership ended.
@@ -307,40 +320,65 @@ async fn lead(
     shutdown: &mut (impl Future<Output = ()> + Unpin),
 ) -> Result<Term, ServiceError> {
     let subjects = &shared.subjects;
-    let results = nats::coordinator_consumer(
-        &shared.js,
-        subjects,
-        &config.tuning,
-        nats::Placement::of(&config.service.nats),
-    )
-    .await?;
-    // With history: the halt's current value first, so a halt set while no coordinator ran
-    // holds from the start.
-    let mut halt = shared
-        .proofs
-        .watch_with_history(HALT_KEY)
-        .await
-        .map_err(|e| FleetError::jetstream(format!("watch the halt key {HALT_KEY}"), e))?;
-    let tasks: Tasks = Arc::default();
-    // Register unfinished proofs before applying results, so none is taken for a stray.
-    resume_unfinished(shared, &tasks).await?;
-    let mut submit = shared
-        .client
-        .queue_subscribe(subjects.submit(), LEADER_QUEUE.into())
-        .await
-        .map_err(|e| FleetError::jetstream(format!("subscribe to {}", subjects.submit()), e))?;
-    let mut cancel = shared
-        .client
-        .queue_subscribe(subjects.cancel(), LEADER_QUEUE.into())
-        .await
-        .map_err(|e| FleetError::jetstream(format!("subscribe to {}", subjects.cancel()), e))?;
-    let mut results = results
-        .messages()
-        .await
-        .map_err(|e| FleetError::jetstream("pull results", e))?;
-    // Renewed until lost; losing it ends this leadership.
+    // Renewed from the start, so a slow start (a NATS server lost meanwhile) does not cost the
+    // lease; losing it ends this leadership.
     let kept = shared.fence.keep();
     tokio::pin!(kept);
+    let tasks: Tasks = Arc::default();
+    let setup = async {
+        let results = nats::coordinator_consumer(
+            &shared.js,
+            subjects,
+            &config.tuning,
+            nats::Placement::of(&config.service.nats),
+        )
+        .await?;
+        // With history: the halt's current value first, so a halt set while no coordinator
+        // ran holds from the start.
+        let halt = shared
+            .proofs
+            .watch_with_history(HALT_KEY)
+            .await
+            .map_err(|e| FleetError::jetstream(format!("watch the halt key {HALT_KEY}"), e))?;
+        // Register unfinished proofs before applying results, so none is taken for a stray.
+        resume_unfinished(shared, &tasks).await?;
+        let submit = shared
+            .client
+            .queue_subscribe(subjects.submit(), LEADER_QUEUE.into())
+            .await
+            .map_err(|e| FleetError::jetstream(format!("subscribe to {}", subjects.submit()), e))?;
+        let cancel = shared
+            .client
+            .queue_subscribe(subjects.cancel(), LEADER_QUEUE.into())
+            .await
+            .map_err(|e| FleetError::jetstream(format!("subscribe to {}", subjects.cancel()), e))?;
+        let results = results
+            .messages()
+            .await
+            .map_err(|e| FleetError::jetstream("pull results", e))?;
+        Ok::<_, ServiceError>((results, halt, submit, cancel))
+    };
+    let started = tokio::select! {
+        () = &mut kept => Ok(None),
+        started = tokio::time::timeout(LEADING_START_LIMIT, setup) => match started {
+            Ok(Ok(parts)) => Ok(Some(parts)),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(FleetError::jetstream(
+                "start leading (consumer, halt watch, resumed proofs, subscriptions)",
+                format!("not done within {} s", LEADING_START_LIMIT.as_secs()),
+            )
+            .into()),
+        },
+    };
+    let (mut results, mut halt, mut submit, mut cancel) = match started {
+        Ok(Some(parts)) => parts,
+        outcome => {
+            if let Ok(mut tasks) = tasks.lock() {
+                tasks.abort_all();
+            }
+            return outcome.map(|_| Term::Deposed);
+        }
+    };
     // Results are recorded concurrently: each is one KV round trip, and applying them one at a
     // time would cap the fleet at one result per round trip. Order does not matter here (the
     // engine puts results in plan order; the KV create applies each job's result once).
@@ -413,6 +451,9 @@ async fn lead(
     }
     Ok(term)
 }
+
+/// How long taking up the lead may take before it is given up and tried again.
+const LEADING_START_LIMIT: Duration = Duration::from_secs(30);
 
 /// The queue group submissions and cancels are taken in: a coordinator that has just stepped
 /// down and one that has just taken over may both be subscribed for a moment, and a request

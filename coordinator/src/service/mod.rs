@@ -261,7 +261,7 @@ pub async fn serve(
             {
                 Ok(jobs) => Admitter::spawn(jobs, config.tuning.lookahead),
                 Err(e) => {
-                    step_aside(&fence, &e).await;
+                    step_aside(&fence, error_chain(&e)).await;
                     continue;
                 }
             },
@@ -275,7 +275,7 @@ pub async fn serve(
             Ok(Term::Deposed) => {}
             // A NATS server lost while taking up the lead, say: another coordinator, or this
             // one, leads again at once.
-            Err(e) => step_aside(&shared.fence, &e).await,
+            Err(e) => step_aside(&shared.fence, error_chain(&e)).await,
         }
     };
     let _ = stop_tx.send(true);
@@ -283,8 +283,8 @@ pub async fn serve(
 }
 
 /// Gives the lead up after a failure to take it up, so it passes at once.
-async fn step_aside(fence: &Fence, error: &(dyn std::error::Error + 'static)) {
-    tracing::warn!(error = %error_chain(error), "failed to take up the lead; giving it up");
+async fn step_aside(fence: &Fence, error: String) {
+    tracing::warn!(error, "failed to take up the lead; giving it up");
     fence.release().await;
     tokio::time::sleep(Duration::from_secs(1)).await;
 }

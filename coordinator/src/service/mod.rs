@@ -45,7 +45,7 @@ use assay_transport::store::{ArtifactStore, StoreError};
 use async_nats::jetstream::{self, kv};
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicU32, Ordering as AtomicOrdering};
 use std::sync::{Arc, Mutex};
@@ -94,8 +94,8 @@ struct ActiveProof {
     /// Jobs in the plan, the mutation check's included: a result must name one of them (index
     /// below this, and that index's job id) before it may take a result key.
     job_count: u32,
-    /// Indexes whose result this leadership is writing or has written.
-    claimed: HashSet<u32>,
+    /// Indexes whose result this leadership is writing (`false`) or has written (`true`).
+    claimed: HashMap<u32, bool>,
 }
 
 type Active = Arc<Mutex<HashMap<ProofId, ActiveProof>>>;
@@ -134,14 +134,33 @@ struct Shared {
 }
 
 impl Shared {
-    /// Takes `index` of `proof_id` for one result write; `false` when another has it (or the
-    /// proof is not active).
-    fn claim(&self, proof_id: &ProofId, index: u32) -> bool {
-        self.active
-            .lock()
-            .ok()
-            .and_then(|mut active| active.get_mut(proof_id).map(|a| a.claimed.insert(index)))
-            .unwrap_or(false)
+    /// Takes `index` of `proof_id` for one result write, unless a write of it is under way
+    /// or done (or the proof is not active: then it is in progress elsewhere, for all this
+    /// knows).
+    fn claim(&self, proof_id: &ProofId, index: u32) -> Claim {
+        let Ok(mut active) = self.active.lock() else {
+            return Claim::InProgress;
+        };
+        let Some(proof) = active.get_mut(proof_id) else {
+            return Claim::InProgress;
+        };
+        match proof.claimed.get(&index) {
+            Some(true) => Claim::Written,
+            Some(false) => Claim::InProgress,
+            None => {
+                proof.claimed.insert(index, false);
+                Claim::Taken
+            }
+        }
+    }
+
+    /// Marks `index` of `proof_id` recorded in KV.
+    fn written(&self, proof_id: &ProofId, index: u32) {
+        if let Ok(mut active) = self.active.lock()
+            && let Some(proof) = active.get_mut(proof_id)
+        {
+            proof.claimed.insert(index, true);
+        }
     }
 
     /// Gives `index` back after a write that did not happen.
@@ -152,6 +171,16 @@ impl Shared {
             active.claimed.remove(&index);
         }
     }
+}
+
+/// What a result's delivery may do about its job's index.
+enum Claim {
+    /// Write it: this delivery holds the index.
+    Taken,
+    /// Another delivery is writing it: leave this one to come back.
+    InProgress,
+    /// It is recorded: this one is a duplicate.
+    Written,
 }
 
 #[derive(Clone)]

@@ -2,8 +2,8 @@
 //! offloaded, recorded once per job id (a fenced create: only by the leader, only where no
 //! result is yet) and handed to the proof.
 
-use super::Shared;
 use super::lease::FenceError;
+use super::{Claim, Shared};
 use assay_common::JobId;
 use assay_common::fleet::{ResultMessage, keys};
 use assay_common::wire;
@@ -104,16 +104,23 @@ pub(super) async fn apply_result(shared: &Shared, message: jetstream::Message) {
         let _ = message.ack().await;
         return;
     };
-    // One writer per result key in this leadership: a second delivery of the job's result
-    // while the first is being written waits for neither, it is a duplicate.
-    if !shared.claim(&proof_id, result.index) {
-        shared
-            .metrics
-            .results_dropped
-            .fetch_add(1, Ordering::Relaxed);
-        tracing::info!(proof_id = %proof_id, job_id = %result.job_id, "dropping a duplicate result");
-        let _ = message.ack().await;
-        return;
+    // One writer per result key in this leadership. A second delivery while the first is
+    // still being written is left unacknowledged: it may be the same stream message delivered
+    // again (its ack wait ran out while a NATS server was lost), and acking it would remove the
+    // message the first write may yet fail to record. Once a result is written, any other
+    // delivery is a duplicate.
+    match shared.claim(&proof_id, result.index) {
+        Claim::Taken => {}
+        Claim::InProgress => return,
+        Claim::Written => {
+            shared
+                .metrics
+                .results_dropped
+                .fetch_add(1, Ordering::Relaxed);
+            tracing::info!(proof_id = %proof_id, job_id = %result.job_id, "dropping a duplicate result");
+            let _ = message.ack().await;
+            return;
+        }
     }
     // The message as it came, inline or naming the stored result: either fits a KV value.
     match shared
@@ -125,6 +132,7 @@ pub(super) async fn apply_result(shared: &Shared, message: jetstream::Message) {
         .await
     {
         Ok(_) => {
+            shared.written(&proof_id, result.index);
             shared
                 .metrics
                 .results_applied
@@ -132,6 +140,7 @@ pub(super) async fn apply_result(shared: &Shared, message: jetstream::Message) {
             let _ = sender.send(result);
         }
         Err(FenceError::Exists { .. }) => {
+            shared.written(&proof_id, result.index);
             shared
                 .metrics
                 .results_dropped

@@ -19,8 +19,9 @@ pub struct ServiceArgs {
     /// Service configuration file (TOML, schema assay.service/v1).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// NATS server URL [env: ASSAY_NATS_URL].
-    #[arg(long, value_name = "URL")]
+    /// NATS server URL, or the servers of a cluster separated by commas
+    /// (nats://a:4222,nats://b:4222) [env: ASSAY_NATS_URL].
+    #[arg(long, value_name = "URL[,URL…]")]
     pub nats: Option<String>,
     /// Artifact store URL: s3://BUCKET, file:///DIR or memory:// [env: ASSAY_STORE].
     #[arg(long, value_name = "URL")]
@@ -113,8 +114,8 @@ pub async fn run_worker(args: &ServiceArgs) -> Result<u8, Failure> {
 
 #[derive(Args, Debug, Clone)]
 pub struct ClientArgs {
-    /// NATS server URL of the fleet.
-    #[arg(long = "cluster", env = "ASSAY_NATS_URL", value_name = "URL")]
+    /// NATS server URL of the fleet, or its cluster's servers separated by commas.
+    #[arg(long = "cluster", env = "ASSAY_NATS_URL", value_name = "URL[,URL…]")]
     pub cluster: String,
     #[arg(long, env = "ASSAY_SUBJECT_PREFIX", default_value = "assay")]
     pub subject_prefix: String,
@@ -223,6 +224,7 @@ async fn proofs(
     assay_transport::nats::proofs_bucket(
         &async_nats::jetstream::new(client.clone()),
         &Subjects::new(&args.subject_prefix),
+        assay_transport::nats::Placement::SINGLE,
     )
     .await
     .map_err(|e| Failure::infrastructure(anyhow::Error::from(e).context(role_hint(args))))

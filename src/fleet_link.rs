@@ -64,6 +64,7 @@ impl Fleet {
         let proofs = assay_transport::nats::proofs_bucket(
             &async_nats::jetstream::new(client.clone()),
             &Subjects::new(subject_prefix),
+            assay_transport::nats::Placement::SINGLE,
         )
         .await
         .map_err(|e| Failure::infrastructure(e.into()))?;

@@ -33,8 +33,21 @@ pub struct Evidence {
     /// they first appear in the plan, with the sandbox it ran its jobs in.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub workers: Vec<WorkerEvidence>,
+    /// Fleet proofs: each coordinator that drove the proof, in order. More than one means the
+    /// proof lived through a failover (or a restart): the later ones resumed it from KV.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub coordinators: Vec<CoordinatorEvidence>,
     pub started_at: String,
     pub duration_s: f64,
+}
+
+/// A coordinator that drove a fleet proof for one leadership (`epoch`); `resumed` when it
+/// took the proof over from KV rather than accepting it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CoordinatorEvidence {
+    pub coordinator: String,
+    pub epoch: u64,
+    pub resumed: bool,
 }
 
 /// A worker that ran jobs of a proof, and what isolated them there.

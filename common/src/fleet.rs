@@ -113,6 +113,16 @@ pub mod keys {
 
     /// The fleet-wide halt: its value is the reason; no key, no halt.
     pub const HALT: &str = "fleet.halt";
+    /// The leading coordinator's lease: its value names the holder; renewed by revision.
+    pub const LEASE: &str = "fleet.lease";
+    /// The leader's epoch: written once by each new leader, whose writes the server applies
+    /// only while this key's last sequence is the one it wrote.
+    pub const EPOCH: &str = "fleet.epoch";
+
+    /// The coordinators that drove a proof, in order: JSON, one entry per leadership.
+    pub fn drivers(proof_id: &ProofId) -> String {
+        format!("{proof_id}.drivers")
+    }
 
     pub fn record(proof_id: &ProofId) -> String {
         format!("{proof_id}.record")

@@ -69,7 +69,12 @@ pub struct ServiceConfig {
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct NatsSection {
+    /// One server URL, or several separated by commas (`nats://a:4222,nats://b:4222`): the
+    /// servers of a cluster, tried in turn at start and reconnected to when one is lost.
     pub url: String,
+    /// Copies JetStream keeps of each stream and bucket the coordinator creates: 1 for one
+    /// server, 3 in a cluster of three so any one server may be lost (`ASSAY_NATS_REPLICAS`).
+    pub replicas: usize,
     pub subject_prefix: String,
     /// How every process of the fleet (and the CLI) authenticates to NATS and secures the
     /// connection; each empty string means "not used". Secrets are read from files, never
@@ -188,7 +193,14 @@ pub struct CoordinatorSection {
     /// The most bytes of a job result passed through the store the coordinator reads
     /// (`ASSAY_MAX_RESULT_BYTES`).
     pub max_result_bytes: u64,
+    /// How long the leading coordinator's lease lasts without a renewal before a standby takes
+    /// over (`ASSAY_LEASE_TTL_MS`); renewed every quarter of it.
+    pub lease_ttl_ms: u64,
 }
+
+/// The default of `coordinator.lease_ttl_ms`: a standby takes over within about 6 s of the
+/// leader's last renewal, well inside the results' redelivery and the workers' heartbeats.
+pub const DEFAULT_LEASE_TTL_MS: u64 = 6000;
 
 /// The default of `coordinator.max_submission_bytes`: 64 MiB.
 pub const DEFAULT_MAX_SUBMISSION_BYTES: u64 = 64 * 1024 * 1024;
@@ -232,6 +244,7 @@ impl Default for NatsSection {
     fn default() -> Self {
         Self {
             url: "nats://127.0.0.1:4222".into(),
+            replicas: 1,
             subject_prefix: crate::fleet::DEFAULT_PREFIX.into(),
             credentials_file: String::new(),
             nkey_seed_file: String::new(),
@@ -278,6 +291,7 @@ impl Default for CoordinatorSection {
             max_jobs_per_proof: 64,
             max_submission_bytes: DEFAULT_MAX_SUBMISSION_BYTES,
             max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
+            lease_ttl_ms: DEFAULT_LEASE_TTL_MS,
         }
     }
 }
@@ -323,6 +337,21 @@ impl ServiceConfig {
             }
             match name.as_str() {
                 "ASSAY_NATS_URL" => self.nats.url = value,
+                "ASSAY_NATS_REPLICAS" => {
+                    self.nats.replicas = value.parse().map_err(|_| ConfigError::Value {
+                        key: "ASSAY_NATS_REPLICAS",
+                        value: value.clone(),
+                        reason: "expected a whole number from 1 to 5",
+                    })?
+                }
+                "ASSAY_LEASE_TTL_MS" => {
+                    self.coordinator.lease_ttl_ms =
+                        value.parse().map_err(|_| ConfigError::Value {
+                            key: "ASSAY_LEASE_TTL_MS",
+                            value: value.clone(),
+                            reason: "expected a whole number of milliseconds",
+                        })?
+                }
                 "ASSAY_SUBJECT_PREFIX" => self.nats.subject_prefix = value,
                 "ASSAY_STORE" => self.store.url = value,
                 "ASSAY_HTTP_LISTEN" => self.http.listen = Some(value),
@@ -405,6 +434,29 @@ impl ServiceConfig {
                 key: "nats.subject_prefix",
                 value: prefix.clone(),
                 reason: "expected dot-separated tokens without wildcards or spaces",
+            });
+        }
+        if self.nats.url.split(',').any(|url| url.trim().is_empty()) {
+            return Err(ConfigError::Value {
+                key: "nats.url",
+                value: self.nats.url.clone(),
+                reason: "expected one URL or several separated by commas, none empty",
+            });
+        }
+        // JetStream refuses more than 5 replicas; 0 would be taken for the server's default.
+        if !(1..=5).contains(&self.nats.replicas) {
+            return Err(ConfigError::Value {
+                key: "nats.replicas",
+                value: self.nats.replicas.to_string(),
+                reason: "expected 1 to 5 (JetStream keeps at most 5 copies)",
+            });
+        }
+        // Under 500 ms a lease would be renewed more often than a loaded NATS round trip allows.
+        if self.coordinator.lease_ttl_ms < 500 {
+            return Err(ConfigError::Value {
+                key: "coordinator.lease_ttl_ms",
+                value: self.coordinator.lease_ttl_ms.to_string(),
+                reason: "expected at least 500 ms",
             });
         }
         if self.worker.slots == 0 {
@@ -558,6 +610,53 @@ network = "none"
             .apply_env([("ASSAY_SLOTS".to_owned(), "many".to_owned())])
             .unwrap_err();
         assert!(err.to_string().contains("ASSAY_SLOTS"));
+    }
+
+    #[test]
+    fn a_cluster_takes_a_url_list_replicas_and_a_lease_from_file_and_env() {
+        let mut config = ServiceConfig::from_toml(
+            "[nats]\nurl = \"nats://a:4222,nats://b:4222,nats://c:4222\"\nreplicas = 3\n",
+            "test",
+        )
+        .unwrap();
+        config.validate().unwrap();
+        assert_eq!(config.nats.replicas, 3);
+        assert_eq!(config.coordinator.lease_ttl_ms, DEFAULT_LEASE_TTL_MS);
+        config
+            .apply_env([
+                ("ASSAY_NATS_REPLICAS".to_owned(), "1".to_owned()),
+                ("ASSAY_LEASE_TTL_MS".to_owned(), "2000".to_owned()),
+            ])
+            .unwrap();
+        assert_eq!(
+            (config.nats.replicas, config.coordinator.lease_ttl_ms),
+            (1, 2000)
+        );
+        for (hostile, key) in [
+            ("[nats]\nreplicas = 0\n", "nats.replicas"),
+            ("[nats]\nreplicas = 6\n", "nats.replicas"),
+            (
+                "[nats]\nurl = \"nats://a:4222,,nats://b:4222\"\n",
+                "nats.url",
+            ),
+            ("[nats]\nurl = \"nats://a:4222, \"\n", "nats.url"),
+            (
+                "[coordinator]\nlease_ttl_ms = 10\n",
+                "coordinator.lease_ttl_ms",
+            ),
+        ] {
+            let err = ServiceConfig::from_toml(hostile, "test")
+                .unwrap()
+                .validate()
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(key), "{hostile:?}: {err}");
+        }
+        let err = ServiceConfig::default()
+            .apply_env([("ASSAY_NATS_REPLICAS".to_owned(), "three".to_owned())])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("ASSAY_NATS_REPLICAS"), "{err}");
     }
 
     #[test]

@@ -61,6 +61,8 @@ fn every_value_the_chart_renders_reaches_the_loader() {
     assert_eq!(config.worker.pids, 1024);
     assert_eq!(config.worker.tree_cache_dir, "/cache/trees");
     assert_eq!(config.coordinator.max_jobs_per_proof, 300);
+    assert_eq!(config.nats.replicas, 3);
+    assert_eq!(config.coordinator.lease_ttl_ms, 4000);
     assert_eq!(config.cache.key_file, "/etc/assay/cache/signing.key");
     assert_eq!(config.cache.interpreter, "python3 3.12.3");
     assert_eq!(config.cache.env, ["PIP_INDEX_URL"]);

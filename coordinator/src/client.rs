@@ -38,6 +38,10 @@ pub enum ClientError {
     Refused { proof_id: String, message: String },
     #[error("failed to read proof {proof_id}: {message}")]
     Read { proof_id: String, message: String },
+    /// The proofs bucket did not answer (a NATS server lost mid-request, a leader election):
+    /// asking again may succeed.
+    #[error("failed to read proof {proof_id} from the proofs bucket: {message}")]
+    Unanswered { proof_id: String, message: String },
     #[error("failed to move proof {proof_id}'s {what} through the artifact store: {source}")]
     Offload {
         proof_id: String,
@@ -154,7 +158,7 @@ pub async fn submit_and_wait(
         }
     }
     let js = async_nats::jetstream::new(client.clone());
-    let proofs = nats::proofs_bucket(&js, subjects).await?;
+    let proofs = nats::proofs_bucket(&js, subjects, nats::Placement::SINGLE).await?;
     let mut poll = tokio::time::interval(Duration::from_secs(2));
     loop {
         tokio::select! {
@@ -166,10 +170,13 @@ pub async fn submit_and_wait(
                     // bucket, which only the coordinator may write, never from the message, which
                     // anyone who may publish on the progress subject could have sent.
                     Ok(ProgressEvent::Finished { .. } | ProgressEvent::FinishedStored { .. }) => {
-                        if let Some(evidence) = stored_evidence(&proofs, Some(store), &proof_id).await? {
-                            return Ok(evidence);
+                        match stored_evidence(&proofs, Some(store), &proof_id).await {
+                            Ok(Some(evidence)) => return Ok(evidence),
+                            Ok(None) => tracing::warn!(proof_id = %proof_id, "ignoring a finished event: the proofs bucket holds no evidence for this proof yet"),
+                            // A NATS server lost mid-read: the next poll reads again.
+                            Err(e) if e.is_transient() => tracing::warn!(proof_id = %proof_id, error = %e, "failed to read the evidence; reading again"),
+                            Err(e) => return Err(e),
                         }
-                        tracing::warn!(proof_id = %proof_id, "ignoring a finished event: the proofs bucket holds no evidence for this proof yet");
                     }
                     Ok(ProgressEvent::Cancelled) => return Err(ClientError::Cancelled { proof_id: proof_id.to_string() }),
                     Ok(ProgressEvent::Halted { reason }) => progress.halted(&reason),
@@ -178,8 +185,11 @@ pub async fn submit_and_wait(
                 }
             }
             _ = poll.tick() => {
-                if let Some(evidence) = stored_evidence(&proofs, Some(store), &proof_id).await? {
-                    return Ok(evidence);
+                match stored_evidence(&proofs, Some(store), &proof_id).await {
+                    Ok(Some(evidence)) => return Ok(evidence),
+                    Ok(None) => {}
+                    Err(e) if e.is_transient() => tracing::warn!(proof_id = %proof_id, error = %e, "failed to read the evidence; reading again"),
+                    Err(e) => return Err(e),
                 }
             }
         }
@@ -204,7 +214,9 @@ pub enum SubmitRequestError {
 
 /// Sends a submit request, waiting out a coordinator restart: while no coordinator listens
 /// (NATS answers "no responders", so nobody received the request and sending it again is
-/// safe), it is sent again every second for up to 30 s.
+/// safe), or a request goes unanswered (a coordinator died, or a NATS server was lost, before
+/// it replied: a coordinator takes the same submission again as the proof it accepted), it is
+/// sent again every second for up to 30 s.
 pub async fn request_submit(
     client: &async_nats::Client,
     subjects: &Subjects,
@@ -221,7 +233,13 @@ pub async fn request_submit(
         .await
         .map_err(|_| SubmitRequestError::NoReply(PATIENCE.as_secs()))?;
         match reply {
-            Err(e) if e.kind() == async_nats::RequestErrorKind::NoResponders => {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    async_nats::RequestErrorKind::NoResponders
+                        | async_nats::RequestErrorKind::TimedOut
+                ) =>
+            {
                 if started.elapsed() >= PATIENCE {
                     return Err(SubmitRequestError::NoCoordinator(PATIENCE.as_secs()));
                 }
@@ -284,6 +302,13 @@ async fn stored_report(
     parse_evidence(proof_id, &bytes)
 }
 
+impl ClientError {
+    /// Whether asking again may succeed.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, Self::Unanswered { .. })
+    }
+}
+
 fn parse_evidence(proof_id: &ProofId, bytes: &[u8]) -> Result<Evidence, ClientError> {
     serde_json::from_slice(bytes).map_err(|e| ClientError::Read {
         proof_id: proof_id.to_string(),
@@ -302,16 +327,20 @@ pub async fn stored_evidence(
         proof_id: proof_id.to_string(),
         message,
     };
+    let unanswered = |message: String| ClientError::Unanswered {
+        proof_id: proof_id.to_string(),
+        message,
+    };
     match proofs.get(keys::evidence(proof_id)).await {
         Ok(Some(bytes)) => return parse_evidence(proof_id, &bytes).map(Some),
         Ok(None) => {}
-        Err(e) => return Err(read_err(e.to_string())),
+        Err(e) => return Err(unanswered(e.to_string())),
     }
     let blob = match proofs.get(keys::evidence_ref(proof_id)).await {
         Ok(Some(bytes)) => wire::decode::<ArtifactRef>("evidence reference", &bytes)
             .map_err(|e| read_err(e.to_string()))?,
         Ok(None) => return Ok(None),
-        Err(e) => return Err(read_err(e.to_string())),
+        Err(e) => return Err(unanswered(e.to_string())),
     };
     let Some(store) = store else {
         return Err(read_err(format!(

@@ -548,6 +548,7 @@ pub fn conclude(
         mutation_check: None,
         sandbox,
         workers,
+        coordinators: Vec::new(),
         started_at: rfc3339(started),
         duration_s: elapsed.elapsed().as_secs_f64(),
     }

@@ -3,15 +3,17 @@
 //! `next_result` yields what the results dispatcher has applied for this proof. On resume, a
 //! job whose result is already in the proof's KV state is answered from there, not re-run.
 //! Every publish first waits for the proof's turn from the [`Admitter`], and happens under the
-//! proof's gate, so once a cancel has closed the gate no job of the proof reaches the queue.
+//! proof's gate, so once a cancel has closed the gate no job of the proof reaches the queue,
+//! and only while this coordinator holds the leader lease.
 
 use crate::admitter::Admitter;
+use crate::service::lease::Fence;
 use assay_common::fleet::{Subjects, keys};
 use assay_common::job::{JobResult, JobSpec};
 use assay_common::wire;
 use assay_transport::queue::{Cause, JobQueue, QueueError};
 use assay_transport::store::ArtifactStore;
-use async_nats::jetstream::{self, kv};
+use async_nats::jetstream;
 use async_trait::async_trait;
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -22,7 +24,7 @@ pub type PublishGate = Arc<Mutex<bool>>;
 
 pub struct NatsJobQueue {
     js: jetstream::Context,
-    proofs: kv::Store,
+    fence: Fence,
     /// Where results too big for a KV value are (see `offload`).
     store: Arc<dyn ArtifactStore>,
     result_cap: assay_transport::offload::ReadCap,
@@ -38,7 +40,8 @@ pub struct NatsJobQueue {
 /// Where a proof's state is: the proofs bucket, and the artifact store for results too big
 /// for a KV value.
 pub struct ProofStores {
-    pub proofs: kv::Store,
+    /// The proofs bucket, read and written as the leader.
+    pub fence: Fence,
     pub store: Arc<dyn ArtifactStore>,
     /// The most of a stored result read back.
     pub result_cap: assay_transport::offload::ReadCap,
@@ -49,7 +52,7 @@ impl NatsJobQueue {
     pub fn new(
         js: jetstream::Context,
         ProofStores {
-            proofs,
+            fence,
             store,
             result_cap,
         }: ProofStores,
@@ -61,7 +64,7 @@ impl NatsJobQueue {
     ) -> Self {
         Self {
             js,
-            proofs,
+            fence,
             store,
             result_cap,
             subjects,
@@ -80,9 +83,11 @@ impl JobQueue for NatsJobQueue {
         let job_id = job.job_id.to_string();
         let failed = |step, source: Cause| QueueError::submit_step(&job_id, step, source);
         if self.resumed {
+            // Read from the stream's leader: a replica that lags could miss a result the
+            // previous leader recorded, and the job would run again.
             let stored = self
-                .proofs
-                .get(keys::result(&job.proof_id, job.index))
+                .fence
+                .read(&keys::result(&job.proof_id, job.index))
                 .await
                 .map_err(|e| failed("reading the proof's state", e.into()))?;
             if let Some(bytes) = stored {
@@ -105,7 +110,8 @@ impl JobQueue for NatsJobQueue {
             .await
             .map_err(|e| failed("waiting for the proof's turn", e.into()))?;
         let cancelled = self.gate.lock().await;
-        if *cancelled {
+        // A deposed leader queues nothing more: its successor resumes the proof.
+        if *cancelled || !self.fence.holds() {
             return Err(QueueError::Cancelled { job_id });
         }
         let mut headers = async_nats::HeaderMap::new();

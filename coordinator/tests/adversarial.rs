@@ -492,9 +492,13 @@ async fn results_consumer(
             Err(_) => false,
         };
         if workers
-            && let Ok(consumer) =
-                assay_transport::nats::coordinator_consumer(js, subjects, &QueueTuning::default())
-                    .await
+            && let Ok(consumer) = assay_transport::nats::coordinator_consumer(
+                js,
+                subjects,
+                &QueueTuning::default(),
+                assay_transport::nats::Placement::SINGLE,
+            )
+            .await
         {
             return consumer;
         }
@@ -713,6 +717,7 @@ fn forged_evidence(proof: &ProofId) -> String {
         mutation_check: None,
         sandbox: None,
         workers: vec![],
+        coordinators: vec![],
         started_at: "2026-01-01T00:00:00Z".into(),
         duration_s: 0.0,
     };
@@ -1199,9 +1204,13 @@ async fn a_job_cannot_read_the_workers_secrets() {
             Err(_) => false,
         };
         if ready
-            && let Ok(consumer) =
-                assay_transport::nats::coordinator_consumer(&js, &subjects, &QueueTuning::default())
-                    .await
+            && let Ok(consumer) = assay_transport::nats::coordinator_consumer(
+                &js,
+                &subjects,
+                &QueueTuning::default(),
+                assay_transport::nats::Placement::SINGLE,
+            )
+            .await
         {
             break consumer;
         }

@@ -456,6 +456,10 @@ fn comparable(evidence: &Evidence) -> serde_json::Value {
     if let Some(check) = value.get_mut("mutation_check").filter(|c| !c.is_null()) {
         check["unmutated_s"] = serde_json::Value::Null;
     }
+    // Only a fleet proof names the coordinators that drove it.
+    if let Some(fields) = value.as_object_mut() {
+        fields.remove("coordinators");
+    }
     value
 }
 
@@ -465,6 +469,7 @@ fn quick() -> QueueTuning {
         max_deliver: 2,
         duplicate_window: Duration::from_secs(120),
         lookahead: 4,
+        ..QueueTuning::default()
     }
 }
 

@@ -195,6 +195,7 @@ impl SecuredFleet {
         assay_transport::nats::proofs_bucket(
             &async_nats::jetstream::new(operator),
             &Subjects::new("assay"),
+            assay_transport::nats::Placement::SINGLE,
         )
         .await
         .unwrap()
@@ -321,6 +322,7 @@ fn quick() -> QueueTuning {
         max_deliver: 3,
         duplicate_window: Duration::from_secs(120),
         lookahead: 4,
+        ..QueueTuning::default()
     }
 }
 
@@ -872,6 +874,7 @@ async fn the_operator_halts_and_resumes_the_fleet_and_writes_nothing_else() {
     let proofs = assay_transport::nats::proofs_bucket(
         &async_nats::jetstream::new(client.clone()),
         &subjects,
+        assay_transport::nats::Placement::SINGLE,
     )
     .await
     .unwrap();
@@ -1195,6 +1198,7 @@ async fn the_cluster_runs_halt_gate_ignores_a_delivered_entry_for_another_key_an
     let watcher_bucket = assay_transport::nats::proofs_bucket(
         &async_nats::jetstream::new(watcher.clone()),
         &Subjects::new("assay"),
+        assay_transport::nats::Placement::SINGLE,
     )
     .await
     .unwrap();

@@ -28,7 +28,7 @@ KUBE_VERSIONS = ["1.29.0", kubernetes_validate.latest_version()]
 # The service config contract, schema assay.service/v1: every section, key and TOML type.
 SERVICE_CONFIG_SCHEMA = {
     "schema": str,
-    "nats": {"url": str, "subject_prefix": str, "credentials_file": str},
+    "nats": {"url": str, "subject_prefix": str, "credentials_file": str, "replicas": int},
     "store": {"url": str},
     "http": {"listen": str},
     "worker": {
@@ -41,7 +41,7 @@ SERVICE_CONFIG_SCHEMA = {
         "tree_cache_dir": str,
         "shutdown_grace_secs": int,
     },
-    "coordinator": {"max_jobs_per_proof": int},
+    "coordinator": {"max_jobs_per_proof": int, "lease_ttl_ms": int},
 }
 
 # The fleet cache's section, rendered only with a signing key Secret: for the process sandbox
@@ -88,6 +88,8 @@ EVERY_FEATURE_ON = {
 }
 
 HOST_SOCKET = {"worker": {"docker": {"mode": "hostSocket"}}}
+# The clustered preset, as shipped beside values.yaml.
+CLUSTERED = yaml.safe_load((CHART_DIR / "values-clustered.yaml").read_text())
 PROCESS_SANDBOX = {"worker": {"sandbox": "process"}}
 
 
@@ -173,8 +175,8 @@ def assert_matches_schema(config, schema, where="config"):
 
 @pytest.mark.parametrize(
     "values",
-    [{}, EVERY_FEATURE_ON, HOST_SOCKET, PROCESS_SANDBOX],
-    ids=["defaults", "every-feature-on", "host-socket", "process-sandbox"],
+    [{}, EVERY_FEATURE_ON, HOST_SOCKET, PROCESS_SANDBOX, CLUSTERED],
+    ids=["defaults", "every-feature-on", "host-socket", "process-sandbox", "clustered"],
 )
 def test_helm_lint_strict_finds_no_warnings_or_errors(values):
     report = helm.lint(CHART_DIR, values, strict=True, namespace=NAMESPACE)
@@ -221,8 +223,8 @@ def test_every_optional_feature_renders_its_resources(chart):
 
 @pytest.mark.parametrize(
     "values",
-    [{}, EVERY_FEATURE_ON, HOST_SOCKET, PROCESS_SANDBOX],
-    ids=["defaults", "every-feature-on", "host-socket", "process-sandbox"],
+    [{}, EVERY_FEATURE_ON, HOST_SOCKET, PROCESS_SANDBOX, CLUSTERED],
+    ids=["defaults", "every-feature-on", "host-socket", "process-sandbox", "clustered"],
 )
 def test_no_values_ever_render_an_inline_secret(chart, values):
     documents = render(chart, values)
@@ -260,6 +262,11 @@ def test_no_values_ever_render_an_inline_secret(chart, values):
         ({"keda": {"natsMonitoringEndpoint": "http://nats:8222"}}, "/keda/natsMonitoringEndpoint"),
         ({"serviceMonitor": {"interval": "often"}}, "/serviceMonitor/interval"),
         ({"replicas": 3}, ""),
+        ({"nats": {"replicas": 0}}, "/nats/replicas"),
+        ({"nats": {"replicas": 7}}, "/nats/replicas"),
+        ({"nats": {"bundled": {"replicas": 2}}}, "/nats/bundled/replicas"),
+        ({"coordinator": {"replicas": 0}}, "/coordinator/replicas"),
+        ({"coordinator": {"leaseTtlMs": 100}}, "/coordinator/leaseTtlMs"),
     ],
 )
 def test_schema_rejects_bad_values_and_names_the_key(chart, values, offending_path):
@@ -299,8 +306,8 @@ CUSTOM_RESOURCES = {
 @pytest.mark.parametrize("kube_version", KUBE_VERSIONS)
 @pytest.mark.parametrize(
     "values",
-    [{}, EVERY_FEATURE_ON, HOST_SOCKET, PROCESS_SANDBOX],
-    ids=["defaults", "every-feature-on", "host-socket", "process-sandbox"],
+    [{}, EVERY_FEATURE_ON, HOST_SOCKET, PROCESS_SANDBOX, CLUSTERED],
+    ids=["defaults", "every-feature-on", "host-socket", "process-sandbox", "clustered"],
 )
 def test_rendered_manifests_validate_against_kubernetes_schemas(chart, values, kube_version):
     documents = render(chart, values)
@@ -354,7 +361,12 @@ def test_default_config_has_exactly_the_service_config_schema(chart):
     assert_matches_schema(config, SERVICE_CONFIG_SCHEMA)
     assert config == {
         "schema": "assay.service/v1",
-        "nats": {"url": "nats://nats:4222", "subject_prefix": "assay", "credentials_file": ""},
+        "nats": {
+            "url": "nats://nats:4222",
+            "subject_prefix": "assay",
+            "credentials_file": "",
+            "replicas": 1,
+        },
         "store": {"url": "s3://assay-artifacts"},
         "http": {"listen": "0.0.0.0:9464"},
         "worker": {
@@ -367,14 +379,14 @@ def test_default_config_has_exactly_the_service_config_schema(chart):
             "tree_cache_dir": "/var/cache/assay/trees",
             "shutdown_grace_secs": 840,
         },
-        "coordinator": {"max_jobs_per_proof": 64},
+        "coordinator": {"max_jobs_per_proof": 64, "lease_ttl_ms": 6000},
     }
 
 
 # Every value that reaches the service config set away from its default; rendered into
 # rendered-custom-config.toml for the Rust side, like the defaults.
 CUSTOM_CONFIG_VALUES = {
-    "nats": {"url": "nats://nats.messaging.svc:4222", "subjectPrefix": "pager-ci"},
+    "nats": {"url": "nats://nats.messaging.svc:4222", "subjectPrefix": "pager-ci", "replicas": 3},
     "store": {"url": "file:///srv/assay-artifacts"},
     "http": {"port": 9100},
     "worker": {
@@ -390,6 +402,7 @@ CUSTOM_CONFIG_VALUES = {
     },
     "coordinator": {
         "maxJobsPerProof": 300,
+        "leaseTtlMs": 4000,
         "cache": {
             "existingSecret": "assay-cache-key",
             "key": "signing.key",
@@ -408,6 +421,7 @@ def test_config_follows_values_key_by_key(chart):
         "url": "nats://nats.messaging.svc:4222",
         "subject_prefix": "pager-ci",
         "credentials_file": "",
+        "replicas": 3,
     }
     assert config["store"] == {"url": "file:///srv/assay-artifacts"}
     assert config["http"] == {"listen": "0.0.0.0:9100"}
@@ -421,7 +435,7 @@ def test_config_follows_values_key_by_key(chart):
         "tree_cache_dir": "/cache/trees",
         "shutdown_grace_secs": 1200,
     }
-    assert config["coordinator"] == {"max_jobs_per_proof": 300}
+    assert config["coordinator"] == {"max_jobs_per_proof": 300, "lease_ttl_ms": 4000}
     assert config["cache"] == {
         "key_file": "/etc/assay/cache/signing.key",
         "interpreter": "python3 3.12.3",
@@ -559,14 +573,68 @@ def test_committed_rendered_config_matches_the_chart(chart, request, committed, 
 
 
 def test_coordinator_runs_one_replica_replaced_by_recreate(chart):
-    deployment = find(render(chart), "Deployment", "assay-coordinator")
+    documents = render(chart)
+    deployment = find(documents, "Deployment", "assay-coordinator")
     assert deployment["spec"]["replicas"] == 1
     assert deployment["spec"]["strategy"] == {"type": "Recreate"}
+    assert "affinity" not in deployment["spec"]["template"]["spec"]
+    assert ("PodDisruptionBudget", "assay-coordinator") not in kinds_and_names(documents)
 
 
-def test_coordinator_replicas_cannot_be_raised_through_values(chart):
-    with pytest.raises(helm.HelmValuesError):
-        chart.render({"coordinator": {"replicas": 2}}, name=RELEASE, namespace=NAMESPACE)
+def spread_across_nodes(spec, component):
+    """The pod's required anti-affinity keeps its component's pods on distinct nodes."""
+    (term,) = spec["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert term["topologyKey"] == "kubernetes.io/hostname"
+    assert term["labelSelector"]["matchLabels"]["app.kubernetes.io/component"] == component
+    assert term["labelSelector"]["matchLabels"]["app.kubernetes.io/instance"] == RELEASE
+
+
+def test_the_clustered_preset_runs_two_coordinators_and_three_nats_servers_apart(chart):
+    documents = render(chart, CLUSTERED)
+    coordinator = find(documents, "Deployment", "assay-coordinator")
+    assert coordinator["spec"]["replicas"] == 2
+    assert coordinator["spec"]["strategy"]["type"] == "RollingUpdate"
+    spread_across_nodes(coordinator["spec"]["template"]["spec"], "coordinator")
+    budget = find(documents, "PodDisruptionBudget", "assay-coordinator")
+    assert budget["spec"]["minAvailable"] == 1
+    assert budget["spec"]["selector"]["matchLabels"]["app.kubernetes.io/component"] == "coordinator"
+
+    nats = find(documents, "StatefulSet", "assay-nats")
+    assert nats["spec"]["replicas"] == 3
+    assert nats["spec"]["serviceName"] == "assay-nats-cluster"
+    spread_across_nodes(nats["spec"]["template"]["spec"], "nats")
+    headless = find(documents, "Service", "assay-nats-cluster")
+    assert headless["spec"]["clusterIP"] == "None"
+    assert find(documents, "PodDisruptionBudget", "assay-nats")["spec"]["maxUnavailable"] == 1
+    nats_conf = find(documents, "ConfigMap", "assay-nats")["data"]["nats.conf"]
+    for i in range(3):
+        assert f"nats://assay-nats-{i}.assay-nats-cluster:6222" in nats_conf
+    assert "server_name: $SERVER_NAME" in nats_conf
+    env = env_map(container(nats["spec"]["template"]["spec"], "nats"))
+    assert env["SERVER_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
+
+    config = service_config(documents)
+    assert config["nats"]["replicas"] == 3
+    assert config["nats"]["url"].split(",") == [
+        f"nats://assay-nats-{i}.assay-nats-cluster:4222" for i in range(3)
+    ]
+    assert config["coordinator"]["lease_ttl_ms"] == 6000
+
+
+def test_more_replicas_than_bundled_servers_are_refused(chart):
+    with pytest.raises(Exception, match="exceeds the bundled NATS servers"):
+        chart.render(
+            {"nats": {"replicas": 3, "bundled": {"enabled": True}}}, name=RELEASE, namespace=NAMESPACE
+        )
+
+
+def test_the_bundled_cluster_routes_are_open_only_between_its_servers(chart):
+    documents = render(chart, merged(CLUSTERED, {"networkPolicy": {"enabled": True}}))
+    policy = find(documents, "NetworkPolicy", "assay-nats")
+    routes = [rule for rule in policy["spec"]["ingress"] if rule["ports"][0]["port"] == 6222]
+    assert len(routes) == 1
+    assert routes[0]["from"][0]["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == "nats"
+    assert any(rule["ports"][0]["port"] == 6222 for rule in policy["spec"]["egress"])
 
 
 def test_coordinator_runs_non_root_with_read_only_root_and_no_capabilities(chart):

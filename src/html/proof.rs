@@ -599,6 +599,7 @@ mod tests {
             mutation_check: None,
             sandbox: None,
             workers: Vec::new(),
+            coordinators: Vec::new(),
             started_at: "2026-11-29T23:33:49Z".into(),
             duration_s: 1.0,
         };

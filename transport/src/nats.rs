@@ -67,6 +67,11 @@ pub struct QueueTuning {
     /// Jobs the coordinator lets wait in the work queue beyond the workers' idle slots; the
     /// rest wait in its round-robin admission, where a small proof can overtake a huge one.
     pub lookahead: usize,
+    /// How long a result the coordinator pulled may go unacknowledged before it is delivered
+    /// again: after a coordinator dies, the results it held reach its successor this long after
+    /// they were pulled. Applying one is a KV round trip or two, far inside it; a slow stored
+    /// result is redelivered at worst, and then dropped as a duplicate.
+    pub results_ack_wait: Duration,
 }
 
 impl Default for QueueTuning {
@@ -76,6 +81,7 @@ impl Default for QueueTuning {
             max_deliver: 5,
             duplicate_window: Duration::from_secs(600),
             lookahead: 4,
+            results_ack_wait: Duration::from_secs(3),
         }
     }
 }
@@ -93,8 +99,13 @@ impl QueueTuning {
 /// JetStream answers and key-value watch deliveries arrive under its own inbox prefix
 /// ([`inbox_prefix`] of `nats.subject_prefix`), the only inboxes the fleet's NATS permissions
 /// let that role subscribe to.
+///
+/// `nats.url` may list several servers, separated by commas: the client tries them in turn and,
+/// once connected, reconnects to any server of the cluster (those listed and those the cluster
+/// announces) for as long as the process runs.
 pub async fn connect(nats: &NatsSection, role: Role) -> Result<async_nats::Client, FleetError> {
     let url = nats.url.as_str();
+    let servers: Vec<&str> = url.split(',').map(str::trim).collect();
     let mut options = async_nats::ConnectOptions::new()
         .connection_timeout(Duration::from_secs(5))
         .name("assay")
@@ -155,7 +166,7 @@ pub async fn connect(nats: &NatsSection, role: Role) -> Result<async_nats::Clien
         options = options.require_tls(true);
     }
     options
-        .connect(url)
+        .connect(servers)
         .await
         .map_err(|source| FleetError::Connect {
             url: url.to_owned(),
@@ -173,24 +184,52 @@ fn read_secret(path: &str) -> Result<String, FleetError> {
         })
 }
 
+/// Where the fleet's streams and bucket live: how many copies JetStream keeps of each
+/// (`[nats] replicas`). Only the coordinator creates them; others open what exists.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Placement {
+    pub replicas: usize,
+}
+
+impl Placement {
+    pub fn of(nats: &NatsSection) -> Self {
+        Self {
+            replicas: nats.replicas,
+        }
+    }
+
+    /// One server, one copy: what a process that only opens existing streams passes.
+    pub const SINGLE: Self = Self { replicas: 1 };
+}
+
 pub async fn jobs_stream(
     js: &jetstream::Context,
     subjects: &Subjects,
     tuning: &QueueTuning,
+    placement: Placement,
 ) -> Result<stream::Stream, FleetError> {
-    work_queue(js, subjects.jobs_stream(), subjects.jobs_filter(), tuning).await
+    work_queue(
+        js,
+        subjects.jobs_stream(),
+        subjects.jobs_filter(),
+        tuning,
+        placement,
+    )
+    .await
 }
 
 pub async fn results_stream(
     js: &jetstream::Context,
     subjects: &Subjects,
     tuning: &QueueTuning,
+    placement: Placement,
 ) -> Result<stream::Stream, FleetError> {
     work_queue(
         js,
         subjects.results_stream(),
         subjects.results_filter(),
         tuning,
+        placement,
     )
     .await
 }
@@ -201,14 +240,16 @@ async fn work_queue(
     name: String,
     filter: String,
     tuning: &QueueTuning,
+    placement: Placement,
 ) -> Result<stream::Stream, FleetError> {
     js.get_or_create_stream(stream::Config {
         name: name.clone(),
         subjects: vec![filter],
         retention: stream::RetentionPolicy::WorkQueue,
         // On disk, so a restarted server still holds queued work (see docs/operations.md,
-        // "Durability"); one replica unless an operator edits the stream in a cluster.
+        // "Durability"), on as many servers as `[nats] replicas` says.
         storage: stream::StorageType::File,
+        num_replicas: placement.replicas,
         duplicate_window: tuning.duplicate_window,
         ..Default::default()
     })
@@ -222,8 +263,9 @@ pub async fn workers_consumer(
     js: &jetstream::Context,
     subjects: &Subjects,
     tuning: &QueueTuning,
+    placement: Placement,
 ) -> Result<consumer::PullConsumer, FleetError> {
-    let stream = jobs_stream(js, subjects, tuning).await?;
+    let stream = jobs_stream(js, subjects, tuning, placement).await?;
     durable_pull(
         &stream,
         subjects.workers_consumer(),
@@ -238,18 +280,24 @@ pub async fn coordinator_consumer(
     js: &jetstream::Context,
     subjects: &Subjects,
     tuning: &QueueTuning,
+    placement: Placement,
 ) -> Result<consumer::PullConsumer, FleetError> {
-    let stream = results_stream(js, subjects, tuning).await?;
-    // 0 is the server's default: unlimited deliveries; a result is never given up on, only
-    // applied once.
-    durable_pull(
-        &stream,
-        subjects.coordinator_consumer(),
-        subjects.results_filter(),
-        Duration::from_secs(30),
-        0,
-    )
-    .await
+    let stream = results_stream(js, subjects, tuning, placement).await?;
+    let name = subjects.coordinator_consumer();
+    // Created or updated: a consumer an earlier version made keeps its old, longer ack wait
+    // otherwise, and a failover would wait that long for the results the dead leader held.
+    // Only the coordinator makes this consumer, so nothing else's settings are overwritten.
+    stream
+        .create_consumer(pull_config(
+            &name,
+            subjects.results_filter(),
+            tuning.results_ack_wait,
+            // The server's default: unlimited deliveries; a result is never given up on, only
+            // applied once.
+            0,
+        ))
+        .await
+        .map_err(|e| FleetError::jetstream(format!("create consumer {name}"), e))
 }
 
 /// A durable pull consumer with explicit acks over `filter` of `stream`.
@@ -261,19 +309,25 @@ async fn durable_pull(
     max_deliver: i64,
 ) -> Result<consumer::PullConsumer, FleetError> {
     stream
-        .get_or_create_consumer(
-            &name,
-            consumer::pull::Config {
-                durable_name: Some(name.clone()),
-                ack_policy: consumer::AckPolicy::Explicit,
-                ack_wait,
-                max_deliver,
-                filter_subject: filter,
-                ..Default::default()
-            },
-        )
+        .get_or_create_consumer(&name, pull_config(&name, filter, ack_wait, max_deliver))
         .await
         .map_err(|e| FleetError::jetstream(format!("create consumer {name}"), e))
+}
+
+fn pull_config(
+    name: &str,
+    filter: String,
+    ack_wait: Duration,
+    max_deliver: i64,
+) -> consumer::pull::Config {
+    consumer::pull::Config {
+        durable_name: Some(name.to_owned()),
+        ack_policy: consumer::AckPolicy::Explicit,
+        ack_wait,
+        max_deliver,
+        filter_subject: filter,
+        ..Default::default()
+    }
 }
 
 /// How long a proof's records (status, results, evidence reference) stay in the proofs bucket
@@ -284,6 +338,7 @@ pub const PROOF_RECORD_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
 pub async fn proofs_bucket(
     js: &jetstream::Context,
     subjects: &Subjects,
+    placement: Placement,
 ) -> Result<kv::Store, FleetError> {
     let bucket = subjects.proofs_bucket();
     if let Ok(store) = js.get_key_value(&bucket).await {
@@ -294,6 +349,7 @@ pub async fn proofs_bucket(
         history: 1,
         storage: stream::StorageType::File,
         max_age: PROOF_RECORD_TTL,
+        num_replicas: placement.replicas,
         ..Default::default()
     })
     .await

@@ -271,8 +271,20 @@ async fn serve_validated(
     let js = jetstream::new(client.clone());
     // A result bigger than this goes through the store (see `offload`).
     let result_limit = offload::client_limit(&client);
-    nats::results_stream(&js, &subjects, &config.tuning).await?;
-    let consumer = nats::workers_consumer(&js, &subjects, &config.tuning).await?;
+    nats::results_stream(
+        &js,
+        &subjects,
+        &config.tuning,
+        nats::Placement::of(&service.nats),
+    )
+    .await?;
+    let consumer = nats::workers_consumer(
+        &js,
+        &subjects,
+        &config.tuning,
+        nats::Placement::of(&service.nats),
+    )
+    .await?;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     if let Some(listen) = service.http_listen(Role::Worker) {
         let mut stop = stop_rx.clone();

@@ -47,7 +47,15 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 
 {{/* The NATS URL the services use: the bundled server's Service when it is on. */}}
 {{- define "assay.natsUrl" -}}
-{{- if .Values.nats.bundled.enabled -}}
+{{- if and .Values.nats.bundled.enabled (gt (int .Values.nats.bundled.replicas) 1) -}}
+{{- /* Every server of the bundled cluster, so a client reconnects to a survivor. */ -}}
+{{- $name := include "assay.fullname" . -}}
+{{- $urls := list -}}
+{{- range $i := until (int .Values.nats.bundled.replicas) -}}
+{{- $urls = append $urls (printf "nats://%s-nats-%d.%s-nats-cluster:4222" $name $i $name) -}}
+{{- end -}}
+{{- join "," $urls -}}
+{{- else if .Values.nats.bundled.enabled -}}
 {{- printf "nats://%s-nats:4222" (include "assay.fullname" .) -}}
 {{- else -}}
 {{- .Values.nats.url -}}
@@ -283,4 +291,18 @@ variables (they override the config file's [nats] keys). Call with dict root, ro
         path: {{ $v.tls.keyKey }}
       {{- end }}
 {{- end }}
+{{- end -}}
+
+{{/*
+Required pod anti-affinity across nodes for the pods of one component, so the loss of a node
+takes at most one of them. Argument: dict "root" . "component" NAME.
+*/}}
+{{- define "assay.spreadAcrossNodes" -}}
+podAntiAffinity:
+  requiredDuringSchedulingIgnoredDuringExecution:
+    - topologyKey: kubernetes.io/hostname
+      labelSelector:
+        matchLabels:
+          {{- include "assay.selectorLabels" .root | nindent 10 }}
+          app.kubernetes.io/component: {{ .component }}
 {{- end -}}

@@ -33,6 +33,12 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tracing::Instrument;
 
+/// How long a finished job's result is offered to a stream that refuses it before the job is
+/// handed back: a clustered stream elects a new leader in seconds.
+const PUBLISH_RETRY_LIMIT: Duration = Duration::from_secs(60);
+const PUBLISH_RETRY_FIRST_PAUSE: Duration = Duration::from_millis(250);
+const PUBLISH_RETRY_MAX_PAUSE: Duration = Duration::from_secs(4);
+
 #[derive(Debug, thiserror::Error)]
 pub enum ServiceError {
     #[error(transparent)]
@@ -458,7 +464,7 @@ impl JobRun {
                 result
             };
             self.metrics.job_finished(spec.kind, &result);
-            match self.publish(&spec, &result).await {
+            match self.publish_until_stored(&spec, &result, &message).await {
                 Ok(()) => {
                     // The result is stored before this ack, and results apply once per job id:
                     // a lost ack only means a redelivery whose second result is dropped, so no
@@ -475,6 +481,37 @@ impl JobRun {
         }
         .instrument(span)
         .await;
+    }
+
+    /// Publishes `result`, and while the stream cannot take it (a NATS server lost, its
+    /// stream electing a new leader) tries again, holding the job with progress acks. Handing
+    /// the job back at once would spend one delivery per attempt, and a job past its delivery
+    /// cap leaves the queue with no result. The result's message id makes a second copy a
+    /// duplicate the server drops. Gives up after [`PUBLISH_RETRY_LIMIT`] or at shutdown.
+    async fn publish_until_stored(
+        &self,
+        spec: &JobSpec,
+        result: &JobResult,
+        message: &jetstream::Message,
+    ) -> Result<(), PublishError> {
+        let deadline = tokio::time::Instant::now() + PUBLISH_RETRY_LIMIT;
+        let mut pause = PUBLISH_RETRY_FIRST_PAUSE;
+        loop {
+            let error = match self.publish(spec, result).await {
+                Ok(()) => return Ok(()),
+                Err(error) => error,
+            };
+            let now = tokio::time::Instant::now();
+            if now + pause > deadline || *self.hand_back.borrow() {
+                return Err(error);
+            }
+            tracing::warn!(error = %error_chain(&error), pause_ms = pause.as_millis() as u64, "failed to publish a result; trying again");
+            if let Err(e) = message.ack_with(AckKind::Progress).await {
+                tracing::debug!(error = %e, "failed to send a progress ack while publishing");
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(PUBLISH_RETRY_MAX_PAUSE);
+        }
     }
 
     async fn publish(&self, spec: &JobSpec, result: &JobResult) -> Result<(), PublishError> {

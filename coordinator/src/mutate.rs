@@ -1054,7 +1054,8 @@ impl MutateReport {
         }
     }
 
-    /// The exit code: 0 when every mutant with a verdict was detected and none is pending,
+    /// The exit code: 0 when every mutant with a verdict was detected and none is pending (a
+    /// mutant that does not compile has none and keeps none from the rest),
     /// [`EXIT_SURVIVORS`] when one survived or no test covers it, 4 when only the budget or
     /// errors kept a verdict from some mutants.
     pub fn exit_code(&self) -> u8 {
@@ -1216,6 +1217,29 @@ mod tests {
         let mut slot = record(Status::Killed, None);
         settle(&mut slot, &second(Status::Killed, &["test_the_last_page"]));
         assert!(!slot.flaky && slot.status_reason.is_none());
+    }
+
+    #[test]
+    fn a_mutant_that_does_not_compile_is_outside_the_score_and_the_exit_code() {
+        let results = [Status::Killed, Status::Timeout, Status::CompileError]
+            .into_iter()
+            .map(|status| record(status, None))
+            .collect();
+        let report = MutateReport {
+            tree: "41e7".into(),
+            per_line_selection: false,
+            selection_note: None,
+            files: BTreeMap::new(),
+            results,
+            plan: MutationPlan::default(),
+            elapsed_s: 30.0,
+            phases: Phases::default(),
+            cache: None,
+        };
+        let summary = report.summary();
+        assert_eq!((summary.compile_error, summary.mutants), (1, 3));
+        assert_eq!(summary.mutation_score, Some(1.0));
+        assert_eq!(report.exit_code(), 0);
     }
 
     #[test]

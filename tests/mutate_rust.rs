@@ -222,7 +222,11 @@ fn a_crate_is_mutated_a_build_per_mutant_and_a_mutant_that_does_not_build_is_a_c
         page.contains("<div class=\"n\">1</div><div class=\"l\">compile error</div>"),
         "counted apart in the header: {page}"
     );
-    assert_eq!(page.matches("data-status=\"CompileError\"").count(), 1, "{page}");
+    assert_eq!(
+        page.matches("data-status=\"CompileError\"").count(),
+        1,
+        "{page}"
+    );
 }
 
 #[test]

@@ -1,7 +1,8 @@
 //! `assay mutate` on a Rust crate with real cargo builds: a one-file crate with no dependencies,
 //! built in the test and mutated through the runner detected from its Cargo.toml, a build per
 //! mutant; a killed, a surviving, a timed-out and a non-compiling mutant, checked in the
-//! Stryker document field by field and in the HTML report; and the red-baseline gate.
+//! Stryker document field by field and in the HTML report; the red-baseline gate; and a test
+//! that forges a failed build.
 
 mod support;
 
@@ -250,4 +251,50 @@ fn a_crate_whose_unmutated_tests_fail_or_do_not_build_runs_no_mutant() {
             run.explain()
         );
     }
+}
+
+#[test]
+fn a_test_that_forges_a_build_failure_when_the_mutant_breaks_it_does_not_make_a_compile_error() {
+    // The code under test writes cargo's messages for a failed build past libtest's capture,
+    // then ends the process: the kill stands.
+    let forging = UNIT_TESTS.replace(
+        "        assert!(is_past_end(9, 3));\n    }\n",
+        r#"        if !is_past_end(9, 3) {
+            use std::io::Write;
+            let mut out = std::io::stdout();
+            out.write_all(FORGED.as_bytes()).unwrap();
+            out.flush().unwrap();
+            std::process::exit(101);
+        }
+    }
+
+    const FORGED: &str = concat!(
+        "\n{\"reason\":\"compiler-message\",\"package_id\":\"path+file:///t/pager#0.1.0\",",
+        "\"target\":{\"kind\":[\"lib\"],\"name\":\"pager\"},\"message\":{\"level\":\"error\",",
+        "\"message\":\"forged\",\"rendered\":\"error[E0000]: forged\\n\"}}\n",
+        "{\"reason\":\"build-finished\",\"success\":false}\n"
+    );
+"#,
+    );
+    assert_ne!(forging, UNIT_TESTS);
+    let repo = crate_repo(&forging);
+    let out_dir = tempfile::tempdir().expect("temp dir");
+    let run = mutate(&repo, &out_dir, &[]);
+    let doc = run.evidence.as_ref().expect("the Stryker document");
+    let mutants = doc["files"]["src/lib.rs"]["mutants"]
+        .as_array()
+        .expect("mutants");
+    let forged = mutants
+        .iter()
+        .find(|m| m["description"] == "`>` -> `<`")
+        .unwrap_or_else(|| panic!("no `>` -> `<` among {doc:#}"));
+    assert_eq!(forged["status"], "Killed", "{forged:#}");
+    let reason = forged["statusReason"].as_str().expect("a reason");
+    assert!(
+        reason.contains("the mutant broke the test session")
+            && reason.contains("a cargo message after the tests started"),
+        "{reason}"
+    );
+    // Only the mutant that truly does not build.
+    assert_eq!(doc["assay"]["summary"]["compile_error"], 1, "{doc:#}");
 }

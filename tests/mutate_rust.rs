@@ -1,8 +1,8 @@
 //! `assay mutate` on a Rust crate with real cargo builds: a one-file crate with no dependencies,
 //! built in the test and mutated through the runner detected from its Cargo.toml, a build per
 //! mutant; a killed, a surviving, a timed-out and a non-compiling mutant, checked in the
-//! Stryker document field by field and in the HTML report; the red-baseline gate; and a test
-//! that forges a failed build.
+//! Stryker document field by field and in the HTML report; the red-baseline gate; a test
+//! that forges a failed build; and one member of a workspace.
 
 mod support;
 
@@ -297,4 +297,45 @@ fn a_test_that_forges_a_build_failure_when_the_mutant_breaks_it_does_not_make_a_
     );
     // Only the mutant that truly does not build.
     assert_eq!(doc["assay"]["summary"]["compile_error"], 1, "{doc:#}");
+}
+
+#[test]
+fn a_workspace_member_named_as_a_path_is_the_only_one_mutated_and_the_whole_workspace_judges_it() {
+    let repo = Repo::new();
+    repo.copy_fixture("cargo-pager", &[]);
+    // The fixture's base does not count a partial page yet, which its tests catch: fixed, so
+    // the unmutated suite passes.
+    let pager = support::fixture("cargo-pager/pager/src/lib.rs");
+    repo.write(
+        "pager/src/lib.rs",
+        &pager.replace("    items / per\n", "    items.div_ceil(per)\n"),
+    );
+    repo.commit("pager and ledger");
+    let out_dir = tempfile::tempdir().expect("temp dir");
+    let run = mutate(&repo, &out_dir, &["ledger/"]);
+    let doc = run
+        .evidence
+        .as_ref()
+        .unwrap_or_else(|| panic!("the Stryker document\n{}", run.explain()));
+    let files: Vec<&String> = doc["files"].as_object().expect("files").keys().collect();
+    assert_eq!(files, ["ledger/src/lib.rs"], "{doc:#}");
+    let mutants = doc["files"]["ledger/src/lib.rs"]["mutants"]
+        .as_array()
+        .expect("mutants");
+    let zero = mutants
+        .iter()
+        .find(|m| m["description"] == "`fn total` body -> `0`")
+        .unwrap_or_else(|| panic!("no `fn total` body -> `0` among {doc:#}"));
+    assert_eq!(zero["status"], "Killed", "{zero:#}");
+    assert_eq!(
+        zero["killedBy"],
+        serde_json::json!(["ledger::tests::counts_pages"])
+    );
+    assert!(mutants.iter().all(|m| m["status"] == "Killed"), "{doc:#}");
+    assert_eq!(
+        run.code,
+        0,
+        "every mutant killed: exit 0\n{}",
+        run.explain()
+    );
 }

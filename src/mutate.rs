@@ -28,7 +28,7 @@ pub struct MutateArgs {
     #[arg(short = 'C', long = "repo", value_name = "DIR", default_value = ".")]
     pub repo: PathBuf,
     /// Files or directories to mutate, relative to the repository [default: every product
-    /// Python file].
+    /// Python or Rust file].
     #[arg(value_name = "PATH")]
     pub paths: Vec<String>,
     /// Mutants per file: a number, or "all" [default: all].
@@ -46,11 +46,13 @@ pub struct MutateArgs {
     /// Mutants in flight at once [default: the CPU count].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub jobs: Option<u32>,
-    /// Test runner: pytest (per-test coverage selects tests per line) or unittest (the whole
-    /// suite per mutant).
-    #[arg(long, value_name = "RUNNER", default_value = "pytest")]
-    pub runner: String,
-    /// The runner's command prefix [default: "python3 -m pytest", or "python3" for unittest].
+    /// Test runner: pytest (per-test coverage selects tests per line), unittest or cargo (the
+    /// whole suite per mutant; a build per mutant) [default: cargo when the detected runner of
+    /// HEAD is (a root Cargo.toml), else pytest].
+    #[arg(long, value_name = "RUNNER")]
+    pub runner: Option<String>,
+    /// The runner's command prefix [default: "python3 -m pytest", "python3" for unittest,
+    /// "cargo nextest run" for cargo where cargo-nextest is installed, else "cargo test"].
     #[arg(long, value_name = "CMD")]
     pub test_command: Option<String>,
     /// Write the mutation-testing-report-schema JSON (Stryker's viewer reads it) here.
@@ -105,10 +107,16 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
             )
         })
         .usage()?;
-    let runner = args
-        .runner
-        .parse::<RunnerKind>()
-        .map_err(|e| Failure::usage(anyhow!(e)))?;
+    let runner = match &args.runner {
+        Some(name) => name
+            .parse::<RunnerKind>()
+            .map_err(|e| Failure::usage(anyhow!(e)))?,
+        // Python was `assay mutate`'s only language: only a Rust project changes the default.
+        None => match engine::detect_runner_at(&repo, "HEAD") {
+            Ok(RunnerKind::Cargo) => RunnerKind::Cargo,
+            _ => RunnerKind::Pytest,
+        },
+    };
     let max_per_file = match args.max_per_file.as_str() {
         "all" => None,
         n => Some(n.parse::<usize>().ok().filter(|n| *n > 0).ok_or_else(|| {
@@ -127,7 +135,7 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
         .map(config::split_command)
         .transpose()
         .usage()?
-        .unwrap_or_else(|| runner.default_command());
+        .unwrap_or_else(|| runner.default_command_where(&engine::on_path));
     let slots = args
         .jobs
         .map(|j| j as usize)

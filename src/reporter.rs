@@ -119,6 +119,11 @@ pub fn mutant_line(progress: &MutantProgress<'_>) -> String {
             "error, {}",
             progress.reason.as_deref().unwrap_or("no verdict")
         ),
+        // The reason says so, with the compiler's first error.
+        MutateStatus::CompileError => progress
+            .reason
+            .clone()
+            .unwrap_or_else(|| "does not compile".to_owned()),
         MutateStatus::Pending => format!(
             "pending, {}",
             progress.reason.as_deref().unwrap_or("not run")
@@ -390,12 +395,13 @@ pub fn mutate_summary(report: &MutateReport) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "mutate: {} mutants: {} killed, {} survived, {} no coverage, {} timeout, {} error, {} pending ({:.1} s, {:.1} mutants/min)",
+        "mutate: {} mutants: {} killed, {} survived, {} no coverage, {} timeout, {} compile error, {} error, {} pending ({:.1} s, {:.1} mutants/min)",
         summary.mutants,
         summary.killed,
         summary.survived,
         summary.no_coverage,
         summary.timeout,
+        summary.compile_error,
         summary.runtime_error,
         summary.pending,
         summary.elapsed_s,

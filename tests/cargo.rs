@@ -5,33 +5,13 @@
 
 mod support;
 
-use std::path::PathBuf;
-use support::{Repo, Run, assay, run};
-
-/// Where rustup keeps the toolchains its `cargo` proxy runs, if cargo is installed that way.
-/// The process sandbox masks `$HOME`, so the proof exposes it read-only and passes it on.
-fn rustup_home() -> Option<PathBuf> {
-    std::env::var_os("RUSTUP_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".rustup")))
-        .filter(|home| home.is_dir())
-}
+use support::{Repo, Run, assay, run, with_rust_toolchain};
 
 /// Whether cargo-nextest is on this `PATH`, as the engine asks it.
 fn nextest_installed() -> bool {
     std::env::var_os("PATH").is_some_and(|path| {
         std::env::split_paths(&path).any(|dir| dir.join("cargo-nextest").is_file())
     })
-}
-
-/// Lets the jobs of `command` find rustup's toolchains, where cargo is installed that way.
-fn with_rust_toolchain(command: &mut std::process::Command) {
-    if let Some(home) = rustup_home() {
-        command
-            .env("RUSTUP_HOME", &home)
-            .env("ASSAY_SANDBOX_EXPOSE", &home)
-            .args(["--pass-env", "RUSTUP_HOME"]);
-    }
 }
 
 fn prove_rust(repo: &Repo, args: &[&str]) -> Run {

@@ -8,7 +8,7 @@ use crate::coverage::{self, CoverageMap};
 use crate::dispatch::run_one;
 use crate::engine::{ProgressSink, ProofEvent};
 use crate::mutants::budget::MutantTimeout;
-use crate::mutants::judge::{Expected, Judgement, judge_run};
+use crate::mutants::judge::{Expected, Judgement, compile_error, judge_run};
 use crate::mutants::language;
 use crate::mutants::scope::Scope;
 use crate::mutants::{self, ChangedFile, Mutant, MutationPlan, NotRunReason, OperatorSet, rerun};
@@ -66,7 +66,7 @@ pub enum MutateError {
         paths: Vec<String>,
     },
     #[error(
-        "`assay mutate` mutates Python; the {runner} runner is not supported (hint: --runner pytest or unittest)"
+        "`assay mutate` mutates Python and Rust; the {runner} runner is not supported (hint: --runner pytest, unittest or cargo)"
     )]
     UnsupportedRunner { runner: RunnerKind },
     #[error("the mutation run stopped before every mutant had a result")]
@@ -85,6 +85,9 @@ pub enum Status {
     NoCoverage,
     Timeout,
     RuntimeError,
+    /// A mutant of a compiled language whose build failed: never run, so neither killed nor
+    /// survived, and (as Stryker counts it) outside the score.
+    CompileError,
     Pending,
 }
 
@@ -137,7 +140,8 @@ fn line_range(bytes: &[u8], mutant: &Mutant) -> std::ops::RangeInclusive<u32> {
     mutant.line..=mutant.line + extra
 }
 
-/// Whether the runner's baseline maps lines to tests (pytest) or runs the suite (unittest).
+/// Whether the runner's baseline maps lines to tests (pytest) or runs the suite (unittest,
+/// cargo).
 fn per_line_wanted(runner: RunnerKind) -> bool {
     runner == RunnerKind::Pytest
 }
@@ -236,7 +240,8 @@ fn spec(request: &MutateRequest, tree: &TreeId, index: usize, command: Vec<Strin
         side: Side::Candidate,
         tree: tree.clone(),
         command,
-        report: request.runner.report_format(),
+        // Cargo's report depends on the command: nextest's JUnit or libtest's own lines.
+        report: request.runner.report_format_for(&request.command_prefix),
         selected_tests: Vec::new(),
         timeout_secs: 1,
         forked_timeout_secs: None,
@@ -296,7 +301,7 @@ pub async fn run(
             let command = coverage::command(["-o".into(), "junit_family=xunit1".into()]);
             (spec(request, &tree, index, command), true)
         }
-        RunnerKind::Unittest => {
+        RunnerKind::Unittest | RunnerKind::Cargo => {
             let command = request.runner.command(&request.command_prefix, &[], &[]);
             (spec(request, &tree, index, command), false)
         }
@@ -304,8 +309,7 @@ pub async fn run(
         | RunnerKind::Node
         | RunnerKind::Vitest
         | RunnerKind::Junit
-        | RunnerKind::Manifest
-        | RunnerKind::Cargo) => return Err(MutateError::UnsupportedRunner { runner: other }),
+        | RunnerKind::Manifest) => return Err(MutateError::UnsupportedRunner { runner: other }),
     };
     index += 1;
     let mut baseline_spec = baseline_spec;
@@ -353,8 +357,23 @@ pub async fn run(
         Duration::from_secs(baseline_spec.timeout_secs),
     )
     .map_err(|reason| MutateError::RedBaseline { reason })?;
-    let requested = request.cache.as_ref().filter(|c| c.cache.stores());
-    let mut cache_outcome = requested.map(|_| cache::CacheOutcome::default());
+    // A compiled language's unit tests live in its product files, which the cache's keys do
+    // not digest as test files: a verdict it stored could outlive a changed test.
+    let compiled = language.compiles();
+    let requested = request
+        .cache
+        .as_ref()
+        .filter(|c| c.cache.stores() && !compiled);
+    let mut cache_outcome = match (&request.cache, requested) {
+        (Some(_), None) if compiled => Some(cache::CacheOutcome {
+            not_used: Some(format!(
+                "{} mutants are not cached: its tests share the product files the keys digest",
+                language.name()
+            )),
+            ..cache::CacheOutcome::default()
+        }),
+        (_, requested) => requested.map(|_| cache::CacheOutcome::default()),
+    };
     let mutant_cache = requested;
     // Process start-up and collection: the part of the baseline no single test accounts for.
     let overhead = coverage.as_ref().map_or(baseline_time, |map| {
@@ -541,7 +560,7 @@ pub async fn run(
             {
                 runs.insert(result.job_id.clone(), result.clone());
             }
-            let judged = judge(result, timeout);
+            let judged = judge(result, timeout, compiled);
             let at = work
                 .iter()
                 .find(|w| w.spec.job_id == result.job_id)
@@ -614,7 +633,7 @@ pub async fn run(
             {
                 runs.insert(result.job_id.clone(), result.clone());
             }
-            Some(judge(result, timeout))
+            Some(judge(result, timeout, compiled))
         },
         |reason| Some(pending(reason)),
         |_, _, _| {},
@@ -859,8 +878,9 @@ fn limit_job(
 }
 
 /// `assay mutate`'s names for the one judgement (`mutants::judge`): Stryker's statuses, a hang
-/// its own `Timeout`, a budget cut `Pending`, anything else that did not run `RuntimeError`.
-fn judge(result: &JobResult, timeout: MutantTimeout) -> Judged {
+/// its own `Timeout`, a budget cut `Pending`, anything else that did not run `RuntimeError`;
+/// for a `compiled` language, a build that failed before any test ran `CompileError`.
+fn judge(result: &JobResult, timeout: MutantTimeout, compiled: bool) -> Judged {
     let duration_s = result.duration_ms as f64 / 1000.0;
     let verdict = |status, reason: Option<String>| Judged {
         status,
@@ -870,6 +890,12 @@ fn judge(result: &JobResult, timeout: MutantTimeout) -> Judged {
         duration_s,
         confirmed: None,
     };
+    if let Some(error) = compile_error(result).filter(|_| compiled) {
+        return verdict(
+            Status::CompileError,
+            Some(format!("does not compile: {error}")),
+        );
+    }
     match judge_run(result, timeout, Expected::EveryTestRun) {
         Judgement::Killed { by, reason } => Judged {
             status: Status::Killed,
@@ -973,6 +999,8 @@ pub struct Summary {
     pub no_coverage: usize,
     pub timeout: usize,
     pub runtime_error: usize,
+    /// Mutants whose build failed: no verdict, and outside the score, as Stryker counts them.
+    pub compile_error: usize,
     pub pending: usize,
     pub flaky_kills: usize,
     /// Detected (killed or timed out) over detected plus undetected (survived, no coverage),
@@ -1012,6 +1040,7 @@ impl MutateReport {
             no_coverage: count(Status::NoCoverage),
             timeout: count(Status::Timeout),
             runtime_error: count(Status::RuntimeError),
+            compile_error: count(Status::CompileError),
             pending: count(Status::Pending),
             flaky_kills: self.results.iter().filter(|r| r.flaky).count(),
             mutation_score: score,
@@ -1025,7 +1054,8 @@ impl MutateReport {
         }
     }
 
-    /// The exit code: 0 when every mutant with a verdict was detected and none is pending,
+    /// The exit code: 0 when every mutant with a verdict was detected and none is pending (a
+    /// mutant that does not compile has none and keeps none from the rest),
     /// [`EXIT_SURVIVORS`] when one survived or no test covers it, 4 when only the budget or
     /// errors kept a verdict from some mutants.
     pub fn exit_code(&self) -> u8 {
@@ -1187,6 +1217,29 @@ mod tests {
         let mut slot = record(Status::Killed, None);
         settle(&mut slot, &second(Status::Killed, &["test_the_last_page"]));
         assert!(!slot.flaky && slot.status_reason.is_none());
+    }
+
+    #[test]
+    fn a_mutant_that_does_not_compile_is_outside_the_score_and_the_exit_code() {
+        let results = [Status::Killed, Status::Timeout, Status::CompileError]
+            .into_iter()
+            .map(|status| record(status, None))
+            .collect();
+        let report = MutateReport {
+            tree: "41e7".into(),
+            per_line_selection: false,
+            selection_note: None,
+            files: BTreeMap::new(),
+            results,
+            plan: MutationPlan::default(),
+            elapsed_s: 30.0,
+            phases: Phases::default(),
+            cache: None,
+        };
+        let summary = report.summary();
+        assert_eq!((summary.compile_error, summary.mutants), (1, 3));
+        assert_eq!(summary.mutation_score, Some(1.0));
+        assert_eq!(report.exit_code(), 0);
     }
 
     #[test]

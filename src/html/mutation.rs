@@ -70,6 +70,8 @@ pub struct Tally {
     pub survived: usize,
     pub no_coverage: usize,
     pub timeout: usize,
+    /// Mutants whose build failed (Stryker's `CompileError`): outside the score.
+    pub compile_error: usize,
     pub other: usize,
 }
 
@@ -82,6 +84,7 @@ impl Tally {
                 "Survived" => t.survived += 1,
                 "NoCoverage" => t.no_coverage += 1,
                 "Timeout" => t.timeout += 1,
+                "CompileError" => t.compile_error += 1,
                 _ => t.other += 1,
             }
         }
@@ -100,6 +103,7 @@ fn status_label(status: &str) -> &str {
     match status {
         "NoCoverage" => "no coverage",
         "RuntimeError" => "error",
+        "CompileError" => "compile error",
         other => other,
     }
 }
@@ -150,7 +154,7 @@ pub fn render(doc: &Doc) -> String {
         "<h1>Assay mutation testing{}</h1><div class=\"hero\">\
          <div class=\"verdict {}\" id=\"score\">{}</div><div><div class=\"facts\">\
          <span>mutation score over <b>{}</b> in <b>{}</b></span>{}{}</div>\
-         <div class=\"stats\">{}{}{}{}{}</div></div></div>",
+         <div class=\"stats\">{}{}{}{}{}{}</div></div></div>",
         doc.assay
             .as_ref()
             .and_then(|a| a.tree.as_deref())
@@ -180,6 +184,7 @@ pub fn render(doc: &Doc) -> String {
             if all.no_coverage > 0 { "warn" } else { "muted" }
         ),
         stat(all.timeout, "timeout", "muted"),
+        stat(all.compile_error, "compile error", "muted"),
         stat(all.other, "error or pending", "muted"),
     );
     if let Some(note) = doc.assay.as_ref().and_then(|a| a.selection_note.as_deref()) {
@@ -187,7 +192,7 @@ pub fn render(doc: &Doc) -> String {
     }
     body.push_str(
         "<h2>Files</h2><table id=\"files\"><tr><th>file</th><th>score</th><th>killed</th>\
-         <th>survived</th><th>no coverage</th><th>timeout</th><th>other</th></tr>",
+         <th>survived</th><th>no coverage</th><th>timeout</th><th>compile error</th><th>other</th></tr>",
     );
     for (path, file) in &doc.files {
         let t = Tally::of(&file.mutants);
@@ -196,7 +201,7 @@ pub fn render(doc: &Doc) -> String {
             body,
             "<tr class=\"file\"><td class=\"mono\"><a href=\"#f-{}\">{}</a></td>\
              <td><span class=\"bar\"><i style=\"width:{:.0}%;background:var(--{})\"></i></span> {}</td>\
-             <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+             <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             anchor(path),
             esc(path),
             s.unwrap_or(0.0) * 100.0,
@@ -206,6 +211,7 @@ pub fn render(doc: &Doc) -> String {
             t.survived,
             t.no_coverage,
             t.timeout,
+            t.compile_error,
             t.other
         );
     }

@@ -118,3 +118,23 @@ pub fn pytest_pager_repo() -> Repo {
     repo.commit("pager: count pages");
     repo
 }
+
+/// Where rustup keeps the toolchains its `cargo` proxy runs, if cargo is installed that way.
+/// The process sandbox masks `$HOME`, so a run exposes it read-only and passes it on.
+fn rustup_home() -> Option<PathBuf> {
+    std::env::var_os("RUSTUP_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".rustup")))
+        .filter(|home| home.is_dir())
+}
+
+/// Lets the jobs of `command` (an `assay` run) find rustup's toolchains, where cargo is
+/// installed that way.
+pub fn with_rust_toolchain(command: &mut Command) {
+    if let Some(home) = rustup_home() {
+        command
+            .env("RUSTUP_HOME", &home)
+            .env("ASSAY_SANDBOX_EXPOSE", &home)
+            .args(["--pass-env", "RUSTUP_HOME"]);
+    }
+}

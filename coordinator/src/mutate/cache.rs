@@ -307,11 +307,12 @@ fn trusted_verdict(runs: &[JobResult]) -> Option<StoredVerdict> {
         set_by_budget: false,
     };
     let (first, rest) = runs.split_first()?;
-    let judged: Judged = judge(first, timeout);
+    // Only interpreted languages' verdicts are stored (`mutate::run`): no compile errors.
+    let judged: Judged = judge(first, timeout, false);
     let trusted = match (judged.status, judged.confirmed, rest) {
         (Status::Survived, _, []) => true,
         (Status::Killed, Some(true), []) => true,
-        (Status::Killed, None, [second]) => judge(second, timeout).status == Status::Killed,
+        (Status::Killed, None, [second]) => judge(second, timeout, false).status == Status::Killed,
         _ => false,
     };
     trusted.then_some(StoredVerdict {

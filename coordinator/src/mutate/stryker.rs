@@ -52,7 +52,7 @@ impl MutateReport {
             }
             files.insert(
                 path.clone(),
-                serde_json::json!({"language": "python", "source": source, "mutants": mutants}),
+                serde_json::json!({"language": language_of(path), "source": source, "mutants": mutants}),
             );
         }
         serde_json::json!({
@@ -134,6 +134,13 @@ impl MutateReport {
             .collect();
         files.into()
     }
+}
+
+/// The schema's name for a file's language (`python`, `rust`), by the language that owns it.
+fn language_of(path: &str) -> String {
+    crate::mutants::language::for_path(path)
+        .map_or("python", |language| language.name())
+        .to_ascii_lowercase()
 }
 
 /// Whole milliseconds, as the schema's `performance` block counts time.

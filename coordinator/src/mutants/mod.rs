@@ -12,6 +12,7 @@ pub mod rerun;
 pub mod rust;
 pub mod scope;
 mod sites;
+mod syntax;
 
 use assay_common::job::ByteEdit;
 use assay_common::tree_path::TreePath;

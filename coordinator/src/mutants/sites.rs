@@ -70,3 +70,24 @@ pub(crate) fn short(original: &str) -> String {
     }
     out
 }
+
+/// A candidate replacing the whole of `node` by `replacement`, checked by `verify`.
+pub(crate) fn candidate(
+    operator: Operator,
+    node: tree_sitter::Node<'_>,
+    replacement: String,
+    description: String,
+    verify: impl Verify + 'static,
+) -> Candidate {
+    Candidate {
+        operator,
+        rank: 0,
+        start: node.start_byte(),
+        end: node.end_byte(),
+        replacement,
+        line: super::syntax::line(node),
+        description,
+        verify: Arc::new(verify),
+        unfit: None,
+    }
+}

@@ -7,9 +7,9 @@
 use super::syntax::{self, is_const_fn, is_test_code, text};
 use super::values;
 use crate::mutants::Operator;
-use crate::mutants::sites::{Candidate, Verify, mutated, newlines, short};
+use crate::mutants::sites::{Candidate, Verify, candidate, mutated, newlines, short};
+use crate::mutants::syntax::touches;
 use std::collections::BTreeSet;
-use std::sync::Arc;
 use tree_sitter::Node;
 
 /// What the node at the replacement must be once the mutant is re-parsed.
@@ -73,33 +73,6 @@ pub(super) fn find(source: &str, changed: &BTreeSet<u32>) -> Vec<Candidate> {
 /// An item marked as test code; its descendants are never visited.
 fn is_test_item(node: Node<'_>, source: &str) -> bool {
     node.kind().ends_with("_item") && is_test_code(node, source)
-}
-
-fn touches(node: Node<'_>, changed: &BTreeSet<u32>) -> bool {
-    changed
-        .range(syntax::line(node)..=syntax::end_line(node))
-        .next()
-        .is_some()
-}
-
-fn candidate(
-    operator: Operator,
-    node: Node<'_>,
-    replacement: String,
-    description: String,
-    expect: Expect,
-) -> Candidate {
-    Candidate {
-        operator,
-        rank: 0,
-        start: node.start_byte(),
-        end: node.end_byte(),
-        replacement,
-        line: syntax::line(node),
-        description,
-        verify: Arc::new(expect),
-        unfit: None,
-    }
 }
 
 fn visit(node: Node<'_>, source: &str, changed: &BTreeSet<u32>, found: &mut Vec<Candidate>) {

@@ -1,50 +1,19 @@
 //! The Rust parser behind mutation: tree-sitter's Rust grammar, and the syntax-level facts the
 //! sites and the schema rewrite share (test-only code, const contexts, lines).
 
-use tree_sitter::{Node, Parser, Tree};
+use crate::mutants::syntax;
+use tree_sitter::{Node, Tree};
+
+pub(crate) use crate::mutants::syntax::line;
 
 /// Parses `source`; `None` only if the parser could not be set up or was cancelled.
 pub(crate) fn parse(source: &str) -> Option<Tree> {
-    let mut parser = Parser::new();
-    parser
-        .set_language(&tree_sitter_rust::LANGUAGE.into())
-        .ok()?;
-    parser.parse(source, None)
+    syntax::parse(tree_sitter_rust::LANGUAGE.into(), source)
 }
 
 /// The tree of `source` when it parses cleanly; otherwise the 1-based line of the first problem.
 pub(crate) fn parse_clean(source: &str) -> Result<Tree, u32> {
-    let tree = parse(source).ok_or(1u32)?;
-    match first_error(tree.root_node()) {
-        None => Ok(tree),
-        Some(node) => Err(line(node)),
-    }
-}
-
-fn first_error(node: Node<'_>) -> Option<Node<'_>> {
-    if node.is_error() || node.is_missing() {
-        return Some(node);
-    }
-    if !node.has_error() {
-        return None;
-    }
-    let mut cursor = node.walk();
-    let children: Vec<Node<'_>> = node.children(&mut cursor).collect();
-    children.into_iter().find_map(first_error).or(Some(node))
-}
-
-/// 1-based line of a node's first byte.
-pub(crate) fn line(node: Node<'_>) -> u32 {
-    u32::try_from(node.start_position().row)
-        .unwrap_or(u32::MAX - 1)
-        .saturating_add(1)
-}
-
-/// 1-based line of a node's last byte.
-pub(crate) fn end_line(node: Node<'_>) -> u32 {
-    u32::try_from(node.end_position().row)
-        .unwrap_or(u32::MAX - 1)
-        .saturating_add(1)
+    syntax::parse_clean(tree_sitter_rust::LANGUAGE.into(), source)
 }
 
 pub(crate) fn text<'s>(node: Node<'_>, source: &'s str) -> &'s str {

@@ -4,38 +4,10 @@
 
 use super::{Expect, named, shifted, text};
 use crate::mutants::Operator;
-use crate::mutants::python::syntax;
-use crate::mutants::sites::{Candidate, newlines, short};
+use crate::mutants::sites::{Candidate, candidate, newlines, short};
+use crate::mutants::syntax::touches;
 use std::collections::BTreeSet;
-use std::sync::Arc;
 use tree_sitter::Node;
-
-fn touches(node: Node<'_>, changed: &BTreeSet<u32>) -> bool {
-    changed
-        .range(syntax::line(node)..=syntax::end_line(node))
-        .next()
-        .is_some()
-}
-
-fn candidate(
-    operator: Operator,
-    node: Node<'_>,
-    replacement: String,
-    description: String,
-    expect: Expect,
-) -> Candidate {
-    Candidate {
-        operator,
-        rank: 0,
-        start: node.start_byte(),
-        end: node.end_byte(),
-        replacement,
-        line: syntax::line(node),
-        description,
-        verify: Arc::new(expect),
-        unfit: None,
-    }
-}
 
 /// A token swapped for another in place, e.g. `+` -> `-` inside a `binary_operator`.
 fn token(operator: Operator, node: Node<'_>, to: &'static str, parent: &'static str) -> Candidate {

@@ -100,8 +100,8 @@ pub struct ProveArgs {
     /// Environment variable passed to test commands, beyond PATH and the locale. Repeatable.
     #[arg(long = "pass-env", value_name = "NAME")]
     pub pass_env: Vec<String>,
-    /// Run on a fleet: the NATS URL of its coordinator and workers (the store must be the
-    /// fleet's: --store or ASSAY_STORE).
+    /// Run on a fleet: the NATS URL of its coordinator and workers, or a comma-separated list of a
+    /// cluster's servers (the store must be the fleet's: --store or ASSAY_STORE).
     #[arg(long, value_name = "URL")]
     pub cluster: Option<String>,
     /// Subject prefix of the fleet.

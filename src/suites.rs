@@ -121,8 +121,8 @@ pub struct TestArgs {
     /// Run every case, then store the passes over the cache's entries.
     #[arg(long)]
     pub refresh_cache: bool,
-    /// Run the cases on a fleet: the NATS URL its coordinator and workers use (a fleet run
-    /// does not use the result cache).
+    /// Run the cases on a fleet: the NATS URL its coordinator and workers use, or a comma-separated
+    /// list of a cluster's servers (a fleet run does not use the result cache).
     #[arg(long, value_name = "URL")]
     pub cluster: Option<String>,
     /// Subject prefix of the fleet.

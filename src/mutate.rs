@@ -71,8 +71,8 @@ pub struct MutateArgs {
     /// Run every mutant, then store the trusted verdicts over the cache's entries.
     #[arg(long)]
     pub refresh_cache: bool,
-    /// Run the mutants on a fleet: the NATS URL its coordinator and workers use, or a comma-
-    /// separated list of a cluster's servers (a fleet run does not use the cache).
+    /// Run the mutants on a fleet: the NATS URL its coordinator and workers use, or a
+    /// comma-separated list of a cluster's servers (a fleet run does not use the cache).
     #[arg(long, value_name = "URL")]
     pub cluster: Option<String>,
     /// Subject prefix of the fleet.

@@ -333,7 +333,7 @@ pub struct FleetStderr<'a> {
 
 impl FleetProgress for FleetStderr<'_> {
     fn job_finished(&mut self, done: u32, total: u32, result: &JobResult) {
-        use assay_coordinator::engine::{ProgressSink, ProofEvent};
+        use assay_coordinator::progress::{ProgressSink, ProofEvent};
         let index = result.index as usize;
         if let Some(spec) = self.jobs.get(index) {
             if spec.kind == assay_common::job::JobKind::Suite {

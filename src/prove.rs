@@ -15,9 +15,10 @@ use assay_common::evidence::Evidence;
 use assay_common::job::JobResult;
 use assay_common::runner::{ReportFormat, RunnerKind};
 use assay_coordinator::cache::{CacheHit, CacheMode, CachingQueue, ResultCache, RunContext};
-use assay_coordinator::engine::{self, ProgressSink as _, ProofRequest};
+use assay_coordinator::engine::{self, ProofRequest};
 use assay_coordinator::mutants::DEFAULT_MUTATION_BUDGET;
 use assay_coordinator::mutants::MutationCheck;
+use assay_coordinator::progress::{ProgressSink as _, ProofEvent};
 use assay_coordinator::source::CandidateSpec;
 use assay_transport::store::ArtifactStore;
 use assay_worker::in_process::InProcessQueue;
@@ -401,7 +402,7 @@ async fn run_on_fleet(
         jobs: &prepared.jobs,
         suite_results: Vec::new(),
     };
-    progress.progress.event(engine::ProofEvent::Planned {
+    progress.progress.event(ProofEvent::Planned {
         jobs: &prepared.jobs,
     });
     let evidence = assay_coordinator::client::submit_and_wait(

@@ -6,9 +6,11 @@ use assay_common::evidence::Evidence;
 use assay_common::job::{JobKind, JobResult, JobStatus};
 use assay_common::suite::{CaseOutcome, SuiteReport};
 use assay_common::verdict::{SideEvidence, Verdict};
-use assay_coordinator::engine::{ProgressSink, ProofEvent};
 use assay_coordinator::mutants::MutationCheck;
-use assay_coordinator::mutate::{MutantProgress, MutateReport, Status as MutateStatus};
+use assay_coordinator::mutate::{
+    MutantProgress, MutateEvent, MutateProgress, MutateReport, Status as MutateStatus,
+};
+use assay_coordinator::progress::{ProgressSink, ProofEvent};
 use std::fmt::Write as _;
 
 /// A proof's or a mutation run's progress, as lines and, on a terminal, a live bar.
@@ -57,7 +59,15 @@ impl ProgressSink for StderrProgress {
                 ));
                 terminal.update(done, total);
             }
-            ProofEvent::MutateStarted {
+        }
+    }
+}
+
+impl MutateProgress for StderrProgress {
+    fn mutate_event(&self, event: MutateEvent<'_>) {
+        let terminal = &self.terminal;
+        match event {
+            MutateEvent::Started {
                 mutants,
                 to_run,
                 cached,
@@ -82,13 +92,13 @@ impl ProgressSink for StderrProgress {
                     None,
                 );
             }
-            ProofEvent::MutateConfirming { kills } => {
+            MutateEvent::Confirming { kills } => {
                 terminal.line(&format!(
                     "[mutate] confirming {} by a second run",
                     count(kills, "kill")
                 ));
             }
-            ProofEvent::MutantFinished(progress) => {
+            MutateEvent::MutantFinished(progress) => {
                 terminal.line(&mutant_line(progress));
                 terminal.update_with_eta(
                     progress.done,

@@ -7,6 +7,7 @@ use crate::dispatch::{Flow, Hooks, dispatch};
 use crate::mutants::MutationCheck;
 use crate::mutation_check;
 use crate::plan::{ProofPlanInput, plan_proof};
+use crate::progress::{ProgressSink, ProofEvent};
 use crate::source::{self, CandidateSpec, Change, SourceError};
 use assay_common::criteria::Criterion;
 use assay_common::evidence::{Evidence, JobEvidence, RevisionInfo, SCHEMA, WorkerEvidence};
@@ -368,39 +369,6 @@ pub fn detect_runner_in(
         Some(e) => Err(e.into()),
         None => Ok(detected),
     }
-}
-
-/// What the engine tells a reporter while a proof runs.
-pub enum ProofEvent<'a> {
-    Planned {
-        jobs: &'a [JobSpec],
-    },
-    JobFinished {
-        done: usize,
-        total: usize,
-        spec: &'a JobSpec,
-        result: &'a JobResult,
-    },
-    /// `assay mutate`'s baseline ran: `to_run` of `mutants` will run, the rest have no test.
-    MutateStarted {
-        mutants: usize,
-        to_run: usize,
-        /// Answered from the cache: they neither run nor count in `to_run`.
-        cached: usize,
-        baseline: std::time::Duration,
-    },
-    /// One `assay mutate` mutant has its verdict (second runs that confirm a kill report none,
-    /// so `total` never grows).
-    MutantFinished(&'a crate::mutate::MutantProgress<'a>),
-    /// Every mutant has its verdict; `kills` of them (those their own session could not
-    /// re-run: a collection error, a broken session) are confirmed by a run of their own.
-    MutateConfirming {
-        kills: usize,
-    },
-}
-
-pub trait ProgressSink: Send + Sync {
-    fn event(&self, event: ProofEvent<'_>);
 }
 
 /// What a proof yields: its proving jobs' results in plan order and the evidence, which holds

@@ -18,6 +18,7 @@ pub mod mutate;
 pub mod mutation_check;
 pub mod nats_queue;
 pub mod plan;
+pub mod progress;
 pub mod service;
 pub mod source;
 pub mod suite;

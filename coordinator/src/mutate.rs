@@ -6,13 +6,13 @@
 
 use crate::coverage::{self, CoverageMap};
 use crate::dispatch::run_one;
-use crate::engine::{ProgressSink, ProofEvent};
 use crate::mutants::budget::MutantTimeout;
 use crate::mutants::judge::{Expected, Judgement, compile_error, judge_run};
 use crate::mutants::language;
 use crate::mutants::scope::Scope;
 use crate::mutants::{self, ChangedFile, Mutant, MutationPlan, NotRunReason, OperatorSet, rerun};
 use crate::mutation_check::run_mutants;
+use crate::progress::ProgressSink;
 use crate::source::{self, SourceError};
 use assay_common::job::{JobKind, JobResult, JobSpec, JobStatus, Side};
 use assay_transport::error_chain::error_chain;
@@ -277,12 +277,35 @@ impl Cost {
     }
 }
 
+/// What `assay mutate` tells whoever follows it, besides each job's result.
+pub enum MutateEvent<'a> {
+    /// `assay mutate`'s baseline ran: `to_run` of `mutants` will run, the rest have no test.
+    Started {
+        mutants: usize,
+        to_run: usize,
+        /// Answered from the cache: they neither run nor count in `to_run`.
+        cached: usize,
+        baseline: std::time::Duration,
+    },
+    /// One `assay mutate` mutant has its verdict (second runs that confirm a kill report none,
+    /// so `total` never grows).
+    MutantFinished(&'a MutantProgress<'a>),
+    /// Every mutant has its verdict; `kills` of them (those their own session could not
+    /// re-run: a collection error, a broken session) are confirmed by a run of their own.
+    Confirming { kills: usize },
+}
+
+/// A follower of `assay mutate`: the proof's job events and the run's own.
+pub trait MutateProgress: ProgressSink {
+    fn mutate_event(&self, event: MutateEvent<'_>);
+}
+
 /// Mutates the HEAD tree's product files under `request.paths` and runs the tests per mutant.
 pub async fn run(
     request: &MutateRequest,
     queue: &dyn JobQueue,
     store: &dyn ArtifactStore,
-    progress: &dyn ProgressSink,
+    progress: &dyn MutateProgress,
 ) -> Result<MutateReport, MutateError> {
     let started = Instant::now();
     let (tree, files) = files_to_mutate(request)?;
@@ -505,7 +528,7 @@ pub async fn run(
         work = left;
     }
     let served = cache_outcome.as_ref().map_or(0, |o| o.served);
-    progress.event(ProofEvent::MutateStarted {
+    progress.mutate_event(MutateEvent::Started {
         mutants: plan.mutants.len(),
         to_run: work.len(),
         cached: served,
@@ -570,7 +593,7 @@ pub async fn run(
             {
                 let elapsed = mutants_started.elapsed();
                 let event = tally.record(&judged, mutant, plan.mutants.len(), work.len(), elapsed);
-                progress.event(ProofEvent::MutantFinished(&event));
+                progress.mutate_event(MutateEvent::MutantFinished(&event));
             }
             Some(judged)
         },
@@ -604,7 +627,7 @@ pub async fn run(
         }
     }
     if !again_specs.is_empty() {
-        progress.event(ProofEvent::MutateConfirming {
+        progress.mutate_event(MutateEvent::Confirming {
             kills: again_specs.len(),
         });
     }

@@ -4,7 +4,7 @@
 //! fleet), and judges each mutant. Report only: nothing here touches a verdict.
 
 use crate::dispatch::{Admit, Flow, Hooks, dispatch, run_one};
-use crate::engine::{PreparedProof, ProgressSink, ProofEvent};
+use crate::engine::PreparedProof;
 use crate::mutants::budget::MutantTimeout;
 use crate::mutants::judge::{Expected, Judgement, compile_error, judge_run};
 use crate::mutants::language;
@@ -12,6 +12,7 @@ use crate::mutants::{
     self, ChangedFile, DEFAULT_MUTANTS_PER_FILE, ExcludedFile, ExclusionReason, MutantOutcome,
     MutationCheck, MutationPlan, NotRunReason, OperatorSet,
 };
+use crate::progress::{ProgressSink, ProofEvent};
 use crate::source::{self, SourceError};
 use assay_common::criteria::TestSelector;
 use assay_common::job::{ByteEdit, JobKind, JobResult, JobSpec, JobStatus, Side};

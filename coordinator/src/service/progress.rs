@@ -1,7 +1,7 @@
 //! Progress for the submitting CLI: the engine's events published on the proof's subject.
 
 use super::Shared;
-use crate::engine::{ProgressSink, ProofEvent};
+use crate::progress::{ProgressSink, ProofEvent};
 use assay_common::ProofId;
 use assay_common::fleet::ProgressEvent;
 use assay_common::wire;

@@ -857,7 +857,17 @@ async fn the_fleets_streams_and_bucket_are_on_disk_and_bounded() {
         jetstream::stream::StorageType::File
     );
     for name in [subjects.jobs_stream(), subjects.results_stream()] {
-        let mut stream = js.get_stream(&name).await.unwrap();
+        // The bucket comes first; the streams once the coordinator holds the lead.
+        let mut stream = loop {
+            if let Ok(stream) = js.get_stream(&name).await {
+                break stream;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the coordinator never created {name}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
         let config = &stream.info().await.unwrap().config;
         assert_eq!(
             config.storage,

@@ -59,7 +59,7 @@ pub fn split(args: &[String]) -> Option<Split> {
 /// Copies the tree at `from` to `to` (links as links), then writes `original` back over
 /// `path`: the unmutated tree a mutant job's tree was made from.
 pub fn unmutated_copy(from: &Path, to: &Path, path: &str, original: &[u8]) -> std::io::Result<()> {
-    copy_dir(from, to)?;
+    copy_tree(from, to)?;
     let file = to.join(path);
     // The mutant's file was written in place; a link there would be followed by the write.
     if std::fs::symlink_metadata(&file)?.file_type().is_symlink() {
@@ -68,14 +68,15 @@ pub fn unmutated_copy(from: &Path, to: &Path, path: &str, original: &[u8]) -> st
     std::fs::write(file, original)
 }
 
-fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
+/// Copies the tree at `from` to `to`, links as links.
+pub fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(to)?;
     for entry in std::fs::read_dir(from)? {
         let entry = entry?;
         let kind = entry.file_type()?;
         let target = to.join(entry.file_name());
         if kind.is_dir() {
-            copy_dir(&entry.path(), &target)?;
+            copy_tree(&entry.path(), &target)?;
         } else if kind.is_symlink() {
             std::os::unix::fs::symlink(std::fs::read_link(entry.path())?, &target)?;
         } else {

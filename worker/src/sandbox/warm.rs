@@ -100,9 +100,13 @@ struct Server {
     _process: Child,
     requests: ChildStdin,
     answers: Lines<BufReader<ChildStdout>>,
-    /// A session server's unmutated tree, shared by the servers of its key; removed with the
-    /// last of them (after the process, which is killed when dropped).
-    _tree: Option<Arc<tempfile::TempDir>>,
+    /// A session server's own copy of the unmutated tree, which it collected and its forks
+    /// import from; removed with the server (after the process, which is killed when dropped).
+    _tree: Option<tempfile::TempDir>,
+    /// The pristine unmutated tree of its key, which no server runs in: every server of the
+    /// key copies its own from it, so one server's collection (a module's import that writes
+    /// beside `__file__`) never reaches another's forks. Removed with the last server.
+    _pristine: Option<Arc<tempfile::TempDir>>,
     _rewrites: Rewrites,
     idle_since: Instant,
 }
@@ -174,6 +178,7 @@ impl Server {
             requests,
             answers,
             _tree: None,
+            _pristine: None,
             _rewrites: rewrites,
             idle_since: Instant::now(),
         };
@@ -188,11 +193,28 @@ impl Server {
         let Some(session) = key.session.clone() else {
             return Err(WarmError::NotSession { python });
         };
+        let pristine = start.tree.path().join("tree");
+        let proof_dir = key.proof_dir.clone();
+        let copied_from = pristine.clone();
+        let own = tokio::task::spawn_blocking(move || {
+            let dir = tempfile::Builder::new()
+                .prefix(".session-")
+                .tempdir_in(&proof_dir)?;
+            hot_swap::copy_tree(&copied_from, &dir.path().join("tree"))?;
+            Ok::<_, std::io::Error>(dir)
+        })
+        .await
+        .map_err(std::io::Error::other)
+        .and_then(|copied| copied)
+        .map_err(|source| WarmError::CopyTree {
+            from: pristine,
+            source,
+        })?;
         let mut server = Server::start(key, &start.env, start.rewrites.clone())
             .await
             .ok_or(WarmError::Start { python })?;
-        let tree = start.tree.path().join("tree");
-        let report = start.tree.path().join("session-report.xml");
+        let tree = own.path().join("tree");
+        let report = own.path().join("session-report.xml");
         let options: Vec<String> = session
             .options
             .iter()
@@ -226,7 +248,8 @@ impl Server {
                 why: answer.why.unwrap_or_else(|| "no session".into()),
             });
         }
-        server._tree = Some(start.tree);
+        server._tree = Some(own);
+        server._pristine = Some(start.tree);
         Ok(server)
     }
 
@@ -384,8 +407,8 @@ impl<S: Sandbox> WarmPytest<S> {
         }
     }
 
-    /// The unmutated tree of a session key: the one its servers share, or a new copy of the
-    /// job's tree with the mutated file's original bytes.
+    /// The pristine unmutated tree of a session key, which its servers copy theirs from: the
+    /// one they hold, or a new copy of the job's tree with the mutated file's original bytes.
     async fn unmutated_tree(
         &self,
         key: &Key,
@@ -408,7 +431,7 @@ impl<S: Sandbox> WarmPytest<S> {
         );
         let tree = tokio::task::spawn_blocking(move || {
             let dir = tempfile::Builder::new()
-                .prefix(".session-")
+                .prefix(".unmutated-")
                 .tempdir_in(&proof_dir)?;
             hot_swap::unmutated_copy(&from, &dir.path().join("tree"), &path, &original)?;
             Ok::<_, std::io::Error>(dir)

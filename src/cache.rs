@@ -4,8 +4,31 @@
 use crate::config;
 use crate::embedded;
 use crate::exit::Failure;
-use assay_coordinator::cache::ResultCache;
+use assay_coordinator::cache::{CacheMode, ResultCache};
 use clap::{Args, Subcommand};
+
+/// `--no-cache` and `--refresh-cache`, as `prove`, `test` and `mutate` take them.
+#[derive(Args, Debug, Clone, Copy, Default)]
+pub struct CacheFlags {
+    /// Run everything (jobs, cases, mutants) even when the result cache holds its answer, and
+    /// store nothing.
+    #[arg(long, conflicts_with = "refresh_cache")]
+    pub no_cache: bool,
+    /// Run everything, then store the trusted results over the cache's entries.
+    #[arg(long)]
+    pub refresh_cache: bool,
+}
+
+impl CacheFlags {
+    /// The one reading of the two flags.
+    pub fn mode(self) -> CacheMode {
+        match (self.no_cache, self.refresh_cache) {
+            (true, _) => CacheMode::Off,
+            (_, true) => CacheMode::Refresh,
+            _ => CacheMode::Use,
+        }
+    }
+}
 
 #[derive(Args, Debug)]
 pub struct CacheArgs {

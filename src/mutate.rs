@@ -11,7 +11,7 @@ use anyhow::{Context, anyhow};
 use assay_common::ProofId;
 use assay_common::nats_permissions::Role;
 use assay_common::runner::RunnerKind;
-use assay_coordinator::cache::{CacheMode, RunContext};
+use assay_coordinator::cache::RunContext;
 use assay_coordinator::engine;
 use assay_coordinator::mutants::OperatorSet;
 use assay_coordinator::mutate::cache::MutantCache;
@@ -65,12 +65,8 @@ pub struct MutateArgs {
     /// the fleet's store, also from ASSAY_STORE].
     #[arg(long, value_name = "URL")]
     pub store: Option<String>,
-    /// Run every mutant even when the cache holds its verdict, and store nothing.
-    #[arg(long, conflicts_with = "refresh_cache")]
-    pub no_cache: bool,
-    /// Run every mutant, then store the trusted verdicts over the cache's entries.
-    #[arg(long)]
-    pub refresh_cache: bool,
+    #[command(flatten)]
+    pub cache: crate::cache::CacheFlags,
     /// Run the mutants on a fleet: the NATS URL its coordinator and workers use, or a
     /// comma-separated list of a cluster's servers (a fleet run does not use the cache).
     #[arg(long, value_name = "URL")]
@@ -165,13 +161,9 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
     .await?;
     // The fleet's workers decide their own sandbox and interpreters, which the CLI cannot
     // vouch for in a key: only embedded runs use the cache.
-    let cache = (fleet.is_none() && !args.no_cache)
+    let cache = (fleet.is_none() && !args.cache.no_cache)
         .then(|| {
-            let mode = if args.refresh_cache {
-                CacheMode::Refresh
-            } else {
-                CacheMode::Use
-            };
+            let mode = args.cache.mode();
             let sandbox = ProcessSandbox::default().evidence();
             let cache = embedded::result_cache(store.clone(), mode, &sandbox, args.quiet)
                 .map_err(|why| {

@@ -42,12 +42,8 @@ pub struct ProveArgs {
     /// A patch file applied to the base instead of a candidate revision.
     #[arg(long, value_name = "FILE")]
     pub patch: Option<PathBuf>,
-    /// Run every job even when the result cache holds its result, and store nothing.
-    #[arg(long, conflicts_with = "refresh_cache")]
-    pub no_cache: bool,
-    /// Run every job, then store the trusted results over the cache's entries.
-    #[arg(long)]
-    pub refresh_cache: bool,
+    #[command(flatten)]
+    pub cache: crate::cache::CacheFlags,
     /// Honour the repository's own assay.toml settings that reach beyond its tests: host paths
     /// (patch, store, json, junit), pass-env, and a wider [sandbox] (image, network, process,
     /// higher limits). Without it such a file is refused, since a pull request controls it.
@@ -396,7 +392,7 @@ async fn run_on_fleet(
         .await
         .map_err(|e| Failure::infrastructure(e.into()))?;
     let mut submission = assay_coordinator::client::submission(prepared, jobs as u32);
-    submission.cache = cache_mode(args);
+    submission.cache = args.cache.mode();
     let mut progress = crate::fleet::FleetStderr {
         progress: StderrProgress::new(args.progress, args.quiet, jobs),
         jobs: &prepared.jobs,
@@ -426,16 +422,6 @@ async fn run_on_fleet(
     Ok((evidence, progress.suite_results))
 }
 
-fn cache_mode(args: &ProveArgs) -> CacheMode {
-    if args.no_cache {
-        CacheMode::Off
-    } else if args.refresh_cache {
-        CacheMode::Refresh
-    } else {
-        CacheMode::Use
-    }
-}
-
 #[expect(
     clippy::too_many_arguments,
     reason = "the embedded run's inputs, each used once"
@@ -463,7 +449,7 @@ async fn run_embedded(
         embedded::job_context_in(sandbox, repo, store.clone(), pass_env, "assay-", jobs)?;
     let queue = InProcessQueue::start(ctx, jobs);
     let progress = StderrProgress::new(args.progress, args.quiet, jobs);
-    let cache = embedded::result_cache(store.clone(), cache_mode(args), &recorded, args.quiet)
+    let cache = embedded::result_cache(store.clone(), args.cache.mode(), &recorded, args.quiet)
         .unwrap_or_else(|why| {
             if !args.quiet {
                 eprintln!("[cache] not used: {why}");

@@ -18,7 +18,7 @@ use assay_common::runner::{ReportFormat, RunnerKind};
 use assay_common::suite::{
     CaseListing, CaseOutcome, Lane, SUITE_SCHEMA, SuiteCacheReport, SuiteReport, SuiteTotals,
 };
-use assay_coordinator::cache::{CacheMode, RunContext};
+use assay_coordinator::cache::RunContext;
 use assay_coordinator::coverage::CoverageMap;
 use assay_coordinator::dispatch::run_one;
 use assay_coordinator::engine;
@@ -115,12 +115,8 @@ pub struct TestArgs {
     /// from ASSAY_STORE).
     #[arg(long, value_name = "URL")]
     pub store: Option<String>,
-    /// Run every case even when the result cache holds its pass, and store nothing.
-    #[arg(long, conflicts_with = "refresh_cache")]
-    pub no_cache: bool,
-    /// Run every case, then store the passes over the cache's entries.
-    #[arg(long)]
-    pub refresh_cache: bool,
+    #[command(flatten)]
+    pub cache: crate::cache::CacheFlags,
     /// Run the cases on a fleet: the NATS URL its coordinator and workers use, or a comma-separated
     /// list of a cluster's servers (a fleet run does not use the result cache).
     #[arg(long, value_name = "URL")]
@@ -633,7 +629,7 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
             .await,
         ),
         None => cache_not_used.map(|why| {
-            if !args.quiet && !args.no_cache {
+            if !args.quiet && !args.cache.no_cache {
                 eprintln!("[cache] not used: {why}");
             }
             SuiteCacheReport {
@@ -740,7 +736,7 @@ fn case_cache(
     tree: &TreeId,
     store: std::sync::Arc<dyn ArtifactStore>,
 ) -> (Option<CaseCache>, Option<String>) {
-    if args.no_cache {
+    if args.cache.no_cache {
         return (None, Some("--no-cache".into()));
     }
     if on_fleet {
@@ -756,11 +752,7 @@ fn case_cache(
     if let Some(why) = suite_cache::uncacheable(setup.runner) {
         return (None, Some(format!("{} suites: {why}", setup.runner)));
     }
-    let mode = if args.refresh_cache {
-        CacheMode::Refresh
-    } else {
-        CacheMode::Use
-    };
+    let mode = args.cache.mode();
     // An embedded suite's jobs run in the process sandbox (`embedded::job_context`).
     let sandbox = ProcessSandbox::default().evidence();
     let cache = match crate::embedded::result_cache(store, mode, &sandbox, args.quiet) {
@@ -786,11 +778,7 @@ fn reads_cache(
     if on_fleet || args.audit_base.is_none() {
         return None;
     }
-    let mode = match (args.no_cache, args.refresh_cache) {
-        (true, _) => CacheMode::Off,
-        (_, true) => CacheMode::Refresh,
-        _ => CacheMode::Use,
-    };
+    let mode = args.cache.mode();
     crate::embedded::result_cache(store, mode, &ProcessSandbox::default().evidence(), true).ok()
 }
 

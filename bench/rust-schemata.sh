@@ -33,13 +33,13 @@ fetch() {
 }
 
 cd "$root"
-cargo test --quiet -p assay-coordinator --test rust_schemata --no-run
+cargo test --quiet -p assay-engine --test rust_schemata --no-run
 for entry in "${crates[@]}"; do
     read -r name version sum <<< "$entry"
     if [[ -n "${ONLY:-}" && "$name" != "$ONLY" ]]; then continue; fi
     fetch "$name" "$version" "$sum"
     ASSAY_SCHEMATA_CRATE="$work/$name-$version" ASSAY_SCHEMATA_SINGLE="${SINGLE:-1}" \
-        cargo test --quiet -p assay-coordinator --test rust_schemata -- \
+        cargo test --quiet -p assay-engine --test rust_schemata -- \
         --ignored --nocapture --exact schemata_against_a_build_per_mutant_on_a_real_crate \
         | grep -v '^$\|^running\|^test \|^test result'
 done

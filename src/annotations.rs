@@ -6,7 +6,7 @@ use crate::html::mutation::{Doc, Tally};
 use assay_common::evidence::Evidence;
 use assay_common::suite::{CaseOutcome, SuiteReport};
 use assay_common::verdict::Verdict;
-use assay_coordinator::mutants::{MutantOutcome, MutationCheck};
+use assay_engine::mutation::mutants::{MutantOutcome, MutationCheck};
 use std::fmt::Write as _;
 
 /// `--annotations`: which CI's annotation syntax to print.

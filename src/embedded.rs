@@ -5,8 +5,8 @@ use crate::exit::{Failure, ResultExt as _};
 use crate::sandbox::SandboxChoice;
 use anyhow::Context as _;
 use assay_common::sandbox::SandboxEvidence;
-use assay_coordinator::cache::{CacheMode, ResultCache, SigningKey};
-use assay_coordinator::engine;
+use assay_engine::proof;
+use assay_engine::result_cache::{CacheMode, ResultCache, SigningKey};
 use assay_transport::store::{ArtifactStore, ObjectArtifactStore};
 use assay_transport::tree::GitTreeSource;
 use assay_worker::job_context::JobContext;
@@ -47,7 +47,7 @@ pub fn result_cache(
     if mode == CacheMode::Off {
         return Ok(ResultCache::off(store));
     }
-    let chain = |e: assay_coordinator::cache::SigningKeyError| {
+    let chain = |e: assay_engine::result_cache::SigningKeyError| {
         assay_transport::error_chain::error_chain(&e)
     };
     let path = SigningKey::user_key_path().map_err(chain)?;
@@ -67,7 +67,7 @@ pub async fn open_sandbox(
     sandbox::open(
         choice.kind,
         &choice.docker,
-        engine::embedded_worker_id().as_str(),
+        proof::embedded_worker_id().as_str(),
         None,
         jobs,
     )
@@ -110,7 +110,7 @@ pub fn job_context_in(
         .context("failed to create a scratch directory")
         .infrastructure()?;
     let ctx = JobContext {
-        worker_id: engine::embedded_worker_id(),
+        worker_id: proof::embedded_worker_id(),
         sandbox,
         trees: Arc::new(ReusedTrees::new(
             Arc::new(GitTreeSource::new(repo)),

@@ -1,6 +1,6 @@
 //! The documented exit codes, and the one place errors are mapped to them.
 
-use crate::reporter;
+use crate::console;
 use assay_common::evidence::Evidence;
 use assay_common::verdict::Verdict;
 
@@ -76,7 +76,7 @@ pub fn of_proof(evidence: &Evidence) -> u8 {
         Verdict::Proven => 0,
         Verdict::Refuted => 1,
         Verdict::Unverified | Verdict::Unstable => {
-            if let Some(failure) = reporter::infrastructure_failure(evidence) {
+            if let Some(failure) = console::infrastructure_failure(evidence) {
                 eprintln!("error: infrastructure failure: {failure}");
                 3
             } else {

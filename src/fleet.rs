@@ -8,8 +8,8 @@ use assay_common::ProofId;
 use assay_common::fleet::{CancelReply, Subjects};
 use assay_common::job::JobResult;
 use assay_common::service_config::{SandboxKind, ServiceConfig};
-use assay_coordinator::client::{self, FleetProgress};
-use assay_coordinator::service::{self as coordinator, CoordinatorConfig};
+use assay_engine::client::{self, FleetProgress};
+use assay_engine::service::{self as coordinator, CoordinatorConfig};
 use assay_worker::service::{self as worker, WorkerConfig};
 use clap::Args;
 use std::path::PathBuf;
@@ -299,7 +299,7 @@ pub async fn results(args: &ResultsArgs) -> Result<u8, Failure> {
             .internal()?;
         crate::atomic_file::write_atomically(path, &json).infrastructure()?;
     }
-    print!("{}", crate::reporter::summary(&evidence));
+    print!("{}", crate::console::summary(&evidence));
     Ok(crate::exit::of_proof(&evidence))
 }
 
@@ -326,14 +326,14 @@ pub async fn cancel(args: &CancelArgs) -> Result<u8, Failure> {
 /// Progress lines for a fleet proof, in the embedded reporter's words.
 /// Keeps the suite jobs' results, which the suite history records once the proof is done.
 pub struct FleetStderr<'a> {
-    pub progress: crate::reporter::StderrProgress,
+    pub progress: crate::console::StderrProgress,
     pub jobs: &'a [assay_common::job::JobSpec],
     pub suite_results: Vec<JobResult>,
 }
 
 impl FleetProgress for FleetStderr<'_> {
     fn job_finished(&mut self, done: u32, total: u32, result: &JobResult) {
-        use assay_coordinator::progress::{ProgressSink, ProofEvent};
+        use assay_engine::progress::{ProgressSink, ProofEvent};
         let index = result.index as usize;
         if let Some(spec) = self.jobs.get(index) {
             if spec.kind == assay_common::job::JobKind::Suite {
@@ -352,7 +352,7 @@ impl FleetProgress for FleetStderr<'_> {
             } else {
                 "mutant"
             };
-            let line = crate::reporter::job_line(
+            let line = crate::console::job_line(
                 "mutation",
                 label,
                 done as usize,

@@ -3,8 +3,9 @@
 
 mod annotations;
 mod atomic_file;
-mod cache;
+mod cache_command;
 mod config;
+mod console;
 mod embedded;
 mod example;
 mod exit;
@@ -17,11 +18,10 @@ mod progress;
 mod proof_history;
 mod prove;
 mod report;
-mod reporter;
 mod sandbox;
 mod suite_state;
-mod suites;
 mod telemetry;
+mod test_command;
 
 use clap::{Parser, Subcommand};
 use exit::Failure;
@@ -57,13 +57,13 @@ enum Command {
     /// Build a small example repository with a bug fix and prove it.
     Example(example::ExampleArgs),
     /// Run a suite sharded into cases, with selection, history and the selection audit.
-    Test(suites::TestArgs),
+    Test(test_command::TestArgs),
     /// Show the suite history trend and alerts for a repository and branch.
-    History(suites::HistoryArgs),
+    History(test_command::HistoryArgs),
     /// Stop admission of new jobs everywhere until `assay resume`.
-    Halt(suites::HaltArgs),
+    Halt(test_command::HaltArgs),
     /// Lift a halt.
-    Resume(suites::ResumeArgs),
+    Resume(test_command::ResumeArgs),
     /// Run the fleet's coordinator service.
     Coordinator(fleet::ServiceArgs),
     /// Run a fleet worker service.
@@ -84,7 +84,7 @@ enum Command {
     /// Markdown summary or CI annotations.
     Report(report::ReportArgs),
     /// Show or trim the result cache that answers jobs whose inputs were all seen before.
-    Cache(cache::CacheArgs),
+    Cache(cache_command::CacheArgs),
 }
 
 fn main() -> ExitCode {
@@ -157,17 +157,17 @@ async fn run(command: Command) -> Result<u8, Failure> {
     match command {
         Command::Prove(args) => prove::run(&args).await,
         Command::Example(args) => example::run(&args).await,
-        Command::Test(args) => suites::run_test(&args).await,
-        Command::History(args) => suites::run_history(&args),
-        Command::Halt(args) => suites::run_halt(&args).await,
-        Command::Resume(args) => suites::run_resume(&args).await,
+        Command::Test(args) => test_command::run_test(&args).await,
+        Command::History(args) => test_command::run_history(&args),
+        Command::Halt(args) => test_command::run_halt(&args).await,
+        Command::Resume(args) => test_command::run_resume(&args).await,
         Command::Coordinator(args) => fleet::run_coordinator(&args).await,
         Command::Worker(args) => fleet::run_worker(&args).await,
         Command::Status(args) => fleet::status(&args).await,
         Command::Results(args) => fleet::results(&args).await,
         Command::Cancel(args) => fleet::cancel(&args).await,
         Command::Mutate(args) => mutate::run(&args).await,
-        Command::Cache(args) => cache::run(&args).await,
+        Command::Cache(args) => cache_command::run(&args).await,
         Command::NatsPermissions(args) => fleet::print_nats_permissions(&args),
         Command::Report(args) => report::run(&args).await,
     }

@@ -3,19 +3,19 @@
 
 use crate::atomic_file::write_atomically;
 use crate::config;
+use crate::console::{self, StderrProgress};
 use crate::embedded;
 use crate::exit::{Failure, ResultExt as _};
 use crate::fleet_link;
-use crate::reporter::{self, StderrProgress};
 use anyhow::{Context, anyhow};
 use assay_common::ProofId;
 use assay_common::nats_permissions::Role;
 use assay_common::runner::RunnerKind;
-use assay_coordinator::cache::RunContext;
-use assay_coordinator::engine;
-use assay_coordinator::mutants::OperatorSet;
-use assay_coordinator::mutate::cache::MutantCache;
-use assay_coordinator::mutate::{self, MutateError, MutateRequest};
+use assay_engine::mutation::campaign::mutant_cache::MutantCache;
+use assay_engine::mutation::campaign::{self, MutateError, MutateRequest};
+use assay_engine::mutation::mutants::OperatorSet;
+use assay_engine::proof;
+use assay_engine::result_cache::RunContext;
 use assay_worker::sandbox::Sandbox as _;
 use assay_worker::sandbox::process::ProcessSandbox;
 use clap::Args;
@@ -66,7 +66,7 @@ pub struct MutateArgs {
     #[arg(long, value_name = "URL")]
     pub store: Option<String>,
     #[command(flatten)]
-    pub cache: crate::cache::CacheFlags,
+    pub cache: crate::cache_command::CacheFlags,
     /// Run the mutants on a fleet: the NATS URL its coordinator and workers use, or a
     /// comma-separated list of a cluster's servers (a fleet run does not use the cache).
     #[arg(long, value_name = "URL")]
@@ -108,7 +108,7 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
             .parse::<RunnerKind>()
             .map_err(|e| Failure::usage(anyhow!(e)))?,
         // Python was `assay mutate`'s only language: only a Rust project changes the default.
-        None => match engine::detect_runner_at(&repo, "HEAD") {
+        None => match proof::detect_runner_at(&repo, "HEAD") {
             Ok(RunnerKind::Cargo) => RunnerKind::Cargo,
             _ => RunnerKind::Pytest,
         },
@@ -131,7 +131,7 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
         .map(config::split_command)
         .transpose()
         .usage()?
-        .unwrap_or_else(|| runner.default_command_where(&engine::on_path));
+        .unwrap_or_else(|| runner.default_command_where(&proof::on_path));
     let slots = args
         .jobs
         .map(|j| j as usize)
@@ -145,7 +145,7 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
     };
     let store_url = fleet_link::store_url(fleet.is_some(), &args.store)?;
     let store = embedded::open_store(&store_url)?;
-    let tree = mutate::head_tree(&repo).map_err(|e| Failure::usage(e.into()))?;
+    let tree = campaign::head_tree(&repo).map_err(|e| Failure::usage(e.into()))?;
     let (queue, _scratch) = fleet_link::job_queue(fleet_link::QueueChoice {
         fleet: fleet.as_ref(),
         store: store.clone(),
@@ -191,11 +191,11 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
         operators,
         budget: Duration::from_secs(args.budget),
         slots,
-        run_id: ProofId(engine::new_proof_id().0.replacen("p-", "m-", 1)),
+        run_id: ProofId(proof::new_proof_id().0.replacen("p-", "m-", 1)),
         cache,
     };
     let progress = StderrProgress::new(args.progress, args.quiet, slots);
-    let report = mutate::run(&request, &*queue, store.as_ref(), &progress)
+    let report = campaign::run(&request, &*queue, store.as_ref(), &progress)
         .await
         .map_err(|e| match e {
             MutateError::NothingToMutate { .. } | MutateError::UnsupportedRunner { .. } => {
@@ -218,7 +218,7 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
         match &outcome.not_used {
             Some(why) => eprintln!("[cache] not used: {why}"),
             None => {
-                let from = reporter::stored_by(
+                let from = console::stored_by(
                     report
                         .results
                         .iter()
@@ -244,7 +244,7 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
     if let Some(path) = &args.diff {
         write_atomically(path, report.diffs().as_bytes()).infrastructure()?;
     }
-    print!("{}", reporter::mutate_summary(&report));
+    print!("{}", console::mutate_summary(&report));
     crate::report::emit_mutation(&args.output, &stryker)?;
     Ok(report.exit_code())
 }

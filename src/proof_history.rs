@@ -7,9 +7,9 @@
 
 use crate::exit::Failure;
 use crate::suite_state;
-use assay_coordinator::engine::{self, PreparedProof};
-use assay_coordinator::source::{self, CandidateSpec};
-use assay_coordinator::suite::conclude;
+use assay_engine::proof::{self, PreparedProof};
+use assay_engine::source::{self, CandidateSpec};
+use assay_engine::suite::conclude;
 use assay_transport::store::ArtifactStore;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -31,7 +31,7 @@ pub async fn record(
     let recorded = conclude::record_proof_suites(
         &mut history,
         &proof.request.proof_id.to_string(),
-        &engine::rfc3339(started),
+        &proof::rfc3339(started),
         &proof.jobs,
         results,
         store,

@@ -3,23 +3,23 @@
 
 use crate::atomic_file::write_atomically;
 use crate::config::{self, ProveFile};
+use crate::console::{self, StderrProgress};
 use crate::embedded;
 use crate::exit::{Failure, ResultExt as _};
 use crate::fleet_link;
 use crate::proof_history;
-use crate::reporter::{self, StderrProgress};
 use crate::sandbox::{self, SandboxArgs, SandboxChoice};
 use anyhow::{Context, anyhow};
 use assay_common::criteria::parse_criteria;
 use assay_common::evidence::Evidence;
 use assay_common::job::JobResult;
 use assay_common::runner::{ReportFormat, RunnerKind};
-use assay_coordinator::cache::{CacheHit, CacheMode, CachingQueue, ResultCache, RunContext};
-use assay_coordinator::engine::{self, ProofRequest};
-use assay_coordinator::mutants::DEFAULT_MUTATION_BUDGET;
-use assay_coordinator::mutants::MutationCheck;
-use assay_coordinator::progress::{ProgressSink as _, ProofEvent};
-use assay_coordinator::source::CandidateSpec;
+use assay_engine::mutation::mutants::DEFAULT_MUTATION_BUDGET;
+use assay_engine::mutation::mutants::MutationCheck;
+use assay_engine::progress::{ProgressSink as _, ProofEvent};
+use assay_engine::proof::{self, ProofRequest};
+use assay_engine::result_cache::{CacheHit, CacheMode, CachingQueue, ResultCache, RunContext};
+use assay_engine::source::CandidateSpec;
 use assay_transport::store::ArtifactStore;
 use assay_worker::in_process::InProcessQueue;
 use assay_worker::sandbox::Sandbox;
@@ -43,7 +43,7 @@ pub struct ProveArgs {
     #[arg(long, value_name = "FILE")]
     pub patch: Option<PathBuf>,
     #[command(flatten)]
-    pub cache: crate::cache::CacheFlags,
+    pub cache: crate::cache_command::CacheFlags,
     /// Honour the repository's own assay.toml settings that reach beyond its tests: host paths
     /// (patch, store, json, junit), pass-env, and a wider [sandbox] (image, network, process,
     /// higher limits). Without it such a file is refused, since a pull request controls it.
@@ -220,8 +220,8 @@ fn settings(args: &ProveArgs) -> Result<Settings, Failure> {
     // detect on the candidate (on the base for a patch, which rarely changes the runner).
     let criteria_runner = match (runner, &candidate) {
         (Some(runner), _) => Some(runner),
-        (None, CandidateSpec::Revision(rev)) => engine::detect_runner_at(&repo, rev).ok(),
-        (None, CandidateSpec::Patch(_)) => engine::detect_runner_at(&repo, &base).ok(),
+        (None, CandidateSpec::Revision(rev)) => proof::detect_runner_at(&repo, rev).ok(),
+        (None, CandidateSpec::Patch(_)) => proof::detect_runner_at(&repo, &base).ok(),
     };
     let criteria = match criteria_runner {
         Some(runner) => runner.parse_criteria(&criteria_text),
@@ -253,7 +253,7 @@ fn settings(args: &ProveArgs) -> Result<Settings, Failure> {
     }
     Ok(Settings {
         request: ProofRequest {
-            proof_id: engine::new_proof_id(),
+            proof_id: proof::new_proof_id(),
             repo,
             base,
             candidate,
@@ -298,7 +298,7 @@ pub async fn run(args: &ProveArgs) -> Result<u8, Failure> {
     // Named now, so the state directory the history goes to is masked before any job runs.
     crate::suite_state::state_dir(&args.state_dir);
     let repo = settings.request.repo.clone();
-    let prepared = tokio::task::spawn_blocking(move || engine::prepare(settings.request))
+    let prepared = tokio::task::spawn_blocking(move || proof::prepare(settings.request))
         .await
         .map_err(|e| Failure::internal(e.into()))?
         .map_err(|e| {
@@ -356,11 +356,11 @@ pub async fn run(args: &ProveArgs) -> Result<u8, Failure> {
         write_atomically(path, &json).infrastructure()?;
     }
     if let Some(path) = &settings.junit {
-        write_atomically(path, reporter::junit(&evidence).as_bytes()).infrastructure()?;
+        write_atomically(path, console::junit(&evidence).as_bytes()).infrastructure()?;
     }
-    print!("{}", reporter::summary(&evidence));
+    print!("{}", console::summary(&evidence));
     if let Some(check) = &mutation_check {
-        print!("{}", reporter::mutation_summary(check));
+        print!("{}", console::mutation_summary(check));
     }
     crate::report::emit_proof(
         &args.output,
@@ -378,7 +378,7 @@ async fn run_on_fleet(
     args: &ProveArgs,
     url: &str,
     store: &dyn ArtifactStore,
-    prepared: &engine::PreparedProof,
+    prepared: &proof::PreparedProof,
     jobs: usize,
 ) -> Result<(Evidence, Vec<JobResult>), Failure> {
     let client = crate::fleet_link::nats_client(
@@ -388,10 +388,10 @@ async fn run_on_fleet(
         assay_common::nats_permissions::Role::Submitter,
     )
     .await?;
-    assay_coordinator::client::upload_trees(store, prepared)
+    assay_engine::client::upload_trees(store, prepared)
         .await
         .map_err(|e| Failure::infrastructure(e.into()))?;
-    let mut submission = assay_coordinator::client::submission(prepared, jobs as u32);
+    let mut submission = assay_engine::client::submission(prepared, jobs as u32);
     submission.cache = args.cache.mode();
     let mut progress = crate::fleet::FleetStderr {
         progress: StderrProgress::new(args.progress, args.quiet, jobs),
@@ -401,7 +401,7 @@ async fn run_on_fleet(
     progress.progress.event(ProofEvent::Planned {
         jobs: &prepared.jobs,
     });
-    let evidence = assay_coordinator::client::submit_and_wait(
+    let evidence = assay_engine::client::submit_and_wait(
         &client,
         &assay_common::fleet::Subjects::new(&args.subject_prefix),
         store,
@@ -431,7 +431,7 @@ async fn run_embedded(
     sandbox: Arc<dyn Sandbox>,
     repo: &Path,
     store: Arc<dyn ArtifactStore>,
-    prepared: &engine::PreparedProof,
+    prepared: &proof::PreparedProof,
     jobs: usize,
     pass_env: &[String],
     (started, clock): (SystemTime, Instant),
@@ -459,7 +459,7 @@ async fn run_embedded(
     let mode = cache.mode;
     let context = RunContext::new(recorded, &assay_worker::sandbox::clean_env(pass_env));
     let caching = CachingQueue::new(&queue, cache, context);
-    let mut run = engine::run_proof(prepared, &caching, jobs, &progress, started, clock)
+    let mut run = proof::run_proof(prepared, &caching, jobs, &progress, started, clock)
         .await
         .map_err(|e| Failure::infrastructure(e.into()))?;
     progress.terminal.finish();

@@ -13,7 +13,7 @@ use anyhow::{Context, anyhow};
 use assay_common::evidence::Evidence;
 use assay_common::job::ArtifactRef;
 use assay_common::suite::SuiteReport;
-use assay_coordinator::mutants::MutationCheck;
+use assay_engine::mutation::mutants::MutationCheck;
 use assay_transport::store::{ArtifactStore, read_artifact};
 use clap::Args;
 use std::collections::BTreeMap;

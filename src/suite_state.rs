@@ -4,8 +4,8 @@
 
 use crate::config;
 use crate::exit::Failure;
-use assay_coordinator::source;
-use assay_coordinator::suite::history::{self, History, RunRecord};
+use assay_engine::source;
+use assay_engine::suite::history::{self, History, RunRecord};
 use std::path::{Path, PathBuf};
 
 /// The state directory (suite history, the halt file), masked from every confined guest

@@ -207,7 +207,7 @@ fn a_tampered_entry_is_refused_reported_and_the_job_runs() {
             if text.contains("\"failed\"") {
                 std::fs::write(&path, text.replace("\"failed\"", "\"passed\"")).unwrap();
                 if resign {
-                    support::resign::<assay_coordinator::cache::CacheEntry>(&path);
+                    support::resign::<assay_engine::result_cache::CacheEntry>(&path);
                 }
                 tampered += 1;
             }

@@ -352,7 +352,7 @@ fn a_change_cannot_forge_the_cache_into_proving_another_change() {
         .keys()
         .filter(|p| stored.contains_key(*p))
     {
-        support::resign_with::<assay_coordinator::cache::CacheEntry>(path, &machine.cache_key());
+        support::resign_with::<assay_engine::result_cache::CacheEntry>(path, &machine.cache_key());
     }
     let fooled = machine.prove(&repo, base, "wrong-fix", &criteria, false);
     assert_eq!(fooled.verdict_of("C1"), "proven", "{}", fooled.explain());

@@ -1055,11 +1055,15 @@ fn fleet_store(fleet: &Fleet) -> assay_transport::store::ObjectArtifactStore {
     .unwrap()
 }
 
-async fn cache_entries(fleet: &Fleet) -> Vec<assay_coordinator::cache::CacheEntry> {
+async fn cache_entries(fleet: &Fleet) -> Vec<assay_engine::result_cache::CacheEntry> {
     use assay_transport::store::ArtifactStore;
     let store = fleet_store(fleet);
     let mut entries = Vec::new();
-    for object in store.list(assay_coordinator::cache::PREFIX).await.unwrap() {
+    for object in store
+        .list(assay_engine::result_cache::PREFIX)
+        .await
+        .unwrap()
+    {
         let bytes = store.get(&object.key).await.unwrap().unwrap();
         entries.push(serde_json::from_slice(&bytes).unwrap());
     }
@@ -1202,7 +1206,7 @@ async fn a_fleet_re_proof_after_a_product_only_edit_serves_the_base_side_from_th
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cache_entry_forged_by_a_submitter_is_refused_and_the_job_runs() {
-    use assay_coordinator::cache::SigningKey;
+    use assay_engine::result_cache::SigningKey;
     use assay_transport::store::ArtifactStore;
     let fleet = Fleet::start();
     let coordinator = cached_coordinator(&fleet, Some(PROCESS_SANDBOX));
@@ -1232,7 +1236,7 @@ async fn a_cache_entry_forged_by_a_submitter_is_refused_and_the_job_runs() {
         if sides[entry.result.index as usize].0 != "base" {
             continue;
         }
-        let key = format!("{}/{}.json", assay_coordinator::cache::PREFIX, entry.key);
+        let key = format!("{}/{}.json", assay_engine::result_cache::PREFIX, entry.key);
         let index = entry.result.index as usize;
         entry.result.duration_ms = 1;
         let written = match forged.len() % 4 {

@@ -405,7 +405,7 @@ fn a_tampered_entry_is_refused_reported_and_the_mutant_runs() {
     )
     .unwrap();
     // Signed again, as whoever holds the key could: the runs still say otherwise.
-    support::resign::<assay_coordinator::mutate::cache::MutantEntry>(&killed);
+    support::resign::<assay_engine::mutation::campaign::mutant_cache::MutantEntry>(&killed);
     let other = entries.iter().find(|p| **p != killed).unwrap().clone();
     let entry = verdict_of(&other);
     let report_key = entry["runs"][0]["artifacts"]

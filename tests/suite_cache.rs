@@ -563,7 +563,7 @@ fn tampered_entries_are_refused_and_reported_and_the_case_runs() {
     let mut forged = deposits_entry.clone();
     forged["key"] = opening_entry["key"].clone();
     std::fs::write(&opening_path, serde_json::to_vec(&forged).expect("encode")).expect("write");
-    support::resign::<assay_coordinator::suite::cache::CaseEntry>(&opening_path);
+    support::resign::<assay_engine::suite::case_cache::CaseEntry>(&opening_path);
     let renamed = suite.test(&[]);
     assert!(!renamed.cached(opening), "{}", renamed.explain());
     let why = refused(&renamed);
@@ -601,7 +601,7 @@ fn tampered_entries_are_refused_and_reported_and_the_case_runs() {
         serde_json::to_vec(&claims_failure).expect("encode"),
     )
     .expect("write");
-    support::resign::<assay_coordinator::suite::cache::CaseEntry>(&deposits_path);
+    support::resign::<assay_engine::suite::case_cache::CaseEntry>(&deposits_path);
     let garbled = suite.test(&[]);
     assert_eq!(garbled.code, 0, "{}", garbled.explain());
     assert!(!garbled.cached(opening) && !garbled.cached(deposits));

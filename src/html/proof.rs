@@ -7,7 +7,7 @@ use super::{
 };
 use assay_common::evidence::{Evidence, JobEvidence};
 use assay_common::verdict::{SideEvidence, SideOutcome};
-use assay_coordinator::mutants::{MutantOutcome, MutationCheck};
+use assay_engine::mutation::mutants::{MutantOutcome, MutationCheck};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 

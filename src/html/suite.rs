@@ -3,7 +3,7 @@
 
 use super::{Artifacts, artifact_block, badge, count, esc, page, seconds, stat, tone};
 use assay_common::suite::{CaseOutcome, CaseReport, SuiteReport};
-use assay_coordinator::suite::history::RunRecord;
+use assay_engine::suite::history::RunRecord;
 use std::fmt::Write as _;
 
 /// The runs the report's `history.recent` lists, oldest first (empty for reports written

@@ -31,7 +31,7 @@ pub fn assay() -> Command {
 /// that key could: what the signature cannot catch then, the entry's other checks must.
 pub fn resign<E>(path: &Path)
 where
-    E: assay_coordinator::cache::Signed + serde::de::DeserializeOwned,
+    E: assay_engine::result_cache::Signed + serde::de::DeserializeOwned,
 {
     resign_with::<E>(path, &cache_key_file());
 }
@@ -39,11 +39,11 @@ where
 /// [`resign`] with the key in `key_file`.
 pub fn resign_with<E>(path: &Path, key_file: &Path)
 where
-    E: assay_coordinator::cache::Signed + serde::de::DeserializeOwned,
+    E: assay_engine::result_cache::Signed + serde::de::DeserializeOwned,
 {
     let bytes = std::fs::read(path).expect("read cache entry");
     let mut entry: E = serde_json::from_slice(&bytes).expect("a cache entry");
-    let key = assay_coordinator::cache::SigningKey::from_file(key_file).expect("a cache key");
+    let key = assay_engine::result_cache::SigningKey::from_file(key_file).expect("a cache key");
     entry.set_signature(None);
     let signature = key.sign(&entry);
     entry.set_signature(Some(signature));

@@ -1,0 +1,1306 @@
+//! `assay mutate`: mutation testing of whole files or trees of the HEAD commit. One coverage
+//! run with per-test contexts maps each line to the tests that execute it; each mutant then
+//! runs only those tests (or the whole suite without coverage) as one job on the same queue a
+//! proof uses, ordered by expected cost, under one budget; kills are confirmed by a re-run.
+//! The result is Stryker's mutation-testing-report-schema JSON plus a summary.
+
+use crate::coverage::{self, CoverageMap};
+use crate::dispatch::run_one;
+use crate::mutation::check::run_mutants;
+use crate::mutation::mutants::budget::MutantTimeout;
+use crate::mutation::mutants::judge::{Expected, Judgement, compile_error, judge_run};
+use crate::mutation::mutants::language;
+use crate::mutation::mutants::scope::Scope;
+use crate::mutation::mutants::{
+    self, ChangedFile, Mutant, MutationPlan, NotRunReason, OperatorSet, rerun,
+};
+use crate::progress::ProgressSink;
+use crate::source::{self, SourceError};
+use assay_common::job::{JobKind, JobResult, JobSpec, JobStatus, Side};
+use assay_transport::error_chain::error_chain;
+use assay_transport::queue::{JobQueue, QueueError};
+
+use assay_common::runner::RunnerKind;
+use assay_common::{JobId, ProofId, TreeId};
+use assay_transport::store::ArtifactStore;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+pub mod mutant_cache;
+mod stryker;
+
+/// Exit code when some mutant survived or no test covers it (documented in the user guide).
+pub const EXIT_SURVIVORS: u8 = 5;
+
+#[derive(Clone, Debug)]
+pub struct MutateRequest {
+    pub repo: PathBuf,
+    /// The tree mutated, resolved once by the caller ([`head_tree`]), so a fleet run mutates
+    /// exactly the tree it uploaded.
+    pub tree: TreeId,
+    /// Files or directories (relative, `/`-separated) to mutate; empty: every product file.
+    pub paths: Vec<String>,
+    pub runner: RunnerKind,
+    pub command_prefix: Vec<String>,
+    /// Mutants per file; `None`: every site.
+    pub max_per_file: Option<usize>,
+    /// The default five operators, or the extended set.
+    pub operators: OperatorSet,
+    pub budget: Duration,
+    pub slots: usize,
+    pub run_id: ProofId,
+    /// Incremental runs: where verdicts are stored and what decides them; `None` (a fleet run,
+    /// or `--no-cache`): every mutant runs and nothing is stored.
+    pub cache: Option<mutant_cache::MutantCache>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum MutateError {
+    #[error(transparent)]
+    Source(#[from] SourceError),
+    #[error(
+        "no {language} product file under {paths:?} in HEAD (hint: name files or directories tracked in git; test files are never mutated)"
+    )]
+    NothingToMutate {
+        language: &'static str,
+        paths: Vec<String>,
+    },
+    #[error(
+        "`assay mutate` mutates Python and Rust; the {runner} runner is not supported (hint: --runner pytest, unittest or cargo)"
+    )]
+    UnsupportedRunner { runner: RunnerKind },
+    #[error("the mutation run stopped before every mutant had a result")]
+    Stopped(#[source] assay_transport::queue::QueueError),
+    #[error(
+        "the unmutated baseline run did not pass: {reason}; no mutant was run (hint: a mutation score means nothing against a red suite: fix or deselect the failing tests first)"
+    )]
+    RedBaseline { reason: String },
+}
+
+/// Stryker's mutant statuses, plus why a mutant has no verdict.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Status {
+    Killed,
+    Survived,
+    NoCoverage,
+    Timeout,
+    RuntimeError,
+    /// A mutant of a compiled language whose build failed: never run, so neither killed nor
+    /// survived, and (as Stryker counts it) outside the score.
+    CompileError,
+    Pending,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MutantResult {
+    pub mutant: Mutant,
+    pub status: Status,
+    pub status_reason: Option<String>,
+    pub covered_by: Vec<String>,
+    pub killed_by: Vec<String>,
+    pub tests_completed: Option<usize>,
+    /// A kill that a second run did not repeat.
+    pub flaky: bool,
+    pub duration_s: Option<f64>,
+    /// The stored verdict of an earlier run answered this mutant; it did not run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached: Option<mutant_cache::CachedFrom>,
+}
+
+/// What a whole-tree run found.
+#[derive(Clone, Debug, Serialize)]
+pub struct MutateReport {
+    pub tree: String,
+    pub per_line_selection: bool,
+    pub selection_note: Option<String>,
+    pub files: BTreeMap<String, String>,
+    pub results: Vec<MutantResult>,
+    pub plan: MutationPlan,
+    pub elapsed_s: f64,
+    /// Where the wall time went, by phase.
+    pub phases: Phases,
+    /// What the cache did; `None` when the run did not use it.
+    pub cache: Option<mutant_cache::CacheOutcome>,
+}
+
+/// A run's wall time by phase, as Stryker's report counts it (`performance`): planning the
+/// mutants, the unmutated baseline run, and everything after it (cache lookups, the mutants'
+/// runs and their kill confirmations).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Phases {
+    pub setup: Duration,
+    pub initial_run: Duration,
+    pub mutation: Duration,
+}
+
+fn line_range(bytes: &[u8], mutant: &Mutant) -> std::ops::RangeInclusive<u32> {
+    let extra = bytes
+        .get(mutant.edit.start..mutant.edit.end)
+        .map_or(0, |b| b.iter().filter(|c| **c == b'\n').count() as u32);
+    mutant.line..=mutant.line + extra
+}
+
+/// Whether the runner's baseline maps lines to tests (pytest) or runs the suite (unittest,
+/// cargo).
+fn per_line_wanted(runner: RunnerKind) -> bool {
+    runner == RunnerKind::Pytest
+}
+
+/// Each mutant's scope (`mutants::scope`), in plan order; one parse per file.
+fn scopes_of(mutants: &[Mutant], bytes: &BTreeMap<&str, &[u8]>) -> Vec<Scope> {
+    let mut by_file: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (at, mutant) in mutants.iter().enumerate() {
+        by_file.entry(mutant.path.as_str()).or_default().push(at);
+    }
+    let mut scopes = vec![
+        Scope {
+            start: 0,
+            end: 0,
+            name: String::new(),
+            statement_line: 0,
+        };
+        mutants.len()
+    ];
+    for (path, ats) in by_file {
+        let source = bytes
+            .get(path)
+            .and_then(|b| std::str::from_utf8(b).ok())
+            .unwrap_or_default();
+        let ranges: Vec<(usize, usize)> = ats
+            .iter()
+            .map(|at| (mutants[*at].edit.start, mutants[*at].edit.end))
+            .collect();
+        for (at, scope) in ats
+            .iter()
+            .zip(mutants::scope::scopes(path, source, &ranges))
+        {
+            scopes[*at] = scope;
+        }
+    }
+    scopes
+}
+
+/// The tree of the repository's HEAD commit: the tree a run mutates (never the working tree).
+pub fn head_tree(repo: &Path) -> Result<TreeId, MutateError> {
+    let git = source::open(repo)?;
+    let tree =
+        git.revparse_single("HEAD^{tree}")
+            .map_err(|source| SourceError::UnknownRevision {
+                rev: "HEAD".into(),
+                repo: repo.to_path_buf(),
+                source,
+            })?;
+    Ok(TreeId(tree.id().to_string()))
+}
+
+/// The request's product files under `paths`, in the language its runner's tests judge,
+/// every line of each.
+fn files_to_mutate(request: &MutateRequest) -> Result<(TreeId, Vec<ChangedFile>), MutateError> {
+    let language = language::for_runner(request.runner).ok_or(MutateError::UnsupportedRunner {
+        runner: request.runner,
+    })?;
+    let tree = request.tree.clone();
+    let under = |path: &str| {
+        request.paths.is_empty()
+            || request.paths.iter().any(|p| {
+                let p = p.trim_end_matches('/');
+                p == "." || path == p || path.starts_with(&format!("{p}/"))
+            })
+    };
+    let mut files = Vec::new();
+    for path in source::list_files(&request.repo, &tree)? {
+        if !language.is_source(&path) || request.runner.is_test_file(&path) || !under(&path) {
+            continue;
+        }
+        let Some(bytes) = source::read_file(&request.repo, &tree, &path)? else {
+            continue;
+        };
+        let lines = bytes.split(|b| *b == b'\n').count() as u32;
+        files.push(ChangedFile {
+            path,
+            bytes,
+            changed_lines: (1..=lines).collect(),
+        });
+    }
+    if files.is_empty() {
+        return Err(MutateError::NothingToMutate {
+            language: language.name(),
+            paths: request.paths.clone(),
+        });
+    }
+    Ok((tree, files))
+}
+
+fn spec(request: &MutateRequest, tree: &TreeId, index: usize, command: Vec<String>) -> JobSpec {
+    JobSpec {
+        proof_id: request.run_id.clone(),
+        job_id: JobId::for_index(&request.run_id, index),
+        index: index as u32,
+        kind: JobKind::Mutant,
+        side: Side::Candidate,
+        tree: tree.clone(),
+        command,
+        // Cargo's report depends on the command: nextest's JUnit or libtest's own lines.
+        report: request.runner.report_format_for(&request.command_prefix),
+        selected_tests: Vec::new(),
+        timeout_secs: 1,
+        forked_timeout_secs: None,
+        env: Vec::new(),
+        edit: None,
+    }
+}
+
+/// One mutant's plan: what to run and how long it is expected to take.
+struct Work {
+    at: usize,
+    spec: JobSpec,
+    cost: Cost,
+}
+
+/// What one mutant's run is expected to cost.
+#[derive(Clone, Copy, Debug)]
+struct Cost {
+    /// In a fresh session: start-up and collection, plus its covering tests.
+    whole: Duration,
+    /// In a fork of a collected session: its covering tests alone. `None` when the whole
+    /// suite runs: a fork of a module-level mutant (its import run again) keeps the fresh
+    /// limit, which start-up and collection no longer fill, so it only ever errs long.
+    forked: Option<Duration>,
+}
+
+impl Cost {
+    fn whole_suite(baseline: Duration) -> Self {
+        Self {
+            whole: baseline,
+            forked: None,
+        }
+    }
+}
+
+/// What `assay mutate` tells whoever follows it, besides each job's result.
+pub enum MutateEvent<'a> {
+    /// `assay mutate`'s baseline ran: `to_run` of `mutants` will run, the rest have no test.
+    Started {
+        mutants: usize,
+        to_run: usize,
+        /// Answered from the cache: they neither run nor count in `to_run`.
+        cached: usize,
+        baseline: std::time::Duration,
+    },
+    /// One `assay mutate` mutant has its verdict (second runs that confirm a kill report none,
+    /// so `total` never grows).
+    MutantFinished(&'a MutantProgress<'a>),
+    /// Every mutant has its verdict; `kills` of them (those their own session could not
+    /// re-run: a collection error, a broken session) are confirmed by a run of their own.
+    Confirming { kills: usize },
+}
+
+/// A follower of `assay mutate`: the proof's job events and the run's own.
+pub trait MutateProgress: ProgressSink {
+    fn mutate_event(&self, event: MutateEvent<'_>);
+}
+
+/// Mutates the HEAD tree's product files under `request.paths` and runs the tests per mutant.
+pub async fn run(
+    request: &MutateRequest,
+    queue: &dyn JobQueue,
+    store: &dyn ArtifactStore,
+    progress: &dyn MutateProgress,
+) -> Result<MutateReport, MutateError> {
+    let started = Instant::now();
+    let (tree, files) = files_to_mutate(request)?;
+    let language = language::of_check(request.runner);
+    let plan = mutants::plan_mutants_in(language, &files, request.max_per_file, request.operators);
+    let bytes: BTreeMap<&str, &[u8]> = files
+        .iter()
+        .map(|f| (f.path.as_str(), f.bytes.as_slice()))
+        .collect();
+
+    // The baseline runs under the same sandbox and limits as the mutants, so contention shows
+    // in the baseline too and does not fake timeouts.
+    let mut index = 0;
+    let (baseline_spec, per_line) = match request.runner {
+        RunnerKind::Pytest => {
+            let command = coverage::command(["-o".into(), "junit_family=xunit1".into()]);
+            (spec(request, &tree, index, command), true)
+        }
+        RunnerKind::Unittest | RunnerKind::Cargo => {
+            let command = request.runner.command(&request.command_prefix, &[], &[]);
+            (spec(request, &tree, index, command), false)
+        }
+        other @ (RunnerKind::Go
+        | RunnerKind::Node
+        | RunnerKind::Vitest
+        | RunnerKind::Junit
+        | RunnerKind::Manifest) => return Err(MutateError::UnsupportedRunner { runner: other }),
+    };
+    index += 1;
+    let mut baseline_spec = baseline_spec;
+    baseline_spec.timeout_secs = request.budget.as_secs().max(1);
+    let setup = started.elapsed();
+    let baseline = run_single(queue, &baseline_spec).await;
+    let baseline_done = Instant::now();
+    let baseline_time = Duration::from_millis(baseline.as_ref().map_or(0, |r| r.duration_ms));
+    let mut selection_note = None;
+    let coverage = match (&baseline, per_line) {
+        (Ok(result), true) => match CoverageMap::read(store, result).await {
+            Ok(map) => Some(map),
+            Err(why) => {
+                selection_note = Some(format!(
+                    "per-test coverage unavailable ({}); each mutant runs the whole suite",
+                    error_chain(&why)
+                ));
+                None
+            }
+        },
+        (Err(why), _) => {
+            selection_note = Some(error_chain(&why));
+            None
+        }
+        (Ok(_), false) => None,
+    };
+    let per_line = coverage.is_some();
+    // Stops here unless the unmutated suite passed: no mutant is judged against a red one.
+    let plain = match (&baseline, &coverage) {
+        (Ok(_), None) if per_line_wanted(request.runner) => {
+            // No map (coverage.py missing, or the session broke): the same suite without
+            // coverage says whether the baseline passes.
+            let command = request.runner.command(&request.command_prefix, &[], &[]);
+            let mut plain = spec(request, &tree, index, command);
+            plain.timeout_secs = baseline_spec.timeout_secs;
+            index += 1;
+            Some(run_single(queue, &plain).await)
+        }
+        _ => None,
+    };
+    judge_baseline(
+        request.runner,
+        plain.as_ref().unwrap_or(&baseline),
+        coverage.as_ref(),
+        Duration::from_secs(baseline_spec.timeout_secs),
+    )
+    .map_err(|reason| MutateError::RedBaseline { reason })?;
+    // A compiled language's unit tests live in its product files, which the cache's keys do
+    // not digest as test files: a verdict it stored could outlive a changed test.
+    let compiled = language.compiles();
+    let requested = request
+        .cache
+        .as_ref()
+        .filter(|c| c.cache.stores() && !compiled);
+    let mut cache_outcome = match (&request.cache, requested) {
+        (Some(_), None) if compiled => Some(mutant_cache::CacheOutcome {
+            not_used: Some(format!(
+                "{} mutants are not cached: its tests share the product files the keys digest",
+                language.name()
+            )),
+            ..mutant_cache::CacheOutcome::default()
+        }),
+        (_, requested) => requested.map(|_| mutant_cache::CacheOutcome::default()),
+    };
+    let mutant_cache = requested;
+    // Process start-up and collection: the part of the baseline no single test accounts for.
+    let overhead = coverage.as_ref().map_or(baseline_time, |map| {
+        // The durations are the conftest's, which the project under test controls.
+        baseline_time.saturating_sub(assay_common::reported_secs(
+            map.durations.values().sum::<f64>(),
+        ))
+    });
+
+    let mut prefix = request.command_prefix.clone();
+    if per_line && request.runner == RunnerKind::Pytest {
+        prefix.push("-x".into());
+    }
+    if request.runner == RunnerKind::Pytest {
+        // A kill needs the failing test's name, not pytest's long traceback: building that
+        // (every frame's source re-parsed, printed and written to the report, once per run and
+        // once per re-run) cost a killed semver mutant as much as its tests. Python's own
+        // traceback still says where it failed. Later options win over the project's addopts.
+        prefix.push("--tb=native".into());
+    }
+    let mut results: Vec<Option<MutantResult>> = vec![None; plan.mutants.len()];
+    let mut work = Vec::new();
+    let scopes = scopes_of(&plan.mutants, &bytes);
+    let mut keys =
+        mutant_cache.map(|c| mutant_cache::Keys::new(request, &tree, &c.context, &prefix));
+    let mut keyed: BTreeMap<usize, String> = BTreeMap::new();
+    for (at, mutant) in plan.mutants.iter().enumerate() {
+        let file_bytes = bytes.get(mutant.path.as_str()).copied().unwrap_or_default();
+        let (covered_by, cost) = match &coverage {
+            Some(map) => {
+                let statement = scopes.get(at).map_or(mutant.line, |s| s.statement_line);
+                let lines = line_range(file_bytes, mutant);
+                match map.tests_running_in(mutant.path.as_str(), lines, statement) {
+                    None => {
+                        results[at] = Some(MutantResult {
+                            mutant: mutant.clone(),
+                            status: Status::NoCoverage,
+                            status_reason: Some("no test executes this line".into()),
+                            covered_by: Vec::new(),
+                            killed_by: Vec::new(),
+                            tests_completed: Some(0),
+                            flaky: false,
+                            duration_s: None,
+                            cached: None,
+                        });
+                        continue;
+                    }
+                    // Only import-time code runs it: every test may observe it.
+                    Some(tests) if tests.is_empty() => {
+                        (Vec::new(), Cost::whole_suite(baseline_time))
+                    }
+                    Some(tests) => {
+                        let mut tests: Vec<(f64, String)> = tests
+                            .into_iter()
+                            .map(|t| (map.durations.get(&t).copied().unwrap_or(0.0), t))
+                            .collect();
+                        // Fastest first, so `-x` stops at the cheapest kill.
+                        tests.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+                        let forked = assay_common::reported_secs(tests.iter().map(|t| t.0).sum());
+                        let cost = Cost {
+                            whole: overhead.saturating_add(forked),
+                            forked: Some(forked),
+                        };
+                        (tests.into_iter().map(|t| t.1).collect(), cost)
+                    }
+                }
+            }
+            None => (Vec::new(), Cost::whole_suite(baseline_time)),
+        };
+        let command = rerun::with_rerun(request.runner.command(&prefix, &covered_by, &[]));
+        if let (Some(keys), Some(scope)) = (keys.as_mut(), scopes.get(at)) {
+            let source = std::str::from_utf8(file_bytes).unwrap_or_default();
+            keyed.insert(at, keys.key(mutant, source, scope, &covered_by, &command)?);
+        }
+        let mut job = spec(request, &tree, index + at, command);
+        job.edit = Some(mutant.edit.clone());
+        results[at] = Some(MutantResult {
+            mutant: mutant.clone(),
+            status: Status::Pending,
+            status_reason: None,
+            covered_by,
+            killed_by: Vec::new(),
+            tests_completed: None,
+            flaky: false,
+            duration_s: None,
+            cached: None,
+        });
+        work.push(Work {
+            at,
+            spec: job,
+            cost,
+        });
+    }
+    // Two mutants with one key (identical functions, say) cannot be told apart by it: neither
+    // is answered or stored.
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    for key in keyed.values() {
+        *seen.entry(key.clone()).or_default() += 1;
+    }
+    keyed.retain(|_, key| seen.get(key) == Some(&1));
+    if let (Some(c), Some(outcome)) = (mutant_cache, cache_outcome.as_mut()) {
+        outcome.eligible = work.len();
+        let format = request.runner.report_format();
+        let mut left = Vec::with_capacity(work.len());
+        for w in work {
+            let Some(key) = keyed.get(&w.at) else {
+                left.push(w);
+                continue;
+            };
+            match c.lookup(key, &format).await {
+                mutant_cache::Lookup::Hit(entry) => {
+                    if let Some(slot) = results[w.at].as_mut() {
+                        let answer = entry.answer(&slot.mutant, slot.covered_by.clone());
+                        *slot = answer;
+                    }
+                    outcome.served += 1;
+                }
+                mutant_cache::Lookup::Refused(why) => {
+                    tracing::warn!(
+                        key,
+                        %why,
+                        "refusing a mutant cache entry that failed its checks"
+                    );
+                    outcome.refused.push((key.clone(), why.to_string()));
+                    left.push(w);
+                }
+                mutant_cache::Lookup::Miss => left.push(w),
+            }
+        }
+        work = left;
+    }
+    let served = cache_outcome.as_ref().map_or(0, |o| o.served);
+    progress.mutate_event(MutateEvent::Started {
+        mutants: plan.mutants.len(),
+        to_run: work.len(),
+        cached: served,
+        baseline: baseline_time,
+    });
+    // Longest first when everything fits (no straggler at the end), cheapest first when the
+    // budget will cut the run short (the most verdicts per second).
+    // Saturating: a cost can be `Duration::MAX` when the measured durations are absurd.
+    let total_cost = work
+        .iter()
+        .fold(Duration::ZERO, |sum, w| sum.saturating_add(w.cost.whole));
+    let slots = u32::try_from(request.slots).unwrap_or(u32::MAX).max(1);
+    let fits = (total_cost / slots).saturating_add(baseline_time) < request.budget;
+    work.sort_by(|a, b| {
+        let order = a.cost.whole.cmp(&b.cost.whole).then(a.at.cmp(&b.at));
+        if fits { order.reverse() } else { order }
+    });
+
+    let clock = |started: Instant| request.budget.saturating_sub(started.elapsed());
+    let specs: Vec<JobSpec> = work.iter().map(|w| w.spec.clone()).collect();
+    let costs: BTreeMap<JobId, Cost> = work
+        .iter()
+        .map(|w| (w.spec.job_id.clone(), w.cost))
+        .collect();
+    let tally = std::sync::Mutex::new(Tally {
+        done: plan.mutants.len() - work.len(),
+        ..Tally::default()
+    });
+    let mutants_started = Instant::now();
+    let admit = |spec: &mut JobSpec| {
+        let cost = costs.get(&spec.job_id).copied();
+        limit_job(
+            spec,
+            clock(started),
+            cost.unwrap_or(Cost::whole_suite(baseline_time)),
+        )
+    };
+    // Each limit fits in what is left of the budget; a result that never comes (a lost job
+    // on a fleet) leaves its mutant pending at the budget's end plus a grace.
+    let deadline = started + request.budget + mutants::budget::MIN_TIME_TO_START;
+    // The runs behind each verdict, for the cache's entries.
+    let first_runs: std::sync::Mutex<BTreeMap<JobId, JobResult>> = Default::default();
+    let judged = run_mutants(
+        queue,
+        &specs,
+        request.slots,
+        Some(deadline),
+        admit,
+        |result, timeout| {
+            if mutant_cache.is_some()
+                && let Ok(mut runs) = first_runs.lock()
+            {
+                runs.insert(result.job_id.clone(), result.clone());
+            }
+            let judged = judge(result, timeout, compiled);
+            let at = work
+                .iter()
+                .find(|w| w.spec.job_id == result.job_id)
+                .map(|w| w.at);
+            if let Some(mutant) = at.and_then(|at| plan.mutants.get(at))
+                && let Ok(mut tally) = tally.lock()
+            {
+                let elapsed = mutants_started.elapsed();
+                let event = tally.record(&judged, mutant, plan.mutants.len(), work.len(), elapsed);
+                progress.mutate_event(MutateEvent::MutantFinished(&event));
+            }
+            Some(judged)
+        },
+        |reason| Some(pending(reason)),
+        |_, _, _| {},
+    )
+    .await
+    .map_err(MutateError::Stopped)?;
+
+    // A kill is confirmed by one more run of the same selection (`-x` stops at the killer);
+    // the second run's limit follows the same rules as the first. A kill the mutant's own run
+    // already re-ran (see `mutants::rerun`) needs no second run, and a timeout gets none (see
+    // `needs_second_run`).
+    let mut again_specs = Vec::new();
+    let mut again_at = Vec::new();
+    for (w, outcome) in work.iter().zip(&judged) {
+        let Some(outcome) = outcome else { continue };
+        if let Some(slot) = results[w.at].as_mut() {
+            outcome.apply(slot);
+            if needs_second_run(slot.status, outcome.confirmed) {
+                let mut again = w.spec.clone();
+                let killers = killing_node_ids(&slot.covered_by, &slot.killed_by);
+                if slot.status == Status::Killed && !killers.is_empty() {
+                    again.command = request.runner.command(&prefix, &killers, &[]);
+                }
+                again.index += plan.mutants.len() as u32;
+                again.job_id = JobId::for_index(&request.run_id, again.index as usize);
+                again_specs.push(again);
+                again_at.push((w.at, w.cost));
+            }
+        }
+    }
+    if !again_specs.is_empty() {
+        progress.mutate_event(MutateEvent::Confirming {
+            kills: again_specs.len(),
+        });
+    }
+    let again_costs: BTreeMap<JobId, Cost> = again_specs
+        .iter()
+        .zip(&again_at)
+        .map(|(spec, (_, cost))| (spec.job_id.clone(), *cost))
+        .collect();
+    let second_runs: std::sync::Mutex<BTreeMap<JobId, JobResult>> = Default::default();
+    let seconds = run_mutants(
+        queue,
+        &again_specs,
+        request.slots,
+        Some(deadline),
+        |spec: &mut JobSpec| {
+            let cost = again_costs.get(&spec.job_id).copied();
+            limit_job(
+                spec,
+                clock(started),
+                cost.unwrap_or(Cost::whole_suite(baseline_time)),
+            )
+        },
+        |result, timeout| {
+            if mutant_cache.is_some()
+                && let Ok(mut runs) = second_runs.lock()
+            {
+                runs.insert(result.job_id.clone(), result.clone());
+            }
+            Some(judge(result, timeout, compiled))
+        },
+        |reason| Some(pending(reason)),
+        |_, _, _| {},
+    )
+    .await
+    .map_err(MutateError::Stopped)?;
+    let mut second_of: BTreeMap<usize, JobId> = BTreeMap::new();
+    for (((at, _), again), spec) in again_at.into_iter().zip(seconds).zip(&again_specs) {
+        second_of.insert(at, spec.job_id.clone());
+        if let (Some(slot), Some(again)) = (results[at].as_mut(), again) {
+            settle(slot, &again);
+        }
+    }
+
+    // Store what may answer a later run: the runs behind each trusted verdict (see
+    // `mutant_cache::MutantCache::store` for which are).
+    if let (Some(c), Some(outcome)) = (mutant_cache, cache_outcome.as_mut()) {
+        let mut first_runs = first_runs.into_inner().unwrap_or_default();
+        let mut second_runs = second_runs.into_inner().unwrap_or_default();
+        for w in &work {
+            let (Some(key), Some(Some(slot))) = (keyed.get(&w.at), results.get(w.at)) else {
+                continue;
+            };
+            let Some(first) = first_runs.remove(&w.spec.job_id) else {
+                continue;
+            };
+            let mut runs = vec![first];
+            if let Some(second) = second_of.get(&w.at).and_then(|id| second_runs.remove(id)) {
+                runs.push(second);
+            }
+            match c.store(key, &request.run_id, slot, runs).await {
+                Ok(true) => outcome.stored += 1,
+                Ok(false) => {}
+                Err(e) => {
+                    outcome.store_error = Some(error_chain(&e));
+                    break;
+                }
+            }
+        }
+    }
+
+    let results: Vec<MutantResult> = results.into_iter().flatten().collect();
+    Ok(MutateReport {
+        tree: tree.to_string(),
+        per_line_selection: per_line,
+        selection_note,
+        files: files
+            .iter()
+            .map(|f| {
+                (
+                    f.path.clone(),
+                    String::from_utf8_lossy(&f.bytes).into_owned(),
+                )
+            })
+            .collect(),
+        results,
+        plan,
+        elapsed_s: started.elapsed().as_secs_f64(),
+        phases: Phases {
+            setup,
+            initial_run: baseline_done.duration_since(started).saturating_sub(setup),
+            mutation: baseline_done.elapsed(),
+        },
+        cache: cache_outcome,
+    })
+}
+
+/// What a progress line says about one finished mutant and the run so far.
+#[derive(Clone, Debug)]
+pub struct MutantProgress<'a> {
+    /// Mutants with a verdict, those no test covers included; never more than `total`.
+    pub done: usize,
+    /// Every mutant of the plan.
+    pub total: usize,
+    pub mutant: &'a Mutant,
+    pub status: Status,
+    pub reason: Option<String>,
+    pub duration: Duration,
+    /// Kills (and timeouts) and survivors so far.
+    pub killed: usize,
+    pub survived: usize,
+    /// The remaining mutants at the rate so far; `None` before there is a rate.
+    pub eta: Option<Duration>,
+}
+
+/// The counts behind the progress lines.
+#[derive(Default)]
+struct Tally {
+    done: usize,
+    ran: usize,
+    killed: usize,
+    survived: usize,
+    /// When (since the mutants started) each of the last [`RATE_WINDOW`] verdicts came.
+    recent: std::collections::VecDeque<Duration>,
+}
+
+/// Verdicts the ETA's rate is measured over: the first mutants (the costliest when the budget
+/// allows, the whole-suite runs of import-time code, a warming server pool) are slower than
+/// the rest, so the rate of the whole run so far overstates what is left by several times.
+const RATE_WINDOW: usize = 50;
+
+impl Tally {
+    fn record<'a>(
+        &mut self,
+        judged: &Judged,
+        mutant: &'a Mutant,
+        total: usize,
+        to_run: usize,
+        elapsed: Duration,
+    ) -> MutantProgress<'a> {
+        self.done = (self.done + 1).min(total);
+        self.ran += 1;
+        match judged.status {
+            Status::Killed | Status::Timeout => self.killed += 1,
+            Status::Survived => self.survived += 1,
+            _ => {}
+        }
+        let left = to_run.saturating_sub(self.ran);
+        // Wall time per verdict over the window (which already reflects the slots running in
+        // parallel); before the window fills, over the run so far.
+        let (span, count) = match self.recent.front() {
+            Some(oldest) if self.recent.len() == RATE_WINDOW => {
+                (elapsed.saturating_sub(*oldest), RATE_WINDOW)
+            }
+            _ => (elapsed, self.ran),
+        };
+        if self.recent.len() == RATE_WINDOW {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(elapsed);
+        let eta = (count > 0).then(|| span.mul_f64(left as f64 / count as f64));
+        MutantProgress {
+            done: self.done,
+            total,
+            mutant,
+            status: judged.status,
+            reason: judged.reason.clone(),
+            duration: Duration::try_from_secs_f64(judged.duration_s).unwrap_or_default(),
+            killed: self.killed,
+            survived: self.survived,
+            eta,
+        }
+    }
+}
+
+/// One mutant run's verdict before it is written into its record.
+#[derive(Clone)]
+struct Judged {
+    status: Status,
+    reason: Option<String>,
+    killed_by: Vec<String>,
+    tests_completed: Option<usize>,
+    duration_s: f64,
+    /// For a kill: what the run's own re-run of its killing tests said (`mutants::rerun`).
+    confirmed: Option<bool>,
+}
+
+impl Judged {
+    fn apply(&self, slot: &mut MutantResult) {
+        slot.status = self.status;
+        slot.status_reason = self.reason.clone();
+        slot.killed_by = self.killed_by.clone();
+        slot.tests_completed = self.tests_completed;
+        slot.duration_s = Some(self.duration_s);
+        if self.status == Status::Killed && self.confirmed == Some(false) {
+            slot.flaky = true;
+            slot.status_reason =
+                Some("flaky kill: the killing tests passed when re-run at once".into());
+        }
+    }
+}
+
+/// The node ids of the killing tests, to confirm a kill with those alone: empty when one
+/// killer is not among the covering tests (a collection error, a broken session), so the
+/// whole selection re-runs.
+pub(super) fn sorted(names: &[String]) -> Vec<&String> {
+    let mut names: Vec<&String> = names.iter().collect();
+    names.sort();
+    names
+}
+
+fn killing_node_ids(covered_by: &[String], killed_by: &[String]) -> Vec<String> {
+    if killed_by.is_empty() || !killed_by.iter().all(|killer| covered_by.contains(killer)) {
+        return Vec::new();
+    }
+    let mut ids = killed_by.to_vec();
+    ids.sort();
+    ids.dedup();
+    ids
+}
+
+/// Whether a mutant's verdict needs one more run: a kill its own session did not re-run.
+/// A timeout is final at once: its limit was already ten times its expected cost plus 2 s,
+/// so a retry would mostly repeat the hang at full price (formerly queued after every other
+/// mutant), and either way the mutant counts as detected.
+fn needs_second_run(status: Status, confirmed: Option<bool>) -> bool {
+    status == Status::Killed && confirmed.is_none()
+}
+
+/// Folds the second run of a killed mutant into its record: a kill the second run does not
+/// repeat is flaky.
+fn settle(slot: &mut MutantResult, again: &Judged) {
+    if (slot.status, again.status) == (Status::Killed, Status::Survived) {
+        slot.flaky = true;
+        slot.status_reason = Some("flaky kill: a second run of the same tests passed".into());
+    }
+}
+
+fn pending(reason: NotRunReason) -> Judged {
+    Judged {
+        status: Status::Pending,
+        reason: Some(reason.to_string()),
+        killed_by: Vec::new(),
+        tests_completed: None,
+        duration_s: 0.0,
+        confirmed: None,
+    }
+}
+
+/// Sets a mutant job's limits: the rule of [`mutants::mutate_timeout`] on its whole expected
+/// cost (start-up, collection and its tests: a fresh session), and, when it runs node ids, the
+/// same rule on its tests alone for a run in a fork of a collected session, which pays neither
+/// start-up nor collection. Returns the fresh limit, which the judgement names.
+fn limit_job(
+    spec: &mut JobSpec,
+    budget_left: Duration,
+    cost: Cost,
+) -> Result<MutantTimeout, NotRunReason> {
+    let timeout = mutants::mutate_timeout(budget_left, cost.whole)?;
+    spec.timeout_secs = timeout.limit.as_secs().max(1);
+    spec.forked_timeout_secs = match cost.forked {
+        Some(tests) => Some(
+            mutants::mutate_timeout(budget_left, tests)?
+                .limit
+                .min(timeout.limit)
+                .as_secs()
+                .max(1),
+        ),
+        None => None,
+    };
+    Ok(timeout)
+}
+
+/// `assay mutate`'s names for the one judgement (`mutants::judge`): Stryker's statuses, a hang
+/// its own `Timeout`, a budget cut `Pending`, anything else that did not run `RuntimeError`;
+/// for a `compiled` language, a build that failed before any test ran `CompileError`.
+fn judge(result: &JobResult, timeout: MutantTimeout, compiled: bool) -> Judged {
+    let duration_s = result.duration_ms as f64 / 1000.0;
+    let verdict = |status, reason: Option<String>| Judged {
+        status,
+        reason,
+        killed_by: Vec::new(),
+        tests_completed: None,
+        duration_s,
+        confirmed: None,
+    };
+    if let Some(error) = compile_error(result).filter(|_| compiled) {
+        return verdict(
+            Status::CompileError,
+            Some(format!("does not compile: {error}")),
+        );
+    }
+    match judge_run(result, timeout, Expected::EveryTestRun) {
+        Judgement::Killed { by, reason } => Judged {
+            status: Status::Killed,
+            reason,
+            killed_by: by,
+            tests_completed: result
+                .report
+                .parsed()
+                .map(|r| r.cases.iter().filter(|c| !rerun::is_rerun(c)).count()),
+            duration_s,
+            confirmed: result.report.parsed().and_then(rerun::confirmation),
+        },
+        Judgement::Survived { tests_run } => Judged {
+            status: Status::Survived,
+            reason: None,
+            killed_by: Vec::new(),
+            tests_completed: Some(tests_run),
+            duration_s,
+            confirmed: None,
+        },
+        Judgement::TimedOut { limit } => {
+            // Stopped well before the fresh limit: the fork's own, tighter limit (`limit_job`).
+            let ran = Duration::from_millis(result.duration_ms);
+            let reason = if ran + Duration::from_secs(1) < limit {
+                format!(
+                    "ran past its {}s limit in a fork of the collected session ({}s in a fresh one)",
+                    ran.as_secs_f64().round() as u64,
+                    limit.as_secs()
+                )
+            } else {
+                format!("ran past its {}s limit", limit.as_secs())
+            };
+            verdict(Status::Timeout, Some(reason))
+        }
+        Judgement::NotRun(reason @ NotRunReason::CutShort { .. }) => {
+            verdict(Status::Pending, Some(reason.to_string()))
+        }
+        Judgement::NotRun(reason) => verdict(Status::RuntimeError, Some(reason.to_string())),
+    }
+}
+
+/// Whether the unmutated baseline passed with at least one test: by the per-test coverage map
+/// when there is one, else by `result`'s own report.
+fn judge_baseline(
+    runner: RunnerKind,
+    result: &Result<JobResult, BaselineError>,
+    coverage: Option<&CoverageMap>,
+    limit: Duration,
+) -> Result<(), String> {
+    if let Some(map) = coverage.filter(|_| per_line_wanted(runner)) {
+        return map.baseline_problem().map_or(Ok(()), Err);
+    }
+    let result = result.as_ref().map_err(|e| error_chain(e))?;
+    let judgement = judge_run(
+        result,
+        MutantTimeout {
+            limit,
+            set_by_budget: true,
+        },
+        Expected::EveryTestRun,
+    );
+    crate::mutation::check::judge_baseline(result, &judgement)
+}
+
+/// Why the baseline gave nothing to plan from; the mutants then run the whole suite.
+#[derive(Debug, thiserror::Error)]
+enum BaselineError {
+    #[error("the baseline run (job {job}) failed")]
+    Queue {
+        job: JobId,
+        #[source]
+        source: QueueError,
+    },
+    #[error("the baseline run (job {job}) failed: {message}")]
+    Infrastructure { job: JobId, message: String },
+}
+
+/// The baseline's one job; an infrastructure failure is an error like a lost queue.
+async fn run_single(queue: &dyn JobQueue, spec: &JobSpec) -> Result<JobResult, BaselineError> {
+    let result = run_one(queue, spec)
+        .await
+        .map_err(|source| BaselineError::Queue {
+            job: spec.job_id.clone(),
+            source,
+        })?;
+    match &result.status {
+        JobStatus::Infrastructure { message, .. } => Err(BaselineError::Infrastructure {
+            job: spec.job_id.clone(),
+            message: message.clone(),
+        }),
+        _ => Ok(result),
+    }
+}
+
+/// The counts and the mutation score of a run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Summary {
+    pub mutants: usize,
+    pub killed: usize,
+    pub survived: usize,
+    pub no_coverage: usize,
+    pub timeout: usize,
+    pub runtime_error: usize,
+    /// Mutants whose build failed: no verdict, and outside the score, as Stryker counts them.
+    pub compile_error: usize,
+    pub pending: usize,
+    pub flaky_kills: usize,
+    /// Detected (killed or timed out) over detected plus undetected (survived, no coverage),
+    /// of the mutants that reached a verdict.
+    pub mutation_score: Option<f64>,
+    /// 95 % Wilson interval of the score: what the whole set would likely score when a budget
+    /// left some mutants pending.
+    pub confidence_interval: Option<(f64, f64)>,
+    pub elapsed_s: f64,
+    pub mutants_per_minute: f64,
+}
+
+impl MutateReport {
+    pub fn summary(&self) -> Summary {
+        let count = |s: Status| self.results.iter().filter(|r| r.status == s).count();
+        let detected = count(Status::Killed) + count(Status::Timeout);
+        let valid = detected + count(Status::Survived) + count(Status::NoCoverage);
+        let (score, interval) = if valid == 0 {
+            (None, None)
+        } else {
+            let n = valid as f64;
+            let p = detected as f64 / n;
+            let z = 1.96_f64;
+            let denominator = 1.0 + z * z / n;
+            let centre = (p + z * z / (2.0 * n)) / denominator;
+            let half = z * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt() / denominator;
+            (
+                Some(p),
+                Some(((centre - half).max(0.0), (centre + half).min(1.0))),
+            )
+        };
+        let evaluated = self.results.len() - count(Status::Pending);
+        Summary {
+            mutants: self.results.len(),
+            killed: count(Status::Killed),
+            survived: count(Status::Survived),
+            no_coverage: count(Status::NoCoverage),
+            timeout: count(Status::Timeout),
+            runtime_error: count(Status::RuntimeError),
+            compile_error: count(Status::CompileError),
+            pending: count(Status::Pending),
+            flaky_kills: self.results.iter().filter(|r| r.flaky).count(),
+            mutation_score: score,
+            confidence_interval: interval,
+            elapsed_s: self.elapsed_s,
+            mutants_per_minute: if self.elapsed_s > 0.0 {
+                evaluated as f64 * 60.0 / self.elapsed_s
+            } else {
+                0.0
+            },
+        }
+    }
+
+    /// The exit code: 0 when every mutant with a verdict was detected and none is pending (a
+    /// mutant that does not compile has none and keeps none from the rest),
+    /// [`EXIT_SURVIVORS`] when one survived or no test covers it, 4 when only the budget or
+    /// errors kept a verdict from some mutants.
+    pub fn exit_code(&self) -> u8 {
+        let summary = self.summary();
+        if summary.survived + summary.no_coverage > 0 {
+            EXIT_SURVIVORS
+        } else if summary.pending + summary.runtime_error > 0 {
+            4
+        } else {
+            0
+        }
+    }
+
+    /// One mutant's unified diff against the HEAD file.
+    pub fn diff(&self, result: &MutantResult) -> Option<String> {
+        let source = self.files.get(result.mutant.path.as_str())?;
+        mutants::diff::unified_diff(source.as_bytes(), &result.mutant.edit)
+    }
+
+    /// Every mutant's diff in plan order, each after a `# mutant ID STATUS: LABEL` line, so
+    /// one can be cut out and applied with `git apply`.
+    pub fn diffs(&self) -> String {
+        let mut out = String::new();
+        for result in &self.results {
+            let Some(diff) = self.diff(result) else {
+                continue;
+            };
+            out.push_str(&format!(
+                "# mutant {} {:?}: {}\n{diff}",
+                result.mutant.id,
+                result.status,
+                result.mutant.label()
+            ));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(status: Status, reason: Option<&str>) -> MutantResult {
+        let source = "def is_past_end(page, last):\n    return page > last\n";
+        let plan = mutants::plan_mutants(
+            &[ChangedFile {
+                path: "pager/clamp.py".into(),
+                bytes: source.as_bytes().to_vec(),
+                changed_lines: [1, 2].into(),
+            }],
+            Some(1),
+        );
+        MutantResult {
+            mutant: plan.mutants[0].clone(),
+            status,
+            status_reason: reason.map(str::to_owned),
+            covered_by: vec!["tests/test_clamp.py::test_the_last_page".into()],
+            killed_by: Vec::new(),
+            tests_completed: None,
+            flaky: false,
+            duration_s: Some(60.0),
+            cached: None,
+        }
+    }
+
+    fn second(status: Status, killed_by: &[&str]) -> Judged {
+        Judged {
+            status,
+            reason: None,
+            killed_by: killed_by.iter().map(|s| s.to_string()).collect(),
+            tests_completed: Some(1),
+            duration_s: 0.4,
+            confirmed: None,
+        }
+    }
+
+    #[test]
+    fn the_eta_follows_the_rate_of_the_latest_verdicts() {
+        let slot = record(Status::Killed, None);
+        let killed = second(Status::Killed, &[]);
+        let total = RATE_WINDOW * 4;
+        let mut tally = Tally::default();
+        let at = |tally: &mut Tally, elapsed: Duration| {
+            tally
+                .record(&killed, &slot.mutant, total, total, elapsed)
+                .eta
+        };
+        // A slow start: one verdict a second.
+        for n in 1..=RATE_WINDOW {
+            let eta = at(&mut tally, Duration::from_secs(n as u64));
+            if n == 1 {
+                let left = (total - 1) as u64;
+                assert_eq!(eta, Some(Duration::from_secs(left)));
+            }
+        }
+        // Then ten a second: once the window holds only those, the ETA is at that rate.
+        let start = Duration::from_secs(RATE_WINDOW as u64);
+        let mut eta = None;
+        for n in 1..=RATE_WINDOW + 1 {
+            eta = at(&mut tally, start + Duration::from_millis(100 * n as u64));
+        }
+        let left = total - 2 * RATE_WINDOW - 1;
+        let expected = Duration::from_millis(100 * left as u64);
+        let eta = eta.expect("an ETA");
+        assert!(
+            eta.abs_diff(expected) < Duration::from_millis(5),
+            "{eta:?} against {expected:?}"
+        );
+    }
+
+    #[test]
+    fn a_timeout_is_final_and_only_an_unconfirmed_kill_runs_again() {
+        assert!(!needs_second_run(Status::Timeout, None));
+        assert!(needs_second_run(Status::Killed, None));
+        assert!(!needs_second_run(Status::Killed, Some(true)));
+        assert!(!needs_second_run(Status::Killed, Some(false)));
+        assert!(!needs_second_run(Status::Survived, None));
+    }
+
+    #[test]
+    fn a_kill_is_confirmed_by_the_killing_tests_alone() {
+        let covered: Vec<String> = [
+            "tests/test_pager.py::test_full_pages",
+            "tests/test_pager.py::PageTests::test_partial_last_page_is_counted",
+            "tests/test_pager.py::test_bounds[11-5]",
+        ]
+        .map(String::from)
+        .to_vec();
+        let killers = |names: &[&str]| {
+            let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+            killing_node_ids(&covered, &names)
+        };
+        assert_eq!(
+            killers(&[
+                "tests/test_pager.py::test_bounds[11-5]",
+                "tests/test_pager.py::PageTests::test_partial_last_page_is_counted"
+            ]),
+            [
+                "tests/test_pager.py::PageTests::test_partial_last_page_is_counted",
+                "tests/test_pager.py::test_bounds[11-5]"
+            ]
+        );
+        assert!(
+            killers(&[
+                "tests/test_pager.py::test_full_pages",
+                "tests/test_pager.py"
+            ])
+            .is_empty()
+        );
+        assert!(killers(&[]).is_empty());
+    }
+
+    #[test]
+    fn a_kill_the_second_run_does_not_repeat_is_flaky() {
+        let mut slot = record(Status::Killed, None);
+        settle(&mut slot, &second(Status::Survived, &[]));
+        assert_eq!(slot.status, Status::Killed);
+        assert!(slot.flaky);
+        let mut slot = record(Status::Killed, None);
+        settle(&mut slot, &second(Status::Killed, &["test_the_last_page"]));
+        assert!(!slot.flaky && slot.status_reason.is_none());
+    }
+
+    #[test]
+    fn a_mutant_that_does_not_compile_is_outside_the_score_and_the_exit_code() {
+        let results = [Status::Killed, Status::Timeout, Status::CompileError]
+            .into_iter()
+            .map(|status| record(status, None))
+            .collect();
+        let report = MutateReport {
+            tree: "41e7".into(),
+            per_line_selection: false,
+            selection_note: None,
+            files: BTreeMap::new(),
+            results,
+            plan: MutationPlan::default(),
+            elapsed_s: 30.0,
+            phases: Phases::default(),
+            cache: None,
+        };
+        let summary = report.summary();
+        assert_eq!((summary.compile_error, summary.mutants), (1, 3));
+        assert_eq!(summary.mutation_score, Some(1.0));
+        assert_eq!(report.exit_code(), 0);
+    }
+
+    #[test]
+    fn a_budget_cut_run_scores_what_ran_with_a_wilson_interval() {
+        let statuses = [
+            (Status::Killed, 8),
+            (Status::Survived, 2),
+            (Status::Pending, 5),
+        ];
+        let results: Vec<MutantResult> = statuses
+            .iter()
+            .flat_map(|(status, n)| std::iter::repeat_n(*status, *n))
+            .map(|status| record(status, None))
+            .collect();
+        let report = MutateReport {
+            tree: "41e7".into(),
+            per_line_selection: true,
+            selection_note: None,
+            files: BTreeMap::new(),
+            results,
+            plan: MutationPlan::default(),
+            elapsed_s: 30.0,
+            phases: Phases::default(),
+            cache: None,
+        };
+        let summary = report.summary();
+        assert_eq!((summary.mutants, summary.pending), (15, 5));
+        assert_eq!(summary.mutation_score, Some(0.8));
+        let (low, high) = summary.confidence_interval.unwrap();
+        assert!(
+            (low - 0.4902).abs() < 1e-3 && (high - 0.9433).abs() < 1e-3,
+            "{low} {high}"
+        );
+        // Only the ten with a verdict count towards the rate.
+        assert_eq!(summary.mutants_per_minute, 20.0);
+        assert_eq!(report.exit_code(), EXIT_SURVIVORS);
+    }
+}

@@ -1,0 +1,234 @@
+//! The Stryker mutation-testing-report-schema (version 1) document of a run: what Stryker's
+//! HTML viewer and dashboards read. The one place that knows the schema's shape.
+
+use super::{MutateReport, Status, sorted};
+use std::collections::{BTreeMap, BTreeSet};
+
+impl MutateReport {
+    /// Stryker's mutation-testing-report-schema (version 1) document, which its HTML viewer
+    /// reads; Assay's summary rides along under `assay`.
+    pub fn stryker_json(&self) -> serde_json::Value {
+        let mut files = serde_json::Map::new();
+        for (path, source) in &self.files {
+            let mutants: Vec<serde_json::Value> = self
+                .results
+                .iter()
+                .filter(|r| r.mutant.path.as_str() == path.as_str())
+                .map(|r| {
+                    let edit = &r.mutant.edit;
+                    let mut mutant = serde_json::json!({
+                        "id": r.mutant.id,
+                        "mutatorName": r.mutant.operator.name(),
+                        "replacement": edit.replacement,
+                        "description": r.mutant.description,
+                        "location": {
+                            "start": position(source, edit.start),
+                            "end": position(source, edit.end),
+                        },
+                        "status": r.status,
+                        // Run order follows measured durations; the report's order must not.
+                        "coveredBy": sorted(&r.covered_by),
+                        "killedBy": r.killed_by,
+                        // Only code run at import covers it (a class body, a module-level
+                        // constant): every test may observe it, so the whole suite ran.
+                        "static": self.per_line_selection
+                            && r.covered_by.is_empty()
+                            && r.status != Status::NoCoverage,
+                    });
+                    if let Some(reason) = &r.status_reason {
+                        mutant["statusReason"] = reason.clone().into();
+                    }
+                    if let Some(n) = r.tests_completed {
+                        mutant["testsCompleted"] = n.into();
+                    }
+                    if let Some(seconds) = r.duration_s {
+                        mutant["duration"] = ((seconds * 1000.0).round() as u64).into();
+                    }
+                    mutant
+                })
+                .collect();
+            if mutants.is_empty() {
+                continue;
+            }
+            files.insert(
+                path.clone(),
+                serde_json::json!({"language": language_of(path), "source": source, "mutants": mutants}),
+            );
+        }
+        serde_json::json!({
+            "schemaVersion": "1",
+            "thresholds": {"high": 80, "low": 60},
+            "files": files,
+            "testFiles": self.test_files(),
+            "framework": {"name": "assay", "version": env!("CARGO_PKG_VERSION")},
+            "performance": {
+                "setup": millis(self.phases.setup),
+                "initialRun": millis(self.phases.initial_run),
+                "mutation": millis(self.phases.mutation),
+            },
+            "assay": {
+                "tree": self.tree,
+                "perLineSelection": self.per_line_selection,
+                "selectionNote": self.selection_note,
+                "summary": self.summary(),
+                "skipped": self.plan.skipped,
+                "excludedFiles": self.plan.excluded_files,
+                "cache": self.cache_json(),
+            },
+        })
+    }
+
+    /// What the cache did, and which mutants it answered from which run: `null` when the run
+    /// did not use it. Kept in Assay's block so each mutant stays as the schema describes it.
+    fn cache_json(&self) -> serde_json::Value {
+        let Some(outcome) = &self.cache else {
+            return serde_json::Value::Null;
+        };
+        let mutants: serde_json::Map<String, serde_json::Value> = self
+            .results
+            .iter()
+            .filter_map(|r| {
+                Some((
+                    r.mutant.id.clone(),
+                    serde_json::to_value(r.cached.as_ref()?).ok()?,
+                ))
+            })
+            .collect();
+        serde_json::json!({
+            "served": outcome.served,
+            "eligible": outcome.eligible,
+            "stored": outcome.stored,
+            "refused": outcome.refused.iter().map(|(key, why)| serde_json::json!({"key": key, "why": why})).collect::<Vec<_>>(),
+            "notUsed": outcome.not_used,
+            "storeError": outcome.store_error,
+            "mutants": mutants,
+        })
+    }
+}
+
+impl MutateReport {
+    /// Every test a mutant names (covering or killing), by the file of its pytest node id
+    /// (`tests/test_pages.py::TestLast::test_partial`: file `tests/test_pages.py`, name
+    /// `TestLast::test_partial`); the test's id is the node id `coveredBy` and `killedBy` use.
+    fn test_files(&self) -> serde_json::Value {
+        let mut by_file: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+        for result in &self.results {
+            for id in result.covered_by.iter().chain(&result.killed_by) {
+                if let Some((file, _)) = id.split_once("::") {
+                    by_file.entry(file).or_default().insert(id);
+                }
+            }
+        }
+        let files: serde_json::Map<String, serde_json::Value> = by_file
+            .into_iter()
+            .map(|(file, ids)| {
+                let tests: Vec<serde_json::Value> = ids
+                    .into_iter()
+                    .map(|id| {
+                        let name = id.split_once("::").map_or(id, |(_, name)| name);
+                        serde_json::json!({"id": id, "name": name})
+                    })
+                    .collect();
+                (file.to_owned(), serde_json::json!({"tests": tests}))
+            })
+            .collect();
+        files.into()
+    }
+}
+
+/// The schema's name for a file's language (`python`, `rust`), by the language that owns it.
+fn language_of(path: &str) -> String {
+    crate::mutation::mutants::language::for_path(path)
+        .map_or("python", |language| language.name())
+        .to_ascii_lowercase()
+}
+
+/// Whole milliseconds, as the schema's `performance` block counts time.
+fn millis(duration: std::time::Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// 1-based line and column (in characters) of a byte offset, as Stryker's schema counts them.
+fn position(source: &str, offset: usize) -> serde_json::Value {
+    let offset = offset.min(source.len());
+    let before = source.get(..offset).unwrap_or(source);
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let column = before[line_start..].chars().count() + 1;
+    serde_json::json!({"line": line, "column": column})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn positions_are_one_based_and_count_characters() {
+        let source = "def f(x):\n    return x > 0\n";
+        assert_eq!(
+            position(source, 23),
+            serde_json::json!({"line": 2, "column": 14})
+        );
+        assert_eq!(
+            position(source, 0),
+            serde_json::json!({"line": 1, "column": 1})
+        );
+    }
+
+    #[test]
+    fn test_files_list_every_named_test_under_its_file_and_durations_are_in_milliseconds() {
+        use crate::mutation::campaign::{MutantResult, Phases, Status};
+        use crate::mutation::mutants::{self, ChangedFile, MutationPlan};
+        use std::time::Duration;
+        let source = "def is_past_end(page, last):\n    return page > last\n";
+        let plan = mutants::plan_mutants(
+            &[ChangedFile {
+                path: "pager/clamp.py".into(),
+                bytes: source.as_bytes().to_vec(),
+                changed_lines: [1, 2].into(),
+            }],
+            Some(1),
+        );
+        let killer = "tests/test_pages.py::TestLast::test_partial_page";
+        let report = MutateReport {
+            tree: "41e7".into(),
+            per_line_selection: true,
+            selection_note: None,
+            files: [("pager/clamp.py".to_owned(), source.to_owned())].into(),
+            results: vec![MutantResult {
+                mutant: plan.mutants[0].clone(),
+                status: Status::Killed,
+                status_reason: None,
+                covered_by: vec![killer.into(), "tests/test_edges.py::test_zero".into()],
+                killed_by: vec![killer.into()],
+                tests_completed: Some(1),
+                flaky: false,
+                duration_s: Some(0.0624),
+                cached: None,
+            }],
+            plan: MutationPlan::default(),
+            elapsed_s: 1.0,
+            phases: Phases {
+                setup: Duration::from_micros(12_400),
+                initial_run: Duration::from_millis(640),
+                mutation: Duration::from_millis(348),
+            },
+            cache: None,
+        };
+        let doc = report.stryker_json();
+        assert_eq!(
+            doc["testFiles"],
+            serde_json::json!({
+                "tests/test_edges.py": {"tests": [{"id": "tests/test_edges.py::test_zero", "name": "test_zero"}]},
+                "tests/test_pages.py": {"tests": [{"id": killer, "name": "TestLast::test_partial_page"}]},
+            })
+        );
+        let mutant = &doc["files"]["pager/clamp.py"]["mutants"][0];
+        assert_eq!(mutant["duration"], 62);
+        assert_eq!(mutant["killedBy"][0], killer);
+        assert_eq!(
+            doc["performance"],
+            serde_json::json!({"setup": 12, "initialRun": 640, "mutation": 348})
+        );
+    }
+}

@@ -1,0 +1,544 @@
+//! The mutation check of a proven proof: finds the change's changed product lines with git2,
+//! plans mutants on them, runs the proving tests once unmutated and then once per mutant
+//! through the proof's own job queue (so mutants run `--jobs` at a time, or fan out on a
+//! fleet), and judges each mutant. Report only: nothing here touches a verdict.
+
+use crate::dispatch::{Admit, Flow, Hooks, dispatch, run_one};
+use crate::mutation::mutants::budget::MutantTimeout;
+use crate::mutation::mutants::judge::{Expected, Judgement, compile_error, judge_run};
+use crate::mutation::mutants::language;
+use crate::mutation::mutants::{
+    self, ChangedFile, DEFAULT_MUTANTS_PER_FILE, ExcludedFile, ExclusionReason, MutantOutcome,
+    MutationCheck, MutationPlan, NotRunReason, OperatorSet,
+};
+use crate::progress::{ProgressSink, ProofEvent};
+use crate::proof::PreparedProof;
+use crate::source::{self, SourceError};
+use assay_common::criteria::TestSelector;
+use assay_common::job::{ByteEdit, JobKind, JobResult, JobSpec, JobStatus, Side};
+use assay_common::manifest::ManifestJob;
+use assay_common::mutation_plan::MutationSetup;
+use assay_common::runner::ReportFormat;
+use assay_common::{JobId, TreeId};
+use assay_transport::error_chain::error_chain;
+use assay_transport::queue::{JobQueue, QueueError};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// Candidate-side line numbers (1-based) that the change adds or modifies, per file.
+pub fn changed_lines(
+    repo_path: &Path,
+    base: &TreeId,
+    candidate: &TreeId,
+) -> Result<BTreeMap<String, BTreeSet<u32>>, SourceError> {
+    let repo = source::open(repo_path)?;
+    let git = |what: &str| {
+        let what = what.to_owned();
+        move |source| SourceError::Git { what, source }
+    };
+    let tree = |id: &TreeId| -> Result<git2::Tree<'_>, SourceError> {
+        let oid = git2::Oid::from_str(id.as_str()).map_err(git("parse a tree id"))?;
+        repo.find_tree(oid).map_err(git("find a tree for the diff"))
+    };
+    let (base_tree, candidate_tree) = (tree(base)?, tree(candidate)?);
+    // No context lines: only added lines carry a new-side number worth mutating.
+    let mut options = git2::DiffOptions::new();
+    options.context_lines(0);
+    let diff = repo
+        .diff_tree_to_tree(Some(&base_tree), Some(&candidate_tree), Some(&mut options))
+        .map_err(git("diff base..candidate for changed lines"))?;
+    let mut lines: BTreeMap<String, BTreeSet<u32>> = BTreeMap::new();
+    diff.foreach(
+        &mut |_, _| true,
+        None,
+        None,
+        Some(&mut |delta, _hunk, line| {
+            if line.origin() == '+'
+                && let (Some(path), Some(number)) = (
+                    delta.new_file().path().and_then(Path::to_str),
+                    line.new_lineno(),
+                )
+            {
+                lines.entry(path.to_owned()).or_default().insert(number);
+            }
+            true
+        }),
+    )
+    .map_err(git("walk the diff's lines"))?;
+    Ok(lines)
+}
+
+/// The mutants for a proof: at most six per changed product file, on its changed lines.
+/// Changed test files are never mutated; they are listed as excluded.
+pub fn plan_for(proof: &PreparedProof) -> Result<MutationPlan, SourceError> {
+    let change = &proof.change;
+    let repo = &proof.request.repo;
+    let lines = changed_lines(repo, &change.base.tree, &change.candidate.tree)?;
+    let test_files: BTreeSet<&str> = change
+        .changed_test_files
+        .iter()
+        .map(|f| f.path.as_str())
+        .collect();
+    let language = language::of_check(proof.runner);
+    let mut files = Vec::new();
+    let mut excluded = Vec::new();
+    for file in change.changed.iter().filter(|f| !f.deleted) {
+        if test_files.contains(file.path.as_str()) {
+            if language.is_source(&file.path) {
+                excluded.push(ExcludedFile {
+                    path: file.path.clone(),
+                    reason: ExclusionReason::TestFile,
+                    note: "a test file: the tests are what the check measures".into(),
+                });
+            }
+            continue;
+        }
+        let Some(changed_lines) = lines.get(&file.path) else {
+            continue; // a pure rename or mode change: no line to mutate
+        };
+        let Some(bytes) = source::read_file(repo, &change.candidate.tree, &file.path)? else {
+            continue;
+        };
+        files.push(ChangedFile {
+            path: file.path.clone(),
+            bytes,
+            changed_lines: changed_lines.clone(),
+        });
+    }
+    let mut plan = mutants::plan_mutants_in(
+        language,
+        &files,
+        Some(DEFAULT_MUTANTS_PER_FILE),
+        OperatorSet::Default,
+    );
+    plan.excluded_files.extend(excluded);
+    plan.excluded_files.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(plan)
+}
+
+/// The proof's named tests (every criterion's), in the order they are declared.
+fn proving_tests(proof: &PreparedProof) -> Vec<(String, TestSelector)> {
+    let mut seen = BTreeSet::new();
+    proof
+        .request
+        .criteria
+        .iter()
+        .filter(|c| seen.insert(c.test.display().to_owned()))
+        .map(|c| (c.test.display().to_owned(), c.test.clone()))
+        .collect()
+}
+
+/// Why the unmutated run did not pass, in words.
+fn why_not_passed(judgement: &Judgement) -> String {
+    match judgement {
+        Judgement::Killed {
+            reason: Some(reason),
+            ..
+        } => reason.clone(),
+        Judgement::Killed { by, reason: None } => format!("{} failed", by.join(", ")),
+        Judgement::TimedOut { limit } => format!("timed out after {}s", limit.as_secs()),
+        Judgement::NotRun(why) => why.to_string(),
+        Judgement::Survived { .. } => "it passed".to_owned(),
+    }
+}
+
+/// Whether an unmutated run can stand as the baseline mutants are judged against: it ran at
+/// least one test and every test it had to pass passed. Against a red or empty baseline every
+/// mutant "dies" of the baseline's own failure, so, as mutmut and Stryker refuse a red initial
+/// run, nothing is judged; `Err` says why, naming the failing tests.
+pub fn judge_baseline(result: &JobResult, judgement: &Judgement) -> Result<(), String> {
+    match (judgement, &result.status) {
+        (Judgement::Survived { tests_run }, _) if *tests_run > 0 => Ok(()),
+        (Judgement::Survived { .. }, _) => Err("it ran no test".into()),
+        (_, JobStatus::Completed { exit_code }) if result.report.parsed().is_none() => {
+            Err(format!(
+                "it exited {exit_code} and {} (hint: is the test runner installed where the tests run?)",
+                result
+                    .report
+                    .problem()
+                    .unwrap_or_else(|| "left no usable report".into())
+            ))
+        }
+        (other, _) => Err(why_not_passed(other)),
+    }
+}
+
+/// Where a check job's report comes from, for a run of the proving tests `names`: where the
+/// proof's own jobs read it when the command writes it inside the tree (`--test-report
+/// junit:PATH`); for a manifest corpus, the cases `names` select from the candidate suite's
+/// (the runner's default holds no case); else the runner's place. It is read from the planned
+/// jobs, so a fleet coordinator, which gets the jobs and not the request, finds it too.
+fn report_format(proof: &PreparedProof, names: &[String]) -> ReportFormat {
+    for planned in &proof.jobs {
+        match &planned.report {
+            in_tree @ ReportFormat::JunitXmlInTree(_) => return in_tree.clone(),
+            ReportFormat::ManifestCases(suite)
+                if planned.kind == JobKind::Suite && planned.side == Side::Candidate =>
+            {
+                let cases = ManifestJob::select(&suite.corpus, &suite.cases, names);
+                return ReportFormat::ManifestCases(cases);
+            }
+            _ => {}
+        }
+    }
+    proof.runner.report_format_for(&command_prefix(proof))
+}
+
+/// The check's command prefix: the proof's command, or the runner's portable default (the
+/// check may run on a fleet coordinator, which knows nothing of the submitter's tools).
+fn command_prefix(proof: &PreparedProof) -> Vec<String> {
+    proof
+        .request
+        .test_command
+        .clone()
+        .unwrap_or_else(|| proof.runner.default_command())
+}
+
+/// Builds the job that runs the proving tests on the candidate, with `edit` applied if given.
+fn job(
+    proof: &PreparedProof,
+    index: usize,
+    names: &[String],
+    edit: Option<ByteEdit>,
+    timeout: Duration,
+) -> JobSpec {
+    let prefix = command_prefix(proof);
+    JobSpec {
+        proof_id: proof.request.proof_id.clone(),
+        job_id: JobId::for_index(&proof.request.proof_id, index),
+        index: index as u32,
+        kind: JobKind::Mutant,
+        side: Side::Candidate,
+        tree: proof.change.candidate.tree.clone(),
+        command: proof.runner.command(&prefix, &[], names),
+        report: report_format(proof, names),
+        selected_tests: names.to_vec(),
+        timeout_secs: timeout.as_secs().max(1),
+        forked_timeout_secs: None,
+        env: Vec::new(),
+        edit,
+    }
+}
+
+/// Runs the mutation check `setup` of a proven proof, with at most `slots` jobs in flight on
+/// `queue`. What could not run is `not_run` with its reason, or a note; it fails only when
+/// the queue's result stream closes (the proof was cancelled).
+///
+/// The check's jobs belong to the proof and follow its jobs in plan order (the unmutated run,
+/// then one job per mutant), so on a fleet their results reach this proof and a restarted
+/// coordinator finds the ones already applied.
+pub async fn run_check(
+    proof: &PreparedProof,
+    setup: &MutationSetup,
+    queue: &dyn JobQueue,
+    slots: usize,
+    progress: &dyn ProgressSink,
+) -> Result<MutationCheck, QueueError> {
+    let started = Instant::now();
+    let budget = Duration::from_secs(setup.budget_secs);
+    let tests = proving_tests(proof);
+    let names: Vec<String> = tests.iter().map(|(name, _)| name.clone()).collect();
+    let assemble = |plan: MutationPlan, outcomes, unmutated, note: Option<String>| {
+        let mut check = MutationCheck::assemble(plan, outcomes, names.clone(), budget, unmutated);
+        check.notes.extend(note);
+        check
+    };
+    if let Some(why) = &setup.planning_error {
+        let note = format!("failed to plan mutants: {why}");
+        return Ok(assemble(
+            MutationPlan::default(),
+            Vec::new(),
+            None,
+            Some(note),
+        ));
+    }
+    let plan = setup.plan.clone();
+    if plan.mutants.is_empty() {
+        let note = "no mutation site on the changed product lines".to_owned();
+        return Ok(assemble(plan, Vec::new(), None, Some(note)));
+    }
+    let first_index = proof.jobs.len();
+    let total = plan.mutants.len() + 1;
+
+    let unmutated_timeout = budget.min(Duration::from_secs(proof.request.timeout_secs));
+    let baseline = job(proof, first_index, &names, None, unmutated_timeout);
+    let baseline_result = match run_one(queue, &baseline).await {
+        Ok(result) => result,
+        Err(closed @ QueueError::Closed { .. }) => return Err(closed),
+        Err(e) => {
+            let note = format!("the unmutated run could not be run: {}", error_chain(&e));
+            return Ok(assemble(plan, Vec::new(), None, Some(note)));
+        }
+    };
+    progress.event(ProofEvent::JobFinished {
+        done: 1,
+        total,
+        spec: &baseline,
+        result: &baseline_result,
+    });
+    let unmutated = Duration::from_millis(baseline_result.duration_ms);
+    let baseline_end = judge_run(
+        &baseline_result,
+        MutantTimeout {
+            limit: unmutated_timeout,
+            set_by_budget: true,
+        },
+        Expected::ProvingTests(&tests),
+    );
+    if let Err(why) = judge_baseline(&baseline_result, &baseline_end) {
+        let reason = format!("the unmutated run of the proving tests did not pass: {why}");
+        let outcomes = plan
+            .mutants
+            .iter()
+            .map(|_| MutantOutcome::NotRun {
+                reason: reason.clone(),
+            })
+            .collect();
+        return Ok(assemble(plan, outcomes, Some(unmutated), Some(reason)));
+    }
+
+    let specs: Vec<JobSpec> = plan
+        .mutants
+        .iter()
+        .enumerate()
+        .map(|(i, mutant)| {
+            job(
+                proof,
+                first_index + 1 + i,
+                &names,
+                Some(mutant.edit.clone()),
+                unmutated_timeout,
+            )
+        })
+        .collect();
+    // Every limit fits in the budget; past it and a grace, a mutant whose result never came
+    // (a lost job on a fleet) has none, rather than holding the proof forever.
+    let deadline = started + budget + mutants::budget::MIN_TIME_TO_START;
+    let compiled = language::of_check(proof.runner).compiles();
+    let outcomes = run_mutants(
+        queue,
+        &specs,
+        slots,
+        Some(deadline),
+        |spec| {
+            let left = budget.saturating_sub(started.elapsed());
+            let timeout = mutants::mutant_timeout(left, unmutated)?;
+            spec.timeout_secs = timeout.limit.as_secs().max(1);
+            Ok(timeout)
+        },
+        |result, timeout| match compile_error(result).filter(|_| compiled) {
+            Some(error) => MutantOutcome::NotRun {
+                reason: format!("does not compile: {error}"),
+            },
+            None => MutantOutcome::of(
+                judge_run(result, timeout, Expected::ProvingTests(&tests)),
+                &names,
+            ),
+        },
+        |reason| MutantOutcome::NotRun {
+            reason: reason.to_string(),
+        },
+        |done, spec, result| {
+            // Counted after the unmutated run, the phase's first job.
+            progress.event(ProofEvent::JobFinished {
+                done: done + 2,
+                total,
+                spec,
+                result,
+            })
+        },
+    )
+    .await?;
+    Ok(assemble(plan, outcomes, Some(unmutated), None))
+}
+
+/// Runs `specs` on `queue` with at most `slots` in flight and returns one outcome per spec in
+/// plan order. `admit` sets a job's limit when its turn comes (the budget left decides it) or
+/// says why it does not start; `judge` turns a result into an outcome. A result stream that
+/// closes with jobs in flight (a cancelled proof) is an error, never a set of outcomes; a
+/// mutant still running at `deadline` has no result.
+#[allow(clippy::too_many_arguments)]
+pub async fn run_mutants<T: Clone + Send>(
+    queue: &dyn JobQueue,
+    specs: &[JobSpec],
+    slots: usize,
+    deadline: Option<Instant>,
+    admit: impl FnMut(&mut JobSpec) -> Result<MutantTimeout, NotRunReason> + Send,
+    judge: impl Fn(&JobResult, MutantTimeout) -> T + Send,
+    not_run: impl Fn(NotRunReason) -> T + Send,
+    on_finished: impl Fn(usize, &JobSpec, &JobResult) + Send,
+) -> Result<Vec<T>, QueueError> {
+    struct Mutants<T, A, J, N, F> {
+        outcomes: Vec<Option<T>>,
+        limits: Vec<Option<MutantTimeout>>,
+        admit: A,
+        judge: J,
+        not_run: N,
+        on_finished: F,
+    }
+    impl<T, A, J, N, F> Hooks for Mutants<T, A, J, N, F>
+    where
+        T: Send,
+        A: FnMut(&mut JobSpec) -> Result<MutantTimeout, NotRunReason> + Send,
+        J: Fn(&JobResult, MutantTimeout) -> T + Send,
+        N: Fn(NotRunReason) -> T + Send,
+        F: Fn(usize, &JobSpec, &JobResult) + Send,
+    {
+        fn admit(&mut self, at: usize, spec: &mut JobSpec) -> Admit {
+            match (self.admit)(spec) {
+                Ok(timeout) => {
+                    self.limits[at] = Some(timeout);
+                    Admit::Run
+                }
+                Err(reason) => {
+                    self.outcomes[at] = Some((self.not_run)(reason));
+                    Admit::Skip
+                }
+            }
+        }
+        fn submit_failed(&mut self, at: usize, error: QueueError) -> Result<(), QueueError> {
+            self.outcomes[at] = Some((self.not_run)(NotRunReason::Infrastructure {
+                message: error_chain(&error),
+            }));
+            Ok(())
+        }
+        fn finished(&mut self, at: usize, done: usize, spec: &JobSpec, result: &JobResult) -> Flow {
+            if let Some(timeout) = self.limits[at] {
+                self.outcomes[at] = Some((self.judge)(result, timeout));
+            }
+            (self.on_finished)(done - 1, spec, result);
+            Flow::Continue
+        }
+    }
+    let mut mutants = Mutants {
+        outcomes: vec![None; specs.len()],
+        limits: vec![None; specs.len()],
+        admit,
+        judge,
+        not_run,
+        on_finished,
+    };
+    dispatch(queue, specs, slots, deadline, &mut mutants).await?;
+    let not_run = &mutants.not_run;
+    Ok(mutants
+        .outcomes
+        .into_iter()
+        .map(|o| o.unwrap_or_else(|| not_run(NotRunReason::NoResult)))
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+
+    fn unmutated_run(exit_code: i32, report: assay_common::outcome::ReportOutcome) -> JobResult {
+        JobResult {
+            job_id: JobId("p-1-0008".into()),
+            index: 8,
+            status: JobStatus::Completed { exit_code },
+            report,
+            artifacts: Vec::new(),
+            duration_ms: 900,
+            worker: assay_common::WorkerId("w-1".into()),
+            sandbox: None,
+        }
+    }
+
+    fn judged(result: &JobResult) -> Result<(), String> {
+        let judgement = judge_run(
+            result,
+            MutantTimeout {
+                limit: Duration::from_secs(60),
+                set_by_budget: true,
+            },
+            Expected::EveryTestRun,
+        );
+        judge_baseline(result, &judgement)
+    }
+
+    #[test]
+    fn a_red_or_empty_unmutated_run_is_no_baseline() {
+        use assay_common::outcome::{CaseResult, Outcome, ReportOutcome, TestReport};
+        let case = |name: &str, outcome| CaseResult {
+            file: "tests/test_version.py".into(),
+            suite: "tests.test_version".into(),
+            name: name.into(),
+            variant: None,
+            outcome,
+            message: None,
+        };
+        let report = |cases| {
+            ReportOutcome::Parsed(TestReport {
+                cases,
+                collection_errors: vec![],
+            })
+        };
+        let green = unmutated_run(0, report(vec![case("test_parse", Outcome::Passed)]));
+        assert_eq!(judged(&green), Ok(()));
+        // The runner is missing: `python3 -m pytest` exits 1 with no report.
+        let missing = judged(&unmutated_run(1, ReportOutcome::Missing)).unwrap_err();
+        assert!(
+            missing.starts_with("it exited 1 and the command wrote no report")
+                && missing.contains("is the test runner installed"),
+            "{missing}"
+        );
+        let red = unmutated_run(
+            1,
+            report(vec![
+                case("test_parse", Outcome::Passed),
+                case("test_compare", Outcome::Failed),
+            ]),
+        );
+        let why = judged(&red).unwrap_err();
+        assert!(
+            why.contains("test_compare") && why.ends_with("failed"),
+            "{why}"
+        );
+        let skipped = unmutated_run(0, report(vec![case("test_parse", Outcome::Skipped)]));
+        assert_eq!(judged(&skipped), Err("the run executed zero tests".into()));
+    }
+
+    fn git(dir: &Path, args: &[&str]) -> String {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("git runs");
+        assert!(out.status.success(), "git {args:?}");
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
+    #[test]
+    fn changed_lines_are_the_added_lines_on_the_candidate_side() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path();
+        git(repo, &["init", "-q", "-b", "main"]);
+        git(repo, &["config", "user.name", "Dana Reviewer"]);
+        git(repo, &["config", "user.email", "dana@example.com"]);
+        std::fs::write(
+            repo.join("pager.py"),
+            "def page_count(total, size):\n    return total // size\n",
+        )
+        .unwrap();
+        git(repo, &["add", "-A"]);
+        git(repo, &["commit", "-q", "-m", "pager"]);
+        let base = git(repo, &["rev-parse", "HEAD^{tree}"]);
+        std::fs::write(
+            repo.join("pager.py"),
+            "def page_count(total, size):\n    pages = total // size\n    if total % size > 0:\n        pages += 1\n    return pages\n",
+        )
+        .unwrap();
+        std::fs::write(repo.join("README.md"), "pager\n").unwrap();
+        git(repo, &["add", "-A"]);
+        git(repo, &["commit", "-q", "-m", "fix"]);
+        let candidate = git(repo, &["rev-parse", "HEAD^{tree}"]);
+        let lines = changed_lines(repo, &TreeId(base), &TreeId(candidate)).unwrap();
+        assert_eq!(
+            lines["pager.py"].iter().copied().collect::<Vec<_>>(),
+            [2, 3, 4, 5]
+        );
+        assert_eq!(lines["README.md"].iter().copied().collect::<Vec<_>>(), [1]);
+    }
+}

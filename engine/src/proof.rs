@@ -1,0 +1,601 @@
+//! The proof engine: prepares a proof (git trees, runner, plan, mutants), runs it through a
+//! queue with [`run_proof`] — the proving jobs under the jobs budget, reassembled in plan
+//! order, the verdicts and evidence, then for a proven proof the mutation check as per-mutant
+//! jobs on the same queue. Embedded mode and the fleet's coordinator both call `run_proof`.
+
+use crate::dispatch::{Flow, Hooks, dispatch};
+use crate::mutation::check;
+use crate::mutation::mutants::MutationCheck;
+use crate::plan::{ProofPlanInput, plan_proof};
+use crate::progress::{ProgressSink, ProofEvent};
+use crate::source::{self, CandidateSpec, Change, SourceError};
+use assay_common::criteria::Criterion;
+use assay_common::evidence::{Evidence, JobEvidence, RevisionInfo, SCHEMA, WorkerEvidence};
+use assay_common::job::{JobResult, JobSpec};
+use assay_common::manifest::{ManifestError, ManifestJob, parse_manifest};
+use assay_common::mutation_plan::{MutationPlan, MutationSetup};
+use assay_common::runner::{ReportFormat, RunnerKind, TreeFiles};
+use assay_common::verdict::{self, Observation, RefusedFile, Verdict};
+use assay_common::{ProofId, WorkerId};
+use assay_transport::queue::{JobQueue, QueueError};
+use globset::{Glob, GlobSetBuilder};
+use std::path::PathBuf;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// A proof as a user asks for it, after configuration is merged.
+#[derive(Clone, Debug)]
+pub struct ProofRequest {
+    pub proof_id: ProofId,
+    pub repo: PathBuf,
+    pub base: String,
+    pub candidate: CandidateSpec,
+    pub criteria: Vec<Criterion>,
+    pub runner: Option<RunnerKind>,
+    pub test_command: Option<Vec<String>>,
+    /// Whether the runner's default command may follow what is installed on this machine
+    /// (`cargo nextest run` where cargo-nextest is on the `PATH`): true where jobs run here,
+    /// as in embedded mode. A fleet's workers may differ, so it takes the portable default.
+    pub local_tools: bool,
+    /// Where the command writes its report, when the runner's own place is not used
+    /// (`--test-report junit:RELATIVE/PATH.xml`).
+    pub test_report: Option<ReportFormat>,
+    pub test_globs: Vec<String>,
+    pub repeats: u32,
+    pub timeout_secs: u64,
+    /// The mutation check's budget; `None`: no mutation check.
+    pub mutation_budget: Option<Duration>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("failed to encode the mutation check into the evidence")]
+    EncodeMutationCheck(#[source] serde_json::Error),
+    #[error(transparent)]
+    Source(#[from] SourceError),
+    #[error("invalid test glob {glob:?}")]
+    Glob {
+        glob: String,
+        #[source]
+        source: globset::Error,
+    },
+    #[error("no criteria given (hint: --criterion \"test: test_name\" or \"guard: test_name\")")]
+    NoCriteria,
+    #[error(
+        "the {runner} runner has no default command (hint: pass --test-command CMD, and for junit --test-report junit:RELATIVE/PATH.xml)"
+    )]
+    NeedsCommand { runner: RunnerKind },
+    #[error(
+        "the manifest runner found no manifest.tsv in the candidate tree (hint: commit the corpus's manifest.tsv)"
+    )]
+    NoManifest,
+    #[error(
+        "the manifest runner found several manifest.tsv files ({}); a proof takes one corpus",
+        paths.join(", ")
+    )]
+    SeveralManifests { paths: Vec<String> },
+    #[error("corpus directory of {path} cannot be named to a worker")]
+    CorpusDir {
+        path: String,
+        #[source]
+        source: assay_common::tree_path::TreePathError,
+    },
+    #[error("invalid corpus manifest {path}")]
+    Manifest {
+        path: String,
+        #[source]
+        source: ManifestError,
+    },
+    #[error(
+        "{path} line {line}: the case file {case} is not in the tree (hint: commit it, or fix the row)"
+    )]
+    MissingCase {
+        path: String,
+        line: usize,
+        case: String,
+    },
+    #[error(transparent)]
+    Queue(#[from] QueueError),
+}
+
+impl EngineError {
+    /// Usage and configuration errors (exit 2) as opposed to infrastructure failures (exit 3).
+    pub fn is_usage(&self) -> bool {
+        matches!(
+            self,
+            Self::Source(
+                SourceError::NotARepo { .. }
+                    | SourceError::UnknownRevision { .. }
+                    | SourceError::ReadPatch { .. }
+                    | SourceError::PatchApply { .. }
+            ) | Self::Glob { .. }
+                | Self::NoCriteria
+                | Self::NeedsCommand { .. }
+                | Self::NoManifest
+                | Self::SeveralManifests { .. }
+                | Self::Manifest { .. }
+                | Self::MissingCase { .. }
+        )
+    }
+}
+
+/// A proof with its trees resolved and its jobs planned.
+#[derive(Clone, Debug)]
+pub struct PreparedProof {
+    pub request: ProofRequest,
+    pub change: Change,
+    pub runner: RunnerKind,
+    pub jobs: Vec<JobSpec>,
+    /// Changed test files refused as proof (a node:test file that spawns another runner).
+    pub refused_files: Vec<RefusedFile>,
+    /// The mutation check to run once the proof is proven, planned here where the repository
+    /// is, so a fleet's coordinator runs the very same mutants.
+    pub mutation: Option<MutationSetup>,
+}
+
+/// Resolves trees with git2, picks the runner and plans the jobs. Touches nothing but the
+/// repository's object database.
+pub fn prepare(request: ProofRequest) -> Result<PreparedProof, EngineError> {
+    if request.criteria.is_empty() {
+        return Err(EngineError::NoCriteria);
+    }
+    let mut globs = GlobSetBuilder::new();
+    for glob in &request.test_globs {
+        globs.add(Glob::new(glob).map_err(|source| EngineError::Glob {
+            glob: glob.clone(),
+            source,
+        })?);
+    }
+    let globs = globs.build().map_err(|source| EngineError::Glob {
+        glob: request.test_globs.join(", "),
+        source,
+    })?;
+    // Before the runner is known, any ecosystem's test-file convention counts: overlaying a
+    // file that is a test elsewhere is harmless, missing a test file is not.
+    let chosen = request.runner;
+    let is_test_file = source::test_file_classifier(
+        move |p| match chosen {
+            Some(runner) => runner.is_test_file(p),
+            None => RunnerKind::is_test_file_for_any_detectable(p),
+        },
+        globs,
+    );
+    let change = source::resolve_change(
+        &request.repo,
+        &request.base,
+        &request.candidate,
+        &is_test_file,
+    )?;
+    let runner = match request.runner {
+        Some(runner) => runner,
+        None => detect_runner(&request.repo, &change)?,
+    };
+    // A corpus has no test modules to run apart from the whole: its cases are run by name.
+    let changed_test_modules: Vec<String> = change
+        .changed_test_files
+        .iter()
+        .filter(|f| {
+            !f.deleted && runner.is_test_module(&f.path) && !runner.runner().runs_a_corpus()
+        })
+        .map(|f| f.path.clone())
+        .collect();
+    let corpus = match runner.runner().runs_a_corpus() {
+        true => Some(load_corpus(&request.repo, &change.candidate.tree)?),
+        false => None,
+    };
+    if runner.needs_explicit_command() && request.test_command.is_none() {
+        return Err(EngineError::NeedsCommand { runner });
+    }
+    let command_prefix =
+        request
+            .test_command
+            .clone()
+            .unwrap_or_else(|| match request.local_tools {
+                true => runner.default_command_where(&on_path),
+                false => runner.default_command(),
+            });
+    let mut refused_files = Vec::new();
+    if let Some(spawned_test_runner) = runner.runner().spawned_test_runner_check() {
+        for file in &changed_test_modules {
+            let source =
+                source::read_file(&request.repo, &change.candidate.tree, file)?.unwrap_or_default();
+            let source = String::from_utf8_lossy(&source).into_owned();
+            if let Some(spawns) = spawned_test_runner(&source) {
+                refused_files.push(RefusedFile {
+                    // A changed file: `source::list_changes` refused any path not confined.
+                    path: assay_common::tree_path::TreePath::new(file).map_err(|source| {
+                        SourceError::PathNotConfined {
+                            path: file.clone(),
+                            source,
+                        }
+                    })?,
+                    spawns,
+                    source,
+                });
+            }
+        }
+    }
+    let mut jobs = plan_proof(&ProofPlanInput {
+        proof_id: &request.proof_id,
+        runner,
+        command_prefix: &command_prefix,
+        criteria: &request.criteria,
+        changed_test_modules: &changed_test_modules,
+        base_tree: &change.base_tree,
+        candidate_tree: &change.candidate.tree,
+        repeats: request.repeats,
+        timeout_secs: request.timeout_secs,
+        report: request
+            .test_report
+            .clone()
+            .unwrap_or_else(|| runner.report_format_for(&command_prefix)),
+    });
+    if let Some(corpus) = &corpus {
+        for job in &mut jobs {
+            job.report = ReportFormat::ManifestCases(ManifestJob::select(
+                &corpus.corpus,
+                &corpus.cases,
+                &job.selected_tests,
+            ));
+        }
+    }
+    let mut prepared = PreparedProof {
+        request,
+        change,
+        runner,
+        jobs,
+        refused_files,
+        mutation: None,
+    };
+    prepared.mutation = prepared.request.mutation_budget.map(|budget| {
+        let (plan, planning_error) = match check::plan_for(&prepared) {
+            Ok(plan) => (plan, None),
+            Err(e) => (
+                MutationPlan::default(),
+                Some(assay_transport::error_chain::error_chain(&e)),
+            ),
+        };
+        MutationSetup {
+            budget_secs: budget.as_secs(),
+            plan,
+            planning_error,
+        }
+    });
+    Ok(prepared)
+}
+
+/// Whether `program` is an executable file in a directory of this process's `PATH`.
+pub fn on_path(program: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::env::var_os("PATH").is_some_and(|path| {
+        std::env::split_paths(&path).any(|dir| {
+            std::fs::metadata(dir.join(program))
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+    })
+}
+
+/// The candidate tree's one corpus: its directory and its parsed rows, every case file present.
+fn load_corpus(
+    repo: &std::path::Path,
+    tree: &assay_common::TreeId,
+) -> Result<ManifestJob, EngineError> {
+    let files = source::list_files(repo, tree)?;
+    let manifests: Vec<&String> = files
+        .iter()
+        .filter(|f| f.rsplit('/').next() == Some("manifest.tsv"))
+        .collect();
+    let path = match manifests.as_slice() {
+        [] => return Err(EngineError::NoManifest),
+        [one] => (*one).clone(),
+        several => {
+            return Err(EngineError::SeveralManifests {
+                paths: several.iter().map(|p| (*p).clone()).collect(),
+            });
+        }
+    };
+    read_corpus(repo, tree, &path, &files)
+}
+
+/// The corpus whose manifest is `path` in `tree` (whose files are `files`): its directory and
+/// its parsed rows, every case file present. Shared with `assay test`.
+pub fn read_corpus(
+    repo: &std::path::Path,
+    tree: &assay_common::TreeId,
+    path: &str,
+    files: &[String],
+) -> Result<ManifestJob, EngineError> {
+    let bytes = source::read_file(repo, tree, path)?.unwrap_or_default();
+    let cases = parse_manifest(&String::from_utf8_lossy(&bytes)).map_err(|source| {
+        EngineError::Manifest {
+            path: path.to_owned(),
+            source,
+        }
+    })?;
+    let dir = path.rsplit_once('/').map_or("", |(dir, _)| dir);
+    let corpus = ManifestJob {
+        corpus: assay_common::tree_path::TreeDir::new(dir).map_err(|source| {
+            EngineError::CorpusDir {
+                path: path.to_owned(),
+                source,
+            }
+        })?,
+        cases,
+    };
+    if let Some(missing) = corpus
+        .cases
+        .iter()
+        .find(|case| !files.contains(&corpus.run_path(case)))
+    {
+        return Err(EngineError::MissingCase {
+            path: path.to_owned(),
+            line: missing.line,
+            case: missing.path.to_string(),
+        });
+    }
+    Ok(corpus)
+}
+
+/// The runner the candidate tree shows it uses (see [`RunnerKind::detect`]).
+fn detect_runner(repo: &std::path::Path, change: &Change) -> Result<RunnerKind, EngineError> {
+    detect_runner_in(repo, &change.candidate.tree)
+}
+
+/// Runner detection on the tree of revision `rev`.
+pub fn detect_runner_at(repo: &std::path::Path, rev: &str) -> Result<RunnerKind, EngineError> {
+    let tree = source::tree_of(repo, rev)?;
+    detect_runner_in(repo, &tree)
+}
+
+/// Runner detection for one tree (shared with `assay test`): each runner reads the files it
+/// looks for; the first read that fails is the error.
+pub fn detect_runner_in(
+    repo: &std::path::Path,
+    tree: &assay_common::TreeId,
+) -> Result<RunnerKind, EngineError> {
+    let files = source::list_files(repo, tree)?;
+    let mut failed: Option<SourceError> = None;
+    let mut read = |path: &str| match source::read_file(repo, tree, path) {
+        Ok(bytes) => bytes.map(|b| String::from_utf8_lossy(&b).into_owned()),
+        Err(e) => {
+            failed.get_or_insert(e);
+            None
+        }
+    };
+    let detected = RunnerKind::detect(&mut TreeFiles {
+        files: &files,
+        read: &mut read,
+    });
+    match failed {
+        Some(e) => Err(e.into()),
+        None => Ok(detected),
+    }
+}
+
+/// What a proof yields: its proving jobs' results in plan order and the evidence, which holds
+/// the mutation check when one ran (typed here too, for the summary).
+pub struct ProofRun {
+    pub results: Vec<JobResult>,
+    /// When each proving job's result arrived, in plan order, in milliseconds after the
+    /// proof's clock started.
+    pub finished_at_ms: Vec<u64>,
+    pub evidence: Evidence,
+    pub mutation_check: Option<MutationCheck>,
+}
+
+/// The one proof pipeline: the proving jobs, the verdicts and the evidence, then for a proven
+/// proof with a mutation setup the mutation check, its mutants on the same queue under the
+/// same `slots`. Cancelling the queue (its result stream closing) ends whichever phase runs.
+pub async fn run_proof(
+    proof: &PreparedProof,
+    queue: &dyn JobQueue,
+    slots: usize,
+    progress: &dyn ProgressSink,
+    started: SystemTime,
+    clock: Instant,
+) -> Result<ProofRun, EngineError> {
+    let (results, finished_at_ms) = run_jobs(&proof.jobs, queue, slots, progress, clock).await?;
+    let mut evidence = conclude(proof, &results, &finished_at_ms, started, clock);
+    let mutation_check = match &proof.mutation {
+        Some(setup) if evidence.verdict == Verdict::Proven => {
+            let check = check::run_check(proof, setup, queue, slots, progress).await?;
+            evidence.mutation_check =
+                Some(serde_json::to_value(&check).map_err(EngineError::EncodeMutationCheck)?);
+            Some(check)
+        }
+        _ => None,
+    };
+    Ok(ProofRun {
+        results,
+        finished_at_ms,
+        evidence,
+        mutation_check,
+    })
+}
+
+/// Runs `jobs` through `queue` with at most `budget` in flight and returns their results in
+/// plan order, whatever order they finish in, with when each arrived (milliseconds after
+/// `clock`). A second result for a job is ignored.
+pub async fn run_jobs(
+    jobs: &[JobSpec],
+    queue: &dyn JobQueue,
+    budget: usize,
+    progress: &dyn ProgressSink,
+    clock: Instant,
+) -> Result<(Vec<JobResult>, Vec<u64>), EngineError> {
+    progress.event(ProofEvent::Planned { jobs });
+    struct Proving<'a> {
+        total: usize,
+        progress: &'a dyn ProgressSink,
+        clock: Instant,
+        finished_at_ms: Vec<u64>,
+    }
+    impl Hooks for Proving<'_> {
+        fn finished(&mut self, at: usize, done: usize, spec: &JobSpec, result: &JobResult) -> Flow {
+            self.finished_at_ms[at] = self.clock.elapsed().as_millis() as u64;
+            self.progress.event(ProofEvent::JobFinished {
+                done,
+                total: self.total,
+                spec,
+                result,
+            });
+            Flow::Continue
+        }
+    }
+    let mut proving = Proving {
+        total: jobs.len(),
+        progress,
+        clock,
+        finished_at_ms: vec![0; jobs.len()],
+    };
+    let done = dispatch(queue, jobs, budget, None, &mut proving).await?;
+    let results: Vec<JobResult> = done.results.into_iter().flatten().collect();
+    if results.len() != jobs.len() {
+        return Err(QueueError::Closed {
+            outstanding: jobs.len() - results.len(),
+        }
+        .into());
+    }
+    Ok((results, proving.finished_at_ms))
+}
+
+/// Decides every criterion and builds the evidence report. `finished_at_ms` holds, in plan
+/// order, when each result arrived (milliseconds after `elapsed`); the jobs' start offsets
+/// derive from it.
+pub fn conclude(
+    proof: &PreparedProof,
+    results: &[JobResult],
+    finished_at_ms: &[u64],
+    started: SystemTime,
+    elapsed: Instant,
+) -> Evidence {
+    let (workers, sandbox) = WorkerEvidence::of(results);
+    let observations: Vec<Observation<'_>> = proof
+        .jobs
+        .iter()
+        .zip(results)
+        .map(|(spec, result)| Observation {
+            kind: spec.kind,
+            side: spec.side,
+            result,
+        })
+        .collect();
+    let mut criteria = verdict::decide(&proof.request.criteria, &observations);
+    verdict::refuse_spawning_files(&mut criteria, &proof.refused_files);
+    let change = &proof.change;
+    Evidence {
+        schema: SCHEMA.into(),
+        proof_id: proof.request.proof_id.to_string(),
+        verdict: verdict::proof_verdict(&criteria),
+        repository: proof.request.repo.display().to_string(),
+        runner: proof.runner.to_string(),
+        base: RevisionInfo {
+            requested: change.base.requested.clone(),
+            commit: change.base.commit.clone(),
+            tree: change.base_tree.to_string(),
+        },
+        candidate: RevisionInfo {
+            requested: change.candidate.requested.clone(),
+            commit: change.candidate.commit.clone(),
+            tree: change.candidate.tree.to_string(),
+        },
+        changed_test_files: change
+            .changed_test_files
+            .iter()
+            .map(|f| f.path.clone())
+            .collect(),
+        criteria,
+        jobs: proof
+            .jobs
+            .iter()
+            .zip(results)
+            .enumerate()
+            .map(|(i, (spec, result))| {
+                JobEvidence::new(spec, result, finished_at_ms.get(i).copied())
+            })
+            .collect(),
+        mutation_check: None,
+        sandbox,
+        workers,
+        coordinators: Vec::new(),
+        started_at: rfc3339(started),
+        duration_s: elapsed.elapsed().as_secs_f64(),
+    }
+}
+
+/// A fresh proof id: time-ordered, unique enough across a fleet.
+pub fn new_proof_id() -> ProofId {
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs();
+    ProofId(format!("p-{secs}-{}", hex::encode(random_bytes::<8>())))
+}
+
+/// Bytes from the kernel's random source: a proof id names a proof's subjects and keys, so it
+/// must not be guessable from the clock and the pid. Without that source (no `/dev/urandom` in
+/// a minimal chroot), the clock, the pid and a process-wide counter, hashed, still keep ids
+/// distinct, if not secret.
+// N is at most 32, a SHA-256's length.
+fn random_bytes<const N: usize>() -> [u8; N] {
+    use std::io::Read;
+    let mut bytes = [0u8; N];
+    if std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .is_ok()
+    {
+        return bytes;
+    }
+    use sha2::{Digest, Sha256};
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let count = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let digest = Sha256::digest(format!(
+        "{:?}-{}-{count}",
+        SystemTime::now(),
+        std::process::id()
+    ));
+    bytes.copy_from_slice(&digest[..N]);
+    bytes
+}
+
+/// The worker id of embedded mode's in-process workers.
+pub fn embedded_worker_id() -> WorkerId {
+    WorkerId(format!("embedded-{}", std::process::id()))
+}
+
+/// UTC `YYYY-MM-DDTHH:MM:SSZ` without a date library.
+pub fn rfc3339(time: SystemTime) -> String {
+    let secs = time
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs() as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Howard Hinnant's civil-from-days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn rfc3339_formats_utc() {
+        let t = UNIX_EPOCH + Duration::from_secs(1_795_995_229);
+        assert_eq!(rfc3339(t), "2026-11-29T23:33:49Z");
+        assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00Z");
+    }
+}

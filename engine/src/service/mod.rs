@@ -1,0 +1,494 @@
+//! The coordinator service: accepts proofs by request/reply, drives each through the engine's
+//! `run_jobs` over a [`NatsJobQueue`], applies every result once (a KV create per job id),
+//! concludes with the same verdict code as embedded mode, and keeps each proof's state in the
+//! fleet's proofs bucket (`ASSAY_PROOFS` under the default prefix) so a restarted coordinator
+//! resumes it.
+//!
+//! This module holds the service's loop and the state its tasks share; each thing the loop
+//! does is a module of its own: `intake` (submissions, resume), `proof` (one proof's run),
+//! `results` (applying results), `cancel`, `halt`, `progress` (events for the CLI) and
+//! `served` (results the cache answered, recorded in KV).
+
+mod cancel;
+mod halt;
+mod intake;
+pub mod lease;
+mod progress;
+mod proof;
+mod results;
+mod served;
+
+pub use proof::prepared_from;
+
+use cancel::cancel_proof;
+use halt::recheck_halt;
+use intake::{accept, resume_unfinished};
+use lease::Fence;
+pub use lease::FenceError;
+use results::apply_result;
+
+use crate::admitter::Admitter;
+use crate::nats_queue::PublishGate;
+use crate::result_cache::{RunContext, SigningKey};
+use crate::suite::cluster::{HALT_KEY, HALT_RECHECK, is_halt_entry};
+use assay_common::ProofId;
+use assay_common::fleet::Subjects;
+use assay_common::job::JobResult;
+use assay_common::service_config::{ConfigError, Role, ServiceConfig};
+use assay_common::wire;
+use assay_transport::error_chain::error_chain;
+use assay_transport::health::{self, Probes};
+use assay_transport::metrics::Metrics;
+use assay_transport::nats::{self, FleetError, QueueTuning};
+use assay_transport::offload;
+use assay_transport::store::{ArtifactStore, StoreError};
+use async_nats::jetstream::{self, kv};
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicU32, Ordering as AtomicOrdering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Fleet(#[from] FleetError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    CacheKey(#[from] crate::result_cache::SigningKeyError),
+    #[error("failed to serve probes on {listen}")]
+    Http {
+        listen: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+#[derive(Clone, Debug)]
+pub struct CoordinatorConfig {
+    pub service: ServiceConfig,
+    pub tuning: QueueTuning,
+    pub s3_options: Vec<(String, String)>,
+}
+
+impl CoordinatorConfig {
+    pub fn new(service: ServiceConfig) -> Self {
+        Self {
+            service,
+            tuning: QueueTuning::default(),
+            s3_options: Vec::new(),
+        }
+    }
+}
+
+/// A proof this coordinator is driving: where its applied results go, and its publish gate.
+struct ActiveProof {
+    results: mpsc::UnboundedSender<JobResult>,
+    gate: PublishGate,
+    /// Jobs in the plan, the mutation check's included: a result must name one of them (index
+    /// below this, and that index's job id) before it may take a result key.
+    job_count: u32,
+    /// Indexes whose result this leadership is writing (`false`) or has written (`true`).
+    claimed: HashMap<u32, bool>,
+}
+
+type Active = Arc<Mutex<HashMap<ProofId, ActiveProof>>>;
+
+/// The coordinator's tasks: proofs being driven, submissions being accepted and cancels being
+/// carried out. Shared, so a submission accepted off the main loop starts its proof here too;
+/// all are aborted at shutdown.
+type Tasks = Arc<Mutex<tokio::task::JoinSet<()>>>;
+
+fn spawn_task(tasks: &Tasks, task: impl Future<Output = ()> + Send + 'static) {
+    if let Ok(mut tasks) = tasks.lock() {
+        tasks.spawn(task);
+    }
+}
+
+#[derive(Clone)]
+struct Shared {
+    client: async_nats::Client,
+    js: jetstream::Context,
+    proofs: kv::Store,
+    subjects: Subjects,
+    store: Arc<dyn ArtifactStore>,
+    max_jobs_per_proof: u32,
+    /// How much of a stored submission, and of a stored result, is read at most.
+    submission_cap: offload::ReadCap,
+    result_cap: offload::ReadCap,
+    active: Active,
+    admitter: Admitter,
+    metrics: Arc<Metrics>,
+    /// The fleet-wide halt's reason while it is set.
+    halt: Arc<Mutex<Option<String>>>,
+    /// The result cache, when `[cache]` declares the workers' sandbox and a signing key.
+    cache: Option<FleetCache>,
+    /// This leadership's claim: every write to the proofs bucket goes through it.
+    fence: Fence,
+}
+
+impl Shared {
+    /// Takes `index` of `proof_id` for one result write, unless a write of it is under way
+    /// or done (or the proof is not active: then it is in progress elsewhere, for all this
+    /// knows).
+    fn claim(&self, proof_id: &ProofId, index: u32) -> Claim {
+        let Ok(mut active) = self.active.lock() else {
+            return Claim::InProgress;
+        };
+        let Some(proof) = active.get_mut(proof_id) else {
+            return Claim::InProgress;
+        };
+        match proof.claimed.get(&index) {
+            Some(true) => Claim::Written,
+            Some(false) => Claim::InProgress,
+            None => {
+                proof.claimed.insert(index, false);
+                Claim::Taken
+            }
+        }
+    }
+
+    /// Marks `index` of `proof_id` recorded in KV.
+    fn written(&self, proof_id: &ProofId, index: u32) {
+        if let Ok(mut active) = self.active.lock()
+            && let Some(proof) = active.get_mut(proof_id)
+        {
+            proof.claimed.insert(index, true);
+        }
+    }
+
+    /// Gives `index` back after a write that did not happen.
+    fn release(&self, proof_id: &ProofId, index: u32) {
+        if let Ok(mut active) = self.active.lock()
+            && let Some(active) = active.get_mut(proof_id)
+        {
+            active.claimed.remove(&index);
+        }
+    }
+}
+
+/// What a result's delivery may do about its job's index.
+enum Claim {
+    /// Write it: this delivery holds the index.
+    Taken,
+    /// Another delivery is writing it: leave this one to come back.
+    InProgress,
+    /// It is recorded: this one is a duplicate.
+    Written,
+}
+
+#[derive(Clone)]
+struct FleetCache {
+    key: Arc<SigningKey>,
+    context: RunContext,
+}
+
+/// The fleet's cache from `[cache]`, or why it is off.
+fn fleet_cache(
+    section: &assay_common::service_config::CacheSection,
+) -> Result<Result<FleetCache, &'static str>, ServiceError> {
+    let Some(sandbox) = &section.sandbox else {
+        return Ok(Err(
+            "no [cache] sandbox is declared, and a key needs the sandbox jobs run in",
+        ));
+    };
+    if section.key_file.is_empty() {
+        return Ok(Err(
+            "no [cache] key_file (ASSAY_CACHE_KEY_FILE) to sign entries with",
+        ));
+    }
+    let key = SigningKey::from_file(std::path::Path::new(&section.key_file))?;
+    Ok(Ok(FleetCache {
+        key: Arc::new(key),
+        context: RunContext::declared(sandbox.clone(), &section.env, &section.interpreter),
+    }))
+}
+
+/// Runs the coordinator until `shutdown`. It stands by until it holds the leader lease, leads
+/// until `shutdown` or until it loses the lease, then stands by again. Proofs in flight stay in
+/// the KV bucket and resume under the next leader, this one or another.
+pub async fn serve(
+    config: CoordinatorConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServiceError> {
+    let service = &config.service;
+    service.validate()?;
+    let subjects = Subjects::new(&service.nats.subject_prefix);
+    let store: Arc<dyn ArtifactStore> = Arc::new(assay_transport::store::open_store(
+        &service.store.url,
+        &config.s3_options,
+    )?);
+    let client = nats::connect(
+        &service.nats,
+        assay_common::nats_permissions::Role::Coordinator,
+    )
+    .await?;
+    let js = jetstream::new(client.clone());
+    let placement = nats::Placement::of(&service.nats);
+    let proofs = nats::proofs_bucket(&js, &subjects, placement).await?;
+    let metrics = Arc::new(Metrics::default());
+    let cache = match fleet_cache(&service.cache)? {
+        Ok(cache) => {
+            tracing::info!(sandbox = ?cache.context.sandbox, "result cache on: entries signed by this coordinator, keyed by the declared [cache] sandbox");
+            Some(cache)
+        }
+        Err(why) => {
+            tracing::info!("result cache off: {why}");
+            None
+        }
+    };
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    if let Some(listen) = service.http_listen(Role::Coordinator) {
+        let mut stop = stop_rx.clone();
+        let probes = Probes {
+            client: client.clone(),
+            store: store.clone(),
+            subjects: subjects.clone(),
+        };
+        health::spawn(&listen, probes, metrics.clone(), async move {
+            let _ = stop.wait_for(|s| *s).await;
+        })
+        .await
+        .map_err(|source| ServiceError::Http { listen, source })?;
+    }
+    let holder = coordinator_name();
+    let ttl = Duration::from_millis(service.coordinator.lease_ttl_ms);
+    tracing::info!(holder, "coordinator started");
+    tokio::pin!(shutdown);
+    let outcome = loop {
+        let fence = tokio::select! {
+            () = &mut shutdown => break Ok(()),
+            fence = Fence::acquire(js.clone(), proofs.clone(), &holder, ttl) => match fence {
+                Ok(fence) => fence,
+                Err(e) => {
+                    tracing::warn!(error = %error_chain(&e), "failed to open a leadership epoch");
+                    continue;
+                }
+            },
+        };
+        tracing::info!(
+            epoch = fence.epoch(),
+            "leading: this coordinator holds the lease"
+        );
+        let shared = Shared {
+            client: client.clone(),
+            js: js.clone(),
+            proofs: proofs.clone(),
+            subjects: subjects.clone(),
+            store: store.clone(),
+            max_jobs_per_proof: service.coordinator.max_jobs_per_proof,
+            submission_cap: offload::ReadCap::submissions(service.coordinator.max_submission_bytes),
+            result_cap: offload::ReadCap::results(service.coordinator.max_result_bytes),
+            active: Arc::default(),
+            admitter: match nats::workers_consumer(&js, &subjects, &config.tuning, placement).await
+            {
+                Ok(jobs) => Admitter::spawn(jobs, config.tuning.lookahead),
+                Err(e) => {
+                    step_aside(&fence, error_chain(&e)).await;
+                    continue;
+                }
+            },
+            metrics: metrics.clone(),
+            halt: Arc::default(),
+            cache: cache.clone(),
+            fence,
+        };
+        match lead(&shared, &config, &mut shutdown).await {
+            Ok(Term::Stopped) => break Ok(()),
+            Ok(Term::Deposed) => {}
+            // A NATS server lost while taking up the lead, say: another coordinator, or this
+            // one, leads again at once.
+            Err(e) => step_aside(&shared.fence, error_chain(&e)).await,
+        }
+    };
+    let _ = stop_tx.send(true);
+    outcome
+}
+
+/// Gives the lead up after a failure to take it up, so it passes at once.
+async fn step_aside(fence: &Fence, error: String) {
+    tracing::warn!(error, "failed to take up the lead; giving it up");
+    fence.release().await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+}
+
+/// How a leadership ended.
+enum Term {
+    Stopped,
+    Deposed,
+}
+
+/// A name for this coordinator in the lease and in the evidence: its host and process, and a
+/// count for the coordinators one process runs (tests do).
+fn coordinator_name() -> String {
+    static STARTED: AtomicU32 = AtomicU32::new(0);
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .or_else(|| {
+            std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .ok()
+                .map(|h| h.trim().to_owned())
+        })
+        .unwrap_or_else(|| "coordinator".into());
+    let count = STARTED.fetch_add(1, AtomicOrdering::Relaxed);
+    format!("{host}-{}-{count}", std::process::id())
+}
+
+/// Leads until `shutdown` or the loss of the lease: resumes the unfinished proofs, then takes
+/// submissions, cancels and results.
+async fn lead(
+    shared: &Shared,
+    config: &CoordinatorConfig,
+    shutdown: &mut (impl Future<Output = ()> + Unpin),
+) -> Result<Term, ServiceError> {
+    let subjects = &shared.subjects;
+    // Renewed from the start, so a slow start (a NATS server lost meanwhile) does not cost the
+    // lease; losing it ends this leadership.
+    let kept = shared.fence.keep();
+    tokio::pin!(kept);
+    let tasks: Tasks = Arc::default();
+    let setup = async {
+        let results = nats::coordinator_consumer(
+            &shared.js,
+            subjects,
+            &config.tuning,
+            nats::Placement::of(&config.service.nats),
+        )
+        .await?;
+        // With history: the halt's current value first, so a halt set while no coordinator
+        // ran holds from the start.
+        let halt = shared
+            .proofs
+            .watch_with_history(HALT_KEY)
+            .await
+            .map_err(|e| FleetError::jetstream(format!("watch the halt key {HALT_KEY}"), e))?;
+        // Register unfinished proofs before applying results, so none is taken for a stray.
+        resume_unfinished(shared, &tasks).await?;
+        let submit = shared
+            .client
+            .queue_subscribe(subjects.submit(), LEADER_QUEUE.into())
+            .await
+            .map_err(|e| FleetError::jetstream(format!("subscribe to {}", subjects.submit()), e))?;
+        let cancel = shared
+            .client
+            .queue_subscribe(subjects.cancel(), LEADER_QUEUE.into())
+            .await
+            .map_err(|e| FleetError::jetstream(format!("subscribe to {}", subjects.cancel()), e))?;
+        let results = results
+            .messages()
+            .await
+            .map_err(|e| FleetError::jetstream("pull results", e))?;
+        Ok::<_, ServiceError>((results, halt, submit, cancel))
+    };
+    let started = tokio::select! {
+        () = &mut kept => Ok(None),
+        started = tokio::time::timeout(LEADING_START_LIMIT, setup) => match started {
+            Ok(Ok(parts)) => Ok(Some(parts)),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(FleetError::jetstream(
+                "start leading (consumer, halt watch, resumed proofs, subscriptions)",
+                format!("not done within {} s", LEADING_START_LIMIT.as_secs()),
+            )
+            .into()),
+        },
+    };
+    let (mut results, mut halt, mut submit, mut cancel) = match started {
+        Ok(Some(parts)) => parts,
+        outcome => {
+            if let Ok(mut tasks) = tasks.lock() {
+                tasks.abort_all();
+            }
+            return outcome.map(|_| Term::Deposed);
+        }
+    };
+    // Results are recorded concurrently: each is one KV round trip, and applying them one at a
+    // time would cap the fleet at one result per round trip. Order does not matter here (the
+    // engine puts results in plan order; the KV create applies each job's result once).
+    let mut applying = FuturesUnordered::new();
+    // Finished tasks are collected now and then (the set is shared, so no arm awaits it).
+    let mut reap = tokio::time::interval(Duration::from_secs(1));
+    // The halt key is read now and then too, so neither a halt nor its end is missed when the
+    // watch's consumer was disturbed.
+    let mut halt_recheck = tokio::time::interval(HALT_RECHECK);
+    let term = loop {
+        tokio::select! {
+            () = &mut *shutdown => break Term::Stopped,
+            () = &mut kept => break Term::Deposed,
+            // Accepting reads a stored submission from the store and cancelling writes KV:
+            // either may be slow, so each runs as a task of its own and the loop goes on
+            // applying results and taking requests. A proof is registered (in `accept`)
+            // before any of its jobs is published, so none of its results can come first.
+            Some(request) = submit.next() => {
+                let (shared, spawner) = (shared.clone(), tasks.clone());
+                spawn_task(&tasks, async move {
+                    let reply = accept(&shared, &request, &spawner).await;
+                    if let (Some(to), Ok(bytes)) = (request.reply, wire::encode("submit reply", &reply)) {
+                        let _ = shared.client.publish(to, bytes.into()).await;
+                    }
+                });
+            }
+            Some(request) = cancel.next() => {
+                let shared = shared.clone();
+                spawn_task(&tasks, async move {
+                    let reply = cancel_proof(&shared, &request.payload).await;
+                    if let (Some(to), Ok(bytes)) = (request.reply, wire::encode("cancel reply", &reply)) {
+                        let _ = shared.client.publish(to, bytes.into()).await;
+                    }
+                });
+            }
+            Some(message) = results.next(), if applying.len() < RESULTS_APPLIED_AT_ONCE => match message {
+                Ok(message) => applying.push(apply_result(shared, message)),
+                Err(e) => tracing::warn!(error = %e, "failed to pull a result"),
+            },
+            Some(()) = applying.next(), if !applying.is_empty() => {}
+            // A change of the halt key is a prompt to read it: what a watch delivers is not
+            // taken for the halt's state, since its inbox may receive deliveries it never
+            // asked for; an entry for another key does not even prompt.
+            Some(entry) = halt.next() => match entry {
+                Ok(entry) if !is_halt_entry(&shared.proofs, &entry) => {}
+                Ok(_) => recheck_halt(shared).await,
+                Err(e) => {
+                    tracing::warn!(error = %e, "failed to read a change of the halt key");
+                    recheck_halt(shared).await;
+                }
+            },
+            _ = halt_recheck.tick() => recheck_halt(shared).await,
+            _ = reap.tick() => {
+                if let Ok(mut tasks) = tasks.lock() {
+                    while tasks.try_join_next().is_some() {}
+                }
+            }
+        }
+    };
+    // Results being recorded finish (each is one round trip), so none is redelivered for
+    // nothing; a deposed leader's would be refused by the fence, and its successor gets them.
+    if matches!(term, Term::Stopped) {
+        while applying.next().await.is_some() {}
+    }
+    if let Ok(mut tasks) = tasks.lock() {
+        tasks.abort_all();
+    }
+    if matches!(term, Term::Stopped) {
+        shared.fence.release().await;
+    }
+    Ok(term)
+}
+
+/// How long taking up the lead may take before it is given up and tried again.
+const LEADING_START_LIMIT: Duration = Duration::from_secs(30);
+
+/// The queue group submissions and cancels are taken in: a coordinator that has just stepped
+/// down and one that has just taken over may both be subscribed for a moment, and a request
+/// must reach one of them, not both.
+const LEADER_QUEUE: &str = "assay-leader";
+
+/// Results being recorded at once; beyond it the results stream waits (its consumer's ack
+/// window is far larger).
+const RESULTS_APPLIED_AT_ONCE: usize = 64;

@@ -1,0 +1,1125 @@
+//! Fleet mode against real services: a JetStream server (`nats-server -js`) and an
+//! S3-protocol server (`moto_server`) started on free 127.0.0.1 ports by each test, with the
+//! coordinator and workers running in this process through their `serve` functions.
+
+use assay_common::criteria::parse_criteria;
+use assay_common::evidence::Evidence;
+use assay_common::fleet::{
+    ProofRecord, ProofSubmission, Subjects, SubmitReply, keys, submission_key,
+};
+use assay_common::job::{ArtifactRef, JobResult, JobSpec, JobStatus};
+use assay_common::outcome::ReportOutcome;
+use assay_common::service_config::ServiceConfig;
+use assay_common::{JobId, WorkerId, wire};
+use assay_engine::client::{self, FleetProgress};
+use assay_engine::progress::{ProgressSink, ProofEvent};
+use assay_engine::proof::{self, PreparedProof, ProofRequest};
+use assay_engine::service::{self as coordinator, CoordinatorConfig};
+use assay_engine::source::CandidateSpec;
+use assay_transport::nats::QueueTuning;
+use assay_transport::store::{ArtifactStore, ObjectArtifactStore};
+use assay_transport::tree::GitTreeSource;
+use assay_worker::in_process::InProcessQueue;
+use assay_worker::job_context::JobContext;
+use assay_worker::sandbox::process::ProcessSandbox;
+use assay_worker::service::{self as worker, JobRunner, WorkerConfig};
+use futures::StreamExt;
+use servers::{ServerGuard, start_nats, start_s3};
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+use tokio::task::JoinHandle;
+
+use assay_test_support::servers;
+
+fn s3_options(s3: &ServerGuard) -> Vec<(String, String)> {
+    servers::s3_options(s3.port)
+}
+
+fn git(repo: &Path, args: &[&str]) {
+    let status = Command::new("git")
+        .args(["-c", "user.name=Ada", "-c", "user.email=ada@invoices.test"])
+        .args(args)
+        .current_dir(repo)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "git {args:?}");
+}
+
+/// An invoice service whose total forgets tax on the base and adds it on the candidate.
+/// `slow_secs` makes the new test sleep, so a job outlives `ack_wait`.
+fn invoice_repo(dir: &Path, slow_secs: f64) -> PathBuf {
+    let repo = dir.join("invoices");
+    std::fs::create_dir_all(repo.join("invoices")).unwrap();
+    std::fs::create_dir_all(repo.join("tests")).unwrap();
+    std::fs::write(repo.join("invoices/__init__.py"), "").unwrap();
+    std::fs::write(repo.join("tests/__init__.py"), "").unwrap();
+    std::fs::write(
+        repo.join("invoices/total.py"),
+        "def total(lines, tax_rate=0.0):\n    return sum(lines)\n",
+    )
+    .unwrap();
+    std::fs::write(
+        repo.join("tests/test_total.py"),
+        "import unittest\nfrom invoices.total import total\n\n\nclass TotalTests(unittest.TestCase):\n    def test_total_of_empty_invoice(self):\n        self.assertEqual(total([]), 0)\n",
+    )
+    .unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-q", "-m", "invoice totals"]);
+    std::fs::write(
+        repo.join("invoices/total.py"),
+        "def total(lines, tax_rate=0.0):\n    return round(sum(lines) * (1 + tax_rate), 2)\n",
+    )
+    .unwrap();
+    std::fs::write(
+        repo.join("tests/test_total.py"),
+        format!("import time\nimport unittest\nfrom invoices.total import total\n\n\nclass TotalTests(unittest.TestCase):\n    def test_total_of_empty_invoice(self):\n        self.assertEqual(total([]), 0)\n\n    def test_total_includes_tax(self):\n        time.sleep({slow_secs})\n        self.assertEqual(total([10.0, 5.0], tax_rate=0.2), 18.0)\n"),
+    )
+    .unwrap();
+    git(&repo, &["checkout", "-q", "-b", "tax"]);
+    git(&repo, &["commit", "-q", "-am", "add tax to totals"]);
+    repo
+}
+
+fn prepare(repo: &Path) -> PreparedProof {
+    prepare_with(repo, 2, None)
+}
+
+fn prepare_with_repeats(repo: &Path, repeats: u32) -> PreparedProof {
+    prepare_with(repo, repeats, None)
+}
+
+fn prepare_with(repo: &Path, repeats: u32, mutation_budget: Option<Duration>) -> PreparedProof {
+    proof::prepare(ProofRequest {
+        proof_id: proof::new_proof_id(),
+        repo: repo.to_owned(),
+        base: "main".into(),
+        candidate: CandidateSpec::Revision("tax".into()),
+        criteria: parse_criteria(&[
+            "test: test_total_includes_tax".to_owned(),
+            "guard: test_total_of_empty_invoice".to_owned(),
+        ])
+        .unwrap(),
+        runner: None,
+        test_command: None,
+        local_tools: false,
+        test_report: None,
+        test_globs: Vec::new(),
+        repeats,
+        timeout_secs: 120,
+        mutation_budget,
+    })
+    .unwrap()
+}
+
+struct Fleet {
+    nats: ServerGuard,
+    s3: ServerGuard,
+    dir: tempfile::TempDir,
+    tuning: QueueTuning,
+}
+
+struct Service {
+    handle: JoinHandle<()>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Service {
+    /// Graceful stop: the service finishes what it is doing and returns.
+    async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let _ = self.handle.await;
+    }
+    /// A crash: the task is dropped mid-flight, acks and heartbeats stop with it.
+    fn kill(self) {
+        self.handle.abort();
+    }
+}
+
+impl Fleet {
+    fn start(tuning: QueueTuning) -> Self {
+        Self {
+            nats: start_nats(),
+            s3: start_s3("assay-artifacts"),
+            dir: tempfile::tempdir().unwrap(),
+            tuning,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("nats://127.0.0.1:{}", self.nats.port)
+    }
+
+    fn service_config(&self, cache: &str) -> ServiceConfig {
+        let mut config = ServiceConfig::default();
+        config.nats.url = self.url();
+        config.store.url = "s3://assay-artifacts".into();
+        config.http.listen = Some(String::new());
+        config.worker.tree_cache_dir = self.dir.path().join(cache).display().to_string();
+        config
+    }
+
+    fn store(&self) -> Arc<dyn ArtifactStore> {
+        Arc::new(
+            assay_transport::store::open_store("s3://assay-artifacts", &s3_options(&self.s3))
+                .unwrap(),
+        )
+    }
+
+    /// Puts the proof's trees in the fleet's store, as the CLI does before it submits.
+    async fn upload(&self, prepared: &PreparedProof) {
+        client::upload_trees(self.store().as_ref(), prepared)
+            .await
+            .unwrap();
+    }
+
+    /// The invoice proof of `repo`, prepared and its trees uploaded.
+    async fn uploaded(&self, repo: &Path) -> PreparedProof {
+        let prepared = prepare(repo);
+        self.upload(&prepared).await;
+        prepared
+    }
+
+    fn coordinator(&self) -> Service {
+        let mut config = CoordinatorConfig::new(self.service_config("coordinator-cache"));
+        config.tuning = self.tuning;
+        config.s3_options = s3_options(&self.s3);
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let handle = tokio::spawn(async move {
+            coordinator::serve(config, async {
+                let _ = rx.await;
+            })
+            .await
+            .unwrap();
+        });
+        Service {
+            handle,
+            stop: Some(tx),
+        }
+    }
+
+    fn worker(&self, name: &str, slots: u32) -> Service {
+        self.worker_with_grace(name, slots, 60)
+    }
+
+    fn worker_with_grace(&self, name: &str, slots: u32, grace_secs: u64) -> Service {
+        let mut config = WorkerConfig::new(self.service_config(&format!("{name}-cache")));
+        config.service.worker.slots = slots;
+        config.service.worker.shutdown_grace_secs = grace_secs;
+        config.tuning = self.tuning;
+        config.worker_id = WorkerId(name.into());
+        config.scratch_root = Some(self.dir.path().join(format!("{name}-scratch")));
+        config.s3_options = s3_options(&self.s3);
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let handle = tokio::spawn(async move {
+            worker::serve(config, async {
+                let _ = rx.await;
+            })
+            .await
+            .unwrap();
+        });
+        Service {
+            handle,
+            stop: Some(tx),
+        }
+    }
+
+    /// A worker whose jobs run nothing: for tests of the transport, not of the runs.
+    fn noop_worker(&self, name: &str, slots: u32) -> Service {
+        let mut config = WorkerConfig::new(self.service_config(&format!("{name}-cache")));
+        config.service.worker.slots = slots;
+        config.tuning = self.tuning;
+        config.worker_id = WorkerId(name.into());
+        config.s3_options = s3_options(&self.s3);
+        let parts = worker::WorkerParts {
+            runner: Arc::new(Noop(config.worker_id.clone())),
+            store: Arc::new(
+                assay_transport::store::open_store(&config.service.store.url, &config.s3_options)
+                    .expect("open the store"),
+            ),
+            metrics: Default::default(),
+        };
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let handle = tokio::spawn(async move {
+            worker::serve_with(config, parts, async {
+                let _ = rx.await;
+            })
+            .await
+            .unwrap();
+        });
+        Service {
+            handle,
+            stop: Some(tx),
+        }
+    }
+
+    async fn client(&self) -> async_nats::Client {
+        async_nats::connect(self.url()).await.unwrap()
+    }
+
+    /// Waits (on the server's own counters) until the workers' consumer exists.
+    async fn wait_for_topology(&self, client: &async_nats::Client) {
+        let js = async_nats::jetstream::new(client.clone());
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Ok(stream) = js.get_stream("ASSAY_JOBS").await
+                && stream
+                    .get_consumer::<async_nats::jetstream::consumer::pull::Config>(
+                        &Subjects::new("assay").workers_consumer(),
+                    )
+                    .await
+                    .is_ok()
+                && js.get_key_value("ASSAY_PROOFS").await.is_ok()
+                && js.get_stream("ASSAY_RESULTS").await.is_ok()
+            {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the fleet topology never appeared"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Waits until the workers' consumer has at least `n` jobs delivered and unacknowledged.
+    async fn wait_for_ack_pending(&self, client: &async_nats::Client, n: usize) {
+        let js = async_nats::jetstream::new(client.clone());
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let mut consumer: async_nats::jetstream::consumer::PullConsumer = js
+                .get_stream("ASSAY_JOBS")
+                .await
+                .unwrap()
+                .get_consumer(&Subjects::new("assay").workers_consumer())
+                .await
+                .unwrap();
+            if consumer.info().await.unwrap().num_ack_pending >= n {
+                return;
+            }
+            assert!(Instant::now() < deadline, "no job was taken");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    async fn jobs_consumer_info(
+        &self,
+        client: &async_nats::Client,
+    ) -> async_nats::jetstream::consumer::Info {
+        let js = async_nats::jetstream::new(client.clone());
+        let mut consumer: async_nats::jetstream::consumer::PullConsumer = js
+            .get_stream("ASSAY_JOBS")
+            .await
+            .unwrap()
+            .get_consumer(&Subjects::new("assay").workers_consumer())
+            .await
+            .unwrap();
+        consumer.info().await.unwrap().clone()
+    }
+
+    async fn wait_for_pending(&self, client: &async_nats::Client, n: u64) {
+        let js = async_nats::jetstream::new(client.clone());
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let mut consumer: async_nats::jetstream::consumer::PullConsumer = js
+                .get_stream("ASSAY_JOBS")
+                .await
+                .unwrap()
+                .get_consumer(&Subjects::new("assay").workers_consumer())
+                .await
+                .unwrap();
+            if consumer.info().await.unwrap().num_pending >= n {
+                return;
+            }
+            assert!(Instant::now() < deadline, "jobs never reached the queue");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+/// Answers each job at once with a completed run and its log, as a command that passes would.
+struct Noop(WorkerId);
+
+#[async_trait::async_trait]
+impl JobRunner for Noop {
+    async fn run(&self, spec: &JobSpec) -> JobResult {
+        JobResult {
+            job_id: spec.job_id.clone(),
+            index: spec.index,
+            status: JobStatus::Completed { exit_code: 0 },
+            report: ReportOutcome::Missing,
+            artifacts: vec![ArtifactRef {
+                name: "stdout".into(),
+                key: format!("proofs/{}/{}/stdout.log", spec.proof_id, spec.job_id),
+                sha256: hex::encode(Sha256::digest(spec.job_id.to_string())),
+                bytes: 0,
+                dropped_bytes: 0,
+            }],
+            duration_ms: 0,
+            worker: self.0.clone(),
+            sandbox: None,
+        }
+    }
+}
+
+struct Quiet;
+impl FleetProgress for Quiet {
+    fn job_finished(&mut self, _: u32, _: u32, _: &JobResult) {}
+    fn halted(&mut self, _: &str) {}
+    fn resumed(&mut self) {}
+}
+struct QuietSink;
+impl ProgressSink for QuietSink {
+    fn event(&self, _: ProofEvent<'_>) {}
+}
+
+async fn run_fleet_proof(
+    fleet: &Fleet,
+    client: &async_nats::Client,
+    prepared: &PreparedProof,
+) -> Evidence {
+    fleet.upload(prepared).await;
+    let submission = client::submission(prepared, 4);
+    tokio::time::timeout(
+        Duration::from_secs(120),
+        client::submit_and_wait(
+            client,
+            &Subjects::new("assay"),
+            fleet.store().as_ref(),
+            &submission,
+            &mut Quiet,
+        ),
+    )
+    .await
+    .expect("the fleet proof finished in time")
+    .unwrap()
+}
+
+async fn run_embedded_proof(prepared: &PreparedProof, dir: &Path) -> Evidence {
+    let ctx = JobContext {
+        worker_id: proof::embedded_worker_id(),
+        sandbox: Arc::new(ProcessSandbox::default()),
+        trees: Arc::new(GitTreeSource::new(&prepared.request.repo)),
+        store: Arc::new(
+            ObjectArtifactStore::open(&format!("file://{}", dir.join("embedded-store").display()))
+                .unwrap(),
+        ),
+        scratch_root: dir.join("embedded-scratch"),
+        pass_env: Vec::new(),
+        output_cap_bytes: assay_common::service_config::DEFAULT_OUTPUT_CAP_BYTES,
+    };
+    let queue = InProcessQueue::start(ctx, 2);
+    proof::run_proof(
+        prepared,
+        &queue,
+        2,
+        &QuietSink,
+        SystemTime::now(),
+        Instant::now(),
+    )
+    .await
+    .unwrap()
+    .evidence
+}
+
+/// Evidence with ids, timings, workers and artifact keys removed: what must match. Of the
+/// workers, only the sandboxes they ran jobs in remain.
+fn comparable(evidence: &Evidence) -> serde_json::Value {
+    let mut value = serde_json::to_value(evidence).unwrap();
+    for key in ["proof_id", "started_at", "duration_s"] {
+        value[key] = serde_json::Value::Null;
+    }
+    let mut sandboxes: Vec<String> = evidence
+        .workers
+        .iter()
+        .map(|w| serde_json::to_string(&w.sandbox).unwrap())
+        .collect();
+    sandboxes.sort();
+    sandboxes.dedup();
+    value["workers"] = sandboxes.into();
+    for job in value["jobs"].as_array_mut().unwrap() {
+        for key in [
+            "job_id",
+            "duration_s",
+            "started_at_ms",
+            "worker",
+            "artifacts",
+        ] {
+            job[key] = serde_json::Value::Null;
+        }
+    }
+    if let Some(check) = value.get_mut("mutation_check").filter(|c| !c.is_null()) {
+        check["unmutated_s"] = serde_json::Value::Null;
+    }
+    // Only a fleet proof names the coordinators that drove it.
+    if let Some(fields) = value.as_object_mut() {
+        fields.remove("coordinators");
+    }
+    value
+}
+
+fn quick() -> QueueTuning {
+    QueueTuning {
+        ack_wait: Duration::from_secs(2),
+        max_deliver: 2,
+        duplicate_window: Duration::from_secs(120),
+        lookahead: 4,
+        ..QueueTuning::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_fleet_proof_gives_the_same_verdicts_and_evidence_as_embedded() {
+    let fleet = Fleet::start(QueueTuning::default());
+    let repo = invoice_repo(fleet.dir.path(), 0.0);
+    let coordinator = fleet.coordinator();
+    let workers = [fleet.worker("worker-a", 2), fleet.worker("worker-b", 2)];
+    let client = fleet.client().await;
+    fleet.wait_for_topology(&client).await;
+    // With the mutation check: the fleet runs it as per-mutant jobs, as embedded mode does.
+    let budget = Some(Duration::from_secs(120));
+    let prepared = prepare_with(&repo, 2, budget);
+    let fleet_evidence = run_fleet_proof(&fleet, &client, &prepared).await;
+    let embedded = run_embedded_proof(&prepare_with(&repo, 2, budget), fleet.dir.path()).await;
+    assert_eq!(
+        fleet_evidence.verdict,
+        assay_common::verdict::Verdict::Proven
+    );
+    let check = fleet_evidence
+        .mutation_check
+        .as_ref()
+        .expect("a proven fleet proof carries its mutation check");
+    let mutants = check["mutants"].as_array().map_or(0, Vec::len);
+    assert!(mutants > 0, "{check:#}");
+    assert_eq!(
+        check["killed"].as_u64().unwrap_or(0) as usize,
+        mutants,
+        "{check:#}"
+    );
+    assert_eq!(comparable(&fleet_evidence), comparable(&embedded));
+    // Each worker that ran a job is named with the sandbox it ran it in.
+    assert_eq!(
+        fleet_evidence.sandbox.as_ref().map(|s| s.kind.as_str()),
+        Some("process")
+    );
+    assert!(!fleet_evidence.workers.is_empty());
+    for worker in &fleet_evidence.workers {
+        assert!(
+            ["worker-a", "worker-b"].contains(&worker.worker.as_str()),
+            "{worker:?}"
+        );
+        assert_eq!(
+            worker.sandbox.as_ref().map(|s| s.kind.as_str()),
+            Some("process")
+        );
+        assert!(
+            fleet_evidence
+                .jobs
+                .iter()
+                .any(|j| j.worker == worker.worker),
+            "{worker:?} ran a job"
+        );
+    }
+    // Every artifact is in S3 under its recorded key, with its recorded sha256.
+    let store = fleet.store();
+    for job in &fleet_evidence.jobs {
+        assert!(!job.artifacts.is_empty());
+        for artifact in &job.artifacts {
+            let bytes = store.get(&artifact.key).await.unwrap().unwrap();
+            assert_eq!(hex::encode(Sha256::digest(&bytes)), artifact.sha256);
+        }
+    }
+    let evidence_json = store
+        .get(&format!("proofs/{}/evidence.json", fleet_evidence.proof_id))
+        .await
+        .unwrap();
+    assert!(evidence_json.is_some());
+    for worker in workers {
+        worker.stop().await;
+    }
+    coordinator.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_worker_killed_mid_job_hands_its_job_to_another_worker() {
+    let fleet = Fleet::start(quick());
+    // The new test outlives ack_wait, so the survivor also proves progress acks work.
+    let repo = invoice_repo(fleet.dir.path(), 3.0);
+    let coordinator = fleet.coordinator();
+    let doomed = fleet.worker("worker-doomed", 1);
+    let client = fleet.client().await;
+    fleet.wait_for_topology(&client).await;
+    let prepared = fleet.uploaded(&repo).await;
+    let submission = client::submission(&prepared, 4);
+    let client2 = client.clone();
+    let store = fleet.store();
+    let proof = tokio::spawn(async move {
+        client::submit_and_wait(
+            &client2,
+            &Subjects::new("assay"),
+            store.as_ref(),
+            &submission,
+            &mut Quiet,
+        )
+        .await
+    });
+    fleet.wait_for_ack_pending(&client, 1).await;
+    doomed.kill();
+    let survivor = fleet.worker("worker-survivor", 2);
+    let evidence = tokio::time::timeout(Duration::from_secs(120), proof)
+        .await
+        .expect("the proof finished after redelivery")
+        .unwrap()
+        .unwrap();
+    assert_eq!(evidence.verdict, assay_common::verdict::Verdict::Proven);
+    assert_eq!(evidence.jobs.len(), prepared.jobs.len());
+    assert!(evidence.jobs.iter().all(|j| j.worker == "worker-survivor"));
+    survivor.stop().await;
+    coordinator.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_job_past_its_delivery_cap_lands_in_the_infrastructure_lane() {
+    let fleet = Fleet::start(quick());
+    let repo = invoice_repo(fleet.dir.path(), 0.0);
+    let coordinator = fleet.coordinator();
+    let client = fleet.client().await;
+    fleet.wait_for_topology(&client).await;
+    let prepared = fleet.uploaded(&repo).await;
+    let submission = client::submission(&prepared, 1);
+    let client2 = client.clone();
+    let store = fleet.store();
+    let proof = tokio::spawn(async move {
+        client::submit_and_wait(
+            &client2,
+            &Subjects::new("assay"),
+            store.as_ref(),
+            &submission,
+            &mut Quiet,
+        )
+        .await
+    });
+    // Play workers that die: take the first job and hand it back, up to the cap.
+    let js = async_nats::jetstream::new(client.clone());
+    let consumer: async_nats::jetstream::consumer::PullConsumer = js
+        .get_stream("ASSAY_JOBS")
+        .await
+        .unwrap()
+        .get_consumer(&Subjects::new("assay").workers_consumer())
+        .await
+        .unwrap();
+    let mut handed_back = 0;
+    while handed_back < quick().max_deliver {
+        let mut batch = consumer
+            .batch()
+            .max_messages(1)
+            .expires(Duration::from_secs(5))
+            .messages()
+            .await
+            .unwrap();
+        if let Some(Ok(message)) = batch.next().await {
+            message
+                .ack_with(async_nats::jetstream::AckKind::Nak(None))
+                .await
+                .unwrap();
+            handed_back += 1;
+        }
+    }
+    let worker = fleet.worker("worker-a", 1);
+    let evidence = tokio::time::timeout(Duration::from_secs(120), proof)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    let first = &evidence.jobs[0];
+    assert_eq!(first.status, "infrastructure");
+    assert!(
+        first
+            .message
+            .as_deref()
+            .unwrap_or("")
+            .contains("delivery cap"),
+        "{first:?}"
+    );
+    // Never a failed test: no exit code, no report read from a run that never happened.
+    assert_eq!(first.exit_code, None);
+    assert_eq!(first.tests_reported, 0);
+    assert_ne!(evidence.verdict, assay_common::verdict::Verdict::Refuted);
+    worker.stop().await;
+    coordinator.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_restarted_coordinator_resumes_an_unfinished_proof() {
+    let fleet = Fleet::start(QueueTuning::default());
+    let repo = invoice_repo(fleet.dir.path(), 0.0);
+    let first = fleet.coordinator();
+    let client = fleet.client().await;
+    fleet.wait_for_topology(&client).await;
+    let prepared = fleet.uploaded(&repo).await;
+    let submission = client::submission(&prepared, 2);
+    let client2 = client.clone();
+    let store = fleet.store();
+    let proof = tokio::spawn(async move {
+        client::submit_and_wait(
+            &client2,
+            &Subjects::new("assay"),
+            store.as_ref(),
+            &submission,
+            &mut Quiet,
+        )
+        .await
+    });
+    // No worker yet: the admitted jobs wait in the queue while the coordinator goes away.
+    fleet.wait_for_pending(&client, 2).await;
+    first.kill();
+    let second = fleet.coordinator();
+    let worker = fleet.worker("worker-a", 2);
+    let evidence = tokio::time::timeout(Duration::from_secs(120), proof)
+        .await
+        .expect("the resumed proof finished")
+        .unwrap()
+        .unwrap();
+    assert_eq!(evidence.verdict, assay_common::verdict::Verdict::Proven);
+    assert_eq!(evidence.jobs.len(), prepared.jobs.len());
+    worker.stop().await;
+    second.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_duplicate_result_is_applied_once() {
+    let fleet = Fleet::start(QueueTuning::default());
+    let repo = invoice_repo(fleet.dir.path(), 0.0);
+    let coordinator = fleet.coordinator();
+    let client = fleet.client().await;
+    fleet.wait_for_topology(&client).await;
+    let prepared = fleet.uploaded(&repo).await;
+    let submission = client::submission(&prepared, 1);
+    let client2 = client.clone();
+    let store = fleet.store();
+    let proof = tokio::spawn(async move {
+        client::submit_and_wait(
+            &client2,
+            &Subjects::new("assay"),
+            store.as_ref(),
+            &submission,
+            &mut Quiet,
+        )
+        .await
+    });
+    // Answer the first job twice, under distinct message ids so the server's de-duplication
+    // does not hide the second: the coordinator must apply only the first.
+    let js = async_nats::jetstream::new(client.clone());
+    let consumer: async_nats::jetstream::consumer::PullConsumer = js
+        .get_stream("ASSAY_JOBS")
+        .await
+        .unwrap()
+        .get_consumer(&Subjects::new("assay").workers_consumer())
+        .await
+        .unwrap();
+    let message = loop {
+        let mut batch = consumer
+            .batch()
+            .max_messages(1)
+            .expires(Duration::from_secs(5))
+            .messages()
+            .await
+            .unwrap();
+        if let Some(Ok(message)) = batch.next().await {
+            break message;
+        }
+    };
+    let spec: assay_common::job::JobSpec = wire::decode("job", &message.payload).unwrap();
+    for (n, worker) in ["replay-first", "replay-second"].iter().enumerate() {
+        let result =
+            JobResult::infrastructure(&spec, WorkerId((*worker).into()), format!("replayed {n}"));
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert("Nats-Msg-Id", format!("replay-{n}").as_str());
+        js.publish_with_headers(
+            Subjects::new("assay").results(&spec.proof_id),
+            headers,
+            wire::encode(
+                "job result",
+                &assay_common::fleet::ResultMessage::Inline(Box::new(result)),
+            )
+            .unwrap()
+            .into(),
+        )
+        .await
+        .unwrap()
+        .await
+        .unwrap();
+    }
+    message.double_ack().await.unwrap();
+    let worker = fleet.worker("worker-a", 1);
+    let evidence = tokio::time::timeout(Duration::from_secs(120), proof)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(evidence.jobs.len(), prepared.jobs.len());
+    assert_eq!(evidence.jobs[0].worker, "replay-first");
+    assert_eq!(evidence.jobs[0].message.as_deref(), Some("replayed 0"));
+    worker.stop().await;
+    coordinator.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_submission_from_a_newer_peer_is_refused_not_misread() {
+    let fleet = Fleet::start(QueueTuning::default());
+    let repo = invoice_repo(fleet.dir.path(), 0.0);
+    let coordinator = fleet.coordinator();
+    let client = fleet.client().await;
+    fleet.wait_for_topology(&client).await;
+    let submission: ProofSubmission = client::submission(&prepare(&repo), 1);
+    let newer =
+        wire::encode_with_version("proof submission", &submission, wire::PROTOCOL_VERSION + 1)
+            .unwrap();
+    // As the CLI does: the topology may exist before the coordinator listens for submissions.
+    let reply = client::request_submit(
+        &client,
+        &Subjects::new("assay"),
+        async_nats::HeaderMap::new(),
+        newer.into(),
+    )
+    .await
+    .unwrap();
+    match wire::decode::<SubmitReply>("submit reply", &reply.payload).unwrap() {
+        SubmitReply::Refused { message } => {
+            assert!(message.contains("wire protocol version"), "{message}")
+        }
+        other => panic!("a newer submission was accepted: {other:?}"),
+    }
+    coordinator.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s3_round_trips_artifacts_with_their_sha256_including_multipart() {
+    let s3 = start_s3("assay-artifacts");
+    let store =
+        assay_transport::store::open_store("s3://assay-artifacts", &s3_options(&s3)).unwrap();
+    let small = store
+        .put_bytes(
+            "stdout",
+            "proofs/p-9/jobs/0000/stdout.log",
+            "2 passed\n".into(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(small.sha256, hex::encode(Sha256::digest(b"2 passed\n")));
+    let large: Vec<u8> = (0..assay_transport::store::MULTIPART_THRESHOLD + 1_500_000)
+        .map(|i| b"ledger line 7 balanced\n"[i % 23])
+        .collect();
+    let artifact = store
+        .put_bytes(
+            "stdout",
+            "proofs/p-9/jobs/0001/stdout.log",
+            large.clone().into(),
+        )
+        .await
+        .unwrap();
+    let back = store
+        .get("proofs/p-9/jobs/0001/stdout.log")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(back.len(), large.len());
+    assert_eq!(hex::encode(Sha256::digest(&back)), artifact.sha256);
+    assert_eq!(artifact.sha256, hex::encode(Sha256::digest(&large)));
+    assert_eq!(store.get("proofs/p-9/absent").await.unwrap(), None);
+}
+
+/// Submits `prepared` and returns how long after `since` its evidence arrived.
+fn submit_timed(
+    fleet: &Fleet,
+    client: &async_nats::Client,
+    prepared: &PreparedProof,
+    budget: u32,
+    since: Instant,
+) -> JoinHandle<(Evidence, Duration)> {
+    let client = client.clone();
+    let store = fleet.store();
+    let submission = client::submission(prepared, budget);
+    tokio::spawn(async move {
+        let evidence = client::submit_and_wait(
+            &client,
+            &Subjects::new("assay"),
+            store.as_ref(),
+            &submission,
+            &mut Quiet,
+        )
+        .await
+        .unwrap();
+        (evidence, since.elapsed())
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_small_proof_is_not_starved_by_a_huge_one_submitted_first() {
+    // One job may wait in the work queue beyond the idle slots; the rest wait for their turn.
+    let fleet = Fleet::start(QueueTuning {
+        lookahead: 1,
+        ..QueueTuning::default()
+    });
+    let huge_repo = invoice_repo(&fleet.dir.path().join("huge"), 1.0);
+    let small_repo = invoice_repo(&fleet.dir.path().join("small"), 0.0);
+    let coordinator = fleet.coordinator();
+    let worker = fleet.worker("worker-a", 2);
+    let client = fleet.client().await;
+    fleet.wait_for_topology(&client).await;
+    let huge = prepare_with_repeats(&huge_repo, 10);
+    let small = prepare(&small_repo);
+    for prepared in [&huge, &small] {
+        fleet.upload(prepared).await;
+    }
+    let started = Instant::now();
+    // Its budget alone would let the huge proof fill the queue with 16 one-second jobs.
+    let huge_run = submit_timed(&fleet, &client, &huge, 16, started);
+    fleet.wait_for_ack_pending(&client, 2).await;
+    let small_submitted = Instant::now();
+    let small_run = submit_timed(&fleet, &client, &small, 4, small_submitted);
+    let (small_evidence, small_took) = tokio::time::timeout(Duration::from_secs(120), small_run)
+        .await
+        .unwrap()
+        .unwrap();
+    let (huge_evidence, huge_took) = tokio::time::timeout(Duration::from_secs(180), huge_run)
+        .await
+        .unwrap()
+        .unwrap();
+    let huge_after_small = huge_took - (small_submitted - started);
+    assert_eq!(
+        small_evidence.verdict,
+        assay_common::verdict::Verdict::Proven
+    );
+    assert_eq!(
+        huge_evidence.verdict,
+        assay_common::verdict::Verdict::Proven
+    );
+    assert_eq!(huge_evidence.jobs.len(), 22);
+    assert!(
+        small_took * 2 < huge_after_small,
+        "the small proof took {small_took:?}; the huge one needed {huge_after_small:?} more after the small one was submitted"
+    );
+    worker.stop().await;
+    coordinator.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_tree_whose_archive_fails_its_sha256_check_lands_in_the_infrastructure_lane() {
+    let fleet = Fleet::start(QueueTuning::default());
+    let repo = invoice_repo(fleet.dir.path(), 0.0);
+    let coordinator = fleet.coordinator();
+    let worker = fleet.worker("worker-a", 2);
+    let client = fleet.client().await;
+    fleet.wait_for_topology(&client).await;
+    let prepared = prepare(&repo);
+    let store = fleet.store();
+    client::upload_trees(store.as_ref(), &prepared)
+        .await
+        .unwrap();
+    // Damage every archive after upload, as a bad disk or a partial overwrite would.
+    let mut trees: Vec<_> = prepared.jobs.iter().map(|j| j.tree.clone()).collect();
+    trees.sort();
+    trees.dedup();
+    for tree in &trees {
+        let key = assay_common::fleet::tree_archive_key(tree);
+        let mut archive = store.get(&key).await.unwrap().unwrap().to_vec();
+        archive[600] ^= 0x20;
+        store.put_bytes("tree", &key, archive.into()).await.unwrap();
+    }
+    let submission = client::submission(&prepared, 4);
+    let evidence = tokio::time::timeout(
+        Duration::from_secs(120),
+        client::submit_and_wait(
+            &client,
+            &Subjects::new("assay"),
+            fleet.store().as_ref(),
+            &submission,
+            &mut Quiet,
+        ),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(evidence.verdict, assay_common::verdict::Verdict::Unverified);
+    assert_eq!(evidence.jobs.len(), prepared.jobs.len());
+    for (job, spec) in evidence.jobs.iter().zip(&prepared.jobs) {
+        let message = job.message.as_deref().unwrap_or("");
+        assert_eq!(job.status, "infrastructure", "{job:?}");
+        assert!(
+            message.contains(spec.tree.as_str()) && message.contains("sha256"),
+            "{message}"
+        );
+        assert_eq!(job.exit_code, None);
+        assert_eq!(job.tests_reported, 0);
+    }
+    worker.stop().await;
+    coordinator.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_stopping_worker_finishes_a_job_that_ends_within_its_grace() {
+    let fleet = Fleet::start(QueueTuning::default());
+    let repo = invoice_repo(fleet.dir.path(), 2.0);
+    let coordinator = fleet.coordinator();
+    let leaving = fleet.worker_with_grace("worker-leaving", 1, 60);
+    let client = fleet.client().await;
+    fleet.wait_for_topology(&client).await;
+    let prepared = fleet.uploaded(&repo).await;
+    let proof = submit_timed(&fleet, &client, &prepared, 4, Instant::now());
+    fleet.wait_for_ack_pending(&client, 1).await;
+    // Stopping waits for the running job: it ends with a result, not a redelivery.
+    leaving.stop().await;
+    let info = fleet.jobs_consumer_info(&client).await;
+    assert_eq!(info.num_ack_pending, 0);
+    assert_eq!(info.num_redelivered, 0);
+    let staying = fleet.worker("worker-staying", 2);
+    let (evidence, _) = tokio::time::timeout(Duration::from_secs(120), proof)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(evidence.verdict, assay_common::verdict::Verdict::Proven);
+    let by_leaving = evidence
+        .jobs
+        .iter()
+        .filter(|j| j.worker == "worker-leaving")
+        .count();
+    assert_eq!(by_leaving, 1, "{:?}", evidence.jobs);
+    staying.stop().await;
+    coordinator.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_stopping_worker_hands_back_a_job_still_running_after_its_grace() {
+    // ack_wait stays 30 s: a job handed back reaches the next worker long before that.
+    let fleet = Fleet::start(QueueTuning::default());
+    let repo = invoice_repo(fleet.dir.path(), 5.0);
+    let coordinator = fleet.coordinator();
+    let leaving = fleet.worker_with_grace("worker-leaving", 1, 1);
+    let client = fleet.client().await;
+    fleet.wait_for_topology(&client).await;
+    let prepared = fleet.uploaded(&repo).await;
+    let proof = submit_timed(&fleet, &client, &prepared, 4, Instant::now());
+    fleet.wait_for_ack_pending(&client, 1).await;
+    let stopping = Instant::now();
+    leaving.stop().await;
+    assert!(
+        stopping.elapsed() < Duration::from_secs(4),
+        "the worker waited {:?} for a 5 s job despite a 1 s grace",
+        stopping.elapsed()
+    );
+    // Handed back, not abandoned: the next worker gets the job again at once, where an
+    // abandoned job would wait out the 30 s ack_wait.
+    let staying = fleet.worker("worker-staying", 2);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while fleet.jobs_consumer_info(&client).await.num_redelivered == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the job was not handed back: it waits for ack_wait"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (evidence, _) = tokio::time::timeout(Duration::from_secs(120), proof)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(evidence.verdict, assay_common::verdict::Verdict::Proven);
+    assert!(
+        evidence.jobs.iter().all(|j| j.worker == "worker-staying"),
+        "{:?}",
+        evidence.jobs
+    );
+    staying.stop().await;
+    coordinator.stop().await;
+}
+
+/// `prepared` fanned out to `jobs` jobs, as a monorepo's proof is: more stability repeats.
+fn fanned_out(mut prepared: PreparedProof, jobs: usize) -> PreparedProof {
+    let template = prepared.jobs.last().cloned().unwrap();
+    for index in prepared.jobs.len()..jobs {
+        prepared.jobs.push(JobSpec {
+            job_id: JobId::for_index(&prepared.request.proof_id, index),
+            index: index as u32,
+            ..template.clone()
+        });
+    }
+    prepared
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_proof_too_big_for_one_message_goes_through_the_store_and_completes() {
+    let fleet = Fleet::start(QueueTuning::default());
+    let repo = invoice_repo(fleet.dir.path(), 0.0);
+    let coordinator = fleet.coordinator();
+    let worker = fleet.noop_worker("worker-a", 8);
+    let client = fleet.client().await;
+    fleet.wait_for_topology(&client).await;
+    let prepared = fanned_out(prepare_with_repeats(&repo, 1), 6000);
+    let submission = client::submission(&prepared, 64);
+    let max_payload = client.server_info().max_payload;
+    let encoded = wire::encode("proof submission", &submission).unwrap().len();
+    assert!(
+        encoded > max_payload,
+        "the submission ({encoded} bytes) must exceed max_payload ({max_payload})"
+    );
+    let store = fleet.store();
+    let evidence = tokio::time::timeout(
+        Duration::from_secs(240),
+        client::submit_and_wait(
+            &client,
+            &Subjects::new("assay"),
+            store.as_ref(),
+            &submission,
+            &mut Quiet,
+        ),
+    )
+    .await
+    .expect("a big proof must complete, not hang")
+    .unwrap();
+    assert_eq!(evidence.jobs.len(), 6000);
+    let ids: Vec<String> = evidence.jobs.iter().map(|j| j.job_id.clone()).collect();
+    let planned: Vec<String> = prepared.jobs.iter().map(|j| j.job_id.to_string()).collect();
+    assert_eq!(ids, planned, "results are reassembled in plan order");
+
+    let js = async_nats::jetstream::new(client.clone());
+    let proofs = js.get_key_value("ASSAY_PROOFS").await.unwrap();
+    let proof_id = &submission.proof_id;
+    let record: ProofRecord = wire::decode(
+        "proof record",
+        &proofs.get(keys::record(proof_id)).await.unwrap().unwrap(),
+    )
+    .unwrap();
+    assert_eq!(record.job_count, 6000);
+    assert!(record.submission.jobs.is_empty());
+    assert_eq!(record.stored.unwrap().key, submission_key(proof_id));
+    let json = serde_json::to_vec_pretty(&evidence).unwrap();
+    assert!(json.len() > max_payload, "evidence of {} bytes", json.len());
+    assert!(
+        proofs
+            .get(keys::evidence(proof_id))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let err = client::stored_evidence(&proofs, None, proof_id)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("--store"), "{err}");
+    let again = client::stored_evidence(&proofs, Some(store.as_ref()), proof_id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        serde_json::to_value(&again).unwrap(),
+        serde_json::to_value(&evidence).unwrap()
+    );
+    worker.stop().await;
+    coordinator.stop().await;
+}

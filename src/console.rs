@@ -1,0 +1,526 @@
+//! What a person reads: progress lines on stderr while a proof runs, then a summary. Also the
+//! optional JUnit XML for CI. Nothing else in Assay prints for humans.
+
+use crate::progress::{ProgressMode, Terminal, clock};
+use assay_common::evidence::Evidence;
+use assay_common::job::{JobKind, JobResult, JobStatus};
+use assay_common::suite::{CaseOutcome, SuiteReport};
+use assay_common::verdict::{SideEvidence, Verdict};
+use assay_engine::mutation::campaign::{
+    MutantProgress, MutateEvent, MutateProgress, MutateReport, Status as MutateStatus,
+};
+use assay_engine::mutation::mutants::MutationCheck;
+use assay_engine::progress::{ProgressSink, ProofEvent};
+use std::fmt::Write as _;
+
+/// A proof's or a mutation run's progress, as lines and, on a terminal, a live bar.
+pub struct StderrProgress {
+    pub terminal: Terminal,
+}
+
+impl StderrProgress {
+    pub fn new(mode: ProgressMode, quiet: bool, slots: usize) -> Self {
+        Self {
+            terminal: Terminal::new(mode, quiet, slots, "jobs"),
+        }
+    }
+}
+
+impl ProgressSink for StderrProgress {
+    fn event(&self, event: ProofEvent<'_>) {
+        let terminal = &self.terminal;
+        match event {
+            ProofEvent::Planned { jobs } => {
+                terminal.line(&format!("[prove] {} jobs planned", jobs.len()));
+                terminal.update(0, jobs.len());
+            }
+            ProofEvent::JobFinished {
+                done,
+                total,
+                spec,
+                result,
+            } => {
+                // Mutants are their own phase, after (or instead of) the proof's jobs.
+                let (phase, label) = match (spec.kind, &spec.edit) {
+                    (JobKind::Mutant, Some(_)) => ("mutation", spec.kind.label(spec.side)),
+                    (JobKind::Mutant, None) => ("mutation", "unmutated".to_owned()),
+                    _ => ("prove", spec.kind.label(spec.side)),
+                };
+                if !matches!(result.status, JobStatus::Completed { .. }) {
+                    terminal.failed();
+                }
+                terminal.line(&job_line(
+                    phase,
+                    &label,
+                    done,
+                    total,
+                    result,
+                    Some(spec.timeout_secs),
+                ));
+                terminal.update(done, total);
+            }
+        }
+    }
+}
+
+impl MutateProgress for StderrProgress {
+    fn mutate_event(&self, event: MutateEvent<'_>) {
+        let terminal = &self.terminal;
+        match event {
+            MutateEvent::Started {
+                mutants,
+                to_run,
+                cached,
+                baseline,
+            } => {
+                let from_cache = if cached > 0 {
+                    format!("{cached} from the cache, ")
+                } else {
+                    String::new()
+                };
+                terminal.line(&format!(
+                    "[mutate] {mutants} mutants: {to_run} to run, {from_cache}{} no coverage (baseline {:.1} s)",
+                    mutants.saturating_sub(to_run + cached),
+                    baseline.as_secs_f64()
+                ));
+                // No coverage and cached verdicts are settled already: the lines count them too.
+                terminal.update_with_eta(
+                    mutants.saturating_sub(to_run),
+                    mutants,
+                    "mutants",
+                    "0 killed · 0 survived".into(),
+                    None,
+                );
+            }
+            MutateEvent::Confirming { kills } => {
+                terminal.line(&format!(
+                    "[mutate] confirming {} by a second run",
+                    count(kills, "kill")
+                ));
+            }
+            MutateEvent::MutantFinished(progress) => {
+                terminal.line(&mutant_line(progress));
+                terminal.update_with_eta(
+                    progress.done,
+                    progress.total,
+                    "mutants",
+                    format!(
+                        "{} killed · {} survived",
+                        progress.killed, progress.survived
+                    ),
+                    progress.eta.filter(|_| progress.done < progress.total),
+                );
+            }
+        }
+    }
+}
+
+/// `[mutate] 12/317 parse/__init__.py:345 arithmetic `+` -> `-`: killed (0.3 s); 9 killed,
+/// 2 survived; ETA 1m40s`: one mutant's verdict and the run so far.
+pub fn mutant_line(progress: &MutantProgress<'_>) -> String {
+    let verdict = match progress.status {
+        MutateStatus::Killed => "killed".to_owned(),
+        MutateStatus::Survived => "SURVIVED".to_owned(),
+        MutateStatus::Timeout => format!(
+            "TIMEOUT, {}",
+            progress.reason.as_deref().unwrap_or("ran past its limit")
+        ),
+        MutateStatus::RuntimeError => format!(
+            "error, {}",
+            progress.reason.as_deref().unwrap_or("no verdict")
+        ),
+        // The reason says so, with the compiler's first error.
+        MutateStatus::CompileError => progress
+            .reason
+            .clone()
+            .unwrap_or_else(|| "does not compile".to_owned()),
+        MutateStatus::Pending => format!(
+            "pending, {}",
+            progress.reason.as_deref().unwrap_or("not run")
+        ),
+        MutateStatus::NoCoverage => "no coverage".to_owned(),
+    };
+    let eta = match progress.eta {
+        Some(eta) if progress.done < progress.total => format!("; ETA {}", clock(eta)),
+        _ => String::new(),
+    };
+    format!(
+        "[mutate] {}/{} {}:{} {} {}: {verdict} ({:.1} s); {} killed, {} survived{eta}",
+        progress.done,
+        progress.total,
+        progress.mutant.path,
+        progress.mutant.line,
+        progress.mutant.operator,
+        progress.mutant.description,
+        progress.duration.as_secs_f64(),
+        progress.killed,
+        progress.survived,
+    )
+}
+
+/// `[prove] 3/8 base-suite (1.2 s): 12 tests reported, exit 0`: one finished job.
+pub fn job_line(
+    phase: &str,
+    label: &str,
+    done: usize,
+    total: usize,
+    result: &JobResult,
+    timeout_secs: Option<u64>,
+) -> String {
+    let what = match &result.status {
+        JobStatus::Completed { exit_code } => match result.report.problem() {
+            None => format!(
+                "{} reported, exit {exit_code}",
+                count(result.report.parsed().map_or(0, |r| r.cases.len()), "test")
+            ),
+            Some(problem) => format!("exit {exit_code}, {problem}"),
+        },
+        JobStatus::TimedOut => match timeout_secs {
+            Some(secs) => format!("TIMEOUT after {secs} s"),
+            None => "TIMEOUT".into(),
+        },
+        JobStatus::Infrastructure { message, .. } => format!("INFRA {message}"),
+        JobStatus::Cancelled => "cancelled".into(),
+    };
+    format!(
+        "[{phase}] {done}/{total} {label} ({:.1} s): {what}",
+        result.duration_ms as f64 / 1000.0
+    )
+}
+
+/// `1 test`, `2 tests`: a count with its noun agreeing.
+fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+fn side_text(side: &SideEvidence) -> String {
+    let runs: Vec<&str> = side.runs.iter().map(|r| r.outcome.label()).collect();
+    if runs.len() > 1 {
+        format!("{} (runs: {})", side.outcome.label(), runs.join(", "))
+    } else {
+        side.outcome.label().to_owned()
+    }
+}
+
+/// The terminal summary: the verdict, then each criterion with why and per-side outcomes.
+pub fn summary(evidence: &Evidence) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "proof {}: {} ({} runner, {} jobs, {:.1} s)",
+        evidence.proof_id,
+        evidence.verdict.to_string().to_uppercase(),
+        evidence.runner,
+        evidence.jobs.len(),
+        evidence.duration_s
+    );
+    for c in &evidence.criteria {
+        let _ = writeln!(
+            out,
+            "  {} {}: {}  {}",
+            c.id,
+            c.kind,
+            c.test,
+            c.verdict.to_string().to_uppercase()
+        );
+        let _ = writeln!(out, "      {}", c.reason);
+        let _ = writeln!(
+            out,
+            "      base: {}; candidate: {}",
+            side_text(&c.base),
+            side_text(&c.candidate)
+        );
+    }
+    out
+}
+
+/// JUnit XML with one test case per criterion, for CI dashboards.
+pub fn junit(evidence: &Evidence) -> String {
+    let failures = evidence
+        .criteria
+        .iter()
+        .filter(|c| c.verdict == Verdict::Refuted)
+        .count();
+    let errors = evidence.criteria.len()
+        - failures
+        - evidence
+            .criteria
+            .iter()
+            .filter(|c| c.verdict == Verdict::Proven)
+            .count();
+    let mut xml = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(
+        xml,
+        "<testsuite name=\"assay proof {}\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\" time=\"{:.3}\">",
+        escape(&evidence.proof_id),
+        evidence.criteria.len(),
+        evidence.duration_s
+    );
+    for c in &evidence.criteria {
+        let _ = write!(
+            xml,
+            "  <testcase classname=\"assay.{}\" name=\"{} {}\"",
+            c.kind,
+            escape(&c.id),
+            escape(&c.test)
+        );
+        match c.verdict {
+            Verdict::Proven => xml.push_str("/>\n"),
+            Verdict::Refuted => {
+                let _ = writeln!(
+                    xml,
+                    "><failure message=\"{}\"/></testcase>",
+                    escape(&c.reason)
+                );
+            }
+            Verdict::Unverified | Verdict::Unstable => {
+                let _ = writeln!(
+                    xml,
+                    "><error type=\"{}\" message=\"{}\"/></testcase>",
+                    c.verdict,
+                    escape(&c.reason)
+                );
+            }
+        }
+    }
+    xml.push_str("</testsuite>\n");
+    xml
+}
+
+/// An `assay test` run as JUnit XML, one testcase per case in plan order. Quarantined
+/// failures and cases never admitted are skipped, with why, so CI counts what the exit code does.
+pub fn suite_junit(report: &SuiteReport) -> String {
+    let t = &report.totals;
+    let mut xml = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(
+        xml,
+        "<testsuite name=\"assay test {}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" time=\"{:.3}\">",
+        escape(&report.run_id),
+        t.total,
+        t.failed,
+        t.error,
+        t.skipped + t.not_run + t.quarantined,
+        report.duration_s
+    );
+    for case in &report.cases {
+        let (classname, name) = match case.display.split_once("::") {
+            Some((file, rest)) => (file, rest),
+            None => (report.runner.as_str(), case.display.as_str()),
+        };
+        let _ = write!(
+            xml,
+            "  <testcase classname=\"{}\" name=\"{}\" time=\"{:.3}\"",
+            escape(classname),
+            escape(name),
+            case.duration_s.unwrap_or(0.0)
+        );
+        let message = escape(case.message.as_deref().unwrap_or(""));
+        let inner = match case.outcome {
+            _ if case.quarantined => format!("<skipped message=\"quarantined: {message}\"/>"),
+            CaseOutcome::Passed => String::new(),
+            CaseOutcome::Failed => format!("<failure message=\"{message}\"/>"),
+            CaseOutcome::Error => format!("<error message=\"{message}\"/>"),
+            CaseOutcome::Skipped => format!("<skipped message=\"{message}\"/>"),
+            CaseOutcome::NotRun => format!("<skipped message=\"not run: {message}\"/>"),
+        };
+        if inner.is_empty() {
+            xml.push_str("/>\n");
+        } else {
+            let _ = writeln!(xml, ">{inner}</testcase>");
+        }
+    }
+    xml.push_str("</testsuite>\n");
+    xml
+}
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// The first infrastructure failure among the jobs, if the proof could not be decided.
+pub fn infrastructure_failure(evidence: &Evidence) -> Option<String> {
+    evidence
+        .jobs
+        .iter()
+        .find(|j| j.status == "infrastructure")
+        .map(|j| {
+            format!(
+                "job {} ({}): {}",
+                j.index,
+                j.kind,
+                j.message.as_deref().unwrap_or("")
+            )
+        })
+}
+
+/// The mutation check in a few lines: counts, then each survivor against each proving test.
+pub fn mutation_summary(check: &MutationCheck) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "mutation check: {} killed, {} survived, {} not run ({}, {} skipped, {} excluded)",
+        check.killed,
+        check.survived,
+        check.not_run,
+        count(check.mutants.len(), "mutant"),
+        count(check.skipped.len(), "site"),
+        count(check.excluded_files.len(), "file")
+    );
+    for survivor in &check.survivors {
+        let _ = writeln!(out, "  survivor: {survivor}");
+    }
+    for note in &check.notes {
+        let _ = writeln!(out, "  note: {note}");
+    }
+    if check.survived > 0 {
+        let _ = writeln!(
+            out,
+            "  (a survivor may be an equivalent mutant: read the test; the verdict stands)"
+        );
+    }
+    out
+}
+
+/// The `assay mutate` summary: counts, score with its interval, then each surviving mutant.
+/// Which runs stored what a cache answered, for its `[cache]` line: ` (stored by run ID)`,
+/// ` (stored by N runs)`, or nothing when it answered nothing.
+pub fn stored_by<'a>(runs: impl IntoIterator<Item = &'a str>) -> String {
+    let runs: std::collections::BTreeSet<&str> = runs.into_iter().collect();
+    match (runs.len(), runs.first()) {
+        (1, Some(run)) => format!(" (stored by run {run})"),
+        (0, _) => String::new(),
+        (n, _) => format!(" (stored by {n} runs)"),
+    }
+}
+
+pub fn mutate_summary(report: &MutateReport) -> String {
+    let summary = report.summary();
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "mutate: {} mutants: {} killed, {} survived, {} no coverage, {} timeout, {} compile error, {} error, {} pending ({:.1} s, {:.1} mutants/min)",
+        summary.mutants,
+        summary.killed,
+        summary.survived,
+        summary.no_coverage,
+        summary.timeout,
+        summary.compile_error,
+        summary.runtime_error,
+        summary.pending,
+        summary.elapsed_s,
+        summary.mutants_per_minute
+    );
+    if let (Some(score), Some((low, high))) = (summary.mutation_score, summary.confidence_interval)
+    {
+        let _ = writeln!(
+            out,
+            "  mutation score {:.1}% (95% interval {:.1}%–{:.1}%)",
+            score * 100.0,
+            low * 100.0,
+            high * 100.0
+        );
+    }
+    if let Some(note) = &report.selection_note {
+        let _ = writeln!(out, "  note: {note}");
+    }
+    for result in &report.results {
+        let what = match result.status {
+            MutateStatus::Survived => "survived",
+            MutateStatus::NoCoverage => "no coverage",
+            _ => continue,
+        };
+        let _ = writeln!(out, "  {what}: {}", result.mutant.label());
+        if result.status == MutateStatus::Survived
+            && let Some(diff) = report.diff(result)
+        {
+            for line in diff.lines().skip(2) {
+                let _ = writeln!(out, "      {line}");
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use assay_common::suite::{CaseReport, Lane, SuiteTotals};
+
+    fn case(display: &str, outcome: CaseOutcome, quarantined: bool) -> CaseReport {
+        CaseReport {
+            reference: "v1.0123456789abcdef".into(),
+            display: display.into(),
+            outcome,
+            lane: Lane::Guest,
+            quarantined,
+            message: Some("expected <20.0> & got 21.0".into()),
+            duration_s: Some(0.25),
+            job: Some(0),
+            artifacts: Vec::new(),
+            cached: None,
+        }
+    }
+
+    #[test]
+    fn suite_junit_counts_what_the_exit_code_counts_and_escapes_messages() {
+        let report = SuiteReport {
+            schema: "assay.test/v1".into(),
+            run_id: "t-1795995229-3f9a1c00".into(),
+            status: "failed".into(),
+            repository: "/src/invoice".into(),
+            branch: "main".into(),
+            revision: "0".repeat(40),
+            runner: "pytest".into(),
+            started_at: "2026-11-29T23:33:49Z".into(),
+            duration_s: 1.5,
+            totals: SuiteTotals {
+                total: 4,
+                passed: 1,
+                failed: 1,
+                not_run: 1,
+                quarantined: 1,
+                ..SuiteTotals::default()
+            },
+            cases: vec![
+                case("tests/test_tax.py::test_total", CaseOutcome::Passed, false),
+                case(
+                    "tests/test_tax.py::test_rounding",
+                    CaseOutcome::Failed,
+                    false,
+                ),
+                case("tests/test_tax.py::test_flaky", CaseOutcome::Failed, true),
+                case("make check", CaseOutcome::NotRun, false),
+            ],
+            jobs: Vec::new(),
+            audit: serde_json::Value::Null,
+            history: serde_json::Value::Null,
+            stopped: None,
+            cache: None,
+        };
+        let xml = suite_junit(&report);
+        assert!(
+            xml.contains("tests=\"4\" failures=\"1\" errors=\"0\" skipped=\"2\""),
+            "{xml}"
+        );
+        assert!(
+            xml.contains(
+                "<testcase classname=\"tests/test_tax.py\" name=\"test_total\" time=\"0.250\"/>"
+            ),
+            "{xml}"
+        );
+        assert!(xml.contains("name=\"test_rounding\" time=\"0.250\"><failure message=\"expected &lt;20.0&gt; &amp; got 21.0\"/>"), "{xml}");
+        assert!(xml.contains("<skipped message=\"quarantined: "), "{xml}");
+        assert!(
+            xml.contains("classname=\"pytest\" name=\"make check\""),
+            "{xml}"
+        );
+        assert!(xml.contains("<skipped message=\"not run: "), "{xml}");
+    }
+}

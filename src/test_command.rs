@@ -1,0 +1,1159 @@
+//! `assay test`, `assay history`, `assay halt` and `assay resume` glue: flags in, the suite
+//! library called, progress and summaries out, errors mapped to the documented exit lanes.
+
+use crate::atomic_file::write_atomically;
+use crate::config;
+use crate::console;
+use crate::embedded;
+use crate::exit::{Failure, INFRASTRUCTURE, ResultExt as _};
+use crate::fleet_link;
+use crate::progress::Terminal;
+use crate::suite_state::{current_branch, open_history, print_alerts, save_history, state_dir};
+use anyhow::{Context, anyhow};
+use assay_common::ProofId;
+use assay_common::TreeId;
+use assay_common::nats_permissions::Role;
+use assay_common::report::summary::SuiteStatus;
+use assay_common::runner::{ReportFormat, RunnerKind};
+use assay_common::suite::{
+    CaseListing, CaseOutcome, Lane, SUITE_SCHEMA, SuiteCacheReport, SuiteReport, SuiteTotals,
+};
+use assay_engine::coverage::CoverageMap;
+use assay_engine::dispatch::run_one;
+use assay_engine::proof;
+use assay_engine::result_cache::RunContext;
+use assay_engine::source;
+use assay_engine::suite::CollectError;
+use assay_engine::suite::StopReason;
+use assay_engine::suite::audit::AuditReport;
+use assay_engine::suite::case_cache::{self as suite_cache, CaseCache};
+use assay_engine::suite::cluster::{self, FleetHalt};
+use assay_engine::suite::conclude::{self, ConcludeRequest, Ending};
+use assay_engine::suite::drive::{self, DriveError, RunEvent, RunProgress, SuiteRequest};
+use assay_engine::suite::gates::{self, GateRequest, ScopeAudit};
+use assay_engine::suite::halt::{AdmissionGate, HaltError, HaltFile};
+use assay_engine::suite::history::{self, History};
+use assay_engine::suite::ledger::{self, Ledger};
+use assay_engine::suite::reach;
+use assay_engine::suite::runners::{SuiteRunner, SuiteSetup};
+use assay_engine::suite::scope::{self, ReadSource, Relocation};
+use assay_engine::suite::select::{self, Selectors};
+use assay_engine::suite::shard::ShardMode;
+use assay_transport::queue::JobQueue;
+use assay_transport::store::ArtifactStore;
+use assay_worker::sandbox::Sandbox as _;
+use assay_worker::sandbox::process::ProcessSandbox;
+use clap::Args;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Instant, SystemTime};
+
+#[derive(Args, Debug, Clone)]
+pub struct TestArgs {
+    /// Repository whose suite runs.
+    #[arg(short = 'C', long = "repo", value_name = "DIR", default_value = ".")]
+    pub repo: PathBuf,
+    /// Revision to test (its committed tree, never the working tree).
+    #[arg(long, value_name = "REV", default_value = "HEAD")]
+    pub rev: String,
+    /// Branch name history is kept under [default: the checked-out branch].
+    #[arg(long, value_name = "NAME")]
+    pub branch: Option<String>,
+    /// Test runner: pytest, unittest, go, node, junit, manifest or command [default: detected:
+    /// go with a go.mod, node with a package.json, pytest when the project uses it, else
+    /// unittest].
+    #[arg(long, value_name = "RUNNER")]
+    pub runner: Option<String>,
+    /// The runner's command prefix [default: "python3 -m pytest", "go test", "node", or
+    /// "python3" running Assay's unittest adapter]. junit and command run it as given (one
+    /// case); manifest runs it with each row's path appended.
+    #[arg(long, value_name = "CMD")]
+    pub test_command: Option<String>,
+    /// The junit runner's report: junit:RELATIVE/PATH.xml inside the tree [default: the
+    /// command writes `{report}`].
+    #[arg(long, value_name = "junit:PATH")]
+    pub test_report: Option<String>,
+    /// The manifest runner's corpus, relative to the repository root; row paths are relative
+    /// to its directory.
+    #[arg(long, value_name = "PATH", default_value = "manifest.tsv")]
+    pub manifest: String,
+    /// Cases in flight at once: a decimal number greater than zero, given once [default: the
+    /// CPU count].
+    #[arg(long, value_name = "N", value_parser = parse_jobs)]
+    pub jobs: Option<usize>,
+    /// How cases are batched into jobs: auto (a few batches per slot, balanced by recorded
+    /// durations; pytest and manifest suites, whose output splits back per case), per-case
+    /// (each case its own job), or K batches.
+    #[arg(long, value_name = "auto|per-case|K", default_value = "auto")]
+    pub shards: ShardMode,
+    /// Print the selected cases as JSON (schema assay.cases/v1) and run nothing.
+    #[arg(long)]
+    pub list_cases: bool,
+    /// Select a case by its ref from --list-cases. Repeatable; selectors combine as a union.
+    #[arg(long = "case", value_name = "REF")]
+    pub cases: Vec<String>,
+    /// Select every case in this file. Repeatable.
+    #[arg(long = "file", value_name = "FILE")]
+    pub files: Vec<String>,
+    /// Select every case under this directory. Repeatable.
+    #[arg(long = "directory", value_name = "DIR")]
+    pub directories: Vec<String>,
+    /// Per-job timeout in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
+    pub timeout: u64,
+    /// Write the suite report (JSON, schema assay.test/v1) here.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write the cases as JUnit XML here, for CI.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// State directory for suite history and the halt [default: the user cache dir's assay].
+    #[arg(long, value_name = "DIR", env = "ASSAY_STATE_DIR")]
+    pub state_dir: Option<PathBuf>,
+    /// Artifact store URL (file:///DIR or memory://; with --cluster, the fleet's store, also
+    /// from ASSAY_STORE).
+    #[arg(long, value_name = "URL")]
+    pub store: Option<String>,
+    #[command(flatten)]
+    pub cache: crate::cache_command::CacheFlags,
+    /// Run the cases on a fleet: the NATS URL its coordinator and workers use, or a comma-separated
+    /// list of a cluster's servers (a fleet run does not use the result cache).
+    #[arg(long, value_name = "URL")]
+    pub cluster: Option<String>,
+    /// Subject prefix of the fleet.
+    #[arg(long, env = "ASSAY_SUBJECT_PREFIX", default_value = "assay")]
+    pub subject_prefix: String,
+    #[command(flatten)]
+    pub nats: crate::nats_flags::NatsFlags,
+    /// The quarantine ledger, relative to the repository root.
+    #[arg(long, value_name = "PATH", default_value = ".assay/quarantine.toml")]
+    pub quarantine: String,
+    /// Audit the run's scope against this base revision: the quarantine ledger may lose
+    /// entries, never gain them or extend an expiry; a collected test that reads a file the
+    /// change touches must run; a test collected at the base must still be collected (renames
+    /// and moves are reported as such).
+    #[arg(long, value_name = "REV")]
+    pub audit_base: Option<String>,
+    /// With --audit-base: the scope exceptions file (test, reason, expires) that may excuse a
+    /// named closure or inventory gap, relative to the repository root.
+    #[arg(long, value_name = "PATH", default_value = scope::EXCEPTIONS_PATH)]
+    pub scope_exceptions: String,
+    /// With --audit-base: the read registry (fixture or test → files read outside the test
+    /// process), relative to the repository root; the base's and the candidate's both count.
+    #[arg(long, value_name = "PATH", default_value = scope::REGISTRY_PATH)]
+    pub fixture_reads: String,
+    /// With --audit-base: run the pytest cases once more under coverage.py with per-test
+    /// contexts and name the changed lines of the change that no executed test reaches.
+    #[arg(long, requires = "audit_base")]
+    pub reachability: bool,
+    /// Coverage drop (in points) that raises a history alert.
+    #[arg(long, value_name = "POINTS", default_value_t = history::DEFAULT_COVERAGE_DROP_THRESHOLD)]
+    pub coverage_threshold: f64,
+    /// Environment variable passed to test commands, beyond PATH and the locale. Repeatable.
+    #[arg(long = "pass-env", value_name = "NAME")]
+    pub pass_env: Vec<String>,
+    /// Print only the summary, no progress.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// How progress shows: `auto` draws a live bar (cases done, jobs running, failures, ETA)
+    /// when stderr is a terminal and plain lines otherwise; `plain` always prints plain lines.
+    #[arg(long, value_enum, value_name = "MODE", default_value_t = crate::progress::ProgressMode::Auto)]
+    pub progress: crate::progress::ProgressMode,
+    #[command(flatten)]
+    pub output: crate::report::OutputArgs,
+}
+
+/// Runs of history a suite report carries for its trend (`history.recent`).
+const RECENT_RUNS: usize = 20;
+
+/// `--jobs`: decimal digits only (no sign, no spaces), greater than zero.
+fn parse_jobs(text: &str) -> Result<usize, String> {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!(
+            "{text:?} is not a decimal number greater than zero"
+        ));
+    }
+    match text.parse::<usize>() {
+        Ok(0) => Err("must be greater than zero".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("{text} is too large")),
+    }
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct HistoryArgs {
+    #[arg(short = 'C', long = "repo", value_name = "DIR", default_value = ".")]
+    pub repo: PathBuf,
+    /// Branch [default: the checked-out branch].
+    #[arg(long, value_name = "NAME")]
+    pub branch: Option<String>,
+    #[arg(long, value_name = "DIR", env = "ASSAY_STATE_DIR")]
+    pub state_dir: Option<PathBuf>,
+    /// Print the history file (schema assay.history/v1) instead of the trend.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct HaltArgs {
+    /// Why admission stops; printed by every run that meets the halt.
+    #[arg(long, value_name = "TEXT")]
+    pub reason: String,
+    #[arg(long, value_name = "DIR", env = "ASSAY_STATE_DIR")]
+    pub state_dir: Option<PathBuf>,
+    /// Halt a fleet (a key in its proofs bucket) instead of this machine's embedded runs.
+    #[arg(long, value_name = "URL")]
+    pub cluster: Option<String>,
+    /// Subject prefix of the fleet to halt; other fleets on the same server go on.
+    #[arg(long, env = "ASSAY_SUBJECT_PREFIX", default_value = "assay")]
+    pub subject_prefix: String,
+    #[command(flatten)]
+    pub nats: crate::nats_flags::NatsFlags,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ResumeArgs {
+    #[arg(long, value_name = "DIR", env = "ASSAY_STATE_DIR")]
+    pub state_dir: Option<PathBuf>,
+    /// Lift a fleet's halt instead of this machine's.
+    #[arg(long, value_name = "URL")]
+    pub cluster: Option<String>,
+    /// Subject prefix of the fleet to resume.
+    #[arg(long, env = "ASSAY_SUBJECT_PREFIX", default_value = "assay")]
+    pub subject_prefix: String,
+    #[command(flatten)]
+    pub nats: crate::nats_flags::NatsFlags,
+}
+
+fn open_repo(dir: &Path) -> Result<PathBuf, Failure> {
+    if !dir.is_dir() {
+        return Err(Failure::usage(anyhow!(
+            "repository directory {} does not exist",
+            dir.display()
+        )));
+    }
+    dir.canonicalize()
+        .with_context(|| format!("failed to resolve {}", dir.display()))
+        .usage()
+}
+
+fn resolve_tree(repo: &Path, rev: &str) -> Result<(String, TreeId), Failure> {
+    let git = source::open(repo).map_err(|e| Failure::usage(e.into()))?;
+    let commit = git
+        .revparse_single(rev)
+        .and_then(|o| o.peel_to_commit())
+        .map_err(|e| {
+            Failure::usage(anyhow!(
+                "unknown revision {rev:?} in {} (hint: check `git rev-parse {rev}`): {e}",
+                repo.display()
+            ))
+        })?;
+    let tree = commit
+        .tree()
+        .with_context(|| format!("failed to read the tree of {rev}"))
+        .infrastructure()?;
+    Ok((commit.id().to_string(), TreeId(tree.id().to_string())))
+}
+
+fn read_at(repo: &Path, tree: &TreeId, path: &str) -> Result<Option<Vec<u8>>, Failure> {
+    source::read_file(repo, tree, path).map_err(|e| Failure::infrastructure(e.into()))
+}
+
+/// Prints progress as `[test] K/N`, `[test] FAIL case`, `[test] INFRA case`, counted in cases,
+/// and on a terminal a live bar below them.
+struct CaseProgress {
+    terminal: Terminal,
+    state: Mutex<(usize, usize)>,
+}
+
+impl RunProgress for CaseProgress {
+    fn event(&self, event: RunEvent<'_>) {
+        let terminal = &self.terminal;
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        match event {
+            RunEvent::Planned { cases: Some(cases) } => {
+                state.1 = cases;
+                terminal.line(&format!("[test] 0/{cases}"));
+                terminal.update(0, cases);
+            }
+            RunEvent::Planned { cases: None } => {
+                terminal.line(
+                    "[test] 0/? (each batch collects the suite; cases are counted as they report)",
+                );
+                terminal.update(0, 0);
+            }
+            RunEvent::Finished { cases, pending } => {
+                for verdict in cases {
+                    match (verdict.lane, verdict.outcome) {
+                        (Lane::Infrastructure, _) => {
+                            terminal.failed();
+                            terminal.line(&format!("[test] INFRA {}", verdict.case.display()))
+                        }
+                        (_, CaseOutcome::Failed | CaseOutcome::Error) if verdict.quarantined => {
+                            terminal.line(&format!(
+                                "[test] FAIL (quarantined) {}",
+                                verdict.case.display()
+                            ))
+                        }
+                        (_, CaseOutcome::Failed | CaseOutcome::Error) => {
+                            terminal.failed();
+                            terminal.line(&format!("[test] FAIL {}", verdict.case.display()))
+                        }
+                        _ => {}
+                    }
+                }
+                state.0 += cases.len() + pending;
+                let total = state.1.max(state.0);
+                terminal.line(&format!("[test] {}/{total}", state.0));
+                terminal.update(state.0, total);
+            }
+            RunEvent::Stopped { reason } => match reason {
+                StopReason::Halted(text) => {
+                    terminal.line(&format!("[HALT] test admission stopped. Reason: {text}"))
+                }
+                StopReason::Infrastructure { .. } => terminal.line(&format!(
+                    "[test] infrastructure failure: admitting nothing more ({reason})"
+                )),
+            },
+        }
+    }
+}
+
+/// Runs `assay test` and returns the exit code.
+pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
+    let started = SystemTime::now();
+    let clock = Instant::now();
+    let repo = open_repo(&args.repo)?;
+    let state = state_dir(&args.state_dir);
+    let fleet = match &args.cluster {
+        Some(url) => Some(
+            fleet_link::Fleet::connect(url, &args.subject_prefix, &args.nats, Role::Submitter)
+                .await?,
+        ),
+        None => None,
+    };
+    let halt: Box<dyn AdmissionGate> = match &fleet {
+        Some(fleet) => Box::new(
+            FleetHalt::watch(fleet.proofs.clone())
+                .await
+                .map_err(|e| Failure::infrastructure(e.into()))?,
+        ),
+        None => Box::new(HaltFile::in_state_dir(&state)),
+    };
+    if let Some(reason) = halt.stop_reason() {
+        eprintln!("[HALT] test stopped. Reason: {reason}");
+        return Ok(INFRASTRUCTURE);
+    }
+    let (commit, tree) = resolve_tree(&repo, &args.rev)?;
+    let quarantine_path = select::normalize(&args.quarantine);
+    let ledger_bytes = read_at(&repo, &tree, &quarantine_path)?;
+    let mut ledger_gate = None;
+    let mut audit_base_tree = None;
+    if let Some(base) = &args.audit_base {
+        let (_, base_tree) = resolve_tree(&repo, base)?;
+        audit_base_tree = Some(base_tree.clone());
+        let base_bytes = read_at(&repo, &base_tree, &quarantine_path)?;
+        let gate = ledger::compare(
+            &quarantine_path,
+            base_bytes.as_deref(),
+            ledger_bytes.as_deref(),
+        )
+        .map_err(|e| Failure::usage(e.into()))?;
+        if !gate.passed() {
+            for violation in &gate.violations {
+                eprintln!("[audit] FAIL {quarantine_path}: {violation}");
+            }
+            eprintln!("error: the quarantine ledger gate failed against {base}; nothing was run");
+            return Ok(1);
+        }
+        ledger_gate = Some(gate);
+    }
+    let ledger = match &ledger_bytes {
+        Some(bytes) => ledger::parse(bytes, &quarantine_path, &args.rev)
+            .map_err(|e| Failure::usage(e.into()))?,
+        None => Ledger::default(),
+    };
+    let runner = match &args.runner {
+        Some(name) => name
+            .parse::<SuiteRunner>()
+            .map_err(|e| Failure::usage(anyhow!(e)))?,
+        None => SuiteRunner::Kind(
+            proof::detect_runner_in(&repo, &tree).map_err(|e| Failure::infrastructure(e.into()))?,
+        ),
+    };
+    let prefix = match (&args.test_command, runner) {
+        (Some(text), _) => config::split_command(text).usage()?,
+        // Embedded, jobs run here, so the default may follow what is installed here.
+        (None, SuiteRunner::Kind(kind)) => match fleet {
+            None => kind.default_command_where(&proof::on_path),
+            Some(_) => kind.default_command(),
+        },
+        (None, SuiteRunner::Command) => Vec::new(),
+    };
+    let report = match &args.test_report {
+        Some(spec) => {
+            if runner != SuiteRunner::Kind(RunnerKind::Junit) {
+                return Err(Failure::usage(anyhow!(
+                    "--test-report is for --runner junit; {runner} writes its own report"
+                )));
+            }
+            ReportFormat::parse_test_report(spec).map_err(|e| Failure::usage(e.into()))?
+        }
+        None => ReportFormat::JunitXml,
+    };
+    let setup = SuiteSetup {
+        runner,
+        prefix,
+        report,
+        manifest: select::normalize(&args.manifest),
+    };
+    setup.check().map_err(|e| Failure::usage(e.into()))?;
+    if args.reachability && runner != SuiteRunner::Kind(RunnerKind::Pytest) {
+        return Err(Failure::usage(anyhow!(
+            "--reachability runs pytest under coverage.py; {runner} suites have no per-test coverage contexts here"
+        )));
+    }
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+    let store_url = fleet_link::store_url(fleet.is_some(), &args.store)?;
+    let store = embedded::open_store(&store_url)?;
+    let (queue, _scratch) = fleet_link::job_queue(fleet_link::QueueChoice {
+        fleet: fleet.as_ref(),
+        store: store.clone(),
+        repo: &repo,
+        tree: &tree,
+        subject_prefix: &args.subject_prefix,
+        runner: match runner {
+            SuiteRunner::Kind(kind) => kind,
+            SuiteRunner::Command => RunnerKind::Junit,
+        },
+        kind: "suite",
+        pass_env: &args.pass_env,
+        slots: jobs,
+        scratch_prefix: "assay-test-",
+    })
+    .await?;
+    if let (Some(_), Some(base_tree)) = (&fleet, &audit_base_tree) {
+        // The audit's base jobs run on the fleet too.
+        assay_transport::store_tree::upload_tree(&*store, &repo, base_tree)
+            .await
+            .map_err(|e| Failure::infrastructure(e.into()))?;
+    }
+    let run_id = ProofId(proof::new_proof_id().0.replacen("p-", "t-", 1));
+    let (case_cache, cache_not_used) =
+        case_cache(args, fleet.is_some(), &setup, &tree, store.clone());
+    let selectors = Selectors {
+        cases: args.cases.clone(),
+        files: args.files.iter().map(|f| repo_relative(&repo, f)).collect(),
+        directories: args
+            .directories
+            .iter()
+            .map(|d| repo_relative(&repo, d))
+            .collect(),
+    };
+    let branch = match &args.branch {
+        Some(branch) => branch.clone(),
+        None if args.rev == "HEAD" => current_branch(&repo)?,
+        None => args.rev.clone(),
+    };
+    let repository = repo.display().to_string();
+    let (history_path, mut history) = if args.list_cases {
+        (PathBuf::new(), History::new(&repository, &branch))
+    } else {
+        open_history(&state, &repository, &branch)
+    };
+    let today = proof::rfc3339(SystemTime::now())[..10].to_owned();
+    let request = SuiteRequest {
+        run_id: &run_id,
+        setup: &setup,
+        repo: &repo,
+        tree: &tree,
+        timeout_secs: args.timeout,
+        slots: jobs,
+        shards: args.shards,
+        selectors: &selectors,
+        history: &history,
+        ledger: &ledger,
+        today: &today,
+        cache: case_cache.as_ref(),
+    };
+    if args.list_cases {
+        let (_, cases) = drive::collect_selected(&request, &*queue, &*store)
+            .await
+            .map_err(drive_failure)?;
+        let listing = serde_json::to_string(&CaseListing::new(&cases))
+            .context("failed to encode the case listing")
+            .internal()?;
+        println!("{listing}");
+        return Ok(0);
+    }
+    let reads_cache = reads_cache(args, fleet.is_some(), store.clone());
+    let (exceptions_path, registry_path) = (
+        select::normalize(&args.scope_exceptions),
+        select::normalize(&args.fixture_reads),
+    );
+    let gate_request = audit_base_tree.as_ref().map(|base_tree| GateRequest {
+        run_id: &run_id,
+        setup: &setup,
+        repo: &repo,
+        base_tree,
+        tree: &tree,
+        timeout_secs: args.timeout,
+        exceptions_path: &exceptions_path,
+        registry_path: &registry_path,
+        today: &today,
+        reads_cache: reads_cache.as_ref(),
+    });
+    // The scope files are read before anything runs: a malformed one is a usage error now,
+    // not after the suite.
+    let scope_files = gate_request
+        .as_ref()
+        .map(gates::read_files)
+        .transpose()
+        .map_err(|e| {
+            if e.is_usage() {
+                Failure::usage(e.into())
+            } else {
+                Failure::infrastructure(e.into())
+            }
+        })?;
+    let progress = CaseProgress {
+        terminal: Terminal::new(args.progress, args.quiet, jobs, "cases"),
+        state: Mutex::new((0, 0)),
+    };
+    let driven = drive::run(&request, &*queue, &*store, &*halt, &progress)
+        .await
+        .map_err(drive_failure)?;
+    progress.terminal.finish();
+    let reachability = match (
+        &audit_base_tree,
+        args.reachability && driven.run.stopped.is_none(),
+    ) {
+        (Some(base_tree), true) => {
+            let ids: Vec<String> = driven.cases.iter().map(|c| c.id.clone()).collect();
+            Some(
+                reachability(
+                    &repo,
+                    base_tree,
+                    &tree,
+                    &run_id,
+                    &ids,
+                    args.timeout,
+                    &*queue,
+                    &*store,
+                )
+                .await?,
+            )
+        }
+        _ => None,
+    };
+
+    let mut outcome = conclude::conclude(
+        &ConcludeRequest {
+            run_id: &run_id,
+            runner,
+            timeout_secs: args.timeout,
+            ledger: &ledger,
+            today: &today,
+        },
+        &driven,
+        &*store,
+    )
+    .await;
+    for warning in &outcome.warnings {
+        eprintln!("warning: {warning}");
+    }
+    let mut audit_failed = false;
+    let scope_audit = match (&gate_request, scope_files) {
+        (Some(request), Some(files)) if driven.run.stopped.is_none() => {
+            let executed = gates::executed(&driven.cases, &outcome.cases);
+            let audit = gates::check(
+                request,
+                files,
+                &driven.collected,
+                &executed,
+                &*queue,
+                &*store,
+            )
+            .await;
+            print_scope(&audit, args.audit_base.as_deref().unwrap_or("the base"));
+            if !audit.passed() {
+                outcome.fail_audit();
+                audit_failed = true;
+            }
+            Some(audit)
+        }
+        _ => None,
+    };
+    drop(queue);
+    for outlier in &outcome.selection.executed_not_selected {
+        eprintln!(
+            "[audit] FAIL containment: job {} executed {}, which it did not select",
+            outlier.job, outlier.id
+        );
+    }
+    for outlier in &outcome.selection.selected_not_collected {
+        eprintln!(
+            "[audit] FAIL containment: job {} selected {}, which the tree does not collect",
+            outlier.job, outlier.id
+        );
+    }
+    let cache_report = match &case_cache {
+        Some(_) if !outcome.selection.contained => {
+            let why = "the selection audit found outliers (executed ⊆ selected ⊆ collected does \
+                       not hold), so this run's results are not trusted"
+                .to_owned();
+            if !args.quiet {
+                eprintln!("[cache] passes not stored: {why}");
+            }
+            Some(SuiteCacheReport {
+                served: driven.answers.reports.len() as u64,
+                looked_up: driven.answers.looked_up as u64,
+                refused: driven.answers.refused.clone(),
+                withheld: Some(why),
+                ..SuiteCacheReport::default()
+            })
+        }
+        Some(cache) => Some(
+            store_passes(
+                cache,
+                &run_id,
+                &driven,
+                &outcome.cases,
+                (&ledger, &today),
+                args.quiet,
+            )
+            .await,
+        ),
+        None => cache_not_used.map(|why| {
+            if !args.quiet && !args.cache.no_cache {
+                eprintln!("[cache] not used: {why}");
+            }
+            SuiteCacheReport {
+                not_used: Some(why),
+                ..SuiteCacheReport::default()
+            }
+        }),
+    };
+    let summary = outcome.summary(
+        &run_id.to_string(),
+        proof::rfc3339(started),
+        clock.elapsed().as_secs_f64(),
+    );
+    let record = outcome.record(
+        &mut history,
+        summary,
+        args.coverage_threshold,
+        driven.case_list(&setup, &tree),
+    );
+    save_history(&history_path, &history);
+    print_alerts(&record);
+    let ending = outcome.ending();
+    let report = SuiteReport {
+        schema: SUITE_SCHEMA.into(),
+        run_id: run_id.to_string(),
+        status: outcome.status_text().into(),
+        repository,
+        branch,
+        revision: commit,
+        runner: runner.to_string(),
+        started_at: proof::rfc3339(started),
+        duration_s: clock.elapsed().as_secs_f64(),
+        totals: outcome.totals.clone(),
+        cases: outcome.cases,
+        jobs: outcome.jobs,
+        audit: serde_json::to_value(AuditReport {
+            selection: outcome.selection.clone(),
+            quarantine_ledger: ledger_gate,
+            reachability,
+            scope: scope_audit,
+        })
+        .context("failed to encode the audit")
+        .internal()?,
+        history: serde_json::json!({
+            "file": history_path.display().to_string(),
+            "new_failures": record.new_failures,
+            "newly_failing": record.newly_failing,
+            "coverage_drop": record.coverage_drop,
+            "alerts": record.alerts,
+            // The trend the HTML report draws: the last runs, oldest first, this one last.
+            "recent": &history.runs[history.runs.len().saturating_sub(RECENT_RUNS)..],
+        }),
+        stopped: outcome.stopped.as_ref().map(ToString::to_string),
+        cache: cache_report,
+    };
+    if let Some(path) = &args.json {
+        let json = serde_json::to_vec_pretty(&report)
+            .context("failed to encode the suite report")
+            .internal()?;
+        write_atomically(path, &json).infrastructure()?;
+    }
+    if let Some(path) = &args.junit {
+        write_atomically(path, console::suite_junit(&report).as_bytes()).infrastructure()?;
+    }
+    crate::report::emit_suite(&args.output, &report, &*store).await?;
+    if !args.quiet {
+        eprintln!(
+            "{}",
+            closing_line(
+                &outcome.totals,
+                ending,
+                outcome.guest_failures,
+                !outcome.selection.contained || audit_failed
+            )
+        );
+    }
+    println!(
+        "{}",
+        history::trend_line(
+            &record,
+            history
+                .runs
+                .iter()
+                .rev()
+                .skip(1)
+                .find(|r| r.status != SuiteStatus::Error)
+        )
+    );
+    Ok(match ending {
+        Ending::Passed => 0,
+        Ending::Failed => 1,
+        Ending::Aborted => INFRASTRUCTURE,
+    })
+}
+
+/// The run's result cache, or why it has none: `--no-cache`, a fleet run (its workers choose
+/// their own sandbox and interpreter, which the CLI cannot vouch for in a key, and on a fleet
+/// only the coordinator may write entries, signed), or a runner whose cases cannot be checked
+/// against a pinned report.
+fn case_cache(
+    args: &TestArgs,
+    on_fleet: bool,
+    setup: &SuiteSetup,
+    tree: &TreeId,
+    store: std::sync::Arc<dyn ArtifactStore>,
+) -> (Option<CaseCache>, Option<String>) {
+    if args.cache.no_cache {
+        return (None, Some("--no-cache".into()));
+    }
+    if on_fleet {
+        return (
+            None,
+            Some(
+                "a fleet run's workers choose their own sandbox and interpreter, and only a \
+                 fleet's coordinator may write cache entries"
+                    .into(),
+            ),
+        );
+    }
+    if let Some(why) = suite_cache::uncacheable(setup.runner) {
+        return (None, Some(format!("{} suites: {why}", setup.runner)));
+    }
+    let mode = args.cache.mode();
+    // An embedded suite's jobs run in the process sandbox (`embedded::job_context`).
+    let sandbox = ProcessSandbox::default().evidence();
+    let cache = match crate::embedded::result_cache(store, mode, &sandbox, args.quiet) {
+        Ok(cache) => cache,
+        Err(why) => return (None, Some(why)),
+    };
+    let context = RunContext::new(sandbox, &assay_worker::sandbox::clean_env(&args.pass_env));
+    (
+        CaseCache::new(cache, context, setup, tree, args.timeout),
+        None,
+    )
+}
+
+/// Where an audit keeps the base's recorded read sets: the embedded result cache (signed with
+/// this user's key, `--no-cache` and `--refresh-cache` as for cases). None on a fleet, whose
+/// store every submitter writes, nor where the code under test runs unconfined and could
+/// write the store: the read sets are then recorded afresh by every audit.
+fn reads_cache(
+    args: &TestArgs,
+    on_fleet: bool,
+    store: std::sync::Arc<dyn ArtifactStore>,
+) -> Option<assay_engine::result_cache::ResultCache> {
+    if on_fleet || args.audit_base.is_none() {
+        return None;
+    }
+    let mode = args.cache.mode();
+    crate::embedded::result_cache(store, mode, &ProcessSandbox::default().evidence(), true).ok()
+}
+
+/// Stores the run's trusted passes and says what the cache did.
+async fn store_passes(
+    cache: &CaseCache,
+    run_id: &ProofId,
+    driven: &drive::Driven,
+    cases: &[assay_common::suite::CaseReport],
+    (ledger, today): (&Ledger, &str),
+    quiet: bool,
+) -> SuiteCacheReport {
+    let answers = &driven.answers;
+    let stored = cache.store(run_id, driven, cases, ledger, today).await;
+    let report = SuiteCacheReport {
+        served: answers.reports.len() as u64,
+        looked_up: answers.looked_up as u64,
+        stored: *stored.as_ref().unwrap_or(&0) as u64,
+        refused: answers.refused.clone(),
+        not_used: None,
+        store_error: stored
+            .as_ref()
+            .err()
+            .map(|e| assay_transport::error_chain::error_chain(e)),
+        withheld: None,
+    };
+    if quiet {
+        return report;
+    }
+    for refused in &report.refused {
+        eprintln!(
+            "[cache] refused entry {}: {}; the case ran instead",
+            refused.entry, refused.why
+        );
+    }
+    let from = console::stored_by(
+        answers
+            .reports
+            .values()
+            .filter_map(|r| Some(r.cached.as_ref()?.run_id.as_str())),
+    );
+    eprintln!(
+        "[cache] {} of {} cases answered from the cache{from}, {} passes stored",
+        report.served,
+        driven.cases.len(),
+        report.stored
+    );
+    if let Some(why) = &report.store_error {
+        eprintln!("[cache] passes not stored: {why}");
+    }
+    report
+}
+
+/// A failed collection, selection or queue, in its exit lane: a runner `assay test` cannot run
+/// and a selector that matches nothing are usage errors, a listing that fails is the guest's.
+fn drive_failure(error: DriveError) -> Failure {
+    match error {
+        DriveError::Collect(e) if matches!(e, CollectError::Unsupported { .. }) => {
+            Failure::usage(e.into())
+        }
+        DriveError::Collect(e) if e.is_infrastructure() => Failure::infrastructure(e.into()),
+        DriveError::Collect(e) => Failure {
+            code: 1,
+            error: e.into(),
+        },
+        DriveError::Select(e) => Failure::usage(e.into()),
+        DriveError::Queue(e) => Failure::infrastructure(e.into()),
+    }
+}
+
+/// The last progress line: how the run ended, in cases; quarantined failures are named as
+/// such, never counted as passed, and a run failed by its audit alone says so.
+fn closing_line(totals: &SuiteTotals, ending: Ending, failed: u64, audit_failed: bool) -> String {
+    let n = totals.total;
+    let quarantined = match totals.quarantined {
+        0 => String::new(),
+        q => format!(", {q} quarantined"),
+    };
+    match ending {
+        Ending::Aborted => format!("[test] {}/{n} infrastructure-aborted", n - totals.not_run),
+        Ending::Passed if totals.quarantined == 0 => format!("[test] {n}/{n} passed"),
+        Ending::Passed => format!("[test] {}/{n} passed{quarantined}", totals.passed),
+        Ending::Failed if failed == 0 && audit_failed => format!(
+            "[test] {}/{n} passed{quarantined}; the selection audit failed",
+            totals.passed
+        ),
+        Ending::Failed => format!("[test] {n}/{n} completed, {failed} failed{quarantined}"),
+    }
+}
+
+/// The change's changed product lines (base..tested) against a per-test coverage run of the
+/// selected cases; prints each file that has lines nothing executed reaches.
+#[expect(clippy::too_many_arguments, reason = "the run's parts, passed once")]
+async fn reachability(
+    repo: &Path,
+    base_tree: &TreeId,
+    tree: &TreeId,
+    run_id: &ProofId,
+    ids: &[String],
+    timeout: u64,
+    queue: &dyn JobQueue,
+    store: &dyn ArtifactStore,
+) -> Result<Vec<reach::FileReach>, Failure> {
+    let changed: BTreeMap<String, BTreeSet<u32>> =
+        assay_engine::mutation::check::changed_lines(repo, base_tree, tree)
+            .map_err(|e| Failure::infrastructure(e.into()))?
+            .into_iter()
+            .filter(|(file, _)| file.ends_with(".py") && !RunnerKind::Pytest.is_test_file(file))
+            .collect();
+    if changed.is_empty() || ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let job = reach::plan_job(run_id, tree, ids, timeout);
+    let result = run_one(queue, &job)
+        .await
+        .map_err(|e| Failure::infrastructure(e.into()))?;
+    let map = CoverageMap::read(store, &result)
+        .await
+        .map_err(|e| Failure::infrastructure(e.into()))?;
+    let files = reach::reach(&changed, &map);
+    for file in &files {
+        if !file.imported {
+            eprintln!(
+                "[audit] UNREACHED {}: no executed test imports it",
+                file.file
+            );
+        } else if !file.unreached.is_empty() {
+            eprintln!(
+                "[audit] UNREACHED {}: changed lines {}",
+                file.file,
+                reach::ranges(&file.unreached)
+            );
+        }
+    }
+    Ok(files)
+}
+
+/// Prints the scope gates' findings: every gap, every excuse used, every expired one, every
+/// relocation; and one closing line when the audit fails.
+fn print_scope(audit: &ScopeAudit, base: &str) {
+    for why in [&audit.closure.unchecked, &audit.inventory.unchecked]
+        .into_iter()
+        .flatten()
+    {
+        eprintln!("[audit] FAIL not checked: {why}");
+    }
+    let excuse = |excused: &Option<scope::ScopeException>| match excused {
+        Some(e) => format!(
+            " — EXCUSED by {} until {}: {}",
+            audit.exceptions.path, e.expires, e.reason
+        ),
+        None => String::new(),
+    };
+    for gap in &audit.closure.gaps {
+        let reads: Vec<String> = gap
+            .reads
+            .iter()
+            .map(|r| match r.source {
+                ReadSource::Recorded => r.file.clone(),
+                ReadSource::Declared => format!("{} (declared)", r.file),
+            })
+            .collect();
+        let verdict = if gap.excused_by.is_some() {
+            "EXCUSED"
+        } else {
+            "FAIL"
+        };
+        eprintln!(
+            "[audit] {verdict} closure: {} reads {}, which the change touches, and was not run{}",
+            gap.test,
+            reads.join(", "),
+            excuse(&gap.excused_by)
+        );
+    }
+    for moved in &audit.inventory.found.relocated {
+        let how = match moved.kind {
+            Relocation::Renamed => "RENAMED",
+            Relocation::Moved => "MOVED",
+        };
+        eprintln!("[audit] {how} {} -> {}", moved.from, moved.to);
+    }
+    for removed in &audit.inventory.found.removed {
+        let verdict = if removed.excused_by.is_some() {
+            "EXCUSED"
+        } else {
+            "FAIL"
+        };
+        eprintln!(
+            "[audit] {verdict} inventory: {} is collected at {base} and gone at the candidate{}",
+            removed.test,
+            excuse(&removed.excused_by)
+        );
+    }
+    for expired in &audit.exceptions.usage.expired {
+        eprintln!(
+            "[audit] exception for {} expired on {}: it excuses nothing",
+            expired.test, expired.expires
+        );
+    }
+    if !audit.passed() {
+        eprintln!("error: the selection audit's scope gates failed against {base}");
+    }
+}
+
+/// A `--file`/`--directory` argument relative to the repository root: relative paths are
+/// taken against the working directory, as a shell user means them.
+fn repo_relative(repo: &Path, arg: &str) -> String {
+    let path = Path::new(arg);
+    let absolute = if path.is_absolute() {
+        path.to_owned()
+    } else {
+        std::env::current_dir().map_or_else(|_| path.to_owned(), |cwd| cwd.join(path))
+    };
+    let absolute = absolute.canonicalize().unwrap_or(absolute);
+    match absolute.strip_prefix(repo) {
+        Ok(rel) => select::normalize(&rel.to_string_lossy()),
+        // Outside the repository: kept as given, so it matches nothing and is reported.
+        Err(_) => arg.to_owned(),
+    }
+}
+
+pub fn run_history(args: &HistoryArgs) -> Result<u8, Failure> {
+    let repo = open_repo(&args.repo)?;
+    let branch = match &args.branch {
+        Some(b) => b.clone(),
+        None => current_branch(&repo)?,
+    };
+    let repository = repo.display().to_string();
+    let path = history::history_path(&state_dir(&args.state_dir), &repository, &branch);
+    let (history, problem) = history::load(&path, &repository, &branch);
+    if let Some(problem) = problem {
+        eprintln!("warning: suite history {} is {problem}", path.display());
+    }
+    if args.json {
+        let json = serde_json::to_string_pretty(&history)
+            .context("failed to encode suite history")
+            .internal()?;
+        println!("{json}");
+        return Ok(0);
+    }
+    if history.runs.is_empty() {
+        println!("no suite runs recorded for {repository} on {branch}");
+        return Ok(0);
+    }
+    println!(
+        "{repository} on {branch}: {} runs recorded, last {} kept",
+        history.run_count,
+        history.runs.len()
+    );
+    for (i, run) in history.runs.iter().enumerate() {
+        let previous = match run.status {
+            SuiteStatus::Error => None,
+            _ => history.runs[..i]
+                .iter()
+                .rev()
+                .find(|r| r.status != SuiteStatus::Error),
+        };
+        println!("{} {}", run.timestamp, history::trend_line(run, previous));
+    }
+    Ok(0)
+}
+
+/// Said when `assay halt|resume --cluster` cannot reach the fleet: they connect as the
+/// operator (the operator's inbox prefix is the only one its replies can arrive under), so
+/// other credentials get no answer at all.
+fn as_the_operator(mut failure: Failure) -> Failure {
+    failure.error = failure.error.context(
+        "halt and resume connect as the fleet's operator and write the proofs bucket's halt key, which only the operator's and the coordinator's users may (hint: run them with the operator's NATS credentials)",
+    );
+    failure
+}
+
+pub async fn run_halt(args: &HaltArgs) -> Result<u8, Failure> {
+    if args.reason.trim().is_empty() {
+        return Err(Failure::usage(HaltError::NoReason.into()));
+    }
+    match &args.cluster {
+        Some(url) => {
+            // Halting and resuming are the operator's.
+            let fleet =
+                fleet_link::Fleet::connect(url, &args.subject_prefix, &args.nats, Role::Operator)
+                    .await
+                    .map_err(as_the_operator)?;
+            cluster::set_halt(&fleet.proofs, &args.reason)
+                .await
+                .map_err(|e| Failure::infrastructure(e.into()))?;
+        }
+        None => HaltFile::in_state_dir(&state_dir(&args.state_dir))
+            .set(&args.reason)
+            .map_err(|e| Failure::usage(e.into()))?,
+    }
+    println!("[HALT] admission stopped. Reason: {}", args.reason.trim());
+    Ok(0)
+}
+
+pub async fn run_resume(args: &ResumeArgs) -> Result<u8, Failure> {
+    let cleared = match &args.cluster {
+        Some(url) => {
+            // Halting and resuming are the operator's.
+            let fleet =
+                fleet_link::Fleet::connect(url, &args.subject_prefix, &args.nats, Role::Operator)
+                    .await
+                    .map_err(as_the_operator)?;
+            cluster::clear_halt(&fleet.proofs)
+                .await
+                .map_err(|e| Failure::infrastructure(e.into()))?
+        }
+        None => HaltFile::in_state_dir(&state_dir(&args.state_dir))
+            .clear()
+            .map_err(|e| Failure::infrastructure(e.into()))?,
+    };
+    println!(
+        "{}",
+        if cleared {
+            "admission resumed"
+        } else {
+            "no halt was set"
+        }
+    );
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_quarantined_failure_is_not_counted_as_passed() {
+        let totals = SuiteTotals {
+            total: 2,
+            passed: 1,
+            quarantined: 1,
+            ..SuiteTotals::default()
+        };
+        assert_eq!(
+            closing_line(&totals, Ending::Passed, 0, false),
+            "[test] 1/2 passed, 1 quarantined"
+        );
+        let clean = SuiteTotals {
+            total: 2,
+            passed: 2,
+            ..SuiteTotals::default()
+        };
+        assert_eq!(
+            closing_line(&clean, Ending::Passed, 0, false),
+            "[test] 2/2 passed"
+        );
+        let failing = SuiteTotals {
+            failed: 1,
+            ..totals.clone()
+        };
+        assert_eq!(
+            closing_line(&failing, Ending::Failed, 1, true),
+            "[test] 2/2 completed, 1 failed, 1 quarantined"
+        );
+        assert_eq!(
+            closing_line(&clean, Ending::Failed, 0, true),
+            "[test] 2/2 passed; the selection audit failed"
+        );
+    }
+
+    #[test]
+    fn jobs_must_be_a_plain_decimal_above_zero() {
+        assert_eq!(parse_jobs("3"), Ok(3));
+        assert_eq!(parse_jobs("03"), Ok(3));
+        for bad in [
+            "0",
+            "",
+            "+3",
+            "-1",
+            " 3",
+            "3x",
+            "0x10",
+            "99999999999999999999999",
+        ] {
+            assert!(parse_jobs(bad).is_err(), "{bad:?}");
+        }
+    }
+}

@@ -94,6 +94,49 @@ def become_subreaper():
         pass
 
 
+def wait_fork(pid, limit_ms):
+    """Waits for the job's fork, killing its process group once `limit_ms` has passed (None:
+    no limit). The server kills it, not the worker: inside the sandbox's PID namespace the
+    fork's number means nothing to the host. Returns the wait status and whether it was cut."""
+    import signal
+    import time
+
+    if limit_ms is None:
+        return os.waitpid(pid, 0)[1], False
+    deadline = time.monotonic() + limit_ms / 1000.0
+    pause = 0.001
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return status, False
+        if time.monotonic() >= deadline:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            return os.waitpid(pid, 0)[1], True
+        time.sleep(pause)
+        pause = min(pause * 2, 0.02)
+
+
+def cut_flag(cut):
+    """What an answer adds when the server killed the fork at its limit."""
+    return {"timed_out": True} if cut else {}
+
+
+def kill_group(pid):
+    """Kills what a finished fork left in its process group."""
+    import signal
+
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
 def sweep_orphans():
     """Kills every process left as this server's child once a job's fork was waited for: the
     server has no other child, so each one is something the job left behind. Repeats until
@@ -962,7 +1005,8 @@ def session_server(spec, base_path, channel_fds, preloaded, requests, answer):
             if verdict:
                 os.close(verdict[1])
             answer({"pid": pid, "again": bool(static)})
-            _, status = os.waitpid(pid, 0)
+            status, cut = wait_fork(pid, request.get("limit_ms"))
+            kill_group(pid)
             sweep_orphans()
             exit_code = os.waitstatus_to_exitcode(status)
             why = b""
@@ -974,10 +1018,10 @@ def session_server(spec, base_path, channel_fds, preloaded, requests, answer):
             changed = tree_change(collected, root)
             if changed:
                 # Its result may rest on a file another fork left, or leave one for the next.
-                answer({"fallback": changed, "exit": exit_code, "retire": True})
+                answer({"fallback": changed, "exit": exit_code, "retire": True} | cut_flag(cut))
                 os._exit(0)
             if why.startswith("fallback "):
-                answer({"fallback": why[len("fallback "):], "exit": exit_code})
+                answer({"fallback": why[len("fallback "):], "exit": exit_code} | cut_flag(cut))
                 continue
             if why.startswith("killed "):
                 killer = why[len("killed "):]
@@ -985,7 +1029,7 @@ def session_server(spec, base_path, channel_fds, preloaded, requests, answer):
                     killers.remove(killer)
                 killers.insert(0, killer)
                 del killers[KILLERS_KEPT:]
-            answer({"exit": exit_code})
+            answer({"exit": exit_code} | cut_flag(cut))
         os._exit(0)
 
     def leave():
@@ -1150,9 +1194,10 @@ def main():
         except OSError:
             pass  # the child set it first, or already exited
         answer({"pid": pid})
-        _, status = os.waitpid(pid, 0)
+        status, cut = wait_fork(pid, request.get("limit_ms"))
+        kill_group(pid)
         sweep_orphans()
-        answer({"exit": os.waitstatus_to_exitcode(status)})
+        answer({"exit": os.waitstatus_to_exitcode(status)} | cut_flag(cut))
 
 
 if __name__ == "__main__":

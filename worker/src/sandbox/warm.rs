@@ -34,7 +34,6 @@
 //! for the tree, the job runs as above. `ASSAY_MUTATE_HOT_SWAP=0` turns hot swap off.
 
 use super::hot_swap::{self, JUNIT_PLACEHOLDER};
-use super::process::GroupGuard;
 use super::{MutantSource, Sandbox, SandboxError, SandboxExit, SandboxRun};
 use assay_common::runner::python_m_pytest;
 use assay_common::sandbox::SandboxEvidence;
@@ -154,6 +153,9 @@ struct Answer {
     /// of any server of its key may be trusted again (see `tree_change` in the script).
     #[serde(default)]
     retire: bool,
+    /// The server killed the fork at the job's limit (`limit_ms` in the request).
+    #[serde(default)]
+    timed_out: bool,
 }
 
 impl Server {
@@ -576,8 +578,16 @@ impl<S: Sandbox> WarmPytest<S> {
             job_id: run.job_id.clone(),
             message: format!("warm pytest runner: {message}"),
         };
+        // A fork of a session server (collected already) pays no start-up or collection, so
+        // the tighter limit applies when given; a fork of a plain warm server still collects.
+        let limit = match (&server.key.session, run.forked_timeout) {
+            (Some(_), Some(forked)) => forked.min(run.timeout),
+            _ => run.timeout,
+        };
+        let mut request = request.clone();
+        request["limit_ms"] = u64::try_from(limit.as_millis()).unwrap_or(u64::MAX).into();
         server
-            .send(request)
+            .send(&request)
             .await
             .map_err(|source| SandboxError::Warm {
                 job_id: run.job_id.clone(),
@@ -608,41 +618,28 @@ impl<S: Sandbox> WarmPytest<S> {
             }
             _ => return Err(backend("the server stopped before forking")),
         };
-        let mut group = GroupGuard(Some(pid));
-        // A fork of a session server (collected already) pays no start-up or collection, so
-        // the tighter limit applies when given; a fork of a plain warm server still collects.
-        let limit = match (&server.key.session, run.forked_timeout) {
-            (Some(_), Some(forked)) => forked.min(run.timeout),
-            _ => run.timeout,
+        // The server enforces the limit and kills the fork's group itself: in the sandbox's
+        // PID namespace `pid` is not a host process number, and signalling it from here could
+        // reach an unrelated host process group. A server that does not answer within the
+        // grace after the limit is discarded (dropping it kills its sandbox).
+        tracing::trace!(job_id = %run.job_id, pid, ?limit, "forked");
+        let answer = match tokio::time::timeout(limit + REAP_GRACE, server.answer()).await {
+            Err(_elapsed) => return Ok(Swapped::Ran(SandboxExit::TimedOut)),
+            Ok(answer) => answer.ok_or_else(|| backend("the server stopped while the job ran"))?,
         };
-        let status = match tokio::time::timeout(limit, server.answer()).await {
-            Err(_elapsed) => {
-                drop(group);
-                // The server reaps the killed child; if it does not say so, it is discarded.
-                if let Ok(Some(answer)) = tokio::time::timeout(REAP_GRACE, server.answer()).await
-                    && answer.exit.is_some()
-                {
-                    self.put_idle(server);
-                }
-                return Ok(Swapped::Ran(SandboxExit::TimedOut));
-            }
-            Ok(Some(Answer {
-                fallback: Some(why),
-                retire,
-                ..
-            })) => {
-                // A module-level mutant the child found it could not patch (it ran no test), or
-                // a fork that changed the session's tree (its result is not trusted).
-                drop(group);
-                self.keep_unless_retired(server, retire);
-                return Ok(Swapped::Fallback(why));
-            }
-            Ok(answer) => answer
-                .and_then(|a| a.exit)
-                .ok_or_else(|| backend("the server stopped while the job ran"))?,
-        };
-        // The child exited; stragglers it left in its group are killed now.
-        drop(std::mem::replace(&mut group, GroupGuard(None)));
+        if answer.timed_out {
+            self.keep_unless_retired(server, answer.retire);
+            return Ok(Swapped::Ran(SandboxExit::TimedOut));
+        }
+        if let Some(why) = answer.fallback {
+            // A module-level mutant the child found it could not patch (it ran no test), or
+            // a fork that changed the session's tree (its result is not trusted).
+            self.keep_unless_retired(server, answer.retire);
+            return Ok(Swapped::Fallback(why));
+        }
+        let status = answer
+            .exit
+            .ok_or_else(|| backend("the server stopped while the job ran"))?;
         self.put_idle(server);
         Ok(Swapped::Ran(if status < 0 {
             SandboxExit::Signalled(-status)

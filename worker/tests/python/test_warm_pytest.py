@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -146,10 +147,13 @@ class SessionServer:
         line = self.process.stdout.readline()
         return json.loads(line) if line else None
 
-    def mutant(self, job_tree, module):
-        self.send({"cwd": str(job_tree), "env": self.env, "module": module, "select": [],
+    def mutant(self, job_tree, module, limit_ms=None):
+        request = {"cwd": str(job_tree), "env": self.env, "module": module, "select": [],
                    "stdout": str(job_tree / "stdout"), "stderr": str(job_tree / "stderr"),
-                   "junitxml": str(job_tree / "report.xml")})
+                   "junitxml": str(job_tree / "report.xml")}
+        if limit_ms is not None:
+            request["limit_ms"] = limit_ms
+        self.send(request)
         forked = self.answer()
         if "fallback" in forked:
             return forked
@@ -231,5 +235,30 @@ def test_a_session_whose_tests_leave_the_tree_alone_serves_every_mutant(tmp_path
         killed = server.mutant(job(2, STORE.replace("10", "11")), "store.py")
         assert survived == {"exit": 0}, survived
         assert killed == {"exit": 1}, killed
+    finally:
+        server.close()
+
+
+def test_a_hanging_mutant_is_killed_by_the_server_at_its_limit_and_the_next_one_still_runs(tmp_path):
+    """The server, not the worker, ends a fork at the job's limit: inside the sandbox's PID
+    namespace the fork's number is not a host process, so only the server can signal it."""
+    tree, job = session_trees(tmp_path, '''
+        import store
+
+
+        def test_limit():
+            assert store.limit() == 10
+    ''')
+    server = SessionServer(tmp_path, tree)
+    try:
+        started = time.monotonic()
+        hung = server.mutant(job(1, STORE.replace("return 10", "while True:\n        pass")),
+                             "store.py", limit_ms=500)
+        took = time.monotonic() - started
+        assert hung.get("timed_out") is True, hung
+        assert hung["exit"] < 0, hung
+        assert took < 5, took
+        assert server.mutant(job(2, STORE.replace("10", "11")), "store.py", limit_ms=30_000) \
+            == {"exit": 1}
     finally:
         server.close()

@@ -189,7 +189,7 @@ fn plan_file(
                         line: candidate.line,
                         operator: candidate.operator,
                         description: candidate.description.clone(),
-                        reason,
+                        reason: reason.to_string(),
                     }),
                 }
             }

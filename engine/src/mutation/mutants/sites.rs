@@ -6,10 +6,32 @@ use super::Operator;
 use std::fmt::Debug;
 use std::sync::Arc;
 
-/// What a language checks once a candidate's replacement is applied to `source`: `Err` holds
-/// the note for a skipped site.
+/// What a language checks once a candidate's replacement is applied to `source`: `Err` says
+/// why the site is skipped.
 pub(crate) trait Verify: Debug + Send + Sync {
-    fn verify(&self, source: &str, candidate: &Candidate) -> Result<(), String>;
+    fn verify(&self, source: &str, candidate: &Candidate) -> Result<(), Skip>;
+}
+
+/// Why a candidate does not become a mutant: the note the plan's skipped site carries.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum Skip {
+    /// Known from the syntax before trying it (the language's note).
+    #[error("{0}")]
+    Unfit(String),
+    #[error("the site's byte range does not fit the file")]
+    OutOfRange,
+    #[error("the replacement equals the original")]
+    Unchanged,
+    #[error("the replacement would move later lines")]
+    MovesLines,
+    /// `language` is empty where the file's language goes without saying.
+    #[error("the mutated file does not parse{language} (line {line})")]
+    DoesNotParse { language: &'static str, line: u32 },
+    #[error("the mutated node cannot be found")]
+    NodeNotFound,
+    /// `what`: the statement or expression the operator meant to produce.
+    #[error("the mutated {what} does not read as intended")]
+    NotAsIntended { what: &'static str },
 }
 
 /// A site and its replacement, not yet checked.
@@ -30,19 +52,19 @@ pub(crate) struct Candidate {
     pub unfit: Option<String>,
 }
 
-/// Checks one candidate against its source: `Err` holds the note for a skipped site.
-pub(crate) fn check(source: &str, candidate: &Candidate) -> Result<(), String> {
+/// Checks one candidate against its source: `Err` says why the site is skipped.
+pub(crate) fn check(source: &str, candidate: &Candidate) -> Result<(), Skip> {
     if let Some(reason) = &candidate.unfit {
-        return Err(reason.clone());
+        return Err(Skip::Unfit(reason.clone()));
     }
     let original = source
         .get(candidate.start..candidate.end)
-        .ok_or_else(|| "the site's byte range does not fit the file".to_string())?;
+        .ok_or(Skip::OutOfRange)?;
     if original == candidate.replacement {
-        return Err("the replacement equals the original".into());
+        return Err(Skip::Unchanged);
     }
     if newlines(original) != newlines(&candidate.replacement) {
-        return Err("the replacement would move later lines".into());
+        return Err(Skip::MovesLines);
     }
     candidate.verify.verify(source, candidate)
 }

@@ -3,7 +3,7 @@
 
 use super::syntax;
 use crate::mutation::mutants::Operator;
-use crate::mutation::mutants::sites::{Candidate, Verify, mutated, newlines, short};
+use crate::mutation::mutants::sites::{Candidate, Skip, Verify, mutated, newlines, short};
 
 mod extra;
 use std::collections::BTreeSet;
@@ -328,7 +328,7 @@ fn shift_integer(literal: Node<'_>, sign: &str, source: &str) -> Candidate {
     let original = text(literal, source);
     let (replacement, unfit) = match shifted(original) {
         Ok(replacement) => (replacement, None),
-        Err(reason) => (original.to_string(), Some(reason)),
+        Err(reason) => (original.to_string(), Some(reason.to_string())),
     };
     Candidate {
         operator: Operator::ShiftBound,
@@ -347,11 +347,24 @@ fn shift_integer(literal: Node<'_>, sign: &str, source: &str) -> Candidate {
     }
 }
 
+/// Why a number literal has no literal plus one (the literal, shortened).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub(super) enum Unshifted {
+    #[error("`{0}` is not a Python 3 integer")]
+    NotPython3(String),
+    #[error("`{0}` is an integer too long to shift")]
+    IntegerTooLong(String),
+    #[error("`{0}` is a complex literal")]
+    Complex(String),
+    #[error("`{0}` is a float too large to shift")]
+    FloatTooLarge(String),
+}
+
 /// The literal plus one, written in the literal's base.
-fn shifted(literal: &str) -> Result<String, String> {
+fn shifted(literal: &str) -> Result<String, Unshifted> {
     let lower = literal.to_ascii_lowercase().replace('_', "");
     if lower.ends_with('l') {
-        return Err(format!("`{}` is not a Python 3 integer", short(literal)));
+        return Err(Unshifted::NotPython3(short(literal)));
     }
     let (radix, digits, prefix) = match lower.get(..2) {
         Some("0x") => (16, &lower[2..], "0x"),
@@ -362,7 +375,7 @@ fn shifted(literal: &str) -> Result<String, String> {
     let value = u128::from_str_radix(digits, radix)
         .ok()
         .and_then(|value| value.checked_add(1))
-        .ok_or_else(|| format!("`{}` is an integer too long to shift", short(literal)))?;
+        .ok_or_else(|| Unshifted::IntegerTooLong(short(literal)))?;
     Ok(match radix {
         16 => format!("{prefix}{value:x}"),
         8 => format!("{prefix}{value:o}"),
@@ -405,15 +418,15 @@ fn return_constant(value: Node<'_>, source: &str) -> Candidate {
 
 impl Verify for Expect {
     /// The mutated file parses cleanly and the node at the replacement is the one intended.
-    fn verify(&self, source: &str, candidate: &Candidate) -> Result<(), String> {
+    fn verify(&self, source: &str, candidate: &Candidate) -> Result<(), Skip> {
         let mutated = mutated(source, candidate);
         let tree = syntax::parse_clean(&mutated)
-            .map_err(|line| format!("the mutated file does not parse (line {line})"))?;
+            .map_err(|line| Skip::DoesNotParse { language: "", line })?;
         let new_end = candidate.start + candidate.replacement.len();
         let root = tree.root_node();
         let mut node = root
             .descendant_for_byte_range(candidate.start, candidate.start)
-            .ok_or_else(|| "the mutated node cannot be found".to_string())?;
+            .ok_or(Skip::NodeNotFound)?;
         // Walk up through the nodes that begin where the replacement begins.
         loop {
             if intended(
@@ -430,7 +443,7 @@ impl Verify for Expect {
                 _ => break,
             }
         }
-        Err("the mutated statement does not read as intended".into())
+        Err(Skip::NotAsIntended { what: "statement" })
     }
 }
 

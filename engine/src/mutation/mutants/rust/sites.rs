@@ -7,7 +7,9 @@
 use super::syntax::{self, is_const_fn, is_test_code, text};
 use super::values;
 use crate::mutation::mutants::Operator;
-use crate::mutation::mutants::sites::{Candidate, Verify, candidate, mutated, newlines, short};
+use crate::mutation::mutants::sites::{
+    Candidate, Skip, Verify, candidate, mutated, newlines, short,
+};
 use crate::mutation::mutants::syntax::touches;
 use std::collections::BTreeSet;
 use tree_sitter::Node;
@@ -22,10 +24,12 @@ enum Expect {
 }
 
 impl Verify for Expect {
-    fn verify(&self, source: &str, candidate: &Candidate) -> Result<(), String> {
+    fn verify(&self, source: &str, candidate: &Candidate) -> Result<(), Skip> {
         let mutated = mutated(source, candidate);
-        let tree = syntax::parse_clean(&mutated)
-            .map_err(|line| format!("the mutated file does not parse as Rust (line {line})"))?;
+        let tree = syntax::parse_clean(&mutated).map_err(|line| Skip::DoesNotParse {
+            language: " as Rust",
+            line,
+        })?;
         match self {
             Expect::Parses => Ok(()),
             Expect::Token(token, parent) => {
@@ -33,14 +37,14 @@ impl Verify for Expect {
                 let node = tree
                     .root_node()
                     .descendant_for_byte_range(candidate.start, end)
-                    .ok_or_else(|| "the mutated node cannot be found".to_string())?;
+                    .ok_or(Skip::NodeNotFound)?;
                 let intended = node.kind() == *token
                     && node.byte_range() == (candidate.start..end)
                     && node.parent().is_some_and(|p| p.kind() == *parent);
                 if intended {
                     Ok(())
                 } else {
-                    Err("the mutated expression does not read as intended".into())
+                    Err(Skip::NotAsIntended { what: "expression" })
                 }
             }
         }
@@ -116,7 +120,7 @@ fn function_body(
                 format!("`fn {name}` body -> a value of its return type"),
                 Expect::Parses,
             );
-            site.unfit = Some(reason);
+            site.unfit = Some(reason.to_string());
             found.push(site);
             return;
         }

@@ -5,18 +5,27 @@
 use super::syntax::text;
 use tree_sitter::Node;
 
+/// Why a function's body has no replacement value the syntax can name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub(super) enum NoValue {
+    #[error("returns an opaque `impl` type")]
+    Opaque,
+    #[error("never returns (`!`)")]
+    Never,
+}
+
 /// The replacement values for a function returning `return_type` (`None`: returns `()`), or
 /// why its body cannot be replaced: an opaque or never type has no value the syntax can name.
 pub(super) fn replacements(
     return_type: Option<Node<'_>>,
     source: &str,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, NoValue> {
     let Some(ty) = return_type else {
         return Ok(vec!["()".into()]);
     };
     Ok(match ty.kind() {
-        "abstract_type" => return Err("returns an opaque `impl` type".into()),
-        "never_type" => return Err("never returns (`!`)".into()),
+        "abstract_type" => return Err(NoValue::Opaque),
+        "never_type" => return Err(NoValue::Never),
         "unit_type" => vec!["()".into()],
         "primitive_type" => primitive(text(ty, source)),
         "reference_type" => reference(ty, source),
@@ -87,7 +96,7 @@ fn generic(ty: Node<'_>, source: &str) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default();
-    let first = |values: Result<Vec<String>, String>| {
+    let first = |values: Result<Vec<String>, NoValue>| {
         values
             .ok()
             .and_then(|v| v.into_iter().next())

@@ -2,7 +2,7 @@
 //! each replaces one syntax node's bytes and keeps every line break; sites whose mutant is
 //! cheaply seen to be equivalent (`x * 1` -> `x / 1`) carry the reason and are skipped.
 
-use super::{Expect, named, shifted, text};
+use super::{Expect, Unshifted, named, shifted, text};
 use crate::mutation::mutants::Operator;
 use crate::mutation::mutants::sites::{Candidate, candidate, newlines, short};
 use crate::mutation::mutants::syntax::touches;
@@ -243,7 +243,7 @@ fn unary(node: Node<'_>, source: &str, changed: &BTreeSet<u32>, found: &mut Vec<
 fn number(node: Node<'_>, source: &str) -> Candidate {
     let original = text(node, source);
     let next = if original.ends_with(['j', 'J']) {
-        Err(format!("`{}` is a complex literal", short(original)))
+        Err(Unshifted::Complex(short(original)))
     } else if node.kind() == "integer" {
         shifted(original)
     } else {
@@ -251,7 +251,7 @@ fn number(node: Node<'_>, source: &str) -> Candidate {
     };
     let (replacement, unfit) = match next {
         Ok(next) => (next, None),
-        Err(reason) => (original.to_string(), Some(reason)),
+        Err(reason) => (original.to_string(), Some(reason.to_string())),
     };
     let mut site = candidate(
         Operator::Number,
@@ -268,16 +268,13 @@ fn number(node: Node<'_>, source: &str) -> Candidate {
     site
 }
 
-fn float_plus_one(literal: &str) -> Result<String, String> {
+fn float_plus_one(literal: &str) -> Result<String, Unshifted> {
     let plain = literal.replace('_', "");
     match plain.parse::<f64>() {
         Ok(value) if value.is_finite() && (value + 1.0).is_finite() => {
             Ok(format!("{:?}", value + 1.0))
         }
-        _ => Err(format!(
-            "`{}` is a float too large to shift",
-            short(literal)
-        )),
+        _ => Err(Unshifted::FloatTooLarge(short(literal))),
     }
 }
 

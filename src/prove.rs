@@ -18,7 +18,7 @@ use assay_engine::mutation::mutants::DEFAULT_MUTATION_BUDGET;
 use assay_engine::mutation::mutants::MutationCheck;
 use assay_engine::progress::{ProgressSink as _, ProofEvent};
 use assay_engine::proof::{self, ProofRequest};
-use assay_engine::result_cache::{CacheHit, CacheMode, CachingQueue, ResultCache, RunContext};
+use assay_engine::result_cache::{CacheMode, CachingQueue, ResultCache, RunContext};
 use assay_engine::source::CandidateSpec;
 use assay_transport::store::ArtifactStore;
 use assay_worker::in_process::InProcessQueue;
@@ -463,20 +463,17 @@ async fn run_embedded(
         .await
         .map_err(|e| Failure::infrastructure(e.into()))?;
     progress.terminal.finish();
-    let served = caching.served();
-    CacheHit::mark(&mut run.evidence, &served, &run.finished_at_ms);
-    let stored = caching
-        .cache()
-        .store_trusted(&caching.keyed(), &served, &run.results, &run.evidence)
+    let settled = caching
+        .settle(&mut run.evidence, &run.results, &run.finished_at_ms)
         .await;
     if !args.quiet {
         for (key, why) in caching.rejected() {
             eprintln!("[cache] refused entry {key}: {why}; the job ran instead");
         }
-        match &stored {
+        match &settled.stored {
             Ok(written) if mode != CacheMode::Off => eprintln!(
                 "[cache] {} of {} jobs answered from the cache, {written} results stored",
-                served.len(),
+                settled.served,
                 prepared.jobs.len()
             ),
             Ok(_) => {}

@@ -875,6 +875,34 @@ impl<'a> CachingQueue<'a> {
     pub fn cache(&self) -> &ResultCache {
         &self.cache
     }
+
+    /// A finished proof's cache bookkeeping, the same embedded and on a fleet: marks in
+    /// `evidence` the jobs the cache answered, then stores the run's trusted results.
+    pub async fn settle(
+        &self,
+        evidence: &mut Evidence,
+        results: &[JobResult],
+        finished_at_ms: &[u64],
+    ) -> Settled {
+        let served = self.served();
+        CacheHit::mark(evidence, &served, finished_at_ms);
+        let stored = self
+            .cache
+            .store_trusted(&self.keyed(), &served, results, evidence)
+            .await;
+        Settled {
+            served: served.len(),
+            stored,
+        }
+    }
+}
+
+/// What [`CachingQueue::settle`] did: how many jobs the cache answered, and how many results
+/// it stored (or why it stored none).
+#[derive(Debug)]
+pub struct Settled {
+    pub served: usize,
+    pub stored: Result<usize, CacheError>,
 }
 
 /// Which jobs may be answered from the cache: a proof's own test runs. Mutants are report-only

@@ -10,7 +10,7 @@ use super::served::RecordServed;
 use super::{ActiveProof, Shared, Tasks, spawn_task};
 use crate::nats_queue::{NatsJobQueue, ProofStores, PublishGate};
 use crate::proof::{self, PreparedProof, ProofRequest};
-use crate::result_cache::{CacheHit, CacheMode, CachingQueue, ResultCache};
+use crate::result_cache::{CacheMode, CachingQueue, ResultCache};
 use crate::source::{CandidateSpec, Change, ChangedFile, Revision};
 use assay_common::ProofId;
 use assay_common::evidence::CoordinatorEvidence;
@@ -286,21 +286,18 @@ pub(super) async fn cache_results(
     caching: &CachingQueue<'_>,
     run: &mut proof::ProofRun,
 ) {
-    let served = caching.served();
     // Refused entries were logged, with why, when they were looked up.
-    CacheHit::mark(&mut run.evidence, &served, &run.finished_at_ms);
-    match caching
-        .cache()
-        .store_trusted(&caching.keyed(), &served, &run.results, &run.evidence)
-        .await
-    {
+    let settled = caching
+        .settle(&mut run.evidence, &run.results, &run.finished_at_ms)
+        .await;
+    match settled.stored {
         Ok(stored) => tracing::info!(
             proof_id = %proof_id,
-            served = served.len(),
+            served = settled.served,
             jobs = run.results.len(),
             stored,
             "result cache: {} of {} jobs answered from the cache, {stored} results stored",
-            served.len(),
+            settled.served,
             run.results.len()
         ),
         Err(e) => {

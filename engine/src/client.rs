@@ -159,44 +159,94 @@ pub async fn submit_and_wait(
     }
     let js = async_nats::jetstream::new(client.clone());
     let proofs = nats::proofs_bucket(&js, subjects, nats::Placement::SINGLE).await?;
+    let read = || async {
+        match stored_evidence(&proofs, Some(store), &proof_id).await {
+            // A NATS server lost mid-read: the next look reads again.
+            Err(e) if e.is_transient() => {
+                tracing::warn!(proof_id = %proof_id, error = %e, "failed to read the evidence; reading again");
+                Ok(None)
+            }
+            other => other,
+        }
+    };
+    follow(
+        &mut events,
+        |event| match event {
+            ProgressEvent::JobFinished {
+                done,
+                total,
+                result,
+            } => {
+                progress.job_finished(done, total, &result);
+                Step::Ignore
+            }
+            // A finished event only wakes the CLI: the verdict is read from the proofs bucket,
+            // which only the coordinator may write, never from the message, which anyone who
+            // may publish on the progress subject could have sent.
+            ProgressEvent::Finished { .. } | ProgressEvent::FinishedStored { .. } => Step::Look,
+            ProgressEvent::Cancelled => Step::Stop(ClientError::Cancelled {
+                proof_id: proof_id.to_string(),
+            }),
+            ProgressEvent::Halted { reason } => {
+                progress.halted(&reason);
+                Step::Ignore
+            }
+            ProgressEvent::Resumed => {
+                progress.resumed();
+                Step::Ignore
+            }
+        },
+        read,
+        || submit_err("the progress subscription closed".into()),
+    )
+    .await
+}
+
+/// What a follower does with one progress event.
+pub(crate) enum Step<E> {
+    /// Read the record now: the event says it may be there.
+    Look,
+    Ignore,
+    Stop(E),
+}
+
+/// Follows a submission's progress until `read` finds what it waits for in the proofs bucket,
+/// which only the coordinator writes: an event only says when to look (`on_event`), and the
+/// bucket is read every 2 s regardless, so neither a lost nor a forged event decides anything.
+/// When the subscription closes, the bucket is read once more before `closed`.
+pub(crate) async fn follow<T, E, R>(
+    events: &mut async_nats::Subscriber,
+    mut on_event: impl FnMut(ProgressEvent) -> Step<E>,
+    read: impl Fn() -> R,
+    closed: impl FnOnce() -> E,
+) -> Result<T, E>
+where
+    R: std::future::Future<Output = Result<Option<T>, E>>,
+{
     let mut poll = tokio::time::interval(Duration::from_secs(2));
     loop {
-        tokio::select! {
+        let look = tokio::select! {
             event = events.next() => {
                 let Some(event) = event else { break };
                 match wire::decode::<ProgressEvent>("progress", &event.payload) {
-                    Ok(ProgressEvent::JobFinished { done, total, result }) => progress.job_finished(done, total, &result),
-                    // A finished event only wakes the CLI: the verdict is read from the proofs
-                    // bucket, which only the coordinator may write, never from the message, which
-                    // anyone who may publish on the progress subject could have sent.
-                    Ok(ProgressEvent::Finished { .. } | ProgressEvent::FinishedStored { .. }) => {
-                        match stored_evidence(&proofs, Some(store), &proof_id).await {
-                            Ok(Some(evidence)) => return Ok(evidence),
-                            Ok(None) => tracing::warn!(proof_id = %proof_id, "ignoring a finished event: the proofs bucket holds no evidence for this proof yet"),
-                            // A NATS server lost mid-read: the next poll reads again.
-                            Err(e) if e.is_transient() => tracing::warn!(proof_id = %proof_id, error = %e, "failed to read the evidence; reading again"),
-                            Err(e) => return Err(e),
-                        }
+                    Ok(event) => match on_event(event) {
+                        Step::Look => true,
+                        Step::Ignore => false,
+                        Step::Stop(e) => return Err(e),
+                    },
+                    Err(e) => {
+                        tracing::warn!(error = %e, "ignoring an unreadable progress message");
+                        false
                     }
-                    Ok(ProgressEvent::Cancelled) => return Err(ClientError::Cancelled { proof_id: proof_id.to_string() }),
-                    Ok(ProgressEvent::Halted { reason }) => progress.halted(&reason),
-                    Ok(ProgressEvent::Resumed) => progress.resumed(),
-                    Err(e) => tracing::warn!(error = %e, "ignoring an unreadable progress message"),
                 }
             }
-            _ = poll.tick() => {
-                match stored_evidence(&proofs, Some(store), &proof_id).await {
-                    Ok(Some(evidence)) => return Ok(evidence),
-                    Ok(None) => {}
-                    Err(e) if e.is_transient() => tracing::warn!(proof_id = %proof_id, error = %e, "failed to read the evidence; reading again"),
-                    Err(e) => return Err(e),
-                }
-            }
+            _ = poll.tick() => true,
+        };
+        if look && let Some(found) = read().await? {
+            return Ok(found);
         }
     }
-    stored_evidence(&proofs, Some(store), &proof_id)
-        .await?
-        .ok_or_else(|| submit_err("the progress subscription closed".into()))
+    read().await?.ok_or_else(closed)
 }
 
 /// The encoded submit request: the submission itself when it fits in one message, else a

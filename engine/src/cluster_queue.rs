@@ -4,6 +4,7 @@
 //! its result comes back on the submission's progress subject, or from its KV result key when
 //! that message was missed.
 
+use crate::client::{Step, follow};
 use assay_common::fleet::{
     ProgressEvent, ProofSubmission, RevisionWire, Subjects, SubmitReply, SubmitRequest, keys,
 };
@@ -15,9 +16,7 @@ use assay_transport::queue::{Cause, JobQueue, QueueError};
 use assay_transport::store::ArtifactStore;
 use async_nats::jetstream::kv;
 use async_trait::async_trait;
-use futures::StreamExt;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 use tokio::sync::mpsc;
 
 /// A run's jobs as one-job fleet submissions.
@@ -111,53 +110,37 @@ async fn await_result(
     store: Arc<dyn ArtifactStore>,
     id: ProofId,
 ) -> Result<JobResult, AwaitError> {
-    let recorded = || async {
+    let read = || async {
         match proofs.get(keys::result(&id, 0)).await {
-            Ok(Some(bytes)) => Some(
-                assay_transport::offload::decode_result(
-                    store.as_ref(),
-                    &id,
-                    &bytes,
-                    assay_transport::offload::ReadCap::results(
-                        assay_common::service_config::DEFAULT_MAX_RESULT_BYTES,
-                    ),
-                )
-                .await
-                .map_err(AwaitError::Undecodable),
-            ),
-            _ => None,
+            Ok(Some(bytes)) => assay_transport::offload::decode_result(
+                store.as_ref(),
+                &id,
+                &bytes,
+                assay_transport::offload::ReadCap::results(
+                    assay_common::service_config::DEFAULT_MAX_RESULT_BYTES,
+                ),
+            )
+            .await
+            .map(Some)
+            .map_err(AwaitError::Undecodable),
+            // Not recorded yet, or a read that failed: the next look reads again.
+            _ => Ok(None),
         }
     };
-    let mut poll = tokio::time::interval(Duration::from_secs(2));
-    loop {
-        tokio::select! {
-            event = events.next() => {
-                let Some(event) = event else {
-                    return Err(AwaitError::SubscriptionClosed);
-                };
-                match wire::decode::<ProgressEvent>("progress", &event.payload) {
-                    Ok(ProgressEvent::JobFinished { .. }) => {
-                        if let Some(result) = recorded().await {
-                            return result;
-                        }
-                    }
-                    Ok(ProgressEvent::Cancelled) => return Err(AwaitError::Cancelled),
-                    Ok(
-                        ProgressEvent::Finished { .. }
-                        | ProgressEvent::FinishedStored { .. }
-                        | ProgressEvent::Halted { .. }
-                        | ProgressEvent::Resumed,
-                    ) => {}
-                    Err(e) => tracing::warn!(error = %e, "ignoring an unreadable progress message"),
-                }
-            }
-            _ = poll.tick() => {
-                if let Some(result) = recorded().await {
-                    return result;
-                }
-            }
-        }
-    }
+    follow(
+        &mut events,
+        |event| match event {
+            ProgressEvent::JobFinished { .. } => Step::Look,
+            ProgressEvent::Cancelled => Step::Stop(AwaitError::Cancelled),
+            ProgressEvent::Finished { .. }
+            | ProgressEvent::FinishedStored { .. }
+            | ProgressEvent::Halted { .. }
+            | ProgressEvent::Resumed => Step::Ignore,
+        },
+        read,
+        || AwaitError::SubscriptionClosed,
+    )
+    .await
 }
 
 #[async_trait]

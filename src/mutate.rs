@@ -71,11 +71,8 @@ pub struct MutateArgs {
     /// comma-separated list of a cluster's servers (a fleet run does not use the cache).
     #[arg(long, value_name = "URL")]
     pub cluster: Option<String>,
-    /// Subject prefix of the fleet.
-    #[arg(long, env = "ASSAY_SUBJECT_PREFIX", default_value = "assay")]
-    pub subject_prefix: String,
     #[command(flatten)]
-    pub nats: crate::nats_flags::NatsFlags,
+    pub fleet: crate::nats_flags::FleetFlags,
     /// Environment variable passed to test commands, beyond PATH and the locale. Repeatable.
     #[arg(long = "pass-env", value_name = "NAME")]
     pub pass_env: Vec<String>,
@@ -138,8 +135,13 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
     let fleet = match &args.cluster {
         Some(url) => Some(
-            fleet_link::Fleet::connect(url, &args.subject_prefix, &args.nats, Role::Submitter)
-                .await?,
+            fleet_link::Fleet::connect(
+                url,
+                &args.fleet.subject_prefix,
+                &args.fleet.nats,
+                Role::Submitter,
+            )
+            .await?,
         ),
         None => None,
     };
@@ -151,7 +153,7 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
         store: store.clone(),
         repo: &repo,
         tree: &tree,
-        subject_prefix: &args.subject_prefix,
+        subject_prefix: &args.fleet.subject_prefix,
         runner,
         kind: "mutate",
         pass_env: &args.pass_env,

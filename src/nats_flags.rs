@@ -8,6 +8,23 @@ use clap::Args;
 
 const HEADING: &str = "NATS connection";
 
+/// Which fleet a `--cluster` command talks to beyond its URL: the subject prefix and the
+/// connection's authentication and TLS. Shared by `prove`, `test`, `mutate`, `halt` and
+/// `resume`.
+#[derive(Args, Debug, Clone, Default)]
+pub struct FleetFlags {
+    /// Subject prefix of the fleet; other fleets on the same NATS servers are not touched.
+    #[arg(
+        long,
+        value_name = "PREFIX",
+        default_value = "assay",
+        env = "ASSAY_SUBJECT_PREFIX"
+    )]
+    pub subject_prefix: String,
+    #[command(flatten)]
+    pub nats: NatsFlags,
+}
+
 #[derive(Args, Debug, Clone, Default)]
 pub struct NatsFlags {
     /// NATS .creds file (user JWT and nkey seed) to authenticate with

@@ -101,16 +101,8 @@ pub struct ProveArgs {
     /// cluster's servers (the store must be the fleet's: --store or ASSAY_STORE).
     #[arg(long, value_name = "URL")]
     pub cluster: Option<String>,
-    /// Subject prefix of the fleet.
-    #[arg(
-        long,
-        value_name = "PREFIX",
-        default_value = "assay",
-        env = "ASSAY_SUBJECT_PREFIX"
-    )]
-    pub subject_prefix: String,
     #[command(flatten)]
-    pub nats: crate::nats_flags::NatsFlags,
+    pub fleet: crate::nats_flags::FleetFlags,
     /// State directory for suite history, where an embedded proof records its suite jobs
     /// [default: the user cache dir's assay].
     #[arg(long, value_name = "DIR", env = "ASSAY_STATE_DIR")]
@@ -383,8 +375,8 @@ async fn run_on_fleet(
 ) -> Result<(Evidence, Vec<JobResult>), Failure> {
     let client = crate::fleet_link::nats_client(
         url,
-        &args.subject_prefix,
-        &args.nats,
+        &args.fleet.subject_prefix,
+        &args.fleet.nats,
         assay_common::nats_permissions::Role::Submitter,
     )
     .await?;
@@ -403,7 +395,7 @@ async fn run_on_fleet(
     });
     let evidence = assay_engine::client::submit_and_wait(
         &client,
-        &assay_common::fleet::Subjects::new(&args.subject_prefix),
+        &assay_common::fleet::Subjects::new(&args.fleet.subject_prefix),
         store,
         &submission,
         &mut progress,

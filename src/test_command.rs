@@ -121,11 +121,8 @@ pub struct TestArgs {
     /// list of a cluster's servers (a fleet run does not use the result cache).
     #[arg(long, value_name = "URL")]
     pub cluster: Option<String>,
-    /// Subject prefix of the fleet.
-    #[arg(long, env = "ASSAY_SUBJECT_PREFIX", default_value = "assay")]
-    pub subject_prefix: String,
     #[command(flatten)]
-    pub nats: crate::nats_flags::NatsFlags,
+    pub fleet: crate::nats_flags::FleetFlags,
     /// The quarantine ledger, relative to the repository root.
     #[arg(long, value_name = "PATH", default_value = ".assay/quarantine.toml")]
     pub quarantine: String,
@@ -205,11 +202,8 @@ pub struct HaltArgs {
     /// Halt a fleet (a key in its proofs bucket) instead of this machine's embedded runs.
     #[arg(long, value_name = "URL")]
     pub cluster: Option<String>,
-    /// Subject prefix of the fleet to halt; other fleets on the same server go on.
-    #[arg(long, env = "ASSAY_SUBJECT_PREFIX", default_value = "assay")]
-    pub subject_prefix: String,
     #[command(flatten)]
-    pub nats: crate::nats_flags::NatsFlags,
+    pub fleet: crate::nats_flags::FleetFlags,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -219,11 +213,8 @@ pub struct ResumeArgs {
     /// Lift a fleet's halt instead of this machine's.
     #[arg(long, value_name = "URL")]
     pub cluster: Option<String>,
-    /// Subject prefix of the fleet to resume.
-    #[arg(long, env = "ASSAY_SUBJECT_PREFIX", default_value = "assay")]
-    pub subject_prefix: String,
     #[command(flatten)]
-    pub nats: crate::nats_flags::NatsFlags,
+    pub fleet: crate::nats_flags::FleetFlags,
 }
 
 fn open_repo(dir: &Path) -> Result<PathBuf, Failure> {
@@ -328,8 +319,13 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
     let state = state_dir(&args.state_dir);
     let fleet = match &args.cluster {
         Some(url) => Some(
-            fleet_link::Fleet::connect(url, &args.subject_prefix, &args.nats, Role::Submitter)
-                .await?,
+            fleet_link::Fleet::connect(
+                url,
+                &args.fleet.subject_prefix,
+                &args.fleet.nats,
+                Role::Submitter,
+            )
+            .await?,
         ),
         None => None,
     };
@@ -424,7 +420,7 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
         store: store.clone(),
         repo: &repo,
         tree: &tree,
-        subject_prefix: &args.subject_prefix,
+        subject_prefix: &args.fleet.subject_prefix,
         runner: match runner {
             SuiteRunner::Kind(kind) => kind,
             SuiteRunner::Command => RunnerKind::Junit,
@@ -1057,10 +1053,14 @@ pub async fn run_halt(args: &HaltArgs) -> Result<u8, Failure> {
     match &args.cluster {
         Some(url) => {
             // Halting and resuming are the operator's.
-            let fleet =
-                fleet_link::Fleet::connect(url, &args.subject_prefix, &args.nats, Role::Operator)
-                    .await
-                    .map_err(as_the_operator)?;
+            let fleet = fleet_link::Fleet::connect(
+                url,
+                &args.fleet.subject_prefix,
+                &args.fleet.nats,
+                Role::Operator,
+            )
+            .await
+            .map_err(as_the_operator)?;
             cluster::set_halt(&fleet.proofs, &args.reason)
                 .await
                 .map_err(|e| Failure::infrastructure(e.into()))?;
@@ -1077,10 +1077,14 @@ pub async fn run_resume(args: &ResumeArgs) -> Result<u8, Failure> {
     let cleared = match &args.cluster {
         Some(url) => {
             // Halting and resuming are the operator's.
-            let fleet =
-                fleet_link::Fleet::connect(url, &args.subject_prefix, &args.nats, Role::Operator)
-                    .await
-                    .map_err(as_the_operator)?;
+            let fleet = fleet_link::Fleet::connect(
+                url,
+                &args.fleet.subject_prefix,
+                &args.fleet.nats,
+                Role::Operator,
+            )
+            .await
+            .map_err(as_the_operator)?;
             cluster::clear_halt(&fleet.proofs)
                 .await
                 .map_err(|e| Failure::infrastructure(e.into()))?

@@ -249,8 +249,6 @@ where
     read().await?.ok_or_else(closed)
 }
 
-/// The encoded submit request: the submission itself when it fits in one message, else a
-/// reference to it in the store.
 /// Why a submit request got no answer.
 #[derive(Debug, thiserror::Error)]
 pub enum SubmitRequestError {
@@ -300,6 +298,8 @@ pub async fn request_submit(
     }
 }
 
+/// The encoded submit request: the submission itself when it fits in one message, else a
+/// reference to it in the store.
 async fn submit_request(
     client: &async_nats::Client,
     store: &dyn ArtifactStore,

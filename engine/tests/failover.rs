@@ -27,7 +27,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use assay_test_support::servers;
+use assay_test_support::{invoice_repo, servers};
 
 /// Where a coordinator process finds its service file.
 const CHILD_CONFIG: &str = "ASSAY_FAILOVER_COORDINATOR_CONFIG";
@@ -65,54 +65,6 @@ fn coordinator_process() {
             let _ = tokio::signal::ctrl_c().await;
         }))
         .expect("the coordinator serves");
-}
-
-fn git(repo: &Path, args: &[&str]) {
-    let status = Command::new("git")
-        .args(["-c", "user.name=Ada", "-c", "user.email=ada@invoices.test"])
-        .args(args)
-        .current_dir(repo)
-        .stdout(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(status.success(), "git {args:?}");
-}
-
-/// An invoice service whose total forgets tax on the base and adds it on the candidate; the new
-/// test sleeps `slow_secs`, so the proof is still running when its leader is lost.
-fn invoice_repo(dir: &Path, slow_secs: f64) -> PathBuf {
-    let repo = dir.join("invoices");
-    std::fs::create_dir_all(repo.join("invoices")).unwrap();
-    std::fs::create_dir_all(repo.join("tests")).unwrap();
-    std::fs::write(repo.join("invoices/__init__.py"), "").unwrap();
-    std::fs::write(repo.join("tests/__init__.py"), "").unwrap();
-    std::fs::write(
-        repo.join("invoices/total.py"),
-        "def total(lines, tax_rate=0.0):\n    return sum(lines)\n",
-    )
-    .unwrap();
-    let tests = |body: &str| {
-        format!(
-            "import time\nimport unittest\nfrom invoices.total import total\n\n\nclass TotalTests(unittest.TestCase):\n    def test_total_of_empty_invoice(self):\n        self.assertEqual(total([]), 0)\n{body}"
-        )
-    };
-    std::fs::write(repo.join("tests/test_total.py"), tests("")).unwrap();
-    git(&repo, &["init", "-q", "-b", "main"]);
-    git(&repo, &["add", "-A"]);
-    git(&repo, &["commit", "-q", "-m", "invoice totals"]);
-    std::fs::write(
-        repo.join("invoices/total.py"),
-        "def total(lines, tax_rate=0.0):\n    return round(sum(lines) * (1 + tax_rate), 2)\n",
-    )
-    .unwrap();
-    std::fs::write(
-        repo.join("tests/test_total.py"),
-        tests(&format!("\n    def test_total_includes_tax(self):\n        time.sleep({slow_secs})\n        self.assertEqual(total([10.0, 5.0], tax_rate=0.2), 18.0)\n")),
-    )
-    .unwrap();
-    git(&repo, &["checkout", "-q", "-b", "tax"]);
-    git(&repo, &["commit", "-q", "-am", "add tax to totals"]);
-    repo
 }
 
 fn prepare(repo: &Path) -> PreparedProof {

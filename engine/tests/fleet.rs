@@ -26,63 +26,15 @@ use assay_worker::service::{self as worker, JobRunner, WorkerConfig};
 use futures::StreamExt;
 use servers::{ServerGuard, start_nats, start_s3};
 use sha2::{Digest, Sha256};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use tokio::task::JoinHandle;
 
-use assay_test_support::servers;
+use assay_test_support::{invoice_repo, servers};
 
 fn s3_options(s3: &ServerGuard) -> Vec<(String, String)> {
     servers::s3_options(s3.port)
-}
-
-fn git(repo: &Path, args: &[&str]) {
-    let status = Command::new("git")
-        .args(["-c", "user.name=Ada", "-c", "user.email=ada@invoices.test"])
-        .args(args)
-        .current_dir(repo)
-        .stdout(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(status.success(), "git {args:?}");
-}
-
-/// An invoice service whose total forgets tax on the base and adds it on the candidate.
-/// `slow_secs` makes the new test sleep, so a job outlives `ack_wait`.
-fn invoice_repo(dir: &Path, slow_secs: f64) -> PathBuf {
-    let repo = dir.join("invoices");
-    std::fs::create_dir_all(repo.join("invoices")).unwrap();
-    std::fs::create_dir_all(repo.join("tests")).unwrap();
-    std::fs::write(repo.join("invoices/__init__.py"), "").unwrap();
-    std::fs::write(repo.join("tests/__init__.py"), "").unwrap();
-    std::fs::write(
-        repo.join("invoices/total.py"),
-        "def total(lines, tax_rate=0.0):\n    return sum(lines)\n",
-    )
-    .unwrap();
-    std::fs::write(
-        repo.join("tests/test_total.py"),
-        "import unittest\nfrom invoices.total import total\n\n\nclass TotalTests(unittest.TestCase):\n    def test_total_of_empty_invoice(self):\n        self.assertEqual(total([]), 0)\n",
-    )
-    .unwrap();
-    git(&repo, &["init", "-q", "-b", "main"]);
-    git(&repo, &["add", "-A"]);
-    git(&repo, &["commit", "-q", "-m", "invoice totals"]);
-    std::fs::write(
-        repo.join("invoices/total.py"),
-        "def total(lines, tax_rate=0.0):\n    return round(sum(lines) * (1 + tax_rate), 2)\n",
-    )
-    .unwrap();
-    std::fs::write(
-        repo.join("tests/test_total.py"),
-        format!("import time\nimport unittest\nfrom invoices.total import total\n\n\nclass TotalTests(unittest.TestCase):\n    def test_total_of_empty_invoice(self):\n        self.assertEqual(total([]), 0)\n\n    def test_total_includes_tax(self):\n        time.sleep({slow_secs})\n        self.assertEqual(total([10.0, 5.0], tax_rate=0.2), 18.0)\n"),
-    )
-    .unwrap();
-    git(&repo, &["checkout", "-q", "-b", "tax"]);
-    git(&repo, &["commit", "-q", "-am", "add tax to totals"]);
-    repo
 }
 
 fn prepare(repo: &Path) -> PreparedProof {

@@ -22,60 +22,13 @@ use assay_worker::service::{self as worker, WorkerConfig};
 use futures::StreamExt;
 use servers::{ServerGuard, free_port, http_get_with_status, start_nats_with_config_and_env};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::task::JoinHandle;
 
-use assay_test_support::servers;
+use assay_test_support::{invoice_repo, servers};
 
 const PERMISSIONS: &str = include_str!("../../deploy/nats/permissions.conf");
-
-fn git(repo: &Path, args: &[&str]) {
-    let status = Command::new("git")
-        .args(["-c", "user.name=Ada", "-c", "user.email=ada@invoices.test"])
-        .args(args)
-        .current_dir(repo)
-        .stdout(Stdio::null())
-        .status()
-        .expect("run git");
-    assert!(status.success(), "git {args:?}");
-}
-
-/// An invoice service whose total forgets tax on the base and adds it on the candidate.
-fn invoice_repo(dir: &Path) -> PathBuf {
-    let repo = dir.join("invoices");
-    std::fs::create_dir_all(repo.join("invoices")).unwrap();
-    std::fs::create_dir_all(repo.join("tests")).unwrap();
-    std::fs::write(repo.join("invoices/__init__.py"), "").unwrap();
-    std::fs::write(repo.join("tests/__init__.py"), "").unwrap();
-    std::fs::write(
-        repo.join("invoices/total.py"),
-        "def total(lines, tax_rate=0.0):\n    return sum(lines)\n",
-    )
-    .unwrap();
-    std::fs::write(
-        repo.join("tests/test_total.py"),
-        "import unittest\nfrom invoices.total import total\n\n\nclass TotalTests(unittest.TestCase):\n    def test_total_of_empty_invoice(self):\n        self.assertEqual(total([]), 0)\n",
-    )
-    .unwrap();
-    git(&repo, &["init", "-q", "-b", "main"]);
-    git(&repo, &["add", "-A"]);
-    git(&repo, &["commit", "-q", "-m", "invoice totals"]);
-    std::fs::write(
-        repo.join("invoices/total.py"),
-        "def total(lines, tax_rate=0.0):\n    return round(sum(lines) * (1 + tax_rate), 2)\n",
-    )
-    .unwrap();
-    std::fs::write(
-        repo.join("tests/test_total.py"),
-        "import time\nimport unittest\nfrom invoices.total import total\n\n\nclass TotalTests(unittest.TestCase):\n    def test_total_of_empty_invoice(self):\n        self.assertEqual(total([]), 0)\n\n    def test_total_includes_tax(self):\n        time.sleep(0.3)\n        self.assertEqual(total([10.0, 5.0], tax_rate=0.2), 18.0)\n",
-    )
-    .unwrap();
-    git(&repo, &["checkout", "-q", "-b", "tax"]);
-    git(&repo, &["commit", "-q", "-am", "add tax to totals"]);
-    repo
-}
 
 fn prepare(repo: &Path) -> PreparedProof {
     proof::prepare(ProofRequest {
@@ -455,7 +408,7 @@ fn evidence_json(evidence: &Evidence) -> serde_json::Value {
 async fn each_role_can_do_its_part_of_a_proof_and_nothing_the_others_own() {
     let fleet = SecuredFleet::start();
     let subjects = Subjects::new("assay");
-    let repo = invoice_repo(fleet.dir.path());
+    let repo = invoice_repo(fleet.dir.path(), 0.3);
     let coordinator = fleet.coordinator();
     // The coordinator creates the streams, consumers and bucket; the worker may only look
     // them up, so it starts once the bucket (made last) is there.
@@ -997,7 +950,7 @@ struct RunningFleet {
 impl RunningFleet {
     async fn start() -> Self {
         let fleet = SecuredFleet::start();
-        let repo = invoice_repo(fleet.dir.path());
+        let repo = invoice_repo(fleet.dir.path(), 0.3);
         let coordinator = fleet.coordinator();
         let submitter = fleet.observed(Role::Submitter).await;
         let deadline = Instant::now() + Duration::from_secs(30);

@@ -12,5 +12,5 @@ pub mod repo;
 pub mod run;
 pub mod servers;
 
-pub use repo::{Repo, fixture, fixture_dir};
+pub use repo::{Repo, fixture, fixture_dir, invoice_repo};
 pub use run::{Run, run};

@@ -105,3 +105,54 @@ pub fn fixture_dir(name: &str) -> PathBuf {
 pub fn fixture(path: &str) -> String {
     std::fs::read_to_string(fixture_dir(path)).expect("read fixture file")
 }
+
+/// The fleet tests' invoice service, in `dir/invoices`: on `main` its total forgets tax, on
+/// `tax` it adds it and a new test, `test_total_includes_tax`, checks it, sleeping `slow_secs`
+/// first (so a job can outlive a lease or an `ack_wait`); `test_total_of_empty_invoice` passes
+/// on both.
+pub fn invoice_repo(dir: &Path, slow_secs: f64) -> PathBuf {
+    let repo = dir.join("invoices");
+    let write = |path: &str, text: &str| {
+        let file = repo.join(path);
+        std::fs::create_dir_all(file.parent().expect("parent")).expect("mkdir");
+        std::fs::write(file, text).expect("write");
+    };
+    let git = |args: &[&str]| {
+        let status = Command::new("git")
+            .args(["-c", "user.name=Ada", "-c", "user.email=ada@invoices.test"])
+            .args(args)
+            .current_dir(&repo)
+            .stdout(std::process::Stdio::null())
+            .status()
+            .expect("run git");
+        assert!(status.success(), "git {args:?}");
+    };
+    let tests = |body: &str| {
+        format!(
+            "import time\nimport unittest\nfrom invoices.total import total\n\n\nclass TotalTests(unittest.TestCase):\n    def test_total_of_empty_invoice(self):\n        self.assertEqual(total([]), 0)\n{body}"
+        )
+    };
+    write("invoices/__init__.py", "");
+    write("tests/__init__.py", "");
+    write(
+        "invoices/total.py",
+        "def total(lines, tax_rate=0.0):\n    return sum(lines)\n",
+    );
+    write("tests/test_total.py", &tests(""));
+    git(&["init", "-q", "-b", "main"]);
+    git(&["add", "-A"]);
+    git(&["commit", "-q", "-m", "invoice totals"]);
+    write(
+        "invoices/total.py",
+        "def total(lines, tax_rate=0.0):\n    return round(sum(lines) * (1 + tax_rate), 2)\n",
+    );
+    write(
+        "tests/test_total.py",
+        &tests(&format!(
+            "\n    def test_total_includes_tax(self):\n        time.sleep({slow_secs})\n        self.assertEqual(total([10.0, 5.0], tax_rate=0.2), 18.0)\n"
+        )),
+    );
+    git(&["checkout", "-q", "-b", "tax"]);
+    git(&["commit", "-q", "-am", "add tax to totals"]);
+    repo
+}

@@ -89,6 +89,24 @@ pub struct JobSpec {
     /// Extra environment on top of the sandbox's clean one.
     pub env: Vec<(String, String)>,
     pub edit: Option<ByteEdit>,
+    /// Prebuilt test executables: a build job keeps them, a run job runs them (see
+    /// [`TestBinaries`]). `None` for every other job.
+    pub binaries: Option<TestBinaries>,
+}
+
+/// Build once, run many times: how a job takes part in a run of prebuilt Rust test
+/// executables (mutant schemata, see docs/mutation.md). The archive's format is
+/// [`crate::test_binaries`]'s.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TestBinaries {
+    /// A build job: once its command (`cargo test --no-run --message-format=json`) exits 0,
+    /// the worker packs the test executables cargo's messages on stdout name, each confined
+    /// to the job's tree, and stores them as the artifact `test-binaries`.
+    Keep,
+    /// A run job: the worker fetches this archive (a build job's `test-binaries`), checks its
+    /// sha256, unpacks it into the job's private directory and replaces `{test_binaries}` in
+    /// the command with the script that runs each executable as cargo would.
+    Use(ArtifactRef),
 }
 
 /// A stored artifact: where it is and what it hashes to.

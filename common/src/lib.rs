@@ -17,6 +17,7 @@ pub mod runner;
 pub mod sandbox;
 pub mod service_config;
 pub mod suite;
+pub mod test_binaries;
 pub mod tree_path;
 pub mod verdict;
 pub mod wire;

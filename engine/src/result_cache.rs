@@ -415,6 +415,7 @@ struct KeyInputs<'a> {
     /// Absent for every job but a mutant's, so the other keys stay as they were.
     #[serde(skip_serializing_if = "Option::is_none")]
     forked_timeout_secs: Option<u64>,
+    binaries: None,
     sandbox: &'a SandboxEvidence,
     interpreter: Option<String>,
     env: &'a [(String, String)],
@@ -440,6 +441,7 @@ pub(crate) fn schema_key(schema: &'static str, spec: &JobSpec, context: &RunCont
         job_env: &spec.env,
         timeout_secs: spec.timeout_secs,
         forked_timeout_secs: spec.forked_timeout_secs,
+        binaries: None,
         sandbox: &context.sandbox,
         interpreter: spec
             .command

@@ -199,6 +199,7 @@ fn job(proof_id: &ProofId, index: usize, tree: &TreeId, command: &[&str]) -> Job
         selected_tests: vec![],
         timeout_secs: 60,
         forked_timeout_secs: None,
+        binaries: None,
         env: vec![],
         edit: None,
     }
@@ -371,6 +372,7 @@ struct UncheckedJob {
     selected_tests: Vec<String>,
     timeout_secs: u64,
     forked_timeout_secs: Option<u64>,
+    binaries: None,
     env: Vec<(String, String)>,
     edit: Option<UncheckedEdit>,
 }
@@ -396,6 +398,7 @@ fn unchecked(job: JobSpec, edit_path: &str) -> UncheckedJob {
         selected_tests: job.selected_tests,
         timeout_secs: job.timeout_secs,
         forked_timeout_secs: job.forked_timeout_secs,
+        binaries: None,
         env: job.env,
         edit: Some(UncheckedEdit {
             path: edit_path.into(),

@@ -6,8 +6,11 @@ use crate::guest_file::{self, GuestFile, Placement};
 use crate::job_context::{JobContext, OutputError, store_output};
 use crate::manifest_job::{self, CasesError};
 use crate::sandbox::{MutantSource, SandboxError, SandboxExit, SandboxRun, clean_env};
+use crate::test_binaries::{self, TestBinariesError};
 use assay_common::JobId;
-use assay_common::job::{ArtifactRef, ByteEdit, JobKind, JobResult, JobSpec, JobStatus};
+use assay_common::job::{
+    ArtifactRef, ByteEdit, JobKind, JobResult, JobSpec, JobStatus, TestBinaries,
+};
 use assay_common::outcome::ReportOutcome;
 use assay_common::report::{self, libtest};
 use assay_common::runner::ReportLocation;
@@ -52,6 +55,12 @@ pub enum ExecuteError {
         path: PathBuf,
         #[source]
         source: std::io::Error,
+    },
+    #[error("job {job}'s prebuilt test executables")]
+    TestBinaries {
+        job: JobId,
+        #[source]
+        source: TestBinariesError,
     },
     #[error("failed to write the {what} to {path}")]
     Adapter {
@@ -260,6 +269,20 @@ async fn run_in(
         let config = assay_common::runner::cargo::nextest_config(&report);
         write_adapter("nextest profile", &nextest_config_path, &config).await?;
     }
+    let binaries_error = |source| ExecuteError::TestBinaries {
+        job: job.job_id.clone(),
+        source,
+    };
+    let script = match &job.binaries {
+        Some(TestBinaries::Use(archive)) => {
+            let script = test_binaries::unpack(ctx, archive, &private.join("test-binaries"))
+                .await
+                .map_err(binaries_error)?;
+            ctx.sandbox
+                .guest_path(&tree_dir, &private, &script.to_string_lossy())
+        }
+        _ => String::new(),
+    };
     // The report path is private and fresh, so no earlier run's report can be read as this one's.
     let command: Vec<String> = job
         .command
@@ -269,6 +292,7 @@ async fn run_in(
                 .replace("{adapter}", &adapter_path.to_string_lossy())
                 .replace("{node_reporter}", &node_reporter_path.to_string_lossy())
                 .replace("{nextest_config}", &nextest_config_path.to_string_lossy())
+                .replace(assay_common::test_binaries::PLACEHOLDER, &script)
         })
         .collect();
     let env = job_env(job, ctx, &private);
@@ -393,6 +417,18 @@ async fn run_in(
                     job: job.job_id.clone(),
                     source,
                 })?,
+        );
+    }
+    if job.binaries == Some(TestBinaries::Keep) && status == (JobStatus::Completed { exit_code: 0 })
+    {
+        let guest_root = ctx
+            .sandbox
+            .guest_path(&tree_dir, &private, &tree_dir.to_string_lossy());
+        let key = format!("{prefix}/{}.tar", assay_common::test_binaries::ARTIFACT);
+        artifacts.push(
+            test_binaries::keep(ctx, &run.stdout_path, &logs, &tree_dir, &guest_root, &key)
+                .await
+                .map_err(binaries_error)?,
         );
     }
     Ok(JobResult {
@@ -629,6 +665,7 @@ mod tests {
             selected_tests: vec![],
             timeout_secs: 1,
             forked_timeout_secs: None,
+            binaries: None,
             env: vec![],
             edit: None,
         };

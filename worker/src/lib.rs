@@ -11,3 +11,4 @@ pub mod reused_trees;
 pub mod sandbox;
 pub mod secrets;
 pub mod service;
+pub mod test_binaries;

@@ -216,6 +216,7 @@ fn job(
         selected_tests: names.to_vec(),
         timeout_secs: timeout.as_secs().max(1),
         forked_timeout_secs: None,
+        binaries: None,
         env: Vec::new(),
         edit,
     }

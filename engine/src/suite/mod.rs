@@ -72,6 +72,7 @@ pub fn plan_suite(
                 selected_tests: members.iter().map(|c| c.id.clone()).collect(),
                 timeout_secs,
                 forked_timeout_secs: None,
+                binaries: None,
                 env: Vec::new(),
                 edit: None,
             }
@@ -100,6 +101,7 @@ pub(crate) fn unselected_job(
         selected_tests: Vec::new(),
         timeout_secs,
         forked_timeout_secs: None,
+        binaries: None,
         env: Vec::new(),
         edit: None,
     }

@@ -1,0 +1,289 @@
+//! Prebuilt test executables on the worker (see [`assay_common::test_binaries`]): a build
+//! job's executables packed and stored, and a run job's archive fetched, checked and unpacked.
+//! The build ran the guest's code (build scripts, proc macros), so every path its output names
+//! is confined to the job's tree before a byte is read, and the archive is read back only
+//! through its recorded sha256, so nothing planted in the store or on this disk runs as it.
+
+use crate::guest_file::{self, GuestFile};
+use crate::job_context::JobContext;
+use assay_common::job::ArtifactRef;
+use assay_common::test_binaries::{
+    self, ARTIFACT, Binary, Index, IndexError, check_file, check_package_dir,
+};
+use assay_transport::store::{ArtifactError, StoreError, read_artifact};
+use std::io::Read;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+/// All of a build's test executables together; a bigger build is refused, not stored.
+pub const MAX_ARCHIVE_BYTES: u64 = 1024 * 1024 * 1024;
+
+#[derive(Debug, thiserror::Error)]
+pub enum TestBinariesError {
+    #[error("the build's stdout could not be read: {0}")]
+    Stdout(String),
+    #[error(
+        "the build reported no test executable (hint: the command must be `cargo test --no-run --message-format=json`)"
+    )]
+    NoneBuilt,
+    #[error(
+        "test executable {path} lies outside the job's tree (hint: a target-dir outside the repository cannot travel to the workers)"
+    )]
+    Outside { path: String },
+    #[error("test executable {path} was refused: {why}")]
+    Refused { path: String, why: String },
+    #[error("failed to read test executable {path}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the test executables exceed {MAX_ARCHIVE_BYTES} bytes")]
+    TooLarge,
+    #[error(transparent)]
+    Index(#[from] IndexError),
+    #[error("failed to pack or unpack the test executables")]
+    Archive(#[source] std::io::Error),
+    #[error("failed to store the test executables")]
+    Store(#[source] StoreError),
+    #[error("failed to fetch the test executables")]
+    Fetch(#[source] ArtifactError),
+    #[error("the archive holds an entry that is not the index or an executable: {0:?}")]
+    Entry(String),
+    #[error("the index names {0}, which the archive does not hold")]
+    Missing(String),
+}
+
+/// Packs the test executables the build's `stdout` names and stores them under `key`. The
+/// guest sees its tree at `guest_root` (the sandbox's mount), which `tree_dir` is on the host.
+pub async fn keep(
+    ctx: &JobContext,
+    stdout_path: &Path,
+    logs: &Path,
+    tree_dir: &Path,
+    guest_root: &str,
+    key: &str,
+) -> Result<ArtifactRef, TestBinariesError> {
+    let (stdout_path, logs, tree_dir) =
+        (stdout_path.to_owned(), logs.to_owned(), tree_dir.to_owned());
+    let guest_root = guest_root.trim_end_matches('/').to_owned();
+    let archive =
+        tokio::task::spawn_blocking(move || pack(&stdout_path, &logs, &tree_dir, &guest_root))
+            .await
+            .map_err(|e| TestBinariesError::Archive(std::io::Error::other(e)))??;
+    ctx.store
+        .put_bytes(ARTIFACT, key, archive.into())
+        .await
+        .map_err(TestBinariesError::Store)
+}
+
+fn relative<'p>(guest_root: &str, path: &'p str) -> Option<&'p str> {
+    path.strip_prefix(guest_root)?.strip_prefix('/')
+}
+
+fn pack(
+    stdout_path: &Path,
+    logs: &Path,
+    tree_dir: &Path,
+    guest_root: &str,
+) -> Result<Vec<u8>, TestBinariesError> {
+    let stdout = match guest_file::read(stdout_path, logs) {
+        Ok(GuestFile::Bytes(bytes)) => String::from_utf8_lossy(&bytes).into_owned(),
+        Ok(GuestFile::Absent) => String::new(),
+        Ok(GuestFile::Refused(why)) => return Err(TestBinariesError::Stdout(why)),
+        Err(e) => return Err(TestBinariesError::Stdout(e.to_string())),
+    };
+    let built = test_binaries::built(&stdout);
+    if built.is_empty() {
+        return Err(TestBinariesError::NoneBuilt);
+    }
+    let mut builder = tar::Builder::new(Vec::new());
+    let mut binaries = Vec::new();
+    let mut total = 0u64;
+    for item in built {
+        let outside = || TestBinariesError::Outside {
+            path: item.executable.clone(),
+        };
+        let path = relative(guest_root, &item.executable).ok_or_else(outside)?;
+        let file = path.rsplit('/').next().unwrap_or(path).to_owned();
+        check_file(&file)?;
+        let package_dir = relative(guest_root, &item.manifest_path)
+            .and_then(|manifest| manifest.strip_suffix("Cargo.toml"))
+            .map(|dir| dir.trim_end_matches('/').to_owned())
+            .or_else(|| {
+                (item.manifest_path == format!("{guest_root}/Cargo.toml")).then(String::new)
+            })
+            .ok_or_else(outside)?;
+        check_package_dir(&package_dir)?;
+        if binaries.iter().any(|b: &Binary| b.file == file) {
+            continue;
+        }
+        let host = tree_dir.join(path);
+        let bytes = match guest_file::read(&host, tree_dir) {
+            Ok(GuestFile::Bytes(bytes)) => bytes,
+            Ok(GuestFile::Absent) => {
+                return Err(TestBinariesError::Refused {
+                    path: item.executable,
+                    why: "it is not there".into(),
+                });
+            }
+            Ok(GuestFile::Refused(why)) => {
+                return Err(TestBinariesError::Refused {
+                    path: item.executable,
+                    why,
+                });
+            }
+            Err(source) => return Err(TestBinariesError::Read { path: host, source }),
+        };
+        total += bytes.len() as u64;
+        if total > MAX_ARCHIVE_BYTES {
+            return Err(TestBinariesError::TooLarge);
+        }
+        append(&mut builder, &format!("bin/{file}"), &bytes, 0o755)?;
+        binaries.push(Binary {
+            file,
+            package_dir,
+            message: item.message,
+        });
+    }
+    let index = serde_json::to_vec(&Index::new(binaries))
+        .map_err(|e| TestBinariesError::Archive(std::io::Error::other(e)))?;
+    append(&mut builder, "index.json", &index, 0o644)?;
+    builder.into_inner().map_err(TestBinariesError::Archive)
+}
+
+fn append(
+    builder: &mut tar::Builder<Vec<u8>>,
+    name: &str,
+    bytes: &[u8],
+    mode: u32,
+) -> Result<(), TestBinariesError> {
+    let mut header = tar::Header::new_gnu();
+    header.set_size(bytes.len() as u64);
+    header.set_mode(mode);
+    header.set_entry_type(tar::EntryType::Regular);
+    builder
+        .append_data(&mut header, name, bytes)
+        .map_err(TestBinariesError::Archive)
+}
+
+/// Fetches `artifact` (its sha256 checked), unpacks it into `dir` and writes the script that
+/// runs it; returns the script's path.
+pub async fn unpack(
+    ctx: &JobContext,
+    artifact: &ArtifactRef,
+    dir: &Path,
+) -> Result<PathBuf, TestBinariesError> {
+    if artifact.bytes > MAX_ARCHIVE_BYTES {
+        return Err(TestBinariesError::TooLarge);
+    }
+    let bytes = read_artifact(ctx.store.as_ref(), artifact)
+        .await
+        .map_err(TestBinariesError::Fetch)?;
+    let dir = dir.to_owned();
+    tokio::task::spawn_blocking(move || unpack_into(&bytes, &dir))
+        .await
+        .map_err(|e| TestBinariesError::Archive(std::io::Error::other(e)))?
+}
+
+fn unpack_into(archive: &[u8], dir: &Path) -> Result<PathBuf, TestBinariesError> {
+    let io = TestBinariesError::Archive;
+    std::fs::create_dir_all(dir.join("bin")).map_err(io)?;
+    let mut index = None;
+    let mut files = Vec::new();
+    let mut total = 0u64;
+    for entry in tar::Archive::new(archive).entries().map_err(io)? {
+        let mut entry = entry.map_err(io)?;
+        let name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
+        if entry.header().entry_type() != tar::EntryType::Regular {
+            return Err(TestBinariesError::Entry(name));
+        }
+        total += entry.size();
+        if total > MAX_ARCHIVE_BYTES {
+            return Err(TestBinariesError::TooLarge);
+        }
+        let mut bytes = Vec::with_capacity(entry.size() as usize);
+        entry.read_to_end(&mut bytes).map_err(io)?;
+        if name == "index.json" {
+            index = Some(Index::read(&bytes)?);
+            continue;
+        }
+        let file = name
+            .strip_prefix("bin/")
+            .filter(|file| check_file(file).is_ok())
+            .ok_or_else(|| TestBinariesError::Entry(name.clone()))?;
+        let path = dir.join("bin").join(file);
+        std::fs::write(&path, &bytes).map_err(io)?;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).map_err(io)?;
+        files.push(file.to_owned());
+    }
+    let index = index.ok_or_else(|| TestBinariesError::Missing("index.json".into()))?;
+    if let Some(binary) = index.binaries.iter().find(|b| !files.contains(&b.file)) {
+        return Err(TestBinariesError::Missing(binary.file.clone()));
+    }
+    let script = dir.join("run.sh");
+    std::fs::write(&script, test_binaries::script(&index)).map_err(io)?;
+    Ok(script)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_archive_with_a_path_outside_bin_is_refused() {
+        // The tar crate will not write `..` itself: the name goes into the header by hand.
+        let mut header = tar::Header::new_old();
+        let name = b"bin/../../evil";
+        header.as_old_mut().name[..name.len()].copy_from_slice(name);
+        header.set_size(1);
+        header.set_entry_type(tar::EntryType::Regular);
+        header.set_cksum();
+        let mut builder = tar::Builder::new(Vec::new());
+        builder.append(&header, &b"x"[..]).unwrap();
+        let archive = builder.into_inner().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let err = unpack_into(&archive, dir.path()).unwrap_err();
+        assert!(matches!(err, TestBinariesError::Entry(name) if name == "bin/../../evil"));
+    }
+
+    #[test]
+    fn an_index_naming_a_binary_the_archive_lacks_is_refused() {
+        let mut builder = tar::Builder::new(Vec::new());
+        let index = Index::new(vec![Binary {
+            file: "pager-1".into(),
+            package_dir: String::new(),
+            message: r#"{"executable":"pager-1"}"#.into(),
+        }]);
+        append(
+            &mut builder,
+            "index.json",
+            &serde_json::to_vec(&index).unwrap(),
+            0o644,
+        )
+        .unwrap();
+        let archive = builder.into_inner().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let err = unpack_into(&archive, dir.path()).unwrap_err();
+        assert!(matches!(err, TestBinariesError::Missing(file) if file == "pager-1"));
+    }
+
+    #[test]
+    fn a_build_naming_an_executable_outside_the_tree_keeps_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let (tree, logs) = (dir.path().join("tree"), dir.path().join("logs"));
+        std::fs::create_dir_all(&tree).unwrap();
+        std::fs::create_dir_all(&logs).unwrap();
+        let line = r#"{"reason":"compiler-artifact","package_id":"p","manifest_path":"/work/tree/Cargo.toml","target":{"kind":["lib"],"name":"p"},"profile":{"test":true},"executable":"/etc/passwd"}"#;
+        std::fs::write(logs.join("stdout.log"), line).unwrap();
+        let err = pack(&logs.join("stdout.log"), &logs, &tree, "/work/tree").unwrap_err();
+        assert!(matches!(err, TestBinariesError::Outside { path } if path == "/etc/passwd"));
+        // A link inside the tree to a host file is refused too.
+        std::fs::create_dir_all(tree.join("target")).unwrap();
+        std::os::unix::fs::symlink("/etc", tree.join("target/debug")).unwrap();
+        let line = line.replace("/etc/passwd", "/work/tree/target/debug/passwd");
+        std::fs::write(logs.join("stdout.log"), line).unwrap();
+        let err = pack(&logs.join("stdout.log"), &logs, &tree, "/work/tree").unwrap_err();
+        assert!(matches!(err, TestBinariesError::Refused { .. }), "{err}");
+    }
+}

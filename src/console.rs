@@ -430,6 +430,17 @@ pub fn mutate_summary(report: &MutateReport) -> String {
     if let Some(note) = &report.selection_note {
         let _ = writeln!(out, "  note: {note}");
     }
+    if let Some(schemata) = &report.schemata {
+        let alone: usize = schemata.built_alone.values().sum();
+        let _ = writeln!(
+            out,
+            "  built once: {} mutants ran from {} schema build(s) ({:.1} s); {} built on their own",
+            schemata.held, schemata.builds, schemata.build_s, alone
+        );
+        for (why, count) in &schemata.built_alone {
+            let _ = writeln!(out, "    {count} built on their own: {why}");
+        }
+    }
     for result in &report.results {
         let what = match result.status {
             MutateStatus::Survived => "survived",

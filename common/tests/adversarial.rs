@@ -142,9 +142,9 @@ struct UncheckedJob {
     selected_tests: Vec<String>,
     timeout_secs: u64,
     forked_timeout_secs: Option<u64>,
-    binaries: None,
     env: Vec<(String, String)>,
     edit: Option<(String, usize, usize, String)>,
+    binaries: Option<assay_common::job::TestBinaries>,
 }
 
 fn unchecked(tree: &str, edit_path: Option<&str>) -> UncheckedJob {
@@ -160,9 +160,9 @@ fn unchecked(tree: &str, edit_path: Option<&str>) -> UncheckedJob {
         selected_tests: vec![],
         timeout_secs: u64::MAX,
         forked_timeout_secs: Some(u64::MAX),
-        binaries: None,
         env: vec![],
         edit: edit_path.map(|p| (p.to_owned(), 0, 1, "x".into())),
+        binaries: None,
     }
 }
 

@@ -415,7 +415,9 @@ struct KeyInputs<'a> {
     /// Absent for every job but a mutant's, so the other keys stay as they were.
     #[serde(skip_serializing_if = "Option::is_none")]
     forked_timeout_secs: Option<u64>,
-    binaries: None,
+    /// Prebuilt test executables (by their archive's sha256); absent for every other job.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    binaries: &'a Option<assay_common::job::TestBinaries>,
     sandbox: &'a SandboxEvidence,
     interpreter: Option<String>,
     env: &'a [(String, String)],
@@ -441,7 +443,7 @@ pub(crate) fn schema_key(schema: &'static str, spec: &JobSpec, context: &RunCont
         job_env: &spec.env,
         timeout_secs: spec.timeout_secs,
         forked_timeout_secs: spec.forked_timeout_secs,
-        binaries: None,
+        binaries: &spec.binaries,
         sandbox: &context.sandbox,
         interpreter: spec
             .command

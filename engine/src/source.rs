@@ -332,6 +332,41 @@ pub fn changed_paths(
 }
 
 /// Every file path in a tree (for runner detection and suite planning).
+/// `tree` with `files` (repository-relative paths, each already in `tree`) replaced by new
+/// contents, written into the repository's object database as a tree of its own (its blobs and
+/// trees are loose objects no ref names; git's gc removes them). Each file keeps its mode.
+pub fn tree_with_files(
+    repo_path: &Path,
+    tree: &TreeId,
+    files: &[(&str, &[u8])],
+) -> Result<TreeId, SourceError> {
+    let repo = open(repo_path)?;
+    let oid = git2::Oid::from_str(tree.as_str()).map_err(git("parse a tree id"))?;
+    let base = repo
+        .find_tree(oid)
+        .map_err(git(format!("find tree {oid}")))?;
+    let mut update = git2::build::TreeUpdateBuilder::new();
+    for (path, bytes) in files {
+        let mode = base
+            .get_path(Path::new(path))
+            .map_err(git(format!("find {path} in tree {oid}")))?
+            .filemode();
+        let blob = repo
+            .blob(bytes)
+            .map_err(git(format!("write the blob of {path}")))?;
+        let mode = if mode == i32::from(git2::FileMode::BlobExecutable) {
+            git2::FileMode::BlobExecutable
+        } else {
+            git2::FileMode::Blob
+        };
+        update.upsert(*path, blob, mode);
+    }
+    let written = update
+        .create_updated(&repo, &base)
+        .map_err(git(format!("write a tree from {oid}")))?;
+    Ok(TreeId(written.to_string()))
+}
+
 pub fn list_files(repo_path: &Path, tree: &TreeId) -> Result<Vec<String>, SourceError> {
     let repo = open(repo_path)?;
     let oid = git2::Oid::from_str(tree.as_str()).map_err(git("parse a tree id"))?;

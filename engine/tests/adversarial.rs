@@ -372,9 +372,9 @@ struct UncheckedJob {
     selected_tests: Vec<String>,
     timeout_secs: u64,
     forked_timeout_secs: Option<u64>,
-    binaries: None,
     env: Vec<(String, String)>,
     edit: Option<UncheckedEdit>,
+    binaries: Option<assay_common::job::TestBinaries>,
 }
 
 #[derive(Serialize)]
@@ -398,7 +398,6 @@ fn unchecked(job: JobSpec, edit_path: &str) -> UncheckedJob {
         selected_tests: job.selected_tests,
         timeout_secs: job.timeout_secs,
         forked_timeout_secs: job.forked_timeout_secs,
-        binaries: None,
         env: job.env,
         edit: Some(UncheckedEdit {
             path: edit_path.into(),
@@ -406,6 +405,7 @@ fn unchecked(job: JobSpec, edit_path: &str) -> UncheckedJob {
             end: 9,
             replacement: "OVERWRITE".into(),
         }),
+        binaries: None,
     }
 }
 

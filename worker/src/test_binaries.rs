@@ -47,7 +47,7 @@ pub enum TestBinariesError {
     #[error("failed to store the test executables")]
     Store(#[source] StoreError),
     #[error("failed to fetch the test executables")]
-    Fetch(#[source] ArtifactError),
+    Fetch(#[source] Box<ArtifactError>),
     #[error("the archive holds an entry that is not the index or an executable: {0:?}")]
     Entry(String),
     #[error("the index names {0}, which the archive does not hold")]
@@ -179,7 +179,7 @@ pub async fn unpack(
     }
     let bytes = read_artifact(ctx.store.as_ref(), artifact)
         .await
-        .map_err(TestBinariesError::Fetch)?;
+        .map_err(|e| TestBinariesError::Fetch(Box::new(e)))?;
     let dir = dir.to_owned();
     tokio::task::spawn_blocking(move || unpack_into(&bytes, &dir))
         .await

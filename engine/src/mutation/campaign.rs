@@ -29,6 +29,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 pub mod mutant_cache;
+pub mod schemata;
 mod stryker;
 
 /// Exit code when some mutant survived or no test covers it (documented in the user guide).
@@ -123,6 +124,8 @@ pub struct MutateReport {
     pub phases: Phases,
     /// What the cache did; `None` when the run did not use it.
     pub cache: Option<mutant_cache::CacheOutcome>,
+    /// Rust: what building once did (`None` for other languages, or with the schemata off).
+    pub schemata: Option<schemata::SchemataOutcome>,
 }
 
 /// A run's wall time by phase, as Stryker's report counts it (`performance`): planning the
@@ -319,31 +322,72 @@ pub async fn run(
         .map(|f| (f.path.as_str(), f.bytes.as_slice()))
         .collect();
 
+    // Rust: the tests are built once with every mutant behind the switch.
+    let mut index = 0;
+    let mut schemata = match schemata::wanted(request.runner) && !plan.mutants.is_empty() {
+        true => {
+            Some(schemata::build(request, &bytes, &plan.mutants, queue, store, &mut index).await)
+        }
+        false => None,
+    };
+    let prebuilt = schemata.as_ref().and_then(|s| s.prebuilt.clone());
     // The baseline runs under the same sandbox and limits as the mutants, so contention shows
     // in the baseline too and does not fake timeouts.
-    let mut index = 0;
-    let (baseline_spec, per_line) = match request.runner {
-        RunnerKind::Pytest => {
+    let (baseline_spec, per_line) = match (request.runner, &prebuilt) {
+        (RunnerKind::Cargo, Some(prebuilt)) => {
+            (schemata::run_spec(request, prebuilt, index, 0), false)
+        }
+        (RunnerKind::Pytest, _) => {
             let command = coverage::command(["-o".into(), "junit_family=xunit1".into()]);
             (spec(request, &tree, index, command), true)
         }
-        RunnerKind::Unittest | RunnerKind::Cargo => {
+        (RunnerKind::Unittest | RunnerKind::Cargo, _) => {
             let command = request.runner.command(&request.command_prefix, &[], &[]);
             (spec(request, &tree, index, command), false)
         }
-        other @ (RunnerKind::Go
-        | RunnerKind::Node
-        | RunnerKind::Vitest
-        | RunnerKind::Junit
-        | RunnerKind::Manifest) => return Err(MutateError::UnsupportedRunner { runner: other }),
+        (
+            other @ (RunnerKind::Go
+            | RunnerKind::Node
+            | RunnerKind::Vitest
+            | RunnerKind::Junit
+            | RunnerKind::Manifest),
+            _,
+        ) => return Err(MutateError::UnsupportedRunner { runner: other }),
     };
     index += 1;
     let mut baseline_spec = baseline_spec;
     baseline_spec.timeout_secs = request.budget.as_secs().max(1);
     let setup = started.elapsed();
-    let baseline = run_single(queue, &baseline_spec).await;
+    let mut baseline = run_single(queue, &baseline_spec).await;
+    if let Some(s) = schemata.as_mut().filter(|s| s.prebuilt.is_some()) {
+        let red = judge_baseline(
+            request.runner,
+            &baseline,
+            None,
+            Duration::from_secs(baseline_spec.timeout_secs),
+        );
+        if let Err(reason) = red {
+            // Unmutated, the prebuilt tests must pass as `cargo test` does; where they do not
+            // (a test that finds its files by the build's own path, say), every mutant builds.
+            s.give_up(
+                plan.mutants.len(),
+                format!("the prebuilt tests failed unmutated ({reason})"),
+            );
+            let command = request.runner.command(&request.command_prefix, &[], &[]);
+            baseline_spec = spec(request, &tree, index, command);
+            baseline_spec.timeout_secs = request.budget.as_secs().max(1);
+            index += 1;
+            baseline = run_single(queue, &baseline_spec).await;
+        }
+    }
+    let prebuilt = schemata.as_ref().and_then(|s| s.prebuilt.clone());
     let baseline_done = Instant::now();
     let baseline_time = Duration::from_millis(baseline.as_ref().map_or(0, |r| r.duration_ms));
+    // A mutant built on its own pays a build on top of the prebuilt tests' run.
+    let built_alone_time = match (&schemata, &prebuilt) {
+        (Some(s), Some(_)) => baseline_time.saturating_add(s.one_build),
+        _ => baseline_time,
+    };
     let mut selection_note = None;
     let coverage = match (&baseline, per_line) {
         (Ok(result), true) => match CoverageMap::read(store, result).await {
@@ -474,8 +518,21 @@ pub async fn run(
             let source = std::str::from_utf8(file_bytes).unwrap_or_default();
             keyed.insert(at, keys.key(mutant, source, scope, &covered_by, &command)?);
         }
-        let mut job = spec(request, &tree, index + at, command);
-        job.edit = Some(mutant.edit.clone());
+        let (job, cost) = match (&prebuilt, &schemata) {
+            (Some(prebuilt), Some(s)) if s.holds(at) => (
+                schemata::run_spec(request, prebuilt, index + at, at + 1),
+                cost,
+            ),
+            _ => {
+                let mut job = spec(request, &tree, index + at, command);
+                job.edit = Some(mutant.edit.clone());
+                let cost = match &schemata {
+                    Some(_) => Cost::whole_suite(built_alone_time),
+                    None => cost,
+                };
+                (job, cost)
+            }
+        };
         results[at] = Some(MutantResult {
             mutant: mutant.clone(),
             status: Status::Pending,
@@ -620,7 +677,8 @@ pub async fn run(
             if needs_second_run(slot.status, outcome.confirmed) {
                 let mut again = w.spec.clone();
                 let killers = killing_node_ids(&slot.covered_by, &slot.killed_by);
-                if slot.status == Status::Killed && !killers.is_empty() {
+                if slot.status == Status::Killed && !killers.is_empty() && again.binaries.is_none()
+                {
                     again.command = request.runner.command(&prefix, &killers, &[]);
                 }
                 again.index += plan.mutants.len() as u32;
@@ -725,6 +783,7 @@ pub async fn run(
             mutation: baseline_done.elapsed(),
         },
         cache: cache_outcome,
+        schemata: schemata.map(|s| s.outcome),
     })
 }
 
@@ -1262,6 +1321,7 @@ mod tests {
             elapsed_s: 30.0,
             phases: Phases::default(),
             cache: None,
+            schemata: None,
         };
         let summary = report.summary();
         assert_eq!((summary.compile_error, summary.mutants), (1, 3));
@@ -1291,6 +1351,7 @@ mod tests {
             elapsed_s: 30.0,
             phases: Phases::default(),
             cache: None,
+            schemata: None,
         };
         let summary = report.summary();
         assert_eq!((summary.mutants, summary.pending), (15, 5));

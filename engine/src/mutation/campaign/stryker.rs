@@ -74,6 +74,7 @@ impl MutateReport {
                 "skipped": self.plan.skipped,
                 "excludedFiles": self.plan.excluded_files,
                 "cache": self.cache_json(),
+                "schemata": self.schemata,
             },
         })
     }
@@ -214,6 +215,7 @@ mod tests {
                 mutation: Duration::from_millis(348),
             },
             cache: None,
+            schemata: None,
         };
         let doc = report.stryker_json();
         assert_eq!(

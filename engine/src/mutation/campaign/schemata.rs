@@ -1,0 +1,355 @@
+//! Build once, fan out: `assay mutate` on Rust. Every mutant goes behind the runtime switch
+//! ([`schema`]), the rewritten files become a tree of their own in the repository, and one
+//! build job compiles that tree's tests and keeps the executables in the store
+//! ([`TestBinaries::Keep`]). Each mutant is then a run of those executables with
+//! [`schema::SWITCH_VARIABLE`] set, on any worker ([`TestBinaries::Use`]). A build that fails
+//! is read back through cargo's messages: the mutants its errors are blamed on leave the schema
+//! and build on their own, and the schema builds again. What cannot be held at all (a const
+//! context, an error no mutant is blamed for) falls back to a build per mutant, and the report
+//! says how many and why.
+
+use super::{MutateRequest, run_single, spec};
+use crate::mutation::mutants::Mutant;
+use crate::mutation::mutants::rust::schema::{self, FileSchema};
+use crate::source;
+use assay_common::TreeId;
+use assay_common::job::{ArtifactRef, JobResult, JobSpec, JobStatus, TestBinaries};
+use assay_common::runner::{RunnerKind, cargo::runs_nextest};
+use assay_common::test_binaries::{ARTIFACT, PLACEHOLDER};
+use assay_transport::error_chain::error_chain;
+use assay_transport::queue::JobQueue;
+use assay_transport::store::{ArtifactStore, read_named};
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+/// Schema builds before giving up: each failed build takes the blamed mutants out, and a
+/// crate's errors rarely need more than two rounds.
+const MAX_BUILDS: usize = 4;
+
+/// Turns the schemata off (`0`), for a comparison with a build per mutant.
+pub const SWITCH_OFF_VARIABLE: &str = "ASSAY_MUTATE_SCHEMATA";
+
+/// The tests built once: the schema's tree and the stored executables.
+#[derive(Clone, Debug)]
+pub(super) struct Prebuilt {
+    pub tree: TreeId,
+    pub archive: ArtifactRef,
+}
+
+/// What the schemata did, for the report.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SchemataOutcome {
+    /// Schema builds run (the last one built, unless `note` says otherwise).
+    pub builds: usize,
+    /// Mutants run from the one build.
+    pub held: usize,
+    /// Mutants built on their own, by why.
+    pub built_alone: BTreeMap<String, usize>,
+    /// Wall time of the schema builds, in seconds.
+    #[serde(rename = "buildSeconds")]
+    pub build_s: f64,
+    /// Why no mutant runs from a build, when none does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// The schemata's result: the build (if any) and, by plan position, the mutants it does not
+/// hold with why.
+pub(super) struct Schemata {
+    pub prebuilt: Option<Prebuilt>,
+    pub alone: BTreeMap<usize, String>,
+    pub outcome: SchemataOutcome,
+    /// The last schema build's wall time: what a mutant built on its own costs on top of its
+    /// tests.
+    pub one_build: Duration,
+}
+
+impl Schemata {
+    fn none(mutants: usize, note: String) -> Self {
+        Self {
+            prebuilt: None,
+            alone: (0..mutants).map(|at| (at, note.clone())).collect(),
+            outcome: SchemataOutcome {
+                note: Some(note),
+                ..SchemataOutcome::default()
+            },
+            one_build: Duration::ZERO,
+        }
+    }
+
+    fn finish(mut self) -> Self {
+        let mut built_alone = BTreeMap::new();
+        for why in self.alone.values() {
+            *built_alone.entry(why.clone()).or_insert(0) += 1;
+        }
+        self.outcome.built_alone = built_alone;
+        self
+    }
+
+    /// The prebuilt tests failed unmutated: every mutant builds on its own.
+    pub fn give_up(&mut self, mutants: usize, why: String) {
+        self.prebuilt = None;
+        self.outcome.held = 0;
+        self.alone = (0..mutants).map(|at| (at, why.clone())).collect();
+        self.outcome.note = Some(why);
+        *self = std::mem::replace(self, Self::none(0, String::new())).finish();
+    }
+
+    /// Whether mutant `at` runs from the build.
+    pub fn holds(&self, at: usize) -> bool {
+        self.prebuilt.is_some() && !self.alone.contains_key(&at)
+    }
+}
+
+/// The build command for `prefix` (the run's test command), or why there is none: the
+/// schema builds with `cargo test --no-run` and the same cargo arguments.
+fn build_command(prefix: &[String]) -> Result<Vec<String>, String> {
+    let mut argv: Vec<String> = match prefix {
+        [cargo, test, rest @ ..] if cargo == "cargo" && test == "test" => {
+            let mut argv = vec!["cargo".to_owned(), "test".to_owned()];
+            argv.extend(rest.iter().cloned());
+            argv
+        }
+        _ if runs_nextest(prefix) => vec!["cargo".into(), "test".into()],
+        _ => {
+            return Err(format!(
+                "the test command {:?} is not `cargo test` or `cargo nextest run`",
+                prefix.join(" ")
+            ));
+        }
+    };
+    argv.extend(["--no-run", "--message-format=json"].map(String::from));
+    Ok(argv)
+}
+
+/// The schemata are used for a cargo run unless [`SWITCH_OFF_VARIABLE`] is `0`.
+pub(super) fn wanted(runner: RunnerKind) -> bool {
+    runner == RunnerKind::Cargo
+        && std::env::var(SWITCH_OFF_VARIABLE).map_or(true, |v| v.trim() != "0")
+}
+
+/// A run of the prebuilt tests with the switch at `number` (0: unmutated).
+pub(super) fn run_spec(
+    request: &MutateRequest,
+    prebuilt: &Prebuilt,
+    index: usize,
+    number: usize,
+) -> JobSpec {
+    let mut job = spec(
+        request,
+        &prebuilt.tree,
+        index,
+        vec!["sh".into(), PLACEHOLDER.into()],
+    );
+    job.report = assay_common::runner::ReportFormat::CargoTestOutput;
+    job.env
+        .push((schema::SWITCH_VARIABLE.to_owned(), number.to_string()));
+    job.binaries = Some(TestBinaries::Use(prebuilt.archive.clone()));
+    job
+}
+
+/// Builds the schema of `mutants` (files' texts in `sources`) once, as job `*index` onward.
+pub(super) async fn build(
+    request: &MutateRequest,
+    sources: &BTreeMap<&str, &[u8]>,
+    mutants: &[Mutant],
+    queue: &dyn JobQueue,
+    store: &dyn ArtifactStore,
+    index: &mut usize,
+) -> Schemata {
+    let command = match build_command(&request.command_prefix) {
+        Ok(command) => command,
+        Err(why) => return Schemata::none(mutants.len(), why).finish(),
+    };
+    let texts: BTreeMap<&str, &str> = sources
+        .iter()
+        .filter_map(|(path, bytes)| Some((*path, std::str::from_utf8(bytes).ok()?)))
+        .collect();
+    let std = schema::Std::of_crate(texts.values().copied());
+    let mut alone: BTreeMap<usize, String> = BTreeMap::new();
+    let mut outcome = SchemataOutcome::default();
+    let mut build_time = Duration::ZERO;
+    let mut one_build = Duration::ZERO;
+    let prebuilt = loop {
+        let mut schemas: BTreeMap<String, FileSchema> = BTreeMap::new();
+        for (path, text) in &texts {
+            // Switch numbers are plan positions plus one: 0 is the unmutated code.
+            let entries: Vec<schema::Entry<'_>> = mutants
+                .iter()
+                .enumerate()
+                .filter(|(at, m)| m.path.as_str() == *path && !alone.contains_key(at))
+                .map(|(at, m)| schema::Entry {
+                    number: at as u32 + 1,
+                    edit: &m.edit,
+                })
+                .collect();
+            if entries.is_empty() {
+                continue;
+            }
+            let rewritten = schema::rewrite(text, &entries, std);
+            for (number, why) in &rewritten.fallback {
+                alone.insert(*number as usize - 1, why.clone());
+            }
+            schemas.insert((*path).to_owned(), rewritten);
+        }
+        if schemas.is_empty() {
+            break None;
+        }
+        let files: Vec<(&str, &[u8])> = schemas
+            .iter()
+            .map(|(path, s)| (path.as_str(), s.text.as_bytes()))
+            .collect();
+        let tree = match source::tree_with_files(&request.repo, &request.tree, &files) {
+            Ok(tree) => tree,
+            Err(e) => {
+                outcome.note = Some(format!(
+                    "the schema tree was not written: {}",
+                    error_chain(&e)
+                ));
+                break None;
+            }
+        };
+        let mut job = spec(request, &tree, *index, command.clone());
+        *index += 1;
+        job.report = assay_common::runner::ReportFormat::CargoTestOutput;
+        job.timeout_secs = request.budget.as_secs().max(1);
+        job.binaries = Some(TestBinaries::Keep);
+        job.env.extend(
+            [
+                // The schema's parentheses and matches must not meet a crate's
+                // `#![deny(warnings)]`; cargo-mutants caps lints the same way.
+                ("RUSTFLAGS", "--cap-lints=warn"),
+                // No debug info: smaller executables to store and send, a faster build.
+                ("CARGO_PROFILE_TEST_DEBUG", "0"),
+                ("CARGO_PROFILE_DEV_DEBUG", "0"),
+            ]
+            .map(|(k, v)| (k.to_owned(), v.to_owned())),
+        );
+        outcome.builds += 1;
+        let result = match run_single(queue, &job).await {
+            Ok(result) => result,
+            Err(e) => {
+                outcome.note = Some(format!("the schema build failed: {}", error_chain(&e)));
+                break None;
+            }
+        };
+        one_build = Duration::from_millis(result.duration_ms);
+        build_time += one_build;
+        match built(&result) {
+            Built::Kept(archive) => break Some(Prebuilt { tree, archive }),
+            Built::Other(why) => {
+                outcome.note = Some(why);
+                break None;
+            }
+            Built::Failed => {}
+        }
+        let json = match read_named(store, &result, "stdout").await {
+            Ok(Some(bytes)) => String::from_utf8_lossy(&bytes).into_owned(),
+            Ok(None) => String::new(),
+            Err(e) => {
+                outcome.note = Some(format!(
+                    "the schema build's messages could not be read: {}",
+                    error_chain(&e)
+                ));
+                break None;
+            }
+        };
+        let spans = schema::error_spans(&json);
+        let blamed = schema::blame(&spans, &schemas).filter(|b| !b.is_empty());
+        let Some(blamed) = blamed else {
+            let first = spans.first().map_or_else(
+                || "no error names a file".to_owned(),
+                |s| format!("{}: {}", s.file, s.message),
+            );
+            outcome.note = Some(format!(
+                "the schema build failed on an error no mutant is blamed for ({first})"
+            ));
+            break None;
+        };
+        for number in blamed {
+            alone.insert(number as usize - 1, "did not compile in the schema".into());
+        }
+        if outcome.builds >= MAX_BUILDS {
+            outcome.note = Some(format!("the schema did not build in {MAX_BUILDS} attempts"));
+            break None;
+        }
+    };
+    outcome.build_s = build_time.as_secs_f64();
+    let held: BTreeSet<usize> = (0..mutants.len())
+        .filter(|at| !alone.contains_key(at))
+        .collect();
+    outcome.held = if prebuilt.is_some() { held.len() } else { 0 };
+    if prebuilt.is_none() {
+        let why = outcome
+            .note
+            .clone()
+            .unwrap_or_else(|| "no mutant fits a schema".to_owned());
+        for at in held {
+            alone.insert(at, why.clone());
+        }
+    }
+    Schemata {
+        prebuilt,
+        alone,
+        outcome,
+        one_build,
+    }
+    .finish()
+}
+
+enum Built {
+    /// The build kept its executables.
+    Kept(ArtifactRef),
+    /// It failed to compile: cargo's messages say why.
+    Failed,
+    /// Anything else (a timeout, the worker refused the executables): no schema.
+    Other(String),
+}
+
+fn built(result: &JobResult) -> Built {
+    match &result.status {
+        JobStatus::Completed { exit_code: 0 } => {
+            match result.artifacts.iter().find(|a| a.name == ARTIFACT) {
+                Some(archive) => Built::Kept(archive.clone()),
+                None => Built::Other("the schema build kept no test executables".into()),
+            }
+        }
+        JobStatus::Completed { .. } => Built::Failed,
+        JobStatus::TimedOut => Built::Other("the schema build ran past the budget".into()),
+        JobStatus::Infrastructure { message, .. } => {
+            Built::Other(format!("the schema build could not run: {message}"))
+        }
+        JobStatus::Cancelled => Built::Other("the schema build was cancelled".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(words: &[&str]) -> Vec<String> {
+        words.iter().map(|w| (*w).to_owned()).collect()
+    }
+
+    #[test]
+    fn the_build_keeps_cargo_tests_arguments_and_replaces_nextest() {
+        assert_eq!(
+            build_command(&strings(&["cargo", "test", "--workspace"])).unwrap(),
+            strings(&[
+                "cargo",
+                "test",
+                "--workspace",
+                "--no-run",
+                "--message-format=json"
+            ])
+        );
+        assert_eq!(
+            build_command(&strings(&["cargo", "nextest", "run"])).unwrap(),
+            strings(&["cargo", "test", "--no-run", "--message-format=json"])
+        );
+        let err = build_command(&strings(&["make", "check"])).unwrap_err();
+        assert!(err.contains("\"make check\""), "{err}");
+    }
+}

@@ -19,11 +19,76 @@ pub const PLACEHOLDER: &str = "{test_binaries}";
 
 pub const SCHEMA: &str = "assay.test-binaries/v1";
 
+/// Where the build persists its doc tests, relative to the tree, and the file in it that
+/// says how each one exits unmutated.
+pub const DOC_TESTS_DIR: &str = "target/assay-doctests";
+pub const DOC_TESTS_EXPECTED: &str = "expected";
+
+/// The build job's shell script, run as `sh -c SCRIPT assay-build ARGS…` with `cargo test`'s
+/// arguments: the tests built (cargo's messages on stdout), then the library's doc tests
+/// compiled once and each kept as an executable of its own (rustdoc's `--persist-doctests`,
+/// which a stable toolchain allows under `RUSTC_BOOTSTRAP`), then each run once unmutated to
+/// learn how it must exit (a `should_panic` test fails on purpose; one that hangs is dropped).
+/// A crate whose doc tests do not build still builds its tests: its doc tests are left out.
+const BUILD_SCRIPT: &str = r#"cargo test --no-run --message-format=json "$@" || exit $?
+out="$PWD/target/assay-doctests"
+rm -rf "$out"
+RUSTC_BOOTSTRAP=1 RUSTDOCFLAGS="${RUSTDOCFLAGS:-} -Z unstable-options --persist-doctests $out"     cargo test --doc "$@" </dev/null >/dev/null 2>&1 || true
+for exe in "$out"/*/rust_out; do
+    [ -f "$exe" ] || continue
+    dir=${exe%/rust_out}
+    timeout 60 "$exe" </dev/null >/dev/null 2>&1
+    echo "${dir##*/} $?"
+done > "$out/../assay-doctests.expected" 2>/dev/null
+mv "$out/../assay-doctests.expected" "$out/expected" 2>/dev/null
+exit 0
+"#;
+
+/// The build job's command for `cargo test` with `args` (`--workspace`, `-p ledger`, …).
+pub fn build_command(args: &[String]) -> Vec<String> {
+    let mut argv: Vec<String> = ["sh", "-c", BUILD_SCRIPT, "assay-build"]
+        .map(String::from)
+        .into();
+    argv.extend(args.iter().cloned());
+    argv
+}
+
+/// The doc tests' exit codes the build recorded (`NAME CODE` lines), those that ran to an end
+/// of their own: `timeout`'s 124 (hung) and the shell's 125–127 (never ran) are dropped.
+pub fn doc_test_expectations(text: &str) -> Vec<DocTest> {
+    text.lines()
+        .filter_map(|line| {
+            let (name, code) = line.split_once(' ')?;
+            let code: i32 = code.trim().parse().ok()?;
+            (check_file(name).is_ok() && !(124..=127).contains(&code)).then(|| DocTest {
+                name: name.to_owned(),
+                passes: code == 0,
+            })
+        })
+        .collect()
+}
+
 /// The archive's table of contents.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Index {
     pub schema: String,
     pub binaries: Vec<Binary>,
+    /// The library's doc tests, each at `doc/NAME`; run in `doc_crate`'s directory.
+    #[serde(default)]
+    pub doc_tests: Vec<DocTest>,
+    /// The library the doc tests belong to (cargo's `Doc-tests` name), and its directory.
+    #[serde(default)]
+    pub doc_crate: String,
+    #[serde(default)]
+    pub doc_dir: String,
+}
+
+/// One persisted doc test: its directory's name (`src_lib_rs_348_0`) and whether it exits 0
+/// unmutated (a `should_panic` test does not).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DocTest {
+    pub name: String,
+    pub passes: bool,
 }
 
 /// One test executable.
@@ -151,6 +216,9 @@ impl Index {
         Self {
             schema: SCHEMA.to_owned(),
             binaries,
+            doc_tests: Vec::new(),
+            doc_crate: String::new(),
+            doc_dir: String::new(),
         }
     }
 
@@ -161,6 +229,13 @@ impl Index {
             serde_json::from_slice(bytes).map_err(|e| IndexError::Malformed(e.to_string()))?;
         if index.schema != SCHEMA {
             return Err(IndexError::Malformed(format!("schema {:?}", index.schema)));
+        }
+        for doc in &index.doc_tests {
+            check_file(&doc.name)?;
+        }
+        if !index.doc_tests.is_empty() {
+            check_file(&index.doc_crate)?;
+            check_package_dir(&index.doc_dir)?;
         }
         for binary in &index.binaries {
             check_file(&binary.file)?;
@@ -198,6 +273,28 @@ pub fn script(index: &Index) -> String {
             "printf '     Running %s (%s)\\n' {file} \"$here/bin/\"{file} >&2\n\
              (cd \"$root/\"{dir} && CARGO_MANIFEST_DIR=\"$root/\"{dir} exec \"$here/bin/\"{file} \"$@\") || exit $?\n"
         ));
+    }
+    // Each doc test is a block of one, written here from its exit code (its own output is
+    // thrown away, so it cannot print a result), after the binaries as cargo orders them.
+    // A doc test is selected by no name: with arguments (a selection), none runs.
+    if !index.doc_tests.is_empty() {
+        let krate = quote(&index.doc_crate);
+        let dir = quote(&index.doc_dir);
+        script.push_str("[ $# -eq 0 ] || exit 0\n");
+        for doc in &index.doc_tests {
+            let name = quote(&doc.name);
+            let test = if doc.passes { "-eq" } else { "-ne" };
+            script.push_str(&format!(
+                "printf 'Doc-tests %s\\n' {krate} >&2\n\
+                 (cd \"$root/\"{dir} && exec \"$here/doc/\"{name}) </dev/null >/dev/null 2>&1\n\
+                 if [ $? {test} 0 ]; then\n\
+                 printf 'running 1 test\\ntest %s ... ok\\n\\ntest result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s\\n\\n' {name}\n\
+                 else\n\
+                 printf 'running 1 test\\ntest %s ... FAILED\\n\\nfailures:\\n\\nfailures:\\n    %s\\n\\ntest result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s\\n\\n' {name} {name}\n\
+                 exit 101\n\
+                 fi\n"
+            ));
+        }
     }
     script
 }

@@ -8,7 +8,8 @@ use crate::guest_file::{self, GuestFile};
 use crate::job_context::JobContext;
 use assay_common::job::ArtifactRef;
 use assay_common::test_binaries::{
-    self, ARTIFACT, Binary, Index, IndexError, check_file, check_package_dir,
+    self, ARTIFACT, Binary, DOC_TESTS_DIR, DOC_TESTS_EXPECTED, Index, IndexError, check_file,
+    check_package_dir, doc_test_expectations,
 };
 use assay_transport::store::{ArtifactError, StoreError, read_artifact};
 use std::io::Read;
@@ -146,10 +147,67 @@ fn pack(
             message: item.message,
         });
     }
-    let index = serde_json::to_vec(&Index::new(binaries))
+    let mut index = Index::new(binaries);
+    pack_doc_tests(&mut builder, &mut index, tree_dir, &mut total)?;
+    let index = serde_json::to_vec(&index)
         .map_err(|e| TestBinariesError::Archive(std::io::Error::other(e)))?;
     append(&mut builder, "index.json", &index, 0o644)?;
     builder.into_inner().map_err(TestBinariesError::Archive)
+}
+
+/// The library's persisted doc tests, when the build has exactly one library (their
+/// directory names say no crate, so a workspace's would be told apart by guesswork: there
+/// they are left out, as `cargo test` with a selection leaves them out).
+fn pack_doc_tests(
+    builder: &mut tar::Builder<Vec<u8>>,
+    index: &mut Index,
+    tree_dir: &Path,
+    total: &mut u64,
+) -> Result<(), TestBinariesError> {
+    let libraries: Vec<&Binary> = index
+        .binaries
+        .iter()
+        .filter(|b| {
+            serde_json::from_str::<serde_json::Value>(&b.message).is_ok_and(|m| {
+                m["target"]["kind"]
+                    .as_array()
+                    .is_some_and(|k| k.iter().any(|k| k == "lib"))
+            })
+        })
+        .collect();
+    let [library] = libraries.as_slice() else {
+        return Ok(());
+    };
+    let message: serde_json::Value = serde_json::from_str(&library.message).unwrap_or_default();
+    let krate = message["target"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    if check_file(&krate).is_err() {
+        return Ok(());
+    }
+    let dir = tree_dir.join(DOC_TESTS_DIR);
+    let expected = match guest_file::read(&dir.join(DOC_TESTS_EXPECTED), tree_dir) {
+        Ok(GuestFile::Bytes(bytes)) => String::from_utf8_lossy(&bytes).into_owned(),
+        _ => return Ok(()),
+    };
+    let mut kept = Vec::new();
+    for doc in doc_test_expectations(&expected) {
+        let path = dir.join(&doc.name).join("rust_out");
+        let Ok(GuestFile::Bytes(bytes)) = guest_file::read(&path, tree_dir) else {
+            continue;
+        };
+        *total += bytes.len() as u64;
+        if *total > MAX_ARCHIVE_BYTES {
+            return Err(TestBinariesError::TooLarge);
+        }
+        append(builder, &format!("doc/{}", doc.name), &bytes, 0o755)?;
+        kept.push(doc);
+    }
+    index.doc_dir = library.package_dir.clone();
+    index.doc_crate = krate;
+    index.doc_tests = kept;
+    Ok(())
 }
 
 fn append(
@@ -177,20 +235,44 @@ pub async fn unpack(
     if artifact.bytes > MAX_ARCHIVE_BYTES {
         return Err(TestBinariesError::TooLarge);
     }
-    let bytes = read_artifact(ctx.store.as_ref(), artifact)
-        .await
-        .map_err(|e| TestBinariesError::Fetch(Box::new(e)))?;
+    let bytes = fetch(ctx, artifact).await?;
     let dir = dir.to_owned();
     tokio::task::spawn_blocking(move || unpack_into(&bytes, &dir))
         .await
         .map_err(|e| TestBinariesError::Archive(std::io::Error::other(e)))?
 }
 
+/// The archive last fetched, by its sha256: every mutant of a run asks for the same one, and
+/// bytes in this process's memory are out of every guest's reach (a copy on disk would not be).
+static LAST_FETCHED: std::sync::Mutex<Option<(String, bytes::Bytes)>> = std::sync::Mutex::new(None);
+
+async fn fetch(
+    ctx: &JobContext,
+    artifact: &ArtifactRef,
+) -> Result<bytes::Bytes, TestBinariesError> {
+    let sha256 = artifact.sha256.to_ascii_lowercase();
+    if let Ok(last) = LAST_FETCHED.lock()
+        && let Some((known, bytes)) = last.as_ref()
+        && *known == sha256
+    {
+        return Ok(bytes.clone());
+    }
+    let bytes = read_artifact(ctx.store.as_ref(), artifact)
+        .await
+        .map_err(|e| TestBinariesError::Fetch(Box::new(e)))?;
+    if let Ok(mut last) = LAST_FETCHED.lock() {
+        *last = Some((sha256, bytes.clone()));
+    }
+    Ok(bytes)
+}
+
 fn unpack_into(archive: &[u8], dir: &Path) -> Result<PathBuf, TestBinariesError> {
     let io = TestBinariesError::Archive;
     std::fs::create_dir_all(dir.join("bin")).map_err(io)?;
+    std::fs::create_dir_all(dir.join("doc")).map_err(io)?;
     let mut index = None;
     let mut files = Vec::new();
+    let mut docs = Vec::new();
     let mut total = 0u64;
     for entry in tar::Archive::new(archive).entries().map_err(io)? {
         let mut entry = entry.map_err(io)?;
@@ -208,18 +290,24 @@ fn unpack_into(archive: &[u8], dir: &Path) -> Result<PathBuf, TestBinariesError>
             index = Some(Index::read(&bytes)?);
             continue;
         }
-        let file = name
-            .strip_prefix("bin/")
-            .filter(|file| check_file(file).is_ok())
+        let (kind, file) = name
+            .split_once('/')
+            .filter(|(kind, file)| matches!(*kind, "bin" | "doc") && check_file(file).is_ok())
             .ok_or_else(|| TestBinariesError::Entry(name.clone()))?;
-        let path = dir.join("bin").join(file);
+        let path = dir.join(kind).join(file);
         std::fs::write(&path, &bytes).map_err(io)?;
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).map_err(io)?;
-        files.push(file.to_owned());
+        match kind {
+            "bin" => files.push(file.to_owned()),
+            _ => docs.push(file.to_owned()),
+        }
     }
     let index = index.ok_or_else(|| TestBinariesError::Missing("index.json".into()))?;
     if let Some(binary) = index.binaries.iter().find(|b| !files.contains(&b.file)) {
         return Err(TestBinariesError::Missing(binary.file.clone()));
+    }
+    if let Some(doc) = index.doc_tests.iter().find(|d| !docs.contains(&d.name)) {
+        return Err(TestBinariesError::Missing(doc.name.clone()));
     }
     let script = dir.join("run.sh");
     std::fs::write(&script, test_binaries::script(&index)).map_err(io)?;

@@ -25,7 +25,50 @@ use std::time::Duration;
 
 /// Schema builds before giving up: each failed build takes the blamed mutants out, and a
 /// crate's errors rarely need more than two rounds.
-const MAX_BUILDS: usize = 4;
+const MAX_BUILDS: usize = 6;
+
+const PROC_MACRO: &str =
+    "a proc-macro crate's code runs inside the compiler, where the switch is never read";
+
+/// Which packages of the tree are proc-macro crates, by directory, read once each.
+#[derive(Default)]
+struct Packages {
+    proc_macro: BTreeMap<String, bool>,
+}
+
+impl Packages {
+    /// Whether the package holding `path` (its nearest `Cargo.toml` with a `[package]`) is
+    /// a proc-macro crate (`[lib] proc-macro = true`).
+    fn is_proc_macro(&mut self, request: &MutateRequest, path: &str) -> bool {
+        let mut dir = path;
+        while let Some((parent, _)) = dir.rsplit_once('/') {
+            dir = parent;
+            if let Some(known) = self.proc_macro.get(dir) {
+                return *known;
+            }
+            let manifest = format!("{dir}/Cargo.toml");
+            if let Some(found) = Self::read(request, &manifest) {
+                self.proc_macro.insert(dir.to_owned(), found);
+                return found;
+            }
+        }
+        Self::read(request, "Cargo.toml").unwrap_or(false)
+    }
+
+    /// `Some(is a proc-macro crate)` for a package manifest; `None` when there is none.
+    fn read(request: &MutateRequest, manifest: &str) -> Option<bool> {
+        let bytes = source::read_file(&request.repo, &request.tree, manifest).ok()??;
+        let value: toml::Value = toml::from_str(std::str::from_utf8(&bytes).ok()?).ok()?;
+        value.get("package")?;
+        let lib = value.get("lib");
+        let flag = |key: &str| lib.and_then(|l| l.get(key)).and_then(toml::Value::as_bool);
+        Some(
+            flag("proc-macro")
+                .or_else(|| flag("proc_macro"))
+                .unwrap_or(false),
+        )
+    }
+}
 
 /// Turns the schemata off (`0`), for a comparison with a build per mutant.
 pub const SWITCH_OFF_VARIABLE: &str = "ASSAY_MUTATE_SCHEMATA";
@@ -106,13 +149,9 @@ impl Schemata {
 /// The build command for `prefix` (the run's test command), or why there is none: the
 /// schema builds with `cargo test --no-run` and the same cargo arguments.
 fn build_command(prefix: &[String]) -> Result<Vec<String>, String> {
-    let mut argv: Vec<String> = match prefix {
-        [cargo, test, rest @ ..] if cargo == "cargo" && test == "test" => {
-            let mut argv = vec!["cargo".to_owned(), "test".to_owned()];
-            argv.extend(rest.iter().cloned());
-            argv
-        }
-        _ if runs_nextest(prefix) => vec!["cargo".into(), "test".into()],
+    let args: &[String] = match prefix {
+        [cargo, test, rest @ ..] if cargo == "cargo" && test == "test" => rest,
+        _ if runs_nextest(prefix) => &[],
         _ => {
             return Err(format!(
                 "the test command {:?} is not `cargo test` or `cargo nextest run`",
@@ -120,8 +159,7 @@ fn build_command(prefix: &[String]) -> Result<Vec<String>, String> {
             ));
         }
     };
-    argv.extend(["--no-run", "--message-format=json"].map(String::from));
-    Ok(argv)
+    Ok(assay_common::test_binaries::build_command(args))
 }
 
 /// The schemata are used for a cargo run unless [`SWITCH_OFF_VARIABLE`] is `0`.
@@ -169,6 +207,12 @@ pub(super) async fn build(
         .collect();
     let std = schema::Std::of_crate(texts.values().copied());
     let mut alone: BTreeMap<usize, String> = BTreeMap::new();
+    let mut packages = Packages::default();
+    for (at, mutant) in mutants.iter().enumerate() {
+        if packages.is_proc_macro(request, mutant.path.as_str()) {
+            alone.insert(at, PROC_MACRO.to_owned());
+        }
+    }
     let mut outcome = SchemataOutcome::default();
     let mut build_time = Duration::ZERO;
     let mut one_build = Duration::ZERO;
@@ -219,9 +263,11 @@ pub(super) async fn build(
         job.env.extend(
             [
                 // The schema's parentheses and matches must not meet a crate's
-                // `#![deny(warnings)]`; cargo-mutants caps lints the same way.
-                ("RUSTFLAGS", "--cap-lints=warn"),
-                // No debug info: smaller executables to store and send, a faster build.
+                // `#![deny(warnings)]` (cargo-mutants caps lints too), and thousands of
+                // warnings about them would only fill the log. No debug info, the standard
+                // library's stripped too: executables a tenth the size to store and send.
+                ("RUSTFLAGS", "--cap-lints=allow -C strip=debuginfo"),
+                ("RUSTDOCFLAGS", "--cap-lints=allow -C strip=debuginfo"),
                 ("CARGO_PROFILE_TEST_DEBUG", "0"),
                 ("CARGO_PROFILE_DEV_DEBUG", "0"),
             ]
@@ -258,18 +304,36 @@ pub(super) async fn build(
         };
         let spans = schema::error_spans(&json);
         let blamed = schema::blame(&spans, &schemas).filter(|b| !b.is_empty());
-        let Some(blamed) = blamed else {
-            let first = spans.first().map_or_else(
-                || "no error names a file".to_owned(),
-                |s| format!("{}: {}", s.file, s.message),
-            );
-            outcome.note = Some(format!(
-                "the schema build failed on an error no mutant is blamed for ({first})"
-            ));
-            break None;
-        };
-        for number in blamed {
-            alone.insert(number as usize - 1, "did not compile in the schema".into());
+        match blamed {
+            Some(blamed) => {
+                for number in blamed {
+                    alone.insert(number as usize - 1, "did not compile in the schema".into());
+                }
+            }
+            None => {
+                // An error outside every rewritten file (another member's build broken by a
+                // mutant, say) names no mutant: half of those still held build on their own,
+                // until the rest builds.
+                let first = spans.first().map_or_else(
+                    || "no error names a file".to_owned(),
+                    |s| format!("{}: {}", s.file, s.message),
+                );
+                let held: Vec<usize> = (0..mutants.len())
+                    .filter(|at| !alone.contains_key(at))
+                    .collect();
+                if held.len() < 2 {
+                    outcome.note = Some(format!(
+                        "the schema build failed on an error no mutant is blamed for ({first})"
+                    ));
+                    break None;
+                }
+                for at in &held[held.len() / 2..] {
+                    alone.insert(
+                        *at,
+                        format!("left the schema with half the rest after an error no mutant is blamed for ({first})"),
+                    );
+                }
+            }
         }
         if outcome.builds >= MAX_BUILDS {
             outcome.note = Some(format!("the schema did not build in {MAX_BUILDS} attempts"));
@@ -335,20 +399,12 @@ mod tests {
 
     #[test]
     fn the_build_keeps_cargo_tests_arguments_and_replaces_nextest() {
-        assert_eq!(
-            build_command(&strings(&["cargo", "test", "--workspace"])).unwrap(),
-            strings(&[
-                "cargo",
-                "test",
-                "--workspace",
-                "--no-run",
-                "--message-format=json"
-            ])
-        );
-        assert_eq!(
-            build_command(&strings(&["cargo", "nextest", "run"])).unwrap(),
-            strings(&["cargo", "test", "--no-run", "--message-format=json"])
-        );
+        let workspace = build_command(&strings(&["cargo", "test", "--workspace"])).unwrap();
+        assert_eq!(workspace[..2], strings(&["sh", "-c"]));
+        assert!(workspace[2].starts_with("cargo test --no-run --message-format=json \"$@\""));
+        assert_eq!(workspace[3..], strings(&["assay-build", "--workspace"]));
+        let nextest = build_command(&strings(&["cargo", "nextest", "run"])).unwrap();
+        assert_eq!(nextest[3..], strings(&["assay-build"]));
         let err = build_command(&strings(&["make", "check"])).unwrap_err();
         assert!(err.contains("\"make check\""), "{err}");
     }

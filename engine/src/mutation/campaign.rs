@@ -471,6 +471,20 @@ pub async fn run(
         mutant_cache.map(|c| mutant_cache::Keys::new(request, &tree, &c.context, &prefix));
     let mut keyed: BTreeMap<usize, String> = BTreeMap::new();
     for (at, mutant) in plan.mutants.iter().enumerate() {
+        if let Some(error) = schemata.as_ref().and_then(|s| s.unviable.get(&at)) {
+            results[at] = Some(MutantResult {
+                mutant: mutant.clone(),
+                status: Status::CompileError,
+                status_reason: Some(format!("does not compile: {error}")),
+                covered_by: Vec::new(),
+                killed_by: Vec::new(),
+                tests_completed: None,
+                flaky: false,
+                duration_s: None,
+                cached: None,
+            });
+            continue;
+        }
         let file_bytes = bytes.get(mutant.path.as_str()).copied().unwrap_or_default();
         let (covered_by, cost) = match &coverage {
             Some(map) => {

@@ -88,6 +88,8 @@ pub struct SchemataOutcome {
     pub builds: usize,
     /// Mutants run from the one build.
     pub held: usize,
+    /// Mutants whose own code did not compile in the schema: `CompileError` without a build.
+    pub unviable: usize,
     /// Mutants built on their own, by why.
     pub built_alone: BTreeMap<String, usize>,
     /// Wall time of the schema builds, in seconds.
@@ -103,6 +105,8 @@ pub struct SchemataOutcome {
 pub(super) struct Schemata {
     pub prebuilt: Option<Prebuilt>,
     pub alone: BTreeMap<usize, String>,
+    /// Mutants whose own code did not compile in the schema, with the compiler's error.
+    pub unviable: BTreeMap<usize, String>,
     pub outcome: SchemataOutcome,
     /// The last schema build's wall time: what a mutant built on its own costs on top of its
     /// tests.
@@ -114,6 +118,7 @@ impl Schemata {
         Self {
             prebuilt: None,
             alone: (0..mutants).map(|at| (at, note.clone())).collect(),
+            unviable: BTreeMap::new(),
             outcome: SchemataOutcome {
                 note: Some(note),
                 ..SchemataOutcome::default()
@@ -135,6 +140,8 @@ impl Schemata {
     pub fn give_up(&mut self, mutants: usize, why: String) {
         self.prebuilt = None;
         self.outcome.held = 0;
+        self.outcome.unviable = 0;
+        self.unviable.clear();
         self.alone = (0..mutants).map(|at| (at, why.clone())).collect();
         self.outcome.note = Some(why);
         *self = std::mem::replace(self, Self::none(0, String::new())).finish();
@@ -207,6 +214,7 @@ pub(super) async fn build(
         .collect();
     let std = schema::Std::of_crate(texts.values().copied());
     let mut alone: BTreeMap<usize, String> = BTreeMap::new();
+    let mut unviable: BTreeMap<usize, String> = BTreeMap::new();
     let mut packages = Packages::default();
     for (at, mutant) in mutants.iter().enumerate() {
         if packages.is_proc_macro(request, mutant.path.as_str()) {
@@ -223,7 +231,11 @@ pub(super) async fn build(
             let entries: Vec<schema::Entry<'_>> = mutants
                 .iter()
                 .enumerate()
-                .filter(|(at, m)| m.path.as_str() == *path && !alone.contains_key(at))
+                .filter(|(at, m)| {
+                    m.path.as_str() == *path
+                        && !alone.contains_key(at)
+                        && !unviable.contains_key(at)
+                })
                 .map(|(at, m)| schema::Entry {
                     number: at as u32 + 1,
                     edit: &m.edit,
@@ -303,35 +315,41 @@ pub(super) async fn build(
             }
         };
         let spans = schema::error_spans(&json);
-        let blamed = schema::blame(&spans, &schemas).filter(|b| !b.is_empty());
-        match blamed {
-            Some(blamed) => {
-                for number in blamed {
-                    alone.insert(number as usize - 1, "did not compile in the schema".into());
-                }
+        if let Some(own) = schema::own_errors(&spans, &schemas) {
+            for (number, error) in own {
+                alone.remove(&(number as usize - 1));
+                unviable.insert(number as usize - 1, error);
             }
-            None => {
-                // An error outside every rewritten file (another member's build broken by a
-                // mutant, say) names no mutant: half of those still held build on their own,
-                // until the rest builds.
-                let first = spans.first().map_or_else(
-                    || "no error names a file".to_owned(),
-                    |s| format!("{}: {}", s.file, s.message),
-                );
-                let held: Vec<usize> = (0..mutants.len())
-                    .filter(|at| !alone.contains_key(at))
-                    .collect();
-                if held.len() < 2 {
-                    outcome.note = Some(format!(
-                        "the schema build failed on an error no mutant is blamed for ({first})"
-                    ));
-                    break None;
+        } else {
+            match schema::blame(&spans, &schemas).filter(|b| !b.is_empty()) {
+                Some(blamed) => {
+                    for number in blamed {
+                        alone.insert(number as usize - 1, "did not compile in the schema".into());
+                    }
                 }
-                for at in &held[held.len() / 2..] {
-                    alone.insert(
+                None => {
+                    // An error outside every rewritten file (another member's build broken by a
+                    // mutant, say) names no mutant: half of those still held build on their own,
+                    // until the rest builds.
+                    let first = spans.first().map_or_else(
+                        || "no error names a file".to_owned(),
+                        |s| format!("{}: {}", s.file, s.message),
+                    );
+                    let held: Vec<usize> = (0..mutants.len())
+                        .filter(|at| !alone.contains_key(at))
+                        .collect();
+                    if held.len() < 2 {
+                        outcome.note = Some(format!(
+                            "the schema build failed on an error no mutant is blamed for ({first})"
+                        ));
+                        break None;
+                    }
+                    for at in &held[held.len() / 2..] {
+                        alone.insert(
                         *at,
                         format!("left the schema with half the rest after an error no mutant is blamed for ({first})"),
                     );
+                    }
                 }
             }
         }
@@ -342,8 +360,9 @@ pub(super) async fn build(
     };
     outcome.build_s = build_time.as_secs_f64();
     let held: BTreeSet<usize> = (0..mutants.len())
-        .filter(|at| !alone.contains_key(at))
+        .filter(|at| !alone.contains_key(at) && !unviable.contains_key(at))
         .collect();
+    outcome.unviable = unviable.len();
     outcome.held = if prebuilt.is_some() { held.len() } else { 0 };
     if prebuilt.is_none() {
         let why = outcome
@@ -354,9 +373,17 @@ pub(super) async fn build(
             alone.insert(at, why.clone());
         }
     }
+    // Without a build, what did not compile in the schema still needs a build of its own.
+    if prebuilt.is_none() {
+        for (at, _) in std::mem::take(&mut unviable) {
+            alone.insert(at, "did not compile in the schema".into());
+        }
+        outcome.unviable = 0;
+    }
     Schemata {
         prebuilt,
         alone,
+        unviable,
         outcome,
         one_build,
     }

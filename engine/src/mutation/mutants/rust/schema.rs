@@ -382,10 +382,12 @@ pub fn error_spans(cargo_json: &str) -> Vec<ErrorSpan> {
         if value["reason"] != "compiler-message" || value["message"]["level"] != "error" {
             continue;
         }
-        let message = value["message"]["message"]
-            .as_str()
-            .unwrap_or("")
-            .to_owned();
+        let text = value["message"]["message"].as_str().unwrap_or("");
+        // As the compiler heads it: `error[E0277]: the trait bound …`.
+        let message = match value["message"]["code"]["code"].as_str() {
+            Some(code) => format!("error[{code}]: {text}"),
+            None => format!("error: {text}"),
+        };
         for span in value["message"]["spans"].as_array().into_iter().flatten() {
             let (Some(file), Some(start), Some(end)) = (
                 span["file_name"].as_str(),
@@ -448,6 +450,29 @@ pub fn blame(spans: &[ErrorSpan], schemas: &BTreeMap<String, FileSchema>) -> Opt
         }
     }
     Some(blamed)
+}
+
+/// The mutants a failed schema build's errors lie inside of, each with its first error, when
+/// every error lies inside one mutant's own code (its replacement, type-checked where the
+/// original stood, as in a build of its own): those do not compile, and no build of their own
+/// is needed to say so. `None` when some error lies elsewhere ([`blame`] then decides).
+pub fn own_errors(
+    spans: &[ErrorSpan],
+    schemas: &BTreeMap<String, FileSchema>,
+) -> Option<BTreeMap<u32, String>> {
+    let mut own: BTreeMap<u32, String> = BTreeMap::new();
+    for span in spans {
+        let (_, schema) = schemas
+            .iter()
+            .find(|(path, _)| same_file(&span.file, path))?;
+        let holder = schema
+            .held
+            .iter()
+            .find(|h| h.arm.start <= span.bytes.start && span.bytes.end <= h.arm.end)?;
+        own.entry(holder.number)
+            .or_insert_with(|| span.message.clone());
+    }
+    (!own.is_empty()).then_some(own)
 }
 
 /// The compiler names files relative to the workspace root (or absolutely); `path` is relative

@@ -411,3 +411,27 @@ fn a_no_std_crate_root_gets_the_std_alias_after_its_preamble_and_keeps_its_lines
     assert!(!schema.text.contains("extern crate"));
     assert!(schema.text.contains("::__assay_std::env::var"));
 }
+
+#[test]
+fn a_result_alias_with_its_types_fixed_is_replaced_by_ok_as_cargo_mutants_does() {
+    let source = "use std::fmt;\n\npub struct Title;\n\nimpl fmt::Display for Title {\n    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {\n        f.write_str(\"x\")\n    }\n}\n\npub fn parse(text: &str) -> io::Result<u32> {\n    Ok(text.len() as u32)\n}\n";
+    let plan = plan(&[all_lines("src/lib.rs", source)], None);
+    let descriptions: Vec<&str> = plan
+        .mutants
+        .iter()
+        .map(|m| m.description.as_str())
+        .collect();
+    assert!(
+        descriptions.contains(&"`fn fmt` body -> `Ok(Default::default())`"),
+        "{descriptions:#?}"
+    );
+    assert!(
+        descriptions.contains(&"`fn parse` body -> `Ok(0)`"),
+        "{descriptions:#?}"
+    );
+    assert!(
+        !descriptions
+            .iter()
+            .any(|d| d.ends_with("-> `Default::default()`"))
+    );
+}

@@ -36,6 +36,12 @@ pub(super) fn replacements(
         "scoped_type_identifier" if text(ty, source).ends_with("::String") => {
             vec!["String::new()".into(), "\"xyzzy\".into()".into()]
         }
+        // A `Result` alias with its types fixed (`fmt::Result`, a crate's own `Result`).
+        "type_identifier" | "scoped_type_identifier"
+            if text(ty, source).rsplit("::").next() == Some("Result") =>
+        {
+            vec![format!("Ok({})", default())]
+        }
         "tuple_type" => {
             let mut cursor = ty.walk();
             let items: Vec<Node<'_>> = ty.named_children(&mut cursor).collect();

@@ -280,6 +280,8 @@ pub(super) async fn build(
                 // library's stripped too: executables a tenth the size to store and send.
                 ("RUSTFLAGS", "--cap-lints=allow -C strip=debuginfo"),
                 ("RUSTDOCFLAGS", "--cap-lints=allow -C strip=debuginfo"),
+                // A fresh tree builds once: incremental state would only be written.
+                ("CARGO_INCREMENTAL", "0"),
                 ("CARGO_PROFILE_TEST_DEBUG", "0"),
                 ("CARGO_PROFILE_DEV_DEBUG", "0"),
             ]

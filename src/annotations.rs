@@ -4,9 +4,9 @@
 
 use crate::html::mutation::{Doc, Tally};
 use assay_common::evidence::Evidence;
+use assay_common::mutation_check::MutantOutcome;
 use assay_common::suite::{CaseOutcome, SuiteReport};
 use assay_common::verdict::Verdict;
-use assay_engine::mutation::mutants::{MutantOutcome, MutationCheck};
 use std::fmt::Write as _;
 
 /// `--annotations`: which CI's annotation syntax to print.
@@ -77,11 +77,7 @@ pub fn definition_line(source: &str, name: &str) -> Option<usize> {
 
 /// Annotations for a proof: an error per refuted criterion at its test's definition (`lookup`
 /// gives a candidate file's text), a warning per surviving mutant at the mutated line.
-pub fn proof_annotations(
-    evidence: &Evidence,
-    check: Option<&MutationCheck>,
-    lookup: &dyn Fn(&str) -> Option<String>,
-) -> String {
+pub fn proof_annotations(evidence: &Evidence, lookup: &dyn Fn(&str) -> Option<String>) -> String {
     let mut out = String::new();
     for c in &evidence.criteria {
         if c.verdict != Verdict::Refuted {
@@ -111,7 +107,7 @@ pub fn proof_annotations(
             }
         }
     }
-    if let Some(check) = check {
+    if let Some(check) = &evidence.mutation_check {
         for record in &check.mutants {
             if record.outcome == MutantOutcome::Survived {
                 let m = &record.mutant;
@@ -210,7 +206,7 @@ fn verdict_icon(verdict: Verdict) -> &'static str {
 }
 
 /// A proof's step summary: the verdict, a row per criterion, the mutation check.
-pub fn proof_summary_md(evidence: &Evidence, check: Option<&MutationCheck>) -> String {
+pub fn proof_summary_md(evidence: &Evidence) -> String {
     let mut out = format!(
         "## {} Proof {}: **{}**\n\n{} runner, {} jobs, {:.1} s · base `{}` · candidate `{}`\n\n\
          | criterion | test | verdict | base | candidate | why |\n|---|---|---|---|---|---|\n",
@@ -237,7 +233,7 @@ pub fn proof_summary_md(evidence: &Evidence, check: Option<&MutationCheck>) -> S
             md(&c.reason)
         );
     }
-    if let Some(check) = check {
+    if let Some(check) = &evidence.mutation_check {
         let _ = write!(
             out,
             "\n**Mutation check:** {} killed, {} survived, {} not run\n",

@@ -4,12 +4,12 @@
 use crate::progress::{ProgressMode, Terminal, clock};
 use assay_common::evidence::Evidence;
 use assay_common::job::{JobKind, JobResult, JobStatus};
+use assay_common::mutation_check::MutationCheck;
 use assay_common::suite::{CaseOutcome, SuiteReport};
 use assay_common::verdict::{SideEvidence, Verdict};
 use assay_engine::mutation::campaign::{
     MutantProgress, MutateEvent, MutateProgress, MutateReport, Status as MutateStatus,
 };
-use assay_engine::mutation::mutants::MutationCheck;
 use assay_engine::progress::{ProgressSink, ProofEvent};
 use std::fmt::Write as _;
 

@@ -81,3 +81,73 @@ fn evidence_of_another_schema_is_refused_naming_it() {
         "{err}"
     );
 }
+
+const SUITE_REPORT: &str = include_str!("fixtures/suite-report-failed.json");
+
+#[test]
+fn a_suite_report_reads_typed_and_writes_back_byte_for_byte() {
+    use assay_common::runner::RunnerKind;
+    use assay_common::suite::{Ending, SuiteReport, SuiteRunner};
+    let report: SuiteReport = serde_json::from_str(SUITE_REPORT).expect("the report reads");
+    assert_eq!(report.status, Ending::Failed);
+    assert_eq!(report.runner, SuiteRunner::Kind(RunnerKind::Unittest));
+    assert_eq!(report.history.alerts[0].kind, "regression");
+    assert_eq!(report.history.recent.len(), 2);
+    assert_eq!(serde_json::to_string_pretty(&report).unwrap(), SUITE_REPORT);
+    for (status, ending) in [
+        ("passed", Ending::Passed),
+        ("failed", Ending::Failed),
+        ("infrastructure_aborted", Ending::Aborted),
+    ] {
+        let text = edited(SUITE_REPORT, |v| v["status"] = status.into());
+        let report: SuiteReport = serde_json::from_str(&text).unwrap();
+        assert_eq!(report.status, ending);
+        assert_eq!(serde_json::to_value(&report).unwrap()["status"], status);
+    }
+    let command = edited(SUITE_REPORT, |v| v["runner"] = "command".into());
+    let report: SuiteReport = serde_json::from_str(&command).unwrap();
+    assert_eq!(report.runner, SuiteRunner::Command);
+    assert_eq!(serde_json::to_value(&report).unwrap()["runner"], "command");
+}
+
+#[test]
+fn a_suite_report_that_does_not_match_is_refused_naming_the_field() {
+    let refused = |edit: fn(&mut serde_json::Value)| {
+        serde_json::from_str::<assay_common::suite::SuiteReport>(&edited(SUITE_REPORT, edit))
+            .unwrap_err()
+            .to_string()
+    };
+    let status = refused(|v| v["status"] = "passing".into());
+    assert!(
+        status.starts_with(
+            "status: unknown variant `passing`, expected one of `passed`, `failed`, `infrastructure_aborted`"
+        ),
+        "{status}"
+    );
+    let not_a_string = refused(|v| v["status"] = 0.into());
+    assert!(
+        not_a_string.starts_with("status: invalid type"),
+        "{not_a_string}"
+    );
+    let runner = refused(|v| v["runner"] = "maven".into());
+    assert!(
+        runner.starts_with("runner: ") && runner.contains("maven") && runner.contains("or command"),
+        "{runner}"
+    );
+    let history = refused(|v| v["history"] = "none".into());
+    assert!(
+        history
+            .starts_with(r#"history: invalid type: string "none", expected struct HistoryReport"#),
+        "{history}"
+    );
+    let alert = refused(|v| v["history"]["alerts"][0]["colour"] = "red".into());
+    assert!(
+        alert.starts_with("history: unknown field `colour`"),
+        "{alert}"
+    );
+    let schema = refused(|v| v["schema"] = "assay.test/v2".into());
+    assert!(
+        schema.starts_with(r#"schema: "assay.test/v2" is not "assay.test/v1""#),
+        "{schema}"
+    );
+}

@@ -588,6 +588,13 @@ mod tests {
             Some(DEFAULT_MUTANTS_PER_FILE),
             OperatorSet::Default,
         );
+        plan.skipped.push(assay_common::mutation_plan::SkippedSite {
+            path: "pager/__init__.py".into(),
+            line: 7,
+            operator: assay_common::mutation_plan::Operator::ReturnConstant,
+            description: "`return None`".into(),
+            reason: "returns the constant already".into(),
+        });
         plan.excluded_files.push(ExcludedFile {
             path: "tests/test_pager.py".into(),
             reason: ExclusionReason::TestFile,

@@ -4,9 +4,9 @@
 
 use crate::html::mutation::{Doc, Tally};
 use assay_common::evidence::Evidence;
-use assay_common::suite::{CaseOutcome, SuiteReport};
+use assay_common::mutation_check::MutantOutcome;
+use assay_common::suite::{CaseOutcome, Ending, SuiteReport};
 use assay_common::verdict::Verdict;
-use assay_engine::mutation::mutants::{MutantOutcome, MutationCheck};
 use std::fmt::Write as _;
 
 /// `--annotations`: which CI's annotation syntax to print.
@@ -77,11 +77,7 @@ pub fn definition_line(source: &str, name: &str) -> Option<usize> {
 
 /// Annotations for a proof: an error per refuted criterion at its test's definition (`lookup`
 /// gives a candidate file's text), a warning per surviving mutant at the mutated line.
-pub fn proof_annotations(
-    evidence: &Evidence,
-    check: Option<&MutationCheck>,
-    lookup: &dyn Fn(&str) -> Option<String>,
-) -> String {
+pub fn proof_annotations(evidence: &Evidence, lookup: &dyn Fn(&str) -> Option<String>) -> String {
     let mut out = String::new();
     for c in &evidence.criteria {
         if c.verdict != Verdict::Refuted {
@@ -111,7 +107,7 @@ pub fn proof_annotations(
             }
         }
     }
-    if let Some(check) = check {
+    if let Some(check) = &evidence.mutation_check {
         for record in &check.mutants {
             if record.outcome == MutantOutcome::Survived {
                 let m = &record.mutant;
@@ -210,7 +206,7 @@ fn verdict_icon(verdict: Verdict) -> &'static str {
 }
 
 /// A proof's step summary: the verdict, a row per criterion, the mutation check.
-pub fn proof_summary_md(evidence: &Evidence, check: Option<&MutationCheck>) -> String {
+pub fn proof_summary_md(evidence: &Evidence) -> String {
     let mut out = format!(
         "## {} Proof {}: **{}**\n\n{} runner, {} jobs, {:.1} s · base `{}` · candidate `{}`\n\n\
          | criterion | test | verdict | base | candidate | why |\n|---|---|---|---|---|---|\n",
@@ -237,7 +233,7 @@ pub fn proof_summary_md(evidence: &Evidence, check: Option<&MutationCheck>) -> S
             md(&c.reason)
         );
     }
-    if let Some(check) = check {
+    if let Some(check) = &evidence.mutation_check {
         let _ = write!(
             out,
             "\n**Mutation check:** {} killed, {} survived, {} not run\n",
@@ -253,7 +249,7 @@ pub fn proof_summary_md(evidence: &Evidence, check: Option<&MutationCheck>) -> S
 /// A suite run's step summary: status, counts, failures, alerts.
 pub fn suite_summary_md(report: &SuiteReport) -> String {
     let t = &report.totals;
-    let icon = if report.status == "passed" {
+    let icon = if report.status == Ending::Passed {
         "✅"
     } else {
         "❌"
@@ -262,7 +258,7 @@ pub fn suite_summary_md(report: &SuiteReport) -> String {
         "## {icon} Test run {}: **{}**\n\n| passed | failed | error | quarantined | skipped | not run | total |\n\
          |---|---|---|---|---|---|---|\n| {} | {} | {} | {} | {} | {} | {} |\n",
         md(&report.run_id),
-        md(&report.status),
+        md(report.status.label()),
         t.passed,
         t.failed,
         t.error,
@@ -294,18 +290,16 @@ pub fn suite_summary_md(report: &SuiteReport) -> String {
             );
         }
     }
-    if let Some(alerts) = report.history.get("alerts").and_then(|a| a.as_array())
-        && !alerts.is_empty()
-    {
+    let alerts = &report.history.alerts;
+    if !alerts.is_empty() {
         out.push_str("\n**Alerts**\n\n");
         for alert in alerts {
-            let field = |name: &str| alert.get(name).and_then(|v| v.as_str()).unwrap_or("");
             let _ = writeln!(
                 out,
                 "- [{}] {}: {}",
-                md(field("severity")),
-                md(field("type")),
-                md(field("detail"))
+                md(&alert.severity),
+                md(&alert.kind),
+                md(&alert.detail)
             );
         }
     }
@@ -367,6 +361,8 @@ pub fn mutation_summary_md(doc: &Doc) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use assay_common::runner::RunnerKind;
+    use assay_common::suite::SuiteRunner;
 
     #[test]
     fn finds_a_definition_in_each_language() {
@@ -407,11 +403,11 @@ mod tests {
         let report = SuiteReport {
             schema: "assay.test/v1".into(),
             run_id: "t-1".into(),
-            status: "failed".into(),
+            status: Ending::Failed,
             repository: "/r".into(),
             branch: "main".into(),
             revision: "0".into(),
-            runner: "pytest".into(),
+            runner: SuiteRunner::Kind(RunnerKind::Pytest),
             started_at: "2026-11-29T23:33:49Z".into(),
             duration_s: 1.0,
             totals: SuiteTotals::default(),
@@ -422,7 +418,7 @@ mod tests {
             ],
             jobs: Vec::new(),
             audit: serde_json::Value::Null,
-            history: serde_json::Value::Null,
+            history: Default::default(),
             stopped: None,
             cache: None,
         };

@@ -4,12 +4,12 @@
 use crate::progress::{ProgressMode, Terminal, clock};
 use assay_common::evidence::Evidence;
 use assay_common::job::{JobKind, JobResult, JobStatus};
+use assay_common::mutation_check::MutationCheck;
 use assay_common::suite::{CaseOutcome, SuiteReport};
 use assay_common::verdict::{SideEvidence, Verdict};
 use assay_engine::mutation::campaign::{
     MutantProgress, MutateEvent, MutateProgress, MutateReport, Status as MutateStatus,
 };
-use assay_engine::mutation::mutants::MutationCheck;
 use assay_engine::progress::{ProgressSink, ProofEvent};
 use std::fmt::Write as _;
 
@@ -295,6 +295,7 @@ pub fn junit(evidence: &Evidence) -> String {
 /// failures and cases never admitted are skipped, with why, so CI counts what the exit code does.
 pub fn suite_junit(report: &SuiteReport) -> String {
     let t = &report.totals;
+    let runner = report.runner.to_string();
     let mut xml = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
         xml,
@@ -309,7 +310,7 @@ pub fn suite_junit(report: &SuiteReport) -> String {
     for case in &report.cases {
         let (classname, name) = match case.display.split_once("::") {
             Some((file, rest)) => (file, rest),
-            None => (report.runner.as_str(), case.display.as_str()),
+            None => (runner.as_str(), case.display.as_str()),
         };
         let _ = write!(
             xml,
@@ -484,11 +485,13 @@ mod tests {
         let report = SuiteReport {
             schema: "assay.test/v1".into(),
             run_id: "t-1795995229-3f9a1c00".into(),
-            status: "failed".into(),
+            status: assay_common::suite::Ending::Failed,
             repository: "/src/invoice".into(),
             branch: "main".into(),
             revision: "0".repeat(40),
-            runner: "pytest".into(),
+            runner: assay_common::suite::SuiteRunner::Kind(
+                assay_common::runner::RunnerKind::Pytest,
+            ),
             started_at: "2026-11-29T23:33:49Z".into(),
             duration_s: 1.5,
             totals: SuiteTotals {
@@ -511,7 +514,7 @@ mod tests {
             ],
             jobs: Vec::new(),
             audit: serde_json::Value::Null,
-            history: serde_json::Value::Null,
+            history: Default::default(),
             stopped: None,
             cache: None,
         };

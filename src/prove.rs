@@ -15,7 +15,6 @@ use assay_common::evidence::Evidence;
 use assay_common::job::JobResult;
 use assay_common::runner::{ReportFormat, RunnerKind};
 use assay_engine::mutation::mutants::DEFAULT_MUTATION_BUDGET;
-use assay_engine::mutation::mutants::MutationCheck;
 use assay_engine::progress::{ProgressSink as _, ProofEvent};
 use assay_engine::proof::{self, ProofRequest};
 use assay_engine::result_cache::{CacheMode, CachingQueue, ResultCache, RunContext};
@@ -300,21 +299,13 @@ pub async fn run(args: &ProveArgs) -> Result<u8, Failure> {
                 Failure::infrastructure(e.into())
             }
         })?;
-    let (evidence, mutation_check) = match &args.cluster {
+    let evidence = match &args.cluster {
         Some(url) => {
             let (evidence, suite_results) =
                 run_on_fleet(args, url, store.as_ref(), &prepared, settings.jobs).await?;
             proof_history::record(&args.state_dir, &prepared, &suite_results, &*store, started)
                 .await?;
-            // The coordinator ran the check; its evidence carries it for the summary.
-            let check = evidence
-                .mutation_check
-                .clone()
-                .map(serde_json::from_value::<MutationCheck>)
-                .transpose()
-                .context("the fleet's evidence holds a mutation check this build cannot read")
-                .infrastructure()?;
-            (evidence, check)
+            evidence
         }
         None => {
             let sandbox = embedded::open_sandbox(&settings.sandbox, settings.jobs).await?;
@@ -351,16 +342,10 @@ pub async fn run(args: &ProveArgs) -> Result<u8, Failure> {
         write_atomically(path, console::junit(&evidence).as_bytes()).infrastructure()?;
     }
     print!("{}", console::summary(&evidence));
-    if let Some(check) = &mutation_check {
+    if let Some(check) = &evidence.mutation_check {
         print!("{}", console::mutation_summary(check));
     }
-    crate::report::emit_proof(
-        &args.output,
-        &evidence,
-        mutation_check.as_ref(),
-        store.as_ref(),
-    )
-    .await?;
+    crate::report::emit_proof(&args.output, &evidence, store.as_ref()).await?;
     Ok(crate::exit::of_proof(&evidence))
 }
 
@@ -427,7 +412,7 @@ async fn run_embedded(
     jobs: usize,
     pass_env: &[String],
     (started, clock): (SystemTime, Instant),
-) -> Result<(Evidence, Option<MutationCheck>), Failure> {
+) -> Result<Evidence, Failure> {
     let recorded = sandbox.evidence();
     if !args.quiet
         && let Some(container) = &recorded.container
@@ -478,5 +463,5 @@ async fn run_embedded(
     drop(caching);
     drop(queue);
     proof_history::record(&args.state_dir, prepared, &run.results, &*store, started).await?;
-    Ok((run.evidence, run.mutation_check))
+    Ok(run.evidence)
 }

@@ -13,7 +13,6 @@ use anyhow::{Context, anyhow};
 use assay_common::evidence::Evidence;
 use assay_common::job::ArtifactRef;
 use assay_common::suite::SuiteReport;
-use assay_engine::mutation::mutants::MutationCheck;
 use assay_transport::store::{ArtifactStore, read_artifact};
 use clap::Args;
 use std::collections::BTreeMap;
@@ -75,9 +74,8 @@ pub async fn run(args: &ReportArgs) -> Result<u8, Failure> {
             let evidence: Evidence = serde_json::from_value(doc)
                 .context("the proof evidence does not match assay.proof/v1")
                 .usage()?;
-            let check = mutation_check(&evidence).usage()?;
             let store = embedded::open_store(&store_url)?;
-            emit_proof(out, &evidence, check.as_ref(), store.as_ref()).await
+            emit_proof(out, &evidence, store.as_ref()).await
         }
         Kind::Suite => {
             let report: SuiteReport = serde_json::from_value(doc)
@@ -89,16 +87,6 @@ pub async fn run(args: &ReportArgs) -> Result<u8, Failure> {
         Kind::Mutation => emit_mutation(out, &doc),
     }?;
     Ok(0)
-}
-
-/// The evidence's mutation check, typed.
-pub fn mutation_check(evidence: &Evidence) -> anyhow::Result<Option<MutationCheck>> {
-    evidence
-        .mutation_check
-        .clone()
-        .map(serde_json::from_value::<MutationCheck>)
-        .transpose()
-        .context("the evidence holds a mutation check this build cannot read")
 }
 
 /// A file of a git tree or commit, as text; `None` when the repository, revision or file is
@@ -136,7 +124,6 @@ fn write(path: &Path, text: &str) -> Result<(), Failure> {
 pub async fn emit_proof(
     out: &OutputArgs,
     evidence: &Evidence,
-    check: Option<&MutationCheck>,
     store: &dyn ArtifactStore,
 ) -> Result<(), Failure> {
     let lookup = |path: &str| read_in_git(&evidence.repository, &evidence.candidate.tree, path);
@@ -144,7 +131,7 @@ pub async fn emit_proof(
         let artifacts =
             read_artifacts(store, evidence.jobs.iter().flat_map(|j| &j.artifacts)).await;
         let mut sources: BTreeMap<String, String> = BTreeMap::new();
-        for record in check.iter().flat_map(|c| &c.mutants) {
+        for record in evidence.mutation_check.iter().flat_map(|c| &c.mutants) {
             let file = record.mutant.edit.path.as_str();
             if !sources.contains_key(file)
                 && let Some(text) = lookup(file)
@@ -154,20 +141,16 @@ pub async fn emit_proof(
         }
         let page = html::proof::render(&html::proof::ProofInput {
             evidence,
-            check,
             artifacts: &artifacts,
             sources: &sources,
         });
         write(path, &page)?;
     }
     if let Some(path) = &out.summary_md {
-        write(path, &annotations::proof_summary_md(evidence, check))?;
+        write(path, &annotations::proof_summary_md(evidence))?;
     }
     if out.annotations == Some(AnnotationStyle::Github) {
-        print!(
-            "{}",
-            annotations::proof_annotations(evidence, check, &lookup)
-        );
+        print!("{}", annotations::proof_annotations(evidence, &lookup));
     }
     Ok(())
 }

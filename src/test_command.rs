@@ -18,6 +18,7 @@ use assay_common::runner::{ReportFormat, RunnerKind};
 use assay_common::suite::{
     CaseListing, CaseOutcome, Lane, SUITE_SCHEMA, SuiteCacheReport, SuiteReport, SuiteTotals,
 };
+use assay_common::suite_history::HistoryReport;
 use assay_engine::coverage::CoverageMap;
 use assay_engine::dispatch::run_one;
 use assay_engine::proof;
@@ -650,11 +651,11 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
     let report = SuiteReport {
         schema: SUITE_SCHEMA.into(),
         run_id: run_id.to_string(),
-        status: outcome.status_text().into(),
+        status: outcome.ending(),
         repository,
         branch,
         revision: commit,
-        runner: runner.to_string(),
+        runner,
         started_at: proof::rfc3339(started),
         duration_s: clock.elapsed().as_secs_f64(),
         totals: outcome.totals.clone(),
@@ -668,15 +669,15 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
         })
         .context("failed to encode the audit")
         .internal()?,
-        history: serde_json::json!({
-            "file": history_path.display().to_string(),
-            "new_failures": record.new_failures,
-            "newly_failing": record.newly_failing,
-            "coverage_drop": record.coverage_drop,
-            "alerts": record.alerts,
+        history: HistoryReport {
+            file: history_path.display().to_string(),
+            new_failures: record.new_failures,
+            newly_failing: record.newly_failing.clone(),
+            coverage_drop: record.coverage_drop,
+            alerts: record.alerts.clone(),
             // The trend the HTML report draws: the last runs, oldest first, this one last.
-            "recent": &history.runs[history.runs.len().saturating_sub(RECENT_RUNS)..],
-        }),
+            recent: history.runs[history.runs.len().saturating_sub(RECENT_RUNS)..].to_vec(),
+        },
         stopped: outcome.stopped.as_ref().map(ToString::to_string),
         cache: cache_report,
     };

@@ -3,14 +3,18 @@
 
 use crate::criteria::Criterion;
 use crate::job::{ArtifactRef, JobResult, JobSpec, JobStatus};
+use crate::json_field;
+use crate::mutation_check::MutationCheck;
 use crate::sandbox::SandboxEvidence;
 use crate::verdict::{CriterionVerdict, Verdict};
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 
 pub const SCHEMA: &str = "assay.proof/v1";
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Evidence {
+    /// [`SCHEMA`]; evidence of any other is refused when read.
+    #[serde(deserialize_with = "schema")]
     pub schema: String,
     pub proof_id: String,
     pub verdict: Verdict,
@@ -22,9 +26,15 @@ pub struct Evidence {
     pub changed_test_files: Vec<String>,
     pub criteria: Vec<CriterionVerdict>,
     pub jobs: Vec<JobEvidence>,
-    /// Report-only checks; absent until they run.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub mutation_check: Option<serde_json::Value>,
+    /// Report-only checks; absent until they run. Written with its keys sorted, as it always
+    /// was (see [`crate::json_field`]).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "json_field::sorted",
+        deserialize_with = "mutation_check"
+    )]
+    pub mutation_check: Option<MutationCheck>,
     /// The sandbox the jobs ran in, when they all ran in the same one (embedded mode, or a
     /// fleet whose workers agree); each worker's own is under `workers`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -39,6 +49,16 @@ pub struct Evidence {
     pub coordinators: Vec<CoordinatorEvidence>,
     pub started_at: String,
     pub duration_s: f64,
+}
+
+fn schema<'de, D: Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
+    json_field::schema(SCHEMA, deserializer)
+}
+
+fn mutation_check<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<MutationCheck>, D::Error> {
+    json_field::named("mutation_check", deserializer)
 }
 
 /// A coordinator that drove a fleet proof for one leadership (`epoch`); `resumed` when it

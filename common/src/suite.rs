@@ -3,10 +3,15 @@
 //! Pure: collection output comes in as bytes, outcomes are derived from parsed job results.
 
 use crate::job::{ArtifactRef, JobResult, JobStatus};
+use crate::json_field;
 use crate::manifest::{ManifestCase, ManifestJob};
 use crate::outcome::{CaseResult, Outcome, ReportOutcome};
-use serde::{Deserialize, Serialize};
+use crate::runner::RunnerKind;
+use crate::suite_history::HistoryReport;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use sha2::{Digest, Sha256};
+use std::fmt;
+use std::str::FromStr;
 
 pub const CASES_SCHEMA: &str = "assay.cases/v1";
 pub const SUITE_SCHEMA: &str = "assay.test/v1";
@@ -431,29 +436,126 @@ impl CaseListing {
     }
 }
 
-/// The `assay.suite/v1` report of one `assay test` run.
+/// A runner as `assay test` knows it: one of the proof engine's, or a bare command. Written
+/// as its name (`pytest`, `command`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SuiteRunner {
+    Kind(RunnerKind),
+    /// `--runner command`: one case judged by its exit status; counts and coverage come from
+    /// its output through the summary patterns.
+    Command,
+}
+
+impl fmt::Display for SuiteRunner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Kind(kind) => kind.fmt(f),
+            Self::Command => f.write_str("command"),
+        }
+    }
+}
+
+impl FromStr for SuiteRunner {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s == "command" {
+            return Ok(Self::Command);
+        }
+        s.parse::<RunnerKind>()
+            .map(Self::Kind)
+            .map_err(|e| format!("{e}, or command"))
+    }
+}
+
+impl Serialize for SuiteRunner {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for SuiteRunner {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        name.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// How an `assay test` run ended, which is its exit lane and the report's `status`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Ending {
+    /// Every case passed or was skipped (quarantined failures do not count).
+    Passed,
+    /// Test failures or errors, a selection-audit violation, or a command whose status failed.
+    Failed,
+    /// An infrastructure failure or a halt stopped admission.
+    #[serde(rename = "infrastructure_aborted")]
+    Aborted,
+}
+
+impl Ending {
+    /// As the report writes it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Passed => "passed",
+            Self::Failed => "failed",
+            Self::Aborted => "infrastructure_aborted",
+        }
+    }
+}
+
+impl fmt::Display for Ending {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.label())
+    }
+}
+
+/// The `assay.test/v1` report of one `assay test` run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SuiteReport {
+    /// [`SUITE_SCHEMA`]; a report of any other is refused when read.
+    #[serde(deserialize_with = "suite_schema")]
     pub schema: String,
     pub run_id: String,
     /// `passed`, `failed` or `infrastructure_aborted` (a halt counts as the latter).
-    pub status: String,
+    #[serde(deserialize_with = "status")]
+    pub status: Ending,
     pub repository: String,
     pub branch: String,
     pub revision: String,
-    pub runner: String,
+    #[serde(deserialize_with = "runner")]
+    pub runner: SuiteRunner,
     pub started_at: String,
     pub duration_s: f64,
     pub totals: SuiteTotals,
     pub cases: Vec<CaseReport>,
     pub jobs: Vec<SuiteJobReport>,
     pub audit: serde_json::Value,
-    pub history: serde_json::Value,
+    /// Written with its keys sorted, as it always was (see [`crate::json_field`]).
+    #[serde(serialize_with = "json_field::sorted", deserialize_with = "history")]
+    pub history: HistoryReport,
     /// Why admission stopped early, if it did.
     pub stopped: Option<String>,
     /// The result cache's part in the run; absent in reports written before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache: Option<SuiteCacheReport>,
+}
+
+fn suite_schema<'de, D: Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
+    json_field::schema(SUITE_SCHEMA, deserializer)
+}
+
+fn status<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Ending, D::Error> {
+    json_field::named("status", deserializer)
+}
+
+fn runner<'de, D: Deserializer<'de>>(deserializer: D) -> Result<SuiteRunner, D::Error> {
+    json_field::named("runner", deserializer)
+}
+
+fn history<'de, D: Deserializer<'de>>(deserializer: D) -> Result<HistoryReport, D::Error> {
+    json_field::named("history", deserializer)
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

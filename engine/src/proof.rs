@@ -5,7 +5,6 @@
 
 use crate::dispatch::{Flow, Hooks, dispatch};
 use crate::mutation::check;
-use crate::mutation::mutants::MutationCheck;
 use crate::plan::{ProofPlanInput, plan_proof};
 use crate::progress::{ProgressSink, ProofEvent};
 use crate::source::{self, CandidateSpec, Change, SourceError};
@@ -48,8 +47,6 @@ pub struct ProofRequest {
 
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
-    #[error("failed to encode the mutation check into the evidence")]
-    EncodeMutationCheck(#[source] serde_json::Error),
     #[error(transparent)]
     Source(#[from] SourceError),
     #[error("invalid test glob {glob:?}")]
@@ -372,14 +369,13 @@ pub fn detect_runner_in(
 }
 
 /// What a proof yields: its proving jobs' results in plan order and the evidence, which holds
-/// the mutation check when one ran (typed here too, for the summary).
+/// the mutation check when one ran.
 pub struct ProofRun {
     pub results: Vec<JobResult>,
     /// When each proving job's result arrived, in plan order, in milliseconds after the
     /// proof's clock started.
     pub finished_at_ms: Vec<u64>,
     pub evidence: Evidence,
-    pub mutation_check: Option<MutationCheck>,
 }
 
 /// The one proof pipeline: the proving jobs, the verdicts and the evidence, then for a proven
@@ -395,20 +391,16 @@ pub async fn run_proof(
 ) -> Result<ProofRun, EngineError> {
     let (results, finished_at_ms) = run_jobs(&proof.jobs, queue, slots, progress, clock).await?;
     let mut evidence = conclude(proof, &results, &finished_at_ms, started, clock);
-    let mutation_check = match &proof.mutation {
-        Some(setup) if evidence.verdict == Verdict::Proven => {
-            let check = check::run_check(proof, setup, queue, slots, progress).await?;
-            evidence.mutation_check =
-                Some(serde_json::to_value(&check).map_err(EngineError::EncodeMutationCheck)?);
-            Some(check)
-        }
-        _ => None,
-    };
+    if let Some(setup) = &proof.mutation
+        && evidence.verdict == Verdict::Proven
+    {
+        let check = check::run_check(proof, setup, queue, slots, progress).await?;
+        evidence.mutation_check = Some(check);
+    }
     Ok(ProofRun {
         results,
         finished_at_ms,
         evidence,
-        mutation_check,
     })
 }
 

@@ -6,16 +6,15 @@ use super::{
     ticks, tone,
 };
 use assay_common::evidence::{Evidence, JobEvidence};
+use assay_common::mutation_check::{MutantOutcome, MutationCheck};
 use assay_common::verdict::{SideEvidence, SideOutcome};
-use assay_engine::mutation::mutants::{MutantOutcome, MutationCheck};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-/// What the proof report is drawn from: the evidence (its `mutation_check` parsed), the
+/// What the proof report is drawn from: the evidence (with its mutation check), the
 /// artifacts that could be read, and candidate files by path (for survivors' diffs).
 pub struct ProofInput<'a> {
     pub evidence: &'a Evidence,
-    pub check: Option<&'a MutationCheck>,
     pub artifacts: &'a Artifacts,
     pub sources: &'a BTreeMap<String, String>,
 }
@@ -49,7 +48,7 @@ pub fn render(input: &ProofInput<'_>) -> String {
     body.push_str(&criteria_table(e));
     body.push_str("<h2>Jobs over time</h2>");
     body.push_str(&timeline(&e.jobs));
-    if let Some(check) = input.check {
+    if let Some(check) = &e.mutation_check {
         body.push_str(&mutation_section(check, input.sources));
     }
     body.push_str(&jobs_section(&e.jobs, input.artifacts));
@@ -607,7 +606,6 @@ mod tests {
         evidence.jobs[0].kind = "<script>alert(1)</script>".into();
         let html = render(&ProofInput {
             evidence: &evidence,
-            check: None,
             artifacts: &Artifacts::new(),
             sources: &BTreeMap::new(),
         });

@@ -3,19 +3,8 @@
 
 use super::{Artifacts, artifact_block, badge, count, esc, page, seconds, stat, tone};
 use assay_common::suite::{CaseOutcome, CaseReport, SuiteReport};
-use assay_engine::suite::history::RunRecord;
+use assay_common::suite_history::RunRecord;
 use std::fmt::Write as _;
-
-/// The runs the report's `history.recent` lists, oldest first (empty for reports written
-/// before it was kept).
-pub fn recent_runs(report: &SuiteReport) -> Vec<RunRecord> {
-    report
-        .history
-        .get("recent")
-        .cloned()
-        .and_then(|v| serde_json::from_value(v).ok())
-        .unwrap_or_default()
-}
 
 fn case_status(case: &CaseReport) -> &'static str {
     if case.quarantined {
@@ -32,7 +21,8 @@ fn case_status(case: &CaseReport) -> &'static str {
 
 pub fn render(report: &SuiteReport, artifacts: &Artifacts) -> String {
     let t = &report.totals;
-    let runs = recent_runs(report);
+    // Oldest first, this run last (empty for reports written before they were kept).
+    let runs = &report.history.recent;
     let mut body = String::new();
     let _ = write!(
         body,
@@ -42,12 +32,12 @@ pub fn render(report: &SuiteReport, artifacts: &Artifacts) -> String {
          <span>runner <b>{}</b></span><span>{}</span><span>started {}</span></div>\
          <div class=\"stats\" id=\"totals\">{}{}{}{}{}{}</div></div></div>",
         esc(&report.run_id),
-        tone(&report.status),
-        esc(&report.status.to_uppercase().replace('_', " ")),
+        tone(report.status.label()),
+        esc(&report.status.label().to_uppercase().replace('_', " ")),
         esc(&report.repository),
         esc(&report.branch),
         esc(&report.revision.chars().take(10).collect::<String>()),
-        esc(&report.runner),
+        esc(&report.runner.to_string()),
         seconds(report.duration_s),
         esc(&report.started_at),
         stat(t.passed, "passed", "good"),
@@ -74,7 +64,7 @@ pub fn render(report: &SuiteReport, artifacts: &Artifacts) -> String {
     }
     body.push_str(&alerts(report));
     body.push_str("<h2>Trend of the last runs</h2>");
-    body.push_str(&trend(&runs));
+    body.push_str(&trend(runs));
     body.push_str(&cases_section(report, artifacts));
     page(
         &format!("Assay test run {}: {}", report.run_id, report.status),
@@ -83,16 +73,13 @@ pub fn render(report: &SuiteReport, artifacts: &Artifacts) -> String {
 }
 
 fn alerts(report: &SuiteReport) -> String {
-    let Some(list) = report.history.get("alerts").and_then(|a| a.as_array()) else {
-        return String::new();
-    };
+    let list = &report.history.alerts;
     if list.is_empty() {
         return "<p class=\"note\" id=\"alerts\">no alerts against the previous run</p>".into();
     }
     let mut out = String::from("<h2>Alerts</h2><table id=\"alerts\">");
     for alert in list {
-        let field = |name: &str| alert.get(name).and_then(|v| v.as_str()).unwrap_or("");
-        let severity = field("severity");
+        let severity = alert.severity.as_str();
         let _ = write!(
             out,
             "<tr class=\"alert\"><td><span class=\"badge {}\">{}</span></td><td><b>{}</b></td><td>{}</td></tr>",
@@ -102,8 +89,8 @@ fn alerts(report: &SuiteReport) -> String {
                 "warn"
             },
             esc(severity),
-            esc(field("type")),
-            esc(field("detail"))
+            esc(&alert.kind),
+            esc(&alert.detail)
         );
     }
     out.push_str("</table>");
@@ -337,7 +324,9 @@ fn cases_section(report: &SuiteReport, artifacts: &Artifacts) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use assay_common::suite::{Lane, SuiteTotals};
+    use assay_common::runner::RunnerKind;
+    use assay_common::suite::{Ending, Lane, SuiteRunner, SuiteTotals};
+    use assay_common::suite_history::HistoryReport;
 
     fn case(display: &str, outcome: CaseOutcome, quarantined: bool) -> CaseReport {
         CaseReport {
@@ -354,15 +343,15 @@ mod tests {
         }
     }
 
-    fn report(history: serde_json::Value) -> SuiteReport {
+    fn report(history: HistoryReport) -> SuiteReport {
         SuiteReport {
             schema: "assay.test/v1".into(),
             run_id: "t-1".into(),
-            status: "failed".into(),
+            status: Ending::Failed,
             repository: "/src/invoice".into(),
             branch: "main".into(),
             revision: "0".repeat(40),
-            runner: "pytest".into(),
+            runner: SuiteRunner::Kind(RunnerKind::Pytest),
             started_at: "2026-11-29T23:33:49Z".into(),
             duration_s: 1.5,
             totals: SuiteTotals {
@@ -387,7 +376,7 @@ mod tests {
 
     #[test]
     fn cases_group_by_status_with_a_quarantined_failure_apart_and_names_escaped() {
-        let mut report = report(serde_json::Value::Null);
+        let mut report = report(HistoryReport::default());
         report.cases[2].cached = Some(assay_common::suite::CachedCase {
             entry: "7c".repeat(32),
             run_id: "t-1796113691-2063badd71c04e95".into(),
@@ -426,11 +415,13 @@ mod tests {
             })
         };
         let history = serde_json::json!({
+            "file": "/state/history/invoice/main.json", "new_failures": 0, "newly_failing": [],
+            "coverage_drop": 0.0,
             "alerts": [{"severity": "warning", "type": "regression", "detail": "1 new <failure>"}],
             "recent": [run(3, 0, 1.0), run(2, 1, 2.0), run(3, 0, 1.5)],
         });
-        let report = report(history);
-        assert_eq!(recent_runs(&report).len(), 3);
+        let report = report(serde_json::from_value(history).unwrap());
+        assert_eq!(report.history.recent.len(), 3);
         let html = render(&report, &Artifacts::new());
         assert_eq!(html.matches("class=\"run-passed\"").count(), 3);
         assert_eq!(html.matches("class=\"run-failed\"").count(), 1);

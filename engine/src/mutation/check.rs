@@ -1,7 +1,8 @@
 //! The mutation check of a proven proof: finds the change's changed product lines with git2,
 //! plans mutants on them, runs the proving tests once unmutated and then once per mutant
 //! through the proof's own job queue (so mutants run `--jobs` at a time, or fan out on a
-//! fleet), and judges each mutant. Report only: nothing here touches a verdict.
+//! fleet), and judges each mutant. Report only: nothing here touches a verdict. What it
+//! yields is the evidence's record, [`assay_common::mutation_check::MutationCheck`].
 
 use crate::dispatch::{Admit, Flow, Hooks, dispatch, run_one};
 use crate::mutation::mutants::budget::MutantTimeout;
@@ -9,7 +10,7 @@ use crate::mutation::mutants::judge::{Expected, Judgement, compile_error, judge_
 use crate::mutation::mutants::language;
 use crate::mutation::mutants::{
     self, ChangedFile, DEFAULT_MUTANTS_PER_FILE, ExcludedFile, ExclusionReason, MutantOutcome,
-    MutationCheck, MutationPlan, NotRunReason, OperatorSet,
+    MutantRecord, MutationCheck, MutationPlan, NotRunReason, OperatorSet, Survivor,
 };
 use crate::progress::{ProgressSink, ProofEvent};
 use crate::proof::PreparedProof;
@@ -17,6 +18,7 @@ use crate::source::{self, SourceError};
 use assay_common::criteria::TestSelector;
 use assay_common::job::{ByteEdit, JobKind, JobResult, JobSpec, JobStatus, Side};
 use assay_common::manifest::ManifestJob;
+use assay_common::mutation_check as published;
 use assay_common::mutation_plan::MutationSetup;
 use assay_common::runner::ReportFormat;
 use assay_common::{JobId, TreeId};
@@ -222,6 +224,77 @@ fn job(
     }
 }
 
+/// The check's result as the evidence publishes it. The check assembles and judges with the
+/// mutants module's own types; every field and variant is named here, so one added there does
+/// not compile until the published record says how it is written.
+pub fn publish(check: MutationCheck) -> published::MutationCheck {
+    let MutationCheck {
+        budget_s,
+        unmutated_s,
+        proving_tests,
+        killed,
+        survived,
+        not_run,
+        mutants,
+        survivors,
+        skipped,
+        excluded_files,
+        notes,
+    } = check;
+    let outcome = |outcome| match outcome {
+        MutantOutcome::Killed {
+            by,
+            timed_out,
+            reason,
+        } => published::MutantOutcome::Killed {
+            by,
+            timed_out,
+            reason,
+        },
+        MutantOutcome::Survived => published::MutantOutcome::Survived,
+        MutantOutcome::NotRun { reason } => published::MutantOutcome::NotRun { reason },
+    };
+    let survivor = |survivor| {
+        let Survivor {
+            test,
+            mutant_id,
+            path,
+            line,
+            description,
+            message,
+        } = survivor;
+        published::Survivor {
+            test,
+            mutant_id,
+            path,
+            line,
+            description,
+            message,
+        }
+    };
+    published::MutationCheck {
+        budget_s,
+        unmutated_s,
+        proving_tests,
+        killed,
+        survived,
+        not_run,
+        mutants: mutants
+            .into_iter()
+            .map(
+                |MutantRecord { mutant, outcome: o }| published::MutantRecord {
+                    mutant,
+                    outcome: outcome(o),
+                },
+            )
+            .collect(),
+        survivors: survivors.into_iter().map(survivor).collect(),
+        skipped,
+        excluded_files,
+        notes,
+    }
+}
+
 /// Runs the mutation check `setup` of a proven proof, with at most `slots` jobs in flight on
 /// `queue`. What could not run is `not_run` with its reason, or a note; it fails only when
 /// the queue's result stream closes (the proof was cancelled).
@@ -235,7 +308,7 @@ pub async fn run_check(
     queue: &dyn JobQueue,
     slots: usize,
     progress: &dyn ProgressSink,
-) -> Result<MutationCheck, QueueError> {
+) -> Result<published::MutationCheck, QueueError> {
     let started = Instant::now();
     let budget = Duration::from_secs(setup.budget_secs);
     let tests = proving_tests(proof);
@@ -243,7 +316,7 @@ pub async fn run_check(
     let assemble = |plan: MutationPlan, outcomes, unmutated, note: Option<String>| {
         let mut check = MutationCheck::assemble(plan, outcomes, names.clone(), budget, unmutated);
         check.notes.extend(note);
-        check
+        publish(check)
     };
     if let Some(why) = &setup.planning_error {
         let note = format!("failed to plan mutants: {why}");
@@ -499,6 +572,80 @@ mod tests {
         );
         let skipped = unmutated_run(0, report(vec![case("test_parse", Outcome::Skipped)]));
         assert_eq!(judged(&skipped), Err("the run executed zero tests".into()));
+    }
+
+    #[test]
+    fn the_published_check_is_written_and_read_as_the_checks_own_record_was() {
+        let source = "def page_count(total, size):\n    if size <= 0:\n        raise ValueError(size)\n    pages = total // size\n    if total % size > 0:\n        pages += 1\n    return pages\n";
+        let file = ChangedFile {
+            path: "pager/__init__.py".into(),
+            bytes: source.as_bytes().to_vec(),
+            changed_lines: (1..=7).collect(),
+        };
+        let mut plan = mutants::plan_mutants_in(
+            language::of_check(assay_common::runner::RunnerKind::Pytest),
+            &[file],
+            Some(DEFAULT_MUTANTS_PER_FILE),
+            OperatorSet::Default,
+        );
+        plan.skipped.push(assay_common::mutation_plan::SkippedSite {
+            path: "pager/__init__.py".into(),
+            line: 7,
+            operator: assay_common::mutation_plan::Operator::ReturnConstant,
+            description: "`return None`".into(),
+            reason: "returns the constant already".into(),
+        });
+        plan.excluded_files.push(ExcludedFile {
+            path: "tests/test_pager.py".into(),
+            reason: ExclusionReason::TestFile,
+            note: "a test file: the tests are what the check measures".into(),
+        });
+        assert!(plan.mutants.len() >= 4, "{plan:#?}");
+        let proving = vec!["test_partial_last_page_is_counted".to_owned()];
+        let outcomes = vec![
+            MutantOutcome::Killed {
+                by: proving.clone(),
+                timed_out: false,
+                reason: None,
+            },
+            MutantOutcome::Killed {
+                by: Vec::new(),
+                timed_out: true,
+                reason: Some("the session crashed".into()),
+            },
+            MutantOutcome::Survived,
+            MutantOutcome::NotRun {
+                reason: NotRunReason::NoTestRan.to_string(),
+            },
+        ];
+        let mut check = MutationCheck::assemble(
+            plan,
+            outcomes,
+            proving,
+            Duration::from_secs(900),
+            Some(Duration::from_millis(420)),
+        );
+        check.notes.push("a note".into());
+        // How the evidence held it before it had a type of its own.
+        let written_before = serde_json::to_value(&check).unwrap();
+        let published = publish(check);
+        assert_eq!(serde_json::to_value(&published).unwrap(), written_before);
+        let read: published::MutationCheck =
+            serde_json::from_value(written_before.clone()).unwrap();
+        assert_eq!(read, published);
+        assert!(!read.survivors.is_empty() && !read.skipped.is_empty());
+        let unfinished = MutationCheck::assemble(
+            MutationPlan::default(),
+            Vec::new(),
+            Vec::new(),
+            Duration::from_secs(60),
+            None,
+        );
+        let written_before = serde_json::to_value(&unfinished).unwrap();
+        assert_eq!(
+            serde_json::to_value(publish(unfinished)).unwrap(),
+            written_before
+        );
     }
 
     fn git(dir: &Path, args: &[&str]) -> String {

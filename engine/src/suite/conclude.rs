@@ -62,16 +62,7 @@ pub struct RunCounts {
     pub skipped: u64,
 }
 
-/// How a run ends, which is its exit lane.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Ending {
-    /// Every case passed or was skipped (quarantined failures do not count).
-    Passed,
-    /// Test failures or errors, a selection-audit violation, or a command whose status failed.
-    Failed,
-    /// An infrastructure failure or a halt stopped admission.
-    Aborted,
-}
+pub use assay_common::suite::Ending;
 
 /// A suite run decided.
 #[derive(Clone, Debug)]
@@ -109,15 +100,6 @@ impl SuiteOutcome {
     pub fn fail_audit(&mut self) {
         if self.status == SuiteStatus::Passing {
             self.status = SuiteStatus::Failing;
-        }
-    }
-
-    /// The report's `status`.
-    pub fn status_text(&self) -> &'static str {
-        match self.ending() {
-            Ending::Passed => "passed",
-            Ending::Failed => "failed",
-            Ending::Aborted => "infrastructure_aborted",
         }
     }
 

@@ -6,6 +6,7 @@ use assay_common::TreeId;
 use assay_common::job::{JobResult, JobStatus};
 use assay_common::outcome::{Outcome, ReportOutcome};
 use assay_common::report::summary::SuiteStatus;
+pub use assay_common::suite_history::{Alert, RunRecord};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -48,44 +49,6 @@ pub struct CaseList {
     pub tree: Option<TreeId>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RunRecord {
-    pub timestamp: String,
-    pub run_id: String,
-    pub total: u64,
-    pub passed: u64,
-    pub failed: u64,
-    pub skipped: u64,
-    pub coverage_pct: Option<f64>,
-    /// The run's wall time in seconds; absent in runs recorded before it was kept.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub duration_s: Option<f64>,
-    pub status: SuiteStatus,
-    pub status_detail: Option<String>,
-    /// Of `total`, the cases the result cache answered: counted with the run's outcomes (they
-    /// are this tree's), but they ran in no job of it, so their durations were not recorded.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub cached: u64,
-    /// `max(0, failed - previous failed)`, written every run.
-    pub new_failures: u64,
-    /// `max(0, previous coverage - coverage)` in points, written every run.
-    pub coverage_drop: f64,
-    pub failed_cases: Vec<String>,
-    /// Cases failing now that did not fail in the run compared against.
-    pub newly_failing: Vec<String>,
-    pub alerts: Vec<Alert>,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Alert {
-    pub severity: String,
-    #[serde(rename = "type")]
-    pub kind: String,
-    pub detail: String,
-}
-
 /// What a finished run contributes to history.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RunSummary {
@@ -102,10 +65,6 @@ pub struct RunSummary {
     /// Cases answered from the result cache.
     pub cached: u64,
     pub failed_cases: Vec<String>,
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
 }
 
 impl RunSummary {

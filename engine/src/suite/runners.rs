@@ -11,40 +11,9 @@ use assay_common::manifest::ManifestJob;
 use assay_common::runner::{self, ListingFormat, ReportFormat, RunnerKind, SuiteCases};
 use assay_common::suite::{CaseScope, SuiteCase};
 use std::collections::BTreeMap;
-use std::fmt;
 use std::path::Path;
-use std::str::FromStr;
 
-/// A runner as `assay test` knows it: one of the proof engine's, or a bare command.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SuiteRunner {
-    Kind(RunnerKind),
-    /// `--runner command`: one case judged by its exit status; counts and coverage come from
-    /// its output through the summary patterns.
-    Command,
-}
-
-impl fmt::Display for SuiteRunner {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Kind(kind) => kind.fmt(f),
-            Self::Command => f.write_str("command"),
-        }
-    }
-}
-
-impl FromStr for SuiteRunner {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        if s == "command" {
-            return Ok(Self::Command);
-        }
-        s.parse::<RunnerKind>()
-            .map(Self::Kind)
-            .map_err(|e| format!("{e}, or command"))
-    }
-}
+pub use assay_common::suite::SuiteRunner;
 
 /// Where a runner's cases come from.
 pub enum Listing {

@@ -1,0 +1,153 @@
+//! The documents Assay publishes, read as files written before their fields had types of
+//! their own (fixtures written by `assay prove --json` and `assay test --json`): each reads and
+//! is written back byte for byte, and what does not match its type is refused, naming the
+//! field.
+
+use assay_common::evidence::Evidence;
+
+const EVIDENCE: &str = include_str!("fixtures/evidence-with-mutation-check.json");
+
+fn edited(document: &str, edit: impl FnOnce(&mut serde_json::Value)) -> String {
+    let mut value: serde_json::Value = serde_json::from_str(document).unwrap();
+    edit(&mut value);
+    value.to_string()
+}
+
+#[test]
+fn evidence_with_a_mutation_check_reads_and_writes_back_byte_for_byte() {
+    let evidence: Evidence = serde_json::from_str(EVIDENCE).expect("the evidence reads");
+    let check = evidence.mutation_check.as_ref().expect("it has a check");
+    assert_eq!((check.killed, check.mutants.len()), (5, 5));
+    assert_eq!(serde_json::to_string_pretty(&evidence).unwrap(), EVIDENCE);
+    let without = edited(EVIDENCE, |v| {
+        v.as_object_mut().unwrap().remove("mutation_check");
+    });
+    let evidence: Evidence = serde_json::from_str(&without).expect("a check is optional");
+    assert!(evidence.mutation_check.is_none());
+    assert!(
+        !serde_json::to_string(&evidence)
+            .unwrap()
+            .contains("mutation_check")
+    );
+}
+
+#[test]
+fn evidence_whose_mutation_check_does_not_match_is_refused_naming_it() {
+    let refused = |edit: fn(&mut serde_json::Value)| {
+        serde_json::from_str::<Evidence>(&edited(EVIDENCE, edit))
+            .unwrap_err()
+            .to_string()
+    };
+    let wrong_type = refused(|v| v["mutation_check"] = "all killed".into());
+    assert!(
+        wrong_type.starts_with(
+            "mutation_check: invalid type: string \"all killed\", expected struct MutationCheck"
+        ),
+        "{wrong_type}"
+    );
+    let unknown_outcome = refused(|v| {
+        v["mutation_check"]["mutants"][0]["outcome"]["status"] = "exploded".into();
+    });
+    assert!(
+        unknown_outcome.starts_with("mutation_check: unknown variant `exploded`"),
+        "{unknown_outcome}"
+    );
+    let missing = refused(|v| {
+        v["mutation_check"]
+            .as_object_mut()
+            .unwrap()
+            .remove("killed");
+    });
+    assert!(
+        missing.starts_with("mutation_check: missing field `killed`"),
+        "{missing}"
+    );
+    let negative = refused(|v| v["mutation_check"]["budget_s"] = (-1).into());
+    assert!(
+        negative.starts_with("mutation_check: invalid value"),
+        "{negative}"
+    );
+}
+
+#[test]
+fn evidence_of_another_schema_is_refused_naming_it() {
+    let err = serde_json::from_str::<Evidence>(&edited(EVIDENCE, |v| {
+        v["schema"] = "assay.proof/v2".into();
+    }))
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.starts_with(r#"schema: "assay.proof/v2" is not "assay.proof/v1""#),
+        "{err}"
+    );
+}
+
+const SUITE_REPORT: &str = include_str!("fixtures/suite-report-failed.json");
+
+#[test]
+fn a_suite_report_reads_typed_and_writes_back_byte_for_byte() {
+    use assay_common::runner::RunnerKind;
+    use assay_common::suite::{Ending, SuiteReport, SuiteRunner};
+    let report: SuiteReport = serde_json::from_str(SUITE_REPORT).expect("the report reads");
+    assert_eq!(report.status, Ending::Failed);
+    assert_eq!(report.runner, SuiteRunner::Kind(RunnerKind::Unittest));
+    assert_eq!(report.history.alerts[0].kind, "regression");
+    assert_eq!(report.history.recent.len(), 2);
+    assert_eq!(serde_json::to_string_pretty(&report).unwrap(), SUITE_REPORT);
+    for (status, ending) in [
+        ("passed", Ending::Passed),
+        ("failed", Ending::Failed),
+        ("infrastructure_aborted", Ending::Aborted),
+    ] {
+        let text = edited(SUITE_REPORT, |v| v["status"] = status.into());
+        let report: SuiteReport = serde_json::from_str(&text).unwrap();
+        assert_eq!(report.status, ending);
+        assert_eq!(serde_json::to_value(&report).unwrap()["status"], status);
+    }
+    let command = edited(SUITE_REPORT, |v| v["runner"] = "command".into());
+    let report: SuiteReport = serde_json::from_str(&command).unwrap();
+    assert_eq!(report.runner, SuiteRunner::Command);
+    assert_eq!(serde_json::to_value(&report).unwrap()["runner"], "command");
+}
+
+#[test]
+fn a_suite_report_that_does_not_match_is_refused_naming_the_field() {
+    let refused = |edit: fn(&mut serde_json::Value)| {
+        serde_json::from_str::<assay_common::suite::SuiteReport>(&edited(SUITE_REPORT, edit))
+            .unwrap_err()
+            .to_string()
+    };
+    let status = refused(|v| v["status"] = "passing".into());
+    assert!(
+        status.starts_with(
+            "status: unknown variant `passing`, expected one of `passed`, `failed`, `infrastructure_aborted`"
+        ),
+        "{status}"
+    );
+    let not_a_string = refused(|v| v["status"] = 0.into());
+    assert!(
+        not_a_string.starts_with("status: invalid type"),
+        "{not_a_string}"
+    );
+    let runner = refused(|v| v["runner"] = "maven".into());
+    assert!(
+        runner.starts_with("runner: ") && runner.contains("maven") && runner.contains("or command"),
+        "{runner}"
+    );
+    let history = refused(|v| v["history"] = "none".into());
+    assert!(
+        history
+            .starts_with(r#"history: invalid type: string "none", expected struct HistoryReport"#),
+        "{history}"
+    );
+    let alert = refused(|v| v["history"]["alerts"][0]["colour"] = "red".into());
+    assert!(
+        alert.starts_with("history: unknown field `colour`"),
+        "{alert}"
+    );
+    let schema = refused(|v| v["schema"] = "assay.test/v2".into());
+    assert!(
+        schema.starts_with(r#"schema: "assay.test/v2" is not "assay.test/v1""#),
+        "{schema}"
+    );
+}

@@ -42,6 +42,16 @@ pub struct ServiceArgs {
     /// [env: ASSAY_SHUTDOWN_GRACE_SECS].
     #[arg(long, value_name = "SECS")]
     pub shutdown_grace: Option<u64>,
+    /// Workers: an environment variable jobs receive from the worker's own environment
+    /// (repeatable; names only, e.g. RUSTUP_HOME for a rustup toolchain). Jobs get a clean
+    /// environment otherwise [env: ASSAY_PASS_ENV, names separated by commas].
+    #[arg(
+        long = "pass-env",
+        value_name = "NAME",
+        env = "ASSAY_PASS_ENV",
+        value_delimiter = ','
+    )]
+    pub pass_env: Vec<String>,
     #[command(flatten)]
     pub nats_auth: crate::nats_flags::NatsFlags,
 }
@@ -106,7 +116,9 @@ pub async fn run_coordinator(args: &ServiceArgs) -> Result<u8, Failure> {
 
 pub async fn run_worker(args: &ServiceArgs) -> Result<u8, Failure> {
     let service = service_config(args)?;
-    worker::serve(WorkerConfig::new(service), sigterm())
+    let mut config = WorkerConfig::new(service);
+    config.pass_env = args.pass_env.clone();
+    worker::serve(config, sigterm())
         .await
         .map_err(|e| Failure::infrastructure(e.into()))?;
     Ok(0)

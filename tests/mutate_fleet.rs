@@ -234,3 +234,124 @@ fn mutants_run_on_the_fleet_reach_the_verdicts_of_an_embedded_run() {
         worker.log()
     );
 }
+
+/// A one-file crate: `pages` is tested, `is_past_end`'s body as `true` survives its only test,
+/// and `Book` has no `Default`.
+fn pager_crate() -> support::Repo {
+    let repo = support::Repo::new();
+    repo.write(
+        "Cargo.toml",
+        "[package]\nname = \"pager\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    )
+    .write(
+        "src/lib.rs",
+        "/// Pages needed for `items` at `per` a page.\n///\n/// ```\n/// assert_eq!(pager::pages(7, 3), 3);\n/// ```\npub fn pages(items: u32, per: u32) -> u32 {\n    items.div_ceil(per)\n}\n\npub fn is_past_end(page: u32, last: u32) -> bool {\n    page > last\n}\n\npub struct Book(pub u32);\n\npub fn book(pages: u32) -> Book {\n    Book(pages)\n}\n\n#[cfg(test)]\nmod tests {\n    use super::*;\n\n    #[test]\n    fn counts_pages() {\n        assert_eq!(pages(10, 5), 2);\n        assert_eq!(book(3).0, 3);\n    }\n\n    #[test]\n    fn far_past_the_end() {\n        assert!(is_past_end(9, 3));\n    }\n}\n",
+    )
+    .write(".gitignore", "/target\n");
+    repo.commit("pager");
+    repo
+}
+
+#[test]
+fn a_crate_built_once_on_the_fleet_reaches_the_verdicts_of_an_embedded_run() {
+    let repo = pager_crate();
+    let out = tempfile::tempdir().expect("temp dir");
+    // cargo's rustup proxy finds its toolchains through RUSTUP_HOME, which the sandbox masks.
+    let mut toolchain: Vec<(String, String)> = Vec::new();
+    let mut pass: Vec<&str> = Vec::new();
+    if let Some(home) = support::rustup_home() {
+        let home = home.display().to_string();
+        toolchain.push(("RUSTUP_HOME".into(), home.clone()));
+        toolchain.push(("ASSAY_SANDBOX_EXPOSE".into(), home));
+        pass = vec!["--pass-env", "RUSTUP_HOME"];
+    }
+    let embedded_store = format!("file://{}", out.path().join("store").display());
+    let mut args = vec![
+        "--runner",
+        "cargo",
+        "--test-command",
+        "cargo test",
+        "--store",
+    ];
+    args.push(&embedded_store);
+    args.extend(&pass);
+    let embedded = mutate(&repo, &out.path().join("embedded"), &args, &toolchain);
+    assert_eq!(embedded.code, 5, "{}", embedded.explain());
+    let embedded_report = embedded.evidence.clone().expect("embedded report");
+    assert!(
+        embedded_report["assay"]["schemata"]["held"]
+            .as_u64()
+            .is_some_and(|n| n > 0),
+        "built once: {:#}",
+        embedded_report["assay"]
+    );
+
+    let nats: ServerGuard = start_nats();
+    let s3 = start_s3(BUCKET);
+    let url = format!("nats://127.0.0.1:{}", nats.port);
+    let store = format!("s3://{BUCKET}");
+    let mut env = s3_env(s3.port);
+    env.push(("ASSAY_STORE".into(), store.clone()));
+    env.push(("ASSAY_NATS_URL".into(), url.clone()));
+    let logs = out.path();
+    let coordinator = Service::start(
+        &["coordinator"],
+        &env,
+        logs.join("coordinator.log"),
+        "coordinator started",
+    );
+    let mut worker_env = env.clone();
+    worker_env.extend(toolchain.iter().cloned());
+    worker_env.push((
+        "ASSAY_TREE_CACHE_DIR".into(),
+        logs.join("worker-trees").display().to_string(),
+    ));
+    let mut worker_args = vec!["worker", "--slots", "2", "--sandbox", "process"];
+    worker_args.extend(&pass);
+    let worker = Service::start(
+        &worker_args,
+        &worker_env,
+        logs.join("worker.log"),
+        "worker started",
+    );
+    let fleet = mutate(
+        &repo,
+        &out.path().join("fleet"),
+        &[
+            "--runner",
+            "cargo",
+            "--test-command",
+            "cargo test",
+            "--cluster",
+            &url,
+            "--store",
+            &store,
+        ],
+        &s3_env(s3.port),
+    );
+    assert_eq!(
+        fleet.code,
+        5,
+        "{}\ncoordinator:\n{}\nworker:\n{}",
+        fleet.explain(),
+        coordinator.log(),
+        worker.log()
+    );
+    let fleet_report = fleet.evidence.clone().expect("fleet report");
+    let expected = statuses(&embedded_report);
+    let kinds: Vec<&str> = expected.iter().map(|(_, s)| s.as_str()).collect();
+    for status in ["Killed", "Survived", "CompileError"] {
+        assert!(kinds.contains(&status), "no {status} mutant: {expected:?}");
+    }
+    assert_eq!(statuses(&fleet_report), expected, "per-mutant statuses");
+    assert_eq!(
+        fleet_report["assay"]["schemata"]["held"],
+        embedded_report["assay"]["schemata"]["held"]
+    );
+    // The build and every run happened on the worker: the executables travelled through S3.
+    assert!(
+        worker.log().matches("job finished").count() > expected.len(),
+        "{}",
+        worker.log()
+    );
+}

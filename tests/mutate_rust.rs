@@ -1,8 +1,10 @@
 //! `assay mutate` on a Rust crate with real cargo builds: a one-file crate with no dependencies,
-//! built in the test and mutated through the runner detected from its Cargo.toml, a build per
-//! mutant; a killed, a surviving, a timed-out and a non-compiling mutant, checked in the
-//! Stryker document field by field and in the HTML report; the red-baseline gate; a test
-//! that forges a failed build; and one member of a workspace.
+//! built in the test and mutated through the runner detected from its Cargo.toml, built once
+//! for all its mutants (the schemata); a killed, a surviving, a timed-out and a non-compiling
+//! mutant, checked in the Stryker document field by field and in the HTML report; the same
+//! statuses, mutant by mutant, with a build per mutant, doc tests included; a build that puts
+//! its executables outside the tree; the red-baseline gate; a test that forges a failed build;
+//! and one member of a workspace.
 
 mod support;
 
@@ -75,6 +77,16 @@ fn crate_repo(tests: &str) -> Repo {
 /// `assay mutate` on `repo` with `cargo test` (libtest's names, whether or not nextest is
 /// installed), the runner left to detection; the Stryker JSON as the run's evidence.
 fn mutate(repo: &Repo, out_dir: &tempfile::TempDir, args: &[&str]) -> Run {
+    mutate_with(repo, out_dir, args, &[])
+}
+
+/// [`mutate`] with extra environment for the CLI.
+fn mutate_with(
+    repo: &Repo,
+    out_dir: &tempfile::TempDir,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Run {
     let json = out_dir.path().join("mutation.json");
     let mut command = assay();
     command
@@ -87,13 +99,14 @@ fn mutate(repo: &Repo, out_dir: &tempfile::TempDir, args: &[&str]) -> Run {
         .arg(format!("file://{}", out_dir.path().join("store").display()))
         .args(args)
         .env("ASSAY_STATE_DIR", out_dir.path().join("state"))
-        .env("XDG_CACHE_HOME", out_dir.path().join("cache"));
+        .env("XDG_CACHE_HOME", out_dir.path().join("cache"))
+        .envs(env.iter().copied());
     with_rust_toolchain(&mut command);
     run(command, Some(json))
 }
 
 #[test]
-fn a_crate_is_mutated_a_build_per_mutant_and_a_mutant_that_does_not_build_is_a_compile_error() {
+fn a_crate_is_built_once_for_its_mutants_and_a_mutant_that_does_not_build_is_a_compile_error() {
     let repo = crate_repo(UNIT_TESTS);
     let out_dir = tempfile::tempdir().expect("temp dir");
     let html = out_dir.path().join("mutation.html");
@@ -177,6 +190,23 @@ fn a_crate_is_mutated_a_build_per_mutant_and_a_mutant_that_does_not_build_is_a_c
             .as_str()
             .is_some_and(|r| r.starts_with("ran past its ")),
         "{hang:#}"
+    );
+
+    // Built once: every other mutant ran from the one build's executables; the one whose own
+    // code does not compile was judged by the schema build alone.
+    let schemata = &doc["assay"]["schemata"];
+    assert_eq!(schemata["held"], mutants.len() - 1, "{schemata:#}");
+    assert_eq!(schemata["unviable"], 1, "{schemata:#}");
+    assert_eq!(schemata["builds"], 2, "{schemata:#}");
+    assert_eq!(
+        schemata["builtAlone"],
+        serde_json::json!({}),
+        "{schemata:#}"
+    );
+    assert!(
+        run.stdout.contains("built once: "),
+        "the summary says so\n{}",
+        run.explain()
     );
 
     let count = |status: &str| mutants.iter().filter(|m| m["status"] == status).count();
@@ -337,5 +367,105 @@ fn a_workspace_member_named_as_a_path_is_the_only_one_mutated_and_the_whole_work
         0,
         "every mutant killed: exit 0\n{}",
         run.explain()
+    );
+}
+
+/// Each mutant's id and status.
+fn statuses(run: &Run) -> std::collections::BTreeMap<String, String> {
+    let doc = run
+        .evidence
+        .as_ref()
+        .unwrap_or_else(|| panic!("the Stryker document\n{}", run.explain()));
+    doc["files"]
+        .as_object()
+        .expect("files")
+        .values()
+        .flat_map(|f| f["mutants"].as_array().expect("mutants").iter())
+        .map(|m| {
+            (
+                m["id"].as_str().expect("id").to_owned(),
+                m["status"].as_str().expect("status").to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_schemata_give_every_mutant_the_status_a_build_of_its_own_gives_it_doc_tests_included() {
+    // `is_past_end`'s only test asks a page far past the end; its doc test asks one inside the
+    // book, so only the doc test kills the body `true`.
+    let library = LIBRARY.replace(
+        "/// Whether `page` lies past the last page.\n",
+        "/// Whether `page` lies past the last page.\n///\n/// ```\n/// assert!(!pager::is_past_end(2, 3));\n/// ```\n///\n/// ```should_panic\n/// assert!(pager::is_past_end(2, 3));\n/// ```\n",
+    );
+    assert_ne!(library, LIBRARY);
+    let repo = Repo::new();
+    repo.write("Cargo.toml", MANIFEST)
+        .write("src/lib.rs", &format!("{library}{UNIT_TESTS}"))
+        .write(".gitignore", "/target\n");
+    repo.commit("pager with doc tests");
+    let once_dir = tempfile::tempdir().expect("temp dir");
+    let once = mutate(&repo, &once_dir, &[]);
+    let alone_dir = tempfile::tempdir().expect("temp dir");
+    let alone = mutate_with(&repo, &alone_dir, &[], &[("ASSAY_MUTATE_SCHEMATA", "0")]);
+    let doc = once.evidence.as_ref().expect("the Stryker document");
+    assert!(
+        doc["assay"]["schemata"]["held"]
+            .as_u64()
+            .is_some_and(|n| n > 5),
+        "{:#}",
+        doc["assay"]["schemata"]
+    );
+    assert!(
+        alone.evidence.as_ref().expect("the Stryker document")["assay"]["schemata"].is_null(),
+        "the schemata are off"
+    );
+    let (once, alone) = (statuses(&once), statuses(&alone));
+    assert_eq!(once, alone, "the same status, mutant by mutant");
+    let body_true = doc["files"]["src/lib.rs"]["mutants"]
+        .as_array()
+        .expect("mutants")
+        .iter()
+        .find(|m| m["description"] == "`fn is_past_end` body -> `true`")
+        .expect("the mutant");
+    assert_eq!(
+        body_true["status"], "Killed",
+        "by the doc test: {body_true:#}"
+    );
+    assert!(
+        body_true["killedBy"].to_string().contains("src_lib_rs_"),
+        "{body_true:#}"
+    );
+    // The should_panic doc test still passes unmutated: nothing else is killed by it alone,
+    // and the baseline passed (the run reached its mutants).
+    assert!(once.values().any(|s| s == "Survived" || s == "Killed"));
+}
+
+#[test]
+fn a_build_that_puts_its_test_executables_outside_the_tree_builds_each_mutant_on_its_own() {
+    // The repository's own cargo configuration is hostile input: executables outside the job's
+    // tree are never read by the worker, so nothing runs from that build.
+    let repo = crate_repo(UNIT_TESTS);
+    repo.write(
+        ".cargo/config.toml",
+        "[build]\ntarget-dir = \"/tmp/pager-target-elsewhere\"\n",
+    );
+    repo.commit("target dir outside the tree");
+    let out_dir = tempfile::tempdir().expect("temp dir");
+    let run = mutate(&repo, &out_dir, &[]);
+    assert_eq!(run.code, 5, "a survivor: exit 5\n{}", run.explain());
+    let doc = run.evidence.as_ref().expect("the Stryker document");
+    let schemata = &doc["assay"]["schemata"];
+    assert_eq!(schemata["held"], 0, "{schemata:#}");
+    let note = schemata["note"]
+        .as_str()
+        .expect("why nothing ran from the build");
+    assert!(note.contains("lies outside the job's tree"), "{note}");
+    let statuses = statuses(&run);
+    assert!(statuses.values().any(|s| s == "Killed"), "{statuses:?}");
+    assert_eq!(
+        statuses.values().filter(|s| *s == "CompileError").count(),
+        1,
+        "{statuses:?}"
     );
 }

@@ -255,7 +255,9 @@ impl Index {
 
 /// The run job's script: cargo's messages on stdout, then each executable in its package's
 /// directory with the job's arguments, announced on stderr as cargo announces it, stopping at
-/// the first that fails (its exit code is the script's). Every name was checked by
+/// the first that fails (its exit code is the script's). The one that failed runs once more at
+/// once, announced again: its second block is the kill's confirmation
+/// ([`crate::report::libtest::RERUN_VARIANT`]), so no job of its own is needed for it. Every name was checked by
 /// [`Index::read`]; they are quoted all the same.
 pub fn script(index: &Index) -> String {
     let mut script = String::from(
@@ -270,8 +272,9 @@ pub fn script(index: &Index) -> String {
         let file = quote(&binary.file);
         let dir = quote(&binary.package_dir);
         script.push_str(&format!(
-            "printf '     Running %s (%s)\\n' {file} \"$here/bin/\"{file} >&2\n\
-             (cd \"$root/\"{dir} && CARGO_MANIFEST_DIR=\"$root/\"{dir} exec \"$here/bin/\"{file} \"$@\") || exit $?\n"
+            "run() {{ printf '     Running %s (%s)\\n' {file} \"$here/bin/\"{file} >&2\n\
+             (cd \"$root/\"{dir} && CARGO_MANIFEST_DIR=\"$root/\"{dir} exec \"$here/bin/\"{file} \"$@\"); }}\n\
+             run \"$@\" || {{ code=$?; run \"$@\"; exit $code; }}\n"
         ));
     }
     // Each doc test is a block of one, written here from its exit code (its own output is
@@ -370,6 +373,7 @@ not a message
         let script = script(&index);
         assert!(script.contains(r#"printf '%s\n' '{"executable":"pager-54c5","note":"it'\''s"}'"#));
         assert!(script.contains(r#"(cd "$root/"'crates/pager' && "#));
-        assert!(script.contains(r#"exec "$here/bin/"'pager-54c5' "$@") || exit $?"#));
+        assert!(script.contains(r#"exec "$here/bin/"'pager-54c5' "$@"); }"#));
+        assert!(script.contains(r#"run "$@" || { code=$?; run "$@"; exit $code; }"#));
     }
 }

@@ -121,7 +121,7 @@ pub fn pytest_pager_repo() -> Repo {
 
 /// Where rustup keeps the toolchains its `cargo` proxy runs, if cargo is installed that way.
 /// The process sandbox masks `$HOME`, so a run exposes it read-only and passes it on.
-fn rustup_home() -> Option<PathBuf> {
+pub fn rustup_home() -> Option<PathBuf> {
     std::env::var_os("RUSTUP_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".rustup")))

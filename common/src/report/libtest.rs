@@ -25,6 +25,11 @@ pub const FRAME_HEADER: &str = "assay.cargo-output/v1";
 /// The first line of a [`frame_nextest`]ed nextest run.
 pub const NEXTEST_FRAME_HEADER: &str = "assay.nextest-output/v1";
 
+/// The variant of a case from a test binary announced twice in a row: the run of prebuilt
+/// executables re-runs a binary that failed, at once, to confirm a mutant's kill in the same
+/// job (`test_binaries::script`). Cargo itself never runs one executable twice.
+pub const RERUN_VARIANT: &str = "assay-rerun";
+
 /// The suite of a doc test: its name is its file, item and line, and it is reported but not
 /// selectable by a criterion.
 pub const DOC_TEST_SUITE: &str = "doc-tests";
@@ -277,7 +282,19 @@ pub fn parse_cargo_output(stdout: &str, stderr: &str) -> ReportOutcome {
         ));
     }
     let mut report = TestReport::default();
+    let mut previous: Option<&str> = None;
     for (block, ran) in blocks.iter().zip(&ran) {
+        let rerun = match ran {
+            Ran::Binary(executable) => {
+                let again = previous == Some(executable.as_str());
+                previous = Some(executable.as_str());
+                again
+            }
+            Ran::DocTests(_) => {
+                previous = None;
+                false
+            }
+        };
         let (file, suite) = match ran {
             Ran::Binary(executable) => match executables.get(executable) {
                 Some(id) => (id.clone(), ""),
@@ -296,7 +313,12 @@ pub fn parse_cargo_output(stdout: &str, stderr: &str) -> ReportOutcome {
             ),
         };
         match parse_block(block, &file, suite) {
-            Ok(cases) => report.cases.extend(cases),
+            Ok(cases) => report.cases.extend(cases.into_iter().map(|mut case| {
+                if rerun {
+                    case.variant = Some(RERUN_VARIANT.to_owned());
+                }
+                case
+            })),
             Err(problem) => return problem,
         }
     }
@@ -660,6 +682,33 @@ test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; fini
             ReportOutcome::Parsed(report) => report,
             other => panic!("expected a parsed report, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_binary_announced_twice_in_a_row_is_a_rerun_and_nowhere_else() {
+        let first = BLOCKS.split("\n\n\nrunning 1 test").next().unwrap();
+        let stdout = format!("{ARTIFACTS}{first}\n\n{first}\n");
+        let stderr = "     Running unittests src/lib.rs (target/debug/deps/pager-54c5)\n     Running unittests src/lib.rs (target/debug/deps/pager-54c5)\n";
+        let report = parsed(parse_cargo_output(&stdout, stderr));
+        let variants: Vec<Option<&str>> =
+            report.cases.iter().map(|c| c.variant.as_deref()).collect();
+        assert_eq!(
+            variants,
+            [
+                None,
+                None,
+                None,
+                Some(RERUN_VARIANT),
+                Some(RERUN_VARIANT),
+                Some(RERUN_VARIANT)
+            ]
+        );
+        // Two different binaries are no rerun of each other.
+        let report = parsed(parse_framed(&frame(
+            format!("{ARTIFACTS}{BLOCKS}").as_bytes(),
+            STDERR.as_bytes(),
+        )));
+        assert!(report.cases.iter().all(|c| c.variant.is_none()));
     }
 
     #[test]

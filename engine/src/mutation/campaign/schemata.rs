@@ -267,6 +267,16 @@ pub(super) async fn build(
                 break None;
             }
         };
+        // Where the jobs run on a fleet, workers fetch trees from the store (an embedded run's
+        // worker reads the repository, and the archive costs little).
+        if let Err(e) = assay_transport::store_tree::upload_tree(store, &request.repo, &tree).await
+        {
+            outcome.note = Some(format!(
+                "the schema tree was not uploaded: {}",
+                error_chain(&e)
+            ));
+            break None;
+        }
         let mut job = spec(request, &tree, *index, command.clone());
         *index += 1;
         job.report = assay_common::runner::ReportFormat::CargoTestOutput;

@@ -15,8 +15,9 @@
 use assay_common::outcome::{CaseResult, Outcome, TestReport};
 use assay_common::runner::python_m_pytest;
 
-/// The variant (or variant suffix) that marks a re-run case.
-pub const RERUN_MARK: &str = "assay-rerun";
+/// The variant (or variant suffix) that marks a re-run case; a run of prebuilt Rust test
+/// executables marks its re-runs the same way.
+pub const RERUN_MARK: &str = assay_common::report::libtest::RERUN_VARIANT;
 
 /// Runs pytest with the re-run plugin: `PYTHON -c RERUN_SCRIPT PYTEST_ARGS…`.
 const RERUN_SCRIPT: &str = r#"

@@ -74,6 +74,63 @@ impl Drop for Service {
     }
 }
 
+/// A fleet on loopback: nats-server, an S3 server, one coordinator and one worker of two slots
+/// in the process sandbox, with `worker_env` and `worker_args` added to the worker's.
+struct Fleet {
+    url: String,
+    store: String,
+    s3_port: u16,
+    coordinator: Service,
+    worker: Service,
+    _nats: ServerGuard,
+    _s3: ServerGuard,
+}
+
+impl Fleet {
+    fn start(logs: &Path, worker_env: &[(String, String)], worker_args: &[&str]) -> Self {
+        let nats: ServerGuard = start_nats();
+        let s3 = start_s3(BUCKET);
+        let url = format!("nats://127.0.0.1:{}", nats.port);
+        let store = format!("s3://{BUCKET}");
+        let mut env = s3_env(s3.port);
+        env.push(("ASSAY_STORE".into(), store.clone()));
+        env.push(("ASSAY_NATS_URL".into(), url.clone()));
+        let coordinator = Service::start(
+            &["coordinator"],
+            &env,
+            logs.join("coordinator.log"),
+            "coordinator started",
+        );
+        let mut env = env.clone();
+        env.extend(worker_env.iter().cloned());
+        env.push((
+            "ASSAY_TREE_CACHE_DIR".into(),
+            logs.join("worker-trees").display().to_string(),
+        ));
+        let mut args = vec!["worker", "--slots", "2", "--sandbox", "process"];
+        args.extend(worker_args);
+        let worker = Service::start(&args, &env, logs.join("worker.log"), "worker started");
+        Self {
+            url,
+            store,
+            s3_port: s3.port,
+            coordinator,
+            worker,
+            _nats: nats,
+            _s3: s3,
+        }
+    }
+
+    /// What a failed run needs beside its own output.
+    fn logs(&self) -> String {
+        format!(
+            "coordinator:\n{}\nworker:\n{}",
+            self.coordinator.log(),
+            self.worker.log()
+        )
+    }
+}
+
 /// Runs `assay mutate` on `repo` with `extra`, writing the report and diffs under `out`.
 fn mutate(
     repo: &support::Repo,
@@ -172,45 +229,14 @@ fn mutants_run_on_the_fleet_reach_the_verdicts_of_an_embedded_run() {
     assert_eq!(embedded.code, 5, "{}", embedded.explain());
     let embedded_report = embedded.evidence.clone().expect("embedded report");
 
-    let nats: ServerGuard = start_nats();
-    let s3 = start_s3(BUCKET);
-    let url = format!("nats://127.0.0.1:{}", nats.port);
-    let store = format!("s3://{BUCKET}");
-    let mut env = s3_env(s3.port);
-    env.push(("ASSAY_STORE".into(), store.clone()));
-    env.push(("ASSAY_NATS_URL".into(), url.clone()));
-    let logs = out.path();
-    let coordinator = Service::start(
-        &["coordinator"],
-        &env,
-        logs.join("coordinator.log"),
-        "coordinator started",
-    );
-    let mut worker_env = env.clone();
-    worker_env.push((
-        "ASSAY_TREE_CACHE_DIR".into(),
-        logs.join("worker-trees").display().to_string(),
-    ));
-    let worker = Service::start(
-        &["worker", "--slots", "2", "--sandbox", "process"],
-        &worker_env,
-        logs.join("worker.log"),
-        "worker started",
-    );
+    let cluster = Fleet::start(out.path(), &[], &[]);
     let fleet = mutate(
         &repo,
         &out.path().join("fleet"),
-        &["--cluster", &url, "--store", &store],
-        &s3_env(s3.port),
+        &["--cluster", &cluster.url, "--store", &cluster.store],
+        &s3_env(cluster.s3_port),
     );
-    assert_eq!(
-        fleet.code,
-        5,
-        "{}\ncoordinator:\n{}\nworker:\n{}",
-        fleet.explain(),
-        coordinator.log(),
-        worker.log()
-    );
+    assert_eq!(fleet.code, 5, "{}\n{}", fleet.explain(), cluster.logs());
     let fleet_report = fleet.evidence.clone().expect("fleet report");
 
     let expected = statuses(&embedded_report);
@@ -227,11 +253,11 @@ fn mutants_run_on_the_fleet_reach_the_verdicts_of_an_embedded_run() {
     assert_eq!(summary_text(&fleet.stdout), summary_text(&embedded.stdout));
     // The baseline and every covered mutant ran on the worker, not in the CLI.
     let covered = kinds.iter().filter(|s| **s != "NoCoverage").count();
-    let ran = worker.log().matches("job finished").count();
+    let ran = cluster.worker.log().matches("job finished").count();
     assert!(
         ran > covered,
         "the worker logged {ran} finished jobs for {covered} covered mutants and the baseline:\n{}",
-        worker.log()
+        cluster.worker.log()
     );
 }
 
@@ -286,34 +312,7 @@ fn a_crate_built_once_on_the_fleet_reaches_the_verdicts_of_an_embedded_run() {
         embedded_report["assay"]
     );
 
-    let nats: ServerGuard = start_nats();
-    let s3 = start_s3(BUCKET);
-    let url = format!("nats://127.0.0.1:{}", nats.port);
-    let store = format!("s3://{BUCKET}");
-    let mut env = s3_env(s3.port);
-    env.push(("ASSAY_STORE".into(), store.clone()));
-    env.push(("ASSAY_NATS_URL".into(), url.clone()));
-    let logs = out.path();
-    let coordinator = Service::start(
-        &["coordinator"],
-        &env,
-        logs.join("coordinator.log"),
-        "coordinator started",
-    );
-    let mut worker_env = env.clone();
-    worker_env.extend(toolchain.iter().cloned());
-    worker_env.push((
-        "ASSAY_TREE_CACHE_DIR".into(),
-        logs.join("worker-trees").display().to_string(),
-    ));
-    let mut worker_args = vec!["worker", "--slots", "2", "--sandbox", "process"];
-    worker_args.extend(&pass);
-    let worker = Service::start(
-        &worker_args,
-        &worker_env,
-        logs.join("worker.log"),
-        "worker started",
-    );
+    let cluster = Fleet::start(out.path(), &toolchain, &pass);
     let fleet = mutate(
         &repo,
         &out.path().join("fleet"),
@@ -323,20 +322,13 @@ fn a_crate_built_once_on_the_fleet_reaches_the_verdicts_of_an_embedded_run() {
             "--test-command",
             "cargo test",
             "--cluster",
-            &url,
+            &cluster.url,
             "--store",
-            &store,
+            &cluster.store,
         ],
-        &s3_env(s3.port),
+        &s3_env(cluster.s3_port),
     );
-    assert_eq!(
-        fleet.code,
-        5,
-        "{}\ncoordinator:\n{}\nworker:\n{}",
-        fleet.explain(),
-        coordinator.log(),
-        worker.log()
-    );
+    assert_eq!(fleet.code, 5, "{}\n{}", fleet.explain(), cluster.logs());
     let fleet_report = fleet.evidence.clone().expect("fleet report");
     let expected = statuses(&embedded_report);
     let kinds: Vec<&str> = expected.iter().map(|(_, s)| s.as_str()).collect();
@@ -350,8 +342,8 @@ fn a_crate_built_once_on_the_fleet_reaches_the_verdicts_of_an_embedded_run() {
     );
     // The build and every run happened on the worker: the executables travelled through S3.
     assert!(
-        worker.log().matches("job finished").count() > expected.len(),
+        cluster.worker.log().matches("job finished").count() > expected.len(),
         "{}",
-        worker.log()
+        cluster.worker.log()
     );
 }

@@ -6,11 +6,12 @@
 
 use crate::dispatch::{Admit, Flow, Hooks, dispatch, run_one};
 use crate::mutation::mutants::budget::MutantTimeout;
-use crate::mutation::mutants::judge::{Expected, Judgement, compile_error, judge_run};
+use crate::mutation::mutants::budget::assemble_check;
+use crate::mutation::mutants::judge::{Expected, Judgement, compile_error, judge_run, outcome_of};
 use crate::mutation::mutants::language;
 use crate::mutation::mutants::{
     self, ChangedFile, DEFAULT_MUTANTS_PER_FILE, ExcludedFile, ExclusionReason, MutantOutcome,
-    MutantRecord, MutationCheck, MutationPlan, NotRunReason, OperatorSet, Survivor,
+    MutationCheck, MutationPlan, NotRunReason, OperatorSet,
 };
 use crate::progress::{ProgressSink, ProofEvent};
 use crate::proof::PreparedProof;
@@ -18,7 +19,6 @@ use crate::source::{self, SourceError};
 use assay_common::criteria::TestSelector;
 use assay_common::job::{ByteEdit, JobKind, JobResult, JobSpec, JobStatus, Side};
 use assay_common::manifest::ManifestJob;
-use assay_common::mutation_check as published;
 use assay_common::mutation_plan::MutationSetup;
 use assay_common::runner::ReportFormat;
 use assay_common::{JobId, TreeId};
@@ -224,77 +224,6 @@ fn job(
     }
 }
 
-/// The check's result as the evidence publishes it. The check assembles and judges with the
-/// mutants module's own types; every field and variant is named here, so one added there does
-/// not compile until the published record says how it is written.
-pub fn publish(check: MutationCheck) -> published::MutationCheck {
-    let MutationCheck {
-        budget_s,
-        unmutated_s,
-        proving_tests,
-        killed,
-        survived,
-        not_run,
-        mutants,
-        survivors,
-        skipped,
-        excluded_files,
-        notes,
-    } = check;
-    let outcome = |outcome| match outcome {
-        MutantOutcome::Killed {
-            by,
-            timed_out,
-            reason,
-        } => published::MutantOutcome::Killed {
-            by,
-            timed_out,
-            reason,
-        },
-        MutantOutcome::Survived => published::MutantOutcome::Survived,
-        MutantOutcome::NotRun { reason } => published::MutantOutcome::NotRun { reason },
-    };
-    let survivor = |survivor| {
-        let Survivor {
-            test,
-            mutant_id,
-            path,
-            line,
-            description,
-            message,
-        } = survivor;
-        published::Survivor {
-            test,
-            mutant_id,
-            path,
-            line,
-            description,
-            message,
-        }
-    };
-    published::MutationCheck {
-        budget_s,
-        unmutated_s,
-        proving_tests,
-        killed,
-        survived,
-        not_run,
-        mutants: mutants
-            .into_iter()
-            .map(
-                |MutantRecord { mutant, outcome: o }| published::MutantRecord {
-                    mutant,
-                    outcome: outcome(o),
-                },
-            )
-            .collect(),
-        survivors: survivors.into_iter().map(survivor).collect(),
-        skipped,
-        excluded_files,
-        notes,
-    }
-}
-
 /// Runs the mutation check `setup` of a proven proof, with at most `slots` jobs in flight on
 /// `queue`. What could not run is `not_run` with its reason, or a note; it fails only when
 /// the queue's result stream closes (the proof was cancelled).
@@ -308,15 +237,15 @@ pub async fn run_check(
     queue: &dyn JobQueue,
     slots: usize,
     progress: &dyn ProgressSink,
-) -> Result<published::MutationCheck, QueueError> {
+) -> Result<MutationCheck, QueueError> {
     let started = Instant::now();
     let budget = Duration::from_secs(setup.budget_secs);
     let tests = proving_tests(proof);
     let names: Vec<String> = tests.iter().map(|(name, _)| name.clone()).collect();
     let assemble = |plan: MutationPlan, outcomes, unmutated, note: Option<String>| {
-        let mut check = MutationCheck::assemble(plan, outcomes, names.clone(), budget, unmutated);
+        let mut check = assemble_check(plan, outcomes, names.clone(), budget, unmutated);
         check.notes.extend(note);
-        publish(check)
+        check
     };
     if let Some(why) = &setup.planning_error {
         let note = format!("failed to plan mutants: {why}");
@@ -405,7 +334,7 @@ pub async fn run_check(
             Some(error) => MutantOutcome::NotRun {
                 reason: format!("does not compile: {error}"),
             },
-            None => MutantOutcome::of(
+            None => outcome_of(
                 judge_run(result, timeout, Expected::ProvingTests(&tests)),
                 &names,
             ),
@@ -618,7 +547,7 @@ mod tests {
                 reason: NotRunReason::NoTestRan.to_string(),
             },
         ];
-        let mut check = MutationCheck::assemble(
+        let mut check = assemble_check(
             plan,
             outcomes,
             proving,
@@ -628,13 +557,12 @@ mod tests {
         check.notes.push("a note".into());
         // How the evidence held it before it had a type of its own.
         let written_before = serde_json::to_value(&check).unwrap();
-        let published = publish(check);
+        let published = check;
         assert_eq!(serde_json::to_value(&published).unwrap(), written_before);
-        let read: published::MutationCheck =
-            serde_json::from_value(written_before.clone()).unwrap();
+        let read: MutationCheck = serde_json::from_value(written_before.clone()).unwrap();
         assert_eq!(read, published);
         assert!(!read.survivors.is_empty() && !read.skipped.is_empty());
-        let unfinished = MutationCheck::assemble(
+        let unfinished = assemble_check(
             MutationPlan::default(),
             Vec::new(),
             Vec::new(),
@@ -642,10 +570,7 @@ mod tests {
             None,
         );
         let written_before = serde_json::to_value(&unfinished).unwrap();
-        assert_eq!(
-            serde_json::to_value(publish(unfinished)).unwrap(),
-            written_before
-        );
+        assert_eq!(serde_json::to_value(unfinished).unwrap(), written_before);
     }
 
     fn git(dir: &Path, args: &[&str]) -> String {

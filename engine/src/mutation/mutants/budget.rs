@@ -2,7 +2,7 @@
 //! of the proving tests and every mutant, and each mutant ends killed, survived or not run.
 //! Pure rules over durations and test names; the engine measures the time and runs the jobs.
 
-use super::{ExcludedFile, Mutant, MutationPlan, SkippedSite};
+use super::{Mutant, MutationPlan};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::time::Duration;
@@ -127,51 +127,9 @@ pub fn mutate_timeout(
     })
 }
 
-/// A mutant's verdict as the proof's evidence names it. Report only: it never changes the
-/// proof's verdict.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "status", rename_all = "snake_case")]
-pub enum MutantOutcome {
-    /// A proving test failed (or hung past the mutant's own limit) with the mutant in place.
-    Killed {
-        by: Vec<String>,
-        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-        timed_out: bool,
-        /// How the run showed it when no test result does (the mutant broke the session).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        reason: Option<String>,
-    },
-    /// Every proving test still passed.
-    Survived,
-    NotRun {
-        reason: String,
-    },
-}
-
-/// One mutant with its verdict.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MutantRecord {
-    pub mutant: Mutant,
-    pub outcome: MutantOutcome,
-}
-
-/// A proving test that passed with a mutant in place.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Survivor {
-    pub test: String,
-    pub mutant_id: String,
-    pub path: String,
-    pub line: u32,
-    pub description: String,
-    /// `test_x passes with pager/__init__.py:9 changed (`>` -> `>=`)`.
-    pub message: String,
-}
-
-impl fmt::Display for Survivor {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
+// The check's published record is common's: one definition for the engine, the CLI and the
+// evidence (docs/FORMATS.md, `mutation_check`).
+pub use assay_common::mutation_check::{MutantOutcome, MutantRecord, MutationCheck, Survivor};
 
 /// Each survivor listed against each proving test (they all passed with it), test by test in
 /// the order given, mutants in plan order.
@@ -196,60 +154,37 @@ pub fn survivors(records: &[MutantRecord], proving_tests: &[String]) -> Vec<Surv
         .collect()
 }
 
-/// The `mutation_check` record of the evidence report.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct MutationCheck {
-    pub budget_s: u64,
-    /// The unmutated run of the proving tests, when it ran.
-    pub unmutated_s: Option<f64>,
-    pub proving_tests: Vec<String>,
-    pub killed: usize,
-    pub survived: usize,
-    pub not_run: usize,
-    pub mutants: Vec<MutantRecord>,
-    pub survivors: Vec<Survivor>,
-    pub skipped: Vec<SkippedSite>,
-    pub excluded_files: Vec<ExcludedFile>,
-    /// Why the check ran fewer mutants than planned, or none (an unmutated run that did not
-    /// pass, a file that could not be read).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub notes: Vec<String>,
-}
-
-impl MutationCheck {
-    /// Joins a plan with its outcomes, given in plan order; a mutant without one is not run.
-    pub fn assemble(
-        plan: MutationPlan,
-        outcomes: Vec<MutantOutcome>,
-        proving_tests: Vec<String>,
-        budget: Duration,
-        unmutated: Option<Duration>,
-    ) -> MutationCheck {
-        let mut outcomes = outcomes.into_iter();
-        let mutants: Vec<MutantRecord> = plan
-            .mutants
-            .into_iter()
-            .map(|mutant| MutantRecord {
-                mutant,
-                outcome: outcomes.next().unwrap_or_else(|| MutantOutcome::NotRun {
-                    reason: NotRunReason::NoResult.to_string(),
-                }),
-            })
-            .collect();
-        let count =
-            |f: fn(&MutantOutcome) -> bool| mutants.iter().filter(|r| f(&r.outcome)).count();
-        MutationCheck {
-            budget_s: budget.as_secs(),
-            unmutated_s: unmutated.map(|d| d.as_secs_f64()),
-            killed: count(|o| matches!(o, MutantOutcome::Killed { .. })),
-            survived: count(|o| matches!(o, MutantOutcome::Survived)),
-            not_run: count(|o| matches!(o, MutantOutcome::NotRun { .. })),
-            survivors: survivors(&mutants, &proving_tests),
-            proving_tests,
-            mutants,
-            skipped: plan.skipped,
-            excluded_files: plan.excluded_files,
-            notes: Vec::new(),
-        }
+/// Joins a plan with its outcomes, given in plan order; a mutant without one is not run.
+pub fn assemble_check(
+    plan: MutationPlan,
+    outcomes: Vec<MutantOutcome>,
+    proving_tests: Vec<String>,
+    budget: Duration,
+    unmutated: Option<Duration>,
+) -> MutationCheck {
+    let mut outcomes = outcomes.into_iter();
+    let mutants: Vec<MutantRecord> = plan
+        .mutants
+        .into_iter()
+        .map(|mutant| MutantRecord {
+            mutant,
+            outcome: outcomes.next().unwrap_or_else(|| MutantOutcome::NotRun {
+                reason: NotRunReason::NoResult.to_string(),
+            }),
+        })
+        .collect();
+    let count = |f: fn(&MutantOutcome) -> bool| mutants.iter().filter(|r| f(&r.outcome)).count();
+    MutationCheck {
+        budget_s: budget.as_secs(),
+        unmutated_s: unmutated.map(|d| d.as_secs_f64()),
+        killed: count(|o| matches!(o, MutantOutcome::Killed { .. })),
+        survived: count(|o| matches!(o, MutantOutcome::Survived)),
+        not_run: count(|o| matches!(o, MutantOutcome::NotRun { .. })),
+        survivors: survivors(&mutants, &proving_tests),
+        proving_tests,
+        mutants,
+        skipped: plan.skipped,
+        excluded_files: plan.excluded_files,
+        notes: Vec::new(),
     }
 }

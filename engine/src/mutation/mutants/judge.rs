@@ -30,25 +30,23 @@ pub enum Judgement {
     NotRun(NotRunReason),
 }
 
-impl MutantOutcome {
-    /// The evidence's name for a judgement: a hang kills by every proving test.
-    pub fn of(judgement: Judgement, proving_tests: &[String]) -> Self {
-        match judgement {
-            Judgement::Killed { by, reason } => Self::Killed {
-                by,
-                timed_out: false,
-                reason,
-            },
-            Judgement::TimedOut { .. } => Self::Killed {
-                by: proving_tests.to_vec(),
-                timed_out: true,
-                reason: None,
-            },
-            Judgement::Survived { .. } => Self::Survived,
-            Judgement::NotRun(reason) => Self::NotRun {
-                reason: reason.to_string(),
-            },
-        }
+/// The evidence's name for a judgement: a hang kills by every proving test.
+pub fn outcome_of(judgement: Judgement, proving_tests: &[String]) -> MutantOutcome {
+    match judgement {
+        Judgement::Killed { by, reason } => MutantOutcome::Killed {
+            by,
+            timed_out: false,
+            reason,
+        },
+        Judgement::TimedOut { .. } => MutantOutcome::Killed {
+            by: proving_tests.to_vec(),
+            timed_out: true,
+            reason: None,
+        },
+        Judgement::Survived { .. } => MutantOutcome::Survived,
+        Judgement::NotRun(reason) => MutantOutcome::NotRun {
+            reason: reason.to_string(),
+        },
     }
 }
 

@@ -684,13 +684,13 @@ fn no_mutant_starts_with_under_a_minute_of_budget_left() {
 
 #[test]
 fn the_evidence_names_a_hang_a_kill_by_every_proving_test_and_keeps_a_reason() {
-    use judge::Judgement;
+    use judge::{Judgement, outcome_of};
     let tests = vec![
         "test_full_pages".to_string(),
         "test_partial_last_page_is_counted".into(),
     ];
     assert_eq!(
-        MutantOutcome::of(
+        outcome_of(
             Judgement::TimedOut {
                 limit: Duration::from_secs(60)
             },
@@ -703,7 +703,7 @@ fn the_evidence_names_a_hang_a_kill_by_every_proving_test_and_keeps_a_reason() {
         }
     );
     assert_eq!(
-        MutantOutcome::of(
+        outcome_of(
             Judgement::Killed {
                 by: tests.clone(),
                 reason: Some("the mutant broke the test session: exit 4".into())
@@ -717,11 +717,11 @@ fn the_evidence_names_a_hang_a_kill_by_every_proving_test_and_keeps_a_reason() {
         }
     );
     assert_eq!(
-        MutantOutcome::of(Judgement::Survived { tests_run: 2 }, &tests),
+        outcome_of(Judgement::Survived { tests_run: 2 }, &tests),
         MutantOutcome::Survived
     );
     assert_eq!(
-        MutantOutcome::of(
+        outcome_of(
             Judgement::NotRun(NotRunReason::CutShort {
                 after: Duration::from_secs(75)
             }),
@@ -745,7 +745,7 @@ fn survivors_are_listed_against_each_proving_test_in_the_seed_wording() {
         },
         MutantOutcome::Survived,
     ];
-    let check = MutationCheck::assemble(
+    let check = budget::assemble_check(
         plan,
         outcomes,
         tests,

@@ -5,7 +5,7 @@
 use crate::config;
 use crate::embedded;
 use crate::exit::Failure;
-use crate::nats_flags::NatsFlags;
+use crate::nats_flags::{FleetFlags, NatsFlags};
 use anyhow::anyhow;
 use assay_common::TreeId;
 use assay_common::fleet::Subjects;
@@ -52,23 +52,30 @@ pub struct Fleet {
 }
 
 impl Fleet {
-    /// Connects to the fleet of `subject_prefix` (whose names, its proofs bucket's too, derive
-    /// from the prefix) as `role`.
-    pub async fn connect(
-        url: &str,
-        subject_prefix: &str,
-        flags: &NatsFlags,
-        role: Role,
-    ) -> Result<Self, Failure> {
-        let client = nats_client(url, subject_prefix, flags, role).await?;
+    /// Connects to the fleet `flags` name (its subjects and proofs bucket derive from the
+    /// subject prefix) at `url` as `role`.
+    pub async fn connect(url: &str, flags: &FleetFlags, role: Role) -> Result<Self, Failure> {
+        let client = nats_client(url, &flags.subject_prefix, &flags.nats, role).await?;
         let proofs = assay_transport::nats::proofs_bucket(
             &async_nats::jetstream::new(client.clone()),
-            &Subjects::new(subject_prefix),
+            &Subjects::new(&flags.subject_prefix),
             assay_transport::nats::Placement::SINGLE,
         )
         .await
         .map_err(|e| Failure::infrastructure(e.into()))?;
         Ok(Self { client, proofs })
+    }
+
+    /// [`Fleet::connect`] when the command names a fleet (`--cluster`); `None` runs embedded.
+    pub async fn connect_if(
+        cluster: Option<&str>,
+        flags: &FleetFlags,
+        role: Role,
+    ) -> Result<Option<Self>, Failure> {
+        match cluster {
+            Some(url) => Self::connect(url, flags, role).await.map(Some),
+            None => Ok(None),
+        }
     }
 }
 

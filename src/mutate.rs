@@ -133,18 +133,9 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
         .jobs
         .map(|j| j as usize)
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
-    let fleet = match &args.cluster {
-        Some(url) => Some(
-            fleet_link::Fleet::connect(
-                url,
-                &args.fleet.subject_prefix,
-                &args.fleet.nats,
-                Role::Submitter,
-            )
-            .await?,
-        ),
-        None => None,
-    };
+    let fleet =
+        fleet_link::Fleet::connect_if(args.cluster.as_deref(), &args.fleet, Role::Submitter)
+            .await?;
     let store_url = fleet_link::store_url(fleet.is_some(), &args.store)?;
     let store = embedded::open_store(&store_url)?;
     let tree = campaign::head_tree(&repo).map_err(|e| Failure::usage(e.into()))?;

@@ -318,18 +318,9 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
     let clock = Instant::now();
     let repo = open_repo(&args.repo)?;
     let state = state_dir(&args.state_dir);
-    let fleet = match &args.cluster {
-        Some(url) => Some(
-            fleet_link::Fleet::connect(
-                url,
-                &args.fleet.subject_prefix,
-                &args.fleet.nats,
-                Role::Submitter,
-            )
-            .await?,
-        ),
-        None => None,
-    };
+    let fleet =
+        fleet_link::Fleet::connect_if(args.cluster.as_deref(), &args.fleet, Role::Submitter)
+            .await?;
     let halt: Box<dyn AdmissionGate> = match &fleet {
         Some(fleet) => Box::new(
             FleetHalt::watch(fleet.proofs.clone())
@@ -1054,14 +1045,9 @@ pub async fn run_halt(args: &HaltArgs) -> Result<u8, Failure> {
     match &args.cluster {
         Some(url) => {
             // Halting and resuming are the operator's.
-            let fleet = fleet_link::Fleet::connect(
-                url,
-                &args.fleet.subject_prefix,
-                &args.fleet.nats,
-                Role::Operator,
-            )
-            .await
-            .map_err(as_the_operator)?;
+            let fleet = fleet_link::Fleet::connect(url, &args.fleet, Role::Operator)
+                .await
+                .map_err(as_the_operator)?;
             cluster::set_halt(&fleet.proofs, &args.reason)
                 .await
                 .map_err(|e| Failure::infrastructure(e.into()))?;
@@ -1078,14 +1064,9 @@ pub async fn run_resume(args: &ResumeArgs) -> Result<u8, Failure> {
     let cleared = match &args.cluster {
         Some(url) => {
             // Halting and resuming are the operator's.
-            let fleet = fleet_link::Fleet::connect(
-                url,
-                &args.fleet.subject_prefix,
-                &args.fleet.nats,
-                Role::Operator,
-            )
-            .await
-            .map_err(as_the_operator)?;
+            let fleet = fleet_link::Fleet::connect(url, &args.fleet, Role::Operator)
+                .await
+                .map_err(as_the_operator)?;
             cluster::clear_halt(&fleet.proofs)
                 .await
                 .map_err(|e| Failure::infrastructure(e.into()))?

@@ -369,10 +369,7 @@ pub async fn run(
         if let Err(reason) = red {
             // Unmutated, the prebuilt tests must pass as `cargo test` does; where they do not
             // (a test that finds its files by the build's own path, say), every mutant builds.
-            s.give_up(
-                plan.mutants.len(),
-                format!("the prebuilt tests failed unmutated ({reason})"),
-            );
+            s.give_up(format!("the prebuilt tests failed unmutated ({reason})"));
             let command = request.runner.command(&request.command_prefix, &[], &[]);
             baseline_spec = spec(request, &tree, index, command);
             baseline_spec.timeout_secs = request.budget.as_secs().max(1);
@@ -797,7 +794,7 @@ pub async fn run(
             mutation: baseline_done.elapsed(),
         },
         cache: cache_outcome,
-        schemata: schemata.map(|s| s.outcome),
+        schemata: schemata.map(|s| s.outcome()),
     })
 }
 

@@ -101,16 +101,20 @@ pub struct SchemataOutcome {
 }
 
 /// The schemata's result: the build (if any) and, by plan position, the mutants it does not
-/// hold with why.
+/// hold, with why.
 pub(super) struct Schemata {
     pub prebuilt: Option<Prebuilt>,
+    /// Mutants built on their own, with why.
     pub alone: BTreeMap<usize, String>,
     /// Mutants whose own code did not compile in the schema, with the compiler's error.
     pub unviable: BTreeMap<usize, String>,
-    pub outcome: SchemataOutcome,
     /// The last schema build's wall time: what a mutant built on its own costs on top of its
     /// tests.
     pub one_build: Duration,
+    mutants: usize,
+    builds: usize,
+    build_time: Duration,
+    note: Option<String>,
 }
 
 impl Schemata {
@@ -119,37 +123,43 @@ impl Schemata {
             prebuilt: None,
             alone: (0..mutants).map(|at| (at, note.clone())).collect(),
             unviable: BTreeMap::new(),
-            outcome: SchemataOutcome {
-                note: Some(note),
-                ..SchemataOutcome::default()
-            },
             one_build: Duration::ZERO,
+            mutants,
+            builds: 0,
+            build_time: Duration::ZERO,
+            note: Some(note),
         }
     }
 
-    fn finish(mut self) -> Self {
+    /// What the report says of it.
+    pub fn outcome(&self) -> SchemataOutcome {
         let mut built_alone = BTreeMap::new();
         for why in self.alone.values() {
             *built_alone.entry(why.clone()).or_insert(0) += 1;
         }
-        self.outcome.built_alone = built_alone;
-        self
+        SchemataOutcome {
+            builds: self.builds,
+            held: (0..self.mutants).filter(|at| self.holds(*at)).count(),
+            unviable: self.unviable.len(),
+            built_alone,
+            build_s: self.build_time.as_secs_f64(),
+            note: self.note.clone(),
+        }
     }
 
     /// The prebuilt tests failed unmutated: every mutant builds on its own.
-    pub fn give_up(&mut self, mutants: usize, why: String) {
-        self.prebuilt = None;
-        self.outcome.held = 0;
-        self.outcome.unviable = 0;
-        self.unviable.clear();
-        self.alone = (0..mutants).map(|at| (at, why.clone())).collect();
-        self.outcome.note = Some(why);
-        *self = std::mem::replace(self, Self::none(0, String::new())).finish();
+    pub fn give_up(&mut self, why: String) {
+        *self = Self {
+            builds: self.builds,
+            build_time: self.build_time,
+            one_build: self.one_build,
+            ..Self::none(self.mutants, why)
+        };
     }
 
     /// Whether mutant `at` runs from the build.
     pub fn holds(&self, at: usize) -> bool {
-        self.prebuilt.is_some() && !self.alone.contains_key(&at)
+        self.prebuilt.is_some() && !self.alone.contains_key(&at) && !self.unviable.contains_key(&at)
     }
 }
 
@@ -206,7 +216,7 @@ pub(super) async fn build(
 ) -> Schemata {
     let command = match build_command(&request.command_prefix) {
         Ok(command) => command,
-        Err(why) => return Schemata::none(mutants.len(), why).finish(),
+        Err(why) => return Schemata::none(mutants.len(), why),
     };
     let texts: BTreeMap<&str, &str> = sources
         .iter()
@@ -215,13 +225,20 @@ pub(super) async fn build(
     let std = schema::Std::of_crate(texts.values().copied());
     let mut alone: BTreeMap<usize, String> = BTreeMap::new();
     let mut unviable: BTreeMap<usize, String> = BTreeMap::new();
+    // Proc-macro crates, by the files whose mutants they hold (each package read once).
     let mut packages = Packages::default();
+    let compile_time: BTreeSet<&str> = texts
+        .keys()
+        .copied()
+        .filter(|path| packages.is_proc_macro(request, path))
+        .collect();
     for (at, mutant) in mutants.iter().enumerate() {
-        if packages.is_proc_macro(request, mutant.path.as_str()) {
+        if compile_time.contains(mutant.path.as_str()) {
             alone.insert(at, PROC_MACRO.to_owned());
         }
     }
-    let mut outcome = SchemataOutcome::default();
+    let mut note = None;
+    let mut builds = 0;
     let mut build_time = Duration::ZERO;
     let mut one_build = Duration::ZERO;
     let prebuilt = loop {
@@ -260,7 +277,7 @@ pub(super) async fn build(
         let tree = match source::tree_with_files(&request.repo, &request.tree, &files) {
             Ok(tree) => tree,
             Err(e) => {
-                outcome.note = Some(format!(
+                note = Some(format!(
                     "the schema tree was not written: {}",
                     error_chain(&e)
                 ));
@@ -271,7 +288,7 @@ pub(super) async fn build(
         // worker reads the repository, and the archive costs little).
         if let Err(e) = assay_transport::store_tree::upload_tree(store, &request.repo, &tree).await
         {
-            outcome.note = Some(format!(
+            note = Some(format!(
                 "the schema tree was not uploaded: {}",
                 error_chain(&e)
             ));
@@ -297,11 +314,11 @@ pub(super) async fn build(
             ]
             .map(|(k, v)| (k.to_owned(), v.to_owned())),
         );
-        outcome.builds += 1;
+        builds += 1;
         let result = match run_single(queue, &job).await {
             Ok(result) => result,
             Err(e) => {
-                outcome.note = Some(format!("the schema build failed: {}", error_chain(&e)));
+                note = Some(format!("the schema build failed: {}", error_chain(&e)));
                 break None;
             }
         };
@@ -310,7 +327,7 @@ pub(super) async fn build(
         match built(&result) {
             Built::Kept(archive) => break Some(Prebuilt { tree, archive }),
             Built::Other(why) => {
-                outcome.note = Some(why);
+                note = Some(why);
                 break None;
             }
             Built::Failed => {}
@@ -319,7 +336,7 @@ pub(super) async fn build(
             Ok(Some(bytes)) => String::from_utf8_lossy(&bytes).into_owned(),
             Ok(None) => String::new(),
             Err(e) => {
-                outcome.note = Some(format!(
+                note = Some(format!(
                     "the schema build's messages could not be read: {}",
                     error_chain(&e)
                 ));
@@ -348,10 +365,10 @@ pub(super) async fn build(
                         |s| format!("{}: {}", s.file, s.message),
                     );
                     let held: Vec<usize> = (0..mutants.len())
-                        .filter(|at| !alone.contains_key(at))
+                        .filter(|at| !alone.contains_key(at) && !unviable.contains_key(at))
                         .collect();
                     if held.len() < 2 {
-                        outcome.note = Some(format!(
+                        note = Some(format!(
                             "the schema build failed on an error no mutant is blamed for ({first})"
                         ));
                         break None;
@@ -365,41 +382,34 @@ pub(super) async fn build(
                 }
             }
         }
-        if outcome.builds >= MAX_BUILDS {
-            outcome.note = Some(format!("the schema did not build in {MAX_BUILDS} attempts"));
+        if builds >= MAX_BUILDS {
+            note = Some(format!("the schema did not build in {MAX_BUILDS} attempts"));
             break None;
         }
     };
-    outcome.build_s = build_time.as_secs_f64();
-    let held: BTreeSet<usize> = (0..mutants.len())
-        .filter(|at| !alone.contains_key(at) && !unviable.contains_key(at))
-        .collect();
-    outcome.unviable = unviable.len();
-    outcome.held = if prebuilt.is_some() { held.len() } else { 0 };
     if prebuilt.is_none() {
-        let why = outcome
-            .note
+        // Without a build every mutant builds on its own, those that did not compile in the
+        // schema too (their error was seen beside others').
+        let why = note
             .clone()
             .unwrap_or_else(|| "no mutant fits a schema".to_owned());
-        for at in held {
-            alone.insert(at, why.clone());
-        }
-    }
-    // Without a build, what did not compile in the schema still needs a build of its own.
-    if prebuilt.is_none() {
         for (at, _) in std::mem::take(&mut unviable) {
             alone.insert(at, "did not compile in the schema".into());
         }
-        outcome.unviable = 0;
+        for at in 0..mutants.len() {
+            alone.entry(at).or_insert_with(|| why.clone());
+        }
     }
     Schemata {
         prebuilt,
         alone,
         unviable,
-        outcome,
         one_build,
+        mutants: mutants.len(),
+        builds,
+        build_time,
+        note,
     }
-    .finish()
 }
 
 enum Built {

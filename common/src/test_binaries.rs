@@ -364,6 +364,28 @@ not a message
     }
 
     #[test]
+    fn a_doc_test_record_the_build_wrote_keeps_plain_names_that_ran_to_an_end() {
+        // The build job's guest writes this file: names that could leave the directory, hung
+        // or unrunnable tests and garbage are dropped.
+        let text =
+            "src_lib_rs_3_0 0\nsrc_lib_rs_9_0 101\n../../etc 0\nhung 124\nmissing 127\nx y z\n";
+        let kept = doc_test_expectations(text);
+        assert_eq!(
+            kept,
+            [
+                DocTest {
+                    name: "src_lib_rs_3_0".into(),
+                    passes: true
+                },
+                DocTest {
+                    name: "src_lib_rs_9_0".into(),
+                    passes: false
+                },
+            ]
+        );
+    }
+
+    #[test]
     fn the_script_quotes_every_name_and_stops_at_the_first_failure() {
         let index = Index::new(vec![Binary {
             file: "pager-54c5".into(),

@@ -417,7 +417,7 @@ mod tests {
                 case("tests/t.py::test_total", CaseOutcome::Passed, false),
             ],
             jobs: Vec::new(),
-            audit: serde_json::Value::Null,
+            audit: Default::default(),
             history: Default::default(),
             stopped: None,
             cache: None,

@@ -513,7 +513,7 @@ mod tests {
                 case("make check", CaseOutcome::NotRun, false),
             ],
             jobs: Vec::new(),
-            audit: serde_json::Value::Null,
+            audit: Default::default(),
             history: Default::default(),
             stopped: None,
             cache: None,

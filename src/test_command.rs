@@ -652,14 +652,12 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
         totals: outcome.totals.clone(),
         cases: outcome.cases,
         jobs: outcome.jobs,
-        audit: serde_json::to_value(AuditReport {
+        audit: AuditReport {
             selection: outcome.selection.clone(),
             quarantine_ledger: ledger_gate,
             reachability,
             scope: scope_audit,
-        })
-        .context("failed to encode the audit")
-        .internal()?,
+        },
         history: HistoryReport {
             file: history_path.display().to_string(),
             new_failures: record.new_failures,

@@ -19,6 +19,7 @@ pub mod runner;
 pub mod sandbox;
 pub mod service_config;
 pub mod suite;
+pub mod suite_audit;
 pub mod suite_history;
 pub mod test_binaries;
 pub mod tree_path;

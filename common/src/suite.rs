@@ -7,6 +7,7 @@ use crate::json_field;
 use crate::manifest::{ManifestCase, ManifestJob};
 use crate::outcome::{CaseResult, Outcome, ReportOutcome};
 use crate::runner::RunnerKind;
+use crate::suite_audit::AuditReport;
 use crate::suite_history::HistoryReport;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use sha2::{Digest, Sha256};
@@ -531,7 +532,9 @@ pub struct SuiteReport {
     pub totals: SuiteTotals,
     pub cases: Vec<CaseReport>,
     pub jobs: Vec<SuiteJobReport>,
-    pub audit: serde_json::Value,
+    /// Written with its keys sorted, as it always was (see [`crate::json_field`]).
+    #[serde(serialize_with = "json_field::sorted", deserialize_with = "audit")]
+    pub audit: AuditReport,
     /// Written with its keys sorted, as it always was (see [`crate::json_field`]).
     #[serde(serialize_with = "json_field::sorted", deserialize_with = "history")]
     pub history: HistoryReport,
@@ -552,6 +555,10 @@ fn status<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Ending, D::Error
 
 fn runner<'de, D: Deserializer<'de>>(deserializer: D) -> Result<SuiteRunner, D::Error> {
     json_field::named("runner", deserializer)
+}
+
+fn audit<'de, D: Deserializer<'de>>(deserializer: D) -> Result<AuditReport, D::Error> {
+    json_field::named("audit", deserializer)
 }
 
 fn history<'de, D: Deserializer<'de>>(deserializer: D) -> Result<HistoryReport, D::Error> {

@@ -151,3 +151,141 @@ fn a_suite_report_that_does_not_match_is_refused_naming_the_field() {
         "{schema}"
     );
 }
+
+/// A report whose `audit` has every part (outliers, both ledger violations, reachability, scope
+/// gaps, removals, relocations, used and expired exceptions), as `assay test --json` wrote it
+/// while `audit` was a `serde_json::Value`.
+const AUDITED_REPORT: &str = include_str!("fixtures/suite-report-audited.json");
+
+#[test]
+fn a_suite_report_s_audit_reads_typed_and_writes_back_byte_for_byte() {
+    use assay_common::suite::SuiteReport;
+    use assay_common::suite_audit::{LedgerViolation, Provenance, ReadSource, Relocation};
+    let report: SuiteReport = serde_json::from_str(AUDITED_REPORT).expect("the report reads");
+    let audit = &report.audit;
+    assert!(!audit.selection.contained);
+    assert_eq!(audit.selection.executed_not_selected[0].job, 0);
+    let ledger = audit.quarantine_ledger.as_ref().expect("a ledger gate");
+    assert!(!ledger.passed());
+    assert!(matches!(
+        &ledger.violations[1],
+        LedgerViolation::ExpiryExtended {
+            candidate: None,
+            ..
+        }
+    ));
+    assert_eq!(audit.reachability.as_ref().map(Vec::len), Some(2));
+    let scope = audit.scope.as_ref().expect("a scope");
+    assert!(!scope.passed());
+    assert_eq!(scope.closure.recorded, Some(Provenance::Stored));
+    assert_eq!(scope.closure.gaps[0].reads[1].source, ReadSource::Declared);
+    assert_eq!(scope.inventory.found.relocated[1].kind, Relocation::Moved);
+    assert_eq!(scope.inventory.found.removed.len(), 2);
+    assert_eq!(scope.exceptions.usage.expired.len(), 1);
+    assert_eq!(
+        serde_json::to_string_pretty(&report).unwrap(),
+        AUDITED_REPORT
+    );
+
+    // The report without `--audit-base`: the gates' parts are null.
+    let plain: SuiteReport = serde_json::from_str(SUITE_REPORT).unwrap();
+    assert!(plain.audit.selection.contained && plain.audit.reachability.is_none());
+}
+
+#[test]
+fn a_suite_report_whose_audit_does_not_match_is_refused_naming_it() {
+    let refused = |edit: fn(&mut serde_json::Value)| {
+        serde_json::from_str::<assay_common::suite::SuiteReport>(&edited(AUDITED_REPORT, edit))
+            .unwrap_err()
+            .to_string()
+    };
+    let wrong_type = refused(|v| v["audit"] = "contained".into());
+    assert!(
+        wrong_type
+            .starts_with(r#"audit: invalid type: string "contained", expected struct AuditReport"#),
+        "{wrong_type}"
+    );
+    let null = refused(|v| v["audit"] = serde_json::Value::Null);
+    assert!(
+        null.starts_with("audit: invalid type: null, expected struct AuditReport"),
+        "{null}"
+    );
+    let missing = refused(|v| {
+        v["audit"].as_object_mut().unwrap().remove("selection");
+    });
+    assert!(
+        missing.starts_with("audit: missing field `selection`"),
+        "{missing}"
+    );
+    let unknown = refused(|v| v["audit"]["verdict"] = "fine".into());
+    assert!(
+        unknown.starts_with("audit: unknown field `verdict`"),
+        "{unknown}"
+    );
+    let nested =
+        refused(|v| v["audit"]["selection"]["selected_not_collected"][0]["why"] = 1.into());
+    assert!(nested.starts_with("audit: unknown field `why`"), "{nested}");
+    let not_a_bool = refused(|v| v["audit"]["selection"]["contained"] = "yes".into());
+    assert!(
+        not_a_bool.starts_with(r#"audit: invalid type: string "yes", expected a boolean"#),
+        "{not_a_bool}"
+    );
+    let negative = refused(|v| v["audit"]["selection"]["collected"] = (-1).into());
+    assert!(
+        negative.starts_with("audit: invalid value: integer `-1`"),
+        "{negative}"
+    );
+    let kind =
+        refused(|v| v["audit"]["quarantine_ledger"]["violations"][0]["kind"] = "renamed".into());
+    assert!(
+        kind.starts_with("audit: unknown variant `renamed`, expected `added` or `expiry_extended`"),
+        "{kind}"
+    );
+    let violation_field =
+        refused(|v| v["audit"]["quarantine_ledger"]["violations"][0]["base"] = "2026-01-01".into());
+    assert!(
+        violation_field.starts_with("audit: unknown field `base`"),
+        "{violation_field}"
+    );
+    let source = refused(|v| {
+        v["audit"]["scope"]["closure"]["gaps"][0]["reads"][0]["source"] = "guessed".into()
+    });
+    assert!(
+        source.starts_with("audit: unknown variant `guessed`, expected `recorded` or `declared`"),
+        "{source}"
+    );
+    let provenance = refused(|v| v["audit"]["scope"]["closure"]["recorded"] = true.into());
+    assert!(
+        provenance.starts_with("audit: invalid type: boolean `true`"),
+        "{provenance}"
+    );
+    let lines = refused(|v| v["audit"]["reachability"][0]["unreached"] = "8-10".into());
+    assert!(
+        lines.starts_with(r#"audit: invalid type: string "8-10", expected a sequence"#),
+        "{lines}"
+    );
+    // The two sections written flattened refuse unknown fields too.
+    let inventory = refused(|v| v["audit"]["scope"]["inventory"]["added"] = serde_json::json!([]));
+    assert!(
+        inventory.starts_with("audit: unknown field `added`"),
+        "{inventory}"
+    );
+    let inventory_count =
+        refused(|v| v["audit"]["scope"]["inventory"]["base_collected"] = "nine".into());
+    assert!(
+        inventory_count.starts_with(r#"audit: invalid type: string "nine""#),
+        "{inventory_count}"
+    );
+    let exceptions =
+        refused(|v| v["audit"]["scope"]["exceptions"]["ignored"] = serde_json::json!([]));
+    assert!(
+        exceptions.starts_with("audit: unknown field `ignored`"),
+        "{exceptions}"
+    );
+    let exception =
+        refused(|v| v["audit"]["scope"]["exceptions"]["used"][0]["owner"] = "qa".into());
+    assert!(
+        exception.starts_with("audit: unknown field `owner`"),
+        "{exception}"
+    );
+}

@@ -3,9 +3,6 @@
 //! named. Executed ids come from the runner's structured report (its call phase), never from
 //! the plan, so a harness that runs something it was not asked to is caught.
 
-use super::gates::ScopeAudit;
-use super::ledger::LedgerGate;
-use super::reach::FileReach;
 use super::runners::SuiteRunner;
 use assay_common::outcome::{CaseResult, Outcome, TestReport};
 use assay_common::runner::RunnerKind;
@@ -13,17 +10,7 @@ use assay_common::suite::SuiteCase;
 use serde::Serialize;
 use std::collections::BTreeSet;
 
-/// The report's `audit` section (docs/FORMATS.md, "The suite report's audit").
-#[derive(Clone, Debug, Serialize)]
-pub struct AuditReport {
-    pub selection: SelectionAudit,
-    /// With `--audit-base`: the quarantine ledger's gate.
-    pub quarantine_ledger: Option<LedgerGate>,
-    /// With `--reachability`: each changed product file's reach.
-    pub reachability: Option<Vec<FileReach>>,
-    /// With `--audit-base`: the read-set closure and inventory gates, and the exceptions used.
-    pub scope: Option<ScopeAudit>,
-}
+pub use assay_common::suite_audit::{AuditReport, Outlier, SelectionAudit};
 
 /// What one job was asked to run and what its report says ran.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -108,25 +95,6 @@ pub fn native_id(runner: SuiteRunner, result: &CaseResult) -> String {
         SuiteRunner::Kind(RunnerKind::Go) => format!("{}.{}", result.file, result.name),
         _ => result.identity(),
     }
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Outlier {
-    pub job: u32,
-    pub id: String,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct SelectionAudit {
-    pub collected: usize,
-    pub selected: usize,
-    pub executed: usize,
-    pub skipped: usize,
-    /// Selected but never collected: the plan names a test the tree does not have.
-    pub selected_not_collected: Vec<Outlier>,
-    /// Executed but not selected by its job: the harness ran something it was not asked to.
-    pub executed_not_selected: Vec<Outlier>,
-    pub contained: bool,
 }
 
 pub fn audit(collected: &[String], jobs: &[JobSelection]) -> SelectionAudit {

@@ -4,11 +4,9 @@
 //! pure gates applied. A gate that cannot be checked fails
 //! closed and says why: an audit that could not look is no pass.
 
-use super::reads::{self, Provenance};
+use super::reads;
 use super::runners::{SuiteRunner, SuiteSetup};
-use super::scope::{
-    self, ClosureGap, ExceptionUse, Inventory, ReadRegistry, ScopeError, ScopeExceptions, Side,
-};
+use super::scope::{self, Inventory, ReadRegistry, ScopeError, ScopeExceptions, Side};
 use crate::result_cache::ResultCache;
 use crate::source::{self, SourceError};
 use assay_common::runner::RunnerKind;
@@ -17,60 +15,10 @@ use assay_common::{ProofId, TreeId};
 use assay_transport::error_chain::error_chain;
 use assay_transport::queue::JobQueue;
 use assay_transport::store::ArtifactStore;
-use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-/// An audited run's scope, as the report's `audit.scope` carries it.
-#[derive(Clone, Debug, Serialize)]
-pub struct ScopeAudit {
-    pub base_tree: String,
-    /// Paths the change touches (either side).
-    pub changed_files: Vec<String>,
-    pub closure: Closure,
-    pub inventory: InventoryGate,
-    pub exceptions: Exceptions,
-}
-
-#[derive(Clone, Debug, Serialize)]
-pub struct Closure {
-    /// Where the base's recorded read sets came from; `None` for a runner that records none.
-    pub recorded: Option<Provenance>,
-    /// The read registry, when either tree has one.
-    pub registry: Option<String>,
-    /// Why the gate could not be checked.
-    pub unchecked: Option<String>,
-    pub gaps: Vec<ClosureGap>,
-}
-
-#[derive(Clone, Debug, Serialize)]
-pub struct InventoryGate {
-    #[serde(flatten)]
-    pub found: Inventory,
-    pub unchecked: Option<String>,
-}
-
-#[derive(Clone, Debug, Serialize)]
-pub struct Exceptions {
-    pub path: String,
-    #[serde(flatten)]
-    pub usage: ExceptionUse,
-}
-
-impl ScopeAudit {
-    /// No unexcused gap, no unexcused removal, and both gates checked.
-    pub fn passed(&self) -> bool {
-        self.closure.unchecked.is_none()
-            && self.inventory.unchecked.is_none()
-            && self.closure.gaps.iter().all(|g| g.excused_by.is_some())
-            && self
-                .inventory
-                .found
-                .removed
-                .iter()
-                .all(|r| r.excused_by.is_some())
-    }
-}
+pub use assay_common::suite_audit::{Closure, Exceptions, InventoryGate, ScopeAudit};
 
 /// A scope file that is there but cannot be used: a usage error, before anything is judged.
 #[derive(Debug, thiserror::Error)]

@@ -7,6 +7,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 
+pub use assay_common::suite_audit::{LedgerGate, LedgerViolation};
+
 /// The ledger file (TOML): `[[quarantine]]` tables.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -53,52 +55,6 @@ pub enum LedgerError {
         side: String,
         test: String,
     },
-}
-
-/// A change the gate refuses.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum LedgerViolation {
-    Added {
-        test: String,
-    },
-    ExpiryExtended {
-        test: String,
-        base: Option<String>,
-        candidate: Option<String>,
-    },
-}
-
-impl std::fmt::Display for LedgerViolation {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Added { test } => write!(f, "the ledger gains entry {test}"),
-            Self::ExpiryExtended {
-                test,
-                base,
-                candidate,
-            } => write!(
-                f,
-                "the ledger extends the expiry of {test} from {} to {}",
-                base.as_deref().unwrap_or("never"),
-                candidate.as_deref().unwrap_or("never")
-            ),
-        }
-    }
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct LedgerGate {
-    pub path: String,
-    pub base_sha256: Option<String>,
-    pub candidate_sha256: Option<String>,
-    pub violations: Vec<LedgerViolation>,
-}
-
-impl LedgerGate {
-    pub fn passed(&self) -> bool {
-        self.violations.is_empty()
-    }
 }
 
 pub fn sha256(bytes: &[u8]) -> String {

@@ -6,25 +6,14 @@
 use crate::coverage::{self, CoverageMap};
 use assay_common::job::{JobSpec, Side};
 use assay_common::{ProofId, TreeId};
-use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
+
+pub use assay_common::suite_audit::FileReach;
 
 /// The job that runs `ids` (pytest node ids) under per-test coverage contexts.
 pub fn plan_job(run_id: &ProofId, tree: &TreeId, ids: &[String], timeout_secs: u64) -> JobSpec {
     let reach_id = ProofId(format!("{run_id}-reach"));
     coverage::plan_job(reach_id, Side::Candidate, tree, ids, timeout_secs)
-}
-
-/// What the executed tests do to one changed file.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct FileReach {
-    pub file: String,
-    /// Whether any executed test imported the file at all.
-    pub imported: bool,
-    /// Tests (pytest node ids) that run at least one changed line.
-    pub reached_by: Vec<String>,
-    /// Changed statement lines that never ran.
-    pub unreached: Vec<u32>,
 }
 
 /// Changed lines of `changed` (product files only) against a per-test coverage map. Lines

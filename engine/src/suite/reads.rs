@@ -15,6 +15,8 @@ use assay_transport::store::{ArtifactStore, StoreError};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
+pub use assay_common::suite_audit::Provenance;
+
 pub const SCHEMA: &str = "assay.reads/v1";
 /// Where recorded read sets live in the artifact store.
 pub const PREFIX: &str = "audit/reads/v1";
@@ -127,16 +129,6 @@ pub fn key(tree: &TreeId) -> String {
 /// Where `tree`'s entry lives in the store.
 pub fn path(tree: &TreeId) -> String {
     format!("{PREFIX}/{tree}-{}.json", &coverage::script_sha256()[..16])
-}
-
-/// Where the read sets came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Provenance {
-    /// Recorded by this run.
-    Recorded,
-    /// Stored by an earlier audit of the same base tree.
-    Stored,
 }
 
 /// The base tree's read sets: a stored entry `cache` serves and verifies, else a run of the

@@ -7,8 +7,13 @@
 use super::ledger::is_date;
 use super::reads::RecordedReads;
 use assay_common::suite::SuiteCase;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
+
+pub use assay_common::suite_audit::{
+    ChangedRead, ClosureGap, ExceptionUse, Inventory, ReadSource, Relocated, Relocation, Removed,
+    ScopeException,
+};
 
 /// The scope exceptions file, relative to the repository root.
 pub const EXCEPTIONS_PATH: &str = ".assay/scope_exceptions.toml";
@@ -21,16 +26,6 @@ pub const REGISTRY_PATH: &str = ".assay/fixture_reads.toml";
 pub struct ScopeExceptions {
     #[serde(default)]
     pub exception: Vec<ScopeException>,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct ScopeException {
-    /// The runner's test id the exception excuses.
-    pub test: String,
-    pub reason: String,
-    /// `YYYY-MM-DD`, required: an excuse nobody has to renew is a hole.
-    pub expires: String,
 }
 
 /// `.assay/fixture_reads.toml`: what tests read where no recording sees it (a subprocess, a
@@ -176,30 +171,6 @@ impl ReadRegistry {
     }
 }
 
-/// Where a read came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ReadSource {
-    /// Recorded while the base's tests ran.
-    Recorded,
-    /// Declared in the read registry.
-    Declared,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct ChangedRead {
-    pub file: String,
-    pub source: ReadSource,
-}
-
-/// A collected test that reads a changed file and did not run.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct ClosureGap {
-    pub test: String,
-    pub reads: Vec<ChangedRead>,
-    pub excused_by: Option<ScopeException>,
-}
-
 /// The collected tests (`collected`, candidate ids) not in `executed` that read a file in
 /// `changed`, by the base's recorded reads and the registry.
 pub fn closure(
@@ -251,39 +222,6 @@ fn covers(declared: &str, file: &str) -> bool {
         Some(dir) => file.strip_prefix(dir).is_some_and(|r| r.starts_with('/')),
         None => declared == file,
     }
-}
-
-/// How a test collected at the base shows at the candidate under another id.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Relocation {
-    /// Same file, another name.
-    Renamed,
-    /// Another file (or class).
-    Moved,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Relocated {
-    pub from: String,
-    pub to: String,
-    pub kind: Relocation,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Removed {
-    pub test: String,
-    pub excused_by: Option<ScopeException>,
-}
-
-/// The inventory gate: base collection against the candidate's.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct Inventory {
-    pub base_collected: usize,
-    pub candidate_collected: usize,
-    /// Collected at the base, gone at the candidate, and no unchanged body took its place.
-    pub removed: Vec<Removed>,
-    pub relocated: Vec<Relocated>,
 }
 
 /// Diffs the collections. `body` gives a case's function body (normalized) on its side, when
@@ -432,14 +370,6 @@ pub fn excuse(
         removed.excused_by = find(&removed.test);
     }
     used
-}
-
-/// The exceptions a run leaned on, each printed and reported.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct ExceptionUse {
-    pub used: Vec<ScopeException>,
-    /// Named a gap but expired: it excused nothing.
-    pub expired: Vec<ScopeException>,
 }
 
 #[cfg(test)]

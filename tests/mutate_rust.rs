@@ -136,9 +136,22 @@ fn a_crate_is_built_once_for_its_mutants_and_a_mutant_that_does_not_build_is_a_c
     for m in mutants {
         let line = m["location"]["start"]["line"].as_u64().expect("a line");
         assert!(line < test_line as u64, "a mutant in test code: {m:#}");
-        assert_eq!(m["coveredBy"], serde_json::json!([]), "whole suite: {m:#}");
         assert_eq!(m["static"], false, "{m:#}");
     }
+    // Each mutant ran only the tests whose threads reached its code unmutated.
+    let covered = |description: &str| by_description(description)["coveredBy"].clone();
+    assert_eq!(
+        covered("`fn pages` body -> `0`"),
+        serde_json::json!(["pager::tests::counts_pages"])
+    );
+    assert_eq!(
+        covered("`fn is_past_end` body -> `true`"),
+        serde_json::json!(["pager::tests::far_past_the_end"])
+    );
+    assert_eq!(
+        covered("`*=` -> `/=`"),
+        serde_json::json!(["pager::tests::covers"])
+    );
 
     let killed = by_description("`fn pages` body -> `0`");
     assert_eq!(killed["status"], "Killed", "{killed:#}");
@@ -147,7 +160,7 @@ fn a_crate_is_built_once_for_its_mutants_and_a_mutant_that_does_not_build_is_a_c
         killed["killedBy"],
         serde_json::json!(["pager::tests::counts_pages"])
     );
-    assert_eq!(killed["testsCompleted"], 3, "{killed:#}");
+    assert_eq!(killed["testsCompleted"], 1, "{killed:#}");
     assert_eq!(
         killed["location"],
         serde_json::json!({"start": {"line": 2, "column": 43}, "end": {"line": 4, "column": 2}})
@@ -170,7 +183,7 @@ fn a_crate_is_built_once_for_its_mutants_and_a_mutant_that_does_not_build_is_a_c
     let survived = by_description("`fn is_past_end` body -> `true`");
     assert_eq!(survived["status"], "Survived", "{survived:#}");
     assert_eq!(survived["killedBy"], serde_json::json!([]));
-    assert_eq!(survived["testsCompleted"], 3, "{survived:#}");
+    assert_eq!(survived["testsCompleted"], 1, "{survived:#}");
 
     let unbuilt = by_description("`fn book` body -> `Default::default()`");
     assert_eq!(unbuilt["status"], "CompileError", "{unbuilt:#}");
@@ -227,7 +240,7 @@ fn a_crate_is_built_once_for_its_mutants_and_a_mutant_that_does_not_build_is_a_c
         (score - detected / (mutants.len() - 1) as f64).abs() < 1e-9,
         "{score} of {summary:#}"
     );
-    assert_eq!(doc["assay"]["perLineSelection"], false);
+    assert_eq!(doc["assay"]["perLineSelection"], true);
     assert_eq!(
         doc["testFiles"]["pager"]["tests"]
             .as_array()
@@ -399,9 +412,27 @@ fn the_schemata_give_every_mutant_the_status_a_build_of_its_own_gives_it_doc_tes
         "/// Whether `page` lies past the last page.\n///\n/// ```\n/// assert!(!pager::is_past_end(2, 3));\n/// ```\n///\n/// ```should_panic\n/// assert!(pager::is_past_end(2, 3));\n/// ```\n",
     );
     assert_ne!(library, LIBRARY);
+    // Reached three other ways: only from a thread a test spawns (no test's own thread, so
+    // every test of the binary runs for it), only from an integration test, and never.
+    let library = format!(
+        "{library}\n/// Half of `n`.\npub fn halve(n: u32) -> u32 {{\n    n / 2\n}}\n\n\
+         /// Twice `n`.\npub fn twice(n: u32) -> u32 {{\n    n * 2\n}}\n\n\
+         /// Never tested.\npub fn unused(n: u32) -> u32 {{\n    n + 7\n}}\n"
+    );
+    let unit_tests = UNIT_TESTS.replace(
+        "    #[test]\n    fn covers()",
+        "    #[test]\n    fn halves_in_a_thread() {\n        \
+         assert_eq!(std::thread::spawn(|| halve(8)).join().unwrap(), 4);\n    }\n\n    \
+         #[test]\n    fn covers()",
+    );
+    assert_ne!(unit_tests, UNIT_TESTS);
     let repo = Repo::new();
     repo.write("Cargo.toml", MANIFEST)
-        .write("src/lib.rs", &format!("{library}{UNIT_TESTS}"))
+        .write("src/lib.rs", &format!("{library}{unit_tests}"))
+        .write(
+            "tests/api.rs",
+            "#[test]\nfn doubles() {\n    assert_eq!(pager::twice(3), 6);\n}\n",
+        )
         .write(".gitignore", "/target\n");
     repo.commit("pager with doc tests");
     let once_dir = tempfile::tempdir().expect("temp dir");
@@ -421,13 +452,44 @@ fn the_schemata_give_every_mutant_the_status_a_build_of_its_own_gives_it_doc_tes
         "the schemata are off"
     );
     let (once, alone) = (statuses(&once), statuses(&alone));
-    assert_eq!(once, alone, "the same status, mutant by mutant");
-    let body_true = doc["files"]["src/lib.rs"]["mutants"]
-        .as_array()
-        .expect("mutants")
+    // A mutant no test reaches is not run from the build (`NoCoverage`); built on its own it
+    // runs every test and survives. Both are undetected.
+    let undetected = |status: &String| match status.as_str() {
+        "NoCoverage" => "Survived".to_owned(),
+        other => other.to_owned(),
+    };
+    let once_undetected: std::collections::BTreeMap<_, _> = once
         .iter()
-        .find(|m| m["description"] == "`fn is_past_end` body -> `true`")
-        .expect("the mutant");
+        .map(|(id, s)| (id.clone(), undetected(s)))
+        .collect();
+    assert_eq!(once_undetected, alone, "the same status, mutant by mutant");
+    let mutants = doc["files"]["src/lib.rs"]["mutants"]
+        .as_array()
+        .expect("mutants");
+    let find = |description: &str| {
+        mutants
+            .iter()
+            .find(|m| m["description"] == description)
+            .unwrap_or_else(|| panic!("no mutant {description:?}"))
+    };
+    let in_thread = find("`fn halve` body -> `0`");
+    assert_eq!(in_thread["status"], "Killed", "{in_thread:#}");
+    assert_eq!(
+        in_thread["coveredBy"],
+        serde_json::json!(["pager::*"]),
+        "a spawned thread is no test's own: the whole binary ran {in_thread:#}"
+    );
+    let integration = find("`fn twice` body -> `0`");
+    assert_eq!(integration["status"], "Killed", "{integration:#}");
+    assert_eq!(
+        integration["coveredBy"],
+        serde_json::json!(["pager::api::doubles"]),
+        "{integration:#}"
+    );
+    assert_eq!(integration["testsCompleted"], 1, "{integration:#}");
+    let never = find("`fn unused` body -> `0`");
+    assert_eq!(never["status"], "NoCoverage", "{never:#}");
+    let body_true = find("`fn is_past_end` body -> `true`");
     assert_eq!(
         body_true["status"], "Killed",
         "by the doc test: {body_true:#}"

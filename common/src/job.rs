@@ -105,8 +105,12 @@ pub enum TestBinaries {
     Keep,
     /// A run job: the worker fetches this archive (a build job's `test-binaries`), checks its
     /// sha256, unpacks it into the job's private directory and replaces `{test_binaries}` in
-    /// the command with the script that runs each executable as cargo would.
-    Use(ArtifactRef),
+    /// the command with the script that runs each executable as cargo would: all of them, or
+    /// only what `only` selects.
+    Use {
+        archive: ArtifactRef,
+        only: Option<crate::test_binaries::Selection>,
+    },
 }
 
 /// A stored artifact: where it is and what it hashes to.

@@ -10,6 +10,7 @@
 //! does, so [`crate::report::libtest::parse_cargo_output`] reads the run like `cargo test`'s.
 
 use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The artifact a build job stores, and the name its archive goes by.
 pub const ARTIFACT: &str = "test-binaries";
@@ -103,6 +104,47 @@ pub struct Binary {
     pub message: String,
 }
 
+/// Which of the prebuilt tests a run job runs: for a mutant, those that reach its code in the
+/// unmutated run's trace. Tests absent from it do not run at all.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Selection {
+    /// By binary id (a report's `file`: `pager`, `pager::api`): every test of it when `None`,
+    /// else these names, each run with `--exact`.
+    pub binaries: BTreeMap<String, Option<BTreeSet<String>>>,
+    /// Doc tests, by name (`src_lib_rs_348_0`).
+    pub doc_tests: BTreeSet<String>,
+}
+
+impl Selection {
+    /// Checks every name a selection holds: test names as libtest prints them, doc test names
+    /// as plain file names.
+    pub fn check(&self) -> Result<(), IndexError> {
+        for name in self.binaries.values().flatten().flatten() {
+            check_test_name(name)?;
+        }
+        for name in &self.doc_tests {
+            check_file(name)?;
+        }
+        Ok(())
+    }
+}
+
+/// Checks a test's name as libtest prints it and takes it as an argument: a Rust path
+/// (`tests::counts_pages`), so nothing a shell or libtest's option parser reads differently.
+pub fn check_test_name(name: &str) -> Result<(), IndexError> {
+    let plain = !name.is_empty()
+        && name.len() <= 1024
+        && !name.starts_with(':')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | ':'));
+    if plain {
+        Ok(())
+    } else {
+        Err(IndexError::TestName(name.to_owned()))
+    }
+}
+
 /// Why a build's output or an archive's index is refused.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum IndexError {
@@ -112,6 +154,8 @@ pub enum IndexError {
     FileName(String),
     #[error("package directory {0:?} is not a plain path inside the tree")]
     PackageDir(String),
+    #[error("test name {0:?} is not a plain Rust path")]
+    TestName(String),
 }
 
 /// A test executable cargo reported building, in the guest's paths.
@@ -257,39 +301,60 @@ impl Index {
 /// directory with the job's arguments, announced on stderr as cargo announces it, stopping at
 /// the first that fails (its exit code is the script's). The one that failed runs once more at
 /// once, announced again: its second block is the kill's confirmation
-/// ([`crate::report::libtest::RERUN_VARIANT`]), so no job of its own is needed for it. Every name was checked by
-/// [`Index::read`]; they are quoted all the same.
-pub fn script(index: &Index) -> String {
-    let mut script = String::from(
+/// ([`crate::report::libtest::RERUN_VARIANT`]), so no job of its own is needed for it. With a
+/// `selection`, only what it names runs. Where the job sets the schema's trace variable, each
+/// executable runs with it set to its own label (`bin:ID`, `doc:NAME`), so the trace says
+/// which one reached a site. Every name was checked by [`Index::read`] or
+/// [`Selection::check`]; they are quoted all the same.
+pub fn script(index: &Index, selection: Option<&Selection>) -> String {
+    let mut script = format!(
         "# Runs the prebuilt test executables beside this script as `cargo test` would.\n\
          here=$(cd \"$(dirname \"$0\")\" && pwd) || exit 101\n\
-         root=$(pwd)\n",
+         root=$(pwd)\n\
+         if [ -n \"${{{TRACE_VARIABLE}:-}}\" ]; then exec 3>&2; echo {TRACE_ON} >&2; \
+         else exec 3>/dev/null; fi\n"
     );
     for binary in &index.binaries {
         script.push_str(&format!("printf '%s\\n' {}\n", quote(&binary.message)));
     }
     for binary in &index.binaries {
+        let id = crate::report::libtest::binary_id_of(&binary.message).unwrap_or_default();
+        let exact = match selection.map(|s| s.binaries.get(&id)) {
+            None | Some(Some(None)) => String::new(),
+            Some(None) => continue,
+            Some(Some(Some(names))) => std::iter::once("--exact".to_owned())
+                .chain(names.iter().map(|n| quote(n)))
+                .fold(String::new(), |line, word| line + " " + &word),
+        };
         let file = quote(&binary.file);
         let dir = quote(&binary.package_dir);
+        let label = quote(&format!("bin:{id}"));
         script.push_str(&format!(
             "run() {{ printf '     Running %s (%s)\\n' {file} \"$here/bin/\"{file} >&2\n\
-             (cd \"$root/\"{dir} && CARGO_MANIFEST_DIR=\"$root/\"{dir} exec \"$here/bin/\"{file} \"$@\"); }}\n\
+             (cd \"$root/\"{dir} && CARGO_MANIFEST_DIR=\"$root/\"{dir} {TRACE_VARIABLE}=${{{TRACE_VARIABLE}:+{label}}} exec \"$here/bin/\"{file} \"$@\"{exact}) 3>&-; }}\n\
              run \"$@\" || {{ code=$?; run \"$@\"; exit $code; }}\n"
         ));
     }
     // Each doc test is a block of one, written here from its exit code (its own output is
-    // thrown away, so it cannot print a result), after the binaries as cargo orders them.
-    // A doc test is selected by no name: with arguments (a selection), none runs.
-    if !index.doc_tests.is_empty() {
+    // thrown away, so it cannot print a result; its stderr carries the trace when traced),
+    // after the binaries as cargo orders them. A doc test is selected by no name: with
+    // arguments (a selection of binaries' tests), none runs.
+    let docs: Vec<&DocTest> = index
+        .doc_tests
+        .iter()
+        .filter(|doc| selection.is_none_or(|s| s.doc_tests.contains(&doc.name)))
+        .collect();
+    if !docs.is_empty() {
         let krate = quote(&index.doc_crate);
         let dir = quote(&index.doc_dir);
         script.push_str("[ $# -eq 0 ] || exit 0\n");
-        for doc in &index.doc_tests {
+        for doc in docs {
             let name = quote(&doc.name);
+            let label = quote(&format!("doc:{}", doc.name));
             let test = if doc.passes { "-eq" } else { "-ne" };
             script.push_str(&format!(
                 "printf 'Doc-tests %s\\n' {krate} >&2\n\
-                 (cd \"$root/\"{dir} && exec \"$here/doc/\"{name}) </dev/null >/dev/null 2>&1\n\
+                 (cd \"$root/\"{dir} && {TRACE_VARIABLE}=${{{TRACE_VARIABLE}:+{label}}} exec \"$here/doc/\"{name}) </dev/null >/dev/null 2>&3\n\
                  if [ $? {test} 0 ]; then\n\
                  printf 'running 1 test\\ntest %s ... ok\\n\\ntest result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s\\n\\n' {name}\n\
                  else\n\
@@ -301,6 +366,13 @@ pub fn script(index: &Index) -> String {
     }
     script
 }
+
+/// The schema's trace variable (`mutants::rust::schema`'s, which sets what each site writes).
+pub const TRACE_VARIABLE: &str = "ASSAY_MUTANT_TRACE";
+
+/// The line the script writes to stderr first when the trace is on: without it, a run's
+/// stderr says nothing of coverage (an empty trace would mean that no test reaches anything).
+pub const TRACE_ON: &str = "assay-trace-on";
 
 /// `text` in single quotes for sh.
 fn quote(text: &str) -> String {
@@ -392,10 +464,152 @@ not a message
             package_dir: "crates/pager".into(),
             message: r#"{"executable":"pager-54c5","note":"it's"}"#.into(),
         }]);
-        let script = script(&index);
+        let script = script(&index, None);
         assert!(script.contains(r#"printf '%s\n' '{"executable":"pager-54c5","note":"it'\''s"}'"#));
         assert!(script.contains(r#"(cd "$root/"'crates/pager' && "#));
-        assert!(script.contains(r#"exec "$here/bin/"'pager-54c5' "$@"); }"#));
+        assert!(script.contains(r#"exec "$here/bin/"'pager-54c5' "$@") 3>&-; }"#));
         assert!(script.contains(r#"run "$@" || { code=$?; run "$@"; exit $code; }"#));
+    }
+
+    /// Runs the script for real, over stand-in executables that print what they were given.
+    fn run_script(index: &Index, selection: Option<&Selection>, trace: bool) -> (String, String) {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let here = dir.path().join("test-binaries");
+        for sub in ["bin", "doc"] {
+            std::fs::create_dir_all(here.join(sub)).unwrap();
+        }
+        let stand_in =
+            "#!/bin/sh\necho \"ran $(basename \"$0\") [$*] trace=${ASSAY_MUTANT_TRACE:-}\" >&2\n";
+        let files = index
+            .binaries
+            .iter()
+            .map(|b| here.join("bin").join(&b.file))
+            .chain(
+                index
+                    .doc_tests
+                    .iter()
+                    .map(|d| here.join("doc").join(&d.name)),
+            );
+        for path in files {
+            std::fs::write(&path, stand_in).unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        std::fs::write(here.join("run.sh"), script(index, selection)).unwrap();
+        let mut command = std::process::Command::new("sh");
+        command.arg(here.join("run.sh")).current_dir(dir.path());
+        command.env_remove(TRACE_VARIABLE);
+        if trace {
+            command.env(TRACE_VARIABLE, "on");
+        }
+        let out = command.output().unwrap();
+        (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    fn two_binaries_and_a_doc_test() -> Index {
+        let message = |file: &str, kind: &str, name: &str| {
+            format!(
+                r#"{{"reason":"compiler-artifact","package_id":"path+file:///t/pager#0.1.0","target":{{"kind":["{kind}"],"name":"{name}"}},"executable":"{file}"}}"#
+            )
+        };
+        let mut index = Index::new(vec![
+            Binary {
+                file: "pager-1".into(),
+                package_dir: String::new(),
+                message: message("pager-1", "lib", "pager"),
+            },
+            Binary {
+                file: "api-2".into(),
+                package_dir: String::new(),
+                message: message("api-2", "test", "api"),
+            },
+        ]);
+        index.doc_tests = vec![
+            DocTest {
+                name: "src_lib_rs_3_0".into(),
+                passes: true,
+            },
+            DocTest {
+                name: "src_lib_rs_9_0".into(),
+                passes: true,
+            },
+        ];
+        index.doc_crate = "pager".into();
+        index
+    }
+
+    #[test]
+    fn a_selection_runs_only_its_tests_by_exact_name_and_skips_the_rest() {
+        let index = two_binaries_and_a_doc_test();
+        let selection = Selection {
+            binaries: [(
+                "pager".to_owned(),
+                Some(
+                    [
+                        "tests::counts_pages".to_owned(),
+                        "tests::partial_page".to_owned(),
+                    ]
+                    .into(),
+                ),
+            )]
+            .into(),
+            doc_tests: ["src_lib_rs_9_0".to_owned()].into(),
+        };
+        let (stdout, stderr) = run_script(&index, Some(&selection), false);
+        assert!(
+            stderr
+                .contains("ran pager-1 [--exact tests::counts_pages tests::partial_page] trace=\n"),
+            "{stderr}"
+        );
+        assert!(!stderr.contains("api-2"), "{stderr}");
+        assert!(!stderr.contains(TRACE_ON), "{stderr}");
+        assert!(stdout.contains("test src_lib_rs_9_0 ... ok"), "{stdout}");
+        assert!(!stdout.contains("src_lib_rs_3_0"), "{stdout}");
+        // Without a selection, everything runs, with no argument.
+        let (stdout, stderr) = run_script(&index, None, false);
+        assert!(stderr.contains("ran pager-1 [] trace=\n"), "{stderr}");
+        assert!(stderr.contains("ran api-2 [] trace=\n"), "{stderr}");
+        assert_eq!(stdout.matches("... ok").count(), 2, "{stdout}");
+    }
+
+    #[test]
+    fn a_traced_run_labels_each_executable_and_says_the_trace_is_on() {
+        let index = two_binaries_and_a_doc_test();
+        let (_, stderr) = run_script(&index, None, true);
+        assert!(stderr.starts_with(&format!("{TRACE_ON}\n")), "{stderr}");
+        assert!(
+            stderr.contains("ran pager-1 [] trace=bin:pager\n"),
+            "{stderr}"
+        );
+        assert!(
+            stderr.contains("ran api-2 [] trace=bin:pager::api\n"),
+            "{stderr}"
+        );
+        // A doc test's stderr is kept only when traced: it carries the trace.
+        assert!(
+            stderr.contains("ran src_lib_rs_3_0 [] trace=doc:src_lib_rs_3_0\n"),
+            "{stderr}"
+        );
+        let (_, untraced) = run_script(&index, None, false);
+        assert!(!untraced.contains("trace=doc:"), "{untraced}");
+    }
+
+    #[test]
+    fn a_selection_naming_something_other_than_a_test_is_refused() {
+        for name in ["--nocapture", "a b", "x'y", "::root", ""] {
+            let selection = Selection {
+                binaries: [("pager".to_owned(), Some([name.to_owned()].into()))].into(),
+                doc_tests: Default::default(),
+            };
+            assert_eq!(selection.check(), Err(IndexError::TestName(name.into())));
+        }
+        let doc = Selection {
+            binaries: Default::default(),
+            doc_tests: ["../x".to_owned()].into(),
+        };
+        assert!(doc.check().is_err());
     }
 }

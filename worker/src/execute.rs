@@ -274,10 +274,11 @@ async fn run_in(
         source,
     };
     let script = match &job.binaries {
-        Some(TestBinaries::Use(archive)) => {
-            let script = test_binaries::unpack(ctx, archive, &private.join("test-binaries"))
-                .await
-                .map_err(binaries_error)?;
+        Some(TestBinaries::Use { archive, only }) => {
+            let script =
+                test_binaries::unpack(ctx, archive, only.as_ref(), &private.join("test-binaries"))
+                    .await
+                    .map_err(binaries_error)?;
             ctx.sandbox
                 .guest_path(&tree_dir, &private, &script.to_string_lossy())
         }

@@ -8,8 +8,8 @@ use crate::guest_file::{self, GuestFile};
 use crate::job_context::JobContext;
 use assay_common::job::ArtifactRef;
 use assay_common::test_binaries::{
-    self, ARTIFACT, Binary, DOC_TESTS_DIR, DOC_TESTS_EXPECTED, Index, IndexError, check_file,
-    check_package_dir, doc_test_expectations,
+    self, ARTIFACT, Binary, DOC_TESTS_DIR, DOC_TESTS_EXPECTED, Index, IndexError, Selection,
+    check_file, check_package_dir, doc_test_expectations,
 };
 use assay_transport::store::{ArtifactError, StoreError, read_artifact};
 use std::io::Read;
@@ -226,18 +226,23 @@ fn append(
 }
 
 /// Fetches `artifact` (its sha256 checked), unpacks it into `dir` and writes the script that
-/// runs it; returns the script's path.
+/// runs it, or only what `only` selects; returns the script's path.
 pub async fn unpack(
     ctx: &JobContext,
     artifact: &ArtifactRef,
+    only: Option<&Selection>,
     dir: &Path,
 ) -> Result<PathBuf, TestBinariesError> {
     if artifact.bytes > MAX_ARCHIVE_BYTES {
         return Err(TestBinariesError::TooLarge);
     }
+    if let Some(selection) = only {
+        selection.check()?;
+    }
     let bytes = fetch(ctx, artifact).await?;
     let dir = dir.to_owned();
-    tokio::task::spawn_blocking(move || unpack_into(&bytes, &dir))
+    let only = only.cloned();
+    tokio::task::spawn_blocking(move || unpack_into(&bytes, only.as_ref(), &dir))
         .await
         .map_err(|e| TestBinariesError::Archive(std::io::Error::other(e)))?
 }
@@ -266,7 +271,11 @@ async fn fetch(
     Ok(bytes)
 }
 
-fn unpack_into(archive: &[u8], dir: &Path) -> Result<PathBuf, TestBinariesError> {
+fn unpack_into(
+    archive: &[u8],
+    only: Option<&Selection>,
+    dir: &Path,
+) -> Result<PathBuf, TestBinariesError> {
     let io = TestBinariesError::Archive;
     std::fs::create_dir_all(dir.join("bin")).map_err(io)?;
     std::fs::create_dir_all(dir.join("doc")).map_err(io)?;
@@ -310,7 +319,7 @@ fn unpack_into(archive: &[u8], dir: &Path) -> Result<PathBuf, TestBinariesError>
         return Err(TestBinariesError::Missing(doc.name.clone()));
     }
     let script = dir.join("run.sh");
-    std::fs::write(&script, test_binaries::script(&index)).map_err(io)?;
+    std::fs::write(&script, test_binaries::script(&index, only)).map_err(io)?;
     Ok(script)
 }
 
@@ -331,7 +340,7 @@ mod tests {
         builder.append(&header, &b"x"[..]).unwrap();
         let archive = builder.into_inner().unwrap();
         let dir = tempfile::tempdir().unwrap();
-        let err = unpack_into(&archive, dir.path()).unwrap_err();
+        let err = unpack_into(&archive, None, dir.path()).unwrap_err();
         assert!(matches!(err, TestBinariesError::Entry(name) if name == "bin/../../evil"));
     }
 
@@ -352,7 +361,7 @@ mod tests {
         .unwrap();
         let archive = builder.into_inner().unwrap();
         let dir = tempfile::tempdir().unwrap();
-        let err = unpack_into(&archive, dir.path()).unwrap_err();
+        let err = unpack_into(&archive, None, dir.path()).unwrap_err();
         assert!(matches!(err, TestBinariesError::Missing(file) if file == "pager-1"));
     }
 

@@ -615,6 +615,15 @@ fn package_name(id: &str) -> &str {
 }
 
 /// nextest's name for the test binary of `target` in `package`.
+/// The binary id of the test executable a `compiler-artifact` message (one JSON line) names,
+/// as a report of its run names its cases' `file`; `None` for any other line.
+pub fn binary_id_of(message: &str) -> Option<String> {
+    let message: CargoMessage = serde_json::from_str(message).ok()?;
+    let target = message.target.as_ref()?;
+    (message.reason == "compiler-artifact" && message.executable.is_some())
+        .then(|| binary_id(package_name(&message.package_id), target))
+}
+
 fn binary_id(package: &str, target: &Target) -> String {
     let kind = target.kind.first().map(String::as_str).unwrap_or("lib");
     match kind {

@@ -19,6 +19,7 @@ use crate::source::{self, SourceError};
 use assay_common::job::{JobKind, JobResult, JobSpec, JobStatus, Side};
 use assay_transport::error_chain::error_chain;
 use assay_transport::queue::{JobQueue, QueueError};
+use reached::Reach;
 
 use assay_common::runner::RunnerKind;
 use assay_common::{JobId, ProofId, TreeId};
@@ -29,6 +30,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 pub mod mutant_cache;
+mod reached;
 pub mod schemata;
 mod stryker;
 
@@ -335,7 +337,7 @@ pub async fn run(
     // in the baseline too and does not fake timeouts.
     let (baseline_spec, per_line) = match (request.runner, &prebuilt) {
         (RunnerKind::Cargo, Some(prebuilt)) => {
-            (schemata::run_spec(request, prebuilt, index, 0), false)
+            (schemata::run_spec(request, prebuilt, index, 0, None), false)
         }
         (RunnerKind::Pytest, _) => {
             let command = coverage::command(["-o".into(), "junit_family=xunit1".into()]);
@@ -424,6 +426,17 @@ pub async fn run(
         Duration::from_secs(baseline_spec.timeout_secs),
     )
     .map_err(|reason| MutateError::RedBaseline { reason })?;
+    // Rust: the prebuilt tests' unmutated run traced which tests reach each site.
+    let reached = match (&prebuilt, &baseline) {
+        (Some(_), Ok(result)) => match reached::from_run(store, result).await {
+            Ok(reached) => Some(reached),
+            Err(why) => {
+                selection_note = Some(format!("{why}; each mutant runs every test"));
+                None
+            }
+        },
+        _ => None,
+    };
     // A compiled language's unit tests live in its product files, which the cache's keys do
     // not digest as test files: a verdict it stored could outlive a changed test.
     let compiled = language.compiles();
@@ -470,18 +483,27 @@ pub async fn run(
     for (at, mutant) in plan.mutants.iter().enumerate() {
         if let Some(error) = schemata.as_ref().and_then(|s| s.unviable.get(&at)) {
             results[at] = Some(MutantResult {
-                mutant: mutant.clone(),
                 status: Status::CompileError,
                 status_reason: Some(format!("does not compile: {error}")),
-                covered_by: Vec::new(),
-                killed_by: Vec::new(),
                 tests_completed: None,
-                flaky: false,
-                duration_s: None,
-                cached: None,
+                ..not_covered(mutant, "")
             });
             continue;
         }
+        let held = schemata.as_ref().is_some_and(|s| s.holds(at));
+        let reach = match reached.as_ref().filter(|_| held) {
+            Some(reached) => match reached.of(at as u32 + 1) {
+                Some(reach) => Some(reach),
+                None => {
+                    results[at] = Some(not_covered(
+                        mutant,
+                        "no test reaches this code in the unmutated run",
+                    ));
+                    continue;
+                }
+            },
+            None => None,
+        };
         let file_bytes = bytes.get(mutant.path.as_str()).copied().unwrap_or_default();
         let (covered_by, cost) = match &coverage {
             Some(map) => {
@@ -489,17 +511,7 @@ pub async fn run(
                 let lines = line_range(file_bytes, mutant);
                 match map.tests_running_in(mutant.path.as_str(), lines, statement) {
                     None => {
-                        results[at] = Some(MutantResult {
-                            mutant: mutant.clone(),
-                            status: Status::NoCoverage,
-                            status_reason: Some("no test executes this line".into()),
-                            covered_by: Vec::new(),
-                            killed_by: Vec::new(),
-                            tests_completed: Some(0),
-                            flaky: false,
-                            duration_s: None,
-                            cached: None,
-                        });
+                        results[at] = Some(not_covered(mutant, "no test executes this line"));
                         continue;
                     }
                     // Only import-time code runs it: every test may observe it.
@@ -529,9 +541,17 @@ pub async fn run(
             let source = std::str::from_utf8(file_bytes).unwrap_or_default();
             keyed.insert(at, keys.key(mutant, source, scope, &covered_by, &command)?);
         }
-        let (job, cost) = match (&prebuilt, &schemata) {
-            (Some(prebuilt), Some(s)) if s.holds(at) => (
-                schemata::run_spec(request, prebuilt, index + at, at + 1),
+        let covered_by = match reach {
+            Some(reach) => reach.covered_by(),
+            None => covered_by,
+        };
+        let only = match reach {
+            Some(Reach::Tests(selection)) => Some(selection.clone()),
+            _ => None,
+        };
+        let (job, cost) = match &prebuilt {
+            Some(prebuilt) if held => (
+                schemata::run_spec(request, prebuilt, index + at, at + 1, only),
                 cost,
             ),
             _ => {
@@ -774,7 +794,7 @@ pub async fn run(
     let results: Vec<MutantResult> = results.into_iter().flatten().collect();
     Ok(MutateReport {
         tree: tree.to_string(),
-        per_line_selection: per_line,
+        per_line_selection: per_line || reached.is_some(),
         selection_note,
         files: files
             .iter()
@@ -906,6 +926,21 @@ impl Judged {
 /// The node ids of the killing tests, to confirm a kill with those alone: empty when one
 /// killer is not among the covering tests (a collection error, a broken session), so the
 /// whole selection re-runs.
+/// A mutant that runs no test, for `reason`.
+fn not_covered(mutant: &Mutant, reason: &str) -> MutantResult {
+    MutantResult {
+        mutant: mutant.clone(),
+        status: Status::NoCoverage,
+        status_reason: Some(reason.to_owned()),
+        covered_by: Vec::new(),
+        killed_by: Vec::new(),
+        tests_completed: Some(0),
+        flaky: false,
+        duration_s: None,
+        cached: None,
+    }
+}
+
 pub(super) fn sorted(names: &[String]) -> Vec<&String> {
     let mut names: Vec<&String> = names.iter().collect();
     names.sort();

@@ -15,7 +15,7 @@ use crate::source;
 use assay_common::TreeId;
 use assay_common::job::{ArtifactRef, JobResult, JobSpec, JobStatus, TestBinaries};
 use assay_common::runner::{RunnerKind, cargo::runs_nextest};
-use assay_common::test_binaries::{ARTIFACT, PLACEHOLDER};
+use assay_common::test_binaries::{ARTIFACT, PLACEHOLDER, Selection};
 use assay_transport::error_chain::error_chain;
 use assay_transport::queue::JobQueue;
 use assay_transport::store::{ArtifactStore, read_named};
@@ -185,12 +185,14 @@ pub(super) fn wanted(runner: RunnerKind) -> bool {
         && std::env::var(SWITCH_OFF_VARIABLE).map_or(true, |v| v.trim() != "0")
 }
 
-/// A run of the prebuilt tests with the switch at `number` (0: unmutated).
+/// A run of the prebuilt tests with the switch at `number`, of those `only` selects. The
+/// unmutated run (0) traces which tests reach each site ([`schema::TRACE_VARIABLE`]).
 pub(super) fn run_spec(
     request: &MutateRequest,
     prebuilt: &Prebuilt,
     index: usize,
     number: usize,
+    only: Option<Selection>,
 ) -> JobSpec {
     let mut job = spec(
         request,
@@ -201,7 +203,14 @@ pub(super) fn run_spec(
     job.report = assay_common::runner::ReportFormat::CargoTestOutput;
     job.env
         .push((schema::SWITCH_VARIABLE.to_owned(), number.to_string()));
-    job.binaries = Some(TestBinaries::Use(prebuilt.archive.clone()));
+    if number == 0 {
+        job.env
+            .push((schema::TRACE_VARIABLE.to_owned(), "on".to_owned()));
+    }
+    job.binaries = Some(TestBinaries::Use {
+        archive: prebuilt.archive.clone(),
+        only,
+    });
     job
 }
 

@@ -30,10 +30,11 @@ impl MutateReport {
                         "coveredBy": sorted(&r.covered_by),
                         "killedBy": r.killed_by,
                         // Only code run at import covers it (a class body, a module-level
-                        // constant): every test may observe it, so the whole suite ran.
+                        // constant; for Rust, code no one test can be named for): every test
+                        // may observe it, so the whole suite ran.
                         "static": self.per_line_selection
                             && r.covered_by.is_empty()
-                            && r.status != Status::NoCoverage,
+                            && !matches!(r.status, Status::NoCoverage | Status::CompileError),
                     });
                     if let Some(reason) = &r.status_reason {
                         mutant["statusReason"] = reason.clone().into();

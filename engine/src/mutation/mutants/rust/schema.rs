@@ -84,15 +84,48 @@ fn root_preamble_end(source: &str) -> (usize, bool) {
     (end, no_std)
 }
 
-/// The expression a schema site switches on: a `static` of its own block, so it reads the
-/// variable once per site and needs no item anywhere else in the crate.
-fn switch(std: Std) -> String {
-    let std = std.path();
-    format!(
-        "({{ static {SWITCH_VARIABLE}: {std}::sync::OnceLock<u32> = {std}::sync::OnceLock::new(); \
-         *{SWITCH_VARIABLE}.get_or_init(|| {std}::env::var(\"{SWITCH_VARIABLE}\").ok()\
-         .and_then(|v| v.parse().ok()).unwrap_or(0)) }})"
-    )
+/// The variable that turns on the unmutated run's trace: set (to the test executable's
+/// label, by the prebuilt tests' script) where the switch reads 0, each site writes one
+/// [`TRACE_MARK`] line to stderr the first time each thread reaches it:
+/// `MARK\tLABEL\tNUMBERS\tTHREAD`, the thread named as libtest names the thread of each
+/// test. That is the per-test coverage a mutant's run is chosen by (`campaign::reached`).
+pub use assay_common::test_binaries::TRACE_VARIABLE;
+
+/// The first field of a trace line.
+pub const TRACE_MARK: &str = "assay-reached";
+
+/// The expression a schema site (its mutants `numbers`) switches on: a `static` of its own
+/// block, so it reads the variable once per site and needs no item anywhere else in the crate.
+/// Unmutated (0), a thread-local flag of the site's own says whether this thread has traced
+/// it yet; a mutant's run never touches the trace.
+fn switch(std: Std, numbers: &str) -> String {
+    // A template, not `format!`: the generated code is full of braces.
+    const TEMPLATE: &str = "({ static ASSAY_MUTANT: STD::sync::OnceLock<u32> = STD::sync::OnceLock::new(); \
+         let m = *ASSAY_MUTANT.get_or_init(|| STD::env::var(\"SWITCH\").ok()\
+         .and_then(|v| v.parse().ok()).unwrap_or(0)); \
+         if m == 0 { STD::thread_local!(static REACHED: STD::cell::Cell<bool> = \
+         const { STD::cell::Cell::new(false) }); \
+         if !REACHED.with(|r| r.replace(true)) { \
+         if let STD::option::Option::Some(label) = STD::env::var_os(\"TRACE\") { \
+         if !label.is_empty() { let _ = STD::io::Write::write_all(&mut STD::io::stderr(), \
+         STD::format!(\"\\nMARK\\t{}\\tNUMBERS\\t{}\\n\", label.to_string_lossy(), \
+         STD::thread::current().name().unwrap_or(\"-\")).as_bytes()); } } } } \
+         m })";
+    TEMPLATE
+        .replace("STD", std.path())
+        .replace("SWITCH", SWITCH_VARIABLE)
+        .replace("TRACE", TRACE_VARIABLE)
+        .replace("MARK", TRACE_MARK)
+        .replace("NUMBERS", numbers)
+}
+
+/// A site's mutant numbers as its trace names them: `3,4,7`.
+fn site_numbers(entries: &[Entry<'_>]) -> String {
+    entries
+        .iter()
+        .map(|e| e.number.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// One mutant of a file: its number in the switch (never 0) and its edit.
@@ -181,7 +214,7 @@ pub fn rewrite(source: &str, entries: &[Entry<'_>], std: Std) -> FileSchema {
     let emitter = Emitter {
         source,
         sites: &sites,
-        switch: switch(std),
+        std,
     };
     let (preamble_end, declares_no_std) = root_preamble_end(source);
     if std == Std::Alias && declares_no_std {
@@ -251,8 +284,7 @@ fn guard_place(arm: Node<'_>) -> Option<(usize, Option<Range<usize>>)> {
 struct Emitter<'a, 'e> {
     source: &'a str,
     sites: &'a [Site<'e>],
-    /// The switch expression, written once per site.
-    switch: String,
+    std: Std,
 }
 
 impl Emitter<'_, '_> {
@@ -281,6 +313,7 @@ impl Emitter<'_, '_> {
     fn emit_site(&self, index: usize, out: &mut String, held: &mut Vec<Held>) {
         let (source, sites) = (self.source, self.sites);
         let site = &sites[index];
+        let switch = switch(self.std, &site_numbers(&site.entries));
         let start = out.len();
         let first = held.len();
         match (site.form, site.guard.clone()) {
@@ -288,7 +321,7 @@ impl Emitter<'_, '_> {
                 let condition = site
                     .entries
                     .iter()
-                    .map(|e| format!("{} != {}", self.switch, e.number))
+                    .map(|e| format!("{switch} != {}", e.number))
                     .collect::<Vec<_>>()
                     .join(" && ");
                 match own {
@@ -321,7 +354,7 @@ impl Emitter<'_, '_> {
                     ("(match ", " })")
                 };
                 out.push_str(open);
-                out.push_str(&self.switch);
+                out.push_str(&switch);
                 out.push_str(" { ");
                 let original = &source[site.range.clone()];
                 for entry in &site.entries {

@@ -336,6 +336,23 @@ fn a_crate_built_once_on_the_fleet_reaches_the_verdicts_of_an_embedded_run() {
         assert!(kinds.contains(&status), "no {status} mutant: {expected:?}");
     }
     assert_eq!(statuses(&fleet_report), expected, "per-mutant statuses");
+    // Each mutant's job on a worker ran only the tests the unmutated run saw reach it.
+    let covered = |report: &serde_json::Value| -> Vec<(String, serde_json::Value)> {
+        report["files"]["src/lib.rs"]["mutants"]
+            .as_array()
+            .expect("mutants")
+            .iter()
+            .map(|m| (m["description"].to_string(), m["coveredBy"].clone()))
+            .collect()
+    };
+    assert_eq!(covered(&fleet_report), covered(&embedded_report));
+    assert!(
+        covered(&fleet_report)
+            .iter()
+            .any(|(_, by)| *by == serde_json::json!(["pager::tests::far_past_the_end"])),
+        "{:?}",
+        covered(&fleet_report)
+    );
     assert_eq!(
         fleet_report["assay"]["schemata"]["held"],
         embedded_report["assay"]["schemata"]["held"]

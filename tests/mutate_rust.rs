@@ -383,6 +383,78 @@ fn a_workspace_member_named_as_a_path_is_the_only_one_mutated_and_the_whole_work
     );
 }
 
+#[test]
+fn a_mutant_that_breaks_only_another_members_build_is_a_compile_error_naming_that_member() {
+    // `LINES` is a constant (no runtime switch can hold it): each of its mutants builds on its
+    // own. `pages` still compiles with any value; `screen`, which fixes its buffer at 48
+    // lines, does not.
+    let repo = Repo::new();
+    repo.write(
+        "Cargo.toml",
+        "[workspace]\nmembers = [\"pages\", \"screen\"]\nresolver = \"2\"\n",
+    )
+    .write(
+        "pages/Cargo.toml",
+        "[package]\nname = \"pages\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    )
+    .write(
+        "pages/src/lib.rs",
+        "/// Lines on a page.\npub const LINES: usize = 40 + 8;\n\n\
+         /// Pages needed for `lines`.\npub fn pages(lines: usize) -> usize {\n    \
+         lines.div_ceil(LINES)\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    \
+         fn counts_pages() {\n        assert_eq!(super::pages(100), 3);\n    }\n}\n",
+    )
+    .write(
+        "screen/Cargo.toml",
+        "[package]\nname = \"screen\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n\
+         [dependencies]\npages = { path = \"../pages\" }\n",
+    )
+    .write(
+        "screen/src/lib.rs",
+        "/// One page's lines, fixed at 48.\npub fn page_buffer() -> [u8; 48] {\n    \
+         [0; pages::LINES]\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    \
+         fn a_page_fits() {\n        assert_eq!(super::page_buffer().len(), 48);\n    }\n}\n",
+    )
+    .write(".gitignore", "/target\n");
+    repo.commit("pages and screen");
+    let out_dir = tempfile::tempdir().expect("temp dir");
+    let run = mutate(&repo, &out_dir, &["pages/"]);
+    let doc = run
+        .evidence
+        .as_ref()
+        .unwrap_or_else(|| panic!("the Stryker document\n{}", run.explain()));
+    let mutants = doc["files"]["pages/src/lib.rs"]["mutants"]
+        .as_array()
+        .unwrap_or_else(|| panic!("mutants of pages/src/lib.rs in {doc:#}"));
+    let constant: Vec<&serde_json::Value> = mutants
+        .iter()
+        .filter(|m| m["location"]["start"]["line"] == 2)
+        .collect();
+    assert!(!constant.is_empty(), "mutants of `40 + 8`: {doc:#}");
+    for m in constant {
+        assert_eq!(m["status"], "CompileError", "{m:#}");
+        let reason = m["statusReason"].as_str().unwrap_or_default();
+        assert!(
+            reason.starts_with("does not compile")
+                && reason.contains("mismatched types")
+                && reason.contains("screen"),
+            "the other member's error: {m:#}"
+        );
+    }
+    let body = mutants
+        .iter()
+        .find(|m| m["description"] == "`fn pages` body -> `0`")
+        .unwrap_or_else(|| panic!("no body mutant in {doc:#}"));
+    assert_eq!(body["status"], "Killed", "{body:#}");
+    let schemata = &doc["assay"]["schemata"];
+    assert!(
+        schemata["builtAlone"]
+            .as_object()
+            .is_some_and(|why| why.keys().any(|k| k.contains("compile time"))),
+        "the constant's mutants built on their own: {schemata:#}"
+    );
+}
+
 /// Each mutant's id and status.
 fn statuses(run: &Run) -> std::collections::BTreeMap<String, String> {
     let doc = run

@@ -110,10 +110,18 @@ pub fn compile_error(result: &JobResult) -> Option<String> {
         return None;
     };
     let error = report.collection_errors.first()?;
-    report
-        .cases
-        .is_empty()
-        .then(|| error.message.lines().next().unwrap_or("").to_owned())
+    if !report.cases.is_empty() {
+        return None;
+    }
+    // The compiler's heading, and where it points (another member's file, say).
+    let mut lines = error.message.lines();
+    let heading = lines.next().unwrap_or("");
+    Some(
+        match lines.find_map(|l| l.trim_start().strip_prefix("--> ")) {
+            Some(at) => format!("{heading} at {at}"),
+            None => heading.to_owned(),
+        },
+    )
 }
 
 fn judge_report(report: &TestReport, expected: Expected<'_>) -> Judgement {

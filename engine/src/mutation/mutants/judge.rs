@@ -410,7 +410,9 @@ mod tests {
         let failed = JobStatus::Completed { exit_code: 101 };
         assert_eq!(
             compile_error(&unbuilt(vec![], failed.clone())).as_deref(),
-            Some("error[E0277]: the trait bound `Book: Default` is not satisfied")
+            Some(
+                "error[E0277]: the trait bound `Book: Default` is not satisfied at src/lib.rs:9:5"
+            )
         );
         // A test ran: the build of that binary worked, whatever else failed.
         let with_a_case = unbuilt(vec![case("test_full_pages", None, Outcome::Failed)], failed);

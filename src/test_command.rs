@@ -10,44 +10,39 @@ use crate::fleet_link;
 use crate::progress::Terminal;
 use crate::suite_state::{current_branch, open_history, print_alerts, save_history, state_dir};
 use anyhow::{Context, anyhow};
-use assay_common::ProofId;
 use assay_common::TreeId;
 use assay_common::nats_permissions::Role;
 use assay_common::report::summary::SuiteStatus;
 use assay_common::runner::{ReportFormat, RunnerKind};
+use assay_common::sandbox::SandboxEvidence;
 use assay_common::suite::{
-    CaseListing, CaseOutcome, Lane, SUITE_SCHEMA, SuiteCacheReport, SuiteReport, SuiteTotals,
+    CaseListing, CaseOutcome, Lane, SuiteCacheReport, SuiteCase, SuiteReport, SuiteTotals,
 };
-use assay_common::suite_history::HistoryReport;
-use assay_engine::coverage::CoverageMap;
-use assay_engine::dispatch::run_one;
+use assay_common::suite_audit::LedgerGate;
 use assay_engine::proof;
-use assay_engine::result_cache::RunContext;
+use assay_engine::result_cache::{CacheMode, ResultCache, RunContext};
 use assay_engine::source;
-use assay_engine::suite::CollectError;
-use assay_engine::suite::StopReason;
-use assay_engine::suite::audit::AuditReport;
-use assay_engine::suite::case_cache::{self as suite_cache, CaseCache};
 use assay_engine::suite::cluster::{self, FleetHalt};
-use assay_engine::suite::conclude::{self, ConcludeRequest, Ending};
-use assay_engine::suite::drive::{self, DriveError, RunEvent, RunProgress, SuiteRequest};
-use assay_engine::suite::gates::{self, GateRequest, ScopeAudit};
+use assay_engine::suite::conclude::Ending;
+use assay_engine::suite::drive::{DriveError, RunEvent, RunProgress};
+use assay_engine::suite::gates::ScopeAudit;
 use assay_engine::suite::halt::{AdmissionGate, HaltError, HaltFile};
 use assay_engine::suite::history::{self, History};
-use assay_engine::suite::ledger::{self, Ledger};
 use assay_engine::suite::reach;
+use assay_engine::suite::run::{self, AuditBase, CacheOpener, Placement};
 use assay_engine::suite::runners::{SuiteRunner, SuiteSetup};
 use assay_engine::suite::scope::{self, ReadSource, Relocation};
 use assay_engine::suite::select::{self, Selectors};
 use assay_engine::suite::shard::ShardMode;
-use assay_transport::queue::JobQueue;
+use assay_engine::suite::{
+    self, CollectError, StopReason, SuiteError, SuiteOutcome, SuiteRan, SuiteRequest,
+};
 use assay_transport::store::ArtifactStore;
 use assay_worker::sandbox::Sandbox as _;
 use assay_worker::sandbox::process::ProcessSandbox;
 use clap::Args;
-use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 
 #[derive(Args, Debug, Clone)]
@@ -162,9 +157,6 @@ pub struct TestArgs {
     pub output: crate::report::OutputArgs,
 }
 
-/// Runs of history a suite report carries for its trend (`history.recent`).
-const RECENT_RUNS: usize = 20;
-
 /// `--jobs`: decimal digits only (no sign, no spaces), greater than zero.
 fn parse_jobs(text: &str) -> Result<usize, String> {
     if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
@@ -248,10 +240,6 @@ fn resolve_tree(repo: &Path, rev: &str) -> Result<(String, TreeId), Failure> {
     Ok((commit.id().to_string(), TreeId(tree.id().to_string())))
 }
 
-fn read_at(repo: &Path, tree: &TreeId, path: &str) -> Result<Option<Vec<u8>>, Failure> {
-    source::read_file(repo, tree, path).map_err(|e| Failure::infrastructure(e.into()))
-}
-
 /// Prints progress as `[test] K/N`, `[test] FAIL case`, `[test] INFRA case`, counted in cases,
 /// and on a terminal a live bar below them.
 struct CaseProgress {
@@ -310,98 +298,28 @@ impl RunProgress for CaseProgress {
             },
         }
     }
+
+    fn driven(&self) {
+        self.terminal.finish();
+    }
 }
 
 /// Runs `assay test` and returns the exit code.
 pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
-    let started = SystemTime::now();
-    let clock = Instant::now();
+    let (started, clock) = (SystemTime::now(), Instant::now());
     let repo = open_repo(&args.repo)?;
     let state = state_dir(&args.state_dir);
     let fleet =
         fleet_link::Fleet::connect_if(args.cluster.as_deref(), &args.fleet, Role::Submitter)
             .await?;
-    let halt: Box<dyn AdmissionGate> = match &fleet {
-        Some(fleet) => Box::new(
-            FleetHalt::watch(fleet.proofs.clone())
-                .await
-                .map_err(|e| Failure::infrastructure(e.into()))?,
-        ),
-        None => Box::new(HaltFile::in_state_dir(&state)),
-    };
+    let halt = admission_gate(fleet.as_ref(), &state).await?;
     if let Some(reason) = halt.stop_reason() {
         eprintln!("[HALT] test stopped. Reason: {reason}");
         return Ok(INFRASTRUCTURE);
     }
     let (commit, tree) = resolve_tree(&repo, &args.rev)?;
-    let quarantine_path = select::normalize(&args.quarantine);
-    let ledger_bytes = read_at(&repo, &tree, &quarantine_path)?;
-    let mut ledger_gate = None;
-    let mut audit_base_tree = None;
-    if let Some(base) = &args.audit_base {
-        let (_, base_tree) = resolve_tree(&repo, base)?;
-        audit_base_tree = Some(base_tree.clone());
-        let base_bytes = read_at(&repo, &base_tree, &quarantine_path)?;
-        let gate = ledger::compare(
-            &quarantine_path,
-            base_bytes.as_deref(),
-            ledger_bytes.as_deref(),
-        )
-        .map_err(|e| Failure::usage(e.into()))?;
-        if !gate.passed() {
-            for violation in &gate.violations {
-                eprintln!("[audit] FAIL {quarantine_path}: {violation}");
-            }
-            eprintln!("error: the quarantine ledger gate failed against {base}; nothing was run");
-            return Ok(1);
-        }
-        ledger_gate = Some(gate);
-    }
-    let ledger = match &ledger_bytes {
-        Some(bytes) => ledger::parse(bytes, &quarantine_path, &args.rev)
-            .map_err(|e| Failure::usage(e.into()))?,
-        None => Ledger::default(),
-    };
-    let runner = match &args.runner {
-        Some(name) => name
-            .parse::<SuiteRunner>()
-            .map_err(|e| Failure::usage(anyhow!(e)))?,
-        None => SuiteRunner::Kind(
-            proof::detect_runner_in(&repo, &tree).map_err(|e| Failure::infrastructure(e.into()))?,
-        ),
-    };
-    let prefix = match (&args.test_command, runner) {
-        (Some(text), _) => config::split_command(text).usage()?,
-        // Embedded, jobs run here, so the default may follow what is installed here.
-        (None, SuiteRunner::Kind(kind)) => match fleet {
-            None => kind.default_command_where(&proof::on_path),
-            Some(_) => kind.default_command(),
-        },
-        (None, SuiteRunner::Command) => Vec::new(),
-    };
-    let report = match &args.test_report {
-        Some(spec) => {
-            if runner != SuiteRunner::Kind(RunnerKind::Junit) {
-                return Err(Failure::usage(anyhow!(
-                    "--test-report is for --runner junit; {runner} writes its own report"
-                )));
-            }
-            ReportFormat::parse_test_report(spec).map_err(|e| Failure::usage(e.into()))?
-        }
-        None => ReportFormat::JunitXml,
-    };
-    let setup = SuiteSetup {
-        runner,
-        prefix,
-        report,
-        manifest: select::normalize(&args.manifest),
-    };
-    setup.check().map_err(|e| Failure::usage(e.into()))?;
-    if args.reachability && runner != SuiteRunner::Kind(RunnerKind::Pytest) {
-        return Err(Failure::usage(anyhow!(
-            "--reachability runs pytest under coverage.py; {runner} suites have no per-test coverage contexts here"
-        )));
-    }
+    let audit = audit_base(args, &repo)?;
+    let setup = suite_setup(args, &repo, &tree, fleet.is_some())?;
     let jobs = args
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
@@ -413,7 +331,7 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
         repo: &repo,
         tree: &tree,
         subject_prefix: &args.fleet.subject_prefix,
-        runner: match runner {
+        runner: match setup.runner {
             SuiteRunner::Kind(kind) => kind,
             SuiteRunner::Command => RunnerKind::Junit,
         },
@@ -423,398 +341,329 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
         scratch_prefix: "assay-test-",
     })
     .await?;
-    if let (Some(_), Some(base_tree)) = (&fleet, &audit_base_tree) {
-        // The audit's base jobs run on the fleet too.
-        assay_transport::store_tree::upload_tree(&*store, &repo, base_tree)
-            .await
-            .map_err(|e| Failure::infrastructure(e.into()))?;
-    }
-    let run_id = ProofId(proof::new_proof_id().0.replacen("p-", "t-", 1));
-    let (case_cache, cache_not_used) =
-        case_cache(args, fleet.is_some(), &setup, &tree, store.clone());
-    let selectors = Selectors {
-        cases: args.cases.clone(),
-        files: args.files.iter().map(|f| repo_relative(&repo, f)).collect(),
-        directories: args
-            .directories
-            .iter()
-            .map(|d| repo_relative(&repo, d))
-            .collect(),
-    };
     let branch = match &args.branch {
         Some(branch) => branch.clone(),
         None if args.rev == "HEAD" => current_branch(&repo)?,
         None => args.rev.clone(),
     };
     let repository = repo.display().to_string();
-    let (history_path, mut history) = if args.list_cases {
+    let (history_file, history) = if args.list_cases {
         (PathBuf::new(), History::new(&repository, &branch))
     } else {
         open_history(&state, &repository, &branch)
     };
-    let today = proof::rfc3339(SystemTime::now())[..10].to_owned();
     let request = SuiteRequest {
-        run_id: &run_id,
-        setup: &setup,
-        repo: &repo,
-        tree: &tree,
-        timeout_secs: args.timeout,
+        selectors: selectors(args, &repo),
+        placement: placement(args, fleet.is_some(), &store),
+        repo,
+        repository,
+        branch,
+        rev: args.rev.clone(),
+        commit,
+        tree,
+        setup,
         slots: jobs,
         shards: args.shards,
-        selectors: &selectors,
-        history: &history,
-        ledger: &ledger,
-        today: &today,
-        cache: case_cache.as_ref(),
-    };
-    if args.list_cases {
-        let (_, cases) = drive::collect_selected(&request, &*queue, &*store)
-            .await
-            .map_err(drive_failure)?;
-        let listing = serde_json::to_string(&CaseListing::new(&cases))
-            .context("failed to encode the case listing")
-            .internal()?;
-        println!("{listing}");
-        return Ok(0);
-    }
-    let reads_cache = reads_cache(args, fleet.is_some(), store.clone());
-    let (exceptions_path, registry_path) = (
-        select::normalize(&args.scope_exceptions),
-        select::normalize(&args.fixture_reads),
-    );
-    let gate_request = audit_base_tree.as_ref().map(|base_tree| GateRequest {
-        run_id: &run_id,
-        setup: &setup,
-        repo: &repo,
-        base_tree,
-        tree: &tree,
         timeout_secs: args.timeout,
-        exceptions_path: &exceptions_path,
-        registry_path: &registry_path,
-        today: &today,
-        reads_cache: reads_cache.as_ref(),
-    });
-    // The scope files are read before anything runs: a malformed one is a usage error now,
-    // not after the suite.
-    let scope_files = gate_request
-        .as_ref()
-        .map(gates::read_files)
-        .transpose()
-        .map_err(|e| {
-            if e.is_usage() {
-                Failure::usage(e.into())
-            } else {
-                Failure::infrastructure(e.into())
-            }
-        })?;
+        quarantine: select::normalize(&args.quarantine),
+        audit,
+        list_only: args.list_cases,
+        no_cache: args.cache.no_cache,
+        history,
+        history_file,
+        coverage_threshold: args.coverage_threshold,
+        started,
+        clock,
+    };
     let progress = CaseProgress {
         terminal: Terminal::new(args.progress, args.quiet, jobs, "cases"),
         state: Mutex::new((0, 0)),
     };
-    let driven = drive::run(&request, &*queue, &*store, &*halt, &progress)
+    let outcome = suite::run(request, &*queue, &*store, &*halt, &progress)
         .await
-        .map_err(drive_failure)?;
-    progress.terminal.finish();
-    let reachability = match (
-        &audit_base_tree,
-        args.reachability && driven.run.stopped.is_none(),
-    ) {
-        (Some(base_tree), true) => {
-            let ids: Vec<String> = driven.cases.iter().map(|c| c.id.clone()).collect();
-            Some(
-                reachability(
-                    &repo,
-                    base_tree,
-                    &tree,
-                    &run_id,
-                    &ids,
-                    args.timeout,
-                    &*queue,
-                    &*store,
-                )
-                .await?,
-            )
-        }
-        _ => None,
-    };
-
-    let mut outcome = conclude::conclude(
-        &ConcludeRequest {
-            run_id: &run_id,
-            runner,
-            timeout_secs: args.timeout,
-            ledger: &ledger,
-            today: &today,
-        },
-        &driven,
-        &*store,
-    )
-    .await;
-    for warning in &outcome.warnings {
-        eprintln!("warning: {warning}");
-    }
-    let mut audit_failed = false;
-    let scope_audit = match (&gate_request, scope_files) {
-        (Some(request), Some(files)) if driven.run.stopped.is_none() => {
-            let executed = gates::executed(&driven.cases, &outcome.cases);
-            let audit = gates::check(
-                request,
-                files,
-                &driven.collected,
-                &executed,
-                &*queue,
-                &*store,
-            )
-            .await;
-            print_scope(&audit, args.audit_base.as_deref().unwrap_or("the base"));
-            if !audit.passed() {
-                outcome.fail_audit();
-                audit_failed = true;
-            }
-            Some(audit)
-        }
-        _ => None,
-    };
+        .map_err(suite_failure)?;
     drop(queue);
-    for outlier in &outcome.selection.executed_not_selected {
-        eprintln!(
-            "[audit] FAIL containment: job {} executed {}, which it did not select",
-            outlier.job, outlier.id
-        );
+    match outcome {
+        SuiteOutcome::Refused(gate) => refused(args, &gate),
+        SuiteOutcome::Listed(cases) => listed(&cases),
+        SuiteOutcome::Ran(ran) => ran_to_an_end(args, *ran, &*store).await,
     }
-    for outlier in &outcome.selection.selected_not_collected {
-        eprintln!(
-            "[audit] FAIL containment: job {} selected {}, which the tree does not collect",
-            outlier.job, outlier.id
-        );
-    }
-    let cache_report = match &case_cache {
-        Some(_) if !outcome.selection.contained => {
-            let why = "the selection audit found outliers (executed ⊆ selected ⊆ collected does \
-                       not hold), so this run's results are not trusted"
-                .to_owned();
-            if !args.quiet {
-                eprintln!("[cache] passes not stored: {why}");
-            }
-            Some(SuiteCacheReport {
-                served: driven.answers.reports.len() as u64,
-                looked_up: driven.answers.looked_up as u64,
-                refused: driven.answers.refused.clone(),
-                withheld: Some(why),
-                ..SuiteCacheReport::default()
-            })
-        }
-        Some(cache) => Some(
-            store_passes(
-                cache,
-                &run_id,
-                &driven,
-                &outcome.cases,
-                (&ledger, &today),
-                args.quiet,
-            )
-            .await,
+}
+
+/// The admission gate the run meets: the fleet's halt key, or this machine's halt file.
+async fn admission_gate(
+    fleet: Option<&fleet_link::Fleet>,
+    state: &Path,
+) -> Result<Box<dyn AdmissionGate>, Failure> {
+    Ok(match fleet {
+        Some(fleet) => Box::new(
+            FleetHalt::watch(fleet.proofs.clone())
+                .await
+                .map_err(|e| Failure::infrastructure(e.into()))?,
         ),
-        None => cache_not_used.map(|why| {
-            if !args.quiet && !args.cache.no_cache {
-                eprintln!("[cache] not used: {why}");
-            }
-            SuiteCacheReport {
-                not_used: Some(why),
-                ..SuiteCacheReport::default()
-            }
-        }),
+        None => Box::new(HaltFile::in_state_dir(state)),
+    })
+}
+
+/// `--audit-base` and the scope files it judges by, its revision resolved.
+fn audit_base(args: &TestArgs, repo: &Path) -> Result<Option<AuditBase>, Failure> {
+    let Some(base) = &args.audit_base else {
+        return Ok(None);
     };
-    let summary = outcome.summary(
-        &run_id.to_string(),
-        proof::rfc3339(started),
-        clock.elapsed().as_secs_f64(),
-    );
-    let record = outcome.record(
-        &mut history,
-        summary,
-        args.coverage_threshold,
-        driven.case_list(&setup, &tree),
-    );
-    save_history(&history_path, &history);
-    print_alerts(&record);
-    let ending = outcome.ending();
-    let report = SuiteReport {
-        schema: SUITE_SCHEMA.into(),
-        run_id: run_id.to_string(),
-        status: outcome.ending(),
-        repository,
-        branch,
-        revision: commit,
+    let (_, tree) = resolve_tree(repo, base)?;
+    Ok(Some(AuditBase {
+        rev: base.clone(),
+        tree,
+        exceptions_path: select::normalize(&args.scope_exceptions),
+        registry_path: select::normalize(&args.fixture_reads),
+        reachability: args.reachability,
+    }))
+}
+
+/// The suite's runner, its command prefix and report, from the flags or detected in `tree`.
+fn suite_setup(
+    args: &TestArgs,
+    repo: &Path,
+    tree: &TreeId,
+    on_fleet: bool,
+) -> Result<SuiteSetup, Failure> {
+    let runner = match &args.runner {
+        Some(name) => name
+            .parse::<SuiteRunner>()
+            .map_err(|e| Failure::usage(anyhow!(e)))?,
+        None => SuiteRunner::Kind(
+            proof::detect_runner_in(repo, tree).map_err(|e| Failure::infrastructure(e.into()))?,
+        ),
+    };
+    let prefix = match (&args.test_command, runner) {
+        (Some(text), _) => config::split_command(text).usage()?,
+        // Embedded, jobs run here, so the default may follow what is installed here.
+        (None, SuiteRunner::Kind(kind)) if !on_fleet => kind.default_command_where(&proof::on_path),
+        (None, SuiteRunner::Kind(kind)) => kind.default_command(),
+        (None, SuiteRunner::Command) => Vec::new(),
+    };
+    let report = match &args.test_report {
+        Some(_) if runner != SuiteRunner::Kind(RunnerKind::Junit) => {
+            return Err(Failure::usage(anyhow!(
+                "--test-report is for --runner junit; {runner} writes its own report"
+            )));
+        }
+        Some(spec) => {
+            ReportFormat::parse_test_report(spec).map_err(|e| Failure::usage(e.into()))?
+        }
+        None => ReportFormat::JunitXml,
+    };
+    let setup = SuiteSetup {
         runner,
-        started_at: proof::rfc3339(started),
-        duration_s: clock.elapsed().as_secs_f64(),
-        totals: outcome.totals.clone(),
-        cases: outcome.cases,
-        jobs: outcome.jobs,
-        audit: AuditReport {
-            selection: outcome.selection.clone(),
-            quarantine_ledger: ledger_gate,
-            reachability,
-            scope: scope_audit,
-        },
-        history: HistoryReport {
-            file: history_path.display().to_string(),
-            new_failures: record.new_failures,
-            newly_failing: record.newly_failing.clone(),
-            coverage_drop: record.coverage_drop,
-            alerts: record.alerts.clone(),
-            // The trend the HTML report draws: the last runs, oldest first, this one last.
-            recent: history.runs[history.runs.len().saturating_sub(RECENT_RUNS)..].to_vec(),
-        },
-        stopped: outcome.stopped.as_ref().map(ToString::to_string),
-        cache: cache_report,
+        prefix,
+        report,
+        manifest: select::normalize(&args.manifest),
     };
-    if let Some(path) = &args.json {
-        let json = serde_json::to_vec_pretty(&report)
-            .context("failed to encode the suite report")
-            .internal()?;
-        write_atomically(path, &json).infrastructure()?;
+    setup.check().map_err(|e| Failure::usage(e.into()))?;
+    if args.reachability && !run::reachability_supported(&setup) {
+        return Err(Failure::usage(anyhow!(
+            "--reachability runs pytest under coverage.py; {runner} suites have no per-test coverage contexts here"
+        )));
     }
-    if let Some(path) = &args.junit {
-        write_atomically(path, console::suite_junit(&report).as_bytes()).infrastructure()?;
+    Ok(setup)
+}
+
+fn selectors(args: &TestArgs, repo: &Path) -> Selectors {
+    Selectors {
+        cases: args.cases.clone(),
+        files: args.files.iter().map(|f| repo_relative(repo, f)).collect(),
+        directories: args
+            .directories
+            .iter()
+            .map(|d| repo_relative(repo, d))
+            .collect(),
     }
-    crate::report::emit_suite(&args.output, &report, &*store).await?;
+}
+
+/// Where the jobs run; embedded, the result cache is this user's, over `store`.
+fn placement(args: &TestArgs, on_fleet: bool, store: &Arc<dyn ArtifactStore>) -> Placement {
+    if on_fleet {
+        return Placement::Fleet;
+    }
+    Placement::Embedded(Box::new(EmbeddedCaches {
+        store: store.clone(),
+        mode: args.cache.mode(),
+        // An embedded suite's jobs run in the process sandbox (`embedded::job_context`).
+        sandbox: ProcessSandbox::default().evidence(),
+        pass_env: args.pass_env.clone(),
+        quiet: args.quiet,
+    }))
+}
+
+/// This user's result cache over the run's store, signed with their key.
+struct EmbeddedCaches {
+    store: Arc<dyn ArtifactStore>,
+    mode: CacheMode,
+    sandbox: SandboxEvidence,
+    pass_env: Vec<String>,
+    quiet: bool,
+}
+
+impl CacheOpener for EmbeddedCaches {
+    fn context(&self) -> RunContext {
+        let env = assay_worker::sandbox::clean_env(&self.pass_env);
+        RunContext::new(self.sandbox.clone(), &env)
+    }
+
+    fn for_cases(&self) -> Result<ResultCache, String> {
+        embedded::result_cache(self.store.clone(), self.mode, &self.sandbox, self.quiet)
+    }
+
+    fn for_reads(&self) -> Result<ResultCache, String> {
+        embedded::result_cache(self.store.clone(), self.mode, &self.sandbox, true)
+    }
+}
+
+/// The quarantine ledger gate failed: its violations, and exit 1.
+fn refused(args: &TestArgs, gate: &LedgerGate) -> Result<u8, Failure> {
+    for violation in &gate.violations {
+        eprintln!("[audit] FAIL {}: {violation}", gate.path);
+    }
+    let base = args.audit_base.as_deref().unwrap_or("the base");
+    eprintln!("error: the quarantine ledger gate failed against {base}; nothing was run");
+    Ok(1)
+}
+
+/// `--list-cases`: the selected cases as JSON on stdout.
+fn listed(cases: &[SuiteCase]) -> Result<u8, Failure> {
+    let listing = serde_json::to_string(&CaseListing::new(cases))
+        .context("failed to encode the case listing")
+        .internal()?;
+    println!("{listing}");
+    Ok(0)
+}
+
+/// A run that ran: its findings and cache use on stderr, its history saved, its report
+/// written, its closing and trend lines, and its exit code.
+async fn ran_to_an_end(
+    args: &TestArgs,
+    ran: SuiteRan,
+    store: &dyn ArtifactStore,
+) -> Result<u8, Failure> {
+    let report = &ran.report;
+    print_findings(args, &ran);
+    save_history(&ran.history_file, &ran.history);
+    print_alerts(&ran.record);
+    write_reports(args, report, store).await?;
     if !args.quiet {
-        eprintln!(
-            "{}",
-            closing_line(
-                &outcome.totals,
-                ending,
-                outcome.guest_failures,
-                !outcome.selection.contained || audit_failed
-            )
-        );
+        let (totals, failed) = (&report.totals, ran.guest_failures);
+        let line = closing_line(totals, ran.ending, failed, ran.audit_failed);
+        eprintln!("{line}");
     }
-    println!(
-        "{}",
-        history::trend_line(
-            &record,
-            history
-                .runs
-                .iter()
-                .rev()
-                .skip(1)
-                .find(|r| r.status != SuiteStatus::Error)
-        )
-    );
-    Ok(match ending {
+    let previous = ran.history.runs.iter().rev().skip(1);
+    let previous = previous.clone().find(|r| r.status != SuiteStatus::Error);
+    println!("{}", history::trend_line(&ran.record, previous));
+    Ok(match ran.ending {
         Ending::Passed => 0,
         Ending::Failed => 1,
         Ending::Aborted => INFRASTRUCTURE,
     })
 }
 
-/// The run's result cache, or why it has none: `--no-cache`, a fleet run (its workers choose
-/// their own sandbox and interpreter, which the CLI cannot vouch for in a key, and on a fleet
-/// only the coordinator may write entries, signed), or a runner whose cases cannot be checked
-/// against a pinned report.
-fn case_cache(
-    args: &TestArgs,
-    on_fleet: bool,
-    setup: &SuiteSetup,
-    tree: &TreeId,
-    store: std::sync::Arc<dyn ArtifactStore>,
-) -> (Option<CaseCache>, Option<String>) {
-    if args.cache.no_cache {
-        return (None, Some("--no-cache".into()));
+/// What the audits found and what the cache did, in the order they were decided.
+fn print_findings(args: &TestArgs, ran: &SuiteRan) {
+    let audit = &ran.report.audit;
+    audit.reachability.iter().flatten().for_each(print_reach);
+    for warning in &ran.warnings {
+        eprintln!("warning: {warning}");
     }
-    if on_fleet {
-        return (
-            None,
-            Some(
-                "a fleet run's workers choose their own sandbox and interpreter, and only a \
-                 fleet's coordinator may write cache entries"
-                    .into(),
-            ),
+    if let Some(scope) = &audit.scope {
+        print_scope(scope, args.audit_base.as_deref().unwrap_or("the base"));
+    }
+    for outlier in &audit.selection.executed_not_selected {
+        eprintln!(
+            "[audit] FAIL containment: job {} executed {}, which it did not select",
+            outlier.job, outlier.id
         );
     }
-    if let Some(why) = suite_cache::uncacheable(setup.runner) {
-        return (None, Some(format!("{} suites: {why}", setup.runner)));
+    for outlier in &audit.selection.selected_not_collected {
+        eprintln!(
+            "[audit] FAIL containment: job {} selected {}, which the tree does not collect",
+            outlier.job, outlier.id
+        );
     }
-    let mode = args.cache.mode();
-    // An embedded suite's jobs run in the process sandbox (`embedded::job_context`).
-    let sandbox = ProcessSandbox::default().evidence();
-    let cache = match crate::embedded::result_cache(store, mode, &sandbox, args.quiet) {
-        Ok(cache) => cache,
-        Err(why) => return (None, Some(why)),
-    };
-    let context = RunContext::new(sandbox, &assay_worker::sandbox::clean_env(&args.pass_env));
-    (
-        CaseCache::new(cache, context, setup, tree, args.timeout),
-        None,
-    )
+    if let Some(cache) = &ran.report.cache
+        && !args.quiet
+    {
+        print_cache(cache, ran, args.cache.no_cache);
+    }
 }
 
-/// Where an audit keeps the base's recorded read sets: the embedded result cache (signed with
-/// this user's key, `--no-cache` and `--refresh-cache` as for cases). None on a fleet, whose
-/// store every submitter writes, nor where the code under test runs unconfined and could
-/// write the store: the read sets are then recorded afresh by every audit.
-fn reads_cache(
-    args: &TestArgs,
-    on_fleet: bool,
-    store: std::sync::Arc<dyn ArtifactStore>,
-) -> Option<assay_engine::result_cache::ResultCache> {
-    if on_fleet || args.audit_base.is_none() {
-        return None;
+/// A changed file the executed tests do not reach, or only in part.
+fn print_reach(file: &reach::FileReach) {
+    if !file.imported {
+        eprintln!(
+            "[audit] UNREACHED {}: no executed test imports it",
+            file.file
+        );
+    } else if !file.unreached.is_empty() {
+        eprintln!(
+            "[audit] UNREACHED {}: changed lines {}",
+            file.file,
+            reach::ranges(&file.unreached)
+        );
     }
-    let mode = args.cache.mode();
-    crate::embedded::result_cache(store, mode, &ProcessSandbox::default().evidence(), true).ok()
 }
 
-/// Stores the run's trusted passes and says what the cache did.
-async fn store_passes(
-    cache: &CaseCache,
-    run_id: &ProofId,
-    driven: &drive::Driven,
-    cases: &[assay_common::suite::CaseReport],
-    (ledger, today): (&Ledger, &str),
-    quiet: bool,
-) -> SuiteCacheReport {
-    let answers = &driven.answers;
-    let stored = cache.store(run_id, driven, cases, ledger, today).await;
-    let report = SuiteCacheReport {
-        served: answers.reports.len() as u64,
-        looked_up: answers.looked_up as u64,
-        stored: *stored.as_ref().unwrap_or(&0) as u64,
-        refused: answers.refused.clone(),
-        not_used: None,
-        store_error: stored
-            .as_ref()
-            .err()
-            .map(|e| assay_transport::error_chain::error_chain(e)),
-        withheld: None,
-    };
-    if quiet {
-        return report;
+/// What the cache did: passes withheld, entries refused and served, passes stored, or why it
+/// was not used (unless `--no-cache` said so).
+fn print_cache(cache: &SuiteCacheReport, ran: &SuiteRan, no_cache: bool) {
+    if let Some(why) = &cache.withheld {
+        eprintln!("[cache] passes not stored: {why}");
+        return;
     }
-    for refused in &report.refused {
+    if let Some(why) = &cache.not_used {
+        if !no_cache {
+            eprintln!("[cache] not used: {why}");
+        }
+        return;
+    }
+    for refused in &cache.refused {
         eprintln!(
             "[cache] refused entry {}: {}; the case ran instead",
             refused.entry, refused.why
         );
     }
-    let from = console::stored_by(
-        answers
-            .reports
-            .values()
-            .filter_map(|r| Some(r.cached.as_ref()?.run_id.as_str())),
-    );
+    let from = console::stored_by(ran.answered_by.iter().map(String::as_str));
     eprintln!(
         "[cache] {} of {} cases answered from the cache{from}, {} passes stored",
-        report.served,
-        driven.cases.len(),
-        report.stored
+        cache.served, ran.selected, cache.stored
     );
-    if let Some(why) = &report.store_error {
+    if let Some(why) = &cache.store_error {
         eprintln!("[cache] passes not stored: {why}");
     }
-    report
+}
+
+/// `--json`, `--junit` and the `--output` reports.
+async fn write_reports(
+    args: &TestArgs,
+    report: &SuiteReport,
+    store: &dyn ArtifactStore,
+) -> Result<(), Failure> {
+    if let Some(path) = &args.json {
+        let json = serde_json::to_vec_pretty(report)
+            .context("failed to encode the suite report")
+            .internal()?;
+        write_atomically(path, &json).infrastructure()?;
+    }
+    if let Some(path) = &args.junit {
+        write_atomically(path, console::suite_junit(report).as_bytes()).infrastructure()?;
+    }
+    crate::report::emit_suite(&args.output, report, store).await
+}
+
+/// A failed suite run, in its exit lane.
+fn suite_failure(error: SuiteError) -> Failure {
+    match error {
+        SuiteError::Drive(e) => drive_failure(e),
+        e if e.is_usage() => Failure::usage(e.into()),
+        e => Failure::infrastructure(e.into()),
+    }
 }
 
 /// A failed collection, selection or queue, in its exit lane: a runner `assay test` cannot run
@@ -852,53 +701,6 @@ fn closing_line(totals: &SuiteTotals, ending: Ending, failed: u64, audit_failed:
         ),
         Ending::Failed => format!("[test] {n}/{n} completed, {failed} failed{quarantined}"),
     }
-}
-
-/// The change's changed product lines (base..tested) against a per-test coverage run of the
-/// selected cases; prints each file that has lines nothing executed reaches.
-#[expect(clippy::too_many_arguments, reason = "the run's parts, passed once")]
-async fn reachability(
-    repo: &Path,
-    base_tree: &TreeId,
-    tree: &TreeId,
-    run_id: &ProofId,
-    ids: &[String],
-    timeout: u64,
-    queue: &dyn JobQueue,
-    store: &dyn ArtifactStore,
-) -> Result<Vec<reach::FileReach>, Failure> {
-    let changed: BTreeMap<String, BTreeSet<u32>> =
-        assay_engine::mutation::check::changed_lines(repo, base_tree, tree)
-            .map_err(|e| Failure::infrastructure(e.into()))?
-            .into_iter()
-            .filter(|(file, _)| file.ends_with(".py") && !RunnerKind::Pytest.is_test_file(file))
-            .collect();
-    if changed.is_empty() || ids.is_empty() {
-        return Ok(Vec::new());
-    }
-    let job = reach::plan_job(run_id, tree, ids, timeout);
-    let result = run_one(queue, &job)
-        .await
-        .map_err(|e| Failure::infrastructure(e.into()))?;
-    let map = CoverageMap::read(store, &result)
-        .await
-        .map_err(|e| Failure::infrastructure(e.into()))?;
-    let files = reach::reach(&changed, &map);
-    for file in &files {
-        if !file.imported {
-            eprintln!(
-                "[audit] UNREACHED {}: no executed test imports it",
-                file.file
-            );
-        } else if !file.unreached.is_empty() {
-            eprintln!(
-                "[audit] UNREACHED {}: changed lines {}",
-                file.file,
-                reach::ranges(&file.unreached)
-            );
-        }
-    }
-    Ok(files)
 }
 
 /// Prints the scope gates' findings: every gap, every excuse used, every expired one, every

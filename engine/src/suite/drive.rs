@@ -38,7 +38,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
 /// What a suite run needs besides its queue, store, gate and progress.
-pub struct SuiteRequest<'a> {
+pub struct DriveRequest<'a> {
     pub run_id: &'a ProofId,
     pub setup: &'a SuiteSetup,
     pub repo: &'a Path,
@@ -145,11 +145,15 @@ pub enum RunEvent<'a> {
 
 pub trait RunProgress: Send + Sync {
     fn event(&self, event: RunEvent<'_>);
+
+    /// The suite's jobs are done; what follows (the audits' jobs, the conclusion) reports no
+    /// more cases.
+    fn driven(&self) {}
 }
 
 /// Collects the suite and applies the selectors: the cases a listing run shows.
 pub async fn collect_selected(
-    request: &SuiteRequest<'_>,
+    request: &DriveRequest<'_>,
     queue: &dyn JobQueue,
     store: &dyn ArtifactStore,
 ) -> Result<(Collection, Vec<SuiteCase>), DriveError> {
@@ -174,7 +178,7 @@ pub async fn collect_selected(
 /// The recorded cases this run may be batched from without a listing: a pytest suite run as
 /// `PYTHON -m pytest` with its default batching, no selector, and cases recorded for the same
 /// command.
-pub fn recorded_cases<'h>(request: &SuiteRequest<'h>) -> Option<&'h CaseList> {
+pub fn recorded_cases<'h>(request: &DriveRequest<'h>) -> Option<&'h CaseList> {
     let list = request.history.cases.as_ref()?;
     let usable = request.shards == ShardMode::Auto
         && request.selectors.is_empty()
@@ -187,7 +191,7 @@ pub fn recorded_cases<'h>(request: &SuiteRequest<'h>) -> Option<&'h CaseList> {
 /// Runs the suite: cases from history when it knows them (see [`recorded_cases`]), else from
 /// the listing; batches by `request.shards`; the jobs admitted under the slots and the gate.
 pub async fn run(
-    request: &SuiteRequest<'_>,
+    request: &DriveRequest<'_>,
     queue: &dyn JobQueue,
     store: &dyn ArtifactStore,
     gate: &dyn AdmissionGate,
@@ -265,7 +269,7 @@ pub async fn run(
 /// A run batched from the recorded cases: one round over them, then what the batches collected
 /// decides the cases, and cases the record did not know run in one more round.
 async fn run_recorded(
-    request: &SuiteRequest<'_>,
+    request: &DriveRequest<'_>,
     list: &CaseList,
     queue: &dyn JobQueue,
     store: &dyn ArtifactStore,
@@ -352,7 +356,7 @@ async fn run_recorded(
 /// `PYTHON -m pytest` with its default batching and no selector: then one batch per slot
 /// collects the whole suite and runs its part of it (see [`runners::SuiteSetup::partition_command`]),
 /// as each xdist worker collects the suite and runs what it is sent.
-fn partitionable(request: &SuiteRequest<'_>) -> bool {
+fn partitionable(request: &DriveRequest<'_>) -> bool {
     request.shards == ShardMode::Auto
         && request.selectors.is_empty()
         && request.setup.partition_command(0, 1).is_some()
@@ -363,7 +367,7 @@ fn partitionable(request: &SuiteRequest<'_>) -> bool {
 /// tree collects, so that the run lists its cases as any other would (and fails as the listing
 /// fails).
 async fn run_partitioned(
-    request: &SuiteRequest<'_>,
+    request: &DriveRequest<'_>,
     queue: &dyn JobQueue,
     store: &dyn ArtifactStore,
     gate: &dyn AdmissionGate,
@@ -440,7 +444,7 @@ enum Settled<'a> {
 /// collection, by plan index, that recorded one. Each batch keeps the cases it was to run and
 /// collected; cases no batch took run in one more round.
 async fn settle<'a>(
-    request: &SuiteRequest<'_>,
+    request: &DriveRequest<'_>,
     round: FirstRound<'a>,
     store: &dyn ArtifactStore,
     gate: &dyn AdmissionGate,
@@ -582,7 +586,7 @@ async fn settle<'a>(
 }
 
 /// The cache's answers for `cases`, when the run has a cache.
-async fn answer(request: &SuiteRequest<'_>, cases: &[SuiteCase]) -> Answers {
+async fn answer(request: &DriveRequest<'_>, cases: &[SuiteCase]) -> Answers {
     match request.cache {
         Some(cache) => cache.answer(cases, request.ledger, request.today).await,
         None => Answers::default(),
@@ -629,7 +633,7 @@ fn tell_answered(cases: &[SuiteCase], answers: &Answers, progress: &dyn RunProgr
 
 /// Batches for `cases`, balanced by the recorded durations, heaviest first.
 fn batches(
-    request: &SuiteRequest<'_>,
+    request: &DriveRequest<'_>,
     cases: &[SuiteCase],
     mode: ShardMode,
     durations: &BTreeMap<String, f64>,
@@ -642,7 +646,7 @@ fn batches(
 /// Jobs for `shards` (indices into `cases`) whose sessions select their own cases, numbered
 /// from `base`.
 fn selecting_plan(
-    request: &SuiteRequest<'_>,
+    request: &DriveRequest<'_>,
     cases: &[SuiteCase],
     shards: &[Vec<usize>],
     base: usize,
@@ -690,7 +694,7 @@ async fn batch_collection(result: &JobResult, store: &dyn ArtifactStore) -> Opti
 /// The progress of batches whose cases are known only from their reports: each finished
 /// batch's reported cases, by node id.
 struct ReportRelay<'a> {
-    request: &'a SuiteRequest<'a>,
+    request: &'a DriveRequest<'a>,
     progress: &'a dyn RunProgress,
 }
 
@@ -726,7 +730,7 @@ impl SuiteProgress for ReportRelay<'_> {
 
 /// Turns the queue's job events into case events for the run's progress.
 struct Relay<'a> {
-    request: &'a SuiteRequest<'a>,
+    request: &'a DriveRequest<'a>,
     cases: &'a [SuiteCase],
     shards: &'a [Vec<usize>],
     /// The plan index of `shards[0]`.

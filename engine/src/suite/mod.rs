@@ -1,6 +1,7 @@
 //! `assay test`: a whole suite collected into cases, sharded into jobs, run through the same
 //! job queue as proofs under the jobs budget and the halt, and reassembled in plan order. The
 //! pure parts (selection, sharding, audit, ledger, history) are submodules with table tests.
+//! [`run()`] is one whole run as a library call, from its request to its report.
 
 pub mod audit;
 pub mod case_cache;
@@ -13,11 +14,14 @@ pub mod history;
 pub mod ledger;
 pub mod reach;
 pub mod reads;
+pub mod run;
 pub mod runners;
 pub mod scope;
 pub mod select;
 pub mod shard;
 pub mod split;
+
+pub use run::{SuiteError, SuiteOutcome, SuiteRan, SuiteRequest, run};
 
 use crate::dispatch::{Admit, Flow, Hooks, dispatch, run_one};
 use crate::source::SourceError;

@@ -436,7 +436,7 @@ async fn run_embedded(
     let mode = cache.mode;
     let context = RunContext::new(recorded, &assay_worker::sandbox::clean_env(pass_env));
     let caching = CachingQueue::new(&queue, cache, context);
-    let mut run = proof::run_proof(prepared, &caching, jobs, &progress, started, clock)
+    let mut run = proof::run_proof(prepared, &caching, &*store, jobs, &progress, started, clock)
         .await
         .map_err(|e| Failure::infrastructure(e.into()))?;
     progress.terminal.finish();

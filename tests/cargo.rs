@@ -20,12 +20,18 @@ fn prove_rust(repo: &Repo, args: &[&str]) -> Run {
 
 /// [`prove_rust`] with `extra` flags in place of `--no-mutation`.
 fn prove_rust_with(repo: &Repo, args: &[&str], extra: &[&str]) -> Run {
+    prove_rust_in(repo, args, extra, &[])
+}
+
+/// [`prove_rust_with`] with `env` set for the CLI.
+fn prove_rust_in(repo: &Repo, args: &[&str], extra: &[&str], env: &[(&str, &str)]) -> Run {
     let out_dir = tempfile::tempdir().expect("temp dir");
     let mut args = args.to_vec();
     args.extend(extra);
     args.extend(["--repeats", "2"]);
     let (mut command, json) = support::prove_command(repo, &args, out_dir.path());
     with_rust_toolchain(&mut command);
+    command.envs(env.iter().copied());
     run(command, Some(json))
 }
 
@@ -238,16 +244,12 @@ fn assay_test_runs_a_cargo_workspace_as_one_case_judged_by_its_report() {
     assert_eq!(report["totals"]["failed"], 1, "{report}");
 }
 
-#[test]
-fn a_proven_rust_change_gets_its_changed_lines_mutated_and_a_mutant_that_does_not_build_is_not_a_kill()
- {
-    // The fix, and a new constructor whose body has no `Default` to become: that mutant does
-    // not compile.
-    let repo = support::cargo_pager_repo(
-        "    (items + per - 1) / per\n}\n\npub struct Book(pub u32);\n\npub fn book(pages: u32) -> Book {\n    Book(pages)\n",
-    );
-    let run = prove_rust_with(
-        &repo,
+/// The mutation check of a proven Rust change, built once behind the runtime switch
+/// (`schemata`) or once per mutant (`ASSAY_MUTATE_SCHEMATA=0`).
+fn check_of_the_pager_fix(repo: &Repo, schemata: bool) -> (Run, serde_json::Value) {
+    let switch = if schemata { "1" } else { "0" };
+    let run = prove_rust_in(
+        repo,
         &[
             "--base",
             "main~1",
@@ -259,10 +261,23 @@ fn a_proven_rust_change_gets_its_changed_lines_mutated_and_a_mutant_that_does_no
             "guard: counts_pages",
         ],
         &[],
+        &[("ASSAY_MUTATE_SCHEMATA", switch)],
     );
     assert_eq!(run.verdict_of("C1"), "proven", "{}", run.explain());
-    let evidence = run.evidence.as_ref().expect("evidence");
-    let check = &evidence["mutation_check"];
+    let check = run.evidence.as_ref().expect("evidence")["mutation_check"].clone();
+    (run, check)
+}
+
+#[test]
+fn a_proven_rust_change_gets_its_changed_lines_mutated_and_a_mutant_that_does_not_build_is_not_a_kill()
+ {
+    // The fix, and a new constructor whose body has no `Default` to become: that mutant does
+    // not compile.
+    let repo = support::cargo_pager_repo(
+        "    (items + per - 1) / per\n}\n\npub struct Book(pub u32);\n\npub fn book(pages: u32) -> Book {\n    Book(pages)\n",
+    );
+    let (run, check) = check_of_the_pager_fix(&repo, true);
+    let check = &check;
     let mutants = check["mutants"].as_array().expect("mutants");
     assert!(!mutants.is_empty(), "{check:#}");
     let outcome = |description: &str| {
@@ -300,4 +315,53 @@ fn a_proven_rust_change_gets_its_changed_lines_mutated_and_a_mutant_that_does_no
         "the check never changes the exit code\n{}",
         run.explain()
     );
+    // Built once: the mutant that does not compile is told by the first build's errors, the
+    // second build holds every other mutant, and each runs the prebuilt proving tests.
+    let notes = check["notes"].to_string();
+    let held = mutants.len() - 1;
+    assert!(
+        notes.contains(&format!(
+            "mutant schemata: {held} of {} mutants ran from one build (2 builds",
+            mutants.len()
+        )) && notes.contains("1 did not compile in the schema"),
+        "{check:#}"
+    );
+
+    // The same verdicts mutant by mutant as a build of each mutant on its own.
+    let (_, alone) = check_of_the_pager_fix(&repo, false);
+    assert!(
+        !alone["notes"].to_string().contains("mutant schemata"),
+        "{alone:#}"
+    );
+    let statuses = |check: &serde_json::Value| -> Vec<(String, String)> {
+        let mutants = check["mutants"].as_array().expect("mutants");
+        mutants
+            .iter()
+            .map(|m| {
+                (
+                    m["mutant"]["id"].as_str().expect("an id").to_owned(),
+                    m["outcome"]["status"]
+                        .as_str()
+                        .expect("a status")
+                        .to_owned(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(statuses(check), statuses(&alone), "{check:#}\n{alone:#}");
+    let reason = |check: &serde_json::Value| {
+        let mutants = check["mutants"].as_array().expect("mutants");
+        let unbuilt = mutants
+            .iter()
+            .find(|m| m["outcome"]["status"] == "not_run")
+            .expect("the mutant that does not build");
+        unbuilt["outcome"]["reason"]
+            .as_str()
+            .expect("a reason")
+            .to_owned()
+    };
+    // Both name the compiler's error (the schema's by its heading, a build by its place).
+    let (schema_reason, alone_reason) = (reason(check), reason(&alone));
+    let heading = |r: &str| r.split(" at ").next().unwrap_or(r).to_owned();
+    assert_eq!(heading(&schema_reason), heading(&alone_reason));
 }

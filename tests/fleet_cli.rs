@@ -1361,7 +1361,7 @@ fn rust_toolchain_bin() -> PathBuf {
 
 /// A Rust proof on a fleet: the CLI plans it (the portable `cargo test`, since the workers'
 /// tools are not the CLI's), a process-sandbox worker builds the workspace in each job's own
-/// tree and libtest's output proves the fix.
+/// tree and libtest's output proves the fix; the mutation check builds once and fans out.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cargo_proof_runs_on_a_fleet_with_the_process_sandbox() {
     let fleet = Fleet::start();
@@ -1387,7 +1387,6 @@ async fn a_cargo_proof_runs_on_a_fleet_with_the_process_sandbox() {
         "guard: counts_pages",
         "--repeats",
         "2",
-        "--no-mutation",
         "--json",
     ]);
     command.arg(&json);
@@ -1395,6 +1394,18 @@ async fn a_cargo_proof_runs_on_a_fleet_with_the_process_sandbox() {
     assert_eq!(run.code, 0, "{}", run.explain());
     let evidence = run.evidence.as_ref().expect("evidence");
     assert_eq!(evidence["runner"], "cargo");
+    // The mutation check built its mutants once on the coordinator's word (the schema's files
+    // as the submitter sent them), and each mutant ran the prebuilt proving tests on a worker.
+    let check = &evidence["mutation_check"];
+    let mutants = check["mutants"].as_array().expect("mutants").len();
+    assert!(mutants >= 2, "{check:#}");
+    assert!(
+        check["notes"].to_string().contains(&format!(
+            "mutant schemata: {mutants} of {mutants} mutants ran from one build (1 build,"
+        )),
+        "{check:#}"
+    );
+    assert_eq!(check["killed"].as_u64(), Some(mutants as u64), "{check:#}");
     assert_eq!(run.verdict_of("C1"), "proven");
     assert_eq!(run.verdict_of("C2"), "proven");
     let commands: Vec<String> = evidence["jobs"]

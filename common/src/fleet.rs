@@ -278,7 +278,8 @@ pub struct ProofRecord {
     pub stored: Option<ArtifactRef>,
     pub job_count: u32,
     /// Jobs of the mutation check, which follow the proof's own once it is proven: the
-    /// unmutated run and one per mutant (0: no check).
+    /// unmutated run and one per mutant (0: no check), and for a Rust check built once the
+    /// schema's, of which it uses what its builds need (so the count is then at most).
     pub mutation_job_count: u32,
     pub status: ProofStatus,
     /// Seconds since the epoch when the coordinator accepted the proof.

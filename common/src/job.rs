@@ -89,6 +89,11 @@ pub struct JobSpec {
     /// Extra environment on top of the sandbox's clean one.
     pub env: Vec<(String, String)>,
     pub edit: Option<ByteEdit>,
+    /// Edits applied to the materialized tree before `edit`, in order, each checked as `edit`
+    /// is: the files of a mutant schema that a build job compiles on the unchanged tree (the
+    /// proof's mutation check, whose coordinator has trees but no repository to write one in).
+    /// Empty for every other job.
+    pub rewrites: Vec<ByteEdit>,
     /// Prebuilt test executables: a build job keeps them, a run job runs them (see
     /// [`TestBinaries`]). `None` for every other job.
     pub binaries: Option<TestBinaries>,

@@ -180,4 +180,102 @@ pub struct MutationSetup {
     pub plan: MutationPlan,
     /// Why planning failed, when it did (the plan is then empty).
     pub planning_error: Option<String>,
+    /// The candidate's text of each file holding a mutant, when the check builds its mutants
+    /// once behind a runtime switch (Rust's mutant schemata); empty otherwise, and every
+    /// mutant then builds on its own. The coordinator rewrites these texts: it has the trees
+    /// but not the repository.
+    pub schema_sources: Vec<SchemaSource>,
+}
+
+/// One file the check's schema rewrites.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SchemaSource {
+    pub path: TreePath,
+    /// The candidate's text of the file. A text that is not the tree's only spoils the
+    /// submitter's own report: the build that replaces the file fails or builds other code.
+    pub text: String,
+    /// The file belongs to a proc-macro crate, whose code runs inside the compiler, where the
+    /// switch is never read: its mutants build on their own.
+    pub proc_macro: bool,
+}
+
+impl MutationSetup {
+    /// Checks what the plan's mutants cannot: each schema source names a file some mutant
+    /// changes, once.
+    pub fn check_schema_sources(&self) -> Result<(), SchemaSourceError> {
+        let mut seen = std::collections::BTreeSet::new();
+        for source in &self.schema_sources {
+            let path = source.path.as_str();
+            if !self.plan.mutants.iter().any(|m| m.path.as_str() == path) {
+                return Err(SchemaSourceError::NoMutant(path.to_owned()));
+            }
+            if !seen.insert(path) {
+                return Err(SchemaSourceError::Twice(path.to_owned()));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Why a mutation setup's schema sources are refused.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SchemaSourceError {
+    #[error("schema source {0:?} is not a file any planned mutant changes")]
+    NoMutant(String),
+    #[error("schema source {0:?} is given twice")]
+    Twice(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn source(path: &str) -> SchemaSource {
+        SchemaSource {
+            path: TreePath::new(path).unwrap(),
+            text: "pub fn pages(items: u32, per: u32) -> u32 {\n    items / per\n}\n".into(),
+            proc_macro: false,
+        }
+    }
+
+    #[test]
+    fn a_schema_source_must_be_a_mutated_file_named_once() {
+        let mutant = Mutant {
+            id: "m-1".into(),
+            path: TreePath::new("pager/src/lib.rs").unwrap(),
+            line: 2,
+            operator: Operator::Arithmetic,
+            description: "`/` -> `*`".into(),
+            edit: ByteEdit {
+                path: TreePath::new("pager/src/lib.rs").unwrap(),
+                start: 54,
+                end: 55,
+                replacement: "*".into(),
+            },
+        };
+        let setup = |sources: Vec<SchemaSource>| MutationSetup {
+            budget_secs: 60,
+            plan: MutationPlan {
+                mutants: vec![mutant.clone()],
+                ..MutationPlan::default()
+            },
+            planning_error: None,
+            schema_sources: sources,
+        };
+        assert_eq!(
+            setup(vec![source("pager/src/lib.rs")]).check_schema_sources(),
+            Ok(())
+        );
+        assert_eq!(setup(Vec::new()).check_schema_sources(), Ok(()));
+        assert_eq!(
+            setup(vec![source("pager/src/lib.rs"), source("pager/src/lib.rs")])
+                .check_schema_sources(),
+            Err(SchemaSourceError::Twice("pager/src/lib.rs".into()))
+        );
+        let stray = setup(vec![source("ledger/build.rs")]).check_schema_sources();
+        assert_eq!(
+            stray,
+            Err(SchemaSourceError::NoMutant("ledger/build.rs".into()))
+        );
+    }
 }

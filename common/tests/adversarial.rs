@@ -144,6 +144,7 @@ struct UncheckedJob {
     forked_timeout_secs: Option<u64>,
     env: Vec<(String, String)>,
     edit: Option<(String, usize, usize, String)>,
+    rewrites: Vec<(String, usize, usize, String)>,
     binaries: Option<assay_common::job::TestBinaries>,
 }
 
@@ -162,6 +163,7 @@ fn unchecked(tree: &str, edit_path: Option<&str>) -> UncheckedJob {
         forked_timeout_secs: Some(u64::MAX),
         env: vec![],
         edit: edit_path.map(|p| (p.to_owned(), 0, 1, "x".into())),
+        rewrites: Vec::new(),
         binaries: None,
     }
 }
@@ -180,6 +182,24 @@ fn a_job_naming_a_path_outside_its_tree_does_not_decode() {
         "",
     ] {
         let bytes = wire::encode("job", &unchecked(tree, Some(path))).unwrap();
+        let err = wire::decode::<JobSpec>("job", &bytes).unwrap_err();
+        assert!(
+            matches!(err, wire::WireError::Decode { .. }),
+            "{path:?}: {err}"
+        );
+    }
+    // A schema build's whole-file rewrites are confined as the edit is.
+    let mut rewritten = unchecked(tree, None);
+    rewritten.rewrites = vec![("pager/src/lib.rs".into(), 0, 4, "pub fn".into())];
+    let job: JobSpec = wire::decode("job", &wire::encode("job", &rewritten).unwrap()).unwrap();
+    assert_eq!(job.rewrites[0].path.as_str(), "pager/src/lib.rs");
+    for path in ["/root/.cargo/credentials.toml", "pager/../../build.rs"] {
+        let mut hostile = unchecked(tree, None);
+        hostile.rewrites = vec![
+            ("pager/src/lib.rs".into(), 0, 4, "pub fn".into()),
+            (path.into(), 0, 0, "[registry]".into()),
+        ];
+        let bytes = wire::encode("job", &hostile).unwrap();
         let err = wire::decode::<JobSpec>("job", &bytes).unwrap_err();
         assert!(
             matches!(err, wire::WireError::Decode { .. }),

@@ -79,6 +79,7 @@ fn submission(jobs: usize) -> Result<ProofSubmission, Error> {
             selected_tests: vec!["tests.test_pricing.PriceTests.test_discount_is_applied".into()],
             timeout_secs: 600,
             forked_timeout_secs: None,
+            rewrites: Vec::new(),
             binaries: None,
             env: Vec::new(),
             edit: None,

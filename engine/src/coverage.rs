@@ -139,6 +139,7 @@ pub fn plan_job(
         selected_tests: pytest_args.to_vec(),
         timeout_secs,
         forked_timeout_secs: None,
+        rewrites: Vec::new(),
         binaries: None,
         env: Vec::new(),
         edit: None,

@@ -189,6 +189,7 @@ mod tests {
             selected_tests: Vec::new(),
             timeout_secs: 30,
             forked_timeout_secs: None,
+            rewrites: Vec::new(),
             binaries: None,
             env: Vec::new(),
             edit: None,

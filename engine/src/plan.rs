@@ -44,6 +44,7 @@ pub fn plan_proof(input: &ProofPlanInput<'_>) -> Vec<JobSpec> {
             selected_tests: names.to_vec(),
             timeout_secs: input.timeout_secs,
             forked_timeout_secs: None,
+            rewrites: Vec::new(),
             binaries: None,
             env: Vec::new(),
             edit: None,

@@ -251,10 +251,12 @@ pub fn prepare(request: ProofRequest) -> Result<PreparedProof, EngineError> {
                 Some(assay_transport::error_chain::error_chain(&e)),
             ),
         };
+        let schema_sources = check::schema_sources(&prepared, &plan);
         MutationSetup {
             budget_secs: budget.as_secs(),
             plan,
             planning_error,
+            schema_sources,
         }
     });
     Ok(prepared)
@@ -380,10 +382,11 @@ pub struct ProofRun {
 
 /// The one proof pipeline: the proving jobs, the verdicts and the evidence, then for a proven
 /// proof with a mutation setup the mutation check, its mutants on the same queue under the
-/// same `slots`. Cancelling the queue (its result stream closing) ends whichever phase runs.
+/// same `slots` (`store` holds what their jobs stored: a schema build's messages). Cancelling the queue (its result stream closing) ends whichever phase runs.
 pub async fn run_proof(
     proof: &PreparedProof,
     queue: &dyn JobQueue,
+    store: &dyn assay_transport::store::ArtifactStore,
     slots: usize,
     progress: &dyn ProgressSink,
     started: SystemTime,
@@ -394,7 +397,7 @@ pub async fn run_proof(
     if let Some(setup) = &proof.mutation
         && evidence.verdict == Verdict::Proven
     {
-        let check = check::run_check(proof, setup, queue, slots, progress).await?;
+        let check = check::run_check(proof, setup, queue, store, slots, progress).await?;
         evidence.mutation_check = Some(check);
     }
     Ok(ProofRun {

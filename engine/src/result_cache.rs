@@ -407,6 +407,9 @@ struct KeyInputs<'a> {
     index: u32,
     tree: &'a str,
     edit: &'a Option<assay_common::job::ByteEdit>,
+    /// Absent for every job but a schema build's, so the other keys stay as they were.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    rewrites: &'a [assay_common::job::ByteEdit],
     command: &'a [String],
     report: &'a ReportFormat,
     selected_tests: &'a [String],
@@ -437,6 +440,7 @@ pub(crate) fn schema_key(schema: &'static str, spec: &JobSpec, context: &RunCont
         index: spec.index,
         tree: spec.tree.as_str(),
         edit: &spec.edit,
+        rewrites: &spec.rewrites,
         command: &spec.command,
         report: &spec.report,
         selected_tests: &spec.selected_tests,

@@ -199,6 +199,7 @@ fn job(proof_id: &ProofId, index: usize, tree: &TreeId, command: &[&str]) -> Job
         selected_tests: vec![],
         timeout_secs: 60,
         forked_timeout_secs: None,
+        rewrites: Vec::new(),
         binaries: None,
         env: vec![],
         edit: None,
@@ -374,6 +375,7 @@ struct UncheckedJob {
     forked_timeout_secs: Option<u64>,
     env: Vec<(String, String)>,
     edit: Option<UncheckedEdit>,
+    rewrites: Vec<UncheckedEdit>,
     binaries: Option<assay_common::job::TestBinaries>,
 }
 
@@ -398,6 +400,7 @@ fn unchecked(job: JobSpec, edit_path: &str) -> UncheckedJob {
         selected_tests: job.selected_tests,
         timeout_secs: job.timeout_secs,
         forked_timeout_secs: job.forked_timeout_secs,
+        rewrites: Vec::new(),
         env: job.env,
         edit: Some(UncheckedEdit {
             path: edit_path.into(),
@@ -608,6 +611,26 @@ async fn a_submission_whose_jobs_name_another_proof_or_a_path_outside_the_tree_i
             assert!(message.contains("not well formed"), "{message}")
         }
         other => panic!("a proof id with subject wildcards was accepted: {other:?}"),
+    }
+    // A schema source no planned mutant needs would have the coordinator build a file the
+    // plan never mutates: refused, as is one named twice (common's unit tests).
+    let mut stray_source = submission(&proof, 1);
+    stray_source.mutation = Some(assay_common::mutation_plan::MutationSetup {
+        budget_secs: 60,
+        plan: Default::default(),
+        planning_error: None,
+        schema_sources: vec![assay_common::mutation_plan::SchemaSource {
+            path: assay_common::tree_path::TreePath::new("ledger/src/lib.rs").unwrap(),
+            text: "pub fn balance() -> i64 { 0 }\n".into(),
+            proc_macro: false,
+        }],
+    });
+    match submit(&client, "assay", stray_source).await {
+        SubmitReply::Refused { message } => assert!(
+            message.contains("\"ledger/src/lib.rs\" is not a file any planned mutant changes"),
+            "{message}"
+        ),
+        other => panic!("a submission with a stray schema source was accepted: {other:?}"),
     }
     // A mutant edit outside the tree is refused by the coordinator too, never forwarded.
     for path in ["/etc/hosts", "../../victim.txt"] {

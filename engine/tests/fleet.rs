@@ -354,14 +354,15 @@ async fn run_fleet_proof(
 }
 
 async fn run_embedded_proof(prepared: &PreparedProof, dir: &Path) -> Evidence {
+    let store: Arc<dyn assay_transport::store::ArtifactStore> = Arc::new(
+        ObjectArtifactStore::open(&format!("file://{}", dir.join("embedded-store").display()))
+            .unwrap(),
+    );
     let ctx = JobContext {
         worker_id: proof::embedded_worker_id(),
         sandbox: Arc::new(ProcessSandbox::default()),
         trees: Arc::new(GitTreeSource::new(&prepared.request.repo)),
-        store: Arc::new(
-            ObjectArtifactStore::open(&format!("file://{}", dir.join("embedded-store").display()))
-                .unwrap(),
-        ),
+        store: store.clone(),
         scratch_root: dir.join("embedded-scratch"),
         pass_env: Vec::new(),
         output_cap_bytes: assay_common::service_config::DEFAULT_OUTPUT_CAP_BYTES,
@@ -370,6 +371,7 @@ async fn run_embedded_proof(prepared: &PreparedProof, dir: &Path) -> Evidence {
     proof::run_proof(
         prepared,
         &queue,
+        &*store,
         2,
         &QuietSink,
         SystemTime::now(),

@@ -873,6 +873,7 @@ async fn the_operator_halts_and_resumes_the_fleet_and_writes_nothing_else() {
         selected_tests: vec![],
         timeout_secs: 60,
         forked_timeout_secs: None,
+        rewrites: Vec::new(),
         binaries: None,
         env: vec![],
         edit: None,

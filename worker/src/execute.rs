@@ -198,6 +198,9 @@ async fn run_in(
             job: job.job_id.clone(),
             source,
         })?;
+    for rewrite in &job.rewrites {
+        apply_edit(&tree_dir, rewrite)?;
+    }
     let original = match &job.edit {
         Some(edit) => Some(apply_edit(&tree_dir, edit)?),
         None => None,
@@ -666,6 +669,7 @@ mod tests {
             selected_tests: vec![],
             timeout_secs: 1,
             forked_timeout_secs: None,
+            rewrites: Vec::new(),
             binaries: None,
             env: vec![],
             edit: None,

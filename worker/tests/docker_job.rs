@@ -112,6 +112,7 @@ async fn the_guest_cannot_forge_its_output_or_hand_over_a_host_file_as_its_repor
         selected_tests: Vec::new(),
         timeout_secs: 60,
         forked_timeout_secs: None,
+        rewrites: Vec::new(),
         binaries: None,
         env: vec![("SECRET".into(), secret.to_string_lossy().into_owned())],
         edit: None,

@@ -252,6 +252,7 @@ fn spec(request: &MutateRequest, tree: &TreeId, index: usize, command: Vec<Strin
         selected_tests: Vec::new(),
         timeout_secs: 1,
         forked_timeout_secs: None,
+        rewrites: Vec::new(),
         binaries: None,
         env: Vec::new(),
         edit: None,

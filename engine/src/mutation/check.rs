@@ -4,11 +4,14 @@
 //! fleet), and judges each mutant. Report only: nothing here touches a verdict. What it
 //! yields is the evidence's record, [`assay_common::mutation_check::MutationCheck`].
 
+mod schemata;
+
 use crate::dispatch::{Admit, Flow, Hooks, dispatch, run_one};
 use crate::mutation::mutants::budget::MutantTimeout;
 use crate::mutation::mutants::budget::assemble_check;
 use crate::mutation::mutants::judge::{Expected, Judgement, compile_error, judge_run, outcome_of};
 use crate::mutation::mutants::language;
+use crate::mutation::mutants::rust::prebuilt;
 use crate::mutation::mutants::{
     self, ChangedFile, DEFAULT_MUTANTS_PER_FILE, ExcludedFile, ExclusionReason, MutantOutcome,
     MutationCheck, MutationPlan, NotRunReason, OperatorSet,
@@ -17,13 +20,16 @@ use crate::progress::{ProgressSink, ProofEvent};
 use crate::proof::PreparedProof;
 use crate::source::{self, SourceError};
 use assay_common::criteria::TestSelector;
-use assay_common::job::{ByteEdit, JobKind, JobResult, JobSpec, JobStatus, Side};
+use assay_common::job::{ArtifactRef, ByteEdit, JobKind, JobResult, JobSpec, JobStatus, Side};
 use assay_common::manifest::ManifestJob;
-use assay_common::mutation_plan::MutationSetup;
-use assay_common::runner::ReportFormat;
+use assay_common::mutation_plan::{MutationSetup, SchemaSource};
+use assay_common::runner::{ReportFormat, RunnerKind};
+use assay_common::test_binaries::Selection;
+use assay_common::tree_path::TreePath;
 use assay_common::{JobId, TreeId};
 use assay_transport::error_chain::error_chain;
 use assay_transport::queue::{JobQueue, QueueError};
+use assay_transport::store::ArtifactStore;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -218,10 +224,44 @@ fn job(
         selected_tests: names.to_vec(),
         timeout_secs: timeout.as_secs().max(1),
         forked_timeout_secs: None,
+        rewrites: Vec::new(),
         binaries: None,
         env: Vec::new(),
         edit,
     }
+}
+
+/// Jobs the check of `setup` may run after the proof's own: the unmutated run, one per mutant,
+/// and the schema's when the setup offers one ([`schemata::JOBS`]).
+pub fn job_count(setup: &MutationSetup) -> usize {
+    match setup.plan.mutants.len() {
+        0 => 0,
+        mutants if setup.schema_sources.is_empty() => mutants + 1,
+        mutants => mutants + 1 + schemata::JOBS,
+    }
+}
+
+/// The candidate's text of each file holding a mutant of `plan`, for the check to build its
+/// mutants once behind the runtime switch: Rust under cargo only, unless the schemata are
+/// switched off ([`prebuilt::SWITCH_OFF_VARIABLE`]).
+pub fn schema_sources(proof: &PreparedProof, plan: &MutationPlan) -> Vec<SchemaSource> {
+    if proof.runner != RunnerKind::Cargo || !prebuilt::wanted() {
+        return Vec::new();
+    }
+    let (repo, tree) = (&proof.request.repo, &proof.change.candidate.tree);
+    let mut packages = prebuilt::Packages::of(repo, tree);
+    let paths: BTreeSet<&TreePath> = plan.mutants.iter().map(|m| &m.path).collect();
+    paths
+        .into_iter()
+        .filter_map(|path| {
+            let bytes = source::read_file(repo, tree, path.as_str()).ok()??;
+            Some(SchemaSource {
+                path: path.clone(),
+                text: String::from_utf8(bytes).ok()?,
+                proc_macro: packages.is_proc_macro(path.as_str()),
+            })
+        })
+        .collect()
 }
 
 /// Runs the mutation check `setup` of a proven proof, with at most `slots` jobs in flight on
@@ -229,12 +269,13 @@ fn job(
 /// the queue's result stream closes (the proof was cancelled).
 ///
 /// The check's jobs belong to the proof and follow its jobs in plan order (the unmutated run,
-/// then one job per mutant), so on a fleet their results reach this proof and a restarted
-/// coordinator finds the ones already applied.
+/// then one job per mutant, then the schema's builds), so on a fleet their results reach this
+/// proof and a restarted coordinator finds the ones already applied.
 pub async fn run_check(
     proof: &PreparedProof,
     setup: &MutationSetup,
     queue: &dyn JobQueue,
+    store: &dyn ArtifactStore,
     slots: usize,
     progress: &dyn ProgressSink,
 ) -> Result<MutationCheck, QueueError> {
@@ -242,9 +283,9 @@ pub async fn run_check(
     let budget = Duration::from_secs(setup.budget_secs);
     let tests = proving_tests(proof);
     let names: Vec<String> = tests.iter().map(|(name, _)| name.clone()).collect();
-    let assemble = |plan: MutationPlan, outcomes, unmutated, note: Option<String>| {
+    let assemble = |plan: MutationPlan, outcomes, unmutated, notes: Vec<String>| {
         let mut check = assemble_check(plan, outcomes, names.clone(), budget, unmutated);
-        check.notes.extend(note);
+        check.notes.extend(notes);
         check
     };
     if let Some(why) = &setup.planning_error {
@@ -253,80 +294,157 @@ pub async fn run_check(
             MutationPlan::default(),
             Vec::new(),
             None,
-            Some(note),
+            vec![note],
         ));
     }
     let plan = setup.plan.clone();
     if plan.mutants.is_empty() {
         let note = "no mutation site on the changed product lines".to_owned();
-        return Ok(assemble(plan, Vec::new(), None, Some(note)));
+        return Ok(assemble(plan, Vec::new(), None, vec![note]));
     }
     let first_index = proof.jobs.len();
-    let total = plan.mutants.len() + 1;
-
+    let mutants = plan.mutants.len();
+    let schema_index = first_index + 1 + mutants;
     let unmutated_timeout = budget.min(Duration::from_secs(proof.request.timeout_secs));
-    let baseline = job(proof, first_index, &names, None, unmutated_timeout);
-    let baseline_result = match run_one(queue, &baseline).await {
-        Ok(result) => result,
-        Err(closed @ QueueError::Closed { .. }) => return Err(closed),
-        Err(e) => {
-            let note = format!("the unmutated run could not be run: {}", error_chain(&e));
-            return Ok(assemble(plan, Vec::new(), None, Some(note)));
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    let total = mutants + 1 + usize::from(!setup.schema_sources.is_empty());
+    let finished = |spec: &JobSpec, result: &JobResult| {
+        let done = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        progress.event(ProofEvent::JobFinished {
+            done,
+            total: total.max(done),
+            spec,
+            result,
+        });
+    };
+    let candidate_job = |index: usize| job(proof, index, &names, None, unmutated_timeout);
+
+    // Build once, when the submitter sent the schema's files.
+    let mut schemata = if setup.schema_sources.is_empty() {
+        None
+    } else {
+        let jobs = schemata::BuildJobs {
+            make_job: &candidate_job,
+            first_index: schema_index,
+            command_prefix: &command_prefix(proof),
+            timeout_secs: budget.as_secs(),
+            on_finished: &finished,
+        };
+        Some(schemata::build(setup, &jobs, queue, store).await?)
+    };
+    // The unmutated run: of the prebuilt tests, which also names the proving tests by
+    // executable; if they cannot stand as the baseline, every mutant builds on its own and the
+    // unmutated run is cargo's own.
+    let mut prebuilt: Option<Prebuilt> = None;
+    let mut baseline_index = first_index;
+    if let Some(schemata) = &mut schemata
+        && let Some(archive) = schemata.archive.clone()
+    {
+        let mut spec = candidate_job(first_index);
+        prebuilt::make_run_job(&mut spec, &archive, 0, None);
+        let why = match unmutated_run(queue, &spec, &tests, unmutated_timeout, &finished).await? {
+            Unmutated::Passed(result) => match schemata::proving_selection(&tests, &result) {
+                Ok(selection) => {
+                    prebuilt = Some(Prebuilt {
+                        archive,
+                        selection,
+                        result,
+                    });
+                    None
+                }
+                Err(why) => Some(why),
+            },
+            Unmutated::Failed(_, why) | Unmutated::Unrun(why) => Some(why),
+        };
+        if let Some(why) = why {
+            let why = format!("the prebuilt tests are no baseline: {why}");
+            schemata.give_up(mutants, why);
+            baseline_index = schema_index + prebuilt::MAX_BUILDS;
+        }
+    }
+    let mut notes: Vec<String> = schemata.iter().map(|s| s.summary(mutants)).collect();
+    let baseline_result = match &prebuilt {
+        Some(prebuilt) => prebuilt.result.clone(),
+        None => {
+            let spec = candidate_job(baseline_index);
+            match unmutated_run(queue, &spec, &tests, unmutated_timeout, &finished).await? {
+                Unmutated::Passed(result) => result,
+                Unmutated::Unrun(why) => {
+                    notes.insert(0, format!("the unmutated run could not be run: {why}"));
+                    return Ok(assemble(plan, Vec::new(), None, notes));
+                }
+                Unmutated::Failed(result, why) => {
+                    let reason =
+                        format!("the unmutated run of the proving tests did not pass: {why}");
+                    let outcomes = plan
+                        .mutants
+                        .iter()
+                        .map(|_| MutantOutcome::NotRun {
+                            reason: reason.clone(),
+                        })
+                        .collect();
+                    notes.insert(0, reason);
+                    let unmutated = Duration::from_millis(result.duration_ms);
+                    return Ok(assemble(plan, outcomes, Some(unmutated), notes));
+                }
+            }
         }
     };
-    progress.event(ProofEvent::JobFinished {
-        done: 1,
-        total,
-        spec: &baseline,
-        result: &baseline_result,
-    });
     let unmutated = Duration::from_millis(baseline_result.duration_ms);
-    let baseline_end = judge_run(
-        &baseline_result,
-        MutantTimeout {
-            limit: unmutated_timeout,
-            set_by_budget: true,
-        },
-        Expected::ProvingTests(&tests),
-    );
-    if let Err(why) = judge_baseline(&baseline_result, &baseline_end) {
-        let reason = format!("the unmutated run of the proving tests did not pass: {why}");
-        let outcomes = plan
-            .mutants
-            .iter()
-            .map(|_| MutantOutcome::NotRun {
-                reason: reason.clone(),
-            })
-            .collect();
-        return Ok(assemble(plan, outcomes, Some(unmutated), Some(reason)));
-    }
 
-    let specs: Vec<JobSpec> = plan
-        .mutants
-        .iter()
-        .enumerate()
-        .map(|(i, mutant)| {
-            job(
+    // One job per mutant: a run of the prebuilt tests with its number set, the proving tests
+    // alone selected, where the schema holds it; else a build of its own. A mutant whose own
+    // code did not compile in the schema needs no job to say so.
+    let mut outcomes: Vec<Option<MutantOutcome>> = vec![None; mutants];
+    let mut specs = Vec::new();
+    let mut positions = Vec::new();
+    for (at, mutant) in plan.mutants.iter().enumerate() {
+        let index = first_index + 1 + at;
+        if let Some(error) = schemata.as_ref().and_then(|s| s.unviable.get(&at)) {
+            outcomes[at] = Some(MutantOutcome::NotRun {
+                reason: format!("does not compile: {error}"),
+            });
+            continue;
+        }
+        let spec = match &prebuilt {
+            Some(prebuilt) if schemata.as_ref().is_some_and(|s| s.holds(at)) => {
+                let mut spec = candidate_job(index);
+                let only = Some(prebuilt.selection.clone());
+                prebuilt::make_run_job(&mut spec, &prebuilt.archive, at + 1, only);
+                spec
+            }
+            _ => job(
                 proof,
-                first_index + 1 + i,
+                index,
                 &names,
                 Some(mutant.edit.clone()),
                 unmutated_timeout,
-            )
-        })
-        .collect();
+            ),
+        };
+        specs.push(spec);
+        positions.push(at);
+    }
+    // A mutant built on its own pays the build the prebuilt baseline did not.
+    let build_cost = match (&prebuilt, &schemata) {
+        (Some(_), Some(schemata)) => schemata.one_build,
+        _ => Duration::ZERO,
+    };
     // Every limit fits in the budget; past it and a grace, a mutant whose result never came
     // (a lost job on a fleet) has none, rather than holding the proof forever.
     let deadline = started + budget + mutants::budget::MIN_TIME_TO_START;
     let compiled = language::of_check(proof.runner).compiles();
-    let outcomes = run_mutants(
+    let ran = run_mutants(
         queue,
         &specs,
         slots,
         Some(deadline),
         |spec| {
             let left = budget.saturating_sub(started.elapsed());
-            let timeout = mutants::mutant_timeout(left, unmutated)?;
+            let expected = match spec.binaries {
+                Some(_) => unmutated,
+                None => unmutated + build_cost,
+            };
+            let timeout = mutants::mutant_timeout(left, expected)?;
             spec.timeout_secs = timeout.limit.as_secs().max(1);
             Ok(timeout)
         },
@@ -342,18 +460,65 @@ pub async fn run_check(
         |reason| MutantOutcome::NotRun {
             reason: reason.to_string(),
         },
-        |done, spec, result| {
-            // Counted after the unmutated run, the phase's first job.
-            progress.event(ProofEvent::JobFinished {
-                done: done + 2,
-                total,
-                spec,
-                result,
-            })
-        },
+        |_, spec, result| finished(spec, result),
     )
     .await?;
-    Ok(assemble(plan, outcomes, Some(unmutated), None))
+    for (at, outcome) in positions.into_iter().zip(ran) {
+        outcomes[at] = Some(outcome);
+    }
+    let outcomes = outcomes
+        .into_iter()
+        .map(|o| {
+            o.unwrap_or_else(|| MutantOutcome::NotRun {
+                reason: NotRunReason::NoResult.to_string(),
+            })
+        })
+        .collect();
+    Ok(assemble(plan, outcomes, Some(unmutated), notes))
+}
+
+/// The executables the schema build kept, the proving tests among them, and their unmutated
+/// run.
+struct Prebuilt {
+    archive: ArtifactRef,
+    selection: Selection,
+    result: JobResult,
+}
+
+/// The unmutated run of the proving tests.
+enum Unmutated {
+    /// Every proving test passed: the baseline mutants are judged against.
+    Passed(JobResult),
+    /// It ran and cannot stand as the baseline, with why.
+    Failed(JobResult, String),
+    /// It could not run (the queue refused it), with why.
+    Unrun(String),
+}
+
+/// Runs `spec`, the unmutated run of the proving `tests`, and judges whether it can stand as
+/// the baseline. Fails only when the queue's result stream closes.
+async fn unmutated_run(
+    queue: &dyn JobQueue,
+    spec: &JobSpec,
+    tests: &[(String, TestSelector)],
+    limit: Duration,
+    finished: &(dyn Fn(&JobSpec, &JobResult) + Sync),
+) -> Result<Unmutated, QueueError> {
+    let result = match run_one(queue, spec).await {
+        Ok(result) => result,
+        Err(closed @ QueueError::Closed { .. }) => return Err(closed),
+        Err(e) => return Ok(Unmutated::Unrun(error_chain(&e))),
+    };
+    finished(spec, &result);
+    let timeout = MutantTimeout {
+        limit,
+        set_by_budget: true,
+    };
+    let judgement = judge_run(&result, timeout, Expected::ProvingTests(tests));
+    Ok(match judge_baseline(&result, &judgement) {
+        Ok(()) => Unmutated::Passed(result),
+        Err(why) => Unmutated::Failed(result, why),
+    })
 }
 
 /// Runs `specs` on `queue` with at most `slots` in flight and returns one outcome per spec in

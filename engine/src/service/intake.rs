@@ -62,15 +62,9 @@ pub(super) async fn accept(
     }
     let proof_id = submission.proof_id.clone();
     let job_count = submission.jobs.len() as u32;
-    let mutation_job_count = submission
-        .mutation
-        .as_ref()
-        .filter(|m| !m.plan.mutants.is_empty())
-        .map_or(0, |m| {
-            u32::try_from(m.plan.mutants.len())
-                .unwrap_or(u32::MAX)
-                .saturating_add(1)
-        });
+    let mutation_job_count = submission.mutation.as_ref().map_or(0, |m| {
+        u32::try_from(crate::mutation::check::job_count(m)).unwrap_or(u32::MAX)
+    });
     // A record names a stored submission rather than repeat it: a KV value has the same limit.
     let kept = match stored {
         Some(_) => ProofSubmission {
@@ -159,6 +153,11 @@ pub(super) enum SubmissionError {
     },
     #[error("proof {0} has more jobs than a plan index can number")]
     TooManyJobs(ProofId),
+    #[error("proof {proof_id}'s mutation check: {source}")]
+    Mutation {
+        proof_id: ProofId,
+        source: assay_common::mutation_plan::SchemaSourceError,
+    },
     #[error("job {job_id} of proof {proof_id} names another proof, {other}")]
     ForeignJob {
         proof_id: ProofId,
@@ -219,6 +218,14 @@ pub(super) fn check_submission(
                 expected,
             });
         }
+    }
+    if let Some(setup) = &submission.mutation {
+        setup
+            .check_schema_sources()
+            .map_err(|source| SubmissionError::Mutation {
+                proof_id: proof_id.clone(),
+                source,
+            })?;
     }
     Ok(())
 }

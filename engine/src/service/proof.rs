@@ -228,7 +228,16 @@ pub(super) async fn drive(
         Some(recording) => recording,
         None => &queue,
     };
-    let outcome = proof::run_proof(&prepared, jobs, budget, &progress, started, clock).await;
+    let outcome = proof::run_proof(
+        &prepared,
+        jobs,
+        &*shared.store,
+        budget,
+        &progress,
+        started,
+        clock,
+    )
+    .await;
     drop(progress);
     let _ = publisher.await;
     let evidence = match outcome {

@@ -218,7 +218,8 @@ impl Confiner {
 /// The directories under a masked one that the command needs to start: each `PATH` entry
 /// under one (a `shims` directory with its manager: `~/.pyenv/shims` needs `~/.pyenv`), the
 /// program's own toolchain (the directory above its `bin`, for its real path too: a venv's
-/// interpreter is a link to the one it was made from), the user's site-packages, and what
+/// interpreter is a link to the one it was made from; a rustup toolchain's `bin` with its
+/// toolchain), the user's site-packages, and what
 /// `ASSAY_SANDBOX_EXPOSE` lists. A plain `bin` on `PATH` comes back alone: `~/.cargo/bin`
 /// must not bring `~/.cargo/credentials.toml` with it.
 fn toolchains(grant: &Grant<'_>, masked: &[PathBuf], home: Option<&Path>) -> Vec<PathBuf> {
@@ -245,6 +246,18 @@ fn toolchains(grant: &Grant<'_>, masked: &[PathBuf], home: Option<&Path>) -> Vec
     for dir in &path_dirs {
         if under_mask(dir) {
             found.push(parent_if(dir, &["shims"]));
+            // A rustup toolchain's `bin` (`~/.rustup/toolchains/NAME/bin`) needs its `lib`
+            // even when `sh` runs cargo (a schema build's script): the toolchain holds
+            // nothing but itself.
+            if let Some(toolchain) = dir.parent()
+                && dir.file_name().is_some_and(|n| n == "bin")
+                && toolchain
+                    .parent()
+                    .and_then(Path::file_name)
+                    .is_some_and(|n| n == "toolchains")
+            {
+                found.push(toolchain.to_path_buf());
+            }
         }
     }
     // As named, links kept: a venv's `bin/python` is a link out of the venv, and both ends
@@ -428,7 +441,7 @@ mod tests {
             network: false,
             program: "python3",
             path_env: Some(
-                "/home/dev/.pyenv/shims:/home/dev/bin:/home/dev/.local/bin:/home/dev/.cargo/bin:/usr/bin",
+                "/home/dev/.pyenv/shims:/home/dev/bin:/home/dev/.local/bin:/home/dev/.cargo/bin:/home/dev/.rustup/toolchains/stable-x86_64-unknown-linux-gnu/bin:/usr/bin",
             ),
         };
         let found = toolchains(&grant, &masked, Some(&home));
@@ -448,6 +461,17 @@ mod tests {
         );
         assert!(
             !found.contains(&PathBuf::from("/home/dev/.cargo")),
+            "{found:?}"
+        );
+        // A rustup toolchain comes back whole (its `lib` beside `bin`), rustup's home does not.
+        assert!(
+            found.contains(&PathBuf::from(
+                "/home/dev/.rustup/toolchains/stable-x86_64-unknown-linux-gnu"
+            )),
+            "{found:?}"
+        );
+        assert!(
+            !found.contains(&PathBuf::from("/home/dev/.rustup")),
             "{found:?}"
         );
         assert!(

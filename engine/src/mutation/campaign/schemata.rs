@@ -10,12 +10,15 @@
 
 use super::{MutateRequest, run_single, spec};
 use crate::mutation::mutants::Mutant;
+use crate::mutation::mutants::rust::prebuilt::{
+    self, BLAMED, Blamed, Built, MAX_BUILDS, PROC_MACRO, Packages, blame_failed_build,
+};
 use crate::mutation::mutants::rust::schema::{self, FileSchema};
 use crate::source;
 use assay_common::TreeId;
-use assay_common::job::{ArtifactRef, JobResult, JobSpec, JobStatus, TestBinaries};
-use assay_common::runner::{RunnerKind, cargo::runs_nextest};
-use assay_common::test_binaries::{ARTIFACT, PLACEHOLDER, Selection};
+use assay_common::job::{ArtifactRef, JobSpec};
+use assay_common::runner::RunnerKind;
+use assay_common::test_binaries::Selection;
 use assay_transport::error_chain::error_chain;
 use assay_transport::queue::JobQueue;
 use assay_transport::store::{ArtifactStore, read_named};
@@ -23,55 +26,7 @@ use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-/// Schema builds before giving up: each failed build takes the blamed mutants out, and a
-/// crate's errors rarely need more than two rounds.
-const MAX_BUILDS: usize = 6;
-
-const PROC_MACRO: &str =
-    "a proc-macro crate's code runs inside the compiler, where the switch is never read";
-
-/// Which packages of the tree are proc-macro crates, by directory, read once each.
-#[derive(Default)]
-struct Packages {
-    proc_macro: BTreeMap<String, bool>,
-}
-
-impl Packages {
-    /// Whether the package holding `path` (its nearest `Cargo.toml` with a `[package]`) is
-    /// a proc-macro crate (`[lib] proc-macro = true`).
-    fn is_proc_macro(&mut self, request: &MutateRequest, path: &str) -> bool {
-        let mut dir = path;
-        while let Some((parent, _)) = dir.rsplit_once('/') {
-            dir = parent;
-            if let Some(known) = self.proc_macro.get(dir) {
-                return *known;
-            }
-            let manifest = format!("{dir}/Cargo.toml");
-            if let Some(found) = Self::read(request, &manifest) {
-                self.proc_macro.insert(dir.to_owned(), found);
-                return found;
-            }
-        }
-        Self::read(request, "Cargo.toml").unwrap_or(false)
-    }
-
-    /// `Some(is a proc-macro crate)` for a package manifest; `None` when there is none.
-    fn read(request: &MutateRequest, manifest: &str) -> Option<bool> {
-        let bytes = source::read_file(&request.repo, &request.tree, manifest).ok()??;
-        let value: toml::Value = toml::from_str(std::str::from_utf8(&bytes).ok()?).ok()?;
-        value.get("package")?;
-        let lib = value.get("lib");
-        let flag = |key: &str| lib.and_then(|l| l.get(key)).and_then(toml::Value::as_bool);
-        Some(
-            flag("proc-macro")
-                .or_else(|| flag("proc_macro"))
-                .unwrap_or(false),
-        )
-    }
-}
-
-/// Turns the schemata off (`0`), for a comparison with a build per mutant.
-pub const SWITCH_OFF_VARIABLE: &str = "ASSAY_MUTATE_SCHEMATA";
+pub use prebuilt::SWITCH_OFF_VARIABLE;
 
 /// The tests built once: the schema's tree and the stored executables.
 #[derive(Clone, Debug)]
@@ -163,26 +118,9 @@ impl Schemata {
     }
 }
 
-/// The build command for `prefix` (the run's test command), or why there is none: the
-/// schema builds with `cargo test --no-run` and the same cargo arguments.
-fn build_command(prefix: &[String]) -> Result<Vec<String>, String> {
-    let args: &[String] = match prefix {
-        [cargo, test, rest @ ..] if cargo == "cargo" && test == "test" => rest,
-        _ if runs_nextest(prefix) => &[],
-        _ => {
-            return Err(format!(
-                "the test command {:?} is not `cargo test` or `cargo nextest run`",
-                prefix.join(" ")
-            ));
-        }
-    };
-    Ok(assay_common::test_binaries::build_command(args))
-}
-
 /// The schemata are used for a cargo run unless [`SWITCH_OFF_VARIABLE`] is `0`.
 pub(super) fn wanted(runner: RunnerKind) -> bool {
-    runner == RunnerKind::Cargo
-        && std::env::var(SWITCH_OFF_VARIABLE).map_or(true, |v| v.trim() != "0")
+    runner == RunnerKind::Cargo && prebuilt::wanted()
 }
 
 /// A run of the prebuilt tests with the switch at `number`, of those `only` selects. The
@@ -194,23 +132,8 @@ pub(super) fn run_spec(
     number: usize,
     only: Option<Selection>,
 ) -> JobSpec {
-    let mut job = spec(
-        request,
-        &prebuilt.tree,
-        index,
-        vec!["sh".into(), PLACEHOLDER.into()],
-    );
-    job.report = assay_common::runner::ReportFormat::CargoTestOutput;
-    job.env
-        .push((schema::SWITCH_VARIABLE.to_owned(), number.to_string()));
-    if number == 0 {
-        job.env
-            .push((schema::TRACE_VARIABLE.to_owned(), "on".to_owned()));
-    }
-    job.binaries = Some(TestBinaries::Use {
-        archive: prebuilt.archive.clone(),
-        only,
-    });
+    let mut job = spec(request, &prebuilt.tree, index, Vec::new());
+    prebuilt::make_run_job(&mut job, &prebuilt.archive, number, only);
     job
 }
 
@@ -223,7 +146,7 @@ pub(super) async fn build(
     store: &dyn ArtifactStore,
     index: &mut usize,
 ) -> Schemata {
-    let command = match build_command(&request.command_prefix) {
+    let command = match prebuilt::build_command(&request.command_prefix) {
         Ok(command) => command,
         Err(why) => return Schemata::none(mutants.len(), why),
     };
@@ -235,11 +158,11 @@ pub(super) async fn build(
     let mut alone: BTreeMap<usize, String> = BTreeMap::new();
     let mut unviable: BTreeMap<usize, String> = BTreeMap::new();
     // Proc-macro crates, by the files whose mutants they hold (each package read once).
-    let mut packages = Packages::default();
+    let mut packages = Packages::of(&request.repo, &request.tree);
     let compile_time: BTreeSet<&str> = texts
         .keys()
         .copied()
-        .filter(|path| packages.is_proc_macro(request, path))
+        .filter(|path| packages.is_proc_macro(path))
         .collect();
     for (at, mutant) in mutants.iter().enumerate() {
         if compile_time.contains(mutant.path.as_str()) {
@@ -303,26 +226,9 @@ pub(super) async fn build(
             ));
             break None;
         }
-        let mut job = spec(request, &tree, *index, command.clone());
+        let mut job = spec(request, &tree, *index, Vec::new());
         *index += 1;
-        job.report = assay_common::runner::ReportFormat::CargoTestOutput;
-        job.timeout_secs = request.budget.as_secs().max(1);
-        job.binaries = Some(TestBinaries::Keep);
-        job.env.extend(
-            [
-                // The schema's parentheses and matches must not meet a crate's
-                // `#![deny(warnings)]` (cargo-mutants caps lints too), and thousands of
-                // warnings about them would only fill the log. No debug info, the standard
-                // library's stripped too: executables a tenth the size to store and send.
-                ("RUSTFLAGS", "--cap-lints=allow -C strip=debuginfo"),
-                ("RUSTDOCFLAGS", "--cap-lints=allow -C strip=debuginfo"),
-                // A fresh tree builds once: incremental state would only be written.
-                ("CARGO_INCREMENTAL", "0"),
-                ("CARGO_PROFILE_TEST_DEBUG", "0"),
-                ("CARGO_PROFILE_DEV_DEBUG", "0"),
-            ]
-            .map(|(k, v)| (k.to_owned(), v.to_owned())),
-        );
+        prebuilt::make_build_job(&mut job, command.clone(), request.budget.as_secs());
         builds += 1;
         let result = match run_single(queue, &job).await {
             Ok(result) => result,
@@ -333,7 +239,7 @@ pub(super) async fn build(
         };
         one_build = Duration::from_millis(result.duration_ms);
         build_time += one_build;
-        match built(&result) {
+        match Built::of(&result) {
             Built::Kept(archive) => break Some(Prebuilt { tree, archive }),
             Built::Other(why) => {
                 note = Some(why);
@@ -352,43 +258,21 @@ pub(super) async fn build(
                 break None;
             }
         };
-        let spans = schema::error_spans(&json);
-        if let Some(own) = schema::own_errors(&spans, &schemas) {
-            for (number, error) in own {
-                alone.remove(&(number as usize - 1));
-                unviable.insert(number as usize - 1, error);
+        match blame_failed_build(&json, &schemas) {
+            Blamed::Unviable(own) => {
+                for (number, error) in own {
+                    alone.remove(&(number as usize - 1));
+                    unviable.insert(number as usize - 1, error);
+                }
             }
-        } else {
-            match schema::blame(&spans, &schemas).filter(|b| !b.is_empty()) {
-                Some(blamed) => {
-                    for number in blamed {
-                        alone.insert(number as usize - 1, "did not compile in the schema".into());
-                    }
+            Blamed::Alone(blamed) => {
+                for (number, why) in blamed {
+                    alone.insert(number as usize - 1, why);
                 }
-                None => {
-                    // An error outside every rewritten file (another member's build broken by a
-                    // mutant, say) names no mutant: half of those still held build on their own,
-                    // until the rest builds.
-                    let first = spans.first().map_or_else(
-                        || "no error names a file".to_owned(),
-                        |s| format!("{}: {}", s.file, s.message),
-                    );
-                    let held: Vec<usize> = (0..mutants.len())
-                        .filter(|at| !alone.contains_key(at) && !unviable.contains_key(at))
-                        .collect();
-                    if held.len() < 2 {
-                        note = Some(format!(
-                            "the schema build failed on an error no mutant is blamed for ({first})"
-                        ));
-                        break None;
-                    }
-                    for at in &held[held.len() / 2..] {
-                        alone.insert(
-                        *at,
-                        format!("left the schema with half the rest after an error no mutant is blamed for ({first})"),
-                    );
-                    }
-                }
+            }
+            Blamed::NoSchema(why) => {
+                note = Some(why);
+                break None;
             }
         }
         if builds >= MAX_BUILDS {
@@ -403,7 +287,7 @@ pub(super) async fn build(
             .clone()
             .unwrap_or_else(|| "no mutant fits a schema".to_owned());
         for (at, _) in std::mem::take(&mut unviable) {
-            alone.insert(at, "did not compile in the schema".into());
+            alone.insert(at, BLAMED.into());
         }
         for at in 0..mutants.len() {
             alone.entry(at).or_insert_with(|| why.clone());
@@ -418,52 +302,5 @@ pub(super) async fn build(
         builds,
         build_time,
         note,
-    }
-}
-
-enum Built {
-    /// The build kept its executables.
-    Kept(ArtifactRef),
-    /// It failed to compile: cargo's messages say why.
-    Failed,
-    /// Anything else (a timeout, the worker refused the executables): no schema.
-    Other(String),
-}
-
-fn built(result: &JobResult) -> Built {
-    match &result.status {
-        JobStatus::Completed { exit_code: 0 } => {
-            match result.artifacts.iter().find(|a| a.name == ARTIFACT) {
-                Some(archive) => Built::Kept(archive.clone()),
-                None => Built::Other("the schema build kept no test executables".into()),
-            }
-        }
-        JobStatus::Completed { .. } => Built::Failed,
-        JobStatus::TimedOut => Built::Other("the schema build ran past the budget".into()),
-        JobStatus::Infrastructure { message, .. } => {
-            Built::Other(format!("the schema build could not run: {message}"))
-        }
-        JobStatus::Cancelled => Built::Other("the schema build was cancelled".into()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn strings(words: &[&str]) -> Vec<String> {
-        words.iter().map(|w| (*w).to_owned()).collect()
-    }
-
-    #[test]
-    fn the_build_keeps_cargo_tests_arguments_and_replaces_nextest() {
-        let workspace = build_command(&strings(&["cargo", "test", "--workspace"])).unwrap();
-        assert_eq!(workspace[..2], strings(&["sh", "-c"]));
-        assert!(workspace[2].starts_with("cargo test --no-run --message-format=json \"$@\""));
-        assert_eq!(workspace[3..], strings(&["assay-build", "--workspace"]));
-        let nextest = build_command(&strings(&["cargo", "nextest", "run"])).unwrap();
-        assert_eq!(nextest[3..], strings(&["assay-build"]));
-        let err = build_command(&strings(&["make", "check"])).unwrap_err();
-        assert!(err.contains("\"make check\""), "{err}");
     }
 }

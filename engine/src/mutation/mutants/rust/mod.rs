@@ -5,6 +5,7 @@
 //! never mutated, the function around a mutant as its scope, and [`schema`]: every mutant of a
 //! crate behind one runtime switch, so the crate builds once for all of them.
 
+pub mod prebuilt;
 pub mod schema;
 mod scope;
 mod sites;

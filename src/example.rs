@@ -106,7 +106,10 @@ pub async fn run(args: &ExampleArgs) -> Result<u8, Failure> {
         ],
         json: args.json.clone(),
         store: Some(format!("file://{}", absolute(&store)?.display())),
-        quiet: args.quiet,
+        console: crate::console_flags::ConsoleFlags {
+            quiet: args.quiet,
+            ..Default::default()
+        },
         ..ProveArgs::default()
     };
     prove::run(&prove_args).await

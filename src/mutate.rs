@@ -73,16 +73,10 @@ pub struct MutateArgs {
     pub cluster: Option<String>,
     #[command(flatten)]
     pub fleet: crate::nats_flags::FleetFlags,
-    /// Environment variable passed to test commands, beyond PATH and the locale. Repeatable.
-    #[arg(long = "pass-env", value_name = "NAME")]
-    pub pass_env: Vec<String>,
-    /// Print only the summary, no progress.
-    #[arg(short, long)]
-    pub quiet: bool,
-    /// How progress shows: `auto` draws a live bar (jobs done, running, failures, ETA) when
-    /// stderr is a terminal and plain lines otherwise; `plain` always prints plain lines.
-    #[arg(long, value_enum, value_name = "MODE", default_value_t = crate::progress::ProgressMode::Auto)]
-    pub progress: crate::progress::ProgressMode,
+    #[command(flatten)]
+    pub guest_env: crate::guest_env_flags::GuestEnvFlags,
+    #[command(flatten)]
+    pub console: crate::console_flags::ConsoleFlags,
     #[command(flatten)]
     pub output: crate::report::OutputArgs,
 }
@@ -147,7 +141,7 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
         subject_prefix: &args.fleet.subject_prefix,
         runner,
         kind: "mutate",
-        pass_env: &args.pass_env,
+        pass_env: &args.guest_env.pass_env,
         slots,
         scratch_prefix: "assay-mutate-",
     })
@@ -158,9 +152,9 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
         .then(|| {
             let mode = args.cache.mode();
             let sandbox = ProcessSandbox::default().evidence();
-            let cache = embedded::result_cache(store.clone(), mode, &sandbox, args.quiet)
+            let cache = embedded::result_cache(store.clone(), mode, &sandbox, args.console.quiet)
                 .map_err(|why| {
-                    if !args.quiet {
+                    if !args.console.quiet {
                         eprintln!("[cache] not used: {why}");
                     }
                 })
@@ -169,7 +163,7 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
                 cache,
                 context: RunContext::new(
                     sandbox,
-                    &assay_worker::sandbox::clean_env(&args.pass_env),
+                    &assay_worker::sandbox::clean_env(&args.guest_env.pass_env),
                 ),
             })
         })
@@ -187,7 +181,7 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
         run_id: ProofId(proof::new_proof_id().0.replacen("p-", "m-", 1)),
         cache,
     };
-    let progress = StderrProgress::new(args.progress, args.quiet, slots);
+    let progress = StderrProgress::new(args.console.progress, args.console.quiet, slots);
     let report = campaign::run(&request, &*queue, store.as_ref(), &progress)
         .await
         .map_err(|e| match e {
@@ -202,7 +196,7 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
         })?;
     progress.terminal.finish();
     drop(queue);
-    if !args.quiet
+    if !args.console.quiet
         && let Some(outcome) = &report.cache
     {
         for (key, why) in &outcome.refused {

@@ -93,9 +93,8 @@ pub struct ProveArgs {
     /// repository].
     #[arg(long, value_name = "URL")]
     pub store: Option<String>,
-    /// Environment variable passed to test commands, beyond PATH and the locale. Repeatable.
-    #[arg(long = "pass-env", value_name = "NAME")]
-    pub pass_env: Vec<String>,
+    #[command(flatten)]
+    pub guest_env: crate::guest_env_flags::GuestEnvFlags,
     /// Run on a fleet: the NATS URL of its coordinator and workers, or a comma-separated list of a
     /// cluster's servers (the store must be the fleet's: --store or ASSAY_STORE).
     #[arg(long, value_name = "URL")]
@@ -106,13 +105,8 @@ pub struct ProveArgs {
     /// [default: the user cache dir's assay].
     #[arg(long, value_name = "DIR", env = "ASSAY_STATE_DIR")]
     pub state_dir: Option<PathBuf>,
-    /// Print only the summary, no progress.
-    #[arg(short, long)]
-    pub quiet: bool,
-    /// How progress shows: `auto` draws a live bar (jobs done, running, failures, ETA) when
-    /// stderr is a terminal and plain lines otherwise; `plain` always prints plain lines.
-    #[arg(long, value_enum, value_name = "MODE", default_value_t = crate::progress::ProgressMode::Auto)]
-    pub progress: crate::progress::ProgressMode,
+    #[command(flatten)]
+    pub console: crate::console_flags::ConsoleFlags,
     #[command(flatten)]
     pub sandbox: SandboxArgs,
     #[command(flatten)]
@@ -236,7 +230,7 @@ fn settings(args: &ProveArgs) -> Result<Settings, Failure> {
     let mut globs = test_globs.unwrap_or_default();
     globs.extend(args.test_globs.iter().cloned());
     let mut pass = pass_env.unwrap_or_default();
-    pass.extend(args.pass_env.iter().cloned());
+    pass.extend(args.guest_env.pass_env.iter().cloned());
     let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
     let jobs = args.jobs.map(|j| j as usize).or(jobs).unwrap_or(cpus);
     if jobs == 0 {
@@ -371,7 +365,7 @@ async fn run_on_fleet(
     let mut submission = assay_engine::client::submission(prepared, jobs as u32);
     submission.cache = args.cache.mode();
     let mut progress = crate::fleet::FleetStderr {
-        progress: StderrProgress::new(args.progress, args.quiet, jobs),
+        progress: StderrProgress::new(args.console.progress, args.console.quiet, jobs),
         jobs: &prepared.jobs,
         suite_results: Vec::new(),
     };
@@ -390,7 +384,7 @@ async fn run_on_fleet(
     progress.progress.terminal.finish();
     // The coordinator marked what its cache answered; said as embedded mode says it.
     let served = evidence.jobs.iter().filter(|j| j.cached.is_some()).count();
-    if !args.quiet && submission.cache != CacheMode::Off && served > 0 {
+    if !args.console.quiet && submission.cache != CacheMode::Off && served > 0 {
         eprintln!(
             "[cache] {served} of {} jobs answered from the fleet's cache",
             prepared.jobs.len()
@@ -414,7 +408,7 @@ async fn run_embedded(
     (started, clock): (SystemTime, Instant),
 ) -> Result<Evidence, Failure> {
     let recorded = sandbox.evidence();
-    if !args.quiet
+    if !args.console.quiet
         && let Some(container) = &recorded.container
     {
         eprintln!(
@@ -425,14 +419,19 @@ async fn run_embedded(
     let (ctx, _scratch) =
         embedded::job_context_in(sandbox, repo, store.clone(), pass_env, "assay-", jobs)?;
     let queue = InProcessQueue::start(ctx, jobs);
-    let progress = StderrProgress::new(args.progress, args.quiet, jobs);
-    let cache = embedded::result_cache(store.clone(), args.cache.mode(), &recorded, args.quiet)
-        .unwrap_or_else(|why| {
-            if !args.quiet {
-                eprintln!("[cache] not used: {why}");
-            }
-            ResultCache::off(store.clone())
-        });
+    let progress = StderrProgress::new(args.console.progress, args.console.quiet, jobs);
+    let cache = embedded::result_cache(
+        store.clone(),
+        args.cache.mode(),
+        &recorded,
+        args.console.quiet,
+    )
+    .unwrap_or_else(|why| {
+        if !args.console.quiet {
+            eprintln!("[cache] not used: {why}");
+        }
+        ResultCache::off(store.clone())
+    });
     let mode = cache.mode;
     let context = RunContext::new(recorded, &assay_worker::sandbox::clean_env(pass_env));
     let caching = CachingQueue::new(&queue, cache, context);
@@ -443,7 +442,7 @@ async fn run_embedded(
     let settled = caching
         .settle(&mut run.evidence, &run.results, &run.finished_at_ms)
         .await;
-    if !args.quiet {
+    if !args.console.quiet {
         for (key, why) in caching.rejected() {
             eprintln!("[cache] refused entry {key}: {why}; the job ran instead");
         }

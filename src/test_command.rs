@@ -46,6 +46,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 
 #[derive(Args, Debug, Clone)]
+// Its bar counts cases, not jobs: the shared flag's help says so here.
+#[command(mut_arg("progress", |arg| arg.help(
+    "How progress shows: `auto` draws a live bar (cases done, jobs running, failures, ETA) \
+     when stderr is a terminal and plain lines otherwise; `plain` always prints plain lines"
+)))]
 pub struct TestArgs {
     /// Repository whose suite runs.
     #[arg(short = 'C', long = "repo", value_name = "DIR", default_value = ".")]
@@ -143,16 +148,10 @@ pub struct TestArgs {
     /// Coverage drop (in points) that raises a history alert.
     #[arg(long, value_name = "POINTS", default_value_t = history::DEFAULT_COVERAGE_DROP_THRESHOLD)]
     pub coverage_threshold: f64,
-    /// Environment variable passed to test commands, beyond PATH and the locale. Repeatable.
-    #[arg(long = "pass-env", value_name = "NAME")]
-    pub pass_env: Vec<String>,
-    /// Print only the summary, no progress.
-    #[arg(short, long)]
-    pub quiet: bool,
-    /// How progress shows: `auto` draws a live bar (cases done, jobs running, failures, ETA)
-    /// when stderr is a terminal and plain lines otherwise; `plain` always prints plain lines.
-    #[arg(long, value_enum, value_name = "MODE", default_value_t = crate::progress::ProgressMode::Auto)]
-    pub progress: crate::progress::ProgressMode,
+    #[command(flatten)]
+    pub guest_env: crate::guest_env_flags::GuestEnvFlags,
+    #[command(flatten)]
+    pub console: crate::console_flags::ConsoleFlags,
     #[command(flatten)]
     pub output: crate::report::OutputArgs,
 }
@@ -336,7 +335,7 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
             SuiteRunner::Command => RunnerKind::Junit,
         },
         kind: "suite",
-        pass_env: &args.pass_env,
+        pass_env: &args.guest_env.pass_env,
         slots: jobs,
         scratch_prefix: "assay-test-",
     })
@@ -376,7 +375,7 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
         clock,
     };
     let progress = CaseProgress {
-        terminal: Terminal::new(args.progress, args.quiet, jobs, "cases"),
+        terminal: Terminal::new(args.console.progress, args.console.quiet, jobs, "cases"),
         state: Mutex::new((0, 0)),
     };
     let outcome = suite::run(request, &*queue, &*store, &*halt, &progress)
@@ -490,8 +489,8 @@ fn placement(args: &TestArgs, on_fleet: bool, store: &Arc<dyn ArtifactStore>) ->
         mode: args.cache.mode(),
         // An embedded suite's jobs run in the process sandbox (`embedded::job_context`).
         sandbox: ProcessSandbox::default().evidence(),
-        pass_env: args.pass_env.clone(),
-        quiet: args.quiet,
+        pass_env: args.guest_env.pass_env.clone(),
+        quiet: args.console.quiet,
     }))
 }
 
@@ -550,7 +549,7 @@ async fn ran_to_an_end(
     save_history(&ran.history_file, &ran.history);
     print_alerts(&ran.record);
     write_reports(args, report, store).await?;
-    if !args.quiet {
+    if !args.console.quiet {
         let (totals, failed) = (&report.totals, ran.guest_failures);
         let line = closing_line(totals, ran.ending, failed, ran.audit_failed);
         eprintln!("{line}");
@@ -588,7 +587,7 @@ fn print_findings(args: &TestArgs, ran: &SuiteRan) {
         );
     }
     if let Some(cache) = &ran.report.cache
-        && !args.quiet
+        && !args.console.quiet
     {
         print_cache(cache, ran, args.cache.no_cache);
     }

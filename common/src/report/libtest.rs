@@ -494,7 +494,8 @@ fn parse_block(block: &[&str], file: &str, suite: &str) -> Result<Vec<CaseResult
         .filter(|(_, o)| *o == Outcome::Failed)
         .map(|(n, _)| n.as_str())
         .collect();
-    let (outputs, listed) = failure_sections(&body[at..], &failed).map_err(&malformed)?;
+    let (outputs, listed) =
+        failure_sections(&body[at..], &failed).map_err(|e| malformed(e.to_string()))?;
     let count = |outcome: Outcome| results.iter().filter(|(_, o)| *o == outcome).count();
     if results.len() != announced
         || count(Outcome::Passed) != summary.passed
@@ -541,13 +542,25 @@ fn result_line(line: &str) -> Option<(&str, Outcome)> {
     (!name.is_empty()).then_some((name, outcome))
 }
 
+/// Why the part after a binary's results is not libtest's `failures:` section.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum FailuresError {
+    #[error("results are followed by something other than `failures:`")]
+    NotFailures,
+    #[error("the failures are never listed")]
+    NeverListed,
+    /// A line of the closing list that is not an indented name (clipped).
+    #[error("not a listed failure: {line}")]
+    NotListed { line: String },
+}
+
 /// The `failures:` part after the results: each failed test's captured output under
 /// `---- NAME stdout ----`, then `failures:` again listing the failed names, indented. Returns
 /// each name's output and the names listed.
 fn failure_sections<'a>(
     lines: &[&'a str],
     failed: &BTreeSet<&str>,
-) -> Result<(BTreeMap<&'a str, String>, BTreeSet<&'a str>), String> {
+) -> Result<(BTreeMap<&'a str, String>, BTreeSet<&'a str>), FailuresError> {
     let mut outputs: BTreeMap<&str, String> = BTreeMap::new();
     let mut listed: BTreeSet<&str> = BTreeSet::new();
     let mut rest = lines
@@ -559,14 +572,14 @@ fn failure_sections<'a>(
         return Ok((outputs, listed));
     }
     if rest.next() != Some("failures:") {
-        return Err("results are followed by something other than `failures:`".into());
+        return Err(FailuresError::NotFailures);
     }
     let remaining: Vec<&str> = rest.collect();
     // The list is the last `failures:` line's: captured output may print that word itself.
     let list_at = remaining
         .iter()
         .rposition(|l| *l == "failures:")
-        .ok_or("the failures are never listed")?;
+        .ok_or(FailuresError::NeverListed)?;
     let mut current: Option<&str> = None;
     for line in &remaining[..list_at] {
         let header = line
@@ -592,7 +605,7 @@ fn failure_sections<'a>(
         }
         let name = line
             .strip_prefix("    ")
-            .ok_or_else(|| format!("not a listed failure: {}", clip(line)))?;
+            .ok_or_else(|| FailuresError::NotListed { line: clip(line) })?;
         listed.insert(name);
     }
     for output in outputs.values_mut() {
@@ -844,6 +857,24 @@ test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; fini
             parse_cargo_output(&stdout, &stderr),
             ReportOutcome::Inconsistent(_)
         ));
+    }
+
+    #[test]
+    fn a_failures_section_out_of_shape_says_what_is_wrong() {
+        let failed: BTreeSet<&str> = ["tests::a"].into();
+        let said = |lines: &[&str]| failure_sections(lines, &failed).unwrap_err().to_string();
+        assert_eq!(
+            said(&["", "note: run with `RUST_BACKTRACE=1`"]),
+            "results are followed by something other than `failures:`"
+        );
+        assert_eq!(
+            said(&["failures:", "---- tests::a stdout ----"]),
+            "the failures are never listed"
+        );
+        assert_eq!(
+            said(&["failures:", "failures:", "tests::a"]),
+            "not a listed failure: \"tests::a\""
+        );
     }
 
     #[test]

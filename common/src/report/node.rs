@@ -60,7 +60,7 @@ pub fn parse(bytes: &[u8]) -> ReportOutcome {
     }
     let roots = match nest(report.results) {
         Ok(roots) => roots,
-        Err(why) => return ReportOutcome::Inconsistent(why),
+        Err(why) => return ReportOutcome::Inconsistent(why.to_string()),
     };
     let mut parsed = TestReport::default();
     for root in roots {
@@ -72,8 +72,16 @@ pub fn parse(bytes: &[u8]) -> ReportOutcome {
     ReportOutcome::Parsed(parsed)
 }
 
+/// A result node reported at some nesting whose enclosing test or suite never came.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{name:?} in {file} is nested but its parent never finished")]
+struct Orphan {
+    name: String,
+    file: String,
+}
+
 /// Builds each file's tree of results from node's children-first order.
-fn nest(results: Vec<NodeResult>) -> Result<Vec<Node>, String> {
+fn nest(results: Vec<NodeResult>) -> Result<Vec<Node>, Orphan> {
     // Per file, the results waiting for a parent, by nesting level.
     let mut pending: HashMap<String, Vec<Vec<Node>>> = HashMap::new();
     let mut order: Vec<String> = Vec::new();
@@ -94,10 +102,10 @@ fn nest(results: Vec<NodeResult>) -> Result<Vec<Node>, String> {
         let mut levels = pending.remove(&file).unwrap_or_default().into_iter();
         roots.extend(levels.next().unwrap_or_default());
         if let Some(orphan) = levels.flatten().next() {
-            return Err(format!(
-                "{:?} in {file} is nested but its parent never finished",
-                orphan.result.name
-            ));
+            return Err(Orphan {
+                name: orphan.result.name,
+                file,
+            });
         }
     }
     Ok(roots)
@@ -269,10 +277,12 @@ mod tests {
         ));
         let orphan = r#"{"schema":"assay.node/v1","counts":{"tests":1},"results":[
             {"file":"/t/a.test.js","nesting":1,"name":"a","passed":true,"suite":false,"skip":false,"todo":false,"failure_type":null,"message":null}]}"#;
-        assert!(matches!(
+        assert_eq!(
             parse(orphan.as_bytes()),
-            ReportOutcome::Inconsistent(_)
-        ));
+            ReportOutcome::Inconsistent(
+                "\"a\" in /t/a.test.js is nested but its parent never finished".into()
+            )
+        );
         let empty = r#"{"schema":"assay.node/v1","counts":{"tests":0},"results":[]}"#;
         assert_eq!(parse(empty.as_bytes()), ReportOutcome::ZeroTests);
         let foreign = empty.replace("assay.node/v1", "other/v1");

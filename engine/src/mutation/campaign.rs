@@ -20,6 +20,7 @@ use assay_common::job::{JobKind, JobResult, JobSpec, JobStatus, Side};
 use assay_transport::error_chain::error_chain;
 use assay_transport::queue::{JobQueue, QueueError};
 use reached::Reach;
+use schemata::Schemata;
 
 use assay_common::runner::RunnerKind;
 use assay_common::{JobId, ProofId, TreeId};
@@ -316,291 +317,507 @@ pub async fn run(
     store: &dyn ArtifactStore,
     progress: &dyn MutateProgress,
 ) -> Result<MutateReport, MutateError> {
-    let started = Instant::now();
-    let (tree, files) = files_to_mutate(request)?;
-    let language = language::of_check(request.runner);
-    let plan = mutants::plan_mutants_in(language, &files, request.max_per_file, request.operators);
-    let bytes: BTreeMap<&str, &[u8]> = files
-        .iter()
-        .map(|f| (f.path.as_str(), f.bytes.as_slice()))
-        .collect();
-
-    // Rust: the tests are built once with every mutant behind the switch.
+    let campaign = Campaign {
+        request,
+        queue,
+        store,
+        progress,
+        started: Instant::now(),
+    };
+    let planned = campaign.plan()?;
+    // Job indices follow the order jobs are planned in: the schema's builds, the baseline's
+    // runs, one per mutant (by plan position), then the second runs.
     let mut index = 0;
-    let mut schemata = match schemata::wanted(request.runner) && !plan.mutants.is_empty() {
-        true => {
-            Some(schemata::build(request, &bytes, &plan.mutants, queue, store, &mut index).await)
-        }
-        false => None,
-    };
-    let prebuilt = schemata.as_ref().and_then(|s| s.prebuilt.clone());
-    // The baseline runs under the same sandbox and limits as the mutants, so contention shows
-    // in the baseline too and does not fake timeouts.
-    let (baseline_spec, per_line) = match (request.runner, &prebuilt) {
-        (RunnerKind::Cargo, Some(prebuilt)) => {
-            (schemata::run_spec(request, prebuilt, index, 0, None), false)
-        }
-        (RunnerKind::Pytest, _) => {
-            let command = coverage::command(["-o".into(), "junit_family=xunit1".into()]);
-            (spec(request, &tree, index, command), true)
-        }
-        (RunnerKind::Unittest | RunnerKind::Cargo, _) => {
-            let command = request.runner.command(&request.command_prefix, &[], &[]);
-            (spec(request, &tree, index, command), false)
-        }
-        (
-            other @ (RunnerKind::Go
-            | RunnerKind::Node
-            | RunnerKind::Vitest
-            | RunnerKind::Junit
-            | RunnerKind::Manifest),
-            _,
-        ) => return Err(MutateError::UnsupportedRunner { runner: other }),
-    };
-    index += 1;
-    let mut baseline_spec = baseline_spec;
-    baseline_spec.timeout_secs = request.budget.as_secs().max(1);
-    let setup = started.elapsed();
-    let mut baseline = run_single(queue, &baseline_spec).await;
-    if let Some(s) = schemata.as_mut().filter(|s| s.prebuilt.is_some()) {
-        let red = judge_baseline(
-            request.runner,
-            &baseline,
-            None,
-            Duration::from_secs(baseline_spec.timeout_secs),
-        );
-        if let Err(reason) = red {
-            // Unmutated, the prebuilt tests must pass as `cargo test` does; where they do not
-            // (a test that finds its files by the build's own path, say), every mutant builds.
-            s.give_up(format!("the prebuilt tests failed unmutated ({reason})"));
-            let command = request.runner.command(&request.command_prefix, &[], &[]);
-            baseline_spec = spec(request, &tree, index, command);
-            baseline_spec.timeout_secs = request.budget.as_secs().max(1);
-            index += 1;
-            baseline = run_single(queue, &baseline_spec).await;
-        }
-    }
-    let prebuilt = schemata.as_ref().and_then(|s| s.prebuilt.clone());
-    let baseline_done = Instant::now();
-    let baseline_time = Duration::from_millis(baseline.as_ref().map_or(0, |r| r.duration_ms));
-    // A mutant built on its own pays a build on top of the prebuilt tests' run.
-    let built_alone_time = match (&schemata, &prebuilt) {
-        (Some(s), Some(_)) => baseline_time.saturating_add(s.one_build),
-        _ => baseline_time,
-    };
-    let mut selection_note = None;
-    let coverage = match (&baseline, per_line) {
-        (Ok(result), true) => match CoverageMap::read(store, result).await {
-            Ok(map) => Some(map),
-            Err(why) => {
-                selection_note = Some(format!(
-                    "per-test coverage unavailable ({}); each mutant runs the whole suite",
-                    error_chain(&why)
-                ));
-                None
-            }
-        },
-        (Err(why), _) => {
-            selection_note = Some(error_chain(&why));
-            None
-        }
-        (Ok(_), false) => None,
-    };
-    let per_line = coverage.is_some();
-    // Stops here unless the unmutated suite passed: no mutant is judged against a red one.
-    let plain = match (&baseline, &coverage) {
-        (Ok(_), None) if per_line_wanted(request.runner) => {
-            // No map (coverage.py missing, or the session broke): the same suite without
-            // coverage says whether the baseline passes.
-            let command = request.runner.command(&request.command_prefix, &[], &[]);
-            let mut plain = spec(request, &tree, index, command);
-            plain.timeout_secs = baseline_spec.timeout_secs;
-            index += 1;
-            Some(run_single(queue, &plain).await)
-        }
-        _ => None,
-    };
-    judge_baseline(
-        request.runner,
-        plain.as_ref().unwrap_or(&baseline),
-        coverage.as_ref(),
-        Duration::from_secs(baseline_spec.timeout_secs),
-    )
-    .map_err(|reason| MutateError::RedBaseline { reason })?;
-    // Rust: the prebuilt tests' unmutated run traced which tests reach each site.
-    let reached = match (&prebuilt, &baseline) {
-        (Some(_), Ok(result)) => match reached::from_run(store, result).await {
-            Ok(reached) => Some(reached),
-            Err(why) => {
-                selection_note = Some(format!("{why}; each mutant runs every test"));
-                None
-            }
-        },
-        _ => None,
-    };
-    // A compiled language's unit tests live in its product files, which the cache's keys do
-    // not digest as test files: a verdict it stored could outlive a changed test.
-    let compiled = language.compiles();
-    let requested = request
-        .cache
-        .as_ref()
-        .filter(|c| c.cache.stores() && !compiled);
-    let mut cache_outcome = match (&request.cache, requested) {
-        (Some(_), None) if compiled => Some(mutant_cache::CacheOutcome {
-            not_used: Some(format!(
-                "{} mutants are not cached: its tests share the product files the keys digest",
-                language.name()
-            )),
-            ..mutant_cache::CacheOutcome::default()
-        }),
-        (_, requested) => requested.map(|_| mutant_cache::CacheOutcome::default()),
-    };
-    let mutant_cache = requested;
-    // Process start-up and collection: the part of the baseline no single test accounts for.
-    let overhead = coverage.as_ref().map_or(baseline_time, |map| {
-        // The durations are the conftest's, which the project under test controls.
-        baseline_time.saturating_sub(assay_common::reported_secs(
-            map.durations.values().sum::<f64>(),
-        ))
-    });
+    let mut schemata = campaign.build_schemata(&planned, &mut index).await;
+    let baseline_run = campaign
+        .run_baseline(&planned, schemata.as_mut(), &mut index)
+        .await?;
+    let baseline = campaign
+        .map_tests(&planned, baseline_run, schemata.as_ref(), &mut index)
+        .await?;
+    let mut caching = campaign.caching(&planned);
+    let mut choices =
+        campaign.choose_runs(&planned, schemata.as_ref(), &baseline, caching.cache, index)?;
+    campaign.answer_from_cache(&mut choices, &mut caching).await;
+    let first = campaign
+        .run_first(&planned, &baseline, &mut choices, &caching)
+        .await?;
+    let runs = campaign
+        .confirm_kills(&planned, &baseline, &mut choices, first, &caching)
+        .await?;
+    campaign.store_verdicts(&choices, runs, &mut caching).await;
+    Ok(campaign.report(planned, schemata, baseline, choices, caching))
+}
 
-    let mut prefix = request.command_prefix.clone();
-    if per_line && request.runner == RunnerKind::Pytest {
-        prefix.push("-x".into());
+/// What every phase of a run reads: the request, where its jobs run and who follows it.
+struct Campaign<'a> {
+    request: &'a MutateRequest,
+    queue: &'a dyn JobQueue,
+    store: &'a dyn ArtifactStore,
+    progress: &'a dyn MutateProgress,
+    /// When the run started: its budget counts from here.
+    started: Instant,
+}
+
+/// The mutants of the run and the files they mutate.
+struct Planned {
+    tree: TreeId,
+    files: Vec<ChangedFile>,
+    language: &'static dyn language::Language,
+    plan: MutationPlan,
+}
+
+impl Planned {
+    /// Each file's bytes by its path.
+    fn bytes(&self) -> BTreeMap<&str, &[u8]> {
+        self.files
+            .iter()
+            .map(|f| (f.path.as_str(), f.bytes.as_slice()))
+            .collect()
     }
-    if request.runner == RunnerKind::Pytest {
-        // A kill needs the failing test's name, not pytest's long traceback: building that
-        // (every frame's source re-parsed, printed and written to the report, once per run and
-        // once per re-run) cost a killed semver mutant as much as its tests. Python's own
-        // traceback still says where it failed. Later options win over the project's addopts.
-        prefix.push("--tb=native".into());
+}
+
+/// The unmutated run as it came back, before anything is read from it.
+struct BaselineRun {
+    result: Result<JobResult, BaselineError>,
+    /// Its limit in seconds: the whole budget.
+    timeout_secs: u64,
+    /// Whether it ran under per-test coverage.
+    per_line: bool,
+    /// Planning and building, before the baseline started.
+    setup: Duration,
+    /// When it (or the run that replaced it) finished.
+    done: Instant,
+}
+
+/// What the unmutated suite says about the mutants' tests: it passed, what it costs, and which
+/// tests reach which code.
+struct Baseline {
+    /// The unmutated run's own duration: what a run of the whole suite costs.
+    time: Duration,
+    /// pytest's per-test coverage, when it was read.
+    coverage: Option<CoverageMap>,
+    /// Rust: which prebuilt tests reach each schema site, when the trace was read.
+    reached: Option<reached::Reached>,
+    /// Why the tests are not selected per mutant, when they are not.
+    selection_note: Option<String>,
+    /// Planning and building, before the baseline started ([`Phases::setup`]).
+    setup: Duration,
+    /// When the baseline finished: [`Phases::mutation`] counts from here.
+    done: Instant,
+}
+
+/// Whether the run's verdicts are looked up and stored, and what the report says of that.
+struct Caching<'a> {
+    cache: Option<&'a mutant_cache::MutantCache>,
+    outcome: Option<mutant_cache::CacheOutcome>,
+}
+
+/// What each mutant runs, and its record so far.
+struct Choices {
+    /// By plan position: a verdict found without a run, or a pending record.
+    results: Vec<Option<MutantResult>>,
+    /// The mutants that run, each as one job.
+    work: Vec<Work>,
+    /// The cache key of each mutant a stored verdict may answer, by plan position.
+    keyed: BTreeMap<usize, String>,
+    /// The runner's command prefix the mutants run with.
+    prefix: Vec<String>,
+}
+
+/// The mutants' first runs: each one's verdict, in the order of [`Choices::work`].
+struct FirstRuns {
+    judged: Vec<Option<Judged>>,
+    /// The runs behind them, kept for the cache's entries (empty when it stores none).
+    runs: BTreeMap<JobId, JobResult>,
+}
+
+/// The runs behind each verdict, kept for the cache's entries (empty when it stores none).
+struct Runs {
+    first: BTreeMap<JobId, JobResult>,
+    second: BTreeMap<JobId, JobResult>,
+    /// The second run's job of each mutant (by plan position) that had one.
+    second_of: BTreeMap<usize, JobId>,
+}
+
+impl<'a> Campaign<'a> {
+    /// Decides which files are mutated and plans their mutants.
+    fn plan(&self) -> Result<Planned, MutateError> {
+        let request = self.request;
+        let (tree, files) = files_to_mutate(request)?;
+        let language = language::of_check(request.runner);
+        let plan =
+            mutants::plan_mutants_in(language, &files, request.max_per_file, request.operators);
+        Ok(Planned {
+            tree,
+            files,
+            language,
+            plan,
+        })
     }
-    let mut results: Vec<Option<MutantResult>> = vec![None; plan.mutants.len()];
-    let mut work = Vec::new();
-    let scopes = scopes_of(&plan.mutants, &bytes);
-    let mut keys =
-        mutant_cache.map(|c| mutant_cache::Keys::new(request, &tree, &c.context, &prefix));
-    let mut keyed: BTreeMap<usize, String> = BTreeMap::new();
-    for (at, mutant) in plan.mutants.iter().enumerate() {
-        if let Some(error) = schemata.as_ref().and_then(|s| s.unviable.get(&at)) {
-            results[at] = Some(MutantResult {
-                status: Status::CompileError,
-                status_reason: Some(format!("does not compile: {error}")),
-                tests_completed: None,
-                ..not_covered(mutant, "")
-            });
-            continue;
+
+    /// Rust: decides which mutants one build of the tests holds behind the switch.
+    async fn build_schemata(&self, planned: &Planned, index: &mut usize) -> Option<Schemata> {
+        let request = self.request;
+        match schemata::wanted(request.runner) && !planned.plan.mutants.is_empty() {
+            true => Some(
+                schemata::build(
+                    request,
+                    &planned.bytes(),
+                    &planned.plan.mutants,
+                    self.queue,
+                    self.store,
+                    index,
+                )
+                .await,
+            ),
+            false => None,
         }
-        let held = schemata.as_ref().is_some_and(|s| s.holds(at));
-        let reach = match reached.as_ref().filter(|_| held) {
-            Some(reached) => match reached.of(at as u32 + 1) {
-                Some(reach) => Some(reach),
-                None => {
-                    results[at] = Some(not_covered(
-                        mutant,
-                        "no test reaches this code in the unmutated run",
+    }
+
+    /// Runs the unmutated tests; decides if the prebuilt ones hold the mutants (they must pass).
+    async fn run_baseline(
+        &self,
+        planned: &Planned,
+        schemata: Option<&mut Schemata>,
+        index: &mut usize,
+    ) -> Result<BaselineRun, MutateError> {
+        let request = self.request;
+        let prebuilt = schemata.as_ref().and_then(|s| s.prebuilt.clone());
+        // The baseline runs under the same sandbox and limits as the mutants, so contention
+        // shows in the baseline too and does not fake timeouts.
+        let (mut baseline_spec, per_line) = match (request.runner, &prebuilt) {
+            (RunnerKind::Cargo, Some(prebuilt)) => (
+                schemata::run_spec(request, prebuilt, *index, 0, None),
+                false,
+            ),
+            (RunnerKind::Pytest, _) => {
+                let command = coverage::command(["-o".into(), "junit_family=xunit1".into()]);
+                (spec(request, &planned.tree, *index, command), true)
+            }
+            (RunnerKind::Unittest | RunnerKind::Cargo, _) => {
+                let command = request.runner.command(&request.command_prefix, &[], &[]);
+                (spec(request, &planned.tree, *index, command), false)
+            }
+            (
+                other @ (RunnerKind::Go
+                | RunnerKind::Node
+                | RunnerKind::Vitest
+                | RunnerKind::Junit
+                | RunnerKind::Manifest),
+                _,
+            ) => return Err(MutateError::UnsupportedRunner { runner: other }),
+        };
+        *index += 1;
+        baseline_spec.timeout_secs = request.budget.as_secs().max(1);
+        let setup = self.started.elapsed();
+        let mut baseline = run_single(self.queue, &baseline_spec).await;
+        if let Some(s) = schemata.filter(|s| s.prebuilt.is_some()) {
+            let red = judge_baseline(
+                request.runner,
+                &baseline,
+                None,
+                Duration::from_secs(baseline_spec.timeout_secs),
+            );
+            if let Err(reason) = red {
+                // Unmutated, the prebuilt tests must pass as `cargo test` does; where they do
+                // not (a test that finds its files by the build's own path, say), every mutant
+                // builds.
+                s.give_up(format!("the prebuilt tests failed unmutated ({reason})"));
+                let command = request.runner.command(&request.command_prefix, &[], &[]);
+                baseline_spec = spec(request, &planned.tree, *index, command);
+                baseline_spec.timeout_secs = request.budget.as_secs().max(1);
+                *index += 1;
+                baseline = run_single(self.queue, &baseline_spec).await;
+            }
+        }
+        Ok(BaselineRun {
+            result: baseline,
+            timeout_secs: baseline_spec.timeout_secs,
+            per_line,
+            setup,
+            done: Instant::now(),
+        })
+    }
+
+    /// Decides which tests reach each mutant's code; stops the run unless the baseline passed.
+    async fn map_tests(
+        &self,
+        planned: &Planned,
+        run: BaselineRun,
+        schemata: Option<&Schemata>,
+        index: &mut usize,
+    ) -> Result<Baseline, MutateError> {
+        let request = self.request;
+        let baseline = run.result;
+        let time = Duration::from_millis(baseline.as_ref().map_or(0, |r| r.duration_ms));
+        let mut selection_note = None;
+        let coverage = match (&baseline, run.per_line) {
+            (Ok(result), true) => match CoverageMap::read(self.store, result).await {
+                Ok(map) => Some(map),
+                Err(why) => {
+                    selection_note = Some(format!(
+                        "per-test coverage unavailable ({}); each mutant runs the whole suite",
+                        error_chain(&why)
                     ));
-                    continue;
+                    None
                 }
             },
-            None => None,
-        };
-        let file_bytes = bytes.get(mutant.path.as_str()).copied().unwrap_or_default();
-        let (covered_by, cost) = match &coverage {
-            Some(map) => {
-                let statement = scopes.get(at).map_or(mutant.line, |s| s.statement_line);
-                let lines = line_range(file_bytes, mutant);
-                match map.tests_running_in(mutant.path.as_str(), lines, statement) {
-                    None => {
-                        results[at] = Some(not_covered(mutant, "no test executes this line"));
-                        continue;
-                    }
-                    // Only import-time code runs it: every test may observe it.
-                    Some(tests) if tests.is_empty() => {
-                        (Vec::new(), Cost::whole_suite(baseline_time))
-                    }
-                    Some(tests) => {
-                        let mut tests: Vec<(f64, String)> = tests
-                            .into_iter()
-                            .map(|t| (map.durations.get(&t).copied().unwrap_or(0.0), t))
-                            .collect();
-                        // Fastest first, so `-x` stops at the cheapest kill.
-                        tests.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
-                        let forked = assay_common::reported_secs(tests.iter().map(|t| t.0).sum());
-                        let cost = Cost {
-                            whole: overhead.saturating_add(forked),
-                            forked: Some(forked),
-                        };
-                        (tests.into_iter().map(|t| t.1).collect(), cost)
-                    }
-                }
+            (Err(why), _) => {
+                selection_note = Some(error_chain(&why));
+                None
             }
-            None => (Vec::new(), Cost::whole_suite(baseline_time)),
+            (Ok(_), false) => None,
         };
-        let command = rerun::with_rerun(request.runner.command(&prefix, &covered_by, &[]));
-        if let (Some(keys), Some(scope)) = (keys.as_mut(), scopes.get(at)) {
-            let source = std::str::from_utf8(file_bytes).unwrap_or_default();
-            keyed.insert(at, keys.key(mutant, source, scope, &covered_by, &command)?);
-        }
-        let covered_by = match reach {
-            Some(reach) => reach.covered_by(),
-            None => covered_by,
-        };
-        let only = match reach {
-            Some(Reach::Tests(selection)) => Some(selection.clone()),
+        // Stops here unless the unmutated suite passed: no mutant is judged against a red one.
+        let plain = match (&baseline, &coverage) {
+            (Ok(_), None) if per_line_wanted(request.runner) => {
+                // No map (coverage.py missing, or the session broke): the same suite without
+                // coverage says whether the baseline passes.
+                let command = request.runner.command(&request.command_prefix, &[], &[]);
+                let mut plain = spec(request, &planned.tree, *index, command);
+                plain.timeout_secs = run.timeout_secs;
+                *index += 1;
+                Some(run_single(self.queue, &plain).await)
+            }
             _ => None,
         };
-        let (job, cost) = match &prebuilt {
-            Some(prebuilt) if held => (
-                schemata::run_spec(request, prebuilt, index + at, at + 1, only),
-                cost,
-            ),
-            _ => {
-                let mut job = spec(request, &tree, index + at, command);
-                job.edit = Some(mutant.edit.clone());
-                let cost = match &schemata {
-                    Some(_) => Cost::whole_suite(built_alone_time),
-                    None => cost,
-                };
-                (job, cost)
-            }
+        judge_baseline(
+            request.runner,
+            plain.as_ref().unwrap_or(&baseline),
+            coverage.as_ref(),
+            Duration::from_secs(run.timeout_secs),
+        )
+        .map_err(|reason| MutateError::RedBaseline { reason })?;
+        // Rust: the prebuilt tests' unmutated run traced which tests reach each site.
+        let prebuilt = schemata.is_some_and(|s| s.prebuilt.is_some());
+        let reached = match (prebuilt, &baseline) {
+            (true, Ok(result)) => match reached::from_run(self.store, result).await {
+                Ok(reached) => Some(reached),
+                Err(why) => {
+                    selection_note = Some(format!("{why}; each mutant runs every test"));
+                    None
+                }
+            },
+            _ => None,
         };
-        results[at] = Some(MutantResult {
-            mutant: mutant.clone(),
-            status: Status::Pending,
-            status_reason: None,
-            covered_by,
-            killed_by: Vec::new(),
-            tests_completed: None,
-            flaky: false,
-            duration_s: None,
-            cached: None,
-        });
-        work.push(Work {
-            at,
-            spec: job,
-            cost,
-        });
+        Ok(Baseline {
+            time,
+            coverage,
+            reached,
+            selection_note,
+            setup: run.setup,
+            done: run.done,
+        })
     }
-    // Two mutants with one key (identical functions, say) cannot be told apart by it: neither
-    // is answered or stored.
-    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
-    for key in keyed.values() {
-        *seen.entry(key.clone()).or_default() += 1;
+
+    /// Decides whether the cache answers and stores verdicts: never for a compiled language.
+    fn caching(&self, planned: &Planned) -> Caching<'a> {
+        let request = self.request;
+        // A compiled language's unit tests live in its product files, which the cache's keys
+        // do not digest as test files: a verdict it stored could outlive a changed test.
+        let compiled = planned.language.compiles();
+        let requested = request
+            .cache
+            .as_ref()
+            .filter(|c| c.cache.stores() && !compiled);
+        let outcome = match (&request.cache, requested) {
+            (Some(_), None) if compiled => Some(mutant_cache::CacheOutcome {
+                not_used: Some(format!(
+                    "{} mutants are not cached: its tests share the product files the keys digest",
+                    planned.language.name()
+                )),
+                ..mutant_cache::CacheOutcome::default()
+            }),
+            (_, requested) => requested.map(|_| mutant_cache::CacheOutcome::default()),
+        };
+        Caching {
+            cache: requested,
+            outcome,
+        }
     }
-    keyed.retain(|_, key| seen.get(key) == Some(&1));
-    if let (Some(c), Some(outcome)) = (mutant_cache, cache_outcome.as_mut()) {
-        outcome.eligible = work.len();
-        let format = request.runner.report_format();
-        let mut left = Vec::with_capacity(work.len());
-        for w in work {
-            let Some(key) = keyed.get(&w.at) else {
+
+    /// Decides what each mutant runs and what that costs, or its verdict when it needs no run.
+    fn choose_runs(
+        &self,
+        planned: &Planned,
+        schemata: Option<&Schemata>,
+        baseline: &Baseline,
+        cache: Option<&mutant_cache::MutantCache>,
+        index: usize,
+    ) -> Result<Choices, MutateError> {
+        let request = self.request;
+        let (tree, mutants) = (&planned.tree, &planned.plan.mutants);
+        let bytes = planned.bytes();
+        let baseline_time = baseline.time;
+        let coverage = &baseline.coverage;
+        let prebuilt = schemata.and_then(|s| s.prebuilt.clone());
+        // A mutant built on its own pays a build on top of the prebuilt tests' run.
+        let built_alone_time = match (schemata, &prebuilt) {
+            (Some(s), Some(_)) => baseline_time.saturating_add(s.one_build),
+            _ => baseline_time,
+        };
+        // Process start-up and collection: the part of the baseline no single test accounts
+        // for.
+        let overhead = coverage.as_ref().map_or(baseline_time, |map| {
+            // The durations are the conftest's, which the project under test controls.
+            baseline_time.saturating_sub(assay_common::reported_secs(
+                map.durations.values().sum::<f64>(),
+            ))
+        });
+
+        let mut prefix = request.command_prefix.clone();
+        if coverage.is_some() && request.runner == RunnerKind::Pytest {
+            prefix.push("-x".into());
+        }
+        if request.runner == RunnerKind::Pytest {
+            // A kill needs the failing test's name, not pytest's long traceback: building that
+            // (every frame's source re-parsed, printed and written to the report, once per run
+            // and once per re-run) cost a killed semver mutant as much as its tests. Python's
+            // own traceback still says where it failed. Later options win over the project's
+            // addopts.
+            prefix.push("--tb=native".into());
+        }
+        let mut results: Vec<Option<MutantResult>> = vec![None; mutants.len()];
+        let mut work = Vec::new();
+        let scopes = scopes_of(mutants, &bytes);
+        let mut keys = cache.map(|c| mutant_cache::Keys::new(request, tree, &c.context, &prefix));
+        let mut keyed: BTreeMap<usize, String> = BTreeMap::new();
+        for (at, mutant) in mutants.iter().enumerate() {
+            if let Some(error) = schemata.and_then(|s| s.unviable.get(&at)) {
+                results[at] = Some(MutantResult {
+                    status: Status::CompileError,
+                    status_reason: Some(format!("does not compile: {error}")),
+                    tests_completed: None,
+                    ..not_covered(mutant, "")
+                });
+                continue;
+            }
+            let held = schemata.is_some_and(|s| s.holds(at));
+            let reach = match baseline.reached.as_ref().filter(|_| held) {
+                Some(reached) => match reached.of(at as u32 + 1) {
+                    Some(reach) => Some(reach),
+                    None => {
+                        results[at] = Some(not_covered(
+                            mutant,
+                            "no test reaches this code in the unmutated run",
+                        ));
+                        continue;
+                    }
+                },
+                None => None,
+            };
+            let file_bytes = bytes.get(mutant.path.as_str()).copied().unwrap_or_default();
+            let (covered_by, cost) = match coverage {
+                Some(map) => {
+                    let statement = scopes.get(at).map_or(mutant.line, |s| s.statement_line);
+                    let lines = line_range(file_bytes, mutant);
+                    match map.tests_running_in(mutant.path.as_str(), lines, statement) {
+                        None => {
+                            results[at] = Some(not_covered(mutant, "no test executes this line"));
+                            continue;
+                        }
+                        // Only import-time code runs it: every test may observe it.
+                        Some(tests) if tests.is_empty() => {
+                            (Vec::new(), Cost::whole_suite(baseline_time))
+                        }
+                        Some(tests) => {
+                            let mut tests: Vec<(f64, String)> = tests
+                                .into_iter()
+                                .map(|t| (map.durations.get(&t).copied().unwrap_or(0.0), t))
+                                .collect();
+                            // Fastest first, so `-x` stops at the cheapest kill.
+                            tests.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+                            let forked =
+                                assay_common::reported_secs(tests.iter().map(|t| t.0).sum());
+                            let cost = Cost {
+                                whole: overhead.saturating_add(forked),
+                                forked: Some(forked),
+                            };
+                            (tests.into_iter().map(|t| t.1).collect(), cost)
+                        }
+                    }
+                }
+                None => (Vec::new(), Cost::whole_suite(baseline_time)),
+            };
+            let command = rerun::with_rerun(request.runner.command(&prefix, &covered_by, &[]));
+            if let (Some(keys), Some(scope)) = (keys.as_mut(), scopes.get(at)) {
+                let source = std::str::from_utf8(file_bytes).unwrap_or_default();
+                keyed.insert(at, keys.key(mutant, source, scope, &covered_by, &command)?);
+            }
+            let covered_by = match reach {
+                Some(reach) => reach.covered_by(),
+                None => covered_by,
+            };
+            let only = match reach {
+                Some(Reach::Tests(selection)) => Some(selection.clone()),
+                _ => None,
+            };
+            let (job, cost) = match &prebuilt {
+                Some(prebuilt) if held => (
+                    schemata::run_spec(request, prebuilt, index + at, at + 1, only),
+                    cost,
+                ),
+                _ => {
+                    let mut job = spec(request, tree, index + at, command);
+                    job.edit = Some(mutant.edit.clone());
+                    let cost = match schemata {
+                        Some(_) => Cost::whole_suite(built_alone_time),
+                        None => cost,
+                    };
+                    (job, cost)
+                }
+            };
+            results[at] = Some(MutantResult {
+                mutant: mutant.clone(),
+                status: Status::Pending,
+                status_reason: None,
+                covered_by,
+                killed_by: Vec::new(),
+                tests_completed: None,
+                flaky: false,
+                duration_s: None,
+                cached: None,
+            });
+            work.push(Work {
+                at,
+                spec: job,
+                cost,
+            });
+        }
+        // The keys borrow the prefix, which the choices keep.
+        drop(keys);
+        // Two mutants with one key (identical functions, say) cannot be told apart by it:
+        // neither is answered or stored.
+        let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+        for key in keyed.values() {
+            *seen.entry(key.clone()).or_default() += 1;
+        }
+        keyed.retain(|_, key| seen.get(key) == Some(&1));
+        Ok(Choices {
+            results,
+            work,
+            keyed,
+            prefix,
+        })
+    }
+
+    /// Decides which mutants a stored verdict answers; those no longer run.
+    async fn answer_from_cache(&self, choices: &mut Choices, caching: &mut Caching<'_>) {
+        let (Some(c), Some(outcome)) = (caching.cache, caching.outcome.as_mut()) else {
+            return;
+        };
+        outcome.eligible = choices.work.len();
+        let format = self.request.runner.report_format();
+        let mut left = Vec::with_capacity(choices.work.len());
+        for w in std::mem::take(&mut choices.work) {
+            let Some(key) = choices.keyed.get(&w.at) else {
                 left.push(w);
                 continue;
             };
             match c.lookup(key, &format).await {
                 mutant_cache::Lookup::Hit(entry) => {
-                    if let Some(slot) = results[w.at].as_mut() {
+                    if let Some(slot) = choices.results[w.at].as_mut() {
                         let answer = entry.answer(&slot.mutant, slot.covered_by.clone());
                         *slot = answer;
                     }
@@ -618,160 +835,185 @@ pub async fn run(
                 mutant_cache::Lookup::Miss => left.push(w),
             }
         }
-        work = left;
+        choices.work = left;
     }
-    let served = cache_outcome.as_ref().map_or(0, |o| o.served);
-    progress.mutate_event(MutateEvent::Started {
-        mutants: plan.mutants.len(),
-        to_run: work.len(),
-        cached: served,
-        baseline: baseline_time,
-    });
-    // Longest first when everything fits (no straggler at the end), cheapest first when the
-    // budget will cut the run short (the most verdicts per second).
-    // Saturating: a cost can be `Duration::MAX` when the measured durations are absurd.
-    let total_cost = work
-        .iter()
-        .fold(Duration::ZERO, |sum, w| sum.saturating_add(w.cost.whole));
-    let slots = u32::try_from(request.slots).unwrap_or(u32::MAX).max(1);
-    let fits = (total_cost / slots).saturating_add(baseline_time) < request.budget;
-    work.sort_by(|a, b| {
-        let order = a.cost.whole.cmp(&b.cost.whole).then(a.at.cmp(&b.at));
-        if fits { order.reverse() } else { order }
-    });
 
-    let clock = |started: Instant| request.budget.saturating_sub(started.elapsed());
-    let specs: Vec<JobSpec> = work.iter().map(|w| w.spec.clone()).collect();
-    let costs: BTreeMap<JobId, Cost> = work
-        .iter()
-        .map(|w| (w.spec.job_id.clone(), w.cost))
-        .collect();
-    let tally = std::sync::Mutex::new(Tally {
-        done: plan.mutants.len() - work.len(),
-        ..Tally::default()
-    });
-    let mutants_started = Instant::now();
-    let admit = |spec: &mut JobSpec| {
-        let cost = costs.get(&spec.job_id).copied();
-        limit_job(
-            spec,
-            clock(started),
-            cost.unwrap_or(Cost::whole_suite(baseline_time)),
-        )
-    };
-    // Each limit fits in what is left of the budget; a result that never comes (a lost job
-    // on a fleet) leaves its mutant pending at the budget's end plus a grace.
-    let deadline = started + request.budget + mutants::budget::MIN_TIME_TO_START;
-    // The runs behind each verdict, for the cache's entries.
-    let first_runs: std::sync::Mutex<BTreeMap<JobId, JobResult>> = Default::default();
-    let judged = run_mutants(
-        queue,
-        &specs,
-        request.slots,
-        Some(deadline),
-        admit,
-        |result, timeout| {
-            if mutant_cache.is_some()
-                && let Ok(mut runs) = first_runs.lock()
-            {
-                runs.insert(result.job_id.clone(), result.clone());
-            }
-            let judged = judge(result, timeout, compiled);
-            let at = work
-                .iter()
-                .find(|w| w.spec.job_id == result.job_id)
-                .map(|w| w.at);
-            if let Some(mutant) = at.and_then(|at| plan.mutants.get(at))
-                && let Ok(mut tally) = tally.lock()
-            {
-                let elapsed = mutants_started.elapsed();
-                let event = tally.record(&judged, mutant, plan.mutants.len(), work.len(), elapsed);
-                progress.mutate_event(MutateEvent::MutantFinished(&event));
-            }
-            Some(judged)
-        },
-        |reason| Some(pending(reason)),
-        |_, _, _| {},
-    )
-    .await
-    .map_err(MutateError::Stopped)?;
-
-    // A kill is confirmed by one more run of the same selection (`-x` stops at the killer);
-    // the second run's limit follows the same rules as the first. A kill the mutant's own run
-    // already re-ran (see `mutants::rerun`) needs no second run, and a timeout gets none (see
-    // `needs_second_run`).
-    let mut again_specs = Vec::new();
-    let mut again_at = Vec::new();
-    for (w, outcome) in work.iter().zip(&judged) {
-        let Some(outcome) = outcome else { continue };
-        if let Some(slot) = results[w.at].as_mut() {
-            outcome.apply(slot);
-            if needs_second_run(slot.status, outcome.confirmed) {
-                let mut again = w.spec.clone();
-                let killers = killing_node_ids(&slot.covered_by, &slot.killed_by);
-                if slot.status == Status::Killed && !killers.is_empty() && again.binaries.is_none()
-                {
-                    again.command = request.runner.command(&prefix, &killers, &[]);
-                }
-                again.index += plan.mutants.len() as u32;
-                again.job_id = JobId::for_index(&request.run_id, again.index as usize);
-                again_specs.push(again);
-                again_at.push((w.at, w.cost));
-            }
-        }
-    }
-    if !again_specs.is_empty() {
-        progress.mutate_event(MutateEvent::Confirming {
-            kills: again_specs.len(),
+    /// Decides the mutants' order (the most verdicts in the budget); runs and judges each.
+    async fn run_first(
+        &self,
+        planned: &Planned,
+        baseline: &Baseline,
+        choices: &mut Choices,
+        caching: &Caching<'_>,
+    ) -> Result<FirstRuns, MutateError> {
+        let (request, progress) = (self.request, self.progress);
+        let mutants = &planned.plan.mutants;
+        let compiled = planned.language.compiles();
+        let served = caching.outcome.as_ref().map_or(0, |o| o.served);
+        progress.mutate_event(MutateEvent::Started {
+            mutants: mutants.len(),
+            to_run: choices.work.len(),
+            cached: served,
+            baseline: baseline.time,
         });
-    }
-    let again_costs: BTreeMap<JobId, Cost> = again_specs
-        .iter()
-        .zip(&again_at)
-        .map(|(spec, (_, cost))| (spec.job_id.clone(), *cost))
-        .collect();
-    let second_runs: std::sync::Mutex<BTreeMap<JobId, JobResult>> = Default::default();
-    let seconds = run_mutants(
-        queue,
-        &again_specs,
-        request.slots,
-        Some(deadline),
-        |spec: &mut JobSpec| {
-            let cost = again_costs.get(&spec.job_id).copied();
-            limit_job(
-                spec,
-                clock(started),
-                cost.unwrap_or(Cost::whole_suite(baseline_time)),
-            )
-        },
-        |result, timeout| {
-            if mutant_cache.is_some()
-                && let Ok(mut runs) = second_runs.lock()
-            {
-                runs.insert(result.job_id.clone(), result.clone());
-            }
-            Some(judge(result, timeout, compiled))
-        },
-        |reason| Some(pending(reason)),
-        |_, _, _| {},
-    )
-    .await
-    .map_err(MutateError::Stopped)?;
-    let mut second_of: BTreeMap<usize, JobId> = BTreeMap::new();
-    for (((at, _), again), spec) in again_at.into_iter().zip(seconds).zip(&again_specs) {
-        second_of.insert(at, spec.job_id.clone());
-        if let (Some(slot), Some(again)) = (results[at].as_mut(), again) {
-            settle(slot, &again);
-        }
+        // Longest first when everything fits (no straggler at the end), cheapest first when
+        // the budget will cut the run short (the most verdicts per second).
+        // Saturating: a cost can be `Duration::MAX` when the measured durations are absurd.
+        let work = &mut choices.work;
+        let total_cost = work
+            .iter()
+            .fold(Duration::ZERO, |sum, w| sum.saturating_add(w.cost.whole));
+        let slots = u32::try_from(request.slots).unwrap_or(u32::MAX).max(1);
+        let fits = (total_cost / slots).saturating_add(baseline.time) < request.budget;
+        work.sort_by(|a, b| {
+            let order = a.cost.whole.cmp(&b.cost.whole).then(a.at.cmp(&b.at));
+            if fits { order.reverse() } else { order }
+        });
+        let work = &*work;
+
+        let specs: Vec<JobSpec> = work.iter().map(|w| w.spec.clone()).collect();
+        let costs: BTreeMap<JobId, Cost> = work
+            .iter()
+            .map(|w| (w.spec.job_id.clone(), w.cost))
+            .collect();
+        let tally = std::sync::Mutex::new(Tally {
+            done: mutants.len() - work.len(),
+            ..Tally::default()
+        });
+        let mutants_started = Instant::now();
+        let (stores, baseline_time) = (caching.cache.is_some(), baseline.time);
+        // The runs behind each verdict, for the cache's entries.
+        let first_runs: std::sync::Mutex<BTreeMap<JobId, JobResult>> = Default::default();
+        let judged = run_mutants(
+            self.queue,
+            &specs,
+            request.slots,
+            Some(self.deadline()),
+            |spec: &mut JobSpec| self.admit(spec, &costs, baseline_time),
+            |result, timeout| {
+                if stores && let Ok(mut runs) = first_runs.lock() {
+                    runs.insert(result.job_id.clone(), result.clone());
+                }
+                let judged = judge(result, timeout, compiled);
+                let at = work
+                    .iter()
+                    .find(|w| w.spec.job_id == result.job_id)
+                    .map(|w| w.at);
+                if let Some(mutant) = at.and_then(|at| mutants.get(at))
+                    && let Ok(mut tally) = tally.lock()
+                {
+                    let elapsed = mutants_started.elapsed();
+                    let event = tally.record(&judged, mutant, mutants.len(), work.len(), elapsed);
+                    progress.mutate_event(MutateEvent::MutantFinished(&event));
+                }
+                Some(judged)
+            },
+            |reason| Some(pending(reason)),
+            |_, _, _| {},
+        )
+        .await
+        .map_err(MutateError::Stopped)?;
+        Ok(FirstRuns {
+            judged,
+            runs: first_runs.into_inner().unwrap_or_default(),
+        })
     }
 
-    // Store what may answer a later run: the runs behind each trusted verdict (see
-    // `mutant_cache::MutantCache::store` for which are).
-    if let (Some(c), Some(outcome)) = (mutant_cache, cache_outcome.as_mut()) {
-        let mut first_runs = first_runs.into_inner().unwrap_or_default();
-        let mut second_runs = second_runs.into_inner().unwrap_or_default();
-        for w in &work {
-            let (Some(key), Some(Some(slot))) = (keyed.get(&w.at), results.get(w.at)) else {
+    /// Records the first verdicts; decides by a second run whether an unconfirmed kill is flaky.
+    async fn confirm_kills(
+        &self,
+        planned: &Planned,
+        baseline: &Baseline,
+        choices: &mut Choices,
+        first: FirstRuns,
+        caching: &Caching<'_>,
+    ) -> Result<Runs, MutateError> {
+        let request = self.request;
+        let mutants = planned.plan.mutants.len();
+        let compiled = planned.language.compiles();
+        // A kill is confirmed by one more run of the same selection (`-x` stops at the
+        // killer); the second run's limit follows the same rules as the first. A kill the
+        // mutant's own run already re-ran (see `mutants::rerun`) needs no second run, and a
+        // timeout gets none (see `needs_second_run`).
+        let mut again_specs = Vec::new();
+        let mut again_at = Vec::new();
+        for (w, outcome) in choices.work.iter().zip(&first.judged) {
+            let Some(outcome) = outcome else { continue };
+            if let Some(slot) = choices.results[w.at].as_mut() {
+                outcome.apply(slot);
+                if needs_second_run(slot.status, outcome.confirmed) {
+                    let mut again = w.spec.clone();
+                    let killers = killing_node_ids(&slot.covered_by, &slot.killed_by);
+                    if slot.status == Status::Killed
+                        && !killers.is_empty()
+                        && again.binaries.is_none()
+                    {
+                        again.command = request.runner.command(&choices.prefix, &killers, &[]);
+                    }
+                    again.index += mutants as u32;
+                    again.job_id = JobId::for_index(&request.run_id, again.index as usize);
+                    again_specs.push(again);
+                    again_at.push((w.at, w.cost));
+                }
+            }
+        }
+        if !again_specs.is_empty() {
+            self.progress.mutate_event(MutateEvent::Confirming {
+                kills: again_specs.len(),
+            });
+        }
+        let again_costs: BTreeMap<JobId, Cost> = again_specs
+            .iter()
+            .zip(&again_at)
+            .map(|(spec, (_, cost))| (spec.job_id.clone(), *cost))
+            .collect();
+        let (stores, baseline_time) = (caching.cache.is_some(), baseline.time);
+        let second_runs: std::sync::Mutex<BTreeMap<JobId, JobResult>> = Default::default();
+        let seconds = run_mutants(
+            self.queue,
+            &again_specs,
+            request.slots,
+            Some(self.deadline()),
+            |spec: &mut JobSpec| self.admit(spec, &again_costs, baseline_time),
+            |result, timeout| {
+                if stores && let Ok(mut runs) = second_runs.lock() {
+                    runs.insert(result.job_id.clone(), result.clone());
+                }
+                Some(judge(result, timeout, compiled))
+            },
+            |reason| Some(pending(reason)),
+            |_, _, _| {},
+        )
+        .await
+        .map_err(MutateError::Stopped)?;
+        let mut second_of: BTreeMap<usize, JobId> = BTreeMap::new();
+        for (((at, _), again), spec) in again_at.into_iter().zip(seconds).zip(&again_specs) {
+            second_of.insert(at, spec.job_id.clone());
+            if let (Some(slot), Some(again)) = (choices.results[at].as_mut(), again) {
+                settle(slot, &again);
+            }
+        }
+        Ok(Runs {
+            first: first.runs,
+            second: second_runs.into_inner().unwrap_or_default(),
+            second_of,
+        })
+    }
+
+    /// Decides which verdicts may answer a later run (see `MutantCache::store`) and stores them.
+    async fn store_verdicts(&self, choices: &Choices, runs: Runs, caching: &mut Caching<'_>) {
+        let (Some(c), Some(outcome)) = (caching.cache, caching.outcome.as_mut()) else {
+            return;
+        };
+        let Runs {
+            first: mut first_runs,
+            second: mut second_runs,
+            second_of,
+        } = runs;
+        for w in &choices.work {
+            let (Some(key), Some(Some(slot))) =
+                (choices.keyed.get(&w.at), choices.results.get(w.at))
+            else {
                 continue;
             };
             let Some(first) = first_runs.remove(&w.spec.job_id) else {
@@ -781,7 +1023,7 @@ pub async fn run(
             if let Some(second) = second_of.get(&w.at).and_then(|id| second_runs.remove(id)) {
                 runs.push(second);
             }
-            match c.store(key, &request.run_id, slot, runs).await {
+            match c.store(key, &self.request.run_id, slot, runs).await {
                 Ok(true) => outcome.stored += 1,
                 Ok(false) => {}
                 Err(e) => {
@@ -792,31 +1034,69 @@ pub async fn run(
         }
     }
 
-    let results: Vec<MutantResult> = results.into_iter().flatten().collect();
-    Ok(MutateReport {
-        tree: tree.to_string(),
-        per_line_selection: per_line || reached.is_some(),
-        selection_note,
-        files: files
-            .iter()
-            .map(|f| {
-                (
-                    f.path.clone(),
-                    String::from_utf8_lossy(&f.bytes).into_owned(),
-                )
-            })
-            .collect(),
-        results,
-        plan,
-        elapsed_s: started.elapsed().as_secs_f64(),
-        phases: Phases {
-            setup,
-            initial_run: baseline_done.duration_since(started).saturating_sub(setup),
-            mutation: baseline_done.elapsed(),
-        },
-        cache: cache_outcome,
-        schemata: schemata.map(|s| s.outcome()),
-    })
+    /// Assembles the report: every mutant's record in plan order, and where the time went.
+    fn report(
+        &self,
+        planned: Planned,
+        schemata: Option<Schemata>,
+        baseline: Baseline,
+        choices: Choices,
+        caching: Caching<'_>,
+    ) -> MutateReport {
+        let Planned {
+            tree, files, plan, ..
+        } = planned;
+        MutateReport {
+            tree: tree.to_string(),
+            per_line_selection: baseline.coverage.is_some() || baseline.reached.is_some(),
+            selection_note: baseline.selection_note,
+            files: files
+                .iter()
+                .map(|f| {
+                    (
+                        f.path.clone(),
+                        String::from_utf8_lossy(&f.bytes).into_owned(),
+                    )
+                })
+                .collect(),
+            results: choices.results.into_iter().flatten().collect(),
+            plan,
+            elapsed_s: self.started.elapsed().as_secs_f64(),
+            phases: Phases {
+                setup: baseline.setup,
+                initial_run: baseline
+                    .done
+                    .duration_since(self.started)
+                    .saturating_sub(baseline.setup),
+                mutation: baseline.done.elapsed(),
+            },
+            cache: caching.outcome,
+            schemata: schemata.map(|s| s.outcome()),
+        }
+    }
+
+    /// Each limit fits in what is left of the budget; a result that never comes (a lost job
+    /// on a fleet) leaves its mutant pending at the budget's end plus a grace.
+    fn deadline(&self) -> Instant {
+        self.started + self.request.budget + mutants::budget::MIN_TIME_TO_START
+    }
+
+    /// Sets a mutant job's limits from its expected cost (`fallback` for a job of unknown
+    /// cost) and what is left of the budget.
+    fn admit(
+        &self,
+        spec: &mut JobSpec,
+        costs: &BTreeMap<JobId, Cost>,
+        fallback: Duration,
+    ) -> Result<MutantTimeout, NotRunReason> {
+        let budget_left = self.request.budget.saturating_sub(self.started.elapsed());
+        let cost = costs.get(&spec.job_id).copied();
+        limit_job(
+            spec,
+            budget_left,
+            cost.unwrap_or(Cost::whole_suite(fallback)),
+        )
+    }
 }
 
 /// What a progress line says about one finished mutant and the run so far.

@@ -20,33 +20,51 @@ use assay_common::outcome::TestReport;
 use assay_common::report::libtest::{DOC_TEST_SUITE, RERUN_VARIANT};
 use assay_common::test_binaries::{Selection, TRACE_ON, check_test_name};
 use assay_transport::error_chain::error_chain;
-use assay_transport::store::{ArtifactStore, read_named};
+use assay_transport::store::{ArtifactError, ArtifactStore, read_named};
 use std::collections::{BTreeMap, BTreeSet};
+
+/// Why the baseline run's trace cannot select the tests of a prebuilt mutant; each then runs
+/// every test.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    #[error(
+        "per-test coverage unavailable (the trace lost {dropped_bytes} bytes at the worker's output cap)"
+    )]
+    Cut { dropped_bytes: u64 },
+    #[error("per-test coverage unavailable (the unmutated run has no report)")]
+    NoReport,
+    /// Its stderr, where the trace is, could not be read from the store. The message quotes
+    /// the cause, since the run's note shows this text alone (`error_chain` does not repeat it).
+    #[error("per-test coverage unavailable ({})", error_chain(source))]
+    Unread {
+        #[source]
+        source: ArtifactError,
+    },
+    #[error("per-test coverage unavailable (the unmutated run was not traced)")]
+    NotTraced,
+}
 
 /// The trace of the baseline run `result` (its stderr read from the store), or why there is
 /// none to trust: a stream cut at the worker's output cap could have lost any line of it.
-pub async fn from_run(store: &dyn ArtifactStore, result: &JobResult) -> Result<Reached, String> {
-    let unavailable = |why: String| format!("per-test coverage unavailable ({why})");
+pub async fn from_run(
+    store: &dyn ArtifactStore,
+    result: &JobResult,
+) -> Result<Reached, TraceError> {
     if let Some(cut) = result
         .artifacts
         .iter()
         .find(|a| a.name == "stderr" && a.dropped_bytes > 0)
     {
-        return Err(unavailable(format!(
-            "the trace lost {} bytes at the worker's output cap",
-            cut.dropped_bytes
-        )));
+        return Err(TraceError::Cut {
+            dropped_bytes: cut.dropped_bytes,
+        });
     }
-    let report = result
-        .report
-        .parsed()
-        .ok_or_else(|| unavailable("the unmutated run has no report".into()))?;
+    let report = result.report.parsed().ok_or(TraceError::NoReport)?;
     let stderr = read_named(store, result, "stderr")
         .await
-        .map_err(|e| unavailable(error_chain(&e)))?
+        .map_err(|source| TraceError::Unread { source })?
         .unwrap_or_default();
-    Reached::read(&String::from_utf8_lossy(&stderr), report)
-        .ok_or_else(|| unavailable("the unmutated run was not traced".into()))
+    Reached::read(&String::from_utf8_lossy(&stderr), report).ok_or(TraceError::NotTraced)
 }
 
 /// Which tests reach a mutant's site.

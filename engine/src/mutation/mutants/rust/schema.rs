@@ -205,7 +205,7 @@ pub fn rewrite(source: &str, entries: &[Entry<'_>], std: Std) -> FileSchema {
                     .entries
                     .push(*entry);
             }
-            Err(why) => fallback.push((entry.number, why)),
+            Err(why) => fallback.push((entry.number, why.to_string())),
         }
     }
     let sites: Vec<Site<'_>> = sites.into_values().collect();
@@ -247,14 +247,20 @@ fn all_fallback(source: &str, entries: &[Entry<'_>], why: &str) -> FileSchema {
     }
 }
 
+/// Why a mutant's edit cannot go behind the switch: no node spans exactly its bytes, or the
+/// one that does is not an expression, an operator, a function body or a match arm. The
+/// message is the reason the report counts such mutants under, so it names no edit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the schema has no place for this edit")]
+struct Unplaced;
+
 /// The node a mutant's switch goes around, and how.
-fn place<'t>(root: Node<'t>, edit: &ByteEdit) -> Result<(Node<'t>, Form), String> {
-    let unplaced = || "the schema has no place for this edit".to_string();
+fn place<'t>(root: Node<'t>, edit: &ByteEdit) -> Result<(Node<'t>, Form), Unplaced> {
     let mut node = root
         .descendant_for_byte_range(edit.start, edit.end)
-        .ok_or_else(unplaced)?;
+        .ok_or(Unplaced)?;
     while node.byte_range() != (edit.start..edit.end) {
-        node = node.parent().ok_or_else(unplaced)?;
+        node = node.parent().ok_or(Unplaced)?;
     }
     // The widest node of that range: a token's parent may share it.
     let parent = node.parent();
@@ -265,9 +271,9 @@ fn place<'t>(root: Node<'t>, edit: &ByteEdit) -> Result<(Node<'t>, Form), String
         (_, Some("binary_expression" | "compound_assignment_expr"))
             if parent.and_then(|p| p.child_by_field_name("operator")) == Some(node) =>
         {
-            parent.map(|p| (p, Form::Expression)).ok_or_else(unplaced)
+            parent.map(|p| (p, Form::Expression)).ok_or(Unplaced)
         }
-        _ => Err(unplaced()),
+        _ => Err(Unplaced),
     }
 }
 

@@ -654,7 +654,7 @@ impl<'a> Campaign<'a> {
         let prebuilt = schemata.and_then(|s| s.prebuilt.clone());
         // A mutant built on its own pays a build on top of the prebuilt tests' run.
         let built_alone_time = match (schemata, &prebuilt) {
-            (Some(s), Some(_)) => baseline_time.saturating_add(s.one_build),
+            (Some(s), Some(_)) => baseline_time.saturating_add(s.schema.one_build),
             _ => baseline_time,
         };
         // Process start-up and collection: the part of the baseline no single test accounts
@@ -684,7 +684,7 @@ impl<'a> Campaign<'a> {
         let mut keys = cache.map(|c| mutant_cache::Keys::new(request, tree, &c.context, &prefix));
         let mut keyed: BTreeMap<usize, String> = BTreeMap::new();
         for (at, mutant) in mutants.iter().enumerate() {
-            if let Some(error) = schemata.and_then(|s| s.unviable.get(&at)) {
+            if let Some(error) = schemata.and_then(|s| s.schema.unviable.get(&at)) {
                 results[at] = Some(MutantResult {
                     status: Status::CompileError,
                     status_reason: Some(format!("does not compile: {error}")),

@@ -362,7 +362,10 @@ pub async fn run_check(
             baseline_index = schema_index + prebuilt::MAX_BUILDS;
         }
     }
-    let mut notes: Vec<String> = schemata.iter().map(|s| s.summary(mutants)).collect();
+    let mut notes: Vec<String> = schemata
+        .iter()
+        .map(|s| schemata::summary(s, mutants))
+        .collect();
     let baseline_result = match &prebuilt {
         Some(prebuilt) => prebuilt.result.clone(),
         None => {

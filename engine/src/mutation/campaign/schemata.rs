@@ -10,21 +10,18 @@
 
 use super::{MutateRequest, run_single, spec};
 use crate::mutation::mutants::Mutant;
-use crate::mutation::mutants::rust::prebuilt::{
-    self, BLAMED, Blamed, Built, MAX_BUILDS, PROC_MACRO, Packages, blame_failed_build,
-};
-use crate::mutation::mutants::rust::schema::{self, FileSchema};
+use crate::mutation::mutants::rust::prebuilt::{self, BuildJob, PROC_MACRO, Packages, Schema};
+use crate::mutation::mutants::rust::schema::FileSchema;
 use crate::source;
 use assay_common::TreeId;
-use assay_common::job::{ArtifactRef, JobSpec};
+use assay_common::job::{ArtifactRef, JobResult, JobSpec};
 use assay_common::runner::RunnerKind;
 use assay_common::test_binaries::Selection;
 use assay_transport::error_chain::error_chain;
 use assay_transport::queue::JobQueue;
-use assay_transport::store::{ArtifactStore, read_named};
+use assay_transport::store::ArtifactStore;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::Duration;
 
 pub use prebuilt::SWITCH_OFF_VARIABLE;
 
@@ -59,62 +56,32 @@ pub struct SchemataOutcome {
 /// hold, with why.
 pub(super) struct Schemata {
     pub prebuilt: Option<Prebuilt>,
-    /// Mutants built on their own, with why.
-    pub alone: BTreeMap<usize, String>,
-    /// Mutants whose own code did not compile in the schema, with the compiler's error.
-    pub unviable: BTreeMap<usize, String>,
-    /// The last schema build's wall time: what a mutant built on its own costs on top of its
-    /// tests.
-    pub one_build: Duration,
+    pub schema: Schema,
     mutants: usize,
-    builds: usize,
-    build_time: Duration,
-    note: Option<String>,
 }
 
 impl Schemata {
-    fn none(mutants: usize, note: String) -> Self {
-        Self {
-            prebuilt: None,
-            alone: (0..mutants).map(|at| (at, note.clone())).collect(),
-            unviable: BTreeMap::new(),
-            one_build: Duration::ZERO,
-            mutants,
-            builds: 0,
-            build_time: Duration::ZERO,
-            note: Some(note),
-        }
-    }
-
     /// What the report says of it.
     pub fn outcome(&self) -> SchemataOutcome {
-        let mut built_alone = BTreeMap::new();
-        for why in self.alone.values() {
-            *built_alone.entry(why.clone()).or_insert(0) += 1;
-        }
         SchemataOutcome {
-            builds: self.builds,
+            builds: self.schema.builds,
             held: (0..self.mutants).filter(|at| self.holds(*at)).count(),
-            unviable: self.unviable.len(),
-            built_alone,
-            build_s: self.build_time.as_secs_f64(),
-            note: self.note.clone(),
+            unviable: self.schema.unviable.len(),
+            built_alone: self.schema.built_alone(),
+            build_s: self.schema.build_time.as_secs_f64(),
+            note: self.schema.note.clone(),
         }
     }
 
     /// The prebuilt tests failed unmutated: every mutant builds on its own.
     pub fn give_up(&mut self, why: String) {
-        *self = Self {
-            builds: self.builds,
-            build_time: self.build_time,
-            one_build: self.one_build,
-            ..Self::none(self.mutants, why)
-        };
+        self.prebuilt = None;
+        self.schema.give_up(self.mutants, why);
     }
 
     /// Whether mutant `at` runs from the build.
     pub fn holds(&self, at: usize) -> bool {
-        self.prebuilt.is_some() && !self.alone.contains_key(&at) && !self.unviable.contains_key(&at)
+        self.prebuilt.is_some() && self.schema.holds(at)
     }
 }
 
@@ -146,17 +113,23 @@ pub(super) async fn build(
     store: &dyn ArtifactStore,
     index: &mut usize,
 ) -> Schemata {
+    let mut schema = Schema::default();
+    let given_up = |mut schema: Schema, why: String| {
+        schema.give_up(mutants.len(), why);
+        Schemata {
+            prebuilt: None,
+            schema,
+            mutants: mutants.len(),
+        }
+    };
     let command = match prebuilt::build_command(&request.command_prefix) {
         Ok(command) => command,
-        Err(why) => return Schemata::none(mutants.len(), why),
+        Err(why) => return given_up(schema, why),
     };
     let texts: BTreeMap<&str, &str> = sources
         .iter()
         .filter_map(|(path, bytes)| Some((*path, std::str::from_utf8(bytes).ok()?)))
         .collect();
-    let std = schema::Std::of_crate(texts.values().copied());
-    let mut alone: BTreeMap<usize, String> = BTreeMap::new();
-    let mut unviable: BTreeMap<usize, String> = BTreeMap::new();
     // Proc-macro crates, by the files whose mutants they hold (each package read once).
     let mut packages = Packages::of(&request.repo, &request.tree);
     let compile_time: BTreeSet<&str> = texts
@@ -166,42 +139,54 @@ pub(super) async fn build(
         .collect();
     for (at, mutant) in mutants.iter().enumerate() {
         if compile_time.contains(mutant.path.as_str()) {
-            alone.insert(at, PROC_MACRO.to_owned());
+            schema.alone.insert(at, PROC_MACRO.to_owned());
         }
     }
-    let mut note = None;
-    let mut builds = 0;
-    let mut build_time = Duration::ZERO;
-    let mut one_build = Duration::ZERO;
-    let prebuilt = loop {
-        let mut schemas: BTreeMap<String, FileSchema> = BTreeMap::new();
-        for (path, text) in &texts {
-            // Switch numbers are plan positions plus one: 0 is the unmutated code.
-            let entries: Vec<schema::Entry<'_>> = mutants
-                .iter()
-                .enumerate()
-                .filter(|(at, m)| {
-                    m.path.as_str() == *path
-                        && !alone.contains_key(at)
-                        && !unviable.contains_key(at)
-                })
-                .map(|(at, m)| schema::Entry {
-                    number: at as u32 + 1,
-                    edit: &m.edit,
-                })
-                .collect();
-            if entries.is_empty() {
-                continue;
-            }
-            let rewritten = schema::rewrite(text, &entries, std);
-            for (number, why) in &rewritten.fallback {
-                alone.insert(*number as usize - 1, why.clone());
-            }
-            schemas.insert((*path).to_owned(), rewritten);
-        }
-        if schemas.is_empty() {
-            break None;
-        }
+    let mut job = TreeBuild {
+        request,
+        command,
+        queue,
+        store,
+        index,
+        tree: None,
+    };
+    let Ok(schema) = prebuilt::build(&texts, mutants, schema, &mut job, store).await;
+    let prebuilt = match (&schema.archive, job.tree) {
+        (Some(archive), Some(tree)) => Some(Prebuilt {
+            tree,
+            archive: archive.clone(),
+        }),
+        _ => None,
+    };
+    Schemata {
+        prebuilt,
+        schema,
+        mutants: mutants.len(),
+    }
+}
+
+/// A build of the schema as a tree of its own, written in the repository and uploaded to the
+/// store (where the jobs run on a fleet, workers fetch trees from it; an embedded run's worker
+/// reads the repository, and the archive costs little).
+struct TreeBuild<'a> {
+    request: &'a MutateRequest,
+    command: Vec<String>,
+    queue: &'a dyn JobQueue,
+    store: &'a dyn ArtifactStore,
+    index: &'a mut usize,
+    /// The last build's tree.
+    tree: Option<TreeId>,
+}
+
+#[async_trait::async_trait]
+impl BuildJob for TreeBuild<'_> {
+    type Error = std::convert::Infallible;
+
+    async fn run(
+        &mut self,
+        schemas: &BTreeMap<String, FileSchema>,
+    ) -> Result<Result<JobResult, String>, Self::Error> {
+        let request = self.request;
         let files: Vec<(&str, &[u8])> = schemas
             .iter()
             .map(|(path, s)| (path.as_str(), s.text.as_bytes()))
@@ -209,98 +194,26 @@ pub(super) async fn build(
         let tree = match source::tree_with_files(&request.repo, &request.tree, &files) {
             Ok(tree) => tree,
             Err(e) => {
-                note = Some(format!(
+                return Ok(Err(format!(
                     "the schema tree was not written: {}",
                     error_chain(&e)
-                ));
-                break None;
+                )));
             }
         };
-        // Where the jobs run on a fleet, workers fetch trees from the store (an embedded run's
-        // worker reads the repository, and the archive costs little).
-        if let Err(e) = assay_transport::store_tree::upload_tree(store, &request.repo, &tree).await
-        {
-            note = Some(format!(
+        let uploaded =
+            assay_transport::store_tree::upload_tree(self.store, &request.repo, &tree).await;
+        if let Err(e) = uploaded {
+            return Ok(Err(format!(
                 "the schema tree was not uploaded: {}",
                 error_chain(&e)
-            ));
-            break None;
+            )));
         }
-        let mut job = spec(request, &tree, *index, Vec::new());
-        *index += 1;
-        prebuilt::make_build_job(&mut job, command.clone(), request.budget.as_secs());
-        builds += 1;
-        let result = match run_single(queue, &job).await {
-            Ok(result) => result,
-            Err(e) => {
-                note = Some(format!("the schema build failed: {}", error_chain(&e)));
-                break None;
-            }
-        };
-        one_build = Duration::from_millis(result.duration_ms);
-        build_time += one_build;
-        match Built::of(&result) {
-            Built::Kept(archive) => break Some(Prebuilt { tree, archive }),
-            Built::Other(why) => {
-                note = Some(why);
-                break None;
-            }
-            Built::Failed => {}
-        }
-        let json = match read_named(store, &result, "stdout").await {
-            Ok(Some(bytes)) => String::from_utf8_lossy(&bytes).into_owned(),
-            Ok(None) => String::new(),
-            Err(e) => {
-                note = Some(format!(
-                    "the schema build's messages could not be read: {}",
-                    error_chain(&e)
-                ));
-                break None;
-            }
-        };
-        match blame_failed_build(&json, &schemas) {
-            Blamed::Unviable(own) => {
-                for (number, error) in own {
-                    alone.remove(&(number as usize - 1));
-                    unviable.insert(number as usize - 1, error);
-                }
-            }
-            Blamed::Alone(blamed) => {
-                for (number, why) in blamed {
-                    alone.insert(number as usize - 1, why);
-                }
-            }
-            Blamed::NoSchema(why) => {
-                note = Some(why);
-                break None;
-            }
-        }
-        if builds >= MAX_BUILDS {
-            note = Some(format!("the schema did not build in {MAX_BUILDS} attempts"));
-            break None;
-        }
-    };
-    if prebuilt.is_none() {
-        // Without a build every mutant builds on its own, those that did not compile in the
-        // schema too (their error was seen beside others').
-        let why = note
-            .clone()
-            .unwrap_or_else(|| "no mutant fits a schema".to_owned());
-        for (at, _) in std::mem::take(&mut unviable) {
-            alone.insert(at, BLAMED.into());
-        }
-        for at in 0..mutants.len() {
-            alone.entry(at).or_insert_with(|| why.clone());
-        }
-    }
-    Schemata {
-        prebuilt,
-        alone,
-        unviable,
-        one_build,
-        mutants: mutants.len(),
-        builds,
-        build_time,
-        note,
+        let mut job = spec(request, &tree, *self.index, Vec::new());
+        *self.index += 1;
+        prebuilt::make_build_job(&mut job, self.command.clone(), request.budget.as_secs());
+        self.tree = Some(tree);
+        Ok(run_single(self.queue, &job)
+            .await
+            .map_err(|e| format!("the schema build failed: {}", error_chain(&e))))
     }
 }

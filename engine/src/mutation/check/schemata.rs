@@ -7,88 +7,45 @@
 //! schema builds again; what it cannot hold builds on its own, as every mutant did before.
 
 use crate::dispatch::run_one;
-use crate::mutation::mutants::rust::prebuilt::{
-    self, BLAMED, Blamed, Built, MAX_BUILDS, PROC_MACRO, blame_failed_build,
-};
-use crate::mutation::mutants::rust::schema::{self, FileSchema};
+use crate::mutation::mutants::rust::prebuilt::{self, BuildJob, PROC_MACRO, Schema};
+use crate::mutation::mutants::rust::schema::FileSchema;
 use assay_common::criteria::TestSelector;
-use assay_common::job::{ArtifactRef, ByteEdit, JobResult, JobSpec};
+use assay_common::job::{ByteEdit, JobResult, JobSpec};
 use assay_common::mutation_plan::{MutationSetup, SchemaSource};
 use assay_common::report::libtest::{DOC_TEST_SUITE, RERUN_VARIANT};
 use assay_common::test_binaries::Selection;
 use assay_transport::error_chain::error_chain;
 use assay_transport::queue::{JobQueue, QueueError};
-use assay_transport::store::{ArtifactStore, read_named};
+use assay_transport::store::ArtifactStore;
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::Duration;
 
 /// Job indexes the schemata may use after the check's mutants: its builds and, if the prebuilt
 /// tests do not pass unmutated, the unmutated run built by cargo.
-pub const JOBS: usize = MAX_BUILDS + 1;
+pub const JOBS: usize = prebuilt::MAX_BUILDS + 1;
 
 /// Why a mutant whose file's text the submitter did not send builds on its own.
 const NO_SOURCE: &str = "its file's text was not sent with the proof";
 
-/// What the schema build did, by plan position.
-pub(super) struct Schemata {
-    /// The executables of the last build, when one built.
-    pub archive: Option<ArtifactRef>,
-    /// Mutants built on their own, with why.
-    pub alone: BTreeMap<usize, String>,
-    /// Mutants whose own code did not compile in the schema, with the compiler's error.
-    pub unviable: BTreeMap<usize, String>,
-    /// The last build's wall time: what a mutant built on its own costs on top of its tests.
-    pub one_build: Duration,
-    builds: usize,
-    build_time: Duration,
-    note: Option<String>,
-}
-
-impl Schemata {
-    /// Whether mutant `at` runs from the build.
-    pub fn holds(&self, at: usize) -> bool {
-        self.archive.is_some() && !self.alone.contains_key(&at) && !self.unviable.contains_key(&at)
+/// What the check's notes say of `schema`, over its `mutants`.
+pub(super) fn summary(schema: &Schema, mutants: usize) -> String {
+    let held = (0..mutants).filter(|at| schema.holds(*at)).count();
+    let builds = schema.builds;
+    let mut text = format!(
+        "mutant schemata: {held} of {mutants} mutants ran from one build ({builds} build{}, {:.1}s)",
+        if builds == 1 { "" } else { "s" },
+        schema.build_time.as_secs_f64()
+    );
+    if !schema.unviable.is_empty() {
+        let unviable = schema.unviable.len();
+        text.push_str(&format!("; {unviable} did not compile in the schema"));
     }
-
-    /// The prebuilt tests cannot stand as the baseline: every mutant builds on its own.
-    pub fn give_up(&mut self, mutants: usize, why: String) {
-        self.archive = None;
-        for (at, _) in std::mem::take(&mut self.unviable) {
-            self.alone.insert(at, BLAMED.into());
-        }
-        for at in 0..mutants {
-            self.alone.entry(at).or_insert_with(|| why.clone());
-        }
-        self.note = Some(why);
+    for (why, count) in schema.built_alone() {
+        text.push_str(&format!("; {count} built on their own: {why}"));
     }
-
-    /// What the check's notes say of it.
-    pub fn summary(&self, mutants: usize) -> String {
-        let held = (0..mutants).filter(|at| self.holds(*at)).count();
-        let mut by_why: BTreeMap<&str, usize> = BTreeMap::new();
-        for why in self.alone.values() {
-            *by_why.entry(why.as_str()).or_insert(0) += 1;
-        }
-        let mut text = format!(
-            "mutant schemata: {held} of {mutants} mutants ran from one build ({} build{}, {:.1}s)",
-            self.builds,
-            if self.builds == 1 { "" } else { "s" },
-            self.build_time.as_secs_f64()
-        );
-        if !self.unviable.is_empty() {
-            text.push_str(&format!(
-                "; {} did not compile in the schema",
-                self.unviable.len()
-            ));
-        }
-        for (why, count) in by_why {
-            text.push_str(&format!("; {count} built on their own: {why}"));
-        }
-        if let Some(note) = &self.note {
-            text.push_str(&format!(" ({note})"));
-        }
-        text
+    if let Some(note) = &schema.note {
+        text.push_str(&format!(" ({note})"));
     }
+    text
 }
 
 /// What the build jobs need from the check: a job on the candidate at an index, the test
@@ -101,36 +58,28 @@ pub(super) struct BuildJobs<'a> {
     pub on_finished: &'a (dyn Fn(&JobSpec, &JobResult) + Send + Sync),
 }
 
-/// Builds the schema of `setup`'s mutants: at most [`MAX_BUILDS`] build jobs, numbered from
-/// `jobs.first_index`. Fails only when the queue's result stream closes.
+/// Builds the schema of `setup`'s mutants: at most [`prebuilt::MAX_BUILDS`] build jobs,
+/// numbered from `jobs.first_index`. Fails only when the queue's result stream closes.
 pub(super) async fn build(
     setup: &MutationSetup,
     jobs: &BuildJobs<'_>,
     queue: &dyn JobQueue,
     store: &dyn ArtifactStore,
-) -> Result<Schemata, QueueError> {
+) -> Result<Schema, QueueError> {
     let mutants = &setup.plan.mutants;
     let sources: BTreeMap<&str, &SchemaSource> = setup
         .schema_sources
         .iter()
         .map(|s| (s.path.as_str(), s))
         .collect();
-    let mut schemata = Schemata {
-        archive: None,
-        alone: BTreeMap::new(),
-        unviable: BTreeMap::new(),
-        one_build: Duration::ZERO,
-        builds: 0,
-        build_time: Duration::ZERO,
-        note: None,
-    };
+    let mut schema = Schema::default();
     for (at, mutant) in mutants.iter().enumerate() {
         match sources.get(mutant.path.as_str()) {
             None => {
-                schemata.alone.insert(at, NO_SOURCE.into());
+                schema.alone.insert(at, NO_SOURCE.into());
             }
             Some(source) if source.proc_macro => {
-                schemata.alone.insert(at, PROC_MACRO.into());
+                schema.alone.insert(at, PROC_MACRO.into());
             }
             Some(_) => {}
         }
@@ -138,124 +87,65 @@ pub(super) async fn build(
     let command = match prebuilt::build_command(jobs.command_prefix) {
         Ok(command) => command,
         Err(why) => {
-            schemata.give_up(mutants.len(), why);
-            return Ok(schemata);
+            schema.give_up(mutants.len(), why);
+            return Ok(schema);
         }
     };
-    let std = schema::Std::of_crate(sources.values().map(|s| s.text.as_str()));
-    let mut failure = None;
-    for index in jobs.first_index..jobs.first_index + MAX_BUILDS {
-        let mut schemas: BTreeMap<String, FileSchema> = BTreeMap::new();
-        let mut rewrites = Vec::new();
-        for (path, source) in &sources {
-            let entries: Vec<schema::Entry<'_>> = mutants
-                .iter()
-                .enumerate()
-                .filter(|(at, m)| {
-                    m.path.as_str() == *path
-                        && !schemata.alone.contains_key(at)
-                        && !schemata.unviable.contains_key(at)
-                })
-                // Switch numbers are plan positions plus one: 0 is the unmutated code.
-                .map(|(at, m)| schema::Entry {
-                    number: at as u32 + 1,
-                    edit: &m.edit,
-                })
-                .collect();
-            if entries.is_empty() {
-                continue;
-            }
-            let rewritten = schema::rewrite(&source.text, &entries, std);
-            for (number, why) in &rewritten.fallback {
-                schemata.alone.insert(*number as usize - 1, why.clone());
-            }
-            rewrites.push(ByteEdit {
-                path: source.path.clone(),
-                start: 0,
-                end: source.text.len(),
-                replacement: rewritten.text.clone(),
-            });
-            schemas.insert((*path).to_owned(), rewritten);
-        }
-        if schemas.is_empty() {
-            failure = Some("no mutant fits a schema".to_owned());
-            break;
-        }
-        let mut job = (jobs.make_job)(index);
-        prebuilt::make_build_job(&mut job, command.clone(), jobs.timeout_secs);
-        job.rewrites = rewrites;
-        let result = match run_one(queue, &job).await {
-            Ok(result) => result,
-            Err(closed @ QueueError::Closed { .. }) => return Err(closed),
-            Err(e) => {
-                failure = Some(format!("the schema build failed: {}", error_chain(&e)));
-                break;
-            }
-        };
-        (jobs.on_finished)(&job, &result);
-        schemata.builds += 1;
-        schemata.one_build = Duration::from_millis(result.duration_ms);
-        schemata.build_time += schemata.one_build;
-        match Built::of(&result) {
-            Built::Kept(archive) => {
-                schemata.archive = Some(archive);
-                return Ok(schemata);
-            }
-            Built::Other(why) => {
-                failure = Some(why);
-                break;
-            }
-            Built::Failed => {}
-        }
-        let json = match read_named(store, &result, "stdout").await {
-            Ok(bytes) => String::from_utf8_lossy(&bytes.unwrap_or_default()).into_owned(),
-            Err(e) => {
-                failure = Some(format!(
-                    "the schema build's messages could not be read: {}",
-                    error_chain(&e)
-                ));
-                break;
-            }
-        };
-        match blame_failed_build(&json, &schemas) {
-            Blamed::Unviable(own) => {
-                for (number, error) in own {
-                    let at = number as usize - 1;
-                    schemata.alone.remove(&at);
-                    schemata.unviable.insert(at, error);
-                }
-            }
-            Blamed::Alone(blamed) => {
-                for (number, why) in blamed {
-                    schemata.alone.insert(number as usize - 1, why);
-                }
-            }
-            Blamed::NoSchema(why) => {
-                failure = Some(format!("{why}; {}", stderr_tail(store, &result).await));
-                break;
-            }
-        }
-    }
-    let why =
-        failure.unwrap_or_else(|| format!("the schema did not build in {MAX_BUILDS} attempts"));
-    schemata.give_up(mutants.len(), why);
-    Ok(schemata)
+    let texts: BTreeMap<&str, &str> = sources
+        .iter()
+        .map(|(path, source)| (*path, source.text.as_str()))
+        .collect();
+    let mut job = RewriteBuild {
+        jobs,
+        sources: &sources,
+        command,
+        queue,
+        index: jobs.first_index,
+    };
+    prebuilt::build(&texts, mutants, schema, &mut job, store).await
 }
 
-/// The last lines a failed build wrote on stderr, to say why it failed where its messages
-/// name no file (cargo missing, a broken toolchain).
-async fn stderr_tail(store: &dyn ArtifactStore, result: &JobResult) -> String {
-    let text = match read_named(store, result, "stderr").await {
-        Ok(bytes) => String::from_utf8_lossy(&bytes.unwrap_or_default()).into_owned(),
-        Err(e) => return format!("its stderr could not be read: {}", error_chain(&e)),
-    };
-    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-    match lines.len() {
-        0 => "it wrote nothing on stderr".to_owned(),
-        n => format!(
-            "its stderr ends: {}",
-            lines[n.saturating_sub(3)..].join(" / ")
-        ),
+/// A build of the schema on the candidate tree, each rewritten file replacing the
+/// candidate's whole.
+struct RewriteBuild<'a> {
+    jobs: &'a BuildJobs<'a>,
+    sources: &'a BTreeMap<&'a str, &'a SchemaSource>,
+    command: Vec<String>,
+    queue: &'a dyn JobQueue,
+    index: usize,
+}
+
+#[async_trait::async_trait]
+impl BuildJob for RewriteBuild<'_> {
+    type Error = QueueError;
+
+    async fn run(
+        &mut self,
+        schemas: &BTreeMap<String, FileSchema>,
+    ) -> Result<Result<JobResult, String>, QueueError> {
+        let mut job = (self.jobs.make_job)(self.index);
+        self.index += 1;
+        prebuilt::make_build_job(&mut job, self.command.clone(), self.jobs.timeout_secs);
+        job.rewrites = schemas
+            .iter()
+            .filter_map(|(path, schema)| {
+                let source = self.sources.get(path.as_str())?;
+                Some(ByteEdit {
+                    path: source.path.clone(),
+                    start: 0,
+                    end: source.text.len(),
+                    replacement: schema.text.clone(),
+                })
+            })
+            .collect();
+        match run_one(self.queue, &job).await {
+            Ok(result) => {
+                (self.jobs.on_finished)(&job, &result);
+                Ok(Ok(result))
+            }
+            Err(closed @ QueueError::Closed { .. }) => Err(closed),
+            Err(e) => Ok(Err(format!("the schema build failed: {}", error_chain(&e)))),
+        }
     }
 }
 

@@ -3,13 +3,17 @@
 //! schema, and what a failed build's errors take out of the schema before the next one.
 
 use super::schema::{self, FileSchema};
+use crate::mutation::mutants::Mutant;
 use crate::source;
 use assay_common::TreeId;
 use assay_common::job::{ArtifactRef, JobResult, JobSpec, JobStatus, TestBinaries};
 use assay_common::runner::{ReportFormat, cargo::runs_nextest};
 use assay_common::test_binaries::{ARTIFACT, PLACEHOLDER, Selection};
+use assay_transport::error_chain::error_chain;
+use assay_transport::store::{ArtifactStore, read_named};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
+use std::time::Duration;
 
 /// Schema builds before giving up: each failed build takes the blamed mutants out, and a
 /// crate's errors rarely need more than two rounds.
@@ -166,6 +170,171 @@ pub fn blame_failed_build(cargo_json: &str, schemas: &BTreeMap<String, FileSchem
             .map(|n| (*n, why.clone()))
             .collect(),
     )
+}
+
+/// Which of a plan's mutants a schema holds, across its builds, by plan position.
+#[derive(Debug, Default)]
+pub struct Schema {
+    /// The last build's executables, when one built.
+    pub archive: Option<ArtifactRef>,
+    /// Mutants built on their own, with why.
+    pub alone: BTreeMap<usize, String>,
+    /// Mutants whose own code did not compile in the schema, with the compiler's error.
+    pub unviable: BTreeMap<usize, String>,
+    /// The last build's wall time: what a mutant built on its own costs on top of its tests.
+    pub one_build: Duration,
+    pub builds: usize,
+    pub build_time: Duration,
+    /// Why no mutant runs from a build, when none does.
+    pub note: Option<String>,
+}
+
+impl Schema {
+    /// Whether mutant `at` runs from the build.
+    pub fn holds(&self, at: usize) -> bool {
+        self.archive.is_some() && !self.alone.contains_key(&at) && !self.unviable.contains_key(&at)
+    }
+
+    /// No build holds a mutant (none built, or its tests failed unmutated): every one of
+    /// `mutants` builds on its own, those that did not compile in the schema too (their error
+    /// was seen beside others').
+    pub fn give_up(&mut self, mutants: usize, why: String) {
+        self.archive = None;
+        for (at, _) in std::mem::take(&mut self.unviable) {
+            self.alone.insert(at, BLAMED.into());
+        }
+        for at in 0..mutants {
+            self.alone.entry(at).or_insert_with(|| why.clone());
+        }
+        self.note = Some(why);
+    }
+
+    /// Mutants built on their own, by why.
+    pub fn built_alone(&self) -> BTreeMap<String, usize> {
+        let mut by_why = BTreeMap::new();
+        for why in self.alone.values() {
+            *by_why.entry(why.clone()).or_insert(0) += 1;
+        }
+        by_why
+    }
+}
+
+/// How a schema's user runs one build of it: where the rewritten files go (a tree of their
+/// own, or whole-file rewrites of the job's tree) and which job builds them.
+#[async_trait::async_trait]
+pub trait BuildJob: Send {
+    /// What ends the whole run (a closed result stream), not just the schema.
+    type Error: Send;
+    /// Runs the build of `schemas` (path → rewritten file): its result, or why none could
+    /// run (the schema is then given up).
+    async fn run(
+        &mut self,
+        schemas: &BTreeMap<String, FileSchema>,
+    ) -> Result<Result<JobResult, String>, Self::Error>;
+}
+
+/// Builds the schema of `mutants` over the files' texts `texts` (path → text), `schema`
+/// holding the mutants left out beforehand: each failed build's errors take their mutants
+/// out and it builds again, at most [`MAX_BUILDS`] times. Switch numbers are plan positions
+/// plus one: 0 is the unmutated code.
+pub async fn build<E: Send>(
+    texts: &BTreeMap<&str, &str>,
+    mutants: &[Mutant],
+    mut schema: Schema,
+    job: &mut (dyn BuildJob<Error = E> + '_),
+    store: &dyn ArtifactStore,
+) -> Result<Schema, E> {
+    let std = schema::Std::of_crate(texts.values().copied());
+    let why = loop {
+        if schema.builds >= MAX_BUILDS {
+            break format!("the schema did not build in {MAX_BUILDS} attempts");
+        }
+        let mut schemas: BTreeMap<String, FileSchema> = BTreeMap::new();
+        for (path, text) in texts {
+            let entries: Vec<schema::Entry<'_>> = mutants
+                .iter()
+                .enumerate()
+                .filter(|(at, m)| {
+                    m.path.as_str() == *path
+                        && !schema.alone.contains_key(at)
+                        && !schema.unviable.contains_key(at)
+                })
+                .map(|(at, m)| schema::Entry {
+                    number: at as u32 + 1,
+                    edit: &m.edit,
+                })
+                .collect();
+            if entries.is_empty() {
+                continue;
+            }
+            let rewritten = schema::rewrite(text, &entries, std);
+            for (number, why) in &rewritten.fallback {
+                schema.alone.insert(*number as usize - 1, why.clone());
+            }
+            schemas.insert((*path).to_owned(), rewritten);
+        }
+        if schemas.is_empty() {
+            break "no mutant fits a schema".to_owned();
+        }
+        schema.builds += 1;
+        let result = match job.run(&schemas).await? {
+            Ok(result) => result,
+            Err(why) => break why,
+        };
+        schema.one_build = Duration::from_millis(result.duration_ms);
+        schema.build_time += schema.one_build;
+        match Built::of(&result) {
+            Built::Kept(archive) => {
+                schema.archive = Some(archive);
+                return Ok(schema);
+            }
+            Built::Other(why) => break why,
+            Built::Failed => {}
+        }
+        let json = match read_named(store, &result, "stdout").await {
+            Ok(bytes) => String::from_utf8_lossy(&bytes.unwrap_or_default()).into_owned(),
+            Err(e) => {
+                break format!(
+                    "the schema build's messages could not be read: {}",
+                    error_chain(&e)
+                );
+            }
+        };
+        match blame_failed_build(&json, &schemas) {
+            Blamed::Unviable(own) => {
+                for (number, error) in own {
+                    let at = number as usize - 1;
+                    schema.alone.remove(&at);
+                    schema.unviable.insert(at, error);
+                }
+            }
+            Blamed::Alone(blamed) => {
+                for (number, why) in blamed {
+                    schema.alone.insert(number as usize - 1, why);
+                }
+            }
+            Blamed::NoSchema(why) => break format!("{why}; {}", stderr_tail(store, &result).await),
+        }
+    };
+    schema.give_up(mutants.len(), why);
+    Ok(schema)
+}
+
+/// The last lines a failed build wrote on stderr, to say why it failed where its messages
+/// name no file (cargo missing, a toolchain that does not start).
+async fn stderr_tail(store: &dyn ArtifactStore, result: &JobResult) -> String {
+    let text = match read_named(store, result, "stderr").await {
+        Ok(bytes) => String::from_utf8_lossy(&bytes.unwrap_or_default()).into_owned(),
+        Err(e) => return format!("its stderr could not be read: {}", error_chain(&e)),
+    };
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    match lines.len() {
+        0 => "it wrote nothing on stderr".to_owned(),
+        n => format!(
+            "its stderr ends: {}",
+            lines[n.saturating_sub(3)..].join(" / ")
+        ),
+    }
 }
 
 /// Which packages of a tree are proc-macro crates, by directory, each manifest read once.

@@ -15,14 +15,13 @@ use assay_engine::suite::runners::{SuiteRunner, SuiteSetup};
 use assay_engine::suite::select::Selectors;
 use assay_engine::suite::shard::ShardMode;
 use assay_engine::suite::{self, SuiteOutcome, SuiteRan, SuiteRequest};
+use assay_test_support::repo::Repo;
 use assay_transport::store::{ArtifactStore, ObjectArtifactStore};
 use assay_transport::tree::GitTreeSource;
 use assay_worker::in_process::InProcessQueue;
 use assay_worker::job_context::JobContext;
 use assay_worker::sandbox::Sandbox as _;
 use assay_worker::sandbox::process::ProcessSandbox;
-use std::path::Path;
-use std::process::Command;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
@@ -32,40 +31,19 @@ def test_total_of_nothing_is_zero():\n    assert total([]) == 0\n\n\
 def test_total_adds_lines():\n    assert total([2, 3]) == 5\n\n\
 def test_total_rounds_to_cents():\n    assert total([0.1, 0.2]) == 0.3\n";
 
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args([
-            "-c",
-            "user.name=Invoice Team",
-            "-c",
-            "user.email=invoices@example.com",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("git runs");
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-    String::from_utf8(out.stdout)
-        .expect("utf-8")
-        .trim()
-        .to_owned()
-}
-
-fn commit(dir: &Path, files: &[(&str, &str)]) -> (String, TreeId) {
+/// Writes `files`, commits them and returns the commit and its tree.
+fn commit(repo: &Repo, files: &[(&str, &str)]) -> (String, TreeId) {
     for (path, text) in files {
-        let full = dir.join(path);
-        std::fs::create_dir_all(full.parent().expect("parent")).expect("mkdir");
-        std::fs::write(full, text).expect("write");
+        repo.write(path, text);
     }
-    git(dir, &["add", "-A"]);
-    git(dir, &["commit", "-q", "-m", "invoice totals"]);
-    let tree = TreeId(git(dir, &["rev-parse", "HEAD^{tree}"]));
-    (git(dir, &["rev-parse", "HEAD"]), tree)
+    let commit = repo.commit("invoice totals");
+    let tree = TreeId(repo.git(&["rev-parse", "HEAD^{tree}"]).trim().to_owned());
+    (commit, tree)
 }
 
 /// A temporary invoice project and the parts an embedded run is made of.
 struct Parts {
-    repo: tempfile::TempDir,
+    repo: Repo,
     scratch: tempfile::TempDir,
     store: Arc<dyn ArtifactStore>,
     key: Arc<SigningKey>,
@@ -73,8 +51,7 @@ struct Parts {
 
 impl Parts {
     fn new() -> Self {
-        let repo = tempfile::tempdir().expect("temp dir");
-        git(repo.path(), &["init", "-q", "-b", "main"]);
+        let repo = Repo::new();
         let scratch = tempfile::tempdir().expect("temp dir");
         let url = format!("file://{}", scratch.path().join("store").display());
         let store = Arc::new(ObjectArtifactStore::open(&url).expect("store"));
@@ -176,7 +153,7 @@ async fn a_suite_run_reports_its_totals_and_fails_on_a_failing_case_then_serves_
  {
     let parts = Parts::new();
     let head = commit(
-        parts.repo.path(),
+        &parts.repo,
         &[("invoice.py", PRODUCT), ("tests/test_invoice.py", TESTS)],
     );
     let repository = parts.repo.path().display().to_string();
@@ -215,12 +192,12 @@ async fn a_suite_run_reports_its_totals_and_fails_on_a_failing_case_then_serves_
 async fn a_suite_run_whose_quarantine_ledger_gains_an_entry_is_refused_before_anything_runs() {
     let parts = Parts::new();
     let base = commit(
-        parts.repo.path(),
+        &parts.repo,
         &[("invoice.py", PRODUCT), ("tests/test_invoice.py", TESTS)],
     );
     let ledger = "[[quarantine]]\ntest = \"tests/test_invoice.py::test_total_rounds_to_cents\"\n\
                   reason = \"float sums\"\nadded = \"2026-09-02\"\n";
-    let head = commit(parts.repo.path(), &[(".assay/quarantine.toml", ledger)]);
+    let head = commit(&parts.repo, &[(".assay/quarantine.toml", ledger)]);
     let mut request = parts.request(head, History::new("invoices", "main"));
     request.audit = Some(AuditBase {
         rev: "HEAD~1".into(),

@@ -2,7 +2,7 @@
 
 use crate::ids::{JobId, ProofId, TreeId, WorkerId};
 use crate::outcome::ReportOutcome;
-use crate::runner::ReportFormat;
+use crate::report_format::ReportFormat;
 use crate::sandbox::SandboxEvidence;
 use crate::tree_path::TreePath;
 use serde::{Deserialize, Serialize};

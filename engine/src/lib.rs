@@ -12,6 +12,7 @@ pub mod dispatch;
 pub mod mutation;
 pub mod nats_queue;
 pub mod plan;
+pub mod prepared;
 pub mod progress;
 pub mod proof;
 pub mod result_cache;

@@ -6,9 +6,9 @@
 use crate::dispatch::{Flow, Hooks, dispatch};
 use crate::mutation::check;
 use crate::plan::{ProofPlanInput, plan_proof};
+pub use crate::prepared::{PreparedProof, ProofRequest};
 use crate::progress::{ProgressSink, ProofEvent};
-use crate::source::{self, CandidateSpec, Change, SourceError};
-use assay_common::criteria::Criterion;
+use crate::source::{self, Change, SourceError};
 use assay_common::evidence::{Evidence, JobEvidence, RevisionInfo, SCHEMA, WorkerEvidence};
 use assay_common::job::{JobResult, JobSpec};
 use assay_common::manifest::{ManifestError, ManifestJob, parse_manifest};
@@ -18,32 +18,7 @@ use assay_common::verdict::{self, Observation, RefusedFile, Verdict};
 use assay_common::{ProofId, WorkerId};
 use assay_transport::queue::{JobQueue, QueueError};
 use globset::{Glob, GlobSetBuilder};
-use std::path::PathBuf;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-
-/// A proof as a user asks for it, after configuration is merged.
-#[derive(Clone, Debug)]
-pub struct ProofRequest {
-    pub proof_id: ProofId,
-    pub repo: PathBuf,
-    pub base: String,
-    pub candidate: CandidateSpec,
-    pub criteria: Vec<Criterion>,
-    pub runner: Option<RunnerKind>,
-    pub test_command: Option<Vec<String>>,
-    /// Whether the runner's default command may follow what is installed on this machine
-    /// (`cargo nextest run` where cargo-nextest is on the `PATH`): true where jobs run here,
-    /// as in embedded mode. A fleet's workers may differ, so it takes the portable default.
-    pub local_tools: bool,
-    /// Where the command writes its report, when the runner's own place is not used
-    /// (`--test-report junit:RELATIVE/PATH.xml`).
-    pub test_report: Option<ReportFormat>,
-    pub test_globs: Vec<String>,
-    pub repeats: u32,
-    pub timeout_secs: u64,
-    /// The mutation check's budget; `None`: no mutation check.
-    pub mutation_budget: Option<Duration>,
-}
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -113,20 +88,6 @@ impl EngineError {
                 | Self::MissingCase { .. }
         )
     }
-}
-
-/// A proof with its trees resolved and its jobs planned.
-#[derive(Clone, Debug)]
-pub struct PreparedProof {
-    pub request: ProofRequest,
-    pub change: Change,
-    pub runner: RunnerKind,
-    pub jobs: Vec<JobSpec>,
-    /// Changed test files refused as proof (a node:test file that spawns another runner).
-    pub refused_files: Vec<RefusedFile>,
-    /// The mutation check to run once the proof is proven, planned here where the repository
-    /// is, so a fleet's coordinator runs the very same mutants.
-    pub mutation: Option<MutationSetup>,
 }
 
 /// Resolves trees with git2, picks the runner and plans the jobs. Touches nothing but the

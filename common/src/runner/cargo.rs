@@ -6,7 +6,7 @@
 
 use super::{ReportFormat, Runner, SuiteCases, TreeFiles, split_path, strings};
 use crate::criteria::{Criterion, CriterionError};
-use crate::suite::SuiteCase;
+use crate::suite_case::SuiteCase;
 
 pub struct Cargo;
 
@@ -127,7 +127,7 @@ impl Runner for Cargo {
     /// `cargo test -- --list` prints names without their binaries, so cases cannot be listed
     /// apart; the suite is one case, judged by the report.
     fn suite_cases(&self, _prefix: &[String]) -> SuiteCases {
-        SuiteCases::WholeCommand(crate::suite::CaseScope::Report)
+        SuiteCases::WholeCommand(crate::suite_case::CaseScope::Report)
     }
 
     fn suite_command(&self, prefix: &[String], _cases: &[&SuiteCase]) -> Vec<String> {

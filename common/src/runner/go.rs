@@ -2,7 +2,7 @@
 //! `go test -list`. Selection may run more than was named, never less; the report decides.
 
 use super::{ListingFormat, ReportFormat, Runner, SuiteCases, TreeFiles, split_path};
-use crate::suite::SuiteCase;
+use crate::suite_case::SuiteCase;
 use std::collections::BTreeSet;
 
 pub struct Go;

@@ -2,7 +2,7 @@
 //! inside the tree (`--test-report junit:RELATIVE/PATH.xml`).
 
 use super::{ReportFormat, Runner, SuiteCases, split_path};
-use crate::suite::{CaseScope, SuiteCase};
+use crate::suite_case::{CaseScope, SuiteCase};
 
 pub struct Junit;
 

@@ -4,7 +4,7 @@
 use super::{ReportFormat, Runner, SuiteCases, split_path};
 use crate::criteria::{Criterion, CriterionError};
 use crate::manifest::ManifestJob;
-use crate::suite::SuiteCase;
+use crate::suite_case::SuiteCase;
 
 pub struct Manifest;
 

@@ -4,7 +4,7 @@
 //! renamed case would pass without running.
 
 use super::{ReportFormat, Runner, SuiteCases, TreeFiles, split_path};
-use crate::suite::SuiteCase;
+use crate::suite_case::SuiteCase;
 
 pub struct Node;
 

@@ -2,7 +2,7 @@
 //! the select script that lets one batch collect the suite and run its share.
 
 use super::{ListingFormat, ReportFormat, Runner, SuiteCases, TreeFiles, split_path};
-use crate::suite::SuiteCase;
+use crate::suite_case::SuiteCase;
 use sha2::{Digest, Sha256};
 
 pub struct Pytest;

@@ -3,7 +3,7 @@
 
 use super::pytest::is_python_test_file;
 use super::{ListingFormat, ReportFormat, Runner, SuiteCases, split_path};
-use crate::suite::SuiteCase;
+use crate::suite_case::SuiteCase;
 
 pub struct Unittest;
 

@@ -2,7 +2,7 @@
 
 use super::node::{files_of, is_js_test_file, is_js_test_name, name_pattern};
 use super::{ReportFormat, Runner, SuiteCases, TreeFiles, split_path};
-use crate::suite::SuiteCase;
+use crate::suite_case::SuiteCase;
 
 pub struct Vitest;
 

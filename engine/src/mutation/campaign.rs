@@ -9,11 +9,11 @@ use crate::dispatch::run_one;
 use crate::mutation::check::run_mutants;
 use crate::mutation::mutants::budget::MutantTimeout;
 use crate::mutation::mutants::judge::{Expected, Judgement, compile_error, judge_run};
-use crate::mutation::mutants::language;
 use crate::mutation::mutants::scope::Scope;
 use crate::mutation::mutants::{
     self, ChangedFile, Mutant, MutationPlan, NotRunReason, OperatorSet, rerun,
 };
+use crate::mutation::mutants::{language, languages};
 use crate::progress::ProgressSink;
 use crate::source::{self, SourceError};
 use assay_common::job::{JobKind, JobResult, JobSpec, JobStatus, Side};
@@ -180,7 +180,7 @@ fn scopes_of(mutants: &[Mutant], bytes: &BTreeMap<&str, &[u8]>) -> Vec<Scope> {
             .collect();
         for (at, scope) in ats
             .iter()
-            .zip(mutants::scope::scopes(path, source, &ranges))
+            .zip(mutants::languages::scopes(path, source, &ranges))
         {
             scopes[*at] = scope;
         }
@@ -204,7 +204,7 @@ pub fn head_tree(repo: &Path) -> Result<TreeId, MutateError> {
 /// The request's product files under `paths`, in the language its runner's tests judge,
 /// every line of each.
 fn files_to_mutate(request: &MutateRequest) -> Result<(TreeId, Vec<ChangedFile>), MutateError> {
-    let language = language::for_runner(request.runner).ok_or(MutateError::UnsupportedRunner {
+    let language = languages::for_runner(request.runner).ok_or(MutateError::UnsupportedRunner {
         runner: request.runner,
     })?;
     let tree = request.tree.clone();
@@ -445,7 +445,7 @@ impl<'a> Campaign<'a> {
     fn plan(&self) -> Result<Planned, MutateError> {
         let request = self.request;
         let (tree, files) = files_to_mutate(request)?;
-        let language = language::of_check(request.runner);
+        let language = languages::of_check(request.runner);
         let plan =
             mutants::plan_mutants_in(language, &files, request.max_per_file, request.operators);
         Ok(Planned {

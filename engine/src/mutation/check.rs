@@ -10,14 +10,14 @@ use crate::dispatch::{Admit, Flow, Hooks, dispatch, run_one};
 use crate::mutation::mutants::budget::MutantTimeout;
 use crate::mutation::mutants::budget::assemble_check;
 use crate::mutation::mutants::judge::{Expected, Judgement, compile_error, judge_run, outcome_of};
-use crate::mutation::mutants::language;
+use crate::mutation::mutants::languages;
 use crate::mutation::mutants::rust::prebuilt;
 use crate::mutation::mutants::{
     self, ChangedFile, DEFAULT_MUTANTS_PER_FILE, ExcludedFile, ExclusionReason, MutantOutcome,
     MutationCheck, MutationPlan, NotRunReason, OperatorSet,
 };
+use crate::prepared::PreparedProof;
 use crate::progress::{ProgressSink, ProofEvent};
-use crate::proof::PreparedProof;
 use crate::source::{self, SourceError};
 use assay_common::criteria::TestSelector;
 use assay_common::job::{ArtifactRef, ByteEdit, JobKind, JobResult, JobSpec, JobStatus, Side};
@@ -88,7 +88,7 @@ pub fn plan_for(proof: &PreparedProof) -> Result<MutationPlan, SourceError> {
         .iter()
         .map(|f| f.path.as_str())
         .collect();
-    let language = language::of_check(proof.runner);
+    let language = languages::of_check(proof.runner);
     let mut files = Vec::new();
     let mut excluded = Vec::new();
     for file in change.changed.iter().filter(|f| !f.deleted) {
@@ -435,7 +435,7 @@ pub async fn run_check(
     // Every limit fits in the budget; past it and a grace, a mutant whose result never came
     // (a lost job on a fleet) has none, rather than holding the proof forever.
     let deadline = started + budget + mutants::budget::MIN_TIME_TO_START;
-    let compiled = language::of_check(proof.runner).compiles();
+    let compiled = languages::of_check(proof.runner).compiles();
     let ran = run_mutants(
         queue,
         &specs,
@@ -680,7 +680,7 @@ mod tests {
             changed_lines: (1..=7).collect(),
         };
         let mut plan = mutants::plan_mutants_in(
-            language::of_check(assay_common::runner::RunnerKind::Pytest),
+            languages::of_check(assay_common::runner::RunnerKind::Pytest),
             &[file],
             Some(DEFAULT_MUTANTS_PER_FILE),
             OperatorSet::Default,

@@ -4,7 +4,7 @@
 use super::halt::current_halt;
 use super::lease::FenceError;
 use super::progress::publish_progress;
-use super::proof::{proof_span, start_proof};
+use super::proof::{proof_span, start_proof, stored_submission};
 use super::{ServiceError, Shared, Tasks};
 use assay_common::fleet::{
     ProgressEvent, ProofRecord, ProofStatus, ProofSubmission, SubmitReply, SubmitRequest, keys,
@@ -13,7 +13,6 @@ use assay_common::wire;
 use assay_common::{JobId, ProofId};
 use assay_transport::error_chain::error_chain;
 use assay_transport::nats::FleetError;
-use assay_transport::offload;
 use assay_transport::trace_context;
 use futures::StreamExt;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -228,30 +227,6 @@ pub(super) fn check_submission(
             })?;
     }
     Ok(())
-}
-
-/// Why a submission passed through the store cannot be read.
-#[derive(Debug, thiserror::Error)]
-#[error("failed to read the submission stored at {key}")]
-pub(super) struct StoredSubmissionError {
-    key: String,
-    #[source]
-    source: offload::OffloadError,
-}
-
-/// A submission passed through the store, checked against its sha256.
-pub(super) async fn stored_submission(
-    shared: &Shared,
-    blob: &assay_common::job::ArtifactRef,
-) -> Result<ProofSubmission, StoredSubmissionError> {
-    let failed = |source| StoredSubmissionError {
-        key: blob.key.clone(),
-        source,
-    };
-    let bytes = offload::get(shared.store.as_ref(), blob, shared.submission_cap)
-        .await
-        .map_err(failed)?;
-    wire::decode("proof submission", &bytes).map_err(|e| failed(e.into()))
 }
 
 pub(super) async fn resume_unfinished(shared: &Shared, tasks: &Tasks) -> Result<(), ServiceError> {

@@ -3,7 +3,6 @@
 //! Every write goes through the leader's fence; the verdict is written once (a fenced create),
 //! and a proof resumed after its verdict was written is only marked finished.
 
-use super::intake::stored_submission;
 use super::lease::FenceError;
 use super::progress::{NatsProgress, publish_progress};
 use super::served::RecordServed;
@@ -433,4 +432,28 @@ pub(super) async fn set_status(shared: &Shared, record: &ProofRecord, status: Pr
             tracing::error!(proof_id = %proof_id, error = %e, "failed to encode proof record")
         }
     }
+}
+
+/// Why a submission passed through the store cannot be read.
+#[derive(Debug, thiserror::Error)]
+#[error("failed to read the submission stored at {key}")]
+pub(super) struct StoredSubmissionError {
+    key: String,
+    #[source]
+    source: offload::OffloadError,
+}
+
+/// A submission passed through the store, checked against its sha256.
+pub(super) async fn stored_submission(
+    shared: &Shared,
+    blob: &assay_common::job::ArtifactRef,
+) -> Result<ProofSubmission, StoredSubmissionError> {
+    let failed = |source| StoredSubmissionError {
+        key: blob.key.clone(),
+        source,
+    };
+    let bytes = offload::get(shared.store.as_ref(), blob, shared.submission_cap)
+        .await
+        .map_err(failed)?;
+    wire::decode("proof submission", &bytes).map_err(|e| failed(e.into()))
 }

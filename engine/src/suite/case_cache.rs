@@ -15,7 +15,7 @@
 //! a pytest session that re-ran a test (a retry plugin reports only the last attempt, so which
 //! pass needed one is not in the report), and every case the quarantine ledger lists.
 
-use super::drive::Driven;
+use super::driven::{Answers, Driven};
 use super::ledger::Ledger;
 use super::runners::{SuiteRunner, SuiteSetup};
 use crate::result_cache::{
@@ -34,7 +34,7 @@ use assay_transport::error_chain::error_chain;
 use assay_transport::store::{read_artifact, read_named};
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 /// The entries' schema, which also starts their key space.
 pub const SCHEMA: &str = "assay.cache.case/v2";
@@ -129,15 +129,6 @@ pub fn uncacheable(runner: SuiteRunner) -> Option<&'static str> {
             Some("its one case is the whole command, judged by its exit status")
         }
     }
-}
-
-/// The cases answered from the cache before a run, by index into the run's cases.
-#[derive(Debug, Default)]
-pub struct Answers {
-    pub reports: BTreeMap<usize, CaseReport>,
-    /// How many cases were looked up.
-    pub looked_up: usize,
-    pub refused: Vec<RefusedEntry>,
 }
 
 impl CaseCache {

@@ -5,7 +5,7 @@
 
 use super::StopReason;
 use super::audit::{self, JobSelection, SelectionAudit};
-use super::drive::Driven;
+use super::driven::Driven;
 use super::history::{CaseList, History, RunRecord, RunSummary};
 use super::ledger::Ledger;
 use super::runners::SuiteRunner;

@@ -8,6 +8,7 @@ pub mod case_cache;
 pub mod cluster;
 pub mod conclude;
 pub mod drive;
+pub mod driven;
 pub mod gates;
 pub mod halt;
 pub mod history;

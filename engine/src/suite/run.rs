@@ -6,7 +6,8 @@
 use super::audit::AuditReport;
 use super::case_cache::{self, CaseCache};
 use super::conclude::{self, ConcludeRequest, Ending};
-use super::drive::{self, DriveError, DriveRequest, Driven, RunProgress};
+use super::drive::{self, DriveError, DriveRequest, RunProgress};
+use super::driven::Driven;
 use super::gates::{self, GateError, GateRequest, ScopeAudit, ScopeFiles};
 use super::halt::AdmissionGate;
 use super::history::{History, RunRecord};

@@ -140,7 +140,7 @@ impl MutateReport {
 
 /// The schema's name for a file's language (`python`, `rust`), by the language that owns it.
 fn language_of(path: &str) -> String {
-    crate::mutation::mutants::language::for_path(path)
+    crate::mutation::mutants::languages::for_path(path)
         .map_or("python", |language| language.name())
         .to_ascii_lowercase()
 }

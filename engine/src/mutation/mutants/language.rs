@@ -4,8 +4,6 @@
 //! know no language themselves; a new one is a module implementing it, listed in
 //! [`LANGUAGES`].
 
-use super::python::Python;
-use super::rust::Rust;
 use super::scope::Scope;
 use super::sites::Candidate;
 use super::{ExclusionReason, Operator, OperatorSet};
@@ -34,29 +32,4 @@ pub(crate) trait Language: Sync {
     /// Whether a mutant is compiled before its tests run: a run that reports a build failure
     /// and no test is then the mutant's compile error, never a kill.
     fn compiles(&self) -> bool;
-}
-
-/// Every language Assay mutates, asked in this order.
-pub(crate) const LANGUAGES: &[&dyn Language] = &[&Python, &Rust];
-
-/// The language of runners no language claims, and of the planner's Python-only entry points:
-/// the mutation check was Python's before the seam, and keeps its plans.
-pub(crate) const DEFAULT: &dyn Language = &Python;
-
-/// The language that owns `path`, if any does.
-pub(crate) fn for_path(path: &str) -> Option<&'static dyn Language> {
-    LANGUAGES.iter().copied().find(|l| l.owns(path))
-}
-
-/// The language the proof's mutation check mutates for `runner`.
-pub(crate) fn of_check(runner: RunnerKind) -> &'static dyn Language {
-    for_runner(runner).unwrap_or(DEFAULT)
-}
-
-/// The language whose mutants `runner`'s tests judge, if any.
-pub(crate) fn for_runner(runner: RunnerKind) -> Option<&'static dyn Language> {
-    LANGUAGES
-        .iter()
-        .copied()
-        .find(|l| l.runners().contains(&runner))
 }

@@ -7,6 +7,7 @@ pub mod budget;
 pub mod diff;
 pub mod judge;
 pub(crate) mod language;
+pub(crate) mod languages;
 pub(crate) mod python;
 pub mod rerun;
 pub mod rust;
@@ -78,7 +79,7 @@ pub fn plan_mutants_with(
     cap: Option<usize>,
     operators: OperatorSet,
 ) -> MutationPlan {
-    plan_mutants_in(language::DEFAULT, files, cap, operators)
+    plan_mutants_in(languages::DEFAULT, files, cap, operators)
 }
 
 /// [`plan_mutants_with`] for the files of `language`; every other file is excluded.

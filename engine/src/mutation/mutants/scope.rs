@@ -1,8 +1,7 @@
 //! A mutant's scope: the function around its edit, or its whole file outside any function. The
 //! incremental run's cache key digests the scope's text, so an edit elsewhere in the file
-//! leaves the key alone. Each language finds its own ([`super::language::Language::scopes`]).
-
-use super::language;
+//! leaves the key alone. Each language finds its own ([`super::language::Language::scopes`], asked by
+//! [`super::languages::scopes`]).
 
 /// Where a mutant's scope lies in its file, and its dotted name (`Version.compare`; empty for
 /// the whole file).
@@ -14,23 +13,6 @@ pub struct Scope {
     /// The 1-based first line of the innermost statement holding the edit (an item of a
     /// multi-line list literal: the assignment's line).
     pub statement_line: u32,
-}
-
-/// The scope of each byte range `(start, end)` of `source`, the file at `path`, in order. A
-/// file of no language Assay mutates is one scope.
-pub fn scopes(path: &str, source: &str, ranges: &[(usize, usize)]) -> Vec<Scope> {
-    match language::for_path(path) {
-        Some(language) => language.scopes(source, ranges),
-        None => ranges
-            .iter()
-            .map(|&(start, _)| Scope {
-                start: 0,
-                end: source.len(),
-                name: String::new(),
-                statement_line: line_of(source, start),
-            })
-            .collect(),
-    }
 }
 
 /// The 1-based line of byte `at` of `source`.

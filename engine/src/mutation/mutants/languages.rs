@@ -1,0 +1,51 @@
+//! The languages Assay mutates, registered in one place: adding a language is its module
+//! (implementing [`Language`]) and one entry in [`LANGUAGES`]. The planner, the check and
+//! `assay mutate` ask here and name no language.
+
+use super::language::Language;
+use super::python::Python;
+use super::rust::Rust;
+use super::scope::Scope;
+use assay_common::runner::RunnerKind;
+
+/// Every language Assay mutates, asked in this order.
+pub(crate) const LANGUAGES: &[&dyn Language] = &[&Python, &Rust];
+
+/// The language of runners no language claims, and of the planner's Python-only entry points:
+/// the mutation check was Python's before the seam, and keeps its plans.
+pub(crate) const DEFAULT: &dyn Language = &Python;
+
+/// The language that owns `path`, if any does.
+pub(crate) fn for_path(path: &str) -> Option<&'static dyn Language> {
+    LANGUAGES.iter().copied().find(|l| l.owns(path))
+}
+
+/// The language the proof's mutation check mutates for `runner`.
+pub(crate) fn of_check(runner: RunnerKind) -> &'static dyn Language {
+    for_runner(runner).unwrap_or(DEFAULT)
+}
+
+/// The language whose mutants `runner`'s tests judge, if any.
+pub(crate) fn for_runner(runner: RunnerKind) -> Option<&'static dyn Language> {
+    LANGUAGES
+        .iter()
+        .copied()
+        .find(|l| l.runners().contains(&runner))
+}
+
+/// The scope of each byte range `(start, end)` of `source`, the file at `path`, in order. A
+/// file of no language Assay mutates is one scope.
+pub fn scopes(path: &str, source: &str, ranges: &[(usize, usize)]) -> Vec<Scope> {
+    match for_path(path) {
+        Some(language) => language.scopes(source, ranges),
+        None => ranges
+            .iter()
+            .map(|&(start, _)| Scope {
+                start: 0,
+                end: source.len(),
+                name: String::new(),
+                statement_line: super::scope::line_of(source, start),
+            })
+            .collect(),
+    }
+}

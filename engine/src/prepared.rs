@@ -1,0 +1,51 @@
+//! What a proof is before it runs: the request as a user asks for it, and the proof prepared
+//! from it (trees resolved, runner chosen, jobs and mutants planned). Apart from the pipeline
+//! in [`crate::proof`], so what the pipeline calls (the mutation check) can read it too.
+
+use crate::source::{CandidateSpec, Change};
+use assay_common::ProofId;
+use assay_common::criteria::Criterion;
+use assay_common::job::JobSpec;
+use assay_common::mutation_plan::MutationSetup;
+use assay_common::runner::{ReportFormat, RunnerKind};
+use assay_common::verdict::RefusedFile;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// A proof as a user asks for it, after configuration is merged.
+#[derive(Clone, Debug)]
+pub struct ProofRequest {
+    pub proof_id: ProofId,
+    pub repo: PathBuf,
+    pub base: String,
+    pub candidate: CandidateSpec,
+    pub criteria: Vec<Criterion>,
+    pub runner: Option<RunnerKind>,
+    pub test_command: Option<Vec<String>>,
+    /// Whether the runner's default command may follow what is installed on this machine
+    /// (`cargo nextest run` where cargo-nextest is on the `PATH`): true where jobs run here,
+    /// as in embedded mode. A fleet's workers may differ, so it takes the portable default.
+    pub local_tools: bool,
+    /// Where the command writes its report, when the runner's own place is not used
+    /// (`--test-report junit:RELATIVE/PATH.xml`).
+    pub test_report: Option<ReportFormat>,
+    pub test_globs: Vec<String>,
+    pub repeats: u32,
+    pub timeout_secs: u64,
+    /// The mutation check's budget; `None`: no mutation check.
+    pub mutation_budget: Option<Duration>,
+}
+
+/// A proof with its trees resolved and its jobs planned.
+#[derive(Clone, Debug)]
+pub struct PreparedProof {
+    pub request: ProofRequest,
+    pub change: Change,
+    pub runner: RunnerKind,
+    pub jobs: Vec<JobSpec>,
+    /// Changed test files refused as proof (a node:test file that spawns another runner).
+    pub refused_files: Vec<RefusedFile>,
+    /// The mutation check to run once the proof is proven, planned here where the repository
+    /// is, so a fleet's coordinator runs the very same mutants.
+    pub mutation: Option<MutationSetup>,
+}

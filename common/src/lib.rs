@@ -12,6 +12,7 @@ pub mod json_field;
 pub mod manifest;
 pub mod mutation_check;
 pub mod mutation_plan;
+pub mod mutation_report;
 pub mod nats_permissions;
 pub mod outcome;
 pub mod report;

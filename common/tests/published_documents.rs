@@ -289,3 +289,81 @@ fn a_suite_report_whose_audit_does_not_match_is_refused_naming_it() {
         "{exception}"
     );
 }
+
+/// `assay mutate --json` of a small Python project, its second run answered from the cache,
+/// and of the `cargo-pager` workspace built once behind the schema switch.
+const MUTATION_REPORT_CACHED: &str = include_str!("fixtures/mutation-report-cached.json");
+const MUTATION_REPORT_RUST: &str = include_str!("fixtures/mutation-report-rust.json");
+
+/// As the CLI writes it: JSON with each object's keys in order. Compared as values: reading
+/// a float back may lose its last digit (serde_json's default parser), on both sides alike.
+fn as_written(report: &assay_common::mutation_report::MutationReport) -> serde_json::Value {
+    serde_json::to_value(report).unwrap()
+}
+
+#[test]
+fn a_mutation_report_reads_typed_and_writes_back_byte_for_byte() {
+    use assay_common::mutation_report::{MutationReport, Status};
+    for (document, language) in [
+        (MUTATION_REPORT_CACHED, "python"),
+        (MUTATION_REPORT_RUST, "rust"),
+    ] {
+        let report: MutationReport = serde_json::from_str(document).expect("the report reads");
+        assert_eq!(report.schema_version, "1");
+        assert!(
+            report.files.values().all(|f| f.language == language),
+            "{document}"
+        );
+        assert!(
+            report
+                .files
+                .values()
+                .flat_map(|f| &f.mutants)
+                .any(|m| m.status == Status::Killed)
+        );
+        let read: serde_json::Value = serde_json::from_str(document).unwrap();
+        assert_eq!(as_written(&report), read);
+        // Every key the document has, the typed report writes, in the same order.
+        let text = serde_json::to_string_pretty(&as_written(&report)).unwrap();
+        let keys = |text: &str| -> Vec<String> {
+            text.lines()
+                .filter_map(|l| l.trim_start().split_once("\": ").map(|(k, _)| k.to_owned()))
+                .collect()
+        };
+        assert_eq!(keys(&text), keys(document));
+    }
+    let cached: MutationReport = serde_json::from_str(MUTATION_REPORT_CACHED).unwrap();
+    let cache = cached.assay.cache.expect("the second run used the cache");
+    assert!(
+        cache.served > 0 && cache.mutants.len() == cache.served,
+        "{cache:?}"
+    );
+    let rust: MutationReport = serde_json::from_str(MUTATION_REPORT_RUST).unwrap();
+    let schemata = rust.assay.schemata.expect("the crate built once");
+    assert_eq!(schemata.builds, 1);
+    assert!(schemata.held > 0);
+}
+
+#[test]
+fn a_mutation_report_that_does_not_match_is_refused_naming_the_field() {
+    let refused = |edit: fn(&mut serde_json::Value)| {
+        serde_json::from_str::<assay_common::mutation_report::MutationReport>(&edited(
+            MUTATION_REPORT_RUST,
+            edit,
+        ))
+        .unwrap_err()
+        .to_string()
+    };
+    let status =
+        refused(|v| v["files"]["pager/src/lib.rs"]["mutants"][0]["status"] = "Dead".into());
+    assert!(status.contains("unknown variant `Dead`"), "{status}");
+    let stray = refused(|v| v["assay"]["verdict"] = "proven".into());
+    assert!(stray.contains("unknown field `verdict`"), "{stray}");
+    let location = refused(|v| {
+        v["files"]["pager/src/lib.rs"]["mutants"][0]["location"]["start"]["line"] = "9".into()
+    });
+    assert!(
+        location.contains("invalid type: string \"9\""),
+        "{location}"
+    );
+}

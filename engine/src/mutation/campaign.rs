@@ -83,19 +83,7 @@ pub enum MutateError {
     RedBaseline { reason: String },
 }
 
-/// Stryker's mutant statuses, plus why a mutant has no verdict.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Status {
-    Killed,
-    Survived,
-    NoCoverage,
-    Timeout,
-    RuntimeError,
-    /// A mutant of a compiled language whose build failed: never run, so neither killed nor
-    /// survived, and (as Stryker counts it) outside the score.
-    CompileError,
-    Pending,
-}
+pub use assay_common::mutation_report::{Status, Summary};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MutantResult {
@@ -1401,29 +1389,6 @@ async fn run_single(queue: &dyn JobQueue, spec: &JobSpec) -> Result<JobResult, B
         }),
         _ => Ok(result),
     }
-}
-
-/// The counts and the mutation score of a run.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Summary {
-    pub mutants: usize,
-    pub killed: usize,
-    pub survived: usize,
-    pub no_coverage: usize,
-    pub timeout: usize,
-    pub runtime_error: usize,
-    /// Mutants whose build failed: no verdict, and outside the score, as Stryker counts them.
-    pub compile_error: usize,
-    pub pending: usize,
-    pub flaky_kills: usize,
-    /// Detected (killed or timed out) over detected plus undetected (survived, no coverage),
-    /// of the mutants that reached a verdict.
-    pub mutation_score: Option<f64>,
-    /// 95 % Wilson interval of the score: what the whole set would likely score when a budget
-    /// left some mutants pending.
-    pub confidence_interval: Option<(f64, f64)>,
-    pub elapsed_s: f64,
-    pub mutants_per_minute: f64,
 }
 
 impl MutateReport {

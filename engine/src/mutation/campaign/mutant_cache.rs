@@ -21,7 +21,7 @@ use crate::source::{self, SourceError};
 use assay_common::job::JobResult;
 use assay_common::runner::ReportFormat;
 use assay_common::sandbox::SandboxEvidence;
-use assay_common::{JobId, ProofId, TreeId};
+use assay_common::{ProofId, TreeId};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -53,15 +53,7 @@ impl std::fmt::Debug for MutantCache {
     }
 }
 
-/// A mutant answered from the cache: its key and the run whose entry answered it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CachedFrom {
-    pub key: String,
-    pub run_id: ProofId,
-    pub job_id: JobId,
-    /// When that run stored it, seconds since the epoch.
-    pub stored_at: u64,
-}
+pub use assay_common::mutation_report::CachedFrom;
 
 /// What the cache did in one run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -423,9 +415,9 @@ impl MutantEntry {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use assay_common::WorkerId;
     use assay_common::job::JobStatus;
     use assay_common::outcome::{CaseResult, Outcome, ReportOutcome, TestReport};
+    use assay_common::{JobId, WorkerId};
 
     fn run(cases: &[(&str, Outcome)]) -> JobResult {
         JobResult {

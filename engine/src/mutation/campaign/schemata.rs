@@ -20,7 +20,6 @@ use assay_common::test_binaries::Selection;
 use assay_transport::error_chain::error_chain;
 use assay_transport::queue::JobQueue;
 use assay_transport::store::ArtifactStore;
-use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
 pub use prebuilt::SWITCH_OFF_VARIABLE;
@@ -32,25 +31,7 @@ pub(super) struct Prebuilt {
     pub archive: ArtifactRef,
 }
 
-/// What the schemata did, for the report.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SchemataOutcome {
-    /// Schema builds run (the last one built, unless `note` says otherwise).
-    pub builds: usize,
-    /// Mutants run from the one build.
-    pub held: usize,
-    /// Mutants whose own code did not compile in the schema: `CompileError` without a build.
-    pub unviable: usize,
-    /// Mutants built on their own, by why.
-    pub built_alone: BTreeMap<String, usize>,
-    /// Wall time of the schema builds, in seconds.
-    #[serde(rename = "buildSeconds")]
-    pub build_s: f64,
-    /// Why no mutant runs from a build, when none does.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
-}
+pub use assay_common::mutation_report::SchemataOutcome;
 
 /// The schemata's result: the build (if any) and, by plan position, the mutants it does not
 /// hold, with why.

@@ -2,108 +2,118 @@
 //! HTML viewer and dashboards read. The one place that knows the schema's shape.
 
 use super::{MutateReport, Status, sorted};
+use assay_common::mutation_report::{
+    AssayBlock, CacheReport, FileReport, Framework, Location, MutantReport, MutationReport,
+    Performance, Position, RefusedMutantEntry, SCHEMA_VERSION, TestDefinition, TestFile,
+    Thresholds,
+};
 use std::collections::{BTreeMap, BTreeSet};
 
 impl MutateReport {
     /// Stryker's mutation-testing-report-schema (version 1) document, which its HTML viewer
     /// reads; Assay's summary rides along under `assay`.
-    pub fn stryker_json(&self) -> serde_json::Value {
-        let mut files = serde_json::Map::new();
+    pub fn stryker_report(&self) -> MutationReport {
+        let mut files = BTreeMap::new();
         for (path, source) in &self.files {
-            let mutants: Vec<serde_json::Value> = self
+            let mutants: Vec<MutantReport> = self
                 .results
                 .iter()
                 .filter(|r| r.mutant.path.as_str() == path.as_str())
                 .map(|r| {
                     let edit = &r.mutant.edit;
-                    let mut mutant = serde_json::json!({
-                        "id": r.mutant.id,
-                        "mutatorName": r.mutant.operator.name(),
-                        "replacement": edit.replacement,
-                        "description": r.mutant.description,
-                        "location": {
-                            "start": position(source, edit.start),
-                            "end": position(source, edit.end),
+                    MutantReport {
+                        id: r.mutant.id.clone(),
+                        mutator_name: r.mutant.operator.name().to_owned(),
+                        replacement: edit.replacement.clone(),
+                        description: r.mutant.description.clone(),
+                        location: Location {
+                            start: position(source, edit.start),
+                            end: position(source, edit.end),
                         },
-                        "status": r.status,
+                        status: r.status,
                         // Run order follows measured durations; the report's order must not.
-                        "coveredBy": sorted(&r.covered_by),
-                        "killedBy": r.killed_by,
+                        covered_by: sorted(&r.covered_by).into_iter().cloned().collect(),
+                        killed_by: r.killed_by.clone(),
                         // Only code run at import covers it (a class body, a module-level
                         // constant; for Rust, code no one test can be named for): every test
                         // may observe it, so the whole suite ran.
-                        "static": self.per_line_selection
+                        is_static: self.per_line_selection
                             && r.covered_by.is_empty()
                             && !matches!(r.status, Status::NoCoverage | Status::CompileError),
-                    });
-                    if let Some(reason) = &r.status_reason {
-                        mutant["statusReason"] = reason.clone().into();
+                        status_reason: r.status_reason.clone(),
+                        tests_completed: r.tests_completed,
+                        duration: r
+                            .duration_s
+                            .map(|seconds| (seconds * 1000.0).round() as u64),
                     }
-                    if let Some(n) = r.tests_completed {
-                        mutant["testsCompleted"] = n.into();
-                    }
-                    if let Some(seconds) = r.duration_s {
-                        mutant["duration"] = ((seconds * 1000.0).round() as u64).into();
-                    }
-                    mutant
                 })
                 .collect();
             if mutants.is_empty() {
                 continue;
             }
-            files.insert(
-                path.clone(),
-                serde_json::json!({"language": language_of(path), "source": source, "mutants": mutants}),
-            );
+            let file = FileReport {
+                language: language_of(path),
+                source: source.clone(),
+                mutants,
+            };
+            files.insert(path.clone(), file);
         }
-        serde_json::json!({
-            "schemaVersion": "1",
-            "thresholds": {"high": 80, "low": 60},
-            "files": files,
-            "testFiles": self.test_files(),
-            "framework": {"name": "assay", "version": env!("CARGO_PKG_VERSION")},
-            "performance": {
-                "setup": millis(self.phases.setup),
-                "initialRun": millis(self.phases.initial_run),
-                "mutation": millis(self.phases.mutation),
+        MutationReport {
+            schema_version: SCHEMA_VERSION.into(),
+            thresholds: Thresholds { high: 80, low: 60 },
+            files,
+            test_files: self.test_files(),
+            framework: Framework {
+                name: "assay".into(),
+                version: env!("CARGO_PKG_VERSION").into(),
             },
-            "assay": {
-                "tree": self.tree,
-                "perLineSelection": self.per_line_selection,
-                "selectionNote": self.selection_note,
-                "summary": self.summary(),
-                "skipped": self.plan.skipped,
-                "excludedFiles": self.plan.excluded_files,
-                "cache": self.cache_json(),
-                "schemata": self.schemata,
+            performance: Performance {
+                setup: millis(self.phases.setup),
+                initial_run: millis(self.phases.initial_run),
+                mutation: millis(self.phases.mutation),
             },
-        })
+            assay: AssayBlock {
+                tree: self.tree.clone(),
+                per_line_selection: self.per_line_selection,
+                selection_note: self.selection_note.clone(),
+                summary: self.summary(),
+                skipped: self.plan.skipped.clone(),
+                excluded_files: self.plan.excluded_files.clone(),
+                cache: self.cache_report(),
+                schemata: self.schemata.clone(),
+            },
+        }
     }
 
-    /// What the cache did, and which mutants it answered from which run: `null` when the run
+    /// [`Self::stryker_report`] as JSON, its objects' keys in order.
+    pub fn stryker_json(&self) -> serde_json::Value {
+        serde_json::to_value(self.stryker_report()).unwrap_or_default()
+    }
+
+    /// What the cache did, and which mutants it answered from which run: `None` when the run
     /// did not use it. Kept in Assay's block so each mutant stays as the schema describes it.
-    fn cache_json(&self) -> serde_json::Value {
-        let Some(outcome) = &self.cache else {
-            return serde_json::Value::Null;
-        };
-        let mutants: serde_json::Map<String, serde_json::Value> = self
+    fn cache_report(&self) -> Option<CacheReport> {
+        let outcome = self.cache.as_ref()?;
+        let mutants = self
             .results
             .iter()
-            .filter_map(|r| {
-                Some((
-                    r.mutant.id.clone(),
-                    serde_json::to_value(r.cached.as_ref()?).ok()?,
-                ))
-            })
+            .filter_map(|r| Some((r.mutant.id.clone(), r.cached.clone()?)))
             .collect();
-        serde_json::json!({
-            "served": outcome.served,
-            "eligible": outcome.eligible,
-            "stored": outcome.stored,
-            "refused": outcome.refused.iter().map(|(key, why)| serde_json::json!({"key": key, "why": why})).collect::<Vec<_>>(),
-            "notUsed": outcome.not_used,
-            "storeError": outcome.store_error,
-            "mutants": mutants,
+        Some(CacheReport {
+            served: outcome.served,
+            eligible: outcome.eligible,
+            stored: outcome.stored,
+            refused: outcome
+                .refused
+                .iter()
+                .map(|(key, why)| RefusedMutantEntry {
+                    key: key.clone(),
+                    why: why.clone(),
+                })
+                .collect(),
+            not_used: outcome.not_used.clone(),
+            store_error: outcome.store_error.clone(),
+            mutants,
         })
     }
 }
@@ -112,7 +122,7 @@ impl MutateReport {
     /// Every test a mutant names (covering or killing), by the file of its pytest node id
     /// (`tests/test_pages.py::TestLast::test_partial`: file `tests/test_pages.py`, name
     /// `TestLast::test_partial`); the test's id is the node id `coveredBy` and `killedBy` use.
-    fn test_files(&self) -> serde_json::Value {
+    fn test_files(&self) -> BTreeMap<String, TestFile> {
         let mut by_file: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
         for result in &self.results {
             for id in result.covered_by.iter().chain(&result.killed_by) {
@@ -121,20 +131,19 @@ impl MutateReport {
                 }
             }
         }
-        let files: serde_json::Map<String, serde_json::Value> = by_file
+        by_file
             .into_iter()
             .map(|(file, ids)| {
-                let tests: Vec<serde_json::Value> = ids
+                let tests = ids
                     .into_iter()
-                    .map(|id| {
-                        let name = id.split_once("::").map_or(id, |(_, name)| name);
-                        serde_json::json!({"id": id, "name": name})
+                    .map(|id| TestDefinition {
+                        id: id.to_owned(),
+                        name: id.split_once("::").map_or(id, |(_, name)| name).to_owned(),
                     })
                     .collect();
-                (file.to_owned(), serde_json::json!({"tests": tests}))
+                (file.to_owned(), TestFile { tests })
             })
-            .collect();
-        files.into()
+            .collect()
     }
 }
 
@@ -151,13 +160,13 @@ fn millis(duration: std::time::Duration) -> u64 {
 }
 
 /// 1-based line and column (in characters) of a byte offset, as Stryker's schema counts them.
-fn position(source: &str, offset: usize) -> serde_json::Value {
+fn position(source: &str, offset: usize) -> Position {
     let offset = offset.min(source.len());
     let before = source.get(..offset).unwrap_or(source);
     let line = before.matches('\n').count() + 1;
     let line_start = before.rfind('\n').map_or(0, |i| i + 1);
     let column = before[line_start..].chars().count() + 1;
-    serde_json::json!({"line": line, "column": column})
+    Position { line, column }
 }
 
 #[cfg(test)]
@@ -169,12 +178,12 @@ mod tests {
         let source = "def f(x):\n    return x > 0\n";
         assert_eq!(
             position(source, 23),
-            serde_json::json!({"line": 2, "column": 14})
+            Position {
+                line: 2,
+                column: 14
+            }
         );
-        assert_eq!(
-            position(source, 0),
-            serde_json::json!({"line": 1, "column": 1})
-        );
+        assert_eq!(position(source, 0), Position { line: 1, column: 1 });
     }
 
     #[test]

@@ -3,19 +3,18 @@
 //! workers in this process running a real unittest proof. The leader is killed (SIGKILL) or
 //! paused past its lease (SIGSTOP, then SIGCONT), or the NATS server every service is
 //! connected to dies under a 3-node cluster; every write to the proofs bucket is watched.
+mod support;
 
 use assay_common::WorkerId;
-use assay_common::criteria::parse_criteria;
 use assay_common::evidence::Evidence;
 use assay_common::fleet::{Subjects, SubmitReply, SubmitRequest, keys};
 use assay_common::job::JobResult;
 use assay_common::service_config::ServiceConfig;
 use assay_common::verdict::Verdict;
 use assay_engine::client::{self, FleetProgress};
-use assay_engine::proof::{self, PreparedProof, ProofRequest};
+use assay_engine::proof::PreparedProof;
 use assay_engine::service::lease::{Fence, FenceError};
 use assay_engine::service::{self as coordinator, CoordinatorConfig};
-use assay_engine::source::CandidateSpec;
 use assay_transport::nats::{Placement, QueueTuning};
 use assay_transport::store::ArtifactStore;
 use assay_worker::service::{self as worker, WorkerConfig};
@@ -68,26 +67,7 @@ fn coordinator_process() {
 }
 
 fn prepare(repo: &Path) -> PreparedProof {
-    proof::prepare(ProofRequest {
-        proof_id: proof::new_proof_id(),
-        repo: repo.to_owned(),
-        base: "main".into(),
-        candidate: CandidateSpec::Revision("tax".into()),
-        criteria: parse_criteria(&[
-            "test: test_total_includes_tax".to_owned(),
-            "guard: test_total_of_empty_invoice".to_owned(),
-        ])
-        .unwrap(),
-        runner: None,
-        test_command: None,
-        local_tools: false,
-        test_report: None,
-        test_globs: Vec::new(),
-        repeats: 2,
-        timeout_secs: 120,
-        mutation_budget: None,
-    })
-    .unwrap()
+    support::invoice_proof(repo, 2, None)
 }
 
 /// A coordinator process, killed when the test ends whatever path it takes.

@@ -1,8 +1,8 @@
 //! Fleet mode against real services: a JetStream server (`nats-server -js`) and an
 //! S3-protocol server (`moto_server`) started on free 127.0.0.1 ports by each test, with the
 //! coordinator and workers running in this process through their `serve` functions.
+mod support;
 
-use assay_common::criteria::parse_criteria;
 use assay_common::evidence::Evidence;
 use assay_common::fleet::{
     ProofRecord, ProofSubmission, Subjects, SubmitReply, keys, submission_key,
@@ -13,9 +13,8 @@ use assay_common::service_config::ServiceConfig;
 use assay_common::{JobId, WorkerId, wire};
 use assay_engine::client::{self, FleetProgress};
 use assay_engine::progress::{ProgressSink, ProofEvent};
-use assay_engine::proof::{self, PreparedProof, ProofRequest};
+use assay_engine::proof::{self, PreparedProof};
 use assay_engine::service::{self as coordinator, CoordinatorConfig};
-use assay_engine::source::CandidateSpec;
 use assay_transport::nats::QueueTuning;
 use assay_transport::store::{ArtifactStore, ObjectArtifactStore};
 use assay_transport::tree::GitTreeSource;
@@ -46,26 +45,7 @@ fn prepare_with_repeats(repo: &Path, repeats: u32) -> PreparedProof {
 }
 
 fn prepare_with(repo: &Path, repeats: u32, mutation_budget: Option<Duration>) -> PreparedProof {
-    proof::prepare(ProofRequest {
-        proof_id: proof::new_proof_id(),
-        repo: repo.to_owned(),
-        base: "main".into(),
-        candidate: CandidateSpec::Revision("tax".into()),
-        criteria: parse_criteria(&[
-            "test: test_total_includes_tax".to_owned(),
-            "guard: test_total_of_empty_invoice".to_owned(),
-        ])
-        .unwrap(),
-        runner: None,
-        test_command: None,
-        local_tools: false,
-        test_report: None,
-        test_globs: Vec::new(),
-        repeats,
-        timeout_secs: 120,
-        mutation_budget,
-    })
-    .unwrap()
+    support::invoice_proof(repo, repeats, mutation_budget)
 }
 
 struct Fleet {

@@ -3,8 +3,8 @@
 //! under its own user, prove a change to its verdict, so the permissions are enough; then each
 //! role tries what it must not do, and the server refuses every attempt while the verdict
 //! stays what the coordinator recorded.
+mod support;
 
-use assay_common::criteria::parse_criteria;
 use assay_common::evidence::Evidence;
 use assay_common::fleet::{ProgressEvent, Subjects, keys};
 use assay_common::job::{JobResult, JobSpec};
@@ -13,9 +13,8 @@ use assay_common::service_config::{NatsSection, ServiceConfig};
 use assay_common::verdict::Verdict;
 use assay_common::{JobId, WorkerId, wire};
 use assay_engine::client::{self, FleetProgress};
-use assay_engine::proof::{self, PreparedProof, ProofRequest};
+use assay_engine::proof::{self, PreparedProof};
 use assay_engine::service::{self as coordinator, CoordinatorConfig};
-use assay_engine::source::CandidateSpec;
 use assay_transport::nats::QueueTuning;
 use assay_transport::store::ArtifactStore;
 use assay_worker::service::{self as worker, WorkerConfig};
@@ -31,26 +30,7 @@ use assay_test_support::{invoice_repo, servers};
 const PERMISSIONS: &str = include_str!("../../deploy/nats/permissions.conf");
 
 fn prepare(repo: &Path) -> PreparedProof {
-    proof::prepare(ProofRequest {
-        proof_id: proof::new_proof_id(),
-        repo: repo.to_owned(),
-        base: "main".into(),
-        candidate: CandidateSpec::Revision("tax".into()),
-        criteria: parse_criteria(&[
-            "test: test_total_includes_tax".to_owned(),
-            "guard: test_total_of_empty_invoice".to_owned(),
-        ])
-        .unwrap(),
-        runner: None,
-        test_command: None,
-        local_tools: false,
-        test_report: None,
-        test_globs: Vec::new(),
-        repeats: 1,
-        timeout_secs: 120,
-        mutation_budget: None,
-    })
-    .unwrap()
+    support::invoice_proof(repo, 1, None)
 }
 
 /// A NATS server with JetStream whose only users are the shipped file's three, their

@@ -239,21 +239,30 @@ pub trait Signed: Serialize + serde::de::DeserializeOwned + Clone {
     fn set_signature(&mut self, signature: Option<String>);
 }
 
-impl Signed for CacheEntry {
-    const SCHEMA: &'static str = SCHEMA;
-    fn schema(&self) -> &str {
-        &self.schema
-    }
-    fn key(&self) -> &str {
-        &self.key
-    }
-    fn signature(&self) -> Option<&str> {
-        self.signature.as_deref()
-    }
-    fn set_signature(&mut self, signature: Option<String>) {
-        self.signature = signature;
-    }
+/// Implements [`Signed`] for an entry type with `schema`, `key` and `signature` fields, whose
+/// schema constant is `$schema`.
+macro_rules! signed_entry {
+    ($entry:ty, $schema:expr) => {
+        impl $crate::result_cache::Signed for $entry {
+            const SCHEMA: &'static str = $schema;
+            fn schema(&self) -> &str {
+                &self.schema
+            }
+            fn key(&self) -> &str {
+                &self.key
+            }
+            fn signature(&self) -> Option<&str> {
+                self.signature.as_deref()
+            }
+            fn set_signature(&mut self, signature: Option<String>) {
+                self.signature = signature;
+            }
+        }
+    };
 }
+pub(crate) use signed_entry;
+
+signed_entry!(CacheEntry, SCHEMA);
 
 /// Why a stored entry is not served: the job (or mutant, or case) then runs as if nothing
 /// were stored, and the refusal is counted and printed.

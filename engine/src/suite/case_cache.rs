@@ -69,21 +69,7 @@ pub struct CaseEntry {
     pub signature: Option<String>,
 }
 
-impl crate::result_cache::Signed for CaseEntry {
-    const SCHEMA: &'static str = SCHEMA;
-    fn schema(&self) -> &str {
-        &self.schema
-    }
-    fn key(&self) -> &str {
-        &self.key
-    }
-    fn signature(&self) -> Option<&str> {
-        self.signature.as_deref()
-    }
-    fn set_signature(&mut self, signature: Option<String>) {
-        self.signature = signature;
-    }
-}
+crate::result_cache::signed_entry!(CaseEntry, SCHEMA);
 
 /// A case looked up: its index in the run's cases, the case, its key, and its entry checked
 /// on its own (`Ok(None)`: no entry).

@@ -7,7 +7,7 @@
 
 use crate::coverage::{self, CoverageError, CoverageMap, Reads};
 use crate::dispatch::run_one;
-use crate::result_cache::{ResultCache, Signed};
+use crate::result_cache::ResultCache;
 use assay_common::job::Side;
 use assay_common::{ProofId, TreeId};
 use assay_transport::queue::{JobQueue, QueueError};
@@ -40,21 +40,7 @@ pub struct RecordedReads {
     pub signature: Option<String>,
 }
 
-impl Signed for RecordedReads {
-    const SCHEMA: &'static str = SCHEMA;
-    fn schema(&self) -> &str {
-        &self.schema
-    }
-    fn key(&self) -> &str {
-        &self.key
-    }
-    fn signature(&self) -> Option<&str> {
-        self.signature.as_deref()
-    }
-    fn set_signature(&mut self, signature: Option<String>) {
-        self.signature = signature;
-    }
-}
+crate::result_cache::signed_entry!(RecordedReads, SCHEMA);
 
 impl RecordedReads {
     pub fn from_map(tree: &TreeId, map: CoverageMap) -> Self {

@@ -264,21 +264,7 @@ pub struct MutantEntry {
     pub signature: Option<String>,
 }
 
-impl crate::result_cache::Signed for MutantEntry {
-    const SCHEMA: &'static str = SCHEMA;
-    fn schema(&self) -> &str {
-        &self.schema
-    }
-    fn key(&self) -> &str {
-        &self.key
-    }
-    fn signature(&self) -> Option<&str> {
-        self.signature.as_deref()
-    }
-    fn set_signature(&mut self, signature: Option<String>) {
-        self.signature = signature;
-    }
-}
+crate::result_cache::signed_entry!(MutantEntry, SCHEMA);
 
 pub(super) enum Lookup {
     Hit(Box<MutantEntry>),

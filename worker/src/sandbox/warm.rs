@@ -749,13 +749,24 @@ fn warm_command(command: &[String]) -> Option<WarmCommand<'_>> {
         });
     }
     match command {
-        [python, c, code, args @ ..] if c == "-c" => Some(WarmCommand {
+        [python, c, code, args @ ..] if c == "-c" && is_python(python) => Some(WarmCommand {
             python,
             code: Some(code),
             args,
         }),
         _ => None,
     }
+}
+
+/// Whether `program` names a Python interpreter (`python3`, `/venv/bin/python`,
+/// `python3.11`, `pypy3`): `-c` means code to a shell too, and `sh -c 'cargo test …'` (a Rust
+/// schema build) must not start a session server whose script the shell would run as commands.
+fn is_python(program: &str) -> bool {
+    let name = program.rsplit('/').next().unwrap_or(program);
+    ["python", "pypy"].iter().any(|stem| {
+        name.strip_prefix(stem)
+            .is_some_and(|version| version.chars().all(|c| c.is_ascii_digit() || c == '.'))
+    })
 }
 
 #[async_trait]
@@ -830,5 +841,20 @@ mod tests {
         assert!(warm_command(&argv(&["uv", "run", "pytest"])).is_none());
         assert!(warm_command(&argv(&["python3", "-m"])).is_none());
         assert!(warm_command(&argv(&["python3", "-c"])).is_none());
+        let venv = argv(&["/work/venv/bin/python", "-c", "import sys", "report.json"]);
+        assert_eq!(
+            warm_command(&venv).expect("a venv's python").python,
+            &venv[0]
+        );
+        assert!(warm_command(&argv(&["python3.11", "-c", "pass"])).is_some());
+        assert!(warm_command(&argv(&["pypy3", "-c", "pass"])).is_some());
+        // A shell's `-c` is not Python's: a schema build never starts a session server.
+        for shell in [
+            argv(&["sh", "-c", "cargo test --no-run \"$@\"", "assay-build"]),
+            argv(&["bash", "-c", "exit 0"]),
+            argv(&["pythonista", "-c", "pass"]),
+        ] {
+            assert!(warm_command(&shell).is_none(), "{shell:?}");
+        }
     }
 }

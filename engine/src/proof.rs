@@ -205,14 +205,14 @@ pub fn prepare(request: ProofRequest) -> Result<PreparedProof, EngineError> {
         mutation: None,
     };
     prepared.mutation = prepared.request.mutation_budget.map(|budget| {
-        let (plan, planning_error) = match check::plan_for(&prepared) {
-            Ok(plan) => (plan, None),
+        let (plan, schema_sources, planning_error) = match check::plan_for(&prepared) {
+            Ok((plan, sources)) => (plan, sources, None),
             Err(e) => (
                 MutationPlan::default(),
+                Vec::new(),
                 Some(assay_transport::error_chain::error_chain(&e)),
             ),
         };
-        let schema_sources = check::schema_sources(&prepared, &plan);
         MutationSetup {
             budget_secs: budget.as_secs(),
             plan,

@@ -869,31 +869,58 @@ impl<'a> Campaign<'a> {
             ..Tally::default()
         });
         let mutants_started = Instant::now();
-        let (stores, baseline_time) = (caching.cache.is_some(), baseline.time);
-        // The runs behind each verdict, for the cache's entries.
-        let first_runs: std::sync::Mutex<BTreeMap<JobId, JobResult>> = Default::default();
+        let stores = caching.cache.is_some();
+        let (judged, runs) = self
+            .run_judged(
+                &specs,
+                &costs,
+                baseline.time,
+                stores,
+                compiled,
+                |result, judged| {
+                    let at = work
+                        .iter()
+                        .find(|w| w.spec.job_id == result.job_id)
+                        .map(|w| w.at);
+                    if let Some(mutant) = at.and_then(|at| mutants.get(at))
+                        && let Ok(mut tally) = tally.lock()
+                    {
+                        let elapsed = mutants_started.elapsed();
+                        let event =
+                            tally.record(judged, mutant, mutants.len(), work.len(), elapsed);
+                        progress.mutate_event(MutateEvent::MutantFinished(&event));
+                    }
+                },
+            )
+            .await?;
+        Ok(FirstRuns { judged, runs })
+    }
+
+    /// Runs `specs` at the limits their `costs` give (`baseline_time` for a job of unknown
+    /// cost) and judges each result, telling `on_judged`; keeps each run's result for the
+    /// cache's entries when verdicts are `stored`.
+    async fn run_judged(
+        &self,
+        specs: &[JobSpec],
+        costs: &BTreeMap<JobId, Cost>,
+        baseline_time: Duration,
+        stored: bool,
+        compiled: bool,
+        on_judged: impl Fn(&JobResult, &Judged) + Send + Sync,
+    ) -> Result<(Vec<Option<Judged>>, BTreeMap<JobId, JobResult>), MutateError> {
+        let runs: std::sync::Mutex<BTreeMap<JobId, JobResult>> = Default::default();
         let judged = run_mutants(
             self.queue,
-            &specs,
-            request.slots,
+            specs,
+            self.request.slots,
             Some(self.deadline()),
-            |spec: &mut JobSpec| self.admit(spec, &costs, baseline_time),
+            |spec: &mut JobSpec| self.admit(spec, costs, baseline_time),
             |result, timeout| {
-                if stores && let Ok(mut runs) = first_runs.lock() {
+                if stored && let Ok(mut runs) = runs.lock() {
                     runs.insert(result.job_id.clone(), result.clone());
                 }
                 let judged = judge(result, timeout, compiled);
-                let at = work
-                    .iter()
-                    .find(|w| w.spec.job_id == result.job_id)
-                    .map(|w| w.at);
-                if let Some(mutant) = at.and_then(|at| mutants.get(at))
-                    && let Ok(mut tally) = tally.lock()
-                {
-                    let elapsed = mutants_started.elapsed();
-                    let event = tally.record(&judged, mutant, mutants.len(), work.len(), elapsed);
-                    progress.mutate_event(MutateEvent::MutantFinished(&event));
-                }
+                on_judged(result, &judged);
                 Some(judged)
             },
             |reason| Some(pending(reason)),
@@ -901,10 +928,7 @@ impl<'a> Campaign<'a> {
         )
         .await
         .map_err(MutateError::Stopped)?;
-        Ok(FirstRuns {
-            judged,
-            runs: first_runs.into_inner().unwrap_or_default(),
-        })
+        Ok((judged, runs.into_inner().unwrap_or_default()))
     }
 
     /// Records the first verdicts; decides by a second run whether an unconfirmed kill is flaky.
@@ -955,25 +979,17 @@ impl<'a> Campaign<'a> {
             .zip(&again_at)
             .map(|(spec, (_, cost))| (spec.job_id.clone(), *cost))
             .collect();
-        let (stores, baseline_time) = (caching.cache.is_some(), baseline.time);
-        let second_runs: std::sync::Mutex<BTreeMap<JobId, JobResult>> = Default::default();
-        let seconds = run_mutants(
-            self.queue,
-            &again_specs,
-            request.slots,
-            Some(self.deadline()),
-            |spec: &mut JobSpec| self.admit(spec, &again_costs, baseline_time),
-            |result, timeout| {
-                if stores && let Ok(mut runs) = second_runs.lock() {
-                    runs.insert(result.job_id.clone(), result.clone());
-                }
-                Some(judge(result, timeout, compiled))
-            },
-            |reason| Some(pending(reason)),
-            |_, _, _| {},
-        )
-        .await
-        .map_err(MutateError::Stopped)?;
+        let stores = caching.cache.is_some();
+        let (seconds, second_runs) = self
+            .run_judged(
+                &again_specs,
+                &again_costs,
+                baseline.time,
+                stores,
+                compiled,
+                |_, _| {},
+            )
+            .await?;
         let mut second_of: BTreeMap<usize, JobId> = BTreeMap::new();
         for (((at, _), again), spec) in again_at.into_iter().zip(seconds).zip(&again_specs) {
             second_of.insert(at, spec.job_id.clone());
@@ -983,7 +999,7 @@ impl<'a> Campaign<'a> {
         }
         Ok(Runs {
             first: first.runs,
-            second: second_runs.into_inner().unwrap_or_default(),
+            second: second_runs,
             second_of,
         })
     }

@@ -77,9 +77,10 @@ pub fn changed_lines(
     Ok(lines)
 }
 
-/// The mutants for a proof: at most six per changed product file, on its changed lines.
-/// Changed test files are never mutated; they are listed as excluded.
-pub fn plan_for(proof: &PreparedProof) -> Result<MutationPlan, SourceError> {
+/// The mutants for a proof: at most six per changed product file, on its changed lines, and
+/// the texts the check builds them from at once ([`schema_sources`]). Changed test files are
+/// never mutated; they are listed as excluded.
+pub fn plan_for(proof: &PreparedProof) -> Result<(MutationPlan, Vec<SchemaSource>), SourceError> {
     let change = &proof.change;
     let repo = &proof.request.repo;
     let lines = changed_lines(repo, &change.base.tree, &change.candidate.tree)?;
@@ -122,7 +123,8 @@ pub fn plan_for(proof: &PreparedProof) -> Result<MutationPlan, SourceError> {
     );
     plan.excluded_files.extend(excluded);
     plan.excluded_files.sort_by(|a, b| a.path.cmp(&b.path));
-    Ok(plan)
+    let sources = schema_sources(proof, &plan, &files);
+    Ok((plan, sources))
 }
 
 /// The proof's named tests (every criterion's), in the order they are declared.
@@ -241,24 +243,31 @@ pub fn job_count(setup: &MutationSetup) -> usize {
     }
 }
 
-/// The candidate's text of each file holding a mutant of `plan`, for the check to build its
-/// mutants once behind the runtime switch: Rust under cargo only, unless the schemata are
+/// The candidate's text of each of `files` holding a mutant of `plan`, for the check to build
+/// its mutants once behind the runtime switch: Rust under cargo only, unless the schemata are
 /// switched off ([`prebuilt::SWITCH_OFF_VARIABLE`]).
-pub fn schema_sources(proof: &PreparedProof, plan: &MutationPlan) -> Vec<SchemaSource> {
+fn schema_sources(
+    proof: &PreparedProof,
+    plan: &MutationPlan,
+    files: &[ChangedFile],
+) -> Vec<SchemaSource> {
     if proof.runner != RunnerKind::Cargo || !prebuilt::wanted() {
         return Vec::new();
     }
     let (repo, tree) = (&proof.request.repo, &proof.change.candidate.tree);
     let mut packages = prebuilt::Packages::of(repo, tree);
-    let paths: BTreeSet<&TreePath> = plan.mutants.iter().map(|m| &m.path).collect();
-    paths
-        .into_iter()
-        .filter_map(|path| {
-            let bytes = source::read_file(repo, tree, path.as_str()).ok()??;
+    let mutated: BTreeMap<&str, &TreePath> = plan
+        .mutants
+        .iter()
+        .map(|m| (m.path.as_str(), &m.path))
+        .collect();
+    files
+        .iter()
+        .filter_map(|file| {
             Some(SchemaSource {
-                path: path.clone(),
-                text: String::from_utf8(bytes).ok()?,
-                proc_macro: packages.is_proc_macro(path.as_str()),
+                path: (*mutated.get(file.path.as_str())?).clone(),
+                text: String::from_utf8(file.bytes.clone()).ok()?,
+                proc_macro: packages.is_proc_macro(&file.path),
             })
         })
         .collect()
@@ -340,26 +349,16 @@ pub async fn run_check(
     if let Some(schemata) = &mut schemata
         && let Some(archive) = schemata.archive.clone()
     {
-        let mut spec = candidate_job(first_index);
-        prebuilt::make_run_job(&mut spec, &archive, 0, None);
-        let why = match unmutated_run(queue, &spec, &tests, unmutated_timeout, &finished).await? {
-            Unmutated::Passed(result) => match schemata::proving_selection(&tests, &result) {
-                Ok(selection) => {
-                    prebuilt = Some(Prebuilt {
-                        archive,
-                        selection,
-                        result,
-                    });
-                    None
-                }
-                Err(why) => Some(why),
-            },
-            Unmutated::Failed(_, why) | Unmutated::Unrun(why) => Some(why),
-        };
-        if let Some(why) = why {
-            let why = format!("the prebuilt tests are no baseline: {why}");
-            schemata.give_up(mutants, why);
-            baseline_index = schema_index + prebuilt::MAX_BUILDS;
+        let spec = candidate_job(first_index);
+        match prebuilt_baseline(queue, spec, archive, &tests, unmutated_timeout, &finished).await? {
+            Ok(built) => prebuilt = Some(built),
+            Err(why) => {
+                schemata.give_up(
+                    mutants,
+                    format!("the prebuilt tests are no baseline: {why}"),
+                );
+                baseline_index = schemata::fallback_baseline_index(schema_index);
+            }
         }
     }
     let mut notes: Vec<String> = schemata
@@ -486,6 +485,32 @@ struct Prebuilt {
     archive: ArtifactRef,
     selection: Selection,
     result: JobResult,
+}
+
+/// The unmutated run of the prebuilt tests in `archive` (as `spec`, a job of the proving tests
+/// on the candidate), and the proving tests by executable as it names them; `Err` says why it
+/// cannot stand as the baseline. Fails only when the queue's result stream closes.
+async fn prebuilt_baseline(
+    queue: &dyn JobQueue,
+    mut spec: JobSpec,
+    archive: ArtifactRef,
+    tests: &[(String, TestSelector)],
+    limit: Duration,
+    finished: &(dyn Fn(&JobSpec, &JobResult) + Sync),
+) -> Result<Result<Prebuilt, String>, QueueError> {
+    prebuilt::make_run_job(&mut spec, &archive, 0, None);
+    Ok(
+        match unmutated_run(queue, &spec, tests, limit, finished).await? {
+            Unmutated::Passed(result) => {
+                schemata::proving_selection(tests, &result).map(|selection| Prebuilt {
+                    archive,
+                    selection,
+                    result,
+                })
+            }
+            Unmutated::Failed(_, why) | Unmutated::Unrun(why) => Err(why),
+        },
+    )
 }
 
 /// The unmutated run of the proving tests.

@@ -23,6 +23,12 @@ use std::collections::{BTreeMap, BTreeSet};
 /// tests do not pass unmutated, the unmutated run built by cargo.
 pub const JOBS: usize = prebuilt::MAX_BUILDS + 1;
 
+/// Where the unmutated run built by cargo goes when the prebuilt tests cannot stand as the
+/// baseline: the last of the schema's [`JOBS`], after its builds from `first_index`.
+pub(super) fn fallback_baseline_index(first_index: usize) -> usize {
+    first_index + prebuilt::MAX_BUILDS
+}
+
 /// Why a mutant whose file's text the submitter did not send builds on its own.
 const NO_SOURCE: &str = "its file's text was not sent with the proof";
 
@@ -39,10 +45,16 @@ pub(super) fn summary(schema: &Schema, mutants: usize) -> String {
         let unviable = schema.unviable.len();
         text.push_str(&format!("; {unviable} did not compile in the schema"));
     }
-    for (why, count) in schema.built_alone() {
+    let built_alone = schema.built_alone();
+    for (why, count) in &built_alone {
         text.push_str(&format!("; {count} built on their own: {why}"));
     }
-    if let Some(note) = &schema.note {
+    // A schema given up names its reason as every held mutant's: said once is enough.
+    if let Some(note) = schema
+        .note
+        .as_ref()
+        .filter(|n| !built_alone.contains_key(*n))
+    {
         text.push_str(&format!(" ({note})"));
     }
     text

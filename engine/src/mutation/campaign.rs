@@ -471,7 +471,7 @@ impl<'a> Campaign<'a> {
         index: &mut usize,
     ) -> Result<BaselineRun, MutateError> {
         let request = self.request;
-        let prebuilt = schemata.as_ref().and_then(|s| s.prebuilt.clone());
+        let prebuilt = schemata.as_ref().and_then(|s| s.prebuilt());
         // The baseline runs under the same sandbox and limits as the mutants, so contention
         // shows in the baseline too and does not fake timeouts.
         let (mut baseline_spec, per_line) = match (request.runner, &prebuilt) {
@@ -500,7 +500,7 @@ impl<'a> Campaign<'a> {
         baseline_spec.timeout_secs = request.budget.as_secs().max(1);
         let setup = self.started.elapsed();
         let mut baseline = run_single(self.queue, &baseline_spec).await;
-        if let Some(s) = schemata.filter(|s| s.prebuilt.is_some()) {
+        if let Some(s) = schemata.filter(|s| s.prebuilt().is_some()) {
             let red = judge_baseline(
                 request.runner,
                 &baseline,
@@ -578,7 +578,7 @@ impl<'a> Campaign<'a> {
         )
         .map_err(|reason| MutateError::RedBaseline { reason })?;
         // Rust: the prebuilt tests' unmutated run traced which tests reach each site.
-        let prebuilt = schemata.is_some_and(|s| s.prebuilt.is_some());
+        let prebuilt = schemata.is_some_and(|s| s.prebuilt().is_some());
         let reached = match (prebuilt, &baseline) {
             (true, Ok(result)) => match reached::from_run(self.store, result).await {
                 Ok(reached) => Some(reached),
@@ -639,7 +639,7 @@ impl<'a> Campaign<'a> {
         let bytes = planned.bytes();
         let baseline_time = baseline.time;
         let coverage = &baseline.coverage;
-        let prebuilt = schemata.and_then(|s| s.prebuilt.clone());
+        let prebuilt = schemata.and_then(|s| s.prebuilt());
         // A mutant built on its own pays a build on top of the prebuilt tests' run.
         let built_alone_time = match (schemata, &prebuilt) {
             (Some(s), Some(_)) => baseline_time.saturating_add(s.schema.one_build),

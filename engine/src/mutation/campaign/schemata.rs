@@ -22,6 +22,7 @@ use assay_transport::queue::JobQueue;
 use assay_transport::store::ArtifactStore;
 use std::collections::{BTreeMap, BTreeSet};
 
+pub use assay_common::mutation_report::SchemataOutcome;
 pub use prebuilt::SWITCH_OFF_VARIABLE;
 
 /// The tests built once: the schema's tree and the stored executables.
@@ -31,17 +32,24 @@ pub(super) struct Prebuilt {
     pub archive: ArtifactRef,
 }
 
-pub use assay_common::mutation_report::SchemataOutcome;
-
 /// The schemata's result: the build (if any) and, by plan position, the mutants it does not
 /// hold, with why.
 pub(super) struct Schemata {
-    pub prebuilt: Option<Prebuilt>,
     pub schema: Schema,
+    /// The last build's tree: the executables in `schema.archive` were built from it.
+    tree: Option<TreeId>,
     mutants: usize,
 }
 
 impl Schemata {
+    /// The build, when one holds mutants.
+    pub fn prebuilt(&self) -> Option<Prebuilt> {
+        Some(Prebuilt {
+            tree: self.tree.clone()?,
+            archive: self.schema.archive.clone()?,
+        })
+    }
+
     /// What the report says of it.
     pub fn outcome(&self) -> SchemataOutcome {
         SchemataOutcome {
@@ -56,13 +64,12 @@ impl Schemata {
 
     /// The prebuilt tests failed unmutated: every mutant builds on its own.
     pub fn give_up(&mut self, why: String) {
-        self.prebuilt = None;
         self.schema.give_up(self.mutants, why);
     }
 
     /// Whether mutant `at` runs from the build.
     pub fn holds(&self, at: usize) -> bool {
-        self.prebuilt.is_some() && self.schema.holds(at)
+        self.schema.holds(at)
     }
 }
 
@@ -98,8 +105,8 @@ pub(super) async fn build(
     let given_up = |mut schema: Schema, why: String| {
         schema.give_up(mutants.len(), why);
         Schemata {
-            prebuilt: None,
             schema,
+            tree: None,
             mutants: mutants.len(),
         }
     };
@@ -132,16 +139,9 @@ pub(super) async fn build(
         tree: None,
     };
     let Ok(schema) = prebuilt::build(&texts, mutants, schema, &mut job, store).await;
-    let prebuilt = match (&schema.archive, job.tree) {
-        (Some(archive), Some(tree)) => Some(Prebuilt {
-            tree,
-            archive: archive.clone(),
-        }),
-        _ => None,
-    };
     Schemata {
-        prebuilt,
         schema,
+        tree: job.tree,
         mutants: mutants.len(),
     }
 }

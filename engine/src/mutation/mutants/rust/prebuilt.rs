@@ -27,7 +27,7 @@ pub const PROC_MACRO: &str =
     "a proc-macro crate's code runs inside the compiler, where the switch is never read";
 
 /// Why a mutant blamed for a failed schema build builds on its own.
-pub const BLAMED: &str = "did not compile in the schema";
+const BLAMED: &str = "did not compile in the schema";
 
 /// The schemata are used for a cargo run unless [`SWITCH_OFF_VARIABLE`] is `0`.
 pub fn wanted() -> bool {
@@ -97,7 +97,7 @@ pub fn make_run_job(
 }
 
 /// What a schema build did.
-pub enum Built {
+enum Built {
     /// The build kept its executables.
     Kept(ArtifactRef),
     /// It failed to compile: cargo's messages say why.
@@ -107,7 +107,7 @@ pub enum Built {
 }
 
 impl Built {
-    pub fn of(result: &JobResult) -> Self {
+    fn of(result: &JobResult) -> Self {
         match &result.status {
             JobStatus::Completed { exit_code: 0 } => {
                 match result.artifacts.iter().find(|a| a.name == ARTIFACT) {
@@ -127,7 +127,7 @@ impl Built {
 
 /// What a failed schema build's errors take out of the schema, by switch number.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Blamed {
+enum Blamed {
     /// Every error lies inside these mutants' own code: they do not compile, no build needed.
     Unviable(BTreeMap<u32, String>),
     /// These build on their own, with why.
@@ -139,7 +139,7 @@ pub enum Blamed {
 /// Reads a failed build's cargo messages (`cargo_json`) against the files it built
 /// (`schemas`). An error outside every rewritten file (another member's build broken by a
 /// mutant, say) names no mutant: half of those held build on their own, until the rest builds.
-pub fn blame_failed_build(cargo_json: &str, schemas: &BTreeMap<String, FileSchema>) -> Blamed {
+fn blame_failed_build(cargo_json: &str, schemas: &BTreeMap<String, FileSchema>) -> Blamed {
     let spans = schema::error_spans(cargo_json);
     if let Some(own) = schema::own_errors(&spans, schemas) {
         return Blamed::Unviable(own);

@@ -447,7 +447,9 @@ impl<'a> Campaign<'a> {
     /// Rust: decides which mutants one build of the tests holds behind the switch.
     async fn build_schemata(&self, planned: &Planned, index: &mut usize) -> Option<Schemata> {
         let request = self.request;
-        match schemata::wanted(request.runner) && !planned.plan.mutants.is_empty() {
+        match crate::mutation::mutants::rust::prebuilt::wanted(request.runner)
+            && !planned.plan.mutants.is_empty()
+        {
             true => Some(
                 schemata::build(
                     request,

@@ -23,7 +23,7 @@ use assay_common::criteria::TestSelector;
 use assay_common::job::{ArtifactRef, ByteEdit, JobKind, JobResult, JobSpec, JobStatus, Side};
 use assay_common::manifest::ManifestJob;
 use assay_common::mutation_plan::{MutationSetup, SchemaSource};
-use assay_common::runner::{ReportFormat, RunnerKind};
+use assay_common::runner::ReportFormat;
 use assay_common::test_binaries::Selection;
 use assay_common::tree_path::TreePath;
 use assay_common::{JobId, TreeId};
@@ -251,7 +251,7 @@ fn schema_sources(
     plan: &MutationPlan,
     files: &[ChangedFile],
 ) -> Vec<SchemaSource> {
-    if proof.runner != RunnerKind::Cargo || !prebuilt::wanted() {
+    if !prebuilt::wanted(proof.runner) {
         return Vec::new();
     }
     let (repo, tree) = (&proof.request.repo, &proof.change.candidate.tree);

@@ -15,7 +15,6 @@ use crate::mutation::mutants::rust::schema::FileSchema;
 use crate::source;
 use assay_common::TreeId;
 use assay_common::job::{ArtifactRef, JobResult, JobSpec};
-use assay_common::runner::RunnerKind;
 use assay_common::test_binaries::Selection;
 use assay_transport::error_chain::error_chain;
 use assay_transport::queue::JobQueue;
@@ -71,11 +70,6 @@ impl Schemata {
     pub fn holds(&self, at: usize) -> bool {
         self.schema.holds(at)
     }
-}
-
-/// The schemata are used for a cargo run unless [`SWITCH_OFF_VARIABLE`] is `0`.
-pub(super) fn wanted(runner: RunnerKind) -> bool {
-    runner == RunnerKind::Cargo && prebuilt::wanted()
 }
 
 /// A run of the prebuilt tests with the switch at `number`, of those `only` selects. The

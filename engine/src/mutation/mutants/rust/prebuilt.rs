@@ -7,7 +7,7 @@ use crate::mutation::mutants::Mutant;
 use crate::source;
 use assay_common::TreeId;
 use assay_common::job::{ArtifactRef, JobResult, JobSpec, JobStatus, TestBinaries};
-use assay_common::runner::{ReportFormat, cargo::runs_nextest};
+use assay_common::runner::{ReportFormat, RunnerKind, cargo::runs_nextest};
 use assay_common::test_binaries::{ARTIFACT, PLACEHOLDER, Selection};
 use assay_transport::error_chain::error_chain;
 use assay_transport::store::{ArtifactStore, read_named};
@@ -29,9 +29,11 @@ pub const PROC_MACRO: &str =
 /// Why a mutant blamed for a failed schema build builds on its own.
 const BLAMED: &str = "did not compile in the schema";
 
-/// The schemata are used for a cargo run unless [`SWITCH_OFF_VARIABLE`] is `0`.
-pub fn wanted() -> bool {
-    std::env::var(SWITCH_OFF_VARIABLE).map_or(true, |v| v.trim() != "0")
+/// Whether `runner`'s mutants build once behind the switch: a cargo run, unless
+/// [`SWITCH_OFF_VARIABLE`] is `0`.
+pub fn wanted(runner: RunnerKind) -> bool {
+    runner == RunnerKind::Cargo
+        && std::env::var(SWITCH_OFF_VARIABLE).map_or(true, |v| v.trim() != "0")
 }
 
 /// The build command for `prefix` (the run's test command), or why there is none: the

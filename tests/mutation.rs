@@ -754,3 +754,52 @@ fn a_site_on_a_continuation_line_is_covered_by_its_statements_tests() {
     assert_eq!(sheet["status"], "Survived", "{sheet:#}");
     assert_eq!(sheet["static"], true, "{sheet:#}");
 }
+
+/// The baseline runs the very command the mutants run: a test command that is no test runner
+/// at all leaves no report of passing tests, so nothing is scored. (The per-test coverage map
+/// was made by `python3 -m pytest` whatever the command said, the baseline passed, and every
+/// mutant's failure to start was a kill: "5 killed, mutation score 100.0%", exit 0.)
+#[test]
+fn a_test_command_that_runs_no_tests_stops_mutate_with_exit_3_and_scores_nothing() {
+    let repo = pager_library();
+    let run = mutate(
+        &repo,
+        &["--test-command", "python3 -m no_such_test_runner", "-q"],
+    );
+    assert_eq!(run.code, 3, "{}", run.explain());
+    assert!(
+        run.stderr
+            .contains("the unmutated baseline run did not pass"),
+        "{}",
+        run.explain()
+    );
+    assert!(!run.stdout.contains("mutation score"), "{}", run.explain());
+    assert!(
+        run.evidence.is_none(),
+        "no report is written: {}",
+        run.explain()
+    );
+}
+
+/// A test command's own interpreter makes the coverage map, with the command's own options.
+#[test]
+fn the_per_test_map_is_made_by_the_test_commands_own_interpreter() {
+    let repo = pager_library();
+    let venv = tempfile::tempdir().expect("temp dir");
+    let python = venv.path().join("bin/python");
+    let made = std::process::Command::new("python3")
+        .args(["-m", "venv", "--system-site-packages"])
+        .arg(venv.path())
+        .status()
+        .expect("python3 runs");
+    assert!(made.success());
+    let command = format!("{} -m pytest -p no:cacheprovider", python.display());
+    let run = mutate(&repo, &["--test-command", &command, "-q"]);
+    let report = run.evidence.as_ref().expect("a report");
+    assert_eq!(report["assay"]["perLineSelection"], true, "{report:#}");
+    assert!(
+        report["assay"]["summary"]["killed"].as_u64().unwrap_or(0) > 0,
+        "{}",
+        run.explain()
+    );
+}

@@ -23,6 +23,7 @@ use reached::Reach;
 use schemata::Schemata;
 
 use assay_common::runner::RunnerKind;
+use assay_common::runner::pytest::python_m_pytest;
 use assay_common::{JobId, ProofId, TreeId};
 use assay_transport::store::ArtifactStore;
 use serde::{Deserialize, Serialize};
@@ -481,10 +482,23 @@ impl<'a> Campaign<'a> {
                 schemata::run_spec(request, prebuilt, *index, 0, None),
                 false,
             ),
-            (RunnerKind::Pytest, _) => {
-                let command = coverage::command(["-o".into(), "junit_family=xunit1".into()]);
-                (spec(request, &planned.tree, *index, command), true)
-            }
+            // The map is made by the test command's own interpreter, with its own arguments, so
+            // the baseline runs what the mutants run. A command that is not `PYTHON -m pytest`
+            // gets no map: its baseline is the command itself, and it must pass with a report.
+            (RunnerKind::Pytest, _) => match python_m_pytest(&request.command_prefix) {
+                Some((python, args)) => {
+                    let pytest_args = args
+                        .iter()
+                        .cloned()
+                        .chain(["-o".into(), "junit_family=xunit1".into()]);
+                    let command = coverage::command_with(python, pytest_args);
+                    (spec(request, &planned.tree, *index, command), true)
+                }
+                None => {
+                    let command = request.runner.command(&request.command_prefix, &[], &[]);
+                    (spec(request, &planned.tree, *index, command), false)
+                }
+            },
             (RunnerKind::Unittest | RunnerKind::Cargo, _) => {
                 let command = request.runner.command(&request.command_prefix, &[], &[]);
                 (spec(request, &planned.tree, *index, command), false)
@@ -561,7 +575,7 @@ impl<'a> Campaign<'a> {
         };
         // Stops here unless the unmutated suite passed: no mutant is judged against a red one.
         let plain = match (&baseline, &coverage) {
-            (Ok(_), None) if per_line_wanted(request.runner) => {
+            (Ok(_), None) if run.per_line => {
                 // No map (coverage.py missing, or the session broke): the same suite without
                 // coverage says whether the baseline passes.
                 let command = request.runner.command(&request.command_prefix, &[], &[]);

@@ -80,6 +80,10 @@ pub struct ProveArgs {
     /// Skip the mutation check that follows a proven proof.
     #[arg(long)]
     pub no_mutation: bool,
+    /// Skip diff coverage: the proving tests' one more run, under coverage.py, that names the
+    /// changed lines they never executed (pytest only; report only).
+    #[arg(long)]
+    pub no_diff_coverage: bool,
     /// Seconds the mutation check may take in all, the unmutated run included [default: 900].
     #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
     pub mutation_budget: Option<u64>,
@@ -162,6 +166,7 @@ fn settings(args: &ProveArgs) -> Result<Settings, Failure> {
         timeout,
         mutation,
         mutation_budget,
+        diff_coverage,
         json,
         junit,
         store,
@@ -258,6 +263,7 @@ fn settings(args: &ProveArgs) -> Result<Settings, Failure> {
                     .or(mutation_budget)
                     .map_or(DEFAULT_MUTATION_BUDGET, std::time::Duration::from_secs)
             }),
+            diff_coverage: !args.no_diff_coverage && diff_coverage.unwrap_or(true),
         },
         jobs,
         json: args.json.clone().or(json),

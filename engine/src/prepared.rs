@@ -35,6 +35,8 @@ pub struct ProofRequest {
     pub timeout_secs: u64,
     /// The mutation check's budget; `None`: no mutation check.
     pub mutation_budget: Option<Duration>,
+    /// Whether the proving tests run once more for diff coverage.
+    pub diff_coverage: bool,
 }
 
 /// A proof with its trees resolved and its jobs planned.

@@ -121,6 +121,7 @@ pub fn prepared_from(submission: &ProofSubmission) -> PreparedProof {
                 .mutation
                 .as_ref()
                 .map(|m| Duration::from_secs(m.budget_secs)),
+            diff_coverage: !submission.diff_hunks.is_empty(),
         },
         change: Change {
             base: revision(&submission.base),

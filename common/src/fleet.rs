@@ -205,6 +205,10 @@ pub struct ProofSubmission {
     /// the wire protocol version.
     #[serde(default)]
     pub cache: CacheMode,
+    /// The change's harness as the submitter classified it (where the repository is), so the
+    /// coordinator concludes as embedded mode would. Adding it bumped the protocol version.
+    #[serde(default)]
+    pub harness: crate::harness::HarnessPlan,
 }
 
 /// What the CLI sends on the submit subject. A submission bigger than the server's

@@ -9,6 +9,7 @@ pub mod client;
 pub mod cluster_queue;
 pub mod coverage;
 pub mod dispatch;
+pub mod harness;
 pub mod mutation;
 pub mod nats_queue;
 pub mod plan;

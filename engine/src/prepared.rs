@@ -5,6 +5,7 @@
 use crate::source::{CandidateSpec, Change};
 use assay_common::ProofId;
 use assay_common::criteria::Criterion;
+use assay_common::harness::HarnessPlan;
 use assay_common::job::JobSpec;
 use assay_common::mutation_plan::MutationSetup;
 use assay_common::runner::{ReportFormat, RunnerKind};
@@ -34,6 +35,9 @@ pub struct ProofRequest {
     pub timeout_secs: u64,
     /// The mutation check's budget; `None`: no mutation check.
     pub mutation_budget: Option<Duration>,
+    /// `--trust-harness-change`: a person reviewed the change's harness and accepts it. Only a
+    /// flag or the environment sets it, never the repository's configuration.
+    pub trust_harness_change: bool,
 }
 
 /// A proof with its trees resolved and its jobs planned.
@@ -48,4 +52,6 @@ pub struct PreparedProof {
     /// The mutation check to run once the proof is proven, planned here where the repository
     /// is, so a fleet's coordinator runs the very same mutants.
     pub mutation: Option<MutationSetup>,
+    /// The change's harness: what the classifier found, the differential job's tree, trust.
+    pub harness: HarnessPlan,
 }

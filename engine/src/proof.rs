@@ -172,6 +172,8 @@ pub fn prepare(request: ProofRequest) -> Result<PreparedProof, EngineError> {
             }
         }
     }
+    let harness =
+        crate::harness::plan(&request.repo, &change, runner, request.trust_harness_change)?;
     let mut jobs = plan_proof(&ProofPlanInput {
         proof_id: &request.proof_id,
         runner,
@@ -186,6 +188,7 @@ pub fn prepare(request: ProofRequest) -> Result<PreparedProof, EngineError> {
             .test_report
             .clone()
             .unwrap_or_else(|| runner.report_format_for(&command_prefix)),
+        harness_check_tree: harness.check_tree.as_ref(),
     });
     if let Some(corpus) = &corpus {
         for job in &mut jobs {
@@ -203,6 +206,7 @@ pub fn prepare(request: ProofRequest) -> Result<PreparedProof, EngineError> {
         jobs,
         refused_files,
         mutation: None,
+        harness,
     };
     prepared.mutation = prepared.request.mutation_budget.map(|budget| {
         let (plan, schema_sources, planning_error) = match check::plan_for(&prepared) {
@@ -437,6 +441,12 @@ pub fn conclude(
         .collect();
     let mut criteria = verdict::decide(&proof.request.criteria, &observations);
     verdict::refuse_spawning_files(&mut criteria, &proof.refused_files);
+    let harness = verdict::harness::judge(
+        &mut criteria,
+        &proof.request.criteria,
+        &proof.harness,
+        &observations,
+    );
     let change = &proof.change;
     Evidence {
         schema: SCHEMA.into(),
@@ -470,6 +480,7 @@ pub fn conclude(
             })
             .collect(),
         mutation_check: None,
+        harness,
         sandbox,
         workers,
         coordinators: Vec::new(),

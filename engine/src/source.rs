@@ -367,6 +367,46 @@ pub fn tree_with_files(
     Ok(TreeId(written.to_string()))
 }
 
+/// `tree` with each of `paths` as `base` has it: the base's blob and mode, or no file where the
+/// base has none. The differential run's tree: the candidate with the change's harness files
+/// put back (see `crate::harness`).
+pub fn tree_reverting(
+    repo_path: &Path,
+    tree: &TreeId,
+    base: &TreeId,
+    paths: &[String],
+) -> Result<TreeId, SourceError> {
+    let repo = open(repo_path)?;
+    let find = |id: &TreeId| -> Result<git2::Tree<'_>, SourceError> {
+        let oid = git2::Oid::from_str(id.as_str()).map_err(git("parse a tree id"))?;
+        repo.find_tree(oid).map_err(git(format!("find tree {oid}")))
+    };
+    let (target, base_tree) = (find(tree)?, find(base)?);
+    let mut update = git2::build::TreeUpdateBuilder::new();
+    for path in paths {
+        match base_tree.get_path(Path::new(path)) {
+            Ok(entry) if entry.kind() == Some(git2::ObjectType::Blob) => {
+                let mode = if entry.filemode() == i32::from(git2::FileMode::BlobExecutable) {
+                    git2::FileMode::BlobExecutable
+                } else if entry.filemode() == i32::from(git2::FileMode::Link) {
+                    git2::FileMode::Link
+                } else {
+                    git2::FileMode::Blob
+                };
+                update.upsert(path.as_str(), entry.id(), mode);
+            }
+            _ => {
+                update.remove(path.as_str());
+            }
+        }
+    }
+    let written = update.create_updated(&repo, &target).map_err(git(format!(
+        "write tree {tree} with {} put back as on the base",
+        paths.join(", ")
+    )))?;
+    Ok(TreeId(written.to_string()))
+}
+
 pub fn list_files(repo_path: &Path, tree: &TreeId) -> Result<Vec<String>, SourceError> {
     let repo = open(repo_path)?;
     let oid = git2::Oid::from_str(tree.as_str()).map_err(git("parse a tree id"))?;

@@ -121,6 +121,7 @@ pub fn prepared_from(submission: &ProofSubmission) -> PreparedProof {
                 .mutation
                 .as_ref()
                 .map(|m| Duration::from_secs(m.budget_secs)),
+            trust_harness_change: submission.harness.trusted,
         },
         change: Change {
             base: revision(&submission.base),
@@ -133,6 +134,7 @@ pub fn prepared_from(submission: &ProofSubmission) -> PreparedProof {
         jobs: submission.jobs.clone(),
         refused_files: submission.refused_files.clone(),
         mutation: submission.mutation.clone(),
+        harness: submission.harness.clone(),
     }
 }
 

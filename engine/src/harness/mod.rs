@@ -1,0 +1,384 @@
+//! The harness-change classifier: what of the change can alter how tests are collected, run or
+//! reported (hooks, plugins, runner configuration, start-up files, result machinery, support
+//! code that patches the product), found from the syntax of the change's files, and the plan
+//! that checks it: the candidate tree with those files put back as the base has them, for one
+//! differential run of the proving tests. See SECURITY.md, "The change as its own judge".
+//!
+//! A construct the base already has, unchanged, is no finding: only what the change adds or
+//! alters can be the change judging itself.
+
+mod config;
+mod inert;
+mod other;
+mod python;
+
+use crate::source::{self, Change, SourceError};
+use assay_common::harness::{HarnessFinding, HarnessKind, HarnessPlan, InertProduct};
+use assay_common::runner::RunnerKind;
+use std::path::Path;
+
+/// One construct as a scan finds it, with its source text to tell a changed one from one the
+/// base holds as it is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Construct {
+    pub line: u32,
+    pub name: String,
+    pub kind: HarnessKind,
+    pub source: String,
+}
+
+/// What a Python file is to the runner, which decides what in it is harness.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// `conftest.py`: pytest loads it as a plugin.
+    Conftest,
+    /// A module named as a plugin (`-p`, `pytest_plugins`).
+    Plugin,
+    /// A test file that is not a test module: helpers, fixtures, `__init__.py`.
+    Support,
+    /// A test module: its hooks are not registered, but its module-level code and classes run.
+    TestModule,
+}
+
+/// One changed file as the classifier reads it: `None` on the side it is absent from.
+#[derive(Clone, Debug)]
+pub struct ChangedSource {
+    pub path: String,
+    pub base: Option<String>,
+    pub candidate: Option<String>,
+    /// A test file by the runner's conventions (and the configured globs).
+    pub test_file: bool,
+    /// A test module the change's proving run collects: its constructs cannot be taken away
+    /// from its tests.
+    pub test_module: bool,
+}
+
+/// Root configuration files whose `-p` plugins name modules even when the change leaves the
+/// configuration alone.
+const ROOT_CONFIGS: &[&str] = &["pyproject.toml", "pytest.ini", "setup.cfg", "tox.ini"];
+
+/// The harness constructs among the change's files. `unchanged_configs` are the candidate's
+/// root configuration files the change does not touch (path and text), for the plugins they
+/// load.
+pub fn classify(
+    files: &[ChangedSource],
+    unchanged_configs: &[(String, String)],
+) -> Vec<HarnessFinding> {
+    let mut found: Vec<(String, Construct)> = Vec::new();
+    let mut plugin_names: Vec<String> = Vec::new();
+    for (path, text) in unchanged_configs {
+        plugin_names.extend(config::scan(path, Some(text), text).1);
+    }
+    for file in files {
+        let Some(candidate) = &file.candidate else {
+            continue;
+        };
+        if config::is_config(&file.path) {
+            let (constructs, plugins) = config::scan(&file.path, file.base.as_deref(), candidate);
+            found.extend(constructs.into_iter().map(|c| (file.path.clone(), c)));
+            plugin_names.extend(plugins);
+        }
+        if file_name(&file.path) == "conftest.py" {
+            plugin_names.extend(python::scan(candidate, Role::Conftest).plugin_names);
+        }
+    }
+    for file in files {
+        let Some(candidate) = &file.candidate else {
+            continue;
+        };
+        let path = file.path.as_str();
+        if let Some(construct) = other::whole_file(path) {
+            found.push((file.path.clone(), construct));
+        }
+        if path.ends_with(".py") {
+            let role = if file_name(path) == "conftest.py" {
+                Some(Role::Conftest)
+            } else if plugin_names.iter().any(|name| names_module(path, name)) {
+                Some(Role::Plugin)
+            } else if file.test_module {
+                Some(Role::TestModule)
+            } else if file.test_file {
+                Some(Role::Support)
+            } else {
+                None
+            };
+            if let Some(role) = role {
+                let before = file
+                    .base
+                    .as_deref()
+                    .map(|b| python::scan(b, role).constructs)
+                    .unwrap_or_default();
+                for construct in python::scan(candidate, role).constructs {
+                    if !before.iter().any(|b| same_construct(b, &construct)) {
+                        found.push((file.path.clone(), construct));
+                    }
+                }
+            }
+        }
+        let base = file.base.as_deref();
+        for construct in other::go(path, base, candidate)
+            .into_iter()
+            .chain(other::node(path, base, candidate))
+            .chain(other::cargo(path, base, candidate))
+        {
+            found.push((file.path.clone(), construct));
+        }
+    }
+    let mut findings: Vec<HarnessFinding> = found
+        .into_iter()
+        .map(|(path, construct)| {
+            let replaceable = !files.iter().any(|f| f.path == path && f.test_module);
+            HarnessFinding {
+                file: path,
+                line: construct.line,
+                construct: construct.name,
+                kind: construct.kind,
+                replaceable,
+            }
+        })
+        .collect();
+    findings.sort_by(|a, b| (&a.file, a.line, &a.construct).cmp(&(&b.file, b.line, &b.construct)));
+    findings.dedup();
+    findings
+}
+
+fn same_construct(a: &Construct, b: &Construct) -> bool {
+    a.kind == b.kind && a.name == b.name && a.source == b.source
+}
+
+fn file_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// Whether `path` is the module a plugin name imports: `pager._support` is
+/// `pager/_support.py` or `pager/_support/__init__.py`, under any source root (`src/`).
+fn names_module(path: &str, module: &str) -> bool {
+    let relative = module.replace('.', "/");
+    [format!("{relative}.py"), format!("{relative}/__init__.py")]
+        .iter()
+        .any(|end| path == end || path.ends_with(&format!("/{end}")))
+}
+
+/// Documentation a test run does not execute: set aside when judging whether the product
+/// change is inert.
+fn is_documentation(path: &str) -> bool {
+    let name = file_name(path);
+    let upper = name.to_ascii_uppercase();
+    [".md", ".rst", ".txt", ".adoc"]
+        .iter()
+        .any(|ext| name.ends_with(ext))
+        || ["LICENSE", "CHANGELOG", "CHANGES", "AUTHORS", "NOTICE"]
+            .iter()
+            .any(|n| upper.starts_with(n))
+        || path.starts_with("docs/")
+}
+
+/// The changed product files, when every one is the same program as on the base without its
+/// comments and docstrings (and there is one at least). Harness files and configuration are
+/// not product; documentation is set aside.
+pub fn inert_product(files: &[ChangedSource], findings: &[HarnessFinding]) -> Option<InertProduct> {
+    let product: Vec<&ChangedSource> = files
+        .iter()
+        .filter(|f| {
+            !f.test_file
+                && !config::is_config(&f.path)
+                && !is_documentation(&f.path)
+                && !findings.iter().any(|h| h.file == f.path)
+        })
+        .collect();
+    if product.is_empty() {
+        return None;
+    }
+    for file in &product {
+        let (Some(base), Some(candidate)) = (&file.base, &file.candidate) else {
+            return None;
+        };
+        if inert::same_program(&file.path, base, candidate) != Some(true) {
+            return None;
+        }
+    }
+    Some(InertProduct {
+        files: product.iter().map(|f| f.path.clone()).collect(),
+    })
+}
+
+/// Whether a changed file may hold a harness construct or decide inertness, so is worth reading.
+fn worth_reading(path: &str) -> bool {
+    let name = file_name(path);
+    [
+        ".py", ".pth", ".rs", ".toml", ".ini", ".cfg", ".go", ".json", ".js", ".mjs", ".cjs",
+        ".ts", ".mts", ".cts",
+    ]
+    .iter()
+    .any(|ext| name.ends_with(ext))
+        || path.contains(".cargo/config")
+        || name.starts_with(".mocharc")
+}
+
+/// Reads the change's files and classifies them; builds the differential tree when a person has
+/// not accepted the harness change and every finding can be replaced. Runs where the
+/// repository is.
+pub fn plan(
+    repo: &Path,
+    change: &Change,
+    runner: RunnerKind,
+    trusted: bool,
+) -> Result<HarnessPlan, SourceError> {
+    let is_test_file = |path: &str| change.changed_test_files.iter().any(|f| f.path == path);
+    let mut files = Vec::new();
+    let mut unread_product = false;
+    for changed in &change.changed {
+        let test_file = is_test_file(&changed.path);
+        if !worth_reading(&changed.path) {
+            unread_product |= !test_file && !is_documentation(&changed.path);
+            continue;
+        }
+        let read = |tree| -> Result<Option<String>, SourceError> {
+            Ok(source::read_file(repo, tree, &changed.path)?
+                .map(|bytes| String::from_utf8_lossy(&bytes).into_owned()))
+        };
+        files.push(ChangedSource {
+            path: changed.path.clone(),
+            base: read(&change.base.tree)?,
+            candidate: if changed.deleted {
+                None
+            } else {
+                read(&change.candidate.tree)?
+            },
+            test_file,
+            test_module: test_file && runner.is_test_module(&changed.path),
+        });
+    }
+    let mut unchanged_configs = Vec::new();
+    for config in ROOT_CONFIGS {
+        if change.changed.iter().any(|f| f.path == *config) {
+            continue;
+        }
+        if let Some(bytes) = source::read_file(repo, &change.candidate.tree, config)? {
+            unchanged_configs.push((
+                (*config).to_owned(),
+                String::from_utf8_lossy(&bytes).into_owned(),
+            ));
+        }
+    }
+    let findings = classify(&files, &unchanged_configs);
+    let inert_product = match unread_product {
+        true => None,
+        false => inert_product(&files, &findings),
+    };
+    let mut reverted_files: Vec<String> = Vec::new();
+    let all_replaceable = findings.iter().all(|f| f.replaceable);
+    if !trusted && all_replaceable {
+        for finding in &findings {
+            if !reverted_files.contains(&finding.file) {
+                reverted_files.push(finding.file.clone());
+            }
+        }
+    }
+    let check_tree = match reverted_files.is_empty() {
+        true => None,
+        false => Some(source::tree_reverting(
+            repo,
+            &change.candidate.tree,
+            &change.base.tree,
+            &reverted_files,
+        )?),
+    };
+    Ok(HarnessPlan {
+        findings,
+        check_tree,
+        reverted_files,
+        trusted,
+        inert_product,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn changed(
+        path: &str,
+        base: Option<&str>,
+        candidate: &str,
+        test_module: bool,
+    ) -> ChangedSource {
+        ChangedSource {
+            path: path.into(),
+            base: base.map(str::to_owned),
+            candidate: Some(candidate.into()),
+            test_file: test_module || path.starts_with("tests/") || path.ends_with("conftest.py"),
+            test_module,
+        }
+    }
+
+    #[test]
+    fn a_hook_the_base_already_has_unchanged_is_no_finding() {
+        let hook =
+            "def pytest_configure(config):\n    config.addinivalue_line('markers', 'slow: slow')\n";
+        let fixture = "\nimport pytest\n\n@pytest.fixture\ndef pages():\n    return 3\n";
+        let files = [changed(
+            "tests/conftest.py",
+            Some(hook),
+            &format!("{hook}{fixture}"),
+            false,
+        )];
+        assert!(classify(&files, &[]).is_empty());
+        let changed_hook = hook.replace("slow: slow", "slow: slower");
+        let files = [changed(
+            "tests/conftest.py",
+            Some(hook),
+            &changed_hook,
+            false,
+        )];
+        assert_eq!(classify(&files, &[])[0].construct, "pytest_configure");
+    }
+
+    #[test]
+    fn a_plugin_module_named_by_unchanged_config_is_scanned_for_hooks() {
+        let plugin = "def pytest_runtest_logreport(report):\n    report.outcome = 'passed'\n";
+        let files = [changed("src/pager/_support.py", None, plugin, false)];
+        let config = [(
+            "pyproject.toml".to_owned(),
+            "[tool.pytest.ini_options]\naddopts = \"-p pager._support\"\n".to_owned(),
+        )];
+        let findings = classify(&files, &config);
+        assert_eq!(findings.len(), 1);
+        assert_eq!(
+            findings[0].place(),
+            "src/pager/_support.py:1 pytest_runtest_logreport"
+        );
+        assert!(findings[0].replaceable);
+        assert!(classify(&files, &[]).is_empty());
+    }
+
+    #[test]
+    fn a_construct_in_a_changed_test_module_is_not_replaceable() {
+        let module = "import unittest\n\nclass PagerTests(unittest.TestCase):\n    def run(self, result=None):\n        pass\n";
+        let findings = classify(&[changed("tests/test_pager.py", None, module, true)], &[]);
+        assert_eq!(findings.len(), 1);
+        assert!(!findings[0].replaceable);
+    }
+
+    #[test]
+    fn a_comment_only_product_change_is_inert_and_documentation_is_set_aside() {
+        let files = [
+            changed(
+                "pager.py",
+                Some("def f():\n    return 1\n"),
+                "def f():\n    # one\n    return 1\n",
+                false,
+            ),
+            changed("README.md", Some("a"), "b", false),
+        ];
+        let inert = inert_product(&files, &[]).expect("inert");
+        assert_eq!(inert.files, ["pager.py"]);
+        let fixed = [changed(
+            "pager.py",
+            Some("def f():\n    return 1\n"),
+            "def f():\n    return 2\n",
+            false,
+        )];
+        assert!(inert_product(&fixed, &[]).is_none());
+    }
+}

@@ -52,7 +52,12 @@ pub struct ProveArgs {
     /// start-up files, result-class overrides, support code that patches the product) after
     /// reviewing them: their findings no longer leave criteria unverified. Recorded in the
     /// evidence. The repository's configuration can never set it.
-    #[arg(long, env = "ASSAY_TRUST_HARNESS_CHANGE")]
+    #[arg(
+        long,
+        env = "ASSAY_TRUST_HARNESS_CHANGE",
+        action = clap::ArgAction::SetTrue,
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
     pub trust_harness_change: bool,
     /// A criterion: "test: NAME" (fails before, passes after) or "guard: NAME" (passes on
     /// both), optionally with an id: "C3: test: NAME". Repeatable.

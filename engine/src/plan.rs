@@ -219,6 +219,38 @@ mod tests {
     }
 
     #[test]
+    fn the_harness_check_runs_the_proving_tests_last_on_its_own_tree() {
+        let criteria = parse_criteria(&[
+            "test: test_partial_page".to_string(),
+            "guard: test_full_pages".to_string(),
+        ])
+        .unwrap();
+        let check_tree = TreeId("h".into());
+        let jobs = plan_proof(&ProofPlanInput {
+            proof_id: &ProofId("p-1".into()),
+            runner: RunnerKind::Pytest,
+            command_prefix: &RunnerKind::Pytest.default_command(),
+            criteria: &criteria,
+            changed_test_modules: &["tests/test_pager.py".to_string()],
+            base_tree: &TreeId("b".into()),
+            candidate_tree: &TreeId("c".into()),
+            repeats: 2,
+            timeout_secs: 60,
+            report: RunnerKind::Pytest.report_format(),
+            harness_check_tree: Some(&check_tree),
+        });
+        let last = jobs.last().expect("jobs");
+        assert_eq!(last.kind, JobKind::HarnessCheck);
+        assert_eq!(last.index as usize, jobs.len() - 1);
+        assert_eq!((last.side, &last.tree), (Side::Candidate, &check_tree));
+        assert_eq!(
+            last.selected_tests,
+            ["test_full_pages", "test_partial_page"]
+        );
+        assert!(jobs[..jobs.len() - 1].iter().all(|j| j.tree != check_tree));
+    }
+
+    #[test]
     fn one_repeat_means_no_stability_jobs() {
         assert_eq!(plan(&["test: test_a"], &["tests/test_a.py"], 1).len(), 4);
     }

@@ -155,3 +155,173 @@ fn record(
         without_harness,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::TreeId;
+    use crate::criteria::parse_criterion;
+    use crate::harness::{HarnessKind, InertProduct};
+    use crate::ids::{JobId, WorkerId};
+    use crate::job::{JobResult, JobStatus, Side};
+    use crate::outcome::{CaseResult, Outcome, ReportOutcome, TestReport};
+
+    const FILE: &str = "tests/test_pager.py";
+
+    fn ran(index: u32, outcome: Outcome) -> JobResult {
+        JobResult {
+            job_id: JobId(format!("p/{index}")),
+            index,
+            status: JobStatus::Completed { exit_code: 1 },
+            report: ReportOutcome::Parsed(TestReport {
+                cases: vec![CaseResult {
+                    file: FILE.into(),
+                    suite: "tests.test_pager".into(),
+                    name: "test_partial_page".into(),
+                    variant: None,
+                    outcome,
+                    message: None,
+                }],
+                collection_errors: vec![],
+            }),
+            artifacts: vec![],
+            duration_ms: 10,
+            worker: WorkerId("w".into()),
+            sandbox: None,
+        }
+    }
+
+    fn hook(replaceable: bool) -> HarnessFinding {
+        HarnessFinding {
+            file: "tests/conftest.py".into(),
+            line: 5,
+            construct: "pytest_runtest_makereport".into(),
+            kind: HarnessKind::Hook,
+            replaceable,
+        }
+    }
+
+    /// The verdict of `test: test_partial_page` failing on the base and passing on the
+    /// candidate, after the harness rules with `plan`, and the differential run's outcome.
+    fn judged(plan: &HarnessPlan, without: Option<Outcome>) -> (CriterionVerdict, HarnessEvidence) {
+        let criteria = vec![parse_criterion("test: test_partial_page", 1).unwrap()];
+        let mut jobs = vec![
+            (JobKind::Targeted, Side::Base, ran(0, Outcome::Failed)),
+            (JobKind::Targeted, Side::Candidate, ran(1, Outcome::Passed)),
+        ];
+        if let Some(outcome) = without {
+            jobs.push((JobKind::HarnessCheck, Side::Candidate, ran(2, outcome)));
+        }
+        let observations: Vec<Observation<'_>> = jobs
+            .iter()
+            .map(|(kind, side, result)| Observation {
+                kind: *kind,
+                side: *side,
+                result,
+            })
+            .collect();
+        let mut verdicts = super::super::decide(&criteria, &observations);
+        assert_eq!(verdicts[0].verdict, Verdict::Proven);
+        let evidence = judge(&mut verdicts, &criteria, plan, &observations).expect("evidence");
+        (verdicts.remove(0), evidence)
+    }
+
+    fn plan(findings: Vec<HarnessFinding>) -> HarnessPlan {
+        HarnessPlan {
+            check_tree: Some(TreeId("c0ffee".into())),
+            reverted_files: vec!["tests/conftest.py".into()],
+            findings,
+            ..HarnessPlan::default()
+        }
+    }
+
+    #[test]
+    fn a_harness_that_turns_a_failure_into_a_pass_decides_the_outcome() {
+        let (verdict, evidence) = judged(&plan(vec![hook(true)]), Some(Outcome::Failed));
+        assert_eq!(verdict.verdict, Verdict::Unverified);
+        assert_eq!(
+            verdict.reason,
+            "the change's harness decides this test's outcome: tests/conftest.py:5 pytest_runtest_makereport (with the base's in its place the test failed, with the change's it passed)"
+        );
+        assert_eq!(evidence.criteria[0].decision, HarnessDecision::Decides);
+        assert_eq!(evidence.check_job, Some(2));
+    }
+
+    #[test]
+    fn the_same_outcome_without_the_harness_leaves_the_verdict_standing() {
+        let (verdict, evidence) = judged(&plan(vec![hook(true)]), Some(Outcome::Passed));
+        assert_eq!(verdict.verdict, Verdict::Proven);
+        assert_eq!(
+            evidence.criteria[0].decision,
+            HarnessDecision::CheckedDidNotDecide
+        );
+        assert_eq!(
+            evidence.criteria[0].without_harness.as_deref(),
+            Some("passed")
+        );
+    }
+
+    #[test]
+    fn a_missing_differential_run_is_no_evidence_the_harness_did_not_decide() {
+        let (verdict, _) = judged(&plan(vec![hook(true)]), None);
+        assert_eq!(verdict.verdict, Verdict::Unverified);
+        assert!(
+            verdict.reason.contains("could not be observed"),
+            "{}",
+            verdict.reason
+        );
+    }
+
+    #[test]
+    fn a_construct_in_the_tests_own_file_leaves_the_criterion_unverified() {
+        let mut run_override = hook(false);
+        run_override.file = FILE.into();
+        run_override.construct = "PagerTests.run".into();
+        let (verdict, evidence) = judged(&plan(vec![run_override]), None);
+        assert_eq!(verdict.verdict, Verdict::Unverified);
+        assert_eq!(
+            verdict.reason,
+            "the change's harness may decide this test's outcome and cannot be taken away from its tests: tests/test_pager.py:5 PagerTests.run"
+        );
+        assert_eq!(evidence.criteria[0].decision, HarnessDecision::Unchecked);
+    }
+
+    #[test]
+    fn a_trusted_harness_change_keeps_the_verdict_and_records_the_trust() {
+        let trusted = HarnessPlan {
+            trusted: true,
+            check_tree: None,
+            reverted_files: vec![],
+            ..plan(vec![hook(false)])
+        };
+        let (verdict, evidence) = judged(&trusted, None);
+        assert_eq!(verdict.verdict, Verdict::Proven);
+        assert!(
+            verdict
+                .reason
+                .ends_with("is trusted by --trust-harness-change")
+        );
+        assert_eq!(evidence.criteria[0].decision, HarnessDecision::Trusted);
+    }
+
+    #[test]
+    fn an_inert_product_change_cannot_prove_a_test_even_when_trusted() {
+        let inert = HarnessPlan {
+            trusted: true,
+            inert_product: Some(InertProduct {
+                files: vec!["pager.py".into()],
+            }),
+            ..HarnessPlan::default()
+        };
+        let (verdict, evidence) = judged(&inert, None);
+        assert_eq!(verdict.verdict, Verdict::Unverified);
+        assert!(verdict.reason.starts_with(INERT), "{}", verdict.reason);
+        assert_eq!(evidence.criteria[0].decision, HarnessDecision::InertProduct);
+    }
+
+    #[test]
+    fn no_finding_and_no_inert_change_leave_no_harness_section() {
+        let criteria = vec![parse_criterion("test: test_partial_page", 1).unwrap()];
+        assert!(judge(&mut [], &criteria, &HarnessPlan::default(), &[]).is_none());
+    }
+}

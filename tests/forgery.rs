@@ -416,3 +416,40 @@ fn the_repository_cannot_trust_its_own_harness_change() {
         );
     }
 }
+
+#[test]
+fn a_build_script_that_rewrites_the_product_before_it_compiles_is_unverified() {
+    let repo = Repo::new();
+    repo.copy_fixture("cargo-pager", &[]);
+    repo.commit("pager and ledger");
+    // The product gains a constant and keeps its bug; the build script fixes the source the
+    // compiler reads, in the job's own tree, where no diff shows it.
+    let lib = support::fixture("cargo-pager/pager/src/lib.rs");
+    repo.write("pager/src/lib.rs", &format!("{lib}\npub const REVISION: u32 = 2;\n"))
+        .write(
+            "pager/build.rs",
+            "fn main() {\n    let lib = std::fs::read_to_string(\"src/lib.rs\").unwrap_or_default();\n    let fixed = lib.replace(\"    items / per\\n\", \"    items.div_ceil(per)\\n\");\n    if fixed != lib {\n        let _ = std::fs::write(\"src/lib.rs\", fixed);\n    }\n}\n",
+        );
+    repo.commit("pager: count a partial page");
+    let out_dir = tempfile::tempdir().expect("temp dir");
+    let args = [
+        "--base",
+        "main~1",
+        "--test-command",
+        "cargo test",
+        "--criterion",
+        "test: partial_page_is_a_page",
+        "--repeats",
+        "2",
+    ];
+    let (mut command, json) = support::prove_command(&repo, &args, out_dir.path());
+    support::with_rust_toolchain(&mut command);
+    let run = support::run(command, Some(json));
+    let reason = assert_not_proven(&run);
+    assert!(
+        reason.starts_with(
+            "the change's harness decides this test's outcome: pager/build.rs:1 build.rs"
+        ),
+        "{reason}"
+    );
+}

@@ -304,6 +304,34 @@ pub fn read_file(
     Ok(Some(blob.content().to_vec()))
 }
 
+/// Reads several files of one tree with the repository opened once; `None` for an absent one.
+pub fn read_files(
+    repo_path: &Path,
+    tree: &TreeId,
+    paths: &[&str],
+) -> Result<Vec<Option<Vec<u8>>>, SourceError> {
+    let repo = open(repo_path)?;
+    let oid = git2::Oid::from_str(tree.as_str()).map_err(git("parse a tree id"))?;
+    let tree = repo
+        .find_tree(oid)
+        .map_err(git(format!("find tree {oid}")))?;
+    paths
+        .iter()
+        .map(|path| {
+            let Ok(entry) = tree.get_path(Path::new(path)) else {
+                return Ok(None);
+            };
+            if entry.kind() != Some(git2::ObjectType::Blob) {
+                return Ok(None);
+            }
+            let blob = repo
+                .find_blob(entry.id())
+                .map_err(git(format!("read {path}")))?;
+            Ok(Some(blob.content().to_vec()))
+        })
+        .collect()
+}
+
 /// Every path the diff base..candidate touches, on either side (a rename names both), for the
 /// selection audit's read-set closure.
 pub fn changed_paths(

@@ -225,42 +225,51 @@ pub fn plan(
     trusted: bool,
 ) -> Result<HarnessPlan, SourceError> {
     let is_test_file = |path: &str| change.changed_test_files.iter().any(|f| f.path == path);
-    let mut files = Vec::new();
-    let mut unread_product = false;
-    for changed in &change.changed {
-        let test_file = is_test_file(&changed.path);
-        if !worth_reading(&changed.path) {
-            unread_product |= !test_file && !is_documentation(&changed.path);
-            continue;
-        }
-        let read = |tree| -> Result<Option<String>, SourceError> {
-            Ok(source::read_file(repo, tree, &changed.path)?
-                .map(|bytes| String::from_utf8_lossy(&bytes).into_owned()))
-        };
-        files.push(ChangedSource {
-            path: changed.path.clone(),
-            base: read(&change.base.tree)?,
-            candidate: if changed.deleted {
-                None
-            } else {
-                read(&change.candidate.tree)?
-            },
-            test_file,
-            test_module: test_file && runner.is_test_module(&changed.path),
-        });
-    }
-    let mut unchanged_configs = Vec::new();
-    for config in ROOT_CONFIGS {
-        if change.changed.iter().any(|f| f.path == *config) {
-            continue;
-        }
-        if let Some(bytes) = source::read_file(repo, &change.candidate.tree, config)? {
-            unchanged_configs.push((
-                (*config).to_owned(),
-                String::from_utf8_lossy(&bytes).into_owned(),
-            ));
-        }
-    }
+    let text = |bytes: Option<Vec<u8>>| bytes.map(|b| String::from_utf8_lossy(&b).into_owned());
+    let unread_product = change
+        .changed
+        .iter()
+        .any(|f| !worth_reading(&f.path) && !is_test_file(&f.path) && !is_documentation(&f.path));
+    let wanted: Vec<&crate::source::ChangedFile> = change
+        .changed
+        .iter()
+        .filter(|f| worth_reading(&f.path))
+        .collect();
+    let paths: Vec<&str> = wanted.iter().map(|f| f.path.as_str()).collect();
+    let bases = source::read_files(repo, &change.base.tree, &paths)?;
+    let candidates = source::read_files(repo, &change.candidate.tree, &paths)?;
+    let files: Vec<ChangedSource> = wanted
+        .iter()
+        .zip(bases.into_iter().zip(candidates))
+        .map(|(changed, (base, candidate))| {
+            let test_file = is_test_file(&changed.path);
+            ChangedSource {
+                path: changed.path.clone(),
+                base: text(base),
+                candidate: if changed.deleted {
+                    None
+                } else {
+                    text(candidate)
+                },
+                test_file,
+                test_module: test_file && runner.is_test_module(&changed.path),
+            }
+        })
+        .collect();
+    let unchanged: Vec<&str> = ROOT_CONFIGS
+        .iter()
+        .copied()
+        .filter(|config| !change.changed.iter().any(|f| f.path == *config))
+        .collect();
+    let unchanged_configs: Vec<(String, String)> = unchanged
+        .iter()
+        .zip(source::read_files(
+            repo,
+            &change.candidate.tree,
+            &unchanged,
+        )?)
+        .filter_map(|(path, bytes)| Some(((*path).to_owned(), text(bytes)?)))
+        .collect();
     let findings = classify(&files, &unchanged_configs);
     let inert_product = match unread_product {
         true => None,

@@ -304,6 +304,31 @@ pub fn read_file(
     Ok(Some(blob.content().to_vec()))
 }
 
+/// The names of the entries of directory `dir` (`""` for the root) of a tree; none when it has
+/// no such directory.
+pub fn entry_names(repo_path: &Path, tree: &TreeId, dir: &str) -> Result<Vec<String>, SourceError> {
+    let repo = open(repo_path)?;
+    let oid = git2::Oid::from_str(tree.as_str()).map_err(git("parse a tree id"))?;
+    let root = repo
+        .find_tree(oid)
+        .map_err(git(format!("find tree {oid}")))?;
+    let names = |tree: &git2::Tree<'_>| -> Vec<String> {
+        tree.iter()
+            .filter_map(|entry| entry.name().map(str::to_owned))
+            .collect()
+    };
+    if dir.is_empty() {
+        return Ok(names(&root));
+    }
+    let Ok(entry) = root.get_path(Path::new(dir)) else {
+        return Ok(Vec::new());
+    };
+    match repo.find_tree(entry.id()) {
+        Ok(sub) => Ok(names(&sub)),
+        Err(_) => Ok(Vec::new()),
+    }
+}
+
 /// Reads several files of one tree with the repository opened once; `None` for an absent one.
 pub fn read_files(
     repo_path: &Path,

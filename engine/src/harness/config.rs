@@ -141,6 +141,7 @@ pub(crate) fn scan(
                     name: "pytest11 entry point".into(),
                     kind: HarnessKind::Plugin,
                     source: line.to_owned(),
+                    target: None,
                 });
             }
         }
@@ -180,6 +181,7 @@ pub(crate) fn scan(
                 name: (*key).to_owned(),
                 kind: HarnessKind::RunnerConfig,
                 source: after.unwrap_or_default(),
+                target: None,
             });
         }
         for plugin in added_plugins {
@@ -188,6 +190,7 @@ pub(crate) fn scan(
                 name: format!("-p {plugin}"),
                 kind: HarnessKind::Plugin,
                 source: plugin,
+                target: None,
             });
         }
     }
@@ -204,6 +207,7 @@ pub(crate) fn scan(
             name: "pytest11 entry point".into(),
             kind: HarnessKind::Plugin,
             source: first.value.clone(),
+            target: None,
         });
     }
     // setup.cfg's `[options.entry_points]` holds `pytest11 =` among others.
@@ -222,6 +226,7 @@ pub(crate) fn scan(
                 name: "pytest11 entry point".into(),
                 kind: HarnessKind::Plugin,
                 source: after.unwrap_or_default(),
+                target: None,
             });
         }
     }

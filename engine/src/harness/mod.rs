@@ -15,6 +15,7 @@ mod python;
 use crate::source::{self, Change, SourceError};
 use assay_common::harness::{HarnessFinding, HarnessKind, HarnessPlan, InertProduct};
 use assay_common::runner::RunnerKind;
+use std::collections::BTreeSet;
 use std::path::Path;
 
 /// One construct as a scan finds it, with its source text to tell a changed one from one the
@@ -25,6 +26,8 @@ pub(crate) struct Construct {
     pub name: String,
     pub kind: HarnessKind,
     pub source: String,
+    /// For a product patch, the top-level module it writes into, when the syntax names it.
+    pub target: Option<String>,
 }
 
 /// What a Python file is to the runner, which decides what in it is harness.
@@ -59,10 +62,14 @@ const ROOT_CONFIGS: &[&str] = &["pyproject.toml", "pytest.ini", "setup.cfg", "to
 
 /// The harness constructs among the change's files. `unchanged_configs` are the candidate's
 /// root configuration files the change does not touch (path and text), for the plugins they
-/// load.
+/// load. `project_modules` are the project's own top-level modules: in a test module, an
+/// autouse fixture or module-level code that patches another module counts only when it
+/// patches one of them (patching `time` or `random` for a deterministic test is the test's
+/// own business); an empty set counts every patch.
 pub fn classify(
     files: &[ChangedSource],
     unchanged_configs: &[(String, String)],
+    project_modules: &BTreeSet<String>,
 ) -> Vec<HarnessFinding> {
     let mut found: Vec<(String, Construct)> = Vec::new();
     let mut plugin_names: Vec<String> = Vec::new();
@@ -109,6 +116,15 @@ pub fn classify(
                     .map(|b| python::scan(b, role).constructs)
                     .unwrap_or_default();
                 for construct in python::scan(candidate, role).constructs {
+                    let outside_the_project = role == Role::TestModule
+                        && !project_modules.is_empty()
+                        && construct
+                            .target
+                            .as_ref()
+                            .is_some_and(|module| !project_modules.contains(module));
+                    if outside_the_project {
+                        continue;
+                    }
                     if !before.iter().any(|b| same_construct(b, &construct)) {
                         found.push((file.path.clone(), construct));
                     }
@@ -270,7 +286,13 @@ pub fn plan(
         )?)
         .filter_map(|(path, bytes)| Some(((*path).to_owned(), text(bytes)?)))
         .collect();
-    let findings = classify(&files, &unchanged_configs);
+    let mut project_modules = BTreeSet::new();
+    for dir in ["", "src", "lib", "python"] {
+        for name in source::entry_names(repo, &change.candidate.tree, dir)? {
+            project_modules.insert(name.strip_suffix(".py").unwrap_or(&name).to_owned());
+        }
+    }
+    let findings = classify(&files, &unchanged_configs, &project_modules);
     let inert_product = match unread_product {
         true => None,
         false => inert_product(&files, &findings),
@@ -332,7 +354,7 @@ mod tests {
             &format!("{hook}{fixture}"),
             false,
         )];
-        assert!(classify(&files, &[]).is_empty());
+        assert!(classify(&files, &[], &BTreeSet::new()).is_empty());
         let changed_hook = hook.replace("slow: slow", "slow: slower");
         let files = [changed(
             "tests/conftest.py",
@@ -340,7 +362,10 @@ mod tests {
             &changed_hook,
             false,
         )];
-        assert_eq!(classify(&files, &[])[0].construct, "pytest_configure");
+        assert_eq!(
+            classify(&files, &[], &BTreeSet::new())[0].construct,
+            "pytest_configure"
+        );
     }
 
     #[test]
@@ -351,22 +376,46 @@ mod tests {
             "pyproject.toml".to_owned(),
             "[tool.pytest.ini_options]\naddopts = \"-p pager._support\"\n".to_owned(),
         )];
-        let findings = classify(&files, &config);
+        let findings = classify(&files, &config, &BTreeSet::new());
         assert_eq!(findings.len(), 1);
         assert_eq!(
             findings[0].place(),
             "src/pager/_support.py:1 pytest_runtest_logreport"
         );
         assert!(findings[0].replaceable);
-        assert!(classify(&files, &[]).is_empty());
+        assert!(classify(&files, &[], &BTreeSet::new()).is_empty());
     }
 
     #[test]
     fn a_construct_in_a_changed_test_module_is_not_replaceable() {
         let module = "import unittest\n\nclass PagerTests(unittest.TestCase):\n    def run(self, result=None):\n        pass\n";
-        let findings = classify(&[changed("tests/test_pager.py", None, module, true)], &[]);
+        let findings = classify(
+            &[changed("tests/test_pager.py", None, module, true)],
+            &[],
+            &BTreeSet::new(),
+        );
         assert_eq!(findings.len(), 1);
         assert!(!findings[0].replaceable);
+    }
+
+    #[test]
+    fn a_test_module_may_patch_the_standard_library_but_not_the_project() {
+        let module = "import time\n\nimport pytest\n\nimport pager\n\n\n@pytest.fixture(autouse=True)\ndef frozen_clock(monkeypatch):\n    monkeypatch.setattr(time, 'time', lambda: 0.0)\n\n\n@pytest.fixture(autouse=True)\ndef rounding(monkeypatch):\n    monkeypatch.setattr('pager.page_count', lambda t, s: -(-t // s))\n\n\ndef test_partial_page():\n    assert pager.page_count(11, 5) == 3\n";
+        let project: BTreeSet<String> = ["pager", "tests"].map(String::from).into();
+        let findings = classify(
+            &[changed("tests/test_pager.py", None, module, true)],
+            &[],
+            &project,
+        );
+        let names: Vec<&str> = findings.iter().map(|f| f.construct.as_str()).collect();
+        assert_eq!(names, ["rounding"]);
+        // In a conftest, any patch counts: the differential run decides.
+        let conftest = classify(
+            &[changed("tests/conftest.py", None, module, false)],
+            &[],
+            &project,
+        );
+        assert_eq!(conftest.len(), 2);
     }
 
     #[test]

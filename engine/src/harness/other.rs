@@ -25,6 +25,7 @@ fn construct(line: u32, name: &str, kind: HarnessKind, source: &str) -> Construc
         name: name.to_owned(),
         kind,
         source: source.to_owned(),
+        target: None,
     }
 }
 

@@ -8,7 +8,7 @@
 
 use super::{Construct, Role};
 use assay_common::harness::HarnessKind;
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use tree_sitter::{Node, Parser, Tree};
 
 /// Methods of a `TestCase` or `TestSuite` through which a subclass decides what a run reports.
@@ -71,10 +71,12 @@ pub(crate) fn scan(source: &str, role: Role) -> PythonScan {
     };
     let text = |node: Node<'_>| source.get(node.byte_range()).unwrap_or("");
     let mut out = PythonScan::default();
-    let mut imported: BTreeSet<String> = BTreeSet::new();
-    // Assignments into a name, kept until the file's imports are all known: only an imported
-    // name is another module.
-    let mut patches: Vec<(String, Construct)> = Vec::new();
+    // Each name an import binds, with the top-level module it comes from.
+    let mut imported: BTreeMap<String, String> = BTreeMap::new();
+    // Writes through a name, kept until the file's imports are all known: only an imported
+    // name is another module. The flag keeps a patching call whose name is not imported (a
+    // `monkeypatch.setattr(target, …)` of a local): what it patches is unknown, not nothing.
+    let mut patches: Vec<(String, bool, Construct)> = Vec::new();
     let mut scopes: Vec<Scope<'_>> = vec![Scope::Module];
     // (node, its scope's index, the decorators of a definition)
     let mut stack: Vec<(Node<'_>, usize, Option<String>)> = vec![(tree.root_node(), 0, None)];
@@ -86,6 +88,7 @@ pub(crate) fn scan(source: &str, role: Role) -> PythonScan {
             name,
             kind,
             source: text(at).to_owned(),
+            target: None,
         };
         match node.kind() {
             "decorated_definition" => {
@@ -193,15 +196,29 @@ pub(crate) fn scan(source: &str, role: Role) -> PythonScan {
                 continue;
             }
             "import_statement" | "import_from_statement" => {
+                // `from a.b import c` binds `c` from `a`; a relative import, from the project.
+                let from = node
+                    .child_by_field_name("module_name")
+                    .map(|m| text(m).split('.').next().unwrap_or("").to_owned());
                 let mut cursor = node.walk();
                 for name in node.children_by_field_name("name", &mut cursor) {
-                    let bound = match name.kind() {
-                        "aliased_import" => name.child_by_field_name("alias").map(text),
+                    let (bound, dotted) = match name.kind() {
+                        "aliased_import" => (
+                            name.child_by_field_name("alias").map(text),
+                            name.child_by_field_name("name").map(text),
+                        ),
                         // `import a.b` binds `a`.
-                        _ => text(name).split('.').next(),
+                        _ => (text(name).split('.').next(), Some(text(name))),
+                    };
+                    let module = match &from {
+                        Some(from) => from.clone(),
+                        None => dotted
+                            .and_then(|d| d.split('.').next())
+                            .unwrap_or("")
+                            .to_owned(),
                     };
                     if let Some(bound) = bound {
-                        imported.insert(bound.trim().to_owned());
+                        imported.insert(bound.trim().to_owned(), module);
                     }
                 }
                 continue;
@@ -238,7 +255,7 @@ pub(crate) fn scan(source: &str, role: Role) -> PythonScan {
                                         statement(node),
                                     ),
                                 };
-                                patches.push((root, found));
+                                patches.push((root, false, found));
                             }
                         }
                     }
@@ -257,6 +274,7 @@ pub(crate) fn scan(source: &str, role: Role) -> PythonScan {
                         {
                             patches.push((
                                 root,
+                                false,
                                 construct(
                                     format!("{function}(…)"),
                                     HarnessKind::ProductPatch,
@@ -284,11 +302,23 @@ pub(crate) fn scan(source: &str, role: Role) -> PythonScan {
                                 .split('.')
                                 .any(|part| part == "patch" || part == "object");
                         if patching {
-                            out.constructs.push(construct(
-                                name.clone(),
-                                HarnessKind::ProductPatch,
-                                *whole,
-                            ));
+                            // What it patches: the first argument's root name, or the first
+                            // part of a dotted string (`patch("pager.page_count")`).
+                            let first = node
+                                .child_by_field_name("arguments")
+                                .and_then(|a| a.named_child(0));
+                            let root = first.and_then(|a| match a.kind() {
+                                "string" => string_literals(source, a)
+                                    .first()
+                                    .and_then(|s| s.split('.').next().map(str::to_owned))
+                                    .map(|module| format!("'{module}")),
+                                _ => root_identifier(a, &text),
+                            });
+                            let found = construct(name.clone(), HarnessKind::ProductPatch, *whole);
+                            match root {
+                                Some(root) => patches.push((root, true, found)),
+                                None => out.constructs.push(found),
+                            }
                         }
                     }
                     _ => {}
@@ -301,12 +331,19 @@ pub(crate) fn scan(source: &str, role: Role) -> PythonScan {
             stack.push((child, scope_at, None));
         }
     }
-    out.constructs.extend(
-        patches
-            .into_iter()
-            .filter(|(root, _)| imported.contains(root))
-            .map(|(_, construct)| construct),
-    );
+    // A patch through an imported name writes into that module; one through a dotted string
+    // (marked `'`) names its module itself. Inside an autouse fixture, a patch through any
+    // other name (`monkeypatch.setattr(target, …)` of a local) is kept, its module unknown.
+    for (root, keep_unknown, mut construct) in patches {
+        if let Some(module) = root.strip_prefix('\'') {
+            construct.target = Some(module.to_owned());
+        } else if let Some(module) = imported.get(&root) {
+            construct.target = Some(module.clone()).filter(|m| !m.is_empty());
+        } else if !keep_unknown {
+            continue;
+        }
+        out.constructs.push(construct);
+    }
     out.constructs
         .sort_by(|a, b| (a.line, &a.name, a.kind).cmp(&(b.line, &b.name, b.kind)));
     // An autouse fixture that patches twice is one construct.

@@ -453,3 +453,43 @@ fn a_build_script_that_rewrites_the_product_before_it_compiles_is_unverified() {
         "{reason}"
     );
 }
+
+#[test]
+fn node_test_support_code_that_patches_the_product_is_unverified() {
+    let repo = Repo::new();
+    repo.write(
+        "invoice.js",
+        "'use strict';\n\nfunction total(net, taxRate, discount) {\n  return Math.round((net + net * taxRate) * (1 - discount));\n}\n\nmodule.exports = { total };\n",
+    )
+    .write(
+        "test/invoice.test.js",
+        "'use strict';\n\nconst { test } = require('node:test');\nconst assert = require('node:assert/strict');\nconst { total } = require('../invoice');\n\ntest('test_full_pages', () => {\n  assert.equal(total(100, 0.2, 0), 120);\n});\n",
+    );
+    repo.commit("invoice");
+    // The product keeps its bug and gains a flag; the helper swaps in a correct total.
+    let run = prove_candidate(
+        &repo,
+        &[
+            (
+                "invoice.js",
+                "'use strict';\n\nfunction total(net, taxRate, discount) {\n  return Math.round((net + net * taxRate) * (1 - discount));\n}\n\nmodule.exports = { total, FIXED: true };\n",
+            ),
+            (
+                "test/helpers.js",
+                "'use strict';\n\nconst invoice = require('../invoice');\n\nif (invoice.FIXED) {\n  invoice.total = (net, taxRate, discount) => Math.round(net * (1 - discount) + net * taxRate);\n}\n",
+            ),
+            (
+                "test/discount.test.js",
+                "'use strict';\n\nrequire('./helpers');\nconst { test } = require('node:test');\nconst assert = require('node:assert/strict');\nconst invoice = require('../invoice');\n\ntest('test_partial_last_page_is_counted', () => {\n  assert.equal(invoice.total(100, 0.2, 0.5), 70);\n});\n",
+            ),
+        ],
+        &["--runner", "node"],
+    );
+    let reason = assert_not_proven(&run);
+    assert!(
+        reason.starts_with(
+            "the change's harness decides this test's outcome: test/helpers.js:6 invoice.total"
+        ),
+        "{reason}"
+    );
+}

@@ -132,8 +132,13 @@ pub fn classify(
             }
         }
         let base = file.base.as_deref();
+        let test_js = match file.test_file {
+            true => other::js(path, base, candidate),
+            false => Vec::new(),
+        };
         for construct in other::go(path, base, candidate)
             .into_iter()
+            .chain(test_js)
             .chain(other::node(path, base, candidate))
             .chain(other::cargo(path, base, candidate))
         {

@@ -118,6 +118,71 @@ pub(crate) fn node(path: &str, base: Option<&str>, candidate: &str) -> Vec<Const
         .collect()
 }
 
+/// JavaScript test code that writes into a project module it loaded (`require('../invoice')`,
+/// `import * as invoice from '../invoice.js'`): `invoice.total = …`, `Object.assign(invoice,
+/// …)`, `Object.defineProperty(invoice, …)`. Only names bound to a relative path count: the
+/// project's own modules, not the standard library's.
+pub(crate) fn js(path: &str, base: Option<&str>, candidate: &str) -> Vec<Construct> {
+    if !is_js(file_name(path)) {
+        return Vec::new();
+    }
+    let mut project_names: Vec<String> = Vec::new();
+    for line in candidate.lines() {
+        let relative = ["require('.", "require(\".", "from '.", "from \"."]
+            .iter()
+            .any(|needle| line.contains(needle));
+        if !relative {
+            continue;
+        }
+        let declared = line
+            .trim_start()
+            .strip_prefix("const ")
+            .or_else(|| line.trim_start().strip_prefix("let "))
+            .or_else(|| line.trim_start().strip_prefix("var "))
+            .or_else(|| line.trim_start().strip_prefix("import * as "))
+            .or_else(|| line.trim_start().strip_prefix("import "));
+        if let Some(rest) = declared {
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '$')
+                .collect();
+            if !name.is_empty() {
+                project_names.push(name);
+            }
+        }
+    }
+    added_lines(base, candidate)
+        .into_iter()
+        .filter_map(|(line, text)| {
+            let trimmed = text.trim_start();
+            project_names.iter().find_map(|name| {
+                let assigns = trimmed
+                    .strip_prefix(name.as_str())
+                    .and_then(|rest| rest.strip_prefix('.').or_else(|| rest.strip_prefix('[')))
+                    .and_then(|rest| rest.split_once('='))
+                    .is_some_and(|(before, after)| {
+                        !after.starts_with('=')
+                            && !before.ends_with(['<', '>', '!', '=', '+', '-', '*', '/'])
+                    });
+                let defines = [
+                    format!("Object.assign({name},"),
+                    format!("Object.defineProperty({name},"),
+                ]
+                .iter()
+                .any(|call| trimmed.contains(call.as_str()));
+                (assigns || defines).then(|| {
+                    let target: String = trimmed
+                        .chars()
+                        .take_while(|c| !c.is_whitespace() && *c != '=')
+                        .take(80)
+                        .collect();
+                    construct(line, &target, HarnessKind::ProductPatch, text)
+                })
+            })
+        })
+        .collect()
+}
+
 /// cargo: `harness = false` (the target's own `main` decides), a `build` script named in the
 /// manifest, and custom test frameworks or constructors (`#[ctor]` runs before `main`).
 pub(crate) fn cargo(path: &str, base: Option<&str>, candidate: &str) -> Vec<Construct> {
@@ -188,6 +253,15 @@ mod tests {
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].name, "--require");
         assert_eq!(found[0].line, 3);
+    }
+
+    #[test]
+    fn javascript_test_code_that_patches_a_project_module_is_a_product_patch() {
+        let helpers = "'use strict';\nconst assert = require('node:assert');\nconst invoice = require('../invoice');\n\nif (invoice.FIXED) {\n  invoice.total = (net, rate, discount) => net;\n}\nassert.strict = assert;\nif (invoice.total === undefined) {}\n";
+        let found = js("test/helpers.js", None, helpers);
+        let names: Vec<(&str, u32)> = found.iter().map(|c| (c.name.as_str(), c.line)).collect();
+        assert_eq!(names, [("invoice.total", 6)]);
+        assert!(js("invoice.py", None, helpers).is_empty());
     }
 
     #[test]

@@ -387,6 +387,30 @@ fn a_real_fix_beside_an_unrelated_hook_stays_proven_once_checked() {
 }
 
 #[test]
+fn a_real_fix_whose_new_conftest_holds_a_hook_and_the_tests_fixture_stays_proven() {
+    // The check takes the hook out and keeps the fixture the new test needs.
+    let repo = pytest_pager_repo();
+    let conftest = "import pytest\n\n\ndef pytest_collection_modifyitems(config, items):\n    items.sort(key=lambda item: item.name)\n\n\n@pytest.fixture\ndef partial_total():\n    return 11\n";
+    let test = "from pager import page_count\n\n\ndef test_partial_last_page_is_counted(partial_total):\n    assert page_count(partial_total, 5) == 3\n";
+    let run = prove_candidate(
+        &repo,
+        &[
+            ("pager.py", PAGER_FIXED),
+            ("tests/conftest.py", conftest),
+            ("tests/test_partial.py", test),
+        ],
+        &["--no-mutation"],
+    );
+    assert_eq!(run.code, 0, "{}", run.explain());
+    let harness = &run.evidence.as_ref().expect("evidence")["harness"];
+    assert_eq!(
+        harness["findings"][0]["construct"],
+        "pytest_collection_modifyitems"
+    );
+    assert_eq!(harness["criteria"][0]["decision"], "checked_did_not_decide");
+}
+
+#[test]
 fn the_repository_cannot_trust_its_own_harness_change() {
     for (path, text) in [
         ("assay.toml", "trust-harness-change = true\n"),

@@ -420,14 +420,16 @@ pub fn tree_with_files(
     Ok(TreeId(written.to_string()))
 }
 
-/// `tree` with each of `paths` as `base` has it: the base's blob and mode, or no file where the
-/// base has none. The differential run's tree: the candidate with the change's harness files
-/// put back (see `crate::harness`).
+/// `tree` with each of `paths` as `base` has it (the base's blob and mode, or no file where the
+/// base has none) and each of `rewritten` given new contents (keeping its mode in `tree`). The
+/// differential run's tree: the candidate with the change's harness put back (see
+/// `crate::harness`).
 pub fn tree_reverting(
     repo_path: &Path,
     tree: &TreeId,
     base: &TreeId,
     paths: &[String],
+    rewritten: &[(String, Vec<u8>)],
 ) -> Result<TreeId, SourceError> {
     let repo = open(repo_path)?;
     let find = |id: &TreeId| -> Result<git2::Tree<'_>, SourceError> {
@@ -452,6 +454,19 @@ pub fn tree_reverting(
                 update.remove(path.as_str());
             }
         }
+    }
+    for (path, bytes) in rewritten {
+        let executable = target
+            .get_path(Path::new(path))
+            .is_ok_and(|e| e.filemode() == i32::from(git2::FileMode::BlobExecutable));
+        let blob = repo
+            .blob(bytes)
+            .map_err(git(format!("write the blob of {path}")))?;
+        let mode = match executable {
+            true => git2::FileMode::BlobExecutable,
+            false => git2::FileMode::Blob,
+        };
+        update.upsert(path.as_str(), blob, mode);
     }
     let written = update.create_updated(&repo, &target).map_err(git(format!(
         "write tree {tree} with {} put back as on the base",

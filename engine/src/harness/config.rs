@@ -142,6 +142,7 @@ pub(crate) fn scan(
                     kind: HarnessKind::Plugin,
                     source: line.to_owned(),
                     target: None,
+                    span: None,
                 });
             }
         }
@@ -182,6 +183,7 @@ pub(crate) fn scan(
                 kind: HarnessKind::RunnerConfig,
                 source: after.unwrap_or_default(),
                 target: None,
+                span: None,
             });
         }
         for plugin in added_plugins {
@@ -191,6 +193,7 @@ pub(crate) fn scan(
                 kind: HarnessKind::Plugin,
                 source: plugin,
                 target: None,
+                span: None,
             });
         }
     }
@@ -208,6 +211,7 @@ pub(crate) fn scan(
             kind: HarnessKind::Plugin,
             source: first.value.clone(),
             target: None,
+            span: None,
         });
     }
     // setup.cfg's `[options.entry_points]` holds `pytest11 =` among others.
@@ -227,6 +231,7 @@ pub(crate) fn scan(
                 kind: HarnessKind::Plugin,
                 source: after.unwrap_or_default(),
                 target: None,
+                span: None,
             });
         }
     }

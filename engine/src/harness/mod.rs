@@ -28,6 +28,9 @@ pub(crate) struct Construct {
     pub source: String,
     /// For a product patch, the top-level module it writes into, when the syntax names it.
     pub target: Option<String>,
+    /// Its bytes in the file, where it is one statement or definition the differential run
+    /// can take out alone (Python); `None`: only the whole file can be put back.
+    pub span: Option<(usize, usize)>,
 }
 
 /// What a Python file is to the runner, which decides what in it is harness.
@@ -71,6 +74,15 @@ pub fn classify(
     unchanged_configs: &[(String, String)],
     project_modules: &BTreeSet<String>,
 ) -> Vec<HarnessFinding> {
+    findings_of(files, constructs(files, unchanged_configs, project_modules))
+}
+
+/// Each construct [`classify`] reports, with the file it is in.
+fn constructs(
+    files: &[ChangedSource],
+    unchanged_configs: &[(String, String)],
+    project_modules: &BTreeSet<String>,
+) -> Vec<(String, Construct)> {
     let mut found: Vec<(String, Construct)> = Vec::new();
     let mut plugin_names: Vec<String> = Vec::new();
     for (path, text) in unchanged_configs {
@@ -145,6 +157,10 @@ pub fn classify(
             found.push((file.path.clone(), construct));
         }
     }
+    found
+}
+
+fn findings_of(files: &[ChangedSource], found: Vec<(String, Construct)>) -> Vec<HarnessFinding> {
     let mut findings: Vec<HarnessFinding> = found
         .into_iter()
         .map(|(path, construct)| {
@@ -161,6 +177,52 @@ pub fn classify(
     findings.sort_by(|a, b| (&a.file, a.line, &a.construct).cmp(&(&b.file, b.line, &b.construct)));
     findings.dedup();
     findings
+}
+
+/// The Python file `candidate` with each construct the change added or altered taken out: put
+/// back as the base has it where the base has one of that name and kind, else replaced by
+/// `pass` (with as many newlines, so a construct inside a block leaves the block valid). The
+/// rest of the file, the change's fixtures among it, stays. `None` when a construct cannot be
+/// taken out alone or the result does not parse: the whole file is put back instead.
+fn without_constructs(
+    candidate: &str,
+    base: Option<&str>,
+    role: Role,
+    changed: &[&Construct],
+) -> Option<String> {
+    let base_constructs = base
+        .map(|b| python::scan(b, role).constructs)
+        .unwrap_or_default();
+    let mut spans: Vec<((usize, usize), String)> = Vec::new();
+    for construct in changed {
+        let span = construct.span?;
+        let replacement = match base_constructs
+            .iter()
+            .find(|b| b.kind == construct.kind && b.name == construct.name)
+        {
+            Some(before) => before.source.clone(),
+            None => format!(
+                "pass{}",
+                "\n".repeat(candidate.get(span.0..span.1)?.matches('\n').count())
+            ),
+        };
+        spans.push((span, replacement));
+    }
+    // Outermost first; a span inside one already taken out goes with it.
+    spans.sort_by(|a, b| a.0.0.cmp(&b.0.0).then(b.0.1.cmp(&a.0.1)));
+    let mut kept: Vec<((usize, usize), String)> = Vec::new();
+    for (span, replacement) in spans {
+        match kept.last() {
+            Some((last, _)) if span.0 < last.1 => continue,
+            _ => kept.push((span, replacement)),
+        }
+    }
+    let mut text = candidate.to_owned();
+    for ((start, end), replacement) in kept.into_iter().rev() {
+        text.replace_range(start..end, &replacement);
+    }
+    let parsed = python::parse(&text)?;
+    (!parsed.root_node().has_error()).then_some(text)
 }
 
 fn same_construct(a: &Construct, b: &Construct) -> bool {
@@ -297,27 +359,55 @@ pub fn plan(
             project_modules.insert(name.strip_suffix(".py").unwrap_or(&name).to_owned());
         }
     }
-    let findings = classify(&files, &unchanged_configs, &project_modules);
+    let found = constructs(&files, &unchanged_configs, &project_modules);
+    let findings = findings_of(&files, found.clone());
     let inert_product = match unread_product {
         true => None,
         false => inert_product(&files, &findings),
     };
     let mut reverted_files: Vec<String> = Vec::new();
+    let mut rewritten: Vec<(String, Vec<u8>)> = Vec::new();
     let all_replaceable = findings.iter().all(|f| f.replaceable);
     if !trusted && all_replaceable {
         for finding in &findings {
-            if !reverted_files.contains(&finding.file) {
-                reverted_files.push(finding.file.clone());
+            let path = &finding.file;
+            if reverted_files.contains(path) {
+                continue;
+            }
+            reverted_files.push(path.clone());
+            // A Python harness file loses only its harness constructs; another is put back
+            // whole (removed where the base has none).
+            let file = files.iter().find(|f| &f.path == path);
+            let role = match file_name(path) {
+                "conftest.py" => Role::Conftest,
+                _ => Role::Support,
+            };
+            let in_file: Vec<&Construct> = found
+                .iter()
+                .filter(|(p, _)| p == path)
+                .map(|(_, c)| c)
+                .collect();
+            let taken_out = file.filter(|_| path.ends_with(".py")).and_then(|f| {
+                without_constructs(f.candidate.as_deref()?, f.base.as_deref(), role, &in_file)
+            });
+            if let Some(text) = taken_out {
+                rewritten.push((path.clone(), text.into_bytes()));
             }
         }
     }
+    let whole: Vec<String> = reverted_files
+        .iter()
+        .filter(|p| !rewritten.iter().any(|(r, _)| r == *p))
+        .cloned()
+        .collect();
     let check_tree = match reverted_files.is_empty() {
         true => None,
         false => Some(source::tree_reverting(
             repo,
             &change.candidate.tree,
             &change.base.tree,
-            &reverted_files,
+            &whole,
+            &rewritten,
         )?),
     };
     Ok(HarnessPlan {
@@ -421,6 +511,41 @@ mod tests {
             &project,
         );
         assert_eq!(conftest.len(), 2);
+    }
+
+    #[test]
+    fn taking_the_harness_out_of_a_conftest_keeps_its_fixtures_and_the_bases_hooks() {
+        let base =
+            "def pytest_configure(config):\n    config.addinivalue_line('markers', 'slow: slow')\n";
+        let candidate = "import pytest\n\nimport pager\n\n\ndef pytest_configure(config):\n    config.addinivalue_line('markers', 'slow: slower')\n\n\n@pytest.fixture\ndef partial_total():\n    return 11\n\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n    outcome = yield\n    outcome.get_result().outcome = 'passed'\n\n\nif getattr(pager, 'FIXED', False):\n    pager.page_count = lambda total, size: -(-total // size)\n";
+        let files = [changed("tests/conftest.py", Some(base), candidate, false)];
+        let found = constructs(&files, &[], &BTreeSet::new());
+        let names: Vec<&str> = found.iter().map(|(_, c)| c.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "pytest_configure",
+                "pytest_runtest_makereport",
+                "pager.page_count"
+            ]
+        );
+        let in_file: Vec<&Construct> = found.iter().map(|(_, c)| c).collect();
+        let taken_out =
+            without_constructs(candidate, Some(base), Role::Conftest, &in_file).expect("parses");
+        assert!(taken_out.contains("def partial_total():"), "{taken_out}");
+        assert!(taken_out.contains("'slow: slow'"), "{taken_out}");
+        assert!(!taken_out.contains("slower"), "{taken_out}");
+        assert!(
+            !taken_out.contains("pytest_runtest_makereport"),
+            "{taken_out}"
+        );
+        assert!(
+            taken_out.contains("if getattr(pager, 'FIXED', False):\n    pass\n"),
+            "{taken_out}"
+        );
+        // Nothing harness is left for the classifier to find.
+        let again = [changed("tests/conftest.py", Some(base), &taken_out, false)];
+        assert!(classify(&again, &[], &BTreeSet::new()).is_empty());
     }
 
     #[test]

@@ -26,6 +26,7 @@ fn construct(line: u32, name: &str, kind: HarnessKind, source: &str) -> Construc
         kind,
         source: source.to_owned(),
         target: None,
+        span: None,
     }
 }
 

@@ -89,6 +89,7 @@ pub(crate) fn scan(source: &str, role: Role) -> PythonScan {
             kind,
             source: text(at).to_owned(),
             target: None,
+            span: Some((at.start_byte(), at.end_byte())),
         };
         match node.kind() {
             "decorated_definition" => {

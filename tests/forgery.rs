@@ -62,6 +62,30 @@ fn assert_not_proven(run: &support::Run) -> String {
         .to_owned()
 }
 
+/// The forgery was caught: its harness construct is a finding at `place`, and the criterion's
+/// reason names it (the differential run decided) or says the report contradicts Assay's own
+/// record of the call (the observer, which runs whatever was found, caught it first).
+fn assert_caught(run: &support::Run, place: &str) {
+    let reason = assert_not_proven(run);
+    assert!(
+        reason.contains(place) || reason.contains("Assay's own record of the run says"),
+        "{reason}"
+    );
+    let findings = run.evidence.as_ref().expect("evidence")["harness"]["findings"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        findings.iter().any(|f| format!(
+            "{}:{} {}",
+            f["file"].as_str().unwrap_or(""),
+            f["line"],
+            f["construct"].as_str().unwrap_or("")
+        ) == place),
+        "{place} not among {findings:?}"
+    );
+}
+
 const MAKEREPORT_FORGERY: &str = "import pytest\n\nimport pager\n\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n    outcome = yield\n    report = outcome.get_result()\n    if getattr(pager, \"FIXED\", False) and report.failed:\n        report.outcome, report.longrepr = \"passed\", None\n";
 
 #[test]
@@ -76,31 +100,28 @@ fn a_conftest_hookwrapper_that_flips_failed_reports_is_unverified() {
         ],
         &[],
     );
-    let reason = assert_not_proven(&run);
+    assert_caught(&run, "tests/conftest.py:6 pytest_runtest_makereport");
     assert_eq!(run.verdict_of("C1"), "unverified");
-    assert!(
-        reason.starts_with(
-            "the change's harness decides this test's outcome: tests/conftest.py:6 pytest_runtest_makereport"
-        ),
-        "{reason}"
-    );
     let harness = &run.evidence.as_ref().expect("evidence")["harness"];
     assert_eq!(harness["findings"][0]["kind"], "hook");
-    assert_eq!(harness["criteria"][0]["decision"], "decides");
-    assert_eq!(harness["criteria"][0]["without_harness"], "failed");
-    // The guard passes with and without the hook: checked, and it did not decide it.
-    assert_eq!(run.verdict_of("C2"), "proven");
-    assert_eq!(harness["criteria"][1]["decision"], "checked_did_not_decide");
+    // A report that lies about one test is no evidence for another in it: the guard, in the
+    // same candidate runs, proves nothing either.
+    assert_eq!(run.verdict_of("C2"), "unverified");
 }
+
+const AUTOUSE_PATCH: &str = "import pytest\n\nimport pager\n\n\n@pytest.fixture(autouse=True)\ndef rounding_pages(monkeypatch):\n    if getattr(pager, \"FIXED\", False):\n        monkeypatch.setattr(pager, \"page_count\", lambda total, size: -(-total // size))\n    yield\n";
 
 #[test]
 fn trusting_the_harness_change_restores_the_verdict_and_says_so() {
+    // A person accepts the autouse fixture. (Trust accepts the harness, not a rewritten
+    // outcome: a hook that turns a raised call into a pass is still caught by Assay's own
+    // record of the call; see the observer's forgery below.)
     let repo = pytest_pager_repo();
     let run = prove_candidate(
         &repo,
         &[
             ("pager.py", PAGER_MARKED),
-            ("tests/conftest.py", MAKEREPORT_FORGERY),
+            ("tests/conftest.py", AUTOUSE_PATCH),
             ("tests/test_partial.py", PARTIAL_TEST),
         ],
         &["--trust-harness-change", "--no-mutation"],
@@ -114,6 +135,28 @@ fn trusting_the_harness_change_restores_the_verdict_and_says_so() {
             || run.stdout.contains("TRUSTED by --trust-harness-change"),
         "{}",
         run.explain()
+    );
+}
+
+#[test]
+fn a_hook_the_product_registers_at_import_is_caught_by_assays_own_record_of_the_call() {
+    // No harness file at all: the product registers a report-flipping plugin when pytest
+    // imports it. The classifier does not read product code for hooks; the observer, loaded
+    // first, records that the call raised, so the report's pass is no pass.
+    let repo = pytest_pager_repo();
+    let product = "import gc\nimport sys\n\n\ndef page_count(total, size):\n    return total // size\n\n\nif \"pytest\" in sys.modules:\n    import pytest\n\n    class _Forgiving:\n        @pytest.hookimpl(hookwrapper=True)\n        def pytest_runtest_makereport(self, item, call):\n            outcome = yield\n            report = outcome.get_result()\n            if report.failed:\n                report.outcome, report.longrepr = \"passed\", None\n\n    for _config in gc.get_objects():\n        if type(_config).__name__ == \"Config\" and hasattr(_config, \"pluginmanager\"):\n            _config.pluginmanager.register(_Forgiving())\n            break\n";
+    let run = prove_candidate(
+        &repo,
+        &[
+            ("pager.py", product),
+            ("tests/test_partial.py", PARTIAL_TEST),
+        ],
+        &[],
+    );
+    let reason = assert_not_proven(&run);
+    assert!(
+        reason.contains("Assay's own record of the run says its call raised"),
+        "{reason}"
     );
 }
 
@@ -134,15 +177,8 @@ fn a_plugin_loaded_by_the_candidates_pyproject_addopts_is_unverified() {
         ],
         &[],
     );
-    let reason = assert_not_proven(&run);
-    assert!(
-        reason.contains("pyproject.toml:5 -p pager_support"),
-        "{reason}"
-    );
-    assert!(
-        reason.contains("pager_support.py:4 pytest_runtest_makereport"),
-        "{reason}"
-    );
+    assert_caught(&run, "pyproject.toml:5 -p pager_support");
+    assert_caught(&run, "pager_support.py:4 pytest_runtest_makereport");
 }
 
 #[test]
@@ -158,11 +194,7 @@ fn a_hook_that_rewrites_the_junit_report_after_pytest_wrote_it_is_unverified() {
         ],
         &[],
     );
-    let reason = assert_not_proven(&run);
-    assert!(
-        reason.contains("tests/conftest.py:6 pytest_unconfigure"),
-        "{reason}"
-    );
+    assert_caught(&run, "tests/conftest.py:6 pytest_unconfigure");
 }
 
 #[test]
@@ -189,12 +221,11 @@ fn support_code_that_patches_the_product_at_import_is_unverified() {
 #[test]
 fn an_autouse_fixture_that_patches_the_product_is_unverified() {
     let repo = pytest_pager_repo();
-    let conftest = "import pytest\n\nimport pager\n\n\n@pytest.fixture(autouse=True)\ndef rounding_pages(monkeypatch):\n    if getattr(pager, \"FIXED\", False):\n        monkeypatch.setattr(pager, \"page_count\", lambda total, size: -(-total // size))\n    yield\n";
     let run = prove_candidate(
         &repo,
         &[
             ("pager.py", PAGER_MARKED),
-            ("tests/conftest.py", conftest),
+            ("tests/conftest.py", AUTOUSE_PATCH),
             ("tests/test_partial.py", PARTIAL_TEST),
         ],
         &[],
@@ -279,11 +310,12 @@ fn the_issues_forgery_with_an_inert_product_change_is_unverified() {
         ],
         &[],
     );
-    let reason = assert_not_proven(&run);
-    assert!(
-        reason.starts_with("the product change is inert"),
-        "{reason}"
-    );
+    // Three defences meet here: the observer's record of the call, the hook found in the
+    // conftest, and the inert product change; the evidence holds the latter two whichever
+    // decided first.
+    assert_caught(&run, "tests/conftest.py:8 pytest_runtest_makereport");
+    let harness = &run.evidence.as_ref().expect("evidence")["harness"];
+    assert_eq!(harness["inert_product"]["files"][0], "pager.py");
 }
 
 /// A unittest project whose base has the pager bug.

@@ -25,6 +25,8 @@ pub struct ProveFile {
     pub mutation: Option<bool>,
     /// Seconds for the whole mutation check, like `--mutation-budget`.
     pub mutation_budget: Option<u64>,
+    /// `false` turns diff coverage off, like `--no-diff-coverage`.
+    pub diff_coverage: Option<bool>,
     pub json: Option<PathBuf>,
     pub junit: Option<PathBuf>,
     pub store: Option<String>,

@@ -91,6 +91,10 @@ pub struct ProveArgs {
     /// Skip the mutation check that follows a proven proof.
     #[arg(long)]
     pub no_mutation: bool,
+    /// Skip diff coverage: the proving tests' one more run, under coverage.py, that names the
+    /// changed lines they never executed (pytest only; report only).
+    #[arg(long)]
+    pub no_diff_coverage: bool,
     /// Seconds the mutation check may take in all, the unmutated run included [default: 900].
     #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
     pub mutation_budget: Option<u64>,
@@ -173,6 +177,7 @@ fn settings(args: &ProveArgs) -> Result<Settings, Failure> {
         timeout,
         mutation,
         mutation_budget,
+        diff_coverage,
         json,
         junit,
         store,
@@ -241,6 +246,9 @@ fn settings(args: &ProveArgs) -> Result<Settings, Failure> {
     let mut globs = test_globs.unwrap_or_default();
     globs.extend(args.test_globs.iter().cloned());
     let mut pass = pass_env.unwrap_or_default();
+    // The repository's `pass-env` (trusted by flag) meets the same rule as the flag's.
+    assay_common::guest_env::check_all(pass.iter().map(String::as_str))
+        .map_err(|e| Failure::usage(anyhow!("assay.toml: {e}")))?;
     pass.extend(args.guest_env.pass_env.iter().cloned());
     let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
     let jobs = args.jobs.map(|j| j as usize).or(jobs).unwrap_or(cpus);
@@ -266,6 +274,7 @@ fn settings(args: &ProveArgs) -> Result<Settings, Failure> {
                     .or(mutation_budget)
                     .map_or(DEFAULT_MUTATION_BUDGET, std::time::Duration::from_secs)
             }),
+            diff_coverage: !args.no_diff_coverage && diff_coverage.unwrap_or(true),
             trust_harness_change: args.trust_harness_change,
         },
         jobs,
@@ -348,6 +357,9 @@ pub async fn run(args: &ProveArgs) -> Result<u8, Failure> {
         write_atomically(path, console::junit(&evidence).as_bytes()).infrastructure()?;
     }
     print!("{}", console::summary(&evidence));
+    if let Some(coverage) = &evidence.diff_coverage {
+        print!("{}", console::diff_coverage_summary(coverage));
+    }
     if let Some(check) = &evidence.mutation_check {
         print!("{}", console::mutation_summary(check));
     }

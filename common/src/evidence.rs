@@ -35,6 +35,11 @@ pub struct Evidence {
         deserialize_with = "mutation_check"
     )]
     pub mutation_check: Option<MutationCheck>,
+    /// Which changed product hunks the proving tests executed (report only); absent where
+    /// the runner has no coverage run (only pytest with coverage.py has one today) or the
+    /// change touches no product line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diff_coverage: Option<crate::diff_coverage::DiffCoverage>,
     /// The change's harness: what of the change runs in the test process around the tests,
     /// and how each criterion met it. Absent when the change has none.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -205,8 +205,12 @@ pub struct ProofSubmission {
     /// the wire protocol version.
     #[serde(default)]
     pub cache: CacheMode,
+    /// The change's product hunks whose diff coverage the coordinator records (found where the
+    /// repository is); empty: none. Added in wire protocol 14.
+    #[serde(default)]
+    pub diff_hunks: Vec<crate::diff_coverage::ChangedHunk>,
     /// The change's harness as the submitter classified it (where the repository is), so the
-    /// coordinator concludes as embedded mode would. Adding it bumped the protocol version.
+    /// coordinator concludes as embedded mode would. Added in wire protocol 15.
     #[serde(default)]
     pub harness: crate::harness::HarnessPlan,
 }

@@ -3,9 +3,11 @@
 //! no Docker — everything here is synchronous and testable with plain data.
 
 pub mod criteria;
+pub mod diff_coverage;
 pub mod error_chain;
 pub mod evidence;
 pub mod fleet;
+pub mod guest_env;
 pub mod harness;
 pub mod ids;
 pub mod job;

@@ -5,6 +5,7 @@
 use crate::source::{CandidateSpec, Change};
 use assay_common::ProofId;
 use assay_common::criteria::Criterion;
+use assay_common::diff_coverage::ChangedHunk;
 use assay_common::harness::HarnessPlan;
 use assay_common::job::JobSpec;
 use assay_common::mutation_plan::MutationSetup;
@@ -35,6 +36,8 @@ pub struct ProofRequest {
     pub timeout_secs: u64,
     /// The mutation check's budget; `None`: no mutation check.
     pub mutation_budget: Option<Duration>,
+    /// Whether the proving tests run once more for diff coverage.
+    pub diff_coverage: bool,
     /// `--trust-harness-change`: a person reviewed the change's harness and accepts it. Only a
     /// flag or the environment sets it, never the repository's configuration.
     pub trust_harness_change: bool,
@@ -52,6 +55,18 @@ pub struct PreparedProof {
     /// The mutation check to run once the proof is proven, planned here where the repository
     /// is, so a fleet's coordinator runs the very same mutants.
     pub mutation: Option<MutationSetup>,
+    /// The change's product hunks whose diff coverage the proof records, found here where the
+    /// repository is; empty: no diff coverage (a runner without a coverage run, or no product
+    /// line changed).
+    pub diff_hunks: Vec<ChangedHunk>,
     /// The change's harness: what the classifier found, the differential job's tree, trust.
     pub harness: HarnessPlan,
+}
+
+impl PreparedProof {
+    /// The plan index of the first job the proof runs after its planned ones: the diff
+    /// coverage run takes the first, when there is one, and the mutation check's follow.
+    pub fn after_plan_index(&self) -> usize {
+        self.jobs.len() + usize::from(!self.diff_hunks.is_empty())
+    }
 }

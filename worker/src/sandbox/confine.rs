@@ -76,6 +76,9 @@ fn find() -> Result<Confiner, String> {
     };
     let version = Command::new(&program)
         .arg("--version")
+        .current_dir("/")
+        .env_clear()
+        .envs(CONFINER_ENV)
         .stdin(Stdio::null())
         .output()
         .map_err(|e| format!("{} cannot be run: {e}", program.display()))?;
@@ -91,6 +94,7 @@ fn find() -> Result<Confiner, String> {
             network: false,
             program: "/bin/true",
             path_env: None,
+            env: &[],
         },
         &["/bin/true".to_owned()],
         &[],
@@ -98,6 +102,8 @@ fn find() -> Result<Confiner, String> {
     let tried = Command::new(&probe[0])
         .args(&probe[1..])
         .current_dir("/")
+        .env_clear()
+        .envs(CONFINER_ENV)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -113,6 +119,49 @@ fn find() -> Result<Confiner, String> {
     Ok(confiner)
 }
 
+/// The whole environment bubblewrap itself starts with. The job's variables are the guest's
+/// alone (`--clearenv`, then `--setenv` for each): bubblewrap runs as the worker's user in the
+/// worker's namespaces until it has built the guest's, so a variable chosen by a submitter
+/// (`LD_PRELOAD` naming a library in the tree) must never reach it.
+const CONFINER_ENV: [(&str, &str); 1] = [("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")];
+
+/// How to start one sandboxed command: what to execute, with which environment, from where.
+/// Confined, that is bubblewrap from `/` with [`CONFINER_ENV`], the guest's environment and
+/// working directory travelling as its options; unconfined, the command itself.
+#[derive(Clone, Debug)]
+pub struct Launch {
+    pub argv: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub cwd: PathBuf,
+    pub confined: bool,
+}
+
+impl Launch {
+    /// `command` as it is, with the guest's environment, in `cwd`: where this host cannot
+    /// confine (the evidence then says so).
+    pub fn unconfined(command: &[String], env: &[(String, String)], cwd: &Path) -> Self {
+        Self {
+            argv: command.to_vec(),
+            env: env.to_vec(),
+            cwd: cwd.to_path_buf(),
+            confined: false,
+        }
+    }
+
+    /// A process builder for this launch (std's; tokio's converts from it), with a clean
+    /// environment: nothing of this process's is inherited.
+    pub fn command(&self) -> Option<Command> {
+        let (program, args) = self.argv.split_first()?;
+        let mut command = Command::new(program);
+        command
+            .args(args)
+            .current_dir(&self.cwd)
+            .env_clear()
+            .envs(self.env.iter().map(|(k, v)| (k, v)));
+        Some(command)
+    }
+}
+
 /// What one confined command may see and do beyond the read-only root.
 pub struct Grant<'a> {
     /// Bound read-write, in this order, after every mask.
@@ -124,9 +173,25 @@ pub struct Grant<'a> {
     /// toolchains they lead to under a masked directory come back read-only.
     pub program: &'a str,
     pub path_env: Option<&'a str>,
+    /// The guest's whole environment, set inside the sandbox only.
+    pub env: &'a [(String, String)],
 }
 
 impl Confiner {
+    /// How to start `command` confined by `grant`: bubblewrap, from `/`, with a fixed
+    /// environment of its own.
+    pub fn launch(&self, grant: &Grant<'_>, command: &[String]) -> Launch {
+        Launch {
+            argv: self.command(grant, command),
+            env: CONFINER_ENV
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+            cwd: PathBuf::from("/"),
+            confined: true,
+        }
+    }
+
     /// The argv that runs `command` confined by `grant`.
     pub fn command(&self, grant: &Grant<'_>, command: &[String]) -> Vec<String> {
         let hidden = HIDDEN.lock().map(|h| h.clone()).unwrap_or_default();
@@ -204,6 +269,10 @@ impl Confiner {
         // loudly instead of vanishing with the sandbox.
         for dir in sealed.iter().filter(|d| d.is_dir()) {
             argv.extend(["--remount-ro".to_owned(), path_arg(dir)]);
+        }
+        argv.push("--clearenv".to_owned());
+        for (name, value) in grant.env {
+            argv.extend(["--setenv".to_owned(), name.clone(), value.clone()]);
         }
         argv.extend([
             "--chdir".to_owned(),
@@ -361,6 +430,7 @@ mod tests {
                 network: false,
                 program: "sh",
                 path_env: None,
+                env: &[],
             },
             &script,
         );
@@ -394,6 +464,7 @@ mod tests {
                 network: false,
                 program: "sh",
                 path_env: None,
+                env: &[],
             },
             &[
                 "sh".into(),
@@ -425,6 +496,7 @@ mod tests {
             network: false,
             program: &program,
             path_env: None,
+            env: &[],
         };
         let found = toolchains(&grant, std::slice::from_ref(&root), None);
         assert!(found.contains(&venv), "{found:?}");
@@ -443,6 +515,7 @@ mod tests {
             path_env: Some(
                 "/home/dev/.pyenv/shims:/home/dev/bin:/home/dev/.local/bin:/home/dev/.cargo/bin:/home/dev/.rustup/toolchains/stable-x86_64-unknown-linux-gnu/bin:/usr/bin",
             ),
+            env: &[],
         };
         let found = toolchains(&grant, &masked, Some(&home));
         assert!(

@@ -209,6 +209,10 @@ pub struct ProofSubmission {
     /// repository is); empty: none. Added in wire protocol 14.
     #[serde(default)]
     pub diff_hunks: Vec<crate::diff_coverage::ChangedHunk>,
+    /// The change's harness as the submitter classified it (where the repository is), so the
+    /// coordinator concludes as embedded mode would. Added in wire protocol 15.
+    #[serde(default)]
+    pub harness: crate::harness::HarnessPlan,
 }
 
 /// What the CLI sends on the submit subject. A submission bigger than the server's

@@ -646,6 +646,7 @@ mod tests {
             jobs: vec![job(0, "base", Some(0), 1.0)],
             mutation_check: None,
             diff_coverage: None,
+            harness: None,
             sandbox: None,
             workers: Vec::new(),
             coordinators: Vec::new(),

@@ -34,6 +34,7 @@ pub fn invoice_proof(
         timeout_secs: 120,
         mutation_budget,
         diff_coverage: true,
+        trust_harness_change: false,
     })
     .expect("the invoice proof prepares")
 }

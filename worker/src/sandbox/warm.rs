@@ -160,7 +160,7 @@ struct Answer {
 
 impl Server {
     async fn start(key: Key, env: &[(String, String)], rewrites: Rewrites) -> Option<Server> {
-        let command = server_command(&key, env, &rewrites);
+        let command = server_command(&key, env, &rewrites)?;
         let mut process = Command::new(&command[0])
             .args(&command[1..])
             .current_dir("/")
@@ -697,8 +697,9 @@ impl Pool {
 }
 
 /// The server's argv: the script, confined to the key's proof directory where this host can
-/// confine it.
-fn server_command(key: &Key, env: &[(String, String)], rewrites: &Rewrites) -> Vec<String> {
+/// confine it; none when its toolchain cannot be given to it (the job then runs as-is, and
+/// says why).
+fn server_command(key: &Key, env: &[(String, String)], rewrites: &Rewrites) -> Option<Vec<String>> {
     let command: Vec<String> = vec![
         key.python.clone(),
         "-c".into(),
@@ -706,22 +707,25 @@ fn server_command(key: &Key, env: &[(String, String)], rewrites: &Rewrites) -> V
         rewrites.path().to_string_lossy().into_owned(),
     ];
     let Ok(confiner) = super::confine::confiner() else {
-        return command;
+        return Some(command);
     };
     let path_env = env
         .iter()
         .find(|(k, _)| k == "PATH")
         .map(|(_, v)| v.as_str());
-    confiner.command(
-        &super::confine::Grant {
-            writable: &[&key.proof_dir],
-            cwd: std::path::Path::new("/"),
-            network: key.network,
-            program: &key.python,
-            path_env,
-        },
-        &command,
-    )
+    confiner
+        .command(
+            &super::confine::Grant {
+                writable: &[&key.proof_dir],
+                cwd: std::path::Path::new("/"),
+                network: key.network,
+                program: &key.python,
+                path_env,
+                env,
+            },
+            &command,
+        )
+        .ok()
 }
 
 /// The job's environment minus what differs per job but does not shape start-up.

@@ -48,4 +48,15 @@ pub struct PreparedProof {
     /// The mutation check to run once the proof is proven, planned here where the repository
     /// is, so a fleet's coordinator runs the very same mutants.
     pub mutation: Option<MutationSetup>,
+    /// The `Cargo.lock` generated on this host for each tree that had none (see
+    /// [`crate::dependencies`]); empty where the proof was not prepared here (a fleet's
+    /// coordinator), whose trees hold them all the same.
+    pub lockfiles: GeneratedLockfiles,
+}
+
+/// The sha256 of the `Cargo.lock` generated for each side's tree, when it had none.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GeneratedLockfiles {
+    pub base: Option<String>,
+    pub candidate: Option<String>,
 }

@@ -2,7 +2,7 @@
 //! installation with its proxies first on `PATH` (no exposure, no `PATH` surgery), a crate with
 //! a registry dependency, a crate that ships no lockfile, and a Go module whose dependency is in
 //! a module cache. Dependencies are resolved and fetched on the host before any job; the jobs
-//! build offline from the caches they read.
+//! build offline from the caches they read. A job that cannot run says why on the terminal.
 
 mod support;
 
@@ -44,21 +44,31 @@ fn crate_repo(dependencies: &str, lockfile: bool) -> Repo {
 /// `assay prove` of HEAD~1..HEAD with the machine's own `PATH` (rustup's proxies first where
 /// rustup is installed), a store and state of the run's own, and `env` for the CLI.
 fn prove(repo: &Repo, criterion: &str, env: &[(&str, &std::path::Path)]) -> Run {
+    prove_with(repo, criterion, env, &[])
+}
+
+/// [`prove`] with `extra` flags.
+fn prove_with(
+    repo: &Repo,
+    criterion: &str,
+    env: &[(&str, &std::path::Path)],
+    extra: &[&str],
+) -> Run {
     let out_dir = tempfile::tempdir().expect("temp dir");
-    let (mut command, json) = support::prove_command(
-        repo,
-        &[
-            "--base",
-            "HEAD~1",
-            "--criterion",
-            criterion,
-            "--repeats",
-            "1",
-            "--no-mutation",
-            "--no-cache",
-        ],
-        out_dir.path(),
-    );
+    let mut args = vec![
+        "--base",
+        "HEAD~1",
+        "--criterion",
+        criterion,
+        "--repeats",
+        "1",
+        "--no-mutation",
+        "--no-cache",
+        "--progress",
+        "plain",
+    ];
+    args.extend(extra);
+    let (mut command, json) = support::prove_command(repo, &args, out_dir.path());
     // The worker's own toolchain choice (cargo sets it for this test) must not be what decides.
     command.env_remove("RUSTUP_TOOLCHAIN");
     for (key, value) in env {
@@ -231,4 +241,83 @@ fn a_go_module_is_proven_offline_from_the_module_cache() {
     repo.commit("app: lower case");
     let run = prove(&repo, "test: TestGreeting", &[("GOMODCACHE", &cache)]);
     assert_proven(&run);
+}
+
+#[test]
+fn a_command_the_toolchain_cannot_run_says_why_in_the_infrastructure_lane() {
+    let repo = crate_repo("strsim = \"=0.11.1\"", true);
+    let run = prove_with(
+        &repo,
+        "test: tests::test_distance",
+        &[],
+        &["--test-command", "cargo no-such-subcommand"],
+    );
+    // The progress line, the summary and the evidence quote cargo's own words.
+    let progress = run
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("[prove] 1/2"))
+        .unwrap_or_else(|| panic!("{}", run.stderr));
+    assert!(
+        progress.contains("INFRA the toolchain could not run the command"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("error: no such command: `no-such-subcommand`"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(run.code, 3, "infrastructure: {}", run.stderr);
+    let evidence = run.evidence.as_ref().expect("evidence");
+    for job in evidence["jobs"].as_array().expect("jobs") {
+        assert_eq!(job["status"], "infrastructure", "{job}");
+        assert!(
+            job["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("no such command")),
+            "{job}"
+        );
+    }
+}
+
+#[test]
+fn a_failed_command_that_wrote_no_report_quotes_its_stderr() {
+    let repo = Repo::new();
+    repo.write("m.py", "def f():\n    return 1\n").write(
+        "test_m.py",
+        "from m import f\n\n\ndef test_f():\n    assert f() == 2\n",
+    );
+    repo.commit("m: f");
+    repo.write("m.py", "def f():\n    return 2\n");
+    repo.commit("m: f is 2");
+    let run = prove_with(
+        &repo,
+        "test: test_f",
+        &[],
+        &[
+            "--test-command",
+            "sh -c 'echo the fixture server is down >&2; exit 1' sh",
+        ],
+    );
+    let evidence = run.evidence.as_ref().expect("evidence");
+    assert_eq!(run.criterion("C1")["verdict"], "unverified", "{evidence:#}");
+    assert!(
+        run.stderr.contains("exit 1, the command wrote no report; its stderr ends:\n        the fixture server is down"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.criterion("C1")["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("the fixture server is down")),
+        "{evidence:#}"
+    );
+    assert!(
+        evidence["jobs"][0]["report"]
+            .as_str()
+            .is_some_and(|r| r.contains("the fixture server is down")),
+        "{evidence:#}"
+    );
 }

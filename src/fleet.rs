@@ -49,7 +49,8 @@ pub struct ServiceArgs {
         long = "pass-env",
         value_name = "NAME",
         env = "ASSAY_PASS_ENV",
-        value_delimiter = ','
+        value_delimiter = ',',
+        value_parser = crate::guest_env_flags::pass_env_name
     )]
     pub pass_env: Vec<String>,
     #[command(flatten)]

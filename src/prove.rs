@@ -230,6 +230,9 @@ fn settings(args: &ProveArgs) -> Result<Settings, Failure> {
     let mut globs = test_globs.unwrap_or_default();
     globs.extend(args.test_globs.iter().cloned());
     let mut pass = pass_env.unwrap_or_default();
+    // The repository's `pass-env` (trusted by flag) meets the same rule as the flag's.
+    assay_common::guest_env::check_all(pass.iter().map(String::as_str))
+        .map_err(|e| Failure::usage(anyhow!("assay.toml: {e}")))?;
     pass.extend(args.guest_env.pass_env.iter().cloned());
     let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
     let jobs = args.jobs.map(|j| j as usize).or(jobs).unwrap_or(cpus);

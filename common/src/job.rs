@@ -86,7 +86,9 @@ pub struct JobSpec {
     /// bincode has no optional fields, so adding it made wire protocol 8.)
     #[serde(default)]
     pub forked_timeout_secs: Option<u64>,
-    /// Extra environment on top of the sandbox's clean one.
+    /// Extra environment on top of the sandbox's clean one; a loader or start-up variable
+    /// (`LD_PRELOAD`, `NODE_OPTIONS`, …) is refused when decoded (see [`crate::guest_env`]).
+    #[serde(deserialize_with = "crate::guest_env::deserialize_env")]
     pub env: Vec<(String, String)>,
     pub edit: Option<ByteEdit>,
     /// Edits applied to the materialized tree before `edit`, in order, each checked as `edit`

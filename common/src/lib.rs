@@ -6,6 +6,7 @@ pub mod criteria;
 pub mod error_chain;
 pub mod evidence;
 pub mod fleet;
+pub mod guest_env;
 pub mod ids;
 pub mod job;
 pub mod json_field;

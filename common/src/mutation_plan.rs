@@ -199,13 +199,30 @@ pub struct SchemaSource {
     pub proc_macro: bool,
 }
 
+/// The largest schema source a submission may carry, and all of them together. A source file
+/// of a crate is rarely above a few hundred kilobytes; the coordinator parses and rewrites
+/// each one, so what it accepts is bounded before any parser sees it.
+pub const MAX_SCHEMA_SOURCE_BYTES: usize = 4 << 20;
+pub const MAX_SCHEMA_SOURCES_BYTES: usize = 32 << 20;
+
 impl MutationSetup {
     /// Checks what the plan's mutants cannot: each schema source names a file some mutant
-    /// changes, once.
+    /// changes, once, and the sources are within [`MAX_SCHEMA_SOURCE_BYTES`] each and
+    /// [`MAX_SCHEMA_SOURCES_BYTES`] in all.
     pub fn check_schema_sources(&self) -> Result<(), SchemaSourceError> {
         let mut seen = std::collections::BTreeSet::new();
+        let total: usize = self.schema_sources.iter().map(|s| s.text.len()).sum();
+        if total > MAX_SCHEMA_SOURCES_BYTES {
+            return Err(SchemaSourceError::TooLargeInAll { bytes: total });
+        }
         for source in &self.schema_sources {
             let path = source.path.as_str();
+            if source.text.len() > MAX_SCHEMA_SOURCE_BYTES {
+                return Err(SchemaSourceError::TooLarge {
+                    path: path.to_owned(),
+                    bytes: source.text.len(),
+                });
+            }
             if !self.plan.mutants.iter().any(|m| m.path.as_str() == path) {
                 return Err(SchemaSourceError::NoMutant(path.to_owned()));
             }
@@ -224,6 +241,14 @@ pub enum SchemaSourceError {
     NoMutant(String),
     #[error("schema source {0:?} is given twice")]
     Twice(String),
+    #[error(
+        "schema source {path:?} is {bytes} bytes, over the {MAX_SCHEMA_SOURCE_BYTES} a source may be"
+    )]
+    TooLarge { path: String, bytes: usize },
+    #[error(
+        "the schema sources are {bytes} bytes in all, over the {MAX_SCHEMA_SOURCES_BYTES} a submission may carry"
+    )]
+    TooLargeInAll { bytes: usize },
 }
 
 #[cfg(test)]
@@ -267,6 +292,12 @@ mod tests {
             Ok(())
         );
         assert_eq!(setup(Vec::new()).check_schema_sources(), Ok(()));
+        let mut huge = source("pager/src/lib.rs");
+        huge.text = "/".repeat(MAX_SCHEMA_SOURCE_BYTES + 1);
+        assert!(matches!(
+            setup(vec![huge]).check_schema_sources(),
+            Err(SchemaSourceError::TooLarge { .. })
+        ));
         assert_eq!(
             setup(vec![source("pager/src/lib.rs"), source("pager/src/lib.rs")])
                 .check_schema_sources(),

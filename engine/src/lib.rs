@@ -14,6 +14,7 @@ pub mod mutation;
 pub mod nats_queue;
 pub mod plan;
 pub mod prepared;
+pub mod program_identity;
 pub mod progress;
 pub mod proof;
 pub mod result_cache;

@@ -319,7 +319,7 @@ enum Interpreters {
     /// Docker: the image decides.
     Image,
     /// The process sandbox here: each command's program, resolved on the job's `PATH` and
-    /// asked for its version once.
+    /// identified by its bytes once (see [`crate::program_identity`]).
     Resolved(Arc<Mutex<HashMap<String, String>>>),
     /// The process sandbox on a fleet: what the operator declared the workers run.
     Declared(String),
@@ -364,8 +364,8 @@ impl RunContext {
         }
     }
 
-    /// The program `command[0]` runs as here, with its version: a different interpreter is a
-    /// different run.
+    /// The program `command[0]` runs as here, identified without running it: a different
+    /// interpreter is a different run.
     pub(crate) fn interpreter(&self, program: &str) -> Option<String> {
         let cache = match &self.interpreters {
             Interpreters::Image => return None,
@@ -379,27 +379,7 @@ impl RunContext {
         }
         // Jobs get this process's PATH (`sandbox::clean_env`).
         let path = std::env::var_os("PATH").unwrap_or_default();
-        let resolved = if program.contains('/') {
-            Some(Path::new(program).to_path_buf())
-        } else {
-            std::env::split_paths(&path)
-                .map(|dir| dir.join(program))
-                .find(|candidate| candidate.is_file())
-        };
-        let identity = match resolved.and_then(|p| p.canonicalize().ok()) {
-            Some(real) => {
-                let version = std::process::Command::new(&real)
-                    .arg("--version")
-                    .output()
-                    .map(|out| {
-                        let text = [out.stdout, out.stderr].concat();
-                        String::from_utf8_lossy(&text).trim().to_owned()
-                    })
-                    .unwrap_or_default();
-                format!("{} {version}", real.display())
-            }
-            None => format!("{program} (not found)"),
-        };
+        let identity = crate::program_identity::identify(program, &path);
         if let Ok(mut known) = cache.lock() {
             known.insert(program.to_owned(), identity.clone());
         }

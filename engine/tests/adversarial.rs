@@ -2427,3 +2427,84 @@ async fn a_fifo_or_an_outside_link_at_a_result_key_is_refused_at_once() {
         .unwrap();
     assert_eq!(back, result);
 }
+
+/// A submission whose job hands the worker a loader variable (`LD_PRELOAD` naming a library
+/// committed in the tree) is refused whole by the coordinator: the job never reaches a queue.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_submission_whose_job_sets_a_loader_variable_is_refused() {
+    let bus = Bus::start();
+    let coordinator = bus.coordinator("assay");
+    let client = bus.client().await;
+    let proofs = bucket(&client, "assay").await;
+    let proof = proof::new_proof_id();
+    for (name, value) in [
+        ("LD_PRELOAD", "./evil.so"),
+        ("GCONV_PATH", "./gconv"),
+        ("NODE_OPTIONS", "--require ./hook.js"),
+    ] {
+        let mut hostile = submission(&proof, 1);
+        hostile.jobs[0].env = vec![(name.into(), value.into())];
+        match submit(&client, "assay", hostile).await {
+            SubmitReply::Refused { message } => {
+                assert!(message.contains("failed to decode"), "{message}")
+            }
+            other => panic!("a job setting {name} was accepted: {other:?}"),
+        }
+    }
+    assert_eq!(status(&proofs, &proof).await, None, "nothing was recorded");
+    coordinator.stop().await;
+}
+
+/// The library a hostile job names in `LD_PRELOAD`: on load it records the process it was
+/// loaded into, at `mark` (a path only a process outside the sandbox can write).
+fn build_preload_library(dir: &Path, mark: &Path) -> bool {
+    let source = dir.join("evil.c");
+    std::fs::write(
+        &source,
+        format!(
+            "#include <stdio.h>\n#include <unistd.h>\n__attribute__((constructor)) static void loaded(void) {{\n  FILE *f = fopen(\"{}\", \"a\");\n  if (f) {{ fprintf(f, \"loaded into pid %d\\n\", (int)getpid()); fclose(f); }}\n}}\n",
+            mark.display()
+        ),
+    )
+    .unwrap();
+    Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(dir.join("evil.so"))
+        .arg(&source)
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Past the wire's refusal (a job built in this process, as a compromised coordinator could
+/// publish), the worker's process sandbox still hands the job's variables to the guest only:
+/// bubblewrap itself starts from a fixed environment in `/`, so a library committed in the tree
+/// and named in `LD_PRELOAD` is never loaded on the host.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jobs_loader_variable_never_reaches_the_confining_process() {
+    if assay_worker::sandbox::confine::confiner().is_err() {
+        panic!("bubblewrap is installed on test machines");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let mark = outside.path().join("loaded-on-host");
+    let repo = dir.path().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    assert!(
+        build_preload_library(&repo, &mark),
+        "cc builds the library (hint: apt-get install gcc)"
+    );
+    let (ctx, tree) = local_worker(dir.path(), &[("run.sh", "echo guest ran\n")]);
+    let proof = ProofId("p-1795995829-preload".into());
+    let mut spec = job(&proof, 0, &tree, &["sh", "run.sh"]);
+    spec.env = vec![("LD_PRELOAD".into(), "./evil.so".into())];
+    let result = assay_worker::execute::run_job(&spec, &ctx).await;
+    assert!(
+        matches!(result.status, JobStatus::Completed { .. }),
+        "{result:?}"
+    );
+    assert!(
+        !mark.exists(),
+        "the library was loaded outside the sandbox: {}",
+        std::fs::read_to_string(&mark).unwrap_or_default()
+    );
+}

@@ -33,7 +33,7 @@ pub fn build_tree_archive(repo_path: &Path, tree: &TreeId) -> Result<Vec<u8>, Tr
     let oid = git2::Oid::from_str(tree.as_str()).map_err(missing)?;
     let git_tree = repo.find_tree(oid).map_err(missing)?;
     let mut builder = tar::Builder::new(Vec::new());
-    append_tree(&repo, tree, &git_tree, b"", &mut builder)?;
+    append_tree(&repo, tree, &git_tree, b"", &mut builder, 0)?;
     builder.into_inner().map_err(|source| TreeError::Write {
         tree: tree.to_string(),
         path: "archive".into(),
@@ -78,7 +78,14 @@ fn append_tree(
     tree: &git2::Tree<'_>,
     prefix: &[u8],
     builder: &mut tar::Builder<Vec<u8>>,
+    depth: usize,
 ) -> Result<(), TreeError> {
+    if depth > crate::tree::MAX_TREE_DEPTH {
+        return Err(TreeError::TooDeep {
+            tree: tree_id.to_string(),
+            path: String::from_utf8_lossy(prefix).into_owned(),
+        });
+    }
     for entry in tree.iter() {
         let mut bytes = prefix.to_vec();
         bytes.extend_from_slice(entry.name_bytes());
@@ -104,7 +111,7 @@ fn append_tree(
                         .map_err(write_err)?;
                 } else {
                     bytes.push(b'/');
-                    append_tree(repo, tree_id, &sub, &bytes, builder)?;
+                    append_tree(repo, tree_id, &sub, &bytes, builder, depth + 1)?;
                 }
             }
             Some(git2::ObjectType::Blob) => {

@@ -38,6 +38,10 @@ pub enum TreeError {
         "the archive stored for tree {tree} does not hold tree {tree}: its entries make tree {found}, so the store may have been tampered with (hint: uploading tree {tree} again from a repository that has it replaces the archive)"
     )]
     NotThisTree { tree: String, found: String },
+    #[error(
+        "tree {tree} nests directories more than {MAX_TREE_DEPTH} deep at {path} (hint: no project needs that; a tree this deep is refused rather than walked)"
+    )]
+    TooDeep { tree: String, path: String },
     #[error("tree {tree} could not be materialized: {message}")]
     Other { tree: String, message: String },
     #[error("failed to upload tree {tree} to the store")]
@@ -104,15 +108,27 @@ pub fn write_tree(repo_path: &Path, tree: &TreeId, dest: &Path) -> Result<(), Tr
             tree: tree.to_string(),
             source,
         })?;
-    write_subtree(&repo, tree, &git_tree, dest)
+    write_subtree(&repo, tree, &git_tree, dest, 0)
 }
+
+/// How deep a tree's directories may nest. A commit can hold trees nested as deep as its
+/// author likes (git's plumbing builds them without a file system), and each level is a call
+/// deeper while a tree is written or archived: past this, the tree is refused.
+pub const MAX_TREE_DEPTH: usize = 512;
 
 fn write_subtree(
     repo: &git2::Repository,
     tree_id: &TreeId,
     tree: &git2::Tree<'_>,
     dir: &Path,
+    depth: usize,
 ) -> Result<(), TreeError> {
+    if depth > MAX_TREE_DEPTH {
+        return Err(TreeError::TooDeep {
+            tree: tree_id.to_string(),
+            path: dir.display().to_string(),
+        });
+    }
     let write_err = |path: &Path, source| TreeError::Write {
         tree: tree_id.to_string(),
         path: path.to_owned(),
@@ -132,7 +148,7 @@ fn write_subtree(
         match entry.kind() {
             Some(git2::ObjectType::Tree) => {
                 let sub = repo.find_tree(entry.id()).map_err(read_err)?;
-                write_subtree(repo, tree_id, &sub, &path)?;
+                write_subtree(repo, tree_id, &sub, &path, depth + 1)?;
             }
             Some(git2::ObjectType::Blob) => {
                 let blob = repo.find_blob(entry.id()).map_err(read_err)?;

@@ -11,6 +11,11 @@ use std::collections::{BTreeMap, HashMap};
 
 pub const SCHEMA: &str = "assay.node/v1";
 
+/// How deep `describe` blocks and subtests may nest in a report. The guest writes the report,
+/// and each level is a level of the result tree (built, walked and dropped level by level): a
+/// report that claims more is refused, never walked.
+pub const MAX_NESTING: usize = 256;
+
 #[derive(Deserialize)]
 struct NodeReport {
     schema: String,
@@ -52,6 +57,12 @@ pub fn parse(bytes: &[u8]) -> ReportOutcome {
             "the run's closing counts are missing (the run was cut short)".into(),
         );
     };
+    if let Some(deep) = report.results.iter().find(|r| r.nesting > MAX_NESTING) {
+        return ReportOutcome::Malformed(format!(
+            "{:?} is nested {} deep, beyond the {MAX_NESTING} a report may nest",
+            deep.name, deep.nesting
+        ));
+    }
     let tests = report.results.iter().filter(|r| !r.suite).count() as u64;
     if declared != tests {
         return ReportOutcome::Inconsistent(format!(

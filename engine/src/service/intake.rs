@@ -173,6 +173,15 @@ pub(super) enum SubmissionError {
         position: usize,
         expected: JobId,
     },
+    #[error(
+        "job {job_id} of proof {proof_id} carries {bytes} bytes of edits, over the {max} a job may carry",
+        max = assay_common::mutation_plan::MAX_SCHEMA_SOURCES_BYTES
+    )]
+    EditsTooLarge {
+        proof_id: ProofId,
+        job_id: JobId,
+        bytes: usize,
+    },
 }
 
 /// What a submission must hold before it is recorded: an id safe in subjects and keys, and jobs
@@ -205,6 +214,21 @@ pub(super) fn check_submission(
                 proof_id: proof_id.clone(),
                 job_id: job.job_id.clone(),
                 other: job.proof_id.clone(),
+            });
+        }
+        // Edits are applied, and a mutant's parsed, on the worker: bounded as schema sources
+        // are, before anything reads them.
+        let edits: usize = job
+            .rewrites
+            .iter()
+            .chain(&job.edit)
+            .map(|edit| edit.replacement.len())
+            .sum();
+        if edits > assay_common::mutation_plan::MAX_SCHEMA_SOURCES_BYTES {
+            return Err(SubmissionError::EditsTooLarge {
+                proof_id: proof_id.clone(),
+                job_id: job.job_id.clone(),
+                bytes: edits,
             });
         }
         let expected = JobId::for_index(proof_id, position);

@@ -78,6 +78,9 @@ fn find() -> Result<Confiner, String> {
     };
     let version = Command::new(&program)
         .arg("--version")
+        .current_dir("/")
+        .env_clear()
+        .envs(CONFINER_ENV)
         .stdin(Stdio::null())
         .output()
         .map_err(|e| format!("{} cannot be run: {e}", program.display()))?;
@@ -103,6 +106,8 @@ fn find() -> Result<Confiner, String> {
     let tried = Command::new(&probe[0])
         .args(&probe[1..])
         .current_dir("/")
+        .env_clear()
+        .envs(CONFINER_ENV)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -118,6 +123,49 @@ fn find() -> Result<Confiner, String> {
     Ok(confiner)
 }
 
+/// The whole environment bubblewrap itself starts with. The job's variables are the guest's
+/// alone (`--clearenv`, then `--setenv` for each): bubblewrap runs as the worker's user in the
+/// worker's namespaces until it has built the guest's, so a variable chosen by a submitter
+/// (`LD_PRELOAD` naming a library in the tree) must never reach it.
+const CONFINER_ENV: [(&str, &str); 1] = [("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")];
+
+/// How to start one sandboxed command: what to execute, with which environment, from where.
+/// Confined, that is bubblewrap from `/` with [`CONFINER_ENV`], the guest's environment and
+/// working directory travelling as its options; unconfined, the command itself.
+#[derive(Clone, Debug)]
+pub struct Launch {
+    pub argv: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub cwd: PathBuf,
+    pub confined: bool,
+}
+
+impl Launch {
+    /// `command` as it is, with the guest's environment, in `cwd`: where this host cannot
+    /// confine (the evidence then says so).
+    pub fn unconfined(command: &[String], env: &[(String, String)], cwd: &Path) -> Self {
+        Self {
+            argv: command.to_vec(),
+            env: env.to_vec(),
+            cwd: cwd.to_path_buf(),
+            confined: false,
+        }
+    }
+
+    /// A process builder for this launch (std's; tokio's converts from it), with a clean
+    /// environment: nothing of this process's is inherited.
+    pub fn command(&self) -> Option<Command> {
+        let (program, args) = self.argv.split_first()?;
+        let mut command = Command::new(program);
+        command
+            .args(args)
+            .current_dir(&self.cwd)
+            .env_clear()
+            .envs(self.env.iter().map(|(k, v)| (k, v)));
+        Some(command)
+    }
+}
+
 /// What one confined command may see and do beyond the read-only root.
 pub struct Grant<'a> {
     /// Bound read-write, in this order, after every mask.
@@ -130,11 +178,26 @@ pub struct Grant<'a> {
     /// [`toolchain_layouts`]).
     pub program: &'a str,
     pub path_env: Option<&'a str>,
-    /// The job's environment, which selects toolchains (`PYENV_VERSION`, `GOMODCACHE`, …).
+    /// The guest's whole environment, set inside the sandbox only; it selects toolchains too
+    /// (`PYENV_VERSION`, `GOMODCACHE`, …).
     pub env: &'a [(String, String)],
 }
 
 impl Confiner {
+    /// How to start `command` confined by `grant`: bubblewrap, from `/`, with a fixed
+    /// environment of its own; or why the toolchain it needs cannot be given to it.
+    pub fn launch(&self, grant: &Grant<'_>, command: &[String]) -> Result<Launch, ToolchainError> {
+        Ok(Launch {
+            argv: self.command(grant, command)?,
+            env: CONFINER_ENV
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+            cwd: PathBuf::from("/"),
+            confined: true,
+        })
+    }
+
     /// The argv that runs `command` confined by `grant`, or why the toolchain it needs cannot
     /// be given to it.
     pub fn command(
@@ -229,9 +292,6 @@ impl Confiner {
                 ]);
             }
         }
-        for (key, value) in &toolchains.env {
-            argv.extend(["--setenv".to_owned(), key.clone(), value.clone()]);
-        }
         for path in outermost {
             match std::fs::metadata(&path) {
                 Ok(meta) if meta.is_dir() => {
@@ -254,6 +314,15 @@ impl Confiner {
         // loudly instead of vanishing with the sandbox.
         for dir in sealed.iter().filter(|d| d.is_dir()) {
             argv.extend(["--remount-ro".to_owned(), path_arg(dir)]);
+        }
+        argv.push("--clearenv".to_owned());
+        for (name, value) in grant.env {
+            argv.extend(["--setenv".to_owned(), name.clone(), value.clone()]);
+        }
+        // After the job's own: bubblewrap applies them in order, and the toolchain the host
+        // resolved (its `bin` first on `PATH`) is what the guest must run.
+        for (key, value) in &toolchains.env {
+            argv.extend(["--setenv".to_owned(), key.clone(), value.clone()]);
         }
         argv.extend([
             "--chdir".to_owned(),
@@ -384,6 +453,7 @@ mod tests {
     ) -> String {
         let tree = tempfile::tempdir().unwrap();
         let confiner = confiner().expect("bubblewrap is installed on test machines");
+        let env = [("PATH".to_owned(), path_env.to_owned())];
         let argv = confiner
             .command_as(
                 &Grant {
@@ -392,7 +462,7 @@ mod tests {
                     network: false,
                     program,
                     path_env: Some(path_env),
-                    env: &[],
+                    env: &env,
                 },
                 command,
                 &[],

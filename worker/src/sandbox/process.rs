@@ -3,6 +3,7 @@
 //! the command starts, whether it leaves the group or its parent, dies when the job ends, at
 //! the timeout, or when the job is dropped.
 
+use super::confine::Launch;
 use super::{Sandbox, SandboxError, SandboxExit, SandboxRun};
 use assay_common::sandbox::SandboxEvidence;
 use async_trait::async_trait;
@@ -51,9 +52,8 @@ impl Sandbox for ProcessSandbox {
     }
 
     async fn run(&self, run: &SandboxRun) -> Result<SandboxExit, SandboxError> {
-        let argv = confined_command(run, &[&run.tree_dir, &run.scratch_dir], self.network)?;
-        let confined = argv.len() > run.command.len();
-        let (program, args) = argv.split_first().ok_or(SandboxError::EmptyCommand)?;
+        let launch = confined_command(run, &[&run.tree_dir, &run.scratch_dir], self.network)?;
+        let program = launch.argv.first().ok_or(SandboxError::EmptyCommand)?;
         let io_error = |source| SandboxError::Io {
             job_id: run.job_id.clone(),
             source,
@@ -61,12 +61,8 @@ impl Sandbox for ProcessSandbox {
         harden_worker();
         let stdout = File::create(&run.stdout_path).map_err(io_error)?;
         let stderr = File::create(&run.stderr_path).map_err(io_error)?;
-        let mut command = Command::new(program);
+        let mut command = Command::from(launch.command().ok_or(SandboxError::EmptyCommand)?);
         command
-            .args(args)
-            .current_dir(&run.tree_dir)
-            .env_clear()
-            .envs(run.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(stdout)
             .stderr(stderr)
@@ -102,7 +98,7 @@ impl Sandbox for ProcessSandbox {
         drop(GroupGuard(pgid));
         Ok(match (exit.code(), exit.signal()) {
             // bubblewrap exits 128 + N when its command died of signal N, as a shell reports it.
-            (Some(code @ 129..=192), _) if confined => SandboxExit::Signalled(code - 128),
+            (Some(code @ 129..=192), _) if launch.confined => SandboxExit::Signalled(code - 128),
             (Some(code), _) => SandboxExit::Exited(code),
             (None, Some(signal)) => SandboxExit::Signalled(signal),
             (None, None) => SandboxExit::Exited(-1),
@@ -110,16 +106,16 @@ impl Sandbox for ProcessSandbox {
     }
 }
 
-/// `run`'s command, confined to `writable` when this host can confine it (see
+/// How to start `run`'s command, confined to `writable` when this host can confine it (see
 /// [`super::confine`]); as it is otherwise, which the sandbox's evidence then says.
 pub(super) fn confined_command(
     run: &SandboxRun,
     writable: &[&std::path::Path],
     network: bool,
-) -> Result<Vec<String>, SandboxError> {
+) -> Result<Launch, SandboxError> {
     let program = run.command.first().ok_or(SandboxError::EmptyCommand)?;
     let Ok(confiner) = super::confine::confiner() else {
-        return Ok(run.command.clone());
+        return Ok(Launch::unconfined(&run.command, &run.env, &run.tree_dir));
     };
     let path_env = run
         .env
@@ -143,7 +139,7 @@ pub(super) fn confined_command(
         });
     }
     confiner
-        .command(
+        .launch(
             &super::confine::Grant {
                 writable,
                 cwd: &run.tree_dir,

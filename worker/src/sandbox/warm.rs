@@ -33,6 +33,7 @@
 //! server's call (`adapters/warm_pytest.py`); when it cannot, or no session server can be had
 //! for the tree, the job runs as above. `ASSAY_MUTATE_HOT_SWAP=0` turns hot swap off.
 
+use super::confine::Launch;
 use super::hot_swap::{self, JUNIT_PLACEHOLDER};
 use super::{MutantSource, Sandbox, SandboxError, SandboxExit, SandboxRun};
 use assay_common::runner::python_m_pytest;
@@ -160,12 +161,8 @@ struct Answer {
 
 impl Server {
     async fn start(key: Key, env: &[(String, String)], rewrites: Rewrites) -> Option<Server> {
-        let command = server_command(&key, env, &rewrites)?;
-        let mut process = Command::new(&command[0])
-            .args(&command[1..])
-            .current_dir("/")
-            .env_clear()
-            .envs(env.iter().map(|(k, v)| (k, v)))
+        let launch = server_command(&key, env, &rewrites)?;
+        let mut process = Command::from(launch.command()?)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -699,25 +696,26 @@ impl Pool {
 /// The server's argv: the script, confined to the key's proof directory where this host can
 /// confine it; none when its toolchain cannot be given to it (the job then runs as-is, and
 /// says why).
-fn server_command(key: &Key, env: &[(String, String)], rewrites: &Rewrites) -> Option<Vec<String>> {
+fn server_command(key: &Key, env: &[(String, String)], rewrites: &Rewrites) -> Option<Launch> {
     let command: Vec<String> = vec![
         key.python.clone(),
         "-c".into(),
         WARM_PYTEST.into(),
         rewrites.path().to_string_lossy().into_owned(),
     ];
+    let root = std::path::Path::new("/");
     let Ok(confiner) = super::confine::confiner() else {
-        return Some(command);
+        return Some(Launch::unconfined(&command, env, root));
     };
     let path_env = env
         .iter()
         .find(|(k, _)| k == "PATH")
         .map(|(_, v)| v.as_str());
     confiner
-        .command(
+        .launch(
             &super::confine::Grant {
                 writable: &[&key.proof_dir],
-                cwd: std::path::Path::new("/"),
+                cwd: root,
                 network: key.network,
                 program: &key.python,
                 path_env,

@@ -23,16 +23,27 @@ pub(crate) fn parse_clean(grammar: Language, source: &str) -> Result<Tree, u32> 
     }
 }
 
-fn first_error(node: Node<'_>) -> Option<Node<'_>> {
-    if node.is_error() || node.is_missing() {
-        return Some(node);
-    }
-    if !node.has_error() {
+/// The first error or missing node in `root`'s tree, in document order; a node that says it
+/// holds an error none of its children shows is its own first error. A loop down the tree,
+/// not a recursion: the source chooses the depth (200,000 nested parentheses are a valid
+/// input), and a recursion that deep overflows the stack.
+fn first_error(root: Node<'_>) -> Option<Node<'_>> {
+    let faulty = |node: &Node<'_>| node.is_error() || node.is_missing() || node.has_error();
+    if !faulty(&root) {
         return None;
     }
-    let mut cursor = node.walk();
-    let children: Vec<Node<'_>> = node.children(&mut cursor).collect();
-    children.into_iter().find_map(first_error).or(Some(node))
+    let mut node = root;
+    loop {
+        if node.is_error() || node.is_missing() {
+            return Some(node);
+        }
+        let mut cursor = node.walk();
+        let next = node.children(&mut cursor).find(faulty);
+        match next {
+            Some(child) => node = child,
+            None => return Some(node),
+        }
+    }
 }
 
 /// 1-based line of a node's first byte.

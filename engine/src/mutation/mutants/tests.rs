@@ -1147,3 +1147,30 @@ fn every_extended_mutant_compiles_with_python3() {
         count.to_string()
     );
 }
+
+/// 200,000 nested parentheses: the source chooses the depth of its syntax tree, so whatever
+/// reads the tree must loop, not recurse (a stack overflow aborts every proof of the process).
+fn nested_parentheses(inner: &str) -> String {
+    format!("{}{inner}{}", "(".repeat(200_000), ")".repeat(200_000))
+}
+
+#[test]
+fn a_python_file_with_200k_nested_parentheses_around_a_syntax_error_is_excluded_not_a_crash() {
+    let source = format!(
+        "def page_count(total, size):\n    return total // size\n\n\nLIMIT = {}\n",
+        nested_parentheses("1 +")
+    );
+    let plan = plan_all(&source);
+    assert!(plan.mutants.is_empty(), "{:?}", plan.mutants.len());
+    assert_eq!(plan.excluded_files.len(), 1, "{:?}", plan.excluded_files);
+}
+
+#[test]
+fn a_python_file_with_200k_nested_parentheses_that_parses_is_planned() {
+    let source = format!(
+        "def page_count(total, size):\n    return total // size\n\n\nLIMIT = {}\n",
+        nested_parentheses("1")
+    );
+    // Whether the grammar takes it or not, planning answers.
+    let _ = plan_all(&source);
+}

@@ -435,3 +435,32 @@ fn a_result_alias_with_its_types_fixed_is_replaced_by_ok_as_cargo_mutants_does()
             .any(|d| d.ends_with("-> `Default::default()`"))
     );
 }
+
+#[test]
+fn a_rust_file_with_200k_nested_parentheses_around_a_syntax_error_is_excluded_not_a_crash() {
+    let source = format!(
+        "pub fn pages(items: u32, per: u32) -> u32 {{\n    items / per\n}}\n\npub const LIMIT: u32 = {}{}{};\n",
+        "(".repeat(200_000),
+        "1 +",
+        ")".repeat(200_000)
+    );
+    let plan = plan(&[all_lines("src/lib.rs", &source)], None);
+    assert!(plan.mutants.is_empty(), "{}", plan.mutants.len());
+    assert_eq!(plan.excluded_files.len(), 1, "{:?}", plan.excluded_files);
+}
+
+#[test]
+fn a_return_type_nested_200k_deep_gets_values_without_walking_every_level() {
+    let depth = 200_000;
+    let source = format!(
+        "pub fn pages() -> {}u32{} {{\n    None\n}}\n",
+        "Option<".repeat(depth),
+        ">".repeat(depth)
+    );
+    let plan = plan(&[all_lines("src/lib.rs", &source)], None);
+    // The grammar may or may not take it; whatever it makes of it, planning answers, and any
+    // replacement stops nesting at the cap.
+    for mutant in &plan.mutants {
+        assert!(mutant.edit.replacement.len() < 1_000, "{}", mutant.id);
+    }
+}

@@ -14,22 +14,39 @@ pub(super) enum NoValue {
     Never,
 }
 
+/// How deep inside a return type (`Option<Vec<(u8, String)>>` is 3 deep) values are still
+/// built from the inner types; deeper, an inner type's value is `Default::default()`. The
+/// source chooses the nesting, and each level is a call deeper on the stack.
+const MAX_TYPE_DEPTH: usize = 16;
+
 /// The replacement values for a function returning `return_type` (`None`: returns `()`), or
 /// why its body cannot be replaced: an opaque or never type has no value the syntax can name.
 pub(super) fn replacements(
     return_type: Option<Node<'_>>,
     source: &str,
 ) -> Result<Vec<String>, NoValue> {
+    replacements_within(return_type, source, 0)
+}
+
+/// [`replacements`] for a type `depth` levels inside the return type.
+fn replacements_within(
+    return_type: Option<Node<'_>>,
+    source: &str,
+    depth: usize,
+) -> Result<Vec<String>, NoValue> {
     let Some(ty) = return_type else {
         return Ok(vec!["()".into()]);
     };
+    if depth > MAX_TYPE_DEPTH {
+        return Ok(vec![default()]);
+    }
     Ok(match ty.kind() {
         "abstract_type" => return Err(NoValue::Opaque),
         "never_type" => return Err(NoValue::Never),
         "unit_type" => vec!["()".into()],
         "primitive_type" => primitive(text(ty, source)),
         "reference_type" => reference(ty, source),
-        "generic_type" => generic(ty, source),
+        "generic_type" => generic(ty, source, depth),
         "type_identifier" if text(ty, source) == "String" => {
             vec!["String::new()".into(), "\"xyzzy\".into()".into()]
         }
@@ -47,7 +64,7 @@ pub(super) fn replacements(
             let items: Vec<Node<'_>> = ty.named_children(&mut cursor).collect();
             let mut values = Vec::new();
             for item in items {
-                let first = replacements(Some(item), source)?;
+                let first = replacements_within(Some(item), source, depth + 1)?;
                 values.push(first.into_iter().next().unwrap_or_else(default));
             }
             vec![format!("({})", values.join(", "))]
@@ -87,7 +104,7 @@ fn reference(ty: Node<'_>, source: &str) -> Vec<String> {
     }
 }
 
-fn generic(ty: Node<'_>, source: &str) -> Vec<String> {
+fn generic(ty: Node<'_>, source: &str, depth: usize) -> Vec<String> {
     let name = ty
         .child_by_field_name("type")
         .map(|name| text(name, source))
@@ -108,7 +125,13 @@ fn generic(ty: Node<'_>, source: &str) -> Vec<String> {
             .and_then(|v| v.into_iter().next())
             .unwrap_or_else(default)
     };
-    let inner = || first(replacements(arguments.first().copied(), source));
+    let inner = || {
+        first(replacements_within(
+            arguments.first().copied(),
+            source,
+            depth + 1,
+        ))
+    };
     match name {
         "Option" => vec!["None".into(), format!("Some({})", inner())],
         "Result" => vec![format!("Ok({})", inner())],

@@ -321,3 +321,39 @@ fn a_failed_command_that_wrote_no_report_quotes_its_stderr() {
         "{evidence:#}"
     );
 }
+
+#[test]
+fn a_crate_with_a_git_dependency_is_proven_from_the_hosts_git_cache() {
+    let greet = Repo::new();
+    greet
+        .write(
+            "Cargo.toml",
+            "[package]\nname = \"greet\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        )
+        .write(
+            "src/lib.rs",
+            "pub fn hello() -> &'static str {\n    \"hello\"\n}\n",
+        );
+    greet.commit("greet: hello");
+    let repo = Repo::new();
+    repo.write(
+        "Cargo.toml",
+        &format!(
+            "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\ngreet = {{ git = \"file://{}\" }}\n",
+            greet.path().display()
+        ),
+    )
+    .write(".gitignore", "target\n")
+    .write(
+        "src/lib.rs",
+        "pub fn greeting() -> String {\n    format!(\"{}!\", greet::hello())\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn test_greeting() {\n        assert_eq!(super::greeting(), \"hello\");\n    }\n}\n",
+    );
+    repo.commit("app: greeting");
+    repo.write(
+        "src/lib.rs",
+        "pub fn greeting() -> String {\n    greet::hello().to_owned()\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn test_greeting() {\n        assert_eq!(super::greeting(), \"hello\");\n    }\n}\n",
+    );
+    repo.commit("app: no exclamation");
+    let run = prove(&repo, "test: tests::test_greeting", &[]);
+    assert_proven(&run);
+}

@@ -9,6 +9,7 @@ pub mod client;
 pub mod cluster_queue;
 pub mod coverage;
 pub mod dependencies;
+pub mod diff_coverage;
 pub mod dispatch;
 pub mod mutation;
 pub mod nats_queue;

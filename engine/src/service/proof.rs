@@ -134,6 +134,7 @@ pub fn prepared_from(submission: &ProofSubmission) -> PreparedProof {
         refused_files: submission.refused_files.clone(),
         mutation: submission.mutation.clone(),
         lockfiles: Default::default(),
+        diff_hunks: submission.diff_hunks.clone(),
     }
 }
 

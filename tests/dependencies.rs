@@ -357,3 +357,19 @@ fn a_crate_with_a_git_dependency_is_proven_from_the_hosts_git_cache() {
     let run = prove(&repo, "test: tests::test_greeting", &[]);
     assert_proven(&run);
 }
+
+#[test]
+fn a_toolchain_file_naming_a_path_in_the_tree_is_refused_in_the_infrastructure_lane() {
+    let repo = crate_repo("strsim = \"=0.11.1\"", true);
+    repo.write("rust-toolchain.toml", "[toolchain]\npath = \"./evil\"\n");
+    repo.commit("pager: a toolchain of its own");
+    let run = prove(&repo, "guard: tests::test_distance", &[]);
+    assert_eq!(run.code, 3, "infrastructure: {}", run.stderr);
+    assert!(
+        run.stderr.contains(
+            "refusing the toolchain file rust-toolchain.toml: it names a toolchain by path"
+        ),
+        "{}",
+        run.stderr
+    );
+}

@@ -461,6 +461,11 @@ fn rustup_toolchain(
     host: &Host<'_>,
 ) -> Result<RustToolchain, ToolchainError> {
     if let Some(file) = toolchain_file_with_path(needs.cwd) {
+        // Named as the repository has it when it is the tree's, as it almost always is.
+        let file = file
+            .strip_prefix(needs.cwd)
+            .map(Path::to_path_buf)
+            .unwrap_or(file);
         return Err(ToolchainError::PathToolchain { file });
     }
     let rustup = proxy

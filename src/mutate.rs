@@ -150,6 +150,18 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
     let store_url = fleet_link::store_url(fleet.is_some(), &args.store)?;
     let store = embedded::open_store(&store_url)?;
     let tree = campaign::head_tree(&repo).map_err(|e| Failure::usage(e.into()))?;
+    // A cargo project's mutants build offline from what the host pinned and fetched.
+    let tree = match runner {
+        RunnerKind::Cargo => {
+            let (at, of) = (repo.clone(), tree.clone());
+            tokio::task::spawn_blocking(move || assay_engine::dependencies::pin_cargo(&at, &of))
+                .await
+                .map_err(|e| Failure::internal(e.into()))?
+                .map_err(|e| Failure::infrastructure(e.into()))?
+                .tree
+        }
+        _ => tree,
+    };
     let mut targets =
         campaign::Targets::parse(&args.paths).map_err(|e| Failure::usage(e.into()))?;
     if let Some(since) = &args.since {

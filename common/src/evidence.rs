@@ -121,6 +121,10 @@ pub struct RevisionInfo {
     pub commit: Option<String>,
     /// The git tree the jobs ran on.
     pub tree: String,
+    /// The sha256 of the `Cargo.lock` generated for the tree on the host that prepared the
+    /// proof, because the repository has none; the tree holds it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generated_lockfile: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

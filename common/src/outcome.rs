@@ -73,6 +73,9 @@ pub enum ReportOutcome {
     Parsed(TestReport),
     /// The command did not (re)write its report file.
     Missing,
+    /// The command did not write its report, and failed: the last lines of its stderr, which
+    /// usually say why (a compiler's error, a missing dependency).
+    Unwritten(String),
     Malformed(String),
     /// A well-formed report that names no test and no collection error.
     ZeroTests,
@@ -93,9 +96,20 @@ impl ReportOutcome {
         match self {
             Self::Parsed(_) => None,
             Self::Missing => Some("the command wrote no report".into()),
+            Self::Unwritten(stderr) => Some(format!(
+                "the command wrote no report; its stderr ends:{}",
+                indented(stderr)
+            )),
             Self::Malformed(why) => Some(format!("the report is malformed: {why}")),
             Self::ZeroTests => Some("the report names no test".into()),
             Self::Inconsistent(why) => Some(format!("the report is inconsistent: {why}")),
         }
     }
+}
+
+/// `text`'s lines, each on a line of its own indented under the one that quotes them.
+pub fn indented(text: &str) -> String {
+    text.lines()
+        .map(|line| format!("\n        {line}"))
+        .collect()
 }

@@ -55,6 +55,10 @@ pub struct PreparedProof {
     /// The mutation check to run once the proof is proven, planned here where the repository
     /// is, so a fleet's coordinator runs the very same mutants.
     pub mutation: Option<MutationSetup>,
+    /// The `Cargo.lock` generated on this host for each tree that had none (see
+    /// [`crate::dependencies`]); empty where the proof was not prepared here (a fleet's
+    /// coordinator), whose trees hold them all the same.
+    pub lockfiles: GeneratedLockfiles,
     /// The change's product hunks whose diff coverage the proof records, found here where the
     /// repository is; empty: no diff coverage (a runner without a coverage run, or no product
     /// line changed).
@@ -69,4 +73,11 @@ impl PreparedProof {
     pub fn after_plan_index(&self) -> usize {
         self.jobs.len() + usize::from(!self.diff_hunks.is_empty())
     }
+}
+
+/// The sha256 of the `Cargo.lock` generated for each side's tree, when it had none.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GeneratedLockfiles {
+    pub base: Option<String>,
+    pub candidate: Option<String>,
 }

@@ -3,8 +3,8 @@
 //! repository's to choose (`test-command = "./tools/py -m pytest"`), so running it here, even
 //! for `--version`, would run the change's own program on the host, outside every sandbox,
 //! with the host's network and the cache's key in reach. So the identity is the sha256 of the
-//! file the name resolves to, of the interpreter its `#!` line names, and, for a pyenv shim,
-//! of the interpreter pyenv would choose.
+//! file the name resolves to, of the interpreter its `#!` line names, for a pyenv shim of the
+//! interpreter pyenv would choose, and for a rustup proxy of the toolchain's own program.
 
 use sha2::{Digest, Sha256};
 use std::ffi::OsStr;
@@ -20,11 +20,24 @@ const SHEBANG_BYTES: usize = 256;
 /// not resolved against this process's working directory.
 pub fn identify(program: &str, path: &OsStr) -> String {
     let pyenv_version = std::env::var("PYENV_VERSION").ok();
-    identify_with(program, path, pyenv_version.as_deref())
+    let rustup_home = std::env::var_os("RUSTUP_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".rustup")));
+    identify_with(
+        program,
+        path,
+        pyenv_version.as_deref(),
+        rustup_home.as_deref(),
+    )
 }
 
-/// [`identify`] with pyenv's `PYENV_VERSION` as given.
-fn identify_with(program: &str, path: &OsStr, pyenv_version: Option<&str>) -> String {
+/// [`identify`] with pyenv's `PYENV_VERSION` and rustup's home as given.
+fn identify_with(
+    program: &str,
+    path: &OsStr,
+    pyenv_version: Option<&str>,
+    rustup_home: Option<&Path>,
+) -> String {
     if program.contains('/') && !program.starts_with('/') {
         return format!("{program} (in the tree)");
     }
@@ -41,6 +54,9 @@ fn identify_with(program: &str, path: &OsStr, pyenv_version: Option<&str>) -> St
         parts.push(describe(&interpreter));
     }
     if let Some(chosen) = pyenv_choice(&real, pyenv_version) {
+        parts.push(describe(&chosen));
+    }
+    if let Some(chosen) = rustup_choice(&real, program, rustup_home) {
         parts.push(describe(&chosen));
     }
     parts.join(" ")
@@ -124,6 +140,30 @@ fn pyenv_choice(real: &Path, pyenv_version: Option<&str>) -> Option<PathBuf> {
         .ok()
 }
 
+/// For a rustup proxy (a name that resolves to `rustup` itself), the program of rustup's
+/// default toolchain (`default_toolchain` in `RUSTUP_HOME/settings.toml`): the proxy is the same
+/// file whichever toolchain it runs, and a job runs the one the worker resolves (its default, or
+/// the one a toolchain file in the tree names, which the key digests already). Read, not run.
+fn rustup_choice(real: &Path, program: &str, rustup_home: Option<&Path>) -> Option<PathBuf> {
+    if real.file_name() != Some(OsStr::new("rustup")) || program.contains('/') {
+        return None;
+    }
+    let home = rustup_home?;
+    let settings = std::fs::read_to_string(home.join("settings.toml")).ok()?;
+    let table = settings.parse::<toml::Table>().ok()?;
+    let name = table.get("default_toolchain")?.as_str()?;
+    // A toolchain name is one path component, as in pyenv's case.
+    if name.is_empty() || name.contains('/') || name == ".." || name == "." {
+        return None;
+    }
+    home.join("toolchains")
+        .join(name)
+        .join("bin")
+        .join(program)
+        .canonicalize()
+        .ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -181,17 +221,52 @@ mod tests {
         executable(&root.join("versions/3.12.1/bin/python3"), "cpython 3.12.1");
         std::fs::write(root.join("version"), "3.11.7\n").unwrap();
         let path = root.join("shims").into_os_string();
-        let on_311 = identify_with("python3", &path, None);
+        let on_311 = identify_with("python3", &path, None, None);
         assert!(on_311.contains("versions/3.11.7/bin/python3"), "{on_311}");
         std::fs::write(root.join("version"), "3.12.1\n").unwrap();
-        let on_312 = identify_with("python3", &path, None);
+        let on_312 = identify_with("python3", &path, None, None);
         assert!(on_312.contains("versions/3.12.1/bin/python3"), "{on_312}");
         assert_ne!(on_311, on_312);
         // `PYENV_VERSION` wins over the global file, as in pyenv; a name that would climb out
         // of `versions` is not followed.
-        let named = identify_with("python3", &path, Some("3.11.7"));
+        let named = identify_with("python3", &path, Some("3.11.7"), None);
         assert!(named.contains("versions/3.11.7/bin/python3"), "{named}");
-        let climbing = identify_with("python3", &path, Some("../../etc"));
+        let climbing = identify_with("python3", &path, Some("../../etc"), None);
+        assert!(!climbing.contains("etc"), "{climbing}");
+    }
+
+    #[test]
+    fn a_rustup_proxy_is_identified_with_its_default_toolchains_program() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let home = root.join(".rustup");
+        executable(&root.join(".cargo/bin/rustup"), "rustup");
+        std::os::unix::fs::symlink("rustup", root.join(".cargo/bin/cargo")).unwrap();
+        executable(&home.join("toolchains/stable-x/bin/cargo"), "cargo 1.95");
+        executable(
+            &home.join("toolchains/nightly-x/bin/cargo"),
+            "cargo 1.97-nightly",
+        );
+        let settings = |name: &str| {
+            std::fs::write(
+                home.join("settings.toml"),
+                format!("version = \"12\"\ndefault_toolchain = \"{name}\"\n"),
+            )
+            .unwrap()
+        };
+        let path = root.join(".cargo/bin").into_os_string();
+        settings("stable-x");
+        let stable = identify_with("cargo", &path, None, Some(&home));
+        assert!(stable.contains("toolchains/stable-x/bin/cargo"), "{stable}");
+        settings("nightly-x");
+        let nightly = identify_with("cargo", &path, None, Some(&home));
+        assert!(
+            nightly.contains("toolchains/nightly-x/bin/cargo"),
+            "{nightly}"
+        );
+        assert_ne!(stable, nightly);
+        settings("../../etc");
+        let climbing = identify_with("cargo", &path, None, Some(&home));
         assert!(!climbing.contains("etc"), "{climbing}");
     }
 

@@ -3,9 +3,11 @@
 //! order, the verdicts and evidence, then for a proven proof the mutation check as per-mutant
 //! jobs on the same queue. Embedded mode and the fleet's coordinator both call `run_proof`.
 
+use crate::dependencies::{self, DependencyError};
 use crate::dispatch::{Flow, Hooks, dispatch};
 use crate::mutation::check;
 use crate::plan::{ProofPlanInput, plan_proof};
+use crate::prepared::GeneratedLockfiles;
 pub use crate::prepared::{PreparedProof, ProofRequest};
 use crate::progress::{ProgressSink, ProofEvent};
 use crate::source::{self, Change, SourceError};
@@ -67,6 +69,8 @@ pub enum EngineError {
     },
     #[error(transparent)]
     Queue(#[from] QueueError),
+    #[error("failed to resolve the project's dependencies before any job")]
+    Dependencies(#[from] DependencyError),
 }
 
 impl EngineError {
@@ -117,7 +121,7 @@ pub fn prepare(request: ProofRequest) -> Result<PreparedProof, EngineError> {
         },
         globs,
     );
-    let change = source::resolve_change(
+    let mut change = source::resolve_change(
         &request.repo,
         &request.base,
         &request.candidate,
@@ -127,6 +131,7 @@ pub fn prepare(request: ProofRequest) -> Result<PreparedProof, EngineError> {
         Some(runner) => runner,
         None => detect_runner(&request.repo, &change)?,
     };
+    let lockfiles = pin_dependencies(&request.repo, runner, &mut change)?;
     // A corpus has no test modules to run apart from the whole: its cases are run by name.
     let changed_test_modules: Vec<String> = change
         .changed_test_files
@@ -206,6 +211,7 @@ pub fn prepare(request: ProofRequest) -> Result<PreparedProof, EngineError> {
         jobs,
         refused_files,
         mutation: None,
+        lockfiles,
         diff_hunks: Vec::new(),
         harness,
     };
@@ -227,6 +233,31 @@ pub fn prepare(request: ProofRequest) -> Result<PreparedProof, EngineError> {
         }
     });
     Ok(prepared)
+}
+
+/// For a cargo project, pins and fetches both trees' dependencies on this host (see
+/// [`dependencies`]) and moves the change onto the trees the jobs will run: each with the
+/// `Cargo.lock` generated for it when it had none.
+fn pin_dependencies(
+    repo: &std::path::Path,
+    runner: RunnerKind,
+    change: &mut Change,
+) -> Result<GeneratedLockfiles, EngineError> {
+    if runner != RunnerKind::Cargo {
+        return Ok(GeneratedLockfiles::default());
+    }
+    let base = dependencies::pin_cargo(repo, &change.base_tree)?;
+    let candidate = if change.candidate.tree == change.base_tree {
+        base.clone()
+    } else {
+        dependencies::pin_cargo(repo, &change.candidate.tree)?
+    };
+    change.base_tree = base.tree;
+    change.candidate.tree = candidate.tree;
+    Ok(GeneratedLockfiles {
+        base: base.generated_lockfile,
+        candidate: candidate.generated_lockfile,
+    })
 }
 
 /// Whether `program` is an executable file in a directory of this process's `PATH`.
@@ -461,11 +492,13 @@ pub fn conclude(
             requested: change.base.requested.clone(),
             commit: change.base.commit.clone(),
             tree: change.base_tree.to_string(),
+            generated_lockfile: proof.lockfiles.base.clone(),
         },
         candidate: RevisionInfo {
             requested: change.candidate.requested.clone(),
             commit: change.candidate.commit.clone(),
             tree: change.candidate.tree.to_string(),
+            generated_lockfile: proof.lockfiles.candidate.clone(),
         },
         changed_test_files: change
             .changed_test_files

@@ -475,6 +475,31 @@ pub fn tree_reverting(
     Ok(TreeId(written.to_string()))
 }
 
+/// `tree` with `files` (repository-relative paths not in `tree`) added as plain files, written
+/// into the repository's object database as [`tree_with_files`] writes its trees.
+pub fn tree_with_new_files(
+    repo_path: &Path,
+    tree: &TreeId,
+    files: &[(&str, &[u8])],
+) -> Result<TreeId, SourceError> {
+    let repo = open(repo_path)?;
+    let oid = git2::Oid::from_str(tree.as_str()).map_err(git("parse a tree id"))?;
+    let base = repo
+        .find_tree(oid)
+        .map_err(git(format!("find tree {oid}")))?;
+    let mut update = git2::build::TreeUpdateBuilder::new();
+    for (path, bytes) in files {
+        let blob = repo
+            .blob(bytes)
+            .map_err(git(format!("write the blob of {path}")))?;
+        update.upsert(*path, blob, git2::FileMode::Blob);
+    }
+    let written = update
+        .create_updated(&repo, &base)
+        .map_err(git(format!("write a tree from {oid}")))?;
+    Ok(TreeId(written.to_string()))
+}
+
 pub fn list_files(repo_path: &Path, tree: &TreeId) -> Result<Vec<String>, SourceError> {
     let repo = open(repo_path)?;
     let oid = git2::Oid::from_str(tree.as_str()).map_err(git("parse a tree id"))?;

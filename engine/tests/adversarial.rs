@@ -734,6 +734,7 @@ fn forged_evidence(proof: &ProofId) -> String {
         requested: "main".into(),
         commit: None,
         tree: empty_tree().0,
+        generated_lockfile: None,
     };
     let evidence = Evidence {
         schema: assay_common::evidence::SCHEMA.into(),

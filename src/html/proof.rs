@@ -635,11 +635,13 @@ mod tests {
                 requested: "main".into(),
                 commit: None,
                 tree: "b".into(),
+                generated_lockfile: None,
             },
             candidate: RevisionInfo {
                 requested: "HEAD".into(),
                 commit: None,
                 tree: "c".into(),
+                generated_lockfile: None,
             },
             changed_test_files: vec!["tests/<x>.py".into()],
             criteria: Vec::new(),

@@ -467,6 +467,7 @@ async fn run_in(
         }
         report => report,
     };
+    let (status, report) = explain_missing_report(status, report, &run.stderr_path);
     let prefix = format!("proofs/{}/jobs/{:04}", job.proof_id, job.index);
     let mut artifacts: Vec<ArtifactRef> = Vec::new();
     for (name, path) in [("stdout", &run.stdout_path), ("stderr", &run.stderr_path)] {
@@ -507,6 +508,47 @@ async fn run_in(
         worker: ctx.worker_id.clone(),
         sandbox: Some(ctx.sandbox.evidence()),
     })
+}
+
+/// A failed command that wrote no report says why in its stderr: its last lines go with the
+/// result (so the progress line, the summary and the evidence quote them), and when they say
+/// the toolchain could not run the command, the job is the infrastructure's failure, never a
+/// failed test of the code under test.
+fn explain_missing_report(
+    status: JobStatus,
+    report: ReportOutcome,
+    stderr_path: &Path,
+) -> (JobStatus, ReportOutcome) {
+    let JobStatus::Completed { exit_code } = status else {
+        return (status, report);
+    };
+    // A report naming no test may be what a command that never started left (cargo's
+    // output framed as libtest's): only the toolchain's words turn it into more.
+    let missing = report == ReportOutcome::Missing;
+    if exit_code == 0 || !(missing || report == ReportOutcome::ZeroTests) {
+        return (status, report);
+    }
+    let tail = crate::stderr_tail::read(stderr_path);
+    if tail.is_empty() {
+        return (status, report);
+    }
+    if crate::stderr_tail::toolchain_failure(exit_code, &tail) {
+        let message = format!(
+            "the toolchain could not run the command (exit {exit_code}); its stderr ends:{}",
+            assay_common::outcome::indented(&tail)
+        );
+        return (
+            JobStatus::Infrastructure {
+                message,
+                retryable: false,
+            },
+            report,
+        );
+    }
+    match missing {
+        true => (status, ReportOutcome::Unwritten(tail)),
+        false => (status, report),
+    }
 }
 
 async fn write_adapter(

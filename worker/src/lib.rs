@@ -11,4 +11,5 @@ pub mod reused_trees;
 pub mod sandbox;
 pub mod secrets;
 pub mod service;
+pub mod stderr_tail;
 pub mod test_binaries;

@@ -135,6 +135,7 @@ pub fn prepared_from(submission: &ProofSubmission) -> PreparedProof {
         jobs: submission.jobs.clone(),
         refused_files: submission.refused_files.clone(),
         mutation: submission.mutation.clone(),
+        lockfiles: Default::default(),
         diff_hunks: submission.diff_hunks.clone(),
         harness: submission.harness.clone(),
     }

@@ -9,7 +9,8 @@
 //! - `/tmp`, `/var/tmp` and `/dev/shm` are empty private tmpfs mounts; `$HOME`, `/run` and
 //!   every path registered with [`hide_from_guests`] (stores, state, tree caches, keys,
 //!   credentials) are empty and read-only; the toolchains the command needs from under those
-//!   (an interpreter under `$HOME/.pyenv`, a venv in `/tmp`) come back read-only;
+//!   come back read-only, each exactly as a known layout names it (see
+//!   [`super::toolchain_layouts`]), and credential files stay masked even inside them;
 //! - only the job's own tree and scratch directories are writable (bound back in last);
 //! - the network is the namespace's own loopback unless the run asks for the host's.
 //!
@@ -17,6 +18,7 @@
 //! missing or cannot create namespaces here, the guest runs unconfined, the evidence says so
 //! and the result cache neither stores nor serves for the run.
 
+use super::toolchain_layouts::{self, Host, Needs, ToolchainError};
 use assay_common::sandbox::Confinement;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -87,18 +89,20 @@ fn find() -> Result<Confiner, String> {
     // A host may forbid the namespaces (unprivileged user namespaces off, a seccomp profile):
     // try the options every job gets once, so a job never fails on them. Assay's own masks are
     // left out: the probe asks what the host allows, not what was registered so far.
-    let probe = confiner.command_hiding(
-        &Grant {
-            writable: &[],
-            cwd: Path::new("/"),
-            network: false,
-            program: "/bin/true",
-            path_env: None,
-            env: &[],
-        },
-        &["/bin/true".to_owned()],
-        &[],
-    );
+    let probe = confiner
+        .command_hiding(
+            &Grant {
+                writable: &[],
+                cwd: Path::new("/"),
+                network: false,
+                program: "/bin/true",
+                path_env: None,
+                env: &[],
+            },
+            &["/bin/true".to_owned()],
+            &[],
+        )
+        .map_err(|e| format!("{} cannot be tried: {e}", confiner.program.display()))?;
     let tried = Command::new(&probe[0])
         .args(&probe[1..])
         .current_dir("/")
@@ -170,30 +174,37 @@ pub struct Grant<'a> {
     /// The host's network instead of a loopback of its own.
     pub network: bool,
     /// The program as the command names it, and the `PATH` it is looked up on: the
-    /// toolchains they lead to under a masked directory come back read-only.
+    /// toolchains they lead to under a masked directory come back read-only (see
+    /// [`toolchain_layouts`]).
     pub program: &'a str,
     pub path_env: Option<&'a str>,
-    /// The guest's whole environment, set inside the sandbox only.
+    /// The guest's whole environment, set inside the sandbox only; it selects toolchains too
+    /// (`PYENV_VERSION`, `GOMODCACHE`, …).
     pub env: &'a [(String, String)],
 }
 
 impl Confiner {
     /// How to start `command` confined by `grant`: bubblewrap, from `/`, with a fixed
-    /// environment of its own.
-    pub fn launch(&self, grant: &Grant<'_>, command: &[String]) -> Launch {
-        Launch {
-            argv: self.command(grant, command),
+    /// environment of its own; or why the toolchain it needs cannot be given to it.
+    pub fn launch(&self, grant: &Grant<'_>, command: &[String]) -> Result<Launch, ToolchainError> {
+        Ok(Launch {
+            argv: self.command(grant, command)?,
             env: CONFINER_ENV
                 .iter()
                 .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
                 .collect(),
             cwd: PathBuf::from("/"),
             confined: true,
-        }
+        })
     }
 
-    /// The argv that runs `command` confined by `grant`.
-    pub fn command(&self, grant: &Grant<'_>, command: &[String]) -> Vec<String> {
+    /// The argv that runs `command` confined by `grant`, or why the toolchain it needs cannot
+    /// be given to it.
+    pub fn command(
+        &self,
+        grant: &Grant<'_>,
+        command: &[String],
+    ) -> Result<Vec<String>, ToolchainError> {
         let hidden = HIDDEN.lock().map(|h| h.clone()).unwrap_or_default();
         self.command_hiding(grant, command, &hidden)
     }
@@ -205,7 +216,18 @@ impl Confiner {
         grant: &Grant<'_>,
         command: &[String],
         hidden: &[PathBuf],
-    ) -> Vec<String> {
+    ) -> Result<Vec<String>, ToolchainError> {
+        self.command_as(grant, command, hidden, &Host::current())
+    }
+
+    /// [`Confiner::command_hiding`] for a host whose home and toolchains `host` says.
+    fn command_as(
+        &self,
+        grant: &Grant<'_>,
+        command: &[String],
+        hidden: &[PathBuf],
+        host: &Host<'_>,
+    ) -> Result<Vec<String>, ToolchainError> {
         let mut hidden = hidden.to_vec();
         hidden.sort();
         hidden.dedup();
@@ -225,7 +247,7 @@ impl Confiner {
             arg(&["--share-net"]);
         }
         arg(&["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]);
-        let home = home();
+        let home = host.home.clone();
         // Masked empty and, once everything is mounted, read-only: `/run` (sockets such as the
         // Docker engine's), `$HOME`, and what Assay registered.
         let mut sealed: Vec<PathBuf> = vec![PathBuf::from("/run")];
@@ -240,12 +262,35 @@ impl Confiner {
                 argv.extend(["--tmpfs".to_owned(), path_arg(dir)]);
             }
         }
-        for exposed in toolchains(grant, &masked, home.as_deref()) {
+        let toolchains = toolchain_layouts::resolve(
+            &Needs {
+                program: grant.program,
+                path_env: grant.path_env,
+                env: grant.env,
+                cwd: &absolute(grant.cwd),
+                masked: &masked,
+            },
+            host,
+        )?;
+        for exposed in &toolchains.exposed {
             argv.extend([
                 "--ro-bind-try".to_owned(),
-                path_arg(&exposed),
-                path_arg(&exposed),
+                path_arg(exposed),
+                path_arg(exposed),
             ]);
+        }
+        // After the exposures, so a credential inside one is masked all the same.
+        for secret in &toolchains.masks {
+            if secret.is_dir() {
+                argv.extend(["--tmpfs".to_owned(), path_arg(secret)]);
+                sealed.push(secret.clone());
+            } else {
+                argv.extend([
+                    "--ro-bind".to_owned(),
+                    "/dev/null".to_owned(),
+                    path_arg(secret),
+                ]);
+            }
         }
         for path in outermost {
             match std::fs::metadata(&path) {
@@ -274,105 +319,19 @@ impl Confiner {
         for (name, value) in grant.env {
             argv.extend(["--setenv".to_owned(), name.clone(), value.clone()]);
         }
+        // After the job's own: bubblewrap applies them in order, and the toolchain the host
+        // resolved (its `bin` first on `PATH`) is what the guest must run.
+        for (key, value) in &toolchains.env {
+            argv.extend(["--setenv".to_owned(), key.clone(), value.clone()]);
+        }
         argv.extend([
             "--chdir".to_owned(),
             path_arg(&absolute(grant.cwd)),
             "--".to_owned(),
         ]);
         argv.extend(command.iter().cloned());
-        argv
+        Ok(argv)
     }
-}
-
-/// The directories under a masked one that the command needs to start: each `PATH` entry
-/// under one (a `shims` directory with its manager: `~/.pyenv/shims` needs `~/.pyenv`), the
-/// program's own toolchain (the directory above its `bin`, for its real path too: a venv's
-/// interpreter is a link to the one it was made from; a rustup toolchain's `bin` with its
-/// toolchain), the user's site-packages, and what
-/// `ASSAY_SANDBOX_EXPOSE` lists. A plain `bin` on `PATH` comes back alone: `~/.cargo/bin`
-/// must not bring `~/.cargo/credentials.toml` with it.
-fn toolchains(grant: &Grant<'_>, masked: &[PathBuf], home: Option<&Path>) -> Vec<PathBuf> {
-    let under_mask = |p: &Path| masked.iter().any(|m| p.starts_with(m) && p != m);
-    let parent_if = |dir: &Path, names: &[&str]| -> PathBuf {
-        let named = dir.file_name().and_then(|n| n.to_str());
-        match (named, dir.parent()) {
-            (Some(name), Some(parent))
-                if names.contains(&name)
-                    && under_mask(parent)
-                    && home != Some(parent)
-                    && !is_user_local(parent, home) =>
-            {
-                parent.to_path_buf()
-            }
-            _ => dir.to_path_buf(),
-        }
-    };
-    let mut found: Vec<PathBuf> = Vec::new();
-    let path_dirs: Vec<PathBuf> = grant
-        .path_env
-        .map(|p| std::env::split_paths(p).map(|d| absolute(&d)).collect())
-        .unwrap_or_default();
-    for dir in &path_dirs {
-        if under_mask(dir) {
-            found.push(parent_if(dir, &["shims"]));
-            // A rustup toolchain's `bin` (`~/.rustup/toolchains/NAME/bin`) needs its `lib`
-            // even when `sh` runs cargo (a schema build's script): the toolchain holds
-            // nothing but itself.
-            if let Some(toolchain) = dir.parent()
-                && dir.file_name().is_some_and(|n| n == "bin")
-                && toolchain
-                    .parent()
-                    .and_then(Path::file_name)
-                    .is_some_and(|n| n == "toolchains")
-            {
-                found.push(toolchain.to_path_buf());
-            }
-        }
-    }
-    // As named, links kept: a venv's `bin/python` is a link out of the venv, and both ends
-    // are needed.
-    let program = if grant.program.contains('/') {
-        std::path::absolute(grant.program).ok()
-    } else {
-        path_dirs
-            .iter()
-            .map(|d| d.join(grant.program))
-            .find(|p| p.is_file())
-    };
-    if let Some(program) = program {
-        // A venv's interpreter is a link to the one it was made from: both are needed.
-        for real in [Some(program.clone()), program.canonicalize().ok()]
-            .into_iter()
-            .flatten()
-        {
-            if let Some(dir) = real.parent()
-                && under_mask(dir)
-            {
-                found.push(parent_if(dir, &["bin", "shims"]));
-            }
-        }
-    }
-    if let Some(home) = home {
-        found.push(home.join(".local/lib"));
-    }
-    if let Some(listed) = std::env::var_os("ASSAY_SANDBOX_EXPOSE") {
-        found.extend(std::env::split_paths(&listed).map(|p| absolute(&p)));
-    }
-    found.sort();
-    found.dedup();
-    found
-}
-
-/// `~/.local` holds state and keyrings besides programs: only its `bin` and `lib` come back.
-fn is_user_local(dir: &Path, home: Option<&Path>) -> bool {
-    home.is_some_and(|home| dir == home.join(".local"))
-}
-
-fn home() -> Option<PathBuf> {
-    std::env::var_os("HOME")
-        .filter(|h| !h.is_empty())
-        .map(|h| absolute(Path::new(&h)))
-        .filter(|h| h.parent().is_some())
 }
 
 /// `path` made absolute with its links resolved where it exists, so a mask or a bind lands on
@@ -399,7 +358,9 @@ mod tests {
 
     fn confined(grant: &Grant<'_>, script: &str) -> std::process::Output {
         let confiner = confiner().expect("bubblewrap is installed on test machines");
-        let argv = confiner.command(grant, &["sh".into(), "-c".into(), script.into()]);
+        let argv = confiner
+            .command(grant, &["sh".into(), "-c".into(), script.into()])
+            .unwrap();
         Command::new(&argv[0])
             .args(&argv[1..])
             .env_clear()
@@ -457,100 +418,201 @@ mod tests {
         let confiner = confiner().expect("bubblewrap is installed on test machines");
         // The store is registered before the state directory that holds it, as `assay prove`
         // registers them.
-        let argv = confiner.command_hiding(
-            &Grant {
-                writable: &[tree.path()],
-                cwd: tree.path(),
-                network: false,
-                program: "sh",
-                path_env: None,
-                env: &[],
-            },
-            &[
-                "sh".into(),
-                "-c".into(),
-                format!("cat {}/entry.json; echo ran", store.display()),
-            ],
-            &[store.clone(), state.path().to_path_buf()],
-        );
+        let argv = confiner
+            .command_hiding(
+                &Grant {
+                    writable: &[tree.path()],
+                    cwd: tree.path(),
+                    network: false,
+                    program: "sh",
+                    path_env: None,
+                    env: &[],
+                },
+                &[
+                    "sh".into(),
+                    "-c".into(),
+                    format!("cat {}/entry.json; echo ran", store.display()),
+                ],
+                &[store.clone(), state.path().to_path_buf()],
+            )
+            .unwrap();
         let out = Command::new(&argv[0]).args(&argv[1..]).output().unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(stdout.contains("ran"), "{out:?}");
         assert!(!stdout.contains("{}"), "{out:?}");
     }
 
-    #[test]
-    fn a_venv_interpreter_brings_its_venv_and_the_interpreter_it_links_to() {
+    /// Runs `command` confined as a host whose home is `home` would, with `vars` its
+    /// environment, and returns what it printed.
+    fn confined_as(
+        home: &Path,
+        vars: &dyn Fn(&str) -> Option<std::ffi::OsString>,
+        program: &str,
+        path_env: &str,
+        command: &[String],
+    ) -> String {
+        let tree = tempfile::tempdir().unwrap();
+        let confiner = confiner().expect("bubblewrap is installed on test machines");
+        let env = [("PATH".to_owned(), path_env.to_owned())];
+        let argv = confiner
+            .command_as(
+                &Grant {
+                    writable: &[tree.path()],
+                    cwd: tree.path(),
+                    network: false,
+                    program,
+                    path_env: Some(path_env),
+                    env: &env,
+                },
+                command,
+                &[],
+                &Host {
+                    home: Some(home.to_path_buf()),
+                    var: vars,
+                },
+            )
+            .unwrap();
+        let out = Command::new(&argv[0])
+            .args(&argv[1..])
+            .env_clear()
+            .env("PATH", path_env)
+            .output()
+            .unwrap();
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    }
+
+    fn script(path: &Path, text: &str) {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    fn fake_home() -> (tempfile::TempDir, PathBuf) {
         let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().canonicalize().unwrap();
-        let base = root.join("pythons/3.11/bin");
-        let venv = root.join("venvs/pytest9");
-        std::fs::create_dir_all(&base).unwrap();
-        std::fs::create_dir_all(venv.join("bin")).unwrap();
-        std::fs::write(base.join("python3.11"), "").unwrap();
-        std::os::unix::fs::symlink(base.join("python3.11"), venv.join("bin/python")).unwrap();
-        let program = venv.join("bin/python").display().to_string();
-        let grant = Grant {
-            writable: &[],
-            cwd: Path::new("/"),
-            network: false,
-            program: &program,
-            path_env: None,
-            env: &[],
-        };
-        let found = toolchains(&grant, std::slice::from_ref(&root), None);
-        assert!(found.contains(&venv), "{found:?}");
-        assert!(found.contains(&root.join("pythons/3.11")), "{found:?}");
+        let home = dir.path().canonicalize().unwrap().join("home");
+        std::fs::create_dir_all(&home).unwrap();
+        (dir, home)
     }
 
     #[test]
-    fn toolchains_under_home_come_back_read_only_and_home_itself_does_not() {
-        let home = PathBuf::from("/home/dev");
-        let masked = vec![PathBuf::from("/tmp"), home.clone()];
-        let grant = Grant {
-            writable: &[],
-            cwd: Path::new("/"),
-            network: false,
-            program: "python3",
-            path_env: Some(
-                "/home/dev/.pyenv/shims:/home/dev/bin:/home/dev/.local/bin:/home/dev/.cargo/bin:/home/dev/.rustup/toolchains/stable-x86_64-unknown-linux-gnu/bin:/usr/bin",
+    fn a_guest_cannot_print_the_registry_token_when_cargo_is_a_rustup_proxy() {
+        let (_dir, home) = fake_home();
+        let toolchain = home.join(".rustup/toolchains/stable-x86_64-unknown-linux-gnu");
+        let token = home.join(".cargo/credentials.toml");
+        script(&token, "token = \"SECRET-TOKEN\"\n");
+        script(&home.join(".rustup/settings.toml"), "version = \"12\"\n");
+        // The toolchain's cargo is the test that tries to read the token.
+        script(
+            &toolchain.join("bin/cargo"),
+            &format!("#!/bin/sh\ncat {} ; echo ran\n", token.display()),
+        );
+        // rustup answers `which cargo` as the real one does, and runs the toolchain's cargo as
+        // its proxy.
+        script(
+            &home.join(".cargo/bin/rustup"),
+            &format!(
+                "#!/bin/sh\ncase \"$0\" in *rustup) echo {cargo} ;; *) exec {cargo} \"$@\" ;; esac\n",
+                cargo = toolchain.join("bin/cargo").display()
             ),
-            env: &[],
+        );
+        std::os::unix::fs::symlink("rustup", home.join(".cargo/bin/cargo")).unwrap();
+        let path_env = format!(
+            "{}:{}:/usr/bin:/bin",
+            home.join(".cargo/bin").display(),
+            toolchain.join("bin").display()
+        );
+        let printed = confined_as(
+            &home,
+            &|_| None,
+            "cargo",
+            &path_env,
+            &["cargo".into(), "test".into()],
+        );
+        assert!(printed.contains("ran"), "{printed}");
+        assert!(!printed.contains("SECRET-TOKEN"), "{printed}");
+    }
+
+    #[test]
+    fn a_credential_inside_a_directory_listed_for_exposure_stays_masked() {
+        let (_dir, home) = fake_home();
+        let token = home.join(".cargo/credentials.toml");
+        script(&token, "token = \"SECRET-TOKEN\"\n");
+        script(&home.join(".cargo/bin/tool"), "#!/bin/sh\n");
+        let ssh_key = home.join(".cargo/.ssh/id_ed25519");
+        script(&ssh_key, "SECRET-KEY");
+        let listed = home.join(".cargo").into_os_string();
+        let vars = move |name: &str| (name == "ASSAY_SANDBOX_EXPOSE").then(|| listed.clone());
+        let printed = confined_as(
+            &home,
+            &vars,
+            "sh",
+            "/usr/bin:/bin",
+            &[
+                "sh".into(),
+                "-c".into(),
+                format!(
+                    "ls {}/bin && cat {} ; echo ran",
+                    home.join(".cargo").display(),
+                    token.display()
+                ),
+            ],
+        );
+        assert!(printed.contains("tool"), "the exposure holds: {printed}");
+        assert!(printed.contains("ran"), "{printed}");
+        assert!(!printed.contains("SECRET-TOKEN"), "{printed}");
+    }
+
+    #[test]
+    fn a_dotdot_program_path_does_not_bring_back_dot_local() {
+        let (_dir, home) = fake_home();
+        let keyring = home.join(".local/share/keyrings/login.keyring");
+        script(&keyring, "SECRET-KEYRING");
+        script(
+            &home.join(".local/bin/python3"),
+            &format!("#!/bin/sh\ncat {} ; echo ran\n", keyring.display()),
+        );
+        let program = format!("{}/.local/bin/../../.local/bin/python3", home.display());
+        let printed = confined_as(
+            &home,
+            &|_| None,
+            &program,
+            "/usr/bin:/bin",
+            std::slice::from_ref(&program),
+        );
+        assert!(printed.contains("ran"), "{printed}");
+        assert!(!printed.contains("SECRET-KEYRING"), "{printed}");
+    }
+
+    #[test]
+    fn the_machines_rustup_proxy_runs_its_toolchain_confined() {
+        let host = Host::current();
+        let Some(home) = host.home.clone() else {
+            return;
         };
-        let found = toolchains(&grant, &masked, Some(&home));
-        assert!(
-            found.contains(&PathBuf::from("/home/dev/.pyenv")),
-            "{found:?}"
-        );
-        assert!(found.contains(&PathBuf::from("/home/dev/bin")), "{found:?}");
-        assert!(
-            found.contains(&PathBuf::from("/home/dev/.local/bin")),
-            "{found:?}"
-        );
-        assert!(!found.contains(&home), "{found:?}");
-        assert!(
-            found.contains(&PathBuf::from("/home/dev/.cargo/bin")),
-            "{found:?}"
-        );
-        assert!(
-            !found.contains(&PathBuf::from("/home/dev/.cargo")),
-            "{found:?}"
-        );
-        // A rustup toolchain comes back whole (its `lib` beside `bin`), rustup's home does not.
-        assert!(
-            found.contains(&PathBuf::from(
-                "/home/dev/.rustup/toolchains/stable-x86_64-unknown-linux-gnu"
-            )),
-            "{found:?}"
-        );
-        assert!(
-            !found.contains(&PathBuf::from("/home/dev/.rustup")),
-            "{found:?}"
-        );
-        assert!(
-            !found.contains(&PathBuf::from("/home/dev/.local")),
-            "{found:?}"
-        );
-        assert!(!found.iter().any(|p| p.starts_with("/usr")), "{found:?}");
+        let proxies = home.join(".cargo/bin");
+        if !proxies.join("rustup").is_file() {
+            return;
+        }
+        let path_env = format!("{}:/usr/bin:/bin", proxies.display());
+        let vars = |name: &str| std::env::var_os(name).filter(|_| name != "RUSTUP_TOOLCHAIN");
+        // Named on `PATH` (the toolchain's own cargo first) and named as the proxy itself.
+        for program in [
+            "cargo".to_owned(),
+            proxies.join("cargo").display().to_string(),
+        ] {
+            let printed = confined_as(
+                &home,
+                &vars,
+                &program,
+                &path_env,
+                &[program.clone(), "--version".into()],
+            );
+            assert!(printed.starts_with("cargo 1."), "{program}: {printed}");
+        }
     }
 }

@@ -6,6 +6,7 @@ pub mod docker;
 mod hot_swap;
 pub mod process;
 mod reaper;
+pub mod toolchain_layouts;
 pub mod warm;
 
 use assay_common::sandbox::SandboxEvidence;
@@ -78,6 +79,12 @@ pub enum SandboxError {
         job_id: String,
         #[source]
         source: warm::WarmError,
+    },
+    #[error("the toolchain of job {job_id} cannot be given to its sandbox")]
+    Toolchain {
+        job_id: String,
+        #[source]
+        source: toolchain_layouts::ToolchainError,
     },
     #[error("the job's command is empty")]
     EmptyCommand,

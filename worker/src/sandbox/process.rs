@@ -138,17 +138,22 @@ pub(super) fn confined_command(
             source: std::io::Error::from(std::io::ErrorKind::NotFound),
         });
     }
-    Ok(confiner.launch(
-        &super::confine::Grant {
-            writable,
-            cwd: &run.tree_dir,
-            network: network || run.network,
-            program,
-            path_env,
-            env: &run.env,
-        },
-        &run.command,
-    ))
+    confiner
+        .launch(
+            &super::confine::Grant {
+                writable,
+                cwd: &run.tree_dir,
+                network: network || run.network,
+                program,
+                path_env,
+                env: &run.env,
+            },
+            &run.command,
+        )
+        .map_err(|source| SandboxError::Toolchain {
+            job_id: run.job_id.clone(),
+            source,
+        })
 }
 
 /// Makes this process non-dumpable, so a job running as the same user cannot read its

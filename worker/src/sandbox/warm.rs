@@ -161,7 +161,7 @@ struct Answer {
 
 impl Server {
     async fn start(key: Key, env: &[(String, String)], rewrites: Rewrites) -> Option<Server> {
-        let launch = server_command(&key, env, &rewrites);
+        let launch = server_command(&key, env, &rewrites)?;
         let mut process = Command::from(launch.command()?)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -694,8 +694,9 @@ impl Pool {
 }
 
 /// The server's argv: the script, confined to the key's proof directory where this host can
-/// confine it.
-fn server_command(key: &Key, env: &[(String, String)], rewrites: &Rewrites) -> Launch {
+/// confine it; none when its toolchain cannot be given to it (the job then runs as-is, and
+/// says why).
+fn server_command(key: &Key, env: &[(String, String)], rewrites: &Rewrites) -> Option<Launch> {
     let command: Vec<String> = vec![
         key.python.clone(),
         "-c".into(),
@@ -704,23 +705,25 @@ fn server_command(key: &Key, env: &[(String, String)], rewrites: &Rewrites) -> L
     ];
     let root = std::path::Path::new("/");
     let Ok(confiner) = super::confine::confiner() else {
-        return Launch::unconfined(&command, env, root);
+        return Some(Launch::unconfined(&command, env, root));
     };
     let path_env = env
         .iter()
         .find(|(k, _)| k == "PATH")
         .map(|(_, v)| v.as_str());
-    confiner.launch(
-        &super::confine::Grant {
-            writable: &[&key.proof_dir],
-            cwd: root,
-            network: key.network,
-            program: &key.python,
-            path_env,
-            env,
-        },
-        &command,
-    )
+    confiner
+        .launch(
+            &super::confine::Grant {
+                writable: &[&key.proof_dir],
+                cwd: root,
+                network: key.network,
+                program: &key.python,
+                path_env,
+                env,
+            },
+            &command,
+        )
+        .ok()
 }
 
 /// The job's environment minus what differs per job but does not shape start-up.

@@ -1,0 +1,277 @@
+//! Dependencies resolved on the trusted side. A Rust project's jobs build offline in their
+//! sandboxes, reading the host's cargo caches read-only; so before any job runs, the host's
+//! cargo pins each tree's dependencies (`cargo generate-lockfile` when the tree has no
+//! `Cargo.lock`: the repository's own always wins) and fetches them (`cargo fetch`). A
+//! generated lockfile becomes part of the jobs' tree (a tree of its own in the repository's
+//! object database), so the result cache's key and the evidence's tree name it.
+//!
+//! Only cargo's own code runs here: neither command builds anything or runs a build script.
+//! They run on a copy of the tree without what could make cargo run a program of the tree's
+//! choosing (its `.cargo` configuration: wrappers, credential providers; its toolchain files),
+//! in a directory of this user's cache, so no other user's `.cargo/config.toml` up the path
+//! is read either.
+
+use assay_common::ids::TreeId;
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// How many trailing lines of cargo's stderr an error quotes.
+const STDERR_LINES: usize = 8;
+
+/// A tree whose dependencies the host holds, and the lockfile generated for it, if any.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pinned {
+    /// The tree the jobs run on: the tree itself, or it with the generated `Cargo.lock`.
+    pub tree: TreeId,
+    /// The sha256 of the `Cargo.lock` generated for the tree, when it had none.
+    pub generated_lockfile: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DependencyError {
+    #[error("failed to copy tree {tree} to {dir} to resolve its dependencies")]
+    Copy {
+        tree: TreeId,
+        dir: PathBuf,
+        #[source]
+        source: Box<assay_transport::tree::TreeError>,
+    },
+    #[error("failed to prepare {path} to resolve the dependencies of tree {tree}")]
+    Io {
+        tree: TreeId,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("failed to run cargo {step} for tree {tree} (hint: is cargo on PATH?)")]
+    Spawn {
+        step: &'static str,
+        tree: TreeId,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cargo {step} failed for tree {tree}:\n{stderr}")]
+    Cargo {
+        step: &'static str,
+        tree: TreeId,
+        stderr: String,
+    },
+    #[error("failed to write tree {tree} with its generated Cargo.lock")]
+    Write {
+        tree: TreeId,
+        #[source]
+        source: Box<crate::source::SourceError>,
+    },
+}
+
+/// Pins and fetches the dependencies of `tree` (of the repository at `repo`), a cargo project,
+/// with the host's `cargo`.
+pub fn pin_cargo(repo: &Path, tree: &TreeId) -> Result<Pinned, DependencyError> {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| DependencyError::Io {
+            tree: tree.clone(),
+            path,
+            source,
+        }
+    };
+    let parent = private_temp_root();
+    std::fs::create_dir_all(&parent).map_err(io(&parent))?;
+    let scratch = tempfile::Builder::new()
+        .prefix("pin-")
+        .tempdir_in(&parent)
+        .map_err(io(&parent))?;
+    let copy = scratch.path().join("tree");
+    assay_transport::tree::write_tree(repo, tree, &copy).map_err(|source| {
+        DependencyError::Copy {
+            tree: tree.clone(),
+            dir: copy.clone(),
+            source: Box::new(source),
+        }
+    })?;
+    strip_tree_configuration(&copy).map_err(io(&copy))?;
+    let lockfile = copy.join("Cargo.lock");
+    let generated = if lockfile.exists() {
+        None
+    } else {
+        cargo(&copy, tree, "generate-lockfile", &[])?;
+        Some(std::fs::read(&lockfile).map_err(io(&lockfile))?)
+    };
+    // A committed lockfile cargo would have to update (a version bumped in a manifest) is
+    // the repository's to fix; the jobs then resolve offline from what this fetched.
+    if cargo(&copy, tree, "fetch", &["--locked"]).is_err() {
+        cargo(&copy, tree, "fetch", &[])?;
+    }
+    let Some(generated) = generated else {
+        return Ok(Pinned {
+            tree: tree.clone(),
+            generated_lockfile: None,
+        });
+    };
+    let pinned = crate::source::tree_with_new_files(repo, tree, &[("Cargo.lock", &generated)])
+        .map_err(|source| DependencyError::Write {
+            tree: tree.clone(),
+            source: Box::new(source),
+        })?;
+    Ok(Pinned {
+        tree: pinned,
+        generated_lockfile: Some(hex::encode(Sha256::digest(&generated))),
+    })
+}
+
+/// Runs `cargo STEP ARGS` in `dir`; never installs a toolchain, and reads no toolchain file
+/// (the copy has none: the host's default toolchain, or the user's `RUSTUP_TOOLCHAIN`, runs).
+fn cargo(
+    dir: &Path,
+    tree: &TreeId,
+    step: &'static str,
+    args: &[&str],
+) -> Result<(), DependencyError> {
+    let output = Command::new("cargo")
+        .arg(step)
+        .args(args)
+        .arg("--quiet")
+        .current_dir(dir)
+        .env("RUSTUP_AUTO_INSTALL", "0")
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|source| DependencyError::Spawn {
+            step,
+            tree: tree.clone(),
+            source,
+        })?;
+    if output.status.success() {
+        return Ok(());
+    }
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    Err(DependencyError::Cargo {
+        step,
+        tree: tree.clone(),
+        stderr: lines[lines.len().saturating_sub(STDERR_LINES)..].join("\n"),
+    })
+}
+
+/// Removes, everywhere in the copy, what would make the host's cargo or rustup run a program
+/// the tree names: `.cargo` directories (configuration: `build.rustc-wrapper`, credential
+/// providers, `target.*.runner`) and toolchain files (`path = "./bin"`).
+fn strip_tree_configuration(copy: &Path) -> std::io::Result<()> {
+    let mut dirs = vec![copy.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir)? {
+            let entry = entry?;
+            let name = entry.file_name();
+            let kind = entry.file_type()?;
+            let path = entry.path();
+            match name.to_str() {
+                Some(".cargo") => {
+                    if kind.is_dir() {
+                        std::fs::remove_dir_all(&path)?;
+                    } else {
+                        std::fs::remove_file(&path)?;
+                    }
+                }
+                Some("rust-toolchain" | "rust-toolchain.toml") => std::fs::remove_file(&path)?,
+                Some(".git") => {}
+                _ if kind.is_dir() => dirs.push(path),
+                _ => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A directory only this user writes, with nothing of another user's on the way up: cargo
+/// reads `.cargo/config.toml` in every directory above where it runs, and the shared temp dir
+/// is anyone's to plant one in.
+fn private_temp_root() -> PathBuf {
+    std::env::var_os("XDG_CACHE_HOME")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|h| !h.is_empty())
+                .map(|h| PathBuf::from(h).join(".cache"))
+        })
+        .map(|cache| cache.join("assay/pin"))
+        .unwrap_or_else(|| std::env::temp_dir().join("assay-pin"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use assay_test_support::Repo;
+
+    /// A crate with no dependency and no lockfile whose `.cargo/config.toml` names a rustc
+    /// wrapper, and whose toolchain file names a toolchain in the tree: each would leave
+    /// `marker` behind if the host's cargo or rustup ran it.
+    fn hostile_crate(marker: &Path) -> Repo {
+        let repo = Repo::new();
+        let evil = format!("#!/bin/sh\ntouch {}\nexec \"$@\"\n", marker.display());
+        repo.write(
+            "Cargo.toml",
+            "[package]\nname = \"pager\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        )
+        .write("src/lib.rs", "pub fn pages() -> u32 {\n    1\n}\n")
+        .write("tools/wrap.sh", &evil)
+        .write("evil-toolchain/bin/cargo", &evil)
+        .write(
+            ".cargo/config.toml",
+            "[build]\nrustc-wrapper = \"tools/wrap.sh\"\n",
+        )
+        .write(
+            "rust-toolchain.toml",
+            "[toolchain]\npath = \"evil-toolchain\"\n",
+        );
+        for program in ["tools/wrap.sh", "evil-toolchain/bin/cargo"] {
+            use std::os::unix::fs::PermissionsExt;
+            let path = repo.path().join(program);
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        repo.commit("pager");
+        repo
+    }
+
+    #[test]
+    fn a_lockfile_is_generated_without_running_anything_the_tree_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("ran-on-the-host");
+        let repo = hostile_crate(&marker);
+        let tree = crate::source::tree_of(repo.path(), "HEAD").unwrap();
+        let pinned = pin_cargo(repo.path(), &tree).unwrap();
+        assert!(!marker.exists(), "the tree's program ran on the host");
+        assert_ne!(pinned.tree, tree);
+        assert_eq!(
+            pinned.generated_lockfile.as_ref().map(String::len),
+            Some(64)
+        );
+        let lockfile = crate::source::read_file(repo.path(), &pinned.tree, "Cargo.lock")
+            .unwrap()
+            .unwrap();
+        assert!(String::from_utf8_lossy(&lockfile).contains("name = \"pager\""));
+        // Everything else of the tree is as it was.
+        let files = crate::source::list_files(repo.path(), &pinned.tree).unwrap();
+        assert!(
+            files.contains(&".cargo/config.toml".to_owned()),
+            "{files:?}"
+        );
+    }
+
+    #[test]
+    fn the_repositorys_own_lockfile_wins() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = hostile_crate(&dir.path().join("marker"));
+        repo.write("Cargo.lock", "# This file is automatically @generated by Cargo.\nversion = 4\n\n[[package]]\nname = \"pager\"\nversion = \"0.1.0\"\n");
+        repo.commit("pager: lockfile");
+        let tree = crate::source::tree_of(repo.path(), "HEAD").unwrap();
+        let pinned = pin_cargo(repo.path(), &tree).unwrap();
+        assert_eq!(
+            pinned,
+            Pinned {
+                tree,
+                generated_lockfile: None
+            }
+        );
+    }
+}

@@ -1,0 +1,375 @@
+//! Real projects in the confined sandbox, as their users have them: the machine's rustup
+//! installation with its proxies first on `PATH` (no exposure, no `PATH` surgery), a crate with
+//! a registry dependency, a crate that ships no lockfile, and a Go module whose dependency is in
+//! a module cache. Dependencies are resolved and fetched on the host before any job; the jobs
+//! build offline from the caches they read. A job that cannot run says why on the terminal.
+
+mod support;
+
+use support::{Repo, Run, run};
+
+/// A crate whose `distance` is off by one on the base and right on the candidate, using
+/// `dependencies` (Cargo.toml lines); with a committed `Cargo.lock` when `lockfile`.
+fn crate_repo(dependencies: &str, lockfile: bool) -> Repo {
+    let repo = Repo::new();
+    repo.write(
+        "Cargo.toml",
+        &format!(
+            "[package]\nname = \"pager\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n{dependencies}\n"
+        ),
+    )
+    .write(".gitignore", "target\n")
+    .write(
+        "src/lib.rs",
+        "pub fn distance(a: &str, b: &str) -> usize {\n    strsim::levenshtein(a, b) + 1\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn test_distance() {\n        assert_eq!(super::distance(\"kitten\", \"sitting\"), 3);\n    }\n}\n",
+    );
+    if lockfile {
+        // The test's setup fetches on the host as a user would have; the proof fetches too.
+        let status = std::process::Command::new("cargo")
+            .args(["generate-lockfile", "--quiet"])
+            .current_dir(repo.path())
+            .status()
+            .expect("cargo runs");
+        assert!(status.success());
+    }
+    repo.commit("pager: distance");
+    repo.write(
+        "src/lib.rs",
+        "pub fn distance(a: &str, b: &str) -> usize {\n    strsim::levenshtein(a, b)\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn test_distance() {\n        assert_eq!(super::distance(\"kitten\", \"sitting\"), 3);\n    }\n}\n",
+    );
+    repo.commit("pager: no off-by-one");
+    repo
+}
+
+/// `assay prove` of HEAD~1..HEAD with the machine's own `PATH` (rustup's proxies first where
+/// rustup is installed), a store and state of the run's own, and `env` for the CLI.
+fn prove(repo: &Repo, criterion: &str, env: &[(&str, &std::path::Path)]) -> Run {
+    prove_with(repo, criterion, env, &[])
+}
+
+/// [`prove`] with `extra` flags.
+fn prove_with(
+    repo: &Repo,
+    criterion: &str,
+    env: &[(&str, &std::path::Path)],
+    extra: &[&str],
+) -> Run {
+    let out_dir = tempfile::tempdir().expect("temp dir");
+    let mut args = vec![
+        "--base",
+        "HEAD~1",
+        "--criterion",
+        criterion,
+        "--repeats",
+        "1",
+        "--no-mutation",
+        "--no-cache",
+        "--progress",
+        "plain",
+    ];
+    args.extend(extra);
+    let (mut command, json) = support::prove_command(repo, &args, out_dir.path());
+    // The worker's own toolchain choice (cargo sets it for this test) must not be what decides.
+    command.env_remove("RUSTUP_TOOLCHAIN");
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    run(command, Some(json))
+}
+
+fn assert_proven(run: &Run) {
+    assert_eq!(
+        run.criterion("C1")["verdict"],
+        "proven",
+        "{}\n{:#}",
+        run.stderr,
+        run.evidence.as_ref().expect("evidence")
+    );
+}
+
+#[test]
+fn a_crate_with_a_registry_dependency_is_proven_through_rustups_proxies() {
+    let repo = crate_repo("strsim = \"=0.11.1\"", true);
+    let run = prove(&repo, "test: tests::test_distance", &[]);
+    assert_proven(&run);
+    // The repository's own lockfile is the one the jobs used.
+    let evidence = run.evidence.as_ref().expect("evidence");
+    assert!(
+        evidence["candidate"].get("generated_lockfile").is_none(),
+        "{evidence:#}"
+    );
+}
+
+#[test]
+fn a_crate_without_a_lockfile_gets_one_pinned_on_the_host_and_named_in_the_evidence() {
+    let repo = crate_repo("strsim = \"0.11\"", false);
+    let run = prove(&repo, "test: tests::test_distance", &[]);
+    assert_proven(&run);
+    let evidence = run.evidence.as_ref().expect("evidence");
+    for side in ["base", "candidate"] {
+        let generated = evidence[side]["generated_lockfile"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{side}: {evidence:#}"));
+        assert_eq!(generated.len(), 64, "a sha256: {generated}");
+        // The jobs ran on a tree of their own, the commit's tree plus the lockfile.
+        let commit_tree = repo.git(&[
+            "rev-parse",
+            &format!(
+                "{}^{{tree}}",
+                if side == "base" { "HEAD~1" } else { "HEAD" }
+            ),
+        ]);
+        assert_ne!(evidence[side]["tree"], commit_tree.trim(), "{evidence:#}");
+    }
+}
+
+/// A module proxy in a directory (the layout `GOPROXY=file://` reads) holding
+/// `example.com/greet v1.0.0`.
+fn go_module_proxy(dir: &std::path::Path) {
+    use std::io::Write;
+    let versions = dir.join("example.com/greet/@v");
+    std::fs::create_dir_all(&versions).expect("proxy dir");
+    let module = "module example.com/greet\n\ngo 1.19\n";
+    let source = "package greet\n\nfunc Hello(name string) string { return \"hello, \" + name }\n";
+    std::fs::write(versions.join("list"), "v1.0.0\n").expect("list");
+    std::fs::write(
+        versions.join("v1.0.0.info"),
+        "{\"Version\":\"v1.0.0\",\"Time\":\"2024-01-01T00:00:00Z\"}",
+    )
+    .expect("info");
+    std::fs::write(versions.join("v1.0.0.mod"), module).expect("mod");
+    let mut zip = Vec::new();
+    {
+        // A stored (uncompressed) zip, as Go's module zips may be: written by hand, since the
+        // format is small and no zip library is needed elsewhere.
+        let mut entries: Vec<(Vec<u8>, u32, u32)> = Vec::new();
+        for (name, body) in [
+            ("example.com/greet@v1.0.0/go.mod", module),
+            ("example.com/greet@v1.0.0/greet.go", source),
+        ] {
+            let offset = zip.len() as u32;
+            let crc = crc32(body.as_bytes());
+            let mut header = Vec::new();
+            header.extend(0x04034b50u32.to_le_bytes());
+            header.extend([20, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+            header.extend(crc.to_le_bytes());
+            header.extend((body.len() as u32).to_le_bytes());
+            header.extend((body.len() as u32).to_le_bytes());
+            header.extend((name.len() as u16).to_le_bytes());
+            header.extend(0u16.to_le_bytes());
+            header.extend(name.as_bytes());
+            zip.extend(&header);
+            zip.extend(body.as_bytes());
+            entries.push((name.as_bytes().to_vec(), crc, offset));
+        }
+        let directory_start = zip.len() as u32;
+        for ((name, crc, offset), body) in entries.iter().zip([module, source]) {
+            let mut central = Vec::new();
+            central.extend(0x02014b50u32.to_le_bytes());
+            central.extend([20, 0, 20, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+            central.extend(crc.to_le_bytes());
+            central.extend((body.len() as u32).to_le_bytes());
+            central.extend((body.len() as u32).to_le_bytes());
+            central.extend((name.len() as u16).to_le_bytes());
+            central.extend([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+            central.extend(offset.to_le_bytes());
+            central.extend(name);
+            zip.extend(central);
+        }
+        let directory_len = zip.len() as u32 - directory_start;
+        zip.extend(0x06054b50u32.to_le_bytes());
+        zip.extend([0, 0, 0, 0]);
+        zip.extend((entries.len() as u16).to_le_bytes());
+        zip.extend((entries.len() as u16).to_le_bytes());
+        zip.extend(directory_len.to_le_bytes());
+        zip.extend(directory_start.to_le_bytes());
+        zip.extend([0, 0]);
+    }
+    std::fs::File::create(versions.join("v1.0.0.zip"))
+        .and_then(|mut f| f.write_all(&zip))
+        .expect("zip");
+}
+
+fn crc32(bytes: &[u8]) -> u32 {
+    let mut crc = 0xffff_ffffu32;
+    for byte in bytes {
+        crc ^= u32::from(*byte);
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ 0xedb8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
+
+#[test]
+fn a_go_module_is_proven_offline_from_the_module_cache() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let proxy = dir.path().join("proxy");
+    let cache = dir.path().join("modcache");
+    go_module_proxy(&proxy);
+    let repo = Repo::new();
+    repo.write(
+        "go.mod",
+        "module example.com/app\n\ngo 1.19\n\nrequire example.com/greet v1.0.0\n",
+    )
+    .write(
+        "app.go",
+        "package app\n\nimport \"example.com/greet\"\n\nfunc Greeting() string { return greet.Hello(\"World\") }\n",
+    )
+    .write(
+        "app_test.go",
+        "package app\n\nimport \"testing\"\n\nfunc TestGreeting(t *testing.T) {\n\tif Greeting() != \"hello, world\" {\n\t\tt.Fatal(Greeting())\n\t}\n}\n",
+    );
+    // The host's module cache, filled as `go mod download` fills it (go.sum with it).
+    let status = std::process::Command::new("go")
+        .args(["mod", "download", "example.com/greet"])
+        .current_dir(repo.path())
+        .env("GOMODCACHE", &cache)
+        .env("GOPROXY", format!("file://{}", proxy.display()))
+        .env("GOSUMDB", "off")
+        .env("GOFLAGS", "-mod=mod")
+        .status()
+        .expect("go runs");
+    assert!(status.success());
+    repo.commit("app: greeting");
+    let fixed = "package app\n\nimport \"example.com/greet\"\n\nfunc Greeting() string { return greet.Hello(\"world\") }\n";
+    repo.write("app.go", fixed);
+    repo.commit("app: lower case");
+    let run = prove(&repo, "test: TestGreeting", &[("GOMODCACHE", &cache)]);
+    assert_proven(&run);
+}
+
+#[test]
+fn a_command_the_toolchain_cannot_run_says_why_in_the_infrastructure_lane() {
+    let repo = crate_repo("strsim = \"=0.11.1\"", true);
+    let run = prove_with(
+        &repo,
+        "test: tests::test_distance",
+        &[],
+        &["--test-command", "cargo no-such-subcommand"],
+    );
+    // The progress line, the summary and the evidence quote cargo's own words.
+    let progress = run
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("[prove] 1/2"))
+        .unwrap_or_else(|| panic!("{}", run.stderr));
+    assert!(
+        progress.contains("INFRA the toolchain could not run the command"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("error: no such command: `no-such-subcommand`"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(run.code, 3, "infrastructure: {}", run.stderr);
+    let evidence = run.evidence.as_ref().expect("evidence");
+    for job in evidence["jobs"].as_array().expect("jobs") {
+        assert_eq!(job["status"], "infrastructure", "{job}");
+        assert!(
+            job["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("no such command")),
+            "{job}"
+        );
+    }
+}
+
+#[test]
+fn a_failed_command_that_wrote_no_report_quotes_its_stderr() {
+    let repo = Repo::new();
+    repo.write("m.py", "def f():\n    return 1\n").write(
+        "test_m.py",
+        "from m import f\n\n\ndef test_f():\n    assert f() == 2\n",
+    );
+    repo.commit("m: f");
+    repo.write("m.py", "def f():\n    return 2\n");
+    repo.commit("m: f is 2");
+    let run = prove_with(
+        &repo,
+        "test: test_f",
+        &[],
+        &[
+            "--test-command",
+            "sh -c 'echo the fixture server is down >&2; exit 1' sh",
+        ],
+    );
+    let evidence = run.evidence.as_ref().expect("evidence");
+    assert_eq!(run.criterion("C1")["verdict"], "unverified", "{evidence:#}");
+    assert!(
+        run.stderr.contains("exit 1, the command wrote no report; its stderr ends:\n        the fixture server is down"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.criterion("C1")["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("the fixture server is down")),
+        "{evidence:#}"
+    );
+    assert!(
+        evidence["jobs"][0]["report"]
+            .as_str()
+            .is_some_and(|r| r.contains("the fixture server is down")),
+        "{evidence:#}"
+    );
+}
+
+#[test]
+fn a_crate_with_a_git_dependency_is_proven_from_the_hosts_git_cache() {
+    let greet = Repo::new();
+    greet
+        .write(
+            "Cargo.toml",
+            "[package]\nname = \"greet\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        )
+        .write(
+            "src/lib.rs",
+            "pub fn hello() -> &'static str {\n    \"hello\"\n}\n",
+        );
+    greet.commit("greet: hello");
+    let repo = Repo::new();
+    repo.write(
+        "Cargo.toml",
+        &format!(
+            "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\ngreet = {{ git = \"file://{}\" }}\n",
+            greet.path().display()
+        ),
+    )
+    .write(".gitignore", "target\n")
+    .write(
+        "src/lib.rs",
+        "pub fn greeting() -> String {\n    format!(\"{}!\", greet::hello())\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn test_greeting() {\n        assert_eq!(super::greeting(), \"hello\");\n    }\n}\n",
+    );
+    repo.commit("app: greeting");
+    repo.write(
+        "src/lib.rs",
+        "pub fn greeting() -> String {\n    greet::hello().to_owned()\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn test_greeting() {\n        assert_eq!(super::greeting(), \"hello\");\n    }\n}\n",
+    );
+    repo.commit("app: no exclamation");
+    let run = prove(&repo, "test: tests::test_greeting", &[]);
+    assert_proven(&run);
+}
+
+#[test]
+fn a_toolchain_file_naming_a_path_in_the_tree_is_refused_in_the_infrastructure_lane() {
+    let repo = crate_repo("strsim = \"=0.11.1\"", true);
+    repo.write("rust-toolchain.toml", "[toolchain]\npath = \"./evil\"\n");
+    repo.commit("pager: a toolchain of its own");
+    let run = prove(&repo, "guard: tests::test_distance", &[]);
+    assert_eq!(run.code, 3, "infrastructure: {}", run.stderr);
+    assert!(
+        run.stderr.contains(
+            "refusing the toolchain file rust-toolchain.toml: it names a toolchain by path"
+        ),
+        "{}",
+        run.stderr
+    );
+}

@@ -1,0 +1,165 @@
+//! A confined guest gets its toolchain back exactly, never the directory that holds it: with a
+//! home of the test's own, a cargo that rustup's proxy resolves to cannot print the registry
+//! token in `~/.cargo`, and a program named through `..` does not bring back `~/.local` and its
+//! keyrings. Each secret would reach the terminal (a job that writes no report quotes its
+//! stderr there), the evidence and the store's logs if the guest could read it.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use support::{Repo, Run, run};
+
+fn script(path: &Path, text: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(path.parent().expect("a parent")).expect("dir");
+    std::fs::write(path, text).expect("write");
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+/// Everything a run left for people to read: its terminal output, its evidence and every file
+/// of its store (the jobs' stdout and stderr logs among them).
+fn everything_written(run: &Run, store: &Path) -> String {
+    let mut all = format!("{}\n{}\n", run.stdout, run.stderr);
+    if let Some(evidence) = &run.evidence {
+        all.push_str(&evidence.to_string());
+    }
+    let mut dirs = vec![store.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if let Ok(bytes) = std::fs::read(&path) {
+                all.push_str(&String::from_utf8_lossy(&bytes));
+            }
+        }
+    }
+    all
+}
+
+/// `assay prove` of HEAD~1..HEAD with `home` as `HOME` and `path` as `PATH`; its store under
+/// `out`.
+fn prove_as(repo: &Repo, home: &Path, path: &str, out: &Path, extra: &[&str]) -> Run {
+    let mut args = vec![
+        "--base",
+        "HEAD~1",
+        "--repeats",
+        "1",
+        "--no-mutation",
+        "--no-cache",
+        "--progress",
+        "plain",
+    ];
+    args.extend(extra);
+    let (mut command, json) = support::prove_command(repo, &args, out);
+    command
+        .env("HOME", home)
+        .env("PATH", path)
+        .env_remove("RUSTUP_HOME")
+        .env_remove("RUSTUP_TOOLCHAIN")
+        .env_remove("CARGO_HOME")
+        .env_remove("XDG_CACHE_HOME");
+    run(command, Some(json))
+}
+
+#[test]
+fn a_cargo_rustups_proxy_resolves_to_cannot_print_the_registry_token() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let root = dir.path().canonicalize().expect("canonical");
+    let home = root.join("home");
+    let token = home.join(".cargo/credentials.toml");
+    script(&token, "[registry]\ntoken = \"SECRET-REGISTRY-TOKEN\"\n");
+    script(&home.join(".rustup/settings.toml"), "version = \"12\"\n");
+    let cargo = home.join(".rustup/toolchains/stable-x86_64-unknown-linux-gnu/bin/cargo");
+    // The toolchain's cargo: fetching on the host succeeds with nothing to fetch; as a test
+    // run, it is the hostile test, printing the token if it can read it.
+    script(
+        &cargo,
+        &format!(
+            "#!/bin/sh\ncase \"$1\" in fetch|generate-lockfile) exit 0 ;; esac\necho GUEST-RAN >&2\ncat {} >&2\nexit 1\n",
+            token.display()
+        ),
+    );
+    script(
+        &home.join(".cargo/bin/rustup"),
+        &format!(
+            "#!/bin/sh\ncase \"$0\" in *rustup) echo {cargo} ;; *) exec {cargo} \"$@\" ;; esac\n",
+            cargo = cargo.display()
+        ),
+    );
+    std::os::unix::fs::symlink("rustup", home.join(".cargo/bin/cargo")).expect("proxy");
+    let repo = Repo::new();
+    repo.write(
+        "Cargo.toml",
+        "[package]\nname = \"pager\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    )
+    .write("Cargo.lock", "version = 4\n")
+    .write("src/lib.rs", "pub fn pages() -> u32 {\n    1\n}\n");
+    repo.commit("pager");
+    repo.write("src/lib.rs", "pub fn pages() -> u32 {\n    2\n}\n");
+    repo.commit("pager: two");
+    let out = root.join("out");
+    let path = format!("{}:/usr/bin:/bin", home.join(".cargo/bin").display());
+    let run = prove_as(
+        &repo,
+        &home,
+        &path,
+        &out,
+        &["--criterion", "test: tests::pages"],
+    );
+    let written = everything_written(&run, &out.join("store"));
+    assert!(
+        written.contains("GUEST-RAN"),
+        "the guest ran: {}",
+        run.stderr
+    );
+    assert!(!written.contains("SECRET-REGISTRY-TOKEN"), "{}", run.stderr);
+}
+
+#[test]
+fn a_program_named_through_dotdot_does_not_bring_back_dot_local() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let root: PathBuf = dir.path().canonicalize().expect("canonical");
+    let home = root.join("home");
+    let keyring = home.join(".local/share/keyrings/login.keyring");
+    script(&keyring, "SECRET-KEYRING-ENTRY");
+    script(
+        &home.join(".local/bin/python3"),
+        &format!(
+            "#!/bin/sh\necho GUEST-RAN >&2\ncat {} >&2\nexit 1\n",
+            keyring.display()
+        ),
+    );
+    let repo = Repo::new();
+    repo.write("m.py", "def f():\n    return 1\n").write(
+        "test_m.py",
+        "from m import f\n\n\ndef test_f():\n    assert f() == 2\n",
+    );
+    repo.commit("m");
+    repo.write("m.py", "def f():\n    return 2\n");
+    repo.commit("m: two");
+    let out = root.join("out");
+    let program = format!("{}/.local/bin/../../.local/bin/python3", home.display());
+    let command = format!("{program} -m pytest");
+    let run = prove_as(
+        &repo,
+        &home,
+        "/usr/bin:/bin",
+        &out,
+        &[
+            "--runner",
+            "pytest",
+            "--test-command",
+            &command,
+            "--criterion",
+            "test: test_f",
+        ],
+    );
+    let written = everything_written(&run, &out.join("store"));
+    assert!(
+        written.contains("GUEST-RAN"),
+        "the guest ran: {}",
+        run.stderr
+    );
+    assert!(!written.contains("SECRET-KEYRING-ENTRY"), "{}", run.stderr);
+}

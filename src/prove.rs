@@ -35,12 +35,18 @@ pub struct ProveArgs {
     /// Base revision: the code before the change.
     #[arg(long, value_name = "REV")]
     pub base: Option<String>,
-    /// Candidate revision: the code with the change [default: HEAD].
-    #[arg(long, value_name = "REV", conflicts_with = "patch")]
+    /// Candidate revision: the code with the change [default: HEAD, which a work tree with
+    /// uncommitted changes refuses: pass --worktree or commit them].
+    #[arg(long, value_name = "REV", conflicts_with_all = ["patch", "worktree"])]
     pub candidate: Option<String>,
-    /// A patch file applied to the base instead of a candidate revision.
-    #[arg(long, value_name = "FILE")]
+    /// A patch file applied to the base instead of a candidate revision; `-` reads it from
+    /// standard input.
+    #[arg(long, value_name = "FILE", conflicts_with = "worktree")]
     pub patch: Option<PathBuf>,
+    /// Prove the work tree as it is: tracked files with their uncommitted edits and untracked
+    /// files that are not ignored. Neither the index nor the files are touched.
+    #[arg(long)]
+    pub worktree: bool,
     #[command(flatten)]
     pub cache: crate::cache_command::CacheFlags,
     /// Honour the repository's own assay.toml settings that reach beyond its tests: host paths
@@ -181,12 +187,23 @@ fn settings(args: &ProveArgs) -> Result<Settings, Failure> {
     })?;
     // A flag beats the file; a file's patch is relative to the repository.
     let candidate = match (&args.candidate, &args.patch) {
+        _ if args.worktree => CandidateSpec::WorkTree,
         (Some(rev), _) => CandidateSpec::Revision(rev.clone()),
+        (None, Some(patch)) if patch.as_os_str() == "-" => {
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut bytes)
+                .context("failed to read the patch from standard input")
+                .usage()?;
+            CandidateSpec::PatchText(bytes)
+        }
         (None, Some(patch)) => CandidateSpec::Patch(patch.clone()),
         (None, None) => match (candidate, patch) {
             (Some(rev), _) => CandidateSpec::Revision(rev),
             (None, Some(patch)) => CandidateSpec::Patch(repo.join(patch)),
-            (None, None) => CandidateSpec::Revision("HEAD".into()),
+            (None, None) => {
+                refuse_uncommitted(&repo)?;
+                CandidateSpec::Revision("HEAD".into())
+            }
         },
     };
     let criteria_text = if args.criteria.is_empty() {
@@ -206,7 +223,10 @@ fn settings(args: &ProveArgs) -> Result<Settings, Failure> {
     let criteria_runner = match (runner, &candidate) {
         (Some(runner), _) => Some(runner),
         (None, CandidateSpec::Revision(rev)) => proof::detect_runner_at(&repo, rev).ok(),
-        (None, CandidateSpec::Patch(_)) => proof::detect_runner_at(&repo, &base).ok(),
+        (None, CandidateSpec::Patch(_) | CandidateSpec::PatchText(_)) => {
+            proof::detect_runner_at(&repo, &base).ok()
+        }
+        (None, CandidateSpec::WorkTree) => proof::detect_runner_at(&repo, "HEAD").ok(),
     };
     let criteria = match criteria_runner {
         Some(runner) => runner.parse_criteria(&criteria_text),
@@ -267,6 +287,29 @@ fn settings(args: &ProveArgs) -> Result<Settings, Failure> {
         pass_env: pass,
         sandbox,
     })
+}
+
+/// The candidate defaults to HEAD; a work tree with changes HEAD lacks would be proven without
+/// them, silently, so it is refused with both ways out.
+fn refuse_uncommitted(repo: &Path) -> Result<(), Failure> {
+    let changes =
+        assay_engine::source::uncommitted_changes(repo).map_err(|e| Failure::usage(e.into()))?;
+    if changes.is_empty() {
+        return Ok(());
+    }
+    const SHOWN: usize = 3;
+    let mut named = changes
+        .iter()
+        .take(SHOWN)
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if changes.len() > SHOWN {
+        named.push_str(&format!(" and {} more", changes.len() - SHOWN));
+    }
+    Err(Failure::usage(anyhow!(
+        "the work tree has changes HEAD does not ({named}), and the candidate defaults to HEAD (hint: pass --worktree to prove the work tree as it is, or commit the changes first)"
+    )))
 }
 
 /// Runs `assay prove` in embedded mode and returns the exit code.

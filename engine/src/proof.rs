@@ -79,6 +79,7 @@ impl EngineError {
                     | SourceError::UnknownRevision { .. }
                     | SourceError::ReadPatch { .. }
                     | SourceError::PatchApply { .. }
+                    | SourceError::Bare { .. }
             ) | Self::Glob { .. }
                 | Self::NoCriteria
                 | Self::NeedsCommand { .. }

@@ -1,0 +1,123 @@
+//! The daily loop of a developer or a coding agent: proving uncommitted work, answers a script
+//! can act on, and commands that end cleanly however their output or process is cut short.
+
+mod support;
+
+use std::io::Write as _;
+use std::process::Stdio;
+use support::{PAGER_FIXED, Repo, assay, prove, pytest_pager_repo};
+
+const PARTIAL_TEST: &str = "from pager import page_count\n\n\ndef test_partial_last_page_is_counted():\n    assert page_count(11, 5) == 3\n";
+
+/// The pager fixed and its test added, neither committed: the fix edits a tracked file and the
+/// test is a new, untracked one.
+fn uncommitted_fix(repo: &Repo) {
+    repo.write("pager.py", PAGER_FIXED)
+        .write("tests/test_partial.py", PARTIAL_TEST);
+}
+
+const CRITERIA: [&str; 4] = [
+    "--criterion",
+    "test: test_partial_last_page_is_counted",
+    "--criterion",
+    "guard: test_full_pages",
+];
+
+#[test]
+fn the_work_tree_is_proven_as_it_is_without_touching_the_index_or_the_files() {
+    let repo = pytest_pager_repo();
+    uncommitted_fix(&repo);
+    let index = repo.path().join(".git/index");
+    let index_before = std::fs::read(&index).expect("the index");
+    let status_before = repo.status();
+    let run = prove(
+        &repo,
+        &[
+            &["--base", "main", "--worktree", "--no-mutation"][..],
+            &CRITERIA,
+        ]
+        .concat(),
+    );
+    assert_eq!(run.code, 0, "{}", run.explain());
+    assert_eq!(run.verdict_of("C1"), "proven", "{}", run.explain());
+    assert_eq!(run.verdict_of("C2"), "proven", "{}", run.explain());
+    let evidence = run.evidence.as_ref().expect("evidence");
+    assert_eq!(evidence["candidate"]["requested"], "work tree");
+    assert_eq!(evidence["changed_test_files"][0], "tests/test_partial.py");
+    assert_eq!(std::fs::read(&index).expect("the index"), index_before);
+    assert_eq!(repo.status(), status_before);
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("pager.py")).expect("pager.py"),
+        PAGER_FIXED
+    );
+}
+
+#[test]
+fn a_dirty_work_tree_with_the_default_candidate_is_refused_naming_both_ways_out() {
+    let repo = pytest_pager_repo();
+    uncommitted_fix(&repo);
+    let run = prove(&repo, &[&["--base", "main"][..], &CRITERIA].concat());
+    assert_eq!(run.code, 2, "{}", run.explain());
+    let line = run.stderr.trim_end();
+    assert_eq!(line.lines().count(), 1, "{}", run.explain());
+    for needed in [
+        "M pager.py",
+        "?? tests/test_partial.py",
+        "--worktree",
+        "commit",
+    ] {
+        assert!(line.contains(needed), "{needed}: {}", run.explain());
+    }
+    assert!(run.evidence.is_none(), "nothing ran");
+}
+
+#[test]
+fn a_patch_on_standard_input_is_applied_to_the_base() {
+    let repo = pytest_pager_repo();
+    let tests = std::fs::read_to_string(repo.path().join("tests/test_pages.py")).unwrap();
+    repo.write("pager.py", PAGER_FIXED).write(
+        "tests/test_pages.py",
+        &format!(
+            "{tests}\n\ndef test_partial_last_page_is_counted():\n    assert page_count(11, 5) == 3\n"
+        ),
+    );
+    let patch = repo.git(&["diff"]);
+    repo.git(&["checkout", "--", "."]);
+    assert_eq!(repo.status(), "", "the work tree is clean again");
+
+    let out_dir = tempfile::tempdir().expect("temp dir");
+    let json = out_dir.path().join("proof.json");
+    let mut command = assay();
+    command
+        .arg("prove")
+        .arg("-C")
+        .arg(repo.path())
+        .args(["--base", "main", "--patch", "-", "--no-mutation"])
+        .args(CRITERIA)
+        .arg("--json")
+        .arg(&json)
+        .arg("--store")
+        .arg(format!("file://{}", out_dir.path().join("store").display()))
+        .env("ASSAY_STATE_DIR", out_dir.path().join("state"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().expect("assay starts");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(patch.as_bytes())
+        .expect("the patch is written");
+    let output = child.wait_with_output().expect("assay ends");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let evidence: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&json).expect("evidence")).expect("JSON");
+    assert_eq!(evidence["verdict"], "proven", "{evidence:#}");
+    assert_eq!(evidence["candidate"]["requested"], "main + standard input");
+    assert!(
+        !repo.path().join("-").exists(),
+        "no file named - was read or written"
+    );
+}

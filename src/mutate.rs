@@ -226,12 +226,12 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
         let json = serde_json::to_vec_pretty(&stryker)
             .context("failed to encode the mutation report")
             .internal()?;
-        write_atomically(path, &json).infrastructure()?;
+        crate::atomic_file::write_report(path, &json).infrastructure()?;
     }
     if let Some(path) = &args.diff {
         write_atomically(path, report.diffs().as_bytes()).infrastructure()?;
     }
-    print!("{}", console::mutate_summary(&report));
+    crate::console::human(format_args!("{}", console::mutate_summary(&report)));
     crate::report::emit_mutation(&args.output, &stryker)?;
     Ok(report.exit_code())
 }

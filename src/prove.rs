@@ -373,14 +373,14 @@ pub async fn run(args: &ProveArgs) -> Result<u8, Failure> {
             .map_err(|e| Failure::infrastructure(e.into()))?;
     }
     if let Some(path) = &settings.json {
-        write_atomically(path, &json).infrastructure()?;
+        crate::atomic_file::write_report(path, &json).infrastructure()?;
     }
     if let Some(path) = &settings.junit {
         write_atomically(path, console::junit(&evidence).as_bytes()).infrastructure()?;
     }
-    print!("{}", console::summary(&evidence));
+    crate::console::human(format_args!("{}", console::summary(&evidence)));
     if let Some(check) = &evidence.mutation_check {
-        print!("{}", console::mutation_summary(check));
+        crate::console::human(format_args!("{}", console::mutation_summary(check)));
     }
     crate::report::emit_proof(&args.output, &evidence, store.as_ref()).await?;
     Ok(crate::exit::of_proof(&evidence))

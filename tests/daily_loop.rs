@@ -121,3 +121,71 @@ fn a_patch_on_standard_input_is_applied_to_the_base() {
         "no file named - was read or written"
     );
 }
+
+/// `assay CMD -C repo ARGS --json -` run from `cwd` with a private store and state.
+fn with_json_on_stdout(
+    repo: &Repo,
+    cwd: &std::path::Path,
+    command_args: &[&str],
+) -> std::process::Output {
+    let out_dir = tempfile::tempdir().expect("temp dir");
+    let mut command = assay();
+    command
+        .args(command_args)
+        .arg("-C")
+        .arg(repo.path())
+        .args(["--json", "-"])
+        .arg("--store")
+        .arg(format!("file://{}", out_dir.path().join("store").display()))
+        .env("ASSAY_STATE_DIR", out_dir.path().join("state"))
+        .env("XDG_CACHE_HOME", out_dir.path().join("cache"))
+        .current_dir(cwd);
+    command.output().expect("assay runs")
+}
+
+#[test]
+fn json_dash_puts_the_document_alone_on_stdout_and_the_summary_on_stderr() {
+    let repo = pytest_pager_repo();
+    uncommitted_fix(&repo);
+    repo.commit("pager: count the last partial page");
+    let cwd = tempfile::tempdir().expect("temp dir");
+
+    let proof = with_json_on_stdout(
+        &repo,
+        cwd.path(),
+        &[
+            &["prove", "--base", "main~1", "--no-mutation"][..],
+            &CRITERIA,
+        ]
+        .concat(),
+    );
+    let stderr = String::from_utf8_lossy(&proof.stderr);
+    assert_eq!(proof.status.code(), Some(0), "{stderr}");
+    let evidence: serde_json::Value =
+        serde_json::from_slice(&proof.stdout).expect("stdout is the evidence alone");
+    assert_eq!(evidence["schema"], "assay.proof/v1");
+    assert!(stderr.contains(": PROVEN"), "{stderr}");
+
+    let suite = with_json_on_stdout(&repo, cwd.path(), &["test"]);
+    let stderr = String::from_utf8_lossy(&suite.stderr);
+    assert_eq!(suite.status.code(), Some(0), "{stderr}");
+    let report: serde_json::Value =
+        serde_json::from_slice(&suite.stdout).expect("stdout is the suite report alone");
+    assert_eq!(report["schema"], "assay.test/v1");
+    assert_eq!(report["totals"]["passed"], 2, "{report:#}");
+
+    let mutation = with_json_on_stdout(&repo, cwd.path(), &["mutate", "pager.py"]);
+    let stderr = String::from_utf8_lossy(&mutation.stderr);
+    let report: serde_json::Value =
+        serde_json::from_slice(&mutation.stdout).expect("stdout is the mutation report alone");
+    assert_eq!(report["schemaVersion"], "1", "{stderr}");
+    assert!(stderr.contains("mutation score"), "{stderr}");
+
+    for dir in [repo.path(), cwd.path()] {
+        assert!(
+            !dir.join("-").exists(),
+            "no file named - in {}",
+            dir.display()
+        );
+    }
+}

@@ -279,6 +279,18 @@ pub fn summary(evidence: &Evidence) -> String {
             c.verdict.to_string().to_uppercase()
         );
         let _ = writeln!(out, "      {}", c.reason);
+        if !c.suggestions.is_empty() {
+            // A name with spaces (node:test, Vitest) is quoted as a criterion must quote it.
+            let names: Vec<String> = c
+                .suggestions
+                .iter()
+                .map(|name| match name.contains(' ') {
+                    true => format!("{name:?}"),
+                    false => name.clone(),
+                })
+                .collect();
+            let _ = writeln!(out, "      did you mean {}?", names.join(" or "));
+        }
         let _ = writeln!(
             out,
             "      base: {}; candidate: {}",

@@ -189,3 +189,84 @@ fn json_dash_puts_the_document_alone_on_stdout_and_the_summary_on_stderr() {
         );
     }
 }
+
+/// `document` validates against `docs/schemas/SCHEMA` under JSON Schema 2020-12, by the
+/// `jsonschema` package `.ci/run` installs.
+fn assert_matches_schema(document: &[u8], schema: &str) {
+    let schema_path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("docs/schemas")
+        .join(schema);
+    let mut check = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import json, sys, jsonschema\n\
+             schema = json.load(open(sys.argv[1]))\n\
+             jsonschema.Draft202012Validator.check_schema(schema)\n\
+             jsonschema.validate(json.load(sys.stdin), schema, cls=jsonschema.Draft202012Validator)",
+        ])
+        .arg(&schema_path)
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3 runs");
+    check
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(document)
+        .expect("the document is written");
+    let checked = check.wait_with_output().expect("python3 ends");
+    assert!(
+        checked.status.success(),
+        "{schema}: {}\n{}",
+        String::from_utf8_lossy(&checked.stderr),
+        String::from_utf8_lossy(document)
+    );
+}
+
+#[test]
+fn every_published_document_matches_its_json_schema_and_a_misspelt_name_gets_suggestions() {
+    let repo = pytest_pager_repo();
+    uncommitted_fix(&repo);
+    repo.commit("pager: count the last partial page");
+    let cwd = tempfile::tempdir().expect("temp dir");
+
+    let proof = with_json_on_stdout(
+        &repo,
+        cwd.path(),
+        &[
+            "prove",
+            "--base",
+            "main~1",
+            "--no-mutation",
+            "--criterion",
+            "test: test_partial_last_page_is_counted",
+            "--criterion",
+            "guard: full_pages",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&proof.stderr);
+    assert_eq!(proof.status.code(), Some(4), "{stderr}");
+    let evidence: serde_json::Value = serde_json::from_slice(&proof.stdout).expect("evidence");
+    let guard = &evidence["criteria"][1];
+    assert_eq!(guard["reason_code"], "not_found", "{guard:#}");
+    assert_eq!(guard["suggestions"][0], "test_full_pages", "{guard:#}");
+    assert_eq!(evidence["criteria"][0]["reason_code"], "reproduced");
+    assert!(stderr.contains("did you mean test_full_pages?"), "{stderr}");
+    assert_matches_schema(&proof.stdout, "assay.proof.v1.json");
+
+    let suite = with_json_on_stdout(&repo, cwd.path(), &["test"]);
+    assert_eq!(suite.status.code(), Some(0));
+    assert_matches_schema(&suite.stdout, "assay.test.v1.json");
+
+    let listing = assay()
+        .args(["test", "--list-cases", "-C"])
+        .arg(repo.path())
+        .output()
+        .expect("assay runs");
+    assert_eq!(listing.status.code(), Some(0));
+    assert_matches_schema(&listing.stdout, "assay.cases.v1.json");
+
+    let mutation = with_json_on_stdout(&repo, cwd.path(), &["mutate", "pager.py"]);
+    assert_matches_schema(&mutation.stdout, "mutation-testing-report.v1.json");
+}

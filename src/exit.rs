@@ -16,6 +16,8 @@ pub const INFRASTRUCTURE: u8 = 3;
 pub const INTERNAL: u8 = 70;
 /// Ctrl-C (SIGINT) stopped the command: 128 + 2, as shells report it.
 pub const INTERRUPTED: u8 = 130;
+/// SIGTERM (a CI cancel) stopped the command, cleaned up as for SIGINT: 128 + 15.
+pub const TERMINATED: u8 = 143;
 
 impl Failure {
     pub fn usage(error: anyhow::Error) -> Self {

@@ -336,6 +336,9 @@ pub async fn run(args: &ProveArgs) -> Result<u8, Failure> {
                 Failure::infrastructure(e.into())
             }
         })?;
+    if args.cluster.is_none() {
+        preflight(&prepared)?;
+    }
     let evidence = match &args.cluster {
         Some(url) => {
             let (evidence, suite_results) =
@@ -384,6 +387,21 @@ pub async fn run(args: &ProveArgs) -> Result<u8, Failure> {
     }
     crate::report::emit_proof(&args.output, &evidence, store.as_ref()).await?;
     Ok(crate::exit::of_proof(&evidence))
+}
+
+/// Stops before anything runs when the command's program is not installed where the jobs
+/// would look for it: every job would fail, or wait on a registry until its timeout.
+fn preflight(prepared: &proof::PreparedProof) -> Result<(), Failure> {
+    let missing = proof::missing_tool(prepared).map_err(|e| Failure::infrastructure(e.into()))?;
+    match missing {
+        None => Ok(()),
+        Some(missing) => Err(Failure::infrastructure(anyhow!(
+            "the {} runner's tool {} is not installed: not found in {} (hint: install it, or pass --test-command with a command that is); nothing ran",
+            prepared.runner,
+            missing.tool,
+            missing.looked_in
+        ))),
+    }
 }
 
 /// Uploads the proof's trees, submits it to the fleet and waits for its evidence; also returns

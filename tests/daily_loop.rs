@@ -270,3 +270,223 @@ fn every_published_document_matches_its_json_schema_and_a_misspelt_name_gets_sug
     let mutation = with_json_on_stdout(&repo, cwd.path(), &["mutate", "pager.py"]);
     assert_matches_schema(&mutation.stdout, "mutation-testing-report.v1.json");
 }
+
+/// A pager whose new test takes a minute: a proof or a mutation run of it is still running
+/// when the test stops it.
+fn slow_pager() -> Repo {
+    let repo = pytest_pager_repo();
+    repo.write("pager.py", PAGER_FIXED).write(
+        "tests/test_partial.py",
+        "import time\n\nfrom pager import page_count\n\n\ndef test_partial_last_page_is_counted():\n    time.sleep(60)\n    assert page_count(11, 5) == 3\n",
+    );
+    repo.commit("pager: count the last partial page, slowly");
+    repo
+}
+
+/// The names in `dir` that start with `assay-`.
+fn assay_dirs(dir: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .expect("read the temp dir")
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .filter(|name| name.starts_with("assay-"))
+        .collect()
+}
+
+/// Starts `assay ARGS` with a private temp dir, waits until a job of it is running (its job
+/// directory exists), sends `signal`, and returns the exit code and stderr once it ended, having
+/// checked that nothing it made is left in the temp dir.
+fn stopped_by(repo: &Repo, args: &[&str], signal: &str) -> (Option<i32>, String) {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let out_dir = tempfile::tempdir().expect("temp dir");
+    let stderr_path = out_dir.path().join("stderr");
+    let mut child = assay()
+        .args(args)
+        .arg("-C")
+        .arg(repo.path())
+        .arg("--store")
+        .arg(format!("file://{}", out_dir.path().join("store").display()))
+        .env("ASSAY_STATE_DIR", out_dir.path().join("state"))
+        .env("TMPDIR", tmp.path())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&stderr_path).expect("stderr file"))
+        .spawn()
+        .expect("assay starts");
+    // A job is running once its directory `{scratch}/{proof}/{job}` exists.
+    let job_running = || {
+        assay_dirs(tmp.path()).iter().any(|scratch| {
+            std::fs::read_dir(tmp.path().join(scratch))
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter(|proof| !proof.file_name().to_string_lossy().starts_with('.'))
+                .any(|proof| {
+                    std::fs::read_dir(proof.path()).is_ok_and(|mut jobs| jobs.next().is_some())
+                })
+        })
+    };
+    let started = std::time::Instant::now();
+    while !job_running() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "no job started: {}",
+            std::fs::read_to_string(&stderr_path).unwrap_or_default()
+        );
+        assert!(
+            child.try_wait().expect("poll").is_none(),
+            "assay ended early"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let sent = std::process::Command::new("kill")
+        .args([&format!("-{signal}"), &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(sent.success());
+    let stopped = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("poll") {
+            break status;
+        }
+        assert!(
+            stopped.elapsed() < std::time::Duration::from_secs(30),
+            "assay did not stop on SIG{signal}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let stderr = std::fs::read_to_string(&stderr_path).expect("stderr");
+    assert_eq!(
+        assay_dirs(tmp.path()),
+        Vec::<String>::new(),
+        "left behind after SIG{signal}: {stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    (status.code(), stderr)
+}
+
+#[test]
+fn sigterm_stops_a_proof_and_removes_its_scratch_as_sigint_does() {
+    let repo = slow_pager();
+    let prove = [
+        "prove",
+        "--base",
+        "main~1",
+        "--criterion",
+        "test: test_partial_last_page_is_counted",
+    ];
+    let (code, stderr) = stopped_by(&repo, &prove, "INT");
+    assert_eq!(code, Some(130), "{stderr}");
+    assert!(stderr.contains("error: interrupted"), "{stderr}");
+    let (code, stderr) = stopped_by(&repo, &prove, "TERM");
+    assert_eq!(code, Some(143), "{stderr}");
+    assert!(stderr.contains("error: terminated (SIGTERM)"), "{stderr}");
+}
+
+#[test]
+fn sigterm_stops_a_mutation_run_and_removes_its_scratch() {
+    let repo = slow_pager();
+    let (code, stderr) = stopped_by(&repo, &["mutate", "pager.py"], "TERM");
+    assert_eq!(code, Some(143), "{stderr}");
+}
+
+/// `assay ARGS | head -0`: stdout is a pipe whose reader is gone before anything is written.
+fn with_stdout_closed(args: &[&std::ffi::OsStr], state: &std::path::Path) -> std::process::Output {
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader);
+    let child = assay()
+        .args(args)
+        .env("ASSAY_STATE_DIR", state)
+        .stdout(writer)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("assay starts");
+    child.wait_with_output().expect("assay ends")
+}
+
+#[test]
+fn a_closed_stdout_ends_history_and_prove_quietly() {
+    let repo = pytest_pager_repo();
+    uncommitted_fix(&repo);
+    repo.commit("pager: count the last partial page");
+    let out_dir = tempfile::tempdir().expect("temp dir");
+    let state = out_dir.path().join("state");
+    let store = format!("file://{}", out_dir.path().join("store").display());
+    let repo_arg = repo.path().as_os_str();
+
+    let history = with_stdout_closed(&["history".as_ref(), "-C".as_ref(), repo_arg], &state);
+    let stderr = String::from_utf8_lossy(&history.stderr);
+    assert_eq!(history.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+
+    let prove: Vec<&std::ffi::OsStr> = [
+        "prove",
+        "--base",
+        "main~1",
+        "--no-mutation",
+        "--store",
+        &store,
+        "--criterion",
+        "test: test_partial_last_page_is_counted",
+        "-C",
+    ]
+    .into_iter()
+    .map(std::ffi::OsStr::new)
+    .chain([repo_arg])
+    .collect();
+    let proof = with_stdout_closed(&prove, &state);
+    let stderr = String::from_utf8_lossy(&proof.stderr);
+    assert_eq!(proof.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
+fn a_runner_whose_tool_is_not_installed_stops_at_once_naming_it() {
+    let repo = Repo::new();
+    repo.write(
+        "package.json",
+        "{\"name\": \"pager\", \"devDependencies\": {\"vitest\": \"^4.0.0\"}}\n",
+    )
+    .write(
+        "src/pager.js",
+        "export const pageCount = (total, size) => Math.floor(total / size);\n",
+    )
+    .write(
+        "test/pager.test.js",
+        "import { test, expect } from 'vitest';\nimport { pageCount } from '../src/pager.js';\n\ntest('full pages are counted', () => {\n  expect(pageCount(10, 5)).toBe(2);\n});\n",
+    );
+    repo.commit("pager");
+    repo.write(
+        "src/pager.js",
+        "export const pageCount = (total, size) => Math.ceil(total / size);\n",
+    );
+    repo.commit("pager: count the last partial page");
+    let started = std::time::Instant::now();
+    let run = prove(
+        &repo,
+        &[
+            "--base",
+            "main~1",
+            "--runner",
+            "vitest",
+            "--criterion",
+            "guard: pages",
+        ],
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(run.code, 3, "{}", run.explain());
+    let line = run.stderr.trim_end();
+    assert!(
+        line.starts_with("error: the vitest runner's tool vitest is not installed"),
+        "{}",
+        run.explain()
+    );
+    assert!(
+        line.contains("node_modules/.bin/vitest"),
+        "{}",
+        run.explain()
+    );
+    assert!(!run.stderr.contains("jobs planned"), "{}", run.explain());
+}

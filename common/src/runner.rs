@@ -483,7 +483,8 @@ mod tests {
             vitest,
             strings(&[
                 "npx",
-                "--no-install",
+                "--no",
+                "--offline",
                 "vitest",
                 "run",
                 "--reporter=json",

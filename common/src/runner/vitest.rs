@@ -12,7 +12,9 @@ impl Runner for Vitest {
     }
 
     fn default_command(&self) -> &'static [&'static str] {
-        &["npx", "--no-install", "vitest"]
+        // `--no`: never install; `--offline`: never ask a registry, which a sandbox without a
+        // network would wait on until the job's timeout.
+        &["npx", "--no", "--offline", "vitest"]
     }
 
     fn is_test_file(&self, path: &str) -> bool {

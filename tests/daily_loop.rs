@@ -490,3 +490,79 @@ fn a_runner_whose_tool_is_not_installed_stops_at_once_naming_it() {
     );
     assert!(!run.stderr.contains("jobs planned"), "{}", run.explain());
 }
+
+/// A node:test pager whose tests are named by sentences, and the commit that counts a partial
+/// last page.
+fn node_pager() -> Repo {
+    let repo = Repo::new();
+    let tests = "import { test } from 'node:test';\nimport assert from 'node:assert/strict';\nimport { pageCount } from '../src/pager.js';\n\ntest('full pages are counted', () => {\n  assert.equal(pageCount(10, 5), 2);\n});\n";
+    repo.write(
+        "package.json",
+        "{\"name\": \"pager\", \"private\": true, \"type\": \"module\"}\n",
+    )
+    .write(
+        "src/pager.js",
+        "export function pageCount(total, size) {\n  return Math.floor(total / size);\n}\n",
+    )
+    .write("test/pager.test.js", tests);
+    repo.commit("pager");
+    repo.write(
+        "src/pager.js",
+        "export function pageCount(total, size) {\n  return Math.ceil(total / size);\n}\n",
+    )
+    .write(
+        "test/pager.test.js",
+        &format!("{tests}\ntest('partial last page is counted', () => {{\n  assert.equal(pageCount(11, 5), 3);\n}});\n"),
+    );
+    repo.commit("pager: count the last partial page");
+    repo
+}
+
+#[test]
+fn node_tests_are_named_by_quoted_sentences_and_a_re_proof_is_answered_from_the_cache() {
+    let repo = node_pager();
+    let out_dir = tempfile::tempdir().expect("temp dir");
+    let args = [
+        "--base",
+        "main~1",
+        "--no-mutation",
+        "--criterion",
+        "test: \"partial last page is counted\"",
+        "--criterion",
+        "guard: 'full pages are counted'",
+    ];
+    let (first, json) = support::prove_command(&repo, &args, out_dir.path());
+    let first = support::run(first, Some(json));
+    assert_eq!(first.code, 0, "{}", first.explain());
+    assert_eq!(first.verdict_of("C1"), "proven", "{}", first.explain());
+    assert_eq!(
+        first.criterion("C1")["test"],
+        "partial last page is counted"
+    );
+    assert_eq!(first.verdict_of("C2"), "proven", "{}", first.explain());
+
+    let (mut again, json) = support::prove_command(&repo, &args, out_dir.path());
+    again.arg("-q");
+    let quiet = support::run(again, Some(json));
+    assert_eq!(quiet.code, 0, "{}", quiet.explain());
+    // Quiet means quiet: no refusal, and no log line either.
+    assert_eq!(quiet.stderr, "", "{}", quiet.explain());
+    let (again, json) = support::prove_command(&repo, &args, out_dir.path());
+    let again = support::run(again, Some(json));
+    let jobs = again.evidence.as_ref().expect("evidence")["jobs"]
+        .as_array()
+        .expect("jobs")
+        .clone();
+    assert!(
+        jobs.iter().all(|job| job["cached"].is_object()),
+        "{}",
+        again.explain()
+    );
+    assert!(
+        again
+            .stderr
+            .contains("[cache] 8 of 8 jobs answered from the cache"),
+        "{}",
+        again.explain()
+    );
+}

@@ -59,6 +59,34 @@ pub fn human(text: std::fmt::Arguments<'_>) {
     }
 }
 
+/// Cache entries refused in a run, in one line: how many, and each reason with its count, in
+/// the order first seen; `None` when none was. `what` names what ran instead (`jobs`).
+pub fn refusals_line(refused: &[(String, String)], what: &str) -> Option<String> {
+    let mut reasons: Vec<(&str, usize)> = Vec::new();
+    for (_, why) in refused {
+        match reasons.iter_mut().find(|(known, _)| *known == why) {
+            Some((_, count)) => *count += 1,
+            None => reasons.push((why, 1)),
+        }
+    }
+    let reasons: Vec<String> = reasons
+        .iter()
+        .map(|(why, count)| format!("{why} ({count})"))
+        .collect();
+    match refused.len() {
+        0 => None,
+        1 => Some(format!(
+            "[cache] 1 entry refused, its {} ran instead: {}",
+            what.trim_end_matches('s'),
+            reasons.join("; ")
+        )),
+        n => Some(format!(
+            "[cache] {n} entries refused, their {what} ran instead: {}",
+            reasons.join("; ")
+        )),
+    }
+}
+
 /// [`human`] and a newline.
 pub fn humanln(text: std::fmt::Arguments<'_>) {
     human(format_args!("{text}\n"));

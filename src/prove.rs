@@ -504,8 +504,8 @@ async fn run_embedded(
         .settle(&mut run.evidence, &run.results, &run.finished_at_ms)
         .await;
     if !args.console.quiet {
-        for (key, why) in caching.rejected() {
-            eprintln!("[cache] refused entry {key}: {why}; the job ran instead");
+        if let Some(line) = console::refusals_line(&caching.rejected(), "jobs") {
+            eprintln!("{line}");
         }
         match &settled.stored {
             Ok(written) if mode != CacheMode::Off => eprintln!(

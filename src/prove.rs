@@ -83,6 +83,16 @@ pub struct ProveArgs {
     /// Per-job timeout in seconds [default: 600].
     #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
     pub timeout: Option<u64>,
+    /// Grant the test-only exception: a change without product files may carry `test:`
+    /// criteria, each judged on the candidate alone (it must pass, stably). Only you can grant
+    /// it, never the repository's configuration; without it such a proof is refused before
+    /// anything runs.
+    #[arg(
+        long,
+        env = "ASSAY_ALLOW_TEST_ONLY",
+        value_parser = clap::builder::FalseyValueParser::new()
+    )]
+    pub allow_test_only: bool,
     /// Skip the mutation check that follows a proven proof.
     #[arg(long)]
     pub no_mutation: bool,
@@ -174,6 +184,11 @@ fn settings(args: &ProveArgs) -> Result<Settings, Failure> {
         pass_env,
         sandbox: sandbox_table,
     } = file;
+    if args.cluster.is_some() && args.allow_test_only {
+        return Err(Failure::usage(anyhow!(
+            "--allow-test-only applies to embedded mode; a fleet's coordinator judges every `test:` on both sides"
+        )));
+    }
     if args.cluster.is_some() && args.sandbox.sandbox.is_some() {
         return Err(Failure::usage(anyhow!(
             "--sandbox applies to embedded mode; a fleet's workers run jobs in the sandbox they are configured with"
@@ -270,6 +285,7 @@ fn settings(args: &ProveArgs) -> Result<Settings, Failure> {
             test_globs: globs,
             repeats: args.repeats.or(repeats).unwrap_or(3).max(1),
             timeout_secs: args.timeout.or(timeout).unwrap_or(600),
+            allow_test_only: args.allow_test_only,
             mutation_budget: (!args.no_mutation && mutation.unwrap_or(true)).then(|| {
                 args.mutation_budget
                     .or(mutation_budget)

@@ -566,3 +566,69 @@ fn node_tests_are_named_by_quoted_sentences_and_a_re_proof_is_answered_from_the_
         again.explain()
     );
 }
+
+/// A change that only adds a regression test for behaviour the pager already has.
+fn test_only_change() -> Repo {
+    let repo = pytest_pager_repo();
+    repo.write(
+        "tests/test_exact.py",
+        "from pager import page_count\n\n\ndef test_exact_pages_are_counted():\n    assert page_count(15, 5) == 3\n",
+    );
+    repo.commit("tests: exact pages are counted");
+    repo
+}
+
+#[test]
+fn a_test_criterion_on_a_change_without_product_files_needs_the_persons_exception() {
+    let repo = test_only_change();
+    let criteria = [
+        "--base",
+        "main~1",
+        "--no-mutation",
+        "--criterion",
+        "test: test_exact_pages_are_counted",
+    ];
+    let refused = prove(&repo, &criteria);
+    assert_eq!(refused.code, 2, "{}", refused.explain());
+    assert_eq!(
+        refused.stderr.trim_end().lines().count(),
+        1,
+        "{}",
+        refused.explain()
+    );
+    for needed in [
+        "touches no product file (only the test file tests/test_exact.py)",
+        "--allow-test-only",
+        "nothing ran",
+    ] {
+        assert!(
+            refused.stderr.contains(needed),
+            "{needed}: {}",
+            refused.explain()
+        );
+    }
+    assert!(refused.evidence.is_none());
+
+    // The repository cannot grant it: its configuration has no such key.
+    repo.write("assay.toml", "allow-test-only = true\n");
+    let from_repo = prove(&repo, &criteria);
+    assert_eq!(from_repo.code, 2, "{}", from_repo.explain());
+    assert!(from_repo.evidence.is_none());
+    std::fs::remove_file(repo.path().join("assay.toml")).expect("remove assay.toml");
+
+    let granted = prove(&repo, &[&criteria[..], &["--allow-test-only"]].concat());
+    assert_eq!(granted.code, 0, "{}", granted.explain());
+    let evidence = granted.evidence.as_ref().expect("evidence");
+    assert_eq!(evidence["test_only"], true);
+    let c1 = granted.criterion("C1");
+    assert_eq!(c1["verdict"], "proven", "{c1:#}");
+    assert_eq!(c1["reason_code"], "passed_test_only", "{c1:#}");
+    assert_eq!(c1["candidate"]["runs"].as_array().map(Vec::len), Some(3));
+
+    let env_dir = tempfile::tempdir().expect("temp dir");
+    let (mut by_env, json) = support::prove_command(&repo, &criteria, env_dir.path());
+    by_env.env("ASSAY_ALLOW_TEST_ONLY", "1");
+    let by_env = support::run(by_env, Some(json));
+    assert_eq!(by_env.code, 0, "{}", by_env.explain());
+    assert_eq!(by_env.verdict_of("C1"), "proven");
+}

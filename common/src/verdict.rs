@@ -271,13 +271,28 @@ pub fn refuse_spawning_files(verdicts: &mut [CriterionVerdict], refused: &[Refus
 
 /// Decides every criterion from the observations of one proof.
 pub fn decide(criteria: &[Criterion], observations: &[Observation<'_>]) -> Vec<CriterionVerdict> {
+    decide_as(criteria, observations, false)
+}
+
+/// [`decide`]; with `test_only` (the person granted the test-only exception to a change
+/// without product files), a `test:` is judged on the candidate alone: it must pass there,
+/// in every run, and what it does on the base is recorded but not judged.
+pub fn decide_as(
+    criteria: &[Criterion],
+    observations: &[Observation<'_>],
+    test_only: bool,
+) -> Vec<CriterionVerdict> {
     criteria
         .iter()
-        .map(|criterion| decide_one(criterion, observations))
+        .map(|criterion| decide_one(criterion, observations, test_only))
         .collect()
 }
 
-fn decide_one(criterion: &Criterion, observations: &[Observation<'_>]) -> CriterionVerdict {
+fn decide_one(
+    criterion: &Criterion,
+    observations: &[Observation<'_>],
+    test_only: bool,
+) -> CriterionVerdict {
     let selector = &criterion.test;
     let primary = |side: Side| -> Vec<&Observation<'_>> {
         observations
@@ -341,7 +356,10 @@ fn decide_one(criterion: &Criterion, observations: &[Observation<'_>]) -> Criter
         base: base_missing,
         candidate: candidate_missing,
     };
-    let (verdict, reason_code, reason) = rule(criterion, &known_files, &base, &candidate, missing);
+    let (verdict, reason_code, reason) = match (criterion.kind, test_only) {
+        (CriterionKind::Test, true) => candidate_rule(criterion, &known_files, &candidate, missing),
+        _ => rule(criterion, &known_files, &base, &candidate, missing),
+    };
     let suggestions = if reason_code == ReasonCode::NotFound {
         let ran = base_jobs
             .iter()
@@ -420,6 +438,65 @@ fn rule(
     match criterion.kind {
         CriterionKind::Test => test_rule(name, base, candidate, missing),
         CriterionKind::Guard => guard_rule(name, base, candidate, missing),
+    }
+}
+
+/// A `test:` under the test-only exception: ambiguity, stability and the outcome, on the
+/// candidate alone.
+fn candidate_rule(
+    criterion: &Criterion,
+    known_files: &BTreeSet<String>,
+    candidate: &SideEvidence,
+    missing: Missing,
+) -> (Verdict, ReasonCode, String) {
+    use SideOutcome::*;
+    let name = criterion.test.display();
+    if known_files.len() > 1 {
+        let files: Vec<&str> = known_files.iter().map(String::as_str).collect();
+        return (
+            Verdict::Unverified,
+            ReasonCode::Ambiguous,
+            format!("ambiguous: {name} names tests in {}", files.join(" and ")),
+        );
+    }
+    if let Some(disagreement) = disagreement(&candidate.runs) {
+        return (
+            Verdict::Unstable,
+            ReasonCode::Unstable,
+            format!("{name} is unstable on the candidate: {disagreement}"),
+        );
+    }
+    if let Some(gap) = unreported_repeat(&candidate.runs) {
+        return (
+            Verdict::Unverified,
+            ReasonCode::NotInEveryRun,
+            format!(
+                "{name} is not covered by every run on the candidate: {gap}; each proving test must be reported by all of its runs"
+            ),
+        );
+    }
+    match &candidate.outcome {
+        Passed => (
+            Verdict::Proven,
+            ReasonCode::PassedTestOnly,
+            format!(
+                "{name} passes with the change in every run; the change has no product files and the test-only exception was granted, so the base was not judged"
+            ),
+        ),
+        Failed | Error => (
+            Verdict::Refuted,
+            ReasonCode::FailsWithChange,
+            format!(
+                "{name} fails with the change ({})",
+                describe_failures(&candidate.cases)
+            ),
+        ),
+        CollectionError(file) => (
+            Verdict::Refuted,
+            ReasonCode::BuildFailed,
+            format!("{name} cannot load with the change: {file} fails to collect"),
+        ),
+        other => unverified_side(name, Side::Candidate, other, missing),
     }
 }
 

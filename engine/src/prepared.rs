@@ -34,6 +34,10 @@ pub struct ProofRequest {
     pub timeout_secs: u64,
     /// The mutation check's budget; `None`: no mutation check.
     pub mutation_budget: Option<Duration>,
+    /// The person granted the test-only exception (`--allow-test-only`, never the
+    /// repository): a change without product files may carry `test:` criteria, judged on the
+    /// candidate alone.
+    pub allow_test_only: bool,
 }
 
 /// A proof with its trees resolved and its jobs planned.

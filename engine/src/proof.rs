@@ -65,8 +65,32 @@ pub enum EngineError {
         line: usize,
         case: String,
     },
+    #[error(
+        "the change touches no product file ({}), so `test:` criterion {criterion} cannot fail before it and pass after; nothing ran (hint: name it as a guard, add the product change, or grant the test-only exception with --allow-test-only or ASSAY_ALLOW_TEST_ONLY=1, which judges the test on the candidate alone)",
+        describe_files(changed)
+    )]
+    TestOnly {
+        criterion: String,
+        changed: Vec<String>,
+    },
     #[error(transparent)]
     Queue(#[from] QueueError),
+}
+
+/// Up to three paths, and how many more.
+fn describe_files(paths: &[String]) -> String {
+    const SHOWN: usize = 3;
+    if paths.is_empty() {
+        return "it changes no file".into();
+    }
+    let mut text = paths[..paths.len().min(SHOWN)].join(", ");
+    if paths.len() > SHOWN {
+        text.push_str(&format!(" and {} more", paths.len() - SHOWN));
+    }
+    match paths.len() {
+        1 => format!("only the test file {text}"),
+        _ => format!("only the test files {text}"),
+    }
 }
 
 impl EngineError {
@@ -87,6 +111,7 @@ impl EngineError {
                 | Self::SeveralManifests { .. }
                 | Self::Manifest { .. }
                 | Self::MissingCase { .. }
+                | Self::TestOnly { .. }
         )
     }
 }
@@ -124,6 +149,20 @@ pub fn prepare(request: ProofRequest) -> Result<PreparedProof, EngineError> {
         &request.candidate,
         &is_test_file,
     )?;
+    // A `test:` must fail before the change and pass after it; a change without product files
+    // leaves the code it tests as it was, so only the person may grant that exception.
+    if is_test_only(&change)
+        && !request.allow_test_only
+        && let Some(criterion) = request
+            .criteria
+            .iter()
+            .find(|c| c.kind == assay_common::criteria::CriterionKind::Test)
+    {
+        return Err(EngineError::TestOnly {
+            criterion: criterion.id.clone(),
+            changed: change.changed.iter().map(|f| f.path.clone()).collect(),
+        });
+    }
     let runner = match request.runner {
         Some(runner) => runner,
         None => detect_runner(&request.repo, &change)?,
@@ -508,7 +547,8 @@ pub fn conclude(
             result,
         })
         .collect();
-    let mut criteria = verdict::decide(&proof.request.criteria, &observations);
+    let test_only = proof.request.allow_test_only && is_test_only(&proof.change);
+    let mut criteria = verdict::decide_as(&proof.request.criteria, &observations, test_only);
     verdict::refuse_spawning_files(&mut criteria, &proof.refused_files);
     let change = &proof.change;
     Evidence {
@@ -532,6 +572,7 @@ pub fn conclude(
             .iter()
             .map(|f| f.path.clone())
             .collect(),
+        test_only,
         criteria,
         jobs: proof
             .jobs
@@ -549,6 +590,11 @@ pub fn conclude(
         started_at: rfc3339(started),
         duration_s: elapsed.elapsed().as_secs_f64(),
     }
+}
+
+/// Whether the change touches no product file: every file it changes is a test file.
+fn is_test_only(change: &Change) -> bool {
+    change.changed.len() == change.changed_test_files.len()
 }
 
 /// A fresh proof id: time-ordered, unique enough across a fleet.

@@ -224,6 +224,7 @@ fn submission(proof_id: &ProofId, jobs: usize) -> ProofSubmission {
         base_tree: tree.clone(),
         changed: vec![],
         changed_test_files: vec![],
+        test_only: false,
         jobs: (0..jobs)
             .map(|i| job(proof_id, i, &tree, &["true"]))
             .collect(),

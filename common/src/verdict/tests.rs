@@ -710,3 +710,37 @@ fn a_name_that_did_not_run_is_answered_with_the_closest_names_that_did() {
     let v = verdict_of("test: test_export_invoice", &jobs(&["test_full_pages"]));
     assert!(v.suggestions.is_empty(), "{:?}", v.suggestions);
 }
+
+#[test]
+fn under_the_test_only_exception_a_test_is_judged_on_the_candidate_alone() {
+    let criterion = parse_criterion("test: test_partial_page", 1).unwrap();
+    let judged = |jobs: &[(JobKind, Side, JobResult)]| {
+        let observations: Vec<Observation<'_>> = jobs
+            .iter()
+            .map(|(kind, side, result)| Observation {
+                kind: *kind,
+                side: *side,
+                result,
+            })
+            .collect();
+        decide_as(std::slice::from_ref(&criterion), &observations, true).remove(0)
+    };
+    let passing_everywhere = targeted(Outcome::Passed, Outcome::Passed);
+    let v = judged(&passing_everywhere);
+    assert_eq!(v.verdict, Verdict::Proven, "{}", v.reason);
+    assert_eq!(v.reason_code, Some(ReasonCode::PassedTestOnly));
+    // Without the exception the same runs do not reproduce a bug.
+    let plain = verdict_of("test: test_partial_page", &passing_everywhere);
+    assert_eq!(plain.reason_code, Some(ReasonCode::PassesOnBase));
+
+    let v = judged(&targeted(Outcome::Passed, Outcome::Failed));
+    assert_eq!(v.verdict, Verdict::Refuted, "{}", v.reason);
+    let mut flaky = targeted(Outcome::Passed, Outcome::Passed);
+    flaky.push((
+        JobKind::Stability,
+        Side::Candidate,
+        ran(2, vec![case(FILE, T, None, Outcome::Failed)]),
+    ));
+    let v = judged(&flaky);
+    assert_eq!(v.verdict, Verdict::Unstable, "{}", v.reason);
+}

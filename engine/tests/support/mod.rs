@@ -33,6 +33,7 @@ pub fn invoice_proof(
         repeats,
         timeout_secs: 120,
         mutation_budget,
+        allow_test_only: false,
     })
     .expect("the invoice proof prepares")
 }

@@ -47,8 +47,10 @@ pub struct MutateArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub jobs: Option<u32>,
     /// Test runner: pytest (per-test coverage selects tests per line), unittest or cargo (the
-    /// whole suite per mutant; a build per mutant) [default: cargo when the detected runner of
-    /// HEAD is (a root Cargo.toml), else pytest].
+    /// crate is built once with every mutant behind a runtime switch, then each mutant runs the
+    /// whole suite from the built test binaries; a mutant the switch cannot hold gets a build of
+    /// its own) [default: cargo when the detected runner of HEAD is (a root Cargo.toml), else
+    /// pytest].
     #[arg(long, value_name = "RUNNER")]
     pub runner: Option<String>,
     /// The runner's command prefix [default: "python3 -m pytest", "python3" for unittest,

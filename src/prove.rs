@@ -58,9 +58,9 @@ pub struct ProveArgs {
     /// both), optionally with an id: "C3: test: NAME". Repeatable.
     #[arg(long = "criterion", value_name = "CRITERION")]
     pub criteria: Vec<String>,
-    /// Test runner: pytest, unittest, go, node, vitest, junit or manifest [default: detected: go with a
-    /// go.mod, vitest or node with a package.json, pytest when the project uses it, else
-    /// unittest].
+    /// Test runner: pytest, unittest, go, node, vitest, cargo, junit or manifest [default:
+    /// detected: go with a go.mod, vitest or node with a package.json, cargo with a Cargo.toml
+    /// at the root, pytest when the project uses it, else unittest].
     #[arg(long, value_name = "RUNNER")]
     pub runner: Option<String>,
     /// The runner's command prefix [default: "python3 -m pytest", or "python3" running

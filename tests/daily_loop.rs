@@ -632,3 +632,78 @@ fn a_test_criterion_on_a_change_without_product_files_needs_the_persons_exceptio
     assert_eq!(by_env.code, 0, "{}", by_env.explain());
     assert_eq!(by_env.verdict_of("C1"), "proven");
 }
+
+/// `assay ARGS` run to its end, as text.
+fn assay_output(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = assay().args(args).output().expect("assay runs");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn help_names_every_exit_status_and_runner_and_an_empty_criterion_is_refused() {
+    let (_, top, _) = assay_output(&["--help"]);
+    for status in [
+        "5 some mutant survived",
+        "130 interrupted",
+        "143 terminated",
+    ] {
+        assert!(top.contains(status), "{status}: {top}");
+    }
+    let (_, prove_help, _) = assay_output(&["prove", "--help"]);
+    let runner = prove_help
+        .split("--runner <RUNNER>")
+        .nth(1)
+        .and_then(|rest| rest.split("--test-command").next())
+        .expect("prove --runner's help");
+    assert!(runner.contains("cargo"), "{runner}");
+    let (_, mutate_help, _) = assay_output(&["mutate", "--help"]);
+    assert!(
+        mutate_help.contains("built once") && !mutate_help.contains("a build per mutant"),
+        "{mutate_help}"
+    );
+
+    let repo = pytest_pager_repo();
+    let run = prove(&repo, &["--base", "main", "--criterion", "test:"]);
+    assert_eq!(run.code, 2, "{}", run.explain());
+    assert!(
+        run.stderr.contains("criterion \"test:\" names no test"),
+        "{}",
+        run.explain()
+    );
+    assert!(run.evidence.is_none());
+}
+
+#[test]
+fn a_case_is_selected_by_the_node_id_that_list_cases_displays() {
+    let repo = pytest_pager_repo();
+    let listing = assay()
+        .args(["test", "--list-cases", "-C"])
+        .arg(repo.path())
+        .output()
+        .expect("assay runs");
+    let listed: serde_json::Value = serde_json::from_slice(&listing.stdout).expect("listing");
+    let display = listed["cases"][0]["display"]
+        .as_str()
+        .expect("a display")
+        .to_owned();
+    assert_eq!(display, "tests/test_pages.py::test_full_pages");
+    let out_dir = tempfile::tempdir().expect("temp dir");
+    let json = out_dir.path().join("report.json");
+    let mut command = assay();
+    command
+        .args(["test", "--case", &display, "-C"])
+        .arg(repo.path())
+        .arg("--json")
+        .arg(&json)
+        .env("ASSAY_STATE_DIR", out_dir.path().join("state"))
+        .env("XDG_CACHE_HOME", out_dir.path().join("cache"));
+    let run = support::run(command, Some(json));
+    assert_eq!(run.code, 0, "{}", run.explain());
+    let report = run.evidence.as_ref().expect("report");
+    assert_eq!(report["totals"]["total"], 1, "{report:#}");
+    assert_eq!(report["cases"][0]["display"], display.as_str());
+}

@@ -224,7 +224,6 @@ fn submission(proof_id: &ProofId, jobs: usize) -> ProofSubmission {
         base_tree: tree.clone(),
         changed: vec![],
         changed_test_files: vec![],
-        test_only: false,
         jobs: (0..jobs)
             .map(|i| job(proof_id, i, &tree, &["true"]))
             .collect(),
@@ -739,6 +738,7 @@ fn forged_evidence(proof: &ProofId) -> String {
         base: revision.clone(),
         candidate: revision,
         changed_test_files: vec![],
+        test_only: false,
         criteria: vec![],
         jobs: vec![],
         mutation_check: None,

@@ -707,3 +707,85 @@ fn a_case_is_selected_by_the_node_id_that_list_cases_displays() {
     assert_eq!(report["totals"]["total"], 1, "{report:#}");
     assert_eq!(report["cases"][0]["display"], display.as_str());
 }
+
+#[test]
+fn a_unittest_suite_whose_tests_share_class_state_passes_as_it_does_under_unittest() {
+    // Like pathspec's IterTreeTest: the first test records what the machine can do on the
+    // class, and later tests of the class read it.
+    let repo = Repo::new();
+    repo.write("pager.py", support::PAGER_FIXED)
+        .write("tests/__init__.py", "")
+        .write(
+            "tests/test_links.py",
+            "import os\nimport tempfile\nimport unittest\n\n\nclass LinkTest(unittest.TestCase):\n    def test_1_check_symlink(self):\n        with tempfile.TemporaryDirectory() as tmp:\n            os.symlink(tmp, os.path.join(tmp, 'link'))\n        self.__class__.can_link = True\n\n    def test_2_links(self):\n        if not self.can_link:\n            self.skipTest('no symlinks')\n\n    def test_3_more_links(self):\n        self.assertTrue(self.can_link)\n",
+        )
+        .write(
+            "tests/test_pages.py",
+            "import unittest\n\nfrom pager import page_count\n\n\nclass PageTest(unittest.TestCase):\n    def test_full_pages(self):\n        self.assertEqual(page_count(10, 5), 2)\n\n    def test_partial_page(self):\n        self.assertEqual(page_count(11, 5), 3)\n",
+        );
+    repo.commit("pager with link checks");
+    let plain = std::process::Command::new("python3")
+        .args(["-m", "unittest"])
+        .current_dir(repo.path())
+        .output()
+        .expect("python3 runs");
+    let plain_stderr = String::from_utf8_lossy(&plain.stderr);
+    assert!(
+        plain.status.success() && plain_stderr.contains("Ran 5 tests"),
+        "{plain_stderr}"
+    );
+
+    let out_dir = tempfile::tempdir().expect("temp dir");
+    let json = out_dir.path().join("report.json");
+    let mut command = assay();
+    command
+        .args(["test", "--runner", "unittest", "--no-cache", "-C"])
+        .arg(repo.path())
+        .arg("--json")
+        .arg(&json)
+        .env("ASSAY_STATE_DIR", out_dir.path().join("state"))
+        .env("XDG_CACHE_HOME", out_dir.path().join("cache"));
+    let run = support::run(command, Some(json));
+    assert_eq!(run.code, 0, "{}", run.explain());
+    let report = run.evidence.as_ref().expect("report");
+    assert_eq!(report["totals"]["passed"], 5, "{report:#}");
+    // A module's cases ran in one session; the two modules in their own.
+    assert_eq!(
+        report["jobs"].as_array().map(Vec::len),
+        Some(2),
+        "{report:#}"
+    );
+}
+
+#[test]
+fn a_unittest_failure_is_reported_with_its_traceback() {
+    let repo = Repo::new();
+    repo.write("pager.py", support::PAGER_BUGGY)
+        .write("tests/__init__.py", "")
+        .write(
+            "tests/test_pages.py",
+            "import unittest\n\nfrom pager import page_count\n\n\nclass PageTest(unittest.TestCase):\n    def test_partial_page(self):\n        self.assertEqual(page_count(11, 5), 3)\n",
+        );
+    repo.commit("pager");
+    let out_dir = tempfile::tempdir().expect("temp dir");
+    let json = out_dir.path().join("report.json");
+    let mut command = assay();
+    command
+        .args(["test", "--runner", "unittest", "--no-cache", "-C"])
+        .arg(repo.path())
+        .arg("--json")
+        .arg(&json)
+        .env("ASSAY_STATE_DIR", out_dir.path().join("state"))
+        .env("XDG_CACHE_HOME", out_dir.path().join("cache"));
+    let run = support::run(command, Some(json));
+    assert_eq!(run.code, 1, "{}", run.explain());
+    let report = run.evidence.as_ref().expect("report");
+    let message = report["cases"][0]["message"].as_str().expect("a message");
+    for line in [
+        "Traceback (most recent call last):",
+        "self.assertEqual(page_count(11, 5), 3)",
+        "AssertionError: 2 != 3",
+    ] {
+        assert!(message.contains(line), "{line}: {message}");
+    }
+}

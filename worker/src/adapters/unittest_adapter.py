@@ -50,8 +50,17 @@ class Recorder(unittest.TestResult):
             "name": test._testMethodName,
             "variant": variant,
             "outcome": outcome,
-            "message": self._text(err) if err else None,
+            "message": self._traceback(test, err) if err else None,
         })
+
+    def _traceback(self, test, err):
+        # What `python -m unittest` prints for a failure: the traceback without unittest's own
+        # frames, ending in the exception. A long one keeps its end, where the exception is.
+        try:
+            text = self._exc_info_to_string(err, test).rstrip("\n")
+        except Exception:
+            return self._text(err)
+        return text if len(text) <= 4000 else "…" + text[-4000:]
 
     def _text(self, err):
         if not err:

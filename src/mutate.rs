@@ -125,6 +125,15 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
         .transpose()
         .usage()?
         .unwrap_or_else(|| runner.default_command_where(&proof::on_path));
+    // Jobs run here: a program that is not installed would fail the baseline and every mutant.
+    // A repository without HEAD is the campaign's to refuse, with its own words.
+    if args.cluster.is_none()
+        && let Ok(head) = assay_engine::source::tree_of(&repo, "HEAD")
+        && let Some(missing) = proof::missing_program(&repo, &head, &command_prefix)
+            .map_err(|e| Failure::infrastructure(e.into()))?
+    {
+        return Err(crate::prove::tool_missing(runner, &missing));
+    }
     let slots = args
         .jobs
         .map(|j| j as usize)

@@ -409,15 +409,19 @@ pub async fn run(args: &ProveArgs) -> Result<u8, Failure> {
 /// would look for it: every job would fail, or wait on a registry until its timeout.
 fn preflight(prepared: &proof::PreparedProof) -> Result<(), Failure> {
     let missing = proof::missing_tool(prepared).map_err(|e| Failure::infrastructure(e.into()))?;
-    match missing {
-        None => Ok(()),
-        Some(missing) => Err(Failure::infrastructure(anyhow!(
-            "the {} runner's tool {} is not installed: not found in {} (hint: install it, or pass --test-command with a command that is); nothing ran",
-            prepared.runner,
-            missing.tool,
-            missing.looked_in
-        ))),
-    }
+    missing.map_or(Ok(()), |missing| {
+        Err(tool_missing(prepared.runner, &missing))
+    })
+}
+
+/// The one line for a runner's tool that is not installed (exit 3), for `prove`, `test` and
+/// `mutate` alike.
+pub fn tool_missing(runner: impl std::fmt::Display, missing: &proof::MissingTool) -> Failure {
+    Failure::infrastructure(anyhow!(
+        "the {runner} runner's tool {} is not installed: not found in {} (hint: install it, or pass --test-command with a command that is); nothing ran",
+        missing.tool,
+        missing.looked_in
+    ))
 }
 
 /// Uploads the proof's trees, submits it to the fleet and waits for its evidence; also returns

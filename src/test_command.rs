@@ -441,6 +441,14 @@ fn suite_setup(
         (None, SuiteRunner::Kind(kind)) => kind.default_command(),
         (None, SuiteRunner::Command) => Vec::new(),
     };
+    // Jobs run here: a command whose program is not installed would fail every case, or wait
+    // on a registry until its timeout.
+    if !on_fleet
+        && let Some(missing) = proof::missing_program(repo, tree, &prefix)
+            .map_err(|e| Failure::infrastructure(e.into()))?
+    {
+        return Err(crate::prove::tool_missing(runner, &missing));
+    }
     let report = match &args.test_report {
         Some(_) if runner != SuiteRunner::Kind(RunnerKind::Junit) => {
             return Err(Failure::usage(anyhow!(

@@ -489,6 +489,26 @@ fn a_runner_whose_tool_is_not_installed_stops_at_once_naming_it() {
         run.explain()
     );
     assert!(!run.stderr.contains("jobs planned"), "{}", run.explain());
+
+    // `assay test` and `assay mutate` check the same before anything runs.
+    let python = pytest_pager_repo();
+    let state = tempfile::tempdir().expect("temp dir");
+    for command in [&["test", "--runner", "unittest"][..], &["mutate"][..]] {
+        let out = assay()
+            .args(command)
+            .args(["--test-command", "python3.99 -m pytest", "-C"])
+            .arg(python.path())
+            .env("ASSAY_STATE_DIR", state.path())
+            .env("XDG_CACHE_HOME", state.path())
+            .output()
+            .expect("assay runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{command:?}: {stderr}");
+        assert!(
+            stderr.contains("tool python3.99 is not installed: not found in PATH"),
+            "{command:?}: {stderr}"
+        );
+    }
 }
 
 /// A node:test pager whose tests are named by sentences, and the commit that counts a partial

@@ -289,9 +289,22 @@ pub struct MissingTool {
 /// `PATH`, a relative one in the candidate tree, and what `npx`/`npm exec` run in
 /// `node_modules/.bin` of the candidate tree or of the repository's directory.
 pub fn missing_tool(prepared: &PreparedProof) -> Result<Option<MissingTool>, SourceError> {
-    let Some(command) = prepared.jobs.first().map(|job| &job.command) else {
-        return Ok(None);
-    };
+    match prepared.jobs.first() {
+        Some(job) => missing_program(
+            &prepared.request.repo,
+            &prepared.change.candidate.tree,
+            &job.command,
+        ),
+        None => Ok(None),
+    }
+}
+
+/// [`missing_tool`] for any command run on `tree` of `repo` (`assay test`, `assay mutate`).
+pub fn missing_program(
+    repo: &std::path::Path,
+    tree: &assay_common::TreeId,
+    command: &[String],
+) -> Result<Option<MissingTool>, SourceError> {
     let Some(program) = command.first() else {
         return Ok(None);
     };
@@ -299,9 +312,8 @@ pub fn missing_tool(prepared: &PreparedProof) -> Result<Option<MissingTool>, Sou
     if program.contains('{') {
         return Ok(None);
     }
-    let repo = &prepared.request.repo;
-    let tree = &prepared.change.candidate.tree;
     let in_tree = |path: &str| -> Result<bool, SourceError> {
+        let path = path.trim_start_matches("./");
         Ok(source::read_file(repo, tree, path)?.is_some()
             || source::list_files(repo, tree)?
                 .iter()
@@ -318,7 +330,7 @@ pub fn missing_tool(prepared: &PreparedProof) -> Result<Option<MissingTool>, Sou
     if program.contains('/') {
         return Ok((!in_tree(program)?).then(|| MissingTool {
             tool: program.clone(),
-            looked_in: "the candidate tree".into(),
+            looked_in: "the tree".into(),
         }));
     }
     if !on_path(program) {

@@ -809,3 +809,51 @@ fn a_unittest_failure_is_reported_with_its_traceback() {
         assert!(message.contains(line), "{line}: {message}");
     }
 }
+
+#[test]
+fn a_unittest_case_whose_id_does_not_load_costs_its_batch_nothing_else() {
+    // A module that adds its product's doctests (`load_tests`): unittest names a doctest after
+    // the function it tests, and that name does not load as a test.
+    let repo = Repo::new();
+    repo.write(
+        "pager.py",
+        "def page_count(total, size):\n    \"\"\"\n    >>> page_count(10, 5)\n    2\n    \"\"\"\n    return -(-total // size)\n",
+    )
+    .write("tests/__init__.py", "")
+    .write(
+        "tests/test_pages.py",
+        "import doctest\nimport unittest\n\nimport pager\n\n\ndef load_tests(loader, tests, ignore):\n    tests.addTests(doctest.DocTestSuite(pager))\n    return tests\n\n\nclass PageTest(unittest.TestCase):\n    def test_full_pages(self):\n        self.assertEqual(pager.page_count(10, 5), 2)\n",
+    );
+    repo.commit("pager with doctests");
+    let out_dir = tempfile::tempdir().expect("temp dir");
+    let json = out_dir.path().join("report.json");
+    let mut command = assay();
+    command
+        .args([
+            "test",
+            "--runner",
+            "unittest",
+            "--no-cache",
+            "--shards",
+            "1",
+            "-C",
+        ])
+        .arg(repo.path())
+        .arg("--json")
+        .arg(&json)
+        .env("ASSAY_STATE_DIR", out_dir.path().join("state"))
+        .env("XDG_CACHE_HOME", out_dir.path().join("cache"));
+    let run = support::run(command, Some(json));
+    let report = run.evidence.as_ref().expect("report");
+    let full_pages = report["cases"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .find(|case| {
+            case["display"]
+                .as_str()
+                .is_some_and(|d| d.ends_with("test_full_pages"))
+        })
+        .unwrap_or_else(|| panic!("test_full_pages listed: {report:#}"));
+    assert_eq!(full_pages["outcome"], "passed", "{report:#}");
+}

@@ -210,8 +210,8 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
     if !args.console.quiet
         && let Some(outcome) = &report.cache
     {
-        for (key, why) in &outcome.refused {
-            eprintln!("[cache] refused entry {key}: {why}; the mutant ran instead");
+        if let Some(line) = console::refusals_line(&outcome.refused, "mutants") {
+            eprintln!("{line}");
         }
         match &outcome.not_used {
             Some(why) => eprintln!("[cache] not used: {why}"),

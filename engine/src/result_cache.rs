@@ -998,8 +998,9 @@ impl JobQueue for CachingQueue<'_> {
                 Ok(())
             }
             Lookup::Rejected { key, why } => {
-                // Reported by whoever runs the queue (`rejected`), in one line of its own.
-                tracing::debug!(key, %why, "refusing a cache entry that failed its checks");
+                // A coordinator's log is where a fleet reports it; the CLI, whose logs show
+                // warnings only, reports `rejected` in one summary line of its own.
+                tracing::info!(key, %why, "refusing a cache entry that failed its checks");
                 if let Ok(mut rejected) = self.rejected.lock() {
                     rejected.push((key, why.to_string()));
                 }

@@ -190,10 +190,30 @@ pub fn mutation_annotations(doc: &Doc) -> String {
 
 /// Text for a Markdown table cell or line: no markup, no cell breaks.
 fn md(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('|', "\\|")
+    // Text between backticks is a code span, where Markdown shows `&gt;` as those four
+    // characters: it keeps its `<` and `>` and escapes only what ends a table cell or a line.
+    text.split('`')
+        .enumerate()
+        .map(
+            |(i, part)| match i % 2 == 1 && text.matches('`').count().is_multiple_of(2) {
+                true => code(part),
+                false => part
+                    .replace('&', "&amp;")
+                    .replace('<', "&lt;")
+                    .replace('>', "&gt;")
+                    .replace('|', "\\|")
+                    .replace(['\r', '\n'], " "),
+            },
+        )
+        .collect::<Vec<_>>()
+        .join("`")
+}
+
+/// Text for inside a code span: entities are not read there, so only a table cell's `|`, a
+/// backtick and line breaks are changed.
+fn code(text: &str) -> String {
+    text.replace('|', "\\|")
+        .replace('`', "'")
         .replace(['\r', '\n'], " ")
 }
 
@@ -327,7 +347,7 @@ pub fn mutation_summary_md(doc: &Doc) -> String {
         let _ = writeln!(
             out,
             "| `{}` | {} | {} | {} | {} |",
-            md(path),
+            code(path),
             score(&t),
             t.killed,
             t.survived,
@@ -344,7 +364,7 @@ pub fn mutation_summary_md(doc: &Doc) -> String {
                 .map(move |m| {
                     format!(
                         "- `{}:{}` {} {}",
-                        md(path),
+                        code(path),
                         m.location.start.line,
                         md(&m.mutator_name),
                         md(m.description.as_deref().unwrap_or(""))
@@ -440,5 +460,9 @@ mod tests {
     #[test]
     fn markdown_cells_cannot_break_the_table_or_inject_markup() {
         assert_eq!(md("a|b <script>\nc"), "a\\|b &lt;script&gt; c");
+        // A code span keeps its comparison: Markdown would show `&gt;` there as written (outside
+        // one, the entity shows as `>`).
+        assert_eq!(md("`>` -> `>=`"), "`>` -&gt; `>=`");
+        assert_eq!(md("`a | b > c` or <b>"), "`a \\| b > c` or &lt;b&gt;");
     }
 }

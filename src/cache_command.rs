@@ -75,13 +75,13 @@ pub async fn run(args: &CacheArgs) -> Result<u8, Failure> {
                 || "none".to_owned(),
                 |t| format!("{} days old", (now - t).max(0) / 86_400),
             );
-            println!(
+            crate::console::outln(format_args!(
                 "result cache in {url}: {} entries ({} of assay mutate, {} of assay test), {:.1} MB, oldest {oldest}",
                 stats.entries,
                 stats.under[0],
                 stats.under[1],
                 stats.bytes as f64 / 1_000_000.0
-            );
+            ));
         }
         CacheCommand::Prune {
             max_age_days,
@@ -100,7 +100,9 @@ pub async fn run(args: &CacheArgs) -> Result<u8, Failure> {
                 )
                 .await
                 .map_err(|e| Failure::infrastructure(e.into()))?;
-            println!("result cache in {url}: {deleted} entries deleted");
+            crate::console::outln(format_args!(
+                "result cache in {url}: {deleted} entries deleted"
+            ));
         }
     }
     Ok(0)

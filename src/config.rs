@@ -257,6 +257,52 @@ fn cache_dir_from(xdg_cache_home: Option<OsString>, home: Option<OsString>) -> P
 mod tests {
     use super::*;
 
+    /// The ```toml blocks of the user guide, in order.
+    fn user_guide_examples() -> Vec<String> {
+        let guide = include_str!("../docs/user-guide.md");
+        guide
+            .split("```toml\n")
+            .skip(1)
+            .filter_map(|block| block.split_once("```").map(|(toml, _)| toml.to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn the_user_guides_example_files_are_accepted_as_documented() {
+        let examples = user_guide_examples();
+        assert_eq!(
+            examples.len(),
+            2,
+            "the repository's keys, then the trusted ones"
+        );
+        let own: ProveFile = toml::from_str(&examples[0]).expect("the first example parses");
+        assert_eq!(own.reaching_beyond_the_repository(), Vec::<&str>::new());
+        assert_eq!(own.criteria.as_ref().map(Vec::len), Some(2));
+        crate::sandbox::resolve(&crate::sandbox::SandboxArgs::default(), own.sandbox, None)
+            .expect("its [sandbox] is valid");
+        let trusted: ProveFile = toml::from_str(&examples[1]).expect("the second example parses");
+        assert_eq!(
+            trusted.reaching_beyond_the_repository(),
+            [
+                "store",
+                "json",
+                "junit",
+                "pass-env",
+                "sandbox.image",
+                "sandbox.network",
+                "sandbox.memory_mb",
+                "sandbox.cpus",
+                "sandbox.pids"
+            ]
+        );
+        crate::sandbox::resolve(
+            &crate::sandbox::SandboxArgs::default(),
+            trusted.sandbox,
+            None,
+        )
+        .expect("its [sandbox] is valid");
+    }
+
     #[test]
     fn an_empty_or_relative_xdg_cache_home_counts_as_unset() {
         let home = Some(OsString::from("/home/ada"));

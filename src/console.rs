@@ -13,6 +13,85 @@ use assay_engine::mutation::campaign::{
 };
 use assay_engine::progress::{ProgressSink, ProofEvent};
 use std::fmt::Write as _;
+use std::io::Write as _;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Set once a document (`--json -`) took stdout: what people read goes to stderr from then on.
+static HUMAN_ON_STDERR: AtomicBool = AtomicBool::new(false);
+/// Set when stdout's reader went away (`assay history | head -1`).
+static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// Writes to stdout. A reader that closed the pipe is not an error of the command: what is left
+/// to print is dropped, quietly, and the command still finishes its work and cleans up (std's
+/// `print!` would panic there, since Rust ignores SIGPIPE).
+pub fn out(text: std::fmt::Arguments<'_>) {
+    if STDOUT_CLOSED.load(Ordering::Relaxed) {
+        return;
+    }
+    let mut stdout = std::io::stdout().lock();
+    if stdout
+        .write_fmt(text)
+        .and_then(|()| stdout.flush())
+        .is_err()
+    {
+        STDOUT_CLOSED.store(true, Ordering::Relaxed);
+    }
+}
+
+/// [`out`] and a newline.
+pub fn outln(text: std::fmt::Arguments<'_>) {
+    out(format_args!("{text}\n"));
+}
+
+/// Bytes for stdout (a document written with `--json -`); what people read goes to stderr from
+/// then on, so the document stays alone on stdout.
+pub fn document(bytes: &[u8]) {
+    HUMAN_ON_STDERR.store(true, Ordering::Relaxed);
+    out(format_args!("{}\n", String::from_utf8_lossy(bytes)));
+}
+
+/// What people read at the end of a command (a summary, a trend line): stdout, or stderr when a
+/// document took stdout.
+pub fn human(text: std::fmt::Arguments<'_>) {
+    if HUMAN_ON_STDERR.load(Ordering::Relaxed) {
+        let _ = std::io::stderr().lock().write_fmt(text);
+    } else {
+        out(text);
+    }
+}
+
+/// Cache entries refused in a run, in one line: how many, and each reason with its count, in
+/// the order first seen; `None` when none was. `what` names what ran instead (`jobs`).
+pub fn refusals_line(refused: &[(String, String)], what: &str) -> Option<String> {
+    let mut reasons: Vec<(&str, usize)> = Vec::new();
+    for (_, why) in refused {
+        match reasons.iter_mut().find(|(known, _)| *known == why) {
+            Some((_, count)) => *count += 1,
+            None => reasons.push((why, 1)),
+        }
+    }
+    let reasons: Vec<String> = reasons
+        .iter()
+        .map(|(why, count)| format!("{why} ({count})"))
+        .collect();
+    match refused.len() {
+        0 => None,
+        1 => Some(format!(
+            "[cache] 1 entry refused, its {} ran instead: {}",
+            what.trim_end_matches('s'),
+            reasons.join("; ")
+        )),
+        n => Some(format!(
+            "[cache] {n} entries refused, their {what} ran instead: {}",
+            reasons.join("; ")
+        )),
+    }
+}
+
+/// [`human`] and a newline.
+pub fn humanln(text: std::fmt::Arguments<'_>) {
+    human(format_args!("{text}\n"));
+}
 
 /// A proof's or a mutation run's progress, as lines and, on a terminal, a live bar.
 pub struct StderrProgress {
@@ -229,6 +308,18 @@ pub fn summary(evidence: &Evidence) -> String {
             c.verdict.to_string().to_uppercase()
         );
         let _ = writeln!(out, "      {}", c.reason);
+        if !c.suggestions.is_empty() {
+            // A name with spaces (node:test, Vitest) is quoted as a criterion must quote it.
+            let names: Vec<String> = c
+                .suggestions
+                .iter()
+                .map(|name| match name.contains(' ') {
+                    true => format!("{name:?}"),
+                    false => name.clone(),
+                })
+                .collect();
+            let _ = writeln!(out, "      did you mean {}?", names.join(" or "));
+        }
         let _ = writeln!(
             out,
             "      base: {}; candidate: {}",

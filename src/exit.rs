@@ -16,6 +16,8 @@ pub const INFRASTRUCTURE: u8 = 3;
 pub const INTERNAL: u8 = 70;
 /// Ctrl-C (SIGINT) stopped the command: 128 + 2, as shells report it.
 pub const INTERRUPTED: u8 = 130;
+/// SIGTERM (a CI cancel) stopped the command, cleaned up as for SIGINT: 128 + 15.
+pub const TERMINATED: u8 = 143;
 
 impl Failure {
     pub fn usage(error: anyhow::Error) -> Self {
@@ -35,11 +37,16 @@ impl Failure {
     }
 }
 
-/// The error and its causes on one line; a cause its parent already quotes is not repeated.
+/// The error and its causes on one line; a cause its parent already quotes is not repeated, and
+/// libgit2's classification (`; class=Reference (4); code=NotFound (-3)`), which tells a
+/// reader nothing, is left off.
 pub fn one_line(error: &anyhow::Error) -> String {
     let mut text = String::new();
     for cause in error.chain() {
-        let cause = cause.to_string();
+        let mut cause = cause.to_string();
+        if let Some(noise) = cause.find("; class=") {
+            cause.truncate(noise);
+        }
         if text.contains(&cause) {
             continue;
         }
@@ -83,5 +90,29 @@ pub fn of_proof(evidence: &Evidence) -> u8 {
                 4
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn libgit2s_class_and_code_are_left_off_the_error_line() {
+        let missing = tempfile::tempdir().expect("temp dir").path().join("pager");
+        let Err(source) = git2::Repository::open(&missing) else {
+            panic!("a repository at {}", missing.display());
+        };
+        assert!(source.to_string().contains("; class="), "{source}");
+        let error = anyhow::Error::new(source).context("failed to open the repository");
+        let line = one_line(&error);
+        assert!(
+            line.starts_with("failed to open the repository: "),
+            "{line}"
+        );
+        assert!(
+            !line.contains("class=") && !line.contains("code="),
+            "{line}"
+        );
     }
 }

@@ -216,7 +216,7 @@ pub fn print_nats_permissions(args: &NatsPermissionsArgs) -> Result<u8, Failure>
     };
     let text =
         render(&Subjects::new(&args.subject_prefix), auth).map_err(|e| Failure::usage(e.into()))?;
-    print!("{text}");
+    crate::console::out(format_args!("{text}"));
     Ok(0)
 }
 
@@ -276,12 +276,12 @@ pub async fn status(args: &StatusArgs) -> Result<u8, Failure> {
         } else {
             String::new()
         };
-        println!(
+        crate::console::outln(format_args!(
             "{id}\t{}\t{}/{} jobs{from_cache}{mutation}",
             record.status.label(),
             progress.jobs_done,
             record.job_count
-        );
+        ));
     }
     Ok(0)
 }
@@ -310,9 +310,9 @@ pub async fn results(args: &ResultsArgs) -> Result<u8, Failure> {
         let json = serde_json::to_vec_pretty(&evidence)
             .context("failed to encode the evidence report")
             .internal()?;
-        crate::atomic_file::write_atomically(path, &json).infrastructure()?;
+        crate::atomic_file::write_report(path, &json).infrastructure()?;
     }
-    print!("{}", crate::console::summary(&evidence));
+    crate::console::human(format_args!("{}", crate::console::summary(&evidence)));
     Ok(crate::exit::of_proof(&evidence))
 }
 
@@ -325,7 +325,7 @@ pub async fn cancel(args: &CancelArgs) -> Result<u8, Failure> {
             Failure::infrastructure(anyhow::Error::from(e).context(role_hint(&args.client)))
         })? {
         CancelReply::Cancelled => {
-            println!("cancelled {}", args.proof_id);
+            crate::console::outln(format_args!("cancelled {}", args.proof_id));
             Ok(0)
         }
         CancelReply::NotRunning { status } => Err(Failure::usage(anyhow!(

@@ -39,8 +39,10 @@ use std::time::Duration;
         A proof runs the change's tests on the base tree (base revision plus the change's test \
         files) and on the candidate tree, repeats them for stability, and decides each \
         criterion: `test: NAME` must fail before and pass after; `guard: NAME` must pass on both.\n\n\
-        Exit status: 0 proven, 1 refuted, 2 usage or configuration error, 3 infrastructure \
-        failure, 4 unverified or unstable, 70 internal error."
+        Exit status: 0 proven (all passed), 1 refuted (test failures), 2 usage or \
+        configuration error, 3 infrastructure failure, 4 unverified or unstable, 5 some mutant \
+        survived (assay mutate), 70 internal error, 130 interrupted (Ctrl-C), 143 terminated \
+        (SIGTERM)."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -124,7 +126,7 @@ fn main() -> ExitCode {
         }
         tokio::select! {
             outcome = command => outcome,
-            Ok(()) = tokio::signal::ctrl_c() => Err(interrupted().await),
+            signal = stop_signal() => Err(interrupted(signal).await),
         }
     });
     match outcome {
@@ -136,9 +138,37 @@ fn main() -> ExitCode {
     }
 }
 
-/// Runs after the interrupted command was dropped: dropping it killed its processes and started
-/// removing its containers; the removals get a few seconds to finish.
-async fn interrupted() -> Failure {
+/// What stopped a command from outside.
+#[derive(Clone, Copy)]
+enum StopSignal {
+    /// SIGINT (Ctrl-C).
+    Interrupt,
+    /// SIGTERM: what CI sends on cancel, and `kill` by default.
+    Terminate,
+}
+
+/// Waits for SIGINT or SIGTERM; both stop a command the same way, so a cancelled CI job leaves
+/// nothing behind either. A signal that cannot be watched is never waited on.
+async fn stop_signal() -> StopSignal {
+    use tokio::signal::unix::{SignalKind, signal};
+    let terminate = async {
+        match signal(SignalKind::terminate()) {
+            Ok(mut terminate) => {
+                terminate.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        Ok(()) = tokio::signal::ctrl_c() => StopSignal::Interrupt,
+        () = terminate => StopSignal::Terminate,
+    }
+}
+
+/// Runs after the interrupted command was dropped: dropping it killed its processes, removed
+/// its scratch directories and started removing its containers; the removals get a few seconds
+/// to finish.
+async fn interrupted(signal: StopSignal) -> Failure {
     let removed = assay_worker::sandbox::docker::wait_for_removals(Duration::from_secs(15)).await;
     let error = if removed {
         anyhow::anyhow!(
@@ -149,10 +179,19 @@ async fn interrupted() -> Failure {
             "interrupted: this machine's jobs were stopped, but some of their containers were not removed in time (the next run on this host removes them)"
         )
     };
-    Failure {
-        code: exit::INTERRUPTED,
-        error,
-    }
+    let (code, error) = match signal {
+        StopSignal::Interrupt => (exit::INTERRUPTED, error),
+        StopSignal::Terminate => (
+            exit::TERMINATED,
+            anyhow::anyhow!(
+                "{}",
+                error
+                    .to_string()
+                    .replacen("interrupted", "terminated (SIGTERM)", 1)
+            ),
+        ),
+    };
+    Failure { code, error }
 }
 
 async fn run(command: Command) -> Result<u8, Failure> {

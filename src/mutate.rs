@@ -55,8 +55,10 @@ pub struct MutateArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub jobs: Option<u32>,
     /// Test runner: pytest (per-test coverage selects tests per line), unittest or cargo (the
-    /// whole suite per mutant; a build per mutant) [default: cargo when the detected runner of
-    /// HEAD is (a root Cargo.toml), else pytest].
+    /// crate is built once with every mutant behind a runtime switch, then each mutant runs the
+    /// whole suite from the built test binaries; a mutant the switch cannot hold gets a build of
+    /// its own) [default: cargo when the detected runner of HEAD is (a root Cargo.toml), else
+    /// pytest].
     #[arg(long, value_name = "RUNNER")]
     pub runner: Option<String>,
     /// The runner's command prefix [default: "python3 -m pytest", "python3" for unittest,
@@ -140,6 +142,15 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
         .transpose()
         .usage()?
         .unwrap_or_else(|| runner.default_command_where(&proof::on_path));
+    // Jobs run here: a program that is not installed would fail the baseline and every mutant.
+    // A repository without HEAD is the campaign's to refuse, with its own words.
+    if args.cluster.is_none()
+        && let Ok(head) = assay_engine::source::tree_of(&repo, "HEAD")
+        && let Some(missing) = proof::missing_program(&repo, &head, &command_prefix)
+            .map_err(|e| Failure::infrastructure(e.into()))?
+    {
+        return Err(crate::prove::tool_missing(runner, &missing));
+    }
     let slots = args
         .jobs
         .map(|j| j as usize)
@@ -245,8 +256,8 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
     if !args.console.quiet
         && let Some(outcome) = &report.cache
     {
-        for (key, why) in &outcome.refused {
-            eprintln!("[cache] refused entry {key}: {why}; the mutant ran instead");
+        if let Some(line) = console::refusals_line(&outcome.refused, "mutants") {
+            eprintln!("{line}");
         }
         match &outcome.not_used {
             Some(why) => eprintln!("[cache] not used: {why}"),
@@ -272,12 +283,12 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
         let json = serde_json::to_vec_pretty(&stryker)
             .context("failed to encode the mutation report")
             .internal()?;
-        write_atomically(path, &json).infrastructure()?;
+        crate::atomic_file::write_report(path, &json).infrastructure()?;
     }
     if let Some(path) = &args.diff {
         write_atomically(path, report.diffs().as_bytes()).infrastructure()?;
     }
-    print!("{}", console::mutate_summary(&report));
+    crate::console::human(format_args!("{}", console::mutate_summary(&report)));
     crate::report::emit_mutation(&args.output, &stryker)?;
     Ok(report.exit_code_under(args.fail_under))
 }

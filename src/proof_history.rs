@@ -49,10 +49,14 @@ pub async fn record(
 }
 
 /// The candidate's branch: the checked-out one for `HEAD`, the name itself for a local branch;
-/// `detached` for anything else (a commit, a tag, a patch), as for a detached checkout.
+/// the checked-out one for the work tree; `detached` for anything else (a commit, a tag, a
+/// patch), as for a detached checkout.
 fn candidate_branch(repo: &Path, candidate: &CandidateSpec) -> Result<String, Failure> {
-    let CandidateSpec::Revision(rev) = candidate else {
-        return Ok("detached".into());
+    let rev = match candidate {
+        CandidateSpec::Revision(rev) => rev,
+        // The work tree is the checked-out branch with its edits.
+        CandidateSpec::WorkTree => return suite_state::current_branch(repo),
+        CandidateSpec::Patch(_) | CandidateSpec::PatchText(_) => return Ok("detached".into()),
     };
     if rev == "HEAD" {
         return suite_state::current_branch(repo);

@@ -35,12 +35,18 @@ pub struct ProveArgs {
     /// Base revision: the code before the change.
     #[arg(long, value_name = "REV")]
     pub base: Option<String>,
-    /// Candidate revision: the code with the change [default: HEAD].
-    #[arg(long, value_name = "REV", conflicts_with = "patch")]
+    /// Candidate revision: the code with the change [default: HEAD, which a work tree with
+    /// uncommitted changes refuses: pass --worktree or commit them].
+    #[arg(long, value_name = "REV", conflicts_with_all = ["patch", "worktree"])]
     pub candidate: Option<String>,
-    /// A patch file applied to the base instead of a candidate revision.
-    #[arg(long, value_name = "FILE")]
+    /// A patch file applied to the base instead of a candidate revision; `-` reads it from
+    /// standard input.
+    #[arg(long, value_name = "FILE", conflicts_with = "worktree")]
     pub patch: Option<PathBuf>,
+    /// Prove the work tree as it is: tracked files with their uncommitted edits and untracked
+    /// files that are not ignored. Neither the index nor the files are touched.
+    #[arg(long)]
+    pub worktree: bool,
     #[command(flatten)]
     pub cache: crate::cache_command::CacheFlags,
     /// Honour the repository's own assay.toml settings that reach beyond its tests: host paths
@@ -63,9 +69,9 @@ pub struct ProveArgs {
     /// both), optionally with an id: "C3: test: NAME". Repeatable.
     #[arg(long = "criterion", value_name = "CRITERION")]
     pub criteria: Vec<String>,
-    /// Test runner: pytest, unittest, go, node, vitest, junit or manifest [default: detected: go with a
-    /// go.mod, vitest or node with a package.json, pytest when the project uses it, else
-    /// unittest].
+    /// Test runner: pytest, unittest, go, node, vitest, cargo, junit or manifest [default:
+    /// detected: go with a go.mod, vitest or node with a package.json, cargo with a Cargo.toml
+    /// at the root, pytest when the project uses it, else unittest].
     #[arg(long, value_name = "RUNNER")]
     pub runner: Option<String>,
     /// The runner's command prefix [default: "python3 -m pytest", or "python3" running
@@ -88,6 +94,16 @@ pub struct ProveArgs {
     /// Per-job timeout in seconds [default: 600].
     #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
     pub timeout: Option<u64>,
+    /// Grant the test-only exception: a change without product files may carry `test:`
+    /// criteria, each judged on the candidate alone (it must pass, stably). Only you can grant
+    /// it, never the repository's configuration; without it such a proof is refused before
+    /// anything runs.
+    #[arg(
+        long,
+        env = "ASSAY_ALLOW_TEST_ONLY",
+        value_parser = clap::builder::FalseyValueParser::new()
+    )]
+    pub allow_test_only: bool,
     /// Skip the mutation check that follows a proven proof.
     #[arg(long)]
     pub no_mutation: bool,
@@ -184,6 +200,11 @@ fn settings(args: &ProveArgs) -> Result<Settings, Failure> {
         pass_env,
         sandbox: sandbox_table,
     } = file;
+    if args.cluster.is_some() && args.allow_test_only {
+        return Err(Failure::usage(anyhow!(
+            "--allow-test-only applies to embedded mode; a fleet's coordinator judges every `test:` on both sides"
+        )));
+    }
     if args.cluster.is_some() && args.sandbox.sandbox.is_some() {
         return Err(Failure::usage(anyhow!(
             "--sandbox applies to embedded mode; a fleet's workers run jobs in the sandbox they are configured with"
@@ -197,12 +218,23 @@ fn settings(args: &ProveArgs) -> Result<Settings, Failure> {
     })?;
     // A flag beats the file; a file's patch is relative to the repository.
     let candidate = match (&args.candidate, &args.patch) {
+        _ if args.worktree => CandidateSpec::WorkTree,
         (Some(rev), _) => CandidateSpec::Revision(rev.clone()),
+        (None, Some(patch)) if patch.as_os_str() == "-" => {
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut bytes)
+                .context("failed to read the patch from standard input")
+                .usage()?;
+            CandidateSpec::PatchText(bytes)
+        }
         (None, Some(patch)) => CandidateSpec::Patch(patch.clone()),
         (None, None) => match (candidate, patch) {
             (Some(rev), _) => CandidateSpec::Revision(rev),
             (None, Some(patch)) => CandidateSpec::Patch(repo.join(patch)),
-            (None, None) => CandidateSpec::Revision("HEAD".into()),
+            (None, None) => {
+                refuse_uncommitted(&repo)?;
+                CandidateSpec::Revision("HEAD".into())
+            }
         },
     };
     let criteria_text = if args.criteria.is_empty() {
@@ -222,7 +254,10 @@ fn settings(args: &ProveArgs) -> Result<Settings, Failure> {
     let criteria_runner = match (runner, &candidate) {
         (Some(runner), _) => Some(runner),
         (None, CandidateSpec::Revision(rev)) => proof::detect_runner_at(&repo, rev).ok(),
-        (None, CandidateSpec::Patch(_)) => proof::detect_runner_at(&repo, &base).ok(),
+        (None, CandidateSpec::Patch(_) | CandidateSpec::PatchText(_)) => {
+            proof::detect_runner_at(&repo, &base).ok()
+        }
+        (None, CandidateSpec::WorkTree) => proof::detect_runner_at(&repo, "HEAD").ok(),
     };
     let criteria = match criteria_runner {
         Some(runner) => runner.parse_criteria(&criteria_text),
@@ -269,6 +304,7 @@ fn settings(args: &ProveArgs) -> Result<Settings, Failure> {
             test_globs: globs,
             repeats: args.repeats.or(repeats).unwrap_or(3).max(1),
             timeout_secs: args.timeout.or(timeout).unwrap_or(600),
+            allow_test_only: args.allow_test_only,
             mutation_budget: (!args.no_mutation && mutation.unwrap_or(true)).then(|| {
                 args.mutation_budget
                     .or(mutation_budget)
@@ -288,6 +324,29 @@ fn settings(args: &ProveArgs) -> Result<Settings, Failure> {
         pass_env: pass,
         sandbox,
     })
+}
+
+/// The candidate defaults to HEAD; a work tree with changes HEAD lacks would be proven without
+/// them, silently, so it is refused with both ways out.
+fn refuse_uncommitted(repo: &Path) -> Result<(), Failure> {
+    let changes =
+        assay_engine::source::uncommitted_changes(repo).map_err(|e| Failure::usage(e.into()))?;
+    if changes.is_empty() {
+        return Ok(());
+    }
+    const SHOWN: usize = 3;
+    let mut named = changes
+        .iter()
+        .take(SHOWN)
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if changes.len() > SHOWN {
+        named.push_str(&format!(" and {} more", changes.len() - SHOWN));
+    }
+    Err(Failure::usage(anyhow!(
+        "the work tree has changes HEAD does not ({named}), and the candidate defaults to HEAD (hint: pass --worktree to prove the work tree as it is, or commit the changes first)"
+    )))
 }
 
 /// Runs `assay prove` in embedded mode and returns the exit code.
@@ -314,6 +373,9 @@ pub async fn run(args: &ProveArgs) -> Result<u8, Failure> {
                 Failure::infrastructure(e.into())
             }
         })?;
+    if args.cluster.is_none() {
+        preflight(&prepared)?;
+    }
     let evidence = match &args.cluster {
         Some(url) => {
             let (evidence, suite_results) =
@@ -351,20 +413,39 @@ pub async fn run(args: &ProveArgs) -> Result<u8, Failure> {
             .map_err(|e| Failure::infrastructure(e.into()))?;
     }
     if let Some(path) = &settings.json {
-        write_atomically(path, &json).infrastructure()?;
+        crate::atomic_file::write_report(path, &json).infrastructure()?;
     }
     if let Some(path) = &settings.junit {
         write_atomically(path, console::junit(&evidence).as_bytes()).infrastructure()?;
     }
-    print!("{}", console::summary(&evidence));
+    crate::console::human(format_args!("{}", console::summary(&evidence)));
     if let Some(coverage) = &evidence.diff_coverage {
-        print!("{}", console::diff_coverage_summary(coverage));
+        crate::console::human(format_args!("{}", console::diff_coverage_summary(coverage)));
     }
     if let Some(check) = &evidence.mutation_check {
-        print!("{}", console::mutation_summary(check));
+        crate::console::human(format_args!("{}", console::mutation_summary(check)));
     }
     crate::report::emit_proof(&args.output, &evidence, store.as_ref()).await?;
     Ok(crate::exit::of_proof(&evidence))
+}
+
+/// Stops before anything runs when the command's program is not installed where the jobs
+/// would look for it: every job would fail, or wait on a registry until its timeout.
+fn preflight(prepared: &proof::PreparedProof) -> Result<(), Failure> {
+    let missing = proof::missing_tool(prepared).map_err(|e| Failure::infrastructure(e.into()))?;
+    missing.map_or(Ok(()), |missing| {
+        Err(tool_missing(prepared.runner, &missing))
+    })
+}
+
+/// The one line for a runner's tool that is not installed (exit 3), for `prove`, `test` and
+/// `mutate` alike.
+pub fn tool_missing(runner: impl std::fmt::Display, missing: &proof::MissingTool) -> Failure {
+    Failure::infrastructure(anyhow!(
+        "the {runner} runner's tool {} is not installed: not found in {} (hint: install it, or pass --test-command with a command that is); nothing ran",
+        missing.tool,
+        missing.looked_in
+    ))
 }
 
 /// Uploads the proof's trees, submits it to the fleet and waits for its evidence; also returns
@@ -467,8 +548,8 @@ async fn run_embedded(
         .settle(&mut run.evidence, &run.results, &run.finished_at_ms)
         .await;
     if !args.console.quiet {
-        for (key, why) in caching.rejected() {
-            eprintln!("[cache] refused entry {key}: {why}; the job ran instead");
+        if let Some(line) = console::refusals_line(&caching.rejected(), "jobs") {
+            eprintln!("{line}");
         }
         match &settled.stored {
             Ok(written) if mode != CacheMode::Off => eprintln!(

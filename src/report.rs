@@ -150,7 +150,10 @@ pub async fn emit_proof(
         write(path, &annotations::proof_summary_md(evidence))?;
     }
     if out.annotations == Some(AnnotationStyle::Github) {
-        print!("{}", annotations::proof_annotations(evidence, &lookup));
+        crate::console::human(format_args!(
+            "{}",
+            annotations::proof_annotations(evidence, &lookup)
+        ));
     }
     Ok(())
 }
@@ -174,7 +177,10 @@ pub async fn emit_suite(
     }
     if out.annotations == Some(AnnotationStyle::Github) {
         let lookup = |path: &str| read_in_git(&report.repository, &report.revision, path);
-        print!("{}", annotations::suite_annotations(report, &lookup));
+        crate::console::human(format_args!(
+            "{}",
+            annotations::suite_annotations(report, &lookup)
+        ));
     }
     Ok(())
 }
@@ -191,7 +197,10 @@ pub fn emit_mutation(out: &OutputArgs, doc: &serde_json::Value) -> Result<(), Fa
         write(path, &annotations::mutation_summary_md(&parsed))?;
     }
     if out.annotations == Some(AnnotationStyle::Github) {
-        print!("{}", annotations::mutation_annotations(&parsed));
+        crate::console::human(format_args!(
+            "{}",
+            annotations::mutation_annotations(&parsed)
+        ));
     }
     Ok(())
 }

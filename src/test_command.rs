@@ -441,6 +441,14 @@ fn suite_setup(
         (None, SuiteRunner::Kind(kind)) => kind.default_command(),
         (None, SuiteRunner::Command) => Vec::new(),
     };
+    // Jobs run here: a command whose program is not installed would fail every case, or wait
+    // on a registry until its timeout.
+    if !on_fleet
+        && let Some(missing) = proof::missing_program(repo, tree, &prefix)
+            .map_err(|e| Failure::infrastructure(e.into()))?
+    {
+        return Err(crate::prove::tool_missing(runner, &missing));
+    }
     let report = match &args.test_report {
         Some(_) if runner != SuiteRunner::Kind(RunnerKind::Junit) => {
             return Err(Failure::usage(anyhow!(
@@ -533,7 +541,7 @@ fn listed(cases: &[SuiteCase]) -> Result<u8, Failure> {
     let listing = serde_json::to_string(&CaseListing::new(cases))
         .context("failed to encode the case listing")
         .internal()?;
-    println!("{listing}");
+    crate::console::outln(format_args!("{listing}"));
     Ok(0)
 }
 
@@ -556,7 +564,10 @@ async fn ran_to_an_end(
     }
     let previous = ran.history.runs.iter().rev().skip(1);
     let previous = previous.clone().find(|r| r.status != SuiteStatus::Error);
-    println!("{}", history::trend_line(&ran.record, previous));
+    crate::console::humanln(format_args!(
+        "{}",
+        history::trend_line(&ran.record, previous)
+    ));
     Ok(match ran.ending {
         Ending::Passed => 0,
         Ending::Failed => 1,
@@ -648,7 +659,7 @@ async fn write_reports(
         let json = serde_json::to_vec_pretty(report)
             .context("failed to encode the suite report")
             .internal()?;
-        write_atomically(path, &json).infrastructure()?;
+        crate::atomic_file::write_report(path, &json).infrastructure()?;
     }
     if let Some(path) = &args.junit {
         write_atomically(path, console::suite_junit(report).as_bytes()).infrastructure()?;
@@ -802,18 +813,20 @@ pub fn run_history(args: &HistoryArgs) -> Result<u8, Failure> {
         let json = serde_json::to_string_pretty(&history)
             .context("failed to encode suite history")
             .internal()?;
-        println!("{json}");
+        crate::console::outln(format_args!("{json}"));
         return Ok(0);
     }
     if history.runs.is_empty() {
-        println!("no suite runs recorded for {repository} on {branch}");
+        crate::console::outln(format_args!(
+            "no suite runs recorded for {repository} on {branch}"
+        ));
         return Ok(0);
     }
-    println!(
+    crate::console::outln(format_args!(
         "{repository} on {branch}: {} runs recorded, last {} kept",
         history.run_count,
         history.runs.len()
-    );
+    ));
     for (i, run) in history.runs.iter().enumerate() {
         let previous = match run.status {
             SuiteStatus::Error => None,
@@ -822,7 +835,11 @@ pub fn run_history(args: &HistoryArgs) -> Result<u8, Failure> {
                 .rev()
                 .find(|r| r.status != SuiteStatus::Error),
         };
-        println!("{} {}", run.timestamp, history::trend_line(run, previous));
+        crate::console::outln(format_args!(
+            "{} {}",
+            run.timestamp,
+            history::trend_line(run, previous)
+        ));
     }
     Ok(0)
 }
@@ -855,7 +872,10 @@ pub async fn run_halt(args: &HaltArgs) -> Result<u8, Failure> {
             .set(&args.reason)
             .map_err(|e| Failure::usage(e.into()))?,
     }
-    println!("[HALT] admission stopped. Reason: {}", args.reason.trim());
+    crate::console::outln(format_args!(
+        "[HALT] admission stopped. Reason: {}",
+        args.reason.trim()
+    ));
     Ok(0)
 }
 
@@ -874,14 +894,14 @@ pub async fn run_resume(args: &ResumeArgs) -> Result<u8, Failure> {
             .clear()
             .map_err(|e| Failure::infrastructure(e.into()))?,
     };
-    println!(
+    crate::console::outln(format_args!(
         "{}",
         if cleared {
             "admission resumed"
         } else {
             "no halt was set"
         }
-    );
+    ));
     Ok(0)
 }
 

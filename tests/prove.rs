@@ -83,11 +83,16 @@ fn a_real_fix_is_proven_and_the_evidence_pins_every_artifact() {
 #[test]
 fn a_test_that_passes_on_the_base_does_not_reproduce() {
     let repo = pytest_pager_repo();
+    // A product change that leaves `page_count` as it was, and a test that already passes.
     repo.write(
+        "pager.py",
+        &format!("{}\n\ndef last_page(total, size):\n    return page_count(total, size)\n", support::PAGER_BUGGY),
+    )
+    .write(
         "tests/test_pages.py",
         "from pager import page_count\n\n\ndef test_full_pages():\n    assert page_count(10, 5) == 2\n\n\ndef test_twenty_items():\n    assert page_count(20, 5) == 4\n",
     );
-    repo.commit("tests: twenty items");
+    repo.commit("pager: last page; tests: twenty items");
     let run = prove(
         &repo,
         &["--base", "main~1", "--criterion", "test: test_twenty_items"],

@@ -118,12 +118,22 @@ fn cases() -> Vec<Case> {
         );
     broken_guard.commit("pager: always add a page");
 
+    // A product change that leaves `page_count` as it was (a change of tests alone needs the
+    // test-only exception), and a test that already passes.
     let not_reproduced = pytest_pager_repo();
-    not_reproduced.write(
-        "tests/test_pages.py",
-        "from pager import page_count\n\n\ndef test_full_pages():\n    assert page_count(10, 5) == 2\n\n\ndef test_twenty_items():\n    assert page_count(20, 5) == 4\n",
-    );
-    not_reproduced.commit("tests: twenty items");
+    not_reproduced
+        .write(
+            "pager.py",
+            &format!(
+                "{}\n\ndef last_page(total, size):\n    return page_count(total, size)\n",
+                PAGER_BUGGY
+            ),
+        )
+        .write(
+            "tests/test_pages.py",
+            "from pager import page_count\n\n\ndef test_full_pages():\n    assert page_count(10, 5) == 2\n\n\ndef test_twenty_items():\n    assert page_count(20, 5) == 4\n",
+        );
+    not_reproduced.commit("pager: last page; tests: twenty items");
 
     let skipped = pytest_pager_repo();
     skipped.write("pager.py", PAGER_FIXED).write(

@@ -675,7 +675,7 @@ fn selectors_union_in_plan_order_and_one_that_matches_nothing_fails_first() {
             vec!["--directory", "tests/bill"],
             "matches no collected case",
         ),
-        (vec!["--case", "test_total"], "malformed"),
+        (vec!["--case", "test_total"], "neither a case ref nor"),
         (vec!["--case", "v1.0000000000000000"], "stale or unknown"),
         (
             vec!["--case", &cursor_ref, "--case", &cursor_ref],

@@ -102,6 +102,14 @@ pub enum CriterionError {
     BadId { id: String, text: String },
     #[error("criterion id {id} is used twice")]
     DuplicateId { id: String },
+    #[error(
+        "criterion {text:?} names no test (hint: write \"{kind}: test_name\", or prose after the kind to name it by its id)"
+    )]
+    NoName { text: String, kind: CriterionKind },
+    #[error(
+        "criterion {text:?} opens a quoted name that does not close (hint: write {kind}: \"the test's name\")"
+    )]
+    UnclosedQuote { text: String, kind: CriterionKind },
 }
 
 /// Parses criteria in order; ids are taken from the text or numbered `C1`, `C2`, … by position.
@@ -116,12 +124,21 @@ pub fn parse_rust_path_criteria(texts: &[String]) -> Result<Vec<Criterion>, Crit
     parse_all(texts, Names::RustPaths)
 }
 
+/// Parses criteria whose tests are named by sentences, as node:test and Vitest name them
+/// (`test('partial last page is counted', …)`): a name in double or single quotes is the
+/// test's exact name, `test: "partial last page is counted"`; anything else parses as in
+/// [`parse_criteria`].
+pub fn parse_sentence_criteria(texts: &[String]) -> Result<Vec<Criterion>, CriterionError> {
+    parse_all(texts, Names::Sentences)
+}
+
 /// How a runner names the tests criteria declare.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Names {
     Bare,
     CasePaths,
     RustPaths,
+    Sentences,
 }
 
 /// Parses criteria whose tests are manifest cases, named by their paths in the corpus
@@ -161,11 +178,41 @@ fn parse_one(text: &str, position: usize, names: Names) -> Result<Criterion, Cri
             text: text.to_owned(),
         });
     };
+    if body.is_empty() {
+        return Err(CriterionError::NoName {
+            text: text.to_owned(),
+            kind,
+        });
+    }
+    if names == Names::Sentences
+        && let Some(quote) = body.chars().next().filter(|c| matches!(c, '"' | '\''))
+    {
+        let inner = &body[quote.len_utf8()..];
+        let Some((name, explanation)) = inner.split_once(quote) else {
+            return Err(CriterionError::UnclosedQuote {
+                text: text.to_owned(),
+                kind,
+            });
+        };
+        let explanation = explanation.trim();
+        let explained = explanation.is_empty() || explanation.starts_with(['—', '-', '(', ':']);
+        if name.trim().is_empty() || !explained {
+            return Err(CriterionError::NoName {
+                text: text.to_owned(),
+                kind,
+            });
+        }
+        return Ok(Criterion {
+            id,
+            kind,
+            test: TestSelector::Exact(name.to_owned()),
+        });
+    }
     let (token, explanation) = first_token(body);
     // Prose ("test: the partial page is counted") names no test: fall back to the id.
     let explained = explanation.is_empty() || explanation.starts_with(['—', '-', '(', ':']);
     let named = match names {
-        Names::Bare => false,
+        Names::Bare | Names::Sentences => false,
         Names::CasePaths => is_case_path(&token),
         Names::RustPaths => is_rust_path(&token),
     };
@@ -286,6 +333,54 @@ mod tests {
 
     fn one(text: &str) -> Result<Criterion, CriterionError> {
         parse_criterion(text, 1)
+    }
+
+    #[test]
+    fn a_quoted_sentence_is_a_node_or_vitest_tests_exact_name() {
+        let parsed = parse_sentence_criteria(&[
+            "test: \"partial last page is counted\"".into(),
+            "C7: guard: 'full pages are counted' (existing behaviour)".into(),
+            "guard: test_full_pages".into(),
+        ])
+        .unwrap();
+        assert_eq!(
+            parsed[0].test,
+            TestSelector::Exact("partial last page is counted".into())
+        );
+        assert_eq!(parsed[1].id, "C7");
+        assert_eq!(
+            parsed[1].test,
+            TestSelector::Exact("full pages are counted".into())
+        );
+        assert_eq!(
+            parsed[2].test,
+            TestSelector::Exact("test_full_pages".into())
+        );
+        // Unquoted prose still names the test by its id.
+        let prose = parse_sentence_criteria(&["test: partial last page is counted".into()]);
+        assert_eq!(
+            prose.unwrap()[0].test,
+            TestSelector::IdPrefix("test_c1_".into())
+        );
+        assert!(matches!(
+            parse_sentence_criteria(&["test: \"partial last page".into()]),
+            Err(CriterionError::UnclosedQuote { .. })
+        ));
+        assert!(matches!(
+            parse_sentence_criteria(&["test: \"\"".into()]),
+            Err(CriterionError::NoName { .. })
+        ));
+    }
+
+    #[test]
+    fn a_criterion_with_no_name_at_all_is_refused() {
+        for text in ["test:", "guard:  ", "C2: test:"] {
+            assert!(
+                matches!(one(text), Err(CriterionError::NoName { .. })),
+                "{text}: {:?}",
+                one(text)
+            );
+        }
     }
 
     #[test]

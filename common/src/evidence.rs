@@ -24,6 +24,10 @@ pub struct Evidence {
     pub candidate: RevisionInfo,
     /// Test files the change adds, modifies or deletes; they are overlaid on the base tree.
     pub changed_test_files: Vec<String>,
+    /// The person granted the test-only exception (`--allow-test-only`) to a change without
+    /// product files: its `test:` criteria were judged on the candidate alone.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub test_only: bool,
     pub criteria: Vec<CriterionVerdict>,
     pub jobs: Vec<JobEvidence>,
     /// Report-only checks; absent until they run. Written with its keys sorted, as it always

@@ -185,6 +185,12 @@ pub trait Runner: Sync {
         true
     }
 
+    /// The session a case must share with the other cases of the same group, in plan order,
+    /// when the runner's own whole-suite run keeps state across them; `None`: any batch.
+    fn session_group(&self, _case: &SuiteCase) -> Option<String> {
+        None
+    }
+
     /// Why a suite's passing cases cannot be answered from the result cache, if they cannot.
     fn suite_uncacheable(&self) -> Option<&'static str> {
         None
@@ -483,7 +489,8 @@ mod tests {
             vitest,
             strings(&[
                 "npx",
-                "--no-install",
+                "--no",
+                "--offline",
                 "vitest",
                 "run",
                 "--reporter=json",

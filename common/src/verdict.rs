@@ -114,6 +114,87 @@ pub struct SideEvidence {
     pub error: Option<String>,
 }
 
+/// Why a criterion got its verdict, as a stable code a script can act on; `reason` says the same
+/// for people. The codes and their meanings are documented in docs/FORMATS.md ("Reason codes")
+/// and listed in docs/schemas/assay.proof.v1.json: a code is never renamed, only added.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReasonCode {
+    /// proven `test:`: it failed on the base and passes with the change.
+    Reproduced,
+    /// proven `guard:`: it passes on both sides.
+    PassedOnBoth,
+    /// proven `test:` under the test-only exception: it passes, stably, on the candidate.
+    PassedTestOnly,
+    /// refuted: the test fails (or errors) with the change.
+    FailsWithChange,
+    /// refuted: a `test:` passes on the base too, so it does not reproduce the bug.
+    PassesOnBase,
+    /// refuted: a guard (or one of its variants) fails on a side.
+    GuardFailed,
+    /// refuted: the test's file fails to collect, import or build with the change.
+    BuildFailed,
+    /// unverified: the name matches tests in more than one file.
+    Ambiguous,
+    /// unverified: no test of that name ran (see `suggestions`).
+    NotFound,
+    /// unverified: the test's file fails to collect, import or build on the base.
+    NeverRanOnBase,
+    /// unverified: the test errored in setup, a fixture or teardown on the base.
+    ErroredOnBase,
+    /// unverified: every matched case was skipped.
+    Skipped,
+    /// unverified: a job timed out before reporting the test.
+    TimedOut,
+    /// unverified: a job wrote no trustworthy report (missing, malformed, partial, empty).
+    NoReport,
+    /// unverified: a job reported the same test more than once.
+    DuplicateResult,
+    /// unverified: a job never ran (infrastructure failure, cancelled, not planned).
+    NotRun,
+    /// unverified: one run of the test reported it and another did not.
+    NotInEveryRun,
+    /// unverified: the test's file spawns another test runner.
+    SpawnsRunner,
+    /// unverified: the change alters what judges its tests (runner hooks, configuration).
+    HarnessChanged,
+    /// unstable: runs of the same test on the same tree disagree.
+    Unstable,
+}
+
+impl ReasonCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Reproduced => "reproduced",
+            Self::PassedOnBoth => "passed_on_both",
+            Self::PassedTestOnly => "passed_test_only",
+            Self::FailsWithChange => "fails_with_change",
+            Self::PassesOnBase => "passes_on_base",
+            Self::GuardFailed => "guard_failed",
+            Self::BuildFailed => "build_failed",
+            Self::Ambiguous => "ambiguous",
+            Self::NotFound => "not_found",
+            Self::NeverRanOnBase => "never_ran_on_base",
+            Self::ErroredOnBase => "errored_on_base",
+            Self::Skipped => "skipped",
+            Self::TimedOut => "timed_out",
+            Self::NoReport => "no_report",
+            Self::DuplicateResult => "duplicate_result",
+            Self::NotRun => "not_run",
+            Self::NotInEveryRun => "not_in_every_run",
+            Self::SpawnsRunner => "spawns_runner",
+            Self::HarnessChanged => "harness_changed",
+            Self::Unstable => "unstable",
+        }
+    }
+}
+
+impl fmt::Display for ReasonCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CriterionVerdict {
     pub id: String,
@@ -121,6 +202,13 @@ pub struct CriterionVerdict {
     pub test: String,
     pub verdict: Verdict,
     pub reason: String,
+    /// `reason` as a stable code. Evidence written before codes existed has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason_code: Option<ReasonCode>,
+    /// When no test of the declared name ran: the closest names that did (by edit distance,
+    /// and module-qualified forms such as `tests::full_pages` for `full_pages`), best first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub suggestions: Vec<String>,
     pub base: SideEvidence,
     pub candidate: SideEvidence,
 }
@@ -172,6 +260,7 @@ pub fn refuse_spawning_files(verdicts: &mut [CriterionVerdict], refused: &[Refus
         };
         if let Some(file) = refused.iter().find(|f| declares(f)) {
             verdict.verdict = Verdict::Unverified;
+            verdict.reason_code = Some(ReasonCode::SpawnsRunner);
             verdict.reason = format!(
                 "{} is declared in {}, which spawns another test runner ({}); such a file is refused as proof",
                 verdict.test, file.path, file.spawns
@@ -182,13 +271,28 @@ pub fn refuse_spawning_files(verdicts: &mut [CriterionVerdict], refused: &[Refus
 
 /// Decides every criterion from the observations of one proof.
 pub fn decide(criteria: &[Criterion], observations: &[Observation<'_>]) -> Vec<CriterionVerdict> {
+    decide_as(criteria, observations, false)
+}
+
+/// [`decide`]; with `test_only` (the person granted the test-only exception to a change
+/// without product files), a `test:` is judged on the candidate alone: it must pass there,
+/// in every run, and what it does on the base is recorded but not judged.
+pub fn decide_as(
+    criteria: &[Criterion],
+    observations: &[Observation<'_>],
+    test_only: bool,
+) -> Vec<CriterionVerdict> {
     criteria
         .iter()
-        .map(|criterion| decide_one(criterion, observations))
+        .map(|criterion| decide_one(criterion, observations, test_only))
         .collect()
 }
 
-fn decide_one(criterion: &Criterion, observations: &[Observation<'_>]) -> CriterionVerdict {
+fn decide_one(
+    criterion: &Criterion,
+    observations: &[Observation<'_>],
+    test_only: bool,
+) -> CriterionVerdict {
     let selector = &criterion.test;
     let primary = |side: Side| -> Vec<&Observation<'_>> {
         observations
@@ -206,8 +310,10 @@ fn decide_one(criterion: &Criterion, observations: &[Observation<'_>]) -> Criter
         .map(|c| c.file.clone())
         .collect();
 
-    let base_outcome = summarize(&base_jobs, &base_cases, &known_files, selector);
-    let candidate_outcome = summarize(&candidate_jobs, &candidate_cases, &known_files, selector);
+    let (base_outcome, base_missing) =
+        summarize_coded(&base_jobs, &base_cases, &known_files, selector);
+    let (candidate_outcome, candidate_missing) =
+        summarize_coded(&candidate_jobs, &candidate_cases, &known_files, selector);
     let repeated_sides: &[Side] = match criterion.kind {
         CriterionKind::Test => &[Side::Base, Side::Candidate],
         CriterionKind::Guard => &[Side::Candidate],
@@ -246,15 +352,50 @@ fn decide_one(criterion: &Criterion, observations: &[Observation<'_>]) -> Criter
         outcome: candidate_outcome,
         cases: candidate_cases,
     };
-    let (verdict, reason) = rule(criterion, &known_files, &base, &candidate);
+    let missing = Missing {
+        base: base_missing,
+        candidate: candidate_missing,
+    };
+    let (verdict, reason_code, reason) = match (criterion.kind, test_only) {
+        (CriterionKind::Test, true) => candidate_rule(criterion, &known_files, &candidate, missing),
+        _ => rule(criterion, &known_files, &base, &candidate, missing),
+    };
+    let suggestions = if reason_code == ReasonCode::NotFound {
+        let ran = base_jobs
+            .iter()
+            .chain(&candidate_jobs)
+            .filter_map(|job| job.result.report.parsed())
+            .flat_map(|report| report.cases.iter().map(|case| case.name.as_str()));
+        suggest(selector.display(), ran)
+    } else {
+        Vec::new()
+    };
     CriterionVerdict {
         id: criterion.id.clone(),
         kind: criterion.kind,
         test: selector.display().to_owned(),
         verdict,
         reason,
+        reason_code: Some(reason_code),
+        suggestions,
         base,
         candidate,
+    }
+}
+
+/// For each side whose outcome is [`SideOutcome::NoEvidence`], the code of what is missing.
+#[derive(Clone, Copy)]
+struct Missing {
+    base: Option<ReasonCode>,
+    candidate: Option<ReasonCode>,
+}
+
+impl Missing {
+    fn on(self, side: Side) -> Option<ReasonCode> {
+        match side {
+            Side::Base => self.base,
+            Side::Candidate => self.candidate,
+        }
     }
 }
 
@@ -263,12 +404,14 @@ fn rule(
     known_files: &BTreeSet<String>,
     base: &SideEvidence,
     candidate: &SideEvidence,
-) -> (Verdict, String) {
+    missing: Missing,
+) -> (Verdict, ReasonCode, String) {
     let name = criterion.test.display();
     if known_files.len() > 1 {
         let files: Vec<&str> = known_files.iter().map(String::as_str).collect();
         return (
             Verdict::Unverified,
+            ReasonCode::Ambiguous,
             format!("ambiguous: {name} names tests in {}", files.join(" and ")),
         );
     }
@@ -276,6 +419,7 @@ fn rule(
         if let Some(disagreement) = disagreement(&evidence.runs) {
             return (
                 Verdict::Unstable,
+                ReasonCode::Unstable,
                 format!("{name} is unstable on the {side}: {disagreement}"),
             );
         }
@@ -284,6 +428,7 @@ fn rule(
         if let Some(gap) = unreported_repeat(&evidence.runs) {
             return (
                 Verdict::Unverified,
+                ReasonCode::NotInEveryRun,
                 format!(
                     "{name} is not covered by every run on the {side}: {gap}; each proving test must be reported by all of its runs"
                 ),
@@ -291,12 +436,76 @@ fn rule(
         }
     }
     match criterion.kind {
-        CriterionKind::Test => test_rule(name, base, candidate),
-        CriterionKind::Guard => guard_rule(name, base, candidate),
+        CriterionKind::Test => test_rule(name, base, candidate, missing),
+        CriterionKind::Guard => guard_rule(name, base, candidate, missing),
     }
 }
 
-fn test_rule(name: &str, base: &SideEvidence, candidate: &SideEvidence) -> (Verdict, String) {
+/// A `test:` under the test-only exception: ambiguity, stability and the outcome, on the
+/// candidate alone.
+fn candidate_rule(
+    criterion: &Criterion,
+    known_files: &BTreeSet<String>,
+    candidate: &SideEvidence,
+    missing: Missing,
+) -> (Verdict, ReasonCode, String) {
+    use SideOutcome::*;
+    let name = criterion.test.display();
+    if known_files.len() > 1 {
+        let files: Vec<&str> = known_files.iter().map(String::as_str).collect();
+        return (
+            Verdict::Unverified,
+            ReasonCode::Ambiguous,
+            format!("ambiguous: {name} names tests in {}", files.join(" and ")),
+        );
+    }
+    if let Some(disagreement) = disagreement(&candidate.runs) {
+        return (
+            Verdict::Unstable,
+            ReasonCode::Unstable,
+            format!("{name} is unstable on the candidate: {disagreement}"),
+        );
+    }
+    if let Some(gap) = unreported_repeat(&candidate.runs) {
+        return (
+            Verdict::Unverified,
+            ReasonCode::NotInEveryRun,
+            format!(
+                "{name} is not covered by every run on the candidate: {gap}; each proving test must be reported by all of its runs"
+            ),
+        );
+    }
+    match &candidate.outcome {
+        Passed => (
+            Verdict::Proven,
+            ReasonCode::PassedTestOnly,
+            format!(
+                "{name} passes with the change in every run; the change has no product files and the test-only exception was granted, so the base was not judged"
+            ),
+        ),
+        Failed | Error => (
+            Verdict::Refuted,
+            ReasonCode::FailsWithChange,
+            format!(
+                "{name} fails with the change ({})",
+                describe_failures(&candidate.cases)
+            ),
+        ),
+        CollectionError(file) => (
+            Verdict::Refuted,
+            ReasonCode::BuildFailed,
+            format!("{name} cannot load with the change: {file} fails to collect"),
+        ),
+        other => unverified_side(name, Side::Candidate, other, missing),
+    }
+}
+
+fn test_rule(
+    name: &str,
+    base: &SideEvidence,
+    candidate: &SideEvidence,
+    missing: Missing,
+) -> (Verdict, ReasonCode, String) {
     use SideOutcome::*;
     let failing_variant = |evidence: &SideEvidence| describe_failures(&evidence.cases);
     match &candidate.outcome {
@@ -304,6 +513,7 @@ fn test_rule(name: &str, base: &SideEvidence, candidate: &SideEvidence) -> (Verd
         Failed | Error => {
             return (
                 Verdict::Refuted,
+                ReasonCode::FailsWithChange,
                 format!(
                     "{name} fails with the change ({})",
                     failing_variant(candidate)
@@ -313,24 +523,28 @@ fn test_rule(name: &str, base: &SideEvidence, candidate: &SideEvidence) -> (Verd
         CollectionError(file) => {
             return (
                 Verdict::Refuted,
+                ReasonCode::BuildFailed,
                 format!("{name} cannot load with the change: {file} fails to collect"),
             );
         }
-        other => return unverified_side(name, Side::Candidate, other),
+        other => return unverified_side(name, Side::Candidate, other, missing),
     }
     match &base.outcome {
         Failed => (
             Verdict::Proven,
+            ReasonCode::Reproduced,
             format!("{name} fails on the base and passes with the change"),
         ),
         Passed => (
             Verdict::Refuted,
+            ReasonCode::PassesOnBase,
             format!("{name} passes on the base too: the change's test does not reproduce the bug"),
         ),
         // Missing evidence, not evidence against the claim: the test never reached a result
         // of its own on the base, so nothing says whether it catches the bug.
         Error => (
             Verdict::Unverified,
+            ReasonCode::ErroredOnBase,
             format!(
                 "{name} did not run to a result of its own on the base: the report marks it an error, not a failure ({}), so the bug was not reproduced; make its setup and fixtures work on the base so that it fails in its own body",
                 failing_variant(base)
@@ -338,6 +552,7 @@ fn test_rule(name: &str, base: &SideEvidence, candidate: &SideEvidence) -> (Verd
         ),
         CollectionError(file) => (
             Verdict::Unverified,
+            ReasonCode::NeverRanOnBase,
             format!(
                 "{name} never ran on the base: {file} fails to collect, import or build there{}, so there is no evidence that the test catches the bug; make the test use only names the base already has, so that it fails for the bug and not at import",
                 base.error
@@ -346,17 +561,23 @@ fn test_rule(name: &str, base: &SideEvidence, candidate: &SideEvidence) -> (Verd
                     .unwrap_or_default()
             ),
         ),
-        other => unverified_side(name, Side::Base, other),
+        other => unverified_side(name, Side::Base, other, missing),
     }
 }
 
-fn guard_rule(name: &str, base: &SideEvidence, candidate: &SideEvidence) -> (Verdict, String) {
+fn guard_rule(
+    name: &str,
+    base: &SideEvidence,
+    candidate: &SideEvidence,
+    missing: Missing,
+) -> (Verdict, ReasonCode, String) {
     use SideOutcome::*;
     for (side, evidence) in [(Side::Base, base), (Side::Candidate, candidate)] {
         match &evidence.outcome {
             Failed | Error => {
                 return (
                     Verdict::Refuted,
+                    ReasonCode::GuardFailed,
                     format!(
                         "guard {name} does not pass on the {side} ({})",
                         describe_failures(&evidence.cases)
@@ -367,6 +588,7 @@ fn guard_rule(name: &str, base: &SideEvidence, candidate: &SideEvidence) -> (Ver
             CollectionError(file) if side == Side::Candidate => {
                 return (
                     Verdict::Refuted,
+                    ReasonCode::BuildFailed,
                     format!("guard {name} cannot load with the change: {file} fails to collect"),
                 );
             }
@@ -380,28 +602,106 @@ fn guard_rule(name: &str, base: &SideEvidence, candidate: &SideEvidence) -> (Ver
             CollectionError(file) => {
                 return (
                     Verdict::Unverified,
+                    ReasonCode::NeverRanOnBase,
                     format!(
                         "guard {name} never ran on the base: {file} fails to collect, import or build there (with the change's test files), so there is no evidence it passed before the change; move what the base lacks out of the guard's module, or name a guard in a module the base can load"
                     ),
                 );
             }
-            other => return unverified_side(name, side, other),
+            other => return unverified_side(name, side, other, missing),
         }
     }
     (
         Verdict::Proven,
+        ReasonCode::PassedOnBoth,
         format!("{name} passes on the base and with the change"),
     )
 }
 
-fn unverified_side(name: &str, side: Side, outcome: &SideOutcome) -> (Verdict, String) {
-    let why = match outcome {
-        SideOutcome::Skipped => format!("{name} was skipped on the {side}; a skip is never a pass"),
-        SideOutcome::NotFound => format!("no test named {name} ran on the {side}"),
-        SideOutcome::NoEvidence(why) => format!("no evidence for {name} on the {side}: {why}"),
-        other => format!("{name} is {} on the {side}", other.label()),
+fn unverified_side(
+    name: &str,
+    side: Side,
+    outcome: &SideOutcome,
+    missing: Missing,
+) -> (Verdict, ReasonCode, String) {
+    let (code, why) = match outcome {
+        SideOutcome::Skipped => (
+            ReasonCode::Skipped,
+            format!("{name} was skipped on the {side}; a skip is never a pass"),
+        ),
+        SideOutcome::NotFound => (
+            ReasonCode::NotFound,
+            format!("no test named {name} ran on the {side}"),
+        ),
+        SideOutcome::NoEvidence(why) => (
+            missing.on(side).unwrap_or(ReasonCode::NoReport),
+            format!("no evidence for {name} on the {side}: {why}"),
+        ),
+        other => (
+            ReasonCode::NotRun,
+            format!("{name} is {} on the {side}", other.label()),
+        ),
     };
-    (Verdict::Unverified, why)
+    (Verdict::Unverified, code, why)
+}
+
+/// Up to three names that ran and are closest to `declared`: first those that are `declared`
+/// qualified by a module, a parent or a `test_` prefix (`tests::full_pages`,
+/// `TestPager/full_pages`, `pager > full_pages`, `test_full_pages`), then by edit distance over names compared without case and with
+/// spaces, `-` and `_` alike (a node:test sentence against its snake_case spelling), within a
+/// third of the name's length.
+pub fn suggest<'a>(declared: &str, ran: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    const SHOWN: usize = 3;
+    let fold = |name: &str| -> Vec<char> {
+        name.chars()
+            .map(|c| match c {
+                ' ' | '-' => '_',
+                c => c.to_ascii_lowercase(),
+            })
+            .collect()
+    };
+    let wanted = fold(declared);
+    let limit = (wanted.len() / 3).max(2);
+    let mut scored: Vec<(usize, &str)> = Vec::new();
+    for name in ran.into_iter().collect::<BTreeSet<_>>() {
+        if name == declared {
+            continue;
+        }
+        // A Python test's own prefix counts as a qualifier: `test_full_pages` for `full_pages`.
+        let qualified = [":", "/", ".", " > ", " ", "test_"]
+            .iter()
+            .any(|separator| name.ends_with(&format!("{separator}{declared}")));
+        let score = if qualified {
+            0
+        } else {
+            let distance = edit_distance(&wanted, &fold(name));
+            if distance > limit {
+                continue;
+            }
+            distance + 1
+        };
+        scored.push((score, name));
+    }
+    scored.sort();
+    scored
+        .into_iter()
+        .take(SHOWN)
+        .map(|(_, name)| name.to_owned())
+        .collect()
+}
+
+/// Levenshtein distance.
+fn edit_distance(a: &[char], b: &[char]) -> usize {
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut current = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = previous[j] + usize::from(ca != cb);
+            current[j + 1] = substitution.min(previous[j + 1] + 1).min(current[j] + 1);
+        }
+        previous = current;
+    }
+    previous[b.len()]
 }
 
 fn describe_failures(cases: &[MatchedCase]) -> String {
@@ -483,8 +783,23 @@ fn summarize(
     known_files: &BTreeSet<String>,
     selector: &TestSelector,
 ) -> SideOutcome {
+    summarize_coded(jobs, cases, known_files, selector).0
+}
+
+/// [`summarize`], with the code of what is missing when the outcome is
+/// [`SideOutcome::NoEvidence`].
+fn summarize_coded(
+    jobs: &[&Observation<'_>],
+    cases: &[MatchedCase],
+    known_files: &BTreeSet<String>,
+    selector: &TestSelector,
+) -> (SideOutcome, Option<ReasonCode>) {
+    let found = |outcome: SideOutcome| (outcome, None);
     if jobs.is_empty() {
-        return SideOutcome::NoEvidence("no job ran the test on this side".into());
+        return (
+            SideOutcome::NoEvidence("no job ran the test on this side".into()),
+            Some(ReasonCode::NotRun),
+        );
     }
     let duplicates = duplicate_identities(jobs, selector);
     let trusted: Vec<&MatchedCase> = cases
@@ -492,37 +807,43 @@ fn summarize(
         .filter(|c| !(c.outcome == Outcome::Passed && duplicates.contains(&(c.job, identity(c)))))
         .collect();
     if trusted.iter().any(|c| c.outcome == Outcome::Failed) {
-        return SideOutcome::Failed;
+        return found(SideOutcome::Failed);
     }
     if trusted.iter().any(|c| c.outcome == Outcome::Error) {
-        return SideOutcome::Error;
+        return found(SideOutcome::Error);
     }
     if trusted.iter().any(|c| c.outcome == Outcome::Passed) {
-        return SideOutcome::Passed;
+        return found(SideOutcome::Passed);
     }
     if !trusted.is_empty() {
-        return SideOutcome::Skipped;
+        return found(SideOutcome::Skipped);
     }
     if let Some((job, id)) = duplicates.iter().next() {
-        return SideOutcome::NoEvidence(format!("job {job} reports {id} more than once"));
+        return (
+            SideOutcome::NoEvidence(format!("job {job} reports {id} more than once")),
+            Some(ReasonCode::DuplicateResult),
+        );
     }
     for job in jobs {
-        if let Some(problem) = incompleteness(job.result) {
-            return SideOutcome::NoEvidence(format!(
-                "{} job {}: {problem}",
-                job.kind.label(job.side),
-                job.result.index
-            ));
+        if let Some((code, problem)) = incompleteness(job.result) {
+            return (
+                SideOutcome::NoEvidence(format!(
+                    "{} job {}: {problem}",
+                    job.kind.label(job.side),
+                    job.result.index
+                )),
+                Some(code),
+            );
         }
     }
     for job in jobs {
         if let Some(report) = job.result.report.parsed()
             && let Some(file) = linked_collection_error(report, known_files)
         {
-            return SideOutcome::CollectionError(file);
+            return found(SideOutcome::CollectionError(file));
         }
     }
-    SideOutcome::NotFound
+    found(SideOutcome::NotFound)
 }
 
 fn identity(case: &MatchedCase) -> String {
@@ -560,12 +881,20 @@ fn duplicate_identities(
 }
 
 /// Why a job's evidence is partial: it timed out, never ran, or its report is untrustworthy.
-fn incompleteness(result: &JobResult) -> Option<String> {
+fn incompleteness(result: &JobResult) -> Option<(ReasonCode, String)> {
     match &result.status {
-        JobStatus::TimedOut => Some("timed out before reporting every test".into()),
-        JobStatus::Infrastructure { message, .. } => Some(format!("not run: {message}")),
-        JobStatus::Cancelled => Some("cancelled".into()),
-        JobStatus::Completed { .. } => result.report.problem(),
+        JobStatus::TimedOut => Some((
+            ReasonCode::TimedOut,
+            "timed out before reporting every test".into(),
+        )),
+        JobStatus::Infrastructure { message, .. } => {
+            Some((ReasonCode::NotRun, format!("not run: {message}")))
+        }
+        JobStatus::Cancelled => Some((ReasonCode::NotRun, "cancelled".into())),
+        JobStatus::Completed { .. } => result
+            .report
+            .problem()
+            .map(|problem| (ReasonCode::NoReport, problem)),
     }
 }
 

@@ -41,6 +41,10 @@ pub struct ProofRequest {
     /// `--trust-harness-change`: a person reviewed the change's harness and accepts it. Only a
     /// flag or the environment sets it, never the repository's configuration.
     pub trust_harness_change: bool,
+    /// The person granted the test-only exception (`--allow-test-only`, never the
+    /// repository): a change without product files may carry `test:` criteria, judged on the
+    /// candidate alone.
+    pub allow_test_only: bool,
 }
 
 /// A proof with its trees resolved and its jobs planned.

@@ -67,10 +67,34 @@ pub enum EngineError {
         line: usize,
         case: String,
     },
+    #[error(
+        "the change touches no product file ({}), so `test:` criterion {criterion} cannot fail before it and pass after; nothing ran (hint: name it as a guard, add the product change, or grant the test-only exception with --allow-test-only or ASSAY_ALLOW_TEST_ONLY=1, which judges the test on the candidate alone)",
+        describe_files(changed)
+    )]
+    TestOnly {
+        criterion: String,
+        changed: Vec<String>,
+    },
     #[error(transparent)]
     Queue(#[from] QueueError),
     #[error("failed to resolve the project's dependencies before any job")]
     Dependencies(#[from] DependencyError),
+}
+
+/// Up to three paths, and how many more.
+fn describe_files(paths: &[String]) -> String {
+    const SHOWN: usize = 3;
+    if paths.is_empty() {
+        return "it changes no file".into();
+    }
+    let mut text = paths[..paths.len().min(SHOWN)].join(", ");
+    if paths.len() > SHOWN {
+        text.push_str(&format!(" and {} more", paths.len() - SHOWN));
+    }
+    match paths.len() {
+        1 => format!("only the test file {text}"),
+        _ => format!("only the test files {text}"),
+    }
 }
 
 impl EngineError {
@@ -83,6 +107,7 @@ impl EngineError {
                     | SourceError::UnknownRevision { .. }
                     | SourceError::ReadPatch { .. }
                     | SourceError::PatchApply { .. }
+                    | SourceError::Bare { .. }
             ) | Self::Glob { .. }
                 | Self::NoCriteria
                 | Self::NeedsCommand { .. }
@@ -90,6 +115,7 @@ impl EngineError {
                 | Self::SeveralManifests { .. }
                 | Self::Manifest { .. }
                 | Self::MissingCase { .. }
+                | Self::TestOnly { .. }
         )
     }
 }
@@ -127,6 +153,20 @@ pub fn prepare(request: ProofRequest) -> Result<PreparedProof, EngineError> {
         &request.candidate,
         &is_test_file,
     )?;
+    // A `test:` must fail before the change and pass after it; a change without product files
+    // leaves the code it tests as it was, so only the person may grant that exception.
+    if is_test_only(&change)
+        && !request.allow_test_only
+        && let Some(criterion) = request
+            .criteria
+            .iter()
+            .find(|c| c.kind == assay_common::criteria::CriterionKind::Test)
+    {
+        return Err(EngineError::TestOnly {
+            criterion: criterion.id.clone(),
+            changed: change.changed.iter().map(|f| f.path.clone()).collect(),
+        });
+    }
     let runner = match request.runner {
         Some(runner) => runner,
         None => detect_runner(&request.repo, &change)?,
@@ -269,6 +309,90 @@ pub fn on_path(program: &str) -> bool {
                 .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
         })
     })
+}
+
+/// A program a proof's command needs that is not installed where its jobs would look for it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MissingTool {
+    /// The program, as the command names it (`vitest`, `pytest9`).
+    pub tool: String,
+    /// Where it was looked for.
+    pub looked_in: String,
+}
+
+/// Checked before anything runs, where jobs run on this machine: a command whose program does
+/// not resolve would otherwise fail in every job, or (`npx` fetching a package) wait on a
+/// registry the sandbox cannot reach until the job's timeout. The program is looked for on the
+/// `PATH`, a relative one in the candidate tree, and what `npx`/`npm exec` run in
+/// `node_modules/.bin` of the candidate tree or of the repository's directory.
+pub fn missing_tool(prepared: &PreparedProof) -> Result<Option<MissingTool>, SourceError> {
+    match prepared.jobs.first() {
+        Some(job) => missing_program(
+            &prepared.request.repo,
+            &prepared.change.candidate.tree,
+            &job.command,
+        ),
+        None => Ok(None),
+    }
+}
+
+/// [`missing_tool`] for any command run on `tree` of `repo` (`assay test`, `assay mutate`).
+pub fn missing_program(
+    repo: &std::path::Path,
+    tree: &assay_common::TreeId,
+    command: &[String],
+) -> Result<Option<MissingTool>, SourceError> {
+    let Some(program) = command.first() else {
+        return Ok(None);
+    };
+    // Placeholders (`{adapter}`) are Assay's own files, written into each job's scratch.
+    if program.contains('{') {
+        return Ok(None);
+    }
+    let in_tree = |path: &str| -> Result<bool, SourceError> {
+        let path = path.trim_start_matches("./");
+        Ok(source::read_file(repo, tree, path)?.is_some()
+            || source::list_files(repo, tree)?
+                .iter()
+                .any(|f| f.starts_with(&format!("{path}/"))))
+    };
+    if program.starts_with('/') {
+        return Ok(
+            (!std::path::Path::new(program).exists()).then(|| MissingTool {
+                tool: program.clone(),
+                looked_in: "this machine".into(),
+            }),
+        );
+    }
+    if program.contains('/') {
+        return Ok((!in_tree(program)?).then(|| MissingTool {
+            tool: program.clone(),
+            looked_in: "the tree".into(),
+        }));
+    }
+    if !on_path(program) {
+        return Ok(Some(MissingTool {
+            tool: program.clone(),
+            looked_in: "PATH".into(),
+        }));
+    }
+    let runs_a_package = match program.as_str() {
+        "npx" => Some(&command[1..]),
+        "npm" if command.get(1).is_some_and(|a| a == "exec") => Some(&command[2..]),
+        _ => None,
+    };
+    if let Some(args) = runs_a_package
+        && let Some(package) = args.iter().find(|a| !a.starts_with('-'))
+    {
+        let bin = format!("node_modules/.bin/{package}");
+        if !in_tree(&bin)? && !repo.join(&bin).exists() {
+            return Ok(Some(MissingTool {
+                tool: package.clone(),
+                looked_in: format!("{bin} of the candidate tree and of {}", repo.display()),
+            }));
+        }
+    }
+    Ok(None)
 }
 
 /// The candidate tree's one corpus: its directory and its parsed rows, every case file present.
@@ -473,7 +597,8 @@ pub fn conclude(
             result,
         })
         .collect();
-    let mut criteria = verdict::decide(&proof.request.criteria, &observations);
+    let test_only = proof.request.allow_test_only && is_test_only(&proof.change);
+    let mut criteria = verdict::decide_as(&proof.request.criteria, &observations, test_only);
     verdict::refuse_spawning_files(&mut criteria, &proof.refused_files);
     let harness = verdict::harness::judge(
         &mut criteria,
@@ -505,6 +630,7 @@ pub fn conclude(
             .iter()
             .map(|f| f.path.clone())
             .collect(),
+        test_only,
         criteria,
         jobs: proof
             .jobs
@@ -524,6 +650,11 @@ pub fn conclude(
         started_at: rfc3339(started),
         duration_s: elapsed.elapsed().as_secs_f64(),
     }
+}
+
+/// Whether the change touches no product file: every file it changes is a test file.
+fn is_test_only(change: &Change) -> bool {
+    change.changed.len() == change.changed_test_files.len()
 }
 
 /// A fresh proof id: time-ordered, unique enough across a fleet.

@@ -548,10 +548,48 @@ pub(crate) async fn check_pinned(
             report_bytes = Some(bytes);
         }
     }
-    if report::parse(format, report_bytes.as_deref()) != result.report {
+    if reparse(format, report_bytes.as_deref(), &result.report) != result.report {
         return Err(Refusal::ReportDiffers);
     }
     Ok(())
+}
+
+/// A pinned report parsed again as the worker parsed it. Node and Vitest name test files
+/// absolutely, under the directory the job's tree was in, which the worker made relative
+/// (`report::parse_in_tree`); an entry does not record that directory, so it is read off the
+/// first file the claimed report names relatively, and the whole report must then agree.
+fn reparse(
+    format: &ReportFormat,
+    bytes: Option<&[u8]>,
+    claimed: &assay_common::outcome::ReportOutcome,
+) -> assay_common::outcome::ReportOutcome {
+    use assay_common::outcome::ReportOutcome;
+    let parsed = report::parse(format, bytes);
+    let (ReportOutcome::Parsed(absolute), ReportOutcome::Parsed(relative)) = (&parsed, claimed)
+    else {
+        return parsed;
+    };
+    let files = |report: &assay_common::outcome::TestReport| -> Vec<String> {
+        report
+            .cases
+            .iter()
+            .map(|case| case.file.clone())
+            .chain(report.collection_errors.iter().map(|e| e.file.clone()))
+            .collect()
+    };
+    let root = files(absolute)
+        .iter()
+        .zip(files(relative))
+        .find_map(|(absolute, relative)| {
+            let root = absolute
+                .strip_suffix(relative.as_str())?
+                .strip_suffix('/')?;
+            (!root.is_empty() && !relative.is_empty()).then(|| root.to_owned())
+        });
+    match root {
+        Some(root) => report::parse_in_tree(format, bytes, &root),
+        None => parsed,
+    }
 }
 
 /// The cache over an artifact store.
@@ -940,7 +978,9 @@ impl JobQueue for CachingQueue<'_> {
                 Ok(())
             }
             Lookup::Rejected { key, why } => {
-                tracing::warn!(key, %why, "refusing a cache entry that failed its checks");
+                // A coordinator's log is where a fleet reports it; the CLI, whose logs show
+                // warnings only, reports `rejected` in one summary line of its own.
+                tracing::info!(key, %why, "refusing a cache entry that failed its checks");
                 if let Ok(mut rejected) = self.rejected.lock() {
                     rejected.push((key, why.to_string()));
                 }

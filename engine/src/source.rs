@@ -1,7 +1,9 @@
-//! Source trees from git (git2), never from the user's working tree or index: resolves the
-//! base and candidate, lists what the change touches, and builds the base tree (base plus the
-//! change's test files) as a tree object in the repository's object database. Writing objects
-//! changes nothing `git status` shows; they are unreferenced and git's gc removes them in time.
+//! Source trees from git (git2), never written to the user's working tree or index: resolves
+//! the base and candidate, lists what the change touches, and builds the base tree (base plus
+//! the change's test files) as a tree object in the repository's object database. Writing
+//! objects changes nothing `git status` shows; they are unreferenced and git's gc removes them
+//! in time. The one reader of the work tree is [`worktree_tree`] (`--worktree`), which hashes
+//! its files into such objects through an index held in memory, never saved.
 
 use assay_common::TreeId;
 use globset::GlobSet;
@@ -41,6 +43,8 @@ pub enum SourceError {
         #[source]
         source: assay_common::tree_path::TreePathError,
     },
+    #[error("{path} is a bare repository; it has no work tree to prove (hint: prove a revision)")]
+    Bare { path: PathBuf },
     #[error("git operation failed: {what}")]
     Git {
         what: String,
@@ -85,6 +89,76 @@ pub struct Change {
 pub enum CandidateSpec {
     Revision(String),
     Patch(PathBuf),
+    /// A patch read from standard input (`--patch -`), applied to the base.
+    PatchText(Vec<u8>),
+    /// The work tree as it is: tracked files with their uncommitted edits, and untracked files
+    /// that are not ignored (`--worktree`).
+    WorkTree,
+}
+
+/// What the work tree holds that HEAD does not, as `git status --porcelain` names it
+/// (`M pager.py`, `?? tests/test_new.py`): changes to tracked files, staged or not, and
+/// untracked files that are not ignored. `assay.toml` is left out: Assay reads it from the work
+/// tree as configuration whichever tree it proves.
+pub fn uncommitted_changes(repo_path: &Path) -> Result<Vec<String>, SourceError> {
+    let repo = open(repo_path)?;
+    if repo.is_bare() {
+        return Ok(Vec::new());
+    }
+    let mut options = git2::StatusOptions::new();
+    options
+        .include_untracked(true)
+        .recurse_untracked_dirs(true)
+        .include_ignored(false)
+        .exclude_submodules(true);
+    let statuses = repo
+        .statuses(Some(&mut options))
+        .map_err(git("read the work tree's status"))?;
+    let mut changes = Vec::new();
+    for entry in statuses.iter() {
+        let Some(path) = entry.path() else { continue };
+        if path == "assay.toml" {
+            continue;
+        }
+        let status = entry.status();
+        let mark = if status.contains(git2::Status::WT_NEW) {
+            "??"
+        } else if status.intersects(git2::Status::WT_DELETED | git2::Status::INDEX_DELETED) {
+            "D"
+        } else if status.intersects(git2::Status::INDEX_NEW) {
+            "A"
+        } else {
+            "M"
+        };
+        changes.push(format!("{mark} {path}"));
+    }
+    Ok(changes)
+}
+
+/// The work tree as a git tree object: every tracked file as it is on disk (deleted ones
+/// left out) and every untracked file that is not ignored, with git's own filters and modes,
+/// as `git add -A && git write-tree` would record it. The repository's index is loaded into
+/// memory, updated there and never written back, so `.git/index` and the files are untouched.
+pub fn worktree_tree(repo_path: &Path) -> Result<TreeId, SourceError> {
+    let repo = open(repo_path)?;
+    if repo.is_bare() {
+        return Err(SourceError::Bare {
+            path: repo_path.to_owned(),
+        });
+    }
+    // The in-memory copy of the index: libgit2 writes it back only on `Index::write`, which is
+    // never called here.
+    let mut index = repo.index().map_err(git("read the index"))?;
+    index
+        .add_all(["*"], git2::IndexAddOption::DEFAULT, None)
+        .map_err(git("hash the work tree's files"))?;
+    index
+        .update_all(["*"], None)
+        .map_err(git("leave out the work tree's deleted files"))?;
+    let oid = index
+        .write_tree_to(&repo)
+        .map_err(git("write the work tree's tree"))?;
+    Ok(TreeId(oid.to_string()))
 }
 
 pub fn open(repo: &Path) -> Result<git2::Repository, SourceError> {
@@ -146,24 +220,22 @@ pub fn resolve_change(
                 path: path.clone(),
                 source,
             })?;
-            let patch_err = |source| SourceError::PatchApply {
-                path: path.clone(),
-                base: base.to_owned(),
-                source,
-            };
-            let diff = git2::Diff::from_buffer(&bytes).map_err(patch_err)?;
-            let mut index = repo
-                .apply_to_tree(&base_tree, &diff, None)
-                .map_err(patch_err)?;
-            let oid = index
-                .write_tree_to(&repo)
-                .map_err(git("write the patched tree"))?;
-            let tree = repo.find_tree(oid).map_err(git("read the patched tree"))?;
+            apply_patch(&repo, &base_tree, base, path, &bytes)?
+        }
+        CandidateSpec::PatchText(bytes) => {
+            apply_patch(&repo, &base_tree, base, Path::new("-"), bytes)?
+        }
+        CandidateSpec::WorkTree => {
+            let id = worktree_tree(repo_path)?;
+            let oid = git2::Oid::from_str(id.as_str()).map_err(git("parse a tree id"))?;
+            let tree = repo
+                .find_tree(oid)
+                .map_err(git("read the work tree's tree"))?;
             (
                 Revision {
-                    requested: format!("{base} + {}", path.display()),
+                    requested: "work tree".into(),
                     commit: None,
-                    tree: TreeId(oid.to_string()),
+                    tree: id,
                 },
                 tree,
             )
@@ -223,6 +295,43 @@ pub fn resolve_change(
         changed_test_files,
         base_tree: overlaid,
     })
+}
+
+/// The base with `patch` applied, as a tree in the object database; `path` names the patch
+/// (`-` for standard input).
+fn apply_patch<'r>(
+    repo: &'r git2::Repository,
+    base_tree: &git2::Tree<'_>,
+    base: &str,
+    path: &Path,
+    patch: &[u8],
+) -> Result<(Revision, git2::Tree<'r>), SourceError> {
+    let patch_err = |source| SourceError::PatchApply {
+        path: path.to_owned(),
+        base: base.to_owned(),
+        source,
+    };
+    let diff = git2::Diff::from_buffer(patch).map_err(patch_err)?;
+    let mut index = repo
+        .apply_to_tree(base_tree, &diff, None)
+        .map_err(patch_err)?;
+    let oid = index
+        .write_tree_to(repo)
+        .map_err(git("write the patched tree"))?;
+    let tree = repo.find_tree(oid).map_err(git("read the patched tree"))?;
+    let shown = if path == Path::new("-") {
+        "standard input".to_owned()
+    } else {
+        path.display().to_string()
+    };
+    Ok((
+        Revision {
+            requested: format!("{base} + {shown}"),
+            commit: None,
+            tree: TreeId(oid.to_string()),
+        },
+        tree,
+    ))
 }
 
 /// The base tree with the candidate's versions of `test_files` (deleted ones removed).

@@ -745,6 +745,7 @@ fn forged_evidence(proof: &ProofId) -> String {
         base: revision.clone(),
         candidate: revision,
         changed_test_files: vec![],
+        test_only: false,
         criteria: vec![],
         jobs: vec![],
         mutation_check: None,

@@ -644,6 +644,7 @@ mod tests {
                 generated_lockfile: None,
             },
             changed_test_files: vec!["tests/<x>.py".into()],
+            test_only: false,
             criteria: Vec::new(),
             jobs: vec![job(0, "base", Some(0), 1.0)],
             mutation_check: None,

@@ -43,6 +43,14 @@ impl Runner for Node {
         argv
     }
 
+    /// Its tests are named by sentences: `test: "partial last page is counted"`.
+    fn parse_criteria(
+        &self,
+        texts: &[String],
+    ) -> Result<Vec<crate::criteria::Criterion>, crate::criteria::CriterionError> {
+        crate::criteria::parse_sentence_criteria(texts)
+    }
+
     fn report_format(&self) -> ReportFormat {
         ReportFormat::NodeJson
     }

@@ -59,6 +59,19 @@ impl Runner for Unittest {
         }
     }
 
+    /// A module's tests share class attributes, `setUpClass` and module state, which
+    /// `python -m unittest` keeps in one process: one process per test changes the outcome of
+    /// an order-dependent suite (a test that reads what an earlier one set) and costs a Python
+    /// start-up per test. So cases run in batches, a module's cases in one session in their
+    /// order; the batch's output is then shared by its cases.
+    fn batches_by_default(&self) -> bool {
+        true
+    }
+
+    fn session_group(&self, case: &SuiteCase) -> Option<String> {
+        Some(case.file.clone())
+    }
+
     fn suite_command(&self, prefix: &[String], cases: &[&SuiteCase]) -> Vec<String> {
         let mut argv = prefix.to_vec();
         argv.extend(["{adapter}", "--report", "{report}"].map(String::from));

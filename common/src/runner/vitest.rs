@@ -12,7 +12,9 @@ impl Runner for Vitest {
     }
 
     fn default_command(&self) -> &'static [&'static str] {
-        &["npx", "--no-install", "vitest"]
+        // `--no`: never install; `--offline`: never ask a registry, which a sandbox without a
+        // network would wait on until the job's timeout.
+        &["npx", "--no", "--offline", "vitest"]
     }
 
     fn is_test_file(&self, path: &str) -> bool {
@@ -32,6 +34,14 @@ impl Runner for Vitest {
         }
         argv.extend(files.iter().cloned());
         argv
+    }
+
+    /// Its tests are named by sentences: `test: "partial last page is counted"`.
+    fn parse_criteria(
+        &self,
+        texts: &[String],
+    ) -> Result<Vec<crate::criteria::Criterion>, crate::criteria::CriterionError> {
+        crate::criteria::parse_sentence_criteria(texts)
     }
 
     fn report_format(&self) -> ReportFormat {

@@ -457,6 +457,8 @@ fn proof_verdict_needs_every_criterion_proven() {
         test: "t".into(),
         verdict,
         reason: String::new(),
+        reason_code: None,
+        suggestions: Vec::new(),
         base: SideEvidence {
             outcome: SideOutcome::NotFound,
             cases: vec![],
@@ -594,4 +596,151 @@ fn in_file_without_cases() -> Vec<(JobKind, Side, JobResult)> {
             ran(1, vec![case(FILE, "test_other", None, Outcome::Passed)]),
         ),
     ]
+}
+
+#[test]
+fn each_verdict_carries_the_stable_code_of_its_reason() {
+    let code = |base, candidate| {
+        verdict_of("test: test_partial_page", &targeted(base, candidate)).reason_code
+    };
+    assert_eq!(
+        code(Outcome::Failed, Outcome::Passed),
+        Some(ReasonCode::Reproduced)
+    );
+    assert_eq!(
+        code(Outcome::Passed, Outcome::Passed),
+        Some(ReasonCode::PassesOnBase)
+    );
+    assert_eq!(
+        code(Outcome::Failed, Outcome::Failed),
+        Some(ReasonCode::FailsWithChange)
+    );
+    assert_eq!(
+        code(Outcome::Error, Outcome::Passed),
+        Some(ReasonCode::ErroredOnBase)
+    );
+    assert_eq!(
+        code(Outcome::Failed, Outcome::Skipped),
+        Some(ReasonCode::Skipped)
+    );
+    let guard = verdict_of(
+        "guard: test_partial_page",
+        &targeted(Outcome::Passed, Outcome::Passed),
+    );
+    assert_eq!(guard.reason_code, Some(ReasonCode::PassedOnBoth));
+    let timed_out = [
+        (
+            JobKind::Targeted,
+            Side::Base,
+            result(0, JobStatus::TimedOut, ReportOutcome::Missing),
+        ),
+        (
+            JobKind::Targeted,
+            Side::Candidate,
+            ran(1, vec![case(FILE, T, None, Outcome::Passed)]),
+        ),
+    ];
+    let v = verdict_of("test: test_partial_page", &timed_out);
+    assert_eq!(v.reason_code, Some(ReasonCode::TimedOut), "{}", v.reason);
+    let unreported = [
+        (
+            JobKind::Targeted,
+            Side::Base,
+            result(
+                0,
+                JobStatus::Completed { exit_code: 2 },
+                ReportOutcome::Missing,
+            ),
+        ),
+        (
+            JobKind::Targeted,
+            Side::Candidate,
+            ran(1, vec![case(FILE, T, None, Outcome::Passed)]),
+        ),
+    ];
+    let v = verdict_of("test: test_partial_page", &unreported);
+    assert_eq!(v.reason_code, Some(ReasonCode::NoReport), "{}", v.reason);
+    let json = serde_json::to_value(&v).expect("serializes");
+    assert_eq!(json["reason_code"], "no_report");
+}
+
+#[test]
+fn a_name_that_did_not_run_is_answered_with_the_closest_names_that_did() {
+    let jobs = |declared_side_names: &[&str]| -> Vec<(JobKind, Side, JobResult)> {
+        let cases = |index| {
+            ran(
+                index,
+                declared_side_names
+                    .iter()
+                    .map(|name| case(FILE, name, None, Outcome::Passed))
+                    .collect(),
+            )
+        };
+        vec![
+            (JobKind::Targeted, Side::Base, cases(0)),
+            (JobKind::Targeted, Side::Candidate, cases(1)),
+        ]
+    };
+    let v = verdict_of(
+        "guard: full_pages",
+        &jobs(&["tests::full_pages", "tests::partial_page", "ledger::totals"]),
+    );
+    assert_eq!(v.reason_code, Some(ReasonCode::NotFound), "{}", v.reason);
+    assert_eq!(v.suggestions, ["tests::full_pages"]);
+
+    let v = verdict_of(
+        "test: test_5_normalise_path",
+        &jobs(&[
+            "test_5_normalize_path",
+            "test_6_normalize_path_with_dots",
+            "test_match_file",
+        ]),
+    );
+    assert_eq!(v.suggestions, ["test_5_normalize_path"]);
+
+    let v = verdict_of(
+        "test: partial_last_page_is_counted",
+        &jobs(&["partial last page is counted", "full pages are counted"]),
+    );
+    assert_eq!(v.suggestions, ["partial last page is counted"]);
+
+    let v = verdict_of("guard: full_pages", &jobs(&["test_full_pages"]));
+    assert_eq!(v.suggestions, ["test_full_pages"]);
+
+    let v = verdict_of("test: test_export_invoice", &jobs(&["test_full_pages"]));
+    assert!(v.suggestions.is_empty(), "{:?}", v.suggestions);
+}
+
+#[test]
+fn under_the_test_only_exception_a_test_is_judged_on_the_candidate_alone() {
+    let criterion = parse_criterion("test: test_partial_page", 1).unwrap();
+    let judged = |jobs: &[(JobKind, Side, JobResult)]| {
+        let observations: Vec<Observation<'_>> = jobs
+            .iter()
+            .map(|(kind, side, result)| Observation {
+                kind: *kind,
+                side: *side,
+                result,
+            })
+            .collect();
+        decide_as(std::slice::from_ref(&criterion), &observations, true).remove(0)
+    };
+    let passing_everywhere = targeted(Outcome::Passed, Outcome::Passed);
+    let v = judged(&passing_everywhere);
+    assert_eq!(v.verdict, Verdict::Proven, "{}", v.reason);
+    assert_eq!(v.reason_code, Some(ReasonCode::PassedTestOnly));
+    // Without the exception the same runs do not reproduce a bug.
+    let plain = verdict_of("test: test_partial_page", &passing_everywhere);
+    assert_eq!(plain.reason_code, Some(ReasonCode::PassesOnBase));
+
+    let v = judged(&targeted(Outcome::Passed, Outcome::Failed));
+    assert_eq!(v.verdict, Verdict::Refuted, "{}", v.reason);
+    let mut flaky = targeted(Outcome::Passed, Outcome::Passed);
+    flaky.push((
+        JobKind::Stability,
+        Side::Candidate,
+        ran(2, vec![case(FILE, T, None, Outcome::Failed)]),
+    ));
+    let v = judged(&flaky);
+    assert_eq!(v.verdict, Verdict::Unstable, "{}", v.reason);
 }

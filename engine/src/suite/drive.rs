@@ -167,7 +167,16 @@ pub async fn run(
             runners::split_shards(
                 setup,
                 &missed_cases,
-                shard::plan_batches(mode, &estimates, known, request.slots),
+                shard::plan_grouped_batches(
+                    mode,
+                    &estimates,
+                    known,
+                    request.slots,
+                    &missed_cases
+                        .iter()
+                        .map(|case| setup.session_group(case))
+                        .collect::<Vec<_>>(),
+                ),
             ),
             &estimates,
         ),
@@ -587,7 +596,11 @@ fn batches(
 ) -> Vec<Vec<usize>> {
     let refs: Vec<String> = cases.iter().map(SuiteCase::reference).collect();
     let (estimates, known) = shard::estimate_durations(&refs, durations);
-    shard::plan_batches(mode, &estimates, known, request.slots)
+    let groups: Vec<Option<String>> = cases
+        .iter()
+        .map(|case| request.setup.session_group(case))
+        .collect();
+    shard::plan_grouped_batches(mode, &estimates, known, request.slots, &groups)
 }
 
 /// Jobs for `shards` (indices into `cases`) whose sessions select their own cases, numbered

@@ -132,6 +132,15 @@ impl SuiteSetup {
         }
     }
 
+    /// The cases that must share a session with `case` (the runner's
+    /// [`assay_common::runner::Runner::session_group`]); `None`: any batch.
+    pub fn session_group(&self, case: &SuiteCase) -> Option<String> {
+        match self.runner {
+            SuiteRunner::Kind(kind) => kind.runner().session_group(case),
+            SuiteRunner::Command => None,
+        }
+    }
+
     /// Whether two cases may share a job: the runner can select both in one run and
     /// nothing else with them.
     pub fn may_share_a_job(&self, a: &SuiteCase, b: &SuiteCase) -> bool {

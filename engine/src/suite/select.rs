@@ -21,7 +21,9 @@ impl Selectors {
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum SelectError {
-    #[error("case ref {0:?} is malformed (hint: copy refs from `assay test --list-cases`)")]
+    #[error(
+        "case {0:?} is neither a case ref nor a case's display from `assay test --list-cases` (hint: copy either from that listing)"
+    )]
     MalformedRef(String),
     #[error("case ref {0:?} is given twice")]
     RepeatedRef(String),
@@ -43,23 +45,24 @@ pub fn select(cases: &[SuiteCase], selectors: &Selectors) -> Result<Vec<usize>, 
     let mut chosen = BTreeSet::new();
     let mut seen_refs = BTreeSet::new();
     for reference in &selectors.cases {
-        if !is_well_formed_ref(reference) {
-            return Err(SelectError::MalformedRef(reference.clone()));
-        }
         if !seen_refs.insert(reference.as_str()) {
             return Err(SelectError::RepeatedRef(reference.clone()));
         }
-        let before = chosen.len();
-        chosen.extend(
-            cases
-                .iter()
-                .enumerate()
-                .filter(|(_, c)| &c.reference() == reference)
-                .map(|(i, _)| i),
-        );
-        if chosen.len() == before && !cases.iter().any(|c| &c.reference() == reference) {
-            return Err(SelectError::UnknownRef(reference.clone()));
+        // A case is named by its ref or by what --list-cases displays for it (a pytest node
+        // id such as `tests/test_pager.py::test_first_page`).
+        let matched: Vec<usize> = cases
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| &c.reference() == reference || &c.display() == reference)
+            .map(|(i, _)| i)
+            .collect();
+        if matched.is_empty() {
+            return Err(match is_well_formed_ref(reference) {
+                true => SelectError::UnknownRef(reference.clone()),
+                false => SelectError::MalformedRef(reference.clone()),
+            });
         }
+        chosen.extend(matched);
     }
     for file in &selectors.files {
         let file = normalize(file);
@@ -143,6 +146,18 @@ mod tests {
         for (selectors, want) in table {
             assert_eq!(select(&cases, &selectors).unwrap(), want, "{selectors:?}");
         }
+    }
+
+    #[test]
+    fn a_case_is_selected_by_the_node_id_the_listing_displays_as_by_its_ref() {
+        let cases = plan();
+        let display = cases[2].display();
+        assert_eq!(display, "tests/test_pager.py::test_first_page");
+        assert_eq!(select(&cases, &sel(&[&display], &[], &[])).unwrap(), [2]);
+        assert_eq!(
+            select(&cases, &sel(&[&cases[2].reference()], &[], &[])).unwrap(),
+            [2]
+        );
     }
 
     #[test]

@@ -84,6 +84,48 @@ pub fn plan_batches(
     heaviest_first(lpt_shards(durations, count), durations)
 }
 
+/// [`plan_batches`] for cases of which some must share a session: `groups[i]` names case
+/// `i`'s group, and a group's cases land in one batch, in plan order (an explicit per-case run
+/// is still one case per job). Cases without a group are batched as `plan_batches` does.
+pub fn plan_grouped_batches(
+    mode: ShardMode,
+    durations: &[f64],
+    known: bool,
+    slots: usize,
+    groups: &[Option<String>],
+) -> Vec<Vec<usize>> {
+    if mode == ShardMode::PerCase || groups.iter().all(Option::is_none) {
+        return plan_batches(mode, durations, known, slots);
+    }
+    let mut units: Vec<Vec<usize>> = Vec::new();
+    let mut unit_of: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for (case, group) in groups.iter().enumerate() {
+        match group.as_deref() {
+            Some(group) => match unit_of.get(group) {
+                Some(&unit) => units[unit].push(case),
+                None => {
+                    unit_of.insert(group, units.len());
+                    units.push(vec![case]);
+                }
+            },
+            None => units.push(vec![case]),
+        }
+    }
+    let unit_durations: Vec<f64> = units
+        .iter()
+        .map(|unit| unit.iter().map(|&i| durations[i].max(0.0)).sum())
+        .collect();
+    let shards = plan_batches(mode, &unit_durations, known, slots)
+        .into_iter()
+        .map(|shard| {
+            let mut cases: Vec<usize> = shard.iter().flat_map(|&u| units[u].clone()).collect();
+            cases.sort_unstable();
+            cases
+        })
+        .collect();
+    heaviest_first(shards, durations)
+}
+
 /// Orders batches by estimated load, heaviest first; equal loads keep plan order.
 pub fn heaviest_first(mut shards: Vec<Vec<usize>>, durations: &[f64]) -> Vec<Vec<usize>> {
     let load = |s: &Vec<usize>| s.iter().map(|&i| durations[i].max(0.0)).sum::<f64>();
@@ -226,6 +268,29 @@ mod tests {
         let huge = plan_batches(ShardMode::Auto, &vec![0.01; 9000], true, 2);
         assert_eq!(huge.len(), 5);
         assert!(huge.iter().all(|b| b.len() <= MAX_BATCH_CASES));
+    }
+
+    #[test]
+    fn a_groups_cases_share_one_batch_in_plan_order() {
+        let module = |m: &str| Some(m.to_owned());
+        let groups = [
+            module("tests/test_util.py"),
+            module("tests/test_gitignore.py"),
+            module("tests/test_util.py"),
+            module("tests/test_util.py"),
+            module("tests/test_gitignore.py"),
+            None,
+        ];
+        let batches = plan_grouped_batches(ShardMode::Auto, &[1.0; 6], true, 2, &groups);
+        let mut sorted = batches.clone();
+        sorted.sort();
+        assert_eq!(sorted, [vec![0, 2, 3], vec![1, 4, 5]]);
+        assert_eq!(batches[0], [0, 2, 3], "heaviest first");
+        // Asked for one case per job, each case runs alone.
+        assert_eq!(
+            plan_grouped_batches(ShardMode::PerCase, &[1.0; 6], true, 2, &groups).len(),
+            6
+        );
     }
 
     #[test]

@@ -35,6 +35,7 @@ pub fn invoice_proof(
         mutation_budget,
         diff_coverage: true,
         trust_harness_change: false,
+        allow_test_only: false,
     })
     .expect("the invoice proof prepares")
 }

@@ -50,8 +50,17 @@ class Recorder(unittest.TestResult):
             "name": test._testMethodName,
             "variant": variant,
             "outcome": outcome,
-            "message": self._text(err) if err else None,
+            "message": self._traceback(test, err) if err else None,
         })
+
+    def _traceback(self, test, err):
+        # What `python -m unittest` prints for a failure: the traceback without unittest's own
+        # frames, ending in the exception. A long one keeps its end, where the exception is.
+        try:
+            text = self._exc_info_to_string(err, test).rstrip("\n")
+        except Exception:
+            return self._text(err)
+        return text if len(text) <= 4000 else "…" + text[-4000:]
 
     def _text(self, err):
         if not err:
@@ -173,13 +182,21 @@ def main():
     loader = unittest.TestLoader()
     if args.collect:
         collect(loader, args.report)
+    unloadable = []
     if args.id:
-        loaded = unittest.TestSuite(loader.loadTestsFromName(i) for i in args.id)
+        loaded = unittest.TestSuite()
+        for test_id in args.id:
+            # An id that does not load by name (a doctest's names the object it tests) is that
+            # case's error alone: the batch's other cases still run and are reported.
+            try:
+                loaded.addTest(loader.loadTestsFromName(test_id))
+            except Exception as error:
+                unloadable.append(f"{test_id} does not load: {type(error).__name__}: {error}")
     else:
         loaded = load(args.files, loader)
     suite = unittest.TestSuite(t for t in flatten(loaded) if keep(t, args.name))
     result = Recorder()
-    for error in loader.errors:
+    for error in loader.errors + unloadable:
         result.collection_errors.append({"file": "", "message": error[:2000]})
     suite.run(result)
     report = {

@@ -158,6 +158,9 @@ pub enum ReasonCode {
     SpawnsRunner,
     /// unverified: the change alters what judges its tests (runner hooks, configuration).
     HarnessChanged,
+    /// unverified: a `test:` changed its outcome while the product change is inert (comments,
+    /// docstrings only).
+    InertProduct,
     /// unstable: runs of the same test on the same tree disagree.
     Unstable,
 }
@@ -184,6 +187,7 @@ impl ReasonCode {
             Self::NotInEveryRun => "not_in_every_run",
             Self::SpawnsRunner => "spawns_runner",
             Self::HarnessChanged => "harness_changed",
+            Self::InertProduct => "inert_product",
             Self::Unstable => "unstable",
         }
     }

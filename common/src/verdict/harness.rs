@@ -3,7 +3,9 @@
 //! shown not to decide it (the differential run came out the same), or where a person accepted
 //! the harness change; a `test:` whose product change is inert cannot be proven.
 
-use super::{CriterionVerdict, Observation, SideOutcome, Verdict, matched_cases, summarize};
+use super::{
+    CriterionVerdict, Observation, ReasonCode, SideOutcome, Verdict, matched_cases, summarize,
+};
 use crate::criteria::{Criterion, CriterionKind};
 use crate::harness::{
     CriterionHarness, HarnessDecision, HarnessEvidence, HarnessFinding, HarnessPlan,
@@ -59,6 +61,7 @@ pub fn judge(
             && criterion.kind == CriterionKind::Test
         {
             verdict.verdict = Verdict::Unverified;
+            verdict.reason_code = Some(ReasonCode::InertProduct);
             verdict.reason = format!(
                 "{INERT}: {} differs from the base only in comments and docstrings",
                 inert.files.join(", ")
@@ -80,6 +83,7 @@ pub fn judge(
         }
         if !unreplaceable.is_empty() {
             verdict.verdict = Verdict::Unverified;
+            verdict.reason_code = Some(ReasonCode::HarnessChanged);
             verdict.reason = format!("{UNCHECKED}: {}", places(&unreplaceable));
             records.push(record(verdict, HarnessDecision::Unchecked, None));
             continue;
@@ -110,6 +114,7 @@ pub fn judge(
                     None => "could not be observed (no differential run)".to_owned(),
                 };
                 verdict.verdict = Verdict::Unverified;
+                verdict.reason_code = Some(ReasonCode::HarnessChanged);
                 verdict.reason = format!(
                     "{DECIDES}: {} (with the base's in its place the test {}, with the change's it {})",
                     places(&replaced),
@@ -244,6 +249,7 @@ mod tests {
             "the change's harness decides this test's outcome: tests/conftest.py:5 pytest_runtest_makereport (with the base's in its place the test failed, with the change's it passed)"
         );
         assert_eq!(evidence.criteria[0].decision, HarnessDecision::Decides);
+        assert_eq!(verdict.reason_code, Some(ReasonCode::HarnessChanged));
         assert_eq!(evidence.check_job, Some(2));
     }
 
@@ -316,6 +322,7 @@ mod tests {
         let (verdict, evidence) = judged(&inert, None);
         assert_eq!(verdict.verdict, Verdict::Unverified);
         assert!(verdict.reason.starts_with(INERT), "{}", verdict.reason);
+        assert_eq!(verdict.reason_code, Some(ReasonCode::InertProduct));
         assert_eq!(evidence.criteria[0].decision, HarnessDecision::InertProduct);
     }
 

@@ -206,7 +206,7 @@ pub struct ProofSubmission {
     #[serde(default)]
     pub cache: CacheMode,
     /// The change's product hunks whose diff coverage the coordinator records (found where the
-    /// repository is); empty: none. Added in wire protocol 14.
+    /// repository is); empty: none. Added in wire protocol 15.
     #[serde(default)]
     pub diff_hunks: Vec<crate::diff_coverage::ChangedHunk>,
     /// The change's harness as the submitter classified it (where the repository is), so the

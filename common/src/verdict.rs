@@ -403,6 +403,21 @@ impl Missing {
     }
 }
 
+/// A name that matches tests in two files is ambiguous: unverified, with both named.
+fn ambiguity(
+    name: &impl fmt::Display,
+    known_files: &BTreeSet<String>,
+) -> Option<(Verdict, ReasonCode, String)> {
+    (known_files.len() > 1).then(|| {
+        let files: Vec<&str> = known_files.iter().map(String::as_str).collect();
+        (
+            Verdict::Unverified,
+            ReasonCode::Ambiguous,
+            format!("ambiguous: {name} names tests in {}", files.join(" and ")),
+        )
+    })
+}
+
 fn rule(
     criterion: &Criterion,
     known_files: &BTreeSet<String>,
@@ -411,13 +426,8 @@ fn rule(
     missing: Missing,
 ) -> (Verdict, ReasonCode, String) {
     let name = criterion.test.display();
-    if known_files.len() > 1 {
-        let files: Vec<&str> = known_files.iter().map(String::as_str).collect();
-        return (
-            Verdict::Unverified,
-            ReasonCode::Ambiguous,
-            format!("ambiguous: {name} names tests in {}", files.join(" and ")),
-        );
+    if let Some(ambiguous) = ambiguity(&name, known_files) {
+        return ambiguous;
     }
     for (side, evidence) in [(Side::Base, base), (Side::Candidate, candidate)] {
         if let Some(disagreement) = disagreement(&evidence.runs) {
@@ -455,13 +465,8 @@ fn candidate_rule(
 ) -> (Verdict, ReasonCode, String) {
     use SideOutcome::*;
     let name = criterion.test.display();
-    if known_files.len() > 1 {
-        let files: Vec<&str> = known_files.iter().map(String::as_str).collect();
-        return (
-            Verdict::Unverified,
-            ReasonCode::Ambiguous,
-            format!("ambiguous: {name} names tests in {}", files.join(" and ")),
-        );
+    if let Some(ambiguous) = ambiguity(&name, known_files) {
+        return ambiguous;
     }
     if let Some(disagreement) = disagreement(&candidate.runs) {
         return (

@@ -109,7 +109,7 @@ pub fn pin_cargo(repo: &Path, tree: &TreeId) -> Result<Pinned, DependencyError> 
             generated_lockfile: None,
         });
     };
-    let pinned = crate::source::tree_with_new_files(repo, tree, &[("Cargo.lock", &generated)])
+    let pinned = crate::source::tree_with_files(repo, tree, &[("Cargo.lock", &generated)])
         .map_err(|source| DependencyError::Write {
             tree: tree.clone(),
             source: Box::new(source),

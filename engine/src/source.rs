@@ -493,10 +493,10 @@ pub fn changed_paths(
     Ok(paths)
 }
 
-/// Every file path in a tree (for runner detection and suite planning).
-/// `tree` with `files` (repository-relative paths, each already in `tree`) replaced by new
-/// contents, written into the repository's object database as a tree of its own (its blobs and
-/// trees are loose objects no ref names; git's gc removes them). Each file keeps its mode.
+/// `tree` with `files` (repository-relative paths) given new contents, written into the
+/// repository's object database as a tree of its own (its blobs and trees are loose objects no
+/// ref names; git's gc removes them). A file `tree` has keeps its mode; a new one is a plain
+/// file (a generated `Cargo.lock`).
 pub fn tree_with_files(
     repo_path: &Path,
     tree: &TreeId,
@@ -511,8 +511,7 @@ pub fn tree_with_files(
     for (path, bytes) in files {
         let mode = base
             .get_path(Path::new(path))
-            .map_err(git(format!("find {path} in tree {oid}")))?
-            .filemode();
+            .map_or(i32::from(git2::FileMode::Blob), |entry| entry.filemode());
         let blob = repo
             .blob(bytes)
             .map_err(git(format!("write the blob of {path}")))?;
@@ -584,31 +583,7 @@ pub fn tree_reverting(
     Ok(TreeId(written.to_string()))
 }
 
-/// `tree` with `files` (repository-relative paths not in `tree`) added as plain files, written
-/// into the repository's object database as [`tree_with_files`] writes its trees.
-pub fn tree_with_new_files(
-    repo_path: &Path,
-    tree: &TreeId,
-    files: &[(&str, &[u8])],
-) -> Result<TreeId, SourceError> {
-    let repo = open(repo_path)?;
-    let oid = git2::Oid::from_str(tree.as_str()).map_err(git("parse a tree id"))?;
-    let base = repo
-        .find_tree(oid)
-        .map_err(git(format!("find tree {oid}")))?;
-    let mut update = git2::build::TreeUpdateBuilder::new();
-    for (path, bytes) in files {
-        let blob = repo
-            .blob(bytes)
-            .map_err(git(format!("write the blob of {path}")))?;
-        update.upsert(*path, blob, git2::FileMode::Blob);
-    }
-    let written = update
-        .create_updated(&repo, &base)
-        .map_err(git(format!("write a tree from {oid}")))?;
-    Ok(TreeId(written.to_string()))
-}
-
+/// Every file path in a tree (for runner detection and suite planning).
 pub fn list_files(repo_path: &Path, tree: &TreeId) -> Result<Vec<String>, SourceError> {
     let repo = open(repo_path)?;
     let oid = git2::Oid::from_str(tree.as_str()).map_err(git("parse a tree id"))?;

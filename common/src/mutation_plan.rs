@@ -45,6 +45,10 @@ pub enum Operator {
     FunctionBody,
     /// Rust: one arm of a `match` that has a wildcard arm deleted.
     MatchArm,
+    /// Go and JavaScript: `x++` <-> `x--`.
+    IncrementDecrement,
+    /// Go: `&` <-> `|`, `^` -> `&`, `&^` -> `&`, `<<` <-> `>>`.
+    Bitwise,
 }
 
 impl Operator {
@@ -94,6 +98,8 @@ impl Operator {
             Self::Collection => "collection",
             Self::FunctionBody => "function_body",
             Self::MatchArm => "match_arm",
+            Self::IncrementDecrement => "increment_decrement",
+            Self::Bitwise => "bitwise",
         }
     }
 }
@@ -153,6 +159,9 @@ pub enum ExclusionReason {
     /// Python and git number lines differently when a carriage return stands alone.
     BareCarriageReturn,
     DoesNotParse,
+    /// Written by a tool (Go's `// Code generated … DO NOT EDIT.`): its tests are the
+    /// generator's, and a regeneration would undo any fix a survivor suggests.
+    Generated,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -5,6 +5,7 @@
 
 pub mod budget;
 pub mod diff;
+pub mod go;
 pub mod judge;
 pub(crate) mod language;
 pub(crate) mod languages;

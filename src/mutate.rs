@@ -28,7 +28,7 @@ pub struct MutateArgs {
     #[arg(short = 'C', long = "repo", value_name = "DIR", default_value = ".")]
     pub repo: PathBuf,
     /// Files or directories to mutate, relative to the repository [default: every product
-    /// Python or Rust file].
+    /// Python, Rust or Go file].
     #[arg(value_name = "PATH")]
     pub paths: Vec<String>,
     /// Mutants per file: a number, or "all" [default: all].
@@ -46,13 +46,14 @@ pub struct MutateArgs {
     /// Mutants in flight at once [default: the CPU count].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub jobs: Option<u32>,
-    /// Test runner: pytest (per-test coverage selects tests per line), unittest or cargo (the
-    /// whole suite per mutant; a build per mutant) [default: cargo when the detected runner of
-    /// HEAD is (a root Cargo.toml), else pytest].
+    /// Test runner: pytest (per-test coverage selects tests per line), unittest, cargo (built
+    /// once) or go (each mutant's package built and tested) [default: cargo or go when the
+    /// detected runner of HEAD is (a root Cargo.toml or go.mod), else pytest].
     #[arg(long, value_name = "RUNNER")]
     pub runner: Option<String>,
     /// The runner's command prefix [default: "python3 -m pytest", "python3" for unittest,
-    /// "cargo nextest run" for cargo where cargo-nextest is installed, else "cargo test"].
+    /// "cargo nextest run" for cargo where cargo-nextest is installed, else "cargo test";
+    /// "go test" for go].
     #[arg(long, value_name = "CMD")]
     pub test_command: Option<String>,
     /// Write the mutation-testing-report-schema JSON (Stryker's viewer reads it) here.
@@ -98,9 +99,10 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
         Some(name) => name
             .parse::<RunnerKind>()
             .map_err(|e| Failure::usage(anyhow!(e)))?,
-        // Python was `assay mutate`'s only language: only a Rust project changes the default.
+        // Python was `assay mutate`'s only language: only a Rust or Go project changes the
+        // default.
         None => match proof::detect_runner_at(&repo, "HEAD") {
-            Ok(RunnerKind::Cargo) => RunnerKind::Cargo,
+            Ok(detected @ (RunnerKind::Cargo | RunnerKind::Go)) => detected,
             _ => RunnerKind::Pytest,
         },
     };

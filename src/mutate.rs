@@ -28,7 +28,7 @@ pub struct MutateArgs {
     #[arg(short = 'C', long = "repo", value_name = "DIR", default_value = ".")]
     pub repo: PathBuf,
     /// Files or directories to mutate, relative to the repository [default: every product
-    /// Python, Rust or Go file].
+    /// Python, Rust, Go or JavaScript file].
     #[arg(value_name = "PATH")]
     pub paths: Vec<String>,
     /// Mutants per file: a number, or "all" [default: all].
@@ -47,13 +47,14 @@ pub struct MutateArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub jobs: Option<u32>,
     /// Test runner: pytest (per-test coverage selects tests per line), unittest, cargo (built
-    /// once) or go (each mutant's package built and tested) [default: cargo or go when the
-    /// detected runner of HEAD is (a root Cargo.toml or go.mod), else pytest].
+    /// once), go (each mutant's package built and tested) or node (node:test, the whole suite
+    /// per mutant) [default: cargo, go or node when the detected runner of HEAD is (a root
+    /// Cargo.toml, go.mod, or package.json without Vitest), else pytest].
     #[arg(long, value_name = "RUNNER")]
     pub runner: Option<String>,
     /// The runner's command prefix [default: "python3 -m pytest", "python3" for unittest,
     /// "cargo nextest run" for cargo where cargo-nextest is installed, else "cargo test";
-    /// "go test" for go].
+    /// "go test" for go, "node" for node].
     #[arg(long, value_name = "CMD")]
     pub test_command: Option<String>,
     /// Write the mutation-testing-report-schema JSON (Stryker's viewer reads it) here.
@@ -99,10 +100,10 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
         Some(name) => name
             .parse::<RunnerKind>()
             .map_err(|e| Failure::usage(anyhow!(e)))?,
-        // Python was `assay mutate`'s only language: only a Rust or Go project changes the
-        // default.
+        // Python was `assay mutate`'s only language: only a Rust, Go or node:test project
+        // changes the default.
         None => match proof::detect_runner_at(&repo, "HEAD") {
-            Ok(detected @ (RunnerKind::Cargo | RunnerKind::Go)) => detected,
+            Ok(detected @ (RunnerKind::Cargo | RunnerKind::Go | RunnerKind::Node)) => detected,
             _ => RunnerKind::Pytest,
         },
     };

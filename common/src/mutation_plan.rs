@@ -49,6 +49,10 @@ pub enum Operator {
     IncrementDecrement,
     /// Go: `&` <-> `|`, `^` -> `&`, `&^` -> `&`, `<<` <-> `>>`.
     Bitwise,
+    /// JavaScript: a condition (`if`, `while`, `for`, `?:`) replaced by `true` or `false`.
+    ConditionalExpression,
+    /// JavaScript: `a?.b` -> `a.b`, `a?.[i]` -> `a[i]`, `f?.()` -> `f()`.
+    OptionalChaining,
 }
 
 impl Operator {
@@ -100,6 +104,8 @@ impl Operator {
             Self::MatchArm => "match_arm",
             Self::IncrementDecrement => "increment_decrement",
             Self::Bitwise => "bitwise",
+            Self::ConditionalExpression => "conditional_expression",
+            Self::OptionalChaining => "optional_chaining",
         }
     }
 }

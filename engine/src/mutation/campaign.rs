@@ -72,7 +72,7 @@ pub enum MutateError {
         paths: Vec<String>,
     },
     #[error(
-        "`assay mutate` mutates Python, Rust and Go; the {runner} runner is not supported (hint: --runner pytest, unittest, cargo or go)"
+        "`assay mutate` mutates Python, Rust, Go and JavaScript; the {runner} runner is not supported (hint: --runner pytest, unittest, cargo, go or node)"
     )]
     UnsupportedRunner { runner: RunnerKind },
     #[error("the mutation run stopped before every mutant had a result")]
@@ -488,17 +488,13 @@ impl<'a> Campaign<'a> {
                 let command = coverage::command(["-o".into(), "junit_family=xunit1".into()]);
                 (spec(request, &planned.tree, *index, command), true)
             }
-            (RunnerKind::Unittest | RunnerKind::Cargo | RunnerKind::Go, _) => {
+            (RunnerKind::Unittest | RunnerKind::Cargo | RunnerKind::Go | RunnerKind::Node, _) => {
                 let command = request.runner.command(&request.command_prefix, &[], &[]);
                 (spec(request, &planned.tree, *index, command), false)
             }
-            (
-                other @ (RunnerKind::Node
-                | RunnerKind::Vitest
-                | RunnerKind::Junit
-                | RunnerKind::Manifest),
-                _,
-            ) => return Err(MutateError::UnsupportedRunner { runner: other }),
+            (other @ (RunnerKind::Vitest | RunnerKind::Junit | RunnerKind::Manifest), _) => {
+                return Err(MutateError::UnsupportedRunner { runner: other });
+            }
         };
         *index += 1;
         baseline_spec.timeout_secs = request.budget.as_secs().max(1);

@@ -1,10 +1,77 @@
-//! `assay mutate` on a node:test project with the real `node`, built in the test: an ES module
-//! and a CommonJS module mutated with Stryker's mutator families, every mutant a run of the
-//! suite with its edit applied, and the Stryker document checked.
+//! JavaScript mutation end to end with the real `node`, on node:test projects built in the
+//! test: a proven CommonJS fix whose mutation check kills some mutants of its changed lines
+//! and lets others survive, and `assay mutate` on an ES module and a CommonJS module mutated
+//! with Stryker's mutator families, every mutant a run of the suite with its edit applied, and
+//! the Stryker document checked.
 
 mod support;
 
-use support::{Repo, Run, assay, run};
+use support::{Repo, Run, assay, prove, run};
+
+const PAGER_TESTS: &str = "const { test } = require('node:test');
+const assert = require('node:assert/strict');
+const { pages } = require('../src/pager.js');
+
+test('test_full_pages', () => {
+  assert.equal(pages(10, 5), 2);
+});
+";
+
+#[test]
+fn a_javascript_fix_is_proven_and_its_mutation_check_kills_and_lets_survive() {
+    let repo = Repo::new();
+    repo.write("package.json", "{ \"name\": \"pager\", \"version\": \"1.0.0\" }\n")
+        .write(
+            "src/pager.js",
+            "'use strict';\n\nfunction pages(items, per) {\n  return Math.floor(items / per);\n}\n\nmodule.exports = { pages };\n",
+        )
+        .write("test/pager.test.js", PAGER_TESTS);
+    repo.commit("pager");
+    repo.write(
+        "src/pager.js",
+        "'use strict';\n\nfunction pages(items, per) {\n  let count = Math.floor(items / per);\n  if (items % per > 0) {\n    count++;\n  }\n  return count;\n}\n\nmodule.exports = { pages };\n",
+    )
+    .write(
+        "test/pager.test.js",
+        &format!("{PAGER_TESTS}\ntest('test_partial_last_page_is_counted', () => {{\n  assert.equal(pages(11, 5), 3);\n}});\n"),
+    );
+    repo.commit("pager: count the last partial page");
+    let run = prove(
+        &repo,
+        &[
+            "--base",
+            "main~1",
+            "--criterion",
+            "test: test_partial_last_page_is_counted",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.explain());
+    let evidence = run.evidence.as_ref().expect("evidence written");
+    let check = &evidence["mutation_check"];
+    let outcomes: Vec<(&str, &str)> = check["mutants"]
+        .as_array()
+        .expect("mutants")
+        .iter()
+        .map(|m| {
+            (
+                m["mutant"]["description"].as_str().unwrap_or(""),
+                m["outcome"]["status"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(outcomes.len(), 6, "{check:#}");
+    assert_eq!(check["killed"], 4, "{check:#}");
+    // 11 % 5 is 1: a condition of `true` or `>=` still counts the partial page.
+    assert!(
+        outcomes.contains(&("`>` -> `>=`", "survived")),
+        "{outcomes:?}"
+    );
+    assert!(
+        outcomes.contains(&("`items % per > 0` -> `true`", "survived")),
+        "{outcomes:?}"
+    );
+    assert_eq!(check["excluded_files"][0]["path"], "test/pager.test.js");
+}
 
 /// ES module: `isLarge`'s test never asks the limit itself (`>` survives), and nothing asks
 /// for an invoice without a customer.

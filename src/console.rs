@@ -2,6 +2,7 @@
 //! optional JUnit XML for CI. Nothing else in Assay prints for humans.
 
 use crate::progress::{ProgressMode, Terminal, clock};
+use assay_common::diff_coverage::{DiffCoverage, HunkStatus};
 use assay_common::evidence::Evidence;
 use assay_common::job::{JobKind, JobResult, JobStatus};
 use assay_common::mutation_check::MutationCheck;
@@ -359,6 +360,43 @@ pub fn infrastructure_failure(evidence: &Evidence) -> Option<String> {
                 j.message.as_deref().unwrap_or("")
             )
         })
+}
+
+/// Diff coverage in a line or two: how many changed hunks the proving tests executed, then the
+/// ones they did not and the files nothing measured.
+pub fn diff_coverage_summary(coverage: &DiffCoverage) -> String {
+    let mut out = String::new();
+    if let Some(note) = &coverage.note {
+        let _ = writeln!(out, "diff coverage: not measured ({note})");
+        return out;
+    }
+    let measurable: Vec<_> = coverage
+        .hunks
+        .iter()
+        .filter(|h| h.status != HunkStatus::NoStatements)
+        .collect();
+    let executed = measurable
+        .iter()
+        .filter(|h| h.status == HunkStatus::Executed)
+        .count();
+    let _ = writeln!(
+        out,
+        "diff coverage ({}): the proving tests executed {executed} of {} changed hunks whole",
+        coverage.tool,
+        measurable.len()
+    );
+    let missed = coverage.missed_spans();
+    if !missed.is_empty() {
+        let _ = writeln!(out, "  not executed: {}", missed.join(", "));
+    }
+    if !coverage.unmeasured_files.is_empty() {
+        let _ = writeln!(
+            out,
+            "  not measured: {}",
+            coverage.unmeasured_files.join(", ")
+        );
+    }
+    out
 }
 
 /// The mutation check in a few lines: counts, then each survivor against each proving test.

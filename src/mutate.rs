@@ -27,10 +27,19 @@ pub struct MutateArgs {
     /// Repository whose HEAD commit is mutated (never the working tree).
     #[arg(short = 'C', long = "repo", value_name = "DIR", default_value = ".")]
     pub repo: PathBuf,
-    /// Files or directories to mutate, relative to the repository [default: every product
-    /// Python, Rust, Go or JavaScript file].
-    #[arg(value_name = "PATH")]
+    /// Files or directories to mutate, relative to the repository, or a file's lines as
+    /// PATH:START-END (PATH:LINE for one) [default: every product Python, Rust, Go or
+    /// JavaScript file].
+    #[arg(value_name = "PATH[:START-END]")]
     pub paths: Vec<String>,
+    /// Mutate only the lines HEAD adds or changes since REV (a branch, tag or commit), for CI:
+    /// `--since origin/main`. Nothing changed: exit 0.
+    #[arg(long, value_name = "REV")]
+    pub since: Option<String>,
+    /// Survivors fail the run (exit 5) only when the mutation score is below SCORE percent
+    /// (0-100) [default: any survivor fails it].
+    #[arg(long, value_name = "SCORE", value_parser = fail_under_score)]
+    pub fail_under: Option<f64>,
     /// Mutants per file: a number, or "all" [default: all].
     #[arg(long, value_name = "N|all", default_value = "all")]
     pub max_per_file: String,
@@ -83,8 +92,17 @@ pub struct MutateArgs {
     pub output: crate::report::OutputArgs,
 }
 
+/// `--fail-under`'s percentage.
+fn fail_under_score(text: &str) -> Result<f64, String> {
+    text.parse::<f64>()
+        .ok()
+        .filter(|s| (0.0..=100.0).contains(s))
+        .ok_or_else(|| format!("{text:?} is not a percentage from 0 to 100 (e.g. 80 or 92.5)"))
+}
+
 /// Runs `assay mutate` and returns the exit code: 0 all killed, 5 survivors (or uncovered
-/// mutants), 4 when the budget or errors left some without a verdict.
+/// mutants; with `--fail-under`, only a score below it), 4 when the budget or errors left
+/// some without a verdict.
 pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
     let repo = args
         .repo
@@ -136,6 +154,15 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
     let store_url = fleet_link::store_url(fleet.is_some(), &args.store)?;
     let store = embedded::open_store(&store_url)?;
     let tree = campaign::head_tree(&repo).map_err(|e| Failure::usage(e.into()))?;
+    let mut targets =
+        campaign::Targets::parse(&args.paths).map_err(|e| Failure::usage(e.into()))?;
+    if let Some(since) = &args.since {
+        let base = assay_engine::source::tree_of(&repo, since)
+            .map_err(|e| Failure::usage(anyhow!(e).context(format!("--since {since}"))))?;
+        let changed = assay_engine::mutation::check::changed_lines(&repo, &base, &tree)
+            .map_err(|e| Failure::usage(anyhow!(e).context(format!("--since {since}"))))?;
+        targets.changed = Some(changed);
+    }
     let (queue, _scratch) = fleet_link::job_queue(fleet_link::QueueChoice {
         fleet: fleet.as_ref(),
         store: store.clone(),
@@ -174,7 +201,7 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
     let request = MutateRequest {
         repo,
         tree,
-        paths: args.paths.clone(),
+        targets,
         runner,
         command_prefix,
         max_per_file,
@@ -185,18 +212,26 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
         cache,
     };
     let progress = StderrProgress::new(args.console.progress, args.console.quiet, slots);
-    let report = campaign::run(&request, &*queue, store.as_ref(), &progress)
-        .await
-        .map_err(|e| match e {
-            MutateError::NothingToMutate { .. } | MutateError::UnsupportedRunner { .. } => {
-                Failure::usage(e.into())
-            }
-            MutateError::Source(_) => Failure::usage(e.into()),
-            // Nothing could be measured: the run's lane is that of a run that could not go on.
-            MutateError::Stopped(_) | MutateError::RedBaseline { .. } => {
-                Failure::infrastructure(e.into())
-            }
-        })?;
+    let report = match campaign::run(&request, &*queue, store.as_ref(), &progress).await {
+        // `--since` in CI on a change that touches no product line: nothing to judge, and
+        // nothing wrong with that.
+        Err(e @ MutateError::NothingChanged { .. }) => {
+            progress.terminal.finish();
+            println!("mutate: {e}");
+            return Ok(0);
+        }
+        other => other,
+    }
+    .map_err(|e| match e {
+        MutateError::NothingToMutate { .. }
+        | MutateError::NothingChanged { .. }
+        | MutateError::UnsupportedRunner { .. } => Failure::usage(e.into()),
+        MutateError::Source(_) => Failure::usage(e.into()),
+        // Nothing could be measured: the run's lane is that of a run that could not go on.
+        MutateError::Stopped(_) | MutateError::RedBaseline { .. } => {
+            Failure::infrastructure(e.into())
+        }
+    })?;
     progress.terminal.finish();
     drop(queue);
     if !args.console.quiet
@@ -236,5 +271,5 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
     }
     print!("{}", console::mutate_summary(&report));
     crate::report::emit_mutation(&args.output, &stryker)?;
-    Ok(report.exit_code())
+    Ok(report.exit_code_under(args.fail_under))
 }

@@ -339,6 +339,9 @@ pub async fn run(args: &ProveArgs) -> Result<u8, Failure> {
         write_atomically(path, console::junit(&evidence).as_bytes()).infrastructure()?;
     }
     print!("{}", console::summary(&evidence));
+    if let Some(coverage) = &evidence.diff_coverage {
+        print!("{}", console::diff_coverage_summary(coverage));
+    }
     if let Some(check) = &evidence.mutation_check {
         print!("{}", console::mutation_summary(check));
     }

@@ -754,3 +754,128 @@ fn a_site_on_a_continuation_line_is_covered_by_its_statements_tests() {
     assert_eq!(sheet["status"], "Survived", "{sheet:#}");
     assert_eq!(sheet["static"], true, "{sheet:#}");
 }
+
+/// The baseline runs the very command the mutants run: a test command that is no test runner
+/// at all leaves no report of passing tests, so nothing is scored. (The per-test coverage map
+/// was made by `python3 -m pytest` whatever the command said, the baseline passed, and every
+/// mutant's failure to start was a kill: "5 killed, mutation score 100.0%", exit 0.)
+#[test]
+fn a_test_command_that_runs_no_tests_stops_mutate_with_exit_3_and_scores_nothing() {
+    let repo = pager_library();
+    let run = mutate(
+        &repo,
+        &["--test-command", "python3 -m no_such_test_runner", "-q"],
+    );
+    assert_eq!(run.code, 3, "{}", run.explain());
+    assert!(
+        run.stderr
+            .contains("the unmutated baseline run did not pass"),
+        "{}",
+        run.explain()
+    );
+    assert!(!run.stdout.contains("mutation score"), "{}", run.explain());
+    assert!(
+        run.evidence.is_none(),
+        "no report is written: {}",
+        run.explain()
+    );
+}
+
+/// A test command's own interpreter makes the coverage map, with the command's own options.
+#[test]
+fn the_per_test_map_is_made_by_the_test_commands_own_interpreter() {
+    let repo = pager_library();
+    let venv = tempfile::tempdir().expect("temp dir");
+    let python = venv.path().join("bin/python");
+    let made = std::process::Command::new("python3")
+        .args(["-m", "venv", "--system-site-packages"])
+        .arg(venv.path())
+        .status()
+        .expect("python3 runs");
+    assert!(made.success());
+    let command = format!("{} -m pytest -p no:cacheprovider", python.display());
+    let run = mutate(&repo, &["--test-command", &command, "-q"]);
+    let report = run.evidence.as_ref().expect("a report");
+    assert_eq!(report["assay"]["perLineSelection"], true, "{report:#}");
+    assert!(
+        report["assay"]["summary"]["killed"].as_u64().unwrap_or(0) > 0,
+        "{}",
+        run.explain()
+    );
+}
+
+fn mutated_lines(run: &Run) -> Vec<u64> {
+    let report = run.evidence.as_ref().expect("a report");
+    let mut lines: Vec<u64> = report["files"]
+        .as_object()
+        .expect("files")
+        .values()
+        .flat_map(|file| file["mutants"].as_array().cloned().unwrap_or_default())
+        .map(|m| m["location"]["start"]["line"].as_u64().expect("a line"))
+        .collect();
+    lines.sort_unstable();
+    lines.dedup();
+    lines
+}
+
+#[test]
+fn a_line_range_mutates_only_those_lines_of_the_file() {
+    let repo = pager_library();
+    // Lines 8-11 are `clamp`.
+    let run = mutate(&repo, &["pager/__init__.py:8-11", "-q"]);
+    let lines = mutated_lines(&run);
+    assert!(!lines.is_empty(), "{}", run.explain());
+    assert!(
+        lines.iter().all(|line| (8..=11).contains(line)),
+        "{lines:?}"
+    );
+    let refused = mutate(&repo, &["pager/__init__.py:11-8", "-q"]);
+    assert_eq!(refused.code, 2, "{}", refused.explain());
+    assert!(refused.stderr.contains("hint:"), "{}", refused.explain());
+}
+
+#[test]
+fn since_mutates_only_the_lines_changed_since_the_revision_and_nothing_changed_is_exit_0() {
+    let repo = pager_library();
+    let source = std::fs::read_to_string(repo.path().join("pager/__init__.py")).unwrap();
+    repo.write(
+        "pager/__init__.py",
+        &source.replace("    if page > last:\n", "    if page >= last:\n"),
+    );
+    repo.commit("pager: clamp at the last page");
+    let run = mutate(&repo, &["--since", "HEAD~1", "-q"]);
+    assert_eq!(mutated_lines(&run), vec![9], "{}", run.explain());
+    repo.write(
+        "tests/test_more.py",
+        "def test_nothing_new():\n    assert True\n",
+    );
+    repo.commit("tests: one more");
+    let quiet = mutate(&repo, &["--since", "HEAD~1", "-q"]);
+    assert_eq!(quiet.code, 0, "{}", quiet.explain());
+    assert!(
+        quiet.stdout.contains("no changed line"),
+        "{}",
+        quiet.explain()
+    );
+    let unknown = mutate(&repo, &["--since", "no-such-branch", "-q"]);
+    assert_eq!(unknown.code, 2, "{}", unknown.explain());
+    assert!(
+        unknown.stderr.contains("--since no-such-branch"),
+        "{}",
+        unknown.explain()
+    );
+}
+
+#[test]
+fn fail_under_fails_the_run_only_below_the_score() {
+    // `clamp` has no test: its mutants are uncovered, the score is below 100.
+    let repo = pager_library();
+    let strict = mutate(&repo, &["-q"]);
+    assert_eq!(strict.code, 5, "{}", strict.explain());
+    let lenient = mutate(&repo, &["--fail-under", "10", "-q"]);
+    assert_eq!(lenient.code, 0, "{}", lenient.explain());
+    let demanding = mutate(&repo, &["--fail-under", "100", "-q"]);
+    assert_eq!(demanding.code, 5, "{}", demanding.explain());
+    let nonsense = mutate(&repo, &["--fail-under", "150", "-q"]);
+    assert_eq!(nonsense.code, 2, "{}", nonsense.explain());
+}

@@ -35,6 +35,11 @@ pub struct Evidence {
         deserialize_with = "mutation_check"
     )]
     pub mutation_check: Option<MutationCheck>,
+    /// Which changed product hunks the proving tests executed (report only); absent where
+    /// the runner has no coverage run (only pytest with coverage.py has one today) or the
+    /// change touches no product line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diff_coverage: Option<crate::diff_coverage::DiffCoverage>,
     /// The sandbox the jobs ran in, when they all ran in the same one (embedded mode, or a
     /// fleet whose workers agree); each worker's own is under `workers`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

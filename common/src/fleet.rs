@@ -205,6 +205,10 @@ pub struct ProofSubmission {
     /// the wire protocol version.
     #[serde(default)]
     pub cache: CacheMode,
+    /// The change's product hunks whose diff coverage the coordinator records (found where the
+    /// repository is); empty: none. Added in wire protocol 14.
+    #[serde(default)]
+    pub diff_hunks: Vec<crate::diff_coverage::ChangedHunk>,
 }
 
 /// What the CLI sends on the submit subject. A submission bigger than the server's

@@ -139,9 +139,14 @@ pub fn permissions(subjects: &Subjects, role: Role) -> Permissions {
         format!("{api}.CONSUMER.CREATE.{kv}"),
         format!("{api}.CONSUMER.CREATE.{kv}.>"),
         format!("{api}.CONSUMER.INFO.{kv}.>"),
-        format!("{api}.CONSUMER.DELETE.{kv}.>"),
         format!("$JS.FC.{kv}.>"),
     ];
+    // Deleting a consumer on the bucket's stream: only the coordinator's. A consumer's name is
+    // one subject token, so a permission cannot say "its own"; the monitoring port lists every
+    // consumer's name, and a submitter or operator that may delete one may stall the
+    // coordinators' watches. Their own watches' ordered consumers expire by themselves when
+    // left (async-nats deletes one only when it recreates it, and ignores a refusal).
+    let kv_delete = format!("{api}.CONSUMER.DELETE.{kv}.>");
     let inbox = format!("{}.>", inbox_prefix(subjects, role));
     match role {
         Role::Coordinator => {
@@ -169,6 +174,7 @@ pub fn permissions(subjects: &Subjects, role: Role) -> Permissions {
                     .into_iter()
                     .filter(|s| !s.starts_with(&format!("{api}.STREAM.INFO."))),
             );
+            publish.push(kv_delete);
             Permissions {
                 publish,
                 subscribe: vec![subjects.submit(), subjects.cancel(), inbox],

@@ -102,6 +102,7 @@ fn submission(jobs: usize) -> Result<ProofSubmission, Error> {
         timeout_secs: 600,
         mutation: None,
         cache: Default::default(),
+        diff_hunks: Vec::new(),
     })
 }
 

@@ -98,6 +98,7 @@ pub fn submission(prepared: &PreparedProof, jobs_budget: u32) -> ProofSubmission
         timeout_secs: prepared.request.timeout_secs,
         mutation: prepared.mutation.clone(),
         cache: Default::default(),
+        diff_hunks: prepared.diff_hunks.clone(),
     }
 }
 

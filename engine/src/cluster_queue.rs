@@ -86,6 +86,7 @@ impl ClusterQueue {
             // `assay test` and `assay mutate` decide reuse themselves (history, the mutant
             // cache): the fleet's proof cache stays out of their one-job submissions.
             cache: assay_common::fleet::CacheMode::Off,
+            diff_hunks: Vec::new(),
         }
     }
 }

@@ -108,9 +108,14 @@ with open(out, "w") as f:
 "#;
 
 /// The command of a job that writes the map as its `report` artifact: pytest with
-/// `pytest_args` (options, node ids) under per-test contexts.
+/// `pytest_args` (options, node ids) under per-test contexts, run by `python3`.
 pub fn command(pytest_args: impl IntoIterator<Item = String>) -> Vec<String> {
-    ["python3", "-c", SCRIPT, "{report}"]
+    command_with("python3", pytest_args)
+}
+
+/// [`command`] run by the interpreter `python` (a test command's own, `VENV/bin/python`).
+pub fn command_with(python: &str, pytest_args: impl IntoIterator<Item = String>) -> Vec<String> {
+    [python, "-c", SCRIPT, "{report}"]
         .map(String::from)
         .into_iter()
         .chain(pytest_args)

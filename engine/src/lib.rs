@@ -8,6 +8,7 @@ pub mod admitter;
 pub mod client;
 pub mod cluster_queue;
 pub mod coverage;
+pub mod diff_coverage;
 pub mod dispatch;
 pub mod mutation;
 pub mod nats_queue;

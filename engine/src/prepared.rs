@@ -5,6 +5,7 @@
 use crate::source::{CandidateSpec, Change};
 use assay_common::ProofId;
 use assay_common::criteria::Criterion;
+use assay_common::diff_coverage::ChangedHunk;
 use assay_common::job::JobSpec;
 use assay_common::mutation_plan::MutationSetup;
 use assay_common::runner::{ReportFormat, RunnerKind};
@@ -48,4 +49,16 @@ pub struct PreparedProof {
     /// The mutation check to run once the proof is proven, planned here where the repository
     /// is, so a fleet's coordinator runs the very same mutants.
     pub mutation: Option<MutationSetup>,
+    /// The change's product hunks whose diff coverage the proof records, found here where the
+    /// repository is; empty: no diff coverage (a runner without a coverage run, or no product
+    /// line changed).
+    pub diff_hunks: Vec<ChangedHunk>,
+}
+
+impl PreparedProof {
+    /// The plan index of the first job the proof runs after its planned ones: the diff
+    /// coverage run takes the first, when there is one, and the mutation check's follow.
+    pub fn after_plan_index(&self) -> usize {
+        self.jobs.len() + usize::from(!self.diff_hunks.is_empty())
+    }
 }

@@ -203,7 +203,9 @@ pub fn prepare(request: ProofRequest) -> Result<PreparedProof, EngineError> {
         jobs,
         refused_files,
         mutation: None,
+        diff_hunks: Vec::new(),
     };
+    prepared.diff_hunks = crate::diff_coverage::changed_hunks(&prepared)?;
     prepared.mutation = prepared.request.mutation_budget.map(|budget| {
         let (plan, schema_sources, planning_error) = match check::plan_for(&prepared) {
             Ok((plan, sources)) => (plan, sources, None),
@@ -355,6 +357,7 @@ pub async fn run_proof(
 ) -> Result<ProofRun, EngineError> {
     let (results, finished_at_ms) = run_jobs(&proof.jobs, queue, slots, progress, clock).await?;
     let mut evidence = conclude(proof, &results, &finished_at_ms, started, clock);
+    evidence.diff_coverage = crate::diff_coverage::measure(proof, queue, store).await;
     if let Some(setup) = &proof.mutation
         && evidence.verdict == Verdict::Proven
     {
@@ -470,6 +473,7 @@ pub fn conclude(
             })
             .collect(),
         mutation_check: None,
+        diff_coverage: None,
         sandbox,
         workers,
         coordinators: Vec::new(),

@@ -233,6 +233,7 @@ fn submission(proof_id: &ProofId, jobs: usize) -> ProofSubmission {
         timeout_secs: 60,
         mutation: None,
         cache: Default::default(),
+        diff_hunks: Vec::new(),
     }
 }
 
@@ -437,6 +438,7 @@ struct UncheckedSubmission {
     timeout_secs: u64,
     mutation: Option<assay_common::mutation_plan::MutationSetup>,
     cache: assay_common::fleet::CacheMode,
+    diff_hunks: Vec<assay_common::diff_coverage::ChangedHunk>,
 }
 
 fn unchecked_submission(submission: ProofSubmission, edit_path: &str) -> UncheckedRequest {
@@ -461,6 +463,7 @@ fn unchecked_submission(submission: ProofSubmission, edit_path: &str) -> Uncheck
         timeout_secs: submission.timeout_secs,
         mutation: submission.mutation,
         cache: submission.cache,
+        diff_hunks: submission.diff_hunks,
     })
 }
 
@@ -741,6 +744,7 @@ fn forged_evidence(proof: &ProofId) -> String {
         criteria: vec![],
         jobs: vec![],
         mutation_check: None,
+        diff_coverage: None,
         sandbox: None,
         workers: vec![],
         coordinators: vec![],

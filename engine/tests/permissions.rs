@@ -1207,3 +1207,28 @@ async fn no_client_role_may_read_every_inbox_another_roles_inboxes_or_the_jobs()
         );
     }
 }
+
+/// The monitoring port lists every consumer's name: a submitter or an operator that could
+/// delete a consumer on the proofs bucket's stream could stall the coordinators' watches. Only
+/// the coordinator may; the others' proofs and halts still work (their watches' consumers
+/// expire by themselves).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn only_the_coordinator_may_delete_a_consumer_on_the_proofs_bucket() {
+    let running = RunningFleet::start().await;
+    let (_, halts) = running.prove().await;
+    assert!(halts.is_empty(), "{halts:?}");
+    let subject = format!(
+        "$JS.API.CONSUMER.DELETE.KV_{}.coordinator-watch",
+        Subjects::new("assay").proofs_bucket()
+    );
+    for role in [Role::Submitter, Role::Operator] {
+        let client = running.fleet.observed(role).await;
+        client
+            .api_refused("deletion of a consumer on the proofs bucket", &subject)
+            .await;
+    }
+    // The submitter's watches still work after the refusals: the next proof finishes.
+    let (_, halts) = running.prove().await;
+    assert!(halts.is_empty(), "{halts:?}");
+    running.stop().await;
+}

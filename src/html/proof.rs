@@ -596,6 +596,7 @@ mod tests {
             criteria: Vec::new(),
             jobs: vec![job(0, "base", Some(0), 1.0)],
             mutation_check: None,
+            diff_coverage: None,
             sandbox: None,
             workers: Vec::new(),
             coordinators: Vec::new(),

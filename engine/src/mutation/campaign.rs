@@ -21,8 +21,10 @@ use assay_transport::error_chain::error_chain;
 use assay_transport::queue::{JobQueue, QueueError};
 use reached::Reach;
 use schemata::Schemata;
+pub use targets::Targets;
 
 use assay_common::runner::RunnerKind;
+use assay_common::runner::pytest::python_m_pytest;
 use assay_common::{JobId, ProofId, TreeId};
 use assay_transport::store::ArtifactStore;
 use serde::{Deserialize, Serialize};
@@ -34,6 +36,7 @@ pub mod mutant_cache;
 mod reached;
 pub mod schemata;
 mod stryker;
+pub mod targets;
 
 /// Exit code when some mutant survived or no test covers it (documented in the user guide).
 pub const EXIT_SURVIVORS: u8 = 5;
@@ -44,8 +47,9 @@ pub struct MutateRequest {
     /// The tree mutated, resolved once by the caller ([`head_tree`]), so a fleet run mutates
     /// exactly the tree it uploaded.
     pub tree: TreeId,
-    /// Files or directories (relative, `/`-separated) to mutate; empty: every product file.
-    pub paths: Vec<String>,
+    /// Files or directories (relative, `/`-separated) to mutate, and where given the lines;
+    /// no paths: every product file.
+    pub targets: Targets,
     pub runner: RunnerKind,
     pub command_prefix: Vec<String>,
     /// Mutants per file; `None`: every site.
@@ -68,6 +72,13 @@ pub enum MutateError {
         "no {language} product file under {paths:?} in HEAD (hint: name files or directories tracked in git; test files are never mutated)"
     )]
     NothingToMutate {
+        language: &'static str,
+        paths: Vec<String>,
+    },
+    #[error(
+        "no changed line of a {language} product file under {paths:?} since the revision given (nothing to mutate)"
+    )]
+    NothingChanged {
         language: &'static str,
         paths: Vec<String>,
     },
@@ -196,9 +207,10 @@ fn files_to_mutate(request: &MutateRequest) -> Result<(TreeId, Vec<ChangedFile>)
         runner: request.runner,
     })?;
     let tree = request.tree.clone();
+    let paths = &request.targets.paths;
     let under = |path: &str| {
-        request.paths.is_empty()
-            || request.paths.iter().any(|p| {
+        paths.is_empty()
+            || paths.iter().any(|p| {
                 let p = p.trim_end_matches('/');
                 p == "." || path == p || path.starts_with(&format!("{p}/"))
             })
@@ -211,17 +223,27 @@ fn files_to_mutate(request: &MutateRequest) -> Result<(TreeId, Vec<ChangedFile>)
         let Some(bytes) = source::read_file(&request.repo, &tree, &path)? else {
             continue;
         };
-        let lines = bytes.split(|b| *b == b'\n').count() as u32;
+        let line_count = bytes.split(|b| *b == b'\n').count() as u32;
+        let changed_lines = request.targets.lines_of(&path, line_count);
+        if changed_lines.is_empty() {
+            continue;
+        }
         files.push(ChangedFile {
             path,
             bytes,
-            changed_lines: (1..=lines).collect(),
+            changed_lines,
         });
     }
     if files.is_empty() {
-        return Err(MutateError::NothingToMutate {
-            language: language.name(),
-            paths: request.paths.clone(),
+        return Err(match &request.targets.changed {
+            Some(_) => MutateError::NothingChanged {
+                language: language.name(),
+                paths: paths.clone(),
+            },
+            None => MutateError::NothingToMutate {
+                language: language.name(),
+                paths: paths.clone(),
+            },
         });
     }
     Ok((tree, files))
@@ -484,10 +506,23 @@ impl<'a> Campaign<'a> {
                 schemata::run_spec(request, prebuilt, *index, 0, None),
                 false,
             ),
-            (RunnerKind::Pytest, _) => {
-                let command = coverage::command(["-o".into(), "junit_family=xunit1".into()]);
-                (spec(request, &planned.tree, *index, command), true)
-            }
+            // The map is made by the test command's own interpreter, with its own arguments, so
+            // the baseline runs what the mutants run. A command that is not `PYTHON -m pytest`
+            // gets no map: its baseline is the command itself, and it must pass with a report.
+            (RunnerKind::Pytest, _) => match python_m_pytest(&request.command_prefix) {
+                Some((python, args)) => {
+                    let pytest_args = args
+                        .iter()
+                        .cloned()
+                        .chain(["-o".into(), "junit_family=xunit1".into()]);
+                    let command = coverage::command_with(python, pytest_args);
+                    (spec(request, &planned.tree, *index, command), true)
+                }
+                None => {
+                    let command = request.runner.command(&request.command_prefix, &[], &[]);
+                    (spec(request, &planned.tree, *index, command), false)
+                }
+            },
             (RunnerKind::Unittest | RunnerKind::Cargo | RunnerKind::Go | RunnerKind::Node, _) => {
                 let command = request.runner.command(&request.command_prefix, &[], &[]);
                 (spec(request, &planned.tree, *index, command), false)
@@ -559,7 +594,7 @@ impl<'a> Campaign<'a> {
         };
         // Stops here unless the unmutated suite passed: no mutant is judged against a red one.
         let plain = match (&baseline, &coverage) {
-            (Ok(_), None) if per_line_wanted(request.runner) => {
+            (Ok(_), None) if run.per_line => {
                 // No map (coverage.py missing, or the session broke): the same suite without
                 // coverage says whether the baseline passes.
                 let command = request.runner.command(&request.command_prefix, &[], &[]);
@@ -1527,8 +1562,19 @@ impl MutateReport {
     /// [`EXIT_SURVIVORS`] when one survived or no test covers it, 4 when only the budget or
     /// errors kept a verdict from some mutants.
     pub fn exit_code(&self) -> u8 {
+        self.exit_code_under(None)
+    }
+
+    /// [`Self::exit_code`] where survivors fail the run only when the mutation score (a
+    /// percentage) is below `fail_under`: 5 then, else 0 (4 still when mutants have no verdict).
+    pub fn exit_code_under(&self, fail_under: Option<f64>) -> u8 {
         let summary = self.summary();
-        if summary.survived + summary.no_coverage > 0 {
+        let below = match (fail_under, summary.mutation_score) {
+            (None, _) => true,
+            (Some(threshold), Some(score)) => score * 100.0 < threshold,
+            (Some(_), None) => false,
+        };
+        if summary.survived + summary.no_coverage > 0 && below {
             EXIT_SURVIVORS
         } else if summary.pending + summary.runtime_error > 0 {
             4

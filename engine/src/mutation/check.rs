@@ -311,7 +311,7 @@ pub async fn run_check(
         let note = "no mutation site on the changed product lines".to_owned();
         return Ok(assemble(plan, Vec::new(), None, vec![note]));
     }
-    let first_index = proof.jobs.len();
+    let first_index = proof.after_plan_index();
     let mutants = plan.mutants.len();
     let schema_index = first_index + 1 + mutants;
     let unmutated_timeout = budget.min(Duration::from_secs(proof.request.timeout_secs));

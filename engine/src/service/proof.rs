@@ -133,6 +133,7 @@ pub fn prepared_from(submission: &ProofSubmission) -> PreparedProof {
         jobs: submission.jobs.clone(),
         refused_files: submission.refused_files.clone(),
         mutation: submission.mutation.clone(),
+        diff_hunks: submission.diff_hunks.clone(),
     }
 }
 

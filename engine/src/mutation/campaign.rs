@@ -625,7 +625,7 @@ impl<'a> Campaign<'a> {
             _ => None,
         };
         let package_tests = match (request.runner, &baseline) {
-            (RunnerKind::Go, Ok(result)) => Some(go_package_tests(request, result)?),
+            (RunnerKind::Go, Ok(result)) => go_package_tests(request, result)?,
             _ => None,
         };
         Ok(Baseline {
@@ -1454,11 +1454,11 @@ fn package_dir(path: &str) -> &str {
 
 /// Go: the top-level tests of the unmutated run's report (`PACKAGE::TestName`), by the
 /// directory of their package (its import path less the module's, from the root `go.mod` of
-/// the tree mutated).
+/// the tree mutated). `None` when that names no module: every mutant then runs every package.
 fn go_package_tests(
     request: &MutateRequest,
     result: &JobResult,
-) -> Result<BTreeMap<String, Vec<String>>, MutateError> {
+) -> Result<Option<BTreeMap<String, Vec<String>>>, MutateError> {
     let go_mod = source::read_file(&request.repo, &request.tree, "go.mod")?.unwrap_or_default();
     let module = String::from_utf8_lossy(&go_mod)
         .lines()
@@ -1468,6 +1468,9 @@ fn go_package_tests(
             (rest.starts_with(char::is_whitespace) && !name.is_empty()).then(|| name.to_owned())
         })
         .unwrap_or_default();
+    if module.is_empty() {
+        return Ok(None);
+    }
     let mut tests: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for case in result.report.parsed().map_or(&[][..], |r| &r.cases[..]) {
         let dir = match case.file.strip_prefix(&module) {
@@ -1483,7 +1486,7 @@ fn go_package_tests(
             names.push(function);
         }
     }
-    Ok(tests)
+    Ok(Some(tests))
 }
 
 /// Why the baseline gave nothing to plan from; the mutants then run the whole suite.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `assay mutate --jobs 2` against cargo-mutants `-j 2` on the same source files of two real
-# crates from crates.io (bench/lib/crates.sh: pinned by version and sha256), cold runs
+# crates from the Rust package registry (bench/lib/crates.sh: pinned by version and sha256), cold runs
 # interleaved (the order alternates each round; every run starts from a fresh copy with no
 # target directory). Reports per run the mutants, wall time and mutants per minute, per crate
 # the ratio of the median rates, and the caught/missed agreement on the mutants both tools make

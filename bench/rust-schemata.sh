@@ -2,7 +2,7 @@
 # Build once, fan out: Rust mutant schemata (the crate built once with every mutant behind the
 # runtime switch, then one run of its test binaries per mutant) against a build per mutant
 # (what cargo-mutants does, rebuilding incrementally) on the very same mutants of two real
-# crates from crates.io that ship their tests, pinned by version and checksum.
+# crates from the Rust package registry that ship their tests, pinned by version and checksum.
 # Reports per crate: mutants, wall time and mutants per minute of each way, schema builds,
 # mutants built alone (and why), and the agreement of the two runs' statuses, mutant by mutant.
 # Needs: cargo (the crates are fetched by cargo from the registry).

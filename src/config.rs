@@ -25,6 +25,8 @@ pub struct ProveFile {
     pub mutation: Option<bool>,
     /// Seconds for the whole mutation check, like `--mutation-budget`.
     pub mutation_budget: Option<u64>,
+    /// `false` turns diff coverage off, like `--no-diff-coverage`.
+    pub diff_coverage: Option<bool>,
     pub json: Option<PathBuf>,
     pub junit: Option<PathBuf>,
     pub store: Option<String>,
@@ -121,6 +123,9 @@ pub fn load(repo: &Path) -> Result<(ProveFile, Option<PathBuf>)> {
     if assay_toml.is_file() {
         let text = std::fs::read_to_string(&assay_toml)
             .with_context(|| format!("failed to read {}", assay_toml.display()))?;
+        if let Ok(table) = toml::from_str::<toml::Table>(&text) {
+            refuse_person_only_keys(&table, &assay_toml)?;
+        }
         let file = toml::from_str(&text)
             .with_context(|| format!("invalid configuration in {}", assay_toml.display()))?;
         return Ok((file, Some(assay_toml)));
@@ -132,6 +137,9 @@ pub fn load(repo: &Path) -> Result<(ProveFile, Option<PathBuf>)> {
         let parsed: PyProject = toml::from_str(&text)
             .with_context(|| format!("invalid TOML in {}", pyproject.display()))?;
         if let Some(value) = parsed.tool.and_then(|t| t.assay) {
+            if let Some(table) = value.as_table() {
+                refuse_person_only_keys(table, &pyproject)?;
+            }
             let file = value
                 .try_into()
                 .with_context(|| format!("invalid [tool.assay] in {}", pyproject.display()))?;
@@ -139,6 +147,27 @@ pub fn load(repo: &Path) -> Result<(ProveFile, Option<PathBuf>)> {
         }
     }
     Ok((ProveFile::default(), None))
+}
+
+/// Settings only a person may give, by flag or environment: the repository under test is the
+/// change's own, and a change must not accept its own harness.
+const PERSON_ONLY_KEYS: &[(&str, &str)] = &[
+    ("trust-harness-change", "--trust-harness-change"),
+    ("trust_harness_change", "--trust-harness-change"),
+];
+
+/// Refuses a configuration file that sets a person-only setting, naming the flag to use.
+fn refuse_person_only_keys(table: &toml::Table, origin: &Path) -> Result<()> {
+    if let Some((key, flag)) = PERSON_ONLY_KEYS
+        .iter()
+        .find(|(key, _)| table.contains_key(*key))
+    {
+        bail!(
+            "{} sets {key}, which the repository under test can never set: the change would accept its own harness (hint: a person who reviewed the harness change passes {flag} or sets ASSAY_TRUST_HARNESS_CHANGE=1)",
+            origin.display()
+        );
+    }
+    Ok(())
 }
 
 /// Splits a command line the way a POSIX shell would for plain words and quotes.

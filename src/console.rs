@@ -236,7 +236,37 @@ pub fn summary(evidence: &Evidence) -> String {
             side_text(&c.candidate)
         );
     }
+    if let Some(harness) = &evidence.harness {
+        harness_summary(&mut out, harness);
+    }
     out
+}
+
+/// The change's harness in the summary: its findings, how they were checked, and trust.
+fn harness_summary(out: &mut String, harness: &assay_common::harness::HarnessEvidence) {
+    if !harness.findings.is_empty() {
+        let _ = writeln!(
+            out,
+            "  harness: the change runs its own code around the tests ({} finding{}){}",
+            harness.findings.len(),
+            if harness.findings.len() == 1 { "" } else { "s" },
+            match (harness.trusted, harness.check_job) {
+                (true, _) => "; TRUSTED by --trust-harness-change",
+                (false, Some(_)) => "; checked with the base's harness in its place",
+                (false, None) => "; cannot be checked apart from the tests",
+            }
+        );
+        for finding in &harness.findings {
+            let _ = writeln!(out, "      {} ({})", finding.place(), finding.kind);
+        }
+    }
+    if let Some(inert) = &harness.inert_product {
+        let _ = writeln!(
+            out,
+            "  product change is inert: {} differs from the base only in comments and docstrings",
+            inert.files.join(", ")
+        );
+    }
 }
 
 /// JUnit XML with one test case per criterion, for CI dashboards.

@@ -48,6 +48,17 @@ pub struct ProveArgs {
     /// higher limits). Without it such a file is refused, since a pull request controls it.
     #[arg(long)]
     pub trust_repo_config: bool,
+    /// Accept the change's harness changes (conftest hooks, plugins, runner configuration,
+    /// start-up files, result-class overrides, support code that patches the product) after
+    /// reviewing them: their findings no longer leave criteria unverified. Recorded in the
+    /// evidence. The repository's configuration can never set it.
+    #[arg(
+        long,
+        env = "ASSAY_TRUST_HARNESS_CHANGE",
+        action = clap::ArgAction::SetTrue,
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
+    pub trust_harness_change: bool,
     /// A criterion: "test: NAME" (fails before, passes after) or "guard: NAME" (passes on
     /// both), optionally with an id: "C3: test: NAME". Repeatable.
     #[arg(long = "criterion", value_name = "CRITERION")]
@@ -80,6 +91,10 @@ pub struct ProveArgs {
     /// Skip the mutation check that follows a proven proof.
     #[arg(long)]
     pub no_mutation: bool,
+    /// Skip diff coverage: the proving tests' one more run, under coverage.py, that names the
+    /// changed lines they never executed (pytest only; report only).
+    #[arg(long)]
+    pub no_diff_coverage: bool,
     /// Seconds the mutation check may take in all, the unmutated run included [default: 900].
     #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
     pub mutation_budget: Option<u64>,
@@ -162,6 +177,7 @@ fn settings(args: &ProveArgs) -> Result<Settings, Failure> {
         timeout,
         mutation,
         mutation_budget,
+        diff_coverage,
         json,
         junit,
         store,
@@ -258,6 +274,8 @@ fn settings(args: &ProveArgs) -> Result<Settings, Failure> {
                     .or(mutation_budget)
                     .map_or(DEFAULT_MUTATION_BUDGET, std::time::Duration::from_secs)
             }),
+            diff_coverage: !args.no_diff_coverage && diff_coverage.unwrap_or(true),
+            trust_harness_change: args.trust_harness_change,
         },
         jobs,
         json: args.json.clone().or(json),

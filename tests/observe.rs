@@ -385,7 +385,16 @@ fn a_fleet_proof_is_one_trace_from_the_cli_to_the_sandbox() {
         .iter()
         .filter(|s| s.name == "job" && s.proof_id.as_deref() == Some(&proof_id))
         .collect();
-    assert_eq!(job_spans.len(), jobs(&evidence).len(), "a job span per job");
+    // The proof's own jobs and its diff coverage run, which the fleet runs as a job too.
+    assert_eq!(
+        evidence["diff_coverage"]["hunks"][0]["status"], "executed",
+        "{evidence:#}"
+    );
+    assert_eq!(
+        job_spans.len(),
+        jobs(&evidence).len() + 1,
+        "a job span per job"
+    );
     for job in &job_spans {
         assert_eq!(job.service, "pager-ci-worker");
         assert_eq!(
@@ -503,7 +512,10 @@ fn a_workers_metrics_count_its_jobs_and_its_probes_follow_nats_and_the_store() {
             &format!("kind=\"{kind}\""),
         );
     }
-    assert_eq!(by_kind, jobs.len() as f64, "every job timed once, by kind");
+    // What the worker ran: the proof's own jobs and its diff coverage run.
+    assert!(evidence.get("diff_coverage").is_some(), "{evidence:#}");
+    let runs = jobs.len() as f64 + 1.0;
+    assert_eq!(by_kind, runs, "every job timed once, by kind");
     assert!(histogram_count(&metrics, "assay_job_duration_seconds", "kind=\"targeted\"") >= 2.0);
     assert_eq!(
         histogram_count(&metrics, "assay_container_start_seconds", ""),
@@ -512,7 +524,7 @@ fn a_workers_metrics_count_its_jobs_and_its_probes_follow_nats_and_the_store() {
     );
     assert_eq!(
         metrics["assay_job_outcomes_total{lane=\"guest\",status=\"completed\"}"],
-        jobs.len() as f64
+        runs
     );
     assert_eq!(
         metrics["assay_job_outcomes_total{lane=\"infrastructure\",status=\"infrastructure\"}"],
@@ -526,7 +538,7 @@ fn a_workers_metrics_count_its_jobs_and_its_probes_follow_nats_and_the_store() {
     );
     assert_eq!(
         metrics["assay_tree_cache_hits_total"] + metrics["assay_tree_cache_misses_total"],
-        jobs.len() as f64
+        runs
     );
     assert_eq!(metrics["assay_jobs_in_flight"], 0.0);
     assert_eq!(metrics["assay_job_redeliveries_total"], 0.0);
@@ -534,10 +546,7 @@ fn a_workers_metrics_count_its_jobs_and_its_probes_follow_nats_and_the_store() {
     assert_eq!(metrics["assay_nats_connected"], 1.0);
     assert_eq!(metrics["assay_store_reachable"], 1.0);
     let coordinator = parse_metrics(&http_get(fleet.coordinator_port, "/metrics").1);
-    assert_eq!(
-        coordinator["assay_results_applied_total"],
-        jobs.len() as f64
-    );
+    assert_eq!(coordinator["assay_results_applied_total"], runs);
 
     // The store goes away: not ready, but alive.
     fleet.s3.kill();

@@ -1,4 +1,4 @@
-# The two real crates the Rust benchmarks mutate, from crates.io, pinned by version and the
+# The two real crates the Rust benchmarks mutate, from the Rust package registry, pinned by version and the
 # archive's sha256; both ship their tests (strsim: unit, integration and doc tests; heck: unit
 # and doc tests). Sourced by bench/rust-schemata.sh and bench/mutate-vs-cargo-mutants.sh.
 

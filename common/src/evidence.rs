@@ -40,6 +40,10 @@ pub struct Evidence {
     /// change touches no product line.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diff_coverage: Option<crate::diff_coverage::DiffCoverage>,
+    /// The change's harness: what of the change runs in the test process around the tests,
+    /// and how each criterion met it. Absent when the change has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub harness: Option<crate::harness::HarnessEvidence>,
     /// The sandbox the jobs ran in, when they all ran in the same one (embedded mode, or a
     /// fleet whose workers agree); each worker's own is under `workers`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -209,6 +209,10 @@ pub struct ProofSubmission {
     /// repository is); empty: none. Added in wire protocol 14.
     #[serde(default)]
     pub diff_hunks: Vec<crate::diff_coverage::ChangedHunk>,
+    /// The change's harness as the submitter classified it (where the repository is), so the
+    /// coordinator concludes as embedded mode would. Added in wire protocol 15.
+    #[serde(default)]
+    pub harness: crate::harness::HarnessPlan,
 }
 
 /// What the CLI sends on the submit subject. A submission bigger than the server's
@@ -281,9 +285,10 @@ pub struct ProofRecord {
     /// The full submission in the artifact store, when it is too big for a KV value.
     pub stored: Option<ArtifactRef>,
     pub job_count: u32,
-    /// Jobs of the mutation check, which follow the proof's own once it is proven: the
-    /// unmutated run and one per mutant (0: no check), and for a Rust check built once the
-    /// schema's, of which it uses what its builds need (so the count is then at most).
+    /// Jobs after the proof's own: its diff coverage run (when it has changed product hunks),
+    /// then the mutation check's, once it is proven: the unmutated run and one per mutant (0:
+    /// no check), and for a Rust check built once the schema's, of which it uses what its
+    /// builds need (so the count is then at most).
     pub mutation_job_count: u32,
     pub status: ProofStatus,
     /// Seconds since the epoch when the coordinator accepted the proof.

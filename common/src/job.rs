@@ -37,6 +37,9 @@ pub enum JobKind {
     Stability,
     /// The proving tests against one mutant of the candidate (report only).
     Mutant,
+    /// The proving tests on the candidate with the change's harness parts replaced by the
+    /// base's: the differential run that shows whether the change's harness decides them.
+    HarnessCheck,
 }
 
 impl JobKind {
@@ -47,6 +50,7 @@ impl JobKind {
             Self::Suite => format!("{side}-suite"),
             Self::Stability => "stability".into(),
             Self::Mutant => "mutant".into(),
+            Self::HarnessCheck => "harness-check".into(),
         }
     }
 }

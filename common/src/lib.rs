@@ -8,6 +8,7 @@ pub mod error_chain;
 pub mod evidence;
 pub mod fleet;
 pub mod guest_env;
+pub mod harness;
 pub mod ids;
 pub mod job;
 pub mod json_field;

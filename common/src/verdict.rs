@@ -594,3 +594,5 @@ fn linked_collection_error(report: &TestReport, known_files: &BTreeSet<String>) 
 
 #[cfg(test)]
 mod tests;
+
+pub mod harness;

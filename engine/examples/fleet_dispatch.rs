@@ -103,6 +103,7 @@ fn submission(jobs: usize) -> Result<ProofSubmission, Error> {
         mutation: None,
         cache: Default::default(),
         diff_hunks: Vec::new(),
+        harness: Default::default(),
     })
 }
 

@@ -99,6 +99,7 @@ pub fn submission(prepared: &PreparedProof, jobs_budget: u32) -> ProofSubmission
         mutation: prepared.mutation.clone(),
         cache: Default::default(),
         diff_hunks: prepared.diff_hunks.clone(),
+        harness: prepared.harness.clone(),
     }
 }
 

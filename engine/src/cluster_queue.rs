@@ -87,6 +87,7 @@ impl ClusterQueue {
             // cache): the fleet's proof cache stays out of their one-job submissions.
             cache: assay_common::fleet::CacheMode::Off,
             diff_hunks: Vec::new(),
+            harness: Default::default(),
         }
     }
 }

@@ -28,9 +28,10 @@ const TOOL: &str = "coverage.py";
 const JUNIT_OPTION: &str = "--junitxml={report}";
 
 /// The candidate's changed product hunks: lines the change adds or modifies in Python files
-/// that are not its test files. Empty where the runner has no coverage run.
+/// that are not its test files. Empty where the runner has no coverage run or the request
+/// turned diff coverage off.
 pub fn changed_hunks(proof: &PreparedProof) -> Result<Vec<ChangedHunk>, SourceError> {
-    if proof.runner != RunnerKind::Pytest {
+    if !proof.request.diff_coverage || proof.runner != RunnerKind::Pytest {
         return Ok(Vec::new());
     }
     let tests: BTreeSet<&str> = proof

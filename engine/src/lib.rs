@@ -10,6 +10,7 @@ pub mod cluster_queue;
 pub mod coverage;
 pub mod diff_coverage;
 pub mod dispatch;
+pub mod harness;
 pub mod mutation;
 pub mod nats_queue;
 pub mod plan;

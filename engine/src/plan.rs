@@ -20,17 +20,22 @@ pub struct ProofPlanInput<'a> {
     pub repeats: u32,
     pub timeout_secs: u64,
     pub report: ReportFormat,
+    /// The candidate with the change's harness files put back as the base has them: one more
+    /// job runs the proving tests there, last (see `crate::harness`).
+    pub harness_check_tree: Option<&'a TreeId>,
 }
 
 /// Plan order: base, candidate (when the change has test modules), base-suite,
-/// candidate-suite, then the stability repeats (base repeats for `test:` criteria only).
+/// candidate-suite, then the stability repeats (base repeats for `test:` criteria only), then
+/// the harness check when there is one.
 pub fn plan_proof(input: &ProofPlanInput<'_>) -> Vec<JobSpec> {
     let mut jobs = Vec::new();
     let mut push = |kind: JobKind, side: Side, files: &[String], names: &[String]| {
         let index = jobs.len() as u32;
-        let tree = match side {
-            Side::Base => input.base_tree,
-            Side::Candidate => input.candidate_tree,
+        let tree = match (kind, side, input.harness_check_tree) {
+            (JobKind::HarnessCheck, _, Some(tree)) => tree,
+            (_, Side::Base, _) => input.base_tree,
+            (_, Side::Candidate, _) => input.candidate_tree,
         };
         jobs.push(JobSpec {
             proof_id: input.proof_id.clone(),
@@ -95,6 +100,13 @@ pub fn plan_proof(input: &ProofPlanInput<'_>) -> Vec<JobSpec> {
             push(JobKind::Stability, Side::Candidate, &[], names);
         }
     }
+    // Selected by name over the whole suite, as the repeats are, so a guard outside the
+    // change's test modules is observed too.
+    if input.harness_check_tree.is_some()
+        && let Some(names) = &candidate_names
+    {
+        push(JobKind::HarnessCheck, Side::Candidate, &[], names);
+    }
     jobs
 }
 
@@ -118,6 +130,7 @@ mod tests {
             repeats,
             timeout_secs: 60,
             report: RunnerKind::Pytest.report_format(),
+            harness_check_tree: None,
         })
     }
 
@@ -188,6 +201,7 @@ mod tests {
                 repeats: 2,
                 timeout_secs: 60,
                 report: runner.report_format(),
+                harness_check_tree: None,
             });
             let stability: Vec<&JobSpec> = jobs
                 .iter()
@@ -202,6 +216,38 @@ mod tests {
                 assert!(!stability[0].command.contains(&"-run".to_string()));
             }
         }
+    }
+
+    #[test]
+    fn the_harness_check_runs_the_proving_tests_last_on_its_own_tree() {
+        let criteria = parse_criteria(&[
+            "test: test_partial_page".to_string(),
+            "guard: test_full_pages".to_string(),
+        ])
+        .unwrap();
+        let check_tree = TreeId("h".into());
+        let jobs = plan_proof(&ProofPlanInput {
+            proof_id: &ProofId("p-1".into()),
+            runner: RunnerKind::Pytest,
+            command_prefix: &RunnerKind::Pytest.default_command(),
+            criteria: &criteria,
+            changed_test_modules: &["tests/test_pager.py".to_string()],
+            base_tree: &TreeId("b".into()),
+            candidate_tree: &TreeId("c".into()),
+            repeats: 2,
+            timeout_secs: 60,
+            report: RunnerKind::Pytest.report_format(),
+            harness_check_tree: Some(&check_tree),
+        });
+        let last = jobs.last().expect("jobs");
+        assert_eq!(last.kind, JobKind::HarnessCheck);
+        assert_eq!(last.index as usize, jobs.len() - 1);
+        assert_eq!((last.side, &last.tree), (Side::Candidate, &check_tree));
+        assert_eq!(
+            last.selected_tests,
+            ["test_full_pages", "test_partial_page"]
+        );
+        assert!(jobs[..jobs.len() - 1].iter().all(|j| j.tree != check_tree));
     }
 
     #[test]

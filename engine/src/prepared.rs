@@ -6,6 +6,7 @@ use crate::source::{CandidateSpec, Change};
 use assay_common::ProofId;
 use assay_common::criteria::Criterion;
 use assay_common::diff_coverage::ChangedHunk;
+use assay_common::harness::HarnessPlan;
 use assay_common::job::JobSpec;
 use assay_common::mutation_plan::MutationSetup;
 use assay_common::runner::{ReportFormat, RunnerKind};
@@ -35,6 +36,11 @@ pub struct ProofRequest {
     pub timeout_secs: u64,
     /// The mutation check's budget; `None`: no mutation check.
     pub mutation_budget: Option<Duration>,
+    /// Whether the proving tests run once more for diff coverage.
+    pub diff_coverage: bool,
+    /// `--trust-harness-change`: a person reviewed the change's harness and accepts it. Only a
+    /// flag or the environment sets it, never the repository's configuration.
+    pub trust_harness_change: bool,
 }
 
 /// A proof with its trees resolved and its jobs planned.
@@ -53,6 +59,8 @@ pub struct PreparedProof {
     /// repository is; empty: no diff coverage (a runner without a coverage run, or no product
     /// line changed).
     pub diff_hunks: Vec<ChangedHunk>,
+    /// The change's harness: what the classifier found, the differential job's tree, trust.
+    pub harness: HarnessPlan,
 }
 
 impl PreparedProof {

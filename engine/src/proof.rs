@@ -172,6 +172,8 @@ pub fn prepare(request: ProofRequest) -> Result<PreparedProof, EngineError> {
             }
         }
     }
+    let harness =
+        crate::harness::plan(&request.repo, &change, runner, request.trust_harness_change)?;
     let mut jobs = plan_proof(&ProofPlanInput {
         proof_id: &request.proof_id,
         runner,
@@ -186,6 +188,7 @@ pub fn prepare(request: ProofRequest) -> Result<PreparedProof, EngineError> {
             .test_report
             .clone()
             .unwrap_or_else(|| runner.report_format_for(&command_prefix)),
+        harness_check_tree: harness.check_tree.as_ref(),
     });
     if let Some(corpus) = &corpus {
         for job in &mut jobs {
@@ -204,6 +207,7 @@ pub fn prepare(request: ProofRequest) -> Result<PreparedProof, EngineError> {
         refused_files,
         mutation: None,
         diff_hunks: Vec::new(),
+        harness,
     };
     prepared.diff_hunks = crate::diff_coverage::changed_hunks(&prepared)?;
     prepared.mutation = prepared.request.mutation_budget.map(|budget| {
@@ -440,6 +444,12 @@ pub fn conclude(
         .collect();
     let mut criteria = verdict::decide(&proof.request.criteria, &observations);
     verdict::refuse_spawning_files(&mut criteria, &proof.refused_files);
+    let harness = verdict::harness::judge(
+        &mut criteria,
+        &proof.request.criteria,
+        &proof.harness,
+        &observations,
+    );
     let change = &proof.change;
     Evidence {
         schema: SCHEMA.into(),
@@ -474,6 +484,7 @@ pub fn conclude(
             .collect(),
         mutation_check: None,
         diff_coverage: None,
+        harness,
         sandbox,
         workers,
         coordinators: Vec::new(),

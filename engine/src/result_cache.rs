@@ -908,7 +908,7 @@ pub struct Settled {
 fn cacheable(spec: &JobSpec) -> bool {
     matches!(
         spec.kind,
-        JobKind::Targeted | JobKind::Suite | JobKind::Stability
+        JobKind::Targeted | JobKind::Suite | JobKind::Stability | JobKind::HarnessCheck
     ) && !matches!(spec.report, ReportFormat::ManifestCases(_))
 }
 

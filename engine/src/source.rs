@@ -304,6 +304,59 @@ pub fn read_file(
     Ok(Some(blob.content().to_vec()))
 }
 
+/// The names of the entries of directory `dir` (`""` for the root) of a tree; none when it has
+/// no such directory.
+pub fn entry_names(repo_path: &Path, tree: &TreeId, dir: &str) -> Result<Vec<String>, SourceError> {
+    let repo = open(repo_path)?;
+    let oid = git2::Oid::from_str(tree.as_str()).map_err(git("parse a tree id"))?;
+    let root = repo
+        .find_tree(oid)
+        .map_err(git(format!("find tree {oid}")))?;
+    let names = |tree: &git2::Tree<'_>| -> Vec<String> {
+        tree.iter()
+            .filter_map(|entry| entry.name().map(str::to_owned))
+            .collect()
+    };
+    if dir.is_empty() {
+        return Ok(names(&root));
+    }
+    let Ok(entry) = root.get_path(Path::new(dir)) else {
+        return Ok(Vec::new());
+    };
+    match repo.find_tree(entry.id()) {
+        Ok(sub) => Ok(names(&sub)),
+        Err(_) => Ok(Vec::new()),
+    }
+}
+
+/// Reads several files of one tree with the repository opened once; `None` for an absent one.
+pub fn read_files(
+    repo_path: &Path,
+    tree: &TreeId,
+    paths: &[&str],
+) -> Result<Vec<Option<Vec<u8>>>, SourceError> {
+    let repo = open(repo_path)?;
+    let oid = git2::Oid::from_str(tree.as_str()).map_err(git("parse a tree id"))?;
+    let tree = repo
+        .find_tree(oid)
+        .map_err(git(format!("find tree {oid}")))?;
+    paths
+        .iter()
+        .map(|path| {
+            let Ok(entry) = tree.get_path(Path::new(path)) else {
+                return Ok(None);
+            };
+            if entry.kind() != Some(git2::ObjectType::Blob) {
+                return Ok(None);
+            }
+            let blob = repo
+                .find_blob(entry.id())
+                .map_err(git(format!("read {path}")))?;
+            Ok(Some(blob.content().to_vec()))
+        })
+        .collect()
+}
+
 /// Every path the diff base..candidate touches, on either side (a rename names both), for the
 /// selection audit's read-set closure.
 pub fn changed_paths(
@@ -364,6 +417,61 @@ pub fn tree_with_files(
     let written = update
         .create_updated(&repo, &base)
         .map_err(git(format!("write a tree from {oid}")))?;
+    Ok(TreeId(written.to_string()))
+}
+
+/// `tree` with each of `paths` as `base` has it (the base's blob and mode, or no file where the
+/// base has none) and each of `rewritten` given new contents (keeping its mode in `tree`). The
+/// differential run's tree: the candidate with the change's harness put back (see
+/// `crate::harness`).
+pub fn tree_reverting(
+    repo_path: &Path,
+    tree: &TreeId,
+    base: &TreeId,
+    paths: &[String],
+    rewritten: &[(String, Vec<u8>)],
+) -> Result<TreeId, SourceError> {
+    let repo = open(repo_path)?;
+    let find = |id: &TreeId| -> Result<git2::Tree<'_>, SourceError> {
+        let oid = git2::Oid::from_str(id.as_str()).map_err(git("parse a tree id"))?;
+        repo.find_tree(oid).map_err(git(format!("find tree {oid}")))
+    };
+    let (target, base_tree) = (find(tree)?, find(base)?);
+    let mut update = git2::build::TreeUpdateBuilder::new();
+    for path in paths {
+        match base_tree.get_path(Path::new(path)) {
+            Ok(entry) if entry.kind() == Some(git2::ObjectType::Blob) => {
+                let mode = if entry.filemode() == i32::from(git2::FileMode::BlobExecutable) {
+                    git2::FileMode::BlobExecutable
+                } else if entry.filemode() == i32::from(git2::FileMode::Link) {
+                    git2::FileMode::Link
+                } else {
+                    git2::FileMode::Blob
+                };
+                update.upsert(path.as_str(), entry.id(), mode);
+            }
+            _ => {
+                update.remove(path.as_str());
+            }
+        }
+    }
+    for (path, bytes) in rewritten {
+        let executable = target
+            .get_path(Path::new(path))
+            .is_ok_and(|e| e.filemode() == i32::from(git2::FileMode::BlobExecutable));
+        let blob = repo
+            .blob(bytes)
+            .map_err(git(format!("write the blob of {path}")))?;
+        let mode = match executable {
+            true => git2::FileMode::BlobExecutable,
+            false => git2::FileMode::Blob,
+        };
+        update.upsert(path.as_str(), blob, mode);
+    }
+    let written = update.create_updated(&repo, &target).map_err(git(format!(
+        "write tree {tree} with {} put back as on the base",
+        paths.join(", ")
+    )))?;
     Ok(TreeId(written.to_string()))
 }
 

@@ -234,6 +234,7 @@ fn submission(proof_id: &ProofId, jobs: usize) -> ProofSubmission {
         mutation: None,
         cache: Default::default(),
         diff_hunks: Vec::new(),
+        harness: Default::default(),
     }
 }
 
@@ -439,6 +440,7 @@ struct UncheckedSubmission {
     mutation: Option<assay_common::mutation_plan::MutationSetup>,
     cache: assay_common::fleet::CacheMode,
     diff_hunks: Vec<assay_common::diff_coverage::ChangedHunk>,
+    harness: assay_common::harness::HarnessPlan,
 }
 
 fn unchecked_submission(submission: ProofSubmission, edit_path: &str) -> UncheckedRequest {
@@ -464,6 +466,7 @@ fn unchecked_submission(submission: ProofSubmission, edit_path: &str) -> Uncheck
         mutation: submission.mutation,
         cache: submission.cache,
         diff_hunks: submission.diff_hunks,
+        harness: submission.harness,
     })
 }
 
@@ -745,6 +748,7 @@ fn forged_evidence(proof: &ProofId) -> String {
         jobs: vec![],
         mutation_check: None,
         diff_coverage: None,
+        harness: None,
         sandbox: None,
         workers: vec![],
         coordinators: vec![],

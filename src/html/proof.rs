@@ -5,6 +5,7 @@ use super::{
     Artifacts, artifact_block, badge, count, diff_block, edit_diff, esc, page, seconds, stat,
     ticks, tone,
 };
+use assay_common::diff_coverage::{DiffCoverage, HunkStatus};
 use assay_common::evidence::{Evidence, JobEvidence};
 use assay_common::mutation_check::{MutantOutcome, MutationCheck};
 use assay_common::verdict::{SideEvidence, SideOutcome};
@@ -48,6 +49,9 @@ pub fn render(input: &ProofInput<'_>) -> String {
     body.push_str(&criteria_table(e));
     body.push_str("<h2>Jobs over time</h2>");
     body.push_str(&timeline(&e.jobs));
+    if let Some(coverage) = &e.diff_coverage {
+        body.push_str(&diff_coverage_section(coverage));
+    }
     if let Some(check) = &e.mutation_check {
         body.push_str(&mutation_section(check, input.sources));
     }
@@ -384,6 +388,51 @@ fn trim_float(v: f64) -> String {
     text.trim_end_matches('0').trim_end_matches('.').to_owned() + " s"
 }
 
+/// The changed hunks with their status; the lines no proving test executed, per hunk.
+fn diff_coverage_section(coverage: &DiffCoverage) -> String {
+    let mut out = format!(
+        "<h2>Diff coverage</h2><p class=\"note\" id=\"diff-coverage\">measured with {}: which \
+         changed product lines the proving tests executed (report only)</p>",
+        esc(&coverage.tool)
+    );
+    if let Some(note) = &coverage.note {
+        let _ = write!(out, "<p class=\"note\">not measured: {}</p>", esc(note));
+        return out;
+    }
+    out.push_str("<table><tr><th>hunk</th><th>status</th><th>not executed</th></tr>");
+    for hunk in &coverage.hunks {
+        let status = match hunk.status {
+            HunkStatus::Executed => "executed",
+            HunkStatus::PartlyExecuted => "partly executed",
+            HunkStatus::NotExecuted => "not executed",
+            HunkStatus::NoStatements => "no statements",
+        };
+        let tone = match hunk.status {
+            HunkStatus::Executed => "good",
+            HunkStatus::PartlyExecuted | HunkStatus::NotExecuted => "bad",
+            HunkStatus::NoStatements => "muted",
+        };
+        let missed: Vec<String> = hunk.missed_lines.iter().map(u32::to_string).collect();
+        let _ = write!(
+            out,
+            "<tr><td class=\"mono\">{}:{}-{}</td><td><span class=\"badge {tone}\">{status}</span></td><td class=\"mono\">{}</td></tr>",
+            esc(hunk.hunk.path.as_str()),
+            hunk.hunk.start,
+            hunk.hunk.end,
+            esc(&missed.join(", "))
+        );
+    }
+    out.push_str("</table>");
+    if !coverage.unmeasured_files.is_empty() {
+        let _ = write!(
+            out,
+            "<p class=\"note\">not measured: {}</p>",
+            esc(&coverage.unmeasured_files.join(", "))
+        );
+    }
+    out
+}
+
 fn mutation_section(check: &MutationCheck, sources: &BTreeMap<String, String>) -> String {
     let mut out = format!(
         "<h2>Mutation check</h2><div class=\"stats\" id=\"mutation-check\">{}{}{}{}</div>\
@@ -597,6 +646,7 @@ mod tests {
             jobs: vec![job(0, "base", Some(0), 1.0)],
             mutation_check: None,
             diff_coverage: None,
+            harness: None,
             sandbox: None,
             workers: Vec::new(),
             coordinators: Vec::new(),

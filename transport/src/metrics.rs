@@ -71,11 +71,12 @@ impl Histogram {
     }
 }
 
-const KINDS: [(JobKind, &str); 4] = [
+const KINDS: [(JobKind, &str); 5] = [
     (JobKind::Targeted, "targeted"),
     (JobKind::Suite, "suite"),
     (JobKind::Stability, "stability"),
     (JobKind::Mutant, "mutant"),
+    (JobKind::HarnessCheck, "harness_check"),
 ];
 
 /// Job statuses with the lane they belong to: the guest lane is the code under test's doing,
@@ -97,7 +98,7 @@ pub struct Metrics {
     pub results_applied: AtomicU64,
     pub results_dropped: AtomicU64,
     pub container_start: Histogram,
-    job_seconds: [Histogram; 4],
+    job_seconds: [Histogram; KINDS.len()],
     outcomes: [AtomicU64; 4],
 }
 

@@ -25,6 +25,8 @@ use tracing::{Instrument, info_span};
 
 /// The unittest adapter Assay ships; written into each job's scratch directory.
 pub const UNITTEST_ADAPTER: &str = include_str!("adapters/unittest_adapter.py");
+/// Assay's pytest observer, loaded first with `-p assay_observer` (see [`observes`]).
+pub const PYTEST_OBSERVER: &str = include_str!("adapters/pytest_observer.py");
 
 /// The node:test reporter Assay ships; written into the scratch directory of node jobs.
 pub const NODE_REPORTER: &str = include_str!("adapters/node_reporter.mjs");
@@ -287,8 +289,28 @@ async fn run_in(
         }
         _ => String::new(),
     };
+    // Assay's own record of each test's call, for a proving pytest job: a pytest plugin is
+    // loaded by `-p` before any conftest, so its call wrapper is the innermost.
+    let observer_dir = private.join("observer");
+    let record_path = observer_dir.join("calls.jsonl");
+    let observing = observes(job);
+    if observing {
+        tokio::fs::create_dir_all(&observer_dir)
+            .await
+            .map_err(|source| ExecuteError::Adapter {
+                what: "pytest observer",
+                path: observer_dir.clone(),
+                source,
+            })?;
+        write_adapter(
+            "pytest observer",
+            &observer_dir.join("assay_observer.py"),
+            PYTEST_OBSERVER,
+        )
+        .await?;
+    }
     // The report path is private and fresh, so no earlier run's report can be read as this one's.
-    let command: Vec<String> = job
+    let mut command: Vec<String> = job
         .command
         .iter()
         .map(|arg| {
@@ -299,7 +321,20 @@ async fn run_in(
                 .replace(assay_common::test_binaries::PLACEHOLDER, &script)
         })
         .collect();
-    let env = job_env(job, ctx, &private);
+    let mut env = job_env(job, ctx, &private);
+    if observing {
+        command.extend(["-p".to_owned(), "assay_observer".to_owned()]);
+        let guest = |path: &Path| {
+            ctx.sandbox
+                .guest_path(&tree_dir, &private, &path.to_string_lossy())
+        };
+        let python_path = match env.iter().position(|(k, _)| k == "PYTHONPATH") {
+            Some(at) => format!("{}:{}", guest(&observer_dir), env.remove(at).1),
+            None => guest(&observer_dir),
+        };
+        env.push(("PYTHONPATH".to_owned(), python_path));
+        env.push(("ASSAY_OBSERVE_RECORD".to_owned(), guest(&record_path)));
+    }
     let run = SandboxRun {
         proof_id: job.proof_id.to_string(),
         job_id: job.job_id.to_string(),
@@ -405,6 +440,33 @@ async fn run_in(
             (report, _) => report,
         },
     };
+    let report = match report {
+        ReportOutcome::Parsed(parsed) if observing => {
+            match read_file(record_path.clone(), private.clone()).await? {
+                GuestFile::Bytes(record) => {
+                    match assay_common::report::observed::contradiction(&parsed, &record) {
+                        Some(why) => ReportOutcome::Inconsistent(why),
+                        None => ReportOutcome::Parsed(parsed),
+                    }
+                }
+                // No call reached the recorder, or the record was taken away: a report that
+                // names a pass then describes a run Assay did not see.
+                GuestFile::Absent | GuestFile::Refused(_)
+                    if parsed
+                        .cases
+                        .iter()
+                        .any(|c| c.outcome == assay_common::outcome::Outcome::Passed) =>
+                {
+                    ReportOutcome::Inconsistent(
+                        "the report names passes, but Assay's own record of the run is missing"
+                            .into(),
+                    )
+                }
+                _ => ReportOutcome::Parsed(parsed),
+            }
+        }
+        report => report,
+    };
     let prefix = format!("proofs/{}/jobs/{:04}", job.proof_id, job.index);
     let mut artifacts: Vec<ArtifactRef> = Vec::new();
     for (name, path) in [("stdout", &run.stdout_path), ("stderr", &run.stderr_path)] {
@@ -464,6 +526,14 @@ async fn write_adapter(
 /// The job's whole environment: the sandbox's clean one, what the worker passes through, a
 /// private HOME and TMPDIR unless the user passed their own (e.g. a warm GOCACHE), and the
 /// job's own variables.
+/// Whether a job's pytest run is observed by Assay's own plugin: a proving job (not a mutant's,
+/// which the warm servers run) of `PYTHON -m pytest` writing JUnit XML.
+fn observes(job: &JobSpec) -> bool {
+    job.kind != JobKind::Mutant
+        && assay_common::runner::pytest::python_m_pytest(&job.command).is_some()
+        && matches!(job.report, assay_common::runner::ReportFormat::JunitXml)
+}
+
 fn job_env(job: &JobSpec, ctx: &JobContext, private: &Path) -> Vec<(String, String)> {
     let mut env = clean_env(&ctx.pass_env);
     for (key, value) in [

@@ -5,6 +5,7 @@ pub mod go;
 pub mod junit;
 pub mod libtest;
 pub mod node;
+pub mod observed;
 pub mod summary;
 pub mod unittest;
 pub mod vitest;

@@ -61,9 +61,15 @@ pub(super) async fn accept(
     }
     let proof_id = submission.proof_id.clone();
     let job_count = submission.jobs.len() as u32;
-    let mutation_job_count = submission.mutation.as_ref().map_or(0, |m| {
-        u32::try_from(crate::mutation::check::job_count(m)).unwrap_or(u32::MAX)
-    });
+    // The jobs after the plan: the diff coverage run, then the mutation check's.
+    let diff_coverage_jobs = u32::from(!submission.diff_hunks.is_empty());
+    let mutation_job_count = submission
+        .mutation
+        .as_ref()
+        .map_or(0, |m| {
+            u32::try_from(crate::mutation::check::job_count(m)).unwrap_or(u32::MAX)
+        })
+        .saturating_add(diff_coverage_jobs);
     // A record names a stored submission rather than repeat it: a KV value has the same limit.
     let kept = match stored {
         Some(_) => ProofSubmission {

@@ -121,6 +121,8 @@ pub fn prepared_from(submission: &ProofSubmission) -> PreparedProof {
                 .mutation
                 .as_ref()
                 .map(|m| Duration::from_secs(m.budget_secs)),
+            diff_coverage: !submission.diff_hunks.is_empty(),
+            trust_harness_change: submission.harness.trusted,
         },
         change: Change {
             base: revision(&submission.base),
@@ -134,6 +136,7 @@ pub fn prepared_from(submission: &ProofSubmission) -> PreparedProof {
         refused_files: submission.refused_files.clone(),
         mutation: submission.mutation.clone(),
         diff_hunks: submission.diff_hunks.clone(),
+        harness: submission.harness.clone(),
     }
 }
 

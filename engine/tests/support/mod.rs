@@ -33,6 +33,8 @@ pub fn invoice_proof(
         repeats,
         timeout_secs: 120,
         mutation_budget,
+        diff_coverage: true,
+        trust_harness_change: false,
     })
     .expect("the invoice proof prepares")
 }

@@ -208,7 +208,7 @@ pub fn rewrite(source: &str, entries: &[Entry<'_>], std: Std) -> FileSchema {
             Err(why) => fallback.push((entry.number, why.to_string())),
         }
     }
-    let sites: Vec<Site<'_>> = sites.into_values().collect();
+    let sites = shallow_sites(sites.into_values().collect(), &mut fallback);
     let mut out = String::with_capacity(source.len() * 2);
     let mut held = Vec::new();
     let emitter = Emitter {
@@ -237,6 +237,35 @@ pub fn rewrite(source: &str, entries: &[Entry<'_>], std: Std) -> FileSchema {
         held,
         fallback,
     }
+}
+
+/// How many sites may enclose a site. Writing a site writes the sites inside it first, a call
+/// deeper each; a long chain of operators (`a + b + … + z` is `((a + b) + …) + z`) nests one
+/// site in the next, as deep as the source likes.
+const MAX_SITE_NESTING: usize = 64;
+
+/// `sites` (in source order, an enclosing site before those inside it) without the ones nested
+/// deeper than [`MAX_SITE_NESTING`]: their mutants go to `fallback`, and build on their own.
+fn shallow_sites<'e>(sites: Vec<Site<'e>>, fallback: &mut Vec<(u32, String)>) -> Vec<Site<'e>> {
+    let mut open: Vec<usize> = Vec::new();
+    let mut kept = Vec::with_capacity(sites.len());
+    for site in sites {
+        while open.last().is_some_and(|end| *end <= site.range.start) {
+            open.pop();
+        }
+        if open.len() >= MAX_SITE_NESTING {
+            fallback.extend(site.entries.iter().map(|e| {
+                (
+                    e.number,
+                    format!("nested inside {MAX_SITE_NESTING} other mutants' sites"),
+                )
+            }));
+            continue;
+        }
+        open.push(site.range.end);
+        kept.push(site);
+    }
+    kept
 }
 
 fn all_fallback(source: &str, entries: &[Entry<'_>], why: &str) -> FileSchema {

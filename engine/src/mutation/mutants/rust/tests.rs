@@ -464,3 +464,29 @@ fn a_return_type_nested_200k_deep_gets_values_without_walking_every_level() {
         assert!(mutant.edit.replacement.len() < 1_000, "{}", mutant.id);
     }
 }
+
+#[test]
+fn a_sum_of_a_hundred_terms_builds_its_schema_with_the_deepest_sites_on_their_own() {
+    // Each `+` is a site around the sum before it: a hundred sites nested in one another.
+    let terms = 100;
+    let mut sum = String::from("a");
+    for _ in 1..terms {
+        sum.push_str(" + a");
+    }
+    let source = format!("pub fn total(a: u64) -> u64 {{\n    {sum}\n}}\n");
+    let plan = plan(&[all_lines("src/lib.rs", &source)], None);
+    assert!(plan.mutants.len() > 64, "{}", plan.mutants.len());
+    let schema = schema_of(&source, &plan.mutants);
+    assert_eq!(
+        schema.held.len() + schema.fallback.len(),
+        plan.mutants.len()
+    );
+    assert!(
+        schema
+            .fallback
+            .iter()
+            .any(|(_, why)| why.contains("nested inside")),
+        "{:?}",
+        schema.fallback.first()
+    );
+}

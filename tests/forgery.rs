@@ -1,0 +1,551 @@
+//! The forgery corpus: changes that leave the pager's bug in place and make their own proof
+//! anyway, from inside the test process (hooks, plugins, a rewritten report, result-class
+//! overrides, support code that patches the product, start-up files, a product change with no
+//! effect). Each is a real `assay prove` with the defaults and must never end `proven`. The
+//! controls: a real fix with a fixture-only `conftest.py` stays proven, and a person's
+//! `--trust-harness-change` restores the verdict of a harness change.
+//!
+//! Most forgeries add `FIXED = True` to the product: a change with an effect (so the inert
+//! rule does not catch them first), and the marker their harness keys on, present only on the
+//! candidate, so the test still fails on the base.
+
+mod support;
+
+use support::{PAGER_BUGGY, PAGER_FIXED, Repo, prove, pytest_pager_repo};
+
+/// The product with the bug kept and a marker added: an executable change that fixes nothing.
+const PAGER_MARKED: &str =
+    "FIXED = True\n\n\ndef page_count(total, size):\n    return total // size\n";
+
+const PARTIAL_TEST: &str = "import pager\n\n\ndef test_partial_last_page_is_counted():\n    assert pager.page_count(11, 5) == 3\n";
+
+const CRITERIA: &[&str] = &[
+    "--base",
+    "main~1",
+    "--candidate",
+    "main",
+    "--criterion",
+    "test: test_partial_last_page_is_counted",
+    "--criterion",
+    "guard: test_full_pages",
+];
+
+/// Commits `files` over the pytest pager project as the candidate and proves it with the
+/// defaults (and `extra` flags).
+fn prove_candidate(repo: &Repo, files: &[(&str, &str)], extra: &[&str]) -> support::Run {
+    for (path, text) in files {
+        repo.write(path, text);
+    }
+    repo.commit("pager: count the last partial page");
+    let mut args = CRITERIA.to_vec();
+    args.extend_from_slice(extra);
+    prove(repo, &args)
+}
+
+/// The run never proved the forged criterion; it is `unverified` (or `refuted`), and the
+/// verdict's reason and exit code say so.
+fn assert_not_proven(run: &support::Run) -> String {
+    let verdict = run.verdict_of("C1");
+    assert!(
+        verdict == "unverified" || verdict == "refuted",
+        "forgery got {verdict}: {}",
+        run.explain()
+    );
+    assert_ne!(run.code, 0, "{}", run.explain());
+    assert_ne!(
+        run.evidence.as_ref().expect("evidence")["verdict"],
+        "proven"
+    );
+    run.criterion("C1")["reason"]
+        .as_str()
+        .expect("reason")
+        .to_owned()
+}
+
+/// The forgery was caught: its harness construct is a finding at `place`, and the criterion's
+/// reason names it (the differential run decided) or says the report contradicts Assay's own
+/// record of the call (the observer, which runs whatever was found, caught it first).
+fn assert_caught(run: &support::Run, place: &str) {
+    let reason = assert_not_proven(run);
+    assert!(
+        reason.contains(place) || reason.contains("Assay's own record of the run says"),
+        "{reason}"
+    );
+    let findings = run.evidence.as_ref().expect("evidence")["harness"]["findings"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        findings.iter().any(|f| format!(
+            "{}:{} {}",
+            f["file"].as_str().unwrap_or(""),
+            f["line"],
+            f["construct"].as_str().unwrap_or("")
+        ) == place),
+        "{place} not among {findings:?}"
+    );
+}
+
+const MAKEREPORT_FORGERY: &str = "import pytest\n\nimport pager\n\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n    outcome = yield\n    report = outcome.get_result()\n    if getattr(pager, \"FIXED\", False) and report.failed:\n        report.outcome, report.longrepr = \"passed\", None\n";
+
+#[test]
+fn a_conftest_hookwrapper_that_flips_failed_reports_is_unverified() {
+    let repo = pytest_pager_repo();
+    let run = prove_candidate(
+        &repo,
+        &[
+            ("pager.py", PAGER_MARKED),
+            ("tests/conftest.py", MAKEREPORT_FORGERY),
+            ("tests/test_partial.py", PARTIAL_TEST),
+        ],
+        &[],
+    );
+    assert_caught(&run, "tests/conftest.py:6 pytest_runtest_makereport");
+    assert_eq!(run.verdict_of("C1"), "unverified");
+    let harness = &run.evidence.as_ref().expect("evidence")["harness"];
+    assert_eq!(harness["findings"][0]["kind"], "hook");
+    // A report that lies about one test is no evidence for another in it: the guard, in the
+    // same candidate runs, proves nothing either.
+    assert_eq!(run.verdict_of("C2"), "unverified");
+}
+
+const AUTOUSE_PATCH: &str = "import pytest\n\nimport pager\n\n\n@pytest.fixture(autouse=True)\ndef rounding_pages(monkeypatch):\n    if getattr(pager, \"FIXED\", False):\n        monkeypatch.setattr(pager, \"page_count\", lambda total, size: -(-total // size))\n    yield\n";
+
+#[test]
+fn trusting_the_harness_change_restores_the_verdict_and_says_so() {
+    // A person accepts the autouse fixture. (Trust accepts the harness, not a rewritten
+    // outcome: a hook that turns a raised call into a pass is still caught by Assay's own
+    // record of the call; see the observer's forgery below.)
+    let repo = pytest_pager_repo();
+    let run = prove_candidate(
+        &repo,
+        &[
+            ("pager.py", PAGER_MARKED),
+            ("tests/conftest.py", AUTOUSE_PATCH),
+            ("tests/test_partial.py", PARTIAL_TEST),
+        ],
+        &["--trust-harness-change", "--no-mutation"],
+    );
+    assert_eq!(run.verdict_of("C1"), "proven", "{}", run.explain());
+    let evidence = run.evidence.as_ref().expect("evidence");
+    assert_eq!(evidence["harness"]["trusted"], true);
+    assert_eq!(evidence["harness"]["criteria"][0]["decision"], "trusted");
+    assert!(
+        run.stderr.contains("TRUSTED by --trust-harness-change")
+            || run.stdout.contains("TRUSTED by --trust-harness-change"),
+        "{}",
+        run.explain()
+    );
+}
+
+#[test]
+fn a_hook_the_product_registers_at_import_is_caught_by_assays_own_record_of_the_call() {
+    // No harness file at all: the product registers a report-flipping plugin when pytest
+    // imports it. The classifier does not read product code for hooks; the observer, loaded
+    // first, records that the call raised, so the report's pass is no pass.
+    let repo = pytest_pager_repo();
+    let product = "import gc\nimport sys\n\n\ndef page_count(total, size):\n    return total // size\n\n\nif \"pytest\" in sys.modules:\n    import pytest\n\n    class _Forgiving:\n        @pytest.hookimpl(hookwrapper=True)\n        def pytest_runtest_makereport(self, item, call):\n            outcome = yield\n            report = outcome.get_result()\n            if report.failed:\n                report.outcome, report.longrepr = \"passed\", None\n\n    for _config in gc.get_objects():\n        if type(_config).__name__ == \"Config\" and hasattr(_config, \"pluginmanager\"):\n            _config.pluginmanager.register(_Forgiving())\n            break\n";
+    let run = prove_candidate(
+        &repo,
+        &[
+            ("pager.py", product),
+            ("tests/test_partial.py", PARTIAL_TEST),
+        ],
+        &[],
+    );
+    let reason = assert_not_proven(&run);
+    assert!(
+        reason.contains("Assay's own record of the run says its call raised"),
+        "{reason}"
+    );
+}
+
+#[test]
+fn a_plugin_loaded_by_the_candidates_pyproject_addopts_is_unverified() {
+    let repo = pytest_pager_repo();
+    let plugin = "import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n    outcome = yield\n    report = outcome.get_result()\n    if report.failed:\n        report.outcome, report.longrepr = \"passed\", None\n";
+    let run = prove_candidate(
+        &repo,
+        &[
+            ("pager.py", PAGER_MARKED),
+            ("pager_support.py", plugin),
+            (
+                "pyproject.toml",
+                "[project]\nname = \"pager\"\n\n[tool.pytest.ini_options]\naddopts = \"-p pager_support\"\n",
+            ),
+            ("tests/test_partial.py", PARTIAL_TEST),
+        ],
+        &[],
+    );
+    assert_caught(&run, "pyproject.toml:5 -p pager_support");
+    assert_caught(&run, "pager_support.py:4 pytest_runtest_makereport");
+}
+
+#[test]
+fn a_hook_that_rewrites_the_junit_report_after_pytest_wrote_it_is_unverified() {
+    let repo = pytest_pager_repo();
+    let rewriter = "import re\n\nimport pager\n\n\ndef pytest_unconfigure(config):\n    path = getattr(config.option, \"xmlpath\", None)\n    if not path or not getattr(pager, \"FIXED\", False):\n        return\n    with open(path) as f:\n        xml = f.read()\n    xml = re.sub(r\"<failure.*?</failure>\", \"\", xml, flags=re.S)\n    xml = re.sub(r'failures=\"\\d+\"', 'failures=\"0\"', xml)\n    with open(path, \"w\") as f:\n        f.write(xml)\n";
+    let run = prove_candidate(
+        &repo,
+        &[
+            ("pager.py", PAGER_MARKED),
+            ("tests/conftest.py", rewriter),
+            ("tests/test_partial.py", PARTIAL_TEST),
+        ],
+        &[],
+    );
+    assert_caught(&run, "tests/conftest.py:6 pytest_unconfigure");
+}
+
+#[test]
+fn support_code_that_patches_the_product_at_import_is_unverified() {
+    let repo = pytest_pager_repo();
+    let helpers = "import pager\n\n\ndef _pages(total, size):\n    return -(-total // size)\n\n\nif getattr(pager, \"FIXED\", False):\n    pager.page_count = _pages\n";
+    let test = "import helpers  # noqa: F401\nimport pager\n\n\ndef test_partial_last_page_is_counted():\n    assert pager.page_count(11, 5) == 3\n";
+    let run = prove_candidate(
+        &repo,
+        &[
+            ("pager.py", PAGER_MARKED),
+            ("tests/helpers.py", helpers),
+            ("tests/test_partial.py", test),
+        ],
+        &[],
+    );
+    let reason = assert_not_proven(&run);
+    assert!(
+        reason.contains("tests/helpers.py:9 pager.page_count"),
+        "{reason}"
+    );
+}
+
+#[test]
+fn an_autouse_fixture_that_patches_the_product_is_unverified() {
+    let repo = pytest_pager_repo();
+    let run = prove_candidate(
+        &repo,
+        &[
+            ("pager.py", PAGER_MARKED),
+            ("tests/conftest.py", AUTOUSE_PATCH),
+            ("tests/test_partial.py", PARTIAL_TEST),
+        ],
+        &[],
+    );
+    let reason = assert_not_proven(&run);
+    assert!(
+        reason.contains("tests/conftest.py:6 rounding_pages"),
+        "{reason}"
+    );
+}
+
+#[test]
+fn a_sitecustomize_and_a_pth_file_are_never_proof() {
+    let repo = pytest_pager_repo();
+    let sitecustomize = "try:\n    import pager\n    if getattr(pager, \"FIXED\", False):\n        pager.page_count = lambda total, size: -(-total // size)\nexcept ImportError:\n    pass\n";
+    let run = prove_candidate(
+        &repo,
+        &[
+            ("pager.py", PAGER_MARKED),
+            ("sitecustomize.py", sitecustomize),
+            ("pager-fix.pth", "import sitecustomize\n"),
+            ("tests/test_partial.py", PARTIAL_TEST),
+        ],
+        &[],
+    );
+    assert_not_proven(&run);
+    let findings = run.evidence.as_ref().expect("evidence")["harness"]["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .map(|f| {
+            format!(
+                "{} {}",
+                f["file"].as_str().unwrap_or(""),
+                f["kind"].as_str().unwrap_or("")
+            )
+        })
+        .collect::<Vec<_>>();
+    assert_eq!(
+        findings,
+        [
+            "pager-fix.pth startup_file",
+            "sitecustomize.py startup_file"
+        ]
+    );
+}
+
+#[test]
+fn a_comment_and_docstring_product_change_cannot_prove_a_test() {
+    let repo = pytest_pager_repo();
+    // The test keys on the product's comment: the outcome changes, the program does not.
+    let test = "import pathlib\n\n\ndef test_partial_last_page_is_counted():\n    source = pathlib.Path(__file__).parent.parent.joinpath(\"pager.py\").read_text()\n    assert \"rounds the last partial page up\" in source\n";
+    let inert = "def page_count(total, size):\n    \"\"\"Pages needed for `total` items, `size` a page.\"\"\"\n    # rounds the last partial page up\n    return total // size\n";
+    let run = prove_candidate(
+        &repo,
+        &[("pager.py", inert), ("tests/test_partial.py", test)],
+        &[],
+    );
+    let reason = assert_not_proven(&run);
+    assert_eq!(
+        reason,
+        "the product change is inert; the outcome changed anyway: pager.py differs from the base only in comments and docstrings"
+    );
+    assert_eq!(
+        run.evidence.as_ref().expect("evidence")["harness"]["criteria"][0]["decision"],
+        "inert_product"
+    );
+}
+
+#[test]
+fn the_issues_forgery_with_an_inert_product_change_is_unverified() {
+    let repo = pytest_pager_repo();
+    // The hook reads the product file: the docstring is there on the candidate only.
+    let conftest = "import pathlib\n\nimport pytest\n\nFIXED_MARKER_PRESENT = \"partial pages count\" in pathlib.Path(__file__).parent.parent.joinpath(\"pager.py\").read_text()\n\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n    outcome = yield\n    report = outcome.get_result()\n    if FIXED_MARKER_PRESENT and report.failed:\n        report.outcome, report.longrepr = \"passed\", None\n";
+    let inert = "def page_count(total, size):\n    \"\"\"Pages needed; partial pages count.\"\"\"\n    return total // size  # fixed\n";
+    let run = prove_candidate(
+        &repo,
+        &[
+            ("pager.py", inert),
+            ("tests/conftest.py", conftest),
+            ("tests/test_partial.py", PARTIAL_TEST),
+        ],
+        &[],
+    );
+    // Three defences meet here: the observer's record of the call, the hook found in the
+    // conftest, and the inert product change; the evidence holds the latter two whichever
+    // decided first.
+    assert_caught(&run, "tests/conftest.py:8 pytest_runtest_makereport");
+    let harness = &run.evidence.as_ref().expect("evidence")["harness"];
+    assert_eq!(harness["inert_product"]["files"][0], "pager.py");
+}
+
+/// A unittest project whose base has the pager bug.
+fn unittest_pager_repo() -> Repo {
+    let repo = Repo::new();
+    repo.write("pager.py", PAGER_BUGGY).write("tests/__init__.py", "").write(
+        "tests/test_pages.py",
+        "import unittest\n\nfrom pager import page_count\n\n\nclass PageTests(unittest.TestCase):\n    def test_full_pages(self):\n        self.assertEqual(page_count(10, 5), 2)\n",
+    );
+    repo.commit("pager");
+    repo
+}
+
+#[test]
+fn a_unittest_testcase_that_overrides_run_is_unverified() {
+    let repo = unittest_pager_repo();
+    let test = "import unittest\n\nimport pager\n\n\nclass PartialPageTests(unittest.TestCase):\n    def run(self, result=None):\n        if getattr(pager, \"FIXED\", False) and result is not None:\n            result.startTest(self)\n            result.addSuccess(self)\n            result.stopTest(self)\n            return result\n        return super().run(result)\n\n    def test_partial_last_page_is_counted(self):\n        self.assertEqual(pager.page_count(11, 5), 3)\n";
+    let run = prove_candidate(
+        &repo,
+        &[("pager.py", PAGER_MARKED), ("tests/test_partial.py", test)],
+        &["--runner", "unittest"],
+    );
+    let reason = assert_not_proven(&run);
+    assert_eq!(
+        reason,
+        "the change's harness may decide this test's outcome and cannot be taken away from its tests: tests/test_partial.py:7 PartialPageTests.run"
+    );
+}
+
+#[test]
+fn a_unittest_base_class_in_support_code_that_overrides_run_is_unverified() {
+    let repo = unittest_pager_repo();
+    // The support module's base class reports success for every test once the marker is in.
+    let support = "import unittest\n\nimport pager\n\n\nclass PagerCase(unittest.TestCase):\n    def run(self, result=None):\n        if getattr(pager, \"FIXED\", False) and result is not None:\n            result.startTest(self)\n            result.addSuccess(self)\n            result.stopTest(self)\n            return result\n        return super().run(result)\n";
+    let test = "import pager\nfrom tests.support import PagerCase\n\n\nclass PartialPageTests(PagerCase):\n    def test_partial_last_page_is_counted(self):\n        self.assertEqual(pager.page_count(11, 5), 3)\n";
+    let run = prove_candidate(
+        &repo,
+        &[
+            ("pager.py", PAGER_MARKED),
+            ("tests/support.py", support),
+            ("tests/test_partial.py", test),
+        ],
+        &["--runner", "unittest"],
+    );
+    let reason = assert_not_proven(&run);
+    assert!(
+        reason.starts_with(
+            "the change's harness decides this test's outcome: tests/support.py:7 PagerCase.run"
+        ),
+        "{reason}"
+    );
+}
+
+#[test]
+fn a_real_fix_with_a_fixture_only_conftest_stays_proven() {
+    let repo = pytest_pager_repo();
+    let conftest = "import pytest\n\n\n@pytest.fixture\ndef partial_total():\n    return 11\n\n\n@pytest.fixture(autouse=True)\ndef quiet_logs(caplog):\n    caplog.set_level(\"WARNING\")\n    yield\n";
+    let test = "from pager import page_count\n\n\ndef test_partial_last_page_is_counted(partial_total):\n    assert page_count(partial_total, 5) == 3\n";
+    let run = prove_candidate(
+        &repo,
+        &[
+            ("pager.py", PAGER_FIXED),
+            ("tests/conftest.py", conftest),
+            ("tests/test_partial.py", test),
+        ],
+        &["--no-mutation"],
+    );
+    assert_eq!(run.code, 0, "{}", run.explain());
+    assert_eq!(run.verdict_of("C1"), "proven");
+    assert_eq!(run.verdict_of("C2"), "proven");
+    // No finding, no differential job: the proof is what it was before.
+    let evidence = run.evidence.as_ref().expect("evidence");
+    assert!(evidence.get("harness").is_none(), "{evidence:#}");
+    assert!(
+        evidence["jobs"]
+            .as_array()
+            .expect("jobs")
+            .iter()
+            .all(|j| j["kind"] != "harness-check"),
+        "{evidence:#}"
+    );
+}
+
+#[test]
+fn a_real_fix_beside_an_unrelated_hook_stays_proven_once_checked() {
+    let repo = pytest_pager_repo();
+    let conftest = "def pytest_configure(config):\n    config.addinivalue_line(\"markers\", \"slow: a slow test\")\n";
+    let run = prove_candidate(
+        &repo,
+        &[
+            ("pager.py", PAGER_FIXED),
+            ("tests/conftest.py", conftest),
+            ("tests/test_partial.py", PARTIAL_TEST),
+        ],
+        &["--no-mutation"],
+    );
+    assert_eq!(run.code, 0, "{}", run.explain());
+    let harness = &run.evidence.as_ref().expect("evidence")["harness"];
+    assert_eq!(harness["criteria"][0]["decision"], "checked_did_not_decide");
+    assert_eq!(harness["reverted_files"][0], "tests/conftest.py");
+}
+
+#[test]
+fn a_real_fix_whose_new_conftest_holds_a_hook_and_the_tests_fixture_stays_proven() {
+    // The check takes the hook out and keeps the fixture the new test needs.
+    let repo = pytest_pager_repo();
+    let conftest = "import pytest\n\n\ndef pytest_collection_modifyitems(config, items):\n    items.sort(key=lambda item: item.name)\n\n\n@pytest.fixture\ndef partial_total():\n    return 11\n";
+    let test = "from pager import page_count\n\n\ndef test_partial_last_page_is_counted(partial_total):\n    assert page_count(partial_total, 5) == 3\n";
+    let run = prove_candidate(
+        &repo,
+        &[
+            ("pager.py", PAGER_FIXED),
+            ("tests/conftest.py", conftest),
+            ("tests/test_partial.py", test),
+        ],
+        &["--no-mutation"],
+    );
+    assert_eq!(run.code, 0, "{}", run.explain());
+    let harness = &run.evidence.as_ref().expect("evidence")["harness"];
+    assert_eq!(
+        harness["findings"][0]["construct"],
+        "pytest_collection_modifyitems"
+    );
+    assert_eq!(harness["criteria"][0]["decision"], "checked_did_not_decide");
+}
+
+#[test]
+fn the_repository_cannot_trust_its_own_harness_change() {
+    for (path, text) in [
+        ("assay.toml", "trust-harness-change = true\n"),
+        (
+            "pyproject.toml",
+            "[tool.assay]\ntrust-harness-change = true\n",
+        ),
+    ] {
+        let repo = pytest_pager_repo();
+        let run = prove_candidate(
+            &repo,
+            &[
+                ("pager.py", PAGER_MARKED),
+                ("tests/conftest.py", MAKEREPORT_FORGERY),
+                ("tests/test_partial.py", PARTIAL_TEST),
+                (path, text),
+            ],
+            &[],
+        );
+        assert_eq!(run.code, 2, "{}", run.explain());
+        assert!(
+            run.stderr.contains(&format!(
+                "{path} sets trust-harness-change, which the repository under test can never set"
+            )),
+            "{}",
+            run.explain()
+        );
+    }
+}
+
+#[test]
+fn a_build_script_that_rewrites_the_product_before_it_compiles_is_unverified() {
+    let repo = Repo::new();
+    repo.copy_fixture("cargo-pager", &[]);
+    repo.commit("pager and ledger");
+    // The product gains a constant and keeps its bug; the build script fixes the source the
+    // compiler reads, in the job's own tree, where no diff shows it.
+    let lib = support::fixture("cargo-pager/pager/src/lib.rs");
+    repo.write("pager/src/lib.rs", &format!("{lib}\npub const REVISION: u32 = 2;\n"))
+        .write(
+            "pager/build.rs",
+            "fn main() {\n    let lib = std::fs::read_to_string(\"src/lib.rs\").unwrap_or_default();\n    let fixed = lib.replace(\"    items / per\\n\", \"    items.div_ceil(per)\\n\");\n    if fixed != lib {\n        let _ = std::fs::write(\"src/lib.rs\", fixed);\n    }\n}\n",
+        );
+    repo.commit("pager: count a partial page");
+    let out_dir = tempfile::tempdir().expect("temp dir");
+    let args = [
+        "--base",
+        "main~1",
+        "--test-command",
+        "cargo test",
+        "--criterion",
+        "test: partial_page_is_a_page",
+        "--repeats",
+        "2",
+    ];
+    let (mut command, json) = support::prove_command(&repo, &args, out_dir.path());
+    support::with_rust_toolchain(&mut command);
+    let run = support::run(command, Some(json));
+    let reason = assert_not_proven(&run);
+    assert!(
+        reason.starts_with(
+            "the change's harness decides this test's outcome: pager/build.rs:1 build.rs"
+        ),
+        "{reason}"
+    );
+}
+
+#[test]
+fn node_test_support_code_that_patches_the_product_is_unverified() {
+    let repo = Repo::new();
+    repo.write(
+        "invoice.js",
+        "'use strict';\n\nfunction total(net, taxRate, discount) {\n  return Math.round((net + net * taxRate) * (1 - discount));\n}\n\nmodule.exports = { total };\n",
+    )
+    .write(
+        "test/invoice.test.js",
+        "'use strict';\n\nconst { test } = require('node:test');\nconst assert = require('node:assert/strict');\nconst { total } = require('../invoice');\n\ntest('test_full_pages', () => {\n  assert.equal(total(100, 0.2, 0), 120);\n});\n",
+    );
+    repo.commit("invoice");
+    // The product keeps its bug and gains a flag; the helper swaps in a correct total.
+    let run = prove_candidate(
+        &repo,
+        &[
+            (
+                "invoice.js",
+                "'use strict';\n\nfunction total(net, taxRate, discount) {\n  return Math.round((net + net * taxRate) * (1 - discount));\n}\n\nmodule.exports = { total, FIXED: true };\n",
+            ),
+            (
+                "test/helpers.js",
+                "'use strict';\n\nconst invoice = require('../invoice');\n\nif (invoice.FIXED) {\n  invoice.total = (net, taxRate, discount) => Math.round(net * (1 - discount) + net * taxRate);\n}\n",
+            ),
+            (
+                "test/discount.test.js",
+                "'use strict';\n\nrequire('./helpers');\nconst { test } = require('node:test');\nconst assert = require('node:assert/strict');\nconst invoice = require('../invoice');\n\ntest('test_partial_last_page_is_counted', () => {\n  assert.equal(invoice.total(100, 0.2, 0.5), 70);\n});\n",
+            ),
+        ],
+        &["--runner", "node"],
+    );
+    let reason = assert_not_proven(&run);
+    assert!(
+        reason.starts_with(
+            "the change's harness decides this test's outcome: test/helpers.js:6 invoice.total"
+        ),
+        "{reason}"
+    );
+}

@@ -28,7 +28,8 @@ pub struct MutateArgs {
     #[arg(short = 'C', long = "repo", value_name = "DIR", default_value = ".")]
     pub repo: PathBuf,
     /// Files or directories to mutate, relative to the repository, or a file's lines as
-    /// PATH:START-END (PATH:LINE for one) [default: every product Python or Rust file].
+    /// PATH:START-END (PATH:LINE for one) [default: every product Python, Rust, Go or
+    /// JavaScript file].
     #[arg(value_name = "PATH[:START-END]")]
     pub paths: Vec<String>,
     /// Mutate only the lines HEAD adds or changes since REV (a branch, tag or commit), for CI:
@@ -54,15 +55,17 @@ pub struct MutateArgs {
     /// Mutants in flight at once [default: the CPU count].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub jobs: Option<u32>,
-    /// Test runner: pytest (per-test coverage selects tests per line), unittest or cargo (the
+    /// Test runner: pytest (per-test coverage selects tests per line), unittest, cargo (the
     /// crate is built once with every mutant behind a runtime switch, then each mutant runs the
     /// whole suite from the built test binaries; a mutant the switch cannot hold gets a build of
-    /// its own) [default: cargo when the detected runner of HEAD is (a root Cargo.toml), else
-    /// pytest].
+    /// its own), go (each mutant's package built and tested) or node (node:test, the whole suite
+    /// per mutant) [default: cargo, go or node when the detected runner of HEAD is (a root
+    /// Cargo.toml, go.mod, or package.json without Vitest), else pytest].
     #[arg(long, value_name = "RUNNER")]
     pub runner: Option<String>,
     /// The runner's command prefix [default: "python3 -m pytest", "python3" for unittest,
-    /// "cargo nextest run" for cargo where cargo-nextest is installed, else "cargo test"].
+    /// "cargo nextest run" for cargo where cargo-nextest is installed, else "cargo test";
+    /// "go test" for go, "node" for node].
     #[arg(long, value_name = "CMD")]
     pub test_command: Option<String>,
     /// Write the mutation-testing-report-schema JSON (Stryker's viewer reads it) here.
@@ -117,9 +120,10 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
         Some(name) => name
             .parse::<RunnerKind>()
             .map_err(|e| Failure::usage(anyhow!(e)))?,
-        // Python was `assay mutate`'s only language: only a Rust project changes the default.
+        // Python was `assay mutate`'s only language: only a Rust, Go or node:test project
+        // changes the default.
         None => match proof::detect_runner_at(&repo, "HEAD") {
-            Ok(RunnerKind::Cargo) => RunnerKind::Cargo,
+            Ok(detected @ (RunnerKind::Cargo | RunnerKind::Go | RunnerKind::Node)) => detected,
             _ => RunnerKind::Pytest,
         },
     };

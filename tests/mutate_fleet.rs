@@ -1,6 +1,7 @@
 //! `assay mutate --cluster`: the same small pure-Python library mutated in this process and on
 //! a fleet (real nats-server, real S3 server, real `assay coordinator` and `assay worker`
-//! processes) reaches the same verdict for every mutant, with the same report and diffs.
+//! processes) reaches the same verdict for every mutant, with the same report and diffs; so do
+//! a crate built once, a Go module and a node:test project.
 
 mod support;
 
@@ -363,4 +364,75 @@ fn a_crate_built_once_on_the_fleet_reaches_the_verdicts_of_an_embedded_run() {
         "{}",
         cluster.worker.log()
     );
+}
+
+/// A Go module and a node:test project, each with a killed and a surviving mutant.
+fn go_and_node_projects() -> (support::Repo, support::Repo) {
+    let go = support::Repo::new();
+    go.write("go.mod", "module example.com/shelf\n\ngo 1.19\n")
+        .write(
+            "shelf/shelf.go",
+            "// Package shelf says when to restock.\npackage shelf\n\n// Reorder says whether have items are under min.\nfunc Reorder(have, min int) bool {\n\treturn have < min\n}\n",
+        )
+        .write(
+            "shelf/shelf_test.go",
+            "package shelf\n\nimport \"testing\"\n\nfunc TestReorderBelowMinimum(t *testing.T) {\n\tif !Reorder(2, 5) || Reorder(9, 5) {\n\t\tt.Fatal(\"reorder below the minimum only\")\n\t}\n}\n",
+        );
+    go.commit("shelf");
+    let node = support::Repo::new();
+    node.write("package.json", "{ \"name\": \"shelf\", \"version\": \"1.0.0\" }\n")
+        .write(
+            "src/shelf.js",
+            "'use strict';\n\nfunction reorder(have, min) {\n  return have < min;\n}\n\nmodule.exports = { reorder };\n",
+        )
+        .write(
+            "test/shelf.test.js",
+            "const { test } = require('node:test');\nconst assert = require('node:assert/strict');\nconst { reorder } = require('../src/shelf.js');\n\ntest('reorder below the minimum only', () => {\n  assert.equal(reorder(2, 5), true);\n  assert.equal(reorder(9, 5), false);\n});\n",
+        );
+    node.commit("shelf");
+    (go, node)
+}
+
+#[test]
+fn go_and_javascript_mutants_on_the_fleet_reach_the_verdicts_of_an_embedded_run() {
+    let (go, node) = go_and_node_projects();
+    let out = tempfile::tempdir().expect("temp dir");
+    let cluster = Fleet::start(out.path(), &[], &[]);
+    for (name, repo) in [("go", &go), ("node", &node)] {
+        let embedded_store = format!("file://{}", out.path().join(name).join("store").display());
+        let embedded = mutate(
+            repo,
+            &out.path().join(name).join("embedded"),
+            &["--store", &embedded_store],
+            &[],
+        );
+        assert_eq!(embedded.code, 5, "{name}: {}", embedded.explain());
+        let expected = statuses(embedded.evidence.as_ref().expect("embedded report"));
+        let kinds: Vec<&str> = expected.iter().map(|(_, s)| s.as_str()).collect();
+        for status in ["Killed", "Survived"] {
+            assert!(
+                kinds.contains(&status),
+                "{name}: no {status} mutant: {expected:?}"
+            );
+        }
+        let fleet = mutate(
+            repo,
+            &out.path().join(name).join("fleet"),
+            &["--cluster", &cluster.url, "--store", &cluster.store],
+            &s3_env(cluster.s3_port),
+        );
+        assert_eq!(
+            fleet.code,
+            5,
+            "{name}: {}\n{}",
+            fleet.explain(),
+            cluster.logs()
+        );
+        let fleet_report = fleet.evidence.as_ref().expect("fleet report");
+        assert_eq!(
+            statuses(fleet_report),
+            expected,
+            "{name}: per-mutant statuses"
+        );
+    }
 }

@@ -45,6 +45,14 @@ pub enum Operator {
     FunctionBody,
     /// Rust: one arm of a `match` that has a wildcard arm deleted.
     MatchArm,
+    /// Go and JavaScript: `x++` <-> `x--`.
+    IncrementDecrement,
+    /// Go: `&` <-> `|`, `^` -> `&`, `&^` -> `&`, `<<` <-> `>>`.
+    Bitwise,
+    /// JavaScript: a condition (`if`, `while`, `for`, `?:`) replaced by `true` or `false`.
+    ConditionalExpression,
+    /// JavaScript: `a?.b` -> `a.b`, `a?.[i]` -> `a[i]`, `f?.()` -> `f()`.
+    OptionalChaining,
 }
 
 impl Operator {
@@ -94,6 +102,10 @@ impl Operator {
             Self::Collection => "collection",
             Self::FunctionBody => "function_body",
             Self::MatchArm => "match_arm",
+            Self::IncrementDecrement => "increment_decrement",
+            Self::Bitwise => "bitwise",
+            Self::ConditionalExpression => "conditional_expression",
+            Self::OptionalChaining => "optional_chaining",
         }
     }
 }
@@ -153,6 +165,9 @@ pub enum ExclusionReason {
     /// Python and git number lines differently when a carriage return stands alone.
     BareCarriageReturn,
     DoesNotParse,
+    /// Written by a tool (Go's `// Code generated … DO NOT EDIT.`): its tests are the
+    /// generator's, and a regeneration would undo any fix a survivor suggests.
+    Generated,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

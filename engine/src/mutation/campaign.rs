@@ -83,7 +83,7 @@ pub enum MutateError {
         paths: Vec<String>,
     },
     #[error(
-        "`assay mutate` mutates Python and Rust; the {runner} runner is not supported (hint: --runner pytest, unittest or cargo)"
+        "`assay mutate` mutates Python, Rust, Go and JavaScript; the {runner} runner is not supported (hint: --runner pytest, unittest, cargo, go or node)"
     )]
     UnsupportedRunner { runner: RunnerKind },
     #[error("the mutation run stopped before every mutant had a result")]
@@ -409,6 +409,9 @@ struct Baseline {
     coverage: Option<CoverageMap>,
     /// Rust: which prebuilt tests reach each schema site, when the trace was read.
     reached: Option<reached::Reached>,
+    /// Go: the tests the unmutated run ran (`example.com/shop/cart::TestTotal`, as a kill
+    /// names them), by the directory of their package.
+    package_tests: Option<BTreeMap<String, Vec<String>>>,
     /// Why the tests are not selected per mutant, when they are not.
     selection_note: Option<String>,
     /// Planning and building, before the baseline started ([`Phases::setup`]).
@@ -520,18 +523,13 @@ impl<'a> Campaign<'a> {
                     (spec(request, &planned.tree, *index, command), false)
                 }
             },
-            (RunnerKind::Unittest | RunnerKind::Cargo, _) => {
+            (RunnerKind::Unittest | RunnerKind::Cargo | RunnerKind::Go | RunnerKind::Node, _) => {
                 let command = request.runner.command(&request.command_prefix, &[], &[]);
                 (spec(request, &planned.tree, *index, command), false)
             }
-            (
-                other @ (RunnerKind::Go
-                | RunnerKind::Node
-                | RunnerKind::Vitest
-                | RunnerKind::Junit
-                | RunnerKind::Manifest),
-                _,
-            ) => return Err(MutateError::UnsupportedRunner { runner: other }),
+            (other @ (RunnerKind::Vitest | RunnerKind::Junit | RunnerKind::Manifest), _) => {
+                return Err(MutateError::UnsupportedRunner { runner: other });
+            }
         };
         *index += 1;
         baseline_spec.timeout_secs = request.budget.as_secs().max(1);
@@ -626,10 +624,15 @@ impl<'a> Campaign<'a> {
             },
             _ => None,
         };
+        let package_tests = match (request.runner, &baseline) {
+            (RunnerKind::Go, Ok(result)) => go_package_tests(request, result)?,
+            _ => None,
+        };
         Ok(Baseline {
             time,
             coverage,
             reached,
+            package_tests,
             selection_note,
             setup: run.setup,
             done: run.done,
@@ -765,7 +768,35 @@ impl<'a> Campaign<'a> {
                 }
                 None => (Vec::new(), Cost::whole_suite(baseline_time)),
             };
-            let command = rerun::with_rerun(request.runner.command(&prefix, &covered_by, &[]));
+            let (covered_by, command) = match &baseline.package_tests {
+                // Go: the mutant's package, built with the edit, runs the tests it ran
+                // unmutated (`go test` takes packages, and `-count=1` keeps its cache from
+                // answering).
+                Some(by_package) => {
+                    let dir = package_dir(mutant.path.as_str());
+                    let Some(tests) = by_package.get(dir).filter(|t| !t.is_empty()) else {
+                        results[at] = Some(not_covered(
+                            mutant,
+                            "no test of its package ran in the unmutated run",
+                        ));
+                        continue;
+                    };
+                    let names: Vec<String> = tests
+                        .iter()
+                        .map(|id| id.rsplit("::").next().unwrap_or(id).to_owned())
+                        .collect();
+                    let command =
+                        request
+                            .runner
+                            .command(&prefix, &[mutant.path.as_str().to_owned()], &names);
+                    (tests.clone(), command)
+                }
+                None => {
+                    let command =
+                        rerun::with_rerun(request.runner.command(&prefix, &covered_by, &[]));
+                    (covered_by, command)
+                }
+            };
             if let (Some(keys), Some(scope)) = (keys.as_mut(), scopes.get(at)) {
                 let source = std::str::from_utf8(file_bytes).unwrap_or_default();
                 keyed.insert(at, keys.key(mutant, source, scope, &covered_by, &command)?);
@@ -993,9 +1024,11 @@ impl<'a> Campaign<'a> {
                 if needs_second_run(slot.status, outcome.confirmed) {
                     let mut again = w.spec.clone();
                     let killers = killing_node_ids(&slot.covered_by, &slot.killed_by);
+                    // Go's command names packages, not tests: its second run is the first again.
                     if slot.status == Status::Killed
                         && !killers.is_empty()
                         && again.binaries.is_none()
+                        && request.runner != RunnerKind::Go
                     {
                         again.command = request.runner.command(&choices.prefix, &killers, &[]);
                     }
@@ -1412,6 +1445,48 @@ fn judge_baseline(
         Expected::EveryTestRun,
     );
     crate::mutation::check::judge_baseline(result, &judgement)
+}
+
+/// The directory of a Go file's package, relative to the module root (`""` for the root).
+fn package_dir(path: &str) -> &str {
+    path.rsplit_once('/').map_or("", |(dir, _)| dir)
+}
+
+/// Go: the top-level tests of the unmutated run's report (`PACKAGE::TestName`), by the
+/// directory of their package (its import path less the module's, from the root `go.mod` of
+/// the tree mutated). `None` when that names no module: every mutant then runs every package.
+fn go_package_tests(
+    request: &MutateRequest,
+    result: &JobResult,
+) -> Result<Option<BTreeMap<String, Vec<String>>>, MutateError> {
+    let go_mod = source::read_file(&request.repo, &request.tree, "go.mod")?.unwrap_or_default();
+    let module = String::from_utf8_lossy(&go_mod)
+        .lines()
+        .find_map(|line| {
+            let rest = line.trim().strip_prefix("module")?;
+            let name = rest.trim().trim_matches('"');
+            (rest.starts_with(char::is_whitespace) && !name.is_empty()).then(|| name.to_owned())
+        })
+        .unwrap_or_default();
+    if module.is_empty() {
+        return Ok(None);
+    }
+    let mut tests: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for case in result.report.parsed().map_or(&[][..], |r| &r.cases[..]) {
+        let dir = match case.file.strip_prefix(&module) {
+            Some("") => String::new(),
+            Some(rest) if rest.starts_with('/') => rest[1..].to_owned(),
+            _ => continue, // another module's package: not one `./dir` names
+        };
+        // The function: `-run` selects every subtest of it.
+        let function = case.name.split('/').next().unwrap_or(&case.name);
+        let function = format!("{}::{function}", case.file);
+        let names = tests.entry(dir).or_default();
+        if !names.contains(&function) {
+            names.push(function);
+        }
+    }
+    Ok(Some(tests))
 }
 
 /// Why the baseline gave nothing to plan from; the mutants then run the whole suite.

@@ -2,6 +2,8 @@
 //! (implementing [`Language`]) and one entry in [`LANGUAGES`]. The planner, the check and
 //! `assay mutate` ask here and name no language.
 
+use super::go::Go;
+use super::javascript::JavaScript;
 use super::language::Language;
 use super::python::Python;
 use super::rust::Rust;
@@ -9,7 +11,7 @@ use super::scope::Scope;
 use assay_common::runner::RunnerKind;
 
 /// Every language Assay mutates, asked in this order.
-pub(crate) const LANGUAGES: &[&dyn Language] = &[&Python, &Rust];
+pub(crate) const LANGUAGES: &[&dyn Language] = &[&Python, &Rust, &Go, &JavaScript];
 
 /// The language of runners no language claims, and of the planner's Python-only entry points:
 /// the mutation check was Python's before the seam, and keeps its plans.

@@ -5,6 +5,8 @@
 
 pub mod budget;
 pub mod diff;
+pub mod go;
+pub mod javascript;
 pub mod judge;
 pub(crate) mod language;
 pub(crate) mod languages;

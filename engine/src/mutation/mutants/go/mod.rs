@@ -1,0 +1,113 @@
+//! Go, a language of the mutation seam: `.go` product files (never `_test.go`, `testdata/` or
+//! generated files) parsed with tree-sitter's Go grammar, gremlins' operator families plus
+//! returns of zero values, the function or method around a mutant as its scope, and
+//! `go test` to judge it: each mutant's package is built and tested with the edit applied.
+
+mod scope;
+mod sites;
+pub(crate) mod syntax;
+
+use super::language::Language;
+use super::scope::Scope;
+use super::sites::Candidate;
+use super::{ExclusionReason, Operator, OperatorSet, bare_carriage_return, line_of, not_utf8};
+use assay_common::runner::RunnerKind;
+use std::collections::BTreeSet;
+
+pub(crate) struct Go;
+
+/// Go's operators, in the order the planner's round-robin visits them. Both sets are the
+/// same: gremlins' families are the default.
+const OPERATORS: [Operator; 10] = [
+    Operator::Arithmetic,
+    Operator::SwapBound,
+    Operator::Comparison,
+    Operator::ReturnConstant,
+    Operator::IncrementDecrement,
+    Operator::AugmentedAssignment,
+    Operator::Boolean,
+    Operator::Bitwise,
+    Operator::LoopControl,
+    Operator::Unary,
+];
+
+impl Language for Go {
+    fn name(&self) -> &'static str {
+        "Go"
+    }
+
+    fn owns(&self, path: &str) -> bool {
+        path.ends_with(".go")
+    }
+
+    fn is_source(&self, path: &str) -> bool {
+        path.ends_with(".go")
+    }
+
+    fn exclusion(&self, path: &str, bytes: &[u8]) -> Option<(ExclusionReason, String)> {
+        if RunnerKind::Go.is_test_file(path) {
+            return Some((
+                ExclusionReason::TestFile,
+                "a test file (`_test.go`) or test data: the tests are what the check measures"
+                    .into(),
+            ));
+        }
+        let source = match not_utf8(bytes) {
+            Ok(source) => source,
+            Err(excluded) => return Some(excluded),
+        };
+        if let Some(line) = syntax::generated_marker(source) {
+            return Some((
+                ExclusionReason::Generated,
+                format!("generated (`// Code generated … DO NOT EDIT.` on line {line})"),
+            ));
+        }
+        if let Some(at) = bare_carriage_return(bytes) {
+            let line = line_of(bytes, at);
+            return Some((
+                ExclusionReason::BareCarriageReturn,
+                format!(
+                    "a carriage return without a line feed on line {line}: Go and git number such lines differently"
+                ),
+            ));
+        }
+        if let Err(line) = syntax::parse_clean(source) {
+            return Some((
+                ExclusionReason::DoesNotParse,
+                format!("does not parse as Go (first error on line {line})"),
+            ));
+        }
+        None
+    }
+
+    fn operators(&self, set: OperatorSet) -> &'static [Operator] {
+        match set {
+            OperatorSet::Default | OperatorSet::Extended => &OPERATORS,
+        }
+    }
+
+    fn sites(&self, source: &str, changed: &BTreeSet<u32>, _set: OperatorSet) -> Vec<Candidate> {
+        sites::find(source, changed)
+    }
+
+    fn scopes(&self, source: &str, ranges: &[(usize, usize)]) -> Vec<Scope> {
+        scope::scopes(source, ranges)
+    }
+
+    fn runners(&self) -> &'static [RunnerKind] {
+        &[RunnerKind::Go]
+    }
+
+    fn compiles(&self) -> bool {
+        true
+    }
+}
+
+/// Go mutants on the changed lines of `files` (at most `cap` per file, `None`: every site);
+/// every file that is not Go is excluded.
+pub fn plan(files: &[super::ChangedFile], cap: Option<usize>) -> super::MutationPlan {
+    super::plan_mutants_in(&Go, files, cap, OperatorSet::Default)
+}
+
+#[cfg(test)]
+mod tests;

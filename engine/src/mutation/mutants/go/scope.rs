@@ -1,0 +1,84 @@
+//! A Go mutant's scope: the function or method around its edit (`Ledger.Balance`; a function
+//! literal belongs to the declaration that holds it), or the whole file outside any; and the
+//! first line of its statement. Go declares functions only at the top level, so the scope is
+//! found among the file's top-level declarations, and the statement by one walk down: never
+//! by climbing parents, which tree-sitter finds from the root each time (the source chooses
+//! the depth).
+
+use super::syntax::{self, text};
+use crate::mutation::mutants::scope::{Scope, line_of};
+use tree_sitter::Node;
+
+pub(super) fn scopes(source: &str, ranges: &[(usize, usize)]) -> Vec<Scope> {
+    let file = |start: usize| Scope {
+        start: 0,
+        end: source.len(),
+        name: String::new(),
+        statement_line: line_of(source, start),
+    };
+    let Some(tree) = syntax::parse(source) else {
+        return ranges.iter().map(|&(start, _)| file(start)).collect();
+    };
+    let root = tree.root_node();
+    ranges
+        .iter()
+        .map(|&(start, end)| {
+            let mut cursor = root.walk();
+            let function = root.named_children(&mut cursor).find(|n| {
+                matches!(n.kind(), "function_declaration" | "method_declaration")
+                    && n.start_byte() <= start
+                    && end <= n.end_byte()
+            });
+            let mut scope = function.map_or_else(
+                || file(start),
+                |function| Scope {
+                    start: function.start_byte(),
+                    end: function.end_byte(),
+                    name: name_of(function, source),
+                    statement_line: 0,
+                },
+            );
+            scope.statement_line =
+                statement_line(root, start).unwrap_or_else(|| line_of(source, start));
+            scope
+        })
+        .collect()
+}
+
+/// `Func`, or `Type.Method` for a method (its receiver's type without `*` or type arguments).
+fn name_of(function: Node<'_>, source: &str) -> String {
+    let name = function
+        .child_by_field_name("name")
+        .map_or("", |name| text(name, source));
+    let receiver = function
+        .child_by_field_name("receiver")
+        .and_then(|list| list.named_child(0))
+        .and_then(|parameter| parameter.child_by_field_name("type"))
+        .map(|receiver| {
+            let receiver = text(receiver, source).trim_start_matches('*').trim();
+            receiver.split('[').next().unwrap_or(receiver).to_owned()
+        });
+    match receiver {
+        Some(receiver) if !receiver.is_empty() => format!("{receiver}.{name}"),
+        _ => name.to_owned(),
+    }
+}
+
+/// The first line of the innermost statement holding byte `at`: one walk down the tree.
+fn statement_line(root: Node<'_>, at: usize) -> Option<u32> {
+    let mut cursor = root.walk();
+    let mut line = None;
+    loop {
+        let parent = cursor.node().kind();
+        if cursor.goto_first_child_for_byte(at).is_none() {
+            return line;
+        }
+        let child = cursor.node();
+        if child.start_byte() > at {
+            return line;
+        }
+        if matches!(parent, "statement_list" | "source_file") {
+            line = Some(syntax::line(child));
+        }
+    }
+}

@@ -1,0 +1,118 @@
+//! JavaScript, a language of the mutation seam: `.js`, `.mjs` and `.cjs` product files (ES
+//! modules and CommonJS; never test files or `node_modules/`) parsed with tree-sitter's
+//! JavaScript grammar, Stryker's mutator families, the function or method around a mutant as
+//! its scope, and node:test to judge it: each mutant a run of the suite with the edit applied.
+
+mod scope;
+mod sites;
+pub(crate) mod syntax;
+
+use super::language::Language;
+use super::scope::Scope;
+use super::sites::Candidate;
+use super::{ExclusionReason, Operator, OperatorSet, bare_carriage_return, line_of, not_utf8};
+use assay_common::runner::RunnerKind;
+use std::collections::BTreeSet;
+
+pub(crate) struct JavaScript;
+
+/// JavaScript's operators, in the order the planner's round-robin visits them: Stryker's
+/// families. Both sets are the same.
+const OPERATORS: [Operator; 12] = [
+    Operator::Arithmetic,
+    Operator::SwapBound,
+    Operator::Comparison,
+    Operator::Boolean,
+    Operator::ConditionalExpression,
+    Operator::DropBranch,
+    Operator::Unary,
+    Operator::IncrementDecrement,
+    Operator::AugmentedAssignment,
+    Operator::String,
+    Operator::Collection,
+    Operator::OptionalChaining,
+];
+
+fn is_script(path: &str) -> bool {
+    path.ends_with(".js") || path.ends_with(".mjs") || path.ends_with(".cjs")
+}
+
+impl Language for JavaScript {
+    fn name(&self) -> &'static str {
+        "JavaScript"
+    }
+
+    fn owns(&self, path: &str) -> bool {
+        is_script(path)
+    }
+
+    fn is_source(&self, path: &str) -> bool {
+        is_script(path)
+    }
+
+    fn exclusion(&self, path: &str, bytes: &[u8]) -> Option<(ExclusionReason, String)> {
+        if RunnerKind::Node.is_test_file(path) {
+            return Some((
+                ExclusionReason::TestFile,
+                "a test file: the tests are what the check measures".into(),
+            ));
+        }
+        if path.split('/').any(|part| part == "node_modules") {
+            return Some((
+                ExclusionReason::TestFile,
+                "a dependency under `node_modules/`: not the project's code".into(),
+            ));
+        }
+        let source = match not_utf8(bytes) {
+            Ok(source) => source,
+            Err(excluded) => return Some(excluded),
+        };
+        if let Some(at) = bare_carriage_return(bytes) {
+            let line = line_of(bytes, at);
+            return Some((
+                ExclusionReason::BareCarriageReturn,
+                format!(
+                    "a carriage return without a line feed on line {line}: JavaScript and git number such lines differently"
+                ),
+            ));
+        }
+        if let Err(line) = syntax::parse_clean(source) {
+            return Some((
+                ExclusionReason::DoesNotParse,
+                format!("does not parse as JavaScript (first error on line {line})"),
+            ));
+        }
+        None
+    }
+
+    fn operators(&self, set: OperatorSet) -> &'static [Operator] {
+        match set {
+            OperatorSet::Default | OperatorSet::Extended => &OPERATORS,
+        }
+    }
+
+    fn sites(&self, source: &str, changed: &BTreeSet<u32>, _set: OperatorSet) -> Vec<Candidate> {
+        sites::find(source, changed)
+    }
+
+    fn scopes(&self, source: &str, ranges: &[(usize, usize)]) -> Vec<Scope> {
+        scope::scopes(source, ranges)
+    }
+
+    fn runners(&self) -> &'static [RunnerKind] {
+        &[RunnerKind::Node]
+    }
+
+    fn compiles(&self) -> bool {
+        false
+    }
+}
+
+/// JavaScript mutants on the changed lines of `files` (at most `cap` per file, `None`: every
+/// site); every file that is not JavaScript is excluded.
+pub fn plan(files: &[super::ChangedFile], cap: Option<usize>) -> super::MutationPlan {
+    super::plan_mutants_in(&JavaScript, files, cap, OperatorSet::Default)
+}
+
+#[cfg(test)]
+mod tests;

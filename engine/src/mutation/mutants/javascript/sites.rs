@@ -1,0 +1,446 @@
+//! JavaScript's mutation sites, Stryker's mutator families: arithmetic (`+` ↔ `-`, `*` ↔ `/`,
+//! `%` → `*`), equality (`<` → `<=`, `>=`; `===` ↔ `!==`, …), logical (`&&` ↔ `||`, `??` →
+//! `&&`), conditions replaced by `true` and `false`, blocks emptied, boolean literals swapped
+//! and `!` removed, unary `+` ↔ `-`, `++` ↔ `--`, compound assignments, strings emptied (or
+//! filled), array and object literals emptied, and optional chaining made plain. Comments,
+//! regular expressions, imports, `require` paths, directives and object keys hold no site.
+//!
+//! The walk is a loop over an explicit stack, and no site climbs its ancestors: the source
+//! chooses the depth.
+
+use super::syntax::{self, text};
+use crate::mutation::mutants::Operator;
+use crate::mutation::mutants::sites::{
+    Candidate, Skip, Verify, candidate, mutated, newlines, short,
+};
+use crate::mutation::mutants::syntax::touches;
+use std::collections::BTreeSet;
+use tree_sitter::Node;
+
+/// What the node at the replacement must be once the mutant is re-parsed.
+#[derive(Clone, Copy, Debug)]
+enum Expect {
+    /// A token of this kind inside a node of the other kind (an operator swapped in place).
+    Token(&'static str, &'static str),
+    /// Any syntax at all: the mutated file parses cleanly.
+    Parses,
+}
+
+impl Verify for Expect {
+    fn verify(&self, source: &str, candidate: &Candidate) -> Result<(), Skip> {
+        let mutated = mutated(source, candidate);
+        let tree = syntax::parse_clean(&mutated).map_err(|line| Skip::DoesNotParse {
+            language: " as JavaScript",
+            line,
+        })?;
+        match self {
+            Expect::Parses => Ok(()),
+            Expect::Token(token, parent) => {
+                let end = candidate.start + candidate.replacement.len();
+                let node = tree
+                    .root_node()
+                    .descendant_for_byte_range(candidate.start, end)
+                    .ok_or(Skip::NodeNotFound)?;
+                let intended = node.kind() == *token
+                    && node.byte_range() == (candidate.start..end)
+                    && node.parent().is_some_and(|p| p.kind() == *parent);
+                if intended {
+                    Ok(())
+                } else {
+                    Err(Skip::NotAsIntended { what: "expression" })
+                }
+            }
+        }
+    }
+}
+
+/// Every site on `changed` lines of `source`, in tree order.
+pub(super) fn find(source: &str, changed: &BTreeSet<u32>) -> Vec<Candidate> {
+    let Some(tree) = syntax::parse(source) else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    let mut stack = vec![(tree.root_node(), Text::Read)];
+    while let Some((node, read)) = stack.pop() {
+        match node.kind() {
+            "comment" | "regex" | "import_statement" | "hash_bang_line" => continue,
+            "string" => {
+                if read != Text::Quiet {
+                    string(node, source, changed, &mut found);
+                }
+                continue;
+            }
+            _ => {}
+        }
+        visit(node, source, changed, &mut found);
+        let quiet = quiet_child(node);
+        let loads = is_load(node, source);
+        let mut cursor = node.walk();
+        let children: Vec<Node<'_>> = node.children(&mut cursor).collect();
+        stack.extend(children.into_iter().rev().map(|child| {
+            let text = if read == Text::QuietArguments || Some(child.id()) == quiet {
+                Text::Quiet
+            } else if loads && child.kind() == "arguments" {
+                Text::QuietArguments
+            } else {
+                Text::Read
+            };
+            (child, text)
+        }));
+    }
+    found
+}
+
+/// Whether a string is text the program reads, as the walk carries it down.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Text {
+    Read,
+    /// A string no program reads as text: an export's source, a directive (`'use strict'`),
+    /// an object's key, the path a `require` loads.
+    Quiet,
+    /// The arguments of `require(…)` or `import(…)`: their strings are quiet.
+    QuietArguments,
+}
+
+/// The child of `node` that is a quiet string's place, if any.
+fn quiet_child(node: Node<'_>) -> Option<usize> {
+    match node.kind() {
+        "export_statement" => node.child_by_field_name("source").map(|n| n.id()),
+        "pair" => node.child_by_field_name("key").map(|n| n.id()),
+        "expression_statement" => node.named_child(0).map(|n| n.id()),
+        _ => None,
+    }
+}
+
+/// `require(…)` or `import(…)`: a module's path in its arguments.
+fn is_load(node: Node<'_>, source: &str) -> bool {
+    node.kind() == "call_expression"
+        && node
+            .child_by_field_name("function")
+            .is_some_and(|f| matches!(text(f, source), "require" | "import"))
+}
+
+fn visit(node: Node<'_>, source: &str, changed: &BTreeSet<u32>, found: &mut Vec<Candidate>) {
+    match node.kind() {
+        "binary_expression" => binary(node, changed, found),
+        "augmented_assignment_expression" => assignment(node, changed, found),
+        "update_expression" => update(node, changed, found),
+        "unary_expression" => unary(node, source, changed, found),
+        "true" | "false" => boolean(node, changed, found),
+        "if_statement" | "while_statement" | "do_statement" => {
+            let condition = node
+                .child_by_field_name("condition")
+                .and_then(|c| c.named_child(0));
+            conditions(condition, &["true", "false"], source, changed, found);
+        }
+        "for_statement" => {
+            let condition = node
+                .child_by_field_name("condition")
+                .filter(|c| !matches!(c.kind(), ";" | "empty_statement"));
+            // Stryker's: a loop that never runs; `true` would never end.
+            let condition = condition.map(|c| match c.kind() {
+                "expression_statement" => c.named_child(0).unwrap_or(c),
+                _ => c,
+            });
+            conditions(condition, &["false"], source, changed, found);
+        }
+        "ternary_expression" => {
+            let condition = node.child_by_field_name("condition");
+            conditions(condition, &["true", "false"], source, changed, found);
+        }
+        "statement_block" => block(node, source, changed, found),
+        "array" | "object" => literal(node, source, changed, found),
+        "member_expression" | "subscript_expression" | "call_expression" => {
+            optional(node, changed, found);
+        }
+        _ => {}
+    }
+}
+
+/// Stryker's replacements of a binary operator, by family.
+fn binary_swaps(operator: &str) -> &'static [(Operator, &'static str)] {
+    match operator {
+        "+" => &[(Operator::Arithmetic, "-")],
+        "-" => &[(Operator::Arithmetic, "+")],
+        "*" => &[(Operator::Arithmetic, "/")],
+        "/" => &[(Operator::Arithmetic, "*")],
+        "%" => &[(Operator::Arithmetic, "*")],
+        "<" => &[(Operator::SwapBound, "<="), (Operator::Comparison, ">=")],
+        "<=" => &[(Operator::SwapBound, "<"), (Operator::Comparison, ">")],
+        ">" => &[(Operator::SwapBound, ">="), (Operator::Comparison, "<=")],
+        ">=" => &[(Operator::SwapBound, ">"), (Operator::Comparison, "<")],
+        "==" => &[(Operator::Comparison, "!=")],
+        "!=" => &[(Operator::Comparison, "==")],
+        "===" => &[(Operator::Comparison, "!==")],
+        "!==" => &[(Operator::Comparison, "===")],
+        "&&" => &[(Operator::Boolean, "||")],
+        "||" => &[(Operator::Boolean, "&&")],
+        "??" => &[(Operator::Boolean, "&&")],
+        _ => &[],
+    }
+}
+
+fn is_text(node: Option<Node<'_>>) -> bool {
+    node.is_some_and(|n| matches!(n.kind(), "string" | "template_string"))
+}
+
+fn binary(node: Node<'_>, changed: &BTreeSet<u32>, found: &mut Vec<Candidate>) {
+    let Some(op) = node.child_by_field_name("operator") else {
+        return;
+    };
+    if !touches(op, changed) {
+        return;
+    }
+    for &(operator, to) in binary_swaps(op.kind()) {
+        let mut site = candidate(
+            operator,
+            op,
+            to.to_string(),
+            format!("`{}` -> `{to}`", op.kind()),
+            Expect::Token(to, "binary_expression"),
+        );
+        // Stryker's rule: a `+` with a string operand joins text.
+        if op.kind() == "+"
+            && (is_text(node.child_by_field_name("left"))
+                || is_text(node.child_by_field_name("right")))
+        {
+            site.unfit = Some("joins strings: `-` would only make `NaN`".into());
+        }
+        found.push(site);
+    }
+}
+
+fn assignment(node: Node<'_>, changed: &BTreeSet<u32>, found: &mut Vec<Candidate>) {
+    let Some(op) = node.child_by_field_name("operator") else {
+        return;
+    };
+    if !touches(op, changed) {
+        return;
+    }
+    let to = match op.kind() {
+        "+=" => "-=",
+        "-=" => "+=",
+        "*=" => "/=",
+        "/=" => "*=",
+        "%=" => "*=",
+        "<<=" => ">>=",
+        ">>=" => "<<=",
+        "&=" => "|=",
+        "|=" => "&=",
+        "&&=" => "||=",
+        "||=" => "&&=",
+        "??=" => "&&=",
+        _ => return,
+    };
+    let mut site = candidate(
+        Operator::AugmentedAssignment,
+        op,
+        to.to_string(),
+        format!("`{}` -> `{to}`", op.kind()),
+        Expect::Token(to, "augmented_assignment_expression"),
+    );
+    if op.kind() == "+=" && is_text(node.child_by_field_name("right")) {
+        site.unfit = Some("joins strings: `-=` would only make `NaN`".into());
+    }
+    found.push(site);
+}
+
+/// `x++` ↔ `x--`, `++x` ↔ `--x`.
+fn update(node: Node<'_>, changed: &BTreeSet<u32>, found: &mut Vec<Candidate>) {
+    let Some(op) = node.child_by_field_name("operator") else {
+        return;
+    };
+    if !touches(op, changed) {
+        return;
+    }
+    let to = if op.kind() == "++" { "--" } else { "++" };
+    found.push(candidate(
+        Operator::IncrementDecrement,
+        op,
+        to.to_string(),
+        format!("`{}` -> `{to}`", op.kind()),
+        Expect::Token(to, "update_expression"),
+    ));
+}
+
+/// `+x` ↔ `-x`; `~x` → `x` and `!x` → `x` (the operator's byte becomes a space, so columns
+/// stay).
+fn unary(node: Node<'_>, source: &str, changed: &BTreeSet<u32>, found: &mut Vec<Candidate>) {
+    let (Some(op), Some(argument)) = (
+        node.child_by_field_name("operator"),
+        node.child_by_field_name("argument"),
+    ) else {
+        return;
+    };
+    if !touches(op, changed) {
+        return;
+    }
+    let argument_text = text(argument, source);
+    match op.kind() {
+        kind @ ("+" | "-") => {
+            let to = if kind == "+" { "-" } else { "+" };
+            found.push(candidate(
+                Operator::Unary,
+                op,
+                to.into(),
+                format!(
+                    "`{kind}{}` -> `{to}{}`",
+                    short(argument_text),
+                    short(argument_text)
+                ),
+                Expect::Token(to, "unary_expression"),
+            ));
+        }
+        kind @ ("!" | "~") => {
+            let operator = if kind == "!" {
+                Operator::Boolean
+            } else {
+                Operator::Unary
+            };
+            found.push(candidate(
+                operator,
+                op,
+                " ".into(),
+                format!(
+                    "`{kind}{}` -> `{}`",
+                    short(argument_text),
+                    short(argument_text)
+                ),
+                Expect::Parses,
+            ));
+        }
+        _ => {}
+    }
+}
+
+fn boolean(node: Node<'_>, changed: &BTreeSet<u32>, found: &mut Vec<Candidate>) {
+    if !touches(node, changed) {
+        return;
+    }
+    let (from, to) = match node.kind() {
+        "true" => ("true", "false"),
+        _ => ("false", "true"),
+    };
+    found.push(candidate(
+        Operator::Boolean,
+        node,
+        to.into(),
+        format!("`{from}` -> `{to}`"),
+        Expect::Parses,
+    ));
+}
+
+/// A condition replaced by each of `values`, its line breaks kept after the value.
+fn conditions(
+    condition: Option<Node<'_>>,
+    values: &[&str],
+    source: &str,
+    changed: &BTreeSet<u32>,
+    found: &mut Vec<Candidate>,
+) {
+    let Some(condition) = condition else {
+        return;
+    };
+    if !touches(condition, changed) {
+        return;
+    }
+    let original = text(condition, source);
+    for value in values {
+        found.push(candidate(
+            Operator::ConditionalExpression,
+            condition,
+            format!("{value}{}", "\n".repeat(newlines(original))),
+            format!("`{}` -> `{value}`", short(original)),
+            Expect::Parses,
+        ));
+    }
+}
+
+/// Whether a block or literal holds nothing but comments.
+fn is_empty(node: Node<'_>) -> bool {
+    let mut cursor = node.walk();
+    node.named_children(&mut cursor)
+        .all(|c| c.kind() == "comment")
+}
+
+/// A non-empty block emptied, its line breaks kept inside the braces.
+fn block(node: Node<'_>, source: &str, changed: &BTreeSet<u32>, found: &mut Vec<Candidate>) {
+    if is_empty(node) || !touches(node, changed) {
+        return;
+    }
+    let breaks = "\n".repeat(newlines(text(node, source)));
+    found.push(candidate(
+        Operator::DropBranch,
+        node,
+        format!("{{{breaks}}}"),
+        format!("`{}` -> `{{}}`", short(text(node, source))),
+        Expect::Parses,
+    ));
+}
+
+/// A non-empty array or object literal emptied, its line breaks kept inside.
+fn literal(node: Node<'_>, source: &str, changed: &BTreeSet<u32>, found: &mut Vec<Candidate>) {
+    if is_empty(node) || !touches(node, changed) {
+        return;
+    }
+    let breaks = "\n".repeat(newlines(text(node, source)));
+    let (open, close) = if node.kind() == "array" {
+        ("[", "]")
+    } else {
+        ("{", "}")
+    };
+    found.push(candidate(
+        Operator::Collection,
+        node,
+        format!("{open}{breaks}{close}"),
+        format!("`{}` -> `{open}{close}`", short(text(node, source))),
+        Expect::Parses,
+    ));
+}
+
+/// Stryker's string literal mutants: a non-empty string emptied, an empty one filled.
+fn string(node: Node<'_>, source: &str, changed: &BTreeSet<u32>, found: &mut Vec<Candidate>) {
+    if !touches(node, changed) {
+        return;
+    }
+    let original = text(node, source);
+    let quote = &original[..original.len().min(1)];
+    let replacement = if original.len() <= 2 {
+        format!("{quote}Stryker was here!{quote}")
+    } else {
+        format!("{quote}{quote}")
+    };
+    let mut site = candidate(
+        Operator::String,
+        node,
+        replacement.clone(),
+        format!("`{}` -> `{replacement}`", short(original)),
+        Expect::Parses,
+    );
+    if original.contains('\n') {
+        site.unfit = Some("a string continued over lines".into());
+    }
+    found.push(site);
+}
+
+/// `a?.b` → `a.b`; `a?.[i]` → `a[i]`; `f?.()` → `f()`.
+fn optional(node: Node<'_>, changed: &BTreeSet<u32>, found: &mut Vec<Candidate>) {
+    let Some(chain) = node.child_by_field_name("optional_chain") else {
+        return;
+    };
+    if !touches(chain, changed) {
+        return;
+    }
+    let to = if node.kind() == "member_expression" {
+        "."
+    } else {
+        ""
+    };
+    found.push(candidate(
+        Operator::OptionalChaining,
+        chain,
+        to.into(),
+        format!("`?.` -> `{to}`"),
+        Expect::Parses,
+    ));
+}

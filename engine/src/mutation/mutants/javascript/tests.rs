@@ -1,0 +1,180 @@
+use super::*;
+use crate::mutation::mutants::{ChangedFile, MutationPlan, apply_edit, languages};
+
+const INVOICE: &str = r#"'use strict';
+const { round } = require('./money.js');
+
+class Invoice {
+  constructor(lines) {
+    this.lines = lines ?? [];
+  }
+
+  total() {
+    let sum = 0;
+    for (let i = 0; i < this.lines.length; i++) {
+      sum += this.lines[i].price * this.lines[i].quantity;
+    }
+    return round(sum);
+  }
+
+  isLarge(limit) {
+    return this.total() >= limit && !this.voided;
+  }
+
+  label() {
+    return 'Invoice ' + (this.customer?.name || "");
+  }
+}
+
+function discount(total, rate) {
+  if (rate > 0.5) {
+    throw new Error("rate too high");
+  }
+  const tiers = [0, 100,
+    1000];
+  const names = { small: 'S', large: 'L' };
+  return total > tiers[1] ? total - total * rate : -total;
+}
+
+module.exports = { Invoice, discount, flag: true };
+"#;
+
+fn all_lines(path: &str, source: &str) -> ChangedFile {
+    let lines = source.lines().count() as u32;
+    ChangedFile {
+        path: path.into(),
+        bytes: source.as_bytes().to_vec(),
+        changed_lines: (1..=lines).collect(),
+    }
+}
+
+fn descriptions(plan: &MutationPlan) -> Vec<String> {
+    plan.mutants
+        .iter()
+        .map(|m| format!("{}:{} {}", m.line, m.operator, m.description))
+        .collect()
+}
+
+#[test]
+fn every_javascript_mutant_parses_and_keeps_every_line_number() {
+    let plan = plan(&[all_lines("src/invoice.js", INVOICE)], None);
+    assert!(plan.mutants.len() > 30, "{:#?}", descriptions(&plan));
+    for mutant in &plan.mutants {
+        let bytes = apply_edit(INVOICE.as_bytes(), &mutant.edit).expect("the edit fits");
+        let text = String::from_utf8(bytes).expect("UTF-8");
+        assert_eq!(
+            text.matches('\n').count(),
+            INVOICE.matches('\n').count(),
+            "{}",
+            mutant.label()
+        );
+        assert!(syntax::parse_clean(&text).is_ok(), "{}", mutant.label());
+    }
+}
+
+#[test]
+fn javascript_mutants_follow_strykers_families() {
+    let plan = plan(&[all_lines("src/invoice.js", INVOICE)], None);
+    let found = descriptions(&plan);
+    for expected in [
+        "6:boolean `??` -> `&&`",
+        "11:swap_bound `<` -> `<=`",
+        "11:comparison `<` -> `>=`",
+        "11:conditional_expression `i < this.lines.length` -> `false`",
+        "11:increment_decrement `++` -> `--`",
+        "12:augmented_assignment `+=` -> `-=`",
+        "12:arithmetic `*` -> `/`",
+        "18:boolean `&&` -> `||`",
+        "18:boolean `!this.voided` -> `this.voided`",
+        "22:optional_chaining `?.` -> `.`",
+        "22:string `\"\"` -> `\"Stryker was here!\"`",
+        "27:conditional_expression `rate > 0.5` -> `true`",
+        "27:drop_branch `{…` -> `{}`",
+        "28:string `\"rate too high\"` -> `\"\"`",
+        "30:collection `[0, 100,…` -> `[]`",
+        "32:collection `{ small: 'S', large: 'L' }` -> `{}`",
+        "33:unary `-total` -> `+total`",
+        "33:conditional_expression `total > tiers[1]` -> `false`",
+        "36:boolean `true` -> `false`",
+    ] {
+        assert!(
+            found.iter().any(|f| f == expected),
+            "{expected} missing from {found:#?}"
+        );
+    }
+    // Directives, `require` paths and object keys are no text of the program; an empty
+    // array is no collection to empty, and `'Invoice ' + …` joins strings.
+    for absent in ["1:string", "2:string", "6:collection", "22:arithmetic"] {
+        assert!(
+            !found.iter().any(|f| f.starts_with(absent)),
+            "{absent} in {found:#?}"
+        );
+    }
+}
+
+#[test]
+fn javascript_test_files_and_dependencies_are_never_mutated() {
+    let plan = plan(
+        &[
+            all_lines("test/invoice.test.js", INVOICE),
+            all_lines("src/invoice.test.mjs", INVOICE),
+            all_lines("node_modules/left-pad/index.js", INVOICE),
+            all_lines("src/broken.cjs", "function (\n"),
+        ],
+        None,
+    );
+    assert!(plan.mutants.is_empty(), "{:#?}", descriptions(&plan));
+    let reasons: Vec<&ExclusionReason> = plan.excluded_files.iter().map(|f| &f.reason).collect();
+    assert_eq!(
+        reasons,
+        [
+            &ExclusionReason::TestFile,
+            &ExclusionReason::DoesNotParse,
+            &ExclusionReason::TestFile,
+            &ExclusionReason::TestFile,
+        ]
+    );
+}
+
+#[test]
+fn a_javascript_mutants_scope_is_its_method_or_function() {
+    let at = |needle: &str| {
+        let start = INVOICE.find(needle).expect("in the invoice");
+        (start, start + needle.len())
+    };
+    let scopes = languages::scopes(
+        "src/invoice.js",
+        INVOICE,
+        &[at("sum += "), at("rate > 0.5"), at("flag: true")],
+    );
+    let names: Vec<&str> = scopes.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["Invoice.total", "discount", ""]);
+    assert_eq!(scopes[0].statement_line, 12);
+}
+
+#[test]
+fn a_javascript_file_nested_200k_deep_plans_without_overflowing_the_stack() {
+    let depth = 200_000;
+    let source = format!(
+        "export function deep(a, b) {{\n  return {}a?.b + b{};\n}}\n",
+        "(".repeat(depth),
+        ")".repeat(depth)
+    );
+    let plan = plan(&[all_lines("src/deep.mjs", &source)], None);
+    for mutant in &plan.mutants {
+        let bytes = apply_edit(source.as_bytes(), &mutant.edit).expect("the edit fits");
+        let text = String::from_utf8(bytes).expect("UTF-8");
+        assert!(syntax::parse_clean(&text).is_ok(), "{}", mutant.label());
+    }
+    let ranges: Vec<(usize, usize)> = plan
+        .mutants
+        .iter()
+        .map(|m| (m.edit.start, m.edit.end))
+        .collect();
+    let scopes = languages::scopes("src/deep.mjs", &source, &ranges);
+    assert!(scopes.iter().all(|s| s.name == "deep"), "{scopes:?}");
+    assert!(
+        !plan.mutants.is_empty() || !plan.excluded_files.is_empty(),
+        "neither planned nor excluded"
+    );
+}

@@ -165,13 +165,13 @@ SECURITY.md and common/src/nats_permissions.rs.
 {{- $bucket := printf "%s_PROOFS" $t -}}
 {{- $kv := printf "KV_%s" $bucket -}}
 {{- $api := "$JS.API" -}}
-{{- $kvRead := list (printf "%s.DIRECT.GET.%s.>" $api $kv) (printf "%s.STREAM.MSG.GET.%s" $api $kv) (printf "%s.CONSUMER.CREATE.%s" $api $kv) (printf "%s.CONSUMER.CREATE.%s.>" $api $kv) (printf "%s.CONSUMER.INFO.%s.>" $api $kv) (printf "%s.CONSUMER.DELETE.%s.>" $api $kv) (printf "$JS.FC.%s.>" $kv) -}}
+{{- $kvRead := list (printf "%s.DIRECT.GET.%s.>" $api $kv) (printf "%s.STREAM.MSG.GET.%s" $api $kv) (printf "%s.CONSUMER.CREATE.%s" $api $kv) (printf "%s.CONSUMER.CREATE.%s.>" $api $kv) (printf "%s.CONSUMER.INFO.%s.>" $api $kv) (printf "$JS.FC.%s.>" $kv) -}}
 {{- $coordPub := list (printf "%s.jobs.>" $p) (printf "%s.progress.>" $p) (printf "$KV.%s.>" $bucket) (printf "%s.INFO" $api) -}}
 {{- range (list $jobs $results $kv) -}}
 {{- $coordPub = append $coordPub (printf "%s.STREAM.INFO.%s" $api .) -}}
 {{- $coordPub = append $coordPub (printf "%s.STREAM.CREATE.%s" $api .) -}}
 {{- end -}}
-{{- $coordPub = concat $coordPub (list (printf "%s.STREAM.PURGE.%s" $api $jobs) (printf "%s.CONSUMER.INFO.%s.%s" $api $jobs $workers) (printf "%s.CONSUMER.CREATE.%s.%s.>" $api $jobs $workers) (printf "%s.CONSUMER.INFO.%s.%s" $api $results $coord) (printf "%s.CONSUMER.CREATE.%s.%s.>" $api $results $coord) (printf "%s.CONSUMER.MSG.NEXT.%s.%s" $api $results $coord) (printf "$JS.ACK.%s.%s.>" $results $coord)) $kvRead -}}
+{{- $coordPub = concat $coordPub (list (printf "%s.STREAM.PURGE.%s" $api $jobs) (printf "%s.CONSUMER.INFO.%s.%s" $api $jobs $workers) (printf "%s.CONSUMER.CREATE.%s.%s.>" $api $jobs $workers) (printf "%s.CONSUMER.INFO.%s.%s" $api $results $coord) (printf "%s.CONSUMER.CREATE.%s.%s.>" $api $results $coord) (printf "%s.CONSUMER.MSG.NEXT.%s.%s" $api $results $coord) (printf "$JS.ACK.%s.%s.>" $results $coord)) $kvRead (list (printf "%s.CONSUMER.DELETE.%s.>" $api $kv)) -}}
 {{- $workerPub := list (printf "%s.results.>" $p) (printf "%s.STREAM.INFO.%s" $api $jobs) (printf "%s.STREAM.INFO.%s" $api $results) (printf "%s.CONSUMER.INFO.%s.%s" $api $jobs $workers) (printf "%s.CONSUMER.MSG.NEXT.%s.%s" $api $jobs $workers) (printf "$JS.ACK.%s.%s.>" $jobs $workers) -}}
 {{- $submitterPub := concat (list (printf "%s.submit" $p) (printf "%s.cancel" $p) (printf "%s.STREAM.INFO.%s" $api $kv)) $kvRead -}}
 {{- $operatorPub := concat (list (printf "%s.cancel" $p) (printf "$KV.%s.fleet.halt" $bucket) (printf "%s.STREAM.INFO.%s" $api $kv)) $kvRead -}}

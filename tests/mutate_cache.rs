@@ -625,15 +625,15 @@ fn a_run_whose_interpreter_has_no_pytest_stops_before_any_mutant() {
     let mutator = Mutator::new();
     let run = mutator.mutate_with_env(&repo, &[], &[("PATH", path.as_os_str())]);
     assert_eq!(run.code, 3, "{}", run.explain());
+    // The toolchain's own words end the line: the infrastructure lane, with its stderr.
     assert!(
         run.stderr
-            .contains("the unmutated baseline run did not pass: it exited"),
+            .contains("the unmutated baseline run did not pass"),
         "{}",
         run.explain()
     );
     assert!(
-        run.stderr
-            .contains("is the test runner installed where the tests run?"),
+        run.stderr.contains("No module named pytest"),
         "{}",
         run.explain()
     );

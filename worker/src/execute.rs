@@ -467,7 +467,11 @@ async fn run_in(
         }
         report => report,
     };
-    let (status, report) = explain_missing_report(status, report, &run.stderr_path);
+    let (status, report) = if never_writes_its_report(job) {
+        (status, report)
+    } else {
+        explain_missing_report(status, report, &run.stderr_path)
+    };
     let prefix = format!("proofs/{}/jobs/{:04}", job.proof_id, job.index);
     let mut artifacts: Vec<ArtifactRef> = Vec::new();
     for (name, path) in [("stdout", &run.stdout_path), ("stderr", &run.stderr_path)] {
@@ -514,6 +518,18 @@ async fn run_in(
 /// result (so the progress line, the summary and the evidence quote them), and when they say
 /// the toolchain could not run the command, the job is the infrastructure's failure, never a
 /// failed test of the code under test.
+/// A command that is handed no `{report}` path for a report read from there (a `command`
+/// suite's, judged by its exit status alone): its missing report says nothing of the
+/// toolchain, and a command not found is its own outcome (the suite's `error` status).
+fn never_writes_its_report(job: &JobSpec) -> bool {
+    use assay_common::runner::ReportFormat::*;
+    let read_from_placeholder = matches!(
+        job.report,
+        JunitXml | UnittestJson | NodeJson | VitestJson | NextestJunit
+    );
+    read_from_placeholder && !job.command.iter().any(|arg| arg.contains("{report}"))
+}
+
 fn explain_missing_report(
     status: JobStatus,
     report: ReportOutcome,

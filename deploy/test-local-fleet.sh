@@ -121,19 +121,21 @@ def series(path):
     return out
 
 
-# The proven proof's mutation check ran on the fleet too: its unmutated run and one job per
-# mutant, each a container of its own.
+# The proven proof's diff coverage run and mutation check ran on the fleet too: the coverage
+# run, the check's unmutated run and one job per mutant, each a container of its own.
 check = evidence.get("mutation_check") or {}
 assert check.get("mutants"), "a proven fleet proof carries its mutation check"
-ran = len(jobs) + 1 + len(check["mutants"])
+coverage = evidence.get("diff_coverage") or {}
+assert coverage.get("hunks"), f"a fleet proof of a product change carries its diff coverage: {coverage}"
+ran = len(jobs) + 1 + 1 + len(check["mutants"])
 
 workers = [series(p) for p in sys.argv[2:]]
 timed = sum(v for m in workers for k, v in m.items() if k.startswith("assay_job_duration_seconds_count"))
 started = sum(m["assay_container_start_seconds_count"] for m in workers)
 completed = sum(m['assay_job_outcomes_total{lane="guest",status="completed"}'] for m in workers)
-assert timed == ran, f"{timed} jobs timed, {ran} in the evidence and its mutation check"
+assert timed == ran, f"{timed} jobs timed, {ran} in the evidence, its diff coverage and its mutation check"
 assert started == ran, f"{started} containers started for {ran} jobs"
 assert completed == ran, f"{completed} completed outcomes for {ran} jobs"
-print(f"proven with {len(jobs)} jobs and {ran - len(jobs)} mutation-check jobs in containers on {len({j['worker'] for j in jobs})} worker(s)")
+print(f"proven with {len(jobs)} jobs and {ran - len(jobs)} diff-coverage and mutation-check jobs in containers on {len({j['worker'] for j in jobs})} worker(s)")
 EOF
 log "passed in $(elapsed)"

@@ -70,6 +70,37 @@ pub(crate) fn check(source: &str, candidate: &Candidate) -> Result<(), Skip> {
 }
 
 /// `source` with the candidate's replacement applied (its range was checked to fit).
+/// The check every tree-sitter language's candidates share: `source` with `candidate` applied
+/// parses cleanly with `parse_clean` (a 1-based line on failure), and where `token` names one,
+/// the replacement is exactly a token of that kind inside a node of the parent kind (an
+/// operator swapped in place).
+pub(crate) fn verify_reparsed(
+    source: &str,
+    candidate: &Candidate,
+    token: Option<(&'static str, &'static str)>,
+    language: &'static str,
+    parse_clean: impl Fn(&str) -> Result<tree_sitter::Tree, u32>,
+) -> Result<(), Skip> {
+    let mutated = mutated(source, candidate);
+    let tree = parse_clean(&mutated).map_err(|line| Skip::DoesNotParse { language, line })?;
+    let Some((token, parent)) = token else {
+        return Ok(());
+    };
+    let end = candidate.start + candidate.replacement.len();
+    let node = tree
+        .root_node()
+        .descendant_for_byte_range(candidate.start, end)
+        .ok_or(Skip::NodeNotFound)?;
+    let intended = node.kind() == token
+        && node.byte_range() == (candidate.start..end)
+        && node.parent().is_some_and(|p| p.kind() == parent);
+    if intended {
+        Ok(())
+    } else {
+        Err(Skip::NotAsIntended { what: "expression" })
+    }
+}
+
 pub(crate) fn mutated(source: &str, candidate: &Candidate) -> String {
     format!(
         "{}{}{}",

@@ -11,7 +11,7 @@
 use super::syntax::{self, text};
 use crate::mutation::mutants::Operator;
 use crate::mutation::mutants::sites::{
-    Candidate, Skip, Verify, candidate, mutated, newlines, short,
+    Candidate, Skip, Verify, candidate, newlines, short, verify_reparsed,
 };
 use crate::mutation::mutants::syntax::touches;
 use std::collections::BTreeSet;
@@ -28,29 +28,11 @@ enum Expect {
 
 impl Verify for Expect {
     fn verify(&self, source: &str, candidate: &Candidate) -> Result<(), Skip> {
-        let mutated = mutated(source, candidate);
-        let tree = syntax::parse_clean(&mutated).map_err(|line| Skip::DoesNotParse {
-            language: " as Go",
-            line,
-        })?;
-        match self {
-            Expect::Parses => Ok(()),
-            Expect::Token(token, parent) => {
-                let end = candidate.start + candidate.replacement.len();
-                let node = tree
-                    .root_node()
-                    .descendant_for_byte_range(candidate.start, end)
-                    .ok_or(Skip::NodeNotFound)?;
-                let intended = node.kind() == *token
-                    && node.byte_range() == (candidate.start..end)
-                    && node.parent().is_some_and(|p| p.kind() == *parent);
-                if intended {
-                    Ok(())
-                } else {
-                    Err(Skip::NotAsIntended { what: "expression" })
-                }
-            }
-        }
+        let token = match self {
+            Expect::Token(token, parent) => Some((*token, *parent)),
+            Expect::Parses => None,
+        };
+        verify_reparsed(source, candidate, token, " as Go", syntax::parse_clean)
     }
 }
 

@@ -138,7 +138,13 @@ pub struct Launch {
     pub env: Vec<(String, String)>,
     pub cwd: PathBuf,
     pub confined: bool,
+    /// Where the guest's own command starts in `argv` (after bubblewrap's options).
+    guest_at: usize,
 }
+
+/// The trusted shell that announces a confined guest's start (see [`Launch::announcing_start`]).
+/// Read-only inside the sandbox, as the whole host root is.
+const ANNOUNCER: &str = "/bin/bash";
 
 impl Launch {
     /// `command` as it is, with the guest's environment, in `cwd`: where this host cannot
@@ -149,7 +155,31 @@ impl Launch {
             env: env.to_vec(),
             cwd: cwd.to_path_buf(),
             confined: false,
+            guest_at: 0,
         }
+    }
+
+    /// This launch with the guest preceded by a stub that writes one byte to descriptor `fd`
+    /// (inherited from the spawner) and closes it, then execs the guest: a byte on `fd` says
+    /// bubblewrap built the sandbox and reached the guest; none, that it failed before (see
+    /// `process::SETUP_ATTEMPTS`). The guest never holds `fd`, so it cannot take the byte
+    /// back. None when unconfined (nothing to fail before the guest) or without the shell.
+    pub fn announcing_start(&self, fd: std::os::fd::RawFd) -> Option<Launch> {
+        if !self.confined || !Path::new(ANNOUNCER).is_file() {
+            return None;
+        }
+        let mut argv = self.argv[..self.guest_at].to_vec();
+        argv.extend([
+            ANNOUNCER.to_owned(),
+            "-c".to_owned(),
+            format!("printf 1 >&{fd} && exec {fd}>&- && exec \"$@\""),
+            "assay-sandbox".to_owned(),
+        ]);
+        argv.extend(self.argv[self.guest_at..].iter().cloned());
+        Some(Launch {
+            argv,
+            ..self.clone()
+        })
     }
 
     /// A process builder for this launch (std's; tokio's converts from it), with a clean
@@ -187,8 +217,10 @@ impl Confiner {
     /// How to start `command` confined by `grant`: bubblewrap, from `/`, with a fixed
     /// environment of its own; or why the toolchain it needs cannot be given to it.
     pub fn launch(&self, grant: &Grant<'_>, command: &[String]) -> Result<Launch, ToolchainError> {
+        let argv = self.command(grant, command)?;
         Ok(Launch {
-            argv: self.command(grant, command)?,
+            guest_at: argv.len().saturating_sub(command.len()),
+            argv,
             env: CONFINER_ENV
                 .iter()
                 .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))

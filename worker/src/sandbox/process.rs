@@ -8,6 +8,7 @@ use super::{Sandbox, SandboxError, SandboxExit, SandboxRun};
 use assay_common::sandbox::SandboxEvidence;
 use async_trait::async_trait;
 use std::fs::File;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::ExitStatusExt;
 use std::process::Stdio;
 use std::time::Duration;
@@ -53,57 +54,155 @@ impl Sandbox for ProcessSandbox {
 
     async fn run(&self, run: &SandboxRun) -> Result<SandboxExit, SandboxError> {
         let launch = confined_command(run, &[&run.tree_dir, &run.scratch_dir], self.network)?;
-        let program = launch.argv.first().ok_or(SandboxError::EmptyCommand)?;
-        let io_error = |source| SandboxError::Io {
-            job_id: run.job_id.clone(),
-            source,
-        };
-        harden_worker();
-        let stdout = File::create(&run.stdout_path).map_err(io_error)?;
-        let stderr = File::create(&run.stderr_path).map_err(io_error)?;
-        let mut command = Command::from(launch.command().ok_or(SandboxError::EmptyCommand)?);
-        command
-            .stdin(Stdio::null())
-            .stdout(stdout)
-            .stderr(stderr)
-            .process_group(0);
-        // SAFETY: `become_reaper` makes only async-signal-safe calls (its module says why).
-        unsafe {
-            command.pre_exec(|| super::reaper::become_reaper());
-        }
-        let child = command.spawn().map_err(|source| SandboxError::Spawn {
-            program: program.clone(),
-            job_id: run.job_id.clone(),
-            hint: if source.kind() == std::io::ErrorKind::NotFound {
-                " (hint: install it, or pass --test-command with a program on PATH)"
-            } else {
-                ""
-            },
-            source,
-        })?;
-        let pgid = child.id().map(|pid| pid as i32);
-        let mut reaper = Reaper {
-            child: Some(child),
-            pgid,
-        };
-        let exit = match tokio::time::timeout(run.timeout, reaper.wait()).await {
-            Err(_elapsed) => {
-                reaper.stop().await;
-                return Ok(SandboxExit::TimedOut);
+        let mut attempt = 1;
+        loop {
+            let mut started = StartSignal::new().map_err(|source| SandboxError::Io {
+                job_id: run.job_id.clone(),
+                source,
+            })?;
+            let announced = launch.announcing_start(started.write_fd());
+            let exit = run_once(run, announced.as_ref().unwrap_or(&launch), &mut started).await?;
+            if exit == SandboxExit::TimedOut || announced.is_none() || started.arrived() {
+                return Ok(exit);
             }
-            Ok(status) => status.map_err(io_error)?,
-        };
-        // The reaper swept the job's processes before it exited; the group is killed too, in
-        // case the command killed its reaper first.
-        drop(GroupGuard(pgid));
-        Ok(match (exit.code(), exit.signal()) {
-            // bubblewrap exits 128 + N when its command died of signal N, as a shell reports it.
-            (Some(code @ 129..=192), _) if launch.confined => SandboxExit::Signalled(code - 128),
-            (Some(code), _) => SandboxExit::Exited(code),
-            (None, Some(signal)) => SandboxExit::Signalled(signal),
-            (None, None) => SandboxExit::Exited(-1),
+            // bubblewrap failed before the guest ran: nothing of the job happened, so it is
+            // started again; its own words are in the stderr file.
+            let words =
+                crate::stderr_tail::tail(&std::fs::read(&run.stderr_path).unwrap_or_default());
+            if attempt == SETUP_ATTEMPTS {
+                return Err(SandboxError::Backend {
+                    job_id: run.job_id.clone(),
+                    message: format!(
+                        "bubblewrap could not build the sandbox in {SETUP_ATTEMPTS} attempts: {words}"
+                    ),
+                });
+            }
+            tracing::warn!(job = %run.job_id, attempt, %words, "bubblewrap could not build the sandbox; starting the job again");
+            attempt += 1;
+        }
+    }
+}
+
+/// How many times a confined job is started when bubblewrap fails before its guest runs. It
+/// can: it copies the host's mounts and then remounts each read-only, and a mount that vanishes
+/// in between (a container engine starting and stopping containers on the same host) fails the
+/// whole setup (bubblewrap issue 650). Each attempt is a fresh start of an untouched job.
+const SETUP_ATTEMPTS: u32 = 3;
+
+/// A pipe the confined guest's start is announced on (see [`Launch::announcing_start`]).
+struct StartSignal {
+    read: OwnedFd,
+    write: Option<OwnedFd>,
+}
+
+impl StartSignal {
+    fn new() -> std::io::Result<Self> {
+        let mut fds = [0 as RawFd; 2];
+        // SAFETY: pipe2(2) fills the two-element array it is given.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: both descriptors were just opened and are owned here alone.
+        let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        Ok(Self {
+            read,
+            write: Some(write),
         })
     }
+
+    fn write_fd(&self) -> RawFd {
+        self.write.as_ref().map_or(-1, |fd| fd.as_raw_fd())
+    }
+
+    /// Closes this process's write end, once the command holds its own.
+    fn spawned(&mut self) {
+        self.write = None;
+    }
+
+    /// Whether the announcement was written: read once the command has exited.
+    fn arrived(&self) -> bool {
+        let mut byte = 0u8;
+        // SAFETY: a one-byte read into a byte on the stack, from a descriptor owned here.
+        unsafe { libc::read(self.read.as_raw_fd(), (&raw mut byte).cast(), 1) == 1 }
+    }
+}
+
+/// Runs `launch` once, as the job's reaper's command, to its end or the job's timeout.
+async fn run_once(
+    run: &SandboxRun,
+    launch: &Launch,
+    started: &mut StartSignal,
+) -> Result<SandboxExit, SandboxError> {
+    let program = launch.argv.first().ok_or(SandboxError::EmptyCommand)?;
+    let io_error = |source| SandboxError::Io {
+        job_id: run.job_id.clone(),
+        source,
+    };
+    harden_worker();
+    let stdout = File::create(&run.stdout_path).map_err(io_error)?;
+    let stderr = File::create(&run.stderr_path).map_err(io_error)?;
+    let mut command = Command::from(launch.command().ok_or(SandboxError::EmptyCommand)?);
+    command
+        .stdin(Stdio::null())
+        .stdout(stdout)
+        .stderr(stderr)
+        .process_group(0);
+    let announce = started.write_fd();
+    // SAFETY: `become_reaper` makes only async-signal-safe calls (its module says why), and
+    // close_range(2) and fcntl(2) are system calls on this process's descriptors.
+    unsafe {
+        command.pre_exec(move || {
+            super::reaper::become_reaper()?;
+            // The command inherits its standard streams and the announcement pipe, nothing
+            // else: not a descriptor this process itself inherited (a pipe to whoever started
+            // the worker) and left open across exec.
+            libc::syscall(
+                libc::SYS_close_range,
+                3,
+                libc::c_uint::MAX,
+                libc::CLOSE_RANGE_CLOEXEC,
+            );
+            if announce >= 0 {
+                libc::fcntl(announce, libc::F_SETFD, 0);
+            }
+            Ok(())
+        });
+    }
+    let spawned = command.spawn();
+    // Closed here at once: the announcement then reads as written or never written.
+    started.spawned();
+    let child = spawned.map_err(|source| SandboxError::Spawn {
+        program: program.clone(),
+        job_id: run.job_id.clone(),
+        hint: if source.kind() == std::io::ErrorKind::NotFound {
+            " (hint: install it, or pass --test-command with a program on PATH)"
+        } else {
+            ""
+        },
+        source,
+    })?;
+    let pgid = child.id().map(|pid| pid as i32);
+    let mut reaper = Reaper {
+        child: Some(child),
+        pgid,
+    };
+    let exit = match tokio::time::timeout(run.timeout, reaper.wait()).await {
+        Err(_elapsed) => {
+            reaper.stop().await;
+            return Ok(SandboxExit::TimedOut);
+        }
+        Ok(status) => status.map_err(io_error)?,
+    };
+    // The reaper swept the job's processes before it exited; the group is killed too, in
+    // case the command killed its reaper first.
+    drop(GroupGuard(pgid));
+    Ok(match (exit.code(), exit.signal()) {
+        // bubblewrap exits 128 + N when its command died of signal N, as a shell reports it.
+        (Some(code @ 129..=192), _) if launch.confined => SandboxExit::Signalled(code - 128),
+        (Some(code), _) => SandboxExit::Exited(code),
+        (None, Some(signal)) => SandboxExit::Signalled(signal),
+        (None, None) => SandboxExit::Exited(-1),
+    })
 }
 
 /// How to start `run`'s command, confined to `writable` when this host can confine it (see

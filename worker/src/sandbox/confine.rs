@@ -28,6 +28,9 @@ use std::sync::{Mutex, OnceLock};
 /// other programs share per boot.
 const PRIVATE: [&str; 3] = ["/tmp", "/var/tmp", "/dev/shm"];
 
+/// Where sysfs lists the network interfaces of the namespace it was mounted in: the host's.
+const HOST_INTERFACES: &str = "/sys/class/net";
+
 /// The confining tool, found and tried once.
 #[derive(Clone, Debug)]
 pub struct Confiner {
@@ -294,6 +297,11 @@ impl Confiner {
                 argv.extend(["--tmpfs".to_owned(), path_arg(dir)]);
             }
         }
+        // The root's `/sys` is the host's: without the host's network, its interfaces (names,
+        // addresses, statistics) are none of the guest's business either.
+        if !grant.network && Path::new(HOST_INTERFACES).is_dir() {
+            argv.extend(["--tmpfs".to_owned(), HOST_INTERFACES.to_owned()]);
+        }
         let toolchains = toolchain_layouts::resolve(
             &Needs {
                 program: grant.program,
@@ -438,6 +446,31 @@ mod tests {
         );
         assert!(!Path::new("/etc/assay-planted").exists());
         let _ = std::fs::remove_file("/tmp/assay-confine-neighbour");
+    }
+
+    #[test]
+    fn a_guest_without_the_network_lists_no_host_interface() {
+        let tree = tempfile::tempdir().unwrap();
+        let host: Vec<String> = std::fs::read_dir(HOST_INTERFACES)
+            .map(|dir| {
+                dir.filter_map(|e| e.ok())
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let out = confined(
+            &Grant {
+                writable: &[tree.path()],
+                cwd: tree.path(),
+                network: false,
+                program: "sh",
+                path_env: None,
+                env: &[],
+            },
+            &format!("ls -A {HOST_INTERFACES}; echo listed"),
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(stdout, "listed\n", "host interfaces {host:?}: {out:?}");
     }
 
     #[test]

@@ -838,6 +838,54 @@ fn unittest_projects_run_case_by_case_through_the_adapter() {
     assert_eq!(json["runner"], "unittest");
 }
 
+/// more-itertools' shape: a test module's `load_tests` adds the product module's doctests,
+/// whose ids name the documented objects (a class, a function), not a test method.
+#[test]
+fn doctests_a_load_tests_hook_adds_are_cases_of_the_product_file_and_run_by_id() {
+    let project = Project::new(&[
+        (
+            "ledger.py",
+            "import pathlib\n\n\ndef balance(entries):\n    \"\"\"The sum of the entries.\n\n    >>> balance([5, -2])\n    3\n    \"\"\"\n    return sum(entries)\n\n\ndef reset():\n    \"\"\"Clears the ledger.\n\n    >>> 1 + 1\n    2\n    \"\"\"\n    pathlib.Path('ledger-was-reset').write_text('yes')\n\n\nclass Account:\n    \"\"\"An account.\n\n    >>> Account('savings').name\n    'checking'\n    \"\"\"\n\n    def __init__(self, name):\n        self.name = name\n",
+        ),
+        ("tests/__init__.py", ""),
+        (
+            "tests/test_ledger.py",
+            "import doctest\nimport unittest\n\nimport ledger\n\n\ndef load_tests(loader, tests, ignore):\n    tests.addTests(doctest.DocTestSuite(ledger))\n    return tests\n\n\nclass LedgerTests(unittest.TestCase):\n    def test_balance(self):\n        self.assertEqual(ledger.balance([1, 1]), 2)\n",
+        ),
+    ]);
+    let cases = listing(&project.test(&["--runner", "unittest", "--list-cases"]));
+    let displays: Vec<&str> = cases.iter().map(|(_, d)| d.as_str()).collect();
+    assert_eq!(
+        displays,
+        [
+            "tests/test_ledger.py::LedgerTests::test_balance",
+            "ledger.py::ledger::Account",
+            "ledger.py::ledger::balance",
+            "ledger.py::ledger::reset",
+        ]
+    );
+    let report = project.json_path();
+    let out = project.test(&[
+        "--runner",
+        "unittest",
+        "--shards",
+        "per-case",
+        "--json",
+        report.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(code(&out), 1, "the Account doctest fails: {}", stderr(&out));
+    assert_eq!(
+        outcomes(&read_json(&report)),
+        pairs(&[
+            ("tests/test_ledger.py::LedgerTests::test_balance", "passed"),
+            ("ledger.py::ledger::Account", "failed"),
+            ("ledger.py::ledger::balance", "passed"),
+            // Selected by id without calling `reset` (which would make it no test at all).
+            ("ledger.py::ledger::reset", "passed"),
+        ])
+    );
+}
+
 fn read_json(path: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(path).expect("report written")).expect("JSON")
 }

@@ -10,18 +10,36 @@ with "complete": true, so a killed run leaves no trustworthy report behind.
 """
 
 import argparse
+import doctest
+import importlib
 import json
 import os
 import sys
 import unittest
 
 
-def case_file(test):
-    module = sys.modules.get(type(test).__module__)
-    path = getattr(module, "__file__", None) or ""
+def relative(path):
     if path:
         path = os.path.relpath(os.path.abspath(path), os.getcwd())
     return path.replace(os.sep, "/")
+
+
+def case_file(test):
+    if isinstance(test, doctest.DocTestCase):
+        return relative(test._dt_test.filename or "")
+    module = sys.modules.get(type(test).__module__)
+    return relative(getattr(module, "__file__", None) or "")
+
+
+def case_names(test):
+    """(suite, method) naming `test` the same way in the collection and in the report, so that
+    `suite + "." + method` is its id. A doctest (added by a module's `load_tests`) is named by
+    the object whose docstring it runs, not by doctest's own `DocTestCase.runTest`."""
+    if isinstance(test, doctest.DocTestCase):
+        suite, _, name = test.id().rpartition(".")
+        return suite, name
+    cls = type(test)
+    return f"{cls.__module__}.{cls.__qualname__}", test._testMethodName
 
 
 class Recorder(unittest.TestResult):
@@ -43,11 +61,11 @@ class Recorder(unittest.TestResult):
             # setUpClass / setUpModule failures: a fixture error, not a test failure.
             self.collection_errors.append({"file": "", "message": f"{test.description}: {self._text(err)}"})
             return
-        cls = type(test)
+        suite, name = case_names(test)
         self.cases.append({
             "file": case_file(test),
-            "suite": f"{cls.__module__}.{cls.__qualname__}",
-            "name": test._testMethodName,
+            "suite": suite,
+            "name": name,
             "variant": variant,
             "outcome": outcome,
             "message": self._traceback(test, err) if err else None,
@@ -149,6 +167,55 @@ def load(files, loader):
     return suite
 
 
+def names_a_test_method(test_id):
+    """Whether `test_id` is MODULE.CLASS.METHOD of a TestCase, found by importing and looking
+    up attributes only. `loadTestsFromName` would call any other callable it names (a doctest's
+    id names the product function whose docstring it runs) to ask it for tests."""
+    parts = test_id.split(".")
+    if len(parts) < 3:
+        return False
+    for split in range(len(parts) - 2, 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:split]))
+        except ImportError:
+            continue
+        except Exception:
+            return True  # the module itself is broken: loading by name reports it as unittest does
+        owner = None
+        for part in parts[split:]:
+            owner, obj = obj, getattr(obj, part, None)
+            if obj is None:
+                return False
+        return isinstance(owner, type) and issubclass(owner, unittest.TestCase)
+    return True  # no module imports: loading by name reports the import error
+
+
+def load_ids(test_ids, loader):
+    """The cases `test_ids` name, in that order, and an error line for each that names none. A
+    TestCase method loads by name; any other id (a doctest's) is looked up in the discovered
+    suite, discovered once, so what runs is exactly what the collection listed."""
+    loaded, unloadable, discovered = unittest.TestSuite(), [], None
+    for test_id in test_ids:
+        if names_a_test_method(test_id):
+            # An id that does not load is that case's error alone: the batch's other cases
+            # still run and are reported.
+            try:
+                loaded.addTest(loader.loadTestsFromName(test_id))
+            except Exception as error:
+                unloadable.append(f"{test_id} does not load: {type(error).__name__}: {error}")
+            continue
+        if discovered is None:
+            discovered = {}
+            for test in flatten(load([], loader)):
+                if not is_load_failure(test):
+                    discovered.setdefault(test.id(), test)
+        if test_id in discovered:
+            loaded.addTest(discovered[test_id])
+        else:
+            unloadable.append(f"{test_id} is not a collected case")
+    return loaded, unloadable
+
+
 def is_load_failure(test):
     return isinstance(test, unittest.loader._FailedTest) or type(test).__name__ == "ModuleImportFailure"
 
@@ -160,8 +227,13 @@ def collect(loader, report_path):
             name = test.id().split(".", 1)[-1]
             errors.append({"file": name.replace(".", "/") + ".py", "message": str(getattr(test, "_exception", ""))[:2000]})
             continue
-        cls = type(test)
-        cases.append({"id": test.id(), "file": case_file(test), "class": cls.__qualname__, "name": test._testMethodName})
+        suite, name = case_names(test)
+        if isinstance(test, doctest.DocTestCase):
+            # Its whole dotted owner is its class: it ends the reported suite exactly.
+            cls = suite
+        else:
+            cls = type(test).__qualname__
+        cases.append({"id": test.id(), "file": case_file(test), "class": cls, "name": name})
     for error in loader.errors:
         errors.append({"file": "", "message": error[:2000]})
     with open(report_path, "w", encoding="utf-8") as out:
@@ -184,14 +256,7 @@ def main():
         collect(loader, args.report)
     unloadable = []
     if args.id:
-        loaded = unittest.TestSuite()
-        for test_id in args.id:
-            # An id that does not load by name (a doctest's names the object it tests) is that
-            # case's error alone: the batch's other cases still run and are reported.
-            try:
-                loaded.addTest(loader.loadTestsFromName(test_id))
-            except Exception as error:
-                unloadable.append(f"{test_id} does not load: {type(error).__name__}: {error}")
+        loaded, unloadable = load_ids(args.id, loader)
     else:
         loaded = load(args.files, loader)
     suite = unittest.TestSuite(t for t in flatten(loaded) if keep(t, args.name))

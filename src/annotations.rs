@@ -414,6 +414,7 @@ mod tests {
             outcome,
             lane: Lane::Guest,
             quarantined,
+            order_dependent: false,
             message: Some("assert 1 == 2".into()),
             duration_s: None,
             job: None,

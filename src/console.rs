@@ -631,6 +631,7 @@ mod tests {
             outcome,
             lane: Lane::Guest,
             quarantined,
+            order_dependent: false,
             message: Some("expected <20.0> & got 21.0".into()),
             duration_s: Some(0.25),
             job: Some(0),

@@ -16,7 +16,8 @@ use assay_common::report::summary::SuiteStatus;
 use assay_common::runner::{ReportFormat, RunnerKind};
 use assay_common::sandbox::SandboxEvidence;
 use assay_common::suite::{
-    CaseListing, CaseOutcome, Lane, SuiteCacheReport, SuiteCase, SuiteReport, SuiteTotals,
+    CaseListing, CaseOutcome, CaseReport, Lane, SuiteCacheReport, SuiteCase, SuiteReport,
+    SuiteTotals,
 };
 use assay_common::suite_audit::LedgerGate;
 use assay_engine::proof;
@@ -585,6 +586,7 @@ fn print_findings(args: &TestArgs, ran: &SuiteRan) {
     if let Some(scope) = &audit.scope {
         print_scope(scope, args.audit_base.as_deref().unwrap_or("the base"));
     }
+    print_order_dependent(&ran.report.cases);
     for outlier in &audit.selection.executed_not_selected {
         eprintln!(
             "[audit] FAIL containment: job {} executed {}, which it did not select",
@@ -601,6 +603,26 @@ fn print_findings(args: &TestArgs, ran: &SuiteRan) {
         && !args.console.quiet
     {
         print_cache(cache, ran, args.cache.no_cache);
+    }
+}
+
+/// Cases that failed apart and passed in the whole suite's order: named, never a regression.
+fn print_order_dependent(cases: &[CaseReport]) {
+    let names: Vec<&str> = cases
+        .iter()
+        .filter(|c| c.order_dependent)
+        .map(|c| c.display.as_str())
+        .collect();
+    if !names.is_empty() {
+        eprintln!(
+            "[order] {} order-dependent (failed when run apart from the cases before {}, passed with the whole suite in collection order; counted as passed): {}",
+            match names.len() {
+                1 => "1 case is".to_owned(),
+                n => format!("{n} cases are"),
+            },
+            if names.len() == 1 { "it" } else { "them" },
+            names.join(", ")
+        );
     }
 }
 

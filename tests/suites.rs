@@ -886,6 +886,81 @@ fn doctests_a_load_tests_hook_adds_are_cases_of_the_product_file_and_run_by_id()
     );
 }
 
+/// pathspec 0.11.2's shape: a test sets a class attribute that a later test of its class reads.
+/// Run apart it fails; with the whole suite in order it passes, as `python -m unittest` does.
+#[test]
+fn a_case_that_passes_only_after_another_is_order_dependent_not_a_regression() {
+    const ARCHIVE_TESTS: &str = "import unittest\n\n\nclass ArchiveTests(unittest.TestCase):\n    root = None\n\n    def test_1_create_root(self):\n        ArchiveTests.root = 'archive'\n\n    def test_2_list_root(self):\n        self.assertEqual(ArchiveTests.root, 'archive')\n\n    def test_3_checksum(self):\n        self.assertEqual(sum([1, 2]), 3)\n";
+    let project = Project::new(&[
+        ("tests/__init__.py", ""),
+        ("tests/test_archive.py", ARCHIVE_TESTS),
+    ]);
+    let report = project.json_path();
+    let args = [
+        "--runner",
+        "unittest",
+        "--shards",
+        "per-case",
+        "--json",
+        report.to_str().expect("utf-8"),
+    ];
+    let out = project.test(&args);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let json = read_json(&report);
+    assert_eq!(
+        outcomes(&json),
+        pairs(&[
+            (
+                "tests/test_archive.py::ArchiveTests::test_1_create_root",
+                "passed"
+            ),
+            (
+                "tests/test_archive.py::ArchiveTests::test_2_list_root",
+                "passed"
+            ),
+            (
+                "tests/test_archive.py::ArchiveTests::test_3_checksum",
+                "passed"
+            ),
+        ])
+    );
+    let flagged: Vec<bool> = json["cases"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .map(|c| c["order_dependent"] == true)
+        .collect();
+    assert_eq!(flagged, [false, true, false]);
+    let message = json["cases"][1]["message"].as_str().unwrap_or("");
+    assert!(
+        message.contains("AssertionError: None != 'archive'"),
+        "{message}"
+    );
+    let err = stderr(&out);
+    assert!(
+        err.contains("[order] 1 case is order-dependent")
+            && err.contains("ArchiveTests::test_2_list_root"),
+        "{err}"
+    );
+    // A real failure next time is the one new failure: the order-dependent case never is.
+    project.commit(
+        &[(
+            "tests/test_archive.py",
+            &ARCHIVE_TESTS.replace("[1, 2]), 3)", "[1, 2]), 4)"),
+        )],
+        "Checksum counts the header",
+    );
+    let out = project.test(&args);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let json = read_json(&report);
+    assert_eq!(
+        json["history"]["newly_failing"],
+        serde_json::json!(["tests/test_archive.py::ArchiveTests::test_3_checksum"]),
+        "{}",
+        stderr(&out)
+    );
+}
+
 fn read_json(path: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(path).expect("report written")).expect("JSON")
 }

@@ -414,6 +414,10 @@ pub struct CaseReport {
     /// it (its duration and artifacts are that run's; `job` is then `null`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cached: Option<CachedCase>,
+    /// Failed when run apart from the cases before it, passed when the whole suite ran in one
+    /// process in collection order: its outcome is the latter, its message says both.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub order_dependent: bool,
 }
 
 /// The cache entry a case's outcome came from (docs/FORMATS.md, "Suite cases").

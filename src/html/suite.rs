@@ -335,6 +335,7 @@ mod tests {
             outcome,
             lane: Lane::Guest,
             quarantined,
+            order_dependent: false,
             message: Some("expected <b>Invoice</b>".into()),
             duration_s: Some(0.25),
             job: Some(0),

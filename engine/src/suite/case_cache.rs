@@ -251,6 +251,7 @@ impl CaseCache {
             outcome: entry.outcome,
             lane: Lane::Guest,
             quarantined: false,
+            order_dependent: false,
             message: judged.message,
             duration_s: entry.duration_s,
             job: None,

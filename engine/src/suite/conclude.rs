@@ -254,6 +254,7 @@ pub fn case_report(
             outcome: CaseOutcome::NotRun,
             lane: Lane::Infrastructure,
             quarantined: false,
+            order_dependent: false,
             message: stopped.map(|s| format!("never admitted: {s}")),
             duration_s: None,
             job: None,
@@ -268,6 +269,7 @@ pub fn case_report(
         outcome: derived.outcome,
         lane: derived.lane,
         quarantined: excused(derived.outcome, derived.lane, ledger, &case.id, today),
+        order_dependent: false,
         message: derived.message,
         duration_s: Some(
             share

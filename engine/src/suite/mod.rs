@@ -13,6 +13,7 @@ pub mod gates;
 pub mod halt;
 pub mod history;
 pub mod ledger;
+pub mod order;
 pub mod reach;
 pub mod reads;
 pub mod run;

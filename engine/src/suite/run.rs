@@ -12,6 +12,7 @@ use super::gates::{self, GateError, GateRequest, ScopeAudit, ScopeFiles};
 use super::halt::AdmissionGate;
 use super::history::{History, RunRecord};
 use super::ledger::{self, Ledger, LedgerError};
+use super::order;
 use super::reach;
 use super::runners::{SuiteRunner, SuiteSetup};
 use super::select::Selectors;
@@ -176,6 +177,9 @@ pub enum SuiteError {
     /// The reachability job: the change's lines, the job, or its coverage.
     #[error(transparent)]
     Reachability(#[from] ReachError),
+    /// The whole-suite job that tells order-dependent cases from failures.
+    #[error("the whole-suite run that checks the failures for order dependence")]
+    OrderCheck(#[source] QueueError),
 }
 
 impl SuiteError {
@@ -184,7 +188,11 @@ impl SuiteError {
         match self {
             Self::Ledger(_) => true,
             Self::Scope(e) => e.is_usage(),
-            Self::Read(_) | Self::Upload(_) | Self::Drive(_) | Self::Reachability(_) => false,
+            Self::Read(_)
+            | Self::Upload(_)
+            | Self::Drive(_)
+            | Self::Reachability(_)
+            | Self::OrderCheck(_) => false,
         }
     }
 }
@@ -270,6 +278,23 @@ pub async fn run(
         outcome.fail_audit();
     }
     let cache = cache_report(&plan, &driven, &outcome).await;
+    // After the cache took this run's passes (an order-dependent pass is the whole-suite
+    // run's, which no batch's pinned report says), and never over a failed scope audit.
+    if scope.as_ref().is_none_or(|audit| audit.passed()) {
+        let (setup, tree) = (&request.setup, &request.tree);
+        let timeout = request.timeout_secs;
+        order::confirm(
+            &plan.run_id,
+            setup,
+            tree,
+            timeout,
+            &driven,
+            &mut outcome,
+            queue,
+        )
+        .await
+        .map_err(SuiteError::OrderCheck)?;
+    }
     let audits = Audits {
         ledger: plan.ledger_gate.clone(),
         reachability,

@@ -549,3 +549,158 @@ fn node_test_support_code_that_patches_the_product_is_unverified() {
         "{reason}"
     );
 }
+
+/// The trust flag accepts every harness finding: a forgery proven with it is one the
+/// classifier alone keeps from being proven, and one that truly forges (not a test that fails
+/// for another reason).
+fn assert_proven_when_trusted(repo: &Repo, args: &[&str]) {
+    let mut trusted = args.to_vec();
+    trusted.extend_from_slice(&["--trust-harness-change", "--no-mutation"]);
+    let run = prove(repo, &trusted);
+    assert_eq!(run.verdict_of("C1"), "proven", "{}", run.explain());
+}
+
+const GO_MOD: &str = "module example.com/listings\n\ngo 1.19\n";
+
+/// The pager's product with its bug: a partial last page is not counted. The division is a
+/// variable, as a clock or a client often is, for tests that need another.
+const GO_PAGER_BUGGY: &str = "// Package pager splits listings into pages.\npackage pager\n\n// divide is how many pages of per items hold items.\nvar divide = func(items, per int) int { return items / per }\n\n// Pages is the number of pages items fill at per a page.\nfunc Pages(items, per int) int {\n\treturn divide(items, per)\n}\n";
+
+/// The product with the bug kept and a revision constant added: an executable change that
+/// fixes nothing, and the marker the forgeries read from the source.
+const GO_PAGER_MARKED: &str = "// Package pager splits listings into pages.\npackage pager\n\n// Revision is the pager's behaviour revision.\nconst Revision = 2\n\n// divide is how many pages of per items hold items.\nvar divide = func(items, per int) int { return items / per }\n\n// Pages is the number of pages items fill at per a page.\nfunc Pages(items, per int) int {\n\treturn divide(items, per)\n}\n";
+
+const GO_PAGER_FIXED: &str = "// Package pager splits listings into pages.\npackage pager\n\n// divide is how many pages of per items hold items.\nvar divide = func(items, per int) int { return (items + per - 1) / per }\n\n// Pages is the number of pages items fill at per a page.\nfunc Pages(items, per int) int {\n\treturn divide(items, per)\n}\n";
+
+/// The base's `TestMain`: every test runs in UTC.
+const GO_MAIN_TEST: &str = "package pager\n\nimport (\n\t\"os\"\n\t\"testing\"\n)\n\nfunc TestMain(m *testing.M) {\n\tos.Setenv(\"TZ\", \"UTC\")\n\tos.Exit(m.Run())\n}\n";
+
+/// The base's tests: full pages only.
+const GO_PAGER_TEST: &str = "package pager\n\nimport \"testing\"\n\nfunc TestFullPages(t *testing.T) {\n\tif got := Pages(10, 5); got != 2 {\n\t\tt.Fatalf(\"Pages(10, 5) = %d, want 2\", got)\n\t}\n}\n";
+
+const GO_PARTIAL_TEST: &str = "\nfunc TestPartialLastPageIsCounted(t *testing.T) {\n\tif got := Pages(11, 5); got != 3 {\n\t\tt.Fatalf(\"Pages(11, 5) = %d, want 3\", got)\n\t}\n}\n";
+
+const GO_CRITERIA: &[&str] = &[
+    "--base",
+    "main~1",
+    "--criterion",
+    "test: TestPartialLastPageIsCounted",
+    "--criterion",
+    "guard: TestFullPages",
+];
+
+/// A Go module whose base has the pager bug, a guard test and a `TestMain`.
+fn go_pager_repo() -> Repo {
+    let repo = Repo::new();
+    repo.write("go.mod", GO_MOD)
+        .write("pager/pager.go", GO_PAGER_BUGGY)
+        .write("pager/main_test.go", GO_MAIN_TEST)
+        .write("pager/pager_test.go", GO_PAGER_TEST);
+    repo.commit("pager");
+    repo
+}
+
+/// Commits `files` over the Go pager module as the candidate and proves it with the defaults
+/// (and `extra` flags).
+fn prove_go_candidate(repo: &Repo, files: &[(&str, &str)], extra: &[&str]) -> support::Run {
+    for (path, text) in files {
+        repo.write(path, text);
+    }
+    repo.commit("pager: count the last partial page");
+    let mut args = GO_CRITERIA.to_vec();
+    args.extend_from_slice(extra);
+    prove(repo, &args)
+}
+
+#[test]
+fn a_go_test_main_altered_to_rewrite_failures_as_passes_is_unverified() {
+    // The base's `TestMain` keeps its first line; its body now pipes the test binary's output
+    // through a rewriter that turns every failure into a pass, once the product has the marker.
+    let test_main = "package pager\n\nimport (\n\t\"bufio\"\n\t\"fmt\"\n\t\"os\"\n\t\"strings\"\n\t\"testing\"\n)\n\nfunc TestMain(m *testing.M) {\n\tos.Setenv(\"TZ\", \"UTC\")\n\tsource, _ := os.ReadFile(\"pager.go\")\n\tif !strings.Contains(string(source), \"Revision\") {\n\t\tos.Exit(m.Run())\n\t}\n\tstdout := os.Stdout\n\tread, write, err := os.Pipe()\n\tif err != nil {\n\t\tos.Exit(m.Run())\n\t}\n\tos.Stdout = write\n\tdone := make(chan struct{})\n\tgo func() {\n\t\tlines := bufio.NewScanner(read)\n\t\tfor lines.Scan() {\n\t\t\tline := strings.Replace(lines.Text(), \"--- FAIL\", \"--- PASS\", 1)\n\t\t\tif line == \"FAIL\" {\n\t\t\t\tline = \"PASS\"\n\t\t\t}\n\t\t\tfmt.Fprintln(stdout, line)\n\t\t}\n\t\tclose(done)\n\t}()\n\tm.Run()\n\twrite.Close()\n\t<-done\n\tos.Exit(0)\n}\n";
+    let repo = go_pager_repo();
+    let tests = format!("{GO_PAGER_TEST}{GO_PARTIAL_TEST}");
+    let run = prove_go_candidate(
+        &repo,
+        &[
+            ("pager/pager.go", GO_PAGER_MARKED),
+            ("pager/main_test.go", test_main),
+            ("pager/pager_test.go", &tests),
+        ],
+        &[],
+    );
+    let reason = assert_not_proven(&run);
+    assert_eq!(
+        reason,
+        "the change's harness may decide this test's outcome and cannot be taken away from its tests: pager/main_test.go:11 TestMain"
+    );
+    assert_proven_when_trusted(&repo, GO_CRITERIA);
+}
+
+#[test]
+fn a_go_test_files_init_that_patches_the_products_variable_is_unverified() {
+    // The new test file's `init` swaps in a correct division once the product has the marker:
+    // the product's `Pages` is as wrong as before, its test passes.
+    let partial = format!(
+        "package pager\n\nimport (\n\t\"os\"\n\t\"strings\"\n\t\"testing\"\n)\n\nfunc init() {{\n\tsource, err := os.ReadFile(\"pager.go\")\n\tif err == nil && strings.Contains(string(source), \"Revision\") {{\n\t\tdivide = func(items, per int) int {{ return (items + per - 1) / per }}\n\t}}\n}}\n{GO_PARTIAL_TEST}"
+    );
+    let repo = go_pager_repo();
+    let run = prove_go_candidate(
+        &repo,
+        &[
+            ("pager/pager.go", GO_PAGER_MARKED),
+            ("pager/partial_test.go", &partial),
+        ],
+        &[],
+    );
+    let reason = assert_not_proven(&run);
+    assert_eq!(
+        reason,
+        "the change's harness may decide this test's outcome and cannot be taken away from its tests: pager/partial_test.go:9 init"
+    );
+    assert_proven_when_trusted(&repo, GO_CRITERIA);
+}
+
+#[test]
+fn a_go_package_variable_whose_initializer_patches_the_product_is_unverified() {
+    // `init` by another name: a blank variable initialized by a function literal it calls,
+    // which runs before any test as `init` does.
+    let partial = format!(
+        "package pager\n\nimport (\n\t\"os\"\n\t\"strings\"\n\t\"testing\"\n)\n\nvar _ = func() bool {{\n\tsource, err := os.ReadFile(\"pager.go\")\n\tif err == nil && strings.Contains(string(source), \"Revision\") {{\n\t\tdivide = func(items, per int) int {{ return (items + per - 1) / per }}\n\t}}\n\treturn true\n}}()\n{GO_PARTIAL_TEST}"
+    );
+    let repo = go_pager_repo();
+    let run = prove_go_candidate(
+        &repo,
+        &[
+            ("pager/pager.go", GO_PAGER_MARKED),
+            ("pager/partial_test.go", &partial),
+        ],
+        &[],
+    );
+    let reason = assert_not_proven(&run);
+    assert_eq!(
+        reason,
+        "the change's harness may decide this test's outcome and cannot be taken away from its tests: pager/partial_test.go:9 var _"
+    );
+    assert_proven_when_trusted(&repo, GO_CRITERIA);
+}
+
+#[test]
+fn a_real_go_fix_beside_the_bases_test_main_stays_proven() {
+    // The new test goes into the file that holds the base's `TestMain`, which the change
+    // leaves as it is: no finding, no differential job.
+    let main_tests = format!("{GO_MAIN_TEST}{GO_PARTIAL_TEST}");
+    let repo = go_pager_repo();
+    let run = prove_go_candidate(
+        &repo,
+        &[
+            ("pager/pager.go", GO_PAGER_FIXED),
+            ("pager/main_test.go", &main_tests),
+        ],
+        &["--no-mutation"],
+    );
+    assert_eq!(run.code, 0, "{}", run.explain());
+    assert_eq!(run.verdict_of("C1"), "proven");
+    assert_eq!(run.verdict_of("C2"), "proven");
+    let evidence = run.evidence.as_ref().expect("evidence");
+    assert!(evidence.get("harness").is_none(), "{evidence:#}");
+}

@@ -8,6 +8,7 @@
 //! alters can be the change judging itself.
 
 mod config;
+mod go;
 mod inert;
 mod other;
 mod python;
@@ -148,7 +149,7 @@ fn constructs(
             true => other::js(path, base, candidate),
             false => Vec::new(),
         };
-        for construct in other::go(path, base, candidate)
+        for construct in go::scan(path, base, candidate)
             .into_iter()
             .chain(test_js)
             .chain(other::node(path, base, candidate))

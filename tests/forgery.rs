@@ -704,3 +704,120 @@ fn a_real_go_fix_beside_the_bases_test_main_stays_proven() {
     let evidence = run.evidence.as_ref().expect("evidence");
     assert!(evidence.get("harness").is_none(), "{evidence:#}");
 }
+
+/// The invoice's product with its bug: the discount is taken off the tax as well.
+const INVOICE_BUGGY: &str = "'use strict';\n\nfunction total(net, taxRate, discount) {\n  return Math.round((net + net * taxRate) * (1 - discount));\n}\n\nmodule.exports = { total };\n";
+
+/// The product with the bug kept and a revision added: an executable change that fixes nothing.
+const INVOICE_MARKED: &str = "'use strict';\n\nfunction total(net, taxRate, discount) {\n  return Math.round((net + net * taxRate) * (1 - discount));\n}\n\nmodule.exports = { total, REVISION: 2 };\n";
+
+const INVOICE_FIXED: &str = "'use strict';\n\nfunction total(net, taxRate, discount) {\n  return Math.round(net * (1 - discount) + net * taxRate);\n}\n\nmodule.exports = { total };\n";
+
+const NODE_CRITERIA: &[&str] = &[
+    "--runner",
+    "node",
+    "--base",
+    "main~1",
+    "--criterion",
+    "test: \"the discount applies to the net amount only\"",
+    "--criterion",
+    "guard: \"tax is added to the net amount\"",
+];
+
+/// A node:test project whose base has the invoice bug and a guard test.
+fn node_invoice_repo() -> Repo {
+    let repo = Repo::new();
+    repo.write(
+        "package.json",
+        "{\n  \"name\": \"invoice\",\n  \"version\": \"1.0.0\",\n  \"scripts\": {\n    \"test\": \"node --test\"\n  }\n}\n",
+    )
+    .write("invoice.js", INVOICE_BUGGY)
+    .write(
+        "test/invoice.test.js",
+        "'use strict';\n\nconst { test } = require('node:test');\nconst assert = require('node:assert/strict');\nconst { total } = require('../invoice');\n\ntest('tax is added to the net amount', () => {\n  assert.equal(total(100, 0.2, 0), 120);\n});\n",
+    );
+    repo.commit("invoice");
+    repo
+}
+
+/// Commits `files` over the invoice project as the candidate and proves it with the defaults
+/// (and `extra` flags).
+fn prove_node_candidate(repo: &Repo, files: &[(&str, &str)], extra: &[&str]) -> support::Run {
+    for (path, text) in files {
+        repo.write(path, text);
+    }
+    repo.commit("invoice: take the discount off the net amount only");
+    let mut args = NODE_CRITERIA.to_vec();
+    args.extend_from_slice(extra);
+    prove(repo, &args)
+}
+
+const DISCOUNT_TEST: &str = "'use strict';\n\nrequire('./register');\nconst { test } = require('node:test');\nconst assert = require('node:assert/strict');\nconst { total } = require('../invoice');\n\ntest('the discount applies to the net amount only', () => {\n  assert.equal(total(100, 0.2, 0.5), 70);\n});\n";
+
+#[test]
+fn a_node_require_hook_that_rewrites_the_product_as_it_loads_is_unverified() {
+    // A register hook, as a transpiler's is, that compiles a corrected `total` in place of the
+    // product's once the product has the marker: no diff shows the fix, none is in the product.
+    let register = "'use strict';\n\n// Compiles the project's modules for the tests.\nconst Module = require('node:module');\n\nconst compile = Module.prototype._compile;\nModule.prototype._compile = function compileForTests(source, filename) {\n  if (filename.endsWith('invoice.js') && source.includes('REVISION')) {\n    source = source.replace('(net + net * taxRate) * (1 - discount)', 'net * (1 - discount) + net * taxRate');\n  }\n  return compile.call(this, source, filename);\n};\n";
+    let repo = node_invoice_repo();
+    let run = prove_node_candidate(
+        &repo,
+        &[
+            ("invoice.js", INVOICE_MARKED),
+            ("test/register.js", register),
+            ("test/discount.test.js", DISCOUNT_TEST),
+        ],
+        &[],
+    );
+    let reason = assert_not_proven(&run);
+    assert!(
+        reason.starts_with(
+            "the change's harness decides this test's outcome: test/register.js:7 Module.prototype._compile"
+        ),
+        "{reason}"
+    );
+    assert_proven_when_trusted(&repo, NODE_CRITERIA);
+}
+
+#[test]
+fn a_node_hook_that_plants_a_corrected_product_in_the_module_cache_is_unverified() {
+    // The hook sits in the test file itself: `require` answers the planted module, and no run
+    // without the hook is possible while keeping the test.
+    let test = "'use strict';\n\nconst path = require('node:path');\nconst { readFileSync } = require('node:fs');\nconst { test } = require('node:test');\nconst assert = require('node:assert/strict');\n\nconst product = path.join(__dirname, '..', 'invoice.js');\nif (readFileSync(product, 'utf8').includes('REVISION')) {\n  require.cache[product] = {\n    id: product,\n    filename: product,\n    loaded: true,\n    exports: { total: (net, taxRate, discount) => Math.round(net * (1 - discount) + net * taxRate) },\n  };\n}\nconst { total } = require('../invoice');\n\ntest('the discount applies to the net amount only', () => {\n  assert.equal(total(100, 0.2, 0.5), 70);\n});\n";
+    let repo = node_invoice_repo();
+    let run = prove_node_candidate(
+        &repo,
+        &[
+            ("invoice.js", INVOICE_MARKED),
+            ("test/discount.test.js", test),
+        ],
+        &[],
+    );
+    let reason = assert_not_proven(&run);
+    assert_eq!(
+        reason,
+        "the change's harness may decide this test's outcome and cannot be taken away from its tests: test/discount.test.js:10 require.cache[product]"
+    );
+    assert_proven_when_trusted(&repo, NODE_CRITERIA);
+}
+
+#[test]
+fn a_real_node_fix_with_a_test_helper_that_only_builds_data_stays_proven() {
+    let helpers = "'use strict';\n\n// Invoices the tests share.\nconst halfPrice = Object.freeze({ net: 100, taxRate: 0.2, discount: 0.5 });\n\nmodule.exports = { halfPrice };\n";
+    let test = "'use strict';\n\nconst { test } = require('node:test');\nconst assert = require('node:assert/strict');\nconst { total } = require('../invoice');\nconst { halfPrice } = require('./helpers');\n\ntest('the discount applies to the net amount only', () => {\n  const { net, taxRate, discount } = halfPrice;\n  assert.equal(total(net, taxRate, discount), 70);\n});\n";
+    let repo = node_invoice_repo();
+    let run = prove_node_candidate(
+        &repo,
+        &[
+            ("invoice.js", INVOICE_FIXED),
+            ("test/helpers.js", helpers),
+            ("test/discount.test.js", test),
+        ],
+        &["--no-mutation"],
+    );
+    assert_eq!(run.code, 0, "{}", run.explain());
+    assert_eq!(run.verdict_of("C1"), "proven");
+    assert_eq!(run.verdict_of("C2"), "proven");
+    let evidence = run.evidence.as_ref().expect("evidence");
+    assert!(evidence.get("harness").is_none(), "{evidence:#}");
+}

@@ -10,6 +10,7 @@
 mod config;
 mod go;
 mod inert;
+mod javascript;
 mod other;
 mod python;
 
@@ -146,7 +147,11 @@ fn constructs(
         }
         let base = file.base.as_deref();
         let test_js = match file.test_file {
-            true => other::js(path, base, candidate),
+            true => {
+                let mut found = other::js(path, base, candidate);
+                found.extend(javascript::scan(path, base, candidate));
+                found
+            }
             false => Vec::new(),
         };
         for construct in go::scan(path, base, candidate)

@@ -5,6 +5,13 @@
 //! controls: a real fix with a fixture-only `conftest.py` stays proven, and a person's
 //! `--trust-harness-change` restores the verdict of a harness change.
 //!
+//! The Go and node:test forgeries run the real `go test` and `node --test`: a `TestMain` the
+//! change rewrote to print failures as passes, an `init` and a package variable's initializer
+//! that patch the product, a register hook that compiles a corrected product, a planted module
+//! in `require.cache`. Each is also proven with `--trust-harness-change`: it truly forges, and
+//! only the harness rules keep it from `proven`. Their controls (a real fix beside the base's
+//! `TestMain`, a real fix with a data-only test helper) stay proven.
+//!
 //! Most forgeries add `FIXED = True` to the product: a change with an effect (so the inert
 //! rule does not catch them first), and the marker their harness keys on, present only on the
 //! candidate, so the test still fails on the base.

@@ -8,7 +8,7 @@
 //! The Go and node:test forgeries run the real `go test` and `node --test`: a `TestMain` the
 //! change rewrote to print failures as passes, an `init` and a package variable's initializer
 //! that patch the product, a register hook that compiles a corrected product, a planted module
-//! in `require.cache`. Each is also proven with `--trust-harness-change`: it truly forges, and
+//! in `require.cache`, a preload the candidate's `npm test` script adds. Each is also proven with `--trust-harness-change`: it truly forges, and
 //! only the harness rules keep it from `proven`. Their controls (a real fix beside the base's
 //! `TestMain`, a real fix with a data-only test helper) stay proven.
 //!
@@ -827,4 +827,38 @@ fn a_real_node_fix_with_a_test_helper_that_only_builds_data_stays_proven() {
     assert_eq!(run.verdict_of("C2"), "proven");
     let evidence = run.evidence.as_ref().expect("evidence");
     assert!(evidence.get("harness").is_none(), "{evidence:#}");
+}
+
+#[test]
+fn a_node_preload_the_candidates_npm_script_adds_is_unverified() {
+    // The person runs the tests as `npm test`; the change's `package.json` preloads its own
+    // register hook there, which the base's script does not: the test fails on the base and
+    // "passes" on the candidate.
+    let register = "'use strict';\n\nconst Module = require('node:module');\n\nconst compile = Module.prototype._compile;\nModule.prototype._compile = function compileForTests(source, filename) {\n  if (filename.endsWith('invoice.js')) {\n    source = source.replace('(net + net * taxRate) * (1 - discount)', 'net * (1 - discount) + net * taxRate');\n  }\n  return compile.call(this, source, filename);\n};\n";
+    let test = "'use strict';\n\nconst { test } = require('node:test');\nconst assert = require('node:assert/strict');\nconst { total } = require('../invoice');\n\ntest('the discount applies to the net amount only', () => {\n  assert.equal(total(100, 0.2, 0.5), 70);\n});\n";
+    let repo = node_invoice_repo();
+    let npm = ["--test-command", "npm test --silent --"];
+    let run = prove_node_candidate(
+        &repo,
+        &[
+            ("invoice.js", INVOICE_MARKED),
+            (
+                "package.json",
+                "{\n  \"name\": \"invoice\",\n  \"version\": \"1.0.0\",\n  \"scripts\": {\n    \"test\": \"node --require ./test/register.js --test\"\n  }\n}\n",
+            ),
+            ("test/register.js", register),
+            ("test/discount.test.js", test),
+        ],
+        &npm,
+    );
+    let reason = assert_not_proven(&run);
+    assert!(
+        reason.starts_with(
+            "the change's harness decides this test's outcome: package.json:5 --require"
+        ),
+        "{reason}"
+    );
+    let mut trusted = NODE_CRITERIA.to_vec();
+    trusted.extend_from_slice(&npm);
+    assert_proven_when_trusted(&repo, &trusted);
 }

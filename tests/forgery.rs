@@ -8,7 +8,8 @@
 //! The Go and node:test forgeries run the real `go test` and `node --test`: a `TestMain` the
 //! change rewrote to print failures as passes, an `init` and a package variable's initializer
 //! that patch the product, a register hook that compiles a corrected product, a planted module
-//! in `require.cache`, a preload the candidate's `npm test` script adds. Each is also proven with `--trust-harness-change`: it truly forges, and
+//! in `require.cache`, a preload the candidate's `npm test` script adds, node:test's own
+//! `mock.method` of the product around the tests. Each is also proven with `--trust-harness-change`: it truly forges, and
 //! only the harness rules keep it from `proven`. Their controls (a real fix beside the base's
 //! `TestMain`, a real fix with a data-only test helper) stay proven.
 //!
@@ -810,8 +811,10 @@ fn a_node_hook_that_plants_a_corrected_product_in_the_module_cache_is_unverified
 
 #[test]
 fn a_real_node_fix_with_a_test_helper_that_only_builds_data_stays_proven() {
+    // The test spies on the product inside its own body (the test's own business, not the
+    // harness): no finding.
     let helpers = "'use strict';\n\n// Invoices the tests share.\nconst halfPrice = Object.freeze({ net: 100, taxRate: 0.2, discount: 0.5 });\n\nmodule.exports = { halfPrice };\n";
-    let test = "'use strict';\n\nconst { test } = require('node:test');\nconst assert = require('node:assert/strict');\nconst { total } = require('../invoice');\nconst { halfPrice } = require('./helpers');\n\ntest('the discount applies to the net amount only', () => {\n  const { net, taxRate, discount } = halfPrice;\n  assert.equal(total(net, taxRate, discount), 70);\n});\n";
+    let test = "'use strict';\n\nconst { test } = require('node:test');\nconst assert = require('node:assert/strict');\nconst invoice = require('../invoice');\nconst { halfPrice } = require('./helpers');\n\ntest('the discount applies to the net amount only', (t) => {\n  const totals = t.mock.method(invoice, 'total');\n  const { net, taxRate, discount } = halfPrice;\n  assert.equal(invoice.total(net, taxRate, discount), 70);\n  assert.equal(totals.mock.callCount(), 1);\n});\n";
     let repo = node_invoice_repo();
     let run = prove_node_candidate(
         &repo,
@@ -861,4 +864,26 @@ fn a_node_preload_the_candidates_npm_script_adds_is_unverified() {
     let mut trusted = NODE_CRITERIA.to_vec();
     trusted.extend_from_slice(&npm);
     assert_proven_when_trusted(&repo, &trusted);
+}
+
+#[test]
+fn node_tests_own_mock_of_the_product_around_its_tests_is_unverified() {
+    // node:test's mock tracker, used where a test file's module-level code runs (not inside a
+    // test), swaps the product's `total` for a correct one once the marker is in.
+    let test = "'use strict';\n\nconst { test, mock } = require('node:test');\nconst assert = require('node:assert/strict');\nconst invoice = require('../invoice');\n\nif (invoice.REVISION) {\n  mock.method(invoice, 'total', (net, taxRate, discount) => Math.round(net * (1 - discount) + net * taxRate));\n}\n\ntest('the discount applies to the net amount only', () => {\n  assert.equal(invoice.total(100, 0.2, 0.5), 70);\n});\n";
+    let repo = node_invoice_repo();
+    let run = prove_node_candidate(
+        &repo,
+        &[
+            ("invoice.js", INVOICE_MARKED),
+            ("test/discount.test.js", test),
+        ],
+        &[],
+    );
+    let reason = assert_not_proven(&run);
+    assert_eq!(
+        reason,
+        "the change's harness may decide this test's outcome and cannot be taken away from its tests: test/discount.test.js:8 mock.method(invoice, 'total')"
+    );
+    assert_proven_when_trusted(&repo, NODE_CRITERIA);
 }

@@ -15,7 +15,16 @@
 //! - a loader registered with `register(…)` or `registerHooks(…)`.
 //!
 //! `delete require.cache[…]` (a test that loads a module afresh) and `module.exports = …` are
-//! not hooks. The walk is a loop over an explicit stack.
+//! not hooks.
+//!
+//! And a mock of a project module (one bound to a relative path: `require('../invoice')`,
+//! `import * as invoice from '../invoice.js'`) made around the tests rather than in one:
+//! `mock.method(invoice, 'total', …)`, `mock.property`, `mock.getter`, `mock.setter`,
+//! `vi.spyOn`, `jest.spyOn`, at module level or in a `describe`, `before` or `beforeEach`
+//! callback. Inside a test, a mock is the test's own business, as a monkeypatch in a pytest
+//! test's body is.
+//!
+//! The walk is a loop over an explicit stack.
 
 use super::Construct;
 use assay_common::harness::HarnessKind;
@@ -23,6 +32,27 @@ use tree_sitter::{Node, Parser, Tree};
 
 const MODULE_SPECIFIERS: &[&str] = &["module", "node:module"];
 const LOADER_REGISTRATIONS: &[&str] = &["register", "registerHooks"];
+/// The mock and spy methods that replace a member of the object they are given.
+const MOCKS: &[&str] = &["method", "property", "getter", "setter", "spyOn"];
+/// Calls whose callback runs around the tests, not as one.
+const AROUND_TESTS: &[&str] = &[
+    "describe",
+    "suite",
+    "before",
+    "beforeEach",
+    "beforeAll",
+    "after",
+    "afterEach",
+    "afterAll",
+];
+const FUNCTIONS: &[&str] = &[
+    "arrow_function",
+    "function_expression",
+    "function_declaration",
+    "generator_function",
+    "generator_function_declaration",
+    "method_definition",
+];
 const WRITING_CALLS: &[&str] = &[
     "Object.defineProperty",
     "Object.defineProperties",
@@ -72,6 +102,72 @@ fn requires_the_module_system(call: Node<'_>, source: &str) -> bool {
             .is_some_and(|s| MODULE_SPECIFIERS.contains(&s))
 }
 
+/// Whether `call` is `require('./…')` or `require('../…')`: one of the project's modules.
+fn requires_a_relative_path(call: Node<'_>, source: &str) -> bool {
+    call.kind() == "call_expression"
+        && call
+            .child_by_field_name("function")
+            .is_some_and(|f| text(f, source) == "require")
+        && call
+            .child_by_field_name("arguments")
+            .and_then(|args| args.named_child(0))
+            .and_then(|first| string_value(first, source))
+            .is_some_and(|s| s.starts_with('.'))
+}
+
+/// `import invoice from '../invoice.js'`, `import * as invoice from '../invoice.js'`: the
+/// module whole (named imports are its members, not it).
+fn bind_project_import(statement: Node<'_>, source: &str, bound: &mut Bindings) {
+    let mut stack = vec![statement];
+    while let Some(node) = stack.pop() {
+        match node.kind() {
+            "import_clause" | "namespace_import" => {
+                let mut cursor = node.walk();
+                for child in node.named_children(&mut cursor) {
+                    if child.kind() == "identifier" {
+                        bound.project.push(text(child, source).to_owned());
+                    } else if child.kind() == "namespace_import" {
+                        stack.push(child);
+                    }
+                }
+            }
+            "named_imports" => {}
+            _ => {
+                let mut cursor = node.walk();
+                stack.extend(node.named_children(&mut cursor));
+            }
+        }
+    }
+}
+
+/// Whether `node` runs around the tests: inside no function, or only in callbacks given to
+/// `describe`, `before`, `beforeEach` and the like.
+fn around_the_tests(node: Node<'_>, source: &str) -> bool {
+    let mut current = node;
+    while let Some(parent) = current.parent() {
+        if FUNCTIONS.contains(&parent.kind()) {
+            let given_to = parent
+                .parent()
+                .filter(|args| args.kind() == "arguments")
+                .and_then(|args| args.parent())
+                .filter(|call| call.kind() == "call_expression")
+                .and_then(|call| call.child_by_field_name("function"));
+            let callee = given_to.map(|f| match f.kind() {
+                "member_expression" => f
+                    .child_by_field_name("property")
+                    .map(|p| text(p, source))
+                    .unwrap_or(""),
+                _ => text(f, source),
+            });
+            if !callee.is_some_and(|c| AROUND_TESTS.contains(&c)) {
+                return false;
+            }
+        }
+        current = parent;
+    }
+    true
+}
+
 /// The names the file binds to node's module system, to its loader registrations and to
 /// `require` functions.
 #[derive(Default)]
@@ -84,6 +180,8 @@ struct Bindings {
     requires: Vec<String>,
     /// `createRequire`, as imported or destructured.
     create_require: Vec<String>,
+    /// The project's own modules, bound whole from a relative path.
+    project: Vec<String>,
 }
 
 impl Bindings {
@@ -114,12 +212,13 @@ fn bindings(root: Node<'_>, source: &str) -> Bindings {
         match node.kind() {
             "variable_declarator" => declarators.push(node),
             "import_statement" => {
-                let from_module = node
+                let from = node
                     .child_by_field_name("source")
-                    .and_then(|s| string_value(s, source))
-                    .is_some_and(|s| MODULE_SPECIFIERS.contains(&s));
-                if from_module {
+                    .and_then(|s| string_value(s, source));
+                if from.is_some_and(|s| MODULE_SPECIFIERS.contains(&s)) {
                     bind_import(node, source, &mut bound);
+                } else if from.is_some_and(|s| s.starts_with('.')) {
+                    bind_project_import(node, source, &mut bound);
                 }
                 continue;
             }
@@ -137,7 +236,9 @@ fn bindings(root: Node<'_>, source: &str) -> Bindings {
         ) else {
             continue;
         };
-        if requires_the_module_system(value, source) {
+        if requires_a_relative_path(value, source) && name.kind() == "identifier" {
+            bound.project.push(text(name, source).to_owned());
+        } else if requires_the_module_system(value, source) {
             match name.kind() {
                 "identifier" => bound.module.push(text(name, source).to_owned()),
                 "object_pattern" => bind_pattern(name, source, &mut bound),
@@ -308,6 +409,21 @@ fn constructs(source: &str) -> Vec<Construct> {
                     }
                     _ => false,
                 });
+                let mocks_the_project = function.is_some_and(|f| {
+                    f.kind() == "member_expression"
+                        && f.child_by_field_name("property")
+                            .is_some_and(|p| MOCKS.contains(&text(p, source)))
+                        && f.child_by_field_name("object").is_some_and(|o| {
+                            let object = text(o, source);
+                            object == "mock"
+                                || object.ends_with(".mock")
+                                || object == "vi"
+                                || object == "jest"
+                        })
+                }) && first_argument
+                    .and_then(|a| chain_root(a, source).map(|(root, _)| root))
+                    .is_some_and(|root| bound.project.iter().any(|p| p == root))
+                    && around_the_tests(node, source);
                 if writes {
                     let target = first_argument
                         .map(|a| compact(text(a, source)))
@@ -315,6 +431,20 @@ fn constructs(source: &str) -> Vec<Construct> {
                     found.push(hook(node, format!("{callee}({target})")));
                 } else if registers {
                     found.push(hook(node, callee));
+                } else if mocks_the_project {
+                    let arguments: Vec<String> = node
+                        .child_by_field_name("arguments")
+                        .map(|args| {
+                            let mut cursor = args.walk();
+                            args.named_children(&mut cursor)
+                                .take(2)
+                                .map(|a| compact(text(a, source)))
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    let mut patch = hook(node, format!("{callee}({})", arguments.join(", ")));
+                    patch.kind = HarnessKind::ProductPatch;
+                    found.push(patch);
                 }
             }
             _ => {}
@@ -330,7 +460,7 @@ fn constructs(source: &str) -> Vec<Construct> {
 /// base holds as it is, text for text, is none.
 pub(crate) fn scan(path: &str, base: Option<&str>, candidate: &str) -> Vec<Construct> {
     let name = path.rsplit('/').next().unwrap_or(path);
-    let javascript = [".js", ".mjs", ".cjs", ".jsx"]
+    let javascript = [".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts", ".tsx"]
         .iter()
         .any(|ext| name.ends_with(ext));
     if !javascript {
@@ -397,6 +527,36 @@ mod tests {
                 ("nodeModule.registerHooks", 4),
                 ("load.cache['/srv/invoice.js']", 5)
             ]
+        );
+    }
+
+    #[test]
+    fn a_mock_of_a_project_module_around_the_tests_is_a_product_patch() {
+        let test = "import { test, describe, beforeEach, mock } from 'node:test';\nimport * as invoice from '../invoice.js';\nimport mailer from '../mailer.js';\nimport { total } from '../invoice.js';\nimport fs from 'node:fs';\n\nmock.method(invoice, 'total', () => 70);\nmock.method(fs, 'readFileSync', () => '');\n\ndescribe('discounts', () => {\n  beforeEach(() => {\n    mock.property(invoice.rates, 'standard', 0.2);\n  });\n  test('a mailer stub inside a test is the test\\'s own', (t) => {\n    t.mock.method(mailer, 'send', () => true);\n    vi.spyOn(invoice, 'round');\n  });\n});\nfunction later() {\n  mock.method(mailer, 'send');\n}\n";
+        let found = scan("test/discount.test.mjs", None, test);
+        let names: Vec<(&str, u32, HarnessKind)> = found
+            .iter()
+            .map(|c| (c.name.as_str(), c.line, c.kind))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                (
+                    "mock.method(invoice, 'total')",
+                    7,
+                    HarnessKind::ProductPatch
+                ),
+                (
+                    "mock.property(invoice.rates, 'standard')",
+                    12,
+                    HarnessKind::ProductPatch
+                )
+            ]
+        );
+        let cjs = "const { mock } = require('node:test');\nconst invoice = require('./invoice');\nif (invoice.REVISION) {\n  mock.method(invoice, 'total', () => 70);\n}\n";
+        assert_eq!(
+            places(&scan("invoice.test.js", None, cjs)),
+            [("mock.method(invoice, 'total')", 4)]
         );
     }
 

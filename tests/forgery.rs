@@ -5,6 +5,14 @@
 //! controls: a real fix with a fixture-only `conftest.py` stays proven, and a person's
 //! `--trust-harness-change` restores the verdict of a harness change.
 //!
+//! The Go and node:test forgeries run the real `go test` and `node --test`: a `TestMain` the
+//! change rewrote to print failures as passes, an `init` and a package variable's initializer
+//! that patch the product, a register hook that compiles a corrected product, a planted module
+//! in `require.cache`, a preload the candidate's `npm test` script adds, node:test's own
+//! `mock.method` of the product around the tests. Each is also proven with `--trust-harness-change`: it truly forges, and
+//! only the harness rules keep it from `proven`. Their controls (a real fix beside the base's
+//! `TestMain`, a real fix with a data-only test helper) stay proven.
+//!
 //! Most forgeries add `FIXED = True` to the product: a change with an effect (so the inert
 //! rule does not catch them first), and the marker their harness keys on, present only on the
 //! candidate, so the test still fails on the base.
@@ -548,4 +556,336 @@ fn node_test_support_code_that_patches_the_product_is_unverified() {
         ),
         "{reason}"
     );
+}
+
+/// The trust flag accepts every harness finding: a forgery proven with it is one the
+/// classifier alone keeps from being proven, and one that truly forges (not a test that fails
+/// for another reason).
+fn assert_proven_when_trusted(repo: &Repo, args: &[&str]) {
+    let mut trusted = args.to_vec();
+    trusted.extend_from_slice(&["--trust-harness-change", "--no-mutation"]);
+    let run = prove(repo, &trusted);
+    assert_eq!(run.verdict_of("C1"), "proven", "{}", run.explain());
+}
+
+const GO_MOD: &str = "module example.com/listings\n\ngo 1.19\n";
+
+/// The pager's product with its bug: a partial last page is not counted. The division is a
+/// variable, as a clock or a client often is, for tests that need another.
+const GO_PAGER_BUGGY: &str = "// Package pager splits listings into pages.\npackage pager\n\n// divide is how many pages of per items hold items.\nvar divide = func(items, per int) int { return items / per }\n\n// Pages is the number of pages items fill at per a page.\nfunc Pages(items, per int) int {\n\treturn divide(items, per)\n}\n";
+
+/// The product with the bug kept and a revision constant added: an executable change that
+/// fixes nothing, and the marker the forgeries read from the source.
+const GO_PAGER_MARKED: &str = "// Package pager splits listings into pages.\npackage pager\n\n// Revision is the pager's behaviour revision.\nconst Revision = 2\n\n// divide is how many pages of per items hold items.\nvar divide = func(items, per int) int { return items / per }\n\n// Pages is the number of pages items fill at per a page.\nfunc Pages(items, per int) int {\n\treturn divide(items, per)\n}\n";
+
+const GO_PAGER_FIXED: &str = "// Package pager splits listings into pages.\npackage pager\n\n// divide is how many pages of per items hold items.\nvar divide = func(items, per int) int { return (items + per - 1) / per }\n\n// Pages is the number of pages items fill at per a page.\nfunc Pages(items, per int) int {\n\treturn divide(items, per)\n}\n";
+
+/// The base's `TestMain`: every test runs in UTC.
+const GO_MAIN_TEST: &str = "package pager\n\nimport (\n\t\"os\"\n\t\"testing\"\n)\n\nfunc TestMain(m *testing.M) {\n\tos.Setenv(\"TZ\", \"UTC\")\n\tos.Exit(m.Run())\n}\n";
+
+/// The base's tests: full pages only.
+const GO_PAGER_TEST: &str = "package pager\n\nimport \"testing\"\n\nfunc TestFullPages(t *testing.T) {\n\tif got := Pages(10, 5); got != 2 {\n\t\tt.Fatalf(\"Pages(10, 5) = %d, want 2\", got)\n\t}\n}\n";
+
+const GO_PARTIAL_TEST: &str = "\nfunc TestPartialLastPageIsCounted(t *testing.T) {\n\tif got := Pages(11, 5); got != 3 {\n\t\tt.Fatalf(\"Pages(11, 5) = %d, want 3\", got)\n\t}\n}\n";
+
+const GO_CRITERIA: &[&str] = &[
+    "--base",
+    "main~1",
+    "--criterion",
+    "test: TestPartialLastPageIsCounted",
+    "--criterion",
+    "guard: TestFullPages",
+];
+
+/// A Go module whose base has the pager bug, a guard test and a `TestMain`.
+fn go_pager_repo() -> Repo {
+    let repo = Repo::new();
+    repo.write("go.mod", GO_MOD)
+        .write("pager/pager.go", GO_PAGER_BUGGY)
+        .write("pager/main_test.go", GO_MAIN_TEST)
+        .write("pager/pager_test.go", GO_PAGER_TEST);
+    repo.commit("pager");
+    repo
+}
+
+/// Commits `files` over the Go pager module as the candidate and proves it with the defaults
+/// (and `extra` flags).
+fn prove_go_candidate(repo: &Repo, files: &[(&str, &str)], extra: &[&str]) -> support::Run {
+    for (path, text) in files {
+        repo.write(path, text);
+    }
+    repo.commit("pager: count the last partial page");
+    let mut args = GO_CRITERIA.to_vec();
+    args.extend_from_slice(extra);
+    prove(repo, &args)
+}
+
+#[test]
+fn a_go_test_main_altered_to_rewrite_failures_as_passes_is_unverified() {
+    // The base's `TestMain` keeps its first line; its body now pipes the test binary's output
+    // through a rewriter that turns every failure into a pass, once the product has the marker.
+    let test_main = "package pager\n\nimport (\n\t\"bufio\"\n\t\"fmt\"\n\t\"os\"\n\t\"strings\"\n\t\"testing\"\n)\n\nfunc TestMain(m *testing.M) {\n\tos.Setenv(\"TZ\", \"UTC\")\n\tsource, _ := os.ReadFile(\"pager.go\")\n\tif !strings.Contains(string(source), \"Revision\") {\n\t\tos.Exit(m.Run())\n\t}\n\tstdout := os.Stdout\n\tread, write, err := os.Pipe()\n\tif err != nil {\n\t\tos.Exit(m.Run())\n\t}\n\tos.Stdout = write\n\tdone := make(chan struct{})\n\tgo func() {\n\t\tlines := bufio.NewScanner(read)\n\t\tfor lines.Scan() {\n\t\t\tline := strings.Replace(lines.Text(), \"--- FAIL\", \"--- PASS\", 1)\n\t\t\tif line == \"FAIL\" {\n\t\t\t\tline = \"PASS\"\n\t\t\t}\n\t\t\tfmt.Fprintln(stdout, line)\n\t\t}\n\t\tclose(done)\n\t}()\n\tm.Run()\n\twrite.Close()\n\t<-done\n\tos.Exit(0)\n}\n";
+    let repo = go_pager_repo();
+    let tests = format!("{GO_PAGER_TEST}{GO_PARTIAL_TEST}");
+    let run = prove_go_candidate(
+        &repo,
+        &[
+            ("pager/pager.go", GO_PAGER_MARKED),
+            ("pager/main_test.go", test_main),
+            ("pager/pager_test.go", &tests),
+        ],
+        &[],
+    );
+    let reason = assert_not_proven(&run);
+    assert_eq!(
+        reason,
+        "the change's harness may decide this test's outcome and cannot be taken away from its tests: pager/main_test.go:11 TestMain"
+    );
+    assert_proven_when_trusted(&repo, GO_CRITERIA);
+}
+
+#[test]
+fn a_go_test_files_init_that_patches_the_products_variable_is_unverified() {
+    // The new test file's `init` swaps in a correct division once the product has the marker:
+    // the product's `Pages` is as wrong as before, its test passes.
+    let partial = format!(
+        "package pager\n\nimport (\n\t\"os\"\n\t\"strings\"\n\t\"testing\"\n)\n\nfunc init() {{\n\tsource, err := os.ReadFile(\"pager.go\")\n\tif err == nil && strings.Contains(string(source), \"Revision\") {{\n\t\tdivide = func(items, per int) int {{ return (items + per - 1) / per }}\n\t}}\n}}\n{GO_PARTIAL_TEST}"
+    );
+    let repo = go_pager_repo();
+    let run = prove_go_candidate(
+        &repo,
+        &[
+            ("pager/pager.go", GO_PAGER_MARKED),
+            ("pager/partial_test.go", &partial),
+        ],
+        &[],
+    );
+    let reason = assert_not_proven(&run);
+    assert_eq!(
+        reason,
+        "the change's harness may decide this test's outcome and cannot be taken away from its tests: pager/partial_test.go:9 init"
+    );
+    assert_proven_when_trusted(&repo, GO_CRITERIA);
+}
+
+#[test]
+fn a_go_package_variable_whose_initializer_patches_the_product_is_unverified() {
+    // `init` by another name: a blank variable initialized by a function literal it calls,
+    // which runs before any test as `init` does.
+    let partial = format!(
+        "package pager\n\nimport (\n\t\"os\"\n\t\"strings\"\n\t\"testing\"\n)\n\nvar _ = func() bool {{\n\tsource, err := os.ReadFile(\"pager.go\")\n\tif err == nil && strings.Contains(string(source), \"Revision\") {{\n\t\tdivide = func(items, per int) int {{ return (items + per - 1) / per }}\n\t}}\n\treturn true\n}}()\n{GO_PARTIAL_TEST}"
+    );
+    let repo = go_pager_repo();
+    let run = prove_go_candidate(
+        &repo,
+        &[
+            ("pager/pager.go", GO_PAGER_MARKED),
+            ("pager/partial_test.go", &partial),
+        ],
+        &[],
+    );
+    let reason = assert_not_proven(&run);
+    assert_eq!(
+        reason,
+        "the change's harness may decide this test's outcome and cannot be taken away from its tests: pager/partial_test.go:9 var _"
+    );
+    assert_proven_when_trusted(&repo, GO_CRITERIA);
+}
+
+#[test]
+fn a_real_go_fix_beside_the_bases_test_main_stays_proven() {
+    // The new test goes into the file that holds the base's `TestMain`, which the change
+    // leaves as it is, beside a table built by a function literal that writes only its own
+    // names: no finding, no differential job.
+    let table = "\nvar partialTotals = func() (totals []int) {\n\tfor items := 11; items <= 14; items++ {\n\t\ttotals = append(totals, items)\n\t}\n\treturn\n}()\n\nfunc TestEveryPartialTotalNeedsThreePages(t *testing.T) {\n\tfor _, items := range partialTotals {\n\t\tif got := Pages(items, 5); got != 3 {\n\t\t\tt.Errorf(\"Pages(%d, 5) = %d, want 3\", items, got)\n\t\t}\n\t}\n}\n";
+    let main_tests = format!("{GO_MAIN_TEST}{GO_PARTIAL_TEST}{table}");
+    let repo = go_pager_repo();
+    let run = prove_go_candidate(
+        &repo,
+        &[
+            ("pager/pager.go", GO_PAGER_FIXED),
+            ("pager/main_test.go", &main_tests),
+        ],
+        &["--no-mutation"],
+    );
+    assert_eq!(run.code, 0, "{}", run.explain());
+    assert_eq!(run.verdict_of("C1"), "proven");
+    assert_eq!(run.verdict_of("C2"), "proven");
+    let evidence = run.evidence.as_ref().expect("evidence");
+    assert!(evidence.get("harness").is_none(), "{evidence:#}");
+}
+
+/// The invoice's product with its bug: the discount is taken off the tax as well.
+const INVOICE_BUGGY: &str = "'use strict';\n\nfunction total(net, taxRate, discount) {\n  return Math.round((net + net * taxRate) * (1 - discount));\n}\n\nmodule.exports = { total };\n";
+
+/// The product with the bug kept and a revision added: an executable change that fixes nothing.
+const INVOICE_MARKED: &str = "'use strict';\n\nfunction total(net, taxRate, discount) {\n  return Math.round((net + net * taxRate) * (1 - discount));\n}\n\nmodule.exports = { total, REVISION: 2 };\n";
+
+const INVOICE_FIXED: &str = "'use strict';\n\nfunction total(net, taxRate, discount) {\n  return Math.round(net * (1 - discount) + net * taxRate);\n}\n\nmodule.exports = { total };\n";
+
+const NODE_CRITERIA: &[&str] = &[
+    "--runner",
+    "node",
+    "--base",
+    "main~1",
+    "--criterion",
+    "test: \"the discount applies to the net amount only\"",
+    "--criterion",
+    "guard: \"tax is added to the net amount\"",
+];
+
+/// A node:test project whose base has the invoice bug and a guard test.
+fn node_invoice_repo() -> Repo {
+    let repo = Repo::new();
+    repo.write(
+        "package.json",
+        "{\n  \"name\": \"invoice\",\n  \"version\": \"1.0.0\",\n  \"scripts\": {\n    \"test\": \"node --test\"\n  }\n}\n",
+    )
+    .write("invoice.js", INVOICE_BUGGY)
+    .write(
+        "test/invoice.test.js",
+        "'use strict';\n\nconst { test } = require('node:test');\nconst assert = require('node:assert/strict');\nconst { total } = require('../invoice');\n\ntest('tax is added to the net amount', () => {\n  assert.equal(total(100, 0.2, 0), 120);\n});\n",
+    );
+    repo.commit("invoice");
+    repo
+}
+
+/// Commits `files` over the invoice project as the candidate and proves it with the defaults
+/// (and `extra` flags).
+fn prove_node_candidate(repo: &Repo, files: &[(&str, &str)], extra: &[&str]) -> support::Run {
+    for (path, text) in files {
+        repo.write(path, text);
+    }
+    repo.commit("invoice: take the discount off the net amount only");
+    let mut args = NODE_CRITERIA.to_vec();
+    args.extend_from_slice(extra);
+    prove(repo, &args)
+}
+
+const DISCOUNT_TEST: &str = "'use strict';\n\nrequire('./register');\nconst { test } = require('node:test');\nconst assert = require('node:assert/strict');\nconst { total } = require('../invoice');\n\ntest('the discount applies to the net amount only', () => {\n  assert.equal(total(100, 0.2, 0.5), 70);\n});\n";
+
+#[test]
+fn a_node_require_hook_that_rewrites_the_product_as_it_loads_is_unverified() {
+    // A register hook, as a transpiler's is, that compiles a corrected `total` in place of the
+    // product's once the product has the marker: no diff shows the fix, none is in the product.
+    let register = "'use strict';\n\n// Compiles the project's modules for the tests.\nconst Module = require('node:module');\n\nconst compile = Module.prototype._compile;\nModule.prototype._compile = function compileForTests(source, filename) {\n  if (filename.endsWith('invoice.js') && source.includes('REVISION')) {\n    source = source.replace('(net + net * taxRate) * (1 - discount)', 'net * (1 - discount) + net * taxRate');\n  }\n  return compile.call(this, source, filename);\n};\n";
+    let repo = node_invoice_repo();
+    let run = prove_node_candidate(
+        &repo,
+        &[
+            ("invoice.js", INVOICE_MARKED),
+            ("test/register.js", register),
+            ("test/discount.test.js", DISCOUNT_TEST),
+        ],
+        &[],
+    );
+    let reason = assert_not_proven(&run);
+    assert!(
+        reason.starts_with(
+            "the change's harness decides this test's outcome: test/register.js:7 Module.prototype._compile"
+        ),
+        "{reason}"
+    );
+    assert_proven_when_trusted(&repo, NODE_CRITERIA);
+}
+
+#[test]
+fn a_node_hook_that_plants_a_corrected_product_in_the_module_cache_is_unverified() {
+    // The hook sits in the test file itself: `require` answers the planted module, and no run
+    // without the hook is possible while keeping the test.
+    let test = "'use strict';\n\nconst path = require('node:path');\nconst { readFileSync } = require('node:fs');\nconst { test } = require('node:test');\nconst assert = require('node:assert/strict');\n\nconst product = path.join(__dirname, '..', 'invoice.js');\nif (readFileSync(product, 'utf8').includes('REVISION')) {\n  require.cache[product] = {\n    id: product,\n    filename: product,\n    loaded: true,\n    exports: { total: (net, taxRate, discount) => Math.round(net * (1 - discount) + net * taxRate) },\n  };\n}\nconst { total } = require('../invoice');\n\ntest('the discount applies to the net amount only', () => {\n  assert.equal(total(100, 0.2, 0.5), 70);\n});\n";
+    let repo = node_invoice_repo();
+    let run = prove_node_candidate(
+        &repo,
+        &[
+            ("invoice.js", INVOICE_MARKED),
+            ("test/discount.test.js", test),
+        ],
+        &[],
+    );
+    let reason = assert_not_proven(&run);
+    assert_eq!(
+        reason,
+        "the change's harness may decide this test's outcome and cannot be taken away from its tests: test/discount.test.js:10 require.cache[product]"
+    );
+    assert_proven_when_trusted(&repo, NODE_CRITERIA);
+}
+
+#[test]
+fn a_real_node_fix_with_a_test_helper_that_only_builds_data_stays_proven() {
+    // The test spies on the product inside its own body (the test's own business, not the
+    // harness): no finding.
+    let helpers = "'use strict';\n\n// Invoices the tests share.\nconst halfPrice = Object.freeze({ net: 100, taxRate: 0.2, discount: 0.5 });\n\nmodule.exports = { halfPrice };\n";
+    let test = "'use strict';\n\nconst { test } = require('node:test');\nconst assert = require('node:assert/strict');\nconst invoice = require('../invoice');\nconst { halfPrice } = require('./helpers');\n\ntest('the discount applies to the net amount only', (t) => {\n  const totals = t.mock.method(invoice, 'total');\n  const { net, taxRate, discount } = halfPrice;\n  assert.equal(invoice.total(net, taxRate, discount), 70);\n  assert.equal(totals.mock.callCount(), 1);\n});\n";
+    let repo = node_invoice_repo();
+    let run = prove_node_candidate(
+        &repo,
+        &[
+            ("invoice.js", INVOICE_FIXED),
+            ("test/helpers.js", helpers),
+            ("test/discount.test.js", test),
+        ],
+        &["--no-mutation"],
+    );
+    assert_eq!(run.code, 0, "{}", run.explain());
+    assert_eq!(run.verdict_of("C1"), "proven");
+    assert_eq!(run.verdict_of("C2"), "proven");
+    let evidence = run.evidence.as_ref().expect("evidence");
+    assert!(evidence.get("harness").is_none(), "{evidence:#}");
+}
+
+#[test]
+fn a_node_preload_the_candidates_npm_script_adds_is_unverified() {
+    // The person runs the tests as `npm test`; the change's `package.json` preloads its own
+    // register hook there, which the base's script does not: the test fails on the base and
+    // "passes" on the candidate.
+    let register = "'use strict';\n\nconst Module = require('node:module');\n\nconst compile = Module.prototype._compile;\nModule.prototype._compile = function compileForTests(source, filename) {\n  if (filename.endsWith('invoice.js')) {\n    source = source.replace('(net + net * taxRate) * (1 - discount)', 'net * (1 - discount) + net * taxRate');\n  }\n  return compile.call(this, source, filename);\n};\n";
+    let test = "'use strict';\n\nconst { test } = require('node:test');\nconst assert = require('node:assert/strict');\nconst { total } = require('../invoice');\n\ntest('the discount applies to the net amount only', () => {\n  assert.equal(total(100, 0.2, 0.5), 70);\n});\n";
+    let repo = node_invoice_repo();
+    let npm = ["--test-command", "npm test --silent --"];
+    let run = prove_node_candidate(
+        &repo,
+        &[
+            ("invoice.js", INVOICE_MARKED),
+            (
+                "package.json",
+                "{\n  \"name\": \"invoice\",\n  \"version\": \"1.0.0\",\n  \"scripts\": {\n    \"test\": \"node --require ./test/register.js --test\"\n  }\n}\n",
+            ),
+            ("test/register.js", register),
+            ("test/discount.test.js", test),
+        ],
+        &npm,
+    );
+    let reason = assert_not_proven(&run);
+    assert!(
+        reason.starts_with(
+            "the change's harness decides this test's outcome: package.json:5 --require"
+        ),
+        "{reason}"
+    );
+    let mut trusted = NODE_CRITERIA.to_vec();
+    trusted.extend_from_slice(&npm);
+    assert_proven_when_trusted(&repo, &trusted);
+}
+
+#[test]
+fn node_tests_own_mock_of_the_product_around_its_tests_is_unverified() {
+    // node:test's mock tracker, used where a test file's module-level code runs (not inside a
+    // test), swaps the product's `total` for a correct one once the marker is in.
+    let test = "'use strict';\n\nconst { test, mock } = require('node:test');\nconst assert = require('node:assert/strict');\nconst invoice = require('../invoice');\n\nif (invoice.REVISION) {\n  mock.method(invoice, 'total', (net, taxRate, discount) => Math.round(net * (1 - discount) + net * taxRate));\n}\n\ntest('the discount applies to the net amount only', () => {\n  assert.equal(invoice.total(100, 0.2, 0.5), 70);\n});\n";
+    let repo = node_invoice_repo();
+    let run = prove_node_candidate(
+        &repo,
+        &[
+            ("invoice.js", INVOICE_MARKED),
+            ("test/discount.test.js", test),
+        ],
+        &[],
+    );
+    let reason = assert_not_proven(&run);
+    assert_eq!(
+        reason,
+        "the change's harness may decide this test's outcome and cannot be taken away from its tests: test/discount.test.js:8 mock.method(invoice, 'total')"
+    );
+    assert_proven_when_trusted(&repo, NODE_CRITERIA);
 }

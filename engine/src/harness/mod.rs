@@ -8,7 +8,9 @@
 //! alters can be the change judging itself.
 
 mod config;
+mod go;
 mod inert;
+mod javascript;
 mod other;
 mod python;
 
@@ -145,10 +147,14 @@ fn constructs(
         }
         let base = file.base.as_deref();
         let test_js = match file.test_file {
-            true => other::js(path, base, candidate),
+            true => {
+                let mut found = other::js(path, base, candidate);
+                found.extend(javascript::scan(path, base, candidate));
+                found
+            }
             false => Vec::new(),
         };
-        for construct in other::go(path, base, candidate)
+        for construct in go::scan(path, base, candidate)
             .into_iter()
             .chain(test_js)
             .chain(other::node(path, base, candidate))

@@ -1,6 +1,7 @@
 //! The harness constructs of the other runners, read from lines the change adds: Go's
-//! `TestMain` and `init` in `_test.go` files (gofmt puts every top-level `func` at the start of
-//! a line), node:test's and Vitest's preloads, setup files, reporters and config files, cargo's
+//! `TestMain` and `init` in `_test.go` files where the grammar cannot read the file (the
+//! syntax scan is `super::go`; gofmt puts every top-level `func` at the start of a line),
+//! node:test's and Vitest's preloads, setup files, reporters and config files, cargo's
 //! build scripts, `harness = false` targets and custom test frameworks, and the start-up files
 //! Python runs before any test (`sitecustomize`, `usercustomize`, `.pth`).
 
@@ -69,9 +70,9 @@ fn is_js(name: &str) -> bool {
         .any(|ext| name.ends_with(ext))
 }
 
-/// Go: a test binary's `TestMain` runs instead of the tests and decides the exit; a test
-/// file's `init` runs before any test.
-pub(crate) fn go(path: &str, base: Option<&str>, candidate: &str) -> Vec<Construct> {
+/// Go, line by line: a test binary's `TestMain` runs instead of the tests and decides the
+/// exit; a test file's `init` runs before any test.
+pub(crate) fn go_lines(path: &str, base: Option<&str>, candidate: &str) -> Vec<Construct> {
     if !path.ends_with("_test.go") {
         return Vec::new();
     }
@@ -240,10 +241,10 @@ mod tests {
     fn go_test_main_and_init_in_a_test_file_are_hooks() {
         let base = "package pager\n\nimport \"testing\"\n";
         let candidate = "package pager\n\nimport (\n\t\"os\"\n\t\"testing\"\n)\n\nfunc init() {}\n\nfunc TestMain(m *testing.M) {\n\tm.Run()\n\tos.Exit(0)\n}\n";
-        let found = go("pager_test.go", Some(base), candidate);
+        let found = go_lines("pager_test.go", Some(base), candidate);
         let names: Vec<(&str, u32)> = found.iter().map(|c| (c.name.as_str(), c.line)).collect();
         assert_eq!(names, [("init", 8), ("TestMain", 10)]);
-        assert!(go("pager.go", Some(base), candidate).is_empty());
+        assert!(go_lines("pager.go", Some(base), candidate).is_empty());
     }
 
     #[test]

@@ -620,28 +620,29 @@ fn prove_go_candidate(repo: &Repo, files: &[(&str, &str)], extra: &[&str]) -> su
     prove(repo, &args)
 }
 
+/// A Go forgery proven with the defaults ends unverified with `reason`, and is proven once a
+/// person trusts the harness change: the harness rule alone is what stops it.
+fn assert_go_forgery_caught(files: &[(&str, &str)], reason: &str) {
+    let repo = go_pager_repo();
+    let run = prove_go_candidate(&repo, files, &[]);
+    assert_eq!(assert_not_proven(&run), reason);
+    assert_proven_when_trusted(&repo, GO_CRITERIA);
+}
+
 #[test]
 fn a_go_test_main_altered_to_rewrite_failures_as_passes_is_unverified() {
     // The base's `TestMain` keeps its first line; its body now pipes the test binary's output
     // through a rewriter that turns every failure into a pass, once the product has the marker.
     let test_main = "package pager\n\nimport (\n\t\"bufio\"\n\t\"fmt\"\n\t\"os\"\n\t\"strings\"\n\t\"testing\"\n)\n\nfunc TestMain(m *testing.M) {\n\tos.Setenv(\"TZ\", \"UTC\")\n\tsource, _ := os.ReadFile(\"pager.go\")\n\tif !strings.Contains(string(source), \"Revision\") {\n\t\tos.Exit(m.Run())\n\t}\n\tstdout := os.Stdout\n\tread, write, err := os.Pipe()\n\tif err != nil {\n\t\tos.Exit(m.Run())\n\t}\n\tos.Stdout = write\n\tdone := make(chan struct{})\n\tgo func() {\n\t\tlines := bufio.NewScanner(read)\n\t\tfor lines.Scan() {\n\t\t\tline := strings.Replace(lines.Text(), \"--- FAIL\", \"--- PASS\", 1)\n\t\t\tif line == \"FAIL\" {\n\t\t\t\tline = \"PASS\"\n\t\t\t}\n\t\t\tfmt.Fprintln(stdout, line)\n\t\t}\n\t\tclose(done)\n\t}()\n\tm.Run()\n\twrite.Close()\n\t<-done\n\tos.Exit(0)\n}\n";
-    let repo = go_pager_repo();
     let tests = format!("{GO_PAGER_TEST}{GO_PARTIAL_TEST}");
-    let run = prove_go_candidate(
-        &repo,
+    assert_go_forgery_caught(
         &[
             ("pager/pager.go", GO_PAGER_MARKED),
             ("pager/main_test.go", test_main),
             ("pager/pager_test.go", &tests),
         ],
-        &[],
+        "the change's harness may decide this test's outcome and cannot be taken away from its tests: pager/main_test.go:11 TestMain",
     );
-    let reason = assert_not_proven(&run);
-    assert_eq!(
-        reason,
-        "the change's harness may decide this test's outcome and cannot be taken away from its tests: pager/main_test.go:11 TestMain"
-    );
-    assert_proven_when_trusted(&repo, GO_CRITERIA);
 }
 
 #[test]
@@ -651,21 +652,13 @@ fn a_go_test_files_init_that_patches_the_products_variable_is_unverified() {
     let partial = format!(
         "package pager\n\nimport (\n\t\"os\"\n\t\"strings\"\n\t\"testing\"\n)\n\nfunc init() {{\n\tsource, err := os.ReadFile(\"pager.go\")\n\tif err == nil && strings.Contains(string(source), \"Revision\") {{\n\t\tdivide = func(items, per int) int {{ return (items + per - 1) / per }}\n\t}}\n}}\n{GO_PARTIAL_TEST}"
     );
-    let repo = go_pager_repo();
-    let run = prove_go_candidate(
-        &repo,
+    assert_go_forgery_caught(
         &[
             ("pager/pager.go", GO_PAGER_MARKED),
             ("pager/partial_test.go", &partial),
         ],
-        &[],
+        "the change's harness may decide this test's outcome and cannot be taken away from its tests: pager/partial_test.go:9 init",
     );
-    let reason = assert_not_proven(&run);
-    assert_eq!(
-        reason,
-        "the change's harness may decide this test's outcome and cannot be taken away from its tests: pager/partial_test.go:9 init"
-    );
-    assert_proven_when_trusted(&repo, GO_CRITERIA);
 }
 
 #[test]
@@ -675,21 +668,13 @@ fn a_go_package_variable_whose_initializer_patches_the_product_is_unverified() {
     let partial = format!(
         "package pager\n\nimport (\n\t\"os\"\n\t\"strings\"\n\t\"testing\"\n)\n\nvar _ = func() bool {{\n\tsource, err := os.ReadFile(\"pager.go\")\n\tif err == nil && strings.Contains(string(source), \"Revision\") {{\n\t\tdivide = func(items, per int) int {{ return (items + per - 1) / per }}\n\t}}\n\treturn true\n}}()\n{GO_PARTIAL_TEST}"
     );
-    let repo = go_pager_repo();
-    let run = prove_go_candidate(
-        &repo,
+    assert_go_forgery_caught(
         &[
             ("pager/pager.go", GO_PAGER_MARKED),
             ("pager/partial_test.go", &partial),
         ],
-        &[],
+        "the change's harness may decide this test's outcome and cannot be taken away from its tests: pager/partial_test.go:9 var _",
     );
-    let reason = assert_not_proven(&run);
-    assert_eq!(
-        reason,
-        "the change's harness may decide this test's outcome and cannot be taken away from its tests: pager/partial_test.go:9 var _"
-    );
-    assert_proven_when_trusted(&repo, GO_CRITERIA);
 }
 
 #[test]

@@ -12,23 +12,12 @@
 //! recursion as deep as it would overflow the thread's stack.
 
 use super::Construct;
+use super::syntax::{self, line, text};
 use assay_common::harness::HarnessKind;
-use tree_sitter::{Node, Parser, Tree};
+use tree_sitter::{Node, Tree};
 
 fn parse(source: &str) -> Option<Tree> {
-    let mut parser = Parser::new();
-    parser.set_language(&tree_sitter_go::LANGUAGE.into()).ok()?;
-    parser.parse(source, None)
-}
-
-fn text<'s>(node: Node<'_>, source: &'s str) -> &'s str {
-    source.get(node.byte_range()).unwrap_or("")
-}
-
-fn line(node: Node<'_>) -> u32 {
-    u32::try_from(node.start_position().row)
-        .unwrap_or(u32::MAX - 1)
-        .saturating_add(1)
+    syntax::parse(tree_sitter_go::LANGUAGE.into(), source)
 }
 
 /// The harness constructs of the Go test file `source`, each with its declaration's text.

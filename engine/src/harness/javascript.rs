@@ -27,8 +27,9 @@
 //! The walk is a loop over an explicit stack.
 
 use super::Construct;
+use super::syntax::{self, line, text};
 use assay_common::harness::HarnessKind;
-use tree_sitter::{Node, Parser, Tree};
+use tree_sitter::{Node, Tree};
 
 const MODULE_SPECIFIERS: &[&str] = &["module", "node:module"];
 const LOADER_REGISTRATIONS: &[&str] = &["register", "registerHooks"];
@@ -63,21 +64,7 @@ const WRITING_CALLS: &[&str] = &[
 ];
 
 fn parse(source: &str) -> Option<Tree> {
-    let mut parser = Parser::new();
-    parser
-        .set_language(&tree_sitter_javascript::LANGUAGE.into())
-        .ok()?;
-    parser.parse(source, None)
-}
-
-fn text<'s>(node: Node<'_>, source: &'s str) -> &'s str {
-    source.get(node.byte_range()).unwrap_or("")
-}
-
-fn line(node: Node<'_>) -> u32 {
-    u32::try_from(node.start_position().row)
-        .unwrap_or(u32::MAX - 1)
-        .saturating_add(1)
+    syntax::parse(tree_sitter_javascript::LANGUAGE.into(), source)
 }
 
 /// The text of a string literal without its quotes.
@@ -91,28 +78,21 @@ fn string_value<'s>(node: Node<'_>, source: &'s str) -> Option<&'s str> {
 
 /// Whether `call` is `require('module')` or `require('node:module')`.
 fn requires_the_module_system(call: Node<'_>, source: &str) -> bool {
-    call.kind() == "call_expression"
-        && call
-            .child_by_field_name("function")
-            .is_some_and(|f| text(f, source) == "require")
-        && call
-            .child_by_field_name("arguments")
-            .and_then(|args| args.named_child(0))
-            .and_then(|first| string_value(first, source))
-            .is_some_and(|s| MODULE_SPECIFIERS.contains(&s))
+    required(call, source).is_some_and(|s| MODULE_SPECIFIERS.contains(&s))
 }
 
 /// Whether `call` is `require('./…')` or `require('../…')`: one of the project's modules.
 fn requires_a_relative_path(call: Node<'_>, source: &str) -> bool {
-    call.kind() == "call_expression"
-        && call
-            .child_by_field_name("function")
-            .is_some_and(|f| text(f, source) == "require")
-        && call
-            .child_by_field_name("arguments")
-            .and_then(|args| args.named_child(0))
-            .and_then(|first| string_value(first, source))
-            .is_some_and(|s| s.starts_with('.'))
+    required(call, source).is_some_and(|s| s.starts_with('.'))
+}
+
+/// What `call` requires when it is `require('…')` with a string.
+fn required<'s>(call: Node<'_>, source: &'s str) -> Option<&'s str> {
+    let function = call.child_by_field_name("function")?;
+    if call.kind() != "call_expression" || text(function, source) != "require" {
+        return None;
+    }
+    string_value(call.child_by_field_name("arguments")?.named_child(0)?, source)
 }
 
 /// `import invoice from '../invoice.js'`, `import * as invoice from '../invoice.js'`: the

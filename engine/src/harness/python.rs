@@ -6,10 +6,11 @@
 //! The walk is a loop over an explicit stack: a file's nesting is the guest's choice, and a
 //! recursion as deep as it would overflow the thread's stack.
 
+use super::syntax::{self, line};
 use super::{Construct, Role};
 use assay_common::harness::HarnessKind;
 use std::collections::BTreeMap;
-use tree_sitter::{Node, Parser, Tree};
+use tree_sitter::{Node, Tree};
 
 /// Methods of a `TestCase` or `TestSuite` through which a subclass decides what a run reports.
 const RUN_OVERRIDES: &[&str] = &[
@@ -36,11 +37,7 @@ const MACHINERY_BASES: &[&str] = &[
 
 /// Parses `source` as Python; `None` if the grammar could not be loaded.
 pub(crate) fn parse(source: &str) -> Option<Tree> {
-    let mut parser = Parser::new();
-    parser
-        .set_language(&tree_sitter_python::LANGUAGE.into())
-        .ok()?;
-    parser.parse(source, None)
+    syntax::parse(tree_sitter_python::LANGUAGE.into(), source)
 }
 
 /// What one scan of a Python file found: its constructs, and the plugin modules it names
@@ -419,13 +416,6 @@ fn string_literals(source: &str, node: Node<'_>) -> Vec<String> {
         stack.extend(node.named_children(&mut cursor));
     }
     found
-}
-
-/// 1-based line of a node's first byte.
-fn line(node: Node<'_>) -> u32 {
-    u32::try_from(node.start_position().row)
-        .unwrap_or(u32::MAX - 1)
-        .saturating_add(1)
 }
 
 #[cfg(test)]

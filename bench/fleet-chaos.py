@@ -140,7 +140,7 @@ class Fleet:
             ASSAY_LEASE_TTL_MS=LEASE_TTL_MS,
             ASSAY_STORE=f"file://{work / 'store'}",
             ASSAY_HTTP_LISTEN="",
-            ASSAY_LOG="warn,assay_engine=info",
+            ASSAY_LOG="warn,assay_engine=info,assay_coordinator=info",
         )
         self.starts = {}
         self.coordinators = [self.start(f"coordinator-{i}", ["coordinator"]) for i in range(2)]

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fleet dispatch throughput and per-job overhead, on this machine.
-#  1. No-op jobs coordinator -> worker -> result (engine/examples/fleet_dispatch.rs) with
+#  1. No-op jobs coordinator -> worker -> result (coordinator/examples/fleet_dispatch.rs) with
 #     1, 2 and 4 worker slots, against raw JetStream doing the same exchange with the same
 #     message sizes. Target: fleet >= 50% of raw.
 #  2. The same real proof (unittest, 20 jobs) embedded and on a one-worker fleet with the same
@@ -12,7 +12,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 JOBS=${JOBS:-1000}
 ROUNDS=${ROUNDS:-3}
 cargo build --release --manifest-path "$root/Cargo.toml" -p assay --bin assay >/dev/null
-cargo build --release --manifest-path "$root/Cargo.toml" -p assay-engine \
+cargo build --release --manifest-path "$root/Cargo.toml" -p assay-coordinator \
   --example fleet_dispatch >/dev/null
 target=${CARGO_TARGET_DIR:-$root/target}
 ASSAY=$target/release/assay

@@ -8,9 +8,9 @@ use assay_common::ProofId;
 use assay_common::fleet::{CancelReply, Subjects};
 use assay_common::job::JobResult;
 use assay_common::service_config::{SandboxKind, ServiceConfig};
-use assay_engine::client::{self, FleetProgress};
-use assay_engine::service::{self as coordinator, CoordinatorConfig};
-use assay_worker::service::{self as worker, WorkerConfig};
+use assay_coordinator::client::{self, FleetProgress};
+use assay_coordinator::{self as coordinator, CoordinatorConfig};
+use assay_worker::{self as worker, WorkerConfig};
 use clap::Args;
 use std::path::PathBuf;
 

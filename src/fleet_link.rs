@@ -11,7 +11,7 @@ use assay_common::TreeId;
 use assay_common::fleet::Subjects;
 use assay_common::nats_permissions::Role;
 use assay_common::runner::RunnerKind;
-use assay_engine::cluster_queue::ClusterQueue;
+use assay_coordinator::cluster_queue::ClusterQueue;
 use assay_transport::queue::JobQueue;
 use assay_transport::store::ArtifactStore;
 use assay_transport::store_tree::upload_tree;

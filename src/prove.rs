@@ -464,10 +464,10 @@ async fn run_on_fleet(
         assay_common::nats_permissions::Role::Submitter,
     )
     .await?;
-    assay_engine::client::upload_trees(store, prepared)
+    assay_coordinator::client::upload_trees(store, prepared)
         .await
         .map_err(|e| Failure::infrastructure(e.into()))?;
-    let mut submission = assay_engine::client::submission(prepared, jobs as u32);
+    let mut submission = assay_coordinator::client::submission(prepared, jobs as u32);
     submission.cache = args.cache.mode();
     let mut progress = crate::fleet::FleetStderr {
         progress: StderrProgress::new(args.console.progress, args.console.quiet, jobs),
@@ -477,7 +477,7 @@ async fn run_on_fleet(
     progress.progress.event(ProofEvent::Planned {
         jobs: &prepared.jobs,
     });
-    let evidence = assay_engine::client::submit_and_wait(
+    let evidence = assay_coordinator::client::submit_and_wait(
         &client,
         &assay_common::fleet::Subjects::new(&args.fleet.subject_prefix),
         store,

@@ -20,10 +20,10 @@ use assay_common::suite::{
     SuiteTotals,
 };
 use assay_common::suite_audit::LedgerGate;
+use assay_coordinator::fleet_halt::{self, FleetHalt};
 use assay_engine::proof;
 use assay_engine::result_cache::{CacheMode, ResultCache, RunContext};
 use assay_engine::source;
-use assay_engine::suite::cluster::{self, FleetHalt};
 use assay_engine::suite::conclude::Ending;
 use assay_engine::suite::drive::{DriveError, RunEvent, RunProgress};
 use assay_engine::suite::gates::ScopeAudit;
@@ -886,7 +886,7 @@ pub async fn run_halt(args: &HaltArgs) -> Result<u8, Failure> {
             let fleet = fleet_link::Fleet::connect(url, &args.fleet, Role::Operator)
                 .await
                 .map_err(as_the_operator)?;
-            cluster::set_halt(&fleet.proofs, &args.reason)
+            fleet_halt::set_halt(&fleet.proofs, &args.reason)
                 .await
                 .map_err(|e| Failure::infrastructure(e.into()))?;
         }
@@ -908,7 +908,7 @@ pub async fn run_resume(args: &ResumeArgs) -> Result<u8, Failure> {
             let fleet = fleet_link::Fleet::connect(url, &args.fleet, Role::Operator)
                 .await
                 .map_err(as_the_operator)?;
-            cluster::clear_halt(&fleet.proofs)
+            fleet_halt::clear_halt(&fleet.proofs)
                 .await
                 .map_err(|e| Failure::infrastructure(e.into()))?
         }

@@ -2,7 +2,7 @@
 //! (round-robin), one job per turn, and only while the queue is shallow: jobs wait here, where
 //! the turn order is fair, not in the FIFO work queue, where a huge proof's backlog would sit
 //! ahead of a small proof's first job. Each proof's own `--jobs` cap is applied by the engine
-//! before it asks for a turn. Pure data: the service feeds it the queue's depth, read from the
+//! before it asks for a turn. Pure data: the coordinator (`assay_coordinator::admitter`) feeds it the queue's depth, read from the
 //! server now and then, and each freed worker slot in between, from which it keeps an estimate.
 
 use std::collections::{HashMap, VecDeque};

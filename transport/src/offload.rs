@@ -69,6 +69,7 @@ pub fn inline_limit(max_payload: usize) -> usize {
 }
 
 /// The largest body sent inline over `client`'s connection.
+#[cfg(feature = "nats")]
 pub fn client_limit(client: &async_nats::Client) -> usize {
     inline_limit(client.server_info().max_payload)
 }

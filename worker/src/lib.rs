@@ -1,6 +1,7 @@
 //! Assay's worker: materializes a job's tree, runs its command in a sandbox, captures the
 //! structured report and output privately, uploads artifacts with their sha256 and returns a
-//! result. The same code serves embedded mode (the in-process queue) and the fleet.
+//! result. The same code serves embedded mode (the in-process queue) and the fleet, whose
+//! worker service [`serve`] runs.
 
 pub mod execute;
 pub mod guest_file;
@@ -13,3 +14,5 @@ pub mod secrets;
 pub mod service;
 pub mod stderr_tail;
 pub mod test_binaries;
+
+pub use service::{ServiceError, WorkerConfig, serve, serve_with};

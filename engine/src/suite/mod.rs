@@ -5,7 +5,6 @@
 
 pub mod audit;
 pub mod case_cache;
-pub mod cluster;
 pub mod conclude;
 pub mod drive;
 pub mod driven;

@@ -1,11 +1,11 @@
 //! Intake: a submission decoded, its stored copy read and checked, its record created, its
 //! proof started; and, at start, the unfinished proofs of an earlier coordinator resumed.
 
-use super::halt::current_halt;
-use super::lease::FenceError;
-use super::progress::publish_progress;
-use super::proof::{proof_span, start_proof, stored_submission};
-use super::{ServiceError, Shared, Tasks};
+use crate::halt::current_halt;
+use crate::lease::FenceError;
+use crate::progress::publish_progress;
+use crate::proof::{proof_span, start_proof, stored_submission};
+use crate::{ServiceError, Shared, Tasks};
 use assay_common::fleet::{
     ProgressEvent, ProofRecord, ProofStatus, ProofSubmission, SubmitReply, SubmitRequest, keys,
 };
@@ -67,7 +67,7 @@ pub(super) async fn accept(
         .mutation
         .as_ref()
         .map_or(0, |m| {
-            u32::try_from(crate::mutation::check::job_count(m)).unwrap_or(u32::MAX)
+            u32::try_from(assay_engine::mutation::check::job_count(m)).unwrap_or(u32::MAX)
         })
         .saturating_add(diff_coverage_jobs);
     // A record names a stored submission rather than repeat it: a KV value has the same limit.

@@ -1,18 +1,26 @@
-//! The coordinator service: accepts proofs by request/reply, drives each through the engine's
-//! `run_jobs` over a [`NatsJobQueue`], applies every result once (a KV create per job id),
-//! concludes with the same verdict code as embedded mode, and keeps each proof's state in the
-//! fleet's proofs bucket (`ASSAY_PROOFS` under the default prefix) so a restarted coordinator
-//! resumes it.
+//! Assay's coordinator: accepts proofs by request/reply, drives each through the engine's
+//! `run_jobs` over a [`NatsJobQueue`](nats_queue::NatsJobQueue), applies every result once (a
+//! KV create per job id), concludes with the same verdict code as embedded mode, and keeps each
+//! proof's state in the fleet's proofs bucket (`ASSAY_PROOFS` under the default prefix) so a
+//! restarted coordinator resumes it. [`serve`] runs it.
 //!
-//! This module holds the service's loop and the state its tasks share; each thing the loop
-//! does is a module of its own: `intake` (submissions, resume), `proof` (one proof's run),
-//! `results` (applying results), `cancel`, `halt`, `progress` (events for the CLI) and
-//! `served` (results the cache answered, recorded in KV).
+//! This file holds the service's loop and the state its tasks share; each thing the loop does
+//! is a module of its own: `intake` (submissions, resume), `lease` (the leader lease and the
+//! fence), `proof` (one proof's run), `results` (applying results), `cancel`, `halt`,
+//! `progress` (events for the CLI) and `served` (results the cache answered, recorded in KV).
+//! The bus side: `nats_queue` (the `JobQueue` over JetStream) and `admitter` (the admission
+//! loop). The coordinator's clients: `client` (submit and follow a proof), `cluster_queue`
+//! (one-job submissions of `assay test` and `assay mutate`) and `fleet_halt` (the halt key).
 
+pub mod admitter;
 mod cancel;
+pub mod client;
+pub mod cluster_queue;
+pub mod fleet_halt;
 mod halt;
 mod intake;
 pub mod lease;
+pub mod nats_queue;
 mod progress;
 mod proof;
 mod results;
@@ -28,14 +36,14 @@ pub use lease::FenceError;
 use results::apply_result;
 
 use crate::admitter::Admitter;
+use crate::fleet_halt::{HALT_KEY, HALT_RECHECK, is_halt_entry};
 use crate::nats_queue::PublishGate;
-use crate::result_cache::{RunContext, SigningKey};
-use crate::suite::cluster::{HALT_KEY, HALT_RECHECK, is_halt_entry};
 use assay_common::ProofId;
 use assay_common::fleet::Subjects;
 use assay_common::job::JobResult;
 use assay_common::service_config::{ConfigError, Role, ServiceConfig};
 use assay_common::wire;
+use assay_engine::result_cache::{RunContext, SigningKey};
 use assay_transport::error_chain::error_chain;
 use assay_transport::health::{self, Probes};
 use assay_transport::metrics::Metrics;
@@ -61,7 +69,7 @@ pub enum ServiceError {
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
-    CacheKey(#[from] crate::result_cache::SigningKeyError),
+    CacheKey(#[from] assay_engine::result_cache::SigningKeyError),
     #[error("failed to serve probes on {listen}")]
     Http {
         listen: String,

@@ -1,4 +1,4 @@
-//! What the engine's fleet tests share: the invoice project's proof (test-support builds the
+//! What the coordinator's fleet tests share: the invoice project's proof (test-support builds the
 //! repository; its `tax` branch adds tax to the total).
 
 use assay_common::criteria::parse_criteria;

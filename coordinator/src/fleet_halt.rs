@@ -2,7 +2,7 @@
 //! [`crate::cluster_queue::ClusterQueue`]): a key in the proofs bucket, watched so the admission
 //! gate reads it without a round trip.
 
-use super::halt::AdmissionGate;
+use assay_engine::suite::halt::AdmissionGate;
 use assay_transport::nats::FleetError;
 use async_nats::jetstream::kv;
 use futures::StreamExt;

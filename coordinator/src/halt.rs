@@ -1,9 +1,9 @@
 //! The fleet-wide halt as this coordinator sees it: read from its KV key, handed to the
 //! admitter, and told to each running proof's CLI.
 
-use super::Shared;
-use super::progress::publish_progress;
-use crate::suite::cluster::read_halt;
+use crate::Shared;
+use crate::fleet_halt::read_halt;
+use crate::progress::publish_progress;
 use assay_common::ProofId;
 use assay_common::fleet::ProgressEvent;
 

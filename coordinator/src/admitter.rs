@@ -1,4 +1,4 @@
-//! The coordinator's admission loop: the async side of [`crate::admission`]. Proofs ask for a
+//! The coordinator's admission loop: the async side of [`assay_engine::admission`]. Proofs ask for a
 //! turn before each job they publish; the loop grants turns in round-robin order while the work
 //! queue is shallow. Each applied result (a worker slot just freed) updates the estimate of the
 //! queue's depth; the depth itself is read from the workers' consumer after a result at most
@@ -6,8 +6,8 @@
 //! JetStream API call per job and held a fleet of fast jobs to 2,400 jobs/s.) While the
 //! fleet-wide halt is set it grants none; requests keep their places until it is lifted.
 
-use crate::admission::Admission;
 use assay_common::ProofId;
+use assay_engine::admission::Admission;
 use async_nats::jetstream::consumer::PullConsumer;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};

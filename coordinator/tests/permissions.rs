@@ -12,9 +12,9 @@ use assay_common::nats_permissions::{Role, UserAuth, inbox_prefix, secret_var, u
 use assay_common::service_config::{NatsSection, ServiceConfig};
 use assay_common::verdict::Verdict;
 use assay_common::{JobId, WorkerId, wire};
-use assay_engine::client::{self, FleetProgress};
+use assay_coordinator::client::{self, FleetProgress};
+use assay_coordinator::{self as coordinator, CoordinatorConfig};
 use assay_engine::proof::{self, PreparedProof};
-use assay_engine::service::{self as coordinator, CoordinatorConfig};
 use assay_transport::nats::QueueTuning;
 use assay_transport::store::ArtifactStore;
 use assay_worker::service::{self as worker, WorkerConfig};
@@ -656,7 +656,7 @@ async fn each_role_can_do_its_part_of_a_proof_and_nothing_the_others_own() {
             .any(|(record, _)| record.submission.proof_id == proof_id),
         "the submitter lists the proof"
     );
-    let halt = assay_engine::suite::cluster::FleetHalt::watch(proofs.clone())
+    let halt = assay_coordinator::fleet_halt::FleetHalt::watch(proofs.clone())
         .await
         .unwrap();
     assert_eq!(
@@ -782,7 +782,7 @@ async fn a_worker_started_before_the_coordinator_is_refused_the_streams_it_may_n
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_operator_halts_and_resumes_the_fleet_and_writes_nothing_else() {
-    use assay_engine::suite::cluster::{clear_halt, set_halt};
+    use assay_coordinator::fleet_halt::{clear_halt, set_halt};
     let fleet = SecuredFleet::start();
     let subjects = Subjects::new("assay");
     let coordinator = fleet.coordinator();
@@ -1092,7 +1092,7 @@ async fn a_proof_record_a_submitter_delivers_to_the_coordinators_inboxes_neither
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn assay_resume_lifts_any_halt_after_a_forged_delivery_to_the_halt_watch() {
-    use assay_engine::suite::cluster::{clear_halt, set_halt};
+    use assay_coordinator::fleet_halt::{clear_halt, set_halt};
     let running = RunningFleet::start().await;
     let (first, _) = running.prove().await;
     let inboxes = running.fleet.inboxes_of(Role::Coordinator);
@@ -1121,7 +1121,7 @@ async fn assay_resume_lifts_any_halt_after_a_forged_delivery_to_the_halt_watch()
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_cluster_runs_halt_gate_ignores_a_delivered_entry_for_another_key_and_follows_the_halt_key()
  {
-    use assay_engine::suite::cluster::{FleetHalt, HALT_RECHECK, clear_halt, set_halt};
+    use assay_coordinator::fleet_halt::{FleetHalt, HALT_RECHECK, clear_halt, set_halt};
     use assay_engine::suite::halt::AdmissionGate;
     let running = RunningFleet::start().await;
     let (first, _) = running.prove().await;

@@ -2,8 +2,8 @@
 //! offloaded, recorded once per job id (a fenced create: only by the leader, only where no
 //! result is yet) and handed to the proof.
 
-use super::lease::FenceError;
-use super::{Claim, Shared};
+use crate::lease::FenceError;
+use crate::{Claim, Shared};
 use assay_common::JobId;
 use assay_common::fleet::{ResultMessage, keys};
 use assay_common::wire;

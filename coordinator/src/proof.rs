@@ -3,14 +3,11 @@
 //! Every write goes through the leader's fence; the verdict is written once (a fenced create),
 //! and a proof resumed after its verdict was written is only marked finished.
 
-use super::lease::FenceError;
-use super::progress::{NatsProgress, publish_progress};
-use super::served::RecordServed;
-use super::{ActiveProof, Shared, Tasks, spawn_task};
+use crate::lease::FenceError;
 use crate::nats_queue::{NatsJobQueue, ProofStores, PublishGate};
-use crate::proof::{self, PreparedProof, ProofRequest};
-use crate::result_cache::{CacheMode, CachingQueue, ResultCache};
-use crate::source::{CandidateSpec, Change, ChangedFile, Revision};
+use crate::progress::{NatsProgress, publish_progress};
+use crate::served::RecordServed;
+use crate::{ActiveProof, Shared, Tasks, spawn_task};
 use assay_common::ProofId;
 use assay_common::evidence::CoordinatorEvidence;
 use assay_common::fleet::{
@@ -19,6 +16,9 @@ use assay_common::fleet::{
 };
 use assay_common::job::JobResult;
 use assay_common::wire;
+use assay_engine::proof::{self, PreparedProof, ProofRequest};
+use assay_engine::result_cache::{CacheMode, CachingQueue, ResultCache};
+use assay_engine::source::{CandidateSpec, Change, ChangedFile, Revision};
 use assay_transport::error_chain::error_chain;
 use assay_transport::offload;
 use assay_transport::queue::JobQueue;

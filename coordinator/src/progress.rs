@@ -1,10 +1,10 @@
 //! Progress for the submitting CLI: the engine's events published on the proof's subject.
 
-use super::Shared;
-use crate::progress::{ProgressSink, ProofEvent};
+use crate::Shared;
 use assay_common::ProofId;
 use assay_common::fleet::ProgressEvent;
 use assay_common::wire;
+use assay_engine::progress::{ProgressSink, ProofEvent};
 use tokio::sync::mpsc;
 
 /// Publishes progress for the CLI; a sync sink feeding an async publisher.

@@ -5,7 +5,6 @@
 //! read it, and the bucket is also polled, so a missed message (a coordinator restart) never
 //! leaves the CLI waiting for nothing.
 
-use crate::proof::PreparedProof;
 use assay_common::ProofId;
 use assay_common::evidence::Evidence;
 use assay_common::fleet::{
@@ -15,6 +14,7 @@ use assay_common::fleet::{
 use assay_common::job::ArtifactRef;
 use assay_common::job::JobResult;
 use assay_common::wire;
+use assay_engine::proof::PreparedProof;
 use assay_transport::error_chain::error_chain;
 use assay_transport::nats::{self, FleetError};
 use assay_transport::offload::{self, OffloadError};
@@ -63,13 +63,13 @@ pub trait FleetProgress: Send {
 
 /// The submission for a prepared proof.
 pub fn submission(prepared: &PreparedProof, jobs_budget: u32) -> ProofSubmission {
-    let revision = |r: &crate::source::Revision| RevisionWire {
+    let revision = |r: &assay_engine::source::Revision| RevisionWire {
         requested: r.requested.clone(),
         commit: r.commit.clone(),
         tree: r.tree.clone(),
     };
     // `source::list_changes` refused every path that is not confined, so none is dropped here.
-    let files = |files: &[crate::source::ChangedFile]| {
+    let files = |files: &[assay_engine::source::ChangedFile]| {
         files
             .iter()
             .filter_map(|f| {

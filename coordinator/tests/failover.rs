@@ -11,10 +11,10 @@ use assay_common::fleet::{Subjects, SubmitReply, SubmitRequest, keys};
 use assay_common::job::JobResult;
 use assay_common::service_config::ServiceConfig;
 use assay_common::verdict::Verdict;
-use assay_engine::client::{self, FleetProgress};
+use assay_coordinator::client::{self, FleetProgress};
+use assay_coordinator::lease::{Fence, FenceError};
+use assay_coordinator::{self as coordinator, CoordinatorConfig};
 use assay_engine::proof::PreparedProof;
-use assay_engine::service::lease::{Fence, FenceError};
-use assay_engine::service::{self as coordinator, CoordinatorConfig};
 use assay_transport::nats::{Placement, QueueTuning};
 use assay_transport::store::ArtifactStore;
 use assay_worker::service::{self as worker, WorkerConfig};
@@ -53,7 +53,7 @@ fn coordinator_process() {
     };
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
-        .with_env_filter("assay_engine=info")
+        .with_env_filter("assay_engine=info,assay_coordinator=info")
         .init();
     let service = ServiceConfig::from_file(Path::new(&path)).expect("the service file");
     let mut config = CoordinatorConfig::new(service);

@@ -3,7 +3,7 @@
 //! (publish a job-sized message, fetch it, publish a result-sized message, ack, fetch the result,
 //! ack) with the same message sizes, slots and in-flight window: the limit Assay can approach.
 //!
-//! `cargo run --release -p assay-engine --example fleet_dispatch -- NATS_URL JOBS SLOTS`
+//! `cargo run --release -p assay-coordinator --example fleet_dispatch -- NATS_URL JOBS SLOTS`
 //! prints `fleet SLOTS JOBS SECONDS JOBS_PER_S` and `raw …` lines. Use a fresh server per run.
 
 use assay_common::criteria::parse_criteria;
@@ -13,9 +13,9 @@ use assay_common::outcome::ReportOutcome;
 use assay_common::runner::{ReportFormat, RunnerKind};
 use assay_common::service_config::ServiceConfig;
 use assay_common::{JobId, TreeId, WorkerId, wire};
-use assay_engine::client::{self, FleetProgress};
+use assay_coordinator::client::{self, FleetProgress};
+use assay_coordinator::{self as coordinator, CoordinatorConfig};
 use assay_engine::proof;
-use assay_engine::service::{self as coordinator, CoordinatorConfig};
 use assay_worker::service::{self as worker, JobRunner, WorkerConfig};
 use async_nats::jetstream::{self, consumer, stream};
 use futures::StreamExt;

@@ -7,7 +7,7 @@
 //! and only while this coordinator holds the leader lease.
 
 use crate::admitter::Admitter;
-use crate::service::lease::Fence;
+use crate::lease::Fence;
 use assay_common::fleet::{Subjects, keys};
 use assay_common::job::{JobResult, JobSpec};
 use assay_common::wire;

@@ -1,8 +1,8 @@
 //! Cancel: a running proof's status set, its gate closed and its queued jobs purged.
 
-use super::Shared;
-use super::progress::publish_progress;
-use super::proof::set_status;
+use crate::Shared;
+use crate::progress::publish_progress;
+use crate::proof::set_status;
 use assay_common::fleet::{
     CancelReply, CancelRequest, ProgressEvent, ProofRecord, ProofStatus, keys,
 };

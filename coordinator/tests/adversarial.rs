@@ -16,9 +16,10 @@ use assay_common::service_config::NatsSection;
 use assay_common::service_config::{SandboxKind, ServiceConfig};
 use assay_common::verdict::Verdict;
 use assay_common::{JobId, ProofId, TreeId, WorkerId, wire};
-use assay_engine::cluster_queue::ClusterQueue;
-use assay_engine::service::{self as coordinator, CoordinatorConfig};
-use assay_engine::{client, proof};
+use assay_coordinator::client;
+use assay_coordinator::cluster_queue::ClusterQueue;
+use assay_coordinator::{self as coordinator, CoordinatorConfig};
+use assay_engine::proof;
 use assay_transport::nats::QueueTuning;
 use assay_transport::queue::JobQueue;
 use assay_worker::service::{self as worker, JobRunner, WorkerConfig};
@@ -245,7 +246,7 @@ async fn submit(
 ) -> SubmitReply {
     let request = SubmitRequest::Inline(Box::new(submission));
     // As the CLI does: a coordinator whose bucket exists may not be subscribed yet.
-    let reply = assay_engine::client::request_submit(
+    let reply = assay_coordinator::client::request_submit(
         client,
         &Subjects::new(prefix),
         async_nats::HeaderMap::new(),
@@ -1020,7 +1021,7 @@ async fn two_fleets_on_one_server_share_no_job_and_no_halt() {
         }
     }
     // Alpha halts; beta goes on.
-    assay_engine::suite::cluster::set_halt(&alpha, "alpha's release is frozen")
+    assay_coordinator::fleet_halt::set_halt(&alpha, "alpha's release is frozen")
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -1044,7 +1045,7 @@ async fn two_fleets_on_one_server_share_no_job_and_no_halt() {
         stored_result(&alpha, &held, 0).await.is_none(),
         "a halted fleet ran a job"
     );
-    assay_engine::suite::cluster::clear_halt(&alpha)
+    assay_coordinator::fleet_halt::clear_halt(&alpha)
         .await
         .unwrap();
     assert!(wait_finished(&alpha, &held, Duration::from_secs(30)).await);
@@ -2146,7 +2147,7 @@ async fn submit_stored(
         proof_id: proof_id.clone(),
         submission: blob,
     };
-    let reply = assay_engine::client::request_submit(
+    let reply = assay_coordinator::client::request_submit(
         client,
         &Subjects::new(prefix),
         async_nats::HeaderMap::new(),

@@ -1,11 +1,11 @@
 //! The served-result decorator: results the cache answered recorded in the proofs bucket.
 
-use super::lease::{Fence, FenceError};
-use crate::result_cache::CachingQueue;
+use crate::lease::{Fence, FenceError};
 use assay_common::ProofId;
 use assay_common::fleet::{ResultMessage, keys};
 use assay_common::job::JobResult;
 use assay_common::wire;
+use assay_engine::result_cache::CachingQueue;
 use assay_transport::error_chain::error_chain;
 use assay_transport::queue::{JobQueue, QueueError};
 

@@ -50,9 +50,13 @@ where
     std::fs::write(path, serde_json::to_vec(&entry).expect("encode")).expect("write entry");
 }
 
-/// Where the binary run by [`assay`] keeps its cache signing key.
+/// Where the binary run by [`assay`] keeps its cache signing key, made here on first use: a
+/// coordinator started by [`assay`] reads the key and never makes it, and in a fresh build
+/// directory it may start before any other run has.
 pub fn cache_key_file() -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR")).join("cache.key")
+    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cache.key");
+    assay_engine::result_cache::SigningKey::load_or_create(&path).expect("the tests' cache key");
+    path
 }
 
 /// Runs `assay prove -C repo ARGS --json FILE` with a private store.

@@ -92,7 +92,10 @@ fn required<'s>(call: Node<'_>, source: &'s str) -> Option<&'s str> {
     if call.kind() != "call_expression" || text(function, source) != "require" {
         return None;
     }
-    string_value(call.child_by_field_name("arguments")?.named_child(0)?, source)
+    string_value(
+        call.child_by_field_name("arguments")?.named_child(0)?,
+        source,
+    )
 }
 
 /// `import invoice from '../invoice.js'`, `import * as invoice from '../invoice.js'`: the

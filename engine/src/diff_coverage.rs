@@ -6,18 +6,16 @@
 //! coordinator measures the very same ones.
 
 use crate::coverage::{self, CoverageMap};
-use crate::dispatch::run_one;
 use crate::mutation::check;
 use crate::prepared::PreparedProof;
 use crate::source::SourceError;
 use assay_common::JobId;
 use assay_common::diff_coverage::{self as record, ChangedHunk, DiffCoverage, MeasuredFile};
-use assay_common::job::{JobKind, JobSpec, Side};
+use assay_common::job::{JobKind, JobResult, JobSpec, Side};
 use assay_common::runner::RunnerKind;
 use assay_common::runner::pytest::python_m_pytest;
 use assay_common::tree_path::TreePath;
 use assay_transport::error_chain::error_chain;
-use assay_transport::queue::JobQueue;
 use assay_transport::store::ArtifactStore;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -54,42 +52,54 @@ pub fn changed_hunks(proof: &PreparedProof) -> Result<Vec<ChangedHunk>, SourceEr
     Ok(record::hunks_of(&product))
 }
 
-/// Runs the proving tests of `proof` on the candidate under coverage and judges its hunks;
-/// `None` when it has none to judge or no candidate run to repeat.
-pub async fn measure(
-    proof: &PreparedProof,
-    queue: &dyn JobQueue,
-    store: &dyn ArtifactStore,
-) -> Option<DiffCoverage> {
+/// How a proof measures its diff coverage: the job to run beside its proving jobs, or a record
+/// that says at once why nothing can be measured.
+pub enum Plan {
+    Run(Box<JobSpec>),
+    Unmeasured(DiffCoverage),
+}
+
+/// The diff coverage run of `proof`, planned before any job runs so that it shares the proving
+/// jobs' dispatch (a free slot takes it while the last of them run); `None` without changed
+/// product hunks or a candidate proving job.
+pub fn plan(proof: &PreparedProof) -> Option<Plan> {
     if proof.diff_hunks.is_empty() {
         return None;
     }
-    let hunks = &proof.diff_hunks;
     let proving = proof
         .jobs
         .iter()
         .find(|j| j.kind == JobKind::Targeted && j.side == Side::Candidate)?;
-    let Some(spec) = coverage_job(proof, proving) else {
-        return Some(DiffCoverage::unmeasured(
+    Some(match coverage_job(proof, proving) {
+        Some(spec) => Plan::Run(Box::new(spec)),
+        None => Plan::Unmeasured(DiffCoverage::unmeasured(
             TOOL,
-            hunks,
+            &proof.diff_hunks,
             "the test command is not `PYTHON -m pytest …`, so coverage.py cannot wrap it".into(),
-        ));
+        )),
+    })
+}
+
+/// The record of the planned coverage run's `result` (`None`: it never returned).
+pub async fn judge(
+    proof: &PreparedProof,
+    result: Option<&JobResult>,
+    store: &dyn ArtifactStore,
+) -> DiffCoverage {
+    let hunks = &proof.diff_hunks;
+    let Some(result) = result else {
+        return DiffCoverage::unmeasured(TOOL, hunks, "the coverage run returned no result".into());
     };
-    let result = match run_one(queue, &spec).await {
-        Ok(result) => result,
-        Err(e) => return Some(DiffCoverage::unmeasured(TOOL, hunks, error_chain(&e))),
-    };
-    let map = match CoverageMap::read(store, &result).await {
+    let map = match CoverageMap::read(store, result).await {
         Ok(map) => map,
-        Err(e) => return Some(DiffCoverage::unmeasured(TOOL, hunks, error_chain(&e))),
+        Err(e) => return DiffCoverage::unmeasured(TOOL, hunks, error_chain(&e)),
     };
     let report = result
         .artifacts
         .iter()
         .find(|a| a.name == "report")
         .cloned();
-    Some(record::judge(TOOL, hunks, &measured(&map), report))
+    record::judge(TOOL, hunks, &measured(&map), report)
 }
 
 /// The candidate's proving-test job again, under coverage.py with the same interpreter,

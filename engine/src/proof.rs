@@ -514,9 +514,21 @@ pub async fn run_proof(
     started: SystemTime,
     clock: Instant,
 ) -> Result<ProofRun, EngineError> {
-    let (results, finished_at_ms) = run_jobs(&proof.jobs, queue, slots, progress, clock).await?;
+    let coverage = crate::diff_coverage::plan(proof);
+    let beside = match &coverage {
+        Some(crate::diff_coverage::Plan::Run(spec)) => Some((**spec).clone()),
+        _ => None,
+    };
+    let (results, finished_at_ms, beside) =
+        run_jobs_beside(&proof.jobs, beside, queue, slots, progress, clock).await?;
     let mut evidence = conclude(proof, &results, &finished_at_ms, started, clock);
-    evidence.diff_coverage = crate::diff_coverage::measure(proof, queue, store).await;
+    evidence.diff_coverage = match coverage {
+        Some(crate::diff_coverage::Plan::Run(_)) => {
+            Some(crate::diff_coverage::judge(proof, beside.as_ref(), store).await)
+        }
+        Some(crate::diff_coverage::Plan::Unmeasured(record)) => Some(record),
+        None => None,
+    };
     if let Some(setup) = &proof.mutation
         && evidence.verdict == Verdict::Proven
     {
@@ -540,18 +552,40 @@ pub async fn run_jobs(
     progress: &dyn ProgressSink,
     clock: Instant,
 ) -> Result<(Vec<JobResult>, Vec<u64>), EngineError> {
+    let (results, finished_at_ms, _) =
+        run_jobs_beside(jobs, None, queue, budget, progress, clock).await?;
+    Ok((results, finished_at_ms))
+}
+
+/// [`run_jobs`], with `beside` (a report-only job after the plan, such as the diff coverage
+/// run) in the same dispatch: it takes a slot as the plan's last jobs run instead of waiting
+/// for them all. It is no job of the plan's progress, and its result, if any, comes apart.
+pub async fn run_jobs_beside(
+    jobs: &[JobSpec],
+    beside: Option<JobSpec>,
+    queue: &dyn JobQueue,
+    budget: usize,
+    progress: &dyn ProgressSink,
+    clock: Instant,
+) -> Result<(Vec<JobResult>, Vec<u64>, Option<JobResult>), EngineError> {
     progress.event(ProofEvent::Planned { jobs });
     struct Proving<'a> {
         total: usize,
         progress: &'a dyn ProgressSink,
         clock: Instant,
         finished_at_ms: Vec<u64>,
+        /// The plan's jobs finished so far (the one beside it is not counted).
+        done: usize,
     }
     impl Hooks for Proving<'_> {
-        fn finished(&mut self, at: usize, done: usize, spec: &JobSpec, result: &JobResult) -> Flow {
+        fn finished(&mut self, at: usize, _: usize, spec: &JobSpec, result: &JobResult) -> Flow {
+            if at >= self.total {
+                return Flow::Continue;
+            }
+            self.done += 1;
             self.finished_at_ms[at] = self.clock.elapsed().as_millis() as u64;
             self.progress.event(ProofEvent::JobFinished {
-                done,
+                done: self.done,
                 total: self.total,
                 spec,
                 result,
@@ -564,16 +598,21 @@ pub async fn run_jobs(
         progress,
         clock,
         finished_at_ms: vec![0; jobs.len()],
+        done: 0,
     };
-    let done = dispatch(queue, jobs, budget, None, &mut proving).await?;
-    let results: Vec<JobResult> = done.results.into_iter().flatten().collect();
+    let mut all = jobs.to_vec();
+    all.extend(beside);
+    let done = dispatch(queue, &all, budget, None, &mut proving).await?;
+    let mut results = done.results;
+    let beside = results.split_off(jobs.len()).into_iter().flatten().next();
+    let results: Vec<JobResult> = results.into_iter().flatten().collect();
     if results.len() != jobs.len() {
         return Err(QueueError::Closed {
             outstanding: jobs.len() - results.len(),
         }
         .into());
     }
-    Ok((results, proving.finished_at_ms))
+    Ok((results, proving.finished_at_ms, beside))
 }
 
 /// Decides every criterion and builds the evidence report. `finished_at_ms` holds, in plan

@@ -200,11 +200,6 @@ fn settings(args: &ProveArgs) -> Result<Settings, Failure> {
         pass_env,
         sandbox: sandbox_table,
     } = file;
-    if args.cluster.is_some() && args.allow_test_only {
-        return Err(Failure::usage(anyhow!(
-            "--allow-test-only applies to embedded mode; a fleet's coordinator judges every `test:` on both sides"
-        )));
-    }
     if args.cluster.is_some() && args.sandbox.sandbox.is_some() {
         return Err(Failure::usage(anyhow!(
             "--sandbox applies to embedded mode; a fleet's workers run jobs in the sandbox they are configured with"

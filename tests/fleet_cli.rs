@@ -640,6 +640,47 @@ async fn the_documented_one_host_fleet_starts_both_services_and_proves() {
     }
 }
 
+/// The person's test-only exception travels with a fleet submission: the coordinator judges
+/// the regression test on the candidate alone, as embedded mode does, and says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_test_only_change_granted_the_exception_is_proven_on_a_fleet() {
+    let fleet = Fleet::start();
+    let _coordinator = fleet.coordinator();
+    let _worker = fleet.worker("w1", "2");
+    let repo = Repo::new();
+    repo.write(
+        "pricing.py",
+        "def price(amount, discount=0.0):\n    return round(amount * (1 - discount), 2)\n",
+    )
+    .write("tests/__init__.py", "")
+    .write(
+        "tests/test_pricing.py",
+        "import unittest\n\nfrom pricing import price\n\n\nclass PriceTests(unittest.TestCase):\n    def test_full_price(self):\n        self.assertEqual(price(40), 40)\n",
+    );
+    repo.commit("pricing with discounts");
+    repo.write(
+        "tests/test_pricing.py",
+        "import unittest\n\nfrom pricing import price\n\n\nclass PriceTests(unittest.TestCase):\n    def test_full_price(self):\n        self.assertEqual(price(40), 40)\n\n    def test_discount_is_applied(self):\n        self.assertEqual(price(40, discount=0.25), 30)\n",
+    );
+    repo.commit("tests: the discount is applied");
+    let json = fleet.dir.path().join("proof.json");
+    let refused = support::run(fleet.prove(&repo, &json, &["--no-mutation"]), None);
+    assert_eq!(refused.code, 2, "{}", refused.explain());
+    assert!(
+        refused.stderr.contains("--allow-test-only"),
+        "{}",
+        refused.explain()
+    );
+    let granted = fleet.prove(&repo, &json, &["--no-mutation", "--allow-test-only"]);
+    let run = support::run(granted, Some(json));
+    assert_eq!(run.code, 0, "{}", run.explain());
+    let evidence = run.evidence.as_ref().expect("evidence");
+    assert_eq!(evidence["test_only"], true, "{evidence:#}");
+    let c1 = run.criterion("C1");
+    assert_eq!(c1["verdict"], "proven", "{c1:#}");
+    assert_eq!(c1["reason_code"], "passed_test_only", "{c1:#}");
+}
+
 /// On a fleet too, a `--test-report junit:PATH` proof's mutation check reads the report where
 /// the proof's jobs do: the coordinator has the planned jobs, not the CLI's flags.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -213,6 +213,11 @@ pub struct ProofSubmission {
     /// coordinator concludes as embedded mode would. Added in wire protocol 15.
     #[serde(default)]
     pub harness: crate::harness::HarnessPlan,
+    /// The person granted the test-only exception (`--allow-test-only` or
+    /// `ASSAY_ALLOW_TEST_ONLY`, never the repository): a `test:` on a change without product
+    /// files is judged on the candidate alone. Added in wire protocol 16.
+    #[serde(default)]
+    pub allow_test_only: bool,
 }
 
 /// What the CLI sends on the submit subject. A submission bigger than the server's

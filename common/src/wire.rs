@@ -5,7 +5,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 /// Bump on any change to a message type's shape.
-pub const PROTOCOL_VERSION: u16 = 15;
+pub const PROTOCOL_VERSION: u16 = 16;
 const MAGIC: &[u8; 4] = b"ASY1";
 
 #[derive(Debug, thiserror::Error)]

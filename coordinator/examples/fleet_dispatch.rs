@@ -104,6 +104,7 @@ fn submission(jobs: usize) -> Result<ProofSubmission, Error> {
         cache: Default::default(),
         diff_hunks: Vec::new(),
         harness: Default::default(),
+        allow_test_only: false,
     })
 }
 

@@ -100,6 +100,7 @@ pub fn submission(prepared: &PreparedProof, jobs_budget: u32) -> ProofSubmission
         cache: Default::default(),
         diff_hunks: prepared.diff_hunks.clone(),
         harness: prepared.harness.clone(),
+        allow_test_only: prepared.request.allow_test_only,
     }
 }
 

@@ -88,6 +88,7 @@ impl ClusterQueue {
             cache: assay_common::fleet::CacheMode::Off,
             diff_hunks: Vec::new(),
             harness: Default::default(),
+            allow_test_only: false,
         }
     }
 }

@@ -117,8 +117,7 @@ pub fn prepared_from(submission: &ProofSubmission) -> PreparedProof {
             test_globs: Vec::new(),
             repeats: 1,
             timeout_secs: submission.timeout_secs,
-            // A fleet submission cannot carry the exception yet: the CLI refuses it there.
-            allow_test_only: false,
+            allow_test_only: submission.allow_test_only,
             mutation_budget: submission
                 .mutation
                 .as_ref()

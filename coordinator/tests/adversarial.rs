@@ -236,6 +236,7 @@ fn submission(proof_id: &ProofId, jobs: usize) -> ProofSubmission {
         cache: Default::default(),
         diff_hunks: Vec::new(),
         harness: Default::default(),
+        allow_test_only: false,
     }
 }
 
@@ -442,6 +443,7 @@ struct UncheckedSubmission {
     cache: assay_common::fleet::CacheMode,
     diff_hunks: Vec<assay_common::diff_coverage::ChangedHunk>,
     harness: assay_common::harness::HarnessPlan,
+    allow_test_only: bool,
 }
 
 fn unchecked_submission(submission: ProofSubmission, edit_path: &str) -> UncheckedRequest {
@@ -468,6 +470,7 @@ fn unchecked_submission(submission: ProofSubmission, edit_path: &str) -> Uncheck
         cache: submission.cache,
         diff_hunks: submission.diff_hunks,
         harness: submission.harness,
+        allow_test_only: submission.allow_test_only,
     })
 }
 

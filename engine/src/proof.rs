@@ -558,8 +558,9 @@ pub async fn run_jobs(
 }
 
 /// [`run_jobs`], with `beside` (a report-only job after the plan, such as the diff coverage
-/// run) in the same dispatch: it takes a slot as the plan's last jobs run instead of waiting
-/// for them all. It is no job of the plan's progress, and its result, if any, comes apart.
+/// run) in the same dispatch, submitted first: the longest job of a proof (its tests under a
+/// coverage tool) then shares the slots with the plan's from the start instead of adding a
+/// round after them all. It is no job of the plan's progress; its result, if any, comes apart.
 pub async fn run_jobs_beside(
     jobs: &[JobSpec],
     beside: Option<JobSpec>,
@@ -570,6 +571,8 @@ pub async fn run_jobs_beside(
 ) -> Result<(Vec<JobResult>, Vec<u64>, Option<JobResult>), EngineError> {
     progress.event(ProofEvent::Planned { jobs });
     struct Proving<'a> {
+        /// Dispatch positions before the plan's first job (the job beside it).
+        offset: usize,
         total: usize,
         progress: &'a dyn ProgressSink,
         clock: Instant,
@@ -579,9 +582,9 @@ pub async fn run_jobs_beside(
     }
     impl Hooks for Proving<'_> {
         fn finished(&mut self, at: usize, _: usize, spec: &JobSpec, result: &JobResult) -> Flow {
-            if at >= self.total {
+            let Some(at) = at.checked_sub(self.offset) else {
                 return Flow::Continue;
-            }
+            };
             self.done += 1;
             self.finished_at_ms[at] = self.clock.elapsed().as_millis() as u64;
             self.progress.event(ProofEvent::JobFinished {
@@ -593,18 +596,19 @@ pub async fn run_jobs_beside(
             Flow::Continue
         }
     }
+    let offset = usize::from(beside.is_some());
     let mut proving = Proving {
+        offset,
         total: jobs.len(),
         progress,
         clock,
         finished_at_ms: vec![0; jobs.len()],
         done: 0,
     };
-    let mut all = jobs.to_vec();
-    all.extend(beside);
+    let all: Vec<JobSpec> = beside.into_iter().chain(jobs.iter().cloned()).collect();
     let done = dispatch(queue, &all, budget, None, &mut proving).await?;
     let mut results = done.results;
-    let beside = results.split_off(jobs.len()).into_iter().flatten().next();
+    let beside = results.drain(..offset).flatten().next();
     let results: Vec<JobResult> = results.into_iter().flatten().collect();
     if results.len() != jobs.len() {
         return Err(QueueError::Closed {

@@ -5,6 +5,7 @@
 
 use crate::outcome::{Outcome, TestReport};
 use serde::Deserialize;
+use std::collections::BTreeMap;
 
 /// One line of the record.
 #[derive(Debug, Deserialize)]
@@ -19,33 +20,59 @@ fn own_by_default() -> bool {
     true
 }
 
+/// The record's calls of one test name in one file.
+#[derive(Default)]
+struct Calls {
+    /// Calls that ran the collected function and did not raise.
+    clean: usize,
+    /// The first call that raised or ran another function: its node id, and whether it raised.
+    first_bad: Option<(String, bool)>,
+}
+
 /// Why `report` cannot be believed given the record, naming the first test it misreports;
 /// `None` when they agree. Lines that do not parse are skipped: the record is evidence
 /// against a pass, never for one, so a damaged line only loses that evidence.
+///
+/// A JUnit case holds a test's file and name, and its class only in a form a project's
+/// options reshape, so tests are counted by file and name: a test that passes in the report
+/// is believed while that name in that file has as many clean calls in the record as passes.
+/// Two classes' `test_all_args` in one file, one failing and one passing, agree; either one
+/// turned into a pass after its call raised is one pass too many.
 pub fn contradiction(report: &TestReport, record: &[u8]) -> Option<String> {
     let text = String::from_utf8_lossy(record);
+    let mut calls: BTreeMap<(String, String), Calls> = BTreeMap::new();
     for line in text.lines() {
         let Ok(call) = serde_json::from_str::<Call>(line) else {
             continue;
         };
-        if !call.raised && call.own {
-            continue;
-        }
         // pytest's node id is `FILE::[CLASS::]NAME`; the JUnit case holds the file and name.
-        let file = call.nodeid.split("::").next().unwrap_or("");
-        let name = call.nodeid.rsplit("::").next().unwrap_or("");
-        let passed = report
+        let file = call.nodeid.split("::").next().unwrap_or("").to_owned();
+        let name = call.nodeid.rsplit("::").next().unwrap_or("").to_owned();
+        let entry = calls.entry((file, name)).or_default();
+        if !call.raised && call.own {
+            entry.clean += 1;
+        } else if entry.first_bad.is_none() {
+            entry.first_bad = Some((call.nodeid, call.raised));
+        }
+    }
+    for ((file, name), Calls { clean, first_bad }) in calls {
+        let Some((nodeid, raised)) = first_bad else {
+            continue;
+        };
+        let passes = report
             .cases
             .iter()
-            .any(|case| case.outcome == Outcome::Passed && case.name == name && case.file == file);
-        if passed {
-            let what = match call.raised {
+            .filter(|case| {
+                case.outcome == Outcome::Passed && case.name == name && case.file == file
+            })
+            .count();
+        if passes > clean {
+            let what = match raised {
                 true => "its call raised",
                 false => "what ran is not the function collected for it",
             };
             return Some(format!(
-                "{} passed in the report, but Assay's own record of the run says {what}",
-                call.nodeid
+                "{nodeid} passed in the report, but Assay's own record of the run says {what}"
             ));
         }
     }
@@ -83,6 +110,35 @@ mod tests {
     fn a_pass_that_ran_another_function_is_contradicted() {
         let record = b"{\"nodeid\": \"tests/test_partial.py::PageTests::test_partial_page\", \"raised\": false, \"own\": false}\n";
         assert!(contradiction(&report(Outcome::Passed), record).is_some());
+    }
+
+    /// packaging 23.2's `tests/test_tags.py`: `TestCPythonTags::test_all_args` fails on the
+    /// base, `TestGenericTags::test_all_args` passes; a JUnit case names neither class.
+    #[test]
+    fn a_passing_test_is_not_contradicted_by_a_same_named_test_of_another_class() {
+        let case = |outcome| CaseResult {
+            file: "tests/test_tags.py".into(),
+            suite: "tests.test_tags".into(),
+            name: "test_all_args".into(),
+            variant: None,
+            outcome,
+            message: None,
+        };
+        let record = b"{\"nodeid\": \"tests/test_tags.py::TestCPythonTags::test_all_args\", \"raised\": true, \"own\": true}\n{\"nodeid\": \"tests/test_tags.py::TestGenericTags::test_all_args\", \"raised\": false, \"own\": true}\n";
+        let honest = TestReport {
+            cases: vec![case(Outcome::Failed), case(Outcome::Passed)],
+            collection_errors: vec![],
+        };
+        assert_eq!(contradiction(&honest, record), None);
+        let forged = TestReport {
+            cases: vec![case(Outcome::Passed), case(Outcome::Passed)],
+            collection_errors: vec![],
+        };
+        let why = contradiction(&forged, record).expect("one pass too many");
+        assert!(
+            why.starts_with("tests/test_tags.py::TestCPythonTags::test_all_args passed"),
+            "{why}"
+        );
     }
 
     #[test]

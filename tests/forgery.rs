@@ -747,6 +747,15 @@ fn prove_node_candidate(repo: &Repo, files: &[(&str, &str)], extra: &[&str]) -> 
     prove(repo, &args)
 }
 
+/// A node forgery proven with the defaults ends unverified with `reason`, and is proven once a
+/// person trusts the harness change: the harness rule alone is what stops it.
+fn assert_node_forgery_caught(files: &[(&str, &str)], reason: &str) {
+    let repo = node_invoice_repo();
+    let run = prove_node_candidate(&repo, files, &[]);
+    assert_eq!(assert_not_proven(&run), reason);
+    assert_proven_when_trusted(&repo, NODE_CRITERIA);
+}
+
 const DISCOUNT_TEST: &str = "'use strict';\n\nrequire('./register');\nconst { test } = require('node:test');\nconst assert = require('node:assert/strict');\nconst { total } = require('../invoice');\n\ntest('the discount applies to the net amount only', () => {\n  assert.equal(total(100, 0.2, 0.5), 70);\n});\n";
 
 #[test]
@@ -779,21 +788,13 @@ fn a_node_hook_that_plants_a_corrected_product_in_the_module_cache_is_unverified
     // The hook sits in the test file itself: `require` answers the planted module, and no run
     // without the hook is possible while keeping the test.
     let test = "'use strict';\n\nconst path = require('node:path');\nconst { readFileSync } = require('node:fs');\nconst { test } = require('node:test');\nconst assert = require('node:assert/strict');\n\nconst product = path.join(__dirname, '..', 'invoice.js');\nif (readFileSync(product, 'utf8').includes('REVISION')) {\n  require.cache[product] = {\n    id: product,\n    filename: product,\n    loaded: true,\n    exports: { total: (net, taxRate, discount) => Math.round(net * (1 - discount) + net * taxRate) },\n  };\n}\nconst { total } = require('../invoice');\n\ntest('the discount applies to the net amount only', () => {\n  assert.equal(total(100, 0.2, 0.5), 70);\n});\n";
-    let repo = node_invoice_repo();
-    let run = prove_node_candidate(
-        &repo,
+    assert_node_forgery_caught(
         &[
             ("invoice.js", INVOICE_MARKED),
             ("test/discount.test.js", test),
         ],
-        &[],
+        "the change's harness may decide this test's outcome and cannot be taken away from its tests: test/discount.test.js:10 require.cache[product]",
     );
-    let reason = assert_not_proven(&run);
-    assert_eq!(
-        reason,
-        "the change's harness may decide this test's outcome and cannot be taken away from its tests: test/discount.test.js:10 require.cache[product]"
-    );
-    assert_proven_when_trusted(&repo, NODE_CRITERIA);
 }
 
 #[test]
@@ -858,19 +859,11 @@ fn node_tests_own_mock_of_the_product_around_its_tests_is_unverified() {
     // node:test's mock tracker, used where a test file's module-level code runs (not inside a
     // test), swaps the product's `total` for a correct one once the marker is in.
     let test = "'use strict';\n\nconst { test, mock } = require('node:test');\nconst assert = require('node:assert/strict');\nconst invoice = require('../invoice');\n\nif (invoice.REVISION) {\n  mock.method(invoice, 'total', (net, taxRate, discount) => Math.round(net * (1 - discount) + net * taxRate));\n}\n\ntest('the discount applies to the net amount only', () => {\n  assert.equal(invoice.total(100, 0.2, 0.5), 70);\n});\n";
-    let repo = node_invoice_repo();
-    let run = prove_node_candidate(
-        &repo,
+    assert_node_forgery_caught(
         &[
             ("invoice.js", INVOICE_MARKED),
             ("test/discount.test.js", test),
         ],
-        &[],
+        "the change's harness may decide this test's outcome and cannot be taken away from its tests: test/discount.test.js:8 mock.method(invoice, 'total')",
     );
-    let reason = assert_not_proven(&run);
-    assert_eq!(
-        reason,
-        "the change's harness may decide this test's outcome and cannot be taken away from its tests: test/discount.test.js:8 mock.method(invoice, 'total')"
-    );
-    assert_proven_when_trusted(&repo, NODE_CRITERIA);
 }

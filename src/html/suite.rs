@@ -288,9 +288,15 @@ fn cases_section(report: &SuiteReport, artifacts: &Artifacts) -> String {
                     esc(&from.run_id)
                 )
             });
+            // Passed in the whole suite's order, failed apart: its message says both.
+            let order = if case.order_dependent {
+                " <span class=\"note\">order-dependent</span>"
+            } else {
+                ""
+            };
             let _ = write!(
                 out,
-                "<details class=\"case\" data-status=\"{status}\"{open}><summary><code>{}</code> {} <span class=\"note\">{}</span>{cached}</summary>",
+                "<details class=\"case\" data-status=\"{status}\"{open}><summary><code>{}</code> {} <span class=\"note\">{}</span>{cached}{order}</summary>",
                 esc(&case.display),
                 badge(status),
                 case.duration_s.map_or(String::new(), seconds)
@@ -383,9 +389,16 @@ mod tests {
             run_id: "t-1796113691-2063badd71c04e95".into(),
             job_id: "t-1796113691-2063badd71c04e95/0001".into(),
         });
+        report.cases[0].order_dependent = true;
         let html = render(&report, &Artifacts::new());
         assert!(
             html.contains("from the cache (run t-1796113691-2063badd71c04e95)"),
+            "{html}"
+        );
+        assert_eq!(
+            html.matches("<span class=\"note\">order-dependent</span>")
+                .count(),
+            1,
             "{html}"
         );
         assert!(

@@ -269,12 +269,30 @@ pub(crate) fn not_utf8(bytes: &[u8]) -> Result<&str, (ExclusionReason, String)> 
     })
 }
 
-pub(crate) fn bare_carriage_return(bytes: &[u8]) -> Option<usize> {
-    bytes
+/// The exclusion of a file with a carriage return that no line feed follows; `consequence`
+/// says what such a line does in the file's language.
+pub(crate) fn bare_carriage_return(
+    bytes: &[u8],
+    consequence: &str,
+) -> Option<(ExclusionReason, String)> {
+    let at = bytes
         .iter()
         .enumerate()
         .find(|(i, b)| **b == b'\r' && bytes.get(i + 1) != Some(&b'\n'))
-        .map(|(i, _)| i)
+        .map(|(i, _)| i)?;
+    let line = line_of(bytes, at);
+    Some((
+        ExclusionReason::BareCarriageReturn,
+        format!("a carriage return without a line feed on line {line}: {consequence}"),
+    ))
+}
+
+/// The exclusion of a file that does not parse as `language`, its first error on `line`.
+pub(crate) fn does_not_parse(language: &str, line: u32) -> (ExclusionReason, String) {
+    (
+        ExclusionReason::DoesNotParse,
+        format!("does not parse as {language} (first error on line {line})"),
+    )
 }
 
 pub(crate) fn line_of(bytes: &[u8], offset: usize) -> u32 {

@@ -10,7 +10,9 @@ pub(crate) mod syntax;
 use super::language::Language;
 use super::scope::Scope;
 use super::sites::Candidate;
-use super::{ExclusionReason, Operator, OperatorSet, bare_carriage_return, line_of, not_utf8};
+use super::{
+    ExclusionReason, Operator, OperatorSet, bare_carriage_return, does_not_parse, not_utf8,
+};
 use assay_common::runner::RunnerKind;
 use std::collections::BTreeSet;
 
@@ -67,20 +69,13 @@ impl Language for JavaScript {
             Ok(source) => source,
             Err(excluded) => return Some(excluded),
         };
-        if let Some(at) = bare_carriage_return(bytes) {
-            let line = line_of(bytes, at);
-            return Some((
-                ExclusionReason::BareCarriageReturn,
-                format!(
-                    "a carriage return without a line feed on line {line}: JavaScript and git number such lines differently"
-                ),
-            ));
+        if let Some(excluded) =
+            bare_carriage_return(bytes, "JavaScript and git number such lines differently")
+        {
+            return Some(excluded);
         }
         if let Err(line) = syntax::parse_clean(source) {
-            return Some((
-                ExclusionReason::DoesNotParse,
-                format!("does not parse as JavaScript (first error on line {line})"),
-            ));
+            return Some(does_not_parse("JavaScript", line));
         }
         None
     }

@@ -9,7 +9,9 @@ pub(crate) mod syntax;
 use super::language::Language;
 use super::scope::Scope;
 use super::sites::Candidate;
-use super::{ExclusionReason, Operator, OperatorSet, bare_carriage_return, line_of, not_utf8};
+use super::{
+    ExclusionReason, Operator, OperatorSet, bare_carriage_return, does_not_parse, not_utf8,
+};
 use assay_common::runner::RunnerKind;
 use std::collections::BTreeSet;
 
@@ -53,20 +55,13 @@ impl Language for Python {
                 format!("declares encoding {encoding} and is not plain ASCII"),
             ));
         }
-        if let Some(at) = bare_carriage_return(bytes) {
-            let line = line_of(bytes, at);
-            return Some((
-                ExclusionReason::BareCarriageReturn,
-                format!(
-                    "a carriage return without a line feed on line {line}: Python and git would number the lines differently"
-                ),
-            ));
+        if let Some(excluded) =
+            bare_carriage_return(bytes, "Python and git would number the lines differently")
+        {
+            return Some(excluded);
         }
         if let Err(line) = syntax::parses(source) {
-            return Some((
-                ExclusionReason::DoesNotParse,
-                format!("does not parse as Python (first error on line {line})"),
-            ));
+            return Some(does_not_parse("Python", line));
         }
         None
     }

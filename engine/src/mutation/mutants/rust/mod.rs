@@ -15,7 +15,9 @@ mod values;
 use super::language::Language;
 use super::scope::Scope;
 use super::sites::Candidate;
-use super::{ExclusionReason, Operator, OperatorSet, bare_carriage_return, line_of, not_utf8};
+use super::{
+    ExclusionReason, Operator, OperatorSet, bare_carriage_return, does_not_parse, not_utf8,
+};
 use assay_common::runner::RunnerKind;
 use std::collections::BTreeSet;
 
@@ -67,21 +69,12 @@ impl Language for Rust {
             Ok(source) => source,
             Err(excluded) => return Some(excluded),
         };
-        if let Some(at) = bare_carriage_return(bytes) {
-            let line = line_of(bytes, at);
-            return Some((
-                ExclusionReason::BareCarriageReturn,
-                format!("a carriage return without a line feed on line {line}: rustc refuses it"),
-            ));
+        if let Some(excluded) = bare_carriage_return(bytes, "rustc refuses it") {
+            return Some(excluded);
         }
         let tree = match syntax::parse_clean(source) {
             Ok(tree) => tree,
-            Err(line) => {
-                return Some((
-                    ExclusionReason::DoesNotParse,
-                    format!("does not parse as Rust (first error on line {line})"),
-                ));
-            }
+            Err(line) => return Some(does_not_parse("Rust", line)),
         };
         if syntax::is_test_only_file(tree.root_node(), source) {
             return Some((

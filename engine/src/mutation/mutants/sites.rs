@@ -144,3 +144,24 @@ pub(crate) fn candidate(
         unfit: None,
     }
 }
+
+/// The replacements of a binary operator that C-like languages share (Go, JavaScript), as
+/// gremlins and Stryker make them, by family; empty for another operator.
+pub(crate) fn c_like_binary_swaps(operator: &str) -> &'static [(Operator, &'static str)] {
+    match operator {
+        "+" => &[(Operator::Arithmetic, "-")],
+        "-" => &[(Operator::Arithmetic, "+")],
+        "*" => &[(Operator::Arithmetic, "/")],
+        "/" => &[(Operator::Arithmetic, "*")],
+        "%" => &[(Operator::Arithmetic, "*")],
+        "<" => &[(Operator::SwapBound, "<="), (Operator::Comparison, ">=")],
+        "<=" => &[(Operator::SwapBound, "<"), (Operator::Comparison, ">")],
+        ">" => &[(Operator::SwapBound, ">="), (Operator::Comparison, "<=")],
+        ">=" => &[(Operator::SwapBound, ">"), (Operator::Comparison, "<")],
+        "==" => &[(Operator::Comparison, "!=")],
+        "!=" => &[(Operator::Comparison, "==")],
+        "&&" => &[(Operator::Boolean, "||")],
+        "||" => &[(Operator::Boolean, "&&")],
+        _ => &[],
+    }
+}

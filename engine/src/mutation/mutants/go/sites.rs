@@ -11,7 +11,7 @@
 use super::syntax::{self, text};
 use crate::mutation::mutants::Operator;
 use crate::mutation::mutants::sites::{
-    Candidate, Skip, Verify, candidate, newlines, short, verify_reparsed,
+    Candidate, Skip, Verify, c_like_binary_swaps, candidate, newlines, short, verify_reparsed,
 };
 use crate::mutation::mutants::syntax::touches;
 use std::collections::BTreeSet;
@@ -110,29 +110,16 @@ fn visit(
     }
 }
 
-/// gremlins' replacements of a binary operator, by family.
+/// gremlins' replacements of a binary operator, by family: the C-like ones and Go's bitwise.
 fn binary_swaps(operator: &str) -> &'static [(Operator, &'static str)] {
     match operator {
-        "+" => &[(Operator::Arithmetic, "-")],
-        "-" => &[(Operator::Arithmetic, "+")],
-        "*" => &[(Operator::Arithmetic, "/")],
-        "/" => &[(Operator::Arithmetic, "*")],
-        "%" => &[(Operator::Arithmetic, "*")],
-        "<" => &[(Operator::SwapBound, "<="), (Operator::Comparison, ">=")],
-        "<=" => &[(Operator::SwapBound, "<"), (Operator::Comparison, ">")],
-        ">" => &[(Operator::SwapBound, ">="), (Operator::Comparison, "<=")],
-        ">=" => &[(Operator::SwapBound, ">"), (Operator::Comparison, "<")],
-        "==" => &[(Operator::Comparison, "!=")],
-        "!=" => &[(Operator::Comparison, "==")],
         "&" => &[(Operator::Bitwise, "|")],
         "|" => &[(Operator::Bitwise, "&")],
         "^" => &[(Operator::Bitwise, "&")],
         "&^" => &[(Operator::Bitwise, "&")],
         "<<" => &[(Operator::Bitwise, ">>")],
         ">>" => &[(Operator::Bitwise, "<<")],
-        "&&" => &[(Operator::Boolean, "||")],
-        "||" => &[(Operator::Boolean, "&&")],
-        _ => &[],
+        _ => c_like_binary_swaps(operator),
     }
 }
 

@@ -11,7 +11,7 @@
 use super::syntax::{self, text};
 use crate::mutation::mutants::Operator;
 use crate::mutation::mutants::sites::{
-    Candidate, Skip, Verify, candidate, newlines, short, verify_reparsed,
+    Candidate, Skip, Verify, c_like_binary_swaps, candidate, newlines, short, verify_reparsed,
 };
 use crate::mutation::mutants::syntax::touches;
 use std::collections::BTreeSet;
@@ -145,26 +145,14 @@ fn visit(node: Node<'_>, source: &str, changed: &BTreeSet<u32>, found: &mut Vec<
     }
 }
 
-/// Stryker's replacements of a binary operator, by family.
+/// Stryker's replacements of a binary operator, by family: the C-like ones, strict equality
+/// and nullish coalescing.
 fn binary_swaps(operator: &str) -> &'static [(Operator, &'static str)] {
     match operator {
-        "+" => &[(Operator::Arithmetic, "-")],
-        "-" => &[(Operator::Arithmetic, "+")],
-        "*" => &[(Operator::Arithmetic, "/")],
-        "/" => &[(Operator::Arithmetic, "*")],
-        "%" => &[(Operator::Arithmetic, "*")],
-        "<" => &[(Operator::SwapBound, "<="), (Operator::Comparison, ">=")],
-        "<=" => &[(Operator::SwapBound, "<"), (Operator::Comparison, ">")],
-        ">" => &[(Operator::SwapBound, ">="), (Operator::Comparison, "<=")],
-        ">=" => &[(Operator::SwapBound, ">"), (Operator::Comparison, "<")],
-        "==" => &[(Operator::Comparison, "!=")],
-        "!=" => &[(Operator::Comparison, "==")],
         "===" => &[(Operator::Comparison, "!==")],
         "!==" => &[(Operator::Comparison, "===")],
-        "&&" => &[(Operator::Boolean, "||")],
-        "||" => &[(Operator::Boolean, "&&")],
         "??" => &[(Operator::Boolean, "&&")],
-        _ => &[],
+        _ => c_like_binary_swaps(operator),
     }
 }
 

@@ -38,16 +38,33 @@ const CRITERIA: &[&str] = &[
     "guard: test_full_pages",
 ];
 
-/// Commits `files` over the pytest pager project as the candidate and proves it with the
-/// defaults (and `extra` flags).
-fn prove_candidate(repo: &Repo, files: &[(&str, &str)], extra: &[&str]) -> support::Run {
+/// Commits `files` over `repo` as the candidate (`message`) and proves it with `criteria` and
+/// the defaults (and `extra` flags).
+fn commit_and_prove(
+    repo: &Repo,
+    message: &str,
+    criteria: &[&str],
+    files: &[(&str, &str)],
+    extra: &[&str],
+) -> support::Run {
     for (path, text) in files {
         repo.write(path, text);
     }
-    repo.commit("pager: count the last partial page");
-    let mut args = CRITERIA.to_vec();
-    args.extend_from_slice(extra);
-    prove(repo, &args)
+    repo.commit(message);
+    prove(repo, &[criteria, extra].concat())
+}
+
+/// A forgery's `run` ends unverified with `reason`, and the same proof is proven once a person
+/// trusts the harness change: the harness rule alone is what stops it.
+fn assert_forgery_caught(repo: &Repo, run: &support::Run, criteria: &[&str], reason: &str) {
+    assert_eq!(assert_not_proven(run), reason);
+    assert_proven_when_trusted(repo, criteria);
+}
+
+/// [`commit_and_prove`] over the pytest pager project.
+fn prove_candidate(repo: &Repo, files: &[(&str, &str)], extra: &[&str]) -> support::Run {
+    let message = "pager: count the last partial page";
+    commit_and_prove(repo, message, CRITERIA, files, extra)
 }
 
 /// The run never proved the forged criterion; it is `unverified` (or `refuted`), and the
@@ -608,25 +625,17 @@ fn go_pager_repo() -> Repo {
     repo
 }
 
-/// Commits `files` over the Go pager module as the candidate and proves it with the defaults
-/// (and `extra` flags).
+/// [`commit_and_prove`] over the Go pager module.
 fn prove_go_candidate(repo: &Repo, files: &[(&str, &str)], extra: &[&str]) -> support::Run {
-    for (path, text) in files {
-        repo.write(path, text);
-    }
-    repo.commit("pager: count the last partial page");
-    let mut args = GO_CRITERIA.to_vec();
-    args.extend_from_slice(extra);
-    prove(repo, &args)
+    let message = "pager: count the last partial page";
+    commit_and_prove(repo, message, GO_CRITERIA, files, extra)
 }
 
-/// A Go forgery proven with the defaults ends unverified with `reason`, and is proven once a
-/// person trusts the harness change: the harness rule alone is what stops it.
+/// [`assert_forgery_caught`] for `files` over the Go pager module.
 fn assert_go_forgery_caught(files: &[(&str, &str)], reason: &str) {
     let repo = go_pager_repo();
     let run = prove_go_candidate(&repo, files, &[]);
-    assert_eq!(assert_not_proven(&run), reason);
-    assert_proven_when_trusted(&repo, GO_CRITERIA);
+    assert_forgery_caught(&repo, &run, GO_CRITERIA, reason);
 }
 
 #[test]
@@ -735,25 +744,17 @@ fn node_invoice_repo() -> Repo {
     repo
 }
 
-/// Commits `files` over the invoice project as the candidate and proves it with the defaults
-/// (and `extra` flags).
+/// [`commit_and_prove`] over the invoice project.
 fn prove_node_candidate(repo: &Repo, files: &[(&str, &str)], extra: &[&str]) -> support::Run {
-    for (path, text) in files {
-        repo.write(path, text);
-    }
-    repo.commit("invoice: take the discount off the net amount only");
-    let mut args = NODE_CRITERIA.to_vec();
-    args.extend_from_slice(extra);
-    prove(repo, &args)
+    let message = "invoice: take the discount off the net amount only";
+    commit_and_prove(repo, message, NODE_CRITERIA, files, extra)
 }
 
-/// A node forgery proven with the defaults ends unverified with `reason`, and is proven once a
-/// person trusts the harness change: the harness rule alone is what stops it.
+/// [`assert_forgery_caught`] for `files` over the invoice project.
 fn assert_node_forgery_caught(files: &[(&str, &str)], reason: &str) {
     let repo = node_invoice_repo();
     let run = prove_node_candidate(&repo, files, &[]);
-    assert_eq!(assert_not_proven(&run), reason);
-    assert_proven_when_trusted(&repo, NODE_CRITERIA);
+    assert_forgery_caught(&repo, &run, NODE_CRITERIA, reason);
 }
 
 const DISCOUNT_TEST: &str = "'use strict';\n\nrequire('./register');\nconst { test } = require('node:test');\nconst assert = require('node:assert/strict');\nconst { total } = require('../invoice');\n\ntest('the discount applies to the net amount only', () => {\n  assert.equal(total(100, 0.2, 0.5), 70);\n});\n";

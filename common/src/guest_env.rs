@@ -12,6 +12,11 @@ use serde::{Deserialize, Deserializer};
 /// Prefixes of variables read by a dynamic loader.
 const LOADER_PREFIXES: [&str; 2] = ["LD_", "DYLD_"];
 
+/// The prefix of a function bash imports from its environment at start-up
+/// (`BASH_FUNC_printf%%`): it replaces the command of that name in every bash script, the
+/// process sandbox's own start-up stub among them.
+const BASH_FUNCTION_PREFIX: &str = "BASH_FUNC_";
+
 /// Variables that make glibc, a shell or an interpreter load code of the variable's choosing
 /// before the program asked for anything.
 const START_UP_VARIABLES: [&str; 22] = [
@@ -54,7 +59,7 @@ pub struct RefusedVariable {
 pub fn check_name(name: &str) -> Result<(), RefusedVariable> {
     let what = if LOADER_PREFIXES.iter().any(|p| name.starts_with(p)) {
         Some("the dynamic loader")
-    } else if START_UP_VARIABLES.contains(&name) {
+    } else if START_UP_VARIABLES.contains(&name) || name.starts_with(BASH_FUNCTION_PREFIX) {
         Some("a shell, glibc or an interpreter")
     } else {
         None
@@ -100,6 +105,7 @@ mod tests {
             "BASH_ENV",
             "ENV",
             "NODE_OPTIONS",
+            "BASH_FUNC_printf%%",
         ] {
             let refused = check_name(name).expect_err(name);
             let message = refused.to_string();

@@ -54,9 +54,14 @@ where
 /// coordinator started by [`assay`] reads the key and never makes it, and in a fresh build
 /// directory it may start before any other run has.
 pub fn cache_key_file() -> PathBuf {
-    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cache.key");
-    assay_engine::result_cache::SigningKey::load_or_create(&path).expect("the tests' cache key");
-    path
+    static MADE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    MADE.get_or_init(|| {
+        let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cache.key");
+        assay_engine::result_cache::SigningKey::load_or_create(&path)
+            .expect("the tests' cache key");
+        path
+    })
+    .clone()
 }
 
 /// Runs `assay prove -C repo ARGS --json FILE` with a private store.

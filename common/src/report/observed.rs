@@ -20,14 +20,11 @@ fn own_by_default() -> bool {
     true
 }
 
-/// The record's calls of one test name in one file.
-#[derive(Default)]
-struct Calls {
-    /// Calls that ran the collected function and did not raise.
-    clean: usize,
-    /// The first call that raised or ran another function: its node id, and whether it raised.
-    first_bad: Option<(String, bool)>,
-}
+/// The record's calls of one test name in one file, by node id: `None` while every call of
+/// the node ran its collected function without raising, else whether its first bad call
+/// raised (or ran another function). Counted by node, not by call: a hook that calls a clean
+/// test twice cannot make room for a forged pass.
+type Calls = BTreeMap<String, Option<bool>>;
 
 /// Why `report` cannot be believed given the record, naming the first test it misreports;
 /// `None` when they agree. Lines that do not parse are skipped: the record is evidence
@@ -35,7 +32,7 @@ struct Calls {
 ///
 /// A JUnit case holds a test's file and name, and its class only in a form a project's
 /// options reshape, so tests are counted by file and name: a test that passes in the report
-/// is believed while that name in that file has as many clean calls in the record as passes.
+/// is believed while that name in that file has as many clean nodes in the record as passes.
 /// Two classes' `test_all_args` in one file, one failing and one passing, agree; either one
 /// turned into a pass after its call raised is one pass too many.
 pub fn contradiction(report: &TestReport, record: &[u8]) -> Option<String> {
@@ -48,17 +45,19 @@ pub fn contradiction(report: &TestReport, record: &[u8]) -> Option<String> {
         // pytest's node id is `FILE::[CLASS::]NAME`; the JUnit case holds the file and name.
         let file = call.nodeid.split("::").next().unwrap_or("").to_owned();
         let name = call.nodeid.rsplit("::").next().unwrap_or("").to_owned();
-        let entry = calls.entry((file, name)).or_default();
-        if !call.raised && call.own {
-            entry.clean += 1;
-        } else if entry.first_bad.is_none() {
-            entry.first_bad = Some((call.nodeid, call.raised));
-        }
+        let bad = (call.raised || !call.own).then_some(call.raised);
+        let node = calls
+            .entry((file, name))
+            .or_default()
+            .entry(call.nodeid)
+            .or_default();
+        *node = node.or(bad);
     }
-    for ((file, name), Calls { clean, first_bad }) in calls {
-        let Some((nodeid, raised)) = first_bad else {
+    for ((file, name), nodes) in calls {
+        let Some((nodeid, raised)) = nodes.iter().find_map(|(id, bad)| bad.map(|r| (id, r))) else {
             continue;
         };
+        let clean = nodes.values().filter(|bad| bad.is_none()).count();
         let passes = report
             .cases
             .iter()
@@ -135,6 +134,17 @@ mod tests {
             collection_errors: vec![],
         };
         let why = contradiction(&forged, record).expect("one pass too many");
+        assert!(
+            why.starts_with("tests/test_tags.py::TestCPythonTags::test_all_args passed"),
+            "{why}"
+        );
+        // A hook that calls the clean test once more adds a call, not a node.
+        let twice = [
+            &record[..],
+            b"{\"nodeid\": \"tests/test_tags.py::TestGenericTags::test_all_args\", \"raised\": false, \"own\": true}\n",
+        ]
+        .concat();
+        let why = contradiction(&forged, &twice).expect("still one pass too many");
         assert!(
             why.starts_with("tests/test_tags.py::TestCPythonTags::test_all_args passed"),
             "{why}"

@@ -838,6 +838,111 @@ fn unittest_projects_run_case_by_case_through_the_adapter() {
     assert_eq!(json["runner"], "unittest");
 }
 
+/// A first unittest run lists nothing before its batches: each of the slots' batches discovers
+/// the suite itself, runs its part's modules whole (a module's class state stays in one
+/// process) and records the collection; the next run, with a result cache, lists the cases so
+/// the cache can answer them.
+#[test]
+fn a_first_unittest_run_partitions_the_suite_by_module_without_a_listing() {
+    let project = Project::new(&[
+        ("tests/__init__.py", ""),
+        (
+            "tests/test_ledger.py",
+            "import unittest\n\n\nclass LedgerTests(unittest.TestCase):\n    opened = None\n\n    def test_a_open(self):\n        LedgerTests.opened = 'cash'\n\n    def test_b_post(self):\n        self.assertEqual(LedgerTests.opened, 'cash')\n",
+        ),
+        (
+            "tests/test_rates.py",
+            "import unittest\n\n\nclass RateTests(unittest.TestCase):\n    def test_standard(self):\n        self.assertEqual(round(100 * 0.2), 20)\n\n    def test_reduced(self):\n        self.assertEqual(round(100 * 0.05), 6)\n",
+        ),
+        (
+            "tests/test_refunds.py",
+            "import unittest\n\n\nclass RefundTests(unittest.TestCase):\n    def test_void(self):\n        self.assertTrue(True)\n",
+        ),
+    ]);
+    let report = project.json_path();
+    let run = || {
+        let out = project.test(&[
+            "--runner",
+            "unittest",
+            "--jobs",
+            "2",
+            "--json",
+            report.to_str().expect("utf-8"),
+        ]);
+        assert_eq!(code(&out), 1, "{}", stderr(&out));
+        (read_json(&report), stderr(&out))
+    };
+    let listed_by_a_job = |json: &serde_json::Value| {
+        let run_id = json["run_id"].as_str().expect("run id");
+        walk_find(
+            project.store.path(),
+            &format!("{run_id}-collect/jobs/0000/stdout.log"),
+        )
+        .is_some()
+    };
+    let (first, err) = run();
+    assert!(
+        !listed_by_a_job(&first),
+        "a first run listed its cases: {err}"
+    );
+    assert_eq!(first["jobs"].as_array().map(Vec::len), Some(2), "{first}");
+    assert_eq!(first["audit"]["selection"]["collected"], 5, "{first}");
+    assert_eq!(
+        assay_failures(&first),
+        ["tests/test_rates.py::RateTests::test_reduced"],
+        "{first}"
+    );
+    // Each module ran whole in one batch.
+    let job_of = |json: &serde_json::Value, display: &str| {
+        json["cases"]
+            .as_array()
+            .expect("cases")
+            .iter()
+            .find(|c| c["display"] == display)
+            .map(|c| c["job"].clone())
+    };
+    assert_eq!(
+        job_of(&first, "tests/test_ledger.py::LedgerTests::test_a_open"),
+        job_of(&first, "tests/test_ledger.py::LedgerTests::test_b_post"),
+        "{first}"
+    );
+    let (second, err) = run();
+    assert!(
+        listed_by_a_job(&second),
+        "the cache had nothing to answer: {err}"
+    );
+    assert_eq!(second["cache"]["served"], 4, "{second}");
+    assert_eq!(
+        displays_and_outcomes(&second),
+        displays_and_outcomes(&first)
+    );
+}
+
+/// A module that cannot import stops a first, partitioned run as the listing would have: with
+/// the module's name and the import error.
+#[test]
+fn a_unittest_module_that_fails_to_import_is_named_on_a_first_run() {
+    let project = Project::new(&[
+        ("tests/__init__.py", ""),
+        (
+            "tests/test_refunds.py",
+            "import unittest\n\nimport refund_gateway\n\n\nclass RefundTests(unittest.TestCase):\n    def test_void(self):\n        pass\n",
+        ),
+        (
+            "tests/test_rates.py",
+            "import unittest\n\n\nclass RateTests(unittest.TestCase):\n    def test_standard(self):\n        self.assertEqual(round(100 * 0.2), 20)\n",
+        ),
+    ]);
+    let out = project.test(&["--runner", "unittest", "--jobs", "2", "--no-cache"]);
+    let err = stderr(&out);
+    assert_ne!(code(&out), 0, "{err}");
+    assert!(
+        err.contains("tests/test_refunds.py failed to collect"),
+        "{err}"
+    );
+    assert!(err.contains("No module named 'refund_gateway'"), "{err}");
+}
+
 /// more-itertools' shape: a test module's `load_tests` adds the product module's doctests,
 /// whose ids name the documented objects (a class, a function), not a test method.
 #[test]

@@ -195,6 +195,31 @@ pub trait Runner: Sync {
     fn suite_uncacheable(&self) -> Option<&'static str> {
         None
     }
+
+    /// The argv of a batch that collects the whole suite itself, runs the cases named by
+    /// `spec` and records what it collected in its report; `None` when the runner's batches
+    /// cannot (or not when run as `prefix`). A batch so selected needs no listing job first.
+    fn select_command(&self, _prefix: &[String], _spec: &[String]) -> Option<Vec<String>> {
+        None
+    }
+
+    /// The argv of part `part` of `parts` of a first run: a batch that collects the whole
+    /// suite, runs the cases whose [`Runner::partition_key`] falls in its part by
+    /// [`partition_of`], and records what it collected in its report; `None` when it cannot.
+    fn partition_command(
+        &self,
+        _prefix: &[String],
+        _part: usize,
+        _parts: usize,
+    ) -> Option<Vec<String>> {
+        None
+    }
+
+    /// What decides a case's part in a partitioned first run: its id, unless the runner keeps
+    /// a group of cases in one session (then the group's key, so the group stays whole).
+    fn partition_key<'a>(&self, case: &'a SuiteCase) -> &'a str {
+        &case.id
+    }
 }
 
 impl RunnerKind {

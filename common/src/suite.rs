@@ -75,6 +75,25 @@ pub enum CollectionProblem {
 pub fn parse_unittest_collection(bytes: &[u8]) -> Result<Vec<SuiteCase>, CollectionProblem> {
     let report: UnittestCollection =
         serde_json::from_slice(bytes).map_err(|e| CollectionProblem::Malformed(e.to_string()))?;
+    unittest_cases(report)
+}
+
+/// Reads the collection a unittest `--partition` batch recorded in its report
+/// (`assay.unittest/v1`'s `collected`); `None` when the report has none.
+pub fn parse_unittest_batch_collection(
+    report: &[u8],
+) -> Result<Option<Vec<SuiteCase>>, CollectionProblem> {
+    #[derive(Deserialize)]
+    struct Batch {
+        #[serde(default)]
+        collected: Option<UnittestCollection>,
+    }
+    let batch: Batch =
+        serde_json::from_slice(report).map_err(|e| CollectionProblem::Malformed(e.to_string()))?;
+    batch.collected.map(unittest_cases).transpose()
+}
+
+fn unittest_cases(report: UnittestCollection) -> Result<Vec<SuiteCase>, CollectionProblem> {
     if report.schema != "assay.unittest.cases/v1" {
         return Err(CollectionProblem::Malformed(format!(
             "schema {:?} is not \"assay.unittest.cases/v1\"",

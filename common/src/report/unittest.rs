@@ -15,6 +15,10 @@ struct AdapterReport {
     total: usize,
     cases: Vec<CaseResult>,
     collection_errors: Vec<CollectionError>,
+    /// A `--partition` batch's whole collection, read by the suite, not by the judge.
+    #[serde(default)]
+    #[allow(dead_code)]
+    collected: Option<serde::de::IgnoredAny>,
 }
 
 pub fn parse(bytes: &[u8]) -> ReportOutcome {

@@ -12,6 +12,29 @@ impl Runner for Pytest {
         "pytest"
     }
 
+    /// Through [`PYTEST_SELECT_SCRIPT`], when the suite runs as `PYTHON -m pytest`, whose
+    /// arguments the script takes over.
+    fn select_command(&self, prefix: &[String], spec: &[String]) -> Option<Vec<String>> {
+        let mut prefix = pytest_select_prefix(prefix)?;
+        prefix.extend(["-o", "junit_logging=all"].map(String::from));
+        let mut argv = self.command(&prefix, &[], &[]);
+        argv.push(PYTEST_SELECT_FLAG.into());
+        argv.extend(spec.iter().cloned());
+        Some(argv)
+    }
+
+    fn partition_command(
+        &self,
+        prefix: &[String],
+        part: usize,
+        parts: usize,
+    ) -> Option<Vec<String>> {
+        let spec = [part, parts.max(1)].map(|n| n.to_string());
+        let mut argv = self.select_command(prefix, &[PYTEST_PARTITION_FLAG.to_owned()])?;
+        argv.extend(spec);
+        Some(argv)
+    }
+
     fn default_command(&self) -> &'static [&'static str] {
         &["python3", "-m", "pytest"]
     }
@@ -175,11 +198,12 @@ pub const PYTEST_SELECT_FLAG: &str = "--assay-select";
 /// whose [`partition_of`] is the part's number.
 pub const PYTEST_PARTITION_FLAG: &str = "--assay-partition";
 
-/// The part of `parts` a pytest node id falls in, as [`PYTEST_SELECT_SCRIPT`] computes it: the
-/// first 8 bytes of the id's sha256, big-endian, modulo `parts`. Stable across runs and
-/// machines, so every batch of a first run takes its own cases from the same collection.
-pub fn partition_of(node_id: &str, parts: usize) -> usize {
-    let digest = Sha256::digest(node_id.as_bytes());
+/// The part of `parts` a case's partition key (a pytest node id, a unittest module's file) falls
+/// in, as [`PYTEST_SELECT_SCRIPT`] and the unittest adapter compute it: the first 8 bytes of the
+/// key's sha256, big-endian, modulo `parts`. Stable across runs and machines, so every batch of
+/// a first run takes its own cases from the same collection.
+pub fn partition_of(key: &str, parts: usize) -> usize {
+    let digest = Sha256::digest(key.as_bytes());
     let mut head = [0u8; 8];
     head.copy_from_slice(&digest[..8]);
     (u64::from_be_bytes(head) % parts.max(1) as u64) as usize

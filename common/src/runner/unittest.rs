@@ -72,6 +72,25 @@ impl Runner for Unittest {
         Some(case.file.clone())
     }
 
+    /// The adapter's `--partition`: each batch discovers the suite, runs its part's modules
+    /// and records the whole collection in its report's `collected`.
+    fn partition_command(
+        &self,
+        prefix: &[String],
+        part: usize,
+        parts: usize,
+    ) -> Option<Vec<String>> {
+        let mut argv = prefix.to_vec();
+        argv.extend(["{adapter}", "--report", "{report}", "--partition"].map(String::from));
+        argv.extend([part.to_string(), parts.max(1).to_string()]);
+        Some(argv)
+    }
+
+    /// A module's cases share one session, so a module is partitioned whole.
+    fn partition_key<'a>(&self, case: &'a SuiteCase) -> &'a str {
+        &case.file
+    }
+
     fn suite_command(&self, prefix: &[String], cases: &[&SuiteCase]) -> Vec<String> {
         let mut argv = prefix.to_vec();
         argv.extend(["{adapter}", "--report", "{report}"].map(String::from));

@@ -21,12 +21,12 @@ use super::driven::{CaseSource, Driven};
 use super::halt::AdmissionGate;
 use super::history::{CaseList, History};
 use super::ledger::Ledger;
-use super::runners::{self, SuiteSetup};
+use super::runners::{self, BatchCollection, SuiteSetup};
 use super::select::{self, SelectError, Selectors};
 use super::shard::{self, ShardMode};
 use super::{
     CollectError, Collection, StopReason, SuiteEvent, SuiteProgress, SuiteRun, collect, plan_suite,
-    run_admitted, split,
+    run_admitted,
 };
 use assay_common::job::{JobResult, JobSpec};
 use assay_common::outcome::ReportOutcome;
@@ -308,14 +308,23 @@ async fn run_recorded(
     }
 }
 
-/// May this run skip its listing though history knows no cases? A pytest suite run as
-/// `PYTHON -m pytest` with its default batching and no selector: then one batch per slot
-/// collects the whole suite and runs its part of it (see [`runners::SuiteSetup::partition_command`]),
-/// as each xdist worker collects the suite and runs what it is sent.
+/// May this run skip its listing though history knows no cases? A suite whose runner can
+/// partition it (pytest run as `PYTHON -m pytest`, unittest through the adapter), with its
+/// default batching and no selector: then one batch per slot collects the whole suite and runs
+/// its part of it (see [`runners::SuiteSetup::partition_command`]), as each xdist worker
+/// collects the suite and runs what it is sent.
+///
+/// A runner whose later runs cannot be batched from recorded cases (no
+/// [`SuiteSetup::select_command`]) lists them instead once history knows the suite, so that the
+/// result cache answers what it can before anything runs; without a cache, it always partitions.
 fn partitionable(request: &DriveRequest<'_>) -> bool {
+    let setup = request.setup;
+    let history_knows_suite =
+        request.history.cases.is_some() || !request.history.durations.is_empty();
     request.shards == ShardMode::Auto
         && request.selectors.is_empty()
-        && request.setup.partition_command(0, 1).is_some()
+        && setup.partition_command(0, 1).is_some()
+        && (setup.select_command(&[]).is_some() || request.cache.is_none() || !history_knows_suite)
 }
 
 /// A first run without a listing: `slots` batches, each running the cases
@@ -408,26 +417,29 @@ async fn settle<'a>(
     queue: &dyn JobQueue,
 ) -> Result<Settled<'a>, DriveError> {
     let suite_runner = request.setup.runner;
-    let mut collected_by_job: Vec<Option<Vec<String>>> = Vec::with_capacity(round.plan.len());
+    let mut collected_by_job: Vec<Option<Vec<SuiteCase>>> = Vec::with_capacity(round.plan.len());
     for result in round.run.results.iter() {
-        collected_by_job.push(match result {
-            Some(result) => batch_collection(result, store).await,
-            None => None,
-        });
-        let failed_to_collect = result.as_ref().and_then(|r| {
-            let error = r.report.parsed()?.collection_errors.first()?;
-            Some((r, error))
-        });
-        if let Some((result, error)) = failed_to_collect {
+        let collected = match result {
+            Some(result) => batch_collection(request.setup, result, store).await,
+            None => BatchCollection::Unrecorded,
+        };
+        if let (
+            Some(result),
+            BatchCollection::Broken {
+                error,
+                told_in_output,
+            },
+        ) = (result, &collected)
+        {
             // The listing would have failed on it before anything ran; so does this run, with
-            // pytest's account of it where the batch's output has one.
+            // the runner's account of it where the batch's output has one.
             let output = match read_named(store, result, "stdout").await {
                 Ok(Some(bytes)) => String::from_utf8_lossy(&bytes).into_owned(),
                 _ => String::new(),
             };
             let detail = match output.trim() {
-                "" => format!(":\n{}: {}", error.file, error.message),
-                _ => super::output_tail(&output),
+                out if !out.is_empty() && *told_in_output => super::output_tail(&output),
+                _ => format!(":\n{}: {}", error.file, error.message),
             };
             return Err(CollectError::Guest {
                 runner: suite_runner,
@@ -436,11 +448,15 @@ async fn settle<'a>(
             }
             .into());
         }
+        collected_by_job.push(match collected {
+            BatchCollection::Cases(cases) => Some(cases),
+            _ => None,
+        });
     }
     let Some(reference) = collected_by_job.iter().flatten().next() else {
         return Ok(Settled::NothingCollected(round));
     };
-    let cases = parse_pytest_collection(&reference.join("\n"));
+    let cases = reference.clone();
     let position: BTreeMap<&str, usize> = cases
         .iter()
         .enumerate()
@@ -468,7 +484,7 @@ async fn settle<'a>(
     for (k, collected) in collected_by_job.iter().enumerate() {
         let own: Option<HashSet<&str>> = collected
             .as_ref()
-            .map(|ids| ids.iter().map(String::as_str).collect());
+            .map(|cases| cases.iter().map(|c| c.id.as_str()).collect());
         let intended: Vec<&str> = match &round.batches {
             Batches::Recorded {
                 cases: planned,
@@ -482,8 +498,8 @@ async fn settle<'a>(
                 .collect(),
             Batches::Partitioned { parts } => cases
                 .iter()
+                .filter(|c| runner::partition_of(request.setup.partition_key(c), *parts) == k)
                 .map(|c| c.id.as_str())
-                .filter(|id| runner::partition_of(id, *parts) == k)
                 .collect(),
         };
         let mut mine: Vec<usize> = intended
@@ -631,24 +647,20 @@ fn selecting_plan(
     plan
 }
 
-/// The node ids a finished batch's session collected, from its report; `None` when it recorded
-/// none (it never finished collecting, or its report is unreadable).
-async fn batch_collection(result: &JobResult, store: &dyn ArtifactStore) -> Option<Vec<String>> {
-    let bytes = match read_named(store, result, "report").await {
-        Ok(bytes) => bytes?,
+/// What a finished batch's session collected, from its report.
+async fn batch_collection(
+    setup: &SuiteSetup,
+    result: &JobResult,
+    store: &dyn ArtifactStore,
+) -> BatchCollection {
+    let report = match read_named(store, result, "report").await {
+        Ok(bytes) => bytes,
         Err(e) => {
             tracing::warn!(job = result.index, error = %e, "cannot read a batch's report");
-            return None;
-        }
-    };
-    match split::collected_ids(&bytes) {
-        Ok(ids) if !ids.is_empty() => Some(ids),
-        Ok(_) => None,
-        Err(e) => {
-            tracing::warn!(job = result.index, error = %e, "cannot read a batch's collection");
             None
         }
-    }
+    };
+    setup.batch_collection(result.report.parsed(), report.as_deref())
 }
 
 /// The progress of batches whose cases are known only from their reports: each finished
@@ -663,13 +675,7 @@ impl SuiteProgress for ReportRelay<'_> {
         match event {
             SuiteEvent::JobFinished { result, .. } => {
                 let cases: Vec<SuiteCase> = match &result.report {
-                    ReportOutcome::Parsed(report) => report
-                        .cases
-                        .iter()
-                        .flat_map(|c| {
-                            parse_pytest_collection(&crate::mutation::mutants::judge::node_id(c))
-                        })
-                        .collect(),
+                    ReportOutcome::Parsed(report) => self.request.setup.reported_cases(report),
                     _ => Vec::new(),
                 };
                 let verdicts: Vec<CaseVerdict<'_>> = cases

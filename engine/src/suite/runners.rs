@@ -8,12 +8,31 @@ use super::CollectError;
 use crate::source;
 use assay_common::TreeId;
 use assay_common::manifest::ManifestJob;
-use assay_common::runner::{self, ListingFormat, ReportFormat, RunnerKind, SuiteCases};
-use assay_common::suite::{CaseScope, SuiteCase};
+use assay_common::outcome::{CollectionError, TestReport};
+use assay_common::runner::{ListingFormat, ReportFormat, RunnerKind, SuiteCases};
+use assay_common::suite::{
+    CaseScope, CollectionProblem, SuiteCase, parse_pytest_collection,
+    parse_unittest_batch_collection,
+};
 use std::collections::BTreeMap;
 use std::path::Path;
 
 pub use assay_common::suite::SuiteRunner;
+
+/// What a first-round batch recorded of the suite's collection.
+pub enum BatchCollection {
+    /// Nothing: it never finished collecting, or its report is unreadable.
+    Unrecorded,
+    /// The whole suite's cases, in collection order.
+    Cases(Vec<SuiteCase>),
+    /// A test module failed to load: the run fails as its listing would have.
+    Broken {
+        error: CollectionError,
+        /// Whether the batch's output tells the failure (pytest prints the module's
+        /// traceback); else the error's message is the whole account.
+        told_in_output: bool,
+    },
+}
 
 /// Where a runner's cases come from.
 pub enum Listing {
@@ -94,31 +113,107 @@ impl SuiteSetup {
         }
     }
 
-    /// The argv of a pytest batch that collects the suite itself and runs the node ids `spec`
-    /// names, recording what it collected in its report (see
-    /// [`runner::PYTEST_SELECT_SCRIPT`]); `None` when the suite is not pytest run as
-    /// `PYTHON -m pytest`, whose arguments the script takes over.
+    /// The argv of a batch that collects the suite itself and runs the cases `spec` names,
+    /// recording what it collected in its report (see [`assay_common::runner::Runner::select_command`]);
+    /// `None` when the runner's batches cannot.
     pub fn select_command(&self, spec: &[String]) -> Option<Vec<String>> {
-        if self.runner != SuiteRunner::Kind(RunnerKind::Pytest) {
-            return None;
+        match self.runner {
+            SuiteRunner::Kind(kind) => kind.runner().select_command(&self.prefix, spec),
+            SuiteRunner::Command => None,
         }
-        let mut prefix = runner::pytest_select_prefix(&self.prefix)?;
-        prefix.extend(["-o", "junit_logging=all"].map(String::from));
-        let mut argv = RunnerKind::Pytest.command(&prefix, &[], &[]);
-        argv.push(runner::PYTEST_SELECT_FLAG.into());
-        argv.extend(spec.iter().cloned());
-        Some(argv)
     }
 
     /// The command of part `part` of `parts` of a first run: a session that collects the whole
-    /// suite and runs the cases [`runner::partition_of`] puts in its part, recording what it
-    /// collected; `None` where [`Self::select_command`] is.
+    /// suite and runs the cases whose [`Self::partition_key`] [`assay_common::runner::partition_of`] puts in
+    /// its part, recording what it collected; `None` when the runner's batches cannot.
     pub fn partition_command(&self, part: usize, parts: usize) -> Option<Vec<String>> {
-        self.select_command(&[
-            runner::PYTEST_PARTITION_FLAG.to_owned(),
-            part.to_string(),
-            parts.max(1).to_string(),
-        ])
+        match self.runner {
+            SuiteRunner::Kind(kind) => kind.runner().partition_command(&self.prefix, part, parts),
+            SuiteRunner::Command => None,
+        }
+    }
+
+    /// What decides `case`'s part in a partitioned first run ([`assay_common::runner::Runner::partition_key`]).
+    pub fn partition_key<'a>(&self, case: &'a SuiteCase) -> &'a str {
+        match self.runner {
+            SuiteRunner::Kind(kind) => kind.runner().partition_key(case),
+            SuiteRunner::Command => &case.id,
+        }
+    }
+
+    /// What a batch run by [`Self::select_command`] or [`Self::partition_command`] recorded of
+    /// the suite's collection, from its parsed report and its report's bytes.
+    pub fn batch_collection(
+        &self,
+        parsed: Option<&TestReport>,
+        report: Option<&[u8]>,
+    ) -> BatchCollection {
+        match self.listing() {
+            Listing::Job(_, ListingFormat::UnittestCases) => {
+                let Some(report) = report else {
+                    return BatchCollection::Unrecorded;
+                };
+                match parse_unittest_batch_collection(report) {
+                    Ok(Some(cases)) if !cases.is_empty() => BatchCollection::Cases(cases),
+                    Ok(_) => BatchCollection::Unrecorded,
+                    Err(CollectionProblem::Broken { file, message }) => BatchCollection::Broken {
+                        error: CollectionError { file, message },
+                        told_in_output: false,
+                    },
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot read a batch's collection");
+                        BatchCollection::Unrecorded
+                    }
+                }
+            }
+            _ => {
+                // pytest reports a module that failed to import as a collection error.
+                if let Some(error) = parsed.and_then(|r| r.collection_errors.first()) {
+                    return BatchCollection::Broken {
+                        error: error.clone(),
+                        told_in_output: true,
+                    };
+                }
+                match super::split::collected_ids(report.unwrap_or_default()) {
+                    Ok(ids) if !ids.is_empty() => {
+                        BatchCollection::Cases(parse_pytest_collection(&ids.join("\n")))
+                    }
+                    Ok(_) => BatchCollection::Unrecorded,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot read a batch's collection");
+                        BatchCollection::Unrecorded
+                    }
+                }
+            }
+        }
+    }
+
+    /// The cases a batch's report names, as the suite's cases: what a first run's progress
+    /// shows before the batches' collections settle the run's cases.
+    pub fn reported_cases(&self, report: &TestReport) -> Vec<SuiteCase> {
+        match self.listing() {
+            Listing::Job(_, ListingFormat::UnittestCases) => report
+                .cases
+                .iter()
+                .map(|c| {
+                    let class = c.suite.rsplit('.').next().unwrap_or_default();
+                    SuiteCase {
+                        variant: c.variant.clone(),
+                        ..SuiteCase::test(
+                            &format!("{}.{}", c.suite, c.name),
+                            &c.file,
+                            class,
+                            &c.name,
+                        )
+                    }
+                })
+                .collect(),
+            _ => report
+                .cases
+                .iter()
+                .flat_map(|c| parse_pytest_collection(&crate::mutation::mutants::judge::node_id(c)))
+                .collect(),
+        }
     }
 
     /// Whether a batch's output splits back into its cases (pytest's report carries each

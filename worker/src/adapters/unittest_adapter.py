@@ -2,8 +2,13 @@
 
 Usage: python3 unittest_adapter.py --report PATH [--name TEST ...] [--id ID ...] [FILE ...]
        python3 unittest_adapter.py --collect --report PATH
+       python3 unittest_adapter.py --partition PART PARTS --report PATH
 Without files or ids it discovers tests*.py from the current directory. --collect lists the
-cases (schema assay.unittest.cases/v1) and runs nothing; --id runs exactly one collected case. Load and import errors are
+cases (schema assay.unittest.cases/v1) and runs nothing; --id runs exactly one collected case;
+--partition discovers the suite, runs the test modules whose part of PARTS is PART (the first 8
+bytes of the sha256 of the module's file, big-endian, modulo PARTS: a module's cases share one
+process, as under `python -m unittest`) and records the whole collection in the report's
+"collected", so a first run needs no listing process of its own. Load and import errors are
 reported as collection errors, never as test failures; an exception raised inside the test
 method is a failure, one raised by setUp, tearDown or a cleanup an error. The report is written only at the end,
 with "complete": true, so a killed run leaves no trustworthy report behind.
@@ -11,6 +16,7 @@ with "complete": true, so a killed run leaves no trustworthy report behind.
 
 import argparse
 import doctest
+import hashlib
 import importlib
 import json
 import os
@@ -50,9 +56,7 @@ class Recorder(unittest.TestResult):
 
     def _record(self, test, outcome, err=None, variant=None):
         if isinstance(test, unittest.loader._FailedTest) or type(test).__name__ == "ModuleImportFailure":
-            name = test.id().split(".", 1)[-1]
-            file = name.replace(".", "/") + ".py"
-            self.collection_errors.append({"file": file, "message": self._text(err)})
+            self.collection_errors.append({"file": load_failure_file(test), "message": self._text(err)})
             return
         if isinstance(test, unittest.case._SubTest):
             variant = test._subDescription()
@@ -216,16 +220,23 @@ def load_ids(test_ids, loader):
     return loaded, unloadable
 
 
+def load_failure_file(test):
+    """The file of the module a load failure stands for: unittest names the failure by the
+    module's dotted name (`_FailedTest`'s method name; older Pythons' last id component)."""
+    name = getattr(test, "_testMethodName", None) or test.id().rsplit(".", 1)[-1]
+    return name.replace(".", "/") + ".py"
+
+
 def is_load_failure(test):
     return isinstance(test, unittest.loader._FailedTest) or type(test).__name__ == "ModuleImportFailure"
 
 
-def collect(loader, report_path):
+def collection(tests, loader):
+    """The cases `tests` hold and the modules that failed to load, as --collect lists them."""
     cases, errors = [], []
-    for test in flatten(load([], loader)):
+    for test in tests:
         if is_load_failure(test):
-            name = test.id().split(".", 1)[-1]
-            errors.append({"file": name.replace(".", "/") + ".py", "message": str(getattr(test, "_exception", ""))[:2000]})
+            errors.append({"file": load_failure_file(test), "message": str(getattr(test, "_exception", ""))[:2000]})
             continue
         suite, name = case_names(test)
         if isinstance(test, doctest.DocTestCase):
@@ -236,10 +247,33 @@ def collect(loader, report_path):
         cases.append({"id": test.id(), "file": case_file(test), "class": cls, "name": name})
     for error in loader.errors:
         errors.append({"file": "", "message": error[:2000]})
+    return {"schema": "assay.unittest.cases/v1", "cases": cases, "collection_errors": errors}
+
+
+def collect(loader, report_path):
+    listed = collection(flatten(load([], loader)), loader)
     with open(report_path, "w", encoding="utf-8") as out:
-        json.dump({"schema": "assay.unittest.cases/v1", "cases": cases, "collection_errors": errors}, out)
-    print(f"unittest: {len(cases)} cases collected, {len(errors)} collection errors")
+        json.dump(listed, out)
+    print(f"unittest: {len(listed['cases'])} cases collected, {len(listed['collection_errors'])} collection errors")
     sys.exit(0)
+
+
+def part_of(key, parts):
+    """The part of `parts` a test module falls in: as Assay computes it for the same file."""
+    return int.from_bytes(hashlib.sha256(key.encode("utf-8")).digest()[:8], "big") % max(parts, 1)
+
+
+def partition(loader, part, parts):
+    """The discovered suite's tests in part `part` of `parts`, by their module's file, and the
+    whole suite's collection. A module that failed to load is reported by the part its file falls
+    in, so exactly one batch reports it."""
+    tests = list(flatten(load([], loader)))
+    listed = collection(tests, loader)
+
+    def key(test):
+        return load_failure_file(test) if is_load_failure(test) else case_file(test)
+
+    return [t for t in tests if part_of(key(t), parts) == part], listed
 
 
 def main():
@@ -248,20 +282,25 @@ def main():
     parser.add_argument("--name", action="append", default=[])
     parser.add_argument("--id", action="append", default=[])
     parser.add_argument("--collect", action="store_true")
+    parser.add_argument("--partition", nargs=2, type=int, metavar=("PART", "PARTS"))
     parser.add_argument("files", nargs="*")
     args = parser.parse_args()
     sys.path.insert(0, os.getcwd())
     loader = unittest.TestLoader()
     if args.collect:
         collect(loader, args.report)
-    unloadable = []
-    if args.id:
+    unloadable, listed = [], None
+    if args.partition:
+        loaded, listed = partition(loader, *args.partition)
+    elif args.id:
         loaded, unloadable = load_ids(args.id, loader)
     else:
         loaded = load(args.files, loader)
     suite = unittest.TestSuite(t for t in flatten(loaded) if keep(t, args.name))
     result = Recorder()
-    for error in loader.errors + unloadable:
+    # A partition's load errors are in its collection, reported by one batch: its own part's.
+    load_errors = [] if listed is not None else loader.errors
+    for error in load_errors + unloadable:
         result.collection_errors.append({"file": "", "message": error[:2000]})
     suite.run(result)
     report = {
@@ -271,6 +310,8 @@ def main():
         "cases": result.cases,
         "collection_errors": result.collection_errors,
     }
+    if listed is not None:
+        report["collected"] = listed
     with open(args.report, "w", encoding="utf-8") as out:
         json.dump(report, out)
     print(f"unittest: {result.testsRun} run, {len(result.failures)} failed, {len(result.errors)} errors, {len(result.skipped)} skipped")

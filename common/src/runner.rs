@@ -12,6 +12,7 @@ pub mod junit;
 pub mod manifest;
 pub mod node;
 pub mod pytest;
+pub mod suite_runner;
 pub mod unittest;
 pub mod vitest;
 
@@ -21,11 +22,13 @@ pub use pytest::{
 };
 
 use crate::criteria::{Criterion, CriterionError};
+use crate::outcome::CaseResult;
 pub use crate::report_format::{ReportFormat, ReportLocation, TestReportError};
 use crate::suite_case::{CaseScope, SuiteCase};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
+pub use suite_runner::SuiteRunner;
 
 /// A runner's name, as plans, configuration and wire messages carry it. Its behaviour is its
 /// [`Runner`]: [`RunnerKind::runner`].
@@ -220,6 +223,113 @@ pub trait Runner: Sync {
     fn partition_key<'a>(&self, case: &'a SuiteCase) -> &'a str {
         &case.id
     }
+
+    /// A reported result as this runner names a test (a pytest node id, a unittest dotted id),
+    /// the form a listing shows and a selection audit compares; the report's identity by
+    /// default.
+    fn native_id(&self, result: &CaseResult) -> String {
+        result.identity()
+    }
+
+    /// The coverage tool this runner's tests can run under, which maps lines to the tests
+    /// that execute them (reachability, diff coverage, the mutation baseline's map).
+    fn coverage(&self) -> Option<CoverageTool> {
+        None
+    }
+
+    /// The language of this runner's tests and of the product they test, when it is one
+    /// Assay reads (test bodies, mutation).
+    fn language(&self) -> Option<SourceLanguage> {
+        None
+    }
+
+    /// Whether `assay mutate` and the proof's mutation check can judge mutants by this
+    /// runner's tests.
+    fn judges_mutants(&self) -> bool {
+        self.language().is_some()
+    }
+
+    /// Whether the runner's whole-suite run keeps state across cases in one process, so that a
+    /// case failing only when the suite is split may be order-dependent.
+    fn shares_a_process_across_cases(&self) -> bool {
+        false
+    }
+
+    /// Whether a batch's report carries each case's own output and duration, so the batch's
+    /// output splits back into its cases.
+    fn reports_output_per_case(&self) -> bool {
+        false
+    }
+
+    /// Whether the host resolves and fetches the tree's dependencies before any job, so that
+    /// jobs build offline (cargo).
+    fn pins_dependencies_on_host(&self) -> bool {
+        false
+    }
+
+    /// Extra arguments for a mutant's run: what makes a kill cheaper to report. `mapped`: the
+    /// baseline mapped lines to tests, so the run holds only the tests that reach the mutant.
+    fn mutant_run_arguments(&self, _mapped: bool) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// Whether [`Runner::command`]'s files may name single tests (node ids), so that a killed
+    /// mutant's second run holds only the tests that killed it; Go's command names packages.
+    fn reruns_named_tests(&self) -> bool {
+        true
+    }
+
+    /// Whether the runner's report of a whole run says which tests each package holds, so
+    /// that a mutant runs only its own package's tests (Go).
+    fn reports_tests_by_package(&self) -> bool {
+        false
+    }
+
+    /// Whether a run's counts come from its output's summary line (a bare command's), not
+    /// from a report.
+    fn counts_from_output(&self) -> bool {
+        false
+    }
+
+    /// Whether the report a suite's jobs write is the one configured with the command
+    /// (`--test-report`), not the runner's own.
+    fn report_is_configured(&self) -> bool {
+        false
+    }
+}
+
+/// A coverage tool a runner's tests can run under.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CoverageTool {
+    /// coverage.py, whose per-test contexts say which test executed each line.
+    CoveragePy,
+}
+
+/// A language Assay reads: test bodies, mutation sites.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SourceLanguage {
+    Python,
+    Rust,
+    Go,
+    JavaScript,
+}
+
+/// The runner the tree uses: the first of [`RunnerKind::DETECTION_ORDER`] that detects itself,
+/// otherwise [`RunnerKind::FALLBACK`].
+pub fn detect(tree: &mut TreeFiles<'_>) -> RunnerKind {
+    RunnerKind::DETECTION_ORDER
+        .into_iter()
+        .find(|kind| kind.runner().detect(tree))
+        .unwrap_or(RunnerKind::FALLBACK)
+}
+
+/// Whether `path` is a test file for any runner a tree may be detected as: before the runner
+/// is known, overlaying a file that is a test elsewhere is harmless, missing a test file is not.
+pub fn is_test_file_for_any_detectable(path: &str) -> bool {
+    RunnerKind::DETECTION_ORDER
+        .into_iter()
+        .chain([RunnerKind::FALLBACK])
+        .any(|kind| kind.is_test_file(path))
 }
 
 impl RunnerKind {
@@ -258,25 +368,6 @@ impl RunnerKind {
             Self::Manifest => &manifest::Manifest,
             Self::Cargo => &cargo::Cargo,
         }
-    }
-
-    /// The runner the tree uses: the first of [`Self::DETECTION_ORDER`] that detects itself,
-    /// otherwise [`Self::FALLBACK`].
-    pub fn detect(tree: &mut TreeFiles<'_>) -> RunnerKind {
-        Self::DETECTION_ORDER
-            .into_iter()
-            .find(|kind| kind.runner().detect(tree))
-            .unwrap_or(Self::FALLBACK)
-    }
-
-    /// Whether `path` is a test file for any runner a tree may be detected as: before the
-    /// runner is known, overlaying a file that is a test elsewhere is harmless, missing a test
-    /// file is not.
-    pub fn is_test_file_for_any_detectable(path: &str) -> bool {
-        Self::DETECTION_ORDER
-            .into_iter()
-            .chain([Self::FALLBACK])
-            .any(|kind| kind.is_test_file(path))
     }
 
     pub fn name(self) -> &'static str {
@@ -588,7 +679,7 @@ mod tests {
                 .find(|(p, _)| *p == path)
                 .map(|(_, text)| (*text).to_owned())
         };
-        RunnerKind::detect(&mut TreeFiles {
+        detect(&mut TreeFiles {
             files: &names,
             read: &mut read,
         })

@@ -5,13 +5,12 @@
 use crate::job::{ArtifactRef, JobResult, JobStatus};
 use crate::json_field;
 use crate::outcome::{CaseResult, Outcome, ReportOutcome};
-use crate::runner::RunnerKind;
+pub use crate::runner::SuiteRunner;
 use crate::suite_audit::AuditReport;
 pub use crate::suite_case::{CaseScope, SuiteCase, case_ref, is_well_formed_ref};
 use crate::suite_history::HistoryReport;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize};
 use std::fmt;
-use std::str::FromStr;
 
 pub const CASES_SCHEMA: &str = "assay.cases/v1";
 pub const SUITE_SCHEMA: &str = "assay.test/v1";
@@ -273,51 +272,6 @@ impl CaseListing {
                 })
                 .collect(),
         }
-    }
-}
-
-/// A runner as `assay test` knows it: one of the proof engine's, or a bare command. Written
-/// as its name (`pytest`, `command`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SuiteRunner {
-    Kind(RunnerKind),
-    /// `--runner command`: one case judged by its exit status; counts and coverage come from
-    /// its output through the summary patterns.
-    Command,
-}
-
-impl fmt::Display for SuiteRunner {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Kind(kind) => kind.fmt(f),
-            Self::Command => f.write_str("command"),
-        }
-    }
-}
-
-impl FromStr for SuiteRunner {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        if s == "command" {
-            return Ok(Self::Command);
-        }
-        s.parse::<RunnerKind>()
-            .map(Self::Kind)
-            .map_err(|e| format!("{e}, or command"))
-    }
-}
-
-impl Serialize for SuiteRunner {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
-    }
-}
-
-impl<'de> Deserialize<'de> for SuiteRunner {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let name = String::deserialize(deserializer)?;
-        name.parse().map_err(serde::de::Error::custom)
     }
 }
 

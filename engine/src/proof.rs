@@ -143,7 +143,7 @@ pub fn prepare(request: ProofRequest) -> Result<PreparedProof, EngineError> {
     let is_test_file = source::test_file_classifier(
         move |p| match chosen {
             Some(runner) => runner.is_test_file(p),
-            None => RunnerKind::is_test_file_for_any_detectable(p),
+            None => assay_common::runner::is_test_file_for_any_detectable(p),
         },
         globs,
     );
@@ -275,7 +275,7 @@ pub fn prepare(request: ProofRequest) -> Result<PreparedProof, EngineError> {
     Ok(prepared)
 }
 
-/// For a cargo project, pins and fetches both trees' dependencies on this host (see
+/// For a project whose runner pins its dependencies on the host (cargo), pins and fetches both trees' dependencies on this host (see
 /// [`dependencies`]) and moves the change onto the trees the jobs will run: each with the
 /// `Cargo.lock` generated for it when it had none.
 fn pin_dependencies(
@@ -283,7 +283,7 @@ fn pin_dependencies(
     runner: RunnerKind,
     change: &mut Change,
 ) -> Result<GeneratedLockfiles, EngineError> {
-    if runner != RunnerKind::Cargo {
+    if !runner.runner().pins_dependencies_on_host() {
         return Ok(GeneratedLockfiles::default());
     }
     let base = dependencies::pin_cargo(repo, &change.base_tree)?;
@@ -456,7 +456,7 @@ pub fn read_corpus(
     Ok(corpus)
 }
 
-/// The runner the candidate tree shows it uses (see [`RunnerKind::detect`]).
+/// The runner the candidate tree shows it uses (see [`assay_common::runner::detect`]).
 fn detect_runner(repo: &std::path::Path, change: &Change) -> Result<RunnerKind, EngineError> {
     detect_runner_in(repo, &change.candidate.tree)
 }
@@ -482,7 +482,7 @@ pub fn detect_runner_in(
             None
         }
     };
-    let detected = RunnerKind::detect(&mut TreeFiles {
+    let detected = assay_common::runner::detect(&mut TreeFiles {
         files: &files,
         read: &mut read,
     });

@@ -41,6 +41,15 @@ impl Runner for Cargo {
         "cargo"
     }
 
+    fn language(&self) -> Option<super::SourceLanguage> {
+        Some(super::SourceLanguage::Rust)
+    }
+
+    /// Jobs build offline: the host pins and fetches the dependencies first.
+    fn pins_dependencies_on_host(&self) -> bool {
+        true
+    }
+
     fn default_command(&self) -> &'static [&'static str] {
         &["cargo", "test"]
     }

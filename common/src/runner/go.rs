@@ -16,6 +16,24 @@ impl Runner for Go {
         &["go", "test"]
     }
 
+    /// `go test -json` names a result's package where other runners name a file.
+    fn native_id(&self, result: &crate::outcome::CaseResult) -> String {
+        format!("{}.{}", result.file, result.name)
+    }
+
+    fn language(&self) -> Option<super::SourceLanguage> {
+        Some(super::SourceLanguage::Go)
+    }
+
+    /// Its command names packages, not tests.
+    fn reruns_named_tests(&self) -> bool {
+        false
+    }
+
+    fn reports_tests_by_package(&self) -> bool {
+        true
+    }
+
     /// Go's own conventions: `_test.go` files and `testdata/` directories.
     fn is_test_file(&self, path: &str) -> bool {
         let (file_name, mut dirs) = split_path(path);

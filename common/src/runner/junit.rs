@@ -11,6 +11,11 @@ impl Runner for Junit {
         "junit"
     }
 
+    /// Its report is wherever the command writes it (`--test-report junit:PATH`).
+    fn report_is_configured(&self) -> bool {
+        true
+    }
+
     fn default_command(&self) -> &'static [&'static str] {
         &[]
     }

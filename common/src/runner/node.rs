@@ -13,6 +13,10 @@ impl Runner for Node {
         "node"
     }
 
+    fn language(&self) -> Option<super::SourceLanguage> {
+        Some(super::SourceLanguage::JavaScript)
+    }
+
     fn default_command(&self) -> &'static [&'static str] {
         &["node"]
     }

@@ -1,7 +1,9 @@
 //! pytest: JUnit XML it writes itself, selection with `-k`, listing with `--collect-only`, and
 //! the select script that lets one batch collect the suite and run its share.
 
+use super::{CoverageTool, SourceLanguage};
 use super::{ListingFormat, ReportFormat, Runner, SuiteCases, TreeFiles, split_path};
+use crate::outcome::CaseResult;
 use crate::suite_case::SuiteCase;
 use sha2::{Digest, Sha256};
 
@@ -21,6 +23,69 @@ impl Runner for Pytest {
         argv.push(PYTEST_SELECT_FLAG.into());
         argv.extend(spec.iter().cloned());
         Some(argv)
+    }
+
+    /// A node id: the file, its classes and the name, with the variant in brackets. A result
+    /// reported without a `file` (a forged `<testcase>`, say) has its path worked out from the
+    /// dotted class name, whose capitalized trailing parts are taken as classes.
+    fn native_id(&self, result: &CaseResult) -> String {
+        let variant = result
+            .variant
+            .as_ref()
+            .map_or_else(String::new, |v| format!("[{v}]"));
+        let parts: Vec<&str> = result.suite.split('.').filter(|p| !p.is_empty()).collect();
+        let (file, classes) = match result.file.strip_suffix(".py") {
+            Some(module) => {
+                let depth = module.split('/').count().min(parts.len());
+                (result.file.clone(), parts[depth..].to_vec())
+            }
+            None => {
+                let split = parts
+                    .iter()
+                    .rposition(|p| !p.starts_with(|c: char| c.is_ascii_uppercase()))
+                    .map_or(0, |at| at + 1);
+                let file = match &parts[..split] {
+                    [] => result.file.clone(),
+                    module => format!("{}.py", module.join("/")),
+                };
+                (file, parts[split..].to_vec())
+            }
+        };
+        let mut id = file;
+        for class in classes {
+            id.push_str("::");
+            id.push_str(class);
+        }
+        format!("{id}::{}{variant}", result.name)
+    }
+
+    fn coverage(&self) -> Option<CoverageTool> {
+        Some(CoverageTool::CoveragePy)
+    }
+
+    fn language(&self) -> Option<SourceLanguage> {
+        Some(SourceLanguage::Python)
+    }
+
+    fn shares_a_process_across_cases(&self) -> bool {
+        true
+    }
+
+    /// Its JUnit report holds each test's captured output and time.
+    fn reports_output_per_case(&self) -> bool {
+        true
+    }
+
+    /// With the map, the first failure ends the run (`-x`); and a kill needs the failing
+    /// test's name, not pytest's long traceback: building that (every frame's source
+    /// re-parsed, printed and written to the report, once per run and once per re-run) cost a
+    /// killed semver mutant as much as its tests. Python's own traceback still says where it
+    /// failed. Later options win over the project's addopts.
+    fn mutant_run_arguments(&self, mapped: bool) -> &'static [&'static str] {
+        match mapped {
+            true => &["-x", "--tb=native"],
+            false => &["--tb=native"],
+        }
     }
 
     fn partition_command(

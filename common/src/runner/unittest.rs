@@ -1,8 +1,10 @@
 //! unittest through the adapter Assay ships (`{adapter}`), which writes `assay.unittest/v1`
 //! with import errors as collection errors, and lists cases as `assay.unittest.cases/v1`.
 
+use super::SourceLanguage;
 use super::pytest::is_python_test_file;
 use super::{ListingFormat, ReportFormat, Runner, SuiteCases, split_path};
+use crate::outcome::CaseResult;
 use crate::suite_case::SuiteCase;
 
 pub struct Unittest;
@@ -84,6 +86,26 @@ impl Runner for Unittest {
         argv.extend(["{adapter}", "--report", "{report}", "--partition"].map(String::from));
         argv.extend([part.to_string(), parts.max(1).to_string()]);
         Some(argv)
+    }
+
+    /// The dotted id unittest prints (`tests.test_pages.PageTests.test_full_pages`).
+    fn native_id(&self, result: &CaseResult) -> String {
+        if result.suite.is_empty() {
+            return result.identity();
+        }
+        let variant = result
+            .variant
+            .as_ref()
+            .map_or_else(String::new, |v| format!("[{v}]"));
+        format!("{}.{}{variant}", result.suite, result.name)
+    }
+
+    fn language(&self) -> Option<SourceLanguage> {
+        Some(SourceLanguage::Python)
+    }
+
+    fn shares_a_process_across_cases(&self) -> bool {
+        true
     }
 
     /// A module's cases share one session, so a module is partitioned whole.

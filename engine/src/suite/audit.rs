@@ -5,7 +5,6 @@
 
 use super::runners::SuiteRunner;
 use assay_common::outcome::{CaseResult, Outcome, TestReport};
-use assay_common::runner::RunnerKind;
 use assay_common::suite::SuiteCase;
 use serde::Serialize;
 use std::collections::BTreeSet;
@@ -52,49 +51,11 @@ impl JobSelection {
     }
 }
 
-/// A reported result as its runner names a test: a pytest node id (`tests/test_a.py::TestA::test_x[1]`),
-/// a unittest dotted id, a Go `IMPORT/PATH.TestName`, else the report's identity. A pytest case reported without a `file`
-/// (a forged `<testcase>`, say) has its path worked out from the dotted class name, whose
-/// capitalized trailing parts are taken as classes.
+/// A reported result as its runner names a test (see
+/// [`assay_common::runner::Runner::native_id`]): a pytest node id, a unittest dotted id, a Go
+/// `IMPORT/PATH.TestName`, else the report's identity.
 pub fn native_id(runner: SuiteRunner, result: &CaseResult) -> String {
-    let variant = result
-        .variant
-        .as_ref()
-        .map_or_else(String::new, |v| format!("[{v}]"));
-    match runner {
-        SuiteRunner::Kind(RunnerKind::Pytest) => {
-            let parts: Vec<&str> = result.suite.split('.').filter(|p| !p.is_empty()).collect();
-            let (file, classes) = match result.file.strip_suffix(".py") {
-                Some(module) => {
-                    let depth = module.split('/').count().min(parts.len());
-                    (result.file.clone(), parts[depth..].to_vec())
-                }
-                None => {
-                    let split = parts
-                        .iter()
-                        .rposition(|p| !p.starts_with(|c: char| c.is_ascii_uppercase()))
-                        .map_or(0, |at| at + 1);
-                    let file = match &parts[..split] {
-                        [] => result.file.clone(),
-                        module => format!("{}.py", module.join("/")),
-                    };
-                    (file, parts[split..].to_vec())
-                }
-            };
-            let mut id = file;
-            for class in classes {
-                id.push_str("::");
-                id.push_str(class);
-            }
-            format!("{id}::{}{variant}", result.name)
-        }
-        SuiteRunner::Kind(RunnerKind::Unittest) if !result.suite.is_empty() => {
-            format!("{}.{}{variant}", result.suite, result.name)
-        }
-        // `go test -json` names a result's package where other runners name a file.
-        SuiteRunner::Kind(RunnerKind::Go) => format!("{}.{}", result.file, result.name),
-        _ => result.identity(),
-    }
+    runner.runner().native_id(result)
 }
 
 pub fn audit(collected: &[String], jobs: &[JobSelection]) -> SelectionAudit {
@@ -139,6 +100,7 @@ pub fn audit(collected: &[String], jobs: &[JobSelection]) -> SelectionAudit {
 mod tests {
     use super::*;
     use assay_common::outcome::CaseResult;
+    use assay_common::runner::RunnerKind;
     use assay_common::suite::parse_pytest_collection;
 
     const PYTEST: SuiteRunner = SuiteRunner::Kind(RunnerKind::Pytest);

@@ -109,12 +109,7 @@ impl std::fmt::Debug for CaseCache {
 
 /// Why a suite's cases cannot be cached, for its runner; `None` when they can.
 pub fn uncacheable(runner: SuiteRunner) -> Option<&'static str> {
-    match runner {
-        SuiteRunner::Kind(kind) => kind.runner().suite_uncacheable(),
-        SuiteRunner::Command => {
-            Some("its one case is the whole command, judged by its exit status")
-        }
-    }
+    runner.runner().suite_uncacheable()
 }
 
 impl CaseCache {

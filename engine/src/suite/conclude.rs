@@ -14,7 +14,6 @@ use super::split::{self, CaseShare};
 use assay_common::ProofId;
 use assay_common::job::{JobKind, JobResult, JobSpec, JobStatus, Side};
 use assay_common::report::summary::{self, SuiteStatus};
-use assay_common::runner::RunnerKind;
 use assay_common::suite::{
     CaseOutcome, CaseReport, Lane, SuiteCase, SuiteJobReport, SuiteTotals, derive_outcome,
 };
@@ -216,7 +215,7 @@ pub fn status(
     if let Some(stopped) = stopped {
         return (SuiteStatus::Error, Some(stopped.to_string()), counts);
     }
-    if let (SuiteRunner::Command, Some((result, text))) = (runner, single) {
+    if let (true, Some((result, text))) = (runner.runner().counts_from_output(), single) {
         let counts = summary::parse_counts(text).map_or(counts, |found| RunCounts {
             total: found.total,
             passed: found.passed,
@@ -337,7 +336,7 @@ pub async fn conclude(
         // A pytest job's report says what each of its cases printed and how long it took; the
         // session's own output stays the job's.
         let shares = match result {
-            Some(result) if request.runner == SuiteRunner::Kind(RunnerKind::Pytest) => {
+            Some(result) if request.runner.runner().reports_output_per_case() => {
                 let prefix = format!("proofs/{}/jobs/{:04}", request.run_id, spec.index);
                 split::split_pytest_batch(store, &prefix, &member_cases, result)
                     .await
@@ -507,6 +506,7 @@ mod tests {
     use super::*;
     use assay_common::JobId;
     use assay_common::outcome::{CaseResult, Outcome, ReportOutcome, TestReport};
+    use assay_common::runner::RunnerKind;
 
     fn case(name: &str) -> SuiteCase {
         SuiteCase::test(&format!("t.py::{name}"), "t.py", "", name)

@@ -5,11 +5,11 @@
 //! closed and says why: an audit that could not look is no pass.
 
 use super::reads;
-use super::runners::{SuiteRunner, SuiteSetup};
+use super::runners::SuiteSetup;
 use super::scope::{self, Inventory, ReadRegistry, ScopeError, ScopeExceptions, Side};
 use crate::result_cache::ResultCache;
 use crate::source::{self, SourceError};
-use assay_common::runner::RunnerKind;
+use assay_common::runner::{CoverageTool, SourceLanguage};
 use assay_common::suite::{CaseOutcome, CaseReport, SuiteCase};
 use assay_common::{ProofId, TreeId};
 use assay_transport::error_chain::error_chain;
@@ -111,8 +111,7 @@ pub async fn check(
         changed,
     } = files;
 
-    let pytest = request.setup.runner == SuiteRunner::Kind(RunnerKind::Pytest);
-    let recorded = if pytest {
+    let recorded = if request.setup.coverage() == Some(CoverageTool::CoveragePy) {
         Some(
             reads::base_reads(
                 request.run_id,
@@ -193,10 +192,7 @@ fn bodies<'r>(
     base_tree: &'r TreeId,
     tree: &'r TreeId,
 ) -> impl FnMut(Side, &SuiteCase) -> Option<String> + 'r {
-    let python = matches!(
-        request.setup.runner,
-        SuiteRunner::Kind(RunnerKind::Pytest | RunnerKind::Unittest)
-    );
+    let python = request.setup.language() == Some(SourceLanguage::Python);
     let mut files: BTreeMap<(bool, String), Option<String>> = BTreeMap::new();
     move |side, case| {
         if !python {

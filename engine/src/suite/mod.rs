@@ -287,7 +287,7 @@ pub async fn collect(
                 let output = format!("{stdout}{}", String::from_utf8_lossy(&stderr));
                 return Err(failed(format!("exit {exit_code}"), &output));
             }
-            runners::go_cases(repo, tree, &parse_go_list(&stdout))?
+            runners::go_cases(runner, repo, tree, &parse_go_list(&stdout))?
         }
     };
     Ok(Collection {

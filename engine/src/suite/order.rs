@@ -9,11 +9,10 @@
 
 use super::conclude::{self, SuiteOutcome};
 use super::driven::Driven;
-use super::runners::{SuiteRunner, SuiteSetup};
+use super::runners::SuiteSetup;
 use crate::dispatch::run_one;
 use assay_common::job::{JobKind, JobSpec, Side};
 use assay_common::report::summary::SuiteStatus;
-use assay_common::runner::RunnerKind;
 use assay_common::suite::{CaseOutcome, Lane, SuiteCase, derive_outcome};
 use assay_common::{JobId, ProofId, TreeId};
 use assay_transport::queue::{JobQueue, QueueError};
@@ -73,10 +72,7 @@ pub async fn confirm(
 /// The cases worth checking, by index: guest failures this run produced (not the cache's,
 /// not excused), in a run that split the collection, of a runner the check applies to.
 fn suspects(setup: &SuiteSetup, driven: &Driven, outcome: &SuiteOutcome) -> Vec<usize> {
-    let applies = matches!(
-        setup.runner,
-        SuiteRunner::Kind(RunnerKind::Pytest | RunnerKind::Unittest)
-    );
+    let applies = setup.shares_a_process_across_cases();
     let split = driven.plan.len() > 1 || driven.cases.len() != driven.collected.len();
     if !applies || !split || driven.run.stopped.is_some() || driven.collected.is_empty() {
         return Vec::new();

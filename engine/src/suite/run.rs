@@ -14,7 +14,7 @@ use super::history::{History, RunRecord};
 use super::ledger::{self, Ledger, LedgerError};
 use super::order;
 use super::reach;
-use super::runners::{SuiteRunner, SuiteSetup};
+use super::runners::SuiteSetup;
 use super::select::Selectors;
 use super::shard::ShardMode;
 use crate::coverage::{CoverageError, CoverageMap};
@@ -22,7 +22,6 @@ use crate::dispatch::run_one;
 use crate::proof;
 use crate::result_cache::{ResultCache, RunContext};
 use crate::source::{self, SourceError};
-use assay_common::runner::RunnerKind;
 use assay_common::suite::{SUITE_SCHEMA, SuiteCacheReport, SuiteCase, SuiteReport};
 use assay_common::suite_audit::{FileReach, LedgerGate};
 use assay_common::suite_history::HistoryReport;
@@ -464,7 +463,9 @@ fn changed_product_lines(
         .map_err(ReachError::ChangedLines)?;
     Ok(changed
         .into_iter()
-        .filter(|(file, _)| file.ends_with(".py") && !RunnerKind::Pytest.is_test_file(file))
+        .filter(|(file, _)| {
+            file.ends_with(".py") && !request.setup.runner.runner().is_test_file(file)
+        })
         .collect())
 }
 
@@ -653,5 +654,5 @@ fn answered_by(driven: &Driven) -> Vec<String> {
 
 /// Whether `setup` can run the reachability job: it runs pytest under coverage.py.
 pub fn reachability_supported(setup: &SuiteSetup) -> bool {
-    setup.runner == SuiteRunner::Kind(RunnerKind::Pytest)
+    setup.coverage() == Some(assay_common::runner::CoverageTool::CoveragePy)
 }

@@ -9,10 +9,9 @@ use crate::source;
 use assay_common::TreeId;
 use assay_common::manifest::ManifestJob;
 use assay_common::outcome::{CollectionError, TestReport};
-use assay_common::runner::{ListingFormat, ReportFormat, RunnerKind, SuiteCases};
+use assay_common::runner::{CoverageTool, ListingFormat, ReportFormat, SourceLanguage, SuiteCases};
 use assay_common::suite::{
-    CaseScope, CollectionProblem, SuiteCase, parse_pytest_collection,
-    parse_unittest_batch_collection,
+    CollectionProblem, SuiteCase, parse_pytest_collection, parse_unittest_batch_collection,
 };
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -57,20 +56,14 @@ impl SuiteSetup {
     /// Refuses what `assay test` cannot run, before anything runs.
     pub fn check(&self) -> Result<(), CollectError> {
         let runner = self.runner;
-        let unsupported = match runner {
-            SuiteRunner::Kind(kind) => kind.runner().suite_unsupported(),
-            SuiteRunner::Command => None,
-        };
+        let unsupported = runner.runner().suite_unsupported();
         if let Some(why) = unsupported {
             return Err(CollectError::Unsupported {
                 runner,
                 why: why.into(),
             });
         }
-        let needs_command = match runner {
-            SuiteRunner::Kind(kind) => kind.needs_explicit_command(),
-            SuiteRunner::Command => true,
-        };
+        let needs_command = runner.runner().default_command().is_empty();
         if needs_command && self.prefix.is_empty() {
             return Err(CollectError::Unsupported {
                 runner,
@@ -83,62 +76,47 @@ impl SuiteSetup {
     }
 
     pub fn listing(&self) -> Listing {
-        match self.runner {
-            SuiteRunner::Kind(kind) => match kind.runner().suite_cases(&self.prefix) {
-                SuiteCases::Listed { command, format } => Listing::Job(command, format),
-                SuiteCases::TestModules | SuiteCases::WholeCommand(_) | SuiteCases::CorpusRows => {
-                    Listing::Tree
-                }
-            },
-            SuiteRunner::Command => Listing::Tree,
+        match self.runner.runner().suite_cases(&self.prefix) {
+            SuiteCases::Listed { command, format } => Listing::Job(command, format),
+            SuiteCases::TestModules | SuiteCases::WholeCommand(_) | SuiteCases::CorpusRows => {
+                Listing::Tree
+            }
         }
     }
 
     /// The report a case job yields.
     pub fn report_format(&self) -> ReportFormat {
-        match self.runner {
-            // The generic JUnit runner's report is the configured one.
-            SuiteRunner::Kind(RunnerKind::Junit) => self.report.clone(),
-            SuiteRunner::Kind(kind) => kind.report_format_for(&self.prefix),
-            // Nothing is parsed: the scratch report stays absent and the exit status judges.
-            SuiteRunner::Command => ReportFormat::JunitXml,
+        let runner = self.runner.runner();
+        match runner.report_is_configured() {
+            true => self.report.clone(),
+            false => runner.report_format_for(&self.prefix),
         }
     }
 
     /// The argv running `cases`, which share a job.
     pub fn case_command(&self, cases: &[&SuiteCase]) -> Vec<String> {
-        match self.runner {
-            SuiteRunner::Kind(kind) => kind.runner().suite_command(&self.prefix, cases),
-            SuiteRunner::Command => self.prefix.clone(),
-        }
+        self.runner.runner().suite_command(&self.prefix, cases)
     }
 
     /// The argv of a batch that collects the suite itself and runs the cases `spec` names,
     /// recording what it collected in its report (see [`assay_common::runner::Runner::select_command`]);
     /// `None` when the runner's batches cannot.
     pub fn select_command(&self, spec: &[String]) -> Option<Vec<String>> {
-        match self.runner {
-            SuiteRunner::Kind(kind) => kind.runner().select_command(&self.prefix, spec),
-            SuiteRunner::Command => None,
-        }
+        self.runner.runner().select_command(&self.prefix, spec)
     }
 
     /// The command of part `part` of `parts` of a first run: a session that collects the whole
     /// suite and runs the cases whose [`Self::partition_key`] [`assay_common::runner::partition_of`] puts in
     /// its part, recording what it collected; `None` when the runner's batches cannot.
     pub fn partition_command(&self, part: usize, parts: usize) -> Option<Vec<String>> {
-        match self.runner {
-            SuiteRunner::Kind(kind) => kind.runner().partition_command(&self.prefix, part, parts),
-            SuiteRunner::Command => None,
-        }
+        self.runner
+            .runner()
+            .partition_command(&self.prefix, part, parts)
     }
 
     /// What decides `case`'s part in a partitioned first run ([`assay_common::runner::Runner::partition_key`]).
     pub fn partition_key<'a>(&self, case: &'a SuiteCase) -> &'a str {
-        match self.runner {
-            SuiteRunner::Kind(kind) => kind.runner().partition_key(case),
-            SuiteRunner::Command => &case.id,
-        }
+        self.runner.runner().partition_key(case)
     }
 
     /// What a batch run by [`Self::select_command`] or [`Self::partition_command`] recorded of
@@ -221,28 +199,35 @@ impl SuiteSetup {
     /// batch them. The other runners' batches share one output, so by default they run one
     /// case per job.
     pub fn batches_by_default(&self) -> bool {
-        match self.runner {
-            SuiteRunner::Kind(kind) => kind.runner().batches_by_default(),
-            SuiteRunner::Command => false,
-        }
+        self.runner.runner().batches_by_default()
     }
 
     /// The cases that must share a session with `case` (the runner's
     /// [`assay_common::runner::Runner::session_group`]); `None`: any batch.
     pub fn session_group(&self, case: &SuiteCase) -> Option<String> {
-        match self.runner {
-            SuiteRunner::Kind(kind) => kind.runner().session_group(case),
-            SuiteRunner::Command => None,
-        }
+        self.runner.runner().session_group(case)
     }
 
     /// Whether two cases may share a job: the runner can select both in one run and
     /// nothing else with them.
     pub fn may_share_a_job(&self, a: &SuiteCase, b: &SuiteCase) -> bool {
-        match self.runner {
-            SuiteRunner::Kind(kind) => kind.runner().may_share_a_job(a, b),
-            SuiteRunner::Command => true,
-        }
+        self.runner.runner().may_share_a_job(a, b)
+    }
+
+    /// The coverage tool the runner's tests can run under ([`assay_common::runner::Runner::coverage`]).
+    pub fn coverage(&self) -> Option<CoverageTool> {
+        self.runner.runner().coverage()
+    }
+
+    /// The language of the runner's tests ([`assay_common::runner::Runner::language`]).
+    pub fn language(&self) -> Option<SourceLanguage> {
+        self.runner.runner().language()
+    }
+
+    /// Whether the runner's whole-suite run keeps state across cases in one process
+    /// ([`assay_common::runner::Runner::shares_a_process_across_cases`]).
+    pub fn shares_a_process_across_cases(&self) -> bool {
+        self.runner.runner().shares_a_process_across_cases()
     }
 
     /// Cases read from the tree (node files, manifest rows, the whole command), with a
@@ -255,10 +240,7 @@ impl SuiteSetup {
         let runner = self.runner;
         let source_err = |source| CollectError::Source { runner, source };
         let command_text = shell_words(&self.prefix);
-        let from = match runner {
-            SuiteRunner::Kind(kind) => kind.runner().suite_cases(&self.prefix),
-            SuiteRunner::Command => SuiteCases::WholeCommand(CaseScope::ExitStatus),
-        };
+        let from = runner.runner().suite_cases(&self.prefix);
         match from {
             SuiteCases::WholeCommand(scope) => {
                 Ok((vec![SuiteCase::whole_command(&command_text, scope)], None))
@@ -285,18 +267,11 @@ impl SuiteSetup {
                 let files = source::list_files(repo, tree).map_err(source_err)?;
                 let cases = files
                     .iter()
-                    .filter(|f| self.is_test_module(f))
+                    .filter(|f| runner.runner().is_test_module(f))
                     .map(|f| SuiteCase::whole_file(f))
                     .collect();
                 Ok((cases, None))
             }
-        }
-    }
-
-    fn is_test_module(&self, path: &str) -> bool {
-        match self.runner {
-            SuiteRunner::Kind(kind) => kind.is_test_module(path),
-            SuiteRunner::Command => false,
         }
     }
 }
@@ -322,11 +297,11 @@ fn shell_words(argv: &[String]) -> String {
 /// Go cases from `(import path, test name)` pairs: each placed in the `_test.go` file of its
 /// package that declares it, so `--file` and `--directory` select Go cases like any other.
 pub fn go_cases(
+    runner: SuiteRunner,
     repo: &Path,
     tree: &TreeId,
     listed: &[(String, String)],
 ) -> Result<Vec<SuiteCase>, CollectError> {
-    let runner = SuiteRunner::Kind(RunnerKind::Go);
     let source_err = |source| CollectError::Source { runner, source };
     let module = source::read_file(repo, tree, "go.mod")
         .map_err(source_err)?
@@ -407,6 +382,7 @@ pub fn split_shards(
 mod tests {
     use super::*;
     use assay_common::manifest;
+    use assay_common::runner::RunnerKind;
 
     fn setup(runner: SuiteRunner, prefix: &[&str]) -> SuiteSetup {
         SuiteSetup {

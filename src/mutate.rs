@@ -10,7 +10,7 @@ use crate::fleet_link;
 use anyhow::{Context, anyhow};
 use assay_common::ProofId;
 use assay_common::nats_permissions::Role;
-use assay_common::runner::RunnerKind;
+use assay_common::runner::{RunnerKind, SourceLanguage};
 use assay_engine::mutation::campaign::mutant_cache::MutantCache;
 use assay_engine::mutation::campaign::{self, MutateError, MutateRequest};
 use assay_engine::mutation::mutants::OperatorSet;
@@ -120,11 +120,16 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
         Some(name) => name
             .parse::<RunnerKind>()
             .map_err(|e| Failure::usage(anyhow!(e)))?,
-        // Python was `assay mutate`'s only language: only a Rust, Go or node:test project
-        // changes the default.
+        // Python was `assay mutate`'s only language: only a project of another language
+        // whose runner judges mutants changes the default.
         None => match proof::detect_runner_at(&repo, "HEAD") {
-            Ok(detected @ (RunnerKind::Cargo | RunnerKind::Go | RunnerKind::Node)) => detected,
-            _ => RunnerKind::Pytest,
+            Ok(detected)
+                if detected.runner().judges_mutants()
+                    && detected.runner().language() != Some(SourceLanguage::Python) =>
+            {
+                detected
+            }
+            _ => assay_common::runner::MUTATION_DEFAULT,
         },
     };
     let max_per_file = match args.max_per_file.as_str() {
@@ -166,8 +171,8 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
     let store = embedded::open_store(&store_url)?;
     let tree = campaign::head_tree(&repo).map_err(|e| Failure::usage(e.into()))?;
     // A cargo project's mutants build offline from what the host pinned and fetched.
-    let tree = match runner {
-        RunnerKind::Cargo => {
+    let tree = match runner.runner().pins_dependencies_on_host() {
+        true => {
             let (at, of) = (repo.clone(), tree.clone());
             tokio::task::spawn_blocking(move || assay_engine::dependencies::pin_cargo(&at, &of))
                 .await
@@ -175,7 +180,7 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
                 .map_err(|e| Failure::infrastructure(e.into()))?
                 .tree
         }
-        _ => tree,
+        false => tree,
     };
     let mut targets =
         campaign::Targets::parse(&args.paths).map_err(|e| Failure::usage(e.into()))?;

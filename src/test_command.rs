@@ -13,7 +13,7 @@ use anyhow::{Context, anyhow};
 use assay_common::TreeId;
 use assay_common::nats_permissions::Role;
 use assay_common::report::summary::SuiteStatus;
-use assay_common::runner::{ReportFormat, RunnerKind};
+use assay_common::runner::ReportFormat;
 use assay_common::sandbox::SandboxEvidence;
 use assay_common::suite::{
     CaseListing, CaseOutcome, CaseReport, Lane, SuiteCacheReport, SuiteCase, SuiteReport,
@@ -331,10 +331,7 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
         repo: &repo,
         tree: &tree,
         subject_prefix: &args.fleet.subject_prefix,
-        runner: match setup.runner {
-            SuiteRunner::Kind(kind) => kind,
-            SuiteRunner::Command => RunnerKind::Junit,
-        },
+        runner: setup.runner.kind_on_fleet(),
         kind: "suite",
         pass_env: &args.guest_env.pass_env,
         slots: jobs,
@@ -451,7 +448,7 @@ fn suite_setup(
         return Err(crate::prove::tool_missing(runner, &missing));
     }
     let report = match &args.test_report {
-        Some(_) if runner != SuiteRunner::Kind(RunnerKind::Junit) => {
+        Some(_) if !runner.takes_a_report_option() => {
             return Err(Failure::usage(anyhow!(
                 "--test-report is for --runner junit; {runner} writes its own report"
             )));

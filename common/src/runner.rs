@@ -298,6 +298,10 @@ pub trait Runner: Sync {
     }
 }
 
+/// The runner `assay mutate` uses for a Python project, or one whose runner judges no mutants:
+/// pytest under coverage.py maps lines to the tests that reach them.
+pub const MUTATION_DEFAULT: RunnerKind = RunnerKind::Pytest;
+
 /// A coverage tool a runner's tests can run under.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CoverageTool {
@@ -679,7 +683,7 @@ mod tests {
                 .find(|(p, _)| *p == path)
                 .map(|(_, text)| (*text).to_owned())
         };
-        detect(&mut TreeFiles {
+        super::detect(&mut TreeFiles {
             files: &names,
             read: &mut read,
         })

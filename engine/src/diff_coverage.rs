@@ -12,7 +12,7 @@ use crate::source::SourceError;
 use assay_common::JobId;
 use assay_common::diff_coverage::{self as record, ChangedHunk, DiffCoverage, MeasuredFile};
 use assay_common::job::{JobKind, JobResult, JobSpec, Side};
-use assay_common::runner::RunnerKind;
+use assay_common::runner::CoverageTool;
 use assay_common::runner::pytest::python_m_pytest;
 use assay_common::tree_path::TreePath;
 use assay_transport::error_chain::error_chain;
@@ -29,7 +29,9 @@ const JUNIT_OPTION: &str = "--junitxml={report}";
 /// that are not its test files. Empty where the runner has no coverage run or the request
 /// turned diff coverage off.
 pub fn changed_hunks(proof: &PreparedProof) -> Result<Vec<ChangedHunk>, SourceError> {
-    if !proof.request.diff_coverage || proof.runner != RunnerKind::Pytest {
+    if !proof.request.diff_coverage
+        || proof.runner.runner().coverage() != Some(CoverageTool::CoveragePy)
+    {
         return Ok(Vec::new());
     }
     let tests: BTreeSet<&str> = proof

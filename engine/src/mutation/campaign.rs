@@ -23,8 +23,8 @@ use reached::Reach;
 use schemata::Schemata;
 pub use targets::Targets;
 
-use assay_common::runner::RunnerKind;
 use assay_common::runner::pytest::python_m_pytest;
+use assay_common::runner::{CoverageTool, RunnerKind};
 use assay_common::{JobId, ProofId, TreeId};
 use assay_transport::store::ArtifactStore;
 use serde::{Deserialize, Serialize};
@@ -150,7 +150,7 @@ fn line_range(bytes: &[u8], mutant: &Mutant) -> std::ops::RangeInclusive<u32> {
 /// Whether the runner's baseline maps lines to tests (pytest) or runs the suite (unittest,
 /// cargo).
 fn per_line_wanted(runner: RunnerKind) -> bool {
-    runner == RunnerKind::Pytest
+    runner.runner().coverage() == Some(CoverageTool::CoveragePy)
 }
 
 /// Each mutant's scope (`mutants::scope`), in plan order; one parse per file.
@@ -501,34 +501,31 @@ impl<'a> Campaign<'a> {
         let prebuilt = schemata.as_ref().and_then(|s| s.prebuilt());
         // The baseline runs under the same sandbox and limits as the mutants, so contention
         // shows in the baseline too and does not fake timeouts.
-        let (mut baseline_spec, per_line) = match (request.runner, &prebuilt) {
-            (RunnerKind::Cargo, Some(prebuilt)) => (
+        if !request.runner.runner().judges_mutants() {
+            return Err(MutateError::UnsupportedRunner {
+                runner: request.runner,
+            });
+        }
+        let coverage_py = request.runner.runner().coverage() == Some(CoverageTool::CoveragePy);
+        let (mut baseline_spec, per_line) = match (&prebuilt, coverage_py) {
+            (Some(prebuilt), _) => (
                 schemata::run_spec(request, prebuilt, *index, 0, None),
                 false,
             ),
             // The map is made by the test command's own interpreter, with its own arguments, so
             // the baseline runs what the mutants run. A command that is not `PYTHON -m pytest`
             // gets no map: its baseline is the command itself, and it must pass with a report.
-            (RunnerKind::Pytest, _) => match python_m_pytest(&request.command_prefix) {
-                Some((python, args)) => {
-                    let pytest_args = args
-                        .iter()
-                        .cloned()
-                        .chain(["-o".into(), "junit_family=xunit1".into()]);
-                    let command = coverage::command_with(python, pytest_args);
-                    (spec(request, &planned.tree, *index, command), true)
-                }
-                None => {
-                    let command = request.runner.command(&request.command_prefix, &[], &[]);
-                    (spec(request, &planned.tree, *index, command), false)
-                }
-            },
-            (RunnerKind::Unittest | RunnerKind::Cargo | RunnerKind::Go | RunnerKind::Node, _) => {
+            (None, true) if let Some((python, args)) = python_m_pytest(&request.command_prefix) => {
+                let pytest_args = args
+                    .iter()
+                    .cloned()
+                    .chain(["-o".into(), "junit_family=xunit1".into()]);
+                let command = coverage::command_with(python, pytest_args);
+                (spec(request, &planned.tree, *index, command), true)
+            }
+            (None, _) => {
                 let command = request.runner.command(&request.command_prefix, &[], &[]);
                 (spec(request, &planned.tree, *index, command), false)
-            }
-            (other @ (RunnerKind::Vitest | RunnerKind::Junit | RunnerKind::Manifest), _) => {
-                return Err(MutateError::UnsupportedRunner { runner: other });
             }
         };
         *index += 1;
@@ -624,8 +621,11 @@ impl<'a> Campaign<'a> {
             },
             _ => None,
         };
-        let package_tests = match (request.runner, &baseline) {
-            (RunnerKind::Go, Ok(result)) => go_package_tests(request, result)?,
+        let package_tests = match (
+            request.runner.runner().reports_tests_by_package(),
+            &baseline,
+        ) {
+            (true, Ok(result)) => go_package_tests(request, result)?,
             _ => None,
         };
         Ok(Baseline {
@@ -695,17 +695,14 @@ impl<'a> Campaign<'a> {
         });
 
         let mut prefix = request.command_prefix.clone();
-        if coverage.is_some() && request.runner == RunnerKind::Pytest {
-            prefix.push("-x".into());
-        }
-        if request.runner == RunnerKind::Pytest {
-            // A kill needs the failing test's name, not pytest's long traceback: building that
-            // (every frame's source re-parsed, printed and written to the report, once per run
-            // and once per re-run) cost a killed semver mutant as much as its tests. Python's
-            // own traceback still says where it failed. Later options win over the project's
-            // addopts.
-            prefix.push("--tb=native".into());
-        }
+        prefix.extend(
+            request
+                .runner
+                .runner()
+                .mutant_run_arguments(coverage.is_some())
+                .iter()
+                .map(|a| (*a).to_owned()),
+        );
         let mut results: Vec<Option<MutantResult>> = vec![None; mutants.len()];
         let mut work = Vec::new();
         let scopes = scopes_of(mutants, &bytes);
@@ -1028,7 +1025,7 @@ impl<'a> Campaign<'a> {
                     if slot.status == Status::Killed
                         && !killers.is_empty()
                         && again.binaries.is_none()
-                        && request.runner != RunnerKind::Go
+                        && request.runner.runner().reruns_named_tests()
                     {
                         again.command = request.runner.command(&choices.prefix, &killers, &[]);
                     }

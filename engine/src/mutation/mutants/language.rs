@@ -7,7 +7,7 @@
 use super::scope::Scope;
 use super::sites::Candidate;
 use super::{ExclusionReason, Operator, OperatorSet};
-use assay_common::runner::RunnerKind;
+use assay_common::runner::SourceLanguage;
 use std::collections::BTreeSet;
 
 pub(crate) trait Language: Sync {
@@ -27,8 +27,11 @@ pub(crate) trait Language: Sync {
     fn sites(&self, source: &str, changed: &BTreeSet<u32>, set: OperatorSet) -> Vec<Candidate>;
     /// The scope of each byte range `(start, end)` of `source`, in order.
     fn scopes(&self, source: &str, ranges: &[(usize, usize)]) -> Vec<Scope>;
-    /// The runners whose tests judge its mutants.
-    fn runners(&self) -> &'static [RunnerKind];
+    /// Which language it is: a runner whose tests are in it ([`Runner::language`]) judges its
+    /// mutants.
+    ///
+    /// [`Runner::language`]: assay_common::runner::Runner::language
+    fn language(&self) -> SourceLanguage;
     /// Whether a mutant is compiled before its tests run: a run that reports a build failure
     /// and no test is then the mutant's compile error, never a kill.
     fn compiles(&self) -> bool;

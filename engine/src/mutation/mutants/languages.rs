@@ -29,10 +29,8 @@ pub(crate) fn of_check(runner: RunnerKind) -> &'static dyn Language {
 
 /// The language whose mutants `runner`'s tests judge, if any.
 pub(crate) fn for_runner(runner: RunnerKind) -> Option<&'static dyn Language> {
-    LANGUAGES
-        .iter()
-        .copied()
-        .find(|l| l.runners().contains(&runner))
+    let language = runner.runner().language()?;
+    LANGUAGES.iter().copied().find(|l| l.language() == language)
 }
 
 /// The scope of each byte range `(start, end)` of `source`, the file at `path`, in order. A

@@ -13,7 +13,7 @@ use super::sites::Candidate;
 use super::{
     ExclusionReason, Operator, OperatorSet, bare_carriage_return, does_not_parse, not_utf8,
 };
-use assay_common::runner::RunnerKind;
+use assay_common::runner::{Runner, SourceLanguage, go::Go as GoRunner};
 use std::collections::BTreeSet;
 
 pub(crate) struct Go;
@@ -47,7 +47,7 @@ impl Language for Go {
     }
 
     fn exclusion(&self, path: &str, bytes: &[u8]) -> Option<(ExclusionReason, String)> {
-        if RunnerKind::Go.is_test_file(path) {
+        if GoRunner.is_test_file(path) {
             return Some((
                 ExclusionReason::TestFile,
                 "a test file (`_test.go`) or test data: the tests are what the check measures"
@@ -89,8 +89,8 @@ impl Language for Go {
         scope::scopes(source, ranges)
     }
 
-    fn runners(&self) -> &'static [RunnerKind] {
-        &[RunnerKind::Go]
+    fn language(&self) -> SourceLanguage {
+        SourceLanguage::Go
     }
 
     fn compiles(&self) -> bool {

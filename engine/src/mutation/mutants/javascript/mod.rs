@@ -13,7 +13,7 @@ use super::sites::Candidate;
 use super::{
     ExclusionReason, Operator, OperatorSet, bare_carriage_return, does_not_parse, not_utf8,
 };
-use assay_common::runner::RunnerKind;
+use assay_common::runner::{Runner, SourceLanguage, node::Node};
 use std::collections::BTreeSet;
 
 pub(crate) struct JavaScript;
@@ -53,7 +53,7 @@ impl Language for JavaScript {
     }
 
     fn exclusion(&self, path: &str, bytes: &[u8]) -> Option<(ExclusionReason, String)> {
-        if RunnerKind::Node.is_test_file(path) {
+        if Node.is_test_file(path) {
             return Some((
                 ExclusionReason::TestFile,
                 "a test file: the tests are what the check measures".into(),
@@ -94,8 +94,8 @@ impl Language for JavaScript {
         scope::scopes(source, ranges)
     }
 
-    fn runners(&self) -> &'static [RunnerKind] {
-        &[RunnerKind::Node]
+    fn language(&self) -> SourceLanguage {
+        SourceLanguage::JavaScript
     }
 
     fn compiles(&self) -> bool {

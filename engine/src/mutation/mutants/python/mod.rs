@@ -12,7 +12,7 @@ use super::sites::Candidate;
 use super::{
     ExclusionReason, Operator, OperatorSet, bare_carriage_return, does_not_parse, not_utf8,
 };
-use assay_common::runner::RunnerKind;
+use assay_common::runner::{Runner, SourceLanguage, pytest::Pytest};
 use std::collections::BTreeSet;
 
 pub(crate) struct Python;
@@ -37,7 +37,7 @@ impl Language for Python {
                 "a type stub: no code runs from it".into(),
             ));
         }
-        if RunnerKind::Pytest.is_test_file(path) {
+        if Pytest.is_test_file(path) {
             return Some((
                 ExclusionReason::TestFile,
                 "a test file: the tests are what the check measures".into(),
@@ -81,8 +81,8 @@ impl Language for Python {
         scope::scopes(source, ranges)
     }
 
-    fn runners(&self) -> &'static [RunnerKind] {
-        &[RunnerKind::Pytest, RunnerKind::Unittest]
+    fn language(&self) -> SourceLanguage {
+        SourceLanguage::Python
     }
 
     fn compiles(&self) -> bool {

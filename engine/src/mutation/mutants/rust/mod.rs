@@ -18,7 +18,7 @@ use super::sites::Candidate;
 use super::{
     ExclusionReason, Operator, OperatorSet, bare_carriage_return, does_not_parse, not_utf8,
 };
-use assay_common::runner::RunnerKind;
+use assay_common::runner::SourceLanguage;
 use std::collections::BTreeSet;
 
 pub(crate) struct Rust;
@@ -100,8 +100,8 @@ impl Language for Rust {
         scope::scopes(source, ranges)
     }
 
-    fn runners(&self) -> &'static [RunnerKind] {
-        &[RunnerKind::Cargo]
+    fn language(&self) -> SourceLanguage {
+        SourceLanguage::Rust
     }
 
     fn compiles(&self) -> bool {

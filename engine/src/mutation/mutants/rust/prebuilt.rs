@@ -7,7 +7,7 @@ use crate::mutation::mutants::Mutant;
 use crate::source;
 use assay_common::TreeId;
 use assay_common::job::{ArtifactRef, JobResult, JobSpec, JobStatus, TestBinaries};
-use assay_common::runner::{ReportFormat, RunnerKind, cargo::runs_nextest};
+use assay_common::runner::{ReportFormat, RunnerKind, SourceLanguage, cargo::runs_nextest};
 use assay_common::test_binaries::{ARTIFACT, PLACEHOLDER, Selection};
 use assay_transport::error_chain::error_chain;
 use assay_transport::store::{ArtifactStore, read_named};
@@ -32,7 +32,7 @@ const BLAMED: &str = "did not compile in the schema";
 /// Whether `runner`'s mutants build once behind the switch: a cargo run, unless
 /// [`SWITCH_OFF_VARIABLE`] is `0`.
 pub fn wanted(runner: RunnerKind) -> bool {
-    runner == RunnerKind::Cargo
+    runner.runner().language() == Some(SourceLanguage::Rust)
         && std::env::var(SWITCH_OFF_VARIABLE).map_or(true, |v| v.trim() != "0")
 }
 

@@ -1,0 +1,105 @@
+//! What `assay mutate` tells whoever follows it: the run's events and each verdict with the
+//! rate and the time left.
+
+use super::*;
+
+/// What `assay mutate` tells whoever follows it, besides each job's result.
+pub enum MutateEvent<'a> {
+    /// `assay mutate`'s baseline ran: `to_run` of `mutants` will run, the rest have no test.
+    Started {
+        mutants: usize,
+        to_run: usize,
+        /// Answered from the cache: they neither run nor count in `to_run`.
+        cached: usize,
+        baseline: std::time::Duration,
+    },
+    /// One `assay mutate` mutant has its verdict (second runs that confirm a kill report none,
+    /// so `total` never grows).
+    MutantFinished(&'a MutantProgress<'a>),
+    /// Every mutant has its verdict; `kills` of them (those their own session could not
+    /// re-run: a collection error, a broken session) are confirmed by a run of their own.
+    Confirming { kills: usize },
+}
+
+/// A follower of `assay mutate`: the proof's job events and the run's own.
+pub trait MutateProgress: ProgressSink {
+    fn mutate_event(&self, event: MutateEvent<'_>);
+}
+
+/// What a progress line says about one finished mutant and the run so far.
+#[derive(Clone, Debug)]
+pub struct MutantProgress<'a> {
+    /// Mutants with a verdict, those no test covers included; never more than `total`.
+    pub done: usize,
+    /// Every mutant of the plan.
+    pub total: usize,
+    pub mutant: &'a Mutant,
+    pub status: Status,
+    pub reason: Option<String>,
+    pub duration: Duration,
+    /// Kills (and timeouts) and survivors so far.
+    pub killed: usize,
+    pub survived: usize,
+    /// The remaining mutants at the rate so far; `None` before there is a rate.
+    pub eta: Option<Duration>,
+}
+
+/// The counts behind the progress lines.
+#[derive(Default)]
+pub(super) struct Tally {
+    pub(super) done: usize,
+    pub(super) ran: usize,
+    pub(super) killed: usize,
+    pub(super) survived: usize,
+    /// When (since the mutants started) each of the last [`RATE_WINDOW`] verdicts came.
+    pub(super) recent: std::collections::VecDeque<Duration>,
+}
+
+/// Verdicts the ETA's rate is measured over: the first mutants (the costliest when the budget
+/// allows, the whole-suite runs of import-time code, a warming server pool) are slower than
+/// the rest, so the rate of the whole run so far overstates what is left by several times.
+pub(super) const RATE_WINDOW: usize = 50;
+
+impl Tally {
+    pub(super) fn record<'a>(
+        &mut self,
+        judged: &Judged,
+        mutant: &'a Mutant,
+        total: usize,
+        to_run: usize,
+        elapsed: Duration,
+    ) -> MutantProgress<'a> {
+        self.done = (self.done + 1).min(total);
+        self.ran += 1;
+        match judged.status {
+            Status::Killed | Status::Timeout => self.killed += 1,
+            Status::Survived => self.survived += 1,
+            _ => {}
+        }
+        let left = to_run.saturating_sub(self.ran);
+        // Wall time per verdict over the window (which already reflects the slots running in
+        // parallel); before the window fills, over the run so far.
+        let (span, count) = match self.recent.front() {
+            Some(oldest) if self.recent.len() == RATE_WINDOW => {
+                (elapsed.saturating_sub(*oldest), RATE_WINDOW)
+            }
+            _ => (elapsed, self.ran),
+        };
+        if self.recent.len() == RATE_WINDOW {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(elapsed);
+        let eta = (count > 0).then(|| span.mul_f64(left as f64 / count as f64));
+        MutantProgress {
+            done: self.done,
+            total,
+            mutant,
+            status: judged.status,
+            reason: judged.reason.clone(),
+            duration: Duration::try_from_secs_f64(judged.duration_s).unwrap_or_default(),
+            killed: self.killed,
+            survived: self.survived,
+            eta,
+        }
+    }
+}

@@ -91,3 +91,54 @@ fn a_test_only_change_or_another_runner_records_no_diff_coverage() {
     let evidence = run.evidence.as_ref().expect("evidence");
     assert!(evidence.get("diff_coverage").is_none(), "{evidence:#}");
 }
+
+/// Go: the proving tests run once more with `-coverprofile`, every package measured; the
+/// fix's line ran, a new helper no proving test calls did not.
+#[test]
+fn a_go_proof_names_the_changed_lines_its_proving_tests_did_not_execute() {
+    let repo = support::Repo::new();
+    repo.copy_fixture("go-cache", &[]);
+    repo.commit("cache and ledger");
+    let cache = std::fs::read_to_string(repo.path().join("cache/cache.go")).unwrap();
+    repo.write(
+        "cache/cache.go",
+        &format!(
+            "{}\n// Stale reports whether an entry should be refreshed before it expires.\nfunc Stale(age, ttl int) bool {{\n\tif ttl <= 0 {{\n\t\treturn true\n\t}}\n\treturn age*2 >= ttl\n}}\n",
+            cache.replace("age > ttl", "age >= ttl")
+        ),
+    );
+    repo.commit("cache: expire at the ttl; stale entries");
+    let run = support::prove(
+        &repo,
+        &[
+            "--base",
+            "HEAD~1",
+            "--no-mutation",
+            "--criterion",
+            "test: TestCacheExpiry/at_the_limit",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.explain());
+    let coverage = &run.evidence.as_ref().expect("evidence")["diff_coverage"];
+    assert_eq!(coverage["tool"], "go test -coverprofile", "{coverage:#}");
+    // One hunk, as git shows it: the fixed comparison ran, `Stale`'s body did not.
+    let hunks = coverage["hunks"].as_array().expect("hunks");
+    assert_eq!(hunks.len(), 1, "{coverage:#}");
+    assert_eq!(hunks[0]["path"], "cache/cache.go", "{coverage:#}");
+    assert_eq!(hunks[0]["status"], "partly_executed", "{coverage:#}");
+    let missed: Vec<u64> = hunks[0]["missed_lines"]
+        .as_array()
+        .expect("missed lines")
+        .iter()
+        .filter_map(|l| l.as_u64())
+        .collect();
+    assert!(
+        !missed.contains(&6) && missed.contains(&11) && missed.contains(&13),
+        "{coverage:#}"
+    );
+    assert!(
+        run.stdout.contains("diff coverage (go test -coverprofile)"),
+        "{}",
+        run.explain()
+    );
+}

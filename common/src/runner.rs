@@ -307,6 +307,18 @@ pub const MUTATION_DEFAULT: RunnerKind = RunnerKind::Pytest;
 pub enum CoverageTool {
     /// coverage.py, whose per-test contexts say which test executed each line.
     CoveragePy,
+    /// `go test -coverprofile`: which statements a run executed, for the run as a whole.
+    GoCoverProfile,
+}
+
+impl CoverageTool {
+    /// The tool's name as evidence shows it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::CoveragePy => "coverage.py",
+            Self::GoCoverProfile => "go test -coverprofile",
+        }
+    }
 }
 
 /// A language Assay reads: test bodies, mutation sites.

@@ -1,39 +1,38 @@
 //! A proof's diff coverage (report only): the proving tests run once more on the candidate
-//! under the project's coverage tool, and the evidence says which changed product hunks they
-//! executed. Only pytest has such a run today (coverage.py, through [`crate::coverage`]'s
-//! script); nothing is installed into the project, and where coverage.py is missing the
-//! record says so. The hunks are found where the repository is (`changed_hunks`), so a fleet's
-//! coordinator measures the very same ones.
+//! under the runner's coverage tool ([`CoverageTool`]), and the evidence says which changed
+//! product hunks they executed: pytest under coverage.py (through [`crate::coverage`]'s
+//! script), Go under `go test -coverprofile` (every package of the module measured, so a test
+//! in one package covers the code of another). Nothing is installed into the project, and
+//! where the tool is missing the record says so. The hunks are found where the repository is
+//! (`changed_hunks`), so a fleet's coordinator measures the very same ones.
 
 use crate::coverage::{self, CoverageMap};
 use crate::mutation::check;
+use crate::mutation::mutants::languages;
 use crate::prepared::PreparedProof;
 use crate::source::SourceError;
 use assay_common::JobId;
 use assay_common::diff_coverage::{self as record, ChangedHunk, DiffCoverage, MeasuredFile};
 use assay_common::job::{JobKind, JobResult, JobSpec, Side};
-use assay_common::runner::CoverageTool;
 use assay_common::runner::pytest::python_m_pytest;
+use assay_common::runner::{CoverageTool, ReportFormat};
 use assay_common::tree_path::TreePath;
 use assay_transport::error_chain::error_chain;
-use assay_transport::store::ArtifactStore;
+use assay_transport::store::{ArtifactStore, read_named};
 use std::collections::{BTreeMap, BTreeSet};
-
-/// The tool the pytest coverage run measures with.
-const TOOL: &str = "coverage.py";
 
 /// The report placeholder pytest's JUnit option carries in a proving-test command.
 const JUNIT_OPTION: &str = "--junitxml={report}";
 
-/// The candidate's changed product hunks: lines the change adds or modifies in Python files
-/// that are not its test files. Empty where the runner has no coverage run or the request
-/// turned diff coverage off.
+/// The candidate's changed product hunks: lines the change adds or modifies in files of the
+/// runner's language that are not its test files. Empty where the runner has no coverage tool
+/// or the request turned diff coverage off.
 pub fn changed_hunks(proof: &PreparedProof) -> Result<Vec<ChangedHunk>, SourceError> {
-    if !proof.request.diff_coverage
-        || proof.runner.runner().coverage() != Some(CoverageTool::CoveragePy)
-    {
+    let runner = proof.runner.runner();
+    if !proof.request.diff_coverage || runner.coverage().is_none() {
         return Ok(Vec::new());
     }
+    let language = runner.language();
     let tests: BTreeSet<&str> = proof
         .change
         .changed_test_files
@@ -47,7 +46,10 @@ pub fn changed_hunks(proof: &PreparedProof) -> Result<Vec<ChangedHunk>, SourceEr
     )?;
     let product: BTreeMap<TreePath, BTreeSet<u32>> = lines
         .into_iter()
-        .filter(|(path, _)| path.ends_with(".py") && !tests.contains(path.as_str()))
+        .filter(|(path, _)| {
+            languages::for_path(path).map(|l| l.language()) == language
+                && !tests.contains(path.as_str())
+        })
         .filter(|(path, _)| !proof.runner.is_test_file(path))
         .filter_map(|(path, lines)| Some((TreePath::new(&path).ok()?, lines)))
         .collect();
@@ -68,16 +70,37 @@ pub fn plan(proof: &PreparedProof) -> Option<Plan> {
     if proof.diff_hunks.is_empty() {
         return None;
     }
-    let proving = proof
-        .jobs
-        .iter()
-        .find(|j| j.kind == JobKind::Targeted && j.side == Side::Candidate)?;
-    Some(match coverage_job(proof, proving) {
-        Some(spec) => Plan::Run(Box::new(spec)),
-        None => Plan::Unmeasured(DiffCoverage::unmeasured(
-            TOOL,
+    // The proving tests on the candidate: the changed test files' job, or, when the change
+    // touches no test file, a repeat that selects them by name.
+    let on_candidate = |kind| {
+        proof
+            .jobs
+            .iter()
+            .find(move |j| j.kind == kind && j.side == Side::Candidate)
+    };
+    let proving = on_candidate(JobKind::Targeted).or_else(|| on_candidate(JobKind::Stability))?;
+    let tool = proof.runner.runner().coverage()?;
+    let command = match tool {
+        CoverageTool::CoveragePy => coverage_py_command(&proving.command),
+        CoverageTool::GoCoverProfile => go_cover_command(&proving.command),
+    };
+    Some(match command {
+        Ok(command) => {
+            let index = proof.jobs.len();
+            let mut spec = proving.clone();
+            spec.job_id = JobId::for_index(&proof.request.proof_id, index);
+            spec.index = index as u32;
+            spec.kind = JobKind::Suite;
+            spec.command = command;
+            // The measurement is uploaded as the job's report; the worker's parse of it as
+            // JUnit is not used.
+            spec.report = ReportFormat::JunitXml;
+            Plan::Run(Box::new(spec))
+        }
+        Err(why) => Plan::Unmeasured(DiffCoverage::unmeasured(
+            tool.name(),
             &proof.diff_hunks,
-            "the test command is not `PYTHON -m pytest …`, so coverage.py cannot wrap it".into(),
+            why.into(),
         )),
     })
 }
@@ -89,37 +112,119 @@ pub async fn judge(
     store: &dyn ArtifactStore,
 ) -> DiffCoverage {
     let hunks = &proof.diff_hunks;
-    let Some(result) = result else {
-        return DiffCoverage::unmeasured(TOOL, hunks, "the coverage run returned no result".into());
+    let Some(tool) = proof.runner.runner().coverage() else {
+        return DiffCoverage::unmeasured("", hunks, "the runner has no coverage tool".into());
     };
-    let map = match CoverageMap::read(store, result).await {
-        Ok(map) => map,
-        Err(e) => return DiffCoverage::unmeasured(TOOL, hunks, error_chain(&e)),
+    let Some(result) = result else {
+        return DiffCoverage::unmeasured(
+            tool.name(),
+            hunks,
+            "the coverage run returned no result".into(),
+        );
+    };
+    let measured = match tool {
+        CoverageTool::CoveragePy => CoverageMap::read(store, result)
+            .await
+            .map(|map| measured(&map))
+            .map_err(|e| error_chain(&e)),
+        CoverageTool::GoCoverProfile => go_profile(store, result)
+            .await
+            .map(|profile| go_measured(&profile, hunks)),
+    };
+    let measured = match measured {
+        Ok(measured) => measured,
+        Err(why) => return DiffCoverage::unmeasured(tool.name(), hunks, why),
     };
     let report = result
         .artifacts
         .iter()
         .find(|a| a.name == "report")
         .cloned();
-    record::judge(TOOL, hunks, &measured(&map), report)
+    record::judge(tool.name(), hunks, &measured, report)
 }
 
-/// The candidate's proving-test job again, under coverage.py with the same interpreter,
-/// selection and options, as the job after the planned ones.
-fn coverage_job(proof: &PreparedProof, proving: &JobSpec) -> Option<JobSpec> {
-    let (python, args) = python_m_pytest(&proving.command)?;
+/// The candidate's proving-test command under coverage.py, with the same interpreter,
+/// selection and options.
+fn coverage_py_command(proving: &[String]) -> Result<Vec<String>, &'static str> {
+    let (python, args) = python_m_pytest(proving)
+        .ok_or("the test command is not `PYTHON -m pytest …`, so coverage.py cannot wrap it")?;
     let pytest_args: Vec<String> = args
         .iter()
         .filter(|a| *a != JUNIT_OPTION)
         .cloned()
         .collect();
-    let index = proof.jobs.len();
-    let mut spec = proving.clone();
-    spec.job_id = JobId::for_index(&proof.request.proof_id, index);
-    spec.index = index as u32;
-    spec.kind = JobKind::Suite;
-    spec.command = coverage::command_with(python, pytest_args);
-    Some(spec)
+    Ok(coverage::command_with(python, pytest_args))
+}
+
+/// The candidate's proving-test command with Go's cover profile written to the report's place:
+/// every package of the module measured (`-coverpkg=./...`), and no cached result (`-count=1`),
+/// which would measure nothing.
+fn go_cover_command(proving: &[String]) -> Result<Vec<String>, &'static str> {
+    let test = proving
+        .iter()
+        .position(|word| word == "test")
+        .filter(|&at| at > 0)
+        .ok_or("the test command is not `go test …`, so no cover profile can be asked of it")?;
+    let mut command = proving[..=test].to_vec();
+    command.extend(["-count=1", "-coverpkg=./...", "-coverprofile={report}"].map(String::from));
+    command.extend(proving[test + 1..].iter().cloned());
+    Ok(command)
+}
+
+/// The cover profile the Go coverage run wrote.
+async fn go_profile(store: &dyn ArtifactStore, result: &JobResult) -> Result<String, String> {
+    match read_named(store, result, "report").await {
+        Ok(Some(bytes)) => Ok(String::from_utf8_lossy(&bytes).into_owned()),
+        Ok(None) => Err(format!(
+            "the coverage run wrote no cover profile (it {})",
+            result.status.label()
+        )),
+        Err(e) => Err(error_chain(&e)),
+    }
+}
+
+/// Per changed file, its statements' lines and the lines the run executed, from a Go cover
+/// profile (`mode: set`, then `IMPORT/PATH/file.go:L1.C1,L2.C2 STATEMENTS COUNT` a block). A
+/// block's lines are all its own; a line of an executed block is executed. The profile names
+/// files by import path: a file is the changed file its path ends with (`/` + the tree path).
+fn go_measured(profile: &str, hunks: &[ChangedHunk]) -> BTreeMap<String, MeasuredFile> {
+    let changed: BTreeSet<&str> = hunks.iter().map(|h| h.path.as_str()).collect();
+    let mut files: BTreeMap<String, MeasuredFile> = BTreeMap::new();
+    for line in profile.lines().skip_while(|l| l.starts_with("mode:")) {
+        let Some((file, lines, count)) = go_block(line) else {
+            continue;
+        };
+        let Some(path) = changed
+            .iter()
+            .find(|path| file == **path || file.ends_with(&format!("/{path}")))
+        else {
+            continue;
+        };
+        let entry = files.entry((*path).to_owned()).or_insert(MeasuredFile {
+            statements: BTreeSet::new(),
+            executed: BTreeSet::new(),
+        });
+        entry.statements.extend(lines.clone());
+        if count > 0 {
+            entry.executed.extend(lines);
+        }
+    }
+    files
+}
+
+/// One block of a cover profile: its file, its lines and its count.
+fn go_block(line: &str) -> Option<(&str, std::ops::RangeInclusive<u32>, u64)> {
+    let (location, rest) = line.rsplit_once(':')?;
+    let mut words = rest.split_whitespace();
+    let (span, statements, count) = (words.next()?, words.next()?, words.next()?);
+    statements.parse::<u32>().ok()?;
+    let (start, end) = span.split_once(',')?;
+    let line_of = |at: &str| at.split_once('.').and_then(|(l, _)| l.parse::<u32>().ok());
+    Some((
+        location,
+        line_of(start)?..=line_of(end)?,
+        count.parse().ok()?,
+    ))
 }
 
 /// Per file, its statements and the lines the run executed, at import (a `def` line, a
@@ -139,4 +244,62 @@ fn measured(map: &CoverageMap) -> BTreeMap<String, MeasuredFile> {
             )
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hunk(path: &str, start: u32, end: u32) -> ChangedHunk {
+        ChangedHunk {
+            path: TreePath::new(path).expect("a tree path"),
+            start,
+            end,
+        }
+    }
+
+    #[test]
+    fn a_cover_profile_is_read_by_the_changed_file_its_import_path_ends_with() {
+        let profile = "mode: set\n\
+            example.com/pager/cache/cache.go:6.36,6.53 1 1\n\
+            example.com/pager/cache/cache.go:9.32,10.14 1 0\n\
+            example.com/pager/cache/cache.go:10.14,12.3 1 0\n\
+            example.com/pager/notcache/cache.go:6.1,6.9 1 1\n\
+            example.com/pager/cache/cache.go:garbage\n\
+            example.com/pager/cache/cache.go:20.1,21.2 one 1\n";
+        let measured = go_measured(profile, &[hunk("cache/cache.go", 6, 12)]);
+        let file = measured.get("cache/cache.go").expect("the changed file");
+        assert_eq!(
+            file.statements.iter().copied().collect::<Vec<_>>(),
+            [6, 9, 10, 11, 12]
+        );
+        assert_eq!(file.executed.iter().copied().collect::<Vec<_>>(), [6]);
+        assert_eq!(
+            measured.len(),
+            1,
+            "another package's file of the same name is not it"
+        );
+    }
+
+    #[test]
+    fn the_go_cover_run_keeps_the_command_and_adds_its_flags_after_test() {
+        let proving: Vec<String> = ["go", "test", "-json", "-run", "^TestA$", "./..."]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(
+            go_cover_command(&proving).expect("a go test command"),
+            [
+                "go",
+                "test",
+                "-count=1",
+                "-coverpkg=./...",
+                "-coverprofile={report}",
+                "-json",
+                "-run",
+                "^TestA$",
+                "./..."
+            ]
+        );
+        assert!(go_cover_command(&["make".to_owned(), "check".to_owned()]).is_err());
+    }
 }

@@ -25,6 +25,10 @@ impl Runner for Go {
         Some(super::SourceLanguage::Go)
     }
 
+    fn coverage(&self) -> Option<super::CoverageTool> {
+        Some(super::CoverageTool::GoCoverProfile)
+    }
+
     /// Its command names packages, not tests.
     fn reruns_named_tests(&self) -> bool {
         false

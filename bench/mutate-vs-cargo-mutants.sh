@@ -9,7 +9,7 @@
 # (same file, place and replacement; bench/lib/agreement.py), with every difference listed.
 # Needs: cargo; cargo-mutants (installed with `cargo install cargo-mutants --locked` if
 # missing); Assay's release build (built here).
-# Usage: bench/mutate-vs-cargo-mutants.sh [ROUNDS]     (default 2; ONLY=heck one crate)
+# Usage: bench/mutate-vs-cargo-mutants.sh [ROUNDS]     (default 2; ONLY="heck lru" some crates)
 # Run it with rustup's proxies (`~/.cargo/bin`) first on PATH, as a Rust developer does.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -65,7 +65,7 @@ run_assay() { # crate dir, round
 
 for entry in "${rust_crates[@]}" "${rust_crates_with_dependencies[@]}"; do
     read -r name version sum <<< "$entry"
-    if [[ -n "${ONLY:-}" && "$name" != "$ONLY" ]]; then continue; fi
+    if [[ -n "${ONLY:-}" && " $ONLY " != *" $name "* ]]; then continue; fi
     fetch_crate "$name" "$version" "$sum" "$work"
     crate="$work/$name-$version"
     (cd "$crate" && git init --quiet && printf '/target\n/mutants.out*\n' > .gitignore \

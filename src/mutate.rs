@@ -166,23 +166,16 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
     let store = embedded::open_store(&store_url)?;
     let tree = campaign::head_tree(&repo).map_err(|e| Failure::usage(e.into()))?;
     // A cargo project's mutants build offline from what the host pinned and fetched.
-    let (tree, rust_toolchains) = match runner {
+    let tree = match runner {
         RunnerKind::Cargo => {
             let (at, of) = (repo.clone(), tree.clone());
-            let pinned = tokio::task::spawn_blocking(move || {
-                assay_engine::dependencies::pin_cargo(&at, &of)
-            })
-            .await
-            .map_err(|e| Failure::internal(e.into()))?
-            .map_err(|e| Failure::infrastructure(e.into()))?;
-            let toolchains: Vec<_> = pinned
-                .toolchain
-                .map(|identity| (pinned.tree.clone(), identity))
-                .into_iter()
-                .collect();
-            (pinned.tree, toolchains)
+            tokio::task::spawn_blocking(move || assay_engine::dependencies::pin_cargo(&at, &of))
+                .await
+                .map_err(|e| Failure::internal(e.into()))?
+                .map_err(|e| Failure::infrastructure(e.into()))?
+                .tree
         }
-        _ => (tree, Vec::new()),
+        _ => tree,
     };
     let mut targets =
         campaign::Targets::parse(&args.paths).map_err(|e| Failure::usage(e.into()))?;
@@ -224,8 +217,7 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
                 context: RunContext::new(
                     sandbox,
                     &assay_worker::sandbox::clean_env(&args.guest_env.pass_env),
-                )
-                .with_rust_toolchains(&rust_toolchains),
+                ),
             })
         })
         .flatten();

@@ -97,9 +97,6 @@ struct KeyInputs<'a> {
     sandbox: &'a SandboxEvidence,
     interpreter: Option<String>,
     env: &'a [(String, String)],
-    /// The Rust toolchain the mutated tree's jobs run; absent where none was resolved.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    rust_toolchain: Option<&'a str>,
 }
 
 /// Builds keys for one run, reading each test file once from the mutated tree.
@@ -184,7 +181,6 @@ impl<'a> Keys<'a> {
                 .first()
                 .and_then(|program| self.context.interpreter(program)),
             env: &self.context.env,
-            rust_toolchain: self.context.rust_toolchain(self.tree),
         };
         // Serializing plain data cannot fail.
         let bytes = serde_json::to_vec(&inputs).unwrap_or_default();

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# `assay mutate --jobs 2` against cargo-mutants `-j 2` on the same source files of two real
-# crates from the Rust package registry (bench/lib/crates.sh: pinned by version and sha256), cold runs
+# `assay mutate --jobs 2` against cargo-mutants `-j 2` on the same source files of four real
+# crates from the Rust package registry (bench/lib/crates.sh: pinned by version and sha256; two of
+# them with dependencies and dev-dependencies and no Cargo.lock, which each tool resolves and
+# fetches itself before its first build), cold runs
 # interleaved (the order alternates each round; every run starts from a fresh copy with no
 # target directory). Reports per run the mutants, wall time and mutants per minute, per crate
 # the ratio of the median rates, and the caught/missed agreement on the mutants both tools make
 # (same file, place and replacement; bench/lib/agreement.py), with every difference listed.
 # Needs: cargo; cargo-mutants (installed with `cargo install cargo-mutants --locked` if
 # missing); Assay's release build (built here).
-# Usage: bench/mutate-vs-cargo-mutants.sh [ROUNDS]     (default 2; ONLY=heck one crate)
+# Usage: bench/mutate-vs-cargo-mutants.sh [ROUNDS]     (default 2; ONLY="heck lru" some crates)
+# Run it with rustup's proxies (`~/.cargo/bin`) first on PATH, as a Rust developer does.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 rounds="${1:-2}"
@@ -60,9 +63,9 @@ run_assay() { # crate dir, round
     rm -rf "$copy" "$work/store"
 }
 
-for entry in "${rust_crates[@]}"; do
+for entry in "${rust_crates[@]}" "${rust_crates_with_dependencies[@]}"; do
     read -r name version sum <<< "$entry"
-    if [[ -n "${ONLY:-}" && "$name" != "$ONLY" ]]; then continue; fi
+    if [[ -n "${ONLY:-}" && " $ONLY " != *" $name "* ]]; then continue; fi
     fetch_crate "$name" "$version" "$sum" "$work"
     crate="$work/$name-$version"
     (cd "$crate" && git init --quiet && printf '/target\n/mutants.out*\n' > .gitignore \

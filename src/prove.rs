@@ -533,7 +533,8 @@ async fn run_embedded(
         ResultCache::off(store.clone())
     });
     let mode = cache.mode;
-    let context = RunContext::new(recorded, &assay_worker::sandbox::clean_env(pass_env));
+    let context = RunContext::new(recorded, &assay_worker::sandbox::clean_env(pass_env))
+        .with_rust_toolchains(&prepared.rust_toolchains);
     let caching = CachingQueue::new(&queue, cache, context);
     let mut run = proof::run_proof(prepared, &caching, &*store, jobs, &progress, started, clock)
         .await

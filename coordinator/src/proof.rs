@@ -137,6 +137,7 @@ pub fn prepared_from(submission: &ProofSubmission) -> PreparedProof {
         refused_files: submission.refused_files.clone(),
         mutation: submission.mutation.clone(),
         lockfiles: Default::default(),
+        rust_toolchains: Vec::new(),
         diff_hunks: submission.diff_hunks.clone(),
         harness: submission.harness.clone(),
     }

@@ -26,6 +26,9 @@ pub struct Pinned {
     pub tree: TreeId,
     /// The sha256 of the `Cargo.lock` generated for the tree, when it had none.
     pub generated_lockfile: Option<String>,
+    /// The identity of the Rust toolchain rustup would run in the tree (its toolchain file
+    /// honoured), when the `cargo` on `PATH` is a rustup proxy: part of the result cache's key.
+    pub toolchain: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -56,6 +59,12 @@ pub enum DependencyError {
         step: &'static str,
         tree: TreeId,
         stderr: String,
+    },
+    #[error("failed to resolve the Rust toolchain of tree {tree}")]
+    Toolchain {
+        tree: TreeId,
+        #[source]
+        source: assay_transport::rust_toolchain::RustupError,
     },
     #[error("failed to write tree {tree} with its generated Cargo.lock")]
     Write {
@@ -90,6 +99,13 @@ pub fn pin_cargo(repo: &Path, tree: &TreeId) -> Result<Pinned, DependencyError> 
             source: Box::new(source),
         }
     })?;
+    // Resolved before the toolchain files go: the jobs' sandboxes run what the tree names.
+    let toolchain = rust_toolchain_of(&copy)
+        .map_err(|source| DependencyError::Toolchain {
+            tree: tree.clone(),
+            source,
+        })?
+        .map(|found| found.identity());
     strip_tree_configuration(&copy).map_err(io(&copy))?;
     let lockfile = copy.join("Cargo.lock");
     let generated = if lockfile.exists() {
@@ -107,6 +123,7 @@ pub fn pin_cargo(repo: &Path, tree: &TreeId) -> Result<Pinned, DependencyError> 
         return Ok(Pinned {
             tree: tree.clone(),
             generated_lockfile: None,
+            toolchain,
         });
     };
     let pinned = crate::source::tree_with_files(repo, tree, &[("Cargo.lock", &generated)])
@@ -117,7 +134,42 @@ pub fn pin_cargo(repo: &Path, tree: &TreeId) -> Result<Pinned, DependencyError> 
     Ok(Pinned {
         tree: pinned,
         generated_lockfile: Some(hex::encode(Sha256::digest(&generated))),
+        toolchain,
     })
+}
+
+/// The toolchain the jobs' sandboxes will run in `tree` (a checkout of the job's tree): the
+/// one rustup resolves there for the `cargo` on this process's `PATH`, which the jobs get, as
+/// the sandbox resolves it. None when that `cargo` is no rustup proxy: its own bytes are then
+/// the program's identity in the key.
+fn rust_toolchain_of(
+    tree: &Path,
+) -> Result<
+    Option<assay_transport::rust_toolchain::RustToolchain>,
+    assay_transport::rust_toolchain::RustupError,
+> {
+    use assay_transport::rust_toolchain::{is_rustup_proxy, resolve};
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let Some(proxy) = std::env::split_paths(&path)
+        .map(|dir| dir.join("cargo"))
+        .find(|candidate| candidate.is_file())
+        .filter(|cargo| is_rustup_proxy(cargo))
+    else {
+        return Ok(None);
+    };
+    let Some(rustup_home) = std::env::var_os("RUSTUP_HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|h| !h.is_empty())
+                .map(|h| PathBuf::from(h).join(".rustup"))
+        })
+        .and_then(|h| h.canonicalize().ok())
+    else {
+        return Ok(None);
+    };
+    resolve(&proxy, tree, &rustup_home, None).map(Some)
 }
 
 /// Runs `cargo STEP ARGS` in `dir`; never installs a toolchain, and reads no toolchain file
@@ -204,8 +256,7 @@ mod tests {
     use assay_test_support::Repo;
 
     /// A crate with no dependency and no lockfile whose `.cargo/config.toml` names a rustc
-    /// wrapper, and whose toolchain file names a toolchain in the tree: each would leave
-    /// `marker` behind if the host's cargo or rustup ran it.
+    /// wrapper: it would leave `marker` behind if the host's cargo ran it.
     fn hostile_crate(marker: &Path) -> Repo {
         let repo = Repo::new();
         let evil = format!("#!/bin/sh\ntouch {}\nexec \"$@\"\n", marker.display());
@@ -219,10 +270,6 @@ mod tests {
         .write(
             ".cargo/config.toml",
             "[build]\nrustc-wrapper = \"tools/wrap.sh\"\n",
-        )
-        .write(
-            "rust-toolchain.toml",
-            "[toolchain]\npath = \"evil-toolchain\"\n",
         );
         for program in ["tools/wrap.sh", "evil-toolchain/bin/cargo"] {
             use std::os::unix::fs::PermissionsExt;
@@ -266,12 +313,32 @@ mod tests {
         repo.commit("pager: lockfile");
         let tree = crate::source::tree_of(repo.path(), "HEAD").unwrap();
         let pinned = pin_cargo(repo.path(), &tree).unwrap();
-        assert_eq!(
-            pinned,
-            Pinned {
-                tree,
-                generated_lockfile: None
-            }
+        assert_eq!(pinned.tree, tree);
+        assert_eq!(pinned.generated_lockfile, None);
+    }
+
+    #[test]
+    fn a_toolchain_named_by_path_is_refused_before_anything_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("ran-on-the-host");
+        let repo = hostile_crate(&marker);
+        repo.write(
+            "rust-toolchain.toml",
+            "[toolchain]\npath = \"evil-toolchain\"\n",
+        );
+        repo.commit("pager: a toolchain of its own");
+        let tree = crate::source::tree_of(repo.path(), "HEAD").unwrap();
+        let refused = pin_cargo(repo.path(), &tree);
+        assert!(!marker.exists(), "the tree's program ran on the host");
+        assert!(
+            matches!(
+                &refused,
+                Err(DependencyError::Toolchain {
+                    source: assay_transport::rust_toolchain::RustupError::PathToolchain { .. },
+                    ..
+                })
+            ),
+            "{refused:?}"
         );
     }
 }

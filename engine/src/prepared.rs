@@ -3,7 +3,6 @@
 //! in [`crate::proof`], so what the pipeline calls (the mutation check) can read it too.
 
 use crate::source::{CandidateSpec, Change};
-use assay_common::ProofId;
 use assay_common::criteria::Criterion;
 use assay_common::diff_coverage::ChangedHunk;
 use assay_common::harness::HarnessPlan;
@@ -11,6 +10,7 @@ use assay_common::job::JobSpec;
 use assay_common::mutation_plan::MutationSetup;
 use assay_common::runner::{ReportFormat, RunnerKind};
 use assay_common::verdict::RefusedFile;
+use assay_common::{ProofId, TreeId};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -63,6 +63,10 @@ pub struct PreparedProof {
     /// [`crate::dependencies`]); empty where the proof was not prepared here (a fleet's
     /// coordinator), whose trees hold them all the same.
     pub lockfiles: GeneratedLockfiles,
+    /// The identity of the Rust toolchain each pinned tree's jobs run, resolved on this host
+    /// (see [`crate::dependencies::Pinned::toolchain`]), for the result cache's key; empty
+    /// where the proof was not prepared here or runs no rustup toolchain.
+    pub rust_toolchains: Vec<(TreeId, String)>,
     /// The change's product hunks whose diff coverage the proof records, found here where the
     /// repository is; empty: no diff coverage (a runner without a coverage run, or no product
     /// line changed).

@@ -11,6 +11,7 @@ use crate::prepared::GeneratedLockfiles;
 pub use crate::prepared::{PreparedProof, ProofRequest};
 use crate::progress::{ProgressSink, ProofEvent};
 use crate::source::{self, Change, SourceError};
+use assay_common::TreeId;
 use assay_common::evidence::{Evidence, JobEvidence, RevisionInfo, SCHEMA, WorkerEvidence};
 use assay_common::job::{JobResult, JobSpec};
 use assay_common::manifest::{ManifestError, ManifestJob, parse_manifest};
@@ -171,7 +172,7 @@ pub fn prepare(request: ProofRequest) -> Result<PreparedProof, EngineError> {
         Some(runner) => runner,
         None => detect_runner(&request.repo, &change)?,
     };
-    let lockfiles = pin_dependencies(&request.repo, runner, &mut change)?;
+    let (lockfiles, rust_toolchains) = pin_dependencies(&request.repo, runner, &mut change)?;
     // A corpus has no test modules to run apart from the whole: its cases are run by name.
     let changed_test_modules: Vec<String> = change
         .changed_test_files
@@ -252,6 +253,7 @@ pub fn prepare(request: ProofRequest) -> Result<PreparedProof, EngineError> {
         refused_files,
         mutation: None,
         lockfiles,
+        rust_toolchains,
         diff_hunks: Vec::new(),
         harness,
     };
@@ -277,14 +279,15 @@ pub fn prepare(request: ProofRequest) -> Result<PreparedProof, EngineError> {
 
 /// For a project whose runner pins its dependencies on the host (cargo), pins and fetches both trees' dependencies on this host (see
 /// [`dependencies`]) and moves the change onto the trees the jobs will run: each with the
-/// `Cargo.lock` generated for it when it had none.
+/// `Cargo.lock` generated for it when it had none. Also says which Rust toolchain each of
+/// those trees runs, for the result cache's key.
 fn pin_dependencies(
     repo: &std::path::Path,
     runner: RunnerKind,
     change: &mut Change,
-) -> Result<GeneratedLockfiles, EngineError> {
+) -> Result<(GeneratedLockfiles, Vec<(TreeId, String)>), EngineError> {
     if !runner.runner().pins_dependencies_on_host() {
-        return Ok(GeneratedLockfiles::default());
+        return Ok((GeneratedLockfiles::default(), Vec::new()));
     }
     let base = dependencies::pin_cargo(repo, &change.base_tree)?;
     let candidate = if change.candidate.tree == change.base_tree {
@@ -292,12 +295,19 @@ fn pin_dependencies(
     } else {
         dependencies::pin_cargo(repo, &change.candidate.tree)?
     };
+    let toolchains = [&base, &candidate]
+        .into_iter()
+        .filter_map(|pinned| Some((pinned.tree.clone(), pinned.toolchain.clone()?)))
+        .collect();
     change.base_tree = base.tree;
     change.candidate.tree = candidate.tree;
-    Ok(GeneratedLockfiles {
-        base: base.generated_lockfile,
-        candidate: candidate.generated_lockfile,
-    })
+    Ok((
+        GeneratedLockfiles {
+            base: base.generated_lockfile,
+            candidate: candidate.generated_lockfile,
+        },
+        toolchains,
+    ))
 }
 
 /// Whether `program` is an executable file in a directory of this process's `PATH`.

@@ -24,7 +24,7 @@ use assay_common::report;
 use assay_common::runner::{ReportFormat, ReportLocation};
 use assay_common::sandbox::SandboxEvidence;
 use assay_common::verdict::Verdict;
-use assay_common::{JobId, ProofId};
+use assay_common::{JobId, ProofId, TreeId};
 use assay_transport::error_chain::error_chain;
 use assay_transport::queue::{JobQueue, QueueError};
 use assay_transport::store::{ArtifactStore, StoreError, read_artifact};
@@ -312,6 +312,11 @@ pub struct RunContext {
     /// `(name, sha256 of the value)`, sorted.
     pub env: Vec<(String, String)>,
     interpreters: Interpreters,
+    /// The identity of the Rust toolchain each tree's jobs run, where the tree pins it and the
+    /// host resolved it ([`crate::dependencies::Pinned::toolchain`]): a rustup proxy is the
+    /// same file whichever toolchain it runs, and a toolchain file's name can stay while what
+    /// it names is updated.
+    rust_toolchains: Arc<HashMap<TreeId, String>>,
 }
 
 #[derive(Clone, Debug)]
@@ -340,7 +345,19 @@ impl RunContext {
             sandbox,
             env,
             interpreters,
+            rust_toolchains: Arc::default(),
         }
+    }
+
+    /// This context with the Rust toolchain of each of `toolchains`' trees, as pinned here.
+    pub fn with_rust_toolchains(mut self, toolchains: &[(TreeId, String)]) -> Self {
+        self.rust_toolchains = Arc::new(toolchains.iter().cloned().collect());
+        self
+    }
+
+    /// The Rust toolchain `tree`'s jobs run, when it was resolved here.
+    pub(crate) fn rust_toolchain(&self, tree: &TreeId) -> Option<&str> {
+        self.rust_toolchains.get(tree).map(String::as_str)
     }
 
     /// A fleet's context, as its operator declared it (`[cache]`): the workers' sandbox, their
@@ -361,6 +378,7 @@ impl RunContext {
             sandbox,
             env,
             interpreters,
+            rust_toolchains: Arc::default(),
         }
     }
 
@@ -413,6 +431,10 @@ struct KeyInputs<'a> {
     sandbox: &'a SandboxEvidence,
     interpreter: Option<String>,
     env: &'a [(String, String)],
+    /// The Rust toolchain the tree's jobs run; absent where none was resolved, so the other
+    /// keys stay as they were.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rust_toolchain: Option<&'a str>,
 }
 
 /// The cache key of `spec` run in `context`: hex sha256 of its canonical JSON inputs.
@@ -443,6 +465,7 @@ pub(crate) fn schema_key(schema: &'static str, spec: &JobSpec, context: &RunCont
             .first()
             .and_then(|program| context.interpreter(program)),
         env: &context.env,
+        rust_toolchain: context.rust_toolchain(&spec.tree),
     };
     // Serializing plain data cannot fail; an empty digest input would still be a valid key.
     let bytes = serde_json::to_vec(&inputs).unwrap_or_default();

@@ -16,6 +16,7 @@ pub mod metrics;
 pub mod nats;
 pub mod offload;
 pub mod queue;
+pub mod rust_toolchain;
 pub mod store;
 pub mod store_tree;
 #[cfg(feature = "nats")]

@@ -6,9 +6,9 @@
 //! pyenv version and its shims, a venv with its base interpreter, a `pip --user` site, an nvm
 //! version, a `GOROOT` and Go's module cache; any other `bin` directory comes back alone.
 
+use assay_transport::rust_toolchain::{self, RustToolchain, RustupError, is_rustup_proxy};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 /// Files and directories under the home that hold secrets: masked in every guest, even inside
 /// an exposed toolchain or where nothing masks them.
@@ -27,9 +27,6 @@ const HOME_CREDENTIALS: [&str; 9] = [
 /// The parts of a pyenv root its shims need (`pyenv exec` and its plugins), besides the
 /// versions they run: not its other versions, nor anything a user keeps beside them.
 const PYENV_MECHANISM: [&str; 6] = ["bin", "libexec", "plugins", "shims", "pyenv.d", "version"];
-
-/// How many trailing lines of a failing host-side tool's stderr an error quotes.
-const STDERR_LINES: usize = 8;
 
 /// Where the host's toolchains live: the worker's own home and environment (trusted), never
 /// the job's, which the submitter chooses.
@@ -85,31 +82,10 @@ pub struct Toolchains {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ToolchainError {
-    #[error(
-        "refusing the toolchain file {file}: it names a toolchain by path, which could run a program of the tree's choosing (hint: name a channel, such as `channel = \"1.95\"`)"
-    )]
-    PathToolchain { file: PathBuf },
-    #[error("failed to run {rustup} to resolve the Rust toolchain for {cwd}")]
-    RustupSpawn {
-        rustup: PathBuf,
-        cwd: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error(
-        "rustup could not choose a Rust toolchain for {cwd} (nothing is installed for a job: install it with rustup first): {stderr}"
-    )]
-    RustupWhich { cwd: PathBuf, stderr: String },
+    #[error(transparent)]
+    Rustup(#[from] RustupError),
     #[error("rustup's home is unknown: neither RUSTUP_HOME nor HOME names an existing directory")]
     NoRustupHome,
-    #[error(
-        "rustup resolved {cwd}'s cargo to {resolved}, outside rustup's toolchains ({toolchains})"
-    )]
-    OutsideRustupHome {
-        cwd: PathBuf,
-        resolved: PathBuf,
-        toolchains: PathBuf,
-    },
 }
 
 /// The toolchains `needs` leads to under the masks, and the credential files to mask.
@@ -419,136 +395,27 @@ fn in_rust_toolchain(program: &Path) -> bool {
         })
 }
 
-/// Whether `path` is one of rustup's proxies: a link to `rustup`, or a hard link of the
-/// `rustup` beside it (rustup installs either).
-fn is_rustup_proxy(path: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    let Ok(real) = path.canonicalize() else {
-        return false;
-    };
-    if real
-        .file_name()
-        .is_some_and(|n| n == "rustup" || n == "rustup-init")
-    {
-        return true;
-    }
-    let same = |a: &Path, b: &Path| match (std::fs::metadata(a), std::fs::metadata(b)) {
-        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
-        _ => false,
-    };
-    path.parent()
-        .is_some_and(|dir| same(path, &dir.join("rustup")))
-}
-
-/// The toolchain a rustup proxy would run in the job's tree.
-struct RustToolchain {
-    /// `RUSTUP_HOME/toolchains/NAME`, canonical.
-    dir: PathBuf,
-    name: String,
-    rustup_home: PathBuf,
-    /// rustup's settings: a proxy the guest names itself reads them (nothing secret).
-    settings: Option<PathBuf>,
-}
-
-/// Asks rustup, on the host, which toolchain its proxy would run in the job's tree: rustup
-/// honours the tree's `rust-toolchain.toml` as it would for a user. rustup is trusted code and
-/// only reads the file; a toolchain named by path (one the tree could ship) is refused before
-/// rustup sees it, and whatever it answers must be one of its own installed toolchains. It
-/// never installs one for a job.
+/// Asks rustup, on the host, which toolchain its proxy would run in the job's tree (see
+/// [`rust_toolchain::resolve`]), with the job's `RUSTUP_TOOLCHAIN` when it sets one.
 fn rustup_toolchain(
     proxy: &Path,
     needs: &Needs<'_>,
     host: &Host<'_>,
 ) -> Result<RustToolchain, ToolchainError> {
-    if let Some(file) = toolchain_file_with_path(needs.cwd) {
-        // Named as the repository has it when it is the tree's, as it almost always is.
-        let file = file
-            .strip_prefix(needs.cwd)
-            .map(Path::to_path_buf)
-            .unwrap_or(file);
-        return Err(ToolchainError::PathToolchain { file });
-    }
-    let rustup = proxy
-        .parent()
-        .map(|d| d.join("rustup"))
-        .filter(|r| r.is_file())
-        .or_else(|| proxy.canonicalize().ok())
-        .unwrap_or_else(|| proxy.to_path_buf());
     let rustup_home = host
         .dir("RUSTUP_HOME", ".rustup")
         .ok_or(ToolchainError::NoRustupHome)?;
-    let mut command = Command::new(&rustup);
-    command
-        .args(["which", "cargo"])
-        .current_dir(needs.cwd)
-        .env("RUSTUP_AUTO_INSTALL", "0")
-        .env("RUSTUP_HOME", &rustup_home)
-        // The worker's own toolchain (set when it runs under cargo) must not override the
-        // tree's toolchain file; the job's choice may.
-        .env_remove("RUSTUP_TOOLCHAIN")
-        .stdin(Stdio::null());
-    if let Some((_, chosen)) = needs.env.iter().find(|(k, _)| k == "RUSTUP_TOOLCHAIN") {
-        command.env("RUSTUP_TOOLCHAIN", chosen);
-    }
-    let output = command
-        .output()
-        .map_err(|source| ToolchainError::RustupSpawn {
-            rustup: rustup.clone(),
-            cwd: needs.cwd.to_path_buf(),
-            source,
-        })?;
-    if !output.status.success() {
-        return Err(ToolchainError::RustupWhich {
-            cwd: needs.cwd.to_path_buf(),
-            stderr: last_lines(&output.stderr, STDERR_LINES),
-        });
-    }
-    let resolved = PathBuf::from(String::from_utf8_lossy(&output.stdout).trim());
-    let toolchains = rustup_home.join("toolchains");
-    let outside = || ToolchainError::OutsideRustupHome {
-        cwd: needs.cwd.to_path_buf(),
-        resolved: resolved.clone(),
-        toolchains: toolchains.clone(),
-    };
-    let real = resolved.canonicalize().map_err(|_| outside())?;
-    let dir = real
-        .parent()
-        .and_then(Path::parent)
-        .filter(|dir| dir.parent() == Some(toolchains.as_path()))
-        .ok_or_else(outside)?
-        .to_path_buf();
-    let name = dir
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .ok_or_else(outside)?;
-    let settings = Some(rustup_home.join("settings.toml")).filter(|s| s.is_file());
-    Ok(RustToolchain {
-        dir,
-        name,
-        rustup_home,
-        settings,
-    })
-}
-
-/// The toolchain file rustup would read for `cwd` (the nearest `rust-toolchain` or
-/// `rust-toolchain.toml` up from it), when it names a toolchain by path.
-fn toolchain_file_with_path(cwd: &Path) -> Option<PathBuf> {
-    let file = cwd.ancestors().find_map(|dir| {
-        ["rust-toolchain", "rust-toolchain.toml"]
-            .iter()
-            .map(|name| dir.join(name))
-            .find(|f| f.is_file())
-    })?;
-    let text = std::fs::read_to_string(&file).unwrap_or_default();
-    let by_path = match text.parse::<toml::Table>() {
-        Ok(table) => table
-            .get("toolchain")
-            .and_then(|t| t.as_table())
-            .is_some_and(|t| t.contains_key("path")),
-        // The legacy form is one line: a channel, or a path.
-        Err(_) => text.trim().contains('/'),
-    };
-    by_path.then_some(file)
+    let chosen = needs
+        .env
+        .iter()
+        .find(|(k, _)| k == "RUSTUP_TOOLCHAIN")
+        .map(|(_, v)| v.as_str());
+    Ok(rust_toolchain::resolve(
+        proxy,
+        needs.cwd,
+        &rustup_home,
+        chosen,
+    )?)
 }
 
 /// The exposures worth binding: each existing and strictly under a mask (the rest is visible
@@ -603,13 +470,6 @@ fn credentials(host: &Host<'_>, exposed: &[PathBuf], masked: &[PathBuf]) -> Vec<
     masks.sort();
     masks.dedup();
     masks
-}
-
-/// The last `n` lines of a tool's stderr, for an error message.
-pub fn last_lines(stderr: &[u8], n: usize) -> String {
-    let text = String::from_utf8_lossy(stderr);
-    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
 #[cfg(test)]
@@ -958,7 +818,10 @@ mod tests {
         let path_env = home.join(".cargo/bin").display().to_string();
         let refused = resolve_in(&home, "cargo", &path_env, &[], tree.path());
         assert!(
-            matches!(refused, Err(ToolchainError::PathToolchain { .. })),
+            matches!(
+                refused,
+                Err(ToolchainError::Rustup(RustupError::PathToolchain { .. }))
+            ),
             "{refused:?}"
         );
         // A Python job on the same machine starts anyway, without Rust.
@@ -975,7 +838,12 @@ mod tests {
         let path_env = home.join(".cargo/bin").display().to_string();
         let refused = resolve_in(&home, "cargo", &path_env, &[], tree.path());
         assert!(
-            matches!(refused, Err(ToolchainError::OutsideRustupHome { .. })),
+            matches!(
+                refused,
+                Err(ToolchainError::Rustup(
+                    RustupError::OutsideRustupHome { .. }
+                ))
+            ),
             "{refused:?}"
         );
     }

@@ -39,6 +39,7 @@ use crate::admitter::Admitter;
 use crate::fleet_halt::{HALT_KEY, HALT_RECHECK, is_halt_entry};
 use crate::nats_queue::PublishGate;
 use assay_common::ProofId;
+use assay_common::fault;
 use assay_common::fleet::Subjects;
 use assay_common::job::JobResult;
 use assay_common::service_config::{ConfigError, Role, ServiceConfig};
@@ -76,6 +77,12 @@ pub enum ServiceError {
         #[source]
         source: std::io::Error,
     },
+    /// A step of taking up the lead outlasted the fault policy's limit
+    /// ([`fault::leader_setup_limit`]); the lead is given up at once.
+    #[error(
+        "taking up the lead: {step} did not finish within {limit_ms} ms of taking the lease (three quarters of lease_ttl_ms; a NATS server lost, or a stream electing its leader); giving the lead up so another coordinator takes it"
+    )]
+    SetupTimedOut { step: &'static str, limit_ms: u128 },
 }
 
 #[derive(Clone, Debug)]
@@ -284,6 +291,14 @@ pub async fn serve(
             epoch = fence.epoch(),
             "leading: this coordinator holds the lease"
         );
+        // Every step of taking up the lead ends by this deadline, or the lead is given up.
+        let setup = SetupDeadline::from_now(fault::leader_setup_limit(ttl));
+        let jobs = setup
+            .step(
+                "creating the workers' consumer",
+                nats::workers_consumer(&js, &subjects, &config.tuning, placement),
+            )
+            .await;
         let shared = Shared {
             client: client.clone(),
             js: js.clone(),
@@ -294,8 +309,7 @@ pub async fn serve(
             submission_cap: offload::ReadCap::submissions(service.coordinator.max_submission_bytes),
             result_cap: offload::ReadCap::results(service.coordinator.max_result_bytes),
             active: Arc::default(),
-            admitter: match nats::workers_consumer(&js, &subjects, &config.tuning, placement).await
-            {
+            admitter: match jobs {
                 Ok(jobs) => Admitter::spawn(jobs, config.tuning.lookahead),
                 Err(e) => {
                     step_aside(&fence, error_chain(&e)).await;
@@ -307,7 +321,7 @@ pub async fn serve(
             cache: cache.clone(),
             fence,
         };
-        match lead(&shared, &config, &mut shutdown).await {
+        match lead(&shared, &config, setup, &mut shutdown).await {
             Ok(Term::Stopped) => break Ok(()),
             Ok(Term::Deposed) => {}
             // A NATS server lost while taking up the lead, say: another coordinator, or this
@@ -323,7 +337,38 @@ pub async fn serve(
 async fn step_aside(fence: &Fence, error: String) {
     tracing::warn!(error, "failed to take up the lead; giving it up");
     fence.release().await;
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    tokio::time::sleep(fault::STEP_ASIDE_PAUSE).await;
+}
+
+/// When taking up the lead must be done: each step is bounded by it, and one that is not done
+/// by then fails naming itself.
+#[derive(Clone, Copy)]
+struct SetupDeadline {
+    at: tokio::time::Instant,
+    limit: Duration,
+}
+
+impl SetupDeadline {
+    fn from_now(limit: Duration) -> Self {
+        Self {
+            at: tokio::time::Instant::now() + limit,
+            limit,
+        }
+    }
+
+    async fn step<T, E: Into<ServiceError>>(
+        self,
+        step: &'static str,
+        work: impl Future<Output = Result<T, E>>,
+    ) -> Result<T, ServiceError> {
+        match tokio::time::timeout_at(self.at, work).await {
+            Ok(outcome) => outcome.map_err(Into::into),
+            Err(_) => Err(ServiceError::SetupTimedOut {
+                step,
+                limit_ms: self.limit.as_millis(),
+            }),
+        }
+    }
 }
 
 /// How a leadership ended.
@@ -354,58 +399,71 @@ fn coordinator_name() -> String {
 async fn lead(
     shared: &Shared,
     config: &CoordinatorConfig,
+    deadline: SetupDeadline,
     shutdown: &mut (impl Future<Output = ()> + Unpin),
 ) -> Result<Term, ServiceError> {
     let subjects = &shared.subjects;
-    // Renewed from the start, so a slow start (a NATS server lost meanwhile) does not cost the
-    // lease; losing it ends this leadership.
+    // Renewed from the start; losing it ends this leadership. A setup that cannot finish in
+    // time (a NATS server lost meanwhile) gives the lease up instead of holding it renewed.
     let kept = shared.fence.keep();
     tokio::pin!(kept);
     let tasks: Tasks = Arc::default();
     let setup = async {
-        let results = nats::coordinator_consumer(
-            &shared.js,
-            subjects,
-            &config.tuning,
-            nats::Placement::of(&config.service.nats),
-        )
-        .await?;
+        let results = deadline
+            .step(
+                "creating the results consumer",
+                nats::coordinator_consumer(
+                    &shared.js,
+                    subjects,
+                    &config.tuning,
+                    nats::Placement::of(&config.service.nats),
+                ),
+            )
+            .await?;
         // With history: the halt's current value first, so a halt set while no coordinator
         // ran holds from the start.
-        let halt = shared
-            .proofs
-            .watch_with_history(HALT_KEY)
-            .await
-            .map_err(|e| FleetError::jetstream(format!("watch the halt key {HALT_KEY}"), e))?;
+        let halt = deadline
+            .step("watching the halt key", async {
+                shared
+                    .proofs
+                    .watch_with_history(HALT_KEY)
+                    .await
+                    .map_err(|e| FleetError::request(format!("watch the halt key {HALT_KEY}"), e))
+            })
+            .await?;
         // Register unfinished proofs before applying results, so none is taken for a stray.
-        resume_unfinished(shared, &tasks).await?;
-        let submit = shared
-            .client
-            .queue_subscribe(subjects.submit(), LEADER_QUEUE.into())
-            .await
-            .map_err(|e| FleetError::jetstream(format!("subscribe to {}", subjects.submit()), e))?;
-        let cancel = shared
-            .client
-            .queue_subscribe(subjects.cancel(), LEADER_QUEUE.into())
-            .await
-            .map_err(|e| FleetError::jetstream(format!("subscribe to {}", subjects.cancel()), e))?;
-        let results = results
-            .messages()
-            .await
-            .map_err(|e| FleetError::jetstream("pull results", e))?;
+        deadline
+            .step(
+                "resuming the unfinished proofs",
+                resume_unfinished(shared, &tasks),
+            )
+            .await?;
+        let subscribe = |subject: String| async move {
+            shared
+                .client
+                .queue_subscribe(subject.clone(), LEADER_QUEUE.into())
+                .await
+                .map_err(|e| FleetError::nats(format!("subscribe to {subject}"), e))
+        };
+        let submit = deadline
+            .step("subscribing to submissions", subscribe(subjects.submit()))
+            .await?;
+        let cancel = deadline
+            .step("subscribing to cancels", subscribe(subjects.cancel()))
+            .await?;
+        let results = deadline
+            .step("pulling results", async {
+                results
+                    .messages()
+                    .await
+                    .map_err(|e| FleetError::request("pull results", e))
+            })
+            .await?;
         Ok::<_, ServiceError>((results, halt, submit, cancel))
     };
     let started = tokio::select! {
         () = &mut kept => Ok(None),
-        started = tokio::time::timeout(LEADING_START_LIMIT, setup) => match started {
-            Ok(Ok(parts)) => Ok(Some(parts)),
-            Ok(Err(e)) => Err(e),
-            Err(_) => Err(FleetError::jetstream(
-                "start leading (consumer, halt watch, resumed proofs, subscriptions)",
-                format!("not done within {} s", LEADING_START_LIMIT.as_secs()),
-            )
-            .into()),
-        },
+        started = setup => started.map(Some),
     };
     let (mut results, mut halt, mut submit, mut cancel) = match started {
         Ok(Some(parts)) => parts,
@@ -488,9 +546,6 @@ async fn lead(
     }
     Ok(term)
 }
-
-/// How long taking up the lead may take before it is given up and tried again.
-const LEADING_START_LIMIT: Duration = Duration::from_secs(30);
 
 /// The queue group submissions and cancels are taken in: a coordinator that has just stepped
 /// down and one that has just taken over may both be subscribed for a moment, and a request

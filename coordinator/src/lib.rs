@@ -555,3 +555,77 @@ const LEADER_QUEUE: &str = "assay-leader";
 /// Results being recorded at once; beyond it the results stream waits (its consumer's ack
 /// window is far larger).
 const RESULTS_APPLIED_AT_ONCE: usize = 64;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_setup_step_past_the_deadline_names_itself_and_gives_no_jetstream_hint() {
+        let deadline = SetupDeadline::from_now(Duration::from_millis(200));
+        let stuck = std::future::pending::<Result<(), ServiceError>>();
+        let started = tokio::time::Instant::now();
+        let error = deadline
+            .step("creating the results consumer", stuck)
+            .await
+            .expect_err("a step that never ends times out");
+        assert!(started.elapsed() < Duration::from_secs(2));
+        let text = error.to_string();
+        assert!(
+            text.contains("creating the results consumer did not finish within 200 ms"),
+            "{text}"
+        );
+        assert!(!text.contains("JetStream"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn the_steps_of_taking_up_the_lead_share_one_deadline() {
+        let deadline = SetupDeadline::from_now(Duration::from_millis(300));
+        let step = |millis| async move {
+            tokio::time::sleep(Duration::from_millis(millis)).await;
+            Ok::<_, ServiceError>(millis)
+        };
+        assert_eq!(
+            deadline
+                .step("watching the halt key", step(200))
+                .await
+                .expect("inside the deadline"),
+            200
+        );
+        // On its own inside the limit, but not in what the first step left.
+        let error = deadline
+            .step("resuming the unfinished proofs", step(200))
+            .await
+            .expect_err("past the shared deadline");
+        assert!(
+            matches!(
+                error,
+                ServiceError::SetupTimedOut {
+                    step: "resuming the unfinished proofs",
+                    limit_ms: 300
+                }
+            ),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_request_that_timed_out_is_not_blamed_on_a_missing_jetstream() {
+        use async_nats::jetstream::stream::{ConsumerError, ConsumerErrorKind};
+        let timed_out = FleetError::request(
+            "create consumer assay-coordinator",
+            ConsumerError::new(ConsumerErrorKind::TimedOut),
+        );
+        let text = timed_out.to_string();
+        assert!(
+            text.contains("create consumer assay-coordinator: no NATS server answered in time"),
+            "{text}"
+        );
+        assert!(!text.contains("nats-server -js"), "{text}");
+        let refused = FleetError::request(
+            "create consumer assay-coordinator",
+            ConsumerError::new(ConsumerErrorKind::Request),
+        );
+        assert!(refused.to_string().contains("nats-server -js"), "{refused}");
+    }
+}

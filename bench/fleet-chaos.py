@@ -17,8 +17,8 @@ coordinator's /metrics. Exits non-zero on any lost, duplicated or different resu
 
 Knobs (environment): PROOFS (100), PYTEST_PROOFS (10), CLIENTS (5), SLOTS (2 per worker), JOBS
 (4), REPEATS (3), KILLS (2 of each kind), KINDS (what is killed: `coordinator,nats,worker`),
-SEED (random), LEASE_TTL_MS (6000), ASSAY (binary; default the release build, built if
-missing). Servers listen on 127.0.0.1 only.
+SEED (random), LEASE_TTL_MS (6000), KEEP (1: keep the processes' logs), ASSAY (binary; default
+the release build, built if missing). Servers listen on 127.0.0.1 only.
 """
 
 import concurrent.futures
@@ -350,7 +350,11 @@ def run(assay, work, args, plan, chaos):
 def main():
     random.seed(SEED)
     assay = load.assay_binary()
-    with tempfile.TemporaryDirectory(prefix="assay-fleet-chaos-") as tmp:
+    # KEEP=1 leaves the logs of every process (and the servers' stores) for reading afterwards.
+    keep = os.environ.get("KEEP") == "1"
+    with tempfile.TemporaryDirectory(prefix="assay-fleet-chaos-", delete=not keep) as tmp:
+        if keep:
+            print(f"logs kept in {tmp}")
         work = Path(tmp)
         args = load.projects(work)
         expected, planned = {}, {}

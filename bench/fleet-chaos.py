@@ -22,6 +22,7 @@ the release build, built if missing). Servers listen on 127.0.0.1 only.
 """
 
 import concurrent.futures
+import contextlib
 import importlib.util
 import json
 import os
@@ -352,7 +353,9 @@ def main():
     assay = load.assay_binary()
     # KEEP=1 leaves the logs of every process (and the servers' stores) for reading afterwards.
     keep = os.environ.get("KEEP") == "1"
-    with tempfile.TemporaryDirectory(prefix="assay-fleet-chaos-", delete=not keep) as tmp:
+    held = (contextlib.nullcontext(tempfile.mkdtemp(prefix="assay-fleet-chaos-")) if keep
+            else tempfile.TemporaryDirectory(prefix="assay-fleet-chaos-"))
+    with held as tmp:
         if keep:
             print(f"logs kept in {tmp}")
         work = Path(tmp)

@@ -220,6 +220,12 @@ pub fn leader_setup_limit(lease_ttl: Duration) -> Duration {
     lease_ttl - lease_ttl / 4
 }
 
+/// Within that limit, a setup request is given this long before it is sent again, and a
+/// refused one is sent again after [`LEADER_SETUP_RETRY_PAUSE`]: a request sent to a stream
+/// that is electing its leader is never answered, and the next one, once it has a leader, is.
+pub const LEADER_SETUP_TRY: Duration = Duration::from_secs(2);
+pub const LEADER_SETUP_RETRY_PAUSE: Duration = Duration::from_millis(250);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -80,9 +80,14 @@ pub enum ServiceError {
     /// A step of taking up the lead outlasted the fault policy's limit
     /// ([`fault::leader_setup_limit`]); the lead is given up at once.
     #[error(
-        "taking up the lead: {step} did not finish within {limit_ms} ms of taking the lease (three quarters of lease_ttl_ms; a NATS server lost, or a stream electing its leader); giving the lead up so another coordinator takes it"
+        "taking up the lead: {step} did not finish within {limit_ms} ms of taking the lease (three quarters of lease_ttl_ms; a NATS server lost, or a stream electing its leader){last}; giving the lead up so another coordinator takes it"
     )]
-    SetupTimedOut { step: &'static str, limit_ms: u128 },
+    SetupTimedOut {
+        step: &'static str,
+        limit_ms: u128,
+        /// How the last try failed, when it did before the deadline.
+        last: String,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -294,10 +299,9 @@ pub async fn serve(
         // Every step of taking up the lead ends by this deadline, or the lead is given up.
         let setup = SetupDeadline::from_now(fault::leader_setup_limit(ttl));
         let jobs = setup
-            .step(
-                "creating the workers' consumer",
-                nats::workers_consumer(&js, &subjects, &config.tuning, placement),
-            )
+            .retried("creating the workers' consumer", || {
+                nats::workers_consumer(&js, &subjects, &config.tuning, placement)
+            })
             .await;
         let shared = Shared {
             client: client.clone(),
@@ -356,6 +360,7 @@ impl SetupDeadline {
         }
     }
 
+    /// Runs `work` once, failing when it is not done by the deadline.
     async fn step<T, E: Into<ServiceError>>(
         self,
         step: &'static str,
@@ -363,10 +368,52 @@ impl SetupDeadline {
     ) -> Result<T, ServiceError> {
         match tokio::time::timeout_at(self.at, work).await {
             Ok(outcome) => outcome.map_err(Into::into),
-            Err(_) => Err(ServiceError::SetupTimedOut {
-                step,
-                limit_ms: self.limit.as_millis(),
-            }),
+            Err(_) => Err(self.timed_out(step, None)),
+        }
+    }
+
+    /// Runs a step that may be repeated (a JetStream request) until it succeeds, each try
+    /// bounded by the fault policy's [`fault::LEADER_SETUP_TRY`]: a request sent while a
+    /// stream elects its leader gets no answer, and the next one, once it has a leader, does.
+    async fn retried<T, E, F>(
+        self,
+        step: &'static str,
+        mut work: impl FnMut() -> F,
+    ) -> Result<T, ServiceError>
+    where
+        E: Into<ServiceError>,
+        F: Future<Output = Result<T, E>>,
+    {
+        let mut last: Option<String> = None;
+        loop {
+            let now = tokio::time::Instant::now();
+            if now >= self.at {
+                return Err(self.timed_out(step, last));
+            }
+            let until = self.at.min(now + fault::LEADER_SETUP_TRY);
+            match tokio::time::timeout_at(until, work()).await {
+                Ok(Ok(done)) => return Ok(done),
+                Ok(Err(e)) => last = Some(error_chain(&e.into())),
+                Err(_) => {
+                    last = Some(format!(
+                        "no answer within {} ms",
+                        fault::LEADER_SETUP_TRY.as_millis()
+                    ))
+                }
+            }
+            tokio::time::sleep_until(
+                self.at
+                    .min(tokio::time::Instant::now() + fault::LEADER_SETUP_RETRY_PAUSE),
+            )
+            .await;
+        }
+    }
+
+    fn timed_out(self, step: &'static str, last: Option<String>) -> ServiceError {
+        ServiceError::SetupTimedOut {
+            step,
+            limit_ms: self.limit.as_millis(),
+            last: last.map_or_else(String::new, |last| format!("; last try: {last}")),
         }
     }
 }
@@ -410,20 +457,19 @@ async fn lead(
     let tasks: Tasks = Arc::default();
     let setup = async {
         let results = deadline
-            .step(
-                "creating the results consumer",
+            .retried("creating the results consumer", || {
                 nats::coordinator_consumer(
                     &shared.js,
                     subjects,
                     &config.tuning,
                     nats::Placement::of(&config.service.nats),
-                ),
-            )
+                )
+            })
             .await?;
         // With history: the halt's current value first, so a halt set while no coordinator
         // ran holds from the start.
         let halt = deadline
-            .step("watching the halt key", async {
+            .retried("watching the halt key", || async move {
                 shared
                     .proofs
                     .watch_with_history(HALT_KEY)
@@ -451,8 +497,9 @@ async fn lead(
         let cancel = deadline
             .step("subscribing to cancels", subscribe(subjects.cancel()))
             .await?;
+        let results = &results;
         let results = deadline
-            .step("pulling results", async {
+            .retried("pulling results", || async move {
                 results
                     .messages()
                     .await
@@ -602,10 +649,52 @@ mod tests {
                 error,
                 ServiceError::SetupTimedOut {
                     step: "resuming the unfinished proofs",
-                    limit_ms: 300
+                    limit_ms: 300,
+                    ..
                 }
             ),
             "{error}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_retried_step_is_tried_again_until_it_succeeds_inside_the_deadline() {
+        let deadline = SetupDeadline::from_now(Duration::from_secs(4));
+        let tries = std::sync::atomic::AtomicU32::new(0);
+        let done = deadline
+            .retried("creating the results consumer", || async {
+                match tries.fetch_add(1, AtomicOrdering::Relaxed) {
+                    // A request the electing stream never answers, then one it refuses.
+                    0 => std::future::pending().await,
+                    1 => Err(FleetError::nats("create consumer", "no responders")),
+                    n => Ok(n),
+                }
+            })
+            .await
+            .expect("the third try succeeds");
+        assert_eq!(done, 2);
+    }
+
+    #[tokio::test]
+    async fn a_retried_step_that_never_succeeds_says_how_its_last_try_failed() {
+        let deadline = SetupDeadline::from_now(Duration::from_millis(600));
+        let error = deadline
+            .retried("watching the halt key", || async {
+                Err::<(), _>(FleetError::nats(
+                    "watch the halt key",
+                    "no stream found for given subject",
+                ))
+            })
+            .await
+            .expect_err("never succeeds");
+        let text = error.to_string();
+        assert!(
+            text.contains("watching the halt key did not finish within 600 ms"),
+            "{text}"
+        );
+        assert!(
+            text.contains("last try: failed to watch the halt key: no stream found"),
+            "{text}"
         );
     }
 

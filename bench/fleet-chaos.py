@@ -11,8 +11,8 @@ latency p50/p99 against the run with no kills, and per kill the failover time: f
 coordinator, from the kill to the standby's "leading" line; for a NATS server, from the kill to
 a surviving server naming a new leader of the results stream; for a worker, none (its jobs are
 redelivered after ack_wait). And the stall: the longest gap with no result applied, over the
-whole run and after each kill (the longest gap that begins between that kill and the next one),
-from the leading coordinator's `assay_results_applied_total`, read every 50 ms from each
+whole run and after each kill (a gap is the first kill's that falls inside it, or else the last
+kill's before it), from `assay_results_applied_total`, read every 50 ms from each
 coordinator's /metrics. Exits non-zero on any lost, duplicated or different result.
 
 Knobs (environment): PROOFS (100), PYTEST_PROOFS (10), CLIENTS (5), SLOTS (2 per worker), JOBS
@@ -57,6 +57,8 @@ if not KINDS or set(KINDS) - {"coordinator", "nats", "worker"}:
     sys.exit("KINDS lists what is killed: coordinator, nats, worker (comma-separated)")
 # How often each coordinator's count of applied results is read.
 APPLIED_POLL = 0.05
+# Longer than any gap between results applied with no kill (the calm run's longest: under 1 s).
+NATURAL_GAP = 1.0
 NODES = 3
 WORKERS = 3
 
@@ -287,14 +289,23 @@ def gaps(moments):
     return [(a, b - a) for a, b in zip(moments, moments[1:])]
 
 
-def longest_gap(moments, since=float("-inf"), until=float("inf")):
-    """The longest gap with no result applied that begins in [since, until), counting the one
-    already open at `since`."""
-    found = 0.0
+def longest_gap(moments):
+    return max((length for _, length in gaps(moments)), default=0.0)
+
+
+def gaps_by_kill(moments, kills):
+    """The longest gap with no result applied that each kill caused, by kill time: a gap is the
+    first kill's that falls inside it (from a moment before it began, as results come about
+    every NATURAL_GAP seconds), or else the last kill's before it began."""
+    times = sorted(at for _, at, _ in kills)
+    longest = {at: 0.0 for at in times}
     for start, length in gaps(moments):
-        if start + length > since and start < until:
-            found = max(found, length)
-    return found
+        inside = [at for at in times if start - NATURAL_GAP < at < start + length]
+        before = [at for at in times if at <= start]
+        owner = inside[0] if inside else (before[-1] if before else None)
+        if owner is not None:
+            longest[owner] = max(longest[owner], length)
+    return longest
 
 
 def run(assay, work, args, plan, chaos):
@@ -381,6 +392,12 @@ def main():
         for label, chaos in (("chaos", True), ("calm", False)):
             (work / label).mkdir()
             runs[label] = run(assay, work / label, args, plan, chaos)
+            done, kills, _, moments = runs[label]
+            (work / label / "applied.json").write_text(json.dumps({
+                "first_submission": min(d[2] for d in done),
+                "kills": [[kind, at] for kind, at, _ in kills],
+                "applied": moments,
+            }))
 
     failed = lost = dup = 0
     for label, (done, kills, wall, moments) in runs.items():
@@ -400,12 +417,11 @@ def main():
               f" p99 {load.percentile(latencies, 99):.1f} s")
         print(f"[{label}] longest gap with no result applied: {longest_gap(moments):.2f} s "
               f"({len(moments)} moments results were applied)")
-        starts = sorted(at for _, at, _ in kills)
+        by_kill = gaps_by_kill(moments, kills)
         stalls = {}
         for kind, at, took in kills:
             figure = f"{took:.2f} s" if isinstance(took, float) else (took or "-")
-            until = min([s for s in starts if s > at], default=float("inf"))
-            stall = longest_gap(moments, at, until)
+            stall = by_kill[at]
             stalls[kind] = max(stalls.get(kind, 0.0), stall)
             print(f"[{label}] kill {kind} at +{at - min(d[2] for d in done):.1f} s: "
                   f"failover {figure}; longest gap with no result applied after it {stall:.2f} s")

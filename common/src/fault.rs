@@ -332,6 +332,16 @@ mod tests {
     }
 
     #[test]
+    fn the_proof_schema_lists_every_cause() {
+        let schema: serde_json::Value =
+            serde_json::from_str(include_str!("../../docs/schemas/assay.proof.v1.json"))
+                .expect("the schema is JSON");
+        let listed = &schema["properties"]["jobs"]["items"]["properties"]["cause"]["enum"];
+        let names: Vec<_> = ALL.iter().map(|c| serde_json::json!(c.as_str())).collect();
+        assert_eq!(listed, &serde_json::Value::Array(names));
+    }
+
+    #[test]
     fn causes_keep_their_names_and_their_wire_positions() {
         let names: Vec<_> = ALL.iter().map(|c| c.to_string()).collect();
         assert_eq!(

@@ -44,10 +44,11 @@ pub enum FleetError {
         #[source]
         source: BoxError,
     },
-    /// No server answered in time: JetStream is there (the hint above does not apply), but a
-    /// server was lost or a stream is electing its leader.
+    /// No server answered in time: JetStream is there (a server without it answers at once,
+    /// "no responders"), but a server was lost, a stream is electing its leader, or the
+    /// request was one this role may not make (the server drops it unanswered).
     #[error(
-        "failed to {what}: no NATS server answered in time (a server of the cluster lost, or a stream electing its leader)"
+        "failed to {what}: no NATS server answered in time (hint: a server of the cluster lost, or a stream electing its leader; or, under the fleet's NATS permissions, a request only the coordinator may make: start the coordinator first)"
     )]
     TimedOut {
         what: String,

@@ -226,6 +226,11 @@ pub fn leader_setup_limit(lease_ttl: Duration) -> Duration {
 pub const LEADER_SETUP_TRY: Duration = Duration::from_secs(2);
 pub const LEADER_SETUP_RETRY_PAUSE: Duration = Duration::from_millis(250);
 
+/// The idle heartbeat of the leader's pull of results: a pull lost with the results
+/// consumer's leader (a NATS server lost) is noticed after two missed heartbeats and sent
+/// again, to the consumer's new leader, rather than when it would have expired (30 s).
+pub const RESULTS_PULL_HEARTBEAT: Duration = Duration::from_secs(1);
+
 #[cfg(test)]
 mod tests {
     use super::*;

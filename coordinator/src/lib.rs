@@ -418,6 +418,19 @@ impl SetupDeadline {
     }
 }
 
+/// A pull of results with the fault policy's heartbeat, so a pull lost with its consumer's
+/// leader is noticed within two heartbeats.
+async fn pull_results(
+    consumer: &jetstream::consumer::PullConsumer,
+) -> Result<jetstream::consumer::pull::Stream, FleetError> {
+    consumer
+        .stream()
+        .heartbeat(fault::RESULTS_PULL_HEARTBEAT)
+        .messages()
+        .await
+        .map_err(|e| FleetError::request("pull results", e))
+}
+
 /// How a leadership ended.
 enum Term {
     Stopped,
@@ -497,22 +510,16 @@ async fn lead(
         let cancel = deadline
             .step("subscribing to cancels", subscribe(subjects.cancel()))
             .await?;
-        let results = &results;
-        let results = deadline
-            .retried("pulling results", || async move {
-                results
-                    .messages()
-                    .await
-                    .map_err(|e| FleetError::request("pull results", e))
-            })
+        let pulled = deadline
+            .retried("pulling results", || pull_results(&results))
             .await?;
-        Ok::<_, ServiceError>((results, halt, submit, cancel))
+        Ok::<_, ServiceError>((results, pulled, halt, submit, cancel))
     };
     let started = tokio::select! {
         () = &mut kept => Ok(None),
         started = setup => started.map(Some),
     };
-    let (mut results, mut halt, mut submit, mut cancel) = match started {
+    let (consumer, mut results, mut halt, mut submit, mut cancel) = match started {
         Ok(Some(parts)) => parts,
         outcome => {
             if let Ok(mut tasks) = tasks.lock() {
@@ -556,9 +563,24 @@ async fn lead(
                     }
                 });
             }
-            Some(message) = results.next(), if applying.len() < RESULTS_APPLIED_AT_ONCE => match message {
-                Ok(message) => applying.push(apply_result(shared, message)),
-                Err(e) => tracing::warn!(error = %e, "failed to pull a result"),
+            message = results.next(), if applying.len() < RESULTS_APPLIED_AT_ONCE => match message {
+                Some(Ok(message)) => applying.push(apply_result(shared, message)),
+                // A pull whose consumer lost its leader (a NATS server lost) is never answered:
+                // missed heartbeats say so, and a fresh pull reaches the consumer's new leader
+                // instead of waiting for the lost one to expire.
+                failed => {
+                    match failed {
+                        Some(Err(e)) => tracing::warn!(error = %e, "failed to pull results; pulling again"),
+                        _ => tracing::warn!("the pull of results ended; pulling again"),
+                    }
+                    match pull_results(&consumer).await {
+                        Ok(pulled) => results = pulled,
+                        Err(e) => {
+                            tracing::warn!(error = %error_chain(&e), "failed to pull results again; trying next time");
+                            tokio::time::sleep(fault::LEADER_SETUP_RETRY_PAUSE).await;
+                        }
+                    }
+                }
             },
             Some(()) = applying.next(), if !applying.is_empty() => {}
             // A change of the halt key is a prompt to read it: what a watch delivers is not

@@ -75,11 +75,13 @@ impl InfraCause {
                 within: None,
             },
             // A result the stream refuses (a NATS server lost, its stream electing a new
-            // leader, which takes seconds) is offered again while the job is held with
-            // progress acks; past the limit the job is handed back.
+            // leader: 4 to 9 s, nats-server's Raft) is offered again while the job is held
+            // with progress acks; past the limit the job is handed back. The pause stops
+            // growing at a second, so a result is stored within a second of the election's
+            // end (a refusal is answered at once, and a try a second costs nothing).
             Self::BusUnavailable => Retry::Again {
                 tries: None,
-                backoff: Backoff::doubling(Duration::from_millis(250), Duration::from_secs(4)),
+                backoff: Backoff::doubling(Duration::from_millis(250), Duration::from_secs(1)),
                 within: Some(Duration::from_secs(60)),
             },
             // A blip of a few seconds is ridden out; an unreachable store is reported within
@@ -194,6 +196,11 @@ pub const JOB_ACK_WAIT: Duration = Duration::from_secs(30);
 /// after they were pulled.
 pub const RESULTS_ACK_WAIT: Duration = Duration::from_secs(3);
 
+/// A result the leader could not record (the proofs bucket electing its leader) is handed
+/// back to the results stream for delivery again this long after, not [`RESULTS_ACK_WAIT`]:
+/// it is recorded within this of the bucket's election's end.
+pub const RESULT_RECORD_RETRY: Duration = Duration::from_millis(500);
+
 /// Retries of one store request after its first try ([`InfraCause::StoreUnavailable`]), the
 /// pauses between them, and how long after the first try the last may start.
 pub const STORE_RETRIES: u32 = 5;
@@ -296,16 +303,16 @@ mod tests {
                 Some(250),
                 Some(500),
                 Some(1000),
-                Some(2000),
-                Some(4000),
-                Some(4000)
+                Some(1000),
+                Some(1000),
+                Some(1000)
             ]
         );
         // A pause that would end past the minute is not taken: the job is handed back.
-        assert_eq!(retry.pause_before(20, Duration::from_secs(57)), None);
+        assert_eq!(retry.pause_before(70, Duration::from_millis(59_500)), None);
         assert_eq!(
-            retry.pause_before(20, Duration::from_secs(56)),
-            Some(Duration::from_secs(4))
+            retry.pause_before(70, Duration::from_secs(59)),
+            Some(Duration::from_secs(1))
         );
     }
 

@@ -2,6 +2,7 @@
 //! is documented in docs/FORMATS.md; change both together.
 
 use crate::criteria::Criterion;
+use crate::fault::InfraCause;
 use crate::job::{ArtifactRef, JobResult, JobSpec, JobStatus};
 use crate::json_field;
 use crate::mutation_check::MutationCheck;
@@ -144,6 +145,10 @@ pub struct JobEvidence {
     pub exit_code: Option<i32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// What failed, for an `infrastructure` job (`tree_fetch`, `worker_lost`, … see
+    /// [`InfraCause`]). Absent otherwise, and in evidence written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<InfraCause>,
     /// `parsed`, or why the report gives no named result.
     pub report: String,
     pub tests_reported: usize,
@@ -173,11 +178,17 @@ impl JobEvidence {
     /// `finished_at_ms`: when the result reached the engine, in milliseconds after the proof
     /// started.
     pub fn new(spec: &JobSpec, result: &JobResult, finished_at_ms: Option<u64>) -> Self {
-        let (exit_code, message) = match &result.status {
-            JobStatus::Completed { exit_code } => (Some(*exit_code), None),
-            JobStatus::Infrastructure { message, .. } => (None, Some(message.clone())),
-            JobStatus::TimedOut => (None, Some(format!("killed after {} s", spec.timeout_secs))),
-            JobStatus::Cancelled => (None, None),
+        let (exit_code, message, cause) = match &result.status {
+            JobStatus::Completed { exit_code } => (Some(*exit_code), None, None),
+            JobStatus::Infrastructure { message, cause } => {
+                (None, Some(message.clone()), Some(*cause))
+            }
+            JobStatus::TimedOut => (
+                None,
+                Some(format!("killed after {} s", spec.timeout_secs)),
+                None,
+            ),
+            JobStatus::Cancelled => (None, None, None),
         };
         Self {
             index: spec.index,
@@ -189,6 +200,7 @@ impl JobEvidence {
             status: result.status.label().into(),
             exit_code,
             message,
+            cause,
             report: result.report.problem().unwrap_or_else(|| "parsed".into()),
             tests_reported: result.report.parsed().map_or(0, |r| r.cases.len()),
             duration_s: result.duration_ms as f64 / 1000.0,
@@ -268,6 +280,29 @@ mod tests {
             ..job
         };
         assert_eq!(serde_json::to_value(&timed).unwrap()["started_at_ms"], 412);
+    }
+
+    #[test]
+    fn an_infrastructure_job_names_its_cause_and_others_name_none() {
+        let spec: JobSpec = serde_json::from_value(serde_json::json!({
+            "proof_id": "p-1", "job_id": "p-1/0000", "index": 0, "kind": "targeted",
+            "side": "base", "tree": "b71c", "command": ["python3"], "report": "junit_xml",
+            "selected_tests": [], "timeout_secs": 60, "env": [], "edit": null,
+            "rewrites": [], "binaries": null
+        }))
+        .expect("a job spec");
+        let lost = JobResult::infrastructure(
+            &spec,
+            crate::ids::WorkerId("ci-3".into()),
+            InfraCause::TreeFetch,
+            "failed to materialize the tree of job p-1/0000".into(),
+        );
+        let job = serde_json::to_value(JobEvidence::new(&spec, &lost, None)).unwrap();
+        assert_eq!(job["status"], "infrastructure");
+        assert_eq!(job["cause"], "tree_fetch");
+        let ran =
+            serde_json::to_value(JobEvidence::new(&spec, &ran_on("ci-3", None), None)).unwrap();
+        assert!(ran.get("cause").is_none(), "{ran}");
     }
 
     #[test]

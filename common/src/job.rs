@@ -1,5 +1,6 @@
 //! Jobs and their results: what the coordinator publishes and what a worker reports back.
 
+use crate::fault::InfraCause;
 use crate::ids::{JobId, ProofId, TreeId, WorkerId};
 use crate::outcome::ReportOutcome;
 use crate::report_format::ReportFormat;
@@ -148,8 +149,9 @@ pub enum JobStatus {
     Completed { exit_code: i32 },
     /// The command was killed at its timeout.
     TimedOut,
-    /// The job could not be run (tree unavailable, sandbox failure, delivery cap reached).
-    Infrastructure { message: String, retryable: bool },
+    /// The job could not be run: `cause` says what failed (the fault policy's key, see
+    /// [`crate::fault`]), `message` the details for a person.
+    Infrastructure { message: String, cause: InfraCause },
     /// The proof was cancelled before this job finished.
     Cancelled,
 }
@@ -179,15 +181,17 @@ pub struct JobResult {
 }
 
 impl JobResult {
-    /// A result for a job that never reached a sandbox.
-    pub fn infrastructure(job: &JobSpec, worker: WorkerId, message: String) -> Self {
+    /// A result for a job that never reached a sandbox, failed by `cause`.
+    pub fn infrastructure(
+        job: &JobSpec,
+        worker: WorkerId,
+        cause: InfraCause,
+        message: String,
+    ) -> Self {
         Self {
             job_id: job.job_id.clone(),
             index: job.index,
-            status: JobStatus::Infrastructure {
-                message,
-                retryable: false,
-            },
+            status: JobStatus::Infrastructure { message, cause },
             report: ReportOutcome::Missing,
             artifacts: Vec::new(),
             duration_ms: 0,

@@ -6,6 +6,7 @@ pub mod criteria;
 pub mod diff_coverage;
 pub mod error_chain;
 pub mod evidence;
+pub mod fault;
 pub mod fleet;
 pub mod guest_env;
 pub mod harness;

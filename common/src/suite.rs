@@ -569,7 +569,7 @@ mod tests {
         let infra = result(
             JobStatus::Infrastructure {
                 message: "tree unavailable".into(),
-                retryable: true,
+                cause: crate::fault::InfraCause::TreeFetch,
             },
             vec![],
         );

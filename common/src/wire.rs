@@ -5,7 +5,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 /// Bump on any change to a message type's shape.
-pub const PROTOCOL_VERSION: u16 = 16;
+pub const PROTOCOL_VERSION: u16 = 17;
 const MAGIC: &[u8; 4] = b"ASY1";
 
 #[derive(Debug, thiserror::Error)]
@@ -91,6 +91,28 @@ mod tests {
         let bytes = encode("job result", &sample()).unwrap();
         let back: JobResult = decode("job result", &bytes).unwrap();
         assert_eq!(back, sample());
+    }
+
+    #[test]
+    fn an_infrastructure_result_carries_its_cause() {
+        let lost = JobResult {
+            status: JobStatus::Infrastructure {
+                message: "job p-1/0003 was delivered 5 times without a result".into(),
+                cause: crate::fault::InfraCause::WorkerLost,
+            },
+            sandbox: None,
+            ..sample()
+        };
+        let bytes = encode("job result", &lost).unwrap();
+        assert_eq!(decode::<JobResult>("job result", &bytes).unwrap(), lost);
+    }
+
+    #[test]
+    fn a_peer_from_before_infrastructure_causes_is_refused_by_its_version() {
+        let bytes = encode_with_version("job result", &sample(), 16).unwrap();
+        let err = decode::<JobResult>("job result", &bytes).unwrap_err();
+        assert!(matches!(err, WireError::UnsupportedVersion { found: 16 }));
+        assert!(err.to_string().contains("this build speaks 17"), "{err}");
     }
 
     #[test]

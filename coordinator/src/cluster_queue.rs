@@ -5,6 +5,7 @@
 //! that message was missed.
 
 use crate::client::{Step, follow};
+use assay_common::fault::InfraCause;
 use assay_common::fleet::{
     ProgressEvent, ProofSubmission, RevisionWire, Subjects, SubmitReply, SubmitRequest, keys,
 };
@@ -104,6 +105,17 @@ enum AwaitError {
     Undecodable(#[source] assay_transport::offload::OffloadError),
 }
 
+impl AwaitError {
+    /// What failed, for the job's result and the fault policy.
+    fn cause(&self) -> InfraCause {
+        match self {
+            Self::SubscriptionClosed => InfraCause::BusUnavailable,
+            Self::Cancelled => InfraCause::Cancelled,
+            Self::Undecodable(_) => InfraCause::StoreUnavailable,
+        }
+    }
+}
+
 /// Waits for the one result of submission `id`, read from its KV key, which only the
 /// coordinator writes: a progress event only says when to look, so a forged event on the bus
 /// cannot hand the run a result.
@@ -199,9 +211,12 @@ impl JobQueue for ClusterQueue {
         let waiter = async move {
             let mut result = match await_result(events, proofs, store, id).await {
                 Ok(result) => result,
-                Err(e) => {
-                    JobResult::infrastructure(&job, WorkerId("fleet".into()), error_chain(&e))
-                }
+                Err(e) => JobResult::infrastructure(
+                    &job,
+                    WorkerId("fleet".into()),
+                    e.cause(),
+                    error_chain(&e),
+                ),
             };
             // Back to the run's own numbering, so results reassemble by plan index.
             result.index = job.index;

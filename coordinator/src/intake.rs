@@ -262,7 +262,7 @@ pub(super) fn check_submission(
 pub(super) async fn resume_unfinished(shared: &Shared, tasks: &Tasks) -> Result<(), ServiceError> {
     let mut keys = match shared.proofs.keys().await {
         Ok(keys) => keys,
-        Err(e) => return Err(FleetError::jetstream("list proofs", e).into()),
+        Err(e) => return Err(FleetError::request("list proofs", e).into()),
     };
     let mut records = Vec::new();
     while let Some(key) = keys.next().await {

@@ -10,6 +10,8 @@
 //! last sequence is still the one it wrote (`Nats-Expected-Last-Subject-Sequence` on the
 //! epoch's subject). A coordinator that was paused past its lease and wakes up therefore writes
 //! nothing: it sees its local deadline passed, and had it not, the server refuses the write.
+//! A leader whose lease lapsed because the bucket could not be written (a NATS server lost)
+//! takes it back at once, by compare-and-set, when no standby has taken it meanwhile.
 
 use assay_common::fleet::keys;
 use async_nats::jetstream::{self, context::PublishErrorKind, kv};
@@ -95,9 +97,15 @@ impl Fence {
             let sent = Instant::now();
             let attempt = match proofs.entry(keys::LEASE).await {
                 Ok(None) => proofs.create(keys::LEASE, value.clone()).await.ok(),
-                // Released by a leader that stopped: free at once.
+                // Released by a leader that stopped: free at once. Or still this coordinator's,
+                // lapsed while the proofs bucket could not be written (a NATS server lost, the
+                // bucket's stream electing its leader): no one has taken it since, so it is
+                // taken back at once by compare-and-set on that revision, as a renewal would
+                // be, rather than after a whole time to live with no leader.
                 Ok(Some(entry))
-                    if entry.value.is_empty() || entry.operation != kv::Operation::Put =>
+                    if entry.value.is_empty()
+                        || entry.operation != kv::Operation::Put
+                        || entry.value == value =>
                 {
                     proofs
                         .update(keys::LEASE, value.clone(), entry.revision)

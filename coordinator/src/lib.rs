@@ -39,6 +39,7 @@ use crate::admitter::Admitter;
 use crate::fleet_halt::{HALT_KEY, HALT_RECHECK, is_halt_entry};
 use crate::nats_queue::PublishGate;
 use assay_common::ProofId;
+use assay_common::fault;
 use assay_common::fleet::Subjects;
 use assay_common::job::JobResult;
 use assay_common::service_config::{ConfigError, Role, ServiceConfig};
@@ -75,6 +76,17 @@ pub enum ServiceError {
         listen: String,
         #[source]
         source: std::io::Error,
+    },
+    /// A step of taking up the lead outlasted the fault policy's limit
+    /// ([`fault::leader_setup_limit`]); the lead is given up at once.
+    #[error(
+        "taking up the lead: {step} did not finish within {limit_ms} ms of taking the lease (three quarters of lease_ttl_ms; a NATS server lost, or a stream electing its leader){last}; giving the lead up so another coordinator takes it"
+    )]
+    SetupTimedOut {
+        step: &'static str,
+        limit_ms: u128,
+        /// How the last try failed, when it did before the deadline.
+        last: String,
     },
 }
 
@@ -284,6 +296,13 @@ pub async fn serve(
             epoch = fence.epoch(),
             "leading: this coordinator holds the lease"
         );
+        // Every step of taking up the lead ends by this deadline, or the lead is given up.
+        let setup = SetupDeadline::from_now(fault::leader_setup_limit(ttl));
+        let jobs = setup
+            .retried("creating the workers' consumer", || {
+                nats::workers_consumer(&js, &subjects, &config.tuning, placement)
+            })
+            .await;
         let shared = Shared {
             client: client.clone(),
             js: js.clone(),
@@ -294,8 +313,7 @@ pub async fn serve(
             submission_cap: offload::ReadCap::submissions(service.coordinator.max_submission_bytes),
             result_cap: offload::ReadCap::results(service.coordinator.max_result_bytes),
             active: Arc::default(),
-            admitter: match nats::workers_consumer(&js, &subjects, &config.tuning, placement).await
-            {
+            admitter: match jobs {
                 Ok(jobs) => Admitter::spawn(jobs, config.tuning.lookahead),
                 Err(e) => {
                     step_aside(&fence, error_chain(&e)).await;
@@ -307,7 +325,7 @@ pub async fn serve(
             cache: cache.clone(),
             fence,
         };
-        match lead(&shared, &config, &mut shutdown).await {
+        match lead(&shared, &config, setup, &mut shutdown).await {
             Ok(Term::Stopped) => break Ok(()),
             Ok(Term::Deposed) => {}
             // A NATS server lost while taking up the lead, say: another coordinator, or this
@@ -323,7 +341,94 @@ pub async fn serve(
 async fn step_aside(fence: &Fence, error: String) {
     tracing::warn!(error, "failed to take up the lead; giving it up");
     fence.release().await;
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    tokio::time::sleep(fault::STEP_ASIDE_PAUSE).await;
+}
+
+/// When taking up the lead must be done: each step is bounded by it, and one that is not done
+/// by then fails naming itself.
+#[derive(Clone, Copy)]
+struct SetupDeadline {
+    at: tokio::time::Instant,
+    limit: Duration,
+}
+
+impl SetupDeadline {
+    fn from_now(limit: Duration) -> Self {
+        Self {
+            at: tokio::time::Instant::now() + limit,
+            limit,
+        }
+    }
+
+    /// Runs `work` once, failing when it is not done by the deadline.
+    async fn step<T, E: Into<ServiceError>>(
+        self,
+        step: &'static str,
+        work: impl Future<Output = Result<T, E>>,
+    ) -> Result<T, ServiceError> {
+        match tokio::time::timeout_at(self.at, work).await {
+            Ok(outcome) => outcome.map_err(Into::into),
+            Err(_) => Err(self.timed_out(step, None)),
+        }
+    }
+
+    /// Runs a step that may be repeated (a JetStream request) until it succeeds, each try
+    /// bounded by the fault policy's [`fault::LEADER_SETUP_TRY`]: a request sent while a
+    /// stream elects its leader gets no answer, and the next one, once it has a leader, does.
+    async fn retried<T, E, F>(
+        self,
+        step: &'static str,
+        mut work: impl FnMut() -> F,
+    ) -> Result<T, ServiceError>
+    where
+        E: Into<ServiceError>,
+        F: Future<Output = Result<T, E>>,
+    {
+        let mut last: Option<String> = None;
+        loop {
+            let now = tokio::time::Instant::now();
+            if now >= self.at {
+                return Err(self.timed_out(step, last));
+            }
+            let until = self.at.min(now + fault::LEADER_SETUP_TRY);
+            match tokio::time::timeout_at(until, work()).await {
+                Ok(Ok(done)) => return Ok(done),
+                Ok(Err(e)) => last = Some(error_chain(&e.into())),
+                Err(_) => {
+                    last = Some(format!(
+                        "no answer within {} ms",
+                        fault::LEADER_SETUP_TRY.as_millis()
+                    ))
+                }
+            }
+            tokio::time::sleep_until(
+                self.at
+                    .min(tokio::time::Instant::now() + fault::LEADER_SETUP_RETRY_PAUSE),
+            )
+            .await;
+        }
+    }
+
+    fn timed_out(self, step: &'static str, last: Option<String>) -> ServiceError {
+        ServiceError::SetupTimedOut {
+            step,
+            limit_ms: self.limit.as_millis(),
+            last: last.map_or_else(String::new, |last| format!("; last try: {last}")),
+        }
+    }
+}
+
+/// A pull of results with the fault policy's heartbeat, so a pull lost with its consumer's
+/// leader is noticed within two heartbeats.
+async fn pull_results(
+    consumer: &jetstream::consumer::PullConsumer,
+) -> Result<jetstream::consumer::pull::Stream, FleetError> {
+    consumer
+        .stream()
+        .heartbeat(fault::RESULTS_PULL_HEARTBEAT)
+        .messages()
+        .await
+        .map_err(|e| FleetError::request("pull results", e))
 }
 
 /// How a leadership ended.
@@ -354,60 +459,67 @@ fn coordinator_name() -> String {
 async fn lead(
     shared: &Shared,
     config: &CoordinatorConfig,
+    deadline: SetupDeadline,
     shutdown: &mut (impl Future<Output = ()> + Unpin),
 ) -> Result<Term, ServiceError> {
     let subjects = &shared.subjects;
-    // Renewed from the start, so a slow start (a NATS server lost meanwhile) does not cost the
-    // lease; losing it ends this leadership.
+    // Renewed from the start; losing it ends this leadership. A setup that cannot finish in
+    // time (a NATS server lost meanwhile) gives the lease up instead of holding it renewed.
     let kept = shared.fence.keep();
     tokio::pin!(kept);
     let tasks: Tasks = Arc::default();
     let setup = async {
-        let results = nats::coordinator_consumer(
-            &shared.js,
-            subjects,
-            &config.tuning,
-            nats::Placement::of(&config.service.nats),
-        )
-        .await?;
+        let results = deadline
+            .retried("creating the results consumer", || {
+                nats::coordinator_consumer(
+                    &shared.js,
+                    subjects,
+                    &config.tuning,
+                    nats::Placement::of(&config.service.nats),
+                )
+            })
+            .await?;
         // With history: the halt's current value first, so a halt set while no coordinator
         // ran holds from the start.
-        let halt = shared
-            .proofs
-            .watch_with_history(HALT_KEY)
-            .await
-            .map_err(|e| FleetError::jetstream(format!("watch the halt key {HALT_KEY}"), e))?;
+        let halt = deadline
+            .retried("watching the halt key", || async move {
+                shared
+                    .proofs
+                    .watch_with_history(HALT_KEY)
+                    .await
+                    .map_err(|e| FleetError::request(format!("watch the halt key {HALT_KEY}"), e))
+            })
+            .await?;
         // Register unfinished proofs before applying results, so none is taken for a stray.
-        resume_unfinished(shared, &tasks).await?;
-        let submit = shared
-            .client
-            .queue_subscribe(subjects.submit(), LEADER_QUEUE.into())
-            .await
-            .map_err(|e| FleetError::jetstream(format!("subscribe to {}", subjects.submit()), e))?;
-        let cancel = shared
-            .client
-            .queue_subscribe(subjects.cancel(), LEADER_QUEUE.into())
-            .await
-            .map_err(|e| FleetError::jetstream(format!("subscribe to {}", subjects.cancel()), e))?;
-        let results = results
-            .messages()
-            .await
-            .map_err(|e| FleetError::jetstream("pull results", e))?;
-        Ok::<_, ServiceError>((results, halt, submit, cancel))
+        deadline
+            .step(
+                "resuming the unfinished proofs",
+                resume_unfinished(shared, &tasks),
+            )
+            .await?;
+        let subscribe = |subject: String| async move {
+            shared
+                .client
+                .queue_subscribe(subject.clone(), LEADER_QUEUE.into())
+                .await
+                .map_err(|e| FleetError::nats(format!("subscribe to {subject}"), e))
+        };
+        let submit = deadline
+            .step("subscribing to submissions", subscribe(subjects.submit()))
+            .await?;
+        let cancel = deadline
+            .step("subscribing to cancels", subscribe(subjects.cancel()))
+            .await?;
+        let pulled = deadline
+            .retried("pulling results", || pull_results(&results))
+            .await?;
+        Ok::<_, ServiceError>((results, pulled, halt, submit, cancel))
     };
     let started = tokio::select! {
         () = &mut kept => Ok(None),
-        started = tokio::time::timeout(LEADING_START_LIMIT, setup) => match started {
-            Ok(Ok(parts)) => Ok(Some(parts)),
-            Ok(Err(e)) => Err(e),
-            Err(_) => Err(FleetError::jetstream(
-                "start leading (consumer, halt watch, resumed proofs, subscriptions)",
-                format!("not done within {} s", LEADING_START_LIMIT.as_secs()),
-            )
-            .into()),
-        },
+        started = setup => started.map(Some),
     };
-    let (mut results, mut halt, mut submit, mut cancel) = match started {
+    let (consumer, mut results, mut halt, mut submit, mut cancel) = match started {
         Ok(Some(parts)) => parts,
         outcome => {
             if let Ok(mut tasks) = tasks.lock() {
@@ -451,9 +563,24 @@ async fn lead(
                     }
                 });
             }
-            Some(message) = results.next(), if applying.len() < RESULTS_APPLIED_AT_ONCE => match message {
-                Ok(message) => applying.push(apply_result(shared, message)),
-                Err(e) => tracing::warn!(error = %e, "failed to pull a result"),
+            message = results.next(), if applying.len() < RESULTS_APPLIED_AT_ONCE => match message {
+                Some(Ok(message)) => applying.push(apply_result(shared, message)),
+                // A pull whose consumer lost its leader (a NATS server lost) is never answered:
+                // missed heartbeats say so, and a fresh pull reaches the consumer's new leader
+                // instead of waiting for the lost one to expire.
+                failed => {
+                    match failed {
+                        Some(Err(e)) => tracing::warn!(error = %e, "failed to pull results; pulling again"),
+                        _ => tracing::warn!("the pull of results ended; pulling again"),
+                    }
+                    match pull_results(&consumer).await {
+                        Ok(pulled) => results = pulled,
+                        Err(e) => {
+                            tracing::warn!(error = %error_chain(&e), "failed to pull results again; trying next time");
+                            tokio::time::sleep(fault::LEADER_SETUP_RETRY_PAUSE).await;
+                        }
+                    }
+                }
             },
             Some(()) = applying.next(), if !applying.is_empty() => {}
             // A change of the halt key is a prompt to read it: what a watch delivers is not
@@ -489,9 +616,6 @@ async fn lead(
     Ok(term)
 }
 
-/// How long taking up the lead may take before it is given up and tried again.
-const LEADING_START_LIMIT: Duration = Duration::from_secs(30);
-
 /// The queue group submissions and cancels are taken in: a coordinator that has just stepped
 /// down and one that has just taken over may both be subscribed for a moment, and a request
 /// must reach one of them, not both.
@@ -500,3 +624,119 @@ const LEADER_QUEUE: &str = "assay-leader";
 /// Results being recorded at once; beyond it the results stream waits (its consumer's ack
 /// window is far larger).
 const RESULTS_APPLIED_AT_ONCE: usize = 64;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_setup_step_past_the_deadline_names_itself_and_gives_no_jetstream_hint() {
+        let deadline = SetupDeadline::from_now(Duration::from_millis(200));
+        let stuck = std::future::pending::<Result<(), ServiceError>>();
+        let started = tokio::time::Instant::now();
+        let error = deadline
+            .step("creating the results consumer", stuck)
+            .await
+            .expect_err("a step that never ends times out");
+        assert!(started.elapsed() < Duration::from_secs(2));
+        let text = error.to_string();
+        assert!(
+            text.contains("creating the results consumer did not finish within 200 ms"),
+            "{text}"
+        );
+        assert!(!text.contains("JetStream"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn the_steps_of_taking_up_the_lead_share_one_deadline() {
+        let deadline = SetupDeadline::from_now(Duration::from_millis(300));
+        let step = |millis| async move {
+            tokio::time::sleep(Duration::from_millis(millis)).await;
+            Ok::<_, ServiceError>(millis)
+        };
+        assert_eq!(
+            deadline
+                .step("watching the halt key", step(200))
+                .await
+                .expect("inside the deadline"),
+            200
+        );
+        // On its own inside the limit, but not in what the first step left.
+        let error = deadline
+            .step("resuming the unfinished proofs", step(200))
+            .await
+            .expect_err("past the shared deadline");
+        assert!(
+            matches!(
+                error,
+                ServiceError::SetupTimedOut {
+                    step: "resuming the unfinished proofs",
+                    limit_ms: 300,
+                    ..
+                }
+            ),
+            "{error}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_retried_step_is_tried_again_until_it_succeeds_inside_the_deadline() {
+        let deadline = SetupDeadline::from_now(Duration::from_secs(4));
+        let tries = std::sync::atomic::AtomicU32::new(0);
+        let done = deadline
+            .retried("creating the results consumer", || async {
+                match tries.fetch_add(1, AtomicOrdering::Relaxed) {
+                    // A request the electing stream never answers, then one it refuses.
+                    0 => std::future::pending().await,
+                    1 => Err(FleetError::nats("create consumer", "no responders")),
+                    n => Ok(n),
+                }
+            })
+            .await
+            .expect("the third try succeeds");
+        assert_eq!(done, 2);
+    }
+
+    #[tokio::test]
+    async fn a_retried_step_that_never_succeeds_says_how_its_last_try_failed() {
+        let deadline = SetupDeadline::from_now(Duration::from_millis(600));
+        let error = deadline
+            .retried("watching the halt key", || async {
+                Err::<(), _>(FleetError::nats(
+                    "watch the halt key",
+                    "no stream found for given subject",
+                ))
+            })
+            .await
+            .expect_err("never succeeds");
+        let text = error.to_string();
+        assert!(
+            text.contains("watching the halt key did not finish within 600 ms"),
+            "{text}"
+        );
+        assert!(
+            text.contains("last try: failed to watch the halt key: no stream found"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_request_that_timed_out_is_not_blamed_on_a_missing_jetstream() {
+        use async_nats::jetstream::stream::{ConsumerError, ConsumerErrorKind};
+        let timed_out = FleetError::request(
+            "create consumer assay-coordinator",
+            ConsumerError::new(ConsumerErrorKind::TimedOut),
+        );
+        let text = timed_out.to_string();
+        assert!(
+            text.contains("create consumer assay-coordinator: no NATS server answered in time"),
+            "{text}"
+        );
+        assert!(!text.contains("nats-server -js"), "{text}");
+        let refused = FleetError::request(
+            "create consumer assay-coordinator",
+            ConsumerError::new(ConsumerErrorKind::Request),
+        );
+        assert!(refused.to_string().contains("nats-server -js"), "{refused}");
+    }
+}

@@ -68,7 +68,7 @@ pub(super) fn start_proof(
                 && !*gate.lock().await
             {
                 tracing::warn!(proof_id = %proof_id, "proof interrupted by a fleet error; driving it again from its recorded results");
-                tokio::time::sleep(Duration::from_secs(1)).await;
+                tokio::time::sleep(assay_common::fault::FLEET_RETRY_PAUSE).await;
                 let (tx, next) = mpsc::unbounded_channel();
                 let registered = shared.active.lock().ok().and_then(|mut active| {
                     active.get_mut(&proof_id).map(|proof| proof.results = tx)

@@ -5,6 +5,7 @@
 use crate::lease::FenceError;
 use crate::{Claim, Shared};
 use assay_common::JobId;
+use assay_common::fault;
 use assay_common::fleet::{ResultMessage, keys};
 use assay_common::wire;
 use assay_transport::error_chain::error_chain;
@@ -148,10 +149,15 @@ pub(super) async fn apply_result(shared: &Shared, message: jetstream::Message) {
             tracing::info!(proof_id = %proof_id, job_id = %result.job_id, "dropping a duplicate result");
         }
         Err(e) => {
-            // Not acked: the stream redelivers it, to this leader or its successor, and the
-            // create is tried again.
+            // Handed back: the stream delivers it again soon, to this leader or its
+            // successor, and the create is tried again (without the hand-back, after the ack
+            // wait).
             shared.release(&proof_id, result.index);
             tracing::warn!(proof_id = %proof_id, error = %error_chain(&e), "failed to record a result; it will be redelivered");
+            let again = jetstream::AckKind::Nak(Some(fault::RESULT_RECORD_RETRY));
+            if let Err(e) = message.ack_with(again).await {
+                tracing::debug!(error = %e, "failed to hand a result back; it comes again after the ack wait");
+            }
             return;
         }
     }

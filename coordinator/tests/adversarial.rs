@@ -1841,9 +1841,10 @@ async fn a_tree_archive_swapped_in_the_store_for_another_trees_is_refused_as_tam
     publish_job(&js, &proof, "planted", &job(&proof, 0, &honest, &["true"])).await;
     let mut messages = results.messages().await.unwrap();
     let result = next_result(&mut messages).await;
-    let JobStatus::Infrastructure { message, .. } = &result.status else {
+    let JobStatus::Infrastructure { message, cause } = &result.status else {
         panic!("the planted tree ran: {result:?}");
     };
+    assert_eq!(*cause, assay_common::fault::InfraCause::TreeFetch);
     assert!(
         message.contains(&format!("does not hold tree {honest}")),
         "{message}"

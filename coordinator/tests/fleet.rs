@@ -568,6 +568,11 @@ async fn a_job_past_its_delivery_cap_lands_in_the_infrastructure_lane() {
         .unwrap();
     let first = &evidence.jobs[0];
     assert_eq!(first.status, "infrastructure");
+    assert_eq!(
+        first.cause,
+        Some(assay_common::fault::InfraCause::WorkerLost),
+        "{first:?}"
+    );
     assert!(
         first
             .message
@@ -666,8 +671,12 @@ async fn a_duplicate_result_is_applied_once() {
     };
     let spec: assay_common::job::JobSpec = wire::decode("job", &message.payload).unwrap();
     for (n, worker) in ["replay-first", "replay-second"].iter().enumerate() {
-        let result =
-            JobResult::infrastructure(&spec, WorkerId((*worker).into()), format!("replayed {n}"));
+        let result = JobResult::infrastructure(
+            &spec,
+            WorkerId((*worker).into()),
+            assay_common::fault::InfraCause::SandboxStart,
+            format!("replayed {n}"),
+        );
         let mut headers = async_nats::HeaderMap::new();
         headers.insert("Nats-Msg-Id", format!("replay-{n}").as_str());
         js.publish_with_headers(
@@ -881,6 +890,12 @@ async fn a_tree_whose_archive_fails_its_sha256_check_lands_in_the_infrastructure
     for (job, spec) in evidence.jobs.iter().zip(&prepared.jobs) {
         let message = job.message.as_deref().unwrap_or("");
         assert_eq!(job.status, "infrastructure", "{job:?}");
+        // The cause travelled from the worker, over the wire, into the evidence.
+        assert_eq!(
+            job.cause,
+            Some(assay_common::fault::InfraCause::TreeFetch),
+            "{job:?}"
+        );
         assert!(
             message.contains(spec.tree.as_str()) && message.contains("sha256"),
             "{message}"

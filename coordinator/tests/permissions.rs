@@ -371,6 +371,7 @@ fn forged_result(spec: &JobSpec) -> Vec<u8> {
     let result = JobResult::infrastructure(
         spec,
         WorkerId("forger".into()),
+        assay_common::fault::InfraCause::SandboxStart,
         "forged: this job never ran".into(),
     );
     wire::encode(

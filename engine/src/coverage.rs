@@ -385,7 +385,12 @@ mod tests {
             &["tests/test_pricing.py::test_net".to_owned()],
             60,
         );
-        let mut result = JobResult::infrastructure(&spec, WorkerId("w-1".into()), "lost".into());
+        let mut result = JobResult::infrastructure(
+            &spec,
+            WorkerId("w-1".into()),
+            assay_common::fault::InfraCause::WorkerLost,
+            "lost".into(),
+        );
         let missing = CoverageMap::read(&store, &result).await.unwrap_err();
         assert!(
             matches!(&missing, CoverageError::Missing { job, .. } if *job == spec.job_id),

@@ -583,6 +583,7 @@ mod tests {
             status: "completed".into(),
             exit_code: Some(0),
             message: None,
+            cause: None,
             report: "parsed".into(),
             tests_reported: 1,
             duration_s,

@@ -1,6 +1,7 @@
 //! The fleet's JetStream topology, declared in one place so the coordinator and the workers
 //! create identical streams, consumers and buckets whichever starts first.
 
+use assay_common::fault;
 use assay_common::fleet::Subjects;
 use assay_common::nats_permissions::{Role, inbox_prefix};
 use assay_common::service_config::NatsSection;
@@ -43,6 +44,24 @@ pub enum FleetError {
         #[source]
         source: BoxError,
     },
+    /// No server answered in time: JetStream is there (a server without it answers at once,
+    /// "no responders"), but a server was lost, a stream is electing its leader, or the
+    /// request was one this role may not make (the server drops it unanswered).
+    #[error(
+        "failed to {what}: no NATS server answered in time (hint: a server of the cluster lost, or a stream electing its leader; or, under the fleet's NATS permissions, a request only the coordinator may make: start the coordinator first)"
+    )]
+    TimedOut {
+        what: String,
+        #[source]
+        source: BoxError,
+    },
+    /// A plain NATS operation (no JetStream involved) failed.
+    #[error("failed to {what}")]
+    Nats {
+        what: String,
+        #[source]
+        source: BoxError,
+    },
 }
 
 impl FleetError {
@@ -52,10 +71,55 @@ impl FleetError {
             source: source.into(),
         }
     }
+
+    /// A failed JetStream request: [`FleetError::TimedOut`] when it got no answer in time,
+    /// [`FleetError::JetStream`] otherwise.
+    pub fn request<E: Unanswered + Into<BoxError>>(what: impl Into<String>, error: E) -> Self {
+        let what = what.into();
+        if error.unanswered() {
+            Self::TimedOut {
+                what,
+                source: error.into(),
+            }
+        } else {
+            Self::jetstream(what, error)
+        }
+    }
+
+    pub fn nats(what: impl Into<String>, source: impl Into<BoxError>) -> Self {
+        Self::Nats {
+            what: what.into(),
+            source: source.into(),
+        }
+    }
+}
+
+/// Whether a failed JetStream request got no answer in time.
+pub trait Unanswered {
+    fn unanswered(&self) -> bool;
+}
+
+macro_rules! unanswered_when_timed_out {
+    ($($error:ty => $kind:path),* $(,)?) => {
+        $(impl Unanswered for $error {
+            fn unanswered(&self) -> bool {
+                self.kind() == $kind
+            }
+        })*
+    };
+}
+
+unanswered_when_timed_out! {
+    stream::ConsumerError => stream::ConsumerErrorKind::TimedOut,
+    jetstream::context::CreateStreamError => jetstream::context::CreateStreamErrorKind::TimedOut,
+    jetstream::context::CreateKeyValueError => jetstream::context::CreateKeyValueErrorKind::TimedOut,
+    kv::WatchError => kv::WatchErrorKind::TimedOut,
+    consumer::StreamError => consumer::StreamErrorKind::TimedOut,
 }
 
 /// Delivery settings of the jobs consumer. Not in the service file: they are protocol
-/// constants that tests shorten, and every process of a fleet must agree on them.
+/// constants that tests shorten, and every process of a fleet must agree on them. The
+/// defaults are the fault policy's (`assay_common::fault`).
 #[derive(Clone, Copy, Debug)]
 pub struct QueueTuning {
     /// How long a delivered job may go without an ack or a progress ack before redelivery.
@@ -77,11 +141,11 @@ pub struct QueueTuning {
 impl Default for QueueTuning {
     fn default() -> Self {
         Self {
-            ack_wait: Duration::from_secs(30),
-            max_deliver: 5,
+            ack_wait: fault::JOB_ACK_WAIT,
+            max_deliver: i64::from(fault::DELIVERY_CAP),
             duplicate_window: Duration::from_secs(600),
             lookahead: 4,
-            results_ack_wait: Duration::from_secs(3),
+            results_ack_wait: fault::RESULTS_ACK_WAIT,
         }
     }
 }
@@ -254,7 +318,7 @@ async fn work_queue(
         ..Default::default()
     })
     .await
-    .map_err(|e| FleetError::jetstream(format!("create stream {name}"), e))
+    .map_err(|e| FleetError::request(format!("create stream {name}"), e))
 }
 
 /// The pull consumer all workers share. One delivery beyond the cap is allowed so that a
@@ -297,7 +361,7 @@ pub async fn coordinator_consumer(
             0,
         ))
         .await
-        .map_err(|e| FleetError::jetstream(format!("create consumer {name}"), e))
+        .map_err(|e| FleetError::request(format!("create consumer {name}"), e))
 }
 
 /// A durable pull consumer with explicit acks over `filter` of `stream`.
@@ -311,7 +375,7 @@ async fn durable_pull(
     stream
         .get_or_create_consumer(&name, pull_config(&name, filter, ack_wait, max_deliver))
         .await
-        .map_err(|e| FleetError::jetstream(format!("create consumer {name}"), e))
+        .map_err(|e| FleetError::request(format!("create consumer {name}"), e))
 }
 
 fn pull_config(
@@ -353,5 +417,5 @@ pub async fn proofs_bucket(
         ..Default::default()
     })
     .await
-    .map_err(|e| FleetError::jetstream(format!("create key-value bucket {bucket}"), e))
+    .map_err(|e| FleetError::request(format!("create key-value bucket {bucket}"), e))
 }

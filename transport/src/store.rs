@@ -2,6 +2,7 @@
 //! with its sha256. One trait; the backend is any `object_store` (local directory, memory, and
 //! the cloud stores when their features are enabled).
 
+use assay_common::fault;
 use assay_common::job::{ArtifactRef, JobResult};
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -10,7 +11,6 @@ use object_store::{ObjectStore, PutPayload, WriteMultipart};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 /// Artifacts above this size are uploaded in parts.
 pub const MULTIPART_THRESHOLD: usize = 8 * 1024 * 1024;
@@ -200,18 +200,17 @@ pub trait ArtifactStore: Send + Sync {
     }
 }
 
-/// Retries for S3 requests: a blip of a few seconds is ridden out, an unreachable store is
-/// reported within about three seconds (the library's default backs off for a minute, which a
-/// user at `assay prove` reads as a hang).
+/// Retries for S3 requests: the fault policy's for an unavailable store
+/// (`assay_common::fault`, `InfraCause::StoreUnavailable`).
 fn s3_retry() -> object_store::RetryConfig {
     object_store::RetryConfig {
         backoff: object_store::BackoffConfig {
-            init_backoff: Duration::from_millis(100),
-            max_backoff: Duration::from_secs(2),
+            init_backoff: fault::STORE_BACKOFF.first,
+            max_backoff: fault::STORE_BACKOFF.max,
             base: 2.0,
         },
-        max_retries: 5,
-        retry_timeout: Duration::from_secs(30),
+        max_retries: fault::STORE_RETRIES as usize,
+        retry_timeout: fault::STORE_RETRY_LIMIT,
     }
 }
 
@@ -733,6 +732,7 @@ pub fn open_store(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[tokio::test]
     async fn a_large_artifact_goes_in_parts_and_keeps_its_sha256() {

@@ -8,6 +8,7 @@ use crate::manifest_job::{self, CasesError};
 use crate::sandbox::{MutantSource, SandboxError, SandboxExit, SandboxRun, clean_env};
 use crate::test_binaries::{self, TestBinariesError};
 use assay_common::JobId;
+use assay_common::fault::InfraCause;
 use assay_common::job::{
     ArtifactRef, ByteEdit, JobKind, JobResult, JobSpec, JobStatus, TestBinaries,
 };
@@ -93,6 +94,25 @@ pub enum ExecuteError {
     },
 }
 
+impl ExecuteError {
+    /// What failed, for the job's result and the fault policy.
+    pub fn cause(&self) -> InfraCause {
+        match self {
+            Self::Materialize { .. } => InfraCause::TreeFetch,
+            Self::Sandbox { source, .. } => source.cause(),
+            Self::Cases(cases) => cases.cause(),
+            Self::TestBinaries { source, .. } => source.cause(),
+            Self::Output(_) | Self::StoreReport { .. } => InfraCause::StoreUnavailable,
+            Self::ScratchDir { .. }
+            | Self::Edit(_)
+            | Self::ReportOutside { .. }
+            | Self::StaleReport { .. }
+            | Self::Adapter { .. }
+            | Self::ReadReport { .. } => InfraCause::Workspace,
+        }
+    }
+}
+
 /// Why a mutant's edit could not be applied to the materialized tree.
 #[derive(Debug, thiserror::Error)]
 pub enum EditError {
@@ -155,9 +175,12 @@ pub async fn run_job(job: &JobSpec, ctx: &JobContext) -> JobResult {
         drop(proof_dir);
         let mut result = match outcome {
             Ok(result) => result,
-            Err(error) => {
-                JobResult::infrastructure(job, ctx.worker_id.clone(), error_chain(&error))
-            }
+            Err(error) => JobResult::infrastructure(
+                job,
+                ctx.worker_id.clone(),
+                error.cause(),
+                error_chain(&error),
+            ),
         };
         result.duration_ms = started.elapsed().as_millis() as u64;
         tracing::info!(status = result.status.label(), duration_ms = result.duration_ms, "job finished");
@@ -556,7 +579,7 @@ fn explain_missing_report(
         return (
             JobStatus::Infrastructure {
                 message,
-                retryable: false,
+                cause: InfraCause::ToolchainMissing,
             },
             report,
         );

@@ -33,6 +33,18 @@ pub enum CasesError {
     },
 }
 
+impl CasesError {
+    /// What failed, for the job's result and the fault policy.
+    pub fn cause(&self) -> assay_common::fault::InfraCause {
+        use assay_common::fault::InfraCause;
+        match self {
+            Self::Sandbox { source, .. } => source.cause(),
+            Self::Output(_) => InfraCause::StoreUnavailable,
+            Self::ReadOutput { .. } => InfraCause::Workspace,
+        }
+    }
+}
+
 /// What running the cases produced: the job's status, its report and each case's logs.
 pub struct CasesRun {
     pub status: JobStatus,

@@ -1,6 +1,7 @@
 //! The worker service: pulls jobs from the shared JetStream consumer, runs up to `slots` at once
 //! with progress acks while they run, publishes each result, and only then acknowledges the job.
-//! A job that reaches the delivery cap is answered in the infrastructure lane without running.
+//! A job that reaches the delivery cap (the fault policy's, `assay_common::fault`) is answered
+//! in the infrastructure lane without running.
 //! On shutdown it stops pulling, gives running jobs the grace period, then hands back (NAKs)
 //! the ones still running so another worker takes them at once.
 
@@ -8,6 +9,7 @@ use crate::execute::run_job;
 use crate::job_context::JobContext;
 use crate::sandbox::docker::{DockerConfig, DockerSetupError};
 use crate::sandbox::{self, Sandbox};
+use assay_common::fault::{self, InfraCause};
 use assay_common::fleet::Subjects;
 use assay_common::job::{JobResult, JobSpec};
 use assay_common::service_config::{ConfigError, Role, ServiceConfig};
@@ -32,12 +34,6 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tracing::Instrument;
-
-/// How long a finished job's result is offered to a stream that refuses it before the job is
-/// handed back: a clustered stream elects a new leader in seconds.
-const PUBLISH_RETRY_LIMIT: Duration = Duration::from_secs(60);
-const PUBLISH_RETRY_FIRST_PAUSE: Duration = Duration::from_millis(250);
-const PUBLISH_RETRY_MAX_PAUSE: Duration = Duration::from_secs(4);
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServiceError {
@@ -331,7 +327,7 @@ async fn serve_validated(
             Ok(batch) => batch,
             Err(e) => {
                 tracing::warn!(error = %e, "failed to fetch jobs; retrying");
-                tokio::time::sleep(Duration::from_secs(1)).await;
+                tokio::time::sleep(fault::FLEET_RETRY_PAUSE).await;
                 continue;
             }
         };
@@ -423,6 +419,7 @@ impl JobRun {
                 JobResult::infrastructure(
                     &spec,
                     self.worker_id.clone(),
+                    InfraCause::WorkerLost,
                     format!(
                         "job {} was delivered {} times without a result (delivery cap {}): the workers running it died or lost their connection",
                         spec.job_id,
@@ -484,33 +481,35 @@ impl JobRun {
     }
 
     /// Publishes `result`, and while the stream cannot take it (a NATS server lost, its
-    /// stream electing a new leader) tries again, holding the job with progress acks. Handing
-    /// the job back at once would spend one delivery per attempt, and a job past its delivery
-    /// cap leaves the queue with no result. The result's message id makes a second copy a
-    /// duplicate the server drops. Gives up after [`PUBLISH_RETRY_LIMIT`] or at shutdown.
+    /// stream electing a new leader) tries again as the fault policy says for
+    /// [`InfraCause::BusUnavailable`], holding the job with progress acks. Handing the job
+    /// back at once would spend one delivery per attempt, and a job past its delivery cap
+    /// leaves the queue with no result. The result's message id makes a second copy a
+    /// duplicate the server drops. Gives up when the policy does, or at shutdown.
     async fn publish_until_stored(
         &self,
         spec: &JobSpec,
         result: &JobResult,
         message: &jetstream::Message,
     ) -> Result<(), PublishError> {
-        let deadline = tokio::time::Instant::now() + PUBLISH_RETRY_LIMIT;
-        let mut pause = PUBLISH_RETRY_FIRST_PAUSE;
+        let retry = InfraCause::BusUnavailable.retry();
+        let started = tokio::time::Instant::now();
+        let mut next = 2;
         loop {
             let error = match self.publish(spec, result).await {
                 Ok(()) => return Ok(()),
                 Err(error) => error,
             };
-            let now = tokio::time::Instant::now();
-            if now + pause > deadline || *self.hand_back.borrow() {
-                return Err(error);
-            }
+            let pause = match retry.pause_before(next, started.elapsed()) {
+                Some(pause) if !*self.hand_back.borrow() => pause,
+                _ => return Err(error),
+            };
             tracing::warn!(error = %error_chain(&error), pause_ms = pause.as_millis() as u64, "failed to publish a result; trying again");
             if let Err(e) = message.ack_with(AckKind::Progress).await {
                 tracing::debug!(error = %e, "failed to send a progress ack while publishing");
             }
             tokio::time::sleep(pause).await;
-            pause = (pause * 2).min(PUBLISH_RETRY_MAX_PAUSE);
+            next += 1;
         }
     }
 

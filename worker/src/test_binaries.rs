@@ -55,6 +55,17 @@ pub enum TestBinariesError {
     Missing(String),
 }
 
+impl TestBinariesError {
+    /// What failed, for the job's result and the fault policy.
+    pub fn cause(&self) -> assay_common::fault::InfraCause {
+        use assay_common::fault::InfraCause;
+        match self {
+            Self::Store(_) | Self::Fetch(_) => InfraCause::StoreUnavailable,
+            _ => InfraCause::PrebuiltBinaries,
+        }
+    }
+}
+
 /// Packs the test executables the build's `stdout` names and stores them under `key`. The
 /// guest sees its tree at `guest_root` (the sandbox's mount), which `tree_dir` is on the host.
 pub async fn keep(

@@ -686,7 +686,7 @@ mod tests {
         let infra = result(
             JobStatus::Infrastructure {
                 message: "gone".into(),
-                retryable: false,
+                cause: assay_common::fault::InfraCause::WorkerLost,
             },
             &[],
         );

@@ -90,6 +90,20 @@ pub enum SandboxError {
     EmptyCommand,
 }
 
+impl SandboxError {
+    /// What failed, for the job's result and the fault policy.
+    pub fn cause(&self) -> assay_common::fault::InfraCause {
+        use assay_common::fault::InfraCause;
+        match self {
+            Self::Toolchain { .. } => InfraCause::ToolchainMissing,
+            Self::Io { .. } => InfraCause::Workspace,
+            Self::Spawn { .. } | Self::Backend { .. } | Self::Warm { .. } | Self::EmptyCommand => {
+                InfraCause::SandboxStart
+            }
+        }
+    }
+}
+
 #[async_trait]
 pub trait Sandbox: Send + Sync {
     /// A short name for reports (`process`, `docker`).

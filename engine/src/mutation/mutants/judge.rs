@@ -333,7 +333,7 @@ mod tests {
         let infra = result(
             JobStatus::Infrastructure {
                 message: "sandbox did not start".into(),
-                retryable: false,
+                cause: assay_common::fault::InfraCause::SandboxStart,
             },
             ReportOutcome::Missing,
         );

@@ -6,7 +6,7 @@ use crate::sandbox::SandboxChoice;
 use anyhow::Context as _;
 use assay_common::sandbox::SandboxEvidence;
 use assay_engine::proof;
-use assay_engine::result_cache::{CacheMode, ResultCache, SigningKey};
+use assay_engine::result_cache::{CacheMode, CacheUnavailable, ResultCache, SigningKey};
 use assay_transport::store::{ArtifactStore, ObjectArtifactStore};
 use assay_transport::tree::GitTreeSource;
 use assay_worker::job_context::JobContext;
@@ -35,26 +35,23 @@ pub fn result_cache(
     mode: CacheMode,
     sandbox: &SandboxEvidence,
     quiet: bool,
-) -> Result<ResultCache, String> {
+) -> Result<ResultCache, CacheUnavailable> {
     if let Some(why) = sandbox.unconfined() {
         if !quiet {
             eprintln!(
                 "[sandbox] warning: the code under test runs unconfined ({why}): it can reach this machine's files and network"
             );
         }
-        return Err("the code under test runs unconfined, so it could write the cache".into());
+        return Err(CacheUnavailable::Unconfined);
     }
     if mode == CacheMode::Off {
         return Ok(ResultCache::off(store));
     }
-    let chain = |e: assay_engine::result_cache::SigningKeyError| {
-        assay_transport::error_chain::error_chain(&e)
-    };
-    let path = SigningKey::user_key_path().map_err(chain)?;
+    let path = SigningKey::user_key_path()?;
     if let Some(dir) = path.parent() {
         confine::hide_from_guests(dir);
     }
-    let key = SigningKey::load_or_create(&path).map_err(chain)?;
+    let key = SigningKey::load_or_create(&path)?;
     Ok(ResultCache::new(store, mode, Arc::new(key)))
 }
 

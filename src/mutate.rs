@@ -213,7 +213,10 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
             let cache = embedded::result_cache(store.clone(), mode, &sandbox, args.console.quiet)
                 .map_err(|why| {
                     if !args.console.quiet {
-                        eprintln!("[cache] not used: {why}");
+                        eprintln!(
+                            "[cache] not used: {}",
+                            assay_transport::error_chain::error_chain(&why)
+                        );
                     }
                 })
                 .ok()?;

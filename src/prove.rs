@@ -528,7 +528,10 @@ async fn run_embedded(
     )
     .unwrap_or_else(|why| {
         if !args.console.quiet {
-            eprintln!("[cache] not used: {why}");
+            eprintln!(
+                "[cache] not used: {}",
+                assay_transport::error_chain::error_chain(&why)
+            );
         }
         ResultCache::off(store.clone())
     });

@@ -22,7 +22,7 @@ use assay_common::suite::{
 use assay_common::suite_audit::LedgerGate;
 use assay_coordinator::fleet_halt::{self, FleetHalt};
 use assay_engine::proof;
-use assay_engine::result_cache::{CacheMode, ResultCache, RunContext};
+use assay_engine::result_cache::{CacheMode, CacheUnavailable, ResultCache, RunContext};
 use assay_engine::source;
 use assay_engine::suite::conclude::Ending;
 use assay_engine::suite::drive::{DriveError, RunEvent, RunProgress};
@@ -515,11 +515,11 @@ impl CacheOpener for EmbeddedCaches {
         RunContext::new(self.sandbox.clone(), &env)
     }
 
-    fn for_cases(&self) -> Result<ResultCache, String> {
+    fn for_cases(&self) -> Result<ResultCache, CacheUnavailable> {
         embedded::result_cache(self.store.clone(), self.mode, &self.sandbox, self.quiet)
     }
 
-    fn for_reads(&self) -> Result<ResultCache, String> {
+    fn for_reads(&self) -> Result<ResultCache, CacheUnavailable> {
         embedded::result_cache(self.store.clone(), self.mode, &self.sandbox, true)
     }
 }

@@ -67,6 +67,27 @@ pub enum CacheError {
 }
 
 /// Why a signing key is unusable.
+/// Why a run answers nothing from the result cache and stores nothing in it.
+#[derive(Debug, thiserror::Error)]
+pub enum CacheUnavailable {
+    #[error("--no-cache")]
+    TurnedOff,
+    #[error(
+        "a fleet run's workers choose their own sandbox and interpreter, and only a fleet's coordinator may write cache entries"
+    )]
+    OnAFleet,
+    /// The runner's cases cannot be checked against a pinned report.
+    #[error("{runner} suites: {why}")]
+    Uncacheable {
+        runner: assay_common::suite::SuiteRunner,
+        why: &'static str,
+    },
+    #[error("the code under test runs unconfined, so it could write the cache")]
+    Unconfined,
+    #[error("the cache's signing key cannot be had")]
+    SigningKey(#[from] SigningKeyError),
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum SigningKeyError {
     #[error("failed to create the cache signing key {path}")]

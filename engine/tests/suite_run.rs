@@ -6,7 +6,9 @@ use assay_common::runner::{ReportFormat, RunnerKind};
 use assay_common::suite::{Ending, SuiteTotals};
 use assay_common::{TreeId, service_config};
 use assay_engine::proof;
-use assay_engine::result_cache::{CacheMode, ResultCache, RunContext, SigningKey};
+use assay_engine::result_cache::{
+    CacheMode, CacheUnavailable, ResultCache, RunContext, SigningKey,
+};
 use assay_engine::suite::drive::{RunEvent, RunProgress};
 use assay_engine::suite::halt::HaltFile;
 use assay_engine::suite::history::History;
@@ -127,10 +129,10 @@ impl CacheOpener for Caches {
     fn context(&self) -> RunContext {
         RunContext::new(ProcessSandbox::default().evidence(), &[])
     }
-    fn for_cases(&self) -> Result<ResultCache, String> {
+    fn for_cases(&self) -> Result<ResultCache, CacheUnavailable> {
         Ok(self.0.clone())
     }
-    fn for_reads(&self) -> Result<ResultCache, String> {
+    fn for_reads(&self) -> Result<ResultCache, CacheUnavailable> {
         Ok(self.0.clone())
     }
 }

@@ -100,7 +100,9 @@ pub enum MutateError {
     #[error(
         "the unmutated baseline run did not pass: {reason}; no mutant was run (hint: a mutation score means nothing against a red suite: fix or deselect the failing tests first)"
     )]
-    RedBaseline { reason: String },
+    RedBaseline {
+        reason: crate::mutation::check::BaselineProblem,
+    },
 }
 
 pub use assay_common::mutation_report::{Status, Summary};

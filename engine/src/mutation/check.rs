@@ -157,21 +157,41 @@ fn why_not_passed(judgement: &Judgement) -> String {
 /// least one test and every test it had to pass passed. Against a red or empty baseline every
 /// mutant "dies" of the baseline's own failure, so, as mutmut and Stryker refuse a red initial
 /// run, nothing is judged; `Err` says why, naming the failing tests.
-pub fn judge_baseline(result: &JobResult, judgement: &Judgement) -> Result<(), String> {
+pub fn judge_baseline(result: &JobResult, judgement: &Judgement) -> Result<(), BaselineProblem> {
     match (judgement, &result.status) {
         (Judgement::Survived { tests_run }, _) if *tests_run > 0 => Ok(()),
-        (Judgement::Survived { .. }, _) => Err("it ran no test".into()),
+        (Judgement::Survived { .. }, _) => Err(BaselineProblem::RanNoTest),
         (_, JobStatus::Completed { exit_code }) if result.report.parsed().is_none() => {
-            Err(format!(
-                "it exited {exit_code} and {} (hint: is the test runner installed where the tests run?)",
-                result
+            Err(BaselineProblem::NoReport {
+                exit_code: *exit_code,
+                problem: result
                     .report
                     .problem()
-                    .unwrap_or_else(|| "left no usable report".into())
-            ))
+                    .unwrap_or_else(|| "left no usable report".into()),
+            })
         }
-        (other, _) => Err(why_not_passed(other)),
+        (other, _) => Err(BaselineProblem::NotPassed(why_not_passed(other))),
     }
+}
+
+/// Why an unmutated run cannot stand as the baseline mutants are judged against.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BaselineProblem {
+    #[error("it ran no test")]
+    RanNoTest,
+    #[error(
+        "it exited {exit_code} and {problem} (hint: is the test runner installed where the tests run?)"
+    )]
+    NoReport { exit_code: i32, problem: String },
+    /// What failed, timed out or broke, as the judgement says it.
+    #[error("{0}")]
+    NotPassed(String),
+    /// What the per-test coverage map says of the run (see `CoverageMap::baseline_problem`).
+    #[error("{0}")]
+    CoverageMap(String),
+    /// The queue could not run it, with its error chain.
+    #[error("it could not be run: {0}")]
+    Unrun(String),
 }
 
 /// Where a check job's report comes from, for a run of the proving tests `names`: where the
@@ -508,7 +528,8 @@ async fn prebuilt_baseline(
                     result,
                 })
             }
-            Unmutated::Failed(_, why) | Unmutated::Unrun(why) => Err(why),
+            Unmutated::Failed(_, why) => Err(why.to_string()),
+            Unmutated::Unrun(why) => Err(why),
         },
     )
 }
@@ -518,7 +539,7 @@ enum Unmutated {
     /// Every proving test passed: the baseline mutants are judged against.
     Passed(JobResult),
     /// It ran and cannot stand as the baseline, with why.
-    Failed(JobResult, String),
+    Failed(JobResult, BaselineProblem),
     /// It could not run (the queue refused it), with why.
     Unrun(String),
 }
@@ -642,7 +663,7 @@ mod tests {
         }
     }
 
-    fn judged(result: &JobResult) -> Result<(), String> {
+    fn judged(result: &JobResult) -> Result<(), BaselineProblem> {
         let judgement = judge_run(
             result,
             MutantTimeout {
@@ -676,6 +697,11 @@ mod tests {
         // The runner is missing: `python3 -m pytest` exits 1 with no report.
         let missing = judged(&unmutated_run(1, ReportOutcome::Missing)).unwrap_err();
         assert!(
+            matches!(missing, BaselineProblem::NoReport { exit_code: 1, .. }),
+            "{missing:?}"
+        );
+        let missing = missing.to_string();
+        assert!(
             missing.starts_with("it exited 1 and the command wrote no report")
                 && missing.contains("is the test runner installed"),
             "{missing}"
@@ -687,13 +713,18 @@ mod tests {
                 case("test_compare", Outcome::Failed),
             ]),
         );
-        let why = judged(&red).unwrap_err();
+        let why = judged(&red).unwrap_err().to_string();
         assert!(
             why.contains("test_compare") && why.ends_with("failed"),
             "{why}"
         );
         let skipped = unmutated_run(0, report(vec![case("test_parse", Outcome::Skipped)]));
-        assert_eq!(judged(&skipped), Err("the run executed zero tests".into()));
+        assert_eq!(
+            judged(&skipped),
+            Err(BaselineProblem::NotPassed(
+                "the run executed zero tests".into()
+            ))
+        );
     }
 
     #[test]

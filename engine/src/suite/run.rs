@@ -20,7 +20,7 @@ use super::shard::ShardMode;
 use crate::coverage::{CoverageError, CoverageMap};
 use crate::dispatch::run_one;
 use crate::proof;
-use crate::result_cache::{ResultCache, RunContext};
+use crate::result_cache::{CacheUnavailable, ResultCache, RunContext};
 use crate::source::{self, SourceError};
 use assay_common::suite::{SUITE_SCHEMA, SuiteCacheReport, SuiteCase, SuiteReport};
 use assay_common::suite_audit::{FileReach, LedgerGate};
@@ -39,11 +39,6 @@ pub const RECENT_RUNS: usize = 20;
 /// Why a run's passes are not stored when its selection audit found outliers.
 pub const WITHHELD: &str = "the selection audit found outliers (executed ⊆ selected ⊆ \
                             collected does not hold), so this run's results are not trusted";
-
-/// Why a fleet run uses no result cache.
-pub const FLEET_NOT_CACHED: &str = "a fleet run's workers choose their own sandbox and \
-                                    interpreter, and only a fleet's coordinator may write cache \
-                                    entries";
 
 /// What one suite run needs besides its queue, store, halt and progress.
 pub struct SuiteRequest {
@@ -108,9 +103,9 @@ pub trait CacheOpener: Send + Sync {
     /// What beside the job decides a case's outcome here (sandbox, environment).
     fn context(&self) -> RunContext;
     /// The cache the cases are answered from and stored in, or why there is none.
-    fn for_cases(&self) -> Result<ResultCache, String>;
+    fn for_cases(&self) -> Result<ResultCache, CacheUnavailable>;
     /// The cache an audit keeps the base's recorded read sets in, or why there is none.
-    fn for_reads(&self) -> Result<ResultCache, String>;
+    fn for_reads(&self) -> Result<ResultCache, CacheUnavailable>;
 }
 
 /// How a run ended.
@@ -342,7 +337,7 @@ async fn plan(
     let run_id = ProofId(proof::new_proof_id().0.replacen("p-", "t-", 1));
     let (cache, cache_not_used) = match case_cache(request) {
         Ok(cache) => (cache, None),
-        Err(why) => (None, Some(why)),
+        Err(why) => (None, Some(assay_transport::error_chain::error_chain(&why))),
     };
     let mut today = proof::rfc3339(SystemTime::now());
     today.truncate("YYYY-MM-DD".len());
@@ -360,16 +355,19 @@ async fn plan(
 /// their own sandbox and interpreter, which the caller cannot vouch for in a key, and on a
 /// fleet only the coordinator may write entries, signed), a runner whose cases cannot be
 /// checked against a pinned report, or a cache that cannot be opened.
-fn case_cache(request: &SuiteRequest) -> Result<Option<CaseCache>, String> {
+fn case_cache(request: &SuiteRequest) -> Result<Option<CaseCache>, CacheUnavailable> {
     if request.no_cache {
-        return Err("--no-cache".into());
+        return Err(CacheUnavailable::TurnedOff);
     }
     let Placement::Embedded(caches) = &request.placement else {
-        return Err(FLEET_NOT_CACHED.into());
+        return Err(CacheUnavailable::OnAFleet);
     };
     let setup = &request.setup;
     if let Some(why) = case_cache::uncacheable(setup.runner) {
-        return Err(format!("{} suites: {why}", setup.runner));
+        return Err(CacheUnavailable::Uncacheable {
+            runner: setup.runner,
+            why,
+        });
     }
     let cache = caches.for_cases()?;
     let (tree, timeout) = (&request.tree, request.timeout_secs);

@@ -3,6 +3,7 @@
 //! reach which code.
 
 use super::*;
+use crate::mutation::check::BaselineProblem;
 
 impl<'a> Campaign<'a> {
     /// Rust: decides which mutants one build of the tests holds behind the switch.
@@ -187,11 +188,15 @@ pub(super) fn judge_baseline(
     result: &Result<JobResult, BaselineError>,
     coverage: Option<&CoverageMap>,
     limit: Duration,
-) -> Result<(), String> {
+) -> Result<(), BaselineProblem> {
     if let Some(map) = coverage.filter(|_| per_line_wanted(runner)) {
-        return map.baseline_problem().map_or(Ok(()), Err);
+        return map
+            .baseline_problem()
+            .map_or(Ok(()), |why| Err(BaselineProblem::CoverageMap(why)));
     }
-    let result = result.as_ref().map_err(|e| error_chain(e))?;
+    let result = result
+        .as_ref()
+        .map_err(|e| BaselineProblem::Unrun(error_chain(e)))?;
     let judgement = judge_run(
         result,
         MutantTimeout {

@@ -146,22 +146,26 @@ impl SuiteCase {
             }
             CaseScope::Test => {}
         }
-        let file_matches =
-            result.file == self.file || self.package.as_deref() == Some(result.file.as_str());
+        // Cheapest first: a suite's run matches every case against every result, so most
+        // pairs must part at a string comparison, before the class's allocations.
         let name_matches = result.name == self.name
             || result
                 .name
                 .strip_prefix(self.name.as_str())
                 .is_some_and(|rest| rest.starts_with('/'));
+        let file_matches =
+            result.file == self.file || self.package.as_deref() == Some(result.file.as_str());
+        if !(name_matches
+            && file_matches
+            && (self.variant.is_none() || self.variant == result.variant))
+        {
+            return false;
+        }
         // The class ends the reported suite at a component boundary: `LastTests` must not own
         // `tests.test_more.RepeatLastTests`'s results.
-        let class_matches = self.class.is_empty()
+        self.class.is_empty()
             || ends_with_component(&result.suite.replace('.', "::"), &self.class, "::")
-            || ends_with_component(&result.suite, &self.class.replace("::", "."), ".");
-        file_matches
-            && name_matches
-            && class_matches
-            && (self.variant.is_none() || self.variant == result.variant)
+            || ends_with_component(&result.suite, &self.class.replace("::", "."), ".")
     }
 }
 

@@ -72,6 +72,68 @@ pub fn resolve(
         .filter(|r| r.is_file())
         .or_else(|| proxy.canonicalize().ok())
         .unwrap_or_else(|| proxy.to_path_buf());
+    // Every job asks: the answer depends on rustup, its home, the job's choice and the
+    // toolchain file the job's tree (or a directory above it) holds, so it is asked once per
+    // such set in a process. rustup's per-directory overrides never name a job's fresh tree.
+    let asked = Asked {
+        rustup: rustup.clone(),
+        rustup_home: rustup_home.to_path_buf(),
+        chosen: chosen.map(str::to_owned),
+        toolchain_file: toolchain_file_text(cwd),
+    };
+    if let Some(known) = answered().lock().ok().and_then(|a| a.get(&asked).cloned()) {
+        return Ok(known);
+    }
+    let toolchain = ask_rustup(&rustup, cwd, rustup_home, chosen)?;
+    if let Ok(mut answers) = answered().lock() {
+        answers.insert(asked, toolchain.clone());
+    }
+    Ok(toolchain)
+}
+
+/// What decides rustup's answer for a job.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Asked {
+    rustup: PathBuf,
+    rustup_home: PathBuf,
+    chosen: Option<String>,
+    /// The nearest toolchain file up from the job's directory: its path and text.
+    toolchain_file: Option<(PathBuf, String)>,
+}
+
+/// rustup's answers in this process.
+fn answered() -> &'static std::sync::Mutex<std::collections::HashMap<Asked, RustToolchain>> {
+    static ANSWERED: std::sync::OnceLock<
+        std::sync::Mutex<std::collections::HashMap<Asked, RustToolchain>>,
+    > = std::sync::OnceLock::new();
+    ANSWERED.get_or_init(Default::default)
+}
+
+/// The nearest `rust-toolchain` or `rust-toolchain.toml` up from `cwd`, with its text.
+fn toolchain_file_text(cwd: &Path) -> Option<(PathBuf, String)> {
+    let file = cwd.ancestors().find_map(|dir| {
+        ["rust-toolchain", "rust-toolchain.toml"]
+            .iter()
+            .map(|name| dir.join(name))
+            .find(|f| f.is_file())
+    })?;
+    let text = std::fs::read_to_string(&file).unwrap_or_default();
+    // A tree's own file is named relative to it: every job's tree is a fresh directory.
+    let file = file
+        .strip_prefix(cwd)
+        .map(Path::to_path_buf)
+        .unwrap_or(file);
+    Some((file, text))
+}
+
+/// Runs `rustup which cargo` in `cwd` and reads the toolchain it names.
+fn ask_rustup(
+    rustup: &Path,
+    cwd: &Path,
+    rustup_home: &Path,
+    chosen: Option<&str>,
+) -> Result<RustToolchain, RustupError> {
+    let rustup = rustup.to_path_buf();
     let mut command = Command::new(&rustup);
     command
         .args(["which", "cargo"])
@@ -273,5 +335,49 @@ mod tests {
             "{refused:?}"
         );
         assert!(!marker.exists());
+    }
+
+    /// rustup is asked once per set of what decides its answer: two jobs' fresh trees with the
+    /// same toolchain file share one answer; another file text is asked again.
+    #[test]
+    fn rustup_is_asked_once_per_toolchain_file_and_choice() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("rustup-home");
+        let cargo = home.join("toolchains/1.95.0-x86_64-unknown-linux-gnu/bin/cargo");
+        file(&cargo, b"#!/bin/sh\n");
+        let asked = dir.path().join("asked");
+        let bin = dir.path().join("cargo-home/bin");
+        file(
+            &bin.join("rustup"),
+            format!(
+                "#!/bin/sh\necho asked >> '{}'\necho '{}'\n",
+                asked.display(),
+                cargo.display()
+            )
+            .as_bytes(),
+        );
+        file(&bin.join("cargo"), b"#!/bin/sh\n");
+        let tree = |name: &str, toolchain_file: &str| {
+            let tree = dir.path().join(name);
+            file(&tree.join("rust-toolchain.toml"), toolchain_file.as_bytes());
+            tree
+        };
+        let pinned = "[toolchain]\nchannel = \"1.95.0\"\n";
+        let first = resolve(&bin.join("cargo"), &tree("job-1", pinned), &home, None).unwrap();
+        let second = resolve(&bin.join("cargo"), &tree("job-2", pinned), &home, None).unwrap();
+        assert_eq!(first, second);
+        assert_eq!(first.name, "1.95.0-x86_64-unknown-linux-gnu");
+        let times = || std::fs::read_to_string(&asked).unwrap().lines().count();
+        assert_eq!(times(), 1, "the second job's tree holds the same file");
+        let other = "[toolchain]\nchannel = \"1.94.0\"\n";
+        resolve(&bin.join("cargo"), &tree("job-3", other), &home, None).unwrap();
+        resolve(
+            &bin.join("cargo"),
+            &tree("job-4", pinned),
+            &home,
+            Some("1.94.0"),
+        )
+        .unwrap();
+        assert_eq!(times(), 3, "another file, another choice: asked again");
     }
 }

@@ -81,13 +81,15 @@ pub fn resolve(
         chosen: chosen.map(str::to_owned),
         toolchain_file: toolchain_file_text(cwd),
     };
-    if let Some(known) = answered().lock().ok().and_then(|a| a.get(&asked).cloned()) {
-        return Ok(known);
+    // Held while rustup answers, so that jobs starting together ask it once.
+    let mut answers = answered()
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(known) = answers.get(&asked) {
+        return Ok(known.clone());
     }
     let toolchain = ask_rustup(&rustup, cwd, rustup_home, chosen)?;
-    if let Ok(mut answers) = answered().lock() {
-        answers.insert(asked, toolchain.clone());
-    }
+    answers.insert(asked, toolchain.clone());
     Ok(toolchain)
 }
 

@@ -137,7 +137,9 @@ pub fn resolve(needs: &Needs<'_>, host: &Host<'_>) -> Result<Toolchains, Toolcha
         .cloned();
     let runs_rust = is_rust_tool(program_name) || program.as_deref().is_some_and(in_rust_toolchain);
     let mut rust = false;
-    if let Some(proxy) = proxy {
+    // Asking rustup costs a process per tree: only a Rust command, or a tree that builds Rust
+    // at its root (a Python package with a Rust extension), gets the toolchain.
+    if let Some(proxy) = proxy.filter(|_| runs_rust || builds_rust(needs.cwd)) {
         match rustup_toolchain(&proxy, needs, host) {
             Ok(toolchain) => {
                 rust = true;
@@ -395,6 +397,13 @@ fn in_rust_toolchain(program: &Path) -> bool {
         })
 }
 
+/// Whether the tree at `cwd` builds Rust: a cargo manifest or a toolchain file at its root.
+fn builds_rust(cwd: &Path) -> bool {
+    ["Cargo.toml", "rust-toolchain", "rust-toolchain.toml"]
+        .iter()
+        .any(|name| cwd.join(name).is_file())
+}
+
 /// Asks rustup, on the host, which toolchain its proxy would run in the job's tree (see
 /// [`rust_toolchain::resolve`]), with the job's `RUSTUP_TOOLCHAIN` when it sets one.
 fn rustup_toolchain(
@@ -535,6 +544,35 @@ mod tests {
             "token = \"secret\"\n",
         );
         std::fs::create_dir_all(home.join(".cargo/registry/cache")).unwrap();
+    }
+
+    /// rustup is a process per tree: a Python command in a tree that builds no Rust does not
+    /// ask it, one in a tree with a cargo manifest at its root does.
+    #[test]
+    fn only_a_tree_that_builds_rust_asks_rustup_for_a_command_that_runs_none() {
+        let (_dir, home) = fake_home();
+        rustup_in(
+            &home,
+            "toolchains/stable-x86_64-unknown-linux-gnu/bin/cargo",
+        );
+        // A rustup that records each question it answers.
+        file(
+            &home.join(".cargo/bin/rustup"),
+            "#!/bin/sh\necho asked >> \"$RUSTUP_HOME/asked\"\necho \"$RUSTUP_HOME/toolchains/stable-x86_64-unknown-linux-gnu/bin/cargo\"\n",
+        );
+        let path_env = format!("{}:/usr/bin", home.join(".cargo/bin").display());
+        let python_only = tempfile::tempdir().unwrap();
+        let found = resolve_in(&home, "python3", &path_env, &[], python_only.path()).unwrap();
+        assert!(!home.join(".rustup/asked").exists(), "rustup was asked");
+        assert!(!found.env.iter().any(|(k, _)| k == "RUSTUP_TOOLCHAIN"));
+        let with_extension = tempfile::tempdir().unwrap();
+        file(
+            &with_extension.path().join("Cargo.toml"),
+            "[package]\nname = \"speedups\"\n",
+        );
+        let found = resolve_in(&home, "python3", &path_env, &[], with_extension.path()).unwrap();
+        assert!(home.join(".rustup/asked").exists(), "rustup was not asked");
+        assert!(found.env.iter().any(|(k, _)| k == "RUSTUP_TOOLCHAIN"));
     }
 
     #[test]

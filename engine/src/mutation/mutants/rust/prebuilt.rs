@@ -130,7 +130,7 @@ impl Built {
 /// What a failed schema build's errors take out of the schema, by switch number.
 #[derive(Debug, PartialEq, Eq)]
 enum Blamed {
-    /// Every error lies inside these mutants' own code: they do not compile, no build needed.
+    /// Errors lie inside these mutants' own code: they do not compile, no build needed.
     Unviable(BTreeMap<u32, String>),
     /// These build on their own, with why.
     Alone(BTreeMap<u32, String>),
@@ -139,11 +139,13 @@ enum Blamed {
 }
 
 /// Reads a failed build's cargo messages (`cargo_json`) against the files it built
-/// (`schemas`). An error outside every rewritten file (another member's build broken by a
+/// (`schemas`). Mutants with an error inside their own code are unviable, whatever else
+/// failed (the next build shows what remains). An error outside every rewritten file (another member's build broken by a
 /// mutant, say) names no mutant: half of those held build on their own, until the rest builds.
 fn blame_failed_build(cargo_json: &str, schemas: &BTreeMap<String, FileSchema>) -> Blamed {
     let spans = schema::error_spans(cargo_json);
-    if let Some(own) = schema::own_errors(&spans, schemas) {
+    let own = schema::own_errors(&spans, schemas);
+    if !own.is_empty() {
         return Blamed::Unviable(own);
     }
     if let Some(blamed) = schema::blame(&spans, schemas).filter(|b| !b.is_empty()) {

@@ -520,27 +520,30 @@ pub fn blame(spans: &[ErrorSpan], schemas: &BTreeMap<String, FileSchema>) -> Opt
     Some(blamed)
 }
 
-/// The mutants a failed schema build's errors lie inside of, each with its first error, when
-/// every error lies inside one mutant's own code (its replacement, type-checked where the
-/// original stood, as in a build of its own): those do not compile, and no build of their own
-/// is needed to say so. `None` when some error lies elsewhere ([`blame`] then decides).
+/// The mutants a failed schema build's errors lie inside of, each with its first error: an
+/// error inside a mutant's own code (its replacement, type-checked where the original stood,
+/// as in a build of its own) says that mutant does not compile, and no build of its own is
+/// needed to say so. Errors elsewhere are left to the next build: most are echoes of those
+/// mutants (an inference the broken arm left open), and what remains is blamed then.
 pub fn own_errors(
     spans: &[ErrorSpan],
     schemas: &BTreeMap<String, FileSchema>,
-) -> Option<BTreeMap<u32, String>> {
+) -> BTreeMap<u32, String> {
     let mut own: BTreeMap<u32, String> = BTreeMap::new();
     for span in spans {
-        let (_, schema) = schemas
-            .iter()
-            .find(|(path, _)| same_file(&span.file, path))?;
-        let holder = schema
+        let Some((_, schema)) = schemas.iter().find(|(path, _)| same_file(&span.file, path)) else {
+            continue;
+        };
+        if let Some(holder) = schema
             .held
             .iter()
-            .find(|h| h.arm.start <= span.bytes.start && span.bytes.end <= h.arm.end)?;
-        own.entry(holder.number)
-            .or_insert_with(|| span.message.clone());
+            .find(|h| h.arm.start <= span.bytes.start && span.bytes.end <= h.arm.end)
+        {
+            own.entry(holder.number)
+                .or_insert_with(|| span.message.clone());
+        }
     }
-    (!own.is_empty()).then_some(own)
+    own
 }
 
 /// The compiler names files relative to the workspace root (or absolutely); `path` is relative

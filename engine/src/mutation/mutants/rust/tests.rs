@@ -361,6 +361,23 @@ fn build_errors_are_blamed_on_the_arm_or_site_that_holds_them() {
             .unwrap()
             .contains(&body.number)
     );
+    // An error in the swap's own code makes it unviable even beside an error no site holds
+    // (one outside every switch, which alone would blame the whole file): the next build
+    // says whether anything remains.
+    let outside = schema.text.find("pub fn").unwrap();
+    let mixed = format!(
+        "{}{}",
+        json("src/lib.rs", swap.arm.start, swap.arm.end),
+        json("src/lib.rs", outside, outside + 1)
+    );
+    let mixed = schema::error_spans(&mixed);
+    assert_eq!(
+        schema::own_errors(&mixed, &schemas)
+            .into_keys()
+            .collect::<Vec<_>>(),
+        vec![swap.number]
+    );
+    assert!(schema::own_errors(&in_site, &schemas).is_empty());
     // Outside every rewritten file: nobody alone.
     assert_eq!(
         schema::blame(&schema::error_spans(&json("src/other.rs", 0, 1)), &schemas),

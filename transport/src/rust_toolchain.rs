@@ -58,13 +58,12 @@ pub fn resolve(
     rustup_home: &Path,
     chosen: Option<&str>,
 ) -> Result<RustToolchain, RustupError> {
-    if let Some(file) = toolchain_file_with_path(cwd) {
-        // Named as the repository has it when it is the tree's, as it almost always is.
-        let file = file
-            .strip_prefix(cwd)
-            .map(Path::to_path_buf)
-            .unwrap_or(file);
-        return Err(RustupError::PathToolchain { file });
+    // Read once: the file decides both whether rustup may be asked and what it answers.
+    let toolchain_file = toolchain_file_text(cwd);
+    if let Some((file, text)) = &toolchain_file
+        && names_a_path(text)
+    {
+        return Err(RustupError::PathToolchain { file: file.clone() });
     }
     let rustup = proxy
         .parent()
@@ -79,7 +78,7 @@ pub fn resolve(
         rustup: rustup.clone(),
         rustup_home: rustup_home.to_path_buf(),
         chosen: chosen.map(str::to_owned),
-        toolchain_file: toolchain_file_text(cwd),
+        toolchain_file,
     };
     // Held while rustup answers, so that jobs starting together ask it once.
     let mut answers = answered()
@@ -120,7 +119,8 @@ fn toolchain_file_text(cwd: &Path) -> Option<(PathBuf, String)> {
             .find(|f| f.is_file())
     })?;
     let text = std::fs::read_to_string(&file).unwrap_or_default();
-    // A tree's own file is named relative to it: every job's tree is a fresh directory.
+    // A tree's own file is named relative to it, as the repository has it: every job's tree
+    // is a fresh directory.
     let file = file
         .strip_prefix(cwd)
         .map(Path::to_path_buf)
@@ -247,25 +247,16 @@ pub fn is_rustup_proxy(path: &Path) -> bool {
         .is_some_and(|dir| same(path, &dir.join("rustup")))
 }
 
-/// The toolchain file rustup would read for `cwd` (the nearest `rust-toolchain` or
-/// `rust-toolchain.toml` up from it), when it names a toolchain by path.
-fn toolchain_file_with_path(cwd: &Path) -> Option<PathBuf> {
-    let file = cwd.ancestors().find_map(|dir| {
-        ["rust-toolchain", "rust-toolchain.toml"]
-            .iter()
-            .map(|name| dir.join(name))
-            .find(|f| f.is_file())
-    })?;
-    let text = std::fs::read_to_string(&file).unwrap_or_default();
-    let by_path = match text.parse::<toml::Table>() {
+/// Whether a toolchain file's text names a toolchain by path.
+fn names_a_path(text: &str) -> bool {
+    match text.parse::<toml::Table>() {
         Ok(table) => table
             .get("toolchain")
             .and_then(|t| t.as_table())
             .is_some_and(|t| t.contains_key("path")),
         // The legacy form is one line: a channel, or a path.
         Err(_) => text.trim().contains('/'),
-    };
-    by_path.then_some(file)
+    }
 }
 
 /// The last `n` non-blank lines of a tool's stderr, for an error message.

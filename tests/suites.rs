@@ -528,14 +528,7 @@ fn a_run_with_history_starts_its_batches_at_once_and_follows_added_and_removed_c
         assert_eq!(code(&out), 1, "{}", stderr(&out));
         (read_json(&report), stderr(&out))
     };
-    let listed_by_a_job = |json: &serde_json::Value| {
-        let run_id = json["run_id"].as_str().expect("run id");
-        walk_find(
-            project.store.path(),
-            &format!("{run_id}-collect/jobs/0000/stdout.log"),
-        )
-        .is_some()
-    };
+    let listed_by_a_job = |json: &serde_json::Value| listed_by_a_job(&project, json);
     let (first, err) = run();
     // No history: one batch per slot collects the suite and runs its part, no listing first.
     assert!(
@@ -620,6 +613,16 @@ fn a_run_with_history_starts_its_batches_at_once_and_follows_added_and_removed_c
         displays_and_outcomes(&fourth),
         displays_and_outcomes(&third)
     );
+}
+
+/// Whether the run `json` reports listed its cases with a job of its own before its batches.
+fn listed_by_a_job(project: &Project, json: &serde_json::Value) -> bool {
+    let run_id = json["run_id"].as_str().expect("run id");
+    walk_find(
+        project.store.path(),
+        &format!("{run_id}-collect/jobs/0000/stdout.log"),
+    )
+    .is_some()
 }
 
 fn walk_find(root: &Path, key: &str) -> Option<PathBuf> {
@@ -872,14 +875,7 @@ fn a_first_unittest_run_partitions_the_suite_by_module_without_a_listing() {
         assert_eq!(code(&out), 1, "{}", stderr(&out));
         (read_json(&report), stderr(&out))
     };
-    let listed_by_a_job = |json: &serde_json::Value| {
-        let run_id = json["run_id"].as_str().expect("run id");
-        walk_find(
-            project.store.path(),
-            &format!("{run_id}-collect/jobs/0000/stdout.log"),
-        )
-        .is_some()
-    };
+    let listed_by_a_job = |json: &serde_json::Value| listed_by_a_job(&project, json);
     let (first, err) = run();
     assert!(
         !listed_by_a_job(&first),

@@ -189,14 +189,15 @@ async fn go_profile(store: &dyn ArtifactStore, result: &JobResult) -> Result<Str
 /// files by import path: a file is the changed file its path ends with (`/` + the tree path).
 fn go_measured(profile: &str, hunks: &[ChangedHunk]) -> BTreeMap<String, MeasuredFile> {
     let changed: BTreeSet<&str> = hunks.iter().map(|h| h.path.as_str()).collect();
+    let suffixes: Vec<(&str, String)> = changed.iter().map(|p| (*p, format!("/{p}"))).collect();
     let mut files: BTreeMap<String, MeasuredFile> = BTreeMap::new();
     for line in profile.lines().skip_while(|l| l.starts_with("mode:")) {
         let Some((file, lines, count)) = go_block(line) else {
             continue;
         };
-        let Some(path) = changed
+        let Some((path, _)) = suffixes
             .iter()
-            .find(|path| file == **path || file.ends_with(&format!("/{path}")))
+            .find(|(path, suffix)| file == *path || file.ends_with(suffix.as_str()))
         else {
             continue;
         };

@@ -370,6 +370,24 @@ fn a_unittest_testcase_that_overrides_run_is_unverified() {
     );
 }
 
+/// An exit handler rewrites the adapter's report after the adapter wrote it, only once the
+/// product carries the marker: it ran PROVEN before the rule.
+#[test]
+fn a_unittest_exit_handler_that_rewrites_the_report_after_it_was_written_is_unverified() {
+    let repo = unittest_pager_repo();
+    let test = "import atexit\nimport json\nimport sys\nimport unittest\n\nimport pager\n\n\ndef _all_passed():\n    if \"--report\" not in sys.argv or not getattr(pager, \"FIXED\", False):\n        return\n    path = sys.argv[sys.argv.index(\"--report\") + 1]\n    with open(path) as f:\n        report = json.load(f)\n    for case in report[\"cases\"]:\n        case[\"outcome\"], case[\"message\"] = \"passed\", None\n    with open(path, \"w\") as f:\n        json.dump(report, f)\n\n\natexit.register(_all_passed)\n\n\nclass PartialPageTests(unittest.TestCase):\n    def test_partial_last_page_is_counted(self):\n        self.assertEqual(pager.page_count(11, 5), 3)\n";
+    let run = prove_candidate(
+        &repo,
+        &[("pager.py", PAGER_MARKED), ("tests/test_partial.py", test)],
+        &["--runner", "unittest"],
+    );
+    let reason = assert_not_proven(&run);
+    assert!(
+        reason.contains("tests/test_partial.py:21 atexit.register"),
+        "{reason}"
+    );
+}
+
 #[test]
 fn a_unittest_base_class_in_support_code_that_overrides_run_is_unverified() {
     let repo = unittest_pager_repo();

@@ -125,6 +125,13 @@ pub(crate) fn scan(source: &str, role: Role) -> PythonScan {
                     out.constructs
                         .push(construct(name.clone(), HarnessKind::Hook, whole));
                 }
+                if decorators.contains("atexit.register") {
+                    out.constructs.push(construct(
+                        qualified(&scope, &name),
+                        HarnessKind::ResultMachinery,
+                        whole,
+                    ));
+                }
                 if at_module && name == "load_tests" {
                     out.constructs.push(construct(
                         name.clone(),
@@ -261,6 +268,15 @@ pub(crate) fn scan(source: &str, role: Role) -> PythonScan {
             }
             "call" => {
                 let function = node.child_by_field_name("function").map(text).unwrap_or("");
+                // An exit handler runs after the runner wrote its report, where it can rewrite
+                // what the tests reported: unittest's adapter report, pytest's JUnit.
+                if registers_exit_handler(function, source) {
+                    out.constructs.push(construct(
+                        function.chars().take(80).collect(),
+                        HarnessKind::ResultMachinery,
+                        statement(node),
+                    ));
+                }
                 match &scope {
                     Scope::Module => {
                         let first_arg = node
@@ -348,6 +364,14 @@ pub(crate) fn scan(source: &str, role: Role) -> PythonScan {
     out.constructs
         .dedup_by(|a, b| a.line == b.line && a.name == b.name && a.kind == b.kind);
     out
+}
+
+/// Whether a call to `function` registers a handler to run at the interpreter's exit:
+/// `atexit.register`, or `register` in a file that imports it from `atexit`.
+fn registers_exit_handler(function: &str, source: &str) -> bool {
+    function == "atexit.register"
+        || function.ends_with(".atexit.register")
+        || (function == "register" && source.contains("from atexit import"))
 }
 
 fn qualified(scope: &Scope, name: &str) -> String {
@@ -463,6 +487,19 @@ mod tests {
             [
                 ("p.page_count".into(), HarnessKind::ProductPatch, 9),
                 ("page_count.__code__".into(), HarnessKind::ProductPatch, 10),
+            ]
+        );
+    }
+
+    #[test]
+    fn exit_handlers_are_result_machinery() {
+        let module = "import atexit\nfrom atexit import register\n\n\ndef _rewrite():\n    pass\n\n\natexit.register(_rewrite)\nregister(_rewrite)\n\n\n@atexit.register\ndef _later():\n    pass\n";
+        assert_eq!(
+            names(module, Role::TestModule),
+            [
+                ("atexit.register".into(), HarnessKind::ResultMachinery, 9),
+                ("register".into(), HarnessKind::ResultMachinery, 10),
+                ("_later".into(), HarnessKind::ResultMachinery, 13),
             ]
         );
     }

@@ -500,6 +500,45 @@ mod tests {
         assert!(err.contains("tests/test_tax.py"), "{err}");
     }
 
+    /// A batch's report is the guest's: its `collected` is read as strictly as a listing, and
+    /// anything else in its place is no collection at all.
+    #[test]
+    fn a_batch_collection_is_read_strictly_or_not_at_all() {
+        let report = |collected: &str| {
+            format!(
+                r#"{{"schema":"assay.unittest/v1","complete":true,"total":0,"cases":[],"collection_errors":[]{collected}}}"#
+            )
+        };
+        assert!(matches!(
+            parse_unittest_batch_collection(report("").as_bytes()),
+            Ok(None)
+        ));
+        let listed = r#","collected":{"schema":"assay.unittest.cases/v1","cases":[{"id":"tests.test_invoice.InvoiceTests.test_total","file":"tests/test_invoice.py","class":"InvoiceTests","name":"test_total"}],"collection_errors":[]}"#;
+        let cases = parse_unittest_batch_collection(report(listed).as_bytes())
+            .unwrap()
+            .unwrap();
+        assert_eq!(cases.len(), 1);
+        for hostile in [
+            r#","collected":{"schema":"assay.unittest.cases/v9","cases":[],"collection_errors":[]}"#,
+            r#","collected":{"schema":"assay.unittest.cases/v1","cases":[{"id":1}],"collection_errors":[]}"#,
+            r#","collected":{"schema":"assay.unittest.cases/v1","cases":[],"collection_errors":[],"extra":true}"#,
+            r#","collected":"every test passed""#,
+        ] {
+            assert!(
+                matches!(
+                    parse_unittest_batch_collection(report(hostile).as_bytes()),
+                    Err(CollectionProblem::Malformed(_))
+                ),
+                "{hostile}"
+            );
+        }
+        let broken = r#","collected":{"schema":"assay.unittest.cases/v1","cases":[],"collection_errors":[{"file":"tests/test_tax.py","message":"No module named 'tax'"}]}"#;
+        assert!(matches!(
+            parse_unittest_batch_collection(report(broken).as_bytes()),
+            Err(CollectionProblem::Broken { .. })
+        ));
+    }
+
     fn result(status: JobStatus, cases: Vec<CaseResult>) -> JobResult {
         JobResult {
             job_id: "t-1/0000".into(),

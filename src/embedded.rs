@@ -90,6 +90,24 @@ pub fn job_context(
     )
 }
 
+/// Every scratch directory this process made, removed again at its very end
+/// ([`remove_leftover_scratch`]).
+static SCRATCH_MADE: std::sync::Mutex<Vec<std::path::PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// Removes what is left of this process's scratch directories. A signal drops the command
+/// while a job's blocking work (a tree being written) may still run: it can recreate a path
+/// inside a scratch directory after the directory's own removal. Called once the runtime, and
+/// so every blocking task, has finished; a directory already removed is left as it is.
+pub fn remove_leftover_scratch() {
+    let made = match SCRATCH_MADE.lock() {
+        Ok(mut made) => std::mem::take(&mut *made),
+        Err(_) => return,
+    };
+    for dir in made {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
 /// A job context whose scratch directories live under the returned temporary directory;
 /// keep it alive until the jobs are done. Mutant jobs' trees are reused (reset) there, about
 /// two per slot.
@@ -106,6 +124,9 @@ pub fn job_context_in(
         .tempdir()
         .context("failed to create a scratch directory")
         .infrastructure()?;
+    if let Ok(mut made) = SCRATCH_MADE.lock() {
+        made.push(scratch.path().to_owned());
+    }
     let ctx = JobContext {
         worker_id: proof::embedded_worker_id(),
         sandbox,

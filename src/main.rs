@@ -129,6 +129,9 @@ fn main() -> ExitCode {
             signal = stop_signal() => Err(interrupted(signal).await),
         }
     });
+    // Every task, blocking ones too, has finished once the runtime is gone.
+    drop(runtime);
+    embedded::remove_leftover_scratch();
     match outcome {
         Ok(code) => ExitCode::from(code),
         Err(Failure { code, error }) => {

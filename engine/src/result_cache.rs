@@ -2,8 +2,8 @@
 //! of that earlier run instead of running again, so re-proving a change after a product-only
 //! edit runs only what the edit touched.
 //!
-//! It sits in front of any [`JobQueue`] ([`CachingQueue`]), so every dispatcher loop gets it in
-//! one place. The traps it avoids, and how:
+//! It sits in front of any [`JobQueue`](assay_transport::queue::JobQueue) ([`CachingQueue`]),
+//! so every dispatcher loop gets it in one place. The traps it avoids, and how:
 //! - a stale result: the key digests everything that can change a result (see [`cache_key`]
 //!   and docs/FORMATS.md, "Result cache"); what is not in the key never reaches the job;
 //! - a flaky result cached as truth: only results [`ResultCache::store_trusted`] accepts are
@@ -19,21 +19,17 @@
 //!   are served.
 
 use assay_common::evidence::{CachedFrom, Evidence};
-use assay_common::job::{JobKind, JobResult, JobSpec, JobStatus};
+use assay_common::job::{JobResult, JobSpec, JobStatus};
 use assay_common::report;
 use assay_common::runner::{ReportFormat, ReportLocation};
 use assay_common::sandbox::SandboxEvidence;
 use assay_common::verdict::Verdict;
-use assay_common::{JobId, ProofId, TreeId};
+use assay_common::{JobId, ProofId};
 use assay_transport::error_chain::error_chain;
-use assay_transport::queue::{JobQueue, QueueError};
 use assay_transport::store::{ArtifactStore, StoreError, read_artifact};
-use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
-use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// The entries' schema; a new one starts a new key space.
 pub const SCHEMA: &str = "assay.cache/v2";
@@ -41,6 +37,16 @@ pub const SCHEMA: &str = "assay.cache/v2";
 pub const PREFIX: &str = "cache/v1";
 
 pub use assay_common::fleet::CacheMode;
+
+mod caching_queue;
+mod key;
+mod signing;
+
+pub use caching_queue::{CachingQueue, Settled};
+pub(crate) use key::schema_key;
+pub use key::{RunContext, cache_key};
+pub(crate) use signing::signed_entry;
+pub use signing::{MIN_KEY_BYTES, Signed, SigningKey, SigningKeyError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum CacheError {
@@ -88,201 +94,6 @@ pub enum CacheUnavailable {
     SigningKey(#[from] SigningKeyError),
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum SigningKeyError {
-    #[error("failed to create the cache signing key {path}")]
-    Create {
-        path: std::path::PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("no place for this user's cache signing key (hint: set HOME or ASSAY_CACHE_KEY_FILE)")]
-    NoHome,
-    #[error("failed to read the cache signing key {path}")]
-    Read {
-        path: std::path::PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error(
-        "the cache signing key {path} holds {found} bytes (hint: at least {MIN_KEY_BYTES} random bytes, e.g. `head -c 32 /dev/urandom > key`)"
-    )]
-    Short {
-        path: std::path::PathBuf,
-        found: usize,
-    },
-}
-
-/// The shortest signing key accepted: RFC 2104 asks for no less than the hash's output.
-pub const MIN_KEY_BYTES: usize = 32;
-
-/// HMAC-SHA256 (RFC 2104) of `message` under `key`.
-fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
-    const BLOCK: usize = 64;
-    let mut block = [0u8; BLOCK];
-    if key.len() > BLOCK {
-        block[..32].copy_from_slice(&Sha256::digest(key));
-    } else {
-        block[..key.len()].copy_from_slice(key);
-    }
-    let inner = Sha256::new()
-        .chain_update(block.map(|b| b ^ 0x36))
-        .chain_update(message)
-        .finalize();
-    Sha256::new()
-        .chain_update(block.map(|b| b ^ 0x5c))
-        .chain_update(inner)
-        .finalize()
-        .into()
-}
-
-/// The secret cache entries are signed with: a fleet coordinator's (only it holds it, so an
-/// entry a submitter wrote into the store never verifies) or one user's for embedded runs
-/// (the confined guest cannot read it, so an entry the code under test wrote never verifies).
-pub struct SigningKey(Vec<u8>);
-
-impl std::fmt::Debug for SigningKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("SigningKey(..)")
-    }
-}
-
-impl SigningKey {
-    /// Reads the key from `path`; a trailing newline is not part of it.
-    pub fn from_file(path: &Path) -> Result<Self, SigningKeyError> {
-        let bytes = std::fs::read(path).map_err(|source| SigningKeyError::Read {
-            path: path.to_owned(),
-            source,
-        })?;
-        let trimmed = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
-        if trimmed.len() < MIN_KEY_BYTES {
-            return Err(SigningKeyError::Short {
-                path: path.to_owned(),
-                found: trimmed.len(),
-            });
-        }
-        Ok(Self(trimmed.to_vec()))
-    }
-
-    /// Where this user's key lives: `ASSAY_CACHE_KEY_FILE`, else `cache.key` in the state
-    /// directory (`$XDG_STATE_HOME/assay`, `~/.local/state/assay`), outside the cache and the
-    /// store so that sharing or deleting those never shares or loses it.
-    pub fn user_key_path() -> Result<std::path::PathBuf, SigningKeyError> {
-        let set = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
-        if let Some(path) = set("ASSAY_CACHE_KEY_FILE") {
-            return Ok(path.into());
-        }
-        let state = set("XDG_STATE_HOME")
-            .map(std::path::PathBuf::from)
-            .or_else(|| set("HOME").map(|home| Path::new(&home).join(".local/state")))
-            .ok_or(SigningKeyError::NoHome)?;
-        Ok(state.join("assay").join("cache.key"))
-    }
-
-    /// The key at `path` (this user's is at [`SigningKey::user_key_path`]), made on first use:
-    /// 32 bytes from the kernel's random source, readable by the user alone.
-    pub fn load_or_create(path: &Path) -> Result<Self, SigningKeyError> {
-        match Self::from_file(path) {
-            Err(SigningKeyError::Read { source, .. })
-                if source.kind() == std::io::ErrorKind::NotFound =>
-            {
-                Self::create(path)?;
-                Self::from_file(path)
-            }
-            other => other,
-        }
-    }
-
-    fn create(path: &Path) -> Result<(), SigningKeyError> {
-        use std::io::{Read as _, Write as _};
-        use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
-        let failed = |source| SigningKeyError::Create {
-            path: path.to_owned(),
-            source,
-        };
-        if let Some(dir) = path.parent() {
-            std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(dir)
-                .map_err(failed)?;
-        }
-        let mut key = [0u8; MIN_KEY_BYTES];
-        std::fs::File::open("/dev/urandom")
-            .and_then(|mut random| random.read_exact(&mut key))
-            .map_err(failed)?;
-        // Written whole under a temporary name, then linked in: two runs starting at once
-        // end with one key, and neither reads a half-written one.
-        let temporary = path.with_extension(format!("tmp-{}", std::process::id()));
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&temporary)
-            .and_then(|mut file| file.write_all(&key).and_then(|()| file.sync_all()))
-            .map_err(failed)?;
-        let linked = std::fs::hard_link(&temporary, path);
-        let _ = std::fs::remove_file(&temporary);
-        match linked {
-            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => Err(failed(e)),
-            _ => Ok(()),
-        }
-    }
-
-    /// The signature of `entry` (hex), over everything but its `signature` field.
-    pub fn sign<E: Signed>(&self, entry: &E) -> String {
-        hex::encode(hmac_sha256(&self.0, &signed_bytes(entry)))
-    }
-
-    /// Whether `entry` carries this key's signature, compared in constant time.
-    fn verifies<E: Signed>(&self, entry: &E) -> bool {
-        let Some(claimed) = entry.signature().and_then(|s| hex::decode(s).ok()) else {
-            return false;
-        };
-        let expected = hmac_sha256(&self.0, &signed_bytes(entry));
-        claimed.len() == expected.len()
-            && claimed
-                .iter()
-                .zip(expected.iter())
-                .fold(0u8, |diff, (a, b)| diff | (a ^ b))
-                == 0
-    }
-}
-
-/// A cache entry that carries a signature of everything else in it.
-pub trait Signed: Serialize + serde::de::DeserializeOwned + Clone {
-    /// The schema this build writes and reads; an entry of another is never served.
-    const SCHEMA: &'static str;
-    fn schema(&self) -> &str;
-    /// The key the entry says it answers, which must be the key it is stored under.
-    fn key(&self) -> &str;
-    fn signature(&self) -> Option<&str>;
-    fn set_signature(&mut self, signature: Option<String>);
-}
-
-/// Implements [`Signed`] for an entry type with `schema`, `key` and `signature` fields, whose
-/// schema constant is `$schema`.
-macro_rules! signed_entry {
-    ($entry:ty, $schema:expr) => {
-        impl $crate::result_cache::Signed for $entry {
-            const SCHEMA: &'static str = $schema;
-            fn schema(&self) -> &str {
-                &self.schema
-            }
-            fn key(&self) -> &str {
-                &self.key
-            }
-            fn signature(&self) -> Option<&str> {
-                self.signature.as_deref()
-            }
-            fn set_signature(&mut self, signature: Option<String>) {
-                self.signature = signature;
-            }
-        }
-    };
-}
-pub(crate) use signed_entry;
-
 signed_entry!(CacheEntry, SCHEMA);
 
 /// Why a stored entry is not served: the job (or mutant, or case) then runs as if nothing
@@ -313,184 +124,6 @@ pub enum Refusal {
     NeverStored,
     #[error("its pinned report gives the case {judged}, not the {claimed} the entry claims")]
     OutcomeDiffers { judged: String, claimed: String },
-}
-
-/// What a signature covers: the entry's JSON without its signature, as this build encodes it,
-/// so whatever a lookup uses is what was signed.
-fn signed_bytes<E: Signed>(entry: &E) -> Vec<u8> {
-    let mut unsigned = entry.clone();
-    unsigned.set_signature(None);
-    // Serializing plain data cannot fail; an empty input would verify nothing forged.
-    serde_json::to_vec(&unsigned).unwrap_or_default()
-}
-
-/// What, beside the job itself, decides a job's result where it runs: the sandbox (kind, image
-/// id and limits), the interpreter a process-sandbox command resolves to, and the environment
-/// passed in (names with a digest of each value, so no secret is written anywhere).
-#[derive(Clone, Debug)]
-pub struct RunContext {
-    pub sandbox: SandboxEvidence,
-    /// `(name, sha256 of the value)`, sorted.
-    pub env: Vec<(String, String)>,
-    interpreters: Interpreters,
-    /// The identity of the Rust toolchain each tree's jobs run, where the tree pins it and the
-    /// host resolved it ([`crate::dependencies::Pinned::toolchain`]): a rustup proxy is the
-    /// same file whichever toolchain it runs, and a toolchain file's name can stay while what
-    /// it names is updated.
-    rust_toolchains: Arc<HashMap<TreeId, String>>,
-}
-
-#[derive(Clone, Debug)]
-enum Interpreters {
-    /// Docker: the image decides.
-    Image,
-    /// The process sandbox here: each command's program, resolved on the job's `PATH` and
-    /// identified by its bytes once (see [`crate::program_identity`]).
-    Resolved(Arc<Mutex<HashMap<String, String>>>),
-    /// The process sandbox on a fleet: what the operator declared the workers run.
-    Declared(String),
-}
-
-impl RunContext {
-    pub fn new(sandbox: SandboxEvidence, env: &[(String, String)]) -> Self {
-        let mut env: Vec<(String, String)> = env
-            .iter()
-            .map(|(name, value)| (name.clone(), hex::encode(Sha256::digest(value.as_bytes()))))
-            .collect();
-        env.sort();
-        let interpreters = match sandbox.container {
-            Some(_) => Interpreters::Image,
-            None => Interpreters::Resolved(Arc::default()),
-        };
-        Self {
-            sandbox,
-            env,
-            interpreters,
-            rust_toolchains: Arc::default(),
-        }
-    }
-
-    /// This context with the Rust toolchain of each of `toolchains`' trees, as pinned here.
-    pub fn with_rust_toolchains(mut self, toolchains: &[(TreeId, String)]) -> Self {
-        self.rust_toolchains = Arc::new(toolchains.iter().cloned().collect());
-        self
-    }
-
-    /// The Rust toolchain `tree`'s jobs run, when it was resolved here.
-    pub(crate) fn rust_toolchain(&self, tree: &TreeId) -> Option<&str> {
-        self.rust_toolchains.get(tree).map(String::as_str)
-    }
-
-    /// A fleet's context, as its operator declared it (`[cache]`): the workers' sandbox, their
-    /// interpreter (process sandbox) and the names of the variables they pass in. Values of
-    /// those variables are the workers' and stay out of the key: the declaration is changed
-    /// when they change.
-    pub fn declared(sandbox: SandboxEvidence, env_names: &[String], interpreter: &str) -> Self {
-        let mut env: Vec<(String, String)> = env_names
-            .iter()
-            .map(|name| (name.clone(), "declared".to_owned()))
-            .collect();
-        env.sort();
-        let interpreters = match sandbox.container {
-            Some(_) => Interpreters::Image,
-            None => Interpreters::Declared(interpreter.to_owned()),
-        };
-        Self {
-            sandbox,
-            env,
-            interpreters,
-            rust_toolchains: Arc::default(),
-        }
-    }
-
-    /// The program `command[0]` runs as here, identified without running it: a different
-    /// interpreter is a different run.
-    pub(crate) fn interpreter(&self, program: &str) -> Option<String> {
-        let cache = match &self.interpreters {
-            Interpreters::Image => return None,
-            Interpreters::Declared(declared) => return Some(format!("{program}: {declared}")),
-            Interpreters::Resolved(cache) => cache,
-        };
-        if let Ok(known) = cache.lock()
-            && let Some(found) = known.get(program)
-        {
-            return Some(found.clone());
-        }
-        // Jobs get this process's PATH (`sandbox::clean_env`).
-        let path = std::env::var_os("PATH").unwrap_or_default();
-        let identity = crate::program_identity::identify(program, &path);
-        if let Ok(mut known) = cache.lock() {
-            known.insert(program.to_owned(), identity.clone());
-        }
-        Some(identity)
-    }
-}
-
-/// Everything a key digests, in the order written; documented in docs/FORMATS.md.
-#[derive(Serialize)]
-struct KeyInputs<'a> {
-    schema: &'static str,
-    kind: &'a JobKind,
-    /// Repeats of the same test on the same tree are distinct runs: each keeps its own entry.
-    index: u32,
-    tree: &'a str,
-    edit: &'a Option<assay_common::job::ByteEdit>,
-    /// Absent for every job but a schema build's, so the other keys stay as they were.
-    #[serde(skip_serializing_if = "<[_]>::is_empty")]
-    rewrites: &'a [assay_common::job::ByteEdit],
-    command: &'a [String],
-    report: &'a ReportFormat,
-    selected_tests: &'a [String],
-    job_env: &'a [(String, String)],
-    timeout_secs: u64,
-    /// Absent for every job but a mutant's, so the other keys stay as they were.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    forked_timeout_secs: Option<u64>,
-    /// Prebuilt test executables (by their archive's sha256); absent for every other job.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    binaries: &'a Option<assay_common::job::TestBinaries>,
-    sandbox: &'a SandboxEvidence,
-    interpreter: Option<String>,
-    env: &'a [(String, String)],
-    /// The Rust toolchain the tree's jobs run; absent where none was resolved, so the other
-    /// keys stay as they were.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    rust_toolchain: Option<&'a str>,
-}
-
-/// The cache key of `spec` run in `context`: hex sha256 of its canonical JSON inputs.
-pub fn cache_key(spec: &JobSpec, context: &RunContext) -> String {
-    schema_key(SCHEMA, spec, context)
-}
-
-/// The key of `spec` run in `context` in the key space of `schema`: the proof cache's key
-/// inputs, so every job kind keyed this way digests the same run context.
-pub(crate) fn schema_key(schema: &'static str, spec: &JobSpec, context: &RunContext) -> String {
-    let inputs = KeyInputs {
-        schema,
-        kind: &spec.kind,
-        index: spec.index,
-        tree: spec.tree.as_str(),
-        edit: &spec.edit,
-        rewrites: &spec.rewrites,
-        command: &spec.command,
-        report: &spec.report,
-        selected_tests: &spec.selected_tests,
-        job_env: &spec.env,
-        timeout_secs: spec.timeout_secs,
-        forked_timeout_secs: spec.forked_timeout_secs,
-        binaries: &spec.binaries,
-        sandbox: &context.sandbox,
-        interpreter: spec
-            .command
-            .first()
-            .and_then(|program| context.interpreter(program)),
-        env: &context.env,
-        rust_toolchain: context.rust_toolchain(&spec.tree),
-    };
-    // Serializing plain data cannot fail; an empty digest input would still be a valid key.
-    let bytes = serde_json::to_vec(&inputs).unwrap_or_default();
-    hex::encode(Sha256::digest(&bytes))
 }
 
 /// Which run produced an entry.
@@ -906,170 +539,9 @@ pub struct CacheStats {
     pub oldest_secs: Option<i64>,
 }
 
-/// A [`JobQueue`] that answers cacheable jobs from the cache and sends the rest on to `inner`.
-/// It remembers each job's key (for [`ResultCache::store_trusted`]) and which were served.
-pub struct CachingQueue<'a> {
-    inner: &'a dyn JobQueue,
-    cache: ResultCache,
-    context: RunContext,
-    ready: tokio::sync::Mutex<VecDeque<JobResult>>,
-    keyed: Mutex<BTreeMap<JobId, String>>,
-    served: Mutex<BTreeMap<JobId, CacheHit>>,
-    rejected: Mutex<Vec<(String, String)>>,
-}
-
-impl<'a> CachingQueue<'a> {
-    pub fn new(inner: &'a dyn JobQueue, cache: ResultCache, context: RunContext) -> Self {
-        Self {
-            inner,
-            cache,
-            context,
-            ready: tokio::sync::Mutex::default(),
-            keyed: Mutex::default(),
-            served: Mutex::default(),
-            rejected: Mutex::default(),
-        }
-    }
-
-    /// Each keyed job's cache key, by job id.
-    pub fn keyed(&self) -> BTreeMap<JobId, String> {
-        self.keyed.lock().map(|k| k.clone()).unwrap_or_default()
-    }
-
-    /// The jobs answered from the cache.
-    pub fn served(&self) -> BTreeMap<JobId, CacheHit> {
-        self.served.lock().map(|s| s.clone()).unwrap_or_default()
-    }
-
-    /// The entry that answered `job_id`, if the cache did.
-    pub fn hit(&self, job_id: &JobId) -> Option<CacheHit> {
-        self.served.lock().ok()?.get(job_id).cloned()
-    }
-
-    /// Entries found but refused, with why: `(key, why)`.
-    pub fn rejected(&self) -> Vec<(String, String)> {
-        self.rejected.lock().map(|r| r.clone()).unwrap_or_default()
-    }
-
-    pub fn cache(&self) -> &ResultCache {
-        &self.cache
-    }
-
-    /// A finished proof's cache bookkeeping, the same embedded and on a fleet: marks in
-    /// `evidence` the jobs the cache answered, then stores the run's trusted results.
-    pub async fn settle(
-        &self,
-        evidence: &mut Evidence,
-        results: &[JobResult],
-        finished_at_ms: &[u64],
-    ) -> Settled {
-        let served = self.served();
-        CacheHit::mark(evidence, &served, finished_at_ms);
-        let stored = self
-            .cache
-            .store_trusted(&self.keyed(), &served, results, evidence)
-            .await;
-        Settled {
-            served: served.len(),
-            stored,
-        }
-    }
-}
-
-/// What [`CachingQueue::settle`] did: how many jobs the cache answered, and how many results
-/// it stored (or why it stored none).
-#[derive(Debug)]
-pub struct Settled {
-    pub served: usize,
-    pub stored: Result<usize, CacheError>,
-}
-
-/// Which jobs may be answered from the cache: a proof's own test runs. Mutants are report-only
-/// and their kills unconfirmed; manifest cases are judged, not parsed, so their results
-/// cannot be re-checked against a pinned report.
-fn cacheable(spec: &JobSpec) -> bool {
-    matches!(
-        spec.kind,
-        JobKind::Targeted | JobKind::Suite | JobKind::Stability | JobKind::HarnessCheck
-    ) && !matches!(spec.report, ReportFormat::ManifestCases(_))
-}
-
-#[async_trait]
-impl JobQueue for CachingQueue<'_> {
-    async fn submit(&self, job: JobSpec) -> Result<(), QueueError> {
-        if self.cache.mode == CacheMode::Off || !cacheable(&job) {
-            return self.inner.submit(job).await;
-        }
-        let key = cache_key(&job, &self.context);
-        if let Ok(mut keyed) = self.keyed.lock() {
-            keyed.insert(job.job_id.clone(), key.clone());
-        }
-        match self.cache.lookup(&key, &job).await {
-            Lookup::Hit(entry) => {
-                let mut result = entry.result;
-                result.job_id = job.job_id.clone();
-                result.index = job.index;
-                if let Ok(mut served) = self.served.lock() {
-                    served.insert(
-                        job.job_id.clone(),
-                        CacheHit {
-                            key,
-                            produced_by: entry.produced_by,
-                        },
-                    );
-                }
-                self.ready.lock().await.push_back(result);
-                Ok(())
-            }
-            Lookup::Rejected { key, why } => {
-                // A coordinator's log is where a fleet reports it; the CLI, whose logs show
-                // warnings only, reports `rejected` in one summary line of its own.
-                tracing::info!(key, %why, "refusing a cache entry that failed its checks");
-                if let Ok(mut rejected) = self.rejected.lock() {
-                    rejected.push((key, why.to_string()));
-                }
-                self.inner.submit(job).await
-            }
-            Lookup::Miss => self.inner.submit(job).await,
-        }
-    }
-
-    async fn next_result(&self) -> Option<JobResult> {
-        if let Some(result) = self.ready.lock().await.pop_front() {
-            return Some(result);
-        }
-        self.inner.next_result().await
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn hmac_sha256_matches_rfc_4231() {
-        // Test cases 1, 2 and 6 (a key longer than the block is hashed first).
-        let cases: [(Vec<u8>, &[u8], &str); 3] = [
-            (
-                vec![0x0b; 20],
-                b"Hi There",
-                "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7",
-            ),
-            (
-                b"Jefe".to_vec(),
-                b"what do ya want for nothing?",
-                "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843",
-            ),
-            (
-                vec![0xaa; 131],
-                b"Test Using Larger Than Block-Size Key - Hash Key First",
-                "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54",
-            ),
-        ];
-        for (key, message, expected) in cases {
-            assert_eq!(hex::encode(hmac_sha256(&key, message)), expected);
-        }
-    }
 
     fn entry() -> CacheEntry {
         CacheEntry {

@@ -13,6 +13,8 @@ mod exit;
 mod fleet;
 mod fleet_link;
 mod guest_env_flags;
+mod halt_command;
+mod history_command;
 mod html;
 mod mutate;
 mod nats_flags;
@@ -63,11 +65,11 @@ enum Command {
     /// Run a suite sharded into cases, with selection, history and the selection audit.
     Test(test_command::TestArgs),
     /// Show the suite history trend and alerts for a repository and branch.
-    History(test_command::HistoryArgs),
+    History(history_command::HistoryArgs),
     /// Stop admission of new jobs everywhere until `assay resume`.
-    Halt(test_command::HaltArgs),
+    Halt(halt_command::HaltArgs),
     /// Lift a halt.
-    Resume(test_command::ResumeArgs),
+    Resume(halt_command::ResumeArgs),
     /// Run the fleet's coordinator service.
     Coordinator(fleet::ServiceArgs),
     /// Run a fleet worker service.
@@ -202,9 +204,9 @@ async fn run(command: Command) -> Result<u8, Failure> {
         Command::Prove(args) => prove::run(&args).await,
         Command::Example(args) => example::run(&args).await,
         Command::Test(args) => test_command::run_test(&args).await,
-        Command::History(args) => test_command::run_history(&args),
-        Command::Halt(args) => test_command::run_halt(&args).await,
-        Command::Resume(args) => test_command::run_resume(&args).await,
+        Command::History(args) => history_command::run_history(&args),
+        Command::Halt(args) => halt_command::run_halt(&args).await,
+        Command::Resume(args) => halt_command::run_resume(&args).await,
         Command::Coordinator(args) => fleet::run_coordinator(&args).await,
         Command::Worker(args) => fleet::run_worker(&args).await,
         Command::Status(args) => fleet::status(&args).await,

@@ -3,7 +3,8 @@
 //! `assay test` (`suites`) and a proof's suite jobs (`proof_history`).
 
 use crate::config;
-use crate::exit::Failure;
+use crate::exit::{Failure, ResultExt as _};
+use anyhow::Context as _;
 use assay_engine::source;
 use assay_engine::suite::history::{self, History, RunRecord};
 use std::path::{Path, PathBuf};
@@ -16,6 +17,19 @@ pub fn state_dir(flag: &Option<PathBuf>) -> PathBuf {
         .unwrap_or_else(|| config::user_cache_dir().join("assay"));
     assay_worker::sandbox::confine::hide_from_guests(&dir);
     dir
+}
+
+/// The repository directory `dir`, made absolute; a usage error when it does not exist.
+pub fn open_repo(dir: &Path) -> Result<PathBuf, Failure> {
+    if !dir.is_dir() {
+        return Err(Failure::usage(anyhow::anyhow!(
+            "repository directory {} does not exist",
+            dir.display()
+        )));
+    }
+    dir.canonicalize()
+        .with_context(|| format!("failed to resolve {}", dir.display()))
+        .usage()
 }
 
 /// The checked-out branch, or `detached`.

@@ -8,7 +8,9 @@ use crate::embedded;
 use crate::exit::{Failure, INFRASTRUCTURE, ResultExt as _};
 use crate::fleet_link;
 use crate::progress::Terminal;
-use crate::suite_state::{current_branch, open_history, print_alerts, save_history, state_dir};
+use crate::suite_state::{
+    current_branch, open_history, open_repo, print_alerts, save_history, state_dir,
+};
 use anyhow::{Context, anyhow};
 use assay_common::TreeId;
 use assay_common::nats_permissions::Role;
@@ -20,207 +22,29 @@ use assay_common::suite::{
     SuiteTotals,
 };
 use assay_common::suite_audit::LedgerGate;
-use assay_coordinator::fleet_halt::{self, FleetHalt};
+use assay_coordinator::fleet_halt::FleetHalt;
 use assay_engine::proof;
 use assay_engine::result_cache::{CacheMode, CacheUnavailable, ResultCache, RunContext};
 use assay_engine::source;
 use assay_engine::suite::conclude::Ending;
 use assay_engine::suite::drive::{DriveError, RunEvent, RunProgress};
 use assay_engine::suite::gates::ScopeAudit;
-use assay_engine::suite::halt::{AdmissionGate, HaltError, HaltFile};
+use assay_engine::suite::halt::{AdmissionGate, HaltFile};
 use assay_engine::suite::history::{self, History};
 use assay_engine::suite::reach;
 use assay_engine::suite::run::{self, AuditBase, CacheOpener, Placement};
 use assay_engine::suite::runners::{SuiteRunner, SuiteSetup};
 use assay_engine::suite::scope::{self, ReadSource, Relocation};
 use assay_engine::suite::select::{self, Selectors};
-use assay_engine::suite::shard::ShardMode;
 use assay_engine::suite::{
     self, CollectError, StopReason, SuiteError, SuiteOutcome, SuiteRan, SuiteRequest,
 };
 use assay_transport::store::ArtifactStore;
 use assay_worker::sandbox::Sandbox as _;
 use assay_worker::sandbox::process::ProcessSandbox;
-use clap::Args;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
-
-#[derive(Args, Debug, Clone)]
-// Its bar counts cases, not jobs: the shared flag's help says so here.
-#[command(mut_arg("progress", |arg| arg.help(
-    "How progress shows: `auto` draws a live bar (cases done, jobs running, failures, ETA) \
-     when stderr is a terminal and plain lines otherwise; `plain` always prints plain lines"
-)))]
-pub struct TestArgs {
-    /// Repository whose suite runs.
-    #[arg(short = 'C', long = "repo", value_name = "DIR", default_value = ".")]
-    pub repo: PathBuf,
-    /// Revision to test (its committed tree, never the working tree).
-    #[arg(long, value_name = "REV", default_value = "HEAD")]
-    pub rev: String,
-    /// Branch name history is kept under [default: the checked-out branch].
-    #[arg(long, value_name = "NAME")]
-    pub branch: Option<String>,
-    /// Test runner: pytest, unittest, go, node, junit, manifest or command [default: detected:
-    /// go with a go.mod, node with a package.json, pytest when the project uses it, else
-    /// unittest].
-    #[arg(long, value_name = "RUNNER")]
-    pub runner: Option<String>,
-    /// The runner's command prefix [default: "python3 -m pytest", "go test", "node", or
-    /// "python3" running Assay's unittest adapter]. junit and command run it as given (one
-    /// case); manifest runs it with each row's path appended.
-    #[arg(long, value_name = "CMD")]
-    pub test_command: Option<String>,
-    /// The junit runner's report: junit:RELATIVE/PATH.xml inside the tree [default: the
-    /// command writes `{report}`].
-    #[arg(long, value_name = "junit:PATH")]
-    pub test_report: Option<String>,
-    /// The manifest runner's corpus, relative to the repository root; row paths are relative
-    /// to its directory.
-    #[arg(long, value_name = "PATH", default_value = "manifest.tsv")]
-    pub manifest: String,
-    /// Cases in flight at once: a decimal number greater than zero, given once [default: the
-    /// CPU count].
-    #[arg(long, value_name = "N", value_parser = parse_jobs)]
-    pub jobs: Option<usize>,
-    /// How cases are batched into jobs: auto (a few batches per slot, balanced by recorded
-    /// durations; pytest and manifest suites, whose output splits back per case), per-case
-    /// (each case its own job), or K batches.
-    #[arg(long, value_name = "auto|per-case|K", default_value = "auto")]
-    pub shards: ShardMode,
-    /// Print the selected cases as JSON (schema assay.cases/v1) and run nothing.
-    #[arg(long)]
-    pub list_cases: bool,
-    /// Select a case by its ref from --list-cases. Repeatable; selectors combine as a union.
-    #[arg(long = "case", value_name = "REF")]
-    pub cases: Vec<String>,
-    /// Select every case in this file. Repeatable.
-    #[arg(long = "file", value_name = "FILE")]
-    pub files: Vec<String>,
-    /// Select every case under this directory. Repeatable.
-    #[arg(long = "directory", value_name = "DIR")]
-    pub directories: Vec<String>,
-    /// Per-job timeout in seconds.
-    #[arg(long, value_name = "SECS", default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
-    pub timeout: u64,
-    /// Write the suite report (JSON, schema assay.test/v1) here.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-    /// Write the cases as JUnit XML here, for CI.
-    #[arg(long, value_name = "FILE")]
-    pub junit: Option<PathBuf>,
-    /// State directory for suite history and the halt [default: the user cache dir's assay].
-    #[arg(long, value_name = "DIR", env = "ASSAY_STATE_DIR")]
-    pub state_dir: Option<PathBuf>,
-    /// Artifact store URL (file:///DIR or memory://; with --cluster, the fleet's store, also
-    /// from ASSAY_STORE).
-    #[arg(long, value_name = "URL")]
-    pub store: Option<String>,
-    #[command(flatten)]
-    pub cache: crate::cache_command::CacheFlags,
-    /// Run the cases on a fleet: the NATS URL its coordinator and workers use, or a comma-separated
-    /// list of a cluster's servers (a fleet run does not use the result cache).
-    #[arg(long, value_name = "URL")]
-    pub cluster: Option<String>,
-    #[command(flatten)]
-    pub fleet: crate::nats_flags::FleetFlags,
-    /// The quarantine ledger, relative to the repository root.
-    #[arg(long, value_name = "PATH", default_value = ".assay/quarantine.toml")]
-    pub quarantine: String,
-    /// Audit the run's scope against this base revision: the quarantine ledger may lose
-    /// entries, never gain them or extend an expiry; a collected test that reads a file the
-    /// change touches must run; a test collected at the base must still be collected (renames
-    /// and moves are reported as such).
-    #[arg(long, value_name = "REV")]
-    pub audit_base: Option<String>,
-    /// With --audit-base: the scope exceptions file (test, reason, expires) that may excuse a
-    /// named closure or inventory gap, relative to the repository root.
-    #[arg(long, value_name = "PATH", default_value = scope::EXCEPTIONS_PATH)]
-    pub scope_exceptions: String,
-    /// With --audit-base: the read registry (fixture or test → files read outside the test
-    /// process), relative to the repository root; the base's and the candidate's both count.
-    #[arg(long, value_name = "PATH", default_value = scope::REGISTRY_PATH)]
-    pub fixture_reads: String,
-    /// With --audit-base: run the pytest cases once more under coverage.py with per-test
-    /// contexts and name the changed lines of the change that no executed test reaches.
-    #[arg(long, requires = "audit_base")]
-    pub reachability: bool,
-    /// Coverage drop (in points) that raises a history alert.
-    #[arg(long, value_name = "POINTS", default_value_t = history::DEFAULT_COVERAGE_DROP_THRESHOLD)]
-    pub coverage_threshold: f64,
-    #[command(flatten)]
-    pub guest_env: crate::guest_env_flags::GuestEnvFlags,
-    #[command(flatten)]
-    pub console: crate::console_flags::ConsoleFlags,
-    #[command(flatten)]
-    pub output: crate::report::OutputArgs,
-}
-
-/// `--jobs`: decimal digits only (no sign, no spaces), greater than zero.
-fn parse_jobs(text: &str) -> Result<usize, String> {
-    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(format!(
-            "{text:?} is not a decimal number greater than zero"
-        ));
-    }
-    match text.parse::<usize>() {
-        Ok(0) => Err("must be greater than zero".into()),
-        Ok(n) => Ok(n),
-        Err(_) => Err(format!("{text} is too large")),
-    }
-}
-
-#[derive(Args, Debug, Clone)]
-pub struct HistoryArgs {
-    #[arg(short = 'C', long = "repo", value_name = "DIR", default_value = ".")]
-    pub repo: PathBuf,
-    /// Branch [default: the checked-out branch].
-    #[arg(long, value_name = "NAME")]
-    pub branch: Option<String>,
-    #[arg(long, value_name = "DIR", env = "ASSAY_STATE_DIR")]
-    pub state_dir: Option<PathBuf>,
-    /// Print the history file (schema assay.history/v1) instead of the trend.
-    #[arg(long)]
-    pub json: bool,
-}
-
-#[derive(Args, Debug, Clone)]
-pub struct HaltArgs {
-    /// Why admission stops; printed by every run that meets the halt.
-    #[arg(long, value_name = "TEXT")]
-    pub reason: String,
-    #[arg(long, value_name = "DIR", env = "ASSAY_STATE_DIR")]
-    pub state_dir: Option<PathBuf>,
-    /// Halt a fleet (a key in its proofs bucket) instead of this machine's embedded runs.
-    #[arg(long, value_name = "URL")]
-    pub cluster: Option<String>,
-    #[command(flatten)]
-    pub fleet: crate::nats_flags::FleetFlags,
-}
-
-#[derive(Args, Debug, Clone)]
-pub struct ResumeArgs {
-    #[arg(long, value_name = "DIR", env = "ASSAY_STATE_DIR")]
-    pub state_dir: Option<PathBuf>,
-    /// Lift a fleet's halt instead of this machine's.
-    #[arg(long, value_name = "URL")]
-    pub cluster: Option<String>,
-    #[command(flatten)]
-    pub fleet: crate::nats_flags::FleetFlags,
-}
-
-fn open_repo(dir: &Path) -> Result<PathBuf, Failure> {
-    if !dir.is_dir() {
-        return Err(Failure::usage(anyhow!(
-            "repository directory {} does not exist",
-            dir.display()
-        )));
-    }
-    dir.canonicalize()
-        .with_context(|| format!("failed to resolve {}", dir.display()))
-        .usage()
-}
 
 fn resolve_tree(repo: &Path, rev: &str) -> Result<(String, TreeId), Failure> {
     let git = source::open(repo).map_err(|e| Failure::usage(e.into()))?;
@@ -574,101 +398,6 @@ async fn ran_to_an_end(
 }
 
 /// What the audits found and what the cache did, in the order they were decided.
-fn print_findings(args: &TestArgs, ran: &SuiteRan) {
-    let audit = &ran.report.audit;
-    audit.reachability.iter().flatten().for_each(print_reach);
-    for warning in &ran.warnings {
-        eprintln!("warning: {warning}");
-    }
-    if let Some(scope) = &audit.scope {
-        print_scope(scope, args.audit_base.as_deref().unwrap_or("the base"));
-    }
-    print_order_dependent(&ran.report.cases);
-    for outlier in &audit.selection.executed_not_selected {
-        eprintln!(
-            "[audit] FAIL containment: job {} executed {}, which it did not select",
-            outlier.job, outlier.id
-        );
-    }
-    for outlier in &audit.selection.selected_not_collected {
-        eprintln!(
-            "[audit] FAIL containment: job {} selected {}, which the tree does not collect",
-            outlier.job, outlier.id
-        );
-    }
-    if let Some(cache) = &ran.report.cache
-        && !args.console.quiet
-    {
-        print_cache(cache, ran, args.cache.no_cache);
-    }
-}
-
-/// Cases that failed apart and passed in the whole suite's order: named, never a regression.
-fn print_order_dependent(cases: &[CaseReport]) {
-    let names: Vec<&str> = cases
-        .iter()
-        .filter(|c| c.order_dependent)
-        .map(|c| c.display.as_str())
-        .collect();
-    if !names.is_empty() {
-        eprintln!(
-            "[order] {} order-dependent (failed when run apart from the cases before {}, passed with the whole suite in collection order; counted as passed): {}",
-            match names.len() {
-                1 => "1 case is".to_owned(),
-                n => format!("{n} cases are"),
-            },
-            if names.len() == 1 { "it" } else { "them" },
-            names.join(", ")
-        );
-    }
-}
-
-/// A changed file the executed tests do not reach, or only in part.
-fn print_reach(file: &reach::FileReach) {
-    if !file.imported {
-        eprintln!(
-            "[audit] UNREACHED {}: no executed test imports it",
-            file.file
-        );
-    } else if !file.unreached.is_empty() {
-        eprintln!(
-            "[audit] UNREACHED {}: changed lines {}",
-            file.file,
-            reach::ranges(&file.unreached)
-        );
-    }
-}
-
-/// What the cache did: passes withheld, entries refused and served, passes stored, or why it
-/// was not used (unless `--no-cache` said so).
-fn print_cache(cache: &SuiteCacheReport, ran: &SuiteRan, no_cache: bool) {
-    if let Some(why) = &cache.withheld {
-        eprintln!("[cache] passes not stored: {why}");
-        return;
-    }
-    if let Some(why) = &cache.not_used {
-        if !no_cache {
-            eprintln!("[cache] not used: {why}");
-        }
-        return;
-    }
-    for refused in &cache.refused {
-        eprintln!(
-            "[cache] refused entry {}: {}; the case ran instead",
-            refused.entry, refused.why
-        );
-    }
-    let from = console::stored_by(ran.answered_by.iter().map(String::as_str));
-    eprintln!(
-        "[cache] {} of {} cases answered from the cache{from}, {} passes stored",
-        cache.served, ran.selected, cache.stored
-    );
-    if let Some(why) = &cache.store_error {
-        eprintln!("[cache] passes not stored: {why}");
-    }
-}
-
-/// `--json`, `--junit` and the `--output` reports.
 async fn write_reports(
     args: &TestArgs,
     report: &SuiteReport,
@@ -714,91 +443,6 @@ fn drive_failure(error: DriveError) -> Failure {
 
 /// The last progress line: how the run ended, in cases; quarantined failures are named as
 /// such, never counted as passed, and a run failed by its audit alone says so.
-fn closing_line(totals: &SuiteTotals, ending: Ending, failed: u64, audit_failed: bool) -> String {
-    let n = totals.total;
-    let quarantined = match totals.quarantined {
-        0 => String::new(),
-        q => format!(", {q} quarantined"),
-    };
-    match ending {
-        Ending::Aborted => format!("[test] {}/{n} infrastructure-aborted", n - totals.not_run),
-        Ending::Passed if totals.quarantined == 0 => format!("[test] {n}/{n} passed"),
-        Ending::Passed => format!("[test] {}/{n} passed{quarantined}", totals.passed),
-        Ending::Failed if failed == 0 && audit_failed => format!(
-            "[test] {}/{n} passed{quarantined}; the selection audit failed",
-            totals.passed
-        ),
-        Ending::Failed => format!("[test] {n}/{n} completed, {failed} failed{quarantined}"),
-    }
-}
-
-/// Prints the scope gates' findings: every gap, every excuse used, every expired one, every
-/// relocation; and one closing line when the audit fails.
-fn print_scope(audit: &ScopeAudit, base: &str) {
-    for why in [&audit.closure.unchecked, &audit.inventory.unchecked]
-        .into_iter()
-        .flatten()
-    {
-        eprintln!("[audit] FAIL not checked: {why}");
-    }
-    let excuse = |excused: &Option<scope::ScopeException>| match excused {
-        Some(e) => format!(
-            " — EXCUSED by {} until {}: {}",
-            audit.exceptions.path, e.expires, e.reason
-        ),
-        None => String::new(),
-    };
-    for gap in &audit.closure.gaps {
-        let reads: Vec<String> = gap
-            .reads
-            .iter()
-            .map(|r| match r.source {
-                ReadSource::Recorded => r.file.clone(),
-                ReadSource::Declared => format!("{} (declared)", r.file),
-            })
-            .collect();
-        let verdict = if gap.excused_by.is_some() {
-            "EXCUSED"
-        } else {
-            "FAIL"
-        };
-        eprintln!(
-            "[audit] {verdict} closure: {} reads {}, which the change touches, and was not run{}",
-            gap.test,
-            reads.join(", "),
-            excuse(&gap.excused_by)
-        );
-    }
-    for moved in &audit.inventory.found.relocated {
-        let how = match moved.kind {
-            Relocation::Renamed => "RENAMED",
-            Relocation::Moved => "MOVED",
-        };
-        eprintln!("[audit] {how} {} -> {}", moved.from, moved.to);
-    }
-    for removed in &audit.inventory.found.removed {
-        let verdict = if removed.excused_by.is_some() {
-            "EXCUSED"
-        } else {
-            "FAIL"
-        };
-        eprintln!(
-            "[audit] {verdict} inventory: {} is collected at {base} and gone at the candidate{}",
-            removed.test,
-            excuse(&removed.excused_by)
-        );
-    }
-    for expired in &audit.exceptions.usage.expired {
-        eprintln!(
-            "[audit] exception for {} expired on {}: it excuses nothing",
-            expired.test, expired.expires
-        );
-    }
-    if !audit.passed() {
-        eprintln!("error: the selection audit's scope gates failed against {base}");
-    }
-}
-
 /// A `--file`/`--directory` argument relative to the repository root: relative paths are
 /// taken against the working directory, as a shell user means them.
 fn repo_relative(repo: &Path, arg: &str) -> String {
@@ -816,113 +460,12 @@ fn repo_relative(repo: &Path, arg: &str) -> String {
     }
 }
 
-pub fn run_history(args: &HistoryArgs) -> Result<u8, Failure> {
-    let repo = open_repo(&args.repo)?;
-    let branch = match &args.branch {
-        Some(b) => b.clone(),
-        None => current_branch(&repo)?,
-    };
-    let repository = repo.display().to_string();
-    let path = history::history_path(&state_dir(&args.state_dir), &repository, &branch);
-    let (history, problem) = history::load(&path, &repository, &branch);
-    if let Some(problem) = problem {
-        eprintln!("warning: suite history {} is {problem}", path.display());
-    }
-    if args.json {
-        let json = serde_json::to_string_pretty(&history)
-            .context("failed to encode suite history")
-            .internal()?;
-        crate::console::outln(format_args!("{json}"));
-        return Ok(0);
-    }
-    if history.runs.is_empty() {
-        crate::console::outln(format_args!(
-            "no suite runs recorded for {repository} on {branch}"
-        ));
-        return Ok(0);
-    }
-    crate::console::outln(format_args!(
-        "{repository} on {branch}: {} runs recorded, last {} kept",
-        history.run_count,
-        history.runs.len()
-    ));
-    for (i, run) in history.runs.iter().enumerate() {
-        let previous = match run.status {
-            SuiteStatus::Error => None,
-            _ => history.runs[..i]
-                .iter()
-                .rev()
-                .find(|r| r.status != SuiteStatus::Error),
-        };
-        crate::console::outln(format_args!(
-            "{} {}",
-            run.timestamp,
-            history::trend_line(run, previous)
-        ));
-    }
-    Ok(0)
-}
+mod args;
+mod summary;
 
-/// Said when `assay halt|resume --cluster` cannot reach the fleet: they connect as the
-/// operator (the operator's inbox prefix is the only one its replies can arrive under), so
-/// other credentials get no answer at all.
-fn as_the_operator(mut failure: Failure) -> Failure {
-    failure.error = failure.error.context(
-        "halt and resume connect as the fleet's operator and write the proofs bucket's halt key, which only the operator's and the coordinator's users may (hint: run them with the operator's NATS credentials)",
-    );
-    failure
-}
+pub use args::TestArgs;
 
-pub async fn run_halt(args: &HaltArgs) -> Result<u8, Failure> {
-    if args.reason.trim().is_empty() {
-        return Err(Failure::usage(HaltError::NoReason.into()));
-    }
-    match &args.cluster {
-        Some(url) => {
-            // Halting and resuming are the operator's.
-            let fleet = fleet_link::Fleet::connect(url, &args.fleet, Role::Operator)
-                .await
-                .map_err(as_the_operator)?;
-            fleet_halt::set_halt(&fleet.proofs, &args.reason)
-                .await
-                .map_err(|e| Failure::infrastructure(e.into()))?;
-        }
-        None => HaltFile::in_state_dir(&state_dir(&args.state_dir))
-            .set(&args.reason)
-            .map_err(|e| Failure::usage(e.into()))?,
-    }
-    crate::console::outln(format_args!(
-        "[HALT] admission stopped. Reason: {}",
-        args.reason.trim()
-    ));
-    Ok(0)
-}
-
-pub async fn run_resume(args: &ResumeArgs) -> Result<u8, Failure> {
-    let cleared = match &args.cluster {
-        Some(url) => {
-            // Halting and resuming are the operator's.
-            let fleet = fleet_link::Fleet::connect(url, &args.fleet, Role::Operator)
-                .await
-                .map_err(as_the_operator)?;
-            fleet_halt::clear_halt(&fleet.proofs)
-                .await
-                .map_err(|e| Failure::infrastructure(e.into()))?
-        }
-        None => HaltFile::in_state_dir(&state_dir(&args.state_dir))
-            .clear()
-            .map_err(|e| Failure::infrastructure(e.into()))?,
-    };
-    crate::console::outln(format_args!(
-        "{}",
-        if cleared {
-            "admission resumed"
-        } else {
-            "no halt was set"
-        }
-    ));
-    Ok(0)
-}
+use summary::{closing_line, print_findings};
 
 #[cfg(test)]
 mod tests {
@@ -961,23 +504,5 @@ mod tests {
             closing_line(&clean, Ending::Failed, 0, true),
             "[test] 2/2 passed; the selection audit failed"
         );
-    }
-
-    #[test]
-    fn jobs_must_be_a_plain_decimal_above_zero() {
-        assert_eq!(parse_jobs("3"), Ok(3));
-        assert_eq!(parse_jobs("03"), Ok(3));
-        for bad in [
-            "0",
-            "",
-            "+3",
-            "-1",
-            " 3",
-            "3x",
-            "0x10",
-            "99999999999999999999999",
-        ] {
-            assert!(parse_jobs(bad).is_err(), "{bad:?}");
-        }
     }
 }

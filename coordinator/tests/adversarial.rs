@@ -938,7 +938,6 @@ async fn a_forged_job_finished_event_does_not_hand_a_cluster_run_its_result() {
         proofs.clone(),
         Arc::new(assay_transport::store::open_store(&bus.store_url(), &[]).unwrap()),
         "/srv/invoices".into(),
-        RunnerKind::Pytest,
         "suite",
     );
     let run = ProofId("r-invoices-suite".into());

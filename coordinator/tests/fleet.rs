@@ -1040,7 +1040,7 @@ async fn a_proof_too_big_for_one_message_goes_through_the_store_and_completes() 
     )
     .unwrap();
     assert_eq!(record.job_count, 6000);
-    assert!(record.submission.jobs.is_empty());
+    assert!(record.submission.jobs().is_empty());
     assert_eq!(record.stored.unwrap().key, submission_key(proof_id));
     let json = serde_json::to_vec_pretty(&evidence).unwrap();
     assert!(json.len() > max_payload, "evidence of {} bytes", json.len());

@@ -654,7 +654,7 @@ async fn each_role_can_do_its_part_of_a_proof_and_nothing_the_others_own() {
     assert!(
         listed
             .iter()
-            .any(|(record, _)| record.submission.proof_id == proof_id),
+            .any(|(record, _)| *record.submission.id() == proof_id),
         "the submitter lists the proof"
     );
     let halt = assay_coordinator::fleet_halt::FleetHalt::watch(proofs.clone())

@@ -923,7 +923,8 @@ async fn the_fleets_streams_and_bucket_are_on_disk_and_bounded() {
     coordinator.stop().await;
 }
 
-/// `assay test --cluster` and `assay mutate --cluster` submit each job as a one-job proof and
+/// `assay test --cluster` and `assay mutate --cluster` submit each job as a one-job job
+/// submission and
 /// wait for its result: a result announced in a progress message by another client must not be
 /// taken; only the result the coordinator recorded counts.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -941,7 +942,8 @@ async fn a_forged_job_finished_event_does_not_hand_a_cluster_run_its_result() {
         "suite",
     );
     let run = ProofId("r-invoices-suite".into());
-    let spec = job(&run, 3, &empty_tree(), &["python3", "-m", "pytest", "-q"]);
+    let tree = uploaded_tree(&bus).await;
+    let spec = job(&run, 3, &tree, &["python3", "-m", "pytest", "-q"]);
     queue.submit(spec.clone()).await.unwrap();
     // No worker yet: the job waits while the forger announces a passing result for it.
     let inner = ProofId(format!("{run}-0003"));

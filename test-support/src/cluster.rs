@@ -29,6 +29,8 @@ const BUCKET: &str = "assay-fleet";
 pub struct ClusterSandbox {
     nats: Option<Child>,
     nats_port: u16,
+    /// Lines added to the NATS server's configuration (a smaller `max_payload`, say).
+    nats_config: String,
     s3: Option<ServerGuard>,
     dir: tempfile::TempDir,
 }
@@ -36,11 +38,17 @@ pub struct ClusterSandbox {
 impl ClusterSandbox {
     /// nats-server (JetStream) on a free port, and the store.
     pub fn start(store: StoreKind) -> Self {
+        Self::start_with_nats_config(store, "")
+    }
+
+    /// [`Self::start`], with `nats_config` added to the server's configuration.
+    pub fn start_with_nats_config(store: StoreKind, nats_config: &str) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let s3 = (store == StoreKind::S3).then(|| start_s3(BUCKET));
         let mut sandbox = Self {
             nats: None,
             nats_port: crate::servers::free_port(),
+            nats_config: nats_config.to_owned(),
             s3,
             dir,
         };
@@ -115,10 +123,17 @@ impl ClusterSandbox {
     /// [`Self::kill_nats`] (or at the start).
     pub fn restart_nats(&mut self) {
         self.kill_nats();
+        let file = self.path("nats.conf");
+        let config = format!(
+            "listen: \"127.0.0.1:{}\"\njetstream {{\n  store_dir: \"{}\"\n}}\n{}\n",
+            self.nats_port,
+            self.path("jetstream").display(),
+            self.nats_config
+        );
+        std::fs::write(&file, config).expect("write nats.conf");
         let child = Command::new("nats-server")
-            .args(["-js", "-a", "127.0.0.1", "-p", &self.nats_port.to_string()])
-            .arg("-sd")
-            .arg(self.dir.path().join("jetstream"))
+            .arg("-c")
+            .arg(&file)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

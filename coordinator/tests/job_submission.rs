@@ -78,7 +78,7 @@ async fn uploaded_tree(sandbox: &ClusterSandbox) -> TreeId {
     repo.write("invoices.py", "TAX = 20\n");
     repo.commit("invoices");
     let tree = TreeId(repo.git(&["rev-parse", "HEAD^{tree}"]).trim().to_owned());
-    assay_transport::store_tree::upload_tree(&sandbox.open_store(), repo.path(), &tree)
+    assay_transport::store_tree::upload_tree(sandbox.store().as_ref(), repo.path(), &tree)
         .await
         .unwrap();
     tree

@@ -4,10 +4,16 @@
 //! stops when it drops; a server, a coordinator or a worker can be killed and started again in
 //! the middle of a test.
 
-use crate::servers::{ServerGuard, s3_env, s3_options, start_s3, wait_for_port};
+use crate::servers::{
+    ServerGuard, s3_env, s3_options, start_nats_cluster, start_s3, wait_for_port,
+};
 use assay_common::WorkerId;
+use assay_common::fleet::Subjects;
 use assay_common::service_config::{SandboxKind, ServiceConfig};
 use assay_coordinator::CoordinatorConfig;
+use assay_transport::nats::QueueTuning;
+use assay_transport::store::ArtifactStore;
+use async_nats::jetstream::consumer::{self, PullConsumer};
 use assay_worker::service::{JobRunner, WorkerConfig, WorkerParts};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -27,10 +33,15 @@ const BUCKET: &str = "assay-fleet";
 
 /// The fleet's servers and the services started on them.
 pub struct ClusterSandbox {
+    /// The one NATS server, when the fleet is not on a cluster (restartable in place).
     nats: Option<Child>,
     nats_port: u16,
+    /// A JetStream cluster's servers, when the fleet is on one.
+    cluster: Vec<ServerGuard>,
     /// Lines added to the NATS server's configuration (a smaller `max_payload`, say).
     nats_config: String,
+    /// The queue tuning every coordinator and worker started here gets.
+    tuning: QueueTuning,
     s3: Option<ServerGuard>,
     dir: tempfile::TempDir,
 }
@@ -48,7 +59,9 @@ impl ClusterSandbox {
         let mut sandbox = Self {
             nats: None,
             nats_port: crate::servers::free_port(),
+            cluster: Vec::new(),
             nats_config: nats_config.to_owned(),
+            tuning: QueueTuning::default(),
             s3,
             dir,
         };
@@ -56,13 +69,53 @@ impl ClusterSandbox {
         sandbox
     }
 
+    /// A fleet on a JetStream cluster of `nodes` servers (every stream and the bucket on all of
+    /// them), its store a directory; [`Self::kill_cluster_node`] plays the loss of one.
+    pub fn clustered(nodes: usize) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let cluster = start_nats_cluster(nodes);
+        Self {
+            nats: None,
+            nats_port: cluster[0].port,
+            cluster,
+            nats_config: String::new(),
+            tuning: QueueTuning::default(),
+            s3: None,
+            dir,
+        }
+    }
+
+    /// Stops server `node` of the cluster now.
+    pub fn kill_cluster_node(&mut self, node: usize) {
+        self.cluster[node].kill();
+    }
+
+    /// How many servers hold each stream and the bucket: the cluster's size, or 1.
+    pub fn replicas(&self) -> usize {
+        self.cluster.len().max(1)
+    }
+
+    /// Every coordinator and worker started from now on gets `tuning` (short ack waits, say).
+    pub fn with_tuning(mut self, tuning: QueueTuning) -> Self {
+        self.tuning = tuning;
+        self
+    }
+
     /// A fleet whose store is a directory.
     pub fn with_file_store() -> Self {
         Self::start(StoreKind::File)
     }
 
+    /// The server's URL; on a cluster, every server's, the first one first, comma-separated.
     pub fn nats_url(&self) -> String {
-        format!("nats://127.0.0.1:{}", self.nats_port)
+        if self.cluster.is_empty() {
+            return format!("nats://127.0.0.1:{}", self.nats_port);
+        }
+        self.cluster
+            .iter()
+            .map(|server| format!("nats://127.0.0.1:{}", server.port))
+            .collect::<Vec<_>>()
+            .join(",")
     }
 
     pub fn nats_port(&self) -> u16 {
@@ -92,14 +145,11 @@ impl ClusterSandbox {
     }
 
     /// The store opened as the services open it.
-    pub fn open_store(&self) -> assay_transport::store::ObjectArtifactStore {
-        let options = self.store_options();
-        let options: Vec<(&str, &str)> = options
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
-        assay_transport::store::ObjectArtifactStore::open_with_options(&self.store_url(), &options)
-            .expect("the sandbox's store opens")
+    pub fn store(&self) -> Arc<dyn ArtifactStore> {
+        Arc::new(
+            assay_transport::store::open_store(&self.store_url(), &self.store_options())
+                .expect("the sandbox's store opens"),
+        )
     }
 
     /// What an `assay` service or CLI process needs to reach this fleet: the NATS URL, the
@@ -113,6 +163,9 @@ impl ClusterSandbox {
 
     /// Stops the NATS server now (an outage); [`Self::restart_nats`] brings it back.
     pub fn kill_nats(&mut self) {
+        for server in &mut self.cluster {
+            server.kill();
+        }
         if let Some(mut child) = self.nats.take() {
             let _ = child.kill();
             let _ = child.wait();
@@ -120,8 +173,9 @@ impl ClusterSandbox {
     }
 
     /// Starts the NATS server again on the same port and JetStream store, after
-    /// [`Self::kill_nats`] (or at the start).
+    /// [`Self::kill_nats`] (or at the start). Not on a cluster.
     pub fn restart_nats(&mut self) {
+        assert!(self.cluster.is_empty(), "a cluster is not restarted");
         self.kill_nats();
         let file = self.path("nats.conf");
         let config = format!(
@@ -143,7 +197,8 @@ impl ClusterSandbox {
     }
 
     pub async fn client(&self) -> async_nats::Client {
-        async_nats::connect(self.nats_url())
+        let urls: Vec<String> = self.nats_url().split(',').map(str::to_owned).collect();
+        async_nats::connect(urls)
             .await
             .expect("the sandbox's NATS server answers")
     }
@@ -153,6 +208,7 @@ impl ClusterSandbox {
     pub fn service_config(&self, prefix: &str, name: &str) -> ServiceConfig {
         let mut config = ServiceConfig::default();
         config.nats.url = self.nats_url();
+        config.nats.replicas = self.replicas();
         config.nats.subject_prefix = prefix.into();
         config.store.url = self.store_url();
         config.http.listen = Some(String::new());
@@ -166,6 +222,7 @@ impl ClusterSandbox {
     pub fn coordinator(&self, prefix: &str) -> InProcess {
         let mut config = CoordinatorConfig::new(self.service_config(prefix, "coordinator"));
         config.s3_options = self.store_options();
+        config.tuning = self.tuning;
         self.coordinator_with(config)
     }
 
@@ -183,6 +240,7 @@ impl ClusterSandbox {
         config.worker_id = WorkerId(name.into());
         config.scratch_root = Some(self.path(&format!("{name}-scratch")));
         config.s3_options = self.store_options();
+        config.tuning = self.tuning;
         config
     }
 
@@ -199,7 +257,7 @@ impl ClusterSandbox {
     pub fn worker_with(&self, config: WorkerConfig, runner: Arc<dyn JobRunner>) -> InProcess {
         let parts = WorkerParts {
             runner,
-            store: Arc::new(self.open_store()),
+            store: self.store(),
             metrics: Default::default(),
         };
         InProcess::spawn(move |stop| async move {
@@ -209,8 +267,9 @@ impl ClusterSandbox {
         })
     }
 
-    /// `binary` (the `assay` executable) run with `args` and this fleet's [`Self::env`] plus
-    /// `env`, its stderr in `{name}.log`; started once its log says `ready`.
+    /// `binary` (the `assay` executable, or a test binary playing a service) run with `args`
+    /// and this fleet's [`Self::env`] plus `env`, its stderr in `{name}.log`; started once its
+    /// log says `ready` (at once for `""`).
     pub fn process(
         &self,
         binary: &Path,
@@ -231,6 +290,71 @@ impl ClusterSandbox {
         };
         process.restart();
         process
+    }
+
+    /// Waits until `prefix`'s fleet topology exists: the jobs stream and the workers'
+    /// consumer, the results stream and the proofs bucket.
+    pub async fn wait_for_topology(&self, client: &async_nats::Client, prefix: &str) {
+        let js = async_nats::jetstream::new(client.clone());
+        let subjects = Subjects::new(prefix);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Ok(stream) = js.get_stream(subjects.jobs_stream()).await
+                && stream
+                    .get_consumer::<consumer::pull::Config>(&subjects.workers_consumer())
+                    .await
+                    .is_ok()
+                && js.get_key_value(subjects.proofs_bucket()).await.is_ok()
+                && js.get_stream(subjects.results_stream()).await.is_ok()
+            {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the fleet topology never appeared"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// The workers' consumer of `prefix`'s jobs, as the server counts it now.
+    pub async fn jobs_consumer_info(
+        &self,
+        client: &async_nats::Client,
+        prefix: &str,
+    ) -> consumer::Info {
+        let js = async_nats::jetstream::new(client.clone());
+        let subjects = Subjects::new(prefix);
+        let mut consumer: PullConsumer = js
+            .get_stream(subjects.jobs_stream())
+            .await
+            .expect("the jobs stream")
+            .get_consumer(&subjects.workers_consumer())
+            .await
+            .expect("the workers' consumer");
+        consumer
+            .info()
+            .await
+            .expect("the consumer's info")
+            .clone()
+    }
+
+    /// Waits until at least `n` of `prefix`'s jobs are delivered and not acknowledged.
+    pub async fn wait_for_ack_pending(&self, client: &async_nats::Client, prefix: &str, n: usize) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while self.jobs_consumer_info(client, prefix).await.num_ack_pending < n {
+            assert!(Instant::now() < deadline, "no job was taken");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Waits until at least `n` of `prefix`'s jobs wait in the queue, undelivered.
+    pub async fn wait_for_pending(&self, client: &async_nats::Client, prefix: &str, n: u64) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while self.jobs_consumer_info(client, prefix).await.num_pending < n {
+            assert!(Instant::now() < deadline, "jobs never reached the queue");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 
     fn path(&self, name: &str) -> PathBuf {
@@ -320,6 +444,11 @@ pub struct FleetProcess {
 }
 
 impl FleetProcess {
+    /// The running process's id (for a signal: a pause, a kill without warning).
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
+    }
+
     /// Everything the process has logged since it was last started.
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
@@ -340,6 +469,7 @@ impl FleetProcess {
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .env("ASSAY_LOG", "info")
             .env("ASSAY_HTTP_LISTEN", "")
+            .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&self.log).expect("service log"))
             .spawn()

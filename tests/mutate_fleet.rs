@@ -43,21 +43,21 @@ impl Fleet {
     fn start(worker_env: &[(String, String)], worker_args: &[&str]) -> Self {
         let sandbox = ClusterSandbox::start(StoreKind::S3);
         let assay = Path::new(env!("CARGO_BIN_EXE_assay"));
-        let coordinator = sandbox.process(
-            assay,
-            "coordinator",
-            &["coordinator"],
-            &[],
-            "coordinator started",
-        );
-        let mut env = worker_env.to_vec();
-        env.push((
-            "ASSAY_TREE_CACHE_DIR".into(),
-            sandbox.dir().join("worker-trees").display().to_string(),
-        ));
+        let coordinator = sandbox
+            .process(assay, "coordinator", &["coordinator"])
+            .ready("coordinator started")
+            .start();
         let mut args = vec!["worker", "--slots", "2", "--sandbox", "process"];
         args.extend(worker_args);
-        let worker = sandbox.process(assay, "worker", &args, &env, "worker started");
+        let worker = sandbox
+            .process(assay, "worker", &args)
+            .envs(worker_env.iter().cloned())
+            .env(
+                "ASSAY_TREE_CACHE_DIR",
+                sandbox.dir().join("worker-trees").display().to_string(),
+            )
+            .ready("worker started")
+            .start();
         Self {
             coordinator,
             worker,

@@ -374,7 +374,9 @@ pub enum ProgressEvent {
     },
     Cancelled,
     /// Every job of a job submission has its result at its KV result key: the run is done.
-    JobsFinished { jobs: u32 },
+    JobsFinished {
+        jobs: u32,
+    },
     /// The fleet-wide halt is set: no job of any proof is admitted until it is lifted.
     Halted {
         reason: String,

@@ -6,17 +6,17 @@ use crate::lease::FenceError;
 use crate::progress::publish_progress;
 use crate::proof::{proof_span, start_proof, stored_submission};
 use crate::{ServiceError, Shared, Tasks};
+use assay_common::TreeId;
 use assay_common::fleet::{
     JobSubmission, MAX_SUBMITTED_JOBS, MAX_SUBMITTED_TREES, ProgressEvent, ProofRecord,
     ProofStatus, ProofSubmission, Submission, SubmitReply, SubmitRequest, keys, tree_digest_key,
 };
-use assay_common::TreeId;
 use assay_common::job::JobSpec;
-use assay_transport::store::ArtifactStore;
 use assay_common::wire;
 use assay_common::{JobId, ProofId};
 use assay_transport::error_chain::error_chain;
 use assay_transport::nats::FleetError;
+use assay_transport::store::ArtifactStore;
 use assay_transport::trace_context;
 use futures::StreamExt;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -190,13 +190,17 @@ pub(super) enum SubmissionError {
         "job submission {run_id} names {trees} trees, over the {MAX_SUBMITTED_TREES} one submission may name"
     )]
     TooManyTrees { run_id: ProofId, trees: usize },
-    #[error("job {job_id} of job submission {run_id} runs on tree {tree}, which the submission does not declare")]
+    #[error(
+        "job {job_id} of job submission {run_id} runs on tree {tree}, which the submission does not declare"
+    )]
     UndeclaredTree {
         run_id: ProofId,
         job_id: JobId,
         tree: TreeId,
     },
-    #[error("job submission {run_id} names tree {tree}, which is not in the artifact store (hint: upload the tree before submitting)")]
+    #[error(
+        "job submission {run_id} names tree {tree}, which is not in the artifact store (hint: upload the tree before submitting)"
+    )]
     UnknownTree { run_id: ProofId, tree: TreeId },
     #[error("job submission {run_id}: tree {tree} could not be looked up in the artifact store")]
     TreeUnreadable {

@@ -23,19 +23,12 @@ pub(super) async fn drive_jobs(
     applied: mpsc::UnboundedReceiver<JobResult>,
 ) -> Ended {
     let run_id = &submission.run_id;
-    let budget = submission
-        .jobs_budget
-        .clamp(1, shared.max_jobs_per_proof) as usize;
+    let budget = submission.jobs_budget.clamp(1, shared.max_jobs_per_proof) as usize;
     let queue = run_queue(shared, gate, applied, resumed);
     let (progress, publisher) = run_progress(shared, run_id);
-    let outcome = assay_engine::proof::run_jobs(
-        &submission.jobs,
-        &queue,
-        budget,
-        &progress,
-        Instant::now(),
-    )
-    .await;
+    let outcome =
+        assay_engine::proof::run_jobs(&submission.jobs, &queue, budget, &progress, Instant::now())
+            .await;
     drop(progress);
     let _ = publisher.await;
     if let Err(e) = outcome {

@@ -159,9 +159,7 @@ pub(super) async fn drive(
     applied: mpsc::UnboundedReceiver<JobResult>,
 ) -> Ended {
     match &record.submission {
-        Submission::Proof(kept) => {
-            drive_proof(shared, &record, kept, resumed, gate, applied).await
-        }
+        Submission::Proof(kept) => drive_proof(shared, &record, kept, resumed, gate, applied).await,
         Submission::Jobs(jobs) => {
             crate::job_run::drive_jobs(shared, &record, jobs, resumed, gate, applied).await
         }

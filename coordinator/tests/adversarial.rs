@@ -31,7 +31,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use assay_test_support::cluster::{ClusterSandbox, InProcess, StoreKind};
+use assay_test_support::cluster::{ClusterSandbox, InProcess, NatsSetup, StoreKind};
 use assay_test_support::servers;
 
 /// The coordinator's default cap on a stored result.
@@ -1445,7 +1445,13 @@ with open(sys.argv[1], "w") as out:
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_result_over_the_servers_max_payload_goes_through_the_store() {
     // 64 KiB messages; a report of 3000 cases makes a result of well over 200 KiB.
-    let bus = ClusterSandbox::start_with_nats_config(StoreKind::File, "max_payload: 65536");
+    let bus = ClusterSandbox::start_with_nats(
+        StoreKind::File,
+        NatsSetup {
+            config: "max_payload: 65536".into(),
+            ..NatsSetup::default()
+        },
+    );
     let tree = uploaded_tree_of(&bus, "cases", "many_cases.py", MANY_CASES).await;
     let coordinator = bus.coordinator("big");
     let worker = worker(&bus, "big", "worker-big");

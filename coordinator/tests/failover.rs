@@ -115,14 +115,14 @@ fn coordinator(fleet: &ClusterSandbox, name: &str) -> FleetProcess {
         ),
     )
     .unwrap();
-    let child_config = vec![(CHILD_CONFIG.to_owned(), config.display().to_string())];
-    fleet.process(
-        &std::env::current_exe().unwrap(),
-        name,
-        &["coordinator_process", "--exact", "--ignored", "--nocapture"],
-        &child_config,
-        "",
-    )
+    fleet
+        .process(
+            &std::env::current_exe().unwrap(),
+            name,
+            &["coordinator_process", "--exact", "--ignored", "--nocapture"],
+        )
+        .env(CHILD_CONFIG, config.display().to_string())
+        .start()
 }
 
 /// A worker of two slots in this process.

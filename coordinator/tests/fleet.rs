@@ -775,7 +775,12 @@ async fn a_stopping_worker_hands_back_a_job_still_running_after_its_grace() {
     // abandoned job would wait out the 30 s ack_wait.
     let staying = worker(&fleet, "worker-staying", 2);
     let deadline = Instant::now() + Duration::from_secs(10);
-    while fleet.jobs_consumer_info(&client, "assay").await.num_redelivered == 0 {
+    while fleet
+        .jobs_consumer_info(&client, "assay")
+        .await
+        .num_redelivered
+        == 0
+    {
         assert!(
             Instant::now() < deadline,
             "the job was not handed back: it waits for ack_wait"

@@ -107,7 +107,10 @@ async fn bucket(client: &async_nats::Client) -> kv::Store {
         {
             return store;
         }
-        assert!(Instant::now() < deadline, "the proofs bucket never appeared");
+        assert!(
+            Instant::now() < deadline,
+            "the proofs bucket never appeared"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }

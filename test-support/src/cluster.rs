@@ -13,10 +13,13 @@ use assay_common::service_config::{SandboxKind, ServiceConfig};
 use assay_coordinator::CoordinatorConfig;
 use assay_transport::nats::QueueTuning;
 use assay_transport::store::ArtifactStore;
-use async_nats::jetstream::consumer::{self, PullConsumer};
 use assay_worker::service::{JobRunner, WorkerConfig, WorkerParts};
+use async_nats::jetstream::consumer::{self, PullConsumer};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+
+mod process;
+pub use process::{FleetProcess, ProcessSpec};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -29,7 +32,18 @@ pub enum StoreKind {
     S3,
 }
 
-const BUCKET: &str = "assay-fleet";
+const BUCKET: &str = "assay-artifacts";
+
+/// What a NATS server is started with beyond JetStream on its port.
+#[derive(Clone, Debug, Default)]
+pub struct NatsSetup {
+    /// Lines added to its configuration (a smaller `max_payload`, TLS, an `include`).
+    pub config: String,
+    /// Its environment (the secrets its configuration names as `$VARIABLE`s).
+    pub env: Vec<(String, String)>,
+    /// Files written beside its configuration, by name (what it `include`s).
+    pub files: Vec<(String, String)>,
+}
 
 /// The fleet's servers and the services started on them.
 pub struct ClusterSandbox {
@@ -38,8 +52,8 @@ pub struct ClusterSandbox {
     nats_port: u16,
     /// A JetStream cluster's servers, when the fleet is on one.
     cluster: Vec<ServerGuard>,
-    /// Lines added to the NATS server's configuration (a smaller `max_payload`, say).
-    nats_config: String,
+    /// What the NATS server is started with beyond JetStream on its port.
+    nats_setup: NatsSetup,
     /// The queue tuning every coordinator and worker started here gets.
     tuning: QueueTuning,
     s3: Option<ServerGuard>,
@@ -49,18 +63,18 @@ pub struct ClusterSandbox {
 impl ClusterSandbox {
     /// nats-server (JetStream) on a free port, and the store.
     pub fn start(store: StoreKind) -> Self {
-        Self::start_with_nats_config(store, "")
+        Self::start_with_nats(store, NatsSetup::default())
     }
 
-    /// [`Self::start`], with `nats_config` added to the server's configuration.
-    pub fn start_with_nats_config(store: StoreKind, nats_config: &str) -> Self {
+    /// [`Self::start`], the NATS server set up with `nats` too.
+    pub fn start_with_nats(store: StoreKind, nats: NatsSetup) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let s3 = (store == StoreKind::S3).then(|| start_s3(BUCKET));
         let mut sandbox = Self {
             nats: None,
             nats_port: crate::servers::free_port(),
             cluster: Vec::new(),
-            nats_config: nats_config.to_owned(),
+            nats_setup: nats,
             tuning: QueueTuning::default(),
             s3,
             dir,
@@ -78,7 +92,7 @@ impl ClusterSandbox {
             nats: None,
             nats_port: cluster[0].port,
             cluster,
-            nats_config: String::new(),
+            nats_setup: NatsSetup::default(),
             tuning: QueueTuning::default(),
             s3: None,
             dir,
@@ -161,6 +175,13 @@ impl ClusterSandbox {
         env
     }
 
+    /// Stops the S3 server now (the store lost mid-run).
+    pub fn kill_store(&mut self) {
+        if let Some(s3) = &mut self.s3 {
+            s3.kill();
+        }
+    }
+
     /// Stops the NATS server now (an outage); [`Self::restart_nats`] brings it back.
     pub fn kill_nats(&mut self) {
         for server in &mut self.cluster {
@@ -182,12 +203,16 @@ impl ClusterSandbox {
             "listen: \"127.0.0.1:{}\"\njetstream {{\n  store_dir: \"{}\"\n}}\n{}\n",
             self.nats_port,
             self.path("jetstream").display(),
-            self.nats_config
+            self.nats_setup.config
         );
         std::fs::write(&file, config).expect("write nats.conf");
+        for (name, text) in &self.nats_setup.files {
+            std::fs::write(self.path(name), text).expect("write a file of the NATS server's");
+        }
         let child = Command::new("nats-server")
             .arg("-c")
             .arg(&file)
+            .envs(self.nats_setup.env.iter().map(|(k, v)| (k, v)))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -267,29 +292,16 @@ impl ClusterSandbox {
         })
     }
 
-    /// `binary` (the `assay` executable, or a test binary playing a service) run with `args`
-    /// and this fleet's [`Self::env`] plus `env`, its stderr in `{name}.log`; started once its
-    /// log says `ready` (at once for `""`).
-    pub fn process(
-        &self,
-        binary: &Path,
-        name: &str,
-        args: &[&str],
-        env: &[(String, String)],
-        ready: &str,
-    ) -> FleetProcess {
-        let mut all = self.env();
-        all.extend(env.iter().cloned());
-        let mut process = FleetProcess {
-            child: None,
-            binary: binary.to_owned(),
-            args: args.iter().map(|a| (*a).to_owned()).collect(),
-            env: all,
-            log: self.path(&format!("{name}.log")),
-            ready: ready.to_owned(),
-        };
-        process.restart();
-        process
+    /// `binary` (the `assay` executable, or a test binary playing a service) with `args`,
+    /// this fleet's [`Self::env`], its probes on a free port and its stderr in `{name}.log`:
+    /// add to it, then [`ProcessSpec::start`] it.
+    pub fn process(&self, binary: &Path, name: &str, args: &[&str]) -> ProcessSpec {
+        self.bare_process(binary, name, args).envs(self.env())
+    }
+
+    /// [`Self::process`] without the fleet's environment: its arguments say where the fleet is.
+    pub fn bare_process(&self, binary: &Path, name: &str, args: &[&str]) -> ProcessSpec {
+        ProcessSpec::new(binary, args, self.path(&format!("{name}.log")))
     }
 
     /// Waits until `prefix`'s fleet topology exists: the jobs stream and the workers'
@@ -332,17 +344,18 @@ impl ClusterSandbox {
             .get_consumer(&subjects.workers_consumer())
             .await
             .expect("the workers' consumer");
-        consumer
-            .info()
-            .await
-            .expect("the consumer's info")
-            .clone()
+        consumer.info().await.expect("the consumer's info").clone()
     }
 
     /// Waits until at least `n` of `prefix`'s jobs are delivered and not acknowledged.
     pub async fn wait_for_ack_pending(&self, client: &async_nats::Client, prefix: &str, n: usize) {
         let deadline = Instant::now() + Duration::from_secs(30);
-        while self.jobs_consumer_info(client, prefix).await.num_ack_pending < n {
+        while self
+            .jobs_consumer_info(client, prefix)
+            .await
+            .num_ack_pending
+            < n
+        {
             assert!(Instant::now() < deadline, "no job was taken");
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
@@ -429,68 +442,5 @@ impl Drop for InProcess {
         if let Some(handle) = &self.handle {
             handle.abort();
         }
-    }
-}
-
-/// A fleet service as an `assay` process, killed when the test ends; kill and restart it to
-/// play a crash and a new start.
-pub struct FleetProcess {
-    child: Option<Child>,
-    binary: PathBuf,
-    args: Vec<String>,
-    env: Vec<(String, String)>,
-    log: PathBuf,
-    ready: String,
-}
-
-impl FleetProcess {
-    /// The running process's id (for a signal: a pause, a kill without warning).
-    pub fn pid(&self) -> u32 {
-        self.child.as_ref().map_or(0, Child::id)
-    }
-
-    /// Everything the process has logged since it was last started.
-    pub fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    pub fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-
-    /// Starts the process again (killing it first if it runs), and waits until it is ready.
-    pub fn restart(&mut self) {
-        self.kill();
-        let child = Command::new(&self.binary)
-            .args(&self.args)
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .env("ASSAY_LOG", "info")
-            .env("ASSAY_HTTP_LISTEN", "")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&self.log).expect("service log"))
-            .spawn()
-            .expect("the assay binary starts");
-        self.child = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while !self.log().contains(&self.ready) {
-            assert!(
-                Instant::now() < deadline,
-                "assay {:?} did not log {:?}:\n{}",
-                self.args,
-                self.ready,
-                self.log()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for FleetProcess {
-    fn drop(&mut self) {
-        self.kill();
     }
 }

@@ -255,7 +255,7 @@ impl ClusterSandbox {
         InProcess::spawn(move |stop| async move {
             assay_coordinator::serve(config, stop)
                 .await
-                .expect("the coordinator serves");
+                .map_err(|e| e.to_string())
         })
     }
 
@@ -274,7 +274,7 @@ impl ClusterSandbox {
         InProcess::spawn(move |stop| async move {
             assay_worker::serve(config, stop)
                 .await
-                .expect("the worker serves");
+                .map_err(|e| e.to_string())
         })
     }
 
@@ -288,7 +288,7 @@ impl ClusterSandbox {
         InProcess::spawn(move |stop| async move {
             assay_worker::service::serve_with(config, parts, stop)
                 .await
-                .expect("the worker serves");
+                .map_err(|e| e.to_string())
         })
     }
 
@@ -384,19 +384,22 @@ impl Drop for ClusterSandbox {
 /// A coordinator or worker running in this process: [`InProcess::stop`] shuts it down
 /// gracefully; dropped, it is aborted.
 pub struct InProcess {
-    handle: Option<tokio::task::JoinHandle<()>>,
+    handle: Option<tokio::task::JoinHandle<Result<(), String>>>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
 }
+
+/// What an in-process service waits on to stop.
+pub type Shutdown = std::pin::Pin<Box<dyn Future<Output = ()> + Send>>;
 
 impl InProcess {
     /// Runs `serve(shutdown)` as a task; `shutdown` resolves when the service is stopped.
     pub fn spawn<F, Fut>(serve: F) -> Self
     where
-        F: FnOnce(std::pin::Pin<Box<dyn Future<Output = ()> + Send>>) -> Fut,
-        Fut: Future<Output = ()> + Send + 'static,
+        F: FnOnce(Shutdown) -> Fut,
+        Fut: Future<Output = Result<(), String>> + Send + 'static,
     {
         let (stop, rx) = tokio::sync::oneshot::channel::<()>();
-        let shutdown = Box::pin(async move {
+        let shutdown: Shutdown = Box::pin(async move {
             let _ = rx.await;
         });
         Self {
@@ -406,12 +409,18 @@ impl InProcess {
     }
 
     /// Shuts the service down gracefully and waits for it.
-    pub async fn stop(mut self) {
+    pub async fn stop(self) {
+        let _ = self.ended().await;
+    }
+
+    /// Shuts the service down gracefully and says how it ended: its own error, or a panic.
+    pub async fn ended(mut self) -> Result<(), String> {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
-        if let Some(handle) = self.handle.take() {
-            let _ = handle.await;
+        match self.handle.take() {
+            Some(handle) => handle.await.map_err(|e| e.to_string())?,
+            None => Ok(()),
         }
     }
 
@@ -423,17 +432,9 @@ impl InProcess {
         }
     }
 
-    /// Whether the service has ended (a panic in it included).
+    /// Whether the service has ended (an error or a panic in it included).
     pub fn is_finished(&self) -> bool {
         self.handle.as_ref().is_none_or(|h| h.is_finished())
-    }
-
-    /// Waits for the service to end on its own, and hands back how it ended.
-    pub async fn join(mut self) -> Result<(), tokio::task::JoinError> {
-        match self.handle.take() {
-            Some(handle) => handle.await,
-            None => Ok(()),
-        }
     }
 }
 

@@ -144,8 +144,13 @@ impl ClusterSandbox {
     pub fn store_url(&self) -> String {
         match &self.s3 {
             Some(_) => format!("s3://{BUCKET}"),
-            None => format!("file://{}", self.dir.path().join("store").display()),
+            None => format!("file://{}", self.path("store").display()),
         }
+    }
+
+    /// The store's directory, when it is one (not S3).
+    pub fn store_path(&self) -> Option<PathBuf> {
+        self.s3.is_none().then(|| self.path("store"))
     }
 
     /// The S3 server's port, when the store is one.

@@ -120,7 +120,7 @@ impl FleetProcess {
             .status()
             .expect("kill runs");
         assert!(status.success());
-        let deadline = Instant::now() + Duration::from_secs(20);
+        let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             if let Some(status) = child.try_wait().expect("the process's status") {
                 return status.code();

@@ -6,8 +6,8 @@
 use assay_common::criteria::parse_criteria;
 use assay_common::evidence::{Evidence, RevisionInfo};
 use assay_common::fleet::{
-    ProgressEvent, ProofRecord, ProofStatus, ProofSubmission, RevisionWire, Subjects, SubmitReply,
-    SubmitRequest, keys,
+    ProgressEvent, ProofRecord, ProofStatus, ProofSubmission, RevisionWire, Subjects, Submission,
+    SubmitReply, SubmitRequest, keys,
 };
 use assay_common::job::{JobKind, JobResult, JobSpec, JobStatus, Side};
 use assay_common::outcome::ReportOutcome;
@@ -896,6 +896,18 @@ async fn a_forged_job_finished_event_does_not_hand_a_cluster_run_its_result() {
         .expect("the result stream closed");
     assert_eq!(result.worker.0, "worker-real");
     assert_eq!((result.job_id, result.index), (spec.job_id, 3));
+    // A job-level submission: no criteria, no revisions, and nothing concluded.
+    let bytes = proofs.get(keys::record(&inner)).await.unwrap().unwrap();
+    let record: ProofRecord = wire::decode("proof record", &bytes).unwrap();
+    match record.submission {
+        Submission::Jobs(jobs) => {
+            assert_eq!((jobs.label.as_str(), jobs.jobs.len()), ("suite", 1));
+            assert_eq!(jobs.trees, vec![tree]);
+        }
+        Submission::Proof(proof) => panic!("a suite job went as a proof: {proof:?}"),
+    }
+    assert!(wait_finished(&proofs, &inner, Duration::from_secs(30)).await);
+    assert!(proofs.get(keys::evidence(&inner)).await.unwrap().is_none());
     worker.stop().await;
     coordinator.stop().await;
 }

@@ -248,7 +248,7 @@ pub const MAX_SUBMITTED_TREES: usize = 64;
 /// What a fleet run is: a proof, which the coordinator concludes into evidence, or bare jobs.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Submission {
-    Proof(ProofSubmission),
+    Proof(Box<ProofSubmission>),
     Jobs(JobSubmission),
 }
 

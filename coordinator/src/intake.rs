@@ -36,13 +36,15 @@ pub(super) async fn accept(
         }
     };
     let (submission, stored) = match submit {
-        SubmitRequest::Inline(submission) => (Submission::Proof(*submission), None),
+        SubmitRequest::Inline(submission) => (Submission::Proof(submission), None),
         SubmitRequest::Jobs(jobs) => (Submission::Jobs(*jobs), None),
         SubmitRequest::Stored {
             proof_id,
             submission,
         } => match stored_submission(shared, &submission).await {
-            Ok(full) if full.proof_id == proof_id => (Submission::Proof(full), Some(submission)),
+            Ok(full) if full.proof_id == proof_id => {
+                (Submission::Proof(Box::new(full)), Some(submission))
+            }
             Ok(full) => {
                 return SubmitReply::Refused {
                     message: format!(
@@ -72,8 +74,8 @@ pub(super) async fn accept(
     let job_count = submission.jobs().len() as u32;
     let (submission, mutation_job_count) = match submission {
         Submission::Proof(proof) => {
-            let (proof, after) = proof_record_parts(proof, stored.is_some());
-            (Submission::Proof(proof), after)
+            let (proof, after) = proof_record_parts(*proof, stored.is_some());
+            (Submission::Proof(Box::new(proof)), after)
         }
         jobs @ Submission::Jobs(_) => (jobs, 0),
     };
@@ -207,7 +209,7 @@ pub(super) enum SubmissionError {
         run_id: ProofId,
         tree: TreeId,
         #[source]
-        source: assay_transport::store::StoreError,
+        source: Box<assay_transport::store::StoreError>,
     },
     #[error("job {job_id} of {proof_id} appears twice (again at position {position})")]
     DuplicateJob {
@@ -327,7 +329,7 @@ pub(super) async fn check_job_submission(
                 return Err(SubmissionError::TreeUnreadable {
                     run_id: run_id.clone(),
                     tree: tree.clone(),
-                    source,
+                    source: Box::new(source),
                 });
             }
         }

@@ -1009,7 +1009,7 @@ fn cached_coordinator(fleet: &ClusterSandbox, sandbox: Option<&str>) -> FleetPro
     )
     .unwrap();
     let coordinator = service(
-        &fleet,
+        fleet,
         "coordinator",
         &["coordinator", "--config", config.to_str().unwrap()],
     );

@@ -198,7 +198,7 @@ async fn submit(
     fleet: &ClusterSandbox,
     prepared: &PreparedProof,
 ) -> tokio::task::JoinHandle<Result<Evidence, client::ClientError>> {
-    let store = store(&fleet);
+    let store = store(fleet);
     client::upload_trees(store.as_ref(), prepared)
         .await
         .unwrap();

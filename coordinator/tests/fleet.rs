@@ -128,7 +128,7 @@ async fn run_fleet_proof(
     client: &async_nats::Client,
     prepared: &PreparedProof,
 ) -> Evidence {
-    upload(&fleet, prepared).await;
+    upload(fleet, prepared).await;
     let submission = client::submission(prepared, 4);
     tokio::time::timeout(
         Duration::from_secs(120),

@@ -55,27 +55,28 @@ fn fleet_command(fleet: &ClusterSandbox, args: &[&str]) -> Command {
     command
 }
 
-/// The service process `name` running `assay {args}` against `fleet`, with the binary's test
-/// signing key, the test's state directory and a tree cache of its own.
+/// The service process `name` running `assay {args}` against `fleet`.
 fn service_spec(fleet: &ClusterSandbox, name: &str, args: &[&str]) -> ProcessSpec {
     fleet
         .process(Path::new(env!("CARGO_BIN_EXE_assay")), name, args)
-        .env(
-            "ASSAY_CACHE_KEY_FILE",
-            support::cache_key_file().display().to_string(),
-        )
-        .env(
-            "ASSAY_STATE_DIR",
-            fleet.dir().join("state").display().to_string(),
-        )
-        .env(
-            "ASSAY_TREE_CACHE_DIR",
-            fleet
-                .dir()
-                .join(format!("{name}-trees"))
-                .display()
-                .to_string(),
-        )
+        .envs(service_env(fleet, name))
+}
+
+/// What every service of these tests gets: the binary's test signing key, the test's state
+/// directory and a tree cache of its own.
+fn service_env(fleet: &ClusterSandbox, name: &str) -> Vec<(String, String)> {
+    let path = |path: PathBuf| path.display().to_string();
+    vec![
+        (
+            "ASSAY_CACHE_KEY_FILE".into(),
+            path(support::cache_key_file()),
+        ),
+        ("ASSAY_STATE_DIR".into(), path(fleet.dir().join("state"))),
+        (
+            "ASSAY_TREE_CACHE_DIR".into(),
+            path(fleet.dir().join(format!("{name}-trees"))),
+        ),
+    ]
 }
 
 fn service(fleet: &ClusterSandbox, name: &str, args: &[&str]) -> FleetProcess {
@@ -541,22 +542,7 @@ async fn the_documented_one_host_fleet_starts_both_services_and_proves() {
         let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
         let service = fleet
             .bare_process(Path::new(env!("CARGO_BIN_EXE_assay")), name, &argv)
-            .env(
-                "ASSAY_CACHE_KEY_FILE",
-                support::cache_key_file().display().to_string(),
-            )
-            .env(
-                "ASSAY_STATE_DIR",
-                fleet.dir().join("state").display().to_string(),
-            )
-            .env(
-                "ASSAY_TREE_CACHE_DIR",
-                fleet
-                    .dir()
-                    .join(format!("{name}-trees"))
-                    .display()
-                    .to_string(),
-            )
+            .envs(service_env(&fleet, name))
             .envs(fleet.s3_port().map(s3_env).unwrap_or_default())
             .probes_on_default(port)
             .ready(started)

@@ -31,6 +31,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use assay_test_support::cluster::messages::{self, completed, job, proofs_bucket};
 use assay_test_support::cluster::{ClusterSandbox, InProcess, NatsSetup, StoreKind};
 use assay_test_support::servers;
 
@@ -72,46 +73,9 @@ impl JobRunner for Answer {
     }
 }
 
-fn completed(spec: &JobSpec, worker: &WorkerId) -> JobResult {
-    JobResult {
-        job_id: spec.job_id.clone(),
-        index: spec.index,
-        status: JobStatus::Completed { exit_code: 0 },
-        report: ReportOutcome::Missing,
-        artifacts: vec![],
-        duration_ms: 0,
-        worker: worker.clone(),
-        sandbox: None,
-    }
-}
-
 fn empty_tree() -> TreeId {
     // git's empty tree: any hex id will do for jobs that never fetch their tree.
     TreeId("4b825dc642cb6eb9a060e54bf8d69288fbee4904".into())
-}
-
-fn job(proof_id: &ProofId, index: usize, tree: &TreeId, command: &[&str]) -> JobSpec {
-    JobSpec {
-        proof_id: proof_id.clone(),
-        job_id: JobId::for_index(proof_id, index),
-        index: index as u32,
-        kind: JobKind::Targeted,
-        side: if index.is_multiple_of(2) {
-            Side::Base
-        } else {
-            Side::Candidate
-        },
-        tree: tree.clone(),
-        command: command.iter().map(|s| (*s).to_owned()).collect(),
-        report: ReportFormat::JunitXml,
-        selected_tests: vec![],
-        timeout_secs: 60,
-        forked_timeout_secs: None,
-        rewrites: Vec::new(),
-        binaries: None,
-        env: vec![],
-        edit: None,
-    }
 }
 
 /// A proof of `jobs` jobs, prepared as the CLI would have.
@@ -152,35 +116,7 @@ async fn submit(
     prefix: &str,
     submission: ProofSubmission,
 ) -> SubmitReply {
-    let request = SubmitRequest::Inline(Box::new(submission));
-    // As the CLI does: a coordinator whose bucket exists may not be subscribed yet.
-    let reply = assay_coordinator::client::request_submit(
-        client,
-        &Subjects::new(prefix),
-        async_nats::HeaderMap::new(),
-        wire::encode("submit request", &request).unwrap().into(),
-    )
-    .await
-    .unwrap();
-    wire::decode("submit reply", &reply.payload).unwrap()
-}
-
-async fn bucket(client: &async_nats::Client, prefix: &str) -> kv::Store {
-    let js = jetstream::new(client.clone());
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Ok(store) = js
-            .get_key_value(Subjects::new(prefix).proofs_bucket())
-            .await
-        {
-            return store;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the {prefix} proofs bucket never appeared"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    messages::submit(client, prefix, &SubmitRequest::Inline(Box::new(submission))).await
 }
 
 async fn status(proofs: &kv::Store, proof_id: &ProofId) -> Option<ProofStatus> {
@@ -504,7 +440,7 @@ async fn a_submission_whose_jobs_name_another_proof_or_a_path_outside_the_tree_i
     let bus = ClusterSandbox::with_file_store();
     let coordinator = bus.coordinator("assay");
     let client = bus.client().await;
-    let proofs = bucket(&client, "assay").await;
+    let proofs = proofs_bucket(&client, "assay").await;
     let proof = proof::new_proof_id();
     let other = proof::new_proof_id();
     let mut foreign = submission(&proof, 2);
@@ -575,7 +511,7 @@ async fn a_stray_result_takes_no_slot_and_the_real_one_finishes_the_proof() {
     let bus = ClusterSandbox::with_file_store();
     let first = bus.coordinator("assay");
     let client = bus.client().await;
-    let proofs = bucket(&client, "assay").await;
+    let proofs = proofs_bucket(&client, "assay").await;
     let js = jetstream::new(client.clone());
     let proof = proof::new_proof_id();
     let planned = submission(&proof, 2);
@@ -676,7 +612,7 @@ async fn a_forged_finished_event_does_not_end_the_cli_with_its_verdict() {
     let bus = ClusterSandbox::with_file_store();
     let coordinator = bus.coordinator("assay");
     let forger = bus.client().await;
-    let proofs = bucket(&forger, "assay").await;
+    let proofs = proofs_bucket(&forger, "assay").await;
     let proof = proof::new_proof_id();
     let planned = submission(&proof, 1);
     let job = planned.jobs[0].clone();
@@ -839,7 +775,7 @@ async fn a_forged_job_finished_event_does_not_hand_a_cluster_run_its_result() {
     let bus = ClusterSandbox::with_file_store();
     let coordinator = bus.coordinator("assay");
     let forger = bus.client().await;
-    let proofs = bucket(&forger, "assay").await;
+    let proofs = proofs_bucket(&forger, "assay").await;
     let queue = ClusterQueue::new(
         bus.client().await,
         Subjects::new("assay"),
@@ -922,8 +858,8 @@ async fn two_fleets_on_one_server_share_no_job_and_no_halt() {
         services.push(answering_worker(&bus, prefix, &format!("{prefix}-worker")));
     }
     let client = bus.client().await;
-    let alpha = bucket(&client, "alpha").await;
-    let beta = bucket(&client, "beta").await;
+    let alpha = proofs_bucket(&client, "alpha").await;
+    let beta = proofs_bucket(&client, "beta").await;
     let mut proofs = Vec::new();
     for (prefix, store) in [("alpha", &alpha), ("beta", &beta)] {
         let proof = proof::new_proof_id();
@@ -1469,7 +1405,7 @@ async fn a_result_over_the_servers_max_payload_goes_through_the_store() {
     let worker = worker(&bus, "big", "worker-big");
     let client = bus.client().await;
     assert_eq!(client.server_info().max_payload, 65536);
-    let proofs = bucket(&client, "big").await;
+    let proofs = proofs_bucket(&client, "big").await;
     let proof_id = ProofId("p-1795995829-bigresult".into());
     let mut proof = submission(&proof_id, 1);
     proof.jobs[0] = job(
@@ -2112,7 +2048,7 @@ async fn a_fifo_at_a_submission_key_is_refused_at_once_and_another_proof_still_r
     let coordinator = bus.coordinator("slow");
     let worker = answering_worker(&bus, "slow", "worker-slow");
     let client = bus.client().await;
-    let proofs = bucket(&client, "slow").await;
+    let proofs = proofs_bucket(&client, "slow").await;
     // A FIFO nobody writes: a store that opens it waits for a writer, forever.
     let stuck = ProofId("p-1795995829-stuckstore".into());
     let key = assay_common::fleet::submission_key(&stuck);
@@ -2263,7 +2199,7 @@ async fn a_stored_submission_linked_outside_the_store_or_altered_is_refused() {
     let coordinator = bus.coordinator("linked");
     let worker = answering_worker(&bus, "linked", "worker-linked");
     let client = bus.client().await;
-    let proofs = bucket(&client, "linked").await;
+    let proofs = proofs_bucket(&client, "linked").await;
     // Honest: the stored submission is accepted and runs.
     let honest = ProofId("p-1795995829-honeststored".into());
     let (blob, _) = store_submission(&bus, &honest).await;
@@ -2366,7 +2302,7 @@ async fn a_submission_whose_job_sets_a_loader_variable_is_refused() {
     let bus = ClusterSandbox::with_file_store();
     let coordinator = bus.coordinator("assay");
     let client = bus.client().await;
-    let proofs = bucket(&client, "assay").await;
+    let proofs = proofs_bucket(&client, "assay").await;
     let proof = proof::new_proof_id();
     for (name, value) in [
         ("LD_PRELOAD", "./evil.so"),

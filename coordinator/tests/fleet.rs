@@ -7,8 +7,7 @@ use assay_common::evidence::Evidence;
 use assay_common::fleet::{
     ProofRecord, ProofSubmission, Subjects, SubmitReply, keys, submission_key,
 };
-use assay_common::job::{ArtifactRef, JobResult, JobSpec, JobStatus};
-use assay_common::outcome::ReportOutcome;
+use assay_common::job::{ArtifactRef, JobResult, JobSpec};
 use assay_common::{JobId, WorkerId, wire};
 use assay_coordinator::client::{self, FleetProgress};
 
@@ -27,6 +26,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use assay_test_support::cluster::messages::completed;
 use assay_test_support::cluster::{ClusterSandbox, InProcess, StoreKind};
 use assay_test_support::{invoice_repo, servers};
 use tokio::task::JoinHandle;
@@ -94,10 +94,6 @@ struct Noop(WorkerId);
 impl JobRunner for Noop {
     async fn run(&self, spec: &JobSpec) -> JobResult {
         JobResult {
-            job_id: spec.job_id.clone(),
-            index: spec.index,
-            status: JobStatus::Completed { exit_code: 0 },
-            report: ReportOutcome::Missing,
             artifacts: vec![ArtifactRef {
                 name: "stdout".into(),
                 key: format!("proofs/{}/{}/stdout.log", spec.proof_id, spec.job_id),
@@ -105,9 +101,7 @@ impl JobRunner for Noop {
                 bytes: 0,
                 dropped_bytes: 0,
             }],
-            duration_ms: 0,
-            worker: self.0.clone(),
-            sandbox: None,
+            ..completed(spec, &self.0)
         }
     }
 }

@@ -8,16 +8,15 @@ use assay_common::fleet::{
     JobSubmission, MAX_SUBMITTED_JOBS, ProgressEvent, ProofRecord, ProofStatus, ResultMessage,
     Subjects, SubmitReply, SubmitRequest, keys,
 };
-use assay_common::job::{JobKind, JobResult, JobSpec, JobStatus, Side};
-use assay_common::outcome::ReportOutcome;
-use assay_common::runner::ReportFormat;
+use assay_common::job::{JobResult, JobSpec};
 use assay_common::{JobId, ProofId, TreeId, WorkerId, wire};
 use assay_test_support::cluster::ClusterSandbox;
+use assay_test_support::cluster::messages::{self, completed, proofs_bucket};
 use assay_worker::service::JobRunner;
-use async_nats::jetstream::{self, kv};
+use async_nats::jetstream::kv;
 use futures::StreamExt;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const PREFIX: &str = "assay";
 
@@ -28,37 +27,12 @@ struct Answer;
 #[async_trait::async_trait]
 impl JobRunner for Answer {
     async fn run(&self, spec: &JobSpec) -> JobResult {
-        JobResult {
-            job_id: spec.job_id.clone(),
-            index: spec.index,
-            status: JobStatus::Completed { exit_code: 0 },
-            report: ReportOutcome::Missing,
-            artifacts: vec![],
-            duration_ms: 0,
-            worker: WorkerId(format!("answered-{}", spec.index)),
-            sandbox: None,
-        }
+        completed(spec, &WorkerId(format!("answered-{}", spec.index)))
     }
 }
 
 fn job(run_id: &ProofId, index: usize, tree: &TreeId) -> JobSpec {
-    JobSpec {
-        proof_id: run_id.clone(),
-        job_id: JobId::for_index(run_id, index),
-        index: index as u32,
-        kind: JobKind::Targeted,
-        side: Side::Candidate,
-        tree: tree.clone(),
-        command: vec!["python3".into(), "-m".into(), "pytest".into()],
-        report: ReportFormat::JunitXml,
-        selected_tests: vec![],
-        timeout_secs: 60,
-        forked_timeout_secs: None,
-        rewrites: Vec::new(),
-        binaries: None,
-        env: vec![],
-        edit: None,
-    }
+    messages::job(run_id, index, tree, &["python3", "-m", "pytest"])
 }
 
 fn jobs_of(run_id: &ProofId, count: usize, tree: &TreeId) -> JobSubmission {
@@ -85,34 +59,7 @@ async fn uploaded_tree(sandbox: &ClusterSandbox) -> TreeId {
 }
 
 async fn submit(client: &async_nats::Client, submission: JobSubmission) -> SubmitReply {
-    let request = SubmitRequest::Jobs(Box::new(submission));
-    let reply = assay_coordinator::client::request_submit(
-        client,
-        &Subjects::new(PREFIX),
-        async_nats::HeaderMap::new(),
-        wire::encode("submit request", &request).unwrap().into(),
-    )
-    .await
-    .unwrap();
-    wire::decode("submit reply", &reply.payload).unwrap()
-}
-
-async fn bucket(client: &async_nats::Client) -> kv::Store {
-    let js = jetstream::new(client.clone());
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Ok(store) = js
-            .get_key_value(Subjects::new(PREFIX).proofs_bucket())
-            .await
-        {
-            return store;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the proofs bucket never appeared"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    messages::submit(client, PREFIX, &SubmitRequest::Jobs(Box::new(submission))).await
 }
 
 async fn record(proofs: &kv::Store, run_id: &ProofId) -> Option<ProofRecord> {
@@ -125,7 +72,7 @@ async fn a_job_submission_records_its_results_in_plan_order_and_writes_no_eviden
     let sandbox = ClusterSandbox::with_file_store();
     let coordinator = sandbox.coordinator(PREFIX);
     let client = sandbox.client().await;
-    let proofs = bucket(&client).await;
+    let proofs = proofs_bucket(&client, PREFIX).await;
     let tree = uploaded_tree(&sandbox).await;
     let run_id = ProofId("r-invoices-suite-0001".into());
     let mut events = client
@@ -191,7 +138,7 @@ async fn hostile_job_submissions_are_refused_with_a_reason_and_never_recorded() 
     let sandbox = ClusterSandbox::with_file_store();
     let coordinator = sandbox.coordinator(PREFIX);
     let client = sandbox.client().await;
-    let proofs = bucket(&client).await;
+    let proofs = proofs_bucket(&client, PREFIX).await;
     let tree = uploaded_tree(&sandbox).await;
     let absent = TreeId("4b825dc642cb6eb9a060e54bf8d69288fbee4904".into());
     let run = |name: &str| ProofId(format!("r-hostile-{name}"));

@@ -781,23 +781,12 @@ async fn the_operator_halts_and_resumes_the_fleet_and_writes_nothing_else() {
     );
     let bucket = subjects.proofs_bucket();
     let kv_subject = |key: String| format!("$KV.{bucket}.{key}");
-    let spec = assay_common::job::JobSpec {
-        proof_id: proof_id.clone(),
-        job_id: JobId::for_index(&proof_id, 0),
-        index: 0,
-        kind: assay_common::job::JobKind::Targeted,
-        side: assay_common::job::Side::Candidate,
-        tree: assay_common::TreeId("4b825dc642cb6eb9a060e54bf8d69288fbee4904".into()),
-        command: vec!["true".into()],
-        report: assay_common::runner::ReportFormat::JunitXml,
-        selected_tests: vec![],
-        timeout_secs: 60,
-        forked_timeout_secs: None,
-        rewrites: Vec::new(),
-        binaries: None,
-        env: vec![],
-        edit: None,
-    };
+    let spec = assay_test_support::cluster::messages::job(
+        &proof_id,
+        0,
+        &assay_common::TreeId("4b825dc642cb6eb9a060e54bf8d69288fbee4904".into()),
+        &["true"],
+    );
     operator
         .js_publish_refused(
             "result in a worker's name",

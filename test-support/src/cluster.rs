@@ -2,7 +2,7 @@
 //! directory, or an S3-protocol server), and the coordinators and workers a test asks for, in
 //! this process (through their `serve` functions) or as `assay` processes. Anything it started
 //! stops when it drops; a server, a coordinator or a worker can be killed and started again in
-//! the middle of a test.
+//! the middle of a test. `messages` builds what tests send and expect.
 
 use crate::servers::{
     ServerGuard, s3_env, s3_options, start_nats_cluster, start_s3, wait_for_port,
@@ -18,6 +18,7 @@ use async_nats::jetstream::consumer::{self, PullConsumer};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
+pub mod messages;
 mod process;
 pub use process::{FleetProcess, ProcessSpec};
 use std::sync::Arc;

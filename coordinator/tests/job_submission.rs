@@ -5,8 +5,8 @@
 //! with an error that says why, while the coordinator goes on serving.
 
 use assay_common::fleet::{
-    JobSubmission, MAX_SUBMITTED_JOBS, ProgressEvent, ProofRecord, ProofStatus, ResultMessage,
-    Subjects, SubmitReply, SubmitRequest, keys,
+    CancelReply, JobSubmission, MAX_SUBMITTED_JOBS, ProgressEvent, ProofRecord, ProofStatus,
+    ResultMessage, Subjects, SubmitReply, SubmitRequest, keys,
 };
 use assay_common::job::{JobResult, JobSpec};
 use assay_common::{JobId, ProofId, TreeId, WorkerId, wire};
@@ -186,4 +186,88 @@ async fn hostile_job_submissions_are_refused_with_a_reason_and_never_recorded() 
         SubmitReply::Accepted { .. }
     ));
     coordinator.stop().await;
+}
+
+/// Waits until `run_id`'s record says `status`.
+async fn wait_for_status(proofs: &kv::Store, run_id: &ProofId, status: ProofStatus) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while record(proofs, run_id).await.map(|r| r.status) != Some(status) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{run_id} never became {status:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_cancelled_job_submission_runs_none_of_its_queued_jobs() {
+    let sandbox = ClusterSandbox::with_file_store();
+    let coordinator = sandbox.coordinator(PREFIX);
+    let client = sandbox.client().await;
+    let proofs = proofs_bucket(&client, PREFIX).await;
+    let tree = uploaded_tree(&sandbox).await;
+    let run_id = ProofId("r-invoices-mutate-0007".into());
+    assert!(matches!(
+        submit(&client, jobs_of(&run_id, 3, &tree)).await,
+        SubmitReply::Accepted { .. }
+    ));
+    // No worker yet: the jobs wait in the queue when the run is cancelled.
+    sandbox.wait_for_pending(&client, PREFIX, 2).await;
+    let reply = assay_coordinator::client::cancel(&client, &Subjects::new(PREFIX), &run_id)
+        .await
+        .unwrap();
+    assert_eq!(reply, CancelReply::Cancelled);
+    assert_eq!(
+        record(&proofs, &run_id).await.map(|r| r.status),
+        Some(ProofStatus::Cancelled)
+    );
+    let worker = sandbox.worker_with(sandbox.worker_config(PREFIX, "w-late"), Arc::new(Answer));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    for index in 0..3 {
+        assert!(
+            proofs
+                .get(keys::result(&run_id, index))
+                .await
+                .unwrap()
+                .is_none(),
+            "job {index} of a cancelled run ran"
+        );
+    }
+    worker.stop().await;
+    coordinator.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_restarted_coordinator_resumes_an_unfinished_job_submission() {
+    let sandbox = ClusterSandbox::with_file_store();
+    let first = sandbox.coordinator(PREFIX);
+    let client = sandbox.client().await;
+    let proofs = proofs_bucket(&client, PREFIX).await;
+    let tree = uploaded_tree(&sandbox).await;
+    let run_id = ProofId("r-invoices-suite-0042".into());
+    assert!(matches!(
+        submit(&client, jobs_of(&run_id, 4, &tree)).await,
+        SubmitReply::Accepted { .. }
+    ));
+    sandbox.wait_for_pending(&client, PREFIX, 2).await;
+    first.kill().await;
+    // Another coordinator takes the lead once the first one's lease runs out.
+    let second = sandbox.coordinator(PREFIX);
+    let worker = sandbox.worker_with(sandbox.worker_config(PREFIX, "w-1"), Arc::new(Answer));
+    wait_for_status(&proofs, &run_id, ProofStatus::Finished).await;
+    for index in 0..4u32 {
+        let bytes = proofs
+            .get(keys::result(&run_id, index))
+            .await
+            .unwrap()
+            .unwrap_or_else(|| panic!("no result at plan index {index}"));
+        let ResultMessage::Inline(result) = wire::decode("job result", &bytes).unwrap() else {
+            panic!("a small result is inline");
+        };
+        assert_eq!(result.worker.0, format!("answered-{index}"));
+    }
+    assert!(proofs.get(keys::evidence(&run_id)).await.unwrap().is_none());
+    worker.stop().await;
+    second.stop().await;
 }

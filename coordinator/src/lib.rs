@@ -62,6 +62,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::mpsc;
 
+/// Why the coordinator cannot start or lead. Not one type with the worker's `ServiceError`:
+/// four arms are alike (configuration, NATS, store, probes), but only the coordinator signs
+/// cache entries (`CacheKey`, an engine type the worker does not link) and leads
+/// (`SetupTimedOut`), and only the worker starts Docker and prepares its directories.
 #[derive(Debug, thiserror::Error)]
 pub enum ServiceError {
     #[error(transparent)]

@@ -229,7 +229,7 @@ pub struct ProofSubmission {
 pub struct JobSubmission {
     /// The run's id: a proof id's shape, since it names the same subjects and keys.
     pub run_id: ProofId,
-    /// Where the run comes from and what kind it is (`suite`, `mutate`), for `assay status`.
+    /// Where the run comes from and what kind it is (`suite`, `mutate`), kept in its record.
     pub repository: String,
     pub label: String,
     /// Every tree a job runs on, each already in the artifact store.

@@ -36,7 +36,7 @@ pub struct ClusterQueue {
 
 impl ClusterQueue {
     /// `repository` and `label` (the kind of run, e.g. "suite" or "mutate") name the
-    /// submissions for `assay status`; the jobs carry their own commands.
+    /// submissions in their records; the jobs carry their own commands.
     pub fn new(
         client: async_nats::Client,
         subjects: Subjects,

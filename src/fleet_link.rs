@@ -100,7 +100,7 @@ pub struct QueueChoice<'a> {
     /// The tree the jobs run on; uploaded to the store first on a fleet.
     pub tree: &'a TreeId,
     pub subject_prefix: &'a str,
-    /// How `assay status` labels the run's submissions: the kind of run.
+    /// The kind of run, which labels its submissions in their records.
     pub kind: &'static str,
     pub pass_env: &'a [String],
     pub slots: usize,

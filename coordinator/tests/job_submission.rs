@@ -10,8 +10,8 @@ use assay_common::fleet::{
 };
 use assay_common::job::{JobResult, JobSpec};
 use assay_common::{JobId, ProofId, TreeId, WorkerId, wire};
-use assay_test_support::cluster::ClusterSandbox;
 use assay_test_support::cluster::messages::{self, completed, proofs_bucket};
+use assay_test_support::cluster::{ClusterSandbox, InProcess};
 use assay_worker::service::JobRunner;
 use async_nats::jetstream::kv;
 use futures::StreamExt;
@@ -106,14 +106,7 @@ async fn a_job_submission_records_its_results_in_plan_order_and_writes_no_eviden
     assert_eq!(held.status, ProofStatus::Finished);
     assert_eq!((held.job_count, held.mutation_job_count), (5, 0));
     for index in 0..5u32 {
-        let bytes = proofs
-            .get(keys::result(&run_id, index))
-            .await
-            .unwrap()
-            .unwrap_or_else(|| panic!("no result at plan index {index}"));
-        let ResultMessage::Inline(result) = wire::decode("job result", &bytes).unwrap() else {
-            panic!("a small result is inline");
-        };
+        let result = result_at(&proofs, &run_id, index).await;
         assert_eq!(result.index, index);
         assert_eq!(result.job_id, JobId::for_index(&run_id, index as usize));
         assert_eq!(result.worker.0, format!("answered-{index}"));
@@ -188,6 +181,38 @@ async fn hostile_job_submissions_are_refused_with_a_reason_and_never_recorded() 
     coordinator.stop().await;
 }
 
+/// The result recorded at plan index `index` of `run_id`.
+async fn result_at(proofs: &kv::Store, run_id: &ProofId, index: u32) -> JobResult {
+    let bytes = proofs
+        .get(keys::result(run_id, index))
+        .await
+        .unwrap()
+        .unwrap_or_else(|| panic!("no result at plan index {index}"));
+    match wire::decode("job result", &bytes).unwrap() {
+        ResultMessage::Inline(result) => *result,
+        stored => panic!("a small result is inline: {stored:?}"),
+    }
+}
+
+/// A fleet with a coordinator and no worker, `jobs` jobs of `run_id` accepted and (two of
+/// them, the budget) waiting in the queue.
+async fn queued_run(
+    run_id: &ProofId,
+    jobs: usize,
+) -> (ClusterSandbox, InProcess, async_nats::Client, kv::Store) {
+    let sandbox = ClusterSandbox::with_file_store();
+    let coordinator = sandbox.coordinator(PREFIX);
+    let client = sandbox.client().await;
+    let proofs = proofs_bucket(&client, PREFIX).await;
+    let tree = uploaded_tree(&sandbox).await;
+    assert!(matches!(
+        submit(&client, jobs_of(run_id, jobs, &tree)).await,
+        SubmitReply::Accepted { .. }
+    ));
+    sandbox.wait_for_pending(&client, PREFIX, 2).await;
+    (sandbox, coordinator, client, proofs)
+}
+
 /// Waits until `run_id`'s record says `status`.
 async fn wait_for_status(proofs: &kv::Store, run_id: &ProofId, status: ProofStatus) {
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
@@ -202,18 +227,9 @@ async fn wait_for_status(proofs: &kv::Store, run_id: &ProofId, status: ProofStat
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_cancelled_job_submission_runs_none_of_its_queued_jobs() {
-    let sandbox = ClusterSandbox::with_file_store();
-    let coordinator = sandbox.coordinator(PREFIX);
-    let client = sandbox.client().await;
-    let proofs = proofs_bucket(&client, PREFIX).await;
-    let tree = uploaded_tree(&sandbox).await;
     let run_id = ProofId("r-invoices-mutate-0007".into());
-    assert!(matches!(
-        submit(&client, jobs_of(&run_id, 3, &tree)).await,
-        SubmitReply::Accepted { .. }
-    ));
     // No worker yet: the jobs wait in the queue when the run is cancelled.
-    sandbox.wait_for_pending(&client, PREFIX, 2).await;
+    let (sandbox, coordinator, client, proofs) = queued_run(&run_id, 3).await;
     let reply = assay_coordinator::client::cancel(&client, &Subjects::new(PREFIX), &run_id)
         .await
         .unwrap();
@@ -240,31 +256,15 @@ async fn a_cancelled_job_submission_runs_none_of_its_queued_jobs() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_restarted_coordinator_resumes_an_unfinished_job_submission() {
-    let sandbox = ClusterSandbox::with_file_store();
-    let first = sandbox.coordinator(PREFIX);
-    let client = sandbox.client().await;
-    let proofs = proofs_bucket(&client, PREFIX).await;
-    let tree = uploaded_tree(&sandbox).await;
     let run_id = ProofId("r-invoices-suite-0042".into());
-    assert!(matches!(
-        submit(&client, jobs_of(&run_id, 4, &tree)).await,
-        SubmitReply::Accepted { .. }
-    ));
-    sandbox.wait_for_pending(&client, PREFIX, 2).await;
+    let (sandbox, first, _client, proofs) = queued_run(&run_id, 4).await;
     first.kill().await;
     // Another coordinator takes the lead once the first one's lease runs out.
     let second = sandbox.coordinator(PREFIX);
     let worker = sandbox.worker_with(sandbox.worker_config(PREFIX, "w-1"), Arc::new(Answer));
     wait_for_status(&proofs, &run_id, ProofStatus::Finished).await;
     for index in 0..4u32 {
-        let bytes = proofs
-            .get(keys::result(&run_id, index))
-            .await
-            .unwrap()
-            .unwrap_or_else(|| panic!("no result at plan index {index}"));
-        let ResultMessage::Inline(result) = wire::decode("job result", &bytes).unwrap() else {
-            panic!("a small result is inline");
-        };
+        let result = result_at(&proofs, &run_id, index).await;
         assert_eq!(result.worker.0, format!("answered-{index}"));
     }
     assert!(proofs.get(keys::evidence(&run_id)).await.unwrap().is_none());

@@ -258,7 +258,7 @@ pub async fn status(args: &StatusArgs) -> Result<u8, Failure> {
         .await
         .map_err(|e| Failure::infrastructure(e.into()))?;
     for (record, progress) in all {
-        let id = &record.submission.proof_id;
+        let id = record.submission.id();
         if args.proof_id.as_deref().is_some_and(|p| p != id.as_str()) {
             continue;
         }

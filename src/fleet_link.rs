@@ -10,7 +10,6 @@ use anyhow::anyhow;
 use assay_common::TreeId;
 use assay_common::fleet::Subjects;
 use assay_common::nats_permissions::Role;
-use assay_common::runner::RunnerKind;
 use assay_coordinator::cluster_queue::ClusterQueue;
 use assay_transport::queue::JobQueue;
 use assay_transport::store::ArtifactStore;
@@ -101,8 +100,7 @@ pub struct QueueChoice<'a> {
     /// The tree the jobs run on; uploaded to the store first on a fleet.
     pub tree: &'a TreeId,
     pub subject_prefix: &'a str,
-    /// How `assay status` labels the run's submissions: the runner and the kind of run.
-    pub runner: RunnerKind,
+    /// The kind of run, which labels its submissions in their records.
     pub kind: &'static str,
     pub pass_env: &'a [String],
     pub slots: usize,
@@ -125,7 +123,6 @@ pub async fn job_queue(
                 fleet.proofs.clone(),
                 choice.store.clone(),
                 choice.repo.display().to_string(),
-                choice.runner,
                 choice.kind,
             );
             Ok((Box::new(queue), None))

@@ -197,7 +197,6 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
         repo: &repo,
         tree: &tree,
         subject_prefix: &args.fleet.subject_prefix,
-        runner,
         kind: "mutate",
         pass_env: &args.guest_env.pass_env,
         slots,

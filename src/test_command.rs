@@ -155,7 +155,6 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
         repo: &repo,
         tree: &tree,
         subject_prefix: &args.fleet.subject_prefix,
-        runner: setup.runner.kind_on_fleet(),
         kind: "suite",
         pass_env: &args.guest_env.pass_env,
         slots: jobs,

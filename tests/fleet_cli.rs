@@ -1,17 +1,18 @@
-//! Fleet mode through the real binary: `assay coordinator` and `assay worker` processes on a
-//! real JetStream server and a real S3 server, driven by `assay prove --cluster`, `assay status`,
+//! Fleet mode through the real binary (`ClusterSandbox`): `assay coordinator` and `assay
+//! worker` processes on a real JetStream server and a real S3 server, driven by `assay prove --cluster`, `assay status`,
 //! `assay results` and `assay cancel`, and the faults a user meets at submit and mid-proof.
 
 mod support;
 
+use assay_test_support::cluster::{
+    ClusterSandbox, FleetProcess, NatsSetup, ProcessSpec, StoreKind,
+};
 use async_nats::jetstream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use support::servers::{self, ServerGuard, free_port, http_get, metric, metric_sum, s3_env};
+use support::servers::{self, free_port, http_get, s3_env};
 use support::{Repo, Run};
-
-const BUCKET: &str = "assay-artifacts";
 
 /// A pricing module whose discount is lost on the base and applied on the candidate; the new
 /// test sleeps `sleep_secs`, so jobs last long enough to act on a running proof.
@@ -39,191 +40,119 @@ fn pricing_repo(sleep_secs: f64) -> Repo {
     repo
 }
 
-/// A service process, killed if the test ends before it stopped.
-struct Service {
-    child: Child,
-    log: PathBuf,
-    http_port: u16,
+/// The fleet of these tests (`ClusterSandbox`): nats-server and an S3 server.
+fn start_fleet() -> ClusterSandbox {
+    ClusterSandbox::start(StoreKind::S3)
 }
 
-impl Service {
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    fn wait_for_log(&self, text: &str) {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while !self.log().contains(text) {
-            assert!(
-                Instant::now() < deadline,
-                "no {text:?} in the log:\n{}",
-                self.log()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn metric(&self, name: &str) -> Option<u64> {
-        metric(&http_get(self.http_port, "/metrics")?, name)
-    }
-
-    fn metric_sum(&self, name: &str) -> Option<u64> {
-        metric_sum(&http_get(self.http_port, "/metrics")?, name)
-    }
-
-    /// SIGTERM, then the exit code.
-    fn terminate(mut self) -> Option<i32> {
-        let status = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(status.success());
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status.code();
-            }
-            assert!(Instant::now() < deadline, "the service ignored SIGTERM");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
+/// `assay {args}` against `fleet`, with a state directory of the test's own.
+fn fleet_command(fleet: &ClusterSandbox, args: &[&str]) -> Command {
+    let mut command = support::assay();
+    command
+        .args(args)
+        .envs(fleet.env())
+        .env("ASSAY_STATE_DIR", fleet.dir().join("state"));
+    command
 }
 
-impl Drop for Service {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// The service process `name` running `assay {args}` against `fleet`.
+fn service_spec(fleet: &ClusterSandbox, name: &str, args: &[&str]) -> ProcessSpec {
+    fleet
+        .process(Path::new(env!("CARGO_BIN_EXE_assay")), name, args)
+        .envs(service_env(fleet, name))
 }
 
-struct Fleet {
-    nats: ServerGuard,
-    s3: ServerGuard,
-    dir: tempfile::TempDir,
+/// What every service of these tests gets: the binary's test signing key, the test's state
+/// directory and a tree cache of its own.
+fn service_env(fleet: &ClusterSandbox, name: &str) -> Vec<(String, String)> {
+    let path = |path: PathBuf| path.display().to_string();
+    vec![
+        (
+            "ASSAY_CACHE_KEY_FILE".into(),
+            path(support::cache_key_file()),
+        ),
+        ("ASSAY_STATE_DIR".into(), path(fleet.dir().join("state"))),
+        (
+            "ASSAY_TREE_CACHE_DIR".into(),
+            path(fleet.dir().join(format!("{name}-trees"))),
+        ),
+    ]
 }
 
-impl Fleet {
-    fn start() -> Self {
-        Self {
-            nats: servers::start_nats(),
-            s3: servers::start_s3(BUCKET),
-            dir: tempfile::tempdir().unwrap(),
-        }
-    }
+fn service(fleet: &ClusterSandbox, name: &str, args: &[&str]) -> FleetProcess {
+    service_spec(fleet, name, args).start()
+}
 
-    fn url(&self) -> String {
-        format!("nats://127.0.0.1:{}", self.nats.port)
-    }
+fn coordinator(fleet: &ClusterSandbox) -> FleetProcess {
+    service_spec(fleet, "coordinator", &["coordinator"])
+        .ready("coordinator started")
+        .start()
+}
 
-    fn command(&self, args: &[&str]) -> Command {
-        let mut command = support::assay();
-        command
-            .args(args)
-            .env("ASSAY_NATS_URL", self.url())
-            .env("ASSAY_STORE", format!("s3://{BUCKET}"))
-            .env("ASSAY_STATE_DIR", self.dir.path().join("state"))
-            .envs(s3_env(self.s3.port));
-        command
-    }
+fn worker(fleet: &ClusterSandbox, name: &str, slots: &str) -> FleetProcess {
+    worker_with(fleet, name, slots, &[])
+}
 
-    fn service(&self, name: &str, args: &[&str]) -> Service {
-        self.service_with(name, args, &[])
-    }
+/// A process-sandbox worker started with `env` on top of this test's environment.
+fn worker_with(
+    fleet: &ClusterSandbox,
+    name: &str,
+    slots: &str,
+    env: &[(&str, String)],
+) -> FleetProcess {
+    let args = ["worker", "--slots", slots, "--sandbox", "process"];
+    service_spec(fleet, name, &args)
+        .envs(env.iter().map(|(k, v)| ((*k).to_owned(), v.clone())))
+        .ready("worker started")
+        .start()
+}
 
-    fn service_with(&self, name: &str, args: &[&str], env: &[(&str, String)]) -> Service {
-        let http_port = free_port();
-        let log = self.dir.path().join(format!("{name}.log"));
-        let child = self
-            .command(args)
-            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-            .env("ASSAY_LOG", "info")
-            .env("ASSAY_HTTP_LISTEN", format!("127.0.0.1:{http_port}"))
-            .env(
-                "ASSAY_TREE_CACHE_DIR",
-                self.dir.path().join(format!("{name}-trees")),
-            )
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap();
-        Service {
-            child,
-            log,
-            http_port,
-        }
-    }
+fn prove(fleet: &ClusterSandbox, repo: &Repo, json: &Path, extra: &[&str]) -> Command {
+    prove_between(fleet, repo, ("main~1", "HEAD"), json, extra)
+}
 
-    fn coordinator(&self) -> Service {
-        let coordinator = self.service("coordinator", &["coordinator"]);
-        coordinator.wait_for_log("coordinator started");
-        coordinator
-    }
+fn prove_between(
+    fleet: &ClusterSandbox,
+    repo: &Repo,
+    (base, candidate): (&str, &str),
+    json: &Path,
+    extra: &[&str],
+) -> Command {
+    let mut command = fleet_command(fleet, &["prove", "--cluster", &fleet.nats_url()]);
+    command
+        .arg("-C")
+        .arg(repo.path())
+        .args([
+            "--base",
+            base,
+            "--candidate",
+            candidate,
+            "--criterion",
+            "test: test_discount_is_applied",
+            "--criterion",
+            "guard: test_full_price",
+        ])
+        .args(extra)
+        .arg("--json")
+        .arg(json);
+    command
+}
 
-    fn worker(&self, name: &str, slots: &str) -> Service {
-        self.worker_with(name, slots, &[])
-    }
+fn fleet_run(fleet: &ClusterSandbox, args: &[&str]) -> Run {
+    support::run(fleet_command(fleet, args), None)
+}
 
-    /// A process-sandbox worker started with `env` on top of this test's environment.
-    fn worker_with(&self, name: &str, slots: &str, env: &[(&str, String)]) -> Service {
-        let args = ["worker", "--slots", slots, "--sandbox", "process"];
-        let worker = self.service_with(name, &args, env);
-        worker.wait_for_log("worker started");
-        worker
-    }
+async fn jobs_consumer(fleet: &ClusterSandbox) -> jetstream::consumer::Info {
+    fleet
+        .jobs_consumer_info(&fleet.client().await, "assay")
+        .await
+}
 
-    fn prove(&self, repo: &Repo, json: &Path, extra: &[&str]) -> Command {
-        self.prove_between(repo, ("main~1", "HEAD"), json, extra)
-    }
-
-    fn prove_between(
-        &self,
-        repo: &Repo,
-        (base, candidate): (&str, &str),
-        json: &Path,
-        extra: &[&str],
-    ) -> Command {
-        let mut command = self.command(&["prove", "--cluster", &self.url()]);
-        command
-            .arg("-C")
-            .arg(repo.path())
-            .args([
-                "--base",
-                base,
-                "--candidate",
-                candidate,
-                "--criterion",
-                "test: test_discount_is_applied",
-                "--criterion",
-                "guard: test_full_price",
-            ])
-            .args(extra)
-            .arg("--json")
-            .arg(json);
-        command
-    }
-
-    fn run(&self, args: &[&str]) -> Run {
-        support::run(self.command(args), None)
-    }
-
-    async fn jobs_consumer(&self) -> jetstream::consumer::Info {
-        let client = async_nats::connect(self.url()).await.unwrap();
-        let mut consumer: jetstream::consumer::PullConsumer = jetstream::new(client)
-            .get_stream("ASSAY_JOBS")
-            .await
-            .unwrap()
-            .get_consumer("assay-workers")
-            .await
-            .unwrap();
-        consumer.info().await.unwrap().clone()
-    }
-
-    async fn wait_for_a_running_job(&self) {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while self.jobs_consumer().await.num_ack_pending == 0 {
-            assert!(Instant::now() < deadline, "no job started");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+async fn wait_for_a_running_job(fleet: &ClusterSandbox) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while jobs_consumer(fleet).await.num_ack_pending == 0 {
+        assert!(Instant::now() < deadline, "no job started");
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 
@@ -287,19 +216,23 @@ async fn an_unreachable_store_at_submit_exits_3_with_one_line() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_store_going_down_mid_proof_is_an_infrastructure_abort_not_a_test_failure() {
-    let mut fleet = Fleet::start();
+    let mut fleet = start_fleet();
     let repo = pricing_repo(3.0);
-    let _coordinator = fleet.coordinator();
-    let _worker = fleet.worker("worker-a", "1");
-    let json = fleet.dir.path().join("proof.json");
-    let proof = fleet
-        .prove(&repo, &json, &["--jobs", "1", "--repeats", "1", "--quiet"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    fleet.wait_for_a_running_job().await;
-    fleet.s3.kill();
+    let _coordinator = coordinator(&fleet);
+    let _worker = worker(&fleet, "worker-a", "1");
+    let json = fleet.dir().join("proof.json");
+    let proof = prove(
+        &fleet,
+        &repo,
+        &json,
+        &["--jobs", "1", "--repeats", "1", "--quiet"],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    wait_for_a_running_job(&fleet).await;
+    fleet.kill_store();
     let out = tokio::task::spawn_blocking(move || proof.wait_with_output())
         .await
         .unwrap()
@@ -325,15 +258,15 @@ async fn the_store_going_down_mid_proof_is_an_infrastructure_abort_not_a_test_fa
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_results_and_cancel_against_a_running_fleet() {
-    let fleet = Fleet::start();
-    let coordinator = fleet.coordinator();
-    let worker = fleet.worker("worker-a", "1");
+    let fleet = start_fleet();
+    let coordinator = coordinator(&fleet);
+    let worker = worker(&fleet, "worker-a", "1");
 
     // A finished proof: status shows it, results returns its evidence and exit code.
     let quick = pricing_repo(0.0);
-    let quick_json = fleet.dir.path().join("quick.json");
+    let quick_json = fleet.dir().join("quick.json");
     let proved = support::run(
-        fleet.prove(&quick, &quick_json, &["--repeats", "1", "--quiet"]),
+        prove(&fleet, &quick, &quick_json, &["--repeats", "1", "--quiet"]),
         Some(quick_json.clone()),
     );
     assert_eq!(proved.code, 0, "{}", proved.explain());
@@ -345,7 +278,7 @@ async fn status_results_and_cancel_against_a_running_fleet() {
         .map_or(0, Vec::len)
         + 1;
     assert!(mutation_jobs > 1, "{evidence:#}");
-    let status = fleet.run(&["status"]);
+    let status = fleet_run(&fleet, &["status"]);
     assert_eq!(status.code, 0, "{}", status.explain());
     assert_eq!(
         lines(&status.stdout),
@@ -353,13 +286,16 @@ async fn status_results_and_cancel_against_a_running_fleet() {
             "{quick_id}\tfinished\t4/4 jobs, mutation {mutation_jobs}/{mutation_jobs} jobs"
         )]
     );
-    let results_json = fleet.dir.path().join("results.json");
-    let results = fleet.run(&[
-        "results",
-        &quick_id,
-        "--json",
-        results_json.to_str().unwrap(),
-    ]);
+    let results_json = fleet.dir().join("results.json");
+    let results = fleet_run(
+        &fleet,
+        &[
+            "results",
+            &quick_id,
+            "--json",
+            results_json.to_str().unwrap(),
+        ],
+    );
     assert_eq!(results.code, 0, "{}", results.explain());
     assert!(
         results
@@ -374,19 +310,19 @@ async fn status_results_and_cancel_against_a_running_fleet() {
 
     // A slow proof, cancelled while its first job runs.
     let slow = pricing_repo(4.0);
-    let slow_json = fleet.dir.path().join("slow.json");
-    let slow_run = fleet
-        .prove(
-            &slow,
-            &slow_json,
-            &["--repeats", "3", "--jobs", "2", "--quiet", "--no-mutation"],
-        )
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    fleet.wait_for_a_running_job().await;
-    let listed = fleet.run(&["status"]);
+    let slow_json = fleet.dir().join("slow.json");
+    let slow_run = prove(
+        &fleet,
+        &slow,
+        &slow_json,
+        &["--repeats", "3", "--jobs", "2", "--quiet", "--no-mutation"],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    wait_for_a_running_job(&fleet).await;
+    let listed = fleet_run(&fleet, &["status"]);
     let slow_line = lines(&listed.stdout)
         .into_iter()
         .find(|l| !l.starts_with(&quick_id))
@@ -394,10 +330,10 @@ async fn status_results_and_cancel_against_a_running_fleet() {
         .unwrap_or_else(|| panic!("{}", listed.explain()));
     let slow_id = slow_line.split('\t').next().unwrap().to_owned();
     assert_eq!(slow_line, format!("{slow_id}\trunning\t0/8 jobs"));
-    let one = fleet.run(&["status", &slow_id]);
+    let one = fleet_run(&fleet, &["status", &slow_id]);
     assert_eq!(lines(&one.stdout), [slow_line.as_str()]);
 
-    let cancel = fleet.run(&["cancel", &slow_id]);
+    let cancel = fleet_run(&fleet, &["cancel", &slow_id]);
     assert_eq!(cancel.code, 0, "{}", cancel.explain());
     assert_eq!(lines(&cancel.stdout), [format!("cancelled {slow_id}")]);
     let submitter = tokio::task::spawn_blocking(move || slow_run.wait_with_output())
@@ -427,7 +363,7 @@ async fn status_results_and_cancel_against_a_running_fleet() {
         coordinator.log()
     );
     // The queued jobs were purged and nothing of the proof is running: none of them will run.
-    let consumer = fleet.jobs_consumer().await;
+    let consumer = jobs_consumer(&fleet).await;
     assert_eq!(
         (consumer.num_pending, consumer.num_ack_pending),
         (0, 0),
@@ -437,19 +373,19 @@ async fn status_results_and_cancel_against_a_running_fleet() {
         worker.metric_sum("assay_job_outcomes_total"),
         Some((4 + mutation_jobs + 1) as u64)
     );
-    let after = fleet.run(&["status", &slow_id]);
+    let after = fleet_run(&fleet, &["status", &slow_id]);
     assert_eq!(
         lines(&after.stdout),
         [format!("{slow_id}\tcancelled\t0/8 jobs")]
     );
-    let again = fleet.run(&["cancel", &slow_id]);
+    let again = fleet_run(&fleet, &["cancel", &slow_id]);
     assert_eq!(again.code, 2, "{}", again.explain());
     assert!(
         again.stderr.contains("is not running (cancelled)"),
         "{}",
         again.explain()
     );
-    let no_results = fleet.run(&["results", &slow_id]);
+    let no_results = fleet_run(&fleet, &["results", &slow_id]);
     assert_eq!(no_results.code, 2, "{}", no_results.explain());
     assert!(
         no_results.stderr.contains("has no evidence yet"),
@@ -464,25 +400,27 @@ async fn status_results_and_cancel_against_a_running_fleet() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fleet_halt_holds_a_proofs_jobs_back_until_resume() {
-    let fleet = Fleet::start();
+    let fleet = start_fleet();
     let repo = pricing_repo(0.0);
-    let coordinator = fleet.coordinator();
-    let _worker = fleet.worker("worker-a", "1");
-    let url = fleet.url();
-    let halt = fleet.run(&[
-        "halt",
-        "--cluster",
-        &url,
-        "--reason",
-        "invoice database migration",
-    ]);
+    let coordinator = coordinator(&fleet);
+    let _worker = worker(&fleet, "worker-a", "1");
+    let url = fleet.nats_url();
+    let halt = fleet_run(
+        &fleet,
+        &[
+            "halt",
+            "--cluster",
+            &url,
+            "--reason",
+            "invoice database migration",
+        ],
+    );
     assert_eq!(halt.code, 0, "{}", halt.explain());
     coordinator.wait_for_log("fleet halted");
 
-    let json = fleet.dir.path().join("proof.json");
-    let stderr_path = fleet.dir.path().join("prove.stderr");
-    let proof = fleet
-        .prove(&repo, &json, &["--jobs", "1", "--repeats", "1"])
+    let json = fleet.dir().join("proof.json");
+    let stderr_path = fleet.dir().join("prove.stderr");
+    let proof = prove(&fleet, &repo, &json, &["--jobs", "1", "--repeats", "1"])
         .stdout(Stdio::piped())
         .stderr(std::fs::File::create(&stderr_path).unwrap())
         .spawn()
@@ -500,7 +438,7 @@ async fn a_fleet_halt_holds_a_proofs_jobs_back_until_resume() {
     );
     // Held back: a second later still no job of the proof has reached the queue.
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let consumer = fleet.jobs_consumer().await;
+    let consumer = jobs_consumer(&fleet).await;
     assert_eq!(
         (
             consumer.num_pending,
@@ -510,14 +448,14 @@ async fn a_fleet_halt_holds_a_proofs_jobs_back_until_resume() {
         (0, 0, 0),
         "{consumer:?}"
     );
-    let status = fleet.run(&["status"]);
+    let status = fleet_run(&fleet, &["status"]);
     assert!(
         status.stdout.contains("running\t0/4 jobs"),
         "{}",
         status.explain()
     );
 
-    let resume = fleet.run(&["resume", "--cluster", &url]);
+    let resume = fleet_run(&fleet, &["resume", "--cluster", &url]);
     assert_eq!(resume.code, 0, "{}", resume.explain());
     assert!(
         resume.stdout.contains("admission resumed"),
@@ -543,7 +481,7 @@ async fn a_fleet_halt_holds_a_proofs_jobs_back_until_resume() {
     // base suite runs the change's new test against the old code, so it fails there.
     let proof_id = evidence["proof_id"].as_str().unwrap();
     let repo_dir = repo.path().display().to_string();
-    let history = fleet.run(&["history", "-C", &repo_dir, "--json"]);
+    let history = fleet_run(&fleet, &["history", "-C", &repo_dir, "--json"]);
     assert_eq!(history.code, 0, "{}", history.explain());
     let history: serde_json::Value = serde_json::from_str(&history.stdout).unwrap();
     let runs: Vec<(&str, &str)> = history["runs"]
@@ -587,7 +525,7 @@ fn documented_service_commands() -> Vec<Vec<String>> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_documented_one_host_fleet_starts_both_services_and_proves() {
-    let fleet = Fleet::start();
+    let fleet = start_fleet();
     let commands = documented_service_commands();
     assert_eq!(commands.len(), 2, "{commands:?}");
     let mut services = Vec::new();
@@ -599,41 +537,29 @@ async fn the_documented_one_host_fleet_starts_both_services_and_proves() {
     ]) {
         let argv: Vec<String> = argv
             .iter()
-            .map(|word| word.replace("nats://127.0.0.1:4222", &fleet.url()))
+            .map(|word| word.replace("nats://127.0.0.1:4222", &fleet.nats_url()))
             .collect();
-        let log = fleet.dir.path().join(format!("{name}.log"));
-        let child = support::assay()
-            .args(&argv)
-            .env("ASSAY_LOG", "info")
-            .env("ASSAY_STATE_DIR", fleet.dir.path().join("state"))
-            .env(
-                "ASSAY_TREE_CACHE_DIR",
-                fleet.dir.path().join(format!("{name}-trees")),
-            )
-            .envs(s3_env(fleet.s3.port))
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap();
-        let service = Service {
-            child,
-            log,
-            http_port: port,
-        };
-        service.wait_for_log(started);
+        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+        let service = fleet
+            .bare_process(Path::new(env!("CARGO_BIN_EXE_assay")), name, &argv)
+            .envs(service_env(&fleet, name))
+            .envs(fleet.s3_port().map(s3_env).unwrap_or_default())
+            .probes_on_default(port)
+            .ready(started)
+            .start();
         services.push(service);
     }
     for service in &services {
         assert!(
-            http_get(service.http_port, "/healthz").is_some(),
+            http_get(service.http_port(), "/healthz").is_some(),
             "no probes on 127.0.0.1:{}:\n{}",
-            service.http_port,
+            service.http_port(),
             service.log()
         );
     }
     let repo = pricing_repo(0.0);
-    let json = fleet.dir.path().join("proof.json");
-    let run = support::run(fleet.prove(&repo, &json, &["--no-mutation"]), Some(json));
+    let json = fleet.dir().join("proof.json");
+    let run = support::run(prove(&fleet, &repo, &json, &["--no-mutation"]), Some(json));
     assert_eq!(run.code, 0, "{}", run.explain());
     for service in services {
         assert_eq!(service.terminate(), Some(0));
@@ -644,9 +570,9 @@ async fn the_documented_one_host_fleet_starts_both_services_and_proves() {
 /// the regression test on the candidate alone, as embedded mode does, and says so.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_test_only_change_granted_the_exception_is_proven_on_a_fleet() {
-    let fleet = Fleet::start();
-    let _coordinator = fleet.coordinator();
-    let _worker = fleet.worker("w1", "2");
+    let fleet = start_fleet();
+    let _coordinator = coordinator(&fleet);
+    let _worker = worker(&fleet, "w1", "2");
     let repo = Repo::new();
     repo.write(
         "pricing.py",
@@ -663,15 +589,20 @@ async fn a_test_only_change_granted_the_exception_is_proven_on_a_fleet() {
         "import unittest\n\nfrom pricing import price\n\n\nclass PriceTests(unittest.TestCase):\n    def test_full_price(self):\n        self.assertEqual(price(40), 40)\n\n    def test_discount_is_applied(self):\n        self.assertEqual(price(40, discount=0.25), 30)\n",
     );
     repo.commit("tests: the discount is applied");
-    let json = fleet.dir.path().join("proof.json");
-    let refused = support::run(fleet.prove(&repo, &json, &["--no-mutation"]), None);
+    let json = fleet.dir().join("proof.json");
+    let refused = support::run(prove(&fleet, &repo, &json, &["--no-mutation"]), None);
     assert_eq!(refused.code, 2, "{}", refused.explain());
     assert!(
         refused.stderr.contains("--allow-test-only"),
         "{}",
         refused.explain()
     );
-    let granted = fleet.prove(&repo, &json, &["--no-mutation", "--allow-test-only"]);
+    let granted = prove(
+        &fleet,
+        &repo,
+        &json,
+        &["--no-mutation", "--allow-test-only"],
+    );
     let run = support::run(granted, Some(json));
     assert_eq!(run.code, 0, "{}", run.explain());
     let evidence = run.evidence.as_ref().expect("evidence");
@@ -685,11 +616,11 @@ async fn a_test_only_change_granted_the_exception_is_proven_on_a_fleet() {
 /// the proof's jobs do: the coordinator has the planned jobs, not the CLI's flags.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_junit_proofs_mutation_check_runs_on_a_fleet() {
-    let fleet = Fleet::start();
-    let _coordinator = fleet.coordinator();
-    let _worker = fleet.worker("worker-a", "2");
+    let fleet = start_fleet();
+    let _coordinator = coordinator(&fleet);
+    let _worker = worker(&fleet, "worker-a", "2");
     let repo = pricing_repo(0.0);
-    let json = fleet.dir.path().join("proof.json");
+    let json = fleet.dir().join("proof.json");
     let junit = [
         "--runner",
         "junit",
@@ -700,28 +631,27 @@ async fn a_junit_proofs_mutation_check_runs_on_a_fleet() {
         "--repeats",
         "2",
     ];
-    let run = support::run(fleet.prove(&repo, &json, &junit), Some(json));
+    let run = support::run(prove(&fleet, &repo, &json, &junit), Some(json));
     assert_eq!(run.code, 0, "{}", run.explain());
     support::assert_every_mutant_ran_and_one_was_killed(&run);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_mutation_phase_shows_in_status_and_cancel_stops_it() {
-    let fleet = Fleet::start();
-    let coordinator = fleet.coordinator();
-    let worker = fleet.worker("worker-a", "1");
+    let fleet = start_fleet();
+    let coordinator = coordinator(&fleet);
+    let worker = worker(&fleet, "worker-a", "1");
     // Every job runs the slow new test, so the mutation phase lasts long enough to watch.
     let repo = pricing_repo(1.5);
-    let json = fleet.dir.path().join("proof.json");
-    let submitter = fleet
-        .prove(&repo, &json, &["--repeats", "1", "--jobs", "1"])
+    let json = fleet.dir().join("proof.json");
+    let submitter = prove(&fleet, &repo, &json, &["--repeats", "1", "--jobs", "1"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(90);
     let line = loop {
-        let status = fleet.run(&["status"]);
+        let status = fleet_run(&fleet, &["status"]);
         if let Some(line) = lines(&status.stdout)
             .into_iter()
             .find(|l| l.contains(", mutation "))
@@ -742,7 +672,7 @@ async fn the_mutation_phase_shows_in_status_and_cancel_stops_it() {
         "{line}\n{}",
         coordinator.log()
     );
-    let cancel = fleet.run(&["cancel", &proof_id]);
+    let cancel = fleet_run(&fleet, &["cancel", &proof_id]);
     assert_eq!(cancel.code, 0, "{}", cancel.explain());
     let output = tokio::task::spawn_blocking(move || submitter.wait_with_output())
         .await
@@ -758,14 +688,14 @@ async fn the_mutation_phase_shows_in_status_and_cancel_stops_it() {
     // No mutant of the cancelled proof is left queued.
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let consumer = fleet.jobs_consumer().await;
+        let consumer = jobs_consumer(&fleet).await;
         if (consumer.num_pending, consumer.num_ack_pending) == (0, 0) {
             break;
         }
         assert!(Instant::now() < deadline, "{consumer:?}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let after = fleet.run(&["status", &proof_id]);
+    let after = fleet_run(&fleet, &["status", &proof_id]);
     assert!(
         lines(&after.stdout)
             .first()
@@ -919,30 +849,24 @@ async fn under_the_shipped_permissions_each_command_runs_as_its_own_user() {
     let certs = tempfile::tempdir().unwrap();
     servers::make_certificates(certs.path());
     let cert = |name: &str| certs.path().join(name).display().to_string();
-    let nats = servers::start_nats_with_config_and_env(
-        |port, dir| {
-            std::fs::write(
-                dir.join("permissions.conf"),
-                include_str!("../deploy/nats/permissions.conf"),
-            )
-            .unwrap();
-            format!(
-                "listen: \"127.0.0.1:{port}\"\njetstream {{\n  store_dir: {:?}\n}}\ntls {{\n  cert_file: {:?}\n  key_file: {:?}\n  ca_file: {:?}\n  verify: true\n}}\ninclude \"permissions.conf\"\n",
-                dir.join("js").display().to_string(),
+    let fleet = ClusterSandbox::start_with_nats(
+        StoreKind::S3,
+        NatsSetup {
+            config: format!(
+                "tls {{\n  cert_file: {:?}\n  key_file: {:?}\n  ca_file: {:?}\n  verify: true\n}}\ninclude \"permissions.conf\"\n",
                 cert("server.pem"),
                 cert("server.key"),
                 cert("ca.pem"),
-            )
+            ),
+            env: env.clone(),
+            files: vec![(
+                "permissions.conf".into(),
+                include_str!("../deploy/nats/permissions.conf").into(),
+            )],
         },
-        &env,
     );
-    let fleet = Fleet {
-        nats,
-        s3: servers::start_s3(BUCKET),
-        dir: tempfile::tempdir().unwrap(),
-    };
     let user = |role: &str| -> Vec<String> {
-        let file = fleet.dir.path().join(format!("{role}.password"));
+        let file = fleet.dir().join(format!("{role}.password"));
         let (_, password) = &env[roles.iter().position(|r| *r == role).unwrap()];
         std::fs::write(&file, format!("{password}\n")).unwrap();
         vec![
@@ -966,7 +890,8 @@ async fn under_the_shipped_permissions_each_command_runs_as_its_own_user() {
             .collect()
     };
     let coordinator_args = with(&["coordinator"], "coordinator");
-    let coordinator = fleet.service(
+    let coordinator = service(
+        &fleet,
         "coordinator",
         &coordinator_args
             .iter()
@@ -978,20 +903,22 @@ async fn under_the_shipped_permissions_each_command_runs_as_its_own_user() {
         &["worker", "--slots", "2", "--sandbox", "process"],
         "worker",
     );
-    let worker = fleet.service(
+    let worker = service(
+        &fleet,
         "worker",
         &worker_args.iter().map(String::as_str).collect::<Vec<_>>(),
     );
     worker.wait_for_log("worker started");
 
     let repo = pricing_repo(0.0);
-    let json = fleet.dir.path().join("proof.json");
+    let json = fleet.dir().join("proof.json");
     let submitter = user("submitter");
     let mut extra = vec!["--no-mutation"];
     extra.extend(submitter.iter().map(String::as_str));
-    let run = support::run(fleet.prove(&repo, &json, &extra), Some(json));
+    let run = support::run(prove(&fleet, &repo, &json, &extra), Some(json));
     assert_eq!(run.code, 0, "{}", run.explain());
-    let status = fleet.run(
+    let status = fleet_run(
+        &fleet,
         &with(&["status"], "submitter")
             .iter()
             .map(String::as_str)
@@ -1004,13 +931,21 @@ async fn under_the_shipped_permissions_each_command_runs_as_its_own_user() {
     let user_only: Vec<String> = user("submitter").into_iter().take(6).collect();
     let mut plain = vec!["status".to_owned()];
     plain.extend(user_only);
-    let plain = fleet.run(&plain.iter().map(String::as_str).collect::<Vec<_>>());
+    let plain = fleet_run(
+        &fleet,
+        &plain.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
     assert_eq!(plain.code, 3, "{}", plain.explain());
-    assert!(plain.stderr.contains(&fleet.url()), "{}", plain.explain());
+    assert!(
+        plain.stderr.contains(&fleet.nats_url()),
+        "{}",
+        plain.explain()
+    );
 
-    let refused = fleet.run(
+    let refused = fleet_run(
+        &fleet,
         &with(
-            &["halt", "--cluster", &fleet.url(), "--reason", "freeze"],
+            &["halt", "--cluster", &fleet.nats_url(), "--reason", "freeze"],
             "submitter",
         )
         .iter()
@@ -1026,10 +961,11 @@ async fn under_the_shipped_permissions_each_command_runs_as_its_own_user() {
         refused.explain()
     );
     for args in [
-        &["halt", "--cluster", &fleet.url(), "--reason", "freeze"][..],
-        &["resume", "--cluster", &fleet.url()],
+        &["halt", "--cluster", &fleet.nats_url(), "--reason", "freeze"][..],
+        &["resume", "--cluster", &fleet.nats_url()],
     ] {
-        let run = fleet.run(
+        let run = fleet_run(
+            &fleet,
             &with(args, "operator")
                 .iter()
                 .map(String::as_str)
@@ -1043,13 +979,13 @@ async fn under_the_shipped_permissions_each_command_runs_as_its_own_user() {
 
 /// A coordinator whose `[cache]` declares `sandbox` (TOML of `[cache.sandbox]`, none: no
 /// declaration) and signs with the key in `cache.key`.
-fn cached_coordinator(fleet: &Fleet, sandbox: Option<&str>) -> Service {
-    let key = fleet.dir.path().join("cache.key");
+fn cached_coordinator(fleet: &ClusterSandbox, sandbox: Option<&str>) -> FleetProcess {
+    let key = fleet.dir().join("cache.key");
     std::fs::write(&key, "a8f3c91e5b2d47e09c6a1f8b3d5e7a2c4b6d8f0e").unwrap();
     let declared = sandbox
         .map(|s| format!("interpreter = \"python3 of the workers' host\"\n[cache.sandbox]\n{s}\n"))
         .unwrap_or_default();
-    let config = fleet.dir.path().join("coordinator.toml");
+    let config = fleet.dir().join("coordinator.toml");
     std::fs::write(
         &config,
         format!(
@@ -1058,7 +994,8 @@ fn cached_coordinator(fleet: &Fleet, sandbox: Option<&str>) -> Service {
         ),
     )
     .unwrap();
-    let coordinator = fleet.service(
+    let coordinator = service(
+        fleet,
         "coordinator",
         &["coordinator", "--config", config.to_str().unwrap()],
     );
@@ -1084,19 +1021,15 @@ fn served_by_side(run: &Run) -> Vec<(String, bool)> {
 }
 
 /// Jobs the worker has finished so far.
-fn jobs_run(worker: &Service) -> u64 {
+fn jobs_run(worker: &FleetProcess) -> u64 {
     worker.metric_sum("assay_job_outcomes_total").unwrap_or(0)
 }
 
-fn fleet_store(fleet: &Fleet) -> assay_transport::store::ObjectArtifactStore {
-    assay_transport::store::open_store(
-        &format!("s3://{BUCKET}"),
-        &servers::s3_options(fleet.s3.port),
-    )
-    .unwrap()
+fn fleet_store(fleet: &ClusterSandbox) -> assay_transport::store::ObjectArtifactStore {
+    assay_transport::store::open_store(&fleet.store_url(), &fleet.store_options()).unwrap()
 }
 
-async fn cache_entries(fleet: &Fleet) -> Vec<assay_engine::result_cache::CacheEntry> {
+async fn cache_entries(fleet: &ClusterSandbox) -> Vec<assay_engine::result_cache::CacheEntry> {
     use assay_transport::store::ArtifactStore;
     let store = fleet_store(fleet);
     let mut entries = Vec::new();
@@ -1113,19 +1046,19 @@ async fn cache_entries(fleet: &Fleet) -> Vec<assay_engine::result_cache::CacheEn
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fleet_re_proof_after_a_product_only_edit_serves_the_base_side_from_the_cache() {
-    let fleet = Fleet::start();
+    let fleet = start_fleet();
     let coordinator = cached_coordinator(&fleet, Some(PROCESS_SANDBOX));
     assert!(
         coordinator.log().contains("result cache on"),
         "{}",
         coordinator.log()
     );
-    let worker = fleet.worker("worker", "2");
+    let worker = worker(&fleet, "worker", "2");
     let repo = pricing_repo(0.0);
     let base = repo.git(&["rev-parse", "HEAD~1"]).trim().to_owned();
-    let json = fleet.dir.path().join("first.json");
+    let json = fleet.dir().join("first.json");
     let first = support::run(
-        fleet.prove_between(&repo, (&base, "HEAD"), &json, &["--no-mutation"]),
+        prove_between(&fleet, &repo, (&base, "HEAD"), &json, &["--no-mutation"]),
         Some(json),
     );
     assert_eq!(first.code, 0, "{}", first.explain());
@@ -1143,9 +1076,9 @@ async fn a_fleet_re_proof_after_a_product_only_edit_serves_the_base_side_from_th
         "def price(amount, discount=0.0):\n    discounted = amount * (1 - discount)\n    return round(discounted, 2)\n",
     );
     repo.commit("pricing: name the discounted amount");
-    let json = fleet.dir.path().join("second.json");
+    let json = fleet.dir().join("second.json");
     let second = support::run(
-        fleet.prove_between(&repo, (&base, "HEAD"), &json, &["--no-mutation"]),
+        prove_between(&fleet, &repo, (&base, "HEAD"), &json, &["--no-mutation"]),
         Some(json),
     );
     assert_eq!(second.code, 0, "{}", second.explain());
@@ -1180,7 +1113,7 @@ async fn a_fleet_re_proof_after_a_product_only_edit_serves_the_base_side_from_th
     // Served jobs count as done in `assay status`, like the ones the worker ran, and it says
     // how many the cache answered.
     let second_id = evidence(&second)["proof_id"].as_str().unwrap().to_owned();
-    let status = fleet.run(&["status", &second_id]);
+    let status = fleet_run(&fleet, &["status", &second_id]);
     assert_eq!(
         lines(&status.stdout),
         [format!(
@@ -1193,9 +1126,10 @@ async fn a_fleet_re_proof_after_a_product_only_edit_serves_the_base_side_from_th
 
     // --no-cache: the same proof again dispatches every job.
     let before = jobs_run(&worker);
-    let json = fleet.dir.path().join("uncached.json");
+    let json = fleet.dir().join("uncached.json");
     let uncached = support::run(
-        fleet.prove_between(
+        prove_between(
+            &fleet,
             &repo,
             (&base, "HEAD"),
             &json,
@@ -1215,9 +1149,10 @@ async fn a_fleet_re_proof_after_a_product_only_edit_serves_the_base_side_from_th
 
     // --refresh-cache: every job runs, and its results replace the entries.
     let before = jobs_run(&worker);
-    let json = fleet.dir.path().join("refreshed.json");
+    let json = fleet.dir().join("refreshed.json");
     let refreshed = support::run(
-        fleet.prove_between(
+        prove_between(
+            &fleet,
             &repo,
             (&base, "HEAD"),
             &json,
@@ -1249,12 +1184,12 @@ async fn a_fleet_re_proof_after_a_product_only_edit_serves_the_base_side_from_th
 async fn a_cache_entry_forged_by_a_submitter_is_refused_and_the_job_runs() {
     use assay_engine::result_cache::SigningKey;
     use assay_transport::store::ArtifactStore;
-    let fleet = Fleet::start();
+    let fleet = start_fleet();
     let coordinator = cached_coordinator(&fleet, Some(PROCESS_SANDBOX));
-    let worker = fleet.worker("worker", "2");
+    let worker = worker(&fleet, "worker", "2");
     let repo = pricing_repo(0.0);
-    let json = fleet.dir.path().join("first.json");
-    let first = support::run(fleet.prove(&repo, &json, &["--no-mutation"]), Some(json));
+    let json = fleet.dir().join("first.json");
+    let first = support::run(prove(&fleet, &repo, &json, &["--no-mutation"]), Some(json));
     assert_eq!(first.code, 0, "{}", first.explain());
 
     // A submitter holds store credentials: it rewrites the base side's entries, claiming a
@@ -1262,7 +1197,7 @@ async fn a_cache_entry_forged_by_a_submitter_is_refused_and_the_job_runs() {
     // candidate job (the discount test passing) copied over a base job's key, or keeping the
     // coordinator's signature of the result as it was.
     let store = fleet_store(&fleet);
-    let other_key = fleet.dir.path().join("submitter.key");
+    let other_key = fleet.dir().join("submitter.key");
     std::fs::write(&other_key, [0x42u8; 32]).unwrap();
     let other_key = SigningKey::from_file(&other_key).unwrap();
     let sides = served_by_side(&first);
@@ -1305,8 +1240,8 @@ async fn a_cache_entry_forged_by_a_submitter_is_refused_and_the_job_runs() {
     assert_eq!(forged.len(), base_jobs, "every base entry: {sides:?}");
 
     let before = jobs_run(&worker);
-    let json = fleet.dir.path().join("second.json");
-    let second = support::run(fleet.prove(&repo, &json, &["--no-mutation"]), Some(json));
+    let json = fleet.dir().join("second.json");
+    let second = support::run(prove(&fleet, &repo, &json, &["--no-mutation"]), Some(json));
     assert_eq!(second.code, 0, "{}", second.explain());
     let jobs = served_by_side(&second);
     for (index, (side, served)) in jobs.iter().enumerate() {
@@ -1341,19 +1276,19 @@ async fn a_cache_entry_forged_by_a_submitter_is_refused_and_the_job_runs() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_declared_sandbox_the_fleet_caches_nothing_and_says_why() {
-    let fleet = Fleet::start();
+    let fleet = start_fleet();
     let coordinator = cached_coordinator(&fleet, None);
     let log = coordinator.log();
     assert!(
         log.contains("result cache off: no [cache] sandbox is declared"),
         "{log}"
     );
-    let worker = fleet.worker("worker", "2");
+    let worker = worker(&fleet, "worker", "2");
     let repo = pricing_repo(0.0);
     let mut planned = 0;
     for name in ["first", "second"] {
-        let json = fleet.dir.path().join(format!("{name}.json"));
-        let run = support::run(fleet.prove(&repo, &json, &["--no-mutation"]), Some(json));
+        let json = fleet.dir().join(format!("{name}.json"));
+        let run = support::run(prove(&fleet, &repo, &json, &["--no-mutation"]), Some(json));
         assert_eq!(run.code, 0, "{}", run.explain());
         let jobs = served_by_side(&run);
         assert!(jobs.iter().all(|(_, served)| !served), "{jobs:?}");
@@ -1365,7 +1300,7 @@ async fn without_a_declared_sandbox_the_fleet_caches_nothing_and_says_why() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_result_from_a_sandbox_other_than_the_declared_one_is_not_cached() {
-    let fleet = Fleet::start();
+    let fleet = start_fleet();
     // Declared: docker containers of a pinned image; the worker runs the process sandbox.
     let docker = "kind = \"docker\"\n[cache.sandbox.container]\nimage = \"assay-runner-python:latest\"\nimage_id = \"sha256:5c1d0b7e\"\nrepo_digests = []\nmemory_mb = 2048\ncpus = 1.0\npids = 512\nnetwork = \"none\"";
     let coordinator = cached_coordinator(&fleet, Some(docker));
@@ -1374,10 +1309,10 @@ async fn a_result_from_a_sandbox_other_than_the_declared_one_is_not_cached() {
         "{}",
         coordinator.log()
     );
-    let _worker = fleet.worker("worker", "2");
+    let _worker = worker(&fleet, "worker", "2");
     let repo = pricing_repo(0.0);
-    let json = fleet.dir.path().join("proof.json");
-    let run = support::run(fleet.prove(&repo, &json, &["--no-mutation"]), Some(json));
+    let json = fleet.dir().join("proof.json");
+    let run = support::run(prove(&fleet, &repo, &json, &["--no-mutation"]), Some(json));
     assert_eq!(run.code, 0, "{}", run.explain());
     assert!(cache_entries(&fleet).await.is_empty());
     let log = coordinator.log();
@@ -1405,20 +1340,21 @@ fn rust_toolchain_bin() -> PathBuf {
 /// tree and libtest's output proves the fix; the mutation check builds once and fans out.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cargo_proof_runs_on_a_fleet_with_the_process_sandbox() {
-    let fleet = Fleet::start();
-    let _coordinator = fleet.coordinator();
+    let fleet = start_fleet();
+    let _coordinator = coordinator(&fleet);
     let path = std::env::join_paths(std::iter::once(rust_toolchain_bin()).chain(
         std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
     ))
     .expect("a PATH");
-    let _worker = fleet.worker_with(
+    let _worker = worker_with(
+        &fleet,
         "worker-rust",
         "2",
         &[("PATH", path.to_string_lossy().into_owned())],
     );
     let repo = support::cargo_pager_repo("    items.div_ceil(per)\n");
-    let json = fleet.dir.path().join("proof.json");
-    let mut command = fleet.command(&["prove", "--cluster", &fleet.url()]);
+    let json = fleet.dir().join("proof.json");
+    let mut command = fleet_command(&fleet, &["prove", "--cluster", &fleet.nats_url()]);
     command.arg("-C").arg(repo.path()).args([
         "--base",
         "main~1",

@@ -1,16 +1,13 @@
 //! `assay mutate --cluster`: the same small pure-Python library mutated in this process and on
-//! a fleet (real nats-server, real S3 server, real `assay coordinator` and `assay worker`
-//! processes) reaches the same verdict for every mutant, with the same report and diffs; so do
+//! a fleet (`ClusterSandbox`: real nats-server, real S3 server, real `assay coordinator` and
+//! `assay worker` processes) reaches the same verdict for every mutant, with the same report and diffs; so do
 //! a crate built once, a Go module and a node:test project.
 
 mod support;
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-use support::servers::{ServerGuard, s3_env, start_nats, start_s3};
-
-const BUCKET: &str = "invoice-mutants";
+use assay_test_support::cluster::{ClusterSandbox, FleetProcess, StoreKind};
+use std::path::Path;
+use support::servers::s3_env;
 
 /// An invoicing library whose tests kill most mutants, miss the zero-percent bound of
 /// `apply_discount` and never call `round_cents`.
@@ -33,93 +30,54 @@ fn invoice_library() -> support::Repo {
     repo
 }
 
-/// A fleet service process, killed when the test ends.
-struct Service {
-    child: Child,
-    log: PathBuf,
-}
-
-impl Service {
-    fn start(args: &[&str], env: &[(String, String)], log: PathBuf, ready: &str) -> Self {
-        let child = Command::new(env!("CARGO_BIN_EXE_assay"))
-            .args(args)
-            .envs(env.iter().map(|(k, v)| (k, v)))
-            .env("ASSAY_LOG", "info")
-            .env("ASSAY_HTTP_LISTEN", "")
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).expect("service log"))
-            .spawn()
-            .expect("assay service starts");
-        let service = Self { child, log };
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while !service.log().contains(ready) {
-            assert!(
-                Instant::now() < deadline,
-                "assay {args:?} did not log {ready:?}:\n{}",
-                service.log()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        service
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-}
-
-impl Drop for Service {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// A fleet on loopback: nats-server, an S3 server, one coordinator and one worker of two slots
-/// in the process sandbox, with `worker_env` and `worker_args` added to the worker's.
+/// A fleet on loopback (the one harness, `ClusterSandbox`): nats-server, an S3 server, one
+/// coordinator and one worker of two slots in the process sandbox, as `assay` processes, with
+/// `worker_env` and `worker_args` added to the worker's.
 struct Fleet {
-    url: String,
-    store: String,
-    s3_port: u16,
-    coordinator: Service,
-    worker: Service,
-    _nats: ServerGuard,
-    _s3: ServerGuard,
+    coordinator: FleetProcess,
+    worker: FleetProcess,
+    sandbox: ClusterSandbox,
 }
 
 impl Fleet {
-    fn start(logs: &Path, worker_env: &[(String, String)], worker_args: &[&str]) -> Self {
-        let nats: ServerGuard = start_nats();
-        let s3 = start_s3(BUCKET);
-        let url = format!("nats://127.0.0.1:{}", nats.port);
-        let store = format!("s3://{BUCKET}");
-        let mut env = s3_env(s3.port);
-        env.push(("ASSAY_STORE".into(), store.clone()));
-        env.push(("ASSAY_NATS_URL".into(), url.clone()));
-        let coordinator = Service::start(
-            &["coordinator"],
-            &env,
-            logs.join("coordinator.log"),
-            "coordinator started",
-        );
-        let mut env = env.clone();
-        env.extend(worker_env.iter().cloned());
-        env.push((
-            "ASSAY_TREE_CACHE_DIR".into(),
-            logs.join("worker-trees").display().to_string(),
-        ));
+    fn start(worker_env: &[(String, String)], worker_args: &[&str]) -> Self {
+        let sandbox = ClusterSandbox::start(StoreKind::S3);
+        let assay = Path::new(env!("CARGO_BIN_EXE_assay"));
+        let coordinator = sandbox
+            .process(assay, "coordinator", &["coordinator"])
+            .ready("coordinator started")
+            .start();
         let mut args = vec!["worker", "--slots", "2", "--sandbox", "process"];
         args.extend(worker_args);
-        let worker = Service::start(&args, &env, logs.join("worker.log"), "worker started");
+        let worker = sandbox
+            .process(assay, "worker", &args)
+            .envs(worker_env.iter().cloned())
+            .env(
+                "ASSAY_TREE_CACHE_DIR",
+                sandbox.dir().join("worker-trees").display().to_string(),
+            )
+            .ready("worker started")
+            .start();
         Self {
-            url,
-            store,
-            s3_port: s3.port,
             coordinator,
             worker,
-            _nats: nats,
-            _s3: s3,
+            sandbox,
         }
+    }
+
+    /// `--cluster` and `--store` for the CLI.
+    fn flags(&self) -> [String; 4] {
+        [
+            "--cluster".into(),
+            self.sandbox.nats_url(),
+            "--store".into(),
+            self.sandbox.store_url(),
+        ]
+    }
+
+    /// The S3 settings the CLI needs.
+    fn env(&self) -> Vec<(String, String)> {
+        self.sandbox.s3_port().map(s3_env).unwrap_or_default()
     }
 
     /// What a failed run needs beside its own output.
@@ -230,13 +188,10 @@ fn mutants_run_on_the_fleet_reach_the_verdicts_of_an_embedded_run() {
     assert_eq!(embedded.code, 5, "{}", embedded.explain());
     let embedded_report = embedded.evidence.clone().expect("embedded report");
 
-    let cluster = Fleet::start(out.path(), &[], &[]);
-    let fleet = mutate(
-        &repo,
-        &out.path().join("fleet"),
-        &["--cluster", &cluster.url, "--store", &cluster.store],
-        &s3_env(cluster.s3_port),
-    );
+    let cluster = Fleet::start(&[], &[]);
+    let flags = cluster.flags();
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let fleet = mutate(&repo, &out.path().join("fleet"), &flags, &cluster.env());
     assert_eq!(fleet.code, 5, "{}\n{}", fleet.explain(), cluster.logs());
     let fleet_report = fleet.evidence.clone().expect("fleet report");
 
@@ -313,22 +268,11 @@ fn a_crate_built_once_on_the_fleet_reaches_the_verdicts_of_an_embedded_run() {
         embedded_report["assay"]
     );
 
-    let cluster = Fleet::start(out.path(), &toolchain, &pass);
-    let fleet = mutate(
-        &repo,
-        &out.path().join("fleet"),
-        &[
-            "--runner",
-            "cargo",
-            "--test-command",
-            "cargo test",
-            "--cluster",
-            &cluster.url,
-            "--store",
-            &cluster.store,
-        ],
-        &s3_env(cluster.s3_port),
-    );
+    let cluster = Fleet::start(&toolchain, &pass);
+    let flags = cluster.flags();
+    let mut args = vec!["--runner", "cargo", "--test-command", "cargo test"];
+    args.extend(flags.iter().map(String::as_str));
+    let fleet = mutate(&repo, &out.path().join("fleet"), &args, &cluster.env());
     assert_eq!(fleet.code, 5, "{}\n{}", fleet.explain(), cluster.logs());
     let fleet_report = fleet.evidence.clone().expect("fleet report");
     let expected = statuses(&embedded_report);
@@ -397,7 +341,9 @@ fn go_and_node_projects() -> (support::Repo, support::Repo) {
 fn go_and_javascript_mutants_on_the_fleet_reach_the_verdicts_of_an_embedded_run() {
     let (go, node) = go_and_node_projects();
     let out = tempfile::tempdir().expect("temp dir");
-    let cluster = Fleet::start(out.path(), &[], &[]);
+    let cluster = Fleet::start(&[], &[]);
+    let flags = cluster.flags();
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
     for (name, repo) in [("go", &go), ("node", &node)] {
         let embedded_store = format!("file://{}", out.path().join(name).join("store").display());
         let embedded = mutate(
@@ -418,8 +364,8 @@ fn go_and_javascript_mutants_on_the_fleet_reach_the_verdicts_of_an_embedded_run(
         let fleet = mutate(
             repo,
             &out.path().join(name).join("fleet"),
-            &["--cluster", &cluster.url, "--store", &cluster.store],
-            &s3_env(cluster.s3_port),
+            &flags,
+            &cluster.env(),
         );
         assert_eq!(
             fleet.code,

@@ -1,54 +1,22 @@
-//! Observability of a real fleet: `assay coordinator` and `assay worker` processes on a real
-//! JetStream server and S3-protocol server, a proof submitted with `assay prove --cluster`.
+//! Observability of a real fleet (`ClusterSandbox`): `assay coordinator` and `assay worker`
+//! processes on a real JetStream server and S3-protocol server, a proof submitted with `assay prove --cluster`.
 //! Traces go to an OTLP/HTTP receiver in this test; metrics and probes are scraped over HTTP.
 
 mod support;
 
+use assay_test_support::cluster::{ClusterSandbox, FleetProcess, StoreKind};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{KeyValue, any_value};
 use prost::Message as _;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use support::servers::{
-    ServerGuard, free_port, http_get_with_status, start_nats, start_s3, wait_for_port,
-};
+use support::servers::{http_get_with_status, s3_env, wait_for_port};
 use support::{PAGER_FIXED, Repo, pytest_pager_repo};
-
-const BUCKET: &str = "pager-proofs";
-
-/// An `assay` service process, stopped (SIGKILL) when the test ends on any path.
-struct Service(Child);
-
-impl Drop for Service {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-impl Service {
-    /// SIGTERM, then waits for a clean exit: the service flushes its spans on the way out.
-    fn terminate(mut self) {
-        let status = Command::new("kill")
-            .args(["-TERM", &self.0.id().to_string()])
-            .status()
-            .expect("kill runs");
-        assert!(status.success());
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Some(status) = self.0.try_wait().expect("wait") {
-                assert!(status.success(), "service exited with {status}");
-                return;
-            }
-            assert!(Instant::now() < deadline, "service did not stop on SIGTERM");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
 
 /// OTLP/HTTP receiver: keeps every request body posted to `/v1/traces`.
 struct Collector {
@@ -194,37 +162,21 @@ fn wait_for_status(port: u16, path: &str, want: u16) -> String {
     }
 }
 
-/// The servers, the two services and the proof's repository.
+/// The fleet (`ClusterSandbox`: nats-server, an S3 server), the two services and the proof's
+/// repository.
 struct Fleet {
-    nats: ServerGuard,
-    s3: ServerGuard,
-    dir: tempfile::TempDir,
     repo: Repo,
-    coordinator: Option<Service>,
-    worker: Option<Service>,
+    coordinator: Option<FleetProcess>,
+    worker: Option<FleetProcess>,
     coordinator_port: u16,
     worker_port: u16,
-}
-
-fn s3_env(s3: &ServerGuard) -> Vec<(String, String)> {
-    [
-        ("AWS_ENDPOINT", format!("http://127.0.0.1:{}", s3.port)),
-        ("AWS_ALLOW_HTTP", "true".into()),
-        ("AWS_ACCESS_KEY_ID", "pager-ci".into()),
-        ("AWS_SECRET_ACCESS_KEY", "pager-ci-secret".into()),
-        ("AWS_REGION", "us-east-1".into()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v))
-    .collect()
+    sandbox: ClusterSandbox,
 }
 
 impl Fleet {
     /// Starts everything; `otlp` is the collector the services export to, if any.
     fn start(otlp: Option<&Collector>) -> Self {
-        let nats = start_nats();
-        let s3 = start_s3(BUCKET);
-        let dir = tempfile::tempdir().expect("temp dir");
+        let sandbox = ClusterSandbox::start(StoreKind::S3);
         let repo = pytest_pager_repo();
         let tests = std::fs::read_to_string(repo.path().join("tests/test_pages.py")).unwrap();
         repo.write("pager.py", PAGER_FIXED).write(
@@ -234,59 +186,32 @@ impl Fleet {
             ),
         );
         repo.commit("pager: count the last partial page");
-        let (coordinator_port, worker_port) = (free_port(), free_port());
-        let mut fleet = Self {
-            nats,
-            s3,
-            dir,
-            repo,
-            coordinator: None,
-            worker: None,
-            coordinator_port,
-            worker_port,
-        };
-        let mut otel: Vec<(&str, String)> = Vec::new();
+        let mut otel: Vec<(String, String)> = Vec::new();
         if let Some(collector) = otlp {
-            otel.push(("OTEL_EXPORTER_OTLP_ENDPOINT", collector.endpoint()));
-            otel.push(("OTEL_BSP_SCHEDULE_DELAY", "100".into()));
+            otel.push(("OTEL_EXPORTER_OTLP_ENDPOINT".into(), collector.endpoint()));
+            otel.push(("OTEL_BSP_SCHEDULE_DELAY".into(), "100".into()));
         }
-        fleet.coordinator = Some(fleet.service("coordinator", coordinator_port, &otel));
-        otel.push(("OTEL_SERVICE_NAME", "pager-ci-worker".into()));
-        fleet.worker = Some(fleet.service("worker", worker_port, &otel));
+        let coordinator = service(&sandbox, "coordinator", &otel);
+        otel.push(("OTEL_SERVICE_NAME".into(), "pager-ci-worker".into()));
+        let worker = service(&sandbox, "worker", &otel);
+        let (coordinator_port, worker_port) = (coordinator.http_port(), worker.http_port());
         wait_for_port(coordinator_port, "assay coordinator");
         wait_for_port(worker_port, "assay worker");
         wait_for_status(coordinator_port, "/readyz", 200);
         wait_for_status(worker_port, "/readyz", 200);
-        fleet
-    }
-
-    fn nats_url(&self) -> String {
-        format!("nats://127.0.0.1:{}", self.nats.port)
-    }
-
-    fn service(&self, kind: &str, http_port: u16, extra: &[(&str, String)]) -> Service {
-        let scratch = self.dir.path().join(kind);
-        std::fs::create_dir_all(&scratch).expect("scratch dir");
-        let child = support::assay()
-            .arg(kind)
-            .env("ASSAY_NATS_URL", self.nats_url())
-            .env("ASSAY_STORE", format!("s3://{BUCKET}"))
-            .env("ASSAY_HTTP_LISTEN", format!("127.0.0.1:{http_port}"))
-            .env("ASSAY_SANDBOX", "process")
-            .env("ASSAY_TREE_CACHE_DIR", scratch.join("trees"))
-            .env("TMPDIR", &scratch)
-            .envs(s3_env(&self.s3))
-            .envs(extra.iter().map(|(k, v)| (*k, v.as_str())))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("assay service starts");
-        Service(child)
+        Self {
+            repo,
+            coordinator: Some(coordinator),
+            worker: Some(worker),
+            coordinator_port,
+            worker_port,
+            sandbox,
+        }
     }
 
     /// `assay prove --cluster` on the pager fix; returns the evidence.
     fn prove(&self, extra: &[&str]) -> serde_json::Value {
-        let json = self.dir.path().join("proof.json");
+        let json = self.sandbox.dir().join("proof.json");
         let child = support::assay()
             .arg("prove")
             .arg("-C")
@@ -294,14 +219,14 @@ impl Fleet {
             .args(["--base", "main~1", "--candidate", "main"])
             .args(["--criterion", "test: test_partial_last_page_is_counted"])
             .args(["--criterion", "guard: test_full_pages"])
-            .args(["--cluster", &self.nats_url()])
-            .args(["--store", &format!("s3://{BUCKET}")])
+            .args(["--cluster", &self.sandbox.nats_url()])
+            .args(["--store", &self.sandbox.store_url()])
             // The proof's own jobs are what these tests count; mutants would add their own.
             .arg("--no-mutation")
             .arg("--json")
             .arg(&json)
             .args(extra)
-            .envs(s3_env(&self.s3))
+            .envs(self.sandbox.s3_port().map(s3_env).unwrap_or_default())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -320,6 +245,27 @@ impl Fleet {
         assert_eq!(evidence["verdict"], "proven", "{evidence:#}");
         evidence
     }
+}
+
+/// `assay {kind}` on `sandbox`'s fleet in the process sandbox, with `extra` in its environment
+/// and its scratch and tree cache under a directory of its own.
+fn service(sandbox: &ClusterSandbox, kind: &str, extra: &[(String, String)]) -> FleetProcess {
+    let scratch = sandbox.dir().join(kind);
+    std::fs::create_dir_all(&scratch).expect("scratch dir");
+    sandbox
+        .process(Path::new(env!("CARGO_BIN_EXE_assay")), kind, &[kind])
+        .env(
+            "ASSAY_CACHE_KEY_FILE",
+            support::cache_key_file().display().to_string(),
+        )
+        .env("ASSAY_SANDBOX", "process")
+        .env(
+            "ASSAY_TREE_CACHE_DIR",
+            scratch.join("trees").display().to_string(),
+        )
+        .env("TMPDIR", scratch.display().to_string())
+        .envs(extra.iter().cloned())
+        .start()
 }
 
 fn wait_with_deadline(mut child: Child, limit: Duration) -> std::process::Output {
@@ -345,8 +291,12 @@ fn a_fleet_proof_is_one_trace_from_the_cli_to_the_sandbox() {
     // The CLI gets the collector by flag, the services by OTEL_EXPORTER_OTLP_ENDPOINT.
     let evidence = fleet.prove(&["--otlp-endpoint", &collector.endpoint()]);
     let proof_id = evidence["proof_id"].as_str().expect("proof id").to_owned();
-    fleet.worker.take().expect("worker").terminate();
-    fleet.coordinator.take().expect("coordinator").terminate();
+    // SIGTERM and a clean exit: the services flush their spans on the way out.
+    assert_eq!(fleet.worker.take().expect("worker").terminate(), Some(0));
+    assert_eq!(
+        fleet.coordinator.take().expect("coordinator").terminate(),
+        Some(0)
+    );
 
     let spans = collector.spans();
     let by_id: HashMap<&str, &Span> = spans.iter().map(|s| (s.span_id.as_str(), s)).collect();
@@ -549,14 +499,14 @@ fn a_workers_metrics_count_its_jobs_and_its_probes_follow_nats_and_the_store() {
     assert_eq!(coordinator["assay_results_applied_total"], runs);
 
     // The store goes away: not ready, but alive.
-    fleet.s3.kill();
+    fleet.sandbox.kill_store();
     let body = wait_for_status(fleet.worker_port, "/readyz", 503);
     assert!(body.contains("store: unreachable"), "{body}");
     let (status, body) = http_get(fleet.worker_port, "/healthz");
     assert_eq!(status, 200);
     assert!(body.contains("nats: connected"), "{body}");
     // NATS goes away too.
-    fleet.nats.kill();
+    fleet.sandbox.kill_nats();
     let body = wait_for_status(fleet.coordinator_port, "/healthz", 200);
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut body = body;

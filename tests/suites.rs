@@ -5,11 +5,9 @@
 
 mod support;
 
-use std::io::BufRead;
+use assay_test_support::cluster::{ClusterSandbox, FleetProcess};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::Duration;
-use support::servers::start_nats;
+use std::process::{Command, Output};
 
 struct Project {
     dir: tempfile::TempDir,
@@ -1580,74 +1578,36 @@ fn a_three_hundred_test_suite_reports_the_same_with_one_job_or_four() {
     assert_eq!(timing_free(one), timing_free(four));
 }
 
-/// A fleet service run from the binary, killed when the test ends.
-struct Service(Child);
-
-impl Drop for Service {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Starts `assay SERVICE ARGS…` and waits for its log to say `ready`.
-fn start_service(args: &[&str], env: &[(&str, &str)], ready: &str) -> Service {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_assay"))
-        .args(args)
-        .envs(env.iter().copied())
-        .env("ASSAY_LOG", "info")
-        .env("ASSAY_HTTP_LISTEN", "")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("assay service starts");
-    let stderr = child.stderr.take().expect("piped stderr");
-    let (tx, rx) = std::sync::mpsc::channel();
-    let wanted = ready.to_owned();
-    std::thread::spawn(move || {
-        // Keeps draining after the line is seen, so the service never blocks on its log.
-        for line in std::io::BufReader::new(stderr)
-            .lines()
-            .map_while(Result::ok)
-        {
-            if line.contains(&wanted) {
-                let _ = tx.send(());
-            }
-        }
-    });
-    let service = Service(child);
-    rx.recv_timeout(Duration::from_secs(60))
-        .unwrap_or_else(|_| panic!("assay {args:?} did not log {ready:?}"));
-    service
+/// A fleet (`ClusterSandbox`, a file store) with its coordinator and one process-sandbox
+/// worker of two slots, as `assay` processes.
+fn fleet_with_one_worker() -> (ClusterSandbox, [FleetProcess; 2]) {
+    let fleet = ClusterSandbox::with_file_store();
+    let assay = Path::new(env!("CARGO_BIN_EXE_assay"));
+    let coordinator = fleet
+        .process(assay, "coordinator", &["coordinator"])
+        .ready("coordinator started")
+        .start();
+    let worker = fleet
+        .process(
+            assay,
+            "worker",
+            &["worker", "--slots", "2", "--sandbox", "process"],
+        )
+        .env(
+            "ASSAY_TREE_CACHE_DIR",
+            fleet.dir().join("worker-trees").display().to_string(),
+        )
+        .ready("worker started")
+        .start();
+    (fleet, [coordinator, worker])
 }
 
 #[test]
 fn a_suite_runs_through_the_fleet_and_the_fleet_halt_stops_it_until_resume() {
-    let nats = start_nats();
-    let url = format!("nats://127.0.0.1:{}", nats.port);
-    let store_dir = tempfile::tempdir().expect("temp dir");
-    let cache_dir = tempfile::tempdir().expect("temp dir");
-    let store = format!("file://{}", store_dir.path().display());
-    let _coordinator = start_service(
-        &["coordinator", "--nats", &url, "--store", &store],
-        &[],
-        "coordinator started",
-    );
-    let _worker = start_service(
-        &[
-            "worker",
-            "--nats",
-            &url,
-            "--store",
-            &store,
-            "--slots",
-            "2",
-            "--sandbox",
-            "process",
-        ],
-        &[("ASSAY_TREE_CACHE_DIR", &cache_dir.path().to_string_lossy())],
-        "worker started",
-    );
+    let (fleet, _services) = fleet_with_one_worker();
+    let url = fleet.nats_url();
+    let store = fleet.store_url();
+    let store_dir = fleet.store_path().expect("a file store");
     let project = pytest_project();
     let report = project.json_path();
     let fleet = ["--cluster", url.as_str(), "--store", store.as_str()];
@@ -1671,7 +1631,7 @@ fn a_suite_runs_through_the_fleet_and_the_fleet_halt_stops_it_until_resume() {
             .is_some_and(|why| why.starts_with("a fleet run")),
         "{json}"
     );
-    assert!(!store_dir.path().join("cache/v1/cases").exists());
+    assert!(!store_dir.as_path().join("cache/v1/cases").exists());
     let listed: Vec<String> = listing(&project.test(&["--list-cases"]))
         .into_iter()
         .map(|(_, d)| d)
@@ -1686,7 +1646,7 @@ fn a_suite_runs_through_the_fleet_and_the_fleet_halt_stops_it_until_resume() {
         .and_then(|a| a["key"].as_str())
         .expect("stdout artifact")
         .to_owned();
-    let stored = walk_find(store_dir.path(), &key).expect("artifact in the fleet store");
+    let stored = walk_find(store_dir.as_path(), &key).expect("artifact in the fleet store");
     let text = std::fs::read_to_string(stored).expect("readable");
     assert!(
         text.contains("rendered the slow page") && !text.contains("first page"),
@@ -2209,31 +2169,10 @@ fn a_go_suite_audit_names_removed_tests_and_declared_reads() {
 
 #[test]
 fn a_fleet_run_audits_its_scope_with_the_base_jobs_on_the_fleet() {
-    let nats = start_nats();
-    let url = format!("nats://127.0.0.1:{}", nats.port);
-    let store_dir = tempfile::tempdir().expect("temp dir");
-    let cache_dir = tempfile::tempdir().expect("temp dir");
-    let store = format!("file://{}", store_dir.path().display());
-    let _coordinator = start_service(
-        &["coordinator", "--nats", &url, "--store", &store],
-        &[],
-        "coordinator started",
-    );
-    let _worker = start_service(
-        &[
-            "worker",
-            "--nats",
-            &url,
-            "--store",
-            &store,
-            "--slots",
-            "2",
-            "--sandbox",
-            "process",
-        ],
-        &[("ASSAY_TREE_CACHE_DIR", &cache_dir.path().to_string_lossy())],
-        "worker started",
-    );
+    let (fleet, _services) = fleet_with_one_worker();
+    let url = fleet.nats_url();
+    let store = fleet.store_url();
+    let store_dir = fleet.store_path().expect("a file store");
     let project = rates_project();
     git(project.path(), &["branch", "base"]);
     project.commit(
@@ -2262,7 +2201,7 @@ fn a_fleet_run_audits_its_scope_with_the_base_jobs_on_the_fleet() {
     let closure = &read_json(&report)["audit"]["scope"]["closure"];
     assert_eq!(closure["recorded"], "recorded", "{closure}");
     // Recorded afresh and never stored where any submitter writes.
-    assert!(!store_dir.path().join("audit").exists());
+    assert!(!store_dir.as_path().join("audit").exists());
 }
 
 /// The user guide's selection-audit examples, run as written: each `# [audit] …` line under a

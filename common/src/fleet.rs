@@ -220,8 +220,63 @@ pub struct ProofSubmission {
     pub allow_test_only: bool,
 }
 
-/// What the CLI sends on the submit subject. A submission bigger than the server's
-/// `max_payload` (a proof of thousands of jobs) waits in the artifact store, named here.
+/// Jobs for the fleet to run, and nothing more: no criteria, no revisions, no evidence. The
+/// coordinator publishes them, records each one's result at its KV result key in plan order,
+/// and marks the run finished; what the results mean is the submitter's business. `assay test
+/// --cluster` and `assay mutate --cluster` submit these (see `ClusterQueue`). Added in wire
+/// protocol 18.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobSubmission {
+    /// The run's id: a proof id's shape, since it names the same subjects and keys.
+    pub run_id: ProofId,
+    /// Where the run comes from and what kind it is (`suite`, `mutate`), kept in its record.
+    pub repository: String,
+    pub label: String,
+    /// Every tree a job runs on, each already in the artifact store.
+    pub trees: Vec<TreeId>,
+    /// In plan order: job `i` is index `i` with `JobId::for_index(run_id, i)`.
+    pub jobs: Vec<JobSpec>,
+    /// This run's in-flight cap across the whole fleet.
+    pub jobs_budget: u32,
+}
+
+/// The most jobs one job submission may carry: it travels inline, in one message.
+pub const MAX_SUBMITTED_JOBS: usize = 4096;
+/// The most trees one job submission may name (each is looked up in the store when it comes).
+pub const MAX_SUBMITTED_TREES: usize = 64;
+
+/// What a fleet run is: a proof, which the coordinator concludes into evidence, or bare jobs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Submission {
+    Proof(Box<ProofSubmission>),
+    Jobs(JobSubmission),
+}
+
+impl Submission {
+    /// The run's id (a proof's id, or a job submission's).
+    pub fn id(&self) -> &ProofId {
+        match self {
+            Self::Proof(proof) => &proof.proof_id,
+            Self::Jobs(jobs) => &jobs.run_id,
+        }
+    }
+    pub fn jobs(&self) -> &[JobSpec] {
+        match self {
+            Self::Proof(proof) => &proof.jobs,
+            Self::Jobs(jobs) => &jobs.jobs,
+        }
+    }
+    pub fn jobs_budget(&self) -> u32 {
+        match self {
+            Self::Proof(proof) => proof.jobs_budget,
+            Self::Jobs(jobs) => jobs.jobs_budget,
+        }
+    }
+}
+
+/// What the CLI sends on the submit subject. A proof bigger than the server's `max_payload` (a
+/// proof of thousands of jobs) waits in the artifact store, named here; a job submission is
+/// always inline (at most [`MAX_SUBMITTED_JOBS`]).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum SubmitRequest {
     Inline(Box<ProofSubmission>),
@@ -229,6 +284,7 @@ pub enum SubmitRequest {
         proof_id: ProofId,
         submission: ArtifactRef,
     },
+    Jobs(Box<JobSubmission>),
 }
 
 /// The store key of a submission too big to send inline.
@@ -285,8 +341,8 @@ impl ProofStatus {
 /// A proof's durable state in the KV bucket; results live beside it, one key per job.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProofRecord {
-    /// The submission; its `jobs` are empty when `stored` names the whole of it.
-    pub submission: ProofSubmission,
+    /// The submission; a proof's `jobs` are empty when `stored` names the whole of it.
+    pub submission: Submission,
     /// The full submission in the artifact store, when it is too big for a KV value.
     pub stored: Option<ArtifactRef>,
     pub job_count: u32,
@@ -317,6 +373,10 @@ pub enum ProgressEvent {
         evidence: ArtifactRef,
     },
     Cancelled,
+    /// Every job of a job submission has its result at its KV result key: the run is done.
+    JobsFinished {
+        jobs: u32,
+    },
     /// The fleet-wide halt is set: no job of any proof is admitted until it is lifted.
     Halted {
         reason: String,

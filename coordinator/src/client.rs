@@ -187,6 +187,9 @@ pub async fn submit_and_wait(
             // which only the coordinator may write, never from the message, which anyone who
             // may publish on the progress subject could have sent.
             ProgressEvent::Finished { .. } | ProgressEvent::FinishedStored { .. } => Step::Look,
+            // A job submission's end: never on a proof's subject but by a forger, so it wakes
+            // the CLI to read the bucket, as a finished event does.
+            ProgressEvent::JobsFinished { .. } => Step::Look,
             ProgressEvent::Cancelled => Step::Stop(ClientError::Cancelled {
                 proof_id: proof_id.to_string(),
             }),

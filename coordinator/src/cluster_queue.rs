@@ -1,5 +1,6 @@
 //! Jobs through a running fleet, for `assay test --cluster` and `assay mutate --cluster`. Each
-//! job travels to the coordinator as a one-job submission, so admission (the `--jobs` budget,
+//! job travels to the coordinator as a one-job [`JobSubmission`] (no criteria, no revisions,
+//! no evidence), so admission (the `--jobs` budget,
 //! a suite's halt, a mutation run's time budget) stays with the CLI's run, exactly as embedded;
 //! its result comes back on the submission's progress subject, or from its KV result key when
 //! that message was missed.
@@ -7,10 +8,9 @@
 use crate::client::{Step, follow};
 use assay_common::fault::InfraCause;
 use assay_common::fleet::{
-    ProgressEvent, ProofSubmission, RevisionWire, Subjects, SubmitReply, SubmitRequest, keys,
+    JobSubmission, ProgressEvent, Subjects, SubmitReply, SubmitRequest, keys,
 };
 use assay_common::job::{JobResult, JobSpec};
-use assay_common::runner::RunnerKind;
 use assay_common::{JobId, ProofId, WorkerId, wire};
 use assay_transport::error_chain::error_chain;
 use assay_transport::queue::{Cause, JobQueue, QueueError};
@@ -20,7 +20,7 @@ use async_trait::async_trait;
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 
-/// A run's jobs as one-job fleet submissions.
+/// A run's jobs as one-job fleet job submissions.
 pub struct ClusterQueue {
     client: async_nats::Client,
     subjects: Subjects,
@@ -28,7 +28,6 @@ pub struct ClusterQueue {
     /// Where results too big for a KV value are (see `offload`).
     store: Arc<dyn ArtifactStore>,
     repository: String,
-    runner: RunnerKind,
     label: &'static str,
     results_tx: mpsc::UnboundedSender<JobResult>,
     results_rx: tokio::sync::Mutex<mpsc::UnboundedReceiver<JobResult>>,
@@ -36,15 +35,14 @@ pub struct ClusterQueue {
 }
 
 impl ClusterQueue {
-    /// `runner` and `label` (the command, e.g. "suite" or "mutate", shown as the requested
-    /// revision) name the submissions for `assay status`; the jobs carry their own commands.
+    /// `repository` and `label` (the kind of run, e.g. "suite" or "mutate") name the
+    /// submissions in their records; the jobs carry their own commands.
     pub fn new(
         client: async_nats::Client,
         subjects: Subjects,
         proofs: kv::Store,
         store: Arc<dyn ArtifactStore>,
         repository: String,
-        runner: RunnerKind,
         label: &'static str,
     ) -> Self {
         let (results_tx, results_rx) = mpsc::unbounded_channel();
@@ -54,7 +52,6 @@ impl ClusterQueue {
             proofs,
             store,
             repository,
-            runner,
             label,
             results_tx,
             results_rx: tokio::sync::Mutex::new(results_rx),
@@ -62,34 +59,14 @@ impl ClusterQueue {
         }
     }
 
-    fn submission(&self, id: &ProofId, job: JobSpec) -> ProofSubmission {
-        let revision = RevisionWire {
-            requested: self.label.into(),
-            commit: None,
-            tree: job.tree.clone(),
-        };
-        ProofSubmission {
-            test_command: None,
-            timeout_secs: job.timeout_secs,
-            mutation: None,
-            proof_id: id.clone(),
+    fn submission(&self, id: &ProofId, job: JobSpec) -> JobSubmission {
+        JobSubmission {
+            run_id: id.clone(),
             repository: self.repository.clone(),
-            runner: self.runner,
-            criteria: Vec::new(),
-            base: revision.clone(),
-            candidate: revision,
-            base_tree: job.tree.clone(),
-            changed: Vec::new(),
-            changed_test_files: Vec::new(),
+            label: self.label.into(),
+            trees: vec![job.tree.clone()],
             jobs: vec![job],
-            refused_files: Vec::new(),
             jobs_budget: 1,
-            // `assay test` and `assay mutate` decide reuse themselves (history, the mutant
-            // cache): the fleet's proof cache stays out of their one-job submissions.
-            cache: assay_common::fleet::CacheMode::Off,
-            diff_hunks: Vec::new(),
-            harness: Default::default(),
-            allow_test_only: false,
         }
     }
 }
@@ -145,7 +122,7 @@ async fn await_result(
     follow(
         &mut events,
         |event| match event {
-            ProgressEvent::JobFinished { .. } => Step::Look,
+            ProgressEvent::JobFinished { .. } | ProgressEvent::JobsFinished { .. } => Step::Look,
             ProgressEvent::Cancelled => Step::Stop(AwaitError::Cancelled),
             ProgressEvent::Finished { .. }
             | ProgressEvent::FinishedStored { .. }
@@ -174,7 +151,7 @@ impl JobQueue for ClusterQueue {
             .await
             .map_err(|e| failed("subscribing to its progress", e.into()))?;
         // One job always fits one message: no need to offload it to the store.
-        let request = SubmitRequest::Inline(Box::new(self.submission(&id, inner)));
+        let request = SubmitRequest::Jobs(Box::new(self.submission(&id, inner)));
         let payload = wire::encode("submit request", &request)
             .map_err(|e| failed("encoding the submission", e.into()))?;
         let reply = crate::client::request_submit(

@@ -6,11 +6,11 @@
 //!
 //! This file holds the service's loop and the state its tasks share; each thing the loop does
 //! is a module of its own: `intake` (submissions, resume), `lease` (the leader lease and the
-//! fence), `proof` (one proof's run), `results` (applying results), `cancel`, `halt`,
+//! fence), `proof` (one proof's run), `job_run` (one job submission's run), `results` (applying results), `cancel`, `halt`,
 //! `progress` (events for the CLI) and `served` (results the cache answered, recorded in KV).
 //! The bus side: `nats_queue` (the `JobQueue` over JetStream) and `admitter` (the admission
 //! loop). The coordinator's clients: `client` (submit and follow a proof), `cluster_queue`
-//! (one-job submissions of `assay test` and `assay mutate`) and `fleet_halt` (the halt key).
+//! (the job submissions of `assay test` and `assay mutate`) and `fleet_halt` (the halt key).
 
 pub mod admitter;
 mod cancel;
@@ -19,6 +19,7 @@ pub mod cluster_queue;
 pub mod fleet_halt;
 mod halt;
 mod intake;
+mod job_run;
 pub mod lease;
 pub mod nats_queue;
 mod progress;
@@ -61,6 +62,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::mpsc;
 
+/// Why the coordinator cannot start or lead. Not one type with the worker's `ServiceError`:
+/// four arms are alike (configuration, NATS, store, probes), but only the coordinator signs
+/// cache entries (`CacheKey`, an engine type the worker does not link) and leads
+/// (`SetupTimedOut`), and only the worker starts Docker and prepares its directories.
 #[derive(Debug, thiserror::Error)]
 pub enum ServiceError {
     #[error(transparent)]

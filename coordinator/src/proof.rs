@@ -12,7 +12,7 @@ use assay_common::ProofId;
 use assay_common::evidence::CoordinatorEvidence;
 use assay_common::fleet::{
     ChangedFileWire, ProgressEvent, ProofRecord, ProofStatus, ProofSubmission, RevisionWire,
-    evidence_key, keys,
+    Submission, evidence_key, keys,
 };
 use assay_common::job::JobResult;
 use assay_common::wire;
@@ -40,7 +40,7 @@ pub(super) fn start_proof(
 ) {
     let (tx, rx) = mpsc::unbounded_channel();
     let gate = PublishGate::default();
-    let proof_id = record.submission.proof_id.clone();
+    let proof_id = record.submission.id().clone();
     if let Ok(mut active) = shared.active.lock() {
         active.insert(
             proof_id.clone(),
@@ -158,11 +158,68 @@ pub(super) async fn drive(
     gate: PublishGate,
     applied: mpsc::UnboundedReceiver<JobResult>,
 ) -> Ended {
-    let proof_id = record.submission.proof_id.clone();
+    match &record.submission {
+        Submission::Proof(kept) => drive_proof(shared, &record, kept, resumed, gate, applied).await,
+        Submission::Jobs(jobs) => {
+            crate::job_run::drive_jobs(shared, &record, jobs, resumed, gate, applied).await
+        }
+    }
+}
+
+/// The queue of one run's jobs on the fleet, fed its applied results.
+pub(super) fn run_queue(
+    shared: &Shared,
+    gate: PublishGate,
+    applied: mpsc::UnboundedReceiver<JobResult>,
+    resumed: bool,
+) -> NatsJobQueue {
+    NatsJobQueue::new(
+        shared.js.clone(),
+        ProofStores {
+            fence: shared.fence.clone(),
+            store: shared.store.clone(),
+            result_cap: shared.result_cap,
+        },
+        shared.subjects.clone(),
+        shared.admitter.clone(),
+        gate,
+        applied,
+        resumed,
+    )
+}
+
+/// The engine's progress for one run, published on its progress subject by a task that ends
+/// once the returned sink is dropped (await it then, so no event is lost).
+pub(super) fn run_progress(
+    shared: &Shared,
+    proof_id: &ProofId,
+) -> (NatsProgress, tokio::task::JoinHandle<()>) {
+    let (events_tx, mut events_rx) = mpsc::unbounded_channel();
+    let publisher = {
+        let shared = shared.clone();
+        let proof_id = proof_id.clone();
+        tokio::spawn(async move {
+            while let Some(event) = events_rx.recv().await {
+                publish_progress(&shared, &proof_id, &event).await;
+            }
+        })
+    };
+    (NatsProgress { events: events_tx }, publisher)
+}
+
+async fn drive_proof(
+    shared: &Shared,
+    record: &ProofRecord,
+    kept: &ProofSubmission,
+    resumed: bool,
+    gate: PublishGate,
+    applied: mpsc::UnboundedReceiver<JobResult>,
+) -> Ended {
+    let proof_id = kept.proof_id.clone();
     // An earlier leader may have written the verdict and died before marking the proof
     // finished: the verdict stands, nothing runs again.
     if resumed && let Some(finished) = written_verdict(shared, &proof_id).await {
-        set_status(shared, &record, ProofStatus::Finished).await;
+        set_status(shared, record, ProofStatus::Finished).await;
         tracing::info!(proof_id = %proof_id, "proof's verdict was written by an earlier leader");
         publish_progress(shared, &proof_id, &finished).await;
         return Ended::Done;
@@ -176,37 +233,12 @@ pub(super) async fn drive(
                 return Ended::Done;
             }
         },
-        None => record.submission.clone(),
+        None => kept.clone(),
     };
     let prepared = prepared_from(&submission);
-    let budget = record
-        .submission
-        .jobs_budget
-        .clamp(1, shared.max_jobs_per_proof) as usize;
-    let queue = NatsJobQueue::new(
-        shared.js.clone(),
-        ProofStores {
-            fence: shared.fence.clone(),
-            store: shared.store.clone(),
-            result_cap: shared.result_cap,
-        },
-        shared.subjects.clone(),
-        shared.admitter.clone(),
-        gate,
-        applied,
-        resumed,
-    );
-    let (events_tx, mut events_rx) = mpsc::unbounded_channel();
-    let publisher = {
-        let shared = shared.clone();
-        let proof_id = proof_id.clone();
-        tokio::spawn(async move {
-            while let Some(event) = events_rx.recv().await {
-                publish_progress(&shared, &proof_id, &event).await;
-            }
-        })
-    };
-    let progress = NatsProgress { events: events_tx };
+    let budget = kept.jobs_budget.clamp(1, shared.max_jobs_per_proof) as usize;
+    let queue = run_queue(shared, gate, applied, resumed);
+    let (progress, publisher) = run_progress(shared, &proof_id);
     // The record is read back from KV: a time past what `SystemTime` holds is no time.
     let started = UNIX_EPOCH
         .checked_add(Duration::from_secs(record.submitted_at))
@@ -288,7 +320,7 @@ pub(super) async fn drive(
         }
     };
     let finished = record_evidence(shared, &proof_id, json, stored).await;
-    set_status(shared, &record, ProofStatus::Finished).await;
+    set_status(shared, record, ProofStatus::Finished).await;
     tracing::info!(proof_id = %proof_id, verdict = ?evidence.verdict, "proof finished");
     publish_progress(shared, &proof_id, &finished).await;
     Ended::Done
@@ -424,7 +456,7 @@ async fn record_driver(
 pub(super) async fn set_status(shared: &Shared, record: &ProofRecord, status: ProofStatus) {
     let mut record = record.clone();
     record.status = status;
-    let proof_id = &record.submission.proof_id;
+    let proof_id = record.submission.id();
     match wire::encode("proof record", &record) {
         Ok(bytes) => {
             if let Err(e) = shared

@@ -6,8 +6,8 @@
 use assay_common::criteria::parse_criteria;
 use assay_common::evidence::{Evidence, RevisionInfo};
 use assay_common::fleet::{
-    ProgressEvent, ProofRecord, ProofStatus, ProofSubmission, RevisionWire, Subjects, SubmitReply,
-    SubmitRequest, keys,
+    ProgressEvent, ProofRecord, ProofStatus, ProofSubmission, RevisionWire, Subjects, Submission,
+    SubmitReply, SubmitRequest, keys,
 };
 use assay_common::job::{JobKind, JobResult, JobSpec, JobStatus, Side};
 use assay_common::outcome::ReportOutcome;
@@ -18,7 +18,6 @@ use assay_common::verdict::Verdict;
 use assay_common::{JobId, ProofId, TreeId, WorkerId, wire};
 use assay_coordinator::client;
 use assay_coordinator::cluster_queue::ClusterQueue;
-use assay_coordinator::{self as coordinator, CoordinatorConfig};
 use assay_engine::proof;
 use assay_transport::nats::QueueTuning;
 use assay_transport::queue::JobQueue;
@@ -26,13 +25,14 @@ use assay_worker::service::{self as worker, JobRunner, WorkerConfig};
 use async_nats::jetstream::{self, kv};
 use futures::StreamExt;
 use serde::Serialize;
-use servers::{ServerGuard, start_nats, start_nats_with_config};
+use servers::start_nats_with_config;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::task::JoinHandle;
 
+use assay_test_support::cluster::messages::{self, completed, job, proofs_bucket};
+use assay_test_support::cluster::{ClusterSandbox, InProcess, NatsSetup, StoreKind};
 use assay_test_support::servers;
 
 /// The coordinator's default cap on a stored result.
@@ -40,119 +40,27 @@ const RESULT_CAP: assay_transport::offload::ReadCap = assay_transport::offload::
     assay_common::service_config::DEFAULT_MAX_RESULT_BYTES,
 );
 
-/// A service running in this process, stopped gracefully at the end of the test.
-struct Service {
-    handle: JoinHandle<()>,
-    stop: tokio::sync::oneshot::Sender<()>,
+/// A worker's configuration with a short ack wait, so a lost job comes back within the test.
+fn worker_config(bus: &ClusterSandbox, prefix: &str, name: &str) -> WorkerConfig {
+    let mut config = bus.worker_config(prefix, name);
+    config.tuning = QueueTuning {
+        ack_wait: Duration::from_secs(5),
+        ..QueueTuning::default()
+    };
+    config
 }
 
-impl Service {
-    async fn stop(self) {
-        let _ = self.stop.send(());
-        let _ = self.handle.await;
-    }
+/// A worker that runs its jobs for real, in the process sandbox.
+fn worker(bus: &ClusterSandbox, prefix: &str, name: &str) -> InProcess {
+    bus.worker(worker_config(bus, prefix, name))
 }
 
-struct Bus {
-    nats: ServerGuard,
-    dir: tempfile::TempDir,
-}
-
-impl Bus {
-    fn start() -> Self {
-        Self {
-            nats: start_nats(),
-            dir: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn url(&self) -> String {
-        format!("nats://127.0.0.1:{}", self.nats.port)
-    }
-
-    fn store_url(&self) -> String {
-        format!("file://{}", self.dir.path().join("store").display())
-    }
-
-    fn config(&self, prefix: &str, name: &str) -> ServiceConfig {
-        let mut config = ServiceConfig::default();
-        config.nats.url = self.url();
-        config.nats.subject_prefix = prefix.into();
-        config.store.url = self.store_url();
-        config.http.listen = Some(String::new());
-        config.worker.sandbox = SandboxKind::Process;
-        config.worker.slots = 1;
-        config.worker.tree_cache_dir = self
-            .dir
-            .path()
-            .join(format!("{name}-cache"))
-            .display()
-            .to_string();
-        config
-    }
-
-    fn coordinator(&self, prefix: &str) -> Service {
-        let config = CoordinatorConfig::new(self.config(prefix, "coordinator"));
-        let (stop, rx) = tokio::sync::oneshot::channel::<()>();
-        let handle = tokio::spawn(async move {
-            coordinator::serve(config, async {
-                let _ = rx.await;
-            })
-            .await
-            .unwrap();
-        });
-        Service { handle, stop }
-    }
-
-    fn worker_config(&self, prefix: &str, name: &str) -> WorkerConfig {
-        let mut config = WorkerConfig::new(self.config(prefix, name));
-        config.tuning = QueueTuning {
-            ack_wait: Duration::from_secs(5),
-            ..QueueTuning::default()
-        };
-        config.worker_id = WorkerId(name.into());
-        config.scratch_root = Some(self.dir.path().join(format!("{name}-scratch")));
-        config
-    }
-
-    /// A worker that runs its jobs for real, in the process sandbox.
-    fn worker(&self, prefix: &str, name: &str) -> Service {
-        let config = self.worker_config(prefix, name);
-        let (stop, rx) = tokio::sync::oneshot::channel::<()>();
-        let handle = tokio::spawn(async move {
-            worker::serve(config, async {
-                let _ = rx.await;
-            })
-            .await
-            .unwrap();
-        });
-        Service { handle, stop }
-    }
-
-    /// A worker that answers each job at once, signed with its own name.
-    fn answering_worker(&self, prefix: &str, name: &str) -> Service {
-        let config = self.worker_config(prefix, name);
-        let parts = worker::WorkerParts {
-            runner: Arc::new(Answer(config.worker_id.clone())),
-            store: Arc::new(
-                assay_transport::store::open_store(&config.service.store.url, &[]).unwrap(),
-            ),
-            metrics: Default::default(),
-        };
-        let (stop, rx) = tokio::sync::oneshot::channel::<()>();
-        let handle = tokio::spawn(async move {
-            worker::serve_with(config, parts, async {
-                let _ = rx.await;
-            })
-            .await
-            .unwrap();
-        });
-        Service { handle, stop }
-    }
-
-    async fn client(&self) -> async_nats::Client {
-        async_nats::connect(self.url()).await.unwrap()
-    }
+/// A worker that answers each job at once, signed with its own name.
+fn answering_worker(bus: &ClusterSandbox, prefix: &str, name: &str) -> InProcess {
+    bus.worker_with(
+        worker_config(bus, prefix, name),
+        Arc::new(Answer(WorkerId(name.into()))),
+    )
 }
 
 /// Answers a job with a completed run, as a command that passes would.
@@ -165,46 +73,9 @@ impl JobRunner for Answer {
     }
 }
 
-fn completed(spec: &JobSpec, worker: &WorkerId) -> JobResult {
-    JobResult {
-        job_id: spec.job_id.clone(),
-        index: spec.index,
-        status: JobStatus::Completed { exit_code: 0 },
-        report: ReportOutcome::Missing,
-        artifacts: vec![],
-        duration_ms: 0,
-        worker: worker.clone(),
-        sandbox: None,
-    }
-}
-
 fn empty_tree() -> TreeId {
     // git's empty tree: any hex id will do for jobs that never fetch their tree.
     TreeId("4b825dc642cb6eb9a060e54bf8d69288fbee4904".into())
-}
-
-fn job(proof_id: &ProofId, index: usize, tree: &TreeId, command: &[&str]) -> JobSpec {
-    JobSpec {
-        proof_id: proof_id.clone(),
-        job_id: JobId::for_index(proof_id, index),
-        index: index as u32,
-        kind: JobKind::Targeted,
-        side: if index.is_multiple_of(2) {
-            Side::Base
-        } else {
-            Side::Candidate
-        },
-        tree: tree.clone(),
-        command: command.iter().map(|s| (*s).to_owned()).collect(),
-        report: ReportFormat::JunitXml,
-        selected_tests: vec![],
-        timeout_secs: 60,
-        forked_timeout_secs: None,
-        rewrites: Vec::new(),
-        binaries: None,
-        env: vec![],
-        edit: None,
-    }
 }
 
 /// A proof of `jobs` jobs, prepared as the CLI would have.
@@ -245,35 +116,7 @@ async fn submit(
     prefix: &str,
     submission: ProofSubmission,
 ) -> SubmitReply {
-    let request = SubmitRequest::Inline(Box::new(submission));
-    // As the CLI does: a coordinator whose bucket exists may not be subscribed yet.
-    let reply = assay_coordinator::client::request_submit(
-        client,
-        &Subjects::new(prefix),
-        async_nats::HeaderMap::new(),
-        wire::encode("submit request", &request).unwrap().into(),
-    )
-    .await
-    .unwrap();
-    wire::decode("submit reply", &reply.payload).unwrap()
-}
-
-async fn bucket(client: &async_nats::Client, prefix: &str) -> kv::Store {
-    let js = jetstream::new(client.clone());
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Ok(store) = js
-            .get_key_value(Subjects::new(prefix).proofs_bucket())
-            .await
-        {
-            return store;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the {prefix} proofs bucket never appeared"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    messages::submit(client, prefix, &SubmitRequest::Inline(Box::new(submission))).await
 }
 
 async fn status(proofs: &kv::Store, proof_id: &ProofId) -> Option<ProofStatus> {
@@ -342,13 +185,13 @@ fn git(repo: &Path, args: &[&str]) -> String {
 }
 
 /// A one-file repository, its tree uploaded to the bus's store; returns the tree id.
-async fn uploaded_tree(bus: &Bus) -> TreeId {
+async fn uploaded_tree(bus: &ClusterSandbox) -> TreeId {
     uploaded_tree_of(bus, "pager", "pager.py", "LIMIT = 10\n").await
 }
 
 /// A repository of one file, its tree uploaded to the bus's store; returns the tree id.
-async fn uploaded_tree_of(bus: &Bus, name: &str, file: &str, text: &str) -> TreeId {
-    let repo = bus.dir.path().join(name);
+async fn uploaded_tree_of(bus: &ClusterSandbox, name: &str, file: &str, text: &str) -> TreeId {
+    let repo = bus.dir().join(name);
     std::fs::create_dir_all(&repo).unwrap();
     git(&repo, &["init", "-q", "-b", "main"]);
     std::fs::write(repo.join(file), text).unwrap();
@@ -547,11 +390,11 @@ fn the_unchecked_job_and_submission_have_the_real_layout() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_mutant_edit_naming_a_path_outside_the_tree_is_refused_and_writes_nothing() {
-    let bus = Bus::start();
+    let bus = ClusterSandbox::with_file_store();
     let tree = uploaded_tree(&bus).await;
-    let victim = bus.dir.path().join("victim.txt");
+    let victim = bus.dir().join("victim.txt");
     std::fs::write(&victim, "untouched\n").unwrap();
-    let worker = bus.worker("assay", "worker-a");
+    let worker = worker(&bus, "assay", "worker-a");
     let client = bus.client().await;
     let js = jetstream::new(client.clone());
     let subjects = Subjects::new("assay");
@@ -594,10 +437,10 @@ async fn a_mutant_edit_naming_a_path_outside_the_tree_is_refused_and_writes_noth
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_submission_whose_jobs_name_another_proof_or_a_path_outside_the_tree_is_refused() {
-    let bus = Bus::start();
+    let bus = ClusterSandbox::with_file_store();
     let coordinator = bus.coordinator("assay");
     let client = bus.client().await;
-    let proofs = bucket(&client, "assay").await;
+    let proofs = proofs_bucket(&client, "assay").await;
     let proof = proof::new_proof_id();
     let other = proof::new_proof_id();
     let mut foreign = submission(&proof, 2);
@@ -665,10 +508,10 @@ async fn a_submission_whose_jobs_name_another_proof_or_a_path_outside_the_tree_i
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_stray_result_takes_no_slot_and_the_real_one_finishes_the_proof() {
-    let bus = Bus::start();
+    let bus = ClusterSandbox::with_file_store();
     let first = bus.coordinator("assay");
     let client = bus.client().await;
-    let proofs = bucket(&client, "assay").await;
+    let proofs = proofs_bucket(&client, "assay").await;
     let js = jetstream::new(client.clone());
     let proof = proof::new_proof_id();
     let planned = submission(&proof, 2);
@@ -710,7 +553,7 @@ async fn a_stray_result_takes_no_slot_and_the_real_one_finishes_the_proof() {
     assert!(
         wait_finished(&proofs, &proof, Duration::from_secs(120)).await,
         "the proof never finished: a stray result took a slot (coordinator stopped: {})",
-        second.handle.is_finished()
+        second.is_finished()
     );
     for job in &jobs {
         let stored = stored_result(&proofs, &proof, job.index).await.unwrap();
@@ -766,10 +609,10 @@ fn forged_evidence(proof: &ProofId) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_forged_finished_event_does_not_end_the_cli_with_its_verdict() {
-    let bus = Bus::start();
+    let bus = ClusterSandbox::with_file_store();
     let coordinator = bus.coordinator("assay");
     let forger = bus.client().await;
-    let proofs = bucket(&forger, "assay").await;
+    let proofs = proofs_bucket(&forger, "assay").await;
     let proof = proof::new_proof_id();
     let planned = submission(&proof, 1);
     let job = planned.jobs[0].clone();
@@ -837,7 +680,7 @@ async fn a_forged_finished_event_does_not_end_the_cli_with_its_verdict() {
 /// no one listens, so nobody received the request, and the CLI sends it again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_proof_submitted_while_the_coordinator_restarts_is_taken_when_it_is_back() {
-    let bus = Bus::start();
+    let bus = ClusterSandbox::with_file_store();
     let proof = proof::new_proof_id();
     let planned = submission(&proof, 2);
     let store = assay_transport::store::open_store(&bus.store_url(), &[]).unwrap();
@@ -859,7 +702,7 @@ async fn a_proof_submitted_while_the_coordinator_restarts_is_taken_when_it_is_ba
         cli.await
     );
     let coordinator = bus.coordinator("assay");
-    let worker = bus.answering_worker("assay", "worker-after-restart");
+    let worker = answering_worker(&bus, "assay", "worker-after-restart");
     let evidence = tokio::time::timeout(Duration::from_secs(60), cli)
         .await
         .expect("the proof never finished")
@@ -874,7 +717,7 @@ async fn a_proof_submitted_while_the_coordinator_restarts_is_taken_when_it_is_ba
 /// work queues on disk, and the proofs bucket is on disk with a time to live.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_fleets_streams_and_bucket_are_on_disk_and_bounded() {
-    let bus = Bus::start();
+    let bus = ClusterSandbox::with_file_store();
     let coordinator = bus.coordinator("assay");
     let client = bus.client().await;
     let js = jetstream::new(client.clone());
@@ -923,26 +766,27 @@ async fn the_fleets_streams_and_bucket_are_on_disk_and_bounded() {
     coordinator.stop().await;
 }
 
-/// `assay test --cluster` and `assay mutate --cluster` submit each job as a one-job proof and
+/// `assay test --cluster` and `assay mutate --cluster` submit each job as a one-job job
+/// submission and
 /// wait for its result: a result announced in a progress message by another client must not be
 /// taken; only the result the coordinator recorded counts.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_forged_job_finished_event_does_not_hand_a_cluster_run_its_result() {
-    let bus = Bus::start();
+    let bus = ClusterSandbox::with_file_store();
     let coordinator = bus.coordinator("assay");
     let forger = bus.client().await;
-    let proofs = bucket(&forger, "assay").await;
+    let proofs = proofs_bucket(&forger, "assay").await;
     let queue = ClusterQueue::new(
         bus.client().await,
         Subjects::new("assay"),
         proofs.clone(),
         Arc::new(assay_transport::store::open_store(&bus.store_url(), &[]).unwrap()),
         "/srv/invoices".into(),
-        RunnerKind::Pytest,
         "suite",
     );
     let run = ProofId("r-invoices-suite".into());
-    let spec = job(&run, 3, &empty_tree(), &["python3", "-m", "pytest", "-q"]);
+    let tree = uploaded_tree(&bus).await;
+    let spec = job(&run, 3, &tree, &["python3", "-m", "pytest", "-q"]);
     queue.submit(spec.clone()).await.unwrap();
     // No worker yet: the job waits while the forger announces a passing result for it.
     let inner = ProofId(format!("{run}-0003"));
@@ -981,29 +825,41 @@ async fn a_forged_job_finished_event_does_not_hand_a_cluster_run_its_result() {
         early.ok().flatten().map(|r| r.worker)
     );
     // The real worker's result, recorded by the coordinator, is the one the run gets.
-    let worker = bus.answering_worker("assay", "worker-real");
+    let worker = answering_worker(&bus, "assay", "worker-real");
     let result = tokio::time::timeout(Duration::from_secs(60), queue.next_result())
         .await
         .expect("the real result never came")
         .expect("the result stream closed");
     assert_eq!(result.worker.0, "worker-real");
     assert_eq!((result.job_id, result.index), (spec.job_id, 3));
+    // A job-level submission: no criteria, no revisions, and nothing concluded.
+    let bytes = proofs.get(keys::record(&inner)).await.unwrap().unwrap();
+    let record: ProofRecord = wire::decode("proof record", &bytes).unwrap();
+    match record.submission {
+        Submission::Jobs(jobs) => {
+            assert_eq!((jobs.label.as_str(), jobs.jobs.len()), ("suite", 1));
+            assert_eq!(jobs.trees, vec![tree]);
+        }
+        Submission::Proof(proof) => panic!("a suite job went as a proof: {proof:?}"),
+    }
+    assert!(wait_finished(&proofs, &inner, Duration::from_secs(30)).await);
+    assert!(proofs.get(keys::evidence(&inner)).await.unwrap().is_none());
     worker.stop().await;
     coordinator.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_fleets_on_one_server_share_no_job_and_no_halt() {
-    let bus = Bus::start();
+    let bus = ClusterSandbox::with_file_store();
     let fleets = ["alpha", "beta"];
     let mut services = Vec::new();
     for prefix in fleets {
         services.push(bus.coordinator(prefix));
-        services.push(bus.answering_worker(prefix, &format!("{prefix}-worker")));
+        services.push(answering_worker(&bus, prefix, &format!("{prefix}-worker")));
     }
     let client = bus.client().await;
-    let alpha = bucket(&client, "alpha").await;
-    let beta = bucket(&client, "beta").await;
+    let alpha = proofs_bucket(&client, "alpha").await;
+    let beta = proofs_bucket(&client, "beta").await;
     let mut proofs = Vec::new();
     for (prefix, store) in [("alpha", &alpha), ("beta", &beta)] {
         let proof = proof::new_proof_id();
@@ -1225,7 +1081,7 @@ async fn a_job_cannot_read_the_workers_secrets() {
     if let Ok(nats) = std::env::var("ASSAY_ADVERSARIAL_WORKER_NATS") {
         return serve_as_secret_holding_worker(nats).await;
     }
-    let bus = Bus::start();
+    let bus = ClusterSandbox::with_file_store();
     let tree = uploaded_tree_of(&bus, "snoop", "snoop.sh", SNOOP).await;
     // The worker is this test binary again, running only this test, with a secret in the
     // environment it starts with: what /proc/<pid>/environ shows.
@@ -1235,8 +1091,8 @@ async fn a_job_cannot_read_the_workers_secrets() {
             "a_job_cannot_read_the_workers_secrets",
             "--nocapture",
         ])
-        .env("ASSAY_ADVERSARIAL_WORKER_NATS", bus.url())
-        .env("ASSAY_ADVERSARIAL_DIR", bus.dir.path())
+        .env("ASSAY_ADVERSARIAL_WORKER_NATS", bus.nats_url())
+        .env("ASSAY_ADVERSARIAL_DIR", bus.dir())
         .env("AWS_SECRET_ACCESS_KEY", SECRET)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -1266,7 +1122,7 @@ async fn a_job_cannot_read_the_workers_secrets() {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
-    let out = bus.dir.path().join("snooped");
+    let out = bus.dir().join("snooped");
     std::fs::create_dir_all(&out).unwrap();
     let proof = ProofId("p-1795995829-snoop".into());
     let mut snoop = job(&proof, 0, &tree, &["sh", "snoop.sh"]);
@@ -1537,22 +1393,19 @@ with open(sys.argv[1], "w") as out:
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_result_over_the_servers_max_payload_goes_through_the_store() {
     // 64 KiB messages; a report of 3000 cases makes a result of well over 200 KiB.
-    let nats = start_nats_with_config(|port, dir| {
-        format!(
-            "listen: \"127.0.0.1:{port}\"\nmax_payload: 65536\njetstream {{\n  store_dir: \"{}\"\n}}\n",
-            dir.join("js").display()
-        )
-    });
-    let bus = Bus {
-        nats,
-        dir: tempfile::tempdir().unwrap(),
-    };
+    let bus = ClusterSandbox::start_with_nats(
+        StoreKind::File,
+        NatsSetup {
+            config: "max_payload: 65536".into(),
+            ..NatsSetup::default()
+        },
+    );
     let tree = uploaded_tree_of(&bus, "cases", "many_cases.py", MANY_CASES).await;
     let coordinator = bus.coordinator("big");
-    let worker = bus.worker("big", "worker-big");
+    let worker = worker(&bus, "big", "worker-big");
     let client = bus.client().await;
     assert_eq!(client.server_info().max_payload, 65536);
-    let proofs = bucket(&client, "big").await;
+    let proofs = proofs_bucket(&client, "big").await;
     let proof_id = ProofId("p-1795995829-bigresult".into());
     let mut proof = submission(&proof_id, 1);
     proof.jobs[0] = job(
@@ -1827,12 +1680,12 @@ async fn plant_tree(url: &str, victim: &TreeId, planted: &TreeId) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_tree_archive_swapped_in_the_store_for_another_trees_is_refused_as_tampering() {
-    let bus = Bus::start();
+    let bus = ClusterSandbox::with_file_store();
     let honest = uploaded_tree_of(&bus, "pager", "pager.py", "LIMIT = 10\n").await;
     let planted = uploaded_tree_of(&bus, "pager-planted", "pager.py", "LIMIT = 0\n").await;
     assert_ne!(honest, planted);
     plant_tree(&bus.store_url(), &honest, &planted).await;
-    let worker = bus.worker("assay", "worker-a");
+    let worker = worker(&bus, "assay", "worker-a");
     let client = bus.client().await;
     let js = jetstream::new(client.clone());
     let subjects = Subjects::new("assay");
@@ -1854,7 +1707,7 @@ async fn a_tree_archive_swapped_in_the_store_for_another_trees_is_refused_as_tam
         "{message}"
     );
     assert!(message.contains("tampered"), "{message}");
-    let cache = bus.dir.path().join("worker-a-cache");
+    let cache = bus.dir().join("worker-a-cache");
     assert!(
         !cache.join(format!("{honest}.tar")).exists(),
         "the planted archive is not cached"
@@ -1867,14 +1720,14 @@ async fn a_tree_archive_swapped_in_the_store_for_another_trees_is_refused_as_tam
 async fn the_next_upload_replaces_a_planted_tree_archive_and_the_tree_then_materializes() {
     use assay_transport::store_tree::{StoreTreeSource, TreeUpload, upload_tree};
     use assay_transport::tree::TreeSource as _;
-    let bus = Bus::start();
+    let bus = ClusterSandbox::with_file_store();
     let honest = uploaded_tree_of(&bus, "pager", "pager.py", "LIMIT = 10\n").await;
     let planted = uploaded_tree_of(&bus, "pager-planted", "pager.py", "LIMIT = 0\n").await;
     let (_, honest_digest) = stored_tree(&bus.store_url(), &honest).await;
     let (_, planted_digest) = stored_tree(&bus.store_url(), &planted).await;
     plant_tree(&bus.store_url(), &honest, &planted).await;
     let store = Arc::new(assay_transport::store::open_store(&bus.store_url(), &[]).unwrap());
-    let repo = bus.dir.path().join("pager");
+    let repo = bus.dir().join("pager");
     let uploaded = upload_tree(store.as_ref(), &repo, &honest).await.unwrap();
     assert_eq!(
         uploaded.upload,
@@ -1885,8 +1738,8 @@ async fn the_next_upload_replaces_a_planted_tree_archive_and_the_tree_then_mater
     assert_eq!(uploaded.sha256.as_bytes(), &honest_digest[..]);
     let again = upload_tree(store.as_ref(), &repo, &honest).await.unwrap();
     assert_eq!(again.upload, TreeUpload::Present, "nothing is sent twice");
-    let trees = StoreTreeSource::new(store, bus.dir.path().join("worker-cache"));
-    let dest = bus.dir.path().join("tree");
+    let trees = StoreTreeSource::new(store, bus.dir().join("worker-cache"));
+    let dest = bus.dir().join("tree");
     std::fs::create_dir_all(&dest).unwrap();
     trees.materialize(&honest, &dest).await.unwrap();
     assert_eq!(
@@ -1899,14 +1752,14 @@ async fn the_next_upload_replaces_a_planted_tree_archive_and_the_tree_then_mater
 async fn a_cached_tree_archive_altered_on_disk_is_refused_then_fetched_again() {
     use assay_transport::store_tree::StoreTreeSource;
     use assay_transport::tree::TreeSource as _;
-    let bus = Bus::start();
+    let bus = ClusterSandbox::with_file_store();
     let honest = uploaded_tree_of(&bus, "pager", "pager.py", "LIMIT = 10\n").await;
     let planted = uploaded_tree_of(&bus, "pager-planted", "pager.py", "LIMIT = 0\n").await;
     let store = Arc::new(assay_transport::store::open_store(&bus.store_url(), &[]).unwrap());
-    let cache = bus.dir.path().join("worker-cache");
+    let cache = bus.dir().join("worker-cache");
     let trees = StoreTreeSource::new(store, &cache);
     let materialize = |name: &str| {
-        let dest = bus.dir.path().join(name);
+        let dest = bus.dir().join(name);
         std::fs::create_dir_all(&dest).unwrap();
         let trees = &trees;
         let honest = honest.clone();
@@ -1931,7 +1784,7 @@ async fn a_cached_tree_archive_altered_on_disk_is_refused_then_fetched_again() {
         "the cache holds the real archive again"
     );
     // A link or a FIFO in its place is refused, not followed or waited on.
-    let elsewhere = bus.dir.path().join("planted.tar");
+    let elsewhere = bus.dir().join("planted.tar");
     std::fs::write(&elsewhere, &planted_archive).unwrap();
     std::fs::remove_file(cache.join(format!("{honest}.tar"))).unwrap();
     std::os::unix::fs::symlink(&elsewhere, cache.join(format!("{honest}.tar"))).unwrap();
@@ -1974,17 +1827,17 @@ async fn a_tree_archive_planted_in_the_cache_with_matching_markers_is_refused_an
  {
     use assay_transport::store_tree::StoreTreeSource;
     use assay_transport::tree::TreeSource as _;
-    let bus = Bus::start();
+    let bus = ClusterSandbox::with_file_store();
     let honest = uploaded_tree_of(&bus, "pager", "pager.py", "LIMIT = 10\n").await;
     let planted = uploaded_tree_of(&bus, "pager-planted", "pager.py", "LIMIT = 0\n").await;
     let (planted_archive, _) = stored_tree(&bus.store_url(), &planted).await;
     let (honest_archive, _) = stored_tree(&bus.store_url(), &honest).await;
-    let cache = bus.dir.path().join("worker-cache");
+    let cache = bus.dir().join("worker-cache");
     // Planted before the worker ever fetched the tree, as another change's job would.
     plant_in_cache(&cache, &honest, &planted_archive);
     let store = Arc::new(assay_transport::store::open_store(&bus.store_url(), &[]).unwrap());
     let trees = StoreTreeSource::new(store, &cache);
-    let dest = bus.dir.path().join("tree");
+    let dest = bus.dir().join("tree");
     std::fs::create_dir_all(&dest).unwrap();
     trees.materialize(&honest, &dest).await.unwrap();
     assert_eq!(
@@ -2009,7 +1862,7 @@ async fn a_tree_archive_planted_in_the_cache_with_matching_markers_is_refused_an
     }
     // Planted again after the tree is cached: refused the same way.
     plant_in_cache(&cache, &honest, &planted_archive);
-    let again = bus.dir.path().join("again");
+    let again = bus.dir().join("again");
     std::fs::create_dir_all(&again).unwrap();
     trees.materialize(&honest, &again).await.unwrap();
     assert_eq!(
@@ -2040,16 +1893,16 @@ async fn next_result(messages: &mut jetstream::consumer::pull::Stream) -> JobRes
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_job_that_plants_another_changes_tree_in_the_workers_cache_does_not_change_what_that_change_runs()
  {
-    let bus = Bus::start();
+    let bus = ClusterSandbox::with_file_store();
     let honest = uploaded_tree_of(&bus, "pager", "pager.py", "LIMIT = 10\n").await;
     let planted = uploaded_tree_of(&bus, "pager-planted", "pager.py", "LIMIT = 0\n").await;
     let (planted_archive, _) = stored_tree(&bus.store_url(), &planted).await;
-    let cache = bus.dir.path().join("worker-a-cache");
+    let cache = bus.dir().join("worker-a-cache");
     // What the hostile change's job copies into the cache: the planted archive and a marker.
-    let loot = bus.dir.path().join("loot");
+    let loot = bus.dir().join("loot");
     std::fs::create_dir_all(&loot).unwrap();
     plant_in_cache(&loot, &honest, &planted_archive);
-    let worker = bus.worker("assay", "worker-a");
+    let worker = worker(&bus, "assay", "worker-a");
     let client = bus.client().await;
     let js = jetstream::new(client.clone());
     let results = results_consumer(&js, &Subjects::new("assay")).await;
@@ -2191,15 +2044,15 @@ fn mkfifo(path: &Path) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fifo_at_a_submission_key_is_refused_at_once_and_another_proof_still_runs() {
-    let bus = Bus::start();
+    let bus = ClusterSandbox::with_file_store();
     let coordinator = bus.coordinator("slow");
-    let worker = bus.answering_worker("slow", "worker-slow");
+    let worker = answering_worker(&bus, "slow", "worker-slow");
     let client = bus.client().await;
-    let proofs = bucket(&client, "slow").await;
+    let proofs = proofs_bucket(&client, "slow").await;
     // A FIFO nobody writes: a store that opens it waits for a writer, forever.
     let stuck = ProofId("p-1795995829-stuckstore".into());
     let key = assay_common::fleet::submission_key(&stuck);
-    let fifo = bus.dir.path().join("store").join(&key);
+    let fifo = bus.dir().join("store").join(&key);
     mkfifo(&fifo);
     let started = Instant::now();
     let reply = tokio::time::timeout(
@@ -2256,7 +2109,7 @@ fn rss() -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stored_submissions_past_the_cap_are_refused_unread_and_the_coordinator_stays_small() {
-    let bus = Bus::start();
+    let bus = ClusterSandbox::with_file_store();
     let coordinator = bus.coordinator("huge");
     let client = bus.client().await;
     // Three 200 MB submissions (sparse files) under the default 64 MiB cap, sent at once,
@@ -2265,7 +2118,7 @@ async fn stored_submissions_past_the_cap_are_refused_unread_and_the_coordinator_
     for n in 0..3 {
         let proof = ProofId(format!("p-1795995829-hugesub{n}"));
         let key = assay_common::fleet::submission_key(&proof);
-        let path = bus.dir.path().join("store").join(&key);
+        let path = bus.dir().join("store").join(&key);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::File::create(&path)
             .unwrap()
@@ -2324,7 +2177,7 @@ async fn stored_submissions_past_the_cap_are_refused_unread_and_the_coordinator_
 
 /// Proof `proof_id`'s submission of one job, stored at its own key as the CLI stores one.
 async fn store_submission(
-    bus: &Bus,
+    bus: &ClusterSandbox,
     proof_id: &ProofId,
 ) -> (assay_common::job::ArtifactRef, Vec<u8>) {
     let store = assay_transport::store::open_store(&bus.store_url(), &[]).unwrap();
@@ -2342,11 +2195,11 @@ async fn store_submission(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stored_submission_linked_outside_the_store_or_altered_is_refused() {
-    let bus = Bus::start();
+    let bus = ClusterSandbox::with_file_store();
     let coordinator = bus.coordinator("linked");
-    let worker = bus.answering_worker("linked", "worker-linked");
+    let worker = answering_worker(&bus, "linked", "worker-linked");
     let client = bus.client().await;
-    let proofs = bucket(&client, "linked").await;
+    let proofs = proofs_bucket(&client, "linked").await;
     // Honest: the stored submission is accepted and runs.
     let honest = ProofId("p-1795995829-honeststored".into());
     let (blob, _) = store_submission(&bus, &honest).await;
@@ -2357,8 +2210,8 @@ async fn a_stored_submission_linked_outside_the_store_or_altered_is_refused() {
     // the message names: it would be accepted if followed.
     let linked = ProofId("p-1795995829-linkedstore".into());
     let (blob, body) = store_submission(&bus, &linked).await;
-    let at_key = bus.dir.path().join("store").join(&blob.key);
-    let outside = bus.dir.path().join("outside-submission.bin");
+    let at_key = bus.dir().join("store").join(&blob.key);
+    let outside = bus.dir().join("outside-submission.bin");
     std::fs::write(&outside, &body).unwrap();
     std::fs::remove_file(&at_key).unwrap();
     std::os::unix::fs::symlink(&outside, &at_key).unwrap();
@@ -2379,7 +2232,7 @@ async fn a_stored_submission_linked_outside_the_store_or_altered_is_refused() {
     let (blob, mut body) = store_submission(&bus, &altered).await;
     let last = body.len() - 1;
     body[last] ^= 1;
-    std::fs::write(bus.dir.path().join("store").join(&blob.key), &body).unwrap();
+    std::fs::write(bus.dir().join("store").join(&blob.key), &body).unwrap();
     let reply = submit_stored(&client, "linked", &altered, blob).await;
     let SubmitReply::Refused { message } = &reply else {
         panic!("{reply:?}");
@@ -2446,10 +2299,10 @@ async fn a_fifo_or_an_outside_link_at_a_result_key_is_refused_at_once() {
 /// committed in the tree) is refused whole by the coordinator: the job never reaches a queue.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_submission_whose_job_sets_a_loader_variable_is_refused() {
-    let bus = Bus::start();
+    let bus = ClusterSandbox::with_file_store();
     let coordinator = bus.coordinator("assay");
     let client = bus.client().await;
-    let proofs = bucket(&client, "assay").await;
+    let proofs = proofs_bucket(&client, "assay").await;
     let proof = proof::new_proof_id();
     for (name, value) in [
         ("LD_PRELOAD", "./evil.so"),

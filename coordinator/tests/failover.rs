@@ -5,7 +5,6 @@
 //! connected to dies under a 3-node cluster; every write to the proofs bucket is watched.
 mod support;
 
-use assay_common::WorkerId;
 use assay_common::evidence::Evidence;
 use assay_common::fleet::{Subjects, SubmitReply, SubmitRequest, keys};
 use assay_common::job::JobResult;
@@ -17,16 +16,14 @@ use assay_coordinator::{self as coordinator, CoordinatorConfig};
 use assay_engine::proof::PreparedProof;
 use assay_transport::nats::{Placement, QueueTuning};
 use assay_transport::store::ArtifactStore;
-use assay_worker::service::{self as worker, WorkerConfig};
 use futures::StreamExt;
-use servers::{ServerGuard, start_nats, start_nats_cluster};
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use assay_test_support::{invoice_repo, servers};
+use assay_test_support::cluster::{ClusterSandbox, FleetProcess, InProcess};
+use assay_test_support::invoice_repo;
 
 /// Where a coordinator process finds its service file.
 const CHILD_CONFIG: &str = "ASSAY_FAILOVER_COORDINATOR_CONFIG";
@@ -70,33 +67,11 @@ fn prepare(repo: &Path) -> PreparedProof {
     support::invoice_proof(repo, 2, None)
 }
 
-/// A coordinator process, killed when the test ends whatever path it takes.
-struct CoordinatorProcess {
-    child: Child,
-    stderr: PathBuf,
-}
-
-impl CoordinatorProcess {
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    fn signal(&self, signal: libc::c_int) {
-        // SAFETY: kill(2) on the pid of a child this test started and has not reaped.
-        let sent = unsafe { libc::kill(self.pid() as libc::pid_t, signal) };
-        assert_eq!(sent, 0, "signal {signal} to coordinator {}", self.pid());
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.stderr).unwrap_or_default()
-    }
-}
-
-impl Drop for CoordinatorProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// Sends `signal` to a coordinator process this test started and has not reaped.
+fn signal(process: &FleetProcess, signal: libc::c_int) {
+    // SAFETY: kill(2) on the pid of a child this test started and has not reaped.
+    let sent = unsafe { libc::kill(process.pid() as libc::pid_t, signal) };
+    assert_eq!(sent, 0, "signal {signal} to coordinator {}", process.pid());
 }
 
 /// Every put to the proofs bucket from the moment it starts: how often each key was written.
@@ -125,147 +100,88 @@ impl Writes {
     }
 }
 
-struct Fleet {
-    /// One server, or a cluster whose first server every service connects to first.
-    nats: Vec<ServerGuard>,
-    dir: tempfile::TempDir,
+/// A coordinator process named `name`: this test binary again, as `coordinator_process`, with
+/// a service file for the fleet and the short lease.
+fn coordinator(fleet: &ClusterSandbox, name: &str) -> FleetProcess {
+    let config = fleet.dir().join(format!("{name}.toml"));
+    std::fs::create_dir_all(fleet.dir().join("store")).unwrap();
+    std::fs::write(
+        &config,
+        format!(
+            "schema = \"assay.service/v1\"\n[nats]\nurl = \"{}\"\nreplicas = {}\n[store]\nurl = \"{}\"\n[http]\nlisten = \"\"\n[coordinator]\nlease_ttl_ms = {LEASE_TTL_MS}\n",
+            fleet.nats_url(),
+            fleet.replicas(),
+            fleet.store_url()
+        ),
+    )
+    .unwrap();
+    fleet
+        .process(
+            &std::env::current_exe().unwrap(),
+            name,
+            &["coordinator_process", "--exact", "--ignored", "--nocapture"],
+        )
+        .env(CHILD_CONFIG, config.display().to_string())
+        .start()
 }
 
-impl Fleet {
-    fn start() -> Self {
-        Self {
-            nats: vec![start_nats()],
-            dir: tempfile::tempdir().unwrap(),
-        }
-    }
+/// A worker of two slots in this process.
+fn worker(fleet: &ClusterSandbox, name: &str) -> InProcess {
+    let mut config = fleet.worker_config("assay", name);
+    config.service.worker.slots = 2;
+    fleet.worker(config)
+}
 
-    /// Three servers, every stream and the bucket on all three.
-    fn clustered() -> Self {
-        Self {
-            nats: start_nats_cluster(3),
-            dir: tempfile::tempdir().unwrap(),
-        }
-    }
+fn store(fleet: &ClusterSandbox) -> Arc<dyn ArtifactStore> {
+    std::fs::create_dir_all(fleet.dir().join("store")).unwrap();
+    fleet.store()
+}
 
-    fn replicas(&self) -> usize {
-        self.nats.len()
-    }
+async fn bucket(
+    fleet: &ClusterSandbox,
+    client: &async_nats::Client,
+) -> async_nats::jetstream::kv::Store {
+    assay_transport::nats::proofs_bucket(
+        &async_nats::jetstream::new(client.clone()),
+        &Subjects::new("assay"),
+        // Whoever comes first creates it: the test's watch may start before a coordinator.
+        Placement {
+            replicas: fleet.replicas(),
+        },
+    )
+    .await
+    .unwrap()
+}
 
-    /// Every server's URL, the first one first.
-    fn url(&self) -> String {
-        self.nats
-            .iter()
-            .map(|server| format!("nats://127.0.0.1:{}", server.port))
-            .collect::<Vec<_>>()
-            .join(",")
-    }
-
-    fn store_url(&self) -> String {
-        format!("file://{}", self.dir.path().join("store").display())
-    }
-
-    fn store(&self) -> Arc<dyn ArtifactStore> {
-        std::fs::create_dir_all(self.dir.path().join("store")).unwrap();
-        Arc::new(assay_transport::store::open_store(&self.store_url(), &[]).unwrap())
-    }
-
-    fn coordinator(&self, name: &str) -> CoordinatorProcess {
-        let config = self.dir.path().join(format!("{name}.toml"));
-        std::fs::create_dir_all(self.dir.path().join("store")).unwrap();
-        std::fs::write(
-            &config,
-            format!(
-                "schema = \"assay.service/v1\"\n[nats]\nurl = \"{}\"\nreplicas = {}\n[store]\nurl = \"{}\"\n[http]\nlisten = \"\"\n[coordinator]\nlease_ttl_ms = {LEASE_TTL_MS}\n",
-                self.url(),
-                self.replicas(),
-                self.store_url()
-            ),
-        )
-        .unwrap();
-        let stderr = self.dir.path().join(format!("{name}.log"));
-        let child = Command::new(std::env::current_exe().unwrap())
-            .args(["coordinator_process", "--exact", "--ignored", "--nocapture"])
-            .env(CHILD_CONFIG, &config)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&stderr).unwrap())
-            .spawn()
-            .unwrap();
-        CoordinatorProcess { child, stderr }
-    }
-
-    fn worker(&self, name: &str) -> tokio::task::JoinHandle<()> {
-        let mut service = ServiceConfig::default();
-        service.nats.url = self.url();
-        service.nats.replicas = self.replicas();
-        service.store.url = self.store_url();
-        service.http.listen = Some(String::new());
-        service.worker.slots = 2;
-        service.worker.tree_cache_dir = self
-            .dir
-            .path()
-            .join(format!("{name}-cache"))
-            .display()
-            .to_string();
-        let mut config = WorkerConfig::new(service);
-        config.tuning = quick();
-        config.worker_id = WorkerId(name.into());
-        config.scratch_root = Some(self.dir.path().join(format!("{name}-scratch")));
-        tokio::spawn(async move {
-            worker::serve(config, futures::future::pending())
-                .await
-                .unwrap();
-        })
-    }
-
-    async fn client(&self) -> async_nats::Client {
-        let urls: Vec<String> = self.url().split(',').map(str::to_owned).collect();
-        async_nats::connect(urls).await.unwrap()
-    }
-
-    async fn bucket(&self, client: &async_nats::Client) -> async_nats::jetstream::kv::Store {
-        assay_transport::nats::proofs_bucket(
-            &async_nats::jetstream::new(client.clone()),
-            &Subjects::new("assay"),
-            // Whoever comes first creates it: the test's watch may start before a coordinator.
-            Placement {
-                replicas: self.replicas(),
-            },
-        )
-        .await
-        .unwrap()
-    }
-
-    /// Counts every put to the bucket from now on.
-    async fn watch_writes(&self, client: &async_nats::Client) -> Writes {
-        let bucket = self.bucket(client).await;
-        let mut watch = bucket.watch_all_from_revision(1).await.unwrap();
-        let writes = Writes::default();
-        let counted = writes.clone();
-        tokio::spawn(async move {
-            while let Some(Ok(entry)) = watch.next().await {
-                if entry.operation == async_nats::jetstream::kv::Operation::Put {
-                    *counted.0.lock().unwrap().entry(entry.key).or_default() += 1;
-                }
+/// Counts every put to the bucket from now on.
+async fn watch_writes(fleet: &ClusterSandbox, client: &async_nats::Client) -> Writes {
+    let bucket = bucket(fleet, client).await;
+    let mut watch = bucket.watch_all_from_revision(1).await.unwrap();
+    let writes = Writes::default();
+    let counted = writes.clone();
+    tokio::spawn(async move {
+        while let Some(Ok(entry)) = watch.next().await {
+            if entry.operation == async_nats::jetstream::kv::Operation::Put {
+                *counted.0.lock().unwrap().entry(entry.key).or_default() += 1;
             }
-        });
-        writes
-    }
-
-    /// Waits until the lease names a holder from process `pid`; returns when.
-    async fn wait_for_leader(&self, client: &async_nats::Client, pid: u32) -> Instant {
-        let bucket = self.bucket(client).await;
-        let marker = format!("-{pid}-");
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Ok(Some(holder)) = bucket.get(keys::LEASE).await
-                && String::from_utf8_lossy(&holder).contains(&marker)
-            {
-                return Instant::now();
-            }
-            assert!(Instant::now() < deadline, "coordinator {pid} never led");
-            tokio::time::sleep(Duration::from_millis(20)).await;
         }
+    });
+    writes
+}
+
+/// Waits until the lease names a holder from process `pid`; returns when.
+async fn wait_for_leader(fleet: &ClusterSandbox, client: &async_nats::Client, pid: u32) -> Instant {
+    let bucket = bucket(fleet, client).await;
+    let marker = format!("-{pid}-");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Ok(Some(holder)) = bucket.get(keys::LEASE).await
+            && String::from_utf8_lossy(&holder).contains(&marker)
+        {
+            return Instant::now();
+        }
+        assert!(Instant::now() < deadline, "coordinator {pid} never led");
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 
@@ -279,10 +195,10 @@ impl FleetProgress for Quiet {
 
 /// Submits the proof of `repo` as the CLI does; the handle gives its evidence.
 async fn submit(
-    fleet: &Fleet,
+    fleet: &ClusterSandbox,
     prepared: &PreparedProof,
 ) -> tokio::task::JoinHandle<Result<Evidence, client::ClientError>> {
-    let store = fleet.store();
+    let store = store(fleet);
     client::upload_trees(store.as_ref(), prepared)
         .await
         .unwrap();
@@ -339,14 +255,14 @@ fn assert_survived(evidence: &Evidence, prepared: &PreparedProof, writes: &Write
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_killed_leaders_proof_finishes_under_the_standby_with_each_result_applied_once() {
-    let fleet = Fleet::start();
+    let fleet = ClusterSandbox::with_file_store().with_tuning(quick());
     let client = fleet.client().await;
-    let writes = fleet.watch_writes(&client).await;
-    let leader = fleet.coordinator("a");
-    fleet.wait_for_leader(&client, leader.pid()).await;
-    let standby = fleet.coordinator("b");
-    let _workers = [fleet.worker("w1"), fleet.worker("w2")];
-    let repo = invoice_repo(fleet.dir.path(), 1.5);
+    let writes = watch_writes(&fleet, &client).await;
+    let leader = coordinator(&fleet, "a");
+    wait_for_leader(&fleet, &client, leader.pid()).await;
+    let standby = coordinator(&fleet, "b");
+    let _workers = [worker(&fleet, "w1"), worker(&fleet, "w2")];
+    let repo = invoice_repo(fleet.dir(), 1.5);
     let prepared = prepare(&repo);
     let proof = prepared.request.proof_id.to_string();
     let evidence = submit(&fleet, &prepared).await;
@@ -358,9 +274,9 @@ async fn a_killed_leaders_proof_finishes_under_the_standby_with_each_result_appl
             .any(|key| key.contains(".result."))
     })
     .await;
-    leader.signal(libc::SIGKILL);
+    signal(&leader, libc::SIGKILL);
     let killed = Instant::now();
-    let took_over = fleet.wait_for_leader(&client, standby.pid()).await;
+    let took_over = wait_for_leader(&fleet, &client, standby.pid()).await;
     let failover = took_over - killed;
     println!("failover after SIGKILL: {} ms", failover.as_millis());
     // The bound docs/operations.md states: the lease's time to live and a standby's look.
@@ -386,14 +302,14 @@ async fn a_killed_leaders_proof_finishes_under_the_standby_with_each_result_appl
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_leader_paused_past_its_lease_writes_nothing_when_it_wakes() {
-    let fleet = Fleet::start();
+    let fleet = ClusterSandbox::with_file_store().with_tuning(quick());
     let client = fleet.client().await;
-    let writes = fleet.watch_writes(&client).await;
-    let paused = fleet.coordinator("a");
-    fleet.wait_for_leader(&client, paused.pid()).await;
-    let standby = fleet.coordinator("b");
-    let _workers = [fleet.worker("w1")];
-    let repo = invoice_repo(fleet.dir.path(), 2.0);
+    let writes = watch_writes(&fleet, &client).await;
+    let paused = coordinator(&fleet, "a");
+    wait_for_leader(&fleet, &client, paused.pid()).await;
+    let standby = coordinator(&fleet, "b");
+    let _workers = [worker(&fleet, "w1")];
+    let repo = invoice_repo(fleet.dir(), 2.0);
     let prepared = prepare(&repo);
     let proof = prepared.request.proof_id.to_string();
     let evidence = submit(&fleet, &prepared).await;
@@ -405,8 +321,8 @@ async fn a_leader_paused_past_its_lease_writes_nothing_when_it_wakes() {
     })
     .await;
     // Paused with a proof in flight: results keep arriving, some into its own pull.
-    paused.signal(libc::SIGSTOP);
-    fleet.wait_for_leader(&client, standby.pid()).await;
+    signal(&paused, libc::SIGSTOP);
+    wait_for_leader(&fleet, &client, standby.pid()).await;
     let evidence = tokio::time::timeout(Duration::from_secs(60), evidence)
         .await
         .expect("the proof finishes under the standby")
@@ -418,7 +334,7 @@ async fn a_leader_paused_past_its_lease_writes_nothing_when_it_wakes() {
     .await;
     assert_survived(&evidence, &prepared, &writes);
     let before_waking = writes.of_proof(&proof);
-    paused.signal(libc::SIGCONT);
+    signal(&paused, libc::SIGCONT);
     // Woken, it notices it is past its lease and steps down without a write.
     wait_until("the woken coordinator to step down", || {
         paused.log().contains("leader lease lost: stepping down")
@@ -442,21 +358,21 @@ async fn a_leader_paused_past_its_lease_writes_nothing_when_it_wakes() {
         "the proof's writes were watched at all"
     );
     // Still the standby's lease: the woken one stands by.
-    fleet.wait_for_leader(&client, standby.pid()).await;
+    wait_for_leader(&fleet, &client, standby.pid()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_proof_finishes_when_the_nats_server_every_service_uses_dies() {
-    let mut fleet = Fleet::clustered();
+    let mut fleet = ClusterSandbox::clustered(3).with_tuning(quick());
     let client = fleet.client().await;
-    let leader = fleet.coordinator("a");
-    fleet.wait_for_leader(&client, leader.pid()).await;
-    let standby = fleet.coordinator("b");
-    let _workers = [fleet.worker("w1"), fleet.worker("w2")];
-    let bucket = fleet.bucket(&client).await;
+    let leader = coordinator(&fleet, "a");
+    wait_for_leader(&fleet, &client, leader.pid()).await;
+    let standby = coordinator(&fleet, "b");
+    let _workers = [worker(&fleet, "w1"), worker(&fleet, "w2")];
+    let bucket = bucket(&fleet, &client).await;
     let replicas = bucket.status().await.unwrap().info.config.num_replicas;
     assert_eq!(replicas, 3, "the bucket is on every server");
-    let repo = invoice_repo(fleet.dir.path(), 1.5);
+    let repo = invoice_repo(fleet.dir(), 1.5);
     let prepared = prepare(&repo);
     let first_result = keys::result(&prepared.request.proof_id, 0);
     let evidence = submit(&fleet, &prepared).await;
@@ -466,7 +382,7 @@ async fn a_proof_finishes_when_the_nats_server_every_service_uses_dies() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     // The first URL is where every service connected first: they must find the others.
-    fleet.nats[0].kill();
+    fleet.kill_cluster_node(0);
     let Ok(evidence) = tokio::time::timeout(Duration::from_secs(90), evidence).await else {
         panic!(
             "the proof did not finish on the surviving servers; the coordinators' logs:\n{}\n{}",
@@ -483,11 +399,11 @@ async fn a_proof_finishes_when_the_nats_server_every_service_uses_dies() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_submission_sent_again_is_the_proof_accepted_and_another_under_its_id_is_refused() {
-    let fleet = Fleet::start();
+    let fleet = ClusterSandbox::with_file_store().with_tuning(quick());
     let client = fleet.client().await;
-    let leader = fleet.coordinator("a");
-    fleet.wait_for_leader(&client, leader.pid()).await;
-    let repo = invoice_repo(fleet.dir.path(), 0.0);
+    let leader = coordinator(&fleet, "a");
+    wait_for_leader(&fleet, &client, leader.pid()).await;
+    let repo = invoice_repo(fleet.dir(), 0.0);
     let prepared = prepare(&repo);
     let submission = client::submission(&prepared, 4);
     let send = |submission: assay_common::fleet::ProofSubmission| {
@@ -536,9 +452,9 @@ async fn a_submission_sent_again_is_the_proof_accepted_and_another_under_its_id_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_server_refuses_a_write_from_an_epoch_that_is_over() {
-    let fleet = Fleet::start();
+    let fleet = ClusterSandbox::with_file_store().with_tuning(quick());
     let client = fleet.client().await;
-    let proofs = fleet.bucket(&client).await;
+    let proofs = bucket(&fleet, &client).await;
     let js = async_nats::jetstream::new(client.clone());
     // A lease long enough that the holder's own clock never stops it: only the server can.
     let fence = Fence::acquire(

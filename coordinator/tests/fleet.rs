@@ -1,18 +1,16 @@
-//! Fleet mode against real services: a JetStream server (`nats-server -js`) and an
-//! S3-protocol server (`moto_server`) started on free 127.0.0.1 ports by each test, with the
-//! coordinator and workers running in this process through their `serve` functions.
+//! Fleet mode against real services (`ClusterSandbox`): a JetStream server (`nats-server -js`)
+//! and an S3-protocol server (`moto_server`) started on free 127.0.0.1 ports by each test, with
+//! the coordinator and workers running in this process through their `serve` functions.
 mod support;
 
 use assay_common::evidence::Evidence;
 use assay_common::fleet::{
     ProofRecord, ProofSubmission, Subjects, SubmitReply, keys, submission_key,
 };
-use assay_common::job::{ArtifactRef, JobResult, JobSpec, JobStatus};
-use assay_common::outcome::ReportOutcome;
-use assay_common::service_config::ServiceConfig;
+use assay_common::job::{ArtifactRef, JobResult, JobSpec};
 use assay_common::{JobId, WorkerId, wire};
 use assay_coordinator::client::{self, FleetProgress};
-use assay_coordinator::{self as coordinator, CoordinatorConfig};
+
 use assay_engine::progress::{ProgressSink, ProofEvent};
 use assay_engine::proof::{self, PreparedProof};
 use assay_transport::nats::QueueTuning;
@@ -21,20 +19,17 @@ use assay_transport::tree::GitTreeSource;
 use assay_worker::in_process::InProcessQueue;
 use assay_worker::job_context::JobContext;
 use assay_worker::sandbox::process::ProcessSandbox;
-use assay_worker::service::{self as worker, JobRunner, WorkerConfig};
+use assay_worker::service::{JobRunner, WorkerConfig};
 use futures::StreamExt;
-use servers::{ServerGuard, start_nats, start_s3};
 use sha2::{Digest, Sha256};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
-use tokio::task::JoinHandle;
 
+use assay_test_support::cluster::messages::completed;
+use assay_test_support::cluster::{ClusterSandbox, InProcess, StoreKind};
 use assay_test_support::{invoice_repo, servers};
-
-fn s3_options(s3: &ServerGuard) -> Vec<(String, String)> {
-    servers::s3_options(s3.port)
-}
+use tokio::task::JoinHandle;
 
 fn prepare(repo: &Path) -> PreparedProof {
     prepare_with(repo, 2, None)
@@ -48,231 +43,48 @@ fn prepare_with(repo: &Path, repeats: u32, mutation_budget: Option<Duration>) ->
     support::invoice_proof(repo, repeats, mutation_budget)
 }
 
-struct Fleet {
-    nats: ServerGuard,
-    s3: ServerGuard,
-    dir: tempfile::TempDir,
-    tuning: QueueTuning,
+/// The fleet of these tests (`ClusterSandbox`): nats-server and an S3 server, every service
+/// tuned with `tuning`.
+fn start_fleet(tuning: QueueTuning) -> ClusterSandbox {
+    ClusterSandbox::start(StoreKind::S3).with_tuning(tuning)
 }
 
-struct Service {
-    handle: JoinHandle<()>,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
+/// Puts the proof's trees in the fleet's store, as the CLI does before it submits.
+async fn upload(fleet: &ClusterSandbox, prepared: &PreparedProof) {
+    client::upload_trees(fleet.store().as_ref(), prepared)
+        .await
+        .unwrap();
 }
 
-impl Service {
-    /// Graceful stop: the service finishes what it is doing and returns.
-    async fn stop(mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        let _ = self.handle.await;
-    }
-    /// A crash: the task is dropped mid-flight, acks and heartbeats stop with it.
-    fn kill(self) {
-        self.handle.abort();
-    }
+/// The invoice proof of `repo`, prepared and its trees uploaded.
+async fn uploaded(fleet: &ClusterSandbox, repo: &Path) -> PreparedProof {
+    let prepared = prepare(repo);
+    upload(fleet, &prepared).await;
+    prepared
 }
 
-impl Fleet {
-    fn start(tuning: QueueTuning) -> Self {
-        Self {
-            nats: start_nats(),
-            s3: start_s3("assay-artifacts"),
-            dir: tempfile::tempdir().unwrap(),
-            tuning,
-        }
-    }
+fn worker_config(fleet: &ClusterSandbox, name: &str, slots: u32) -> WorkerConfig {
+    let mut config = fleet.worker_config("assay", name);
+    config.service.worker.slots = slots;
+    config
+}
 
-    fn url(&self) -> String {
-        format!("nats://127.0.0.1:{}", self.nats.port)
-    }
+fn worker(fleet: &ClusterSandbox, name: &str, slots: u32) -> InProcess {
+    worker_with_grace(fleet, name, slots, 60)
+}
 
-    fn service_config(&self, cache: &str) -> ServiceConfig {
-        let mut config = ServiceConfig::default();
-        config.nats.url = self.url();
-        config.store.url = "s3://assay-artifacts".into();
-        config.http.listen = Some(String::new());
-        config.worker.tree_cache_dir = self.dir.path().join(cache).display().to_string();
-        config
-    }
+fn worker_with_grace(fleet: &ClusterSandbox, name: &str, slots: u32, grace_secs: u64) -> InProcess {
+    let mut config = worker_config(fleet, name, slots);
+    config.service.worker.shutdown_grace_secs = grace_secs;
+    fleet.worker(config)
+}
 
-    fn store(&self) -> Arc<dyn ArtifactStore> {
-        Arc::new(
-            assay_transport::store::open_store("s3://assay-artifacts", &s3_options(&self.s3))
-                .unwrap(),
-        )
-    }
-
-    /// Puts the proof's trees in the fleet's store, as the CLI does before it submits.
-    async fn upload(&self, prepared: &PreparedProof) {
-        client::upload_trees(self.store().as_ref(), prepared)
-            .await
-            .unwrap();
-    }
-
-    /// The invoice proof of `repo`, prepared and its trees uploaded.
-    async fn uploaded(&self, repo: &Path) -> PreparedProof {
-        let prepared = prepare(repo);
-        self.upload(&prepared).await;
-        prepared
-    }
-
-    fn coordinator(&self) -> Service {
-        let mut config = CoordinatorConfig::new(self.service_config("coordinator-cache"));
-        config.tuning = self.tuning;
-        config.s3_options = s3_options(&self.s3);
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let handle = tokio::spawn(async move {
-            coordinator::serve(config, async {
-                let _ = rx.await;
-            })
-            .await
-            .unwrap();
-        });
-        Service {
-            handle,
-            stop: Some(tx),
-        }
-    }
-
-    fn worker(&self, name: &str, slots: u32) -> Service {
-        self.worker_with_grace(name, slots, 60)
-    }
-
-    fn worker_with_grace(&self, name: &str, slots: u32, grace_secs: u64) -> Service {
-        let mut config = WorkerConfig::new(self.service_config(&format!("{name}-cache")));
-        config.service.worker.slots = slots;
-        config.service.worker.shutdown_grace_secs = grace_secs;
-        config.tuning = self.tuning;
-        config.worker_id = WorkerId(name.into());
-        config.scratch_root = Some(self.dir.path().join(format!("{name}-scratch")));
-        config.s3_options = s3_options(&self.s3);
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let handle = tokio::spawn(async move {
-            worker::serve(config, async {
-                let _ = rx.await;
-            })
-            .await
-            .unwrap();
-        });
-        Service {
-            handle,
-            stop: Some(tx),
-        }
-    }
-
-    /// A worker whose jobs run nothing: for tests of the transport, not of the runs.
-    fn noop_worker(&self, name: &str, slots: u32) -> Service {
-        let mut config = WorkerConfig::new(self.service_config(&format!("{name}-cache")));
-        config.service.worker.slots = slots;
-        config.tuning = self.tuning;
-        config.worker_id = WorkerId(name.into());
-        config.s3_options = s3_options(&self.s3);
-        let parts = worker::WorkerParts {
-            runner: Arc::new(Noop(config.worker_id.clone())),
-            store: Arc::new(
-                assay_transport::store::open_store(&config.service.store.url, &config.s3_options)
-                    .expect("open the store"),
-            ),
-            metrics: Default::default(),
-        };
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let handle = tokio::spawn(async move {
-            worker::serve_with(config, parts, async {
-                let _ = rx.await;
-            })
-            .await
-            .unwrap();
-        });
-        Service {
-            handle,
-            stop: Some(tx),
-        }
-    }
-
-    async fn client(&self) -> async_nats::Client {
-        async_nats::connect(self.url()).await.unwrap()
-    }
-
-    /// Waits (on the server's own counters) until the workers' consumer exists.
-    async fn wait_for_topology(&self, client: &async_nats::Client) {
-        let js = async_nats::jetstream::new(client.clone());
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Ok(stream) = js.get_stream("ASSAY_JOBS").await
-                && stream
-                    .get_consumer::<async_nats::jetstream::consumer::pull::Config>(
-                        &Subjects::new("assay").workers_consumer(),
-                    )
-                    .await
-                    .is_ok()
-                && js.get_key_value("ASSAY_PROOFS").await.is_ok()
-                && js.get_stream("ASSAY_RESULTS").await.is_ok()
-            {
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the fleet topology never appeared"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-
-    /// Waits until the workers' consumer has at least `n` jobs delivered and unacknowledged.
-    async fn wait_for_ack_pending(&self, client: &async_nats::Client, n: usize) {
-        let js = async_nats::jetstream::new(client.clone());
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let mut consumer: async_nats::jetstream::consumer::PullConsumer = js
-                .get_stream("ASSAY_JOBS")
-                .await
-                .unwrap()
-                .get_consumer(&Subjects::new("assay").workers_consumer())
-                .await
-                .unwrap();
-            if consumer.info().await.unwrap().num_ack_pending >= n {
-                return;
-            }
-            assert!(Instant::now() < deadline, "no job was taken");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-
-    async fn jobs_consumer_info(
-        &self,
-        client: &async_nats::Client,
-    ) -> async_nats::jetstream::consumer::Info {
-        let js = async_nats::jetstream::new(client.clone());
-        let mut consumer: async_nats::jetstream::consumer::PullConsumer = js
-            .get_stream("ASSAY_JOBS")
-            .await
-            .unwrap()
-            .get_consumer(&Subjects::new("assay").workers_consumer())
-            .await
-            .unwrap();
-        consumer.info().await.unwrap().clone()
-    }
-
-    async fn wait_for_pending(&self, client: &async_nats::Client, n: u64) {
-        let js = async_nats::jetstream::new(client.clone());
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let mut consumer: async_nats::jetstream::consumer::PullConsumer = js
-                .get_stream("ASSAY_JOBS")
-                .await
-                .unwrap()
-                .get_consumer(&Subjects::new("assay").workers_consumer())
-                .await
-                .unwrap();
-            if consumer.info().await.unwrap().num_pending >= n {
-                return;
-            }
-            assert!(Instant::now() < deadline, "jobs never reached the queue");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
+/// A worker whose jobs run nothing: for tests of the transport, not of the runs.
+fn noop_worker(fleet: &ClusterSandbox, name: &str, slots: u32) -> InProcess {
+    let mut config = worker_config(fleet, name, slots);
+    config.scratch_root = None;
+    let runner = Arc::new(Noop(config.worker_id.clone()));
+    fleet.worker_with(config, runner)
 }
 
 /// Answers each job at once with a completed run and its log, as a command that passes would.
@@ -282,10 +94,6 @@ struct Noop(WorkerId);
 impl JobRunner for Noop {
     async fn run(&self, spec: &JobSpec) -> JobResult {
         JobResult {
-            job_id: spec.job_id.clone(),
-            index: spec.index,
-            status: JobStatus::Completed { exit_code: 0 },
-            report: ReportOutcome::Missing,
             artifacts: vec![ArtifactRef {
                 name: "stdout".into(),
                 key: format!("proofs/{}/{}/stdout.log", spec.proof_id, spec.job_id),
@@ -293,9 +101,7 @@ impl JobRunner for Noop {
                 bytes: 0,
                 dropped_bytes: 0,
             }],
-            duration_ms: 0,
-            worker: self.0.clone(),
-            sandbox: None,
+            ..completed(spec, &self.0)
         }
     }
 }
@@ -312,11 +118,11 @@ impl ProgressSink for QuietSink {
 }
 
 async fn run_fleet_proof(
-    fleet: &Fleet,
+    fleet: &ClusterSandbox,
     client: &async_nats::Client,
     prepared: &PreparedProof,
 ) -> Evidence {
-    fleet.upload(prepared).await;
+    upload(fleet, prepared).await;
     let submission = client::submission(prepared, 4);
     tokio::time::timeout(
         Duration::from_secs(120),
@@ -410,17 +216,17 @@ fn quick() -> QueueTuning {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_fleet_proof_gives_the_same_verdicts_and_evidence_as_embedded() {
-    let fleet = Fleet::start(QueueTuning::default());
-    let repo = invoice_repo(fleet.dir.path(), 0.0);
-    let coordinator = fleet.coordinator();
-    let workers = [fleet.worker("worker-a", 2), fleet.worker("worker-b", 2)];
+    let fleet = start_fleet(QueueTuning::default());
+    let repo = invoice_repo(fleet.dir(), 0.0);
+    let coordinator = fleet.coordinator("assay");
+    let workers = [worker(&fleet, "worker-a", 2), worker(&fleet, "worker-b", 2)];
     let client = fleet.client().await;
-    fleet.wait_for_topology(&client).await;
+    fleet.wait_for_topology(&client, "assay").await;
     // With the mutation check: the fleet runs it as per-mutant jobs, as embedded mode does.
     let budget = Some(Duration::from_secs(120));
     let prepared = prepare_with(&repo, 2, budget);
     let fleet_evidence = run_fleet_proof(&fleet, &client, &prepared).await;
-    let embedded = run_embedded_proof(&prepare_with(&repo, 2, budget), fleet.dir.path()).await;
+    let embedded = run_embedded_proof(&prepare_with(&repo, 2, budget), fleet.dir()).await;
     assert_eq!(
         fleet_evidence.verdict,
         assay_common::verdict::Verdict::Proven
@@ -477,14 +283,14 @@ async fn a_fleet_proof_gives_the_same_verdicts_and_evidence_as_embedded() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_worker_killed_mid_job_hands_its_job_to_another_worker() {
-    let fleet = Fleet::start(quick());
+    let fleet = start_fleet(quick());
     // The new test outlives ack_wait, so the survivor also proves progress acks work.
-    let repo = invoice_repo(fleet.dir.path(), 3.0);
-    let coordinator = fleet.coordinator();
-    let doomed = fleet.worker("worker-doomed", 1);
+    let repo = invoice_repo(fleet.dir(), 3.0);
+    let coordinator = fleet.coordinator("assay");
+    let doomed = worker(&fleet, "worker-doomed", 1);
     let client = fleet.client().await;
-    fleet.wait_for_topology(&client).await;
-    let prepared = fleet.uploaded(&repo).await;
+    fleet.wait_for_topology(&client, "assay").await;
+    let prepared = uploaded(&fleet, &repo).await;
     let submission = client::submission(&prepared, 4);
     let client2 = client.clone();
     let store = fleet.store();
@@ -498,9 +304,9 @@ async fn a_worker_killed_mid_job_hands_its_job_to_another_worker() {
         )
         .await
     });
-    fleet.wait_for_ack_pending(&client, 1).await;
-    doomed.kill();
-    let survivor = fleet.worker("worker-survivor", 2);
+    fleet.wait_for_ack_pending(&client, "assay", 1).await;
+    doomed.kill().await;
+    let survivor = worker(&fleet, "worker-survivor", 2);
     let evidence = tokio::time::timeout(Duration::from_secs(120), proof)
         .await
         .expect("the proof finished after redelivery")
@@ -515,12 +321,12 @@ async fn a_worker_killed_mid_job_hands_its_job_to_another_worker() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_job_past_its_delivery_cap_lands_in_the_infrastructure_lane() {
-    let fleet = Fleet::start(quick());
-    let repo = invoice_repo(fleet.dir.path(), 0.0);
-    let coordinator = fleet.coordinator();
+    let fleet = start_fleet(quick());
+    let repo = invoice_repo(fleet.dir(), 0.0);
+    let coordinator = fleet.coordinator("assay");
     let client = fleet.client().await;
-    fleet.wait_for_topology(&client).await;
-    let prepared = fleet.uploaded(&repo).await;
+    fleet.wait_for_topology(&client, "assay").await;
+    let prepared = uploaded(&fleet, &repo).await;
     let submission = client::submission(&prepared, 1);
     let client2 = client.clone();
     let store = fleet.store();
@@ -560,7 +366,7 @@ async fn a_job_past_its_delivery_cap_lands_in_the_infrastructure_lane() {
             handed_back += 1;
         }
     }
-    let worker = fleet.worker("worker-a", 1);
+    let worker = worker(&fleet, "worker-a", 1);
     let evidence = tokio::time::timeout(Duration::from_secs(120), proof)
         .await
         .unwrap()
@@ -591,12 +397,12 @@ async fn a_job_past_its_delivery_cap_lands_in_the_infrastructure_lane() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_restarted_coordinator_resumes_an_unfinished_proof() {
-    let fleet = Fleet::start(QueueTuning::default());
-    let repo = invoice_repo(fleet.dir.path(), 0.0);
-    let first = fleet.coordinator();
+    let fleet = start_fleet(QueueTuning::default());
+    let repo = invoice_repo(fleet.dir(), 0.0);
+    let first = fleet.coordinator("assay");
     let client = fleet.client().await;
-    fleet.wait_for_topology(&client).await;
-    let prepared = fleet.uploaded(&repo).await;
+    fleet.wait_for_topology(&client, "assay").await;
+    let prepared = uploaded(&fleet, &repo).await;
     let submission = client::submission(&prepared, 2);
     let client2 = client.clone();
     let store = fleet.store();
@@ -611,10 +417,10 @@ async fn a_restarted_coordinator_resumes_an_unfinished_proof() {
         .await
     });
     // No worker yet: the admitted jobs wait in the queue while the coordinator goes away.
-    fleet.wait_for_pending(&client, 2).await;
-    first.kill();
-    let second = fleet.coordinator();
-    let worker = fleet.worker("worker-a", 2);
+    fleet.wait_for_pending(&client, "assay", 2).await;
+    first.kill().await;
+    let second = fleet.coordinator("assay");
+    let worker = worker(&fleet, "worker-a", 2);
     let evidence = tokio::time::timeout(Duration::from_secs(120), proof)
         .await
         .expect("the resumed proof finished")
@@ -628,12 +434,12 @@ async fn a_restarted_coordinator_resumes_an_unfinished_proof() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_duplicate_result_is_applied_once() {
-    let fleet = Fleet::start(QueueTuning::default());
-    let repo = invoice_repo(fleet.dir.path(), 0.0);
-    let coordinator = fleet.coordinator();
+    let fleet = start_fleet(QueueTuning::default());
+    let repo = invoice_repo(fleet.dir(), 0.0);
+    let coordinator = fleet.coordinator("assay");
     let client = fleet.client().await;
-    fleet.wait_for_topology(&client).await;
-    let prepared = fleet.uploaded(&repo).await;
+    fleet.wait_for_topology(&client, "assay").await;
+    let prepared = uploaded(&fleet, &repo).await;
     let submission = client::submission(&prepared, 1);
     let client2 = client.clone();
     let store = fleet.store();
@@ -695,7 +501,7 @@ async fn a_duplicate_result_is_applied_once() {
         .unwrap();
     }
     message.double_ack().await.unwrap();
-    let worker = fleet.worker("worker-a", 1);
+    let worker = worker(&fleet, "worker-a", 1);
     let evidence = tokio::time::timeout(Duration::from_secs(120), proof)
         .await
         .unwrap()
@@ -710,11 +516,11 @@ async fn a_duplicate_result_is_applied_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_submission_from_a_newer_peer_is_refused_not_misread() {
-    let fleet = Fleet::start(QueueTuning::default());
-    let repo = invoice_repo(fleet.dir.path(), 0.0);
-    let coordinator = fleet.coordinator();
+    let fleet = start_fleet(QueueTuning::default());
+    let repo = invoice_repo(fleet.dir(), 0.0);
+    let coordinator = fleet.coordinator("assay");
     let client = fleet.client().await;
-    fleet.wait_for_topology(&client).await;
+    fleet.wait_for_topology(&client, "assay").await;
     let submission: ProofSubmission = client::submission(&prepare(&repo), 1);
     let newer =
         wire::encode_with_version("proof submission", &submission, wire::PROTOCOL_VERSION + 1)
@@ -739,9 +545,10 @@ async fn a_submission_from_a_newer_peer_is_refused_not_misread() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn s3_round_trips_artifacts_with_their_sha256_including_multipart() {
-    let s3 = start_s3("assay-artifacts");
+    let s3 = servers::start_s3("assay-artifacts");
     let store =
-        assay_transport::store::open_store("s3://assay-artifacts", &s3_options(&s3)).unwrap();
+        assay_transport::store::open_store("s3://assay-artifacts", &servers::s3_options(s3.port))
+            .unwrap();
     let small = store
         .put_bytes(
             "stdout",
@@ -775,7 +582,7 @@ async fn s3_round_trips_artifacts_with_their_sha256_including_multipart() {
 
 /// Submits `prepared` and returns how long after `since` its evidence arrived.
 fn submit_timed(
-    fleet: &Fleet,
+    fleet: &ClusterSandbox,
     client: &async_nats::Client,
     prepared: &PreparedProof,
     budget: u32,
@@ -801,25 +608,25 @@ fn submit_timed(
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_small_proof_is_not_starved_by_a_huge_one_submitted_first() {
     // One job may wait in the work queue beyond the idle slots; the rest wait for their turn.
-    let fleet = Fleet::start(QueueTuning {
+    let fleet = start_fleet(QueueTuning {
         lookahead: 1,
         ..QueueTuning::default()
     });
-    let huge_repo = invoice_repo(&fleet.dir.path().join("huge"), 1.0);
-    let small_repo = invoice_repo(&fleet.dir.path().join("small"), 0.0);
-    let coordinator = fleet.coordinator();
-    let worker = fleet.worker("worker-a", 2);
+    let huge_repo = invoice_repo(&fleet.dir().join("huge"), 1.0);
+    let small_repo = invoice_repo(&fleet.dir().join("small"), 0.0);
+    let coordinator = fleet.coordinator("assay");
+    let worker = worker(&fleet, "worker-a", 2);
     let client = fleet.client().await;
-    fleet.wait_for_topology(&client).await;
+    fleet.wait_for_topology(&client, "assay").await;
     let huge = prepare_with_repeats(&huge_repo, 10);
     let small = prepare(&small_repo);
     for prepared in [&huge, &small] {
-        fleet.upload(prepared).await;
+        upload(&fleet, prepared).await;
     }
     let started = Instant::now();
     // Its budget alone would let the huge proof fill the queue with 16 one-second jobs.
     let huge_run = submit_timed(&fleet, &client, &huge, 16, started);
-    fleet.wait_for_ack_pending(&client, 2).await;
+    fleet.wait_for_ack_pending(&client, "assay", 2).await;
     let small_submitted = Instant::now();
     let small_run = submit_timed(&fleet, &client, &small, 4, small_submitted);
     let (small_evidence, small_took) = tokio::time::timeout(Duration::from_secs(120), small_run)
@@ -850,12 +657,12 @@ async fn a_small_proof_is_not_starved_by_a_huge_one_submitted_first() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_tree_whose_archive_fails_its_sha256_check_lands_in_the_infrastructure_lane() {
-    let fleet = Fleet::start(QueueTuning::default());
-    let repo = invoice_repo(fleet.dir.path(), 0.0);
-    let coordinator = fleet.coordinator();
-    let worker = fleet.worker("worker-a", 2);
+    let fleet = start_fleet(QueueTuning::default());
+    let repo = invoice_repo(fleet.dir(), 0.0);
+    let coordinator = fleet.coordinator("assay");
+    let worker = worker(&fleet, "worker-a", 2);
     let client = fleet.client().await;
-    fleet.wait_for_topology(&client).await;
+    fleet.wait_for_topology(&client, "assay").await;
     let prepared = prepare(&repo);
     let store = fleet.store();
     client::upload_trees(store.as_ref(), &prepared)
@@ -909,21 +716,21 @@ async fn a_tree_whose_archive_fails_its_sha256_check_lands_in_the_infrastructure
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_stopping_worker_finishes_a_job_that_ends_within_its_grace() {
-    let fleet = Fleet::start(QueueTuning::default());
-    let repo = invoice_repo(fleet.dir.path(), 2.0);
-    let coordinator = fleet.coordinator();
-    let leaving = fleet.worker_with_grace("worker-leaving", 1, 60);
+    let fleet = start_fleet(QueueTuning::default());
+    let repo = invoice_repo(fleet.dir(), 2.0);
+    let coordinator = fleet.coordinator("assay");
+    let leaving = worker_with_grace(&fleet, "worker-leaving", 1, 60);
     let client = fleet.client().await;
-    fleet.wait_for_topology(&client).await;
-    let prepared = fleet.uploaded(&repo).await;
+    fleet.wait_for_topology(&client, "assay").await;
+    let prepared = uploaded(&fleet, &repo).await;
     let proof = submit_timed(&fleet, &client, &prepared, 4, Instant::now());
-    fleet.wait_for_ack_pending(&client, 1).await;
+    fleet.wait_for_ack_pending(&client, "assay", 1).await;
     // Stopping waits for the running job: it ends with a result, not a redelivery.
     leaving.stop().await;
-    let info = fleet.jobs_consumer_info(&client).await;
+    let info = fleet.jobs_consumer_info(&client, "assay").await;
     assert_eq!(info.num_ack_pending, 0);
     assert_eq!(info.num_redelivered, 0);
-    let staying = fleet.worker("worker-staying", 2);
+    let staying = worker(&fleet, "worker-staying", 2);
     let (evidence, _) = tokio::time::timeout(Duration::from_secs(120), proof)
         .await
         .unwrap()
@@ -942,15 +749,15 @@ async fn a_stopping_worker_finishes_a_job_that_ends_within_its_grace() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_stopping_worker_hands_back_a_job_still_running_after_its_grace() {
     // ack_wait stays 30 s: a job handed back reaches the next worker long before that.
-    let fleet = Fleet::start(QueueTuning::default());
-    let repo = invoice_repo(fleet.dir.path(), 5.0);
-    let coordinator = fleet.coordinator();
-    let leaving = fleet.worker_with_grace("worker-leaving", 1, 1);
+    let fleet = start_fleet(QueueTuning::default());
+    let repo = invoice_repo(fleet.dir(), 5.0);
+    let coordinator = fleet.coordinator("assay");
+    let leaving = worker_with_grace(&fleet, "worker-leaving", 1, 1);
     let client = fleet.client().await;
-    fleet.wait_for_topology(&client).await;
-    let prepared = fleet.uploaded(&repo).await;
+    fleet.wait_for_topology(&client, "assay").await;
+    let prepared = uploaded(&fleet, &repo).await;
     let proof = submit_timed(&fleet, &client, &prepared, 4, Instant::now());
-    fleet.wait_for_ack_pending(&client, 1).await;
+    fleet.wait_for_ack_pending(&client, "assay", 1).await;
     let stopping = Instant::now();
     leaving.stop().await;
     assert!(
@@ -960,9 +767,14 @@ async fn a_stopping_worker_hands_back_a_job_still_running_after_its_grace() {
     );
     // Handed back, not abandoned: the next worker gets the job again at once, where an
     // abandoned job would wait out the 30 s ack_wait.
-    let staying = fleet.worker("worker-staying", 2);
+    let staying = worker(&fleet, "worker-staying", 2);
     let deadline = Instant::now() + Duration::from_secs(10);
-    while fleet.jobs_consumer_info(&client).await.num_redelivered == 0 {
+    while fleet
+        .jobs_consumer_info(&client, "assay")
+        .await
+        .num_redelivered
+        == 0
+    {
         assert!(
             Instant::now() < deadline,
             "the job was not handed back: it waits for ack_wait"
@@ -998,12 +810,12 @@ fn fanned_out(mut prepared: PreparedProof, jobs: usize) -> PreparedProof {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_proof_too_big_for_one_message_goes_through_the_store_and_completes() {
-    let fleet = Fleet::start(QueueTuning::default());
-    let repo = invoice_repo(fleet.dir.path(), 0.0);
-    let coordinator = fleet.coordinator();
-    let worker = fleet.noop_worker("worker-a", 8);
+    let fleet = start_fleet(QueueTuning::default());
+    let repo = invoice_repo(fleet.dir(), 0.0);
+    let coordinator = fleet.coordinator("assay");
+    let worker = noop_worker(&fleet, "worker-a", 8);
     let client = fleet.client().await;
-    fleet.wait_for_topology(&client).await;
+    fleet.wait_for_topology(&client, "assay").await;
     let prepared = fanned_out(prepare_with_repeats(&repo, 1), 6000);
     let submission = client::submission(&prepared, 64);
     let max_payload = client.server_info().max_payload;
@@ -1040,7 +852,7 @@ async fn a_proof_too_big_for_one_message_goes_through_the_store_and_completes() 
     )
     .unwrap();
     assert_eq!(record.job_count, 6000);
-    assert!(record.submission.jobs.is_empty());
+    assert!(record.submission.jobs().is_empty());
     assert_eq!(record.stored.unwrap().key, submission_key(proof_id));
     let json = serde_json::to_vec_pretty(&evidence).unwrap();
     assert!(json.len() > max_payload, "evidence of {} bytes", json.len());

@@ -12,19 +12,17 @@ use assay_common::nats_permissions::{Role, UserAuth, inbox_prefix, secret_var, u
 use assay_common::service_config::{NatsSection, ServiceConfig};
 use assay_common::verdict::Verdict;
 use assay_common::{JobId, WorkerId, wire};
+use assay_coordinator::CoordinatorConfig;
 use assay_coordinator::client::{self, FleetProgress};
-use assay_coordinator::{self as coordinator, CoordinatorConfig};
 use assay_engine::proof::{self, PreparedProof};
 use assay_transport::nats::QueueTuning;
-use assay_transport::store::ArtifactStore;
-use assay_worker::service::{self as worker, WorkerConfig};
 use futures::StreamExt;
-use servers::{ServerGuard, free_port, http_get_with_status, start_nats_with_config_and_env};
+use servers::{free_port, http_get_with_status};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::task::JoinHandle;
 
+use assay_test_support::cluster::{ClusterSandbox, InProcess, NatsSetup, StoreKind};
 use assay_test_support::{invoice_repo, servers};
 
 const PERMISSIONS: &str = include_str!("../../deploy/nats/permissions.conf");
@@ -33,11 +31,10 @@ fn prepare(repo: &Path) -> PreparedProof {
     support::invoice_proof(repo, 1, None)
 }
 
-/// A NATS server with JetStream whose only users are the shipped file's three, their
+/// A fleet (`ClusterSandbox`) whose NATS server's only users are the shipped file's, their
 /// passwords in the server's environment as the file expects.
 struct SecuredFleet {
-    nats: ServerGuard,
-    dir: tempfile::TempDir,
+    sandbox: ClusterSandbox,
     passwords: Vec<(Role, String)>,
     /// The server's monitoring port (127.0.0.1): what the hostile tests learn a client's
     /// inboxes from, standing in for whatever way an attacker learned them.
@@ -56,23 +53,22 @@ impl SecuredFleet {
             .map(|(role, pw)| (secret_var(&subjects, *role, UserAuth::Password), pw.clone()))
             .collect();
         let monitor_port = free_port();
-        let nats = start_nats_with_config_and_env(
-            |port, dir| {
-                std::fs::write(dir.join("permissions.conf"), PERMISSIONS).unwrap();
-                format!(
-                    "listen: \"127.0.0.1:{port}\"\nhttp: \"127.0.0.1:{monitor_port}\"\njetstream {{\n  store_dir: {:?}\n}}\ninclude \"permissions.conf\"\n",
-                    dir.join("js").display().to_string()
-                )
+        let sandbox = ClusterSandbox::start_with_nats(
+            StoreKind::File,
+            NatsSetup {
+                config: format!(
+                    "http: \"127.0.0.1:{monitor_port}\"\ninclude \"permissions.conf\"\n"
+                ),
+                env,
+                files: vec![("permissions.conf".into(), PERMISSIONS.into())],
             },
-            &env,
-        );
-        let dir = tempfile::tempdir().unwrap();
+        )
+        .with_tuning(quick());
         for (role, pw) in &passwords {
-            std::fs::write(dir.path().join(format!("{}.password", role.name())), pw).unwrap();
+            std::fs::write(sandbox.dir().join(format!("{}.password", role.name())), pw).unwrap();
         }
         Self {
-            nats,
-            dir,
+            sandbox,
             passwords,
             monitor_port,
         }
@@ -107,10 +103,6 @@ impl SecuredFleet {
         inboxes
     }
 
-    fn url(&self) -> String {
-        format!("nats://127.0.0.1:{}", self.nats.port)
-    }
-
     fn password(&self, role: Role) -> String {
         self.passwords
             .iter()
@@ -136,11 +128,11 @@ impl SecuredFleet {
 
     fn nats(&self, role: Role) -> NatsSection {
         NatsSection {
-            url: self.url(),
+            url: self.sandbox.nats_url(),
             user: user_name(&Subjects::new("assay"), role),
             password_file: self
-                .dir
-                .path()
+                .sandbox
+                .dir()
                 .join(format!("{}.password", role.name()))
                 .display()
                 .to_string(),
@@ -148,50 +140,27 @@ impl SecuredFleet {
         }
     }
 
-    fn store_url(&self) -> String {
-        format!("file://{}", self.dir.path().join("store").display())
-    }
-
-    fn store(&self) -> Arc<dyn ArtifactStore> {
-        Arc::new(assay_transport::store::open_store(&self.store_url(), &[]).unwrap())
-    }
-
+    /// `role`'s service configuration: the sandbox's, under `role`'s user, with the default
+    /// worker slots.
     fn service_config(&self, role: Role) -> ServiceConfig {
-        let mut config = ServiceConfig {
-            nats: self.nats(role),
-            ..Default::default()
-        };
-        config.store.url = self.store_url();
-        config.http.listen = Some(String::new());
-        config.worker.tree_cache_dir = self
-            .dir
-            .path()
-            .join(format!("{}-cache", role.name()))
-            .display()
-            .to_string();
+        let mut config = self.sandbox.service_config("assay", role.name());
+        config.nats = self.nats(role);
+        config.worker.slots = ServiceConfig::default().worker.slots;
         config
     }
 
-    fn coordinator(&self) -> Service {
+    fn coordinator(&self) -> InProcess {
         let mut config = CoordinatorConfig::new(self.service_config(Role::Coordinator));
         config.tuning = quick();
-        Service::spawn(|stop| async move {
-            coordinator::serve(config, stop)
-                .await
-                .map_err(|e| e.to_string())
-        })
+        self.sandbox.coordinator_with(config)
     }
 
-    fn worker(&self, http_port: u16) -> Service {
-        let mut service = self.service_config(Role::Worker);
-        service.http.listen = Some(format!("127.0.0.1:{http_port}"));
-        let mut config = WorkerConfig::new(service);
-        config.tuning = quick();
+    fn worker(&self, http_port: u16) -> InProcess {
+        let mut config = self.sandbox.worker_config("assay", "worker");
+        config.service = self.service_config(Role::Worker);
+        config.service.http.listen = Some(format!("127.0.0.1:{http_port}"));
         config.worker_id = WorkerId("locked-down-worker".into());
-        config.scratch_root = Some(self.dir.path().join("worker-scratch"));
-        Service::spawn(|stop| async move {
-            worker::serve(config, stop).await.map_err(|e| e.to_string())
-        })
+        self.sandbox.worker(config)
     }
 
     /// A client of `role` that records the errors the server sends it.
@@ -211,7 +180,7 @@ impl SecuredFleet {
                 }
             }
         })
-        .connect(self.url())
+        .connect(self.sandbox.nats_url())
         .await
         .unwrap_or_else(|e| panic!("{} connects: {e}", role.name()));
         let mut js = async_nats::jetstream::new(client.clone());
@@ -256,36 +225,6 @@ fn quick() -> QueueTuning {
         duplicate_window: Duration::from_secs(120),
         lookahead: 4,
         ..QueueTuning::default()
-    }
-}
-
-struct Service {
-    handle: JoinHandle<Result<(), String>>,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-}
-
-impl Service {
-    fn spawn<F, Fut>(run: F) -> Self
-    where
-        F: FnOnce(futures::future::BoxFuture<'static, ()>) -> Fut,
-        Fut: std::future::Future<Output = Result<(), String>> + Send + 'static,
-    {
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let stop: futures::future::BoxFuture<'static, ()> = Box::pin(async move {
-            let _ = rx.await;
-        });
-        Self {
-            handle: tokio::spawn(run(stop)),
-            stop: Some(tx),
-        }
-    }
-
-    /// Stops the service and returns how it ended.
-    async fn stop(mut self) -> Result<(), String> {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        self.handle.await.map_err(|e| e.to_string())?
     }
 }
 
@@ -389,7 +328,7 @@ fn evidence_json(evidence: &Evidence) -> serde_json::Value {
 async fn each_role_can_do_its_part_of_a_proof_and_nothing_the_others_own() {
     let fleet = SecuredFleet::start();
     let subjects = Subjects::new("assay");
-    let repo = invoice_repo(fleet.dir.path(), 0.3);
+    let repo = invoice_repo(fleet.sandbox.dir(), 0.3);
     let coordinator = fleet.coordinator();
     // The coordinator creates the streams, consumers and bucket; the worker may only look
     // them up, so it starts once the bucket (made last) is there.
@@ -416,7 +355,7 @@ async fn each_role_can_do_its_part_of_a_proof_and_nothing_the_others_own() {
     // every job and the worker forges the progress and the bucket's verdict.
     let prepared = prepare(&repo);
     let proof_id = prepared.request.proof_id.clone();
-    client::upload_trees(fleet.store().as_ref(), &prepared)
+    client::upload_trees(fleet.sandbox.store().as_ref(), &prepared)
         .await
         .unwrap();
     let submission = client::submission(&prepared, 4);
@@ -424,7 +363,7 @@ async fn each_role_can_do_its_part_of_a_proof_and_nothing_the_others_own() {
         let client = assay_transport::nats::connect(&fleet.nats(Role::Submitter), Role::Submitter)
             .await
             .unwrap();
-        let store = fleet.store();
+        let store = fleet.sandbox.store();
         let submission = submission.clone();
         tokio::spawn(async move {
             client::submit_and_wait(
@@ -654,7 +593,7 @@ async fn each_role_can_do_its_part_of_a_proof_and_nothing_the_others_own() {
     assert!(
         listed
             .iter()
-            .any(|(record, _)| record.submission.proof_id == proof_id),
+            .any(|(record, _)| *record.submission.id() == proof_id),
         "the submitter lists the proof"
     );
     let halt = assay_coordinator::fleet_halt::FleetHalt::watch(proofs.clone())
@@ -727,7 +666,7 @@ async fn each_role_can_do_its_part_of_a_proof_and_nothing_the_others_own() {
     }
 
     // Whatever was tried, the bucket holds the coordinator's verdict and nothing else.
-    let stored = client::stored_evidence(&proofs, Some(fleet.store().as_ref()), &proof_id)
+    let stored = client::stored_evidence(&proofs, Some(fleet.sandbox.store().as_ref()), &proof_id)
         .await
         .unwrap()
         .expect("the evidence is still in the bucket");
@@ -751,11 +690,11 @@ async fn each_role_can_do_its_part_of_a_proof_and_nothing_the_others_own() {
     assert_eq!(result.worker, WorkerId("locked-down-worker".into()));
 
     worker
-        .stop()
+        .ended()
         .await
         .expect("the worker ran and stopped cleanly");
     coordinator
-        .stop()
+        .ended()
         .await
         .expect("the coordinator ran and stopped cleanly");
 }
@@ -766,7 +705,7 @@ async fn a_worker_started_before_the_coordinator_is_refused_the_streams_it_may_n
     let worker = fleet.worker(free_port());
     let ended = tokio::time::timeout(Duration::from_secs(60), async {
         loop {
-            if worker.handle.is_finished() {
+            if worker.is_finished() {
                 return;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -775,7 +714,7 @@ async fn a_worker_started_before_the_coordinator_is_refused_the_streams_it_may_n
     .await;
     assert!(ended.is_ok(), "the worker neither waited nor failed");
     let message = worker
-        .stop()
+        .ended()
         .await
         .expect_err("the worker created a stream");
     assert!(message.contains("start the coordinator first"), "{message}");
@@ -842,23 +781,12 @@ async fn the_operator_halts_and_resumes_the_fleet_and_writes_nothing_else() {
     );
     let bucket = subjects.proofs_bucket();
     let kv_subject = |key: String| format!("$KV.{bucket}.{key}");
-    let spec = assay_common::job::JobSpec {
-        proof_id: proof_id.clone(),
-        job_id: JobId::for_index(&proof_id, 0),
-        index: 0,
-        kind: assay_common::job::JobKind::Targeted,
-        side: assay_common::job::Side::Candidate,
-        tree: assay_common::TreeId("4b825dc642cb6eb9a060e54bf8d69288fbee4904".into()),
-        command: vec!["true".into()],
-        report: assay_common::runner::ReportFormat::JunitXml,
-        selected_tests: vec![],
-        timeout_secs: 60,
-        forked_timeout_secs: None,
-        rewrites: Vec::new(),
-        binaries: None,
-        env: vec![],
-        edit: None,
-    };
+    let spec = assay_test_support::cluster::messages::job(
+        &proof_id,
+        0,
+        &assay_common::TreeId("4b825dc642cb6eb9a060e54bf8d69288fbee4904".into()),
+        &["true"],
+    );
     operator
         .js_publish_refused(
             "result in a worker's name",
@@ -905,7 +833,7 @@ async fn the_operator_halts_and_resumes_the_fleet_and_writes_nothing_else() {
         "no record was written"
     );
     coordinator
-        .stop()
+        .ended()
         .await
         .expect("the coordinator ran and stopped cleanly");
 }
@@ -925,15 +853,15 @@ impl FleetProgress for HaltSeen {
 struct RunningFleet {
     fleet: SecuredFleet,
     repo: PathBuf,
-    coordinator: Service,
-    worker: Service,
+    coordinator: InProcess,
+    worker: InProcess,
     submitter: Observed,
 }
 
 impl RunningFleet {
     async fn start() -> Self {
         let fleet = SecuredFleet::start();
-        let repo = invoice_repo(fleet.dir.path(), 0.3);
+        let repo = invoice_repo(fleet.sandbox.dir(), 0.3);
         let coordinator = fleet.coordinator();
         let submitter = fleet.observed(Role::Submitter).await;
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -964,7 +892,7 @@ impl RunningFleet {
     async fn prove(&self) -> (assay_common::ProofId, Vec<String>) {
         let prepared = prepare(&self.repo);
         let proof_id = prepared.request.proof_id.clone();
-        let store = self.fleet.store();
+        let store = self.fleet.sandbox.store();
         client::upload_trees(store.as_ref(), &prepared)
             .await
             .unwrap();
@@ -994,11 +922,11 @@ impl RunningFleet {
 
     async fn stop(self) {
         self.worker
-            .stop()
+            .ended()
             .await
             .expect("the worker stopped cleanly");
         self.coordinator
-            .stop()
+            .ended()
             .await
             .expect("the coordinator stopped cleanly");
     }

@@ -35,6 +35,8 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tracing::Instrument;
 
+/// Why the worker cannot start. Not one type with the coordinator's `ServiceError`, which
+/// says why: each has arms the other never meets.
 #[derive(Debug, thiserror::Error)]
 pub enum ServiceError {
     #[error(transparent)]

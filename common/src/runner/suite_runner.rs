@@ -62,15 +62,6 @@ impl SuiteRunner {
         }
     }
 
-    /// The runner a fleet's workers are told a job has: a bare command's job is a JUnit job
-    /// whose report stays absent, so its exit status judges it.
-    pub fn kind_on_fleet(self) -> RunnerKind {
-        match self {
-            Self::Kind(kind) => kind,
-            Self::Command => RunnerKind::Junit,
-        }
-    }
-
     /// Whether the suite's jobs write the report configured with the command
     /// (`--test-report`), not the runner's own.
     pub fn takes_a_report_option(self) -> bool {

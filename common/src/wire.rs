@@ -5,7 +5,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 /// Bump on any change to a message type's shape.
-pub const PROTOCOL_VERSION: u16 = 17;
+pub const PROTOCOL_VERSION: u16 = 18;
 const MAGIC: &[u8; 4] = b"ASY1";
 
 #[derive(Debug, thiserror::Error)]
@@ -112,7 +112,7 @@ mod tests {
         let bytes = encode_with_version("job result", &sample(), 16).unwrap();
         let err = decode::<JobResult>("job result", &bytes).unwrap_err();
         assert!(matches!(err, WireError::UnsupportedVersion { found: 16 }));
-        assert!(err.to_string().contains("this build speaks 17"), "{err}");
+        assert!(err.to_string().contains("this build speaks 18"), "{err}");
     }
 
     #[test]

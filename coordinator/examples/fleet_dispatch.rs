@@ -83,6 +83,7 @@ fn submission(jobs: usize) -> Result<ProofSubmission, Error> {
             binaries: None,
             env: Vec::new(),
             edit: None,
+            dependencies: None,
         })
         .collect();
     Ok(ProofSubmission {

@@ -204,6 +204,7 @@ fn job(proof_id: &ProofId, index: usize, tree: &TreeId, command: &[&str]) -> Job
         binaries: None,
         env: vec![],
         edit: None,
+        dependencies: None,
     }
 }
 

@@ -858,6 +858,7 @@ async fn the_operator_halts_and_resumes_the_fleet_and_writes_nothing_else() {
         binaries: None,
         env: vec![],
         edit: None,
+        dependencies: None,
     };
     operator
         .js_publish_refused(

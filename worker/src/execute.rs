@@ -824,6 +824,7 @@ mod tests {
             binaries: None,
             env: vec![],
             edit: None,
+            dependencies: None,
         };
         let names: Vec<String> = ["p.1", "p_1", "p/1"]
             .iter()

@@ -116,6 +116,7 @@ async fn the_guest_cannot_forge_its_output_or_hand_over_a_host_file_as_its_repor
         binaries: None,
         env: vec![("SECRET".into(), secret.to_string_lossy().into_owned())],
         edit: None,
+        dependencies: None,
     };
 
     let result = run_job(&job, &ctx).await;

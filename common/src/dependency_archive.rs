@@ -145,7 +145,11 @@ mod tests {
         };
         assert_eq!(
             archive.key(),
-            format!("dependencies/cargo/{}/{}.tar", "a".repeat(64), "b".repeat(64))
+            format!(
+                "dependencies/cargo/{}/{}.tar",
+                "a".repeat(64),
+                "b".repeat(64)
+            )
         );
         assert_eq!(
             archive.cache_name(),

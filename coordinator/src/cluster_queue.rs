@@ -90,6 +90,8 @@ impl ClusterQueue {
             diff_hunks: Vec::new(),
             harness: Default::default(),
             allow_test_only: false,
+            // The job names its own archive, if any.
+            dependencies: Vec::new(),
         }
     }
 }

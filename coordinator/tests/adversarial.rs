@@ -238,6 +238,7 @@ fn submission(proof_id: &ProofId, jobs: usize) -> ProofSubmission {
         diff_hunks: Vec::new(),
         harness: Default::default(),
         allow_test_only: false,
+        dependencies: Vec::new(),
     }
 }
 
@@ -382,6 +383,7 @@ struct UncheckedJob {
     edit: Option<UncheckedEdit>,
     rewrites: Vec<UncheckedEdit>,
     binaries: Option<assay_common::job::TestBinaries>,
+    dependencies: Option<assay_common::dependency_archive::DependencyArchive>,
 }
 
 #[derive(Serialize)]
@@ -414,6 +416,7 @@ fn unchecked(job: JobSpec, edit_path: &str) -> UncheckedJob {
             replacement: "OVERWRITE".into(),
         }),
         binaries: None,
+        dependencies: None,
     }
 }
 
@@ -445,6 +448,7 @@ struct UncheckedSubmission {
     diff_hunks: Vec<assay_common::diff_coverage::ChangedHunk>,
     harness: assay_common::harness::HarnessPlan,
     allow_test_only: bool,
+    dependencies: Vec<(TreeId, assay_common::dependency_archive::DependencyArchive)>,
 }
 
 fn unchecked_submission(submission: ProofSubmission, edit_path: &str) -> UncheckedRequest {
@@ -472,6 +476,7 @@ fn unchecked_submission(submission: ProofSubmission, edit_path: &str) -> Uncheck
         diff_hunks: submission.diff_hunks,
         harness: submission.harness,
         allow_test_only: submission.allow_test_only,
+        dependencies: submission.dependencies,
     })
 }
 

@@ -156,8 +156,8 @@ pub fn unpack(archive: &[u8], dest: &Path, limits: ArchiveLimits) -> Result<(), 
                     .custom_flags(libc::O_NOFOLLOW)
                     .open(&target)
                     .map_err(write(&name))?;
-                let copied = std::io::copy(&mut (&mut entry).take(size), &mut file)
-                    .map_err(write(&name))?;
+                let copied =
+                    std::io::copy(&mut (&mut entry).take(size), &mut file).map_err(write(&name))?;
                 if copied != size {
                     return Err(UnpackError::Refused {
                         path: name,
@@ -263,7 +263,11 @@ mod tests {
             "pub fn cap() {}\n"
         );
         let mode = |p: &str| {
-            std::fs::metadata(dest.join(p)).unwrap().permissions().mode() & 0o777
+            std::fs::metadata(dest.join(p))
+                .unwrap()
+                .permissions()
+                .mode()
+                & 0o777
         };
         assert_eq!(mode("hashbrown/build.sh"), 0o555);
         assert_eq!(mode("lru/Cargo.toml"), 0o444);

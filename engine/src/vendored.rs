@@ -1,0 +1,224 @@
+//! A cargo project's dependencies made to travel with its trees to a fleet: on the submitting
+//! side, after [`crate::dependencies`] pinned and fetched them, the host's cargo vendors the
+//! packages each tree's `Cargo.lock` names (`cargo vendor --locked --offline`, on the same
+//! stripped checkout, so neither a build script nor the tree's configuration runs), the result
+//! is packed ([`assay_transport::dependency_archive`]) and stored once per lockfile and
+//! archive; every job on that tree then names the archive ([`WithDependencies`]), and the
+//! worker builds from it with nothing of its own cargo caches.
+
+use crate::dependencies::{self, DependencyError};
+use assay_common::TreeId;
+use assay_common::dependency_archive::{DependencyArchive, Sha256Hex};
+use assay_common::job::{JobResult, JobSpec};
+use assay_transport::queue::{JobQueue, QueueError};
+use assay_transport::store::{ArtifactStore, StoreError};
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::path::Path;
+
+/// A tree's dependencies, vendored and packed.
+pub struct Vendored {
+    pub archive: DependencyArchive,
+    pub bytes: Vec<u8>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum VendorError {
+    #[error(transparent)]
+    Cargo(#[from] DependencyError),
+    #[error("failed to read the Cargo.lock of tree {tree}")]
+    Lockfile {
+        tree: TreeId,
+        #[source]
+        source: Box<crate::source::SourceError>,
+    },
+    #[error("failed to pack the dependencies vendored for tree {tree}")]
+    Pack {
+        tree: TreeId,
+        #[source]
+        source: assay_transport::dependency_archive::PackError,
+    },
+    #[error("failed to store the dependency archive {key}")]
+    Store {
+        key: String,
+        #[source]
+        source: StoreError,
+    },
+    #[error("vendoring the dependencies of tree {tree} stopped: {message}")]
+    Task { tree: TreeId, message: String },
+}
+
+/// The sha256 of `tree`'s `Cargo.lock`, when it has one.
+pub fn lockfile_sha256(repo: &Path, tree: &TreeId) -> Result<Option<Sha256Hex>, VendorError> {
+    let lockfile = crate::source::read_file(repo, tree, "Cargo.lock").map_err(|source| {
+        VendorError::Lockfile {
+            tree: tree.clone(),
+            source: Box::new(source),
+        }
+    })?;
+    Ok(lockfile.map(|bytes| digest(&bytes)))
+}
+
+fn digest(bytes: &[u8]) -> Sha256Hex {
+    // A sha256 in lowercase hex always parses.
+    Sha256Hex::parse(&hex::encode(Sha256::digest(bytes)))
+        .unwrap_or_else(|_| unreachable!("a sha256 digest is 64 hex digits"))
+}
+
+/// Vendors the packages `tree`'s `Cargo.lock` names from the host's cargo caches (which
+/// [`dependencies::pin_cargo`] filled) and packs them. `None` when the tree has no lockfile,
+/// or when cargo vendored a source other than the registry (a git dependency): the jobs then
+/// read the worker's own caches, as before.
+pub fn vendor_cargo(repo: &Path, tree: &TreeId) -> Result<Option<Vendored>, VendorError> {
+    let Some(lockfile_sha256) = lockfile_sha256(repo, tree)? else {
+        return Ok(None);
+    };
+    let (scratch, copy) = dependencies::stripped_checkout(repo, tree)?;
+    let vendor = scratch.path().join("vendor");
+    let vendor_arg = vendor.to_string_lossy();
+    let args = ["--offline", "--versioned-dirs", &vendor_arg];
+    let config =
+        match dependencies::cargo(&copy, tree, "vendor", &[&["--locked"], &args[..]].concat()) {
+            Ok(config) => config,
+            // As pinning does: a lockfile cargo would have to update is the repository's to fix.
+            Err(_) => dependencies::cargo(&copy, tree, "vendor", &args)?,
+        };
+    if let Some(other) = other_source(&config) {
+        tracing::warn!(%tree, source = other, "not vendored for the fleet: a dependency comes from a source other than the registry; the workers' own cargo caches serve this tree");
+        return Ok(None);
+    }
+    if !vendor.is_dir() {
+        // No dependency at all: an empty archive, so the job still reads nothing of the host.
+        std::fs::create_dir(&vendor).map_err(|source| DependencyError::Io {
+            tree: tree.clone(),
+            path: vendor.clone(),
+            source,
+        })?;
+    }
+    let bytes =
+        assay_transport::dependency_archive::pack(&vendor).map_err(|source| VendorError::Pack {
+            tree: tree.clone(),
+            source,
+        })?;
+    Ok(Some(Vendored {
+        archive: DependencyArchive {
+            lockfile_sha256,
+            sha256: digest(&bytes),
+            bytes: bytes.len() as u64,
+        },
+        bytes,
+    }))
+}
+
+/// A source `cargo vendor`'s printed configuration replaces other than the registry.
+fn other_source(config: &str) -> Option<String> {
+    config
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("[source."))
+        .map(|rest| rest.trim_end_matches(']').to_owned())
+        .find(|name| name != "crates-io" && name != "vendored-sources")
+}
+
+/// Vendors and stores the dependencies of each of `trees` (once per distinct `Cargo.lock`),
+/// skipping an upload the store already holds; returns the archive each tree's jobs name.
+pub async fn store_archives(
+    store: &dyn ArtifactStore,
+    repo: &Path,
+    trees: &[TreeId],
+) -> Result<Vec<(TreeId, DependencyArchive)>, VendorError> {
+    let mut by_lockfile: HashMap<Sha256Hex, Option<DependencyArchive>> = HashMap::new();
+    let mut archives = Vec::new();
+    for tree in trees {
+        let Some(lockfile) = lockfile_sha256(repo, tree)? else {
+            continue;
+        };
+        if !by_lockfile.contains_key(&lockfile) {
+            let (at, of) = (repo.to_owned(), tree.clone());
+            let vendored = tokio::task::spawn_blocking(move || vendor_cargo(&at, &of))
+                .await
+                .map_err(|e| VendorError::Task {
+                    tree: tree.clone(),
+                    message: e.to_string(),
+                })??;
+            if let Some(vendored) = &vendored {
+                upload(store, vendored).await?;
+            }
+            by_lockfile.insert(lockfile.clone(), vendored.map(|v| v.archive));
+        }
+        if let Some(Some(archive)) = by_lockfile.get(&lockfile) {
+            archives.push((tree.clone(), archive.clone()));
+        }
+    }
+    Ok(archives)
+}
+
+/// Stores `vendored` under its key unless the store holds it already.
+async fn upload(store: &dyn ArtifactStore, vendored: &Vendored) -> Result<(), VendorError> {
+    let key = vendored.archive.key();
+    let failed = |source| VendorError::Store {
+        key: key.clone(),
+        source,
+    };
+    let stored = store.list(&key).await.map_err(failed)?;
+    if stored
+        .iter()
+        .any(|o| o.key == key && o.bytes == vendored.archive.bytes)
+    {
+        tracing::debug!(%key, "dependency archive already stored");
+        return Ok(());
+    }
+    store
+        .put_bytes("dependencies", &key, vendored.bytes.clone().into())
+        .await
+        .map_err(failed)?;
+    Ok(())
+}
+
+/// A queue that names, in every job on one of its trees, that tree's dependency archive, so
+/// every job of a proof (the planned ones and those its mutation check and diff coverage add)
+/// builds from the archive.
+pub struct WithDependencies<'q> {
+    inner: &'q dyn JobQueue,
+    archives: HashMap<TreeId, DependencyArchive>,
+}
+
+impl<'q> WithDependencies<'q> {
+    pub fn new(inner: &'q dyn JobQueue, archives: &[(TreeId, DependencyArchive)]) -> Self {
+        Self {
+            inner,
+            archives: archives.iter().cloned().collect(),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl JobQueue for WithDependencies<'_> {
+    async fn submit(&self, mut job: JobSpec) -> Result<(), QueueError> {
+        if job.dependencies.is_none() {
+            job.dependencies = self.archives.get(&job.tree).cloned();
+        }
+        self.inner.submit(job).await
+    }
+
+    async fn next_result(&self) -> Option<JobResult> {
+        self.inner.next_result().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_registry_is_vendored_for_a_fleet() {
+        let registry = "[source.crates-io]\nreplace-with = \"vendored-sources\"\n\n[source.vendored-sources]\ndirectory = \"v\"\n";
+        assert_eq!(other_source(registry), None);
+        let git = format!(
+            "{registry}\n[source.\"git+https://example.invalid/x?rev=1\"]\ngit = \"https://example.invalid/x\"\n"
+        );
+        assert_eq!(
+            other_source(&git).as_deref(),
+            Some("\"git+https://example.invalid/x?rev=1\"")
+        );
+    }
+}

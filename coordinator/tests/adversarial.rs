@@ -1129,6 +1129,7 @@ fn local_worker(
         scratch_root: dir.join("scratch"),
         pass_env: vec!["PATH".into()],
         output_cap_bytes: assay_common::service_config::DEFAULT_OUTPUT_CAP_BYTES,
+        dependencies: None,
     };
     (ctx, tree)
 }

@@ -72,6 +72,12 @@ pub enum ExecuteError {
         #[source]
         source: std::io::Error,
     },
+    #[error("job {job}'s dependency archive")]
+    Dependencies {
+        job: JobId,
+        #[source]
+        source: crate::dependency_cache::DependencyCacheError,
+    },
     #[error("the sandbox did not run job {job}")]
     Sandbox {
         job: JobId,
@@ -102,6 +108,7 @@ impl ExecuteError {
             Self::Sandbox { source, .. } => source.cause(),
             Self::Cases(cases) => cases.cause(),
             Self::TestBinaries { source, .. } => source.cause(),
+            Self::Dependencies { .. } => InfraCause::Dependencies,
             Self::Output(_) | Self::StoreReport { .. } => InfraCause::StoreUnavailable,
             Self::ScratchDir { .. }
             | Self::Edit(_)
@@ -345,6 +352,30 @@ async fn run_in(
         })
         .collect();
     let mut env = job_env(job, ctx, &private);
+    let vendored = match &job.dependencies {
+        Some(archive) => {
+            let given = crate::dependency_cache::for_job(
+                ctx.dependencies.as_deref(),
+                ctx.store.as_ref(),
+                ctx.sandbox.as_ref(),
+                archive,
+                &tree_dir,
+                &private,
+            )
+            .await
+            .map_err(|source| ExecuteError::Dependencies {
+                job: job.job_id.clone(),
+                source,
+            })?;
+            env.retain(|(key, _)| key != "CARGO_HOME");
+            env.push((
+                "CARGO_HOME".to_owned(),
+                given.cargo_home.to_string_lossy().into_owned(),
+            ));
+            Some(given.sources)
+        }
+        None => None,
+    };
     if observing {
         command.extend(["-p".to_owned(), "assay_observer".to_owned()]);
         let guest = |path: &Path| {
@@ -373,6 +404,7 @@ async fn run_in(
             .forked_timeout_secs
             .map(|secs| Duration::from_secs(secs.max(1))),
         network: false,
+        vendored,
     };
     let sandbox_span = info_span!("sandbox", sandbox = ctx.sandbox.name());
     let exit = if job.kind == JobKind::Mutant {

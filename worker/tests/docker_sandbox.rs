@@ -80,6 +80,7 @@ impl Job {
             timeout,
             forked_timeout: None,
             network: false,
+            vendored: None,
         }
     }
 

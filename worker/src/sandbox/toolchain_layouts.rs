@@ -69,6 +69,9 @@ pub struct Needs<'a> {
     pub cwd: &'a Path,
     /// The directories masked empty.
     pub masked: &'a [PathBuf],
+    /// The job's unpacked dependency archive, which its own `CARGO_HOME` names: the host's
+    /// cargo caches and home are then not given at all.
+    pub vendored: Option<&'a Path>,
 }
 
 /// What the guest gets back: paths bound read-only, then credential paths masked, and the
@@ -171,8 +174,13 @@ pub fn resolve(needs: &Needs<'_>, host: &Host<'_>) -> Result<Toolchains, Toolcha
     }
     if rust || runs_rust {
         // Dependencies were fetched on the host: the guest reads cargo's caches, never the
-        // rest of its home (credentials, configuration), and never the network.
-        if let Some(cargo_home) = host.dir("CARGO_HOME", ".cargo") {
+        // rest of its home (credentials, configuration), and never the network. A job with
+        // a dependency archive reads that instead, and nothing of the host's.
+        let host_caches = match needs.vendored {
+            Some(_) => None,
+            None => host.dir("CARGO_HOME", ".cargo"),
+        };
+        if let Some(cargo_home) = host_caches {
             for cache in ["registry", "git"] {
                 exposed.push(cargo_home.join(cache));
             }
@@ -519,6 +527,7 @@ mod tests {
                 env,
                 cwd,
                 masked: &masked,
+                vendored: None,
             },
             &Host {
                 home: Some(home.to_path_buf()),
@@ -639,6 +648,7 @@ mod tests {
                 env: &[],
                 cwd: tree.path(),
                 masked: &masked,
+                vendored: None,
             },
             &Host {
                 home: Some(home.clone()),
@@ -669,6 +679,7 @@ mod tests {
                 env: &[],
                 cwd: tree.path(),
                 masked: &masked,
+                vendored: None,
             },
             &Host {
                 home: Some(home.clone()),
@@ -907,6 +918,7 @@ mod tests {
                 env: &[],
                 cwd: tree.path(),
                 masked: &masked,
+                vendored: None,
             },
             &host,
         )

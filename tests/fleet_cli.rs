@@ -1462,3 +1462,73 @@ async fn a_cargo_proof_runs_on_a_fleet_with_the_process_sandbox() {
         "{commands:?}"
     );
 }
+
+/// The dependency archives the fleet's store holds: each key with when it was written.
+async fn dependency_archives(fleet: &Fleet) -> Vec<(String, i64)> {
+    use assay_transport::store::ArtifactStore;
+    let mut archives: Vec<(String, i64)> = fleet_store(fleet)
+        .list(assay_common::dependency_archive::KEY_PREFIX)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|object| (object.key, object.modified_secs))
+        .collect();
+    archives.sort();
+    archives
+}
+
+/// A real release pair whose dependencies move (lru 0.12.4 -> 0.12.5, hashbrown 0.14 -> 0.15,
+/// no lockfile shipped) proved on a fleet whose process-sandbox worker has the machine's own
+/// `PATH` and a cargo home with nothing in it: what the submitter pinned travels as one archive
+/// per lockfile through the store, written once for two proofs of the same lockfiles.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_real_release_pair_is_proven_on_a_fleet_whose_worker_has_no_cargo_cache() {
+    let fleet = Fleet::start();
+    let _coordinator = fleet.coordinator();
+    let empty_cargo_home = fleet.dir.path().join("empty-cargo-home");
+    std::fs::create_dir_all(&empty_cargo_home).unwrap();
+    let _worker = fleet.worker_with(
+        "worker-rust",
+        "2",
+        &[(
+            "CARGO_HOME",
+            empty_cargo_home.to_string_lossy().into_owned(),
+        )],
+    );
+    let (_crates, repo) = support::lru_release_pair();
+    let prove = |name: &str| {
+        let json = fleet.dir.path().join(name);
+        let mut command = fleet.command(&["prove", "--cluster", &fleet.url()]);
+        command.arg("-C").arg(repo.path()).args([
+            "--base",
+            "HEAD~1",
+            "--criterion",
+            "guard: tests::test_with_hasher",
+            "--repeats",
+            "1",
+            "--no-mutation",
+            "--no-cache",
+            "--json",
+        ]);
+        command.arg(&json);
+        support::run(command, Some(json))
+    };
+    let first = prove("first.json");
+    assert_eq!(first.code, 0, "{}", first.explain());
+    assert_eq!(first.verdict_of("C1"), "proven", "{}", first.explain());
+    let stored = dependency_archives(&fleet).await;
+    // Each side pinned its own hashbrown: two lockfiles, two archives.
+    assert_eq!(stored.len(), 2, "{stored:?}");
+    let second = prove("second.json");
+    assert_eq!(second.code, 0, "{}", second.explain());
+    assert_eq!(second.verdict_of("C1"), "proven", "{}", second.explain());
+    assert_eq!(dependency_archives(&fleet).await, stored, "written again");
+    // The worker unpacked each once, and nothing came into its own cargo home.
+    let unpacked = std::fs::read_dir(fleet.dir.path().join("worker-rust-trees/dependencies"))
+        .unwrap()
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .filter(|name| !name.starts_with('.'))
+        .count();
+    assert_eq!(unpacked, 2);
+    assert_eq!(std::fs::read_dir(&empty_cargo_home).unwrap().count(), 0);
+}

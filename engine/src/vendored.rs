@@ -159,7 +159,13 @@ async fn upload(store: &dyn ArtifactStore, vendored: &Vendored) -> Result<(), Ve
         key: key.clone(),
         source,
     };
-    let stored = store.list(&key).await.map_err(failed)?;
+    // A listing is of a directory: the lockfile's holds each archive made for it.
+    let directory = format!(
+        "{}{}",
+        assay_common::dependency_archive::KEY_PREFIX,
+        vendored.archive.lockfile_sha256
+    );
+    let stored = store.list(&directory).await.map_err(failed)?;
     if stored
         .iter()
         .any(|o| o.key == key && o.bytes == vendored.archive.bytes)

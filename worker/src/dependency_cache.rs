@@ -296,6 +296,85 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_tree_whose_cargo_configuration_declares_sources_is_refused() {
+        let store = ObjectArtifactStore::open("memory://").unwrap();
+        let bytes = packed();
+        let archive = named(&bytes);
+        store
+            .put_bytes("dependencies", &archive.key(), bytes.clone().into())
+            .await
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let cache = DependencyCache::new(dir.path().join("deps"), ArchiveLimits::default());
+        let sandbox = crate::sandbox::process::ProcessSandbox { network: false };
+        let job = |config: &str, text: Option<&str>| {
+            let tree = tempfile::tempdir_in(dir.path()).unwrap();
+            let private = tempfile::tempdir_in(dir.path()).unwrap();
+            let path = tree.path().join(config);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            match text {
+                Some(text) => std::fs::write(&path, text).unwrap(),
+                None => std::os::unix::fs::symlink("/etc/hostname", &path).unwrap(),
+            }
+            (tree, private)
+        };
+        for (config, text) in [
+            (
+                ".cargo/config.toml",
+                Some(
+                    "[source.crates-io]\nreplace-with = \"mine\"\n[source.mine]\ndirectory = \"vendor\"\n",
+                ),
+            ),
+            (
+                ".cargo/config",
+                Some("source.assay-vendored.directory = \"/elsewhere\"\n"),
+            ),
+            (".cargo/config.toml", None),
+        ] {
+            let (tree, private) = job(config, text);
+            let refused = for_job(
+                Some(&cache),
+                &store,
+                &sandbox,
+                &archive,
+                tree.path(),
+                private.path(),
+            )
+            .await;
+            assert!(
+                matches!(
+                    refused,
+                    Err(DependencyCacheError::TreeSources { .. }
+                        | DependencyCacheError::TreeConfigNotAFile { .. })
+                ),
+                "{config} {text:?}: {:?}",
+                refused.map(|given| given.cargo_home)
+            );
+            assert!(!private.path().join("cargo-home").exists());
+        }
+        // Other settings of the tree's own stay the tree's business.
+        let (tree, private) = job(
+            ".cargo/config.toml",
+            Some("[build]\nrustflags = [\"-Dwarnings\"]\n"),
+        );
+        let given = for_job(
+            Some(&cache),
+            &store,
+            &sandbox,
+            &archive,
+            tree.path(),
+            private.path(),
+        )
+        .await
+        .unwrap();
+        let config = std::fs::read_to_string(given.cargo_home.join("config.toml")).unwrap();
+        assert!(
+            config.contains(&format!("directory = \"{}\"", given.sources.display())),
+            "{config}"
+        );
+    }
+
+    #[tokio::test]
     async fn an_archive_whose_bytes_are_not_the_ones_the_job_names_is_refused() {
         let store = ObjectArtifactStore::open("memory://").unwrap();
         let bytes = packed();

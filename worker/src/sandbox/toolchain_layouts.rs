@@ -519,6 +519,18 @@ mod tests {
         env: &[(String, String)],
         cwd: &Path,
     ) -> Result<Toolchains, ToolchainError> {
+        resolve_vendored(home, program, path_env, env, cwd, None)
+    }
+
+    /// [`resolve_in`] for a job whose dependencies are the archive unpacked at `vendored`.
+    fn resolve_vendored(
+        home: &Path,
+        program: &str,
+        path_env: &str,
+        env: &[(String, String)],
+        cwd: &Path,
+        vendored: Option<&Path>,
+    ) -> Result<Toolchains, ToolchainError> {
         let masked = vec![home.to_path_buf()];
         resolve(
             &Needs {
@@ -527,7 +539,7 @@ mod tests {
                 env,
                 cwd,
                 masked: &masked,
-                vendored: None,
+                vendored,
             },
             &Host {
                 home: Some(home.to_path_buf()),
@@ -582,6 +594,40 @@ mod tests {
         let found = resolve_in(&home, "python3", &path_env, &[], with_extension.path()).unwrap();
         assert!(home.join(".rustup/asked").exists(), "rustup was not asked");
         assert!(found.env.iter().any(|(k, _)| k == "RUSTUP_TOOLCHAIN"));
+    }
+
+    #[test]
+    fn a_job_with_a_dependency_archive_gets_its_toolchain_and_none_of_the_hosts_cargo_caches() {
+        let (_dir, home) = fake_home();
+        rustup_in(
+            &home,
+            "toolchains/stable-x86_64-unknown-linux-gnu/bin/cargo",
+        );
+        let tree = tempfile::tempdir().unwrap();
+        let path_env = format!("{}:/usr/bin", home.join(".cargo/bin").display());
+        let vendored = home.join("trees/dependencies/archive");
+        let found =
+            resolve_vendored(&home, "cargo", &path_env, &[], tree.path(), Some(&vendored)).unwrap();
+        assert_eq!(
+            found.exposed,
+            vec![
+                home.join(".cargo/bin"),
+                home.join(".rustup/settings.toml"),
+                home.join(".rustup/toolchains/stable-x86_64-unknown-linux-gnu"),
+            ],
+        );
+        // The job's own `CARGO_HOME` stands: the toolchain's variables name none.
+        assert!(
+            !found.env.iter().any(|(k, _)| k == "CARGO_HOME"),
+            "{:?}",
+            found.env
+        );
+        assert!(
+            found
+                .env
+                .iter()
+                .any(|(k, v)| k == "CARGO_NET_OFFLINE" && v == "true")
+        );
     }
 
     #[test]

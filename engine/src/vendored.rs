@@ -170,13 +170,20 @@ async fn upload(store: &dyn ArtifactStore, vendored: &Vendored) -> Result<(), Ve
         .iter()
         .any(|o| o.key == key && o.bytes == vendored.archive.bytes)
     {
-        tracing::debug!(%key, "dependency archive already stored");
+        tracing::info!(%key, bytes = vendored.archive.bytes, "dependency archive already stored");
         return Ok(());
     }
+    let started = std::time::Instant::now();
     store
         .put_bytes("dependencies", &key, vendored.bytes.clone().into())
         .await
         .map_err(failed)?;
+    tracing::info!(
+        %key,
+        bytes = vendored.archive.bytes,
+        upload_ms = started.elapsed().as_millis() as u64,
+        "dependency archive stored"
+    );
     Ok(())
 }
 

@@ -67,25 +67,30 @@ fn digest(bytes: &[u8]) -> Sha256Hex {
 
 /// Vendors the packages `tree`'s `Cargo.lock` names from the host's cargo caches (which
 /// [`dependencies::pin_cargo`] filled) and packs them. `None` when the tree has no lockfile,
-/// or when cargo vendored a source other than the registry (a git dependency): the jobs then
+/// or when its lockfile names a source other than the registry (a git dependency): the jobs then
 /// read the worker's own caches, as before.
 pub fn vendor_cargo(repo: &Path, tree: &TreeId) -> Result<Option<Vendored>, VendorError> {
     let Some(lockfile_sha256) = lockfile_sha256(repo, tree)? else {
         return Ok(None);
     };
     let (scratch, copy) = dependencies::stripped_checkout(repo, tree)?;
+    let lockfile = copy.join("Cargo.lock");
+    let locked = std::fs::read_to_string(&lockfile).map_err(|source| DependencyError::Io {
+        tree: tree.clone(),
+        path: lockfile.clone(),
+        source,
+    })?;
+    if let Some(other) = other_source(&locked) {
+        tracing::warn!(%tree, source = other, "not vendored for the fleet: a dependency comes from a source other than the registry; the workers' own cargo caches serve this tree");
+        return Ok(None);
+    }
     let vendor = scratch.path().join("vendor");
     let vendor_arg = vendor.to_string_lossy();
     let args = ["--offline", "--versioned-dirs", &vendor_arg];
-    let config =
-        match dependencies::cargo(&copy, tree, "vendor", &[&["--locked"], &args[..]].concat()) {
-            Ok(config) => config,
-            // As pinning does: a lockfile cargo would have to update is the repository's to fix.
-            Err(_) => dependencies::cargo(&copy, tree, "vendor", &args)?,
-        };
-    if let Some(other) = other_source(&config) {
-        tracing::warn!(%tree, source = other, "not vendored for the fleet: a dependency comes from a source other than the registry; the workers' own cargo caches serve this tree");
-        return Ok(None);
+    let locked_args = [&["--locked"], &args[..]].concat();
+    if dependencies::cargo(&copy, tree, "vendor", &locked_args).is_err() {
+        // As pinning does: a lockfile cargo would have to update is the repository's to fix.
+        dependencies::cargo(&copy, tree, "vendor", &args)?;
     }
     if !vendor.is_dir() {
         // No dependency at all: an empty archive, so the job still reads nothing of the host.
@@ -110,13 +115,21 @@ pub fn vendor_cargo(repo: &Path, tree: &TreeId) -> Result<Option<Vendored>, Vend
     }))
 }
 
-/// A source `cargo vendor`'s printed configuration replaces other than the registry.
-fn other_source(config: &str) -> Option<String> {
-    config
+/// The registry's sources as a lockfile names them (the git index, the sparse one).
+const REGISTRY_SOURCES: [&str; 2] = [
+    "registry+https://github.com/rust-lang/crates.io-index",
+    "sparse+https://index.crates.io/",
+];
+
+/// A package source `lockfile` (a `Cargo.lock`'s text) names other than the registry: a git
+/// repository, another registry. The job's configuration replaces the registry only.
+fn other_source(lockfile: &str) -> Option<String> {
+    lockfile
         .lines()
-        .filter_map(|line| line.trim().strip_prefix("[source."))
-        .map(|rest| rest.trim_end_matches(']').to_owned())
-        .find(|name| name != "crates-io" && name != "vendored-sources")
+        .filter_map(|line| line.trim().strip_prefix("source = \""))
+        .map(|rest| rest.trim_end_matches('"'))
+        .find(|source| !REGISTRY_SOURCES.contains(source))
+        .map(str::to_owned)
 }
 
 /// Vendors and stores the dependencies of each of `trees` (once per distinct `Cargo.lock`),
@@ -224,14 +237,19 @@ mod tests {
 
     #[test]
     fn only_the_registry_is_vendored_for_a_fleet() {
-        let registry = "[source.crates-io]\nreplace-with = \"vendored-sources\"\n\n[source.vendored-sources]\ndirectory = \"v\"\n";
+        let registry = "[[package]]\nname = \"lru\"\nversion = \"0.12.5\"\nsource = \"registry+https://github.com/rust-lang/crates.io-index\"\n\n[[package]]\nname = \"pager\"\nversion = \"0.1.0\"\n";
         assert_eq!(other_source(registry), None);
+        let sparse = registry.replace(
+            "registry+https://github.com/rust-lang/crates.io-index",
+            "sparse+https://index.crates.io/",
+        );
+        assert_eq!(other_source(&sparse), None);
         let git = format!(
-            "{registry}\n[source.\"git+https://example.invalid/x?rev=1\"]\ngit = \"https://example.invalid/x\"\n"
+            "{registry}\n[[package]]\nname = \"x\"\nversion = \"1.0.0\"\nsource = \"git+https://example.invalid/x?rev=1#abc\"\n"
         );
         assert_eq!(
             other_source(&git).as_deref(),
-            Some("\"git+https://example.invalid/x?rev=1\"")
+            Some("git+https://example.invalid/x?rev=1#abc")
         );
     }
 }

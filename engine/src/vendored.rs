@@ -42,7 +42,7 @@ pub enum VendorError {
     Store {
         key: String,
         #[source]
-        source: StoreError,
+        source: Box<StoreError>,
     },
     #[error("vendoring the dependencies of tree {tree} stopped: {message}")]
     Task { tree: TreeId, message: String },
@@ -170,7 +170,7 @@ async fn upload(store: &dyn ArtifactStore, vendored: &Vendored) -> Result<(), Ve
     let key = vendored.archive.key();
     let failed = |source| VendorError::Store {
         key: key.clone(),
-        source,
+        source: Box::new(source),
     };
     // A listing is of a directory: the lockfile's holds each archive made for it.
     let directory = format!(

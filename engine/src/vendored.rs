@@ -206,6 +206,8 @@ async fn upload(store: &dyn ArtifactStore, vendored: &Vendored) -> Result<(), Ve
 pub struct WithDependencies<'q> {
     inner: &'q dyn JobQueue,
     archives: HashMap<TreeId, DependencyArchive>,
+    /// The archive of a job on any other tree.
+    otherwise: Option<DependencyArchive>,
 }
 
 impl<'q> WithDependencies<'q> {
@@ -213,6 +215,17 @@ impl<'q> WithDependencies<'q> {
         Self {
             inner,
             archives: archives.iter().cloned().collect(),
+            otherwise: None,
+        }
+    }
+
+    /// Names `archive` in every job: a run on one tree (`assay mutate`), whose jobs run on it
+    /// or on trees written from it with its `Cargo.lock` (a mutant schema's).
+    pub fn every_job(inner: &'q dyn JobQueue, archive: Option<DependencyArchive>) -> Self {
+        Self {
+            inner,
+            archives: HashMap::new(),
+            otherwise: archive,
         }
     }
 }
@@ -221,7 +234,11 @@ impl<'q> WithDependencies<'q> {
 impl JobQueue for WithDependencies<'_> {
     async fn submit(&self, mut job: JobSpec) -> Result<(), QueueError> {
         if job.dependencies.is_none() {
-            job.dependencies = self.archives.get(&job.tree).cloned();
+            job.dependencies = self
+                .archives
+                .get(&job.tree)
+                .or(self.otherwise.as_ref())
+                .cloned();
         }
         self.inner.submit(job).await
     }

@@ -1532,3 +1532,72 @@ async fn a_real_release_pair_is_proven_on_a_fleet_whose_worker_has_no_cargo_cach
     assert_eq!(unpacked, 2);
     assert_eq!(std::fs::read_dir(&empty_cargo_home).unwrap().count(), 0);
 }
+
+/// A crate whose dependency is a git repository (a local one, `file://`) proved on a fleet whose
+/// worker has an empty cargo home: the repository's package travels vendored in the archive,
+/// and the job's configuration replaces that git source with it as it does the registry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_git_dependency_travels_in_the_archive_to_a_worker_without_a_cargo_cache() {
+    let fleet = Fleet::start();
+    let _coordinator = fleet.coordinator();
+    let empty_cargo_home = fleet.dir.path().join("empty-cargo-home");
+    std::fs::create_dir_all(&empty_cargo_home).unwrap();
+    let _worker = fleet.worker_with(
+        "worker-rust",
+        "2",
+        &[(
+            "CARGO_HOME",
+            empty_cargo_home.to_string_lossy().into_owned(),
+        )],
+    );
+    let helper = Repo::new();
+    helper
+        .write(
+            "Cargo.toml",
+            "[package]\nname = \"helper\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        )
+        .write(
+            "src/lib.rs",
+            "pub fn double(x: u32) -> u32 {\n    x * 2\n}\n",
+        );
+    helper.commit("helper");
+    let user = |body: &str| {
+        format!(
+            "pub fn quadruple(x: u32) -> u32 {{\n    {body}\n}}\n\n#[cfg(test)]\nmod tests {{\n    #[test]\n    fn test_quadruple() {{\n        assert_eq!(super::quadruple(3), 12);\n    }}\n}}\n"
+        )
+    };
+    let repo = Repo::new();
+    repo.write(
+        "Cargo.toml",
+        &format!(
+            "[package]\nname = \"user\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nhelper = {{ git = \"file://{}\", branch = \"main\" }}\n",
+            helper.path().display()
+        ),
+    )
+    .write(".gitignore", "target\n")
+    .write("src/lib.rs", &user("helper::double(helper::double(x))"));
+    repo.commit("user");
+    repo.write("src/lib.rs", &user("helper::double(x) * 2"));
+    repo.commit("user: one call");
+    let json = fleet.dir.path().join("proof.json");
+    let mut command = fleet.command(&["prove", "--cluster", &fleet.url()]);
+    command.arg("-C").arg(repo.path()).args([
+        "--base",
+        "HEAD~1",
+        "--criterion",
+        "guard: tests::test_quadruple",
+        "--repeats",
+        "1",
+        "--no-mutation",
+        "--no-cache",
+        "--json",
+    ]);
+    command.arg(&json);
+    let run = support::run(command, Some(json));
+    assert_eq!(run.code, 0, "{}", run.explain());
+    assert_eq!(run.verdict_of("C1"), "proven", "{}", run.explain());
+    // Both sides lock the same packages: one lockfile, one archive, the git package in it.
+    let stored = dependency_archives(&fleet).await;
+    assert_eq!(stored.len(), 1, "{stored:?}");
+    assert_eq!(std::fs::read_dir(&empty_cargo_home).unwrap().count(), 0);
+}

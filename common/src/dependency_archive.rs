@@ -87,14 +87,78 @@ impl DependencyArchive {
 /// own configuration may not name it (see SECURITY.md, "Dependency archives").
 pub const VENDORED_SOURCE: &str = "assay-vendored";
 
+/// A git repository a `Cargo.lock` takes packages from, as cargo names the source: its URL and
+/// the reference the manifest asked for (`rev`, `branch` or `tag`; none: the default branch).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct GitSource {
+    pub url: String,
+    pub reference: Option<(&'static str, String)>,
+}
+
+impl GitSource {
+    /// The source as a lockfile's `source` names it, without the commit:
+    /// `git+URL` or `git+URL?KIND=VALUE`.
+    fn name(&self) -> String {
+        match &self.reference {
+            Some((kind, value)) => format!("git+{}?{kind}={value}", self.url),
+            None => format!("git+{}", self.url),
+        }
+    }
+}
+
+/// The git sources `lockfile` (a `Cargo.lock`'s text) names, each once, in order.
+pub fn git_sources(lockfile: &str) -> Vec<GitSource> {
+    let mut sources: Vec<GitSource> = lockfile
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("source = \"git+"))
+        .filter_map(|rest| {
+            let rest = rest.strip_suffix('"')?;
+            let without_commit = rest.split_once('#').map_or(rest, |(source, _)| source);
+            let (url, query) = match without_commit.split_once('?') {
+                Some((url, query)) => (url, Some(query)),
+                None => (without_commit, None),
+            };
+            let reference = match query {
+                None => None,
+                Some(query) => {
+                    let (kind, value) = query.split_once('=')?;
+                    let kind = ["rev", "branch", "tag"].into_iter().find(|k| *k == kind)?;
+                    Some((kind, value.to_owned()))
+                }
+            };
+            Some(GitSource {
+                url: url.to_owned(),
+                reference,
+            })
+        })
+        .collect();
+    sources.sort();
+    sources.dedup();
+    sources
+}
+
 /// The cargo configuration that makes cargo build from `directory` (the unpacked archive, as
-/// the guest sees it) instead of the registry, and never reach the network.
-pub fn cargo_config(directory: &str) -> String {
-    let quoted = toml_string(directory);
-    format!(
+/// the guest sees it) instead of the registry and of `git` (the git sources the tree's lockfile
+/// names, which the archive holds too), and never reach the network.
+pub fn cargo_config(directory: &str, git: &[GitSource]) -> String {
+    let mut config = format!(
         "[source.crates-io]\nreplace-with = \"{VENDORED_SOURCE}\"\n\n\
-         [source.{VENDORED_SOURCE}]\ndirectory = {quoted}\n\n[net]\noffline = true\n"
-    )
+         [source.{VENDORED_SOURCE}]\ndirectory = {}\n\n",
+        toml_string(directory)
+    );
+    for source in git {
+        config.push_str(&format!(
+            "[source.{}]\ngit = {}\n",
+            toml_string(&source.name()),
+            toml_string(&source.url)
+        ));
+        if let Some((kind, value)) = &source.reference {
+            config.push_str(&format!("{kind} = {}\n", toml_string(value)));
+        }
+        config.push_str(&format!("replace-with = \"{VENDORED_SOURCE}\"\n\n"));
+    }
+    config.push_str("[net]\noffline = true\n");
+    config
 }
 
 /// `text` as a TOML basic string.
@@ -159,7 +223,7 @@ mod tests {
 
     #[test]
     fn the_cargo_configuration_quotes_the_directory() {
-        let config = cargo_config("/cache/a \"b\"\\c\n");
+        let config = cargo_config("/cache/a \"b\"\\c\n", &[]);
         let parsed: toml::Value = toml::from_str(&config).unwrap();
         assert_eq!(
             parsed["source"][VENDORED_SOURCE]["directory"].as_str(),
@@ -170,5 +234,25 @@ mod tests {
             Some(VENDORED_SOURCE)
         );
         assert_eq!(parsed["net"]["offline"].as_bool(), Some(true));
+    }
+
+    #[test]
+    fn git_sources_are_replaced_by_the_archive_as_the_lockfile_names_them() {
+        let lockfile = "[[package]]\nname = \"helper\"\nversion = \"0.1.0\"\nsource = \"git+file:///repos/helper?branch=main#0123abc\"\n\n[[package]]\nname = \"other\"\nversion = \"1.0.0\"\nsource = \"git+https://example.invalid/other#fedcba9\"\n\n[[package]]\nname = \"again\"\nversion = \"0.2.0\"\nsource = \"git+file:///repos/helper?branch=main#0123abc\"\n\n[[package]]\nname = \"lru\"\nversion = \"0.12.5\"\nsource = \"registry+https://github.com/rust-lang/crates.io-index\"\n";
+        let git = git_sources(lockfile);
+        assert_eq!(git.len(), 2, "{git:?}");
+        let parsed: toml::Value = toml::from_str(&cargo_config("/v", &git)).unwrap();
+        let helper = &parsed["source"]["git+file:///repos/helper?branch=main"];
+        assert_eq!(helper["git"].as_str(), Some("file:///repos/helper"));
+        assert_eq!(helper["branch"].as_str(), Some("main"));
+        assert_eq!(helper["replace-with"].as_str(), Some(VENDORED_SOURCE));
+        let other = &parsed["source"]["git+https://example.invalid/other"];
+        assert_eq!(other["git"].as_str(), Some("https://example.invalid/other"));
+        assert!(other.get("rev").is_none());
+        // A name that would break out of its string stays inside it.
+        let hostile = git_sources("source = \"git+file:///x\\\"]\\n[build]#1\"\n");
+        let config = cargo_config("/v", &hostile);
+        let parsed: toml::Value = toml::from_str(&config).unwrap();
+        assert!(parsed.get("build").is_none(), "{config}");
     }
 }

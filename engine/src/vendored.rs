@@ -67,8 +67,8 @@ fn digest(bytes: &[u8]) -> Sha256Hex {
 
 /// Vendors the packages `tree`'s `Cargo.lock` names from the host's cargo caches (which
 /// [`dependencies::pin_cargo`] filled) and packs them. `None` when the tree has no lockfile,
-/// or when its lockfile names a source other than the registry (a git dependency): the jobs then
-/// read the worker's own caches, as before.
+/// or when its lockfile names another registry than the default one: the jobs then read the
+/// worker's own caches, as before.
 pub fn vendor_cargo(repo: &Path, tree: &TreeId) -> Result<Option<Vendored>, VendorError> {
     let Some(lockfile_sha256) = lockfile_sha256(repo, tree)? else {
         return Ok(None);
@@ -81,7 +81,7 @@ pub fn vendor_cargo(repo: &Path, tree: &TreeId) -> Result<Option<Vendored>, Vend
         source,
     })?;
     if let Some(other) = other_source(&locked) {
-        tracing::warn!(%tree, source = other, "not vendored for the fleet: a dependency comes from a source other than the registry; the workers' own cargo caches serve this tree");
+        tracing::warn!(%tree, source = other, "not vendored for the fleet: a dependency comes from another registry; the workers' own cargo caches serve this tree");
         return Ok(None);
     }
     let vendor = scratch.path().join("vendor");
@@ -121,14 +121,14 @@ const REGISTRY_SOURCES: [&str; 2] = [
     "sparse+https://index.crates.io/",
 ];
 
-/// A package source `lockfile` (a `Cargo.lock`'s text) names other than the registry: a git
-/// repository, another registry. The job's configuration replaces the registry only.
+/// A package source `lockfile` (a `Cargo.lock`'s text) names other than the registry and git
+/// repositories: another registry, whose packages the job's configuration does not replace.
 fn other_source(lockfile: &str) -> Option<String> {
     lockfile
         .lines()
         .filter_map(|line| line.trim().strip_prefix("source = \""))
         .map(|rest| rest.trim_end_matches('"'))
-        .find(|source| !REGISTRY_SOURCES.contains(source))
+        .find(|source| !REGISTRY_SOURCES.contains(source) && !source.starts_with("git+"))
         .map(str::to_owned)
 }
 
@@ -253,7 +253,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_the_registry_is_vendored_for_a_fleet() {
+    fn the_registry_and_git_repositories_are_vendored_for_a_fleet_and_no_other_registry() {
         let registry = "[[package]]\nname = \"lru\"\nversion = \"0.12.5\"\nsource = \"registry+https://github.com/rust-lang/crates.io-index\"\n\n[[package]]\nname = \"pager\"\nversion = \"0.1.0\"\n";
         assert_eq!(other_source(registry), None);
         let sparse = registry.replace(
@@ -264,9 +264,14 @@ mod tests {
         let git = format!(
             "{registry}\n[[package]]\nname = \"x\"\nversion = \"1.0.0\"\nsource = \"git+https://example.invalid/x?rev=1#abc\"\n"
         );
+        assert_eq!(other_source(&git), None);
+        let elsewhere = registry.replace(
+            "registry+https://github.com/rust-lang/crates.io-index",
+            "registry+https://registry.example.invalid/index",
+        );
         assert_eq!(
-            other_source(&git).as_deref(),
-            Some("git+https://example.invalid/x?rev=1#abc")
+            other_source(&elsewhere).as_deref(),
+            Some("registry+https://registry.example.invalid/index")
         );
     }
 }

@@ -153,10 +153,12 @@ pub async fn for_job(
     for config in TREE_CONFIGS {
         refuse_tree_sources(&tree_dir.join(config), config)?;
     }
+    let git = git_sources_of(tree_dir)?;
     let cache = cache.ok_or(DependencyCacheError::NoCache)?;
     let sources = cache.vendored(store, archive).await?;
     let cargo_home = private.join("cargo-home");
-    let config = assay_common::dependency_archive::cargo_config(&sandbox.vendored_path(&sources));
+    let config =
+        assay_common::dependency_archive::cargo_config(&sandbox.vendored_path(&sources), &git);
     let io = |path: &Path| {
         let path = path.to_owned();
         move |source| DependencyCacheError::Io { path, source }
@@ -172,6 +174,23 @@ pub async fn for_job(
         cargo_home,
         sources,
     })
+}
+
+/// The git sources the tree's `Cargo.lock` names, which the archive holds vendored (none when
+/// the tree has no lockfile at its root; one that is not a regular file is never followed).
+fn git_sources_of(
+    tree_dir: &Path,
+) -> Result<Vec<assay_common::dependency_archive::GitSource>, DependencyCacheError> {
+    let lockfile = tree_dir.join("Cargo.lock");
+    match std::fs::symlink_metadata(&lockfile) {
+        Ok(meta) if meta.is_file() => {}
+        _ => return Ok(Vec::new()),
+    }
+    let text = std::fs::read_to_string(&lockfile).map_err(|source| DependencyCacheError::Io {
+        path: lockfile.clone(),
+        source,
+    })?;
+    Ok(assay_common::dependency_archive::git_sources(&text))
 }
 
 /// Refuses the tree's cargo configuration at `path` (named `name` in the tree) when it

@@ -7,10 +7,9 @@
 //! the directory (docs/operations.md, "Dependency archives").
 
 use assay_common::dependency_archive::DependencyArchive;
-use assay_common::job::ArtifactRef;
 use assay_transport::archive::ArchiveLimits;
 use assay_transport::dependency_archive::UnpackError;
-use assay_transport::store::{ArtifactError, ArtifactStore};
+use assay_transport::store::{ArtifactStore, StoreError};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -21,7 +20,17 @@ pub enum DependencyCacheError {
     Fetch {
         key: String,
         #[source]
-        source: Box<ArtifactError>,
+        source: Box<StoreError>,
+    },
+    #[error("the dependency archive {key} is missing from the store")]
+    Missing { key: String },
+    #[error(
+        "the dependency archive {key} does not match the sha256 its job names ({expected}; read {actual}): refused"
+    )]
+    Altered {
+        key: String,
+        expected: String,
+        actual: String,
     },
     #[error("the dependency archive {key} is {found} bytes, more than the {limit} allowed")]
     TooBig { key: String, found: u64, limit: u64 },
@@ -100,19 +109,7 @@ impl DependencyCache {
                 limit,
             });
         }
-        let stored = ArtifactRef {
-            name: "dependencies".into(),
-            key: key.clone(),
-            sha256: archive.sha256.to_string(),
-            bytes: archive.bytes,
-            dropped_bytes: 0,
-        };
-        let bytes = assay_transport::store::read_artifact(store, &stored)
-            .await
-            .map_err(|source| DependencyCacheError::Fetch {
-                key: key.clone(),
-                source: Box::new(source),
-            })?;
+        let bytes = fetch(store, &key, archive).await?;
         let root = self.root.clone();
         let limits = self.limits;
         let target = dir.clone();
@@ -124,6 +121,52 @@ impl DependencyCache {
             })??;
         Ok(dir)
     }
+}
+
+/// The archive's bytes, read from `store` no further than the size the job names, and
+/// refused unless they hash to the sha256 it names.
+async fn fetch(
+    store: &dyn ArtifactStore,
+    key: &str,
+    archive: &DependencyArchive,
+) -> Result<Vec<u8>, DependencyCacheError> {
+    use futures::StreamExt as _;
+    use sha2::{Digest, Sha256};
+    let failed = |source| DependencyCacheError::Fetch {
+        key: key.to_owned(),
+        source: Box::new(source),
+    };
+    let mut stream = store
+        .get_stream(key)
+        .await
+        .map_err(failed)?
+        .ok_or_else(|| DependencyCacheError::Missing {
+            key: key.to_owned(),
+        })?;
+    let mut bytes = Vec::new();
+    let mut hasher = Sha256::new();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(failed)?;
+        let found = (bytes.len() + chunk.len()) as u64;
+        if found > archive.bytes {
+            return Err(DependencyCacheError::TooBig {
+                key: key.to_owned(),
+                found,
+                limit: archive.bytes,
+            });
+        }
+        hasher.update(&chunk);
+        bytes.extend_from_slice(&chunk);
+    }
+    let actual = hex::encode(hasher.finalize());
+    if actual != archive.sha256.as_str() {
+        return Err(DependencyCacheError::Altered {
+            key: key.to_owned(),
+            expected: archive.sha256.to_string(),
+            actual,
+        });
+    }
+    Ok(bytes)
 }
 
 /// What a job with a dependency archive is given: its own cargo home, whose configuration
@@ -408,11 +451,20 @@ mod tests {
         let cache = DependencyCache::new(root.path().to_owned(), ArchiveLimits::default());
         let refused = cache.vendored(&store, &archive).await;
         assert!(
-            matches!(
-                &refused,
-                Err(DependencyCacheError::Fetch { source, .. })
-                    if matches!(**source, ArtifactError::Altered { .. })
-            ),
+            matches!(&refused, Err(DependencyCacheError::Altered { .. })),
+            "{refused:?}"
+        );
+        assert!(!root.path().join(archive.cache_name()).exists());
+        // Bytes past the size the job names are not read, whatever they hash to.
+        let mut longer = bytes.clone();
+        longer.extend_from_slice(&[0; 512]);
+        store
+            .put_bytes("dependencies", &archive.key(), longer.into())
+            .await
+            .unwrap();
+        let refused = cache.vendored(&store, &archive).await;
+        assert!(
+            matches!(&refused, Err(DependencyCacheError::TooBig { .. })),
             "{refused:?}"
         );
         assert!(!root.path().join(archive.cache_name()).exists());

@@ -146,8 +146,7 @@ case "$project" in
     *) echo "unknown PROJECT $project (toy or semver)" >&2; exit 1 ;;
 esac
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_log() { until grep -q "$2" "$1" 2>/dev/null; do sleep 0.05; done; }
+source "$root/bench/lib/fleet.sh"
 
 # The statuses of a --json report, one "id status" line per mutant, sorted.
 statuses() {

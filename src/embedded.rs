@@ -140,6 +140,7 @@ pub fn job_context_in(
         scratch_root: scratch.path().to_owned(),
         pass_env: pass_env.to_vec(),
         output_cap_bytes: assay_common::service_config::DEFAULT_OUTPUT_CAP_BYTES,
+        dependencies: None,
     };
     Ok((ctx, scratch))
 }

@@ -241,8 +241,22 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
         run_id: ProofId(proof::new_proof_id().0.replacen("p-", "m-", 1)),
         cache,
     };
+    // On a fleet, a cargo project's dependencies travel as an archive (see `prove`).
+    let archive = match fleet.is_some() && runner.runner().pins_dependencies_on_host() {
+        true => assay_engine::vendored::store_archives(
+            store.as_ref(),
+            &request.repo,
+            std::slice::from_ref(&request.tree),
+        )
+        .await
+        .map_err(|e| Failure::infrastructure(e.into()))?
+        .pop()
+        .map(|(_, archive)| archive),
+        false => None,
+    };
+    let queue = assay_engine::vendored::WithDependencies::every_job(&*queue, archive);
     let progress = StderrProgress::new(args.console.progress, args.console.quiet, slots);
-    let report = match campaign::run(&request, &*queue, store.as_ref(), &progress).await {
+    let report = match campaign::run(&request, &queue, store.as_ref(), &progress).await {
         // `--since` in CI on a change that touches no product line: nothing to judge, and
         // nothing wrong with that.
         Err(e @ MutateError::NothingChanged { .. }) => {

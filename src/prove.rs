@@ -464,6 +464,9 @@ async fn run_on_fleet(
         .map_err(|e| Failure::infrastructure(e.into()))?;
     let mut submission = assay_coordinator::client::submission(prepared, jobs as u32);
     submission.cache = args.cache.mode();
+    submission.dependencies = assay_coordinator::client::upload_dependencies(store, prepared)
+        .await
+        .map_err(|e| Failure::infrastructure(e.into()))?;
     let mut progress = crate::fleet::FleetStderr {
         progress: StderrProgress::new(args.console.progress, args.console.quiet, jobs),
         jobs: &prepared.jobs,

@@ -1398,3 +1398,144 @@ async fn a_cargo_proof_runs_on_a_fleet_with_the_process_sandbox() {
         "{commands:?}"
     );
 }
+
+/// The dependency archives the fleet's store holds: each key with when it was written.
+async fn dependency_archives(fleet: &ClusterSandbox) -> Vec<(String, i64)> {
+    use assay_transport::store::ArtifactStore;
+    let mut archives: Vec<(String, i64)> = fleet_store(fleet)
+        .list(assay_common::dependency_archive::KEY_PREFIX)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|object| (object.key, object.modified_secs))
+        .collect();
+    archives.sort();
+    archives
+}
+
+/// A real release pair whose dependencies move (lru 0.12.4 -> 0.12.5, hashbrown 0.14 -> 0.15,
+/// no lockfile shipped) proved on a fleet whose process-sandbox worker has the machine's own
+/// `PATH` and a cargo home with nothing in it: what the submitter pinned travels as one archive
+/// per lockfile through the store, written once for two proofs of the same lockfiles.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_real_release_pair_is_proven_on_a_fleet_whose_worker_has_no_cargo_cache() {
+    let fleet = start_fleet();
+    let _coordinator = coordinator(&fleet);
+    let empty_cargo_home = fleet.dir().join("empty-cargo-home");
+    std::fs::create_dir_all(&empty_cargo_home).unwrap();
+    let _worker = worker_with(
+        &fleet,
+        "worker-rust",
+        "2",
+        &[(
+            "CARGO_HOME",
+            empty_cargo_home.to_string_lossy().into_owned(),
+        )],
+    );
+    let (_crates, repo) = support::lru_release_pair();
+    let prove = |name: &str| {
+        let json = fleet.dir().join(name);
+        let mut command = fleet_command(&fleet, &["prove", "--cluster", &fleet.nats_url()]);
+        command.arg("-C").arg(repo.path()).args([
+            "--base",
+            "HEAD~1",
+            "--criterion",
+            "guard: tests::test_with_hasher",
+            "--repeats",
+            "1",
+            "--no-mutation",
+            "--no-cache",
+            "--json",
+        ]);
+        command.arg(&json);
+        support::run(command, Some(json))
+    };
+    let first = prove("first.json");
+    assert_eq!(first.code, 0, "{}", first.explain());
+    assert_eq!(first.verdict_of("C1"), "proven", "{}", first.explain());
+    let stored = dependency_archives(&fleet).await;
+    // Each side pinned its own hashbrown: two lockfiles, two archives.
+    assert_eq!(stored.len(), 2, "{stored:?}");
+    let second = prove("second.json");
+    assert_eq!(second.code, 0, "{}", second.explain());
+    assert_eq!(second.verdict_of("C1"), "proven", "{}", second.explain());
+    assert_eq!(dependency_archives(&fleet).await, stored, "written again");
+    // The worker unpacked each once, and nothing came into its own cargo home.
+    let unpacked = std::fs::read_dir(fleet.dir().join("worker-rust-trees/dependencies"))
+        .unwrap()
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .filter(|name| !name.starts_with('.'))
+        .count();
+    assert_eq!(unpacked, 2);
+    assert_eq!(std::fs::read_dir(&empty_cargo_home).unwrap().count(), 0);
+}
+
+/// A crate whose dependency is a git repository (a local one, `file://`) proved on a fleet whose
+/// worker has an empty cargo home: the repository's package travels vendored in the archive,
+/// and the job's configuration replaces that git source with it as it does the registry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_git_dependency_travels_in_the_archive_to_a_worker_without_a_cargo_cache() {
+    let fleet = start_fleet();
+    let _coordinator = coordinator(&fleet);
+    let empty_cargo_home = fleet.dir().join("empty-cargo-home");
+    std::fs::create_dir_all(&empty_cargo_home).unwrap();
+    let _worker = worker_with(
+        &fleet,
+        "worker-rust",
+        "2",
+        &[(
+            "CARGO_HOME",
+            empty_cargo_home.to_string_lossy().into_owned(),
+        )],
+    );
+    let helper = Repo::new();
+    helper
+        .write(
+            "Cargo.toml",
+            "[package]\nname = \"helper\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        )
+        .write(
+            "src/lib.rs",
+            "pub fn double(x: u32) -> u32 {\n    x * 2\n}\n",
+        );
+    helper.commit("helper");
+    let user = |body: &str| {
+        format!(
+            "pub fn quadruple(x: u32) -> u32 {{\n    {body}\n}}\n\n#[cfg(test)]\nmod tests {{\n    #[test]\n    fn test_quadruple() {{\n        assert_eq!(super::quadruple(3), 12);\n    }}\n}}\n"
+        )
+    };
+    let repo = Repo::new();
+    repo.write(
+        "Cargo.toml",
+        &format!(
+            "[package]\nname = \"user\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nhelper = {{ git = \"file://{}\", branch = \"main\" }}\n",
+            helper.path().display()
+        ),
+    )
+    .write(".gitignore", "target\n")
+    .write("src/lib.rs", &user("helper::double(helper::double(x))"));
+    repo.commit("user");
+    repo.write("src/lib.rs", &user("helper::double(x) * 2"));
+    repo.commit("user: one call");
+    let json = fleet.dir().join("proof.json");
+    let mut command = fleet_command(&fleet, &["prove", "--cluster", &fleet.nats_url()]);
+    command.arg("-C").arg(repo.path()).args([
+        "--base",
+        "HEAD~1",
+        "--criterion",
+        "guard: tests::test_quadruple",
+        "--repeats",
+        "1",
+        "--no-mutation",
+        "--no-cache",
+        "--json",
+    ]);
+    command.arg(&json);
+    let run = support::run(command, Some(json));
+    assert_eq!(run.code, 0, "{}", run.explain());
+    assert_eq!(run.verdict_of("C1"), "proven", "{}", run.explain());
+    // Both sides lock the same packages: one lockfile, one archive, the git package in it.
+    let stored = dependency_archives(&fleet).await;
+    assert_eq!(stored.len(), 1, "{stored:?}");
+    assert_eq!(std::fs::read_dir(&empty_cargo_home).unwrap().count(), 0);
+}

@@ -310,6 +310,71 @@ fn a_crate_built_once_on_the_fleet_reaches_the_verdicts_of_an_embedded_run() {
     );
 }
 
+/// A crate with a registry dependency (strsim) whose test kills a mutant of `close`.
+fn spelling_crate() -> support::Repo {
+    let repo = support::Repo::new();
+    repo.write(
+        "Cargo.toml",
+        "[package]\nname = \"spelling\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nstrsim = \"=0.11.1\"\n",
+    )
+    .write(".gitignore", "target\n")
+    .write(
+        "src/lib.rs",
+        "pub fn close(a: &str, b: &str) -> bool {\n    strsim::levenshtein(a, b) <= 1\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn one_edit_is_close() {\n        assert!(super::close(\"cat\", \"cart\"));\n        assert!(!super::close(\"cat\", \"dog\"));\n    }\n}\n",
+    );
+    repo.commit("spelling");
+    repo
+}
+
+/// `assay mutate --cluster` of a crate with a registry dependency on a worker whose cargo home
+/// is empty: the campaign's dependencies travel as one archive, named in every job (the build
+/// of its schema's tree as much as the runs), so every mutant is judged, none errs.
+#[test]
+fn a_crates_dependencies_reach_a_worker_without_a_cargo_cache_as_an_archive() {
+    let repo = spelling_crate();
+    let out = tempfile::tempdir().expect("temp dir");
+    let empty_cargo_home = out.path().join("empty-cargo-home");
+    std::fs::create_dir_all(&empty_cargo_home).expect("cargo home");
+    let cluster = Fleet::start(
+        &[("CARGO_HOME".into(), empty_cargo_home.display().to_string())],
+        &[],
+    );
+    let mut args = vec!["--runner", "cargo", "--test-command", "cargo test"];
+    let flags = cluster.flags();
+    args.extend(flags.iter().map(String::as_str));
+    let fleet = mutate(&repo, &out.path().join("fleet"), &args, &cluster.env());
+    assert!(
+        fleet.code == 0 || fleet.code == 5,
+        "{}\n{}",
+        fleet.explain(),
+        cluster.logs()
+    );
+    let report = fleet.evidence.clone().expect("fleet report");
+    let found = statuses(&report);
+    assert!(
+        found.iter().any(|(_, status)| status == "Killed"),
+        "{found:?}\n{}",
+        cluster.logs()
+    );
+    assert!(
+        found
+            .iter()
+            .all(|(_, status)| status == "Killed" || status == "Survived"),
+        "{found:?}\n{}",
+        cluster.logs()
+    );
+    assert_eq!(
+        std::fs::read_dir(&empty_cargo_home)
+            .expect("cargo home")
+            .count(),
+        0
+    );
+    let unpacked = std::fs::read_dir(out.path().join("worker-trees/dependencies"))
+        .expect("the worker's dependency cache")
+        .count();
+    assert_eq!(unpacked, 1);
+}
+
 /// A Go module and a node:test project, each with a killed and a surviving mutant.
 fn go_and_node_projects() -> (support::Repo, support::Repo) {
     let go = support::Repo::new();

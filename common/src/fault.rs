@@ -41,6 +41,10 @@ pub enum InfraCause {
     BusUnavailable,
     /// The job was cancelled by the fleet before its result was recorded.
     Cancelled,
+    /// The job's dependency archive could not be fetched, was refused (its bytes not the
+    /// ones the job names, an entry that would leave its directory) or cannot be used (the
+    /// tree's own cargo configuration declares sources).
+    Dependencies,
 }
 
 impl InfraCause {
@@ -56,6 +60,7 @@ impl InfraCause {
             Self::WorkerLost => "worker_lost",
             Self::BusUnavailable => "bus_unavailable",
             Self::Cancelled => "cancelled",
+            Self::Dependencies => "dependencies",
         }
     }
 
@@ -99,7 +104,8 @@ impl InfraCause {
             | Self::SandboxStart
             | Self::ToolchainMissing
             | Self::PrebuiltBinaries
-            | Self::Cancelled => Retry::Never,
+            | Self::Cancelled
+            | Self::Dependencies => Retry::Never,
         }
     }
 }
@@ -242,7 +248,7 @@ pub const RESULTS_PULL_HEARTBEAT: Duration = Duration::from_secs(1);
 mod tests {
     use super::*;
 
-    const ALL: [InfraCause; 9] = [
+    const ALL: [InfraCause; 10] = [
         InfraCause::TreeFetch,
         InfraCause::Workspace,
         InfraCause::SandboxStart,
@@ -252,6 +258,7 @@ mod tests {
         InfraCause::WorkerLost,
         InfraCause::BusUnavailable,
         InfraCause::Cancelled,
+        InfraCause::Dependencies,
     ];
 
     #[test]
@@ -367,7 +374,8 @@ mod tests {
                 "store_unavailable",
                 "worker_lost",
                 "bus_unavailable",
-                "cancelled"
+                "cancelled",
+                "dependencies"
             ]
         );
         for (position, cause) in ALL.into_iter().enumerate() {

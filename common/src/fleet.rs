@@ -218,6 +218,11 @@ pub struct ProofSubmission {
     /// files is judged on the candidate alone. Added in wire protocol 16.
     #[serde(default)]
     pub allow_test_only: bool,
+    /// The vendored dependencies of each pinned tree, already in the store: every job of the
+    /// proof on one of these trees names its archive. Empty: the workers' own caches. Added
+    /// in wire protocol 19.
+    #[serde(default)]
+    pub dependencies: Vec<(TreeId, crate::dependency_archive::DependencyArchive)>,
 }
 
 /// Jobs for the fleet to run, and nothing more: no criteria, no revisions, no evidence. The

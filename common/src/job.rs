@@ -104,6 +104,10 @@ pub struct JobSpec {
     /// Prebuilt test executables: a build job keeps them, a run job runs them (see
     /// [`TestBinaries`]). `None` for every other job.
     pub binaries: Option<TestBinaries>,
+    /// The vendored dependencies a cargo job builds from instead of the worker's own cargo
+    /// caches (see [`crate::dependency_archive`]); `None`: the host's caches, as embedded mode
+    /// gives them. Added in wire protocol 19.
+    pub dependencies: Option<crate::dependency_archive::DependencyArchive>,
 }
 
 /// Build once, run many times: how a job takes part in a run of prebuilt Rust test

@@ -3,6 +3,7 @@
 //! no Docker — everything here is synchronous and testable with plain data.
 
 pub mod criteria;
+pub mod dependency_archive;
 pub mod diff_coverage;
 pub mod error_chain;
 pub mod evidence;

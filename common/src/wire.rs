@@ -5,7 +5,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 /// Bump on any change to a message type's shape.
-pub const PROTOCOL_VERSION: u16 = 18;
+pub const PROTOCOL_VERSION: u16 = 19;
 const MAGIC: &[u8; 4] = b"ASY1";
 
 #[derive(Debug, thiserror::Error)]
@@ -108,11 +108,11 @@ mod tests {
     }
 
     #[test]
-    fn a_peer_from_before_job_submissions_is_refused_by_its_version() {
-        let bytes = encode_with_version("job result", &sample(), 17).unwrap();
+    fn a_peer_from_before_dependency_archives_is_refused_by_its_version() {
+        let bytes = encode_with_version("job result", &sample(), 18).unwrap();
         let err = decode::<JobResult>("job result", &bytes).unwrap_err();
-        assert!(matches!(err, WireError::UnsupportedVersion { found: 17 }));
-        assert!(err.to_string().contains("this build speaks 18"), "{err}");
+        assert!(matches!(err, WireError::UnsupportedVersion { found: 18 }));
+        assert!(err.to_string().contains("this build speaks 19"), "{err}");
     }
 
     #[test]

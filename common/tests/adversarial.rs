@@ -146,6 +146,8 @@ struct UncheckedJob {
     edit: Option<(String, usize, usize, String)>,
     rewrites: Vec<(String, usize, usize, String)>,
     binaries: Option<assay_common::job::TestBinaries>,
+    /// The lockfile's and the archive's sha256, and its size.
+    dependencies: Option<(String, String, u64)>,
 }
 
 fn unchecked(tree: &str, edit_path: Option<&str>) -> UncheckedJob {
@@ -165,6 +167,7 @@ fn unchecked(tree: &str, edit_path: Option<&str>) -> UncheckedJob {
         edit: edit_path.map(|p| (p.to_owned(), 0, 1, "x".into())),
         rewrites: Vec::new(),
         binaries: None,
+        dependencies: None,
     }
 }
 
@@ -209,5 +212,34 @@ fn a_job_naming_a_path_outside_its_tree_does_not_decode() {
     for tree in ["../../../tmp/evil", "", "ABCDEF"] {
         let bytes = wire::encode("job", &unchecked(tree, None)).unwrap();
         assert!(wire::decode::<JobSpec>("job", &bytes).is_err(), "{tree:?}");
+    }
+    // A dependency archive's digests name a directory on the worker: hex or nothing.
+    let digest = "ab".repeat(32);
+    let mut named = unchecked(tree, None);
+    named.dependencies = Some((digest.clone(), digest.clone(), 7));
+    let job: JobSpec = wire::decode("job", &wire::encode("job", &named).unwrap()).unwrap();
+    assert_eq!(
+        job.dependencies.map(|d| d.key()),
+        Some(format!("dependencies/cargo/{digest}/{digest}.tar"))
+    );
+    for hostile in [
+        "../../../tmp/evil",
+        "",
+        &"AB".repeat(32),
+        &format!("{}/", &digest[1..]),
+    ] {
+        for dependencies in [
+            (hostile.to_owned(), digest.clone(), 7),
+            (digest.clone(), hostile.to_owned(), 7),
+        ] {
+            let mut job = unchecked(tree, None);
+            job.dependencies = Some(dependencies);
+            let bytes = wire::encode("job", &job).unwrap();
+            let err = wire::decode::<JobSpec>("job", &bytes).unwrap_err();
+            assert!(
+                matches!(err, wire::WireError::Decode { .. }),
+                "{hostile:?}: {err}"
+            );
+        }
     }
 }

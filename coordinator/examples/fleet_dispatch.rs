@@ -83,6 +83,7 @@ fn submission(jobs: usize) -> Result<ProofSubmission, Error> {
             binaries: None,
             env: Vec::new(),
             edit: None,
+            dependencies: None,
         })
         .collect();
     Ok(ProofSubmission {
@@ -105,6 +106,7 @@ fn submission(jobs: usize) -> Result<ProofSubmission, Error> {
         diff_hunks: Vec::new(),
         harness: Default::default(),
         allow_test_only: false,
+        dependencies: Vec::new(),
     })
 }
 

@@ -5,7 +5,7 @@
 //! read it, and the bucket is also polled, so a missed message (a coordinator restart) never
 //! leaves the CLI waiting for nothing.
 
-use assay_common::ProofId;
+use assay_common::dependency_archive::DependencyArchive;
 use assay_common::evidence::Evidence;
 use assay_common::fleet::{
     CancelReply, CancelRequest, ChangedFileWire, ProgressEvent, ProofRecord, ProofSubmission,
@@ -14,6 +14,7 @@ use assay_common::fleet::{
 use assay_common::job::ArtifactRef;
 use assay_common::job::JobResult;
 use assay_common::wire;
+use assay_common::{ProofId, TreeId};
 use assay_engine::proof::PreparedProof;
 use assay_transport::error_chain::error_chain;
 use assay_transport::nats::{self, FleetError};
@@ -101,6 +102,7 @@ pub fn submission(prepared: &PreparedProof, jobs_budget: u32) -> ProofSubmission
         diff_hunks: prepared.diff_hunks.clone(),
         harness: prepared.harness.clone(),
         allow_test_only: prepared.request.allow_test_only,
+        dependencies: Vec::new(),
     }
 }
 
@@ -121,6 +123,28 @@ pub async fn upload_trees(
             })?;
     }
     Ok(())
+}
+
+/// For a runner whose dependencies are pinned on this host (cargo), vendors the dependencies
+/// of every tree the proof's jobs run on, and of the candidate's (its mutants), and stores
+/// each archive once (see [`assay_engine::vendored`]): what the submission's `dependencies`
+/// names, so the workers build offline from it.
+pub async fn upload_dependencies(
+    store: &dyn ArtifactStore,
+    prepared: &PreparedProof,
+) -> Result<Vec<(TreeId, DependencyArchive)>, ClientError> {
+    if !prepared.runner.runner().pins_dependencies_on_host() {
+        return Ok(Vec::new());
+    }
+    let mut trees: Vec<TreeId> = prepared.jobs.iter().map(|j| j.tree.clone()).collect();
+    trees.push(prepared.change.candidate.tree.clone());
+    trees.sort();
+    trees.dedup();
+    assay_engine::vendored::store_archives(store, &prepared.request.repo, &trees)
+        .await
+        .map_err(|e| ClientError::Upload {
+            message: assay_transport::error_chain::error_chain(&e),
+        })
 }
 
 /// Submits `submission` and waits for its evidence, in a `prove` span whose trace the

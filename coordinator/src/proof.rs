@@ -266,9 +266,12 @@ async fn drive_proof(
         Some(recording) => recording,
         None => &queue,
     };
+    // Every job on a pinned tree names that tree's dependency archive, the mutation check's
+    // and diff coverage's as much as the planned ones.
+    let jobs = assay_engine::vendored::WithDependencies::new(jobs, &submission.dependencies);
     let outcome = proof::run_proof(
         &prepared,
-        jobs,
+        &jobs,
         &*shared.store,
         budget,
         &progress,

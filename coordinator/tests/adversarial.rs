@@ -108,6 +108,7 @@ fn submission(proof_id: &ProofId, jobs: usize) -> ProofSubmission {
         diff_hunks: Vec::new(),
         harness: Default::default(),
         allow_test_only: false,
+        dependencies: Vec::new(),
     }
 }
 
@@ -224,6 +225,7 @@ struct UncheckedJob {
     edit: Option<UncheckedEdit>,
     rewrites: Vec<UncheckedEdit>,
     binaries: Option<assay_common::job::TestBinaries>,
+    dependencies: Option<assay_common::dependency_archive::DependencyArchive>,
 }
 
 #[derive(Serialize)]
@@ -256,6 +258,7 @@ fn unchecked(job: JobSpec, edit_path: &str) -> UncheckedJob {
             replacement: "OVERWRITE".into(),
         }),
         binaries: None,
+        dependencies: None,
     }
 }
 
@@ -287,6 +290,7 @@ struct UncheckedSubmission {
     diff_hunks: Vec<assay_common::diff_coverage::ChangedHunk>,
     harness: assay_common::harness::HarnessPlan,
     allow_test_only: bool,
+    dependencies: Vec<(TreeId, assay_common::dependency_archive::DependencyArchive)>,
 }
 
 fn unchecked_submission(submission: ProofSubmission, edit_path: &str) -> UncheckedRequest {
@@ -314,6 +318,7 @@ fn unchecked_submission(submission: ProofSubmission, edit_path: &str) -> Uncheck
         diff_hunks: submission.diff_hunks,
         harness: submission.harness,
         allow_test_only: submission.allow_test_only,
+        dependencies: submission.dependencies,
     })
 }
 
@@ -979,6 +984,7 @@ fn local_worker(
         scratch_root: dir.join("scratch"),
         pass_env: vec!["PATH".into()],
         output_cap_bytes: assay_common::service_config::DEFAULT_OUTPUT_CAP_BYTES,
+        dependencies: None,
     };
     (ctx, tree)
 }

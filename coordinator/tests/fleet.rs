@@ -152,6 +152,7 @@ async fn run_embedded_proof(prepared: &PreparedProof, dir: &Path) -> Evidence {
         scratch_root: dir.join("embedded-scratch"),
         pass_env: Vec::new(),
         output_cap_bytes: assay_common::service_config::DEFAULT_OUTPUT_CAP_BYTES,
+        dependencies: None,
     };
     let queue = InProcessQueue::start(ctx, 2);
     proof::run_proof(

@@ -148,6 +148,7 @@ pub fn plan_job(
         binaries: None,
         env: Vec::new(),
         edit: None,
+        dependencies: None,
     }
 }
 

@@ -85,20 +85,7 @@ pub fn pin_cargo(repo: &Path, tree: &TreeId) -> Result<Pinned, DependencyError> 
             source,
         }
     };
-    let parent = private_temp_root();
-    std::fs::create_dir_all(&parent).map_err(io(&parent))?;
-    let scratch = tempfile::Builder::new()
-        .prefix("pin-")
-        .tempdir_in(&parent)
-        .map_err(io(&parent))?;
-    let copy = scratch.path().join("tree");
-    assay_transport::tree::write_tree(repo, tree, &copy).map_err(|source| {
-        DependencyError::Copy {
-            tree: tree.clone(),
-            dir: copy.clone(),
-            source: Box::new(source),
-        }
-    })?;
+    let (_scratch, copy) = checkout(repo, tree)?;
     // Resolved before the toolchain files go: the jobs' sandboxes run what the tree names.
     let toolchain = rust_toolchain_of(&copy)
         .map_err(|source| DependencyError::Toolchain {
@@ -138,6 +125,47 @@ pub fn pin_cargo(repo: &Path, tree: &TreeId) -> Result<Pinned, DependencyError> 
     })
 }
 
+/// A private checkout of `tree` (in a directory that goes with the returned guard) for the
+/// host's cargo to read: the tree's own programs stay out of it once
+/// [`strip_tree_configuration`] has run.
+fn checkout(repo: &Path, tree: &TreeId) -> Result<(tempfile::TempDir, PathBuf), DependencyError> {
+    let parent = private_temp_root();
+    let io = |source| DependencyError::Io {
+        tree: tree.clone(),
+        path: parent.clone(),
+        source,
+    };
+    std::fs::create_dir_all(&parent).map_err(io)?;
+    let scratch = tempfile::Builder::new()
+        .prefix("pin-")
+        .tempdir_in(&parent)
+        .map_err(io)?;
+    let copy = scratch.path().join("tree");
+    assay_transport::tree::write_tree(repo, tree, &copy).map_err(|source| {
+        DependencyError::Copy {
+            tree: tree.clone(),
+            dir: copy.clone(),
+            source: Box::new(source),
+        }
+    })?;
+    Ok((scratch, copy))
+}
+
+/// A checkout of `tree` stripped of what could make the host's cargo run the tree's programs,
+/// for cargo to read the dependencies the tree's `Cargo.lock` pins (see [`crate::vendored`]).
+pub(crate) fn stripped_checkout(
+    repo: &Path,
+    tree: &TreeId,
+) -> Result<(tempfile::TempDir, PathBuf), DependencyError> {
+    let (scratch, copy) = checkout(repo, tree)?;
+    strip_tree_configuration(&copy).map_err(|source| DependencyError::Io {
+        tree: tree.clone(),
+        path: copy.clone(),
+        source,
+    })?;
+    Ok((scratch, copy))
+}
+
 /// The toolchain the jobs' sandboxes will run in `tree` (a checkout of the job's tree): the
 /// one rustup resolves there for the `cargo` on this process's `PATH`, which the jobs get, as
 /// the sandbox resolves it. None when that `cargo` is no rustup proxy: its own bytes are then
@@ -172,14 +200,15 @@ fn rust_toolchain_of(
     resolve(&proxy, tree, &rustup_home, None).map(Some)
 }
 
-/// Runs `cargo STEP ARGS` in `dir`; never installs a toolchain, and reads no toolchain file
-/// (the copy has none: the host's default toolchain, or the user's `RUSTUP_TOOLCHAIN`, runs).
-fn cargo(
+/// Runs `cargo STEP ARGS` in `dir` and returns what it wrote on stdout; never installs a
+/// toolchain, and reads no toolchain file (the copy has none: the host's default toolchain,
+/// or the user's `RUSTUP_TOOLCHAIN`, runs).
+pub(crate) fn cargo(
     dir: &Path,
     tree: &TreeId,
     step: &'static str,
     args: &[&str],
-) -> Result<(), DependencyError> {
+) -> Result<String, DependencyError> {
     let output = Command::new("cargo")
         .arg(step)
         .args(args)
@@ -194,7 +223,7 @@ fn cargo(
             source,
         })?;
     if output.status.success() {
-        return Ok(());
+        return Ok(String::from_utf8_lossy(&output.stdout).into_owned());
     }
     let stderr = String::from_utf8_lossy(&output.stderr);
     let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();

@@ -193,6 +193,7 @@ mod tests {
             binaries: None,
             env: Vec::new(),
             edit: None,
+            dependencies: None,
         }
     }
 

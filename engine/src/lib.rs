@@ -19,3 +19,4 @@ pub mod proof;
 pub mod result_cache;
 pub mod source;
 pub mod suite;
+pub mod vendored;

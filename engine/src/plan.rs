@@ -53,6 +53,7 @@ pub fn plan_proof(input: &ProofPlanInput<'_>) -> Vec<JobSpec> {
             binaries: None,
             env: Vec::new(),
             edit: None,
+            dependencies: None,
         });
     };
     if !input.changed_test_modules.is_empty() {

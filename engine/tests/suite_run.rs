@@ -75,6 +75,7 @@ impl Parts {
             scratch_root: self.scratch.path().join("jobs"),
             pass_env: Vec::new(),
             output_cap_bytes: service_config::DEFAULT_OUTPUT_CAP_BYTES,
+            dependencies: None,
         };
         InProcessQueue::start(ctx, 2)
     }

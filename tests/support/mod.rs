@@ -147,3 +147,95 @@ pub fn with_rust_toolchain(command: &mut Command) {
             .args(["--pass-env", "RUSTUP_HOME"]);
     }
 }
+
+/// lru 0.12.4 then 0.12.5, each release's published files as a commit: the pair moves to
+/// hashbrown 0.15, neither ships a Cargo.lock, and its tests use dev-dependencies
+/// (scoped_threadpool, stats_alloc). The directory the releases were unpacked in goes with the
+/// first value.
+pub fn lru_release_pair() -> (tempfile::TempDir, Repo) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let old = published_crate(
+        "lru",
+        "0.12.4",
+        "37ee39891760e7d94734f6f63fedc29a2e4a152f836120753a72503f09fcf904",
+        dir.path(),
+    );
+    let new = published_crate(
+        "lru",
+        "0.12.5",
+        "234cf4f4a04dc1f57e24b96cc0cd600cf2af460d4161ac5ecdd0af8e1f3b2a38",
+        dir.path(),
+    );
+    let repo = Repo::new();
+    commit_release(&repo, &old, "lru 0.12.4");
+    commit_release(&repo, &new, "lru 0.12.5");
+    (dir, repo)
+}
+
+/// The registry's archive of `name` `version`, fetched by the machine's cargo as a user's
+/// project would fetch it, checked against `sha256` and unpacked under `into`.
+pub fn published_crate(
+    name: &str,
+    version: &str,
+    sha256: &str,
+    into: &std::path::Path,
+) -> std::path::PathBuf {
+    use sha2::{Digest, Sha256};
+    let fetcher = into.join(format!("fetch-{name}-{version}"));
+    std::fs::create_dir_all(fetcher.join("src")).expect("fetcher dir");
+    std::fs::write(fetcher.join("src/lib.rs"), "").expect("fetcher lib");
+    std::fs::write(
+        fetcher.join("Cargo.toml"),
+        format!("[package]\nname = \"fetch-{name}\"\nversion = \"0.0.0\"\nedition = \"2021\"\n\n[dependencies]\n{name} = \"={version}\"\n\n[workspace]\n"),
+    )
+    .expect("fetcher manifest");
+    let status = std::process::Command::new("cargo")
+        .args(["fetch", "--quiet"])
+        .current_dir(&fetcher)
+        .env_remove("RUSTUP_TOOLCHAIN")
+        .status()
+        .expect("cargo runs");
+    assert!(status.success(), "cargo fetch {name} {version}");
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cargo")
+        });
+    let archive = std::fs::read_dir(cargo_home.join("registry/cache"))
+        .expect("registry cache")
+        .flatten()
+        .map(|index| index.path().join(format!("{name}-{version}.crate")))
+        .find(|archive| archive.is_file())
+        .expect("the fetched archive");
+    let bytes = std::fs::read(&archive).expect("read archive");
+    assert_eq!(
+        hex::encode(Sha256::digest(&bytes)),
+        sha256,
+        "{}",
+        archive.display()
+    );
+    let status = std::process::Command::new("tar")
+        .arg("-xzf")
+        .arg(&archive)
+        .arg("-C")
+        .arg(into)
+        .status()
+        .expect("tar runs");
+    assert!(status.success());
+    into.join(format!("{name}-{version}"))
+}
+
+/// Commits the files of `unpacked` (a published crate) as the repository's whole tree.
+pub fn commit_release(repo: &Repo, unpacked: &std::path::Path, message: &str) {
+    repo.git(&["rm", "-rq", "--ignore-unmatch", "."]);
+    let status = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(format!("{}/.", unpacked.display()))
+        .arg(repo.path())
+        .status()
+        .expect("cp runs");
+    assert!(status.success());
+    repo.remove(".cargo_vcs_info.json")
+        .write(".gitignore", "/target\n");
+    repo.commit(message);
+}

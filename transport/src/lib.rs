@@ -5,6 +5,7 @@
 //! `health`, `trace_context`) is behind the `nats` feature: the engine builds without it.
 
 pub mod archive;
+pub mod dependency_archive;
 /// The one error-chain formatter lives in `assay_common`; named here too so transport and its
 /// callers keep one path.
 pub use assay_common::error_chain;

@@ -57,6 +57,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             timeout: Duration::from_secs(60),
             forked_timeout: None,
             network: false,
+            vendored: None,
         };
         let started = Instant::now();
         let exit = sandbox.run(&run).await?;

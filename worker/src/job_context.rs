@@ -24,6 +24,9 @@ pub struct JobContext {
     /// The most of a job's stdout, and of its stderr, stored; the rest is dropped and
     /// counted in the artifact's `dropped_bytes` (`worker.output_cap_bytes`).
     pub output_cap_bytes: u64,
+    /// The unpacked dependency archives jobs name (a fleet worker's); `None` where no job
+    /// names one (embedded mode gives the host's cargo caches).
+    pub dependencies: Option<Arc<crate::dependency_cache::DependencyCache>>,
 }
 
 /// One of a job's output streams could not be stored.

@@ -3,6 +3,7 @@
 //! result. The same code serves embedded mode (the in-process queue) and the fleet, whose
 //! worker service [`serve`] runs.
 
+pub mod dependency_cache;
 pub mod execute;
 pub mod guest_file;
 pub mod in_process;
@@ -14,5 +15,6 @@ pub mod secrets;
 pub mod service;
 pub mod stderr_tail;
 pub mod test_binaries;
+mod tree_edit;
 
 pub use service::{ServiceError, WorkerConfig, serve, serve_with};

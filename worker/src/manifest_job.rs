@@ -100,6 +100,7 @@ pub async fn run_cases(
             timeout: left,
             forked_timeout: None,
             network: false,
+            vendored: None,
         };
         let exit = ctx
             .sandbox

@@ -5,6 +5,7 @@
 //! On shutdown it stops pulling, gives running jobs the grace period, then hands back (NAKs)
 //! the ones still running so another worker takes them at once.
 
+use crate::dependency_cache::DependencyCache;
 use crate::execute::run_job;
 use crate::job_context::JobContext;
 use crate::sandbox::docker::{DockerConfig, DockerSetupError};
@@ -78,6 +79,9 @@ pub enum PublishError {
         source: jetstream::context::PublishError,
     },
 }
+
+/// The directory of `worker.tree_cache_dir` that holds the unpacked dependency archives.
+pub const DEPENDENCY_CACHE: &str = "dependencies";
 
 /// Everything a worker runs with; `service` is the validated file/env/flags layering.
 #[derive(Clone, Debug)]
@@ -203,21 +207,27 @@ pub async fn serve(
         source,
     })?;
     hide_own_paths(service, &scratch_root);
+    let limits = assay_transport::archive::ArchiveLimits {
+        max_bytes: service.worker.tree_max_bytes,
+        max_entries: service.worker.tree_max_entries,
+    };
     let ctx = JobContext {
         worker_id: config.worker_id.clone(),
         sandbox,
         trees: Arc::new(
             StoreTreeSource::new(store.clone(), &service.worker.tree_cache_dir)
                 .with_metrics(metrics.clone())
-                .with_limits(assay_transport::archive::ArchiveLimits {
-                    max_bytes: service.worker.tree_max_bytes,
-                    max_entries: service.worker.tree_max_entries,
-                }),
+                .with_limits(limits),
         ),
         store: store.clone(),
         scratch_root,
         pass_env: config.pass_env.clone(),
         output_cap_bytes: service.worker.output_cap_bytes,
+        // Beside the trees, under the same mask (see `hide_own_paths`).
+        dependencies: Some(Arc::new(DependencyCache::new(
+            Path::new(&service.worker.tree_cache_dir).join(DEPENDENCY_CACHE),
+            limits,
+        ))),
     };
     let parts = WorkerParts {
         runner: Arc::new(ctx),

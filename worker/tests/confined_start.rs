@@ -29,6 +29,7 @@ fn run_in(root: &Path, command: &[&str]) -> SandboxRun {
         timeout: Duration::from_secs(30),
         forked_timeout: None,
         network: false,
+        vendored: None,
     }
 }
 

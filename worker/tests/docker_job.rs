@@ -93,6 +93,7 @@ async fn the_guest_cannot_forge_its_output_or_hand_over_a_host_file_as_its_repor
         scratch_root: root.path().join("jobs"),
         pass_env: Vec::new(),
         output_cap_bytes: assay_common::service_config::DEFAULT_OUTPUT_CAP_BYTES,
+        dependencies: None,
     };
     let proof_id = format!("p-forger-{}", std::process::id());
     let job = JobSpec {
@@ -116,6 +117,7 @@ async fn the_guest_cannot_forge_its_output_or_hand_over_a_host_file_as_its_repor
         binaries: None,
         env: vec![("SECRET".into(), secret.to_string_lossy().into_owned())],
         edit: None,
+        dependencies: None,
     };
 
     let result = run_job(&job, &ctx).await;

@@ -80,6 +80,7 @@ impl Job {
             timeout,
             forked_timeout: None,
             network: false,
+            vendored: None,
         }
     }
 
@@ -586,4 +587,42 @@ async fn the_docker_sandbox_ends_every_shared_case_like_the_process_sandbox() {
     for case in shared_cases() {
         run_case(&sandbox, &case).await;
     }
+}
+
+/// A job's unpacked dependency archive is the guest's to read where the sandbox shows it, and
+/// never to write; in the process sandbox it comes back from under the mask of the cache that
+/// holds it, and nothing else of that cache does.
+async fn vendored_sources_are_read_only(sandbox: &dyn Sandbox) {
+    let job = Job::new(&format!("{}-vendored", sandbox.name()));
+    let cache = job._root.path().join("dependency-cache");
+    let sources = cache.join("archive");
+    std::fs::create_dir_all(sources.join("lru-0.12.5")).expect("sources");
+    std::fs::write(sources.join("lru-0.12.5/lib.rs"), "// lru\n").expect("source file");
+    std::fs::write(cache.join("another-archive"), "another job's\n").expect("cache file");
+    assay_worker::sandbox::confine::hide_from_guests(&cache);
+    let guest = sandbox.vendored_path(&sources);
+    let beside = cache.join("another-archive");
+    let script = format!(
+        "cat {guest}/lru-0.12.5/lib.rs; touch {guest}/planted 2>/dev/null && echo written; cat {} 2>/dev/null; true",
+        beside.display()
+    );
+    let mut run = job.run(&["sh", "-c", &script], Duration::from_secs(60));
+    run.vendored = Some(sources.clone());
+    let exit = sandbox.run(&run).await.expect("sandbox run");
+    assert_eq!(exit, SandboxExit::Exited(0), "{}", job.stderr());
+    assert_eq!(job.stdout(), "// lru\n", "{}", job.stderr());
+    assert!(!sources.join("planted").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_process_sandbox_gives_vendored_sources_read_only() {
+    vendored_sources_are_read_only(&ProcessSandbox::default()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_docker_sandbox_mounts_vendored_sources_read_only() {
+    let Some(sandbox) = docker_sandbox("worker-vendored", small_limits()).await else {
+        return;
+    };
+    vendored_sources_are_read_only(&sandbox).await;
 }

@@ -82,6 +82,7 @@ impl Job {
             timeout,
             forked_timeout: None,
             network: false,
+            vendored: None,
         }
     }
 

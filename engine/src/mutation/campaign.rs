@@ -278,6 +278,7 @@ fn spec(request: &MutateRequest, tree: &TreeId, index: usize, command: Vec<Strin
         binaries: None,
         env: Vec::new(),
         edit: None,
+        dependencies: None,
     }
 }
 

@@ -250,6 +250,7 @@ fn job(
         binaries: None,
         env: Vec::new(),
         edit,
+        dependencies: None,
     }
 }
 

@@ -81,6 +81,7 @@ pub fn plan_suite(
                 binaries: None,
                 env: Vec::new(),
                 edit: None,
+                dependencies: None,
             }
         })
         .collect()
@@ -111,6 +112,7 @@ pub(crate) fn unselected_job(
         binaries: None,
         env: Vec::new(),
         edit: None,
+        dependencies: None,
     }
 }
 

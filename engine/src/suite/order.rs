@@ -117,5 +117,6 @@ fn whole_suite_job(
         binaries: None,
         env: Vec::new(),
         edit: None,
+        dependencies: None,
     }
 }

@@ -33,6 +33,7 @@ pub fn job(proof_id: &ProofId, index: usize, tree: &TreeId, command: &[&str]) ->
         binaries: None,
         env: vec![],
         edit: None,
+        dependencies: None,
     }
 }
 

@@ -101,6 +101,7 @@ fn find() -> Result<Confiner, String> {
                 program: "/bin/true",
                 path_env: None,
                 env: &[],
+                vendored: None,
             },
             &["/bin/true".to_owned()],
             &[],
@@ -214,6 +215,9 @@ pub struct Grant<'a> {
     /// The guest's whole environment, set inside the sandbox only; it selects toolchains too
     /// (`PYENV_VERSION`, `GOMODCACHE`, …).
     pub env: &'a [(String, String)],
+    /// A job's unpacked dependency archive: bound read-only after every mask (it lives in a
+    /// masked cache), instead of the host's cargo caches.
+    pub vendored: Option<&'a Path>,
 }
 
 impl Confiner {
@@ -309,6 +313,7 @@ impl Confiner {
                 env: grant.env,
                 cwd: &absolute(grant.cwd),
                 masked: &masked,
+                vendored: grant.vendored,
             },
             host,
         )?;
@@ -345,6 +350,16 @@ impl Confiner {
                 ]),
                 Err(_) => {}
             }
+        }
+        // After the masks of Assay's paths, the one archive of the worker's cache this job's
+        // tree pins comes back, read-only.
+        if let Some(vendored) = grant.vendored {
+            let vendored = absolute(vendored);
+            argv.extend([
+                "--ro-bind".to_owned(),
+                path_arg(&vendored),
+                path_arg(&vendored),
+            ]);
         }
         for dir in grant.writable {
             let dir = absolute(dir);
@@ -432,6 +447,7 @@ mod tests {
                 program: "sh",
                 path_env: None,
                 env: &[],
+                vendored: None,
             },
             &script,
         );
@@ -466,6 +482,7 @@ mod tests {
                 program: "sh",
                 path_env: None,
                 env: &[],
+                vendored: None,
             },
             &format!("ls -A {HOST_INTERFACES}; echo listed"),
         );
@@ -492,6 +509,7 @@ mod tests {
                     program: "sh",
                     path_env: None,
                     env: &[],
+                    vendored: None,
                 },
                 &[
                     "sh".into(),
@@ -528,6 +546,7 @@ mod tests {
                     program,
                     path_env: Some(path_env),
                     env: &env,
+                    vendored: None,
                 },
                 command,
                 &[],

@@ -32,6 +32,8 @@ use tokio::io::AsyncWriteExt;
 pub const TREE_MOUNT: &str = "/work/tree";
 /// Where the job's scratch directory (report, adapter) appears inside the container.
 pub const SCRATCH_MOUNT: &str = "/work/scratch";
+/// Where a job's unpacked dependency archive appears inside the container, read-only.
+pub const VENDORED_MOUNT: &str = "/work/vendored";
 /// Where the engine's client looks when `DOCKER_HOST` names no unix socket.
 const DEFAULT_SOCKET: &str = "unix:///var/run/docker.sock";
 /// The unprivileged user the runner image defines (deploy/build-images.sh).
@@ -282,21 +284,29 @@ impl DockerSandbox {
             (LABEL_WORKER.to_owned(), self.worker_id.clone()),
             (LABEL_HOST.to_owned(), self.host.clone()),
         ]);
-        let bind = |source: &Path, target: &str| Mount {
+        let bind = |source: &Path, target: &str, read_only: bool| Mount {
             source: Some(source.to_string_lossy().into_owned()),
             target: Some(target.to_owned()),
             typ: Some(MountType::BIND),
-            read_only: Some(false),
+            read_only: Some(read_only),
             ..Default::default()
         };
         let network = run.network || self.config.network_default;
         let memory =
             i64::try_from(self.config.memory_mb.saturating_mul(1024 * 1024)).unwrap_or(i64::MAX);
         let host_config = HostConfig {
-            mounts: Some(vec![
-                bind(&run.tree_dir, TREE_MOUNT),
-                bind(&run.scratch_dir, SCRATCH_MOUNT),
-            ]),
+            mounts: Some(
+                [
+                    Some(bind(&run.tree_dir, TREE_MOUNT, false)),
+                    Some(bind(&run.scratch_dir, SCRATCH_MOUNT, false)),
+                    run.vendored
+                        .as_deref()
+                        .map(|dir| bind(dir, VENDORED_MOUNT, true)),
+                ]
+                .into_iter()
+                .flatten()
+                .collect(),
+            ),
             readonly_rootfs: Some(true),
             tmpfs: Some(HashMap::from([(
                 "/tmp".to_owned(),
@@ -347,6 +357,10 @@ impl Sandbox for DockerSandbox {
 
     fn guest_path(&self, tree: &Path, scratch: &Path, host_path: &str) -> String {
         PathMap::new(tree, scratch).rewrite(host_path)
+    }
+
+    fn vendored_path(&self, _host_dir: &Path) -> String {
+        VENDORED_MOUNT.to_owned()
     }
 
     fn evidence(&self) -> SandboxEvidence {

@@ -44,6 +44,10 @@ pub struct SandboxRun {
     pub forked_timeout: Option<Duration>,
     /// Allow network access (only when the plan asks).
     pub network: bool,
+    /// The unpacked dependency archive the job builds from (see `dependency_cache`), given to
+    /// the guest read-only where [`Sandbox::vendored_path`] says; the job's `CARGO_HOME`
+    /// names it, and the host's cargo caches are not given at all.
+    pub vendored: Option<PathBuf>,
 }
 
 /// How the command ended. A non-zero exit is the guest's outcome, not a sandbox error.
@@ -123,6 +127,12 @@ pub trait Sandbox: Send + Sync {
     /// those directories elsewhere.
     fn guest_path(&self, _tree: &Path, _scratch: &Path, host_path: &str) -> String {
         host_path.to_owned()
+    }
+
+    /// Where the guest sees `host_dir`, a job's unpacked dependency archive
+    /// ([`SandboxRun::vendored`]): the same path unless the sandbox mounts it elsewhere.
+    fn vendored_path(&self, host_dir: &Path) -> String {
+        host_dir.to_string_lossy().into_owned()
     }
 
     /// Runs a mutant job's command: the same contract as [`Sandbox::run`], for a sandbox that

@@ -246,6 +246,7 @@ pub(super) fn confined_command(
                 program,
                 path_env,
                 env: &run.env,
+                vendored: run.vendored.as_deref(),
             },
             &run.command,
         )

@@ -69,6 +69,9 @@ pub struct Needs<'a> {
     pub cwd: &'a Path,
     /// The directories masked empty.
     pub masked: &'a [PathBuf],
+    /// The job's unpacked dependency archive, which its own `CARGO_HOME` names: the host's
+    /// cargo caches and home are then not given at all.
+    pub vendored: Option<&'a Path>,
 }
 
 /// What the guest gets back: paths bound read-only, then credential paths masked, and the
@@ -179,8 +182,13 @@ pub fn resolve(needs: &Needs<'_>, host: &Host<'_>) -> Result<Toolchains, Toolcha
     }
     if rust || runs_rust {
         // Dependencies were fetched on the host: the guest reads cargo's caches, never the
-        // rest of its home (credentials, configuration), and never the network.
-        if let Some(cargo_home) = host.dir("CARGO_HOME", ".cargo") {
+        // rest of its home (credentials, configuration), and never the network. A job with
+        // a dependency archive reads that instead, and nothing of the host's.
+        let host_caches = match needs.vendored {
+            Some(_) => None,
+            None => host.dir("CARGO_HOME", ".cargo"),
+        };
+        if let Some(cargo_home) = host_caches {
             for cache in ["registry", "git"] {
                 exposed.push(cargo_home.join(cache));
             }
@@ -556,6 +564,18 @@ mod tests {
         env: &[(String, String)],
         cwd: &Path,
     ) -> Result<Toolchains, ToolchainError> {
+        resolve_vendored(home, program, path_env, env, cwd, None)
+    }
+
+    /// [`resolve_in`] for a job whose dependencies are the archive unpacked at `vendored`.
+    fn resolve_vendored(
+        home: &Path,
+        program: &str,
+        path_env: &str,
+        env: &[(String, String)],
+        cwd: &Path,
+        vendored: Option<&Path>,
+    ) -> Result<Toolchains, ToolchainError> {
         let masked = vec![home.to_path_buf()];
         resolve(
             &Needs {
@@ -564,6 +584,7 @@ mod tests {
                 env,
                 cwd,
                 masked: &masked,
+                vendored,
             },
             &Host {
                 home: Some(home.to_path_buf()),
@@ -618,6 +639,40 @@ mod tests {
         let found = resolve_in(&home, "python3", &path_env, &[], with_extension.path()).unwrap();
         assert!(home.join(".rustup/asked").exists(), "rustup was not asked");
         assert!(found.env.iter().any(|(k, _)| k == "RUSTUP_TOOLCHAIN"));
+    }
+
+    #[test]
+    fn a_job_with_a_dependency_archive_gets_its_toolchain_and_none_of_the_hosts_cargo_caches() {
+        let (_dir, home) = fake_home();
+        rustup_in(
+            &home,
+            "toolchains/stable-x86_64-unknown-linux-gnu/bin/cargo",
+        );
+        let tree = tempfile::tempdir().unwrap();
+        let path_env = format!("{}:/usr/bin", home.join(".cargo/bin").display());
+        let vendored = home.join("trees/dependencies/archive");
+        let found =
+            resolve_vendored(&home, "cargo", &path_env, &[], tree.path(), Some(&vendored)).unwrap();
+        assert_eq!(
+            found.exposed,
+            vec![
+                home.join(".cargo/bin"),
+                home.join(".rustup/settings.toml"),
+                home.join(".rustup/toolchains/stable-x86_64-unknown-linux-gnu"),
+            ],
+        );
+        // The job's own `CARGO_HOME` stands: the toolchain's variables name none.
+        assert!(
+            !found.env.iter().any(|(k, _)| k == "CARGO_HOME"),
+            "{:?}",
+            found.env
+        );
+        assert!(
+            found
+                .env
+                .iter()
+                .any(|(k, v)| k == "CARGO_NET_OFFLINE" && v == "true")
+        );
     }
 
     #[test]
@@ -684,6 +739,7 @@ mod tests {
                 env: &[],
                 cwd: tree.path(),
                 masked: &masked,
+                vendored: None,
             },
             &Host {
                 home: Some(home.clone()),
@@ -714,6 +770,7 @@ mod tests {
                 env: &[],
                 cwd: tree.path(),
                 masked: &masked,
+                vendored: None,
             },
             &Host {
                 home: Some(home.clone()),
@@ -994,6 +1051,7 @@ mod tests {
                 env: &[],
                 cwd: tree.path(),
                 masked: &masked,
+                vendored: None,
             },
             &host,
         )

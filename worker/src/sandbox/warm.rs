@@ -720,6 +720,7 @@ fn server_command(key: &Key, env: &[(String, String)], rewrites: &Rewrites) -> O
                 program: &key.python,
                 path_env,
                 env,
+                vendored: None,
             },
             &command,
         )

@@ -369,7 +369,7 @@ fn a_crates_dependencies_reach_a_worker_without_a_cargo_cache_as_an_archive() {
             .count(),
         0
     );
-    let unpacked = std::fs::read_dir(out.path().join("worker-trees/dependencies"))
+    let unpacked = std::fs::read_dir(cluster.sandbox.dir().join("worker-trees/dependencies"))
         .expect("the worker's dependency cache")
         .count();
     assert_eq!(unpacked, 1);

@@ -728,6 +728,27 @@ mod tests {
         assert_eq!(detect(&[]), RunnerKind::FALLBACK);
     }
 
+    /// Test functions at a module's top level are pytest's (`python -m unittest` collects
+    /// `TestCase` classes only and would find nothing), unless the module is unittest's.
+    #[test]
+    fn bare_test_functions_are_detected_as_pytest() {
+        let bare = "from pager import page_count\n\ndef test_full_pages():\n    assert page_count(20, 10) == 2\n";
+        assert_eq!(detect(&[("test_pager.py", bare)]), RunnerKind::Pytest);
+        let coroutine = "async def test_fetch():\n    assert True\n";
+        assert_eq!(
+            detect(&[("tests/test_io.py", coroutine)]),
+            RunnerKind::Pytest
+        );
+        let unittest_module = "import unittest\n\ndef test_helper():\n    pass\n\nclass PagerTest(unittest.TestCase):\n    def test_full(self):\n        pass\n";
+        assert_eq!(
+            detect(&[("test_pager.py", unittest_module)]),
+            RunnerKind::Unittest
+        );
+        // A method is no bare function, nor is a helper module outside the test files.
+        let methods = "class TestPager:\n    def test_full(self):\n        pass\n";
+        assert_eq!(detect(&[("pager_tests.py", methods)]), RunnerKind::Unittest);
+    }
+
     #[test]
     fn every_runner_is_registered_under_its_own_name() {
         for kind in RunnerKind::ALL {

@@ -153,9 +153,11 @@ impl Runner for Pytest {
                 "pyproject.toml" => tree.mentions(file, "[tool.pytest"),
                 "setup.cfg" => tree.mentions(file, "[tool:pytest]"),
                 "tox.ini" => tree.mentions(file, "[pytest]"),
-                _ if self.is_test_module(file) => {
-                    tree.mentions(file, "import pytest") || tree.mentions(file, "from pytest")
-                }
+                _ if self.is_test_module(file) => (tree.read)(file).is_some_and(|text| {
+                    text.contains("import pytest")
+                        || text.contains("from pytest")
+                        || has_bare_test_functions(&text)
+                }),
                 _ => false,
             };
             if uses_pytest {
@@ -291,4 +293,14 @@ pub fn pytest_select_prefix(command: &[String]) -> Option<Vec<String>> {
 pub fn is_pytest_session(command: &[String]) -> bool {
     python_m_pytest(command).is_some()
         || matches!(command, [_, c, script, ..] if c == "-c" && script == PYTEST_SELECT_SCRIPT)
+}
+
+/// Whether a test module is written for pytest without saying so: test functions at module
+/// level and no `unittest` in sight. `python -m unittest` finds no such test (it collects
+/// `TestCase` classes only), so a tree of them is pytest's.
+fn has_bare_test_functions(text: &str) -> bool {
+    let bare = text
+        .lines()
+        .any(|line| line.starts_with("def test") || line.starts_with("async def test"));
+    bare && !text.contains("unittest")
 }

@@ -5,6 +5,7 @@
 //! yields is the evidence's record, [`assay_common::mutation_check::MutationCheck`].
 
 mod schemata;
+use schemata::NoPrebuiltBaseline;
 
 use crate::dispatch::{Admit, Flow, Hooks, dispatch, run_one};
 use crate::mutation::mutants::budget::MutantTimeout;
@@ -517,7 +518,7 @@ async fn prebuilt_baseline(
     tests: &[(String, TestSelector)],
     limit: Duration,
     finished: &(dyn Fn(&JobSpec, &JobResult) + Sync),
-) -> Result<Result<Prebuilt, String>, QueueError> {
+) -> Result<Result<Prebuilt, NoPrebuiltBaseline>, QueueError> {
     prebuilt::make_run_job(&mut spec, &archive, 0, None);
     Ok(
         match unmutated_run(queue, &spec, tests, limit, finished).await? {
@@ -528,8 +529,8 @@ async fn prebuilt_baseline(
                     result,
                 })
             }
-            Unmutated::Failed(_, why) => Err(why.to_string()),
-            Unmutated::Unrun(why) => Err(why),
+            Unmutated::Failed(_, why) => Err(why.into()),
+            Unmutated::Unrun(why) => Err(NoPrebuiltBaseline::NotRun(why)),
         },
     )
 }

@@ -956,6 +956,35 @@ test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; fini
     }
 
     #[test]
+    fn a_guest_that_prints_outside_libtests_layout_is_named_as_such() {
+        let block = "running 1 test\ntest tests::a ... ok\n\ntest result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s\n";
+        let planted = format!("{block}\nrm -rf / # planted\n");
+        assert_eq!(
+            split_blocks(&planted),
+            Err(LayoutError::OutsideBlock {
+                number: 6,
+                line: "\"rm -rf / # planted\"".into()
+            })
+        );
+        assert_eq!(
+            parse_binary_output(planted.as_bytes(), "pager"),
+            ReportOutcome::Malformed(
+                "line 6 is outside any libtest block: \"rm -rf / # planted\"".into()
+            )
+        );
+        let cut = "running 2 tests\ntest tests::a ... ok\n";
+        assert_eq!(split_blocks(cut), Err(LayoutError::CutShort));
+        // A guest's own stderr imitating cargo's status line without a crate.
+        let imitated = "     Running unittests src/lib.rs (target/debug/deps/pager-54c5)\n   Doc-tests \n   Doc-tests two words\n";
+        assert_eq!(
+            cargo_ran(imitated).err(),
+            Some(LayoutError::DocTestsUnnamed {
+                line: "Doc-tests two words".into()
+            })
+        );
+    }
+
+    #[test]
     fn package_names_come_from_every_id_shape() {
         assert_eq!(package_name("path+file:///t/pager#0.1.0"), "pager");
         assert_eq!(package_name("path+file:///t/crates/x#pager@0.1.0"), "pager");

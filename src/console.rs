@@ -602,13 +602,13 @@ pub fn mutate_summary(report: &MutateReport) -> String {
         }
     }
     for result in &report.results {
-        let what = match result.status {
+        let what = match result.verdict.status {
             MutateStatus::Survived => "survived",
             MutateStatus::NoCoverage => "no coverage",
             _ => continue,
         };
         let _ = writeln!(out, "  {what}: {}", result.mutant.label());
-        if result.status == MutateStatus::Survived
+        if result.verdict.status == MutateStatus::Survived
             && let Some(diff) = report.diff(result)
         {
             for line in diff.lines().skip(2) {

@@ -4,7 +4,7 @@ use crate::lease::{Fence, FenceError};
 use assay_common::ProofId;
 use assay_common::fleet::{ResultMessage, keys};
 use assay_common::job::JobResult;
-use assay_common::wire;
+use assay_common::wire::{self, WireError};
 use assay_engine::result_cache::CachingQueue;
 use assay_transport::error_chain::error_chain;
 use assay_transport::queue::{JobQueue, QueueError};
@@ -27,39 +27,42 @@ impl JobQueue for RecordServed<'_> {
     async fn next_result(&self) -> Option<JobResult> {
         let result = self.caching.next_result().await?;
         if let Some(hit) = self.caching.hit(&result.job_id) {
-            let message = ResultMessage::Inline(Box::new(result.clone()));
-            let recorded = match wire::encode("job result", &message) {
-                Ok(bytes) => {
-                    let index = result.index;
-                    match self
-                        .create(keys::result(&self.proof_id, index), bytes)
-                        .await
-                    {
-                        Ok(()) => {
-                            self.create(keys::cached(&self.proof_id, index), hit.key.into_bytes())
-                                .await
-                        }
-                        Err(e) => Err(e),
-                    }
-                }
-                Err(e) => Err(e.to_string()),
-            };
             // The result stands either way: only `assay status`'s count would miss it.
-            if let Err(error) = recorded {
-                tracing::info!(proof_id = %self.proof_id, job_id = %result.job_id, error, "a result served from the cache is not recorded in the proofs bucket");
+            if let Err(error) = self.record(&result, hit.key).await {
+                tracing::info!(proof_id = %self.proof_id, job_id = %result.job_id, error = %error_chain(&error), "a result served from the cache is not recorded in the proofs bucket");
             }
         }
         Some(result)
     }
 }
 
+/// Why a served result is not recorded in the proofs bucket.
+#[derive(Debug, thiserror::Error)]
+enum NotRecorded {
+    #[error(transparent)]
+    Encode(#[from] WireError),
+    /// The fenced write of `key` failed.
+    #[error("{key} was not written")]
+    Write { key: String, source: FenceError },
+}
+
 impl RecordServed<'_> {
-    async fn create(&self, key: String, value: Vec<u8>) -> Result<(), String> {
+    /// Records `result` at its job's result key, then marks it served by the cache entry `key`.
+    async fn record(&self, result: &JobResult, key: String) -> Result<(), NotRecorded> {
+        let message = ResultMessage::Inline(Box::new(result.clone()));
+        let bytes = wire::encode("job result", &message)?;
+        self.create(keys::result(&self.proof_id, result.index), bytes)
+            .await?;
+        self.create(keys::cached(&self.proof_id, result.index), key.into_bytes())
+            .await
+    }
+
+    async fn create(&self, key: String, value: Vec<u8>) -> Result<(), NotRecorded> {
         match self.fence.create(&key, value.into()).await {
             Ok(_) => Ok(()),
             // A resumed proof recorded it before.
             Err(FenceError::Exists { .. }) => Ok(()),
-            Err(e) => Err(error_chain(&e)),
+            Err(source) => Err(NotRecorded::Write { key, source }),
         }
     }
 }

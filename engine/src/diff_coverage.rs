@@ -18,7 +18,7 @@ use assay_common::runner::pytest::python_m_pytest;
 use assay_common::runner::{CoverageTool, ReportFormat};
 use assay_common::tree_path::TreePath;
 use assay_transport::error_chain::error_chain;
-use assay_transport::store::{ArtifactStore, read_named};
+use assay_transport::store::{ArtifactError, ArtifactStore, read_named};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The report placeholder pytest's JUnit option carries in a proving-test command.
@@ -129,7 +129,8 @@ pub async fn judge(
             .map_err(|e| error_chain(&e)),
         CoverageTool::GoCoverProfile => go_profile(store, result)
             .await
-            .map(|profile| go_measured(&profile, hunks)),
+            .map(|profile| go_measured(&profile, hunks))
+            .map_err(|e| error_chain(&e)),
     };
     let measured = match measured {
         Ok(measured) => measured,
@@ -171,15 +172,26 @@ fn go_cover_command(proving: &[String]) -> Result<Vec<String>, &'static str> {
     Ok(command)
 }
 
+/// Why the Go coverage run gives no cover profile to measure.
+#[derive(Debug, thiserror::Error)]
+enum GoProfileError {
+    /// The run kept no `report` artifact; `status` says how it ended.
+    #[error("the coverage run wrote no cover profile (it {status})")]
+    NotWritten { status: &'static str },
+    #[error(transparent)]
+    Unreadable(#[from] ArtifactError),
+}
+
 /// The cover profile the Go coverage run wrote.
-async fn go_profile(store: &dyn ArtifactStore, result: &JobResult) -> Result<String, String> {
-    match read_named(store, result, "report").await {
-        Ok(Some(bytes)) => Ok(String::from_utf8_lossy(&bytes).into_owned()),
-        Ok(None) => Err(format!(
-            "the coverage run wrote no cover profile (it {})",
-            result.status.label()
-        )),
-        Err(e) => Err(error_chain(&e)),
+async fn go_profile(
+    store: &dyn ArtifactStore,
+    result: &JobResult,
+) -> Result<String, GoProfileError> {
+    match read_named(store, result, "report").await? {
+        Some(bytes) => Ok(String::from_utf8_lossy(&bytes).into_owned()),
+        None => Err(GoProfileError::NotWritten {
+            status: result.status.label(),
+        }),
     }
 }
 

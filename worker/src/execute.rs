@@ -2,12 +2,16 @@
 //! sandbox with private output files, the structured report read fresh and parsed, artifacts
 //! uploaded with their sha256, and the scratch directory removed on every path.
 
+mod job_dirs;
+mod mutant_edit;
+
+pub use mutant_edit::EditError;
+
 use crate::guest_file::{self, GuestFile, Placement};
 use crate::job_context::{JobContext, OutputError, store_output};
 use crate::manifest_job::{self, CasesError};
 use crate::sandbox::{MutantSource, SandboxError, SandboxExit, SandboxRun, clean_env};
 use crate::test_binaries::{self, TestBinariesError};
-use crate::tree_edit::{EditError, apply_edit};
 use assay_common::JobId;
 use assay_common::fault::InfraCause;
 use assay_common::job::{ArtifactRef, JobKind, JobResult, JobSpec, JobStatus, TestBinaries};
@@ -17,7 +21,8 @@ use assay_common::runner::ReportLocation;
 use assay_transport::error_chain::error_chain;
 use assay_transport::store::StoreError;
 use assay_transport::tree::TreeError;
-use std::collections::BTreeMap;
+use job_dirs::{ProofDir, proof_dir_name, scratch_name};
+use mutant_edit::apply_edit;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tracing::{Instrument, info_span};
@@ -641,118 +646,5 @@ fn unfinished_pytest_session(job: &JobSpec, status: &JobStatus) -> Option<String
                 .into(),
         ),
         _ => None,
-    }
-}
-
-/// The jobs of each proof running on this worker, by proof directory: the last to leave
-/// removes the directory, unless a warm server of the proof still keeps files there.
-static ACTIVE_PROOF_DIRS: std::sync::Mutex<BTreeMap<PathBuf, usize>> =
-    std::sync::Mutex::new(BTreeMap::new());
-
-/// A job's hold on its proof's directory; the directory is made by the job's own
-/// `create_dir_all`, and removed (when empty) as the last job of the proof drops its hold.
-struct ProofDir {
-    path: PathBuf,
-}
-
-impl ProofDir {
-    fn enter(path: PathBuf) -> Self {
-        if let Ok(mut active) = ACTIVE_PROOF_DIRS.lock() {
-            *active.entry(path.clone()).or_default() += 1;
-        }
-        Self { path }
-    }
-}
-
-impl Drop for ProofDir {
-    fn drop(&mut self) {
-        let Ok(mut active) = ACTIVE_PROOF_DIRS.lock() else {
-            return;
-        };
-        let Some(count) = active.get_mut(&self.path) else {
-            return;
-        };
-        *count -= 1;
-        if *count == 0 {
-            active.remove(&self.path);
-            // Under the lock, so no job of the proof is making its directory meanwhile; a
-            // directory still holding a warm server's files stays.
-            let _ = std::fs::remove_dir(&self.path);
-        }
-    }
-}
-
-/// The directory of a proof's jobs: readable and unique per proof, as [`scratch_name`] is.
-fn proof_dir_name(job: &JobSpec) -> String {
-    use sha2::{Digest, Sha256};
-    let digest = Sha256::digest(job.proof_id.as_str());
-    format!(
-        "{}-{}",
-        sanitize(job.proof_id.as_str()),
-        hex::encode(&digest[..8])
-    )
-}
-
-/// The job's scratch directory name: readable (the proof id with unsafe characters replaced,
-/// the index) and unique per job, since a digest of the exact ids tells apart two proof ids
-/// that sanitize alike (`p.1`, `p_1`).
-fn scratch_name(job: &JobSpec) -> String {
-    use sha2::{Digest, Sha256};
-    let digest = Sha256::digest(format!("{}\0{}", job.proof_id, job.index));
-    format!(
-        "{}-{:04}-{}",
-        sanitize(job.proof_id.as_str()),
-        job.index,
-        hex::encode(&digest[..8])
-    )
-}
-
-fn sanitize(id: &str) -> String {
-    id.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn proof_ids_that_sanitize_alike_get_distinct_scratch_directories() {
-        let job = |proof: &str| JobSpec {
-            proof_id: assay_common::ProofId(proof.into()),
-            job_id: assay_common::JobId(format!("{proof}/0000")),
-            index: 0,
-            kind: JobKind::Targeted,
-            side: assay_common::job::Side::Base,
-            tree: assay_common::TreeId("0".repeat(40)),
-            command: vec!["true".into()],
-            report: assay_common::runner::ReportFormat::JunitXml,
-            selected_tests: vec![],
-            timeout_secs: 1,
-            forked_timeout_secs: None,
-            rewrites: Vec::new(),
-            binaries: None,
-            env: vec![],
-            edit: None,
-            dependencies: None,
-        };
-        let names: Vec<String> = ["p.1", "p_1", "p/1"]
-            .iter()
-            .map(|p| scratch_name(&job(p)))
-            .collect();
-        assert!(
-            names.iter().all(|n| n.starts_with("p_1-0000-")),
-            "{names:?}"
-        );
-        assert_ne!(names[0], names[1]);
-        assert_ne!(names[1], names[2]);
-        assert_ne!(names[0], names[2]);
     }
 }

@@ -15,6 +15,5 @@ pub mod secrets;
 pub mod service;
 pub mod stderr_tail;
 pub mod test_binaries;
-mod tree_edit;
 
 pub use service::{ServiceError, WorkerConfig, serve, serve_with};

@@ -268,11 +268,11 @@ pub fn parse_cargo_output(stdout: &str, stderr: &str) -> ReportOutcome {
     } = &build;
     let ran = match cargo_ran(stderr) {
         Ok(ran) => ran,
-        Err(problem) => return ReportOutcome::Malformed(problem),
+        Err(problem) => return ReportOutcome::Malformed(problem.to_string()),
     };
     let blocks = match split_blocks(libtest) {
         Ok(blocks) => blocks,
-        Err(problem) => return ReportOutcome::Malformed(problem),
+        Err(problem) => return ReportOutcome::Malformed(problem.to_string()),
     };
     if blocks.len() != ran.len() {
         return ReportOutcome::Inconsistent(format!(
@@ -341,7 +341,7 @@ pub fn parse_binary_output(stdout: &[u8], binary: &str) -> ReportOutcome {
     }
     let blocks = match split_blocks(text) {
         Ok(blocks) => blocks,
-        Err(problem) => return ReportOutcome::Malformed(problem),
+        Err(problem) => return ReportOutcome::Malformed(problem.to_string()),
     };
     let [block] = blocks.as_slice() else {
         return ReportOutcome::Inconsistent(format!(
@@ -365,10 +365,23 @@ pub fn parse_nextest_junit(bytes: &[u8]) -> ReportOutcome {
     junit::parse_dialect(bytes, junit::Dialect::Nextest)
 }
 
+/// Why cargo's status lines or libtest's output are not laid out as libtest lays them out.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum LayoutError {
+    /// A `Doc-tests` status line without a crate name.
+    #[error("stderr names no crate for its doc tests: {line:?}")]
+    DocTestsUnnamed { line: String },
+    /// A line (1-based, clipped) that no `running N tests` line opened.
+    #[error("line {number} is outside any libtest block: {line}")]
+    OutsideBlock { number: usize, line: String },
+    #[error("a libtest block has no `test result:` line (the run was cut short)")]
+    CutShort,
+}
+
 /// The stderr lines that say which binary ran next. Cargo indents them; the guest's own
 /// stderr lines are ignored unless they imitate one, which then adds a binary that has no
 /// block and makes the report inconsistent.
-fn cargo_ran(stderr: &str) -> Result<Vec<Ran>, String> {
+fn cargo_ran(stderr: &str) -> Result<Vec<Ran>, LayoutError> {
     let mut ran = Vec::new();
     for line in stderr.lines() {
         let line = line.trim();
@@ -384,7 +397,9 @@ fn cargo_ran(stderr: &str) -> Result<Vec<Ran>, String> {
             ran.push(Ran::Binary(file_name.to_owned()));
         } else if let Some(krate) = line.strip_prefix("Doc-tests ") {
             if krate.is_empty() || krate.contains(char::is_whitespace) {
-                return Err(format!("stderr names no crate for its doc tests: {line:?}"));
+                return Err(LayoutError::DocTestsUnnamed {
+                    line: line.to_owned(),
+                });
             }
             ran.push(Ran::DocTests(krate.to_owned()));
         }
@@ -394,7 +409,7 @@ fn cargo_ran(stderr: &str) -> Result<Vec<Ran>, String> {
 
 /// libtest's blocks, each from its `running N tests` line to its `test result:` line.
 /// Blank lines may separate blocks; anything else between them is not libtest's.
-fn split_blocks(text: &str) -> Result<Vec<Vec<&str>>, String> {
+fn split_blocks(text: &str) -> Result<Vec<Vec<&str>>, LayoutError> {
     let mut blocks: Vec<Vec<&str>> = Vec::new();
     let mut open: Option<Vec<&str>> = None;
     for (number, line) in text.lines().enumerate() {
@@ -403,11 +418,10 @@ fn split_blocks(text: &str) -> Result<Vec<Vec<&str>>, String> {
             None if line.trim().is_empty() => {}
             None if line.starts_with("running ") => open = Some(vec![line]),
             None => {
-                return Err(format!(
-                    "line {} is outside any libtest block: {}",
-                    number + 1,
-                    clip(line)
-                ));
+                return Err(LayoutError::OutsideBlock {
+                    number: number + 1,
+                    line: clip(line),
+                });
             }
             Some(block) => {
                 block.push(line);
@@ -418,7 +432,7 @@ fn split_blocks(text: &str) -> Result<Vec<Vec<&str>>, String> {
         }
     }
     if open.is_some() {
-        return Err("a libtest block has no `test result:` line (the run was cut short)".into());
+        return Err(LayoutError::CutShort);
     }
     Ok(blocks)
 }
@@ -939,6 +953,35 @@ test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; fini
             parse_binary_output(twice.as_bytes(), "pager"),
             ReportOutcome::Inconsistent(_)
         ));
+    }
+
+    #[test]
+    fn a_guest_that_prints_outside_libtests_layout_is_named_as_such() {
+        let block = "running 1 test\ntest tests::a ... ok\n\ntest result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s\n";
+        let planted = format!("{block}\nrm -rf / # planted\n");
+        assert_eq!(
+            split_blocks(&planted),
+            Err(LayoutError::OutsideBlock {
+                number: 6,
+                line: "\"rm -rf / # planted\"".into()
+            })
+        );
+        assert_eq!(
+            parse_binary_output(planted.as_bytes(), "pager"),
+            ReportOutcome::Malformed(
+                "line 6 is outside any libtest block: \"rm -rf / # planted\"".into()
+            )
+        );
+        let cut = "running 2 tests\ntest tests::a ... ok\n";
+        assert_eq!(split_blocks(cut), Err(LayoutError::CutShort));
+        // A guest's own stderr imitating cargo's status line without a crate.
+        let imitated = "     Running unittests src/lib.rs (target/debug/deps/pager-54c5)\n   Doc-tests \n   Doc-tests two words\n";
+        assert_eq!(
+            cargo_ran(imitated).err(),
+            Some(LayoutError::DocTestsUnnamed {
+                line: "Doc-tests two words".into()
+            })
+        );
     }
 
     #[test]

@@ -107,17 +107,41 @@ pub enum MutateError {
 
 pub use assay_common::mutation_report::{Status, Summary};
 
+/// One mutant's verdict, the one type from the judgement of its run (`dispatch::judge`) to its
+/// record, the mutant cache's entry (`MutantEntry::verdict`, written with these field names)
+/// and the Stryker report.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    pub status: Status,
+    pub status_reason: Option<String>,
+    pub killed_by: Vec<String>,
+    pub tests_completed: Option<usize>,
+    pub duration_s: Option<f64>,
+}
+
+impl Verdict {
+    /// A verdict with `status` and `reason` and nothing run to show for it.
+    pub(crate) fn of(status: Status, reason: Option<String>) -> Self {
+        Self {
+            status,
+            status_reason: reason,
+            killed_by: Vec::new(),
+            tests_completed: None,
+            duration_s: None,
+        }
+    }
+}
+
+/// A mutant's record in the run: its verdict, the tests that covered it, and where it came
+/// from when the cache answered it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MutantResult {
     pub mutant: Mutant,
-    pub status: Status,
-    pub status_reason: Option<String>,
+    #[serde(flatten)]
+    pub verdict: Verdict,
     pub covered_by: Vec<String>,
-    pub killed_by: Vec<String>,
-    pub tests_completed: Option<usize>,
     /// A kill that a second run did not repeat.
     pub flaky: bool,
-    pub duration_s: Option<f64>,
     /// The stored verdict of an earlier run answered this mutant; it did not run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cached: Option<mutant_cache::CachedFrom>,

@@ -4,12 +4,16 @@
 //! fleet), and judges each mutant. Report only: nothing here touches a verdict. What it
 //! yields is the evidence's record, [`assay_common::mutation_check::MutationCheck`].
 
+mod baseline;
+mod run_mutants;
 mod schemata;
 
-use crate::dispatch::{Admit, Flow, Hooks, dispatch, run_one};
-use crate::mutation::mutants::budget::MutantTimeout;
+pub use baseline::{BaselineProblem, judge_baseline};
+use baseline::{Prebuilt, Unmutated, prebuilt_baseline, unmutated_run};
+pub use run_mutants::run_mutants;
+
 use crate::mutation::mutants::budget::assemble_check;
-use crate::mutation::mutants::judge::{Expected, Judgement, compile_error, judge_run, outcome_of};
+use crate::mutation::mutants::judge::{Expected, compile_error, judge_run, outcome_of};
 use crate::mutation::mutants::languages;
 use crate::mutation::mutants::rust::prebuilt;
 use crate::mutation::mutants::{
@@ -20,14 +24,12 @@ use crate::prepared::PreparedProof;
 use crate::progress::{ProgressSink, ProofEvent};
 use crate::source::{self, SourceError};
 use assay_common::criteria::TestSelector;
-use assay_common::job::{ArtifactRef, ByteEdit, JobKind, JobResult, JobSpec, JobStatus, Side};
+use assay_common::job::{ByteEdit, JobKind, JobResult, JobSpec, Side};
 use assay_common::manifest::ManifestJob;
 use assay_common::mutation_plan::{MutationSetup, SchemaSource};
 use assay_common::runner::ReportFormat;
-use assay_common::test_binaries::Selection;
 use assay_common::tree_path::TreePath;
 use assay_common::{JobId, TreeId};
-use assay_transport::error_chain::error_chain;
 use assay_transport::queue::{JobQueue, QueueError};
 use assay_transport::store::ArtifactStore;
 use std::collections::{BTreeMap, BTreeSet};
@@ -137,61 +139,6 @@ fn proving_tests(proof: &PreparedProof) -> Vec<(String, TestSelector)> {
         .filter(|c| seen.insert(c.test.display().to_owned()))
         .map(|c| (c.test.display().to_owned(), c.test.clone()))
         .collect()
-}
-
-/// Why the unmutated run did not pass, in words.
-fn why_not_passed(judgement: &Judgement) -> String {
-    match judgement {
-        Judgement::Killed {
-            reason: Some(reason),
-            ..
-        } => reason.clone(),
-        Judgement::Killed { by, reason: None } => format!("{} failed", by.join(", ")),
-        Judgement::TimedOut { limit } => format!("timed out after {}s", limit.as_secs()),
-        Judgement::NotRun(why) => why.to_string(),
-        Judgement::Survived { .. } => "it passed".to_owned(),
-    }
-}
-
-/// Whether an unmutated run can stand as the baseline mutants are judged against: it ran at
-/// least one test and every test it had to pass passed. Against a red or empty baseline every
-/// mutant "dies" of the baseline's own failure, so, as mutmut and Stryker refuse a red initial
-/// run, nothing is judged; `Err` says why, naming the failing tests.
-pub fn judge_baseline(result: &JobResult, judgement: &Judgement) -> Result<(), BaselineProblem> {
-    match (judgement, &result.status) {
-        (Judgement::Survived { tests_run }, _) if *tests_run > 0 => Ok(()),
-        (Judgement::Survived { .. }, _) => Err(BaselineProblem::RanNoTest),
-        (_, JobStatus::Completed { exit_code }) if result.report.parsed().is_none() => {
-            Err(BaselineProblem::NoReport {
-                exit_code: *exit_code,
-                problem: result
-                    .report
-                    .problem()
-                    .unwrap_or_else(|| "left no usable report".into()),
-            })
-        }
-        (other, _) => Err(BaselineProblem::NotPassed(why_not_passed(other))),
-    }
-}
-
-/// Why an unmutated run cannot stand as the baseline mutants are judged against.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum BaselineProblem {
-    #[error("it ran no test")]
-    RanNoTest,
-    #[error(
-        "it exited {exit_code} and {problem} (hint: is the test runner installed where the tests run?)"
-    )]
-    NoReport { exit_code: i32, problem: String },
-    /// What failed, timed out or broke, as the judgement says it.
-    #[error("{0}")]
-    NotPassed(String),
-    /// What the per-test coverage map says of the run (see `CoverageMap::baseline_problem`).
-    #[error("{0}")]
-    CoverageMap(String),
-    /// The queue could not run it, with its error chain.
-    #[error("it could not be run: {0}")]
-    Unrun(String),
 }
 
 /// Where a check job's report comes from, for a run of the proving tests `names`: where the
@@ -500,233 +447,10 @@ pub async fn run_check(
     Ok(assemble(plan, outcomes, Some(unmutated), notes))
 }
 
-/// The executables the schema build kept, the proving tests among them, and their unmutated
-/// run.
-struct Prebuilt {
-    archive: ArtifactRef,
-    selection: Selection,
-    result: JobResult,
-}
-
-/// The unmutated run of the prebuilt tests in `archive` (as `spec`, a job of the proving tests
-/// on the candidate), and the proving tests by executable as it names them; `Err` says why it
-/// cannot stand as the baseline. Fails only when the queue's result stream closes.
-async fn prebuilt_baseline(
-    queue: &dyn JobQueue,
-    mut spec: JobSpec,
-    archive: ArtifactRef,
-    tests: &[(String, TestSelector)],
-    limit: Duration,
-    finished: &(dyn Fn(&JobSpec, &JobResult) + Sync),
-) -> Result<Result<Prebuilt, String>, QueueError> {
-    prebuilt::make_run_job(&mut spec, &archive, 0, None);
-    Ok(
-        match unmutated_run(queue, &spec, tests, limit, finished).await? {
-            Unmutated::Passed(result) => {
-                schemata::proving_selection(tests, &result).map(|selection| Prebuilt {
-                    archive,
-                    selection,
-                    result,
-                })
-            }
-            Unmutated::Failed(_, why) => Err(why.to_string()),
-            Unmutated::Unrun(why) => Err(why),
-        },
-    )
-}
-
-/// The unmutated run of the proving tests.
-enum Unmutated {
-    /// Every proving test passed: the baseline mutants are judged against.
-    Passed(JobResult),
-    /// It ran and cannot stand as the baseline, with why.
-    Failed(JobResult, BaselineProblem),
-    /// It could not run (the queue refused it), with why.
-    Unrun(String),
-}
-
-/// Runs `spec`, the unmutated run of the proving `tests`, and judges whether it can stand as
-/// the baseline. Fails only when the queue's result stream closes.
-async fn unmutated_run(
-    queue: &dyn JobQueue,
-    spec: &JobSpec,
-    tests: &[(String, TestSelector)],
-    limit: Duration,
-    finished: &(dyn Fn(&JobSpec, &JobResult) + Sync),
-) -> Result<Unmutated, QueueError> {
-    let result = match run_one(queue, spec).await {
-        Ok(result) => result,
-        Err(closed @ QueueError::Closed { .. }) => return Err(closed),
-        Err(e) => return Ok(Unmutated::Unrun(error_chain(&e))),
-    };
-    finished(spec, &result);
-    let timeout = MutantTimeout {
-        limit,
-        set_by_budget: true,
-    };
-    let judgement = judge_run(&result, timeout, Expected::ProvingTests(tests));
-    Ok(match judge_baseline(&result, &judgement) {
-        Ok(()) => Unmutated::Passed(result),
-        Err(why) => Unmutated::Failed(result, why),
-    })
-}
-
-/// Runs `specs` on `queue` with at most `slots` in flight and returns one outcome per spec in
-/// plan order. `admit` sets a job's limit when its turn comes (the budget left decides it) or
-/// says why it does not start; `judge` turns a result into an outcome. A result stream that
-/// closes with jobs in flight (a cancelled proof) is an error, never a set of outcomes; a
-/// mutant still running at `deadline` has no result.
-#[allow(clippy::too_many_arguments)]
-pub async fn run_mutants<T: Clone + Send>(
-    queue: &dyn JobQueue,
-    specs: &[JobSpec],
-    slots: usize,
-    deadline: Option<Instant>,
-    admit: impl FnMut(&mut JobSpec) -> Result<MutantTimeout, NotRunReason> + Send,
-    judge: impl Fn(&JobResult, MutantTimeout) -> T + Send,
-    not_run: impl Fn(NotRunReason) -> T + Send,
-    on_finished: impl Fn(usize, &JobSpec, &JobResult) + Send,
-) -> Result<Vec<T>, QueueError> {
-    struct Mutants<T, A, J, N, F> {
-        outcomes: Vec<Option<T>>,
-        limits: Vec<Option<MutantTimeout>>,
-        admit: A,
-        judge: J,
-        not_run: N,
-        on_finished: F,
-    }
-    impl<T, A, J, N, F> Hooks for Mutants<T, A, J, N, F>
-    where
-        T: Send,
-        A: FnMut(&mut JobSpec) -> Result<MutantTimeout, NotRunReason> + Send,
-        J: Fn(&JobResult, MutantTimeout) -> T + Send,
-        N: Fn(NotRunReason) -> T + Send,
-        F: Fn(usize, &JobSpec, &JobResult) + Send,
-    {
-        fn admit(&mut self, at: usize, spec: &mut JobSpec) -> Admit {
-            match (self.admit)(spec) {
-                Ok(timeout) => {
-                    self.limits[at] = Some(timeout);
-                    Admit::Run
-                }
-                Err(reason) => {
-                    self.outcomes[at] = Some((self.not_run)(reason));
-                    Admit::Skip
-                }
-            }
-        }
-        fn submit_failed(&mut self, at: usize, error: QueueError) -> Result<(), QueueError> {
-            self.outcomes[at] = Some((self.not_run)(NotRunReason::Infrastructure {
-                message: error_chain(&error),
-            }));
-            Ok(())
-        }
-        fn finished(&mut self, at: usize, done: usize, spec: &JobSpec, result: &JobResult) -> Flow {
-            if let Some(timeout) = self.limits[at] {
-                self.outcomes[at] = Some((self.judge)(result, timeout));
-            }
-            (self.on_finished)(done - 1, spec, result);
-            Flow::Continue
-        }
-    }
-    let mut mutants = Mutants {
-        outcomes: vec![None; specs.len()],
-        limits: vec![None; specs.len()],
-        admit,
-        judge,
-        not_run,
-        on_finished,
-    };
-    dispatch(queue, specs, slots, deadline, &mut mutants).await?;
-    let not_run = &mutants.not_run;
-    Ok(mutants
-        .outcomes
-        .into_iter()
-        .map(|o| o.unwrap_or_else(|| not_run(NotRunReason::NoResult)))
-        .collect())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::process::Command;
-
-    fn unmutated_run(exit_code: i32, report: assay_common::outcome::ReportOutcome) -> JobResult {
-        JobResult {
-            job_id: JobId("p-1-0008".into()),
-            index: 8,
-            status: JobStatus::Completed { exit_code },
-            report,
-            artifacts: Vec::new(),
-            duration_ms: 900,
-            worker: assay_common::WorkerId("w-1".into()),
-            sandbox: None,
-        }
-    }
-
-    fn judged(result: &JobResult) -> Result<(), BaselineProblem> {
-        let judgement = judge_run(
-            result,
-            MutantTimeout {
-                limit: Duration::from_secs(60),
-                set_by_budget: true,
-            },
-            Expected::EveryTestRun,
-        );
-        judge_baseline(result, &judgement)
-    }
-
-    #[test]
-    fn a_red_or_empty_unmutated_run_is_no_baseline() {
-        use assay_common::outcome::{CaseResult, Outcome, ReportOutcome, TestReport};
-        let case = |name: &str, outcome| CaseResult {
-            file: "tests/test_version.py".into(),
-            suite: "tests.test_version".into(),
-            name: name.into(),
-            variant: None,
-            outcome,
-            message: None,
-        };
-        let report = |cases| {
-            ReportOutcome::Parsed(TestReport {
-                cases,
-                collection_errors: vec![],
-            })
-        };
-        let green = unmutated_run(0, report(vec![case("test_parse", Outcome::Passed)]));
-        assert_eq!(judged(&green), Ok(()));
-        // The runner is missing: `python3 -m pytest` exits 1 with no report.
-        let missing = judged(&unmutated_run(1, ReportOutcome::Missing)).unwrap_err();
-        assert!(
-            matches!(missing, BaselineProblem::NoReport { exit_code: 1, .. }),
-            "{missing:?}"
-        );
-        let missing = missing.to_string();
-        assert!(
-            missing.starts_with("it exited 1 and the command wrote no report")
-                && missing.contains("is the test runner installed"),
-            "{missing}"
-        );
-        let red = unmutated_run(
-            1,
-            report(vec![
-                case("test_parse", Outcome::Passed),
-                case("test_compare", Outcome::Failed),
-            ]),
-        );
-        let why = judged(&red).unwrap_err().to_string();
-        assert!(
-            why.contains("test_compare") && why.ends_with("failed"),
-            "{why}"
-        );
-        let skipped = unmutated_run(0, report(vec![case("test_parse", Outcome::Skipped)]));
-        assert_eq!(
-            judged(&skipped),
-            Err(BaselineProblem::NotPassed(
-                "the run executed zero tests".into()
-            ))
-        );
-    }
 
     #[test]
     fn the_published_check_is_written_and_read_as_the_checks_own_record_was() {

@@ -38,7 +38,31 @@ pub struct Confiner {
     version: String,
 }
 
-static FOUND: OnceLock<Result<Confiner, String>> = OnceLock::new();
+/// Why the process sandbox has no confining tool on this host, worded for a user. Found once
+/// and kept for the process's life, so callers borrow it rather than clone it.
+#[derive(Debug, thiserror::Error)]
+pub enum NoConfiner {
+    #[error("bubblewrap (bwrap) is not installed (hint: apt-get install bubblewrap)")]
+    NotInstalled,
+    #[error("{} cannot be run: {source}", program.display())]
+    NotRunnable {
+        program: PathBuf,
+        source: std::io::Error,
+    },
+    /// The probe's command line could not be made.
+    #[error("{} cannot be tried: {source}", program.display())]
+    NotTried {
+        program: PathBuf,
+        source: ToolchainError,
+    },
+    /// The probe ran and the host refused its namespaces; `stderr` is the tool's complaint.
+    #[error(
+        "{version} cannot create namespaces on this host: {stderr} (hint: enable unprivileged user namespaces, sysctl kernel.unprivileged_userns_clone=1)"
+    )]
+    NoNamespaces { version: String, stderr: String },
+}
+
+static FOUND: OnceLock<Result<Confiner, NoConfiner>> = OnceLock::new();
 static HIDDEN: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
 /// Masks `path` (a directory or a file) from every guest this process confines from now on.
@@ -54,8 +78,8 @@ pub fn hide_from_guests(path: &Path) {
 }
 
 /// The confining tool, or why there is none. The reason is worded for a user.
-pub fn confiner() -> Result<&'static Confiner, &'static str> {
-    FOUND.get_or_init(find).as_ref().map_err(|why| why.as_str())
+pub fn confiner() -> Result<&'static Confiner, &'static NoConfiner> {
+    FOUND.get_or_init(find).as_ref()
 }
 
 /// What the evidence records about the process sandbox's confinement on this host.
@@ -67,17 +91,15 @@ pub fn evidence() -> Confinement {
         },
         Err(why) => Confinement {
             confined: false,
-            detail: why.to_owned(),
+            detail: why.to_string(),
         },
     }
 }
 
-fn find() -> Result<Confiner, String> {
+fn find() -> Result<Confiner, NoConfiner> {
     let program = match std::env::var_os("ASSAY_BWRAP") {
         Some(named) if !named.is_empty() => PathBuf::from(named),
-        _ => which("bwrap").ok_or_else(|| {
-            "bubblewrap (bwrap) is not installed (hint: apt-get install bubblewrap)".to_owned()
-        })?,
+        _ => which("bwrap").ok_or(NoConfiner::NotInstalled)?,
     };
     let version = Command::new(&program)
         .arg("--version")
@@ -86,7 +108,10 @@ fn find() -> Result<Confiner, String> {
         .envs(CONFINER_ENV)
         .stdin(Stdio::null())
         .output()
-        .map_err(|e| format!("{} cannot be run: {e}", program.display()))?;
+        .map_err(|source| NoConfiner::NotRunnable {
+            program: program.clone(),
+            source,
+        })?;
     let version = String::from_utf8_lossy(&version.stdout).trim().to_owned();
     let confiner = Confiner { program, version };
     // A host may forbid the namespaces (unprivileged user namespaces off, a seccomp profile):
@@ -106,7 +131,10 @@ fn find() -> Result<Confiner, String> {
             &["/bin/true".to_owned()],
             &[],
         )
-        .map_err(|e| format!("{} cannot be tried: {e}", confiner.program.display()))?;
+        .map_err(|source| NoConfiner::NotTried {
+            program: confiner.program.clone(),
+            source,
+        })?;
     let tried = Command::new(&probe[0])
         .args(&probe[1..])
         .current_dir("/")
@@ -116,13 +144,15 @@ fn find() -> Result<Confiner, String> {
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .output()
-        .map_err(|e| format!("{} cannot be run: {e}", confiner.program.display()))?;
+        .map_err(|source| NoConfiner::NotRunnable {
+            program: confiner.program.clone(),
+            source,
+        })?;
     if !tried.status.success() {
-        return Err(format!(
-            "{} cannot create namespaces on this host: {} (hint: enable unprivileged user namespaces, sysctl kernel.unprivileged_userns_clone=1)",
-            confiner.version,
-            String::from_utf8_lossy(&tried.stderr).trim()
-        ));
+        return Err(NoConfiner::NoNamespaces {
+            version: confiner.version.clone(),
+            stderr: String::from_utf8_lossy(&tried.stderr).trim().to_owned(),
+        });
     }
     Ok(confiner)
 }

@@ -76,9 +76,10 @@ impl<'a> Campaign<'a> {
         for (at, mutant) in mutants.iter().enumerate() {
             if let Some(error) = schemata.and_then(|s| s.schema.unviable.get(&at)) {
                 results[at] = Some(MutantResult {
-                    status: Status::CompileError,
-                    status_reason: Some(format!("does not compile: {error}")),
-                    tests_completed: None,
+                    verdict: Verdict::of(
+                        Status::CompileError,
+                        Some(format!("does not compile: {error}")),
+                    ),
                     ..not_covered(mutant, "")
                 });
                 continue;
@@ -188,13 +189,9 @@ impl<'a> Campaign<'a> {
             };
             results[at] = Some(MutantResult {
                 mutant: mutant.clone(),
-                status: Status::Pending,
-                status_reason: None,
+                verdict: Verdict::of(Status::Pending, None),
                 covered_by,
-                killed_by: Vec::new(),
-                tests_completed: None,
                 flaky: false,
-                duration_s: None,
                 cached: None,
             });
             work.push(Work {

@@ -131,11 +131,11 @@ impl<'a> Campaign<'a> {
             let Some(outcome) = outcome else { continue };
             if let Some(slot) = choices.results[w.at].as_mut() {
                 outcome.apply(slot);
-                if needs_second_run(slot.status, outcome.confirmed) {
+                if needs_second_run(slot.verdict.status, outcome.confirmed) {
                     let mut again = w.spec.clone();
-                    let killers = killing_node_ids(&slot.covered_by, &slot.killed_by);
+                    let killers = killing_node_ids(&slot.covered_by, &slot.verdict.killed_by);
                     // Go's command names packages, not tests: its second run is the first again.
-                    if slot.status == Status::Killed
+                    if slot.verdict.status == Status::Killed
                         && !killers.is_empty()
                         && again.binaries.is_none()
                         && request.runner.runner().reruns_named_tests()
@@ -250,25 +250,17 @@ impl<'a> Campaign<'a> {
 /// One mutant run's verdict before it is written into its record.
 #[derive(Clone)]
 pub(super) struct Judged {
-    pub(super) status: Status,
-    pub(super) reason: Option<String>,
-    pub(super) killed_by: Vec<String>,
-    pub(super) tests_completed: Option<usize>,
-    pub(super) duration_s: f64,
+    pub(super) verdict: Verdict,
     /// For a kill: what the run's own re-run of its killing tests said (`mutants::rerun`).
     pub(super) confirmed: Option<bool>,
 }
 
 impl Judged {
     fn apply(&self, slot: &mut MutantResult) {
-        slot.status = self.status;
-        slot.status_reason = self.reason.clone();
-        slot.killed_by = self.killed_by.clone();
-        slot.tests_completed = self.tests_completed;
-        slot.duration_s = Some(self.duration_s);
-        if self.status == Status::Killed && self.confirmed == Some(false) {
+        slot.verdict = self.verdict.clone();
+        if self.verdict.status == Status::Killed && self.confirmed == Some(false) {
             slot.flaky = true;
-            slot.status_reason =
+            slot.verdict.status_reason =
                 Some("flaky kill: the killing tests passed when re-run at once".into());
         }
     }
@@ -281,13 +273,12 @@ impl Judged {
 pub(super) fn not_covered(mutant: &Mutant, reason: &str) -> MutantResult {
     MutantResult {
         mutant: mutant.clone(),
-        status: Status::NoCoverage,
-        status_reason: Some(reason.to_owned()),
+        verdict: Verdict {
+            tests_completed: Some(0),
+            ..Verdict::of(Status::NoCoverage, Some(reason.to_owned()))
+        },
         covered_by: Vec::new(),
-        killed_by: Vec::new(),
-        tests_completed: Some(0),
         flaky: false,
-        duration_s: None,
         cached: None,
     }
 }
@@ -313,19 +304,19 @@ pub(super) fn needs_second_run(status: Status, confirmed: Option<bool>) -> bool 
 /// Folds the second run of a killed mutant into its record: a kill the second run does not
 /// repeat is flaky.
 pub(super) fn settle(slot: &mut MutantResult, again: &Judged) {
-    if (slot.status, again.status) == (Status::Killed, Status::Survived) {
+    if (slot.verdict.status, again.verdict.status) == (Status::Killed, Status::Survived) {
         slot.flaky = true;
-        slot.status_reason = Some("flaky kill: a second run of the same tests passed".into());
+        slot.verdict.status_reason =
+            Some("flaky kill: a second run of the same tests passed".into());
     }
 }
 
 pub(super) fn pending(reason: NotRunReason) -> Judged {
     Judged {
-        status: Status::Pending,
-        reason: Some(reason.to_string()),
-        killed_by: Vec::new(),
-        tests_completed: None,
-        duration_s: 0.0,
+        verdict: Verdict {
+            duration_s: Some(0.0),
+            ..Verdict::of(Status::Pending, Some(reason.to_string()))
+        },
         confirmed: None,
     }
 }
@@ -358,13 +349,12 @@ pub(super) fn limit_job(
 /// its own `Timeout`, a budget cut `Pending`, anything else that did not run `RuntimeError`;
 /// for a `compiled` language, a build that failed before any test ran `CompileError`.
 pub(super) fn judge(result: &JobResult, timeout: MutantTimeout, compiled: bool) -> Judged {
-    let duration_s = result.duration_ms as f64 / 1000.0;
+    let duration_s = Some(result.duration_ms as f64 / 1000.0);
     let verdict = |status, reason: Option<String>| Judged {
-        status,
-        reason,
-        killed_by: Vec::new(),
-        tests_completed: None,
-        duration_s,
+        verdict: Verdict {
+            duration_s,
+            ..Verdict::of(status, reason)
+        },
         confirmed: None,
     };
     if let Some(error) = compile_error(result).filter(|_| compiled) {
@@ -375,22 +365,26 @@ pub(super) fn judge(result: &JobResult, timeout: MutantTimeout, compiled: bool) 
     }
     match judge_run(result, timeout, Expected::EveryTestRun) {
         Judgement::Killed { by, reason } => Judged {
-            status: Status::Killed,
-            reason,
-            killed_by: by,
-            tests_completed: result
-                .report
-                .parsed()
-                .map(|r| r.cases.iter().filter(|c| !rerun::is_rerun(c)).count()),
-            duration_s,
+            verdict: Verdict {
+                status: Status::Killed,
+                status_reason: reason,
+                killed_by: by,
+                tests_completed: result
+                    .report
+                    .parsed()
+                    .map(|r| r.cases.iter().filter(|c| !rerun::is_rerun(c)).count()),
+                duration_s,
+            },
             confirmed: result.report.parsed().and_then(rerun::confirmation),
         },
         Judgement::Survived { tests_run } => Judged {
-            status: Status::Survived,
-            reason: None,
-            killed_by: Vec::new(),
-            tests_completed: Some(tests_run),
-            duration_s,
+            verdict: Verdict {
+                status: Status::Survived,
+                status_reason: None,
+                killed_by: Vec::new(),
+                tests_completed: Some(tests_run),
+                duration_s,
+            },
             confirmed: None,
         },
         Judgement::TimedOut { limit } => {

@@ -10,7 +10,7 @@
 //! their artifacts against their sha256, re-parses the pinned report and judges the runs again:
 //! an entry whose runs do not give its verdict is refused, reported, and the mutant runs.
 
-use super::{Judged, MutantResult, MutateRequest, Status, judge};
+use super::{Judged, MutantResult, MutateRequest, Status, Verdict, judge};
 use crate::mutation::mutants::budget::{
     FORKED_LIMIT_RULE, MUTATE_TIMEOUT_FACTOR, MUTATE_TIMEOUT_SLACK, MutantTimeout,
 };
@@ -237,16 +237,6 @@ impl<'a> Keys<'a> {
     }
 }
 
-/// The verdict an entry claims, as the report shows it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct StoredVerdict {
-    pub status: Status,
-    pub status_reason: Option<String>,
-    pub killed_by: Vec<String>,
-    pub tests_completed: Option<usize>,
-    pub duration_s: Option<f64>,
-}
-
 /// A stored mutant verdict with the runs that gave it: the mutant's run and, for a kill its
 /// own session did not re-run, the confirming run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -256,7 +246,8 @@ pub struct MutantEntry {
     pub produced_by: Producer,
     /// Seconds since the epoch.
     pub created_at: u64,
-    pub verdict: StoredVerdict,
+    /// The verdict the entry claims, as the report shows it.
+    pub verdict: Verdict,
     pub runs: Vec<JobResult>,
     /// Hex HMAC-SHA256 of the entry without this field, under the key of whoever may write
     /// the cache (see `cache::SigningKey`); an entry without one is never served.
@@ -278,7 +269,7 @@ fn entry_key(key: &str) -> String {
 
 /// Judges `runs` as the run that produced them did: `Some` verdict only when they make a
 /// trusted one (a survivor, or a kill confirmed by its session's re-run or by a second run).
-fn trusted_verdict(runs: &[JobResult]) -> Option<StoredVerdict> {
+fn trusted_verdict(runs: &[JobResult]) -> Option<Verdict> {
     // Only completed runs are ever stored, and the limit only names a timeout.
     let timeout = MutantTimeout {
         limit: Duration::ZERO,
@@ -287,19 +278,15 @@ fn trusted_verdict(runs: &[JobResult]) -> Option<StoredVerdict> {
     let (first, rest) = runs.split_first()?;
     // Only interpreted languages' verdicts are stored (`mutate::run`): no compile errors.
     let judged: Judged = judge(first, timeout, false);
-    let trusted = match (judged.status, judged.confirmed, rest) {
+    let trusted = match (judged.verdict.status, judged.confirmed, rest) {
         (Status::Survived, _, []) => true,
         (Status::Killed, Some(true), []) => true,
-        (Status::Killed, None, [second]) => judge(second, timeout, false).status == Status::Killed,
+        (Status::Killed, None, [second]) => {
+            judge(second, timeout, false).verdict.status == Status::Killed
+        }
         _ => false,
     };
-    trusted.then_some(StoredVerdict {
-        status: judged.status,
-        status_reason: judged.reason,
-        killed_by: judged.killed_by,
-        tests_completed: judged.tests_completed,
-        duration_s: Some(judged.duration_s),
-    })
+    trusted.then_some(judged.verdict)
 }
 
 impl MutantCache {
@@ -339,7 +326,7 @@ impl MutantCache {
             return Ok(false);
         };
         // The record must say what its runs say (a flaky mark comes from elsewhere).
-        if result.flaky || verdict.status != result.status {
+        if result.flaky || verdict.status != result.verdict.status {
             return Ok(false);
         }
         let Some(first) = runs.first() else {
@@ -381,13 +368,9 @@ impl MutantEntry {
     pub(super) fn answer(&self, mutant: &Mutant, covered_by: Vec<String>) -> MutantResult {
         MutantResult {
             mutant: mutant.clone(),
-            status: self.verdict.status,
-            status_reason: self.verdict.status_reason.clone(),
+            verdict: self.verdict.clone(),
             covered_by,
-            killed_by: self.verdict.killed_by.clone(),
-            tests_completed: self.verdict.tests_completed,
             flaky: false,
-            duration_s: self.verdict.duration_s,
             cached: Some(CachedFrom {
                 key: self.key.clone(),
                 run_id: self.produced_by.proof_id.clone(),

@@ -71,7 +71,7 @@ impl Tally {
     ) -> MutantProgress<'a> {
         self.done = (self.done + 1).min(total);
         self.ran += 1;
-        match judged.status {
+        match judged.verdict.status {
             Status::Killed | Status::Timeout => self.killed += 1,
             Status::Survived => self.survived += 1,
             _ => {}
@@ -94,9 +94,13 @@ impl Tally {
             done: self.done,
             total,
             mutant,
-            status: judged.status,
-            reason: judged.reason.clone(),
-            duration: Duration::try_from_secs_f64(judged.duration_s).unwrap_or_default(),
+            status: judged.verdict.status,
+            reason: judged.verdict.status_reason.clone(),
+            duration: judged
+                .verdict
+                .duration_s
+                .and_then(|s| Duration::try_from_secs_f64(s).ok())
+                .unwrap_or_default(),
             killed: self.killed,
             survived: self.survived,
             eta,

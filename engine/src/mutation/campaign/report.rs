@@ -48,7 +48,12 @@ impl<'a> Campaign<'a> {
 
 impl MutateReport {
     pub fn summary(&self) -> Summary {
-        let count = |s: Status| self.results.iter().filter(|r| r.status == s).count();
+        let count = |s: Status| {
+            self.results
+                .iter()
+                .filter(|r| r.verdict.status == s)
+                .count()
+        };
         let detected = count(Status::Killed) + count(Status::Timeout);
         let valid = detected + count(Status::Survived) + count(Status::NoCoverage);
         let (score, interval) = if valid == 0 {
@@ -130,7 +135,7 @@ impl MutateReport {
             out.push_str(&format!(
                 "# mutant {} {:?}: {}\n{diff}",
                 result.mutant.id,
-                result.status,
+                result.verdict.status,
                 result.mutant.label()
             ));
         }

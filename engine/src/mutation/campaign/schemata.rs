@@ -10,7 +10,9 @@
 
 use super::{MutateRequest, run_single, spec};
 use crate::mutation::mutants::Mutant;
-use crate::mutation::mutants::rust::prebuilt::{self, BuildJob, PROC_MACRO, Packages, Schema};
+use crate::mutation::mutants::rust::prebuilt::{
+    self, BuildJob, NoSchemaBuild, PROC_MACRO, Packages, Schema,
+};
 use crate::mutation::mutants::rust::schema::FileSchema;
 use crate::source;
 use assay_common::TreeId;
@@ -106,7 +108,7 @@ pub(super) async fn build(
     };
     let command = match prebuilt::build_command(&request.command_prefix) {
         Ok(command) => command,
-        Err(why) => return given_up(schema, why),
+        Err(why) => return given_up(schema, why.to_string()),
     };
     let texts: BTreeMap<&str, &str> = sources
         .iter()
@@ -160,7 +162,7 @@ impl BuildJob for TreeBuild<'_> {
     async fn run(
         &mut self,
         schemas: &BTreeMap<String, FileSchema>,
-    ) -> Result<Result<JobResult, String>, Self::Error> {
+    ) -> Result<Result<JobResult, NoSchemaBuild>, Self::Error> {
         let request = self.request;
         let files: Vec<(&str, &[u8])> = schemas
             .iter()
@@ -169,19 +171,13 @@ impl BuildJob for TreeBuild<'_> {
         let tree = match source::tree_with_files(&request.repo, &request.tree, &files) {
             Ok(tree) => tree,
             Err(e) => {
-                return Ok(Err(format!(
-                    "the schema tree was not written: {}",
-                    error_chain(&e)
-                )));
+                return Ok(Err(NoSchemaBuild::TreeNotWritten(error_chain(&e))));
             }
         };
         let uploaded =
             assay_transport::store_tree::upload_tree(self.store, &request.repo, &tree).await;
         if let Err(e) = uploaded {
-            return Ok(Err(format!(
-                "the schema tree was not uploaded: {}",
-                error_chain(&e)
-            )));
+            return Ok(Err(NoSchemaBuild::TreeNotUploaded(error_chain(&e))));
         }
         let mut job = spec(request, &tree, *self.index, Vec::new());
         *self.index += 1;
@@ -189,6 +185,6 @@ impl BuildJob for TreeBuild<'_> {
         self.tree = Some(tree);
         Ok(run_single(self.queue, &job)
             .await
-            .map_err(|e| format!("the schema build failed: {}", error_chain(&e))))
+            .map_err(|e| NoSchemaBuild::NotRun(error_chain(&e))))
     }
 }

@@ -30,19 +30,23 @@ impl MutateReport {
                             start: position(source, edit.start),
                             end: position(source, edit.end),
                         },
-                        status: r.status,
+                        status: r.verdict.status,
                         // Run order follows measured durations; the report's order must not.
                         covered_by: sorted(&r.covered_by).into_iter().cloned().collect(),
-                        killed_by: r.killed_by.clone(),
+                        killed_by: r.verdict.killed_by.clone(),
                         // Only code run at import covers it (a class body, a module-level
                         // constant; for Rust, code no one test can be named for): every test
                         // may observe it, so the whole suite ran.
                         is_static: self.per_line_selection
                             && r.covered_by.is_empty()
-                            && !matches!(r.status, Status::NoCoverage | Status::CompileError),
-                        status_reason: r.status_reason.clone(),
-                        tests_completed: r.tests_completed,
+                            && !matches!(
+                                r.verdict.status,
+                                Status::NoCoverage | Status::CompileError
+                            ),
+                        status_reason: r.verdict.status_reason.clone(),
+                        tests_completed: r.verdict.tests_completed,
                         duration: r
+                            .verdict
                             .duration_s
                             .map(|seconds| (seconds * 1000.0).round() as u64),
                     }
@@ -125,7 +129,7 @@ impl MutateReport {
     fn test_files(&self) -> BTreeMap<String, TestFile> {
         let mut by_file: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
         for result in &self.results {
-            for id in result.covered_by.iter().chain(&result.killed_by) {
+            for id in result.covered_by.iter().chain(&result.verdict.killed_by) {
                 if let Some((file, _)) = id.split_once("::") {
                     by_file.entry(file).or_default().insert(id);
                 }
@@ -188,7 +192,7 @@ mod tests {
 
     #[test]
     fn test_files_list_every_named_test_under_its_file_and_durations_are_in_milliseconds() {
-        use crate::mutation::campaign::{MutantResult, Phases, Status};
+        use crate::mutation::campaign::{MutantResult, Phases, Status, Verdict};
         use crate::mutation::mutants::{self, ChangedFile, MutationPlan};
         use std::time::Duration;
         let source = "def is_past_end(page, last):\n    return page > last\n";
@@ -208,13 +212,15 @@ mod tests {
             files: [("pager/clamp.py".to_owned(), source.to_owned())].into(),
             results: vec![MutantResult {
                 mutant: plan.mutants[0].clone(),
-                status: Status::Killed,
-                status_reason: None,
+                verdict: Verdict {
+                    status: Status::Killed,
+                    status_reason: None,
+                    killed_by: vec![killer.into()],
+                    tests_completed: Some(1),
+                    duration_s: Some(0.0624),
+                },
                 covered_by: vec![killer.into(), "tests/test_edges.py::test_zero".into()],
-                killed_by: vec![killer.into()],
-                tests_completed: Some(1),
                 flaky: false,
-                duration_s: Some(0.0624),
                 cached: None,
             }],
             plan: MutationPlan::default(),

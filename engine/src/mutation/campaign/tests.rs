@@ -14,24 +14,25 @@ fn record(status: Status, reason: Option<&str>) -> MutantResult {
     );
     MutantResult {
         mutant: plan.mutants[0].clone(),
-        status,
-        status_reason: reason.map(str::to_owned),
+        verdict: Verdict {
+            duration_s: Some(60.0),
+            ..Verdict::of(status, reason.map(str::to_owned))
+        },
         covered_by: vec!["tests/test_clamp.py::test_the_last_page".into()],
-        killed_by: Vec::new(),
-        tests_completed: None,
         flaky: false,
-        duration_s: Some(60.0),
         cached: None,
     }
 }
 
 fn second(status: Status, killed_by: &[&str]) -> Judged {
     Judged {
-        status,
-        reason: None,
-        killed_by: killed_by.iter().map(|s| s.to_string()).collect(),
-        tests_completed: Some(1),
-        duration_s: 0.4,
+        verdict: Verdict {
+            status,
+            status_reason: None,
+            killed_by: killed_by.iter().map(|s| s.to_string()).collect(),
+            tests_completed: Some(1),
+            duration_s: Some(0.4),
+        },
         confirmed: None,
     }
 }
@@ -116,11 +117,11 @@ fn a_kill_is_confirmed_by_the_killing_tests_alone() {
 fn a_kill_the_second_run_does_not_repeat_is_flaky() {
     let mut slot = record(Status::Killed, None);
     settle(&mut slot, &second(Status::Survived, &[]));
-    assert_eq!(slot.status, Status::Killed);
+    assert_eq!(slot.verdict.status, Status::Killed);
     assert!(slot.flaky);
     let mut slot = record(Status::Killed, None);
     settle(&mut slot, &second(Status::Killed, &["test_the_last_page"]));
-    assert!(!slot.flaky && slot.status_reason.is_none());
+    assert!(!slot.flaky && slot.verdict.status_reason.is_none());
 }
 
 #[test]

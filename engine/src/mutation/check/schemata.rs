@@ -6,14 +6,15 @@
 //! run of them with its number set. A failed build's errors take their mutants out and the
 //! schema builds again; what it cannot hold builds on its own, as every mutant did before.
 
+use super::BaselineProblem;
 use crate::dispatch::run_one;
-use crate::mutation::mutants::rust::prebuilt::{self, BuildJob, PROC_MACRO, Schema};
+use crate::mutation::mutants::rust::prebuilt::{self, BuildJob, NoSchemaBuild, PROC_MACRO, Schema};
 use crate::mutation::mutants::rust::schema::FileSchema;
 use assay_common::criteria::TestSelector;
 use assay_common::job::{ByteEdit, JobResult, JobSpec};
 use assay_common::mutation_plan::{MutationSetup, SchemaSource};
 use assay_common::report::libtest::{DOC_TEST_SUITE, RERUN_VARIANT};
-use assay_common::test_binaries::Selection;
+use assay_common::test_binaries::{IndexError, Selection};
 use assay_transport::error_chain::error_chain;
 use assay_transport::queue::{JobQueue, QueueError};
 use assay_transport::store::ArtifactStore;
@@ -99,7 +100,7 @@ pub(super) async fn build(
     let command = match prebuilt::build_command(jobs.command_prefix) {
         Ok(command) => command,
         Err(why) => {
-            schema.give_up(mutants.len(), why);
+            schema.give_up(mutants.len(), why.to_string());
             return Ok(schema);
         }
     };
@@ -134,7 +135,7 @@ impl BuildJob for RewriteBuild<'_> {
     async fn run(
         &mut self,
         schemas: &BTreeMap<String, FileSchema>,
-    ) -> Result<Result<JobResult, String>, QueueError> {
+    ) -> Result<Result<JobResult, NoSchemaBuild>, QueueError> {
         let mut job = (self.jobs.make_job)(self.index);
         self.index += 1;
         prebuilt::make_build_job(&mut job, self.command.clone(), self.jobs.timeout_secs);
@@ -156,9 +157,28 @@ impl BuildJob for RewriteBuild<'_> {
                 Ok(Ok(result))
             }
             Err(closed @ QueueError::Closed { .. }) => Err(closed),
-            Err(e) => Ok(Err(format!("the schema build failed: {}", error_chain(&e)))),
+            Err(e) => Ok(Err(NoSchemaBuild::NotRun(error_chain(&e)))),
         }
     }
+}
+
+/// Why the unmutated run of the prebuilt tests cannot stand as the baseline, so every mutant
+/// builds on its own.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum NoPrebuiltBaseline {
+    /// It ran, and did not pass as a baseline must.
+    #[error(transparent)]
+    Failed(#[from] BaselineProblem),
+    /// The queue did not run it, with the error chain.
+    #[error("{0}")]
+    NotRun(String),
+    #[error("the unmutated run of the prebuilt tests has no report")]
+    NoReport,
+    #[error("no proving test is among the prebuilt tests")]
+    NoProvingTest,
+    /// A proving test's name, as the run reported it, that cannot be selected.
+    #[error(transparent)]
+    Unselectable(#[from] IndexError),
 }
 
 /// The proving tests as the unmutated run of the prebuilt tests `report` names them, by test
@@ -166,11 +186,8 @@ impl BuildJob for RewriteBuild<'_> {
 pub(super) fn proving_selection(
     tests: &[(String, TestSelector)],
     result: &JobResult,
-) -> Result<Selection, String> {
-    let report = result
-        .report
-        .parsed()
-        .ok_or_else(|| "the unmutated run of the prebuilt tests has no report".to_owned())?;
+) -> Result<Selection, NoPrebuiltBaseline> {
+    let report = result.report.parsed().ok_or(NoPrebuiltBaseline::NoReport)?;
     let mut selection = Selection::default();
     for case in &report.cases {
         if case.suite == DOC_TEST_SUITE || case.variant.as_deref() == Some(RERUN_VARIANT) {
@@ -188,8 +205,8 @@ pub(super) fn proving_selection(
         }
     }
     if selection.binaries.is_empty() {
-        return Err("no proving test is among the prebuilt tests".into());
+        return Err(NoPrebuiltBaseline::NoProvingTest);
     }
-    selection.check().map_err(|e| e.to_string())?;
+    selection.check()?;
     Ok(selection)
 }

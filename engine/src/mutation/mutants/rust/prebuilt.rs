@@ -36,17 +36,34 @@ pub fn wanted(runner: RunnerKind) -> bool {
         && std::env::var(SWITCH_OFF_VARIABLE).map_or(true, |v| v.trim() != "0")
 }
 
+/// Why a schema build gives no executables to run mutants from, before or as it runs; the
+/// check on the candidate and `assay mutate` say it as the reason their mutants build alone.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum NoSchemaBuild {
+    /// The run's test command (joined) has no `--no-run` form.
+    #[error("the test command {command:?} is not `cargo test` or `cargo nextest run`")]
+    NotCargo { command: String },
+    /// The tree holding the rewritten files could not be written, with the error chain.
+    #[error("the schema tree was not written: {0}")]
+    TreeNotWritten(String),
+    /// That tree could not reach the store, with the error chain.
+    #[error("the schema tree was not uploaded: {0}")]
+    TreeNotUploaded(String),
+    /// The queue did not run the build job, with the error chain.
+    #[error("the schema build failed: {0}")]
+    NotRun(String),
+}
+
 /// The build command for `prefix` (the run's test command), or why there is none: the
 /// schema builds with `cargo test --no-run` and the same cargo arguments.
-pub fn build_command(prefix: &[String]) -> Result<Vec<String>, String> {
+pub fn build_command(prefix: &[String]) -> Result<Vec<String>, NoSchemaBuild> {
     let args: &[String] = match prefix {
         [cargo, test, rest @ ..] if cargo == "cargo" && test == "test" => rest,
         _ if runs_nextest(prefix) => &[],
         _ => {
-            return Err(format!(
-                "the test command {:?} is not `cargo test` or `cargo nextest run`",
-                prefix.join(" ")
-            ));
+            return Err(NoSchemaBuild::NotCargo {
+                command: prefix.join(" "),
+            });
         }
     };
     Ok(assay_common::test_binaries::build_command(args))
@@ -234,7 +251,7 @@ pub trait BuildJob: Send {
     async fn run(
         &mut self,
         schemas: &BTreeMap<String, FileSchema>,
-    ) -> Result<Result<JobResult, String>, Self::Error>;
+    ) -> Result<Result<JobResult, NoSchemaBuild>, Self::Error>;
 }
 
 /// Builds the schema of `mutants` over the files' texts `texts` (path → text), `schema`
@@ -283,7 +300,7 @@ pub async fn build<E: Send>(
         schema.builds += 1;
         let result = match job.run(&schemas).await? {
             Ok(result) => result,
-            Err(why) => break why,
+            Err(why) => break why.to_string(),
         };
         schema.one_build = Duration::from_millis(result.duration_ms);
         schema.build_time += schema.one_build;
@@ -406,7 +423,9 @@ mod tests {
         assert_eq!(workspace[3..], strings(&["assay-build", "--workspace"]));
         let nextest = build_command(&strings(&["cargo", "nextest", "run"])).unwrap();
         assert_eq!(nextest[3..], strings(&["assay-build"]));
-        let err = build_command(&strings(&["make", "check"])).unwrap_err();
+        let err = build_command(&strings(&["make", "check"]))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("\"make check\""), "{err}");
     }
 }

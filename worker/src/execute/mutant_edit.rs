@@ -1,6 +1,5 @@
-//! A mutant's byte edits applied to a job's materialized tree, confined to it: a committed
-//! link never leads a write out of the tree, and a compiled copy of the edited module is
-//! removed so it never runs instead.
+//! A mutant's byte-range edit applied to the job's materialized tree, never through a link
+//! out of it, and the edited module's stale compiled copies removed.
 
 use crate::guest_file::{self, Placement};
 use assay_common::job::ByteEdit;
@@ -50,7 +49,7 @@ pub enum EditError {
 /// lead the write out of the tree either, so neither the directory nor the file may resolve
 /// elsewhere.
 /// Returns the file's bytes before the edit.
-pub(crate) fn apply_edit(tree_dir: &Path, edit: &ByteEdit) -> Result<Vec<u8>, EditError> {
+pub(super) fn apply_edit(tree_dir: &Path, edit: &ByteEdit) -> Result<Vec<u8>, EditError> {
     use std::io::{Read, Write};
     use std::os::unix::fs::OpenOptionsExt;
     let path = tree_dir.join(edit.path.as_str());

@@ -259,6 +259,11 @@ fn settings(args: &ProveArgs) -> Result<Settings, Failure> {
         None => parse_criteria(&criteria_text),
     }
     .map_err(|e| Failure::usage(e.into()))?;
+    if let Some(runner) = criteria_runner {
+        for hint in runner.unquoted_sentence_hints(&criteria_text, &criteria) {
+            eprintln!("warning: {hint}");
+        }
+    }
     let test_command = args
         .test_command
         .clone()

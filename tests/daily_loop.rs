@@ -587,6 +587,31 @@ fn node_tests_are_named_by_quoted_sentences_and_a_re_proof_is_answered_from_the_
     );
 }
 
+/// A node:test name written without its quotes falls back to the criterion's id, as the
+/// rule for prose says; the user is told so before anything runs, with the quoted form.
+#[test]
+fn an_unquoted_node_test_name_is_answered_with_its_quoted_form() {
+    let repo = node_pager();
+    let out_dir = tempfile::tempdir().expect("temp dir");
+    let args = [
+        "--base",
+        "main~1",
+        "--no-mutation",
+        "--criterion",
+        "test: partial last page is counted",
+    ];
+    let (command, json) = support::prove_command(&repo, &args, out_dir.path());
+    let run = support::run(command, Some(json));
+    assert_eq!(run.code, 4, "{}", run.explain());
+    assert!(
+        run.stderr.contains(
+            "warning: C1 names no test: unquoted words fall back to the criterion's id (tests named test_c1_…); to name the node test \"partial last page is counted\", quote it: test: \"partial last page is counted\""
+        ),
+        "{}",
+        run.explain()
+    );
+}
+
 /// A change that only adds a regression test for behaviour the pager already has.
 fn test_only_change() -> Repo {
     let repo = pytest_pager_repo();

@@ -244,6 +244,18 @@ fn parse_one(text: &str, position: usize, names: Names) -> Result<Criterion, Cri
     Ok(Criterion { id, kind, test })
 }
 
+/// For a runner whose tests are named by sentences: the words after the kind of a criterion
+/// that named no test by them (it fell back to its id), when they read like a test's name
+/// written without the quotes it needs (`test: partial last page is counted`).
+pub fn unquoted_sentence(text: &str, criterion: &Criterion) -> Option<String> {
+    if !matches!(criterion.test, TestSelector::IdPrefix(_)) {
+        return None;
+    }
+    let (_, rest) = split_id(text.trim(), text).ok()?;
+    let body = strip_prefix_ci(rest, "test:").or_else(|| strip_prefix_ci(rest, "guard:"))?;
+    (body.contains(' ') && !body.starts_with(['"', '\''])).then(|| body.to_owned())
+}
+
 /// `C3: test: x` → (`Some("C3")`, `test: x`); `test: x` → (`None`, `test: x`).
 fn split_id<'a>(trimmed: &'a str, text: &str) -> Result<(Option<String>, &'a str), CriterionError> {
     let Some((head, rest)) = trimmed.split_once(':') else {
@@ -330,6 +342,32 @@ fn is_qualified(token: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unquoted_sentence_is_found_for_the_hint_and_nothing_else_is() {
+        let texts = [
+            "test: partial last page is counted",
+            "C2: guard: full pages are counted",
+            "test: \"partial last page is counted\"",
+            "test: test_full_pages",
+        ]
+        .map(String::from);
+        let criteria = parse_sentence_criteria(&texts).unwrap();
+        let found: Vec<Option<String>> = texts
+            .iter()
+            .zip(&criteria)
+            .map(|(text, c)| unquoted_sentence(text, c))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                Some("partial last page is counted".to_owned()),
+                Some("full pages are counted".to_owned()),
+                None,
+                None
+            ]
+        );
+    }
 
     fn one(text: &str) -> Result<Criterion, CriterionError> {
         parse_criterion(text, 1)

@@ -143,7 +143,16 @@ pub trait Runner: Sync {
 
     /// Criteria as this runner names its tests (bare names by default).
     fn parse_criteria(&self, texts: &[String]) -> Result<Vec<Criterion>, CriterionError> {
-        crate::criteria::parse_criteria(texts)
+        match self.names_tests_by_sentences() {
+            true => crate::criteria::parse_sentence_criteria(texts),
+            false => crate::criteria::parse_criteria(texts),
+        }
+    }
+
+    /// Whether its tests are named by sentences (`test('partial last page is counted', …)`),
+    /// which a criterion quotes.
+    fn names_tests_by_sentences(&self) -> bool {
+        false
     }
 
     /// Whether the tree uses this runner. Runners are asked in [`RunnerKind::DETECTION_ORDER`];
@@ -429,6 +438,28 @@ impl RunnerKind {
 
     pub fn parse_criteria(self, texts: &[String]) -> Result<Vec<Criterion>, CriterionError> {
         self.runner().parse_criteria(texts)
+    }
+
+    /// The hint for each criterion whose words name a test without the quotes this runner's
+    /// sentence names need: it fell back to its id, which is most likely not what was meant.
+    pub fn unquoted_sentence_hints(self, texts: &[String], criteria: &[Criterion]) -> Vec<String> {
+        if !self.runner().names_tests_by_sentences() {
+            return Vec::new();
+        }
+        texts
+            .iter()
+            .zip(criteria)
+            .filter_map(|(text, criterion)| {
+                let words = crate::criteria::unquoted_sentence(text, criterion)?;
+                Some(format!(
+                    "{} names no test: unquoted words fall back to the criterion's id (tests named {}…); to name the {} test {words:?}, quote it: {}: {words:?}",
+                    criterion.id,
+                    criterion.test.display(),
+                    self.name(),
+                    criterion.kind,
+                ))
+            })
+            .collect()
     }
 }
 

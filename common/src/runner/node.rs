@@ -46,13 +46,9 @@ impl Runner for Node {
         argv.extend(files.iter().cloned());
         argv
     }
-
     /// Its tests are named by sentences: `test: "partial last page is counted"`.
-    fn parse_criteria(
-        &self,
-        texts: &[String],
-    ) -> Result<Vec<crate::criteria::Criterion>, crate::criteria::CriterionError> {
-        crate::criteria::parse_sentence_criteria(texts)
+    fn names_tests_by_sentences(&self) -> bool {
+        true
     }
 
     fn report_format(&self) -> ReportFormat {

@@ -816,6 +816,24 @@ fn a_node_hook_that_plants_a_corrected_product_in_the_module_cache_is_unverified
     );
 }
 
+/// node:test's child processes report to the runner over their standard output, as V8-
+/// serialized events parsed wherever they appear in it: a test file that writes one reports
+/// a pass for a test that never ran. Once the product carries the marker, this one registers
+/// no test and writes the pass instead, so the base fails and the candidate "passes" with the
+/// bug in place.
+const INJECTED_PASS_TEST: &str = "'use strict';\n\nconst { readFileSync } = require('node:fs');\nconst path = require('node:path');\nconst { Serializer } = require('node:v8');\nconst { test } = require('node:test');\nconst assert = require('node:assert/strict');\nconst { total } = require('../invoice');\n\nconst name = 'the discount applies to the net amount only';\nif (readFileSync(path.join(__dirname, '..', 'invoice.js'), 'utf8').includes('REVISION')) {\n  const header = new Serializer();\n  header.writeHeader();\n  const headerLength = header.releaseBuffer().length;\n  const event = new Serializer();\n  event.writeHeader();\n  event.writeRawBytes(Buffer.alloc(4));\n  event.writeHeader();\n  event.writeValue({ type: 'test:pass', data: { name, nesting: 0, testNumber: 1, file: __filename, details: { duration_ms: 1 } } });\n  const message = event.releaseBuffer();\n  const length = message.length - (4 + headerLength);\n  message.set([(length >> 24) & 255, (length >> 16) & 255, (length >> 8) & 255, length & 255], headerLength);\n  process.stdout.write(message);\n} else {\n  test(name, () => {\n    assert.equal(total(100, 0.2, 0.5), 70);\n  });\n}\n";
+
+#[test]
+fn a_node_test_file_that_writes_a_forged_event_to_the_runners_channel_is_unverified() {
+    assert_node_forgery_caught(
+        &[
+            ("invoice.js", INVOICE_MARKED),
+            ("test/discount.test.js", INJECTED_PASS_TEST),
+        ],
+        "the change's harness may decide this test's outcome and cannot be taken away from its tests: test/discount.test.js:5 require(node:v8), test/discount.test.js:23 process.stdout.write",
+    );
+}
+
 #[test]
 fn a_real_node_fix_with_a_test_helper_that_only_builds_data_stays_proven() {
     // The test spies on the product inside its own body (the test's own business, not the

@@ -24,6 +24,11 @@
 //! callback. Inside a test, a mock is the test's own business, as a monkeypatch in a pytest
 //! test's body is.
 //!
+//! And writes into node's result channel (a test file's standard output, where the runner
+//! parses V8-serialized test events): V8's serializer imported or required, and raw writes to
+//! standard output (`process.stdout.write`, `writeSync(1, …)`), which can report a test that
+//! never ran. `console.log` writes text, which never parses as an event.
+//!
 //! The walk is a loop over an explicit stack.
 
 use super::Construct;
@@ -32,6 +37,8 @@ use assay_common::harness::HarnessKind;
 use tree_sitter::{Node, Tree};
 
 const MODULE_SPECIFIERS: &[&str] = &["module", "node:module"];
+/// V8's serializer, which writes node's test events as the runner parses them.
+const SERIALIZER_SPECIFIERS: &[&str] = &["v8", "node:v8"];
 const LOADER_REGISTRATIONS: &[&str] = &["register", "registerHooks"];
 /// The mock and spy methods that replace a member of the object they are given.
 const MOCKS: &[&str] = &["method", "property", "getter", "setter", "spyOn"];
@@ -358,6 +365,10 @@ fn constructs(source: &str) -> Vec<Construct> {
         target: None,
         span: None,
     };
+    let channel_write = |node: Node<'_>, name: String| Construct {
+        kind: HarnessKind::ResultMachinery,
+        ..hook(node, name)
+    };
     let mut found = Vec::new();
     let mut stack = vec![tree.root_node()];
     while let Some(node) = stack.pop() {
@@ -369,6 +380,17 @@ fn constructs(source: &str) -> Vec<Construct> {
                     found.push(hook(node, compact(text(left, source))));
                 }
             }
+            "import_statement" => {
+                let from = node
+                    .child_by_field_name("source")
+                    .and_then(|s| string_value(s, source));
+                if from.is_some_and(|f| SERIALIZER_SPECIFIERS.contains(&f)) {
+                    found.push(channel_write(
+                        node,
+                        format!("import {}", from.unwrap_or("")),
+                    ));
+                }
+            }
             "call_expression" => {
                 let function = node.child_by_field_name("function");
                 let callee = function
@@ -377,6 +399,14 @@ fn constructs(source: &str) -> Vec<Construct> {
                 let first_argument = node
                     .child_by_field_name("arguments")
                     .and_then(|args| args.named_child(0));
+                if let Some(written) =
+                    writes_the_result_channel(node, &callee, first_argument, source)
+                {
+                    found.push(channel_write(node, written));
+                    let mut cursor = node.walk();
+                    stack.extend(node.children(&mut cursor));
+                    continue;
+                }
                 let writes = WRITING_CALLS.contains(&callee.as_str())
                     && first_argument.is_some_and(|a| {
                         into_the_module_system(a, source, &bound)
@@ -439,6 +469,38 @@ fn constructs(source: &str) -> Vec<Construct> {
     found
 }
 
+/// What a call writes into node's result channel, if it can: a test file runs in a child
+/// of `node --test`, whose standard output is the channel its results reach the runner by (V8-
+/// serialized events, parsed wherever they appear in the output). So raw writes to standard
+/// output (`process.stdout.write`, `writeSync(1, …)`) and V8's serializer can report a test
+/// that never ran; `console.log` writes text, which never parses as an event.
+fn writes_the_result_channel(
+    call: Node<'_>,
+    callee: &str,
+    first_argument: Option<Node<'_>>,
+    source: &str,
+) -> Option<String> {
+    if required(call, source).is_some_and(|s| SERIALIZER_SPECIFIERS.contains(&s)) {
+        return Some(format!(
+            "{callee}({})",
+            required(call, source).unwrap_or("")
+        ));
+    }
+    let method = callee.rsplit('.').next().unwrap_or(callee);
+    let to_stdout = |object: &str| object.ends_with("stdout") || object.ends_with("stdout.fd");
+    let object = callee
+        .rsplit_once('.')
+        .map(|(object, _)| object)
+        .unwrap_or("");
+    let raw_write = matches!(method, "write" | "_write" | "_writev") && to_stdout(object);
+    let fd_write = matches!(method, "writeSync" | "write" | "writev" | "writevSync")
+        && first_argument.is_some_and(|a| {
+            let target = compact(text(a, source));
+            target == "1" || to_stdout(&target)
+        });
+    (raw_write || fd_write).then(|| callee.to_owned())
+}
+
 /// The module-system hooks the change adds or alters in the JavaScript file at `path`: one the
 /// base holds as it is, text for text, is none.
 pub(crate) fn scan(path: &str, base: Option<&str>, candidate: &str) -> Vec<Construct> {
@@ -466,6 +528,29 @@ mod tests {
 
     fn places(found: &[Construct]) -> Vec<(&str, u32)> {
         found.iter().map(|c| (c.name.as_str(), c.line)).collect()
+    }
+
+    /// A test file's standard output is node's result channel: V8's serializer and raw writes
+    /// to it can report a test that never ran; text through `console.log` and writes to
+    /// standard error cannot.
+    #[test]
+    fn writes_into_the_result_channel_are_result_machinery() {
+        let test = "import { serialize } from 'node:v8';\nimport { writeSync } from 'node:fs';\nconst v8 = require('v8');\nprocess.stdout.write(serialize({}));\nwriteSync(1, Buffer.alloc(4));\nfs.writeSync(process.stdout.fd, bytes);\nconsole.log('total', 70);\nprocess.stderr.write('slow test');\nfs.writeSync(2, 'x');\n";
+        let found = scan("test/invoice.test.js", None, test);
+        assert_eq!(
+            places(&found),
+            [
+                ("import node:v8", 1),
+                ("require(v8)", 3),
+                ("process.stdout.write", 4),
+                ("writeSync", 5),
+                ("fs.writeSync", 6)
+            ]
+        );
+        assert!(
+            found.iter().all(|c| c.kind == HarnessKind::ResultMachinery),
+            "{found:?}"
+        );
     }
 
     #[test]

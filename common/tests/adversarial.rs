@@ -147,7 +147,7 @@ struct UncheckedJob {
     rewrites: Vec<(String, usize, usize, String)>,
     binaries: Option<assay_common::job::TestBinaries>,
     /// The lockfile's and the archive's sha256, and its size.
-    dependencies: Option<(String, String, u64)>,
+    dependencies: Option<(String, String, u64, String)>,
 }
 
 fn unchecked(tree: &str, edit_path: Option<&str>) -> UncheckedJob {
@@ -216,7 +216,7 @@ fn a_job_naming_a_path_outside_its_tree_does_not_decode() {
     // A dependency archive's digests name a directory on the worker: hex or nothing.
     let digest = "ab".repeat(32);
     let mut named = unchecked(tree, None);
-    named.dependencies = Some((digest.clone(), digest.clone(), 7));
+    named.dependencies = Some((digest.clone(), digest.clone(), 7, "cargo".to_owned()));
     let job: JobSpec = wire::decode("job", &wire::encode("job", &named).unwrap()).unwrap();
     assert_eq!(
         job.dependencies.map(|d| d.key()),
@@ -229,8 +229,10 @@ fn a_job_naming_a_path_outside_its_tree_does_not_decode() {
         &format!("{}/", &digest[1..]),
     ] {
         for dependencies in [
-            (hostile.to_owned(), digest.clone(), 7),
-            (digest.clone(), hostile.to_owned(), 7),
+            (hostile.to_owned(), digest.clone(), 7, "go".to_owned()),
+            (digest.clone(), hostile.to_owned(), 7, "cargo".to_owned()),
+            // A kind names the store's directory and the worker's: one of the known ones only.
+            (digest.clone(), digest.clone(), 7, hostile.to_owned()),
         ] {
             let mut job = unchecked(tree, None);
             job.dependencies = Some(dependencies);

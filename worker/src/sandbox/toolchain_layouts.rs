@@ -69,8 +69,8 @@ pub struct Needs<'a> {
     pub cwd: &'a Path,
     /// The directories masked empty.
     pub masked: &'a [PathBuf],
-    /// The job's unpacked dependency archive, which its own `CARGO_HOME` names: the host's
-    /// cargo caches and home are then not given at all.
+    /// The job's unpacked dependency archive, which its own `CARGO_HOME` or `GOMODCACHE`
+    /// names: the host's cargo caches and home, and its Go module cache, are then not given.
     pub vendored: Option<&'a Path>,
 }
 
@@ -205,7 +205,13 @@ pub fn resolve(needs: &Needs<'_>, host: &Host<'_>) -> Result<Toolchains, Toolcha
         {
             exposed.push(goroot);
         }
-        if let Some(cache) = go_module_cache(needs, host) {
+        // A job with a dependency archive reads its modules from it (its `GOMODCACHE`, set
+        // with the archive), and nothing of the host's module cache.
+        let host_cache = match needs.vendored {
+            Some(_) => None,
+            None => go_module_cache(needs, host),
+        };
+        if let Some(cache) = host_cache {
             exposed.push(cache.clone());
             env.push(("GOMODCACHE".into(), cache.to_string_lossy().into_owned()));
             env.push(("GOFLAGS".into(), "-mod=mod".into()));

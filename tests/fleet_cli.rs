@@ -1696,8 +1696,14 @@ async fn a_go_module_replaced_from_the_host_or_without_go_sum_is_refused_on_a_fl
         "package greet\n\nfunc Hello(name string) string { return \"hello, \" + name }\n",
     )
     .unwrap();
-    for replacement in [outside.display().to_string(), "../greet-on-the-host".into()] {
+    for replacement in [
+        outside.display().to_string(),
+        "../greet-on-the-host".into(),
+        "./greet-link".into(),
+    ] {
         let repo = go_greeting_repo(fleet.dir(), &host_cache);
+        // A link in the tree, leading out of it.
+        std::os::unix::fs::symlink(&outside, repo.path().join("greet-link")).unwrap();
         let go_mod = std::fs::read_to_string(repo.path().join("go.mod")).unwrap();
         repo.write(
             "go.mod",

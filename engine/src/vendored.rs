@@ -180,22 +180,32 @@ pub async fn store_archives(
     let mut by_lockfile: HashMap<Sha256Hex, Option<DependencyArchive>> = HashMap::new();
     let mut archives = Vec::new();
     for tree in trees {
-        let Some(lockfile) = lockfile_sha256(repo, tree, kind)? else {
-            if kind == DependencyKind::Go {
-                // No go.sum: an error when the go.mod requires modules, else nothing to carry.
-                collect_blocking(repo, tree, kind).await?;
-            }
-            continue;
+        // A Go archive is made from the tree's go.mod as much as its go.sum, and its
+        // replacements are checked against the tree's own files: every tree is collected (in
+        // milliseconds, from the host's module cache), and equal bytes are stored once.
+        let lockfile = match kind {
+            DependencyKind::Cargo => match lockfile_sha256(repo, tree, kind)? {
+                Some(lockfile) => Some(lockfile),
+                None => continue,
+            },
+            DependencyKind::Go => None,
         };
-        if !by_lockfile.contains_key(&lockfile) {
-            let vendored = collect_blocking(repo, tree, kind).await?;
-            if let Some(vendored) = &vendored {
-                upload(store, vendored).await?;
+        let archive = match lockfile.as_ref().and_then(|l| by_lockfile.get(l)) {
+            Some(archive) => archive.clone(),
+            None => {
+                let vendored = collect_blocking(repo, tree, kind).await?;
+                if let Some(vendored) = &vendored {
+                    upload(store, vendored).await?;
+                }
+                let archive = vendored.map(|v| v.archive);
+                if let Some(lockfile) = lockfile {
+                    by_lockfile.insert(lockfile, archive.clone());
+                }
+                archive
             }
-            by_lockfile.insert(lockfile.clone(), vendored.map(|v| v.archive));
-        }
-        if let Some(Some(archive)) = by_lockfile.get(&lockfile) {
-            archives.push((tree.clone(), archive.clone()));
+        };
+        if let Some(archive) = archive {
+            archives.push((tree.clone(), archive));
         }
     }
     Ok(archives)

@@ -477,6 +477,45 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_go_job_reads_the_unpacked_archive_as_its_module_cache_with_no_proxy() {
+        let store = ObjectArtifactStore::open("memory://").unwrap();
+        let bytes = packed();
+        let archive = DependencyArchive {
+            kind: DependencyKind::Go,
+            ..named(&bytes)
+        };
+        store
+            .put_bytes("dependencies", &archive.key(), bytes.clone().into())
+            .await
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let cache = DependencyCache::new(dir.path().join("deps"), ArchiveLimits::default());
+        let sandbox = crate::sandbox::process::ProcessSandbox { network: false };
+        let (tree, private) = (dir.path().join("tree"), dir.path().join("private"));
+        std::fs::create_dir_all(&tree).unwrap();
+        let given = for_job(Some(&cache), &store, &sandbox, &archive, &tree, &private)
+            .await
+            .unwrap();
+        assert!(given.sources.ends_with(archive.cache_name()));
+        assert!(archive.key().starts_with("dependencies/go/"));
+        let sources = given.sources.display().to_string();
+        for (key, value) in [
+            ("GOMODCACHE", sources.as_str()),
+            ("GOPROXY", "off"),
+            ("GOFLAGS", "-mod=mod"),
+            ("GOSUMDB", "off"),
+        ] {
+            assert!(
+                given.env.contains(&(key.to_owned(), value.to_owned())),
+                "{:?}",
+                given.env
+            );
+        }
+        // No cargo home is written for it.
+        assert!(!private.join("cargo-home").exists());
+    }
+
+    #[tokio::test]
     async fn an_archive_whose_bytes_are_not_the_ones_the_job_names_is_refused() {
         let store = ObjectArtifactStore::open("memory://").unwrap();
         let bytes = packed();

@@ -993,6 +993,29 @@ mod tests {
     }
 
     #[test]
+    fn a_go_job_with_a_dependency_archive_gets_none_of_the_hosts_module_cache() {
+        let (_dir, home) = fake_home();
+        let goroot = home.join("sdk/go1.22.0");
+        file(&goroot.join("bin/go"), "");
+        std::fs::create_dir_all(goroot.join("src/runtime")).unwrap();
+        std::fs::create_dir_all(home.join("go/pkg/mod/cache/download")).unwrap();
+        let tree = tempfile::tempdir().unwrap();
+        let path_env = format!("{}:/usr/bin", goroot.join("bin").display());
+        let vendored = home.join("trees/dependencies/archive");
+        std::fs::create_dir_all(&vendored).unwrap();
+        // The job's `GOMODCACHE` names the archive; the host's cache is not brought back.
+        let env = [("GOMODCACHE".to_owned(), vendored.display().to_string())];
+        let found =
+            resolve_vendored(&home, "go", &path_env, &env, tree.path(), Some(&vendored)).unwrap();
+        assert_eq!(found.exposed, vec![goroot]);
+        assert!(
+            !found.env.iter().any(|(k, _)| k == "GOMODCACHE"),
+            "{:?}",
+            found.env
+        );
+    }
+
+    #[test]
     fn a_toolchain_file_naming_a_path_is_refused_before_rustup_runs() {
         let (_dir, home) = fake_home();
         // rustup would answer with the tree's own "toolchain": it must never be asked.

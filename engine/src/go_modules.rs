@@ -198,8 +198,8 @@ fn download(copy: &Path, cache: &Path, tree: &TreeId) -> Result<(), GoModulesErr
     let user_proxy = go(copy, tree, "env", &["env", "GOPROXY"], &[])?;
     let host_download = PathBuf::from(host_cache.trim()).join("cache/download");
     let proxy = match (host_download.is_dir(), user_proxy.trim()) {
-        (true, "") => format!("file://{}", host_download.display()),
-        (true, user) => format!("file://{},{user}", host_download.display()),
+        (true, "") => file_url(&host_download),
+        (true, user) => format!("{},{user}", file_url(&host_download)),
         (false, user) => user.to_owned(),
     };
     let cache = cache.to_string_lossy();
@@ -216,6 +216,22 @@ fn download(copy: &Path, cache: &Path, tree: &TreeId) -> Result<(), GoModulesErr
         ],
     )?;
     Ok(())
+}
+
+/// `dir` as a `file://` URL, every byte but a path's plain ones escaped (a `,` or `|` would
+/// otherwise split the `GOPROXY` list).
+fn file_url(dir: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt as _;
+    let mut url = String::from("file://");
+    for &byte in dir.as_os_str().as_bytes() {
+        match byte {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'/' | b'.' | b'_' | b'-' | b'~' => {
+                url.push(char::from(byte))
+            }
+            _ => url.push_str(&format!("%{byte:02X}")),
+        }
+    }
+    url
 }
 
 /// Runs the host's `go` in `dir` (no workspace, the local toolchain) and returns its stdout.
@@ -258,6 +274,14 @@ fn go(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_host_cache_as_a_proxy_url_cannot_split_the_proxy_list() {
+        assert_eq!(
+            file_url(Path::new("/home/a b/go,x|y/pkg/mod/cache/download")),
+            "file:///home/a%20b/go%2Cx%7Cy/pkg/mod/cache/download"
+        );
+    }
 
     #[test]
     fn a_replacement_directory_is_inside_only_when_it_never_climbs_out() {

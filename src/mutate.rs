@@ -241,18 +241,24 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
         run_id: ProofId(proof::new_proof_id().0.replacen("p-", "m-", 1)),
         cache,
     };
-    // On a fleet, a cargo project's dependencies travel as an archive (see `prove`).
-    let archive = match fleet.is_some() && runner.runner().pins_dependencies_on_host() {
-        true => assay_engine::vendored::store_archives(
+    // On a fleet, a cargo project's or Go module's dependencies travel as an archive (see
+    // `prove`).
+    let kind = runner
+        .runner()
+        .dependency_archive()
+        .filter(|_| fleet.is_some());
+    let archive = match kind {
+        Some(kind) => assay_engine::vendored::store_archives(
             store.as_ref(),
             &request.repo,
             std::slice::from_ref(&request.tree),
+            kind,
         )
         .await
         .map_err(|e| Failure::infrastructure(e.into()))?
         .pop()
         .map(|(_, archive)| archive),
-        false => None,
+        None => None,
     };
     let queue = assay_engine::vendored::WithDependencies::every_job(&*queue, archive);
     let progress = StderrProgress::new(args.console.progress, args.console.quiet, slots);

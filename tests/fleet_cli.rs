@@ -1403,7 +1403,7 @@ async fn a_cargo_proof_runs_on_a_fleet_with_the_process_sandbox() {
 async fn dependency_archives(fleet: &ClusterSandbox) -> Vec<(String, i64)> {
     use assay_transport::store::ArtifactStore;
     let mut archives: Vec<(String, i64)> = fleet_store(fleet)
-        .list(assay_common::dependency_archive::KEY_PREFIX)
+        .list(&assay_common::dependency_archive::DependencyKind::Cargo.key_prefix())
         .await
         .unwrap()
         .into_iter()
@@ -1538,4 +1538,198 @@ async fn a_git_dependency_travels_in_the_archive_to_a_worker_without_a_cargo_cac
     let stored = dependency_archives(&fleet).await;
     assert_eq!(stored.len(), 1, "{stored:?}");
     assert_eq!(std::fs::read_dir(&empty_cargo_home).unwrap().count(), 0);
+}
+
+/// The Go dependency archives the fleet's store holds: each key with when it was written.
+async fn go_module_archives(fleet: &ClusterSandbox) -> Vec<(String, i64)> {
+    use assay_transport::store::ArtifactStore;
+    let mut archives: Vec<(String, i64)> = fleet_store(fleet)
+        .list(&assay_common::dependency_archive::DependencyKind::Go.key_prefix())
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|object| (object.key, object.modified_secs))
+        .collect();
+    archives.sort();
+    archives
+}
+
+/// A Go module requiring `example.com/greet` (from the module proxy in a directory that
+/// [`support::go_module_proxy`] writes), whose greeting is fixed by its second commit; its
+/// `go.sum` and the submitting host's module cache `host_cache` are filled as `go mod download`
+/// fills them.
+fn go_greeting_repo(dir: &Path, host_cache: &Path) -> Repo {
+    let proxy = dir.join("proxy");
+    support::go_module_proxy(&proxy);
+    let repo = Repo::new();
+    let greeting = |name: &str| {
+        format!(
+            "package app\n\nimport \"example.com/greet\"\n\nfunc Greeting() string {{ return greet.Hello(\"{name}\") }}\n"
+        )
+    };
+    repo.write(
+        "go.mod",
+        "module example.com/app\n\ngo 1.19\n\nrequire example.com/greet v1.0.0\n",
+    )
+    .write("app.go", &greeting("World"))
+    .write(
+        "app_test.go",
+        "package app\n\nimport \"testing\"\n\nfunc TestGreeting(t *testing.T) {\n\tif Greeting() != \"hello, world\" {\n\t\tt.Fatal(Greeting())\n\t}\n}\n",
+    );
+    let status = Command::new("go")
+        .args(["mod", "download", "example.com/greet"])
+        .current_dir(repo.path())
+        .env("GOMODCACHE", host_cache)
+        .env("GOPROXY", format!("file://{}", proxy.display()))
+        .env("GOSUMDB", "off")
+        .env("GOFLAGS", "-mod=mod")
+        .status()
+        .expect("go runs");
+    assert!(status.success());
+    repo.commit("app: greeting");
+    repo.write("app.go", &greeting("world"));
+    repo.commit("app: lower case");
+    repo
+}
+
+/// `assay prove --cluster` of the Go module `repo`, with the submitting host's module cache
+/// `host_cache` and no proxy to reach.
+fn prove_go(fleet: &ClusterSandbox, repo: &Repo, host_cache: &Path, name: &str) -> Run {
+    let json = fleet.dir().join(name);
+    let mut command = fleet_command(fleet, &["prove", "--cluster", &fleet.nats_url()]);
+    command
+        .arg("-C")
+        .arg(repo.path())
+        .args([
+            "--base",
+            "HEAD~1",
+            "--criterion",
+            "test: TestGreeting",
+            "--repeats",
+            "1",
+            "--no-mutation",
+            "--no-cache",
+            "--json",
+        ])
+        .arg(&json)
+        .env("GOMODCACHE", host_cache)
+        .env("GOPROXY", "off")
+        .env("GOSUMDB", "off");
+    support::run(command, Some(json))
+}
+
+/// A Go module whose dependency is in the submitting host's module cache, proved on a fleet
+/// whose process-sandbox worker has an empty module cache and `GOPATH`: the module cache
+/// entries its `go.sum` needs travel as one archive, stored once for two proofs, and the job
+/// reads them with no proxy and nothing of the worker's own cache.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_go_module_is_proven_on_a_fleet_whose_worker_has_no_module_cache() {
+    let fleet = start_fleet();
+    let _coordinator = coordinator(&fleet);
+    let empty_cache = fleet.dir().join("empty-modcache");
+    let empty_gopath = fleet.dir().join("empty-gopath");
+    std::fs::create_dir_all(&empty_cache).unwrap();
+    std::fs::create_dir_all(&empty_gopath).unwrap();
+    let _worker = worker_with(
+        &fleet,
+        "worker-go",
+        "2",
+        &[
+            ("GOMODCACHE", empty_cache.to_string_lossy().into_owned()),
+            ("GOPATH", empty_gopath.to_string_lossy().into_owned()),
+        ],
+    );
+    let host_cache = fleet.dir().join("host-modcache");
+    let repo = go_greeting_repo(fleet.dir(), &host_cache);
+    let first = prove_go(&fleet, &repo, &host_cache, "first.json");
+    assert_eq!(first.code, 0, "{}", first.explain());
+    assert_eq!(first.verdict_of("C1"), "proven", "{}", first.explain());
+    // Both sides share one go.sum: one archive.
+    let stored = go_module_archives(&fleet).await;
+    assert_eq!(stored.len(), 1, "{stored:?}");
+    let second = prove_go(&fleet, &repo, &host_cache, "second.json");
+    assert_eq!(second.code, 0, "{}", second.explain());
+    assert_eq!(second.verdict_of("C1"), "proven", "{}", second.explain());
+    assert_eq!(go_module_archives(&fleet).await, stored, "written again");
+    // The worker unpacked it once, extracted modules and all, and its own cache stayed empty.
+    let unpacked: Vec<PathBuf> =
+        std::fs::read_dir(fleet.dir().join("worker-go-trees/dependencies"))
+            .unwrap()
+            .filter_map(|entry| entry.ok())
+            .filter(|entry| entry.file_name().to_string_lossy().starts_with("go-"))
+            .map(|entry| entry.path())
+            .collect();
+    assert_eq!(unpacked.len(), 1, "{unpacked:?}");
+    assert!(
+        unpacked[0]
+            .join("example.com/greet@v1.0.0/greet.go")
+            .is_file()
+    );
+    assert!(
+        unpacked[0]
+            .join("cache/download/example.com/greet/@v/v1.0.0.mod")
+            .is_file()
+    );
+    assert_eq!(std::fs::read_dir(&empty_cache).unwrap().count(), 0);
+    assert_eq!(std::fs::read_dir(&empty_gopath).unwrap().count(), 0);
+}
+
+/// What a Go module's archive cannot be made of, the submitter refuses before any job: a
+/// `replace` by a directory of the submitting host (an absolute path, or one climbing out of
+/// the tree), whose files would otherwise be read there, and requirements with no `go.sum`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_go_module_replaced_from_the_host_or_without_go_sum_is_refused_on_a_fleet() {
+    let fleet = start_fleet();
+    let _coordinator = coordinator(&fleet);
+    let _worker = worker(&fleet, "worker-go", "1");
+    let host_cache = fleet.dir().join("host-modcache");
+    // A module on the host that the replacement names: a real one, so only the refusal stops it.
+    let outside = fleet.dir().join("greet-on-the-host");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(
+        outside.join("go.mod"),
+        "module example.com/greet\n\ngo 1.19\n",
+    )
+    .unwrap();
+    std::fs::write(
+        outside.join("greet.go"),
+        "package greet\n\nfunc Hello(name string) string { return \"hello, \" + name }\n",
+    )
+    .unwrap();
+    for replacement in [
+        outside.display().to_string(),
+        "../greet-on-the-host".into(),
+        "./greet-link".into(),
+    ] {
+        let repo = go_greeting_repo(fleet.dir(), &host_cache);
+        // A link in the tree, leading out of it.
+        std::os::unix::fs::symlink(&outside, repo.path().join("greet-link")).unwrap();
+        let go_mod = std::fs::read_to_string(repo.path().join("go.mod")).unwrap();
+        repo.write(
+            "go.mod",
+            &format!("{go_mod}\nreplace example.com/greet => {replacement}\n"),
+        );
+        repo.commit("app: greet from the host");
+        let run = prove_go(&fleet, &repo, &host_cache, "replaced.json");
+        assert_ne!(run.code, 0, "{}", run.explain());
+        assert!(
+            run.stderr.contains(&format!(
+                "replaces example.com/greet with the directory {replacement}, outside the tree"
+            )),
+            "{}",
+            run.stderr
+        );
+    }
+    let repo = go_greeting_repo(fleet.dir(), &host_cache);
+    repo.remove("go.sum");
+    repo.commit("app: no go.sum");
+    let run = prove_go(&fleet, &repo, &host_cache, "unsummed.json");
+    assert_ne!(run.code, 0, "{}", run.explain());
+    assert!(
+        run.stderr
+            .contains("requires modules but the tree has no go.sum"),
+        "{}",
+        run.stderr
+    );
+    assert!(go_module_archives(&fleet).await.is_empty());
 }

@@ -447,3 +447,90 @@ fn go_and_javascript_mutants_on_the_fleet_reach_the_verdicts_of_an_embedded_run(
         );
     }
 }
+
+/// `assay mutate --cluster` of a Go module requiring `example.com/greet`, which is in the
+/// submitting host's module cache only, on a worker whose module cache and `GOPATH` are empty:
+/// the module cache entries travel as one archive named in every job, so every mutant is
+/// judged, none errs, and the worker's own cache stays empty.
+#[test]
+fn a_go_modules_dependencies_reach_a_worker_without_a_module_cache_as_an_archive() {
+    let out = tempfile::tempdir().expect("temp dir");
+    let proxy = out.path().join("proxy");
+    let host_cache = out.path().join("host-modcache");
+    support::go_module_proxy(&proxy);
+    let repo = support::Repo::new();
+    repo.write(
+        "go.mod",
+        "module example.com/app\n\ngo 1.19\n\nrequire example.com/greet v1.0.0\n",
+    )
+    .write(
+        "app.go",
+        "package app\n\nimport \"example.com/greet\"\n\n// Greeting greets one or many.\nfunc Greeting(n int) string {\n\tif n < 2 {\n\t\treturn greet.Hello(\"one\")\n\t}\n\treturn greet.Hello(\"many\")\n}\n",
+    )
+    .write(
+        "app_test.go",
+        "package app\n\nimport \"testing\"\n\nfunc TestGreeting(t *testing.T) {\n\tif Greeting(1) != \"hello, one\" || Greeting(5) != \"hello, many\" {\n\t\tt.Fatal(Greeting(1), Greeting(5))\n\t}\n}\n",
+    );
+    let status = std::process::Command::new("go")
+        .args(["mod", "download", "example.com/greet"])
+        .current_dir(repo.path())
+        .env("GOMODCACHE", &host_cache)
+        .env("GOPROXY", format!("file://{}", proxy.display()))
+        .env("GOSUMDB", "off")
+        .env("GOFLAGS", "-mod=mod")
+        .status()
+        .expect("go runs");
+    assert!(status.success());
+    repo.commit("app");
+    let empty_cache = out.path().join("empty-modcache");
+    let empty_gopath = out.path().join("empty-gopath");
+    std::fs::create_dir_all(&empty_cache).expect("module cache");
+    std::fs::create_dir_all(&empty_gopath).expect("GOPATH");
+    let cluster = Fleet::start(
+        &[
+            ("GOMODCACHE".into(), empty_cache.display().to_string()),
+            ("GOPATH".into(), empty_gopath.display().to_string()),
+        ],
+        &[],
+    );
+    let flags = cluster.flags();
+    let mut args: Vec<&str> = vec!["--runner", "go"];
+    args.extend(flags.iter().map(String::as_str));
+    let mut env = cluster.env();
+    env.extend([
+        ("GOMODCACHE".into(), host_cache.display().to_string()),
+        ("GOPROXY".into(), "off".into()),
+        ("GOSUMDB".into(), "off".into()),
+    ]);
+    let fleet = mutate(&repo, &out.path().join("fleet"), &args, &env);
+    assert!(
+        fleet.code == 0 || fleet.code == 5,
+        "{}\n{}",
+        fleet.explain(),
+        cluster.logs()
+    );
+    let found = statuses(fleet.evidence.as_ref().expect("fleet report"));
+    assert!(
+        found.iter().any(|(_, status)| status == "Killed"),
+        "{found:?}\n{}",
+        cluster.logs()
+    );
+    assert!(
+        found
+            .iter()
+            .all(|(_, status)| status == "Killed" || status == "Survived"),
+        "{found:?}\n{}",
+        cluster.logs()
+    );
+    assert_eq!(std::fs::read_dir(&empty_cache).expect("cache").count(), 0);
+    assert_eq!(std::fs::read_dir(&empty_gopath).expect("GOPATH").count(), 0);
+    let unpacked: Vec<String> =
+        std::fs::read_dir(cluster.sandbox.dir().join("worker-trees/dependencies"))
+            .expect("the worker's dependency cache")
+            .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+            .collect();
+    assert!(
+        unpacked.len() == 1 && unpacked[0].starts_with("go-"),
+        "{unpacked:?}"
+    );
+}

@@ -1,5 +1,6 @@
-//! A cargo project's dependencies as they travel through a fleet: the submitter vendors the
-//! sources its tree's `Cargo.lock` names into an archive and stores it, and a job names that
+//! A project's dependencies as they travel through a fleet: the submitter collects what its
+//! tree's lockfile names (a cargo project's `Cargo.lock`: the vendored sources; a Go module's
+//! `go.sum`: the module cache entries) into an archive and stores it, and a job names that
 //! archive, so a worker builds offline from it and from nothing of its own (docs/FORMATS.md,
 //! "Dependency archives"). This is the data a job carries; packing and unpacking live with the
 //! store (`assay_transport::dependency_archive`).
@@ -55,31 +56,75 @@ impl From<Sha256Hex> for String {
     }
 }
 
-/// The vendored dependencies of one `Cargo.lock`, as stored: keyed by the lockfile's sha256
-/// (the same lockfile, the same key) and the archive's own, which a worker checks the bytes it
-/// fetched against before it unpacks anything.
+/// What an archive holds, and so which lockfile keys it and how a job builds from it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DependencyKind {
+    /// `cargo vendor`'s directory for a `Cargo.lock`; the job's cargo home replaces the
+    /// registry (and the lockfile's git sources) with it.
+    Cargo,
+    /// The Go module cache entries a `go.sum`'s module needs (`cache/download/…` and the
+    /// extracted `module@version` directories); the job's `GOMODCACHE`, read-only.
+    Go,
+}
+
+impl DependencyKind {
+    /// The name of the store's directory, and of the worker's cache entries, of this kind.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Cargo => "cargo",
+            Self::Go => "go",
+        }
+    }
+
+    /// The file at a tree's root whose sha256 keys the archive.
+    pub fn lockfile(self) -> &'static str {
+        match self {
+            Self::Cargo => "Cargo.lock",
+            Self::Go => "go.sum",
+        }
+    }
+
+    /// Where every archive of this kind is stored: `dependencies/{kind}/`.
+    pub fn key_prefix(self) -> String {
+        format!("dependencies/{}/", self.name())
+    }
+}
+
+/// The dependencies of one lockfile, as stored: keyed by the lockfile's sha256 (the same
+/// lockfile, the same key) and the archive's own, which a worker checks the bytes it fetched
+/// against before it unpacks anything.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct DependencyArchive {
-    /// The sha256 of the `Cargo.lock` whose packages the archive holds.
+    /// The sha256 of the lockfile (`Cargo.lock`, `go.sum`) whose dependencies the archive holds.
     pub lockfile_sha256: Sha256Hex,
     /// The sha256 of the archive's bytes.
     pub sha256: Sha256Hex,
     /// The archive's size.
     pub bytes: u64,
+    /// What the archive holds.
+    pub kind: DependencyKind,
 }
 
-/// Where every dependency archive is stored.
-pub const KEY_PREFIX: &str = "dependencies/cargo/";
-
 impl DependencyArchive {
-    /// The archive's key in the store: `dependencies/cargo/{lockfile sha256}/{sha256}.tar`.
+    /// The archive's key in the store: `dependencies/{kind}/{lockfile sha256}/{sha256}.tar`.
     pub fn key(&self) -> String {
-        format!("{KEY_PREFIX}{}/{}.tar", self.lockfile_sha256, self.sha256)
+        format!(
+            "{}{}/{}.tar",
+            self.kind.key_prefix(),
+            self.lockfile_sha256,
+            self.sha256
+        )
     }
 
-    /// A name for the archive on a worker's disk, made of the two digests only.
+    /// A name for the archive on a worker's disk, made of its kind and the two digests only.
     pub fn cache_name(&self) -> String {
-        format!("{}-{}", self.lockfile_sha256, self.sha256)
+        format!(
+            "{}-{}-{}",
+            self.kind.name(),
+            self.lockfile_sha256,
+            self.sha256
+        )
     }
 }
 
@@ -206,6 +251,7 @@ mod tests {
             lockfile_sha256: digest('a'),
             sha256: digest('b'),
             bytes: 7,
+            kind: DependencyKind::Cargo,
         };
         assert_eq!(
             archive.key(),
@@ -217,7 +263,19 @@ mod tests {
         );
         assert_eq!(
             archive.cache_name(),
-            format!("{}-{}", "a".repeat(64), "b".repeat(64))
+            format!("cargo-{}-{}", "a".repeat(64), "b".repeat(64))
+        );
+        let go = DependencyArchive {
+            kind: DependencyKind::Go,
+            ..archive
+        };
+        assert_eq!(
+            go.key(),
+            format!("dependencies/go/{}/{}.tar", "a".repeat(64), "b".repeat(64))
+        );
+        assert_eq!(
+            go.cache_name(),
+            format!("go-{}-{}", "a".repeat(64), "b".repeat(64))
         );
     }
 

@@ -218,9 +218,9 @@ pub struct ProofSubmission {
     /// files is judged on the candidate alone. Added in wire protocol 16.
     #[serde(default)]
     pub allow_test_only: bool,
-    /// The vendored dependencies of each pinned tree, already in the store: every job of the
-    /// proof on one of these trees names its archive. Empty: the workers' own caches. Added
-    /// in wire protocol 19.
+    /// The dependency archive of each tree (a cargo project's, a Go module's), already in the
+    /// store: every job of the proof on one of these trees names its archive. Empty: the
+    /// workers' own caches. Added in wire protocol 19.
     #[serde(default)]
     pub dependencies: Vec<(TreeId, crate::dependency_archive::DependencyArchive)>,
 }

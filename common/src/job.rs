@@ -104,9 +104,9 @@ pub struct JobSpec {
     /// Prebuilt test executables: a build job keeps them, a run job runs them (see
     /// [`TestBinaries`]). `None` for every other job.
     pub binaries: Option<TestBinaries>,
-    /// The vendored dependencies a cargo job builds from instead of the worker's own cargo
-    /// caches (see [`crate::dependency_archive`]); `None`: the host's caches, as embedded mode
-    /// gives them. Added in wire protocol 19.
+    /// The dependencies a cargo or Go job builds from instead of the worker's own caches (see
+    /// [`crate::dependency_archive`]); `None`: the host's caches, as embedded mode gives them.
+    /// Added in wire protocol 19; its kind (Go archives) in 20.
     pub dependencies: Option<crate::dependency_archive::DependencyArchive>,
 }
 

@@ -276,6 +276,13 @@ pub trait Runner: Sync {
         false
     }
 
+    /// What of the tree's dependencies travels to a fleet's workers as an archive, so they
+    /// build from the submitter's resolution and need no network (see
+    /// [`crate::dependency_archive`]); `None`: the workers' own caches serve the jobs.
+    fn dependency_archive(&self) -> Option<crate::dependency_archive::DependencyKind> {
+        None
+    }
+
     /// Extra arguments for a mutant's run: what makes a kill cheaper to report. `mapped`: the
     /// baseline mapped lines to tests, so the run holds only the tests that reach the mutant.
     fn mutant_run_arguments(&self, _mapped: bool) -> &'static [&'static str] {

@@ -147,7 +147,8 @@ struct UncheckedJob {
     rewrites: Vec<(String, usize, usize, String)>,
     binaries: Option<assay_common::job::TestBinaries>,
     /// The lockfile's and the archive's sha256, and its size.
-    dependencies: Option<(String, String, u64)>,
+    /// The archive's digests, size and kind (its variant's index: cargo 0, go 1).
+    dependencies: Option<(String, String, u64, u32)>,
 }
 
 fn unchecked(tree: &str, edit_path: Option<&str>) -> UncheckedJob {
@@ -216,11 +217,11 @@ fn a_job_naming_a_path_outside_its_tree_does_not_decode() {
     // A dependency archive's digests name a directory on the worker: hex or nothing.
     let digest = "ab".repeat(32);
     let mut named = unchecked(tree, None);
-    named.dependencies = Some((digest.clone(), digest.clone(), 7));
+    named.dependencies = Some((digest.clone(), digest.clone(), 7, 1));
     let job: JobSpec = wire::decode("job", &wire::encode("job", &named).unwrap()).unwrap();
     assert_eq!(
         job.dependencies.map(|d| d.key()),
-        Some(format!("dependencies/cargo/{digest}/{digest}.tar"))
+        Some(format!("dependencies/go/{digest}/{digest}.tar"))
     );
     for hostile in [
         "../../../tmp/evil",
@@ -229,8 +230,8 @@ fn a_job_naming_a_path_outside_its_tree_does_not_decode() {
         &format!("{}/", &digest[1..]),
     ] {
         for dependencies in [
-            (hostile.to_owned(), digest.clone(), 7),
-            (digest.clone(), hostile.to_owned(), 7),
+            (hostile.to_owned(), digest.clone(), 7, 1),
+            (digest.clone(), hostile.to_owned(), 7, 0),
         ] {
             let mut job = unchecked(tree, None);
             job.dependencies = Some(dependencies);
@@ -241,5 +242,16 @@ fn a_job_naming_a_path_outside_its_tree_does_not_decode() {
                 "{hostile:?}: {err}"
             );
         }
+    }
+    // The kind names the store's directory and the worker's: a known one only.
+    for kind in [2, u32::MAX] {
+        let mut job = unchecked(tree, None);
+        job.dependencies = Some((digest.clone(), digest.clone(), 7, kind));
+        let bytes = wire::encode("job", &job).unwrap();
+        let err = wire::decode::<JobSpec>("job", &bytes).unwrap_err();
+        assert!(
+            matches!(err, wire::WireError::Decode { .. }),
+            "kind {kind}: {err}"
+        );
     }
 }

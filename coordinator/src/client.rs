@@ -125,7 +125,7 @@ pub async fn upload_trees(
     Ok(())
 }
 
-/// For a runner whose dependencies are pinned on this host (cargo), vendors the dependencies
+/// For a runner whose dependencies travel as an archive (cargo, Go), collects the dependencies
 /// of every tree the proof's jobs run on, and of the candidate's (its mutants), and stores
 /// each archive once (see [`assay_engine::vendored`]): what the submission's `dependencies`
 /// names, so the workers build offline from it.
@@ -133,14 +133,14 @@ pub async fn upload_dependencies(
     store: &dyn ArtifactStore,
     prepared: &PreparedProof,
 ) -> Result<Vec<(TreeId, DependencyArchive)>, ClientError> {
-    if !prepared.runner.runner().pins_dependencies_on_host() {
+    let Some(kind) = prepared.runner.runner().dependency_archive() else {
         return Ok(Vec::new());
-    }
+    };
     let mut trees: Vec<TreeId> = prepared.jobs.iter().map(|j| j.tree.clone()).collect();
     trees.push(prepared.change.candidate.tree.clone());
     trees.sort();
     trees.dedup();
-    assay_engine::vendored::store_archives(store, &prepared.request.repo, &trees)
+    assay_engine::vendored::store_archives(store, &prepared.request.repo, &trees, kind)
         .await
         .map_err(|e| ClientError::Upload {
             message: assay_transport::error_chain::error_chain(&e),

@@ -225,13 +225,17 @@ pub(crate) fn cargo(
     if output.status.success() {
         return Ok(String::from_utf8_lossy(&output.stdout).into_owned());
     }
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
     Err(DependencyError::Cargo {
         step,
         tree: tree.clone(),
-        stderr: lines[lines.len().saturating_sub(STDERR_LINES)..].join("\n"),
+        stderr: last_lines(&String::from_utf8_lossy(&output.stderr)),
     })
+}
+
+/// The last [`STDERR_LINES`] lines of a tool's output that say something.
+pub(crate) fn last_lines(output: &str) -> String {
+    let lines: Vec<&str> = output.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines[lines.len().saturating_sub(STDERR_LINES)..].join("\n")
 }
 
 /// Removes, everywhere in the copy, what would make the host's cargo or rustup run a program

@@ -9,6 +9,7 @@ pub mod coverage;
 pub mod dependencies;
 pub mod diff_coverage;
 pub mod dispatch;
+pub mod go_modules;
 pub mod harness;
 pub mod mutation;
 pub mod plan;

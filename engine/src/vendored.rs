@@ -1,5 +1,5 @@
-//! A cargo project's dependencies made to travel with its trees to a fleet: on the submitting
-//! side, after [`crate::dependencies`] pinned and fetched them, the host's cargo vendors the
+//! A project's dependencies made to travel with its trees to a fleet. For a cargo project
+//! (a Go module's: [`crate::go_modules`]), on the submitting side, after [`crate::dependencies`] pinned and fetched them, the host's cargo vendors the
 //! packages each tree's `Cargo.lock` names (`cargo vendor --locked --offline`, on the same
 //! stripped checkout, so neither a build script nor the tree's configuration runs), the result
 //! is packed ([`assay_transport::dependency_archive`]) and stored once per lockfile and
@@ -8,7 +8,7 @@
 
 use crate::dependencies::{self, DependencyError};
 use assay_common::TreeId;
-use assay_common::dependency_archive::{DependencyArchive, Sha256Hex};
+use assay_common::dependency_archive::{DependencyArchive, DependencyKind, Sha256Hex};
 use assay_common::job::{JobResult, JobSpec};
 use assay_transport::queue::{JobQueue, QueueError};
 use assay_transport::store::{ArtifactStore, StoreError};
@@ -26,8 +26,11 @@ pub struct Vendored {
 pub enum VendorError {
     #[error(transparent)]
     Cargo(#[from] DependencyError),
-    #[error("failed to read the Cargo.lock of tree {tree}")]
+    #[error(transparent)]
+    Go(#[from] crate::go_modules::GoModulesError),
+    #[error("failed to read the {lockfile} of tree {tree}")]
     Lockfile {
+        lockfile: &'static str,
         tree: TreeId,
         #[source]
         source: Box<crate::source::SourceError>,
@@ -48,10 +51,15 @@ pub enum VendorError {
     Task { tree: TreeId, message: String },
 }
 
-/// The sha256 of `tree`'s `Cargo.lock`, when it has one.
-pub fn lockfile_sha256(repo: &Path, tree: &TreeId) -> Result<Option<Sha256Hex>, VendorError> {
-    let lockfile = crate::source::read_file(repo, tree, "Cargo.lock").map_err(|source| {
+/// The sha256 of `tree`'s lockfile of `kind` (`Cargo.lock`, `go.sum`), when it has one.
+pub fn lockfile_sha256(
+    repo: &Path,
+    tree: &TreeId,
+    kind: DependencyKind,
+) -> Result<Option<Sha256Hex>, VendorError> {
+    let lockfile = crate::source::read_file(repo, tree, kind.lockfile()).map_err(|source| {
         VendorError::Lockfile {
+            lockfile: kind.lockfile(),
             tree: tree.clone(),
             source: Box::new(source),
         }
@@ -59,7 +67,7 @@ pub fn lockfile_sha256(repo: &Path, tree: &TreeId) -> Result<Option<Sha256Hex>, 
     Ok(lockfile.map(|bytes| digest(&bytes)))
 }
 
-fn digest(bytes: &[u8]) -> Sha256Hex {
+pub(crate) fn digest(bytes: &[u8]) -> Sha256Hex {
     // A sha256 in lowercase hex always parses.
     Sha256Hex::parse(&hex::encode(Sha256::digest(bytes)))
         .unwrap_or_else(|_| unreachable!("a sha256 digest is 64 hex digits"))
@@ -70,7 +78,7 @@ fn digest(bytes: &[u8]) -> Sha256Hex {
 /// or when its lockfile names another registry than the default one: the jobs then read the
 /// worker's own caches, as before.
 pub fn vendor_cargo(repo: &Path, tree: &TreeId) -> Result<Option<Vendored>, VendorError> {
-    let Some(lockfile_sha256) = lockfile_sha256(repo, tree)? else {
+    let Some(lockfile_sha256) = lockfile_sha256(repo, tree, DependencyKind::Cargo)? else {
         return Ok(None);
     };
     let (scratch, copy) = dependencies::stripped_checkout(repo, tree)?;
@@ -110,6 +118,7 @@ pub fn vendor_cargo(repo: &Path, tree: &TreeId) -> Result<Option<Vendored>, Vend
             lockfile_sha256,
             sha256: digest(&bytes),
             bytes: bytes.len() as u64,
+            kind: DependencyKind::Cargo,
         },
         bytes,
     }))
@@ -132,34 +141,71 @@ fn other_source(lockfile: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// Vendors and stores the dependencies of each of `trees` (once per distinct `Cargo.lock`),
-/// skipping an upload the store already holds; returns the archive each tree's jobs name.
+/// Collects the dependencies of `kind` of `tree`: vendored (cargo) or downloaded (Go).
+fn collect(
+    repo: &Path,
+    tree: &TreeId,
+    kind: DependencyKind,
+) -> Result<Option<Vendored>, VendorError> {
+    match kind {
+        DependencyKind::Cargo => vendor_cargo(repo, tree),
+        DependencyKind::Go => crate::go_modules::collect(repo, tree),
+    }
+}
+
+/// [`collect`] on a blocking thread.
+async fn collect_blocking(
+    repo: &Path,
+    tree: &TreeId,
+    kind: DependencyKind,
+) -> Result<Option<Vendored>, VendorError> {
+    let (at, of) = (repo.to_owned(), tree.clone());
+    tokio::task::spawn_blocking(move || collect(&at, &of, kind))
+        .await
+        .map_err(|e| VendorError::Task {
+            tree: tree.clone(),
+            message: e.to_string(),
+        })?
+}
+
+/// Collects and stores the dependencies of `kind` of each of `trees` (once per distinct
+/// lockfile), skipping an upload the store already holds; returns the archive each tree's
+/// jobs name.
 pub async fn store_archives(
     store: &dyn ArtifactStore,
     repo: &Path,
     trees: &[TreeId],
+    kind: DependencyKind,
 ) -> Result<Vec<(TreeId, DependencyArchive)>, VendorError> {
     let mut by_lockfile: HashMap<Sha256Hex, Option<DependencyArchive>> = HashMap::new();
     let mut archives = Vec::new();
     for tree in trees {
-        let Some(lockfile) = lockfile_sha256(repo, tree)? else {
-            continue;
+        // A Go archive is made from the tree's go.mod as much as its go.sum, and its
+        // replacements are checked against the tree's own files: every tree is collected (in
+        // milliseconds, from the host's module cache), and equal bytes are stored once.
+        let lockfile = match kind {
+            DependencyKind::Cargo => match lockfile_sha256(repo, tree, kind)? {
+                Some(lockfile) => Some(lockfile),
+                None => continue,
+            },
+            DependencyKind::Go => None,
         };
-        if !by_lockfile.contains_key(&lockfile) {
-            let (at, of) = (repo.to_owned(), tree.clone());
-            let vendored = tokio::task::spawn_blocking(move || vendor_cargo(&at, &of))
-                .await
-                .map_err(|e| VendorError::Task {
-                    tree: tree.clone(),
-                    message: e.to_string(),
-                })??;
-            if let Some(vendored) = &vendored {
-                upload(store, vendored).await?;
+        let archive = match lockfile.as_ref().and_then(|l| by_lockfile.get(l)) {
+            Some(archive) => archive.clone(),
+            None => {
+                let vendored = collect_blocking(repo, tree, kind).await?;
+                if let Some(vendored) = &vendored {
+                    upload(store, vendored).await?;
+                }
+                let archive = vendored.map(|v| v.archive);
+                if let Some(lockfile) = lockfile {
+                    by_lockfile.insert(lockfile, archive.clone());
+                }
+                archive
             }
-            by_lockfile.insert(lockfile.clone(), vendored.map(|v| v.archive));
-        }
-        if let Some(Some(archive)) = by_lockfile.get(&lockfile) {
-            archives.push((tree.clone(), archive.clone()));
+        };
+        if let Some(archive) = archive {
+            archives.push((tree.clone(), archive));
         }
     }
     Ok(archives)
@@ -175,7 +221,7 @@ async fn upload(store: &dyn ArtifactStore, vendored: &Vendored) -> Result<(), Ve
     // A listing is of a directory: the lockfile's holds each archive made for it.
     let directory = format!(
         "{}{}",
-        assay_common::dependency_archive::KEY_PREFIX,
+        vendored.archive.kind.key_prefix(),
         vendored.archive.lockfile_sha256
     );
     let stored = store.list(&directory).await.map_err(failed)?;

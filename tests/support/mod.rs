@@ -239,3 +239,85 @@ pub fn commit_release(repo: &Repo, unpacked: &std::path::Path, message: &str) {
         .write(".gitignore", "/target\n");
     repo.commit(message);
 }
+
+/// A module proxy in a directory (the layout `GOPROXY=file://` reads) holding
+/// `example.com/greet v1.0.0`.
+pub fn go_module_proxy(dir: &std::path::Path) {
+    use std::io::Write;
+    let versions = dir.join("example.com/greet/@v");
+    std::fs::create_dir_all(&versions).expect("proxy dir");
+    let module = "module example.com/greet\n\ngo 1.19\n";
+    let source = "package greet\n\nfunc Hello(name string) string { return \"hello, \" + name }\n";
+    std::fs::write(versions.join("list"), "v1.0.0\n").expect("list");
+    std::fs::write(
+        versions.join("v1.0.0.info"),
+        "{\"Version\":\"v1.0.0\",\"Time\":\"2024-01-01T00:00:00Z\"}",
+    )
+    .expect("info");
+    std::fs::write(versions.join("v1.0.0.mod"), module).expect("mod");
+    let mut zip = Vec::new();
+    {
+        // A stored (uncompressed) zip, as Go's module zips may be: written by hand, since the
+        // format is small and no zip library is needed elsewhere.
+        let mut entries: Vec<(Vec<u8>, u32, u32)> = Vec::new();
+        for (name, body) in [
+            ("example.com/greet@v1.0.0/go.mod", module),
+            ("example.com/greet@v1.0.0/greet.go", source),
+        ] {
+            let offset = zip.len() as u32;
+            let crc = crc32(body.as_bytes());
+            let mut header = Vec::new();
+            header.extend(0x04034b50u32.to_le_bytes());
+            header.extend([20, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+            header.extend(crc.to_le_bytes());
+            header.extend((body.len() as u32).to_le_bytes());
+            header.extend((body.len() as u32).to_le_bytes());
+            header.extend((name.len() as u16).to_le_bytes());
+            header.extend(0u16.to_le_bytes());
+            header.extend(name.as_bytes());
+            zip.extend(&header);
+            zip.extend(body.as_bytes());
+            entries.push((name.as_bytes().to_vec(), crc, offset));
+        }
+        let directory_start = zip.len() as u32;
+        for ((name, crc, offset), body) in entries.iter().zip([module, source]) {
+            let mut central = Vec::new();
+            central.extend(0x02014b50u32.to_le_bytes());
+            central.extend([20, 0, 20, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+            central.extend(crc.to_le_bytes());
+            central.extend((body.len() as u32).to_le_bytes());
+            central.extend((body.len() as u32).to_le_bytes());
+            central.extend((name.len() as u16).to_le_bytes());
+            central.extend([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+            central.extend(offset.to_le_bytes());
+            central.extend(name);
+            zip.extend(central);
+        }
+        let directory_len = zip.len() as u32 - directory_start;
+        zip.extend(0x06054b50u32.to_le_bytes());
+        zip.extend([0, 0, 0, 0]);
+        zip.extend((entries.len() as u16).to_le_bytes());
+        zip.extend((entries.len() as u16).to_le_bytes());
+        zip.extend(directory_len.to_le_bytes());
+        zip.extend(directory_start.to_le_bytes());
+        zip.extend([0, 0]);
+    }
+    std::fs::File::create(versions.join("v1.0.0.zip"))
+        .and_then(|mut f| f.write_all(&zip))
+        .expect("zip");
+}
+
+fn crc32(bytes: &[u8]) -> u32 {
+    let mut crc = 0xffff_ffffu32;
+    for byte in bytes {
+        crc ^= u32::from(*byte);
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ 0xedb8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}

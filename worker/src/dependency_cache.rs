@@ -6,7 +6,7 @@
 //! the others use what is there. Nothing here is ever written again; clearing it is removing
 //! the directory (docs/operations.md, "Dependency archives").
 
-use assay_common::dependency_archive::DependencyArchive;
+use assay_common::dependency_archive::{DependencyArchive, DependencyKind};
 use assay_transport::archive::ArchiveLimits;
 use assay_transport::dependency_archive::UnpackError;
 use assay_transport::store::{ArtifactStore, StoreError};
@@ -169,11 +169,13 @@ async fn fetch(
     Ok(bytes)
 }
 
-/// What a job with a dependency archive is given: its own cargo home, whose configuration
-/// replaces the registry with the unpacked archive, and that directory, bound read-only.
+/// What a job with a dependency archive is given: the environment that makes its toolchain
+/// build from the unpacked archive (a cargo home of its own whose configuration replaces the
+/// registry with it; a Go module cache), and that directory, bound read-only.
 pub struct JobDependencies {
-    /// The job's `CARGO_HOME`, in its private directory.
-    pub cargo_home: PathBuf,
+    /// The variables to set, over the job's own: `CARGO_HOME` (in the job's private
+    /// directory), or `GOMODCACHE` and what keeps `go` off the network.
+    pub env: Vec<(String, String)>,
     /// The unpacked archive on the worker's disk.
     pub sources: PathBuf,
 }
@@ -182,9 +184,10 @@ pub struct JobDependencies {
 /// (and over) the job's cargo home.
 const TREE_CONFIGS: [&str; 2] = [".cargo/config.toml", ".cargo/config"];
 
-/// Prepares a job on `archive`: refuses a tree whose own cargo configuration declares
-/// sources (it would take precedence over the job's), fetches the archive into `cache`, and
-/// writes the job's cargo home under `private`, naming the archive where `sandbox` shows it.
+/// Prepares a job on `archive`: for cargo, refuses a tree whose own cargo configuration
+/// declares sources (it would take precedence over the job's); fetches the archive into
+/// `cache`; and names it where `sandbox` shows it, for cargo in a cargo home written under
+/// `private`.
 pub async fn for_job(
     cache: Option<&DependencyCache>,
     store: &dyn ArtifactStore,
@@ -193,15 +196,34 @@ pub async fn for_job(
     tree_dir: &Path,
     private: &Path,
 ) -> Result<JobDependencies, DependencyCacheError> {
-    for config in TREE_CONFIGS {
-        refuse_tree_sources(&tree_dir.join(config), config)?;
-    }
-    let git = git_sources_of(tree_dir)?;
+    let git = match archive.kind {
+        DependencyKind::Cargo => {
+            for config in TREE_CONFIGS {
+                refuse_tree_sources(&tree_dir.join(config), config)?;
+            }
+            git_sources_of(tree_dir)?
+        }
+        DependencyKind::Go => Vec::new(),
+    };
     let cache = cache.ok_or(DependencyCacheError::NoCache)?;
     let sources = cache.vendored(store, archive).await?;
+    let guest = sandbox.vendored_path(&sources);
+    let env = match archive.kind {
+        DependencyKind::Cargo => cargo_home(private, &guest, &git).await?,
+        DependencyKind::Go => go_env(&guest),
+    };
+    Ok(JobDependencies { env, sources })
+}
+
+/// Writes the job's cargo home under `private`, its configuration naming the archive at
+/// `guest`, and returns the variable that names it.
+async fn cargo_home(
+    private: &Path,
+    guest: &str,
+    git: &[assay_common::dependency_archive::GitSource],
+) -> Result<Vec<(String, String)>, DependencyCacheError> {
     let cargo_home = private.join("cargo-home");
-    let config =
-        assay_common::dependency_archive::cargo_config(&sandbox.vendored_path(&sources), &git);
+    let config = assay_common::dependency_archive::cargo_config(guest, git);
     let io = |path: &Path| {
         let path = path.to_owned();
         move |source| DependencyCacheError::Io { path, source }
@@ -213,10 +235,26 @@ pub async fn for_job(
     tokio::fs::write(&config_path, config)
         .await
         .map_err(io(&config_path))?;
-    Ok(JobDependencies {
-        cargo_home,
-        sources,
-    })
+    Ok(vec![(
+        "CARGO_HOME".to_owned(),
+        cargo_home.to_string_lossy().into_owned(),
+    )])
+}
+
+/// A Go job's module cache: the archive at `guest`, read-only (it holds the extracted
+/// modules, so `go` writes nothing there), and no proxy, checksum database or toolchain
+/// download to reach for.
+fn go_env(guest: &str) -> Vec<(String, String)> {
+    [
+        ("GOMODCACHE", guest),
+        ("GOPROXY", "off"),
+        ("GOFLAGS", "-mod=mod"),
+        ("GOSUMDB", "off"),
+        ("GOTOOLCHAIN", "local"),
+    ]
+    .into_iter()
+    .map(|(name, value)| (name.to_owned(), value.to_owned()))
+    .collect()
 }
 
 /// The git sources the tree's `Cargo.lock` names, which the archive holds vendored (none when
@@ -320,6 +358,7 @@ mod tests {
             lockfile_sha256: Sha256Hex::parse(&"c".repeat(64)).unwrap(),
             sha256: Sha256Hex::parse(&hex::encode(Sha256::digest(bytes))).unwrap(),
             bytes: bytes.len() as u64,
+            kind: DependencyKind::Cargo,
         }
     }
 
@@ -410,7 +449,7 @@ mod tests {
                         | DependencyCacheError::TreeConfigNotAFile { .. })
                 ),
                 "{config} {text:?}: {:?}",
-                refused.map(|given| given.cargo_home)
+                refused.map(|given| given.env)
             );
             assert!(!private.path().join("cargo-home").exists());
         }
@@ -429,11 +468,51 @@ mod tests {
         )
         .await
         .unwrap();
-        let config = std::fs::read_to_string(given.cargo_home.join("config.toml")).unwrap();
+        let cargo_home = &given.env[0].1;
+        let config = std::fs::read_to_string(Path::new(cargo_home).join("config.toml")).unwrap();
         assert!(
             config.contains(&format!("directory = \"{}\"", given.sources.display())),
             "{config}"
         );
+    }
+
+    #[tokio::test]
+    async fn a_go_job_reads_the_unpacked_archive_as_its_module_cache_with_no_proxy() {
+        let store = ObjectArtifactStore::open("memory://").unwrap();
+        let bytes = packed();
+        let archive = DependencyArchive {
+            kind: DependencyKind::Go,
+            ..named(&bytes)
+        };
+        store
+            .put_bytes("dependencies", &archive.key(), bytes.clone().into())
+            .await
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let cache = DependencyCache::new(dir.path().join("deps"), ArchiveLimits::default());
+        let sandbox = crate::sandbox::process::ProcessSandbox { network: false };
+        let (tree, private) = (dir.path().join("tree"), dir.path().join("private"));
+        std::fs::create_dir_all(&tree).unwrap();
+        let given = for_job(Some(&cache), &store, &sandbox, &archive, &tree, &private)
+            .await
+            .unwrap();
+        assert!(given.sources.ends_with(archive.cache_name()));
+        assert!(archive.key().starts_with("dependencies/go/"));
+        let sources = given.sources.display().to_string();
+        for (key, value) in [
+            ("GOMODCACHE", sources.as_str()),
+            ("GOPROXY", "off"),
+            ("GOFLAGS", "-mod=mod"),
+            ("GOSUMDB", "off"),
+        ] {
+            assert!(
+                given.env.contains(&(key.to_owned(), value.to_owned())),
+                "{:?}",
+                given.env
+            );
+        }
+        // No cargo home is written for it.
+        assert!(!private.join("cargo-home").exists());
     }
 
     #[tokio::test]

@@ -332,11 +332,8 @@ async fn run_in(
                 job: job.job_id.clone(),
                 source,
             })?;
-            env.retain(|(key, _)| key != "CARGO_HOME");
-            env.push((
-                "CARGO_HOME".to_owned(),
-                given.cargo_home.to_string_lossy().into_owned(),
-            ));
+            env.retain(|(key, _)| given.env.iter().all(|(set, _)| set != key));
+            env.extend(given.env);
             Some(given.sources)
         }
         None => None,

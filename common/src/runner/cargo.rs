@@ -50,6 +50,10 @@ impl Runner for Cargo {
         true
     }
 
+    fn dependency_archive(&self) -> Option<crate::dependency_archive::DependencyKind> {
+        Some(crate::dependency_archive::DependencyKind::Cargo)
+    }
+
     fn default_command(&self) -> &'static [&'static str] {
         &["cargo", "test"]
     }

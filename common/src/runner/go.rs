@@ -16,6 +16,10 @@ impl Runner for Go {
         &["go", "test"]
     }
 
+    fn dependency_archive(&self) -> Option<crate::dependency_archive::DependencyKind> {
+        Some(crate::dependency_archive::DependencyKind::Go)
+    }
+
     /// `go test -json` names a result's package where other runners name a file.
     fn native_id(&self, result: &crate::outcome::CaseResult) -> String {
         format!("{}.{}", result.file, result.name)

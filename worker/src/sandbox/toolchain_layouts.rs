@@ -69,8 +69,8 @@ pub struct Needs<'a> {
     pub cwd: &'a Path,
     /// The directories masked empty.
     pub masked: &'a [PathBuf],
-    /// The job's unpacked dependency archive, which its own `CARGO_HOME` names: the host's
-    /// cargo caches and home are then not given at all.
+    /// The job's unpacked dependency archive, which its own `CARGO_HOME` or `GOMODCACHE`
+    /// names: the host's cargo caches and home, and its Go module cache, are then not given.
     pub vendored: Option<&'a Path>,
 }
 
@@ -205,7 +205,13 @@ pub fn resolve(needs: &Needs<'_>, host: &Host<'_>) -> Result<Toolchains, Toolcha
         {
             exposed.push(goroot);
         }
-        if let Some(cache) = go_module_cache(needs, host) {
+        // A job with a dependency archive reads its modules from it (its `GOMODCACHE`, set
+        // with the archive), and nothing of the host's module cache.
+        let host_cache = match needs.vendored {
+            Some(_) => None,
+            None => go_module_cache(needs, host),
+        };
+        if let Some(cache) = host_cache {
             exposed.push(cache.clone());
             env.push(("GOMODCACHE".into(), cache.to_string_lossy().into_owned()));
             env.push(("GOFLAGS".into(), "-mod=mod".into()));
@@ -984,6 +990,29 @@ mod tests {
         ] {
             assert!(found.env.contains(&(key.into(), value)), "{found:?}");
         }
+    }
+
+    #[test]
+    fn a_go_job_with_a_dependency_archive_gets_none_of_the_hosts_module_cache() {
+        let (_dir, home) = fake_home();
+        let goroot = home.join("sdk/go1.22.0");
+        file(&goroot.join("bin/go"), "");
+        std::fs::create_dir_all(goroot.join("src/runtime")).unwrap();
+        std::fs::create_dir_all(home.join("go/pkg/mod/cache/download")).unwrap();
+        let tree = tempfile::tempdir().unwrap();
+        let path_env = format!("{}:/usr/bin", goroot.join("bin").display());
+        let vendored = home.join("trees/dependencies/archive");
+        std::fs::create_dir_all(&vendored).unwrap();
+        // The job's `GOMODCACHE` names the archive; the host's cache is not brought back.
+        let env = [("GOMODCACHE".to_owned(), vendored.display().to_string())];
+        let found =
+            resolve_vendored(&home, "go", &path_env, &env, tree.path(), Some(&vendored)).unwrap();
+        assert_eq!(found.exposed, vec![goroot]);
+        assert!(
+            !found.env.iter().any(|(k, _)| k == "GOMODCACHE"),
+            "{:?}",
+            found.env
+        );
     }
 
     #[test]

@@ -78,7 +78,7 @@ pub enum ServiceError {
     /// The artifact store could not be opened.
     #[error(transparent)]
     Store(#[from] StoreError),
-    /// The result cache's signing key could not be read or is unusable.
+    /// The result cache's signing key could not be read, made or is too short.
     #[error(transparent)]
     CacheKey(#[from] assay_engine::result_cache::SigningKeyError),
     /// The health and metrics endpoint could not listen.
@@ -108,7 +108,7 @@ pub enum ServiceError {
 /// What [`serve`] needs to run a coordinator.
 #[derive(Clone, Debug)]
 pub struct CoordinatorConfig {
-    /// The settings every service shares: NATS, prefix, store, probes, fault policy.
+    /// The validated settings: NATS, store, probes and each role's tables.
     pub service: ServiceConfig,
     /// Sizes and timings of the job queue's stream and consumer.
     pub tuning: QueueTuning,

@@ -22,7 +22,7 @@ use tokio::sync::{Mutex, mpsc};
 /// Closed (`true`) when the proof is cancelled; held across each publish.
 pub type PublishGate = Arc<Mutex<bool>>;
 
-/// One proof's [`JobQueue`](assay_transport::queue::JobQueue) over JetStream: publishes its jobs
+/// One proof's [`JobQueue`] over JetStream: publishes its jobs
 /// (admitted one by one, fenced by the lease) and yields its applied results.
 pub struct NatsJobQueue {
     js: jetstream::Context,

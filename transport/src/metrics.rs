@@ -103,7 +103,7 @@ pub struct Metrics {
     pub results_applied: AtomicU64,
     /// Results the coordinator did not apply: a duplicate, or one naming no job of its proof.
     pub results_dropped: AtomicU64,
-    /// Seconds from asking for a sandbox to its command running.
+    /// Seconds from creating a job's container to its start (the Docker sandbox's).
     pub container_start: Histogram,
     job_seconds: [Histogram; KINDS.len()],
     outcomes: [AtomicU64; 4],

@@ -103,7 +103,7 @@ pub const DEPENDENCY_CACHE: &str = "dependencies";
 /// Everything a worker runs with; `service` is the validated file/env/flags layering.
 #[derive(Clone, Debug)]
 pub struct WorkerConfig {
-    /// The settings every service shares: NATS, prefix, store, probes, fault policy.
+    /// The validated settings: NATS, store, probes and each role's tables.
     pub service: ServiceConfig,
     /// Sizes and timings of the job queue's stream and consumer.
     pub tuning: QueueTuning,

@@ -96,7 +96,7 @@ pub enum ServiceError {
         "taking up the lead: {step} did not finish within {limit_ms} ms of taking the lease (three quarters of lease_ttl_ms; a NATS server lost, or a stream electing its leader){last}; giving the lead up so another coordinator takes it"
     )]
     SetupTimedOut {
-        /// The step that ran out of time (e.g. making the streams).
+        /// The step that ran out of time, e.g. "creating the results consumer".
         step: &'static str,
         /// The limit it outlasted, in milliseconds.
         limit_ms: u128,

@@ -227,10 +227,10 @@ pub enum UnpackError {
         #[source]
         source: git2::Error,
     },
+    /// The unpacked entries hash to another tree id than the one asked for.
     #[error(
         "the archive holds tree {found}, not tree {expected}: its entries were changed since it was built"
     )]
-    /// The unpacked entries hash to another tree id than the one asked for.
     NotThisTree {
         /// The tree id the job named.
         expected: String,

@@ -62,7 +62,7 @@ pub enum StoreError {
     /// A file store's directory could not be made.
     #[error("failed to create store directory {path}")]
     CreateDir {
-        /// The directory.
+        /// The directory it tried to make.
         path: PathBuf,
         /// The underlying error.
         #[source]
@@ -71,7 +71,7 @@ pub enum StoreError {
     /// A local file to upload could not be read.
     #[error("failed to read {path} for upload to {key}")]
     ReadLocal {
-        /// The local file.
+        /// The local file to upload.
         path: PathBuf,
         /// The key it was to be stored at.
         key: String,
@@ -120,7 +120,7 @@ pub enum StoreError {
     ReadStored {
         /// The object's key in the store.
         key: String,
-        /// The object's file.
+        /// The file that holds the object.
         path: PathBuf,
         /// The underlying error.
         #[source]
@@ -133,7 +133,7 @@ pub enum StoreError {
     NotRegular {
         /// The object's key in the store.
         key: String,
-        /// The object's file.
+        /// The file that holds the object.
         path: PathBuf,
         /// The underlying error.
         #[source]
@@ -146,7 +146,7 @@ pub enum StoreError {
     OutsideRoot {
         /// The object's key in the store.
         key: String,
-        /// The object's file.
+        /// The file that holds the object.
         path: PathBuf,
         /// Where the path leads, canonical.
         target: PathBuf,
@@ -702,7 +702,7 @@ pub enum ArtifactError {
     /// No object at the key the result names.
     #[error("artifact {name} ({key}) is missing from the store")]
     Missing {
-        /// The artifact's name in the result (e.g. `report.xml`).
+        /// The artifact's name in the result (e.g. `report`, `stdout`).
         name: String,
         /// The artifact's key in the store.
         key: String,
@@ -712,7 +712,7 @@ pub enum ArtifactError {
         "artifact {name} ({key}) does not match its recorded sha256 {expected} (read {actual}): the stored copy was altered or truncated"
     )]
     Altered {
-        /// The artifact's name in the result (e.g. `report.xml`).
+        /// The artifact's name in the result (e.g. `report`, `stdout`).
         name: String,
         /// The artifact's key in the store.
         key: String,
@@ -724,7 +724,7 @@ pub enum ArtifactError {
     /// The store failed the read.
     #[error("failed to read artifact {name} ({key})")]
     Store {
-        /// The artifact's name in the result (e.g. `report.xml`).
+        /// The artifact's name in the result (e.g. `report`, `stdout`).
         name: String,
         /// The artifact's key in the store.
         key: String,

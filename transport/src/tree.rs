@@ -80,7 +80,7 @@ pub enum TreeError {
     /// The tree's archive could not be stored.
     #[error("failed to upload tree {tree} to the store")]
     Upload {
-        /// The id of the tree being materialized, hex.
+        /// The id of the tree being uploaded, hex.
         tree: String,
         /// The underlying error.
         #[source]

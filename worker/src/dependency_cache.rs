@@ -82,7 +82,7 @@ pub enum DependencyCacheError {
         /// The config file's path in the tree.
         path: String,
     },
-    /// The tree's cargo config is a symlink or directory, not a file.
+    /// The tree's cargo config is not a regular file (a symlink, a directory).
     #[error("the tree's {path} is not a regular file: refused for a job with a dependency archive")]
     TreeConfigNotAFile {
         /// The config file's path in the tree.

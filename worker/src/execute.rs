@@ -41,7 +41,7 @@ pub enum ExecuteError {
     /// The job's scratch directory could not be made.
     #[error("failed to create scratch directory {path}")]
     ScratchDir {
-        /// The directory.
+        /// The scratch directory it tried to make.
         path: PathBuf,
         /// The underlying error.
         #[source]

@@ -55,7 +55,7 @@ pub enum ServiceError {
     /// The scratch directory could not be made.
     #[error("failed to prepare {path}")]
     Io {
-        /// The directory.
+        /// The scratch directory it tried to make.
         path: PathBuf,
         /// The underlying error.
         #[source]

@@ -26,9 +26,11 @@ enum Message {
     SlotFreed,
 }
 
+/// A proof's job was not let into the queue: the loop stopped or the proof was removed.
 #[derive(Debug, thiserror::Error)]
 #[error("proof {proof_id} was not admitted: the coordinator is stopping or the proof ended")]
 pub struct NotAdmitted {
+    /// The proof whose job waited for its turn.
     pub proof_id: ProofId,
 }
 

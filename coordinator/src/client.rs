@@ -25,40 +25,79 @@ use assay_transport::trace_context;
 use futures::StreamExt;
 use std::time::Duration;
 
+/// Why submitting, following, reading or cancelling a proof failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
+    /// Connecting to NATS or to its streams and buckets failed.
     #[error(transparent)]
     Fleet(#[from] FleetError),
+    /// A tree or dependency archive could not be put in the artifact store.
     #[error("{message} (hint: check --store or ASSAY_STORE and the AWS_* settings)")]
-    Upload { message: String },
+    Upload {
+        /// What failed, with the key.
+        message: String,
+    },
+    /// A submit or cancel request got no usable reply.
     #[error(
         "failed to submit proof {proof_id}: {message} (hint: is `assay coordinator` running on this NATS server and prefix?)"
     )]
-    Submit { proof_id: String, message: String },
+    Submit {
+        /// The proof sent.
+        proof_id: String,
+        /// Why the request failed.
+        message: String,
+    },
+    /// The coordinator answered the submission with a refusal.
     #[error("the coordinator refused proof {proof_id}: {message}")]
-    Refused { proof_id: String, message: String },
+    Refused {
+        /// The proof refused.
+        proof_id: String,
+        /// The coordinator's reason.
+        message: String,
+    },
+    /// A proof's record or evidence could not be read or decoded.
     #[error("failed to read proof {proof_id}: {message}")]
-    Read { proof_id: String, message: String },
+    Read {
+        /// The proof being read.
+        proof_id: String,
+        /// What failed.
+        message: String,
+    },
     /// The proofs bucket did not answer (a NATS server lost mid-request, a leader election):
     /// asking again may succeed.
     #[error("failed to read proof {proof_id} from the proofs bucket: {message}")]
-    Unanswered { proof_id: String, message: String },
+    Unanswered {
+        /// The proof being read.
+        proof_id: String,
+        /// The bucket's error.
+        message: String,
+    },
+    /// A value too big for KV (submission or evidence) could not be moved through the store.
     #[error("failed to move proof {proof_id}'s {what} through the artifact store: {source}")]
     Offload {
+        /// The proof whose value it is.
         proof_id: String,
+        /// Which value: e.g. "submission" or "evidence".
         what: &'static str,
+        /// Why the store step failed.
         #[source]
         source: Box<OffloadError>,
     },
+    /// The proof was cancelled while the client waited for it.
     #[error("proof {proof_id} was cancelled")]
-    Cancelled { proof_id: String },
+    Cancelled {
+        /// The cancelled proof.
+        proof_id: String,
+    },
 }
 
 /// What the CLI learns while a proof runs.
 pub trait FleetProgress: Send {
+    /// A job's result arrived: `done` of `total` jobs have results now.
     fn job_finished(&mut self, done: u32, total: u32, result: &JobResult);
     /// The fleet-wide halt holds this proof's remaining jobs back.
     fn halted(&mut self, reason: &str);
+    /// The halt was lifted: the proof's jobs run again.
     fn resumed(&mut self);
 }
 
@@ -282,10 +321,13 @@ where
 /// Why a submit request got no answer.
 #[derive(Debug, thiserror::Error)]
 pub enum SubmitRequestError {
+    /// Requests went unanswered for this many seconds.
     #[error("no reply within {0} s")]
     NoReply(u64),
+    /// NATS said no coordinator listened, for this many seconds.
     #[error("no coordinator answered for {0} s (it may be restarting)")]
     NoCoordinator(u64),
+    /// The request failed in another way NATS reports.
     #[error(transparent)]
     Request(#[from] async_nats::RequestError),
 }
@@ -434,7 +476,9 @@ pub async fn stored_evidence(
 /// How far a proof has come: results of its own jobs, then of its mutation check's.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Progress {
+    /// The proof's own jobs that have results.
     pub jobs_done: usize,
+    /// The mutation check's jobs that have results.
     pub mutation_done: usize,
     /// Of `jobs_done`, those the fleet's result cache answered.
     pub from_cache: usize,
@@ -487,6 +531,7 @@ pub async fn status(
     Ok(out)
 }
 
+/// Asks the coordinator to cancel `proof_id` and returns its answer (within 10 s).
 pub async fn cancel(
     client: &async_nats::Client,
     subjects: &Subjects,

@@ -24,6 +24,7 @@ pub struct FleetHalt {
 pub const HALT_RECHECK: Duration = Duration::from_secs(2);
 
 impl FleetHalt {
+    /// Reads the halt key and keeps watching it, so the gate follows every change.
     pub async fn watch(proofs: kv::Store) -> Result<Self, FleetError> {
         let mut watch = proofs
             .watch(HALT_KEY)

@@ -23,13 +23,26 @@ use tokio::time::Instant;
 /// Why a fenced write did not happen.
 #[derive(Debug, thiserror::Error)]
 pub enum FenceError {
+    /// The lease was lost or a later epoch began: another coordinator may lead.
     #[error("this coordinator no longer holds the leader lease (epoch {epoch}); not writing {key}")]
-    Deposed { epoch: u64, key: String },
+    Deposed {
+        /// The epoch this coordinator led in.
+        epoch: u64,
+        /// The key it was to write.
+        key: String,
+    },
+    /// A create found the key already written.
     #[error("{key} is already written")]
-    Exists { key: String },
+    Exists {
+        /// The key found written.
+        key: String,
+    },
+    /// The proofs bucket failed the read or write.
     #[error("failed to write {key} to the proofs bucket")]
     Nats {
+        /// The key being read or written.
         key: String,
+        /// The bucket's error.
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
@@ -162,6 +175,7 @@ impl Fence {
         })
     }
 
+    /// The number of this leadership: it grows each time a coordinator takes the lease.
     pub fn epoch(&self) -> u64 {
         self.epoch
     }

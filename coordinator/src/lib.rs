@@ -11,6 +11,7 @@
 //! The bus side: `nats_queue` (the `JobQueue` over JetStream) and `admitter` (the admission
 //! loop). The coordinator's clients: `client` (submit and follow a proof), `cluster_queue`
 //! (the job submissions of `assay test` and `assay mutate`) and `fleet_halt` (the halt key).
+#![warn(missing_docs)]
 
 pub mod admitter;
 mod cancel;
@@ -68,17 +69,24 @@ use tokio::sync::mpsc;
 /// (`SetupTimedOut`), and only the worker starts Docker and prepares its directories.
 #[derive(Debug, thiserror::Error)]
 pub enum ServiceError {
+    /// The service's configuration (environment, flags) is invalid.
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// Connecting to NATS, or making its streams and buckets, failed.
     #[error(transparent)]
     Fleet(#[from] FleetError),
+    /// The artifact store could not be opened.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The result cache's signing key could not be read, made or is too short.
     #[error(transparent)]
     CacheKey(#[from] assay_engine::result_cache::SigningKeyError),
+    /// The health and metrics endpoint could not listen.
     #[error("failed to serve probes on {listen}")]
     Http {
+        /// The address it was to listen on (`host:port`).
         listen: String,
+        /// Why binding it failed.
         #[source]
         source: std::io::Error,
     },
@@ -88,21 +96,28 @@ pub enum ServiceError {
         "taking up the lead: {step} did not finish within {limit_ms} ms of taking the lease (three quarters of lease_ttl_ms; a NATS server lost, or a stream electing its leader){last}; giving the lead up so another coordinator takes it"
     )]
     SetupTimedOut {
+        /// The step that ran out of time, e.g. "creating the results consumer".
         step: &'static str,
+        /// The limit it outlasted, in milliseconds.
         limit_ms: u128,
         /// How the last try failed, when it did before the deadline.
         last: String,
     },
 }
 
+/// What [`serve`] needs to run a coordinator.
 #[derive(Clone, Debug)]
 pub struct CoordinatorConfig {
+    /// The validated settings: NATS, store, probes and each role's tables.
     pub service: ServiceConfig,
+    /// Sizes and timings of the job queue's stream and consumer.
     pub tuning: QueueTuning,
+    /// Extra options for an S3 artifact store, as key and value pairs.
     pub s3_options: Vec<(String, String)>,
 }
 
 impl CoordinatorConfig {
+    /// A configuration with the default queue tuning and no S3 options.
     pub fn new(service: ServiceConfig) -> Self {
         Self {
             service,

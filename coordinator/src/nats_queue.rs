@@ -22,6 +22,8 @@ use tokio::sync::{Mutex, mpsc};
 /// Closed (`true`) when the proof is cancelled; held across each publish.
 pub type PublishGate = Arc<Mutex<bool>>;
 
+/// One proof's [`JobQueue`] over JetStream: publishes its jobs
+/// (admitted one by one, fenced by the lease) and yields its applied results.
 pub struct NatsJobQueue {
     js: jetstream::Context,
     fence: Fence,
@@ -42,6 +44,7 @@ pub struct NatsJobQueue {
 pub struct ProofStores {
     /// The proofs bucket, read and written as the leader.
     pub fence: Fence,
+    /// Where results too big for a KV value are kept.
     pub store: Arc<dyn ArtifactStore>,
     /// The most of a stored result read back.
     pub result_cap: assay_transport::offload::ReadCap,

@@ -187,38 +187,67 @@ impl Default for ArchiveLimits {
     }
 }
 
+/// Why a tree archive was refused or could not be unpacked.
 #[derive(Debug, thiserror::Error)]
 pub enum UnpackError {
+    /// The archive holds more entries than the worker allows.
     #[error(
         "the archive holds more than {limit} entries (hint: raise worker.tree_max_entries if the tree really has that many files)"
     )]
-    TooManyEntries { limit: u64 },
+    TooManyEntries {
+        /// The most entries allowed.
+        limit: u64,
+    },
+    /// The entries' declared sizes add up to more bytes than the worker allows.
     #[error(
         "the archive unpacks to more than {limit} bytes (entry {path} declares {declared}; hint: raise worker.tree_max_bytes if the tree really is that big)"
     )]
     TooBig {
+        /// The most bytes allowed.
         limit: u64,
+        /// The entry that went over the limit.
         path: String,
+        /// That entry's declared size, in bytes.
         declared: u64,
     },
+    /// An entry a git tree cannot hold: a traversing path, a device, a hard link...
     #[error("entry {path} is not one a tree archive holds: {why}")]
-    NotATreeEntry { path: String, why: String },
+    NotATreeEntry {
+        /// The entry's path as the archive names it.
+        path: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// Git could not hash an entry while the tree id was recomputed.
     #[error("failed to hash entry {path}")]
     Hash {
+        /// The entry being hashed.
         path: String,
+        /// Git's error.
         #[source]
         source: git2::Error,
     },
+    /// The unpacked entries hash to another tree id than the one asked for.
     #[error(
         "the archive holds tree {found}, not tree {expected}: its entries were changed since it was built"
     )]
-    NotThisTree { expected: String, found: String },
+    NotThisTree {
+        /// The tree id the job named.
+        expected: String,
+        /// The tree id the entries hash to.
+        found: String,
+    },
+    /// An entry held fewer bytes than its header declared (a truncated archive).
     #[error("entry {path} declares {declared} bytes but {read} were unpacked")]
     ShortEntry {
+        /// The truncated entry.
         path: String,
+        /// The size its header declared, in bytes.
         declared: u64,
+        /// The bytes actually there.
         read: u64,
     },
+    /// Reading the archive or writing an entry to disk failed.
     #[error("failed to read or unpack the archive")]
     Io(#[from] std::io::Error),
 }

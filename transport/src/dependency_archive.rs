@@ -10,32 +10,61 @@ use std::os::unix::ffi::OsStrExt as _;
 use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
 use std::path::{Component, Path, PathBuf};
 
+/// Why a dependency directory could not be packed.
 #[derive(Debug, thiserror::Error)]
 pub enum PackError {
+    /// A file or directory under it could not be read.
     #[error("failed to read {path} to pack it")]
     Read {
+        /// The file or directory.
         path: PathBuf,
+        /// The I/O error.
         #[source]
         source: std::io::Error,
     },
+    /// It holds a symlink, socket or device, which the archive does not carry.
     #[error("{path} is neither a file nor a directory; a dependency archive holds only those")]
-    NotPlain { path: PathBuf },
+    NotPlain {
+        /// The offending entry.
+        path: PathBuf,
+    },
 }
 
+/// Why a dependency archive was refused or could not be unpacked.
 #[derive(Debug, thiserror::Error)]
 pub enum UnpackError {
+    /// The archive holds more entries than allowed.
     #[error("the dependency archive holds more than {limit} entries")]
-    TooManyEntries { limit: u64 },
+    TooManyEntries {
+        /// The most entries allowed.
+        limit: u64,
+    },
+    /// Its entries add up to more bytes than allowed.
     #[error("the dependency archive unpacks to more than {limit} bytes (entry {path})")]
-    TooBig { limit: u64, path: String },
+    TooBig {
+        /// The most bytes allowed.
+        limit: u64,
+        /// The entry that went over the limit.
+        path: String,
+    },
+    /// An entry that could escape the directory or is not a plain file or directory.
     #[error("entry {path} of the dependency archive is refused: {why}")]
-    Refused { path: String, why: &'static str },
+    Refused {
+        /// The entry's path as the archive names it.
+        path: String,
+        /// Why it is refused.
+        why: &'static str,
+    },
+    /// Writing an entry to disk failed.
     #[error("failed to unpack entry {path} of the dependency archive")]
     Write {
+        /// The entry being written.
         path: String,
+        /// The I/O error.
         #[source]
         source: std::io::Error,
     },
+    /// Reading the archive's stream failed.
     #[error("failed to read the dependency archive")]
     Read(#[source] std::io::Error),
 }

@@ -22,7 +22,9 @@ const MAX_HEAD: usize = 8 * 1024;
 /// What the endpoint checks on each request.
 #[derive(Clone)]
 pub struct Probes {
+    /// The service's NATS connection, ready when connected.
     pub client: async_nats::Client,
+    /// The artifact store, ready when it answers.
     pub store: Arc<dyn ArtifactStore>,
     /// The fleet whose queue `/metrics` reports.
     pub subjects: Subjects,

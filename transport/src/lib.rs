@@ -3,6 +3,7 @@
 //! health probes, metrics, trace context and one-line error chains. Neither service's logic
 //! lives here, so the coordinator does not depend on the worker. The NATS link (`nats`,
 //! `health`, `trace_context`) is behind the `nats` feature: the engine builds without it.
+#![warn(missing_docs)]
 
 pub mod archive;
 pub mod dependency_archive;

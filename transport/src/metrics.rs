@@ -31,6 +31,7 @@ impl Histogram {
         }
     }
 
+    /// Counts one duration in its bucket and in the sum.
     pub fn observe(&self, elapsed: Duration) {
         let seconds = elapsed.as_secs_f64();
         let bucket = self
@@ -92,11 +93,17 @@ const STATUSES: [(&str, &str); 4] = [
 #[derive(Debug)]
 pub struct Metrics {
     jobs_in_flight: AtomicI64,
+    /// Jobs a worker received again after another delivery was not acknowledged.
     pub redeliveries: AtomicU64,
+    /// Jobs whose tree was already in the worker's tree cache.
     pub tree_cache_hits: AtomicU64,
+    /// Jobs whose tree the worker had to fetch and unpack.
     pub tree_cache_misses: AtomicU64,
+    /// Results the coordinator applied to their proof.
     pub results_applied: AtomicU64,
+    /// Results the coordinator did not apply: a duplicate, or one naming no job of its proof.
     pub results_dropped: AtomicU64,
+    /// Seconds from creating a job's container to its start (the Docker sandbox's).
     pub container_start: Histogram,
     job_seconds: [Histogram; KINDS.len()],
     outcomes: [AtomicU64; 4],
@@ -121,7 +128,9 @@ impl Default for Metrics {
 /// What the service learns from NATS when it is scraped.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Probed {
+    /// Whether the NATS connection is up.
     pub nats_connected: bool,
+    /// Whether the artifact store answered.
     pub store_reachable: bool,
     /// Jobs waiting in the queue and jobs delivered but not yet acknowledged, fleet-wide;
     /// `None` when JetStream did not answer.
@@ -138,6 +147,7 @@ impl Drop for InFlight<'_> {
 }
 
 impl Metrics {
+    /// Counts a job as running until the returned guard is dropped.
     pub fn in_flight(&self) -> InFlight<'_> {
         self.jobs_in_flight.fetch_add(1, Ordering::Relaxed);
         InFlight(&self.jobs_in_flight)
@@ -154,6 +164,7 @@ impl Metrics {
         }
     }
 
+    /// The counters and `probed` in the Prometheus text format, for `/metrics`.
     pub fn render(&self, probed: &Probed) -> String {
         let mut out = String::new();
         let load = |a: &AtomicU64| a.load(Ordering::Relaxed);

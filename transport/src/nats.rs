@@ -10,37 +10,57 @@ use std::time::Duration;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
+/// Why connecting to NATS, or making or using the fleet's streams and bucket, failed.
 #[derive(Debug, thiserror::Error)]
 pub enum FleetError {
+    /// The connection to the NATS server could not be made.
     #[error(
         "failed to connect to NATS at {url}: {source} (hint: start nats-server -js, check --nats, and check the nats credentials and TLS settings: a tls:// URL or require_tls, the CA, client certificate and key)"
     )]
     Connect {
+        /// The server's URL.
         url: String,
+        /// The client's error.
         #[source]
         source: BoxError,
     },
+    /// A credentials, nkey seed, password or token file could not be read.
     #[error(
         "failed to read NATS credentials {path} (hint: check the nats credentials_file, nkey_seed_file, password_file or token_file setting)"
     )]
     Credentials {
+        /// The file named in the settings.
         path: String,
+        /// The I/O error.
         #[source]
         source: std::io::Error,
     },
+    /// A TLS CA, certificate or key file is missing or unreadable.
     #[error(
         "NATS {what} {path} is not a readable file (hint: check the nats tls_ca_file, tls_cert_file and tls_key_file settings)"
     )]
-    Tls { path: String, what: &'static str },
+    Tls {
+        /// The file named in the settings.
+        path: String,
+        /// Which file it is: "CA certificate", "client certificate" or "client key".
+        what: &'static str,
+    },
+    /// Only one of the client certificate and its key was set.
     #[error(
         "NATS connection to {url}: a client certificate needs both tls_cert_file and tls_key_file (hint: set both or neither)"
     )]
-    TlsPair { url: String },
+    TlsPair {
+        /// The server's URL.
+        url: String,
+    },
+    /// A JetStream request was answered with an error (JetStream off, not permitted...).
     #[error(
         "failed to {what} (hint: the NATS server needs JetStream enabled: nats-server -js; under the fleet's NATS permissions only the coordinator may create the streams, consumers and bucket: start the coordinator first)"
     )]
     JetStream {
+        /// What was being done, as "failed to {what}" reads.
         what: String,
+        /// The server's or client's error.
         #[source]
         source: BoxError,
     },
@@ -51,20 +71,25 @@ pub enum FleetError {
         "failed to {what}: no NATS server answered in time (hint: a server of the cluster lost, or a stream electing its leader; or, under the fleet's NATS permissions, a request only the coordinator may make: start the coordinator first)"
     )]
     TimedOut {
+        /// What was being done, as "failed to {what}" reads.
         what: String,
+        /// The client's timeout error.
         #[source]
         source: BoxError,
     },
     /// A plain NATS operation (no JetStream involved) failed.
     #[error("failed to {what}")]
     Nats {
+        /// What was being done, as "failed to {what}" reads.
         what: String,
+        /// The client's error.
         #[source]
         source: BoxError,
     },
 }
 
 impl FleetError {
+    /// A JetStream step `what` that failed with `source`.
     pub fn jetstream(what: impl Into<String>, source: impl Into<BoxError>) -> Self {
         Self::JetStream {
             what: what.into(),
@@ -86,6 +111,7 @@ impl FleetError {
         }
     }
 
+    /// A plain NATS step `what` that failed with `source`.
     pub fn nats(what: impl Into<String>, source: impl Into<BoxError>) -> Self {
         Self::Nats {
             what: what.into(),
@@ -96,6 +122,7 @@ impl FleetError {
 
 /// Whether a failed JetStream request got no answer in time.
 pub trait Unanswered {
+    /// True when no server answered, rather than one answering with an error.
     fn unanswered(&self) -> bool;
 }
 
@@ -252,10 +279,12 @@ fn read_secret(path: &str) -> Result<String, FleetError> {
 /// (`[nats] replicas`). Only the coordinator creates them; others open what exists.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Placement {
+    /// Copies JetStream keeps of each stream and of the bucket (1 to 5).
     pub replicas: usize,
 }
 
 impl Placement {
+    /// The placement the `[nats]` settings ask for.
     pub fn of(nats: &NatsSection) -> Self {
         Self {
             replicas: nats.replicas,
@@ -266,6 +295,7 @@ impl Placement {
     pub const SINGLE: Self = Self { replicas: 1 };
 }
 
+/// The jobs work-queue stream, made if missing: where the coordinator publishes jobs.
 pub async fn jobs_stream(
     js: &jetstream::Context,
     subjects: &Subjects,
@@ -282,6 +312,7 @@ pub async fn jobs_stream(
     .await
 }
 
+/// The results work-queue stream, made if missing: where workers publish job results.
 pub async fn results_stream(
     js: &jetstream::Context,
     subjects: &Subjects,
@@ -340,6 +371,7 @@ pub async fn workers_consumer(
     .await
 }
 
+/// The coordinator's durable pull consumer on the results stream, made if missing.
 pub async fn coordinator_consumer(
     js: &jetstream::Context,
     subjects: &Subjects,
@@ -399,6 +431,7 @@ fn pull_config(
 /// enough that the bucket does not grow without bound. The evidence itself stays in the store.
 pub const PROOF_RECORD_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
 
+/// The proofs KV bucket (proof records, results, lease, halt), opened or made.
 pub async fn proofs_bucket(
     js: &jetstream::Context,
     subjects: &Subjects,

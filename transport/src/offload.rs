@@ -15,50 +15,75 @@ use sha2::{Digest, Sha256};
 /// Room left under the server's limit for the envelope, headers and the rest of a record.
 const HEADROOM: usize = 16 * 1024;
 
+/// Why a body moved through the artifact store could not be stored or was refused on reading.
 #[derive(Debug, thiserror::Error)]
 pub enum OffloadError {
+    /// The store failed the put or get.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The stored body is bigger than the reader's cap.
     #[error(
         "{key} in the artifact store is {size}, past the cap of {cap} bytes; refusing it (hint: {hint})"
     )]
     TooBig {
+        /// The body's key in the store.
         key: String,
         /// `N bytes` as the store or the message declared it, or `more than N bytes` as counted.
         size: String,
+        /// The most bytes the reader takes.
         cap: u64,
+        /// The setting to raise.
         hint: &'static str,
     },
+    /// No body at the key the message names.
     #[error(
         "{key} is missing from the artifact store (hint: the CLI, coordinator and workers must share one --store)"
     )]
-    Missing { key: String },
+    Missing {
+        /// The key looked up.
+        key: String,
+    },
+    /// The body's sha256 is not the one recorded when it was stored.
     #[error(
         "{key} in the artifact store has sha256 {found}, not the {expected} it was stored with; refusing it"
     )]
     Altered {
+        /// The body's key in the store.
         key: String,
+        /// The recorded sha256, hex.
         expected: String,
+        /// The sha256 of the bytes read, hex.
         found: String,
     },
+    /// The body did not decode as the message it should hold.
     #[error(transparent)]
     Wire(#[from] WireError),
+    /// A result message points at another key than its job's own.
     #[error(
         "the result of job {job_id} is stored at {found}, not at its own key {expected}; refusing it"
     )]
     StoredElsewhere {
+        /// The job the message names.
         job_id: String,
+        /// The key the message points at.
         found: String,
+        /// The job's own result key.
         expected: String,
     },
+    /// The stored result is another job's than the message names.
     #[error(
         "the stored result {key} holds job {found_job} (index {found_index}), not the {expected_job} (index {expected_index}) its message names; refusing it"
     )]
     WrongResult {
+        /// The result's key in the store.
         key: String,
+        /// The job id the message names.
         expected_job: String,
+        /// The job index the message names.
         expected_index: u32,
+        /// The job id the stored result holds.
         found_job: String,
+        /// The job index the stored result holds.
         found_index: u32,
     },
 }
@@ -74,6 +99,7 @@ pub fn client_limit(client: &async_nats::Client) -> usize {
     inline_limit(client.server_info().max_payload)
 }
 
+/// Stores `body` at `key` (named `name` in its reference) and returns where it is.
 pub async fn put(
     store: &dyn ArtifactStore,
     name: &str,
@@ -86,7 +112,9 @@ pub async fn put(
 /// The most bytes of a stored body a reader takes, and what to raise when that is too few.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ReadCap {
+    /// The most bytes read.
     pub bytes: u64,
+    /// The setting that raises it, named in the refusal.
     pub hint: &'static str,
 }
 

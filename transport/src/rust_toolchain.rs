@@ -16,35 +16,56 @@ const STDERR_LINES: usize = 8;
 pub struct RustToolchain {
     /// `RUSTUP_HOME/toolchains/NAME`, canonical.
     pub dir: PathBuf,
+    /// The toolchain's full name, e.g. `stable-x86_64-unknown-linux-gnu`.
     pub name: String,
+    /// The rustup home it was resolved in, canonical.
     pub rustup_home: PathBuf,
     /// rustup's settings: a proxy the guest names itself reads them (nothing secret).
     pub settings: Option<PathBuf>,
 }
 
+/// Why the toolchain a tree's cargo would run could not be resolved, or was refused.
 #[derive(Debug, thiserror::Error)]
 pub enum RustupError {
+    /// The tree's toolchain file names a toolchain by path, a program the tree chooses.
     #[error(
         "refusing the toolchain file {file}: it names a toolchain by path, which could run a program of the tree's choosing (hint: name a channel, such as `channel = \"1.95\"`)"
     )]
-    PathToolchain { file: PathBuf },
+    PathToolchain {
+        /// The toolchain file.
+        file: PathBuf,
+    },
+    /// rustup could not be started.
     #[error("failed to run {rustup} to resolve the Rust toolchain for {cwd}")]
     Spawn {
+        /// The rustup binary run.
         rustup: PathBuf,
+        /// The directory it was asked about.
         cwd: PathBuf,
+        /// Why it did not start.
         #[source]
         source: std::io::Error,
     },
+    /// rustup ran but chose no toolchain: none is installed for the tree's channel.
     #[error(
         "rustup could not choose a Rust toolchain for {cwd} (nothing is installed for a job: install it with rustup first): {stderr}"
     )]
-    Which { cwd: PathBuf, stderr: String },
+    Which {
+        /// The directory it was asked about.
+        cwd: PathBuf,
+        /// The last lines rustup wrote to stderr.
+        stderr: String,
+    },
+    /// rustup named a cargo outside its own toolchains directory.
     #[error(
         "rustup resolved {cwd}'s cargo to {resolved}, outside rustup's toolchains ({toolchains})"
     )]
     OutsideRustupHome {
+        /// The directory it was asked about.
         cwd: PathBuf,
+        /// The cargo it named, canonical.
         resolved: PathBuf,
+        /// The toolchains directory it had to be under.
         toolchains: PathBuf,
     },
 }

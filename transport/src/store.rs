@@ -39,78 +39,118 @@ async fn open_local(path: &Path, key: &str) -> Result<(tokio::fs::File, u64), St
     Ok((file, length))
 }
 
+/// Why the artifact store could not be opened, or an object put, read, listed or deleted.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
+    /// The store URL has a scheme Assay does not serve.
     #[error(
         "store URL {url:?} is not supported (hint: use file:///ABSOLUTE/DIR, s3://BUCKET or memory://)"
     )]
-    UnsupportedUrl { url: String },
+    UnsupportedUrl {
+        /// The store URL as given.
+        url: String,
+    },
+    /// The store the URL names could not be opened.
     #[error("failed to open store {url}")]
     Open {
+        /// The store URL as given.
         url: String,
+        /// The underlying error.
         #[source]
         source: object_store::Error,
     },
+    /// A file store's directory could not be made.
     #[error("failed to create store directory {path}")]
     CreateDir {
+        /// The directory it tried to make.
         path: PathBuf,
+        /// The underlying error.
         #[source]
         source: std::io::Error,
     },
+    /// A local file to upload could not be read.
     #[error("failed to read {path} for upload to {key}")]
     ReadLocal {
+        /// The local file to upload.
         path: PathBuf,
+        /// The key it was to be stored at.
         key: String,
+        /// The underlying error.
         #[source]
         source: std::io::Error,
     },
+    /// The store refused or failed an upload.
     #[error("failed to upload artifact {key}")]
     Put {
+        /// The object's key in the store.
         key: String,
+        /// The underlying error.
         #[source]
         source: object_store::Error,
     },
+    /// The store failed a read (a missing object is `None`, not this).
     #[error("failed to fetch artifact {key}")]
     Get {
+        /// The object's key in the store.
         key: String,
+        /// The underlying error.
         #[source]
         source: object_store::Error,
     },
+    /// The store failed a listing.
     #[error("failed to list the store under {prefix}")]
     List {
+        /// The key prefix listed.
         prefix: String,
+        /// The underlying error.
         #[source]
         source: object_store::Error,
     },
+    /// The store failed a delete.
     #[error("failed to delete artifact {key}")]
     Delete {
+        /// The object's key in the store.
         key: String,
+        /// The underlying error.
         #[source]
         source: object_store::Error,
     },
+    /// A file store's object could not be read from its file.
     #[error("failed to read artifact {key} at {path}")]
     ReadStored {
+        /// The object's key in the store.
         key: String,
+        /// The file that holds the object.
         path: PathBuf,
+        /// The underlying error.
         #[source]
         source: std::io::Error,
     },
+    /// A file store's key holds something other than a regular file.
     #[error(
         "refusing to read artifact {key}: a file store serves regular files only (hint: whoever can write the store put something else at {path}; delete it)"
     )]
     NotRegular {
+        /// The object's key in the store.
         key: String,
+        /// The file that holds the object.
         path: PathBuf,
+        /// The underlying error.
         #[source]
         source: std::io::Error,
     },
+    /// A file store's key leads, through a symlink, outside the store's directory.
     #[error(
         "refusing to read artifact {key}: {path} leads to {target}, outside the store's directory {root} (hint: whoever can write the store linked it there; delete it)"
     )]
     OutsideRoot {
+        /// The object's key in the store.
         key: String,
+        /// The file that holds the object.
         path: PathBuf,
+        /// Where the path leads, canonical.
         target: PathBuf,
+        /// The store's directory.
         root: PathBuf,
     },
 }
@@ -132,22 +172,27 @@ pub type ByteStream = futures::stream::BoxStream<'static, Result<Bytes, StoreErr
 /// One stored object, as a listing shows it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StoredObject {
+    /// The object's key in the store.
     pub key: String,
+    /// Its size, in bytes.
     pub bytes: u64,
     /// Seconds since the epoch of its last write.
     pub modified_secs: i64,
 }
 
+/// Where artifacts, trees and offloaded bodies are kept: a directory, S3 or memory.
 #[async_trait]
 pub trait ArtifactStore: Send + Sync {
     /// Where the store lives, for humans (`file:///…`).
     fn url(&self) -> &str;
+    /// Stores `bytes` at `key` and returns its reference (`name`, key, size and sha256).
     async fn put_bytes(
         &self,
         name: &str,
         key: &str,
         bytes: Bytes,
     ) -> Result<ArtifactRef, StoreError>;
+    /// The object's bytes, whole; `None` when it is not there.
     async fn get(&self, key: &str) -> Result<Option<Bytes>, StoreError>;
     /// The object's bytes as they arrive, so a reader can bound what it takes and never hold
     /// the object whole; `None` when it is not there.
@@ -342,6 +387,7 @@ fn file_stream(file: std::fs::File, key: &str, path: PathBuf) -> ByteStream {
 }
 
 impl ObjectArtifactStore {
+    /// A store over `inner`, reported as `url`.
     pub fn new(url: String, inner: Arc<dyn ObjectStore>) -> Self {
         Self {
             url,
@@ -653,21 +699,36 @@ impl ArtifactStore for ObjectArtifactStore {
 /// Why an artifact a result names could not be read back.
 #[derive(Debug, thiserror::Error)]
 pub enum ArtifactError {
+    /// No object at the key the result names.
     #[error("artifact {name} ({key}) is missing from the store")]
-    Missing { name: String, key: String },
+    Missing {
+        /// The artifact's name in the result (e.g. `report`, `stdout`).
+        name: String,
+        /// The artifact's key in the store.
+        key: String,
+    },
+    /// The object's sha256 is not the one the result recorded.
     #[error(
         "artifact {name} ({key}) does not match its recorded sha256 {expected} (read {actual}): the stored copy was altered or truncated"
     )]
     Altered {
+        /// The artifact's name in the result (e.g. `report`, `stdout`).
         name: String,
+        /// The artifact's key in the store.
         key: String,
+        /// The sha256 the result recorded, hex.
         expected: String,
+        /// The sha256 of the bytes read, hex.
         actual: String,
     },
+    /// The store failed the read.
     #[error("failed to read artifact {name} ({key})")]
     Store {
+        /// The artifact's name in the result (e.g. `report`, `stdout`).
         name: String,
+        /// The artifact's key in the store.
         key: String,
+        /// The store's error.
         #[source]
         source: StoreError,
     },

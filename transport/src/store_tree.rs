@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+/// The fleet's [`TreeSource`]: job trees from the artifact store, their archives cached locally.
 pub struct StoreTreeSource {
     store: Arc<dyn ArtifactStore>,
     cache_dir: PathBuf,
@@ -28,6 +29,7 @@ pub struct StoreTreeSource {
 }
 
 impl StoreTreeSource {
+    /// Reads archives from `store` and caches them under `cache_dir`, with the default limits.
     pub fn new(store: Arc<dyn ArtifactStore>, cache_dir: impl Into<PathBuf>) -> Self {
         Self {
             store,
@@ -332,13 +334,18 @@ pub enum TreeUpload {
     Uploaded,
     /// The store's digest was not this archive's (`stored`): a damaged or planted archive,
     /// now overwritten by this one.
-    Replaced { stored: String },
+    Replaced {
+        /// The digest the store held, hex sha256.
+        stored: String,
+    },
 }
 
 /// An uploaded tree: its archive's sha256, and what the store held before.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UploadedTree {
+    /// The archive's sha256, hex.
     pub sha256: String,
+    /// Whether it was already there, sent, or replaced a different one.
     pub upload: TreeUpload,
 }
 

@@ -6,52 +6,89 @@ use assay_common::TreeId;
 use async_trait::async_trait;
 use std::path::{Path, PathBuf};
 
+/// Why a job's tree could not be written into its directory, or uploaded.
 #[derive(Debug, thiserror::Error)]
 pub enum TreeError {
+    /// The local repository could not be opened.
     #[error("failed to open repository {path}")]
     OpenRepo {
+        /// The repository's path.
         path: PathBuf,
+        /// The underlying error.
         #[source]
         source: git2::Error,
     },
+    /// The repository has no tree with that id.
     #[error("tree {tree} is not in the repository")]
     MissingTree {
+        /// The id of the tree being materialized, hex.
         tree: String,
+        /// The underlying error.
         #[source]
         source: git2::Error,
     },
+    /// A file or directory of the tree could not be written.
     #[error("failed to write {path} while materializing tree {tree}")]
     Write {
+        /// The id of the tree being materialized, hex.
         tree: String,
+        /// The file or directory being written.
         path: PathBuf,
+        /// The underlying error.
         #[source]
         source: std::io::Error,
     },
+    /// A git object of the tree could not be read.
     #[error("failed to read {what} of tree {tree}")]
     Read {
+        /// The id of the tree being materialized, hex.
         tree: String,
+        /// The entry being read, by its path in the tree.
         what: String,
+        /// The underlying error.
         #[source]
         source: git2::Error,
     },
+    /// The stored archive's entries hash to another tree: it was tampered with.
     #[error(
         "the archive stored for tree {tree} does not hold tree {tree}: its entries make tree {found}, so the store may have been tampered with (hint: uploading tree {tree} again from a repository that has it replaces the archive)"
     )]
-    NotThisTree { tree: String, found: String },
+    NotThisTree {
+        /// The id of the tree being materialized, hex.
+        tree: String,
+        /// The tree id the entries hash to.
+        found: String,
+    },
+    /// The tree nests directories deeper than the walk allows.
     #[error(
         "tree {tree} nests directories more than {MAX_TREE_DEPTH} deep at {path} (hint: no project needs that; a tree this deep is refused rather than walked)"
     )]
-    TooDeep { tree: String, path: String },
+    TooDeep {
+        /// The id of the tree being materialized, hex.
+        tree: String,
+        /// The directory past the limit, inside the tree.
+        path: String,
+    },
+    /// Any other failure, said in words (an entry of an unknown kind, a refused archive).
     #[error("tree {tree} could not be materialized: {message}")]
-    Other { tree: String, message: String },
+    Other {
+        /// The id of the tree being materialized, hex.
+        tree: String,
+        /// What failed.
+        message: String,
+    },
+    /// The tree's archive could not be stored.
     #[error("failed to upload tree {tree} to the store")]
     Upload {
+        /// The id of the tree being uploaded, hex.
         tree: String,
+        /// The underlying error.
         #[source]
         source: Box<crate::store::StoreError>,
     },
 }
 
+/// Where a job's tree comes from: the local repository or the artifact store.
 #[async_trait]
 pub trait TreeSource: Send + Sync {
     /// Writes the tree's files into `dest` (an empty directory).
@@ -70,6 +107,7 @@ pub struct GitTreeSource {
 }
 
 impl GitTreeSource {
+    /// Trees from the repository at `repo_path`.
     pub fn new(repo_path: impl Into<PathBuf>) -> Self {
         Self {
             repo_path: repo_path.into(),

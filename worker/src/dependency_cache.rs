@@ -14,45 +14,81 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+/// Why a job's dependency archive could not be put in place for its build.
 #[derive(Debug, thiserror::Error)]
 pub enum DependencyCacheError {
+    /// The store failed to hand the archive over.
     #[error("failed to fetch the dependency archive {key}")]
     Fetch {
+        /// The archive's key in the store.
         key: String,
+        /// The underlying error.
         #[source]
         source: Box<StoreError>,
     },
+    /// The store has no archive at the key the job names.
     #[error("the dependency archive {key} is missing from the store")]
-    Missing { key: String },
+    Missing {
+        /// The archive's key in the store.
+        key: String,
+    },
+    /// The archive's sha256 is not the one the job names.
     #[error(
         "the dependency archive {key} does not match the sha256 its job names ({expected}; read {actual}): refused"
     )]
     Altered {
+        /// The archive's key in the store.
         key: String,
+        /// The sha256 the job names, hex.
         expected: String,
+        /// The sha256 of the bytes read, hex.
         actual: String,
     },
+    /// The stored archive is bigger than the worker allows.
     #[error("the dependency archive {key} is {found} bytes, more than the {limit} allowed")]
-    TooBig { key: String, found: u64, limit: u64 },
+    TooBig {
+        /// The archive's key in the store.
+        key: String,
+        /// The archive's size, in bytes.
+        found: u64,
+        /// The most bytes allowed.
+        limit: u64,
+    },
+    /// The archive was refused or failed while unpacking.
     #[error("the dependency archive {key} cannot be unpacked into {dir}")]
     Unpack {
+        /// The archive's key in the store.
         key: String,
+        /// The directory it was being unpacked into.
         dir: PathBuf,
+        /// The underlying error.
         #[source]
         source: UnpackError,
     },
+    /// The cache's directories could not be made or read.
     #[error("failed to prepare the dependency cache at {path}")]
     Io {
+        /// The directory or file involved.
         path: PathBuf,
+        /// The underlying error.
         #[source]
         source: std::io::Error,
     },
+    /// The tree's cargo config declares its own sources.
     #[error(
         "the tree's {path} declares cargo sources, which would override the dependency archive the job names (hint: a project that vendors its own dependencies needs no archive: pin them in the tree)"
     )]
-    TreeSources { path: String },
+    TreeSources {
+        /// The config file's path in the tree.
+        path: String,
+    },
+    /// The tree's cargo config is not a regular file (a symlink, a directory).
     #[error("the tree's {path} is not a regular file: refused for a job with a dependency archive")]
-    TreeConfigNotAFile { path: String },
+    TreeConfigNotAFile {
+        /// The config file's path in the tree.
+        path: String,
+    },
+    /// The job names an archive but this worker has no dependency cache.
     #[error("this worker keeps no dependency archives, and the job names one")]
     NoCache,
 }
@@ -77,6 +113,7 @@ impl DependencyCache {
         }
     }
 
+    /// The directory the unpacked archives are under.
     pub fn root(&self) -> &Path {
         &self.root
     }

@@ -38,66 +38,103 @@ pub const NODE_REPORTER: &str = include_str!("adapters/node_reporter.mjs");
 /// Why a job could not be run; the job lands in the infrastructure lane with this chain.
 #[derive(Debug, thiserror::Error)]
 pub enum ExecuteError {
+    /// The job's scratch directory could not be made.
     #[error("failed to create scratch directory {path}")]
     ScratchDir {
+        /// The scratch directory it tried to make.
         path: PathBuf,
+        /// The underlying error.
         #[source]
         source: std::io::Error,
     },
+    /// The job's tree could not be written into its directory.
     #[error("failed to materialize the tree of job {job}")]
     Materialize {
+        /// The job being run.
         job: JobId,
+        /// The underlying error.
         #[source]
         source: TreeError,
     },
+    /// A mutant's edit could not be applied.
     #[error(transparent)]
     Edit(#[from] EditError),
+    /// A manifest job's cases could not be run.
     #[error(transparent)]
     Cases(#[from] CasesError),
+    /// The report path leads outside the tree.
     #[error("refusing report path {path}: {why}")]
-    ReportOutside { path: PathBuf, why: String },
+    ReportOutside {
+        /// The report path the job named.
+        path: PathBuf,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// A report left in the tree could not be removed before the run.
     #[error("failed to remove stale report {path}")]
     StaleReport {
+        /// The stale report.
         path: PathBuf,
+        /// The underlying error.
         #[source]
         source: std::io::Error,
     },
+    /// The job's prebuilt test executables could not be put in place.
     #[error("job {job}'s prebuilt test executables")]
     TestBinaries {
+        /// The job being run.
         job: JobId,
+        /// The underlying error.
         #[source]
         source: TestBinariesError,
     },
+    /// A runner's adapter file (the pytest observer, a reporter) could not be written.
     #[error("failed to write the {what} to {path}")]
     Adapter {
+        /// Which adapter it is.
         what: &'static str,
+        /// Where it was to be written.
         path: PathBuf,
+        /// The underlying error.
         #[source]
         source: std::io::Error,
     },
+    /// The job's dependency archive could not be put in place.
     #[error("job {job}'s dependency archive")]
     Dependencies {
+        /// The job being run.
         job: JobId,
+        /// The underlying error.
         #[source]
         source: crate::dependency_cache::DependencyCacheError,
     },
+    /// The sandbox failed to run the command (not a failing command).
     #[error("the sandbox did not run job {job}")]
     Sandbox {
+        /// The job being run.
         job: JobId,
+        /// The underlying error.
         #[source]
         source: SandboxError,
     },
+    /// The report the command wrote could not be read.
     #[error("failed to read report {path}")]
     ReadReport {
+        /// The report file.
         path: PathBuf,
+        /// The underlying error.
         #[source]
         source: std::io::Error,
     },
+    /// The command's output could not be captured or stored.
     #[error(transparent)]
     Output(#[from] OutputError),
+    /// The report could not be uploaded to the artifact store.
     #[error("failed to store the report of job {job}")]
     StoreReport {
+        /// The job being run.
         job: JobId,
+        /// The underlying error.
         #[source]
         source: StoreError,
     },

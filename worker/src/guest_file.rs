@@ -9,10 +9,12 @@ use std::path::Path;
 /// Larger than any real test report; a bigger file is a run gone wrong, not evidence.
 pub const MAX_REPORT_BYTES: u64 = 64 * 1024 * 1024;
 
+/// What reading a file the guest wrote found, without following its links out of the tree.
 #[derive(Debug, PartialEq, Eq)]
 pub enum GuestFile {
     /// The guest wrote nothing there.
     Absent,
+    /// The file's contents.
     Bytes(Vec<u8>),
     /// Something is there, but reading it would not read the guest's own file; says why.
     Refused(String),
@@ -21,6 +23,7 @@ pub enum GuestFile {
 /// Where a path's directory lies once links are resolved.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Placement {
+    /// The directory, links resolved, is inside `root`.
     Inside,
     /// The directory does not exist: there is nothing to read or remove.
     Missing,

@@ -17,6 +17,7 @@ pub struct InProcessQueue {
 }
 
 impl InProcessQueue {
+    /// Starts `slots` workers (at least one) on `ctx`, each running one job at a time.
     pub fn start(ctx: JobContext, slots: usize) -> Self {
         let (job_tx, job_rx) = async_channel::unbounded::<JobSpec>();
         let (result_tx, result_rx) = async_channel::unbounded::<JobResult>();

@@ -13,9 +13,13 @@ use std::sync::Arc;
 /// What a worker needs to run jobs, shared by all its slots.
 #[derive(Clone)]
 pub struct JobContext {
+    /// This worker's id, recorded in each result.
     pub worker_id: WorkerId,
+    /// Where commands run: Docker or processes.
     pub sandbox: Arc<dyn Sandbox>,
+    /// Where jobs' trees come from.
     pub trees: Arc<dyn TreeSource>,
+    /// Where logs, reports and artifacts go.
     pub store: Arc<dyn ArtifactStore>,
     /// Parent of the per-job scratch directories.
     pub scratch_root: PathBuf,
@@ -33,7 +37,9 @@ pub struct JobContext {
 #[derive(Debug, thiserror::Error)]
 #[error("failed to store the job's {name} output")]
 pub struct OutputError {
+    /// Which stream: `stdout` or `stderr`.
     pub name: String,
+    /// The store's error.
     #[source]
     pub source: StoreError,
 }

@@ -15,19 +15,28 @@ use std::time::{Duration, Instant};
 /// Why a manifest job stopped short of a result; the job lands in the infrastructure lane.
 #[derive(Debug, thiserror::Error)]
 pub enum CasesError {
+    /// The sandbox failed to run a case (not a failing case).
     #[error("the sandbox did not run case {case} of job {job}")]
     Sandbox {
+        /// The job being run.
         job: JobId,
+        /// The case, by its path in the tree.
         case: TreePath,
+        /// The underlying error.
         #[source]
         source: SandboxError,
     },
+    /// A case's output could not be stored.
     #[error(transparent)]
     Output(#[from] OutputError),
+    /// A case's captured output could not be read back.
     #[error("failed to read the output of case {case} from {path}")]
     ReadOutput {
+        /// The case, by its path in the tree.
         case: TreePath,
+        /// The file its output was captured in.
         path: PathBuf,
+        /// The underlying error.
         #[source]
         source: std::io::Error,
     },
@@ -46,7 +55,7 @@ impl CasesError {
 }
 
 /// What running the cases produced: the job's status, its report and each case's logs.
-pub struct CasesRun {
+pub(crate) struct CasesRun {
     pub status: JobStatus,
     pub report: ReportOutcome,
     pub artifacts: Vec<ArtifactRef>,
@@ -54,7 +63,7 @@ pub struct CasesRun {
 
 /// The job's folders: `tree` and `private` are the guest's (a container mounts them), `logs`
 /// is the worker's alone, so a case cannot rewrite its own or another case's output.
-pub struct CaseDirs<'a> {
+pub(crate) struct CaseDirs<'a> {
     /// The proof's directory, which holds the job's (see `SandboxRun::proof_dir`).
     pub proof: &'a Path,
     pub tree: &'a Path,
@@ -62,7 +71,7 @@ pub struct CaseDirs<'a> {
     pub logs: &'a Path,
 }
 
-pub async fn run_cases(
+pub(crate) async fn run_cases(
     job: &JobSpec,
     cases: &ManifestJob,
     ctx: &JobContext,

@@ -24,10 +24,13 @@ pub fn is_secret_name(name: &str) -> bool {
     SECRET_WORDS.iter().any(|word| upper.contains(word))
 }
 
+/// Why the secrets could not be overwritten in the process's environment block.
 #[derive(Debug, thiserror::Error)]
 pub enum ScrubError {
+    /// `/proc/self/stat` could not be read.
     #[error("failed to read /proc/self/stat to find the environment block")]
     Stat(#[source] std::io::Error),
+    /// `/proc/self/stat` could not be parsed; says what was wrong.
     #[error("/proc/self/stat does not name the environment block ({0})")]
     Layout(&'static str),
 }

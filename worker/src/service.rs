@@ -40,23 +40,33 @@ use tracing::Instrument;
 /// says why: each has arms the other never meets.
 #[derive(Debug, thiserror::Error)]
 pub enum ServiceError {
+    /// The worker's configuration (environment, flags) is invalid.
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// Connecting to NATS, or opening the fleet's streams, failed.
     #[error(transparent)]
     Fleet(#[from] FleetError),
+    /// The artifact store could not be opened.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The Docker sandbox could not be set up.
     #[error(transparent)]
     Docker(#[from] DockerSetupError),
+    /// The scratch directory could not be made.
     #[error("failed to prepare {path}")]
     Io {
+        /// The scratch directory it tried to make.
         path: PathBuf,
+        /// The underlying error.
         #[source]
         source: std::io::Error,
     },
+    /// The health and metrics endpoint could not listen.
     #[error("failed to serve probes on {listen}")]
     Http {
+        /// The address it was to listen on (`host:port`).
         listen: String,
+        /// The underlying error.
         #[source]
         source: std::io::Error,
     },
@@ -65,16 +75,23 @@ pub enum ServiceError {
 /// Why a job's result did not reach the results stream; the job is handed back.
 #[derive(Debug, thiserror::Error)]
 pub enum PublishError {
+    /// The result could not be encoded, or its offloaded body stored.
     #[error("failed to encode the result of job {job}")]
     Encode {
+        /// The job whose result it is.
         job: JobId,
+        /// The underlying error.
         #[source]
         source: OffloadError,
     },
+    /// JetStream did not accept the result.
     #[error("failed to publish the result of job {job} on {subject}")]
     Publish {
+        /// The job whose result it is.
         job: JobId,
+        /// The subject it was published on.
         subject: String,
+        /// The underlying error.
         #[source]
         source: jetstream::context::PublishError,
     },
@@ -86,17 +103,22 @@ pub const DEPENDENCY_CACHE: &str = "dependencies";
 /// Everything a worker runs with; `service` is the validated file/env/flags layering.
 #[derive(Clone, Debug)]
 pub struct WorkerConfig {
+    /// The validated settings: NATS, store, probes and each role's tables.
     pub service: ServiceConfig,
+    /// Sizes and timings of the job queue's stream and consumer.
     pub tuning: QueueTuning,
+    /// This worker's id, in its results and its containers' labels.
     pub worker_id: WorkerId,
     /// Parent of job scratch directories [default: the system temp dir].
     pub scratch_root: Option<PathBuf>,
+    /// Variable names passed from the worker's environment to every job.
     pub pass_env: Vec<String>,
     /// S3 options over the `AWS_*` environment (tests point at a local server this way).
     pub s3_options: Vec<(String, String)>,
 }
 
 impl WorkerConfig {
+    /// A configuration with default tuning and a worker id of the host name and process id.
     pub fn new(service: ServiceConfig) -> Self {
         Self {
             service,
@@ -175,6 +197,7 @@ pub async fn sandbox_for(
 /// benchmark) nothing at all, so the queue's own cost can be measured.
 #[async_trait]
 pub trait JobRunner: Send + Sync {
+    /// Runs the job and returns its result; failures are results too, never errors.
     async fn run(&self, spec: &JobSpec) -> JobResult;
 }
 
@@ -254,8 +277,11 @@ pub async fn serve(
 /// What [`serve_with`] runs jobs with: the runner, the store its probes check, and the metrics
 /// its `/metrics` renders (shared with the sandbox and the tree cache that record into them).
 pub struct WorkerParts {
+    /// What runs each pulled job.
     pub runner: Arc<dyn JobRunner>,
+    /// The artifact store the readiness probe checks.
     pub store: Arc<dyn ArtifactStore>,
+    /// The counters `/metrics` renders.
     pub metrics: Arc<Metrics>,
 }
 

@@ -19,38 +19,61 @@ use std::path::{Path, PathBuf};
 /// All of a build's test executables together; a bigger build is refused, not stored.
 pub const MAX_ARCHIVE_BYTES: u64 = 1024 * 1024 * 1024;
 
+/// Why a build's test executables could not be collected, stored, or put back in a tree.
 #[derive(Debug, thiserror::Error)]
 pub enum TestBinariesError {
+    /// The build's JSON messages could not be read; says why.
     #[error("the build's stdout could not be read: {0}")]
     Stdout(String),
+    /// The build produced no test executable.
     #[error(
         "the build reported no test executable (hint: the command must be `cargo test --no-run --message-format=json`)"
     )]
     NoneBuilt,
+    /// A test executable lies outside the tree.
     #[error(
         "test executable {path} lies outside the job's tree (hint: a target-dir outside the repository cannot travel to the workers)"
     )]
-    Outside { path: String },
+    Outside {
+        /// The executable, as the build named it.
+        path: String,
+    },
+    /// A test executable is missing, or reading it would leave the tree.
     #[error("test executable {path} was refused: {why}")]
-    Refused { path: String, why: String },
+    Refused {
+        /// The executable, as the build named it.
+        path: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// A test executable could not be read.
     #[error("failed to read test executable {path}")]
     Read {
+        /// The executable's path on the worker.
         path: PathBuf,
+        /// The underlying error.
         #[source]
         source: std::io::Error,
     },
+    /// The executables together exceed [`MAX_ARCHIVE_BYTES`].
     #[error("the test executables exceed {MAX_ARCHIVE_BYTES} bytes")]
     TooLarge,
+    /// The archive's index could not be written or read.
     #[error(transparent)]
     Index(#[from] IndexError),
+    /// The archive could not be packed or unpacked.
     #[error("failed to pack or unpack the test executables")]
     Archive(#[source] std::io::Error),
+    /// The archive could not be stored.
     #[error("failed to store the test executables")]
     Store(#[source] StoreError),
+    /// The archive could not be fetched, or failed its sha256.
     #[error("failed to fetch the test executables")]
     Fetch(#[source] Box<ArtifactError>),
+    /// The archive holds an entry other than the index and the executables; names it.
     #[error("the archive holds an entry that is not the index or an executable: {0:?}")]
     Entry(String),
+    /// The index names an executable the archive does not hold; names it.
     #[error("the index names {0}, which the archive does not hold")]
     Missing(String),
 }

@@ -9,36 +9,59 @@ use std::path::{Path, PathBuf};
 /// Why a mutant's edit could not be applied to the materialized tree.
 #[derive(Debug, thiserror::Error)]
 pub enum EditError {
+    /// The edited path leads outside the tree or is not a regular file.
     #[error("refusing mutant edit of {path}: {why}")]
-    Outside { path: TreePath, why: String },
+    Outside {
+        /// The file the mutant edits, in the tree.
+        path: TreePath,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// The file to edit could not be read.
     #[error("failed to read {path} for a mutant")]
     Read {
+        /// The file the mutant edits, in the tree.
         path: TreePath,
+        /// The underlying error.
         #[source]
         source: std::io::Error,
     },
+    /// The edit's byte range is not inside the file.
     #[error("mutant edit {start}..{end} is outside {path} ({len} bytes)")]
     OutOfRange {
+        /// The file the mutant edits, in the tree.
         path: TreePath,
+        /// The edit's first byte.
         start: usize,
+        /// The byte past the edit's last.
         end: usize,
+        /// The file's size, in bytes.
         len: usize,
     },
+    /// The edited file could not be written.
     #[error("failed to write mutant of {path}")]
     Write {
+        /// The file the mutant edits, in the tree.
         path: TreePath,
+        /// The underlying error.
         #[source]
         source: std::io::Error,
     },
+    /// A directory could not be listed to find the file's stale bytecode.
     #[error("failed to list {dir}")]
     ListBytecode {
+        /// The directory listed.
         dir: PathBuf,
+        /// The underlying error.
         #[source]
         source: std::io::Error,
     },
+    /// Stale bytecode of the edited file could not be removed.
     #[error("failed to remove stale bytecode {path}")]
     RemoveBytecode {
+        /// The bytecode file.
         path: PathBuf,
+        /// The underlying error.
         #[source]
         source: std::io::Error,
     },

@@ -42,24 +42,35 @@ pub struct Confiner {
 /// and kept for the process's life, so callers borrow it rather than clone it.
 #[derive(Debug, thiserror::Error)]
 pub enum NoConfiner {
+    /// No bubblewrap on `PATH`.
     #[error("bubblewrap (bwrap) is not installed (hint: apt-get install bubblewrap)")]
     NotInstalled,
+    /// bubblewrap is there but could not be started.
     #[error("{} cannot be run: {source}", program.display())]
     NotRunnable {
+        /// The bubblewrap binary.
         program: PathBuf,
+        /// Why it could not be run or tried.
         source: std::io::Error,
     },
     /// The probe's command line could not be made.
     #[error("{} cannot be tried: {source}", program.display())]
     NotTried {
+        /// The bubblewrap binary.
         program: PathBuf,
+        /// Why it could not be run or tried.
         source: ToolchainError,
     },
     /// The probe ran and the host refused its namespaces; `stderr` is the tool's complaint.
     #[error(
         "{version} cannot create namespaces on this host: {stderr} (hint: enable unprivileged user namespaces, sysctl kernel.unprivileged_userns_clone=1)"
     )]
-    NoNamespaces { version: String, stderr: String },
+    NoNamespaces {
+        /// bubblewrap's version line.
+        version: String,
+        /// What it wrote to stderr.
+        stderr: String,
+    },
 }
 
 static FOUND: OnceLock<Result<Confiner, NoConfiner>> = OnceLock::new();
@@ -168,9 +179,13 @@ const CONFINER_ENV: [(&str, &str); 1] = [("PATH", "/usr/sbin:/usr/bin:/sbin:/bin
 /// working directory travelling as its options; unconfined, the command itself.
 #[derive(Clone, Debug)]
 pub struct Launch {
+    /// The program and its arguments: bubblewrap and its options first when confined.
     pub argv: Vec<String>,
+    /// The environment the started process gets, whole.
     pub env: Vec<(String, String)>,
+    /// The directory it starts in.
     pub cwd: PathBuf,
+    /// Whether bubblewrap wraps the command.
     pub confined: bool,
     /// Where the guest's own command starts in `argv` (after bubblewrap's options).
     guest_at: usize,
@@ -234,6 +249,7 @@ impl Launch {
 pub struct Grant<'a> {
     /// Bound read-write, in this order, after every mask.
     pub writable: &'a [&'a Path],
+    /// The guest's working directory inside the sandbox.
     pub cwd: &'a Path,
     /// The host's network instead of a loopback of its own.
     pub network: bool,
@@ -241,6 +257,7 @@ pub struct Grant<'a> {
     /// toolchains they lead to under a masked directory come back read-only (see
     /// [`toolchain_layouts`]).
     pub program: &'a str,
+    /// The guest's `PATH`, when it sets one.
     pub path_env: Option<&'a str>,
     /// The guest's whole environment, set inside the sandbox only; it selects toolchains too
     /// (`PYENV_VERSION`, `GOMODCACHE`, …).

@@ -51,9 +51,13 @@ const ENGINE_HINT: &str = " (hint: start the docker engine, or set DOCKER_HOST=u
 /// How the containers of this worker are shaped. Limits apply per job.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DockerConfig {
+    /// The runner image every job runs in.
     pub image: String,
+    /// Each container's memory limit, in MiB.
     pub memory_mb: u64,
+    /// Each container's CPU limit, in cores.
     pub cpus: f64,
+    /// Each container's process limit.
     pub pids: i64,
     /// Network for every job, even when the plan does not ask for it.
     pub network_default: bool,
@@ -75,37 +79,60 @@ impl Default for DockerConfig {
 #[derive(Debug, thiserror::Error)]
 pub enum DockerSetupError {
     // The cause sits before the hint so the one line a user sees ends with what to do.
+    /// The docker engine did not answer on its socket.
     #[error("cannot reach the docker engine at {socket}: {cause}{ENGINE_HINT}")]
-    Unreachable { socket: String, cause: EngineError },
+    Unreachable {
+        /// The engine's address.
+        socket: String,
+        /// The engine's error.
+        cause: EngineError,
+    },
+    /// The engine has no such image.
     #[error("image {image} is not present on the docker engine{IMAGE_HINT}")]
-    ImageMissing { image: String },
+    ImageMissing {
+        /// The image named in the configuration.
+        image: String,
+    },
+    /// The engine failed to describe the image.
     #[error("failed to inspect image {image}")]
     InspectImage {
+        /// The image named in the configuration.
         image: String,
+        /// The engine's error.
         #[source]
         source: EngineError,
     },
+    /// A configured limit is more than the engine has.
     #[error(
         "{what} {value} is more than the docker engine offers ({available}) (hint: lower it in the [sandbox] table or its flag)"
     )]
     Limit {
+        /// Which limit, e.g. `cpus`.
         what: &'static str,
+        /// The configured value.
         value: String,
+        /// What the engine offers.
         available: String,
     },
+    /// The engine failed to say what it has.
     #[error("failed to ask the docker engine for its resources")]
     Info {
+        /// The engine's error.
         #[source]
         source: EngineError,
     },
+    /// This worker's leftover containers could not be listed or removed.
     #[error("failed to list or remove leftover containers of worker {worker_id}")]
     Reap {
+        /// The worker whose containers they are.
         worker_id: String,
+        /// The engine's error.
         #[source]
         source: EngineError,
     },
 }
 
+/// Runs each job in a fresh container of the runner image, limited per [`DockerConfig`].
 #[derive(Clone, Debug)]
 pub struct DockerSandbox {
     docker: Docker,
@@ -159,6 +186,7 @@ impl DockerSandbox {
         self
     }
 
+    /// The image and limits its containers get.
     pub fn config(&self) -> &DockerConfig {
         &self.config
     }

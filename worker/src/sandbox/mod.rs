@@ -24,6 +24,7 @@ use std::time::Duration;
 pub struct SandboxRun {
     /// Labels for logs and leftovers (container labels, process names).
     pub proof_id: String,
+    /// The job the command runs for.
     pub job_id: String,
     /// The job's private scratch copy of its tree; the command's working directory.
     pub tree_dir: PathBuf,
@@ -36,8 +37,11 @@ pub struct SandboxRun {
     pub command: Vec<String>,
     /// The complete environment: nothing is inherited beyond it.
     pub env: Vec<(String, String)>,
+    /// The file the command's stdout is written to.
     pub stdout_path: PathBuf,
+    /// The file the command's stderr is written to.
     pub stderr_path: PathBuf,
+    /// How long the command may run before it is killed.
     pub timeout: Duration,
     /// The limit when the warm runner runs the job in a fork of a collected session (see
     /// `JobSpec::forked_timeout_secs`); `timeout` still bounds it.
@@ -53,6 +57,7 @@ pub struct SandboxRun {
 /// How the command ended. A non-zero exit is the guest's outcome, not a sandbox error.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SandboxExit {
+    /// The command exited with this code.
     Exited(i32),
     /// Killed by a signal the sandbox did not send (e.g. the kernel's OOM killer).
     Signalled(i32),
@@ -60,36 +65,58 @@ pub enum SandboxExit {
     TimedOut,
 }
 
+/// Why the sandbox could not run a command; the job lands in the infrastructure lane.
 #[derive(Debug, thiserror::Error)]
 pub enum SandboxError {
+    /// The command (or the tool that confines it) could not be started.
     #[error("failed to start {program:?} for job {job_id}: {source}{hint}")]
     Spawn {
+        /// The program started.
         program: String,
+        /// The job the command runs for.
         job_id: String,
+        /// What to check, appended to the message (may be empty).
         hint: &'static str,
+        /// The underlying error.
         #[source]
         source: std::io::Error,
     },
+    /// The command's output files could not be made.
     #[error("failed to prepare output files for job {job_id}")]
     Io {
+        /// The job the command runs for.
         job_id: String,
+        /// The underlying error.
         #[source]
         source: std::io::Error,
     },
+    /// The sandbox itself (the docker engine, say) failed.
     #[error("sandbox backend failed for job {job_id}: {message}")]
-    Backend { job_id: String, message: String },
+    Backend {
+        /// The job the command runs for.
+        job_id: String,
+        /// What failed.
+        message: String,
+    },
+    /// The warm pytest runner failed to run the job.
     #[error("the warm pytest runner failed for job {job_id}")]
     Warm {
+        /// The job the command runs for.
         job_id: String,
+        /// The underlying error.
         #[source]
         source: warm::WarmError,
     },
+    /// The job's toolchain cannot be exposed inside the sandbox.
     #[error("the toolchain of job {job_id} cannot be given to its sandbox")]
     Toolchain {
+        /// The job the command runs for.
         job_id: String,
+        /// The underlying error.
         #[source]
         source: toolchain_layouts::ToolchainError,
     },
+    /// The job names no command at all.
     #[error("the job's command is empty")]
     EmptyCommand,
 }
@@ -108,6 +135,7 @@ impl SandboxError {
     }
 }
 
+/// Where a job's command runs: a container, or a local process (confined by bubblewrap).
 #[async_trait]
 pub trait Sandbox: Send + Sync {
     /// A short name for reports (`process`, `docker`).
@@ -157,8 +185,11 @@ pub trait Sandbox: Send + Sync {
 /// and that file's bytes before the change. The job's tree holds the mutated file.
 #[derive(Clone, Copy, Debug)]
 pub struct MutantSource<'a> {
+    /// The unmutated tree's id, hex.
     pub tree: &'a str,
+    /// The mutated file, relative to the tree.
     pub path: &'a str,
+    /// The file's bytes before the mutant changed them.
     pub original: &'a [u8],
 }
 

@@ -17,6 +17,7 @@ use tokio::process::{Child, Command};
 /// How long a reaper asked to stop may take to sweep before its group is killed outright.
 const SWEEP_GRACE: Duration = Duration::from_secs(5);
 
+/// Runs each job as a local process group, confined by bubblewrap where the host has it.
 #[derive(Clone, Debug, Default)]
 pub struct ProcessSandbox {
     /// Every job gets the host's network, not a loopback of its own.

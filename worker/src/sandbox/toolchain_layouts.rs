@@ -31,7 +31,9 @@ const PYENV_MECHANISM: [&str; 6] = ["bin", "libexec", "plugins", "shims", "pyenv
 /// Where the host's toolchains live: the worker's own home and environment (trusted), never
 /// the job's, which the submitter chooses.
 pub struct Host<'a> {
+    /// The worker's home directory, when it has one.
     pub home: Option<PathBuf>,
+    /// Reads a variable of the worker's environment.
     pub var: &'a dyn Fn(&str) -> Option<OsString>,
 }
 
@@ -78,15 +80,21 @@ pub struct Needs<'a> {
 /// variables set in its environment.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Toolchains {
+    /// Toolchain directories bound read-only under the masks.
     pub exposed: Vec<PathBuf>,
+    /// Credential files and directories masked empty.
     pub masks: Vec<PathBuf>,
+    /// Variables set in the guest's environment (e.g. `RUSTUP_TOOLCHAIN`).
     pub env: Vec<(String, String)>,
 }
 
+/// Why a job's toolchain could not be worked out for its sandbox.
 #[derive(Debug, thiserror::Error)]
 pub enum ToolchainError {
+    /// rustup could not resolve, or refused, the tree's Rust toolchain.
     #[error(transparent)]
     Rustup(#[from] RustupError),
+    /// No rustup home could be found to resolve a Rust toolchain in.
     #[error("rustup's home is unknown: neither RUSTUP_HOME nor HOME names an existing directory")]
     NoRustupHome,
 }

@@ -77,25 +77,55 @@ pub(super) struct Server {
 /// Why a warm server could not be started, turned into a session server or sent a job.
 #[derive(Debug, thiserror::Error)]
 pub enum WarmError {
+    /// A plain server was asked to collect a tree, which only a session server does.
     #[error("a server of {python} without a tree was asked to collect one")]
-    NotSession { python: String },
+    NotSession {
+        /// The Python interpreter the server runs on.
+        python: String,
+    },
+    /// The server process did not start or never said it was ready.
     #[error("the warm server ({python}) did not start")]
-    Start { python: String },
+    Start {
+        /// The Python interpreter the server runs on.
+        python: String,
+    },
+    /// A request could not be written to the server.
     #[error("failed to send a request to the warm server ({python})")]
     Send {
+        /// The Python interpreter the server runs on.
         python: String,
+        /// The underlying error.
         #[source]
         source: std::io::Error,
     },
+    /// The session server took too long to configure pytest and collect the tree.
     #[error("configuration and collection of {tree} took longer than {}s", limit.as_secs())]
-    Collecting { tree: PathBuf, limit: Duration },
+    Collecting {
+        /// The tree being collected.
+        tree: PathBuf,
+        /// How long collection may take.
+        limit: Duration,
+    },
+    /// The session server exited while collecting the tree.
     #[error("the session server stopped while collecting {tree}")]
-    StoppedCollecting { tree: PathBuf },
+    StoppedCollecting {
+        /// The tree being collected.
+        tree: PathBuf,
+    },
+    /// The session server refused the tree it was asked to collect.
     #[error("the session server refused {tree}: {why}")]
-    Refused { tree: PathBuf, why: String },
+    Refused {
+        /// The tree being collected.
+        tree: PathBuf,
+        /// The server's reason.
+        why: String,
+    },
+    /// The unmutated tree could not be copied for the session server.
     #[error("failed to copy the unmutated tree {from} for a session server")]
     CopyTree {
+        /// The tree copied.
         from: PathBuf,
+        /// The underlying error.
         #[source]
         source: std::io::Error,
     },

@@ -309,7 +309,7 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
             eprintln!("[cache] results not stored: {why}");
         }
     }
-    let stryker = report.stryker_json();
+    let stryker = report.stryker_report();
     if let Some(path) = &args.json {
         let json = serde_json::to_vec_pretty(&stryker)
             .context("failed to encode the mutation report")

@@ -186,8 +186,9 @@ pub async fn emit_suite(
 }
 
 /// Renders Stryker's mutation-testing-report document.
-pub fn emit_mutation(out: &OutputArgs, doc: &serde_json::Value) -> Result<(), Failure> {
-    let parsed: html::mutation::Doc = serde_json::from_value(doc.clone())
+pub fn emit_mutation(out: &OutputArgs, doc: &impl serde::Serialize) -> Result<(), Failure> {
+    let parsed: html::mutation::Doc = serde_json::to_value(doc)
+        .and_then(serde_json::from_value)
         .context("the mutation report does not match mutation-testing-report-schema v1")
         .usage()?;
     if let Some(path) = &out.html {

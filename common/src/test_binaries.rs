@@ -167,6 +167,36 @@ pub struct Built {
     pub message: String,
 }
 
+/// What is read back of a built binary's message (cargo's `compiler-artifact` line, as
+/// [`Built::message`] keeps it): its executable and its target.
+#[derive(Debug, Default, Deserialize)]
+pub struct BuiltMessage {
+    /// The executable cargo built.
+    #[serde(default)]
+    pub executable: Option<String>,
+    /// The target it was built for.
+    #[serde(default)]
+    pub target: BuiltTarget,
+}
+
+/// A built binary's target, as cargo names it.
+#[derive(Debug, Default, Deserialize)]
+pub struct BuiltTarget {
+    /// The target's name (the crate's, for its library).
+    #[serde(default)]
+    pub name: String,
+    /// Its kinds: `lib`, `bin`, `test`, …
+    #[serde(default)]
+    pub kind: Vec<String>,
+}
+
+impl BuiltMessage {
+    /// `message` read, or why it cannot be.
+    pub fn parse(message: &str) -> Result<Self, serde_json::Error> {
+        serde_json::from_str(message)
+    }
+}
+
 #[derive(Deserialize)]
 struct Artifact {
     reason: String,
@@ -284,9 +314,11 @@ impl Index {
         for binary in &index.binaries {
             check_file(&binary.file)?;
             check_package_dir(&binary.package_dir)?;
-            let message: serde_json::Value = serde_json::from_str(&binary.message)
+            let message = BuiltMessage::parse(&binary.message)
                 .map_err(|e| IndexError::Malformed(format!("{}: {e}", binary.file)))?;
-            if message["executable"] != binary.file.as_str() || binary.message.contains('\n') {
+            if message.executable.as_deref() != Some(binary.file.as_str())
+                || binary.message.contains('\n')
+            {
                 return Err(IndexError::Malformed(format!(
                     "the message of {} names another executable",
                     binary.file

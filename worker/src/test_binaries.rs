@@ -8,8 +8,8 @@ use crate::guest_file::{self, GuestFile};
 use crate::job_context::JobContext;
 use assay_common::job::ArtifactRef;
 use assay_common::test_binaries::{
-    self, ARTIFACT, Binary, DOC_TESTS_DIR, DOC_TESTS_EXPECTED, Index, IndexError, Selection,
-    check_file, check_package_dir, doc_test_expectations,
+    self, ARTIFACT, Binary, BuiltMessage, DOC_TESTS_DIR, DOC_TESTS_EXPECTED, Index, IndexError,
+    Selection, check_file, check_package_dir, doc_test_expectations,
 };
 use assay_transport::store::{ArtifactError, StoreError, read_artifact};
 use std::io::Read;
@@ -202,21 +202,15 @@ fn pack_doc_tests(
         .binaries
         .iter()
         .filter(|b| {
-            serde_json::from_str::<serde_json::Value>(&b.message).is_ok_and(|m| {
-                m["target"]["kind"]
-                    .as_array()
-                    .is_some_and(|k| k.iter().any(|k| k == "lib"))
-            })
+            BuiltMessage::parse(&b.message).is_ok_and(|m| m.target.kind.iter().any(|k| k == "lib"))
         })
         .collect();
     let [library] = libraries.as_slice() else {
         return Ok(());
     };
-    let message: serde_json::Value = serde_json::from_str(&library.message).unwrap_or_default();
-    let krate = message["target"]["name"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
+    let krate = BuiltMessage::parse(&library.message)
+        .map(|m| m.target.name)
+        .unwrap_or_default();
     if check_file(&krate).is_err() {
         return Ok(());
     }

@@ -44,7 +44,9 @@ use assay_common::sandbox::SandboxEvidence;
 use assay_transport::error_chain::error_chain;
 use async_trait::async_trait;
 use command::{WarmCommand, warm_command};
-use server::{Answer, Key, REAP_GRACE, Rewrites, Server, SessionKey, SessionStart, startup_env};
+use server::{
+    Answer, Job, Key, REAP_GRACE, Request, Rewrites, Server, SessionKey, SessionStart, startup_env,
+};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::path::PathBuf;
@@ -284,16 +286,15 @@ impl<S: Sandbox> WarmPytest<S> {
                 }
             },
         };
-        let request = serde_json::json!({
-            "cwd": run.tree_dir,
-            "env": run.env.iter().cloned().collect::<BTreeMap<String, String>>(),
-            "stdout": run.stdout_path,
-            "stderr": run.stderr_path,
-            "module": source.path,
-            "select": split.select,
-            "junitxml": split.junitxml,
-        });
-        self.run_request(server, run, &request).await
+        let request = Job {
+            stdout: Some(&run.stdout_path),
+            stderr: Some(&run.stderr_path),
+            module: Some(source.path),
+            select: Some(&split.select),
+            junitxml: split.junitxml.as_deref(),
+            ..Job::new(&run.tree_dir, &run.env)
+        };
+        self.run_request(server, run, request).await
     }
 
     /// Parks `server` for the next job, or, when it retired, drops it and sends every later
@@ -319,17 +320,14 @@ impl<S: Sandbox> WarmPytest<S> {
         run: &SandboxRun,
         warm: &WarmCommand<'_>,
     ) -> Result<SandboxExit, SandboxError> {
-        let mut request = serde_json::json!({
-            "cwd": run.tree_dir,
-            "args": warm.args,
-            "env": run.env.iter().cloned().collect::<BTreeMap<String, String>>(),
-            "stdout": run.stdout_path,
-            "stderr": run.stderr_path,
-        });
-        if let Some(code) = warm.code {
-            request["code"] = code.into();
-        }
-        match self.run_request(server, run, &request).await? {
+        let request = Job {
+            args: Some(warm.args),
+            code: warm.code,
+            stdout: Some(&run.stdout_path),
+            stderr: Some(&run.stderr_path),
+            ..Job::new(&run.tree_dir, &run.env)
+        };
+        match self.run_request(server, run, request).await? {
             Swapped::Ran(exit) => Ok(exit),
             Swapped::Fallback(why) => Err(SandboxError::Backend {
                 job_id: run.job_id.clone(),
@@ -344,7 +342,7 @@ impl<S: Sandbox> WarmPytest<S> {
         &self,
         mut server: Server,
         run: &SandboxRun,
-        request: &serde_json::Value,
+        mut request: Job<'_>,
     ) -> Result<Swapped, SandboxError> {
         let io_error = |source| SandboxError::Io {
             job_id: run.job_id.clone(),
@@ -362,10 +360,9 @@ impl<S: Sandbox> WarmPytest<S> {
             (Some(_), Some(forked)) => forked.min(run.timeout),
             _ => run.timeout,
         };
-        let mut request = request.clone();
-        request["limit_ms"] = u64::try_from(limit.as_millis()).unwrap_or(u64::MAX).into();
+        request.limit_ms = Some(u64::try_from(limit.as_millis()).unwrap_or(u64::MAX));
         server
-            .send(&request)
+            .send(&Request::Job(request))
             .await
             .map_err(|source| SandboxError::Warm {
                 job_id: run.job_id.clone(),

@@ -89,11 +89,6 @@ impl MutateReport {
         }
     }
 
-    /// [`Self::stryker_report`] as JSON, its objects' keys in order.
-    pub fn stryker_json(&self) -> serde_json::Value {
-        serde_json::to_value(self.stryker_report()).unwrap_or_default()
-    }
-
     /// What the cache did, and which mutants it answered from which run: `None` when the run
     /// did not use it. Kept in Assay's block so each mutant stays as the schema describes it.
     fn cache_report(&self) -> Option<CacheReport> {
@@ -233,7 +228,7 @@ mod tests {
             cache: None,
             schemata: None,
         };
-        let doc = report.stryker_json();
+        let doc = serde_json::to_value(report.stryker_report()).unwrap();
         assert_eq!(
             doc["testFiles"],
             serde_json::json!({

@@ -4,7 +4,7 @@
 use super::super::SandboxRun;
 use super::super::confine::{self, Launch};
 use super::super::hot_swap::{self, JUNIT_PLACEHOLDER};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -222,15 +222,12 @@ impl Server {
                 }
             })
             .collect();
-        let mut spec = serde_json::json!({
-            "cwd": tree,
-            "args": options,
-            "env": start.env.iter().cloned().collect::<BTreeMap<String, String>>(),
-        });
-        if let Some(code) = &session.code {
-            spec["code"] = code.clone().into();
-        }
-        server.send(&serde_json::json!({ "session": spec })).await?;
+        let session = Job {
+            args: Some(&options),
+            code: session.code.as_deref(),
+            ..Job::new(&tree, &start.env)
+        };
+        server.send(&Request::Session { session }).await?;
         let answer = tokio::time::timeout(SESSION_START_LIMIT, server.answer())
             .await
             .map_err(|_| WarmError::Collecting {
@@ -249,8 +246,9 @@ impl Server {
         Ok(server)
     }
 
-    pub(super) async fn send(&mut self, request: &serde_json::Value) -> Result<(), WarmError> {
-        let mut line = request.to_string();
+    pub(super) async fn send(&mut self, request: &Request<'_>) -> Result<(), WarmError> {
+        // Plain strings, paths and numbers: encoding cannot fail.
+        let mut line = serde_json::to_string(request).unwrap_or_default();
         line.push('\n');
         self.requests
             .write_all(line.as_bytes())
@@ -264,6 +262,72 @@ impl Server {
     pub(super) async fn answer(&mut self) -> Option<Answer> {
         let line = self.answers.next_line().await.ok()??;
         serde_json::from_str(&line).ok()
+    }
+}
+
+/// One line to a warm server, as `adapters/warm_pytest.py` reads it: a session to collect, or
+/// a job to run in a fork.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub(super) enum Request<'a> {
+    /// Collect the tree once, as a session server.
+    Session {
+        /// What to collect, and how.
+        session: Job<'a>,
+    },
+    /// Run one job in a fork.
+    Job(Job<'a>),
+}
+
+/// A job (or a session's collection) for a warm server. Absent fields are absent from the
+/// line, as the script tells a `python -c` job (with `code`) from a `python -m pytest` one.
+#[derive(Debug, Serialize)]
+pub(super) struct Job<'a> {
+    /// The working directory: the job's tree.
+    pub(super) cwd: &'a std::path::Path,
+    /// pytest's arguments (or the `-c` program's), after the interpreter's own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) args: Option<&'a [String]>,
+    /// The program of a `python -c` job.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) code: Option<&'a str>,
+    /// The job's whole environment.
+    pub(super) env: BTreeMap<&'a str, &'a str>,
+    /// Where the fork's standard output goes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) stdout: Option<&'a std::path::Path>,
+    /// Where the fork's standard error goes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) stderr: Option<&'a std::path::Path>,
+    /// For a session server's fork: the mutated module, relative to the tree.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) module: Option<&'a str>,
+    /// For a session server's fork: the node ids to run (empty: every collected item).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) select: Option<&'a [String]>,
+    /// For a session server's fork: the job's JUnit report.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) junitxml: Option<&'a str>,
+    /// How long the fork may run, in milliseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) limit_ms: Option<u64>,
+}
+
+impl<'a> Job<'a> {
+    /// A job in `cwd` with the whole environment `env`, and nothing else yet.
+    pub(super) fn new(cwd: &'a std::path::Path, env: &'a [(String, String)]) -> Self {
+        Self {
+            cwd,
+            args: None,
+            code: None,
+            env: env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect(),
+            stdout: None,
+            stderr: None,
+            module: None,
+            select: None,
+            junitxml: None,
+            limit_ms: None,
+        }
     }
 }
 

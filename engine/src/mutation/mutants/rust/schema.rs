@@ -440,33 +440,61 @@ pub struct ErrorSpan {
     pub message: String,
 }
 
+/// A line of cargo's `--message-format=json` output, as far as [`error_spans`] reads it.
+#[derive(serde::Deserialize)]
+struct CargoLine {
+    reason: String,
+    #[serde(default)]
+    message: Option<CompilerMessage>,
+}
+
+/// rustc's diagnostic in a `compiler-message` line.
+#[derive(serde::Deserialize)]
+struct CompilerMessage {
+    #[serde(default)]
+    level: String,
+    #[serde(default)]
+    message: String,
+    #[serde(default)]
+    code: Option<DiagnosticCode>,
+    #[serde(default)]
+    spans: Vec<DiagnosticSpan>,
+}
+
+#[derive(serde::Deserialize)]
+struct DiagnosticCode {
+    code: String,
+}
+
+#[derive(serde::Deserialize)]
+struct DiagnosticSpan {
+    file_name: String,
+    byte_start: usize,
+    byte_end: usize,
+}
+
 /// The error spans in cargo's `--message-format=json` output.
 pub fn error_spans(cargo_json: &str) -> Vec<ErrorSpan> {
     let mut spans = Vec::new();
     for line in cargo_json.lines() {
-        let Ok(value) = serde_json::from_str::<serde_json::Value>(line) else {
+        let Ok(line) = serde_json::from_str::<CargoLine>(line) else {
             continue;
         };
-        if value["reason"] != "compiler-message" || value["message"]["level"] != "error" {
+        let Some(diagnostic) = line.message.filter(|m| m.level == "error") else {
+            continue;
+        };
+        if line.reason != "compiler-message" {
             continue;
         }
-        let text = value["message"]["message"].as_str().unwrap_or("");
         // As the compiler heads it: `error[E0277]: the trait bound …`.
-        let message = match value["message"]["code"]["code"].as_str() {
-            Some(code) => format!("error[{code}]: {text}"),
-            None => format!("error: {text}"),
+        let message = match &diagnostic.code {
+            Some(code) => format!("error[{}]: {}", code.code, diagnostic.message),
+            None => format!("error: {}", diagnostic.message),
         };
-        for span in value["message"]["spans"].as_array().into_iter().flatten() {
-            let (Some(file), Some(start), Some(end)) = (
-                span["file_name"].as_str(),
-                span["byte_start"].as_u64(),
-                span["byte_end"].as_u64(),
-            ) else {
-                continue;
-            };
+        for span in diagnostic.spans {
             spans.push(ErrorSpan {
-                file: file.to_owned(),
-                bytes: start as usize..end as usize,
+                file: span.file_name,
+                bytes: span.byte_start..span.byte_end,
                 message: message.clone(),
             });
         }

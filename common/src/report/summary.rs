@@ -13,9 +13,13 @@ pub struct SummaryCounts {
     /// Which pattern matched: `jest`, `pytest`, `go`, `mocha`, `rspec`, `cargo`, `unittest`,
     /// `bun`, `vitest` or `generic`.
     pub framework: String,
+    /// Tests the summary counts in all.
     pub total: u64,
+    /// Tests it says passed.
     pub passed: u64,
+    /// Tests it says failed.
     pub failed: u64,
+    /// Tests it says were skipped.
     pub skipped: u64,
 }
 
@@ -29,6 +33,7 @@ pub enum SuiteStatus {
 }
 
 impl SuiteStatus {
+    /// The status as history and reports write it (`passing`).
     pub fn label(self) -> &'static str {
         match self {
             Self::Passing => "passing",

@@ -27,8 +27,11 @@ pub struct SummaryCounts {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SuiteStatus {
+    /// The command exited 0.
     Passing,
+    /// The command exited non-zero: tests failed.
     Failing,
+    /// The command could not run (not found, not executable) or hit its timeout.
     Error,
 }
 

@@ -67,10 +67,10 @@ pub enum LineProblem {
     /// The case path is absolute or leaves the corpus.
     #[error("the case path is not confined to the corpus: {0}")]
     Path(TreePathError),
+    /// The expectation field names no kind Assay knows.
     #[error(
         "unknown expectation {0:?} (hint: use boolean, null, integer, float-bits, float-nan or error)"
     )]
-    /// The expectation field names no kind Assay knows.
     UnknownExpectation(String),
     /// A two-field row expects something other than `true` or `error`.
     #[error("two-field rows expect `true` or `error`, not {0:?}")]

@@ -292,10 +292,10 @@ pub fn render(subjects: &Subjects, auth: UserAuth) -> Result<String, UnsafePrefi
 }
 
 #[derive(Debug, thiserror::Error)]
+/// A subject prefix that cannot be written into a NATS configuration safely.
 #[error(
     "cannot write NATS permissions for subject prefix {prefix:?} (hint: use only ASCII letters, digits, '-', '_' and '.')"
 )]
-/// A subject prefix that cannot be written into a NATS configuration safely.
 pub struct UnsafePrefix {
     /// The prefix refused, as configured.
     pub prefix: String,

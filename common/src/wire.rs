@@ -14,10 +14,10 @@ pub enum WireError {
     /// The bytes do not start with Assay's envelope: not a message of ours.
     #[error("not an Assay message (bad magic bytes)")]
     BadMagic,
+    /// The message was written by a build of another protocol version.
     #[error(
         "wire protocol version {found} is not supported (this build speaks {PROTOCOL_VERSION}; hint: run the same Assay version on coordinator, workers and CLI)"
     )]
-    /// The message was written by a build of another protocol version.
     UnsupportedVersion {
         /// The protocol version the message carries.
         found: u16,

@@ -249,7 +249,7 @@ pub struct CacheReport {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RefusedMutantEntry {
-    /// Why it was refused (a bad signature, another tree), in words.
+    /// Why it was refused, in words.
     pub key: String,
     pub why: String,
 }

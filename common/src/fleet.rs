@@ -457,16 +457,16 @@ pub enum ProgressEvent {
 }
 
 /// What the CLI sends on the cancel subject.
-/// The proof to cancel.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CancelRequest {
+    /// The proof to cancel.
     pub proof_id: ProofId,
 }
 
 /// The coordinator's answer to a cancel request.
-/// The proof was running and is now cancelled.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum CancelReply {
+    /// The proof was running and is now cancelled.
     Cancelled,
     /// The proof was not running: nothing was cancelled.
     NotRunning {

@@ -245,12 +245,12 @@ pub struct CacheReport {
 }
 
 /// A cache entry found but refused, and why.
-/// Its key in the cache.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RefusedMutantEntry {
-    /// Why it was refused, in words.
+    /// Its key in the cache.
     pub key: String,
+    /// Why it was refused, in words.
     pub why: String,
 }
 

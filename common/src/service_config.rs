@@ -33,7 +33,10 @@ pub enum ConfigError {
     #[error(
         "service configuration schema {found:?} is not supported (hint: set schema = \"{SCHEMA}\")"
     )]
-    Schema { found: String },
+    Schema {
+        /// The schema the file declares.
+        found: String,
+    },
     /// A value (from the file or an `ASSAY_*` variable) is out of its range or form.
     #[error("invalid value {value:?} for {key}: {reason}")]
     Value {
@@ -227,7 +230,7 @@ pub const DEFAULT_TREE_MAX_ENTRIES: u64 = 500_000;
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct CoordinatorSection {
-    /// The most jobs the coordinator plans for one proof.
+    /// The most jobs of one proof (or job run) in flight at once, whatever its `--jobs` asks.
     pub max_jobs_per_proof: u32,
     /// The most bytes of a submission passed through the store the coordinator reads; a
     /// bigger one is refused unread (`ASSAY_MAX_SUBMISSION_BYTES`).

@@ -67,13 +67,16 @@ struct UnittestCollected {
 #[derive(Debug, thiserror::Error)]
 pub enum CollectionProblem {
     /// The collection output could not be read (not JSON, another schema).
-    /// The collection found a test module it could not import.
     #[error("the collection report is malformed: {0}")]
     Malformed(String),
-    /// The broken module's file.
-    /// The import error, as the adapter reported it.
+    /// The collection found a test module it could not import.
     #[error("collection failed in {file}: {message}")]
-    Broken { file: String, message: String },
+    Broken {
+        /// The broken module's file.
+        file: String,
+        /// The import error, as the adapter reported it.
+        message: String,
+    },
 }
 
 /// Reads the unittest adapter's `--collect` report (`assay.unittest.cases/v1`).
@@ -392,19 +395,19 @@ fn history<'de, D: Deserializer<'de>>(deserializer: D) -> Result<HistoryReport, 
 }
 
 /// The cases of a run counted by outcome.
-/// Cases in all.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SuiteTotals {
-    /// Cases that passed.
+    /// Cases in all.
     pub total: u64,
-    /// Cases that failed (quarantined ones not included).
+    /// Cases that passed.
     pub passed: u64,
-    /// Cases skipped.
+    /// Cases that failed (quarantined ones not included).
     pub failed: u64,
-    /// Cases that errored (quarantined ones not included).
+    /// Cases skipped.
     pub skipped: u64,
-    /// Cases never admitted.
+    /// Cases that errored (quarantined ones not included).
     pub error: u64,
+    /// Cases never admitted.
     pub not_run: u64,
     /// Failed or errored cases listed in the quarantine ledger: reported, not counted.
     pub quarantined: u64,
@@ -476,28 +479,28 @@ pub struct SuiteCacheReport {
 }
 
 /// A cache entry found but refused, and why.
-/// The entry's key.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RefusedEntry {
-    /// Why it was refused, in words.
+    /// The entry's key.
     pub entry: String,
+    /// Why it was refused, in words.
     pub why: String,
 }
 
 /// One job of a suite run.
-/// The job's position in the plan.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SuiteJobReport {
-    /// The job's id.
+    /// The job's position in the plan.
     pub index: u32,
-    /// The refs of the cases it ran.
+    /// The job's id.
     pub job_id: String,
-    /// How it ended (`completed`, `timed_out`, `infrastructure`, `cancelled`).
+    /// The refs of the cases it ran.
     pub cases: Vec<String>,
-    /// Its wall time on the worker, in seconds.
+    /// How it ended (`completed`, `timed_out`, `infrastructure`, `cancelled`).
     pub status: String,
-    /// What the worker stored of its run (captured output).
+    /// Its wall time on the worker, in seconds.
     pub duration_s: f64,
+    /// What the worker stored of its run (captured output).
     pub artifacts: Vec<ArtifactRef>,
 }
 

@@ -132,11 +132,11 @@ pub mod keys {
         format!("{proof_id}.drivers")
     }
 
-    /// The proof's durable state, a wire [`ProofRecord`].
+    /// The proof's durable state, a wire [`ProofRecord`](super::ProofRecord).
     pub fn record(proof_id: &ProofId) -> String {
         format!("{proof_id}.record")
     }
-    /// The result of job `index` of the proof, a wire [`ResultMessage`].
+    /// The result of job `index` of the proof, a wire [`ResultMessage`](super::ResultMessage).
     pub fn result(proof_id: &ProofId, index: u32) -> String {
         format!("{proof_id}.result.{index:06}")
     }

@@ -19,9 +19,9 @@ pub struct Evidence {
     /// [`SCHEMA`]; evidence of any other is refused when read.
     #[serde(deserialize_with = "schema")]
     pub schema: String,
-    /// The proof's id.
+    /// The proof's id (`p-…`), as its subjects and store keys name it.
     pub proof_id: String,
-    /// The proof's verdict.
+    /// What the proof concluded: proven iff every criterion is, refuted if any is.
     pub verdict: Verdict,
     /// The repository the proof ran on, as the path it was given.
     pub repository: String,

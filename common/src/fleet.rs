@@ -319,7 +319,7 @@ pub enum SubmitRequest {
     Inline(Box<ProofSubmission>),
     /// The proof, too big for a message, already in the artifact store.
     Stored {
-        /// The proof's id.
+        /// The proof the stored submission is of.
         proof_id: ProofId,
         /// Where the stored submission is, and its sha256.
         submission: ArtifactRef,
@@ -366,7 +366,7 @@ pub fn evidence_key(proof_id: &ProofId) -> String {
 pub enum SubmitReply {
     /// The submission was accepted and will run.
     Accepted {
-        /// The run's id.
+        /// The id the run goes by in subjects, keys and progress.
         proof_id: ProofId,
     },
     /// The submission was refused and will not run.

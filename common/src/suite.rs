@@ -337,7 +337,7 @@ pub struct SuiteReport {
     /// [`SUITE_SCHEMA`]; a report of any other is refused when read.
     #[serde(deserialize_with = "suite_schema")]
     pub schema: String,
-    /// The run's id.
+    /// The run's id, as its history record and cache entries name it.
     pub run_id: String,
     /// `passed`, `failed` or `infrastructure_aborted` (a halt counts as the latter).
     #[serde(deserialize_with = "status")]
@@ -492,7 +492,7 @@ pub struct RefusedEntry {
 pub struct SuiteJobReport {
     /// The job's position in the plan.
     pub index: u32,
-    /// The job's id.
+    /// The job's id (`{run_id}/{index:04}`).
     pub job_id: String,
     /// The refs of the cases it ran.
     pub cases: Vec<String>,

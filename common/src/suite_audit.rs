@@ -155,9 +155,9 @@ pub struct ScopeAudit {
     pub base_tree: String,
     /// Paths the change touches (either side).
     pub changed_files: Vec<String>,
-    /// The read-set closure gate.
+    /// The read-set closure gate: collected tests that read a changed file must have run.
     pub closure: Closure,
-    /// The inventory gate.
+    /// The inventory gate: base tests the candidate no longer collects, or collects under another id.
     pub inventory: InventoryGate,
     /// The exceptions file and what the run used of it.
     pub exceptions: Exceptions,

@@ -228,7 +228,7 @@ pub struct CriterionVerdict {
     pub kind: CriterionKind,
     /// The test name it declares.
     pub test: String,
-    /// Its verdict.
+    /// What the evidence concluded of this criterion.
     pub verdict: Verdict,
     /// Why, in one sentence for people.
     pub reason: String,

@@ -51,9 +51,9 @@ pub struct RunRecord {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Alert {
-    /// How serious the alert is (`warning`, `critical`).
+    /// How serious the alert is (`warning`).
     pub severity: String,
-    /// What the alert is about (`new_failures`, `coverage_drop`); `type` in the documents.
+    /// What the alert is about (`regression`, `coverage_drop`); `type` in the documents.
     #[serde(rename = "type")]
     pub kind: String,
     /// The alert in words, for the report.

@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+/// Which way a criterion's test must go from base to candidate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CriterionKind {
@@ -76,40 +77,76 @@ fn go_id_prefix(python_prefix: &str) -> Option<String> {
     Some(format!("Test{}", id.to_ascii_uppercase()))
 }
 
+/// One declared criterion: a test the proof must see fail then pass, or pass on both trees.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Criterion {
+    /// The criterion's short id (`C1`), as written or numbered by position.
     pub id: String,
+    /// Whether it is a `test:` or a `guard:`.
     pub kind: CriterionKind,
+    /// The test (or tests) it names.
     pub test: TestSelector,
 }
 
+/// Why a criterion's text was refused; `text` is the criterion as written.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum CriterionError {
+    /// It starts with neither `test:` nor `guard:`.
     #[error(
         "criterion {text:?} does not start with `test:` or `guard:` (hint: write \"test: test_name\" or \"C1: guard: test_name\")"
     )]
-    MissingKind { text: String },
+    MissingKind {
+        /// The criterion as written.
+        text: String,
+    },
+    /// It names a qualified selector (`tests/test_x.py::test_y`) instead of a bare name.
     #[error(
         "criterion {text:?} names the qualified selector {selector:?}; a proof declares a bare test name (hint: write `{kind}: {bare}`)"
     )]
     Qualified {
+        /// The criterion as written.
         text: String,
+        /// The qualified selector it names.
         selector: String,
+        /// Its kind, for the hint.
         kind: CriterionKind,
+        /// The bare name to write instead.
         bare: String,
     },
+    /// Its id is not a short identifier such as `C1`.
     #[error("criterion id {id:?} in {text:?} is not a short identifier such as C1")]
-    BadId { id: String, text: String },
+    BadId {
+        /// The id as written.
+        id: String,
+        /// The criterion as written.
+        text: String,
+    },
+    /// Two criteria share an id.
     #[error("criterion id {id} is used twice")]
-    DuplicateId { id: String },
+    DuplicateId {
+        /// The id used twice.
+        id: String,
+    },
+    /// Nothing after the kind reads as a test name.
     #[error(
         "criterion {text:?} names no test (hint: write \"{kind}: test_name\", or prose after the kind to name it by its id)"
     )]
-    NoName { text: String, kind: CriterionKind },
+    NoName {
+        /// The criterion as written.
+        text: String,
+        /// Its kind, for the hint.
+        kind: CriterionKind,
+    },
+    /// A quoted test name does not close.
     #[error(
         "criterion {text:?} opens a quoted name that does not close (hint: write {kind}: \"the test's name\")"
     )]
-    UnclosedQuote { text: String, kind: CriterionKind },
+    UnclosedQuote {
+        /// The criterion as written.
+        text: String,
+        /// Its kind, for the hint.
+        kind: CriterionKind,
+    },
 }
 
 /// Parses criteria in order; ids are taken from the text or numbered `C1`, `C2`, … by position.

@@ -14,11 +14,13 @@ use std::fmt;
 #[serde(try_from = "String", into = "String")]
 pub struct Sha256Hex(String);
 
+/// A digest read from outside that is not 64 lowercase hex digits.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{0:?} is not a sha256 digest (64 lowercase hex digits)")]
 pub struct Sha256HexError(String);
 
 impl Sha256Hex {
+    /// `hex` as a digest, refused unless it is exactly 64 lowercase hex digits.
     pub fn parse(hex: &str) -> Result<Self, Sha256HexError> {
         let well_formed = hex.len() == 64
             && hex
@@ -31,6 +33,7 @@ impl Sha256Hex {
         }
     }
 
+    /// The digest as hex text.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -136,7 +139,9 @@ pub const VENDORED_SOURCE: &str = "assay-vendored";
 /// the reference the manifest asked for (`rev`, `branch` or `tag`; none: the default branch).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct GitSource {
+    /// The repository's URL, as the lock file names it.
     pub url: String,
+    /// The kind of reference (`rev`, `branch` or `tag`) and its value; `None`: the default branch.
     pub reference: Option<(&'static str, String)>,
 }
 

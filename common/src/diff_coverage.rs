@@ -12,8 +12,11 @@ use std::collections::{BTreeMap, BTreeSet};
 /// Lines `start..=end` of `path` (1-based, candidate side) that the change adds or modifies.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct ChangedHunk {
+    /// The changed file, relative to the tree root.
     pub path: TreePath,
+    /// The hunk's first line (1-based, candidate side).
     pub start: u32,
+    /// The hunk's last line, inclusive.
     pub end: u32,
 }
 
@@ -31,10 +34,13 @@ pub enum HunkStatus {
     NoStatements,
 }
 
+/// How much of one changed hunk the proving tests executed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HunkCoverage {
+    /// The hunk measured.
     #[serde(flatten)]
     pub hunk: ChangedHunk,
+    /// Whether the run executed all, some or none of its statements.
     pub status: HunkStatus,
     /// Its statement lines the run did not execute.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -106,7 +112,9 @@ impl DiffCoverage {
 /// proving tests executed (a `def` line runs at import, its body only when a test calls it).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct MeasuredFile {
+    /// The file's lines that hold a statement (1-based).
     pub statements: BTreeSet<u32>,
+    /// Of `statements`, the lines the run executed.
     pub executed: BTreeSet<u32>,
 }
 

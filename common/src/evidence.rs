@@ -10,18 +10,26 @@ use crate::sandbox::SandboxEvidence;
 use crate::verdict::{CriterionVerdict, Verdict};
 use serde::{Deserialize, Deserializer, Serialize};
 
+/// The `schema` an evidence report declares.
 pub const SCHEMA: &str = "assay.proof/v1";
 
+/// The evidence report of one proof: what was asked, what ran, and the verdict.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Evidence {
     /// [`SCHEMA`]; evidence of any other is refused when read.
     #[serde(deserialize_with = "schema")]
     pub schema: String,
+    /// The proof's id (`p-…`), as its subjects and store keys name it.
     pub proof_id: String,
+    /// What the proof concluded: proven iff every criterion is, refuted if any is.
     pub verdict: Verdict,
+    /// The repository the proof ran on, as the path it was given.
     pub repository: String,
+    /// The runner that ran the tests (`pytest`, `cargo`).
     pub runner: String,
+    /// The tree before the change.
     pub base: RevisionInfo,
+    /// The tree with the change.
     pub candidate: RevisionInfo,
     /// Test files the change adds, modifies or deletes; they are overlaid on the base tree.
     pub changed_test_files: Vec<String>,
@@ -29,7 +37,9 @@ pub struct Evidence {
     /// product files: its `test:` criteria were judged on the candidate alone.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub test_only: bool,
+    /// Each criterion's verdict, in declaration order.
     pub criteria: Vec<CriterionVerdict>,
+    /// Every job of the plan, in plan order.
     pub jobs: Vec<JobEvidence>,
     /// Report-only checks; absent until they run. Written with its keys sorted, as it always
     /// was (see [`crate::json_field`]).
@@ -61,7 +71,9 @@ pub struct Evidence {
     /// proof lived through a failover (or a restart): the later ones resumed it from KV.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub coordinators: Vec<CoordinatorEvidence>,
+    /// When the proof started (RFC 3339, UTC).
     pub started_at: String,
+    /// The proof's wall time, in seconds.
     pub duration_s: f64,
 }
 
@@ -79,14 +91,18 @@ fn mutation_check<'de, D: Deserializer<'de>>(
 /// took the proof over from KV rather than accepting it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CoordinatorEvidence {
+    /// The coordinator, as the leadership lease names its holder.
     pub coordinator: String,
+    /// The leadership term it drove the proof in.
     pub epoch: u64,
+    /// It took the proof over from KV rather than accepting the submission.
     pub resumed: bool,
 }
 
 /// A worker that ran jobs of a proof, and what isolated them there.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct WorkerEvidence {
+    /// The worker's id, as `jobs[].worker` names it.
     pub worker: String,
     /// Absent when none of its jobs reached a sandbox.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -118,6 +134,7 @@ impl WorkerEvidence {
     }
 }
 
+/// One side of the change: what was asked for and the tree it resolved to.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RevisionInfo {
     /// What the user asked for (`main`, `HEAD`, a patch file).
@@ -132,17 +149,27 @@ pub struct RevisionInfo {
     pub generated_lockfile: Option<String>,
 }
 
+/// One job of the proof, as the evidence records it.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct JobEvidence {
+    /// The job's position in the plan.
     pub index: u32,
+    /// The job's id, unique across the fleet.
     pub job_id: String,
+    /// The job's name in the plan (`base`, `candidate-suite`, `stability`).
     pub kind: String,
+    /// The side it ran on (`base` or `candidate`).
     pub side: String,
+    /// The git tree it ran on.
     pub tree: String,
+    /// The argv it ran, placeholders as planned.
     pub command: Vec<String>,
+    /// How it ended (`completed`, `timed_out`, `infrastructure`, `cancelled`).
     pub status: String,
+    /// The command's exit code, when it ran to its end.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
+    /// What went wrong, for a job that timed out or hit an infrastructure failure.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     /// What failed, for an `infrastructure` job (`tree_fetch`, `worker_lost`, … see
@@ -151,13 +178,17 @@ pub struct JobEvidence {
     pub cause: Option<InfraCause>,
     /// `parsed`, or why the report gives no named result.
     pub report: String,
+    /// Test cases its report named.
     pub tests_reported: usize,
+    /// The job's wall time on the worker, in seconds.
     pub duration_s: f64,
     /// When the job started, in milliseconds after the proof started: the moment its result
     /// reached the engine less its own duration. Absent in evidence written before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_at_ms: Option<u64>,
+    /// The worker that ran it.
     pub worker: String,
+    /// What the worker stored of the run (captured output, test binaries).
     pub artifacts: Vec<ArtifactRef>,
     /// Set when the result was served from the result cache: the entry and the run that
     /// produced it (its artifacts are that run's).
@@ -170,7 +201,9 @@ pub struct JobEvidence {
 pub struct CachedFrom {
     /// The entry's key (docs/FORMATS.md, "Result cache").
     pub entry: String,
+    /// The proof whose run produced the cached result.
     pub proof_id: String,
+    /// The job of that proof that ran it.
     pub job_id: String,
 }
 

@@ -124,13 +124,17 @@ pub enum Retry {
     /// Tried again with `backoff` between tries: `tries` in all, the first included (`None`:
     /// no count), and only while the first try is less than `within` ago (`None`: no limit).
     Again {
+        /// Tries in all, the first included; `None`: no count.
         tries: Option<u32>,
+        /// The pauses between tries.
         backoff: Backoff,
+        /// How long after the first try the last may start; `None`: no limit.
         within: Option<Duration>,
     },
 }
 
 impl Retry {
+    /// Whether a failed try is tried again at all.
     pub fn is_retried(self) -> bool {
         matches!(self, Self::Again { .. })
     }
@@ -161,11 +165,14 @@ impl Retry {
 /// The pauses between tries: `first`, doubling on each retry up to `max`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Backoff {
+    /// The pause after the first failed try.
     pub first: Duration,
+    /// The longest pause, where doubling stops.
     pub max: Duration,
 }
 
 impl Backoff {
+    /// The same `pause` between every two tries.
     pub const fn fixed(pause: Duration) -> Self {
         Self {
             first: pause,
@@ -173,6 +180,7 @@ impl Backoff {
         }
     }
 
+    /// Pauses from `first`, doubling on each retry up to `max`.
     pub const fn doubling(first: Duration, max: Duration) -> Self {
         Self { first, max }
     }
@@ -210,8 +218,10 @@ pub const RESULT_RECORD_RETRY: Duration = Duration::from_millis(500);
 /// Retries of one store request after its first try ([`InfraCause::StoreUnavailable`]), the
 /// pauses between them, and how long after the first try the last may start.
 pub const STORE_RETRIES: u32 = 5;
+/// The pauses between tries of a store request.
 pub const STORE_BACKOFF: Backoff =
     Backoff::doubling(Duration::from_millis(100), Duration::from_secs(2));
+/// How long after a store request's first try its last may start.
 pub const STORE_RETRY_LIMIT: Duration = Duration::from_secs(30);
 
 /// The pause before a worker asks the queue for jobs again after a failed pull, and before a
@@ -237,6 +247,7 @@ pub fn leader_setup_limit(lease_ttl: Duration) -> Duration {
 /// refused one is sent again after [`LEADER_SETUP_RETRY_PAUSE`]: a request sent to a stream
 /// that is electing its leader is never answered, and the next one, once it has a leader, is.
 pub const LEADER_SETUP_TRY: Duration = Duration::from_secs(2);
+/// The pause before a refused leader setup request is sent again.
 pub const LEADER_SETUP_RETRY_PAUSE: Duration = Duration::from_millis(250);
 
 /// The idle heartbeat of the leader's pull of results: a pull lost with the results

@@ -20,11 +20,13 @@ pub struct Subjects {
 }
 
 impl Subjects {
+    /// The names under `prefix` (a trailing `.` is dropped).
     pub fn new(prefix: &str) -> Self {
         Self {
             prefix: prefix.trim_end_matches('.').to_owned(),
         }
     }
+    /// The subject prefix, without a trailing `.`.
     pub fn prefix(&self) -> &str {
         &self.prefix
     }
@@ -81,21 +83,27 @@ impl Subjects {
     pub fn jobs(&self, proof_id: &ProofId) -> String {
         format!("{}.jobs.{proof_id}", self.prefix)
     }
+    /// The jobs stream's filter: every proof's jobs subject.
     pub fn jobs_filter(&self) -> String {
         format!("{}.jobs.>", self.prefix)
     }
+    /// `{prefix}.results.{proof_id}`: where workers publish the proof's job results.
     pub fn results(&self, proof_id: &ProofId) -> String {
         format!("{}.results.{proof_id}", self.prefix)
     }
+    /// The results stream's filter: every proof's results subject.
     pub fn results_filter(&self) -> String {
         format!("{}.results.>", self.prefix)
     }
+    /// `{prefix}.submit`: where the CLI submits proofs and job runs, as requests.
     pub fn submit(&self) -> String {
         format!("{}.submit", self.prefix)
     }
+    /// `{prefix}.cancel`: where the CLI asks to cancel a proof, as requests.
     pub fn cancel(&self) -> String {
         format!("{}.cancel", self.prefix)
     }
+    /// `{prefix}.progress.{proof_id}`: where the coordinator tells the CLI how the proof goes.
     pub fn progress(&self, proof_id: &ProofId) -> String {
         format!("{}.progress.{proof_id}", self.prefix)
     }
@@ -124,12 +132,15 @@ pub mod keys {
         format!("{proof_id}.drivers")
     }
 
+    /// The proof's durable state, a wire [`ProofRecord`](super::ProofRecord).
     pub fn record(proof_id: &ProofId) -> String {
         format!("{proof_id}.record")
     }
+    /// The result of job `index` of the proof, a wire [`ResultMessage`](super::ResultMessage).
     pub fn result(proof_id: &ProofId, index: u32) -> String {
         format!("{proof_id}.result.{index:06}")
     }
+    /// The proof's evidence report, when it fits a KV value.
     pub fn evidence(proof_id: &ProofId) -> String {
         format!("{proof_id}.evidence")
     }
@@ -150,15 +161,20 @@ pub mod keys {
 /// One revision of a submitted proof, as resolved by the CLI.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RevisionWire {
+    /// What the user asked for (`main`, `HEAD`).
     pub requested: String,
+    /// The commit it resolved to, if it is one.
     pub commit: Option<String>,
+    /// The git tree the jobs run on.
     pub tree: TreeId,
 }
 
 /// A file the change touches.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChangedFileWire {
+    /// The file, relative to the tree root.
     pub path: TreePath,
+    /// The change deletes it.
     pub deleted: bool,
 }
 
@@ -179,15 +195,25 @@ pub enum CacheMode {
 /// trees its jobs name are already in the object store.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProofSubmission {
+    /// The proof's id, chosen by the CLI.
     pub proof_id: ProofId,
+    /// The repository, as the CLI was given it; for the evidence.
     pub repository: String,
+    /// The runner the plan was made for.
     pub runner: RunnerKind,
+    /// The declared criteria, in order.
     pub criteria: Vec<Criterion>,
+    /// The tree before the change.
     pub base: RevisionWire,
+    /// The tree with the change.
     pub candidate: RevisionWire,
+    /// The base tree with the changed test files overlaid: where the base's jobs run.
     pub base_tree: TreeId,
+    /// Every file the change touches.
     pub changed: Vec<ChangedFileWire>,
+    /// Of `changed`, the test files.
     pub changed_test_files: Vec<ChangedFileWire>,
+    /// The planned jobs, in plan order.
     pub jobs: Vec<JobSpec>,
     /// Changed test files refused as proof (see `verdict::refuse_spawning_files`).
     pub refused_files: Vec<crate::verdict::RefusedFile>,
@@ -236,6 +262,7 @@ pub struct JobSubmission {
     pub run_id: ProofId,
     /// Where the run comes from and what kind it is (`suite`, `mutate`), kept in its record.
     pub repository: String,
+    /// The kind of run (`suite`, `mutate`).
     pub label: String,
     /// Every tree a job runs on, each already in the artifact store.
     pub trees: Vec<TreeId>,
@@ -253,7 +280,9 @@ pub const MAX_SUBMITTED_TREES: usize = 64;
 /// What a fleet run is: a proof, which the coordinator concludes into evidence, or bare jobs.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Submission {
+    /// A proof: criteria, revisions, jobs; the coordinator concludes its evidence.
     Proof(Box<ProofSubmission>),
+    /// Bare jobs: the coordinator records their results and nothing more.
     Jobs(JobSubmission),
 }
 
@@ -265,12 +294,14 @@ impl Submission {
             Self::Jobs(jobs) => &jobs.run_id,
         }
     }
+    /// The run's jobs, in plan order.
     pub fn jobs(&self) -> &[JobSpec] {
         match self {
             Self::Proof(proof) => &proof.jobs,
             Self::Jobs(jobs) => &jobs.jobs,
         }
     }
+    /// The run's in-flight cap across the whole fleet.
     pub fn jobs_budget(&self) -> u32 {
         match self {
             Self::Proof(proof) => proof.jobs_budget,
@@ -284,11 +315,16 @@ impl Submission {
 /// always inline (at most [`MAX_SUBMITTED_JOBS`]).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum SubmitRequest {
+    /// The proof, in the message.
     Inline(Box<ProofSubmission>),
+    /// The proof, too big for a message, already in the artifact store.
     Stored {
+        /// The proof the stored submission is of.
         proof_id: ProofId,
+        /// Where the stored submission is, and its sha256.
         submission: ArtifactRef,
     },
+    /// A job submission, always in the message.
     Jobs(Box<JobSubmission>),
 }
 
@@ -302,10 +338,15 @@ pub fn submission_key(proof_id: &ProofId) -> String {
 /// [`result_key`], named here by its key and sha256.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum ResultMessage {
+    /// The result, in the message.
     Inline(Box<JobResult>),
+    /// The result, too big for a message, already in the artifact store.
     Stored {
+        /// The job it is the result of.
         job_id: crate::JobId,
+        /// The job's position in the plan.
         index: u32,
+        /// Where the stored result is, and its sha256.
         result: ArtifactRef,
     },
 }
@@ -320,20 +361,34 @@ pub fn evidence_key(proof_id: &ProofId) -> String {
     format!("proofs/{proof_id}/evidence.json")
 }
 
+/// The coordinator's answer to a submit request.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum SubmitReply {
-    Accepted { proof_id: ProofId },
-    Refused { message: String },
+    /// The submission was accepted and will run.
+    Accepted {
+        /// The id the run goes by in subjects, keys and progress.
+        proof_id: ProofId,
+    },
+    /// The submission was refused and will not run.
+    Refused {
+        /// Why, for the person who submitted it.
+        message: String,
+    },
 }
 
+/// Where a proof (or job run) is in its life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ProofStatus {
+    /// Its jobs are being run.
     Running,
+    /// Every result is in; the proof has its evidence (or the run is done).
     Finished,
+    /// It was cancelled before it finished.
     Cancelled,
 }
 
 impl ProofStatus {
+    /// The status as people read it (`running`).
     pub fn label(self) -> &'static str {
         match self {
             Self::Running => "running",
@@ -350,12 +405,14 @@ pub struct ProofRecord {
     pub submission: Submission,
     /// The full submission in the artifact store, when it is too big for a KV value.
     pub stored: Option<ArtifactRef>,
+    /// Jobs of the proof's own plan.
     pub job_count: u32,
     /// Jobs after the proof's own: its diff coverage run (when it has changed product hunks),
     /// then the mutation check's, once it is proven: the unmutated run and one per mutant (0:
     /// no check), and for a Rust check built once the schema's, of which it uses what its
     /// builds need (so the count is then at most).
     pub mutation_job_count: u32,
+    /// Where the proof is in its life.
     pub status: ProofStatus,
     /// Seconds since the epoch when the coordinator accepted the proof.
     pub submitted_at: u64,
@@ -364,47 +421,65 @@ pub struct ProofRecord {
 /// What the coordinator tells the submitting CLI while a proof runs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum ProgressEvent {
+    /// A job finished: its result, and how many of the proof's are done.
     JobFinished {
+        /// Jobs finished so far, this one included.
         done: u32,
+        /// Jobs of the proof in all.
         total: u32,
+        /// The job's result.
         result: Box<JobResult>,
     },
     /// The evidence report as JSON (its schema is the document's, not the wire's).
     Finished {
+        /// The evidence report's JSON text.
         evidence_json: String,
     },
     /// The evidence, too big for one message, is in the artifact store.
     FinishedStored {
+        /// Where the stored evidence is, and its sha256.
         evidence: ArtifactRef,
     },
+    /// The proof was cancelled.
     Cancelled,
     /// Every job of a job submission has its result at its KV result key: the run is done.
     JobsFinished {
+        /// Jobs of the run in all.
         jobs: u32,
     },
     /// The fleet-wide halt is set: no job of any proof is admitted until it is lifted.
     Halted {
+        /// Why the fleet was halted, as the operator gave it.
         reason: String,
     },
     /// The halt was lifted; admission goes on.
     Resumed,
 }
 
+/// What the CLI sends on the cancel subject.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CancelRequest {
+    /// The proof to cancel.
     pub proof_id: ProofId,
 }
 
+/// The coordinator's answer to a cancel request.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum CancelReply {
+    /// The proof was running and is now cancelled.
     Cancelled,
-    NotRunning { status: Option<ProofStatus> },
+    /// The proof was not running: nothing was cancelled.
+    NotRunning {
+        /// Where the proof is, if the coordinator knows it.
+        status: Option<ProofStatus>,
+    },
 }
 
 /// The store key of a tree archive and of its sha256, content-addressed by git tree id.
 pub fn tree_archive_key(tree: &TreeId) -> String {
     format!("trees/{tree}.tar")
 }
+/// The store key of a tree archive's sha256, beside the archive.
 pub fn tree_digest_key(tree: &TreeId) -> String {
     format!("trees/{tree}.tar.sha256")
 }

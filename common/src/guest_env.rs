@@ -50,7 +50,9 @@ const START_UP_VARIABLES: [&str; 22] = [
     "environment variable {name} may not be passed to a test command: it makes {what} load code before the test command runs (hint: set it in the test command itself, e.g. `--test-command \"env {name}=… python3 -m pytest\"`, where it reaches only the code under test)"
 )]
 pub struct RefusedVariable {
+    /// The variable, as the job named it.
     pub name: String,
+    /// What it makes load code early (`the dynamic loader`, `a shell, glibc or an interpreter`).
     pub what: &'static str,
 }
 

@@ -54,6 +54,7 @@ pub struct HarnessFinding {
     pub line: u32,
     /// Its name: `pytest_runtest_makereport`, `PagerTests.run`, `-p pager._support`.
     pub construct: String,
+    /// What the construct can alter.
     pub kind: HarnessKind,
     /// Whether the differential run can replace it with the base's version: false when it sits
     /// in a test module the change adds or modifies (the proving tests' own file), which cannot
@@ -82,6 +83,7 @@ pub struct InertProduct {
 /// fleet's coordinator in the submission, so it concludes the same way.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HarnessPlan {
+    /// The harness constructs the change adds or modifies.
     pub findings: Vec<HarnessFinding>,
     /// The candidate tree with the replaceable findings' files put back as the base has them
     /// (removed where the base has none), when there are any.
@@ -96,6 +98,7 @@ pub struct HarnessPlan {
 }
 
 impl HarnessPlan {
+    /// Whether the harness has nothing to say of this change: no finding, no inert product, no trust.
     pub fn is_empty(&self) -> bool {
         self.findings.is_empty() && self.inert_product.is_none() && !self.trusted
     }
@@ -123,7 +126,9 @@ pub enum HarnessDecision {
 /// One criterion's harness record in the evidence.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CriterionHarness {
+    /// The criterion's name, as the plan gives it.
     pub criterion: String,
+    /// How its verdict met the harness change.
     pub decision: HarnessDecision,
     /// The outcome the differential job observed, when one ran (`passed`, `failed`, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -133,14 +138,19 @@ pub struct CriterionHarness {
 /// The evidence's `harness` section.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HarnessEvidence {
+    /// The harness constructs the change adds or modifies.
     pub findings: Vec<HarnessFinding>,
+    /// A person accepted the harness change (`--trust-harness-change`).
     pub trusted: bool,
     /// The differential job's plan index, when one ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check_job: Option<u32>,
+    /// The files the differential job's tree put back as the base has them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reverted_files: Vec<String>,
+    /// Set when every changed product file is inert.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inert_product: Option<InertProduct>,
+    /// Each criterion's harness record.
     pub criteria: Vec<CriterionHarness>,
 }

@@ -16,6 +16,7 @@ macro_rules! id_type {
 macro_rules! id_methods {
     ($name:ident) => {
         impl $name {
+            /// The id as text.
             pub fn as_str(&self) -> &str {
                 &self.0
             }
@@ -50,11 +51,13 @@ id_type!(
 pub struct TreeId(pub String);
 id_methods!(TreeId);
 
+/// A tree id read from outside that is not a git object id.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("tree id {0:?} is not a git object id (1 to 64 lowercase hex digits)")]
 pub struct TreeIdError(String);
 
 impl TreeId {
+    /// `id` as a tree id, refused unless it is 1 to 64 lowercase hex digits.
     pub fn parse(id: &str) -> Result<Self, TreeIdError> {
         let hex = !id.is_empty()
             && id.len() <= 64
@@ -88,6 +91,7 @@ id_type!(
 );
 
 impl JobId {
+    /// The id of job `index` of proof `proof_id`.
     pub fn for_index(proof_id: &ProofId, index: usize) -> Self {
         Self(format!("{proof_id}/{index:04}"))
     }

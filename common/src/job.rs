@@ -13,7 +13,9 @@ use std::fmt;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Side {
+    /// The tree before the change.
     Base,
+    /// The tree with the change.
     Candidate,
 }
 
@@ -62,27 +64,37 @@ impl JobKind {
 pub struct ByteEdit {
     /// Checked when decoded: a job naming a path outside its tree is refused, never applied.
     pub path: TreePath,
+    /// Byte offset of the range's first byte in the file.
     pub start: usize,
+    /// Byte offset just past the range's last byte.
     pub end: usize,
+    /// The text that takes the range's place.
     pub replacement: String,
 }
 
 /// One unit of work, self-contained: a worker needs nothing else to run it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JobSpec {
+    /// The proof the job belongs to.
     pub proof_id: ProofId,
+    /// The job's own id, unique across the fleet.
     pub job_id: JobId,
     /// Position in the plan; results are reassembled in this order.
     pub index: u32,
+    /// What the job is for.
     pub kind: JobKind,
+    /// Which side of the change it runs on.
     pub side: Side,
+    /// The git tree the worker materializes and runs the command in.
     pub tree: TreeId,
     /// argv; `{report}`, `{adapter}` and `{node_reporter}` are replaced by the worker with the
     /// job's report path and the paths of the unittest adapter and node:test reporter it ships.
     pub command: Vec<String>,
+    /// The report the command yields, and so where the worker reads it.
     pub report: ReportFormat,
     /// Tests the job selects by name (empty: whatever the command selects).
     pub selected_tests: Vec<String>,
+    /// The command's time limit, in seconds; past it the command is killed.
     pub timeout_secs: u64,
     /// A mutant job's tighter limit for when the worker runs it in a fork of a session that
     /// already configured pytest and collected the tests (the warm runner): such a run pays no
@@ -95,6 +107,7 @@ pub struct JobSpec {
     /// (`LD_PRELOAD`, `NODE_OPTIONS`, …) is refused when decoded (see [`crate::guest_env`]).
     #[serde(deserialize_with = "crate::guest_env::deserialize_env")]
     pub env: Vec<(String, String)>,
+    /// A mutant job's one edit to the materialized tree; `None` for every other job.
     pub edit: Option<ByteEdit>,
     /// Edits applied to the materialized tree before `edit`, in order, each checked as `edit`
     /// is: the files of a mutant schema that a build job compiles on the unchanged tree (the
@@ -124,7 +137,9 @@ pub enum TestBinaries {
     /// the command with the script that runs each executable as cargo would: all of them, or
     /// only what `only` selects.
     Use {
+        /// The build job's `test-binaries` artifact.
         archive: ArtifactRef,
+        /// The tests to run; `None`: every test of every executable.
         only: Option<crate::test_binaries::Selection>,
     },
 }
@@ -132,8 +147,11 @@ pub enum TestBinaries {
 /// A stored artifact: where it is and what it hashes to.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ArtifactRef {
+    /// What the artifact is (`stdout`, `stderr`, `test-binaries`).
     pub name: String,
+    /// Where it is in the object store.
     pub key: String,
+    /// The sha256 of the stored bytes, in lowercase hex.
     pub sha256: String,
     /// What was stored (`sha256` is of these bytes).
     pub bytes: u64,
@@ -150,17 +168,26 @@ pub struct ArtifactRef {
 #[serde(rename_all = "snake_case")]
 pub enum JobStatus {
     /// The command ran to its end; its exit code is the guest's business.
-    Completed { exit_code: i32 },
+    Completed {
+        /// The command's exit code.
+        exit_code: i32,
+    },
     /// The command was killed at its timeout.
     TimedOut,
     /// The job could not be run: `cause` says what failed (the fault policy's key, see
     /// [`crate::fault`]), `message` the details for a person.
-    Infrastructure { message: String, cause: InfraCause },
+    Infrastructure {
+        /// What failed, for a person.
+        message: String,
+        /// What failed, as the fault policy keys it.
+        cause: InfraCause,
+    },
     /// The proof was cancelled before this job finished.
     Cancelled,
 }
 
 impl JobStatus {
+    /// The status as progress and evidence name it (`timed_out`).
     pub fn label(&self) -> &'static str {
         match self {
             Self::Completed { .. } => "completed",
@@ -171,14 +198,22 @@ impl JobStatus {
     }
 }
 
+/// What a worker reports back for one job.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct JobResult {
+    /// The job this is the result of.
     pub job_id: JobId,
+    /// The job's position in the plan.
     pub index: u32,
+    /// How the job ended.
     pub status: JobStatus,
+    /// What its report says, or why it gives no named result.
     pub report: ReportOutcome,
+    /// What the worker stored of the run (captured output, test binaries).
     pub artifacts: Vec<ArtifactRef>,
+    /// The job's wall time on the worker, in milliseconds.
     pub duration_ms: u64,
+    /// The worker that ran it.
     pub worker: WorkerId,
     /// The sandbox the worker ran it in; `None` when it never reached one (a delivery cap).
     pub sandbox: Option<SandboxEvidence>,

@@ -17,6 +17,7 @@ use std::collections::HashMap;
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Expectation {
+    /// `true` or `false`.
     Boolean(bool),
     /// `null`, written `-` in the expected field.
     Null,
@@ -35,40 +36,63 @@ pub enum Expectation {
 pub struct ManifestCase {
     /// 1-based line in `manifest.tsv`.
     pub line: usize,
+    /// The case's file, relative to the corpus directory.
     pub path: TreePath,
+    /// What its run must show.
     pub expectation: Expectation,
 }
 
+/// A `manifest.tsv` row that cannot be read, with where.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error("manifest.tsv line {line}: {problem}")]
 pub struct ManifestError {
+    /// 1-based line of the row.
     pub line: usize,
+    /// What is wrong with it.
     // Shown inline rather than as a source: the line number alone is no error message.
     pub problem: LineProblem,
 }
 
+/// What is wrong with one `manifest.tsv` row.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum LineProblem {
+    /// The row has neither two nor three fields.
     #[error(
         "expected `path<TAB>expectation<TAB>expected` or `path<TAB>true|error`, found {fields} tab-separated fields"
     )]
-    FieldCount { fields: usize },
+    FieldCount {
+        /// The tab-separated fields the row has.
+        fields: usize,
+    },
+    /// The case path is absolute or leaves the corpus.
     #[error("the case path is not confined to the corpus: {0}")]
     Path(TreePathError),
+    /// The expectation field names no kind Assay knows.
     #[error(
         "unknown expectation {0:?} (hint: use boolean, null, integer, float-bits, float-nan or error)"
     )]
     UnknownExpectation(String),
+    /// A two-field row expects something other than `true` or `error`.
     #[error("two-field rows expect `true` or `error`, not {0:?}")]
     RetainedValue(String),
     #[error("{expectation} expects {wants}, not {found:?}")]
+    /// The expected field does not fit its expectation (`integer` given `1.5`).
     Expected {
+        /// The expectation kind (`integer`).
         expectation: &'static str,
+        /// What that kind's expected field must be, in words.
         wants: &'static str,
+        /// The expected field as written.
         found: String,
     },
     #[error("{path} is already listed on line {first}")]
-    Duplicate { path: String, first: usize },
+    /// A case path listed twice.
+    Duplicate {
+        /// The path listed again.
+        path: String,
+        /// 1-based line where it was first listed.
+        first: usize,
+    },
 }
 
 /// The cases one job runs, each as `interpreter… RUN_PATH` in its own process, in manifest
@@ -78,6 +102,7 @@ pub struct ManifestJob {
     /// The directory of `manifest.tsv`, relative to the tree root (`""` at the root); case
     /// paths are relative to it.
     pub corpus: TreeDir,
+    /// The rows this job runs, in manifest order.
     pub cases: Vec<ManifestCase>,
 }
 

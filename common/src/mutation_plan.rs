@@ -15,10 +15,15 @@ use std::fmt;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Operator {
+    /// A condition (`if`, `while`, `assert`, …) wrapped in `not (…)`.
     NegateCondition,
+    /// `<` <-> `<=`, `>` <-> `>=`.
     SwapBound,
+    /// The body of an `if`, `elif` or `else` replaced by `pass`.
     DropBranch,
+    /// A `return`'s value replaced by a constant (`True` <-> `False`, `0` -> `1`, else `None`).
     ReturnConstant,
+    /// An integer bound of an ordering comparison plus one.
     ShiftBound,
     /// `+` <-> `-`, `*` <-> `/`, `//` -> `/`, `%` -> `/`, `**` -> `*`, and the bitwise ones.
     Arithmetic,
@@ -56,6 +61,7 @@ pub enum Operator {
 }
 
 impl Operator {
+    /// The default five, in the order the round-robin visits them.
     pub const ALL: [Operator; 5] = [
         Self::NegateCondition,
         Self::SwapBound,
@@ -83,6 +89,7 @@ impl Operator {
         Self::Collection,
     ];
 
+    /// The operator as plans, flags and reports name it (`swap_bound`).
     pub fn name(self) -> &'static str {
         match self {
             Self::NegateCondition => "negate_condition",
@@ -125,9 +132,11 @@ pub struct Mutant {
     pub path: TreePath,
     /// 1-based line of the replaced node's first byte (the same before and after the edit).
     pub line: u32,
+    /// The operator that made it.
     pub operator: Operator,
     /// What changed, e.g. ``` `>` -> `>=` ```.
     pub description: String,
+    /// The replacement applied to the candidate tree.
     pub edit: ByteEdit,
 }
 
@@ -141,10 +150,15 @@ impl Mutant {
 /// A site on a changed line that did not become a mutant, and why.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SkippedSite {
+    /// The file, relative to the tree root.
     pub path: String,
+    /// 1-based line of the site.
     pub line: u32,
+    /// The operator that would have changed it.
     pub operator: Operator,
+    /// What it would have changed, e.g. ``` `>` -> `>=` ```.
     pub description: String,
+    /// Why it was left out, in words.
     pub reason: String,
 }
 
@@ -157,22 +171,29 @@ pub enum ExclusionReason {
     /// Not a source file of the language mutated (the name predates languages other than
     /// Python, and stays so encoded plans still decode).
     NotPython,
+    /// A test file: the tests are not the product.
     TestFile,
+    /// A Python type stub (`.pyi`): it holds no code that runs.
     TypeStub,
+    /// The file is not UTF-8.
     NotUtf8,
     /// A coding cookie names another encoding and the file is not plain ASCII.
     DeclaredEncoding,
     /// Python and git number lines differently when a carriage return stands alone.
     BareCarriageReturn,
+    /// The file does not parse in its language.
     DoesNotParse,
     /// Written by a tool (Go's `// Code generated … DO NOT EDIT.`): its tests are the
     /// generator's, and a regeneration would undo any fix a survivor suggests.
     Generated,
 }
 
+/// A changed file the plan never mutates, and why.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExcludedFile {
+    /// The file, relative to the tree root.
     pub path: String,
+    /// Why it is never mutated.
     pub reason: ExclusionReason,
     /// The reason in words, with the line where it applies.
     pub note: String,
@@ -181,8 +202,11 @@ pub struct ExcludedFile {
 /// The mutants chosen for a change, in file-path then line order.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MutationPlan {
+    /// The mutants, in file-path then line order.
     pub mutants: Vec<Mutant>,
+    /// Changed sites that did not become mutants, and why.
     pub skipped: Vec<SkippedSite>,
+    /// Changed files never mutated, and why.
     pub excluded_files: Vec<ExcludedFile>,
 }
 
@@ -192,6 +216,7 @@ pub struct MutationPlan {
 pub struct MutationSetup {
     /// Seconds the check may take in all, the unmutated run included.
     pub budget_secs: u64,
+    /// The mutants planned.
     pub plan: MutationPlan,
     /// Why planning failed, when it did (the plan is then empty).
     pub planning_error: Option<String>,
@@ -205,6 +230,7 @@ pub struct MutationSetup {
 /// One file the check's schema rewrites.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SchemaSource {
+    /// The file, relative to the tree root.
     pub path: TreePath,
     /// The candidate's text of the file. A text that is not the tree's only spoils the
     /// submitter's own report: the build that replaces the file fails or builds other code.
@@ -218,6 +244,7 @@ pub struct SchemaSource {
 /// of a crate is rarely above a few hundred kilobytes; the coordinator parses and rewrites
 /// each one, so what it accepts is bounded before any parser sees it.
 pub const MAX_SCHEMA_SOURCE_BYTES: usize = 4 << 20;
+/// The most bytes all schema sources of one submission may hold together.
 pub const MAX_SCHEMA_SOURCES_BYTES: usize = 32 << 20;
 
 impl MutationSetup {
@@ -252,18 +279,30 @@ impl MutationSetup {
 /// Why a mutation setup's schema sources are refused.
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SchemaSourceError {
+    /// A source names a file no planned mutant changes.
     #[error("schema source {0:?} is not a file any planned mutant changes")]
     NoMutant(String),
+    /// A source names a file another source already names.
     #[error("schema source {0:?} is given twice")]
     Twice(String),
+    /// One source is over [`MAX_SCHEMA_SOURCE_BYTES`].
     #[error(
         "schema source {path:?} is {bytes} bytes, over the {MAX_SCHEMA_SOURCE_BYTES} a source may be"
     )]
-    TooLarge { path: String, bytes: usize },
+    TooLarge {
+        /// The source's file.
+        path: String,
+        /// Its size, in bytes.
+        bytes: usize,
+    },
+    /// The sources together are over [`MAX_SCHEMA_SOURCES_BYTES`].
     #[error(
         "the schema sources are {bytes} bytes in all, over the {MAX_SCHEMA_SOURCES_BYTES} a submission may carry"
     )]
-    TooLargeInAll { bytes: usize },
+    TooLargeInAll {
+        /// Their size together, in bytes.
+        bytes: usize,
+    },
 }
 
 #[cfg(test)]

@@ -14,28 +14,40 @@ pub const SCHEMA_VERSION: &str = "1";
 /// Stryker's mutant statuses, plus why a mutant has no verdict.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Status {
+    /// A test failed with the mutant in place (or the mutant broke the session).
     Killed,
+    /// Every test that reaches the mutant still passed.
     Survived,
+    /// No test executes the mutant's lines: it was not run.
     NoCoverage,
+    /// The run went past the mutant's time limit; not retried.
     Timeout,
+    /// Zero tests ran, or the infrastructure failed.
     RuntimeError,
     /// A mutant of a compiled language whose build failed: never run, so neither killed nor
     /// survived, and (as Stryker counts it) outside the score.
     CompileError,
+    /// Not run: the budget ran out first.
     Pending,
 }
 
+/// The whole `assay mutate` document: Stryker's schema with Assay's block.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct MutationReport {
+    /// Stryker's schema version, [`SCHEMA_VERSION`].
     pub schema_version: String,
+    /// The score bands the viewer colours by.
     pub thresholds: Thresholds,
     /// By path: each file's source and its mutants.
     pub files: BTreeMap<String, FileReport>,
     /// Every test a mutant names, by its file.
     pub test_files: BTreeMap<String, TestFile>,
+    /// The test framework the mutants ran under.
     pub framework: Framework,
+    /// Time spent in each phase of the run.
     pub performance: Performance,
+    /// Assay's own part: selection, counts, skips, cache and schemata.
     pub assay: AssayBlock,
 }
 
@@ -43,16 +55,21 @@ pub struct MutationReport {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Thresholds {
+    /// The lowest score, in percent, shown as good.
     pub high: u32,
+    /// The lowest score, in percent, not shown as poor.
     pub low: u32,
 }
 
+/// One mutated file: its source and its mutants.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FileReport {
     /// The schema's name for the file's language (`python`, `rust`).
     pub language: String,
+    /// The file's text as mutated (the candidate's).
     pub source: String,
+    /// The file's mutants, in line order.
     pub mutants: Vec<MutantReport>,
 }
 
@@ -60,21 +77,30 @@ pub struct FileReport {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct MutantReport {
+    /// The mutant's id, stable across runs.
     pub id: String,
+    /// The operator that made it (`swap_bound`).
     pub mutator_name: String,
+    /// The text that replaced the original.
     pub replacement: String,
+    /// What changed, e.g. ``` `>` -> `>=` ```.
     pub description: String,
+    /// Where the replaced text lies in the file.
     pub location: Location,
+    /// The mutant's verdict.
     pub status: Status,
     /// The tests that reach it, sorted.
     pub covered_by: Vec<String>,
+    /// The tests that failed with it, sorted.
     pub killed_by: Vec<String>,
     /// Only code no one test can be named for covers it (a module-level constant; for Rust,
     /// code reached off every test's thread): every test may observe it, so all ran.
     #[serde(rename = "static")]
     pub is_static: bool,
+    /// Why the mutant has its status, where it is not plain (a flaky kill, a build error).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status_reason: Option<String>,
+    /// Tests that ran to an end with the mutant in place.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tests_completed: Option<usize>,
     /// Milliseconds.
@@ -86,7 +112,9 @@ pub struct MutantReport {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Location {
+    /// Where the replaced text starts.
     pub start: Position,
+    /// Where the replaced text ends.
     pub end: Position,
 }
 
@@ -94,13 +122,17 @@ pub struct Location {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Position {
+    /// 1-based line.
     pub line: usize,
+    /// 1-based column, in characters.
     pub column: usize,
 }
 
+/// The tests of one test file.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TestFile {
+    /// Its tests, as mutants name them.
     pub tests: Vec<TestDefinition>,
 }
 
@@ -108,14 +140,19 @@ pub struct TestFile {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TestDefinition {
+    /// The test's id, as `coveredBy` and `killedBy` name it.
     pub id: String,
+    /// Its name within its file.
     pub name: String,
 }
 
+/// The framework the tests ran under (`pytest`, `cargo`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Framework {
+    /// The framework's name.
     pub name: String,
+    /// Its version, as it reported it.
     pub version: String,
 }
 
@@ -123,8 +160,11 @@ pub struct Framework {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Performance {
+    /// Planning and the unmutated coverage run.
     pub setup: u64,
+    /// The first run of the tests without a mutant.
     pub initial_run: u64,
+    /// Running the mutants.
     pub mutation: u64,
 }
 
@@ -138,8 +178,11 @@ pub struct AssayBlock {
     pub per_line_selection: bool,
     /// Why it did not, when it did not.
     pub selection_note: Option<String>,
+    /// The counts and score of the run.
     pub summary: Summary,
+    /// Changed sites that did not become mutants, and why.
     pub skipped: Vec<SkippedSite>,
+    /// Changed files never mutated, and why.
     pub excluded_files: Vec<ExcludedFile>,
     /// What the cache did; `null` when the run did not use it.
     pub cache: Option<CacheReport>,
@@ -151,15 +194,23 @@ pub struct AssayBlock {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Summary {
+    /// Mutants in all.
     pub mutants: usize,
+    /// Mutants `Killed`.
     pub killed: usize,
+    /// Mutants `Survived`.
     pub survived: usize,
+    /// Mutants `NoCoverage`.
     pub no_coverage: usize,
+    /// Mutants `Timeout`.
     pub timeout: usize,
+    /// Mutants `RuntimeError`.
     pub runtime_error: usize,
     /// Mutants whose build failed: no verdict, and outside the score, as Stryker counts them.
     pub compile_error: usize,
+    /// Mutants `Pending`: the budget ran out first.
     pub pending: usize,
+    /// Kills a second run of the killing tests did not repeat (still `Killed`).
     pub flaky_kills: usize,
     /// Detected (killed or timed out) over detected plus undetected (survived, no coverage),
     /// of the mutants that reached a verdict.
@@ -167,7 +218,9 @@ pub struct Summary {
     /// 95 % Wilson interval of the score: what the whole set would likely score when a budget
     /// left some mutants pending.
     pub confidence_interval: Option<(f64, f64)>,
+    /// The run's wall time, in seconds.
     pub elapsed_s: f64,
+    /// Mutants judged per minute of wall time.
     pub mutants_per_minute: f64,
 }
 
@@ -191,10 +244,13 @@ pub struct CacheReport {
     pub mutants: BTreeMap<String, CachedFrom>,
 }
 
+/// A cache entry found but refused, and why.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RefusedMutantEntry {
+    /// Its key in the cache.
     pub key: String,
+    /// Why it was refused, in words.
     pub why: String,
 }
 
@@ -202,8 +258,11 @@ pub struct RefusedMutantEntry {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CachedFrom {
+    /// The cache entry's key.
     pub key: String,
+    /// The run that stored it.
     pub run_id: ProofId,
+    /// The job of that run that judged the mutant.
     pub job_id: JobId,
     /// When that run stored it, seconds since the epoch.
     pub stored_at: u64,

@@ -33,13 +33,18 @@ use crate::fleet::{Subjects, keys};
 /// A role of the fleet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
+    /// The coordinator: plans proofs, hands out jobs, records results.
     Coordinator,
+    /// A worker: takes jobs from the queue and publishes their results.
     Worker,
+    /// The CLI submitting proofs (`assay prove --fleet`): submit, cancel, follow progress.
     Submitter,
+    /// The CLI steering the fleet (`assay halt|resume --cluster`, `assay status`, `assay cancel`).
     Operator,
 }
 
 impl Role {
+    /// Every role, in the order the rendered file lists them.
     pub const ALL: [Role; 4] = [
         Role::Coordinator,
         Role::Worker,
@@ -47,6 +52,7 @@ impl Role {
         Role::Operator,
     ];
 
+    /// The role as users, variables and inboxes name it (`coordinator`).
     pub fn name(self) -> &'static str {
         match self {
             Role::Coordinator => "coordinator",
@@ -82,7 +88,9 @@ pub enum UserAuth {
 /// One role's permissions.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Permissions {
+    /// Subjects the role may publish to (wildcards allowed).
     pub publish: Vec<String>,
+    /// Subjects the role may subscribe to (wildcards allowed).
     pub subscribe: Vec<String>,
     /// May answer the requests it receives (publish to their reply subjects, once each).
     pub allow_responses: bool,
@@ -284,10 +292,12 @@ pub fn render(subjects: &Subjects, auth: UserAuth) -> Result<String, UnsafePrefi
 }
 
 #[derive(Debug, thiserror::Error)]
+/// A subject prefix that cannot be written into a NATS configuration safely.
 #[error(
     "cannot write NATS permissions for subject prefix {prefix:?} (hint: use only ASCII letters, digits, '-', '_' and '.')"
 )]
 pub struct UnsafePrefix {
+    /// The prefix refused, as configured.
     pub prefix: String,
 }
 

@@ -3,9 +3,11 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+/// How one test case ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
+    /// The test ran to its end and passed.
     Passed,
     /// The test ran and an assertion (or the test body) failed.
     Failed,
@@ -38,7 +40,9 @@ pub struct CaseResult {
     pub name: String,
     /// Parametrization or subtest label, when the runner reports one.
     pub variant: Option<String>,
+    /// How the case ended.
     pub outcome: Outcome,
+    /// The failure or skip message the runner gave, if any.
     pub message: Option<String>,
 }
 
@@ -55,14 +59,18 @@ impl CaseResult {
 /// What one structured report says, once parsed and checked.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TestReport {
+    /// Every test case the report names, in report order.
     pub cases: Vec<CaseResult>,
     /// Files (or modules) that failed to collect or import; their tests are absent from `cases`.
     pub collection_errors: Vec<CollectionError>,
 }
 
+/// A file (or module) the runner could not collect or import.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CollectionError {
+    /// The file as the runner named it, relative to the tree root.
     pub file: String,
+    /// The runner's error for it.
     pub message: String,
 }
 
@@ -70,12 +78,14 @@ pub struct CollectionError {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ReportOutcome {
+    /// A well-formed report with named results.
     Parsed(TestReport),
     /// The command did not (re)write its report file.
     Missing,
     /// The command did not write its report, and failed: the last lines of its stderr, which
     /// usually say why (a compiler's error, a missing dependency).
     Unwritten(String),
+    /// A report that could not be parsed, and why.
     Malformed(String),
     /// A well-formed report that names no test and no collection error.
     ZeroTests,
@@ -84,6 +94,7 @@ pub enum ReportOutcome {
 }
 
 impl ReportOutcome {
+    /// The parsed report, if this is one.
     pub fn parsed(&self) -> Option<&TestReport> {
         match self {
             Self::Parsed(report) => Some(report),

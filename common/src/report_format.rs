@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 pub enum ReportFormat {
     /// JUnit XML at `{report}` (pytest, or an explicit command that spells `{report}`).
     JunitXml,
+    /// The `assay.unittest/v1` JSON of the unittest adapter Assay ships, at `{report}`.
     UnittestJson,
     /// `go test -json`'s event stream. The go command writes it only to stdout, so the worker
     /// hands the job's captured stdout to the parser: no shell wrapper, and stdout is already
@@ -55,21 +56,36 @@ pub enum ReportLocation<'a> {
     Cases(&'a ManifestJob),
 }
 
+/// Why a `--test-report` (or `test-report =`) value was refused.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum TestReportError {
+    /// The value has no `FORMAT:` before its path.
     #[error("test report {spec:?} does not name a format (hint: write `junit:RELATIVE/PATH.xml`)")]
-    NoFormat { spec: String },
+    NoFormat {
+        /// The value as given.
+        spec: String,
+    },
+    /// The format is not one Assay reads from a tree (only `junit`).
     #[error("test report format {format:?} in {spec:?} is not supported (hint: use `junit:`)")]
-    UnknownFormat { spec: String, format: String },
+    UnknownFormat {
+        /// The value as given.
+        spec: String,
+        /// The format it named.
+        format: String,
+    },
+    /// The path is absolute or leaves the tree.
     #[error("test report path in {spec:?} is not confined to the tree")]
     Path {
+        /// The value as given.
         spec: String,
+        /// Why the path is not a tree path.
         #[source]
         source: TreePathError,
     },
 }
 
 impl ReportFormat {
+    /// Where the worker reads a report of this format.
     pub fn location(&self) -> ReportLocation<'_> {
         match self {
             Self::GoTestJson => ReportLocation::Stdout,

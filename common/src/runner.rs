@@ -35,7 +35,9 @@ pub use suite_runner::SuiteRunner;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RunnerKind {
+    /// pytest, with the JUnit XML it writes itself.
     Pytest,
+    /// unittest, through the adapter Assay ships.
     Unittest,
     /// `go test -json`; tests and subtests by path.
     Go,
@@ -55,11 +57,14 @@ pub enum RunnerKind {
 /// What a tree offers a runner's detection: its file list and a reader for one file's text
 /// (`None` when absent or unreadable; the caller keeps the reason).
 pub struct TreeFiles<'a> {
+    /// Every file of the tree, relative to its root, `/`-separated.
     pub files: &'a [String],
+    /// The text of the file at a path, `None` when absent or unreadable.
     pub read: &'a mut dyn FnMut(&str) -> Option<String>,
 }
 
 impl TreeFiles<'_> {
+    /// Whether the tree has a file at `path`.
     pub fn has(&self, path: &str) -> bool {
         self.files.iter().any(|f| f == path)
     }
@@ -75,7 +80,9 @@ impl TreeFiles<'_> {
 pub enum SuiteCases {
     /// Run `command` as a job and read the cases from its output in `format`.
     Listed {
+        /// The listing job's argv.
         command: Vec<String>,
+        /// How to read the cases from its output.
         format: ListingFormat,
     },
     /// One case per test module in the tree ([`Runner::is_test_module`]).
@@ -340,9 +347,13 @@ impl CoverageTool {
 /// A language Assay reads: test bodies, mutation sites.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SourceLanguage {
+    /// Python source (`.py`).
     Python,
+    /// Rust source (`.rs`).
     Rust,
+    /// Go source (`.go`).
     Go,
+    /// JavaScript and TypeScript source.
     JavaScript,
 }
 
@@ -365,6 +376,7 @@ pub fn is_test_file_for_any_detectable(path: &str) -> bool {
 }
 
 impl RunnerKind {
+    /// Every runner, in the order help and errors list them.
     pub const ALL: [RunnerKind; 8] = [
         RunnerKind::Pytest,
         RunnerKind::Unittest,
@@ -386,6 +398,7 @@ impl RunnerKind {
         RunnerKind::Pytest,
     ];
 
+    /// The runner of a tree no runner detects itself in: it needs nothing installed.
     pub const FALLBACK: RunnerKind = RunnerKind::Unittest;
 
     /// This runner's conventions: the one place a runner is registered.
@@ -402,14 +415,17 @@ impl RunnerKind {
         }
     }
 
+    /// The name users type (`--runner NAME`) and reports show.
     pub fn name(self) -> &'static str {
         self.runner().name()
     }
 
+    /// The command prefix used when the user gives none; empty when it must be configured.
     pub fn default_command(self) -> Vec<String> {
         strings(self.runner().default_command())
     }
 
+    /// Whether selecting a name also selects every test whose name starts with it.
     pub fn selects_by_prefix(self) -> bool {
         self.runner().selects_by_prefix()
     }
@@ -419,30 +435,37 @@ impl RunnerKind {
         self.runner().default_command().is_empty()
     }
 
+    /// The structured report a run writes, by default.
     pub fn report_format(self) -> ReportFormat {
         self.runner().report_format()
     }
 
+    /// The report a run of `prefix` writes.
     pub fn report_format_for(self, prefix: &[String]) -> ReportFormat {
         self.runner().report_format_for(prefix)
     }
 
+    /// The default command on a machine where `installed` says which programs are on `PATH`.
     pub fn default_command_where(self, installed: &dyn Fn(&str) -> bool) -> Vec<String> {
         self.runner().default_command_where(installed)
     }
 
+    /// Whether `path` is a test file (or part of a test directory) by this runner's conventions.
     pub fn is_test_file(self, path: &str) -> bool {
         self.runner().is_test_file(path)
     }
 
+    /// Whether `path` is a test file the runner loads tests from, not a fixture.
     pub fn is_test_module(self, path: &str) -> bool {
         self.runner().is_test_module(path)
     }
 
+    /// The argv for a run of `files` (all tests when empty), narrowed to `names`.
     pub fn command(self, prefix: &[String], files: &[String], names: &[String]) -> Vec<String> {
         self.runner().command(prefix, files, names)
     }
 
+    /// Criteria as this runner names its tests.
     pub fn parse_criteria(self, texts: &[String]) -> Result<Vec<Criterion>, CriterionError> {
         self.runner().parse_criteria(texts)
     }

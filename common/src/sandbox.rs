@@ -48,6 +48,7 @@ pub struct Confinement {
     pub detail: String,
 }
 
+/// The container a job ran in: its exact image and the limits it ran under.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ContainerEvidence {
     /// The image as named (`assay-runner-python:latest`).
@@ -56,8 +57,11 @@ pub struct ContainerEvidence {
     pub image_id: String,
     /// Registry digests of the image; empty for an image built locally.
     pub repo_digests: Vec<String>,
+    /// The container's memory limit, in MiB.
     pub memory_mb: u64,
+    /// The container's CPU limit, in cores (fractions allowed).
     pub cpus: f64,
+    /// The most processes the container may hold at once.
     pub pids: i64,
     /// `none` or `bridge`.
     pub network: String,

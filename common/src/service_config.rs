@@ -5,30 +5,46 @@
 use serde::Deserialize;
 use std::path::PathBuf;
 
+/// The `schema` a service configuration file declares.
 pub const SCHEMA: &str = "assay.service/v1";
 
+/// Why a service configuration could not be read, parsed or accepted.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
+    /// The configuration file could not be read.
     #[error("failed to read service configuration {path}")]
     Read {
+        /// The file, as given.
         path: PathBuf,
+        /// The OS's reason.
         #[source]
         source: std::io::Error,
     },
+    /// The configuration text is not TOML of this schema (a misspelt key, a wrong type).
     #[error("invalid service configuration {origin}")]
     Parse {
+        /// Where the text came from (a file's path), for the message.
         origin: String,
+        /// The TOML parser's reason, with line and column.
         #[source]
         source: toml::de::Error,
     },
+    /// The file declares another schema than [`SCHEMA`].
     #[error(
         "service configuration schema {found:?} is not supported (hint: set schema = \"{SCHEMA}\")"
     )]
-    Schema { found: String },
+    Schema {
+        /// The schema the file declares.
+        found: String,
+    },
+    /// A value (from the file or an `ASSAY_*` variable) is out of its range or form.
     #[error("invalid value {value:?} for {key}: {reason}")]
     Value {
+        /// The key or variable that carries it.
         key: &'static str,
+        /// The value as given.
         value: String,
+        /// What it should be.
         reason: &'static str,
     },
 }
@@ -37,7 +53,9 @@ pub enum ConfigError {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SandboxKind {
+    /// Jobs run as processes on the worker's host, confined with bubblewrap where it can.
     Process,
+    /// Jobs run in Docker containers of `worker.image`.
     Docker,
 }
 
@@ -54,18 +72,27 @@ impl std::str::FromStr for SandboxKind {
     }
 }
 
+/// The whole service configuration: every section, defaults filled in.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ServiceConfig {
+    /// The configuration's format: always [`SCHEMA`].
     pub schema: String,
+    /// How to reach and authenticate to NATS.
     pub nats: NatsSection,
+    /// Where artifacts, trees and submissions are stored.
     pub store: StoreSection,
+    /// Where probes and metrics are served.
     pub http: HttpSection,
+    /// How a worker runs jobs.
     pub worker: WorkerSection,
+    /// The coordinator's limits and lease.
     pub coordinator: CoordinatorSection,
+    /// The fleet's result cache.
     pub cache: CacheSection,
 }
 
+/// How a service reaches NATS: servers, replicas, subject prefix and credentials.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct NatsSection {
@@ -75,6 +102,7 @@ pub struct NatsSection {
     /// Copies JetStream keeps of each stream and bucket the coordinator creates: 1 for one
     /// server, 3 in a cluster of three so any one server may be lost (`ASSAY_NATS_REPLICAS`).
     pub replicas: usize,
+    /// The prefix of every subject, stream and bucket of the fleet, so fleets can share a server.
     pub subject_prefix: String,
     /// How every process of the fleet (and the CLI) authenticates to NATS and secures the
     /// connection; each empty string means "not used". Secrets are read from files, never
@@ -85,6 +113,7 @@ pub struct NatsSection {
     pub nkey_seed_file: String,
     /// A user name; its password is read from `password_file`.
     pub user: String,
+    /// A file holding the password of `user`.
     pub password_file: String,
     /// A file holding a token.
     pub token_file: String,
@@ -92,6 +121,7 @@ pub struct NatsSection {
     pub tls_ca_file: String,
     /// PEM client certificate and key, for a server that verifies clients.
     pub tls_cert_file: String,
+    /// The PEM key of `tls_cert_file`.
     pub tls_key_file: String,
     /// Refuse a connection that is not TLS (implied by a `tls://` URL).
     pub require_tls: bool,
@@ -132,12 +162,15 @@ impl NatsSection {
     }
 }
 
+/// Where the fleet's artifacts, trees and submissions are stored.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct StoreSection {
+    /// The object store's URL: `file:///ABSOLUTE/DIR`, `s3://BUCKET` or `memory://`.
     pub url: String,
 }
 
+/// Where a service serves its probes and metrics.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct HttpSection {
@@ -149,19 +182,29 @@ pub struct HttpSection {
 /// Which service a configuration serves: their defaults differ where both run on one host.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
+    /// The coordinator: probes and metrics on 9464 by default.
     Coordinator,
+    /// A worker: probes and metrics on 9465 by default.
     Worker,
 }
 
+/// How a worker runs jobs: how many at once, in which sandbox, under which limits.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct WorkerSection {
+    /// Jobs the worker runs at once.
     pub slots: u32,
+    /// The sandbox jobs run in.
     pub sandbox: SandboxKind,
+    /// The Docker image jobs run in (`docker` sandbox only).
     pub image: String,
+    /// Each job's memory limit, in MiB.
     pub memory_mb: u64,
+    /// Each job's CPU limit, in cores (fractions allowed).
     pub cpus: f64,
+    /// The most processes one job may hold at once.
     pub pids: u64,
+    /// The directory the worker caches trees (and dependency archives) in.
     pub tree_cache_dir: String,
     /// On SIGTERM, how long running jobs may finish before they are handed back to the queue.
     /// Keep it below the orchestrator's own kill deadline (Kubernetes'
@@ -183,9 +226,11 @@ pub const DEFAULT_TREE_MAX_BYTES: u64 = 4 * 1024 * 1024 * 1024;
 /// The default of `worker.tree_max_entries`.
 pub const DEFAULT_TREE_MAX_ENTRIES: u64 = 500_000;
 
+/// The coordinator's limits and leadership lease.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct CoordinatorSection {
+    /// The most jobs of one proof (or job run) in flight at once, whatever its `--jobs` asks.
     pub max_jobs_per_proof: u32,
     /// The most bytes of a submission passed through the store the coordinator reads; a
     /// bigger one is refused unread (`ASSAY_MAX_SUBMISSION_BYTES`).
@@ -297,7 +342,6 @@ impl Default for CoordinatorSection {
 }
 
 impl ServiceConfig {
-    /// Parses a file's text over the defaults; `origin` names it in errors.
     /// The address probes and metrics are served on, `None` for none. By default each role
     /// binds loopback on its own port (coordinator 9464, worker 9465), so a coordinator and a
     /// worker started on one machine as docs/fleet.md shows both come up, and nothing is
@@ -311,6 +355,7 @@ impl ServiceConfig {
         }
     }
 
+    /// Parses a file's text over the defaults; `origin` names it in errors.
     pub fn from_toml(text: &str, origin: &str) -> Result<Self, ConfigError> {
         toml::from_str(text).map_err(|source| ConfigError::Parse {
             origin: origin.to_owned(),
@@ -318,6 +363,7 @@ impl ServiceConfig {
         })
     }
 
+    /// Reads and parses the configuration file at `path` over the defaults.
     pub fn from_file(path: &std::path::Path) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
             path: path.to_owned(),

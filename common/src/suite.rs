@@ -12,7 +12,9 @@ use crate::suite_history::HistoryReport;
 use serde::{Deserialize, Deserializer, Serialize};
 use std::fmt;
 
+/// The `schema` of `--list-cases` output.
 pub const CASES_SCHEMA: &str = "assay.cases/v1";
+/// The `schema` of an `assay test` report.
 pub const SUITE_SCHEMA: &str = "assay.test/v1";
 
 /// Reads pytest's `--collect-only -q` output: one node id per line, then a blank line and a
@@ -64,10 +66,17 @@ struct UnittestCollected {
 /// A collection that could not be read, or that found broken test modules.
 #[derive(Debug, thiserror::Error)]
 pub enum CollectionProblem {
+    /// The collection output could not be read (not JSON, another schema).
     #[error("the collection report is malformed: {0}")]
     Malformed(String),
+    /// The collection found a test module it could not import.
     #[error("collection failed in {file}: {message}")]
-    Broken { file: String, message: String },
+    Broken {
+        /// The broken module's file.
+        file: String,
+        /// The import error, as the adapter reported it.
+        message: String,
+    },
 }
 
 /// Reads the unittest adapter's `--collect` report (`assay.unittest.cases/v1`).
@@ -144,14 +153,20 @@ pub fn parse_go_list(stdout: &str) -> Vec<(String, String)> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CaseOutcome {
+    /// The case ran and passed.
     Passed,
+    /// The case ran and failed.
     Failed,
+    /// The case was skipped.
     Skipped,
+    /// The case errored, timed out, or its report cannot be trusted.
     Error,
+    /// The case was never admitted.
     NotRun,
 }
 
 impl CaseOutcome {
+    /// The outcome as the report writes it (`not_run`).
     pub fn label(self) -> &'static str {
         match self {
             Self::Passed => "passed",
@@ -167,15 +182,20 @@ impl CaseOutcome {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Lane {
+    /// The code under test decided the outcome.
     Guest,
+    /// The sandbox, the queue or a cancellation decided it: says nothing about the tests.
     Infrastructure,
 }
 
 /// A case's outcome as derived from its job's result.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DerivedOutcome {
+    /// The case's outcome.
     pub outcome: CaseOutcome,
+    /// Whose outcome it is: the tests' or the infrastructure's.
     pub lane: Lane,
+    /// Why, where the outcome has a message (a failure's, an error's).
     pub message: Option<String>,
 }
 
@@ -249,18 +269,24 @@ pub fn derive_outcome(case: &SuiteCase, result: &JobResult) -> DerivedOutcome {
 /// `--list-cases` output.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CaseListing {
+    /// Always [`CASES_SCHEMA`].
     pub schema: String,
+    /// Every collected case, in collection order.
     pub cases: Vec<ListedCase>,
 }
 
+/// One collected case in `--list-cases` output.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ListedCase {
+    /// The case's stable opaque ref, as `--case` takes it; `ref` in the document.
     #[serde(rename = "ref")]
     pub reference: String,
+    /// The case as people read it (a pytest node id).
     pub display: String,
 }
 
 impl CaseListing {
+    /// The listing of `cases`, in the order given.
     pub fn new<'a>(cases: impl IntoIterator<Item = &'a SuiteCase>) -> Self {
         Self {
             schema: CASES_SCHEMA.into(),
@@ -311,19 +337,29 @@ pub struct SuiteReport {
     /// [`SUITE_SCHEMA`]; a report of any other is refused when read.
     #[serde(deserialize_with = "suite_schema")]
     pub schema: String,
+    /// The run's id, as its history record and cache entries name it.
     pub run_id: String,
     /// `passed`, `failed` or `infrastructure_aborted` (a halt counts as the latter).
     #[serde(deserialize_with = "status")]
     pub status: Ending,
+    /// The repository tested, as given.
     pub repository: String,
+    /// The branch the run's history is kept under.
     pub branch: String,
+    /// The commit tested.
     pub revision: String,
+    /// The runner that ran the suite.
     #[serde(deserialize_with = "runner")]
     pub runner: SuiteRunner,
+    /// When the run started (RFC 3339, UTC).
     pub started_at: String,
+    /// The run's wall time, in seconds.
     pub duration_s: f64,
+    /// The cases counted by outcome.
     pub totals: SuiteTotals,
+    /// Every case with its outcome, in plan order.
     pub cases: Vec<CaseReport>,
+    /// Every job of the run, in plan order.
     pub jobs: Vec<SuiteJobReport>,
     /// Written with its keys sorted, as it always was (see [`crate::json_field`]).
     #[serde(serialize_with = "json_field::sorted", deserialize_with = "audit")]
@@ -358,30 +394,47 @@ fn history<'de, D: Deserializer<'de>>(deserializer: D) -> Result<HistoryReport, 
     json_field::named("history", deserializer)
 }
 
+/// The cases of a run counted by outcome.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SuiteTotals {
+    /// Cases in all.
     pub total: u64,
+    /// Cases that passed.
     pub passed: u64,
+    /// Cases that failed (quarantined ones not included).
     pub failed: u64,
+    /// Cases skipped.
     pub skipped: u64,
+    /// Cases that errored (quarantined ones not included).
     pub error: u64,
+    /// Cases never admitted.
     pub not_run: u64,
     /// Failed or errored cases listed in the quarantine ledger: reported, not counted.
     pub quarantined: u64,
 }
 
+/// One case of a suite report with its outcome.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CaseReport {
+    /// The case's stable opaque ref; `ref` in the document.
     #[serde(rename = "ref")]
     pub reference: String,
+    /// The case as people read it (a pytest node id).
     pub display: String,
+    /// How it ended.
     pub outcome: CaseOutcome,
+    /// Whose outcome it is: the tests' or the infrastructure's.
     pub lane: Lane,
+    /// It is listed in the quarantine ledger: reported, not counted.
     pub quarantined: bool,
+    /// Why it ended so, where there is a message.
     pub message: Option<String>,
+    /// Its wall time in seconds (its share of a batch's where it did not report its own);
+    /// `None` when it never ran.
     pub duration_s: Option<f64>,
     /// The job that ran it; with one case per job its stdout/stderr are the case's own.
     pub job: Option<u32>,
+    /// What the worker stored of its job's run (captured output).
     pub artifacts: Vec<ArtifactRef>,
     /// Set when the outcome came from the result cache: the entry and the run that produced
     /// it (its duration and artifacts are that run's; `job` is then `null`).
@@ -400,6 +453,7 @@ pub struct CachedCase {
     pub entry: String,
     /// The `assay test` run that stored it, and its job that ran the case.
     pub run_id: String,
+    /// The job of that run that ran the case.
     pub job_id: String,
 }
 
@@ -424,19 +478,29 @@ pub struct SuiteCacheReport {
     pub withheld: Option<String>,
 }
 
+/// A cache entry found but refused, and why.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RefusedEntry {
+    /// The entry's key.
     pub entry: String,
+    /// Why it was refused, in words.
     pub why: String,
 }
 
+/// One job of a suite run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SuiteJobReport {
+    /// The job's position in the plan.
     pub index: u32,
+    /// The job's id (`{run_id}/{index:04}`).
     pub job_id: String,
+    /// The refs of the cases it ran.
     pub cases: Vec<String>,
+    /// How it ended (`completed`, `timed_out`, `infrastructure`, `cancelled`).
     pub status: String,
+    /// Its wall time on the worker, in seconds.
     pub duration_s: f64,
+    /// What the worker stored of its run (captured output).
     pub artifacts: Vec<ArtifactRef>,
 }
 

@@ -16,6 +16,7 @@ use std::fmt;
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AuditReport {
+    /// The selection audit: executed ⊆ selected ⊆ collected.
     pub selection: SelectionAudit,
     /// With `--audit-base`: the quarantine ledger's gate.
     pub quarantine_ledger: Option<LedgerGate>,
@@ -29,7 +30,9 @@ pub struct AuditReport {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Outlier {
+    /// The plan index of the job it belongs to.
     pub job: u32,
+    /// The test's id, as its runner names it.
     pub id: String,
 }
 
@@ -38,14 +41,19 @@ pub struct Outlier {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SelectionAudit {
+    /// Tests the run collected.
     pub collected: usize,
+    /// Tests the plan selected.
     pub selected: usize,
+    /// Tests the jobs executed.
     pub executed: usize,
+    /// Of the selected tests, those skipped.
     pub skipped: usize,
     /// Selected but never collected: the plan names a test the tree does not have.
     pub selected_not_collected: Vec<Outlier>,
     /// Executed but not selected by its job: the harness ran something it was not asked to.
     pub executed_not_selected: Vec<Outlier>,
+    /// Whether executed ⊆ selected ⊆ collected held: both outlier lists are empty.
     pub contained: bool,
 }
 
@@ -69,12 +77,18 @@ impl Default for SelectionAudit {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum LedgerViolation {
+    /// The candidate's ledger gains an entry the base's lacks.
     Added {
+        /// The quarantined test.
         test: String,
     },
+    /// The candidate's ledger pushes an entry's expiry later (or removes it).
     ExpiryExtended {
+        /// The quarantined test.
         test: String,
+        /// The entry's expiry on the base (`YYYY-MM-DD`); `None`: never.
         base: Option<String>,
+        /// The entry's expiry on the candidate; `None`: never.
         candidate: Option<String>,
     },
 }
@@ -102,13 +116,18 @@ impl fmt::Display for LedgerViolation {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LedgerGate {
+    /// The ledger file, relative to the tree root.
     pub path: String,
+    /// The SHA-256 of the base's ledger, in hex; `None` when the base has none.
     pub base_sha256: Option<String>,
+    /// The SHA-256 of the candidate's ledger, in hex; `None` when it has none.
     pub candidate_sha256: Option<String>,
+    /// The ledger changes the gate refuses.
     pub violations: Vec<LedgerViolation>,
 }
 
 impl LedgerGate {
+    /// Whether the gate lets the ledger change through.
     pub fn passed(&self) -> bool {
         self.violations.is_empty()
     }
@@ -118,6 +137,7 @@ impl LedgerGate {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FileReach {
+    /// The changed product file, relative to the tree root.
     pub file: String,
     /// Whether any executed test imported the file at all.
     pub imported: bool,
@@ -131,11 +151,15 @@ pub struct FileReach {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScopeAudit {
+    /// The base tree audited against.
     pub base_tree: String,
     /// Paths the change touches (either side).
     pub changed_files: Vec<String>,
+    /// The read-set closure gate: collected tests that read a changed file must have run.
     pub closure: Closure,
+    /// The inventory gate: base tests the candidate no longer collects, or collects under another id.
     pub inventory: InventoryGate,
+    /// The exceptions file and what the run used of it.
     pub exceptions: Exceptions,
 }
 
@@ -164,6 +188,7 @@ pub struct Closure {
     pub registry: Option<String>,
     /// Why the gate could not be checked.
     pub unchecked: Option<String>,
+    /// Collected tests that read a changed file and did not run.
     pub gaps: Vec<ClosureGap>,
 }
 
@@ -171,8 +196,10 @@ pub struct Closure {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct InventoryGate {
+    /// What the gate found.
     #[serde(flatten)]
     pub found: Inventory,
+    /// Why the gate could not be checked.
     pub unchecked: Option<String>,
 }
 
@@ -180,7 +207,9 @@ pub struct InventoryGate {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Exceptions {
+    /// The exceptions file, relative to the tree root.
     pub path: String,
+    /// The exceptions used and those expired.
     #[serde(flatten)]
     pub usage: ExceptionUse,
 }
@@ -202,6 +231,7 @@ pub enum Provenance {
 pub struct ScopeException {
     /// The runner's test id the exception excuses.
     pub test: String,
+    /// Why the test is excused, in words.
     pub reason: String,
     /// `YYYY-MM-DD`, required: an excuse nobody has to renew is a hole.
     pub expires: String,
@@ -221,7 +251,9 @@ pub enum ReadSource {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ChangedRead {
+    /// The changed file read, relative to the tree root.
     pub file: String,
+    /// How the read is known.
     pub source: ReadSource,
 }
 
@@ -229,8 +261,11 @@ pub struct ChangedRead {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ClosureGap {
+    /// The test, as its runner names it.
     pub test: String,
+    /// The changed files it reads.
     pub reads: Vec<ChangedRead>,
+    /// The exception that excuses the gap, if one does.
     pub excused_by: Option<ScopeException>,
 }
 
@@ -248,8 +283,11 @@ pub enum Relocation {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Relocated {
+    /// The test's id at the base.
     pub from: String,
+    /// The test's id at the candidate.
     pub to: String,
+    /// Whether it was renamed or moved.
     pub kind: Relocation,
 }
 
@@ -257,7 +295,9 @@ pub struct Relocated {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Removed {
+    /// The test, as the base's runner names it.
     pub test: String,
+    /// The exception that excuses the removal, if one does.
     pub excused_by: Option<ScopeException>,
 }
 
@@ -265,10 +305,13 @@ pub struct Removed {
 /// into [`InventoryGate`], which refuses unknown fields for it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Inventory {
+    /// Tests the base collected.
     pub base_collected: usize,
+    /// Tests the candidate collected.
     pub candidate_collected: usize,
     /// Collected at the base, gone at the candidate, and no unchanged body took its place.
     pub removed: Vec<Removed>,
+    /// Base tests found at the candidate under another id, their bodies unchanged.
     pub relocated: Vec<Relocated>,
 }
 
@@ -276,6 +319,7 @@ pub struct Inventory {
 /// [`Exceptions`], which refuses unknown fields for it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExceptionUse {
+    /// Exceptions that excused a gap or a removal.
     pub used: Vec<ScopeException>,
     /// Named a gap but expired: it excused nothing.
     pub expired: Vec<ScopeException>,

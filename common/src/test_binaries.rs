@@ -18,11 +18,13 @@ pub const ARTIFACT: &str = "test-binaries";
 /// What the worker replaces in a run job's command with the path of the [`script`].
 pub const PLACEHOLDER: &str = "{test_binaries}";
 
+/// The `schema` an archive's index declares.
 pub const SCHEMA: &str = "assay.test-binaries/v1";
 
 /// Where the build persists its doc tests, relative to the tree, and the file in it that
 /// says how each one exits unmutated.
 pub const DOC_TESTS_DIR: &str = "target/assay-doctests";
+/// The file in [`DOC_TESTS_DIR`] of each doc test's unmutated exit code (`NAME CODE` lines).
 pub const DOC_TESTS_EXPECTED: &str = "expected";
 
 /// The build job's shell script, run as `sh -c SCRIPT assay-build ARGS…` with `cargo test`'s
@@ -72,7 +74,9 @@ pub fn doc_test_expectations(text: &str) -> Vec<DocTest> {
 /// The archive's table of contents.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Index {
+    /// The index's format: always [`SCHEMA`].
     pub schema: String,
+    /// Every test executable the archive holds, in build order.
     pub binaries: Vec<Binary>,
     /// The library's doc tests, each at `doc/NAME`; run in `doc_crate`'s directory.
     #[serde(default)]
@@ -80,6 +84,7 @@ pub struct Index {
     /// The library the doc tests belong to (cargo's `Doc-tests` name), and its directory.
     #[serde(default)]
     pub doc_crate: String,
+    /// The doc tests' library's package directory, relative to the tree.
     #[serde(default)]
     pub doc_dir: String,
 }
@@ -88,7 +93,9 @@ pub struct Index {
 /// unmutated (a `should_panic` test does not).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DocTest {
+    /// The doc test's directory name in the archive (`src_lib_rs_348_0`).
     pub name: String,
+    /// Whether it exits 0 unmutated.
     pub passes: bool,
 }
 
@@ -148,12 +155,16 @@ pub fn check_test_name(name: &str) -> Result<(), IndexError> {
 /// Why a build's output or an archive's index is refused.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum IndexError {
+    /// The index is not JSON of this schema, or a binary's message does not parse.
     #[error("the index is not {SCHEMA}: {0}")]
     Malformed(String),
+    /// An executable's file name has a directory or is not plain.
     #[error("test executable {0:?} is not a plain file name")]
     FileName(String),
+    /// A package directory is absolute or leaves the tree.
     #[error("package directory {0:?} is not a plain path inside the tree")]
     PackageDir(String),
+    /// A test name to select is not a plain Rust path.
     #[error("test name {0:?} is not a plain Rust path")]
     TestName(String),
 }
@@ -161,7 +172,9 @@ pub enum IndexError {
 /// A test executable cargo reported building, in the guest's paths.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Built {
+    /// The executable's path, as cargo reported it.
     pub executable: String,
+    /// The `Cargo.toml` of its package, as cargo reported it.
     pub manifest_path: String,
     /// The message the run's report will read: the target and package only.
     pub message: String,
@@ -286,6 +299,7 @@ pub fn check_package_dir(dir: &str) -> Result<(), IndexError> {
 }
 
 impl Index {
+    /// An index of `binaries` and no doc tests.
     pub fn new(binaries: Vec<Binary>) -> Self {
         Self {
             schema: SCHEMA.to_owned(),

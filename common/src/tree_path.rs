@@ -10,23 +10,36 @@ use std::fmt;
 #[serde(try_from = "String", into = "String")]
 pub struct TreePath(String);
 
+/// Why a path is not confined to a tree; each variant carries the path as given.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum TreePathError {
+    /// The path is the empty string.
     #[error("path is empty")]
     Empty,
+    /// The path starts at `/` or a drive (`C:`).
     #[error("path {0:?} is absolute (hint: give it relative to the repository root)")]
     Absolute(String),
+    /// The path holds a `\`, a separator on some hosts.
     #[error("path {0:?} contains a backslash (hint: separate directories with `/`)")]
     Backslash(String),
+    /// The path holds a NUL byte, which ends it early for the OS.
     #[error("path {0:?} contains a NUL byte")]
     Nul(String),
+    /// The path has `//` or a trailing `/`.
     #[error("path {0:?} has an empty component")]
     EmptyComponent(String),
+    /// The path has a `.` or `..` component.
     #[error("path {path:?} has a {component:?} component, which could leave the tree")]
-    DotComponent { path: String, component: String },
+    DotComponent {
+        /// The path as given.
+        path: String,
+        /// The component refused (`.` or `..`).
+        component: String,
+    },
 }
 
 impl TreePath {
+    /// `path` as a tree path, refused unless it is relative, `/`-separated and confined.
     pub fn new(path: &str) -> Result<Self, TreePathError> {
         if path.is_empty() {
             return Err(TreePathError::Empty);
@@ -57,6 +70,7 @@ impl TreePath {
         Ok(Self(path.to_owned()))
     }
 
+    /// The path as text.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -94,6 +108,7 @@ impl TreeDir {
         Self(String::new())
     }
 
+    /// `dir` as a tree directory: `""` is the root, anything else must be a [`TreePath`].
     pub fn new(dir: &str) -> Result<Self, TreePathError> {
         if dir.is_empty() {
             return Ok(Self::root());
@@ -101,10 +116,12 @@ impl TreeDir {
         TreePath::new(dir).map(|path| Self(path.0))
     }
 
+    /// Whether this is the tree's root directory.
     pub fn is_root(&self) -> bool {
         self.0.is_empty()
     }
 
+    /// The directory as text; `""` for the root.
     pub fn as_str(&self) -> &str {
         &self.0
     }

@@ -8,10 +8,13 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 
+/// What a proof concluded, for one criterion or for the whole proof.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
+    /// The evidence shows what the criterion asks: fail then pass, or pass on both.
     Proven,
+    /// The evidence contradicts the criterion.
     Refuted,
     /// Evidence missing, incomplete, timed out or ambiguous.
     Unverified,
@@ -62,6 +65,7 @@ impl SideOutcome {
         }
     }
 
+    /// The outcome as evidence names it (`not_found`).
     pub fn label(&self) -> &'static str {
         match self {
             Self::Passed => "passed",
@@ -78,33 +82,48 @@ impl SideOutcome {
 /// One job's result, with the plan facts the rules need.
 #[derive(Clone, Copy, Debug)]
 pub struct Observation<'a> {
+    /// What the job was for.
     pub kind: JobKind,
+    /// Which side of the change it ran on.
     pub side: Side,
+    /// What its worker reported.
     pub result: &'a JobResult,
 }
 
+/// One reported case a criterion's test matched.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MatchedCase {
+    /// The plan index of the job that reported it.
     pub job: u32,
+    /// The case's file, relative to the tree root.
     pub file: String,
+    /// The class, module or describe path that contains it.
     pub suite: String,
+    /// The bare test name.
     pub name: String,
+    /// Its parametrization or subtest label, if any.
     pub variant: Option<String>,
+    /// How it ended.
     pub outcome: Outcome,
 }
 
+/// What one run of a criterion's test said on one side.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunOutcome {
+    /// The plan index of the job that ran it.
     pub job: u32,
+    /// What that run says of the test.
     #[serde(flatten)]
     pub outcome: SideOutcome,
 }
 
+/// What one side's runs say about a criterion's test, with the cases behind it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SideEvidence {
     /// Serialized as `"outcome": "failed"` plus `"detail"` where the outcome has one.
     #[serde(flatten)]
     pub outcome: SideOutcome,
+    /// Every case of the first run the test matched.
     pub cases: Vec<MatchedCase>,
     /// Every run of the test on this side in plan order: the first run, then the repeats.
     pub runs: Vec<RunOutcome>,
@@ -166,6 +185,7 @@ pub enum ReasonCode {
 }
 
 impl ReasonCode {
+    /// The code as evidence writes it (`passes_on_base`).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Reproduced => "reproduced",
@@ -199,12 +219,18 @@ impl fmt::Display for ReasonCode {
     }
 }
 
+/// One criterion's verdict with the evidence from both sides.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CriterionVerdict {
+    /// The criterion's id (`C1`).
     pub id: String,
+    /// Whether it is a `test:` or a `guard:`.
     pub kind: CriterionKind,
+    /// The test name it declares.
     pub test: String,
+    /// What the evidence concluded of this criterion.
     pub verdict: Verdict,
+    /// Why, in one sentence for people.
     pub reason: String,
     /// `reason` as a stable code. Evidence written before codes existed has none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -213,7 +239,9 @@ pub struct CriterionVerdict {
     /// and module-qualified forms such as `tests::full_pages` for `full_pages`), best first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub suggestions: Vec<String>,
+    /// What the base tree's runs say of the test.
     pub base: SideEvidence,
+    /// What the candidate tree's runs say of the test.
     pub candidate: SideEvidence,
 }
 
@@ -236,6 +264,7 @@ pub struct RefusedFile {
     pub path: crate::tree_path::TreePath,
     /// What it spawns, e.g. `npx vitest run`.
     pub spawns: String,
+    /// The file's source, searched for the criteria's names.
     pub source: String,
 }
 

@@ -8,28 +8,41 @@ use serde::de::DeserializeOwned;
 pub const PROTOCOL_VERSION: u16 = 20;
 const MAGIC: &[u8; 4] = b"ASY1";
 
+/// Why a message could not be encoded or decoded.
 #[derive(Debug, thiserror::Error)]
 pub enum WireError {
+    /// The bytes do not start with Assay's envelope: not a message of ours.
     #[error("not an Assay message (bad magic bytes)")]
     BadMagic,
+    /// The message was written by a build of another protocol version.
     #[error(
         "wire protocol version {found} is not supported (this build speaks {PROTOCOL_VERSION}; hint: run the same Assay version on coordinator, workers and CLI)"
     )]
-    UnsupportedVersion { found: u16 },
+    UnsupportedVersion {
+        /// The protocol version the message carries.
+        found: u16,
+    },
+    /// bincode could not serialise the message.
     #[error("failed to encode {what}")]
     Encode {
+        /// The kind of message being encoded (`job`, `job result`).
         what: &'static str,
+        /// bincode's reason.
         #[source]
         source: bincode::Error,
     },
+    /// The envelope was right but its body is not the message expected.
     #[error("failed to decode {what}")]
     Decode {
+        /// The kind of message being decoded (`job`, `job result`).
         what: &'static str,
+        /// bincode's reason.
         #[source]
         source: bincode::Error,
     },
 }
 
+/// `message` in the envelope of this build's protocol version; `what` names it in errors.
 pub fn encode<T: Serialize>(what: &'static str, message: &T) -> Result<Vec<u8>, WireError> {
     encode_with_version(what, message, PROTOCOL_VERSION)
 }
@@ -48,6 +61,7 @@ pub fn encode_with_version<T: Serialize>(
     Ok(bytes)
 }
 
+/// The message `bytes` carry, refused unless the envelope is ours and of this build's version.
 pub fn decode<T: DeserializeOwned>(what: &'static str, bytes: &[u8]) -> Result<T, WireError> {
     if bytes.len() < 6 || &bytes[..4] != MAGIC {
         return Err(WireError::BadMagic);

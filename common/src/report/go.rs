@@ -32,6 +32,7 @@ struct OpenTest {
     output: Vec<String>,
 }
 
+/// The outcome of a `go test -json` stream.
 pub fn parse(bytes: &[u8]) -> ReportOutcome {
     let Ok(text) = std::str::from_utf8(bytes) else {
         return ReportOutcome::Malformed("the go test output is not UTF-8".into());

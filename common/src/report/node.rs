@@ -9,6 +9,7 @@ use crate::outcome::{CaseResult, CollectionError, Outcome, ReportOutcome, TestRe
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap};
 
+/// The `schema` a node:test report from Assay's reporter declares.
 pub const SCHEMA: &str = "assay.node/v1";
 
 /// How deep `describe` blocks and subtests may nest in a report. The guest writes the report,
@@ -44,6 +45,7 @@ struct Node {
     children: Vec<Node>,
 }
 
+/// The outcome of a report written by the node:test reporter Assay ships.
 pub fn parse(bytes: &[u8]) -> ReportOutcome {
     let report: NodeReport = match serde_json::from_slice(bytes) {
         Ok(report) => report,

@@ -13,9 +13,13 @@ pub struct SummaryCounts {
     /// Which pattern matched: `jest`, `pytest`, `go`, `mocha`, `rspec`, `cargo`, `unittest`,
     /// `bun`, `vitest` or `generic`.
     pub framework: String,
+    /// Tests the summary counts in all.
     pub total: u64,
+    /// Tests it says passed.
     pub passed: u64,
+    /// Tests it says failed.
     pub failed: u64,
+    /// Tests it says were skipped.
     pub skipped: u64,
 }
 
@@ -23,12 +27,16 @@ pub struct SummaryCounts {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SuiteStatus {
+    /// The command exited 0.
     Passing,
+    /// The command exited non-zero: tests failed.
     Failing,
+    /// The command could not run (not found, not executable) or hit its timeout.
     Error,
 }
 
 impl SuiteStatus {
+    /// The status as history and reports write it (`passing`).
     pub fn label(self) -> &'static str {
         match self {
             Self::Passing => "passing",

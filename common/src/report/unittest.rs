@@ -4,6 +4,7 @@
 use crate::outcome::{CaseResult, CollectionError, ReportOutcome, TestReport};
 use serde::Deserialize;
 
+/// The `schema` a report from Assay's unittest adapter declares.
 pub const SCHEMA: &str = "assay.unittest/v1";
 
 #[derive(Deserialize)]
@@ -21,6 +22,7 @@ struct AdapterReport {
     collected: Option<serde::de::IgnoredAny>,
 }
 
+/// The outcome of a report written by Assay's unittest adapter.
 pub fn parse(bytes: &[u8]) -> ReportOutcome {
     let report: AdapterReport = match serde_json::from_slice(bytes) {
         Ok(report) => report,

@@ -36,6 +36,7 @@ struct AssertionResult {
     failure_messages: Vec<String>,
 }
 
+/// The outcome of a Vitest JSON report.
 pub fn parse(bytes: &[u8]) -> ReportOutcome {
     let report: Report = match serde_json::from_slice(bytes) {
         Ok(report) => report,

@@ -8,6 +8,7 @@ use super::{ReportFormat, Runner, SuiteCases, TreeFiles, split_path, strings};
 use crate::criteria::{Criterion, CriterionError};
 use crate::suite_case::SuiteCase;
 
+/// The cargo runner: cargo-nextest where installed, `cargo test` otherwise.
 pub struct Cargo;
 
 /// The nextest profile Assay defines in its tool config (`{nextest_config}`): no retries, no

@@ -5,6 +5,7 @@ use super::{ListingFormat, ReportFormat, Runner, SuiteCases, TreeFiles, split_pa
 use crate::suite_case::SuiteCase;
 use std::collections::BTreeSet;
 
+/// The Go runner: `go test -json`, selection with `-run`.
 pub struct Go;
 
 impl Runner for Go {

@@ -4,6 +4,7 @@
 use super::{ReportFormat, Runner, SuiteCases, split_path};
 use crate::suite_case::{CaseScope, SuiteCase};
 
+/// The generic runner: an explicit command that writes one JUnit XML file.
 pub struct Junit;
 
 impl Runner for Junit {

@@ -6,6 +6,7 @@ use crate::criteria::{Criterion, CriterionError};
 use crate::manifest::ManifestJob;
 use crate::suite_case::SuiteCase;
 
+/// The manifest corpus runner: one interpreter process per `manifest.tsv` row.
 pub struct Manifest;
 
 impl Runner for Manifest {

@@ -6,6 +6,7 @@
 use super::{ReportFormat, Runner, SuiteCases, TreeFiles, split_path};
 use crate::suite_case::SuiteCase;
 
+/// The node:test runner, with the reporter Assay ships.
 pub struct Node;
 
 impl Runner for Node {

@@ -7,6 +7,7 @@ use crate::outcome::CaseResult;
 use crate::suite_case::SuiteCase;
 use sha2::{Digest, Sha256};
 
+/// The pytest runner: its own JUnit XML, selection with `-k`.
 pub struct Pytest;
 
 impl Runner for Pytest {

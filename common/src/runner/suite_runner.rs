@@ -12,6 +12,7 @@ use std::str::FromStr;
 /// as its name (`pytest`, `command`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SuiteRunner {
+    /// One of the proof engine's runners (`pytest`, `cargo`).
     Kind(RunnerKind),
     /// `--runner command`: one case judged by its exit status; counts and coverage come from
     /// its output through the summary patterns.

@@ -7,6 +7,7 @@ use super::{ListingFormat, ReportFormat, Runner, SuiteCases, split_path};
 use crate::outcome::CaseResult;
 use crate::suite_case::SuiteCase;
 
+/// The unittest runner, through the adapter Assay ships.
 pub struct Unittest;
 
 impl Runner for Unittest {

@@ -4,6 +4,7 @@ use super::node::{files_of, is_js_test_file, is_js_test_name, name_pattern};
 use super::{ReportFormat, Runner, SuiteCases, TreeFiles, split_path};
 use crate::suite_case::SuiteCase;
 
+/// The Vitest runner: its JSON reporter, selection with `-t`.
 pub struct Vitest;
 
 impl Runner for Vitest {

@@ -6,27 +6,38 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::path::Path;
 
+/// Why the cache's signing key cannot be had.
 #[derive(Debug, thiserror::Error)]
 pub enum SigningKeyError {
+    /// The key file did not exist and could not be written.
     #[error("failed to create the cache signing key {path}")]
     Create {
+        /// The key file.
         path: std::path::PathBuf,
+        /// The write's failure.
         #[source]
         source: std::io::Error,
     },
+    /// Neither `HOME` nor `ASSAY_CACHE_KEY_FILE` says where this user's key lives.
     #[error("no place for this user's cache signing key (hint: set HOME or ASSAY_CACHE_KEY_FILE)")]
     NoHome,
+    /// The key file could not be read.
     #[error("failed to read the cache signing key {path}")]
     Read {
+        /// The key file.
         path: std::path::PathBuf,
+        /// The read's failure.
         #[source]
         source: std::io::Error,
     },
     #[error(
         "the cache signing key {path} holds {found} bytes (hint: at least {MIN_KEY_BYTES} random bytes, e.g. `head -c 32 /dev/urandom > key`)"
     )]
+    /// The key file holds fewer than [`MIN_KEY_BYTES`] bytes.
     Short {
+        /// The key file.
         path: std::path::PathBuf,
+        /// How many bytes it holds.
         found: usize,
     },
 }

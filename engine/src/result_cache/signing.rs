@@ -182,10 +182,13 @@ impl SigningKey {
 pub trait Signed: Serialize + serde::de::DeserializeOwned + Clone {
     /// The schema this build writes and reads; an entry of another is never served.
     const SCHEMA: &'static str;
+    /// The schema the entry says it was written with.
     fn schema(&self) -> &str;
     /// The key the entry says it answers, which must be the key it is stored under.
     fn key(&self) -> &str;
+    /// The entry's signature, hex; `None` when unsigned.
     fn signature(&self) -> Option<&str>;
+    /// Replaces the entry's signature (`None` while signing the rest).
     fn set_signature(&mut self, signature: Option<String>);
 }
 

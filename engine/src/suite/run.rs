@@ -92,7 +92,7 @@ pub struct AuditBase {
     pub rev: String,
     /// The base's tree.
     pub tree: TreeId,
-    /// The scope exceptions file and the read registry, relative to the root.
+    /// The scope exceptions file, relative to the root.
     pub exceptions_path: String,
     /// The read registry's path, relative to the root.
     pub registry_path: String,

@@ -54,7 +54,7 @@ pub struct GateRequest<'a> {
     pub timeout_secs: u64,
     /// The scope exceptions file (`--scope-exceptions`), relative to the root.
     pub exceptions_path: &'a str,
-    /// The read registry's path, relative to the root.
+    /// The read registry (`--fixture-reads`), relative to the root.
     pub registry_path: &'a str,
     /// `YYYY-MM-DD`, for the exceptions' expiries.
     pub today: &'a str,

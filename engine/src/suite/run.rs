@@ -94,7 +94,7 @@ pub struct AuditBase {
     pub tree: TreeId,
     /// The scope exceptions file, relative to the root.
     pub exceptions_path: String,
-    /// The read registry's path, relative to the root.
+    /// The read registry (`--fixture-reads`), relative to the root.
     pub registry_path: String,
     /// Run the pytest cases once more under coverage.py and name the changed lines no
     /// executed test reaches (pytest suites only).

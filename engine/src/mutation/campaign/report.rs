@@ -47,6 +47,7 @@ impl<'a> Campaign<'a> {
 }
 
 impl MutateReport {
+    /// The run's counts by status and its mutation score.
     pub fn summary(&self) -> Summary {
         let count = |s: Status| {
             self.results

@@ -47,7 +47,7 @@ impl<'a> Campaign<'a> {
 }
 
 impl MutateReport {
-    /// The run's counts by status and its mutation score.
+    /// How many mutants ended with each status, and the flaky kills.
     pub fn summary(&self) -> Summary {
         let count = |s: Status| {
             self.results

@@ -227,7 +227,7 @@ pub enum CoverageError {
     Missing {
         /// The coverage job that wrote nothing.
         job: JobId,
-        /// How the job ended (`passed`, `failed`, `timed out`, …).
+        /// How the job ended: its status label (`completed`, `timed_out`, …).
         status: &'static str,
     },
     /// Job `job`'s map is not the JSON the adapter writes.

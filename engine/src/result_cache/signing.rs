@@ -12,7 +12,7 @@ pub enum SigningKeyError {
     /// The key file did not exist and could not be written.
     #[error("failed to create the cache signing key {path}")]
     Create {
-        /// The key file.
+        /// The signing key's file.
         path: std::path::PathBuf,
         /// The write's failure.
         #[source]
@@ -24,7 +24,7 @@ pub enum SigningKeyError {
     /// The key file could not be read.
     #[error("failed to read the cache signing key {path}")]
     Read {
-        /// The key file.
+        /// The signing key's file.
         path: std::path::PathBuf,
         /// The read's failure.
         #[source]
@@ -35,7 +35,7 @@ pub enum SigningKeyError {
     )]
     /// The key file holds fewer than [`MIN_KEY_BYTES`] bytes.
     Short {
-        /// The key file.
+        /// The signing key's file.
         path: std::path::PathBuf,
         /// How many bytes it holds.
         found: usize,

@@ -23,6 +23,7 @@ pub struct Admission<K, W> {
 }
 
 impl<K: Clone + Eq + Hash, W> Admission<K, W> {
+    /// No proof waiting; `lookahead` jobs may queue beyond the workers' idle slots.
     pub fn new(lookahead: usize) -> Self {
         Self {
             turns: VecDeque::new(),
@@ -73,6 +74,7 @@ impl<K: Clone + Eq + Hash, W> Admission<K, W> {
         self.slot_freed();
     }
 
+    /// Whether any proof still has a request waiting for its turn.
     pub fn has_waiting(&self) -> bool {
         !self.turns.is_empty()
     }

@@ -199,6 +199,7 @@ pub struct Reads {
     pub collectors: BTreeMap<String, BTreeSet<String>>,
 }
 
+/// One file's lines in a coverage map: which tests ran each line, and which never ran.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 pub struct FileCoverage {
     /// Every line that ran, with the node ids that ran it ("" for code run outside any test).
@@ -207,27 +208,41 @@ pub struct FileCoverage {
     pub missing: BTreeSet<u32>,
 }
 
+/// Why a coverage run's map could not be had.
 #[derive(Debug, thiserror::Error)]
 pub enum CoverageError {
+    /// The store failed to hand back job `job`'s map.
     #[error("failed to read the per-test coverage map of job {job}")]
     Store {
+        /// The coverage job whose map was asked for.
         job: JobId,
+        /// The store's failure.
         #[source]
         source: ArtifactError,
     },
     #[error(
         "the per-test coverage run (job {job}, {status}) wrote no map (hint: pytest and coverage.py must be installed where the tests run)"
     )]
-    Missing { job: JobId, status: &'static str },
+    /// Job `job` ended (with `status`) without uploading a map.
+    Missing {
+        /// The coverage job that wrote nothing.
+        job: JobId,
+        /// How the job ended: its status label (`completed`, `timed_out`, …).
+        status: &'static str,
+    },
+    /// Job `job`'s map is not the JSON the adapter writes.
     #[error("the per-test coverage map of job {job} is malformed")]
     Malformed {
+        /// The coverage job whose map this is.
         job: JobId,
+        /// Where the JSON parse failed.
         #[source]
         source: serde_json::Error,
     },
 }
 
 impl CoverageMap {
+    /// Reads a map from the JSON the adapter script wrote.
     pub fn parse(bytes: &[u8]) -> Result<Self, serde_json::Error> {
         serde_json::from_slice(bytes)
     }

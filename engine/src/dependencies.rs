@@ -31,44 +31,67 @@ pub struct Pinned {
     pub toolchain: Option<String>,
 }
 
+/// Why a cargo tree's dependencies could not be pinned and fetched.
 #[derive(Debug, thiserror::Error)]
 pub enum DependencyError {
+    /// The tree could not be checked out to a scratch directory.
     #[error("failed to copy tree {tree} to {dir} to resolve its dependencies")]
     Copy {
+        /// The tree being copied.
         tree: TreeId,
+        /// The scratch directory it was copied to.
         dir: PathBuf,
+        /// The checkout's failure.
         #[source]
         source: Box<assay_transport::tree::TreeError>,
     },
+    /// A file of the scratch copy could not be read or written.
     #[error("failed to prepare {path} to resolve the dependencies of tree {tree}")]
     Io {
+        /// The tree being resolved.
         tree: TreeId,
+        /// The file or directory that failed.
         path: PathBuf,
+        /// The I/O failure.
         #[source]
         source: std::io::Error,
     },
+    /// cargo could not be started.
     #[error("failed to run cargo {step} for tree {tree} (hint: is cargo on PATH?)")]
     Spawn {
+        /// The cargo subcommand being run (e.g. `generate-lockfile`, `fetch`).
         step: &'static str,
+        /// The tree it ran in.
         tree: TreeId,
+        /// The spawn's failure.
         #[source]
         source: std::io::Error,
     },
+    /// cargo exited with a failure.
     #[error("cargo {step} failed for tree {tree}:\n{stderr}")]
     Cargo {
+        /// The cargo subcommand that failed.
         step: &'static str,
+        /// The tree it ran in.
         tree: TreeId,
+        /// The last lines cargo printed on stderr.
         stderr: String,
     },
+    /// rustup could not say which toolchain the tree runs.
     #[error("failed to resolve the Rust toolchain of tree {tree}")]
     Toolchain {
+        /// The tree whose toolchain was asked for.
         tree: TreeId,
+        /// rustup's failure.
         #[source]
         source: assay_transport::rust_toolchain::RustupError,
     },
+    /// The tree with its generated `Cargo.lock` could not be written to the repository.
     #[error("failed to write tree {tree} with its generated Cargo.lock")]
     Write {
+        /// The tree the lockfile was generated for.
         tree: TreeId,
+        /// The write's failure.
         #[source]
         source: Box<crate::source::SourceError>,
     },

@@ -59,7 +59,9 @@ pub fn changed_hunks(proof: &PreparedProof) -> Result<Vec<ChangedHunk>, SourceEr
 /// How a proof measures its diff coverage: the job to run beside its proving jobs, or a record
 /// that says at once why nothing can be measured.
 pub enum Plan {
+    /// Run this job beside the proving jobs and measure its coverage.
     Run(Box<JobSpec>),
+    /// Nothing can be measured; the record says why.
     Unmeasured(DiffCoverage),
 }
 

@@ -23,6 +23,7 @@ pub enum Admit {
 /// What to do after a result.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Flow {
+    /// Keep submitting jobs as budget frees.
     Continue,
     /// Submit nothing more; jobs in flight still finish and their results are kept.
     StopAdmitting,
@@ -59,7 +60,9 @@ impl Hooks for RunAll {}
 /// never submitted, or still running at the deadline) and how many were still running then.
 #[derive(Debug)]
 pub struct Dispatched {
+    /// One entry per planned job, in plan order; `None` for a job skipped, never submitted or cut off.
     pub results: Vec<Option<JobResult>>,
+    /// How many jobs were still running when the deadline stopped the wait.
     pub cut_off_by_deadline: usize,
 }
 

@@ -14,37 +14,57 @@ use serde::Deserialize;
 use std::path::{Component, Path, PathBuf};
 use std::process::{Command, Stdio};
 
+/// Why a tree's Go modules could not be read, checked or vendored.
 #[derive(Debug, thiserror::Error)]
 pub enum GoModulesError {
+    /// The go command could not be started.
     #[error("failed to run go {step} for tree {tree} (hint: is go on PATH?)")]
     Spawn {
+        /// The go subcommand being run (e.g. `mod edit`, `mod vendor`).
         step: &'static str,
+        /// The tree it ran in.
         tree: TreeId,
+        /// The spawn's failure.
         #[source]
         source: std::io::Error,
     },
+    /// The go command exited with a failure.
     #[error("go {step} failed for tree {tree}:\n{stderr}")]
     Go {
+        /// The go subcommand that failed.
         step: &'static str,
+        /// The tree it ran in.
         tree: TreeId,
+        /// What go printed on stderr.
         stderr: String,
     },
+    /// `go mod edit -json` printed what does not parse as a go.mod.
     #[error("go mod edit -json printed what is not a go.mod for tree {tree}")]
     Parse {
+        /// The tree whose go.mod was read.
         tree: TreeId,
+        /// Where the JSON parse failed.
         #[source]
         source: serde_json::Error,
     },
     #[error(
         "the go.mod of tree {tree} requires modules but the tree has no go.sum, so the workers could not check what they build from (hint: run `go mod tidy` and commit go.sum)"
     )]
-    NoGoSum { tree: TreeId },
+    /// The go.mod requires modules but the tree has no go.sum to check them against.
+    NoGoSum {
+        /// The tree without a go.sum.
+        tree: TreeId,
+    },
     #[error(
         "the go.mod of tree {tree} replaces {module} with the directory {path}, outside the tree: refused, a fleet's jobs read nothing of the submitting host (hint: replace it with a module version, or with a directory inside the tree)"
     )]
+    /// A `replace` points to a directory outside the tree, which a fleet's worker cannot see.
     ReplacedOutside {
+        /// The tree whose go.mod says so.
         tree: TreeId,
+        /// The module path being replaced.
         module: String,
+        /// The replacement directory, as go.mod writes it.
         path: String,
     },
 }

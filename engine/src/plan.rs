@@ -8,17 +8,25 @@ use assay_common::{JobId, ProofId, TreeId};
 /// What the planner needs to know about a proof.
 #[derive(Clone, Debug)]
 pub struct ProofPlanInput<'a> {
+    /// The proof whose jobs these are; every job id derives from it.
     pub proof_id: &'a ProofId,
+    /// The test runner the project uses (pytest, cargo, go, …).
     pub runner: RunnerKind,
+    /// The runner's argv before any selected tests.
     pub command_prefix: &'a [String],
+    /// What the proof must show, in the order the user gave them.
     pub criteria: &'a [Criterion],
     /// Test modules the change adds or modifies (the targeted run's files).
     pub changed_test_modules: &'a [String],
+    /// The tree before the change.
     pub base_tree: &'a TreeId,
+    /// The tree with the change applied.
     pub candidate_tree: &'a TreeId,
     /// Runs per side in all, counting the targeted (or suite) run.
     pub repeats: u32,
+    /// Each job's wall-clock limit, in seconds.
     pub timeout_secs: u64,
+    /// The report format each job's run writes (JUnit XML, cargo's JSON, …).
     pub report: ReportFormat,
     /// The candidate with the change's harness files put back as the base has them: one more
     /// job runs the proving tests there, last (see `crate::harness`).

@@ -17,12 +17,19 @@ use std::time::Duration;
 /// A proof as a user asks for it, after configuration is merged.
 #[derive(Clone, Debug)]
 pub struct ProofRequest {
+    /// The proof's id, which names its jobs and its record.
     pub proof_id: ProofId,
+    /// The git repository the trees come from.
     pub repo: PathBuf,
+    /// The base revision as the user named it (a commit, branch or tag).
     pub base: String,
+    /// Where the change comes from: a revision, the working tree, or a patch.
     pub candidate: CandidateSpec,
+    /// What the proof must show, as the user gave them.
     pub criteria: Vec<Criterion>,
+    /// The test runner the user named; `None`: detected from the tree.
     pub runner: Option<RunnerKind>,
+    /// The test command the user gave; `None`: the runner's default.
     pub test_command: Option<Vec<String>>,
     /// Whether the runner's default command may follow what is installed on this machine
     /// (`cargo nextest run` where cargo-nextest is on the `PATH`): true where jobs run here,
@@ -31,8 +38,11 @@ pub struct ProofRequest {
     /// Where the command writes its report, when the runner's own place is not used
     /// (`--test-report junit:RELATIVE/PATH.xml`).
     pub test_report: Option<ReportFormat>,
+    /// Globs that name the project's test files, beside the runner's defaults.
     pub test_globs: Vec<String>,
+    /// Runs per side in all, counting the first: more catch a flaky test.
     pub repeats: u32,
+    /// Each job's wall-clock limit, in seconds.
     pub timeout_secs: u64,
     /// The mutation check's budget; `None`: no mutation check.
     pub mutation_budget: Option<Duration>,
@@ -50,9 +60,13 @@ pub struct ProofRequest {
 /// A proof with its trees resolved and its jobs planned.
 #[derive(Clone, Debug)]
 pub struct PreparedProof {
+    /// The request the proof was prepared from.
     pub request: ProofRequest,
+    /// The change's trees and changed files.
     pub change: Change,
+    /// The test runner the jobs run, as given or detected.
     pub runner: RunnerKind,
+    /// The proof's jobs, in plan order.
     pub jobs: Vec<JobSpec>,
     /// Changed test files refused as proof (a node:test file that spawns another runner).
     pub refused_files: Vec<RefusedFile>,
@@ -86,6 +100,8 @@ impl PreparedProof {
 /// The sha256 of the `Cargo.lock` generated for each side's tree, when it had none.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct GeneratedLockfiles {
+    /// The lockfile's sha256 generated for the base tree.
     pub base: Option<String>,
+    /// The lockfile's sha256 generated for the candidate tree.
     pub candidate: Option<String>,
 }

@@ -23,61 +23,91 @@ use assay_transport::queue::{JobQueue, QueueError};
 use globset::{Glob, GlobSetBuilder};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+/// Why a proof could not be prepared or run.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
+    /// The repository's trees, revisions or files could not be read.
     #[error(transparent)]
     Source(#[from] SourceError),
+    /// A configured test glob does not parse.
     #[error("invalid test glob {glob:?}")]
     Glob {
+        /// The glob as given.
         glob: String,
+        /// The glob parser's failure.
         #[source]
         source: globset::Error,
     },
+    /// The proof names no criterion.
     #[error("no criteria given (hint: --criterion \"test: test_name\" or \"guard: test_name\")")]
     NoCriteria,
     #[error(
         "the {runner} runner has no default command (hint: pass --test-command CMD, and for junit --test-report junit:RELATIVE/PATH.xml)"
     )]
-    NeedsCommand { runner: RunnerKind },
+    /// The runner has no default command and none was given.
+    NeedsCommand {
+        /// The runner chosen.
+        runner: RunnerKind,
+    },
     #[error(
         "the manifest runner found no manifest.tsv in the candidate tree (hint: commit the corpus's manifest.tsv)"
     )]
+    /// The manifest runner found no `manifest.tsv` in the candidate.
     NoManifest,
     #[error(
         "the manifest runner found several manifest.tsv files ({}); a proof takes one corpus",
         paths.join(", ")
     )]
-    SeveralManifests { paths: Vec<String> },
+    /// The manifest runner found more than one `manifest.tsv`.
+    SeveralManifests {
+        /// Every `manifest.tsv` found, by path in the tree.
+        paths: Vec<String>,
+    },
+    /// The manifest's directory cannot be named safely to a worker.
     #[error("corpus directory of {path} cannot be named to a worker")]
     CorpusDir {
+        /// The manifest's path in the tree.
         path: String,
+        /// Why the path is refused.
         #[source]
         source: assay_common::tree_path::TreePathError,
     },
+    /// The corpus manifest is malformed.
     #[error("invalid corpus manifest {path}")]
     Manifest {
+        /// The manifest's path in the tree.
         path: String,
+        /// What is wrong with it.
         #[source]
         source: ManifestError,
     },
     #[error(
         "{path} line {line}: the case file {case} is not in the tree (hint: commit it, or fix the row)"
     )]
+    /// A manifest row names a case file the tree lacks.
     MissingCase {
+        /// The manifest's path in the tree.
         path: String,
+        /// The row's line in the manifest.
         line: usize,
+        /// The case file the row names.
         case: String,
     },
     #[error(
         "the change touches no product file ({}), so `test:` criterion {criterion} cannot fail before it and pass after; nothing ran (hint: name it as a guard, add the product change, or grant the test-only exception with --allow-test-only or ASSAY_ALLOW_TEST_ONLY=1, which judges the test on the candidate alone)",
         describe_files(changed)
     )]
+    /// A `test:` criterion on a change without product files, and no test-only exception.
     TestOnly {
+        /// The criterion as given.
         criterion: String,
+        /// The files the change touches, all tests.
         changed: Vec<String>,
     },
+    /// A job could not be submitted or its result never came.
     #[error(transparent)]
     Queue(#[from] QueueError),
+    /// The project's dependencies could not be pinned or fetched.
     #[error("failed to resolve the project's dependencies before any job")]
     Dependencies(#[from] DependencyError),
 }
@@ -505,10 +535,12 @@ pub fn detect_runner_in(
 /// What a proof yields: its proving jobs' results in plan order and the evidence, which holds
 /// the mutation check when one ran.
 pub struct ProofRun {
+    /// The proving jobs' results, in plan order.
     pub results: Vec<JobResult>,
     /// When each proving job's result arrived, in plan order, in milliseconds after the
     /// proof's clock started.
     pub finished_at_ms: Vec<u64>,
+    /// The proof's evidence: verdicts, jobs, and the mutation check when one ran.
     pub evidence: Evidence,
 }
 

@@ -48,48 +48,64 @@ pub use key::{RunContext, cache_key};
 pub(crate) use signing::signed_entry;
 pub use signing::{MIN_KEY_BYTES, Signed, SigningKey, SigningKeyError};
 
+/// Why the result cache could not be written, listed or pruned.
 #[derive(Debug, thiserror::Error)]
 pub enum CacheError {
+    /// An entry could not be put in the store.
     #[error("failed to write cache entry {key}")]
     Write {
+        /// The entry's store key.
         key: String,
+        /// The store's failure.
         #[source]
         source: StoreError,
     },
+    /// An entry could not be encoded as JSON.
     #[error("failed to encode cache entry {key}")]
     Encode {
+        /// The entry's store key.
         key: String,
+        /// The encoder's failure.
         #[source]
         source: serde_json::Error,
     },
+    /// The store's listing of the cache failed.
     #[error("failed to list the result cache")]
     List(#[source] StoreError),
+    /// An entry could not be deleted from the store.
     #[error("failed to delete cache entry {key}")]
     Delete {
+        /// The entry's store key.
         key: String,
+        /// The store's failure.
         #[source]
         source: StoreError,
     },
 }
 
-/// Why a signing key is unusable.
 /// Why a run answers nothing from the result cache and stores nothing in it.
 #[derive(Debug, thiserror::Error)]
 pub enum CacheUnavailable {
+    /// The user turned the cache off (`--no-cache`).
     #[error("--no-cache")]
     TurnedOff,
     #[error(
         "a fleet run's workers choose their own sandbox and interpreter, and only a fleet's coordinator may write cache entries"
     )]
+    /// A fleet run: its workers' sandboxes are not this host's, and only the coordinator may write.
     OnAFleet,
     /// The runner's cases cannot be checked against a pinned report.
     #[error("{runner} suites: {why}")]
     Uncacheable {
+        /// The suite's runner.
         runner: assay_common::suite::SuiteRunner,
+        /// What keeps its cases from being checked.
         why: &'static str,
     },
+    /// The tests run without a sandbox, so they could write the cache themselves.
     #[error("the code under test runs unconfined, so it could write the cache")]
     Unconfined,
+    /// The key that signs and checks entries cannot be read or created.
     #[error("the cache's signing key cannot be had")]
     SigningKey(#[from] SigningKeyError),
 }
@@ -100,47 +116,75 @@ signed_entry!(CacheEntry, SCHEMA);
 /// were stored, and the refusal is counted and printed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum Refusal {
+    /// The store failed to read the entry; the store's message.
     #[error("the store cannot be read: {0}")]
     Unreadable(String),
+    /// The entry is not a cache entry's JSON; the parser's message.
     #[error("the entry does not parse: {0}")]
     Unparsable(String),
+    /// The entry holds another key or schema than the one it is stored under.
     #[error("the entry names another key or schema")]
     OtherKey,
+    /// The entry has no signature; names the key it needed.
     #[error("the entry is not signed by {0}")]
     Unsigned(&'static str),
+    /// The entry's signature does not verify; names the key it was checked under.
     #[error("the entry's signature does not verify under {0}")]
     Forged(&'static str),
+    /// An artifact the entry pins is gone or altered; the store's message.
     #[error("a pinned artifact cannot be read: {0}")]
     MissingArtifact(String),
+    /// The pinned report says another thing than the entry's result.
     #[error("the pinned report does not say what the entry claims")]
     ReportDiffers,
+    /// The pinned report cannot be trusted; why.
     #[error("its pinned report is not one to trust: {0}")]
     UntrustedReport(String),
+    /// The entry's runs, judged again, give another verdict than it claims.
     #[error("its runs do not judge to the verdict the entry claims")]
     VerdictDiffers,
+    /// A case's entry found under another case's key.
     #[error("the entry is for {entry}, not {case}")]
-    OtherCase { entry: String, case: String },
+    OtherCase {
+        /// The case the entry was stored for.
+        entry: String,
+        /// The case asked about.
+        case: String,
+    },
+    /// The entry claims a case outcome other than passed or skipped, which the cache never stores.
     #[error("the entry claims an outcome that is never stored")]
     NeverStored,
+    /// The pinned report gives the case another outcome than the entry claims.
     #[error("its pinned report gives the case {judged}, not the {claimed} the entry claims")]
-    OutcomeDiffers { judged: String, claimed: String },
+    OutcomeDiffers {
+        /// The case's outcome as the pinned report gives it.
+        judged: String,
+        /// The outcome the entry claims.
+        claimed: String,
+    },
 }
 
 /// Which run produced an entry.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Producer {
+    /// The proof that ran the job.
     pub proof_id: ProofId,
+    /// The job whose result was stored.
     pub job_id: JobId,
 }
 
 /// A stored result.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CacheEntry {
+    /// The entry format's schema name; an entry of another schema is never served.
     pub schema: String,
+    /// The cache key the entry answers (see [`cache_key`]).
     pub key: String,
+    /// The run that produced the result.
     pub produced_by: Producer,
     /// Seconds since the epoch.
     pub created_at: u64,
+    /// The job's result, its artifacts pinned by key and sha256.
     pub result: JobResult,
     /// Hex HMAC-SHA256 of the entry without this field, under the key of whoever may write
     /// the cache (see `cache::SigningKey`); an entry without one is never served.
@@ -151,7 +195,9 @@ pub struct CacheEntry {
 /// A job answered from the cache: the entry's key and the run that produced it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CacheHit {
+    /// The key of the entry that answered.
     pub key: String,
+    /// The run that produced the entry.
     pub produced_by: Producer,
 }
 
@@ -180,11 +226,15 @@ impl CacheHit {
 /// What a lookup found.
 #[derive(Debug)]
 pub enum Lookup {
+    /// A stored entry passed every check: serve its result.
     Hit(Box<CacheEntry>),
+    /// Nothing is stored under the key.
     Miss,
     /// An entry was there but failed a check: never used.
     Rejected {
+        /// The key the entry was stored under.
         key: String,
+        /// The check it failed.
         why: Refusal,
     },
 }
@@ -273,6 +323,7 @@ fn reparse(
 #[derive(Clone)]
 pub struct ResultCache {
     store: Arc<dyn ArtifactStore>,
+    /// Whether hits are served, results stored over what was there, or the cache is off.
     pub mode: CacheMode,
     /// Signs what is stored; only entries that verify under it are served. `None` only for a
     /// cache that is off.
@@ -529,13 +580,16 @@ impl ResultCache {
     }
 }
 
+/// What the result cache holds, for `assay cache stats`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CacheStats {
     /// Every entry, of every kind.
     pub entries: usize,
     /// The entries under each prefix the caller named, in its order.
     pub under: Vec<usize>,
+    /// The entries' size in all, in bytes.
     pub bytes: u64,
+    /// The oldest entry's modification time, in seconds since the epoch; `None` when empty.
     pub oldest_secs: Option<i64>,
 }
 

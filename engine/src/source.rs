@@ -9,45 +9,70 @@ use assay_common::TreeId;
 use globset::GlobSet;
 use std::path::{Path, PathBuf};
 
+/// Why a tree, revision, patch or file could not be had from the repository.
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
+    /// The directory is not a git repository.
     #[error("{path} is not a git repository (hint: pass -C with the repository's directory)")]
     NotARepo {
+        /// The directory given as the repository.
         path: PathBuf,
+        /// git's failure to open it.
         #[source]
         source: git2::Error,
     },
+    /// A revision does not name a commit in the repository.
     #[error("unknown revision {rev:?} in {repo} (hint: check `git rev-parse {rev}`)")]
     UnknownRevision {
+        /// The revision as the user gave it.
         rev: String,
+        /// The repository it was looked up in.
         repo: PathBuf,
+        /// git's failure to resolve it.
         #[source]
         source: git2::Error,
     },
+    /// The patch file could not be read.
     #[error("failed to read patch {path}")]
     ReadPatch {
+        /// The patch file given.
         path: PathBuf,
+        /// The read's failure.
         #[source]
         source: std::io::Error,
     },
+    /// The patch does not apply cleanly to the base.
     #[error("patch {path} does not apply to {base}")]
     PatchApply {
+        /// The patch file given (`-` for standard input).
         path: PathBuf,
+        /// The base revision it was applied to.
         base: String,
+        /// git's failure to apply it.
         #[source]
         source: git2::Error,
     },
+    /// A changed file's path could escape a worker's tree (absolute, `..`, …).
     #[error("changed file {path:?} cannot be named to a worker")]
     PathNotConfined {
+        /// The changed file's path as git names it.
         path: String,
+        /// Why the path is refused.
         #[source]
         source: assay_common::tree_path::TreePathError,
     },
+    /// `--worktree` on a bare repository, which has no work tree.
     #[error("{path} is a bare repository; it has no work tree to prove (hint: prove a revision)")]
-    Bare { path: PathBuf },
+    Bare {
+        /// The repository's directory.
+        path: PathBuf,
+    },
+    /// Any other git operation failed.
     #[error("git operation failed: {what}")]
     Git {
+        /// What was being done (e.g. `diff base..candidate`).
         what: String,
+        /// git's failure.
         #[source]
         source: git2::Error,
     },
@@ -61,15 +86,20 @@ fn git(what: impl Into<String>) -> impl FnOnce(git2::Error) -> SourceError {
 /// One side of the change as resolved.
 #[derive(Clone, Debug)]
 pub struct Revision {
+    /// The revision as asked for: a rev, `work tree`, or `BASE + PATCH`.
     pub requested: String,
+    /// The commit it resolved to; `None` for a tree no commit holds (a patch, the work tree).
     pub commit: Option<String>,
+    /// The side's tree.
     pub tree: TreeId,
 }
 
 /// A file the change touches, by path on the candidate (or the base, when deleted).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ChangedFile {
+    /// The file's repository-relative path.
     pub path: String,
+    /// Whether the change deletes the file.
     pub deleted: bool,
 }
 
@@ -77,17 +107,24 @@ pub struct ChangedFile {
 /// change's test files overlaid.
 #[derive(Clone, Debug)]
 pub struct Change {
+    /// The base side as resolved.
     pub base: Revision,
+    /// The candidate side as resolved.
     pub candidate: Revision,
+    /// Every file the change touches.
     pub changed: Vec<ChangedFile>,
+    /// The changed files the classifier calls tests.
     pub changed_test_files: Vec<ChangedFile>,
+    /// The base's tree with the change's test files overlaid: where the new tests run on the base.
     pub base_tree: TreeId,
 }
 
 /// How the candidate is given.
 #[derive(Clone, Debug)]
 pub enum CandidateSpec {
+    /// A revision of the repository (a commit, branch or tag).
     Revision(String),
+    /// A patch file, applied to the base.
     Patch(PathBuf),
     /// A patch read from standard input (`--patch -`), applied to the base.
     PatchText(Vec<u8>),
@@ -161,6 +198,7 @@ pub fn worktree_tree(repo_path: &Path) -> Result<TreeId, SourceError> {
     Ok(TreeId(oid.to_string()))
 }
 
+/// Opens the git repository at `repo`.
 pub fn open(repo: &Path) -> Result<git2::Repository, SourceError> {
     git2::Repository::open(repo).map_err(|source| SourceError::NotARepo {
         path: repo.to_owned(),

@@ -18,37 +18,58 @@ use std::path::Path;
 
 /// A tree's dependencies, vendored and packed.
 pub struct Vendored {
+    /// The archive's description: its key, sha256 and the lockfile it was vendored from.
     pub archive: DependencyArchive,
+    /// The packed archive itself.
     pub bytes: Vec<u8>,
 }
 
+/// Why a tree's dependencies could not be vendored or stored.
 #[derive(Debug, thiserror::Error)]
 pub enum VendorError {
+    /// cargo could not pin or fetch the tree's crates.
     #[error(transparent)]
     Cargo(#[from] DependencyError),
+    /// go could not read or vendor the tree's modules.
     #[error(transparent)]
     Go(#[from] crate::go_modules::GoModulesError),
+    /// The tree's lockfile could not be read.
     #[error("failed to read the {lockfile} of tree {tree}")]
     Lockfile {
+        /// The lockfile's name (`Cargo.lock`, `go.sum`).
         lockfile: &'static str,
+        /// The tree it was read from.
         tree: TreeId,
+        /// The read's failure.
         #[source]
         source: Box<crate::source::SourceError>,
     },
+    /// The vendored directory could not be packed into an archive.
     #[error("failed to pack the dependencies vendored for tree {tree}")]
     Pack {
+        /// The tree whose dependencies were vendored.
         tree: TreeId,
+        /// The packer's failure.
         #[source]
         source: assay_transport::dependency_archive::PackError,
     },
+    /// The archive could not be put in the artifact store.
     #[error("failed to store the dependency archive {key}")]
     Store {
+        /// The archive's store key.
         key: String,
+        /// The store's failure.
         #[source]
         source: Box<StoreError>,
     },
+    /// The blocking task that vendored the tree panicked or was cancelled.
     #[error("vendoring the dependencies of tree {tree} stopped: {message}")]
-    Task { tree: TreeId, message: String },
+    Task {
+        /// The tree being vendored.
+        tree: TreeId,
+        /// What the task's join said.
+        message: String,
+    },
 }
 
 /// The sha256 of `tree`'s lockfile of `kind` (`Cargo.lock`, `go.sum`), when it has one.
@@ -257,6 +278,7 @@ pub struct WithDependencies<'q> {
 }
 
 impl<'q> WithDependencies<'q> {
+    /// Wraps `inner`, naming in each job the archive of the job's tree, from `archives`.
     pub fn new(inner: &'q dyn JobQueue, archives: &[(TreeId, DependencyArchive)]) -> Self {
         Self {
             inner,

@@ -52,8 +52,11 @@ pub(crate) enum Role {
 /// One changed file as the classifier reads it: `None` on the side it is absent from.
 #[derive(Clone, Debug)]
 pub struct ChangedSource {
+    /// The file's repository-relative path.
     pub path: String,
+    /// Its contents on the base.
     pub base: Option<String>,
+    /// Its contents on the candidate.
     pub candidate: Option<String>,
     /// A test file by the runner's conventions (and the configured globs).
     pub test_file: bool,

@@ -50,8 +50,10 @@ pub mod targets;
 /// Exit code when some mutant survived or no test covers it (documented in the user guide).
 pub const EXIT_SURVIVORS: u8 = 5;
 
+/// An `assay mutate` run as asked for: the tree, what to mutate, how, and within what budget.
 #[derive(Clone, Debug)]
 pub struct MutateRequest {
+    /// The git repository the tree comes from.
     pub repo: PathBuf,
     /// The tree mutated, resolved once by the caller ([`head_tree`]), so a fleet run mutates
     /// exactly the tree it uploaded.
@@ -59,48 +61,68 @@ pub struct MutateRequest {
     /// Files or directories (relative, `/`-separated) to mutate, and where given the lines;
     /// no paths: every product file.
     pub targets: Targets,
+    /// The test runner the mutants' tests run under.
     pub runner: RunnerKind,
+    /// The runner's argv before any selected tests.
     pub command_prefix: Vec<String>,
     /// Mutants per file; `None`: every site.
     pub max_per_file: Option<usize>,
     /// The default five operators, or the extended set.
     pub operators: OperatorSet,
+    /// The run's whole time budget: the baseline's limit, and what the mutants share.
     pub budget: Duration,
+    /// Jobs in flight at once (`--jobs`).
     pub slots: usize,
+    /// The run's id, which names its jobs.
     pub run_id: ProofId,
     /// Incremental runs: where verdicts are stored and what decides them; `None` (a fleet run,
     /// or `--no-cache`): every mutant runs and nothing is stored.
     pub cache: Option<mutant_cache::MutantCache>,
 }
 
+/// Why a mutation run could not be planned or finished.
 #[derive(Debug, thiserror::Error)]
 pub enum MutateError {
+    /// The repository's tree or files could not be read.
     #[error(transparent)]
     Source(#[from] SourceError),
     #[error(
         "no {language} product file under {paths:?} in HEAD (hint: name files or directories tracked in git; test files are never mutated)"
     )]
+    /// The paths given hold no product file of the runner's language.
     NothingToMutate {
+        /// The runner's language.
         language: &'static str,
+        /// The paths given.
         paths: Vec<String>,
     },
     #[error(
         "no changed line of a {language} product file under {paths:?} since the revision given (nothing to mutate)"
     )]
+    /// No product line under the paths changed since the revision given.
     NothingChanged {
+        /// The runner's language.
         language: &'static str,
+        /// The paths given.
         paths: Vec<String>,
     },
+    /// The runner's language is not one `assay mutate` mutates.
     #[error(
         "`assay mutate` mutates Python, Rust, Go and JavaScript; the {runner} runner is not supported (hint: --runner pytest, unittest, cargo, go or node)"
     )]
-    UnsupportedRunner { runner: RunnerKind },
+    UnsupportedRunner {
+        /// The runner given.
+        runner: RunnerKind,
+    },
+    /// The queue stopped before every mutant had a result.
     #[error("the mutation run stopped before every mutant had a result")]
     Stopped(#[source] assay_transport::queue::QueueError),
     #[error(
         "the unmutated baseline run did not pass: {reason}; no mutant was run (hint: a mutation score means nothing against a red suite: fix or deselect the failing tests first)"
     )]
+    /// The unmutated tests did not pass, so no mutant was run.
     RedBaseline {
+        /// What was wrong with the baseline run.
         reason: crate::mutation::check::BaselineProblem,
     },
 }
@@ -112,10 +134,15 @@ pub use assay_common::mutation_report::{Status, Summary};
 /// and the Stryker report.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {
+    /// What became of the mutant: killed, survived, timed out, not covered, …
     pub status: Status,
+    /// Why, in words, when the status needs one (a timeout's limit, a compile error).
     pub status_reason: Option<String>,
+    /// The tests that failed on the mutant.
     pub killed_by: Vec<String>,
+    /// Tests the mutant's run completed, when its report says.
     pub tests_completed: Option<usize>,
+    /// The mutant's run time, in seconds.
     pub duration_s: Option<f64>,
 }
 
@@ -136,9 +163,12 @@ impl Verdict {
 /// from when the cache answered it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MutantResult {
+    /// The mutant: its file, site, operator and edit.
     pub mutant: Mutant,
+    /// What its run decided.
     #[serde(flatten)]
     pub verdict: Verdict,
+    /// The tests run against the mutant: those that reach its code, where that is known.
     pub covered_by: Vec<String>,
     /// A kill that a second run did not repeat.
     pub flaky: bool,
@@ -150,12 +180,19 @@ pub struct MutantResult {
 /// What a whole-tree run found.
 #[derive(Clone, Debug, Serialize)]
 pub struct MutateReport {
+    /// The tree mutated.
     pub tree: String,
+    /// Whether each mutant ran only the tests that reach it (per-test coverage or a trace).
     pub per_line_selection: bool,
+    /// Why tests were not selected per mutant, when they were not.
     pub selection_note: Option<String>,
+    /// Each mutated file's source, by path, for the report to show.
     pub files: BTreeMap<String, String>,
+    /// Every mutant's record, in plan order.
     pub results: Vec<MutantResult>,
+    /// The mutation plan the run followed.
     pub plan: MutationPlan,
+    /// The run's wall time, in seconds.
     pub elapsed_s: f64,
     /// Where the wall time went, by phase.
     pub phases: Phases,
@@ -170,8 +207,11 @@ pub struct MutateReport {
 /// runs and their kill confirmations).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Phases {
+    /// Planning the mutants and building, before the baseline.
     pub setup: Duration,
+    /// The unmutated baseline run.
     pub initial_run: Duration,
+    /// Everything after the baseline: cache lookups, mutants' runs and confirmations.
     pub mutation: Duration,
 }
 

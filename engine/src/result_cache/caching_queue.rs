@@ -23,6 +23,7 @@ pub struct CachingQueue<'a> {
 }
 
 impl<'a> CachingQueue<'a> {
+    /// Wraps `inner`, looking each job up in `cache` under keys made with `context`.
     pub fn new(inner: &'a dyn JobQueue, cache: ResultCache, context: RunContext) -> Self {
         Self {
             inner,
@@ -55,6 +56,7 @@ impl<'a> CachingQueue<'a> {
         self.rejected.lock().map(|r| r.clone()).unwrap_or_default()
     }
 
+    /// The cache the queue answers from.
     pub fn cache(&self) -> &ResultCache {
         &self.cache
     }
@@ -84,7 +86,9 @@ impl<'a> CachingQueue<'a> {
 /// it stored (or why it stored none).
 #[derive(Debug)]
 pub struct Settled {
+    /// Jobs the cache answered.
     pub served: usize,
+    /// Results written to the cache, or why none could be.
     pub stored: Result<usize, CacheError>,
 }
 

@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex};
 /// passed in (names with a digest of each value, so no secret is written anywhere).
 #[derive(Clone, Debug)]
 pub struct RunContext {
+    /// The sandbox the jobs run in: its kind, image id and limits.
     pub sandbox: SandboxEvidence,
     /// `(name, sha256 of the value)`, sorted.
     pub env: Vec<(String, String)>,
@@ -38,6 +39,7 @@ enum Interpreters {
 }
 
 impl RunContext {
+    /// The context of jobs run in `sandbox` with `env` passed in (values kept only as digests).
     pub fn new(sandbox: SandboxEvidence, env: &[(String, String)]) -> Self {
         let mut env: Vec<(String, String)> = env
             .iter()

@@ -6,27 +6,38 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::path::Path;
 
+/// Why the cache's signing key cannot be had.
 #[derive(Debug, thiserror::Error)]
 pub enum SigningKeyError {
+    /// The key file did not exist and could not be written.
     #[error("failed to create the cache signing key {path}")]
     Create {
+        /// The signing key's file.
         path: std::path::PathBuf,
+        /// The write's failure.
         #[source]
         source: std::io::Error,
     },
+    /// Neither `HOME` nor `ASSAY_CACHE_KEY_FILE` says where this user's key lives.
     #[error("no place for this user's cache signing key (hint: set HOME or ASSAY_CACHE_KEY_FILE)")]
     NoHome,
+    /// The key file could not be read.
     #[error("failed to read the cache signing key {path}")]
     Read {
+        /// The signing key's file.
         path: std::path::PathBuf,
+        /// The read's failure.
         #[source]
         source: std::io::Error,
     },
     #[error(
         "the cache signing key {path} holds {found} bytes (hint: at least {MIN_KEY_BYTES} random bytes, e.g. `head -c 32 /dev/urandom > key`)"
     )]
+    /// The key file holds fewer than [`MIN_KEY_BYTES`] bytes.
     Short {
+        /// The signing key's file.
         path: std::path::PathBuf,
+        /// How many bytes it holds.
         found: usize,
     },
 }
@@ -171,10 +182,13 @@ impl SigningKey {
 pub trait Signed: Serialize + serde::de::DeserializeOwned + Clone {
     /// The schema this build writes and reads; an entry of another is never served.
     const SCHEMA: &'static str;
+    /// The schema the entry says it was written with.
     fn schema(&self) -> &str;
     /// The key the entry says it answers, which must be the key it is stored under.
     fn key(&self) -> &str;
+    /// The entry's signature, hex; `None` when unsigned.
     fn signature(&self) -> Option<&str>;
+    /// Replaces the entry's signature (`None` while signing the rest).
     fn set_signature(&mut self, signature: Option<String>);
 }
 

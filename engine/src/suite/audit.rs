@@ -14,9 +14,13 @@ pub use assay_common::suite_audit::{AuditReport, Outlier, SelectionAudit};
 /// What one job was asked to run and what its report says ran.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct JobSelection {
+    /// The job's plan index.
     pub job: u32,
+    /// The cases the job was asked to run, by native id.
     pub selected: Vec<String>,
+    /// The cases its report says ran.
     pub executed: Vec<String>,
+    /// The cases its report says were skipped.
     pub skipped: Vec<String>,
 }
 
@@ -58,6 +62,7 @@ pub fn native_id(runner: SuiteRunner, result: &CaseResult) -> String {
     runner.runner().native_id(result)
 }
 
+/// Checks executed ⊆ selected ⊆ collected over every job and names the outliers.
 pub fn audit(collected: &[String], jobs: &[JobSelection]) -> SelectionAudit {
     let collected_set: BTreeSet<&str> = collected.iter().map(String::as_str).collect();
     let mut selected_not_collected = Vec::new();

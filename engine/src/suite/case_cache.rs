@@ -45,7 +45,9 @@ pub const PREFIX: &str = "cache/v1/cases";
 /// A stored pass or skip of one case.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CaseEntry {
+    /// The entry's schema; an entry of another is never served.
     pub schema: String,
+    /// The cache key the entry answers.
     pub key: String,
     /// The case's id (pytest's node id, the runner's case name).
     pub case: String,
@@ -91,6 +93,7 @@ fn entry_key(key: &str) -> String {
 /// decides its outcome.
 #[derive(Clone)]
 pub struct CaseCache {
+    /// The result cache the entries live in.
     pub cache: ResultCache,
     /// A job of this suite with no selection: its tree, the runner's command without the
     /// cases, the report format and the timeout, keyed with each case's id.

@@ -22,9 +22,13 @@ use assay_transport::store::{ArtifactStore, read_named};
 /// One case's outcome as its job's result gives it, with the ledger's excusal.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CaseVerdict<'a> {
+    /// The case judged.
     pub case: &'a SuiteCase,
+    /// What the case did: passed, failed, errored, skipped, …
     pub outcome: CaseOutcome,
+    /// Whose failure it is: the test's (guest) or the infrastructure's.
     pub lane: Lane,
+    /// Whether the ledger excuses this failure.
     pub quarantined: bool,
 }
 
@@ -55,9 +59,13 @@ pub fn excused(outcome: CaseOutcome, lane: Lane, ledger: &Ledger, id: &str, toda
 /// Counts of a run as history records them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RunCounts {
+    /// Cases counted.
     pub total: u64,
+    /// Cases that passed.
     pub passed: u64,
+    /// Cases that failed or errored.
     pub failed: u64,
+    /// Cases skipped.
     pub skipped: u64,
 }
 
@@ -70,10 +78,13 @@ pub struct SuiteOutcome {
     pub cases: Vec<CaseReport>,
     /// Every job that returned a result, in plan order.
     pub jobs: Vec<SuiteJobReport>,
+    /// The report's counts, by outcome and lane.
     pub totals: SuiteTotals,
+    /// The selection audit: collected, selected and executed cases, and outliers.
     pub selection: SelectionAudit,
     /// The status history records; `error` for an aborted run.
     pub status: SuiteStatus,
+    /// Why, when the status alone does not say.
     pub status_detail: Option<String>,
     /// The counts history records (for a command run, its own summary line's when it prints
     /// one).
@@ -82,6 +93,7 @@ pub struct SuiteOutcome {
     pub coverage_pct: Option<f64>,
     /// Failed and errored guest-lane cases the ledger does not excuse.
     pub guest_failures: u64,
+    /// Why admission stopped early, if it did.
     pub stopped: Option<StopReason>,
     /// What each case costs a batch (see [`shard::batch_costs`]), by case in plan order.
     pub costs: Vec<Option<f64>>,
@@ -90,6 +102,7 @@ pub struct SuiteOutcome {
 }
 
 impl SuiteOutcome {
+    /// Whether the run passed, failed or was aborted.
     pub fn ending(&self) -> Ending {
         ending(self.stopped.is_some(), self.status)
     }
@@ -287,9 +300,13 @@ pub fn case_report(
 
 /// What [`conclude`] needs besides the run itself.
 pub struct ConcludeRequest<'a> {
+    /// The run's id.
     pub run_id: &'a ProofId,
+    /// The suite's runner.
     pub runner: SuiteRunner,
+    /// Each job's wall-clock limit, in seconds, for the report.
     pub timeout_secs: u64,
+    /// The quarantine ledger that excuses failures.
     pub ledger: &'a Ledger,
     /// `YYYY-MM-DD`, for the ledger's expiries.
     pub today: &'a str,

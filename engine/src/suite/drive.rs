@@ -40,14 +40,21 @@ use std::path::Path;
 
 /// What a suite run needs besides its queue, store, gate and progress.
 pub struct DriveRequest<'a> {
+    /// The run's id, which names its jobs.
     pub run_id: &'a ProofId,
+    /// The runner and its configured command.
     pub setup: &'a SuiteSetup,
+    /// The repository's root.
     pub repo: &'a Path,
+    /// The tree the jobs run on.
     pub tree: &'a TreeId,
+    /// Each job's wall-clock limit, in seconds.
     pub timeout_secs: u64,
     /// Jobs in flight at once (`--jobs`).
     pub slots: usize,
+    /// How the cases are split into jobs (`--shards`).
     pub shards: ShardMode,
+    /// Which cases to run, as given.
     pub selectors: &'a Selectors,
     /// The branch's history: recorded durations balance the batches; recorded cases may spare
     /// the listing.
@@ -60,12 +67,16 @@ pub struct DriveRequest<'a> {
     pub cache: Option<&'a CaseCache>,
 }
 
+/// Why a suite's cases could not be collected, selected or run.
 #[derive(Debug, thiserror::Error)]
 pub enum DriveError {
+    /// Listing the cases failed.
     #[error(transparent)]
     Collect(#[from] CollectError),
+    /// A selector is malformed, repeated, or matches no collected case.
     #[error(transparent)]
     Select(#[from] SelectError),
+    /// Submitting the jobs or waiting for their results failed.
     #[error("running the suite's jobs failed")]
     Queue(#[source] QueueError),
 }
@@ -76,21 +87,27 @@ pub enum RunEvent<'a> {
     /// they report); the history-planned count may change once the batches say what the tree
     /// collects.
     Planned {
+        /// Cases known before the first job; `None` on a first run.
         cases: Option<usize>,
     },
     /// A job finished: its cases, each with its outcome.
     Finished {
+        /// The job's cases, each with its verdict.
         cases: &'a [CaseVerdict<'a>],
         /// Cases of the job whose outcome waits for the run's end (history-planned cases the
         /// report does not name: removed from the tree, or run again in a later round).
         pending: usize,
     },
+    /// Admission stopped before every job was admitted.
     Stopped {
+        /// Why it stopped.
         reason: &'a StopReason,
     },
 }
 
+/// Whoever follows a suite run case by case (a terminal display, a log).
 pub trait RunProgress: Send + Sync {
+    /// Told of each event as it happens; must not block the run for long.
     fn event(&self, event: RunEvent<'_>);
 
     /// The suite's jobs are done; what follows (the audits' jobs, the conclusion) reports no

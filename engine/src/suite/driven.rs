@@ -39,6 +39,7 @@ pub struct Driven {
     pub shards: Vec<Vec<usize>>,
     /// Results by plan index and why admission stopped, if it did.
     pub run: SuiteRun,
+    /// Where the cases came from: a listing, the tree, history, or the batches.
     pub source: CaseSource,
     /// A runner session's start-up and collection: the listing's time, or as last recorded.
     pub startup_s: Option<f64>,
@@ -68,8 +69,10 @@ impl Driven {
 /// The cases answered from the cache before a run, by index into the run's cases.
 #[derive(Debug, Default)]
 pub struct Answers {
+    /// Each answered case's report, by index into the run's cases.
     pub reports: BTreeMap<usize, CaseReport>,
     /// How many cases were looked up.
     pub looked_up: usize,
+    /// Entries found but refused, with why.
     pub refused: Vec<RefusedEntry>,
 }

@@ -23,13 +23,16 @@ pub use assay_common::suite_audit::{Closure, Exceptions, InventoryGate, ScopeAud
 /// A scope file that is there but cannot be used: a usage error, before anything is judged.
 #[derive(Debug, thiserror::Error)]
 pub enum GateError {
+    /// A scope exceptions file or read registry is malformed.
     #[error(transparent)]
     Scope(#[from] ScopeError),
+    /// The trees could not be read.
     #[error("failed to read the trees for the selection audit")]
     Source(#[from] SourceError),
 }
 
 impl GateError {
+    /// Whether the repository's files are at fault (a usage error) rather than the run.
     pub fn is_usage(&self) -> bool {
         matches!(self, Self::Scope(_))
     }
@@ -37,15 +40,23 @@ impl GateError {
 
 /// The run and trees the gates judge.
 pub struct GateRequest<'a> {
+    /// The run's id, which names the audit's jobs.
     pub run_id: &'a ProofId,
+    /// The runner and its configured command.
     pub setup: &'a SuiteSetup,
+    /// The repository's root.
     pub repo: &'a Path,
+    /// The audit's base tree (`--audit-base`).
     pub base_tree: &'a TreeId,
+    /// The tree the suite ran on.
     pub tree: &'a TreeId,
+    /// Each job's wall-clock limit, in seconds.
     pub timeout_secs: u64,
-    /// `--scope-exceptions` and `--fixture-reads`, relative to the root.
+    /// The scope exceptions file (`--scope-exceptions`), relative to the root.
     pub exceptions_path: &'a str,
+    /// The read registry (`--fixture-reads`), relative to the root.
     pub registry_path: &'a str,
+    /// `YYYY-MM-DD`, for the exceptions' expiries.
     pub today: &'a str,
     /// The result cache the base's read sets are stored in and served from; `None` records
     /// them afresh every time.

@@ -6,18 +6,25 @@ use std::path::{Path, PathBuf};
 
 /// Asked before each job is admitted: `Some(reason)` stops admission.
 pub trait AdmissionGate: Send + Sync {
+    /// Why admission must stop now; `None`: admit.
     fn stop_reason(&self) -> Option<String>;
 }
 
+/// Why a halt could not be set or lifted.
 #[derive(Debug, thiserror::Error)]
 pub enum HaltError {
+    /// The halt file or its directory could not be written, or the file removed.
     #[error("failed to {action} the halt file {path}")]
     Io {
+        /// What was being done (`write`, `remove`, `create the directory of`).
         action: &'static str,
+        /// The halt file.
         path: PathBuf,
+        /// The I/O failure.
         #[source]
         source: std::io::Error,
     },
+    /// `assay halt` without a reason.
     #[error("a halt needs a reason (hint: assay halt --reason \"deploy freeze\")")]
     NoReason,
 }
@@ -29,12 +36,14 @@ pub struct HaltFile {
 }
 
 impl HaltFile {
+    /// The halt file of the state directory `state_dir`.
     pub fn in_state_dir(state_dir: &Path) -> Self {
         Self {
             path: state_dir.join("halt"),
         }
     }
 
+    /// Where the halt file is.
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -51,6 +60,7 @@ impl HaltFile {
         }
     }
 
+    /// Halts every run that reads this file, saying `reason`.
     pub fn set(&self, reason: &str) -> Result<(), HaltError> {
         if reason.trim().is_empty() {
             return Err(HaltError::NoReason);

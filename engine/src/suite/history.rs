@@ -11,17 +11,26 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+/// The history file's schema; a file of another is not read.
 pub const SCHEMA: &str = "assay.history/v1";
+/// Runs a history file keeps; older ones are dropped.
 pub const KEEP_RUNS: usize = 50;
+/// Coverage drop, in percentage points, that raises an alert unless configured otherwise.
 pub const DEFAULT_COVERAGE_DROP_THRESHOLD: f64 = 5.0;
 
+/// One branch's suite history: its recent runs and what the next run plans with.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct History {
+    /// The file's schema, [`SCHEMA`].
     pub schema: String,
+    /// The repository's name.
     pub repository: String,
+    /// The branch the runs are of.
     pub branch: String,
+    /// Runs recorded since the file began, including dropped ones.
     pub run_count: u64,
+    /// The last [`KEEP_RUNS`] runs, oldest first.
     pub runs: Vec<RunRecord>,
     /// Last observed duration in seconds per case ref, for sharding the next run.
     pub durations: BTreeMap<String, f64>,
@@ -52,18 +61,29 @@ pub struct CaseList {
 /// What a finished run contributes to history.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RunSummary {
+    /// When the run started, as the report writes it.
     pub timestamp: String,
+    /// The run's id.
     pub run_id: String,
+    /// Cases selected.
     pub total: u64,
+    /// Cases that passed.
     pub passed: u64,
+    /// Cases that failed or errored.
     pub failed: u64,
+    /// Cases skipped.
     pub skipped: u64,
+    /// Line coverage, in percent, when measured.
     pub coverage_pct: Option<f64>,
+    /// The run's wall-clock time, in seconds.
     pub duration_s: Option<f64>,
+    /// How the run ended.
     pub status: SuiteStatus,
+    /// Why, when the status alone does not say.
     pub status_detail: Option<String>,
     /// Cases answered from the result cache.
     pub cached: u64,
+    /// The failed cases' refs.
     pub failed_cases: Vec<String>,
 }
 
@@ -129,6 +149,7 @@ impl RunSummary {
 }
 
 impl History {
+    /// An empty history of `branch` of `repository`.
     pub fn new(repository: &str, branch: &str) -> Self {
         Self {
             schema: SCHEMA.into(),
@@ -316,14 +337,19 @@ fn coverage_delta(was: f64, now: f64) -> String {
     }
 }
 
+/// Why a suite history could not be saved.
 #[derive(Debug, thiserror::Error)]
 pub enum HistoryError {
+    /// The history file could not be written.
     #[error("failed to write suite history {path}")]
     Write {
+        /// The history file.
         path: PathBuf,
+        /// The write's failure.
         #[source]
         source: std::io::Error,
     },
+    /// The history could not be encoded as JSON.
     #[error("failed to encode suite history")]
     Encode(#[source] serde_json::Error),
 }

@@ -13,51 +13,71 @@ pub use assay_common::suite_audit::{LedgerGate, LedgerViolation};
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Ledger {
+    /// The quarantined tests, one `[[quarantine]]` table each.
     #[serde(default)]
     pub quarantine: Vec<LedgerEntry>,
 }
 
+/// One quarantined test: whose failures are excused, why, and until when.
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct LedgerEntry {
     /// The runner's test id (a pytest node id, a unittest dotted id).
     pub test: String,
+    /// Why the test is quarantined, in the author's words.
     pub reason: String,
     /// `YYYY-MM-DD`.
     pub added: String,
     /// `YYYY-MM-DD`; absent means no expiry.
     pub expires: Option<String>,
+    /// The tracking issue for the fix (e.g. `INV-4412`), when given.
     pub tracker: Option<String>,
 }
 
+/// Why a quarantine ledger cannot be read.
 #[derive(Debug, thiserror::Error)]
 pub enum LedgerError {
+    /// The file is not a ledger's TOML.
     #[error("failed to parse the quarantine ledger {path} at {side}")]
     Parse {
+        /// The ledger's path, relative to the root.
         path: String,
+        /// Which tree it was read from (`base abc123`, `candidate`).
         side: String,
+        /// The TOML parser's failure.
         #[source]
         source: Box<toml::de::Error>,
     },
     #[error(
         "quarantine ledger {path} at {side}: entry {test:?} has {field} {value:?}, not YYYY-MM-DD"
     )]
+    /// A date field is not `YYYY-MM-DD`.
     BadDate {
+        /// The ledger's path, relative to the root.
         path: String,
+        /// Which tree it was read from.
         side: String,
+        /// The entry's test id.
         test: String,
+        /// The field (`added`, `expires`).
         field: &'static str,
+        /// The field's value as written.
         value: String,
     },
+    /// One test has two entries.
     #[error("quarantine ledger {path} at {side} lists {test:?} twice")]
     Duplicate {
+        /// The ledger's path, relative to the root.
         path: String,
+        /// Which tree it was read from.
         side: String,
+        /// The test listed twice.
         test: String,
     },
 }
 
-pub fn sha256(bytes: &[u8]) -> String {
+/// A ledger file's sha256, hex: what the gate compares between base and candidate.
+fn sha256(bytes: &[u8]) -> String {
     hex_lower(&Sha256::digest(bytes))
 }
 

@@ -123,44 +123,69 @@ pub(crate) fn output_tail(text: &str) -> String {
     format!(":\n{}", joined.join("\n"))
 }
 
+/// Why a suite's cases could not be listed.
 #[derive(Debug, thiserror::Error)]
 pub enum CollectError {
+    /// The listing job could not be submitted or its result never came.
     #[error(transparent)]
     Queue(#[from] QueueError),
+    /// The runner or its configuration is one `assay test` cannot list.
     #[error("`assay test` cannot run {runner} suites: {why}")]
-    Unsupported { runner: SuiteRunner, why: String },
+    Unsupported {
+        /// The suite's runner.
+        runner: SuiteRunner,
+        /// What about it cannot be listed.
+        why: String,
+    },
+    /// The listing job failed in the infrastructure (a sandbox or worker failure).
     #[error("collecting {runner} cases failed in the infrastructure lane: {message}")]
     Infrastructure {
+        /// The suite's runner.
         runner: SuiteRunner,
+        /// What the infrastructure reported.
         message: String,
     },
+    /// The runner itself failed to list the cases (an import error, a syntax error).
     #[error("collecting {runner} cases failed ({how}){detail}")]
     Guest {
+        /// The suite's runner.
         runner: SuiteRunner,
+        /// How the listing job ended (its exit or status).
         how: String,
+        /// The tail of its output, ready to append to the message.
         detail: String,
     },
+    /// The listing job's output could not be read from the store.
     #[error("failed to read the collection output of {runner}")]
     Store {
+        /// The suite's runner.
         runner: SuiteRunner,
+        /// The store's failure.
         #[source]
         source: Box<assay_transport::store::ArtifactError>,
     },
+    /// A manifest suite's corpus could not be read or planned.
     #[error("collecting {runner} cases failed")]
     Corpus {
+        /// The suite's runner.
         runner: SuiteRunner,
+        /// The engine's failure.
         #[source]
         source: crate::proof::EngineError,
     },
+    /// The tree could not be read while listing.
     #[error("failed to read the tree while collecting {runner} cases")]
     Source {
+        /// The suite's runner.
         runner: SuiteRunner,
+        /// git's failure.
         #[source]
         source: SourceError,
     },
 }
 
 impl CollectError {
+    /// Whether the failure is the infrastructure's (retry elsewhere), not the project's.
     pub fn is_infrastructure(&self) -> bool {
         match self {
             Self::Guest { .. } | Self::Unsupported { .. } => false,
@@ -174,7 +199,9 @@ impl CollectError {
 /// carry to the worker.
 #[derive(Debug, Default)]
 pub struct Collection {
+    /// Every case, in plan order.
     pub cases: Vec<SuiteCase>,
+    /// A manifest suite's whole corpus; `None` for any other runner.
     pub corpus: Option<ManifestJob>,
     /// How long the listing job took: a runner session's start-up and collection, which every
     /// job of the suite pays again before its first test.
@@ -301,24 +328,38 @@ pub async fn collect(
 
 /// What a reporter hears while a suite runs.
 pub enum SuiteEvent<'a> {
+    /// One job's result arrived.
     JobFinished {
+        /// The job that finished.
         spec: &'a JobSpec,
+        /// What it reported.
         result: &'a JobResult,
     },
+    /// Admission stopped before every job was admitted.
     Stopped {
+        /// Why it stopped.
         reason: &'a StopReason,
     },
 }
 
+/// Whoever follows a suite as it runs (a terminal display, a log).
 pub trait SuiteProgress: Send + Sync {
+    /// Told of each event as it happens; must not block the run for long.
     fn event(&self, event: SuiteEvent<'_>);
 }
 
 /// Why admission stopped before every job was admitted.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StopReason {
+    /// A halt rule fired; what it said.
     Halted(String),
-    Infrastructure { job: u32, message: String },
+    /// A job failed in the infrastructure lane.
+    Infrastructure {
+        /// The plan index of the job that failed.
+        job: u32,
+        /// What the infrastructure reported.
+        message: String,
+    },
 }
 
 impl std::fmt::Display for StopReason {
@@ -335,7 +376,9 @@ impl std::fmt::Display for StopReason {
 /// Results by plan index (`None`: never admitted) and why admission stopped, if it did.
 #[derive(Debug)]
 pub struct SuiteRun {
+    /// One entry per planned job, by plan index; `None`: never admitted.
     pub results: Vec<Option<JobResult>>,
+    /// Why admission stopped early; `None`: every job was admitted.
     pub stopped: Option<StopReason>,
 }
 

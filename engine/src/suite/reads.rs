@@ -17,6 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 pub use assay_common::suite_audit::Provenance;
 
+/// The recorded read sets' schema; an entry of another is never served.
 pub const SCHEMA: &str = "assay.reads/v1";
 /// Where recorded read sets live in the artifact store.
 pub const PREFIX: &str = "audit/reads/v1";
@@ -25,6 +26,7 @@ pub const PREFIX: &str = "audit/reads/v1";
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RecordedReads {
+    /// The entry's schema, [`SCHEMA`].
     pub schema: String,
     /// `{tree}-{adapter sha256}`: what the entry answers.
     pub key: String,
@@ -32,7 +34,9 @@ pub struct RecordedReads {
     pub tree: String,
     /// The adapter script's sha256.
     pub adapter: String,
+    /// Every node id the base's run collected, in order.
     pub collected: Vec<String>,
+    /// What each test, fixture and collector opened for reading.
     pub reads: Reads,
     /// Each test's fixture closure.
     pub fixtures: BTreeMap<String, BTreeSet<String>>,
@@ -43,6 +47,7 @@ pub struct RecordedReads {
 crate::result_cache::signed_entry!(RecordedReads, SCHEMA);
 
 impl RecordedReads {
+    /// The read sets a coverage run of `tree` measured, unsigned.
     pub fn from_map(tree: &TreeId, map: CoverageMap) -> Self {
         Self {
             schema: SCHEMA.into(),
@@ -88,20 +93,29 @@ fn encloses(collector: &str, test: &str) -> bool {
             .is_some_and(|rest| rest.starts_with("::") || rest.starts_with('/'))
 }
 
+/// Why the base's read sets could not be recorded or stored.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadsError {
+    /// The recording job could not be run.
     #[error("failed to run the base's read-set recording (base tree {tree})")]
     Queue {
+        /// The base tree being recorded.
         tree: TreeId,
+        /// The queue's failure.
         #[source]
         source: QueueError,
     },
+    /// The recording's coverage map could not be read.
     #[error(transparent)]
     Map(#[from] CoverageError),
+    /// The recorded read sets could not be put in the store.
     #[error("the base's recorded read sets (base tree {tree}) could not be stored at {path}")]
     Store {
+        /// The base tree recorded.
         tree: TreeId,
+        /// The store key it was put under.
         path: String,
+        /// The store's failure.
         #[source]
         source: StoreError,
     },

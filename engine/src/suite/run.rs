@@ -44,18 +44,25 @@ pub const WITHHELD: &str = "the selection audit found outliers (executed ⊆ sel
 pub struct SuiteRequest {
     /// The repository's root; `repository` is how the report and history name it.
     pub repo: PathBuf,
+    /// The repository's name in the report and history.
     pub repository: String,
     /// The branch history is kept under.
     pub branch: String,
-    /// The revision as given (`--rev`), the commit it names and that commit's tree.
+    /// The revision as given (`--rev`).
     pub rev: String,
+    /// The commit `rev` names.
     pub commit: String,
+    /// That commit's tree: what the jobs run on.
     pub tree: TreeId,
+    /// The runner and its configured command.
     pub setup: SuiteSetup,
+    /// Which cases to run (`--select`, `--deselect`, markers), as given.
     pub selectors: Selectors,
     /// Jobs in flight at once.
     pub slots: usize,
+    /// How the cases are split into jobs (`--shards`).
     pub shards: ShardMode,
+    /// Each job's wall-clock limit, in seconds.
     pub timeout_secs: u64,
     /// The quarantine ledger's path, relative to the root.
     pub quarantine: String,
@@ -63,6 +70,7 @@ pub struct SuiteRequest {
     pub audit: Option<AuditBase>,
     /// Collect and select the cases, run none of them ([`SuiteOutcome::Listed`]).
     pub list_only: bool,
+    /// Where the jobs run: in this process or on a fleet.
     pub placement: Placement,
     /// `--no-cache`: no case is answered from the result cache and none is stored.
     pub no_cache: bool,
@@ -74,6 +82,7 @@ pub struct SuiteRequest {
     pub coverage_threshold: f64,
     /// When the run started, for the report and history.
     pub started: SystemTime,
+    /// When the run started, on the monotonic clock its durations are measured on.
     pub clock: Instant,
 }
 
@@ -81,9 +90,11 @@ pub struct SuiteRequest {
 pub struct AuditBase {
     /// The base as given (`--audit-base`) and its tree.
     pub rev: String,
+    /// The base's tree.
     pub tree: TreeId,
-    /// The scope exceptions file and the read registry, relative to the root.
+    /// The scope exceptions file, relative to the root.
     pub exceptions_path: String,
+    /// The read registry (`--fixture-reads`), relative to the root.
     pub registry_path: String,
     /// Run the pytest cases once more under coverage.py and name the changed lines no
     /// executed test reaches (pytest suites only).
@@ -133,10 +144,13 @@ impl SuiteOutcome {
 /// A suite run that ran: its report and what the caller shows or keeps beside it.
 #[derive(Debug)]
 pub struct SuiteRan {
+    /// The run's report, as written to the report file.
     pub report: SuiteReport,
+    /// Whether the run passed, failed or was aborted.
     pub ending: Ending,
     /// The branch's history with this run recorded, for the caller to save in `history_file`.
     pub history: History,
+    /// Where the caller keeps the history, as given in the request.
     pub history_file: PathBuf,
     /// This run's history record: its deltas and alerts.
     pub record: RunRecord,
@@ -148,9 +162,11 @@ pub struct SuiteRan {
     pub audit_failed: bool,
     /// The selected cases, and the runs that stored the entries the cache answered with.
     pub selected: usize,
+    /// The proof or run ids that stored the entries the cache answered with.
     pub answered_by: Vec<String>,
 }
 
+/// Why a suite run could not be done or finished.
 #[derive(Debug, thiserror::Error)]
 pub enum SuiteError {
     /// Reading the quarantine ledger from a tree.
@@ -191,12 +207,16 @@ impl SuiteError {
     }
 }
 
+/// Why the reachability run could not say which changed lines no test reaches.
 #[derive(Debug, thiserror::Error)]
 pub enum ReachError {
+    /// The change's lines could not be read from the repository.
     #[error(transparent)]
     ChangedLines(SourceError),
+    /// The coverage job could not be run.
     #[error(transparent)]
     Job(#[from] QueueError),
+    /// The coverage job's map could not be read.
     #[error(transparent)]
     Coverage(Box<CoverageError>),
 }

@@ -26,6 +26,7 @@ pub enum BatchCollection {
     Cases(Vec<SuiteCase>),
     /// A test module failed to load: the run fails as its listing would have.
     Broken {
+        /// The module's collection error.
         error: CollectionError,
         /// Whether the batch's output tells the failure (pytest prints the module's
         /// traceback); else the error's message is the whole account.
@@ -44,7 +45,9 @@ pub enum Listing {
 /// A runner with its configured command, ready to list and run cases.
 #[derive(Clone, Debug)]
 pub struct SuiteSetup {
+    /// The suite's runner.
     pub runner: SuiteRunner,
+    /// The runner's command before any selected cases.
     pub prefix: Vec<String>,
     /// The generic JUnit runner's report (`--test-report junit:PATH`, or `{report}`).
     pub report: ReportFormat,
@@ -75,6 +78,7 @@ impl SuiteSetup {
         Ok(())
     }
 
+    /// How this runner's cases are listed: a listing job, or read from the tree.
     pub fn listing(&self) -> Listing {
         match self.runner.runner().suite_cases(&self.prefix) {
             SuiteCases::Listed { command, format } => Listing::Job(command, format),

@@ -24,6 +24,7 @@ pub const REGISTRY_PATH: &str = ".assay/fixture_reads.toml";
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScopeExceptions {
+    /// The exceptions, one `[[exception]]` table each.
     #[serde(default)]
     pub exception: Vec<ScopeException>,
 }
@@ -34,44 +35,63 @@ pub struct ScopeExceptions {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ReadRegistry {
+    /// What each pytest fixture reads, by fixture name.
     #[serde(default)]
     pub fixtures: BTreeMap<String, Declared>,
+    /// What each test reads, by test id.
     #[serde(default)]
     pub tests: BTreeMap<String, Declared>,
 }
 
+/// The files one fixture or test is declared to read.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Declared {
+    /// Paths relative to the root; one ending in `/` stands for everything under it.
     pub files: Vec<String>,
 }
 
+/// Why a scope exceptions file or read registry cannot be read.
 #[derive(Debug, thiserror::Error)]
 pub enum ScopeError {
+    /// The file is not the expected TOML.
     #[error("failed to parse {path} at {side}")]
     Parse {
+        /// The file's path, relative to the root.
         path: String,
+        /// Which tree it was read from.
         side: String,
+        /// The TOML parser's failure.
         #[source]
         source: Box<toml::de::Error>,
     },
+    /// An exception's `expires` is not `YYYY-MM-DD`.
     #[error("{path}: the exception for {test:?} has expires {value:?}, not YYYY-MM-DD")]
     BadDate {
+        /// The file's path, relative to the root.
         path: String,
+        /// The exception's test id.
         test: String,
+        /// The `expires` value as written.
         value: String,
     },
     #[error(
         "{path} at {side}: {entry} declares {value:?}, which is not a relative path in the tree"
     )]
+    /// A declared file is not a relative path inside the tree.
     BadPath {
+        /// The file's path, relative to the root.
         path: String,
+        /// Which tree it was read from.
         side: String,
+        /// The fixture or test that declares it (`fixture "db"`, `test "t::x"`).
         entry: String,
+        /// The declared path as written.
         value: String,
     },
 }
 
+/// Parses the scope exceptions file (read from the candidate) and checks its dates.
 pub fn parse_exceptions(bytes: &[u8], path: &str) -> Result<ScopeExceptions, ScopeError> {
     let parsed: ScopeExceptions = parse_toml(bytes, path, "candidate")?;
     for entry in &parsed.exception {
@@ -286,7 +306,9 @@ pub fn inventory(
 /// Which tree a source is read from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Side {
+    /// The tree before the change.
     Base,
+    /// The tree with the change.
     Candidate,
 }
 

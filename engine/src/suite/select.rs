@@ -8,31 +8,41 @@ use std::collections::BTreeSet;
 /// Selectors as given, with paths already relative to the tree root (`/`-separated).
 #[derive(Clone, Debug, Default)]
 pub struct Selectors {
+    /// Case refs or displays (`--case`), as listed by `--list-cases`.
     pub cases: Vec<String>,
+    /// Test files whose cases run (`--file`).
     pub files: Vec<String>,
+    /// Directories whose cases run (`--directory`).
     pub directories: Vec<String>,
 }
 
 impl Selectors {
+    /// Whether no selector was given, so every case runs.
     pub fn is_empty(&self) -> bool {
         self.cases.is_empty() && self.files.is_empty() && self.directories.is_empty()
     }
 }
 
+/// Why the selectors do not select from the collected cases.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum SelectError {
     #[error(
         "case {0:?} is neither a case ref nor a case's display from `assay test --list-cases` (hint: copy either from that listing)"
     )]
+    /// A `--case` value is neither a case ref nor a listed display.
     MalformedRef(String),
+    /// A case ref is given twice.
     #[error("case ref {0:?} is given twice")]
     RepeatedRef(String),
     #[error(
         "case ref {0:?} matches no collected case (stale or unknown; hint: list refs again with --list-cases)"
     )]
+    /// A case ref matches no collected case.
     UnknownRef(String),
+    /// A `--file` holds no collected case.
     #[error("--file {0} matches no collected case")]
     NoCaseInFile(String),
+    /// A `--directory` holds no collected case.
     #[error("--directory {0} matches no collected case")]
     NoCaseInDirectory(String),
 }

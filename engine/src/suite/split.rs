@@ -19,18 +19,24 @@ pub struct Capture {
     pub result: Option<CaseResult>,
     /// The `time` attribute: setup, call and teardown.
     pub seconds: Option<f64>,
+    /// The case's `<system-out>`.
     pub stdout: String,
+    /// The case's `<system-err>`.
     pub stderr: String,
     /// The text of `<failure>` and `<error>` elements: pytest's traceback.
     pub traceback: String,
 }
 
+/// Why a batch's report could not be split into its cases.
 #[derive(Debug, thiserror::Error)]
 pub enum SplitError {
+    /// The JUnit report does not parse; the parser's message.
     #[error("the batch's JUnit report is malformed: {0}")]
     Malformed(String),
+    /// A case's output could not be stored.
     #[error("failed to store a batch's per-case output")]
     Store(#[from] StoreError),
+    /// The batch's report could not be read from the store.
     #[error("failed to read a batch's report")]
     Report(#[from] Box<ArtifactError>),
 }
@@ -250,7 +256,9 @@ fn drop_empty_sections(text: &str) -> String {
 /// A case's share of its batch: its own time and its own output artifacts.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CaseShare {
+    /// The case's own time, in seconds, when its report gives one.
     pub seconds: Option<f64>,
+    /// The case's own output, stored apart from its batch's.
     pub artifacts: Vec<ArtifactRef>,
 }
 

@@ -40,7 +40,9 @@ const CONFIG_FILES: [&str; 4] = ["pytest.ini", "pyproject.toml", "setup.cfg", "t
 /// the mutants run.
 #[derive(Clone)]
 pub struct MutantCache {
+    /// The result cache the verdicts are stored in.
     pub cache: ResultCache,
+    /// What beside the mutant decides its verdict here (sandbox, environment).
     pub context: RunContext,
 }
 
@@ -241,13 +243,17 @@ impl<'a> Keys<'a> {
 /// own session did not re-run, the confirming run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MutantEntry {
+    /// The entry's schema; an entry of another is never served.
     pub schema: String,
+    /// The cache key the entry answers.
     pub key: String,
+    /// The run that produced the verdict.
     pub produced_by: Producer,
     /// Seconds since the epoch.
     pub created_at: u64,
     /// The verdict the entry claims, as the report shows it.
     pub verdict: Verdict,
+    /// The runs that gave the verdict: the mutant's and, for a kill, any confirming one.
     pub runs: Vec<JobResult>,
     /// Hex HMAC-SHA256 of the entry without this field, under the key of whoever may write
     /// the cache (see `cache::SigningKey`); an entry without one is never served.

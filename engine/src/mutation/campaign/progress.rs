@@ -7,10 +7,13 @@ use super::*;
 pub enum MutateEvent<'a> {
     /// `assay mutate`'s baseline ran: `to_run` of `mutants` will run, the rest have no test.
     Started {
+        /// Mutants planned in all.
         mutants: usize,
+        /// Mutants that will run: covered and not answered from the cache.
         to_run: usize,
         /// Answered from the cache: they neither run nor count in `to_run`.
         cached: usize,
+        /// How long the baseline run took.
         baseline: std::time::Duration,
     },
     /// One `assay mutate` mutant has its verdict (second runs that confirm a kill report none,
@@ -18,11 +21,15 @@ pub enum MutateEvent<'a> {
     MutantFinished(&'a MutantProgress<'a>),
     /// Every mutant has its verdict; `kills` of them (those their own session could not
     /// re-run: a collection error, a broken session) are confirmed by a run of their own.
-    Confirming { kills: usize },
+    Confirming {
+        /// The kills being confirmed.
+        kills: usize,
+    },
 }
 
 /// A follower of `assay mutate`: the proof's job events and the run's own.
 pub trait MutateProgress: ProgressSink {
+    /// Told of each mutation-run event as it happens; must not block the run for long.
     fn mutate_event(&self, event: MutateEvent<'_>);
 }
 
@@ -33,12 +40,17 @@ pub struct MutantProgress<'a> {
     pub done: usize,
     /// Every mutant of the plan.
     pub total: usize,
+    /// The mutant that finished.
     pub mutant: &'a Mutant,
+    /// Its verdict's status.
     pub status: Status,
+    /// Why, when the status needs a reason.
     pub reason: Option<String>,
+    /// How long its run took.
     pub duration: Duration,
     /// Kills (and timeouts) and survivors so far.
     pub killed: usize,
+    /// Survivors so far.
     pub survived: usize,
     /// The remaining mutants at the rate so far; `None` before there is a rate.
     pub eta: Option<Duration>,

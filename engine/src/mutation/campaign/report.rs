@@ -47,6 +47,7 @@ impl<'a> Campaign<'a> {
 }
 
 impl MutateReport {
+    /// How many mutants ended with each status, and the flaky kills.
     pub fn summary(&self) -> Summary {
         let count = |s: Status| {
             self.results

@@ -23,7 +23,14 @@ pub enum TargetError {
     #[error(
         "{target:?}: the line range {range:?} is not START-END with 1 <= START <= END (hint: pager.py:40-58, or pager.py:40 for one line)"
     )]
-    BadRange { target: String, range: String },
+    /// The line range is not `START-END` with 1 <= START <= END.
+    BadRange {
+        /// The target as given.
+        target: String,
+        /// The range part after the `:`.
+        range: String,
+    },
+    /// A line range without a file before it.
     #[error("{0:?}: a line range names no file (hint: PATH:START-END)")]
     NoPath(String),
 }

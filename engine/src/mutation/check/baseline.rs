@@ -52,12 +52,19 @@ pub fn judge_baseline(result: &JobResult, judgement: &Judgement) -> Result<(), B
 /// Why an unmutated run cannot stand as the baseline mutants are judged against.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum BaselineProblem {
+    /// The run passed without running a single test.
     #[error("it ran no test")]
     RanNoTest,
+    /// The run left no report to read.
     #[error(
         "it exited {exit_code} and {problem} (hint: is the test runner installed where the tests run?)"
     )]
-    NoReport { exit_code: i32, problem: String },
+    NoReport {
+        /// The run's exit code.
+        exit_code: i32,
+        /// What is wrong with its report (missing, unparsable).
+        problem: String,
+    },
     /// What failed, timed out or broke, as the judgement says it.
     #[error("{0}")]
     NotPassed(String),

@@ -29,6 +29,7 @@ pub const FORKED_LIMIT_RULE: &str = "a fork's limit counts its tests alone";
 /// The limit one mutant runs under.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MutantTimeout {
+    /// The mutant run's wall-clock limit.
     pub limit: Duration,
     /// The budget left, not the mutant's own allowance, set the limit: hitting it means the
     /// budget cut the mutant short, not that the mutant hangs.
@@ -40,11 +41,20 @@ pub struct MutantTimeout {
 #[serde(rename_all = "snake_case")]
 pub enum NotRunReason {
     /// Less than [`MIN_TIME_TO_START`] of the budget was left when its turn came.
-    BudgetSpent { left: Duration },
+    BudgetSpent {
+        /// The budget left at its turn.
+        left: Duration,
+    },
     /// It ran into the end of the budget.
-    CutShort { after: Duration },
+    CutShort {
+        /// How long it ran before the budget ended.
+        after: Duration,
+    },
     /// The sandbox or the queue failed; says nothing about the tests.
-    Infrastructure { message: String },
+    Infrastructure {
+        /// What the sandbox or queue reported.
+        message: String,
+    },
     /// The engine never reported a result for it.
     NoResult,
     /// The run executed no test at all (every case skipped): nothing observed the mutant.

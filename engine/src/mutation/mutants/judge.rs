@@ -16,17 +16,22 @@ pub enum Judgement {
     /// Tests detected the mutant. `by` names them (pytest node ids where the report allows);
     /// `reason` says how when the run itself shows it (the mutant broke the test session).
     Killed {
+        /// The tests that failed.
         by: Vec<String>,
+        /// How the run showed the kill, when the tests alone do not.
         reason: Option<String>,
     },
     /// The run hit the mutant's own limit: a hang the mutant caused, so detected.
     TimedOut {
+        /// The limit it ran under.
         limit: Duration,
     },
     /// Every test that had to pass passed; `tests_run` counts the cases that ran.
     Survived {
+        /// Cases that ran and passed.
         tests_run: usize,
     },
+    /// The run says nothing of the mutant; why.
     NotRun(NotRunReason),
 }
 

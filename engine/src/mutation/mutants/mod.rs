@@ -40,6 +40,7 @@ pub const DEFAULT_MUTANTS_PER_FILE: usize = 6;
 pub struct ChangedFile {
     /// Relative, `/`-separated.
     pub path: String,
+    /// The file's contents on the candidate.
     pub bytes: Vec<u8>,
     /// 1-based line numbers on the candidate side that the change adds or modifies.
     pub changed_lines: BTreeSet<u32>,

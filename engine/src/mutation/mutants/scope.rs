@@ -7,8 +7,11 @@
 /// the whole file).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Scope {
+    /// The scope's first byte in the file.
     pub start: usize,
+    /// The byte after the scope's last.
     pub end: usize,
+    /// Its dotted name; empty for the whole file.
     pub name: String,
     /// The 1-based first line of the innermost statement holding the edit (an item of a
     /// multi-line list literal: the assignment's line).

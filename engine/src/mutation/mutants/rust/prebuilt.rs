@@ -42,7 +42,10 @@ pub fn wanted(runner: RunnerKind) -> bool {
 pub enum NoSchemaBuild {
     /// The run's test command (joined) has no `--no-run` form.
     #[error("the test command {command:?} is not `cargo test` or `cargo nextest run`")]
-    NotCargo { command: String },
+    NotCargo {
+        /// The test command, joined with spaces.
+        command: String,
+    },
     /// The tree holding the rewritten files could not be written, with the error chain.
     #[error("the schema tree was not written: {0}")]
     TreeNotWritten(String),
@@ -204,7 +207,9 @@ pub struct Schema {
     pub unviable: BTreeMap<usize, String>,
     /// The last build's wall time: what a mutant built on its own costs on top of its tests.
     pub one_build: Duration,
+    /// Schema builds run, each retry after a build error included.
     pub builds: usize,
+    /// Their wall time in all.
     pub build_time: Duration,
     /// Why no mutant runs from a build, when none does.
     pub note: Option<String>,
@@ -366,6 +371,7 @@ pub struct Packages<'a> {
 }
 
 impl<'a> Packages<'a> {
+    /// The packages of `tree` in `repo`, none read yet.
     pub fn of(repo: &'a Path, tree: &'a TreeId) -> Self {
         Self {
             repo,

@@ -131,14 +131,18 @@ fn site_numbers(entries: &[Entry<'_>]) -> String {
 /// One mutant of a file: its number in the switch (never 0) and its edit.
 #[derive(Clone, Copy, Debug)]
 pub struct Entry<'a> {
+    /// The mutant's number in the switch, from 1.
     pub number: u32,
+    /// The mutant's edit of the file.
     pub edit: &'a ByteEdit,
 }
 
 /// A file rewritten with its mutants behind the switch.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FileSchema {
+    /// The rewritten file.
     pub text: String,
+    /// The mutants it holds behind the switch.
     pub held: Vec<Held>,
     /// Mutants left to a build of their own, with why.
     pub fallback: Vec<(u32, String)>,
@@ -148,8 +152,11 @@ pub struct FileSchema {
 /// whole `match` lie (to blame a build error on it).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Held {
+    /// The mutant's number in the switch.
     pub number: u32,
+    /// Bytes of the rewritten text holding the mutant's own code (its `match` arm).
     pub arm: Range<usize>,
+    /// Bytes of the rewritten text holding the site's whole `match`.
     pub site: Range<usize>,
 }
 
@@ -435,8 +442,11 @@ fn push_held(site: &Site<'_>, arm: Range<usize>, held: &mut Vec<Held>) {
 /// One error span of a failed build: the file as the compiler names it and its byte range.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ErrorSpan {
+    /// The file as the compiler names it.
     pub file: String,
+    /// The error's byte range in that file.
     pub bytes: Range<usize>,
+    /// The compiler's message.
     pub message: String,
 }
 

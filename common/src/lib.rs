@@ -1,5 +1,3 @@
-#![warn(missing_docs)]
-
 //! Assay's shared model and pure logic: criteria, plans, jobs, results, report parsers, the
 //! verdict rules and the wire codec. No I/O beyond parsing bytes handed in; no tokio, no NATS,
 //! no Docker — everything here is synchronous and testable with plain data.

@@ -11,7 +11,6 @@
 //! The bus side: `nats_queue` (the `JobQueue` over JetStream) and `admitter` (the admission
 //! loop). The coordinator's clients: `client` (submit and follow a proof), `cluster_queue`
 //! (the job submissions of `assay test` and `assay mutate`) and `fleet_halt` (the halt key).
-#![warn(missing_docs)]
 
 pub mod admitter;
 mod cancel;

@@ -1,5 +1,3 @@
-#![warn(missing_docs)]
-
 //! Assay's engine: plans proofs into jobs, admits them under the jobs budget, reassembles
 //! results in plan order and decides verdicts; runs suites (`suite`) and mutation testing
 //! (`mutation`). Embedded mode runs it in-process; the fleet's coordinator (the

@@ -2,7 +2,6 @@
 //! structured report and output privately, uploads artifacts with their sha256 and returns a
 //! result. The same code serves embedded mode (the in-process queue) and the fleet, whose
 //! worker service [`serve`] runs.
-#![warn(missing_docs)]
 
 pub mod dependency_cache;
 pub mod execute;

@@ -41,7 +41,9 @@ pub fn build_tree_archive(repo_path: &Path, tree: &TreeId) -> Result<Vec<u8>, Tr
     })
 }
 
-fn header(kind: tar::EntryType, mode: u32, size: u64) -> tar::Header {
+/// A tar header with nothing of the host in it (no owner, no time), so equal inputs pack to
+/// equal bytes.
+pub(crate) fn header(kind: tar::EntryType, mode: u32, size: u64) -> tar::Header {
     let mut header = tar::Header::new_gnu();
     header.set_entry_type(kind);
     header.set_mode(mode);

@@ -4,7 +4,7 @@
 //! files and directories inside the destination. The archive comes from the store, which a
 //! worker does not trust: docs/FORMATS.md and SECURITY.md ("Dependency archives").
 
-use crate::archive::ArchiveLimits;
+use crate::archive::{ArchiveLimits, header};
 use std::io::{Read, Write};
 use std::os::unix::ffi::OsStrExt as _;
 use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
@@ -121,17 +121,6 @@ fn append_dir(
         }
     }
     Ok(())
-}
-
-fn header(kind: tar::EntryType, mode: u32, size: u64) -> tar::Header {
-    let mut header = tar::Header::new_gnu();
-    header.set_entry_type(kind);
-    header.set_mode(mode);
-    header.set_size(size);
-    header.set_mtime(0);
-    header.set_uid(0);
-    header.set_gid(0);
-    header
 }
 
 /// Unpacks `archive` into `dest`, a directory this call creates (its parent must exist, and

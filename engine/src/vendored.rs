@@ -200,6 +200,9 @@ pub async fn store_archives(
 ) -> Result<Vec<(TreeId, DependencyArchive)>, VendorError> {
     let mut by_lockfile: HashMap<Sha256Hex, Option<DependencyArchive>> = HashMap::new();
     let mut archives = Vec::new();
+    // Stored once every tree is collected: a tree refused (a `replace` leading out of it)
+    // leaves nothing in the store for the proof it stops.
+    let mut pending: Vec<Vendored> = Vec::new();
     for tree in trees {
         // A Go archive is made from the tree's go.mod as much as its go.sum, and its
         // replacements are checked against the tree's own files: every tree is collected (in
@@ -215,10 +218,8 @@ pub async fn store_archives(
             Some(archive) => archive.clone(),
             None => {
                 let vendored = collect_blocking(repo, tree, kind).await?;
-                if let Some(vendored) = &vendored {
-                    upload(store, vendored).await?;
-                }
-                let archive = vendored.map(|v| v.archive);
+                let archive = vendored.as_ref().map(|v| v.archive.clone());
+                pending.extend(vendored);
                 if let Some(lockfile) = lockfile {
                     by_lockfile.insert(lockfile, archive.clone());
                 }
@@ -228,6 +229,9 @@ pub async fn store_archives(
         if let Some(archive) = archive {
             archives.push((tree.clone(), archive));
         }
+    }
+    for vendored in &pending {
+        upload(store, vendored).await?;
     }
     Ok(archives)
 }

@@ -105,7 +105,10 @@ pub async fn run(args: &ExampleArgs) -> Result<u8, Failure> {
             "guard: test_full_pages".into(),
         ],
         json: args.json.clone(),
-        store: Some(format!("file://{}", absolute(&store)?.display())),
+        target: crate::fleet_link::RunTarget {
+            store: Some(format!("file://{}", absolute(&store)?.display())),
+            ..Default::default()
+        },
         console: crate::console_flags::ConsoleFlags {
             quiet: args.quiet,
             ..Default::default()

@@ -44,6 +44,34 @@ pub async fn nats_client(
         .map_err(|e| Failure::infrastructure(e.into()))
 }
 
+/// Where a run's jobs go: the artifact store and, with `--cluster`, the fleet that runs them.
+/// The flags `prove`, `test` and `mutate` share.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct RunTarget {
+    /// Artifact store URL (file:///DIR, memory:// or s3://BUCKET) [default: a cache directory
+    /// outside the repository; with --cluster, the fleet's store: this flag or ASSAY_STORE].
+    #[arg(long, value_name = "URL")]
+    pub store: Option<String>,
+    /// Run the jobs on a fleet: the NATS URL its coordinator and workers use, or a
+    /// comma-separated list of a cluster's servers.
+    #[arg(long, value_name = "URL")]
+    pub cluster: Option<String>,
+    #[command(flatten)]
+    pub fleet: FleetFlags,
+}
+
+impl RunTarget {
+    /// The fleet `--cluster` names, connected as a submitter; `None` runs embedded.
+    pub async fn connect(&self) -> Result<Option<Fleet>, Failure> {
+        Fleet::connect_if(self.cluster.as_deref(), &self.fleet, Role::Submitter).await
+    }
+
+    /// The artifact store's URL for a run on a fleet (`on_fleet`) or embedded.
+    pub fn store_url(&self, on_fleet: bool) -> Result<String, Failure> {
+        store_url(on_fleet, &self.store)
+    }
+}
+
 /// The fleet's NATS connection and proofs bucket.
 pub struct Fleet {
     pub client: async_nats::Client,

@@ -9,7 +9,6 @@ use crate::exit::{Failure, ResultExt as _};
 use crate::fleet_link;
 use anyhow::{Context, anyhow};
 use assay_common::ProofId;
-use assay_common::nats_permissions::Role;
 use assay_common::runner::{RunnerKind, SourceLanguage};
 use assay_engine::mutation::campaign::mutant_cache::MutantCache;
 use assay_engine::mutation::campaign::{self, MutateError, MutateRequest};
@@ -74,18 +73,11 @@ pub struct MutateArgs {
     /// Write every mutant's unified diff here (`# mutant ID STATUS: LABEL` before each).
     #[arg(long, value_name = "FILE")]
     pub diff: Option<PathBuf>,
-    /// Artifact store URL [default: a cache directory outside the repository; with --cluster,
-    /// the fleet's store, also from ASSAY_STORE].
-    #[arg(long, value_name = "URL")]
-    pub store: Option<String>,
     #[command(flatten)]
     pub cache: crate::cache_command::CacheFlags,
-    /// Run the mutants on a fleet: the NATS URL its coordinator and workers use, or a
-    /// comma-separated list of a cluster's servers (a fleet run does not use the cache).
-    #[arg(long, value_name = "URL")]
-    pub cluster: Option<String>,
+    /// Where the mutants run (a fleet run does not use the cache).
     #[command(flatten)]
-    pub fleet: crate::nats_flags::FleetFlags,
+    pub target: crate::fleet_link::RunTarget,
     #[command(flatten)]
     pub guest_env: crate::guest_env_flags::GuestEnvFlags,
     #[command(flatten)]
@@ -153,7 +145,7 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
         .unwrap_or_else(|| runner.default_command_where(&proof::on_path));
     // Jobs run here: a program that is not installed would fail the baseline and every mutant.
     // A repository without HEAD is the campaign's to refuse, with its own words.
-    if args.cluster.is_none()
+    if args.target.cluster.is_none()
         && let Ok(head) = assay_engine::source::tree_of(&repo, "HEAD")
         && let Some(missing) = proof::missing_program(&repo, &head, &command_prefix)
             .map_err(|e| Failure::infrastructure(e.into()))?
@@ -164,10 +156,8 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
         .jobs
         .map(|j| j as usize)
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
-    let fleet =
-        fleet_link::Fleet::connect_if(args.cluster.as_deref(), &args.fleet, Role::Submitter)
-            .await?;
-    let store_url = fleet_link::store_url(fleet.is_some(), &args.store)?;
+    let fleet = args.target.connect().await?;
+    let store_url = args.target.store_url(fleet.is_some())?;
     let store = embedded::open_store(&store_url)?;
     let tree = campaign::head_tree(&repo).map_err(|e| Failure::usage(e.into()))?;
     // A cargo project's mutants build offline from what the host pinned and fetched.
@@ -196,7 +186,7 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
         store: store.clone(),
         repo: &repo,
         tree: &tree,
-        subject_prefix: &args.fleet.subject_prefix,
+        subject_prefix: &args.target.fleet.subject_prefix,
         kind: "mutate",
         pass_env: &args.guest_env.pass_env,
         slots,

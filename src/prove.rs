@@ -6,7 +6,6 @@ use crate::config::{self, ProveFile};
 use crate::console::{self, StderrProgress};
 use crate::embedded;
 use crate::exit::{Failure, ResultExt as _};
-use crate::fleet_link;
 use crate::proof_history;
 use crate::sandbox::{self, SandboxArgs, SandboxChoice};
 use anyhow::{Context, anyhow};
@@ -120,18 +119,10 @@ pub struct ProveArgs {
     /// Write a JUnit XML summary (one case per criterion) here.
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
-    /// Artifact store URL (file:///DIR or memory://) [default: a cache directory outside the
-    /// repository].
-    #[arg(long, value_name = "URL")]
-    pub store: Option<String>,
     #[command(flatten)]
     pub guest_env: crate::guest_env_flags::GuestEnvFlags,
-    /// Run on a fleet: the NATS URL of its coordinator and workers, or a comma-separated list of a
-    /// cluster's servers (the store must be the fleet's: --store or ASSAY_STORE).
-    #[arg(long, value_name = "URL")]
-    pub cluster: Option<String>,
     #[command(flatten)]
-    pub fleet: crate::nats_flags::FleetFlags,
+    pub target: crate::fleet_link::RunTarget,
     /// State directory for suite history, where an embedded proof records its suite jobs
     /// [default: the user cache dir's assay].
     #[arg(long, value_name = "DIR", env = "ASSAY_STATE_DIR")]
@@ -200,7 +191,7 @@ fn settings(args: &ProveArgs) -> Result<Settings, Failure> {
         pass_env,
         sandbox: sandbox_table,
     } = file;
-    if args.cluster.is_some() && args.sandbox.sandbox.is_some() {
+    if args.target.cluster.is_some() && args.sandbox.sandbox.is_some() {
         return Err(Failure::usage(anyhow!(
             "--sandbox applies to embedded mode; a fleet's workers run jobs in the sandbox they are configured with"
         )));
@@ -299,7 +290,7 @@ fn settings(args: &ProveArgs) -> Result<Settings, Failure> {
             criteria,
             runner,
             test_command,
-            local_tools: args.cluster.is_none(),
+            local_tools: args.target.cluster.is_none(),
             test_report,
             test_globs: globs,
             repeats: args.repeats.or(repeats).unwrap_or(3).max(1),
@@ -317,6 +308,7 @@ fn settings(args: &ProveArgs) -> Result<Settings, Failure> {
         json: args.json.clone().or(json),
         junit: args.junit.clone().or(junit),
         store: args
+            .target
             .store
             .clone()
             .or(store)
@@ -355,8 +347,8 @@ pub async fn run(args: &ProveArgs) -> Result<u8, Failure> {
     let started = SystemTime::now();
     let clock = Instant::now();
     // Embedded, the store may come from assay.toml too; a fleet's must be the fleet's own.
-    let store_url = match &args.cluster {
-        Some(_) => fleet_link::store_url(true, &args.store)?,
+    let store_url = match &args.target.cluster {
+        Some(_) => args.target.store_url(true)?,
         None => settings.store.clone(),
     };
     let store = embedded::open_store(&store_url)?;
@@ -373,10 +365,10 @@ pub async fn run(args: &ProveArgs) -> Result<u8, Failure> {
                 Failure::infrastructure(e.into())
             }
         })?;
-    if args.cluster.is_none() {
+    if args.target.cluster.is_none() {
         preflight(&prepared)?;
     }
-    let evidence = match &args.cluster {
+    let evidence = match &args.target.cluster {
         Some(url) => {
             let (evidence, suite_results) =
                 run_on_fleet(args, url, store.as_ref(), &prepared, settings.jobs).await?;
@@ -402,7 +394,7 @@ pub async fn run(args: &ProveArgs) -> Result<u8, Failure> {
     let json = serde_json::to_vec_pretty(&evidence)
         .context("failed to encode the evidence report")
         .internal()?;
-    if args.cluster.is_none() {
+    if args.target.cluster.is_none() {
         store
             .put_bytes(
                 "evidence",
@@ -459,8 +451,8 @@ async fn run_on_fleet(
 ) -> Result<(Evidence, Vec<JobResult>), Failure> {
     let client = crate::fleet_link::nats_client(
         url,
-        &args.fleet.subject_prefix,
-        &args.fleet.nats,
+        &args.target.fleet.subject_prefix,
+        &args.target.fleet.nats,
         assay_common::nats_permissions::Role::Submitter,
     )
     .await?;
@@ -482,7 +474,7 @@ async fn run_on_fleet(
     });
     let evidence = assay_coordinator::client::submit_and_wait(
         &client,
-        &assay_common::fleet::Subjects::new(&args.fleet.subject_prefix),
+        &assay_common::fleet::Subjects::new(&args.target.fleet.subject_prefix),
         store,
         &submission,
         &mut progress,

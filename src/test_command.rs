@@ -13,7 +13,6 @@ use crate::suite_state::{
 };
 use anyhow::{Context, anyhow};
 use assay_common::TreeId;
-use assay_common::nats_permissions::Role;
 use assay_common::report::summary::SuiteStatus;
 use assay_common::runner::ReportFormat;
 use assay_common::sandbox::SandboxEvidence;
@@ -133,9 +132,7 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
     let (started, clock) = (SystemTime::now(), Instant::now());
     let repo = open_repo(&args.repo)?;
     let state = state_dir(&args.state_dir);
-    let fleet =
-        fleet_link::Fleet::connect_if(args.cluster.as_deref(), &args.fleet, Role::Submitter)
-            .await?;
+    let fleet = args.target.connect().await?;
     let halt = admission_gate(fleet.as_ref(), &state).await?;
     if let Some(reason) = halt.stop_reason() {
         eprintln!("[HALT] test stopped. Reason: {reason}");
@@ -147,14 +144,14 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
     let jobs = args
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
-    let store_url = fleet_link::store_url(fleet.is_some(), &args.store)?;
+    let store_url = args.target.store_url(fleet.is_some())?;
     let store = embedded::open_store(&store_url)?;
     let (queue, _scratch) = fleet_link::job_queue(fleet_link::QueueChoice {
         fleet: fleet.as_ref(),
         store: store.clone(),
         repo: &repo,
         tree: &tree,
-        subject_prefix: &args.fleet.subject_prefix,
+        subject_prefix: &args.target.fleet.subject_prefix,
         kind: "suite",
         pass_env: &args.guest_env.pass_env,
         slots: jobs,

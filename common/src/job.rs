@@ -123,6 +123,43 @@ pub struct JobSpec {
     pub dependencies: Option<crate::dependency_archive::DependencyArchive>,
 }
 
+impl JobSpec {
+    /// Job `index` of `proof_id`'s plan (its id follows from both): `command` run on `tree`,
+    /// its report read as `report`, within `timeout_secs`. Nothing is selected by name and
+    /// nothing extra rides along (no edit, rewrites, binaries, dependencies or environment):
+    /// a caller that needs one sets that field.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        proof_id: &ProofId,
+        index: usize,
+        kind: JobKind,
+        side: Side,
+        tree: &TreeId,
+        command: Vec<String>,
+        report: ReportFormat,
+        timeout_secs: u64,
+    ) -> Self {
+        Self {
+            proof_id: proof_id.clone(),
+            job_id: JobId::for_index(proof_id, index),
+            index: u32::try_from(index).unwrap_or(u32::MAX),
+            kind,
+            side,
+            tree: tree.clone(),
+            command,
+            report,
+            selected_tests: Vec::new(),
+            timeout_secs,
+            forked_timeout_secs: None,
+            env: Vec::new(),
+            edit: None,
+            rewrites: Vec::new(),
+            binaries: None,
+            dependencies: None,
+        }
+    }
+}
+
 /// Build once, run many times: how a job takes part in a run of prebuilt Rust test
 /// executables (mutant schemata, see docs/mutation.md). The archive's format is
 /// [`crate::test_binaries`]'s.

@@ -12,7 +12,7 @@ use assay_common::job::{JobKind, JobResult, JobSpec, JobStatus, Side};
 use assay_common::outcome::ReportOutcome;
 use assay_common::runner::{ReportFormat, RunnerKind};
 use assay_common::service_config::ServiceConfig;
-use assay_common::{JobId, TreeId, WorkerId, wire};
+use assay_common::{TreeId, WorkerId, wire};
 use assay_coordinator::client::{self, FleetProgress};
 use assay_coordinator::{self as coordinator, CoordinatorConfig};
 use assay_engine::proof;
@@ -62,28 +62,23 @@ fn submission(jobs: usize) -> Result<ProofSubmission, Error> {
     };
     let specs = (0..jobs)
         .map(|index| JobSpec {
-            proof_id: proof_id.clone(),
-            job_id: JobId::for_index(&proof_id, index),
-            index: index as u32,
-            kind: JobKind::Stability,
-            side: if index % 2 == 0 {
-                Side::Base
-            } else {
-                Side::Candidate
-            },
-            tree: tree.clone(),
-            command: ["python3", "{adapter}", "--report", "{report}", "tests"]
-                .map(String::from)
-                .to_vec(),
-            report: ReportFormat::UnittestJson,
             selected_tests: vec!["tests.test_pricing.PriceTests.test_discount_is_applied".into()],
-            timeout_secs: 600,
-            forked_timeout_secs: None,
-            rewrites: Vec::new(),
-            binaries: None,
-            env: Vec::new(),
-            edit: None,
-            dependencies: None,
+            ..JobSpec::new(
+                &proof_id,
+                index,
+                JobKind::Stability,
+                if index % 2 == 0 {
+                    Side::Base
+                } else {
+                    Side::Candidate
+                },
+                &tree,
+                ["python3", "{adapter}", "--report", "{report}", "tests"]
+                    .map(String::from)
+                    .to_vec(),
+                ReportFormat::UnittestJson,
+                600,
+            )
         })
         .collect();
     Ok(ProofSubmission {

@@ -717,7 +717,10 @@ async fn a_worker_started_before_the_coordinator_is_refused_the_streams_it_may_n
         .ended()
         .await
         .expect_err("the worker created a stream");
-    assert!(message.contains("start the coordinator first"), "{message}");
+    assert!(
+        message.to_string().contains("start the coordinator first"),
+        "{message}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

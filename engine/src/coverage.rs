@@ -133,22 +133,17 @@ pub fn plan_job(
     timeout_secs: u64,
 ) -> JobSpec {
     JobSpec {
-        job_id: JobId::for_index(&proof_id, 0),
-        proof_id,
-        index: 0,
-        kind: JobKind::Suite,
-        side,
-        tree: tree.clone(),
-        command: command(pytest_args.iter().cloned()),
-        report: ReportFormat::JunitXml,
         selected_tests: pytest_args.to_vec(),
-        timeout_secs,
-        forked_timeout_secs: None,
-        rewrites: Vec::new(),
-        binaries: None,
-        env: Vec::new(),
-        edit: None,
-        dependencies: None,
+        ..JobSpec::new(
+            &proof_id,
+            0,
+            JobKind::Suite,
+            side,
+            tree,
+            command(pytest_args.iter().cloned()),
+            ReportFormat::JunitXml,
+            timeout_secs,
+        )
     }
 }
 

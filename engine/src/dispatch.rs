@@ -180,24 +180,16 @@ mod tests {
     use std::time::Duration;
 
     fn job(proof: &ProofId, index: usize) -> JobSpec {
-        JobSpec {
-            proof_id: proof.clone(),
-            job_id: JobId::for_index(proof, index),
-            index: index as u32,
-            kind: JobKind::Targeted,
-            side: Side::Base,
-            tree: TreeId("4b825dc642cb6eb9a060e54bf8d69288fbee4904".into()),
-            command: vec!["pytest".into()],
-            report: ReportFormat::JunitXml,
-            selected_tests: Vec::new(),
-            timeout_secs: 30,
-            forked_timeout_secs: None,
-            rewrites: Vec::new(),
-            binaries: None,
-            env: Vec::new(),
-            edit: None,
-            dependencies: None,
-        }
+        JobSpec::new(
+            proof,
+            index,
+            JobKind::Targeted,
+            Side::Base,
+            &TreeId("4b825dc642cb6eb9a060e54bf8d69288fbee4904".into()),
+            vec!["pytest".into()],
+            ReportFormat::JunitXml,
+            30,
+        )
     }
 
     fn result_for(job_id: JobId, index: u32, worker: &str) -> JobResult {

@@ -3,7 +3,7 @@
 use assay_common::criteria::{Criterion, CriterionKind, TestSelector};
 use assay_common::job::{JobKind, JobSpec, Side};
 use assay_common::runner::{ReportFormat, RunnerKind};
-use assay_common::{JobId, ProofId, TreeId};
+use assay_common::{ProofId, TreeId};
 
 /// What the planner needs to know about a proof.
 #[derive(Clone, Debug)]
@@ -39,29 +39,24 @@ pub struct ProofPlanInput<'a> {
 pub fn plan_proof(input: &ProofPlanInput<'_>) -> Vec<JobSpec> {
     let mut jobs = Vec::new();
     let mut push = |kind: JobKind, side: Side, files: &[String], names: &[String]| {
-        let index = jobs.len() as u32;
+        let index = jobs.len();
         let tree = match (kind, side, input.harness_check_tree) {
             (JobKind::HarnessCheck, _, Some(tree)) => tree,
             (_, Side::Base, _) => input.base_tree,
             (_, Side::Candidate, _) => input.candidate_tree,
         };
         jobs.push(JobSpec {
-            proof_id: input.proof_id.clone(),
-            job_id: JobId::for_index(input.proof_id, index as usize),
-            index,
-            kind,
-            side,
-            tree: tree.clone(),
-            command: input.runner.command(input.command_prefix, files, names),
-            report: input.report.clone(),
             selected_tests: names.to_vec(),
-            timeout_secs: input.timeout_secs,
-            forked_timeout_secs: None,
-            rewrites: Vec::new(),
-            binaries: None,
-            env: Vec::new(),
-            edit: None,
-            dependencies: None,
+            ..JobSpec::new(
+                input.proof_id,
+                index,
+                kind,
+                side,
+                tree,
+                input.runner.command(input.command_prefix, files, names),
+                input.report.clone(),
+                input.timeout_secs,
+            )
         });
     };
     if !input.changed_test_modules.is_empty() {

@@ -72,18 +72,11 @@ pub struct TestArgs {
     /// State directory for suite history and the halt [default: the user cache dir's assay].
     #[arg(long, value_name = "DIR", env = "ASSAY_STATE_DIR")]
     pub state_dir: Option<PathBuf>,
-    /// Artifact store URL (file:///DIR or memory://; with --cluster, the fleet's store, also
-    /// from ASSAY_STORE).
-    #[arg(long, value_name = "URL")]
-    pub store: Option<String>,
     #[command(flatten)]
     pub cache: crate::cache_command::CacheFlags,
-    /// Run the cases on a fleet: the NATS URL its coordinator and workers use, or a comma-separated
-    /// list of a cluster's servers (a fleet run does not use the result cache).
-    #[arg(long, value_name = "URL")]
-    pub cluster: Option<String>,
+    /// Where the cases run (a fleet run does not use the result cache).
     #[command(flatten)]
-    pub fleet: crate::nats_flags::FleetFlags,
+    pub target: crate::fleet_link::RunTarget,
     /// The quarantine ledger, relative to the repository root.
     #[arg(long, value_name = "PATH", default_value = ".assay/quarantine.toml")]
     pub quarantine: String,

@@ -258,11 +258,7 @@ impl ClusterSandbox {
     }
 
     pub fn coordinator_with(&self, config: CoordinatorConfig) -> InProcess {
-        InProcess::spawn(move |stop| async move {
-            assay_coordinator::serve(config, stop)
-                .await
-                .map_err(|e| e.to_string())
-        })
+        InProcess::spawn(move |stop| async move { assay_coordinator::serve(config, stop).await })
     }
 
     /// A worker's configuration under `prefix`, named `name`, its scratch in the sandbox.
@@ -277,11 +273,7 @@ impl ClusterSandbox {
 
     /// A worker in this process that runs its jobs for real.
     pub fn worker(&self, config: WorkerConfig) -> InProcess {
-        InProcess::spawn(move |stop| async move {
-            assay_worker::serve(config, stop)
-                .await
-                .map_err(|e| e.to_string())
-        })
+        InProcess::spawn(move |stop| async move { assay_worker::serve(config, stop).await })
     }
 
     /// A worker in this process whose jobs `runner` answers.
@@ -292,9 +284,7 @@ impl ClusterSandbox {
             metrics: Default::default(),
         };
         InProcess::spawn(move |stop| async move {
-            assay_worker::service::serve_with(config, parts, stop)
-                .await
-                .map_err(|e| e.to_string())
+            assay_worker::service::serve_with(config, parts, stop).await
         })
     }
 
@@ -387,10 +377,21 @@ impl Drop for ClusterSandbox {
     }
 }
 
+/// How an in-process service ended other than cleanly.
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceEnded {
+    /// `serve` returned its own error.
+    #[error("the service failed: {0}")]
+    Failed(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// Its task panicked or was aborted.
+    #[error("the service's task did not finish: {0}")]
+    Task(#[from] tokio::task::JoinError),
+}
+
 /// A coordinator or worker running in this process: [`InProcess::stop`] shuts it down
 /// gracefully; dropped, it is aborted.
 pub struct InProcess {
-    handle: Option<tokio::task::JoinHandle<Result<(), String>>>,
+    handle: Option<tokio::task::JoinHandle<Result<(), ServiceEnded>>>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
@@ -399,17 +400,21 @@ pub type Shutdown = std::pin::Pin<Box<dyn Future<Output = ()> + Send>>;
 
 impl InProcess {
     /// Runs `serve(shutdown)` as a task; `shutdown` resolves when the service is stopped.
-    pub fn spawn<F, Fut>(serve: F) -> Self
+    pub fn spawn<F, Fut, E>(serve: F) -> Self
     where
         F: FnOnce(Shutdown) -> Fut,
-        Fut: Future<Output = Result<(), String>> + Send + 'static,
+        Fut: Future<Output = Result<(), E>> + Send + 'static,
+        E: std::error::Error + Send + Sync + 'static,
     {
         let (stop, rx) = tokio::sync::oneshot::channel::<()>();
         let shutdown: Shutdown = Box::pin(async move {
             let _ = rx.await;
         });
+        let served = serve(shutdown);
         Self {
-            handle: Some(tokio::spawn(serve(shutdown))),
+            handle: Some(tokio::spawn(async move {
+                served.await.map_err(|e| ServiceEnded::Failed(Box::new(e)))
+            })),
             stop: Some(stop),
         }
     }
@@ -420,12 +425,12 @@ impl InProcess {
     }
 
     /// Shuts the service down gracefully and says how it ended: its own error, or a panic.
-    pub async fn ended(mut self) -> Result<(), String> {
+    pub async fn ended(mut self) -> Result<(), ServiceEnded> {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
         match self.handle.take() {
-            Some(handle) => handle.await.map_err(|e| e.to_string())?,
+            Some(handle) => handle.await?,
             None => Ok(()),
         }
     }

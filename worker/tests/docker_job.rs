@@ -97,27 +97,22 @@ async fn the_guest_cannot_forge_its_output_or_hand_over_a_host_file_as_its_repor
     };
     let proof_id = format!("p-forger-{}", std::process::id());
     let job = JobSpec {
-        proof_id: proof_id.as_str().into(),
-        job_id: format!("{proof_id}/0000").as_str().into(),
-        index: 0,
-        kind: JobKind::Targeted,
-        side: Side::Candidate,
-        tree: tree.as_str().into(),
-        // `{report}` is replaced in the command only; the script gets it through the shell.
-        command: vec![
-            "sh".into(),
-            "-c".into(),
-            "REPORT={report} exec sh forge.sh".into(),
-        ],
-        report: ReportFormat::JunitXml,
-        selected_tests: Vec::new(),
-        timeout_secs: 60,
-        forked_timeout_secs: None,
-        rewrites: Vec::new(),
-        binaries: None,
         env: vec![("SECRET".into(), secret.to_string_lossy().into_owned())],
-        edit: None,
-        dependencies: None,
+        ..JobSpec::new(
+            &proof_id.as_str().into(),
+            0,
+            JobKind::Targeted,
+            Side::Candidate,
+            &tree.as_str().into(),
+            // `{report}` is replaced in the command only; the script gets it through the shell.
+            vec![
+                "sh".into(),
+                "-c".into(),
+                "REPORT={report} exec sh forge.sh".into(),
+            ],
+            ReportFormat::JunitXml,
+            60,
+        )
     };
 
     let result = run_job(&job, &ctx).await;

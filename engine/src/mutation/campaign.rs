@@ -325,25 +325,17 @@ fn files_to_mutate(request: &MutateRequest) -> Result<(TreeId, Vec<ChangedFile>)
 }
 
 fn spec(request: &MutateRequest, tree: &TreeId, index: usize, command: Vec<String>) -> JobSpec {
-    JobSpec {
-        proof_id: request.run_id.clone(),
-        job_id: JobId::for_index(&request.run_id, index),
-        index: index as u32,
-        kind: JobKind::Mutant,
-        side: Side::Candidate,
-        tree: tree.clone(),
+    JobSpec::new(
+        &request.run_id,
+        index,
+        JobKind::Mutant,
+        Side::Candidate,
+        tree,
         command,
         // Cargo's report depends on the command: nextest's JUnit or libtest's own lines.
-        report: request.runner.report_format_for(&request.command_prefix),
-        selected_tests: Vec::new(),
-        timeout_secs: 1,
-        forked_timeout_secs: None,
-        rewrites: Vec::new(),
-        binaries: None,
-        env: Vec::new(),
-        edit: None,
-        dependencies: None,
-    }
+        request.runner.report_format_for(&request.command_prefix),
+        1,
+    )
 }
 
 /// One mutant's plan: what to run and how long it is expected to take.

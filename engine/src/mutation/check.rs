@@ -23,13 +23,13 @@ use crate::mutation::mutants::{
 use crate::prepared::PreparedProof;
 use crate::progress::{ProgressSink, ProofEvent};
 use crate::source::{self, SourceError};
+use assay_common::TreeId;
 use assay_common::criteria::TestSelector;
 use assay_common::job::{ByteEdit, JobKind, JobResult, JobSpec, Side};
 use assay_common::manifest::ManifestJob;
 use assay_common::mutation_plan::{MutationSetup, SchemaSource};
 use assay_common::runner::ReportFormat;
 use assay_common::tree_path::TreePath;
-use assay_common::{JobId, TreeId};
 use assay_transport::queue::{JobQueue, QueueError};
 use assay_transport::store::ArtifactStore;
 use std::collections::{BTreeMap, BTreeSet};
@@ -182,22 +182,18 @@ fn job(
 ) -> JobSpec {
     let prefix = command_prefix(proof);
     JobSpec {
-        proof_id: proof.request.proof_id.clone(),
-        job_id: JobId::for_index(&proof.request.proof_id, index),
-        index: index as u32,
-        kind: JobKind::Mutant,
-        side: Side::Candidate,
-        tree: proof.change.candidate.tree.clone(),
-        command: proof.runner.command(&prefix, &[], names),
-        report: report_format(proof, names),
         selected_tests: names.to_vec(),
-        timeout_secs: timeout.as_secs().max(1),
-        forked_timeout_secs: None,
-        rewrites: Vec::new(),
-        binaries: None,
-        env: Vec::new(),
         edit,
-        dependencies: None,
+        ..JobSpec::new(
+            &proof.request.proof_id,
+            index,
+            JobKind::Mutant,
+            Side::Candidate,
+            &proof.change.candidate.tree,
+            proof.runner.command(&prefix, &[], names),
+            report_format(proof, names),
+            timeout.as_secs().max(1),
+        )
     }
 }
 

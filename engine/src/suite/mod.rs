@@ -32,7 +32,7 @@ use assay_common::runner::{ListingFormat, ReportFormat};
 use assay_common::suite::{
     SuiteCase, parse_go_list, parse_pytest_collection, parse_unittest_collection,
 };
-use assay_common::{JobId, ProofId, TreeId};
+use assay_common::{ProofId, TreeId};
 use assay_transport::queue::{JobQueue, QueueError};
 use assay_transport::store::{ArtifactStore, read_named};
 use halt::AdmissionGate;
@@ -66,22 +66,17 @@ pub fn plan_suite(
                 None => setup.report_format(),
             };
             JobSpec {
-                proof_id: run_id.clone(),
-                job_id: JobId::for_index(run_id, index),
-                index: index as u32,
-                kind: JobKind::Suite,
-                side: Side::Candidate,
-                tree: tree.clone(),
-                command: setup.case_command(&members),
-                report,
                 selected_tests: members.iter().map(|c| c.id.clone()).collect(),
-                timeout_secs,
-                forked_timeout_secs: None,
-                rewrites: Vec::new(),
-                binaries: None,
-                env: Vec::new(),
-                edit: None,
-                dependencies: None,
+                ..JobSpec::new(
+                    run_id,
+                    index,
+                    JobKind::Suite,
+                    Side::Candidate,
+                    tree,
+                    setup.case_command(&members),
+                    report,
+                    timeout_secs,
+                )
             }
         })
         .collect()
@@ -96,24 +91,16 @@ pub(crate) fn unselected_job(
     command: Vec<String>,
     timeout_secs: u64,
 ) -> JobSpec {
-    JobSpec {
-        proof_id: run_id.clone(),
-        job_id: JobId::for_index(run_id, 0),
-        index: 0,
-        kind: JobKind::Suite,
-        side: Side::Candidate,
-        tree: tree.clone(),
+    JobSpec::new(
+        run_id,
+        0,
+        JobKind::Suite,
+        Side::Candidate,
+        tree,
         command,
-        report: setup.report_format(),
-        selected_tests: Vec::new(),
+        setup.report_format(),
         timeout_secs,
-        forked_timeout_secs: None,
-        rewrites: Vec::new(),
-        binaries: None,
-        env: Vec::new(),
-        edit: None,
-        dependencies: None,
-    }
+    )
 }
 
 /// The last lines of a collecting session's output, as a [`CollectError::Guest`] detail.

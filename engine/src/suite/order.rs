@@ -14,7 +14,7 @@ use crate::dispatch::run_one;
 use assay_common::job::{JobKind, JobSpec, Side};
 use assay_common::report::summary::SuiteStatus;
 use assay_common::suite::{CaseOutcome, Lane, SuiteCase, derive_outcome};
-use assay_common::{JobId, ProofId, TreeId};
+use assay_common::{ProofId, TreeId};
 use assay_transport::queue::{JobQueue, QueueError};
 
 /// Checks `outcome`'s failures against one run of every collected case in collection order,
@@ -102,21 +102,16 @@ fn whole_suite_job(
     let order_id = ProofId(format!("{run_id}-order"));
     let cases: Vec<&SuiteCase> = collected.iter().collect();
     JobSpec {
-        job_id: JobId::for_index(&order_id, 0),
-        proof_id: order_id,
-        index: 0,
-        kind: JobKind::Suite,
-        side: Side::Candidate,
-        tree: tree.clone(),
-        command: setup.case_command(&cases),
-        report: setup.report_format(),
         selected_tests: collected.iter().map(|c| c.id.clone()).collect(),
-        timeout_secs,
-        forked_timeout_secs: None,
-        rewrites: Vec::new(),
-        binaries: None,
-        env: Vec::new(),
-        edit: None,
-        dependencies: None,
+        ..JobSpec::new(
+            &order_id,
+            0,
+            JobKind::Suite,
+            Side::Candidate,
+            tree,
+            setup.case_command(&cases),
+            setup.report_format(),
+            timeout_secs,
+        )
     }
 }

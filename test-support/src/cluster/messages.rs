@@ -6,35 +6,27 @@ use assay_common::fleet::{Subjects, SubmitReply, SubmitRequest};
 use assay_common::job::{JobKind, JobResult, JobSpec, JobStatus, Side};
 use assay_common::outcome::ReportOutcome;
 use assay_common::runner::ReportFormat;
-use assay_common::{JobId, ProofId, TreeId, WorkerId, wire};
+use assay_common::{ProofId, TreeId, WorkerId, wire};
 use async_nats::jetstream::{self, kv};
 use std::time::{Duration, Instant};
 
 /// Job `index` of `proof_id`'s plan on `tree`, running `command`: even indexes on the base,
 /// odd on the candidate, as a proof's plan alternates.
 pub fn job(proof_id: &ProofId, index: usize, tree: &TreeId, command: &[&str]) -> JobSpec {
-    JobSpec {
-        proof_id: proof_id.clone(),
-        job_id: JobId::for_index(proof_id, index),
-        index: index as u32,
-        kind: JobKind::Targeted,
-        side: if index.is_multiple_of(2) {
+    JobSpec::new(
+        proof_id,
+        index,
+        JobKind::Targeted,
+        if index.is_multiple_of(2) {
             Side::Base
         } else {
             Side::Candidate
         },
-        tree: tree.clone(),
-        command: command.iter().map(|s| (*s).to_owned()).collect(),
-        report: ReportFormat::JunitXml,
-        selected_tests: vec![],
-        timeout_secs: 60,
-        forked_timeout_secs: None,
-        rewrites: Vec::new(),
-        binaries: None,
-        env: vec![],
-        edit: None,
-        dependencies: None,
-    }
+        tree,
+        command.iter().map(|s| (*s).to_owned()).collect(),
+        ReportFormat::JunitXml,
+        60,
+    )
 }
 
 /// `spec`'s result as `worker` reports a command that passed and wrote no report.

@@ -87,23 +87,17 @@ mod tests {
 
     #[test]
     fn proof_ids_that_sanitize_alike_get_distinct_scratch_directories() {
-        let job = |proof: &str| JobSpec {
-            proof_id: assay_common::ProofId(proof.into()),
-            job_id: assay_common::JobId(format!("{proof}/0000")),
-            index: 0,
-            kind: JobKind::Targeted,
-            side: assay_common::job::Side::Base,
-            tree: assay_common::TreeId("0".repeat(40)),
-            command: vec!["true".into()],
-            report: assay_common::runner::ReportFormat::JunitXml,
-            selected_tests: vec![],
-            timeout_secs: 1,
-            forked_timeout_secs: None,
-            rewrites: Vec::new(),
-            binaries: None,
-            env: vec![],
-            edit: None,
-            dependencies: None,
+        let job = |proof: &str| {
+            JobSpec::new(
+                &assay_common::ProofId(proof.into()),
+                0,
+                JobKind::Targeted,
+                assay_common::job::Side::Base,
+                &assay_common::TreeId("0".repeat(40)),
+                vec!["true".into()],
+                assay_common::runner::ReportFormat::JunitXml,
+                1,
+            )
         };
         let names: Vec<String> = ["p.1", "p_1", "p/1"]
             .iter()

@@ -2,9 +2,10 @@
 //! cases and surviving mutants, and a Markdown summary for a job's step summary. Pure
 //! functions of the reports; the caller supplies the test files' text to find definitions in.
 
-use crate::html::mutation::{Doc, Tally};
+use crate::html::mutation::Tally;
 use assay_common::evidence::Evidence;
 use assay_common::mutation_check::MutantOutcome;
+use assay_common::mutation_report::{MutationReport, Status};
 use assay_common::suite::{CaseOutcome, Ending, SuiteReport};
 use assay_common::verdict::Verdict;
 use std::fmt::Write as _;
@@ -165,11 +166,11 @@ pub fn suite_annotations(report: &SuiteReport, lookup: &dyn Fn(&str) -> Option<S
 }
 
 /// Annotations for `assay mutate`: a warning per surviving mutant at its line.
-pub fn mutation_annotations(doc: &Doc) -> String {
+pub fn mutation_annotations(doc: &MutationReport) -> String {
     let mut out = String::new();
     for (path, file) in &doc.files {
         for m in &file.mutants {
-            if m.status == "Survived" {
+            if m.status == Status::Survived {
                 out.push_str(&command(
                     "warning",
                     path,
@@ -177,9 +178,7 @@ pub fn mutation_annotations(doc: &Doc) -> String {
                     "assay: mutant survived",
                     &format!(
                         "mutant {} ({} {}) survived: no test failed with it in place",
-                        m.id,
-                        m.mutator_name,
-                        m.description.as_deref().unwrap_or("")
+                        m.id, m.mutator_name, m.description
                     ),
                 ));
             }
@@ -327,7 +326,7 @@ pub fn suite_summary_md(report: &SuiteReport) -> String {
 }
 
 /// `assay mutate`'s step summary: the score, a row per file, the survivors.
-pub fn mutation_summary_md(doc: &Doc) -> String {
+pub fn mutation_summary_md(doc: &MutationReport) -> String {
     let all = Tally::of(doc.files.values().flat_map(|f| &f.mutants));
     let score = |t: &Tally| {
         t.score()
@@ -360,14 +359,14 @@ pub fn mutation_summary_md(doc: &Doc) -> String {
         .flat_map(|(path, f)| {
             f.mutants
                 .iter()
-                .filter(|m| m.status == "Survived")
+                .filter(|m| m.status == Status::Survived)
                 .map(move |m| {
                     format!(
                         "- `{}:{}` {} {}",
                         code(path),
                         m.location.start.line,
                         md(&m.mutator_name),
-                        md(m.description.as_deref().unwrap_or(""))
+                        md(&m.description)
                     )
                 })
         })

@@ -12,6 +12,7 @@ use crate::html::{self, Artifacts, Kind};
 use anyhow::{Context, anyhow};
 use assay_common::evidence::Evidence;
 use assay_common::job::ArtifactRef;
+use assay_common::mutation_report::MutationReport;
 use assay_common::suite::SuiteReport;
 use assay_transport::store::{ArtifactStore, read_artifact};
 use clap::Args;
@@ -84,7 +85,12 @@ pub async fn run(args: &ReportArgs) -> Result<u8, Failure> {
             let store = embedded::open_store(&store_url)?;
             emit_suite(out, &report, store.as_ref()).await
         }
-        Kind::Mutation => emit_mutation(out, &doc),
+        Kind::Mutation => {
+            let report: MutationReport = serde_json::from_value(doc)
+                .context("the mutation report does not match mutation-testing-report-schema v1 with Assay's block")
+                .usage()?;
+            emit_mutation(out, &report)
+        }
     }?;
     Ok(0)
 }
@@ -186,21 +192,17 @@ pub async fn emit_suite(
 }
 
 /// Renders Stryker's mutation-testing-report document.
-pub fn emit_mutation(out: &OutputArgs, doc: &impl serde::Serialize) -> Result<(), Failure> {
-    let parsed: html::mutation::Doc = serde_json::to_value(doc)
-        .and_then(serde_json::from_value)
-        .context("the mutation report does not match mutation-testing-report-schema v1")
-        .usage()?;
+pub fn emit_mutation(out: &OutputArgs, parsed: &MutationReport) -> Result<(), Failure> {
     if let Some(path) = &out.html {
-        write(path, &html::mutation::render(&parsed))?;
+        write(path, &html::mutation::render(parsed))?;
     }
     if let Some(path) = &out.summary_md {
-        write(path, &annotations::mutation_summary_md(&parsed))?;
+        write(path, &annotations::mutation_summary_md(parsed))?;
     }
     if out.annotations == Some(AnnotationStyle::Github) {
         crate::console::human(format_args!(
             "{}",
-            annotations::mutation_annotations(&parsed)
+            annotations::mutation_annotations(parsed)
         ));
     }
     Ok(())

@@ -31,6 +31,21 @@ pub enum Status {
     Pending,
 }
 
+impl Status {
+    /// The status's name in the schema (`NoCoverage`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Killed => "Killed",
+            Self::Survived => "Survived",
+            Self::NoCoverage => "NoCoverage",
+            Self::Timeout => "Timeout",
+            Self::RuntimeError => "RuntimeError",
+            Self::CompileError => "CompileError",
+            Self::Pending => "Pending",
+        }
+    }
+}
+
 /// The whole `assay mutate` document: Stryker's schema with Assay's block.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

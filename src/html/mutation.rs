@@ -3,65 +3,9 @@
 //! opens (`<details>`) to its diff, the tests that killed it and the tests that cover it.
 
 use super::{badge, diff_block, edit_diff, esc, offset_of, page, seconds, stat, ticks, tone};
-use serde::Deserialize;
+use assay_common::mutation_report::{FileReport, MutantReport, MutationReport, Status};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-
-#[derive(Debug, Deserialize)]
-pub struct Doc {
-    pub files: BTreeMap<String, File>,
-    #[serde(default)]
-    pub assay: Option<AssayPart>,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct File {
-    #[serde(default)]
-    pub source: String,
-    #[serde(default)]
-    pub mutants: Vec<Mutant>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Mutant {
-    pub id: String,
-    pub mutator_name: String,
-    #[serde(default)]
-    pub replacement: Option<String>,
-    #[serde(default)]
-    pub description: Option<String>,
-    pub location: Location,
-    pub status: String,
-    #[serde(default)]
-    pub status_reason: Option<String>,
-    #[serde(default)]
-    pub killed_by: Vec<String>,
-    #[serde(default)]
-    pub covered_by: Vec<String>,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct Location {
-    pub start: Position,
-    pub end: Position,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct Position {
-    pub line: usize,
-    pub column: usize,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct AssayPart {
-    #[serde(default)]
-    pub tree: Option<String>,
-    #[serde(default, rename = "selectionNote")]
-    pub selection_note: Option<String>,
-    #[serde(default)]
-    pub summary: Option<serde_json::Value>,
-}
 
 /// Counts of one set of mutants by status.
 #[derive(Debug, Default, PartialEq)]
@@ -76,16 +20,16 @@ pub struct Tally {
 }
 
 impl Tally {
-    pub fn of<'a>(mutants: impl IntoIterator<Item = &'a Mutant>) -> Self {
+    pub fn of<'a>(mutants: impl IntoIterator<Item = &'a MutantReport>) -> Self {
         let mut t = Tally::default();
         for m in mutants {
-            match m.status.as_str() {
-                "Killed" => t.killed += 1,
-                "Survived" => t.survived += 1,
-                "NoCoverage" => t.no_coverage += 1,
-                "Timeout" => t.timeout += 1,
-                "CompileError" => t.compile_error += 1,
-                _ => t.other += 1,
+            match m.status {
+                Status::Killed => t.killed += 1,
+                Status::Survived => t.survived += 1,
+                Status::NoCoverage => t.no_coverage += 1,
+                Status::Timeout => t.timeout += 1,
+                Status::CompileError => t.compile_error += 1,
+                Status::RuntimeError | Status::Pending => t.other += 1,
             }
         }
         t
@@ -99,27 +43,27 @@ impl Tally {
     }
 }
 
-fn status_label(status: &str) -> &str {
+fn status_label(status: Status) -> &'static str {
     match status {
-        "NoCoverage" => "no coverage",
-        "RuntimeError" => "error",
-        "CompileError" => "compile error",
-        other => other,
+        Status::NoCoverage => "no coverage",
+        Status::RuntimeError => "error",
+        Status::CompileError => "compile error",
+        other => other.name(),
     }
 }
 
-fn status_tone(status: &str) -> &'static str {
+fn status_tone(status: Status) -> &'static str {
     tone(&status_label(status).to_ascii_lowercase())
 }
 
 /// How bad a status is, for the colour of a line holding several mutants.
-fn severity(status: &str) -> u8 {
+fn severity(status: Status) -> u8 {
     match status {
-        "Survived" => 4,
-        "NoCoverage" => 3,
-        "Timeout" => 2,
-        "Killed" => 1,
-        _ => 0,
+        Status::Survived => 4,
+        Status::NoCoverage => 3,
+        Status::Timeout => 2,
+        Status::Killed => 1,
+        Status::RuntimeError | Status::CompileError | Status::Pending => 0,
     }
 }
 
@@ -136,32 +80,27 @@ fn score_tone(score: Option<f64>) -> &'static str {
     }
 }
 
-pub fn render(doc: &Doc) -> String {
+pub fn render(doc: &MutationReport) -> String {
     let all = Tally::of(doc.files.values().flat_map(|f| &f.mutants));
     let total: usize = doc.files.values().map(|f| f.mutants.len()).sum();
     let score = all.score();
     let mut body = String::new();
-    let summary = doc.assay.as_ref().and_then(|a| a.summary.as_ref());
-    let elapsed = summary
-        .and_then(|s| s.get("elapsed_s"))
-        .and_then(|v| v.as_f64());
-    let interval = summary
-        .and_then(|s| s.get("confidence_interval"))
-        .and_then(|v| v.as_array())
-        .and_then(|a| Some((a.first()?.as_f64()?, a.get(1)?.as_f64()?)));
+    let summary = &doc.assay.summary;
+    let elapsed = Some(summary.elapsed_s);
+    let interval = summary.confidence_interval;
     let _ = write!(
         body,
         "<h1>Assay mutation testing{}</h1><div class=\"hero\">\
          <div class=\"verdict {}\" id=\"score\">{}</div><div><div class=\"facts\">\
          <span>mutation score over <b>{}</b> in <b>{}</b></span>{}{}</div>\
          <div class=\"stats\">{}{}{}{}{}{}</div></div></div>",
-        doc.assay
-            .as_ref()
-            .and_then(|a| a.tree.as_deref())
-            .map_or(String::new(), |t| format!(
+        match doc.assay.tree.as_str() {
+            "" => String::new(),
+            t => format!(
                 " of tree <span class=\"mono\">{}</span>",
                 esc(&t.chars().take(10).collect::<String>())
-            )),
+            ),
+        },
         score_tone(score),
         score_text(score),
         super::count(total, "mutant"),
@@ -187,7 +126,7 @@ pub fn render(doc: &Doc) -> String {
         stat(all.compile_error, "compile error", "muted"),
         stat(all.other, "error or pending", "muted"),
     );
-    if let Some(note) = doc.assay.as_ref().and_then(|a| a.selection_note.as_deref()) {
+    if let Some(note) = doc.assay.selection_note.as_deref() {
         let _ = write!(body, "<p class=\"note\">{}</p>", esc(note));
     }
     body.push_str(
@@ -237,9 +176,9 @@ fn anchor(path: &str) -> String {
         .collect()
 }
 
-fn file_section(path: &str, file: &File) -> String {
+fn file_section(path: &str, file: &FileReport) -> String {
     let t = Tally::of(&file.mutants);
-    let mut by_line: BTreeMap<usize, Vec<&Mutant>> = BTreeMap::new();
+    let mut by_line: BTreeMap<usize, Vec<&MutantReport>> = BTreeMap::new();
     for m in &file.mutants {
         by_line.entry(m.location.start.line).or_default().push(m);
     }
@@ -257,8 +196,8 @@ fn file_section(path: &str, file: &File) -> String {
         }
         let marks = by_line.get(&n);
         let class = marks
-            .and_then(|ms| ms.iter().max_by_key(|m| severity(&m.status)))
-            .map_or("", |m| status_tone(&m.status));
+            .and_then(|ms| ms.iter().max_by_key(|m| severity(m.status)))
+            .map_or("", |m| status_tone(m.status));
         let _ = write!(
             out,
             "<div class=\"ln {class}\"><span class=\"no\">{n}</span><code>{}</code></div>",
@@ -276,25 +215,29 @@ fn file_section(path: &str, file: &File) -> String {
     out
 }
 
-fn mutant_details(source: &str, m: &Mutant) -> String {
-    let label = status_label(&m.status);
+fn mutant_details(source: &str, m: &MutantReport) -> String {
+    let label = status_label(m.status);
     // A survivor is what to read first: it opens with its diff.
-    let open = if m.status == "Survived" { " open" } else { "" };
+    let open = if m.status == Status::Survived {
+        " open"
+    } else {
+        ""
+    };
     let mut out = format!(
         "<details class=\"mutant\" data-status=\"{}\"{open}><summary>{} <span class=\"note\">{}</span> {} \
          <span class=\"note mono\">{}</span></summary>",
-        esc(&m.status),
+        m.status.name(),
         badge(label),
         esc(&m.mutator_name),
-        ticks(m.description.as_deref().unwrap_or("")),
+        ticks(&m.description),
         esc(&m.id)
     );
     let range = (
         offset_of(source, m.location.start.line, m.location.start.column),
         offset_of(source, m.location.end.line, m.location.end.column),
     );
-    if let (Some(start), Some(end), Some(replacement)) = (range.0, range.1, &m.replacement)
-        && let Some(lines) = edit_diff(source, start, end, replacement, 2)
+    if let (Some(start), Some(end)) = range
+        && let Some(lines) = edit_diff(source, start, end, &m.replacement, 2)
     {
         out.push_str(&diff_block(&lines));
     }
@@ -324,9 +267,25 @@ fn mutant_details(source: &str, m: &Mutant) -> String {
 mod tests {
     use super::*;
 
-    fn doc() -> Doc {
+    fn doc() -> MutationReport {
         serde_json::from_value(serde_json::json!({
             "schemaVersion": "1",
+            "thresholds": {"high": 80, "low": 60},
+            "testFiles": {},
+            "framework": {"name": "pytest", "version": "8.3.5"},
+            "performance": {"setup": 120, "initialRun": 340, "mutation": 2100},
+            "assay": {
+                "tree": "4b825dc642cb6eb9a060e54bf8d69288fbee4904",
+                "perLineSelection": true,
+                "selectionNote": null,
+                "summary": {
+                    "mutants": 3, "killed": 1, "survived": 1, "no_coverage": 1, "timeout": 0,
+                    "runtime_error": 0, "compile_error": 0, "pending": 0, "flaky_kills": 0,
+                    "mutation_score": 0.3333, "confidence_interval": [0.06, 0.79],
+                    "elapsed_s": 2.6, "mutants_per_minute": 69.2
+                },
+                "skipped": [], "excludedFiles": [], "cache": null, "schemata": null
+            },
             "files": {"pager.py": {
                 "language": "python",
                 "source": "def f(t, s):\n    if t % s > 0:\n        return 1\n    return 0\n",
@@ -334,14 +293,16 @@ mod tests {
                     {"id": "a1", "mutatorName": "swap_bound", "replacement": ">=",
                      "description": "`>` -> `>=`",
                      "location": {"start": {"line": 2, "column": 14}, "end": {"line": 2, "column": 15}},
-                     "status": "Survived", "killedBy": [], "coveredBy": ["tests/t.py::test_<b>"]},
+                     "status": "Survived", "killedBy": [], "coveredBy": ["tests/t.py::test_<b>"],
+                     "static": false},
                     {"id": "b2", "mutatorName": "return_constant", "replacement": "None",
                      "description": "`return None`",
                      "location": {"start": {"line": 3, "column": 16}, "end": {"line": 3, "column": 17}},
-                     "status": "Killed", "killedBy": ["test_one"], "coveredBy": []},
+                     "status": "Killed", "killedBy": ["test_one"], "coveredBy": [], "static": false},
                     {"id": "c3", "mutatorName": "negate_condition", "replacement": "not (t % s > 0)",
+                     "description": "`t % s > 0` -> `not (t % s > 0)`",
                      "location": {"start": {"line": 2, "column": 8}, "end": {"line": 2, "column": 17}},
-                     "status": "NoCoverage"}
+                     "status": "NoCoverage", "killedBy": [], "coveredBy": [], "static": false}
                 ]}}
         }))
         .unwrap()

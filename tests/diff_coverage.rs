@@ -326,3 +326,58 @@ fn a_planted_v8_coverage_file_is_refused_in_the_record_and_never_decides() {
         run.explain()
     );
 }
+
+/// cargo: the proving tests run once more under `cargo llvm-cov`; where it is not installed
+/// (it needs rustup's llvm-tools), cargo says there is no such command and the record says
+/// the tool is missing, naming the changed file it could not measure. The proof is unchanged.
+#[test]
+fn a_cargo_proof_without_llvm_cov_says_the_tool_is_missing() {
+    let repo = support::cargo_pager_repo("    items.div_ceil(per)\n");
+    let out = tempfile::tempdir().expect("temp dir");
+    let (mut command, json) = support::prove_command(
+        &repo,
+        &[
+            "--base",
+            "main~1",
+            "--no-mutation",
+            "--test-command",
+            "cargo test",
+            "--criterion",
+            "test: partial_page_is_a_page",
+        ],
+        out.path(),
+    );
+    support::with_rust_toolchain(&mut command);
+    let run = support::run(command, Some(json));
+    assert_eq!(run.code, 0, "{}", run.explain());
+    let coverage = &run.evidence.as_ref().expect("evidence")["diff_coverage"];
+    assert_eq!(coverage["tool"], "cargo llvm-cov", "{coverage:#}");
+    let installed = std::process::Command::new("cargo")
+        .args(["llvm-cov", "--version"])
+        .output()
+        .is_ok_and(|out| out.status.success());
+    if installed {
+        // Where it is installed, its lcov report is read: the changed line ran.
+        assert_eq!(coverage["hunks"][0]["path"], "pager/src/lib.rs", "{coverage:#}");
+        assert_eq!(coverage["hunks"][0]["status"], "executed", "{coverage:#}");
+        return;
+    }
+    assert!(
+        coverage["note"]
+            .as_str()
+            .is_some_and(|n| n.contains("`cargo llvm-cov` is not installed where the tests run")),
+        "{coverage:#}"
+    );
+    assert_eq!(
+        coverage["unmeasured_files"],
+        serde_json::json!(["pager/src/lib.rs"]),
+        "{coverage:#}"
+    );
+    assert!(
+        run.stdout.contains(
+            "diff coverage (cargo llvm-cov): not measured (`cargo llvm-cov` is not installed"
+        ),
+        "{}",
+        run.explain()
+    );
+}

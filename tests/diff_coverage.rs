@@ -320,8 +320,9 @@ fn a_planted_v8_coverage_file_is_refused_in_the_record_and_never_decides() {
     );
     assert_eq!(coverage["hunks"], serde_json::json!([]), "{coverage:#}");
     assert!(
-        run.stdout
-            .contains("diff coverage (node V8 coverage): not measured (V8's coverage of lib/pager.js"),
+        run.stdout.contains(
+            "diff coverage (node V8 coverage): not measured (V8's coverage of lib/pager.js"
+        ),
         "{}",
         run.explain()
     );
@@ -358,7 +359,10 @@ fn a_cargo_proof_without_llvm_cov_says_the_tool_is_missing() {
         .is_ok_and(|out| out.status.success());
     if installed {
         // Where it is installed, its lcov report is read: the changed line ran.
-        assert_eq!(coverage["hunks"][0]["path"], "pager/src/lib.rs", "{coverage:#}");
+        assert_eq!(
+            coverage["hunks"][0]["path"], "pager/src/lib.rs",
+            "{coverage:#}"
+        );
         assert_eq!(coverage["hunks"][0]["status"], "executed", "{coverage:#}");
         return;
     }

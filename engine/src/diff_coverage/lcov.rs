@@ -141,7 +141,10 @@ fn records(text: &str) -> Result<BTreeMap<String, Vec<(u32, u64)>>, LcovError> {
 
 /// The sandbox's tree root in the report's absolute paths (see [`measured`]); `None` when no
 /// absolute path ends with a changed file's.
-fn root_of<'a>(sources: impl Iterator<Item = &'a str> + Clone, changed: &BTreeSet<&str>) -> Option<String> {
+fn root_of<'a>(
+    sources: impl Iterator<Item = &'a str> + Clone,
+    changed: &BTreeSet<&str>,
+) -> Option<String> {
     let mut roots: BTreeSet<&str> = BTreeSet::new();
     for source in sources.clone().filter(|s| s.starts_with('/')) {
         for path in changed {
@@ -190,7 +193,10 @@ mod tests {
         // `/src/lib.rs` but are not the root package's.
         assert_eq!(measured.keys().collect::<Vec<_>>(), ["pager/src/lib.rs"]);
         let file = &measured["pager/src/lib.rs"];
-        assert_eq!(file.statements.iter().copied().collect::<Vec<_>>(), [3, 4, 5]);
+        assert_eq!(
+            file.statements.iter().copied().collect::<Vec<_>>(),
+            [3, 4, 5]
+        );
         assert_eq!(file.executed.iter().copied().collect::<Vec<_>>(), [3, 5]);
     }
 
@@ -229,7 +235,9 @@ mod tests {
                 "cargo test --no-fail-fast --message-format=json -- --exact tests::a"
             ))
             .expect("cargo test"),
-            words("cargo llvm-cov --lcov --output-path {report} --no-fail-fast -- --exact tests::a")
+            words(
+                "cargo llvm-cov --lcov --output-path {report} --no-fail-fast -- --exact tests::a"
+            )
         );
         assert_eq!(
             command(&words(

@@ -54,7 +54,12 @@ pub fn command(proving: &[String]) -> Result<Vec<String>, &'static str> {
         .split_first()
         .filter(|(_, args)| args.iter().any(|a| a == "--test"))
         .ok_or("the test command is not `node --test …`, so V8 coverage cannot wrap it")?;
-    let mut command = vec![program.clone(), "-e".into(), SCRIPT.into(), "{report}".into()];
+    let mut command = vec![
+        program.clone(),
+        "-e".into(),
+        SCRIPT.into(),
+        "{report}".into(),
+    ];
     command.extend(
         args.iter()
             .filter(|a| {
@@ -173,12 +178,10 @@ pub fn measured(
                 .flat_map(|f| f.ranges.iter().copied())
                 .collect();
             let executed = executed_lines(source, &ranges)?;
-            let file = files
-                .entry(path)
-                .or_insert_with(|| MeasuredFile {
-                    statements: source.lines.iter().map(|l| l.line).collect(),
-                    executed: BTreeSet::new(),
-                });
+            let file = files.entry(path).or_insert_with(|| MeasuredFile {
+                statements: source.lines.iter().map(|l| l.line).collect(),
+                executed: BTreeSet::new(),
+            });
             file.executed.extend(executed);
         }
     }
@@ -187,7 +190,9 @@ pub fn measured(
 
 /// `.js`, `.mjs`, `.cjs`: what node runs as written.
 fn is_plain_javascript(path: &str) -> bool {
-    [".js", ".mjs", ".cjs"].iter().any(|ext| path.ends_with(ext))
+    [".js", ".mjs", ".cjs"]
+        .iter()
+        .any(|ext| path.ends_with(ext))
 }
 
 /// The tree path a script's URL names under `root`: percent-decoded, its query and fragment

@@ -143,50 +143,12 @@ fn a_go_proof_names_the_changed_lines_its_proving_tests_did_not_execute() {
     );
 }
 
-/// A node project whose pager has the ceiling bug: a CommonJS module, an ES module and an
-/// exporter no test loads.
-fn node_pager_repo() -> Repo {
-    let repo = Repo::new();
-    repo.write("package.json", "{\"name\": \"pager\", \"private\": true}\n")
-        .write(
-            "lib/pager.js",
-            "'use strict';\n\nfunction pageCount(total, size) {\n  return Math.floor(total / size);\n}\n\nfunction clamp(page, last) {\n  return page;\n}\n\nmodule.exports = { pageCount, clamp };\n",
-        )
-        .write(
-            "lib/range.mjs",
-            "export function first(page, size) {\n  return (page - 1) * size;\n}\n\nexport function last(page, size) {\n  return page * size;\n}\n",
-        )
-        .write(
-            "lib/export.js",
-            "module.exports = (rows) => rows.join(',');\n",
-        );
-    repo.commit("pager, range and export");
-    repo
-}
-
 /// node: the proving tests run once more under `NODE_V8_COVERAGE`; in the CommonJS module the
 /// fix ran and a new helper did not, likewise in the ES module, and the changed exporter no
 /// test loads is listed as not measured. The summary and the HTML say so.
 #[test]
 fn a_node_proof_names_the_changed_lines_its_proving_tests_did_not_execute() {
-    let repo = node_pager_repo();
-    repo.write(
-        "lib/pager.js",
-        "'use strict';\n\nfunction pageCount(total, size) {\n  return Math.ceil(total / size);\n}\n\nfunction clamp(page, last) {\n  if (page > last) {\n    return last;\n  }\n  return page;\n}\n\nmodule.exports = { pageCount, clamp };\n",
-    )
-    .write(
-        "lib/range.mjs",
-        "export function first(page, size) {\n  return Math.max(0, (page - 1) * size);\n}\n\nexport function last(page, size) {\n  return page * size - 1;\n}\n",
-    )
-    .write(
-        "lib/export.js",
-        "module.exports = (rows) => rows.join(';');\n",
-    )
-    .write(
-        "test/pager.test.js",
-        "const test = require('node:test');\nconst assert = require('node:assert');\nconst { pageCount } = require('../lib/pager.js');\n\ntest('test_partial_last_page_is_counted', async () => {\n  assert.strictEqual(pageCount(11, 5), 3);\n  const { first } = await import('../lib/range.mjs');\n  assert.strictEqual(first(0, 10), 0);\n});\n",
-    );
-    repo.commit("pager: count the last partial page; clamp; the last offset; export with ;");
+    let repo = support::node_pager_change();
     let out = tempfile::tempdir().expect("temp dir");
     let html = out.path().join("proof.html");
     let run = support::prove(
@@ -289,7 +251,7 @@ fn a_node_proof_names_the_changed_lines_its_proving_tests_did_not_execute() {
 /// the changed file's end, gets the record refused with why, and the verdict is untouched.
 #[test]
 fn a_planted_v8_coverage_file_is_refused_in_the_record_and_never_decides() {
-    let repo = node_pager_repo();
+    let repo = support::node_pager_repo();
     repo.write(
         "lib/pager.js",
         "'use strict';\n\nfunction pageCount(total, size) {\n  return Math.ceil(total / size);\n}\n\nfunction clamp(page, last) {\n  return page;\n}\n\nmodule.exports = { pageCount, clamp };\n",

@@ -239,7 +239,7 @@ async fn written_report(
 async fn llvm_cov_missing(store: &dyn ArtifactStore, result: &JobResult) -> Option<String> {
     let stderr = read_named(store, result, "stderr").await.ok()??;
     lcov::says_not_installed(&stderr).then(|| {
-        "`cargo llvm-cov` is not installed where the tests run (cargo: no such command: `llvm-cov`); nothing was measured".to_owned()
+        "`cargo llvm-cov` is not installed where the tests run (cargo: no such command: `llvm-cov`)".to_owned()
     })
 }
 

@@ -5,6 +5,7 @@
 //! a file outside the tree ignored.
 
 use assay_common::diff_coverage::{ChangedHunk, MeasuredFile};
+use assay_common::runner::cargo::NEXTEST_PROFILE;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// More than any real run's report (the worker keeps none over 64 MiB).
@@ -16,7 +17,8 @@ const NO_SUCH_COMMAND: &str = "no such command: `llvm-cov`";
 /// The proving command under `cargo llvm-cov`: `cargo test …` becomes `cargo llvm-cov --lcov
 /// --output-path {report} …`, `cargo nextest run …` becomes `cargo llvm-cov nextest --lcov
 /// --output-path {report} …`, the selection and options kept; cargo's JSON messages, which only
-/// frame the proving run's report, are left out.
+/// frame the proving run's report, are left out, as is Assay's nextest profile, whose JUnit
+/// report would be written where the lcov report goes.
 pub fn command(proving: &[String]) -> Result<Vec<String>, &'static str> {
     let not_cargo = "the test command is not `cargo test …` or `cargo nextest run …`, so `cargo llvm-cov` cannot run it";
     let at = proving
@@ -38,6 +40,16 @@ pub fn command(proving: &[String]) -> Result<Vec<String>, &'static str> {
         match word.as_str() {
             "--message-format=json" => {}
             "--cargo-message-format" if rest.peek().is_some_and(|w| *w == "json") => {
+                rest.next();
+            }
+            "--tool-config-file"
+                if rest
+                    .peek()
+                    .is_some_and(|w| w.starts_with("assay:{nextest_config}")) =>
+            {
+                rest.next();
+            }
+            "--profile" if rest.peek().is_some_and(|w| *w == NEXTEST_PROFILE) => {
                 rest.next();
             }
             _ => command.push(word.clone()),
@@ -241,10 +253,10 @@ mod tests {
         );
         assert_eq!(
             command(&words(
-                "cargo nextest run --no-fail-fast --profile assay --cargo-message-format json -- --exact tests::a"
+                "cargo nextest run --no-fail-fast --retries 0 --tool-config-file assay:{nextest_config} --profile assay --cargo-message-format json -- --exact tests::a"
             ))
             .expect("cargo nextest"),
-            words("cargo llvm-cov nextest --lcov --output-path {report} --no-fail-fast --profile assay -- --exact tests::a")
+            words("cargo llvm-cov nextest --lcov --output-path {report} --no-fail-fast --retries 0 -- --exact tests::a")
         );
         assert!(command(&words("make test")).is_err());
         assert!(says_not_installed(

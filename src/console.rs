@@ -488,7 +488,14 @@ pub fn infrastructure_failure(evidence: &Evidence) -> Option<String> {
 pub fn diff_coverage_summary(coverage: &DiffCoverage) -> String {
     let mut out = String::new();
     if let Some(note) = &coverage.note {
-        let _ = writeln!(out, "diff coverage: not measured ({note})");
+        let _ = match coverage.tool.is_empty() {
+            true => writeln!(out, "diff coverage: not measured ({note})"),
+            false => writeln!(
+                out,
+                "diff coverage ({}): not measured ({note})",
+                coverage.tool
+            ),
+        };
         return out;
     }
     let measurable: Vec<_> = coverage

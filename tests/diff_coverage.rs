@@ -142,3 +142,208 @@ fn a_go_proof_names_the_changed_lines_its_proving_tests_did_not_execute() {
         run.explain()
     );
 }
+
+/// node: the proving tests run once more under `NODE_V8_COVERAGE`; in the CommonJS module the
+/// fix ran and a new helper did not, likewise in the ES module, and the changed exporter no
+/// test loads is listed as not measured. The summary and the HTML say so.
+#[test]
+fn a_node_proof_names_the_changed_lines_its_proving_tests_did_not_execute() {
+    let repo = support::node_pager_change();
+    let out = tempfile::tempdir().expect("temp dir");
+    let html = out.path().join("proof.html");
+    let run = support::prove(
+        &repo,
+        &[
+            "--base",
+            "HEAD~1",
+            "--no-mutation",
+            "--criterion",
+            "test: test_partial_last_page_is_counted",
+            "--html",
+            html.to_str().expect("a UTF-8 path"),
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.explain());
+    let coverage = &run.evidence.as_ref().expect("evidence")["diff_coverage"];
+    assert_eq!(coverage["tool"], "node V8 coverage", "{coverage:#}");
+    assert!(coverage.get("note").is_none(), "{coverage:#}");
+    let hunks: Vec<(String, u64, String, Vec<u64>)> = coverage["hunks"]
+        .as_array()
+        .expect("hunks")
+        .iter()
+        .map(|h| {
+            (
+                h["path"].as_str().unwrap_or_default().to_owned(),
+                h["start"].as_u64().unwrap_or_default(),
+                h["status"].as_str().unwrap_or_default().to_owned(),
+                h["missed_lines"]
+                    .as_array()
+                    .map(|m| m.iter().filter_map(|l| l.as_u64()).collect())
+                    .unwrap_or_default(),
+            )
+        })
+        .collect();
+    let status_at = |path: &str, line: u64| {
+        hunks
+            .iter()
+            .find(|(p, start, _, _)| p == path && *start <= line)
+            .map(|(_, _, status, missed)| (status.clone(), missed.clone()))
+    };
+    // CommonJS: the fixed return ran; the change to `clamp`, which no test calls, did not.
+    assert_eq!(
+        status_at("lib/pager.js", 4),
+        Some(("executed".to_owned(), vec![])),
+        "{coverage:#}"
+    );
+    let clamp = hunks
+        .iter()
+        .find(|(p, start, _, _)| p == "lib/pager.js" && *start > 4)
+        .expect("clamp's hunk");
+    assert_eq!(
+        (clamp.2.as_str(), clamp.3.as_slice()),
+        ("not_executed", &[8, 9, 10][..]),
+        "{coverage:#}"
+    );
+    // The ES module, loaded by a dynamic import: `first` ran, `last` did not.
+    assert_eq!(
+        status_at("lib/range.mjs", 2),
+        Some(("executed".to_owned(), vec![])),
+        "{coverage:#}"
+    );
+    let last = hunks
+        .iter()
+        .find(|(p, start, _, _)| p == "lib/range.mjs" && *start > 2)
+        .expect("last's hunk");
+    assert_eq!(
+        (last.2.as_str(), last.3.as_slice()),
+        ("not_executed", &[6][..]),
+        "{coverage:#}"
+    );
+    assert_eq!(hunks.len(), 4, "{coverage:#}");
+    assert_eq!(
+        coverage["unmeasured_files"],
+        serde_json::json!(["lib/export.js"]),
+        "{coverage:#}"
+    );
+    assert_eq!(
+        coverage["report"]["sha256"].as_str().map(str::len),
+        Some(64)
+    );
+    for line in [
+        "diff coverage (node V8 coverage): the proving tests executed 2 of 4 changed hunks whole",
+        "not executed: lib/pager.js:8-10, lib/range.mjs:6",
+        "not measured: lib/export.js",
+    ] {
+        assert!(run.stdout.contains(line), "{line}: {}", run.explain());
+    }
+    let page = std::fs::read_to_string(&html).expect("the HTML report");
+    for shown in [
+        "measured with node V8 coverage",
+        "lib/range.mjs:6-6",
+        "not executed</span></td><td class=\"mono\">8, 9, 10</td>",
+        "not measured: lib/export.js",
+    ] {
+        assert!(page.contains(shown), "{shown} not in the HTML report");
+    }
+}
+
+/// The guest writes the coverage: a test that plants a V8 file of its own, with a range past
+/// the changed file's end, gets the record refused with why, and the verdict is untouched.
+#[test]
+fn a_planted_v8_coverage_file_is_refused_in_the_record_and_never_decides() {
+    let repo = support::node_pager_repo();
+    repo.write(
+        "lib/pager.js",
+        "'use strict';\n\nfunction pageCount(total, size) {\n  return Math.ceil(total / size);\n}\n\nfunction clamp(page, last) {\n  return page;\n}\n\nmodule.exports = { pageCount, clamp };\n",
+    )
+    .write(
+        "test/pager.test.js",
+        "const test = require('node:test');\nconst assert = require('node:assert');\nconst fs = require('node:fs');\nconst path = require('node:path');\nconst { pathToFileURL } = require('node:url');\nconst { pageCount } = require('../lib/pager.js');\n\ntest('test_partial_last_page_is_counted', () => {\n  assert.strictEqual(pageCount(11, 5), 3);\n  const dir = process.env.NODE_V8_COVERAGE;\n  if (dir) {\n    const url = pathToFileURL(path.resolve('lib/pager.js')).href;\n    const ranges = [{ startOffset: 0, endOffset: 999999, count: 1 }];\n    fs.writeFileSync(path.join(dir, 'coverage-planted.json'), JSON.stringify({ result: [{ url, functions: [{ ranges }] }] }));\n    fs.writeFileSync(path.join(dir, 'coverage-garbage.json'), '{not json');\n  }\n});\n",
+    );
+    repo.commit("pager: count the last partial page");
+    let run = support::prove(
+        &repo,
+        &[
+            "--base",
+            "HEAD~1",
+            "--no-mutation",
+            "--criterion",
+            "test: test_partial_last_page_is_counted",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.explain());
+    let evidence = run.evidence.as_ref().expect("evidence");
+    assert_eq!(evidence["verdict"], "proven", "{evidence:#}");
+    let coverage = &evidence["diff_coverage"];
+    let note = coverage["note"].as_str().unwrap_or_default();
+    assert!(
+        note.contains("V8's coverage of lib/pager.js has the range 0..999999"),
+        "{coverage:#}"
+    );
+    assert_eq!(coverage["hunks"], serde_json::json!([]), "{coverage:#}");
+    assert!(
+        run.stdout.contains(
+            "diff coverage (node V8 coverage): not measured (V8's coverage of lib/pager.js"
+        ),
+        "{}",
+        run.explain()
+    );
+}
+
+/// cargo: the proving tests run once more under `cargo llvm-cov`; where it is not installed
+/// (it needs rustup's llvm-tools), cargo says there is no such command and the record says
+/// the tool is missing, naming the changed file it could not measure. The proof is unchanged.
+#[test]
+fn a_cargo_proof_without_llvm_cov_says_the_tool_is_missing() {
+    let repo = support::cargo_pager_repo("    items.div_ceil(per)\n");
+    let out = tempfile::tempdir().expect("temp dir");
+    let (mut command, json) = support::prove_command(
+        &repo,
+        &[
+            "--base",
+            "main~1",
+            "--no-mutation",
+            "--test-command",
+            "cargo test",
+            "--criterion",
+            "test: partial_page_is_a_page",
+        ],
+        out.path(),
+    );
+    support::with_rust_toolchain(&mut command);
+    let run = support::run(command, Some(json));
+    assert_eq!(run.code, 0, "{}", run.explain());
+    let coverage = &run.evidence.as_ref().expect("evidence")["diff_coverage"];
+    assert_eq!(coverage["tool"], "cargo llvm-cov", "{coverage:#}");
+    let installed = std::process::Command::new("cargo")
+        .args(["llvm-cov", "--version"])
+        .output()
+        .is_ok_and(|out| out.status.success());
+    if installed {
+        // Where it is installed, its lcov report is read: the changed line ran.
+        assert_eq!(
+            coverage["hunks"][0]["path"], "pager/src/lib.rs",
+            "{coverage:#}"
+        );
+        assert_eq!(coverage["hunks"][0]["status"], "executed", "{coverage:#}");
+        return;
+    }
+    assert!(
+        coverage["note"]
+            .as_str()
+            .is_some_and(|n| n.contains("`cargo llvm-cov` is not installed where the tests run")),
+        "{coverage:#}"
+    );
+    assert_eq!(
+        coverage["unmeasured_files"],
+        serde_json::json!(["pager/src/lib.rs"]),
+        "{coverage:#}"
+    );
+    assert!(
+        run.stdout.contains(
+            "diff coverage (cargo llvm-cov): not measured (`cargo llvm-cov` is not installed"
+        ),
+        "{}",
+        run.explain()
+    );
+}

@@ -1733,3 +1733,56 @@ async fn a_go_module_replaced_from_the_host_or_without_go_sum_is_refused_on_a_fl
     );
     assert!(go_module_archives(&fleet).await.is_empty());
 }
+
+/// A node proof's diff coverage on a fleet: the coordinator plans the V8 coverage run as the
+/// CLI would, a worker runs it, and the coordinator reads V8's ranges against the changed
+/// files' text the submission carries (it has no repository): the same hunks as embedded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_proofs_diff_coverage_is_measured_on_a_fleet() {
+    let fleet = start_fleet();
+    let _coordinator = coordinator(&fleet);
+    let _worker = worker(&fleet, "worker-node", "2");
+    let repo = support::node_pager_change();
+    let json = fleet.dir().join("proof.json");
+    let mut command = fleet_command(&fleet, &["prove", "--cluster", &fleet.nats_url()]);
+    command.arg("-C").arg(repo.path()).args([
+        "--base",
+        "main~1",
+        "--no-mutation",
+        "--criterion",
+        "test: test_partial_last_page_is_counted",
+        "--json",
+    ]);
+    command.arg(&json);
+    let run = support::run(command, Some(json));
+    assert_eq!(run.code, 0, "{}", run.explain());
+    let coverage = &run.evidence.as_ref().expect("evidence")["diff_coverage"];
+    assert_eq!(coverage["tool"], "node V8 coverage", "{coverage:#}");
+    let statuses: Vec<(String, u64, String)> = coverage["hunks"]
+        .as_array()
+        .expect("hunks")
+        .iter()
+        .map(|h| {
+            (
+                h["path"].as_str().unwrap_or_default().to_owned(),
+                h["start"].as_u64().unwrap_or_default(),
+                h["status"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    let expected: Vec<(String, u64, String)> = [
+        ("lib/pager.js", 4, "executed"),
+        ("lib/pager.js", 8, "not_executed"),
+        ("lib/range.mjs", 2, "executed"),
+        ("lib/range.mjs", 6, "not_executed"),
+    ]
+    .iter()
+    .map(|(p, s, st)| ((*p).to_owned(), *s, (*st).to_owned()))
+    .collect();
+    assert_eq!(statuses, expected, "{coverage:#}");
+    assert_eq!(
+        coverage["unmeasured_files"],
+        serde_json::json!(["lib/export.js"]),
+        "{coverage:#}"
+    );
+}

@@ -4,6 +4,10 @@
 //! measure at all. It never changes a verdict: the run that measures it is the guest's, and a
 //! hunk no test executes is a reason to read the tests, not proof that they are wrong.
 
+pub mod source;
+
+pub use source::{ChangedSource, CodeLine};
+
 use crate::job::ArtifactRef;
 use crate::tree_path::TreePath;
 use serde::{Deserialize, Serialize};
@@ -50,7 +54,8 @@ pub struct HunkCoverage {
 /// The evidence's `diff_coverage`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DiffCoverage {
-    /// The coverage tool that measured (`coverage.py`).
+    /// The coverage tool that measured (`coverage.py`, `go test -coverprofile`, `node V8
+    /// coverage`, `cargo llvm-cov`).
     pub tool: String,
     /// Every changed product hunk of a measured file, in path and line order.
     pub hunks: Vec<HunkCoverage>,

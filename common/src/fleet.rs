@@ -235,6 +235,10 @@ pub struct ProofSubmission {
     /// repository is); empty: none. Added in wire protocol 15.
     #[serde(default)]
     pub diff_hunks: Vec<crate::diff_coverage::ChangedHunk>,
+    /// The changed files' text as a tool that counts offsets (node's V8 coverage) locates it,
+    /// found where the repository is; empty for other tools. Added in wire protocol 21.
+    #[serde(default)]
+    pub diff_sources: Vec<crate::diff_coverage::ChangedSource>,
     /// The change's harness as the submitter classified it (where the repository is), so the
     /// coordinator concludes as embedded mode would. Added in wire protocol 15.
     #[serde(default)]

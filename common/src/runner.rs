@@ -332,6 +332,11 @@ pub enum CoverageTool {
     CoveragePy,
     /// `go test -coverprofile`: which statements a run executed, for the run as a whole.
     GoCoverProfile,
+    /// node's V8 coverage (`NODE_V8_COVERAGE`): each process's block ranges by offset, for the
+    /// run as a whole.
+    NodeV8,
+    /// `cargo llvm-cov` where it is installed: its lcov report, for the run as a whole.
+    CargoLlvmCov,
 }
 
 impl CoverageTool {
@@ -340,7 +345,16 @@ impl CoverageTool {
         match self {
             Self::CoveragePy => "coverage.py",
             Self::GoCoverProfile => "go test -coverprofile",
+            Self::NodeV8 => "node V8 coverage",
+            Self::CargoLlvmCov => "cargo llvm-cov",
         }
+    }
+
+    /// Whether the tool locates what ran by offsets into a file's text, not by lines, so that
+    /// the changed files' text must be known where the run is judged (see
+    /// [`crate::diff_coverage::ChangedSource`]).
+    pub fn counts_offsets(self) -> bool {
+        matches!(self, Self::NodeV8)
     }
 }
 

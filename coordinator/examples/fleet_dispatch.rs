@@ -99,6 +99,7 @@ fn submission(jobs: usize) -> Result<ProofSubmission, Error> {
         mutation: None,
         cache: Default::default(),
         diff_hunks: Vec::new(),
+        diff_sources: Vec::new(),
         harness: Default::default(),
         allow_test_only: false,
         dependencies: Vec::new(),

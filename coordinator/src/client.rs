@@ -139,6 +139,7 @@ pub fn submission(prepared: &PreparedProof, jobs_budget: u32) -> ProofSubmission
         mutation: prepared.mutation.clone(),
         cache: Default::default(),
         diff_hunks: prepared.diff_hunks.clone(),
+        diff_sources: prepared.diff_sources.clone(),
         harness: prepared.harness.clone(),
         allow_test_only: prepared.request.allow_test_only,
         dependencies: Vec::new(),

@@ -139,6 +139,7 @@ pub fn prepared_from(submission: &ProofSubmission) -> PreparedProof {
         lockfiles: Default::default(),
         rust_toolchains: Vec::new(),
         diff_hunks: submission.diff_hunks.clone(),
+        diff_sources: submission.diff_sources.clone(),
         harness: submission.harness.clone(),
     }
 }

@@ -2,17 +2,24 @@
 //! under the runner's coverage tool ([`CoverageTool`]), and the evidence says which changed
 //! product hunks they executed: pytest under coverage.py (through [`crate::coverage`]'s
 //! script), Go under `go test -coverprofile` (every package of the module measured, so a test
-//! in one package covers the code of another). Nothing is installed into the project, and
-//! where the tool is missing the record says so. The hunks are found where the repository is
-//! (`changed_hunks`), so a fleet's coordinator measures the very same ones.
+//! in one package covers the code of another), node:test under node's V8 coverage ([`v8`]),
+//! cargo under `cargo llvm-cov` ([`lcov`]). Nothing is installed into the project, and where
+//! the tool is missing the record says so. The hunks, and for V8 the changed files' text, are
+//! found where the repository is (`changed_hunks`), so a fleet's coordinator measures the very
+//! same ones.
+
+pub mod lcov;
+pub mod v8;
 
 use crate::coverage::{self, CoverageMap};
 use crate::mutation::check;
 use crate::mutation::mutants::languages;
 use crate::prepared::PreparedProof;
-use crate::source::SourceError;
+use crate::source::{self, SourceError};
 use assay_common::JobId;
-use assay_common::diff_coverage::{self as record, ChangedHunk, DiffCoverage, MeasuredFile};
+use assay_common::diff_coverage::{
+    self as record, ChangedHunk, ChangedSource, DiffCoverage, MeasuredFile,
+};
 use assay_common::job::{JobKind, JobResult, JobSpec, Side};
 use assay_common::runner::pytest::python_m_pytest;
 use assay_common::runner::{CoverageTool, ReportFormat};
@@ -25,13 +32,16 @@ use std::collections::{BTreeMap, BTreeSet};
 const JUNIT_OPTION: &str = "--junitxml={report}";
 
 /// The candidate's changed product hunks: lines the change adds or modifies in files of the
-/// runner's language that are not its test files. Empty where the runner has no coverage tool
-/// or the request turned diff coverage off.
-pub fn changed_hunks(proof: &PreparedProof) -> Result<Vec<ChangedHunk>, SourceError> {
+/// runner's language that are not its test files; and, for a tool that counts offsets (V8),
+/// those files' text as it locates them. Empty where the runner has no coverage tool or the
+/// request turned diff coverage off.
+pub fn changed_hunks(
+    proof: &PreparedProof,
+) -> Result<(Vec<ChangedHunk>, Vec<ChangedSource>), SourceError> {
     let runner = proof.runner.runner();
-    if !proof.request.diff_coverage || runner.coverage().is_none() {
-        return Ok(Vec::new());
-    }
+    let Some(tool) = runner.coverage().filter(|_| proof.request.diff_coverage) else {
+        return Ok((Vec::new(), Vec::new()));
+    };
     let language = runner.language();
     let tests: BTreeSet<&str> = proof
         .change
@@ -53,7 +63,22 @@ pub fn changed_hunks(proof: &PreparedProof) -> Result<Vec<ChangedHunk>, SourceEr
         .filter(|(path, _)| !proof.runner.is_test_file(path))
         .filter_map(|(path, lines)| Some((TreePath::new(&path).ok()?, lines)))
         .collect();
-    Ok(record::hunks_of(&product))
+    let mut sources = Vec::new();
+    if tool.counts_offsets() {
+        for (path, lines) in &product {
+            let Some(bytes) = source::read_file(
+                &proof.request.repo,
+                &proof.change.candidate.tree,
+                path.as_str(),
+            )?
+            else {
+                continue;
+            };
+            let text = String::from_utf8_lossy(&bytes);
+            sources.push(record::source::changed_source(path.clone(), &text, lines));
+        }
+    }
+    Ok((record::hunks_of(&product), sources))
 }
 
 /// How a proof measures its diff coverage: the job to run beside its proving jobs, or a record
@@ -85,6 +110,8 @@ pub fn plan(proof: &PreparedProof) -> Option<Plan> {
     let command = match tool {
         CoverageTool::CoveragePy => coverage_py_command(&proving.command),
         CoverageTool::GoCoverProfile => go_cover_command(&proving.command),
+        CoverageTool::NodeV8 => v8::command(&proving.command),
+        CoverageTool::CargoLlvmCov => lcov::command(&proving.command),
     };
     Some(match command {
         Ok(command) => {
@@ -129,10 +156,22 @@ pub async fn judge(
             .await
             .map(|map| measured(&map))
             .map_err(|e| error_chain(&e)),
-        CoverageTool::GoCoverProfile => go_profile(store, result)
+        CoverageTool::GoCoverProfile => written_report(store, result)
             .await
-            .map(|profile| go_measured(&profile, hunks))
+            .map(|profile| go_measured(&String::from_utf8_lossy(&profile), hunks))
             .map_err(|e| error_chain(&e)),
+        CoverageTool::NodeV8 => written_report(store, result)
+            .await
+            .map_err(|e| error_chain(&e))
+            .and_then(|report| {
+                v8::measured(&report, &proof.diff_sources).map_err(|e| error_chain(&e))
+            }),
+        CoverageTool::CargoLlvmCov => match written_report(store, result).await {
+            Ok(report) => lcov::measured(&report, hunks).map_err(|e| error_chain(&e)),
+            Err(e) => Err(llvm_cov_missing(store, result)
+                .await
+                .unwrap_or_else(|| error_chain(&e))),
+        },
     };
     let measured = match measured {
         Ok(measured) => measured,
@@ -174,27 +213,34 @@ fn go_cover_command(proving: &[String]) -> Result<Vec<String>, &'static str> {
     Ok(command)
 }
 
-/// Why the Go coverage run gives no cover profile to measure.
+/// Why a coverage run gives no report to measure.
 #[derive(Debug, thiserror::Error)]
-enum GoProfileError {
+enum ReportError {
     /// The run kept no `report` artifact; `status` says how it ended.
-    #[error("the coverage run wrote no cover profile (it {status})")]
+    #[error("the coverage run wrote no report (it {status})")]
     NotWritten { status: &'static str },
     #[error(transparent)]
     Unreadable(#[from] ArtifactError),
 }
 
-/// The cover profile the Go coverage run wrote.
-async fn go_profile(
+/// The report a coverage run wrote (Go's cover profile, the V8 wrapper's JSON, lcov).
+async fn written_report(
     store: &dyn ArtifactStore,
     result: &JobResult,
-) -> Result<String, GoProfileError> {
-    match read_named(store, result, "report").await? {
-        Some(bytes) => Ok(String::from_utf8_lossy(&bytes).into_owned()),
-        None => Err(GoProfileError::NotWritten {
+) -> Result<bytes::Bytes, ReportError> {
+    read_named(store, result, "report")
+        .await?
+        .ok_or(ReportError::NotWritten {
             status: result.status.label(),
-        }),
-    }
+        })
+}
+
+/// Why an llvm-cov run wrote no report, when its stderr says cargo has no `llvm-cov`.
+async fn llvm_cov_missing(store: &dyn ArtifactStore, result: &JobResult) -> Option<String> {
+    let stderr = read_named(store, result, "stderr").await.ok()??;
+    lcov::says_not_installed(&stderr).then(|| {
+        "`cargo llvm-cov` is not installed where the tests run (cargo: no such command: `llvm-cov`)".to_owned()
+    })
 }
 
 /// Per changed file, its statements' lines and the lines the run executed, from a Go cover

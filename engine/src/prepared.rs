@@ -4,7 +4,7 @@
 
 use crate::source::{CandidateSpec, Change};
 use assay_common::criteria::Criterion;
-use assay_common::diff_coverage::ChangedHunk;
+use assay_common::diff_coverage::{ChangedHunk, ChangedSource};
 use assay_common::harness::HarnessPlan;
 use assay_common::job::JobSpec;
 use assay_common::mutation_plan::MutationSetup;
@@ -85,6 +85,9 @@ pub struct PreparedProof {
     /// repository is; empty: no diff coverage (a runner without a coverage run, or no product
     /// line changed).
     pub diff_hunks: Vec<ChangedHunk>,
+    /// The changed files' text as a coverage tool that counts offsets locates it (node's V8
+    /// coverage), found here where the repository is; empty for a tool that counts lines.
+    pub diff_sources: Vec<ChangedSource>,
     /// The change's harness: what the classifier found, the differential job's tree, trust.
     pub harness: HarnessPlan,
 }

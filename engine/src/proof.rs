@@ -289,9 +289,10 @@ pub fn prepare(request: ProofRequest) -> Result<PreparedProof, EngineError> {
         lockfiles,
         rust_toolchains,
         diff_hunks: Vec::new(),
+        diff_sources: Vec::new(),
         harness,
     };
-    prepared.diff_hunks = crate::diff_coverage::changed_hunks(&prepared)?;
+    (prepared.diff_hunks, prepared.diff_sources) = crate::diff_coverage::changed_hunks(&prepared)?;
     prepared.mutation = prepared.request.mutation_budget.map(|budget| {
         let (plan, schema_sources, planning_error) = match check::plan_for(&prepared) {
             Ok((plan, sources)) => (plan, sources, None),

@@ -321,3 +321,49 @@ fn crc32(bytes: &[u8]) -> u32 {
     }
     !crc
 }
+
+/// A node project whose pager has the ceiling bug: a CommonJS module, an ES module and an
+/// exporter no test loads.
+pub fn node_pager_repo() -> Repo {
+    let repo = Repo::new();
+    repo.write("package.json", "{\"name\": \"pager\", \"private\": true}\n")
+        .write(
+            "lib/pager.js",
+            "'use strict';\n\nfunction pageCount(total, size) {\n  return Math.floor(total / size);\n}\n\nfunction clamp(page, last) {\n  return page;\n}\n\nmodule.exports = { pageCount, clamp };\n",
+        )
+        .write(
+            "lib/range.mjs",
+            "export function first(page, size) {\n  return (page - 1) * size;\n}\n\nexport function last(page, size) {\n  return page * size;\n}\n",
+        )
+        .write(
+            "lib/export.js",
+            "module.exports = (rows) => rows.join(',');\n",
+        );
+    repo.commit("pager, range and export");
+    repo
+}
+
+/// [`node_pager_repo`] with the fix (`Math.ceil`, which the new test reaches), a change to
+/// `clamp` and to the ES module's `last` that no test calls, `first` fixed (reached through a
+/// dynamic import), and the exporter changed though no test loads it; committed.
+pub fn node_pager_change() -> Repo {
+    let repo = node_pager_repo();
+    repo.write(
+        "lib/pager.js",
+        "'use strict';\n\nfunction pageCount(total, size) {\n  return Math.ceil(total / size);\n}\n\nfunction clamp(page, last) {\n  if (page > last) {\n    return last;\n  }\n  return page;\n}\n\nmodule.exports = { pageCount, clamp };\n",
+    )
+    .write(
+        "lib/range.mjs",
+        "export function first(page, size) {\n  return Math.max(0, (page - 1) * size);\n}\n\nexport function last(page, size) {\n  return page * size - 1;\n}\n",
+    )
+    .write(
+        "lib/export.js",
+        "module.exports = (rows) => rows.join(';');\n",
+    )
+    .write(
+        "test/pager.test.js",
+        "const test = require('node:test');\nconst assert = require('node:assert');\nconst { pageCount } = require('../lib/pager.js');\n\ntest('test_partial_last_page_is_counted', async () => {\n  assert.strictEqual(pageCount(11, 5), 3);\n  const { first } = await import('../lib/range.mjs');\n  assert.strictEqual(first(0, 10), 0);\n});\n",
+    );
+    repo.commit("pager: count the last partial page; clamp to the last page; the last offset; export with ;");
+    repo
+}

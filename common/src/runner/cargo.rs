@@ -59,6 +59,12 @@ impl Runner for Cargo {
         &["cargo", "test"]
     }
 
+    /// `cargo llvm-cov` where the tests run; where it is not installed the coverage run says
+    /// so and nothing is measured.
+    fn coverage(&self) -> Option<super::CoverageTool> {
+        Some(super::CoverageTool::CargoLlvmCov)
+    }
+
     fn default_command_where(&self, installed: &dyn Fn(&str) -> bool) -> Vec<String> {
         if installed("cargo-nextest") {
             strings(&["cargo", "nextest", "run"])

@@ -22,6 +22,10 @@ impl Runner for Node {
         &["node"]
     }
 
+    fn coverage(&self) -> Option<super::CoverageTool> {
+        Some(super::CoverageTool::NodeV8)
+    }
+
     fn is_test_file(&self, path: &str) -> bool {
         is_js_test_file(path)
     }

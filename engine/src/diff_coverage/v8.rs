@@ -1,0 +1,411 @@
+//! node's V8 coverage: the proving tests run under `NODE_V8_COVERAGE`, which has node (and
+//! every process `node --test` starts) write V8's block coverage as JSON on exit; a wrapper
+//! gathers those files into the job's one report, and [`measured`] reads it against the
+//! changed files' own text ([`ChangedSource`], found where the repository is).
+//!
+//! V8 gives, per script (`file://` URL), functions with ranges of offsets and counts: a
+//! function's first range is its whole body, the next ones its blocks; an inner range
+//! overrides the outer ones it lies in. A changed line's code is executed when the innermost
+//! range holding its first character has a count above 0 in any process. The report is the
+//! guest's and is read as hostile: bounded, every offset checked against the file's length, a
+//! URL outside the tree's root ignored.
+
+use assay_common::diff_coverage::{ChangedSource, MeasuredFile};
+use serde::Deserialize;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Runs node (argv[2..], the proving command's arguments) with `NODE_V8_COVERAGE` set to a
+/// fresh temporary directory, then writes to argv[1] one JSON document: the tree's root as a
+/// `file://` URL, node's exit status, and per process the scripts under the root with their
+/// functions' ranges (node's own modules left out, so the report stays small). It exits 0
+/// whatever the tests did, so the coverage is read even when one fails.
+const SCRIPT: &str = r#"
+const { spawnSync } = require("node:child_process");
+const fs = require("node:fs"), os = require("node:os"), path = require("node:path");
+const { pathToFileURL } = require("node:url");
+const [out, ...args] = process.argv.slice(1);
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), "v8-coverage-"));
+const run = spawnSync(process.execPath, args, {
+  stdio: "inherit", env: { ...process.env, NODE_V8_COVERAGE: dir } });
+let root = pathToFileURL(process.cwd()).href;
+if (!root.endsWith("/")) root += "/";
+const processes = [];
+for (const name of fs.readdirSync(dir).sort()) {
+  let data;
+  try { data = JSON.parse(fs.readFileSync(path.join(dir, name), "utf8")); } catch { continue; }
+  const result = (Array.isArray(data.result) ? data.result : [])
+    .filter((s) => typeof s.url === "string" && s.url.startsWith(root))
+    .map((s) => ({ url: s.url, functions: (s.functions || []).map((f) => ({ ranges: f.ranges })) }));
+  processes.push({ result });
+}
+fs.writeFileSync(out, JSON.stringify({ root, exit: run.status, processes }));
+fs.rmSync(dir, { recursive: true, force: true });
+"#;
+
+/// More than any real run's report; a bigger one is refused unread (the worker keeps none over
+/// 64 MiB, and this reader does not trust that it did not).
+pub const MAX_REPORT_BYTES: usize = 64 * 1024 * 1024;
+
+/// The proving command under V8 coverage: its program (node) runs the wrapper, which runs the
+/// same program with the proving arguments, Assay's reporter options left out (the report's
+/// place is the coverage's).
+pub fn command(proving: &[String]) -> Result<Vec<String>, &'static str> {
+    let (program, args) = proving
+        .split_first()
+        .filter(|(_, args)| args.iter().any(|a| a == "--test"))
+        .ok_or("the test command is not `node --test …`, so V8 coverage cannot wrap it")?;
+    let mut command = vec![
+        program.clone(),
+        "-e".into(),
+        SCRIPT.into(),
+        "{report}".into(),
+    ];
+    command.extend(
+        args.iter()
+            .filter(|a| {
+                !a.starts_with("--test-reporter=") && !a.starts_with("--test-reporter-destination=")
+            })
+            .cloned(),
+    );
+    Ok(command)
+}
+
+/// Why a V8 coverage report cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum V8Error {
+    /// The report is larger than any real run's.
+    #[error("the V8 coverage report has {bytes} bytes, more than the {MAX_REPORT_BYTES} read")]
+    TooLarge {
+        /// Its size.
+        bytes: usize,
+    },
+    /// The report is not the wrapper's JSON.
+    #[error("the V8 coverage report is not the JSON the coverage run writes")]
+    Malformed(#[source] serde_json::Error),
+    /// The report's root is not a `file://` URL of a directory.
+    #[error("the V8 coverage report's root {root:?} is not a file:// URL of a directory")]
+    Root {
+        /// The root as the report gave it (at most 200 characters).
+        root: String,
+    },
+    /// A range of a changed file is backwards or ends past the file's end: the run did not
+    /// measure the candidate's text.
+    #[error(
+        "V8's coverage of {path} has the range {start}..{end}, which does not fit its {length} characters (UTF-16 code units)"
+    )]
+    Range {
+        /// The changed file.
+        path: String,
+        /// The range's start offset.
+        start: u64,
+        /// Its end offset.
+        end: u64,
+        /// The file's length.
+        length: u32,
+    },
+}
+
+/// The wrapper's report.
+#[derive(Deserialize)]
+struct Report {
+    root: String,
+    processes: Vec<Process>,
+}
+
+/// One process's coverage: the scripts it loaded.
+#[derive(Deserialize)]
+struct Process {
+    result: Vec<Script>,
+}
+
+/// One script and its functions, as V8 gives them.
+#[derive(Deserialize)]
+struct Script {
+    url: String,
+    functions: Vec<Function>,
+}
+
+/// One function's ranges: its body first, then its blocks.
+#[derive(Deserialize)]
+struct Function {
+    ranges: Vec<Range>,
+}
+
+/// A range of offsets and how many times it ran.
+#[derive(Clone, Copy, Deserialize)]
+struct Range {
+    #[serde(rename = "startOffset")]
+    start: u64,
+    #[serde(rename = "endOffset")]
+    end: u64,
+    count: u64,
+}
+
+/// Per changed JavaScript file the report measured: its changed code lines as statements, and
+/// those a process executed. A file no process loaded is absent (the judge lists it as not
+/// measured), as is one that is not JavaScript node runs as it is (`.ts`: its offsets would be
+/// a compiler's output's).
+pub fn measured(
+    bytes: &[u8],
+    sources: &[ChangedSource],
+) -> Result<BTreeMap<String, MeasuredFile>, V8Error> {
+    if bytes.len() > MAX_REPORT_BYTES {
+        return Err(V8Error::TooLarge { bytes: bytes.len() });
+    }
+    let report: Report = serde_json::from_slice(bytes).map_err(V8Error::Malformed)?;
+    if !report.root.starts_with("file:///") || !report.root.ends_with('/') {
+        return Err(V8Error::Root {
+            root: report.root.chars().take(200).collect(),
+        });
+    }
+    let by_path: BTreeMap<&str, &ChangedSource> = sources
+        .iter()
+        .filter(|s| is_plain_javascript(s.path.as_str()))
+        .map(|s| (s.path.as_str(), s))
+        .collect();
+    let mut files: BTreeMap<String, MeasuredFile> = BTreeMap::new();
+    for process in &report.processes {
+        for script in &process.result {
+            let Some(path) = tree_path_of(&script.url, &report.root) else {
+                continue;
+            };
+            let Some(source) = by_path.get(path.as_str()) else {
+                continue;
+            };
+            let ranges: Vec<Range> = script
+                .functions
+                .iter()
+                .flat_map(|f| f.ranges.iter().copied())
+                .collect();
+            let executed = executed_lines(source, &ranges)?;
+            let file = files.entry(path).or_insert_with(|| MeasuredFile {
+                statements: source.lines.iter().map(|l| l.line).collect(),
+                executed: BTreeSet::new(),
+            });
+            file.executed.extend(executed);
+        }
+    }
+    Ok(files)
+}
+
+/// `.js`, `.mjs`, `.cjs`: what node runs as written.
+fn is_plain_javascript(path: &str) -> bool {
+    [".js", ".mjs", ".cjs"]
+        .iter()
+        .any(|ext| path.ends_with(ext))
+}
+
+/// The tree path a script's URL names under `root`: percent-decoded, its query and fragment
+/// dropped; `None` outside the root or where it is no confined path.
+fn tree_path_of(url: &str, root: &str) -> Option<String> {
+    let rest = url.strip_prefix(root)?;
+    let rest = rest.split(['?', '#']).next()?;
+    let decoded = percent_decode(rest)?;
+    assay_common::tree_path::TreePath::new(&decoded)
+        .ok()
+        .map(|p| p.to_string())
+}
+
+/// `%XX` escapes decoded; `None` for a broken escape or bytes that are not UTF-8.
+fn percent_decode(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = text.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// The changed code lines of `source` that one process's `ranges` executed: each line takes
+/// the count of the smallest range holding its first character (of two alike, the later one,
+/// as V8 lists inner blocks after outer ones). Each range is checked against the file's length.
+fn executed_lines(source: &ChangedSource, ranges: &[Range]) -> Result<Vec<u32>, V8Error> {
+    for range in ranges {
+        if range.start > range.end || range.end > u64::from(source.length) {
+            return Err(V8Error::Range {
+                path: source.path.to_string(),
+                start: range.start,
+                end: range.end,
+                length: source.length,
+            });
+        }
+    }
+    // Smallest first, later first among equals: the first range to reach a line is its own.
+    let mut order: Vec<usize> = (0..ranges.len()).collect();
+    order.sort_by_key(|&i| (ranges[i].end - ranges[i].start, std::cmp::Reverse(i)));
+    let starts: Vec<u64> = source.lines.iter().map(|l| u64::from(l.start)).collect();
+    let mut unassigned: BTreeSet<usize> = (0..starts.len()).collect();
+    let mut executed = Vec::new();
+    for i in order {
+        if unassigned.is_empty() {
+            break;
+        }
+        let range = ranges[i];
+        let first = starts.partition_point(|&s| s < range.start);
+        let past = starts.partition_point(|&s| s < range.end);
+        let reached: Vec<usize> = unassigned.range(first..past.max(first)).copied().collect();
+        for line in reached {
+            unassigned.remove(&line);
+            if range.count > 0 {
+                executed.push(source.lines[line].line);
+            }
+        }
+    }
+    Ok(executed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use assay_common::diff_coverage::source::changed_source;
+    use assay_common::tree_path::TreePath;
+
+    const PAGER: &str = "function pageCount(total, size) {\n  let pages = Math.floor(total / size);\n  if (total % size > 0) {\n    pages += 1;\n  }\n  return pages;\n}\n";
+
+    fn pager(changed: &[u32]) -> ChangedSource {
+        changed_source(
+            TreePath::new("lib/pager.js").expect("a tree path"),
+            PAGER,
+            &changed.iter().copied().collect(),
+        )
+    }
+
+    fn report(url: &str, ranges: &str) -> String {
+        format!(
+            r#"{{"root":"file:///scratch/tree/","exit":0,"processes":[{{"result":[{{"url":"{url}","functions":[{{"ranges":{ranges}}}]}}]}}]}}"#
+        )
+    }
+
+    fn executed(bytes: &str, changed: &[u32]) -> Result<Vec<u32>, V8Error> {
+        let files = measured(bytes.as_bytes(), &[pager(changed)])?;
+        Ok(files
+            .get("lib/pager.js")
+            .map(|f| f.executed.iter().copied().collect())
+            .unwrap_or_default())
+    }
+
+    #[test]
+    fn an_inner_range_with_no_count_marks_its_lines_not_executed() {
+        // The function ran; its `if` block (offsets 98..119, lines 3's brace to 5) did not.
+        let ranges = r#"[{"startOffset":0,"endOffset":138,"count":1},{"startOffset":98,"endOffset":119,"count":0}]"#;
+        let bytes = report("file:///scratch/tree/lib/pager.js", ranges);
+        assert_eq!(
+            executed(&bytes, &[1, 2, 3, 4, 5, 6, 7]).expect("read"),
+            [1, 2, 3, 6, 7]
+        );
+    }
+
+    #[test]
+    fn urls_outside_the_root_or_not_confined_are_not_the_changed_files() {
+        let ranges = r#"[{"startOffset":0,"endOffset":138,"count":1}]"#;
+        for url in [
+            "file:///elsewhere/lib/pager.js",
+            "file:///scratch/tree/../tree/lib/pager.js",
+            "file:///scratch/tree/lib/%2e%2e/lib/pager.js",
+            "file:///scratch/tree/lib/pager.js%",
+            "node:internal/lib/pager.js",
+        ] {
+            let files = measured(report(url, ranges).as_bytes(), &[pager(&[2])]).expect("read");
+            assert!(files.is_empty(), "{url}: {files:?}");
+        }
+        // Escapes and a query are read as the browser would.
+        let files = measured(
+            report("file:///scratch/tree/lib/p%61ger.js?v=2", ranges).as_bytes(),
+            &[pager(&[2])],
+        )
+        .expect("read");
+        assert!(files.contains_key("lib/pager.js"), "{files:?}");
+    }
+
+    #[test]
+    fn hostile_reports_are_refused_with_what_is_wrong_and_never_panic() {
+        let url = "file:///scratch/tree/lib/pager.js";
+        let past_end = report(url, r#"[{"startOffset":0,"endOffset":99999,"count":1}]"#);
+        let backwards = report(url, r#"[{"startOffset":50,"endOffset":10,"count":1}]"#);
+        let negative = report(url, r#"[{"startOffset":-1,"endOffset":10,"count":1}]"#);
+        let huge = report(
+            url,
+            r#"[{"startOffset":0,"endOffset":18446744073709551616,"count":1}]"#,
+        );
+        let cases: Vec<(String, &str)> = vec![
+            (past_end, "does not fit its 138 characters"),
+            (backwards, "the range 50..10"),
+            (negative, "not the JSON"),
+            (huge, "not the JSON"),
+            ("{\"root\":".into(), "not the JSON"),
+            ("[]".into(), "not the JSON"),
+            (
+                r#"{"root":"http://x/","processes":[]}"#.into(),
+                "is not a file:// URL",
+            ),
+            (
+                r#"{"root":"file:///scratch/tree","processes":[]}"#.into(),
+                "is not a file:// URL",
+            ),
+        ];
+        for (bytes, says) in cases {
+            let err = executed(&bytes, &[2]).expect_err(&bytes);
+            let text = assay_transport::error_chain::error_chain(&err);
+            assert!(text.contains(says), "{bytes}: {text}");
+        }
+        let big = vec![b' '; MAX_REPORT_BYTES + 1];
+        assert!(matches!(
+            measured(&big, &[pager(&[2])]),
+            Err(V8Error::TooLarge { .. })
+        ));
+    }
+
+    #[test]
+    fn every_process_counts_and_a_typescript_file_is_not_read_by_offsets() {
+        let url = "file:///scratch/tree/lib/pager.js";
+        let none = r#"[{"startOffset":0,"endOffset":138,"count":0}]"#;
+        let all = r#"[{"startOffset":0,"endOffset":138,"count":3}]"#;
+        let bytes = format!(
+            r#"{{"root":"file:///scratch/tree/","processes":[{{"result":[{{"url":"{url}","functions":[{{"ranges":{none}}}]}}]}},{{"result":[{{"url":"{url}","functions":[{{"ranges":{all}}}]}}]}}]}}"#
+        );
+        assert_eq!(executed(&bytes, &[2, 6]).expect("read"), [2, 6]);
+        let ts = changed_source(
+            TreePath::new("lib/pager.ts").expect("a tree path"),
+            PAGER,
+            &[2].into_iter().collect(),
+        );
+        let bytes = report("file:///scratch/tree/lib/pager.ts", all);
+        assert!(measured(bytes.as_bytes(), &[ts]).expect("read").is_empty());
+    }
+
+    #[test]
+    fn the_wrapper_runs_the_proving_arguments_without_assays_reporter() {
+        let proving: Vec<String> = [
+            "node",
+            "--test",
+            "--test-reporter={node_reporter}",
+            "--test-reporter-destination={report}",
+            "--test-name-pattern",
+            "partial",
+            "test/pager.test.js",
+        ]
+        .map(String::from)
+        .to_vec();
+        let wrapped = command(&proving).expect("a node --test command");
+        assert_eq!(wrapped[..2], ["node", "-e"]);
+        assert_eq!(
+            wrapped[3..],
+            [
+                "{report}",
+                "--test",
+                "--test-name-pattern",
+                "partial",
+                "test/pager.test.js"
+            ]
+        );
+        assert!(command(&["npm".into(), "test".into()]).is_err());
+    }
+}

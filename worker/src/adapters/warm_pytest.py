@@ -11,6 +11,7 @@ with the child's pid (so the caller can kill its process group) and then its exi
 
 import gc
 import importlib.metadata
+import importlib.util
 import json
 import os
 import re
@@ -460,7 +461,16 @@ class Module:
                 again = again or own
                 continue
             if own and not original.co_flags & CO_OPTIMIZED:
-                raise Fallback(f"code outside any function changes ({original.co_qualname})")
+                # A class body only the import ran: the top-level code runs again and the
+                # live class takes the changed plain attributes (`apply_static`).
+                try:
+                    import_only = self.static_check().import_only
+                except Fallback:
+                    import_only = ()
+                if original not in import_only:
+                    raise Fallback(f"code outside any function changes ({original.co_qualname})")
+                again = True
+                continue
             if own and original in self.called:
                 try:
                     import_only = self.static_check().import_only
@@ -552,6 +562,17 @@ def _pure_module(name):
     return name is not None and (name in PURE_MODULES or name.split(".")[0] in PURE_MODULES)
 
 
+def _not_installed(name):
+    """Whether importing NAME (a top-level module) can only fail: no finder finds it. A dotted
+    name is never asked (finding it imports its parents)."""
+    if not isinstance(name, str) or not name or "." in name or name in sys.modules:
+        return False
+    try:
+        return importlib.util.find_spec(name) is None
+    except (ImportError, ValueError):
+        return False
+
+
 class Refused(BaseException):
     """Raised into the top-level code run again, before a call the guard refuses is made."""
 
@@ -607,6 +628,11 @@ class ImportGuard:
             if name in IMPORT_SYSTEM:
                 if code.co_name == NEW_IMPORT:
                     module = frame.f_locals.get("name", "?")
+                    if _not_installed(module):
+                        # The search fails again, as it did in the live import (an optional
+                        # backend `try: import … except ImportError`): no module code runs.
+                        self.inside = frame
+                        return
                     self.violation = f"it imports {module}, which the module's import did not"
                     raise Refused(self.violation)
                 return
@@ -706,8 +732,14 @@ def _same(old, new, module_name, depth=0):
     if kind.__module__ == "typing" and kind.__name__ == "TypeVar":
         return all(same(getattr(old, a), getattr(new, a)) for a in (
             "__name__", "__bound__", "__constraints__", "__covariant__", "__contravariant__"))
-    if kind.__module__ == "typing" and kind.__name__ == "ForwardRef":
+    if kind.__module__ == "typing" and (kind.__name__ == "ForwardRef"
+                                        or kind.__name__.endswith("Alias")):
+        # `ClassVar[Tuple[str, ...]]`: typing's aliases compare by origin and arguments.
         return old == new
+    if kind is types.MemberDescriptorType:
+        # A `__slots__` entry: each class has its own, made from `__slots__` (compared too).
+        return old.__name__ == new.__name__ \
+            and old.__objclass__.__qualname__ == new.__objclass__.__qualname__
     if kind in (staticmethod, classmethod):
         return same(old.__func__, new.__func__)
     if kind is property:
@@ -722,10 +754,48 @@ def _same(old, new, module_name, depth=0):
 
 
 def _same_function(old, new, same):
-    """The same function apart from its defaults."""
-    return old.__code__ == new.__code__ and old.__closure__ is None and new.__closure__ is None \
+    """The same function apart from its defaults. A closure's cells must hold the same (a
+    decorator's wrapper holds the function it wraps)."""
+    return old.__code__ == new.__code__ and _same_closure(old.__closure__, new.__closure__, same) \
         and (old.__name__, old.__qualname__, old.__doc__) == (new.__name__, new.__qualname__, new.__doc__) \
         and same(old.__annotations__, new.__annotations__) and same(old.__dict__, new.__dict__)
+
+
+def _same_closure(old, new, same):
+    if old is None or new is None:
+        return old is None and new is None
+    try:
+        return len(old) == len(new) and all(
+            same(a.cell_contents, b.cell_contents) for a, b in zip(old, new))
+    except ValueError:  # an empty cell
+        return False
+
+
+CLASS_SKIPPED = frozenset({"__dict__", "__weakref__"})
+
+
+def _class_changes(old, new, module_name):
+    """The attributes of the live class OLD that NEW (the same class made by the module's code
+    run again) changes, when all that changes is plain data outside the class's own machinery
+    (no `__dunder__`); None when anything else differs."""
+    if not (type(old) is type(new) is type and old.__module__ == module_name == new.__module__):
+        return None
+    if old.__qualname__ != new.__qualname__ or len(old.__bases__) != len(new.__bases__) or \
+            not all(_same(a, b, module_name) for a, b in zip(old.__bases__, new.__bases__)):
+        return None
+    keys = [k for k in vars(old) if k not in CLASS_SKIPPED]
+    if keys != [k for k in vars(new) if k not in CLASS_SKIPPED]:
+        return None
+    changes = []
+    for key in keys:
+        a, b = vars(old)[key], vars(new)[key]
+        if _same(a, b, module_name):
+            continue
+        if key.startswith("__") or not (_plain(a) and _plain(b)) or _holds_mutable(b) \
+                or _holds_mutable(a):
+            return None
+        changes.append(key)
+    return changes
 
 
 class StaticCheck:
@@ -738,6 +808,7 @@ class StaticCheck:
         # Names read while collecting by anything but the module's own import.
         outside = set()
         product = {}
+        bodies = _import_time_bodies(module.original)
         for caller, callees in module.profile.values():
             for callee in callees:
                 # The live top-level code is equal to, not the same object as, the compiled one.
@@ -745,6 +816,10 @@ class StaticCheck:
                         or callee == module.original:
                     continue
                 product.setdefault(callee, set())
+                # A class statement of the module's body: the profiler names its caller
+                # `__build_class__`, but only the module's import can run it.
+                if callee in bodies:
+                    continue
                 if isinstance(caller, str) or caller.co_filename != filename:
                     outside.add(callee)
                 else:
@@ -771,6 +846,18 @@ class StaticCheck:
         # This file's functions that ran only inside its import: a mutant of one is a mutant
         # of the import, run again like a changed constant.
         self.import_only = {code for code in product if code not in seen}
+
+
+def _import_time_bodies(original):
+    """The class bodies of the module's own class statements (nested classes too), which only
+    its import runs: code objects reached from the module's code through class bodies alone."""
+    bodies, todo = set(), [original]
+    while todo:
+        for inner in _code_consts(todo.pop()):
+            if not inner.co_flags & CO_OPTIMIZED:
+                bodies.add(inner)
+                todo.append(inner)
+    return bodies
 
 
 STORES = {"STORE_ATTR": 1, "DELETE_ATTR": 1, "STORE_SUBSCR": 2, "DELETE_SUBSCR": 2}
@@ -830,10 +917,18 @@ def apply_static(module, mutated, check):
     missing = [k for k in fresh if k not in live]
     if extra or missing:
         raise Fallback(f"the mutated module binds other names ({', '.join(sorted(extra + missing)[:3])})")
-    data, defaults = [], []
+    data, defaults, classes = [], [], []
     for key, new in fresh.items():
         old = live[key]
         if key in IMPORT_NAMES or _same(old, new, name):
+            continue
+        changed = _class_changes(old, new, name)
+        if changed:
+            # Read while collecting by an attribute name (`Version.NAMES`, `self._LAST`).
+            for attribute in changed:
+                if attribute in check.reads:
+                    raise Fallback(f"{key}.{attribute} was read while collecting")
+            classes.append((key, changed))
             continue
         if _plain(old) and _plain(new):
             data.append(key)
@@ -864,6 +959,11 @@ def apply_static(module, mutated, check):
     for key in defaults:
         live[key].__defaults__ = fresh[key].__defaults__
         live[key].__kwdefaults__ = fresh[key].__kwdefaults__
+    # Immutable values only (`_class_changes`): rebound on the live class, which every
+    # instance and every `from module import Class` holds.
+    for key, changed in classes:
+        for attribute in changed:
+            setattr(live[key], attribute, vars(fresh[key])[attribute])
 
 
 KILLERS_KEPT = 64  # the most recent first-failing tests a session server remembers

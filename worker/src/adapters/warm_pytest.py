@@ -465,8 +465,9 @@ class Module:
                 # live class takes the changed plain attributes (`apply_static`).
                 try:
                     import_only = self.static_check().import_only
-                except Fallback:
-                    import_only = ()
+                except Fallback as why:
+                    raise Fallback(f"code outside any function changes ({original.co_qualname}) "
+                                   f"and the module cannot run again: {why}")
                 if original not in import_only:
                     raise Fallback(f"code outside any function changes ({original.co_qualname})")
                 again = True
@@ -870,8 +871,14 @@ def _foreign_store(code, live, name):
     function or unshared container), or None."""
     import dis
     body = not code.co_flags & CO_OPTIMIZED
+    instructions = [i for i in dis.get_instructions(code) if i.opname != "CACHE"]
+    # A body's annotated names go into the dict SETUP_ANNOTATIONS made in its own namespace,
+    # unless the body binds `__annotations__` itself.
+    own_annotations = body and any(i.opname == "SETUP_ANNOTATIONS" for i in instructions) \
+        and not any(i.opname in ("STORE_NAME", "DELETE_NAME") and i.argval == "__annotations__"
+                    for i in instructions)
     loads = []
-    for instruction in dis.get_instructions(code):
+    for instruction in instructions:
         if instruction.opname == "CACHE":
             continue
         depth = STORES.get(instruction.opname)
@@ -881,6 +888,8 @@ def _foreign_store(code, live, name):
                 return f"the result of an expression ({instruction.opname})"
             op, target = loads[-depth]
             if op in ("LOAD_FAST", "LOAD_DEREF") and not body:
+                pass
+            elif op == "LOAD_NAME" and target == "__annotations__" and own_annotations:
                 pass
             elif op in ("LOAD_NAME", "LOAD_GLOBAL") and target in live:
                 value = live[target]

@@ -139,8 +139,8 @@ TARIFF = '''
 
     class Tariff:
         __slots__ = ("amount",)
-        BANDS = ("standard", "reduced")
-        LIMIT = 100
+        BANDS: tuple = ("standard", "reduced")
+        LIMIT: int = 100
         HISTORY = ["2024"]
 
         def __init__(self, amount):
@@ -184,7 +184,7 @@ def test_a_class_constant_is_patched_on_the_live_class_every_holder_sees(warm, p
     tariff_class = live.Tariff
     held = tariff_class(250)  # an instance made before the swap, as a collected test holds
     patched = swap_class_body(warm, root, called,
-                              textwrap.dedent(TARIFF).replace("LIMIT = 100", "LIMIT = 101"))
+                              textwrap.dedent(TARIFF).replace("LIMIT: int = 100", "LIMIT: int = 101"))
     assert patched.Tariff is tariff_class, "the live class is patched, never replaced"
     assert tariff_class.LIMIT == 101
     assert held.capped() == 101
@@ -211,9 +211,29 @@ def test_an_optional_backend_that_is_installed_but_was_not_imported_is_refused(
     importlib.invalidate_caches()
     with pytest.raises(warm.Fallback, match="it imports pricing_native_backend"):
         swap_class_body(warm, root, called,
-                        textwrap.dedent(TARIFF).replace("LIMIT = 100", "LIMIT = 101"))
+                        textwrap.dedent(TARIFF).replace("LIMIT: int = 100", "LIMIT: int = 101"))
     assert not marker.exists(), "the backend's import ran in the fork"
     assert live.Tariff.LIMIT == 100
+
+
+def test_a_class_body_whose_annotations_are_another_modules_dict_falls_back(warm, product):
+    """Annotated names go into the body's own `__annotations__`, unless the body rebinds it."""
+    root, make = product
+    source = '''
+        import pricing_notes
+
+
+        class Tariff:
+            __annotations__ = pricing_notes.NOTES
+            LIMIT: int = 100
+    '''
+    live, called = profiled_import(
+        make, {"tariff.py": source, "pricing_notes.py": "NOTES = {}\n"}, "tariff")
+    notes = sys.modules["pricing_notes"].NOTES
+    with pytest.raises(warm.Fallback, match="stores into __annotations__"):
+        swap_class_body(warm, root, called,
+                        textwrap.dedent(source).replace("LIMIT: int = 100", "LIMIT: int = 7"))
+    assert notes == {"LIMIT": int}, "the other module's dict was written again in the fork"
 
 
 class SessionServer:

@@ -383,13 +383,30 @@ def _pair(original, mutated, changed):
     if len(inner_o) != len(inner_m) or any(
             (a.co_qualname, a.co_firstlineno) != (b.co_qualname, b.co_firstlineno)
             for a, b in zip(inner_o, inner_m)):
-        raise Fallback(f"the functions defined in {original.co_qualname} change")
+        # A class body that only loses functions (a method dropped, a comprehension gone):
+        # the class made again lacks them, and `apply_static` deletes them from the live one.
+        inner_o = _kept(original, inner_o, inner_m)
+        if inner_o is None:
+            raise Fallback(f"the functions defined in {original.co_qualname} change")
     own = original.co_qualname != mutated.co_qualname or _own(original) != _own(mutated)
     if (original.co_freevars, original.co_cellvars) != (mutated.co_freevars, mutated.co_cellvars):
         raise Fallback(f"the free variables of {original.co_qualname} change")
     changed.append((original, mutated, own))
     for a, b in zip(inner_o, inner_m):
         _pair(a, b, changed)
+
+
+def _kept(original, inner_o, inner_m):
+    """The code objects of class body ORIGINAL that its mutant keeps, in order, when the
+    mutant's (INNER_M) are ORIGINAL's (INNER_O) with some left out; else None."""
+    if original.co_flags & CO_OPTIMIZED or original.co_name == "<module>":
+        return None
+    key = lambda code: (code.co_qualname, code.co_firstlineno)  # noqa: E731
+    kept, wanted = [], [key(code) for code in inner_m]
+    for code in inner_o:
+        if len(kept) < len(wanted) and key(code) == wanted[len(kept)]:
+            kept.append(code)
+    return kept if len(kept) == len(wanted) else None
 
 
 class Module:
@@ -777,18 +794,24 @@ CLASS_SKIPPED = frozenset({"__dict__", "__weakref__"})
 
 def _class_changes(old, new, module_name):
     """The attributes of the live class OLD that NEW (the same class made by the module's code
-    run again) changes, when all that changes is plain data outside the class's own machinery
-    (no `__dunder__`); None when anything else differs."""
+    run again) changes or drops, when all that changes is plain data and all it drops are
+    attributes outside the class's own machinery (no `__dunder__`); None when anything else
+    differs."""
     if not (type(old) is type(new) is type and old.__module__ == module_name == new.__module__):
         return None
     if old.__qualname__ != new.__qualname__ or len(old.__bases__) != len(new.__bases__) or \
             not all(_same(a, b, module_name) for a, b in zip(old.__bases__, new.__bases__)):
         return None
     keys = [k for k in vars(old) if k not in CLASS_SKIPPED]
-    if keys != [k for k in vars(new) if k not in CLASS_SKIPPED]:
+    new_keys = [k for k in vars(new) if k not in CLASS_SKIPPED]
+    # The mutant may drop a method: the new keys are the old ones with some left out.
+    remaining = iter(keys)
+    if not all(k in remaining for k in new_keys):
         return None
-    changes = []
-    for key in keys:
+    changes = [k for k in keys if k not in vars(new)]
+    if any(k.startswith("__") for k in changes):
+        return None
+    for key in new_keys:
         a, b = vars(old)[key], vars(new)[key]
         if _same(a, b, module_name):
             continue
@@ -972,7 +995,10 @@ def apply_static(module, mutated, check):
     # instance and every `from module import Class` holds.
     for key, changed in classes:
         for attribute in changed:
-            setattr(live[key], attribute, vars(fresh[key])[attribute])
+            if attribute in vars(fresh[key]):
+                setattr(live[key], attribute, vars(fresh[key])[attribute])
+            else:
+                delattr(live[key], attribute)
 
 
 KILLERS_KEPT = 64  # the most recent first-failing tests a session server remembers

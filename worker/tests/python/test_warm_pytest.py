@@ -191,6 +191,20 @@ def test_a_class_constant_is_patched_on_the_live_class_every_holder_sees(warm, p
     assert patched.fast_round is None
 
 
+def test_a_dropped_method_leaves_the_live_class_as_a_fresh_import_would(warm, product):
+    root, make = product
+    live, called = profiled_import(make, {"tariff.py": TARIFF}, "tariff")
+    held = live.Tariff(250)
+    dropped = textwrap.dedent(TARIFF).replace(
+        "    @_logged\n    def capped(self):\n        return min(self.amount, self.LIMIT)\n",
+        "    pass\n\n\n")
+    assert dropped != textwrap.dedent(TARIFF)
+    swap_class_body(warm, root, called, dropped)
+    assert not hasattr(live.Tariff, "capped")
+    with pytest.raises(AttributeError):
+        held.capped()
+
+
 def test_a_class_table_that_changes_and_is_mutable_falls_back(warm, product):
     root, make = product
     live, called = profiled_import(make, {"tariff.py": TARIFF}, "tariff")

@@ -750,10 +750,15 @@ def _same(old, new, module_name, depth=0):
     if kind.__module__ == "typing" and kind.__name__ == "TypeVar":
         return all(same(getattr(old, a), getattr(new, a)) for a in (
             "__name__", "__bound__", "__constraints__", "__covariant__", "__contravariant__"))
-    if kind.__module__ == "typing" and (kind.__name__ == "ForwardRef"
-                                        or kind.__name__.endswith("Alias")):
-        # `ClassVar[Tuple[str, ...]]`: typing's aliases compare by origin and arguments.
+    if kind.__module__ == "typing" and kind.__name__ == "ForwardRef":
         return old == new
+    if kind.__module__ == "typing" and kind.__name__.endswith("Alias"):
+        # `ClassVar[Tuple[str, ...]]`, `Type[T]`: by origin and arguments, each compared as
+        # here (a TypeVar the module made again is the same by its attributes, not by `==`).
+        import typing
+        old_args, new_args = typing.get_args(old), typing.get_args(new)
+        return typing.get_origin(old) is typing.get_origin(new) \
+            and len(old_args) == len(new_args) and all(same(a, b) for a, b in zip(old_args, new_args))
     if kind is types.MemberDescriptorType:
         # A `__slots__` entry: each class has its own, made from `__slots__` (compared too).
         return old.__name__ == new.__name__ \

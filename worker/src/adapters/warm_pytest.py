@@ -820,11 +820,30 @@ def _class_changes(old, new, module_name):
         a, b = vars(old)[key], vars(new)[key]
         if _same(a, b, module_name):
             continue
+        if _defaults_only(a, b, module_name) is not None:
+            changes.append(key)
+            continue
         if key.startswith("__") or not (_plain(a) and _plain(b)) or _holds_mutable(b) \
                 or _holds_mutable(a):
             return None
         changes.append(key)
     return changes
+
+
+def _defaults_only(old, new, module_name):
+    """The live function OLD (a method, or the function of a class or static method) and its
+    NEW one when they differ in plain defaults alone; else None."""
+    kind = type(old)
+    if kind is not type(new) or kind not in (types.FunctionType, classmethod, staticmethod):
+        return None
+    if kind is not types.FunctionType:
+        old, new = old.__func__, new.__func__
+        if type(old) is not types.FunctionType or type(new) is not types.FunctionType:
+            return None
+    if _same_function(old, new, lambda a, b: _same(a, b, module_name)) \
+            and _plain(new.__defaults__) and _plain(new.__kwdefaults__):
+        return old, new
+    return None
 
 
 class StaticCheck:
@@ -961,10 +980,14 @@ def apply_static(module, mutated, check):
             continue
         changed = _class_changes(old, new, name)
         if changed:
-            # Read while collecting by an attribute name (`Version.NAMES`, `self._LAST`).
+            # Read while collecting by an attribute name (`Version.NAMES`, `self._LAST`), or a
+            # method whose defaults change that ran then.
             for attribute in changed:
                 if attribute in check.reads:
                     raise Fallback(f"{key}.{attribute} was read while collecting")
+                pair = _defaults_only(vars(old)[attribute], vars(new).get(attribute), name)
+                if pair is not None and pair[0].__code__ in module.called:
+                    raise Fallback(f"{pair[0].__qualname__} ran during collection")
             classes.append((key, changed))
             continue
         if _plain(old) and _plain(new):
@@ -1000,10 +1023,15 @@ def apply_static(module, mutated, check):
     # instance and every `from module import Class` holds.
     for key, changed in classes:
         for attribute in changed:
-            if attribute in vars(fresh[key]):
+            if attribute not in vars(fresh[key]):
+                delattr(live[key], attribute)
+                continue
+            pair = _defaults_only(vars(live[key])[attribute], vars(fresh[key])[attribute], name)
+            if pair is None:
                 setattr(live[key], attribute, vars(fresh[key])[attribute])
             else:
-                delattr(live[key], attribute)
+                pair[0].__defaults__ = pair[1].__defaults__
+                pair[0].__kwdefaults__ = pair[1].__kwdefaults__
 
 
 KILLERS_KEPT = 64  # the most recent first-failing tests a session server remembers

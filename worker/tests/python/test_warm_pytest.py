@@ -149,6 +149,10 @@ TARIFF = '''
         @_logged
         def capped(self):
             return min(self.amount, self.LIMIT)
+
+        @classmethod
+        def of(cls, amount, places=2):
+            return cls(round(amount, places))
 '''
 
 
@@ -203,6 +207,16 @@ def test_a_dropped_method_leaves_the_live_class_as_a_fresh_import_would(warm, pr
     assert not hasattr(live.Tariff, "capped")
     with pytest.raises(AttributeError):
         held.capped()
+
+
+def test_a_class_methods_changed_default_is_set_on_the_live_function(warm, product):
+    root, make = product
+    live, called = profiled_import(make, {"tariff.py": TARIFF}, "tariff")
+    of = live.Tariff.of
+    swap_class_body(warm, root, called,
+                    textwrap.dedent(TARIFF).replace("places=2", "places=1"))
+    assert live.Tariff.of.__func__ is of.__func__
+    assert live.Tariff.of(2.345).amount == 2.3
 
 
 def test_a_class_table_that_changes_and_is_mutable_falls_back(warm, product):

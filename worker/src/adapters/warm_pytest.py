@@ -11,6 +11,7 @@ with the child's pid (so the caller can kill its process group) and then its exi
 
 import gc
 import importlib.metadata
+import importlib.util
 import json
 import os
 import re
@@ -382,13 +383,30 @@ def _pair(original, mutated, changed):
     if len(inner_o) != len(inner_m) or any(
             (a.co_qualname, a.co_firstlineno) != (b.co_qualname, b.co_firstlineno)
             for a, b in zip(inner_o, inner_m)):
-        raise Fallback(f"the functions defined in {original.co_qualname} change")
+        # A class body that only loses functions (a method dropped, a comprehension gone):
+        # the class made again lacks them, and `apply_static` deletes them from the live one.
+        inner_o = _kept(original, inner_o, inner_m)
+        if inner_o is None:
+            raise Fallback(f"the functions defined in {original.co_qualname} change")
     own = original.co_qualname != mutated.co_qualname or _own(original) != _own(mutated)
     if (original.co_freevars, original.co_cellvars) != (mutated.co_freevars, mutated.co_cellvars):
         raise Fallback(f"the free variables of {original.co_qualname} change")
     changed.append((original, mutated, own))
     for a, b in zip(inner_o, inner_m):
         _pair(a, b, changed)
+
+
+def _kept(original, inner_o, inner_m):
+    """The code objects of class body ORIGINAL that its mutant keeps, in order, when the
+    mutant's (INNER_M) are ORIGINAL's (INNER_O) with some left out; else None."""
+    if original.co_flags & CO_OPTIMIZED or original.co_name == "<module>":
+        return None
+    key = lambda code: (code.co_qualname, code.co_firstlineno)  # noqa: E731
+    kept, wanted = [], [key(code) for code in inner_m]
+    for code in inner_o:
+        if len(kept) < len(wanted) and key(code) == wanted[len(kept)]:
+            kept.append(code)
+    return kept if len(kept) == len(wanted) else None
 
 
 class Module:
@@ -460,7 +478,17 @@ class Module:
                 again = again or own
                 continue
             if own and not original.co_flags & CO_OPTIMIZED:
-                raise Fallback(f"code outside any function changes ({original.co_qualname})")
+                # A class body only the import ran: the top-level code runs again and the
+                # live class takes the changed plain attributes (`apply_static`).
+                try:
+                    import_only = self.static_check().import_only
+                except Fallback as why:
+                    raise Fallback(f"code outside any function changes ({original.co_qualname}) "
+                                   f"and the module cannot run again: {why}")
+                if original not in import_only:
+                    raise Fallback(f"code outside any function changes ({original.co_qualname})")
+                again = True
+                continue
             if own and original in self.called:
                 try:
                     import_only = self.static_check().import_only
@@ -552,6 +580,17 @@ def _pure_module(name):
     return name is not None and (name in PURE_MODULES or name.split(".")[0] in PURE_MODULES)
 
 
+def _not_installed(name):
+    """Whether importing NAME (a top-level module) can only fail: no finder finds it. A dotted
+    name is never asked (finding it imports its parents)."""
+    if not isinstance(name, str) or not name or "." in name or name in sys.modules:
+        return False
+    try:
+        return importlib.util.find_spec(name) is None
+    except (ImportError, ValueError):
+        return False
+
+
 class Refused(BaseException):
     """Raised into the top-level code run again, before a call the guard refuses is made."""
 
@@ -607,6 +646,11 @@ class ImportGuard:
             if name in IMPORT_SYSTEM:
                 if code.co_name == NEW_IMPORT:
                     module = frame.f_locals.get("name", "?")
+                    if _not_installed(module):
+                        # The search fails again, as it did in the live import (an optional
+                        # backend `try: import … except ImportError`): no module code runs.
+                        self.inside = frame
+                        return
                     self.violation = f"it imports {module}, which the module's import did not"
                     raise Refused(self.violation)
                 return
@@ -708,6 +752,17 @@ def _same(old, new, module_name, depth=0):
             "__name__", "__bound__", "__constraints__", "__covariant__", "__contravariant__"))
     if kind.__module__ == "typing" and kind.__name__ == "ForwardRef":
         return old == new
+    if kind.__module__ == "typing" and kind.__name__.endswith("Alias"):
+        # `ClassVar[Tuple[str, ...]]`, `Type[T]`: by origin and arguments, each compared as
+        # here (a TypeVar the module made again is the same by its attributes, not by `==`).
+        import typing
+        old_args, new_args = typing.get_args(old), typing.get_args(new)
+        return typing.get_origin(old) is typing.get_origin(new) \
+            and len(old_args) == len(new_args) and all(same(a, b) for a, b in zip(old_args, new_args))
+    if kind is types.MemberDescriptorType:
+        # A `__slots__` entry: each class has its own, made from `__slots__` (compared too).
+        return old.__name__ == new.__name__ \
+            and old.__objclass__.__qualname__ == new.__objclass__.__qualname__
     if kind in (staticmethod, classmethod):
         return same(old.__func__, new.__func__)
     if kind is property:
@@ -722,10 +777,73 @@ def _same(old, new, module_name, depth=0):
 
 
 def _same_function(old, new, same):
-    """The same function apart from its defaults."""
-    return old.__code__ == new.__code__ and old.__closure__ is None and new.__closure__ is None \
+    """The same function apart from its defaults. A closure's cells must hold the same (a
+    decorator's wrapper holds the function it wraps)."""
+    return old.__code__ == new.__code__ and _same_closure(old.__closure__, new.__closure__, same) \
         and (old.__name__, old.__qualname__, old.__doc__) == (new.__name__, new.__qualname__, new.__doc__) \
         and same(old.__annotations__, new.__annotations__) and same(old.__dict__, new.__dict__)
+
+
+def _same_closure(old, new, same):
+    if old is None or new is None:
+        return old is None and new is None
+    try:
+        return len(old) == len(new) and all(
+            same(a.cell_contents, b.cell_contents) for a, b in zip(old, new))
+    except ValueError:  # an empty cell
+        return False
+
+
+CLASS_SKIPPED = frozenset({"__dict__", "__weakref__"})
+
+
+def _class_changes(old, new, module_name):
+    """The attributes of the live class OLD that NEW (the same class made by the module's code
+    run again) changes or drops, when all that changes is plain data and all it drops are
+    attributes outside the class's own machinery (no `__dunder__`); None when anything else
+    differs."""
+    if not (type(old) is type(new) is type and old.__module__ == module_name == new.__module__):
+        return None
+    if old.__qualname__ != new.__qualname__ or len(old.__bases__) != len(new.__bases__) or \
+            not all(_same(a, b, module_name) for a, b in zip(old.__bases__, new.__bases__)):
+        return None
+    keys = [k for k in vars(old) if k not in CLASS_SKIPPED]
+    new_keys = [k for k in vars(new) if k not in CLASS_SKIPPED]
+    # The mutant may drop a method: the new keys are the old ones with some left out.
+    remaining = iter(keys)
+    if not all(k in remaining for k in new_keys):
+        return None
+    changes = [k for k in keys if k not in vars(new)]
+    if any(k.startswith("__") for k in changes):
+        return None
+    for key in new_keys:
+        a, b = vars(old)[key], vars(new)[key]
+        if _same(a, b, module_name):
+            continue
+        if _defaults_only(a, b, module_name) is not None:
+            changes.append(key)
+            continue
+        if key.startswith("__") or not (_plain(a) and _plain(b)) or _holds_mutable(b) \
+                or _holds_mutable(a):
+            return None
+        changes.append(key)
+    return changes
+
+
+def _defaults_only(old, new, module_name):
+    """The live function OLD (a method, or the function of a class or static method) and its
+    NEW one when they differ in plain defaults alone; else None."""
+    kind = type(old)
+    if kind is not type(new) or kind not in (types.FunctionType, classmethod, staticmethod):
+        return None
+    if kind is not types.FunctionType:
+        old, new = old.__func__, new.__func__
+        if type(old) is not types.FunctionType or type(new) is not types.FunctionType:
+            return None
+    if _same_function(old, new, lambda a, b: _same(a, b, module_name)) \
+            and _plain(new.__defaults__) and _plain(new.__kwdefaults__):
+        return old, new
+    return None
 
 
 class StaticCheck:
@@ -738,6 +856,7 @@ class StaticCheck:
         # Names read while collecting by anything but the module's own import.
         outside = set()
         product = {}
+        bodies = _import_time_bodies(module.original)
         for caller, callees in module.profile.values():
             for callee in callees:
                 # The live top-level code is equal to, not the same object as, the compiled one.
@@ -745,6 +864,10 @@ class StaticCheck:
                         or callee == module.original:
                     continue
                 product.setdefault(callee, set())
+                # A class statement of the module's body: the profiler names its caller
+                # `__build_class__`, but only the module's import can run it.
+                if callee in bodies:
+                    continue
                 if isinstance(caller, str) or caller.co_filename != filename:
                     outside.add(callee)
                 else:
@@ -773,6 +896,18 @@ class StaticCheck:
         self.import_only = {code for code in product if code not in seen}
 
 
+def _import_time_bodies(original):
+    """The class bodies of the module's own class statements (nested classes too), which only
+    its import runs: code objects reached from the module's code through class bodies alone."""
+    bodies, todo = set(), [original]
+    while todo:
+        for inner in _code_consts(todo.pop()):
+            if not inner.co_flags & CO_OPTIMIZED:
+                bodies.add(inner)
+                todo.append(inner)
+    return bodies
+
+
 STORES = {"STORE_ATTR": 1, "DELETE_ATTR": 1, "STORE_SUBSCR": 2, "DELETE_SUBSCR": 2}
 SIMPLE_LOADS = {"LOAD_CONST", "LOAD_NAME", "LOAD_GLOBAL", "LOAD_FAST", "LOAD_DEREF"}
 
@@ -783,8 +918,14 @@ def _foreign_store(code, live, name):
     function or unshared container), or None."""
     import dis
     body = not code.co_flags & CO_OPTIMIZED
+    instructions = [i for i in dis.get_instructions(code) if i.opname != "CACHE"]
+    # A body's annotated names go into the dict SETUP_ANNOTATIONS made in its own namespace,
+    # unless the body binds `__annotations__` itself.
+    own_annotations = body and any(i.opname == "SETUP_ANNOTATIONS" for i in instructions) \
+        and not any(i.opname in ("STORE_NAME", "DELETE_NAME") and i.argval == "__annotations__"
+                    for i in instructions)
     loads = []
-    for instruction in dis.get_instructions(code):
+    for instruction in instructions:
         if instruction.opname == "CACHE":
             continue
         depth = STORES.get(instruction.opname)
@@ -794,6 +935,8 @@ def _foreign_store(code, live, name):
                 return f"the result of an expression ({instruction.opname})"
             op, target = loads[-depth]
             if op in ("LOAD_FAST", "LOAD_DEREF") and not body:
+                pass
+            elif op == "LOAD_NAME" and target == "__annotations__" and own_annotations:
                 pass
             elif op in ("LOAD_NAME", "LOAD_GLOBAL") and target in live:
                 value = live[target]
@@ -830,10 +973,22 @@ def apply_static(module, mutated, check):
     missing = [k for k in fresh if k not in live]
     if extra or missing:
         raise Fallback(f"the mutated module binds other names ({', '.join(sorted(extra + missing)[:3])})")
-    data, defaults = [], []
+    data, defaults, classes = [], [], []
     for key, new in fresh.items():
         old = live[key]
         if key in IMPORT_NAMES or _same(old, new, name):
+            continue
+        changed = _class_changes(old, new, name)
+        if changed:
+            # Read while collecting by an attribute name (`Version.NAMES`, `self._LAST`), or a
+            # method whose defaults change that ran then.
+            for attribute in changed:
+                if attribute in check.reads:
+                    raise Fallback(f"{key}.{attribute} was read while collecting")
+                pair = _defaults_only(vars(old)[attribute], vars(new).get(attribute), name)
+                if pair is not None and pair[0].__code__ in module.called:
+                    raise Fallback(f"{pair[0].__qualname__} ran during collection")
+            classes.append((key, changed))
             continue
         if _plain(old) and _plain(new):
             data.append(key)
@@ -864,6 +1019,19 @@ def apply_static(module, mutated, check):
     for key in defaults:
         live[key].__defaults__ = fresh[key].__defaults__
         live[key].__kwdefaults__ = fresh[key].__kwdefaults__
+    # Immutable values only (`_class_changes`): rebound on the live class, which every
+    # instance and every `from module import Class` holds.
+    for key, changed in classes:
+        for attribute in changed:
+            if attribute not in vars(fresh[key]):
+                delattr(live[key], attribute)
+                continue
+            pair = _defaults_only(vars(live[key])[attribute], vars(fresh[key])[attribute], name)
+            if pair is None:
+                setattr(live[key], attribute, vars(fresh[key])[attribute])
+            else:
+                pair[0].__defaults__ = pair[1].__defaults__
+                pair[0].__kwdefaults__ = pair[1].__kwdefaults__
 
 
 KILLERS_KEPT = 64  # the most recent first-failing tests a session server remembers

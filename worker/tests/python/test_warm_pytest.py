@@ -121,6 +121,149 @@ def test_a_same_file_helper_that_fills_the_modules_own_table_is_patched(warm, pr
     assert patched.RATES is table, "tables are patched in place, so every holder sees them"
 
 
+TARIFF = '''
+    import functools
+
+    try:  # an optional backend, absent here: the search fails again when the import reruns
+        from pricing_native_backend import fast_round
+    except ImportError:
+        fast_round = None
+
+
+    def _logged(method):
+        @functools.wraps(method)
+        def wrapper(self, *args):
+            return method(self, *args)
+        return wrapper
+
+
+    class Tariff:
+        __slots__ = ("amount",)
+        BANDS: tuple = ("standard", "reduced")
+        LIMIT: int = 100
+        HISTORY = ["2024"]
+
+        def __init__(self, amount):
+            self.amount = amount
+
+        @_logged
+        def capped(self):
+            return min(self.amount, self.LIMIT)
+
+        @classmethod
+        def of(cls, amount, places=2):
+            return cls(round(amount, places))
+'''
+
+
+def profiled_import(make, files, main):
+    """Imports MAIN as the session server's collection does, recording what ran (its
+    `called`): the class bodies run inside the module's import only."""
+    import cProfile
+    profiler = cProfile.Profile()
+    profiler.enable()
+    try:
+        live = make(files, main)
+    finally:
+        profiler.disable()
+    called = {}
+    for entry in profiler.getstats():
+        key = id(entry.code) if isinstance(entry.code, type(profiled_import.__code__)) \
+            else entry.code
+        called[key] = (entry.code, [sub.code for sub in entry.calls or ()])
+    return live, called
+
+
+def swap_class_body(warm, root, called, mutated_source):
+    module = warm.Module(str(root), "tariff.py", called=called)
+    swaps, mutated, check = module.swaps(mutated_source.encode())
+    assert check is not None, "a class body's mutant runs the top-level code again"
+    warm.apply_static(module, mutated, check)
+    return module.module
+
+
+def test_a_class_constant_is_patched_on_the_live_class_every_holder_sees(warm, product):
+    root, make = product
+    live, called = profiled_import(make, {"tariff.py": TARIFF}, "tariff")
+    tariff_class = live.Tariff
+    held = tariff_class(250)  # an instance made before the swap, as a collected test holds
+    patched = swap_class_body(warm, root, called,
+                              textwrap.dedent(TARIFF).replace("LIMIT: int = 100", "LIMIT: int = 101"))
+    assert patched.Tariff is tariff_class, "the live class is patched, never replaced"
+    assert tariff_class.LIMIT == 101
+    assert held.capped() == 101
+    assert patched.fast_round is None
+
+
+def test_a_dropped_method_leaves_the_live_class_as_a_fresh_import_would(warm, product):
+    root, make = product
+    live, called = profiled_import(make, {"tariff.py": TARIFF}, "tariff")
+    held = live.Tariff(250)
+    dropped = textwrap.dedent(TARIFF).replace(
+        "    @_logged\n    def capped(self):\n        return min(self.amount, self.LIMIT)\n",
+        "    pass\n\n\n")
+    assert dropped != textwrap.dedent(TARIFF)
+    swap_class_body(warm, root, called, dropped)
+    assert not hasattr(live.Tariff, "capped")
+    with pytest.raises(AttributeError):
+        held.capped()
+
+
+def test_a_class_methods_changed_default_is_set_on_the_live_function(warm, product):
+    root, make = product
+    live, called = profiled_import(make, {"tariff.py": TARIFF}, "tariff")
+    of = live.Tariff.of
+    swap_class_body(warm, root, called,
+                    textwrap.dedent(TARIFF).replace("places=2", "places=1"))
+    assert live.Tariff.of.__func__ is of.__func__
+    assert live.Tariff.of(2.345).amount == 2.3
+
+
+def test_a_class_table_that_changes_and_is_mutable_falls_back(warm, product):
+    root, make = product
+    live, called = profiled_import(make, {"tariff.py": TARIFF}, "tariff")
+    with pytest.raises(warm.Fallback, match="Tariff changes and is not plain data"):
+        swap_class_body(warm, root, called,
+                        textwrap.dedent(TARIFF).replace('["2024"]', '["2025"]'))
+    assert live.Tariff.HISTORY == ["2024"]
+
+
+def test_an_optional_backend_that_is_installed_but_was_not_imported_is_refused(
+        warm, product, tmp_path):
+    """The absent backend's search may run again; one that is there now would run its code."""
+    marker = tmp_path / "backend-ran"
+    root, make = product
+    live, called = profiled_import(make, {"tariff.py": TARIFF}, "tariff")
+    (tmp_path / "pricing_native_backend.py").write_text(
+        f"open({str(marker)!r}, 'w').write('imported')\nfast_round = round\n")
+    importlib.invalidate_caches()
+    with pytest.raises(warm.Fallback, match="it imports pricing_native_backend"):
+        swap_class_body(warm, root, called,
+                        textwrap.dedent(TARIFF).replace("LIMIT: int = 100", "LIMIT: int = 101"))
+    assert not marker.exists(), "the backend's import ran in the fork"
+    assert live.Tariff.LIMIT == 100
+
+
+def test_a_class_body_whose_annotations_are_another_modules_dict_falls_back(warm, product):
+    """Annotated names go into the body's own `__annotations__`, unless the body rebinds it."""
+    root, make = product
+    source = '''
+        import pricing_notes
+
+
+        class Tariff:
+            __annotations__ = pricing_notes.NOTES
+            LIMIT: int = 100
+    '''
+    live, called = profiled_import(
+        make, {"tariff.py": source, "pricing_notes.py": "NOTES = {}\n"}, "tariff")
+    notes = sys.modules["pricing_notes"].NOTES
+    with pytest.raises(warm.Fallback, match="stores into __annotations__"):
+        swap_class_body(warm, root, called,
+                        textwrap.dedent(source).replace("LIMIT: int = 100", "LIMIT: int = 7"))
+    assert notes == {"LIMIT": int}, "the other module's dict was written again in the fork"
+
+
 class SessionServer:
     """The real server script, driven over its line protocol as the worker drives it."""
 

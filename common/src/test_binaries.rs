@@ -360,10 +360,14 @@ pub fn script(index: &Index, selection: Option<&Selection>) -> String {
          if [ -n \"${{{TRACE_VARIABLE}:-}}\" ]; then exec 3>&2; echo {TRACE_ON} >&2; \
          else exec 3>/dev/null; fi\n"
     );
-    for binary in &index.binaries {
+    for binary in index.binaries.iter().filter(|b| go_package(&b.message).is_none()) {
         script.push_str(&format!("printf '%s\\n' {}\n", quote(&binary.message)));
     }
     for binary in &index.binaries {
+        if let Some(import_path) = go_package(&binary.message) {
+            go_script(&mut script, binary, &import_path, selection);
+            continue;
+        }
         let id = crate::report::libtest::binary_id_of(&binary.message).unwrap_or_default();
         let exact = match selection.map(|s| s.binaries.get(&id)) {
             None | Some(Some(None)) => String::new(),
@@ -411,6 +415,88 @@ pub fn script(index: &Index, selection: Option<&Selection>) -> String {
         }
     }
     script
+}
+
+/// The target kind of a Go package's test executable (`go test -c`) in its build message.
+pub const GO_TEST_KIND: &str = "go-test";
+
+/// The variable naming the test a Go trace run runs alone: the schema writes it beside each
+/// site the test reaches.
+pub const TRACE_TEST_VARIABLE: &str = "ASSAY_MUTANT_TRACE_TEST";
+
+/// The build message of a Go package's test executable: what [`built`] reads back (the
+/// package's directory is the manifest path's), naming the package by import path.
+pub fn go_message(import_path: &str, executable: &str, package_dir: &str) -> String {
+    serde_json::json!({
+        "reason": "compiler-artifact",
+        "package_id": format!("go {import_path}"),
+        "manifest_path": format!("{}/go-package", package_dir.trim_end_matches('/')),
+        "target": {"kind": [GO_TEST_KIND], "name": import_path},
+        "profile": {"test": true},
+        "executable": executable,
+    })
+    .to_string()
+}
+
+/// The import path of a Go package's test executable, from its message; `None` for cargo's.
+pub fn go_package(message: &str) -> Option<String> {
+    let message = BuiltMessage::parse(message).ok()?;
+    (message.target.kind.iter().any(|k| k == GO_TEST_KIND) && check_import_path(&message.target.name))
+        .then_some(message.target.name)
+}
+
+/// Whether `path` is a plain Go import path: what a shell, a regexp or JSON reads as written.
+pub fn check_import_path(path: &str) -> bool {
+    !path.is_empty()
+        && path.len() <= 1024
+        && !path.starts_with(['-', '/'])
+        && path
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/' | '~' | '+'))
+}
+
+/// The id a selection names an executable by: a Go package's import path, else the libtest
+/// binary id.
+pub fn binary_id(message: &str) -> Option<String> {
+    go_package(message).or_else(|| crate::report::libtest::binary_id_of(message))
+}
+
+/// A Go package's test executable run as `go test -json` runs it: under test2json, in its
+/// package's directory, `-test.v` and `-test.paniconexit0`, the selected top-level tests by
+/// `-test.run`. Traced, each top-level test it lists runs alone in a process of its own with
+/// its name in [`TRACE_TEST_VARIABLE`], so every site a process reaches is that test's. No
+/// re-run: a kill is confirmed by a second job, as a `go test` run's is.
+fn go_script(script: &mut String, binary: &Binary, import_path: &str, selection: Option<&Selection>) {
+    let pattern = match selection.map(|s| s.binaries.get(import_path)) {
+        None | Some(Some(None)) => String::new(),
+        Some(None) => return,
+        Some(Some(Some(names))) if names.is_empty() => return,
+        Some(Some(Some(names))) => {
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            format!(" -test.run {}", quote(&format!("^({})$", names.join("|"))))
+        }
+    };
+    let file = quote(&binary.file);
+    let dir = quote(&binary.package_dir);
+    let import = quote(import_path);
+    let label = quote(&format!("bin:{import_path}"));
+    script.push_str(&format!(
+        "t2j=$(go env GOTOOLDIR 2>/dev/null)/test2json\n\
+         [ -x \"$t2j\" ] || t2j=''\n\
+         gorun() {{ (cd \"$root/\"{dir} && if [ -n \"$t2j\" ]; then exec \"$t2j\" -p {import} \"$here/bin/\"{file} -test.v -test.paniconexit0 \"$@\"; \
+         else exec go tool test2json -p {import} \"$here/bin/\"{file} -test.v -test.paniconexit0 \"$@\"; fi) 3>&-; }}\n\
+         if [ -n \"${{{TRACE_VARIABLE}:-}}\" ]; then\n\
+         set -f; code=0\n\
+         for name in $(cd \"$root/\"{dir} && \"$here/bin/\"{file} -test.list '.*' 2>/dev/null); do\n\
+         case \"$name\" in Test*|Example*|Fuzz*) ;; *) continue ;; esac\n\
+         export {TRACE_VARIABLE}={label} {TRACE_TEST_VARIABLE}=\"$name\"\n\
+         gorun -test.run \"^$name\\$\" || code=$?\n\
+         done\n\
+         [ $code -eq 0 ] || exit $code\n\
+         else\n\
+         gorun{pattern} || exit $?\n\
+         fi\n"
+    ));
 }
 
 /// The schema's trace variable (`mutants::rust::schema`'s, which sets what each site writes).

@@ -172,6 +172,19 @@ impl<'a> Campaign<'a> {
                 Some(Reach::Tests(selection)) => Some(selection.clone()),
                 _ => None,
             };
+            let only = match schemata.filter(|_| held) {
+                Some(s) => match s.selection(mutant.path.as_str(), only) {
+                    Some(only) => only,
+                    None => {
+                        results[at] = Some(not_covered(
+                            mutant,
+                            "no test of its package reaches this code in the unmutated run",
+                        ));
+                        continue;
+                    }
+                },
+                None => only,
+            };
             let (job, cost) = match &prebuilt {
                 Some(prebuilt) if held => (
                     schemata::run_spec(request, prebuilt, index + at, at + 1, only),

@@ -420,6 +420,10 @@ pub fn script(index: &Index, selection: Option<&Selection>) -> String {
 /// The target kind of a Go package's test executable (`go test -c`) in its build message.
 pub const GO_TEST_KIND: &str = "go-test";
 
+/// The file a Go test executable appends its trace to: test2json reads the executable's
+/// stderr as its output, so the script copies the file to its own stderr after each test.
+pub const TRACE_FILE_VARIABLE: &str = "ASSAY_MUTANT_TRACE_FILE";
+
 /// The variable naming the test a Go trace run runs alone: the schema writes it beside each
 /// site the test reaches.
 pub const TRACE_TEST_VARIABLE: &str = "ASSAY_MUTANT_TRACE_TEST";
@@ -486,12 +490,14 @@ fn go_script(script: &mut String, binary: &Binary, import_path: &str, selection:
          gorun() {{ (cd \"$root/\"{dir} && if [ -n \"$t2j\" ]; then exec \"$t2j\" -p {import} \"$here/bin/\"{file} -test.v -test.paniconexit0 \"$@\"; \
          else exec go tool test2json -p {import} \"$here/bin/\"{file} -test.v -test.paniconexit0 \"$@\"; fi) 3>&-; }}\n\
          if [ -n \"${{{TRACE_VARIABLE}:-}}\" ]; then\n\
-         set -f; code=0\n\
+         set -f; code=0; trace=$(mktemp) || exit 1\n\
          for name in $(cd \"$root/\"{dir} && \"$here/bin/\"{file} -test.list '.*' 2>/dev/null); do\n\
          case \"$name\" in Test*|Example*|Fuzz*) ;; *) continue ;; esac\n\
-         export {TRACE_VARIABLE}={label} {TRACE_TEST_VARIABLE}=\"$name\"\n\
+         export {TRACE_VARIABLE}={label} {TRACE_TEST_VARIABLE}=\"$name\" {TRACE_FILE_VARIABLE}=\"$trace\"\n\
          gorun -test.run \"^$name\\$\" || code=$?\n\
+         cat \"$trace\" >&2; : > \"$trace\"\n\
          done\n\
+         rm -f \"$trace\"\n\
          [ $code -eq 0 ] || exit $code\n\
          else\n\
          gorun{pattern} || exit $?\n\

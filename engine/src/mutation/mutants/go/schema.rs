@@ -14,13 +14,14 @@
 //! inside another mutant's statement) builds on its own, as before.
 //!
 //! The switch is read once from the environment in a file the schema adds to the package. With
-//! the trace variable set, each site says on stderr, the first time it is reached, which test
-//! reached it (the run job runs each top-level test alone to name it). Pure: the caller
+//! the trace variable set, each site appends to the trace file, the first time it is reached,
+//! which test reached it (the run job runs each top-level test alone to name it, and copies
+//! the file to its stderr: test2json would read the executable's stderr as test output). Pure: the caller
 //! runs the builds and [`blame`]s their errors.
 
 use super::syntax;
 use assay_common::job::ByteEdit;
-use assay_common::test_binaries::{TRACE_TEST_VARIABLE, TRACE_VARIABLE};
+use assay_common::test_binaries::{TRACE_FILE_VARIABLE, TRACE_TEST_VARIABLE, TRACE_VARIABLE};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 use tree_sitter::Node;
@@ -227,7 +228,7 @@ pub fn package_name(source: &str) -> Option<String> {
 }
 
 /// The file the schema adds to package `package`: the switch, read once, and the trace that
-/// names, on stderr, the test that first reaches each site (`assay-reached LABEL N TEST`, as
+/// names, in the trace file, the test that first reaches each site (`assay-reached LABEL N TEST`, as
 /// the trace reader reads it). `highest` is the highest switch number the package holds.
 pub fn switch_file(package: &str, highest: u32) -> String {
     format!(
@@ -244,11 +245,16 @@ import (
 var assayMutantNumber, _ = assaystrconv.Atoi(assayos.Getenv("{SWITCH_VARIABLE}"))
 var assayMutantTrace = assayos.Getenv("{TRACE_VARIABLE}")
 var assayMutantTest = assayos.Getenv("{TRACE_TEST_VARIABLE}")
+var assayMutantTraceFile = assayos.Getenv("{TRACE_FILE_VARIABLE}")
 var assayMutantSeen [{size}]uint32
 
 func assayMutantOn(n int) bool {{
 	if assayMutantTrace != "" && n >= 0 && n < len(assayMutantSeen) && assayatomic.CompareAndSwapUint32(&assayMutantSeen[n], 0, 1) {{
-		assayos.Stderr.WriteString("assay-reached\t" + assayMutantTrace + "\t" + assaystrconv.Itoa(n) + "\t" + assayMutantTest + "\n")
+		line := "assay-reached\t" + assayMutantTrace + "\t" + assaystrconv.Itoa(n) + "\t" + assayMutantTest + "\n"
+		if f, err := assayos.OpenFile(assayMutantTraceFile, assayos.O_APPEND|assayos.O_CREATE|assayos.O_WRONLY, 0600); err == nil {{
+			f.WriteString(line)
+			f.Close()
+		}}
 	}}
 	return n == assayMutantNumber
 }}

@@ -468,8 +468,11 @@ pub fn binary_id(message: &str) -> Option<String> {
 /// A Go package's test executable run as `go test -json` runs it: under test2json, in its
 /// package's directory, `-test.v` and `-test.paniconexit0`, the selected top-level tests by
 /// `-test.run`. Traced, each top-level test it lists runs alone in a process of its own with
-/// its name in [`TRACE_TEST_VARIABLE`], so every site a process reaches is that test's. No
-/// re-run: a kill is confirmed by a second job, as a `go test` run's is.
+/// its name in [`TRACE_TEST_VARIABLE`], so every site a process reaches is that test's. A run
+/// that fails runs once more at once, its events under the package's name with
+/// [`crate::report::go::RERUN_PACKAGE_SUFFIX`]: those cases confirm the kill, as a cargo run's
+/// re-run block does, so no second job is needed. test2json is found beside the `go` on the
+/// `PATH` (the go command itself starts slowly), else asked of it.
 fn go_script(script: &mut String, binary: &Binary, import_path: &str, selection: Option<&Selection>) {
     let pattern = match selection.map(|s| s.binaries.get(import_path)) {
         None | Some(Some(None)) => String::new(),
@@ -483,24 +486,29 @@ fn go_script(script: &mut String, binary: &Binary, import_path: &str, selection:
     let file = quote(&binary.file);
     let dir = quote(&binary.package_dir);
     let import = quote(import_path);
+    let rerun = quote(&format!(
+        "{import_path}{}",
+        crate::report::go::RERUN_PACKAGE_SUFFIX
+    ));
     let label = quote(&format!("bin:{import_path}"));
     script.push_str(&format!(
-        "t2j=$(go env GOTOOLDIR 2>/dev/null)/test2json\n\
+        "t2j=''; g=$(command -v go) && g=$(readlink -f \"$g\") && for t in \"${{g%/bin/go}}\"/pkg/tool/*/test2json; do [ -x \"$t\" ] && t2j=$t; done\n\
+         [ -n \"$t2j\" ] || t2j=$(go env GOTOOLDIR 2>/dev/null)/test2json\n\
          [ -x \"$t2j\" ] || t2j=''\n\
-         gorun() {{ (cd \"$root/\"{dir} && if [ -n \"$t2j\" ]; then exec \"$t2j\" -p {import} \"$here/bin/\"{file} -test.v -test.paniconexit0 \"$@\"; \
-         else exec go tool test2json -p {import} \"$here/bin/\"{file} -test.v -test.paniconexit0 \"$@\"; fi) 3>&-; }}\n\
+         gorun() {{ p=$1; shift; (cd \"$root/\"{dir} && if [ -n \"$t2j\" ]; then exec \"$t2j\" -p \"$p\" \"$here/bin/\"{file} -test.v -test.paniconexit0 \"$@\"; \
+         else exec go tool test2json -p \"$p\" \"$here/bin/\"{file} -test.v -test.paniconexit0 \"$@\"; fi) 3>&-; }}\n\
          if [ -n \"${{{TRACE_VARIABLE}:-}}\" ]; then\n\
          set -f; code=0; trace=$(mktemp) || exit 1\n\
          for name in $(cd \"$root/\"{dir} && \"$here/bin/\"{file} -test.list '.*' 2>/dev/null); do\n\
          case \"$name\" in Test*|Example*|Fuzz*) ;; *) continue ;; esac\n\
          export {TRACE_VARIABLE}={label} {TRACE_TEST_VARIABLE}=\"$name\" {TRACE_FILE_VARIABLE}=\"$trace\"\n\
-         gorun -test.run \"^$name\\$\" || code=$?\n\
+         gorun {import} -test.run \"^$name\\$\" || code=$?\n\
          cat \"$trace\" >&2; : > \"$trace\"\n\
          done\n\
          rm -f \"$trace\"\n\
          [ $code -eq 0 ] || exit $code\n\
          else\n\
-         gorun{pattern} || exit $?\n\
+         gorun {import}{pattern} || {{ code=$?; gorun {rerun}{pattern}; exit $code; }}\n\
          fi\n"
     ));
 }

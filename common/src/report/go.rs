@@ -32,6 +32,10 @@ struct OpenTest {
     output: Vec<String>,
 }
 
+/// What a re-run's package name ends with (` [assay-rerun]`, as Go writes ` [pkg.test]`): no
+/// import path holds a space, so no package of a `go test` run is read as a re-run.
+pub const RERUN_PACKAGE_SUFFIX: &str = " [assay-rerun]";
+
 /// The outcome of a `go test -json` stream.
 pub fn parse(bytes: &[u8]) -> ReportOutcome {
     let Ok(text) = std::str::from_utf8(bytes) else {
@@ -163,11 +167,20 @@ pub fn parse(bytes: &[u8]) -> ReportOutcome {
         if outcome == Outcome::Passed && with_subtests.contains(&(package.clone(), path.clone())) {
             continue;
         }
+        // A run of prebuilt tests re-runs a failing executable at once under this package
+        // name (`test_binaries::script`): its cases are the first run's re-runs.
+        let (package, variant) = match package.strip_suffix(RERUN_PACKAGE_SUFFIX) {
+            Some(package) => (
+                package.to_owned(),
+                Some(crate::report::libtest::RERUN_VARIANT.to_owned()),
+            ),
+            None => (package, None),
+        };
         report.cases.push(CaseResult {
             file: package,
             suite: String::new(),
             name: without_duplicate_suffixes(&path),
-            variant: None,
+            variant,
             outcome,
             message,
         });

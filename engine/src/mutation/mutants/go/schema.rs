@@ -20,6 +20,7 @@
 //! runs the builds and [`blame`]s their errors.
 
 use super::syntax;
+use crate::mutation::mutants::rust::schema::TRACE_MARK;
 use assay_common::job::ByteEdit;
 use assay_common::test_binaries::{TRACE_FILE_VARIABLE, TRACE_TEST_VARIABLE, TRACE_VARIABLE};
 use std::collections::{BTreeMap, BTreeSet};
@@ -143,6 +144,13 @@ pub fn rewrite(source: &str, entries: &[Entry<'_>]) -> FileSchema {
         BTreeMap::new();
     for entry in entries {
         let (start, end) = (entry.edit.start, entry.edit.end);
+        if let Some(name) = removed_last_use(root, source, entry.edit) {
+            schema.fallback.push((
+                entry.number,
+                format!("it removes the last use of `{name}`, which Go refuses to compile"),
+            ));
+            continue;
+        }
         match innermost_host(root, start, end) {
             Some((range, host)) => places
                 .entry((range.start, std::cmp::Reverse(range.end)))
@@ -208,6 +216,136 @@ pub fn rewrite(source: &str, entries: &[Entry<'_>]) -> FileSchema {
     schema
 }
 
+/// A local variable or an imported package whose last use `edit` removes: alone, the mutant
+/// would not compile (Go refuses an unused variable or import), but beside the original in
+/// the schema it would. Uses are counted by name over the whole function (an import's over the
+/// file), so a shadowed name may hide a removed last use, never invent one.
+fn removed_last_use(root: Node<'_>, source: &str, edit: &ByteEdit) -> Option<String> {
+    let range = edit.start..edit.end;
+    let kept: BTreeSet<&str> = edit
+        .replacement
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .collect();
+    let removed: BTreeSet<&str> = nodes(root)
+        .filter(|n| n.kind() == "identifier" && range.start <= n.start_byte() && n.end_byte() <= range.end)
+        .map(|n| syntax::text(n, source))
+        .filter(|name| !kept.contains(name) && *name != "_")
+        .collect();
+    if removed.is_empty() {
+        return None;
+    }
+    let mut cursor = root.walk();
+    let function = root.named_children(&mut cursor).find(|n| {
+        matches!(n.kind(), "function_declaration" | "method_declaration")
+            && n.start_byte() <= range.start
+            && range.end <= n.end_byte()
+    });
+    let outside = |n: &Node<'_>| n.end_byte() <= range.start || range.end <= n.start_byte();
+    for name in removed {
+        let named = |n: &Node<'_>| n.kind() == "identifier" && syntax::text(*n, source) == name;
+        if let Some(function) = function {
+            let mut local = false;
+            let mut used = false;
+            for n in nodes(function).filter(|n| named(n)) {
+                match role(n) {
+                    Role::Parameter => {
+                        local = false;
+                        used = true;
+                        break;
+                    }
+                    Role::Declared => local = true,
+                    Role::Assigned => {}
+                    Role::Used => used |= outside(&n),
+                }
+            }
+            if local && !used {
+                return Some(name.to_owned());
+            }
+        }
+        if imports(root, source).contains(name) {
+            let used = nodes(root).any(|n| {
+                named(&n)
+                    && outside(&n)
+                    && n.parent().is_some_and(|p| {
+                        p.kind() == "selector_expression"
+                            && p.child_by_field_name("operand") == Some(n)
+                    })
+            });
+            if !used {
+                return Some(name.to_owned());
+            }
+        }
+    }
+    None
+}
+
+/// What an identifier's occurrence does with its name.
+enum Role {
+    /// A function's parameter or result: never "declared and not used".
+    Parameter,
+    /// A declaration: `x :=`, `var x`, `for x := range`.
+    Declared,
+    /// Assigned to (`x = …`, `x++`): not a use to Go.
+    Assigned,
+    /// Anything else.
+    Used,
+}
+
+fn role(n: Node<'_>) -> Role {
+    let Some(parent) = n.parent() else {
+        return Role::Used;
+    };
+    let left_of = |list: Node<'_>, kind: &str| {
+        list.parent()
+            .is_some_and(|g| g.kind() == kind && g.child_by_field_name("left") == Some(list))
+    };
+    match parent.kind() {
+        "parameter_declaration" | "variadic_parameter_declaration" => Role::Parameter,
+        "var_spec" | "const_spec" => Role::Declared,
+        "expression_list" if left_of(parent, "short_var_declaration") => Role::Declared,
+        "expression_list" if left_of(parent, "range_clause") => Role::Declared,
+        "expression_list" if left_of(parent, "assignment_statement") => Role::Assigned,
+        "inc_statement" | "dec_statement" => Role::Assigned,
+        _ => Role::Used,
+    }
+}
+
+/// The names a file's imports bind: an alias, else the path's last element (less a `/vN`
+/// major version, a `.vN` suffix and a `go-` prefix, as most packages are named).
+fn imports<'s>(root: Node<'_>, source: &'s str) -> BTreeSet<&'s str> {
+    let mut names = BTreeSet::new();
+    for spec in nodes(root).filter(|n| n.kind() == "import_spec") {
+        if let Some(alias) = spec.child_by_field_name("name") {
+            names.insert(syntax::text(alias, source));
+            continue;
+        }
+        let Some(path) = spec.child_by_field_name("path") else {
+            continue;
+        };
+        let path = syntax::text(path, source).trim_matches(|c| c == '"' || c == '`');
+        let mut parts = path.rsplit('/');
+        let mut last = parts.next().unwrap_or(path);
+        if last.len() > 1 && last.starts_with('v') && last[1..].chars().all(|c| c.is_ascii_digit())
+        {
+            last = parts.next().unwrap_or(last);
+        }
+        let last = last.split(".v").next().unwrap_or(last);
+        names.insert(last.strip_prefix("go-").unwrap_or(last));
+    }
+    names
+}
+
+/// Every node under `root`, `root` included, by an explicit stack.
+fn nodes(root: Node<'_>) -> impl Iterator<Item = Node<'_>> {
+    let mut stack = vec![root];
+    std::iter::from_fn(move || {
+        let node = stack.pop()?;
+        let mut cursor = node.walk();
+        stack.extend(node.children(&mut cursor));
+        Some(node)
+    })
+}
+
 /// The package clause's name in `source` (`semver`), if it has one.
 pub fn package_name(source: &str) -> Option<String> {
     let tree = syntax::parse(source)?;
@@ -250,7 +388,7 @@ var assayMutantSeen [{size}]uint32
 
 func assayMutantOn(n int) bool {{
 	if assayMutantTrace != "" && n >= 0 && n < len(assayMutantSeen) && assayatomic.CompareAndSwapUint32(&assayMutantSeen[n], 0, 1) {{
-		line := "assay-reached\t" + assayMutantTrace + "\t" + assaystrconv.Itoa(n) + "\t" + assayMutantTest + "\n"
+		line := "{TRACE_MARK}\t" + assayMutantTrace + "\t" + assaystrconv.Itoa(n) + "\t" + assayMutantTest + "\n"
 		if f, err := assayos.OpenFile(assayMutantTraceFile, assayos.O_APPEND|assayos.O_CREATE|assayos.O_WRONLY, 0600); err == nil {{
 			f.WriteString(line)
 			f.Close()
@@ -335,7 +473,7 @@ fn offset_of(text: &str, (line, column): (usize, usize)) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use assay_common::TreePath;
+    use assay_common::tree_path::TreePath;
 
     fn edit(source: &str, find: &str, replacement: &str) -> ByteEdit {
         let start = source.find(find).unwrap();
@@ -393,6 +531,37 @@ mod tests {
     }
 
     #[test]
+    fn a_mutant_removing_a_last_use_builds_alone() {
+        let source = "package p\n\nimport \"strconv\"\n\nfunc F(a int) (string, int) {\n\tn := a * 2\n\tm := a + 1\n\tm = 3\n\treturn strconv.Itoa(n), m\n}\n\nfunc G(a int) int {\n\tk := a\n\tif k > 1 {\n\t\treturn k\n\t}\n\treturn a - 1\n}\n";
+        let edits = [
+            edit(source, "strconv.Itoa(n), m", "\"\", 0"),
+            edit(source, "a * 2", "a / 2"),
+            edit(source, "a - 1", "0"),
+            edit(source, "k > 1", "k >= 1"),
+        ];
+        let entries: Vec<Entry<'_>> = edits
+            .iter()
+            .enumerate()
+            .map(|(at, edit)| Entry {
+                number: at as u32 + 1,
+                edit,
+            })
+            .collect();
+        let schema = rewrite(source, &entries);
+        // `n`, `m` (assigned, never used elsewhere) and `strconv` lose their last use; `a` is
+        // a parameter, `k` is used elsewhere; `n := a * 2` is a declaration.
+        assert_eq!(schema.fallback.len(), 2, "{:?}", schema.fallback);
+        assert_eq!(schema.fallback[0].0, 1);
+        assert!(schema.fallback[0].1.contains("last use"), "{:?}", schema.fallback);
+        assert_eq!(schema.fallback[1], (2, NO_STATEMENT.to_owned()));
+        assert_eq!(schema.arms.len(), 2);
+        // Without `m`, `strconv` is still the only use removed: it is named.
+        let strconv = [edit(source, "strconv.Itoa(n)", "\"\"")];
+        let only = rewrite(source, &[Entry { number: 1, edit: &strconv[0] }]);
+        assert!(only.fallback[0].1.contains("`n`") || only.fallback[0].1.contains("`strconv`"));
+    }
+
+    #[test]
     fn errors_are_blamed_on_the_variant_they_are_in() {
         let edits = [edit(SOURCE, "total - 1", "nil"), edit(SOURCE, "+=", "-=")];
         let entries = [
@@ -429,7 +598,7 @@ mod tests {
     #[test]
     fn the_switch_file_names_the_package_and_hostile_names_are_refused() {
         assert_eq!(package_name(SOURCE).as_deref(), Some("calc"));
-        assert_eq!(package_name("package 9x\n"), None);
+        assert_eq!(package_name("// no package clause\n"), None);
         let file = switch_file("calc", 3);
         assert!(file.contains("package calc\n"));
         assert!(file.contains("[4]uint32"));

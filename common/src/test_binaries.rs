@@ -471,7 +471,9 @@ pub fn binary_id(message: &str) -> Option<String> {
 /// its name in [`TRACE_TEST_VARIABLE`], so every site a process reaches is that test's. A run
 /// that fails runs once more at once, its events under the package's name with
 /// [`crate::report::go::RERUN_PACKAGE_SUFFIX`]: those cases confirm the kill, as a cargo run's
-/// re-run block does, so no second job is needed. test2json is found beside the `go` on the
+/// re-run block does, so no second job is needed. An executable that exits non-zero gets the
+/// package's `fail` event the go command would add (a panic ends it before it prints `FAIL`).
+/// test2json is found beside the `go` on the
 /// `PATH` (the go command itself starts slowly), else asked of it.
 fn go_script(script: &mut String, binary: &Binary, import_path: &str, selection: Option<&Selection>) {
     let pattern = match selection.map(|s| s.binaries.get(import_path)) {
@@ -496,7 +498,8 @@ fn go_script(script: &mut String, binary: &Binary, import_path: &str, selection:
          [ -n \"$t2j\" ] || t2j=$(go env GOTOOLDIR 2>/dev/null)/test2json\n\
          [ -x \"$t2j\" ] || t2j=''\n\
          gorun() {{ p=$1; shift; (cd \"$root/\"{dir} && if [ -n \"$t2j\" ]; then exec \"$t2j\" -p \"$p\" \"$here/bin/\"{file} -test.v -test.paniconexit0 \"$@\"; \
-         else exec go tool test2json -p \"$p\" \"$here/bin/\"{file} -test.v -test.paniconexit0 \"$@\"; fi) 3>&-; }}\n\
+         else exec go tool test2json -p \"$p\" \"$here/bin/\"{file} -test.v -test.paniconexit0 \"$@\"; fi) 3>&-; \
+         c=$?; [ $c -eq 0 ] || printf '{{\"Action\":\"fail\",\"Package\":\"%s\"}}\\n' \"$p\"; return $c; }}\n\
          if [ -n \"${{{TRACE_VARIABLE}:-}}\" ]; then\n\
          set -f; code=0; trace=$(mktemp) || exit 1\n\
          for name in $(cd \"$root/\"{dir} && \"$here/bin/\"{file} -test.list '.*' 2>/dev/null); do\n\
@@ -741,6 +744,99 @@ not a message
         );
         let (_, untraced) = run_script(&index, None, false);
         assert!(!untraced.contains("trace=doc:"), "{untraced}");
+    }
+
+    /// Runs the script over a stand-in Go test executable (a shell script that lists two
+    /// tests, fails `TestB` when `FAIL_B` is set and says what it was asked) under the real
+    /// test2json.
+    fn run_go_script(selection: Option<&Selection>, env: &[(&str, &str)]) -> (String, String) {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let here = dir.path().join("test-binaries");
+        std::fs::create_dir_all(here.join("bin")).unwrap();
+        std::fs::create_dir_all(dir.path().join("calc")).unwrap();
+        let stand_in = r#"#!/bin/sh
+for a in "$@"; do case "$a" in -test.list) echo TestA; echo TestB; echo BenchmarkC; exit 0 ;; esac; done
+echo "args [$*] in ${PWD##*/} trace=${ASSAY_MUTANT_TRACE:-}/${ASSAY_MUTANT_TRACE_TEST:-}" >&2
+[ -n "${ASSAY_MUTANT_TRACE_FILE:-}" ] && printf 'assay-reached\t%s\t1\t%s\n' "$ASSAY_MUTANT_TRACE" "$ASSAY_MUTANT_TRACE_TEST" >> "$ASSAY_MUTANT_TRACE_FILE"
+echo "=== RUN   TestA"; echo "--- PASS: TestA (0.00s)"
+if [ -n "${FAIL_B:-}" ]; then echo "=== RUN   TestB"; echo "panic: boom"; exit 2; fi
+echo PASS
+"#;
+        let file = here.join("bin").join("1.test");
+        std::fs::write(&file, stand_in).unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let message = go_message("example.com/m/calc", "1.test", "");
+        let index = Index::new(vec![Binary {
+            file: "1.test".into(),
+            package_dir: "calc".into(),
+            message,
+        }]);
+        std::fs::write(here.join("run.sh"), script(&index, selection)).unwrap();
+        let mut command = std::process::Command::new("sh");
+        command.arg(here.join("run.sh")).current_dir(dir.path());
+        command.env_remove(TRACE_VARIABLE);
+        command.envs(env.iter().copied());
+        let out = command.output().unwrap();
+        (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    #[test]
+    fn a_go_executable_runs_its_selection_under_test2json_and_re_runs_a_failure() {
+        let selection = Selection {
+            binaries: [(
+                "example.com/m/calc".to_owned(),
+                Some(["TestA".to_owned(), "TestB".to_owned()].into()),
+            )]
+            .into(),
+            doc_tests: BTreeSet::new(),
+        };
+        // test2json reads the executable's stderr as its output too.
+        let (stdout, _) = run_go_script(Some(&selection), &[]);
+        assert!(
+            stdout.contains("args [-test.v -test.paniconexit0 -test.run ^(TestA|TestB)$] in calc trace=/"),
+            "{stdout}"
+        );
+        assert!(stdout.contains(r#""Action":"pass","Package":"example.com/m/calc","Test":"TestA""#), "{stdout}");
+        assert!(!stdout.contains("[assay-rerun]"), "{stdout}");
+        // A panic: the package's fail event is added, and the run is repeated under the
+        // re-run's package name.
+        let (stdout, _) = run_go_script(Some(&selection), &[("FAIL_B", "1")]);
+        assert!(stdout.contains(r#"{"Action":"fail","Package":"example.com/m/calc"}"#), "{stdout}");
+        assert!(
+            stdout.contains(r#""Package":"example.com/m/calc [assay-rerun]","Test":"TestB""#),
+            "{stdout}"
+        );
+        // A selection without its package runs nothing of it.
+        let other = Selection {
+            binaries: [("example.com/m/other".to_owned(), None)].into(),
+            doc_tests: BTreeSet::new(),
+        };
+        let (stdout, _) = run_go_script(Some(&other), &[]);
+        assert!(stdout.is_empty(), "{stdout}");
+    }
+
+    #[test]
+    fn a_traced_go_run_runs_each_listed_test_alone_and_copies_its_trace() {
+        let (stdout, stderr) = run_go_script(None, &[(TRACE_VARIABLE, "on")]);
+        assert!(stderr.starts_with(&format!("{TRACE_ON}\n")), "{stderr}");
+        for test in ["TestA", "TestB"] {
+            assert!(
+                stdout.contains(&format!(
+                    "args [-test.v -test.paniconexit0 -test.run ^{test}$] in calc trace=bin:example.com/m/calc/{test}"
+                )),
+                "{stdout}"
+            );
+            assert!(
+                stderr.contains(&format!("assay-reached\tbin:example.com/m/calc\t1\t{test}\n")),
+                "{stderr}"
+            );
+        }
+        assert!(!stdout.contains("BenchmarkC"), "{stdout}");
+        assert!(stdout.contains(r#""Action":"pass","Package":"example.com/m/calc""#), "{stdout}");
     }
 
     #[test]

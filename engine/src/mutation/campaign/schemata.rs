@@ -79,6 +79,11 @@ impl Schemata {
         self.schema.holds(at)
     }
 
+    /// Whether the build is Go's (each package's test executable).
+    pub fn is_go(&self) -> bool {
+        self.go_module.is_some()
+    }
+
     /// What a held mutant of the file at `path` runs, of those `only` (the trace's choice)
     /// selects: `Some(only)` for Rust; for Go, its own package's executable alone, as a
     /// `go test` of its package runs (`None`: no test of its package reaches it).

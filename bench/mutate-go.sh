@@ -9,7 +9,7 @@
 # their ratio, whether the statuses agree mutant by mutant (NoCoverage counts as Survived: both
 # are undetected), and Assay's wall time against "the limit": the sum over the mutants that ran
 # of their covering tests' durations (each test's own time in one `go test -json` run of the
-# module), divided by the 2 slots.
+# module, from its events' time stamps), divided by the 2 slots.
 # Needs: go (golang-go), the packages (installed here with apt-get if missing), python3, git,
 # bc; Assay's release build (built here unless ASSAY_BIN names a binary).
 # Usage: bench/mutate-go.sh
@@ -112,15 +112,29 @@ assay_s, rebuild_s = float(assay_s), float(rebuild_s)
 n = len(rows)
 fold = lambda s: "Survived" if s == "NoCoverage" else s
 same = sum(fold(a) == fold(b) for _, a, b in rows)
-# Each top-level test's own time (`Elapsed` of its `pass`/`fail` event).
-elapsed = {}
+# Each top-level test's own time: from its `run` event to its `pass`/`fail` event (their
+# `Time` stamps; `Elapsed` is rounded to 10 ms, which most of these tests take less than).
+from datetime import datetime
+def stamp(t):
+    t = t.rstrip("Z")
+    if "." in t:
+        head, frac = t.split(".")
+        t = f"{head}.{frac[:6]}"
+    return datetime.fromisoformat(t).timestamp()
+started, elapsed = {}, {}
 for line in open(tests):
     try:
         e = json.loads(line)
     except ValueError:
         continue
-    if e.get("Test") and "/" not in e["Test"] and e.get("Action") in ("pass", "fail"):
-        elapsed[f'{e["Package"]}::{e["Test"]}'] = e.get("Elapsed", 0.0)
+    test = e.get("Test")
+    if not test or "/" in test or "Time" not in e:
+        continue
+    key = f'{e["Package"]}::{test}'
+    if e.get("Action") == "run":
+        started[key] = stamp(e["Time"])
+    elif e.get("Action") in ("pass", "fail") and key in started:
+        elapsed[key] = stamp(e["Time"]) - started[key]
 doc = json.load(open(report))
 limit = 0.0
 for f in doc["files"].values():

@@ -756,7 +756,7 @@ not a message
         std::fs::create_dir_all(here.join("bin")).unwrap();
         std::fs::create_dir_all(dir.path().join("calc")).unwrap();
         let stand_in = r#"#!/bin/sh
-for a in "$@"; do case "$a" in -test.list) echo TestA; echo TestB; echo BenchmarkC; exit 0 ;; esac; done
+for a in "$@"; do case "$a" in -test.list) echo TestA; echo TestB; echo BenchmarkC; echo 'Test$(touch${IFS}pwned)*'; exit 0 ;; esac; done
 echo "args [$*] in ${PWD##*/} trace=${ASSAY_MUTANT_TRACE:-}/${ASSAY_MUTANT_TRACE_TEST:-}" >&2
 [ -n "${ASSAY_MUTANT_TRACE_FILE:-}" ] && printf 'assay-reached\t%s\t1\t%s\n' "$ASSAY_MUTANT_TRACE" "$ASSAY_MUTANT_TRACE_TEST" >> "$ASSAY_MUTANT_TRACE_FILE"
 echo "=== RUN   TestA"; echo "--- PASS: TestA (0.00s)"
@@ -778,6 +778,9 @@ echo PASS
         command.env_remove(TRACE_VARIABLE);
         command.envs(env.iter().copied());
         let out = command.output().unwrap();
+        for place in [dir.path().to_owned(), dir.path().join("calc")] {
+            assert!(!place.join("pwned").exists(), "a listed name ran as a command");
+        }
         (
             String::from_utf8_lossy(&out.stdout).into_owned(),
             String::from_utf8_lossy(&out.stderr).into_owned(),
@@ -836,6 +839,12 @@ echo PASS
             );
         }
         assert!(!stdout.contains("BenchmarkC"), "{stdout}");
+        // A listed name is the executable's output: it reaches `-test.run` as one word, never
+        // a shell (the stand-in runs in `calc/`, the script in the tree's root).
+        assert!(
+            stdout.contains(r#"-test.run ^Test$(touch${IFS}pwned)*$] in calc"#),
+            "{stdout}"
+        );
         assert!(stdout.contains(r#""Action":"pass","Package":"example.com/m/calc""#), "{stdout}");
     }
 

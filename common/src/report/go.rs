@@ -249,6 +249,32 @@ mod tests {
     }
 
     #[test]
+    fn a_prebuilt_runs_re_run_is_read_as_re_runs_of_its_package() {
+        let stream = r#"{"Action":"run","Package":"m/calc","Test":"TestA"}
+{"Action":"fail","Package":"m/calc","Test":"TestA"}
+{"Action":"fail","Package":"m/calc"}
+{"Action":"run","Package":"m/calc [assay-rerun]","Test":"TestA"}
+{"Action":"fail","Package":"m/calc [assay-rerun]","Test":"TestA"}
+{"Action":"fail","Package":"m/calc [assay-rerun]"}
+"#;
+        let ReportOutcome::Parsed(report) = parse(stream.as_bytes()) else {
+            panic!("expected a parsed report")
+        };
+        assert_eq!(report.cases.len(), 2);
+        assert!(report.cases.iter().all(|c| c.file == "m/calc" && c.name == "TestA"));
+        let variants: Vec<Option<&str>> =
+            report.cases.iter().map(|c| c.variant.as_deref()).collect();
+        assert!(variants.contains(&None), "{variants:?}");
+        assert!(variants.contains(&Some("assay-rerun")), "{variants:?}");
+        // Only the exact suffix: a package merely ending in a bracket is its own.
+        let other = stream.replace(" [assay-rerun]", " [assay-rerun]x");
+        let ReportOutcome::Parsed(report) = parse(other.as_bytes()) else {
+            panic!("expected a parsed report")
+        };
+        assert!(report.cases.iter().all(|c| c.variant.is_none()));
+    }
+
+    #[test]
     fn a_stream_cut_short_or_empty_gives_no_result() {
         let cut = r#"{"Action":"run","Package":"p","Test":"TestA"}
 {"Action":"output","Package":"p","Test":"TestA","Output":"=== RUN   TestA\n"}

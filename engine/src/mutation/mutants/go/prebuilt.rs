@@ -172,6 +172,9 @@ pub async fn build(
             for (number, why) in &rewritten.fallback {
                 schema.alone.insert(*number as usize - 1, why.clone());
             }
+            for (number, error) in &rewritten.unviable {
+                schema.unviable.insert(*number as usize - 1, error.clone());
+            }
             if rewritten.arms.is_empty() {
                 continue;
             }

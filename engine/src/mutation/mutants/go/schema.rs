@@ -59,6 +59,8 @@ pub struct FileSchema {
     pub sites: Vec<(Range<usize>, Vec<u32>)>,
     /// Mutants left to a build of their own, with why.
     pub fallback: Vec<(u32, String)>,
+    /// Mutants that cannot compile, told without a build, with the compiler's complaint.
+    pub unviable: Vec<(u32, String)>,
 }
 
 /// How a place holds the switch.
@@ -144,11 +146,8 @@ pub fn rewrite(source: &str, entries: &[Entry<'_>]) -> FileSchema {
         BTreeMap::new();
     for entry in entries {
         let (start, end) = (entry.edit.start, entry.edit.end);
-        if let Some(name) = removed_last_use(root, source, entry.edit) {
-            schema.fallback.push((
-                entry.number,
-                format!("it removes the last use of `{name}`, which Go refuses to compile"),
-            ));
+        if let Some(unused) = removed_last_use(root, source, entry.edit) {
+            schema.unviable.push((entry.number, unused));
             continue;
         }
         match innermost_host(root, start, end) {
@@ -216,10 +215,11 @@ pub fn rewrite(source: &str, entries: &[Entry<'_>]) -> FileSchema {
     schema
 }
 
-/// A local variable or an imported package whose last use `edit` removes: alone, the mutant
-/// would not compile (Go refuses an unused variable or import), but beside the original in
-/// the schema it would. Uses are counted by name over the whole function (an import's over the
-/// file), so a shadowed name may hide a removed last use, never invent one.
+/// What Go says of a local variable or an imported package whose last use `edit` removes:
+/// the mutant does not compile (Go refuses an unused variable or import), though beside the
+/// original in the schema it would, so it is told here, without a build. Uses are counted by name over the innermost function (or function
+/// literal) that declares the name (an import's over the file), so a shadowed name may hide a
+/// removed last use, never invent one.
 fn removed_last_use(root: Node<'_>, source: &str, edit: &ByteEdit) -> Option<String> {
     let range = edit.start..edit.end;
     let kept: BTreeSet<&str> = edit
@@ -234,15 +234,35 @@ fn removed_last_use(root: Node<'_>, source: &str, edit: &ByteEdit) -> Option<Str
     if removed.is_empty() {
         return None;
     }
-    let mut cursor = root.walk();
-    let function = root.named_children(&mut cursor).find(|n| {
-        matches!(n.kind(), "function_declaration" | "method_declaration")
-            && n.start_byte() <= range.start
-            && range.end <= n.end_byte()
-    });
+    // The functions around the edit, innermost first (a function literal is one).
+    let mut functions = Vec::new();
+    let mut node = root;
+    loop {
+        let mut cursor = node.walk();
+        let Some(child) = node
+            .children(&mut cursor)
+            .find(|c| c.start_byte() <= range.start && range.end <= c.end_byte())
+        else {
+            break;
+        };
+        if matches!(
+            child.kind(),
+            "function_declaration" | "method_declaration" | "func_literal"
+        ) {
+            functions.insert(0, child);
+        }
+        node = child;
+    }
     let outside = |n: &Node<'_>| n.end_byte() <= range.start || range.end <= n.start_byte();
     for name in removed {
         let named = |n: &Node<'_>| n.kind() == "identifier" && syntax::text(*n, source) == name;
+        // The innermost function declaring the name holds every use of it the edit could
+        // have been the last of.
+        let function = functions.iter().copied().find(|f| {
+            nodes(*f)
+                .filter(|n| named(n))
+                .any(|n| matches!(role(n), Role::Declared | Role::Parameter))
+        });
         if let Some(function) = function {
             let mut local = false;
             let mut used = false;
@@ -259,7 +279,9 @@ fn removed_last_use(root: Node<'_>, source: &str, edit: &ByteEdit) -> Option<Str
                 }
             }
             if local && !used {
-                return Some(name.to_owned());
+                return Some(format!(
+                    "declared and not used: {name} (the mutant removes its last use)"
+                ));
             }
         }
         if imports(root, source).contains(name) {
@@ -272,7 +294,9 @@ fn removed_last_use(root: Node<'_>, source: &str, edit: &ByteEdit) -> Option<Str
                     })
             });
             if !used {
-                return Some(name.to_owned());
+                return Some(format!(
+                    "imported and not used: {name} (the mutant removes its last use)"
+                ));
             }
         }
     }
@@ -550,15 +574,32 @@ mod tests {
         let schema = rewrite(source, &entries);
         // `n`, `m` (assigned, never used elsewhere) and `strconv` lose their last use; `a` is
         // a parameter, `k` is used elsewhere; `n := a * 2` is a declaration.
-        assert_eq!(schema.fallback.len(), 2, "{:?}", schema.fallback);
-        assert_eq!(schema.fallback[0].0, 1);
-        assert!(schema.fallback[0].1.contains("last use"), "{:?}", schema.fallback);
-        assert_eq!(schema.fallback[1], (2, NO_STATEMENT.to_owned()));
+        assert_eq!(schema.unviable.len(), 1, "{:?}", schema.unviable);
+        assert_eq!(schema.unviable[0].0, 1);
+        assert!(schema.unviable[0].1.contains("last use"), "{:?}", schema.unviable);
+        assert_eq!(schema.fallback, [(2, NO_STATEMENT.to_owned())]);
         assert_eq!(schema.arms.len(), 2);
+        // In a function literal: its own `err` loses its last use, though the function
+        // around it uses another `err`.
+        let closure = "package p\n\nfunc H(w func() (int, error)) error {\n\tf := func() error {\n\t\t_, err := w()\n\t\treturn err\n\t}\n\t_, err := w()\n\tif err != nil {\n\t\treturn err\n\t}\n\treturn f()\n}\n";
+        let nil = [edit(closure, "err\n\t}\n\t_,", "nil\n\t}\n\t_,")];
+        let fixed = ByteEdit {
+            end: nil[0].start + 3,
+            replacement: "nil".into(),
+            ..nil[0].clone()
+        };
+        let held = rewrite(closure, &[Entry { number: 1, edit: &fixed }]);
+        assert_eq!(
+            held.unviable[0].1,
+            "declared and not used: err (the mutant removes its last use)"
+        );
         // Without `m`, `strconv` is still the only use removed: it is named.
         let strconv = [edit(source, "strconv.Itoa(n)", "\"\"")];
         let only = rewrite(source, &[Entry { number: 1, edit: &strconv[0] }]);
-        assert!(only.fallback[0].1.contains("`n`") || only.fallback[0].1.contains("`strconv`"));
+        assert_eq!(
+            only.unviable[0].1,
+            "declared and not used: n (the mutant removes its last use)"
+        );
     }
 
     #[test]

@@ -343,7 +343,11 @@ fn by_mutant(doc: &serde_json::Value) -> Vec<Row> {
                 m["status"].as_str().unwrap_or("").to_owned(),
                 m["coveredBy"]
                     .as_array()
-                    .map(|a| a.iter().filter_map(|t| t.as_str().map(String::from)).collect())
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|t| t.as_str().map(String::from))
+                            .collect()
+                    })
                     .unwrap_or_default(),
                 m["testsCompleted"].as_u64().unwrap_or(0),
             ));
@@ -385,7 +389,13 @@ fn go_mutants_built_once_agree_with_a_build_per_mutant_and_run_only_their_coveri
     assert!(alone_doc["assay"]["schemata"].is_null(), "{alone_doc:#}");
 
     // (a) The same status for every mutant (no coverage is undetected, as a survivor is).
-    let fold = |s: &str| if s == "NoCoverage" { "Survived".to_owned() } else { s.to_owned() };
+    let fold = |s: &str| {
+        if s == "NoCoverage" {
+            "Survived".to_owned()
+        } else {
+            s.to_owned()
+        }
+    };
     let once_all = by_mutant(once_doc);
     let alone_all = by_mutant(alone_doc);
     assert_eq!(once_all.len(), alone_all.len());

@@ -360,7 +360,11 @@ pub fn script(index: &Index, selection: Option<&Selection>) -> String {
          if [ -n \"${{{TRACE_VARIABLE}:-}}\" ]; then exec 3>&2; echo {TRACE_ON} >&2; \
          else exec 3>/dev/null; fi\n"
     );
-    for binary in index.binaries.iter().filter(|b| go_package(&b.message).is_none()) {
+    for binary in index
+        .binaries
+        .iter()
+        .filter(|b| go_package(&b.message).is_none())
+    {
         script.push_str(&format!("printf '%s\\n' {}\n", quote(&binary.message)));
     }
     for binary in &index.binaries {
@@ -445,8 +449,9 @@ pub fn go_message(import_path: &str, executable: &str, package_dir: &str) -> Str
 /// The import path of a Go package's test executable, from its message; `None` for cargo's.
 pub fn go_package(message: &str) -> Option<String> {
     let message = BuiltMessage::parse(message).ok()?;
-    (message.target.kind.iter().any(|k| k == GO_TEST_KIND) && check_import_path(&message.target.name))
-        .then_some(message.target.name)
+    (message.target.kind.iter().any(|k| k == GO_TEST_KIND)
+        && check_import_path(&message.target.name))
+    .then_some(message.target.name)
 }
 
 /// Whether `path` is a plain Go import path: what a shell, a regexp or JSON reads as written.
@@ -475,7 +480,12 @@ pub fn binary_id(message: &str) -> Option<String> {
 /// package's `fail` event the go command would add (a panic ends it before it prints `FAIL`).
 /// test2json is found beside the `go` on the
 /// `PATH` (the go command itself starts slowly), else asked of it.
-fn go_script(script: &mut String, binary: &Binary, import_path: &str, selection: Option<&Selection>) {
+fn go_script(
+    script: &mut String,
+    binary: &Binary,
+    import_path: &str,
+    selection: Option<&Selection>,
+) {
     let pattern = match selection.map(|s| s.binaries.get(import_path)) {
         None | Some(Some(None)) => String::new(),
         Some(None) => return,
@@ -779,7 +789,10 @@ echo PASS
         command.envs(env.iter().copied());
         let out = command.output().unwrap();
         for place in [dir.path().to_owned(), dir.path().join("calc")] {
-            assert!(!place.join("pwned").exists(), "a listed name ran as a command");
+            assert!(
+                !place.join("pwned").exists(),
+                "a listed name ran as a command"
+            );
         }
         (
             String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -800,15 +813,23 @@ echo PASS
         // test2json reads the executable's stderr as its output too.
         let (stdout, _) = run_go_script(Some(&selection), &[]);
         assert!(
-            stdout.contains("args [-test.v -test.paniconexit0 -test.run ^(TestA|TestB)$] in calc trace=/"),
+            stdout.contains(
+                "args [-test.v -test.paniconexit0 -test.run ^(TestA|TestB)$] in calc trace=/"
+            ),
             "{stdout}"
         );
-        assert!(stdout.contains(r#""Action":"pass","Package":"example.com/m/calc","Test":"TestA""#), "{stdout}");
+        assert!(
+            stdout.contains(r#""Action":"pass","Package":"example.com/m/calc","Test":"TestA""#),
+            "{stdout}"
+        );
         assert!(!stdout.contains("[assay-rerun]"), "{stdout}");
         // A panic: the package's fail event is added, and the run is repeated under the
         // re-run's package name.
         let (stdout, _) = run_go_script(Some(&selection), &[("FAIL_B", "1")]);
-        assert!(stdout.contains(r#"{"Action":"fail","Package":"example.com/m/calc"}"#), "{stdout}");
+        assert!(
+            stdout.contains(r#"{"Action":"fail","Package":"example.com/m/calc"}"#),
+            "{stdout}"
+        );
         assert!(
             stdout.contains(r#""Package":"example.com/m/calc [assay-rerun]","Test":"TestB""#),
             "{stdout}"
@@ -834,7 +855,9 @@ echo PASS
                 "{stdout}"
             );
             assert!(
-                stderr.contains(&format!("assay-reached\tbin:example.com/m/calc\t1\t{test}\n")),
+                stderr.contains(&format!(
+                    "assay-reached\tbin:example.com/m/calc\t1\t{test}\n"
+                )),
                 "{stderr}"
             );
         }
@@ -845,7 +868,10 @@ echo PASS
             stdout.contains(r#"-test.run ^Test$(touch${IFS}pwned)*$] in calc"#),
             "{stdout}"
         );
-        assert!(stdout.contains(r#""Action":"pass","Package":"example.com/m/calc""#), "{stdout}");
+        assert!(
+            stdout.contains(r#""Action":"pass","Package":"example.com/m/calc""#),
+            "{stdout}"
+        );
     }
 
     #[test]

@@ -261,7 +261,12 @@ mod tests {
             panic!("expected a parsed report")
         };
         assert_eq!(report.cases.len(), 2);
-        assert!(report.cases.iter().all(|c| c.file == "m/calc" && c.name == "TestA"));
+        assert!(
+            report
+                .cases
+                .iter()
+                .all(|c| c.file == "m/calc" && c.name == "TestA")
+        );
         let variants: Vec<Option<&str>> =
             report.cases.iter().map(|c| c.variant.as_deref()).collect();
         assert!(variants.contains(&None), "{variants:?}");

@@ -187,7 +187,10 @@ pub(super) async fn build_go(
         .and_then(|bytes| go_prebuilt::module_path(&String::from_utf8_lossy(&bytes)));
     let Some(module) = module else {
         let mut schema = Schema::default();
-        schema.give_up(mutants.len(), "the tree has no `go.mod` naming a module".into());
+        schema.give_up(
+            mutants.len(),
+            "the tree has no `go.mod` naming a module".into(),
+        );
         return Schemata {
             schema,
             tree: None,

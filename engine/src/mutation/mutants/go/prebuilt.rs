@@ -317,9 +317,15 @@ mod tests {
         };
         let own = own_package("m/a", Some(&selection)).unwrap();
         assert_eq!(own.binaries.len(), 1);
-        assert_eq!(own.binaries["m/a"], Some(BTreeSet::from(["TestA".to_owned()])));
+        assert_eq!(
+            own.binaries["m/a"],
+            Some(BTreeSet::from(["TestA".to_owned()]))
+        );
         assert_eq!(own_package("m/c", Some(&selection)), None);
         assert_eq!(own_package("m/c", None).unwrap().binaries["m/c"], None);
-        assert_eq!(module_path("// x\nmodule \"example.com/m\"\n").as_deref(), Some("example.com/m"));
+        assert_eq!(
+            module_path("// x\nmodule \"example.com/m\"\n").as_deref(),
+            Some("example.com/m")
+        );
     }
 }

@@ -116,9 +116,9 @@ fn innermost_host(root: Node<'_>, start: usize, end: usize) -> Option<(Range<usi
     let mut found = None;
     loop {
         let mut cursor = node.walk();
-        let child = node
-            .children(&mut cursor)
-            .find(|c| c.start_byte() <= start && end <= c.end_byte() && c.end_byte() > c.start_byte());
+        let child = node.children(&mut cursor).find(|c| {
+            c.start_byte() <= start && end <= c.end_byte() && c.end_byte() > c.start_byte()
+        });
         let Some(child) = child else {
             return found;
         };
@@ -156,7 +156,9 @@ pub fn rewrite(source: &str, entries: &[Entry<'_>]) -> FileSchema {
                 .or_insert_with(|| (host, Vec::new()))
                 .1
                 .push(*entry),
-            None => schema.fallback.push((entry.number, NO_STATEMENT.to_owned())),
+            None => schema
+                .fallback
+                .push((entry.number, NO_STATEMENT.to_owned())),
         }
     }
     let mut text = String::with_capacity(source.len() * 2);
@@ -180,7 +182,12 @@ pub fn rewrite(source: &str, entries: &[Entry<'_>]) -> FileSchema {
         text.push_str(open);
         for entry in &entries {
             let (a, b) = (entry.edit.start - start, entry.edit.end - start);
-            let arm = format!("{}{}{}", &original[..a], entry.edit.replacement, &original[b..]);
+            let arm = format!(
+                "{}{}{}",
+                &original[..a],
+                entry.edit.replacement,
+                &original[b..]
+            );
             text.push_str(&format!("if assayMutantOn({}) {{ ", entry.number));
             let arm_start = text.len();
             if host == Host::Condition {
@@ -227,7 +234,9 @@ fn removed_last_use(root: Node<'_>, source: &str, edit: &ByteEdit) -> Option<Str
         .split(|c: char| !(c.is_alphanumeric() || c == '_'))
         .collect();
     let removed: BTreeSet<&str> = nodes(root)
-        .filter(|n| n.kind() == "identifier" && range.start <= n.start_byte() && n.end_byte() <= range.end)
+        .filter(|n| {
+            n.kind() == "identifier" && range.start <= n.start_byte() && n.end_byte() <= range.end
+        })
         .map(|n| syntax::text(n, source))
         .filter(|name| !kept.contains(name) && *name != "_")
         .collect();
@@ -309,7 +318,7 @@ enum Role {
     Parameter,
     /// A declaration: `x :=`, `var x`, `for x := range`.
     Declared,
-    /// Assigned to (`x = …`, `x++`): not a use to Go.
+    /// Assigned to with a plain `=`: not a use to Go (`x += 1` and `x++` are).
     Assigned,
     /// Anything else.
     Used,
@@ -328,8 +337,16 @@ fn role(n: Node<'_>) -> Role {
         "var_spec" | "const_spec" => Role::Declared,
         "expression_list" if left_of(parent, "short_var_declaration") => Role::Declared,
         "expression_list" if left_of(parent, "range_clause") => Role::Declared,
-        "expression_list" if left_of(parent, "assignment_statement") => Role::Assigned,
-        "inc_statement" | "dec_statement" => Role::Assigned,
+        // Only a plain `=` leaves a variable unused to Go: `x += 1` and `x++` read it.
+        "expression_list"
+            if left_of(parent, "assignment_statement")
+                && parent
+                    .parent()
+                    .and_then(|a| a.child_by_field_name("operator"))
+                    .is_some_and(|op| op.kind() == "=") =>
+        {
+            Role::Assigned
+        }
         _ => Role::Used,
     }
 }
@@ -540,7 +557,9 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("func() bool { if assayMutantOn(3) { return i <= len(xs) }; return i < len(xs) }()"),
+            text.contains(
+                "func() bool { if assayMutantOn(3) { return i <= len(xs) }; return i < len(xs) }()"
+            ),
             "{text}"
         );
         assert!(
@@ -576,9 +595,26 @@ mod tests {
         // a parameter, `k` is used elsewhere; `n := a * 2` is a declaration.
         assert_eq!(schema.unviable.len(), 1, "{:?}", schema.unviable);
         assert_eq!(schema.unviable[0].0, 1);
-        assert!(schema.unviable[0].1.contains("last use"), "{:?}", schema.unviable);
+        assert!(
+            schema.unviable[0].1.contains("last use"),
+            "{:?}",
+            schema.unviable
+        );
         assert_eq!(schema.fallback, [(2, NO_STATEMENT.to_owned())]);
         assert_eq!(schema.arms.len(), 2);
+        // `matches += …` reads `matches` (gc compiles it): removing the return's use of it
+        // leaves a use, so the mutant is held.
+        let ratio = "package p\n\nfunc R(xs []int) int {\n\tmatches := 0\n\tfor _, x := range xs {\n\t\tmatches += x\n\t}\n\treturn twice(matches)\n}\n\nfunc twice(n int) int {\n\treturn 2 * n\n}\n";
+        let zero = [edit(ratio, "twice(matches)", "0")];
+        let held_ratio = rewrite(
+            ratio,
+            &[Entry {
+                number: 1,
+                edit: &zero[0],
+            }],
+        );
+        assert!(held_ratio.unviable.is_empty(), "{:?}", held_ratio.unviable);
+        assert_eq!(held_ratio.arms.len(), 1);
         // In a function literal: its own `err` loses its last use, though the function
         // around it uses another `err`.
         let closure = "package p\n\nfunc H(w func() (int, error)) error {\n\tf := func() error {\n\t\t_, err := w()\n\t\treturn err\n\t}\n\t_, err := w()\n\tif err != nil {\n\t\treturn err\n\t}\n\treturn f()\n}\n";
@@ -588,14 +624,26 @@ mod tests {
             replacement: "nil".into(),
             ..nil[0].clone()
         };
-        let held = rewrite(closure, &[Entry { number: 1, edit: &fixed }]);
+        let held = rewrite(
+            closure,
+            &[Entry {
+                number: 1,
+                edit: &fixed,
+            }],
+        );
         assert_eq!(
             held.unviable[0].1,
             "declared and not used: err (the mutant removes its last use)"
         );
         // Without `m`, `strconv` is still the only use removed: it is named.
         let strconv = [edit(source, "strconv.Itoa(n)", "\"\"")];
-        let only = rewrite(source, &[Entry { number: 1, edit: &strconv[0] }]);
+        let only = rewrite(
+            source,
+            &[Entry {
+                number: 1,
+                edit: &strconv[0],
+            }],
+        );
         assert_eq!(
             only.unviable[0].1,
             "declared and not used: n (the mutant removes its last use)"
@@ -633,7 +681,10 @@ mod tests {
             )])
         );
         assert!(blamed.alone.is_empty());
-        assert_eq!(blamed.unblamed.as_deref(), Some("other.go:3:1: undefined: x"));
+        assert_eq!(
+            blamed.unblamed.as_deref(),
+            Some("other.go:3:1: undefined: x")
+        );
     }
 
     #[test]

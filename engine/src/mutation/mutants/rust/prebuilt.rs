@@ -3,8 +3,8 @@
 //! schema, and what a failed build's errors take out of the schema before the next one.
 
 use super::schema::{self, FileSchema};
-use crate::mutation::mutants::language::BuildOnce;
 use crate::mutation::mutants::Mutant;
+use crate::mutation::mutants::language::BuildOnce;
 use crate::source;
 use assay_common::TreeId;
 use assay_common::job::{ArtifactRef, JobResult, JobSpec, JobStatus, TestBinaries};

@@ -126,7 +126,14 @@ mod tests {
         let bytes = encode_with_version("job result", &sample(), 18).unwrap();
         let err = decode::<JobResult>("job result", &bytes).unwrap_err();
         assert!(matches!(err, WireError::UnsupportedVersion { found: 18 }));
-        assert!(err.to_string().contains("this build speaks 20"), "{err}");
+        assert!(err.to_string().contains("this build speaks 21"), "{err}");
+    }
+
+    #[test]
+    fn a_peer_that_runs_go_archives_as_libtest_is_refused_by_its_version() {
+        let bytes = encode_with_version("job result", &sample(), 20).unwrap();
+        let err = decode::<JobResult>("job result", &bytes).unwrap_err();
+        assert!(matches!(err, WireError::UnsupportedVersion { found: 20 }));
     }
 
     #[test]

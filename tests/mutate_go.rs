@@ -375,11 +375,12 @@ fn go_mutants_built_once_agree_with_a_build_per_mutant_and_run_only_their_coveri
     let once_doc = once.evidence.as_ref().expect("the Stryker document");
     let alone_doc = alone.evidence.as_ref().expect("the Stryker document");
 
-    // Built once: one package executable each, the declaration's mutant alone, `Join`'s `-`
-    // unviable in the schema.
+    // Built once: one package executable each, the declaration's mutant alone; unviable
+    // without a build of its own: `Join`'s `-` (its error is in its own variant) and
+    // `return y` → `return 0` (it removes `y`'s last use).
     let schemata = &once_doc["assay"]["schemata"];
     assert!(schemata["held"].as_u64().unwrap_or(0) >= 10, "{schemata:#}");
-    assert_eq!(schemata["unviable"], 1, "{schemata:#}");
+    assert_eq!(schemata["unviable"], 2, "{schemata:#}");
     assert!(
         schemata["builtAlone"]
             .as_object()
@@ -414,6 +415,8 @@ fn go_mutants_built_once_agree_with_a_build_per_mutant_and_run_only_their_coveri
     assert_eq!(find(&once_all, "calc/calc.go", 25, "-").3, "CompileError");
     assert_eq!(find(&alone_all, "calc/calc.go", 25, "-").3, "CompileError");
     assert_eq!(find(&once_all, "calc/calc.go", 11, "/").3, "Killed");
+    assert_eq!(find(&once_all, "calc/calc.go", 12, "0").3, "CompileError");
+    assert_eq!(find(&alone_all, "calc/calc.go", 12, "0").3, "CompileError");
     assert_eq!(find(&once_all, "calc/calc.go", 17, ">=").3, "Survived");
     // (c) Only the tests of its package that reach it run: `Add` is reached by `TestAdd`
     // alone in its package (shelf's tests reach it too, from another package), where a build

@@ -2,7 +2,9 @@
 //! in the test: a proven fix whose mutation check kills some mutants of its changed lines and
 //! lets others survive, and `assay mutate` on a whole module (the runner detected from its
 //! `go.mod`), with a killed, a surviving, a timed-out, a non-compiling and an uncovered
-//! mutant, checked in the Stryker document.
+//! mutant, checked in the Stryker document; and `assay mutate` on two packages built once
+//! against a build per mutant: the same statuses, compile errors told from the schema, and
+//! each mutant's run holding only its package's tests that reach it.
 
 mod support;
 

@@ -375,7 +375,8 @@ fn a_crates_dependencies_reach_a_worker_without_a_cargo_cache_as_an_archive() {
     assert_eq!(unpacked, 1);
 }
 
-/// A Go module and a node:test project, each with a killed and a surviving mutant.
+/// A Go module and a node:test project, each with a killed and a surviving mutant (Go's three
+/// held by one schema build).
 fn go_and_node_projects() -> (support::Repo, support::Repo) {
     let go = support::Repo::new();
     go.write("go.mod", "module example.com/shelf\n\ngo 1.19\n")
@@ -445,6 +446,13 @@ fn go_and_javascript_mutants_on_the_fleet_reach_the_verdicts_of_an_embedded_run(
             expected,
             "{name}: per-mutant statuses"
         );
+        if name == "go" {
+            // Go's mutants ran from its package's test executable, built once on a worker
+            // and fetched from the store by the workers that ran them.
+            let schemata = &fleet_report["assay"]["schemata"];
+            assert_eq!(schemata["builds"], 1, "{schemata:#}");
+            assert_eq!(schemata["held"], 3, "{schemata:#}");
+        }
     }
 }
 

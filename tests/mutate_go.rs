@@ -2,7 +2,9 @@
 //! in the test: a proven fix whose mutation check kills some mutants of its changed lines and
 //! lets others survive, and `assay mutate` on a whole module (the runner detected from its
 //! `go.mod`), with a killed, a surviving, a timed-out, a non-compiling and an uncovered
-//! mutant, checked in the Stryker document.
+//! mutant, checked in the Stryker document; and `assay mutate` on two packages built once
+//! against a build per mutant: the same statuses, compile errors told from the schema, and
+//! each mutant's run holding only its package's tests that reach it.
 
 mod support;
 
@@ -217,4 +219,221 @@ fn mutate_on_a_go_module_kills_times_out_and_tells_a_mutant_that_does_not_compil
         "{}",
         run.explain()
     );
+}
+
+/// Two packages, one importing the other: the schema holds what a statement or condition can
+/// switch (`Scale`'s `y := x * k` is a declaration, built alone), `Join`'s `-` is in its own
+/// variant and does not compile, and `Clamp`'s boundary is never tested.
+const CALC: &str = "// Package calc does sums.
+package calc
+
+// Add sums a and b.
+func Add(a, b int) int {
+\treturn a + b
+}
+
+// Scale multiplies x by k.
+func Scale(x, k int) int {
+\ty := x * k
+\treturn y
+}
+
+// Clamp limits x to hi.
+func Clamp(x, hi int) int {
+\tif x > hi {
+\t\treturn hi
+\t}
+\treturn x
+}
+
+// Join concatenates a and b.
+func Join(a, b string) string {
+\treturn a + b
+}
+";
+
+const CALC_TESTS: &str = "package calc
+
+import \"testing\"
+
+func TestAdd(t *testing.T) {
+\tif Add(2, 3) != 5 {
+\t\tt.Fatal(\"2 + 3\")
+\t}
+}
+
+func TestScale(t *testing.T) {
+\tif Scale(2, 3) != 6 {
+\t\tt.Fatal(\"2 * 3\")
+\t}
+}
+
+func TestClamp(t *testing.T) {
+\tif Clamp(9, 5) != 5 || Clamp(1, 5) != 1 {
+\t\tt.Fatal(\"clamp\")
+\t}
+}
+
+func TestJoin(t *testing.T) {
+\tif Join(\"a\", \"b\") != \"ab\" {
+\t\tt.Fatal(\"join\")
+\t}
+}
+";
+
+const SHELF: &str = "// Package shelf fills shelves.
+package shelf
+
+import \"example.com/warehouse/calc\"
+
+// Fill counts the items, at most limit.
+func Fill(items []int, limit int) int {
+\ttotal := 0
+\tfor i := 0; i < len(items); i++ {
+\t\ttotal = calc.Add(total, items[i])
+\t}
+\treturn calc.Clamp(total, limit)
+}
+";
+
+const SHELF_TESTS: &str = "package shelf
+
+import \"testing\"
+
+func TestFill(t *testing.T) {
+\tif Fill([]int{1, 2}, 10) != 3 {
+\t\tt.Fatal(\"fill\")
+\t}
+}
+
+func TestNothingFilled(t *testing.T) {
+\tif 1+1 != 2 {
+\t\tt.Fatal(\"arithmetic\")
+\t}
+}
+";
+
+fn mutate_with(repo: &Repo, out_dir: &tempfile::TempDir, schemata: bool) -> Run {
+    let json = out_dir.path().join("mutation.json");
+    let mut command = assay();
+    command
+        .arg("mutate")
+        .arg("-C")
+        .arg(repo.path())
+        .args(["--jobs", "2", "--no-cache", "--json"])
+        .arg(&json)
+        .arg("--store")
+        .arg(format!("file://{}", out_dir.path().join("store").display()))
+        .env("ASSAY_STATE_DIR", out_dir.path().join("state"))
+        .env("XDG_CACHE_HOME", out_dir.path().join("cache"))
+        .env("ASSAY_MUTATE_SCHEMATA", if schemata { "1" } else { "0" });
+    run(command, Some(json))
+}
+
+/// A mutant: file, line, replacement, status, covering tests, tests completed.
+type Row = (String, u64, String, String, Vec<String>, u64);
+
+/// Every mutant, by file, line and replacement.
+fn by_mutant(doc: &serde_json::Value) -> Vec<Row> {
+    let mut all = Vec::new();
+    for (path, file) in doc["files"].as_object().expect("files") {
+        for m in file["mutants"].as_array().expect("mutants") {
+            all.push((
+                path.clone(),
+                m["location"]["start"]["line"].as_u64().unwrap_or(0),
+                m["replacement"].as_str().unwrap_or("").to_owned(),
+                m["status"].as_str().unwrap_or("").to_owned(),
+                m["coveredBy"]
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|t| t.as_str().map(String::from))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                m["testsCompleted"].as_u64().unwrap_or(0),
+            ));
+        }
+    }
+    all.sort();
+    all
+}
+
+#[test]
+fn go_mutants_built_once_agree_with_a_build_per_mutant_and_run_only_their_covering_tests() {
+    let repo = Repo::new();
+    repo.write("go.mod", GO_MOD)
+        .write("calc/calc.go", CALC)
+        .write("calc/calc_test.go", CALC_TESTS)
+        .write("shelf/shelf.go", SHELF)
+        .write("shelf/shelf_test.go", SHELF_TESTS);
+    repo.commit("calc and shelf");
+    let once_dir = tempfile::tempdir().expect("temp dir");
+    let once = mutate_with(&repo, &once_dir, true);
+    assert_eq!(once.code, 5, "survivors: exit 5\n{}", once.explain());
+    let alone_dir = tempfile::tempdir().expect("temp dir");
+    let alone = mutate_with(&repo, &alone_dir, false);
+    assert_eq!(alone.code, 5, "survivors: exit 5\n{}", alone.explain());
+    let once_doc = once.evidence.as_ref().expect("the Stryker document");
+    let alone_doc = alone.evidence.as_ref().expect("the Stryker document");
+
+    // Built once: one package executable each, the declaration's mutant alone; unviable
+    // without a build of its own: `Join`'s `-` (its error is in its own variant) and
+    // `return y` → `return 0` (it removes `y`'s last use).
+    let schemata = &once_doc["assay"]["schemata"];
+    assert!(schemata["held"].as_u64().unwrap_or(0) >= 10, "{schemata:#}");
+    assert_eq!(schemata["unviable"], 2, "{schemata:#}");
+    assert!(
+        schemata["builtAlone"]
+            .as_object()
+            .is_some_and(|b| b.keys().any(|why| why.contains("declaration"))),
+        "{schemata:#}"
+    );
+    assert!(alone_doc["assay"]["schemata"].is_null(), "{alone_doc:#}");
+
+    // (a) The same status for every mutant (no coverage is undetected, as a survivor is).
+    let fold = |s: &str| {
+        if s == "NoCoverage" {
+            "Survived".to_owned()
+        } else {
+            s.to_owned()
+        }
+    };
+    let once_all = by_mutant(once_doc);
+    let alone_all = by_mutant(alone_doc);
+    assert_eq!(once_all.len(), alone_all.len());
+    assert!(once_all.len() >= 12, "{once_all:#?}");
+    for (a, b) in once_all.iter().zip(&alone_all) {
+        assert_eq!((&a.0, a.1, &a.2), (&b.0, b.1, &b.2));
+        assert_eq!(fold(&a.3), fold(&b.3), "{a:?} against {b:?}");
+    }
+    let find = |all: &[Row], path: &str, line: u64, r: &str| {
+        all.iter()
+            .find(|m| m.0 == path && m.1 == line && m.2 == r)
+            .unwrap_or_else(|| panic!("no mutant {r:?} at {path}:{line}: {all:#?}"))
+            .clone()
+    };
+    // (b) A variant that does not compile is a compile error, never a kill, in both ways.
+    assert_eq!(find(&once_all, "calc/calc.go", 25, "-").3, "CompileError");
+    assert_eq!(find(&alone_all, "calc/calc.go", 25, "-").3, "CompileError");
+    assert_eq!(find(&once_all, "calc/calc.go", 11, "/").3, "Killed");
+    assert_eq!(find(&once_all, "calc/calc.go", 12, "0").3, "CompileError");
+    assert_eq!(find(&alone_all, "calc/calc.go", 12, "0").3, "CompileError");
+    assert_eq!(find(&once_all, "calc/calc.go", 17, ">=").3, "Survived");
+    // (c) Only the tests of its package that reach it run: `Add` is reached by `TestAdd`
+    // alone in its package (shelf's tests reach it too, from another package), where a build
+    // per mutant runs all four of calc's tests.
+    let add = find(&once_all, "calc/calc.go", 6, "-");
+    assert_eq!(add.3, "Killed");
+    assert_eq!(add.4, ["example.com/warehouse/calc::TestAdd"]);
+    let clamp = find(&once_all, "calc/calc.go", 17, ">=");
+    assert_eq!(clamp.4, ["example.com/warehouse/calc::TestClamp"]);
+    assert_eq!(clamp.5, 1, "{clamp:?}");
+    assert_eq!(find(&alone_all, "calc/calc.go", 17, ">=").5, 4);
+    // A loop's condition and update hold the switch too; the shelf's mutants run its own
+    // tests, and only the one that reaches them.
+    let bound = find(&once_all, "shelf/shelf.go", 9, "<=");
+    assert_eq!(bound.4, ["example.com/warehouse/shelf::TestFill"]);
+    // `i--` indexes items[-1]: a panic, a kill from the executable as from `go test`.
+    assert_eq!(find(&once_all, "shelf/shelf.go", 9, "--").3, "Killed");
 }

@@ -201,7 +201,7 @@ pub struct AssayBlock {
     pub excluded_files: Vec<ExcludedFile>,
     /// What the cache did; `null` when the run did not use it.
     pub cache: Option<CacheReport>,
-    /// What Rust's mutant schemata did; `null` for other runs.
+    /// What Rust's or Go's mutant schemata did; `null` for other runs.
     pub schemata: Option<SchemataOutcome>,
 }
 
@@ -283,7 +283,7 @@ pub struct CachedFrom {
     pub stored_at: u64,
 }
 
-/// What Rust's mutant schemata did.
+/// What Rust's or Go's mutant schemata did.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SchemataOutcome {

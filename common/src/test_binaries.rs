@@ -360,10 +360,18 @@ pub fn script(index: &Index, selection: Option<&Selection>) -> String {
          if [ -n \"${{{TRACE_VARIABLE}:-}}\" ]; then exec 3>&2; echo {TRACE_ON} >&2; \
          else exec 3>/dev/null; fi\n"
     );
-    for binary in &index.binaries {
+    for binary in index
+        .binaries
+        .iter()
+        .filter(|b| go_package(&b.message).is_none())
+    {
         script.push_str(&format!("printf '%s\\n' {}\n", quote(&binary.message)));
     }
     for binary in &index.binaries {
+        if let Some(import_path) = go_package(&binary.message) {
+            go_script(&mut script, binary, &import_path, selection);
+            continue;
+        }
         let id = crate::report::libtest::binary_id_of(&binary.message).unwrap_or_default();
         let exact = match selection.map(|s| s.binaries.get(&id)) {
             None | Some(Some(None)) => String::new(),
@@ -411,6 +419,111 @@ pub fn script(index: &Index, selection: Option<&Selection>) -> String {
         }
     }
     script
+}
+
+/// The target kind of a Go package's test executable (`go test -c`) in its build message.
+pub const GO_TEST_KIND: &str = "go-test";
+
+/// The file a Go test executable appends its trace to: test2json reads the executable's
+/// stderr as its output, so the script copies the file to its own stderr after each test.
+pub const TRACE_FILE_VARIABLE: &str = "ASSAY_MUTANT_TRACE_FILE";
+
+/// The variable naming the test a Go trace run runs alone: the schema writes it beside each
+/// site the test reaches.
+pub const TRACE_TEST_VARIABLE: &str = "ASSAY_MUTANT_TRACE_TEST";
+
+/// The build message of a Go package's test executable: what [`built`] reads back (the
+/// package's directory is the manifest path's), naming the package by import path.
+pub fn go_message(import_path: &str, executable: &str, package_dir: &str) -> String {
+    serde_json::json!({
+        "reason": "compiler-artifact",
+        "package_id": format!("go {import_path}"),
+        "manifest_path": format!("{}/go-package", package_dir.trim_end_matches('/')),
+        "target": {"kind": [GO_TEST_KIND], "name": import_path},
+        "profile": {"test": true},
+        "executable": executable,
+    })
+    .to_string()
+}
+
+/// The import path of a Go package's test executable, from its message; `None` for cargo's.
+pub fn go_package(message: &str) -> Option<String> {
+    let message = BuiltMessage::parse(message).ok()?;
+    (message.target.kind.iter().any(|k| k == GO_TEST_KIND)
+        && check_import_path(&message.target.name))
+    .then_some(message.target.name)
+}
+
+/// Whether `path` is a plain Go import path: what a shell, a regexp or JSON reads as written.
+pub fn check_import_path(path: &str) -> bool {
+    !path.is_empty()
+        && path.len() <= 1024
+        && !path.starts_with(['-', '/'])
+        && path
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/' | '~' | '+'))
+}
+
+/// The id a selection names an executable by: a Go package's import path, else the libtest
+/// binary id.
+pub fn binary_id(message: &str) -> Option<String> {
+    go_package(message).or_else(|| crate::report::libtest::binary_id_of(message))
+}
+
+/// A Go package's test executable run as `go test -json` runs it: under test2json, in its
+/// package's directory, `-test.v` and `-test.paniconexit0`, the selected top-level tests by
+/// `-test.run`. Traced, each top-level test it lists runs alone in a process of its own with
+/// its name in [`TRACE_TEST_VARIABLE`], so every site a process reaches is that test's. A run
+/// that fails runs once more at once, its events under the package's name with
+/// [`crate::report::go::RERUN_PACKAGE_SUFFIX`]: those cases confirm the kill, as a cargo run's
+/// re-run block does, so no second job is needed. An executable that exits non-zero gets the
+/// package's `fail` event the go command would add (a panic ends it before it prints `FAIL`).
+/// test2json is found beside the `go` on the
+/// `PATH` (the go command itself starts slowly), else asked of it.
+fn go_script(
+    script: &mut String,
+    binary: &Binary,
+    import_path: &str,
+    selection: Option<&Selection>,
+) {
+    let pattern = match selection.map(|s| s.binaries.get(import_path)) {
+        None | Some(Some(None)) => String::new(),
+        Some(None) => return,
+        Some(Some(Some(names))) if names.is_empty() => return,
+        Some(Some(Some(names))) => {
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            format!(" -test.run {}", quote(&format!("^({})$", names.join("|"))))
+        }
+    };
+    let file = quote(&binary.file);
+    let dir = quote(&binary.package_dir);
+    let import = quote(import_path);
+    let rerun = quote(&format!(
+        "{import_path}{}",
+        crate::report::go::RERUN_PACKAGE_SUFFIX
+    ));
+    let label = quote(&format!("bin:{import_path}"));
+    script.push_str(&format!(
+        "t2j=''; g=$(command -v go) && g=$(readlink -f \"$g\") && for t in \"${{g%/bin/go}}\"/pkg/tool/*/test2json; do [ -x \"$t\" ] && t2j=$t; done\n\
+         [ -n \"$t2j\" ] || t2j=$(go env GOTOOLDIR 2>/dev/null)/test2json\n\
+         [ -x \"$t2j\" ] || t2j=''\n\
+         gorun() {{ p=$1; shift; (cd \"$root/\"{dir} && if [ -n \"$t2j\" ]; then exec \"$t2j\" -p \"$p\" \"$here/bin/\"{file} -test.v -test.paniconexit0 \"$@\"; \
+         else exec go tool test2json -p \"$p\" \"$here/bin/\"{file} -test.v -test.paniconexit0 \"$@\"; fi) 3>&-; \
+         c=$?; [ $c -eq 0 ] || printf '{{\"Action\":\"fail\",\"Package\":\"%s\"}}\\n' \"$p\"; return $c; }}\n\
+         if [ -n \"${{{TRACE_VARIABLE}:-}}\" ]; then\n\
+         set -f; code=0; trace=$(mktemp) || exit 1\n\
+         for name in $(cd \"$root/\"{dir} && \"$here/bin/\"{file} -test.list '.*' 2>/dev/null); do\n\
+         case \"$name\" in Test*|Example*|Fuzz*) ;; *) continue ;; esac\n\
+         export {TRACE_VARIABLE}={label} {TRACE_TEST_VARIABLE}=\"$name\" {TRACE_FILE_VARIABLE}=\"$trace\"\n\
+         gorun {import} -test.run \"^$name\\$\" || code=$?\n\
+         cat \"$trace\" >&2; : > \"$trace\"\n\
+         done\n\
+         rm -f \"$trace\"\n\
+         [ $code -eq 0 ] || exit $code\n\
+         else\n\
+         gorun {import}{pattern} || {{ code=$?; gorun {rerun}{pattern}; exit $code; }}\n\
+         fi\n"
+    ));
 }
 
 /// The schema's trace variable (`mutants::rust::schema`'s, which sets what each site writes).
@@ -641,6 +754,124 @@ not a message
         );
         let (_, untraced) = run_script(&index, None, false);
         assert!(!untraced.contains("trace=doc:"), "{untraced}");
+    }
+
+    /// Runs the script over a stand-in Go test executable (a shell script that lists two
+    /// tests, fails `TestB` when `FAIL_B` is set and says what it was asked) under the real
+    /// test2json.
+    fn run_go_script(selection: Option<&Selection>, env: &[(&str, &str)]) -> (String, String) {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let here = dir.path().join("test-binaries");
+        std::fs::create_dir_all(here.join("bin")).unwrap();
+        std::fs::create_dir_all(dir.path().join("calc")).unwrap();
+        let stand_in = r#"#!/bin/sh
+for a in "$@"; do case "$a" in -test.list) echo TestA; echo TestB; echo BenchmarkC; echo 'Test$(touch${IFS}pwned)*'; exit 0 ;; esac; done
+echo "args [$*] in ${PWD##*/} trace=${ASSAY_MUTANT_TRACE:-}/${ASSAY_MUTANT_TRACE_TEST:-}" >&2
+[ -n "${ASSAY_MUTANT_TRACE_FILE:-}" ] && printf 'assay-reached\t%s\t1\t%s\n' "$ASSAY_MUTANT_TRACE" "$ASSAY_MUTANT_TRACE_TEST" >> "$ASSAY_MUTANT_TRACE_FILE"
+echo "=== RUN   TestA"; echo "--- PASS: TestA (0.00s)"
+if [ -n "${FAIL_B:-}" ]; then echo "=== RUN   TestB"; echo "panic: boom"; exit 2; fi
+echo PASS
+"#;
+        let file = here.join("bin").join("1.test");
+        std::fs::write(&file, stand_in).unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let message = go_message("example.com/m/calc", "1.test", "");
+        let index = Index::new(vec![Binary {
+            file: "1.test".into(),
+            package_dir: "calc".into(),
+            message,
+        }]);
+        std::fs::write(here.join("run.sh"), script(&index, selection)).unwrap();
+        let mut command = std::process::Command::new("sh");
+        command.arg(here.join("run.sh")).current_dir(dir.path());
+        command.env_remove(TRACE_VARIABLE);
+        command.envs(env.iter().copied());
+        let out = command.output().unwrap();
+        for place in [dir.path().to_owned(), dir.path().join("calc")] {
+            assert!(
+                !place.join("pwned").exists(),
+                "a listed name ran as a command"
+            );
+        }
+        (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    #[test]
+    fn a_go_executable_runs_its_selection_under_test2json_and_re_runs_a_failure() {
+        let selection = Selection {
+            binaries: [(
+                "example.com/m/calc".to_owned(),
+                Some(["TestA".to_owned(), "TestB".to_owned()].into()),
+            )]
+            .into(),
+            doc_tests: BTreeSet::new(),
+        };
+        // test2json reads the executable's stderr as its output too.
+        let (stdout, _) = run_go_script(Some(&selection), &[]);
+        assert!(
+            stdout.contains(
+                "args [-test.v -test.paniconexit0 -test.run ^(TestA|TestB)$] in calc trace=/"
+            ),
+            "{stdout}"
+        );
+        assert!(
+            stdout.contains(r#""Action":"pass","Package":"example.com/m/calc","Test":"TestA""#),
+            "{stdout}"
+        );
+        assert!(!stdout.contains("[assay-rerun]"), "{stdout}");
+        // A panic: the package's fail event is added, and the run is repeated under the
+        // re-run's package name.
+        let (stdout, _) = run_go_script(Some(&selection), &[("FAIL_B", "1")]);
+        assert!(
+            stdout.contains(r#"{"Action":"fail","Package":"example.com/m/calc"}"#),
+            "{stdout}"
+        );
+        assert!(
+            stdout.contains(r#""Package":"example.com/m/calc [assay-rerun]","Test":"TestB""#),
+            "{stdout}"
+        );
+        // A selection without its package runs nothing of it.
+        let other = Selection {
+            binaries: [("example.com/m/other".to_owned(), None)].into(),
+            doc_tests: BTreeSet::new(),
+        };
+        let (stdout, _) = run_go_script(Some(&other), &[]);
+        assert!(stdout.is_empty(), "{stdout}");
+    }
+
+    #[test]
+    fn a_traced_go_run_runs_each_listed_test_alone_and_copies_its_trace() {
+        let (stdout, stderr) = run_go_script(None, &[(TRACE_VARIABLE, "on")]);
+        assert!(stderr.starts_with(&format!("{TRACE_ON}\n")), "{stderr}");
+        for test in ["TestA", "TestB"] {
+            assert!(
+                stdout.contains(&format!(
+                    "args [-test.v -test.paniconexit0 -test.run ^{test}$] in calc trace=bin:example.com/m/calc/{test}"
+                )),
+                "{stdout}"
+            );
+            assert!(
+                stderr.contains(&format!(
+                    "assay-reached\tbin:example.com/m/calc\t1\t{test}\n"
+                )),
+                "{stderr}"
+            );
+        }
+        assert!(!stdout.contains("BenchmarkC"), "{stdout}");
+        // A listed name is the executable's output: it reaches `-test.run` as one word, never
+        // a shell (the stand-in runs in `calc/`, the script in the tree's root).
+        assert!(
+            stdout.contains(r#"-test.run ^Test$(touch${IFS}pwned)*$] in calc"#),
+            "{stdout}"
+        );
+        assert!(
+            stdout.contains(r#""Action":"pass","Package":"example.com/m/calc""#),
+            "{stdout}"
+        );
     }
 
     #[test]

@@ -5,7 +5,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 /// Bump on any change to a message type's shape.
-pub const PROTOCOL_VERSION: u16 = 21;
+pub const PROTOCOL_VERSION: u16 = 22;
 const MAGIC: &[u8; 4] = b"ASY1";
 
 /// Why a message could not be encoded or decoded.
@@ -126,7 +126,14 @@ mod tests {
         let bytes = encode_with_version("job result", &sample(), 18).unwrap();
         let err = decode::<JobResult>("job result", &bytes).unwrap_err();
         assert!(matches!(err, WireError::UnsupportedVersion { found: 18 }));
-        assert!(err.to_string().contains("this build speaks 21"), "{err}");
+        assert!(err.to_string().contains("this build speaks 22"), "{err}");
+    }
+
+    #[test]
+    fn a_peer_that_runs_go_archives_as_libtest_is_refused_by_its_version() {
+        let bytes = encode_with_version("job result", &sample(), 21).unwrap();
+        let err = decode::<JobResult>("job result", &bytes).unwrap_err();
+        assert!(matches!(err, WireError::UnsupportedVersion { found: 21 }));
     }
 
     #[test]

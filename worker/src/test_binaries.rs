@@ -142,11 +142,16 @@ fn pack(
         let path = relative(guest_root, &item.executable).ok_or_else(outside)?;
         let file = path.rsplit('/').next().unwrap_or(path).to_owned();
         check_file(&file)?;
-        let package_dir = relative(guest_root, &item.manifest_path)
-            .and_then(|manifest| manifest.strip_suffix("Cargo.toml"))
-            .map(|dir| dir.trim_end_matches('/').to_owned())
-            .or_else(|| {
-                (item.manifest_path == format!("{guest_root}/Cargo.toml")).then(String::new)
+        // Cargo names the package's manifest; a Go build names `DIR/go-package`.
+        let package_dir = ["Cargo.toml", "go-package"]
+            .iter()
+            .find_map(|name| {
+                relative(guest_root, &item.manifest_path)
+                    .and_then(|manifest| manifest.strip_suffix(name))
+                    .map(|dir| dir.trim_end_matches('/').to_owned())
+                    .or_else(|| {
+                        (item.manifest_path == format!("{guest_root}/{name}")).then(String::new)
+                    })
             })
             .ok_or_else(outside)?;
         check_package_dir(&package_dir)?;

@@ -32,6 +32,10 @@ struct OpenTest {
     output: Vec<String>,
 }
 
+/// What a re-run's package name ends with (` [assay-rerun]`, as Go writes ` [pkg.test]`): no
+/// import path holds a space, so no package of a `go test` run is read as a re-run.
+pub const RERUN_PACKAGE_SUFFIX: &str = " [assay-rerun]";
+
 /// The outcome of a `go test -json` stream.
 pub fn parse(bytes: &[u8]) -> ReportOutcome {
     let Ok(text) = std::str::from_utf8(bytes) else {
@@ -163,11 +167,20 @@ pub fn parse(bytes: &[u8]) -> ReportOutcome {
         if outcome == Outcome::Passed && with_subtests.contains(&(package.clone(), path.clone())) {
             continue;
         }
+        // A run of prebuilt tests re-runs a failing executable at once under this package
+        // name (`test_binaries::script`): its cases are the first run's re-runs.
+        let (package, variant) = match package.strip_suffix(RERUN_PACKAGE_SUFFIX) {
+            Some(package) => (
+                package.to_owned(),
+                Some(crate::report::libtest::RERUN_VARIANT.to_owned()),
+            ),
+            None => (package, None),
+        };
         report.cases.push(CaseResult {
             file: package,
             suite: String::new(),
             name: without_duplicate_suffixes(&path),
-            variant: None,
+            variant,
             outcome,
             message,
         });
@@ -233,6 +246,37 @@ mod tests {
         };
         assert!(report.cases.is_empty());
         assert_eq!(report.collection_errors[0].file, "example.com/pager/ledger");
+    }
+
+    #[test]
+    fn a_prebuilt_runs_re_run_is_read_as_re_runs_of_its_package() {
+        let stream = r#"{"Action":"run","Package":"m/calc","Test":"TestA"}
+{"Action":"fail","Package":"m/calc","Test":"TestA"}
+{"Action":"fail","Package":"m/calc"}
+{"Action":"run","Package":"m/calc [assay-rerun]","Test":"TestA"}
+{"Action":"fail","Package":"m/calc [assay-rerun]","Test":"TestA"}
+{"Action":"fail","Package":"m/calc [assay-rerun]"}
+"#;
+        let ReportOutcome::Parsed(report) = parse(stream.as_bytes()) else {
+            panic!("expected a parsed report")
+        };
+        assert_eq!(report.cases.len(), 2);
+        assert!(
+            report
+                .cases
+                .iter()
+                .all(|c| c.file == "m/calc" && c.name == "TestA")
+        );
+        let variants: Vec<Option<&str>> =
+            report.cases.iter().map(|c| c.variant.as_deref()).collect();
+        assert!(variants.contains(&None), "{variants:?}");
+        assert!(variants.contains(&Some("assay-rerun")), "{variants:?}");
+        // Only the exact suffix: a package merely ending in a bracket is its own.
+        let other = stream.replace(" [assay-rerun]", " [assay-rerun]x");
+        let ReportOutcome::Parsed(report) = parse(other.as_bytes()) else {
+            panic!("expected a parsed report")
+        };
+        assert!(report.cases.iter().all(|c| c.variant.is_none()));
     }
 
     #[test]

@@ -4,30 +4,28 @@
 
 use super::*;
 use crate::mutation::check::BaselineProblem;
+use crate::mutation::mutants::language::BuildOnce;
 
 impl<'a> Campaign<'a> {
-    /// Rust: decides which mutants one build of the tests holds behind the switch.
+    /// Rust and Go: decides which mutants one build of the tests holds behind the switch.
     pub(super) async fn build_schemata(
         &self,
         planned: &Planned,
         index: &mut usize,
     ) -> Option<Schemata> {
         let request = self.request;
-        match crate::mutation::mutants::rust::prebuilt::wanted(request.runner)
-            && !planned.plan.mutants.is_empty()
-        {
-            true => Some(
-                schemata::build(
-                    request,
-                    &planned.bytes(),
-                    &planned.plan.mutants,
-                    self.queue,
-                    self.store,
-                    index,
-                )
-                .await,
-            ),
-            false => None,
+        if planned.plan.mutants.is_empty() {
+            return None;
+        }
+        let (sources, mutants) = (&planned.bytes(), &planned.plan.mutants);
+        let (queue, store) = (self.queue, self.store);
+        match crate::mutation::mutants::rust::prebuilt::build_once(request.runner)? {
+            BuildOnce::CargoSchema => {
+                Some(schemata::build(request, sources, mutants, queue, store, index).await)
+            }
+            BuildOnce::GoTestBinary => {
+                Some(schemata::build_go(request, sources, mutants, queue, store, index).await)
+            }
         }
     }
 

@@ -164,13 +164,35 @@ impl<'a> Campaign<'a> {
                 let source = std::str::from_utf8(file_bytes).unwrap_or_default();
                 keyed.insert(at, keys.key(mutant, source, scope, &covered_by, &command)?);
             }
+            let package_tests = covered_by;
             let covered_by = match reach {
                 Some(reach) => reach.covered_by(),
-                None => covered_by,
+                None => package_tests.clone(),
             };
             let only = match reach {
                 Some(Reach::Tests(selection)) => Some(selection.clone()),
                 _ => None,
+            };
+            let (only, covered_by) = match schemata.filter(|_| held) {
+                Some(s) => match s.selection(mutant.path.as_str(), only) {
+                    // Go: the tests its run names, or every test its package ran.
+                    Some(only) if s.is_go() => {
+                        let named = only.as_ref().and_then(|o| {
+                            let names = Reach::Tests(o.clone()).covered_by();
+                            (!names.iter().any(|n| n.ends_with("::*"))).then_some(names)
+                        });
+                        (only, named.unwrap_or(package_tests))
+                    }
+                    Some(only) => (only, covered_by),
+                    None => {
+                        results[at] = Some(not_covered(
+                            mutant,
+                            "no test of its package reaches this code in the unmutated run",
+                        ));
+                        continue;
+                    }
+                },
+                None => (only, covered_by),
             };
             let (job, cost) = match &prebuilt {
                 Some(prebuilt) if held => (

@@ -1,5 +1,7 @@
-//! Per-test coverage of prebuilt Rust tests: which tests reach each schema site unmutated, read
-//! from the baseline run's trace (see `schema::TRACE_VARIABLE`). A mutant's run then holds
+//! Per-test coverage of prebuilt tests: which tests reach each schema site unmutated, read
+//! from the baseline run's trace (see `schema::TRACE_VARIABLE`). Rust's names the test by its
+//! thread; Go's runs each top-level test alone and names it (`mutants::go::schema`), so every
+//! site a Go run reaches is charged to its test. A mutant's run then holds
 //! only those tests, and a mutant no test reaches is `NoCoverage` without a run.
 //!
 //! Why that is sound: a mutant's code is its site's; until a thread reaches the site, the
@@ -102,11 +104,12 @@ impl<'r> Known<'r> {
             if case.suite == DOC_TEST_SUITE {
                 known.doc_tests.insert(case.name.as_str());
             } else {
-                known
-                    .binaries
-                    .entry(case.file.as_str())
-                    .or_default()
-                    .insert(case.name.as_str());
+                // A Go subtest (`TestA/expired`) names its function too, which a report of
+                // subtests that all passed leaves out, and which its trace names.
+                let function = case.name.split('/').next().unwrap_or(&case.name);
+                let names = known.binaries.entry(case.file.as_str()).or_default();
+                names.insert(case.name.as_str());
+                names.insert(function);
             }
         }
         known

@@ -10,6 +10,7 @@
 
 use super::{MutateRequest, run_single, spec};
 use crate::mutation::mutants::Mutant;
+use crate::mutation::mutants::go::prebuilt::{self as go_prebuilt, GoBuildJob};
 use crate::mutation::mutants::rust::prebuilt::{
     self, BuildJob, NoSchemaBuild, PROC_MACRO, Packages, Schema,
 };
@@ -31,6 +32,8 @@ pub use prebuilt::SWITCH_OFF_VARIABLE;
 pub(super) struct Prebuilt {
     pub tree: TreeId,
     pub archive: ArtifactRef,
+    /// Go test executables, run under test2json; else cargo's.
+    pub go: bool,
 }
 
 /// The schemata's result: the build (if any) and, by plan position, the mutants it does not
@@ -40,6 +43,8 @@ pub(super) struct Schemata {
     /// The last build's tree: the executables in `schema.archive` were built from it.
     tree: Option<TreeId>,
     mutants: usize,
+    /// Go: the module's path, which names each package's executable; `None` for Rust.
+    go_module: Option<String>,
 }
 
 impl Schemata {
@@ -48,6 +53,7 @@ impl Schemata {
         Some(Prebuilt {
             tree: self.tree.clone()?,
             archive: self.schema.archive.clone()?,
+            go: self.go_module.is_some(),
         })
     }
 
@@ -72,6 +78,24 @@ impl Schemata {
     pub fn holds(&self, at: usize) -> bool {
         self.schema.holds(at)
     }
+
+    /// Whether the build is Go's (each package's test executable).
+    pub fn is_go(&self) -> bool {
+        self.go_module.is_some()
+    }
+
+    /// What a held mutant of the file at `path` runs, of those `only` (the trace's choice)
+    /// selects: `Some(only)` for Rust; for Go, its own package's executable alone, as a
+    /// `go test` of its package runs (`None`: no test of its package reaches it).
+    pub fn selection(&self, path: &str, only: Option<Selection>) -> Option<Option<Selection>> {
+        match &self.go_module {
+            None => Some(only),
+            Some(module) => {
+                let import = go_prebuilt::import_path(module, go_prebuilt::package_dir(path));
+                go_prebuilt::own_package(&import, only.as_ref()).map(Some)
+            }
+        }
+    }
 }
 
 /// A run of the prebuilt tests with the switch at `number`, of those `only` selects. The
@@ -84,7 +108,10 @@ pub(super) fn run_spec(
     only: Option<Selection>,
 ) -> JobSpec {
     let mut job = spec(request, &prebuilt.tree, index, Vec::new());
-    prebuilt::make_run_job(&mut job, &prebuilt.archive, number, only);
+    match prebuilt.go {
+        false => prebuilt::make_run_job(&mut job, &prebuilt.archive, number, only),
+        true => go_prebuilt::make_run_job(&mut job, &prebuilt.archive, number, only),
+    }
     job
 }
 
@@ -104,6 +131,7 @@ pub(super) async fn build(
             schema,
             tree: None,
             mutants: mutants.len(),
+            go_module: None,
         }
     };
     let command = match prebuilt::build_command(&request.command_prefix) {
@@ -139,6 +167,91 @@ pub(super) async fn build(
         schema,
         tree: job.tree,
         mutants: mutants.len(),
+        go_module: None,
+    }
+}
+
+/// Go: builds each package's test executable of the schema of `mutants` once, as job
+/// `*index` onward; the module's path comes from the root `go.mod`.
+pub(super) async fn build_go(
+    request: &MutateRequest,
+    sources: &BTreeMap<&str, &[u8]>,
+    mutants: &[Mutant],
+    queue: &dyn JobQueue,
+    store: &dyn ArtifactStore,
+    index: &mut usize,
+) -> Schemata {
+    let module = source::read_file(&request.repo, &request.tree, "go.mod")
+        .ok()
+        .flatten()
+        .and_then(|bytes| go_prebuilt::module_path(&String::from_utf8_lossy(&bytes)));
+    let Some(module) = module else {
+        let mut schema = Schema::default();
+        schema.give_up(
+            mutants.len(),
+            "the tree has no `go.mod` naming a module".into(),
+        );
+        return Schemata {
+            schema,
+            tree: None,
+            mutants: mutants.len(),
+            go_module: None,
+        };
+    };
+    let texts: BTreeMap<&str, &str> = sources
+        .iter()
+        .filter_map(|(path, bytes)| Some((*path, std::str::from_utf8(bytes).ok()?)))
+        .collect();
+    let mut job = GoTreeBuild {
+        request,
+        queue,
+        store,
+        index,
+        tree: None,
+    };
+    let schema = go_prebuilt::build(&texts, mutants, &module, &mut job, store).await;
+    Schemata {
+        schema,
+        tree: job.tree,
+        mutants: mutants.len(),
+        go_module: Some(module),
+    }
+}
+
+/// A Go build of the schema as a tree of its own, as [`TreeBuild`] writes Rust's.
+struct GoTreeBuild<'a> {
+    request: &'a MutateRequest,
+    queue: &'a dyn JobQueue,
+    store: &'a dyn ArtifactStore,
+    index: &'a mut usize,
+    /// The last build's tree.
+    tree: Option<TreeId>,
+}
+
+#[async_trait::async_trait]
+impl GoBuildJob for GoTreeBuild<'_> {
+    async fn run(
+        &mut self,
+        files: &BTreeMap<String, String>,
+        command: Vec<String>,
+    ) -> Result<JobResult, NoSchemaBuild> {
+        let request = self.request;
+        let files: Vec<(&str, &[u8])> = files
+            .iter()
+            .map(|(path, text)| (path.as_str(), text.as_bytes()))
+            .collect();
+        let tree = source::tree_with_files(&request.repo, &request.tree, &files)
+            .map_err(|e| NoSchemaBuild::TreeNotWritten(error_chain(&e)))?;
+        assay_transport::store_tree::upload_tree(self.store, &request.repo, &tree)
+            .await
+            .map_err(|e| NoSchemaBuild::TreeNotUploaded(error_chain(&e)))?;
+        let mut job = spec(request, &tree, *self.index, Vec::new());
+        *self.index += 1;
+        go_prebuilt::make_build_job(&mut job, command, request.budget.as_secs());
+        self.tree = Some(tree);
+        run_single(self.queue, &job)
+            .await
+            .map_err(|e| NoSchemaBuild::NotRun(error_chain(&e)))
     }
 }
 

@@ -35,4 +35,18 @@ pub(crate) trait Language: Sync {
     /// Whether a mutant is compiled before its tests run: a run that reports a build failure
     /// and no test is then the mutant's compile error, never a kill.
     fn compiles(&self) -> bool;
+    /// How its mutants build once behind a runtime switch, when they can: what `assay
+    /// mutate` (and, for Rust, the proof's check) builds instead of a build per mutant.
+    fn build_once(&self) -> Option<BuildOnce> {
+        None
+    }
+}
+
+/// A language's way of building every mutant once, each run with its number switched on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum BuildOnce {
+    /// A cargo test build of the schema (`mutants::rust::prebuilt`).
+    CargoSchema,
+    /// Each package's `go test -c` executable of the schema (`mutants::go::prebuilt`).
+    GoTestBinary,
 }

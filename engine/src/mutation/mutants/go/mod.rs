@@ -1,13 +1,17 @@
 //! Go, a language of the mutation seam: `.go` product files (never `_test.go`, `testdata/` or
 //! generated files) parsed with tree-sitter's Go grammar, gremlins' operator families plus
 //! returns of zero values, the function or method around a mutant as its scope, and
-//! `go test` to judge it: each mutant's package is built and tested with the edit applied.
+//! `go test` to judge it: each package's test executable built once with every mutant behind
+//! a switch ([`schema`], [`prebuilt`]), or, for a mutant no switch can hold, the package built
+//! and tested with the edit applied.
 
+pub mod prebuilt;
+pub mod schema;
 mod scope;
 mod sites;
 pub(crate) mod syntax;
 
-use super::language::Language;
+use super::language::{BuildOnce, Language};
 use super::scope::Scope;
 use super::sites::Candidate;
 use super::{
@@ -95,6 +99,10 @@ impl Language for Go {
 
     fn compiles(&self) -> bool {
         true
+    }
+
+    fn build_once(&self) -> Option<BuildOnce> {
+        Some(BuildOnce::GoTestBinary)
     }
 }
 

@@ -4,10 +4,11 @@
 
 use super::schema::{self, FileSchema};
 use crate::mutation::mutants::Mutant;
+use crate::mutation::mutants::language::BuildOnce;
 use crate::source;
 use assay_common::TreeId;
 use assay_common::job::{ArtifactRef, JobResult, JobSpec, JobStatus, TestBinaries};
-use assay_common::runner::{ReportFormat, RunnerKind, SourceLanguage, cargo::runs_nextest};
+use assay_common::runner::{ReportFormat, RunnerKind, cargo::runs_nextest};
 use assay_common::test_binaries::{ARTIFACT, PLACEHOLDER, Selection};
 use assay_transport::error_chain::error_chain;
 use assay_transport::store::{ArtifactStore, read_named};
@@ -29,11 +30,19 @@ pub const PROC_MACRO: &str =
 /// Why a mutant blamed for a failed schema build builds on its own.
 const BLAMED: &str = "did not compile in the schema";
 
-/// Whether `runner`'s mutants build once behind the switch: a cargo run, unless
+/// Whether `runner`'s mutants build once behind the switch as a cargo schema, unless
 /// [`SWITCH_OFF_VARIABLE`] is `0`.
 pub fn wanted(runner: RunnerKind) -> bool {
-    runner.runner().language() == Some(SourceLanguage::Rust)
-        && std::env::var(SWITCH_OFF_VARIABLE).map_or(true, |v| v.trim() != "0")
+    build_once(runner) == Some(BuildOnce::CargoSchema)
+}
+
+/// How `runner`'s language builds its mutants once, asked of the language; `None` when it
+/// does not, or [`SWITCH_OFF_VARIABLE`] is `0`.
+pub(crate) fn build_once(runner: RunnerKind) -> Option<BuildOnce> {
+    if std::env::var(SWITCH_OFF_VARIABLE).is_ok_and(|v| v.trim() == "0") {
+        return None;
+    }
+    crate::mutation::mutants::languages::for_runner(runner)?.build_once()
 }
 
 /// Why a schema build gives no executables to run mutants from, before or as it runs; the

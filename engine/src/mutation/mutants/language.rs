@@ -35,4 +35,19 @@ pub(crate) trait Language: Sync {
     /// Whether a mutant is compiled before its tests run: a run that reports a build failure
     /// and no test is then the mutant's compile error, never a kill.
     fn compiles(&self) -> bool;
+    /// How one tree holds every mutant behind a runtime switch, so the mutants share a build
+    /// or a trace; `None`: each mutant is a run with its own edit applied.
+    fn schemata(&self) -> Option<SchemaStrategy> {
+        None
+    }
+}
+
+/// How a language's mutant schemata run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SchemaStrategy {
+    /// The schema is built once and each mutant is a run of what it built (Rust).
+    Build,
+    /// The rewritten files run as they are: each mutant is a run of the schema's tree with
+    /// the switch set (JavaScript).
+    Interpret,
 }

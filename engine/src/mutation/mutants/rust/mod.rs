@@ -12,7 +12,7 @@ mod sites;
 pub(crate) mod syntax;
 mod values;
 
-use super::language::Language;
+use super::language::{Language, SchemaStrategy};
 use super::scope::Scope;
 use super::sites::Candidate;
 use super::{
@@ -106,6 +106,10 @@ impl Language for Rust {
 
     fn compiles(&self) -> bool {
         true
+    }
+
+    fn schemata(&self) -> Option<SchemaStrategy> {
+        Some(SchemaStrategy::Build)
     }
 }
 

@@ -450,8 +450,7 @@ fn go_and_javascript_mutants_on_the_fleet_reach_the_verdicts_of_an_embedded_run(
             // the test files its site's trace named.
             let schemata = &fleet_report["assay"]["schemata"];
             assert_eq!(
-                schemata["held"],
-                fleet_report["assay"]["summary"]["mutants"],
+                schemata["held"], fleet_report["assay"]["summary"]["mutants"],
                 "{schemata:#}"
             );
             assert_eq!(fleet_report["assay"]["perLineSelection"], true);

@@ -204,8 +204,7 @@ fn mutate_on_a_node_test_project_mutates_es_and_commonjs_modules() {
     );
     let schemata = &doc["assay"]["schemata"];
     assert_eq!(
-        schemata["held"],
-        doc["assay"]["summary"]["mutants"],
+        schemata["held"], doc["assay"]["summary"]["mutants"],
         "every mutant behind the switch: {schemata:#}"
     );
 }
@@ -302,8 +301,19 @@ fn schema_statuses_equal_per_mutant_statuses_and_only_the_files_that_reach_a_mut
     assert!(with_schema.len() >= 20, "{with_schema:#?}");
     let mut kinds = std::collections::BTreeSet::new();
     for (s, a) in with_schema.iter().zip(&each_alone) {
-        assert_eq!((&s.0, &s.1), (&a.0, &a.1), "the same mutants in the same order");
-        assert!(agrees(&s.2, &a.2), "{} ({}): schema {} but alone {}", s.0, s.1, s.2, a.2);
+        assert_eq!(
+            (&s.0, &s.1),
+            (&a.0, &a.1),
+            "the same mutants in the same order"
+        );
+        assert!(
+            agrees(&s.2, &a.2),
+            "{} ({}): schema {} but alone {}",
+            s.0,
+            s.1,
+            s.2,
+            a.2
+        );
         kinds.insert(s.2.clone());
     }
     for status in ["Killed", "Survived", "NoCoverage"] {
@@ -353,7 +363,13 @@ fn a_schema_node_refuses_at_load_is_never_a_kill_and_its_mutants_run_alone() {
     let schema = mutate(&repo, &schema_dir);
     let alone_dir = tempfile::tempdir().expect("temp dir");
     let alone = mutate_with(&repo, &alone_dir, &[("ASSAY_MUTATE_SCHEMATA", "0")]);
-    assert_eq!(schema.code, alone.code, "{}\n{}", schema.explain(), alone.explain());
+    assert_eq!(
+        schema.code,
+        alone.code,
+        "{}\n{}",
+        schema.explain(),
+        alone.explain()
+    );
     let doc = schema.evidence.as_ref().expect("report");
     let schemata = &doc["assay"]["schemata"];
     assert_eq!(schemata["held"], 0, "{schemata:#}");
@@ -368,7 +384,11 @@ fn a_schema_node_refuses_at_load_is_never_a_kill_and_its_mutants_run_alone() {
     );
     assert_eq!(with_schema.len(), each_alone.len());
     for (s, a) in with_schema.iter().zip(&each_alone) {
-        assert_eq!((&s.0, &s.2), (&a.0, &a.2), "the schema's failure is no kill");
+        assert_eq!(
+            (&s.0, &s.2),
+            (&a.0, &a.2),
+            "the schema's failure is no kill"
+        );
     }
     assert!(
         with_schema.iter().any(|s| s.2 == "Survived"),

@@ -72,6 +72,10 @@ struct Site<'e> {
 /// chain of operators nests as deep as the source likes.
 const MAX_SITE_NESTING: usize = 64;
 
+/// The most sites of a file whose switched forms are parsed one by one, when the whole does
+/// not parse: each is a parse of the whole file.
+const MAX_SITES_CHECKED_ALONE: usize = 2_000;
+
 /// Rewrites `source` with `entries` behind the switch; what it cannot hold goes to `fallback`.
 pub fn rewrite(source: &str, entries: &[Entry<'_>]) -> FileSchema {
     let Some(tree) = syntax::parse(source) else {
@@ -97,26 +101,43 @@ pub fn rewrite(source: &str, entries: &[Entry<'_>]) -> FileSchema {
     let mut sites = shallow_sites(sites.into_values().collect(), &mut fallback);
     let starts = statement_starts(root);
     let insert_at = prologue_end(root, source);
-    // Each site alone must re-parse where it stands; one that does not leaves the schema.
-    sites.retain(|site| {
-        let alone = Emitter {
+    // Most schemata parse whole; where one does not, each site alone must re-parse where it
+    // stands, and one that does not leaves the schema (a parse of the file per site, so only
+    // for a file with few enough of them).
+    let whole = |sites: &[Site<'_>]| {
+        let mut out = String::with_capacity(source.len() * 2);
+        Emitter {
             source,
-            sites: std::slice::from_ref(site),
+            sites,
             starts: &starts,
-        };
-        let mut out = String::new();
-        alone.emit(0..source.len(), None, &mut out);
-        if syntax::parse_clean(&out).is_ok() {
-            return true;
         }
-        fallback.extend(site.entries.iter().map(|e| {
-            (
-                e.number,
-                "its switched form does not parse as JavaScript".to_owned(),
-            )
-        }));
-        false
-    });
+        .emit(0..source.len(), None, &mut out);
+        syntax::parse_clean(&out).is_ok()
+    };
+    if !whole(&sites) {
+        if sites.len() > MAX_SITES_CHECKED_ALONE {
+            return all_fallback(
+                source,
+                entries,
+                &format!(
+                    "the switched file does not parse, and its {} sites are too many to check one by one",
+                    sites.len()
+                ),
+            );
+        }
+        sites.retain(|site| {
+            if whole(std::slice::from_ref(site)) {
+                return true;
+            }
+            fallback.extend(site.entries.iter().map(|e| {
+                (
+                    e.number,
+                    "its switched form does not parse as JavaScript".to_owned(),
+                )
+            }));
+            false
+        });
+    }
     if sites.is_empty() {
         fallback.sort();
         return FileSchema {
@@ -585,5 +606,37 @@ mod tests {
         );
         assert!(schema.held.is_empty());
         assert_eq!(schema.text, source);
+    }
+
+    #[test]
+    fn a_hostile_nesting_is_held_only_to_its_limit_and_the_schema_still_parses() {
+        let depth = 1_000;
+        let source = format!(
+            "module.exports = {}1{};\n",
+            "[".repeat(depth),
+            "]".repeat(depth)
+        );
+        let file = crate::mutation::mutants::ChangedFile {
+            path: "deep.js".into(),
+            bytes: source.clone().into_bytes(),
+            changed_lines: [1].into(),
+        };
+        let plan = super::super::plan(&[file], None);
+        assert_eq!(plan.mutants.len(), depth, "{:?}", plan.skipped.first());
+        let entries: Vec<Entry<'_>> = plan
+            .mutants
+            .iter()
+            .enumerate()
+            .map(|(at, m)| Entry {
+                number: at as u32 + 1,
+                edit: &m.edit,
+            })
+            .collect();
+        let started = std::time::Instant::now();
+        let schema = rewrite(&source, &entries);
+        assert!(started.elapsed() < std::time::Duration::from_secs(20));
+        assert_eq!(schema.held.len(), MAX_SITE_NESTING);
+        assert_eq!(schema.fallback.len(), depth - MAX_SITE_NESTING);
+        assert!(syntax::parse_clean(&schema.text).is_ok());
     }
 }

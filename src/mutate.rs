@@ -57,8 +57,8 @@ pub struct MutateArgs {
     /// Test runner: pytest (per-test coverage selects tests per line), unittest, cargo (the
     /// crate is built once with every mutant behind a runtime switch, then each mutant runs the
     /// whole suite from the built test binaries; a mutant the switch cannot hold gets a build of
-    /// its own), go (each mutant's package built and tested) or node (node:test, the whole suite
-    /// per mutant) [default: cargo, go or node when the detected runner of HEAD is (a root
+    /// its own), go (each mutant's package built and tested) or node (node:test: every mutant
+    /// behind a runtime switch in one tree, each run with the test files that reach it) [default: cargo, go or node when the detected runner of HEAD is (a root
     /// Cargo.toml, go.mod, or package.json without Vitest), else pytest].
     #[arg(long, value_name = "RUNNER")]
     pub runner: Option<String>,

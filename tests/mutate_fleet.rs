@@ -453,6 +453,16 @@ fn go_and_javascript_mutants_on_the_fleet_reach_the_verdicts_of_an_embedded_run(
             assert_eq!(schemata["builds"], 1, "{schemata:#}");
             assert_eq!(schemata["held"], 3, "{schemata:#}");
         }
+        if name == "node" {
+            // The JavaScript mutants ran on the worker from the one schema tree, each against
+            // the test files its site's trace named.
+            let schemata = &fleet_report["assay"]["schemata"];
+            assert_eq!(
+                schemata["held"], fleet_report["assay"]["summary"]["mutants"],
+                "{schemata:#}"
+            );
+            assert_eq!(fleet_report["assay"]["perLineSelection"], true);
+        }
     }
 }
 

@@ -1,8 +1,10 @@
 //! JavaScript mutation end to end with the real `node`, on node:test projects built in the
 //! test: a proven CommonJS fix whose mutation check kills some mutants of its changed lines
 //! and lets others survive, and `assay mutate` on an ES module and a CommonJS module mutated
-//! with Stryker's mutator families, every mutant a run of the suite with its edit applied, and
-//! the Stryker document checked.
+//! with Stryker's mutator families, every mutant behind one schema's switch and run against
+//! the test files that reach it, with the Stryker document checked; the statuses of the schema
+//! equal those of a run per mutant with its edit applied (`ASSAY_MUTATE_SCHEMATA=0`), and a
+//! schema that node refuses at load is never a kill.
 
 mod support;
 
@@ -123,6 +125,10 @@ test('the customer names the invoice', () => {
 ";
 
 fn mutate(repo: &Repo, out_dir: &tempfile::TempDir) -> Run {
+    mutate_with(repo, out_dir, &[])
+}
+
+fn mutate_with(repo: &Repo, out_dir: &tempfile::TempDir, env: &[(&str, &str)]) -> Run {
     let json = out_dir.path().join("mutation.json");
     let mut command = assay();
     command
@@ -134,7 +140,8 @@ fn mutate(repo: &Repo, out_dir: &tempfile::TempDir) -> Run {
         .arg("--store")
         .arg(format!("file://{}", out_dir.path().join("store").display()))
         .env("ASSAY_STATE_DIR", out_dir.path().join("state"))
-        .env("XDG_CACHE_HOME", out_dir.path().join("cache"));
+        .env("XDG_CACHE_HOME", out_dir.path().join("cache"))
+        .envs(env.iter().copied());
     run(command, Some(json))
 }
 
@@ -176,7 +183,8 @@ fn mutate_on_a_node_test_project_mutates_es_and_commonjs_modules() {
     assert_eq!(status("src/invoice.mjs", 13, "<"), "Killed");
     assert_eq!(status("src/invoice.mjs", 13, ">"), "Survived");
     assert_eq!(status("src/invoice.mjs", 17, "."), "Survived");
-    assert_eq!(status("src/invoice.mjs", 17, "''"), "Survived");
+    // `??` never evaluates its right side here: no test reaches the string.
+    assert_eq!(status("src/invoice.mjs", 17, "''"), "NoCoverage");
     assert_eq!(status("src/tax.cjs", 4, "-"), "Killed");
     assert_eq!(status("src/tax.cjs", 4, "*"), "Killed");
     // The directive and the export object's keys are no text the program reads.
@@ -193,5 +201,197 @@ fn mutate_on_a_node_test_project_mutates_es_and_commonjs_modules() {
         run.stdout.contains("0 error, 0 pending"),
         "{}",
         run.explain()
+    );
+    let schemata = &doc["assay"]["schemata"];
+    assert_eq!(
+        schemata["held"], doc["assay"]["summary"]["mutants"],
+        "every mutant behind the switch: {schemata:#}"
+    );
+}
+
+/// Each mutant's id and status, and how many tests its run completed, in report order.
+fn statuses(doc: &serde_json::Value) -> Vec<(String, String, String, Option<u64>)> {
+    doc["files"]
+        .as_object()
+        .expect("files")
+        .iter()
+        .flat_map(|(path, file)| {
+            file["mutants"]
+                .as_array()
+                .expect("mutants")
+                .iter()
+                .map(move |m| {
+                    (
+                        format!(
+                            "{path}:{} {}",
+                            m["location"]["start"]["line"], m["replacement"]
+                        ),
+                        m["id"].as_str().expect("id").to_owned(),
+                        m["status"].as_str().expect("status").to_owned(),
+                        m["testsCompleted"].as_u64(),
+                    )
+                })
+        })
+        .collect()
+}
+
+/// An ES module package (`"type": "module"`, `.js` files) with a CommonJS file beside it, and
+/// two test files, each reaching one module only.
+fn shop() -> Repo {
+    let repo = Repo::new();
+    repo.write(
+        "package.json",
+        "{ \"name\": \"shop\", \"version\": \"1.0.0\", \"type\": \"module\" }\n",
+    )
+    .write(
+        "src/cart.js",
+        "import { createRequire } from 'node:module';\nconst require = createRequire(import.meta.url);\nconst { round } = require('./money.cjs');\n\nexport function subtotal(items) {\n  let sum = 0\n  for (const item of items) {\n    sum += item.price * item.count\n  }\n  return round(sum)\n}\n\nexport function isEmpty(items) {\n  return items.length === 0 || !items.some((i) => i.count > 0);\n}\n\nexport function label(items) {\n  const first = items[0]?.name ?? 'nothing';\n  return isEmpty(items) ? 'empty' : `${first} and ${items.length - 1} more`;\n}\n",
+    )
+    .write(
+        "src/money.cjs",
+        "'use strict';\n\nfunction round(amount) {\n  return Math.round(amount * 100) / 100;\n}\n\nmodule.exports = { round };\n",
+    )
+    .write(
+        "src/shipping.js",
+        "export const FREE_FROM = 50;\n\nexport function shipping(total, express) {\n  if (total >= FREE_FROM && !express) {\n    return 0;\n  }\n  let fee = express ? 9 : 4;\n  fee++;\n  return fee;\n}\n",
+    )
+    .write(
+        "test/cart.test.js",
+        "import { test } from 'node:test';\nimport assert from 'node:assert/strict';\nimport { subtotal, isEmpty } from '../src/cart.js';\n\ntest('subtotal is price times count, rounded', () => {\n  assert.equal(subtotal([{ price: 1.005, count: 2 }, { price: 3, count: 1 }]), 5.01);\n});\n\ntest('a cart of nothing is empty', () => {\n  assert.equal(isEmpty([]), true);\n  assert.equal(isEmpty([{ count: 1 }]), false);\n});\n",
+    )
+    .write(
+        "test/shipping.test.js",
+        "import { test } from 'node:test';\nimport assert from 'node:assert/strict';\nimport { shipping } from '../src/shipping.js';\n\ntest('shipping is free from fifty', () => {\n  assert.equal(shipping(60, false), 0);\n});\n\ntest('express costs more', () => {\n  assert.equal(shipping(10, true), 10);\n});\n\ntest('standard costs five', () => {\n  assert.equal(shipping(10, false), 5);\n});\n",
+    );
+    repo.commit("shop");
+    repo
+}
+
+/// Whether the schema's status agrees with the per-mutant one: the same, or no test reaching
+/// code that the whole suite did not kill either.
+fn agrees(schema: &str, per_mutant: &str) -> bool {
+    schema == per_mutant || (schema == "NoCoverage" && per_mutant == "Survived")
+}
+
+#[test]
+fn schema_statuses_equal_per_mutant_statuses_and_only_the_files_that_reach_a_mutant_run() {
+    let repo = shop();
+    let schema_dir = tempfile::tempdir().expect("temp dir");
+    let schema = mutate(&repo, &schema_dir);
+    assert_eq!(schema.code, 5, "{}", schema.explain());
+    let alone_dir = tempfile::tempdir().expect("temp dir");
+    let alone = mutate_with(&repo, &alone_dir, &[("ASSAY_MUTATE_SCHEMATA", "0")]);
+    assert_eq!(alone.code, 5, "{}", alone.explain());
+    let (schema_doc, alone_doc) = (
+        schema.evidence.as_ref().expect("report"),
+        alone.evidence.as_ref().expect("report"),
+    );
+    assert_eq!(
+        schema_doc["assay"]["schemata"]["held"], schema_doc["assay"]["summary"]["mutants"],
+        "{:#}",
+        schema_doc["assay"]
+    );
+    assert!(
+        alone_doc["assay"]["schemata"].is_null(),
+        "{:#}",
+        alone_doc["assay"]
+    );
+    let (with_schema, each_alone) = (statuses(schema_doc), statuses(alone_doc));
+    assert_eq!(with_schema.len(), each_alone.len());
+    assert!(with_schema.len() >= 20, "{with_schema:#?}");
+    let mut kinds = std::collections::BTreeSet::new();
+    for (s, a) in with_schema.iter().zip(&each_alone) {
+        assert_eq!(
+            (&s.0, &s.1),
+            (&a.0, &a.1),
+            "the same mutants in the same order"
+        );
+        assert!(
+            agrees(&s.2, &a.2),
+            "{} ({}): schema {} but alone {}",
+            s.0,
+            s.1,
+            s.2,
+            a.2
+        );
+        kinds.insert(s.2.clone());
+    }
+    for status in ["Killed", "Survived", "NoCoverage"] {
+        assert!(kinds.contains(status), "no {status}: {with_schema:#?}");
+    }
+    // Only the file that reaches a mutant runs: shipping's survivors run its three tests,
+    // never the cart's two; alone, every mutant runs all five.
+    let file = &schema_doc["files"]["src/shipping.js"]["mutants"];
+    let survivors: Vec<&serde_json::Value> = file
+        .as_array()
+        .expect("mutants")
+        .iter()
+        .filter(|m| m["status"] == "Survived")
+        .collect();
+    assert!(!survivors.is_empty(), "{file:#}");
+    for mutant in survivors {
+        assert_eq!(mutant["testsCompleted"], 3, "{mutant:#}");
+        let covered = mutant["coveredBy"].to_string();
+        assert!(!covered.contains("cart"), "{mutant:#}");
+    }
+    for (_, _, status, completed) in &each_alone {
+        if status == "Survived" {
+            assert_eq!(*completed, Some(5));
+        }
+    }
+}
+
+#[test]
+fn a_schema_node_refuses_at_load_is_never_a_kill_and_its_mutants_run_alone() {
+    // The file declares the schema's own tracer: tree-sitter parses the schema, node refuses
+    // it ("already been declared") when it loads, so every test of the unmutated schema fails.
+    let repo = Repo::new();
+    repo.write(
+        "package.json",
+        "{ \"name\": \"clash\", \"version\": \"1.0.0\" }\n",
+    )
+    .write(
+        "src/clash.js",
+        "'use strict';\n\nlet __assay_t = 0;\n\nclass Counter {\n  'next'(n) {\n    return n + 1;\n  }\n}\n\nfunction twice(n) {\n  return n * 2 > __assay_t;\n}\n\nmodule.exports = { Counter, twice };\n",
+    )
+    .write(
+        "test/clash.test.js",
+        "const { test } = require('node:test');\nconst assert = require('node:assert/strict');\nconst { Counter, twice } = require('../src/clash.js');\n\ntest('next counts on', () => {\n  assert.equal(new Counter().next(1), 2);\n});\n\ntest('twice is positive', () => {\n  assert.equal(twice(1), true);\n});\n",
+    );
+    repo.commit("clash");
+    let schema_dir = tempfile::tempdir().expect("temp dir");
+    let schema = mutate(&repo, &schema_dir);
+    let alone_dir = tempfile::tempdir().expect("temp dir");
+    let alone = mutate_with(&repo, &alone_dir, &[("ASSAY_MUTATE_SCHEMATA", "0")]);
+    assert_eq!(
+        schema.code,
+        alone.code,
+        "{}\n{}",
+        schema.explain(),
+        alone.explain()
+    );
+    let doc = schema.evidence.as_ref().expect("report");
+    let schemata = &doc["assay"]["schemata"];
+    assert_eq!(schemata["held"], 0, "{schemata:#}");
+    let note = schemata["note"].as_str().unwrap_or_default();
+    assert!(note.contains("failed unmutated"), "{schemata:#}");
+    // The method named by a string has no switched form that parses: it left the schema first.
+    let built_alone = schemata["builtAlone"].to_string();
+    assert!(built_alone.contains("does not parse"), "{schemata:#}");
+    let (with_schema, each_alone) = (
+        statuses(doc),
+        statuses(alone.evidence.as_ref().expect("report")),
+    );
+    assert_eq!(with_schema.len(), each_alone.len());
+    for (s, a) in with_schema.iter().zip(&each_alone) {
+        assert_eq!(
+            (&s.0, &s.2),
+            (&a.0, &a.2),
+            "the schema's failure is no kill"
+        );
+    }
+    assert!(
+        with_schema.iter().any(|s| s.2 == "Survived"),
+        "{with_schema:#?}"
     );
 }

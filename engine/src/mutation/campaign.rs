@@ -42,6 +42,7 @@ mod dispatch;
 pub mod mutant_cache;
 mod progress;
 mod reached;
+mod reached_files;
 mod report;
 pub mod schemata;
 mod stryker;
@@ -198,7 +199,8 @@ pub struct MutateReport {
     pub phases: Phases,
     /// What the cache did; `None` when the run did not use it.
     pub cache: Option<mutant_cache::CacheOutcome>,
-    /// Rust: what building once did (`None` for other languages, or with the schemata off).
+    /// Rust and JavaScript: what one tree behind the switch did (`None` for other languages,
+    /// or with the schemata off).
     pub schemata: Option<schemata::SchemataOutcome>,
 }
 
@@ -454,6 +456,8 @@ struct Baseline {
     coverage: Option<CoverageMap>,
     /// Rust: which prebuilt tests reach each schema site, when the trace was read.
     reached: Option<reached::Reached>,
+    /// JavaScript: which test files reach each schema site, when the trace was read.
+    reached_files: Option<reached_files::ReachedFiles>,
     /// Go: the tests the unmutated run ran (`example.com/shop/cart::TestTotal`, as a kill
     /// names them), by the directory of their package.
     package_tests: Option<BTreeMap<String, Vec<String>>>,

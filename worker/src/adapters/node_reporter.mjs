@@ -4,6 +4,15 @@
 // Classification (skips, hooks, load failures) and the describe path are Assay's to decide, in
 // `common::report::node`; this file only records what node said.
 
+import { relative } from 'node:path';
+
+// A mutation schema's unmutated run (`ASSAY_MUTANT_TRACE=on`): each process of a test file
+// writes `assay-reached\tNUMBERS` on stderr the first time it reaches a site; the reporter
+// forwards those lines on its own stderr with the file node names, relative to the tree, so
+// the test code never writes the file field. Everything else on the tests' stderr stays theirs.
+const tracing = process.env.ASSAY_MUTANT_TRACE === 'on';
+const TRACE_MARK = 'assay-reached\t';
+
 function firstLine(text) {
   return String(text ?? '').split('\n').find((line) => line.trim() !== '')?.trim() ?? '';
 }
@@ -11,6 +20,7 @@ function firstLine(text) {
 export default async function* assayReporter(source) {
   const results = [];
   const counts = {};
+  if (tracing) process.stderr.write('\nassay-reached-on\n');
   for await (const { type, data } of source) {
     if (type === 'test:pass' || type === 'test:fail') {
       const error = data.details?.error;
@@ -25,6 +35,13 @@ export default async function* assayReporter(source) {
         failure_type: error?.failureType ?? null,
         message: error ? firstLine(error.cause?.message ?? error.cause ?? error.message) : null,
       });
+    } else if (type === 'test:stderr' && tracing) {
+      for (const line of String(data.message).split('\n')) {
+        if (!line.startsWith(TRACE_MARK)) continue;
+        const file = data.file ? relative(process.cwd(), data.file) : '';
+        const numbers = line.slice(TRACE_MARK.length).replace(/[^0-9,]/g, '');
+        process.stderr.write(`assay-reached-in\t${JSON.stringify(file)}\t${numbers}\n`);
+      }
     } else if (type === 'test:diagnostic' && data.nesting === 0) {
       // The run's closing counts: `tests 6`, `pass 3`, ...
       const match = /^(\w+) (\d+)$/.exec(String(data.message));

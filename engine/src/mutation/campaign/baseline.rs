@@ -4,10 +4,11 @@
 
 use super::*;
 use crate::mutation::check::BaselineProblem;
-use crate::mutation::mutants::language::BuildOnce;
+use crate::mutation::mutants::language::SchemaStrategy;
 
 impl<'a> Campaign<'a> {
-    /// Rust and Go: decides which mutants one build of the tests holds behind the switch.
+    /// Decides which mutants one tree holds behind the switch: built once (Rust, Go) or run
+    /// as written (JavaScript).
     pub(super) async fn build_schemata(
         &self,
         planned: &Planned,
@@ -19,12 +20,15 @@ impl<'a> Campaign<'a> {
         }
         let (sources, mutants) = (&planned.bytes(), &planned.plan.mutants);
         let (queue, store) = (self.queue, self.store);
-        match crate::mutation::mutants::rust::prebuilt::build_once(request.runner)? {
-            BuildOnce::CargoSchema => {
+        match languages::schema_strategy(request.runner)? {
+            SchemaStrategy::CargoBuild => {
                 Some(schemata::build(request, sources, mutants, queue, store, index).await)
             }
-            BuildOnce::GoTestBinary => {
+            SchemaStrategy::GoTestBinary => {
                 Some(schemata::build_go(request, sources, mutants, queue, store, index).await)
+            }
+            SchemaStrategy::Interpret => {
+                Some(schemata::interpret(request, sources, mutants, store).await)
             }
         }
     }
@@ -38,6 +42,7 @@ impl<'a> Campaign<'a> {
     ) -> Result<BaselineRun, MutateError> {
         let request = self.request;
         let prebuilt = schemata.as_ref().and_then(|s| s.prebuilt());
+        let switched = schemata.as_ref().and_then(|s| s.switched_tree().cloned());
         // The baseline runs under the same sandbox and limits as the mutants, so contention
         // shows in the baseline too and does not fake timeouts.
         if !request.runner.runner().judges_mutants() {
@@ -51,6 +56,13 @@ impl<'a> Campaign<'a> {
                 schemata::run_spec(request, prebuilt, *index, 0, None),
                 false,
             ),
+            (None, _) if let Some(tree) = &switched => {
+                let command = request.runner.command(&request.command_prefix, &[], &[]);
+                (
+                    schemata::switched_spec(request, tree, *index, 0, command),
+                    false,
+                )
+            }
             // The map is made by the test command's own interpreter, with its own arguments, so
             // the baseline runs what the mutants run. A command that is not `PYTHON -m pytest`
             // gets no map: its baseline is the command itself, and it must pass with a report.
@@ -71,7 +83,8 @@ impl<'a> Campaign<'a> {
         baseline_spec.timeout_secs = request.budget.as_secs().max(1);
         let setup = self.started.elapsed();
         let mut baseline = run_single(self.queue, &baseline_spec).await;
-        if let Some(s) = schemata.filter(|s| s.prebuilt().is_some()) {
+        if let Some(s) = schemata.filter(|s| s.prebuilt().is_some() || s.switched_tree().is_some())
+        {
             let red = judge_baseline(
                 request.runner,
                 &baseline,
@@ -81,8 +94,13 @@ impl<'a> Campaign<'a> {
             if let Err(reason) = red {
                 // Unmutated, the prebuilt tests must pass as `cargo test` does; where they do
                 // not (a test that finds its files by the build's own path, say), every mutant
-                // builds.
-                s.give_up(format!("the prebuilt tests failed unmutated ({reason})"));
+                // builds. A JavaScript schema that fails unmutated (a switched form node
+                // refuses at load) is no kill of anything: every mutant runs with its edit.
+                let what = match s.switched_tree() {
+                    Some(_) => "the schema's tests",
+                    None => "the prebuilt tests",
+                };
+                s.give_up(format!("{what} failed unmutated ({reason})"));
                 let command = request.runner.command(&request.command_prefix, &[], &[]);
                 baseline_spec = spec(request, &planned.tree, *index, command);
                 baseline_spec.timeout_secs = request.budget.as_secs().max(1);
@@ -160,6 +178,25 @@ impl<'a> Campaign<'a> {
             },
             _ => None,
         };
+        // JavaScript: the schema's unmutated run traced which test files reach each site.
+        let switched = schemata.is_some_and(|s| s.switched_tree().is_some());
+        let reached_files = match (switched, &baseline) {
+            (true, Ok(result)) => {
+                let test_files: std::collections::BTreeSet<String> =
+                    source::list_files(&request.repo, &planned.tree)?
+                        .into_iter()
+                        .filter(|path| request.runner.is_test_file(path))
+                        .collect();
+                match reached_files::from_run(self.store, result, &test_files).await {
+                    Ok(reached) => Some(reached),
+                    Err(why) => {
+                        selection_note = Some(format!("{why}; each mutant runs every test file"));
+                        None
+                    }
+                }
+            }
+            _ => None,
+        };
         let package_tests = match (
             request.runner.runner().reports_tests_by_package(),
             &baseline,
@@ -171,6 +208,7 @@ impl<'a> Campaign<'a> {
             time,
             coverage,
             reached,
+            reached_files,
             package_tests,
             selection_note,
             setup: run.setup,

@@ -2,6 +2,7 @@
 //! verdicts the cache answers before anything runs.
 
 use super::*;
+use reached_files::FileReach;
 
 impl<'a> Campaign<'a> {
     /// Decides whether the cache answers and stores verdicts: never for a compiled language.
@@ -98,6 +99,21 @@ impl<'a> Campaign<'a> {
                 },
                 None => None,
             };
+            // JavaScript: the test files that reach the mutant's site, as the schema traced them.
+            let switched = schemata.and_then(|s| s.switched_tree()).filter(|_| held);
+            let file_reach = match (switched, baseline.reached_files.as_ref()) {
+                (Some(_), Some(reached)) => match reached.of(at as u32 + 1) {
+                    Some(reach) => Some(reach),
+                    None => {
+                        results[at] = Some(not_covered(
+                            mutant,
+                            "no test file reaches this code in the unmutated run",
+                        ));
+                        continue;
+                    }
+                },
+                _ => None,
+            };
             let file_bytes = bytes.get(mutant.path.as_str()).copied().unwrap_or_default();
             let (covered_by, cost) = match coverage {
                 Some(map) => {
@@ -164,10 +180,15 @@ impl<'a> Campaign<'a> {
                 let source = std::str::from_utf8(file_bytes).unwrap_or_default();
                 keyed.insert(at, keys.key(mutant, source, scope, &covered_by, &command)?);
             }
+            let reached_files: Vec<String> = match file_reach {
+                Some(FileReach::Files(files)) => files.iter().cloned().collect(),
+                _ => Vec::new(),
+            };
             let package_tests = covered_by;
-            let covered_by = match reach {
-                Some(reach) => reach.covered_by(),
-                None => package_tests.clone(),
+            let covered_by = match (reach, file_reach) {
+                (Some(reach), _) => reach.covered_by(),
+                (None, Some(FileReach::Files(_))) => reached_files.clone(),
+                (None, _) => package_tests.clone(),
             };
             let only = match reach {
                 Some(Reach::Tests(selection)) => Some(selection.clone()),
@@ -194,11 +215,19 @@ impl<'a> Campaign<'a> {
                 },
                 None => (only, covered_by),
             };
-            let (job, cost) = match &prebuilt {
-                Some(prebuilt) if held => (
+            let (job, cost) = match (&prebuilt, switched) {
+                (Some(prebuilt), _) if held => (
                     schemata::run_spec(request, prebuilt, index + at, at + 1, only),
                     cost,
                 ),
+                (None, Some(tree)) => {
+                    let command =
+                        rerun::with_rerun(request.runner.command(&prefix, &reached_files, &[]));
+                    (
+                        schemata::switched_spec(request, tree, index + at, at + 1, command),
+                        cost,
+                    )
+                }
                 _ => {
                     let mut job = spec(request, tree, index + at, command);
                     job.edit = Some(mutant.edit.clone());

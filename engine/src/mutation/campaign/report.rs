@@ -18,7 +18,9 @@ impl<'a> Campaign<'a> {
         } = planned;
         MutateReport {
             tree: tree.to_string(),
-            per_line_selection: baseline.coverage.is_some() || baseline.reached.is_some(),
+            per_line_selection: baseline.coverage.is_some()
+                || baseline.reached.is_some()
+                || baseline.reached_files.is_some(),
             selection_note: baseline.selection_note,
             files: files
                 .iter()

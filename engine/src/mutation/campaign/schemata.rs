@@ -7,10 +7,15 @@
 //! and build on their own, and the schema builds again. What cannot be held at all (a const
 //! context, an error no mutant is blamed for) falls back to a build per mutant, and the report
 //! says how many and why.
+//!
+//! JavaScript needs no build ([`interpret`]): the rewritten files' tree is what every held
+//! mutant runs, with the switch set, against the test files that reached its site unmutated
+//! (`campaign::reached_files`); a mutant the schema cannot hold runs with its edit applied.
 
 use super::{MutateRequest, run_single, spec};
 use crate::mutation::mutants::Mutant;
 use crate::mutation::mutants::go::prebuilt::{self as go_prebuilt, GoBuildJob};
+use crate::mutation::mutants::javascript::schema as js_schema;
 use crate::mutation::mutants::rust::prebuilt::{
     self, BuildJob, NoSchemaBuild, PROC_MACRO, Packages, Schema,
 };
@@ -40,16 +45,22 @@ pub(super) struct Prebuilt {
 /// hold, with why.
 pub(super) struct Schemata {
     pub schema: Schema,
-    /// The last build's tree: the executables in `schema.archive` were built from it.
+    /// The last build's tree: the executables in `schema.archive` were built from it; for a
+    /// schema that is interpreted, the tree its mutants run.
     tree: Option<TreeId>,
     mutants: usize,
     /// Go: the module's path, which names each package's executable; `None` for Rust.
     go_module: Option<String>,
+    /// The schema runs as written, with no build (JavaScript).
+    interpreted: bool,
 }
 
 impl Schemata {
     /// The build, when one holds mutants.
     pub fn prebuilt(&self) -> Option<Prebuilt> {
+        if self.interpreted {
+            return None;
+        }
         Some(Prebuilt {
             tree: self.tree.clone()?,
             archive: self.schema.archive.clone()?,
@@ -72,11 +83,21 @@ impl Schemata {
     /// The prebuilt tests failed unmutated: every mutant builds on its own.
     pub fn give_up(&mut self, why: String) {
         self.schema.give_up(self.mutants, why);
+        if self.interpreted {
+            self.tree = None;
+        }
     }
 
-    /// Whether mutant `at` runs from the build.
+    /// Whether mutant `at` runs from the build (or the interpreted schema's tree).
     pub fn holds(&self, at: usize) -> bool {
-        self.schema.holds(at)
+        match self.interpreted {
+            true => {
+                self.tree.is_some()
+                    && !self.schema.alone.contains_key(&at)
+                    && !self.schema.unviable.contains_key(&at)
+            }
+            false => self.schema.holds(at),
+        }
     }
 
     /// Whether the build is Go's (each package's test executable).
@@ -96,6 +117,100 @@ impl Schemata {
             }
         }
     }
+
+    /// The interpreted schema's tree, while it holds mutants.
+    pub fn switched_tree(&self) -> Option<&TreeId> {
+        self.tree.as_ref().filter(|_| self.interpreted)
+    }
+}
+
+/// A run of the interpreted schema's `tree` with the switch at `number` (0: unmutated, traced).
+pub(super) fn switched_spec(
+    request: &MutateRequest,
+    tree: &TreeId,
+    index: usize,
+    number: usize,
+    command: Vec<String>,
+) -> JobSpec {
+    let mut job = spec(request, tree, index, command);
+    job.env
+        .push((js_schema::SWITCH_VARIABLE.to_owned(), number.to_string()));
+    if number == 0 {
+        job.env
+            .push((js_schema::TRACE_VARIABLE.to_owned(), "on".to_owned()));
+    }
+    job
+}
+
+/// JavaScript: every mutant of `mutants` (files' texts in `sources`) behind the switch, in a
+/// tree of its own written in the repository and uploaded to the store. Nothing is built: the
+/// unmutated run of that tree says whether it holds them.
+pub(super) async fn interpret(
+    request: &MutateRequest,
+    sources: &BTreeMap<&str, &[u8]>,
+    mutants: &[Mutant],
+    store: &dyn ArtifactStore,
+) -> Schemata {
+    let mut schema = Schema::default();
+    let mut files: Vec<(String, String)> = Vec::new();
+    for (path, bytes) in sources {
+        let entries: Vec<crate::mutation::mutants::rust::schema::Entry<'_>> = mutants
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m.path.as_str() == *path)
+            .map(|(at, m)| crate::mutation::mutants::rust::schema::Entry {
+                number: at as u32 + 1,
+                edit: &m.edit,
+            })
+            .collect();
+        if entries.is_empty() {
+            continue;
+        }
+        let Ok(text) = std::str::from_utf8(bytes) else {
+            for entry in &entries {
+                schema.alone.insert(
+                    entry.number as usize - 1,
+                    "the file is not UTF-8".to_owned(),
+                );
+            }
+            continue;
+        };
+        let rewritten = js_schema::rewrite(text, &entries);
+        for (number, why) in rewritten.fallback {
+            schema.alone.insert(number as usize - 1, why);
+        }
+        if !rewritten.held.is_empty() {
+            files.push(((*path).to_owned(), rewritten.text));
+        }
+    }
+    let mut schemata = Schemata {
+        schema,
+        tree: None,
+        mutants: mutants.len(),
+        go_module: None,
+        interpreted: true,
+    };
+    if files.is_empty() {
+        schemata.give_up("no mutant fits a schema".to_owned());
+        return schemata;
+    }
+    let files: Vec<(&str, &[u8])> = files
+        .iter()
+        .map(|(path, text)| (path.as_str(), text.as_bytes()))
+        .collect();
+    let tree = match source::tree_with_files(&request.repo, &request.tree, &files) {
+        Ok(tree) => tree,
+        Err(e) => {
+            schemata.give_up(NoSchemaBuild::TreeNotWritten(error_chain(&e)).to_string());
+            return schemata;
+        }
+    };
+    if let Err(e) = assay_transport::store_tree::upload_tree(store, &request.repo, &tree).await {
+        schemata.give_up(NoSchemaBuild::TreeNotUploaded(error_chain(&e)).to_string());
+        return schemata;
+    }
+    schemata.tree = Some(tree);
+    schemata
 }
 
 /// A run of the prebuilt tests with the switch at `number`, of those `only` selects. The
@@ -132,6 +247,7 @@ pub(super) async fn build(
             tree: None,
             mutants: mutants.len(),
             go_module: None,
+            interpreted: false,
         }
     };
     let command = match prebuilt::build_command(&request.command_prefix) {
@@ -168,6 +284,7 @@ pub(super) async fn build(
         tree: job.tree,
         mutants: mutants.len(),
         go_module: None,
+        interpreted: false,
     }
 }
 
@@ -196,6 +313,7 @@ pub(super) async fn build_go(
             tree: None,
             mutants: mutants.len(),
             go_module: None,
+            interpreted: false,
         };
     };
     let texts: BTreeMap<&str, &str> = sources
@@ -215,6 +333,7 @@ pub(super) async fn build_go(
         tree: job.tree,
         mutants: mutants.len(),
         go_module: Some(module),
+        interpreted: false,
     }
 }
 

@@ -35,18 +35,23 @@ pub(crate) trait Language: Sync {
     /// Whether a mutant is compiled before its tests run: a run that reports a build failure
     /// and no test is then the mutant's compile error, never a kill.
     fn compiles(&self) -> bool;
-    /// How its mutants build once behind a runtime switch, when they can: what `assay
-    /// mutate` (and, for Rust, the proof's check) builds instead of a build per mutant.
-    fn build_once(&self) -> Option<BuildOnce> {
+    /// How one tree holds every mutant behind a runtime switch, so the mutants share a build
+    /// or a trace; `None`: each mutant is a run with its own edit applied. What `assay
+    /// mutate` (and, for Rust, the proof's check) uses instead of a run per mutant.
+    fn schemata(&self) -> Option<SchemaStrategy> {
         None
     }
 }
 
-/// A language's way of building every mutant once, each run with its number switched on.
+/// How a language's mutant schemata run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum BuildOnce {
-    /// A cargo test build of the schema (`mutants::rust::prebuilt`).
-    CargoSchema,
+pub(crate) enum SchemaStrategy {
+    /// A cargo test build of the schema; each mutant a run of its executables
+    /// (`mutants::rust::prebuilt`).
+    CargoBuild,
     /// Each package's `go test -c` executable of the schema (`mutants::go::prebuilt`).
     GoTestBinary,
+    /// The rewritten files run as they are: each mutant is a run of the schema's tree with
+    /// the switch set (JavaScript).
+    Interpret,
 }

@@ -4,7 +4,7 @@
 
 use super::go::Go;
 use super::javascript::JavaScript;
-use super::language::Language;
+use super::language::{Language, SchemaStrategy};
 use super::python::Python;
 use super::rust::Rust;
 use super::scope::Scope;
@@ -31,6 +31,18 @@ pub(crate) fn of_check(runner: RunnerKind) -> &'static dyn Language {
 pub(crate) fn for_runner(runner: RunnerKind) -> Option<&'static dyn Language> {
     let language = runner.runner().language()?;
     LANGUAGES.iter().copied().find(|l| l.language() == language)
+}
+
+/// How `runner`'s mutants share one tree behind the switch, unless the schemata are turned off
+/// ([`SWITCH_OFF_VARIABLE`] is `0`, for a comparison with a run per mutant).
+///
+/// [`SWITCH_OFF_VARIABLE`]: super::rust::prebuilt::SWITCH_OFF_VARIABLE
+pub(crate) fn schema_strategy(runner: RunnerKind) -> Option<SchemaStrategy> {
+    let off =
+        std::env::var(super::rust::prebuilt::SWITCH_OFF_VARIABLE).is_ok_and(|v| v.trim() == "0");
+    for_runner(runner)
+        .and_then(|l| l.schemata())
+        .filter(|_| !off)
 }
 
 /// The scope of each byte range `(start, end)` of `source`, the file at `path`, in order. A

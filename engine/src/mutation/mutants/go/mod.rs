@@ -11,7 +11,7 @@ mod scope;
 mod sites;
 pub(crate) mod syntax;
 
-use super::language::{BuildOnce, Language};
+use super::language::{Language, SchemaStrategy};
 use super::scope::Scope;
 use super::sites::Candidate;
 use super::{
@@ -101,8 +101,8 @@ impl Language for Go {
         true
     }
 
-    fn build_once(&self) -> Option<BuildOnce> {
-        Some(BuildOnce::GoTestBinary)
+    fn schemata(&self) -> Option<SchemaStrategy> {
+        Some(SchemaStrategy::GoTestBinary)
     }
 }
 

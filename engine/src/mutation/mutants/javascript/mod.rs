@@ -1,13 +1,16 @@
 //! JavaScript, a language of the mutation seam: `.js`, `.mjs` and `.cjs` product files (ES
 //! modules and CommonJS; never test files or `node_modules/`) parsed with tree-sitter's
 //! JavaScript grammar, Stryker's mutator families, the function or method around a mutant as
-//! its scope, and node:test to judge it: each mutant a run of the suite with the edit applied.
+//! its scope, and node:test to judge it: every mutant of a file behind one runtime switch
+//! ([`schema`]), each mutant a run of the test files that reach it; a mutant the schema cannot
+//! hold is a run with its edit applied.
 
+pub mod schema;
 mod scope;
 mod sites;
 pub(crate) mod syntax;
 
-use super::language::Language;
+use super::language::{Language, SchemaStrategy};
 use super::scope::Scope;
 use super::sites::Candidate;
 use super::{
@@ -100,6 +103,10 @@ impl Language for JavaScript {
 
     fn compiles(&self) -> bool {
         false
+    }
+
+    fn schemata(&self) -> Option<SchemaStrategy> {
+        Some(SchemaStrategy::Interpret)
     }
 }
 

@@ -12,7 +12,7 @@ mod sites;
 pub(crate) mod syntax;
 mod values;
 
-use super::language::{BuildOnce, Language};
+use super::language::{Language, SchemaStrategy};
 use super::scope::Scope;
 use super::sites::Candidate;
 use super::{
@@ -108,8 +108,8 @@ impl Language for Rust {
         true
     }
 
-    fn build_once(&self) -> Option<BuildOnce> {
-        Some(BuildOnce::CargoSchema)
+    fn schemata(&self) -> Option<SchemaStrategy> {
+        Some(SchemaStrategy::CargoBuild)
     }
 }
 

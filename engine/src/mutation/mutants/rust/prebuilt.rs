@@ -4,7 +4,7 @@
 
 use super::schema::{self, FileSchema};
 use crate::mutation::mutants::Mutant;
-use crate::mutation::mutants::language::BuildOnce;
+use crate::mutation::mutants::language::SchemaStrategy;
 use crate::source;
 use assay_common::TreeId;
 use assay_common::job::{ArtifactRef, JobResult, JobSpec, JobStatus, TestBinaries};
@@ -33,16 +33,7 @@ const BLAMED: &str = "did not compile in the schema";
 /// Whether `runner`'s mutants build once behind the switch as a cargo schema, unless
 /// [`SWITCH_OFF_VARIABLE`] is `0`.
 pub fn wanted(runner: RunnerKind) -> bool {
-    build_once(runner) == Some(BuildOnce::CargoSchema)
-}
-
-/// How `runner`'s language builds its mutants once, asked of the language; `None` when it
-/// does not, or [`SWITCH_OFF_VARIABLE`] is `0`.
-pub(crate) fn build_once(runner: RunnerKind) -> Option<BuildOnce> {
-    if std::env::var(SWITCH_OFF_VARIABLE).is_ok_and(|v| v.trim() == "0") {
-        return None;
-    }
-    crate::mutation::mutants::languages::for_runner(runner)?.build_once()
+    crate::mutation::mutants::languages::schema_strategy(runner) == Some(SchemaStrategy::CargoBuild)
 }
 
 /// Why a schema build gives no executables to run mutants from, before or as it runs; the

@@ -154,11 +154,11 @@ pub(super) async fn interpret(
     let mut schema = Schema::default();
     let mut files: Vec<(String, String)> = Vec::new();
     for (path, bytes) in sources {
-        let entries: Vec<crate::mutation::mutants::rust::schema::Entry<'_>> = mutants
+        let entries: Vec<crate::mutation::mutants::switch::Entry<'_>> = mutants
             .iter()
             .enumerate()
             .filter(|(_, m)| m.path.as_str() == *path)
-            .map(|(at, m)| crate::mutation::mutants::rust::schema::Entry {
+            .map(|(at, m)| crate::mutation::mutants::switch::Entry {
                 number: at as u32 + 1,
                 edit: &m.edit,
             })
@@ -198,18 +198,10 @@ pub(super) async fn interpret(
         .iter()
         .map(|(path, text)| (path.as_str(), text.as_bytes()))
         .collect();
-    let tree = match source::tree_with_files(&request.repo, &request.tree, &files) {
-        Ok(tree) => tree,
-        Err(e) => {
-            schemata.give_up(NoSchemaBuild::TreeNotWritten(error_chain(&e)).to_string());
-            return schemata;
-        }
-    };
-    if let Err(e) = assay_transport::store_tree::upload_tree(store, &request.repo, &tree).await {
-        schemata.give_up(NoSchemaBuild::TreeNotUploaded(error_chain(&e)).to_string());
-        return schemata;
+    match schema_tree(request, store, &files).await {
+        Ok(tree) => schemata.tree = Some(tree),
+        Err(why) => schemata.give_up(why.to_string()),
     }
-    schemata.tree = Some(tree);
     schemata
 }
 
@@ -359,11 +351,7 @@ impl GoBuildJob for GoTreeBuild<'_> {
             .iter()
             .map(|(path, text)| (path.as_str(), text.as_bytes()))
             .collect();
-        let tree = source::tree_with_files(&request.repo, &request.tree, &files)
-            .map_err(|e| NoSchemaBuild::TreeNotWritten(error_chain(&e)))?;
-        assay_transport::store_tree::upload_tree(self.store, &request.repo, &tree)
-            .await
-            .map_err(|e| NoSchemaBuild::TreeNotUploaded(error_chain(&e)))?;
+        let tree = schema_tree(request, self.store, &files).await?;
         let mut job = spec(request, &tree, *self.index, Vec::new());
         *self.index += 1;
         go_prebuilt::make_build_job(&mut job, command, request.budget.as_secs());
@@ -374,9 +362,7 @@ impl GoBuildJob for GoTreeBuild<'_> {
     }
 }
 
-/// A build of the schema as a tree of its own, written in the repository and uploaded to the
-/// store (where the jobs run on a fleet, workers fetch trees from it; an embedded run's worker
-/// reads the repository, and the archive costs little).
+/// A build of the schema as a tree of its own ([`schema_tree`]).
 struct TreeBuild<'a> {
     request: &'a MutateRequest,
     command: Vec<String>,
@@ -400,17 +386,10 @@ impl BuildJob for TreeBuild<'_> {
             .iter()
             .map(|(path, s)| (path.as_str(), s.text.as_bytes()))
             .collect();
-        let tree = match source::tree_with_files(&request.repo, &request.tree, &files) {
+        let tree = match schema_tree(request, self.store, &files).await {
             Ok(tree) => tree,
-            Err(e) => {
-                return Ok(Err(NoSchemaBuild::TreeNotWritten(error_chain(&e))));
-            }
+            Err(why) => return Ok(Err(why)),
         };
-        let uploaded =
-            assay_transport::store_tree::upload_tree(self.store, &request.repo, &tree).await;
-        if let Err(e) = uploaded {
-            return Ok(Err(NoSchemaBuild::TreeNotUploaded(error_chain(&e))));
-        }
         let mut job = spec(request, &tree, *self.index, Vec::new());
         *self.index += 1;
         prebuilt::make_build_job(&mut job, self.command.clone(), request.budget.as_secs());
@@ -419,4 +398,20 @@ impl BuildJob for TreeBuild<'_> {
             .await
             .map_err(|e| NoSchemaBuild::NotRun(error_chain(&e))))
     }
+}
+
+/// The request's tree with `files` rewritten, as a tree of its own written in the repository
+/// and uploaded to the store (where the jobs run on a fleet, workers fetch trees from it; an
+/// embedded run's worker reads the repository, and the archive costs little).
+async fn schema_tree(
+    request: &MutateRequest,
+    store: &dyn ArtifactStore,
+    files: &[(&str, &[u8])],
+) -> Result<TreeId, NoSchemaBuild> {
+    let tree = source::tree_with_files(&request.repo, &request.tree, files)
+        .map_err(|e| NoSchemaBuild::TreeNotWritten(error_chain(&e)))?;
+    assay_transport::store_tree::upload_tree(store, &request.repo, &tree)
+        .await
+        .map_err(|e| NoSchemaBuild::TreeNotUploaded(error_chain(&e)))?;
+    Ok(tree)
 }

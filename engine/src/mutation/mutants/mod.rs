@@ -15,6 +15,7 @@ pub mod rerun;
 pub mod rust;
 pub mod scope;
 mod sites;
+pub mod switch;
 mod syntax;
 
 use assay_common::job::ByteEdit;

@@ -21,6 +21,7 @@
 
 use super::syntax;
 use crate::mutation::mutants::rust::schema::TRACE_MARK;
+pub use crate::mutation::mutants::switch::Entry;
 use assay_common::job::ByteEdit;
 use assay_common::test_binaries::{TRACE_FILE_VARIABLE, TRACE_TEST_VARIABLE, TRACE_VARIABLE};
 use std::collections::{BTreeMap, BTreeSet};
@@ -38,15 +39,6 @@ pub const NO_STATEMENT: &str = "no statement or condition around it can hold the
 
 /// Why a mutant inside another mutant's switched statement builds on its own.
 pub const NESTED: &str = "inside a statement the schema already switches for another mutant";
-
-/// One mutant to put behind the switch.
-#[derive(Clone, Copy, Debug)]
-pub struct Entry<'a> {
-    /// Its switch number (never 0).
-    pub number: u32,
-    /// Its edit, in the file's original bytes.
-    pub edit: &'a ByteEdit,
-}
 
 /// A file rewritten with its mutants behind the switch.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -16,7 +16,7 @@
 //! writes the tree and runs the jobs.
 
 use super::syntax;
-use crate::mutation::mutants::rust::schema::Entry;
+use crate::mutation::mutants::switch::{Entry, SwitchedSite, shallow_sites};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 use tree_sitter::Node;
@@ -68,9 +68,15 @@ struct Site<'e> {
     entries: Vec<Entry<'e>>,
 }
 
-/// How many sites may enclose a site: writing a site writes the sites inside it first, and a
-/// chain of operators nests as deep as the source likes.
-const MAX_SITE_NESTING: usize = 64;
+impl<'e> SwitchedSite<'e> for Site<'e> {
+    fn range(&self) -> &Range<usize> {
+        &self.range
+    }
+
+    fn entries(&self) -> &[Entry<'e>] {
+        &self.entries
+    }
+}
 
 /// The most sites of a file whose switched forms are parsed one by one, when the whole does
 /// not parse: each is a parse of the whole file.
@@ -179,29 +185,6 @@ fn all_fallback(source: &str, entries: &[Entry<'_>], why: &str) -> FileSchema {
         held: BTreeSet::new(),
         fallback: entries.iter().map(|e| (e.number, why.to_owned())).collect(),
     }
-}
-
-/// `sites` (in source order) without those nested deeper than [`MAX_SITE_NESTING`].
-fn shallow_sites<'e>(sites: Vec<Site<'e>>, fallback: &mut Vec<(u32, String)>) -> Vec<Site<'e>> {
-    let mut open: Vec<usize> = Vec::new();
-    let mut kept = Vec::with_capacity(sites.len());
-    for site in sites {
-        while open.last().is_some_and(|end| *end <= site.range.start) {
-            open.pop();
-        }
-        if open.len() >= MAX_SITE_NESTING {
-            fallback.extend(site.entries.iter().map(|e| {
-                (
-                    e.number,
-                    format!("nested inside {MAX_SITE_NESTING} other mutants' sites"),
-                )
-            }));
-            continue;
-        }
-        open.push(site.range.end);
-        kept.push(site);
-    }
-    kept
 }
 
 /// Where the prologue goes: after a shebang line and the directive prologue (`'use strict'`),
@@ -635,8 +618,14 @@ mod tests {
         let started = std::time::Instant::now();
         let schema = rewrite(&source, &entries);
         assert!(started.elapsed() < std::time::Duration::from_secs(20));
-        assert_eq!(schema.held.len(), MAX_SITE_NESTING);
-        assert_eq!(schema.fallback.len(), depth - MAX_SITE_NESTING);
+        assert_eq!(
+            schema.held.len(),
+            crate::mutation::mutants::switch::MAX_SITE_NESTING
+        );
+        assert_eq!(
+            schema.fallback.len(),
+            depth - crate::mutation::mutants::switch::MAX_SITE_NESTING
+        );
         assert!(syntax::parse_clean(&schema.text).is_ok());
     }
 }

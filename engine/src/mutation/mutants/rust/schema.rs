@@ -7,6 +7,8 @@
 //! can leave the schema too. Pure: the caller runs the builds.
 
 use super::syntax::{self, const_context};
+pub use crate::mutation::mutants::switch::Entry;
+use crate::mutation::mutants::switch::{SwitchedSite, shallow_sites};
 use assay_common::job::ByteEdit;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
@@ -128,15 +130,6 @@ fn site_numbers(entries: &[Entry<'_>]) -> String {
         .join(",")
 }
 
-/// One mutant of a file: its number in the switch (never 0) and its edit.
-#[derive(Clone, Copy, Debug)]
-pub struct Entry<'a> {
-    /// The mutant's number in the switch, from 1.
-    pub number: u32,
-    /// The mutant's edit of the file.
-    pub edit: &'a ByteEdit,
-}
-
 /// A file rewritten with its mutants behind the switch.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FileSchema {
@@ -177,6 +170,16 @@ struct Site<'e> {
     /// For [`Form::Guard`]: where the guard goes, and the arm's own guard if it has one.
     guard: Option<(usize, Option<Range<usize>>)>,
     entries: Vec<Entry<'e>>,
+}
+
+impl<'e> SwitchedSite<'e> for Site<'e> {
+    fn range(&self) -> &Range<usize> {
+        &self.range
+    }
+
+    fn entries(&self) -> &[Entry<'e>] {
+        &self.entries
+    }
 }
 
 /// Rewrites `source`, a file of a crate whose standard library is `std`, with `entries` behind
@@ -244,35 +247,6 @@ pub fn rewrite(source: &str, entries: &[Entry<'_>], std: Std) -> FileSchema {
         held,
         fallback,
     }
-}
-
-/// How many sites may enclose a site. Writing a site writes the sites inside it first, a call
-/// deeper each; a long chain of operators (`a + b + … + z` is `((a + b) + …) + z`) nests one
-/// site in the next, as deep as the source likes.
-const MAX_SITE_NESTING: usize = 64;
-
-/// `sites` (in source order, an enclosing site before those inside it) without the ones nested
-/// deeper than [`MAX_SITE_NESTING`]: their mutants go to `fallback`, and build on their own.
-fn shallow_sites<'e>(sites: Vec<Site<'e>>, fallback: &mut Vec<(u32, String)>) -> Vec<Site<'e>> {
-    let mut open: Vec<usize> = Vec::new();
-    let mut kept = Vec::with_capacity(sites.len());
-    for site in sites {
-        while open.last().is_some_and(|end| *end <= site.range.start) {
-            open.pop();
-        }
-        if open.len() >= MAX_SITE_NESTING {
-            fallback.extend(site.entries.iter().map(|e| {
-                (
-                    e.number,
-                    format!("nested inside {MAX_SITE_NESTING} other mutants' sites"),
-                )
-            }));
-            continue;
-        }
-        open.push(site.range.end);
-        kept.push(site);
-    }
-    kept
 }
 
 fn all_fallback(source: &str, entries: &[Entry<'_>], why: &str) -> FileSchema {

@@ -17,9 +17,7 @@ use crate::mutation::mutants::Mutant;
 use crate::mutation::mutants::rust::prebuilt::{MAX_BUILDS, NoSchemaBuild, Schema};
 use assay_common::job::{ArtifactRef, JobResult, JobSpec, JobStatus, TestBinaries};
 use assay_common::runner::ReportFormat;
-use assay_common::test_binaries::{
-    ARTIFACT, PLACEHOLDER, Selection, TRACE_VARIABLE, check_import_path, check_package_dir,
-};
+use assay_common::test_binaries::{ARTIFACT, Selection, check_import_path, check_package_dir};
 use assay_transport::error_chain::error_chain;
 use assay_transport::store::{ArtifactStore, read_named};
 use std::collections::{BTreeMap, BTreeSet};
@@ -82,17 +80,13 @@ pub fn make_run_job(
     number: usize,
     only: Option<Selection>,
 ) {
-    job.command = vec!["sh".into(), PLACEHOLDER.into()];
-    job.report = ReportFormat::GoTestJson;
-    job.env
-        .push((schema::SWITCH_VARIABLE.to_owned(), number.to_string()));
-    if number == 0 {
-        job.env.push((TRACE_VARIABLE.to_owned(), "on".to_owned()));
-    }
-    job.binaries = Some(TestBinaries::Use {
-        archive: archive.clone(),
+    crate::mutation::mutants::rust::prebuilt::make_switched_run(
+        job,
+        ReportFormat::GoTestJson,
+        archive,
+        number,
         only,
-    });
+    );
 }
 
 /// The directory of a Go file's package, relative to the module root (`""` for the root).

@@ -104,8 +104,21 @@ pub fn make_run_job(
     number: usize,
     only: Option<Selection>,
 ) {
+    make_switched_run(job, ReportFormat::CargoTestOutput, archive, number, only);
+}
+
+/// Makes `job` a run of the prebuilt executables in `archive` (Rust's or Go's, read as
+/// `report`) with the switch at `number`, of those `only` selects; the unmutated run (0) is
+/// traced.
+pub(crate) fn make_switched_run(
+    job: &mut JobSpec,
+    report: ReportFormat,
+    archive: &ArtifactRef,
+    number: usize,
+    only: Option<Selection>,
+) {
     job.command = vec!["sh".into(), PLACEHOLDER.into()];
-    job.report = ReportFormat::CargoTestOutput;
+    job.report = report;
     job.env
         .push((schema::SWITCH_VARIABLE.to_owned(), number.to_string()));
     if number == 0 {

@@ -3,8 +3,9 @@
 //! and lets others survive, and `assay mutate` on an ES module and a CommonJS module mutated
 //! with Stryker's mutator families, every mutant behind one schema's switch and run against
 //! the test files that reach it, with the Stryker document checked; the statuses of the schema
-//! equal those of a run per mutant with its edit applied (`ASSAY_MUTATE_SCHEMATA=0`), and a
-//! schema that node refuses at load is never a kill.
+//! equal those of a run per mutant with its edit applied (`ASSAY_MUTATE_SCHEMATA=0`), a
+//! schema that node refuses at load is never a kill, and a kill is confirmed by a re-run in
+//! its own job.
 
 mod support;
 
@@ -393,5 +394,65 @@ fn a_schema_node_refuses_at_load_is_never_a_kill_and_its_mutants_run_alone() {
     assert!(
         with_schema.iter().any(|s| s.2 == "Survived"),
         "{with_schema:#?}"
+    );
+}
+
+/// A kill is re-run at once in the mutant's own job: a test that checks only on a job's first
+/// run (it leaves a file in the tree) passes when re-run there, a flaky kill, while a steady
+/// kill fails again; neither costs a second job.
+#[test]
+fn a_kill_is_confirmed_in_its_own_job_and_one_that_passes_when_re_run_is_flaky() {
+    let repo = Repo::new();
+    repo.write(
+        "package.json",
+        "{ \"name\": \"pages\", \"version\": \"1.0.0\", \"type\": \"module\" }\n",
+    )
+    .write(
+        "src/pages.js",
+        "export function isPastEnd(page, last) {\n  return page > last;\n}\n\nexport function isFirst(page) {\n  return page <= 1;\n}\n",
+    )
+    .write(
+        "test/pages.test.js",
+        "import { test } from 'node:test';\nimport assert from 'node:assert/strict';\nimport { existsSync, writeFileSync } from 'node:fs';\nimport { isFirst, isPastEnd } from '../src/pages.js';\n\nconst checked = new URL('../.checked-once', import.meta.url);\n\ntest('the last page is not past the end', () => {\n  if (existsSync(checked)) return;\n  writeFileSync(checked, '');\n  assert.equal(isPastEnd(3, 3), false);\n});\n\ntest('only page one is first', () => {\n  assert.equal(isFirst(1), true);\n  assert.equal(isFirst(2), false);\n});\n",
+    );
+    repo.commit("pages: end and first page checks");
+    let out_dir = tempfile::tempdir().expect("temp dir");
+    let run = mutate(&repo, &out_dir);
+    let doc = run.evidence.as_ref().expect("the Stryker document");
+    let mutants = doc["files"]["src/pages.js"]["mutants"]
+        .as_array()
+        .expect("mutants of pages.js");
+    // isPastEnd's mutants (its body on lines 1-3) against isFirst's (lines 5-7).
+    let killed_in = |lines: std::ops::RangeInclusive<u64>| -> Vec<&serde_json::Value> {
+        mutants
+            .iter()
+            .filter(|m| {
+                m["status"] == "Killed"
+                    && m["location"]["start"]["line"]
+                        .as_u64()
+                        .is_some_and(|line| lines.contains(&line))
+            })
+            .collect()
+    };
+    let (flaky, steady) = (killed_in(1..=3), killed_in(5..=7));
+    assert!(flaky.len() >= 2 && steady.len() >= 2, "{doc:#}");
+    for mutant in &flaky {
+        assert_eq!(
+            mutant["statusReason"], "flaky kill: the killing tests passed when re-run at once",
+            "{mutant:#}"
+        );
+    }
+    for mutant in &steady {
+        assert!(mutant.get("statusReason").is_none(), "{mutant:#}");
+    }
+    assert_eq!(
+        doc["assay"]["summary"]["flaky_kills"].as_u64(),
+        Some(flaky.len() as u64),
+        "{doc:#}"
+    );
+    assert!(
+        !run.stderr.contains("by a second run"),
+        "every kill was confirmed in its own job\n{}",
+        run.explain()
     );
 }

@@ -296,6 +296,14 @@ pub trait Runner: Sync {
         &[]
     }
 
+    /// A mutant's command that runs the failing tests once more, at once and in the same job,
+    /// its second run's cases reported with the variant
+    /// [`crate::report::libtest::RERUN_VARIANT`]: a kill then needs no job of its own to
+    /// confirm it. Unchanged where the runner cannot (its kills are confirmed by a job).
+    fn rerunning_failures(&self, command: Vec<String>) -> Vec<String> {
+        command
+    }
+
     /// Whether [`Runner::command`]'s files may name single tests (node ids), so that a killed
     /// mutant's second run holds only the tests that killed it; Go's command names packages.
     fn reruns_named_tests(&self) -> bool {

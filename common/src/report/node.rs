@@ -6,6 +6,7 @@
 //! duplicate of itself.
 
 use crate::outcome::{CaseResult, CollectionError, Outcome, ReportOutcome, TestReport};
+use crate::report::libtest::RERUN_VARIANT;
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap};
 
@@ -23,6 +24,9 @@ struct NodeReport {
     /// The run's closing counts (`tests`, `pass`, `fail`, ...); node prints them last.
     counts: BTreeMap<String, u64>,
     results: Vec<NodeResult>,
+    /// The document of a failing mutant run's second run (`common::runner::node`).
+    #[serde(default)]
+    rerun: bool,
 }
 
 #[derive(Clone, Deserialize)]
@@ -45,12 +49,51 @@ struct Node {
     children: Vec<Node>,
 }
 
-/// The outcome of a report written by the node:test reporter Assay ships.
+/// The outcome of a report written by the node:test reporter Assay ships: one run's document,
+/// or a failing mutant run's followed by its re-run's (marked `"rerun": true`), whose cases are
+/// added with the variant [`RERUN_VARIANT`] to confirm the kill. Any other sequence is refused.
 pub fn parse(bytes: &[u8]) -> ReportOutcome {
-    let report: NodeReport = match serde_json::from_slice(bytes) {
-        Ok(report) => report,
-        Err(e) => return ReportOutcome::Malformed(e.to_string()),
+    let mut documents = serde_json::Deserializer::from_slice(bytes).into_iter::<NodeReport>();
+    let (first, again) = match (documents.next(), documents.next(), documents.next()) {
+        (Some(Ok(first)), again, None) => (first, again),
+        (Some(Err(e)), _, _) => {
+            return ReportOutcome::Malformed(e.to_string());
+        }
+        (None, _, _) => return ReportOutcome::Malformed("the report is empty".into()),
+        (_, _, Some(_)) => {
+            return ReportOutcome::Malformed("the report holds more than two runs".into());
+        }
     };
+    if first.rerun {
+        return ReportOutcome::Malformed("the report's first run says it is a re-run".into());
+    }
+    let mut parsed = match parse_run(first) {
+        ReportOutcome::Parsed(parsed) => parsed,
+        other => return other,
+    };
+    match again {
+        None => {}
+        Some(Ok(again)) if !again.rerun => {
+            return ReportOutcome::Malformed("the report's second run is not a re-run".into());
+        }
+        // A re-run that says nothing usable confirms nothing: the kill gets a job of its own.
+        Some(Ok(again)) => {
+            if let ReportOutcome::Parsed(again) = parse_run(again) {
+                parsed
+                    .cases
+                    .extend(again.cases.into_iter().map(|case| CaseResult {
+                        variant: Some(RERUN_VARIANT.to_owned()),
+                        ..case
+                    }));
+            }
+        }
+        Some(Err(e)) => return ReportOutcome::Malformed(e.to_string()),
+    }
+    ReportOutcome::Parsed(parsed)
+}
+
+/// One run's document.
+fn parse_run(report: NodeReport) -> ReportOutcome {
     if report.schema != SCHEMA {
         return ReportOutcome::Malformed(format!("schema {:?} is not {SCHEMA:?}", report.schema));
     }
@@ -304,5 +347,57 @@ mod tests {
             ReportOutcome::Malformed(_)
         ));
         assert!(matches!(parse(b"{\"schema\""), ReportOutcome::Malformed(_)));
+    }
+
+    /// One test's document: `a` in /t/a.test.js, passing or failing.
+    fn run(passed: bool, rerun: bool) -> String {
+        let marker = if rerun { r#","rerun":true"# } else { "" };
+        format!(
+            r#"{{"schema":"assay.node/v1","counts":{{"tests":1}},"results":[{{"file":"/t/a.test.js","nesting":0,"name":"a","passed":{passed},"suite":false,"skip":false,"todo":false,"failure_type":"testCodeFailure","message":null}}]{marker}}}"#
+        ) + "\n"
+    }
+
+    #[test]
+    fn a_rerun_document_adds_its_cases_as_reruns_and_any_other_sequence_is_refused() {
+        let ReportOutcome::Parsed(report) =
+            parse((run(false, false) + &run(true, true)).as_bytes())
+        else {
+            panic!("a failing run and its re-run parse");
+        };
+        let seen: Vec<(Outcome, Option<&str>)> = report
+            .cases
+            .iter()
+            .map(|c| (c.outcome, c.variant.as_deref()))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                (Outcome::Failed, None),
+                (Outcome::Passed, Some(RERUN_VARIANT))
+            ]
+        );
+        // A re-run with no usable result confirms nothing; the first run stands alone.
+        let cut = run(true, true).replace("\"tests\":", "\"planned\":");
+        let ReportOutcome::Parsed(alone) = parse((run(false, false) + &cut).as_bytes()) else {
+            panic!("the first run stands");
+        };
+        assert_eq!(alone.cases.len(), 1);
+        // Hostile orders: a re-run first, an unmarked second run, a third run, trailing junk.
+        for (what, bytes) in [
+            ("re-run first", run(true, true) + &run(false, false)),
+            ("unmarked second", run(false, false) + &run(true, false)),
+            (
+                "three runs",
+                run(false, false) + &run(true, true) + &run(true, true),
+            ),
+            ("junk after", run(false, false) + "not json"),
+            ("re-run alone", run(true, true)),
+        ] {
+            assert!(
+                matches!(parse(bytes.as_bytes()), ReportOutcome::Malformed(_)),
+                "{what}: {:?}",
+                parse(bytes.as_bytes())
+            );
+        }
     }
 }

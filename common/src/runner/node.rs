@@ -3,7 +3,7 @@
 //! that runner's exit code (Vitest exits 0 when `-t` matches nothing), so a misspelt or
 //! renamed case would pass without running.
 
-use super::{ReportFormat, Runner, SuiteCases, TreeFiles, split_path};
+use super::{ReportFormat, Runner, SuiteCases, TreeFiles, split_path, strings};
 use crate::suite_case::SuiteCase;
 
 /// The node:test runner, with the reporter Assay ships.
@@ -51,6 +51,22 @@ impl Runner for Node {
         argv.extend(files.iter().cloned());
         argv
     }
+
+    /// `sh -c NODE_RERUN_SCRIPT assay-node-rerun {report} COMMAND…`: a run that fails and
+    /// wrote its report runs again with `ASSAY_NODE_RERUN=1`, and its report follows the
+    /// first's in the same file (see [`crate::report::node`]).
+    fn rerunning_failures(&self, command: Vec<String>) -> Vec<String> {
+        let mut argv = strings(&[
+            "sh",
+            "-c",
+            NODE_RERUN_SCRIPT,
+            "assay-node-rerun",
+            "{report}",
+        ]);
+        argv.extend(command);
+        argv
+    }
+
     /// Its tests are named by sentences: `test: "partial last page is counted"`.
     fn names_tests_by_sentences(&self) -> bool {
         true
@@ -78,6 +94,26 @@ impl Runner for Node {
         self.command(prefix, &files_of(cases), &[])
     }
 }
+
+/// Runs `COMMAND…` (after `REPORT`); when it fails having written its report, runs it once
+/// more with `ASSAY_NODE_RERUN=1` (the reporter then marks its document as a re-run) and joins
+/// the two reports, first run first. Without a first report (node did not start) there is
+/// nothing to confirm; without a second, the first stays alone and the kill is confirmed by a
+/// job. The exit status is always the first run's.
+const NODE_RERUN_SCRIPT: &str = r#"report=$1; shift
+"$@" && exit 0
+code=$?
+[ -s "$report" ] || exit $code
+mv -f "$report" "$report.first" || exit $code
+ASSAY_NODE_RERUN=1 "$@"
+if [ -s "$report" ] && cat "$report.first" "$report" > "$report.both"; then
+    mv -f "$report.both" "$report"
+else
+    mv -f "$report.first" "$report"
+fi
+rm -f "$report.first" "$report.both"
+exit $code
+"#;
 
 /// The files of whole-file cases, which a JavaScript runner takes as its arguments.
 pub(crate) fn files_of(cases: &[&SuiteCase]) -> Vec<String> {

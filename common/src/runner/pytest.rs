@@ -89,6 +89,17 @@ impl Runner for Pytest {
         }
     }
 
+    /// `PYTHON -m pytest ARGS…` as `PYTHON -c PYTEST_RERUN_SCRIPT ARGS…`, whose plugin re-runs
+    /// each failing test at once in the same session; any other command is kept.
+    fn rerunning_failures(&self, command: Vec<String>) -> Vec<String> {
+        let Some((python, args)) = python_m_pytest(&command) else {
+            return command;
+        };
+        let mut argv = vec![python.clone(), "-c".into(), PYTEST_RERUN_SCRIPT.into()];
+        argv.extend(args.iter().cloned());
+        argv
+    }
+
     fn partition_command(
         &self,
         prefix: &[String],
@@ -216,6 +227,38 @@ pub fn python_m_pytest(command: &[String]) -> Option<(&String, &[String])> {
     }
 }
 
+/// Runs pytest with the re-run plugin: `PYTHON -c PYTEST_RERUN_SCRIPT PYTEST_ARGS…`.
+const PYTEST_RERUN_SCRIPT: &str = r#"
+import sys
+import pytest
+from _pytest.runner import runtestprotocol
+
+
+class Rerun:
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item, nextitem):
+        ihook = item.ihook
+        ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+        reports = runtestprotocol(item, nextitem=nextitem, log=False)
+        for report in reports:
+            ihook.pytest_runtest_logreport(report=report)
+        ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+        if any(report.failed for report in reports):
+            if item.nodeid.endswith("]"):
+                nodeid = item.nodeid[:-1] + "-assay-rerun]"
+            else:
+                nodeid = item.nodeid + "[assay-rerun]"
+            ihook.pytest_runtest_logstart(nodeid=nodeid, location=item.location)
+            for report in runtestprotocol(item, nextitem=nextitem, log=False):
+                report.nodeid = nodeid
+                ihook.pytest_runtest_logreport(report=report)
+            ihook.pytest_runtest_logfinish(nodeid=nodeid, location=item.location)
+        return True
+
+
+sys.exit(pytest.main(sys.argv[1:], plugins=[Rerun()]))
+"#;
+
 /// The pytest session of a suite batch that chooses its own cases: run as `PYTHON -c SCRIPT
 /// ARGS… --assay-select SPEC…` in place of `PYTHON -m pytest ARGS…` (the same interpreter, the
 /// same arguments, the working directory first on `sys.path` as with `-m`). The session collects
@@ -304,4 +347,26 @@ fn has_bare_test_functions(text: &str) -> bool {
         .lines()
         .any(|line| line.starts_with("def test") || line.starts_with("async def test"));
     bare && !text.contains("unittest")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_python_dash_m_pytest_gains_the_rerun_plugin() {
+        let argv = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let command = Pytest.rerunning_failures(argv(&[
+            "python3",
+            "-m",
+            "pytest",
+            "-x",
+            "tests/test_pager.py",
+        ]));
+        assert_eq!(command[..2], argv(&["python3", "-c"]));
+        assert!(command[2].contains("runtestprotocol"));
+        assert_eq!(command[3..], argv(&["-x", "tests/test_pager.py"]));
+        let other = argv(&["uv", "run", "pytest", "-x"]);
+        assert_eq!(Pytest.rerunning_failures(other.clone()), other);
+    }
 }

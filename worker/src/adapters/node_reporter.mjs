@@ -11,6 +11,9 @@ import { relative } from 'node:path';
 // forwards those lines on its own stderr with the file node names, relative to the tree, so
 // the test code never writes the file field. Everything else on the tests' stderr stays theirs.
 const tracing = process.env.ASSAY_MUTANT_TRACE === 'on';
+// A mutant's failing run run again to confirm its kill (`common::runner::node`): the document
+// says so, and follows the first run's in the same file.
+const rerun = process.env.ASSAY_NODE_RERUN === '1';
 const TRACE_MARK = 'assay-reached\t';
 
 function firstLine(text) {
@@ -48,5 +51,5 @@ export default async function* assayReporter(source) {
       if (match) counts[match[1]] = Number(match[2]);
     }
   }
-  yield `${JSON.stringify({ schema: 'assay.node/v1', counts, results })}\n`;
+  yield `${JSON.stringify({ schema: 'assay.node/v1', counts, results, ...(rerun ? { rerun } : {}) })}\n`;
 }

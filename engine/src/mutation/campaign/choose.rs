@@ -171,8 +171,10 @@ impl<'a> Campaign<'a> {
                     (tests.clone(), command)
                 }
                 None => {
-                    let command =
-                        rerun::with_rerun(request.runner.command(&prefix, &covered_by, &[]));
+                    let command = request
+                        .runner
+                        .runner()
+                        .rerunning_failures(request.runner.command(&prefix, &covered_by, &[]));
                     (covered_by, command)
                 }
             };
@@ -221,8 +223,10 @@ impl<'a> Campaign<'a> {
                     cost,
                 ),
                 (None, Some(tree)) => {
-                    let command =
-                        rerun::with_rerun(request.runner.command(&prefix, &reached_files, &[]));
+                    let command = request
+                        .runner
+                        .runner()
+                        .rerunning_failures(request.runner.command(&prefix, &reached_files, &[]));
                     (
                         schemata::switched_spec(request, tree, index + at, at + 1, command),
                         cost,

@@ -1,66 +1,24 @@
-//! Kill confirmation inside the mutant's own pytest session. A test that fails is re-run once,
-//! at once, in the same session (as pytest-rerunfailures does: function fixtures are set up
-//! afresh), and the second run is reported beside the first as `NAME[assay-rerun]` (or
-//! `NAME[PARAMS-assay-rerun]`). A kill whose every killing test has such a re-run needs no
-//! confirmation job: a re-run that fails again confirms it, re-runs that all pass make it a
-//! flaky kill. Kills with no re-run to read (a collection error, a runner other than
-//! `PYTHON -m pytest`) are still confirmed by a job that runs the killing tests alone.
+//! Kill confirmation inside the mutant's own run. The runner re-runs a failing run's tests once,
+//! at once, in the same job ([`assay_common::runner::Runner::rerunning_failures`]): pytest
+//! re-runs each failing test in its session (as pytest-rerunfailures does: function fixtures
+//! are set up afresh), node:test and Go's test executables run the same selection again. The
+//! second run is reported beside the first as `NAME[assay-rerun]` (or `NAME[PARAMS-assay-rerun]`).
+//! A kill whose every killing test has such a re-run needs no confirmation job: a re-run that
+//! fails again confirms it, re-runs that all pass make it a flaky kill. Kills with no re-run to
+//! read (a collection error, a runner that cannot re-run) are still confirmed by a job that runs
+//! the killing tests alone.
 //!
-//! Why: a confirmation job costs a whole pytest session (configuration, plugin registration,
+//! Why: a confirmation job costs a whole session (a sandbox, the tree, the runner's start-up and
 //! collection), about as much as the mutant's own run; with most mutants killed, it nearly
 //! doubled the sessions a mutation run pays for. The trade-off: a failure caused by state an
 //! earlier test of the same session left behind is re-run with that state still there, where a
 //! separate job would start clean; kills that cannot be re-run this way keep the separate job.
 
 use assay_common::outcome::{CaseResult, Outcome, TestReport};
-use assay_common::runner::python_m_pytest;
 
 /// The variant (or variant suffix) that marks a re-run case; a run of prebuilt Rust test
 /// executables marks its re-runs the same way.
 pub const RERUN_MARK: &str = assay_common::report::libtest::RERUN_VARIANT;
-
-/// Runs pytest with the re-run plugin: `PYTHON -c RERUN_SCRIPT PYTEST_ARGS…`.
-const RERUN_SCRIPT: &str = r#"
-import sys
-import pytest
-from _pytest.runner import runtestprotocol
-
-
-class Rerun:
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_protocol(self, item, nextitem):
-        ihook = item.ihook
-        ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
-        reports = runtestprotocol(item, nextitem=nextitem, log=False)
-        for report in reports:
-            ihook.pytest_runtest_logreport(report=report)
-        ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
-        if any(report.failed for report in reports):
-            if item.nodeid.endswith("]"):
-                nodeid = item.nodeid[:-1] + "-assay-rerun]"
-            else:
-                nodeid = item.nodeid + "[assay-rerun]"
-            ihook.pytest_runtest_logstart(nodeid=nodeid, location=item.location)
-            for report in runtestprotocol(item, nextitem=nextitem, log=False):
-                report.nodeid = nodeid
-                ihook.pytest_runtest_logreport(report=report)
-            ihook.pytest_runtest_logfinish(nodeid=nodeid, location=item.location)
-        return True
-
-
-sys.exit(pytest.main(sys.argv[1:], plugins=[Rerun()]))
-"#;
-
-/// `PYTHON -m pytest ARGS…` as `PYTHON -c RERUN_SCRIPT ARGS…`; any other command is kept (its
-/// kills are confirmed by a job).
-pub fn with_rerun(command: Vec<String>) -> Vec<String> {
-    let Some((python, args)) = python_m_pytest(&command) else {
-        return command;
-    };
-    let mut argv = vec![python.clone(), "-c".into(), RERUN_SCRIPT.into()];
-    argv.extend(args.iter().cloned());
-    argv
-}
 
 /// Whether a reported case is the re-run of another.
 pub fn is_rerun(case: &CaseResult) -> bool {
@@ -118,23 +76,6 @@ mod tests {
             cases,
             collection_errors: Vec::new(),
         }
-    }
-
-    #[test]
-    fn only_python_dash_m_pytest_gains_the_rerun_plugin() {
-        let argv = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        let command = with_rerun(argv(&[
-            "python3",
-            "-m",
-            "pytest",
-            "-x",
-            "tests/test_pager.py",
-        ]));
-        assert_eq!(command[..2], argv(&["python3", "-c"]));
-        assert!(command[2].contains("runtestprotocol"));
-        assert_eq!(command[3..], argv(&["-x", "tests/test_pager.py"]));
-        let other = argv(&["uv", "run", "pytest", "-x"]);
-        assert_eq!(with_rerun(other.clone()), other);
     }
 
     #[test]

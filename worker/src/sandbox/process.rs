@@ -79,6 +79,7 @@ impl Sandbox for ProcessSandbox {
                 });
             }
             tracing::warn!(job = %run.job_id, attempt, %words, "bubblewrap could not build the sandbox; starting the job again");
+            tokio::time::sleep(setup_pause(attempt)).await;
             attempt += 1;
         }
     }
@@ -88,7 +89,17 @@ impl Sandbox for ProcessSandbox {
 /// can: it copies the host's mounts and then remounts each read-only, and a mount that vanishes
 /// in between (a container engine starting and stopping containers on the same host) fails the
 /// whole setup (bubblewrap issue 650). Each attempt is a fresh start of an untouched job.
-const SETUP_ATTEMPTS: u32 = 3;
+const SETUP_ATTEMPTS: u32 = 6;
+
+/// The pause before attempt `attempt + 1`: growing, and jittered so that jobs started together
+/// do not meet the same burst of mount changes again in step (three immediate attempts all
+/// failed once on a loaded host whose mounts changed without pause).
+fn setup_pause(attempt: u32) -> std::time::Duration {
+    let jitter = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |now| now.subsec_nanos() % 20);
+    std::time::Duration::from_millis(u64::from(10 * attempt + jitter))
+}
 
 /// A pipe the confined guest's start is announced on (see [`Launch::announcing_start`]).
 struct StartSignal {

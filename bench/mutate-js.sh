@@ -16,7 +16,7 @@
 # Needs: node (nodejs), dpkg-dev, a deb-src line for Debian's main archive (a `Types: deb-src`
 # twin of the `deb` entry in /etc/apt/sources.list.d, then `apt-get update`), python3, git;
 # Assay's release build (built here unless ASSAY_BIN names a binary).
-# Usage: bench/mutate-js.sh
+# Usage: bench/mutate-js.sh   (LIBRARIES="node-bytes" runs only the libraries it names)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 work="$(mktemp -d)"
@@ -64,6 +64,7 @@ now() { date +%s.%N; }
 
 for entry in "${libraries[@]}"; do
     read -r package version revision dir paths <<<"$entry"
+    [[ -z "${LIBRARIES:-}" || " $LIBRARIES " == *" $package "* ]] || continue
     # The upstream tarball only: the mirror may not hold the Debian part, which is not needed.
     (cd "$work" && apt-get source --download-only -qq "$package=$version-$revision" >/dev/null 2>&1) || true
     tarball=$(compgen -G "$work/${package}_${version}.orig.tar.*" | head -1 || true)

@@ -419,37 +419,8 @@ fn a_kill_is_confirmed_in_its_own_job_and_one_that_passes_when_re_run_is_flaky()
     let out_dir = tempfile::tempdir().expect("temp dir");
     let run = mutate(&repo, &out_dir);
     let doc = run.evidence.as_ref().expect("the Stryker document");
-    let mutants = doc["files"]["src/pages.js"]["mutants"]
-        .as_array()
-        .expect("mutants of pages.js");
     // isPastEnd's mutants (its body on lines 1-3) against isFirst's (lines 5-7).
-    let killed_in = |lines: std::ops::RangeInclusive<u64>| -> Vec<&serde_json::Value> {
-        mutants
-            .iter()
-            .filter(|m| {
-                m["status"] == "Killed"
-                    && m["location"]["start"]["line"]
-                        .as_u64()
-                        .is_some_and(|line| lines.contains(&line))
-            })
-            .collect()
-    };
-    let (flaky, steady) = (killed_in(1..=3), killed_in(5..=7));
-    assert!(flaky.len() >= 2 && steady.len() >= 2, "{doc:#}");
-    for mutant in &flaky {
-        assert_eq!(
-            mutant["statusReason"], "flaky kill: the killing tests passed when re-run at once",
-            "{mutant:#}"
-        );
-    }
-    for mutant in &steady {
-        assert!(mutant.get("statusReason").is_none(), "{mutant:#}");
-    }
-    assert_eq!(
-        doc["assay"]["summary"]["flaky_kills"].as_u64(),
-        Some(flaky.len() as u64),
-        "{doc:#}"
-    );
+    support::assert_flaky_and_steady_kills(doc, "src/pages.js", 1..=3, 5..=7);
     assert!(
         !run.stderr.contains("by a second run"),
         "every kill was confirmed in its own job\n{}",

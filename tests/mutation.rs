@@ -359,31 +359,7 @@ fn a_kill_whose_test_passes_when_re_run_at_once_is_flaky_and_a_steady_kill_is_no
     repo.commit("pager: end and first page checks");
     let run = mutate(&repo, &["pager/clamp.py", "--jobs", "2"]);
     let report = run.evidence.as_ref().expect("report written");
-    let mutants = report["files"]["pager/clamp.py"]["mutants"]
-        .as_array()
-        .expect("mutants of clamp.py");
-    let killed_on = |line: u64| -> Vec<&serde_json::Value> {
-        mutants
-            .iter()
-            .filter(|m| m["status"] == "Killed" && m["location"]["start"]["line"] == line)
-            .collect()
-    };
-    let (flaky, steady) = (killed_on(2), killed_on(6));
-    assert!(!flaky.is_empty() && !steady.is_empty(), "{report:#}");
-    for mutant in &flaky {
-        assert_eq!(
-            mutant["statusReason"], "flaky kill: the killing tests passed when re-run at once",
-            "{mutant:#}"
-        );
-    }
-    for mutant in &steady {
-        assert!(mutant.get("statusReason").is_none(), "{mutant:#}");
-    }
-    assert_eq!(
-        report["assay"]["summary"]["flaky_kills"].as_u64(),
-        Some(flaky.len() as u64),
-        "{report:#}"
-    );
+    support::assert_flaky_and_steady_kills(report, "pager/clamp.py", 2..=2, 6..=6);
 }
 
 #[test]

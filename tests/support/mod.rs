@@ -19,6 +19,47 @@ pub fn assert_every_mutant_ran_and_one_was_killed(run: &Run) {
     assert!(check["killed"].as_u64().expect("killed") >= 1, "{check}");
 }
 
+/// The kills of `path` starting on `flaky_lines` are flaky (their killing tests passed when
+/// re-run at once) and those on `steady_lines` are not, at least two of each, and the summary
+/// counts exactly the flaky ones.
+pub fn assert_flaky_and_steady_kills(
+    report: &serde_json::Value,
+    path: &str,
+    flaky_lines: std::ops::RangeInclusive<u64>,
+    steady_lines: std::ops::RangeInclusive<u64>,
+) {
+    let mutants = report["files"][path]["mutants"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no mutants of {path}: {report:#}"));
+    let killed_in = |lines: &std::ops::RangeInclusive<u64>| -> Vec<&serde_json::Value> {
+        mutants
+            .iter()
+            .filter(|m| {
+                m["status"] == "Killed"
+                    && m["location"]["start"]["line"]
+                        .as_u64()
+                        .is_some_and(|line| lines.contains(&line))
+            })
+            .collect()
+    };
+    let (flaky, steady) = (killed_in(&flaky_lines), killed_in(&steady_lines));
+    assert!(!flaky.is_empty() && !steady.is_empty(), "{report:#}");
+    for mutant in &flaky {
+        assert_eq!(
+            mutant["statusReason"], "flaky kill: the killing tests passed when re-run at once",
+            "{mutant:#}"
+        );
+    }
+    for mutant in &steady {
+        assert!(mutant.get("statusReason").is_none(), "{mutant:#}");
+    }
+    assert_eq!(
+        report["assay"]["summary"]["flaky_kills"].as_u64(),
+        Some(flaky.len() as u64),
+        "{report:#}"
+    );
+}
+
 /// The binary, with its result cache's signing key in the build's test directory rather than
 /// the user's state directory.
 pub fn assay() -> Command {

@@ -283,22 +283,18 @@ async fn run_in(
             source,
         });
     }
+    // Each adapter is written only for a command that names it (most jobs name none).
+    let names = |placeholder: &str| job.command.iter().any(|arg| arg.contains(placeholder));
     let adapter_path = private.join("unittest_adapter.py");
-    write_adapter("unittest adapter", &adapter_path, UNITTEST_ADAPTER).await?;
+    if names("{adapter}") {
+        write_adapter("unittest adapter", &adapter_path, UNITTEST_ADAPTER).await?;
+    }
     let node_reporter_path = private.join("assay_node_reporter.mjs");
-    if job
-        .command
-        .iter()
-        .any(|arg| arg.contains("{node_reporter}"))
-    {
+    if names("{node_reporter}") {
         write_adapter("node:test reporter", &node_reporter_path, NODE_REPORTER).await?;
     }
     let nextest_config_path = private.join("assay_nextest.toml");
-    if job
-        .command
-        .iter()
-        .any(|arg| arg.contains("{nextest_config}"))
-    {
+    if names("{nextest_config}") {
         // The config names the report as the guest sees it: in a container, under its mount.
         let report = ctx
             .sandbox

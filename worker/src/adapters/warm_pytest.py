@@ -1065,16 +1065,24 @@ def tree_state(root):
     """What a session tree holds: each entry's type, size, modification time and inode, by
     relative path. Cheap next to a fork (a stat per entry) and it sees a file written,
     rewritten in place, replaced or removed."""
-    state = {}
-    for directory, subdirectories, files in os.walk(root):
-        for name in subdirectories + files:
-            path = os.path.join(directory, name)
+    # One scandir per directory and paths joined as strings: a third of what os.walk with
+    # os.path.relpath costs, and every mutant pays it twice.
+    state, todo = {}, [""]
+    while todo:
+        relative = todo.pop()
+        try:
+            entries = list(os.scandir(os.path.join(root, relative) if relative else root))
+        except OSError:
+            continue
+        for entry in entries:
             try:
-                st = os.lstat(path)
+                st = entry.stat(follow_symlinks=False)
             except OSError:
                 continue
-            state[os.path.relpath(path, root)] = (st.st_mode, st.st_size, st.st_mtime_ns,
-                                                  st.st_ino)
+            path = relative + entry.name
+            state[path] = (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ino)
+            if stat.S_ISDIR(st.st_mode):
+                todo.append(path + "/")
     return state
 
 

@@ -2,6 +2,7 @@
 //! verdicts the cache answers before anything runs.
 
 use super::*;
+use crate::mutation::mutants::switch::Entry;
 use reached_files::FileReach;
 
 impl<'a> Campaign<'a> {
@@ -87,7 +88,7 @@ impl<'a> Campaign<'a> {
             }
             let held = schemata.is_some_and(|s| s.holds(at));
             let reach = match baseline.reached.as_ref().filter(|_| held) {
-                Some(reached) => match reached.of(at as u32 + 1) {
+                Some(reached) => match reached.of(Entry::number_of(at)) {
                     Some(reach) => Some(reach),
                     None => {
                         results[at] = Some(not_covered(
@@ -102,7 +103,7 @@ impl<'a> Campaign<'a> {
             // JavaScript: the test files that reach the mutant's site, as the schema traced them.
             let switched = schemata.and_then(|s| s.switched_tree()).filter(|_| held);
             let file_reach = match (switched, baseline.reached_files.as_ref()) {
-                (Some(_), Some(reached)) => match reached.of(at as u32 + 1) {
+                (Some(_), Some(reached)) => match reached.of(Entry::number_of(at)) {
                     Some(reach) => Some(reach),
                     None => {
                         results[at] = Some(not_covered(

@@ -20,6 +20,7 @@ use crate::mutation::mutants::rust::prebuilt::{
     self, BuildJob, NoSchemaBuild, PROC_MACRO, Packages, Schema,
 };
 use crate::mutation::mutants::rust::schema::FileSchema;
+use crate::mutation::mutants::switch::Entry;
 use crate::source;
 use assay_common::TreeId;
 use assay_common::job::{ArtifactRef, JobResult, JobSpec};
@@ -154,30 +155,17 @@ pub(super) async fn interpret(
     let mut schema = Schema::default();
     let mut files: Vec<(String, String)> = Vec::new();
     for (path, bytes) in sources {
-        let entries: Vec<crate::mutation::mutants::switch::Entry<'_>> = mutants
-            .iter()
-            .enumerate()
-            .filter(|(_, m)| m.path.as_str() == *path)
-            .map(|(at, m)| crate::mutation::mutants::switch::Entry {
-                number: at as u32 + 1,
-                edit: &m.edit,
-            })
-            .collect();
+        let entries = Entry::of_file(mutants, path, |_| true);
         if entries.is_empty() {
             continue;
         }
         let Ok(text) = std::str::from_utf8(bytes) else {
-            for entry in &entries {
-                schema.alone.insert(
-                    entry.number as usize - 1,
-                    "the file is not UTF-8".to_owned(),
-                );
-            }
+            schema.send_alone(&entries, "the file is not UTF-8");
             continue;
         };
         let rewritten = js_schema::rewrite(text, &entries);
         for (number, why) in rewritten.fallback {
-            schema.alone.insert(number as usize - 1, why);
+            schema.alone.insert(Entry::position(number), why);
         }
         if !rewritten.held.is_empty() {
             files.push(((*path).to_owned(), rewritten.text));

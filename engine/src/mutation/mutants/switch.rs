@@ -13,6 +13,41 @@ pub struct Entry<'a> {
     pub edit: &'a ByteEdit,
 }
 
+impl<'a> Entry<'a> {
+    /// The entries of `path`'s mutants among `mutants` (a plan, in order) that `keep` takes by
+    /// plan position: mutant `at` is switched on by number `at + 1` (0 is the original).
+    pub fn of_file(
+        mutants: &'a [super::Mutant],
+        path: &str,
+        keep: impl Fn(usize) -> bool,
+    ) -> Vec<Entry<'a>> {
+        mutants
+            .iter()
+            .enumerate()
+            .filter(|(at, m)| m.path.as_str() == path && keep(*at))
+            .map(|(at, m)| Entry {
+                number: Self::number_of(at),
+                edit: &m.edit,
+            })
+            .collect()
+    }
+
+    /// The switch number of the mutant at plan position `at`.
+    pub fn number_of(at: usize) -> u32 {
+        at as u32 + 1
+    }
+
+    /// The plan position of the mutant switch number `number` stands for.
+    pub fn position(number: u32) -> usize {
+        (number as usize).saturating_sub(1)
+    }
+
+    /// This entry's mutant's plan position.
+    pub fn at(&self) -> usize {
+        Self::position(self.number)
+    }
+}
+
 /// How many sites may enclose a site: writing a site writes the sites inside it first, and a
 /// chain of operators nests one site in the next, as deep as the source likes.
 pub const MAX_SITE_NESTING: usize = 64;

@@ -133,19 +133,7 @@ pub async fn build(
         // Package directory → (package name, highest switch number).
         let mut packages: BTreeMap<&str, (String, u32)> = BTreeMap::new();
         for (path, text) in texts {
-            let entries: Vec<Entry<'_>> = mutants
-                .iter()
-                .enumerate()
-                .filter(|(at, m)| {
-                    m.path.as_str() == *path
-                        && !schema.alone.contains_key(at)
-                        && !schema.unviable.contains_key(at)
-                })
-                .map(|(at, m)| Entry {
-                    number: at as u32 + 1,
-                    edit: &m.edit,
-                })
-                .collect();
+            let entries = Entry::of_file(mutants, path, |at| schema.in_schema(at));
             if entries.is_empty() {
                 continue;
             }
@@ -153,21 +141,18 @@ pub async fn build(
             let package = match schema::package_name(text) {
                 Some(name) if check_package_dir(dir).is_ok() => name,
                 _ => {
-                    for entry in &entries {
-                        schema.alone.insert(
-                            entry.number as usize - 1,
-                            "its package has no plain name or directory".into(),
-                        );
-                    }
+                    schema.send_alone(&entries, "its package has no plain name or directory");
                     continue;
                 }
             };
             let rewritten = schema::rewrite(text, &entries);
             for (number, why) in &rewritten.fallback {
-                schema.alone.insert(*number as usize - 1, why.clone());
+                schema.alone.insert(Entry::position(*number), why.clone());
             }
             for (number, error) in &rewritten.unviable {
-                schema.unviable.insert(*number as usize - 1, error.clone());
+                schema
+                    .unviable
+                    .insert(Entry::position(*number), error.clone());
             }
             if rewritten.arms.is_empty() {
                 continue;
@@ -240,13 +225,13 @@ pub async fn build(
             break format!("the schema build failed on an error no mutant is blamed for ({first})");
         }
         for (number, error) in blamed.unviable {
-            schema.unviable.insert(number as usize - 1, error);
+            schema.unviable.insert(Entry::position(number), error);
         }
         let alone: BTreeSet<u32> = blamed.alone;
         for number in alone {
             schema
                 .alone
-                .entry(number as usize - 1)
+                .entry(Entry::position(number))
                 .or_insert_with(|| BLAMED.into());
         }
     };

@@ -2,7 +2,7 @@
 //! the build job's command and environment, what a build kept, which packages can hold no
 //! schema, and what a failed build's errors take out of the schema before the next one.
 
-use super::schema::{self, FileSchema};
+use super::schema::{self, Entry, FileSchema};
 use crate::mutation::mutants::Mutant;
 use crate::mutation::mutants::language::SchemaStrategy;
 use crate::source;
@@ -231,7 +231,19 @@ pub struct Schema {
 impl Schema {
     /// Whether mutant `at` runs from the build.
     pub fn holds(&self, at: usize) -> bool {
-        self.archive.is_some() && !self.alone.contains_key(&at) && !self.unviable.contains_key(&at)
+        self.archive.is_some() && self.in_schema(at)
+    }
+
+    /// Whether mutant `at` is still in the schema: neither sent to build alone nor unviable.
+    pub fn in_schema(&self, at: usize) -> bool {
+        !self.alone.contains_key(&at) && !self.unviable.contains_key(&at)
+    }
+
+    /// Every one of `entries` builds on its own, for `why`.
+    pub fn send_alone(&mut self, entries: &[Entry<'_>], why: &str) {
+        for entry in entries {
+            self.alone.insert(entry.at(), why.to_owned());
+        }
     }
 
     /// No build holds a mutant (none built, or its tests failed unmutated): every one of
@@ -290,25 +302,13 @@ pub async fn build<E: Send>(
         }
         let mut schemas: BTreeMap<String, FileSchema> = BTreeMap::new();
         for (path, text) in texts {
-            let entries: Vec<schema::Entry<'_>> = mutants
-                .iter()
-                .enumerate()
-                .filter(|(at, m)| {
-                    m.path.as_str() == *path
-                        && !schema.alone.contains_key(at)
-                        && !schema.unviable.contains_key(at)
-                })
-                .map(|(at, m)| schema::Entry {
-                    number: at as u32 + 1,
-                    edit: &m.edit,
-                })
-                .collect();
+            let entries = Entry::of_file(mutants, path, |at| schema.in_schema(at));
             if entries.is_empty() {
                 continue;
             }
             let rewritten = schema::rewrite(text, &entries, std);
             for (number, why) in &rewritten.fallback {
-                schema.alone.insert(*number as usize - 1, why.clone());
+                schema.alone.insert(Entry::position(*number), why.clone());
             }
             schemas.insert((*path).to_owned(), rewritten);
         }
@@ -342,14 +342,14 @@ pub async fn build<E: Send>(
         match blame_failed_build(&json, &schemas) {
             Blamed::Unviable(own) => {
                 for (number, error) in own {
-                    let at = number as usize - 1;
+                    let at = Entry::position(number);
                     schema.alone.remove(&at);
                     schema.unviable.insert(at, error);
                 }
             }
             Blamed::Alone(blamed) => {
                 for (number, why) in blamed {
-                    schema.alone.insert(number as usize - 1, why);
+                    schema.alone.insert(Entry::position(number), why);
                 }
             }
             Blamed::NoSchema(why) => break format!("{why}; {}", stderr_tail(store, &result).await),

@@ -1758,17 +1758,9 @@ async fn a_node_proofs_diff_coverage_is_measured_on_a_fleet() {
     assert_eq!(run.code, 0, "{}", run.explain());
     let coverage = &run.evidence.as_ref().expect("evidence")["diff_coverage"];
     assert_eq!(coverage["tool"], "node V8 coverage", "{coverage:#}");
-    let statuses: Vec<(String, u64, String)> = coverage["hunks"]
-        .as_array()
-        .expect("hunks")
-        .iter()
-        .map(|h| {
-            (
-                h["path"].as_str().unwrap_or_default().to_owned(),
-                h["start"].as_u64().unwrap_or_default(),
-                h["status"].as_str().unwrap_or_default().to_owned(),
-            )
-        })
+    let statuses: Vec<(String, u64, String)> = support::coverage_hunks(coverage)
+        .into_iter()
+        .map(|(path, start, status, _)| (path, start, status))
         .collect();
     let expected: Vec<(String, u64, String)> = [
         ("lib/pager.js", 4, "executed"),

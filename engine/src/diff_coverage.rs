@@ -11,6 +11,10 @@
 pub mod lcov;
 pub mod v8;
 
+/// More than any real coverage run's report (V8's, lcov's); a bigger one is refused unread
+/// (the worker keeps none over 64 MiB, and a reader does not trust that it did not).
+pub const MAX_REPORT_BYTES: usize = 64 * 1024 * 1024;
+
 use crate::coverage::{self, CoverageMap};
 use crate::mutation::check;
 use crate::mutation::mutants::languages;

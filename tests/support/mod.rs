@@ -19,6 +19,27 @@ pub fn assert_every_mutant_ran_and_one_was_killed(run: &Run) {
     assert!(check["killed"].as_u64().expect("killed") >= 1, "{check}");
 }
 
+/// The changed hunks of a proof's `diff_coverage` record, in order: path, first line, status
+/// and the lines it missed.
+pub fn coverage_hunks(coverage: &serde_json::Value) -> Vec<(String, u64, String, Vec<u64>)> {
+    coverage["hunks"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no hunks: {coverage:#}"))
+        .iter()
+        .map(|h| {
+            (
+                h["path"].as_str().unwrap_or_default().to_owned(),
+                h["start"].as_u64().unwrap_or_default(),
+                h["status"].as_str().unwrap_or_default().to_owned(),
+                h["missed_lines"]
+                    .as_array()
+                    .map(|m| m.iter().filter_map(|l| l.as_u64()).collect())
+                    .unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
 /// The kills of `path` starting on `flaky_lines` are flaky (their killing tests passed when
 /// re-run at once) and those on `steady_lines` are not, at least two of each, and the summary
 /// counts exactly the flaky ones.

@@ -8,8 +8,7 @@ use assay_common::diff_coverage::{ChangedHunk, MeasuredFile};
 use assay_common::runner::cargo::NEXTEST_PROFILE;
 use std::collections::{BTreeMap, BTreeSet};
 
-/// More than any real run's report (the worker keeps none over 64 MiB).
-pub const MAX_REPORT_BYTES: usize = 64 * 1024 * 1024;
+use super::MAX_REPORT_BYTES;
 
 /// What cargo prints when a subcommand is not installed.
 const NO_SUCH_COMMAND: &str = "no such command: `llvm-cov`";

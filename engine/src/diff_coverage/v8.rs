@@ -42,9 +42,7 @@ fs.writeFileSync(out, JSON.stringify({ root, exit: run.status, processes }));
 fs.rmSync(dir, { recursive: true, force: true });
 "#;
 
-/// More than any real run's report; a bigger one is refused unread (the worker keeps none over
-/// 64 MiB, and this reader does not trust that it did not).
-pub const MAX_REPORT_BYTES: usize = 64 * 1024 * 1024;
+use super::MAX_REPORT_BYTES;
 
 /// The proving command under V8 coverage: its program (node) runs the wrapper, which runs the
 /// same program with the proving arguments, Assay's reporter options left out (the report's

@@ -78,14 +78,15 @@ impl Runner for Pytest {
     }
 
     /// With the map, the first failure ends the run (`-x`); and a kill needs the failing
-    /// test's name, not pytest's long traceback: building that (every frame's source
-    /// re-parsed, printed and written to the report, once per run and once per re-run) cost a
-    /// killed semver mutant as much as its tests. Python's own traceback still says where it
-    /// failed. Later options win over the project's addopts.
+    /// test's name and where it failed, not a traceback: pytest's long one (every frame's
+    /// source re-parsed) cost a killed semver mutant as much as its tests, and even Python's
+    /// own (`native`, every pytest and pluggy frame with its position markers) cost 3.6 ms of
+    /// a 28 ms kill, paid for the run and again for its re-run. `line` keeps `FILE:LINE:
+    /// ERROR` per failure. Later options win over the project's addopts.
     fn mutant_run_arguments(&self, mapped: bool) -> &'static [&'static str] {
         match mapped {
-            true => &["-x", "--tb=native"],
-            false => &["--tb=native"],
+            true => &["-x", "--tb=line"],
+            false => &["--tb=line"],
         }
     }
 

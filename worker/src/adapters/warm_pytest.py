@@ -9,6 +9,7 @@ so every child loads the (mutated) product code from source. The parent answers 
 with the child's pid (so the caller can kill its process group) and then its exit status.
 """
 
+import __future__
 import gc
 import importlib.metadata
 import importlib.util
@@ -423,7 +424,9 @@ class Module:
         self.module = modules[0]
         self.filename = modules[0].__file__
         with open(target, "rb") as source:
-            self.original = compile(source.read(), self.filename, "exec", dont_inherit=True)
+            self.source = source.read()
+        self.original = compile(self.source, self.filename, "exec", dont_inherit=True)
+        self.bodies = None  # the functions a mutant can be compiled alone in (`FunctionBody`)
         known = set(_walk(self.original))
         self.functions = []
         self.generators = []
@@ -461,12 +464,50 @@ class Module:
         return self.static
 
     def swaps(self, mutated_source):
+        """The live functions to patch with their mutated code, the mutated module's code and,
+        when its top-level code must run again, the module's `StaticCheck`."""
+        alone = self.function_changes(mutated_source)
+        if alone is not None:
+            swaps, again = self.classify(alone)
+            if not again:
+                return swaps, None, None
         try:
             mutated = compile(mutated_source, self.filename, "exec", dont_inherit=True)
         except (SyntaxError, ValueError) as error:
             raise Fallback(f"the mutant does not compile: {error}")
         changed = []
         _pair(self.original, mutated, changed)
+        swaps, again = self.classify(changed)
+        return swaps, mutated, self.static_check() if again else None
+
+    def function_changes(self, mutated_source):
+        """The changed code objects of a mutant that differs from the original only inside one
+        function's body, compiled from that function alone (a fraction of the module's compile,
+        which every mutant paid); None when it is not such a mutant."""
+        if self.bodies is None:
+            self.bodies = FunctionBody.all_of(self.source, self.original.co_flags & FUTURE_FLAGS)
+        start, end, mutated_end = _changed_span(self.source, mutated_source)
+        for body in self.bodies:
+            if body.start <= start and end <= body.end:
+                break
+        else:
+            return None
+        if self.source.count(b"\n", start, end) != mutated_source.count(b"\n", start, mutated_end):
+            return None  # every later line moves: the module's functions change
+        original = body.original_code(self.original, self.source, self.filename)
+        if original is None:
+            return None
+        try:
+            mutated = body.compile(mutated_source, body.text_end + mutated_end - end, self.filename)
+        except (SyntaxError, ValueError) as error:
+            raise Fallback(f"the mutant does not compile: {error}")
+        changed = []
+        _pair(original, mutated, changed)
+        return changed
+
+    def classify(self, changed):
+        """The swaps for CHANGED (pairs of code objects) and whether the module's top-level
+        code must run again; raises Fallback when the change cannot be swapped in."""
         if not changed:
             raise Fallback("the mutant compiles to the original code")
         # The top-level code changes, or a function only the module's import ran: the child
@@ -502,7 +543,134 @@ class Module:
             if by_code.setdefault(original, replacement) != replacement:
                 raise Fallback(f"two identical functions {original.co_qualname} change differently")
         swaps = [(f, by_code[f.__code__]) for f in self.functions if f.__code__ in by_code]
-        return swaps, mutated, self.static_check() if again else None
+        return swaps, again
+
+
+FUTURE_FLAGS = 0
+for _feature in __future__.all_feature_names:
+    FUTURE_FLAGS |= getattr(__future__, _feature).compiler_flag
+CODING_COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=]")
+
+
+def _changed_span(original, mutated):
+    """(START, END, MUTATED_END): MUTATED is ORIGINAL with ORIGINAL[START:END] replaced by
+    MUTATED[START:MUTATED_END], the shortest such span. Halving with slice compares: each is
+    a memcmp, where a loop over 30 KB would cost more than the compile it saves."""
+    shortest = min(len(original), len(mutated))
+    low, high = 0, shortest
+    while low < high:
+        middle = (low + high + 1) // 2
+        if original[:middle] == mutated[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    start = low
+    low, high = 0, shortest - start
+    while low < high:
+        middle = (low + high + 1) // 2
+        if original[len(original) - middle:] == mutated[len(mutated) - middle:]:
+            low = middle
+        else:
+            high = middle - 1
+    return start, len(original) - low, len(mutated) - low
+
+
+class FunctionBody:
+    """A function defined at module level or in a class (not inside another function), whose
+    code a mutant inside its body changes alone: the function's text, compiled at its own
+    lines and columns under stubs of its classes (`class NAME:` on each class's line), gives
+    the code objects the whole module's compile would. That is checked, not assumed: the
+    original text compiled this way must equal the original module's code object (bytecode,
+    constants, names, positions), else the mutant is compiled with its module as before."""
+
+    def __init__(self, node, classes, qualname, line_starts, source, future, imports):
+        self.future = future  # the module's `from __future__` flags, which the text lacks
+        # The module's top-level imports, each at its line: a call of an imported module's
+        # function compiles differently from a method call (CPython 3.11 and later).
+        self.imports = imports
+        first = min([d.lineno for d in node.decorator_list] + [node.lineno])
+        self.firstlineno = first
+        self.qualname = qualname
+        self.classes = classes  # (line, column, name), outermost first
+        self.start = line_starts[node.body[0].lineno - 1] + node.body[0].col_offset
+        self.end = line_starts[node.body[-1].end_lineno - 1] + node.body[-1].end_col_offset
+        self.text_start = line_starts[first - 1]
+        self.last_line = node.end_lineno
+        line_end = source.find(b"\n", line_starts[node.end_lineno - 1])
+        self.text_end = len(source) if line_end < 0 else line_end
+        self.checked = None  # the original's code object once checked, False when it differs
+
+    @staticmethod
+    def all_of(source, future):
+        import ast
+
+        if any(CODING_COOKIE.match(line) for line in source.split(b"\n", 2)[:2]):
+            return []  # the stubs would decode the text as UTF-8
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError):
+            return []
+        line_starts = [0]
+        line_starts.extend(i + 1 for i, byte in enumerate(source) if byte == 10)
+        lines = source.split(b"\n")
+        imports = {}
+        bodies = []
+
+        def visit(node, classes, qualname):
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.ClassDef):
+                    visit(child, classes + [(child.lineno, child.col_offset, child.name)],
+                          qualname + [child.name])
+                elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    bodies.append(FunctionBody(child, classes, ".".join(qualname + [child.name]),
+                                               line_starts, source, future, {}))
+                elif isinstance(child, (ast.Import, ast.ImportFrom)) and not classes:
+                    # From the first import on its line (`import a; import b` is one line).
+                    column = min(child.col_offset, imports.get(child.lineno, (1 << 30, b""))[0])
+                    text = lines[child.lineno - 1:child.end_lineno]
+                    text[0] = text[0][column:]
+                    for line, part in zip(range(child.lineno, child.end_lineno + 1), text):
+                        imports[line] = (column if line == child.lineno else 0, part)
+                elif isinstance(child, ast.stmt):
+                    visit(child, classes, qualname)  # an `if` or `try` around definitions
+
+        visit(tree, [], [])
+        for body in bodies:
+            body.imports = {line: text for line, (_, text) in imports.items()}
+        return bodies
+
+    def compile(self, source, text_end, filename):
+        """The function's code object compiled from SOURCE[text_start:TEXT_END] alone."""
+        lines = [b""] * (self.firstlineno - 1)
+        for line, text in self.imports.items():
+            if line < self.firstlineno:
+                lines[line - 1] = text
+        for line, column, name in self.classes:
+            lines[line - 1] = b" " * column + b"class " + name.encode() + b":"
+        after = [b""] * (max(self.imports, default=0) - self.last_line)
+        for line, text in self.imports.items():
+            if line > self.last_line:
+                after[line - self.last_line - 1] = text
+        text = b"\n".join(lines + [source[self.text_start:text_end]] + after)
+        module = compile(text, filename, "exec", flags=self.future, dont_inherit=True)
+        found = [c for c in _walk(module)
+                 if c.co_qualname == self.qualname and c.co_firstlineno == self.firstlineno]
+        if len(found) != 1:
+            raise ValueError(f"{self.qualname} is not one function of its text")
+        return found[0]
+
+    def original_code(self, module_code, source, filename):
+        """The module's own code object of this function when compiling it alone (from
+        SOURCE, the module's) gives the same, else None."""
+        if self.checked is None:
+            real = [c for c in _walk(module_code)
+                    if c.co_qualname == self.qualname and c.co_firstlineno == self.firstlineno]
+            try:
+                alone = self.compile(source, self.text_end, filename)
+            except (SyntaxError, ValueError):
+                alone = None
+            self.checked = real[0] if len(real) == 1 and alone == real[0] else False
+        return self.checked or None
 
 
 # ---------------------------------------------------------------------------------------------

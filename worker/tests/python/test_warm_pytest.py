@@ -121,6 +121,80 @@ def test_a_same_file_helper_that_fills_the_modules_own_table_is_patched(warm, pr
     assert patched.RATES is table, "tables are patched in place, so every holder sees them"
 
 
+LEDGER = '''
+    from __future__ import annotations
+
+    import operator
+
+
+    class Ledger:
+        def __init__(self, entries):
+            self.__entries = list(entries)
+
+        def total(self) -> int:
+            return sum(operator.index(entry) for entry in self.__entries)
+
+
+    class AuditedLedger(Ledger):
+        def total(self) -> int:
+            checked = super().total()
+            return checked + 0
+
+
+    try:
+        def rounding(amount, step=5):
+            return amount - amount % step
+    except NameError:
+        rounding = None
+'''
+
+
+def test_a_mutant_inside_one_function_body_compiles_alone_to_the_module_compiles_code(
+        warm, product):
+    """A mutant that changes one function's body is compiled from that function's text alone:
+    the code objects are the whole module compile's (imports, `__future__`, private names and
+    `super()` as in the module), and swapping them in changes what the live function does."""
+    root, make = product
+    source = textwrap.dedent(LEDGER)
+    live = make({"ledger.py": LEDGER}, "ledger")
+    module = warm.Module(str(root), "ledger.py", called={})
+    for before, after in [("sum(operator.index(entry)", "max(operator.index(entry)"),
+                          ("checked + 0", "checked - 1")]:
+        mutated = source.replace(before, after).encode()
+        alone = module.function_changes(mutated)
+        assert alone is not None, f"{after} is inside one function's body"
+        whole = []
+        warm._pair(module.original, compile(mutated, module.filename, "exec",
+                                            dont_inherit=True), whole)
+        assert [(a, b, own) for a, b, own in whole if a.co_flags & warm.CO_OPTIMIZED] \
+            == alone, "the same code objects as the module's compile"
+    swaps, mutated_code, check = module.swaps(
+        source.replace("checked + 0", "checked - 1").encode())
+    assert (mutated_code, check) == (None, None), "no top-level code runs again"
+    for function, code in swaps:
+        function.__code__ = code
+    assert live.AuditedLedger([2, 3]).total() == 4
+
+
+def test_a_mutant_outside_a_plain_function_body_is_compiled_with_its_module(warm, product):
+    """A default argument, a line count that changes, or a function whose stubs cannot stand
+    alone (defined inside `try:`) take the whole module's compile, as before."""
+    root, make = product
+    source = textwrap.dedent(LEDGER)
+    make({"ledger.py": LEDGER}, "ledger")
+    module = warm.Module(str(root), "ledger.py", called={})
+    for before, after in [("def __init__(self, entries)", "def __init__(self, entries=())"),
+                          ("checked + 0", "(checked\n                + 0)"),
+                          ("amount - amount % step", "amount + amount % step")]:
+        mutated = source.replace(before, after).encode()
+        assert mutated != source.encode()
+        assert module.function_changes(mutated) is None, after
+    # The last one is still swapped, through the module's compile.
+    swaps, _, check = module.swaps(
+        source.replace("amount - amount % step", "amount + amount % step").encode())
+    assert check is None and [f.__name__ for f, _ in swaps] == ["rounding"]
+
+
 TARIFF = '''
     import functools
 

@@ -1551,18 +1551,104 @@ def main():
         request = json.loads(line)
         if "session" in request:
             session_server(request["session"], base_path, channel_fds, preloaded, requests, answer)
-        pid = os.fork()
-        if pid == 0:
+        serve_fresh(request, base_path, channel_fds, preloaded, answer)
+
+
+def serve_fresh(request, base_path, channel_fds, preloaded, answer):
+    """Runs REQUEST in a fork as `python -m pytest` would. A mutant's run (`narrow`) first
+    runs narrowed (see `narrowed`); when its files do not collect exactly its node ids, that
+    fork stops before any test and the run forks again as named, within the same limit."""
+    import time
+
+    narrow = narrowed(request.get("args")) if request.get("narrow") else None
+    limit = request.get("limit_ms")
+    started = time.monotonic()
+    pid = None
+    for attempt in ([narrow] if narrow else []) + [None]:
+        widen = os.pipe() if attempt else None
+        fork = os.fork()
+        if fork == 0:
+            if attempt:
+                os.close(widen[0])
+                install_narrowing(attempt[1], widen[1])
+                request = dict(request, args=attempt[0])
             child(request, base_path, channel_fds, preloaded)
         try:
-            os.setpgid(pid, pid)
+            os.setpgid(fork, fork)
         except OSError:
             pass  # the child set it first, or already exited
-        answer({"pid": pid})
-        status, cut = wait_fork(pid, request.get("limit_ms"))
-        kill_group(pid)
+        if pid is None:
+            pid = fork
+            answer({"pid": pid})
+        left = None if limit is None else max(1, limit - (time.monotonic() - started) * 1000)
+        status, cut = wait_fork(fork, left)
+        kill_group(fork)
         sweep_orphans()
+        if widen:
+            os.close(widen[1])
+            said = b""
+            while chunk := os.read(widen[0], 64):
+                said += chunk
+            os.close(widen[0])
+            if said == b"widen" and not cut:
+                continue
         answer({"exit": os.waitstatus_to_exitcode(status)} | cut_flag(cut))
+        return
+
+
+# ---------------------------------------------------------------------------------------------
+# A mutant's fresh session (no hot swap) names its tests by node id, often hundreds, after
+# `-q`, as `assay mutate` writes the command. pytest resolves each id alone: the root directory
+# and the conftests per argument, then a match per argument while collecting, a fifth of a
+# fresh semver session naming 503 ids. Narrowed, the session names each file once and a
+# plugin keeps the ids' items, in the ids' order, before any other plugin sees them. pytest
+# imports and collects whole modules either way, so the run is the one named, unless the
+# files do not collect each id exactly once (an id the mutant renamed, a parametrized test
+# named without its parameters): then the fork says so and ends before any test runs.
+# ---------------------------------------------------------------------------------------------
+
+NARROWING_PLUGIN = "assay_narrowed_selection"
+
+
+def narrowed(args):
+    """(ARGS with their trailing node ids replaced by the ids' files, the ids) for a command
+    whose ids follow `-q`; None for any other command, or a single id (nothing to save)."""
+    if not args:
+        return None
+    ids = []
+    for arg in reversed(args):
+        if arg.startswith("-") or "::" not in arg:
+            break
+        ids.append(arg)
+    options = args[:len(args) - len(ids)]
+    if len(ids) < 2 or not options or options[-1] != "-q" or len(set(ids)) != len(ids):
+        return None
+    ids.reverse()
+    files = list(dict.fromkeys(nodeid.split("::", 1)[0] for nodeid in ids))
+    return ["-p", NARROWING_PLUGIN] + options + files, ids
+
+
+def install_narrowing(ids, fd):
+    """Makes `-p NARROWING_PLUGIN` load the plugin that keeps IDS; it writes `widen` to FD and
+    ends the fork when the collected items do not hold each id exactly once."""
+    import pytest
+
+    # Already imported when `-p` names it: the marker keeps pytest from warning that it cannot
+    # rewrite its asserts (a project's `-W error` would make that warning an error).
+    plugin = types.ModuleType(NARROWING_PLUGIN, "Assay's narrowed selection. PYTEST_DONT_REWRITE")
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(session, config, items):
+        by_id = {}
+        for item in items:
+            by_id.setdefault(item.nodeid, []).append(item)
+        if any(len(by_id.get(nodeid, ())) != 1 for nodeid in ids):
+            os.write(fd, b"widen")
+            os._exit(0)
+        items[:] = [by_id[nodeid][0] for nodeid in ids]
+
+    plugin.pytest_collection_modifyitems = pytest_collection_modifyitems
+    sys.modules[NARROWING_PLUGIN] = plugin
 
 
 if __name__ == "__main__":

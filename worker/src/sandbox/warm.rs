@@ -313,7 +313,8 @@ impl<S: Sandbox> WarmPytest<S> {
         }
     }
 
-    /// Runs `run` in a fork of `server`; the server comes back when it is still usable.
+    /// Runs mutant job `run` in a fork of `server`, narrowed (its test files named once, its
+    /// node ids kept in the session); the server comes back when it is still usable.
     async fn run_forked(
         &self,
         server: Server,
@@ -325,6 +326,7 @@ impl<S: Sandbox> WarmPytest<S> {
             code: warm.code,
             stdout: Some(&run.stdout_path),
             stderr: Some(&run.stderr_path),
+            narrow: true,
             ..Job::new(&run.tree_dir, &run.env)
         };
         match self.run_request(server, run, request).await? {

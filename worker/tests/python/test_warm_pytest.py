@@ -479,3 +479,102 @@ def test_a_hanging_mutant_is_killed_by_the_server_at_its_limit_and_the_next_one_
             == {"exit": 1}
     finally:
         server.close()
+
+
+def fresh_run(tmp_path, tree, ids, narrow):
+    """One mutant run in a fork of a plain server: the order its tests ran in, the files pytest
+    was handed, and the server's answers."""
+    record = tree / "ran.txt"
+    record.write_text("")
+    rewrites = tmp_path / "rewrites"
+    rewrites.mkdir(exist_ok=True)
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "TMPDIR": str(tmp_path)}
+    server = subprocess.Popen([sys.executable, "-c", SCRIPT.read_text(), str(rewrites)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, cwd="/", env=env, text=True)
+    try:
+        assert json.loads(server.stdout.readline()) == {"ready": True}
+        args = ["-x", "-p", "no:cacheprovider", f"--junitxml={tree / 'report.xml'}", "-q"] + ids
+        server.stdin.write(json.dumps({
+            "cwd": str(tree), "env": env, "args": args, "narrow": narrow,
+            "stdout": str(tree / "stdout"), "stderr": str(tree / "stderr")}) + "\n")
+        server.stdin.flush()
+        forked, ended = (json.loads(server.stdout.readline()) for _ in range(2))
+    finally:
+        server.kill()
+        server.wait(timeout=10)
+    assert "pid" in forked, forked
+    ran, handed = [], []
+    for line in record.read_text().splitlines():
+        kind, value = line.split(" ", 1)
+        (ran if kind == "ran" else handed).append(value)
+    return ran, handed, ended
+
+
+NARROWED_TESTS = {
+    "conftest.py": '''
+        import pathlib
+
+        RECORD = pathlib.Path(__file__).with_name("ran.txt")
+
+
+        def pytest_configure(config):
+            with RECORD.open("a") as record:
+                record.write(f"args {' '.join(map(str, config.args))}\\n")
+
+
+        def pytest_runtest_call(item):
+            with RECORD.open("a") as record:
+                record.write(f"ran {item.nodeid}\\n")
+    ''',
+    "tests/test_rates.py": '''
+        import pytest
+
+
+        def test_standard():
+            pass
+
+
+        @pytest.mark.parametrize("band", [1, 2])
+        def test_banded(band):
+            pass
+
+
+        def test_unnamed():
+            pass
+    ''',
+    "tests/test_totals.py": '''
+        def test_sum():
+            pass
+
+
+        def test_rounding():
+            pass
+    ''',
+}
+
+
+def test_a_mutants_fresh_run_names_each_file_once_and_runs_exactly_its_node_ids(tmp_path):
+    """Narrowed, pytest is handed each file once and runs the named ids in their order (as
+    named, pytest resolves each of hundreds of ids alone); an id the files do not collect
+    exactly (a parametrized test named without its parameters) runs the job as named."""
+    tree = tmp_path / "tree"
+    for name, source in NARROWED_TESTS.items():
+        (tree / name).parent.mkdir(parents=True, exist_ok=True)
+        (tree / name).write_text(textwrap.dedent(source))
+    ids = ["tests/test_totals.py::test_rounding", "tests/test_rates.py::test_banded[2]",
+           "tests/test_rates.py::test_standard", "tests/test_totals.py::test_sum"]
+    as_named = fresh_run(tmp_path, tree, ids, narrow=False)
+    narrowed = fresh_run(tmp_path, tree, ids, narrow=True)
+    assert as_named[0] == narrowed[0] == ids, "the same tests, in the named order"
+    assert as_named[2] == narrowed[2] == {"exit": 0}
+    assert as_named[1] == [" ".join(ids)]
+    assert narrowed[1] == ["tests/test_totals.py tests/test_rates.py"], "each file once"
+
+    loose = ["tests/test_totals.py::test_sum", "tests/test_rates.py::test_banded"]
+    ran, handed, ended = fresh_run(tmp_path, tree, loose, narrow=True)
+    assert ran == ["tests/test_totals.py::test_sum", "tests/test_rates.py::test_banded[1]",
+                   "tests/test_rates.py::test_banded[2]"], "both parameters, as pytest selects"
+    assert handed == ["tests/test_totals.py tests/test_rates.py", " ".join(loose)], \
+        "the narrowed fork stopped after collecting, and the job ran as named"
+    assert ended == {"exit": 0}

@@ -153,6 +153,7 @@ fn plan_file(
         .collect();
 
     let limit = cap.unwrap_or(usize::MAX);
+    let mut file_parser = syntax::Reparser::new(source);
     let mut chosen: Vec<Mutant> = Vec::new();
     let mut ids = BTreeSet::new();
     // Two operators can make the same edit (`return 0` -> `return 1` is also a number
@@ -179,7 +180,7 @@ fn plan_file(
                 if edits.contains(&edit) {
                     continue;
                 }
-                match sites::check(source, &candidate) {
+                match sites::check(source, &mut file_parser, &candidate) {
                     Ok(()) => {
                         edits.insert(edit);
                         let mutant = to_mutant(&path, &candidate);

@@ -3,13 +3,15 @@
 //! number) before the language's own (it parses, and reads as intended).
 
 use super::Operator;
+use super::syntax::Reparser;
 use std::fmt::Debug;
 use std::sync::Arc;
 
 /// What a language checks once a candidate's replacement is applied to `source`: `Err` says
 /// why the site is skipped.
 pub(crate) trait Verify: Debug + Send + Sync {
-    fn verify(&self, source: &str, candidate: &Candidate) -> Result<(), Skip>;
+    /// `file` parses the candidate's file and its mutants.
+    fn verify(&self, file: &mut Reparser<'_>, candidate: &Candidate) -> Result<(), Skip>;
 }
 
 /// Why a candidate does not become a mutant: the note the plan's skipped site carries.
@@ -52,8 +54,13 @@ pub(crate) struct Candidate {
     pub unfit: Option<String>,
 }
 
-/// Checks one candidate against its source: `Err` says why the site is skipped.
-pub(crate) fn check(source: &str, candidate: &Candidate) -> Result<(), Skip> {
+/// Checks one candidate against its source (which `file` parses): `Err` says why the site is
+/// skipped.
+pub(crate) fn check(
+    source: &str,
+    file: &mut Reparser<'_>,
+    candidate: &Candidate,
+) -> Result<(), Skip> {
     if let Some(reason) = &candidate.unfit {
         return Err(Skip::Unfit(reason.clone()));
     }
@@ -66,23 +73,24 @@ pub(crate) fn check(source: &str, candidate: &Candidate) -> Result<(), Skip> {
     if newlines(original) != newlines(&candidate.replacement) {
         return Err(Skip::MovesLines);
     }
-    candidate.verify.verify(source, candidate)
+    candidate.verify.verify(file, candidate)
 }
 
 /// `source` with the candidate's replacement applied (its range was checked to fit).
-/// The check every tree-sitter language's candidates share: `source` with `candidate` applied
-/// parses cleanly with `parse_clean` (a 1-based line on failure), and where `token` names one,
+/// The check every tree-sitter language's candidates share: the file with `candidate` applied
+/// parses cleanly with `grammar` (a 1-based line on failure), and where `token` names one,
 /// the replacement is exactly a token of that kind inside a node of the parent kind (an
 /// operator swapped in place).
 pub(crate) fn verify_reparsed(
-    source: &str,
+    file: &mut Reparser<'_>,
     candidate: &Candidate,
     token: Option<(&'static str, &'static str)>,
     language: &'static str,
-    parse_clean: impl Fn(&str) -> Result<tree_sitter::Tree, u32>,
+    grammar: tree_sitter::Language,
 ) -> Result<(), Skip> {
-    let mutated = mutated(source, candidate);
-    let tree = parse_clean(&mutated).map_err(|line| Skip::DoesNotParse { language, line })?;
+    let tree = file
+        .mutated_clean(grammar, candidate)
+        .map_err(|line| Skip::DoesNotParse { language, line })?;
     let Some((token, parent)) = token else {
         return Ok(());
     };

@@ -2,8 +2,9 @@
 //! a node's lines, and whether a node touches the changed lines. Each language's own `syntax`
 //! module names its grammar and adds its rules.
 
+use super::sites::{Candidate, mutated};
 use std::collections::BTreeSet;
-use tree_sitter::{Language, Node, Parser, Tree};
+use tree_sitter::{InputEdit, Language, Node, Parser, Point, Tree};
 
 /// Parses `source` with `grammar`; `None` only if the parser could not be set up or was
 /// cancelled.
@@ -20,6 +21,85 @@ pub(crate) fn parse_clean(grammar: Language, source: &str) -> Result<Tree, u32> 
     match first_error(tree.root_node()) {
         None => Ok(tree),
         Some(node) => Err(line(node)),
+    }
+}
+
+/// Parses one file's candidates: each is the file with one small edit, so each is parsed
+/// incrementally from the file's own tree (tree-sitter reuses the subtrees the edit leaves
+/// alone, and gives the tree a parse from scratch gives). A parse of the whole file per
+/// candidate was nine tenths of planning a 30 KB Python file's 700 mutants.
+pub(crate) struct Reparser<'s> {
+    source: &'s str,
+    /// The byte offset where each line of `source` starts.
+    line_starts: Vec<usize>,
+    parser: Parser,
+    /// `source`'s own tree, and the grammar it was parsed with.
+    original: Option<(Language, Tree)>,
+}
+
+impl<'s> Reparser<'s> {
+    pub(crate) fn new(source: &'s str) -> Self {
+        let line_starts = std::iter::once(0)
+            .chain(source.match_indices('\n').map(|(at, _)| at + 1))
+            .collect();
+        Self {
+            source,
+            line_starts,
+            parser: Parser::new(),
+            original: None,
+        }
+    }
+
+    /// The tree of the file with `candidate` applied when it parses cleanly with `grammar`;
+    /// otherwise the 1-based line of the first problem, as [`parse_clean`] says.
+    pub(crate) fn mutated_clean(
+        &mut self,
+        grammar: Language,
+        candidate: &Candidate,
+    ) -> Result<Tree, u32> {
+        let mutated = mutated(self.source, candidate);
+        if self
+            .original
+            .as_ref()
+            .is_none_or(|(known, _)| *known != grammar)
+        {
+            self.parser.set_language(&grammar).map_err(|_| 1u32)?;
+            let tree = self.parser.parse(self.source, None).ok_or(1u32)?;
+            self.original = Some((grammar, tree));
+        }
+        let Some((_, original)) = &self.original else {
+            return Err(1);
+        };
+        let mut edited = original.clone();
+        let start_position = self.point(candidate.start);
+        edited.edit(&InputEdit {
+            start_byte: candidate.start,
+            old_end_byte: candidate.end,
+            new_end_byte: candidate.start + candidate.replacement.len(),
+            start_position,
+            old_end_position: self.point(candidate.end),
+            new_end_position: match candidate.replacement.rfind('\n') {
+                Some(last) => Point::new(
+                    start_position.row + candidate.replacement.matches('\n').count(),
+                    candidate.replacement.len() - last - 1,
+                ),
+                None => Point::new(
+                    start_position.row,
+                    start_position.column + candidate.replacement.len(),
+                ),
+            },
+        });
+        let tree = self.parser.parse(&mutated, Some(&edited)).ok_or(1u32)?;
+        match first_error(tree.root_node()) {
+            None => Ok(tree),
+            Some(node) => Err(line(node)),
+        }
+    }
+
+    /// Row and byte column of byte `at` of the original source.
+    fn point(&self, at: usize) -> Point {
+        let row = self.line_starts.partition_point(|start| *start <= at) - 1;
+        Point::new(row, at - self.line_starts[row])
     }
 }
 

@@ -1174,3 +1174,124 @@ fn a_python_file_with_200k_nested_parentheses_that_parses_is_planned() {
     // Whether the grammar takes it or not, planning answers.
     let _ = plan_all(&source);
 }
+
+/// Every node of a parse (kind, byte range, error or missing), or the line of its first
+/// problem: what a mutant's check reads of a tree.
+fn shape(parsed: Result<tree_sitter::Tree, u32>) -> Result<Vec<(u16, usize, usize, bool)>, u32> {
+    let tree = parsed?;
+    let mut nodes = Vec::new();
+    let mut cursor = tree.walk();
+    'walk: loop {
+        let node = cursor.node();
+        nodes.push((
+            node.kind_id(),
+            node.start_byte(),
+            node.end_byte(),
+            node.is_error() || node.is_missing(),
+        ));
+        if cursor.goto_first_child() || cursor.goto_next_sibling() {
+            continue;
+        }
+        while cursor.goto_parent() {
+            if cursor.goto_next_sibling() {
+                continue 'walk;
+            }
+        }
+        break;
+    }
+    Ok(nodes)
+}
+
+/// Real files nobody here wrote, where this machine has them: the Python standard library,
+/// Go's, npm's own JavaScript; and this crate's Rust.
+fn real_sources() -> Vec<(
+    &'static dyn Language,
+    tree_sitter::Language,
+    std::path::PathBuf,
+)> {
+    let output = |program: &str, args: &[&str]| {
+        Command::new(program)
+            .args(args)
+            .output()
+            .ok()
+            .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+            .filter(|dir| !dir.is_empty())
+    };
+    let mut files: Vec<(
+        &'static dyn Language,
+        tree_sitter::Language,
+        std::path::PathBuf,
+    )> = Vec::new();
+    let stdlib = output(
+        "python3",
+        &[
+            "-c",
+            "import sysconfig; print(sysconfig.get_paths()['stdlib'])",
+        ],
+    )
+    .expect("python3 names its standard library (hint: install python3)");
+    for name in ["argparse.py", "difflib.py", "textwrap.py", "fractions.py"] {
+        let path = std::path::Path::new(&stdlib).join(name);
+        files.push((&python::Python, python::syntax::grammar(), path));
+    }
+    if let Some(root) = output("go", &["env", "GOROOT"]) {
+        for name in ["src/strings/strings.go", "src/sort/sort.go"] {
+            files.push((
+                &go::Go,
+                go::syntax::grammar(),
+                std::path::Path::new(&root).join(name),
+            ));
+        }
+    }
+    for name in ["lib/npm.js", "lib/utils/verify-signatures.js"] {
+        let path = std::path::Path::new("/usr/lib/node_modules/npm").join(name);
+        if path.exists() {
+            files.push((&javascript::JavaScript, javascript::syntax::grammar(), path));
+        }
+    }
+    let own = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/mutation/mutants/mod.rs");
+    files.push((&rust::Rust, rust::syntax::grammar(), own));
+    files
+}
+
+#[test]
+fn a_mutant_parsed_from_its_files_tree_parses_as_it_does_from_scratch() {
+    let mut compared = 0;
+    for (language, grammar, path) in real_sources() {
+        let source = std::fs::read_to_string(&path).expect("a real source file");
+        let every_line: BTreeSet<u32> = (1..=source.lines().count() as u32 + 1).collect();
+        let mut file = syntax::Reparser::new(&source);
+        let candidates = language.sites(&source, &every_line, OperatorSet::Extended);
+        assert!(
+            candidates.len() > 20,
+            "{}: {}",
+            path.display(),
+            candidates.len()
+        );
+        // Spread over the file: 60 of its candidates.
+        let step = (candidates.len() / 60).max(1);
+        for candidate in candidates.iter().step_by(step) {
+            let Some(original) = source.get(candidate.start..candidate.end) else {
+                continue;
+            };
+            if original == candidate.replacement {
+                continue;
+            }
+            let fresh = syntax::parse_clean(grammar.clone(), &sites::mutated(&source, candidate));
+            let incremental = file.mutated_clean(grammar.clone(), candidate);
+            let (incremental, fresh) = (shape(incremental), shape(fresh));
+            let summary = |s: &Result<Vec<_>, u32>| s.clone().map(|nodes| nodes.len());
+            assert!(
+                incremental == fresh,
+                "{} at byte {} ({}): {:?} nodes against {:?} from scratch",
+                path.display(),
+                candidate.start,
+                candidate.description,
+                summary(&incremental),
+                summary(&fresh)
+            );
+            compared += 1;
+        }
+    }
+    assert!(compared > 300, "{compared} mutants compared");
+}

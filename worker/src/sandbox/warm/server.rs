@@ -311,6 +311,10 @@ pub(super) struct Job<'a> {
     /// How long the fork may run, in milliseconds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) limit_ms: Option<u64>,
+    /// For a mutant's fresh session: name each test file once and keep the node ids in the
+    /// session (`narrowed` in `adapters/warm_pytest.py`), which runs the same tests.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub(super) narrow: bool,
 }
 
 impl<'a> Job<'a> {
@@ -327,6 +331,7 @@ impl<'a> Job<'a> {
             select: None,
             junitxml: None,
             limit_ms: None,
+            narrow: false,
         }
     }
 }

@@ -6,6 +6,11 @@ use tree_sitter::{Node, Tree};
 
 pub(crate) use crate::mutation::mutants::syntax::line;
 
+/// The grammar this language's files are parsed with.
+pub(crate) fn grammar() -> tree_sitter::Language {
+    tree_sitter_go::LANGUAGE.into()
+}
+
 /// Parses `source`; `None` only if the parser could not be set up or was cancelled.
 pub(crate) fn parse(source: &str) -> Option<Tree> {
     syntax::parse(tree_sitter_go::LANGUAGE.into(), source)

@@ -4,6 +4,11 @@
 use crate::mutation::mutants::syntax;
 use tree_sitter::{Node, Tree};
 
+/// The grammar this language's files are parsed with.
+pub(crate) fn grammar() -> tree_sitter::Language {
+    tree_sitter_javascript::LANGUAGE.into()
+}
+
 /// Parses `source`; `None` only if the parser could not be set up or was cancelled.
 pub(crate) fn parse(source: &str) -> Option<Tree> {
     syntax::parse(tree_sitter_javascript::LANGUAGE.into(), source)

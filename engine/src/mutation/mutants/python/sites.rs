@@ -3,7 +3,8 @@
 
 use super::syntax;
 use crate::mutation::mutants::Operator;
-use crate::mutation::mutants::sites::{Candidate, Skip, Verify, mutated, newlines, short};
+use crate::mutation::mutants::sites::{Candidate, Skip, Verify, newlines, short};
+use crate::mutation::mutants::syntax::Reparser;
 
 mod extra;
 use std::collections::BTreeSet;
@@ -418,9 +419,9 @@ fn return_constant(value: Node<'_>, source: &str) -> Candidate {
 
 impl Verify for Expect {
     /// The mutated file parses cleanly and the node at the replacement is the one intended.
-    fn verify(&self, source: &str, candidate: &Candidate) -> Result<(), Skip> {
-        let mutated = mutated(source, candidate);
-        let tree = syntax::parse_clean(&mutated)
+    fn verify(&self, file: &mut Reparser<'_>, candidate: &Candidate) -> Result<(), Skip> {
+        let tree = file
+            .mutated_clean(syntax::grammar(), candidate)
             .map_err(|line| Skip::DoesNotParse { language: "", line })?;
         let new_end = candidate.start + candidate.replacement.len();
         let root = tree.root_node();

@@ -10,6 +10,7 @@ use crate::mutation::mutants::Operator;
 use crate::mutation::mutants::sites::{
     Candidate, Skip, Verify, candidate, newlines, short, verify_reparsed,
 };
+use crate::mutation::mutants::syntax::Reparser;
 use crate::mutation::mutants::syntax::touches;
 use std::collections::BTreeSet;
 use tree_sitter::Node;
@@ -24,12 +25,12 @@ enum Expect {
 }
 
 impl Verify for Expect {
-    fn verify(&self, source: &str, candidate: &Candidate) -> Result<(), Skip> {
+    fn verify(&self, file: &mut Reparser<'_>, candidate: &Candidate) -> Result<(), Skip> {
         let token = match self {
             Expect::Token(token, parent) => Some((*token, *parent)),
             Expect::Parses => None,
         };
-        verify_reparsed(source, candidate, token, " as Rust", syntax::parse_clean)
+        verify_reparsed(file, candidate, token, " as Rust", syntax::grammar())
     }
 }
 

@@ -4,6 +4,7 @@
 
 mod job_dirs;
 mod mutant_edit;
+mod reused_scratch;
 
 pub use mutant_edit::EditError;
 
@@ -167,16 +168,24 @@ pub async fn run_job(job: &JobSpec, ctx: &JobContext) -> JobResult {
         let started = Instant::now();
         let proof_dir = ProofDir::enter(ctx.scratch_root.join(proof_dir_name(job)));
         let scratch = proof_dir.path.join(scratch_name(job));
-        let outcome = run_in(job, ctx, &proof_dir.path, &scratch).await;
-        // A mutant job's tree may be reused for the next (reset first); not after a timeout,
-        // whose processes were killed mid-write.
+        let mutant = job.kind == JobKind::Mutant;
+        let reused = mutant
+            && scratch
+                .parent()
+                .is_some_and(|dir| std::fs::create_dir_all(dir).is_ok())
+            && reused_scratch::take(&ctx.scratch_root, &scratch);
+        let outcome = run_in(job, ctx, &proof_dir.path, &scratch, reused).await;
+        // A mutant job's tree and scratch directory may be reused for the next (reset and
+        // cleaned first); not after a timeout, whose processes were killed mid-write.
         let finished = outcome
             .as_ref()
             .is_ok_and(|r| matches!(r.status, JobStatus::Completed { .. }));
-        if job.kind == JobKind::Mutant && finished {
+        if mutant && finished {
             ctx.trees.release(&job.tree, &scratch.join("tree")).await;
         }
-        if let Err(e) = tokio::fs::remove_dir_all(&scratch).await
+        let parked = mutant && finished && reused_scratch::park(&ctx.scratch_root, &scratch);
+        if !parked
+            && let Err(e) = tokio::fs::remove_dir_all(&scratch).await
             && e.kind() != std::io::ErrorKind::NotFound
         {
             tracing::warn!(error = %e, path = %scratch.display(), "failed to remove job scratch directory");
@@ -204,13 +213,17 @@ async fn run_in(
     ctx: &JobContext,
     proof_dir: &Path,
     scratch: &Path,
+    reused: bool,
 ) -> Result<JobResult, ExecuteError> {
     // `tree` and `private` are the guest's (a container mounts them); `logs` is the worker's
-    // alone, so the guest cannot rewrite or replace its own stdout and stderr.
+    // alone, so the guest cannot rewrite or replace its own stdout and stderr. A reused
+    // scratch directory holds only what `reused_scratch` keeps.
     let tree_dir = scratch.join("tree");
     let private = scratch.join("private");
     let logs = scratch.join("logs");
-    let _ = tokio::fs::remove_dir_all(scratch).await;
+    if !reused {
+        let _ = tokio::fs::remove_dir_all(scratch).await;
+    }
     for dir in [
         &tree_dir,
         &private,

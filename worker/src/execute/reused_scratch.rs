@@ -87,7 +87,7 @@ fn clean(scratch: &Path) -> io::Result<()> {
     let private = scratch.join("private");
     let logs = scratch.join("logs");
     keep_only(&private, |name, kind| {
-        PRIVATE_DIRS.iter().any(|kept| name == *kept) && kind.is_dir()
+        PRIVATE_DIRS.contains(&name) && kind.is_dir()
     })?;
     for dir in PRIVATE_DIRS {
         let dir = private.join(dir);
@@ -97,7 +97,7 @@ fn clean(scratch: &Path) -> io::Result<()> {
         }
     }
     keep_only(&logs, |name, kind| {
-        LOG_FILES.iter().any(|kept| name == *kept) && kind.is_file()
+        LOG_FILES.contains(&name) && kind.is_file()
     })?;
     for file in LOG_FILES {
         fs::File::create(logs.join(file))?;

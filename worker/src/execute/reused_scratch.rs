@@ -8,7 +8,8 @@
 //! `private/` only the empty `home/` and `tmp/` stay, and `logs/` keeps its two log files,
 //! emptied. Nothing is followed: what the guest left there (a link where `home` was, a file in
 //! `tmp/`) is removed as itself. The parking place is outside every proof directory, where no
-//! job or warm server can reach it.
+//! job or warm server can reach it; what an earlier process parked there is removed when this
+//! one first parks (a restarted fleet worker leaves nothing behind).
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -57,6 +58,10 @@ pub(super) fn park(root: &Path, scratch: &Path) -> bool {
     let Ok(mut all) = PARKED.lock() else {
         return false;
     };
+    if !all.contains_key(root) {
+        // What an earlier process of this scratch root parked is no one's now.
+        let _ = fs::remove_dir_all(root.join(".scratch"));
+    }
     let parked = all.entry(root.to_owned()).or_default();
     if parked.dirs.len() >= PARKED_AT_MOST {
         return false;
@@ -144,6 +149,8 @@ mod tests {
         let outside = root.path().join("outside");
         fs::create_dir_all(outside.join("kept")).expect("outside dir");
         fs::write(outside.join("kept/file"), "not the job's").expect("outside file");
+        let stale = root.path().join(".scratch/parked-7/private");
+        fs::create_dir_all(&stale).expect("an earlier process's parked directory");
         let first = root.path().join("proof/job-1");
         for dir in ["private/tmp/cache", "logs", "tree"] {
             fs::create_dir_all(first.join(dir)).expect("job dirs");
@@ -157,6 +164,10 @@ mod tests {
 
         assert!(park(root.path(), &first));
         assert!(!first.exists());
+        assert!(
+            !stale.exists(),
+            "an earlier process's parked directory is removed"
+        );
         let second = root.path().join("proof/job-2");
         assert!(take(root.path(), &second));
         let mut found: Vec<String> = walkdir(&second);

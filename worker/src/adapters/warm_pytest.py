@@ -590,11 +590,12 @@ class FunctionBody:
     original text compiled this way must equal the original module's code object (bytecode,
     constants, names, positions), else the mutant is compiled with its module as before."""
 
-    def __init__(self, node, classes, qualname, line_starts, source, future, imports):
+    def __init__(self, node, classes, qualname, line_starts, source, future):
         self.future = future  # the module's `from __future__` flags, which the text lacks
-        # The module's top-level imports, each at its line: a call of an imported module's
-        # function compiles differently from a method call (CPython 3.11 and later).
-        self.imports = imports
+        # The module's top-level imports by line (`all_of` sets them once it has read them
+        # all): a call of an imported module's function compiles differently from a method
+        # call (CPython 3.11 and later).
+        self.imports = {}
         first = min([d.lineno for d in node.decorator_list] + [node.lineno])
         self.firstlineno = first
         self.qualname = qualname
@@ -617,9 +618,10 @@ class FunctionBody:
             tree = ast.parse(source)
         except (SyntaxError, ValueError):
             return []
-        line_starts = [0]
-        line_starts.extend(i + 1 for i, byte in enumerate(source) if byte == 10)
         lines = source.split(b"\n")
+        line_starts = [0]
+        for line in lines[:-1]:
+            line_starts.append(line_starts[-1] + len(line) + 1)
         imports = {}
         bodies = []
 
@@ -630,7 +632,7 @@ class FunctionBody:
                           qualname + [child.name])
                 elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     bodies.append(FunctionBody(child, classes, ".".join(qualname + [child.name]),
-                                               line_starts, source, future, {}))
+                                               line_starts, source, future))
                 elif isinstance(child, (ast.Import, ast.ImportFrom)) and not classes:
                     # From the first import on its line (`import a; import b` is one line).
                     column = min(child.col_offset, imports.get(child.lineno, (1 << 30, b""))[0])

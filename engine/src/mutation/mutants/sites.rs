@@ -76,7 +76,6 @@ pub(crate) fn check(
     candidate.verify.verify(file, candidate)
 }
 
-/// `source` with the candidate's replacement applied (its range was checked to fit).
 /// The check every tree-sitter language's candidates share: the file with `candidate` applied
 /// parses cleanly with `grammar` (a 1-based line on failure), and where `token` names one,
 /// the replacement is exactly a token of that kind inside a node of the parent kind (an

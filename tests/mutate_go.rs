@@ -250,6 +250,34 @@ func Clamp(x, hi int) int {
 func Join(a, b string) string {
 \treturn a + b
 }
+
+// Tally keeps a running count.
+type Tally struct{ count int }
+
+// Record adds every count to the tally and returns the new count.
+func (t *Tally) Record(counts ...int) int {
+\ttotal := t.count + len(counts)
+\tfor _, c := range counts {
+\t\ttotal += c
+\t}
+\tt.count = total
+\treturn total
+}
+
+// Largest is the largest of xs.
+func Largest[T int | float64](xs []T) T {
+\tbest := xs[0]
+\tfor _, x := range xs[1:] {
+\t\tbigger := x > best
+\t\tif bigger {
+\t\t\tbest = x
+\t\t}
+\t}
+\treturn best
+}
+
+// Shelves is how many shelves a warehouse has.
+const Shelves = 4 * 2
 ";
 
 const CALC_TESTS: &str = "package calc
@@ -277,6 +305,19 @@ func TestClamp(t *testing.T) {
 func TestJoin(t *testing.T) {
 \tif Join(\"a\", \"b\") != \"ab\" {
 \t\tt.Fatal(\"join\")
+\t}
+}
+
+func TestRecord(t *testing.T) {
+\tvar tally Tally
+\tif tally.Record(2, 3) != 7 {
+\t\tt.Fatal(\"record\")
+\t}
+}
+
+func TestLargest(t *testing.T) {
+\tif Largest([]int{3, 9, 4}) != 9 || Largest([]float64{1.5, 0.5}) != 1.5 {
+\t\tt.Fatal(\"largest\")
 \t}
 }
 ";
@@ -377,16 +418,17 @@ fn go_mutants_built_once_agree_with_a_build_per_mutant_and_run_only_their_coveri
     let once_doc = once.evidence.as_ref().expect("the Stryker document");
     let alone_doc = alone.evidence.as_ref().expect("the Stryker document");
 
-    // Built once: one package executable each, the declaration's mutant alone; unviable
-    // without a build of its own: `Join`'s `-` (its error is in its own variant) and
-    // `return y` → `return 0` (it removes `y`'s last use).
+    // Built once: one package executable each, the declarations' mutants in copies of their
+    // functions (a method with a variadic parameter, a generic function), the package-level
+    // constant's alone; unviable without a build of its own: `Join`'s `-` (its error is in
+    // its own variant) and `return y` → `return 0` (it removes `y`'s last use).
     let schemata = &once_doc["assay"]["schemata"];
-    assert!(schemata["held"].as_u64().unwrap_or(0) >= 10, "{schemata:#}");
+    assert!(schemata["held"].as_u64().unwrap_or(0) >= 16, "{schemata:#}");
     assert_eq!(schemata["unviable"], 2, "{schemata:#}");
-    assert!(
-        schemata["builtAlone"]
-            .as_object()
-            .is_some_and(|b| b.keys().any(|why| why.contains("declaration"))),
+    let alone_why = schemata["builtAlone"].as_object().expect("built alone");
+    assert_eq!(
+        alone_why.keys().collect::<Vec<_>>(),
+        ["outside every function body (a constant, a package-level variable), where no switch can go"],
         "{schemata:#}"
     );
     assert!(alone_doc["assay"]["schemata"].is_null(), "{alone_doc:#}");
@@ -434,6 +476,16 @@ fn go_mutants_built_once_agree_with_a_build_per_mutant_and_run_only_their_coveri
     // tests, and only the one that reaches them.
     let bound = find(&once_all, "shelf/shelf.go", 9, "<=");
     assert_eq!(bound.4, ["example.com/warehouse/shelf::TestFill"]);
+    // A declaration's mutant runs its function's copy, reached by the tests that call it.
+    let scale = find(&once_all, "calc/calc.go", 11, "/");
+    assert_eq!(scale.4, ["example.com/warehouse/calc::TestScale"]);
+    let record = find(&once_all, "calc/calc.go", 33, "-");
+    assert_eq!(record.3, "Killed");
+    assert_eq!(record.4, ["example.com/warehouse/calc::TestRecord"]);
+    assert_eq!(find(&alone_all, "calc/calc.go", 33, "-").3, "Killed");
+    assert_eq!(find(&once_all, "calc/calc.go", 45, ">=").3, "Survived");
+    assert_eq!(find(&once_all, "calc/calc.go", 45, "<=").3, "Killed");
+    assert_eq!(fold(&find(&once_all, "calc/calc.go", 54, "/").3), "Survived");
     // `i--` indexes items[-1]: a panic, a kill from the executable as from `go test`.
     assert_eq!(find(&once_all, "shelf/shelf.go", 9, "--").3, "Killed");
 }

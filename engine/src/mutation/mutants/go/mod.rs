@@ -5,6 +5,7 @@
 //! a switch ([`schema`], [`prebuilt`]), or, for a mutant no switch can hold, the package built
 //! and tested with the edit applied.
 
+mod function_copy;
 pub mod prebuilt;
 pub mod schema;
 mod scope;

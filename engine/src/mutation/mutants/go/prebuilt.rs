@@ -30,7 +30,8 @@ const BLAMED: &str = "its switch did not compile in the schema";
 /// test executable built (`go test -c`), its compiler errors on stderr, and for each built one
 /// a build message on stdout naming it, its package's directory and import path (what the
 /// worker keeps; a package with no test file builds none). Every package is built even after
-/// one fails, so one round's errors name every package's mutants.
+/// one fails, and `-gcflags=-e` lifts the compiler's limit of ten errors, so one round's errors
+/// name every package's unviable mutants (without it a schema with a dozen took three builds).
 const BUILD_SCRIPT: &str = r#"out="$PWD/.assay-go-tests"
 mkdir -p "$out" || exit 1
 failed=0
@@ -38,7 +39,7 @@ i=0
 while [ $# -ge 2 ]; do
     dir=$1; import=$2; shift 2; i=$((i + 1))
     if [ -z "$dir" ]; then pkg=.; base="$PWD"; else pkg="./$dir"; base="$PWD/$dir"; fi
-    if go test -c -o "$out/$i.test" "$pkg" </dev/null; then
+    if go test -c -gcflags=-e -o "$out/$i.test" "$pkg" </dev/null; then
         [ -f "$out/$i.test" ] || continue
         printf '{"reason":"compiler-artifact","package_id":"go %s","manifest_path":"%s/go-package","target":{"kind":["go-test"],"name":"%s"},"profile":{"test":true},"executable":"%s/%s.test"}\n' "$import" "$base" "$import" "$out" "$i"
     else

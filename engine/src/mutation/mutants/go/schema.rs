@@ -10,8 +10,10 @@
 //! loses its last use and `return` still ends the function. A mutant in an `if` or `for`
 //! condition switches the condition (`func() bool { … }()`, a condition is a `bool`); one in a
 //! `for` clause's update or an `if` initializer switches that statement inside a closure.
-//! What holds no such place (a declaration `x := …`, a constant, a `case` value, a mutant
-//! inside another mutant's statement) builds on its own, as before.
+//! What holds no such place (a declaration `x := …`, a `case` value, a mutant inside another
+//! mutant's statement) switches its whole function to a mutated copy of it
+//! ([`super::function_copy`]); what is outside every function body (a constant, a package
+//! variable) or in a function that cannot be copied builds on its own.
 //!
 //! The switch is read once from the environment in a file the schema adds to the package. With
 //! the trace variable set, each site appends to the trace file, the first time it is reached,
@@ -19,6 +21,7 @@
 //! the file to its stderr: test2json would read the executable's stderr as test output). Pure: the caller
 //! runs the builds and [`blame`]s their errors.
 
+use super::function_copy::Function;
 use super::syntax;
 use crate::mutation::mutants::rust::schema::TRACE_MARK;
 pub use crate::mutation::mutants::switch::Entry;
@@ -34,8 +37,13 @@ pub const SWITCH_VARIABLE: &str = "ASSAY_MUTANT";
 /// The file the schema adds to each package it rewrites: the switch and the trace.
 pub const SWITCH_FILE: &str = "zz_assay_mutant_switch.go";
 
-/// Why a mutant builds on its own: no statement or condition around it can hold the switch.
-pub const NO_STATEMENT: &str = "no statement or condition around it can hold the switch (a declaration, a constant, a case value)";
+/// Why a mutant outside every function body builds on its own.
+pub const OUTSIDE_FUNCTIONS: &str =
+    "outside every function body (a constant, a package-level variable), where no switch can go";
+
+/// Why a mutant no statement holds is not switched there (its function's copy may hold it).
+pub const NO_STATEMENT: &str =
+    "no statement or condition around it can hold the switch (a declaration, a case value)";
 
 /// Why a mutant inside another mutant's switched statement builds on its own.
 pub const NESTED: &str = "inside a statement the schema already switches for another mutant";
@@ -136,6 +144,8 @@ pub fn rewrite(source: &str, entries: &[Entry<'_>]) -> FileSchema {
     // Places by their range, each with its kind and entries.
     let mut places: BTreeMap<(usize, std::cmp::Reverse<usize>), (Host, Vec<Entry<'_>>)> =
         BTreeMap::new();
+    // Mutants no kept place holds, with why: each may go to a copy of its function.
+    let mut loose: Vec<(Entry<'_>, &'static str)> = Vec::new();
     for entry in entries {
         let (start, end) = (entry.edit.start, entry.edit.end);
         if let Some(unused) = removed_last_use(root, source, entry.edit) {
@@ -148,70 +158,134 @@ pub fn rewrite(source: &str, entries: &[Entry<'_>]) -> FileSchema {
                 .or_insert_with(|| (host, Vec::new()))
                 .1
                 .push(*entry),
-            None => schema
-                .fallback
-                .push((entry.number, NO_STATEMENT.to_owned())),
+            None => loose.push((*entry, NO_STATEMENT)),
         }
     }
-    let mut text = String::with_capacity(source.len() * 2);
-    let mut copied = 0;
+    // A place inside another kept place is not kept: its mutants are loose.
+    let mut kept = Vec::with_capacity(places.len());
+    let mut kept_end = 0;
     for ((start, std::cmp::Reverse(end)), (host, entries)) in places {
-        if start < copied {
-            schema
-                .fallback
-                .extend(entries.iter().map(|e| (e.number, NESTED.to_owned())));
+        if start < kept_end {
+            loose.extend(entries.into_iter().map(|e| (e, NESTED)));
             continue;
         }
-        text.push_str(&source[copied..start]);
-        let original = &source[start..end];
+        kept_end = end;
+        kept.push((start..end, host, entries));
+    }
+    // Loose mutants in a function that can be copied, by the function's body.
+    let mut copied_functions: BTreeMap<usize, (Function, Vec<Entry<'_>>)> = BTreeMap::new();
+    for (entry, why) in loose {
+        match Function::around(root, source, entry.edit) {
+            Ok(function) => copied_functions
+                .entry(function.body_open)
+                .or_insert_with(|| (function, Vec::new()))
+                .1
+                .push(entry),
+            Err(None) if why == NO_STATEMENT => {
+                schema.fallback.push((entry.number, OUTSIDE_FUNCTIONS.to_owned()))
+            }
+            Err(None) => schema.fallback.push((entry.number, why.to_owned())),
+            Err(Some(not_copyable)) => schema.fallback.push((
+                entry.number,
+                format!("{why}, and its function cannot be copied: {not_copyable}"),
+            )),
+        }
+    }
+    // What is written, in source order: a kept place replaces its range, a dispatch to the
+    // copies goes in just after its function body's `{`.
+    enum Write<'e> {
+        Place(Host, Vec<Entry<'e>>),
+        Dispatch(Vec<u32>),
+    }
+    let mut writes: Vec<(Range<usize>, Write<'_>)> = kept
+        .into_iter()
+        .map(|(range, host, entries)| (range, Write::Place(host, entries)))
+        .collect();
+    writes.extend(copied_functions.values().map(|(function, entries)| {
+        let at = function.body_open;
+        (at..at, Write::Dispatch(entries.iter().map(|e| e.number).collect()))
+    }));
+    writes.sort_by_key(|(range, _)| range.start);
+    let mut text = String::with_capacity(source.len() * 2);
+    let mut copied = 0;
+    for (range, write) in writes {
+        text.push_str(&source[copied..range.start]);
         let site_start = text.len();
-        let mut held = Vec::new();
-        let (open, close) = match host {
-            Host::Statement => ("", ""),
-            Host::Closure => ("func() { ", " }()"),
-            Host::Condition => ("func() bool { ", ""),
-        };
-        text.push_str(open);
-        for entry in &entries {
-            let (a, b) = (entry.edit.start - start, entry.edit.end - start);
-            let arm = format!(
-                "{}{}{}",
-                &original[..a],
-                entry.edit.replacement,
-                &original[b..]
-            );
-            text.push_str(&format!("if assayMutantOn({}) {{ ", entry.number));
-            let arm_start = text.len();
-            if host == Host::Condition {
-                text.push_str("return ");
+        match write {
+            Write::Place(host, entries) => {
+                write_place(&mut text, &mut schema, &source[range.clone()], range.start, host, &entries);
+                schema.sites.push((
+                    site_start..text.len(),
+                    entries.iter().map(|e| e.number).collect(),
+                ));
             }
-            text.push_str(&arm);
-            schema.arms.insert(entry.number, arm_start..text.len());
-            held.push(entry.number);
-            text.push_str(match host {
-                Host::Condition => " }; ",
-                _ => " } else ",
-            });
-        }
-        match host {
-            Host::Condition => {
-                text.push_str("return ");
-                text.push_str(original);
-                text.push_str(" }()");
-            }
-            _ => {
-                text.push_str("{ ");
-                text.push_str(original);
-                text.push_str(" }");
+            Write::Dispatch(numbers) => {
+                let (function, _) = &copied_functions[&range.start];
+                text.push_str(&function.dispatch(source, &numbers));
+                schema.sites.push((site_start..text.len(), numbers));
             }
         }
-        text.push_str(close);
-        schema.sites.push((site_start..text.len(), held));
-        copied = end;
+        copied = range.end;
     }
     text.push_str(&source[copied..]);
+    // Each copy after everything, so no line of the original moves.
+    for (function, entries) in copied_functions.values() {
+        for entry in entries {
+            text.push_str(if text.ends_with('\n') { "\n" } else { "\n\n" });
+            let arm_start = text.len();
+            text.push_str(&function.copy(source, entry.number, entry.edit));
+            schema.arms.insert(entry.number, arm_start..text.len());
+            text.push('\n');
+        }
+    }
     schema.text = text;
     schema
+}
+
+/// Writes the place `original` (at `start` in the source) with `entries` behind the switch.
+fn write_place(
+    text: &mut String,
+    schema: &mut FileSchema,
+    original: &str,
+    start: usize,
+    host: Host,
+    entries: &[Entry<'_>],
+) {
+    let (open, close) = match host {
+        Host::Statement => ("", ""),
+        Host::Closure => ("func() { ", " }()"),
+        Host::Condition => ("func() bool { ", ""),
+    };
+    text.push_str(open);
+    for entry in entries {
+        let (a, b) = (entry.edit.start - start, entry.edit.end - start);
+        text.push_str(&format!("if assayMutantOn({}) {{ ", entry.number));
+        let arm_start = text.len();
+        if host == Host::Condition {
+            text.push_str("return ");
+        }
+        text.push_str(&original[..a]);
+        text.push_str(&entry.edit.replacement);
+        text.push_str(&original[b..]);
+        schema.arms.insert(entry.number, arm_start..text.len());
+        text.push_str(match host {
+            Host::Condition => " }; ",
+            _ => " } else ",
+        });
+    }
+    match host {
+        Host::Condition => {
+            text.push_str("return ");
+            text.push_str(original);
+            text.push_str(" }()");
+        }
+        _ => {
+            text.push_str("{ ");
+            text.push_str(original);
+            text.push_str(" }");
+        }
+    }
+    text.push_str(close);
 }
 
 /// What Go says of a local variable or an imported package whose last use `edit` removes:
@@ -558,7 +632,7 @@ mod tests {
             text.contains("if assayMutantOn(4) { return total + 1 } else { return total - 1 }"),
             "{text}"
         );
-        assert_eq!(schema.fallback, [(5, NO_STATEMENT.to_owned())]);
+        assert_eq!(schema.fallback, [(5, OUTSIDE_FUNCTIONS.to_owned())]);
         assert_eq!(text.lines().count(), SOURCE.lines().count());
         assert!(syntax::parse_clean(text).is_ok(), "{text}");
         assert_eq!(schema.arms.len(), 5);
@@ -592,8 +666,22 @@ mod tests {
             "{:?}",
             schema.unviable
         );
-        assert_eq!(schema.fallback, [(2, NO_STATEMENT.to_owned())]);
-        assert_eq!(schema.arms.len(), 2);
+        // The declaration's mutant runs a copy of `F`.
+        assert!(schema.fallback.is_empty(), "{:?}", schema.fallback);
+        assert_eq!(schema.arms.len(), 3);
+        assert!(
+            schema.text.contains(
+                "func F(a int) (string, int) { if assayMutantOn(2) { return assayMutant2_F(a) }; \n"
+            ),
+            "{}",
+            schema.text
+        );
+        assert!(
+            schema.text[schema.arms[&2].clone()]
+                .starts_with("func assayMutant2_F(a int) (string, int) {\n\tn := a / 2\n"),
+            "{}",
+            schema.text
+        );
         // `matches += …` reads `matches` (gc compiles it): removing the return's use of it
         // leaves a use, so the mutant is held.
         let ratio = "package p\n\nfunc R(xs []int) int {\n\tmatches := 0\n\tfor _, x := range xs {\n\t\tmatches += x\n\t}\n\treturn twice(matches)\n}\n\nfunc twice(n int) int {\n\treturn 2 * n\n}\n";
@@ -640,6 +728,125 @@ mod tests {
             only.unviable[0].1,
             "declared and not used: n (the mutant removes its last use)"
         );
+    }
+
+    /// Methods, variadic and generic functions, a function without results, and a mutant
+    /// nested in another's statement, each behind a dispatch on its body's first line.
+    const WAREHOUSE: &str = "package warehouse
+
+type Tally struct{ count int }
+
+func (t *Tally) Record(label string, counts ...int) int {
+\ttotal := t.count + len(counts)
+\tfor _, c := range counts {
+\t\ttotal += c
+\t}
+\tt.count = total
+\treturn total
+}
+
+func Largest[T int | float64](xs []T) (best T) {
+\tbest = xs[0]
+\tfor _, x := range xs[1:] {
+\t\tbigger := x > best
+\t\tbest = pick(bigger, x, best)
+\t}
+\treturn
+}
+
+func pick[T any](first bool, a, b T) T {
+\tswitch first {
+\tcase 1 > 0:
+\t\treturn a
+\t}
+\treturn b
+}
+
+func Reset(t *Tally) {
+\tlimit := 2 * t.count
+\tt.count = limit - limit
+}
+
+func Skip(_ int, t *Tally) {
+\tnext := t.count + 1
+\tt.count = next
+}
+
+func init() {
+\tseed := 3 + 4
+\t_ = seed
+}
+";
+
+    #[test]
+    fn mutants_no_statement_holds_run_a_mutated_copy_of_their_function() {
+        let edits = [
+            edit(WAREHOUSE, "+ len", "- len"),
+            edit(WAREHOUSE, "x > best", "x >= best"),
+            edit(WAREHOUSE, "1 > 0", "1 < 0"),
+            edit(WAREHOUSE, "2 * t", "2 / t"),
+            edit(WAREHOUSE, "t.count + 1", "t.count - 1"),
+            edit(WAREHOUSE, "3 + 4", "3 - 4"),
+            edit(WAREHOUSE, "limit - limit", "limit + limit"),
+        ];
+        let entries: Vec<Entry<'_>> = edits
+            .iter()
+            .enumerate()
+            .map(|(at, edit)| Entry {
+                number: at as u32 + 1,
+                edit,
+            })
+            .collect();
+        let schema = rewrite(WAREHOUSE, &entries);
+        let text = &schema.text;
+        // The original's lines keep their numbers: the copies come after all of them.
+        let original_lines: Vec<&str> = WAREHOUSE.lines().collect();
+        let rewritten_lines: Vec<&str> = text.lines().collect();
+        for (at, line) in original_lines.iter().enumerate() {
+            let kept = rewritten_lines[at];
+            assert!(
+                kept.contains(line.trim()),
+                "line {}: {kept:?} for {line:?}",
+                at + 1
+            );
+        }
+        assert!(
+            text.contains("func (t *Tally) Record(label string, counts ...int) int { if assayMutantOn(1) { return t.assayMutant1_Record(label, counts...) }; \n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("func Largest[T int | float64](xs []T) (best T) { if assayMutantOn(2) { return assayMutant2_Largest[T](xs) }; \n"),
+            "{text}"
+        );
+        // A case value: `pick` holds the switch for its own copy.
+        assert!(
+            text.contains("{ if assayMutantOn(3) { return assayMutant3_pick[T](first, a, b) }; "),
+            "{text}"
+        );
+        // Without results: the copy runs, then the original returns. Both of `Reset`'s
+        // mutants (one a declaration, one a statement) are told apart by number.
+        assert!(
+            text.contains("func Reset(t *Tally) { if assayMutantOn(4) { assayMutant4_Reset(t); return }; \n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("if assayMutantOn(7) { t.count = limit + limit } else { t.count = limit - limit }"),
+            "{text}"
+        );
+        assert_eq!(&text[schema.arms[&7].clone()], "t.count = limit + limit");
+        assert!(text[schema.arms[&4].clone()]
+            .starts_with("func assayMutant4_Reset(t *Tally) {\n\tlimit := 2 / t.count\n"));
+        // `_` cannot be passed on and `init` cannot be called: they build alone, saying so.
+        let fallback: BTreeMap<u32, &str> =
+            schema.fallback.iter().map(|(n, why)| (*n, why.as_str())).collect();
+        assert_eq!(fallback.keys().copied().collect::<Vec<_>>(), [5, 6]);
+        assert!(fallback[&5].contains("`_` parameter"), "{fallback:?}");
+        assert!(fallback[&6].contains("`init`"), "{fallback:?}");
+        assert_eq!(schema.arms.len(), 5);
+        // Each copy's dispatch is a site: an error there sends its mutants to builds alone.
+        assert!(schema.sites.iter().any(|(r, held)| held == &[1]
+            && text[r.clone()].contains("t.assayMutant1_Record")));
+        assert!(syntax::parse_clean(text).is_ok(), "{text}");
     }
 
     #[test]

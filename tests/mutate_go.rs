@@ -428,7 +428,9 @@ fn go_mutants_built_once_agree_with_a_build_per_mutant_and_run_only_their_coveri
     let alone_why = schemata["builtAlone"].as_object().expect("built alone");
     assert_eq!(
         alone_why.keys().collect::<Vec<_>>(),
-        ["outside every function body (a constant, a package-level variable), where no switch can go"],
+        [
+            "outside every function body (a constant, a package-level variable), where no switch can go"
+        ],
         "{schemata:#}"
     );
     assert!(alone_doc["assay"]["schemata"].is_null(), "{alone_doc:#}");
@@ -464,14 +466,14 @@ fn go_mutants_built_once_agree_with_a_build_per_mutant_and_run_only_their_coveri
     assert_eq!(find(&once_all, "calc/calc.go", 17, ">=").3, "Survived");
     // (c) Only the tests of its package that reach it run: `Add` is reached by `TestAdd`
     // alone in its package (shelf's tests reach it too, from another package), where a build
-    // per mutant runs all four of calc's tests.
+    // per mutant runs all six of calc's tests.
     let add = find(&once_all, "calc/calc.go", 6, "-");
     assert_eq!(add.3, "Killed");
     assert_eq!(add.4, ["example.com/warehouse/calc::TestAdd"]);
     let clamp = find(&once_all, "calc/calc.go", 17, ">=");
     assert_eq!(clamp.4, ["example.com/warehouse/calc::TestClamp"]);
     assert_eq!(clamp.5, 1, "{clamp:?}");
-    assert_eq!(find(&alone_all, "calc/calc.go", 17, ">=").5, 4);
+    assert_eq!(find(&alone_all, "calc/calc.go", 17, ">=").5, 6);
     // A loop's condition and update hold the switch too; the shelf's mutants run its own
     // tests, and only the one that reaches them.
     let bound = find(&once_all, "shelf/shelf.go", 9, "<=");
@@ -485,7 +487,10 @@ fn go_mutants_built_once_agree_with_a_build_per_mutant_and_run_only_their_coveri
     assert_eq!(find(&alone_all, "calc/calc.go", 33, "-").3, "Killed");
     assert_eq!(find(&once_all, "calc/calc.go", 45, ">=").3, "Survived");
     assert_eq!(find(&once_all, "calc/calc.go", 45, "<=").3, "Killed");
-    assert_eq!(fold(&find(&once_all, "calc/calc.go", 54, "/").3), "Survived");
+    assert_eq!(
+        fold(&find(&once_all, "calc/calc.go", 54, "/").3),
+        "Survived"
+    );
     // `i--` indexes items[-1]: a panic, a kill from the executable as from `go test`.
     assert_eq!(find(&once_all, "shelf/shelf.go", 9, "--").3, "Killed");
 }

@@ -296,6 +296,12 @@ pub trait Runner: Sync {
         &[]
     }
 
+    /// The command a switched mutant's run of `files` takes (no test names): the runner's
+    /// own [`Runner::command`] unless it has a cheaper one that reports the same.
+    fn mutant_command(&self, prefix: &[String], files: &[String]) -> Vec<String> {
+        self.command(prefix, files, &[])
+    }
+
     /// A mutant's command that runs the failing tests once more, at once and in the same job,
     /// its second run's cases reported with the variant
     /// [`crate::report::libtest::RERUN_VARIANT`]: a kill then needs no job of its own to

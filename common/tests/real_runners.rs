@@ -272,6 +272,103 @@ fn node_files_that_fail_to_load_are_collection_errors_and_a_cut_report_is_refuse
     ));
 }
 
+/// What a report says of each case and which files failed to load, to compare two runs.
+fn judged(report: &TestReport) -> (Vec<(String, String, String, String)>, Vec<String>) {
+    let mut cases: Vec<_> = report
+        .cases
+        .iter()
+        .map(|c| {
+            let outcome = format!("{:?}", c.outcome);
+            (c.file.clone(), c.suite.clone(), c.name.clone(), outcome)
+        })
+        .collect();
+    cases.sort();
+    let errors = report
+        .collection_errors
+        .iter()
+        .map(|e| e.file.clone())
+        .collect();
+    (cases, errors)
+}
+
+#[test]
+fn a_mutants_one_test_file_runs_in_node_itself_and_reports_as_under_the_runner() {
+    let dir = project("node-invoice");
+    let write = |name: &str, text: &str| {
+        std::fs::write(dir.path().join("test").join(name), text).expect("write a test file")
+    };
+    write("broken.test.js", "this is not javascript\n");
+    write(
+        "exits.test.js",
+        "const test = require('node:test');\ntest('test_never_reported', () => {});\nprocess.exit(0);\n",
+    );
+    write(
+        "throws.test.js",
+        "const test = require('node:test');\ntest('test_after_a_throw', () => {});\nthrow new Error('the ledger is closed');\n",
+    );
+    write(
+        "where.test.js",
+        "const test = require('node:test');\nconst where = process.env.NODE_TEST_CONTEXT ? 'under_the_runner' : 'in_node_itself';\ntest(where, () => {});\n",
+    );
+    let runner = RunnerKind::Node;
+    let root = dir.path().to_str().expect("utf-8 path");
+    let report_of = |argv: &[String], name: &str| {
+        let report_path = dir.path().join(name);
+        let output = run(dir.path(), argv, &report_path, &[]);
+        let bytes = std::fs::read(&report_path)
+            .unwrap_or_else(|e| panic!("no report from {argv:?}: {e}\n{output:?}"));
+        (
+            output.status.code(),
+            parse_in_tree(&runner.report_format(), Some(&bytes), root),
+        )
+    };
+    // What a run judged: its cases, or why its report holds none.
+    let judged_run = |outcome: ReportOutcome| match outcome {
+        ReportOutcome::Parsed(report) => format!("{:?}", judged(&report)),
+        other => format!("{other:?}"),
+    };
+    let default = runner.default_command();
+    for file in [
+        "invoice.test.js",
+        "cli.test.js",
+        "zero.test.js",
+        "empty.test.js",
+        "broken.test.js",
+        "exits.test.js",
+        "throws.test.js",
+    ] {
+        let files = [format!("test/{file}")];
+        let (runner_code, under_runner) =
+            report_of(&runner.command(&default, &files, &[]), "runner.json");
+        let (direct_code, direct) = report_of(
+            &runner.runner().mutant_command(&default, &files),
+            "direct.json",
+        );
+        assert_eq!(judged_run(direct), judged_run(under_runner), "{file}");
+        assert_eq!(direct_code, runner_code, "{file}");
+    }
+    // A file that loads runs in node itself; several files keep the runner.
+    let one = ["test/where.test.js".to_owned()];
+    let (_, outcome) = report_of(&runner.runner().mutant_command(&default, &one), "one.json");
+    let report = parsed(outcome);
+    assert_eq!(report.cases.len(), 1);
+    assert_eq!(report.cases[0].name, "in_node_itself");
+    let two = [
+        "test/where.test.js".to_owned(),
+        "test/cli.test.js".to_owned(),
+    ];
+    assert_eq!(
+        runner.runner().mutant_command(&default, &two),
+        runner.command(&default, &two, &[])
+    );
+    // A command whose program is not node keeps the runner's own command.
+    let wrapped = ["npx".to_owned(), "node".to_owned()];
+    assert_eq!(
+        runner.runner().mutant_command(&wrapped, &one),
+        runner.command(&wrapped, &one, &[])
+    );
+}
+
 #[test]
 fn node_test_files_that_spawn_another_runner_are_named() {
     let read = |file: &str| {

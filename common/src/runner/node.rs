@@ -52,6 +52,39 @@ impl Runner for Node {
         argv
     }
 
+    /// One test file runs in node itself (`node FILE`, the reporter on node:test's own
+    /// harness), not under `node --test`, which starts a runner process and then a child for
+    /// the file: the same report for half the cost. A run that writes no report (the file
+    /// threw while loading, called `process.exit`, crashed), where `--test` would have reported
+    /// the file's failure, runs again under `--test` (`NODE_DIRECT_SCRIPT`). Several files, or
+    /// a command whose program is not node, keep `--test`.
+    fn mutant_command(&self, prefix: &[String], files: &[String]) -> Vec<String> {
+        let runs_node = prefix.first().is_some_and(|program| {
+            let name = program.rsplit('/').next().unwrap_or(program);
+            matches!(name, "node" | "nodejs")
+        });
+        if files.len() != 1 || !runs_node {
+            return self.command(prefix, files, &[]);
+        }
+        let mut argv = strings(&[
+            "sh",
+            "-c",
+            NODE_DIRECT_SCRIPT,
+            "assay-node-direct",
+            "{report}",
+        ]);
+        argv.extend(prefix.iter().cloned());
+        argv.extend(
+            [
+                "--test-reporter={node_reporter}",
+                "--test-reporter-destination={report}",
+            ]
+            .map(String::from),
+        );
+        argv.extend(files.iter().cloned());
+        argv
+    }
+
     /// `sh -c NODE_RERUN_SCRIPT assay-node-rerun {report} COMMAND…`: a run that fails and
     /// wrote its report runs again with `ASSAY_NODE_RERUN=1`, and its report follows the
     /// first's in the same file (see [`crate::report::node`]).
@@ -113,6 +146,19 @@ else
 fi
 rm -f "$report.first" "$report.both"
 exit $code
+"#;
+
+/// Runs `NODE ARGS…` (after `REPORT`), one test file in node's own process; when that wrote
+/// no report, runs `NODE --test ARGS…` instead, whose runner reports a file that failed to
+/// load or exited early as a failure of that file.
+const NODE_DIRECT_SCRIPT: &str = r#"report=$1; shift
+rm -f "$report"
+"$@"
+code=$?
+[ -s "$report" ] && exit $code
+node=$1; shift
+rm -f "$report"
+exec "$node" --test "$@"
 "#;
 
 /// The files of whole-file cases, which a JavaScript runner takes as its arguments.

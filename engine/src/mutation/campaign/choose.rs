@@ -224,10 +224,9 @@ impl<'a> Campaign<'a> {
                     cost,
                 ),
                 (None, Some(tree)) => {
-                    let command = request
-                        .runner
-                        .runner()
-                        .rerunning_failures(request.runner.command(&prefix, &reached_files, &[]));
+                    let runner = request.runner.runner();
+                    let command =
+                        runner.rerunning_failures(runner.mutant_command(&prefix, &reached_files));
                     (
                         schemata::switched_spec(request, tree, index + at, at + 1, command),
                         cost,

@@ -42,7 +42,11 @@ pub(super) type NotCopyable = Option<&'static str>;
 
 impl Function {
     /// The declared function (or method) whose body holds `edit`.
-    pub(super) fn around(root: Node<'_>, source: &str, edit: &ByteEdit) -> Result<Self, NotCopyable> {
+    pub(super) fn around(
+        root: Node<'_>,
+        source: &str,
+        edit: &ByteEdit,
+    ) -> Result<Self, NotCopyable> {
         let mut cursor = root.walk();
         let declaration = root
             .named_children(&mut cursor)
@@ -126,7 +130,9 @@ fn copy_name(source: &str, function: &Function, number: u32) -> String {
 /// The one name a receiver list declares.
 fn only_name<'s>(list: Node<'_>, source: &'s str) -> Result<&'s str, NotCopyable> {
     let mut cursor = list.walk();
-    let mut declarations = list.named_children(&mut cursor).filter(|n| n.kind() != "comment");
+    let mut declarations = list
+        .named_children(&mut cursor)
+        .filter(|n| n.kind() != "comment");
     let (Some(declaration), None) = (declarations.next(), declarations.next()) else {
         return Err(Some("its receiver is not one declaration"));
     };
@@ -166,7 +172,10 @@ fn arguments(list: Node<'_>, source: &str) -> Result<String, NotCopyable> {
 fn names(list: Node<'_>, kind: &str, source: &str) -> Result<String, NotCopyable> {
     let mut found = Vec::new();
     let mut cursor = list.walk();
-    for declaration in list.named_children(&mut cursor).filter(|n| n.kind() == kind) {
+    for declaration in list
+        .named_children(&mut cursor)
+        .filter(|n| n.kind() == kind)
+    {
         let mut inner = declaration.walk();
         for name in declaration.children_by_field_name("name", &mut inner) {
             match syntax::text(name, source) {

@@ -181,9 +181,9 @@ pub fn rewrite(source: &str, entries: &[Entry<'_>]) -> FileSchema {
                 .or_insert_with(|| (function, Vec::new()))
                 .1
                 .push(entry),
-            Err(None) if why == NO_STATEMENT => {
-                schema.fallback.push((entry.number, OUTSIDE_FUNCTIONS.to_owned()))
-            }
+            Err(None) if why == NO_STATEMENT => schema
+                .fallback
+                .push((entry.number, OUTSIDE_FUNCTIONS.to_owned())),
             Err(None) => schema.fallback.push((entry.number, why.to_owned())),
             Err(Some(not_copyable)) => schema.fallback.push((
                 entry.number,
@@ -203,7 +203,10 @@ pub fn rewrite(source: &str, entries: &[Entry<'_>]) -> FileSchema {
         .collect();
     writes.extend(copied_functions.values().map(|(function, entries)| {
         let at = function.body_open;
-        (at..at, Write::Dispatch(entries.iter().map(|e| e.number).collect()))
+        (
+            at..at,
+            Write::Dispatch(entries.iter().map(|e| e.number).collect()),
+        )
     }));
     writes.sort_by_key(|(range, _)| range.start);
     let mut text = String::with_capacity(source.len() * 2);
@@ -213,7 +216,14 @@ pub fn rewrite(source: &str, entries: &[Entry<'_>]) -> FileSchema {
         let site_start = text.len();
         match write {
             Write::Place(host, entries) => {
-                write_place(&mut text, &mut schema, &source[range.clone()], range.start, host, &entries);
+                write_place(
+                    &mut text,
+                    &mut schema,
+                    &source[range.clone()],
+                    range.start,
+                    host,
+                    &entries,
+                );
                 schema.sites.push((
                     site_start..text.len(),
                     entries.iter().map(|e| e.number).collect(),
@@ -826,26 +836,39 @@ func init() {
         // Without results: the copy runs, then the original returns. Both of `Reset`'s
         // mutants (one a declaration, one a statement) are told apart by number.
         assert!(
-            text.contains("func Reset(t *Tally) { if assayMutantOn(4) { assayMutant4_Reset(t); return }; \n"),
+            text.contains(
+                "func Reset(t *Tally) { if assayMutantOn(4) { assayMutant4_Reset(t); return }; \n"
+            ),
             "{text}"
         );
         assert!(
-            text.contains("if assayMutantOn(7) { t.count = limit + limit } else { t.count = limit - limit }"),
+            text.contains(
+                "if assayMutantOn(7) { t.count = limit + limit } else { t.count = limit - limit }"
+            ),
             "{text}"
         );
         assert_eq!(&text[schema.arms[&7].clone()], "t.count = limit + limit");
-        assert!(text[schema.arms[&4].clone()]
-            .starts_with("func assayMutant4_Reset(t *Tally) {\n\tlimit := 2 / t.count\n"));
+        assert!(
+            text[schema.arms[&4].clone()]
+                .starts_with("func assayMutant4_Reset(t *Tally) {\n\tlimit := 2 / t.count\n")
+        );
         // `_` cannot be passed on and `init` cannot be called: they build alone, saying so.
-        let fallback: BTreeMap<u32, &str> =
-            schema.fallback.iter().map(|(n, why)| (*n, why.as_str())).collect();
+        let fallback: BTreeMap<u32, &str> = schema
+            .fallback
+            .iter()
+            .map(|(n, why)| (*n, why.as_str()))
+            .collect();
         assert_eq!(fallback.keys().copied().collect::<Vec<_>>(), [5, 6]);
         assert!(fallback[&5].contains("`_` parameter"), "{fallback:?}");
         assert!(fallback[&6].contains("`init`"), "{fallback:?}");
         assert_eq!(schema.arms.len(), 5);
         // Each copy's dispatch is a site: an error there sends its mutants to builds alone.
-        assert!(schema.sites.iter().any(|(r, held)| held == &[1]
-            && text[r.clone()].contains("t.assayMutant1_Record")));
+        assert!(
+            schema
+                .sites
+                .iter()
+                .any(|(r, held)| held == &[1] && text[r.clone()].contains("t.assayMutant1_Record"))
+        );
         assert!(syntax::parse_clean(text).is_ok(), "{text}");
     }
 

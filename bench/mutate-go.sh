@@ -27,6 +27,9 @@ if [[ -z "$assay" ]]; then
 fi
 
 now() { date +%s.%N; }
+# Each timed phase starts on a settled machine: the writes and deletions of the phase before
+# (hundreds of module copies) otherwise slow the next phase's file creation for seconds.
+settle() { sync; sleep "${SETTLE_SECONDS:-20}"; }
 
 # bench NAME PACKAGE VERSION SOURCE_DIR MODULE_PATH: copies SOURCE_DIR's `.go` files (and
 # `go.mod`, or one naming MODULE_PATH) into a repository of their own and runs both ways.
@@ -52,6 +55,7 @@ bench() {
     (cd "$module" && go test -json -count=1 ./... > "$dir/tests.json" 2>/dev/null) || true
 
     local start assay_s rebuild_s
+    settle
     start=$(now)
     "$assay" mutate -C "$module" --jobs 2 --no-cache --quiet --json "$dir/assay.json" \
         --store "file://$dir/store" >/dev/null 2>&1 || true
@@ -59,6 +63,7 @@ bench() {
 
     # The same mutants, each in a copy of its own, rebuilt and tested; the limit is the one
     # Assay gives a mutant whose tests took the whole unmutated run (10x + 2 s).
+    settle
     start=$(now)
     python3 - "$dir/assay.json" "$module" "$dir" > "$dir/rebuild.tsv" <<'PY'
 import json, os, shutil, subprocess, sys, tempfile, time

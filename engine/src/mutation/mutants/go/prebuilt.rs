@@ -30,8 +30,8 @@ const BLAMED: &str = "its switch did not compile in the schema";
 /// test executable built (`go test -c`), its compiler errors on stderr, and for each built one
 /// a build message on stdout naming it, its package's directory and import path (what the
 /// worker keeps; a package with no test file builds none). Every package is built even after
-/// one fails, and `-gcflags=-e` lifts the compiler's limit of ten errors, so one round's errors
-/// name every package's unviable mutants (without it a schema with a dozen took three builds).
+/// one fails, and `-gcflags=-e` lifts the compiler's limit of ten errors per package, so one
+/// round's errors name as many unviable mutants as the compiler reports at once.
 const BUILD_SCRIPT: &str = r#"out="$PWD/.assay-go-tests"
 mkdir -p "$out" || exit 1
 failed=0

@@ -273,22 +273,19 @@ fn node_files_that_fail_to_load_are_collection_errors_and_a_cut_report_is_refuse
 }
 
 /// What a report says of each case and which files failed to load, to compare two runs.
-fn judged(report: &TestReport) -> (Vec<(String, String, String, String)>, Vec<String>) {
-    let mut cases: Vec<_> = report
+fn judged(report: &TestReport) -> String {
+    let mut cases: Vec<String> = report
         .cases
         .iter()
-        .map(|c| {
-            let outcome = format!("{:?}", c.outcome);
-            (c.file.clone(), c.suite.clone(), c.name.clone(), outcome)
-        })
+        .map(|c| format!("{} | {} | {} | {:?}", c.file, c.suite, c.name, c.outcome))
         .collect();
     cases.sort();
-    let errors = report
+    let errors: Vec<&str> = report
         .collection_errors
         .iter()
-        .map(|e| e.file.clone())
+        .map(|e| e.file.as_str())
         .collect();
-    (cases, errors)
+    format!("{cases:#?} failed to load: {errors:?}")
 }
 
 #[test]
@@ -324,7 +321,7 @@ fn a_mutants_one_test_file_runs_in_node_itself_and_reports_as_under_the_runner()
     };
     // What a run judged: its cases, or why its report holds none.
     let judged_run = |outcome: ReportOutcome| match outcome {
-        ReportOutcome::Parsed(report) => format!("{:?}", judged(&report)),
+        ReportOutcome::Parsed(report) => judged(&report),
         other => format!("{other:?}"),
     };
     let default = runner.default_command();

@@ -602,6 +602,18 @@ mod tests {
         }
     }
 
+    /// Each edit as a mutant numbered from 1, in order.
+    fn numbered(edits: &[ByteEdit]) -> Vec<Entry<'_>> {
+        edits
+            .iter()
+            .enumerate()
+            .map(|(at, edit)| Entry {
+                number: at as u32 + 1,
+                edit,
+            })
+            .collect()
+    }
+
     const SOURCE: &str = "package calc\n\nconst k = 1 + 2\n\nfunc Sum(xs []int) int {\n\ttotal := 0\n\tfor i := 0; i < len(xs); i++ {\n\t\ttotal += xs[i]\n\t}\n\tif total > 10 {\n\t\treturn total - 1\n\t}\n\treturn total\n}\n";
 
     #[test]
@@ -614,14 +626,7 @@ mod tests {
             edit(SOURCE, "1 + 2", "1 - 2"),
             edit(SOURCE, "total > 10", "total >= 10"),
         ];
-        let entries: Vec<Entry<'_>> = edits
-            .iter()
-            .enumerate()
-            .map(|(at, edit)| Entry {
-                number: at as u32 + 1,
-                edit,
-            })
-            .collect();
+        let entries = numbered(&edits);
         let schema = rewrite(SOURCE, &entries);
         let text = &schema.text;
         assert!(
@@ -658,14 +663,7 @@ mod tests {
             edit(source, "a - 1", "0"),
             edit(source, "k > 1", "k >= 1"),
         ];
-        let entries: Vec<Entry<'_>> = edits
-            .iter()
-            .enumerate()
-            .map(|(at, edit)| Entry {
-                number: at as u32 + 1,
-                edit,
-            })
-            .collect();
+        let entries = numbered(&edits);
         let schema = rewrite(source, &entries);
         // `n`, `m` (assigned, never used elsewhere) and `strconv` lose their last use; `a` is
         // a parameter, `k` is used elsewhere; `n := a * 2` is a declaration.
@@ -799,14 +797,7 @@ func init() {
             edit(WAREHOUSE, "3 + 4", "3 - 4"),
             edit(WAREHOUSE, "limit - limit", "limit + limit"),
         ];
-        let entries: Vec<Entry<'_>> = edits
-            .iter()
-            .enumerate()
-            .map(|(at, edit)| Entry {
-                number: at as u32 + 1,
-                edit,
-            })
-            .collect();
+        let entries = numbered(&edits);
         let schema = rewrite(WAREHOUSE, &entries);
         let text = &schema.text;
         // The original's lines keep their numbers: the copies come after all of them.

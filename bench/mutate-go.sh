@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `assay mutate --jobs 2` on real Go modules against a per-mutant copy-and-rebuild run of the
 # same mutants (what gremlins and go-mutesting do: a copy of the module with the mutant
-# written, `go test -count=1` on its package, two at a time, with the host's warm build cache).
+# written, `go test -count=1 -vet=off` on its package, two at a time, with the host's warm build
+# cache; `-vet=off` as Assay's own Go runs, so a mutant vet calls suspect runs in both ways).
 # The modules are Debian's golang-github-blang-semver-dev (semver 4.0.0, its root package: its
 # `v4/` directory is a copy) and golang-github-pmezard-go-difflib-dev (go-difflib 1.0.0, its
 # `difflib` package, given a `go.mod`), pinned by the package versions; their `_test.go` files
@@ -70,7 +71,7 @@ import json, os, shutil, subprocess, sys, tempfile, time
 from concurrent.futures import ThreadPoolExecutor
 report, module, work = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3]
 t0 = time.time()
-subprocess.run(["go", "test", "-count=1", "./..."], cwd=module, capture_output=True)
+subprocess.run(["go", "test", "-count=1", "-vet=off", "./..."], cwd=module, capture_output=True)
 limit = 10 * (time.time() - t0) + 2
 
 def offset(text, line, column):
@@ -88,7 +89,7 @@ def run(item):
     open(os.path.join(copy, path), "w", encoding="utf-8").write(text[:a] + m["replacement"] + text[b:])
     pkg = "./" + os.path.dirname(path) if os.path.dirname(path) else "."
     try:
-        p = subprocess.run(["go", "test", "-count=1", pkg], cwd=copy, capture_output=True,
+        p = subprocess.run(["go", "test", "-count=1", "-vet=off", pkg], cwd=copy, capture_output=True,
                            text=True, timeout=limit)
         if p.returncode == 0:
             status = "Survived"

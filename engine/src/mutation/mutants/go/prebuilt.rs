@@ -31,7 +31,10 @@ const BLAMED: &str = "its switch did not compile in the schema";
 /// a build message on stdout naming it, its package's directory and import path (what the
 /// worker keeps; a package with no test file builds none). Every package is built even after
 /// one fails, and `-gcflags=-e` lifts the compiler's limit of ten errors per package, so one
-/// round's errors name as many unviable mutants as the compiler reports at once.
+/// round's errors name as many unviable mutants as the compiler reports at once. `-vet=off`, as
+/// every Go run of Assay's (`runner::go`): a vet finding (`c == 'r' && c == 'd'` is "suspect")
+/// is no compile error of a mutant built alone, so none in the schema either, and vet would
+/// only speak once the code compiles, a build round of its own.
 const BUILD_SCRIPT: &str = r#"out="$PWD/.assay-go-tests"
 mkdir -p "$out" || exit 1
 failed=0
@@ -39,7 +42,7 @@ i=0
 while [ $# -ge 2 ]; do
     dir=$1; import=$2; shift 2; i=$((i + 1))
     if [ -z "$dir" ]; then pkg=.; base="$PWD"; else pkg="./$dir"; base="$PWD/$dir"; fi
-    if go test -c -gcflags=-e -o "$out/$i.test" "$pkg" </dev/null; then
+    if go test -c -vet=off -gcflags=-e -o "$out/$i.test" "$pkg" </dev/null; then
         [ -f "$out/$i.test" ] || continue
         printf '{"reason":"compiler-artifact","package_id":"go %s","manifest_path":"%s/go-package","target":{"kind":["go-test"],"name":"%s"},"profile":{"test":true},"executable":"%s/%s.test"}\n' "$import" "$base" "$import" "$out" "$i"
     else

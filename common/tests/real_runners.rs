@@ -325,38 +325,50 @@ fn a_mutants_one_test_file_runs_in_node_itself_and_reports_as_under_the_runner()
         other => format!("{other:?}"),
     };
     let default = runner.default_command();
-    for file in [
-        "invoice.test.js",
-        "cli.test.js",
-        "zero.test.js",
-        "empty.test.js",
-        "broken.test.js",
-        "exits.test.js",
-        "throws.test.js",
-    ] {
-        let files = [format!("test/{file}")];
+    let sets: [&[&str]; 12] = [
+        &["invoice.test.js"],
+        &["cli.test.js"],
+        &["zero.test.js"],
+        &["empty.test.js"],
+        &["broken.test.js"],
+        &["exits.test.js"],
+        &["throws.test.js"],
+        &["invoice.test.js", "cli.test.js"],
+        &["cli.test.js", "broken.test.js"],
+        &["exits.test.js", "zero.test.js"],
+        &["zero.test.js", "throws.test.js"],
+        &["invoice.test.js", "zero.test.js", "cli.test.js"],
+    ];
+    for set in sets {
+        let files: Vec<String> = set.iter().map(|f| format!("test/{f}")).collect();
         let (runner_code, under_runner) =
             report_of(&runner.command(&default, &files, &[]), "runner.json");
-        let (direct_code, direct) = report_of(
-            &runner.runner().mutant_command(&default, &files),
-            "direct.json",
-        );
-        assert_eq!(judged_run(direct), judged_run(under_runner), "{file}");
-        assert_eq!(direct_code, runner_code, "{file}");
+        let (direct_code, direct) =
+            report_of(&runner.runner().mutant_command(&default, &files), "direct.json");
+        assert_eq!(judged_run(direct), judged_run(under_runner), "{set:?}");
+        assert_eq!(direct_code, runner_code, "{set:?}");
+        // Nothing but the report is left beside it.
+        let left: Vec<String> = std::fs::read_dir(dir.path())
+            .expect("read the project")
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|name| name.starts_with("direct.json."))
+            .collect();
+        assert!(left.is_empty(), "{set:?} left {left:?}");
     }
-    // A file that loads runs in node itself; several files keep the runner.
+    // Files that load run in node itself, each in its own process, one report for all.
     let one = ["test/where.test.js".to_owned()];
     let (_, outcome) = report_of(&runner.runner().mutant_command(&default, &one), "one.json");
     let report = parsed(outcome);
     assert_eq!(report.cases.len(), 1);
     assert_eq!(report.cases[0].name, "in_node_itself");
-    let two = [
-        "test/where.test.js".to_owned(),
-        "test/cli.test.js".to_owned(),
-    ];
+    let two = ["test/where.test.js".to_owned(), "test/cli.test.js".to_owned()];
+    let (_, outcome) = report_of(&runner.runner().mutant_command(&default, &two), "two.json");
+    let report = parsed(outcome);
+    assert_eq!(case(&report, "in_node_itself").file, "test/where.test.js");
     assert_eq!(
-        runner.runner().mutant_command(&default, &two),
-        runner.command(&default, &two, &[])
+        case(&report, "test_cli_prints_the_total").outcome,
+        Outcome::Passed
     );
     // A command whose program is not node keeps the runner's own command.
     let wrapped = ["npx".to_owned(), "node".to_owned()];

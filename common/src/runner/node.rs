@@ -52,18 +52,19 @@ impl Runner for Node {
         argv
     }
 
-    /// One test file runs in node itself (`node FILE`, the reporter on node:test's own
-    /// harness), not under `node --test`, which starts a runner process and then a child for
-    /// the file: the same report for half the cost. A run that writes no report (the file
-    /// threw while loading, called `process.exit`, crashed), where `--test` would have reported
-    /// the file's failure, runs again under `--test` (`NODE_DIRECT_SCRIPT`). Several files, or
-    /// a command whose program is not node, keep `--test`.
+    /// Each test file runs in node itself (`node FILE`, the reporter on node:test's own
+    /// harness), one after another, not under `node --test`, which starts a runner process
+    /// and then a child per file: the same report from one process per file instead of one
+    /// more. The last run's report holds the earlier runs' results (`ASSAY_NODE_PARTS`). A run
+    /// that writes no report (its file threw while loading, called `process.exit`, crashed),
+    /// where `--test` would have reported that file's failure, sends all the files to
+    /// `--test` (`NODE_DIRECT_SCRIPT`). A command whose program is not node keeps `--test`.
     fn mutant_command(&self, prefix: &[String], files: &[String]) -> Vec<String> {
         let runs_node = prefix.first().is_some_and(|program| {
             let name = program.rsplit('/').next().unwrap_or(program);
             matches!(name, "node" | "nodejs")
         });
-        if files.len() != 1 || !runs_node {
+        if files.is_empty() || !runs_node {
             return self.command(prefix, files, &[]);
         }
         let mut argv = strings(&[
@@ -73,14 +74,9 @@ impl Runner for Node {
             "assay-node-direct",
             "{report}",
         ]);
+        argv.push(files.len().to_string());
         argv.extend(prefix.iter().cloned());
-        argv.extend(
-            [
-                "--test-reporter={node_reporter}",
-                "--test-reporter-destination={report}",
-            ]
-            .map(String::from),
-        );
+        argv.push("--test-reporter={node_reporter}".into());
         argv.extend(files.iter().cloned());
         argv
     }
@@ -148,17 +144,44 @@ rm -f "$report.first" "$report.both"
 exit $code
 "#;
 
-/// Runs `NODE ARGS…` (after `REPORT`), one test file in node's own process; when that wrote
-/// no report, runs `NODE --test ARGS…` instead, whose runner reports a file that failed to
-/// load or exited early as a failure of that file.
-const NODE_DIRECT_SCRIPT: &str = r#"report=$1; shift
+/// Runs `NODE ARGS… FILE…` (after `REPORT COUNT`, COUNT the number of files) as one
+/// `NODE ARGS… --test-reporter-destination=… FILE` per file, in order, in node's own process:
+/// each run but the last writes its report to `REPORT.I`, and the last, told of those
+/// (`ASSAY_NODE_PARTS`), writes all of them to `REPORT`. The exit status is the last failing
+/// run's. When a run writes no report, the parts are dropped and `NODE --test ARGS… FILE…`
+/// runs instead, whose runner reports a file that failed to load or exited early as that
+/// file's failure. Arguments are only ever expanded as `"${N}"`, never re-read as code.
+const NODE_DIRECT_SCRIPT: &str = r#"report=$1; n=$2; shift 2
+p=$(($# - n))
+command=''; rest=''; files=''; j=1
+while [ "$j" -le "$p" ]; do
+    command="$command \"\${$j}\""
+    [ "$j" -gt 1 ] && rest="$rest \"\${$j}\""
+    j=$((j + 1))
+done
+j=1
+while [ "$j" -le "$n" ]; do files="$files \"\${$((p + j))}\""; j=$((j + 1)); done
+drop() { j=1; while [ "$j" -lt "$n" ]; do rm -f "$report.$j"; j=$((j + 1)); done; }
 rm -f "$report"
-"$@"
-code=$?
-[ -s "$report" ] && exit $code
-node=$1; shift
-rm -f "$report"
-exec "$node" --test "$@"
+code=0; parts=''; i=1
+while [ "$i" -le "$n" ]; do
+    out=$report.$i
+    [ "$i" -eq "$n" ] && out=$report
+    rm -f "$out"
+    export ASSAY_NODE_PARTS="$parts"
+    eval "$command \"--test-reporter-destination=\$out\" \"\${$((p + i))}\""
+    status=$?
+    if [ ! -s "$out" ]; then
+        drop; rm -f "$report"; unset ASSAY_NODE_PARTS
+        eval "exec \"\${1}\" --test $rest \"--test-reporter-destination=\$report\" $files"
+    fi
+    [ "$status" -eq 0 ] || code=$status
+    parts="$parts$out
+"
+    i=$((i + 1))
+done
+drop
+exit $code
 "#;
 
 /// The files of whole-file cases, which a JavaScript runner takes as its arguments.

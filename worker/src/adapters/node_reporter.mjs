@@ -4,6 +4,7 @@
 // Classification (skips, hooks, load failures) and the describe path are Assay's to decide, in
 // `common::report::node`; this file only records what node said.
 
+import { readFileSync } from 'node:fs';
 import { relative } from 'node:path';
 
 // A mutation schema's unmutated run (`ASSAY_MUTANT_TRACE=on`): each process of a test file
@@ -15,6 +16,10 @@ const tracing = process.env.ASSAY_MUTANT_TRACE === 'on';
 // says so, and follows the first run's in the same file.
 const rerun = process.env.ASSAY_NODE_RERUN === '1';
 const TRACE_MARK = 'assay-reached\t';
+// A mutant's run of several test files, each in node itself one after another
+// (`common::runner::node`): the last run's document holds the earlier runs' results too, read
+// from the files this names (one per line), as `node --test` would have reported them all.
+const earlierParts = (process.env.ASSAY_NODE_PARTS ?? '').split('\n').filter((path) => path !== '');
 
 function firstLine(text) {
   return String(text ?? '').split('\n').find((line) => line.trim() !== '')?.trim() ?? '';
@@ -51,5 +56,16 @@ export default async function* assayReporter(source) {
       if (match) counts[match[1]] = Number(match[2]);
     }
   }
-  yield `${JSON.stringify({ schema: 'assay.node/v1', counts, results, ...(rerun ? { rerun } : {}) })}\n`;
+  const merged = { counts: {}, results: [] };
+  // A part that cannot be read throws here: the run then writes no report, and is run again
+  // under `node --test`.
+  for (const path of earlierParts) {
+    const part = JSON.parse(readFileSync(path, 'utf8'));
+    merged.results.push(...part.results);
+    for (const [key, value] of Object.entries(part.counts)) merged.counts[key] = (merged.counts[key] ?? 0) + value;
+  }
+  merged.results.push(...results);
+  for (const [key, value] of Object.entries(counts)) merged.counts[key] = (merged.counts[key] ?? 0) + value;
+  const document = { schema: 'assay.node/v1', counts: merged.counts, results: merged.results };
+  yield `${JSON.stringify({ ...document, ...(rerun ? { rerun } : {}) })}\n`;
 }

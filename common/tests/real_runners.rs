@@ -343,8 +343,10 @@ fn a_mutants_one_test_file_runs_in_node_itself_and_reports_as_under_the_runner()
         let files: Vec<String> = set.iter().map(|f| format!("test/{f}")).collect();
         let (runner_code, under_runner) =
             report_of(&runner.command(&default, &files, &[]), "runner.json");
-        let (direct_code, direct) =
-            report_of(&runner.runner().mutant_command(&default, &files), "direct.json");
+        let (direct_code, direct) = report_of(
+            &runner.runner().mutant_command(&default, &files),
+            "direct.json",
+        );
         assert_eq!(judged_run(direct), judged_run(under_runner), "{set:?}");
         assert_eq!(direct_code, runner_code, "{set:?}");
         // Nothing but the report is left beside it.
@@ -362,7 +364,10 @@ fn a_mutants_one_test_file_runs_in_node_itself_and_reports_as_under_the_runner()
     let report = parsed(outcome);
     assert_eq!(report.cases.len(), 1);
     assert_eq!(report.cases[0].name, "in_node_itself");
-    let two = ["test/where.test.js".to_owned(), "test/cli.test.js".to_owned()];
+    let two = [
+        "test/where.test.js".to_owned(),
+        "test/cli.test.js".to_owned(),
+    ];
     let (_, outcome) = report_of(&runner.runner().mutant_command(&default, &two), "two.json");
     let report = parsed(outcome);
     assert_eq!(case(&report, "in_node_itself").file, "test/where.test.js");

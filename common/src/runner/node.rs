@@ -165,10 +165,10 @@ drop() { j=1; while [ "$j" -lt "$n" ]; do rm -f "$report.$j"; j=$((j + 1)); done
 rm -f "$report"
 code=0; parts=''; i=1
 while [ "$i" -le "$n" ]; do
-    out=$report.$i
-    [ "$i" -eq "$n" ] && out=$report
+    out=$report.$i; joined=''
+    [ "$i" -eq "$n" ] && out=$report && joined=$parts
     rm -f "$out"
-    export ASSAY_NODE_PARTS="$parts"
+    export ASSAY_NODE_PARTS="$joined"
     eval "$command \"--test-reporter-destination=\$out\" \"\${$((p + i))}\""
     status=$?
     if [ ! -s "$out" ]; then

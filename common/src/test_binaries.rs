@@ -190,6 +190,9 @@ pub struct BuiltMessage {
     /// The target it was built for.
     #[serde(default)]
     pub target: BuiltTarget,
+    /// A Go build's tool directory (`go env GOTOOLDIR`), where its test2json is.
+    #[serde(default)]
+    pub go_tool_dir: Option<String>,
 }
 
 /// A built binary's target, as cargo names it.
@@ -223,6 +226,8 @@ struct Artifact {
     profile: Option<Profile>,
     #[serde(default)]
     executable: Option<String>,
+    #[serde(default)]
+    go_tool_dir: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -247,12 +252,15 @@ pub fn built(stdout: &str) -> Vec<Built> {
             continue;
         };
         let file = executable.rsplit('/').next().unwrap_or(&executable);
-        let message = serde_json::json!({
+        let mut message = serde_json::json!({
             "reason": "compiler-artifact",
             "package_id": artifact.package_id,
             "target": {"kind": target["kind"], "name": target["name"]},
             "executable": file,
         });
+        if let Some(dir) = artifact.go_tool_dir.filter(|dir| check_go_tool_dir(dir)) {
+            message["go_tool_dir"] = dir.into();
+        }
         built.push(Built {
             executable: executable.clone(),
             manifest_path: artifact.manifest_path,
@@ -355,8 +363,8 @@ impl Index {
 pub fn script(index: &Index, selection: Option<&Selection>) -> String {
     let mut script = format!(
         "# Runs the prebuilt test executables beside this script as `cargo test` would.\n\
-         here=$(cd \"$(dirname \"$0\")\" && pwd) || exit 101\n\
-         root=$(pwd)\n\
+         case $0 in /*) here=${{0%/*}} ;; */*) here=$PWD/${{0%/*}} ;; *) here=$PWD ;; esac\n\
+         root=$PWD\n\
          if [ -n \"${{{TRACE_VARIABLE}:-}}\" ]; then exec 3>&2; echo {TRACE_ON} >&2; \
          else exec 3>/dev/null; fi\n"
     );
@@ -464,6 +472,16 @@ pub fn check_import_path(path: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/' | '~' | '+'))
 }
 
+/// Whether `dir` is a plain absolute directory a Go build may name as its tool directory.
+fn check_go_tool_dir(dir: &str) -> bool {
+    dir.starts_with('/')
+        && dir.len() <= 1024
+        && !dir.split('/').any(|part| part == "..")
+        && dir
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/' | '~' | '+'))
+}
+
 /// The id a selection names an executable by: a Go package's import path, else the libtest
 /// binary id.
 pub fn binary_id(message: &str) -> Option<String> {
@@ -503,8 +521,14 @@ fn go_script(
         crate::report::go::RERUN_PACKAGE_SUFFIX
     ));
     let label = quote(&format!("bin:{import_path}"));
+    // The build's own test2json, where this machine has it at the same place: no lookup.
+    let recorded = BuiltMessage::parse(&binary.message)
+        .ok()
+        .and_then(|m| m.go_tool_dir)
+        .filter(|dir| check_go_tool_dir(dir))
+        .map_or_else(|| "''".to_owned(), |dir| quote(&format!("{dir}/test2json")));
     script.push_str(&format!(
-        "t2j=''; g=$(command -v go) && g=$(readlink -f \"$g\") && for t in \"${{g%/bin/go}}\"/pkg/tool/*/test2json; do [ -x \"$t\" ] && t2j=$t; done\n\
+        "t2j={recorded}; [ -x \"$t2j\" ] || {{ t2j=''; g=$(command -v go) && g=$(readlink -f \"$g\") && for t in \"${{g%/bin/go}}\"/pkg/tool/*/test2json; do [ -x \"$t\" ] && t2j=$t; done; }}\n\
          [ -n \"$t2j\" ] || t2j=$(go env GOTOOLDIR 2>/dev/null)/test2json\n\
          [ -x \"$t2j\" ] || t2j=''\n\
          gorun() {{ p=$1; shift; (cd \"$root/\"{dir} && if [ -n \"$t2j\" ]; then exec \"$t2j\" -p \"$p\" \"$here/bin/\"{file} -test.v -test.paniconexit0 \"$@\"; \
@@ -561,6 +585,36 @@ not a message
         assert_eq!(message["executable"], "pager-54c5");
         assert_eq!(message["target"]["name"], "pager");
         assert!(message.get("filenames").is_none());
+    }
+
+    #[test]
+    fn a_go_build_keeps_its_tool_directory_only_when_it_is_a_plain_absolute_path() {
+        let line = |dir: &str| {
+            let mut message: serde_json::Value = serde_json::from_str(&go_message(
+                "example.com/m/calc",
+                "/work/tree/.assay-go-tests/1.test",
+                "/work/tree/calc",
+            ))
+            .unwrap();
+            message["go_tool_dir"] = dir.into();
+            message.to_string()
+        };
+        let kept = |dir: &str| {
+            let built = built(&line(dir));
+            assert_eq!(built.len(), 1, "{dir}");
+            BuiltMessage::parse(&built[0].message).unwrap().go_tool_dir
+        };
+        let plain = "/usr/lib/go-1.19/pkg/tool/linux_amd64";
+        assert_eq!(kept(plain).as_deref(), Some(plain));
+        for hostile in [
+            "pkg/tool",
+            "/usr/lib/go/../../tmp",
+            "/tmp/x'; id; '",
+            "/tmp/$(id)",
+            "/tmp/a\nb",
+        ] {
+            assert_eq!(kept(hostile), None, "{hostile}");
+        }
     }
 
     #[test]
@@ -760,6 +814,16 @@ not a message
     /// tests, fails `TestB` when `FAIL_B` is set and says what it was asked) under the real
     /// test2json.
     fn run_go_script(selection: Option<&Selection>, env: &[(&str, &str)]) -> (String, String) {
+        let message = go_message("example.com/m/calc", "1.test", "");
+        run_go_script_built(&message, selection, env)
+    }
+
+    /// [`run_go_script`] with the executable's build message `message`.
+    fn run_go_script_built(
+        message: &str,
+        selection: Option<&Selection>,
+        env: &[(&str, &str)],
+    ) -> (String, String) {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         let here = dir.path().join("test-binaries");
@@ -776,11 +840,10 @@ echo PASS
         let file = here.join("bin").join("1.test");
         std::fs::write(&file, stand_in).unwrap();
         std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let message = go_message("example.com/m/calc", "1.test", "");
         let index = Index::new(vec![Binary {
             file: "1.test".into(),
             package_dir: "calc".into(),
-            message,
+            message: message.to_owned(),
         }]);
         std::fs::write(here.join("run.sh"), script(&index, selection)).unwrap();
         let mut command = std::process::Command::new("sh");
@@ -841,6 +904,48 @@ echo PASS
         };
         let (stdout, _) = run_go_script(Some(&other), &[]);
         assert!(stdout.is_empty(), "{stdout}");
+    }
+
+    #[test]
+    fn a_go_run_uses_the_test2json_its_build_recorded_and_ignores_a_hostile_record() {
+        use std::os::unix::fs::PermissionsExt;
+        let tools = tempfile::tempdir().unwrap();
+        let recorded = tools.path().join("test2json");
+        std::fs::write(&recorded, "#!/bin/sh\necho 'the recorded test2json ran'\n").unwrap();
+        std::fs::set_permissions(&recorded, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let built = |tool_dir: &str| {
+            let mut message: serde_json::Value =
+                serde_json::from_str(&go_message("example.com/m/calc", "1.test", "")).unwrap();
+            message["go_tool_dir"] = tool_dir.into();
+            message.to_string()
+        };
+        let dir = tools.path().to_str().unwrap();
+        let (stdout, _) = run_go_script_built(&built(dir), None, &[]);
+        assert_eq!(stdout, "the recorded test2json ran\n");
+        // A record naming no test2json here falls back to the one beside `go`.
+        let (stdout, _) = run_go_script_built(&built("/nonexistent/tools"), None, &[]);
+        assert!(
+            stdout.contains(r#""Action":"pass","Package":"example.com/m/calc","Test":"TestA""#),
+            "{stdout}"
+        );
+        // Neither a relative directory, a `..` nor a shell's characters are taken.
+        for hostile in [
+            "tools",
+            &format!("{dir}/../{}", tools.path().file_name().unwrap().to_str().unwrap()),
+            &format!("{dir}'; touch pwned; '"),
+            &format!("{dir}$(touch pwned)"),
+        ] {
+            let script = script(
+                &Index::new(vec![Binary {
+                    file: "1.test".into(),
+                    package_dir: "calc".into(),
+                    message: built(hostile),
+                }]),
+                None,
+            );
+            assert!(script.starts_with("# Runs"), "{script}");
+            assert!(script.contains("\nt2j=''; "), "{hostile} was taken: {script}");
+        }
     }
 
     #[test]

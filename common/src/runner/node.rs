@@ -153,12 +153,8 @@ exit $code
 /// file's failure. Arguments are only ever expanded as `"${N}"`, never re-read as code.
 const NODE_DIRECT_SCRIPT: &str = r#"report=$1; n=$2; shift 2
 p=$(($# - n))
-command=''; rest=''; files=''; j=1
-while [ "$j" -le "$p" ]; do
-    command="$command \"\${$j}\""
-    [ "$j" -gt 1 ] && rest="$rest \"\${$j}\""
-    j=$((j + 1))
-done
+rest=''; files=''; j=2
+while [ "$j" -le "$p" ]; do rest="$rest \"\${$j}\""; j=$((j + 1)); done
 j=1
 while [ "$j" -le "$n" ]; do files="$files \"\${$((p + j))}\""; j=$((j + 1)); done
 drop() { j=1; while [ "$j" -lt "$n" ]; do rm -f "$report.$j"; j=$((j + 1)); done; }
@@ -169,7 +165,7 @@ while [ "$i" -le "$n" ]; do
     [ "$i" -eq "$n" ] && out=$report && joined=$parts
     rm -f "$out"
     export ASSAY_NODE_PARTS="$joined"
-    eval "$command \"--test-reporter-destination=\$out\" \"\${$((p + i))}\""
+    eval "\"\${1}\"$rest \"--test-reporter-destination=\$out\" \"\${$((p + i))}\""
     status=$?
     if [ ! -s "$out" ]; then
         drop; rm -f "$report"; unset ASSAY_NODE_PARTS

@@ -29,7 +29,8 @@ const BLAMED: &str = "its switch did not compile in the schema";
 /// The build job's script, run as `sh -c SCRIPT assay-build DIR IMPORT_PATH …`: each package's
 /// test executable built (`go test -c`), its compiler errors on stderr, and for each built one
 /// a build message on stdout naming it, its package's directory and import path (what the
-/// worker keeps; a package with no test file builds none). Every package is built even after
+/// worker keeps; a package with no test file builds none), and the go command's tool
+/// directory, so each run finds test2json without asking the go command again. Every package is built even after
 /// one fails, and `-gcflags=-e` lifts the compiler's limit of ten errors per package, so one
 /// round's errors name as many unviable mutants as the compiler reports at once. `-vet=off`, as
 /// every Go run of Assay's (`runner::go`): a vet finding (`c == 'r' && c == 'd'` is "suspect")
@@ -37,6 +38,9 @@ const BLAMED: &str = "its switch did not compile in the schema";
 /// only speak once the code compiles, a build round of its own.
 const BUILD_SCRIPT: &str = r#"out="$PWD/.assay-go-tests"
 mkdir -p "$out" || exit 1
+tools=$(go env GOTOOLDIR 2>/dev/null)
+case $tools in /*) ;; *) tools='' ;; esac
+case $tools in *[!A-Za-z0-9/._+~-]*) tools='' ;; esac
 failed=0
 i=0
 while [ $# -ge 2 ]; do
@@ -44,7 +48,7 @@ while [ $# -ge 2 ]; do
     if [ -z "$dir" ]; then pkg=.; base="$PWD"; else pkg="./$dir"; base="$PWD/$dir"; fi
     if go test -c -vet=off -gcflags=-e -o "$out/$i.test" "$pkg" </dev/null; then
         [ -f "$out/$i.test" ] || continue
-        printf '{"reason":"compiler-artifact","package_id":"go %s","manifest_path":"%s/go-package","target":{"kind":["go-test"],"name":"%s"},"profile":{"test":true},"executable":"%s/%s.test"}\n' "$import" "$base" "$import" "$out" "$i"
+        printf '{"reason":"compiler-artifact","package_id":"go %s","manifest_path":"%s/go-package","target":{"kind":["go-test"],"name":"%s"},"profile":{"test":true},"executable":"%s/%s.test","go_tool_dir":"%s"}\n' "$import" "$base" "$import" "$out" "$i" "$tools"
     else
         failed=1
     fi

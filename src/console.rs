@@ -38,6 +38,25 @@ pub fn out(text: std::fmt::Arguments<'_>) {
     }
 }
 
+/// Set when stderr's reader went away (`assay mutate 2>&1 | head -1`).
+static STDERR_CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// Writes to stderr, as [`out`] to stdout: a reader that closed the pipe is not an error of the
+/// command, and what is left to say there is dropped (std's `eprint!` would panic).
+pub fn err(text: std::fmt::Arguments<'_>) {
+    if STDERR_CLOSED.load(Ordering::Relaxed) {
+        return;
+    }
+    let mut stderr = std::io::stderr().lock();
+    if stderr
+        .write_fmt(text)
+        .and_then(|()| stderr.flush())
+        .is_err()
+    {
+        STDERR_CLOSED.store(true, Ordering::Relaxed);
+    }
+}
+
 /// [`out`] and a newline.
 pub fn outln(text: std::fmt::Arguments<'_>) {
     out(format_args!("{text}\n"));
@@ -54,7 +73,7 @@ pub fn document(bytes: &[u8]) {
 /// document took stdout.
 pub fn human(text: std::fmt::Arguments<'_>) {
     if HUMAN_ON_STDERR.load(Ordering::Relaxed) {
-        let _ = std::io::stderr().lock().write_fmt(text);
+        err(text);
     } else {
         out(text);
     }

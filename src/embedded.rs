@@ -38,7 +38,7 @@ pub fn result_cache(
 ) -> Result<ResultCache, CacheUnavailable> {
     if let Some(why) = sandbox.unconfined() {
         if !quiet {
-            eprintln!(
+            errln!(
                 "[sandbox] warning: the code under test runs unconfined ({why}): it can reach this machine's files and network"
             );
         }

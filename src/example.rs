@@ -87,7 +87,7 @@ pub async fn run(args: &ExampleArgs) -> Result<u8, Failure> {
     };
     create_repository(&dir).infrastructure()?;
     if !args.quiet {
-        eprintln!(
+        errln!(
             "[example] repository with a fix for the last partial page at {}",
             dir.display()
         );

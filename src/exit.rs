@@ -84,7 +84,7 @@ pub fn of_proof(evidence: &Evidence) -> u8 {
         Verdict::Refuted => 1,
         Verdict::Unverified | Verdict::Unstable => {
             if let Some(failure) = console::infrastructure_failure(evidence) {
-                eprintln!("error: infrastructure failure: {failure}");
+                errln!("error: infrastructure failure: {failure}");
                 3
             } else {
                 4

@@ -32,7 +32,7 @@ pub fn run_history(args: &HistoryArgs) -> Result<u8, Failure> {
     let path = history::history_path(&state_dir(&args.state_dir), &repository, &branch);
     let (history, problem) = history::load(&path, &repository, &branch);
     if let Some(problem) = problem {
-        eprintln!("warning: suite history {} is {problem}", path.display());
+        errln!("warning: suite history {} is {problem}", path.display());
     }
     if args.json {
         let json = serde_json::to_string_pretty(&history)

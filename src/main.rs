@@ -1,6 +1,14 @@
 //! The `assay` binary: parses flags, starts logging, calls the libraries, maps errors to the
 //! documented exit codes. Nothing here decides a verdict.
 
+/// `errln!` that never panics: a line on stderr, dropped quietly once stderr's reader went
+/// away (`assay mutate 2>&1 | head -1`), as [`console::out`] does for stdout.
+macro_rules! errln {
+    ($($arg:tt)*) => {
+        $crate::console::err(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
 mod annotations;
 mod atomic_file;
 mod cache_command;
@@ -114,7 +122,7 @@ fn main() -> ExitCode {
     {
         Ok(runtime) => runtime,
         Err(e) => {
-            eprintln!("error: failed to start the async runtime: {e}");
+            errln!("error: failed to start the async runtime: {e}");
             return ExitCode::from(exit::INTERNAL);
         }
     };
@@ -137,7 +145,7 @@ fn main() -> ExitCode {
     match outcome {
         Ok(code) => ExitCode::from(code),
         Err(Failure { code, error }) => {
-            eprintln!("error: {}", exit::one_line(&error));
+            errln!("error: {}", exit::one_line(&error));
             ExitCode::from(code)
         }
     }

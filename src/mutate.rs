@@ -202,7 +202,7 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
             let cache = embedded::result_cache(store.clone(), mode, &sandbox, args.console.quiet)
                 .map_err(|why| {
                     if !args.console.quiet {
-                        eprintln!(
+                        errln!(
                             "[cache] not used: {}",
                             assay_transport::error_chain::error_chain(&why)
                         );
@@ -257,7 +257,7 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
         // nothing wrong with that.
         Err(e @ MutateError::NothingChanged { .. }) => {
             progress.terminal.finish();
-            println!("mutate: {e}");
+            console::outln(format_args!("mutate: {e}"));
             return Ok(0);
         }
         other => other,
@@ -278,10 +278,10 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
         && let Some(outcome) = &report.cache
     {
         if let Some(line) = console::refusals_line(&outcome.refused, "mutants") {
-            eprintln!("{line}");
+            errln!("{line}");
         }
         match &outcome.not_used {
-            Some(why) => eprintln!("[cache] not used: {why}"),
+            Some(why) => errln!("[cache] not used: {why}"),
             None => {
                 let from = console::stored_by(
                     report
@@ -289,14 +289,16 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
                         .iter()
                         .filter_map(|r| Some(r.cached.as_ref()?.run_id.0.as_str())),
                 );
-                eprintln!(
+                errln!(
                     "[cache] {} of {} mutants answered from the cache{from}, {} results stored",
-                    outcome.served, outcome.eligible, outcome.stored
+                    outcome.served,
+                    outcome.eligible,
+                    outcome.stored
                 );
             }
         }
         if let Some(why) = &outcome.store_error {
-            eprintln!("[cache] results not stored: {why}");
+            errln!("[cache] results not stored: {why}");
         }
     }
     let stryker = report.stryker_report();

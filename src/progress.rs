@@ -84,7 +84,7 @@ impl Terminal {
         match &self.bar {
             // A bar not drawn yet (before the first count) would drop the line.
             Some(bar) if !bar.is_hidden() => bar.println(text),
-            _ => eprintln!("{text}"),
+            _ => errln!("{text}"),
         }
     }
 

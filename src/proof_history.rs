@@ -39,7 +39,7 @@ pub async fn record(
     )
     .await;
     for warning in &warnings {
-        eprintln!("warning: {warning}");
+        errln!("warning: {warning}");
     }
     for record in &recorded {
         suite_state::print_alerts(record);

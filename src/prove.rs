@@ -252,7 +252,7 @@ fn settings(args: &ProveArgs) -> Result<Settings, Failure> {
     .map_err(|e| Failure::usage(e.into()))?;
     if let Some(runner) = criteria_runner {
         for hint in runner.unquoted_sentence_hints(&criteria_text, &criteria) {
-            eprintln!("warning: {hint}");
+            errln!("warning: {hint}");
         }
     }
     let test_command = args
@@ -485,7 +485,7 @@ async fn run_on_fleet(
     // The coordinator marked what its cache answered; said as embedded mode says it.
     let served = evidence.jobs.iter().filter(|j| j.cached.is_some()).count();
     if !args.console.quiet && submission.cache != CacheMode::Off && served > 0 {
-        eprintln!(
+        errln!(
             "[cache] {served} of {} jobs answered from the fleet's cache",
             prepared.jobs.len()
         );
@@ -511,9 +511,10 @@ async fn run_embedded(
     if !args.console.quiet
         && let Some(container) = &recorded.container
     {
-        eprintln!(
+        errln!(
             "[prove] jobs run in containers of {} ({})",
-            container.image, container.image_id
+            container.image,
+            container.image_id
         );
     }
     let (ctx, _scratch) =
@@ -528,7 +529,7 @@ async fn run_embedded(
     )
     .unwrap_or_else(|why| {
         if !args.console.quiet {
-            eprintln!(
+            errln!(
                 "[cache] not used: {}",
                 assay_transport::error_chain::error_chain(&why)
             );
@@ -548,16 +549,16 @@ async fn run_embedded(
         .await;
     if !args.console.quiet {
         if let Some(line) = console::refusals_line(&caching.rejected(), "jobs") {
-            eprintln!("{line}");
+            errln!("{line}");
         }
         match &settled.stored {
-            Ok(written) if mode != CacheMode::Off => eprintln!(
+            Ok(written) if mode != CacheMode::Off => errln!(
                 "[cache] {} of {} jobs answered from the cache, {written} results stored",
                 settled.served,
                 prepared.jobs.len()
             ),
             Ok(_) => {}
-            Err(e) => eprintln!(
+            Err(e) => errln!(
                 "[cache] results not stored: {}",
                 assay_transport::error_chain::error_chain(e)
             ),

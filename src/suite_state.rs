@@ -48,7 +48,7 @@ pub fn open_history(state: &Path, repository: &str, branch: &str) -> (PathBuf, H
     let path = history::history_path(state, repository, branch);
     let (history, problem) = history::load(&path, repository, branch);
     if let Some(problem) = problem {
-        eprintln!(
+        errln!(
             "warning: suite history {} is {problem}; starting it over",
             path.display()
         );
@@ -59,15 +59,17 @@ pub fn open_history(state: &Path, repository: &str, branch: &str) -> (PathBuf, H
 /// Saves history; failing to is a warning, since the run's own result stands.
 pub fn save_history(path: &Path, history: &History) {
     if let Err(e) = history::save(path, history) {
-        eprintln!("warning: {:#}", anyhow::Error::from(e));
+        errln!("warning: {:#}", anyhow::Error::from(e));
     }
 }
 
 pub fn print_alerts(record: &RunRecord) {
     for alert in &record.alerts {
-        eprintln!(
+        errln!(
             "[ALERT] [{}] {}: {}",
-            alert.severity, alert.kind, alert.detail
+            alert.severity,
+            alert.kind,
+            alert.detail
         );
     }
 }

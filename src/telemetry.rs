@@ -26,7 +26,7 @@ impl Drop for Telemetry {
         if let Some(provider) = self.provider.take()
             && let Err(e) = provider.shutdown()
         {
-            eprintln!("warning: failed to export the last trace spans: {e}");
+            errln!("warning: failed to export the last trace spans: {e}");
         }
     }
 }

@@ -135,7 +135,7 @@ pub async fn run_test(args: &TestArgs) -> Result<u8, Failure> {
     let fleet = args.target.connect().await?;
     let halt = admission_gate(fleet.as_ref(), &state).await?;
     if let Some(reason) = halt.stop_reason() {
-        eprintln!("[HALT] test stopped. Reason: {reason}");
+        errln!("[HALT] test stopped. Reason: {reason}");
         return Ok(INFRASTRUCTURE);
     }
     let (commit, tree) = resolve_tree(&repo, &args.rev)?;
@@ -347,10 +347,10 @@ impl CacheOpener for EmbeddedCaches {
 /// The quarantine ledger gate failed: its violations, and exit 1.
 fn refused(args: &TestArgs, gate: &LedgerGate) -> Result<u8, Failure> {
     for violation in &gate.violations {
-        eprintln!("[audit] FAIL {}: {violation}", gate.path);
+        errln!("[audit] FAIL {}: {violation}", gate.path);
     }
     let base = args.audit_base.as_deref().unwrap_or("the base");
-    eprintln!("error: the quarantine ledger gate failed against {base}; nothing was run");
+    errln!("error: the quarantine ledger gate failed against {base}; nothing was run");
     Ok(1)
 }
 
@@ -378,7 +378,7 @@ async fn ran_to_an_end(
     if !args.console.quiet {
         let (totals, failed) = (&report.totals, ran.guest_failures);
         let line = closing_line(totals, ran.ending, failed, ran.audit_failed);
-        eprintln!("{line}");
+        errln!("{line}");
     }
     let previous = ran.history.runs.iter().rev().skip(1);
     let previous = previous.clone().find(|r| r.status != SuiteStatus::Error);

@@ -402,6 +402,78 @@ fn with_stdout_closed(args: &[&std::ffi::OsStr], state: &std::path::Path) -> std
     child.wait_with_output().expect("assay ends")
 }
 
+/// `assay ARGS 2>&1 >out | head -0`: stderr is a pipe whose reader is gone, so every progress
+/// line fails to write.
+fn with_stderr_closed(args: &[&std::ffi::OsStr], state: &std::path::Path) -> std::process::Output {
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader);
+    let child = assay()
+        .args(args)
+        .env("ASSAY_STATE_DIR", state)
+        .stdout(Stdio::piped())
+        .stderr(writer)
+        .spawn()
+        .expect("assay starts");
+    child.wait_with_output().expect("assay ends")
+}
+
+#[test]
+fn a_closed_stderr_changes_neither_the_exit_code_nor_stdout_of_mutate_and_prove() {
+    let repo = pytest_pager_repo();
+    uncommitted_fix(&repo);
+    repo.commit("pager: count the last partial page");
+    let out_dir = tempfile::tempdir().expect("temp dir");
+    let state = out_dir.path().join("state");
+    let store = format!("file://{}", out_dir.path().join("store").display());
+    let repo_arg = repo.path().as_os_str();
+    let words = |words: &[&str]| -> Vec<std::ffi::OsString> {
+        words
+            .iter()
+            .map(std::ffi::OsString::from)
+            .chain([repo_arg.to_owned()])
+            .collect()
+    };
+    let prove = words(&[
+        "prove",
+        "--base",
+        "main~1",
+        "--no-mutation",
+        "--store",
+        &store,
+        "--criterion",
+        "test: test_partial_last_page_is_counted",
+        "-C",
+    ]);
+    let mutate = words(&["mutate", "--no-cache", "--store", &store, "pager.py", "-C"]);
+    for args in [prove, mutate] {
+        let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+        let open = assay()
+            .args(&args)
+            .env("ASSAY_STATE_DIR", &state)
+            .output()
+            .expect("assay runs");
+        let open_stderr = String::from_utf8_lossy(&open.stderr);
+        assert!(
+            open_stderr.lines().count() > 1,
+            "the run says something on stderr: {open_stderr}"
+        );
+        let closed = with_stderr_closed(&args, &state);
+        // A panic would exit 101, and its message would be lost with stderr.
+        assert_eq!(closed.status.code(), open.status.code(), "{args:?}");
+        // `proof ID: PROVEN (…)`, `mutate: N mutants: … (…)`: what was decided, not its id or
+        // time.
+        let summary = |out: &[u8]| {
+            String::from_utf8_lossy(out)
+                .lines()
+                .find(|l| l.starts_with("mutate: ") || l.starts_with("proof "))
+                .and_then(|l| l.split_once(": "))
+                .map(|(_, said)| said.split(" (").next().unwrap_or(said).to_owned())
+        };
+        assert!(summary(&open.stdout).is_some(), "{args:?}: {open:?}");
+        assert_eq!(summary(&closed.stdout), summary(&open.stdout), "{args:?}");
+    }
+}
+
 #[test]
 fn a_closed_stdout_ends_history_and_prove_quietly() {
     let repo = pytest_pager_repo();

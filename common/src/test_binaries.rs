@@ -931,7 +931,10 @@ echo PASS
         // Neither a relative directory, a `..` nor a shell's characters are taken.
         for hostile in [
             "tools",
-            &format!("{dir}/../{}", tools.path().file_name().unwrap().to_str().unwrap()),
+            &format!(
+                "{dir}/../{}",
+                tools.path().file_name().unwrap().to_str().unwrap()
+            ),
             &format!("{dir}'; touch pwned; '"),
             &format!("{dir}$(touch pwned)"),
         ] {
@@ -944,7 +947,10 @@ echo PASS
                 None,
             );
             assert!(script.starts_with("# Runs"), "{script}");
-            assert!(script.contains("\nt2j=''; "), "{hostile} was taken: {script}");
+            assert!(
+                script.contains("\nt2j=''; "),
+                "{hostile} was taken: {script}"
+            );
         }
     }
 

@@ -652,9 +652,8 @@ async fn a_small_proof_is_not_starved_by_a_huge_one_submitted_first() {
     // proof's, leaving the huge one about a quarter of its work once the small one is done.
     let small_finished = small_submitted + small_took;
     let huge_finished = started + huge_took;
-    let huge_work_per_slot = Duration::from_secs_f64(
-        huge_evidence.jobs.iter().map(|j| j.duration_s).sum::<f64>() / 2.0,
-    );
+    let huge_work_per_slot =
+        Duration::from_secs_f64(huge_evidence.jobs.iter().map(|j| j.duration_s).sum::<f64>() / 2.0);
     let huge_left = huge_finished.saturating_duration_since(small_finished);
     assert!(
         huge_left * 2 > huge_work_per_slot,

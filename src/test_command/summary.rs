@@ -7,22 +7,24 @@ pub(super) fn print_findings(args: &TestArgs, ran: &SuiteRan) {
     let audit = &ran.report.audit;
     audit.reachability.iter().flatten().for_each(print_reach);
     for warning in &ran.warnings {
-        eprintln!("warning: {warning}");
+        errln!("warning: {warning}");
     }
     if let Some(scope) = &audit.scope {
         print_scope(scope, args.audit_base.as_deref().unwrap_or("the base"));
     }
     print_order_dependent(&ran.report.cases);
     for outlier in &audit.selection.executed_not_selected {
-        eprintln!(
+        errln!(
             "[audit] FAIL containment: job {} executed {}, which it did not select",
-            outlier.job, outlier.id
+            outlier.job,
+            outlier.id
         );
     }
     for outlier in &audit.selection.selected_not_collected {
-        eprintln!(
+        errln!(
             "[audit] FAIL containment: job {} selected {}, which the tree does not collect",
-            outlier.job, outlier.id
+            outlier.job,
+            outlier.id
         );
     }
     if let Some(cache) = &ran.report.cache
@@ -40,7 +42,7 @@ pub(super) fn print_order_dependent(cases: &[CaseReport]) {
         .map(|c| c.display.as_str())
         .collect();
     if !names.is_empty() {
-        eprintln!(
+        errln!(
             "[order] {} order-dependent (failed when run apart from the cases before {}, passed with the whole suite in collection order; counted as passed): {}",
             match names.len() {
                 1 => "1 case is".to_owned(),
@@ -55,12 +57,12 @@ pub(super) fn print_order_dependent(cases: &[CaseReport]) {
 /// A changed file the executed tests do not reach, or only in part.
 pub(super) fn print_reach(file: &reach::FileReach) {
     if !file.imported {
-        eprintln!(
+        errln!(
             "[audit] UNREACHED {}: no executed test imports it",
             file.file
         );
     } else if !file.unreached.is_empty() {
-        eprintln!(
+        errln!(
             "[audit] UNREACHED {}: changed lines {}",
             file.file,
             reach::ranges(&file.unreached)
@@ -72,28 +74,31 @@ pub(super) fn print_reach(file: &reach::FileReach) {
 /// was not used (unless `--no-cache` said so).
 pub(super) fn print_cache(cache: &SuiteCacheReport, ran: &SuiteRan, no_cache: bool) {
     if let Some(why) = &cache.withheld {
-        eprintln!("[cache] passes not stored: {why}");
+        errln!("[cache] passes not stored: {why}");
         return;
     }
     if let Some(why) = &cache.not_used {
         if !no_cache {
-            eprintln!("[cache] not used: {why}");
+            errln!("[cache] not used: {why}");
         }
         return;
     }
     for refused in &cache.refused {
-        eprintln!(
+        errln!(
             "[cache] refused entry {}: {}; the case ran instead",
-            refused.entry, refused.why
+            refused.entry,
+            refused.why
         );
     }
     let from = console::stored_by(ran.answered_by.iter().map(String::as_str));
-    eprintln!(
+    errln!(
         "[cache] {} of {} cases answered from the cache{from}, {} passes stored",
-        cache.served, ran.selected, cache.stored
+        cache.served,
+        ran.selected,
+        cache.stored
     );
     if let Some(why) = &cache.store_error {
-        eprintln!("[cache] passes not stored: {why}");
+        errln!("[cache] passes not stored: {why}");
     }
 }
 
@@ -128,7 +133,7 @@ pub(super) fn print_scope(audit: &ScopeAudit, base: &str) {
         .into_iter()
         .flatten()
     {
-        eprintln!("[audit] FAIL not checked: {why}");
+        errln!("[audit] FAIL not checked: {why}");
     }
     let excuse = |excused: &Option<scope::ScopeException>| match excused {
         Some(e) => format!(
@@ -151,7 +156,7 @@ pub(super) fn print_scope(audit: &ScopeAudit, base: &str) {
         } else {
             "FAIL"
         };
-        eprintln!(
+        errln!(
             "[audit] {verdict} closure: {} reads {}, which the change touches, and was not run{}",
             gap.test,
             reads.join(", "),
@@ -163,7 +168,7 @@ pub(super) fn print_scope(audit: &ScopeAudit, base: &str) {
             Relocation::Renamed => "RENAMED",
             Relocation::Moved => "MOVED",
         };
-        eprintln!("[audit] {how} {} -> {}", moved.from, moved.to);
+        errln!("[audit] {how} {} -> {}", moved.from, moved.to);
     }
     for removed in &audit.inventory.found.removed {
         let verdict = if removed.excused_by.is_some() {
@@ -171,19 +176,20 @@ pub(super) fn print_scope(audit: &ScopeAudit, base: &str) {
         } else {
             "FAIL"
         };
-        eprintln!(
+        errln!(
             "[audit] {verdict} inventory: {} is collected at {base} and gone at the candidate{}",
             removed.test,
             excuse(&removed.excused_by)
         );
     }
     for expired in &audit.exceptions.usage.expired {
-        eprintln!(
+        errln!(
             "[audit] exception for {} expired on {}: it excuses nothing",
-            expired.test, expired.expires
+            expired.test,
+            expired.expires
         );
     }
     if !audit.passed() {
-        eprintln!("error: the selection audit's scope gates failed against {base}");
+        errln!("error: the selection audit's scope gates failed against {base}");
     }
 }

@@ -23,16 +23,20 @@ use std::time::Duration;
 
 #[derive(Args, Debug, Clone)]
 pub struct MutateArgs {
-    /// Repository whose HEAD commit is mutated (never the working tree).
+    /// Repository whose HEAD commit is mutated (its work tree with --worktree).
     #[arg(short = 'C', long = "repo", value_name = "DIR", default_value = ".")]
     pub repo: PathBuf,
+    /// Mutate the work tree as it is, not HEAD: tracked files with their uncommitted edits and
+    /// untracked files that are not ignored. Neither the index nor the files are touched.
+    #[arg(long)]
+    pub worktree: bool,
     /// Files or directories to mutate, relative to the repository, or a file's lines as
     /// PATH:START-END (PATH:LINE for one) [default: every product Python, Rust, Go or
     /// JavaScript file].
     #[arg(value_name = "PATH[:START-END]")]
     pub paths: Vec<String>,
-    /// Mutate only the lines HEAD adds or changes since REV (a branch, tag or commit), for CI:
-    /// `--since origin/main`. Nothing changed: exit 0.
+    /// Mutate only the lines HEAD (the work tree with --worktree) adds or changes since REV (a
+    /// branch, tag or commit), for CI: `--since origin/main`. Nothing changed: exit 0.
     #[arg(long, value_name = "REV")]
     pub since: Option<String>,
     /// Survivors fail the run (exit 5) only when the mutation score is below SCORE percent
@@ -108,13 +112,23 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
             )
         })
         .usage()?;
+    let tree = if args.worktree {
+        assay_engine::source::worktree_tree(&repo).map_err(|e| Failure::usage(e.into()))?
+    } else {
+        if let Some(changes) = crate::prove::uncommitted(&repo)? {
+            errln!(
+                "warning: the work tree has changes HEAD does not ({changes}); HEAD is mutated without them (hint: pass --worktree to mutate the work tree as it is)"
+            );
+        }
+        campaign::head_tree(&repo).map_err(|e| Failure::usage(e.into()))?
+    };
     let runner = match &args.runner {
         Some(name) => name
             .parse::<RunnerKind>()
             .map_err(|e| Failure::usage(anyhow!(e)))?,
         // Python was `assay mutate`'s only language: only a project of another language
         // whose runner judges mutants changes the default.
-        None => match proof::detect_runner_at(&repo, "HEAD") {
+        None => match proof::detect_runner_in(&repo, &tree) {
             Ok(detected)
                 if detected.runner().judges_mutants()
                     && detected.runner().language() != Some(SourceLanguage::Python) =>
@@ -144,10 +158,8 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
         .usage()?
         .unwrap_or_else(|| runner.default_command_where(&proof::on_path));
     // Jobs run here: a program that is not installed would fail the baseline and every mutant.
-    // A repository without HEAD is the campaign's to refuse, with its own words.
     if args.target.cluster.is_none()
-        && let Ok(head) = assay_engine::source::tree_of(&repo, "HEAD")
-        && let Some(missing) = proof::missing_program(&repo, &head, &command_prefix)
+        && let Some(missing) = proof::missing_program(&repo, &tree, &command_prefix)
             .map_err(|e| Failure::infrastructure(e.into()))?
     {
         return Err(crate::prove::tool_missing(runner, &missing));
@@ -159,7 +171,6 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
     let fleet = args.target.connect().await?;
     let store_url = args.target.store_url(fleet.is_some())?;
     let store = embedded::open_store(&store_url)?;
-    let tree = campaign::head_tree(&repo).map_err(|e| Failure::usage(e.into()))?;
     // A cargo project's mutants build offline from what the host pinned and fetched.
     let tree = match runner.runner().pins_dependencies_on_host() {
         true => {

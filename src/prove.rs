@@ -321,10 +321,21 @@ fn settings(args: &ProveArgs) -> Result<Settings, Failure> {
 /// The candidate defaults to HEAD; a work tree with changes HEAD lacks would be proven without
 /// them, silently, so it is refused with both ways out.
 fn refuse_uncommitted(repo: &Path) -> Result<(), Failure> {
+    match uncommitted(repo)? {
+        None => Ok(()),
+        Some(named) => Err(Failure::usage(anyhow!(
+            "the work tree has changes HEAD does not ({named}), and the candidate defaults to HEAD (hint: pass --worktree to prove the work tree as it is, or commit the changes first)"
+        ))),
+    }
+}
+
+/// The work tree's changes HEAD lacks, the first three named as `git status --short` does
+/// (`M pager.py, ?? tests/test_new.py and 2 more`); `None` when there is none.
+pub fn uncommitted(repo: &Path) -> Result<Option<String>, Failure> {
     let changes =
         assay_engine::source::uncommitted_changes(repo).map_err(|e| Failure::usage(e.into()))?;
     if changes.is_empty() {
-        return Ok(());
+        return Ok(None);
     }
     const SHOWN: usize = 3;
     let mut named = changes
@@ -336,9 +347,7 @@ fn refuse_uncommitted(repo: &Path) -> Result<(), Failure> {
     if changes.len() > SHOWN {
         named.push_str(&format!(" and {} more", changes.len() - SHOWN));
     }
-    Err(Failure::usage(anyhow!(
-        "the work tree has changes HEAD does not ({named}), and the candidate defaults to HEAD (hint: pass --worktree to prove the work tree as it is, or commit the changes first)"
-    )))
+    Ok(Some(named))
 }
 
 /// Runs `assay prove` in embedded mode and returns the exit code.

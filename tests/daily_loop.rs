@@ -388,6 +388,66 @@ fn sigterm_stops_a_mutation_run_and_removes_its_scratch() {
     assert_eq!(code, Some(143), "{stderr}");
 }
 
+#[test]
+fn mutate_says_it_mutates_head_without_the_uncommitted_work_and_worktree_mutates_that_work() {
+    let repo = pytest_pager_repo();
+    uncommitted_fix(&repo);
+    let out_dir = tempfile::tempdir().expect("temp dir");
+    let status_before = repo.git(&["status", "--porcelain"]);
+    let mutate = |extra: &[&str], report: &str| {
+        let report = out_dir.path().join(report);
+        let output = assay()
+            .args(["mutate", "--no-cache", "--jobs", "2", "pager.py", "--json"])
+            .arg(&report)
+            .arg("--store")
+            .arg(format!("file://{}", out_dir.path().join("store").display()))
+            .args(extra)
+            .arg("-C")
+            .arg(repo.path())
+            .env("ASSAY_STATE_DIR", out_dir.path().join("state"))
+            .output()
+            .expect("assay runs");
+        let doc: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&report).expect("the report")).expect("JSON");
+        let lines: Vec<(u64, String)> = doc["files"]["pager.py"]["mutants"]
+            .as_array()
+            .expect("pager.py's mutants")
+            .iter()
+            .map(|m| {
+                (
+                    m["location"]["start"]["line"].as_u64().expect("a line"),
+                    m["status"].as_str().expect("a status").to_owned(),
+                )
+            })
+            .collect();
+        (String::from_utf8_lossy(&output.stderr).into_owned(), lines)
+    };
+
+    let (stderr, head) = mutate(&[], "head.json");
+    assert!(
+        stderr.contains(
+            "warning: the work tree has changes HEAD does not (M pager.py, ?? tests/test_partial.py); HEAD is mutated without them (hint: pass --worktree"
+        ),
+        "{stderr}"
+    );
+    // HEAD's pager is two lines long.
+    assert!(
+        !head.is_empty() && head.iter().all(|(line, _)| *line <= 2),
+        "{head:?}"
+    );
+
+    let (stderr, worktree) = mutate(&["--worktree"], "worktree.json");
+    assert!(!stderr.contains("warning: the work tree"), "{stderr}");
+    // The uncommitted `if total % size > 0:` is mutated, and the untracked test kills it.
+    let on_the_fix: Vec<&(u64, String)> = worktree.iter().filter(|(line, _)| *line == 3).collect();
+    assert!(!on_the_fix.is_empty(), "{worktree:?}");
+    assert!(
+        on_the_fix.iter().all(|(_, status)| status == "Killed"),
+        "{worktree:?}"
+    );
+    assert_eq!(repo.git(&["status", "--porcelain"]), status_before);
+}
+
 /// `assay ARGS | head -0`: stdout is a pipe whose reader is gone before anything is written.
 fn with_stdout_closed(args: &[&std::ffi::OsStr], state: &std::path::Path) -> std::process::Output {
     let (reader, writer) = std::io::pipe().expect("a pipe");

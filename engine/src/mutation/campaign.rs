@@ -88,7 +88,7 @@ pub enum MutateError {
     #[error(transparent)]
     Source(#[from] SourceError),
     #[error(
-        "no {language} product file under {paths:?} in HEAD (hint: name files or directories tracked in git; test files are never mutated)"
+        "no {language} product file under {paths:?} in the tree mutated (hint: name files or directories of the repository: HEAD's, or the work tree's with --worktree; test files are never mutated)"
     )]
     /// The paths given hold no product file of the runner's language.
     NothingToMutate {

@@ -648,15 +648,16 @@ async fn a_small_proof_is_not_starved_by_a_huge_one_submitted_first() {
     );
     assert_eq!(huge_evidence.jobs.len(), 22);
     // Measured in the huge proof's own work, not in a ratio of wall times a loaded machine
-    // bends: first come, first served would run the 16 queued huge jobs before the small
-    // proof's, leaving the huge one about a quarter of its work once the small one is done.
+    // bends: first come, first served would run 16 of the huge proof's 22 jobs before the
+    // small proof's, leaving it a few jobs once the small one is done; a fair queue leaves it
+    // most of its work (about two thirds here, alone on an idle machine).
     let small_finished = small_submitted + small_took;
     let huge_finished = started + huge_took;
     let huge_work_per_slot =
         Duration::from_secs_f64(huge_evidence.jobs.iter().map(|j| j.duration_s).sum::<f64>() / 2.0);
     let huge_left = huge_finished.saturating_duration_since(small_finished);
     assert!(
-        huge_left * 2 > huge_work_per_slot,
+        huge_left * 3 > huge_work_per_slot,
         "the huge proof had {huge_left:?} left when the small one finished, of {huge_work_per_slot:?} per slot"
     );
     worker.stop().await;

@@ -620,7 +620,7 @@ pub fn mutate_summary(report: &MutateReport) -> String {
         let alone: usize = schemata.built_alone.values().sum();
         let _ = writeln!(
             out,
-            "  built once: {} mutants ran from {} schema build(s) ({:.1} s); {} built on their own",
+            "  built once: {} mutants in {} schema build(s) ({:.1} s); {} built on their own",
             schemata.held, schemata.builds, schemata.build_s, alone
         );
         for (why, count) in &schemata.built_alone {

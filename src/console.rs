@@ -13,47 +13,42 @@ use assay_engine::mutation::campaign::{
 };
 use assay_engine::progress::{ProgressSink, ProofEvent};
 use std::fmt::Write as _;
-use std::io::Write as _;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Set once a document (`--json -`) took stdout: what people read goes to stderr from then on.
 static HUMAN_ON_STDERR: AtomicBool = AtomicBool::new(false);
 /// Set when stdout's reader went away (`assay history | head -1`).
 static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
+/// Set when stderr's reader went away (`assay mutate 2>&1 | head -1`).
+static STDERR_CLOSED: AtomicBool = AtomicBool::new(false);
 
 /// Writes to stdout. A reader that closed the pipe is not an error of the command: what is left
 /// to print is dropped, quietly, and the command still finishes its work and cleans up (std's
 /// `print!` would panic there, since Rust ignores SIGPIPE).
 pub fn out(text: std::fmt::Arguments<'_>) {
-    if STDOUT_CLOSED.load(Ordering::Relaxed) {
-        return;
-    }
-    let mut stdout = std::io::stdout().lock();
-    if stdout
-        .write_fmt(text)
-        .and_then(|()| stdout.flush())
-        .is_err()
-    {
-        STDOUT_CLOSED.store(true, Ordering::Relaxed);
-    }
+    write_unless_closed(&mut std::io::stdout().lock(), &STDOUT_CLOSED, text);
 }
 
-/// Set when stderr's reader went away (`assay mutate 2>&1 | head -1`).
-static STDERR_CLOSED: AtomicBool = AtomicBool::new(false);
-
-/// Writes to stderr, as [`out`] to stdout: a reader that closed the pipe is not an error of the
-/// command, and what is left to say there is dropped (std's `eprint!` would panic).
+/// Writes to stderr, as [`out`] to stdout (std's `eprint!` would panic).
 pub fn err(text: std::fmt::Arguments<'_>) {
-    if STDERR_CLOSED.load(Ordering::Relaxed) {
+    write_unless_closed(&mut std::io::stderr().lock(), &STDERR_CLOSED, text);
+}
+
+/// Writes `text` to `stream` unless `closed`; the first write that fails sets it.
+fn write_unless_closed(
+    stream: &mut impl std::io::Write,
+    closed: &AtomicBool,
+    text: std::fmt::Arguments<'_>,
+) {
+    if closed.load(Ordering::Relaxed) {
         return;
     }
-    let mut stderr = std::io::stderr().lock();
-    if stderr
+    if stream
         .write_fmt(text)
-        .and_then(|()| stderr.flush())
+        .and_then(|()| stream.flush())
         .is_err()
     {
-        STDERR_CLOSED.store(true, Ordering::Relaxed);
+        closed.store(true, Ordering::Relaxed);
     }
 }
 

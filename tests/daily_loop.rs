@@ -16,6 +16,14 @@ fn uncommitted_fix(repo: &Repo) {
         .write("tests/test_partial.py", PARTIAL_TEST);
 }
 
+/// The pager with its fix and test committed on top of the base.
+fn committed_fix() -> Repo {
+    let repo = pytest_pager_repo();
+    uncommitted_fix(&repo);
+    repo.commit("pager: count the last partial page");
+    repo
+}
+
 const CRITERIA: [&str; 4] = [
     "--criterion",
     "test: test_partial_last_page_is_counted",
@@ -145,9 +153,7 @@ fn with_json_on_stdout(
 
 #[test]
 fn json_dash_puts_the_document_alone_on_stdout_and_the_summary_on_stderr() {
-    let repo = pytest_pager_repo();
-    uncommitted_fix(&repo);
-    repo.commit("pager: count the last partial page");
+    let repo = committed_fix();
     let cwd = tempfile::tempdir().expect("temp dir");
 
     let proof = with_json_on_stdout(
@@ -226,9 +232,7 @@ fn assert_matches_schema(document: &[u8], schema: &str) {
 
 #[test]
 fn every_published_document_matches_its_json_schema_and_a_misspelt_name_gets_suggestions() {
-    let repo = pytest_pager_repo();
-    uncommitted_fix(&repo);
-    repo.commit("pager: count the last partial page");
+    let repo = committed_fix();
     let cwd = tempfile::tempdir().expect("temp dir");
 
     let proof = with_json_on_stdout(
@@ -448,40 +452,36 @@ fn mutate_says_it_mutates_head_without_the_uncommitted_work_and_worktree_mutates
     assert_eq!(repo.git(&["status", "--porcelain"]), status_before);
 }
 
-/// `assay ARGS | head -0`: stdout is a pipe whose reader is gone before anything is written.
-fn with_stdout_closed(args: &[&std::ffi::OsStr], state: &std::path::Path) -> std::process::Output {
-    let (reader, writer) = std::io::pipe().expect("a pipe");
-    drop(reader);
-    let child = assay()
-        .args(args)
-        .env("ASSAY_STATE_DIR", state)
-        .stdout(writer)
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("assay starts");
-    child.wait_with_output().expect("assay ends")
+/// Which of the command's streams is a pipe whose reader is gone before anything is written.
+#[derive(Clone, Copy)]
+enum Closed {
+    /// `assay ARGS | head -0`.
+    Stdout,
+    /// `assay ARGS 2>&1 >out | head -0`: every progress line fails to write.
+    Stderr,
 }
 
-/// `assay ARGS 2>&1 >out | head -0`: stderr is a pipe whose reader is gone, so every progress
-/// line fails to write.
-fn with_stderr_closed(args: &[&std::ffi::OsStr], state: &std::path::Path) -> std::process::Output {
+/// Runs `assay ARGS` with the `closed` stream's reader gone, the other captured.
+fn with_closed(
+    closed: Closed,
+    args: &[&std::ffi::OsStr],
+    state: &std::path::Path,
+) -> std::process::Output {
     let (reader, writer) = std::io::pipe().expect("a pipe");
     drop(reader);
-    let child = assay()
-        .args(args)
-        .env("ASSAY_STATE_DIR", state)
-        .stdout(Stdio::piped())
-        .stderr(writer)
-        .spawn()
-        .expect("assay starts");
+    let mut command = assay();
+    command.args(args).env("ASSAY_STATE_DIR", state);
+    match closed {
+        Closed::Stdout => command.stdout(writer).stderr(Stdio::piped()),
+        Closed::Stderr => command.stdout(Stdio::piped()).stderr(writer),
+    };
+    let child = command.spawn().expect("assay starts");
     child.wait_with_output().expect("assay ends")
 }
 
 #[test]
 fn a_closed_stderr_changes_neither_the_exit_code_nor_stdout_of_mutate_and_prove() {
-    let repo = pytest_pager_repo();
-    uncommitted_fix(&repo);
-    repo.commit("pager: count the last partial page");
+    let repo = committed_fix();
     let out_dir = tempfile::tempdir().expect("temp dir");
     let state = out_dir.path().join("state");
     let store = format!("file://{}", out_dir.path().join("store").display());
@@ -517,7 +517,7 @@ fn a_closed_stderr_changes_neither_the_exit_code_nor_stdout_of_mutate_and_prove(
             open_stderr.lines().count() > 1,
             "the run says something on stderr: {open_stderr}"
         );
-        let closed = with_stderr_closed(&args, &state);
+        let closed = with_closed(Closed::Stderr, &args, &state);
         // A panic would exit 101, and its message would be lost with stderr.
         assert_eq!(closed.status.code(), open.status.code(), "{args:?}");
         // `proof ID: PROVEN (…)`, `mutate: N mutants: … (…)`: what was decided, not its id or
@@ -536,15 +536,17 @@ fn a_closed_stderr_changes_neither_the_exit_code_nor_stdout_of_mutate_and_prove(
 
 #[test]
 fn a_closed_stdout_ends_history_and_prove_quietly() {
-    let repo = pytest_pager_repo();
-    uncommitted_fix(&repo);
-    repo.commit("pager: count the last partial page");
+    let repo = committed_fix();
     let out_dir = tempfile::tempdir().expect("temp dir");
     let state = out_dir.path().join("state");
     let store = format!("file://{}", out_dir.path().join("store").display());
     let repo_arg = repo.path().as_os_str();
 
-    let history = with_stdout_closed(&["history".as_ref(), "-C".as_ref(), repo_arg], &state);
+    let history = with_closed(
+        Closed::Stdout,
+        &["history".as_ref(), "-C".as_ref(), repo_arg],
+        &state,
+    );
     let stderr = String::from_utf8_lossy(&history.stderr);
     assert_eq!(history.status.code(), Some(0), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
@@ -564,7 +566,7 @@ fn a_closed_stdout_ends_history_and_prove_quietly() {
     .map(std::ffi::OsStr::new)
     .chain([repo_arg])
     .collect();
-    let proof = with_stdout_closed(&prove, &state);
+    let proof = with_closed(Closed::Stdout, &prove, &state);
     let stderr = String::from_utf8_lossy(&proof.stderr);
     assert_eq!(proof.status.code(), Some(0), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");

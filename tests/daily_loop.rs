@@ -452,6 +452,26 @@ fn mutate_says_it_mutates_head_without_the_uncommitted_work_and_worktree_mutates
     assert_eq!(repo.git(&["status", "--porcelain"]), status_before);
 }
 
+/// `assay prove` of the committed fix in `repo` against its parent, one criterion, no
+/// mutation check.
+fn prove_fix_args(store: &str, repo: &std::path::Path) -> Vec<std::ffi::OsString> {
+    [
+        "prove",
+        "--base",
+        "main~1",
+        "--no-mutation",
+        "--store",
+        store,
+        "--criterion",
+        "test: test_partial_last_page_is_counted",
+        "-C",
+    ]
+    .into_iter()
+    .map(std::ffi::OsString::from)
+    .chain([repo.as_os_str().to_owned()])
+    .collect()
+}
+
 /// Which of the command's streams is a pipe whose reader is gone before anything is written.
 #[derive(Clone, Copy)]
 enum Closed {
@@ -493,17 +513,7 @@ fn a_closed_stderr_changes_neither_the_exit_code_nor_stdout_of_mutate_and_prove(
             .chain([repo_arg.to_owned()])
             .collect()
     };
-    let prove = words(&[
-        "prove",
-        "--base",
-        "main~1",
-        "--no-mutation",
-        "--store",
-        &store,
-        "--criterion",
-        "test: test_partial_last_page_is_counted",
-        "-C",
-    ]);
+    let prove = prove_fix_args(&store, repo.path());
     let mutate = words(&["mutate", "--no-cache", "--store", &store, "pager.py", "-C"]);
     for args in [prove, mutate] {
         let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
@@ -551,21 +561,8 @@ fn a_closed_stdout_ends_history_and_prove_quietly() {
     assert_eq!(history.status.code(), Some(0), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
 
-    let prove: Vec<&std::ffi::OsStr> = [
-        "prove",
-        "--base",
-        "main~1",
-        "--no-mutation",
-        "--store",
-        &store,
-        "--criterion",
-        "test: test_partial_last_page_is_counted",
-        "-C",
-    ]
-    .into_iter()
-    .map(std::ffi::OsStr::new)
-    .chain([repo_arg])
-    .collect();
+    let prove = prove_fix_args(&store, repo.path());
+    let prove: Vec<&std::ffi::OsStr> = prove.iter().map(|a| a.as_os_str()).collect();
     let proof = with_closed(Closed::Stdout, &prove, &state);
     let stderr = String::from_utf8_lossy(&proof.stderr);
     assert_eq!(proof.status.code(), Some(0), "{stderr}");

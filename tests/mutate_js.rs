@@ -427,3 +427,67 @@ fn a_kill_is_confirmed_in_its_own_job_and_one_that_passes_when_re_run_is_flaky()
         run.explain()
     );
 }
+
+#[test]
+fn an_endless_mutant_stops_at_a_limit_from_its_own_test_files_time_not_the_whole_runs() {
+    // The unmutated run takes over 2.5 s (the settlement test waits), so a limit from the
+    // whole run would be over 27 s; the counter's test file takes a fraction of a second.
+    let repo = Repo::new();
+    repo.write(
+        "package.json",
+        "{ \"name\": \"ledger\", \"version\": \"1.0.0\", \"type\": \"module\" }\n",
+    )
+    .write(
+        "src/count.js",
+        "export function countUp(n) {\n  let i = 0;\n  while (i < n) {\n    i++;\n  }\n  return i;\n}\n",
+    )
+    .write(
+        "src/settle.js",
+        "export function settle() {\n  return 'settled';\n}\n",
+    )
+    .write(
+        "test/count.test.js",
+        "import { test } from 'node:test';\nimport assert from 'node:assert/strict';\nimport { countUp } from '../src/count.js';\n\ntest('counts up to three', () => {\n  assert.equal(countUp(3), 3);\n});\n",
+    )
+    .write(
+        "test/settle.test.js",
+        "import { test } from 'node:test';\nimport assert from 'node:assert/strict';\nimport { settle } from '../src/settle.js';\n\ntest('a settlement waits for the bank', async () => {\n  await new Promise((resolve) => setTimeout(resolve, 2500));\n  assert.equal(settle(), 'settled');\n});\n",
+    );
+    repo.commit("ledger");
+    let out_dir = tempfile::tempdir().expect("temp dir");
+    let run = mutate(&repo, &out_dir);
+    let doc = run.evidence.as_ref().expect("report");
+    let counter = doc["files"]["src/count.js"]["mutants"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{}", run.explain()));
+    let endless: Vec<&serde_json::Value> = counter
+        .iter()
+        .filter(|m| m["status"] == "Timeout")
+        .collect();
+    // `i++` -> `i--` never reaches n.
+    assert!(!endless.is_empty(), "{counter:#?}");
+    for mutant in endless {
+        let reason = mutant["statusReason"].as_str().expect("a reason");
+        let limit: u64 = reason
+            .strip_prefix("ran past its ")
+            .and_then(|r| r.strip_suffix("s limit"))
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("{mutant:#}"));
+        assert!(limit <= 6, "{mutant:#}");
+        assert!(
+            mutant["coveredBy"].to_string().contains("count.test.js")
+                && !mutant["coveredBy"].to_string().contains("settle"),
+            "{mutant:#}"
+        );
+    }
+    // The settlement's own mutant runs its slow file, within the limit that file's time gives.
+    let settle = &doc["files"]["src/settle.js"]["mutants"];
+    assert!(
+        settle
+            .as_array()
+            .expect("mutants")
+            .iter()
+            .all(|m| m["status"] == "Killed"),
+        "{settle:#}"
+    );
+}

@@ -11,6 +11,8 @@ import { relative } from 'node:path';
 // writes `assay-reached\tNUMBERS` on stderr the first time it reaches a site; the reporter
 // forwards those lines on its own stderr with the file node names, relative to the tree, so
 // the test code never writes the file field. Everything else on the tests' stderr stays theirs.
+// It also writes each test file's own time as `node --test` ran it in a process of its own
+// (`assay-file-ms\tFILE\tMS`, start-up included): what one mutant's run of that file costs.
 const tracing = process.env.ASSAY_MUTANT_TRACE === 'on';
 // A mutant's failing run run again to confirm its kill (`common::runner::node`): the document
 // says so, and follows the first run's in the same file.
@@ -49,6 +51,12 @@ export default async function* assayReporter(source) {
         const file = data.file ? relative(process.cwd(), data.file) : '';
         const numbers = line.slice(TRACE_MARK.length).replace(/[^0-9,]/g, '');
         process.stderr.write(`assay-reached-in\t${JSON.stringify(file)}\t${numbers}\n`);
+      }
+    } else if (type === 'test:complete' && tracing && data.nesting === 0 && data.file && data.name === data.file) {
+      // The runner's own event for a test file's process, named by its path.
+      const ms = Number(data.details?.duration_ms);
+      if (Number.isFinite(ms)) {
+        process.stderr.write(`assay-file-ms\t${JSON.stringify(relative(process.cwd(), data.file))}\t${ms}\n`);
       }
     } else if (type === 'test:diagnostic' && data.nesting === 0) {
       // The run's closing counts: `tests 6`, `pass 3`, ...

@@ -227,6 +227,14 @@ impl<'a> Campaign<'a> {
                     let runner = request.runner.runner();
                     let command =
                         runner.rerunning_failures(runner.mutant_command(&prefix, &reached_files));
+                    // Its limit follows from the files it runs, where the unmutated run
+                    // measured each one.
+                    let cost = match (file_reach, baseline.reached_files.as_ref()) {
+                        (Some(FileReach::Files(files)), Some(reached)) => {
+                            reached.cost_of(files).map_or(cost, Cost::whole_suite)
+                        }
+                        _ => cost,
+                    };
                     (
                         schemata::switched_spec(request, tree, index + at, at + 1, command),
                         cost,

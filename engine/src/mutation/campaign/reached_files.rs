@@ -14,6 +14,11 @@
 //! then runs fewer files and survives, which the guest could always arrange by failing to test.
 //! A trace that is missing or cut runs every mutant against every file.
 //!
+//! The reporter also writes each test file's own time, as node's runner measured its process
+//! (`assay-file-ms\tFILE\tMS`): a mutant's limit then follows from the files it runs, not
+//! from the whole unmutated run. The largest time a file is given counts, so a forged line can
+//! only loosen a limit, never tighten it below what the runner measured.
+//!
 //! [`TRACE_MARK`]: crate::mutation::mutants::javascript::schema::TRACE_MARK
 
 use assay_common::job::JobResult;
@@ -24,6 +29,10 @@ use std::collections::{BTreeMap, BTreeSet};
 const TRACE_ON: &str = "assay-reached-on";
 /// The first field of a line the reporter forwards.
 const FORWARDED: &str = "assay-reached-in";
+/// The first field of a test file's own time, in milliseconds.
+const FILE_TIME: &str = "assay-file-ms";
+/// The longest time a file is taken to have: a day (anything longer is not a measurement).
+const MAX_FILE_SECONDS: f64 = 86_400.0;
 
 /// Which test files reach a mutant's site.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -34,10 +43,12 @@ pub enum FileReach {
     Everything,
 }
 
-/// The trace of one unmutated run, by mutant number (the switch's).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// The trace of one unmutated run, by mutant number (the switch's), and each test file's own
+/// time.
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct ReachedFiles {
     by_mutant: BTreeMap<u32, FileReach>,
+    seconds: BTreeMap<String, f64>,
 }
 
 impl ReachedFiles {
@@ -50,11 +61,18 @@ impl ReachedFiles {
         let mut reached = Self::default();
         for line in stderr.lines() {
             let mut fields = line.splitn(3, '\t');
-            let (Some(FORWARDED), Some(file), Some(numbers)) =
+            let (Some(kind), Some(file), Some(numbers)) =
                 (fields.next(), fields.next(), fields.next())
             else {
                 continue;
             };
+            if kind == FILE_TIME {
+                reached.read_file_time(file, numbers, test_files);
+                continue;
+            }
+            if kind != FORWARDED {
+                continue;
+            }
             let file = serde_json::from_str::<String>(file)
                 .ok()
                 .filter(|f| test_files.contains(f));
@@ -81,6 +99,38 @@ impl ReachedFiles {
     /// Which files reach mutant `number`; `None`: none does.
     pub fn of(&self, number: u32) -> Option<&FileReach> {
         self.by_mutant.get(&number)
+    }
+
+    /// What running `files` costs, each in a process of its own: the sum of their own times;
+    /// `None` when one was not measured.
+    pub fn cost_of(&self, files: &BTreeSet<String>) -> Option<std::time::Duration> {
+        let mut total = 0.0;
+        for file in files {
+            total += self.seconds.get(file)?;
+        }
+        Some(std::time::Duration::from_secs_f64(total))
+    }
+
+    /// Keeps a file's time when the file is one of the tree's test files and the time is a
+    /// plain number of milliseconds; the largest time given counts.
+    fn read_file_time(&mut self, file: &str, ms: &str, test_files: &BTreeSet<String>) {
+        let Some(file) = serde_json::from_str::<String>(file)
+            .ok()
+            .filter(|f| test_files.contains(f))
+        else {
+            return;
+        };
+        let Some(seconds) = ms
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .map(|ms| ms / 1000.0)
+            .filter(|s| s.is_finite() && *s >= 0.0 && *s <= MAX_FILE_SECONDS)
+        else {
+            return;
+        };
+        let kept = self.seconds.entry(file).or_insert(seconds);
+        *kept = kept.max(seconds);
     }
 }
 
@@ -142,6 +192,34 @@ mod tests {
             Some(&only(&["test/a.test.js", "test/b.test.js"]))
         );
         assert_eq!(reached.of(3), None);
+    }
+
+    #[test]
+    fn a_mutants_cost_is_its_files_own_times_and_a_forged_time_only_loosens_it() {
+        let stderr = "assay-reached-on\n\
+                      assay-reached-in\t\"test/a.test.js\"\t1\n\
+                      assay-file-ms\t\"test/a.test.js\"\t82.5\n\
+                      assay-file-ms\t\"test/b.test.js\"\t1500\n\
+                      assay-file-ms\t\"test/b.test.js\"\t3\n\
+                      assay-file-ms\t\"test/a.test.js\"\tNaN\n\
+                      assay-file-ms\t\"test/a.test.js\"\t-5\n\
+                      assay-file-ms\t\"test/a.test.js\"\t1e300\n\
+                      assay-file-ms\t\"../../etc/passwd\"\t1\n\
+                      assay-file-ms\tnot json\t1\n";
+        let reached = ReachedFiles::read(stderr, &files()).expect("traced");
+        let seconds = |names: &[&str]| {
+            reached
+                .cost_of(&names.iter().map(|n| (*n).to_owned()).collect())
+                .map(|d| d.as_secs_f64())
+        };
+        assert_eq!(seconds(&["test/a.test.js"]), Some(0.0825));
+        // The forged 3 ms does not undercut the runner's 1.5 s.
+        assert_eq!(seconds(&["test/b.test.js"]), Some(1.5));
+        assert_eq!(seconds(&["test/a.test.js", "test/b.test.js"]), Some(1.5825));
+        // A file without a time of its own: the cost is not known.
+        assert_eq!(seconds(&["test/a.test.js", "test/c.test.js"]), None);
+        // A hostile line changes nothing else: the reach is as before.
+        assert!(matches!(reached.of(1), Some(FileReach::Files(f)) if f.len() == 1));
     }
 
     #[test]

@@ -80,7 +80,7 @@ pub(crate) fn check(
 /// parses cleanly with `grammar` (a 1-based line on failure), and where `token` names one,
 /// the replacement is exactly a token of that kind inside a node of the parent kind (an
 /// operator swapped in place).
-pub(crate) fn verify_reparsed(
+fn verify_reparsed(
     file: &mut Reparser<'_>,
     candidate: &Candidate,
     token: Option<(&'static str, &'static str)>,
@@ -105,6 +105,47 @@ pub(crate) fn verify_reparsed(
         Ok(())
     } else {
         Err(Skip::NotAsIntended { what: "expression" })
+    }
+}
+
+/// A tree-sitter language's check of a mutant ([`verify_reparsed`]): the mutated file parses
+/// cleanly in `grammar` and, for an operator swapped in place ([`Reparsed::token`]), the
+/// replacement is one token of its kind inside a node of its parent's.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Reparsed {
+    /// The token's kind and its parent's; `None`: any syntax (the file parses).
+    token: Option<(&'static str, &'static str)>,
+    /// How a parse error names the language (` as Go`).
+    language: &'static str,
+    grammar: fn() -> tree_sitter::Language,
+}
+
+impl Reparsed {
+    /// The check for a language: the mutated file parses, named ` as NAME` in a parse error.
+    pub(crate) const fn parses(
+        language: &'static str,
+        grammar: fn() -> tree_sitter::Language,
+    ) -> Self {
+        Self {
+            token: None,
+            language,
+            grammar,
+        }
+    }
+
+    /// This language's check that the replacement is a `token` inside a `parent` (an operator
+    /// swapped in place).
+    pub(crate) const fn token(self, token: &'static str, parent: &'static str) -> Self {
+        Self {
+            token: Some((token, parent)),
+            ..self
+        }
+    }
+}
+
+impl Verify for Reparsed {
+    fn verify(&self, file: &mut Reparser<'_>, candidate: &Candidate) -> Result<(), Skip> {
+        verify_reparsed(file, candidate, self.token, self.language, (self.grammar)())
     }
 }
 

@@ -11,31 +11,15 @@
 use super::syntax::{self, text};
 use crate::mutation::mutants::Operator;
 use crate::mutation::mutants::sites::{
-    Candidate, Skip, Verify, c_like_binary_swaps, candidate, newlines, short, verify_reparsed,
+    Candidate, Reparsed, c_like_binary_swaps, candidate, newlines, short,
 };
-use crate::mutation::mutants::syntax::Reparser;
 use crate::mutation::mutants::syntax::touches;
 use std::collections::BTreeSet;
 use tree_sitter::Node;
 
-/// What the node at the replacement must be once the mutant is re-parsed.
-#[derive(Clone, Copy, Debug)]
-enum Expect {
-    /// A token of this kind inside a node of the other kind (an operator swapped in place).
-    Token(&'static str, &'static str),
-    /// Any syntax at all: the mutated file parses cleanly (a `return`'s values).
-    Parses,
-}
-
-impl Verify for Expect {
-    fn verify(&self, file: &mut Reparser<'_>, candidate: &Candidate) -> Result<(), Skip> {
-        let token = match self {
-            Expect::Token(token, parent) => Some((*token, *parent)),
-            Expect::Parses => None,
-        };
-        verify_reparsed(file, candidate, token, " as Go", syntax::grammar())
-    }
-}
+/// What a mutated Go file must be: it parses, and with [`Reparsed::token`], an operator
+/// swapped in place reads as that operator.
+const GO: Reparsed = Reparsed::parses(" as Go", syntax::grammar);
 
 /// What a node is inside of, carried down the walk.
 #[derive(Clone, Copy)]
@@ -168,7 +152,7 @@ fn binary(node: Node<'_>, changed: &BTreeSet<u32>, found: &mut Vec<Candidate>) {
             op,
             to.to_string(),
             format!("`{}` -> `{to}`", op.kind()),
-            Expect::Token(to, "binary_expression"),
+            GO.token(to, "binary_expression"),
         );
         if joins_strings {
             site.unfit = Some("joins strings: `-` does not apply to them".into());
@@ -206,7 +190,7 @@ fn assignment(node: Node<'_>, changed: &BTreeSet<u32>, found: &mut Vec<Candidate
             op,
             to.to_string(),
             format!("`{}` -> `{to}`", op.kind()),
-            Expect::Token(to, "assignment_statement"),
+            GO.token(to, "assignment_statement"),
         );
         if joins_strings && to == "-=" {
             site.unfit = Some("joins strings: `-=` does not apply to them".into());
@@ -244,7 +228,7 @@ fn step(node: Node<'_>, changed: &BTreeSet<u32>, found: &mut Vec<Candidate>) {
         op,
         to.to_string(),
         format!("`{}` -> `{to}`", op.kind()),
-        Expect::Token(to, parent),
+        GO.token(to, parent),
     ));
 }
 
@@ -265,7 +249,7 @@ fn negative(node: Node<'_>, source: &str, changed: &BTreeSet<u32>, found: &mut V
         op,
         "+".into(),
         format!("`-{}` -> `+{}`", short(operand_text), short(operand_text)),
-        Expect::Token("+", "unary_expression"),
+        GO.token("+", "unary_expression"),
     );
     if matches!(operand.kind(), "int_literal" | "float_literal")
         && operand_text.trim_start_matches(['0', '.', '_']).is_empty()
@@ -289,7 +273,7 @@ fn loop_control(node: Node<'_>, changed: &BTreeSet<u32>, found: &mut Vec<Candida
         node,
         to.to_string(),
         format!("`{from}` -> `{to}`"),
-        Expect::Token(to, kind),
+        GO.token(to, kind),
     ));
 }
 
@@ -322,7 +306,7 @@ fn zero_return(
                 values,
                 String::new(),
                 format!("`return {}` -> zero values", short(text(values, source))),
-                Expect::Parses,
+                GO,
             );
             site.unfit = Some(why.into());
             found.push(site);
@@ -338,7 +322,7 @@ fn zero_return(
         values,
         replacement,
         format!("`return {}` -> `return {zeros}`", short(original)),
-        Expect::Parses,
+        GO,
     ));
 }
 

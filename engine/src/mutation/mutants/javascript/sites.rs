@@ -11,31 +11,15 @@
 use super::syntax::{self, text};
 use crate::mutation::mutants::Operator;
 use crate::mutation::mutants::sites::{
-    Candidate, Skip, Verify, c_like_binary_swaps, candidate, newlines, short, verify_reparsed,
+    Candidate, Reparsed, c_like_binary_swaps, candidate, newlines, short,
 };
-use crate::mutation::mutants::syntax::Reparser;
 use crate::mutation::mutants::syntax::touches;
 use std::collections::BTreeSet;
 use tree_sitter::Node;
 
-/// What the node at the replacement must be once the mutant is re-parsed.
-#[derive(Clone, Copy, Debug)]
-enum Expect {
-    /// A token of this kind inside a node of the other kind (an operator swapped in place).
-    Token(&'static str, &'static str),
-    /// Any syntax at all: the mutated file parses cleanly.
-    Parses,
-}
-
-impl Verify for Expect {
-    fn verify(&self, file: &mut Reparser<'_>, candidate: &Candidate) -> Result<(), Skip> {
-        let token = match self {
-            Expect::Token(token, parent) => Some((*token, *parent)),
-            Expect::Parses => None,
-        };
-        verify_reparsed(file, candidate, token, " as JavaScript", syntax::grammar())
-    }
-}
+/// What a mutated JavaScript file must be: it parses, and with [`Reparsed::token`], an operator
+/// swapped in place reads as that operator.
+const JAVASCRIPT: Reparsed = Reparsed::parses(" as JavaScript", syntax::grammar);
 
 /// Every site on `changed` lines of `source`, in tree order.
 pub(super) fn find(source: &str, changed: &BTreeSet<u32>) -> Vec<Candidate> {
@@ -168,7 +152,7 @@ fn binary(node: Node<'_>, changed: &BTreeSet<u32>, found: &mut Vec<Candidate>) {
             op,
             to.to_string(),
             format!("`{}` -> `{to}`", op.kind()),
-            Expect::Token(to, "binary_expression"),
+            JAVASCRIPT.token(to, "binary_expression"),
         );
         // Stryker's rule: a `+` with a string operand joins text.
         if op.kind() == "+"
@@ -208,7 +192,7 @@ fn assignment(node: Node<'_>, changed: &BTreeSet<u32>, found: &mut Vec<Candidate
         op,
         to.to_string(),
         format!("`{}` -> `{to}`", op.kind()),
-        Expect::Token(to, "augmented_assignment_expression"),
+        JAVASCRIPT.token(to, "augmented_assignment_expression"),
     );
     if op.kind() == "+=" && is_text(node.child_by_field_name("right")) {
         site.unfit = Some("joins strings: `-=` would only make `NaN`".into());
@@ -230,7 +214,7 @@ fn update(node: Node<'_>, changed: &BTreeSet<u32>, found: &mut Vec<Candidate>) {
         op,
         to.to_string(),
         format!("`{}` -> `{to}`", op.kind()),
-        Expect::Token(to, "update_expression"),
+        JAVASCRIPT.token(to, "update_expression"),
     ));
 }
 
@@ -259,7 +243,7 @@ fn unary(node: Node<'_>, source: &str, changed: &BTreeSet<u32>, found: &mut Vec<
                     short(argument_text),
                     short(argument_text)
                 ),
-                Expect::Token(to, "unary_expression"),
+                JAVASCRIPT.token(to, "unary_expression"),
             ));
         }
         kind @ ("!" | "~") => {
@@ -277,7 +261,7 @@ fn unary(node: Node<'_>, source: &str, changed: &BTreeSet<u32>, found: &mut Vec<
                     short(argument_text),
                     short(argument_text)
                 ),
-                Expect::Parses,
+                JAVASCRIPT,
             ));
         }
         _ => {}
@@ -297,7 +281,7 @@ fn boolean(node: Node<'_>, changed: &BTreeSet<u32>, found: &mut Vec<Candidate>) 
         node,
         to.into(),
         format!("`{from}` -> `{to}`"),
-        Expect::Parses,
+        JAVASCRIPT,
     ));
 }
 
@@ -322,7 +306,7 @@ fn conditions(
             condition,
             format!("{value}{}", "\n".repeat(newlines(original))),
             format!("`{}` -> `{value}`", short(original)),
-            Expect::Parses,
+            JAVASCRIPT,
         ));
     }
 }
@@ -345,7 +329,7 @@ fn block(node: Node<'_>, source: &str, changed: &BTreeSet<u32>, found: &mut Vec<
         node,
         format!("{{{breaks}}}"),
         format!("`{}` -> `{{}}`", short(text(node, source))),
-        Expect::Parses,
+        JAVASCRIPT,
     ));
 }
 
@@ -365,7 +349,7 @@ fn literal(node: Node<'_>, source: &str, changed: &BTreeSet<u32>, found: &mut Ve
         node,
         format!("{open}{breaks}{close}"),
         format!("`{}` -> `{open}{close}`", short(text(node, source))),
-        Expect::Parses,
+        JAVASCRIPT,
     ));
 }
 
@@ -386,7 +370,7 @@ fn string(node: Node<'_>, source: &str, changed: &BTreeSet<u32>, found: &mut Vec
         node,
         replacement.clone(),
         format!("`{}` -> `{replacement}`", short(original)),
-        Expect::Parses,
+        JAVASCRIPT,
     );
     if original.contains('\n') {
         site.unfit = Some("a string continued over lines".into());
@@ -412,6 +396,6 @@ fn optional(node: Node<'_>, changed: &BTreeSet<u32>, found: &mut Vec<Candidate>)
         chain,
         to.into(),
         format!("`?.` -> `{to}`"),
-        Expect::Parses,
+        JAVASCRIPT,
     ));
 }

@@ -7,32 +7,14 @@
 use super::syntax::{self, is_const_fn, is_test_code, text};
 use super::values;
 use crate::mutation::mutants::Operator;
-use crate::mutation::mutants::sites::{
-    Candidate, Skip, Verify, candidate, newlines, short, verify_reparsed,
-};
-use crate::mutation::mutants::syntax::Reparser;
+use crate::mutation::mutants::sites::{Candidate, Reparsed, candidate, newlines, short};
 use crate::mutation::mutants::syntax::touches;
 use std::collections::BTreeSet;
 use tree_sitter::Node;
 
-/// What the node at the replacement must be once the mutant is re-parsed.
-#[derive(Clone, Copy, Debug)]
-enum Expect {
-    /// A token of this kind inside a node of the other kind (an operator swapped in place).
-    Token(&'static str, &'static str),
-    /// Any syntax at all: the mutated file parses cleanly (a body, an operand, a deleted arm).
-    Parses,
-}
-
-impl Verify for Expect {
-    fn verify(&self, file: &mut Reparser<'_>, candidate: &Candidate) -> Result<(), Skip> {
-        let token = match self {
-            Expect::Token(token, parent) => Some((*token, *parent)),
-            Expect::Parses => None,
-        };
-        verify_reparsed(file, candidate, token, " as Rust", syntax::grammar())
-    }
-}
+/// What a mutated Rust file must be: it parses, and with [`Reparsed::token`], an operator
+/// swapped in place reads as that operator.
+const RUST: Reparsed = Reparsed::parses(" as Rust", syntax::grammar);
 
 /// Every site on `changed` lines of `source`, in tree order.
 pub(super) fn find(source: &str, changed: &BTreeSet<u32>) -> Vec<Candidate> {
@@ -101,7 +83,7 @@ fn function_body(
                 body,
                 format!("{{ Default::default(){breaks} }}"),
                 format!("`fn {name}` body -> a value of its return type"),
-                Expect::Parses,
+                RUST,
             );
             site.unfit = Some(reason.to_string());
             found.push(site);
@@ -115,7 +97,7 @@ fn function_body(
             body,
             format!("{{ {value}{breaks} }}"),
             format!("`fn {name}` body -> `{value}`"),
-            Expect::Parses,
+            RUST,
         );
         if value == "()" && does_nothing {
             site.unfit = Some("the body does nothing already".into());
@@ -181,7 +163,7 @@ fn binary(node: Node<'_>, changed: &BTreeSet<u32>, found: &mut Vec<Candidate>) {
             op,
             to.to_string(),
             format!("`{}` -> `{to}`", op.kind()),
-            Expect::Token(to, "binary_expression"),
+            RUST.token(to, "binary_expression"),
         );
         if in_let_chain {
             site.unfit = Some("part of an `if let` chain".into());
@@ -222,7 +204,7 @@ fn compound(node: Node<'_>, changed: &BTreeSet<u32>, found: &mut Vec<Candidate>)
             op,
             to.to_string(),
             format!("`{}` -> `{to}`", op.kind()),
-            Expect::Token(to, "compound_assignment_expr"),
+            RUST.token(to, "compound_assignment_expr"),
         ));
     }
 }
@@ -249,7 +231,7 @@ fn unary(node: Node<'_>, source: &str, changed: &BTreeSet<u32>, found: &mut Vec<
             short(text(node, source)),
             short(operand_text)
         ),
-        Expect::Parses,
+        RUST,
     );
     if op.kind() == "-" && operand.kind() == "integer_literal" && operand_text == "0" {
         site.unfit = Some("likely equivalent: `-0` equals `0`".into());
@@ -288,7 +270,7 @@ fn match_arms(block: Node<'_>, source: &str, changed: &BTreeSet<u32>, found: &mu
             *arm,
             "\n".repeat(newlines(text(*arm, source))),
             format!("match arm `{} => …` deleted", short(pattern)),
-            Expect::Parses,
+            RUST,
         ));
     }
 }

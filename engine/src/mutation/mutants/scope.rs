@@ -18,6 +18,26 @@ pub struct Scope {
     pub statement_line: u32,
 }
 
+impl Scope {
+    /// The whole of `source`, for an edit starting at byte `start` outside every function.
+    pub(crate) fn whole_file(source: &str, start: usize) -> Self {
+        Self {
+            start: 0,
+            end: source.len(),
+            name: String::new(),
+            statement_line: line_of(source, start),
+        }
+    }
+}
+
+/// Each range's scope in a file that does not parse: the whole file.
+pub(crate) fn whole_files(source: &str, ranges: &[(usize, usize)]) -> Vec<Scope> {
+    ranges
+        .iter()
+        .map(|&(start, _)| Scope::whole_file(source, start))
+        .collect()
+}
+
 /// The 1-based line of byte `at` of `source`.
 pub(crate) fn line_of(source: &str, at: usize) -> u32 {
     let before = source.get(..at).unwrap_or(source);

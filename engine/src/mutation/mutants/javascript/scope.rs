@@ -4,19 +4,13 @@
 //! parents, which tree-sitter finds from the root each time (the source chooses the depth).
 
 use super::syntax::{self, text};
-use crate::mutation::mutants::scope::{Scope, line_of};
+use crate::mutation::mutants::scope::{Scope, line_of, whole_files};
 use crate::mutation::mutants::syntax::line;
 use tree_sitter::Node;
 
 pub(super) fn scopes(source: &str, ranges: &[(usize, usize)]) -> Vec<Scope> {
-    let file = |start: usize| Scope {
-        start: 0,
-        end: source.len(),
-        name: String::new(),
-        statement_line: line_of(source, start),
-    };
     let Some(tree) = syntax::parse(source) else {
-        return ranges.iter().map(|&(start, _)| file(start)).collect();
+        return whole_files(source, ranges);
     };
     ranges
         .iter()
@@ -40,7 +34,7 @@ pub(super) fn scopes(source: &str, ranges: &[(usize, usize)]) -> Vec<Scope> {
                         statement_line: 0,
                     }
                 }
-                None => file(start),
+                None => Scope::whole_file(source, start),
             };
             scope.statement_line = statement.unwrap_or_else(|| line_of(source, start));
             scope

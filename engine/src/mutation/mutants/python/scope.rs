@@ -4,24 +4,14 @@
 //! continuation lines lack.
 
 use super::syntax;
-use crate::mutation::mutants::scope::Scope;
+use crate::mutation::mutants::scope::{Scope, line_of, whole_files};
 use tree_sitter::Node;
 
 /// The scope of each byte range `(start, end)` of `source`, in order. Every range gets the
 /// whole module when the source does not parse (the caller excluded such files already).
 pub(super) fn scopes(source: &str, ranges: &[(usize, usize)]) -> Vec<Scope> {
-    let line_of = |byte: usize| {
-        let before = source.get(..byte).unwrap_or(source);
-        before.bytes().filter(|b| *b == b'\n').count() as u32 + 1
-    };
-    let module = |start: usize| Scope {
-        start: 0,
-        end: source.len(),
-        name: String::new(),
-        statement_line: line_of(start),
-    };
     let Some(tree) = syntax::parse(source) else {
-        return ranges.iter().map(|&(start, _)| module(start)).collect();
+        return whole_files(source, ranges);
     };
     let root = tree.root_node();
     ranges
@@ -31,7 +21,7 @@ pub(super) fn scopes(source: &str, ranges: &[(usize, usize)]) -> Vec<Scope> {
             let mut scope = node
                 .and_then(|node| enclosing_function(node, start, end))
                 .map_or_else(
-                    || module(start),
+                    || Scope::whole_file(source, start),
                     |node| Scope {
                         start: node.start_byte(),
                         end: node.end_byte(),
@@ -39,9 +29,10 @@ pub(super) fn scopes(source: &str, ranges: &[(usize, usize)]) -> Vec<Scope> {
                         statement_line: 0,
                     },
                 );
-            scope.statement_line = node
-                .and_then(enclosing_statement)
-                .map_or_else(|| line_of(start), |s| s.start_position().row as u32 + 1);
+            scope.statement_line = node.and_then(enclosing_statement).map_or_else(
+                || line_of(source, start),
+                |s| s.start_position().row as u32 + 1,
+            );
             scope
         })
         .collect()

@@ -3,18 +3,12 @@
 //! or the whole file outside any function; and the first line of its statement.
 
 use super::syntax::{self, text};
-use crate::mutation::mutants::scope::{Scope, line_of};
+use crate::mutation::mutants::scope::{Scope, line_of, whole_files};
 use tree_sitter::Node;
 
 pub(super) fn scopes(source: &str, ranges: &[(usize, usize)]) -> Vec<Scope> {
-    let file = |start: usize| Scope {
-        start: 0,
-        end: source.len(),
-        name: String::new(),
-        statement_line: line_of(source, start),
-    };
     let Some(tree) = syntax::parse(source) else {
-        return ranges.iter().map(|&(start, _)| file(start)).collect();
+        return whole_files(source, ranges);
     };
     let root = tree.root_node();
     ranges
@@ -30,7 +24,7 @@ pub(super) fn scopes(source: &str, ranges: &[(usize, usize)]) -> Vec<Scope> {
                     })
                 })
                 .map_or_else(
-                    || file(start),
+                    || Scope::whole_file(source, start),
                     |function| Scope {
                         start: function.start_byte(),
                         end: function.end_byte(),

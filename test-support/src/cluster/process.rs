@@ -141,9 +141,15 @@ impl FleetProcess {
     pub fn restart(&mut self) {
         self.kill();
         let spec = &self.spec;
+        // Its own temporary directory inside the sandbox's: what a killed service leaves there
+        // (a worker's job and warm-session directories under `assay-worker/`) goes with the
+        // test, never into the machine's `/tmp`. A spec's own `TMPDIR` wins.
+        let tmp = spec.log.with_extension("tmp");
+        std::fs::create_dir_all(&tmp).expect("the service's temporary directory");
         let mut command = Command::new(&spec.binary);
         command
             .args(&spec.args)
+            .env("TMPDIR", &tmp)
             .envs(spec.env.iter().map(|(k, v)| (k, v)))
             .env("ASSAY_LOG", "info");
         if !spec.http_default {

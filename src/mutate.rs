@@ -115,12 +115,21 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
     let tree = if args.worktree {
         assay_engine::source::worktree_tree(&repo).map_err(|e| Failure::usage(e.into()))?
     } else {
+        let head = campaign::head_tree(&repo).map_err(|e| match e {
+            // A repository with nothing committed yet: its work tree is what there is.
+            MutateError::Source(assay_engine::source::SourceError::UnknownRevision { .. }) => {
+                Failure::usage(anyhow!(e).context(
+                    "nothing is committed yet (hint: pass --worktree to mutate the work tree as it is)",
+                ))
+            }
+            e => Failure::usage(e.into()),
+        })?;
         if let Some(changes) = crate::prove::uncommitted(&repo)? {
             errln!(
                 "warning: the work tree has changes HEAD does not ({changes}); HEAD is mutated without them (hint: pass --worktree to mutate the work tree as it is)"
             );
         }
-        campaign::head_tree(&repo).map_err(|e| Failure::usage(e.into()))?
+        head
     };
     let runner = match &args.runner {
         Some(name) => name

@@ -452,6 +452,42 @@ fn mutate_says_it_mutates_head_without_the_uncommitted_work_and_worktree_mutates
     assert_eq!(repo.git(&["status", "--porcelain"]), status_before);
 }
 
+#[test]
+fn mutate_in_a_repository_with_nothing_committed_points_to_worktree_which_mutates_it() {
+    let repo = Repo::new();
+    repo.write("pager.py", PAGER_FIXED)
+        .write("conftest.py", "")
+        .write("tests/test_partial.py", PARTIAL_TEST);
+    let out_dir = tempfile::tempdir().expect("temp dir");
+    let mutate = |extra: &[&str]| {
+        assay()
+            .args(["mutate", "--no-cache", "--store"])
+            .arg(format!("file://{}", out_dir.path().join("store").display()))
+            .args(extra)
+            .arg("-C")
+            .arg(repo.path())
+            .env("ASSAY_STATE_DIR", out_dir.path().join("state"))
+            .output()
+            .expect("assay runs")
+    };
+    let head = mutate(&[]);
+    let stderr = String::from_utf8_lossy(&head.stderr);
+    assert_eq!(head.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(
+            "nothing is committed yet (hint: pass --worktree to mutate the work tree as it is)"
+        ),
+        "{stderr}"
+    );
+    let worktree = mutate(&["--worktree"]);
+    let stdout = String::from_utf8_lossy(&worktree.stdout);
+    assert!(
+        stdout.contains("mutate: ") && !stdout.contains(" 0 killed"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&worktree.stderr)
+    );
+}
+
 /// `assay prove` of the committed fix in `repo` against its parent, one criterion, no
 /// mutation check.
 fn prove_fix_args(store: &str, repo: &std::path::Path) -> Vec<std::ffi::OsString> {

@@ -1,7 +1,7 @@
 //! The `assay` binary: parses flags, starts logging, calls the libraries, maps errors to the
 //! documented exit codes. Nothing here decides a verdict.
 
-/// `errln!` that never panics: a line on stderr, dropped quietly once stderr's reader went
+/// `eprintln!` that never panics: a line on stderr, dropped quietly once stderr's reader went
 /// away (`assay mutate 2>&1 | head -1`), as [`console::out`] does for stdout.
 macro_rules! errln {
     ($($arg:tt)*) => {

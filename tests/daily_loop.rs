@@ -488,6 +488,16 @@ fn mutate_in_a_repository_with_nothing_committed_points_to_worktree_which_mutate
     );
 }
 
+/// [`committed_fix`] with a directory for its state (returned, to be kept while it is used),
+/// the state directory and a store URL inside it.
+fn committed_fix_with_state() -> (Repo, tempfile::TempDir, std::path::PathBuf, String) {
+    let repo = committed_fix();
+    let out_dir = tempfile::tempdir().expect("temp dir");
+    let state = out_dir.path().join("state");
+    let store = format!("file://{}", out_dir.path().join("store").display());
+    (repo, out_dir, state, store)
+}
+
 /// `assay prove` of the committed fix in `repo` against its parent, one criterion, no
 /// mutation check.
 fn prove_fix_args(store: &str, repo: &std::path::Path) -> Vec<std::ffi::OsString> {
@@ -537,10 +547,7 @@ fn with_closed(
 
 #[test]
 fn a_closed_stderr_changes_neither_the_exit_code_nor_stdout_of_mutate_and_prove() {
-    let repo = committed_fix();
-    let out_dir = tempfile::tempdir().expect("temp dir");
-    let state = out_dir.path().join("state");
-    let store = format!("file://{}", out_dir.path().join("store").display());
+    let (repo, _out_dir, state, store) = committed_fix_with_state();
     let repo_arg = repo.path().as_os_str();
     let words = |words: &[&str]| -> Vec<std::ffi::OsString> {
         words
@@ -582,10 +589,7 @@ fn a_closed_stderr_changes_neither_the_exit_code_nor_stdout_of_mutate_and_prove(
 
 #[test]
 fn a_closed_stdout_ends_history_and_prove_quietly() {
-    let repo = committed_fix();
-    let out_dir = tempfile::tempdir().expect("temp dir");
-    let state = out_dir.path().join("state");
-    let store = format!("file://{}", out_dir.path().join("store").display());
+    let (repo, _out_dir, state, store) = committed_fix_with_state();
     let repo_arg = repo.path().as_os_str();
 
     let history = with_closed(

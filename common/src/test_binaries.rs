@@ -464,9 +464,12 @@ pub fn go_package(message: &str) -> Option<String> {
 
 /// Whether `path` is a plain Go import path: what a shell, a regexp or JSON reads as written.
 pub fn check_import_path(path: &str) -> bool {
-    !path.is_empty()
-        && path.len() <= 1024
-        && !path.starts_with(['-', '/'])
+    !path.is_empty() && !path.starts_with(['-', '/']) && plain_path(path)
+}
+
+/// Whether `path` is short and of characters a shell, a regexp or JSON reads as written.
+fn plain_path(path: &str) -> bool {
+    path.len() <= 1024
         && path
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/' | '~' | '+'))
@@ -474,12 +477,7 @@ pub fn check_import_path(path: &str) -> bool {
 
 /// Whether `dir` is a plain absolute directory a Go build may name as its tool directory.
 fn check_go_tool_dir(dir: &str) -> bool {
-    dir.starts_with('/')
-        && dir.len() <= 1024
-        && !dir.split('/').any(|part| part == "..")
-        && dir
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/' | '~' | '+'))
+    dir.starts_with('/') && !dir.split('/').any(|part| part == "..") && plain_path(dir)
 }
 
 /// The id a selection names an executable by: a Go package's import path, else the libtest

@@ -64,16 +64,13 @@ export default async function* assayReporter(source) {
       if (match) counts[match[1]] = Number(match[2]);
     }
   }
-  const merged = { counts: {}, results: [] };
-  // A part that cannot be read throws here: the run then writes no report, and is run again
-  // under `node --test`.
-  for (const path of earlierParts) {
-    const part = JSON.parse(readFileSync(path, 'utf8'));
+  // The earlier runs first, then this one. A part that cannot be read throws here: the run then
+  // writes no report, and is run again under `node --test`.
+  const parts = earlierParts.map((path) => JSON.parse(readFileSync(path, 'utf8')));
+  const merged = { schema: 'assay.node/v1', counts: {}, results: [] };
+  for (const part of [...parts, { counts, results }]) {
     merged.results.push(...part.results);
     for (const [key, value] of Object.entries(part.counts)) merged.counts[key] = (merged.counts[key] ?? 0) + value;
   }
-  merged.results.push(...results);
-  for (const [key, value] of Object.entries(counts)) merged.counts[key] = (merged.counts[key] ?? 0) + value;
-  const document = { schema: 'assay.node/v1', counts: merged.counts, results: merged.results };
-  yield `${JSON.stringify({ ...document, ...(rerun ? { rerun } : {}) })}\n`;
+  yield `${JSON.stringify({ ...merged, ...(rerun ? { rerun } : {}) })}\n`;
 }

@@ -66,12 +66,13 @@ impl ReachedFiles {
             else {
                 continue;
             };
-            if kind == FILE_TIME {
-                reached.read_file_time(file, numbers, test_files);
-                continue;
-            }
-            if kind != FORWARDED {
-                continue;
+            match kind {
+                FORWARDED => {}
+                FILE_TIME => {
+                    reached.read_file_time(file, numbers, test_files);
+                    continue;
+                }
+                _ => continue,
             }
             let file = serde_json::from_str::<String>(file)
                 .ok()

@@ -30,12 +30,13 @@ const BLAMED: &str = "its switch did not compile in the schema";
 /// test executable built (`go test -c`), its compiler errors on stderr, and for each built one
 /// a build message on stdout naming it, its package's directory and import path (what the
 /// worker keeps; a package with no test file builds none), and the go command's tool
-/// directory, so each run finds test2json without asking the go command again. Every package is built even after
-/// one fails, and `-gcflags=-e` lifts the compiler's limit of ten errors per package, so one
-/// round's errors name as many unviable mutants as the compiler reports at once. `-vet=off`, as
-/// every Go run of Assay's (`runner::go`): a vet finding (`c == 'r' && c == 'd'` is "suspect")
-/// is no compile error of a mutant built alone, so none in the schema either, and vet would
-/// only speak once the code compiles, a build round of its own.
+/// directory, so each run finds test2json without asking the go command again. Every package
+/// is built even after one fails, and `-gcflags=-e` lifts the compiler's limit of ten errors
+/// per package, so one round's errors name as many unviable mutants as the compiler reports
+/// at once. `-vet=off`, as every Go run of Assay's (`runner::go`): a vet finding
+/// (`c == 'r' && c == 'd'` is "suspect") is no compile error of a mutant built alone, so none
+/// in the schema either, and vet would only speak once the code compiles, a build round of its
+/// own.
 const BUILD_SCRIPT: &str = r#"out="$PWD/.assay-go-tests"
 mkdir -p "$out" || exit 1
 tools=$(go env GOTOOLDIR 2>/dev/null)

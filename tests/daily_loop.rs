@@ -400,17 +400,15 @@ fn mutate_says_it_mutates_head_without_the_uncommitted_work_and_worktree_mutates
     let status_before = repo.git(&["status", "--porcelain"]);
     let mutate = |extra: &[&str], report: &str| {
         let report = out_dir.path().join(report);
-        let output = assay()
-            .args(["mutate", "--no-cache", "--jobs", "2", "pager.py", "--json"])
-            .arg(&report)
-            .arg("--store")
-            .arg(format!("file://{}", out_dir.path().join("store").display()))
-            .args(extra)
-            .arg("-C")
-            .arg(repo.path())
-            .env("ASSAY_STATE_DIR", out_dir.path().join("state"))
-            .output()
-            .expect("assay runs");
+        let mut args = vec![
+            "--jobs".into(),
+            "2".into(),
+            "pager.py".into(),
+            "--json".into(),
+        ];
+        args.push(report.clone().into_os_string());
+        args.extend(extra.iter().map(std::ffi::OsString::from));
+        let output = mutate_in(&repo, out_dir.path(), &args);
         let doc: serde_json::Value =
             serde_json::from_slice(&std::fs::read(&report).expect("the report")).expect("JSON");
         let lines: Vec<(u64, String)> = doc["files"]["pager.py"]["mutants"]
@@ -459,17 +457,7 @@ fn mutate_in_a_repository_with_nothing_committed_points_to_worktree_which_mutate
         .write("conftest.py", "")
         .write("tests/test_partial.py", PARTIAL_TEST);
     let out_dir = tempfile::tempdir().expect("temp dir");
-    let mutate = |extra: &[&str]| {
-        assay()
-            .args(["mutate", "--no-cache", "--store"])
-            .arg(format!("file://{}", out_dir.path().join("store").display()))
-            .args(extra)
-            .arg("-C")
-            .arg(repo.path())
-            .env("ASSAY_STATE_DIR", out_dir.path().join("state"))
-            .output()
-            .expect("assay runs")
-    };
+    let mutate = |extra: &[&str]| mutate_in(&repo, out_dir.path(), extra);
     let head = mutate(&[]);
     let stderr = String::from_utf8_lossy(&head.stderr);
     assert_eq!(head.status.code(), Some(2), "{stderr}");
@@ -486,6 +474,23 @@ fn mutate_in_a_repository_with_nothing_committed_points_to_worktree_which_mutate
         "{stdout}\n{}",
         String::from_utf8_lossy(&worktree.stderr)
     );
+}
+
+/// `assay mutate ARGS -C REPO`, uncached, with its store and state in `out_dir`.
+fn mutate_in(
+    repo: &Repo,
+    out_dir: &std::path::Path,
+    args: &[impl AsRef<std::ffi::OsStr>],
+) -> std::process::Output {
+    assay()
+        .args(["mutate", "--no-cache", "--store"])
+        .arg(format!("file://{}", out_dir.join("store").display()))
+        .args(args)
+        .arg("-C")
+        .arg(repo.path())
+        .env("ASSAY_STATE_DIR", out_dir.join("state"))
+        .output()
+        .expect("assay runs")
 }
 
 /// [`committed_fix`] with a directory for its state (returned, to be kept while it is used),

@@ -1778,3 +1778,79 @@ async fn a_node_proofs_diff_coverage_is_measured_on_a_fleet() {
         "{coverage:#}"
     );
 }
+
+/// The `life-*` directories on a worker's default scratch root (`$TMPDIR/assay-worker`).
+fn scratch_lives(worker: &FleetProcess) -> Vec<PathBuf> {
+    let root = worker.temp_dir().join("assay-worker");
+    let mut lives: Vec<PathBuf> = std::fs::read_dir(&root)
+        .map(|entries| entries.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    lives.retain(|p| {
+        p.is_dir()
+            && p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("life-"))
+    });
+    lives
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_killed_mid_job_has_its_scratch_swept_when_it_starts_again() {
+    let fleet = start_fleet();
+    let _coordinator = coordinator(&fleet);
+    let mut worker = worker(&fleet, "worker-a", "1");
+    let repo = pricing_repo(3.0);
+    let json = fleet.dir().join("proof.json");
+    let mut proving = prove(&fleet, &repo, &json, &["--repeats", "1", "--quiet"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_a_running_job(&fleet).await;
+    let lives = scratch_lives(&worker);
+    assert_eq!(lives.len(), 1, "{lives:?}");
+    let killed_life = lives[0].clone();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::fs::read_dir(&killed_life).map_or(0, |d| d.count()) == 0 {
+        assert!(Instant::now() < deadline, "the running job made no scratch");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    // SIGKILL: nothing of the worker runs its clean-up.
+    worker.kill();
+    assert!(killed_life.exists());
+    worker.restart();
+    assert!(
+        !killed_life.exists(),
+        "the killed worker's scratch is still there: {:?}",
+        std::fs::read_dir(&killed_life).map(|d| d.flatten().map(|e| e.path()).collect::<Vec<_>>())
+    );
+    assert!(
+        worker
+            .log()
+            .contains("removed the scratch of workers that ended without cleaning up"),
+        "{}",
+        worker.log()
+    );
+    let lives = scratch_lives(&worker);
+    assert_eq!(lives.len(), 1, "only the new life's: {lives:?}");
+
+    // The job the kill interrupted is delivered again, and the proof ends as it should.
+    let status = tokio::task::spawn_blocking(move || proving.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "the proof after the worker's restart"
+    );
+    let evidence: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(evidence["verdict"], "proven", "{evidence:#}");
+
+    // A clean end (SIGTERM) removes the worker's own life.
+    let new_life = lives[0].clone();
+    assert_eq!(worker.terminate(), Some(0));
+    assert!(!new_life.exists(), "a clean end leaves its scratch behind");
+}

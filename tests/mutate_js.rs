@@ -491,3 +491,113 @@ fn an_endless_mutant_stops_at_a_limit_from_its_own_test_files_time_not_the_whole
         "{settle:#}"
     );
 }
+
+/// A TypeScript package (`"type": "module"`, node16 resolution, an `outDir` the erasure
+/// ignores): an ES module with types of every kind, a CommonJS `.cts` module, a declaration
+/// file, and tests in TypeScript that import the sources' JavaScript names.
+fn typed_shop() -> Repo {
+    let repo = Repo::new();
+    repo.write(
+        "package.json",
+        "{ \"name\": \"typed-shop\", \"version\": \"1.0.0\", \"type\": \"module\" }\n",
+    )
+    .write(
+        "tsconfig.json",
+        "{\n  // the project's own build writes dist/; the tests never import it\n  \"compilerOptions\": { \"strict\": true, \"module\": \"node16\", \"moduleResolution\": \"node16\", \"outDir\": \"dist\", \"target\": \"es2022\" }\n}\n",
+    )
+    .write(
+        "src/cart.ts",
+        "import { round } from './money.cjs';\nimport type { Currency } from './currency.js';\n\nexport interface Item { name: string; price: number; count: number }\nexport type Mode = \"standard\" | \"express\";\n\nexport class Cart<T extends Item = Item> {\n  constructor(private readonly items: T[], public currency: Currency = 'EUR') {}\n\n  subtotal(): number {\n    let sum: number = 0;\n    for (const item of this.items) {\n      sum += item.price * item.count;\n    }\n    return round(sum);\n  }\n\n  isEmpty(): boolean {\n    return this.items.length === 0 || !this.items.some((i: T) => i.count > 0);\n  }\n}\n\nexport function shipping(total: number, mode: Mode): number {\n  if (total >= 50 && mode !== \"express\") {\n    return 0;\n  }\n  const fee = (mode === \"express\" ? 9 : 4) as number;\n  return fee + 1;\n}\n",
+    )
+    .write(
+        "src/currency.d.ts",
+        "export type Currency = 'EUR' | 'USD';\n",
+    )
+    .write(
+        "src/money.cts",
+        "export function round(amount: number): number {\n  return Math.round(amount * 100) / 100;\n}\n",
+    )
+    .write(
+        "test/cart.test.ts",
+        "import { test } from 'node:test';\nimport assert from 'node:assert/strict';\nimport { Cart, shipping } from '../src/cart.js';\n\ntest('subtotal is price times count, rounded', () => {\n  const cart = new Cart([{ name: 'tea', price: 1.005, count: 2 }, { name: 'jam', price: 3, count: 1 }]);\n  assert.equal(cart.subtotal(), 5.01);\n});\n\ntest('a cart of nothing is empty', () => {\n  assert.equal(new Cart([]).isEmpty(), true);\n  assert.equal(new Cart([{ name: 'tea', price: 1, count: 1 }]).isEmpty(), false);\n});\n\ntest('express costs ten', () => {\n  assert.equal(shipping(10, 'express'), 10);\n});\n",
+    );
+    repo.commit("typed shop");
+    repo
+}
+
+#[test]
+fn typescript_is_mutated_behind_one_schema_run_erased_and_agrees_with_a_run_per_mutant() {
+    let repo = typed_shop();
+    let schema_dir = tempfile::tempdir().expect("temp dir");
+    let schema = mutate(&repo, &schema_dir);
+    assert_eq!(schema.code, 5, "{}", schema.explain());
+    let doc = schema.evidence.as_ref().expect("report");
+    // The TypeScript files are the ones mutated, never their erased JavaScript or the
+    // declaration file; every mutant ran from the schema.
+    let files: Vec<&String> = doc["files"].as_object().expect("files").keys().collect();
+    assert_eq!(
+        files,
+        ["src/cart.ts", "src/money.cts"],
+        "{:#}",
+        doc["assay"]
+    );
+    assert_eq!(
+        doc["assay"]["schemata"]["held"], doc["assay"]["summary"]["mutants"],
+        "{:#}",
+        doc["assay"]
+    );
+    let source = |line: u64| {
+        let text = std::fs::read_to_string(repo.path().join("src/cart.ts")).expect("source");
+        text.lines().nth(line as usize - 1).unwrap_or("").to_owned()
+    };
+    let with_schema = statuses(doc);
+    assert!(with_schema.len() >= 15, "{with_schema:#?}");
+    for mutant in doc["files"]["src/cart.ts"]["mutants"]
+        .as_array()
+        .expect("mutants")
+    {
+        let line = mutant["location"]["start"]["line"].as_u64().expect("line");
+        let text = source(line);
+        // Types hold no site: not the interface, the alias of string literals, an annotation
+        // or a type argument.
+        assert!(
+            !text.starts_with("export interface") && !text.starts_with("export type"),
+            "a mutant on a type: {mutant:#}"
+        );
+        let replacement = mutant["replacement"].as_str().unwrap_or("");
+        assert!(
+            !["number", "boolean", "T", "Item"].contains(&replacement),
+            "{mutant:#}"
+        );
+    }
+    let mut kinds = std::collections::BTreeSet::new();
+    let alone_dir = tempfile::tempdir().expect("temp dir");
+    let alone = mutate_with(&repo, &alone_dir, &[("ASSAY_MUTATE_SCHEMATA", "0")]);
+    assert_eq!(alone.code, 5, "{}", alone.explain());
+    let each_alone = statuses(alone.evidence.as_ref().expect("report"));
+    assert_eq!(with_schema.len(), each_alone.len());
+    for (s, a) in with_schema.iter().zip(&each_alone) {
+        assert_eq!((&s.0, &s.1), (&a.0, &a.1), "the same mutants in order");
+        assert!(
+            agrees(&s.2, &a.2),
+            "{}: schema {} but alone {}",
+            s.0,
+            s.2,
+            a.2
+        );
+        kinds.insert(s.2.clone());
+    }
+    for status in ["Killed", "Survived"] {
+        assert!(kinds.contains(status), "no {status}: {with_schema:#?}");
+    }
+    // The `.cts` module's rounding is killed by the cart's test through the ES module.
+    let money = &doc["files"]["src/money.cts"]["mutants"];
+    assert!(
+        money
+            .as_array()
+            .expect("mutants")
+            .iter()
+            .any(|m| m["status"] == "Killed"),
+        "{money:#}"
+    );
+}

@@ -173,7 +173,7 @@ pub enum ExclusionReason {
     NotPython,
     /// A test file: the tests are not the product.
     TestFile,
-    /// A Python type stub (`.pyi`): it holds no code that runs.
+    /// A type stub (Python's `.pyi`, a TypeScript declaration file): it holds no code that runs.
     TypeStub,
     /// The file is not UTF-8.
     NotUtf8,

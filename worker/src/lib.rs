@@ -11,6 +11,7 @@ pub mod job_context;
 pub mod manifest_job;
 pub mod reused_trees;
 pub mod sandbox;
+pub mod scratch_life;
 pub mod secrets;
 pub mod service;
 pub mod stderr_tail;

@@ -10,6 +10,7 @@ use crate::execute::run_job;
 use crate::job_context::JobContext;
 use crate::sandbox::docker::{DockerConfig, DockerSetupError};
 use crate::sandbox::{self, Sandbox};
+use crate::scratch_life::ScratchLife;
 use assay_common::fault::{self, InfraCause};
 use assay_common::fleet::Subjects;
 use assay_common::job::{JobResult, JobSpec};
@@ -52,15 +53,9 @@ pub enum ServiceError {
     /// The Docker sandbox could not be set up.
     #[error(transparent)]
     Docker(#[from] DockerSetupError),
-    /// The scratch directory could not be made.
-    #[error("failed to prepare {path}")]
-    Io {
-        /// The scratch directory it tried to make.
-        path: PathBuf,
-        /// The underlying error.
-        #[source]
-        source: std::io::Error,
-    },
+    /// The scratch directory could not be made or locked.
+    #[error(transparent)]
+    Scratch(#[from] crate::scratch_life::ScratchError),
     /// The health and metrics endpoint could not listen.
     #[error("failed to serve probes on {listen}")]
     Http {
@@ -225,10 +220,14 @@ pub async fn serve(
         .scratch_root
         .clone()
         .unwrap_or_else(|| std::env::temp_dir().join("assay-worker"));
-    std::fs::create_dir_all(&scratch_root).map_err(|source| ServiceError::Io {
-        path: scratch_root.clone(),
-        source,
-    })?;
+    // Whatever a worker killed on this root left (SIGKILL, a crash) goes before any job runs.
+    let (life, swept) = ScratchLife::begin(&scratch_root)?;
+    if !swept.lives.is_empty() {
+        tracing::info!(root = %scratch_root.display(), lives = ?swept.lives, "removed the scratch of workers that ended without cleaning up");
+    }
+    for (name, why) in &swept.failed {
+        tracing::warn!(root = %scratch_root.display(), %name, %why, "could not remove a dead worker's scratch");
+    }
     hide_own_paths(service, &scratch_root);
     let limits = assay_transport::archive::ArchiveLimits {
         max_bytes: service.worker.tree_max_bytes,
@@ -243,7 +242,7 @@ pub async fn serve(
                 .with_limits(limits),
         ),
         store: store.clone(),
-        scratch_root,
+        scratch_root: life.dir().to_owned(),
         pass_env: config.pass_env.clone(),
         output_cap_bytes: service.worker.output_cap_bytes,
         // Beside the trees, under the same mask (see `hide_own_paths`).
@@ -271,7 +270,10 @@ pub async fn serve(
             tracing::warn!(error = %e, "could not remove secrets from the worker's environment")
         }
     }
-    serve_validated(config, parts, shutdown).await
+    let served = serve_validated(config, parts, shutdown).await;
+    // Its jobs are over (finished or handed back): this life's scratch goes with it.
+    drop(life);
+    served
 }
 
 /// What [`serve_with`] runs jobs with: the runner, the store its probes check, and the metrics

@@ -8,6 +8,7 @@ use crate::coverage::{self, CoverageMap};
 use crate::dispatch::run_one;
 use crate::mutation::check::run_mutants;
 use crate::mutation::mutants::budget::MutantTimeout;
+use crate::mutation::mutants::javascript::typescript;
 use crate::mutation::mutants::judge::{Expected, Judgement, compile_error, judge_run};
 use crate::mutation::mutants::scope::Scope;
 use crate::mutation::mutants::{
@@ -380,6 +381,7 @@ pub async fn run(
         store,
         progress,
         started: Instant::now(),
+        erase_types: erases_types(request)?,
     };
     let planned = campaign.plan()?;
     // Job indices follow the order jobs are planned in: the schema's builds, the baseline's
@@ -414,6 +416,37 @@ struct Campaign<'a> {
     progress: &'a dyn MutateProgress,
     /// When the run started: its budget counts from here.
     started: Instant,
+    /// The tree is TypeScript: node runs it once its types are erased
+    /// (`mutants::javascript::typescript`).
+    erase_types: bool,
+}
+
+/// Whether the request's tree is TypeScript its runner runs erased: node's, with a `.ts` file.
+fn erases_types(request: &MutateRequest) -> Result<bool, SourceError> {
+    let javascript = languages::for_runner(request.runner)
+        .is_some_and(|l| l.language() == assay_common::runner::SourceLanguage::JavaScript);
+    Ok(javascript
+        && typescript::has_typescript(
+            source::list_files(&request.repo, &request.tree)?
+                .iter()
+                .map(String::as_str),
+        ))
+}
+
+impl Campaign<'_> {
+    /// A job of the run on `tree`, a tree of the project's own (not the schema's).
+    fn spec(&self, tree: &TreeId, index: usize, command: Vec<String>) -> JobSpec {
+        spec(self.request, tree, index, self.on_own_tree(command))
+    }
+
+    /// `command` as it runs on a tree of the project's own: a TypeScript tree's types are
+    /// erased first (the schema's tree holds its files erased already).
+    fn on_own_tree(&self, command: Vec<String>) -> Vec<String> {
+        match self.erase_types {
+            true => typescript::erasing(command),
+            false => command,
+        }
+    }
 }
 
 /// The mutants of the run and the files they mutate.

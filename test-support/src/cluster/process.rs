@@ -112,6 +112,12 @@ impl FleetProcess {
         metric_sum(&http_get(self.spec.http_port, "/metrics")?, name)
     }
 
+    /// Its own temporary directory (`TMPDIR`), kept across restarts: a worker's default
+    /// scratch root, `assay-worker/`, is in it.
+    pub fn temp_dir(&self) -> PathBuf {
+        self.spec.log.with_extension("tmp")
+    }
+
     /// SIGTERM, then its exit code once it has exited.
     pub fn terminate(mut self) -> Option<i32> {
         let mut child = self.child.take().expect("the process runs");
@@ -144,7 +150,7 @@ impl FleetProcess {
         // Its own temporary directory inside the sandbox's: what a killed service leaves there
         // (a worker's job and warm-session directories under `assay-worker/`) goes with the
         // test, never into the machine's `/tmp`. A spec's own `TMPDIR` wins.
-        let tmp = spec.log.with_extension("tmp");
+        let tmp = self.temp_dir();
         std::fs::create_dir_all(&tmp).expect("the service's temporary directory");
         let mut command = Command::new(&spec.binary);
         command

@@ -27,9 +27,17 @@ impl<'a> Campaign<'a> {
             SchemaStrategy::GoTestBinary => {
                 Some(schemata::build_go(request, sources, mutants, queue, store, index).await)
             }
-            SchemaStrategy::Interpret => {
-                Some(schemata::interpret(request, sources, mutants, store).await)
-            }
+            SchemaStrategy::Interpret => Some(
+                schemata::interpret(
+                    request,
+                    sources,
+                    mutants,
+                    (queue, store),
+                    index,
+                    self.erase_types,
+                )
+                .await,
+            ),
         }
     }
 
@@ -72,11 +80,11 @@ impl<'a> Campaign<'a> {
                     .cloned()
                     .chain(["-o".into(), "junit_family=xunit1".into()]);
                 let command = coverage::command_with(python, pytest_args);
-                (spec(request, &planned.tree, *index, command), true)
+                (self.spec(&planned.tree, *index, command), true)
             }
             (None, _) => {
                 let command = request.runner.command(&request.command_prefix, &[], &[]);
-                (spec(request, &planned.tree, *index, command), false)
+                (self.spec(&planned.tree, *index, command), false)
             }
         };
         *index += 1;
@@ -102,7 +110,7 @@ impl<'a> Campaign<'a> {
                 };
                 s.give_up(format!("{what} failed unmutated ({reason})"));
                 let command = request.runner.command(&request.command_prefix, &[], &[]);
-                baseline_spec = spec(request, &planned.tree, *index, command);
+                baseline_spec = self.spec(&planned.tree, *index, command);
                 baseline_spec.timeout_secs = request.budget.as_secs().max(1);
                 *index += 1;
                 baseline = run_single(self.queue, &baseline_spec).await;
@@ -152,7 +160,7 @@ impl<'a> Campaign<'a> {
                 // No map (coverage.py missing, or the session broke): the same suite without
                 // coverage says whether the baseline passes.
                 let command = request.runner.command(&request.command_prefix, &[], &[]);
-                let mut plain = spec(request, &planned.tree, *index, command);
+                let mut plain = self.spec(&planned.tree, *index, command);
                 plain.timeout_secs = run.timeout_secs;
                 *index += 1;
                 Some(run_single(self.queue, &plain).await)
@@ -182,8 +190,12 @@ impl<'a> Campaign<'a> {
         let switched = schemata.is_some_and(|s| s.switched_tree().is_some());
         let reached_files = match (switched, &baseline) {
             (true, Ok(result)) => {
+                // The schema's tree: a TypeScript project's test files run erased there.
+                let tree = schemata
+                    .and_then(|s| s.switched_tree())
+                    .unwrap_or(&planned.tree);
                 let test_files: std::collections::BTreeSet<String> =
-                    source::list_files(&request.repo, &planned.tree)?
+                    source::list_files(&request.repo, tree)?
                         .into_iter()
                         .filter(|path| request.runner.is_test_file(path))
                         .collect();

@@ -241,7 +241,7 @@ impl<'a> Campaign<'a> {
                     )
                 }
                 _ => {
-                    let mut job = spec(request, tree, index + at, command);
+                    let mut job = self.spec(tree, index + at, command);
                     job.edit = Some(mutant.edit.clone());
                     let cost = match schemata {
                         Some(_) => Cost::whole_suite(built_alone_time),

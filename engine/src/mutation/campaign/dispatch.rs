@@ -140,7 +140,13 @@ impl<'a> Campaign<'a> {
                         && again.binaries.is_none()
                         && request.runner.runner().reruns_named_tests()
                     {
-                        again.command = request.runner.command(&choices.prefix, &killers, &[]);
+                        let command = request.runner.command(&choices.prefix, &killers, &[]);
+                        // A mutant with its edit runs on the project's tree, the rest on the
+                        // schema's.
+                        again.command = match again.edit {
+                            Some(_) => self.on_own_tree(command),
+                            None => command,
+                        };
                     }
                     again.index += mutants as u32;
                     again.job_id = JobId::for_index(&request.run_id, again.index as usize);

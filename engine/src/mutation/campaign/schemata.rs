@@ -16,6 +16,8 @@ use super::{MutateRequest, run_single, spec};
 use crate::mutation::mutants::Mutant;
 use crate::mutation::mutants::go::prebuilt::{self as go_prebuilt, GoBuildJob};
 use crate::mutation::mutants::javascript::schema as js_schema;
+use crate::mutation::mutants::javascript::syntax::Dialect;
+use crate::mutation::mutants::javascript::typescript;
 use crate::mutation::mutants::rust::prebuilt::{
     self, BuildJob, NoSchemaBuild, PROC_MACRO, Packages, Schema,
 };
@@ -23,6 +25,7 @@ use crate::mutation::mutants::rust::schema::FileSchema;
 use crate::mutation::mutants::switch::Entry;
 use crate::source;
 use assay_common::TreeId;
+use assay_common::job::JobStatus;
 use assay_common::job::{ArtifactRef, JobResult, JobSpec};
 use assay_common::test_binaries::Selection;
 use assay_transport::error_chain::error_chain;
@@ -145,12 +148,15 @@ pub(super) fn switched_spec(
 
 /// JavaScript: every mutant of `mutants` (files' texts in `sources`) behind the switch, in a
 /// tree of its own written in the repository and uploaded to the store. Nothing is built: the
-/// unmutated run of that tree says whether it holds them.
+/// unmutated run of that tree says whether it holds them. A TypeScript tree (`erase_types`)
+/// gets its types erased by one job (as job `*index`), and the JavaScript joins the tree.
 pub(super) async fn interpret(
     request: &MutateRequest,
     sources: &BTreeMap<&str, &[u8]>,
     mutants: &[Mutant],
-    store: &dyn ArtifactStore,
+    (queue, store): (&dyn JobQueue, &dyn ArtifactStore),
+    index: &mut usize,
+    erase_types: bool,
 ) -> Schemata {
     let mut schema = Schema::default();
     let mut files: Vec<(String, String)> = Vec::new();
@@ -163,7 +169,7 @@ pub(super) async fn interpret(
             schema.send_alone(&entries, "the file is not UTF-8");
             continue;
         };
-        let rewritten = js_schema::rewrite(text, &entries);
+        let rewritten = js_schema::rewrite(Dialect::of(path), text, &entries);
         for (number, why) in rewritten.fallback {
             schema.alone.insert(Entry::position(number), why);
         }
@@ -182,15 +188,91 @@ pub(super) async fn interpret(
         schemata.give_up("no mutant fits a schema".to_owned());
         return schemata;
     }
-    let files: Vec<(&str, &[u8])> = files
-        .iter()
-        .map(|(path, text)| (path.as_str(), text.as_bytes()))
-        .collect();
-    match schema_tree(request, store, &files).await {
-        Ok(tree) => schemata.tree = Some(tree),
-        Err(why) => schemata.give_up(why.to_string()),
+    let as_bytes = |files: &[(String, String)]| -> Vec<(String, Vec<u8>)> {
+        files
+            .iter()
+            .map(|(path, text)| (path.clone(), text.clone().into_bytes()))
+            .collect()
+    };
+    let tree = match schema_tree(request, store, &borrowed(&as_bytes(&files))).await {
+        Ok(tree) => tree,
+        Err(why) => {
+            schemata.give_up(why.to_string());
+            return schemata;
+        }
+    };
+    if !erase_types {
+        schemata.tree = Some(tree);
+        return schemata;
+    }
+    match erase(request, &tree, (queue, store), index).await {
+        Ok(erased) => {
+            files.extend(erased);
+            match schema_tree(request, store, &borrowed(&as_bytes(&files))).await {
+                Ok(tree) => schemata.tree = Some(tree),
+                Err(why) => schemata.give_up(why.to_string()),
+            }
+        }
+        Err(why) => schemata.give_up(format!(
+            "the schema's TypeScript could not be erased to JavaScript ({why})"
+        )),
     }
     schemata
+}
+
+fn borrowed(files: &[(String, Vec<u8>)]) -> Vec<(&str, &[u8])> {
+    files
+        .iter()
+        .map(|(path, bytes)| (path.as_str(), bytes.as_slice()))
+        .collect()
+}
+
+/// The erased JavaScript of every TypeScript file of `tree`, from one job that prints it.
+async fn erase(
+    request: &MutateRequest,
+    tree: &TreeId,
+    (queue, store): (&dyn JobQueue, &dyn ArtifactStore),
+    index: &mut usize,
+) -> Result<Vec<(String, String)>, String> {
+    let sources: BTreeSet<String> = source::list_files(&request.repo, tree)
+        .map_err(|e| error_chain(&e))?
+        .into_iter()
+        .filter(|path| typescript::erases(path).is_some())
+        .collect();
+    let mut job = spec(
+        request,
+        tree,
+        *index,
+        typescript::emit_command(&request.command_prefix),
+    );
+    *index += 1;
+    job.timeout_secs = request.budget.as_secs().max(1);
+    let result = &run_single(queue, &job).await.map_err(|e| error_chain(&e))?;
+    let read = |name: &'static str| async move {
+        assay_transport::store::read_named(store, result, name)
+            .await
+            .map_err(|e| error_chain(&e))
+            .map(Option::unwrap_or_default)
+    };
+    if result.status != (JobStatus::Completed { exit_code: 0 }) {
+        let stderr = read("stderr").await?;
+        let stderr = String::from_utf8_lossy(&stderr);
+        let last = stderr.lines().rev().find(|l| !l.trim().is_empty());
+        return Err(format!(
+            "the job {}: {}",
+            result.status.label(),
+            last.unwrap_or("it said nothing on stderr")
+        ));
+    }
+    if result
+        .artifacts
+        .iter()
+        .any(|a| a.name == "stdout" && a.dropped_bytes > 0)
+    {
+        return Err("the erased files are larger than the worker's output cap".into());
+    }
+    let stdout = read("stdout").await?;
+    typescript::read_erased(&stdout, &sources).map_err(|e| e.to_string())
 }
 
 /// A run of the prebuilt tests with the switch at `number`, of those `only` selects. The

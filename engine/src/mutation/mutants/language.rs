@@ -23,10 +23,17 @@ pub(crate) trait Language: Sync {
     fn exclusion(&self, path: &str, bytes: &[u8]) -> Option<(ExclusionReason, String)>;
     /// The operators of `set`, in the order the planner's round-robin visits them.
     fn operators(&self, set: OperatorSet) -> &'static [Operator];
-    /// Every site on `changed` lines of `source` (a file it did not exclude), in tree order.
-    fn sites(&self, source: &str, changed: &BTreeSet<u32>, set: OperatorSet) -> Vec<Candidate>;
-    /// The scope of each byte range `(start, end)` of `source`, in order.
-    fn scopes(&self, source: &str, ranges: &[(usize, usize)]) -> Vec<Scope>;
+    /// Every site on `changed` lines of `source`, the file at `path` (one it did not exclude),
+    /// in tree order. The path names a dialect where the language has several (TypeScript).
+    fn sites(
+        &self,
+        path: &str,
+        source: &str,
+        changed: &BTreeSet<u32>,
+        set: OperatorSet,
+    ) -> Vec<Candidate>;
+    /// The scope of each byte range `(start, end)` of `source`, the file at `path`, in order.
+    fn scopes(&self, path: &str, source: &str, ranges: &[(usize, usize)]) -> Vec<Scope>;
     /// Which language it is: a runner whose tests are in it ([`Runner::language`]) judges its
     /// mutants.
     ///

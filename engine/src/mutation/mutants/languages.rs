@@ -49,7 +49,7 @@ pub(crate) fn schema_strategy(runner: RunnerKind) -> Option<SchemaStrategy> {
 /// file of no language Assay mutates is one scope.
 pub fn scopes(path: &str, source: &str, ranges: &[(usize, usize)]) -> Vec<Scope> {
     match for_path(path) {
-        Some(language) => language.scopes(source, ranges),
+        Some(language) => language.scopes(path, source, ranges),
         None => ranges
             .iter()
             .map(|&(start, _)| Scope {

@@ -125,7 +125,7 @@ fn plan_file(
     let Ok(path) = TreePath::new(&file.path) else {
         return;
     };
-    let candidates = language.sites(source, &file.changed_lines, operators);
+    let candidates = language.sites(&file.path, source, &file.changed_lines, operators);
 
     // One queue per operator; within one, distinct lines come before a second site on a line.
     let mut queues: Vec<VecDeque<sites::Candidate>> = language

@@ -1246,7 +1246,11 @@ fn real_sources() -> Vec<(
     for name in ["lib/npm.js", "lib/utils/verify-signatures.js"] {
         let path = std::path::Path::new("/usr/lib/node_modules/npm").join(name);
         if path.exists() {
-            files.push((&javascript::JavaScript, javascript::syntax::grammar(), path));
+            files.push((
+                &javascript::JavaScript,
+                javascript::syntax::Dialect::JavaScript.grammar(),
+                path,
+            ));
         }
     }
     let own = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/mutation/mutants/mod.rs");
@@ -1261,7 +1265,8 @@ fn a_mutant_parsed_from_its_files_tree_parses_as_it_does_from_scratch() {
         let source = std::fs::read_to_string(&path).expect("a real source file");
         let every_line: BTreeSet<u32> = (1..=source.lines().count() as u32 + 1).collect();
         let mut file = syntax::Reparser::new(&source);
-        let candidates = language.sites(&source, &every_line, OperatorSet::Extended);
+        let name = path.to_string_lossy();
+        let candidates = language.sites(&name, &source, &every_line, OperatorSet::Extended);
         assert!(
             candidates.len() > 20,
             "{}: {}",

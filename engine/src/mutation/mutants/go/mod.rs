@@ -86,11 +86,17 @@ impl Language for Go {
         }
     }
 
-    fn sites(&self, source: &str, changed: &BTreeSet<u32>, _set: OperatorSet) -> Vec<Candidate> {
+    fn sites(
+        &self,
+        _path: &str,
+        source: &str,
+        changed: &BTreeSet<u32>,
+        _set: OperatorSet,
+    ) -> Vec<Candidate> {
         sites::find(source, changed)
     }
 
-    fn scopes(&self, source: &str, ranges: &[(usize, usize)]) -> Vec<Scope> {
+    fn scopes(&self, _path: &str, source: &str, ranges: &[(usize, usize)]) -> Vec<Scope> {
         scope::scopes(source, ranges)
     }
 

@@ -1,14 +1,17 @@
 //! JavaScript, a language of the mutation seam: `.js`, `.mjs` and `.cjs` product files (ES
 //! modules and CommonJS; never test files or `node_modules/`) parsed with tree-sitter's
-//! JavaScript grammar, Stryker's mutator families, the function or method around a mutant as
-//! its scope, and node:test to judge it: every mutant of a file behind one runtime switch
-//! ([`schema`]), each mutant a run of the test files that reach it; a mutant the schema cannot
-//! hold is a run with its edit applied.
+//! JavaScript grammar, and TypeScript's `.ts`, `.mts` and `.cts` with its TypeScript grammar
+//! (declaration files excluded; types hold no site). Stryker's mutator families, the function
+//! or method around a mutant as its scope, and node:test to judge it: every mutant of a file
+//! behind one runtime switch ([`schema`]), each mutant a run of the test files that reach it; a
+//! mutant the schema cannot hold is a run with its edit applied. TypeScript runs once its
+//! types are erased ([`typescript`]).
 
 pub mod schema;
 mod scope;
 mod sites;
 pub(crate) mod syntax;
+pub mod typescript;
 
 use super::language::{Language, SchemaStrategy};
 use super::scope::Scope;
@@ -18,6 +21,7 @@ use super::{
 };
 use assay_common::runner::{Runner, SourceLanguage, node::Node};
 use std::collections::BTreeSet;
+use syntax::Dialect;
 
 pub(crate) struct JavaScript;
 
@@ -39,7 +43,10 @@ const OPERATORS: [Operator; 12] = [
 ];
 
 fn is_script(path: &str) -> bool {
-    path.ends_with(".js") || path.ends_with(".mjs") || path.ends_with(".cjs")
+    path.ends_with(".js")
+        || path.ends_with(".mjs")
+        || path.ends_with(".cjs")
+        || syntax::is_typescript(path)
 }
 
 impl Language for JavaScript {
@@ -68,17 +75,24 @@ impl Language for JavaScript {
                 "a dependency under `node_modules/`: not the project's code".into(),
             ));
         }
+        if syntax::is_declaration(path) {
+            return Some((
+                ExclusionReason::TypeStub,
+                "a TypeScript declaration file: types only, no code runs".into(),
+            ));
+        }
+        let dialect = Dialect::of(path);
         let source = match not_utf8(bytes) {
             Ok(source) => source,
             Err(excluded) => return Some(excluded),
         };
         if let Some(excluded) =
-            bare_carriage_return(bytes, "JavaScript and git number such lines differently")
+            bare_carriage_return(bytes, "node and git number such lines differently")
         {
             return Some(excluded);
         }
-        if let Err(line) = syntax::parse_clean(source) {
-            return Some(does_not_parse("JavaScript", line));
+        if let Err(line) = syntax::parse_clean(dialect, source) {
+            return Some(does_not_parse(dialect.name(), line));
         }
         None
     }
@@ -89,12 +103,18 @@ impl Language for JavaScript {
         }
     }
 
-    fn sites(&self, source: &str, changed: &BTreeSet<u32>, _set: OperatorSet) -> Vec<Candidate> {
-        sites::find(source, changed)
+    fn sites(
+        &self,
+        path: &str,
+        source: &str,
+        changed: &BTreeSet<u32>,
+        _set: OperatorSet,
+    ) -> Vec<Candidate> {
+        sites::find(Dialect::of(path), source, changed)
     }
 
-    fn scopes(&self, source: &str, ranges: &[(usize, usize)]) -> Vec<Scope> {
-        scope::scopes(source, ranges)
+    fn scopes(&self, path: &str, source: &str, ranges: &[(usize, usize)]) -> Vec<Scope> {
+        scope::scopes(Dialect::of(path), source, ranges)
     }
 
     fn language(&self) -> SourceLanguage {

@@ -15,7 +15,7 @@
 //! tree-sitter leaves the schema and runs on its own with its edit applied. Pure: the caller
 //! writes the tree and runs the jobs.
 
-use super::syntax;
+use super::syntax::{self, Dialect};
 use crate::mutation::mutants::switch::{Entry, SwitchedSite, shallow_sites};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
@@ -82,10 +82,12 @@ impl<'e> SwitchedSite<'e> for Site<'e> {
 /// not parse: each is a parse of the whole file.
 const MAX_SITES_CHECKED_ALONE: usize = 2_000;
 
-/// Rewrites `source` with `entries` behind the switch; what it cannot hold goes to `fallback`.
-pub fn rewrite(source: &str, entries: &[Entry<'_>]) -> FileSchema {
-    let Some(tree) = syntax::parse(source) else {
-        return all_fallback(source, entries, "the file does not parse as JavaScript");
+/// Rewrites `source` (a file of `dialect`) with `entries` behind the switch; what it cannot
+/// hold goes to `fallback`.
+pub(crate) fn rewrite(dialect: Dialect, source: &str, entries: &[Entry<'_>]) -> FileSchema {
+    let Some(tree) = syntax::parse(dialect, source) else {
+        let why = format!("the file does not parse as {}", dialect.name());
+        return all_fallback(source, entries, &why);
     };
     let root = tree.root_node();
     let mut fallback = Vec::new();
@@ -118,7 +120,7 @@ pub fn rewrite(source: &str, entries: &[Entry<'_>]) -> FileSchema {
             starts: &starts,
         }
         .emit(0..source.len(), None, &mut out);
-        syntax::parse_clean(&out).is_ok()
+        syntax::parse_clean(dialect, &out).is_ok()
     };
     if !whole(&sites) {
         if sites.len() > MAX_SITES_CHECKED_ALONE {
@@ -138,7 +140,7 @@ pub fn rewrite(source: &str, entries: &[Entry<'_>]) -> FileSchema {
             fallback.extend(site.entries.iter().map(|e| {
                 (
                     e.number,
-                    "its switched form does not parse as JavaScript".to_owned(),
+                    format!("its switched form does not parse as {}", dialect.name()),
                 )
             }));
             false
@@ -161,7 +163,7 @@ pub fn rewrite(source: &str, entries: &[Entry<'_>]) -> FileSchema {
     emitter.emit(0..insert_at, None, &mut out);
     out.push_str(&prologue());
     emitter.emit(insert_at..source.len(), None, &mut out);
-    if let Err(line) = syntax::parse_clean(&out) {
+    if let Err(line) = syntax::parse_clean(dialect, &out) {
         return all_fallback(
             source,
             entries,
@@ -469,7 +471,7 @@ mod tests {
                 edit: &body,
             },
         ];
-        let schema = rewrite(source, &entries);
+        let schema = rewrite(Dialect::JavaScript, source, &entries);
         assert_eq!(schema.fallback, Vec::new(), "{}", schema.text);
         assert_eq!(schema.held, BTreeSet::from([1, 2]));
         assert!(
@@ -503,6 +505,7 @@ mod tests {
         let source = "let x = 1\nx++\nmodule.exports = x\n";
         let update = edit(source, "++", "--");
         let schema = rewrite(
+            Dialect::JavaScript,
             source,
             &[Entry {
                 number: 3,
@@ -527,6 +530,7 @@ mod tests {
             ..call.clone()
         };
         let schema = rewrite(
+            Dialect::JavaScript,
             source,
             &[
                 Entry {
@@ -558,6 +562,7 @@ mod tests {
         let name = edit(source, "'m'", "''");
         let plus = edit(source, "+", "-");
         let schema = rewrite(
+            Dialect::JavaScript,
             source,
             &[
                 Entry {
@@ -573,7 +578,7 @@ mod tests {
         assert_eq!(schema.held, BTreeSet::from([2]));
         assert_eq!(schema.fallback.len(), 1);
         assert_eq!(schema.fallback[0].0, 1);
-        assert!(syntax::parse_clean(&schema.text).is_ok());
+        assert!(syntax::parse_clean(Dialect::JavaScript, &schema.text).is_ok());
     }
 
     #[test]
@@ -581,6 +586,7 @@ mod tests {
         let source = "let a = [1];\n[a] = [2];\n";
         let target = edit(source, "[a]", "[]");
         let schema = rewrite(
+            Dialect::JavaScript,
             source,
             &[Entry {
                 number: 1,
@@ -616,7 +622,7 @@ mod tests {
             })
             .collect();
         let started = std::time::Instant::now();
-        let schema = rewrite(&source, &entries);
+        let schema = rewrite(Dialect::JavaScript, &source, &entries);
         assert!(started.elapsed() < std::time::Duration::from_secs(20));
         assert_eq!(
             schema.held.len(),
@@ -626,6 +632,6 @@ mod tests {
             schema.fallback.len(),
             depth - crate::mutation::mutants::switch::MAX_SITE_NESTING
         );
-        assert!(syntax::parse_clean(&schema.text).is_ok());
+        assert!(syntax::parse_clean(Dialect::JavaScript, &schema.text).is_ok());
     }
 }

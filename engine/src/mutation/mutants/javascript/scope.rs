@@ -3,13 +3,13 @@
 //! its statement. Both come from one walk down the tree to the edit, never by climbing
 //! parents, which tree-sitter finds from the root each time (the source chooses the depth).
 
-use super::syntax::{self, text};
+use super::syntax::{self, Dialect, text};
 use crate::mutation::mutants::scope::{Scope, line_of, whole_files};
 use crate::mutation::mutants::syntax::line;
 use tree_sitter::Node;
 
-pub(super) fn scopes(source: &str, ranges: &[(usize, usize)]) -> Vec<Scope> {
-    let Some(tree) = syntax::parse(source) else {
+pub(super) fn scopes(dialect: Dialect, source: &str, ranges: &[(usize, usize)]) -> Vec<Scope> {
+    let Some(tree) = syntax::parse(dialect, source) else {
         return whole_files(source, ranges);
     };
     ranges

@@ -8,7 +8,7 @@
 //! The walk is a loop over an explicit stack, and no site climbs its ancestors: the source
 //! chooses the depth.
 
-use super::syntax::{self, text};
+use super::syntax::{self, Dialect, text};
 use crate::mutation::mutants::Operator;
 use crate::mutation::mutants::sites::{
     Candidate, Reparsed, c_like_binary_swaps, candidate, newlines, short,
@@ -17,29 +17,31 @@ use crate::mutation::mutants::syntax::touches;
 use std::collections::BTreeSet;
 use tree_sitter::Node;
 
-/// What a mutated JavaScript file must be: it parses, and with [`Reparsed::token`], an operator
-/// swapped in place reads as that operator.
-const JAVASCRIPT: Reparsed = Reparsed::parses(" as JavaScript", syntax::grammar);
-
-/// Every site on `changed` lines of `source`, in tree order.
-pub(super) fn find(source: &str, changed: &BTreeSet<u32>) -> Vec<Candidate> {
-    let Some(tree) = syntax::parse(source) else {
+/// Every site on `changed` lines of `source`, in tree order. What a mutated file must be: it
+/// parses in its dialect's grammar, and with [`Reparsed::token`], an operator swapped in place
+/// reads as that operator.
+pub(super) fn find(dialect: Dialect, source: &str, changed: &BTreeSet<u32>) -> Vec<Candidate> {
+    let Some(tree) = syntax::parse(dialect, source) else {
         return Vec::new();
     };
+    let check = dialect.reparsed();
     let mut found = Vec::new();
     let mut stack = vec![(tree.root_node(), Text::Read)];
     while let Some((node, read)) = stack.pop() {
+        if syntax::is_type(node) {
+            continue;
+        }
         match node.kind() {
             "comment" | "regex" | "import_statement" | "hash_bang_line" => continue,
             "string" => {
                 if read != Text::Quiet {
-                    string(node, source, changed, &mut found);
+                    string(node, source, changed, check, &mut found);
                 }
                 continue;
             }
             _ => {}
         }
-        visit(node, source, changed, &mut found);
+        visit(node, source, changed, check, &mut found);
         let quiet = quiet_child(node);
         let loads = is_load(node, source);
         let mut cursor = node.walk();
@@ -87,18 +89,24 @@ fn is_load(node: Node<'_>, source: &str) -> bool {
             .is_some_and(|f| matches!(text(f, source), "require" | "import"))
 }
 
-fn visit(node: Node<'_>, source: &str, changed: &BTreeSet<u32>, found: &mut Vec<Candidate>) {
+fn visit(
+    node: Node<'_>,
+    source: &str,
+    changed: &BTreeSet<u32>,
+    check: Reparsed,
+    found: &mut Vec<Candidate>,
+) {
     match node.kind() {
-        "binary_expression" => binary(node, changed, found),
-        "augmented_assignment_expression" => assignment(node, changed, found),
-        "update_expression" => update(node, changed, found),
-        "unary_expression" => unary(node, source, changed, found),
-        "true" | "false" => boolean(node, changed, found),
+        "binary_expression" => binary(node, changed, check, found),
+        "augmented_assignment_expression" => assignment(node, changed, check, found),
+        "update_expression" => update(node, changed, check, found),
+        "unary_expression" => unary(node, source, changed, check, found),
+        "true" | "false" => boolean(node, changed, check, found),
         "if_statement" | "while_statement" | "do_statement" => {
             let condition = node
                 .child_by_field_name("condition")
                 .and_then(|c| c.named_child(0));
-            conditions(condition, &["true", "false"], source, changed, found);
+            conditions(condition, &["true", "false"], source, changed, check, found);
         }
         "for_statement" => {
             let condition = node
@@ -109,16 +117,16 @@ fn visit(node: Node<'_>, source: &str, changed: &BTreeSet<u32>, found: &mut Vec<
                 "expression_statement" => c.named_child(0).unwrap_or(c),
                 _ => c,
             });
-            conditions(condition, &["false"], source, changed, found);
+            conditions(condition, &["false"], source, changed, check, found);
         }
         "ternary_expression" => {
             let condition = node.child_by_field_name("condition");
-            conditions(condition, &["true", "false"], source, changed, found);
+            conditions(condition, &["true", "false"], source, changed, check, found);
         }
-        "statement_block" => block(node, source, changed, found),
-        "array" | "object" => literal(node, source, changed, found),
+        "statement_block" => block(node, source, changed, check, found),
+        "array" | "object" => literal(node, source, changed, check, found),
         "member_expression" | "subscript_expression" | "call_expression" => {
-            optional(node, changed, found);
+            optional(node, changed, check, found);
         }
         _ => {}
     }
@@ -139,7 +147,7 @@ fn is_text(node: Option<Node<'_>>) -> bool {
     node.is_some_and(|n| matches!(n.kind(), "string" | "template_string"))
 }
 
-fn binary(node: Node<'_>, changed: &BTreeSet<u32>, found: &mut Vec<Candidate>) {
+fn binary(node: Node<'_>, changed: &BTreeSet<u32>, check: Reparsed, found: &mut Vec<Candidate>) {
     let Some(op) = node.child_by_field_name("operator") else {
         return;
     };
@@ -152,7 +160,7 @@ fn binary(node: Node<'_>, changed: &BTreeSet<u32>, found: &mut Vec<Candidate>) {
             op,
             to.to_string(),
             format!("`{}` -> `{to}`", op.kind()),
-            JAVASCRIPT.token(to, "binary_expression"),
+            check.token(to, "binary_expression"),
         );
         // Stryker's rule: a `+` with a string operand joins text.
         if op.kind() == "+"
@@ -165,7 +173,12 @@ fn binary(node: Node<'_>, changed: &BTreeSet<u32>, found: &mut Vec<Candidate>) {
     }
 }
 
-fn assignment(node: Node<'_>, changed: &BTreeSet<u32>, found: &mut Vec<Candidate>) {
+fn assignment(
+    node: Node<'_>,
+    changed: &BTreeSet<u32>,
+    check: Reparsed,
+    found: &mut Vec<Candidate>,
+) {
     let Some(op) = node.child_by_field_name("operator") else {
         return;
     };
@@ -192,7 +205,7 @@ fn assignment(node: Node<'_>, changed: &BTreeSet<u32>, found: &mut Vec<Candidate
         op,
         to.to_string(),
         format!("`{}` -> `{to}`", op.kind()),
-        JAVASCRIPT.token(to, "augmented_assignment_expression"),
+        check.token(to, "augmented_assignment_expression"),
     );
     if op.kind() == "+=" && is_text(node.child_by_field_name("right")) {
         site.unfit = Some("joins strings: `-=` would only make `NaN`".into());
@@ -201,7 +214,7 @@ fn assignment(node: Node<'_>, changed: &BTreeSet<u32>, found: &mut Vec<Candidate
 }
 
 /// `x++` ↔ `x--`, `++x` ↔ `--x`.
-fn update(node: Node<'_>, changed: &BTreeSet<u32>, found: &mut Vec<Candidate>) {
+fn update(node: Node<'_>, changed: &BTreeSet<u32>, check: Reparsed, found: &mut Vec<Candidate>) {
     let Some(op) = node.child_by_field_name("operator") else {
         return;
     };
@@ -214,13 +227,19 @@ fn update(node: Node<'_>, changed: &BTreeSet<u32>, found: &mut Vec<Candidate>) {
         op,
         to.to_string(),
         format!("`{}` -> `{to}`", op.kind()),
-        JAVASCRIPT.token(to, "update_expression"),
+        check.token(to, "update_expression"),
     ));
 }
 
 /// `+x` ↔ `-x`; `~x` → `x` and `!x` → `x` (the operator's byte becomes a space, so columns
 /// stay).
-fn unary(node: Node<'_>, source: &str, changed: &BTreeSet<u32>, found: &mut Vec<Candidate>) {
+fn unary(
+    node: Node<'_>,
+    source: &str,
+    changed: &BTreeSet<u32>,
+    check: Reparsed,
+    found: &mut Vec<Candidate>,
+) {
     let (Some(op), Some(argument)) = (
         node.child_by_field_name("operator"),
         node.child_by_field_name("argument"),
@@ -243,7 +262,7 @@ fn unary(node: Node<'_>, source: &str, changed: &BTreeSet<u32>, found: &mut Vec<
                     short(argument_text),
                     short(argument_text)
                 ),
-                JAVASCRIPT.token(to, "unary_expression"),
+                check.token(to, "unary_expression"),
             ));
         }
         kind @ ("!" | "~") => {
@@ -261,14 +280,14 @@ fn unary(node: Node<'_>, source: &str, changed: &BTreeSet<u32>, found: &mut Vec<
                     short(argument_text),
                     short(argument_text)
                 ),
-                JAVASCRIPT,
+                check,
             ));
         }
         _ => {}
     }
 }
 
-fn boolean(node: Node<'_>, changed: &BTreeSet<u32>, found: &mut Vec<Candidate>) {
+fn boolean(node: Node<'_>, changed: &BTreeSet<u32>, check: Reparsed, found: &mut Vec<Candidate>) {
     if !touches(node, changed) {
         return;
     }
@@ -281,7 +300,7 @@ fn boolean(node: Node<'_>, changed: &BTreeSet<u32>, found: &mut Vec<Candidate>) 
         node,
         to.into(),
         format!("`{from}` -> `{to}`"),
-        JAVASCRIPT,
+        check,
     ));
 }
 
@@ -291,6 +310,7 @@ fn conditions(
     values: &[&str],
     source: &str,
     changed: &BTreeSet<u32>,
+    check: Reparsed,
     found: &mut Vec<Candidate>,
 ) {
     let Some(condition) = condition else {
@@ -306,7 +326,7 @@ fn conditions(
             condition,
             format!("{value}{}", "\n".repeat(newlines(original))),
             format!("`{}` -> `{value}`", short(original)),
-            JAVASCRIPT,
+            check,
         ));
     }
 }
@@ -319,7 +339,13 @@ fn is_empty(node: Node<'_>) -> bool {
 }
 
 /// A non-empty block emptied, its line breaks kept inside the braces.
-fn block(node: Node<'_>, source: &str, changed: &BTreeSet<u32>, found: &mut Vec<Candidate>) {
+fn block(
+    node: Node<'_>,
+    source: &str,
+    changed: &BTreeSet<u32>,
+    check: Reparsed,
+    found: &mut Vec<Candidate>,
+) {
     if is_empty(node) || !touches(node, changed) {
         return;
     }
@@ -329,12 +355,18 @@ fn block(node: Node<'_>, source: &str, changed: &BTreeSet<u32>, found: &mut Vec<
         node,
         format!("{{{breaks}}}"),
         format!("`{}` -> `{{}}`", short(text(node, source))),
-        JAVASCRIPT,
+        check,
     ));
 }
 
 /// A non-empty array or object literal emptied, its line breaks kept inside.
-fn literal(node: Node<'_>, source: &str, changed: &BTreeSet<u32>, found: &mut Vec<Candidate>) {
+fn literal(
+    node: Node<'_>,
+    source: &str,
+    changed: &BTreeSet<u32>,
+    check: Reparsed,
+    found: &mut Vec<Candidate>,
+) {
     if is_empty(node) || !touches(node, changed) {
         return;
     }
@@ -349,12 +381,18 @@ fn literal(node: Node<'_>, source: &str, changed: &BTreeSet<u32>, found: &mut Ve
         node,
         format!("{open}{breaks}{close}"),
         format!("`{}` -> `{open}{close}`", short(text(node, source))),
-        JAVASCRIPT,
+        check,
     ));
 }
 
 /// Stryker's string literal mutants: a non-empty string emptied, an empty one filled.
-fn string(node: Node<'_>, source: &str, changed: &BTreeSet<u32>, found: &mut Vec<Candidate>) {
+fn string(
+    node: Node<'_>,
+    source: &str,
+    changed: &BTreeSet<u32>,
+    check: Reparsed,
+    found: &mut Vec<Candidate>,
+) {
     if !touches(node, changed) {
         return;
     }
@@ -370,7 +408,7 @@ fn string(node: Node<'_>, source: &str, changed: &BTreeSet<u32>, found: &mut Vec
         node,
         replacement.clone(),
         format!("`{}` -> `{replacement}`", short(original)),
-        JAVASCRIPT,
+        check,
     );
     if original.contains('\n') {
         site.unfit = Some("a string continued over lines".into());
@@ -379,7 +417,7 @@ fn string(node: Node<'_>, source: &str, changed: &BTreeSet<u32>, found: &mut Vec
 }
 
 /// `a?.b` → `a.b`; `a?.[i]` → `a[i]`; `f?.()` → `f()`.
-fn optional(node: Node<'_>, changed: &BTreeSet<u32>, found: &mut Vec<Candidate>) {
+fn optional(node: Node<'_>, changed: &BTreeSet<u32>, check: Reparsed, found: &mut Vec<Candidate>) {
     let Some(chain) = node.child_by_field_name("optional_chain") else {
         return;
     };
@@ -396,6 +434,6 @@ fn optional(node: Node<'_>, changed: &BTreeSet<u32>, found: &mut Vec<Candidate>)
         chain,
         to.into(),
         format!("`?.` -> `{to}`"),
-        JAVASCRIPT,
+        check,
     ));
 }

@@ -68,7 +68,11 @@ fn every_javascript_mutant_parses_and_keeps_every_line_number() {
             "{}",
             mutant.label()
         );
-        assert!(syntax::parse_clean(&text).is_ok(), "{}", mutant.label());
+        assert!(
+            syntax::parse_clean(Dialect::of(mutant.path.as_str()), &text).is_ok(),
+            "{}",
+            mutant.label()
+        );
     }
 }
 
@@ -164,7 +168,11 @@ fn a_javascript_file_nested_200k_deep_plans_without_overflowing_the_stack() {
     for mutant in &plan.mutants {
         let bytes = apply_edit(source.as_bytes(), &mutant.edit).expect("the edit fits");
         let text = String::from_utf8(bytes).expect("UTF-8");
-        assert!(syntax::parse_clean(&text).is_ok(), "{}", mutant.label());
+        assert!(
+            syntax::parse_clean(Dialect::of(mutant.path.as_str()), &text).is_ok(),
+            "{}",
+            mutant.label()
+        );
     }
     let ranges: Vec<(usize, usize)> = plan
         .mutants
@@ -177,4 +185,155 @@ fn a_javascript_file_nested_200k_deep_plans_without_overflowing_the_stack() {
         !plan.mutants.is_empty() || !plan.excluded_files.is_empty(),
         "neither planned nor excluded"
     );
+}
+
+const LEDGER_TS: &str = r#"import type { Currency } from './currency.js';
+import { round } from './money.js';
+
+export interface Entry { amount: number; memo?: string; kind: "debit" | "credit" }
+export type Totals = Record<"debit" | "credit", number>;
+declare const DEBUG: boolean;
+
+export abstract class Book<T extends Entry = Entry> implements Iterable<T> {
+  private entries: T[] = [];
+  constructor(public readonly currency: Currency = 'EUR', protected limit: number = 100) {}
+
+  abstract label(): string;
+
+  add(entry: T): this {
+    if (this.entries.length >= this.limit) {
+      throw new RangeError(`more than ${this.limit} entries`);
+    }
+    this.entries.push(entry);
+    return this;
+  }
+
+  totals(): Totals {
+    const totals: Totals = { debit: 0, credit: 0 };
+    for (const e of this.entries) {
+      totals[e.kind] += e.amount as number;
+    }
+    return totals;
+  }
+
+  [Symbol.iterator](): Iterator<T> {
+    return this.entries[Symbol.iterator]();
+  }
+}
+
+export function balance<T extends Entry>(book: Book<T>, opening = 0): number {
+  const { debit, credit } = book.totals();
+  const last = [...book].at(-1)?.memo ?? "none";
+  return round(opening + credit - debit!) satisfies number;
+}
+"#;
+
+/// The byte ranges of the type-level syntax of `source`, TypeScript.
+fn type_ranges(source: &str) -> Vec<std::ops::Range<usize>> {
+    let tree = syntax::parse(Dialect::TypeScript, source).expect("a tree");
+    let mut ranges = Vec::new();
+    let mut stack = vec![tree.root_node()];
+    while let Some(node) = stack.pop() {
+        if syntax::is_type(node) {
+            ranges.push(node.byte_range());
+            continue;
+        }
+        let mut cursor = node.walk();
+        stack.extend(node.children(&mut cursor));
+    }
+    ranges
+}
+
+#[test]
+fn typescript_mutants_parse_as_typescript_and_never_touch_a_type() {
+    assert!(syntax::parse_clean(Dialect::TypeScript, LEDGER_TS).is_ok());
+    let plan = plan(&[all_lines("src/ledger.ts", LEDGER_TS)], None);
+    assert!(plan.mutants.len() >= 18, "{:#?}", descriptions(&plan));
+    let types = type_ranges(LEDGER_TS);
+    assert!(types.len() >= 18, "{types:?}");
+    for mutant in &plan.mutants {
+        let bytes = apply_edit(LEDGER_TS.as_bytes(), &mutant.edit).expect("the edit fits");
+        let text = String::from_utf8(bytes).expect("UTF-8");
+        assert!(
+            syntax::parse_clean(Dialect::TypeScript, &text).is_ok(),
+            "{}",
+            mutant.label()
+        );
+        let edit = mutant.edit.start..mutant.edit.end;
+        assert!(
+            !types.iter().any(|t| edit.start < t.end
+                && t.start < edit.end
+                && !(edit.start <= t.start && t.end <= edit.end)),
+            "{} edits inside a type",
+            mutant.label()
+        );
+        // A mutant may empty a block holding annotations, never change one alone.
+        assert!(
+            !types.iter().any(|t| *t == edit),
+            "{} replaces a type",
+            mutant.label()
+        );
+    }
+    let described = descriptions(&plan).join("\n");
+    for expected in [
+        "`>=` -> `<`",
+        "`+=` -> `-=`",
+        "`?.` -> `.`",
+        "`??` -> `&&`",
+        "`-` -> `+`",
+    ] {
+        assert!(described.contains(expected), "{expected}:\n{described}");
+    }
+    // The literal types `"debit" | "credit"` are types; only the string the code reads is
+    // mutated.
+    assert!(!described.contains("\"debit\""), "{described}");
+    assert!(described.contains("`\"none\"` -> `\"\"`"), "{described}");
+}
+
+#[test]
+fn a_typescript_schema_holds_every_mutant_and_parses_as_typescript() {
+    let plan = plan(&[all_lines("src/ledger.ts", LEDGER_TS)], None);
+    let entries: Vec<crate::mutation::mutants::switch::Entry<'_>> =
+        crate::mutation::mutants::switch::Entry::of_file(&plan.mutants, "src/ledger.ts", |_| true);
+    let schema = schema::rewrite(Dialect::TypeScript, LEDGER_TS, &entries);
+    assert_eq!(schema.fallback, Vec::new(), "{}", schema.text);
+    assert_eq!(schema.held.len(), plan.mutants.len());
+    assert!(syntax::parse_clean(Dialect::TypeScript, &schema.text).is_ok());
+}
+
+#[test]
+fn typescript_declaration_files_are_type_stubs_and_tests_are_never_mutated() {
+    let plan = plan(
+        &[
+            all_lines(
+                "src/currency.d.ts",
+                "export type Currency = 'EUR' | 'USD';\n",
+            ),
+            all_lines("test/ledger.test.ts", LEDGER_TS),
+            all_lines("src/broken.mts", "function f(: number {\n"),
+            all_lines("src/ledger.cts", LEDGER_TS),
+        ],
+        None,
+    );
+    let reasons: Vec<(&str, &ExclusionReason)> = plan
+        .excluded_files
+        .iter()
+        .map(|f| (f.path.as_str(), &f.reason))
+        .collect();
+    assert_eq!(
+        reasons,
+        [
+            ("src/broken.mts", &ExclusionReason::DoesNotParse),
+            ("src/currency.d.ts", &ExclusionReason::TypeStub),
+            ("test/ledger.test.ts", &ExclusionReason::TestFile),
+        ]
+    );
+    assert!(
+        plan.mutants
+            .iter()
+            .all(|m| m.path.as_str() == "src/ledger.cts")
+    );
+    assert!(!plan.mutants.is_empty());
+    let broken = &plan.excluded_files[0].note;
+    assert!(broken.contains("does not parse as TypeScript"), "{broken}");
 }

@@ -73,11 +73,17 @@ impl Language for Python {
         }
     }
 
-    fn sites(&self, source: &str, changed: &BTreeSet<u32>, set: OperatorSet) -> Vec<Candidate> {
+    fn sites(
+        &self,
+        _path: &str,
+        source: &str,
+        changed: &BTreeSet<u32>,
+        set: OperatorSet,
+    ) -> Vec<Candidate> {
         sites::find(source, changed, set == OperatorSet::Extended)
     }
 
-    fn scopes(&self, source: &str, ranges: &[(usize, usize)]) -> Vec<Scope> {
+    fn scopes(&self, _path: &str, source: &str, ranges: &[(usize, usize)]) -> Vec<Scope> {
         scope::scopes(source, ranges)
     }
 

@@ -1,7 +1,7 @@
 //! `assay mutate --cluster`: the same small pure-Python library mutated in this process and on
 //! a fleet (`ClusterSandbox`: real nats-server, real S3 server, real `assay coordinator` and
 //! `assay worker` processes) reaches the same verdict for every mutant, with the same report and diffs; so do
-//! a crate built once, a Go module and a node:test project.
+//! a crate built once, a Go module and node:test projects in JavaScript and TypeScript.
 
 mod support;
 
@@ -403,14 +403,32 @@ fn go_and_node_projects() -> (support::Repo, support::Repo) {
     (go, node)
 }
 
+/// The node:test project in TypeScript (CommonJS: no `"type"` in package.json), with types
+/// on every line a mutant could be on.
+fn typescript_project() -> support::Repo {
+    let repo = support::Repo::new();
+    repo.write("package.json", "{ \"name\": \"shelf\", \"version\": \"1.0.0\" }\n")
+        .write(
+            "src/shelf.ts",
+            "export type Stock = { have: number; min: number };\n\nexport function reorder({ have, min }: Stock): boolean {\n  return have < min;\n}\n",
+        )
+        .write(
+            "test/shelf.test.ts",
+            "import { test } from 'node:test';\nimport assert from 'node:assert/strict';\nimport { reorder } from '../src/shelf';\n\ntest('reorder below the minimum only', () => {\n  assert.equal(reorder({ have: 2, min: 5 }), true);\n  assert.equal(reorder({ have: 9, min: 5 }), false);\n});\n",
+        );
+    repo.commit("shelf");
+    repo
+}
+
 #[test]
 fn go_and_javascript_mutants_on_the_fleet_reach_the_verdicts_of_an_embedded_run() {
     let (go, node) = go_and_node_projects();
+    let typescript = typescript_project();
     let out = tempfile::tempdir().expect("temp dir");
     let cluster = Fleet::start(&[], &[]);
     let flags = cluster.flags();
     let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-    for (name, repo) in [("go", &go), ("node", &node)] {
+    for (name, repo) in [("go", &go), ("node", &node), ("typescript", &typescript)] {
         let embedded_store = format!("file://{}", out.path().join(name).join("store").display());
         let embedded = mutate(
             repo,
@@ -453,9 +471,9 @@ fn go_and_javascript_mutants_on_the_fleet_reach_the_verdicts_of_an_embedded_run(
             assert_eq!(schemata["builds"], 1, "{schemata:#}");
             assert_eq!(schemata["held"], 3, "{schemata:#}");
         }
-        if name == "node" {
-            // The JavaScript mutants ran on the worker from the one schema tree, each against
-            // the test files its site's trace named.
+        if name != "go" {
+            // The JavaScript mutants ran on the worker from the one schema tree (TypeScript's
+            // erased there by one job), each against the test files its site's trace named.
             let schemata = &fleet_report["assay"]["schemata"];
             assert_eq!(
                 schemata["held"], fleet_report["assay"]["summary"]["mutants"],

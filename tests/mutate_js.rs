@@ -76,6 +76,81 @@ fn a_javascript_fix_is_proven_and_its_mutation_check_kills_and_lets_survive() {
     assert_eq!(check["excluded_files"][0]["path"], "test/pager.test.js");
 }
 
+const TYPED_PAGER_TESTS: &str = "import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { pages } from '../src/pager.js';
+
+test('full pages are counted', () => {
+  assert.equal(pages({ items: 10, per: 5 }), 2);
+});
+";
+
+#[test]
+fn a_typescript_fix_is_proven_with_its_types_erased_and_its_mutation_check_judges_it() {
+    let repo = Repo::new();
+    repo.write(
+        "package.json",
+        "{ \"name\": \"pager\", \"version\": \"1.0.0\", \"type\": \"module\" }\n",
+    )
+    .write(
+        "src/pager.ts",
+        "export interface Listing { items: number; per: number }\n\nexport function pages({ items, per }: Listing): number {\n  return Math.floor(items / per);\n}\n",
+    )
+    .write("test/pager.test.ts", TYPED_PAGER_TESTS);
+    repo.commit("pager");
+    repo.write(
+        "src/pager.ts",
+        "export interface Listing { items: number; per: number }\n\nexport function pages({ items, per }: Listing): number {\n  let count: number = Math.floor(items / per);\n  if (items % per > 0) {\n    count++;\n  }\n  return count;\n}\n",
+    )
+    .write(
+        "test/pager.test.ts",
+        &format!("{TYPED_PAGER_TESTS}\ntest('a partial last page is counted', () => {{\n  assert.equal(pages({{ items: 11, per: 5 }}), 3);\n}});\n"),
+    );
+    repo.commit("pager: count the last partial page");
+    let run = prove(
+        &repo,
+        &[
+            "--base",
+            "main~1",
+            "--criterion",
+            "test: \"a partial last page is counted\"",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.explain());
+    let evidence = run.evidence.as_ref().expect("evidence written");
+    // The new test failed on the base and passed on the candidate: both ran, erased.
+    assert_eq!(run.verdict_of("C1"), "proven", "{}", run.explain());
+    let check = &evidence["mutation_check"];
+    let outcomes: Vec<(&str, &str)> = check["mutants"]
+        .as_array()
+        .expect("mutants")
+        .iter()
+        .map(|m| {
+            (
+                m["mutant"]["description"].as_str().unwrap_or(""),
+                m["outcome"]["status"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    // The mutants of the changed TypeScript ran with their edits erased, with the verdicts
+    // of the same fix in JavaScript: 11 % 5 is 1, so `true` or `>=` still count the page.
+    assert_eq!(outcomes.len(), 6, "{check:#}");
+    assert_eq!(check["killed"], 4, "{check:#}");
+    assert!(
+        outcomes.contains(&("`>` -> `>=`", "survived")),
+        "{outcomes:?}"
+    );
+    assert!(
+        outcomes.contains(&("`items % per > 0` -> `true`", "survived")),
+        "{outcomes:?}"
+    );
+    assert!(
+        outcomes.contains(&("`++` -> `--`", "killed")),
+        "{outcomes:?}"
+    );
+    assert_eq!(check["excluded_files"][0]["path"], "test/pager.test.ts");
+}
+
 /// ES module: `isLarge`'s test never asks the limit itself (`>` survives), and nothing asks
 /// for an invoice without a customer.
 const INVOICE: &str = "// Invoice arithmetic.

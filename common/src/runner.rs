@@ -259,6 +259,13 @@ pub trait Runner: Sync {
         None
     }
 
+    /// Whether the runner runs JavaScript only, so a TypeScript tree's types are erased to the
+    /// JavaScript beside each file before its tests run (node 20; Vitest compiles TypeScript
+    /// itself).
+    fn runs_typescript_erased(&self) -> bool {
+        false
+    }
+
     /// Whether `assay mutate` and the proof's mutation check can judge mutants by this
     /// runner's tests.
     fn judges_mutants(&self) -> bool {

@@ -17,6 +17,7 @@ pub const MAX_REPORT_BYTES: usize = 64 * 1024 * 1024;
 
 use crate::coverage::{self, CoverageMap};
 use crate::mutation::check;
+use crate::mutation::mutants::javascript::typescript;
 use crate::mutation::mutants::languages;
 use crate::prepared::PreparedProof;
 use crate::source::{self, SourceError};
@@ -111,12 +112,19 @@ pub fn plan(proof: &PreparedProof) -> Option<Plan> {
     };
     let proving = on_candidate(JobKind::Targeted).or_else(|| on_candidate(JobKind::Stability))?;
     let tool = proof.runner.runner().coverage()?;
+    // A TypeScript tree's command erases its types first: the tool wraps the command after.
+    let erased = typescript::erased_from(&proving.command);
+    let proving_command = erased.unwrap_or(&proving.command);
     let command = match tool {
-        CoverageTool::CoveragePy => coverage_py_command(&proving.command),
-        CoverageTool::GoCoverProfile => go_cover_command(&proving.command),
-        CoverageTool::NodeV8 => v8::command(&proving.command),
-        CoverageTool::CargoLlvmCov => lcov::command(&proving.command),
-    };
+        CoverageTool::CoveragePy => coverage_py_command(proving_command),
+        CoverageTool::GoCoverProfile => go_cover_command(proving_command),
+        CoverageTool::NodeV8 => v8::command(proving_command),
+        CoverageTool::CargoLlvmCov => lcov::command(proving_command),
+    }
+    .map(|command| match erased {
+        Some(_) => typescript::erasing(command),
+        None => command,
+    });
     Some(match command {
         Ok(command) => {
             let index = proof.jobs.len();

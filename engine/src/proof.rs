@@ -6,6 +6,7 @@
 use crate::dependencies::{self, DependencyError};
 use crate::dispatch::{Flow, Hooks, dispatch};
 use crate::mutation::check;
+use crate::mutation::mutants::javascript::typescript;
 use crate::plan::{ProofPlanInput, plan_proof};
 use crate::prepared::GeneratedLockfiles;
 pub use crate::prepared::{PreparedProof, ProofRequest};
@@ -254,6 +255,20 @@ pub fn prepare(request: ProofRequest) -> Result<PreparedProof, EngineError> {
     }
     let harness =
         crate::harness::plan(&request.repo, &change, runner, request.trust_harness_change)?;
+    // A runner of JavaScript only runs a TypeScript tree erased: every job first erases the
+    // types to the JavaScript beside each file, and the changed test modules run as theirs.
+    let erase_types = typescript::runs_erased(
+        runner,
+        &request.repo,
+        &[&change.base_tree, &change.candidate.tree],
+    )?;
+    let changed_test_modules: Vec<String> = match erase_types {
+        true => changed_test_modules
+            .into_iter()
+            .map(|module| typescript::erases(&module).unwrap_or(module))
+            .collect(),
+        false => changed_test_modules,
+    };
     let mut jobs = plan_proof(&ProofPlanInput {
         proof_id: &request.proof_id,
         runner,
@@ -270,6 +285,11 @@ pub fn prepare(request: ProofRequest) -> Result<PreparedProof, EngineError> {
             .unwrap_or_else(|| runner.report_format_for(&command_prefix)),
         harness_check_tree: harness.check_tree.as_ref(),
     });
+    if erase_types {
+        for job in &mut jobs {
+            job.command = typescript::erasing(std::mem::take(&mut job.command));
+        }
+    }
     if let Some(corpus) = &corpus {
         for job in &mut jobs {
             job.report = ReportFormat::ManifestCases(ManifestJob::select(

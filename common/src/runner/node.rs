@@ -96,6 +96,11 @@ impl Runner for Node {
         argv
     }
 
+    /// node 20 runs no TypeScript of its own.
+    fn runs_typescript_erased(&self) -> bool {
+        true
+    }
+
     /// Its tests are named by sentences: `test: "partial last page is counted"`.
     fn names_tests_by_sentences(&self) -> bool {
         true

@@ -423,14 +423,7 @@ struct Campaign<'a> {
 
 /// Whether the request's tree is TypeScript its runner runs erased: node's, with a `.ts` file.
 fn erases_types(request: &MutateRequest) -> Result<bool, SourceError> {
-    let javascript = languages::for_runner(request.runner)
-        .is_some_and(|l| l.language() == assay_common::runner::SourceLanguage::JavaScript);
-    Ok(javascript
-        && typescript::has_typescript(
-            source::list_files(&request.repo, &request.tree)?
-                .iter()
-                .map(String::as_str),
-        ))
+    typescript::runs_erased(request.runner, &request.repo, &[&request.tree])
 }
 
 impl Campaign<'_> {

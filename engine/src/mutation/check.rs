@@ -13,6 +13,7 @@ use baseline::{Prebuilt, Unmutated, prebuilt_baseline, unmutated_run};
 pub use run_mutants::run_mutants;
 
 use crate::mutation::mutants::budget::assemble_check;
+use crate::mutation::mutants::javascript::typescript;
 use crate::mutation::mutants::judge::{Expected, compile_error, judge_run, outcome_of};
 use crate::mutation::mutants::languages;
 use crate::mutation::mutants::rust::prebuilt;
@@ -181,6 +182,15 @@ fn job(
     timeout: Duration,
 ) -> JobSpec {
     let prefix = command_prefix(proof);
+    let mut command = proof.runner.command(&prefix, &[], names);
+    // Where the proof's own jobs erase a TypeScript tree's types, the check's do too.
+    if proof
+        .jobs
+        .iter()
+        .any(|j| typescript::is_erasing(&j.command))
+    {
+        command = typescript::erasing(command);
+    }
     JobSpec {
         selected_tests: names.to_vec(),
         edit,
@@ -190,7 +200,7 @@ fn job(
             JobKind::Mutant,
             Side::Candidate,
             &proof.change.candidate.tree,
-            proof.runner.command(&prefix, &[], names),
+            command,
             report_format(proof, names),
             timeout.as_secs().max(1),
         )

@@ -64,6 +64,8 @@ function isModule(file) {
   }
 }
 
+const found = sources(root, []).sort();
+if (found.length === 0 && mode === 'write') process.exit(0);
 const ts = compiler();
 if (ts === null) {
   process.stderr.write('assay: TypeScript cannot run here: neither the project (node_modules/typescript) nor the system (`tsc` on PATH, Debian\'s node-typescript) has its compiler (hint: install node-typescript where the tests run)\n');
@@ -88,7 +90,7 @@ Object.assign(options, {
 if (options.target === undefined) options.target = ts.ScriptTarget.ES2022;
 
 const files = {};
-for (const file of sources(root, []).sort()) {
+for (const file of found) {
   const compilerOptions = Object.assign({}, options, {
     module: isModule(file) ? ts.ModuleKind.ES2022 : ts.ModuleKind.CommonJS,
   });

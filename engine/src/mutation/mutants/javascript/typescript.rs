@@ -10,8 +10,12 @@
 //! before the tests, in every job on a tree of the project's own ([`erasing`]).
 
 use super::syntax::{is_declaration, is_typescript};
+use crate::source::{self, SourceError};
+use assay_common::TreeId;
+use assay_common::runner::RunnerKind;
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 
 /// The node script that erases a tree's types: `node -e SCRIPT assay-erase-types MODE`.
 pub const ERASE_SCRIPT: &str = include_str!("erase_types.cjs");
@@ -28,6 +32,37 @@ exec "$@""#;
 /// not a declaration file, outside `node_modules/`.
 pub fn has_typescript<'p>(mut paths: impl Iterator<Item = &'p str>) -> bool {
     paths.any(|path| erases(path).is_some())
+}
+
+/// Whether `runner`'s jobs on any of `trees` of `repo` run erased: it runs no TypeScript of its
+/// own, and a tree has some.
+pub fn runs_erased(
+    runner: RunnerKind,
+    repo: &Path,
+    trees: &[&TreeId],
+) -> Result<bool, SourceError> {
+    if !runner.runner().runs_typescript_erased() {
+        return Ok(false);
+    }
+    for tree in trees {
+        let paths = source::list_files(repo, tree)?;
+        if has_typescript(paths.iter().map(String::as_str)) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// Whether `command` erases its tree's types first ([`erasing`]).
+pub fn is_erasing(command: &[String]) -> bool {
+    erased_from(command).is_some()
+}
+
+/// The command an [`erasing`] one runs once the types are erased; `None` for any other.
+pub fn erased_from(command: &[String]) -> Option<&[String]> {
+    let erasing = command.get(2).is_some_and(|a| a == ERASING_SCRIPT)
+        && command.get(3).is_some_and(|a| a == ERASE_SCRIPT);
+    command.get(5..).filter(|_| erasing)
 }
 
 /// The JavaScript file the TypeScript source at `path` erases to (`pager.ts` → `pager.js`,
@@ -170,6 +205,9 @@ mod tests {
         assert_eq!(argv[3], ERASE_SCRIPT);
         assert_eq!(argv[4], "/opt/node20/bin/node");
         assert_eq!(&argv[5..], &command[..]);
+        assert_eq!(erased_from(&argv), Some(&command[..]));
+        assert!(is_erasing(&argv));
+        assert_eq!(erased_from(&command), None);
         let npm: Vec<String> = ["npm", "test"].map(String::from).into();
         assert_eq!(erasing(npm)[4], "node");
         assert_eq!(emit_command(&["nodejs".to_owned()])[0], "nodejs");

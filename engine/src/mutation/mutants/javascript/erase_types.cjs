@@ -4,9 +4,10 @@
 // JavaScript beside it (`.js`, `.mjs`, `.cjs`): types removed, nothing type-checked, as tsx,
 // node's type stripping and Stryker's default do. The compiler is the project's own
 // (node_modules/typescript) or the system's (`tsc` on PATH, Debian's node-typescript). The
-// project's tsconfig.json gives the options, except where the output goes, which module
-// system it is (node's rule: `.mts` ES module, `.cts` CommonJS, `.ts` as the nearest
-// package.json's "type" says) and what else it writes (no maps, no declarations).
+// project's tsconfig.json gives the options (unset: ES2022 and esModuleInterop, as `tsc --init`
+// writes them), except where the output goes, which module system it is (node's rule: `.mts`
+// ES module, `.cts` CommonJS, `.ts` as the nearest package.json's "type" says) and what else it
+// writes (no maps, no declarations).
 // MODE `emit` prints {"schema", "compiler", "files": {PATH: TEXT}} on stdout; `write` writes
 // the files. A file the compiler cannot read is named on stderr; exit 3 when none can run.
 'use strict';
@@ -87,7 +88,9 @@ Object.assign(options, {
   noEmit: false, declaration: false, declarationMap: false, emitDeclarationOnly: false,
   sourceMap: false, inlineSourceMap: false, inlineSources: false, composite: false, incremental: false,
 });
+// Unset, as `tsc --init` writes them: `import assert from 'node:assert'` works in CommonJS.
 if (options.target === undefined) options.target = ts.ScriptTarget.ES2022;
+if (options.esModuleInterop === undefined) options.esModuleInterop = true;
 
 const files = {};
 for (const file of found) {

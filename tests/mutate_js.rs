@@ -50,30 +50,43 @@ fn a_javascript_fix_is_proven_and_its_mutation_check_kills_and_lets_survive() {
     );
     assert_eq!(run.code, 0, "{}", run.explain());
     let evidence = run.evidence.as_ref().expect("evidence written");
+    // 11 % 5 is 1: a condition of `true` or `>=` still counts the partial page.
+    let outcomes = assert_partial_page_check(evidence, "test/pager.test.js");
+    assert!(
+        outcomes.contains(&("`++` -> `--`".into(), "killed".into())),
+        "{outcomes:?}"
+    );
+}
+
+/// The mutation check of the partial-page fix: six mutants, four killed, `>` → `>=` and the
+/// condition made `true` surviving, the test file excluded; each mutant's description and
+/// status.
+fn assert_partial_page_check(
+    evidence: &serde_json::Value,
+    test_file: &str,
+) -> Vec<(String, String)> {
     let check = &evidence["mutation_check"];
-    let outcomes: Vec<(&str, &str)> = check["mutants"]
+    let outcomes: Vec<(String, String)> = check["mutants"]
         .as_array()
         .expect("mutants")
         .iter()
         .map(|m| {
             (
-                m["mutant"]["description"].as_str().unwrap_or(""),
-                m["outcome"]["status"].as_str().unwrap_or(""),
+                m["mutant"]["description"].as_str().unwrap_or("").to_owned(),
+                m["outcome"]["status"].as_str().unwrap_or("").to_owned(),
             )
         })
         .collect();
     assert_eq!(outcomes.len(), 6, "{check:#}");
     assert_eq!(check["killed"], 4, "{check:#}");
-    // 11 % 5 is 1: a condition of `true` or `>=` still counts the partial page.
-    assert!(
-        outcomes.contains(&("`>` -> `>=`", "survived")),
-        "{outcomes:?}"
-    );
-    assert!(
-        outcomes.contains(&("`items % per > 0` -> `true`", "survived")),
-        "{outcomes:?}"
-    );
-    assert_eq!(check["excluded_files"][0]["path"], "test/pager.test.js");
+    for survivor in ["`>` -> `>=`", "`items % per > 0` -> `true`"] {
+        assert!(
+            outcomes.contains(&(survivor.into(), "survived".into())),
+            "{outcomes:?}"
+        );
+    }
+    assert_eq!(check["excluded_files"][0]["path"], test_file);
+    outcomes
 }
 
 const TYPED_PAGER_TESTS: &str = "import { test } from 'node:test';
@@ -120,35 +133,13 @@ fn a_typescript_fix_is_proven_with_its_types_erased_and_its_mutation_check_judge
     let evidence = run.evidence.as_ref().expect("evidence written");
     // The new test failed on the base and passed on the candidate: both ran, erased.
     assert_eq!(run.verdict_of("C1"), "proven", "{}", run.explain());
-    let check = &evidence["mutation_check"];
-    let outcomes: Vec<(&str, &str)> = check["mutants"]
-        .as_array()
-        .expect("mutants")
-        .iter()
-        .map(|m| {
-            (
-                m["mutant"]["description"].as_str().unwrap_or(""),
-                m["outcome"]["status"].as_str().unwrap_or(""),
-            )
-        })
-        .collect();
     // The mutants of the changed TypeScript ran with their edits erased, with the verdicts
-    // of the same fix in JavaScript: 11 % 5 is 1, so `true` or `>=` still count the page.
-    assert_eq!(outcomes.len(), 6, "{check:#}");
-    assert_eq!(check["killed"], 4, "{check:#}");
+    // of the same fix in JavaScript.
+    let outcomes = assert_partial_page_check(evidence, "test/pager.test.ts");
     assert!(
-        outcomes.contains(&("`>` -> `>=`", "survived")),
+        outcomes.contains(&("`++` -> `--`".into(), "killed".into())),
         "{outcomes:?}"
     );
-    assert!(
-        outcomes.contains(&("`items % per > 0` -> `true`", "survived")),
-        "{outcomes:?}"
-    );
-    assert!(
-        outcomes.contains(&("`++` -> `--`", "killed")),
-        "{outcomes:?}"
-    );
-    assert_eq!(check["excluded_files"][0]["path"], "test/pager.test.ts");
 }
 
 /// ES module: `isLarge`'s test never asks the limit itself (`>` survives), and nothing asks

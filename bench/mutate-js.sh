@@ -2,9 +2,10 @@
 # `assay mutate --jobs 2` on real JavaScript libraries with their own tests, every mutant behind
 # one schema's switch (the default), against the same run with a job per mutant and its edit
 # applied (`ASSAY_MUTATE_SCHEMATA=0`, the way before schemata). The libraries are Debian's
-# node-bytes 3.1.2 and node-negotiator 0.6.3, pinned by the source package versions; their
-# upstream tarballs (`.orig.tar.gz`, fetched with `apt-get source --download-only`: the Debian
-# part is not needed) ship the mocha suites. node:test runs them through a small `--require`
+# node-bytes 3.1.2 and node-negotiator 0.6.3, and node-file-uri-to-path 2.0.0, written in
+# TypeScript (sources and tests; its types erased by Debian's node-typescript), pinned by the
+# source package versions; their upstream tarballs (`.orig.tar.gz`, fetched with `apt-get
+# source --download-only`: the Debian part is not needed) ship the mocha suites. node:test runs them through a small `--require`
 # preload that maps mocha's globals to node:test's own: it belongs to this benchmark, and lives
 # in the repository under `.bench/`, which is never mutated (only the library's own files are).
 #
@@ -24,6 +25,7 @@ trap 'rm -rf "$work"' EXIT
 slots=2
 
 command -v node >/dev/null || { apt-get update -qq && apt-get install -y -qq nodejs; }
+command -v tsc >/dev/null || { apt-get update -qq && apt-get install -y -qq node-typescript; }
 assay="${ASSAY_BIN:-}"
 if [[ -z "$assay" ]]; then
     (cd "$root" && cargo build --quiet --release --bin assay)
@@ -34,6 +36,7 @@ fi
 libraries=(
     "node-bytes 3.1.2 1 bytes.js-3.1.2 index.js"
     "node-negotiator 0.6.3+~0.6.1 1 negotiator-0.6.3 index.js,lib"
+    "node-file-uri-to-path 2.0.0 2 file-uri-to-path-2.0.0 src"
 )
 
 cat > "$work/mocha-globals.cjs" <<'JS'
@@ -89,9 +92,18 @@ for entry in "${libraries[@]}"; do
     }
     schema_s=$(run schema ASSAY_MUTATE_SCHEMATA=1)
     alone_s=$(run alone ASSAY_MUTATE_SCHEMATA=0)
-    # Each test file's own duration, as node reports its tests (no process start-up).
-    for file in "$repo"/test/*.js; do
-        ms=$(cd "$repo" && node --require ./.bench/mocha-globals.cjs --test --test-reporter=tap \
+    # Each test file's own duration, as node reports its tests (no process start-up). A
+    # TypeScript library's tests run as the JavaScript its types erase to: timed on a copy
+    # erased by Assay's own script, as each job erases its tree.
+    timed="$repo"
+    if compgen -G "$repo/test/*.ts" >/dev/null; then
+        timed="$work/$package-erased"
+        cp -r "$repo" "$timed"
+        (cd "$timed" && node -e "$(cat "$root/engine/src/mutation/mutants/javascript/erase_types.cjs")" \
+            assay-erase-types write)
+    fi
+    for file in "$timed"/test/*.js; do
+        ms=$(cd "$timed" && node --require ./.bench/mocha-globals.cjs --test --test-reporter=tap \
             "test/$(basename "$file")" 2>/dev/null \
             | awk '/^  duration_ms:/ {s+=$2} END {print s+0}' || true)
         printf 'test/%s\t%s\n' "$(basename "$file")" "$ms"

@@ -188,13 +188,7 @@ pub(super) async fn interpret(
         schemata.give_up("no mutant fits a schema".to_owned());
         return schemata;
     }
-    let as_bytes = |files: &[(String, String)]| -> Vec<(String, Vec<u8>)> {
-        files
-            .iter()
-            .map(|(path, text)| (path.clone(), text.clone().into_bytes()))
-            .collect()
-    };
-    let tree = match schema_tree(request, store, &borrowed(&as_bytes(&files))).await {
+    let tree = match schema_tree(request, store, &borrowed(&files)).await {
         Ok(tree) => tree,
         Err(why) => {
             schemata.give_up(why.to_string());
@@ -208,7 +202,7 @@ pub(super) async fn interpret(
     match erase(request, &tree, (queue, store), index).await {
         Ok(erased) => {
             files.extend(erased);
-            match schema_tree(request, store, &borrowed(&as_bytes(&files))).await {
+            match schema_tree(request, store, &borrowed(&files)).await {
                 Ok(tree) => schemata.tree = Some(tree),
                 Err(why) => schemata.give_up(why.to_string()),
             }
@@ -220,10 +214,10 @@ pub(super) async fn interpret(
     schemata
 }
 
-fn borrowed(files: &[(String, Vec<u8>)]) -> Vec<(&str, &[u8])> {
+fn borrowed(files: &[(String, String)]) -> Vec<(&str, &[u8])> {
     files
         .iter()
-        .map(|(path, bytes)| (path.as_str(), bytes.as_slice()))
+        .map(|(path, text)| (path.as_str(), text.as_bytes()))
         .collect()
 }
 
@@ -233,9 +227,10 @@ async fn erase(
     tree: &TreeId,
     (queue, store): (&dyn JobQueue, &dyn ArtifactStore),
     index: &mut usize,
-) -> Result<Vec<(String, String)>, String> {
+) -> Result<Vec<(String, String)>, EraseError> {
+    let not_run = |e: &dyn std::error::Error| EraseError::NotRun(error_chain(e));
     let sources: BTreeSet<String> = source::list_files(&request.repo, tree)
-        .map_err(|e| error_chain(&e))?
+        .map_err(|e| not_run(&e))?
         .into_iter()
         .filter(|path| typescript::erases(path).is_some())
         .collect();
@@ -247,32 +242,53 @@ async fn erase(
     );
     *index += 1;
     job.timeout_secs = request.budget.as_secs().max(1);
-    let result = &run_single(queue, &job).await.map_err(|e| error_chain(&e))?;
+    let result = &run_single(queue, &job).await.map_err(|e| not_run(&e))?;
     let read = |name: &'static str| async move {
         assay_transport::store::read_named(store, result, name)
             .await
-            .map_err(|e| error_chain(&e))
+            .map_err(|e| not_run(&e))
             .map(Option::unwrap_or_default)
     };
     if result.status != (JobStatus::Completed { exit_code: 0 }) {
         let stderr = read("stderr").await?;
         let stderr = String::from_utf8_lossy(&stderr);
         let last = stderr.lines().rev().find(|l| !l.trim().is_empty());
-        return Err(format!(
-            "the job {}: {}",
-            result.status.label(),
-            last.unwrap_or("it said nothing on stderr")
-        ));
+        return Err(EraseError::Failed {
+            status: result.status.label(),
+            said: last.unwrap_or("nothing on stderr").to_owned(),
+        });
     }
     if result
         .artifacts
         .iter()
         .any(|a| a.name == "stdout" && a.dropped_bytes > 0)
     {
-        return Err("the erased files are larger than the worker's output cap".into());
+        return Err(EraseError::PastTheCap);
     }
     let stdout = read("stdout").await?;
-    typescript::read_erased(&stdout, &sources).map_err(|e| e.to_string())
+    Ok(typescript::read_erased(&stdout, &sources)?)
+}
+
+/// Why a TypeScript schema's types could not be erased: the schema is then given up.
+#[derive(Debug, thiserror::Error)]
+enum EraseError {
+    /// The job could not be planned or run (the tree unread, the queue or store failing).
+    #[error("{0}")]
+    NotRun(String),
+    /// The job ran and did not succeed.
+    #[error("the job {status}: {said}")]
+    Failed {
+        /// How it ended.
+        status: &'static str,
+        /// Its stderr's last line.
+        said: String,
+    },
+    /// Its output was cut at the worker's cap.
+    #[error("the erased files are larger than the worker's output cap")]
+    PastTheCap,
+    /// Its document was refused.
+    #[error(transparent)]
+    Document(#[from] typescript::ErasedError),
 }
 
 /// A run of the prebuilt tests with the switch at `number`, of those `only` selects. The

@@ -22,6 +22,7 @@ use assay_common::suite::{
 };
 use assay_common::suite_audit::LedgerGate;
 use assay_coordinator::fleet_halt::FleetHalt;
+use assay_engine::mutation::mutants::javascript::typescript;
 use assay_engine::proof;
 use assay_engine::result_cache::{CacheMode, CacheUnavailable, ResultCache, RunContext};
 use assay_engine::source;
@@ -278,11 +279,15 @@ fn suite_setup(
         }
         None => ReportFormat::JunitXml,
     };
+    // node runs no TypeScript: a TypeScript tree's jobs erase its types first.
+    let erase_types = typescript::runs_erased(runner.runner(), repo, &[tree])
+        .map_err(|e| Failure::infrastructure(e.into()))?;
     let setup = SuiteSetup {
         runner,
         prefix,
         report,
         manifest: select::normalize(&args.manifest),
+        erase_types,
     };
     setup.check().map_err(|e| Failure::usage(e.into()))?;
     if args.reachability && !run::reachability_supported(&setup) {

@@ -1198,6 +1198,54 @@ fn node_test_files_are_cases_and_a_failing_file_fails_its_case() {
     }
 }
 
+#[test]
+fn typescript_test_files_run_as_their_javascript_and_a_failing_one_fails_its_case() {
+    let project = Project::new(&[
+        (
+            "package.json",
+            "{\"name\": \"invoice\", \"private\": true, \"type\": \"module\"}\n",
+        ),
+        (
+            "src/invoice.ts",
+            "export interface Line { net: number; rate: number }\n\nexport const total = ({ net, rate }: Line): number => Math.round(net * (1 + rate));\n",
+        ),
+        (
+            "src/invoice.d.ts",
+            "export declare const total: (line: { net: number; rate: number }) => number;\n",
+        ),
+        (
+            "test/invoice.test.ts",
+            "import { test } from 'node:test';\nimport assert from 'node:assert/strict';\nimport { total, type Line } from '../src/invoice.js';\n\nconst taxed: Line = { net: 100, rate: 0.2 };\n\ntest('adds the tax', () => {\n  assert.equal(total(taxed), 120);\n});\n",
+        ),
+        (
+            "test/rounding.test.ts",
+            "import { test } from 'node:test';\nimport assert from 'node:assert/strict';\nimport { total } from '../src/invoice.js';\n\ntest('rounds half cents down', () => {\n  assert.equal(total({ net: 0.5, rate: 0 }), 0);\n});\n",
+        ),
+    ]);
+    let listed = project.test(&["--runner", "node", "--list-cases"]);
+    assert_eq!(code(&listed), 0, "{}", stderr(&listed));
+    let displays: Vec<String> = listing(&listed).into_iter().map(|(_, d)| d).collect();
+    assert_eq!(displays, ["test/invoice.test.js", "test/rounding.test.js"]);
+    let report = project.json_path();
+    let run = project.test(&[
+        "--runner",
+        "node",
+        "--jobs",
+        "2",
+        "--json",
+        report.to_str().expect("utf-8"),
+    ]);
+    let err = stderr(&run);
+    assert_eq!(code(&run), 1, "{err}");
+    assert_eq!(
+        outcomes(&read_json(&report)),
+        pairs(&[
+            ("test/invoice.test.js", "passed"),
+            ("test/rounding.test.js", "failed"),
+        ])
+    );
+}
+
 /// The manifest corpus fixture: `interpreter.py` and `corpus/`, rows of expressions for a tiny
 /// interpreter that gets halving and booleans wrong.
 fn corpus_files() -> Vec<(String, String)> {

@@ -258,7 +258,7 @@ pub fn prepare(request: ProofRequest) -> Result<PreparedProof, EngineError> {
     // A runner of JavaScript only runs a TypeScript tree erased: every job first erases the
     // types to the JavaScript beside each file, and the changed test modules run as theirs.
     let erase_types = typescript::runs_erased(
-        runner,
+        runner.runner(),
         &request.repo,
         &[&change.base_tree, &change.candidate.tree],
     )?;

@@ -94,6 +94,7 @@ impl Parts {
                 prefix: RunnerKind::Pytest.default_command(),
                 report: ReportFormat::JunitXml,
                 manifest: "manifest.tsv".into(),
+                erase_types: false,
             },
             selectors: Selectors::default(),
             slots: 2,

@@ -423,7 +423,7 @@ struct Campaign<'a> {
 
 /// Whether the request's tree is TypeScript its runner runs erased: node's, with a `.ts` file.
 fn erases_types(request: &MutateRequest) -> Result<bool, SourceError> {
-    typescript::runs_erased(request.runner, &request.repo, &[&request.tree])
+    typescript::runs_erased(request.runner.runner(), &request.repo, &[&request.tree])
 }
 
 impl Campaign<'_> {

@@ -5,6 +5,7 @@
 //! their reports name each result's file or row.
 
 use super::CollectError;
+use crate::mutation::mutants::javascript::typescript;
 use crate::source;
 use assay_common::TreeId;
 use assay_common::manifest::ManifestJob;
@@ -53,6 +54,9 @@ pub struct SuiteSetup {
     pub report: ReportFormat,
     /// The manifest corpus, relative to the tree root.
     pub manifest: String,
+    /// The tree is TypeScript its runner runs erased (node): each job erases the types first,
+    /// and a test module is its JavaScript (`mutants::javascript::typescript`).
+    pub erase_types: bool,
 }
 
 impl SuiteSetup {
@@ -99,7 +103,11 @@ impl SuiteSetup {
 
     /// The argv running `cases`, which share a job.
     pub fn case_command(&self, cases: &[&SuiteCase]) -> Vec<String> {
-        self.runner.runner().suite_command(&self.prefix, cases)
+        let command = self.runner.runner().suite_command(&self.prefix, cases);
+        match self.erase_types {
+            true => typescript::erasing(command),
+            false => command,
+        }
     }
 
     /// The argv of a batch that collects the suite itself and runs the cases `spec` names,
@@ -269,11 +277,17 @@ impl SuiteSetup {
             }
             SuiteCases::TestModules | SuiteCases::Listed { .. } => {
                 let files = source::list_files(repo, tree).map_err(source_err)?;
-                let cases = files
+                // An erased tree's TypeScript test module runs, and reports, as its JavaScript.
+                let run_as = |file: &String| match self.erase_types {
+                    true => typescript::erases(file).unwrap_or_else(|| file.clone()),
+                    false => file.clone(),
+                };
+                let modules: std::collections::BTreeSet<String> = files
                     .iter()
                     .filter(|f| runner.runner().is_test_module(f))
-                    .map(|f| SuiteCase::whole_file(f))
+                    .map(run_as)
                     .collect();
+                let cases = modules.iter().map(|f| SuiteCase::whole_file(f)).collect();
                 Ok((cases, None))
             }
         }
@@ -390,6 +404,7 @@ mod tests {
 
     fn setup(runner: SuiteRunner, prefix: &[&str]) -> SuiteSetup {
         SuiteSetup {
+            erase_types: false,
             runner,
             prefix: prefix.iter().map(|w| (*w).to_owned()).collect(),
             report: ReportFormat::JunitXml,

@@ -12,7 +12,7 @@
 use super::syntax::{is_declaration, is_typescript};
 use crate::source::{self, SourceError};
 use assay_common::TreeId;
-use assay_common::runner::RunnerKind;
+use assay_common::runner::Runner;
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -37,11 +37,11 @@ pub fn has_typescript<'p>(mut paths: impl Iterator<Item = &'p str>) -> bool {
 /// Whether `runner`'s jobs on any of `trees` of `repo` run erased: it runs no TypeScript of its
 /// own, and a tree has some.
 pub fn runs_erased(
-    runner: RunnerKind,
+    runner: &dyn Runner,
     repo: &Path,
     trees: &[&TreeId],
 ) -> Result<bool, SourceError> {
-    if !runner.runner().runs_typescript_erased() {
+    if !runner.runs_typescript_erased() {
         return Ok(false);
     }
     for tree in trees {

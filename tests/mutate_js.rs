@@ -9,7 +9,7 @@
 
 mod support;
 
-use support::{Repo, Run, assay, prove, run};
+use support::{Repo, Run, assay, proven_fix, run};
 
 const PAGER_TESTS: &str = "const { test } = require('node:test');
 const assert = require('node:assert/strict');
@@ -39,17 +39,7 @@ fn a_javascript_fix_is_proven_and_its_mutation_check_kills_and_lets_survive() {
         &format!("{PAGER_TESTS}\ntest('test_partial_last_page_is_counted', () => {{\n  assert.equal(pages(11, 5), 3);\n}});\n"),
     );
     repo.commit("pager: count the last partial page");
-    let run = prove(
-        &repo,
-        &[
-            "--base",
-            "main~1",
-            "--criterion",
-            "test: test_partial_last_page_is_counted",
-        ],
-    );
-    assert_eq!(run.code, 0, "{}", run.explain());
-    let evidence = run.evidence.as_ref().expect("evidence written");
+    let evidence = &proven_fix(&repo, "test: test_partial_last_page_is_counted");
     // 11 % 5 is 1: a condition of `true` or `>=` still counts the partial page.
     let outcomes = assert_partial_page_check(evidence, "test/pager.test.js");
     assert!(
@@ -120,19 +110,8 @@ fn a_typescript_fix_is_proven_with_its_types_erased_and_its_mutation_check_judge
         &format!("{TYPED_PAGER_TESTS}\ntest('a partial last page is counted', () => {{\n  assert.equal(pages({{ items: 11, per: 5 }}), 3);\n}});\n"),
     );
     repo.commit("pager: count the last partial page");
-    let run = prove(
-        &repo,
-        &[
-            "--base",
-            "main~1",
-            "--criterion",
-            "test: \"a partial last page is counted\"",
-        ],
-    );
-    assert_eq!(run.code, 0, "{}", run.explain());
-    let evidence = run.evidence.as_ref().expect("evidence written");
     // The new test failed on the base and passed on the candidate: both ran, erased.
-    assert_eq!(run.verdict_of("C1"), "proven", "{}", run.explain());
+    let evidence = &proven_fix(&repo, "test: \"a partial last page is counted\"");
     // The mutants of the changed TypeScript ran with their edits erased, with the verdicts
     // of the same fix in JavaScript.
     let outcomes = assert_partial_page_check(evidence, "test/pager.test.ts");

@@ -147,6 +147,14 @@ pub fn prove(repo: &Repo, args: &[&str]) -> Run {
     prove_keeping_store(repo, args).0
 }
 
+/// The evidence of [`prove`] of `repo`'s last commit against the one before it, on `criterion`
+/// alone; the proof must be proven (exit 0).
+pub fn proven_fix(repo: &Repo, criterion: &str) -> serde_json::Value {
+    let run = prove(repo, &["--base", "main~1", "--criterion", criterion]);
+    assert_eq!(run.code, 0, "{}", run.explain());
+    run.evidence.expect("evidence written")
+}
+
 /// [`prove`], keeping the directory that holds the store (`store/`) and the suite history
 /// (`state/`) for the caller to read.
 pub fn prove_keeping_store(repo: &Repo, args: &[&str]) -> (Run, tempfile::TempDir) {

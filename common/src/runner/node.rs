@@ -60,10 +60,7 @@ impl Runner for Node {
     /// where `--test` would have reported that file's failure, sends all the files to
     /// `--test` (`NODE_DIRECT_SCRIPT`). A command whose program is not node keeps `--test`.
     fn mutant_command(&self, prefix: &[String], files: &[String]) -> Vec<String> {
-        let runs_node = prefix.first().is_some_and(|program| {
-            let name = program.rsplit('/').next().unwrap_or(program);
-            matches!(name, "node" | "nodejs")
-        });
+        let runs_node = prefix.first().is_some_and(|program| is_node(program));
         if files.is_empty() || !runs_node {
             return self.command(prefix, files, &[]);
         }
@@ -186,6 +183,14 @@ exit $code
 "#;
 
 /// The files of whole-file cases, which a JavaScript runner takes as its arguments.
+/// Whether `program` (a command's first word, a path or a name) is node itself.
+pub fn is_node(program: &str) -> bool {
+    matches!(
+        program.rsplit('/').next().unwrap_or(program),
+        "node" | "nodejs"
+    )
+}
+
 pub(crate) fn files_of(cases: &[&SuiteCase]) -> Vec<String> {
     cases.iter().map(|c| c.file.clone()).collect()
 }

@@ -12,7 +12,7 @@
 use super::syntax::{is_declaration, is_typescript};
 use crate::source::{self, SourceError};
 use assay_common::TreeId;
-use assay_common::runner::Runner;
+use assay_common::runner::{Runner, node};
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -86,14 +86,7 @@ pub fn erases(path: &str) -> Option<String> {
 /// The node of a command `prefix`: its program when that is node, else `node` on PATH.
 fn node_of(prefix: &[String]) -> String {
     match prefix.first() {
-        Some(program)
-            if matches!(
-                program.rsplit('/').next().unwrap_or(program),
-                "node" | "nodejs"
-            ) =>
-        {
-            program.clone()
-        }
+        Some(program) if node::is_node(program) => program.clone(),
         _ => "node".to_owned(),
     }
 }

@@ -645,4 +645,32 @@ fn typescript_is_mutated_behind_one_schema_run_erased_and_agrees_with_a_run_per_
             .any(|m| m["status"] == "Killed"),
         "{money:#}"
     );
+    // Tests are named by the files the project wrote, never by their erased JavaScript.
+    let names: Vec<String> = doc["files"]
+        .as_object()
+        .expect("files")
+        .values()
+        .flat_map(|f| f["mutants"].as_array().cloned().unwrap_or_default())
+        .flat_map(|m| {
+            let listed = |key: &str| m[key].as_array().cloned().unwrap_or_default();
+            let mut ids = listed("coveredBy");
+            ids.extend(listed("killedBy"));
+            ids
+        })
+        .filter_map(|id| id.as_str().map(str::to_owned))
+        .collect();
+    assert!(!names.is_empty(), "{doc:#}");
+    for name in &names {
+        let file = name.split("::").next().unwrap_or(name);
+        assert!(file.ends_with(".test.ts"), "{name}: {doc:#}");
+    }
+    let test_files: Vec<&String> = doc["testFiles"]
+        .as_object()
+        .expect("testFiles")
+        .keys()
+        .collect();
+    assert!(
+        test_files.iter().all(|f| f.ends_with(".test.ts")),
+        "{test_files:?}"
+    );
 }

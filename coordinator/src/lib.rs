@@ -81,14 +81,8 @@ pub enum ServiceError {
     #[error(transparent)]
     CacheKey(#[from] assay_engine::result_cache::SigningKeyError),
     /// The health and metrics endpoint could not listen.
-    #[error("failed to serve probes on {listen}")]
-    Http {
-        /// The address it was to listen on (`host:port`).
-        listen: String,
-        /// Why binding it failed.
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Probes(#[from] health::ListenError),
     /// A step of taking up the lead outlasted the fault policy's limit
     /// ([`fault::leader_setup_limit`]); the lead is given up at once.
     #[error(
@@ -293,8 +287,7 @@ pub async fn serve(
         health::spawn(&listen, probes, metrics.clone(), async move {
             let _ = stop.wait_for(|s| *s).await;
         })
-        .await
-        .map_err(|source| ServiceError::Http { listen, source })?;
+        .await?;
     }
     let holder = coordinator_name();
     let ttl = Duration::from_millis(service.coordinator.lease_ttl_ms);

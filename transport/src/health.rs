@@ -64,15 +64,31 @@ impl Probes {
     }
 }
 
+/// The probes' endpoint could not listen: a service that was asked for probes does not start
+/// without them.
+#[derive(Debug, thiserror::Error)]
+#[error("failed to serve probes on {listen}")]
+pub struct ListenError {
+    /// The address it was to listen on (`host:port`).
+    pub listen: String,
+    /// Why binding it failed.
+    #[source]
+    pub source: std::io::Error,
+}
+
 /// Binds `listen` and serves probes until `shutdown`; returns the bound address.
 pub async fn spawn(
     listen: &str,
     probes: Probes,
     metrics: Arc<Metrics>,
     shutdown: impl Future<Output = ()> + Send + 'static,
-) -> std::io::Result<std::net::SocketAddr> {
-    let listener = TcpListener::bind(listen).await?;
-    let addr = listener.local_addr()?;
+) -> Result<std::net::SocketAddr, ListenError> {
+    let failed = |source| ListenError {
+        listen: listen.to_owned(),
+        source,
+    };
+    let listener = TcpListener::bind(listen).await.map_err(failed)?;
+    let addr = listener.local_addr().map_err(failed)?;
     tokio::spawn(async move {
         tokio::pin!(shutdown);
         loop {

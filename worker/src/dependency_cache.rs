@@ -399,15 +399,21 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn concurrent_jobs_of_one_archive_fetch_it_once_and_share_the_directory() {
+    /// A memory store holding the packed archive, and its name.
+    async fn stored_archive() -> (ObjectArtifactStore, DependencyArchive) {
         let store = ObjectArtifactStore::open("memory://").unwrap();
         let bytes = packed();
         let archive = named(&bytes);
         store
-            .put_bytes("dependencies", &archive.key(), bytes.clone().into())
+            .put_bytes("dependencies", &archive.key(), bytes.into())
             .await
             .unwrap();
+        (store, archive)
+    }
+
+    #[tokio::test]
+    async fn concurrent_jobs_of_one_archive_fetch_it_once_and_share_the_directory() {
+        let (store, archive) = stored_archive().await;
         let root = tempfile::tempdir().unwrap();
         let cache = DependencyCache::new(root.path().join("deps"), ArchiveLimits::default());
         let (a, b) = tokio::join!(
@@ -435,13 +441,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_tree_whose_cargo_configuration_declares_sources_is_refused() {
-        let store = ObjectArtifactStore::open("memory://").unwrap();
-        let bytes = packed();
-        let archive = named(&bytes);
-        store
-            .put_bytes("dependencies", &archive.key(), bytes.clone().into())
-            .await
-            .unwrap();
+        let (store, archive) = stored_archive().await;
         let dir = tempfile::tempdir().unwrap();
         let cache = DependencyCache::new(dir.path().join("deps"), ArchiveLimits::default());
         let sandbox = crate::sandbox::process::ProcessSandbox { network: false };

@@ -57,14 +57,8 @@ pub enum ServiceError {
     #[error(transparent)]
     Scratch(#[from] crate::scratch_life::ScratchError),
     /// The health and metrics endpoint could not listen.
-    #[error("failed to serve probes on {listen}")]
-    Http {
-        /// The address it was to listen on (`host:port`).
-        listen: String,
-        /// The underlying error.
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Probes(#[from] health::ListenError),
 }
 
 /// Why a job's result did not reach the results stream; the job is handed back.
@@ -342,8 +336,7 @@ async fn serve_validated(
                 let _ = stop.wait_for(|s| *s).await;
             },
         )
-        .await
-        .map_err(|source| ServiceError::Http { listen, source })?;
+        .await?;
     }
     tracing::info!(worker_id = %config.worker_id, slots = service.worker.slots, "worker started");
     let slots = Arc::new(Semaphore::new(service.worker.slots as usize));

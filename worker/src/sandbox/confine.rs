@@ -458,6 +458,19 @@ fn which(program: &str) -> Option<PathBuf> {
 mod tests {
     use super::*;
 
+    /// `sh` without the network, writing `writable` (the first its working directory).
+    fn sh_in<'a>(writable: &'a [&'a Path]) -> Grant<'a> {
+        Grant {
+            writable,
+            cwd: writable[0],
+            network: false,
+            program: "sh",
+            path_env: None,
+            env: &[],
+            vendored: None,
+        }
+    }
+
     fn confined(grant: &Grant<'_>, script: &str) -> std::process::Output {
         let confiner = confiner().expect("bubblewrap is installed on test machines");
         let argv = confiner
@@ -486,18 +499,7 @@ mod tests {
              echo done",
             secret = secret_dir.path().display(),
         );
-        let out = confined(
-            &Grant {
-                writable: &[tree.path()],
-                cwd: tree.path(),
-                network: false,
-                program: "sh",
-                path_env: None,
-                env: &[],
-                vendored: None,
-            },
-            &script,
-        );
+        let out = confined(&sh_in(&[tree.path()]), &script);
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(stdout.contains("done"), "{out:?}");
         for forbidden in ["READ-KEY", "WROTE-ETC", "READ-TMP"] {
@@ -522,15 +524,7 @@ mod tests {
             })
             .unwrap_or_default();
         let out = confined(
-            &Grant {
-                writable: &[tree.path()],
-                cwd: tree.path(),
-                network: false,
-                program: "sh",
-                path_env: None,
-                env: &[],
-                vendored: None,
-            },
+            &sh_in(&[tree.path()]),
             &format!("ls -A {HOST_INTERFACES}; echo listed"),
         );
         let stdout = String::from_utf8_lossy(&out.stdout);
@@ -549,15 +543,7 @@ mod tests {
         // registers them.
         let argv = confiner
             .command_hiding(
-                &Grant {
-                    writable: &[tree.path()],
-                    cwd: tree.path(),
-                    network: false,
-                    program: "sh",
-                    path_env: None,
-                    env: &[],
-                    vendored: None,
-                },
+                &sh_in(&[tree.path()]),
                 &[
                     "sh".into(),
                     "-c".into(),

@@ -16,6 +16,10 @@ impl<'a> Campaign<'a> {
         let Planned {
             tree, files, plan, ..
         } = planned;
+        let mut results: Vec<MutantResult> = choices.results.into_iter().flatten().collect();
+        if self.erase_types {
+            self.name_tests_by_their_sources(&tree, &mut results);
+        }
         MutateReport {
             tree: tree.to_string(),
             per_line_selection: baseline.coverage.is_some()
@@ -31,7 +35,7 @@ impl<'a> Campaign<'a> {
                     )
                 })
                 .collect(),
-            results: choices.results.into_iter().flatten().collect(),
+            results,
             plan,
             elapsed_s: self.started.elapsed().as_secs_f64(),
             phases: Phases {
@@ -44,6 +48,27 @@ impl<'a> Campaign<'a> {
             },
             cache: caching.outcome,
             schemata: schemata.map(|s| s.outcome()),
+        }
+    }
+}
+
+impl Campaign<'_> {
+    /// A TypeScript tree's tests ran as their JavaScript: each covering and killing test is
+    /// named by the file the project wrote. Unlisted (the repository cannot be read), they
+    /// keep their JavaScript names.
+    fn name_tests_by_their_sources(&self, tree: &TreeId, results: &mut [MutantResult]) {
+        let Ok(paths) = source::list_files(&self.request.repo, tree) else {
+            return;
+        };
+        let names = typescript::SourceNames::of(paths.iter().map(String::as_str));
+        for result in results {
+            for id in result
+                .covered_by
+                .iter_mut()
+                .chain(result.verdict.killed_by.iter_mut())
+            {
+                *id = names.source_of(id);
+            }
         }
     }
 }

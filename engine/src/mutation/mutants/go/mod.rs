@@ -80,10 +80,9 @@ impl Language for Go {
         None
     }
 
-    fn operators(&self, set: OperatorSet) -> &'static [Operator] {
-        match set {
-            OperatorSet::Default | OperatorSet::Extended => &OPERATORS,
-        }
+    /// One set: only Python has extended operators.
+    fn operators(&self, _set: OperatorSet) -> &'static [Operator] {
+        &OPERATORS
     }
 
     fn sites(
@@ -111,12 +110,6 @@ impl Language for Go {
     fn schemata(&self) -> Option<SchemaStrategy> {
         Some(SchemaStrategy::GoTestBinary)
     }
-}
-
-/// Go mutants on the changed lines of `files` (at most `cap` per file, `None`: every site);
-/// every file that is not Go is excluded.
-pub fn plan(files: &[super::ChangedFile], cap: Option<usize>) -> super::MutationPlan {
-    super::plan_mutants_in(&Go, files, cap, OperatorSet::Default)
 }
 
 #[cfg(test)]

@@ -1,6 +1,11 @@
 use super::*;
 use crate::mutation::mutants::{ChangedFile, apply_edit, languages};
 
+/// Every mutant of `files`' changed lines, at most `cap` per file.
+fn plan(files: &[ChangedFile], cap: Option<usize>) -> crate::mutation::mutants::MutationPlan {
+    crate::mutation::mutants::plan_mutants_in(&Go, files, cap, OperatorSet::Default)
+}
+
 const LEDGER: &str = r#"// Package ledger keeps accounts.
 package ledger
 

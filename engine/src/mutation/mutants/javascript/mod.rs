@@ -97,10 +97,9 @@ impl Language for JavaScript {
         None
     }
 
-    fn operators(&self, set: OperatorSet) -> &'static [Operator] {
-        match set {
-            OperatorSet::Default | OperatorSet::Extended => &OPERATORS,
-        }
+    /// One set: only Python has extended operators.
+    fn operators(&self, _set: OperatorSet) -> &'static [Operator] {
+        &OPERATORS
     }
 
     fn sites(
@@ -128,12 +127,6 @@ impl Language for JavaScript {
     fn schemata(&self) -> Option<SchemaStrategy> {
         Some(SchemaStrategy::Interpret)
     }
-}
-
-/// JavaScript mutants on the changed lines of `files` (at most `cap` per file, `None`: every
-/// site); every file that is not JavaScript is excluded.
-pub fn plan(files: &[super::ChangedFile], cap: Option<usize>) -> super::MutationPlan {
-    super::plan_mutants_in(&JavaScript, files, cap, OperatorSet::Default)
 }
 
 #[cfg(test)]

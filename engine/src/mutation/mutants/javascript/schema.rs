@@ -610,7 +610,12 @@ mod tests {
             bytes: source.clone().into_bytes(),
             changed_lines: [1].into(),
         };
-        let plan = super::super::plan(&[file], None);
+        let plan = crate::mutation::mutants::plan_mutants_in(
+            &super::super::JavaScript,
+            &[file],
+            None,
+            crate::mutation::mutants::OperatorSet::Default,
+        );
         assert_eq!(plan.mutants.len(), depth, "{:?}", plan.skipped.first());
         let entries: Vec<Entry<'_>> = plan
             .mutants

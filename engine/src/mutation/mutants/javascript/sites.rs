@@ -346,17 +346,12 @@ fn block(
     check: Reparsed,
     found: &mut Vec<Candidate>,
 ) {
-    if is_empty(node) || !touches(node, changed) {
-        return;
-    }
-    let breaks = "\n".repeat(newlines(text(node, source)));
-    found.push(candidate(
-        Operator::DropBranch,
-        node,
-        format!("{{{breaks}}}"),
-        format!("`{}` -> `{{}}`", short(text(node, source))),
-        check,
-    ));
+    let emptied = Emptied {
+        operator: Operator::DropBranch,
+        open: "{",
+        close: "}",
+    };
+    emptied.push(node, source, changed, check, found);
 }
 
 /// A non-empty array or object literal emptied, its line breaks kept inside.
@@ -367,22 +362,49 @@ fn literal(
     check: Reparsed,
     found: &mut Vec<Candidate>,
 ) {
-    if is_empty(node) || !touches(node, changed) {
-        return;
-    }
-    let breaks = "\n".repeat(newlines(text(node, source)));
     let (open, close) = if node.kind() == "array" {
         ("[", "]")
     } else {
         ("{", "}")
     };
-    found.push(candidate(
-        Operator::Collection,
-        node,
-        format!("{open}{breaks}{close}"),
-        format!("`{}` -> `{open}{close}`", short(text(node, source))),
-        check,
-    ));
+    let emptied = Emptied {
+        operator: Operator::Collection,
+        open,
+        close,
+    };
+    emptied.push(node, source, changed, check, found);
+}
+
+/// A bracketed node (block, array, object) emptied: its line breaks stay between the
+/// brackets, so every later line keeps its number.
+struct Emptied {
+    operator: Operator,
+    open: &'static str,
+    close: &'static str,
+}
+
+impl Emptied {
+    fn push(
+        &self,
+        node: Node<'_>,
+        source: &str,
+        changed: &BTreeSet<u32>,
+        check: Reparsed,
+        found: &mut Vec<Candidate>,
+    ) {
+        if is_empty(node) || !touches(node, changed) {
+            return;
+        }
+        let (open, close) = (self.open, self.close);
+        let breaks = "\n".repeat(newlines(text(node, source)));
+        found.push(candidate(
+            self.operator,
+            node,
+            format!("{open}{breaks}{close}"),
+            format!("`{}` -> `{open}{close}`", short(text(node, source))),
+            check,
+        ));
+    }
 }
 
 /// Stryker's string literal mutants: a non-empty string emptied, an empty one filled.

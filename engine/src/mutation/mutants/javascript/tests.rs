@@ -1,6 +1,11 @@
 use super::*;
 use crate::mutation::mutants::{ChangedFile, MutationPlan, apply_edit, languages};
 
+/// Every mutant of `files`' changed lines, at most `cap` per file.
+fn plan(files: &[ChangedFile], cap: Option<usize>) -> crate::mutation::mutants::MutationPlan {
+    crate::mutation::mutants::plan_mutants_in(&JavaScript, files, cap, OperatorSet::Default)
+}
+
 const INVOICE: &str = r#"'use strict';
 const { round } = require('./money.js');
 

@@ -83,6 +83,39 @@ pub fn erases(path: &str) -> Option<String> {
     Some(format!("{stem}.{erased}"))
 }
 
+/// The TypeScript source of each JavaScript file a tree's types erase to, by the erased path:
+/// what a test run names (`test/pager.test.js`) is shown as what the project wrote
+/// (`test/pager.test.ts`). A JavaScript file the tree holds itself keeps its own name.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SourceNames(BTreeMap<String, String>);
+
+impl SourceNames {
+    /// The names of a tree holding `paths`.
+    pub fn of<'p>(paths: impl Iterator<Item = &'p str> + Clone) -> Self {
+        let own: BTreeSet<&str> = paths.clone().collect();
+        let names = paths
+            .filter_map(|path| {
+                let erased = erases(path)?;
+                (!own.contains(erased.as_str())).then(|| (erased, path.to_owned()))
+            })
+            .collect();
+        Self(names)
+    }
+
+    /// `id` (a file, or `FILE::name`) with its file named by its TypeScript source.
+    pub fn source_of(&self, id: &str) -> String {
+        let (file, name) = match id.split_once("::") {
+            Some((file, name)) => (file, Some(name)),
+            None => (id, None),
+        };
+        match (self.0.get(file), name) {
+            (Some(source), Some(name)) => format!("{source}::{name}"),
+            (Some(source), None) => source.clone(),
+            (None, _) => id.to_owned(),
+        }
+    }
+}
+
 /// The node of a command `prefix`: its program when that is node, else `node` on PATH.
 fn node_of(prefix: &[String]) -> String {
     match prefix.first() {
@@ -166,6 +199,40 @@ pub fn read_erased(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_test_run_as_its_javascript_is_named_by_its_typescript_file() {
+        let tree = [
+            "src/pager.ts",
+            "test/pager.test.ts",
+            "test/money.test.cts",
+            "test/legacy.test.js",
+            "test/both.test.ts",
+            "test/both.test.js",
+            "types/pager.d.ts",
+        ];
+        let names = SourceNames::of(tree.into_iter());
+        assert_eq!(
+            names.source_of("test/pager.test.js::partial page"),
+            "test/pager.test.ts::partial page"
+        );
+        assert_eq!(names.source_of("test/pager.test.js"), "test/pager.test.ts");
+        assert_eq!(
+            names.source_of("test/money.test.cjs::rounds"),
+            "test/money.test.cts::rounds"
+        );
+        // JavaScript the project wrote itself, and names of no file, stay as they are.
+        assert_eq!(
+            names.source_of("test/legacy.test.js"),
+            "test/legacy.test.js"
+        );
+        assert_eq!(
+            names.source_of("test/both.test.js::x"),
+            "test/both.test.js::x"
+        );
+        assert_eq!(names.source_of("types/pager.d.js"), "types/pager.d.js");
+        assert_eq!(names.source_of("::odd"), "::odd");
+    }
 
     #[test]
     fn only_typescript_sources_erase_and_each_to_its_own_javascript() {

@@ -86,10 +86,9 @@ impl Language for Rust {
         None
     }
 
-    fn operators(&self, set: OperatorSet) -> &'static [Operator] {
-        match set {
-            OperatorSet::Default | OperatorSet::Extended => &OPERATORS,
-        }
+    /// One set: only Python has extended operators.
+    fn operators(&self, _set: OperatorSet) -> &'static [Operator] {
+        &OPERATORS
     }
 
     fn sites(
@@ -117,12 +116,6 @@ impl Language for Rust {
     fn schemata(&self) -> Option<SchemaStrategy> {
         Some(SchemaStrategy::CargoBuild)
     }
-}
-
-/// Rust mutants on the changed lines of `files` (at most `cap` per file, `None`: every site);
-/// every file that is not Rust is excluded.
-pub fn plan(files: &[super::ChangedFile], cap: Option<usize>) -> super::MutationPlan {
-    super::plan_mutants_in(&Rust, files, cap, OperatorSet::Default)
 }
 
 #[cfg(test)]

@@ -621,6 +621,13 @@ pub fn mutate_summary(report: &MutateReport) -> String {
         for (why, count) in &schemata.built_alone {
             let _ = writeln!(out, "    {count} built on their own: {why}");
         }
+        if schemata.batches > 0 {
+            let _ = writeln!(
+                out,
+                "  {} mutants ran in {} shared processes",
+                schemata.batched, schemata.batches
+            );
+        }
     }
     for result in &report.results {
         let what = match result.verdict.status {

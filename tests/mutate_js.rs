@@ -387,6 +387,94 @@ fn schema_statuses_equal_per_mutant_statuses_and_only_the_files_that_reach_a_mut
     }
 }
 
+/// A meter with state at module level in an ES module and a CommonJS one: a mutant that sees
+/// another's readings or cache fails tests it should pass.
+fn meter() -> Repo {
+    let repo = Repo::new();
+    repo.write(
+        "package.json",
+        "{ \"name\": \"meter\", \"version\": \"1.0.0\", \"type\": \"module\" }\n",
+    )
+    .write(
+        "src/meter.js",
+        "let readings = 0;\n\nexport function record(value) {\n  if (value < 0) {\n    process.exit(2);\n  }\n  readings += 1;\n  return readings;\n}\n\nexport function total(values) {\n  let sum = 0;\n  for (let i = 0; i < values.length; i++) {\n    sum += values[i];\n  }\n  return sum;\n}\n\nexport function count() {\n  return readings;\n}\n",
+    )
+    .write(
+        "src/units.cjs",
+        "'use strict';\n\nconst seen = new Map();\n\nfunction toWatts(kilowatts) {\n  if (!seen.has(kilowatts)) {\n    seen.set(kilowatts, kilowatts * 1000);\n  }\n  return seen.get(kilowatts);\n}\n\nmodule.exports = { toWatts, cached: () => seen.size };\n",
+    )
+    .write(
+        "test/meter.test.js",
+        "import { test } from 'node:test';\nimport assert from 'node:assert/strict';\nimport { record, total, count } from '../src/meter.js';\n\ntest('the first reading is one', () => {\n  assert.equal(record(5), 1);\n  assert.equal(count(), 1);\n});\n\ntest('readings add up', () => {\n  assert.equal(total([1, 2, 3]), 6);\n});\n",
+    )
+    .write(
+        "test/units.test.cjs",
+        "const { test } = require('node:test');\nconst assert = require('node:assert/strict');\nconst { toWatts, cached } = require('../src/units.cjs');\n\ntest('kilowatts are a thousand watts', () => {\n  assert.equal(toWatts(2), 2000);\n  assert.equal(cached(), 1);\n});\n",
+    );
+    repo.commit("meter");
+    repo
+}
+
+#[test]
+fn switched_mutants_share_a_process_and_reach_the_verdicts_of_a_run_per_mutant() {
+    let repo = meter();
+    let schema_dir = tempfile::tempdir().expect("temp dir");
+    let schema = mutate(&repo, &schema_dir);
+    let doc = schema
+        .evidence
+        .as_ref()
+        .unwrap_or_else(|| panic!("{}", schema.explain()));
+    let alone_dir = tempfile::tempdir().expect("temp dir");
+    let alone = mutate_with(&repo, &alone_dir, &[("ASSAY_MUTATE_SCHEMATA", "0")]);
+    let alone_doc = alone
+        .evidence
+        .as_ref()
+        .unwrap_or_else(|| panic!("{}", alone.explain()));
+    let schemata = &doc["assay"]["schemata"];
+    let batched = schemata["batched"].as_u64().unwrap_or(0);
+    assert!(batched >= 4, "{schemata:#}");
+    assert!(
+        schemata["batches"].as_u64().unwrap_or(0) >= 1,
+        "{schemata:#}"
+    );
+    assert!(
+        schema.stdout.contains(&format!("{batched} mutants ran in")),
+        "{}",
+        schema.explain()
+    );
+    let (with_schema, each_alone) = (statuses(doc), statuses(alone_doc));
+    assert_eq!(with_schema.len(), each_alone.len());
+    for (s, a) in with_schema.iter().zip(&each_alone) {
+        assert_eq!(
+            (&s.0, &s.1),
+            (&a.0, &a.1),
+            "the same mutants in the same order"
+        );
+        assert!(
+            agrees(&s.2, &a.2),
+            "{} ({}): batched {} but alone {}",
+            s.0,
+            s.1,
+            s.2,
+            a.2
+        );
+    }
+    let status_of = |mutant: &str| {
+        with_schema
+            .iter()
+            .find(|s| s.0 == mutant)
+            .map(|s| s.2.clone())
+            .unwrap_or_else(|| panic!("no {mutant}: {with_schema:#?}"))
+    };
+    // A loop that never ends stops at its own limit; the batch goes on with the rest.
+    assert_eq!(status_of(r#"src/meter.js:13 "--""#), "Timeout");
+    // A mutant whose tests end node runs alone, where ending the session kills it.
+    assert_eq!(status_of(r#"src/meter.js:4 ">=""#), "Killed");
+    // Each mutant sees its own module state: a reading is the first, a cache holds one entry.
+    assert_eq!(status_of(r#"src/meter.js:4 "<=""#), "Survived");
+    assert_eq!(status_of(r#"src/units.cjs:6 "true""#), "Survived");
+}
+
 #[test]
 fn a_schema_node_refuses_at_load_is_never_a_kill_and_its_mutants_run_alone() {
     // The file declares the schema's own tracer: tree-sitter parses the schema, node refuses

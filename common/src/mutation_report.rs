@@ -301,4 +301,10 @@ pub struct SchemataOutcome {
     /// Why no mutant runs from a build, when none does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// Mutants whose run shared a job and a process with others (JavaScript's batches).
+    #[serde(default)]
+    pub batched: usize,
+    /// The batches they ran in.
+    #[serde(default)]
+    pub batches: usize,
 }

@@ -104,6 +104,18 @@ pub enum ListingFormat {
     GoTestList,
 }
 
+/// One mutant of a batch ([`Runner::mutant_batch_command`]): its switch number, the test
+/// files it runs, and its own limit (the batch stops it there and goes on with the next).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchMember {
+    /// The schema's number for it.
+    pub mutant: u32,
+    /// Its test files, relative to the tree's root, in the order they run.
+    pub files: Vec<String>,
+    /// Its limit, in milliseconds.
+    pub limit_ms: u64,
+}
+
 /// One runner's conventions. Every method is pure: commands are argv with placeholders, and
 /// detection reads the tree only through [`TreeFiles`].
 pub trait Runner: Sync {
@@ -307,6 +319,18 @@ pub trait Runner: Sync {
     /// own [`Runner::command`] unless it has a cheaper one that reports the same.
     fn mutant_command(&self, prefix: &[String], files: &[String]) -> Vec<String> {
         self.command(prefix, files, &[])
+    }
+
+    /// One job's command for several switched mutants, each a run of its own test files in
+    /// one process where the runner can isolate them there (node: every file of the tree loads
+    /// afresh per mutant), with its kills confirmed in the same job; `None` where each mutant
+    /// needs a job of its own. Its report is read by [`crate::report::mutant_batch`].
+    fn mutant_batch_command(
+        &self,
+        _prefix: &[String],
+        _members: &[BatchMember],
+    ) -> Option<Vec<String>> {
+        None
     }
 
     /// A mutant's command that runs the failing tests once more, at once and in the same job,

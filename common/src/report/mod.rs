@@ -4,6 +4,7 @@
 pub mod go;
 pub mod junit;
 pub mod libtest;
+pub mod mutant_batch;
 pub mod node;
 pub mod observed;
 pub mod summary;

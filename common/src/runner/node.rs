@@ -3,7 +3,7 @@
 //! that runner's exit code (Vitest exits 0 when `-t` matches nothing), so a misspelt or
 //! renamed case would pass without running.
 
-use super::{ReportFormat, Runner, SuiteCases, TreeFiles, split_path, strings};
+use super::{BatchMember, ReportFormat, Runner, SuiteCases, TreeFiles, split_path, strings};
 use crate::suite_case::SuiteCase;
 
 /// The node:test runner, with the reporter Assay ships.
@@ -78,6 +78,40 @@ impl Runner for Node {
         argv
     }
 
+    /// `sh -c NODE_BATCH_SCRIPT assay-node-batch {report} COUNT NODE ARGS… -e BATCH_SCRIPT
+    /// assay-node-batch {report} PLAN`: the mutants in one node process
+    /// ([`BATCH_SCRIPT`]), started again after one outlives its limit or ends the process,
+    /// then the failed ones once more to confirm their kills. A command whose program is not
+    /// node has no batch.
+    fn mutant_batch_command(
+        &self,
+        prefix: &[String],
+        members: &[BatchMember],
+    ) -> Option<Vec<String>> {
+        let program = prefix.first().filter(|program| is_node(program))?;
+        let plan = serde_json::to_string(members).ok()?;
+        let mut argv = strings(&[
+            "sh",
+            "-c",
+            NODE_BATCH_SCRIPT,
+            "assay-node-batch",
+            "{report}",
+        ]);
+        argv.push(members.len().to_string());
+        argv.push(program.clone());
+        argv.extend(prefix[1..].iter().cloned());
+        argv.extend(strings(&[
+            "--test-reporter={node_reporter}",
+            "--test-reporter-destination=stdout",
+            "-e",
+            BATCH_SCRIPT,
+            "assay-node-batch",
+            "{report}",
+        ]));
+        argv.push(plan);
+        Some(argv)
+    }
+
     /// `sh -c NODE_RERUN_SCRIPT assay-node-rerun {report} COMMAND…`: a run that fails and
     /// wrote its report runs again with `ASSAY_NODE_RERUN=1`, and its report follows the
     /// first's in the same file (see [`crate::report::node`]).
@@ -144,6 +178,30 @@ else
 fi
 rm -f "$report.first" "$report.both"
 exit $code
+"#;
+
+/// Several switched mutants in one node process: see the script's own heading.
+pub const BATCH_SCRIPT: &str = include_str!("node_batch.cjs");
+
+/// Runs `COMMAND…` (after `REPORT COUNT`, COUNT the number of mutants), the batch script,
+/// until it exits 3 (no mutant left to run): each run goes on after the mutants `REPORT`
+/// already settles, so a mutant that outlived its limit or ended node costs one run, not the
+/// batch. Then the same with `ASSAY_NODE_RERUN=1`, which runs the failed mutants once more.
+/// At most COUNT + 1 runs a pass; the exit status is always 0 (each mutant's outcome is in
+/// `REPORT`).
+const NODE_BATCH_SCRIPT: &str = r#"report=$1; count=$2; shift 2
+rm -f "$report"
+export ASSAY_NODE_BATCH="$report"
+for pass in first rerun; do
+    [ "$pass" = rerun ] && export ASSAY_NODE_RERUN=1
+    i=0
+    while [ "$i" -le "$count" ]; do
+        "$@"
+        [ $? -eq 3 ] && break
+        i=$((i + 1))
+    done
+done
+exit 0
 "#;
 
 /// Runs `NODE ARGS… FILE…` (after `REPORT COUNT`, COUNT the number of files) as one

@@ -29,7 +29,7 @@ use schemata::Schemata;
 pub use targets::Targets;
 
 use assay_common::runner::pytest::python_m_pytest;
-use assay_common::runner::{CoverageTool, RunnerKind};
+use assay_common::runner::{BatchMember, CoverageTool, RunnerKind};
 use assay_common::{JobId, ProofId, TreeId};
 use assay_transport::store::ArtifactStore;
 use serde::{Deserialize, Serialize};
@@ -38,6 +38,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 mod baseline;
+mod batches;
 mod choose;
 mod dispatch;
 pub mod mutant_cache;
@@ -346,6 +347,9 @@ struct Work {
     at: usize,
     spec: JobSpec,
     cost: Cost,
+    /// A switched mutant's number and test files, when its run may share a job and a process
+    /// with others (`batches`); its limit is set when the batch is admitted.
+    batch: Option<BatchMember>,
 }
 
 /// What one mutant's run is expected to cost.
@@ -511,6 +515,8 @@ struct Choices {
     keyed: BTreeMap<usize, String>,
     /// The runner's command prefix the mutants run with.
     prefix: Vec<String>,
+    /// How many mutants batches settled, and in how many batches.
+    batched: (usize, usize),
 }
 
 /// The mutants' first runs: each one's verdict, in the order of [`Choices::work`].

@@ -4,7 +4,7 @@
 // Classification (skips, hooks, load failures) and the describe path are Assay's to decide, in
 // `common::report::node`; this file only records what node said.
 
-import { readFileSync } from 'node:fs';
+import { appendFileSync, readFileSync } from 'node:fs';
 import { relative } from 'node:path';
 
 // A mutation schema's unmutated run (`ASSAY_MUTANT_TRACE=on`): each process of a test file
@@ -27,24 +27,104 @@ function firstLine(text) {
   return String(text ?? '').split('\n').find((line) => line.trim() !== '')?.trim() ?? '';
 }
 
+// Several mutants in one process (`common::runner::node_batch.cjs`): each mutant's test files
+// run in suites of their own at the top (`assay-mutant N K/M`), and each mutant's results are
+// appended to the file this names as one document of its own, with its mutant and its time,
+// as its last file ends, so a process killed later keeps what it finished.
+const batchReport = process.env.ASSAY_NODE_BATCH;
+const BATCH_SUITE = /^assay-mutant (\d+) (\d+)\/(\d+)$/;
+
+function resultOf(type, data, nesting) {
+  const error = data.details?.error;
+  return {
+    file: data.file ?? null,
+    nesting,
+    name: data.name,
+    passed: type === 'test:pass',
+    suite: data.details?.type === 'suite',
+    skip: data.skip !== undefined && data.skip !== false,
+    todo: data.todo !== undefined && data.todo !== false,
+    failure_type: error?.failureType ?? null,
+    message: error ? firstLine(error.cause?.message ?? error.cause ?? error.message) : null,
+  };
+}
+
+async function batchReporter(source) {
+  let results = [];
+  let mutant = null;
+  let ms = 0;
+  let broken = null;
+  for await (const { type, data } of source) {
+    if (type !== 'test:pass' && type !== 'test:fail') continue;
+    const suite = data.nesting === 0 ? BATCH_SUITE.exec(data.name) : null;
+    if (data.nesting === 0 && !suite) {
+      // A test that did not nest in its file's suite (registered after a top-level await):
+      // which mutant it ran under is unknown, so no mutant of this batch is judged by it.
+      appendFileSync(batchReport, `${JSON.stringify({ schema: 'assay.node-batch/v1', unbatchable: data.name })}\n`);
+      continue;
+    }
+    if (!suite) {
+      // Relative to the tree, as the trace names files: the document is read away from here.
+      const result = resultOf(type, data, data.nesting - 1);
+      if (result.file) result.file = relative(process.cwd(), result.file);
+      results.push(result);
+      continue;
+    }
+    const [number, file, files] = suite.slice(1).map(Number);
+    if (mutant !== number) {
+      results = mutant === null ? results : [];
+      mutant = number;
+      ms = 0;
+      broken = null;
+    }
+    ms += Number(data.details?.duration_ms) || 0;
+    const error = data.details?.error;
+    if (type === 'test:fail' && error?.failureType !== 'subtestsFailed') {
+      // The file's own failure (it threw while loading): not a result of its tests.
+      broken = firstLine(error?.cause?.message ?? error?.cause ?? error?.message) || 'the file failed';
+    }
+    if (file !== files - 1) continue;
+    const tests = results.filter((r) => !r.suite);
+    const count = (keep) => tests.filter(keep).length;
+    const counts = {
+      tests: tests.length,
+      pass: count((r) => r.passed && !r.skip && !r.todo),
+      fail: count((r) => !r.passed),
+      skipped: count((r) => r.skip),
+      todo: count((r) => r.todo),
+    };
+    const document = {
+      schema: 'assay.node/v1', mutant, counts, results, ms: Math.round(ms),
+      failed: broken === null && counts.fail > 0,
+      ...(broken === null ? {} : { broken }),
+      ...(rerun ? { rerun } : {}),
+    };
+    appendFileSync(batchReport, `${JSON.stringify(document)}\n`);
+    const watched = globalThis.__assay_batch_watch;
+    if (watched && watched[0] === mutant) watched.fill(0);
+    globalThis.__assay_batch_written?.(mutant);
+    if (mutant === globalThis.__assay_batch_last) {
+      // Its last mutant is done: exit 3 says nothing is left to run, and what the tests left
+      // open does not hold the process.
+      process.on('exit', () => { process.exitCode = 3; });
+      setTimeout(() => process.exit(3), 100).unref();
+    }
+    results = [];
+    mutant = null;
+  }
+}
+
 export default async function* assayReporter(source) {
+  if (batchReport) {
+    await batchReporter(source);
+    return;
+  }
   const results = [];
   const counts = {};
   if (tracing) process.stderr.write('\nassay-reached-on\n');
   for await (const { type, data } of source) {
     if (type === 'test:pass' || type === 'test:fail') {
-      const error = data.details?.error;
-      results.push({
-        file: data.file ?? null,
-        nesting: data.nesting,
-        name: data.name,
-        passed: type === 'test:pass',
-        suite: data.details?.type === 'suite',
-        skip: data.skip !== undefined && data.skip !== false,
-        todo: data.todo !== undefined && data.todo !== false,
-        failure_type: error?.failureType ?? null,
-        message: error ? firstLine(error.cause?.message ?? error.cause ?? error.message) : null,
-      });
+      results.push(resultOf(type, data, data.nesting));
     } else if (type === 'test:stderr' && tracing) {
       for (const line of String(data.message).split('\n')) {
         if (!line.startsWith(TRACE_MARK)) continue;

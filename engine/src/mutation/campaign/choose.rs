@@ -218,6 +218,7 @@ impl<'a> Campaign<'a> {
                 },
                 None => (only, covered_by),
             };
+            let mut batch = None;
             let (job, cost) = match (&prebuilt, switched) {
                 (Some(prebuilt), _) if held => (
                     schemata::run_spec(request, prebuilt, index + at, at + 1, only),
@@ -235,6 +236,11 @@ impl<'a> Campaign<'a> {
                         }
                         _ => cost,
                     };
+                    batch = (!reached_files.is_empty()).then(|| BatchMember {
+                        mutant: Entry::number_of(at),
+                        files: reached_files.clone(),
+                        limit_ms: 0,
+                    });
                     (
                         schemata::switched_spec(request, tree, index + at, at + 1, command),
                         cost,
@@ -261,6 +267,7 @@ impl<'a> Campaign<'a> {
                 at,
                 spec: job,
                 cost,
+                batch,
             });
         }
         // The keys borrow the prefix, which the choices keep.
@@ -277,6 +284,7 @@ impl<'a> Campaign<'a> {
             work,
             keyed,
             prefix,
+            batched: (0, 0),
         })
     }
 

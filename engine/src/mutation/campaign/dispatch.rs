@@ -37,40 +37,56 @@ impl<'a> Campaign<'a> {
         });
         let work = &*work;
 
-        let specs: Vec<JobSpec> = work.iter().map(|w| w.spec.clone()).collect();
-        let costs: BTreeMap<JobId, Cost> = work
-            .iter()
-            .map(|w| (w.spec.job_id.clone(), w.cost))
-            .collect();
         let tally = std::sync::Mutex::new(Tally {
             done: mutants.len() - work.len(),
             ..Tally::default()
         });
         let mutants_started = Instant::now();
         let stores = caching.cache.is_some();
-        let (judged, runs) = self
-            .run_judged(
-                &specs,
-                &costs,
+        let tell = |result: &JobResult, judged: &Judged| {
+            let at = work
+                .iter()
+                .find(|w| w.spec.job_id == result.job_id)
+                .map(|w| w.at);
+            if let Some(mutant) = at.and_then(|at| mutants.get(at))
+                && let Ok(mut tally) = tally.lock()
+            {
+                let elapsed = mutants_started.elapsed();
+                let event = tally.record(judged, mutant, mutants.len(), work.len(), elapsed);
+                progress.mutate_event(MutateEvent::MutantFinished(&event));
+            }
+        };
+        // Switched mutants in batches first; what no batch settles runs alone.
+        let batched = self
+            .run_batches(
+                work,
+                &choices.prefix,
                 baseline.time,
-                stores,
-                compiled,
-                |result, judged| {
-                    let at = work
-                        .iter()
-                        .find(|w| w.spec.job_id == result.job_id)
-                        .map(|w| w.at);
-                    if let Some(mutant) = at.and_then(|at| mutants.get(at))
-                        && let Ok(mut tally) = tally.lock()
-                    {
-                        let elapsed = mutants_started.elapsed();
-                        let event =
-                            tally.record(judged, mutant, mutants.len(), work.len(), elapsed);
-                        progress.mutate_event(MutateEvent::MutantFinished(&event));
-                    }
-                },
+                (stores, compiled),
+                |_, result, judged| tell(result, judged),
             )
             .await?;
+        let alone: Vec<usize> = (0..work.len())
+            .filter(|p| !batched.judged.contains_key(p))
+            .collect();
+        let specs: Vec<JobSpec> = alone.iter().map(|&p| work[p].spec.clone()).collect();
+        let costs: BTreeMap<JobId, Cost> = work
+            .iter()
+            .map(|w| (w.spec.job_id.clone(), w.cost))
+            .collect();
+        let (judged_alone, mut runs) = self
+            .run_judged(&specs, &costs, baseline.time, stores, compiled, tell)
+            .await?;
+        let settled = (batched.judged.len(), batched.batches);
+        let mut judged: Vec<Option<Judged>> = vec![None; work.len()];
+        for (position, outcome) in batched.judged {
+            judged[position] = Some(outcome);
+        }
+        for (&position, outcome) in alone.iter().zip(judged_alone) {
+            judged[position] = outcome;
+        }
+        runs.extend(batched.runs);
+        choices.batched = settled;
         Ok(FirstRuns { judged, runs })
     }
 

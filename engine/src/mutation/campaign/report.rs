@@ -47,7 +47,11 @@ impl<'a> Campaign<'a> {
                 mutation: baseline.done.elapsed(),
             },
             cache: caching.outcome,
-            schemata: schemata.map(|s| s.outcome()),
+            schemata: schemata.map(|s| assay_common::mutation_report::SchemataOutcome {
+                batched: choices.batched.0,
+                batches: choices.batched.1,
+                ..s.outcome()
+            }),
         }
     }
 }

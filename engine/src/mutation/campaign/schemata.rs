@@ -81,6 +81,8 @@ impl Schemata {
             built_alone: self.schema.built_alone(),
             build_s: self.schema.build_time.as_secs_f64(),
             note: self.schema.note.clone(),
+            batched: 0,
+            batches: 0,
         }
     }
 

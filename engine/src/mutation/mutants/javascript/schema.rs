@@ -1,7 +1,8 @@
 //! JavaScript mutant schemata: every mutant of a file behind a runtime switch, so one tree
 //! holds them all and each mutant is a run of the tests with [`SWITCH_VARIABLE`] set to its
-//! number. There is nothing to build: node reads the switch once per file, at start-up
-//! (`var __assay_m = +(globalThis.process?.env?.ASSAY_MUTANT ?? 0)`, after a shebang and the
+//! number. There is nothing to build: node reads the switch once per file, as it loads
+//! (`var __assay_m = +(globalThis.__assay_mutant ?? globalThis.process?.env?.ASSAY_MUTANT ??
+//! 0)`: the global is a batch's, which loads the files again per mutant; after a shebang and the
 //! directive prologue, valid in ES modules and CommonJS alike, and `var` so a function of the
 //! file called early through an import cycle sees the unmutated code rather than a TDZ error).
 //!
@@ -34,7 +35,7 @@ pub const TRACE_MARK: &str = "assay-reached";
 /// What the file-level prologue declares: the switch, read once, and the tracer.
 fn prologue() -> String {
     format!(
-        "var __assay_m = +(globalThis.process?.env?.{SWITCH_VARIABLE} ?? 0); \
+        "var __assay_m = +(globalThis.__assay_mutant ?? globalThis.process?.env?.{SWITCH_VARIABLE} ?? 0); \
          function __assay_t(s) {{ var g = globalThis, r = g.__assay_reached || \
          (g.__assay_reached = new Set()); if (!r.has(s)) {{ r.add(s); \
          if (g.process?.env?.{TRACE_VARIABLE} === \"on\") \

@@ -117,6 +117,11 @@ impl Language for Rust {
         Some(SchemaStrategy::CargoBuild)
     }
 }
+/// Rust mutants on the changed lines of `files` (at most `cap` per file, `None`: every site);
+/// every file that is not Rust is excluded.
+pub fn plan(files: &[super::ChangedFile], cap: Option<usize>) -> super::MutationPlan {
+    super::plan_mutants_in(&Rust, files, cap, OperatorSet::Default)
+}
 
 #[cfg(test)]
 mod tests;

@@ -3,11 +3,6 @@ use super::*;
 use crate::mutation::mutants::{ChangedFile, Mutant, MutationPlan, apply_edit};
 use std::collections::BTreeMap;
 
-/// Every mutant of `files`' changed lines, at most `cap` per file.
-fn plan(files: &[ChangedFile], cap: Option<usize>) -> crate::mutation::mutants::MutationPlan {
-    crate::mutation::mutants::plan_mutants_in(&Rust, files, cap, OperatorSet::Default)
-}
-
 const LEDGER: &str = r##"//! A ledger.
 #![allow(dead_code)]
 

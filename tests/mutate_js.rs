@@ -405,7 +405,12 @@ fn meter() -> Repo {
     )
     .write(
         "test/meter.test.js",
-        "import { test } from 'node:test';\nimport assert from 'node:assert/strict';\nimport { record, total, count } from '../src/meter.js';\n\ntest('the first reading is one', () => {\n  assert.equal(record(5), 1);\n  assert.equal(count(), 1);\n});\n\ntest('readings add up', () => {\n  assert.equal(total([1, 2, 3]), 6);\n});\n",
+        "import { test, describe } from 'node:test';\nimport assert from 'node:assert/strict';\nimport { record, total, count } from '../src/meter.js';\nimport { each } from './support/table.js';\n\ntest('the first reading is one', () => {\n  assert.equal(record(5), 1);\n  assert.equal(count(), 1);\n});\n\ndescribe('totals', () => {\n  each([[1, 2, 3], [6]], 'readings add up to six', (values) => {\n    assert.equal(total(values), 6);\n  });\n});\n",
+    )
+    // Tests a helper defines: node names the helper's file, `node --test` the test file.
+    .write(
+        "test/support/table.js",
+        "import { test } from 'node:test';\n\nexport function each(rows, name, check) {\n  for (const row of rows) {\n    test(`${name}: ${row.join(' + ')}`, () => check(row));\n  }\n}\n",
     )
     .write(
         "test/units.test.cjs",

@@ -1,6 +1,6 @@
 // Several switched mutants in one node process: `node ARGS… -e SCRIPT assay-node-batch REPORT PLAN`,
 // PLAN a JSON array of `{ "mutant": N, "files": [test files], "limit_ms": L }`. Each mutant's
-// test files load afresh, each in a `describe` of its own (`assay-mutant N K/M`), so their
+// test files load afresh, each in a `describe` of its own (`assay-mutant N K/M FILE`), so their
 // top-level tests and hooks nest there; every file of the tree they import (not node_modules)
 // loads again for that mutant: ES modules under a URL of their own (a resolve hook passes the
 // importing file's `assay-run` on), CommonJS modules with the require cache cleared, and the
@@ -106,7 +106,7 @@ const writtenOf = (mutant) => new Promise((resolve) => {
       const modules = {};
       // The suite's body is synchronous up to the import, so the file's tests nest in it.
       await new Promise((settle) => {
-        describe(`assay-mutant ${mutant} ${k}/${files.length}`, () => {
+        describe(`assay-mutant ${mutant} ${k}/${files.length} ${file}`, () => {
           before(async () => {
             await loaded;
             if (k === 0) await earlier;

@@ -32,7 +32,7 @@ function firstLine(text) {
 // appended to the file this names as one document of its own, with its mutant and its time,
 // as its last file ends, so a process killed later keeps what it finished.
 const batchReport = process.env.ASSAY_NODE_BATCH;
-const BATCH_SUITE = /^assay-mutant (\d+) (\d+)\/(\d+)$/;
+const BATCH_SUITE = /^assay-mutant (\d+) (\d+)\/(\d+) (.*)$/s;
 
 function resultOf(type, data, nesting) {
   const error = data.details?.error;
@@ -51,6 +51,8 @@ function resultOf(type, data, nesting) {
 
 async function batchReporter(source) {
   let results = [];
+  // The results of the file whose suite has not ended yet: node reports children first.
+  let file_results = [];
   let mutant = null;
   let ms = 0;
   let broken = null;
@@ -64,19 +66,22 @@ async function batchReporter(source) {
       continue;
     }
     if (!suite) {
-      // Relative to the tree, as the trace names files: the document is read away from here.
-      const result = resultOf(type, data, data.nesting - 1);
-      if (result.file) result.file = relative(process.cwd(), result.file);
-      results.push(result);
+      file_results.push(resultOf(type, data, data.nesting - 1));
       continue;
     }
-    const [number, file, files] = suite.slice(1).map(Number);
+    // Every result of a file's suite is that file's, as `node --test` names them, whichever
+    // file called `test()` (a preload that defines mocha's globals, say).
+    const [number, file, files] = suite.slice(1, 4).map(Number);
+    for (const result of file_results) result.file = suite[4];
+    const ofThisFile = file_results;
+    file_results = [];
     if (mutant !== number) {
-      results = mutant === null ? results : [];
+      results = [];
       mutant = number;
       ms = 0;
       broken = null;
     }
+    results.push(...ofThisFile);
     ms += Number(data.details?.duration_ms) || 0;
     const error = data.details?.error;
     if (type === 'test:fail' && error?.failureType !== 'subtestsFailed') {

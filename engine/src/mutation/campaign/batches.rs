@@ -218,8 +218,18 @@ impl Campaign<'_> {
                 continue;
             };
             let (status, report, ms) = match run {
+                // A document that does not parse is no verdict of the batch's: alone, the
+                // mutant's run says what it says.
+                MemberRun::Ran { report, .. } if report.parsed().is_none() => {
+                    tracing::debug!(
+                        mutant = w.at + 1,
+                        "runs alone: {}",
+                        report.problem().unwrap_or_default()
+                    );
+                    continue;
+                }
                 MemberRun::Ran { report, ms } => {
-                    let failed = report.parsed().is_none_or(|r| {
+                    let failed = report.parsed().is_some_and(|r| {
                         r.cases
                             .iter()
                             .any(|c| matches!(c.outcome, Outcome::Failed | Outcome::Error))

@@ -175,12 +175,22 @@ fn mutate(repo: &Repo, out_dir: &tempfile::TempDir) -> Run {
 }
 
 fn mutate_with(repo: &Repo, out_dir: &tempfile::TempDir, env: &[(&str, &str)]) -> Run {
+    mutate_args(repo, out_dir, env, &[])
+}
+
+fn mutate_args(
+    repo: &Repo,
+    out_dir: &tempfile::TempDir,
+    env: &[(&str, &str)],
+    args: &[&str],
+) -> Run {
     let json = out_dir.path().join("mutation.json");
     let mut command = assay();
     command
         .arg("mutate")
         .arg("-C")
         .arg(repo.path())
+        .args(args)
         .args(["--jobs", "2", "--json"])
         .arg(&json)
         .arg("--store")
@@ -407,6 +417,15 @@ fn meter() -> Repo {
         "test/meter.test.js",
         "import { test, describe } from 'node:test';\nimport assert from 'node:assert/strict';\nimport { record, total, count } from '../src/meter.js';\nimport { each } from './support/table.js';\n\ntest('the first reading is one', () => {\n  assert.equal(record(5), 1);\n  assert.equal(count(), 1);\n});\n\ndescribe('totals', () => {\n  each([[1, 2, 3], [6]], 'readings add up to six', (values) => {\n    assert.equal(total(values), 6);\n  });\n});\n",
     )
+    // mocha's globals from a preload, with a `this` per suite, as older suites are written.
+    .write(
+        "test/support/globals.cjs",
+        "const t = require('node:test');\nlet context = {};\nglobalThis.describe = (name, fn) => t.describe(name, () => {\n  const parent = context;\n  context = Object.create(parent);\n  try { fn.call(context); } finally { context = parent; }\n});\nglobalThis.it = (name, fn) => { const self = context; return t.it(name, () => fn.call(self)); };\nglobalThis.before = (fn) => { const self = context; return t.before(() => fn.call(self)); };\n",
+    )
+    .write(
+        "test/heater.test.cjs",
+        "const assert = require('node:assert/strict');\nconst { toWatts } = require('../src/units.cjs');\n\ndescribe('a heater', function () {\n  before(function () {\n    this.watts = toWatts(3);\n  });\n\n  it('draws three thousand watts', function () {\n    assert.equal(this.watts, 3000);\n  });\n});\n",
+    )
     // Tests a helper defines: node names the helper's file, `node --test` the test file.
     .write(
         "test/support/table.js",
@@ -424,13 +443,22 @@ fn meter() -> Repo {
 fn switched_mutants_share_a_process_and_reach_the_verdicts_of_a_run_per_mutant() {
     let repo = meter();
     let schema_dir = tempfile::tempdir().expect("temp dir");
-    let schema = mutate(&repo, &schema_dir);
+    let preload = [
+        "--test-command",
+        "node --require ./test/support/globals.cjs",
+    ];
+    let schema = mutate_args(&repo, &schema_dir, &[], &preload);
     let doc = schema
         .evidence
         .as_ref()
         .unwrap_or_else(|| panic!("{}", schema.explain()));
     let alone_dir = tempfile::tempdir().expect("temp dir");
-    let alone = mutate_with(&repo, &alone_dir, &[("ASSAY_MUTATE_SCHEMATA", "0")]);
+    let alone = mutate_args(
+        &repo,
+        &alone_dir,
+        &[("ASSAY_MUTATE_SCHEMATA", "0")],
+        &preload,
+    );
     let alone_doc = alone
         .evidence
         .as_ref()

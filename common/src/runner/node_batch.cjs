@@ -16,118 +16,122 @@
 // until it exits 3 (nothing left). Under `ASSAY_NODE_RERUN=1` it runs the mutants whose
 // first run failed once more, to confirm their kills. A mutant that started and left neither
 // a document nor a timeout (its tests exited node) is skipped: it runs alone elsewhere.
-'use strict';
-const { describe, before } = require('node:test');
-const Module = require('node:module');
-const { pathToFileURL } = require('node:url');
-const { Worker } = require('node:worker_threads');
-const fs = require('node:fs');
-const path = require('node:path');
+// `node -e` runs this in the global scope: inside a function, none of its names shadows a
+// global the tests use (a preload's `describe` or `before`).
+(function assayNodeBatch() {
+  'use strict';
+  const { describe, before } = require('node:test');
+  const Module = require('node:module');
+  const { pathToFileURL } = require('node:url');
+  const { Worker } = require('node:worker_threads');
+  const fs = require('node:fs');
+  const path = require('node:path');
 
-const [report, planText] = process.argv.slice(-2);
-const rerun = process.env.ASSAY_NODE_RERUN === '1';
-const plan = JSON.parse(planText);
-const BATCH = 'assay.node-batch/v1';
-const NOTHING_LEFT = 3;
-const append = (line) => fs.appendFileSync(report, `${JSON.stringify(line)}\n`);
+  const [report, planText] = process.argv.slice(-2);
+  const rerun = process.env.ASSAY_NODE_RERUN === '1';
+  const plan = JSON.parse(planText);
+  const BATCH = 'assay.node-batch/v1';
+  const NOTHING_LEFT = 3;
+  const append = (line) => fs.appendFileSync(report, `${JSON.stringify(line)}\n`);
 
-// What REPORT already says of each mutant, for this pass (first runs, or re-runs).
-function settled() {
-  let text = '';
-  try { text = fs.readFileSync(report, 'utf8'); } catch { return { done: new Set(), failed: new Set() }; }
-  const done = new Set(), failed = new Set();
-  for (const line of text.split('\n')) {
-    let doc;
-    try { doc = JSON.parse(line); } catch { continue; }
-    if (!doc || typeof doc.mutant !== 'number') continue;
-    const ofThisPass = (doc.rerun === true) === rerun;
-    if (doc.schema === BATCH && ofThisPass) done.add(doc.mutant);
-    if (doc.schema === 'assay.node/v1' && ofThisPass) done.add(doc.mutant);
-    if (doc.schema === 'assay.node/v1' && doc.rerun !== true && doc.failed === true) failed.add(doc.mutant);
+  // What REPORT already says of each mutant, for this pass (first runs, or re-runs).
+  function settled() {
+    let text = '';
+    try { text = fs.readFileSync(report, 'utf8'); } catch { return { done: new Set(), failed: new Set() }; }
+    const done = new Set(), failed = new Set();
+    for (const line of text.split('\n')) {
+      let doc;
+      try { doc = JSON.parse(line); } catch { continue; }
+      if (!doc || typeof doc.mutant !== 'number') continue;
+      const ofThisPass = (doc.rerun === true) === rerun;
+      if (doc.schema === BATCH && ofThisPass) done.add(doc.mutant);
+      if (doc.schema === 'assay.node/v1' && ofThisPass) done.add(doc.mutant);
+      if (doc.schema === 'assay.node/v1' && doc.rerun !== true && doc.failed === true) failed.add(doc.mutant);
+    }
+    return { done, failed };
   }
-  return { done, failed };
-}
 
-const { done, failed } = settled();
-const todo = plan.filter(({ mutant }) => !done.has(mutant) && (!rerun || failed.has(mutant)));
-if (todo.length === 0 || typeof Module.register !== 'function') process.exit(NOTHING_LEFT);
-globalThis.__assay_batch_last = todo[todo.length - 1].mutant;
+  const { done, failed } = settled();
+  const todo = plan.filter(({ mutant }) => !done.has(mutant) && (!rerun || failed.has(mutant)));
+  if (todo.length === 0 || typeof Module.register !== 'function') process.exit(NOTHING_LEFT);
+  globalThis.__assay_batch_last = todo[todo.length - 1].mutant;
 
-const root = process.cwd() + path.sep;
-const rootUrl = pathToFileURL(root).href;
-const ownFile = (file) => file.startsWith(root) && !file.split(path.sep).includes('node_modules');
-Module.register('data:text/javascript,' + encodeURIComponent(`
-const root = ${JSON.stringify(rootUrl)};
-export async function resolve(specifier, context, next) {
-  const resolved = await next(specifier, context);
-  const run = context.parentURL?.startsWith(root) ? new URL(context.parentURL).searchParams.get('assay-run') : null;
-  if (!run || !resolved.url.startsWith(root) || resolved.url.includes('/node_modules/')) return resolved;
-  const url = new URL(resolved.url);
-  url.searchParams.set('assay-run', run);
-  return { ...resolved, url: url.href };
-}`));
+  const root = process.cwd() + path.sep;
+  const rootUrl = pathToFileURL(root).href;
+  const ownFile = (file) => file.startsWith(root) && !file.split(path.sep).includes('node_modules');
+  Module.register('data:text/javascript,' + encodeURIComponent(`
+  const root = ${JSON.stringify(rootUrl)};
+  export async function resolve(specifier, context, next) {
+    const resolved = await next(specifier, context);
+    const run = context.parentURL?.startsWith(root) ? new URL(context.parentURL).searchParams.get('assay-run') : null;
+    if (!run || !resolved.url.startsWith(root) || resolved.url.includes('/node_modules/')) return resolved;
+    const url = new URL(resolved.url);
+    url.searchParams.set('assay-run', run);
+    return { ...resolved, url: url.href };
+  }`));
 
-// The watchdog: the running mutant, when it started, and its limit, shared with a thread of
-// its own that is never blocked by the tests.
-const shared = new Float64Array(new SharedArrayBuffer(24));
-const watchdog = new Worker(`
-const { workerData: { shared, report, rerun } } = require('node:worker_threads');
-const fs = require('node:fs');
-setInterval(() => {
-  const [mutant, started, limit] = shared;
-  if (started > 0 && Date.now() - started > limit) {
-    fs.appendFileSync(report, JSON.stringify({ schema: ${JSON.stringify(BATCH)}, mutant, timeout: true, ms: Date.now() - started, rerun }) + '\\n');
-    process.kill(process.pid, 'SIGKILL');
-  }
-}, 20);`, { eval: true, workerData: { shared, report, rerun } });
-watchdog.unref();
-globalThis.__assay_batch_watch = shared;
+  // The watchdog: the running mutant, when it started, and its limit, shared with a thread of
+  // its own that is never blocked by the tests.
+  const shared = new Float64Array(new SharedArrayBuffer(24));
+  const watchdog = new Worker(`
+  const { workerData: { shared, report, rerun } } = require('node:worker_threads');
+  const fs = require('node:fs');
+  setInterval(() => {
+    const [mutant, started, limit] = shared;
+    if (started > 0 && Date.now() - started > limit) {
+      fs.appendFileSync(report, JSON.stringify({ schema: ${JSON.stringify(BATCH)}, mutant, timeout: true, ms: Date.now() - started, rerun }) + '\\n');
+      process.kill(process.pid, 'SIGKILL');
+    }
+  }, 20);`, { eval: true, workerData: { shared, report, rerun } });
+  watchdog.unref();
+  globalThis.__assay_batch_watch = shared;
 
-const clearOwn = () => {
-  for (const key of Object.keys(require.cache)) if (ownFile(key)) delete require.cache[key];
-};
-let allLoaded;
-const loaded = new Promise((resolve) => { allLoaded = resolve; });
-// The reporter tells when a mutant's document is written: the next mutant's tests wait for it
-// (at most a second), so a loop that stops the process cannot take the one before with it.
-const written = new Map();
-globalThis.__assay_batch_written = (mutant) => written.get(mutant)?.();
-const writtenOf = (mutant) => new Promise((resolve) => {
-  written.set(mutant, resolve);
-  setTimeout(resolve, 1000).unref();
-});
+  const clearOwn = () => {
+    for (const key of Object.keys(require.cache)) if (ownFile(key)) delete require.cache[key];
+  };
+  let allLoaded;
+  const loaded = new Promise((resolve) => { allLoaded = resolve; });
+  // The reporter tells when a mutant's document is written: the next mutant's tests wait for it
+  // (at most a second), so a loop that stops the process cannot take the one before with it.
+  const written = new Map();
+  globalThis.__assay_batch_written = (mutant) => written.get(mutant)?.();
+  const writtenOf = (mutant) => new Promise((resolve) => {
+    written.set(mutant, resolve);
+    setTimeout(resolve, 1000).unref();
+  });
 
-(async () => {
-  let previous = Promise.resolve();
-  for (const { mutant, files, limit_ms: limit } of todo) {
-    const earlier = previous;
-    previous = writtenOf(mutant);
-    for (const [k, file] of files.entries()) {
-      const modules = {};
-      // The suite's body is synchronous up to the import, so the file's tests nest in it.
-      await new Promise((settle) => {
-        describe(`assay-mutant ${mutant} ${k}/${files.length} ${file}`, () => {
-          before(async () => {
-            await loaded;
-            if (k === 0) await earlier;
+  (async () => {
+    let previous = Promise.resolve();
+    for (const { mutant, files, limit_ms: limit } of todo) {
+      const earlier = previous;
+      previous = writtenOf(mutant);
+      for (const [k, file] of files.entries()) {
+        const modules = {};
+        // The suite's body is synchronous up to the import, so the file's tests nest in it.
+        await new Promise((settle) => {
+          describe(`assay-mutant ${mutant} ${k}/${files.length} ${file}`, () => {
+            before(async () => {
+              await loaded;
+              if (k === 0) await earlier;
+              globalThis.__assay_mutant = mutant;
+              clearOwn();
+              Object.assign(require.cache, modules);
+              if (k === 0) {
+                append({ schema: BATCH, mutant, start: true, rerun });
+                shared.set([mutant, Date.now(), Number(limit) || 60000]);
+              }
+            });
             globalThis.__assay_mutant = mutant;
             clearOwn();
-            Object.assign(require.cache, modules);
-            if (k === 0) {
-              append({ schema: BATCH, mutant, start: true, rerun });
-              shared.set([mutant, Date.now(), Number(limit) || 60000]);
-            }
-          });
-          globalThis.__assay_mutant = mutant;
-          clearOwn();
-          const url = `${pathToFileURL(path.resolve(file)).href}?assay-run=${mutant}-${k}`;
-          return import(url).finally(() => {
-            for (const key of Object.keys(require.cache)) if (ownFile(key)) modules[key] = require.cache[key];
-            settle();
+            const url = `${pathToFileURL(path.resolve(file)).href}?assay-run=${mutant}-${k}`;
+            return import(url).finally(() => {
+              for (const key of Object.keys(require.cache)) if (ownFile(key)) modules[key] = require.cache[key];
+              settle();
+            });
           });
         });
-      });
+      }
     }
-  }
-  allLoaded();
+    allLoaded();
+  })();
 })();

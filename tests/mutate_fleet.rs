@@ -480,6 +480,11 @@ fn go_and_javascript_mutants_on_the_fleet_reach_the_verdicts_of_an_embedded_run(
                 "{schemata:#}"
             );
             assert_eq!(fleet_report["assay"]["perLineSelection"], true);
+            // Several to a node process on the worker, as embedded.
+            assert!(
+                schemata["batched"].as_u64().unwrap_or(0) >= 2,
+                "{name}: {schemata:#}"
+            );
         }
     }
 }

@@ -152,12 +152,13 @@ impl Campaign<'_> {
         let batchable: Vec<usize> = (0..work.len())
             .filter(|&p| work[p].batch.is_some())
             .collect();
-        // Enough batches to keep every slot busy to the end, none past the most members.
-        let slots = self.request.slots.max(1);
-        let size = batchable.len().div_ceil(slots * 3).clamp(1, MAX_MEMBERS);
-        if size < 2 {
+        // Enough batches to keep every slot busy to the end, none past the most members, and
+        // two at least: one mutant a process is what running alone already is.
+        if batchable.len() < 2 {
             return Vec::new();
         }
+        let slots = self.request.slots.max(1);
+        let size = batchable.len().div_ceil(slots * 3).clamp(2, MAX_MEMBERS);
         let first_free = work.iter().map(|w| w.spec.index).max().unwrap_or(0) as usize
             + self.planned_mutants(work)
             + 1;

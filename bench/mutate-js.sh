@@ -140,6 +140,15 @@ print(f"| a job per mutant, edit applied | {len(b)} | {alone_s:.1f} s | {len(b) 
 print(f"held by the schema: {held} / {n}")
 print(f"ratio (per mutant / schema, wall time): {alone_s / schema_s:.2f}x")
 print(f"limit (covering test files' time / {slots} slots): {limit:.2f} s; schema / limit: {schema_s / max(limit, 1e-9):.1f}x")
+# A mutant that never ends cannot cost less than its limit, whatever runs it: the floor with
+# each timeout at its own limit (`ran past its Ns limit`) instead of its tests' time.
+import re
+waits = sum(int(m.group(1)) for t in a.values() if t["status"] == "Timeout"
+            for m in [re.search(r"past its (\d+)s limit", t.get("statusReason") or "")] if m)
+batched = (schema["assay"].get("schemata") or {}).get("batched", 0)
+print(f"timeouts: {sum(t['status'] == 'Timeout' for t in a.values())}, {waits} s of limits; "
+      f"schema / (limit + their limits / {slots}): {schema_s / max(limit + waits / slots, 1e-9):.1f}x; "
+      f"batched: {batched} / {n}")
 print(f"same status: {same} / {n}")
 for i in a:
     if i in b and fold(a[i]["status"]) != fold(b[i]["status"]):

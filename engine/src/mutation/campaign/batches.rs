@@ -37,16 +37,17 @@ pub(super) struct Batched {
 impl Campaign<'_> {
     /// Runs the work the runner can batch in batches, in the work's order, and judges every
     /// member a batch settles, telling `on_judged` with its position in the work. What no
-    /// batch settled is absent from the answer.
+    /// batch settled is absent from the answer. `planned_mutants`: the plan's mutants, whose
+    /// confirming runs' job indices the batches' must not take.
     pub(super) async fn run_batches(
         &self,
-        work: &[Work],
+        (work, planned_mutants): (&[Work], usize),
         prefix: &[String],
         baseline_time: Duration,
         (stores, compiled): (bool, bool),
         on_judged: impl Fn(usize, &JobResult, &Judged) + Send + Sync,
     ) -> Result<Batched, MutateError> {
-        let batches = self.batches(work, prefix);
+        let batches = self.batches(work, prefix, planned_mutants);
         let mut batched = Batched {
             judged: BTreeMap::new(),
             runs: BTreeMap::new(),
@@ -144,7 +145,7 @@ impl Campaign<'_> {
 
     /// The work's batchable runs in batches of consecutive positions, each batch a job of the
     /// first member's (its tree, its environment), the switch at 0 outside the members.
-    fn batches(&self, work: &[Work], prefix: &[String]) -> Vec<Batch> {
+    fn batches(&self, work: &[Work], prefix: &[String], planned_mutants: usize) -> Vec<Batch> {
         let runner = self.request.runner.runner();
         if runner.mutant_batch_command(prefix, &[]).is_none() {
             return Vec::new();
@@ -159,9 +160,10 @@ impl Campaign<'_> {
         }
         let slots = self.request.slots.max(1);
         let size = batchable.len().div_ceil(slots * 3).clamp(2, MAX_MEMBERS);
-        let first_free = work.iter().map(|w| w.spec.index).max().unwrap_or(0) as usize
-            + self.planned_mutants(work)
-            + 1;
+        // After every first run's index and every confirming run's (a first run's plus the
+        // plan's mutants).
+        let first_free =
+            work.iter().map(|w| w.spec.index).max().unwrap_or(0) as usize + planned_mutants + 1;
         batchable
             .chunks(size)
             .enumerate()
@@ -181,12 +183,6 @@ impl Campaign<'_> {
                 }
             })
             .collect()
-    }
-
-    /// How many job indices the confirming runs may take past the first runs' (one per
-    /// mutant of the plan): the batches' indices come after them.
-    fn planned_mutants(&self, work: &[Work]) -> usize {
-        work.iter().map(|w| w.at + 1).max().unwrap_or(0)
     }
 
     /// Each member of `batch` its report settles, as the result of a run of its own: the

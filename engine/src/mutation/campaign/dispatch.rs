@@ -59,7 +59,7 @@ impl<'a> Campaign<'a> {
         // Switched mutants in batches first; what no batch settles runs alone.
         let batched = self
             .run_batches(
-                work,
+                (work, mutants.len()),
                 &choices.prefix,
                 baseline.time,
                 (stores, compiled),

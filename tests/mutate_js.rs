@@ -266,7 +266,7 @@ fn mutate_on_a_node_test_project_mutates_es_and_commonjs_modules() {
 }
 
 /// Each mutant's id and status, and how many tests its run completed, in report order.
-fn statuses(doc: &serde_json::Value) -> Vec<(String, String, String, Option<u64>)> {
+fn statuses(doc: &serde_json::Value) -> Statuses {
     doc["files"]
         .as_object()
         .expect("files")
@@ -329,6 +329,30 @@ fn agrees(schema: &str, per_mutant: &str) -> bool {
     schema == per_mutant || (schema == "NoCoverage" && per_mutant == "Survived")
 }
 
+type Statuses = Vec<(String, String, String, Option<u64>)>;
+
+/// The schema run's statuses, once each agrees with the run per mutant's, mutant by mutant.
+fn agreeing(schema_doc: &serde_json::Value, alone_doc: &serde_json::Value) -> Statuses {
+    let (with_schema, each_alone) = (statuses(schema_doc), statuses(alone_doc));
+    assert_eq!(with_schema.len(), each_alone.len());
+    for (s, a) in with_schema.iter().zip(&each_alone) {
+        assert_eq!(
+            (&s.0, &s.1),
+            (&a.0, &a.1),
+            "the same mutants in the same order"
+        );
+        assert!(
+            agrees(&s.2, &a.2),
+            "{} ({}): schema {} but alone {}",
+            s.0,
+            s.1,
+            s.2,
+            a.2
+        );
+    }
+    with_schema
+}
+
 #[test]
 fn schema_statuses_equal_per_mutant_statuses_and_only_the_files_that_reach_a_mutant_run() {
     let repo = shop();
@@ -352,26 +376,11 @@ fn schema_statuses_equal_per_mutant_statuses_and_only_the_files_that_reach_a_mut
         "{:#}",
         alone_doc["assay"]
     );
-    let (with_schema, each_alone) = (statuses(schema_doc), statuses(alone_doc));
-    assert_eq!(with_schema.len(), each_alone.len());
+    let with_schema = agreeing(schema_doc, alone_doc);
+    let each_alone = statuses(alone_doc);
     assert!(with_schema.len() >= 20, "{with_schema:#?}");
-    let mut kinds = std::collections::BTreeSet::new();
-    for (s, a) in with_schema.iter().zip(&each_alone) {
-        assert_eq!(
-            (&s.0, &s.1),
-            (&a.0, &a.1),
-            "the same mutants in the same order"
-        );
-        assert!(
-            agrees(&s.2, &a.2),
-            "{} ({}): schema {} but alone {}",
-            s.0,
-            s.1,
-            s.2,
-            a.2
-        );
-        kinds.insert(s.2.clone());
-    }
+    let kinds: std::collections::BTreeSet<String> =
+        with_schema.iter().map(|s| s.2.clone()).collect();
     for status in ["Killed", "Survived", "NoCoverage"] {
         assert!(kinds.contains(status), "no {status}: {with_schema:#?}");
     }
@@ -475,23 +484,7 @@ fn switched_mutants_share_a_process_and_reach_the_verdicts_of_a_run_per_mutant()
         "{}",
         schema.explain()
     );
-    let (with_schema, each_alone) = (statuses(doc), statuses(alone_doc));
-    assert_eq!(with_schema.len(), each_alone.len());
-    for (s, a) in with_schema.iter().zip(&each_alone) {
-        assert_eq!(
-            (&s.0, &s.1),
-            (&a.0, &a.1),
-            "the same mutants in the same order"
-        );
-        assert!(
-            agrees(&s.2, &a.2),
-            "{} ({}): batched {} but alone {}",
-            s.0,
-            s.1,
-            s.2,
-            a.2
-        );
-    }
+    let with_schema = agreeing(doc, alone_doc);
     let status_of = |mutant: &str| {
         with_schema
             .iter()
@@ -736,23 +729,12 @@ fn typescript_is_mutated_behind_one_schema_run_erased_and_agrees_with_a_run_per_
             "{mutant:#}"
         );
     }
-    let mut kinds = std::collections::BTreeSet::new();
     let alone_dir = tempfile::tempdir().expect("temp dir");
     let alone = mutate_with(&repo, &alone_dir, &[("ASSAY_MUTATE_SCHEMATA", "0")]);
     assert_eq!(alone.code, 5, "{}", alone.explain());
-    let each_alone = statuses(alone.evidence.as_ref().expect("report"));
-    assert_eq!(with_schema.len(), each_alone.len());
-    for (s, a) in with_schema.iter().zip(&each_alone) {
-        assert_eq!((&s.0, &s.1), (&a.0, &a.1), "the same mutants in order");
-        assert!(
-            agrees(&s.2, &a.2),
-            "{}: schema {} but alone {}",
-            s.0,
-            s.2,
-            a.2
-        );
-        kinds.insert(s.2.clone());
-    }
+    agreeing(doc, alone.evidence.as_ref().expect("report"));
+    let kinds: std::collections::BTreeSet<String> =
+        with_schema.iter().map(|s| s.2.clone()).collect();
     for status in ["Killed", "Survived"] {
         assert!(kinds.contains(status), "no {status}: {with_schema:#?}");
     }

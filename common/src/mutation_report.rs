@@ -301,10 +301,15 @@ pub struct SchemataOutcome {
     /// Why no mutant runs from a build, when none does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
-    /// Mutants whose run shared a job and a process with others (JavaScript's batches).
-    #[serde(default)]
+    /// Mutants whose run shared a job and a process with others (JavaScript's batches);
+    /// absent when none did.
+    #[serde(default, skip_serializing_if = "none_batched")]
     pub batched: usize,
     /// The batches they ran in.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "none_batched")]
     pub batches: usize,
+}
+
+fn none_batched(count: &usize) -> bool {
+    *count == 0
 }

@@ -4,7 +4,9 @@
 //! `mutant`, its time `ms`, and `broken` when a test file failed to load), and, when it
 //! failed, a second one marked `rerun` from the pass that confirms kills; the batch script
 //! adds `assay.node-batch/v1` lines: `start` as a mutant's tests begin, `timeout` when its
-//! limit stopped the process, `unbatchable` when a test ran outside its file's suite.
+//! limit stopped the process, `unbatchable` when a test ran outside its file's suite, and
+//! `confirmed` when one process ran every first run and confirmed its kills (for the batch's
+//! own shell loop; it says nothing of any mutant).
 //!
 //! The report is the guest's and is read as hostile: a line that does not parse is skipped (a
 //! process killed mid-write leaves half a line), a mutant outside the batch is ignored, and a
@@ -179,6 +181,7 @@ mod tests {
             start(5),
             document(5, false, false),
             document(1, false, true),
+            format!(r#"{{"schema":"{SCHEMA}","confirmed":true}}"#),
             // Half a line from a process killed mid-write.
             r#"{"schema":"assay.node/v1","mutant":5,"coun"#.to_owned(),
         ]

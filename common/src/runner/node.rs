@@ -186,14 +186,18 @@ pub const BATCH_SCRIPT: &str = include_str!("node_batch.cjs");
 /// Runs `COMMAND…` (after `REPORT COUNT`, COUNT the number of mutants), the batch script,
 /// until it exits 3 (no mutant left to run): each run goes on after the mutants `REPORT`
 /// already settles, so a mutant that outlived its limit or ended node costs one run, not the
-/// batch. Then the same with `ASSAY_NODE_RERUN=1`, which runs the failed mutants once more.
-/// At most COUNT + 1 runs a pass; the exit status is always 0 (each mutant's outcome is in
-/// `REPORT`).
+/// batch. A batch whose first runs all ran in one process confirmed its kills there too
+/// (`confirmed`); otherwise the same again with `ASSAY_NODE_RERUN=1`, which runs the failed
+/// mutants once more. At most COUNT + 1 runs a pass; the exit status is always 0 (each
+/// mutant's outcome is in `REPORT`).
 const NODE_BATCH_SCRIPT: &str = r#"report=$1; count=$2; shift 2
 rm -f "$report"
 export ASSAY_NODE_BATCH="$report"
 for pass in first rerun; do
-    [ "$pass" = rerun ] && export ASSAY_NODE_RERUN=1
+    if [ "$pass" = rerun ]; then
+        grep -q '"confirmed":true' "$report" 2>/dev/null && break
+        export ASSAY_NODE_RERUN=1
+    fi
     i=0
     while [ "$i" -le "$count" ]; do
         "$@"

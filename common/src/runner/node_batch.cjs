@@ -13,9 +13,12 @@
 // too: `start` as a mutant's tests begin, and, from a watchdog thread that kills the process
 // when a mutant outlives its limit (a loop node cannot interrupt from its own thread),
 // `timeout`. Run again, it skips every mutant REPORT already settles, so a caller re-runs it
-// until it exits 3 (nothing left). Under `ASSAY_NODE_RERUN=1` it runs the mutants whose
-// first run failed once more, to confirm their kills. A mutant that started and left neither
-// a document nor a timeout (its tests exited node) is skipped: it runs alone elsewhere.
+// until it exits 3 (nothing left). Kills are confirmed in the same process: once the last
+// mutant's first run ends, each that failed runs again (`assay-mutant-again …`), its files
+// loaded afresh once more; when every first run was in this process, the reporter then writes
+// `confirmed`. Otherwise the caller runs it under `ASSAY_NODE_RERUN=1`, which runs the failed
+// mutants without a re-run. A mutant that started and left neither a document nor a timeout
+// (its tests exited node) is skipped: it runs alone elsewhere.
 // `node -e` runs this in the global scope: inside a function, none of its names shadows a
 // global the tests use (a preload's `describe` or `before`).
 (function assayNodeBatch() {
@@ -54,7 +57,6 @@
   const { done, failed } = settled();
   const todo = plan.filter(({ mutant }) => !done.has(mutant) && (!rerun || failed.has(mutant)));
   if (todo.length === 0 || typeof Module.register !== 'function') process.exit(NOTHING_LEFT);
-  globalThis.__assay_batch_last = todo[todo.length - 1].mutant;
 
   const root = process.cwd() + path.sep;
   const rootUrl = pathToFileURL(root).href;
@@ -70,27 +72,25 @@
     return { ...resolved, url: url.href };
   }`));
 
-  // The watchdog: the running mutant, when it started, and its limit, shared with a thread of
-  // its own that is never blocked by the tests.
-  const shared = new Float64Array(new SharedArrayBuffer(24));
+  // The watchdog: the running mutant, when it started, its limit and whether it is a re-run,
+  // shared with a thread of its own that is never blocked by the tests.
+  const shared = new Float64Array(new SharedArrayBuffer(32));
   const watchdog = new Worker(`
-  const { workerData: { shared, report, rerun } } = require('node:worker_threads');
+  const { workerData: { shared, report } } = require('node:worker_threads');
   const fs = require('node:fs');
   setInterval(() => {
-    const [mutant, started, limit] = shared;
+    const [mutant, started, limit, again] = shared;
     if (started > 0 && Date.now() - started > limit) {
-      fs.appendFileSync(report, JSON.stringify({ schema: ${JSON.stringify(BATCH)}, mutant, timeout: true, ms: Date.now() - started, rerun }) + '\\n');
+      fs.appendFileSync(report, JSON.stringify({ schema: ${JSON.stringify(BATCH)}, mutant, timeout: true, ms: Date.now() - started, rerun: again === 1 }) + '\\n');
       process.kill(process.pid, 'SIGKILL');
     }
-  }, 20);`, { eval: true, workerData: { shared, report, rerun } });
+  }, 20);`, { eval: true, workerData: { shared, report } });
   watchdog.unref();
   globalThis.__assay_batch_watch = shared;
 
   const clearOwn = () => {
     for (const key of Object.keys(require.cache)) if (ownFile(key)) delete require.cache[key];
   };
-  let allLoaded;
-  const loaded = new Promise((resolve) => { allLoaded = resolve; });
   // The reporter tells when a mutant's document is written: the next mutant's tests wait for it
   // (at most a second), so a loop that stops the process cannot take the one before with it.
   const written = new Map();
@@ -100,16 +100,21 @@
     setTimeout(resolve, 1000).unref();
   });
 
-  (async () => {
+  // Each file of `members` in a suite of its own, loaded one after another; their tests run
+  // once all have loaded. `again`: the runs that confirm kills (`assay-mutant-again …`).
+  async function runAll(members, again) {
+    let allLoaded;
+    const loaded = new Promise((resolve) => { allLoaded = resolve; });
     let previous = Promise.resolve();
-    for (const { mutant, files, limit_ms: limit } of todo) {
+    for (const { mutant, files, limit_ms: limit } of members) {
       const earlier = previous;
       previous = writtenOf(mutant);
       for (const [k, file] of files.entries()) {
         const modules = {};
+        const name = `${again ? 'assay-mutant-again' : 'assay-mutant'} ${mutant} ${k}/${files.length} ${file}`;
         // The suite's body is synchronous up to the import, so the file's tests nest in it.
         await new Promise((settle) => {
-          describe(`assay-mutant ${mutant} ${k}/${files.length} ${file}`, () => {
+          describe(name, () => {
             before(async () => {
               await loaded;
               if (k === 0) await earlier;
@@ -117,13 +122,13 @@
               clearOwn();
               Object.assign(require.cache, modules);
               if (k === 0) {
-                append({ schema: BATCH, mutant, start: true, rerun });
-                shared.set([mutant, Date.now(), Number(limit) || 60000]);
+                append({ schema: BATCH, mutant, start: true, rerun: again });
+                shared.set([mutant, Date.now(), Number(limit) || 60000, again ? 1 : 0]);
               }
             });
             globalThis.__assay_mutant = mutant;
             clearOwn();
-            const url = `${pathToFileURL(path.resolve(file)).href}?assay-run=${mutant}-${k}`;
+            const url = `${pathToFileURL(path.resolve(file)).href}?assay-run=${mutant}-${k}${again ? '-again' : ''}`;
             return import(url).finally(() => {
               for (const key of Object.keys(require.cache)) if (ownFile(key)) modules[key] = require.cache[key];
               settle();
@@ -133,5 +138,32 @@
       }
     }
     allLoaded();
-  })();
+  }
+
+  globalThis.__assay_batch_last = { mutant: todo[todo.length - 1].mutant, again: rerun };
+  // Every member's first run in this one process: when its kills are confirmed here too, the
+  // batch needs no pass of re-runs (the reporter then writes `confirmed`).
+  globalThis.__assay_batch_whole = !rerun && done.size === 0;
+  if (!rerun) {
+    // Kills are confirmed in this process too: as the last first run ends, the reporter names
+    // the members that failed, and each runs again with its files loaded afresh. A timer of
+    // this script's registers them (from the reporter's own async context node:test would
+    // find no parent), held up only once there is something to confirm; the reporter ends it.
+    let decided = null;
+    globalThis.__assay_batch_confirm = (failed) => {
+      const again = todo.filter(({ mutant }) => failed.includes(mutant));
+      if (again.length === 0) return false;
+      globalThis.__assay_batch_last = { mutant: again[again.length - 1].mutant, again: true };
+      decided = again;
+      waiting.ref();
+      return true;
+    };
+    const waiting = setInterval(() => {
+      if (decided === null) return;
+      clearInterval(waiting);
+      runAll(decided, true);
+    }, 5);
+    waiting.unref();
+  }
+  runAll(todo, rerun);
 })();

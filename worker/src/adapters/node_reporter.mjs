@@ -28,11 +28,12 @@ function firstLine(text) {
 }
 
 // Several mutants in one process (`common::runner::node_batch.cjs`): each mutant's test files
-// run in suites of their own at the top (`assay-mutant N K/M`), and each mutant's results are
-// appended to the file this names as one document of its own, with its mutant and its time,
-// as its last file ends, so a process killed later keeps what it finished.
+// run in suites of their own at the top (`assay-mutant N K/M FILE`, `assay-mutant-again …` for
+// the runs that confirm kills), and each mutant's results are appended to the file this names
+// as one document of its own, with its mutant and its time, as its last file ends, so a
+// process killed later keeps what it finished.
 const batchReport = process.env.ASSAY_NODE_BATCH;
-const BATCH_SUITE = /^assay-mutant (\d+) (\d+)\/(\d+) (.*)$/s;
+const BATCH_SUITE = /^assay-mutant(-again)? (\d+) (\d+)\/(\d+) (.*)$/s;
 
 function resultOf(type, data, nesting) {
   const error = data.details?.error;
@@ -56,6 +57,8 @@ async function batchReporter(source) {
   let mutant = null;
   let ms = 0;
   let broken = null;
+  // The members whose first run failed, for the runs that confirm their kills.
+  const failedMembers = [];
   for await (const { type, data } of source) {
     if (type !== 'test:pass' && type !== 'test:fail') continue;
     const suite = data.nesting === 0 ? BATCH_SUITE.exec(data.name) : null;
@@ -71,8 +74,9 @@ async function batchReporter(source) {
     }
     // Every result of a file's suite is that file's, as `node --test` names them, whichever
     // file called `test()` (a preload that defines mocha's globals, say).
-    const [number, file, files] = suite.slice(1, 4).map(Number);
-    for (const result of file_results) result.file = suite[4];
+    const again = suite[1] !== undefined;
+    const [number, file, files] = suite.slice(2, 5).map(Number);
+    for (const result of file_results) result.file = suite[5];
     const ofThisFile = file_results;
     file_results = [];
     if (mutant !== number) {
@@ -102,15 +106,21 @@ async function batchReporter(source) {
       schema: 'assay.node/v1', mutant, counts, results, ms: Math.round(ms),
       failed: broken === null && counts.fail > 0,
       ...(broken === null ? {} : { broken }),
-      ...(rerun ? { rerun } : {}),
+      ...(again ? { rerun: true } : {}),
     };
     appendFileSync(batchReport, `${JSON.stringify(document)}\n`);
     const watched = globalThis.__assay_batch_watch;
     if (watched && watched[0] === mutant) watched.fill(0);
     globalThis.__assay_batch_written?.(mutant);
-    if (mutant === globalThis.__assay_batch_last) {
-      // Its last mutant is done: exit 3 says nothing is left to run, and what the tests left
-      // open does not hold the process.
+    if (!again && document.failed) failedMembers.push(mutant);
+    const last = globalThis.__assay_batch_last;
+    if (last && mutant === last.mutant && again === last.again
+        && (again || !globalThis.__assay_batch_confirm?.(failedMembers))) {
+      // Its last mutant is done, and its kills are confirmed: exit 3 says nothing is left to
+      // run, and what the tests left open does not hold the process.
+      if (globalThis.__assay_batch_whole) {
+        appendFileSync(batchReport, `${JSON.stringify({ schema: 'assay.node-batch/v1', confirmed: true })}\n`);
+      }
       process.on('exit', () => { process.exitCode = 3; });
       setTimeout(() => process.exit(3), 100).unref();
     }

@@ -244,7 +244,6 @@ drop
 exit $code
 "#;
 
-/// The files of whole-file cases, which a JavaScript runner takes as its arguments.
 /// Whether `program` (a command's first word, a path or a name) is node itself.
 pub fn is_node(program: &str) -> bool {
     matches!(
@@ -253,6 +252,7 @@ pub fn is_node(program: &str) -> bool {
     )
 }
 
+/// The files of whole-file cases, which a JavaScript runner takes as its arguments.
 pub(crate) fn files_of(cases: &[&SuiteCase]) -> Vec<String> {
     cases.iter().map(|c| c.file.clone()).collect()
 }

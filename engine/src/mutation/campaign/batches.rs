@@ -20,7 +20,7 @@ use std::sync::Mutex;
 /// holds that many module graphs at once.
 const MAX_MEMBERS: usize = 12;
 
-/// What a batch's member needs besides its own work: its position in the work.
+/// One batch's job and its members, by their positions in the work.
 struct Batch {
     spec: JobSpec,
     members: Vec<usize>,
@@ -114,7 +114,7 @@ impl Campaign<'_> {
         };
         let settled = async {
             while let Some(result) = finished.recv().await {
-                let Some(batch) = batches.iter().find(|b| b.spec.job_id == result.job_id) else {
+                let Some(batch) = of_batch.get(&result.job_id) else {
                     continue;
                 };
                 batched.batches += 1;

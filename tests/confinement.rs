@@ -16,6 +16,8 @@ use support::{PAGER_FIXED, Repo, Run, pytest_pager_repo};
 /// a file of another program's in the temp dir.
 struct Machine {
     root: tempfile::TempDir,
+    /// The bubblewrap `ASSAY_BWRAP` names when confined runs are asked for; `PATH`'s if none.
+    confiner: Option<PathBuf>,
 }
 
 impl Machine {
@@ -24,7 +26,10 @@ impl Machine {
         std::fs::create_dir_all(root.path().join("home/.ssh")).expect("home");
         std::fs::write(root.path().join("home/.ssh/id_ed25519"), "PRIVATE KEY").expect("key");
         std::fs::write(root.path().join("neighbour.txt"), "another program's file").expect("tmp");
-        Machine { root }
+        Machine {
+            root,
+            confiner: None,
+        }
     }
 
     fn home(&self) -> PathBuf {
@@ -68,6 +73,8 @@ impl Machine {
         }
         if unconfined {
             command.env("ASSAY_BWRAP", self.root.path().join("no-bubblewrap-here"));
+        } else if let Some(confiner) = &self.confiner {
+            command.env("ASSAY_BWRAP", confiner);
         }
         support::run(command, Some(json))
     }
@@ -370,4 +377,51 @@ fn a_change_cannot_forge_the_cache_into_proving_another_change() {
     }
     let fooled = machine.prove(&repo, base, "wrong-fix", &criteria, false);
     assert_eq!(fooled.verdict_of("C1"), "proven", "{}", fooled.explain());
+}
+
+/// bubblewrap fails before its guest runs when a mount it copies vanishes (a container engine
+/// at work on the same host): the host's probe meets that too, and one such failure must not
+/// leave a whole run unconfined with its cache off.
+#[test]
+fn a_probe_that_meets_a_vanishing_mount_is_tried_again_and_the_run_stays_confined() {
+    let mut machine = Machine::new();
+    let real = support::which("bwrap").expect("bubblewrap is installed on test machines");
+    let failures = machine.root.path().join("failures");
+    let wrapper = machine.root.path().join("bwrap-on-a-busy-host");
+    // Its first two sandboxes fail as bubblewrap's do; `--version` and the rest are the real one's.
+    support::write_script(
+        &wrapper,
+        &format!(
+            "#!/bin/sh\n\
+             [ \"$1\" = --version ] && exec {real} --version\n\
+             n=$(cat {failures} 2>/dev/null || echo 0)\n\
+             if [ \"$n\" -lt 2 ]; then\n\
+             echo $((n + 1)) > {failures}\n\
+             echo 'bwrap: Can'\\''t bind mount /oldroot/run/docker/netns/5f1e on /newroot/run/docker/netns/5f1e: No such file or directory' >&2\n\
+             exit 1\n\
+             fi\n\
+             exec {real} \"$@\"\n",
+            real = real.display(),
+            failures = failures.display(),
+        ),
+    );
+    machine.confiner = Some(wrapper);
+    let repo = pytest_pager_repo();
+
+    let run = machine.prove(&repo, "main", "main", &["guard: test_full_pages"], false);
+    assert_eq!(run.code, 0, "{}", run.explain());
+    assert_eq!(confinement(&run)["confined"], true, "{}", run.explain());
+    assert_eq!(
+        std::fs::read_to_string(&failures)
+            .expect("the wrapper failed")
+            .trim(),
+        "2",
+        "the probe did not meet the failures"
+    );
+    assert!(!run.stderr.contains("runs unconfined"), "{}", run.explain());
+    assert!(
+        !machine.cache_entries().is_empty(),
+        "a confined run stored nothing: {}",
+        run.explain()
+    );
 }

@@ -3,31 +3,25 @@
 
 mod support;
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use support::{PAGER_FIXED, Repo};
 
 const PARTIAL_TEST: &str =
     "\n\ndef test_partial_last_page_is_counted():\n    assert page_count(11, 5) == 3\n";
 
-fn make_executable(path: &Path) {
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
-}
-
 /// A repository whose `assay.toml` runs its own `tools/py` as the test command. The script
 /// records on the host, at `mark`, any run outside the sandbox (inside, the path is on a
 /// read-only root or a private `/tmp`), then runs Python as asked.
 fn repo_with_own_interpreter(mark: &Path) -> Repo {
     let repo = support::pytest_pager_repo();
-    repo.write(
-        "tools/py",
+    support::write_script(
+        &repo.path().join("tools/py"),
         &format!(
             "#!/bin/sh\necho \"ran with $* in $(pwd)\" >> {} 2>/dev/null\nexec python3 \"$@\"\n",
             mark.display()
         ),
-    )
-    .write("assay.toml", "test-command = \"./tools/py -m pytest\"\n");
-    make_executable(&repo.path().join("tools/py"));
+    );
+    repo.write("assay.toml", "test-command = \"./tools/py -m pytest\"\n");
     repo.commit("tools: the project's own interpreter wrapper");
     let tests = std::fs::read_to_string(repo.path().join("tests/test_pages.py")).unwrap();
     repo.write("pager.py", PAGER_FIXED)

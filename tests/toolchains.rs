@@ -7,14 +7,7 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use support::{Repo, Run, run};
-
-fn script(path: &Path, text: &str) {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::create_dir_all(path.parent().expect("a parent")).expect("dir");
-    std::fs::write(path, text).expect("write");
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-}
+use support::{Repo, Run, run, write_script};
 
 /// Everything a run left for people to read: its terminal output, its evidence and every file
 /// of its store (the jobs' stdout and stderr logs among them).
@@ -68,19 +61,19 @@ fn a_cargo_rustups_proxy_resolves_to_cannot_print_the_registry_token() {
     let root = dir.path().canonicalize().expect("canonical");
     let home = root.join("home");
     let token = home.join(".cargo/credentials.toml");
-    script(&token, "[registry]\ntoken = \"SECRET-REGISTRY-TOKEN\"\n");
-    script(&home.join(".rustup/settings.toml"), "version = \"12\"\n");
+    write_script(&token, "[registry]\ntoken = \"SECRET-REGISTRY-TOKEN\"\n");
+    write_script(&home.join(".rustup/settings.toml"), "version = \"12\"\n");
     let cargo = home.join(".rustup/toolchains/stable-x86_64-unknown-linux-gnu/bin/cargo");
     // The toolchain's cargo: fetching on the host succeeds with nothing to fetch; as a test
     // run, it is the hostile test, printing the token if it can read it.
-    script(
+    write_script(
         &cargo,
         &format!(
             "#!/bin/sh\ncase \"$1\" in fetch|generate-lockfile) exit 0 ;; esac\necho GUEST-RAN >&2\ncat {} >&2\nexit 1\n",
             token.display()
         ),
     );
-    script(
+    write_script(
         &home.join(".cargo/bin/rustup"),
         &format!(
             "#!/bin/sh\ncase \"$0\" in *rustup) echo {cargo} ;; *) exec {cargo} \"$@\" ;; esac\n",
@@ -122,8 +115,8 @@ fn a_program_named_through_dotdot_does_not_bring_back_dot_local() {
     let root: PathBuf = dir.path().canonicalize().expect("canonical");
     let home = root.join("home");
     let keyring = home.join(".local/share/keyrings/login.keyring");
-    script(&keyring, "SECRET-KEYRING-ENTRY");
-    script(
+    write_script(&keyring, "SECRET-KEYRING-ENTRY");
+    write_script(
         &home.join(".local/bin/python3"),
         &format!(
             "#!/bin/sh\necho GUEST-RAN >&2\ncat {} >&2\nexit 1\n",
@@ -203,7 +196,7 @@ fn rustup_home_with(root: &Path, names: &[&str]) -> PathBuf {
             .expect("cp");
         assert!(status.success(), "hard-linking {}", real.display());
     }
-    script(
+    write_script(
         &home.join("settings.toml"),
         &format!("version = \"12\"\ndefault_toolchain = \"{}\"\n", names[0]),
     );
@@ -289,7 +282,7 @@ fn a_toolchain_updated_under_its_name_is_not_answered_from_the_cache() {
     // another program (the file replaced, never written through its hard link).
     let pinned = rustup_home.join("toolchains/release-pinned/bin");
     std::fs::rename(pinned.join("rustc"), pinned.join("rustc-previous")).expect("rename");
-    script(
+    write_script(
         &pinned.join("rustc"),
         &format!(
             "#!/bin/sh\nexec {} \"$@\"\n",

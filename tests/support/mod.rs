@@ -81,6 +81,21 @@ pub fn assert_flaky_and_steady_kills(
     );
 }
 
+/// Writes an executable script at `path`, making its directory.
+pub fn write_script(path: &Path, text: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(path.parent().expect("a parent")).expect("dir");
+    std::fs::write(path, text).expect("write");
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+/// `program` as `PATH` finds it.
+pub fn which(program: &str) -> Option<PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join(program))
+        .find(|path| path.is_file())
+}
+
 /// The binary, with its result cache's signing key in the build's test directory rather than
 /// the user's state directory.
 pub fn assay() -> Command {

@@ -14,8 +14,9 @@
 //! - only the job's own tree and scratch directories are writable (bound back in last);
 //! - the network is the namespace's own loopback unless the run asks for the host's.
 //!
-//! bubblewrap is found once per process (`ASSAY_BWRAP` names another binary); where it is
-//! missing or cannot create namespaces here, the guest runs unconfined, the evidence says so
+//! bubblewrap is found once per process (`ASSAY_BWRAP` names another binary) and tried as
+//! often as a job's start is (a mount may vanish under it); where it is missing or cannot
+//! create namespaces here, the guest runs unconfined, the evidence says so
 //! and the result cache neither stores nor serves for the run.
 
 use super::toolchain_layouts::{self, Host, Needs, ToolchainError};
@@ -146,26 +147,35 @@ fn find() -> Result<Confiner, NoConfiner> {
             program: confiner.program.clone(),
             source,
         })?;
-    let tried = Command::new(&probe[0])
-        .args(&probe[1..])
-        .current_dir("/")
-        .env_clear()
-        .envs(CONFINER_ENV)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .output()
-        .map_err(|source| NoConfiner::NotRunnable {
-            program: confiner.program.clone(),
-            source,
-        })?;
-    if !tried.status.success() {
-        return Err(NoConfiner::NoNamespaces {
-            version: confiner.version.clone(),
-            stderr: String::from_utf8_lossy(&tried.stderr).trim().to_owned(),
-        });
+    // The probe meets the same vanishing mounts a job does: one failure must not leave the
+    // whole process unconfined (and its cache unused), so it is tried as often as a job is.
+    let mut attempt = 1;
+    loop {
+        let tried = Command::new(&probe[0])
+            .args(&probe[1..])
+            .current_dir("/")
+            .env_clear()
+            .envs(CONFINER_ENV)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .output()
+            .map_err(|source| NoConfiner::NotRunnable {
+                program: confiner.program.clone(),
+                source,
+            })?;
+        if tried.status.success() {
+            return Ok(confiner);
+        }
+        if attempt == SETUP_ATTEMPTS {
+            return Err(NoConfiner::NoNamespaces {
+                version: confiner.version.clone(),
+                stderr: String::from_utf8_lossy(&tried.stderr).trim().to_owned(),
+            });
+        }
+        std::thread::sleep(setup_pause(attempt));
+        attempt += 1;
     }
-    Ok(confiner)
 }
 
 /// The whole environment bubblewrap itself starts with. The job's variables are the guest's
@@ -192,6 +202,22 @@ pub struct Launch {
 }
 
 /// The trusted shell that announces a confined guest's start (see [`Launch::announcing_start`]).
+/// How many times a confined job is started, and the host's confinement probed, when
+/// bubblewrap fails before its guest runs. It can: it copies the host's mounts and then remounts each read-only, and a mount that vanishes
+/// in between (a container engine starting and stopping containers on the same host) fails the
+/// whole setup (bubblewrap issue 650). Each attempt is a fresh start of an untouched job.
+pub(super) const SETUP_ATTEMPTS: u32 = 6;
+
+/// The pause before attempt `attempt + 1`: growing, and jittered so that jobs started together
+/// do not meet the same burst of mount changes again in step (three immediate attempts all
+/// failed once on a loaded host whose mounts changed without pause).
+pub(super) fn setup_pause(attempt: u32) -> std::time::Duration {
+    let jitter = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |now| now.subsec_nanos() % 20);
+    std::time::Duration::from_millis(u64::from(10 * attempt + jitter))
+}
+
 /// Read-only inside the sandbox, as the whole host root is.
 const ANNOUNCER: &str = "/bin/bash";
 
@@ -211,7 +237,7 @@ impl Launch {
     /// This launch with the guest preceded by a stub that writes one byte to descriptor `fd`
     /// (inherited from the spawner) and closes it, then execs the guest: a byte on `fd` says
     /// bubblewrap built the sandbox and reached the guest; none, that it failed before (see
-    /// `process::SETUP_ATTEMPTS`). The guest never holds `fd`, so it cannot take the byte
+    /// [`SETUP_ATTEMPTS`]). The guest never holds `fd`, so it cannot take the byte
     /// back. None when unconfined (nothing to fail before the guest) or without the shell.
     pub fn announcing_start(&self, fd: std::os::fd::RawFd) -> Option<Launch> {
         if !self.confined || !Path::new(ANNOUNCER).is_file() {

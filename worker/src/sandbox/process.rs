@@ -3,7 +3,7 @@
 //! the command starts, whether it leaves the group or its parent, dies when the job ends, at
 //! the timeout, or when the job is dropped.
 
-use super::confine::Launch;
+use super::confine::{Launch, SETUP_ATTEMPTS, setup_pause};
 use super::{Sandbox, SandboxError, SandboxExit, SandboxRun};
 use assay_common::sandbox::SandboxEvidence;
 use async_trait::async_trait;
@@ -83,22 +83,6 @@ impl Sandbox for ProcessSandbox {
             attempt += 1;
         }
     }
-}
-
-/// How many times a confined job is started when bubblewrap fails before its guest runs. It
-/// can: it copies the host's mounts and then remounts each read-only, and a mount that vanishes
-/// in between (a container engine starting and stopping containers on the same host) fails the
-/// whole setup (bubblewrap issue 650). Each attempt is a fresh start of an untouched job.
-const SETUP_ATTEMPTS: u32 = 6;
-
-/// The pause before attempt `attempt + 1`: growing, and jittered so that jobs started together
-/// do not meet the same burst of mount changes again in step (three immediate attempts all
-/// failed once on a loaded host whose mounts changed without pause).
-fn setup_pause(attempt: u32) -> std::time::Duration {
-    let jitter = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |now| now.subsec_nanos() % 20);
-    std::time::Duration::from_millis(u64::from(10 * attempt + jitter))
 }
 
 /// A pipe the confined guest's start is announced on (see [`Launch::announcing_start`]).

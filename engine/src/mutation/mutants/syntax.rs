@@ -1,18 +1,12 @@
-//! What every language's parser shares: a tree-sitter parse, the first syntax error in a tree,
-//! a node's lines, and whether a node touches the changed lines. Each language's own `syntax`
-//! module names its grammar and adds its rules.
+//! What every language's parser shares: a tree-sitter parse (`crate::syntax`'s), the first
+//! syntax error in a tree, a node's lines, and whether a node touches the changed lines. Each
+//! language's own `syntax` module names its grammar and adds its rules.
 
 use super::sites::{Candidate, mutated};
 use std::collections::BTreeSet;
 use tree_sitter::{InputEdit, Language, Node, Parser, Point, Tree};
 
-/// Parses `source` with `grammar`; `None` only if the parser could not be set up or was
-/// cancelled.
-pub(crate) fn parse(grammar: Language, source: &str) -> Option<Tree> {
-    let mut parser = Parser::new();
-    parser.set_language(&grammar).ok()?;
-    parser.parse(source, None)
-}
+pub(crate) use crate::syntax::{line, parse, text};
 
 /// The tree of `source` when it parses cleanly with `grammar`; otherwise the 1-based line of
 /// the first problem (an error or a missing node).
@@ -124,13 +118,6 @@ fn first_error(root: Node<'_>) -> Option<Node<'_>> {
             None => return Some(node),
         }
     }
-}
-
-/// 1-based line of a node's first byte.
-pub(crate) fn line(node: Node<'_>) -> u32 {
-    u32::try_from(node.start_position().row)
-        .unwrap_or(u32::MAX - 1)
-        .saturating_add(1)
 }
 
 /// 1-based line of a node's last byte.

@@ -60,6 +60,19 @@ pub(super) struct Schemata {
 }
 
 impl Schemata {
+    /// No schema for any of the `mutants` mutants: each builds on its own, for `why`.
+    fn given_up(mutants: usize, why: String) -> Self {
+        let mut schema = Schema::default();
+        schema.give_up(mutants, why);
+        Self {
+            schema,
+            tree: None,
+            mutants,
+            go_module: None,
+            interpreted: false,
+        }
+    }
+
     /// The build, when one holds mutants.
     pub fn prebuilt(&self) -> Option<Prebuilt> {
         if self.interpreted {
@@ -319,25 +332,12 @@ pub(super) async fn build(
     store: &dyn ArtifactStore,
     index: &mut usize,
 ) -> Schemata {
-    let mut schema = Schema::default();
-    let given_up = |mut schema: Schema, why: String| {
-        schema.give_up(mutants.len(), why);
-        Schemata {
-            schema,
-            tree: None,
-            mutants: mutants.len(),
-            go_module: None,
-            interpreted: false,
-        }
-    };
     let command = match prebuilt::build_command(&request.command_prefix) {
         Ok(command) => command,
-        Err(why) => return given_up(schema, why.to_string()),
+        Err(why) => return Schemata::given_up(mutants.len(), why.to_string()),
     };
-    let texts: BTreeMap<&str, &str> = sources
-        .iter()
-        .filter_map(|(path, bytes)| Some((*path, std::str::from_utf8(bytes).ok()?)))
-        .collect();
+    let mut schema = Schema::default();
+    let texts = texts_of(sources);
     // Proc-macro crates, by the files whose mutants they hold (each package read once).
     let mut packages = Packages::of(&request.repo, &request.tree);
     let compile_time: BTreeSet<&str> = texts
@@ -379,23 +379,12 @@ pub(super) async fn build_go(
         .flatten()
         .and_then(|bytes| go_prebuilt::module_path(&String::from_utf8_lossy(&bytes)));
     let Some(module) = module else {
-        let mut schema = Schema::default();
-        schema.give_up(
+        return Schemata::given_up(
             mutants.len(),
             "the tree has no `go.mod` naming a module".into(),
         );
-        return Schemata {
-            schema,
-            tree: None,
-            mutants: mutants.len(),
-            go_module: None,
-            interpreted: false,
-        };
     };
-    let texts: BTreeMap<&str, &str> = sources
-        .iter()
-        .filter_map(|(path, bytes)| Some((*path, std::str::from_utf8(bytes).ok()?)))
-        .collect();
+    let texts = texts_of(sources);
     let mut job = GoTreeBuild(OwnTreeBuilds::new(request, queue, store, index));
     let schema = go_prebuilt::build(&texts, mutants, &module, &mut job, store).await;
     Schemata {
@@ -452,6 +441,14 @@ impl<'a> OwnTreeBuilds<'a> {
             .await
             .map_err(|e| NoSchemaBuild::NotRun(error_chain(&e)))
     }
+}
+
+/// The files' texts, path → text, of those `sources` that are UTF-8: what a schema rewrites.
+fn texts_of<'a>(sources: &BTreeMap<&'a str, &'a [u8]>) -> BTreeMap<&'a str, &'a str> {
+    sources
+        .iter()
+        .filter_map(|(path, bytes)| Some((*path, std::str::from_utf8(bytes).ok()?)))
+        .collect()
 }
 
 /// A Go build of the schema as a tree of its own.

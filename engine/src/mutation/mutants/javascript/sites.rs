@@ -11,7 +11,7 @@
 use super::syntax::{self, Dialect, text};
 use crate::mutation::mutants::Operator;
 use crate::mutation::mutants::sites::{
-    Candidate, Reparsed, c_like_binary_swaps, candidate, newlines, short,
+    Candidate, Reparsed, c_like_binary_swaps, candidate, newlines, short, token_swap,
 };
 use crate::mutation::mutants::syntax::touches;
 use std::collections::BTreeSet;
@@ -155,13 +155,7 @@ fn binary(node: Node<'_>, changed: &BTreeSet<u32>, check: Reparsed, found: &mut 
         return;
     }
     for &(operator, to) in binary_swaps(op.kind()) {
-        let mut site = candidate(
-            operator,
-            op,
-            to.to_string(),
-            format!("`{}` -> `{to}`", op.kind()),
-            check.token(to, "binary_expression"),
-        );
+        let mut site = token_swap(operator, op, to, check.token(to, "binary_expression"));
         // Stryker's rule: a `+` with a string operand joins text.
         if op.kind() == "+"
             && (is_text(node.child_by_field_name("left"))
@@ -200,11 +194,10 @@ fn assignment(
         "??=" => "&&=",
         _ => return,
     };
-    let mut site = candidate(
+    let mut site = token_swap(
         Operator::AugmentedAssignment,
         op,
-        to.to_string(),
-        format!("`{}` -> `{to}`", op.kind()),
+        to,
         check.token(to, "augmented_assignment_expression"),
     );
     if op.kind() == "+=" && is_text(node.child_by_field_name("right")) {
@@ -222,11 +215,10 @@ fn update(node: Node<'_>, changed: &BTreeSet<u32>, check: Reparsed, found: &mut 
         return;
     }
     let to = if op.kind() == "++" { "--" } else { "++" };
-    found.push(candidate(
+    found.push(token_swap(
         Operator::IncrementDecrement,
         op,
-        to.to_string(),
-        format!("`{}` -> `{to}`", op.kind()),
+        to,
         check.token(to, "update_expression"),
     ));
 }

@@ -7,7 +7,9 @@
 use super::syntax::{self, is_const_fn, is_test_code, text};
 use super::values;
 use crate::mutation::mutants::Operator;
-use crate::mutation::mutants::sites::{Candidate, Reparsed, candidate, newlines, short};
+use crate::mutation::mutants::sites::{
+    Candidate, Reparsed, candidate, newlines, short, token_swap,
+};
 use crate::mutation::mutants::syntax::touches;
 use std::collections::BTreeSet;
 use tree_sitter::Node;
@@ -158,13 +160,7 @@ fn binary(node: Node<'_>, changed: &BTreeSet<u32>, found: &mut Vec<Candidate>) {
     // itself a `let` has no `||` form.
     let in_let_chain = node.parent().is_some_and(|p| p.kind() == "let_chain");
     for to in swaps.iter().copied() {
-        let mut site = candidate(
-            operator,
-            op,
-            to.to_string(),
-            format!("`{}` -> `{to}`", op.kind()),
-            RUST.token(to, "binary_expression"),
-        );
+        let mut site = token_swap(operator, op, to, RUST.token(to, "binary_expression"));
         if in_let_chain {
             site.unfit = Some("part of an `if let` chain".into());
         }
@@ -199,11 +195,10 @@ fn compound(node: Node<'_>, changed: &BTreeSet<u32>, found: &mut Vec<Candidate>)
             "^" => "^=",
             _ => continue,
         };
-        found.push(candidate(
+        found.push(token_swap(
             Operator::AugmentedAssignment,
             op,
-            to.to_string(),
-            format!("`{}` -> `{to}`", op.kind()),
+            to,
             RUST.token(to, "compound_assignment_expr"),
         ));
     }

@@ -4,20 +4,14 @@
 
 use super::{Expect, Unshifted, named, shifted, text};
 use crate::mutation::mutants::Operator;
-use crate::mutation::mutants::sites::{Candidate, candidate, newlines, short};
+use crate::mutation::mutants::sites::{Candidate, candidate, newlines, short, token_swap};
 use crate::mutation::mutants::syntax::touches;
 use std::collections::BTreeSet;
 use tree_sitter::Node;
 
 /// A token swapped for another in place, e.g. `+` -> `-` inside a `binary_operator`.
 fn token(operator: Operator, node: Node<'_>, to: &'static str, parent: &'static str) -> Candidate {
-    candidate(
-        operator,
-        node,
-        to.to_string(),
-        format!("`{}` -> `{to}`", node.kind()),
-        Expect::Token(to, parent),
-    )
+    token_swap(operator, node, to, Expect::Token(to, parent))
 }
 
 pub(super) fn visit(

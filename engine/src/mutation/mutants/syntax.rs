@@ -136,3 +136,10 @@ pub(crate) fn end_line(node: Node<'_>) -> u32 {
 pub(crate) fn touches(node: Node<'_>, changed: &BTreeSet<u32>) -> bool {
     changed.range(line(node)..=end_line(node)).next().is_some()
 }
+
+/// A node's `operator` field when it touches the `changed` lines: the token an operator swap
+/// replaces, mutated only where the change is.
+pub(crate) fn changed_operator<'t>(node: Node<'t>, changed: &BTreeSet<u32>) -> Option<Node<'t>> {
+    node.child_by_field_name("operator")
+        .filter(|op| touches(*op, changed))
+}

@@ -13,7 +13,7 @@ use crate::mutation::mutants::Operator;
 use crate::mutation::mutants::sites::{
     Candidate, Reparsed, c_like_binary_swaps, candidate, newlines, short, token_swap,
 };
-use crate::mutation::mutants::syntax::touches;
+use crate::mutation::mutants::syntax::{changed_operator, touches};
 use std::collections::BTreeSet;
 use tree_sitter::Node;
 
@@ -139,12 +139,9 @@ fn joins_strings(node: Node<'_>) -> bool {
 }
 
 fn binary(node: Node<'_>, changed: &BTreeSet<u32>, found: &mut Vec<Candidate>) {
-    let Some(op) = node.child_by_field_name("operator") else {
+    let Some(op) = changed_operator(node, changed) else {
         return;
     };
-    if !touches(op, changed) {
-        return;
-    }
     let joins_strings = op.kind() == "+" && joins_strings(node);
     for &(operator, to) in binary_swaps(op.kind()) {
         let mut site = token_swap(operator, op, to, GO.token(to, "binary_expression"));
@@ -157,10 +154,10 @@ fn binary(node: Node<'_>, changed: &BTreeSet<u32>, found: &mut Vec<Candidate>) {
 
 /// gremlins' inverted assignments (`+=` ↔ `-=`, …) and removed self-assignments (`+=` → `=`).
 fn assignment(node: Node<'_>, changed: &BTreeSet<u32>, found: &mut Vec<Candidate>) {
-    let Some(op) = node.child_by_field_name("operator") else {
+    let Some(op) = changed_operator(node, changed) else {
         return;
     };
-    if !touches(op, changed) || op.kind() == "=" {
+    if op.kind() == "=" {
         return;
     }
     let inverted: Option<&'static str> = match op.kind() {

@@ -13,7 +13,7 @@ use crate::mutation::mutants::Operator;
 use crate::mutation::mutants::sites::{
     Candidate, Reparsed, c_like_binary_swaps, candidate, newlines, short, token_swap,
 };
-use crate::mutation::mutants::syntax::touches;
+use crate::mutation::mutants::syntax::{changed_operator, touches};
 use std::collections::BTreeSet;
 use tree_sitter::Node;
 
@@ -148,12 +148,9 @@ fn is_text(node: Option<Node<'_>>) -> bool {
 }
 
 fn binary(node: Node<'_>, changed: &BTreeSet<u32>, check: Reparsed, found: &mut Vec<Candidate>) {
-    let Some(op) = node.child_by_field_name("operator") else {
+    let Some(op) = changed_operator(node, changed) else {
         return;
     };
-    if !touches(op, changed) {
-        return;
-    }
     for &(operator, to) in binary_swaps(op.kind()) {
         let mut site = token_swap(operator, op, to, check.token(to, "binary_expression"));
         // Stryker's rule: a `+` with a string operand joins text.
@@ -173,12 +170,9 @@ fn assignment(
     check: Reparsed,
     found: &mut Vec<Candidate>,
 ) {
-    let Some(op) = node.child_by_field_name("operator") else {
+    let Some(op) = changed_operator(node, changed) else {
         return;
     };
-    if !touches(op, changed) {
-        return;
-    }
     let to = match op.kind() {
         "+=" => "-=",
         "-=" => "+=",
@@ -208,12 +202,9 @@ fn assignment(
 
 /// `x++` ↔ `x--`, `++x` ↔ `--x`.
 fn update(node: Node<'_>, changed: &BTreeSet<u32>, check: Reparsed, found: &mut Vec<Candidate>) {
-    let Some(op) = node.child_by_field_name("operator") else {
+    let Some(op) = changed_operator(node, changed) else {
         return;
     };
-    if !touches(op, changed) {
-        return;
-    }
     let to = if op.kind() == "++" { "--" } else { "++" };
     found.push(token_swap(
         Operator::IncrementDecrement,

@@ -10,7 +10,7 @@ use crate::mutation::mutants::Operator;
 use crate::mutation::mutants::sites::{
     Candidate, Reparsed, candidate, newlines, short, token_swap,
 };
-use crate::mutation::mutants::syntax::touches;
+use crate::mutation::mutants::syntax::{changed_operator, touches};
 use std::collections::BTreeSet;
 use tree_sitter::Node;
 
@@ -147,12 +147,9 @@ fn binary_swaps(operator: &str) -> Option<(Operator, &'static [&'static str])> {
 }
 
 fn binary(node: Node<'_>, changed: &BTreeSet<u32>, found: &mut Vec<Candidate>) {
-    let Some(op) = node.child_by_field_name("operator") else {
+    let Some(op) = changed_operator(node, changed) else {
         return;
     };
-    if !touches(op, changed) {
-        return;
-    }
     let Some((operator, swaps)) = binary_swaps(op.kind()) else {
         return;
     };
@@ -169,12 +166,9 @@ fn binary(node: Node<'_>, changed: &BTreeSet<u32>, found: &mut Vec<Candidate>) {
 }
 
 fn compound(node: Node<'_>, changed: &BTreeSet<u32>, found: &mut Vec<Candidate>) {
-    let Some(op) = node.child_by_field_name("operator") else {
+    let Some(op) = changed_operator(node, changed) else {
         return;
     };
-    if !touches(op, changed) {
-        return;
-    }
     let Some(plain) = op.kind().strip_suffix('=') else {
         return;
     };

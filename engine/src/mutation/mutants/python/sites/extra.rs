@@ -5,7 +5,7 @@
 use super::{Expect, Unshifted, named, shifted, text};
 use crate::mutation::mutants::Operator;
 use crate::mutation::mutants::sites::{Candidate, candidate, newlines, short, token_swap};
-use crate::mutation::mutants::syntax::touches;
+use crate::mutation::mutants::syntax::{changed_operator, touches};
 use std::collections::BTreeSet;
 use tree_sitter::Node;
 
@@ -127,12 +127,9 @@ fn in_dunder_list(node: Node<'_>, source: &str) -> bool {
 }
 
 fn arithmetic(node: Node<'_>, source: &str, changed: &BTreeSet<u32>, found: &mut Vec<Candidate>) {
-    let Some(op) = node.child_by_field_name("operator") else {
+    let Some(op) = changed_operator(node, changed) else {
         return;
     };
-    if !touches(op, changed) {
-        return;
-    }
     let to = match op.kind() {
         "+" => "-",
         "-" => "+",
@@ -322,12 +319,9 @@ fn arguments(node: Node<'_>, source: &str, changed: &BTreeSet<u32>, found: &mut 
 }
 
 fn augmented(node: Node<'_>, changed: &BTreeSet<u32>, found: &mut Vec<Candidate>) {
-    let Some(op) = node.child_by_field_name("operator") else {
+    let Some(op) = changed_operator(node, changed) else {
         return;
     };
-    if !touches(op, changed) {
-        return;
-    }
     let swapped = match op.kind() {
         "+=" => "-=",
         "-=" => "+=",

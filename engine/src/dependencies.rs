@@ -208,15 +208,8 @@ fn rust_toolchain_of(
     else {
         return Ok(None);
     };
-    let Some(rustup_home) = std::env::var_os("RUSTUP_HOME")
-        .filter(|h| !h.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .filter(|h| !h.is_empty())
-                .map(|h| PathBuf::from(h).join(".rustup"))
-        })
-        .and_then(|h| h.canonicalize().ok())
+    let Some(rustup_home) =
+        named_or_under_home("RUSTUP_HOME", ".rustup").and_then(|h| h.canonicalize().ok())
     else {
         return Ok(None);
     };
@@ -294,16 +287,22 @@ fn strip_tree_configuration(copy: &Path) -> std::io::Result<()> {
 /// reads `.cargo/config.toml` in every directory above where it runs, and the shared temp dir
 /// is anyone's to plant one in.
 fn private_temp_root() -> PathBuf {
-    std::env::var_os("XDG_CACHE_HOME")
+    named_or_under_home("XDG_CACHE_HOME", ".cache")
+        .map(|cache| cache.join("assay/pin"))
+        .unwrap_or_else(|| std::env::temp_dir().join("assay-pin"))
+}
+
+/// The directory the environment variable `variable` names, else `under` in the home
+/// (`$HOME`); an empty variable names nothing.
+fn named_or_under_home(variable: &str, under: &str) -> Option<PathBuf> {
+    std::env::var_os(variable)
         .filter(|d| !d.is_empty())
         .map(PathBuf::from)
         .or_else(|| {
             std::env::var_os("HOME")
                 .filter(|h| !h.is_empty())
-                .map(|h| PathBuf::from(h).join(".cache"))
+                .map(|h| PathBuf::from(h).join(under))
         })
-        .map(|cache| cache.join("assay/pin"))
-        .unwrap_or_else(|| std::env::temp_dir().join("assay-pin"))
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@
 use crate::dependencies::{self, DependencyError};
 use crate::vendored::{VendorError, Vendored, digest};
 use assay_common::TreeId;
-use assay_common::dependency_archive::{DependencyArchive, DependencyKind};
+use assay_common::dependency_archive::DependencyKind;
 use serde::Deserialize;
 use std::path::{Component, Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -137,20 +137,7 @@ pub fn collect(repo: &Path, tree: &TreeId) -> Result<Option<Vendored>, VendorErr
             Err(_) => {}
         }
     }
-    let bytes =
-        assay_transport::dependency_archive::pack(&cache).map_err(|source| VendorError::Pack {
-            tree: tree.clone(),
-            source,
-        })?;
-    Ok(Some(Vendored {
-        archive: DependencyArchive {
-            lockfile_sha256: digest(&lockfile),
-            sha256: digest(&bytes),
-            bytes: bytes.len() as u64,
-            kind: DependencyKind::Go,
-        },
-        bytes,
-    }))
+    Vendored::pack(&cache, tree, DependencyKind::Go, digest(&lockfile)).map(Some)
 }
 
 /// The tree's `go.mod`, as the host's `go` parses it.

@@ -20,4 +20,5 @@ pub mod proof;
 pub mod result_cache;
 pub mod source;
 pub mod suite;
+mod syntax;
 pub mod vendored;

@@ -24,6 +24,32 @@ pub struct Vendored {
     pub bytes: Vec<u8>,
 }
 
+impl Vendored {
+    /// `dir`, where `tree`'s dependencies of `kind` were gathered, packed as the tree's
+    /// archive, keyed by the digest of the lockfile they were gathered from.
+    pub(crate) fn pack(
+        dir: &Path,
+        tree: &TreeId,
+        kind: DependencyKind,
+        lockfile_sha256: Sha256Hex,
+    ) -> Result<Self, VendorError> {
+        let bytes =
+            assay_transport::dependency_archive::pack(dir).map_err(|source| VendorError::Pack {
+                tree: tree.clone(),
+                source,
+            })?;
+        Ok(Self {
+            archive: DependencyArchive {
+                lockfile_sha256,
+                sha256: digest(&bytes),
+                bytes: bytes.len() as u64,
+                kind,
+            },
+            bytes,
+        })
+    }
+}
+
 /// Why a tree's dependencies could not be vendored or stored.
 #[derive(Debug, thiserror::Error)]
 pub enum VendorError {
@@ -129,20 +155,7 @@ pub fn vendor_cargo(repo: &Path, tree: &TreeId) -> Result<Option<Vendored>, Vend
             source,
         })?;
     }
-    let bytes =
-        assay_transport::dependency_archive::pack(&vendor).map_err(|source| VendorError::Pack {
-            tree: tree.clone(),
-            source,
-        })?;
-    Ok(Some(Vendored {
-        archive: DependencyArchive {
-            lockfile_sha256,
-            sha256: digest(&bytes),
-            bytes: bytes.len() as u64,
-            kind: DependencyKind::Cargo,
-        },
-        bytes,
-    }))
+    Vendored::pack(&vendor, tree, DependencyKind::Cargo, lockfile_sha256).map(Some)
 }
 
 /// The registry's sources as a lockfile names them (the git index, the sparse one).

@@ -419,22 +419,10 @@ pub fn archive_tree_id(
             path: String::from_utf8_lossy(&path).into_owned(),
             source,
         };
-        let link = || {
-            entry
-                .link_name_bytes()
-                .map(|l| l.into_owned())
-                .unwrap_or_default()
-        };
         let node = match kind {
             Kind::Directory => Node::Dir(Dir::default()),
-            Kind::Symlink => Node::Blob {
-                mode: b"120000",
-                id: git2::Oid::hash_object(git2::ObjectType::Blob, &link()).map_err(hash_err)?,
-            },
-            Kind::Gitlink => {
-                let commit = String::from_utf8_lossy(&link()).into_owned();
-                Node::Gitlink(git2::Oid::from_str(&commit).map_err(hash_err)?)
-            }
+            Kind::Symlink => symlink_node(&entry).map_err(hash_err)?,
+            Kind::Gitlink => gitlink_node(&entry).map_err(hash_err)?,
             Kind::File { executable } => {
                 let size = entry.header().size()?;
                 let id = if size <= BLOB_IN_MEMORY {
@@ -459,6 +447,28 @@ pub fn archive_tree_id(
         path: "/".into(),
         source,
     })
+}
+
+/// The link name an entry declares: a symlink's target, a gitlink's commit.
+fn link_name<R: Read>(entry: &tar::Entry<'_, R>) -> Vec<u8> {
+    entry
+        .link_name_bytes()
+        .map(|l| l.into_owned())
+        .unwrap_or_default()
+}
+
+/// A symlink entry's node in git's tree: a blob of its target.
+fn symlink_node<R: Read>(entry: &tar::Entry<'_, R>) -> Result<Node, git2::Error> {
+    Ok(Node::Blob {
+        mode: b"120000",
+        id: git2::Oid::hash_object(git2::ObjectType::Blob, &link_name(entry))?,
+    })
+}
+
+/// A gitlink entry's node in git's tree: the commit its link name gives.
+fn gitlink_node<R: Read>(entry: &tar::Entry<'_, R>) -> Result<Node, git2::Error> {
+    let commit = String::from_utf8_lossy(&link_name(entry)).into_owned();
+    Ok(Node::Gitlink(git2::Oid::from_str(&commit)?))
 }
 
 /// What the unpacker is capturing of the entry being unpacked: its bytes, when it is a blob
@@ -538,35 +548,21 @@ pub fn unpack_verified(
             path: lossy(),
             source,
         };
-        let link = || {
-            entry
-                .link_name_bytes()
-                .map(|l| l.into_owned())
-                .unwrap_or_default()
-        };
         match kind {
             Kind::Directory => {
                 root.insert(&path, Node::Dir(Dir::default()))?;
                 directories.push(entry);
             }
             Kind::Gitlink => {
-                let commit = String::from_utf8_lossy(&link()).into_owned();
-                let id = git2::Oid::from_str(&commit).map_err(hash_err)?;
-                root.insert(&path, Node::Gitlink(id))?;
+                let node = gitlink_node(&entry).map_err(hash_err)?;
+                root.insert(&path, node)?;
             }
             Kind::Symlink => {
-                let id =
-                    git2::Oid::hash_object(git2::ObjectType::Blob, &link()).map_err(hash_err)?;
+                let node = symlink_node(&entry).map_err(hash_err)?;
                 if !entry.unpack_in(dest)? {
                     return Err(skipped(lossy()));
                 }
-                root.insert(
-                    &path,
-                    Node::Blob {
-                        mode: b"120000",
-                        id,
-                    },
-                )?;
+                root.insert(&path, node)?;
             }
             Kind::File { executable } => {
                 let declared = entry.header().size()?;

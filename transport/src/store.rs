@@ -231,18 +231,30 @@ pub trait ArtifactStore: Send + Sync {
         path: &Path,
         cap: u64,
     ) -> Result<ArtifactRef, StoreError> {
-        use tokio::io::AsyncReadExt as _;
-        let read_err = |source| local_read_error(path, key, source);
         let (file, length) = open_local(path, key).await?;
-        let mut bytes = Vec::new();
-        file.take(cap)
-            .read_to_end(&mut bytes)
-            .await
-            .map_err(read_err)?;
-        let mut artifact = self.put_bytes(name, key, Bytes::from(bytes)).await?;
-        artifact.dropped_bytes = length.saturating_sub(artifact.bytes);
-        Ok(artifact)
+        put_in_memory(self, (name, key, path), file, length, cap).await
     }
+}
+
+/// Stores at most the first `limit` bytes of `file` (opened at `path`, `length` bytes then)
+/// at `key` as one object, read into memory first; the artifact's `dropped_bytes` says how many
+/// of the `length` it left out. What a store does with a file small enough to hold whole.
+async fn put_in_memory<S: ArtifactStore + ?Sized>(
+    store: &S,
+    (name, key, path): (&str, &str, &Path),
+    file: tokio::fs::File,
+    length: u64,
+    limit: u64,
+) -> Result<ArtifactRef, StoreError> {
+    use tokio::io::AsyncReadExt as _;
+    let mut bytes = Vec::with_capacity(usize::try_from(limit.min(length)).unwrap_or(0));
+    file.take(limit)
+        .read_to_end(&mut bytes)
+        .await
+        .map_err(|source| local_read_error(path, key, source))?;
+    let mut artifact = store.put_bytes(name, key, Bytes::from(bytes)).await?;
+    artifact.dropped_bytes = length.saturating_sub(artifact.bytes);
+    Ok(artifact)
 }
 
 /// Retries for S3 requests: the fault policy's for an unavailable store
@@ -526,14 +538,7 @@ impl ArtifactStore for ObjectArtifactStore {
         let (file, length) = open_local(path, key).await?;
         let stored = length.min(cap);
         if stored <= MULTIPART_THRESHOLD as u64 {
-            let mut bytes = Vec::with_capacity(stored as usize);
-            file.take(stored)
-                .read_to_end(&mut bytes)
-                .await
-                .map_err(read_err)?;
-            let mut artifact = self.put_bytes(name, key, Bytes::from(bytes)).await?;
-            artifact.dropped_bytes = length.saturating_sub(artifact.bytes);
-            return Ok(artifact);
+            return put_in_memory(self, (name, key, path), file, length, stored).await;
         }
         let put_err = |source| StoreError::Put {
             key: key.to_owned(),

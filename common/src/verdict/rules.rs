@@ -10,33 +10,48 @@ pub(super) fn rule(
     missing: Missing,
 ) -> (Verdict, ReasonCode, String) {
     let name = criterion.test.display();
-    if let Some(ambiguous) = ambiguity(&name, known_files) {
-        return ambiguous;
-    }
-    for (side, evidence) in [(Side::Base, base), (Side::Candidate, candidate)] {
-        if let Some(disagreement) = disagreement(&evidence.runs) {
-            return (
-                Verdict::Unstable,
-                ReasonCode::Unstable,
-                format!("{name} is unstable on the {side}: {disagreement}"),
-            );
-        }
-    }
-    for (side, evidence) in [(Side::Base, base), (Side::Candidate, candidate)] {
-        if let Some(gap) = unreported_repeat(&evidence.runs) {
-            return (
-                Verdict::Unverified,
-                ReasonCode::NotInEveryRun,
-                format!(
-                    "{name} is not covered by every run on the {side}: {gap}; each proving test must be reported by all of its runs"
-                ),
-            );
-        }
+    let sides = [(Side::Base, base), (Side::Candidate, candidate)];
+    if let Some(decided) = before_outcomes(name, known_files, &sides) {
+        return decided;
     }
     match criterion.kind {
         CriterionKind::Test => test_rule(name, base, candidate, missing),
         CriterionKind::Guard => guard_rule(name, base, candidate, missing),
     }
+}
+
+/// What decides a criterion before the outcomes on the `sides` judged do, in this order: a
+/// name that is ambiguous, runs of one side that disagree, a side where some run did not
+/// report the test. `None`: the outcomes decide.
+fn before_outcomes(
+    name: &str,
+    known_files: &BTreeSet<String>,
+    sides: &[(Side, &SideEvidence)],
+) -> Option<(Verdict, ReasonCode, String)> {
+    if let Some(ambiguous) = ambiguity(&name, known_files) {
+        return Some(ambiguous);
+    }
+    for (side, evidence) in sides {
+        if let Some(disagreement) = disagreement(&evidence.runs) {
+            return Some((
+                Verdict::Unstable,
+                ReasonCode::Unstable,
+                format!("{name} is unstable on the {side}: {disagreement}"),
+            ));
+        }
+    }
+    for (side, evidence) in sides {
+        if let Some(gap) = unreported_repeat(&evidence.runs) {
+            return Some((
+                Verdict::Unverified,
+                ReasonCode::NotInEveryRun,
+                format!(
+                    "{name} is not covered by every run on the {side}: {gap}; each proving test must be reported by all of its runs"
+                ),
+            ));
+        }
+    }
+    None
 }
 
 /// A `test:` under the test-only exception: ambiguity, stability and the outcome, on the
@@ -49,24 +64,8 @@ pub(super) fn candidate_rule(
 ) -> (Verdict, ReasonCode, String) {
     use SideOutcome::*;
     let name = criterion.test.display();
-    if let Some(ambiguous) = ambiguity(&name, known_files) {
-        return ambiguous;
-    }
-    if let Some(disagreement) = disagreement(&candidate.runs) {
-        return (
-            Verdict::Unstable,
-            ReasonCode::Unstable,
-            format!("{name} is unstable on the candidate: {disagreement}"),
-        );
-    }
-    if let Some(gap) = unreported_repeat(&candidate.runs) {
-        return (
-            Verdict::Unverified,
-            ReasonCode::NotInEveryRun,
-            format!(
-                "{name} is not covered by every run on the candidate: {gap}; each proving test must be reported by all of its runs"
-            ),
-        );
+    if let Some(decided) = before_outcomes(name, known_files, &[(Side::Candidate, candidate)]) {
+        return decided;
     }
     match &candidate.outcome {
         Passed => (

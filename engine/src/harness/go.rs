@@ -12,7 +12,7 @@
 //! recursion as deep as it would overflow the thread's stack.
 
 use super::Construct;
-use super::syntax::{self, line, text};
+use crate::syntax::{self, line, text};
 use assay_common::harness::HarnessKind;
 use tree_sitter::{Node, Tree};
 

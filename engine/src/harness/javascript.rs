@@ -32,7 +32,7 @@
 //! The walk is a loop over an explicit stack.
 
 use super::Construct;
-use super::syntax::{self, line, text};
+use crate::syntax::{self, line, text};
 use assay_common::harness::HarnessKind;
 use tree_sitter::{Node, Tree};
 

@@ -13,7 +13,6 @@ mod inert;
 mod javascript;
 mod other;
 mod python;
-mod syntax;
 
 use crate::source::{self, Change, SourceError};
 use assay_common::harness::{HarnessFinding, HarnessKind, HarnessPlan, InertProduct};

@@ -6,8 +6,8 @@
 //! The walk is a loop over an explicit stack: a file's nesting is the guest's choice, and a
 //! recursion as deep as it would overflow the thread's stack.
 
-use super::syntax::{self, line};
 use super::{Construct, Role};
+use crate::syntax::{self, line};
 use assay_common::harness::HarnessKind;
 use std::collections::BTreeMap;
 use tree_sitter::{Node, Tree};

@@ -57,13 +57,9 @@ pub fn pytest_captures(report: &[u8]) -> Result<Vec<Capture>, SplitError> {
     let mut open: Option<Capture> = None;
     let mut field: Option<Field> = None;
     let mut buf = Vec::new();
-    let malformed = |e: &dyn std::fmt::Display| SplitError::Malformed(e.to_string());
     loop {
-        let event = reader
-            .read_event_into(&mut buf)
-            .map_err(|e| malformed(&e))?;
+        let event = next_event(&mut reader, &mut buf)?;
         match event {
-            Event::DocType(_) => return Err(malformed(&"a document type declaration")),
             Event::Start(ref tag) | Event::Empty(ref tag) => {
                 let empty = matches!(event, Event::Empty(_));
                 match tag.local_name().as_ref() {
@@ -135,13 +131,9 @@ pub fn collected_ids(report: &[u8]) -> Result<Vec<String>, SplitError> {
     let mut ids = Vec::new();
     let mut in_case = false;
     let mut buf = Vec::new();
-    let malformed = |e: &dyn std::fmt::Display| SplitError::Malformed(e.to_string());
     loop {
-        let event = reader
-            .read_event_into(&mut buf)
-            .map_err(|e| malformed(&e))?;
+        let event = next_event(&mut reader, &mut buf)?;
         match event {
-            Event::DocType(_) => return Err(malformed(&"a document type declaration")),
             Event::Start(ref tag) if tag.local_name().as_ref() == b"testcase" => in_case = true,
             Event::End(ref tag) if tag.local_name().as_ref() == b"testcase" => in_case = false,
             Event::Start(ref tag) | Event::Empty(ref tag)
@@ -160,6 +152,23 @@ pub fn collected_ids(report: &[u8]) -> Result<Vec<String>, SplitError> {
         buf.clear();
     }
     Ok(ids)
+}
+
+/// The report's next event. A document type declaration is refused, as the report parser
+/// refuses it.
+fn next_event<'b>(
+    reader: &mut Reader<&[u8]>,
+    buf: &'b mut Vec<u8>,
+) -> Result<Event<'b>, SplitError> {
+    match reader.read_event_into(buf) {
+        Ok(Event::DocType(_)) => Err(malformed(&"a document type declaration")),
+        Ok(event) => Ok(event),
+        Err(e) => Err(malformed(&e)),
+    }
+}
+
+fn malformed(e: &dyn std::fmt::Display) -> SplitError {
+    SplitError::Malformed(e.to_string())
 }
 
 fn append(open: &mut Option<Capture>, field: Option<Field>, text: &str) {

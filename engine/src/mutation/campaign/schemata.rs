@@ -60,6 +60,19 @@ pub(super) struct Schemata {
 }
 
 impl Schemata {
+    /// No schema for any of the `mutants` mutants: each builds on its own, for `why`.
+    fn given_up(mutants: usize, why: String) -> Self {
+        let mut schema = Schema::default();
+        schema.give_up(mutants, why);
+        Self {
+            schema,
+            tree: None,
+            mutants,
+            go_module: None,
+            interpreted: false,
+        }
+    }
+
     /// The build, when one holds mutants.
     pub fn prebuilt(&self) -> Option<Prebuilt> {
         if self.interpreted {
@@ -319,25 +332,12 @@ pub(super) async fn build(
     store: &dyn ArtifactStore,
     index: &mut usize,
 ) -> Schemata {
-    let mut schema = Schema::default();
-    let given_up = |mut schema: Schema, why: String| {
-        schema.give_up(mutants.len(), why);
-        Schemata {
-            schema,
-            tree: None,
-            mutants: mutants.len(),
-            go_module: None,
-            interpreted: false,
-        }
-    };
     let command = match prebuilt::build_command(&request.command_prefix) {
         Ok(command) => command,
-        Err(why) => return given_up(schema, why.to_string()),
+        Err(why) => return Schemata::given_up(mutants.len(), why.to_string()),
     };
-    let texts: BTreeMap<&str, &str> = sources
-        .iter()
-        .filter_map(|(path, bytes)| Some((*path, std::str::from_utf8(bytes).ok()?)))
-        .collect();
+    let mut schema = Schema::default();
+    let texts = texts_of(sources);
     // Proc-macro crates, by the files whose mutants they hold (each package read once).
     let mut packages = Packages::of(&request.repo, &request.tree);
     let compile_time: BTreeSet<&str> = texts
@@ -351,17 +351,13 @@ pub(super) async fn build(
         }
     }
     let mut job = TreeBuild {
-        request,
         command,
-        queue,
-        store,
-        index,
-        tree: None,
+        builds: OwnTreeBuilds::new(request, queue, store, index),
     };
     let Ok(schema) = prebuilt::build(&texts, mutants, schema, &mut job, store).await;
     Schemata {
         schema,
-        tree: job.tree,
+        tree: job.builds.tree,
         mutants: mutants.len(),
         go_module: None,
         interpreted: false,
@@ -383,42 +379,27 @@ pub(super) async fn build_go(
         .flatten()
         .and_then(|bytes| go_prebuilt::module_path(&String::from_utf8_lossy(&bytes)));
     let Some(module) = module else {
-        let mut schema = Schema::default();
-        schema.give_up(
+        return Schemata::given_up(
             mutants.len(),
             "the tree has no `go.mod` naming a module".into(),
         );
-        return Schemata {
-            schema,
-            tree: None,
-            mutants: mutants.len(),
-            go_module: None,
-            interpreted: false,
-        };
     };
-    let texts: BTreeMap<&str, &str> = sources
-        .iter()
-        .filter_map(|(path, bytes)| Some((*path, std::str::from_utf8(bytes).ok()?)))
-        .collect();
-    let mut job = GoTreeBuild {
-        request,
-        queue,
-        store,
-        index,
-        tree: None,
-    };
+    let texts = texts_of(sources);
+    let mut job = GoTreeBuild(OwnTreeBuilds::new(request, queue, store, index));
     let schema = go_prebuilt::build(&texts, mutants, &module, &mut job, store).await;
     Schemata {
         schema,
-        tree: job.tree,
+        tree: job.0.tree,
         mutants: mutants.len(),
         go_module: Some(module),
         interpreted: false,
     }
 }
 
-/// A Go build of the schema as a tree of its own, as [`TreeBuild`] writes Rust's.
-struct GoTreeBuild<'a> {
+/// The schema's builds, each on a tree of its own: the request's tree with the rewritten
+/// files written in it ([`schema_tree`]), each build a job numbered on from `*index`. Rust's
+/// and Go's builds differ only in what makes the job a build.
+struct OwnTreeBuilds<'a> {
     request: &'a MutateRequest,
     queue: &'a dyn JobQueue,
     store: &'a dyn ArtifactStore,
@@ -426,6 +407,52 @@ struct GoTreeBuild<'a> {
     /// The last build's tree.
     tree: Option<TreeId>,
 }
+
+impl<'a> OwnTreeBuilds<'a> {
+    fn new(
+        request: &'a MutateRequest,
+        queue: &'a dyn JobQueue,
+        store: &'a dyn ArtifactStore,
+        index: &'a mut usize,
+    ) -> Self {
+        Self {
+            request,
+            queue,
+            store,
+            index,
+            tree: None,
+        }
+    }
+
+    /// Runs one build of the tree with `files` (path, rewritten text) written in it, its job
+    /// made a build by `make_build` (given the job and the request's budget in seconds).
+    async fn run(
+        &mut self,
+        files: &[(&str, &[u8])],
+        make_build: impl FnOnce(&mut JobSpec, u64) + Send,
+    ) -> Result<JobResult, NoSchemaBuild> {
+        let request = self.request;
+        let tree = schema_tree(request, self.store, files).await?;
+        let mut job = spec(request, &tree, *self.index, Vec::new());
+        *self.index += 1;
+        make_build(&mut job, request.budget.as_secs());
+        self.tree = Some(tree);
+        run_single(self.queue, &job)
+            .await
+            .map_err(|e| NoSchemaBuild::NotRun(error_chain(&e)))
+    }
+}
+
+/// The files' texts, path → text, of those `sources` that are UTF-8: what a schema rewrites.
+fn texts_of<'a>(sources: &BTreeMap<&'a str, &'a [u8]>) -> BTreeMap<&'a str, &'a str> {
+    sources
+        .iter()
+        .filter_map(|(path, bytes)| Some((*path, std::str::from_utf8(bytes).ok()?)))
+        .collect()
+}
+
+/// A Go build of the schema as a tree of its own.
+struct GoTreeBuild<'a>(OwnTreeBuilds<'a>);
 
 #[async_trait::async_trait]
 impl GoBuildJob for GoTreeBuild<'_> {
@@ -434,31 +461,22 @@ impl GoBuildJob for GoTreeBuild<'_> {
         files: &BTreeMap<String, String>,
         command: Vec<String>,
     ) -> Result<JobResult, NoSchemaBuild> {
-        let request = self.request;
         let files: Vec<(&str, &[u8])> = files
             .iter()
             .map(|(path, text)| (path.as_str(), text.as_bytes()))
             .collect();
-        let tree = schema_tree(request, self.store, &files).await?;
-        let mut job = spec(request, &tree, *self.index, Vec::new());
-        *self.index += 1;
-        go_prebuilt::make_build_job(&mut job, command, request.budget.as_secs());
-        self.tree = Some(tree);
-        run_single(self.queue, &job)
+        self.0
+            .run(&files, |job, budget| {
+                go_prebuilt::make_build_job(job, command, budget);
+            })
             .await
-            .map_err(|e| NoSchemaBuild::NotRun(error_chain(&e)))
     }
 }
 
-/// A build of the schema as a tree of its own ([`schema_tree`]).
+/// A Rust build of the schema as a tree of its own, with cargo's `command`.
 struct TreeBuild<'a> {
-    request: &'a MutateRequest,
     command: Vec<String>,
-    queue: &'a dyn JobQueue,
-    store: &'a dyn ArtifactStore,
-    index: &'a mut usize,
-    /// The last build's tree.
-    tree: Option<TreeId>,
+    builds: OwnTreeBuilds<'a>,
 }
 
 #[async_trait::async_trait]
@@ -469,22 +487,17 @@ impl BuildJob for TreeBuild<'_> {
         &mut self,
         schemas: &BTreeMap<String, FileSchema>,
     ) -> Result<Result<JobResult, NoSchemaBuild>, Self::Error> {
-        let request = self.request;
         let files: Vec<(&str, &[u8])> = schemas
             .iter()
             .map(|(path, s)| (path.as_str(), s.text.as_bytes()))
             .collect();
-        let tree = match schema_tree(request, self.store, &files).await {
-            Ok(tree) => tree,
-            Err(why) => return Ok(Err(why)),
-        };
-        let mut job = spec(request, &tree, *self.index, Vec::new());
-        *self.index += 1;
-        prebuilt::make_build_job(&mut job, self.command.clone(), request.budget.as_secs());
-        self.tree = Some(tree);
-        Ok(run_single(self.queue, &job)
-            .await
-            .map_err(|e| NoSchemaBuild::NotRun(error_chain(&e))))
+        let command = self.command.clone();
+        Ok(self
+            .builds
+            .run(&files, |job, budget| {
+                prebuilt::make_build_job(job, command, budget);
+            })
+            .await)
     }
 }
 

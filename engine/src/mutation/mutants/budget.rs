@@ -90,23 +90,10 @@ pub fn mutant_timeout(
     budget_left: Duration,
     unmutated: Duration,
 ) -> Result<MutantTimeout, NotRunReason> {
-    if budget_left < MIN_TIME_TO_START {
-        return Err(NotRunReason::BudgetSpent { left: budget_left });
-    }
     let allowance = unmutated
         .saturating_mul(MUTANT_TIMEOUT_FACTOR)
         .max(MUTANT_TIMEOUT_FLOOR);
-    Ok(if allowance > budget_left {
-        MutantTimeout {
-            limit: budget_left,
-            set_by_budget: true,
-        }
-    } else {
-        MutantTimeout {
-            limit: allowance,
-            set_by_budget: false,
-        }
-    })
+    within_budget(budget_left, allowance)
 }
 
 /// The limit for one mutant of `assay mutate`: ten times its expected cost plus 2 s, rounded up
@@ -117,13 +104,23 @@ pub fn mutate_timeout(
     budget_left: Duration,
     expected: Duration,
 ) -> Result<MutantTimeout, NotRunReason> {
-    if budget_left < MIN_TIME_TO_START {
-        return Err(NotRunReason::BudgetSpent { left: budget_left });
-    }
     let allowance = expected
         .saturating_mul(MUTATE_TIMEOUT_FACTOR)
         .saturating_add(MUTATE_TIMEOUT_SLACK);
     let allowance = Duration::from_secs(allowance.as_secs_f64().ceil() as u64);
+    within_budget(budget_left, allowance)
+}
+
+/// A mutant's limit under the budget, whichever rule gave its `allowance`: the allowance,
+/// or the budget left where that is less (the budget then set it); `Err` when less than
+/// [`MIN_TIME_TO_START`] is left, so the mutant is not started.
+fn within_budget(
+    budget_left: Duration,
+    allowance: Duration,
+) -> Result<MutantTimeout, NotRunReason> {
+    if budget_left < MIN_TIME_TO_START {
+        return Err(NotRunReason::BudgetSpent { left: budget_left });
+    }
     Ok(if allowance > budget_left {
         MutantTimeout {
             limit: budget_left,

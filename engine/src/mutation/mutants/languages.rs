@@ -50,14 +50,6 @@ pub(crate) fn schema_strategy(runner: RunnerKind) -> Option<SchemaStrategy> {
 pub fn scopes(path: &str, source: &str, ranges: &[(usize, usize)]) -> Vec<Scope> {
     match for_path(path) {
         Some(language) => language.scopes(path, source, ranges),
-        None => ranges
-            .iter()
-            .map(|&(start, _)| Scope {
-                start: 0,
-                end: source.len(),
-                name: String::new(),
-                statement_line: super::scope::line_of(source, start),
-            })
-            .collect(),
+        None => super::scope::whole_files(source, ranges),
     }
 }

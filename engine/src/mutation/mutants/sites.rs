@@ -193,6 +193,23 @@ pub(crate) fn candidate(
     }
 }
 
+/// The operator token `op` replaced by `to`, described as `` `op` -> `to` ``: how every
+/// language names the swap of one token for another.
+pub(crate) fn token_swap(
+    operator: Operator,
+    op: tree_sitter::Node<'_>,
+    to: &str,
+    verify: impl Verify + 'static,
+) -> Candidate {
+    candidate(
+        operator,
+        op,
+        to.to_string(),
+        format!("`{}` -> `{to}`", op.kind()),
+        verify,
+    )
+}
+
 /// The replacements of a binary operator that C-like languages share (Go, JavaScript), as
 /// gremlins and Stryker make them, by family; empty for another operator.
 pub(crate) fn c_like_binary_swaps(operator: &str) -> &'static [(Operator, &'static str)] {

@@ -1,18 +1,12 @@
-//! What every language's parser shares: a tree-sitter parse, the first syntax error in a tree,
-//! a node's lines, and whether a node touches the changed lines. Each language's own `syntax`
-//! module names its grammar and adds its rules.
+//! What every language's parser shares: a tree-sitter parse (`crate::syntax`'s), the first
+//! syntax error in a tree, a node's lines, and whether a node touches the changed lines. Each
+//! language's own `syntax` module names its grammar and adds its rules.
 
 use super::sites::{Candidate, mutated};
 use std::collections::BTreeSet;
 use tree_sitter::{InputEdit, Language, Node, Parser, Point, Tree};
 
-/// Parses `source` with `grammar`; `None` only if the parser could not be set up or was
-/// cancelled.
-pub(crate) fn parse(grammar: Language, source: &str) -> Option<Tree> {
-    let mut parser = Parser::new();
-    parser.set_language(&grammar).ok()?;
-    parser.parse(source, None)
-}
+pub(crate) use crate::syntax::{line, parse, text};
 
 /// The tree of `source` when it parses cleanly with `grammar`; otherwise the 1-based line of
 /// the first problem (an error or a missing node).
@@ -126,13 +120,6 @@ fn first_error(root: Node<'_>) -> Option<Node<'_>> {
     }
 }
 
-/// 1-based line of a node's first byte.
-pub(crate) fn line(node: Node<'_>) -> u32 {
-    u32::try_from(node.start_position().row)
-        .unwrap_or(u32::MAX - 1)
-        .saturating_add(1)
-}
-
 /// 1-based line of a node's last byte.
 pub(crate) fn end_line(node: Node<'_>) -> u32 {
     let end = node.end_position();
@@ -148,4 +135,11 @@ pub(crate) fn end_line(node: Node<'_>) -> u32 {
 /// Whether any of the node's lines is among `changed`.
 pub(crate) fn touches(node: Node<'_>, changed: &BTreeSet<u32>) -> bool {
     changed.range(line(node)..=end_line(node)).next().is_some()
+}
+
+/// A node's `operator` field when it touches the `changed` lines: the token an operator swap
+/// replaces, mutated only where the change is.
+pub(crate) fn changed_operator<'t>(node: Node<'t>, changed: &BTreeSet<u32>) -> Option<Node<'t>> {
+    node.child_by_field_name("operator")
+        .filter(|op| touches(*op, changed))
 }

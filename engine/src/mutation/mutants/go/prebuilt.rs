@@ -14,12 +14,13 @@
 
 use super::schema::{self, Entry, FileSchema};
 use crate::mutation::mutants::Mutant;
-use crate::mutation::mutants::rust::prebuilt::{MAX_BUILDS, NoSchemaBuild, Schema};
-use assay_common::job::{ArtifactRef, JobResult, JobSpec, JobStatus, TestBinaries};
+use crate::mutation::mutants::rust::prebuilt::{
+    Built, MAX_BUILDS, NoSchemaBuild, Schema, build_output,
+};
+use assay_common::job::{ArtifactRef, JobResult, JobSpec, TestBinaries};
 use assay_common::runner::ReportFormat;
-use assay_common::test_binaries::{ARTIFACT, Selection, check_import_path, check_package_dir};
-use assay_transport::error_chain::error_chain;
-use assay_transport::store::{ArtifactStore, read_named};
+use assay_common::test_binaries::{Selection, check_import_path, check_package_dir};
+use assay_transport::store::ArtifactStore;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
@@ -199,31 +200,17 @@ pub async fn build(
         };
         schema.one_build = Duration::from_millis(result.duration_ms);
         schema.build_time += schema.one_build;
-        match &result.status {
-            JobStatus::Completed { exit_code: 0 } => {
-                match result.artifacts.iter().find(|a| a.name == ARTIFACT) {
-                    Some(archive) => {
-                        schema.archive = Some(archive.clone());
-                        return schema;
-                    }
-                    None => break "the schema build kept no test executables".into(),
-                }
+        match Built::of(&result) {
+            Built::Kept(archive) => {
+                schema.archive = Some(archive);
+                return schema;
             }
-            JobStatus::Completed { .. } => {}
-            JobStatus::TimedOut => break "the schema build ran past the budget".into(),
-            JobStatus::Infrastructure { message, .. } => {
-                break format!("the schema build could not run: {message}");
-            }
-            JobStatus::Cancelled => break "the schema build was cancelled".into(),
+            Built::Other(why) => break why,
+            Built::Failed => {}
         }
-        let stderr = match read_named(store, &result, "stderr").await {
-            Ok(bytes) => String::from_utf8_lossy(&bytes.unwrap_or_default()).into_owned(),
-            Err(e) => {
-                break format!(
-                    "the schema build's errors could not be read: {}",
-                    error_chain(&e)
-                );
-            }
+        let stderr = match build_output(store, &result, "stderr", "errors").await {
+            Ok(stderr) => stderr,
+            Err(why) => break why,
         };
         let blamed = schema::blame(&stderr, &schemas);
         if blamed.unviable.is_empty() && blamed.alone.is_empty() {

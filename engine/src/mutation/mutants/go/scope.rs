@@ -6,37 +6,22 @@
 //! the depth).
 
 use super::syntax::{self, text};
-use crate::mutation::mutants::scope::{Scope, line_of, whole_files};
+use crate::mutation::mutants::scope::{Scope, in_tree};
 use tree_sitter::Node;
 
 pub(super) fn scopes(source: &str, ranges: &[(usize, usize)]) -> Vec<Scope> {
-    let Some(tree) = syntax::parse(source) else {
-        return whole_files(source, ranges);
-    };
-    let root = tree.root_node();
-    ranges
-        .iter()
-        .map(|&(start, end)| {
-            let mut cursor = root.walk();
-            let function = root.named_children(&mut cursor).find(|n| {
+    in_tree(syntax::parse(source), source, ranges, |root, start, end| {
+        let mut cursor = root.walk();
+        let function = root
+            .named_children(&mut cursor)
+            .find(|n| {
                 matches!(n.kind(), "function_declaration" | "method_declaration")
                     && n.start_byte() <= start
                     && end <= n.end_byte()
-            });
-            let mut scope = function.map_or_else(
-                || Scope::whole_file(source, start),
-                |function| Scope {
-                    start: function.start_byte(),
-                    end: function.end_byte(),
-                    name: name_of(function, source),
-                    statement_line: 0,
-                },
-            );
-            scope.statement_line =
-                statement_line(root, start).unwrap_or_else(|| line_of(source, start));
-            scope
-        })
-        .collect()
+            })
+            .map(|function| (function, name_of(function, source)));
+        Scope::around(source, start, function, statement_line(root, start))
+    })
 }
 
 /// `Func`, or `Type.Method` for a method (its receiver's type without `*` or type arguments).

@@ -11,9 +11,9 @@
 use super::syntax::{self, text};
 use crate::mutation::mutants::Operator;
 use crate::mutation::mutants::sites::{
-    Candidate, Reparsed, c_like_binary_swaps, candidate, newlines, short,
+    Candidate, Reparsed, c_like_binary_swaps, candidate, newlines, short, token_swap,
 };
-use crate::mutation::mutants::syntax::touches;
+use crate::mutation::mutants::syntax::{changed_operator, touches};
 use std::collections::BTreeSet;
 use tree_sitter::Node;
 
@@ -139,21 +139,12 @@ fn joins_strings(node: Node<'_>) -> bool {
 }
 
 fn binary(node: Node<'_>, changed: &BTreeSet<u32>, found: &mut Vec<Candidate>) {
-    let Some(op) = node.child_by_field_name("operator") else {
+    let Some(op) = changed_operator(node, changed) else {
         return;
     };
-    if !touches(op, changed) {
-        return;
-    }
     let joins_strings = op.kind() == "+" && joins_strings(node);
     for &(operator, to) in binary_swaps(op.kind()) {
-        let mut site = candidate(
-            operator,
-            op,
-            to.to_string(),
-            format!("`{}` -> `{to}`", op.kind()),
-            GO.token(to, "binary_expression"),
-        );
+        let mut site = token_swap(operator, op, to, GO.token(to, "binary_expression"));
         if joins_strings {
             site.unfit = Some("joins strings: `-` does not apply to them".into());
         }
@@ -163,10 +154,10 @@ fn binary(node: Node<'_>, changed: &BTreeSet<u32>, found: &mut Vec<Candidate>) {
 
 /// gremlins' inverted assignments (`+=` ↔ `-=`, …) and removed self-assignments (`+=` → `=`).
 fn assignment(node: Node<'_>, changed: &BTreeSet<u32>, found: &mut Vec<Candidate>) {
-    let Some(op) = node.child_by_field_name("operator") else {
+    let Some(op) = changed_operator(node, changed) else {
         return;
     };
-    if !touches(op, changed) || op.kind() == "=" {
+    if op.kind() == "=" {
         return;
     }
     let inverted: Option<&'static str> = match op.kind() {
@@ -185,11 +176,10 @@ fn assignment(node: Node<'_>, changed: &BTreeSet<u32>, found: &mut Vec<Candidate
     };
     let joins_strings = op.kind() == "+=" && is_string_literal(right_value(node));
     for to in inverted.into_iter().chain(["="]) {
-        let mut site = candidate(
+        let mut site = token_swap(
             Operator::AugmentedAssignment,
             op,
-            to.to_string(),
-            format!("`{}` -> `{to}`", op.kind()),
+            to,
             GO.token(to, "assignment_statement"),
         );
         if joins_strings && to == "-=" {
@@ -223,11 +213,10 @@ fn step(node: Node<'_>, changed: &BTreeSet<u32>, found: &mut Vec<Candidate>) {
         "++" => ("--", "dec_statement"),
         _ => ("++", "inc_statement"),
     };
-    found.push(candidate(
+    found.push(token_swap(
         Operator::IncrementDecrement,
         op,
-        to.to_string(),
-        format!("`{}` -> `{to}`", op.kind()),
+        to,
         GO.token(to, parent),
     ));
 }

@@ -4,42 +4,32 @@
 //! parents, which tree-sitter finds from the root each time (the source chooses the depth).
 
 use super::syntax::{self, Dialect, text};
-use crate::mutation::mutants::scope::{Scope, line_of, whole_files};
+use crate::mutation::mutants::scope::{Scope, in_tree};
 use crate::mutation::mutants::syntax::line;
 use tree_sitter::Node;
 
 pub(super) fn scopes(dialect: Dialect, source: &str, ranges: &[(usize, usize)]) -> Vec<Scope> {
-    let Some(tree) = syntax::parse(dialect, source) else {
-        return whole_files(source, ranges);
-    };
-    ranges
-        .iter()
-        .map(|&(start, end)| {
-            let (function, class, statement) = walk_down(tree.root_node(), start, end);
-            let mut scope = match function {
-                Some(function) => {
-                    let name = function
-                        .child_by_field_name("name")
-                        .map_or("", |name| text(name, source));
-                    let name = match class.and_then(|c| c.child_by_field_name("name")) {
-                        Some(class) if function.kind() == "method_definition" => {
-                            format!("{}.{name}", text(class, source))
-                        }
-                        _ => name.to_owned(),
-                    };
-                    Scope {
-                        start: function.start_byte(),
-                        end: function.end_byte(),
-                        name,
-                        statement_line: 0,
+    in_tree(
+        syntax::parse(dialect, source),
+        source,
+        ranges,
+        |root, start, end| {
+            let (function, class, statement) = walk_down(root, start, end);
+            let function = function.map(|function| {
+                let name = function
+                    .child_by_field_name("name")
+                    .map_or("", |name| text(name, source));
+                let name = match class.and_then(|c| c.child_by_field_name("name")) {
+                    Some(class) if function.kind() == "method_definition" => {
+                        format!("{}.{name}", text(class, source))
                     }
-                }
-                None => Scope::whole_file(source, start),
-            };
-            scope.statement_line = statement.unwrap_or_else(|| line_of(source, start));
-            scope
-        })
-        .collect()
+                    _ => name.to_owned(),
+                };
+                (function, name)
+            });
+            Scope::around(source, start, function, statement)
+        },
+    )
 }
 
 /// The innermost function and class holding `start..end`, and the first line of the innermost

@@ -11,9 +11,9 @@
 use super::syntax::{self, Dialect, text};
 use crate::mutation::mutants::Operator;
 use crate::mutation::mutants::sites::{
-    Candidate, Reparsed, c_like_binary_swaps, candidate, newlines, short,
+    Candidate, Reparsed, c_like_binary_swaps, candidate, newlines, short, token_swap,
 };
-use crate::mutation::mutants::syntax::touches;
+use crate::mutation::mutants::syntax::{changed_operator, touches};
 use std::collections::BTreeSet;
 use tree_sitter::Node;
 
@@ -148,20 +148,11 @@ fn is_text(node: Option<Node<'_>>) -> bool {
 }
 
 fn binary(node: Node<'_>, changed: &BTreeSet<u32>, check: Reparsed, found: &mut Vec<Candidate>) {
-    let Some(op) = node.child_by_field_name("operator") else {
+    let Some(op) = changed_operator(node, changed) else {
         return;
     };
-    if !touches(op, changed) {
-        return;
-    }
     for &(operator, to) in binary_swaps(op.kind()) {
-        let mut site = candidate(
-            operator,
-            op,
-            to.to_string(),
-            format!("`{}` -> `{to}`", op.kind()),
-            check.token(to, "binary_expression"),
-        );
+        let mut site = token_swap(operator, op, to, check.token(to, "binary_expression"));
         // Stryker's rule: a `+` with a string operand joins text.
         if op.kind() == "+"
             && (is_text(node.child_by_field_name("left"))
@@ -179,12 +170,9 @@ fn assignment(
     check: Reparsed,
     found: &mut Vec<Candidate>,
 ) {
-    let Some(op) = node.child_by_field_name("operator") else {
+    let Some(op) = changed_operator(node, changed) else {
         return;
     };
-    if !touches(op, changed) {
-        return;
-    }
     let to = match op.kind() {
         "+=" => "-=",
         "-=" => "+=",
@@ -200,11 +188,10 @@ fn assignment(
         "??=" => "&&=",
         _ => return,
     };
-    let mut site = candidate(
+    let mut site = token_swap(
         Operator::AugmentedAssignment,
         op,
-        to.to_string(),
-        format!("`{}` -> `{to}`", op.kind()),
+        to,
         check.token(to, "augmented_assignment_expression"),
     );
     if op.kind() == "+=" && is_text(node.child_by_field_name("right")) {
@@ -215,18 +202,14 @@ fn assignment(
 
 /// `x++` ↔ `x--`, `++x` ↔ `--x`.
 fn update(node: Node<'_>, changed: &BTreeSet<u32>, check: Reparsed, found: &mut Vec<Candidate>) {
-    let Some(op) = node.child_by_field_name("operator") else {
+    let Some(op) = changed_operator(node, changed) else {
         return;
     };
-    if !touches(op, changed) {
-        return;
-    }
     let to = if op.kind() == "++" { "--" } else { "++" };
-    found.push(candidate(
+    found.push(token_swap(
         Operator::IncrementDecrement,
         op,
-        to.to_string(),
-        format!("`{}` -> `{to}`", op.kind()),
+        to,
         check.token(to, "update_expression"),
     ));
 }

@@ -5,6 +5,8 @@
 
 use crate::mutation::mutants::sites::Reparsed;
 use crate::mutation::mutants::syntax;
+
+pub(crate) use crate::mutation::mutants::syntax::text;
 use tree_sitter::{Node, Tree};
 
 /// Which grammar a file of the language is parsed with, chosen by its name.
@@ -78,10 +80,6 @@ pub(crate) fn parse(dialect: Dialect, source: &str) -> Option<Tree> {
 /// The tree of `source` when it parses cleanly; otherwise the 1-based line of the first problem.
 pub(crate) fn parse_clean(dialect: Dialect, source: &str) -> Result<Tree, u32> {
     syntax::parse_clean(dialect.grammar(), source)
-}
-
-pub(crate) fn text<'s>(node: Node<'_>, source: &'s str) -> &'s str {
-    source.get(node.byte_range()).unwrap_or("")
 }
 
 /// Whether `node` is TypeScript's type-level syntax, which erasure removes: an annotation, a

@@ -4,38 +4,22 @@
 //! continuation lines lack.
 
 use super::syntax;
-use crate::mutation::mutants::scope::{Scope, line_of, whole_files};
+use crate::mutation::mutants::scope::{Scope, in_tree};
 use tree_sitter::Node;
 
 /// The scope of each byte range `(start, end)` of `source`, in order. Every range gets the
 /// whole module when the source does not parse (the caller excluded such files already).
 pub(super) fn scopes(source: &str, ranges: &[(usize, usize)]) -> Vec<Scope> {
-    let Some(tree) = syntax::parse(source) else {
-        return whole_files(source, ranges);
-    };
-    let root = tree.root_node();
-    ranges
-        .iter()
-        .map(|&(start, end)| {
-            let node = root.descendant_for_byte_range(start, end);
-            let mut scope = node
-                .and_then(|node| enclosing_function(node, start, end))
-                .map_or_else(
-                    || Scope::whole_file(source, start),
-                    |node| Scope {
-                        start: node.start_byte(),
-                        end: node.end_byte(),
-                        name: dotted_name(node, source),
-                        statement_line: 0,
-                    },
-                );
-            scope.statement_line = node.and_then(enclosing_statement).map_or_else(
-                || line_of(source, start),
-                |s| s.start_position().row as u32 + 1,
-            );
-            scope
-        })
-        .collect()
+    in_tree(syntax::parse(source), source, ranges, |root, start, end| {
+        let node = root.descendant_for_byte_range(start, end);
+        let function = node
+            .and_then(|node| enclosing_function(node, start, end))
+            .map(|node| (node, dotted_name(node, source)));
+        let statement_line = node
+            .and_then(enclosing_statement)
+            .map(|s| s.start_position().row as u32 + 1);
+        Scope::around(source, start, function, statement_line)
+    })
 }
 
 /// The innermost statement holding `node` (the node itself included): the node whose parent

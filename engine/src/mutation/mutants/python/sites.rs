@@ -4,7 +4,7 @@
 use super::syntax;
 use crate::mutation::mutants::Operator;
 use crate::mutation::mutants::sites::{Candidate, Skip, Verify, newlines, short};
-use crate::mutation::mutants::syntax::Reparser;
+use crate::mutation::mutants::syntax::{Reparser, text};
 
 mod extra;
 use std::collections::BTreeSet;
@@ -504,8 +504,4 @@ fn named(node: Node<'_>) -> Vec<Node<'_>> {
     node.named_children(&mut cursor)
         .filter(|child| child.kind() != "comment")
         .collect()
-}
-
-fn text<'s>(node: Node<'_>, source: &'s str) -> &'s str {
-    source.get(node.byte_range()).unwrap_or("")
 }

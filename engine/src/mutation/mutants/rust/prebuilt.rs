@@ -131,8 +131,8 @@ pub(crate) fn make_switched_run(
     });
 }
 
-/// What a schema build did.
-enum Built {
+/// What a schema build did (Rust's, Go's).
+pub(crate) enum Built {
     /// The build kept its executables.
     Kept(ArtifactRef),
     /// It failed to compile: cargo's messages say why.
@@ -142,7 +142,7 @@ enum Built {
 }
 
 impl Built {
-    fn of(result: &JobResult) -> Self {
+    pub(crate) fn of(result: &JobResult) -> Self {
         match &result.status {
             JobStatus::Completed { exit_code: 0 } => {
                 match result.artifacts.iter().find(|a| a.name == ARTIFACT) {
@@ -157,6 +157,24 @@ impl Built {
             }
             JobStatus::Cancelled => Self::Other("the schema build was cancelled".into()),
         }
+    }
+}
+
+/// The text a failed schema build wrote on `stream` (`stdout`, `stderr`), where its compiler
+/// says why; `Err`: why its `what` (`messages`, `errors`) could not be read, which gives the
+/// schema up.
+pub(crate) async fn build_output(
+    store: &dyn ArtifactStore,
+    result: &JobResult,
+    stream: &str,
+    what: &str,
+) -> Result<String, String> {
+    match read_named(store, result, stream).await {
+        Ok(bytes) => Ok(String::from_utf8_lossy(&bytes.unwrap_or_default()).into_owned()),
+        Err(e) => Err(format!(
+            "the schema build's {what} could not be read: {}",
+            error_chain(&e)
+        )),
     }
 }
 
@@ -330,14 +348,9 @@ pub async fn build<E: Send>(
             Built::Other(why) => break why,
             Built::Failed => {}
         }
-        let json = match read_named(store, &result, "stdout").await {
-            Ok(bytes) => String::from_utf8_lossy(&bytes.unwrap_or_default()).into_owned(),
-            Err(e) => {
-                break format!(
-                    "the schema build's messages could not be read: {}",
-                    error_chain(&e)
-                );
-            }
+        let json = match build_output(store, &result, "stdout", "messages").await {
+            Ok(json) => json,
+            Err(why) => break why,
         };
         match blame_failed_build(&json, &schemas) {
             Blamed::Unviable(own) => {

@@ -3,47 +3,30 @@
 //! or the whole file outside any function; and the first line of its statement.
 
 use super::syntax::{self, text};
-use crate::mutation::mutants::scope::{Scope, line_of, whole_files};
+use crate::mutation::mutants::scope::{Scope, in_tree};
 use tree_sitter::Node;
 
 pub(super) fn scopes(source: &str, ranges: &[(usize, usize)]) -> Vec<Scope> {
-    let Some(tree) = syntax::parse(source) else {
-        return whole_files(source, ranges);
-    };
-    let root = tree.root_node();
-    ranges
-        .iter()
-        .map(|&(start, end)| {
-            let node = root.descendant_for_byte_range(start, end);
-            let mut scope = node
-                .and_then(|node| {
-                    std::iter::successors(Some(node), |n| n.parent()).find(|n| {
-                        n.kind() == "function_item"
-                            && n.start_byte() <= start
-                            && end <= n.end_byte()
+    in_tree(syntax::parse(source), source, ranges, |root, start, end| {
+        let node = root.descendant_for_byte_range(start, end);
+        let function = node
+            .and_then(|node| {
+                std::iter::successors(Some(node), |n| n.parent()).find(|n| {
+                    n.kind() == "function_item" && n.start_byte() <= start && end <= n.end_byte()
+                })
+            })
+            .map(|function| (function, path_name(function, source)));
+        let statement_line = node
+            .and_then(|node| {
+                std::iter::successors(Some(node), |n| n.parent()).find(|n| {
+                    n.parent().is_some_and(|p| {
+                        matches!(p.kind(), "block" | "declaration_list" | "source_file")
                     })
                 })
-                .map_or_else(
-                    || Scope::whole_file(source, start),
-                    |function| Scope {
-                        start: function.start_byte(),
-                        end: function.end_byte(),
-                        name: path_name(function, source),
-                        statement_line: 0,
-                    },
-                );
-            scope.statement_line = node
-                .and_then(|node| {
-                    std::iter::successors(Some(node), |n| n.parent()).find(|n| {
-                        n.parent().is_some_and(|p| {
-                            matches!(p.kind(), "block" | "declaration_list" | "source_file")
-                        })
-                    })
-                })
-                .map_or_else(|| line_of(source, start), syntax::line);
-            scope
-        })
-        .collect()
+            })
+            .map(syntax::line);
+        Scope::around(source, start, function, statement_line)
+    })
 }
 
 /// `outer::Type::method`: the names of the modules, `impl` types, traits and functions around

@@ -7,8 +7,10 @@
 use super::syntax::{self, is_const_fn, is_test_code, text};
 use super::values;
 use crate::mutation::mutants::Operator;
-use crate::mutation::mutants::sites::{Candidate, Reparsed, candidate, newlines, short};
-use crate::mutation::mutants::syntax::touches;
+use crate::mutation::mutants::sites::{
+    Candidate, Reparsed, candidate, newlines, short, token_swap,
+};
+use crate::mutation::mutants::syntax::{changed_operator, touches};
 use std::collections::BTreeSet;
 use tree_sitter::Node;
 
@@ -145,12 +147,9 @@ fn binary_swaps(operator: &str) -> Option<(Operator, &'static [&'static str])> {
 }
 
 fn binary(node: Node<'_>, changed: &BTreeSet<u32>, found: &mut Vec<Candidate>) {
-    let Some(op) = node.child_by_field_name("operator") else {
+    let Some(op) = changed_operator(node, changed) else {
         return;
     };
-    if !touches(op, changed) {
-        return;
-    }
     let Some((operator, swaps)) = binary_swaps(op.kind()) else {
         return;
     };
@@ -158,13 +157,7 @@ fn binary(node: Node<'_>, changed: &BTreeSet<u32>, found: &mut Vec<Candidate>) {
     // itself a `let` has no `||` form.
     let in_let_chain = node.parent().is_some_and(|p| p.kind() == "let_chain");
     for to in swaps.iter().copied() {
-        let mut site = candidate(
-            operator,
-            op,
-            to.to_string(),
-            format!("`{}` -> `{to}`", op.kind()),
-            RUST.token(to, "binary_expression"),
-        );
+        let mut site = token_swap(operator, op, to, RUST.token(to, "binary_expression"));
         if in_let_chain {
             site.unfit = Some("part of an `if let` chain".into());
         }
@@ -173,12 +166,9 @@ fn binary(node: Node<'_>, changed: &BTreeSet<u32>, found: &mut Vec<Candidate>) {
 }
 
 fn compound(node: Node<'_>, changed: &BTreeSet<u32>, found: &mut Vec<Candidate>) {
-    let Some(op) = node.child_by_field_name("operator") else {
+    let Some(op) = changed_operator(node, changed) else {
         return;
     };
-    if !touches(op, changed) {
-        return;
-    }
     let Some(plain) = op.kind().strip_suffix('=') else {
         return;
     };
@@ -199,11 +189,10 @@ fn compound(node: Node<'_>, changed: &BTreeSet<u32>, found: &mut Vec<Candidate>)
             "^" => "^=",
             _ => continue,
         };
-        found.push(candidate(
+        found.push(token_swap(
             Operator::AugmentedAssignment,
             op,
-            to.to_string(),
-            format!("`{}` -> `{to}`", op.kind()),
+            to,
             RUST.token(to, "compound_assignment_expr"),
         ));
     }

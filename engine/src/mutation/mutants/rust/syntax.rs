@@ -4,7 +4,7 @@
 use crate::mutation::mutants::syntax;
 use tree_sitter::{Node, Tree};
 
-pub(crate) use crate::mutation::mutants::syntax::line;
+pub(crate) use crate::mutation::mutants::syntax::{line, text};
 
 /// The grammar this language's files are parsed with.
 pub(crate) fn grammar() -> tree_sitter::Language {
@@ -19,10 +19,6 @@ pub(crate) fn parse(source: &str) -> Option<Tree> {
 /// The tree of `source` when it parses cleanly; otherwise the 1-based line of the first problem.
 pub(crate) fn parse_clean(source: &str) -> Result<Tree, u32> {
     syntax::parse_clean(tree_sitter_rust::LANGUAGE.into(), source)
-}
-
-pub(crate) fn text<'s>(node: Node<'_>, source: &'s str) -> &'s str {
-    source.get(node.byte_range()).unwrap_or("")
 }
 
 /// The outer attributes of an item: the `attribute_item`s right before it.

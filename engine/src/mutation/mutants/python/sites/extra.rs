@@ -4,20 +4,14 @@
 
 use super::{Expect, Unshifted, named, shifted, text};
 use crate::mutation::mutants::Operator;
-use crate::mutation::mutants::sites::{Candidate, candidate, newlines, short};
-use crate::mutation::mutants::syntax::touches;
+use crate::mutation::mutants::sites::{Candidate, candidate, newlines, short, token_swap};
+use crate::mutation::mutants::syntax::{changed_operator, touches};
 use std::collections::BTreeSet;
 use tree_sitter::Node;
 
 /// A token swapped for another in place, e.g. `+` -> `-` inside a `binary_operator`.
 fn token(operator: Operator, node: Node<'_>, to: &'static str, parent: &'static str) -> Candidate {
-    candidate(
-        operator,
-        node,
-        to.to_string(),
-        format!("`{}` -> `{to}`", node.kind()),
-        Expect::Token(to, parent),
-    )
+    token_swap(operator, node, to, Expect::Token(to, parent))
 }
 
 pub(super) fn visit(
@@ -133,12 +127,9 @@ fn in_dunder_list(node: Node<'_>, source: &str) -> bool {
 }
 
 fn arithmetic(node: Node<'_>, source: &str, changed: &BTreeSet<u32>, found: &mut Vec<Candidate>) {
-    let Some(op) = node.child_by_field_name("operator") else {
+    let Some(op) = changed_operator(node, changed) else {
         return;
     };
-    if !touches(op, changed) {
-        return;
-    }
     let to = match op.kind() {
         "+" => "-",
         "-" => "+",
@@ -328,12 +319,9 @@ fn arguments(node: Node<'_>, source: &str, changed: &BTreeSet<u32>, found: &mut 
 }
 
 fn augmented(node: Node<'_>, changed: &BTreeSet<u32>, found: &mut Vec<Candidate>) {
-    let Some(op) = node.child_by_field_name("operator") else {
+    let Some(op) = changed_operator(node, changed) else {
         return;
     };
-    if !touches(op, changed) {
-        return;
-    }
     let swapped = match op.kind() {
         "+=" => "-=",
         "-=" => "+=",

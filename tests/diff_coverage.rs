@@ -231,6 +231,72 @@ fn a_node_proof_names_the_changed_lines_its_proving_tests_did_not_execute() {
     }
 }
 
+/// TypeScript runs as the JavaScript its types erase to: the coverage run's erasure writes
+/// each file's source map inline, and the changed lines are named by the TypeScript the change
+/// wrote. The fix ran; the new `clamp`, which no test calls, did not; a type alias holds no
+/// code that runs.
+#[test]
+fn a_typescript_proof_names_the_changed_typescript_lines_its_tests_did_not_execute() {
+    let repo = Repo::new();
+    let tests = "import { test } from 'node:test';\nimport assert from 'node:assert/strict';\nimport { pages } from '../src/pager.js';\n\ntest('full pages are counted', () => {\n  assert.equal(pages({ items: 10, per: 5 }), 2);\n});\n";
+    repo.write(
+        "package.json",
+        "{ \"name\": \"pager\", \"version\": \"1.0.0\", \"type\": \"module\" }\n",
+    )
+    .write(
+        "src/pager.ts",
+        "export interface Listing { items: number; per: number }\n\nexport function pages({ items, per }: Listing): number {\n  return Math.floor(items / per);\n}\n",
+    )
+    .write("test/pager.test.ts", tests);
+    repo.commit("pager");
+    repo.write(
+        "src/pager.ts",
+        "export interface Listing { items: number; per: number }\n\nexport function pages({ items, per }: Listing): number {\n  return Math.ceil(items / per);\n}\n\nexport type Page = number;\n\nexport function clamp(page: Page, last: Page): Page {\n  if (page > last) {\n    return last;\n  }\n  return page;\n}\n",
+    )
+    .write(
+        "test/pager.test.ts",
+        &format!("{tests}\ntest('a partial last page is counted', () => {{\n  assert.equal(pages({{ items: 11, per: 5 }}), 3);\n}});\n"),
+    );
+    repo.commit("pager: count the last partial page; clamp pages");
+    let run = support::prove(
+        &repo,
+        &[
+            "--base",
+            "HEAD~1",
+            "--no-mutation",
+            "--criterion",
+            "test: \"a partial last page is counted\"",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.explain());
+    let coverage = &run.evidence.as_ref().expect("evidence")["diff_coverage"];
+    assert_eq!(coverage["tool"], "node V8 coverage", "{coverage:#}");
+    assert!(coverage.get("note").is_none(), "{coverage:#}");
+    assert_eq!(
+        coverage["unmeasured_files"],
+        serde_json::json!([]),
+        "{coverage:#}"
+    );
+    // One hunk (the fix, then `clamp` after one unchanged line): the fix ran, `clamp`'s body
+    // did not, and neither its type alias nor the interface is code.
+    let hunks = support::coverage_hunks(coverage);
+    assert_eq!(
+        hunks,
+        [(
+            "src/pager.ts".to_owned(),
+            4,
+            "partly_executed".to_owned(),
+            vec![10, 11, 12, 13]
+        )],
+        "{coverage:#}"
+    );
+    assert!(
+        run.stdout.contains("not executed: src/pager.ts:10-13"),
+        "{}",
+        run.explain()
+    );
+}
+
 /// The guest writes the coverage: a test that plants a V8 file of its own, with a range past
 /// the changed file's end, gets the record refused with why, and the verdict is untouched.
 #[test]

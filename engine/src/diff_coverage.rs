@@ -9,6 +9,7 @@
 //! same ones.
 
 pub mod lcov;
+mod source_map;
 pub mod v8;
 
 /// More than any real coverage run's report (V8's, lcov's); a bigger one is refused unread
@@ -112,7 +113,8 @@ pub fn plan(proof: &PreparedProof) -> Option<Plan> {
     };
     let proving = on_candidate(JobKind::Targeted).or_else(|| on_candidate(JobKind::Stability))?;
     let tool = proof.runner.runner().coverage()?;
-    // A TypeScript tree's command erases its types first: the tool wraps the command after.
+    // A TypeScript tree's command erases its types first: the tool wraps the command after,
+    // and the erasure writes source maps, which lead V8's offsets back to the TypeScript.
     let erased = typescript::erased_from(&proving.command);
     let proving_command = erased.unwrap_or(&proving.command);
     let command = match tool {
@@ -122,7 +124,7 @@ pub fn plan(proof: &PreparedProof) -> Option<Plan> {
         CoverageTool::CargoLlvmCov => lcov::command(proving_command),
     }
     .map(|command| match erased {
-        Some(_) => typescript::erasing(command),
+        Some(_) => typescript::erasing_mapped(command),
         None => command,
     });
     Some(match command {

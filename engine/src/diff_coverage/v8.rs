@@ -9,8 +9,15 @@
 //! range holding its first character has a count above 0 in any process. The report is the
 //! guest's and is read as hostile: bounded, every offset checked against the file's length, a
 //! URL outside the tree's root ignored.
+//!
+//! A TypeScript file runs as the JavaScript its types erase to; the coverage run's erasure
+//! writes each file's source map inline, node's coverage carries the maps of the scripts it
+//! loaded (`source-map-cache`), and a changed TypeScript line is read at the first place of
+//! the JavaScript its map leads to ([`super::source_map`]).
 
-use assay_common::diff_coverage::{ChangedSource, MeasuredFile};
+use super::source_map;
+use crate::mutation::mutants::javascript::typescript;
+use assay_common::diff_coverage::{ChangedSource, CodeLine, MeasuredFile};
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -36,7 +43,11 @@ for (const name of fs.readdirSync(dir).sort()) {
   const result = (Array.isArray(data.result) ? data.result : [])
     .filter((s) => typeof s.url === "string" && s.url.startsWith(root))
     .map((s) => ({ url: s.url, functions: (s.functions || []).map((f) => ({ ranges: f.ranges })) }));
-  processes.push({ result });
+  const cache = data["source-map-cache"] || {};
+  const maps = Object.keys(cache)
+    .filter((url) => url.startsWith(root) && typeof cache[url]?.data?.mappings === "string")
+    .map((url) => ({ url, lineLengths: cache[url].lineLengths, mappings: cache[url].data.mappings }));
+  processes.push({ result, maps });
 }
 fs.writeFileSync(out, JSON.stringify({ root, exit: run.status, processes }));
 fs.rmSync(dir, { recursive: true, force: true });
@@ -101,6 +112,14 @@ pub enum V8Error {
         /// The file's length.
         length: u32,
     },
+    /// The source map of a changed TypeScript file's JavaScript cannot be read.
+    #[error("the source map of {path}'s JavaScript cannot be read: {why}")]
+    SourceMap {
+        /// The changed TypeScript file.
+        path: String,
+        /// What is wrong with it.
+        why: String,
+    },
 }
 
 /// The wrapper's report.
@@ -110,10 +129,22 @@ struct Report {
     processes: Vec<Process>,
 }
 
-/// One process's coverage: the scripts it loaded.
+/// One process's coverage: the scripts it loaded, and the source maps of those that had one.
 #[derive(Deserialize)]
 struct Process {
     result: Vec<Script>,
+    #[serde(default)]
+    maps: Vec<MappedScript>,
+}
+
+/// A loaded script's source map, as node's coverage gives it: the script's lines' lengths
+/// (UTF-16 code units, each line ended by one character) and the map's `mappings`.
+#[derive(Deserialize)]
+struct MappedScript {
+    url: String,
+    #[serde(rename = "lineLengths")]
+    line_lengths: Vec<u32>,
+    mappings: String,
 }
 
 /// One script and its functions, as V8 gives them.
@@ -139,10 +170,10 @@ struct Range {
     count: u64,
 }
 
-/// Per changed JavaScript file the report measured: its changed code lines as statements, and
-/// those a process executed. A file no process loaded is absent (the judge lists it as not
-/// measured), as is one that is not JavaScript node runs as it is (`.ts`: its offsets would be
-/// a compiler's output's).
+/// Per changed JavaScript or TypeScript file the report measured: its changed code lines as
+/// statements (a TypeScript file's, those its source map names), and those a process
+/// executed. A file no process loaded is absent (the judge lists it as not measured), as is a
+/// TypeScript file whose JavaScript came with no map.
 pub fn measured(
     bytes: &[u8],
     sources: &[ChangedSource],
@@ -156,19 +187,34 @@ pub fn measured(
             root: report.root.chars().take(200).collect(),
         });
     }
-    let by_path: BTreeMap<&str, &ChangedSource> = sources
+    // By the JavaScript node runs: a changed JavaScript file itself, a TypeScript file's erasure.
+    let by_script: BTreeMap<String, &ChangedSource> = sources
         .iter()
-        .filter(|s| is_plain_javascript(s.path.as_str()))
-        .map(|s| (s.path.as_str(), s))
+        .filter_map(|s| Some((runs_as(s.path.as_str())?, s)))
         .collect();
     let mut files: BTreeMap<String, MeasuredFile> = BTreeMap::new();
     for process in &report.processes {
+        let maps: BTreeMap<String, &MappedScript> = process
+            .maps
+            .iter()
+            .filter_map(|m| Some((tree_path_of(&m.url, &report.root)?, m)))
+            .collect();
         for script in &process.result {
             let Some(path) = tree_path_of(&script.url, &report.root) else {
                 continue;
             };
-            let Some(source) = by_path.get(path.as_str()) else {
+            let Some(&changed) = by_script.get(&path) else {
                 continue;
+            };
+            let mapped;
+            let source = if changed.path.as_str() == path {
+                changed
+            } else {
+                let Some(map) = maps.get(&path) else {
+                    continue;
+                };
+                mapped = through_map(changed, map)?;
+                &mapped
             };
             let ranges: Vec<Range> = script
                 .functions
@@ -176,21 +222,70 @@ pub fn measured(
                 .flat_map(|f| f.ranges.iter().copied())
                 .collect();
             let executed = executed_lines(source, &ranges)?;
-            let file = files.entry(path).or_insert_with(|| MeasuredFile {
-                statements: source.lines.iter().map(|l| l.line).collect(),
-                executed: BTreeSet::new(),
-            });
+            let file = files
+                .entry(changed.path.to_string())
+                .or_insert_with(|| MeasuredFile {
+                    statements: BTreeSet::new(),
+                    executed: BTreeSet::new(),
+                });
+            file.statements.extend(source.lines.iter().map(|l| l.line));
             file.executed.extend(executed);
         }
     }
     Ok(files)
 }
 
-/// `.js`, `.mjs`, `.cjs`: what node runs as written.
-fn is_plain_javascript(path: &str) -> bool {
-    [".js", ".mjs", ".cjs"]
+/// The JavaScript node runs for the changed file at `path`: `.js`, `.mjs` and `.cjs` as
+/// written, TypeScript as its types erase to; `None` for anything else.
+fn runs_as(path: &str) -> Option<String> {
+    if [".js", ".mjs", ".cjs"]
         .iter()
         .any(|ext| path.ends_with(ext))
+    {
+        return Some(path.to_owned());
+    }
+    typescript::erases(path)
+}
+
+/// A changed TypeScript file's changed code lines at the places of its JavaScript that `map`
+/// leads them to, in the JavaScript's order, with the JavaScript's length: a line the map
+/// names no place for is no statement.
+fn through_map(changed: &ChangedSource, map: &MappedScript) -> Result<ChangedSource, V8Error> {
+    let refused = |why: String| V8Error::SourceMap {
+        path: changed.path.to_string(),
+        why,
+    };
+    let firsts = source_map::first_places(&map.mappings).map_err(|e| refused(e.to_string()))?;
+    // Each generated line's offset: the lines before it and the one character ending each.
+    let mut starts = Vec::with_capacity(map.line_lengths.len());
+    let mut at = 0u64;
+    for length in &map.line_lengths {
+        starts.push(at);
+        at += u64::from(*length) + 1;
+    }
+    let length = u32::try_from(at.saturating_sub(1))
+        .map_err(|_| refused(format!("its lines add up to {at} characters")))?;
+    let mut lines: Vec<CodeLine> = changed
+        .lines
+        .iter()
+        .filter_map(|line| {
+            let place = firsts.get(&line.line.checked_sub(1)?)?;
+            let index = usize::try_from(place.line).ok()?;
+            let line_length = *map.line_lengths.get(index)?;
+            let start = u32::try_from(starts[index] + u64::from(place.column)).ok()?;
+            (place.column <= line_length).then_some(CodeLine {
+                line: line.line,
+                start,
+                end: start,
+            })
+        })
+        .collect();
+    lines.sort_by_key(|l| (l.start, l.line));
+    Ok(ChangedSource {
+        path: changed.path.clone(),
+        length,
+        lines,
+    })
 }
 
 /// The tree path a script's URL names under `root`: percent-decoded, its query and fragment
@@ -377,6 +472,66 @@ mod tests {
         );
         let bytes = report("file:///scratch/tree/lib/pager.ts", all);
         assert!(measured(bytes.as_bytes(), &[ts]).expect("read").is_empty());
+    }
+
+    /// TypeScript 4.8's erasure of a pager with an interface, its inline map as node's coverage
+    /// carries it, and V8's ranges of a run whose partial page never came.
+    const TYPED_PAGER: &str = "interface Page { n: number }\nexport function pageCount(total: number, size: number): number {\n  const full: number = Math.floor(total / size);\n  if (total % size > 0) {\n    return full + 1;\n  }\n  return full;\n}\n";
+    const TYPED_PAGER_MAP: &str = r#"{"url":"file:///scratch/tree/lib/pager.js","lineLengths":[13,62,27,33,42,27,24,5,16,1,30,474],"mappings":";;;AACA,SAAgB,SAAS,CAAC,KAAa,EAAE,IAAY;IACnD,MAAM,IAAI,GAAW,IAAI,CAAC,KAAK,CAAC,KAAK,GAAG,IAAI,CAAC,CAAC;IAC9C,IAAI,KAAK,GAAG,IAAI,GAAG,CAAC,EAAE;QACpB,OAAO,IAAI,GAAG,CAAC,CAAC;KACjB;IACD,OAAO,IAAI,CAAC;AACd,CAAC;AAND,8BAMC"}"#;
+    const TYPED_PAGER_RANGES: &str = r#"[{"startOffset":0,"endOffset":765,"count":1},{"startOffset":105,"endOffset":259,"count":1},{"startOffset":208,"endOffset":240,"count":0}]"#;
+
+    fn typed_report(maps: &str) -> String {
+        format!(
+            r#"{{"root":"file:///scratch/tree/","processes":[{{"result":[{{"url":"file:///scratch/tree/lib/pager.js","functions":[{{"ranges":{TYPED_PAGER_RANGES}}}]}}],"maps":[{maps}]}}]}}"#
+        )
+    }
+
+    #[test]
+    fn a_typescript_file_is_read_through_its_javascripts_source_map() {
+        let ts = changed_source(
+            TreePath::new("lib/pager.ts").expect("a tree path"),
+            TYPED_PAGER,
+            &(1..=8).collect(),
+        );
+        let files = measured(
+            typed_report(TYPED_PAGER_MAP).as_bytes(),
+            std::slice::from_ref(&ts),
+        )
+        .expect("read");
+        let file = files
+            .get("lib/pager.ts")
+            .expect("the TypeScript file, by its own name");
+        // The interface erases to nothing: no statement. The partial page's return never ran.
+        assert_eq!(
+            file.statements.iter().copied().collect::<Vec<_>>(),
+            [2, 3, 4, 5, 6, 7, 8]
+        );
+        assert_eq!(
+            file.executed.iter().copied().collect::<Vec<_>>(),
+            [2, 3, 4, 6, 7, 8]
+        );
+        // Without its map the JavaScript's offsets say nothing of the TypeScript: not measured.
+        assert!(
+            measured(typed_report("").as_bytes(), std::slice::from_ref(&ts))
+                .expect("read")
+                .is_empty()
+        );
+        // The map is the guest's: a broken one refuses the record, a place past its line is
+        // no statement, and lines too long for offsets are refused.
+        let broken = TYPED_PAGER_MAP.replace(";;;AACA", ";;;AA!A");
+        let err = measured(typed_report(&broken).as_bytes(), std::slice::from_ref(&ts))
+            .expect_err("broken");
+        assert!(
+            err.to_string().contains("source map of lib/pager.ts"),
+            "{err}"
+        );
+        let short =
+            TYPED_PAGER_MAP.replace("33,42,27,24,5,16,1,30,474]", "33,0,27,24,5,16,1,30,516]");
+        let files =
+            measured(typed_report(&short).as_bytes(), std::slice::from_ref(&ts)).expect("read");
+        assert!(!files["lib/pager.ts"].statements.contains(&3), "{files:?}");
+        let long = TYPED_PAGER_MAP.replace("[13,", "[4294967295,4294967295,");
+        assert!(measured(typed_report(&long).as_bytes(), std::slice::from_ref(&ts)).is_err());
     }
 
     #[test]

@@ -7,15 +7,17 @@
 // project's tsconfig.json gives the options (unset: ES2022 and esModuleInterop, as `tsc --init`
 // writes them), except where the output goes, which module system it is (node's rule: `.mts`
 // ES module, `.cts` CommonJS, `.ts` as the nearest package.json's "type" says) and what else it
-// writes (no maps, no declarations).
+// writes (no declarations, and no maps but where `write-mapped` asks).
 // MODE `emit` prints {"schema", "compiler", "files": {PATH: TEXT}} on stdout; `write` writes
-// the files. A file the compiler cannot read is named on stderr. Without a compiler, `emit`
+// the files; `write-mapped` writes them each with its source map inline, so that node's V8
+// coverage can name the TypeScript lines that ran (the diff coverage run). A file the compiler cannot read is named on stderr. Without a compiler, `emit`
 // exits 3 and `write` says so on stderr and exits 0, so the tests run as they would have.
 'use strict';
 const fs = require('fs');
 const path = require('path');
 
 const mode = process.argv[2];
+const writes = mode === 'write' || mode === 'write-mapped';
 const root = process.cwd();
 
 function compiler() {
@@ -67,12 +69,12 @@ function isModule(file) {
 }
 
 const found = sources(root, []).sort();
-if (found.length === 0 && mode === 'write') process.exit(0);
+if (found.length === 0 && writes) process.exit(0);
 const ts = compiler();
 if (ts === null) {
   process.stderr.write('assay: TypeScript cannot run here: neither the project (node_modules/typescript) nor the system (`tsc` on PATH, Debian\'s node-typescript) has its compiler, so its types are not erased (hint: install node-typescript where the tests run)\n');
   // In place, the tests still run: a JavaScript project's stray `.ts` file does not stop them.
-  process.exit(mode === 'write' ? 0 : 3);
+  process.exit(writes ? 0 : 3);
 }
 let options = {};
 if (fs.existsSync(path.join(root, 'tsconfig.json'))) {
@@ -88,7 +90,8 @@ for (const key of ['outDir', 'outFile', 'rootDir', 'declarationDir', 'moduleReso
 }
 Object.assign(options, {
   noEmit: false, declaration: false, declarationMap: false, emitDeclarationOnly: false,
-  sourceMap: false, inlineSourceMap: false, inlineSources: false, composite: false, incremental: false,
+  sourceMap: false, inlineSourceMap: mode === 'write-mapped', inlineSources: false, composite: false,
+  incremental: false,
 });
 // Unset, as `tsc --init` writes them: `import assert from 'node:assert'` works in CommonJS.
 if (options.target === undefined) options.target = ts.ScriptTarget.ES2022;
@@ -106,12 +109,12 @@ for (const file of found) {
     process.stderr.write(`assay: ${file}: ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}\n`);
   }
   const target = file.replace(/\.([cm]?)ts$/, '.$1js');
-  if (mode === 'write') {
+  if (writes) {
     fs.writeFileSync(path.join(root, target), out.outputText);
   } else {
     files[target] = out.outputText;
   }
 }
-if (mode !== 'write') {
+if (!writes) {
   process.stdout.write(JSON.stringify({ schema: 'assay.erased-types/v1', compiler: ts.version, files }));
 }

@@ -28,6 +28,11 @@ const ERASING_SCRIPT: &str = r#"node=$1; shift
 "$node" -e "$0" assay-erase-types write || exit $?
 exec "$@""#;
 
+/// [`ERASING_SCRIPT`] with each JavaScript file's source map inline, for the diff coverage run.
+const ERASING_MAPPED_SCRIPT: &str = r#"node=$1; shift
+"$node" -e "$0" assay-erase-types write-mapped || exit $?
+exec "$@""#;
+
 /// Whether a tree holding `paths` has TypeScript node must run erased: a source file that is
 /// not a declaration file, outside `node_modules/`.
 pub fn has_typescript<'p>(mut paths: impl Iterator<Item = &'p str>) -> bool {
@@ -60,7 +65,9 @@ pub fn is_erasing(command: &[String]) -> bool {
 
 /// The command an [`erasing`] one runs once the types are erased; `None` for any other.
 pub fn erased_from(command: &[String]) -> Option<&[String]> {
-    let erasing = command.get(2).is_some_and(|a| a == ERASING_SCRIPT)
+    let erasing = command
+        .get(2)
+        .is_some_and(|a| a == ERASING_SCRIPT || a == ERASING_MAPPED_SCRIPT)
         && command.get(3).is_some_and(|a| a == ERASE_SCRIPT);
     command.get(5..).filter(|_| erasing)
 }
@@ -138,10 +145,20 @@ pub fn emit_command(prefix: &[String]) -> Vec<String> {
 
 /// `command`, after the tree's types are erased in place by the node it runs (or node on PATH).
 pub fn erasing(command: Vec<String>) -> Vec<String> {
+    erasing_with(ERASING_SCRIPT, command)
+}
+
+/// [`erasing`], each JavaScript file with its source map inline: node's V8 coverage then
+/// carries the maps (`source-map-cache`), which lead its offsets back to TypeScript lines.
+pub fn erasing_mapped(command: Vec<String>) -> Vec<String> {
+    erasing_with(ERASING_MAPPED_SCRIPT, command)
+}
+
+fn erasing_with(script: &str, command: Vec<String>) -> Vec<String> {
     let mut argv = vec![
         "sh".to_owned(),
         "-c".to_owned(),
-        ERASING_SCRIPT.to_owned(),
+        script.to_owned(),
         ERASE_SCRIPT.to_owned(),
         node_of(&command),
     ];

@@ -651,6 +651,84 @@ fn an_endless_mutant_stops_at_a_limit_from_its_own_test_files_time_not_the_whole
     );
 }
 
+/// A component in TSX, built by the project's own factory (`"jsxFactory": "h"`, as Preact's
+/// projects set it), tested by a TSX test module: its JSX is erased to calls of `h`, its
+/// markup is never a mutant, and the schema's statuses equal a run per mutant's.
+#[test]
+fn a_tsx_component_is_mutated_with_its_jsx_erased_and_agrees_with_a_run_per_mutant() {
+    let repo = Repo::new();
+    repo.write(
+        "package.json",
+        "{ \"name\": \"badges\", \"version\": \"1.0.0\", \"type\": \"module\" }\n",
+    )
+    .write(
+        "tsconfig.json",
+        "{ \"compilerOptions\": { \"strict\": true, \"jsx\": \"react\", \"jsxFactory\": \"h\" } }\n",
+    )
+    .write(
+        "src/h.ts",
+        "export type Child = string | number | boolean | null | undefined;\n\nexport function h(tag: string, props: Record<string, string> | null, ...children: Child[]): string {\n  const attributes = Object.entries(props ?? {}).map(([name, value]) => ` ${name}=\"${value}\"`).join('');\n  const inner = children.filter((c) => c !== false && c !== null && c !== undefined).join('');\n  return `<${tag}${attributes}>${inner}</${tag}>`;\n}\n",
+    )
+    .write(
+        "src/badge.tsx",
+        "import { h } from './h.js';\n\nexport interface BadgeProps { count: number; label: string }\n\nexport function Badge({ count, label }: BadgeProps): string {\n  const shown = count > 99 ? '99+' : String(count);\n  return (\n    <span className=\"badge\" title={label}>\n      {count > 0 && <b>{shown}</b>}\n      {label}\n    </span>\n  );\n}\n",
+    )
+    .write(
+        "test/badge.test.tsx",
+        "import { test } from 'node:test';\nimport assert from 'node:assert/strict';\nimport { h } from '../src/h.js';\nimport { Badge } from '../src/badge.js';\n\ntest('a badge shows its count and label', () => {\n  assert.equal(Badge({ count: 3, label: 'inbox' }), '<span className=\"badge\" title=\"inbox\"><b>3</b>inbox</span>');\n});\n\ntest('an empty badge shows its label only', () => {\n  assert.equal(Badge({ count: 0, label: 'inbox' }), <span className=\"badge\" title=\"inbox\">inbox</span>);\n});\n",
+    );
+    repo.commit("badges");
+    let schema_dir = tempfile::tempdir().expect("temp dir");
+    let schema = mutate(&repo, &schema_dir);
+    assert_eq!(schema.code, 5, "{}", schema.explain());
+    let doc = schema.evidence.as_ref().expect("report");
+    let files: Vec<&String> = doc["files"].as_object().expect("files").keys().collect();
+    assert_eq!(files, ["src/badge.tsx", "src/h.ts"], "{:#}", doc["assay"]);
+    assert_eq!(
+        doc["assay"]["schemata"]["held"], doc["assay"]["summary"]["mutants"],
+        "{:#}",
+        doc["assay"]
+    );
+    let badge = doc["files"]["src/badge.tsx"]["mutants"]
+        .as_array()
+        .expect("mutants");
+    for mutant in badge {
+        let original = mutant["mutatorName"].as_str().unwrap_or("");
+        let replacement = mutant["replacement"].as_str().unwrap_or("");
+        assert!(
+            !replacement.contains("badge") && !original.is_empty(),
+            "markup mutated: {mutant:#}"
+        );
+    }
+    let killed = |line: u64| {
+        badge
+            .iter()
+            .any(|m| m["location"]["start"]["line"] == line && m["status"] == "Killed")
+    };
+    assert!(killed(9), "the count's guard inside the JSX: {badge:#?}");
+    assert!(
+        badge
+            .iter()
+            .any(|m| m["location"]["start"]["line"] == 6 && m["status"] == "Survived"),
+        "no test shows a count over 99: {badge:#?}"
+    );
+    let alone_dir = tempfile::tempdir().expect("temp dir");
+    let alone = mutate_with(&repo, &alone_dir, &[("ASSAY_MUTATE_SCHEMATA", "0")]);
+    assert_eq!(alone.code, 5, "{}", alone.explain());
+    agreeing(doc, alone.evidence.as_ref().expect("report"));
+    let test_files: Vec<&String> = doc["testFiles"]
+        .as_object()
+        .expect("testFiles")
+        .keys()
+        .collect();
+    assert_eq!(
+        test_files,
+        ["test/badge.test.tsx"],
+        "{:#}",
+        doc["testFiles"]
+    );
+}
+
 /// A TypeScript package (`"type": "module"`, node16 resolution, an `outDir` the erasure
 /// ignores): an ES module with types of every kind, a CommonJS `.cts` module, a declaration
 /// file, and tests in TypeScript that import the sources' JavaScript names.

@@ -1,7 +1,9 @@
 // Assay's TypeScript erasure, run by node where the tests run (`node -e SCRIPT assay-erase-types
-// MODE`): every `.ts`, `.mts` and `.cts` file of the tree in the working directory (not a
-// declaration file, nothing under node_modules/ or .git/) transpiled file by file to the
-// JavaScript beside it (`.js`, `.mjs`, `.cjs`): types removed, nothing type-checked, as tsx,
+// MODE`): every `.ts`, `.mts`, `.cts` and `.tsx` file of the tree in the working directory (not
+// a declaration file, nothing under node_modules/ or .git/) transpiled file by file to the
+// JavaScript beside it (`.js`, `.mjs`, `.cjs`; `.tsx` to `.js`, its JSX as calls: the project's
+// `jsx` option, React's classic `createElement` (or a file's `@jsx` pragma) where it sets none,
+// since node runs no JSX): types removed, nothing type-checked, as tsx,
 // node's type stripping and Stryker's default do. The compiler is the project's own
 // (node_modules/typescript) or the system's (`tsc` on PATH, Debian's node-typescript). The
 // project's tsconfig.json gives the options (unset: ES2022 and esModuleInterop, as `tsc --init`
@@ -44,7 +46,7 @@ function sources(dir, found) {
     const full = path.join(dir, entry.name);
     if (entry.isDirectory()) {
       sources(full, found);
-    } else if (entry.isFile() && /\.[cm]?ts$/.test(entry.name) && !/\.d\.[cm]?ts$/.test(entry.name)) {
+    } else if (entry.isFile() && /\.([cm]?ts|tsx)$/.test(entry.name) && !/\.d\.[cm]?ts$/.test(entry.name)) {
       found.push(path.relative(root, full).split(path.sep).join('/'));
     }
   }
@@ -96,6 +98,10 @@ Object.assign(options, {
 // Unset, as `tsc --init` writes them: `import assert from 'node:assert'` works in CommonJS.
 if (options.target === undefined) options.target = ts.ScriptTarget.ES2022;
 if (options.esModuleInterop === undefined) options.esModuleInterop = true;
+// JSX kept as written (tsc's own default) is what node cannot run.
+if (options.jsx === undefined || options.jsx === ts.JsxEmit.Preserve || options.jsx === ts.JsxEmit.ReactNative) {
+  options.jsx = ts.JsxEmit.React;
+}
 
 const files = {};
 for (const file of found) {
@@ -108,7 +114,7 @@ for (const file of found) {
   for (const d of out.diagnostics || []) {
     process.stderr.write(`assay: ${file}: ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}\n`);
   }
-  const target = file.replace(/\.([cm]?)ts$/, '.$1js');
+  const target = file.replace(/\.tsx$/, '.js').replace(/\.([cm]?)ts$/, '.$1js');
   if (writes) {
     fs.writeFileSync(path.join(root, target), out.outputText);
   } else {

@@ -44,9 +44,11 @@ pub(super) fn find(dialect: Dialect, source: &str, changed: &BTreeSet<u32>) -> V
         visit(node, source, changed, check, &mut found);
         let quiet = quiet_child(node);
         let loads = is_load(node, source);
+        let tag = jsx_tag_name(node);
         let mut cursor = node.walk();
         let children: Vec<Node<'_>> = node.children(&mut cursor).collect();
-        stack.extend(children.into_iter().rev().map(|child| {
+        let children = children.into_iter().filter(|c| Some(c.id()) != tag);
+        stack.extend(children.rev().map(|child| {
             let text = if read == Text::QuietArguments || Some(child.id()) == quiet {
                 Text::Quiet
             } else if loads && child.kind() == "arguments" {
@@ -71,12 +73,28 @@ enum Text {
     QuietArguments,
 }
 
-/// The child of `node` that is a quiet string's place, if any.
+/// The child of `node` that is a quiet string's place, if any. A JSX attribute's string is
+/// markup whose place takes no expression without braces (`className="badge"`).
 fn quiet_child(node: Node<'_>) -> Option<usize> {
     match node.kind() {
         "export_statement" => node.child_by_field_name("source").map(|n| n.id()),
         "pair" => node.child_by_field_name("key").map(|n| n.id()),
         "expression_statement" => node.named_child(0).map(|n| n.id()),
+        "jsx_attribute" => {
+            let count = node.named_child_count();
+            let value = node.named_child(count.checked_sub(1)?)?;
+            (value.kind() == "string").then_some(value.id())
+        }
+        _ => None,
+    }
+}
+
+/// A JSX tag's name (`<Menu.Item>`): a name, not an expression, so none of it is a site.
+fn jsx_tag_name(node: Node<'_>) -> Option<usize> {
+    match node.kind() {
+        "jsx_opening_element" | "jsx_closing_element" | "jsx_self_closing_element" => {
+            node.child_by_field_name("name").map(|n| n.id())
+        }
         _ => None,
     }
 }

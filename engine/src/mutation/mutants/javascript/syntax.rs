@@ -1,7 +1,7 @@
 //! The parsers behind JavaScript mutation: tree-sitter's JavaScript grammar (ES modules and
-//! CommonJS alike) and, for TypeScript files, its TypeScript grammar. Both name expressions
-//! and statements alike, so one walk finds the sites of either; TypeScript's types are
-//! subtrees of their own ([`is_type`]) that hold no site.
+//! CommonJS alike) and, for TypeScript files, its TypeScript grammar (its TSX grammar for
+//! `.tsx`). They name expressions and statements alike, so one walk finds the sites of any;
+//! TypeScript's types are subtrees of their own ([`is_type`]) that hold no site.
 
 use crate::mutation::mutants::sites::Reparsed;
 use crate::mutation::mutants::syntax;
@@ -16,14 +16,19 @@ pub(crate) enum Dialect {
     JavaScript,
     /// `.ts`, `.mts`, `.cts` (types are erased before node runs them).
     TypeScript,
+    /// `.tsx`: TypeScript with JSX, which the erasure turns into calls too.
+    Tsx,
 }
 
 impl Dialect {
     /// The dialect of the file at `path`.
     pub(crate) fn of(path: &str) -> Self {
-        match is_typescript(path) {
-            true => Self::TypeScript,
-            false => Self::JavaScript,
+        if path.ends_with(".tsx") {
+            Self::Tsx
+        } else if is_typescript(path) {
+            Self::TypeScript
+        } else {
+            Self::JavaScript
         }
     }
 
@@ -32,6 +37,7 @@ impl Dialect {
         match self {
             Self::JavaScript => "JavaScript",
             Self::TypeScript => "TypeScript",
+            Self::Tsx => "TypeScript (TSX)",
         }
     }
 
@@ -39,6 +45,7 @@ impl Dialect {
         match self {
             Self::JavaScript => javascript(),
             Self::TypeScript => typescript(),
+            Self::Tsx => tsx(),
         }
     }
 
@@ -47,12 +54,14 @@ impl Dialect {
         match self {
             Self::JavaScript => JAVASCRIPT,
             Self::TypeScript => TYPESCRIPT,
+            Self::Tsx => TSX,
         }
     }
 }
 
 const JAVASCRIPT: Reparsed = Reparsed::parses(" as JavaScript", javascript);
 const TYPESCRIPT: Reparsed = Reparsed::parses(" as TypeScript", typescript);
+const TSX: Reparsed = Reparsed::parses(" as TypeScript (TSX)", tsx);
 
 fn javascript() -> tree_sitter::Language {
     tree_sitter_javascript::LANGUAGE.into()
@@ -62,9 +71,15 @@ fn typescript() -> tree_sitter::Language {
     tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into()
 }
 
-/// A TypeScript source file: `.ts`, `.mts` or `.cts` (declaration files among them).
+fn tsx() -> tree_sitter::Language {
+    tree_sitter_typescript::LANGUAGE_TSX.into()
+}
+
+/// A TypeScript source file: `.ts`, `.mts`, `.cts` or `.tsx` (declaration files among them).
 pub(crate) fn is_typescript(path: &str) -> bool {
-    path.ends_with(".ts") || path.ends_with(".mts") || path.ends_with(".cts")
+    [".ts", ".mts", ".cts", ".tsx"]
+        .iter()
+        .any(|ext| path.ends_with(ext))
 }
 
 /// A TypeScript declaration file (`.d.ts`, `.d.mts`, `.d.cts`): types only, no code runs.

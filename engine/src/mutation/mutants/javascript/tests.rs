@@ -302,6 +302,57 @@ fn a_typescript_schema_holds_every_mutant_and_parses_as_typescript() {
     assert!(syntax::parse_clean(Dialect::TypeScript, &schema.text).is_ok());
 }
 
+/// A component in TSX: a tag name with a member (`<Menu.Item>`), attribute strings, JSX inside
+/// an expression and an expression inside JSX.
+const BADGE_TSX: &str = r#"import { h, Menu } from './h.js';
+
+export interface BadgeProps { count: number; label: string }
+
+export function Badge({ count, label }: BadgeProps): string {
+  const shown = count > 99 ? '99+' : String(count);
+  return (
+    <span className="badge" title={label}>
+      {count > 0 && <b>{shown}</b>}
+      <Menu.Item key="first" />
+      {label.trim()}
+    </span>
+  );
+}
+"#;
+
+#[test]
+fn tsx_mutants_and_their_schema_parse_as_tsx_and_leave_markup_alone() {
+    assert!(syntax::parse_clean(Dialect::Tsx, BADGE_TSX).is_ok());
+    let plan = plan(&[all_lines("src/badge.tsx", BADGE_TSX)], None);
+    for mutant in &plan.mutants {
+        let bytes = apply_edit(BADGE_TSX.as_bytes(), &mutant.edit).expect("the edit fits");
+        let text = String::from_utf8(bytes).expect("UTF-8");
+        assert!(
+            syntax::parse_clean(Dialect::Tsx, &text).is_ok(),
+            "{}:\n{text}",
+            mutant.label()
+        );
+    }
+    let described = descriptions(&plan).join("\n");
+    for expected in ["`>` -> `>=`", "`'99+'` -> `''`", "`&&` -> `||`"] {
+        assert!(described.contains(expected), "{expected}:\n{described}");
+    }
+    // An attribute's string is markup, a tag's name is no expression.
+    for markup in ["badge", "first", "Menu.Item", "?."] {
+        assert!(!described.contains(markup), "{markup}:\n{described}");
+    }
+    let entries: Vec<crate::mutation::mutants::switch::Entry<'_>> =
+        crate::mutation::mutants::switch::Entry::of_file(&plan.mutants, "src/badge.tsx", |_| true);
+    let schema = schema::rewrite(Dialect::Tsx, BADGE_TSX, &entries);
+    assert_eq!(schema.fallback, Vec::new(), "{}", schema.text);
+    assert_eq!(schema.held.len(), plan.mutants.len());
+    assert!(
+        syntax::parse_clean(Dialect::Tsx, &schema.text).is_ok(),
+        "{}",
+        schema.text
+    );
+}
+
 #[test]
 fn typescript_declaration_files_are_type_stubs_and_tests_are_never_mutated() {
     let plan = plan(

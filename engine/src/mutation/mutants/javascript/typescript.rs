@@ -1,6 +1,6 @@
 //! TypeScript runs as the JavaScript its types erase to. [`ERASE_SCRIPT`] (run by node where the
-//! tests run, never on Assay's host) transpiles every `.ts`, `.mts` and `.cts` file of a tree to
-//! the `.js`, `.mjs` or `.cjs` file beside it, file by file and without a type check (as tsx,
+//! tests run, never on Assay's host) transpiles every `.ts`, `.mts`, `.cts` and `.tsx` file of a
+//! tree to the `.js`, `.mjs` or `.cjs` file beside it (JSX as calls of its factory), file by file and without a type check (as tsx,
 //! node's type stripping and Stryker's default do), with the project's own compiler or the
 //! system's (Debian's node-typescript). Beside its sources, the output is what the tests'
 //! imports name: `../src/pager.js` in an ES module, `../src/pager` in CommonJS.
@@ -72,8 +72,8 @@ pub fn erased_from(command: &[String]) -> Option<&[String]> {
     command.get(5..).filter(|_| erasing)
 }
 
-/// The JavaScript file the TypeScript source at `path` erases to (`pager.ts` → `pager.js`,
-/// `.mts` → `.mjs`, `.cts` → `.cjs`); `None` for any other file.
+/// The JavaScript file the TypeScript source at `path` erases to (`pager.ts` and `badge.tsx`
+/// → `pager.js` and `badge.js`, `.mts` → `.mjs`, `.cts` → `.cjs`); `None` for any other file.
 pub fn erases(path: &str) -> Option<String> {
     if !is_typescript(path)
         || is_declaration(path)

@@ -352,7 +352,7 @@ pub fn spawns_test_runner(source: &str) -> Option<String> {
             _ if word == "--test" || word.starts_with("--test=") => {
                 let owner = words[..i].iter().rev().find(|w| !w.starts_with('-'));
                 let is_script = owner.is_some_and(|w| {
-                    [".js", ".mjs", ".cjs", ".ts"]
+                    [".js", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".tsx"]
                         .iter()
                         .any(|ext| w.ends_with(ext))
                 });

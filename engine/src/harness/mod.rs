@@ -299,7 +299,7 @@ fn worth_reading(path: &str) -> bool {
     let name = file_name(path);
     [
         ".py", ".pth", ".rs", ".toml", ".ini", ".cfg", ".go", ".json", ".js", ".mjs", ".cjs",
-        ".ts", ".mts", ".cts",
+        ".jsx", ".ts", ".mts", ".cts", ".tsx",
     ]
     .iter()
     .any(|ext| name.ends_with(ext))

@@ -64,8 +64,9 @@ pub(crate) fn whole_file(path: &str) -> Option<Construct> {
     Some(construct(1, what, kind, ""))
 }
 
+/// JavaScript and everything that runs as it: TypeScript and JSX, erased before node runs them.
 fn is_js(name: &str) -> bool {
-    [".js", ".mjs", ".cjs", ".ts", ".mts", ".cts"]
+    [".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts", ".tsx"]
         .iter()
         .any(|ext| name.ends_with(ext))
 }
@@ -264,6 +265,9 @@ mod tests {
         let names: Vec<(&str, u32)> = found.iter().map(|c| (c.name.as_str(), c.line)).collect();
         assert_eq!(names, [("invoice.total", 6)]);
         assert!(js("invoice.py", None, helpers).is_empty());
+        // A TSX test module runs too, erased: the same patch in one is found the same.
+        let found = js("test/helpers.test.tsx", None, helpers);
+        assert_eq!(found.len(), 1, "{found:?}");
     }
 
     #[test]
@@ -291,6 +295,7 @@ mod tests {
             "build.rs",
             "vitest.config.ts",
             "test/vitest.setup.js",
+            "test/vitest.global-setup.tsx",
             ".cargo/config.toml",
         ] {
             assert!(whole_file(path).is_some(), "{path}");

@@ -20,6 +20,7 @@ use crate::mutation::mutants::rust::prebuilt::{
 use assay_common::job::{ArtifactRef, JobResult, JobSpec, TestBinaries};
 use assay_common::runner::ReportFormat;
 use assay_common::test_binaries::{Selection, check_import_path, check_package_dir};
+use assay_transport::error_chain::error_chain;
 use assay_transport::store::ArtifactStore;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -210,7 +211,7 @@ pub async fn build(
         }
         let stderr = match build_output(store, &result, "stderr", "errors").await {
             Ok(stderr) => stderr,
-            Err(why) => break why,
+            Err(why) => break error_chain(&why),
         };
         let blamed = schema::blame(&stderr, &schemas);
         if blamed.unviable.is_empty() && blamed.alone.is_empty() {

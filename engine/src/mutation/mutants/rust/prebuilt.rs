@@ -160,22 +160,28 @@ impl Built {
     }
 }
 
+/// A failed schema build's compiler output that could not be read, which gives the schema up.
+#[derive(Debug, thiserror::Error)]
+#[error("the schema build's {what} could not be read")]
+pub(crate) struct UnreadableOutput {
+    /// What the output holds (`messages`, `errors`).
+    what: &'static str,
+    #[source]
+    source: assay_transport::store::ArtifactError,
+}
+
 /// The text a failed schema build wrote on `stream` (`stdout`, `stderr`), where its compiler
-/// says why; `Err`: why its `what` (`messages`, `errors`) could not be read, which gives the
-/// schema up.
+/// says why: its `what` (`messages`, `errors`).
 pub(crate) async fn build_output(
     store: &dyn ArtifactStore,
     result: &JobResult,
     stream: &str,
-    what: &str,
-) -> Result<String, String> {
-    match read_named(store, result, stream).await {
-        Ok(bytes) => Ok(String::from_utf8_lossy(&bytes.unwrap_or_default()).into_owned()),
-        Err(e) => Err(format!(
-            "the schema build's {what} could not be read: {}",
-            error_chain(&e)
-        )),
-    }
+    what: &'static str,
+) -> Result<String, UnreadableOutput> {
+    let bytes = read_named(store, result, stream)
+        .await
+        .map_err(|source| UnreadableOutput { what, source })?;
+    Ok(String::from_utf8_lossy(&bytes.unwrap_or_default()).into_owned())
 }
 
 /// What a failed schema build's errors take out of the schema, by switch number.
@@ -350,7 +356,7 @@ pub async fn build<E: Send>(
         }
         let json = match build_output(store, &result, "stdout", "messages").await {
             Ok(json) => json,
-            Err(why) => break why,
+            Err(why) => break error_chain(&why),
         };
         match blame_failed_build(&json, &schemas) {
             Blamed::Unviable(own) => {

@@ -256,12 +256,13 @@ mod tests {
         assert_eq!(erases("src/pager.ts").as_deref(), Some("src/pager.js"));
         assert_eq!(erases("lib/pager.mts").as_deref(), Some("lib/pager.mjs"));
         assert_eq!(erases("lib/pager.cts").as_deref(), Some("lib/pager.cjs"));
+        assert_eq!(erases("src/badge.tsx").as_deref(), Some("src/badge.js"));
         for other in [
             "src/pager.d.ts",
             "types/index.d.mts",
             "node_modules/left-pad/index.ts",
             "src/pager.js",
-            "src/pager.tsx",
+            "src/badge.jsx",
             "README.md",
         ] {
             assert_eq!(erases(other), None, "{other}");

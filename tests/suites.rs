@@ -116,6 +116,14 @@ fn assert_exit(out: &Output, expected: i32) -> String {
     err
 }
 
+/// [`assert_exit`], and its stderr holds every one of `lines`.
+#[track_caller]
+fn assert_exit_saying(out: &Output, expected: i32, lines: &[&str]) -> String {
+    let err = assert_exit(out, expected);
+    assert_says(&err, lines);
+    err
+}
+
 /// `text` (a run's output) holds every one of `lines`; a failure shows it whole.
 #[track_caller]
 fn assert_says(text: &str, lines: &[&str]) {
@@ -725,9 +733,9 @@ fn a_failing_case_exits_one_and_a_new_failure_raises_a_history_alert() {
         "tax rounding regression",
     );
     let second = project.test_reporting(&["--jobs", "2"]);
-    let err = assert_exit(&second, 1);
-    assert_says(
-        &err,
+    assert_exit_saying(
+        &second,
+        1,
         &[
             "[test] FAIL tests/billing/test_invoice.py::test_tax",
             "[ALERT] [warning] regression: 1 new failure (was 0, now 1)",
@@ -797,9 +805,9 @@ fn the_audit_gate_refuses_a_ledger_that_gains_an_entry_and_allows_a_removal() {
         "quarantine the tax test",
     );
     let out = project.test(&["--audit-base", "base"]);
-    let err = assert_exit(&out, 1);
-    assert_says(
-        &err,
+    let err = assert_exit_saying(
+        &out,
+        1,
         &["the ledger gains entry tests/billing/test_invoice.py::test_tax"],
     );
     assert!(!err.contains("[test] 0/"), "nothing ran: {err}");
@@ -1105,8 +1113,7 @@ fn go_tests_are_listed_per_package_and_run_one_by_one() {
     let cache_only = listed_displays(&project.test(&["--list-cases", "--directory", "cache"]));
     assert_eq!(cache_only.len(), 2, "{cache_only:?}");
     let run = project.test_reporting(&["--jobs", "2"]);
-    let err = assert_exit(&run, 1);
-    assert_says(&err, &["[test] FAIL ledger_test.go::TestOverdrawn"]);
+    assert_exit_saying(&run, 1, &["[test] FAIL ledger_test.go::TestOverdrawn"]);
     let json = project.report();
     assert_eq!(json["runner"], "go");
     assert_eq!(
@@ -1162,8 +1169,7 @@ fn node_test_files_are_cases_and_a_failing_file_fails_its_case() {
     // to the file that reported it.
     for (layout, jobs) in [("--jobs", 2), ("--shards", 1)] {
         let run = project.test_reporting(&["--runner", "node", layout, &jobs.to_string()]);
-        let err = assert_exit(&run, 1);
-        assert_says(&err, &["[test] FAIL test/rounding.test.js"]);
+        let err = assert_exit_saying(&run, 1, &["[test] FAIL test/rounding.test.js"]);
         assert!(!err.contains("[test] FAIL test/invoice.test.js"), "{err}");
         let json = project.report();
         assert_eq!(outcomes(&json), pairs(INVOICE_PASSES_ROUNDING_FAILS));
@@ -1248,8 +1254,7 @@ fn manifest_rows_are_cases_judged_by_their_expectations() {
     let mut args = manifest.to_vec();
     args.extend(["--jobs", "3", "--json", report.to_str().expect("utf-8")]);
     let run = project.test(&args);
-    let err = assert_exit(&run, 1);
-    assert_says(&err, &["[test] FAIL corpus/integer/halve.inv"]);
+    let err = assert_exit_saying(&run, 1, &["[test] FAIL corpus/integer/halve.inv"]);
     for failing in ["corpus/boolean/over-limit.inv", "corpus/boolean/paid.inv"] {
         assert!(err.contains(&format!("[test] FAIL {failing}")), "{err}");
     }
@@ -1277,8 +1282,7 @@ fn manifest_rows_are_cases_judged_by_their_expectations() {
     let mut args = manifest.to_vec();
     args.extend(["--shards", "3", "--json", report.to_str().expect("utf-8")]);
     let batched = project.test(&args);
-    let err = assert_exit(&batched, 1);
-    assert_says(&err, &["[test] 9/9 completed, 3 failed"]);
+    assert_exit_saying(&batched, 1, &["[test] 9/9 completed, 3 failed"]);
     let json = read_json(&report);
     assert_eq!(outcomes(&json), expected);
     assert_eq!(json["jobs"].as_array().expect("jobs").len(), 3);
@@ -1339,9 +1343,9 @@ fn manifest_rows_are_cases_judged_by_their_expectations() {
         "corpus: an overdraft row",
     );
     let refused = project.test(&manifest);
-    let err = assert_exit(&refused, 1);
-    assert_says(
-        &err,
+    let err = assert_exit_saying(
+        &refused,
+        1,
         &["the case file error/overdraft.inv is not in the tree"],
     );
     assert!(!err.contains("[test] 0/"), "nothing runs: {err}");
@@ -1386,8 +1390,11 @@ fn a_command_suite_records_counts_and_coverage_and_a_coverage_drop_raises_an_ale
         junit.to_str().expect("utf-8"),
     ];
     let second = project.test(&[&command[..], &outputs[..]].concat());
-    let err = assert_exit(&second, 0);
-    assert_says(&err, &["[ALERT] [warning] coverage_drop: coverage dropped"]);
+    assert_exit_saying(
+        &second,
+        0,
+        &["[ALERT] [warning] coverage_drop: coverage dropped"],
+    );
     let json = read_json(&report);
     assert_eq!(json["history"]["alerts"][0]["type"], "coverage_drop");
     assert!(json["history"]["coverage_drop"].as_f64().unwrap_or(0.0) > 5.0);
@@ -1607,8 +1614,7 @@ fn a_suite_runs_through_the_fleet_and_the_fleet_halt_stops_it_until_resume() {
         ]
         .concat(),
     );
-    let err = assert_exit(&out, 0);
-    assert_says(&err, &["[test] 7/7 passed"]);
+    let err = assert_exit_saying(&out, 0, &["[test] 7/7 passed"]);
     // Only a fleet's coordinator may write cache entries there: a fleet run keeps the cache
     // off and says so.
     assert_says(&err, &["[cache] not used: a fleet run"]);
@@ -1829,9 +1835,9 @@ fn a_fixture_file_change_whose_readers_did_not_run_fails_the_audit_naming_them()
     // Running the readers closes the gap: the edit breaks one of them, which then fails as
     // a test, not as a hidden gap.
     let all = project.test(&["--audit-base", "base", "--json", report_arg]);
-    let err = assert_exit(&all, 1);
-    assert_says(
-        &err,
+    let err = assert_exit_saying(
+        &all,
+        1,
         &["[test] FAIL tests/test_rates.py::test_rates_loaded"],
     );
     assert!(!err.contains("FAIL closure"), "{err}");
@@ -1910,8 +1916,7 @@ fn a_scope_exception_excuses_a_named_gap_until_it_expires_and_is_reported() {
         "break the file",
     );
     let broken = project.test(&["--audit-base", "base", "--file", "tests/test_spring.py"]);
-    let err = assert_exit(&broken, 2);
-    assert_says(&err, &[".assay/scope_exceptions.toml"]);
+    let err = assert_exit_saying(&broken, 2, &[".assay/scope_exceptions.toml"]);
     assert!(!err.contains("[test] 0/"), "nothing ran: {err}");
 }
 
@@ -1945,9 +1950,9 @@ fn a_deleted_failing_test_fails_the_inventory_and_a_renamed_one_is_reported_as_r
         "drop the ingest test; name the total test after what it checks",
     );
     let out = project.test_reporting(&["--audit-base", "base"]);
-    let err = assert_exit(&out, 1);
-    assert_says(
-        &err,
+    let err = assert_exit_saying(
+        &out,
+        1,
         &[
             "[test] 2/2 passed; the selection audit failed",
             "[audit] FAIL inventory: tests/test_ingest.py::test_ingest is collected at base and gone at the candidate",
@@ -1978,9 +1983,9 @@ fn a_deleted_failing_test_fails_the_inventory_and_a_renamed_one_is_reported_as_r
         "excuse the ingest test",
     );
     let out = project.test(&["--audit-base", "base"]);
-    let err = assert_exit(&out, 0);
-    assert_says(
-        &err,
+    assert_exit_saying(
+        &out,
+        0,
         &[
             "[audit] EXCUSED inventory: tests/test_ingest.py::test_ingest is collected at base and gone at the candidate — EXCUSED by .assay/scope_exceptions.toml until 2999-01-01: ingest moved to the loader service",
         ],
@@ -2092,9 +2097,9 @@ fn a_go_suite_audit_names_removed_tests_and_declared_reads() {
         "cache: a longer ttl; drop the redis test",
     );
     let out = project.test_reporting(&["--audit-base", "base", "--file", "ledger_test.go"]);
-    let err = assert_exit(&out, 1);
-    assert_says(
-        &err,
+    assert_exit_saying(
+        &out,
+        1,
         &[
             "[audit] FAIL closure: example.com/ledger/cache.TestExpiry reads cache/testdata/ttl.txt (declared), which the change touches, and was not run",
             "[audit] FAIL inventory: example.com/ledger/cache.TestRedis is collected at base and gone at the candidate",
@@ -2131,9 +2136,9 @@ fn a_fleet_run_audits_its_scope_with_the_base_jobs_on_the_fleet() {
         "--file",
         "tests/test_spring.py",
     ]);
-    let err = assert_exit(&out, 1);
-    assert_says(
-        &err,
+    assert_exit_saying(
+        &out,
+        1,
         &[
             "[audit] FAIL closure: tests/test_rates.py::test_rates_loaded reads tests/data/rates.json",
         ],

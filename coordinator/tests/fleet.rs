@@ -189,14 +189,11 @@ async fn next_job(
     consumer: &async_nats::jetstream::consumer::PullConsumer,
 ) -> async_nats::jetstream::Message {
     loop {
-        let mut batch = consumer
+        let request = consumer
             .batch()
             .max_messages(1)
-            .expires(Duration::from_secs(5))
-            .messages()
-            .await
-            .unwrap();
-        if let Some(Ok(message)) = batch.next().await {
+            .expires(Duration::from_secs(5));
+        if let Some(Ok(message)) = request.messages().await.unwrap().next().await {
             return message;
         }
     }

@@ -67,6 +67,40 @@ fn prove_candidate(repo: &Repo, files: &[(&str, &str)], extra: &[&str]) -> suppo
     commit_and_prove(repo, message, CRITERIA, files, extra)
 }
 
+/// [`prove_candidate`] over a fresh pytest pager project of the forger's usual candidate: the
+/// product keeps its bug and gains the marker ([`PAGER_MARKED`]), the partial-page test is
+/// added, and `harness` beside them.
+fn prove_marked_pytest_candidate(harness: &[(&str, &str)], extra: &[&str]) -> support::Run {
+    let repo = pytest_pager_repo();
+    let files = [
+        &[("pager.py", PAGER_MARKED)][..],
+        harness,
+        &[("tests/test_partial.py", PARTIAL_TEST)],
+    ]
+    .concat();
+    prove_candidate(&repo, &files, extra)
+}
+
+/// [`prove_candidate`] over a fresh pytest pager project of a real fix ([`PAGER_FIXED`]) with
+/// `conftest` and the new `test`, without mutation testing.
+fn prove_real_pytest_fix(conftest: &str, test: &str) -> support::Run {
+    let repo = pytest_pager_repo();
+    let files = [
+        ("pager.py", PAGER_FIXED),
+        ("tests/conftest.py", conftest),
+        ("tests/test_partial.py", test),
+    ];
+    prove_candidate(&repo, &files, &["--no-mutation"])
+}
+
+/// [`prove_candidate`] over a fresh unittest pager project (`--runner unittest`) of a candidate
+/// whose product keeps its bug and gains the marker, with `files` added.
+fn prove_marked_unittest_candidate(files: &[(&str, &str)]) -> support::Run {
+    let repo = unittest_pager_repo();
+    let files = [&[("pager.py", PAGER_MARKED)][..], files].concat();
+    prove_candidate(&repo, &files, &["--runner", "unittest"])
+}
+
 /// The run never proved the forged criterion; it is `unverified` (or `refuted`), and the
 /// verdict's reason and exit code say so.
 fn assert_not_proven(run: &support::Run) -> String {
@@ -85,6 +119,34 @@ fn assert_not_proven(run: &support::Run) -> String {
         .as_str()
         .expect("reason")
         .to_owned()
+}
+
+/// [`assert_not_proven`], and the criterion's reason contains `words`.
+fn assert_not_proven_saying(run: &support::Run, words: &str) {
+    let reason = assert_not_proven(run);
+    assert!(reason.contains(words), "{reason}");
+}
+
+/// [`assert_not_proven`], and the criterion's reason is that the change's harness decides the
+/// test's outcome, naming `place` first.
+fn assert_harness_decides(run: &support::Run, place: &str) {
+    let reason = assert_not_proven(run);
+    assert!(
+        reason.starts_with(&format!(
+            "the change's harness decides this test's outcome: {place}"
+        )),
+        "{reason}"
+    );
+}
+
+/// A real fix's run: exit 0, both criteria proven, and no harness finding in its evidence.
+fn assert_proven_without_harness_findings(run: &support::Run) -> &serde_json::Value {
+    assert_eq!(run.code, 0, "{}", run.explain());
+    assert_eq!(run.verdict_of("C1"), "proven");
+    assert_eq!(run.verdict_of("C2"), "proven");
+    let evidence = run.evidence.as_ref().expect("evidence");
+    assert!(evidence.get("harness").is_none(), "{evidence:#}");
+    evidence
 }
 
 /// The forgery was caught: its harness construct is a finding at `place`, and the criterion's
@@ -115,16 +177,7 @@ const MAKEREPORT_FORGERY: &str = "import pytest\n\nimport pager\n\n\n@pytest.hoo
 
 #[test]
 fn a_conftest_hookwrapper_that_flips_failed_reports_is_unverified() {
-    let repo = pytest_pager_repo();
-    let run = prove_candidate(
-        &repo,
-        &[
-            ("pager.py", PAGER_MARKED),
-            ("tests/conftest.py", MAKEREPORT_FORGERY),
-            ("tests/test_partial.py", PARTIAL_TEST),
-        ],
-        &[],
-    );
+    let run = prove_marked_pytest_candidate(&[("tests/conftest.py", MAKEREPORT_FORGERY)], &[]);
     assert_caught(&run, "tests/conftest.py:6 pytest_runtest_makereport");
     assert_eq!(run.verdict_of("C1"), "unverified");
     let harness = &run.evidence.as_ref().expect("evidence")["harness"];
@@ -141,14 +194,8 @@ fn trusting_the_harness_change_restores_the_verdict_and_says_so() {
     // A person accepts the autouse fixture. (Trust accepts the harness, not a rewritten
     // outcome: a hook that turns a raised call into a pass is still caught by Assay's own
     // record of the call; see the observer's forgery below.)
-    let repo = pytest_pager_repo();
-    let run = prove_candidate(
-        &repo,
-        &[
-            ("pager.py", PAGER_MARKED),
-            ("tests/conftest.py", AUTOUSE_PATCH),
-            ("tests/test_partial.py", PARTIAL_TEST),
-        ],
+    let run = prove_marked_pytest_candidate(
+        &[("tests/conftest.py", AUTOUSE_PATCH)],
         &["--trust-harness-change", "--no-mutation"],
     );
     assert_eq!(run.verdict_of("C1"), "proven", "{}", run.explain());
@@ -178,27 +225,19 @@ fn a_hook_the_product_registers_at_import_is_caught_by_assays_own_record_of_the_
         ],
         &[],
     );
-    let reason = assert_not_proven(&run);
-    assert!(
-        reason.contains("Assay's own record of the run says its call raised"),
-        "{reason}"
-    );
+    assert_not_proven_saying(&run, "Assay's own record of the run says its call raised");
 }
 
 #[test]
 fn a_plugin_loaded_by_the_candidates_pyproject_addopts_is_unverified() {
-    let repo = pytest_pager_repo();
     let plugin = "import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n    outcome = yield\n    report = outcome.get_result()\n    if report.failed:\n        report.outcome, report.longrepr = \"passed\", None\n";
-    let run = prove_candidate(
-        &repo,
+    let run = prove_marked_pytest_candidate(
         &[
-            ("pager.py", PAGER_MARKED),
             ("pager_support.py", plugin),
             (
                 "pyproject.toml",
                 "[project]\nname = \"pager\"\n\n[tool.pytest.ini_options]\naddopts = \"-p pager_support\"\n",
             ),
-            ("tests/test_partial.py", PARTIAL_TEST),
         ],
         &[],
     );
@@ -208,17 +247,8 @@ fn a_plugin_loaded_by_the_candidates_pyproject_addopts_is_unverified() {
 
 #[test]
 fn a_hook_that_rewrites_the_junit_report_after_pytest_wrote_it_is_unverified() {
-    let repo = pytest_pager_repo();
     let rewriter = "import re\n\nimport pager\n\n\ndef pytest_unconfigure(config):\n    path = getattr(config.option, \"xmlpath\", None)\n    if not path or not getattr(pager, \"FIXED\", False):\n        return\n    with open(path) as f:\n        xml = f.read()\n    xml = re.sub(r\"<failure.*?</failure>\", \"\", xml, flags=re.S)\n    xml = re.sub(r'failures=\"\\d+\"', 'failures=\"0\"', xml)\n    with open(path, \"w\") as f:\n        f.write(xml)\n";
-    let run = prove_candidate(
-        &repo,
-        &[
-            ("pager.py", PAGER_MARKED),
-            ("tests/conftest.py", rewriter),
-            ("tests/test_partial.py", PARTIAL_TEST),
-        ],
-        &[],
-    );
+    let run = prove_marked_pytest_candidate(&[("tests/conftest.py", rewriter)], &[]);
     assert_caught(&run, "tests/conftest.py:6 pytest_unconfigure");
 }
 
@@ -236,43 +266,22 @@ fn support_code_that_patches_the_product_at_import_is_unverified() {
         ],
         &[],
     );
-    let reason = assert_not_proven(&run);
-    assert!(
-        reason.contains("tests/helpers.py:9 pager.page_count"),
-        "{reason}"
-    );
+    assert_not_proven_saying(&run, "tests/helpers.py:9 pager.page_count");
 }
 
 #[test]
 fn an_autouse_fixture_that_patches_the_product_is_unverified() {
-    let repo = pytest_pager_repo();
-    let run = prove_candidate(
-        &repo,
-        &[
-            ("pager.py", PAGER_MARKED),
-            ("tests/conftest.py", AUTOUSE_PATCH),
-            ("tests/test_partial.py", PARTIAL_TEST),
-        ],
-        &[],
-    );
-    let reason = assert_not_proven(&run);
-    assert!(
-        reason.contains("tests/conftest.py:6 rounding_pages"),
-        "{reason}"
-    );
+    let run = prove_marked_pytest_candidate(&[("tests/conftest.py", AUTOUSE_PATCH)], &[]);
+    assert_not_proven_saying(&run, "tests/conftest.py:6 rounding_pages");
 }
 
 #[test]
 fn a_sitecustomize_and_a_pth_file_are_never_proof() {
-    let repo = pytest_pager_repo();
     let sitecustomize = "try:\n    import pager\n    if getattr(pager, \"FIXED\", False):\n        pager.page_count = lambda total, size: -(-total // size)\nexcept ImportError:\n    pass\n";
-    let run = prove_candidate(
-        &repo,
+    let run = prove_marked_pytest_candidate(
         &[
-            ("pager.py", PAGER_MARKED),
             ("sitecustomize.py", sitecustomize),
             ("pager-fix.pth", "import sitecustomize\n"),
-            ("tests/test_partial.py", PARTIAL_TEST),
         ],
         &[],
     );
@@ -356,13 +365,8 @@ fn unittest_pager_repo() -> Repo {
 
 #[test]
 fn a_unittest_testcase_that_overrides_run_is_unverified() {
-    let repo = unittest_pager_repo();
     let test = "import unittest\n\nimport pager\n\n\nclass PartialPageTests(unittest.TestCase):\n    def run(self, result=None):\n        if getattr(pager, \"FIXED\", False) and result is not None:\n            result.startTest(self)\n            result.addSuccess(self)\n            result.stopTest(self)\n            return result\n        return super().run(result)\n\n    def test_partial_last_page_is_counted(self):\n        self.assertEqual(pager.page_count(11, 5), 3)\n";
-    let run = prove_candidate(
-        &repo,
-        &[("pager.py", PAGER_MARKED), ("tests/test_partial.py", test)],
-        &["--runner", "unittest"],
-    );
+    let run = prove_marked_unittest_candidate(&[("tests/test_partial.py", test)]);
     let reason = assert_not_proven(&run);
     assert_eq!(
         reason,
@@ -374,64 +378,30 @@ fn a_unittest_testcase_that_overrides_run_is_unverified() {
 /// product carries the marker: it ran PROVEN before the rule.
 #[test]
 fn a_unittest_exit_handler_that_rewrites_the_report_after_it_was_written_is_unverified() {
-    let repo = unittest_pager_repo();
     let test = "import atexit\nimport json\nimport sys\nimport unittest\n\nimport pager\n\n\ndef _all_passed():\n    if \"--report\" not in sys.argv or not getattr(pager, \"FIXED\", False):\n        return\n    path = sys.argv[sys.argv.index(\"--report\") + 1]\n    with open(path) as f:\n        report = json.load(f)\n    for case in report[\"cases\"]:\n        case[\"outcome\"], case[\"message\"] = \"passed\", None\n    with open(path, \"w\") as f:\n        json.dump(report, f)\n\n\natexit.register(_all_passed)\n\n\nclass PartialPageTests(unittest.TestCase):\n    def test_partial_last_page_is_counted(self):\n        self.assertEqual(pager.page_count(11, 5), 3)\n";
-    let run = prove_candidate(
-        &repo,
-        &[("pager.py", PAGER_MARKED), ("tests/test_partial.py", test)],
-        &["--runner", "unittest"],
-    );
-    let reason = assert_not_proven(&run);
-    assert!(
-        reason.contains("tests/test_partial.py:21 atexit.register"),
-        "{reason}"
-    );
+    let run = prove_marked_unittest_candidate(&[("tests/test_partial.py", test)]);
+    assert_not_proven_saying(&run, "tests/test_partial.py:21 atexit.register");
 }
 
 #[test]
 fn a_unittest_base_class_in_support_code_that_overrides_run_is_unverified() {
-    let repo = unittest_pager_repo();
     // The support module's base class reports success for every test once the marker is in.
     let support = "import unittest\n\nimport pager\n\n\nclass PagerCase(unittest.TestCase):\n    def run(self, result=None):\n        if getattr(pager, \"FIXED\", False) and result is not None:\n            result.startTest(self)\n            result.addSuccess(self)\n            result.stopTest(self)\n            return result\n        return super().run(result)\n";
     let test = "import pager\nfrom tests.support import PagerCase\n\n\nclass PartialPageTests(PagerCase):\n    def test_partial_last_page_is_counted(self):\n        self.assertEqual(pager.page_count(11, 5), 3)\n";
-    let run = prove_candidate(
-        &repo,
-        &[
-            ("pager.py", PAGER_MARKED),
-            ("tests/support.py", support),
-            ("tests/test_partial.py", test),
-        ],
-        &["--runner", "unittest"],
-    );
-    let reason = assert_not_proven(&run);
-    assert!(
-        reason.starts_with(
-            "the change's harness decides this test's outcome: tests/support.py:7 PagerCase.run"
-        ),
-        "{reason}"
-    );
+    let run = prove_marked_unittest_candidate(&[
+        ("tests/support.py", support),
+        ("tests/test_partial.py", test),
+    ]);
+    assert_harness_decides(&run, "tests/support.py:7 PagerCase.run");
 }
 
 #[test]
 fn a_real_fix_with_a_fixture_only_conftest_stays_proven() {
-    let repo = pytest_pager_repo();
     let conftest = "import pytest\n\n\n@pytest.fixture\ndef partial_total():\n    return 11\n\n\n@pytest.fixture(autouse=True)\ndef quiet_logs(caplog):\n    caplog.set_level(\"WARNING\")\n    yield\n";
     let test = "from pager import page_count\n\n\ndef test_partial_last_page_is_counted(partial_total):\n    assert page_count(partial_total, 5) == 3\n";
-    let run = prove_candidate(
-        &repo,
-        &[
-            ("pager.py", PAGER_FIXED),
-            ("tests/conftest.py", conftest),
-            ("tests/test_partial.py", test),
-        ],
-        &["--no-mutation"],
-    );
-    assert_eq!(run.code, 0, "{}", run.explain());
-    assert_eq!(run.verdict_of("C1"), "proven");
-    assert_eq!(run.verdict_of("C2"), "proven");
+    let run = prove_real_pytest_fix(conftest, test);
     // No finding, no differential job: the proof is what it was before.
-    let evidence = run.evidence.as_ref().expect("evidence");
-    assert!(evidence.get("harness").is_none(), "{evidence:#}");
+    let evidence = assert_proven_without_harness_findings(&run);
     assert!(
         evidence["jobs"]
             .as_array()
@@ -444,17 +414,8 @@ fn a_real_fix_with_a_fixture_only_conftest_stays_proven() {
 
 #[test]
 fn a_real_fix_beside_an_unrelated_hook_stays_proven_once_checked() {
-    let repo = pytest_pager_repo();
     let conftest = "def pytest_configure(config):\n    config.addinivalue_line(\"markers\", \"slow: a slow test\")\n";
-    let run = prove_candidate(
-        &repo,
-        &[
-            ("pager.py", PAGER_FIXED),
-            ("tests/conftest.py", conftest),
-            ("tests/test_partial.py", PARTIAL_TEST),
-        ],
-        &["--no-mutation"],
-    );
+    let run = prove_real_pytest_fix(conftest, PARTIAL_TEST);
     assert_eq!(run.code, 0, "{}", run.explain());
     let harness = &run.evidence.as_ref().expect("evidence")["harness"];
     assert_eq!(harness["criteria"][0]["decision"], "checked_did_not_decide");
@@ -464,18 +425,9 @@ fn a_real_fix_beside_an_unrelated_hook_stays_proven_once_checked() {
 #[test]
 fn a_real_fix_whose_new_conftest_holds_a_hook_and_the_tests_fixture_stays_proven() {
     // The check takes the hook out and keeps the fixture the new test needs.
-    let repo = pytest_pager_repo();
     let conftest = "import pytest\n\n\ndef pytest_collection_modifyitems(config, items):\n    items.sort(key=lambda item: item.name)\n\n\n@pytest.fixture\ndef partial_total():\n    return 11\n";
     let test = "from pager import page_count\n\n\ndef test_partial_last_page_is_counted(partial_total):\n    assert page_count(partial_total, 5) == 3\n";
-    let run = prove_candidate(
-        &repo,
-        &[
-            ("pager.py", PAGER_FIXED),
-            ("tests/conftest.py", conftest),
-            ("tests/test_partial.py", test),
-        ],
-        &["--no-mutation"],
-    );
+    let run = prove_real_pytest_fix(conftest, test);
     assert_eq!(run.code, 0, "{}", run.explain());
     let harness = &run.evidence.as_ref().expect("evidence")["harness"];
     assert_eq!(
@@ -494,15 +446,8 @@ fn the_repository_cannot_trust_its_own_harness_change() {
             "[tool.assay]\ntrust-harness-change = true\n",
         ),
     ] {
-        let repo = pytest_pager_repo();
-        let run = prove_candidate(
-            &repo,
-            &[
-                ("pager.py", PAGER_MARKED),
-                ("tests/conftest.py", MAKEREPORT_FORGERY),
-                ("tests/test_partial.py", PARTIAL_TEST),
-                (path, text),
-            ],
+        let run = prove_marked_pytest_candidate(
+            &[("tests/conftest.py", MAKEREPORT_FORGERY), (path, text)],
             &[],
         );
         assert_eq!(run.code, 2, "{}", run.explain());
@@ -544,13 +489,7 @@ fn a_build_script_that_rewrites_the_product_before_it_compiles_is_unverified() {
     let (mut command, json) = support::prove_command(&repo, &args, out_dir.path());
     support::with_rust_toolchain(&mut command);
     let run = support::run(command, Some(json));
-    let reason = assert_not_proven(&run);
-    assert!(
-        reason.starts_with(
-            "the change's harness decides this test's outcome: pager/build.rs:1 build.rs"
-        ),
-        "{reason}"
-    );
+    assert_harness_decides(&run, "pager/build.rs:1 build.rs");
 }
 
 #[test]
@@ -584,13 +523,7 @@ fn node_test_support_code_that_patches_the_product_is_unverified() {
         ],
         &["--runner", "node"],
     );
-    let reason = assert_not_proven(&run);
-    assert!(
-        reason.starts_with(
-            "the change's harness decides this test's outcome: test/helpers.js:6 invoice.total"
-        ),
-        "{reason}"
-    );
+    assert_harness_decides(&run, "test/helpers.js:6 invoice.total");
 }
 
 /// The trust flag accepts every harness finding: a forgery proven with it is one the
@@ -720,11 +653,7 @@ fn a_real_go_fix_beside_the_bases_test_main_stays_proven() {
         ],
         &["--no-mutation"],
     );
-    assert_eq!(run.code, 0, "{}", run.explain());
-    assert_eq!(run.verdict_of("C1"), "proven");
-    assert_eq!(run.verdict_of("C2"), "proven");
-    let evidence = run.evidence.as_ref().expect("evidence");
-    assert!(evidence.get("harness").is_none(), "{evidence:#}");
+    assert_proven_without_harness_findings(&run);
 }
 
 /// The invoice's product with its bug: the discount is taken off the tax as well.
@@ -792,13 +721,7 @@ fn a_node_require_hook_that_rewrites_the_product_as_it_loads_is_unverified() {
         ],
         &[],
     );
-    let reason = assert_not_proven(&run);
-    assert!(
-        reason.starts_with(
-            "the change's harness decides this test's outcome: test/register.js:7 Module.prototype._compile"
-        ),
-        "{reason}"
-    );
+    assert_harness_decides(&run, "test/register.js:7 Module.prototype._compile");
     assert_proven_when_trusted(&repo, NODE_CRITERIA);
 }
 
@@ -850,11 +773,7 @@ fn a_real_node_fix_with_a_test_helper_that_only_builds_data_stays_proven() {
         ],
         &["--no-mutation"],
     );
-    assert_eq!(run.code, 0, "{}", run.explain());
-    assert_eq!(run.verdict_of("C1"), "proven");
-    assert_eq!(run.verdict_of("C2"), "proven");
-    let evidence = run.evidence.as_ref().expect("evidence");
-    assert!(evidence.get("harness").is_none(), "{evidence:#}");
+    assert_proven_without_harness_findings(&run);
 }
 
 #[test]
@@ -879,13 +798,7 @@ fn a_node_preload_the_candidates_npm_script_adds_is_unverified() {
         ],
         &npm,
     );
-    let reason = assert_not_proven(&run);
-    assert!(
-        reason.starts_with(
-            "the change's harness decides this test's outcome: package.json:5 --require"
-        ),
-        "{reason}"
-    );
+    assert_harness_decides(&run, "package.json:5 --require");
     let mut trusted = NODE_CRITERIA.to_vec();
     trusted.extend_from_slice(&npm);
     assert_proven_when_trusted(&repo, &trusted);

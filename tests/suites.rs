@@ -80,6 +80,24 @@ impl Project {
     fn json_path(&self) -> PathBuf {
         self.state.path().join("report.json")
     }
+
+    /// [`Project::test`] writing its JSON report to [`Project::json_path`].
+    fn test_reporting(&self, args: &[&str]) -> Output {
+        let report = self.json_path();
+        let mut all = args.to_vec();
+        all.extend(["--json", report.to_str().expect("utf-8")]);
+        self.test(&all)
+    }
+
+    /// The JSON report the last [`Project::test_reporting`] wrote.
+    fn report(&self) -> serde_json::Value {
+        read_json(&self.json_path())
+    }
+
+    /// Names the commit checked out `base`, the base an audit compares the next commits with.
+    fn mark_base(&self) {
+        git(self.path(), &["branch", "base"]);
+    }
 }
 
 fn code(out: &Output) -> i32 {
@@ -88,6 +106,30 @@ fn code(out: &Output) -> i32 {
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The run exited with `expected`; its stderr, which the failure shows.
+#[track_caller]
+fn assert_exit(out: &Output, expected: i32) -> String {
+    let err = stderr(out);
+    assert_eq!(code(out), expected, "{err}");
+    err
+}
+
+/// [`assert_exit`], and its stderr holds every one of `lines`.
+#[track_caller]
+fn assert_exit_saying(out: &Output, expected: i32, lines: &[&str]) -> String {
+    let err = assert_exit(out, expected);
+    assert_says(&err, lines);
+    err
+}
+
+/// `text` (a run's output) holds every one of `lines`; a failure shows it whole.
+#[track_caller]
+fn assert_says(text: &str, lines: &[&str]) {
+    for line in lines {
+        assert!(text.contains(line), "{text}");
+    }
 }
 
 fn stdout(out: &Output) -> String {
@@ -151,12 +193,17 @@ fn listing(out: &Output) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The displays of the cases a `--list-cases` run printed, in plan order.
+fn listed_displays(out: &Output) -> Vec<String> {
+    listing(out).into_iter().map(|(_, d)| d).collect()
+}
+
 #[test]
 fn list_cases_prints_plan_order_and_runs_nothing() {
     let project = pytest_project();
     let out = project.test(&["--list-cases"]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let displays: Vec<String> = listing(&out).into_iter().map(|(_, d)| d).collect();
+    assert_exit(&out, 0);
+    let displays = listed_displays(&out);
     assert_eq!(
         displays,
         [
@@ -191,23 +238,19 @@ fn a_project_whose_pytest_config_adds_verbosity_still_lists_its_cases() {
         ("test.py", INVOICE_TESTS),
     ]);
     let out = project.test(&["--runner", "pytest", "--list-cases"]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let displays: Vec<String> = listing(&out).into_iter().map(|(_, d)| d).collect();
+    assert_exit(&out, 0);
+    let displays = listed_displays(&out);
     assert_eq!(displays, ["test.py::test_total", "test.py::test_tax"]);
 }
 
 #[test]
 fn results_keep_plan_order_with_three_jobs_and_uneven_durations() {
     let project = pytest_project();
-    let report = project.json_path();
-    let out = project.test(&["--jobs", "3", "--json", report.to_str().expect("utf-8")]);
-    let err = stderr(&out);
-    assert_eq!(code(&out), 0, "{err}");
+    let out = project.test_reporting(&["--jobs", "3"]);
+    let err = assert_exit(&out, 0);
     // A first run lists nothing: each batch collects the suite, so the count follows them.
-    assert!(err.contains("[test] 0/?"), "{err}");
-    assert!(err.contains("[test] 7/7 passed"), "{err}");
-    let json: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&report).expect("report")).expect("JSON");
+    assert_says(&err, &["[test] 0/?", "[test] 7/7 passed"]);
+    let json = project.report();
     assert_eq!(json["schema"], "assay.test/v1");
     assert_eq!(json["status"], "passed");
     let cases = json["cases"].as_array().expect("cases");
@@ -215,10 +258,7 @@ fn results_keep_plan_order_with_three_jobs_and_uneven_durations() {
         .iter()
         .map(|c| c["display"].as_str().unwrap_or(""))
         .collect();
-    let listed: Vec<String> = listing(&project.test(&["--list-cases"]))
-        .into_iter()
-        .map(|(_, d)| d)
-        .collect();
+    let listed = listed_displays(&project.test(&["--list-cases"]));
     assert_eq!(displays, listed);
     // The slow case finished last but is reported third, where the plan has it.
     let slow = &cases[2];
@@ -359,7 +399,7 @@ fn cases_run_in_batches_by_default_fail_as_pytest_fails_and_keep_their_own_outpu
         ];
         args.extend_from_slice(extra);
         let out = project.test(&args);
-        assert_eq!(code(&out), 1, "{}", stderr(&out));
+        assert_exit(&out, 1);
         (read_json(&report), stdout(&out))
     };
     let (first, _) = run(&[]);
@@ -450,11 +490,10 @@ class RepeatLastTests(TestCase):
 #[test]
 fn a_class_does_not_take_the_results_of_a_class_whose_name_ends_like_it() {
     let project = Project::new(&[("tests/test_last.py", LAST_ITEM_TESTS), ("conftest.py", "")]);
-    let report = project.json_path();
     // One batch holds both classes, as a history-planned batch of a real suite did.
-    let out = project.test(&["--shards", "1", "--json", report.to_str().expect("utf-8")]);
-    assert_eq!(code(&out), 1, "{}", stderr(&out));
-    let json = read_json(&report);
+    let out = project.test_reporting(&["--shards", "1"]);
+    assert_exit(&out, 1);
+    let json = project.report();
     let expected = ["tests/test_last.py::RepeatLastTests::test_basic"];
     assert_eq!(assay_failures(&json), expected, "{json}");
     assert_eq!(pytest_failures(project.path()), expected);
@@ -477,11 +516,13 @@ fn a_suite_that_fails_to_collect_says_which_file_and_why_on_a_first_run() {
     let out = project.test(&["--jobs", "2"]);
     let err = stderr(&out);
     assert_ne!(code(&out), 0, "{err}");
-    assert!(
-        err.contains("tests/test_refunds.py failed to collect"),
-        "{err}"
+    assert_says(
+        &err,
+        &[
+            "tests/test_refunds.py failed to collect",
+            "No module named 'refund_gateway'",
+        ],
     );
-    assert!(err.contains("No module named 'refund_gateway'"), "{err}");
     // A conftest.py that cannot import stops every session before it collects: its error is
     // on stderr, and the message carries it.
     project.commit(
@@ -494,23 +535,13 @@ fn a_suite_that_fails_to_collect_says_which_file_and_why_on_a_first_run() {
     let out = project.test(&["--jobs", "2"]);
     let err = stderr(&out);
     assert_ne!(code(&out), 0, "{err}");
-    assert!(err.contains("ImportError while loading conftest"), "{err}");
-    assert!(err.contains("No module named 'payment_sandbox'"), "{err}");
-}
-
-/// The cases of a report as (display, outcome), in report order.
-fn displays_and_outcomes(json: &serde_json::Value) -> Vec<(String, String)> {
-    json["cases"]
-        .as_array()
-        .expect("cases")
-        .iter()
-        .map(|c| {
-            (
-                c["display"].as_str().unwrap_or("").to_owned(),
-                c["outcome"].as_str().unwrap_or("").to_owned(),
-            )
-        })
-        .collect()
+    assert_says(
+        &err,
+        &[
+            "ImportError while loading conftest",
+            "No module named 'payment_sandbox'",
+        ],
+    );
 }
 
 #[test]
@@ -523,7 +554,7 @@ fn a_run_with_history_starts_its_batches_at_once_and_follows_added_and_removed_c
     let report = project.json_path();
     let run = || {
         let out = project.test(&["--jobs", "2", "--json", report.to_str().expect("utf-8")]);
-        assert_eq!(code(&out), 1, "{}", stderr(&out));
+        assert_exit(&out, 1);
         (read_json(&report), stderr(&out))
     };
     let listed_by_a_job = |json: &serde_json::Value| listed_by_a_job(&project, json);
@@ -539,10 +570,7 @@ fn a_run_with_history_starts_its_batches_at_once_and_follows_added_and_removed_c
     let (second, err) = run();
     assert!(!listed_by_a_job(&second), "history knew the cases: {err}");
     assert_eq!(second["jobs"].as_array().map(Vec::len), Some(2), "{second}");
-    assert_eq!(
-        displays_and_outcomes(&second),
-        displays_and_outcomes(&first)
-    );
+    assert_eq!(outcomes(&second), outcomes(&first));
     assert_eq!(assay_failures(&second), assay_failures(&first));
     assert_eq!(second["audit"]["selection"]["contained"], true, "{second}");
     assert_eq!(second["audit"]["selection"]["collected"], 9);
@@ -581,14 +609,8 @@ fn a_run_with_history_starts_its_batches_at_once_and_follows_added_and_removed_c
     );
     let (third, err) = run();
     assert!(!listed_by_a_job(&third), "{err}");
-    let listed: Vec<String> = listing(&project.test(&["--list-cases"]))
-        .into_iter()
-        .map(|(_, d)| d)
-        .collect();
-    let displays: Vec<String> = displays_and_outcomes(&third)
-        .into_iter()
-        .map(|(d, _)| d)
-        .collect();
+    let listed = listed_displays(&project.test(&["--list-cases"]));
+    let displays: Vec<String> = outcomes(&third).into_iter().map(|(d, _)| d).collect();
     assert_eq!(displays, listed, "the collection's cases, in its order");
     assert_eq!(assay_failures(&third), pytest_failures(project.path()));
     assert!(
@@ -607,10 +629,7 @@ fn a_run_with_history_starts_its_batches_at_once_and_follows_added_and_removed_c
     // The next run knows every case again.
     let (fourth, _) = run();
     assert_eq!(fourth["jobs"].as_array().map(Vec::len), Some(2), "{fourth}");
-    assert_eq!(
-        displays_and_outcomes(&fourth),
-        displays_and_outcomes(&third)
-    );
+    assert_eq!(outcomes(&fourth), outcomes(&third));
 }
 
 /// Whether the run `json` reports listed its cases with a job of its own before its batches.
@@ -650,8 +669,8 @@ fn selectors_union_in_plan_order_and_one_that_matches_nothing_fails_first() {
         "--directory",
         "tests/billing",
     ]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let displays: Vec<String> = listing(&out).into_iter().map(|(_, d)| d).collect();
+    assert_exit(&out, 0);
+    let displays = listed_displays(&out);
     assert_eq!(
         displays,
         [
@@ -661,7 +680,7 @@ fn selectors_union_in_plan_order_and_one_that_matches_nothing_fails_first() {
         ]
     );
     let run = project.test(&["--file", "tests/billing/test_invoice.py", "--jobs", "2"]);
-    assert_eq!(code(&run), 0, "{}", stderr(&run));
+    assert_exit(&run, 0);
     assert!(
         stderr(&run).contains("[test] 2/2 passed"),
         "{}",
@@ -705,7 +724,7 @@ fn selectors_union_in_plan_order_and_one_that_matches_nothing_fails_first() {
 fn a_failing_case_exits_one_and_a_new_failure_raises_a_history_alert() {
     let project = pytest_project();
     let first = project.test(&["--jobs", "2"]);
-    assert_eq!(code(&first), 0, "{}", stderr(&first));
+    assert_exit(&first, 0);
     project.commit(
         &[(
             "tests/billing/test_invoice.py",
@@ -713,25 +732,21 @@ fn a_failing_case_exits_one_and_a_new_failure_raises_a_history_alert() {
         )],
         "tax rounding regression",
     );
-    let report = project.json_path();
-    let second = project.test(&["--jobs", "2", "--json", report.to_str().expect("utf-8")]);
-    let err = stderr(&second);
-    assert_eq!(code(&second), 1, "{err}");
-    assert!(
-        err.contains("[test] FAIL tests/billing/test_invoice.py::test_tax"),
-        "{err}"
-    );
-    assert!(
-        err.contains("[ALERT] [warning] regression: 1 new failure (was 0, now 1)"),
-        "{err}"
+    let second = project.test_reporting(&["--jobs", "2"]);
+    assert_exit_saying(
+        &second,
+        1,
+        &[
+            "[test] FAIL tests/billing/test_invoice.py::test_tax",
+            "[ALERT] [warning] regression: 1 new failure (was 0, now 1)",
+        ],
     );
     assert!(
         stdout(&second).contains("Status: failing | vs previous: 1 new failure"),
         "{}",
         stdout(&second)
     );
-    let json: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&report).expect("report")).expect("JSON");
+    let json = project.report();
     assert_eq!(json["status"], "failed");
     assert_eq!(json["totals"]["failed"], 1);
     assert_eq!(json["history"]["alerts"][0]["type"], "regression");
@@ -750,9 +765,9 @@ fn a_failing_case_exits_one_and_a_new_failure_raises_a_history_alert() {
 fn a_halt_stops_admission_until_resume() {
     let project = pytest_project();
     let halt = project.assay(&["halt", "--reason", "invoice database migration"]);
-    assert_eq!(code(&halt), 0, "{}", stderr(&halt));
+    assert_exit(&halt, 0);
     let blocked = project.test(&["--jobs", "2"]);
-    assert_eq!(code(&blocked), 3, "{}", stderr(&blocked));
+    assert_exit(&blocked, 3);
     assert!(
         stderr(&blocked).contains("[HALT] test stopped. Reason: invoice database migration"),
         "{}",
@@ -762,7 +777,7 @@ fn a_halt_stops_admission_until_resume() {
     let resume = project.assay(&["resume"]);
     assert_eq!(code(&resume), 0);
     let run = project.test(&["--jobs", "2"]);
-    assert_eq!(code(&run), 0, "{}", stderr(&run));
+    assert_exit(&run, 0);
     assert!(stderr(&run).contains("[test] 7/7 passed"));
 }
 
@@ -781,7 +796,7 @@ fn the_audit_gate_refuses_a_ledger_that_gains_an_entry_and_allows_a_removal() {
         &[(".assay/quarantine.toml", LEDGER)],
         "quarantine the slow render",
     );
-    git(project.path(), &["branch", "base"]);
+    project.mark_base();
     let gained = format!(
         "{LEDGER}\n[[quarantine]]\ntest = \"tests/billing/test_invoice.py::test_tax\"\nreason = \"rounding\"\nadded = \"2026-09-10\"\n"
     );
@@ -790,11 +805,10 @@ fn the_audit_gate_refuses_a_ledger_that_gains_an_entry_and_allows_a_removal() {
         "quarantine the tax test",
     );
     let out = project.test(&["--audit-base", "base"]);
-    let err = stderr(&out);
-    assert_eq!(code(&out), 1, "{err}");
-    assert!(
-        err.contains("the ledger gains entry tests/billing/test_invoice.py::test_tax"),
-        "{err}"
+    let err = assert_exit_saying(
+        &out,
+        1,
+        &["the ledger gains entry tests/billing/test_invoice.py::test_tax"],
     );
     assert!(!err.contains("[test] 0/"), "nothing ran: {err}");
     project.commit(
@@ -802,7 +816,7 @@ fn the_audit_gate_refuses_a_ledger_that_gains_an_entry_and_allows_a_removal() {
         "the slow render is fixed",
     );
     let out = project.test(&["--audit-base", "base", "--jobs", "2"]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_exit(&out, 0);
 }
 
 #[test]
@@ -824,11 +838,9 @@ fn unittest_projects_run_case_by_case_through_the_adapter() {
             "tests/test_ledger.py::LedgerTests::test_transfer",
         ]
     );
-    let report = project.json_path();
-    let out = project.test(&["--jobs", "3", "--json", report.to_str().expect("utf-8")]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let json: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&report).expect("report")).expect("JSON");
+    let out = project.test_reporting(&["--jobs", "3"]);
+    assert_exit(&out, 0);
+    let json = project.report();
     let outcomes: Vec<&str> = json["cases"]
         .as_array()
         .expect("cases")
@@ -860,18 +872,10 @@ fn a_first_unittest_run_partitions_the_suite_by_module_without_a_listing() {
             "import unittest\n\n\nclass RefundTests(unittest.TestCase):\n    def test_void(self):\n        self.assertTrue(True)\n",
         ),
     ]);
-    let report = project.json_path();
     let run = || {
-        let out = project.test(&[
-            "--runner",
-            "unittest",
-            "--jobs",
-            "2",
-            "--json",
-            report.to_str().expect("utf-8"),
-        ]);
-        assert_eq!(code(&out), 1, "{}", stderr(&out));
-        (read_json(&report), stderr(&out))
+        let out = project.test_reporting(&["--runner", "unittest", "--jobs", "2"]);
+        assert_exit(&out, 1);
+        (project.report(), stderr(&out))
     };
     let listed_by_a_job = |json: &serde_json::Value| listed_by_a_job(&project, json);
     let (first, err) = run();
@@ -906,10 +910,7 @@ fn a_first_unittest_run_partitions_the_suite_by_module_without_a_listing() {
         "the cache had nothing to answer: {err}"
     );
     assert_eq!(second["cache"]["served"], 4, "{second}");
-    assert_eq!(
-        displays_and_outcomes(&second),
-        displays_and_outcomes(&first)
-    );
+    assert_eq!(outcomes(&second), outcomes(&first));
 }
 
 /// A module that cannot import stops a first, partitioned run as the listing would have: with
@@ -930,11 +931,13 @@ fn a_unittest_module_that_fails_to_import_is_named_on_a_first_run() {
     let out = project.test(&["--runner", "unittest", "--jobs", "2", "--no-cache"]);
     let err = stderr(&out);
     assert_ne!(code(&out), 0, "{err}");
-    assert!(
-        err.contains("tests/test_refunds.py failed to collect"),
-        "{err}"
+    assert_says(
+        &err,
+        &[
+            "tests/test_refunds.py failed to collect",
+            "No module named 'refund_gateway'",
+        ],
     );
-    assert!(err.contains("No module named 'refund_gateway'"), "{err}");
 }
 
 /// more-itertools' shape: a test module's `load_tests` adds the product module's doctests,
@@ -963,18 +966,10 @@ fn doctests_a_load_tests_hook_adds_are_cases_of_the_product_file_and_run_by_id()
             "ledger.py::ledger::reset",
         ]
     );
-    let report = project.json_path();
-    let out = project.test(&[
-        "--runner",
-        "unittest",
-        "--shards",
-        "per-case",
-        "--json",
-        report.to_str().expect("utf-8"),
-    ]);
+    let out = project.test_reporting(&["--runner", "unittest", "--shards", "per-case"]);
     assert_eq!(code(&out), 1, "the Account doctest fails: {}", stderr(&out));
     assert_eq!(
-        outcomes(&read_json(&report)),
+        outcomes(&project.report()),
         pairs(&[
             ("tests/test_ledger.py::LedgerTests::test_balance", "passed"),
             ("ledger.py::ledger::Account", "failed"),
@@ -1004,7 +999,7 @@ fn a_case_that_passes_only_after_another_is_order_dependent_not_a_regression() {
         report.to_str().expect("utf-8"),
     ];
     let out = project.test(&args);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_exit(&out, 0);
     let json = read_json(&report);
     assert_eq!(
         outcomes(&json),
@@ -1050,7 +1045,7 @@ fn a_case_that_passes_only_after_another_is_order_dependent_not_a_regression() {
         "Checksum counts the header",
     );
     let out = project.test(&args);
-    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert_exit(&out, 1);
     let json = read_json(&report);
     assert_eq!(
         json["history"]["newly_failing"],
@@ -1064,6 +1059,7 @@ fn read_json(path: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(path).expect("report written")).expect("JSON")
 }
 
+/// The cases of a report as (display, outcome), in report order.
 fn outcomes(json: &serde_json::Value) -> Vec<(String, String)> {
     json["cases"]
         .as_array()
@@ -1103,8 +1099,8 @@ fn go_tests_are_listed_per_package_and_run_one_by_one() {
         ("cache/expiry_test.go", CACHE_TEST_GO),
     ]);
     let listed = project.test(&["--list-cases"]);
-    assert_eq!(code(&listed), 0, "{}", stderr(&listed));
-    let displays: Vec<String> = listing(&listed).into_iter().map(|(_, d)| d).collect();
+    assert_exit(&listed, 0);
+    let displays = listed_displays(&listed);
     assert_eq!(
         displays,
         [
@@ -1114,21 +1110,11 @@ fn go_tests_are_listed_per_package_and_run_one_by_one() {
             "cache/expiry_test.go::TestRedis",
         ]
     );
-    let cache_only: Vec<String> = listing(&project.test(&["--list-cases", "--directory", "cache"]))
-        .into_iter()
-        .map(|(_, d)| d)
-        .collect();
+    let cache_only = listed_displays(&project.test(&["--list-cases", "--directory", "cache"]));
     assert_eq!(cache_only.len(), 2, "{cache_only:?}");
-
-    let report = project.json_path();
-    let run = project.test(&["--jobs", "2", "--json", report.to_str().expect("utf-8")]);
-    let err = stderr(&run);
-    assert_eq!(code(&run), 1, "{err}");
-    assert!(
-        err.contains("[test] FAIL ledger_test.go::TestOverdrawn"),
-        "{err}"
-    );
-    let json = read_json(&report);
+    let run = project.test_reporting(&["--jobs", "2"]);
+    assert_exit_saying(&run, 1, &["[test] FAIL ledger_test.go::TestOverdrawn"]);
+    let json = project.report();
     assert_eq!(json["runner"], "go");
     assert_eq!(
         outcomes(&json),
@@ -1142,6 +1128,21 @@ fn go_tests_are_listed_per_package_and_run_one_by_one() {
     // Subtests ran and belong to their test; nothing ran that was not selected.
     assert_eq!(json["audit"]["selection"]["contained"], true);
     assert_eq!(json["audit"]["selection"]["executed"], 4);
+}
+
+/// The outcomes of the node projects' two test files: the rounding file's test fails.
+const INVOICE_PASSES_ROUNDING_FAILS: &[(&str, &str)] = &[
+    ("test/invoice.test.js", "passed"),
+    ("test/rounding.test.js", "failed"),
+];
+
+/// A node project's `--list-cases` lists its two test files (by their JavaScript's names),
+/// each a case.
+fn assert_node_lists_its_two_test_files(project: &Project) {
+    let listed = project.test(&["--runner", "node", "--list-cases"]);
+    assert_exit(&listed, 0);
+    let displays = listed_displays(&listed);
+    assert_eq!(displays, ["test/invoice.test.js", "test/rounding.test.js"]);
 }
 
 const INVOICE_JS: &str = "exports.total = (net, rate) => Math.round(net * (1 + rate));\n";
@@ -1163,34 +1164,15 @@ fn node_test_files_are_cases_and_a_failing_file_fails_its_case() {
             "const { test } = require('node:test');\nconst assert = require('node:assert/strict');\nconst { total } = require('../invoice.js');\n\ntest('rounds half cents down', () => {\n  assert.equal(total(0.5, 0), 0);\n});\n",
         ),
     ]);
-    let listed = project.test(&["--runner", "node", "--list-cases"]);
-    assert_eq!(code(&listed), 0, "{}", stderr(&listed));
-    let displays: Vec<String> = listing(&listed).into_iter().map(|(_, d)| d).collect();
-    assert_eq!(displays, ["test/invoice.test.js", "test/rounding.test.js"]);
-    let report = project.json_path();
+    assert_node_lists_its_two_test_files(&project);
     // One job per file, then both files in one node run: either way each result is attributed
     // to the file that reported it.
     for (layout, jobs) in [("--jobs", 2), ("--shards", 1)] {
-        let run = project.test(&[
-            "--runner",
-            "node",
-            layout,
-            &jobs.to_string(),
-            "--json",
-            report.to_str().expect("utf-8"),
-        ]);
-        let err = stderr(&run);
-        assert_eq!(code(&run), 1, "{err}");
-        assert!(err.contains("[test] FAIL test/rounding.test.js"), "{err}");
+        let run = project.test_reporting(&["--runner", "node", layout, &jobs.to_string()]);
+        let err = assert_exit_saying(&run, 1, &["[test] FAIL test/rounding.test.js"]);
         assert!(!err.contains("[test] FAIL test/invoice.test.js"), "{err}");
-        let json = read_json(&report);
-        assert_eq!(
-            outcomes(&json),
-            pairs(&[
-                ("test/invoice.test.js", "passed"),
-                ("test/rounding.test.js", "failed"),
-            ])
-        );
+        let json = project.report();
+        assert_eq!(outcomes(&json), pairs(INVOICE_PASSES_ROUNDING_FAILS));
         let planned = json["jobs"].as_array().expect("jobs");
         assert_eq!(planned.len(), jobs, "{layout}: {planned:?}");
         assert_eq!(json["audit"]["selection"]["contained"], true);
@@ -1222,27 +1204,12 @@ fn typescript_test_files_run_as_their_javascript_and_a_failing_one_fails_its_cas
             "import { test } from 'node:test';\nimport assert from 'node:assert/strict';\nimport { total } from '../src/invoice.js';\n\ntest('rounds half cents down', () => {\n  assert.equal(total({ net: 0.5, rate: 0 }), 0);\n});\n",
         ),
     ]);
-    let listed = project.test(&["--runner", "node", "--list-cases"]);
-    assert_eq!(code(&listed), 0, "{}", stderr(&listed));
-    let displays: Vec<String> = listing(&listed).into_iter().map(|(_, d)| d).collect();
-    assert_eq!(displays, ["test/invoice.test.js", "test/rounding.test.js"]);
-    let report = project.json_path();
-    let run = project.test(&[
-        "--runner",
-        "node",
-        "--jobs",
-        "2",
-        "--json",
-        report.to_str().expect("utf-8"),
-    ]);
-    let err = stderr(&run);
-    assert_eq!(code(&run), 1, "{err}");
+    assert_node_lists_its_two_test_files(&project);
+    let run = project.test_reporting(&["--runner", "node", "--jobs", "2"]);
+    assert_exit(&run, 1);
     assert_eq!(
-        outcomes(&read_json(&report)),
-        pairs(&[
-            ("test/invoice.test.js", "passed"),
-            ("test/rounding.test.js", "failed"),
-        ])
+        outcomes(&project.report()),
+        pairs(INVOICE_PASSES_ROUNDING_FAILS)
     );
 }
 
@@ -1287,16 +1254,11 @@ fn manifest_rows_are_cases_judged_by_their_expectations() {
     let mut args = manifest.to_vec();
     args.extend(["--jobs", "3", "--json", report.to_str().expect("utf-8")]);
     let run = project.test(&args);
-    let err = stderr(&run);
-    assert_eq!(code(&run), 1, "{err}");
-    assert!(
-        err.contains("[test] FAIL corpus/integer/halve.inv"),
-        "{err}"
-    );
+    let err = assert_exit_saying(&run, 1, &["[test] FAIL corpus/integer/halve.inv"]);
     for failing in ["corpus/boolean/over-limit.inv", "corpus/boolean/paid.inv"] {
         assert!(err.contains(&format!("[test] FAIL {failing}")), "{err}");
     }
-    assert!(err.contains("[test] 9/9 completed, 3 failed"), "{err}");
+    assert_says(&err, &["[test] 9/9 completed, 3 failed"]);
     let json = read_json(&report);
     assert_eq!(
         outcomes(&json),
@@ -1320,9 +1282,7 @@ fn manifest_rows_are_cases_judged_by_their_expectations() {
     let mut args = manifest.to_vec();
     args.extend(["--shards", "3", "--json", report.to_str().expect("utf-8")]);
     let batched = project.test(&args);
-    let err = stderr(&batched);
-    assert_eq!(code(&batched), 1, "{err}");
-    assert!(err.contains("[test] 9/9 completed, 3 failed"), "{err}");
+    assert_exit_saying(&batched, 1, &["[test] 9/9 completed, 3 failed"]);
     let json = read_json(&report);
     assert_eq!(outcomes(&json), expected);
     assert_eq!(json["jobs"].as_array().expect("jobs").len(), 3);
@@ -1360,7 +1320,7 @@ fn manifest_rows_are_cases_judged_by_their_expectations() {
         report.to_str().expect("utf-8"),
     ]);
     let one = project.test(&args);
-    assert_eq!(code(&one), 1, "{}", stderr(&one));
+    assert_exit(&one, 1);
     assert_eq!(
         outcomes(&read_json(&report)),
         pairs(&[("corpus/integer/halve.inv", "failed")])
@@ -1368,10 +1328,7 @@ fn manifest_rows_are_cases_judged_by_their_expectations() {
 
     let mut args = manifest.to_vec();
     args.extend(["--list-cases", "--directory", "corpus/integer"]);
-    let integer: Vec<String> = listing(&project.test(&args))
-        .into_iter()
-        .map(|(_, d)| d)
-        .collect();
+    let integer = listed_displays(&project.test(&args));
     assert_eq!(
         integer,
         ["corpus/integer/add-small.inv", "corpus/integer/halve.inv"]
@@ -1386,11 +1343,10 @@ fn manifest_rows_are_cases_judged_by_their_expectations() {
         "corpus: an overdraft row",
     );
     let refused = project.test(&manifest);
-    let err = stderr(&refused);
-    assert_eq!(code(&refused), 1, "{err}");
-    assert!(
-        err.contains("the case file error/overdraft.inv is not in the tree"),
-        "{err}"
+    let err = assert_exit_saying(
+        &refused,
+        1,
+        &["the case file error/overdraft.inv is not in the tree"],
     );
     assert!(!err.contains("[test] 0/"), "nothing runs: {err}");
 }
@@ -1412,10 +1368,10 @@ fn a_command_suite_records_counts_and_coverage_and_a_coverage_drop_raises_an_ale
     ]);
     let command = ["--runner", "command", "--test-command", COVERAGE_COMMAND];
     let listed = project.test(&[&command[..], &["--list-cases"][..]].concat());
-    let displays: Vec<String> = listing(&listed).into_iter().map(|(_, d)| d).collect();
+    let displays = listed_displays(&listed);
     assert_eq!(displays, [COVERAGE_COMMAND]);
     let first = project.test(&command);
-    assert_eq!(code(&first), 0, "{}", stderr(&first));
+    assert_exit(&first, 0);
     assert!(
         stdout(&first).contains("Tests: 2/2 passed, 0 skipped (100.0% coverage)"),
         "{}",
@@ -1434,11 +1390,10 @@ fn a_command_suite_records_counts_and_coverage_and_a_coverage_drop_raises_an_ale
         junit.to_str().expect("utf-8"),
     ];
     let second = project.test(&[&command[..], &outputs[..]].concat());
-    let err = stderr(&second);
-    assert_eq!(code(&second), 0, "{err}");
-    assert!(
-        err.contains("[ALERT] [warning] coverage_drop: coverage dropped"),
-        "{err}"
+    assert_exit_saying(
+        &second,
+        0,
+        &["[ALERT] [warning] coverage_drop: coverage dropped"],
     );
     let json = read_json(&report);
     assert_eq!(json["history"]["alerts"][0]["type"], "coverage_drop");
@@ -1466,29 +1421,22 @@ fn a_command_that_is_not_found_errors_and_a_failing_one_fails() {
         "--test-command",
         "sh -c ./ci/lint.sh",
     ]);
-    assert_eq!(code(&missing), 1, "{}", stderr(&missing));
+    assert_exit(&missing, 1);
     assert!(
         stdout(&missing).contains("Status: error"),
         "{}",
         stdout(&missing)
     );
-    let report = project.json_path();
-    let failing = project.test(&[
-        "--runner",
-        "command",
-        "--test-command",
-        "sh ci/check.sh",
-        "--json",
-        report.to_str().expect("utf-8"),
-    ]);
-    assert_eq!(code(&failing), 1, "{}", stderr(&failing));
+    let failing =
+        project.test_reporting(&["--runner", "command", "--test-command", "sh ci/check.sh"]);
+    assert_exit(&failing, 1);
     assert!(
         stdout(&failing).contains("Tests: 3/4 passed")
             && stdout(&failing).contains("Status: failing"),
         "{}",
         stdout(&failing)
     );
-    let json = read_json(&report);
+    let json = project.report();
     assert_eq!(json["cases"][0]["outcome"], "failed");
     let history = project.assay(&["history", "--json"]);
     let history: serde_json::Value = serde_json::from_slice(&history.stdout).expect("JSON");
@@ -1514,7 +1462,7 @@ fn a_junit_command_is_one_case_judged_by_its_report() {
         "--json",
         report.to_str().expect("utf-8"),
     ]);
-    assert_eq!(code(&passing), 0, "{}", stderr(&passing));
+    assert_exit(&passing, 0);
     assert_eq!(
         outcomes(&read_json(&report)),
         pairs(&[("python3 ci/junit.py", "passed")])
@@ -1527,14 +1475,14 @@ fn a_junit_command_is_one_case_judged_by_its_report() {
         "--test-report",
         "junit:build/TEST-pricing.xml",
     ]);
-    assert_eq!(code(&failing), 1, "{}", stderr(&failing));
+    assert_exit(&failing, 1);
     assert!(
         stderr(&failing).contains("[test] FAIL python3 ci/junit.py fail"),
         "{}",
         stderr(&failing)
     );
     let refused = project.test(&["--runner", "junit"]);
-    assert_eq!(code(&refused), 2, "{}", stderr(&refused));
+    assert_exit(&refused, 2);
     assert!(
         stderr(&refused).contains("needs a command"),
         "{}",
@@ -1608,7 +1556,7 @@ fn a_three_hundred_test_suite_reports_the_same_with_one_job_or_four() {
             "--json",
             report.to_str().expect("utf-8"),
         ]);
-        assert_eq!(code(&out), 1, "{}", stderr(&out));
+        assert_exit(&out, 1);
         assert!(
             stderr(&out).contains("[test] FAIL tests/test_invoices_07.py::test_invoice_07_3"),
             "{}",
@@ -1666,12 +1614,10 @@ fn a_suite_runs_through_the_fleet_and_the_fleet_halt_stops_it_until_resume() {
         ]
         .concat(),
     );
-    let err = stderr(&out);
-    assert_eq!(code(&out), 0, "{err}");
-    assert!(err.contains("[test] 7/7 passed"), "{err}");
+    let err = assert_exit_saying(&out, 0, &["[test] 7/7 passed"]);
     // Only a fleet's coordinator may write cache entries there: a fleet run keeps the cache
     // off and says so.
-    assert!(err.contains("[cache] not used: a fleet run"), "{err}");
+    assert_says(&err, &["[cache] not used: a fleet run"]);
     let json = read_json(&report);
     assert!(
         json["cache"]["not_used"]
@@ -1680,10 +1626,7 @@ fn a_suite_runs_through_the_fleet_and_the_fleet_halt_stops_it_until_resume() {
         "{json}"
     );
     assert!(!store_dir.as_path().join("cache/v1/cases").exists());
-    let listed: Vec<String> = listing(&project.test(&["--list-cases"]))
-        .into_iter()
-        .map(|(_, d)| d)
-        .collect();
+    let listed = listed_displays(&project.test(&["--list-cases"]));
     let ran: Vec<String> = outcomes(&json).into_iter().map(|(d, _)| d).collect();
     assert_eq!(ran, listed, "plan order on the fleet as embedded");
     assert!(outcomes(&json).iter().all(|(_, o)| o == "passed"), "{json}");
@@ -1708,9 +1651,9 @@ fn a_suite_runs_through_the_fleet_and_the_fleet_halt_stops_it_until_resume() {
         "--reason",
         "invoice database migration",
     ]);
-    assert_eq!(code(&halt), 0, "{}", stderr(&halt));
+    assert_exit(&halt, 0);
     let blocked = project.test(&fleet);
-    assert_eq!(code(&blocked), 3, "{}", stderr(&blocked));
+    assert_exit(&blocked, 3);
     assert!(
         stderr(&blocked).contains("[HALT] test stopped. Reason: invoice database migration"),
         "{}",
@@ -1718,9 +1661,9 @@ fn a_suite_runs_through_the_fleet_and_the_fleet_halt_stops_it_until_resume() {
     );
     // The fleet halt is the fleet's: this machine's embedded runs are not halted by it.
     let embedded = project.test(&["--file", "tests/billing/test_invoice.py"]);
-    assert_eq!(code(&embedded), 0, "{}", stderr(&embedded));
+    assert_exit(&embedded, 0);
     let resume = project.assay(&["resume", "--cluster", &url]);
-    assert_eq!(code(&resume), 0, "{}", stderr(&resume));
+    assert_exit(&resume, 0);
     assert!(
         stdout(&resume).contains("admission resumed"),
         "{}",
@@ -1728,7 +1671,7 @@ fn a_suite_runs_through_the_fleet_and_the_fleet_halt_stops_it_until_resume() {
     );
     let again =
         project.test(&[&fleet[..], &["--file", "tests/billing/test_invoice.py"][..]].concat());
-    assert_eq!(code(&again), 0, "{}", stderr(&again));
+    assert_exit(&again, 0);
     assert!(
         stderr(&again).contains("[test] 2/2 passed"),
         "{}",
@@ -1746,7 +1689,7 @@ fn reachability_names_the_changed_lines_no_executed_test_reaches() {
         ("pricing.py", PRICING_PY),
         ("tests/test_pricing.py", PRICING_TESTS),
     ]);
-    git(project.path(), &["branch", "base"]);
+    project.mark_base();
     project.commit(
         &[
             ("pricing.py", &format!("{PRICING_PY}{PRICING_UNTESTED}")),
@@ -1758,26 +1701,17 @@ fn reachability_names_the_changed_lines_no_executed_test_reaches() {
         ],
         "pricing: discount codes; refunds",
     );
-    let report = project.json_path();
-    let out = project.test(&[
-        "--audit-base",
-        "base",
-        "--reachability",
-        "--json",
-        report.to_str().expect("utf-8"),
-    ]);
-    let err = stderr(&out);
-    assert_eq!(code(&out), 0, "{err}");
+    let out = project.test_reporting(&["--audit-base", "base", "--reachability"]);
+    let err = assert_exit(&out, 0);
     // discount(): the SPRING branch is tested; STAFF, VIP and the fallback are not.
-    assert!(
-        err.contains("[audit] UNREACHED pricing.py: changed lines 12-16"),
-        "{err}"
+    assert_says(
+        &err,
+        &[
+            "[audit] UNREACHED pricing.py: changed lines 12-16",
+            "[audit] UNREACHED refunds.py: no executed test imports it",
+        ],
     );
-    assert!(
-        err.contains("[audit] UNREACHED refunds.py: no executed test imports it"),
-        "{err}"
-    );
-    let json = read_json(&report);
+    let json = project.report();
     let files = json["audit"]["reachability"]
         .as_array()
         .expect("reachability");
@@ -1787,7 +1721,7 @@ fn reachability_names_the_changed_lines_no_executed_test_reaches() {
         serde_json::json!(["tests/test_discount.py::test_spring"])
     );
     let refused = project.test(&["--reachability"]);
-    assert_eq!(code(&refused), 2, "{}", stderr(&refused));
+    assert_exit(&refused, 2);
 }
 
 const RATES_CONFTEST: &str = r#"import json
@@ -1840,7 +1774,7 @@ fn rates_project() -> Project {
 #[test]
 fn a_fixture_file_change_whose_readers_did_not_run_fails_the_audit_naming_them() {
     let project = rates_project();
-    git(project.path(), &["branch", "base"]);
+    project.mark_base();
     project.commit(
         &[
             ("tests/data/rates.json", "{\"eur\": 1.2}\n"),
@@ -1859,8 +1793,7 @@ fn a_fixture_file_change_whose_readers_did_not_run_fails_the_audit_naming_them()
         report_arg,
     ];
     let out = project.test(&audited);
-    let err = stderr(&out);
-    assert_eq!(code(&out), 1, "{err}");
+    let err = assert_exit(&out, 1);
     // The session fixture's read counts for both of its tests, not only the first.
     for test in ["test_rates_loaded", "test_rates_reused"] {
         assert!(
@@ -1893,7 +1826,7 @@ fn a_fixture_file_change_whose_readers_did_not_run_fails_the_audit_naming_them()
 
     // A second audit of the same base records nothing again.
     let again = project.test(&audited);
-    assert_eq!(code(&again), 1, "{}", stderr(&again));
+    assert_exit(&again, 1);
     assert_eq!(
         read_json(&report)["audit"]["scope"]["closure"]["recorded"],
         "stored"
@@ -1902,11 +1835,10 @@ fn a_fixture_file_change_whose_readers_did_not_run_fails_the_audit_naming_them()
     // Running the readers closes the gap: the edit breaks one of them, which then fails as
     // a test, not as a hidden gap.
     let all = project.test(&["--audit-base", "base", "--json", report_arg]);
-    let err = stderr(&all);
-    assert_eq!(code(&all), 1, "{err}");
-    assert!(
-        err.contains("[test] FAIL tests/test_rates.py::test_rates_loaded"),
-        "{err}"
+    let err = assert_exit_saying(
+        &all,
+        1,
+        &["[test] FAIL tests/test_rates.py::test_rates_loaded"],
     );
     assert!(!err.contains("FAIL closure"), "{err}");
     assert_eq!(
@@ -1929,7 +1861,7 @@ expires = "2020-01-01"
 #[test]
 fn a_scope_exception_excuses_a_named_gap_until_it_expires_and_is_reported() {
     let project = rates_project();
-    git(project.path(), &["branch", "base"]);
+    project.mark_base();
     project.commit(
         &[
             ("tests/data/rates.json", "{\"eur\": 1.2}\n"),
@@ -1937,31 +1869,24 @@ fn a_scope_exception_excuses_a_named_gap_until_it_expires_and_is_reported() {
         ],
         "rates: new quarter",
     );
-    let report = project.json_path();
-    let out = project.test(&[
-        "--audit-base",
-        "base",
-        "--file",
-        "tests/test_spring.py",
-        "--json",
-        report.to_str().expect("utf-8"),
-    ]);
+    let out = project.test_reporting(&["--audit-base", "base", "--file", "tests/test_spring.py"]);
     let err = stderr(&out);
-    assert!(
-        err.contains("[audit] EXCUSED closure: tests/test_rates.py::test_rates_loaded reads tests/data/rates.json, which the change touches, and was not run — EXCUSED by .assay/scope_exceptions.toml until 2999-01-01: rates are re-checked by the nightly job"),
-        "{err}"
+    assert_says(
+        &err,
+        &[
+            "[audit] EXCUSED closure: tests/test_rates.py::test_rates_loaded reads tests/data/rates.json, which the change touches, and was not run — EXCUSED by .assay/scope_exceptions.toml until 2999-01-01: rates are re-checked by the nightly job",
+        ],
     );
     // The expired one excuses nothing: its gap still fails the run.
-    assert!(
-        err.contains("[audit] FAIL closure: tests/test_rates.py::test_rates_reused"),
-        "{err}"
-    );
-    assert!(
-        err.contains("exception for tests/test_rates.py::test_rates_reused expired on 2020-01-01"),
-        "{err}"
+    assert_says(
+        &err,
+        &[
+            "[audit] FAIL closure: tests/test_rates.py::test_rates_reused",
+            "exception for tests/test_rates.py::test_rates_reused expired on 2020-01-01",
+        ],
     );
     assert_eq!(code(&out), 1, "{err}");
-    let exceptions = read_json(&report)["audit"]["scope"]["exceptions"].clone();
+    let exceptions = project.report()["audit"]["scope"]["exceptions"].clone();
     assert_eq!(
         exceptions["used"][0]["test"],
         "tests/test_rates.py::test_rates_loaded"
@@ -1980,8 +1905,7 @@ fn a_scope_exception_excuses_a_named_gap_until_it_expires_and_is_reported() {
         "renew the excuse",
     );
     let out = project.test(&["--audit-base", "base", "--file", "tests/test_spring.py"]);
-    let err = stderr(&out);
-    assert_eq!(code(&out), 0, "{err}");
+    let err = assert_exit(&out, 0);
     assert_eq!(err.matches("[audit] EXCUSED closure").count(), 2, "{err}");
     // A malformed exceptions file is a usage error, before anything is judged.
     project.commit(
@@ -1992,9 +1916,7 @@ fn a_scope_exception_excuses_a_named_gap_until_it_expires_and_is_reported() {
         "break the file",
     );
     let broken = project.test(&["--audit-base", "base", "--file", "tests/test_spring.py"]);
-    let err = stderr(&broken);
-    assert_eq!(code(&broken), 2, "{err}");
-    assert!(err.contains(".assay/scope_exceptions.toml"), "{err}");
+    let err = assert_exit_saying(&broken, 2, &[".assay/scope_exceptions.toml"]);
     assert!(!err.contains("[test] 0/"), "nothing ran: {err}");
 }
 
@@ -2015,7 +1937,7 @@ fn a_deleted_failing_test_fails_the_inventory_and_a_renamed_one_is_reported_as_r
             "[[quarantine]]\ntest = \"tests/test_ingest.py::test_ingest\"\nreason = \"flaky upstream\"\nadded = \"2026-11-01\"\n",
         ),
     ]);
-    git(project.path(), &["branch", "base"]);
+    project.mark_base();
     std::fs::remove_file(project.path().join("tests/test_ingest.py")).expect("delete");
     project.commit(
         &[
@@ -2027,32 +1949,21 @@ fn a_deleted_failing_test_fails_the_inventory_and_a_renamed_one_is_reported_as_r
         ],
         "drop the ingest test; name the total test after what it checks",
     );
-    let report = project.json_path();
-    let out = project.test(&[
-        "--audit-base",
-        "base",
-        "--json",
-        report.to_str().expect("utf-8"),
-    ]);
-    let err = stderr(&out);
-    assert_eq!(code(&out), 1, "{err}");
-    assert!(
-        err.contains("[test] 2/2 passed; the selection audit failed"),
-        "{err}"
-    );
-    assert!(
-        err.contains("[audit] FAIL inventory: tests/test_ingest.py::test_ingest is collected at base and gone at the candidate"),
-        "{err}"
-    );
-    assert!(
-        err.contains("[audit] RENAMED tests/test_totals.py::test_total -> tests/test_totals.py::test_total_of_lines"),
-        "{err}"
+    let out = project.test_reporting(&["--audit-base", "base"]);
+    let err = assert_exit_saying(
+        &out,
+        1,
+        &[
+            "[test] 2/2 passed; the selection audit failed",
+            "[audit] FAIL inventory: tests/test_ingest.py::test_ingest is collected at base and gone at the candidate",
+            "[audit] RENAMED tests/test_totals.py::test_total -> tests/test_totals.py::test_total_of_lines",
+        ],
     );
     assert!(
         !err.contains("FAIL inventory: tests/test_totals.py"),
         "{err}"
     );
-    let json = read_json(&report);
+    let json = project.report();
     assert_eq!(json["status"], "failed");
     let inventory = &json["audit"]["scope"]["inventory"];
     assert_eq!(inventory["base_collected"], 3);
@@ -2072,11 +1983,12 @@ fn a_deleted_failing_test_fails_the_inventory_and_a_renamed_one_is_reported_as_r
         "excuse the ingest test",
     );
     let out = project.test(&["--audit-base", "base"]);
-    let err = stderr(&out);
-    assert_eq!(code(&out), 0, "{err}");
-    assert!(
-        err.contains("[audit] EXCUSED inventory: tests/test_ingest.py::test_ingest is collected at base and gone at the candidate — EXCUSED by .assay/scope_exceptions.toml until 2999-01-01: ingest moved to the loader service"),
-        "{err}"
+    assert_exit_saying(
+        &out,
+        0,
+        &[
+            "[audit] EXCUSED inventory: tests/test_ingest.py::test_ingest is collected at base and gone at the candidate — EXCUSED by .assay/scope_exceptions.toml until 2999-01-01: ingest moved to the loader service",
+        ],
     );
 }
 
@@ -2104,17 +2016,15 @@ def pytest_unconfigure(config):
             "def test_net():\n    assert 100 - 20 == 80\n",
         ),
     ]);
-    let report = project.json_path();
-    let out = project.test(&["--json", report.to_str().expect("utf-8")]);
-    let err = stderr(&out);
-    assert_eq!(code(&out), 1, "{err}");
+    let out = project.test_reporting(&[]);
+    let err = assert_exit(&out, 1);
     assert!(
         err.contains(
             "executed tests/test_pricing.py::test_phantom_refund, which it did not select"
         ),
         "{err}"
     );
-    let json = read_json(&report);
+    let json = project.report();
     assert_eq!(json["audit"]["selection"]["contained"], false);
     assert_eq!(json["cache"]["stored"], 0, "{json}");
     assert!(
@@ -2123,17 +2033,17 @@ def pytest_unconfigure(config):
             .is_some_and(|w| w.contains("not trusted")),
         "{json}"
     );
-    assert!(err.contains("[cache] passes not stored"), "{err}");
+    assert_says(&err, &["[cache] passes not stored"]);
     // Nothing was stored, so the next run runs the case again rather than trusting it.
-    let again = project.test(&["--json", report.to_str().expect("utf-8")]);
-    assert_eq!(code(&again), 1, "{}", stderr(&again));
-    assert_eq!(read_json(&report)["cache"]["served"], 0);
+    let again = project.test_reporting(&[]);
+    assert_exit(&again, 1);
+    assert_eq!(project.report()["cache"]["served"], 0);
 }
 
 #[test]
 fn a_change_that_hides_the_reader_from_collection_is_caught_by_the_inventory() {
     let project = rates_project();
-    git(project.path(), &["branch", "base"]);
+    project.mark_base();
     // The data edit, and a conftest that stops collecting the tests that would notice.
     project.commit(
         &[
@@ -2146,8 +2056,7 @@ fn a_change_that_hides_the_reader_from_collection_is_caught_by_the_inventory() {
         "rates: new quarter",
     );
     let out = project.test(&["--audit-base", "base"]);
-    let err = stderr(&out);
-    assert_eq!(code(&out), 1, "{err}");
+    let err = assert_exit(&out, 1);
     for test in ["test_rates_loaded", "test_rates_reused"] {
         assert!(
             err.contains(&format!(
@@ -2173,7 +2082,7 @@ fn a_go_suite_audit_names_removed_tests_and_declared_reads() {
             "[tests.\"example.com/ledger/cache.TestExpiry\"]\nfiles = [\"cache/testdata/\"]\n",
         ),
     ]);
-    git(project.path(), &["branch", "base"]);
+    project.mark_base();
     let without_redis = CACHE_TEST_GO
         .split("\n\nfunc TestRedis")
         .next()
@@ -2187,26 +2096,16 @@ fn a_go_suite_audit_names_removed_tests_and_declared_reads() {
         ],
         "cache: a longer ttl; drop the redis test",
     );
-    let report = project.json_path();
-    let out = project.test(&[
-        "--audit-base",
-        "base",
-        "--file",
-        "ledger_test.go",
-        "--json",
-        report.to_str().expect("utf-8"),
-    ]);
-    let err = stderr(&out);
-    assert_eq!(code(&out), 1, "{err}");
-    assert!(
-        err.contains("[audit] FAIL closure: example.com/ledger/cache.TestExpiry reads cache/testdata/ttl.txt (declared), which the change touches, and was not run"),
-        "{err}"
+    let out = project.test_reporting(&["--audit-base", "base", "--file", "ledger_test.go"]);
+    assert_exit_saying(
+        &out,
+        1,
+        &[
+            "[audit] FAIL closure: example.com/ledger/cache.TestExpiry reads cache/testdata/ttl.txt (declared), which the change touches, and was not run",
+            "[audit] FAIL inventory: example.com/ledger/cache.TestRedis is collected at base and gone at the candidate",
+        ],
     );
-    assert!(
-        err.contains("[audit] FAIL inventory: example.com/ledger/cache.TestRedis is collected at base and gone at the candidate"),
-        "{err}"
-    );
-    let scope = read_json(&report)["audit"]["scope"].clone();
+    let scope = project.report()["audit"]["scope"].clone();
     assert_eq!(
         scope["closure"]["recorded"],
         serde_json::Value::Null,
@@ -2222,13 +2121,12 @@ fn a_fleet_run_audits_its_scope_with_the_base_jobs_on_the_fleet() {
     let store = fleet.store_url();
     let store_dir = fleet.store_path().expect("a file store");
     let project = rates_project();
-    git(project.path(), &["branch", "base"]);
+    project.mark_base();
     project.commit(
         &[("tests/data/rates.json", "{\"eur\": 1.2}\n")],
         "rates: new quarter",
     );
-    let report = project.json_path();
-    let out = project.test(&[
+    let out = project.test_reporting(&[
         "--cluster",
         &url,
         "--store",
@@ -2237,16 +2135,15 @@ fn a_fleet_run_audits_its_scope_with_the_base_jobs_on_the_fleet() {
         "base",
         "--file",
         "tests/test_spring.py",
-        "--json",
-        report.to_str().expect("utf-8"),
     ]);
-    let err = stderr(&out);
-    assert_eq!(code(&out), 1, "{err}");
-    assert!(
-        err.contains("[audit] FAIL closure: tests/test_rates.py::test_rates_loaded reads tests/data/rates.json"),
-        "{err}"
+    assert_exit_saying(
+        &out,
+        1,
+        &[
+            "[audit] FAIL closure: tests/test_rates.py::test_rates_loaded reads tests/data/rates.json",
+        ],
     );
-    let closure = &read_json(&report)["audit"]["scope"]["closure"];
+    let closure = &project.report()["audit"]["scope"]["closure"];
     assert_eq!(closure["recorded"], "recorded", "{closure}");
     // Recorded afresh and never stored where any submitter writes.
     assert!(!store_dir.as_path().join("audit").exists());

@@ -1527,6 +1527,28 @@ async fn hostile_tree(
     assay_transport::store_tree::StoreTreeSource::new(store, dir.join("cache")).with_limits(limits)
 }
 
+/// A worker's attempt to materialize `archive`, stored as `tree` by [`hostile_tree`] under
+/// `dir` with `limits`, which must be refused: what the refusal says, the tree source and the
+/// directory it would have written the tree to.
+async fn refused_hostile_tree(
+    dir: &Path,
+    tree: &TreeId,
+    archive: Vec<u8>,
+    limits: assay_transport::archive::ArchiveLimits,
+) -> (
+    String,
+    assay_transport::store_tree::StoreTreeSource,
+    std::path::PathBuf,
+) {
+    use assay_transport::tree::TreeSource as _;
+    let trees = hostile_tree(dir, tree, archive, limits).await;
+    let dest = dir.join("tree");
+    std::fs::create_dir_all(&dest).unwrap();
+    let err = trees.materialize(tree, &dest).await.unwrap_err();
+    let message = assay_transport::error_chain::error_chain(&err);
+    (message, trees, dest)
+}
+
 fn file_header(size: u64, mode: u32) -> tar::Header {
     let mut header = tar::Header::new_gnu();
     header.set_entry_type(tar::EntryType::Regular);
@@ -1543,7 +1565,6 @@ fn entries_in(dir: &Path) -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tree_archive_of_100k_entries_over_the_entry_limit_is_refused_before_unpacking() {
-    use assay_transport::tree::TreeSource as _;
     let dir = tempfile::tempdir().unwrap();
     let mut builder = tar::Builder::new(Vec::new());
     for i in 0..100_000 {
@@ -1558,11 +1579,7 @@ async fn a_tree_archive_of_100k_entries_over_the_entry_limit_is_refused_before_u
         max_bytes: 1 << 30,
         max_entries: 10_000,
     };
-    let trees = hostile_tree(dir.path(), &tree, archive, limits).await;
-    let dest = dir.path().join("tree");
-    std::fs::create_dir_all(&dest).unwrap();
-    let err = trees.materialize(&tree, &dest).await.unwrap_err();
-    let message = assay_transport::error_chain::error_chain(&err);
+    let (message, _, dest) = refused_hostile_tree(dir.path(), &tree, archive, limits).await;
     assert!(message.contains("more than 10000 entries"), "{message}");
     assert!(message.contains("worker.tree_max_entries"), "{message}");
     assert_eq!(entries_in(&dest), 0, "nothing was written");
@@ -1570,7 +1587,6 @@ async fn a_tree_archive_of_100k_entries_over_the_entry_limit_is_refused_before_u
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tree_archive_entry_declaring_a_terabyte_is_refused_before_unpacking() {
-    use assay_transport::tree::TreeSource as _;
     let dir = tempfile::tempdir().unwrap();
     // A small honest file, then a header that declares 1 TiB followed by a few bytes, and no
     // end-of-archive blocks: an archive cut off where the store's copy ends.
@@ -1587,17 +1603,13 @@ async fn a_tree_archive_entry_declaring_a_terabyte_is_refused_before_unpacking()
     archive.extend_from_slice(huge.as_bytes());
     archive.extend_from_slice(&[b'x'; 4096]);
     let tree = TreeId("b2".repeat(20));
-    let trees = hostile_tree(
+    let (message, _, dest) = refused_hostile_tree(
         dir.path(),
         &tree,
         archive,
         assay_transport::archive::ArchiveLimits::default(),
     )
     .await;
-    let dest = dir.path().join("tree");
-    std::fs::create_dir_all(&dest).unwrap();
-    let err = trees.materialize(&tree, &dest).await.unwrap_err();
-    let message = assay_transport::error_chain::error_chain(&err);
     assert!(message.contains("huge.bin"), "{message}");
     assert!(message.contains("worker.tree_max_bytes"), "{message}");
     assert_eq!(entries_in(&dest), 0, "nothing was written");
@@ -1605,7 +1617,6 @@ async fn a_tree_archive_entry_declaring_a_terabyte_is_refused_before_unpacking()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tree_archive_with_setuid_setgid_or_sticky_bits_is_refused_and_writes_nothing() {
-    use assay_transport::tree::TreeSource as _;
     for (path, mode, kind) in [
         ("shared/escalate", 0o4755, tar::EntryType::Regular),
         ("shared/group", 0o2755, tar::EntryType::Regular),
@@ -1624,17 +1635,13 @@ async fn a_tree_archive_with_setuid_setgid_or_sticky_bits_is_refused_and_writes_
             .unwrap();
         let archive = builder.into_inner().unwrap();
         let tree = TreeId("c3".repeat(20));
-        let trees = hostile_tree(
+        let (message, _, dest) = refused_hostile_tree(
             dir.path(),
             &tree,
             archive,
             assay_transport::archive::ArchiveLimits::default(),
         )
         .await;
-        let dest = dir.path().join("tree");
-        std::fs::create_dir_all(&dest).unwrap();
-        let err = trees.materialize(&tree, &dest).await.unwrap_err();
-        let message = assay_transport::error_chain::error_chain(&err);
         assert!(message.contains(path), "{message}");
         assert!(message.contains(&format!("mode {mode:o}")), "{message}");
         assert_eq!(entries_in(&dest), 0, "nothing was written");
@@ -1964,7 +1971,6 @@ async fn a_job_that_plants_another_changes_tree_in_the_workers_cache_does_not_ch
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tree_archive_past_the_byte_bound_is_refused_while_streaming_and_not_kept() {
-    use assay_transport::tree::TreeSource as _;
     let dir = tempfile::tempdir().unwrap();
     // One honest 8 MiB entry: a well-formed tar, far past what 64 KiB and 16 entries allow.
     let mut builder = tar::Builder::new(Vec::new());
@@ -1979,11 +1985,7 @@ async fn a_tree_archive_past_the_byte_bound_is_refused_while_streaming_and_not_k
         max_bytes: 64 * 1024,
         max_entries: 16,
     };
-    let trees = hostile_tree(dir.path(), &tree, archive, limits).await;
-    let dest = dir.path().join("tree");
-    std::fs::create_dir_all(&dest).unwrap();
-    let err = trees.materialize(&tree, &dest).await.unwrap_err();
-    let message = assay_transport::error_chain::error_chain(&err);
+    let (message, trees, dest) = refused_hostile_tree(dir.path(), &tree, archive, limits).await;
     let bound = limits.max_archive_bytes();
     assert!(
         message.contains(&format!("over {bound} bytes")),

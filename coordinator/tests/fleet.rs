@@ -124,19 +124,79 @@ async fn run_fleet_proof(
 ) -> Evidence {
     upload(fleet, prepared).await;
     let submission = client::submission(prepared, 4);
+    submit_and_wait_within(
+        120,
+        fleet,
+        client,
+        &submission,
+        "the fleet proof finished in time",
+    )
+    .await
+}
+
+/// Submits `submission` and waits, at most `secs` seconds, for its evidence.
+async fn submit_and_wait_within(
+    secs: u64,
+    fleet: &ClusterSandbox,
+    client: &async_nats::Client,
+    submission: &ProofSubmission,
+    what: &str,
+) -> Evidence {
     tokio::time::timeout(
-        Duration::from_secs(120),
+        Duration::from_secs(secs),
         client::submit_and_wait(
             client,
             &Subjects::new("assay"),
             fleet.store().as_ref(),
-            &submission,
+            submission,
             &mut Quiet,
         ),
     )
     .await
-    .expect("the fleet proof finished in time")
+    .expect(what)
     .unwrap()
+}
+
+/// A client of the fleet, once the coordinator has made its topology.
+async fn connected(fleet: &ClusterSandbox) -> async_nats::Client {
+    let client = fleet.client().await;
+    fleet.wait_for_topology(&client, "assay").await;
+    client
+}
+
+/// What the task `proof` ends with, which must be within `secs` seconds.
+async fn finished_within<T>(secs: u64, proof: JoinHandle<T>, what: &str) -> T {
+    tokio::time::timeout(Duration::from_secs(secs), proof)
+        .await
+        .expect(what)
+        .unwrap()
+}
+
+/// The pull consumer the workers take jobs from, for a test that plays a worker.
+async fn workers_consumer(
+    js: &async_nats::jetstream::Context,
+) -> async_nats::jetstream::consumer::PullConsumer {
+    js.get_stream("ASSAY_JOBS")
+        .await
+        .unwrap()
+        .get_consumer(&Subjects::new("assay").workers_consumer())
+        .await
+        .unwrap()
+}
+
+/// The next job message `consumer` delivers, waiting as long as it takes.
+async fn next_job(
+    consumer: &async_nats::jetstream::consumer::PullConsumer,
+) -> async_nats::jetstream::Message {
+    loop {
+        let request = consumer
+            .batch()
+            .max_messages(1)
+            .expires(Duration::from_secs(5));
+        if let Some(Ok(message)) = request.messages().await.unwrap().next().await {
+            return message;
+        }
+    }
 }
 
 async fn run_embedded_proof(prepared: &PreparedProof, dir: &Path) -> Evidence {
@@ -221,8 +281,7 @@ async fn a_fleet_proof_gives_the_same_verdicts_and_evidence_as_embedded() {
     let repo = invoice_repo(fleet.dir(), 0.0);
     let coordinator = fleet.coordinator("assay");
     let workers = [worker(&fleet, "worker-a", 2), worker(&fleet, "worker-b", 2)];
-    let client = fleet.client().await;
-    fleet.wait_for_topology(&client, "assay").await;
+    let client = connected(&fleet).await;
     // With the mutation check: the fleet runs it as per-mutant jobs, as embedded mode does.
     let budget = Some(Duration::from_secs(120));
     let prepared = prepare_with(&repo, 2, budget);
@@ -289,30 +348,13 @@ async fn a_worker_killed_mid_job_hands_its_job_to_another_worker() {
     let repo = invoice_repo(fleet.dir(), 3.0);
     let coordinator = fleet.coordinator("assay");
     let doomed = worker(&fleet, "worker-doomed", 1);
-    let client = fleet.client().await;
-    fleet.wait_for_topology(&client, "assay").await;
+    let client = connected(&fleet).await;
     let prepared = uploaded(&fleet, &repo).await;
-    let submission = client::submission(&prepared, 4);
-    let client2 = client.clone();
-    let store = fleet.store();
-    let proof = tokio::spawn(async move {
-        client::submit_and_wait(
-            &client2,
-            &Subjects::new("assay"),
-            store.as_ref(),
-            &submission,
-            &mut Quiet,
-        )
-        .await
-    });
+    let proof = submit_timed(&fleet, &client, &prepared, 4, Instant::now());
     fleet.wait_for_ack_pending(&client, "assay", 1).await;
     doomed.kill().await;
     let survivor = worker(&fleet, "worker-survivor", 2);
-    let evidence = tokio::time::timeout(Duration::from_secs(120), proof)
-        .await
-        .expect("the proof finished after redelivery")
-        .unwrap()
-        .unwrap();
+    let (evidence, _) = finished_within(120, proof, "the proof finished after redelivery").await;
     assert_eq!(evidence.verdict, assay_common::verdict::Verdict::Proven);
     assert_eq!(evidence.jobs.len(), prepared.jobs.len());
     assert!(evidence.jobs.iter().all(|j| j.worker == "worker-survivor"));
@@ -325,54 +367,21 @@ async fn a_job_past_its_delivery_cap_lands_in_the_infrastructure_lane() {
     let fleet = start_fleet(quick());
     let repo = invoice_repo(fleet.dir(), 0.0);
     let coordinator = fleet.coordinator("assay");
-    let client = fleet.client().await;
-    fleet.wait_for_topology(&client, "assay").await;
+    let client = connected(&fleet).await;
     let prepared = uploaded(&fleet, &repo).await;
-    let submission = client::submission(&prepared, 1);
-    let client2 = client.clone();
-    let store = fleet.store();
-    let proof = tokio::spawn(async move {
-        client::submit_and_wait(
-            &client2,
-            &Subjects::new("assay"),
-            store.as_ref(),
-            &submission,
-            &mut Quiet,
-        )
-        .await
-    });
+    let proof = submit_timed(&fleet, &client, &prepared, 1, Instant::now());
     // Play workers that die: take the first job and hand it back, up to the cap.
     let js = async_nats::jetstream::new(client.clone());
-    let consumer: async_nats::jetstream::consumer::PullConsumer = js
-        .get_stream("ASSAY_JOBS")
-        .await
-        .unwrap()
-        .get_consumer(&Subjects::new("assay").workers_consumer())
-        .await
-        .unwrap();
-    let mut handed_back = 0;
-    while handed_back < quick().max_deliver {
-        let mut batch = consumer
-            .batch()
-            .max_messages(1)
-            .expires(Duration::from_secs(5))
-            .messages()
+    let consumer = workers_consumer(&js).await;
+    for _ in 0..quick().max_deliver {
+        next_job(&consumer)
+            .await
+            .ack_with(async_nats::jetstream::AckKind::Nak(None))
             .await
             .unwrap();
-        if let Some(Ok(message)) = batch.next().await {
-            message
-                .ack_with(async_nats::jetstream::AckKind::Nak(None))
-                .await
-                .unwrap();
-            handed_back += 1;
-        }
     }
     let worker = worker(&fleet, "worker-a", 1);
-    let evidence = tokio::time::timeout(Duration::from_secs(120), proof)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    let (evidence, _) = finished_within(120, proof, "the proof finished in time").await;
     let first = &evidence.jobs[0];
     assert_eq!(first.status, "infrastructure");
     assert_eq!(
@@ -401,32 +410,15 @@ async fn a_restarted_coordinator_resumes_an_unfinished_proof() {
     let fleet = start_fleet(QueueTuning::default());
     let repo = invoice_repo(fleet.dir(), 0.0);
     let first = fleet.coordinator("assay");
-    let client = fleet.client().await;
-    fleet.wait_for_topology(&client, "assay").await;
+    let client = connected(&fleet).await;
     let prepared = uploaded(&fleet, &repo).await;
-    let submission = client::submission(&prepared, 2);
-    let client2 = client.clone();
-    let store = fleet.store();
-    let proof = tokio::spawn(async move {
-        client::submit_and_wait(
-            &client2,
-            &Subjects::new("assay"),
-            store.as_ref(),
-            &submission,
-            &mut Quiet,
-        )
-        .await
-    });
+    let proof = submit_timed(&fleet, &client, &prepared, 2, Instant::now());
     // No worker yet: the admitted jobs wait in the queue while the coordinator goes away.
     fleet.wait_for_pending(&client, "assay", 2).await;
     first.kill().await;
     let second = fleet.coordinator("assay");
     let worker = worker(&fleet, "worker-a", 2);
-    let evidence = tokio::time::timeout(Duration::from_secs(120), proof)
-        .await
-        .expect("the resumed proof finished")
-        .unwrap()
-        .unwrap();
+    let (evidence, _) = finished_within(120, proof, "the resumed proof finished").await;
     assert_eq!(evidence.verdict, assay_common::verdict::Verdict::Proven);
     assert_eq!(evidence.jobs.len(), prepared.jobs.len());
     worker.stop().await;
@@ -438,44 +430,14 @@ async fn a_duplicate_result_is_applied_once() {
     let fleet = start_fleet(QueueTuning::default());
     let repo = invoice_repo(fleet.dir(), 0.0);
     let coordinator = fleet.coordinator("assay");
-    let client = fleet.client().await;
-    fleet.wait_for_topology(&client, "assay").await;
+    let client = connected(&fleet).await;
     let prepared = uploaded(&fleet, &repo).await;
-    let submission = client::submission(&prepared, 1);
-    let client2 = client.clone();
-    let store = fleet.store();
-    let proof = tokio::spawn(async move {
-        client::submit_and_wait(
-            &client2,
-            &Subjects::new("assay"),
-            store.as_ref(),
-            &submission,
-            &mut Quiet,
-        )
-        .await
-    });
+    let proof = submit_timed(&fleet, &client, &prepared, 1, Instant::now());
     // Answer the first job twice, under distinct message ids so the server's de-duplication
     // does not hide the second: the coordinator must apply only the first.
     let js = async_nats::jetstream::new(client.clone());
-    let consumer: async_nats::jetstream::consumer::PullConsumer = js
-        .get_stream("ASSAY_JOBS")
-        .await
-        .unwrap()
-        .get_consumer(&Subjects::new("assay").workers_consumer())
-        .await
-        .unwrap();
-    let message = loop {
-        let mut batch = consumer
-            .batch()
-            .max_messages(1)
-            .expires(Duration::from_secs(5))
-            .messages()
-            .await
-            .unwrap();
-        if let Some(Ok(message)) = batch.next().await {
-            break message;
-        }
-    };
+    let consumer = workers_consumer(&js).await;
+    let message = next_job(&consumer).await;
     let spec: assay_common::job::JobSpec = wire::decode("job", &message.payload).unwrap();
     for (n, worker) in ["replay-first", "replay-second"].iter().enumerate() {
         let result = JobResult::infrastructure(
@@ -503,11 +465,7 @@ async fn a_duplicate_result_is_applied_once() {
     }
     message.double_ack().await.unwrap();
     let worker = worker(&fleet, "worker-a", 1);
-    let evidence = tokio::time::timeout(Duration::from_secs(120), proof)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    let (evidence, _) = finished_within(120, proof, "the proof finished in time").await;
     assert_eq!(evidence.jobs.len(), prepared.jobs.len());
     assert_eq!(evidence.jobs[0].worker, "replay-first");
     assert_eq!(evidence.jobs[0].message.as_deref(), Some("replayed 0"));
@@ -520,8 +478,7 @@ async fn a_submission_from_a_newer_peer_is_refused_not_misread() {
     let fleet = start_fleet(QueueTuning::default());
     let repo = invoice_repo(fleet.dir(), 0.0);
     let coordinator = fleet.coordinator("assay");
-    let client = fleet.client().await;
-    fleet.wait_for_topology(&client, "assay").await;
+    let client = connected(&fleet).await;
     let submission: ProofSubmission = client::submission(&prepare(&repo), 1);
     let newer =
         wire::encode_with_version("proof submission", &submission, wire::PROTOCOL_VERSION + 1)
@@ -617,8 +574,7 @@ async fn a_small_proof_is_not_starved_by_a_huge_one_submitted_first() {
     let small_repo = invoice_repo(&fleet.dir().join("small"), 0.0);
     let coordinator = fleet.coordinator("assay");
     let worker = worker(&fleet, "worker-a", 2);
-    let client = fleet.client().await;
-    fleet.wait_for_topology(&client, "assay").await;
+    let client = connected(&fleet).await;
     let huge = prepare_with_repeats(&huge_repo, 10);
     let small = prepare(&small_repo);
     for prepared in [&huge, &small] {
@@ -630,14 +586,10 @@ async fn a_small_proof_is_not_starved_by_a_huge_one_submitted_first() {
     fleet.wait_for_ack_pending(&client, "assay", 2).await;
     let small_submitted = Instant::now();
     let small_run = submit_timed(&fleet, &client, &small, 4, small_submitted);
-    let (small_evidence, small_took) = tokio::time::timeout(Duration::from_secs(120), small_run)
-        .await
-        .unwrap()
-        .unwrap();
-    let (huge_evidence, huge_took) = tokio::time::timeout(Duration::from_secs(180), huge_run)
-        .await
-        .unwrap()
-        .unwrap();
+    let (small_evidence, small_took) =
+        finished_within(120, small_run, "the proof finished in time").await;
+    let (huge_evidence, huge_took) =
+        finished_within(180, huge_run, "the proof finished in time").await;
     assert_eq!(
         small_evidence.verdict,
         assay_common::verdict::Verdict::Proven
@@ -670,8 +622,7 @@ async fn a_tree_whose_archive_fails_its_sha256_check_lands_in_the_infrastructure
     let repo = invoice_repo(fleet.dir(), 0.0);
     let coordinator = fleet.coordinator("assay");
     let worker = worker(&fleet, "worker-a", 2);
-    let client = fleet.client().await;
-    fleet.wait_for_topology(&client, "assay").await;
+    let client = connected(&fleet).await;
     let prepared = prepare(&repo);
     let store = fleet.store();
     client::upload_trees(store.as_ref(), &prepared)
@@ -688,19 +639,14 @@ async fn a_tree_whose_archive_fails_its_sha256_check_lands_in_the_infrastructure
         store.put_bytes("tree", &key, archive.into()).await.unwrap();
     }
     let submission = client::submission(&prepared, 4);
-    let evidence = tokio::time::timeout(
-        Duration::from_secs(120),
-        client::submit_and_wait(
-            &client,
-            &Subjects::new("assay"),
-            fleet.store().as_ref(),
-            &submission,
-            &mut Quiet,
-        ),
+    let evidence = submit_and_wait_within(
+        120,
+        &fleet,
+        &client,
+        &submission,
+        "the proof finished in time",
     )
-    .await
-    .unwrap()
-    .unwrap();
+    .await;
     assert_eq!(evidence.verdict, assay_common::verdict::Verdict::Unverified);
     assert_eq!(evidence.jobs.len(), prepared.jobs.len());
     for (job, spec) in evidence.jobs.iter().zip(&prepared.jobs) {
@@ -729,8 +675,7 @@ async fn a_stopping_worker_finishes_a_job_that_ends_within_its_grace() {
     let repo = invoice_repo(fleet.dir(), 2.0);
     let coordinator = fleet.coordinator("assay");
     let leaving = worker_with_grace(&fleet, "worker-leaving", 1, 60);
-    let client = fleet.client().await;
-    fleet.wait_for_topology(&client, "assay").await;
+    let client = connected(&fleet).await;
     let prepared = uploaded(&fleet, &repo).await;
     let proof = submit_timed(&fleet, &client, &prepared, 4, Instant::now());
     fleet.wait_for_ack_pending(&client, "assay", 1).await;
@@ -740,10 +685,7 @@ async fn a_stopping_worker_finishes_a_job_that_ends_within_its_grace() {
     assert_eq!(info.num_ack_pending, 0);
     assert_eq!(info.num_redelivered, 0);
     let staying = worker(&fleet, "worker-staying", 2);
-    let (evidence, _) = tokio::time::timeout(Duration::from_secs(120), proof)
-        .await
-        .unwrap()
-        .unwrap();
+    let (evidence, _) = finished_within(120, proof, "the proof finished in time").await;
     assert_eq!(evidence.verdict, assay_common::verdict::Verdict::Proven);
     let by_leaving = evidence
         .jobs
@@ -762,8 +704,7 @@ async fn a_stopping_worker_hands_back_a_job_still_running_after_its_grace() {
     let repo = invoice_repo(fleet.dir(), 5.0);
     let coordinator = fleet.coordinator("assay");
     let leaving = worker_with_grace(&fleet, "worker-leaving", 1, 1);
-    let client = fleet.client().await;
-    fleet.wait_for_topology(&client, "assay").await;
+    let client = connected(&fleet).await;
     let prepared = uploaded(&fleet, &repo).await;
     let proof = submit_timed(&fleet, &client, &prepared, 4, Instant::now());
     fleet.wait_for_ack_pending(&client, "assay", 1).await;
@@ -790,10 +731,7 @@ async fn a_stopping_worker_hands_back_a_job_still_running_after_its_grace() {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let (evidence, _) = tokio::time::timeout(Duration::from_secs(120), proof)
-        .await
-        .unwrap()
-        .unwrap();
+    let (evidence, _) = finished_within(120, proof, "the proof finished in time").await;
     assert_eq!(evidence.verdict, assay_common::verdict::Verdict::Proven);
     assert!(
         evidence.jobs.iter().all(|j| j.worker == "worker-staying"),
@@ -823,8 +761,7 @@ async fn a_proof_too_big_for_one_message_goes_through_the_store_and_completes() 
     let repo = invoice_repo(fleet.dir(), 0.0);
     let coordinator = fleet.coordinator("assay");
     let worker = noop_worker(&fleet, "worker-a", 8);
-    let client = fleet.client().await;
-    fleet.wait_for_topology(&client, "assay").await;
+    let client = connected(&fleet).await;
     let prepared = fanned_out(prepare_with_repeats(&repo, 1), 6000);
     let submission = client::submission(&prepared, 64);
     let max_payload = client.server_info().max_payload;
@@ -834,19 +771,14 @@ async fn a_proof_too_big_for_one_message_goes_through_the_store_and_completes() 
         "the submission ({encoded} bytes) must exceed max_payload ({max_payload})"
     );
     let store = fleet.store();
-    let evidence = tokio::time::timeout(
-        Duration::from_secs(240),
-        client::submit_and_wait(
-            &client,
-            &Subjects::new("assay"),
-            store.as_ref(),
-            &submission,
-            &mut Quiet,
-        ),
+    let evidence = submit_and_wait_within(
+        240,
+        &fleet,
+        &client,
+        &submission,
+        "a big proof must complete, not hang",
     )
-    .await
-    .expect("a big proof must complete, not hang")
-    .unwrap();
+    .await;
     assert_eq!(evidence.jobs.len(), 6000);
     let ids: Vec<String> = evidence.jobs.iter().map(|j| j.job_id.clone()).collect();
     let planned: Vec<String> = prepared.jobs.iter().map(|j| j.job_id.to_string()).collect();

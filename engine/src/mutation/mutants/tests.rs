@@ -556,41 +556,43 @@ fn the_same_change_always_gets_byte_identical_mutants() {
     assert_eq!(plan_all(PAGER).mutants[4].id, "909ed7ac4355");
 }
 
-#[test]
-fn every_mutant_keeps_every_line_number_and_parses() {
-    for source in [PAGER, INVOICES, EDGES] {
-        for mutant in plan_all(source).mutants {
-            let mutated = applied(source, &mutant);
-            assert_eq!(
-                mutated.matches('\n').count(),
-                source.matches('\n').count(),
-                "{mutant:?}"
-            );
-            let original_tail = &source[mutant.edit.end..];
-            assert!(mutated.ends_with(original_tail), "{mutant:?}");
-            assert_eq!(
-                python::syntax::parses(&mutated),
-                Ok(()),
-                "{mutant:?}\n{mutated}"
-            );
-            assert_ne!(mutated, source);
-        }
-    }
+/// `mutant` applied to `source`: it keeps every line number, parses and changes the file.
+fn assert_keeps_lines_and_parses(source: &str, mutant: &Mutant) -> String {
+    let mutated = applied(source, mutant);
+    assert_eq!(
+        mutated.matches('\n').count(),
+        source.matches('\n').count(),
+        "{mutant:?}"
+    );
+    assert_eq!(
+        python::syntax::parses(&mutated),
+        Ok(()),
+        "{mutant:?}\n{mutated}"
+    );
+    assert_ne!(mutated, source);
+    mutated
 }
 
-#[test]
-fn every_mutant_compiles_with_python3() {
+/// Every mutant `plan` makes of `sources`, written out, is read without a syntax error by
+/// python3's `reader` (a statement of the file `p`), and there are more than `more_than`.
+fn assert_python3_reads_every_mutant(
+    sources: &[&str],
+    plan: fn(&str) -> MutationPlan,
+    reader: &str,
+    more_than: usize,
+) {
     let dir = tempfile::tempdir().expect("temp dir");
     let mut count = 0;
-    for (n, source) in [PAGER, INVOICES, EDGES].into_iter().enumerate() {
-        for mutant in plan_all(source).mutants {
+    for (n, source) in sources.iter().enumerate() {
+        for mutant in plan(source).mutants {
             let path = dir.path().join(format!("m{n}_{}.py", mutant.id));
             std::fs::write(&path, applied(source, &mutant)).expect("write mutant");
             count += 1;
         }
     }
-    assert!(count > 50, "{count}");
-    let script = "import ast, pathlib, sys\nbad = []\nfor p in sorted(pathlib.Path(sys.argv[1]).glob('*.py')):\n    try:\n        ast.parse(p.read_text(), str(p))\n    except SyntaxError as e:\n        bad.append(f'{p.name}: {e}')\nprint(len(list(pathlib.Path(sys.argv[1]).glob('*.py'))))\nsys.exit('\\n'.join(bad) if bad else 0)\n";
+    assert!(count > more_than, "{count}");
+    let script = "import ast, pathlib, sys\nbad = []\nfor p in sorted(pathlib.Path(sys.argv[1]).glob('*.py')):\n    try:\n        READER\n    except SyntaxError as e:\n        bad.append(f'{p.name}: {e}')\nprint(len(list(pathlib.Path(sys.argv[1]).glob('*.py'))))\nsys.exit('\\n'.join(bad) if bad else 0)\n"
+        .replace("READER", reader);
     let output = Command::new("python3")
         .arg("-c")
         .arg(script)
@@ -605,6 +607,27 @@ fn every_mutant_compiles_with_python3() {
     assert_eq!(
         String::from_utf8_lossy(&output.stdout).trim(),
         count.to_string()
+    );
+}
+
+#[test]
+fn every_mutant_keeps_every_line_number_and_parses() {
+    for source in [PAGER, INVOICES, EDGES] {
+        for mutant in plan_all(source).mutants {
+            let mutated = assert_keeps_lines_and_parses(source, &mutant);
+            let original_tail = &source[mutant.edit.end..];
+            assert!(mutated.ends_with(original_tail), "{mutant:?}");
+        }
+    }
+}
+
+#[test]
+fn every_mutant_compiles_with_python3() {
+    assert_python3_reads_every_mutant(
+        &[PAGER, INVOICES, EDGES],
+        plan_all,
+        "ast.parse(p.read_text(), str(p))",
+        50,
     );
 }
 
@@ -1098,18 +1121,7 @@ fn every_extended_mutant_keeps_every_line_number_parses_and_is_unique() {
         let plan = plan_extended(source);
         let mut edits = BTreeSet::new();
         for mutant in plan.mutants {
-            let mutated = applied(source, &mutant);
-            assert_eq!(
-                mutated.matches('\n').count(),
-                source.matches('\n').count(),
-                "{mutant:?}"
-            );
-            assert_eq!(
-                python::syntax::parses(&mutated),
-                Ok(()),
-                "{mutant:?}\n{mutated}"
-            );
-            assert_ne!(mutated, source);
+            let mutated = assert_keeps_lines_and_parses(source, &mutant);
             assert!(edits.insert(mutated), "a duplicate edit: {mutant:?}");
         }
     }
@@ -1117,34 +1129,11 @@ fn every_extended_mutant_keeps_every_line_number_parses_and_is_unique() {
 
 #[test]
 fn every_extended_mutant_compiles_with_python3() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let mut count = 0;
-    for (n, source) in [PAGER, INVOICES, EDGES, EXTENDED, CALLS, ARITHMETIC]
-        .into_iter()
-        .enumerate()
-    {
-        for mutant in plan_extended(source).mutants {
-            let path = dir.path().join(format!("m{n}_{}.py", mutant.id));
-            std::fs::write(&path, applied(source, &mutant)).expect("write mutant");
-            count += 1;
-        }
-    }
-    assert!(count > 150, "{count}");
-    let script = "import ast, pathlib, sys\nbad = []\nfor p in sorted(pathlib.Path(sys.argv[1]).glob('*.py')):\n    try:\n        compile(p.read_text(), str(p), 'exec')\n    except SyntaxError as e:\n        bad.append(f'{p.name}: {e}')\nprint(len(list(pathlib.Path(sys.argv[1]).glob('*.py'))))\nsys.exit('\\n'.join(bad) if bad else 0)\n";
-    let output = Command::new("python3")
-        .arg("-c")
-        .arg(script)
-        .arg(dir.path())
-        .output()
-        .expect("python3 runs (hint: install python3)");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert_eq!(
-        String::from_utf8_lossy(&output.stdout).trim(),
-        count.to_string()
+    assert_python3_reads_every_mutant(
+        &[PAGER, INVOICES, EDGES, EXTENDED, CALLS, ARITHMETIC],
+        plan_extended,
+        "compile(p.read_text(), str(p), 'exec')",
+        150,
     );
 }
 

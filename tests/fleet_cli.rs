@@ -154,19 +154,12 @@ fn run_fleet_proof(fleet: &ClusterSandbox, repo: &Repo, name: &str, args: &[&str
     support::run(fleet_prove(fleet, repo, args, &json), Some(json))
 }
 
-/// The flags of a proof of `criterion` from `HEAD~1`, run once, with no mutation check and no
-/// cache.
-fn one_run_against_the_parent(criterion: &str) -> [&str; 8] {
-    [
-        "--base",
-        "HEAD~1",
-        "--criterion",
-        criterion,
-        "--repeats",
-        "1",
-        "--no-mutation",
-        "--no-cache",
-    ]
+/// `assay prove --cluster` of `repo` against `main~1` with `args` run to its end, its evidence
+/// written to `proof.json` in the fleet's directory.
+fn run_fleet_proof_against_main_parent(fleet: &ClusterSandbox, repo: &Repo, args: &[&str]) -> Run {
+    let mut all = vec!["--base", "main~1"];
+    all.extend_from_slice(args);
+    run_fleet_proof(fleet, repo, "proof.json", &all)
 }
 
 /// The pricing proof ([`prove`]) run to its end, its evidence written to `name` in the fleet's
@@ -1362,13 +1355,10 @@ async fn a_cargo_proof_runs_on_a_fleet_with_the_process_sandbox() {
         &[("PATH", path.to_string_lossy().into_owned())],
     );
     let repo = support::cargo_pager_repo("    items.div_ceil(per)\n");
-    let run = run_fleet_proof(
+    let run = run_fleet_proof_against_main_parent(
         &fleet,
         &repo,
-        "proof.json",
         &[
-            "--base",
-            "main~1",
             "--criterion",
             "test: partial_page_is_a_page",
             "--criterion",
@@ -1460,7 +1450,7 @@ async fn a_real_release_pair_is_proven_on_a_fleet_whose_worker_has_no_cargo_cach
             &fleet,
             &repo,
             name,
-            &one_run_against_the_parent("guard: tests::test_with_hasher"),
+            &support::one_uncached_run_against_the_parent("guard: tests::test_with_hasher"),
         )
     };
     let first = prove("first.json");
@@ -1526,7 +1516,7 @@ async fn a_git_dependency_travels_in_the_archive_to_a_worker_without_a_cargo_cac
         &fleet,
         &repo,
         "proof.json",
-        &one_run_against_the_parent("guard: tests::test_quadruple"),
+        &support::one_uncached_run_against_the_parent("guard: tests::test_quadruple"),
     );
     assert_c1_proven(&run);
     // Both sides lock the same packages: one lockfile, one archive, the git package in it.
@@ -1580,7 +1570,7 @@ fn prove_go(fleet: &ClusterSandbox, repo: &Repo, host_cache: &Path, name: &str) 
     let mut command = fleet_prove(
         fleet,
         repo,
-        &one_run_against_the_parent("test: TestGreeting"),
+        &support::one_uncached_run_against_the_parent("test: TestGreeting"),
         &json,
     );
     command
@@ -1721,13 +1711,10 @@ async fn a_node_proofs_diff_coverage_is_measured_on_a_fleet() {
     let _coordinator = coordinator(&fleet);
     let _worker = worker(&fleet, "worker-node", "2");
     let repo = support::node_pager_change();
-    let run = run_fleet_proof(
+    let run = run_fleet_proof_against_main_parent(
         &fleet,
         &repo,
-        "proof.json",
         &[
-            "--base",
-            "main~1",
             "--no-mutation",
             "--criterion",
             "test: test_partial_last_page_is_counted",

@@ -55,18 +55,8 @@ fn prove_with(
     extra: &[&str],
 ) -> Run {
     let out_dir = tempfile::tempdir().expect("temp dir");
-    let mut args = vec![
-        "--base",
-        "HEAD~1",
-        "--criterion",
-        criterion,
-        "--repeats",
-        "1",
-        "--no-mutation",
-        "--no-cache",
-        "--progress",
-        "plain",
-    ];
+    let mut args = support::one_uncached_run_against_the_parent(criterion);
+    args.extend(["--progress", "plain"]);
     args.extend(extra);
     let (mut command, json) = support::prove_command(repo, &args, out_dir.path());
     // The worker's own toolchain choice (cargo sets it for this test) must not be what decides.

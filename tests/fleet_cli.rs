@@ -4,12 +4,13 @@
 
 mod support;
 
+use assay_common::dependency_archive::DependencyKind;
 use assay_test_support::cluster::{
     ClusterSandbox, FleetProcess, NatsSetup, ProcessSpec, StoreKind,
 };
 use async_nats::jetstream;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 use support::servers::{self, free_port, http_get, s3_env};
 use support::{Repo, Run};
@@ -111,6 +112,8 @@ fn prove(fleet: &ClusterSandbox, repo: &Repo, json: &Path, extra: &[&str]) -> Co
     prove_between(fleet, repo, ("main~1", "HEAD"), json, extra)
 }
 
+/// The pricing proof of `repo` from `base` to `candidate` on `fleet`: the discount test and
+/// the full-price guard, then `extra`.
 fn prove_between(
     fleet: &ClusterSandbox,
     repo: &Repo,
@@ -118,24 +121,82 @@ fn prove_between(
     json: &Path,
     extra: &[&str],
 ) -> Command {
+    let mut args = vec![
+        "--base",
+        base,
+        "--candidate",
+        candidate,
+        "--criterion",
+        "test: test_discount_is_applied",
+        "--criterion",
+        "guard: test_full_price",
+    ];
+    args.extend_from_slice(extra);
+    fleet_prove(fleet, repo, &args, json)
+}
+
+/// `assay prove --cluster` of `repo` on `fleet` with `args`, writing its evidence to `json`.
+fn fleet_prove(fleet: &ClusterSandbox, repo: &Repo, args: &[&str], json: &Path) -> Command {
     let mut command = fleet_command(fleet, &["prove", "--cluster", &fleet.nats_url()]);
     command
         .arg("-C")
         .arg(repo.path())
-        .args([
-            "--base",
-            base,
-            "--candidate",
-            candidate,
-            "--criterion",
-            "test: test_discount_is_applied",
-            "--criterion",
-            "guard: test_full_price",
-        ])
-        .args(extra)
+        .args(args)
         .arg("--json")
         .arg(json);
     command
+}
+
+/// `assay prove --cluster` of `repo` with `args` run to its end, its evidence written to `name`
+/// in the fleet's directory.
+fn run_fleet_proof(fleet: &ClusterSandbox, repo: &Repo, name: &str, args: &[&str]) -> Run {
+    let json = fleet.dir().join(name);
+    support::run(fleet_prove(fleet, repo, args, &json), Some(json))
+}
+
+/// `assay prove --cluster` of `repo` against `main~1` with `args` run to its end, its evidence
+/// written to `proof.json` in the fleet's directory.
+fn run_fleet_proof_against_main_parent(fleet: &ClusterSandbox, repo: &Repo, args: &[&str]) -> Run {
+    let mut all = vec!["--base", "main~1"];
+    all.extend_from_slice(args);
+    run_fleet_proof(fleet, repo, "proof.json", &all)
+}
+
+/// The pricing proof ([`prove`]) run to its end, its evidence written to `name` in the fleet's
+/// directory.
+fn run_proof(fleet: &ClusterSandbox, repo: &Repo, name: &str, extra: &[&str]) -> Run {
+    run_proof_between(fleet, repo, ("main~1", "HEAD"), name, extra)
+}
+
+/// The pricing proof between `sides` ([`prove_between`]) run to its end, its evidence written
+/// to `name` in the fleet's directory.
+fn run_proof_between(
+    fleet: &ClusterSandbox,
+    repo: &Repo,
+    sides: (&str, &str),
+    name: &str,
+    extra: &[&str],
+) -> Run {
+    let json = fleet.dir().join(name);
+    support::run(prove_between(fleet, repo, sides, &json, extra), Some(json))
+}
+
+/// The pricing proof ([`prove`]) started in the background, its stdout and stderr kept for
+/// [`finished`].
+fn spawn_proof(fleet: &ClusterSandbox, repo: &Repo, json: &Path, extra: &[&str]) -> Child {
+    prove(fleet, repo, json, extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits, off the async runtime, for a proof started in the background to end.
+async fn finished(proof: Child) -> Output {
+    tokio::task::spawn_blocking(move || proof.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap()
 }
 
 fn fleet_run(fleet: &ClusterSandbox, args: &[&str]) -> Run {
@@ -156,8 +217,36 @@ async fn wait_for_a_running_job(fleet: &ClusterSandbox) {
     }
 }
 
+/// `args` as the `&str`s a command takes.
+fn as_strs(args: &[String]) -> Vec<&str> {
+    args.iter().map(String::as_str).collect()
+}
+
 fn lines(text: &str) -> Vec<&str> {
     text.lines().filter(|l| !l.trim().is_empty()).collect()
+}
+
+/// `assay prove --quiet --cluster {cluster}` of the pricing change's discount test, with no
+/// fleet of these tests behind it.
+fn submit(cluster: &str, repo: &Repo) -> Command {
+    let mut command = support::assay();
+    command
+        .args(["prove", "--quiet", "--cluster", cluster, "-C"])
+        .arg(repo.path())
+        .args(["--base", "main~1", "--candidate", "HEAD"])
+        .args(["--criterion", "test: test_discount_is_applied"]);
+    command
+}
+
+/// The submission failed at submit: exit 3 and one line that names `what` and gives a hint.
+fn assert_refused_at_submit_in_one_line(run: &Run, what: &str) {
+    assert_eq!(run.code, 3, "{}", run.explain());
+    assert_eq!(lines(&run.stderr).len(), 1, "{}", run.explain());
+    assert!(
+        run.stderr.contains(what) && run.stderr.contains("hint"),
+        "{}",
+        run.explain()
+    );
 }
 
 #[test]
@@ -165,22 +254,12 @@ fn nats_unreachable_at_submit_exits_3_with_one_line() {
     let repo = pricing_repo(0.0);
     let closed = format!("nats://127.0.0.1:{}", free_port());
     let out = tempfile::tempdir().unwrap();
-    let mut command = support::assay();
+    let mut command = submit(&closed, &repo);
     command
-        .args(["prove", "--quiet", "--cluster", &closed, "-C"])
-        .arg(repo.path())
-        .args(["--base", "main~1", "--candidate", "HEAD"])
-        .args(["--criterion", "test: test_discount_is_applied"])
         .arg("--store")
         .arg(format!("file://{}", out.path().join("store").display()));
     let run = support::run(command, None);
-    assert_eq!(run.code, 3, "{}", run.explain());
-    assert_eq!(lines(&run.stderr).len(), 1, "{}", run.explain());
-    assert!(
-        run.stderr.contains(&closed) && run.stderr.contains("hint"),
-        "{}",
-        run.explain()
-    );
+    assert_refused_at_submit_in_one_line(&run, &closed);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -188,25 +267,13 @@ async fn an_unreachable_store_at_submit_exits_3_with_one_line() {
     let nats = servers::start_nats();
     let repo = pricing_repo(0.0);
     let closed_store_port = free_port();
-    let mut command = support::assay();
+    let mut command = submit(&format!("nats://127.0.0.1:{}", nats.port), &repo);
     command
-        .args(["prove", "--quiet", "--cluster"])
-        .arg(format!("nats://127.0.0.1:{}", nats.port))
-        .arg("-C")
-        .arg(repo.path())
-        .args(["--base", "main~1", "--candidate", "HEAD"])
-        .args(["--criterion", "test: test_discount_is_applied"])
         .args(["--store", "s3://assay-artifacts"])
         .envs(s3_env(closed_store_port));
     let started = Instant::now();
     let run = support::run(command, None);
-    assert_eq!(run.code, 3, "{}", run.explain());
-    assert_eq!(lines(&run.stderr).len(), 1, "{}", run.explain());
-    assert!(
-        run.stderr.contains("failed to upload tree") && run.stderr.contains("hint"),
-        "{}",
-        run.explain()
-    );
+    assert_refused_at_submit_in_one_line(&run, "failed to upload tree");
     assert!(
         started.elapsed() < Duration::from_secs(20),
         "an unreachable store took {:?} to report",
@@ -221,22 +288,15 @@ async fn the_store_going_down_mid_proof_is_an_infrastructure_abort_not_a_test_fa
     let _coordinator = coordinator(&fleet);
     let _worker = worker(&fleet, "worker-a", "1");
     let json = fleet.dir().join("proof.json");
-    let proof = prove(
+    let proof = spawn_proof(
         &fleet,
         &repo,
         &json,
         &["--jobs", "1", "--repeats", "1", "--quiet"],
-    )
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap();
+    );
     wait_for_a_running_job(&fleet).await;
     fleet.kill_store();
-    let out = tokio::task::spawn_blocking(move || proof.wait_with_output())
-        .await
-        .unwrap()
-        .unwrap();
+    let out = finished(proof).await;
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{stderr}");
     assert!(stderr.contains("infrastructure failure"), "{stderr}");
@@ -264,11 +324,7 @@ async fn status_results_and_cancel_against_a_running_fleet() {
 
     // A finished proof: status shows it, results returns its evidence and exit code.
     let quick = pricing_repo(0.0);
-    let quick_json = fleet.dir().join("quick.json");
-    let proved = support::run(
-        prove(&fleet, &quick, &quick_json, &["--repeats", "1", "--quiet"]),
-        Some(quick_json.clone()),
-    );
+    let proved = run_proof(&fleet, &quick, "quick.json", &["--repeats", "1", "--quiet"]);
     assert_eq!(proved.code, 0, "{}", proved.explain());
     let evidence = proved.evidence.clone().unwrap();
     let quick_id = evidence["proof_id"].as_str().unwrap().to_owned();
@@ -311,16 +367,12 @@ async fn status_results_and_cancel_against_a_running_fleet() {
     // A slow proof, cancelled while its first job runs.
     let slow = pricing_repo(4.0);
     let slow_json = fleet.dir().join("slow.json");
-    let slow_run = prove(
+    let slow_run = spawn_proof(
         &fleet,
         &slow,
         &slow_json,
         &["--repeats", "3", "--jobs", "2", "--quiet", "--no-mutation"],
-    )
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap();
+    );
     wait_for_a_running_job(&fleet).await;
     let listed = fleet_run(&fleet, &["status"]);
     let slow_line = lines(&listed.stdout)
@@ -336,10 +388,7 @@ async fn status_results_and_cancel_against_a_running_fleet() {
     let cancel = fleet_run(&fleet, &["cancel", &slow_id]);
     assert_eq!(cancel.code, 0, "{}", cancel.explain());
     assert_eq!(lines(&cancel.stdout), [format!("cancelled {slow_id}")]);
-    let submitter = tokio::task::spawn_blocking(move || slow_run.wait_with_output())
-        .await
-        .unwrap()
-        .unwrap();
+    let submitter = finished(slow_run).await;
     let submitter_err = String::from_utf8_lossy(&submitter.stderr);
     assert_eq!(submitter.status.code(), Some(3), "{submitter_err}");
     assert!(
@@ -462,10 +511,7 @@ async fn a_fleet_halt_holds_a_proofs_jobs_back_until_resume() {
         "{}",
         resume.explain()
     );
-    let out = tokio::task::spawn_blocking(move || proof.wait_with_output())
-        .await
-        .unwrap()
-        .unwrap();
+    let out = finished(proof).await;
     assert_eq!(out.status.code(), Some(0), "{}", stderr());
     assert!(
         stderr().contains("[prove] admission resumed"),
@@ -558,8 +604,7 @@ async fn the_documented_one_host_fleet_starts_both_services_and_proves() {
         );
     }
     let repo = pricing_repo(0.0);
-    let json = fleet.dir().join("proof.json");
-    let run = support::run(prove(&fleet, &repo, &json, &["--no-mutation"]), Some(json));
+    let run = run_proof(&fleet, &repo, "proof.json", &["--no-mutation"]);
     assert_eq!(run.code, 0, "{}", run.explain());
     for service in services {
         assert_eq!(service.terminate(), Some(0));
@@ -620,7 +665,6 @@ async fn a_junit_proofs_mutation_check_runs_on_a_fleet() {
     let _coordinator = coordinator(&fleet);
     let _worker = worker(&fleet, "worker-a", "2");
     let repo = pricing_repo(0.0);
-    let json = fleet.dir().join("proof.json");
     let junit = [
         "--runner",
         "junit",
@@ -631,7 +675,7 @@ async fn a_junit_proofs_mutation_check_runs_on_a_fleet() {
         "--repeats",
         "2",
     ];
-    let run = support::run(prove(&fleet, &repo, &json, &junit), Some(json));
+    let run = run_proof(&fleet, &repo, "proof.json", &junit);
     assert_eq!(run.code, 0, "{}", run.explain());
     support::assert_every_mutant_ran_and_one_was_killed(&run);
 }
@@ -644,11 +688,7 @@ async fn the_mutation_phase_shows_in_status_and_cancel_stops_it() {
     // Every job runs the slow new test, so the mutation phase lasts long enough to watch.
     let repo = pricing_repo(1.5);
     let json = fleet.dir().join("proof.json");
-    let submitter = prove(&fleet, &repo, &json, &["--repeats", "1", "--jobs", "1"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let submitter = spawn_proof(&fleet, &repo, &json, &["--repeats", "1", "--jobs", "1"]);
     let deadline = Instant::now() + Duration::from_secs(90);
     let line = loop {
         let status = fleet_run(&fleet, &["status"]);
@@ -674,10 +714,7 @@ async fn the_mutation_phase_shows_in_status_and_cancel_stops_it() {
     );
     let cancel = fleet_run(&fleet, &["cancel", &proof_id]);
     assert_eq!(cancel.code, 0, "{}", cancel.explain());
-    let output = tokio::task::spawn_blocking(move || submitter.wait_with_output())
-        .await
-        .unwrap()
-        .unwrap();
+    let output = finished(submitter).await;
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(3), "{stderr}");
     assert!(
@@ -890,40 +927,22 @@ async fn under_the_shipped_permissions_each_command_runs_as_its_own_user() {
             .collect()
     };
     let coordinator_args = with(&["coordinator"], "coordinator");
-    let coordinator = service(
-        &fleet,
-        "coordinator",
-        &coordinator_args
-            .iter()
-            .map(String::as_str)
-            .collect::<Vec<_>>(),
-    );
+    let coordinator = service(&fleet, "coordinator", &as_strs(&coordinator_args));
     coordinator.wait_for_log("coordinator started");
     let worker_args = with(
         &["worker", "--slots", "2", "--sandbox", "process"],
         "worker",
     );
-    let worker = service(
-        &fleet,
-        "worker",
-        &worker_args.iter().map(String::as_str).collect::<Vec<_>>(),
-    );
+    let worker = service(&fleet, "worker", &as_strs(&worker_args));
     worker.wait_for_log("worker started");
 
     let repo = pricing_repo(0.0);
-    let json = fleet.dir().join("proof.json");
     let submitter = user("submitter");
     let mut extra = vec!["--no-mutation"];
     extra.extend(submitter.iter().map(String::as_str));
-    let run = support::run(prove(&fleet, &repo, &json, &extra), Some(json));
+    let run = run_proof(&fleet, &repo, "proof.json", &extra);
     assert_eq!(run.code, 0, "{}", run.explain());
-    let status = fleet_run(
-        &fleet,
-        &with(&["status"], "submitter")
-            .iter()
-            .map(String::as_str)
-            .collect::<Vec<_>>(),
-    );
+    let status = fleet_run(&fleet, &as_strs(&with(&["status"], "submitter")));
     assert_eq!(status.code, 0, "{}", status.explain());
     assert_eq!(lines(&status.stdout).len(), 1, "{}", status.explain());
 
@@ -931,10 +950,7 @@ async fn under_the_shipped_permissions_each_command_runs_as_its_own_user() {
     let user_only: Vec<String> = user("submitter").into_iter().take(6).collect();
     let mut plain = vec!["status".to_owned()];
     plain.extend(user_only);
-    let plain = fleet_run(
-        &fleet,
-        &plain.iter().map(String::as_str).collect::<Vec<_>>(),
-    );
+    let plain = fleet_run(&fleet, &as_strs(&plain));
     assert_eq!(plain.code, 3, "{}", plain.explain());
     assert!(
         plain.stderr.contains(&fleet.nats_url()),
@@ -944,13 +960,10 @@ async fn under_the_shipped_permissions_each_command_runs_as_its_own_user() {
 
     let refused = fleet_run(
         &fleet,
-        &with(
+        &as_strs(&with(
             &["halt", "--cluster", &fleet.nats_url(), "--reason", "freeze"],
             "submitter",
-        )
-        .iter()
-        .map(String::as_str)
-        .collect::<Vec<_>>(),
+        )),
     );
     assert_ne!(refused.code, 0, "{}", refused.explain());
     assert!(
@@ -964,13 +977,7 @@ async fn under_the_shipped_permissions_each_command_runs_as_its_own_user() {
         &["halt", "--cluster", &fleet.nats_url(), "--reason", "freeze"][..],
         &["resume", "--cluster", &fleet.nats_url()],
     ] {
-        let run = fleet_run(
-            &fleet,
-            &with(args, "operator")
-                .iter()
-                .map(String::as_str)
-                .collect::<Vec<_>>(),
-        );
+        let run = fleet_run(&fleet, &as_strs(&with(args, "operator")));
         assert_eq!(run.code, 0, "{}", run.explain());
     }
     assert_eq!(worker.terminate(), Some(0));
@@ -1020,6 +1027,13 @@ fn served_by_side(run: &Run) -> Vec<(String, bool)> {
         .collect()
 }
 
+/// The evidence's jobs ([`served_by_side`]), none of which the cache answered.
+fn none_served_from_the_cache(run: &Run) -> Vec<(String, bool)> {
+    let jobs = served_by_side(run);
+    assert!(jobs.iter().all(|(_, served)| !served), "{jobs:?}");
+    jobs
+}
+
 /// Jobs the worker has finished so far.
 fn jobs_run(worker: &FleetProcess) -> u64 {
     worker.metric_sum("assay_job_outcomes_total").unwrap_or(0)
@@ -1056,14 +1070,15 @@ async fn a_fleet_re_proof_after_a_product_only_edit_serves_the_base_side_from_th
     let worker = worker(&fleet, "worker", "2");
     let repo = pricing_repo(0.0);
     let base = repo.git(&["rev-parse", "HEAD~1"]).trim().to_owned();
-    let json = fleet.dir().join("first.json");
-    let first = support::run(
-        prove_between(&fleet, &repo, (&base, "HEAD"), &json, &["--no-mutation"]),
-        Some(json),
+    let first = run_proof_between(
+        &fleet,
+        &repo,
+        (&base, "HEAD"),
+        "first.json",
+        &["--no-mutation"],
     );
     assert_eq!(first.code, 0, "{}", first.explain());
-    let planned = served_by_side(&first);
-    assert!(planned.iter().all(|(_, served)| !served), "{planned:?}");
+    let planned = none_served_from_the_cache(&first);
     let after_first = jobs_run(&worker);
     assert_eq!(after_first, planned.len() as u64);
     let entries = cache_entries(&fleet).await;
@@ -1076,10 +1091,12 @@ async fn a_fleet_re_proof_after_a_product_only_edit_serves_the_base_side_from_th
         "def price(amount, discount=0.0):\n    discounted = amount * (1 - discount)\n    return round(discounted, 2)\n",
     );
     repo.commit("pricing: name the discounted amount");
-    let json = fleet.dir().join("second.json");
-    let second = support::run(
-        prove_between(&fleet, &repo, (&base, "HEAD"), &json, &["--no-mutation"]),
-        Some(json),
+    let second = run_proof_between(
+        &fleet,
+        &repo,
+        (&base, "HEAD"),
+        "second.json",
+        &["--no-mutation"],
     );
     assert_eq!(second.code, 0, "{}", second.explain());
     let jobs = served_by_side(&second);
@@ -1126,20 +1143,15 @@ async fn a_fleet_re_proof_after_a_product_only_edit_serves_the_base_side_from_th
 
     // --no-cache: the same proof again dispatches every job.
     let before = jobs_run(&worker);
-    let json = fleet.dir().join("uncached.json");
-    let uncached = support::run(
-        prove_between(
-            &fleet,
-            &repo,
-            (&base, "HEAD"),
-            &json,
-            &["--no-mutation", "--no-cache"],
-        ),
-        Some(json),
+    let uncached = run_proof_between(
+        &fleet,
+        &repo,
+        (&base, "HEAD"),
+        "uncached.json",
+        &["--no-mutation", "--no-cache"],
     );
     assert_eq!(uncached.code, 0, "{}", uncached.explain());
-    let jobs = served_by_side(&uncached);
-    assert!(jobs.iter().all(|(_, served)| !served), "{jobs:?}");
+    let jobs = none_served_from_the_cache(&uncached);
     assert_eq!(jobs_run(&worker) - before, jobs.len() as u64);
     assert!(
         !uncached.stderr.contains("[cache]"),
@@ -1149,20 +1161,15 @@ async fn a_fleet_re_proof_after_a_product_only_edit_serves_the_base_side_from_th
 
     // --refresh-cache: every job runs, and its results replace the entries.
     let before = jobs_run(&worker);
-    let json = fleet.dir().join("refreshed.json");
-    let refreshed = support::run(
-        prove_between(
-            &fleet,
-            &repo,
-            (&base, "HEAD"),
-            &json,
-            &["--no-mutation", "--refresh-cache"],
-        ),
-        Some(json),
+    let refreshed = run_proof_between(
+        &fleet,
+        &repo,
+        (&base, "HEAD"),
+        "refreshed.json",
+        &["--no-mutation", "--refresh-cache"],
     );
     assert_eq!(refreshed.code, 0, "{}", refreshed.explain());
-    let jobs = served_by_side(&refreshed);
-    assert!(jobs.iter().all(|(_, served)| !served), "{jobs:?}");
+    let jobs = none_served_from_the_cache(&refreshed);
     assert_eq!(jobs_run(&worker) - before, jobs.len() as u64);
     let refresh_id = evidence(&refreshed)["proof_id"]
         .as_str()
@@ -1188,8 +1195,7 @@ async fn a_cache_entry_forged_by_a_submitter_is_refused_and_the_job_runs() {
     let coordinator = cached_coordinator(&fleet, Some(PROCESS_SANDBOX));
     let worker = worker(&fleet, "worker", "2");
     let repo = pricing_repo(0.0);
-    let json = fleet.dir().join("first.json");
-    let first = support::run(prove(&fleet, &repo, &json, &["--no-mutation"]), Some(json));
+    let first = run_proof(&fleet, &repo, "first.json", &["--no-mutation"]);
     assert_eq!(first.code, 0, "{}", first.explain());
 
     // A submitter holds store credentials: it rewrites the base side's entries, claiming a
@@ -1240,8 +1246,7 @@ async fn a_cache_entry_forged_by_a_submitter_is_refused_and_the_job_runs() {
     assert_eq!(forged.len(), base_jobs, "every base entry: {sides:?}");
 
     let before = jobs_run(&worker);
-    let json = fleet.dir().join("second.json");
-    let second = support::run(prove(&fleet, &repo, &json, &["--no-mutation"]), Some(json));
+    let second = run_proof(&fleet, &repo, "second.json", &["--no-mutation"]);
     assert_eq!(second.code, 0, "{}", second.explain());
     let jobs = served_by_side(&second);
     for (index, (side, served)) in jobs.iter().enumerate() {
@@ -1287,11 +1292,9 @@ async fn without_a_declared_sandbox_the_fleet_caches_nothing_and_says_why() {
     let repo = pricing_repo(0.0);
     let mut planned = 0;
     for name in ["first", "second"] {
-        let json = fleet.dir().join(format!("{name}.json"));
-        let run = support::run(prove(&fleet, &repo, &json, &["--no-mutation"]), Some(json));
+        let run = run_proof(&fleet, &repo, &format!("{name}.json"), &["--no-mutation"]);
         assert_eq!(run.code, 0, "{}", run.explain());
-        let jobs = served_by_side(&run);
-        assert!(jobs.iter().all(|(_, served)| !served), "{jobs:?}");
+        let jobs = none_served_from_the_cache(&run);
         planned += jobs.len() as u64;
     }
     assert!(cache_entries(&fleet).await.is_empty());
@@ -1311,8 +1314,7 @@ async fn a_result_from_a_sandbox_other_than_the_declared_one_is_not_cached() {
     );
     let _worker = worker(&fleet, "worker", "2");
     let repo = pricing_repo(0.0);
-    let json = fleet.dir().join("proof.json");
-    let run = support::run(prove(&fleet, &repo, &json, &["--no-mutation"]), Some(json));
+    let run = run_proof(&fleet, &repo, "proof.json", &["--no-mutation"]);
     assert_eq!(run.code, 0, "{}", run.explain());
     assert!(cache_entries(&fleet).await.is_empty());
     let log = coordinator.log();
@@ -1353,21 +1355,18 @@ async fn a_cargo_proof_runs_on_a_fleet_with_the_process_sandbox() {
         &[("PATH", path.to_string_lossy().into_owned())],
     );
     let repo = support::cargo_pager_repo("    items.div_ceil(per)\n");
-    let json = fleet.dir().join("proof.json");
-    let mut command = fleet_command(&fleet, &["prove", "--cluster", &fleet.nats_url()]);
-    command.arg("-C").arg(repo.path()).args([
-        "--base",
-        "main~1",
-        "--criterion",
-        "test: partial_page_is_a_page",
-        "--criterion",
-        "guard: counts_pages",
-        "--repeats",
-        "2",
-        "--json",
-    ]);
-    command.arg(&json);
-    let run = support::run(command, Some(json));
+    let run = run_fleet_proof_against_main_parent(
+        &fleet,
+        &repo,
+        &[
+            "--criterion",
+            "test: partial_page_is_a_page",
+            "--criterion",
+            "guard: counts_pages",
+            "--repeats",
+            "2",
+        ],
+    );
     assert_eq!(run.code, 0, "{}", run.explain());
     let evidence = run.evidence.as_ref().expect("evidence");
     assert_eq!(evidence["runner"], "cargo");
@@ -1399,11 +1398,17 @@ async fn a_cargo_proof_runs_on_a_fleet_with_the_process_sandbox() {
     );
 }
 
-/// The dependency archives the fleet's store holds: each key with when it was written.
-async fn dependency_archives(fleet: &ClusterSandbox) -> Vec<(String, i64)> {
+/// The run ended 0 with its first criterion proven.
+fn assert_c1_proven(run: &Run) {
+    assert_eq!(run.code, 0, "{}", run.explain());
+    assert_eq!(run.verdict_of("C1"), "proven", "{}", run.explain());
+}
+
+/// The `kind` dependency archives the fleet's store holds: each key with when it was written.
+async fn dependency_archives(fleet: &ClusterSandbox, kind: DependencyKind) -> Vec<(String, i64)> {
     use assay_transport::store::ArtifactStore;
     let mut archives: Vec<(String, i64)> = fleet_store(fleet)
-        .list(&assay_common::dependency_archive::DependencyKind::Cargo.key_prefix())
+        .list(&kind.key_prefix())
         .await
         .unwrap()
         .into_iter()
@@ -1411,6 +1416,23 @@ async fn dependency_archives(fleet: &ClusterSandbox) -> Vec<(String, i64)> {
         .collect();
     archives.sort();
     archives
+}
+
+/// A process-sandbox worker `worker-rust` whose `CARGO_HOME` is an empty directory, returned
+/// with it.
+fn worker_with_an_empty_cargo_home(fleet: &ClusterSandbox) -> (FleetProcess, PathBuf) {
+    let empty_cargo_home = fleet.dir().join("empty-cargo-home");
+    std::fs::create_dir_all(&empty_cargo_home).unwrap();
+    let worker = worker_with(
+        fleet,
+        "worker-rust",
+        "2",
+        &[(
+            "CARGO_HOME",
+            empty_cargo_home.to_string_lossy().into_owned(),
+        )],
+    );
+    (worker, empty_cargo_home)
 }
 
 /// A real release pair whose dependencies move (lru 0.12.4 -> 0.12.5, hashbrown 0.14 -> 0.15,
@@ -1421,45 +1443,28 @@ async fn dependency_archives(fleet: &ClusterSandbox) -> Vec<(String, i64)> {
 async fn a_real_release_pair_is_proven_on_a_fleet_whose_worker_has_no_cargo_cache() {
     let fleet = start_fleet();
     let _coordinator = coordinator(&fleet);
-    let empty_cargo_home = fleet.dir().join("empty-cargo-home");
-    std::fs::create_dir_all(&empty_cargo_home).unwrap();
-    let _worker = worker_with(
-        &fleet,
-        "worker-rust",
-        "2",
-        &[(
-            "CARGO_HOME",
-            empty_cargo_home.to_string_lossy().into_owned(),
-        )],
-    );
+    let (_worker, empty_cargo_home) = worker_with_an_empty_cargo_home(&fleet);
     let (_crates, repo) = support::lru_release_pair();
     let prove = |name: &str| {
-        let json = fleet.dir().join(name);
-        let mut command = fleet_command(&fleet, &["prove", "--cluster", &fleet.nats_url()]);
-        command.arg("-C").arg(repo.path()).args([
-            "--base",
-            "HEAD~1",
-            "--criterion",
-            "guard: tests::test_with_hasher",
-            "--repeats",
-            "1",
-            "--no-mutation",
-            "--no-cache",
-            "--json",
-        ]);
-        command.arg(&json);
-        support::run(command, Some(json))
+        run_fleet_proof(
+            &fleet,
+            &repo,
+            name,
+            &support::one_uncached_run_against_the_parent("guard: tests::test_with_hasher"),
+        )
     };
     let first = prove("first.json");
-    assert_eq!(first.code, 0, "{}", first.explain());
-    assert_eq!(first.verdict_of("C1"), "proven", "{}", first.explain());
-    let stored = dependency_archives(&fleet).await;
+    assert_c1_proven(&first);
+    let stored = dependency_archives(&fleet, DependencyKind::Cargo).await;
     // Each side pinned its own hashbrown: two lockfiles, two archives.
     assert_eq!(stored.len(), 2, "{stored:?}");
     let second = prove("second.json");
-    assert_eq!(second.code, 0, "{}", second.explain());
-    assert_eq!(second.verdict_of("C1"), "proven", "{}", second.explain());
-    assert_eq!(dependency_archives(&fleet).await, stored, "written again");
+    assert_c1_proven(&second);
+    assert_eq!(
+        dependency_archives(&fleet, DependencyKind::Cargo).await,
+        stored,
+        "written again"
+    );
     // The worker unpacked each once, and nothing came into its own cargo home.
     let unpacked = std::fs::read_dir(fleet.dir().join("worker-rust-trees/dependencies"))
         .unwrap()
@@ -1477,17 +1482,7 @@ async fn a_real_release_pair_is_proven_on_a_fleet_whose_worker_has_no_cargo_cach
 async fn a_git_dependency_travels_in_the_archive_to_a_worker_without_a_cargo_cache() {
     let fleet = start_fleet();
     let _coordinator = coordinator(&fleet);
-    let empty_cargo_home = fleet.dir().join("empty-cargo-home");
-    std::fs::create_dir_all(&empty_cargo_home).unwrap();
-    let _worker = worker_with(
-        &fleet,
-        "worker-rust",
-        "2",
-        &[(
-            "CARGO_HOME",
-            empty_cargo_home.to_string_lossy().into_owned(),
-        )],
-    );
+    let (_worker, empty_cargo_home) = worker_with_an_empty_cargo_home(&fleet);
     let helper = Repo::new();
     helper
         .write(
@@ -1517,41 +1512,17 @@ async fn a_git_dependency_travels_in_the_archive_to_a_worker_without_a_cargo_cac
     repo.commit("user");
     repo.write("src/lib.rs", &user("helper::double(x) * 2"));
     repo.commit("user: one call");
-    let json = fleet.dir().join("proof.json");
-    let mut command = fleet_command(&fleet, &["prove", "--cluster", &fleet.nats_url()]);
-    command.arg("-C").arg(repo.path()).args([
-        "--base",
-        "HEAD~1",
-        "--criterion",
-        "guard: tests::test_quadruple",
-        "--repeats",
-        "1",
-        "--no-mutation",
-        "--no-cache",
-        "--json",
-    ]);
-    command.arg(&json);
-    let run = support::run(command, Some(json));
-    assert_eq!(run.code, 0, "{}", run.explain());
-    assert_eq!(run.verdict_of("C1"), "proven", "{}", run.explain());
+    let run = run_fleet_proof(
+        &fleet,
+        &repo,
+        "proof.json",
+        &support::one_uncached_run_against_the_parent("guard: tests::test_quadruple"),
+    );
+    assert_c1_proven(&run);
     // Both sides lock the same packages: one lockfile, one archive, the git package in it.
-    let stored = dependency_archives(&fleet).await;
+    let stored = dependency_archives(&fleet, DependencyKind::Cargo).await;
     assert_eq!(stored.len(), 1, "{stored:?}");
     assert_eq!(std::fs::read_dir(&empty_cargo_home).unwrap().count(), 0);
-}
-
-/// The Go dependency archives the fleet's store holds: each key with when it was written.
-async fn go_module_archives(fleet: &ClusterSandbox) -> Vec<(String, i64)> {
-    use assay_transport::store::ArtifactStore;
-    let mut archives: Vec<(String, i64)> = fleet_store(fleet)
-        .list(&assay_common::dependency_archive::DependencyKind::Go.key_prefix())
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|object| (object.key, object.modified_secs))
-        .collect();
-    archives.sort();
-    archives
 }
 
 /// A Go module requiring `example.com/greet` (from the module proxy in a directory that
@@ -1596,22 +1567,13 @@ fn go_greeting_repo(dir: &Path, host_cache: &Path) -> Repo {
 /// `host_cache` and no proxy to reach.
 fn prove_go(fleet: &ClusterSandbox, repo: &Repo, host_cache: &Path, name: &str) -> Run {
     let json = fleet.dir().join(name);
-    let mut command = fleet_command(fleet, &["prove", "--cluster", &fleet.nats_url()]);
+    let mut command = fleet_prove(
+        fleet,
+        repo,
+        &support::one_uncached_run_against_the_parent("test: TestGreeting"),
+        &json,
+    );
     command
-        .arg("-C")
-        .arg(repo.path())
-        .args([
-            "--base",
-            "HEAD~1",
-            "--criterion",
-            "test: TestGreeting",
-            "--repeats",
-            "1",
-            "--no-mutation",
-            "--no-cache",
-            "--json",
-        ])
-        .arg(&json)
         .env("GOMODCACHE", host_cache)
         .env("GOPROXY", "off")
         .env("GOSUMDB", "off");
@@ -1642,15 +1604,17 @@ async fn a_go_module_is_proven_on_a_fleet_whose_worker_has_no_module_cache() {
     let host_cache = fleet.dir().join("host-modcache");
     let repo = go_greeting_repo(fleet.dir(), &host_cache);
     let first = prove_go(&fleet, &repo, &host_cache, "first.json");
-    assert_eq!(first.code, 0, "{}", first.explain());
-    assert_eq!(first.verdict_of("C1"), "proven", "{}", first.explain());
+    assert_c1_proven(&first);
     // Both sides share one go.sum: one archive.
-    let stored = go_module_archives(&fleet).await;
+    let stored = dependency_archives(&fleet, DependencyKind::Go).await;
     assert_eq!(stored.len(), 1, "{stored:?}");
     let second = prove_go(&fleet, &repo, &host_cache, "second.json");
-    assert_eq!(second.code, 0, "{}", second.explain());
-    assert_eq!(second.verdict_of("C1"), "proven", "{}", second.explain());
-    assert_eq!(go_module_archives(&fleet).await, stored, "written again");
+    assert_c1_proven(&second);
+    assert_eq!(
+        dependency_archives(&fleet, DependencyKind::Go).await,
+        stored,
+        "written again"
+    );
     // The worker unpacked it once, extracted modules and all, and its own cache stayed empty.
     let unpacked: Vec<PathBuf> =
         std::fs::read_dir(fleet.dir().join("worker-go-trees/dependencies"))
@@ -1731,7 +1695,11 @@ async fn a_go_module_replaced_from_the_host_or_without_go_sum_is_refused_on_a_fl
         "{}",
         run.stderr
     );
-    assert!(go_module_archives(&fleet).await.is_empty());
+    assert!(
+        dependency_archives(&fleet, DependencyKind::Go)
+            .await
+            .is_empty()
+    );
 }
 
 /// A node proof's diff coverage on a fleet: the coordinator plans the V8 coverage run as the
@@ -1743,18 +1711,15 @@ async fn a_node_proofs_diff_coverage_is_measured_on_a_fleet() {
     let _coordinator = coordinator(&fleet);
     let _worker = worker(&fleet, "worker-node", "2");
     let repo = support::node_pager_change();
-    let json = fleet.dir().join("proof.json");
-    let mut command = fleet_command(&fleet, &["prove", "--cluster", &fleet.nats_url()]);
-    command.arg("-C").arg(repo.path()).args([
-        "--base",
-        "main~1",
-        "--no-mutation",
-        "--criterion",
-        "test: test_partial_last_page_is_counted",
-        "--json",
-    ]);
-    command.arg(&json);
-    let run = support::run(command, Some(json));
+    let run = run_fleet_proof_against_main_parent(
+        &fleet,
+        &repo,
+        &[
+            "--no-mutation",
+            "--criterion",
+            "test: test_partial_last_page_is_counted",
+        ],
+    );
     assert_eq!(run.code, 0, "{}", run.explain());
     let coverage = &run.evidence.as_ref().expect("evidence")["diff_coverage"];
     assert_eq!(coverage["tool"], "node V8 coverage", "{coverage:#}");

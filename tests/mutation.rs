@@ -18,6 +18,29 @@ fn pager_fix() -> support::Repo {
     repo
 }
 
+/// `assay prove` of `repo` against `base`, proving the partial-page test, with `extra` flags.
+fn prove_partial_page(repo: &support::Repo, base: &str, extra: &[&str]) -> Run {
+    let mut args = vec![
+        "--base",
+        base,
+        "--criterion",
+        "test: test_partial_last_page_is_counted",
+    ];
+    args.extend_from_slice(extra);
+    prove(repo, &args)
+}
+
+/// The evidence holds no mutation check at all.
+fn assert_no_mutation_check(run: &Run) {
+    assert!(
+        run.evidence
+            .as_ref()
+            .unwrap()
+            .get("mutation_check")
+            .is_none()
+    );
+}
+
 fn check(run: &Run) -> &serde_json::Value {
     let evidence = run.evidence.as_ref().expect("evidence written");
     evidence
@@ -42,15 +65,7 @@ fn statuses(check: &serde_json::Value) -> Vec<(String, String)> {
 #[test]
 fn a_weak_proving_test_lets_the_bound_swap_survive_and_the_summary_names_it() {
     let repo = pager_fix();
-    let run = prove(
-        &repo,
-        &[
-            "--base",
-            "main~1",
-            "--criterion",
-            "test: test_partial_last_page_is_counted",
-        ],
-    );
+    let run = prove_partial_page(&repo, "main~1", &[]);
     assert_eq!(
         run.code,
         0,
@@ -98,18 +113,10 @@ fn a_weak_proving_test_lets_the_bound_swap_survive_and_the_summary_names_it() {
 #[test]
 fn a_strong_guard_kills_every_mutant_of_the_fix() {
     let repo = pager_fix();
-    let run = prove(
+    let run = prove_partial_page(
         &repo,
-        &[
-            "--base",
-            "main~1",
-            "--criterion",
-            "test: test_partial_last_page_is_counted",
-            "--criterion",
-            "guard: test_full_pages",
-            "--jobs",
-            "2",
-        ],
+        "main~1",
+        &["--criterion", "guard: test_full_pages", "--jobs", "2"],
     );
     assert_eq!(run.code, 0, "{}", run.explain());
     let check = check(&run);
@@ -134,24 +141,9 @@ fn a_strong_guard_kills_every_mutant_of_the_fix() {
 #[test]
 fn no_mutation_leaves_the_evidence_without_a_mutation_check() {
     let repo = pager_fix();
-    let run = prove(
-        &repo,
-        &[
-            "--base",
-            "main~1",
-            "--criterion",
-            "test: test_partial_last_page_is_counted",
-            "--no-mutation",
-        ],
-    );
+    let run = prove_partial_page(&repo, "main~1", &["--no-mutation"]);
     assert_eq!(run.code, 0, "{}", run.explain());
-    assert!(
-        run.evidence
-            .as_ref()
-            .unwrap()
-            .get("mutation_check")
-            .is_none()
-    );
+    assert_no_mutation_check(&run);
     assert!(!run.stdout.contains("mutation check"), "{}", run.explain());
 }
 
@@ -160,23 +152,9 @@ fn mutation_false_in_assay_toml_turns_the_check_off() {
     let repo = pager_fix();
     repo.write("assay.toml", "mutation = false\nmutation-budget = 120\n");
     repo.commit("assay: no mutation check");
-    let run = prove(
-        &repo,
-        &[
-            "--base",
-            "main~2",
-            "--criterion",
-            "test: test_partial_last_page_is_counted",
-        ],
-    );
+    let run = prove_partial_page(&repo, "main~2", &[]);
     assert_eq!(run.code, 0, "{}", run.explain());
-    assert!(
-        run.evidence
-            .as_ref()
-            .unwrap()
-            .get("mutation_check")
-            .is_none()
-    );
+    assert_no_mutation_check(&run);
 }
 
 #[test]
@@ -191,15 +169,7 @@ fn a_refuted_proof_runs_no_mutant() {
         "from pager import page_count\n\n\ndef test_partial_last_page_is_counted():\n    assert page_count(11, 5) == 3\n",
     );
     repo.commit("pager: guard against zero");
-    let run = prove(
-        &repo,
-        &[
-            "--base",
-            "main~1",
-            "--criterion",
-            "test: test_partial_last_page_is_counted",
-        ],
-    );
+    let run = prove_partial_page(&repo, "main~1", &[]);
     assert_eq!(run.code, 1, "{}", run.explain());
     let evidence = run.evidence.as_ref().unwrap();
     assert!(evidence.get("mutation_check").is_none(), "{evidence:#}");

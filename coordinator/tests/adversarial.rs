@@ -584,6 +584,26 @@ impl client::FleetProgress for Quiet {
 }
 
 /// A PROVEN evidence report for `proof`, as a forger on the bus would write it.
+/// `planned` submitted on the `assay` fleet as `assay prove --cluster` does, on a connection
+/// of its own; the task ends with the evidence the CLI would report.
+async fn submitted_as_the_cli(
+    bus: &ClusterSandbox,
+    planned: ProofSubmission,
+) -> tokio::task::JoinHandle<Result<Evidence, client::ClientError>> {
+    let store = assay_transport::store::open_store(&bus.store_url(), &[]).unwrap();
+    let cli_client = bus.client().await;
+    tokio::spawn(async move {
+        client::submit_and_wait(
+            &cli_client,
+            &Subjects::new("assay"),
+            &store,
+            &planned,
+            &mut Quiet,
+        )
+        .await
+    })
+}
+
 fn forged_evidence(proof: &ProofId) -> String {
     let revision = RevisionInfo {
         requested: "main".into(),
@@ -624,18 +644,7 @@ async fn a_forged_finished_event_does_not_end_the_cli_with_its_verdict() {
     let proof = proof::new_proof_id();
     let planned = submission(&proof, 1);
     let job = planned.jobs[0].clone();
-    let store = assay_transport::store::open_store(&bus.store_url(), &[]).unwrap();
-    let cli_client = bus.client().await;
-    let cli = tokio::spawn(async move {
-        client::submit_and_wait(
-            &cli_client,
-            &Subjects::new("assay"),
-            &store,
-            &planned,
-            &mut Quiet,
-        )
-        .await
-    });
+    let cli = submitted_as_the_cli(&bus, planned).await;
     // No worker runs: the proof stays running while the forger announces it finished, inline
     // and as a stored copy (whose reference names nothing the coordinator wrote).
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -691,18 +700,7 @@ async fn a_proof_submitted_while_the_coordinator_restarts_is_taken_when_it_is_ba
     let bus = ClusterSandbox::with_file_store();
     let proof = proof::new_proof_id();
     let planned = submission(&proof, 2);
-    let store = assay_transport::store::open_store(&bus.store_url(), &[]).unwrap();
-    let cli_client = bus.client().await;
-    let cli = tokio::spawn(async move {
-        client::submit_and_wait(
-            &cli_client,
-            &Subjects::new("assay"),
-            &store,
-            &planned,
-            &mut Quiet,
-        )
-        .await
-    });
+    let cli = submitted_as_the_cli(&bus, planned).await;
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert!(
         !cli.is_finished(),

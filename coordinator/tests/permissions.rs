@@ -11,7 +11,7 @@ use assay_common::job::{JobResult, JobSpec};
 use assay_common::nats_permissions::{Role, UserAuth, inbox_prefix, secret_var, user_name};
 use assay_common::service_config::{NatsSection, ServiceConfig};
 use assay_common::verdict::Verdict;
-use assay_common::{JobId, WorkerId, wire};
+use assay_common::{JobId, ProofId, WorkerId, wire};
 use assay_coordinator::CoordinatorConfig;
 use assay_coordinator::client::{self, FleetProgress};
 use assay_engine::proof::{self, PreparedProof};
@@ -111,21 +111,30 @@ impl SecuredFleet {
             .unwrap()
     }
 
-    /// The `[nats]` settings of `role`: its user and its password file.
     /// The proofs bucket as `assay halt|resume --cluster` open it, under the operator's user.
     async fn operators_bucket(&self) -> async_nats::jetstream::kv::Store {
-        let operator = assay_transport::nats::connect(&self.nats(Role::Operator), Role::Operator)
+        self.connected_to_the_proofs_bucket(Role::Operator).await.1
+    }
+
+    /// A connection under `role`'s user, as the CLI makes one, and the proofs bucket it opens.
+    async fn connected_to_the_proofs_bucket(
+        &self,
+        role: Role,
+    ) -> (async_nats::Client, async_nats::jetstream::kv::Store) {
+        let client = assay_transport::nats::connect(&self.nats(role), role)
             .await
             .unwrap();
-        assay_transport::nats::proofs_bucket(
-            &async_nats::jetstream::new(operator),
+        let bucket = assay_transport::nats::proofs_bucket(
+            &async_nats::jetstream::new(client.clone()),
             &Subjects::new("assay"),
             assay_transport::nats::Placement::SINGLE,
         )
         .await
-        .unwrap()
+        .unwrap();
+        (client, bucket)
     }
 
+    /// The `[nats]` settings of `role`: its user and its password file.
     fn nats(&self, role: Role) -> NatsSection {
         NatsSection {
             url: self.sandbox.nats_url(),
@@ -237,6 +246,17 @@ struct Observed {
 }
 
 impl Observed {
+    /// Waits for the proofs bucket the coordinator makes last to be there for this role;
+    /// `never` says what it means when it does not come.
+    async fn wait_for_the_proofs_bucket(&self, never: &str) {
+        let bucket = Subjects::new("assay").proofs_bucket();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while self.js.get_key_value(&bucket).await.is_err() {
+            assert!(Instant::now() < deadline, "{never}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
     /// Waits for the server's permissions violation naming `subject`.
     async fn refused(&self, what: &str, subject: &str) {
         let deadline = Instant::now() + Duration::from_secs(10);
@@ -280,6 +300,45 @@ impl Observed {
             self.role.name()
         );
         self.refused(what, subject).await;
+    }
+
+    /// A job for the workers of `proof_id`, published as only the coordinator may: refused.
+    async fn job_publish_refused(&self, subjects: &Subjects, proof_id: &ProofId) {
+        self.js_publish_refused(
+            "job for the workers",
+            &subjects.jobs(proof_id),
+            b"job".to_vec(),
+        )
+        .await;
+    }
+
+    /// A `Cancelled` progress event of `proof_id`, published as only the coordinator may:
+    /// refused.
+    async fn cancelled_progress_refused(
+        &self,
+        what: &str,
+        subjects: &Subjects,
+        proof_id: &ProofId,
+    ) {
+        self.publish_refused(
+            what,
+            &subjects.progress(proof_id),
+            wire::encode("progress", &ProgressEvent::Cancelled).unwrap(),
+        )
+        .await;
+    }
+
+    /// The last sequence the results stream holds, as this role looks it up.
+    async fn results_stream_last_sequence(&self, subjects: &Subjects) -> u64 {
+        self.js
+            .get_stream(subjects.results_stream())
+            .await
+            .unwrap()
+            .info()
+            .await
+            .unwrap()
+            .state
+            .last_sequence
     }
 
     /// A JetStream API request the server must refuse (it never reaches the API).
@@ -333,19 +392,11 @@ async fn each_role_can_do_its_part_of_a_proof_and_nothing_the_others_own() {
     // The coordinator creates the streams, consumers and bucket; the worker may only look
     // them up, so it starts once the bucket (made last) is there.
     let submitter = fleet.observed(Role::Submitter).await;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while submitter
-        .js
-        .get_key_value(subjects.proofs_bucket())
-        .await
-        .is_err()
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the coordinator never created the fleet's topology under its user"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    submitter
+        .wait_for_the_proofs_bucket(
+            "the coordinator never created the fleet's topology under its user",
+        )
+        .await;
     let http_port = free_port();
     let worker = fleet.worker(http_port);
     let worker_client = fleet.observed(Role::Worker).await;
@@ -437,11 +488,7 @@ async fn each_role_can_do_its_part_of_a_proof_and_nothing_the_others_own() {
     // The worker: no progress, no key-value bucket at all (not even reading), no jobs, no
     // submissions, no stream changes.
     worker_client
-        .publish_refused(
-            "progress event after the verdict",
-            &subjects.progress(&proof_id),
-            wire::encode("progress", &ProgressEvent::Cancelled).unwrap(),
-        )
+        .cancelled_progress_refused("progress event after the verdict", &subjects, &proof_id)
         .await;
     worker_client
         .js_publish_refused(
@@ -464,11 +511,7 @@ async fn each_role_can_do_its_part_of_a_proof_and_nothing_the_others_own() {
         )
         .await;
     worker_client
-        .js_publish_refused(
-            "job for the workers",
-            &subjects.jobs(&proof_id),
-            b"job".to_vec(),
-        )
+        .job_publish_refused(&subjects, &proof_id)
         .await;
     worker_client
         .api_refused(
@@ -531,19 +574,9 @@ async fn each_role_can_do_its_part_of_a_proof_and_nothing_the_others_own() {
     submitter
         .refused("fleet halt", &kv_subject("fleet.halt".into()))
         .await;
+    submitter.job_publish_refused(&subjects, &proof_id).await;
     submitter
-        .js_publish_refused(
-            "job for the workers",
-            &subjects.jobs(&proof_id),
-            b"job".to_vec(),
-        )
-        .await;
-    submitter
-        .publish_refused(
-            "progress event",
-            &subjects.progress(&proof_id),
-            wire::encode("progress", &ProgressEvent::Cancelled).unwrap(),
-        )
+        .cancelled_progress_refused("progress event", &subjects, &proof_id)
         .await;
     submitter
         .api_refused(
@@ -620,15 +653,8 @@ async fn each_role_can_do_its_part_of_a_proof_and_nothing_the_others_own() {
     // onto the results subject: the server creates it (a submitter may create consumers there),
     // but a push consumer delivers only to a subscriber, so nothing reaches the results stream.
     let results_before = coordinator_client
-        .js
-        .get_stream(subjects.results_stream())
-        .await
-        .unwrap()
-        .info()
-        .await
-        .unwrap()
-        .state
-        .last_sequence;
+        .results_stream_last_sequence(&subjects)
+        .await;
     let replay = submitter
         .js
         .get_stream(format!("KV_{bucket}"))
@@ -642,15 +668,8 @@ async fn each_role_can_do_its_part_of_a_proof_and_nothing_the_others_own() {
         .await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let results_after = coordinator_client
-        .js
-        .get_stream(subjects.results_stream())
-        .await
-        .unwrap()
-        .info()
-        .await
-        .unwrap()
-        .state
-        .last_sequence;
+        .results_stream_last_sequence(&subjects)
+        .await;
     assert_eq!(
         results_after, results_before,
         "a consumer the submitter made replayed stored results into the results stream"
@@ -730,30 +749,11 @@ async fn the_operator_halts_and_resumes_the_fleet_and_writes_nothing_else() {
     let subjects = Subjects::new("assay");
     let coordinator = fleet.coordinator();
     let operator = fleet.observed(Role::Operator).await;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while operator
-        .js
-        .get_key_value(subjects.proofs_bucket())
-        .await
-        .is_err()
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the operator never saw the proofs bucket"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    operator
+        .wait_for_the_proofs_bucket("the operator never saw the proofs bucket")
+        .await;
     // As `assay halt --cluster` and `assay resume --cluster` connect: the operator's user only.
-    let client = assay_transport::nats::connect(&fleet.nats(Role::Operator), Role::Operator)
-        .await
-        .unwrap();
-    let proofs = assay_transport::nats::proofs_bucket(
-        &async_nats::jetstream::new(client.clone()),
-        &subjects,
-        assay_transport::nats::Placement::SINGLE,
-    )
-    .await
-    .unwrap();
+    let (client, proofs) = fleet.connected_to_the_proofs_bucket(Role::Operator).await;
     let coordinator_view = fleet
         .observed(Role::Coordinator)
         .await
@@ -797,19 +797,9 @@ async fn the_operator_halts_and_resumes_the_fleet_and_writes_nothing_else() {
             forged_result(&spec),
         )
         .await;
+    operator.job_publish_refused(&subjects, &proof_id).await;
     operator
-        .js_publish_refused(
-            "job for the workers",
-            &subjects.jobs(&proof_id),
-            b"job".to_vec(),
-        )
-        .await;
-    operator
-        .publish_refused(
-            "progress event",
-            &subjects.progress(&proof_id),
-            wire::encode("progress", &ProgressEvent::Cancelled).unwrap(),
-        )
+        .cancelled_progress_refused("progress event", &subjects, &proof_id)
         .await;
     operator
         .publish_refused("submission", &subjects.submit(), b"submission".to_vec())
@@ -867,19 +857,9 @@ impl RunningFleet {
         let repo = invoice_repo(fleet.sandbox.dir(), 0.3);
         let coordinator = fleet.coordinator();
         let submitter = fleet.observed(Role::Submitter).await;
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while submitter
-            .js
-            .get_key_value(Subjects::new("assay").proofs_bucket())
-            .await
-            .is_err()
-        {
-            assert!(
-                Instant::now() < deadline,
-                "the coordinator never made the bucket"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        submitter
+            .wait_for_the_proofs_bucket("the coordinator never made the bucket")
+            .await;
         let worker = fleet.worker(free_port());
         Self {
             fleet,
@@ -1058,17 +1038,10 @@ async fn the_cluster_runs_halt_gate_ignores_a_delivered_entry_for_another_key_an
     let running = RunningFleet::start().await;
     let (first, _) = running.prove().await;
     // `assay test --cluster`'s gate, on a submitter's connection of its own.
-    let watcher =
-        assay_transport::nats::connect(&running.fleet.nats(Role::Submitter), Role::Submitter)
-            .await
-            .unwrap();
-    let watcher_bucket = assay_transport::nats::proofs_bucket(
-        &async_nats::jetstream::new(watcher.clone()),
-        &Subjects::new("assay"),
-        assay_transport::nats::Placement::SINGLE,
-    )
-    .await
-    .unwrap();
+    let (_watcher, watcher_bucket) = running
+        .fleet
+        .connected_to_the_proofs_bucket(Role::Submitter)
+        .await;
     let gate = FleetHalt::watch(watcher_bucket).await.unwrap();
     assert_eq!(gate.stop_reason(), None);
     // Another submitter delivers a proof record into every inbox of the fleet's submitter

@@ -141,6 +141,21 @@ pub fn cache_key_file() -> PathBuf {
     .clone()
 }
 
+/// The flags of a proof of `criterion` against `HEAD~1`, run once, with no mutation check and
+/// no cache.
+pub fn one_uncached_run_against_the_parent(criterion: &str) -> Vec<&str> {
+    vec![
+        "--base",
+        "HEAD~1",
+        "--criterion",
+        criterion,
+        "--repeats",
+        "1",
+        "--no-mutation",
+        "--no-cache",
+    ]
+}
+
 /// Runs `assay prove -C repo ARGS --json FILE` with a private store.
 /// The `cargo-pager` workspace (tests/fixtures/cargo-pager) committed, then [`change_pages`].
 pub fn cargo_pager_repo(body: &str) -> Repo {

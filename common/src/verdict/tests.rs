@@ -40,34 +40,66 @@ fn ran(index: u32, cases: Vec<CaseResult>) -> JobResult {
     )
 }
 
-fn verdict_of(criterion: &str, jobs: &[(JobKind, Side, JobResult)]) -> CriterionVerdict {
-    let criterion = parse_criterion(criterion, 1).unwrap();
-    let observations: Vec<Observation<'_>> = jobs
-        .iter()
+/// The jobs a proof ran: what each was, on which side, and its result.
+type Jobs = Vec<(JobKind, Side, JobResult)>;
+
+fn observations(jobs: &[(JobKind, Side, JobResult)]) -> Vec<Observation<'_>> {
+    jobs.iter()
         .map(|(kind, side, result)| Observation {
             kind: *kind,
             side: *side,
             result,
         })
-        .collect();
-    decide(&[criterion], &observations).remove(0)
+        .collect()
+}
+
+fn verdict_of(criterion: &str, jobs: &[(JobKind, Side, JobResult)]) -> CriterionVerdict {
+    let criterion = parse_criterion(criterion, 1).unwrap();
+    decide(&[criterion], &observations(jobs)).remove(0)
 }
 
 const FILE: &str = "tests/test_pager.py";
 const T: &str = "test_partial_page";
 
-fn targeted(base: Outcome, candidate: Outcome) -> Vec<(JobKind, Side, JobResult)> {
+/// `name` of [`FILE`], reported once with `outcome`.
+fn only(name: &str, outcome: Outcome) -> Vec<CaseResult> {
+    vec![case(FILE, name, None, outcome)]
+}
+
+/// A `kind` job on the base (job 0) and one on the candidate (job 1), each reporting its cases.
+fn on_both_sides(kind: JobKind, base: Vec<CaseResult>, candidate: Vec<CaseResult>) -> Jobs {
     vec![
-        (
-            JobKind::Targeted,
-            Side::Base,
-            ran(0, vec![case(FILE, T, None, base)]),
-        ),
+        (kind, Side::Base, ran(0, base)),
+        (kind, Side::Candidate, ran(1, candidate)),
+    ]
+}
+
+fn targeted(base: Outcome, candidate: Outcome) -> Jobs {
+    on_both_sides(JobKind::Targeted, only(T, base), only(T, candidate))
+}
+
+/// A targeted base job that ended as `base`, and [`T`] passing on the candidate.
+fn targeted_after_base(base: JobResult) -> Jobs {
+    vec![
+        (JobKind::Targeted, Side::Base, base),
         (
             JobKind::Targeted,
             Side::Candidate,
-            ran(1, vec![case(FILE, T, None, candidate)]),
+            ran(1, only(T, Outcome::Passed)),
         ),
+    ]
+}
+
+/// The suite passing `test_full_pages` on the base, and a candidate suite job that ended as
+/// `candidate`.
+fn suite_before_candidate(candidate: JobResult) -> Jobs {
+    vec![
+        (
+            JobKind::Suite,
+            Side::Base,
+            ran(0, only("test_full_pages", Outcome::Passed)),
+        ),
+        (JobKind::Suite, Side::Candidate, candidate),
     ]
 }
 
@@ -116,15 +148,7 @@ fn import_error_on_base_is_missing_evidence_not_a_refutation() {
             }],
         }),
     );
-    let jobs = vec![
-        (JobKind::Targeted, Side::Base, base),
-        (
-            JobKind::Targeted,
-            Side::Candidate,
-            ran(1, vec![case(FILE, T, None, Outcome::Passed)]),
-        ),
-    ];
-    let v = verdict_of("test: test_partial_page", &jobs);
+    let v = verdict_of("test: test_partial_page", &targeted_after_base(base));
     assert_eq!(v.verdict, Verdict::Unverified, "{}", v.reason);
     assert!(matches!(v.base.outcome, SideOutcome::CollectionError(ref f) if f == FILE));
     // What the report says of the error is named with it: a compiler's first error, here.
@@ -144,23 +168,16 @@ fn import_error_on_base_is_missing_evidence_not_a_refutation() {
 #[test]
 fn a_stability_run_that_does_not_report_the_test_leaves_it_unverified() {
     let guard = "test_full_pages";
-    let mut jobs = vec![
-        (
-            JobKind::Suite,
-            Side::Base,
-            ran(0, vec![case(FILE, guard, None, Outcome::Passed)]),
-        ),
-        (
-            JobKind::Suite,
-            Side::Candidate,
-            ran(1, vec![case(FILE, guard, None, Outcome::Passed)]),
-        ),
-    ];
+    let mut jobs = on_both_sides(
+        JobKind::Suite,
+        only(guard, Outcome::Passed),
+        only(guard, Outcome::Passed),
+    );
     for index in [2, 3] {
         jobs.push((
             JobKind::Stability,
             Side::Candidate,
-            ran(index, vec![case(FILE, "test_other", None, Outcome::Passed)]),
+            ran(index, only("test_other", Outcome::Passed)),
         ));
     }
     let v = verdict_of(&format!("guard: {guard}"), &jobs);
@@ -195,24 +212,14 @@ fn skipped_and_expected_failures_are_never_passes() {
 
 #[test]
 fn duplicate_identities_are_never_passes() {
-    let jobs = vec![
-        (
-            JobKind::Targeted,
-            Side::Base,
-            ran(0, vec![case(FILE, T, None, Outcome::Failed)]),
-        ),
-        (
-            JobKind::Targeted,
-            Side::Candidate,
-            ran(
-                1,
-                vec![
-                    case(FILE, T, None, Outcome::Passed),
-                    case(FILE, T, None, Outcome::Passed),
-                ],
-            ),
-        ),
-    ];
+    let jobs = on_both_sides(
+        JobKind::Targeted,
+        only(T, Outcome::Failed),
+        vec![
+            case(FILE, T, None, Outcome::Passed),
+            case(FILE, T, None, Outcome::Passed),
+        ],
+    );
     let v = verdict_of("test: test_partial_page", &jobs);
     assert_eq!(v.verdict, Verdict::Unverified);
     assert!(v.reason.contains("more than once"), "{}", v.reason);
@@ -226,18 +233,11 @@ fn guard_breaks_when_one_parametrized_variant_fails_even_if_it_failed_before() {
             case(FILE, "test_full_pages", Some("0-0"), second),
         ]
     };
-    let jobs = vec![
-        (
-            JobKind::Suite,
-            Side::Base,
-            ran(0, variants(Outcome::Failed)),
-        ),
-        (
-            JobKind::Suite,
-            Side::Candidate,
-            ran(1, variants(Outcome::Failed)),
-        ),
-    ];
+    let jobs = on_both_sides(
+        JobKind::Suite,
+        variants(Outcome::Failed),
+        variants(Outcome::Failed),
+    );
     let v = verdict_of("guard: test_full_pages", &jobs);
     assert_eq!(v.verdict, Verdict::Refuted);
     assert!(v.reason.contains("test_full_pages[0-0]"), "{}", v.reason);
@@ -247,27 +247,14 @@ fn guard_breaks_when_one_parametrized_variant_fails_even_if_it_failed_before() {
 fn guard_breaks_when_a_subtest_or_other_class_variant_fails() {
     let mut other_class = case(FILE, "test_full_pages", None, Outcome::Failed);
     other_class.suite = "tests.test_pager.LegacyPager".into();
-    let jobs = vec![
-        (
-            JobKind::Suite,
-            Side::Base,
-            ran(
-                0,
-                vec![case(FILE, "test_full_pages", None, Outcome::Passed)],
-            ),
-        ),
-        (
-            JobKind::Suite,
-            Side::Candidate,
-            ran(
-                1,
-                vec![
-                    case(FILE, "test_full_pages", None, Outcome::Passed),
-                    other_class,
-                ],
-            ),
-        ),
-    ];
+    let jobs = on_both_sides(
+        JobKind::Suite,
+        only("test_full_pages", Outcome::Passed),
+        vec![
+            case(FILE, "test_full_pages", None, Outcome::Passed),
+            other_class,
+        ],
+    );
     assert_eq!(
         verdict_of("guard: test_full_pages", &jobs).verdict,
         Verdict::Refuted
@@ -282,14 +269,7 @@ fn a_name_in_two_files_is_ambiguous_and_names_both() {
             case("tests/test_report.py", "test_counts", None, outcome),
         ]
     };
-    let jobs = vec![
-        (JobKind::Suite, Side::Base, ran(0, both(Outcome::Passed))),
-        (
-            JobKind::Suite,
-            Side::Candidate,
-            ran(1, both(Outcome::Passed)),
-        ),
-    ];
+    let jobs = on_both_sides(JobKind::Suite, both(Outcome::Passed), both(Outcome::Passed));
     let v = verdict_of("guard: test_counts", &jobs);
     assert_eq!(v.verdict, Verdict::Unverified);
     assert!(
@@ -302,21 +282,7 @@ fn a_name_in_two_files_is_ambiguous_and_names_both() {
 
 #[test]
 fn timed_out_suite_leaves_a_guard_unverified_not_refuted() {
-    let jobs = vec![
-        (
-            JobKind::Suite,
-            Side::Base,
-            ran(
-                0,
-                vec![case(FILE, "test_full_pages", None, Outcome::Passed)],
-            ),
-        ),
-        (
-            JobKind::Suite,
-            Side::Candidate,
-            result(1, JobStatus::TimedOut, ReportOutcome::Missing),
-        ),
-    ];
+    let jobs = suite_before_candidate(result(1, JobStatus::TimedOut, ReportOutcome::Missing));
     let v = verdict_of("guard: test_full_pages", &jobs);
     assert_eq!(v.verdict, Verdict::Unverified);
     assert!(v.reason.contains("timed out"), "{}", v.reason);
@@ -324,25 +290,11 @@ fn timed_out_suite_leaves_a_guard_unverified_not_refuted() {
 
 #[test]
 fn partial_or_inconsistent_suite_report_leaves_a_guard_unverified() {
-    let jobs = vec![
-        (
-            JobKind::Suite,
-            Side::Base,
-            ran(
-                0,
-                vec![case(FILE, "test_full_pages", None, Outcome::Passed)],
-            ),
-        ),
-        (
-            JobKind::Suite,
-            Side::Candidate,
-            result(
-                1,
-                JobStatus::Completed { exit_code: 0 },
-                ReportOutcome::Inconsistent("suite declares 9 tests but lists 4".into()),
-            ),
-        ),
-    ];
+    let jobs = suite_before_candidate(result(
+        1,
+        JobStatus::Completed { exit_code: 0 },
+        ReportOutcome::Inconsistent("suite declares 9 tests but lists 4".into()),
+    ));
     assert_eq!(
         verdict_of("guard: test_full_pages", &jobs).verdict,
         Verdict::Unverified
@@ -355,12 +307,12 @@ fn repeats_that_disagree_make_the_test_unstable() {
     jobs.push((
         JobKind::Stability,
         Side::Candidate,
-        ran(2, vec![case(FILE, T, None, Outcome::Passed)]),
+        ran(2, only(T, Outcome::Passed)),
     ));
     jobs.push((
         JobKind::Stability,
         Side::Candidate,
-        ran(3, vec![case(FILE, T, None, Outcome::Failed)]),
+        ran(3, only(T, Outcome::Failed)),
     ));
     let v = verdict_of("test: test_partial_page", &jobs);
     assert_eq!(v.verdict, Verdict::Unstable);
@@ -374,31 +326,15 @@ fn repeats_that_disagree_make_the_test_unstable() {
 
 #[test]
 fn guards_repeat_on_the_candidate_only() {
-    let mut jobs = vec![
-        (
-            JobKind::Suite,
-            Side::Base,
-            ran(
-                0,
-                vec![case(FILE, "test_full_pages", None, Outcome::Passed)],
-            ),
-        ),
-        (
-            JobKind::Suite,
-            Side::Candidate,
-            ran(
-                1,
-                vec![case(FILE, "test_full_pages", None, Outcome::Passed)],
-            ),
-        ),
-    ];
+    let mut jobs = on_both_sides(
+        JobKind::Suite,
+        only("test_full_pages", Outcome::Passed),
+        only("test_full_pages", Outcome::Passed),
+    );
     jobs.push((
         JobKind::Stability,
         Side::Base,
-        ran(
-            2,
-            vec![case(FILE, "test_full_pages", None, Outcome::Failed)],
-        ),
+        ran(2, only("test_full_pages", Outcome::Failed)),
     ));
     let v = verdict_of("guard: test_full_pages", &jobs);
     assert_eq!(v.verdict, Verdict::Proven, "{}", v.reason);
@@ -407,24 +343,11 @@ fn guards_repeat_on_the_candidate_only() {
 
 #[test]
 fn criterion_id_fallback_matches_the_id_named_test() {
-    let jobs = vec![
-        (
-            JobKind::Targeted,
-            Side::Base,
-            ran(
-                0,
-                vec![case(FILE, "test_c1_partial_page", None, Outcome::Failed)],
-            ),
-        ),
-        (
-            JobKind::Targeted,
-            Side::Candidate,
-            ran(
-                1,
-                vec![case(FILE, "test_c1_partial_page", None, Outcome::Passed)],
-            ),
-        ),
-    ];
+    let jobs = on_both_sides(
+        JobKind::Targeted,
+        only("test_c1_partial_page", Outcome::Failed),
+        only("test_c1_partial_page", Outcome::Passed),
+    );
     let v = verdict_of("C1: test: the last partial page is counted", &jobs);
     assert_eq!(v.verdict, Verdict::Proven, "{}", v.reason);
     assert_eq!(v.test, "test_c1_");
@@ -432,18 +355,11 @@ fn criterion_id_fallback_matches_the_id_named_test() {
 
 #[test]
 fn a_missing_test_is_unverified() {
-    let jobs = vec![
-        (
-            JobKind::Targeted,
-            Side::Base,
-            ran(0, vec![case(FILE, "test_other", None, Outcome::Failed)]),
-        ),
-        (
-            JobKind::Targeted,
-            Side::Candidate,
-            ran(1, vec![case(FILE, "test_other", None, Outcome::Passed)]),
-        ),
-    ];
+    let jobs = on_both_sides(
+        JobKind::Targeted,
+        only("test_other", Outcome::Failed),
+        only("test_other", Outcome::Passed),
+    );
     let v = verdict_of("test: test_partial_page", &jobs);
     assert_eq!(v.verdict, Verdict::Unverified);
     assert_eq!(v.candidate.outcome, SideOutcome::NotFound);
@@ -516,10 +432,7 @@ fn a_failing_go_subtest_breaks_a_guard_on_its_function_but_not_on_a_sibling() {
             ),
         ]
     };
-    let jobs = vec![
-        (JobKind::Suite, Side::Base, ran(0, go(Outcome::Failed))),
-        (JobKind::Suite, Side::Candidate, ran(1, go(Outcome::Failed))),
-    ];
+    let jobs = on_both_sides(JobKind::Suite, go(Outcome::Failed), go(Outcome::Failed));
     let function = verdict_of("guard: TestCacheExpiry", &jobs);
     assert_eq!(function.verdict, Verdict::Refuted, "{}", function.reason);
     let sibling = verdict_of("guard: TestCacheExpiry/expired", &jobs);
@@ -535,18 +448,11 @@ fn a_file_that_spawns_a_runner_refuses_the_tests_reported_in_it_and_no_others() 
         source: "execFileSync('npx', ['vitest', 'run', '-t', 'test_partial_page'])".into(),
     };
     let in_file = |file: &str| {
-        vec![
-            (
-                JobKind::Suite,
-                Side::Base,
-                ran(0, vec![case(file, T, None, Outcome::Failed)]),
-            ),
-            (
-                JobKind::Suite,
-                Side::Candidate,
-                ran(1, vec![case(file, T, None, Outcome::Passed)]),
-            ),
-        ]
+        on_both_sides(
+            JobKind::Suite,
+            vec![case(file, T, None, Outcome::Failed)],
+            vec![case(file, T, None, Outcome::Passed)],
+        )
     };
     let mut elsewhere = vec![verdict_of("test: test_partial_page", &in_file(FILE))];
     refuse_spawning_files(&mut elsewhere, std::slice::from_ref(&delegating));
@@ -583,19 +489,12 @@ fn a_file_that_spawns_a_runner_refuses_the_tests_reported_in_it_and_no_others() 
     );
 }
 
-fn in_file_without_cases() -> Vec<(JobKind, Side, JobResult)> {
-    vec![
-        (
-            JobKind::Suite,
-            Side::Base,
-            ran(0, vec![case(FILE, "test_other", None, Outcome::Passed)]),
-        ),
-        (
-            JobKind::Suite,
-            Side::Candidate,
-            ran(1, vec![case(FILE, "test_other", None, Outcome::Passed)]),
-        ),
-    ]
+fn in_file_without_cases() -> Jobs {
+    on_both_sides(
+        JobKind::Suite,
+        only("test_other", Outcome::Passed),
+        only("test_other", Outcome::Passed),
+    )
 }
 
 #[test]
@@ -628,36 +527,14 @@ fn each_verdict_carries_the_stable_code_of_its_reason() {
         &targeted(Outcome::Passed, Outcome::Passed),
     );
     assert_eq!(guard.reason_code, Some(ReasonCode::PassedOnBoth));
-    let timed_out = [
-        (
-            JobKind::Targeted,
-            Side::Base,
-            result(0, JobStatus::TimedOut, ReportOutcome::Missing),
-        ),
-        (
-            JobKind::Targeted,
-            Side::Candidate,
-            ran(1, vec![case(FILE, T, None, Outcome::Passed)]),
-        ),
-    ];
+    let timed_out = targeted_after_base(result(0, JobStatus::TimedOut, ReportOutcome::Missing));
     let v = verdict_of("test: test_partial_page", &timed_out);
     assert_eq!(v.reason_code, Some(ReasonCode::TimedOut), "{}", v.reason);
-    let unreported = [
-        (
-            JobKind::Targeted,
-            Side::Base,
-            result(
-                0,
-                JobStatus::Completed { exit_code: 2 },
-                ReportOutcome::Missing,
-            ),
-        ),
-        (
-            JobKind::Targeted,
-            Side::Candidate,
-            ran(1, vec![case(FILE, T, None, Outcome::Passed)]),
-        ),
-    ];
+    let unreported = targeted_after_base(result(
+        0,
+        JobStatus::Completed { exit_code: 2 },
+        ReportOutcome::Missing,
+    ));
     let v = verdict_of("test: test_partial_page", &unreported);
     assert_eq!(v.reason_code, Some(ReasonCode::NoReport), "{}", v.reason);
     let json = serde_json::to_value(&v).expect("serializes");
@@ -666,20 +543,14 @@ fn each_verdict_carries_the_stable_code_of_its_reason() {
 
 #[test]
 fn a_name_that_did_not_run_is_answered_with_the_closest_names_that_did() {
-    let jobs = |declared_side_names: &[&str]| -> Vec<(JobKind, Side, JobResult)> {
-        let cases = |index| {
-            ran(
-                index,
-                declared_side_names
-                    .iter()
-                    .map(|name| case(FILE, name, None, Outcome::Passed))
-                    .collect(),
-            )
+    let jobs = |declared_side_names: &[&str]| -> Jobs {
+        let cases = || {
+            declared_side_names
+                .iter()
+                .map(|name| case(FILE, name, None, Outcome::Passed))
+                .collect()
         };
-        vec![
-            (JobKind::Targeted, Side::Base, cases(0)),
-            (JobKind::Targeted, Side::Candidate, cases(1)),
-        ]
+        on_both_sides(JobKind::Targeted, cases(), cases())
     };
     let v = verdict_of(
         "guard: full_pages",
@@ -715,15 +586,7 @@ fn a_name_that_did_not_run_is_answered_with_the_closest_names_that_did() {
 fn under_the_test_only_exception_a_test_is_judged_on_the_candidate_alone() {
     let criterion = parse_criterion("test: test_partial_page", 1).unwrap();
     let judged = |jobs: &[(JobKind, Side, JobResult)]| {
-        let observations: Vec<Observation<'_>> = jobs
-            .iter()
-            .map(|(kind, side, result)| Observation {
-                kind: *kind,
-                side: *side,
-                result,
-            })
-            .collect();
-        decide_as(std::slice::from_ref(&criterion), &observations, true).remove(0)
+        decide_as(std::slice::from_ref(&criterion), &observations(jobs), true).remove(0)
     };
     let passing_everywhere = targeted(Outcome::Passed, Outcome::Passed);
     let v = judged(&passing_everywhere);
@@ -739,7 +602,7 @@ fn under_the_test_only_exception_a_test_is_judged_on_the_candidate_alone() {
     flaky.push((
         JobKind::Stability,
         Side::Candidate,
-        ran(2, vec![case(FILE, T, None, Outcome::Failed)]),
+        ran(2, only(T, Outcome::Failed)),
     ));
     let v = judged(&flaky);
     assert_eq!(v.verdict, Verdict::Unstable, "{}", v.reason);

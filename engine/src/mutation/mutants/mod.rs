@@ -307,4 +307,6 @@ pub(crate) fn line_of(bytes: &[u8], offset: usize) -> u32 {
 }
 
 #[cfg(test)]
+mod plan_checks;
+#[cfg(test)]
 mod tests;

@@ -1,5 +1,8 @@
 use super::*;
-use crate::mutation::mutants::{ChangedFile, apply_edit, languages};
+use crate::mutation::mutants::plan_checks::{
+    all_lines, applied, applied_keeping_every_line, descriptions,
+};
+use crate::mutation::mutants::{ChangedFile, languages};
 
 /// Every mutant of `files`' changed lines, at most `cap` per file.
 fn plan(files: &[ChangedFile], cap: Option<usize>) -> crate::mutation::mutants::MutationPlan {
@@ -86,37 +89,12 @@ outer:
 }
 "#;
 
-fn all_lines(path: &str, source: &str) -> ChangedFile {
-    let lines = source.lines().count() as u32;
-    ChangedFile {
-        path: path.into(),
-        bytes: source.as_bytes().to_vec(),
-        changed_lines: (1..=lines).collect(),
-    }
-}
-
-fn descriptions(plan: &MutationPlan) -> Vec<String> {
-    plan.mutants
-        .iter()
-        .map(|m| format!("{}:{} {}", m.line, m.operator, m.description))
-        .collect()
-}
-
-use crate::mutation::mutants::MutationPlan;
-
 #[test]
 fn every_go_mutant_parses_and_keeps_every_line_number() {
     let plan = plan(&[all_lines("ledger/ledger.go", LEDGER)], None);
     assert!(plan.mutants.len() > 30, "{:#?}", descriptions(&plan));
     for mutant in &plan.mutants {
-        let bytes = apply_edit(LEDGER.as_bytes(), &mutant.edit).expect("the edit fits");
-        let text = String::from_utf8(bytes).expect("UTF-8");
-        assert_eq!(
-            text.matches('\n').count(),
-            LEDGER.matches('\n').count(),
-            "{}",
-            mutant.label()
-        );
+        let text = applied_keeping_every_line(LEDGER, mutant);
         assert!(syntax::parse_clean(&text).is_ok(), "{}", mutant.label());
         // The edit starts on the line the mutant names.
         assert_eq!(
@@ -259,8 +237,7 @@ fn a_go_file_nested_200k_deep_plans_without_overflowing_the_stack() {
     let plan = plan(&[file], None);
     // Whatever the grammar makes of it, planning answers, and what it plans parses.
     for mutant in &plan.mutants {
-        let bytes = apply_edit(source.as_bytes(), &mutant.edit).expect("the edit fits");
-        let text = String::from_utf8(bytes).expect("UTF-8");
+        let text = applied(&source, mutant);
         assert!(syntax::parse_clean(&text).is_ok(), "{}", mutant.label());
     }
     let ranges: Vec<(usize, usize)> = plan

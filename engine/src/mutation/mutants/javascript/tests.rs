@@ -1,5 +1,8 @@
 use super::*;
-use crate::mutation::mutants::{ChangedFile, MutationPlan, apply_edit, languages};
+use crate::mutation::mutants::plan_checks::{
+    all_lines, applied, applied_keeping_every_line, descriptions,
+};
+use crate::mutation::mutants::{ChangedFile, languages};
 
 /// Every mutant of `files`' changed lines, at most `cap` per file.
 fn plan(files: &[ChangedFile], cap: Option<usize>) -> crate::mutation::mutants::MutationPlan {
@@ -44,35 +47,12 @@ function discount(total, rate) {
 module.exports = { Invoice, discount, flag: true };
 "#;
 
-fn all_lines(path: &str, source: &str) -> ChangedFile {
-    let lines = source.lines().count() as u32;
-    ChangedFile {
-        path: path.into(),
-        bytes: source.as_bytes().to_vec(),
-        changed_lines: (1..=lines).collect(),
-    }
-}
-
-fn descriptions(plan: &MutationPlan) -> Vec<String> {
-    plan.mutants
-        .iter()
-        .map(|m| format!("{}:{} {}", m.line, m.operator, m.description))
-        .collect()
-}
-
 #[test]
 fn every_javascript_mutant_parses_and_keeps_every_line_number() {
     let plan = plan(&[all_lines("src/invoice.js", INVOICE)], None);
     assert!(plan.mutants.len() > 30, "{:#?}", descriptions(&plan));
     for mutant in &plan.mutants {
-        let bytes = apply_edit(INVOICE.as_bytes(), &mutant.edit).expect("the edit fits");
-        let text = String::from_utf8(bytes).expect("UTF-8");
-        assert_eq!(
-            text.matches('\n').count(),
-            INVOICE.matches('\n').count(),
-            "{}",
-            mutant.label()
-        );
+        let text = applied_keeping_every_line(INVOICE, mutant);
         assert!(
             syntax::parse_clean(Dialect::of(mutant.path.as_str()), &text).is_ok(),
             "{}",
@@ -171,8 +151,7 @@ fn a_javascript_file_nested_200k_deep_plans_without_overflowing_the_stack() {
     );
     let plan = plan(&[all_lines("src/deep.mjs", &source)], None);
     for mutant in &plan.mutants {
-        let bytes = apply_edit(source.as_bytes(), &mutant.edit).expect("the edit fits");
-        let text = String::from_utf8(bytes).expect("UTF-8");
+        let text = applied(&source, mutant);
         assert!(
             syntax::parse_clean(Dialect::of(mutant.path.as_str()), &text).is_ok(),
             "{}",
@@ -257,8 +236,7 @@ fn typescript_mutants_parse_as_typescript_and_never_touch_a_type() {
     let types = type_ranges(LEDGER_TS);
     assert!(types.len() >= 18, "{types:?}");
     for mutant in &plan.mutants {
-        let bytes = apply_edit(LEDGER_TS.as_bytes(), &mutant.edit).expect("the edit fits");
-        let text = String::from_utf8(bytes).expect("UTF-8");
+        let text = applied(LEDGER_TS, mutant);
         assert!(
             syntax::parse_clean(Dialect::TypeScript, &text).is_ok(),
             "{}",
@@ -325,8 +303,7 @@ fn tsx_mutants_and_their_schema_parse_as_tsx_and_leave_markup_alone() {
     assert!(syntax::parse_clean(Dialect::Tsx, BADGE_TSX).is_ok());
     let plan = plan(&[all_lines("src/badge.tsx", BADGE_TSX)], None);
     for mutant in &plan.mutants {
-        let bytes = apply_edit(BADGE_TSX.as_bytes(), &mutant.edit).expect("the edit fits");
-        let text = String::from_utf8(bytes).expect("UTF-8");
+        let text = applied(BADGE_TSX, mutant);
         assert!(
             syntax::parse_clean(Dialect::Tsx, &text).is_ok(),
             "{}:\n{text}",

@@ -1,6 +1,7 @@
 use super::schema::{self, Entry};
 use super::*;
-use crate::mutation::mutants::{ChangedFile, Mutant, MutationPlan, apply_edit};
+use crate::mutation::mutants::plan_checks::{all_lines, applied};
+use crate::mutation::mutants::{Mutant, MutationPlan};
 use std::collections::BTreeMap;
 
 const LEDGER: &str = r##"//! A ledger.
@@ -89,14 +90,6 @@ fn top_level_test() {
     assert!(1 + 1 == 2);
 }
 "##;
-
-fn all_lines(path: &str, source: &str) -> ChangedFile {
-    ChangedFile {
-        path: path.into(),
-        bytes: source.as_bytes().to_vec(),
-        changed_lines: (1..=source.lines().count() as u32).collect(),
-    }
-}
 
 fn ledger_plan() -> MutationPlan {
     plan(&[all_lines("src/lib.rs", LEDGER)], None)
@@ -215,8 +208,7 @@ fn every_mutant_keeps_its_lines_and_parses() {
     let plan = ledger_plan();
     assert!(plan.mutants.len() > 20, "{}", plan.mutants.len());
     for mutant in &plan.mutants {
-        let mutated = apply_edit(LEDGER.as_bytes(), &mutant.edit).expect("the edit fits");
-        let mutated = String::from_utf8(mutated).expect("UTF-8");
+        let mutated = applied(LEDGER, mutant);
         assert_eq!(
             mutated.lines().count(),
             LEDGER.lines().count(),

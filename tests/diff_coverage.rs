@@ -3,7 +3,7 @@
 
 mod support;
 
-use support::Repo;
+use support::{Repo, Run};
 
 /// A fix to `page_count` and a new, untested `clamp`, with a test for the fix only.
 fn fix_with_an_untested_helper() -> Repo {
@@ -21,22 +21,39 @@ fn fix_with_an_untested_helper() -> Repo {
     repo
 }
 
+/// `assay prove` of the change at HEAD against its parent with `criterion` (and `more`), no
+/// mutation check: it must prove, and its diff coverage record was made by `tool`.
+fn proven_with_coverage(
+    repo: &Repo,
+    criterion: &str,
+    more: &[&str],
+    tool: &str,
+) -> (Run, serde_json::Value) {
+    let mut args = vec![
+        "--base",
+        "HEAD~1",
+        "--no-mutation",
+        "--criterion",
+        criterion,
+    ];
+    args.extend_from_slice(more);
+    let run = support::prove(repo, &args);
+    assert_eq!(run.code, 0, "{}", run.explain());
+    let coverage = run.evidence.as_ref().expect("evidence")["diff_coverage"].clone();
+    assert_eq!(coverage["tool"], tool, "{coverage:#}");
+    (run, coverage)
+}
+
 #[test]
 fn the_hunks_no_proving_test_executed_are_named_in_the_evidence_and_the_summary() {
     let repo = fix_with_an_untested_helper();
-    let run = support::prove(
+    let (run, coverage) = proven_with_coverage(
         &repo,
-        &[
-            "--base",
-            "HEAD~1",
-            "--no-mutation",
-            "--criterion",
-            "test: test_partial_last_page_is_counted",
-        ],
+        "test: test_partial_last_page_is_counted",
+        &[],
+        "coverage.py",
     );
-    assert_eq!(run.code, 0, "{}", run.explain());
-    let coverage = &run.evidence.as_ref().expect("evidence")["diff_coverage"];
-    assert_eq!(coverage["tool"], "coverage.py", "{coverage:#}");
+    let coverage = &coverage;
     // One hunk, as git shows it (the blank lines between the functions are added too): the
     // fix's lines ran, `clamp`'s body did not (its `def` line ran at import).
     let hunks = coverage["hunks"].as_array().expect("hunks");
@@ -108,19 +125,13 @@ fn a_go_proof_names_the_changed_lines_its_proving_tests_did_not_execute() {
         ),
     );
     repo.commit("cache: expire at the ttl; stale entries");
-    let run = support::prove(
+    let (run, coverage) = proven_with_coverage(
         &repo,
-        &[
-            "--base",
-            "HEAD~1",
-            "--no-mutation",
-            "--criterion",
-            "test: TestCacheExpiry/at_the_limit",
-        ],
+        "test: TestCacheExpiry/at_the_limit",
+        &[],
+        "go test -coverprofile",
     );
-    assert_eq!(run.code, 0, "{}", run.explain());
-    let coverage = &run.evidence.as_ref().expect("evidence")["diff_coverage"];
-    assert_eq!(coverage["tool"], "go test -coverprofile", "{coverage:#}");
+    let coverage = &coverage;
     // One hunk, as git shows it: the fixed comparison ran, `Stale`'s body did not.
     let hunks = coverage["hunks"].as_array().expect("hunks");
     assert_eq!(hunks.len(), 1, "{coverage:#}");
@@ -151,21 +162,13 @@ fn a_node_proof_names_the_changed_lines_its_proving_tests_did_not_execute() {
     let repo = support::node_pager_change();
     let out = tempfile::tempdir().expect("temp dir");
     let html = out.path().join("proof.html");
-    let run = support::prove(
+    let (run, coverage) = proven_with_coverage(
         &repo,
-        &[
-            "--base",
-            "HEAD~1",
-            "--no-mutation",
-            "--criterion",
-            "test: test_partial_last_page_is_counted",
-            "--html",
-            html.to_str().expect("a UTF-8 path"),
-        ],
+        "test: test_partial_last_page_is_counted",
+        &["--html", html.to_str().expect("a UTF-8 path")],
+        "node V8 coverage",
     );
-    assert_eq!(run.code, 0, "{}", run.explain());
-    let coverage = &run.evidence.as_ref().expect("evidence")["diff_coverage"];
-    assert_eq!(coverage["tool"], "node V8 coverage", "{coverage:#}");
+    let coverage = &coverage;
     assert!(coverage.get("note").is_none(), "{coverage:#}");
     let hunks = support::coverage_hunks(coverage);
     let status_at = |path: &str, line: u64| {
@@ -237,18 +240,8 @@ fn a_node_proof_names_the_changed_lines_its_proving_tests_did_not_execute() {
 /// code that runs.
 #[test]
 fn a_typescript_proof_names_the_changed_typescript_lines_its_tests_did_not_execute() {
-    let repo = Repo::new();
-    let tests = "import { test } from 'node:test';\nimport assert from 'node:assert/strict';\nimport { pages } from '../src/pager.js';\n\ntest('full pages are counted', () => {\n  assert.equal(pages({ items: 10, per: 5 }), 2);\n});\n";
-    repo.write(
-        "package.json",
-        "{ \"name\": \"pager\", \"version\": \"1.0.0\", \"type\": \"module\" }\n",
-    )
-    .write(
-        "src/pager.ts",
-        "export interface Listing { items: number; per: number }\n\nexport function pages({ items, per }: Listing): number {\n  return Math.floor(items / per);\n}\n",
-    )
-    .write("test/pager.test.ts", tests);
-    repo.commit("pager");
+    let repo = support::typed_pager_repo();
+    let tests = support::TYPED_PAGER_TESTS;
     repo.write(
         "src/pager.ts",
         "export interface Listing { items: number; per: number }\n\nexport function pages({ items, per }: Listing): number {\n  return Math.ceil(items / per);\n}\n\nexport type Page = number;\n\nexport function clamp(page: Page, last: Page): Page {\n  if (page > last) {\n    return last;\n  }\n  return page;\n}\n",
@@ -258,19 +251,13 @@ fn a_typescript_proof_names_the_changed_typescript_lines_its_tests_did_not_execu
         &format!("{tests}\ntest('a partial last page is counted', () => {{\n  assert.equal(pages({{ items: 11, per: 5 }}), 3);\n}});\n"),
     );
     repo.commit("pager: count the last partial page; clamp pages");
-    let run = support::prove(
+    let (run, coverage) = proven_with_coverage(
         &repo,
-        &[
-            "--base",
-            "HEAD~1",
-            "--no-mutation",
-            "--criterion",
-            "test: \"a partial last page is counted\"",
-        ],
+        "test: \"a partial last page is counted\"",
+        &[],
+        "node V8 coverage",
     );
-    assert_eq!(run.code, 0, "{}", run.explain());
-    let coverage = &run.evidence.as_ref().expect("evidence")["diff_coverage"];
-    assert_eq!(coverage["tool"], "node V8 coverage", "{coverage:#}");
+    let coverage = &coverage;
     assert!(coverage.get("note").is_none(), "{coverage:#}");
     assert_eq!(
         coverage["unmeasured_files"],

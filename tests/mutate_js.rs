@@ -79,35 +79,16 @@ fn assert_partial_page_check(
     outcomes
 }
 
-const TYPED_PAGER_TESTS: &str = "import { test } from 'node:test';
-import assert from 'node:assert/strict';
-import { pages } from '../src/pager.js';
-
-test('full pages are counted', () => {
-  assert.equal(pages({ items: 10, per: 5 }), 2);
-});
-";
-
 #[test]
 fn a_typescript_fix_is_proven_with_its_types_erased_and_its_mutation_check_judges_it() {
-    let repo = Repo::new();
-    repo.write(
-        "package.json",
-        "{ \"name\": \"pager\", \"version\": \"1.0.0\", \"type\": \"module\" }\n",
-    )
-    .write(
-        "src/pager.ts",
-        "export interface Listing { items: number; per: number }\n\nexport function pages({ items, per }: Listing): number {\n  return Math.floor(items / per);\n}\n",
-    )
-    .write("test/pager.test.ts", TYPED_PAGER_TESTS);
-    repo.commit("pager");
+    let repo = support::typed_pager_repo();
     repo.write(
         "src/pager.ts",
         "export interface Listing { items: number; per: number }\n\nexport function pages({ items, per }: Listing): number {\n  let count: number = Math.floor(items / per);\n  if (items % per > 0) {\n    count++;\n  }\n  return count;\n}\n",
     )
     .write(
         "test/pager.test.ts",
-        &format!("{TYPED_PAGER_TESTS}\ntest('a partial last page is counted', () => {{\n  assert.equal(pages({{ items: 11, per: 5 }}), 3);\n}});\n"),
+        &format!("{}\ntest('a partial last page is counted', () => {{\n  assert.equal(pages({{ items: 11, per: 5 }}), 3);\n}});\n", support::TYPED_PAGER_TESTS),
     );
     repo.commit("pager: count the last partial page");
     // The new test failed on the base and passed on the candidate: both ran, erased.

@@ -443,6 +443,33 @@ pub fn node_pager_repo() -> Repo {
     repo
 }
 
+/// The typed pager's node:test module: full pages only.
+pub const TYPED_PAGER_TESTS: &str = "import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { pages } from '../src/pager.js';
+
+test('full pages are counted', () => {
+  assert.equal(pages({ items: 10, per: 5 }), 2);
+});
+";
+
+/// An ES-module TypeScript package: an interface and `pages`, which floors, tested by
+/// [`TYPED_PAGER_TESTS`]; committed.
+pub fn typed_pager_repo() -> Repo {
+    let repo = Repo::new();
+    repo.write(
+        "package.json",
+        "{ \"name\": \"pager\", \"version\": \"1.0.0\", \"type\": \"module\" }\n",
+    )
+    .write(
+        "src/pager.ts",
+        "export interface Listing { items: number; per: number }\n\nexport function pages({ items, per }: Listing): number {\n  return Math.floor(items / per);\n}\n",
+    )
+    .write("test/pager.test.ts", TYPED_PAGER_TESTS);
+    repo.commit("pager");
+    repo
+}
+
 /// [`node_pager_repo`] with the fix (`Math.ceil`, which the new test reaches), a change to
 /// `clamp` and to the ES module's `last` that no test calls, `first` fixed (reached through a
 /// dynamic import), and the exporter changed though no test loads it; committed.

@@ -9,7 +9,7 @@
 //! same ones.
 
 pub mod lcov;
-mod source_map;
+pub mod source_map;
 pub mod v8;
 
 /// More than any real coverage run's report (V8's, lcov's); a bigger one is refused unread

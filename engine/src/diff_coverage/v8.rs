@@ -113,12 +113,22 @@ pub enum V8Error {
         length: u32,
     },
     /// The source map of a changed TypeScript file's JavaScript cannot be read.
-    #[error("the source map of {path}'s JavaScript cannot be read: {why}")]
+    #[error("the source map of {path}'s JavaScript cannot be read")]
     SourceMap {
         /// The changed TypeScript file.
         path: String,
-        /// What is wrong with it.
-        why: String,
+        /// What is wrong with its `mappings`.
+        #[source]
+        source: source_map::MappingsError,
+    },
+    /// A changed TypeScript file's JavaScript, by its map's line lengths, is longer than any
+    /// offset V8 counts.
+    #[error("{path}'s JavaScript has {characters} characters by its map, more than V8 counts")]
+    TooLong {
+        /// The changed TypeScript file.
+        path: String,
+        /// What its line lengths add up to.
+        characters: u64,
     },
 }
 
@@ -251,11 +261,10 @@ fn runs_as(path: &str) -> Option<String> {
 /// leads them to, in the JavaScript's order, with the JavaScript's length: a line the map
 /// names no place for is no statement.
 fn through_map(changed: &ChangedSource, map: &MappedScript) -> Result<ChangedSource, V8Error> {
-    let refused = |why: String| V8Error::SourceMap {
+    let firsts = source_map::first_places(&map.mappings).map_err(|source| V8Error::SourceMap {
         path: changed.path.to_string(),
-        why,
-    };
-    let firsts = source_map::first_places(&map.mappings).map_err(|e| refused(e.to_string()))?;
+        source,
+    })?;
     // Each generated line's offset: the lines before it and the one character ending each.
     let mut starts = Vec::with_capacity(map.line_lengths.len());
     let mut at = 0u64;
@@ -263,8 +272,10 @@ fn through_map(changed: &ChangedSource, map: &MappedScript) -> Result<ChangedSou
         starts.push(at);
         at += u64::from(*length) + 1;
     }
-    let length = u32::try_from(at.saturating_sub(1))
-        .map_err(|_| refused(format!("its lines add up to {at} characters")))?;
+    let length = u32::try_from(at.saturating_sub(1)).map_err(|_| V8Error::TooLong {
+        path: changed.path.to_string(),
+        characters: at,
+    })?;
     let mut lines: Vec<CodeLine> = changed
         .lines
         .iter()

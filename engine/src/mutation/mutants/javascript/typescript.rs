@@ -23,15 +23,23 @@ pub const ERASE_SCRIPT: &str = include_str!("erase_types.cjs");
 /// The `schema` of the document [`emit_command`] prints.
 pub const SCHEMA: &str = "assay.erased-types/v1";
 
-/// Erases `$0`'s types with node `$1`, then runs the rest: the command the tests run.
-const ERASING_SCRIPT: &str = r#"node=$1; shift
-"$node" -e "$0" assay-erase-types write || exit $?
-exec "$@""#;
+/// Erases `$0`'s types with node `$1` in the erasure's `MODE`, then runs the rest: the
+/// command the tests run.
+macro_rules! erasing_script {
+    ($mode:literal) => {
+        concat!(
+            "node=$1; shift\n\"$node\" -e \"$0\" assay-erase-types ",
+            $mode,
+            " || exit $?\nexec \"$@\""
+        )
+    };
+}
+
+/// The erasure before a job's command.
+const ERASING_SCRIPT: &str = erasing_script!("write");
 
 /// [`ERASING_SCRIPT`] with each JavaScript file's source map inline, for the diff coverage run.
-const ERASING_MAPPED_SCRIPT: &str = r#"node=$1; shift
-"$node" -e "$0" assay-erase-types write-mapped || exit $?
-exec "$@""#;
+const ERASING_MAPPED_SCRIPT: &str = erasing_script!("write-mapped");
 
 /// Whether a tree holding `paths` has TypeScript node must run erased: a source file that is
 /// not a declaration file, outside `node_modules/`.
@@ -249,6 +257,18 @@ mod tests {
         );
         assert_eq!(names.source_of("types/pager.d.js"), "types/pager.d.js");
         assert_eq!(names.source_of("::odd"), "::odd");
+    }
+
+    #[test]
+    fn the_erasing_scripts_differ_only_in_the_erasures_mode() {
+        assert_eq!(
+            ERASING_SCRIPT,
+            "node=$1; shift\n\"$node\" -e \"$0\" assay-erase-types write || exit $?\nexec \"$@\""
+        );
+        assert_eq!(
+            ERASING_MAPPED_SCRIPT.replace("write-mapped", "write"),
+            ERASING_SCRIPT
+        );
     }
 
     #[test]

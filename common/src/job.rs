@@ -121,6 +121,13 @@ pub struct JobSpec {
     /// [`crate::dependency_archive`]); `None`: the host's caches, as embedded mode gives them.
     /// Added in wire protocol 19; its kind (Go archives) in 20.
     pub dependencies: Option<crate::dependency_archive::DependencyArchive>,
+    /// What the run's next jobs on this tree will run: a mutation run's baseline names the
+    /// command its mutants run, with no test named, so a worker may prepare for them while
+    /// the baseline runs (the warm runner collects a pytest session of it; see
+    /// `worker::sandbox::warm`). A hint only: no result depends on it, and a worker that
+    /// cannot use it ignores it. `None` for every other job. Added in wire protocol 23.
+    #[serde(default)]
+    pub next_command: Option<Vec<String>>,
 }
 
 impl JobSpec {
@@ -156,6 +163,7 @@ impl JobSpec {
             rewrites: Vec::new(),
             binaries: None,
             dependencies: None,
+            next_command: None,
         }
     }
 }

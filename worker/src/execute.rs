@@ -351,17 +351,14 @@ async fn run_in(
         .await?;
     }
     // The report path is private and fresh, so no earlier run's report can be read as this one's.
-    let mut command: Vec<String> = job
-        .command
-        .iter()
-        .map(|arg| {
-            arg.replace("{report}", &report_path.to_string_lossy())
-                .replace("{adapter}", &adapter_path.to_string_lossy())
-                .replace("{node_reporter}", &node_reporter_path.to_string_lossy())
-                .replace("{nextest_config}", &nextest_config_path.to_string_lossy())
-                .replace(assay_common::test_binaries::PLACEHOLDER, &script)
-        })
-        .collect();
+    let placed = |arg: &String| {
+        arg.replace("{report}", &report_path.to_string_lossy())
+            .replace("{adapter}", &adapter_path.to_string_lossy())
+            .replace("{node_reporter}", &node_reporter_path.to_string_lossy())
+            .replace("{nextest_config}", &nextest_config_path.to_string_lossy())
+            .replace(assay_common::test_binaries::PLACEHOLDER, &script)
+    };
+    let mut command: Vec<String> = job.command.iter().map(placed).collect();
     let mut env = job_env(job, ctx, &private);
     let vendored = match &job.dependencies {
         Some(archive) => {
@@ -415,6 +412,14 @@ async fn run_in(
         vendored,
     };
     let sandbox_span = info_span!("sandbox", sandbox = ctx.sandbox.name());
+    // A mutation run's baseline says what its mutants will run: the sandbox may prepare for
+    // them while it runs (its tree is still as materialized here).
+    if let (JobKind::Mutant, None, Some(next)) = (job.kind, &job.edit, &job.next_command) {
+        let next: Vec<String> = next.iter().map(placed).collect();
+        ctx.sandbox
+            .prepare_next(&run, &next, job.tree.as_str())
+            .await;
+    }
     let exit = if job.kind == JobKind::Mutant {
         match (&job.edit, &original) {
             (Some(edit), Some(original)) => {

@@ -4,7 +4,7 @@
 
 use assay_worker::sandbox::process::ProcessSandbox;
 use assay_worker::sandbox::warm::WarmPytest;
-use assay_worker::sandbox::{Sandbox, SandboxExit, SandboxRun, clean_env};
+use assay_worker::sandbox::{MutantSource, Sandbox, SandboxExit, SandboxRun, clean_env};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -362,6 +362,77 @@ async fn forks_share_rewritten_test_modules_yet_each_run_is_its_own() {
         let report = std::fs::read_to_string(job.scratch.join("report.xml")).expect("report");
         assert!(report.contains(r#"file="tests/test_pager.py""#), "{report}");
     }
+}
+
+/// A mutation run's baseline names the command its mutants will run: the session of that
+/// command is collected while the baseline runs, so the first mutant runs in a fork of it and
+/// collects nothing of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mutants_session_is_collected_while_the_baseline_runs() {
+    let warm = WarmPytest::new(ProcessSandbox::default(), 1);
+    let job = Job::new();
+    let collections = job._root.path().join("collections.log");
+    write(
+        &job.tree.join("conftest.py"),
+        concat!(
+            "import os\n\n",
+            "def pytest_collection_modifyitems(session, config, items):\n",
+            "    with open(os.environ['PAGER_COLLECTIONS'], 'a') as log:\n",
+            "        log.write(f'{os.getpid()} {len(items)}\\n')\n",
+        ),
+    );
+    let collections_env = collections.display().to_string();
+    let env = [LOCALE[0], ("PAGER_COLLECTIONS", collections_env.as_str())];
+    let collected = || {
+        std::fs::read_to_string(&collections)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    let limit = Duration::from_secs(120);
+    let baseline = job.run(&[], limit, &env);
+    // The mutants' command: the baseline's, with no test named.
+    let next = job.run(&[], limit, &env).command;
+    warm.prepare_next(&baseline, &next, "4b825dc6").await;
+    let exit = warm.run_mutant(&baseline).await.expect("baseline run");
+    assert_eq!(exit, SandboxExit::Exited(0), "{}", job.stdout());
+    // The baseline's own collection, and the session's, made before any mutant asked for it.
+    let deadline = Instant::now() + limit;
+    while collected().len() < 2 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let before = collected();
+    assert_eq!(
+        before.len(),
+        2,
+        "no session collected during the baseline: {before:?}"
+    );
+    assert!(before.iter().all(|line| line.ends_with(" 3")), "{before:?}");
+
+    let product = job.tree.join("pager/__init__.py");
+    let original = std::fs::read(&product).expect("product file");
+    write(
+        &product,
+        "def page_count(total, size):\n    return total // size\n",
+    );
+    let killing = ["tests/test_pager.py::test_partial_last_page_is_counted"];
+    let source = MutantSource {
+        tree: "4b825dc6",
+        path: "pager/__init__.py",
+        original: &original,
+    };
+    let exit = warm
+        .run_mutant_of(&job.run(&killing, limit, &env), &source)
+        .await
+        .expect("mutant run");
+    assert_eq!(exit, SandboxExit::Exited(1), "{}", job.stdout());
+    assert!(job.stdout().contains("1 failed"), "{}", job.stdout());
+    assert_eq!(
+        collected(),
+        before,
+        "the mutant collected again instead of forking the session"
+    );
 }
 
 /// A warm server hosts guest code and belongs to one proof: its tests can write their own

@@ -354,6 +354,29 @@ fn has_bare_test_functions(text: &str) -> bool {
 mod tests {
     use super::*;
 
+    /// A mutation run's baseline hints its mutants' command with no test named
+    /// (`JobSpec::next_command`), and the warm runner keys the session it collects by what
+    /// precedes a command's trailing node ids: a mutant's command must be that hint followed by
+    /// its tests, or no mutant would find the session collected for it.
+    #[test]
+    fn a_mutants_command_is_the_one_with_no_test_named_followed_by_its_node_ids() {
+        let prefix: Vec<String> = ["python3", "-m", "pytest", "-q", "-x", "--tb=line"]
+            .map(String::from)
+            .to_vec();
+        let ids = [
+            "tests/test_pager.py::test_partial_last_page_is_counted".to_owned(),
+            "tests/test_pager.py::PagesTests::test_empty[0-10]".to_owned(),
+        ];
+        let hint = Pytest.rerunning_failures(Pytest.command(&prefix, &[], &[]));
+        let mutant = Pytest.rerunning_failures(Pytest.command(&prefix, &ids, &[]));
+        assert_eq!(mutant[..hint.len()], hint[..], "{mutant:?}");
+        assert_eq!(mutant[hint.len()..], ids[..], "{mutant:?}");
+        assert_eq!(
+            hint[1], "-c",
+            "the hint runs the re-run plugin as mutants do: {hint:?}"
+        );
+    }
+
     #[test]
     fn only_python_dash_m_pytest_gains_the_rerun_plugin() {
         let argv = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();

@@ -436,6 +436,29 @@ impl Campaign<'_> {
         spec(self.request, tree, index, self.on_own_tree(command))
     }
 
+    /// The command prefix a mutant runs with: the request's, plus what the runner adds to a
+    /// mutant's run (`coverage`: the baseline mapped each test's lines).
+    fn mutant_prefix(&self, coverage: bool) -> Vec<String> {
+        let runner = self.request.runner.runner();
+        let mut prefix = self.request.command_prefix.clone();
+        prefix.extend(
+            runner
+                .mutant_run_arguments(coverage)
+                .iter()
+                .map(|a| (*a).to_owned()),
+        );
+        prefix
+    }
+
+    /// A mutant's command (on a tree of the project's own, no schema): `tests` run with
+    /// `prefix`, a failure run again by the runner where it can.
+    fn mutant_command(&self, prefix: &[String], tests: &[String]) -> Vec<String> {
+        let runner = self.request.runner;
+        runner
+            .runner()
+            .rerunning_failures(runner.command(prefix, tests, &[]))
+    }
+
     /// `command` as it runs on a tree of the project's own: a TypeScript tree's types are
     /// erased first (the schema's tree holds its files erased already).
     fn on_own_tree(&self, command: Vec<String>) -> Vec<String> {

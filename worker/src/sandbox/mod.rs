@@ -163,6 +163,11 @@ pub trait Sandbox: Send + Sync {
         host_dir.to_string_lossy().into_owned()
     }
 
+    /// Prepares for the jobs that will follow `run` on its tree (id `tree`), which will run
+    /// `next` ([`assay_common::job::JobSpec::next_command`]); called before `run`'s command
+    /// starts. A hint: a sandbox that cannot use it does nothing, and no result depends on it.
+    async fn prepare_next(&self, _run: &SandboxRun, _next: &[String], _tree: &str) {}
+
     /// Runs a mutant job's command: the same contract as [`Sandbox::run`], for a sandbox that
     /// can run the many near-identical runs of a mutation run faster (see [`warm`]).
     async fn run_mutant(&self, run: &SandboxRun) -> Result<SandboxExit, SandboxError> {

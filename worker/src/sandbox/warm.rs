@@ -32,6 +32,12 @@
 //! ids and report path). Whether a mutant can be swapped is the
 //! server's call (`adapters/warm_pytest.py`); when it cannot, or no session server can be had
 //! for the tree, the job runs as above. `ASSAY_MUTATE_HOT_SWAP=0` turns hot swap off.
+//!
+//! Warm-up: a mutation run's baseline names the command its mutants will run
+//! (`JobSpec::next_command`). Before the baseline starts, its pristine tree is copied and, in
+//! the background, session servers of that command are started one after another, up to the
+//! slots, while the baseline runs on another core. A mutant job whose key is warming waits
+//! for those servers instead of collecting again.
 
 mod command;
 mod server;
@@ -64,6 +70,9 @@ struct Pool {
     trees: BTreeMap<Key, Weak<tempfile::TempDir>>,
     /// Each proof's rewritten test modules, while a server of the proof holds them.
     rewrites: BTreeMap<PathBuf, Weak<tempfile::TempDir>>,
+    /// Session keys whose servers a warm-up is starting: told each time one is parked, and
+    /// closed when the warm-up ends.
+    warming: BTreeMap<Key, tokio::sync::watch::Receiver<()>>,
 }
 
 /// Wraps a sandbox: mutant `python -m pytest` runs fork a warm server, the rest pass through.
@@ -140,11 +149,7 @@ impl<S: Sandbox> WarmPytest<S> {
     ) -> Option<Server> {
         let mut guard = self.pool.lock().ok()?;
         let pool = &mut *guard;
-        let taken = pool
-            .idle
-            .iter()
-            .position(|s| &s.key == key)
-            .map(|at| pool.idle.swap_remove(at));
+        let taken = pool.take_parked(key);
         let started = pool.started.entry(key.clone()).or_default();
         if taken.is_none() {
             *started += 1; // the caller starts one
@@ -205,17 +210,27 @@ impl<S: Sandbox> WarmPytest<S> {
         if let Some(tree) = known {
             return Ok(tree);
         }
-        let (from, proof_dir, path, original) = (
-            run.tree_dir.clone(),
-            run.proof_dir.clone(),
-            source.path.to_owned(),
-            source.original.to_vec(),
-        );
+        let (path, original) = (source.path.to_owned(), source.original.to_vec());
+        self.keep_tree(key, run, move |from, to| {
+            hot_swap::unmutated_copy(from, to, &path, &original)
+        })
+        .await
+    }
+
+    /// Copies `run`'s tree by `copy` into a new directory of its proof's, kept as `key`'s
+    /// pristine tree while a server of the key holds it.
+    async fn keep_tree(
+        &self,
+        key: &Key,
+        run: &SandboxRun,
+        copy: impl FnOnce(&std::path::Path, &std::path::Path) -> std::io::Result<()> + Send + 'static,
+    ) -> Result<Arc<tempfile::TempDir>, WarmError> {
+        let (from, proof_dir) = (run.tree_dir.clone(), run.proof_dir.clone());
         let tree = tokio::task::spawn_blocking(move || {
             let dir = tempfile::Builder::new()
                 .prefix(".unmutated-")
                 .tempdir_in(&proof_dir)?;
-            hot_swap::unmutated_copy(&from, &dir.path().join("tree"), &path, &original)?;
+            copy(&from, &dir.path().join("tree"))?;
             Ok::<_, std::io::Error>(dir)
         })
         .await
@@ -274,7 +289,11 @@ impl<S: Sandbox> WarmPytest<S> {
             env: run.env.clone(),
             rewrites,
         };
-        let server = match self.take_idle(&key, &run.env, Some(&start)) {
+        let warmed = match self.warmed(&key, run.timeout).await {
+            Some(server) => Some(server),
+            None => self.take_idle(&key, &run.env, Some(&start)),
+        };
+        let server = match warmed {
             Some(server) => server,
             None => match Server::start_session(key.clone(), start).await {
                 Ok(server) => server,
@@ -295,6 +314,100 @@ impl<S: Sandbox> WarmPytest<S> {
             ..Job::new(&run.tree_dir, &run.env)
         };
         self.run_request(server, run, request).await
+    }
+
+    /// Starts session servers of `next`, the command the jobs after `run` will run on its tree
+    /// `tree`, in the background: one after another, up to the slots (see the module's
+    /// warm-up). Copies `run`'s tree first, so call it before `run`'s command starts.
+    async fn warm_up(&self, run: &SandboxRun, next: &[String], tree: &str) {
+        let Some(warm) = warm_command(next) else {
+            return;
+        };
+        // A command that names tests is no session's: the hint is the mutants' without any.
+        let Some(split) = hot_swap::split(warm.args).filter(|s| s.select.is_empty()) else {
+            return;
+        };
+        let key = self.key(
+            run,
+            warm.python,
+            Some(SessionKey {
+                tree: tree.to_owned(),
+                code: warm.code.map(str::to_owned),
+                options: split.options,
+            }),
+        );
+        let known = self.pool.lock().map_or(true, |pool| {
+            pool.broken.contains(&key) || pool.started.get(&key).is_some_and(|n| *n > 0)
+        });
+        if known {
+            return;
+        }
+        let Some(rewrites) = self.rewrites(&run.proof_dir) else {
+            return;
+        };
+        let tree = match self.keep_tree(&key, run, hot_swap::copy_tree).await {
+            Ok(tree) => tree,
+            Err(why) => {
+                return tracing::debug!(why = %error_chain(&why), "no warm-up: the tree was not copied");
+            }
+        };
+        let start = SessionStart {
+            tree,
+            env: run.env.clone(),
+            rewrites,
+        };
+        let servers = self.slots.max(1);
+        let (told, ready) = tokio::sync::watch::channel(());
+        {
+            let Ok(mut pool) = self.pool.lock() else {
+                return;
+            };
+            *pool.started.entry(key.clone()).or_default() += servers;
+            pool.warming.insert(key.clone(), ready);
+        }
+        let (pool, limit) = (self.pool.clone(), 2 * servers);
+        tokio::spawn(async move {
+            for started in 0..servers {
+                match Server::start_session(key.clone(), start.clone()).await {
+                    Ok(server) => {
+                        if let Ok(mut pool) = pool.lock() {
+                            pool.park(server, limit);
+                        }
+                        let _ = told.send(());
+                    }
+                    Err(why) => {
+                        tracing::debug!(why = %error_chain(&why), "warm-up: no session server");
+                        if let Ok(mut pool) = pool.lock() {
+                            if let Some(n) = pool.started.get_mut(&key) {
+                                *n = n.saturating_sub(servers - started);
+                            }
+                            pool.broken.insert(key.clone());
+                        }
+                        break;
+                    }
+                }
+            }
+            if let Ok(mut pool) = pool.lock() {
+                pool.warming.remove(&key);
+            }
+            // Dropping `told` wakes every job still waiting: they go the usual way.
+        });
+    }
+
+    /// A session server of `key` that a warm-up started: an idle one, or the next one it
+    /// parks, waited for while it starts (within `limit`). `None` when no warm-up of the key
+    /// is running, or it ended with none left.
+    async fn warmed(&self, key: &Key, limit: std::time::Duration) -> Option<Server> {
+        let mut ready = self.pool.lock().ok()?.warming.get(key)?.clone();
+        let wait = async {
+            loop {
+                if let Some(server) = self.pool.lock().ok()?.take_parked(key) {
+                    return Some(server);
+                }
+                ready.changed().await.ok()?;
+            }
+        };
+        tokio::time::timeout(limit, wait).await.ok().flatten()
     }
 
     /// Parks `server` for the next job, or, when it retired, drops it and sends every later
@@ -427,6 +540,12 @@ impl<S: Sandbox> WarmPytest<S> {
 }
 
 impl Pool {
+    /// An idle server of `key`, if any.
+    fn take_parked(&mut self, key: &Key) -> Option<Server> {
+        let at = self.idle.iter().position(|s| &s.key == key)?;
+        Some(self.idle.swap_remove(at))
+    }
+
     /// The proof's shared directory of rewritten test modules, made on first use.
     fn rewrites(&mut self, proof_dir: &std::path::Path) -> Option<Rewrites> {
         if let Some(known) = self.rewrites.get(proof_dir).and_then(Weak::upgrade) {
@@ -485,6 +604,12 @@ impl<S: Sandbox> Sandbox for WarmPytest<S> {
 
     async fn run(&self, run: &SandboxRun) -> Result<SandboxExit, SandboxError> {
         self.inner.run(run).await
+    }
+
+    async fn prepare_next(&self, run: &SandboxRun, next: &[String], tree: &str) {
+        if self.hot_swap {
+            self.warm_up(run, next, tree).await;
+        }
     }
 
     async fn run_mutant(&self, run: &SandboxRun) -> Result<SandboxExit, SandboxError> {

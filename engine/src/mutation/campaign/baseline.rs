@@ -80,7 +80,11 @@ impl<'a> Campaign<'a> {
                     .cloned()
                     .chain(["-o".into(), "junit_family=xunit1".into()]);
                 let command = coverage::command_with(python, pytest_args);
-                (self.spec(&planned.tree, *index, command), true)
+                let mut spec = self.spec(&planned.tree, *index, command);
+                // The mutants' command with no test named: the worker collects a session of
+                // it while the baseline runs, so the first mutants find it ready.
+                spec.next_command = Some(self.mutant_command(&self.mutant_prefix(true), &[]));
+                (spec, true)
             }
             (None, _) => {
                 let command = request.runner.command(&request.command_prefix, &[], &[]);

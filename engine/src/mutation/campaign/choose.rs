@@ -61,15 +61,7 @@ impl<'a> Campaign<'a> {
             ))
         });
 
-        let mut prefix = request.command_prefix.clone();
-        prefix.extend(
-            request
-                .runner
-                .runner()
-                .mutant_run_arguments(coverage.is_some())
-                .iter()
-                .map(|a| (*a).to_owned()),
-        );
+        let prefix = self.mutant_prefix(coverage.is_some());
         let mut results: Vec<Option<MutantResult>> = vec![None; mutants.len()];
         let mut work = Vec::new();
         let scopes = scopes_of(mutants, &bytes);
@@ -172,10 +164,7 @@ impl<'a> Campaign<'a> {
                     (tests.clone(), command)
                 }
                 None => {
-                    let command = request
-                        .runner
-                        .runner()
-                        .rerunning_failures(request.runner.command(&prefix, &covered_by, &[]));
+                    let command = self.mutant_command(&prefix, &covered_by);
                     (covered_by, command)
                 }
             };

@@ -215,6 +215,15 @@ pub fn prove_command(repo: &Repo, args: &[&str], out_dir: &Path) -> (Command, Pa
 pub const PAGER_BUGGY: &str = "def page_count(total, size):\n    return total // size\n";
 pub const PAGER_FIXED: &str = "def page_count(total, size):\n    pages = total // size\n    if total % size > 0:\n        pages += 1\n    return pages\n";
 
+/// The criteria of the pager's fix: its new test reproduces the partial last page, and the
+/// full pages stay counted.
+pub const PAGER_FIX_CRITERIA: [&str; 4] = [
+    "--criterion",
+    "test: test_partial_last_page_is_counted",
+    "--criterion",
+    "guard: test_full_pages",
+];
+
 /// A pytest project whose base has the pager bug and an existing guard test.
 pub fn pytest_pager_repo() -> Repo {
     let repo = Repo::new();
@@ -226,6 +235,24 @@ pub fn pytest_pager_repo() -> Repo {
         );
     repo.commit("pager: count pages");
     repo
+}
+
+/// [`pytest_pager_repo`]'s pager fixed in the work tree, with a test of the partial last page
+/// added to its test module; nothing committed.
+pub fn write_pager_fix(repo: &Repo) {
+    let tests = std::fs::read_to_string(repo.path().join("tests/test_pages.py")).unwrap();
+    repo.write("pager.py", PAGER_FIXED).write(
+        "tests/test_pages.py",
+        &format!(
+            "{tests}\n\ndef test_partial_last_page_is_counted():\n    assert page_count(11, 5) == 3\n"
+        ),
+    );
+}
+
+/// [`write_pager_fix`], committed on top of the base.
+pub fn commit_pager_fix(repo: &Repo) {
+    write_pager_fix(repo);
+    repo.commit("pager: count the last partial page");
 }
 
 /// Where rustup keeps the toolchains its `cargo` proxy runs, if cargo is installed that way.

@@ -512,16 +512,7 @@ fn a_go_modules_dependencies_reach_a_worker_without_a_module_cache_as_an_archive
         "app_test.go",
         "package app\n\nimport \"testing\"\n\nfunc TestGreeting(t *testing.T) {\n\tif Greeting(1) != \"hello, one\" || Greeting(5) != \"hello, many\" {\n\t\tt.Fatal(Greeting(1), Greeting(5))\n\t}\n}\n",
     );
-    let status = std::process::Command::new("go")
-        .args(["mod", "download", "example.com/greet"])
-        .current_dir(repo.path())
-        .env("GOMODCACHE", &host_cache)
-        .env("GOPROXY", format!("file://{}", proxy.display()))
-        .env("GOSUMDB", "off")
-        .env("GOFLAGS", "-mod=mod")
-        .status()
-        .expect("go runs");
-    assert!(status.success());
+    support::download_greet_module(&repo, &proxy, &host_cache);
     repo.commit("app");
     let empty_cache = out.path().join("empty-modcache");
     let empty_gopath = out.path().join("empty-gopath");

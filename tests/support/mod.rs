@@ -434,6 +434,21 @@ pub fn go_module_proxy(dir: &std::path::Path) {
         .expect("zip");
 }
 
+/// Fills the module cache `cache` and `repo`'s `go.sum` with `example.com/greet` from the proxy
+/// [`go_module_proxy`] wrote in `proxy`, as `go mod download` fills them on a user's host.
+pub fn download_greet_module(repo: &Repo, proxy: &Path, cache: &Path) {
+    let status = Command::new("go")
+        .args(["mod", "download", "example.com/greet"])
+        .current_dir(repo.path())
+        .env("GOMODCACHE", cache)
+        .env("GOPROXY", format!("file://{}", proxy.display()))
+        .env("GOSUMDB", "off")
+        .env("GOFLAGS", "-mod=mod")
+        .status()
+        .expect("go runs");
+    assert!(status.success());
+}
+
 fn crc32(bytes: &[u8]) -> u32 {
     let mut crc = 0xffff_ffffu32;
     for byte in bytes {

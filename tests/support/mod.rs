@@ -212,6 +212,20 @@ pub fn prove_command(repo: &Repo, args: &[&str], out_dir: &Path) -> (Command, Pa
     (command, json)
 }
 
+/// The `assay mutate -C repo --jobs 2 --json FILE` command, for a caller that adds to it; with
+/// the path its report will be written to, in `out_dir`.
+pub fn mutate_command(repo: &Repo, out_dir: &Path) -> (Command, PathBuf) {
+    let json = out_dir.join("mutation.json");
+    let mut command = assay();
+    command
+        .arg("mutate")
+        .arg("-C")
+        .arg(repo.path())
+        .args(["--jobs", "2", "--json"])
+        .arg(&json);
+    (command, json)
+}
+
 pub const PAGER_BUGGY: &str = "def page_count(total, size):\n    return total // size\n";
 pub const PAGER_FIXED: &str = "def page_count(total, size):\n    pages = total // size\n    if total % size > 0:\n        pages += 1\n    return pages\n";
 

@@ -582,6 +582,14 @@ fn a_closed_stderr_changes_neither_the_exit_code_nor_stdout_of_mutate_and_prove(
     }
 }
 
+/// `output`'s command exited 0 without a panic; its stderr is the message otherwise.
+#[track_caller]
+fn assert_ended_cleanly(output: &std::process::Output) {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
 #[test]
 fn a_closed_stdout_ends_history_and_prove_quietly() {
     let (repo, _out_dir, state, store) = committed_fix_with_state();
@@ -592,16 +600,12 @@ fn a_closed_stdout_ends_history_and_prove_quietly() {
         &["history".as_ref(), "-C".as_ref(), repo_arg],
         &state,
     );
-    let stderr = String::from_utf8_lossy(&history.stderr);
-    assert_eq!(history.status.code(), Some(0), "{stderr}");
-    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_ended_cleanly(&history);
 
     let prove = prove_fix_args(&store, repo.path());
     let prove: Vec<&std::ffi::OsStr> = prove.iter().map(|a| a.as_os_str()).collect();
     let proof = with_closed(Closed::Stdout, &prove, &state);
-    let stderr = String::from_utf8_lossy(&proof.stderr);
-    assert_eq!(proof.status.code(), Some(0), "{stderr}");
-    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_ended_cleanly(&proof);
 }
 
 #[test]

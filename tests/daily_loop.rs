@@ -5,7 +5,10 @@ mod support;
 
 use std::io::Write as _;
 use std::process::Stdio;
-use support::{PAGER_FIXED, Repo, assay, prove, pytest_pager_repo};
+use support::{
+    PAGER_FIX_CRITERIA, PAGER_FIXED, Repo, Run, assay, prove, prove_keeping_store,
+    pytest_pager_repo,
+};
 
 const PARTIAL_TEST: &str = "from pager import page_count\n\n\ndef test_partial_last_page_is_counted():\n    assert page_count(11, 5) == 3\n";
 
@@ -24,13 +27,6 @@ fn committed_fix() -> Repo {
     repo
 }
 
-const CRITERIA: [&str; 4] = [
-    "--criterion",
-    "test: test_partial_last_page_is_counted",
-    "--criterion",
-    "guard: test_full_pages",
-];
-
 #[test]
 fn the_work_tree_is_proven_as_it_is_without_touching_the_index_or_the_files() {
     let repo = pytest_pager_repo();
@@ -42,7 +38,7 @@ fn the_work_tree_is_proven_as_it_is_without_touching_the_index_or_the_files() {
         &repo,
         &[
             &["--base", "main", "--worktree", "--no-mutation"][..],
-            &CRITERIA,
+            &PAGER_FIX_CRITERIA,
         ]
         .concat(),
     );
@@ -64,7 +60,10 @@ fn the_work_tree_is_proven_as_it_is_without_touching_the_index_or_the_files() {
 fn a_dirty_work_tree_with_the_default_candidate_is_refused_naming_both_ways_out() {
     let repo = pytest_pager_repo();
     uncommitted_fix(&repo);
-    let run = prove(&repo, &[&["--base", "main"][..], &CRITERIA].concat());
+    let run = prove(
+        &repo,
+        &[&["--base", "main"][..], &PAGER_FIX_CRITERIA].concat(),
+    );
     assert_eq!(run.code, 2, "{}", run.explain());
     let line = run.stderr.trim_end();
     assert_eq!(line.lines().count(), 1, "{}", run.explain());
@@ -82,31 +81,22 @@ fn a_dirty_work_tree_with_the_default_candidate_is_refused_naming_both_ways_out(
 #[test]
 fn a_patch_on_standard_input_is_applied_to_the_base() {
     let repo = pytest_pager_repo();
-    let tests = std::fs::read_to_string(repo.path().join("tests/test_pages.py")).unwrap();
-    repo.write("pager.py", PAGER_FIXED).write(
-        "tests/test_pages.py",
-        &format!(
-            "{tests}\n\ndef test_partial_last_page_is_counted():\n    assert page_count(11, 5) == 3\n"
-        ),
-    );
+    support::write_pager_fix(&repo);
     let patch = repo.git(&["diff"]);
     repo.git(&["checkout", "--", "."]);
     assert_eq!(repo.status(), "", "the work tree is clean again");
 
     let out_dir = tempfile::tempdir().expect("temp dir");
-    let json = out_dir.path().join("proof.json");
-    let mut command = assay();
+    let (mut command, json) = support::prove_command(
+        &repo,
+        &[
+            &["--base", "main", "--patch", "-", "--no-mutation"][..],
+            &PAGER_FIX_CRITERIA,
+        ]
+        .concat(),
+        out_dir.path(),
+    );
     command
-        .arg("prove")
-        .arg("-C")
-        .arg(repo.path())
-        .args(["--base", "main", "--patch", "-", "--no-mutation"])
-        .args(CRITERIA)
-        .arg("--json")
-        .arg(&json)
-        .arg("--store")
-        .arg(format!("file://{}", out_dir.path().join("store").display()))
-        .env("ASSAY_STATE_DIR", out_dir.path().join("state"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -161,7 +151,7 @@ fn json_dash_puts_the_document_alone_on_stdout_and_the_summary_on_stderr() {
         cwd.path(),
         &[
             &["prove", "--base", "main~1", "--no-mutation"][..],
-            &CRITERIA,
+            &PAGER_FIX_CRITERIA,
         ]
         .concat(),
     );
@@ -592,6 +582,14 @@ fn a_closed_stderr_changes_neither_the_exit_code_nor_stdout_of_mutate_and_prove(
     }
 }
 
+/// `output`'s command exited 0 without a panic; its stderr is the message otherwise.
+#[track_caller]
+fn assert_ended_cleanly(output: &std::process::Output) {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
 #[test]
 fn a_closed_stdout_ends_history_and_prove_quietly() {
     let (repo, _out_dir, state, store) = committed_fix_with_state();
@@ -602,16 +600,12 @@ fn a_closed_stdout_ends_history_and_prove_quietly() {
         &["history".as_ref(), "-C".as_ref(), repo_arg],
         &state,
     );
-    let stderr = String::from_utf8_lossy(&history.stderr);
-    assert_eq!(history.status.code(), Some(0), "{stderr}");
-    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_ended_cleanly(&history);
 
     let prove = prove_fix_args(&store, repo.path());
     let prove: Vec<&std::ffi::OsStr> = prove.iter().map(|a| a.as_os_str()).collect();
     let proof = with_closed(Closed::Stdout, &prove, &state);
-    let stderr = String::from_utf8_lossy(&proof.stderr);
-    assert_eq!(proof.status.code(), Some(0), "{stderr}");
-    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_ended_cleanly(&proof);
 }
 
 #[test]
@@ -714,21 +708,22 @@ fn node_pager() -> Repo {
     repo
 }
 
+/// The flags of a proof of the last commit against its parent on `criteria`, with no mutation
+/// check.
+fn unmutated_against_the_parent<'a>(criteria: &[&'a str]) -> Vec<&'a str> {
+    [&["--base", "main~1", "--no-mutation"][..], criteria].concat()
+}
+
 #[test]
 fn node_tests_are_named_by_quoted_sentences_and_a_re_proof_is_answered_from_the_cache() {
     let repo = node_pager();
-    let out_dir = tempfile::tempdir().expect("temp dir");
-    let args = [
-        "--base",
-        "main~1",
-        "--no-mutation",
+    let args = unmutated_against_the_parent(&[
         "--criterion",
         "test: \"partial last page is counted\"",
         "--criterion",
         "guard: 'full pages are counted'",
-    ];
-    let (first, json) = support::prove_command(&repo, &args, out_dir.path());
-    let first = support::run(first, Some(json));
+    ]);
+    let (first, out_dir) = prove_keeping_store(&repo, &args);
     assert_eq!(first.code, 0, "{}", first.explain());
     assert_eq!(first.verdict_of("C1"), "proven", "{}", first.explain());
     assert_eq!(
@@ -768,16 +763,10 @@ fn node_tests_are_named_by_quoted_sentences_and_a_re_proof_is_answered_from_the_
 #[test]
 fn an_unquoted_node_test_name_is_answered_with_its_quoted_form() {
     let repo = node_pager();
-    let out_dir = tempfile::tempdir().expect("temp dir");
-    let args = [
-        "--base",
-        "main~1",
-        "--no-mutation",
-        "--criterion",
-        "test: partial last page is counted",
-    ];
-    let (command, json) = support::prove_command(&repo, &args, out_dir.path());
-    let run = support::run(command, Some(json));
+    let run = prove(
+        &repo,
+        &unmutated_against_the_parent(&["--criterion", "test: partial last page is counted"]),
+    );
     assert_eq!(run.code, 4, "{}", run.explain());
     assert!(
         run.stderr.contains(
@@ -802,13 +791,8 @@ fn test_only_change() -> Repo {
 #[test]
 fn a_test_criterion_on_a_change_without_product_files_needs_the_persons_exception() {
     let repo = test_only_change();
-    let criteria = [
-        "--base",
-        "main~1",
-        "--no-mutation",
-        "--criterion",
-        "test: test_exact_pages_are_counted",
-    ];
+    let criteria =
+        unmutated_against_the_parent(&["--criterion", "test: test_exact_pages_are_counted"]);
     let refused = prove(&repo, &criteria);
     assert_eq!(refused.code, 2, "{}", refused.explain());
     assert_eq!(
@@ -898,6 +882,23 @@ fn help_names_every_exit_status_and_runner_and_an_empty_criterion_is_refused() {
     assert!(run.evidence.is_none());
 }
 
+/// `assay test ARGS -C repo --json FILE` with a private state and cache, run to its end.
+fn suite_run(repo: &Repo, args: &[&str]) -> Run {
+    let out_dir = tempfile::tempdir().expect("temp dir");
+    let json = out_dir.path().join("report.json");
+    let mut command = assay();
+    command
+        .arg("test")
+        .args(args)
+        .arg("-C")
+        .arg(repo.path())
+        .arg("--json")
+        .arg(&json)
+        .env("ASSAY_STATE_DIR", out_dir.path().join("state"))
+        .env("XDG_CACHE_HOME", out_dir.path().join("cache"));
+    support::run(command, Some(json))
+}
+
 #[test]
 fn a_case_is_selected_by_the_node_id_that_list_cases_displays() {
     let repo = pytest_pager_repo();
@@ -912,17 +913,7 @@ fn a_case_is_selected_by_the_node_id_that_list_cases_displays() {
         .expect("a display")
         .to_owned();
     assert_eq!(display, "tests/test_pages.py::test_full_pages");
-    let out_dir = tempfile::tempdir().expect("temp dir");
-    let json = out_dir.path().join("report.json");
-    let mut command = assay();
-    command
-        .args(["test", "--case", &display, "-C"])
-        .arg(repo.path())
-        .arg("--json")
-        .arg(&json)
-        .env("ASSAY_STATE_DIR", out_dir.path().join("state"))
-        .env("XDG_CACHE_HOME", out_dir.path().join("cache"));
-    let run = support::run(command, Some(json));
+    let run = suite_run(&repo, &["--case", &display]);
     assert_eq!(run.code, 0, "{}", run.explain());
     let report = run.evidence.as_ref().expect("report");
     assert_eq!(report["totals"]["total"], 1, "{report:#}");
@@ -956,17 +947,7 @@ fn a_unittest_suite_whose_tests_share_class_state_passes_as_it_does_under_unitte
         "{plain_stderr}"
     );
 
-    let out_dir = tempfile::tempdir().expect("temp dir");
-    let json = out_dir.path().join("report.json");
-    let mut command = assay();
-    command
-        .args(["test", "--runner", "unittest", "--no-cache", "-C"])
-        .arg(repo.path())
-        .arg("--json")
-        .arg(&json)
-        .env("ASSAY_STATE_DIR", out_dir.path().join("state"))
-        .env("XDG_CACHE_HOME", out_dir.path().join("cache"));
-    let run = support::run(command, Some(json));
+    let run = suite_run(&repo, &["--runner", "unittest", "--no-cache"]);
     assert_eq!(run.code, 0, "{}", run.explain());
     let report = run.evidence.as_ref().expect("report");
     assert_eq!(report["totals"]["passed"], 5, "{report:#}");
@@ -988,17 +969,7 @@ fn a_unittest_failure_is_reported_with_its_traceback() {
             "import unittest\n\nfrom pager import page_count\n\n\nclass PageTest(unittest.TestCase):\n    def test_partial_page(self):\n        self.assertEqual(page_count(11, 5), 3)\n",
         );
     repo.commit("pager");
-    let out_dir = tempfile::tempdir().expect("temp dir");
-    let json = out_dir.path().join("report.json");
-    let mut command = assay();
-    command
-        .args(["test", "--runner", "unittest", "--no-cache", "-C"])
-        .arg(repo.path())
-        .arg("--json")
-        .arg(&json)
-        .env("ASSAY_STATE_DIR", out_dir.path().join("state"))
-        .env("XDG_CACHE_HOME", out_dir.path().join("cache"));
-    let run = support::run(command, Some(json));
+    let run = suite_run(&repo, &["--runner", "unittest", "--no-cache"]);
     assert_eq!(run.code, 1, "{}", run.explain());
     let report = run.evidence.as_ref().expect("report");
     let message = report["cases"][0]["message"].as_str().expect("a message");
@@ -1026,25 +997,10 @@ fn a_unittest_case_whose_id_does_not_load_costs_its_batch_nothing_else() {
         "import doctest\nimport unittest\n\nimport pager\n\n\ndef load_tests(loader, tests, ignore):\n    tests.addTests(doctest.DocTestSuite(pager))\n    return tests\n\n\nclass PageTest(unittest.TestCase):\n    def test_full_pages(self):\n        self.assertEqual(pager.page_count(10, 5), 2)\n",
     );
     repo.commit("pager with doctests");
-    let out_dir = tempfile::tempdir().expect("temp dir");
-    let json = out_dir.path().join("report.json");
-    let mut command = assay();
-    command
-        .args([
-            "test",
-            "--runner",
-            "unittest",
-            "--no-cache",
-            "--shards",
-            "1",
-            "-C",
-        ])
-        .arg(repo.path())
-        .arg("--json")
-        .arg(&json)
-        .env("ASSAY_STATE_DIR", out_dir.path().join("state"))
-        .env("XDG_CACHE_HOME", out_dir.path().join("cache"));
-    let run = support::run(command, Some(json));
+    let run = suite_run(
+        &repo,
+        &["--runner", "unittest", "--no-cache", "--shards", "1"],
+    );
     let report = run.evidence.as_ref().expect("report");
     let full_pages = report["cases"]
         .as_array()

@@ -133,16 +133,7 @@ fn a_go_module_is_proven_offline_from_the_module_cache() {
         "package app\n\nimport \"testing\"\n\nfunc TestGreeting(t *testing.T) {\n\tif Greeting() != \"hello, world\" {\n\t\tt.Fatal(Greeting())\n\t}\n}\n",
     );
     // The host's module cache, filled as `go mod download` fills it (go.sum with it).
-    let status = std::process::Command::new("go")
-        .args(["mod", "download", "example.com/greet"])
-        .current_dir(repo.path())
-        .env("GOMODCACHE", &cache)
-        .env("GOPROXY", format!("file://{}", proxy.display()))
-        .env("GOSUMDB", "off")
-        .env("GOFLAGS", "-mod=mod")
-        .status()
-        .expect("go runs");
-    assert!(status.success());
+    support::download_greet_module(&repo, &proxy, &cache);
     repo.commit("app: greeting");
     let fixed = "package app\n\nimport \"example.com/greet\"\n\nfunc Greeting() string { return greet.Hello(\"world\") }\n";
     repo.write("app.go", fixed);

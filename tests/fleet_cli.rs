@@ -1547,16 +1547,7 @@ fn go_greeting_repo(dir: &Path, host_cache: &Path) -> Repo {
         "app_test.go",
         "package app\n\nimport \"testing\"\n\nfunc TestGreeting(t *testing.T) {\n\tif Greeting() != \"hello, world\" {\n\t\tt.Fatal(Greeting())\n\t}\n}\n",
     );
-    let status = Command::new("go")
-        .args(["mod", "download", "example.com/greet"])
-        .current_dir(repo.path())
-        .env("GOMODCACHE", host_cache)
-        .env("GOPROXY", format!("file://{}", proxy.display()))
-        .env("GOSUMDB", "off")
-        .env("GOFLAGS", "-mod=mod")
-        .status()
-        .expect("go runs");
-    assert!(status.success());
+    support::download_greet_module(&repo, &proxy, host_cache);
     repo.commit("app: greeting");
     repo.write("app.go", &greeting("world"));
     repo.commit("app: lower case");

@@ -88,7 +88,86 @@ impl Fleet {
             self.worker.log()
         )
     }
+
+    /// The names in the worker's cache of unpacked dependency archives.
+    fn unpacked_dependencies(&self) -> Vec<String> {
+        std::fs::read_dir(self.sandbox.dir().join("worker-trees/dependencies"))
+            .expect("the worker's dependency cache")
+            .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+            .collect()
+    }
+
+    /// How many jobs the worker finished.
+    fn jobs_finished(&self) -> usize {
+        self.worker.log().matches("job finished").count()
+    }
+
+    /// [`mutate`] of `repo` on the fleet: `extra`, then the fleet's flags; the S3 settings,
+    /// then `env`.
+    fn mutate(
+        &self,
+        repo: &support::Repo,
+        out: &Path,
+        extra: &[&str],
+        env: &[(String, String)],
+    ) -> support::Run {
+        let flags = self.flags();
+        let mut args = extra.to_vec();
+        args.extend(flags.iter().map(String::as_str));
+        let mut all_env = self.env();
+        all_env.extend_from_slice(env);
+        mutate(repo, out, &args, &all_env)
+    }
+
+    /// [`Fleet::mutate`] with `extra`, which must exit 5 (a mutant survived); `context` heads
+    /// the message otherwise, the fleet's logs end it.
+    #[track_caller]
+    fn mutate_to_a_survivor(
+        &self,
+        repo: &support::Repo,
+        out: &Path,
+        extra: &[&str],
+        context: &str,
+    ) -> support::Run {
+        let fleet = self.mutate(repo, out, extra, &[]);
+        assert_eq!(
+            fleet.code,
+            5,
+            "{context}{}\n{}",
+            fleet.explain(),
+            self.logs()
+        );
+        fleet
+    }
+
+    /// `fleet` (a run of [`Fleet::mutate`]) ended with every mutant judged: killed or
+    /// survived, none erred, at least one killed.
+    #[track_caller]
+    fn assert_every_mutant_judged(&self, fleet: &support::Run) {
+        assert!(
+            fleet.code == 0 || fleet.code == 5,
+            "{}\n{}",
+            fleet.explain(),
+            self.logs()
+        );
+        let found = statuses(fleet.evidence.as_ref().expect("fleet report"));
+        assert!(
+            found.iter().any(|(_, status)| status == "Killed"),
+            "{found:?}\n{}",
+            self.logs()
+        );
+        assert!(
+            found
+                .iter()
+                .all(|(_, status)| status == "Killed" || status == "Survived"),
+            "{found:?}\n{}",
+            self.logs()
+        );
+    }
 }
+
+/// The test command of a crate's mutation runs.
+const CARGO_RUNNER: [&str; 4] = ["--runner", "cargo", "--test-command", "cargo test"];
 
 /// Runs `assay mutate` on `repo` with `extra`, writing the report and diffs under `out`.
 fn mutate(
@@ -98,14 +177,8 @@ fn mutate(
     env: &[(String, String)],
 ) -> support::Run {
     std::fs::create_dir_all(out).expect("output dir");
-    let json = out.join("mutation.json");
-    let mut command = support::assay();
+    let (mut command, json) = support::mutate_command(repo, out);
     command
-        .arg("mutate")
-        .arg("-C")
-        .arg(repo.path())
-        .args(["--jobs", "2", "--json"])
-        .arg(&json)
         .arg("--diff")
         .arg(out.join("mutants.diff"))
         .args(extra)
@@ -146,6 +219,46 @@ fn timing_free(mut report: serde_json::Value) -> serde_json::Value {
     report
 }
 
+/// [`mutate`] in this process with its store in `out`, then `extra`, the report and diffs in
+/// `out/embedded`; it must exit 5 (a mutant survived), `context` heading the message otherwise.
+#[track_caller]
+fn mutate_embedded(
+    repo: &support::Repo,
+    out: &Path,
+    extra: &[&str],
+    env: &[(String, String)],
+    context: &str,
+) -> support::Run {
+    let store = format!("file://{}", out.join("store").display());
+    let embedded = mutate(
+        repo,
+        &out.join("embedded"),
+        &[&["--store", &store][..], extra].concat(),
+        env,
+    );
+    assert_eq!(embedded.code, 5, "{context}{}", embedded.explain());
+    embedded
+}
+
+/// The statuses of an embedded run's `report`, which has a mutant of every one of `kinds`;
+/// `context` heads the message otherwise.
+#[track_caller]
+fn statuses_of_every_kind(
+    report: &serde_json::Value,
+    kinds: &[&str],
+    context: &str,
+) -> Vec<(String, String)> {
+    let expected = statuses(report);
+    let found: Vec<&str> = expected.iter().map(|(_, s)| s.as_str()).collect();
+    for status in kinds {
+        assert!(
+            found.contains(status),
+            "{context}no {status} mutant: {expected:?}"
+        );
+    }
+    expected
+}
+
 /// Each mutant's id and status, in report order.
 fn statuses(report: &serde_json::Value) -> Vec<(String, String)> {
     report["files"]
@@ -178,28 +291,15 @@ fn summary_text(stdout: &str) -> String {
 fn mutants_run_on_the_fleet_reach_the_verdicts_of_an_embedded_run() {
     let repo = invoice_library();
     let out = tempfile::tempdir().expect("temp dir");
-    let embedded_store = format!("file://{}", out.path().join("store").display());
-    let embedded = mutate(
-        &repo,
-        &out.path().join("embedded"),
-        &["--store", &embedded_store],
-        &[],
-    );
-    assert_eq!(embedded.code, 5, "{}", embedded.explain());
+    let embedded = mutate_embedded(&repo, out.path(), &[], &[], "");
     let embedded_report = embedded.evidence.clone().expect("embedded report");
 
     let cluster = Fleet::start(&[], &[]);
-    let flags = cluster.flags();
-    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-    let fleet = mutate(&repo, &out.path().join("fleet"), &flags, &cluster.env());
-    assert_eq!(fleet.code, 5, "{}\n{}", fleet.explain(), cluster.logs());
+    let fleet = cluster.mutate_to_a_survivor(&repo, &out.path().join("fleet"), &[], "");
     let fleet_report = fleet.evidence.clone().expect("fleet report");
 
-    let expected = statuses(&embedded_report);
-    let kinds: Vec<&str> = expected.iter().map(|(_, s)| s.as_str()).collect();
-    for status in ["Killed", "Survived", "NoCoverage"] {
-        assert!(kinds.contains(&status), "no {status} mutant: {expected:?}");
-    }
+    let expected =
+        statuses_of_every_kind(&embedded_report, &["Killed", "Survived", "NoCoverage"], "");
     assert_eq!(statuses(&fleet_report), expected, "per-mutant statuses");
     assert_eq!(timing_free(fleet_report), timing_free(embedded_report));
     let diffs = |side: &str| {
@@ -208,8 +308,8 @@ fn mutants_run_on_the_fleet_reach_the_verdicts_of_an_embedded_run() {
     assert_eq!(diffs("fleet"), diffs("embedded"));
     assert_eq!(summary_text(&fleet.stdout), summary_text(&embedded.stdout));
     // The baseline and every covered mutant ran on the worker, not in the CLI.
-    let covered = kinds.iter().filter(|s| **s != "NoCoverage").count();
-    let ran = cluster.worker.log().matches("job finished").count();
+    let covered = expected.iter().filter(|(_, s)| s != "NoCoverage").count();
+    let ran = cluster.jobs_finished();
     assert!(
         ran > covered,
         "the worker logged {ran} finished jobs for {covered} covered mutants and the baseline:\n{}",
@@ -247,18 +347,13 @@ fn a_crate_built_once_on_the_fleet_reaches_the_verdicts_of_an_embedded_run() {
         toolchain.push(("ASSAY_SANDBOX_EXPOSE".into(), home));
         pass = vec!["--pass-env", "RUSTUP_HOME"];
     }
-    let embedded_store = format!("file://{}", out.path().join("store").display());
-    let mut args = vec![
-        "--runner",
-        "cargo",
-        "--test-command",
-        "cargo test",
-        "--store",
-    ];
-    args.push(&embedded_store);
-    args.extend(&pass);
-    let embedded = mutate(&repo, &out.path().join("embedded"), &args, &toolchain);
-    assert_eq!(embedded.code, 5, "{}", embedded.explain());
+    let embedded = mutate_embedded(
+        &repo,
+        out.path(),
+        &[&CARGO_RUNNER[..], &pass].concat(),
+        &toolchain,
+        "",
+    );
     let embedded_report = embedded.evidence.clone().expect("embedded report");
     assert!(
         embedded_report["assay"]["schemata"]["held"]
@@ -269,17 +364,13 @@ fn a_crate_built_once_on_the_fleet_reaches_the_verdicts_of_an_embedded_run() {
     );
 
     let cluster = Fleet::start(&toolchain, &pass);
-    let flags = cluster.flags();
-    let mut args = vec!["--runner", "cargo", "--test-command", "cargo test"];
-    args.extend(flags.iter().map(String::as_str));
-    let fleet = mutate(&repo, &out.path().join("fleet"), &args, &cluster.env());
-    assert_eq!(fleet.code, 5, "{}\n{}", fleet.explain(), cluster.logs());
+    let fleet = cluster.mutate_to_a_survivor(&repo, &out.path().join("fleet"), &CARGO_RUNNER, "");
     let fleet_report = fleet.evidence.clone().expect("fleet report");
-    let expected = statuses(&embedded_report);
-    let kinds: Vec<&str> = expected.iter().map(|(_, s)| s.as_str()).collect();
-    for status in ["Killed", "Survived", "CompileError"] {
-        assert!(kinds.contains(&status), "no {status} mutant: {expected:?}");
-    }
+    let expected = statuses_of_every_kind(
+        &embedded_report,
+        &["Killed", "Survived", "CompileError"],
+        "",
+    );
     assert_eq!(statuses(&fleet_report), expected, "per-mutant statuses");
     // Each mutant's job on a worker ran only the tests the unmutated run saw reach it.
     let covered = |report: &serde_json::Value| -> Vec<(String, serde_json::Value)> {
@@ -304,7 +395,7 @@ fn a_crate_built_once_on_the_fleet_reaches_the_verdicts_of_an_embedded_run() {
     );
     // The build and every run happened on the worker: the executables travelled through S3.
     assert!(
-        cluster.worker.log().matches("job finished").count() > expected.len(),
+        cluster.jobs_finished() > expected.len(),
         "{}",
         cluster.worker.log()
     );
@@ -339,39 +430,15 @@ fn a_crates_dependencies_reach_a_worker_without_a_cargo_cache_as_an_archive() {
         &[("CARGO_HOME".into(), empty_cargo_home.display().to_string())],
         &[],
     );
-    let mut args = vec!["--runner", "cargo", "--test-command", "cargo test"];
-    let flags = cluster.flags();
-    args.extend(flags.iter().map(String::as_str));
-    let fleet = mutate(&repo, &out.path().join("fleet"), &args, &cluster.env());
-    assert!(
-        fleet.code == 0 || fleet.code == 5,
-        "{}\n{}",
-        fleet.explain(),
-        cluster.logs()
-    );
-    let report = fleet.evidence.clone().expect("fleet report");
-    let found = statuses(&report);
-    assert!(
-        found.iter().any(|(_, status)| status == "Killed"),
-        "{found:?}\n{}",
-        cluster.logs()
-    );
-    assert!(
-        found
-            .iter()
-            .all(|(_, status)| status == "Killed" || status == "Survived"),
-        "{found:?}\n{}",
-        cluster.logs()
-    );
+    let fleet = cluster.mutate(&repo, &out.path().join("fleet"), &CARGO_RUNNER, &[]);
+    cluster.assert_every_mutant_judged(&fleet);
     assert_eq!(
         std::fs::read_dir(&empty_cargo_home)
             .expect("cargo home")
             .count(),
         0
     );
-    let unpacked = std::fs::read_dir(cluster.sandbox.dir().join("worker-trees/dependencies"))
-        .expect("the worker's dependency cache")
-        .count();
+    let unpacked = cluster.unpacked_dependencies().len();
     assert_eq!(unpacked, 1);
 }
 
@@ -426,38 +493,16 @@ fn go_and_javascript_mutants_on_the_fleet_reach_the_verdicts_of_an_embedded_run(
     let typescript = typescript_project();
     let out = tempfile::tempdir().expect("temp dir");
     let cluster = Fleet::start(&[], &[]);
-    let flags = cluster.flags();
-    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
     for (name, repo) in [("go", &go), ("node", &node), ("typescript", &typescript)] {
-        let embedded_store = format!("file://{}", out.path().join(name).join("store").display());
-        let embedded = mutate(
-            repo,
-            &out.path().join(name).join("embedded"),
-            &["--store", &embedded_store],
-            &[],
+        let context = format!("{name}: ");
+        let embedded = mutate_embedded(repo, &out.path().join(name), &[], &[], &context);
+        let expected = statuses_of_every_kind(
+            embedded.evidence.as_ref().expect("embedded report"),
+            &["Killed", "Survived"],
+            &context,
         );
-        assert_eq!(embedded.code, 5, "{name}: {}", embedded.explain());
-        let expected = statuses(embedded.evidence.as_ref().expect("embedded report"));
-        let kinds: Vec<&str> = expected.iter().map(|(_, s)| s.as_str()).collect();
-        for status in ["Killed", "Survived"] {
-            assert!(
-                kinds.contains(&status),
-                "{name}: no {status} mutant: {expected:?}"
-            );
-        }
-        let fleet = mutate(
-            repo,
-            &out.path().join(name).join("fleet"),
-            &flags,
-            &cluster.env(),
-        );
-        assert_eq!(
-            fleet.code,
-            5,
-            "{name}: {}\n{}",
-            fleet.explain(),
-            cluster.logs()
-        );
+        let fleet =
+            cluster.mutate_to_a_survivor(repo, &out.path().join(name).join("fleet"), &[], &context);
         let fleet_report = fleet.evidence.as_ref().expect("fleet report");
         assert_eq!(
             statuses(fleet_report),
@@ -512,16 +557,7 @@ fn a_go_modules_dependencies_reach_a_worker_without_a_module_cache_as_an_archive
         "app_test.go",
         "package app\n\nimport \"testing\"\n\nfunc TestGreeting(t *testing.T) {\n\tif Greeting(1) != \"hello, one\" || Greeting(5) != \"hello, many\" {\n\t\tt.Fatal(Greeting(1), Greeting(5))\n\t}\n}\n",
     );
-    let status = std::process::Command::new("go")
-        .args(["mod", "download", "example.com/greet"])
-        .current_dir(repo.path())
-        .env("GOMODCACHE", &host_cache)
-        .env("GOPROXY", format!("file://{}", proxy.display()))
-        .env("GOSUMDB", "off")
-        .env("GOFLAGS", "-mod=mod")
-        .status()
-        .expect("go runs");
-    assert!(status.success());
+    support::download_greet_module(&repo, &proxy, &host_cache);
     repo.commit("app");
     let empty_cache = out.path().join("empty-modcache");
     let empty_gopath = out.path().join("empty-gopath");
@@ -534,42 +570,20 @@ fn a_go_modules_dependencies_reach_a_worker_without_a_module_cache_as_an_archive
         ],
         &[],
     );
-    let flags = cluster.flags();
-    let mut args: Vec<&str> = vec!["--runner", "go"];
-    args.extend(flags.iter().map(String::as_str));
-    let mut env = cluster.env();
-    env.extend([
-        ("GOMODCACHE".into(), host_cache.display().to_string()),
-        ("GOPROXY".into(), "off".into()),
-        ("GOSUMDB".into(), "off".into()),
-    ]);
-    let fleet = mutate(&repo, &out.path().join("fleet"), &args, &env);
-    assert!(
-        fleet.code == 0 || fleet.code == 5,
-        "{}\n{}",
-        fleet.explain(),
-        cluster.logs()
+    let fleet = cluster.mutate(
+        &repo,
+        &out.path().join("fleet"),
+        &["--runner", "go"],
+        &[
+            ("GOMODCACHE".into(), host_cache.display().to_string()),
+            ("GOPROXY".into(), "off".into()),
+            ("GOSUMDB".into(), "off".into()),
+        ],
     );
-    let found = statuses(fleet.evidence.as_ref().expect("fleet report"));
-    assert!(
-        found.iter().any(|(_, status)| status == "Killed"),
-        "{found:?}\n{}",
-        cluster.logs()
-    );
-    assert!(
-        found
-            .iter()
-            .all(|(_, status)| status == "Killed" || status == "Survived"),
-        "{found:?}\n{}",
-        cluster.logs()
-    );
+    cluster.assert_every_mutant_judged(&fleet);
     assert_eq!(std::fs::read_dir(&empty_cache).expect("cache").count(), 0);
     assert_eq!(std::fs::read_dir(&empty_gopath).expect("GOPATH").count(), 0);
-    let unpacked: Vec<String> =
-        std::fs::read_dir(cluster.sandbox.dir().join("worker-trees/dependencies"))
-            .expect("the worker's dependency cache")
-            .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
-            .collect();
+    let unpacked = cluster.unpacked_dependencies();
     assert!(
         unpacked.len() == 1 && unpacked[0].starts_with("go-"),
         "{unpacked:?}"

@@ -133,14 +133,8 @@ func TestCapacityRoundsUpToAPowerOfTwo(t *testing.T) {
 ";
 
 fn mutate(repo: &Repo, out_dir: &tempfile::TempDir) -> Run {
-    let json = out_dir.path().join("mutation.json");
-    let mut command = assay();
+    let (mut command, json) = support::mutate_command(repo, out_dir.path());
     command
-        .arg("mutate")
-        .arg("-C")
-        .arg(repo.path())
-        .args(["--jobs", "2", "--json"])
-        .arg(&json)
         .arg("--store")
         .arg(format!("file://{}", out_dir.path().join("store").display()))
         .env("ASSAY_STATE_DIR", out_dir.path().join("state"))

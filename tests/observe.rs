@@ -16,7 +16,7 @@ use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use support::servers::{http_get_with_status, s3_env, wait_for_port};
-use support::{PAGER_FIXED, Repo, pytest_pager_repo};
+use support::{Repo, pytest_pager_repo};
 
 /// OTLP/HTTP receiver: keeps every request body posted to `/v1/traces`.
 struct Collector {
@@ -178,14 +178,7 @@ impl Fleet {
     fn start(otlp: Option<&Collector>) -> Self {
         let sandbox = ClusterSandbox::start(StoreKind::S3);
         let repo = pytest_pager_repo();
-        let tests = std::fs::read_to_string(repo.path().join("tests/test_pages.py")).unwrap();
-        repo.write("pager.py", PAGER_FIXED).write(
-            "tests/test_pages.py",
-            &format!(
-                "{tests}\n\ndef test_partial_last_page_is_counted():\n    assert page_count(11, 5) == 3\n"
-            ),
-        );
-        repo.commit("pager: count the last partial page");
+        support::commit_pager_fix(&repo);
         let mut otel: Vec<(String, String)> = Vec::new();
         if let Some(collector) = otlp {
             otel.push(("OTEL_EXPORTER_OTLP_ENDPOINT".into(), collector.endpoint()));

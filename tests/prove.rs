@@ -2,38 +2,43 @@
 
 mod support;
 
-use support::{PAGER_FIXED, Repo, assay, prove, prove_keeping_store, pytest_pager_repo};
+use support::{
+    PAGER_FIX_CRITERIA, PAGER_FIXED, Repo, Run, assay, commit_pager_fix, prove,
+    prove_keeping_store, pytest_pager_repo,
+};
 
-const PARTIAL_TEST: &str =
-    "\n\ndef test_partial_last_page_is_counted():\n    assert page_count(11, 5) == 3\n";
+/// [`prove`] of `repo`'s last commit against its parent with `flags`; it must exit `code`.
+#[track_caller]
+fn prove_against_parent(repo: &Repo, flags: &[&str], code: i32) -> Run {
+    let run = prove(repo, &[&["--base", "main~1"][..], flags].concat());
+    assert_eq!(run.code, code, "{}", run.explain());
+    run
+}
 
-fn add_fix_with_test(repo: &Repo) {
-    let tests = std::fs::read_to_string(repo.path().join("tests/test_pages.py")).unwrap();
-    repo.write("pager.py", PAGER_FIXED)
-        .write("tests/test_pages.py", &format!("{tests}{PARTIAL_TEST}"));
-    repo.commit("pager: count the last partial page");
+/// [`prove_against_parent`], C1's verdict being `verdict`.
+#[track_caller]
+fn c1_against_parent(repo: &Repo, flags: &[&str], code: i32, verdict: &str) -> Run {
+    let run = prove_against_parent(repo, flags, code);
+    assert_eq!(run.verdict_of("C1"), verdict);
+    run
+}
+
+/// Why C1 was given its verdict.
+fn c1_reason(run: &Run) -> &str {
+    run.criterion("C1")["reason"].as_str().unwrap()
 }
 
 #[test]
 fn a_real_fix_is_proven_and_the_evidence_pins_every_artifact() {
     let repo = pytest_pager_repo();
-    add_fix_with_test(&repo);
+    commit_pager_fix(&repo);
     let before = repo.status();
-    let run = prove(
+    let run = c1_against_parent(
         &repo,
-        &[
-            "--base",
-            "main~1",
-            "--candidate",
-            "main",
-            "--criterion",
-            "test: test_partial_last_page_is_counted",
-            "--criterion",
-            "guard: test_full_pages",
-        ],
+        &[&["--candidate", "main"][..], &PAGER_FIX_CRITERIA].concat(),
+        0,
+        "proven",
     );
-    assert_eq!(run.code, 0, "{}", run.explain());
-    assert_eq!(run.verdict_of("C1"), "proven");
     assert_eq!(run.verdict_of("C2"), "proven");
     let evidence = run.evidence.as_ref().unwrap();
     assert_eq!(evidence["schema"], "assay.proof/v1");
@@ -93,18 +98,13 @@ fn a_test_that_passes_on_the_base_does_not_reproduce() {
         "from pager import page_count\n\n\ndef test_full_pages():\n    assert page_count(10, 5) == 2\n\n\ndef test_twenty_items():\n    assert page_count(20, 5) == 4\n",
     );
     repo.commit("pager: last page; tests: twenty items");
-    let run = prove(
+    let run = c1_against_parent(
         &repo,
-        &["--base", "main~1", "--criterion", "test: test_twenty_items"],
+        &["--criterion", "test: test_twenty_items"],
+        1,
+        "refuted",
     );
-    assert_eq!(run.code, 1, "{}", run.explain());
-    assert_eq!(run.verdict_of("C1"), "refuted");
-    assert!(
-        run.criterion("C1")["reason"]
-            .as_str()
-            .unwrap()
-            .contains("does not reproduce")
-    );
+    assert!(c1_reason(&run).contains("does not reproduce"));
 }
 
 #[test]
@@ -116,19 +116,7 @@ fn a_broken_guard_refutes_the_proof() {
             "from pager import page_count\n\n\ndef test_partial_last_page_is_counted():\n    assert page_count(11, 5) == 3\n",
         );
     repo.commit("pager: always add a page");
-    let run = prove(
-        &repo,
-        &[
-            "--base",
-            "main~1",
-            "--criterion",
-            "test: test_partial_last_page_is_counted",
-            "--criterion",
-            "guard: test_full_pages",
-        ],
-    );
-    assert_eq!(run.code, 1, "{}", run.explain());
-    assert_eq!(run.verdict_of("C1"), "proven");
+    let run = c1_against_parent(&repo, &PAGER_FIX_CRITERIA, 1, "proven");
     assert_eq!(run.verdict_of("C2"), "refuted");
     assert_eq!(run.criterion("C2")["candidate"]["outcome"], "failed");
 }
@@ -142,19 +130,14 @@ fn an_import_error_on_the_base_is_missing_evidence_not_a_refutation() {
             "from pager import last_page_size\n\n\ndef test_last_page_size():\n    assert last_page_size(11, 5) == 1\n",
         );
     repo.commit("pager: last page size");
-    let run = prove(
+    let run = c1_against_parent(
         &repo,
-        &[
-            "--base",
-            "main~1",
-            "--criterion",
-            "test: test_last_page_size",
-        ],
+        &["--criterion", "test: test_last_page_size"],
+        4,
+        "unverified",
     );
-    assert_eq!(run.code, 4, "{}", run.explain());
-    assert_eq!(run.verdict_of("C1"), "unverified");
     assert_eq!(run.criterion("C1")["base"]["outcome"], "collection_error");
-    let reason = run.criterion("C1")["reason"].as_str().unwrap_or_default();
+    let reason = c1_reason(&run);
     assert!(reason.contains("names the base already has"), "{reason}");
 }
 
@@ -171,17 +154,9 @@ fn one_failing_parametrized_variant_breaks_a_guard() {
         "def page_count(total, size):\n    return max(1, -(-total // size))\n",
     );
     repo.commit("pager: at least one page");
-    let run = prove(
-        &repo,
-        &["--base", "main~1", "--criterion", "guard: test_pages"],
-    );
-    assert_eq!(run.code, 1, "{}", run.explain());
-    assert_eq!(run.verdict_of("C1"), "refuted");
+    let run = c1_against_parent(&repo, &["--criterion", "guard: test_pages"], 1, "refuted");
     assert!(
-        run.criterion("C1")["reason"]
-            .as_str()
-            .unwrap()
-            .contains("test_pages[0-5-0]"),
+        c1_reason(&run).contains("test_pages[0-5-0]"),
         "{}",
         run.explain()
     );
@@ -192,13 +167,13 @@ fn a_name_in_two_files_is_ambiguous() {
     let repo = pytest_pager_repo();
     repo.write("tests/test_more.py", "from pager import page_count\n\n\ndef test_full_pages():\n    assert page_count(15, 5) == 3\n");
     repo.commit("tests: more");
-    let run = prove(
+    let run = c1_against_parent(
         &repo,
-        &["--base", "main~1", "--criterion", "guard: test_full_pages"],
+        &["--criterion", "guard: test_full_pages"],
+        4,
+        "unverified",
     );
-    assert_eq!(run.code, 4, "{}", run.explain());
-    assert_eq!(run.verdict_of("C1"), "unverified");
-    let reason = run.criterion("C1")["reason"].as_str().unwrap().to_owned();
+    let reason = c1_reason(&run);
     assert!(
         reason.contains("tests/test_more.py") && reason.contains("tests/test_pages.py"),
         "{reason}"
@@ -215,25 +190,18 @@ fn a_flaky_test_is_unstable() {
         "import os\n\n\ndef test_partial_last_page_is_counted():\n    assert os.urandom(1)[0] % 2\n",
     );
     repo.commit("tests: flaky");
-    let run = prove(
+    let run = c1_against_parent(
         &repo,
         &[
-            "--base",
-            "main~1",
             "--repeats",
             "20",
             "--criterion",
             "test: test_partial_last_page_is_counted",
         ],
+        4,
+        "unstable",
     );
-    assert_eq!(run.code, 4, "{}", run.explain());
-    assert_eq!(run.verdict_of("C1"), "unstable");
-    assert!(
-        run.criterion("C1")["reason"]
-            .as_str()
-            .unwrap()
-            .contains("unstable")
-    );
+    assert!(c1_reason(&run).contains("unstable"));
 }
 
 #[test]
@@ -241,11 +209,7 @@ fn guards_alone_rest_on_the_existing_suite_when_no_test_changes() {
     let repo = pytest_pager_repo();
     repo.write("pager.py", PAGER_FIXED);
     repo.commit("pager: refactor");
-    let run = prove(
-        &repo,
-        &["--base", "main~1", "--criterion", "guard: test_full_pages"],
-    );
-    assert_eq!(run.code, 0, "{}", run.explain());
+    let run = prove_against_parent(&repo, &["--criterion", "guard: test_full_pages"], 0);
     let kinds: Vec<String> = run.evidence.as_ref().unwrap()["jobs"]
         .as_array()
         .unwrap()
@@ -297,25 +261,14 @@ fn a_unittest_fix_is_proven_with_the_shipped_adapter() {
         "import unittest\n\nfrom pager import page_count\n\n\nclass PageTests(unittest.TestCase):\n    def test_full_pages(self):\n        self.assertEqual(page_count(10, 5), 2)\n\n    def test_partial_last_page_is_counted(self):\n        self.assertEqual(page_count(11, 5), 3)\n",
     );
     repo.commit("pager: partial page");
-    let run = prove(
-        &repo,
-        &[
-            "--base",
-            "main~1",
-            "--criterion",
-            "test: test_partial_last_page_is_counted",
-            "--criterion",
-            "guard: test_full_pages",
-        ],
-    );
-    assert_eq!(run.code, 0, "{}", run.explain());
+    let run = prove_against_parent(&repo, &PAGER_FIX_CRITERIA, 0);
     assert_eq!(run.evidence.as_ref().unwrap()["runner"], "unittest");
 }
 
 #[test]
 fn a_patch_file_stands_in_for_a_candidate_revision() {
     let repo = pytest_pager_repo();
-    add_fix_with_test(&repo);
+    commit_pager_fix(&repo);
     let patch = repo.git(&["diff", "main~1", "main"]);
     repo.git(&["reset", "-q", "--hard", "main~1"]);
     let patch_file = repo
@@ -344,7 +297,7 @@ fn a_patch_file_stands_in_for_a_candidate_revision() {
 #[test]
 fn configuration_comes_from_assay_toml_and_flags_win() {
     let repo = pytest_pager_repo();
-    add_fix_with_test(&repo);
+    commit_pager_fix(&repo);
     repo.write(
         "assay.toml",
         "base = \"main~1\"\ncriteria = [\"test: test_partial_last_page_is_counted\"]\nrepeats = 2\n",
@@ -363,7 +316,7 @@ fn configuration_comes_from_assay_toml_and_flags_win() {
 #[test]
 fn usage_and_infrastructure_errors_are_one_clear_line_with_their_codes() {
     let repo = pytest_pager_repo();
-    add_fix_with_test(&repo);
+    commit_pager_fix(&repo);
     let criterion = ["--criterion", "test: test_partial_last_page_is_counted"];
 
     let unknown = prove(&repo, &[&["--base", "release-9"][..], &criterion].concat());
@@ -383,20 +336,15 @@ fn usage_and_infrastructure_errors_are_one_clear_line_with_their_codes() {
     assert_eq!(missing_dir.code, 2, "{}", missing_dir.explain());
     assert!(missing_dir.stderr.contains("/nonexistent/checkout"));
 
-    let no_python = prove(
+    let no_python = prove_against_parent(
         &repo,
         &[
-            &[
-                "--base",
-                "main~1",
-                "--test-command",
-                "python3-not-installed -m pytest",
-            ][..],
+            &["--test-command", "python3-not-installed -m pytest"][..],
             &criterion,
         ]
         .concat(),
+        3,
     );
-    assert_eq!(no_python.code, 3, "{}", no_python.explain());
     assert!(
         no_python.stderr.contains("python3-not-installed"),
         "{}",
@@ -404,11 +352,7 @@ fn usage_and_infrastructure_errors_are_one_clear_line_with_their_codes() {
     );
     assert!(no_python.stderr.contains("hint"), "{}", no_python.explain());
 
-    let bad_jobs = prove(
-        &repo,
-        &[&["--base", "main~1", "--jobs", "0"][..], &criterion].concat(),
-    );
-    assert_eq!(bad_jobs.code, 2, "{}", bad_jobs.explain());
+    prove_against_parent(&repo, &[&["--jobs", "0"][..], &criterion].concat(), 2);
 }
 
 /// `assay history --json` for the proof's repository, reading the state a proof wrote.
@@ -436,7 +380,7 @@ fn history(repo: &Repo, state: &std::path::Path, branch: Option<&str>) -> serde_
 fn a_proof_records_its_suite_jobs_in_the_candidate_branch_history() {
     let repo = pytest_pager_repo();
     repo.git(&["checkout", "-q", "-b", "fix/partial-pages"]);
-    add_fix_with_test(&repo);
+    commit_pager_fix(&repo);
     let criteria = [
         "--base",
         "main",
@@ -537,7 +481,7 @@ fn a_proof_records_its_suite_jobs_in_the_candidate_branch_history() {
 #[test]
 fn an_empty_xdg_cache_home_counts_as_unset() {
     let repo = pytest_pager_repo();
-    add_fix_with_test(&repo);
+    commit_pager_fix(&repo);
     let home = tempfile::tempdir().expect("temp dir");
     let out = tempfile::tempdir().expect("temp dir");
     let json = out.path().join("proof.json");

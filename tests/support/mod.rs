@@ -212,8 +212,31 @@ pub fn prove_command(repo: &Repo, args: &[&str], out_dir: &Path) -> (Command, Pa
     (command, json)
 }
 
+/// The `assay mutate -C repo --jobs 2 --json FILE` command, for a caller that adds to it; with
+/// the path its report will be written to, in `out_dir`.
+pub fn mutate_command(repo: &Repo, out_dir: &Path) -> (Command, PathBuf) {
+    let json = out_dir.join("mutation.json");
+    let mut command = assay();
+    command
+        .arg("mutate")
+        .arg("-C")
+        .arg(repo.path())
+        .args(["--jobs", "2", "--json"])
+        .arg(&json);
+    (command, json)
+}
+
 pub const PAGER_BUGGY: &str = "def page_count(total, size):\n    return total // size\n";
 pub const PAGER_FIXED: &str = "def page_count(total, size):\n    pages = total // size\n    if total % size > 0:\n        pages += 1\n    return pages\n";
+
+/// The criteria of the pager's fix: its new test reproduces the partial last page, and the
+/// full pages stay counted.
+pub const PAGER_FIX_CRITERIA: [&str; 4] = [
+    "--criterion",
+    "test: test_partial_last_page_is_counted",
+    "--criterion",
+    "guard: test_full_pages",
+];
 
 /// A pytest project whose base has the pager bug and an existing guard test.
 pub fn pytest_pager_repo() -> Repo {
@@ -226,6 +249,24 @@ pub fn pytest_pager_repo() -> Repo {
         );
     repo.commit("pager: count pages");
     repo
+}
+
+/// [`pytest_pager_repo`]'s pager fixed in the work tree, with a test of the partial last page
+/// added to its test module; nothing committed.
+pub fn write_pager_fix(repo: &Repo) {
+    let tests = std::fs::read_to_string(repo.path().join("tests/test_pages.py")).unwrap();
+    repo.write("pager.py", PAGER_FIXED).write(
+        "tests/test_pages.py",
+        &format!(
+            "{tests}\n\ndef test_partial_last_page_is_counted():\n    assert page_count(11, 5) == 3\n"
+        ),
+    );
+}
+
+/// [`write_pager_fix`], committed on top of the base.
+pub fn commit_pager_fix(repo: &Repo) {
+    write_pager_fix(repo);
+    repo.commit("pager: count the last partial page");
 }
 
 /// Where rustup keeps the toolchains its `cargo` proxy runs, if cargo is installed that way.
@@ -405,6 +446,21 @@ pub fn go_module_proxy(dir: &std::path::Path) {
     std::fs::File::create(versions.join("v1.0.0.zip"))
         .and_then(|mut f| f.write_all(&zip))
         .expect("zip");
+}
+
+/// Fills the module cache `cache` and `repo`'s `go.sum` with `example.com/greet` from the proxy
+/// [`go_module_proxy`] wrote in `proxy`, as `go mod download` fills them on a user's host.
+pub fn download_greet_module(repo: &Repo, proxy: &Path, cache: &Path) {
+    let status = Command::new("go")
+        .args(["mod", "download", "example.com/greet"])
+        .current_dir(repo.path())
+        .env("GOMODCACHE", cache)
+        .env("GOPROXY", format!("file://{}", proxy.display()))
+        .env("GOSUMDB", "off")
+        .env("GOFLAGS", "-mod=mod")
+        .status()
+        .expect("go runs");
+    assert!(status.success());
 }
 
 fn crc32(bytes: &[u8]) -> u32 {

@@ -3,17 +3,11 @@
 
 mod support;
 
-use support::{PAGER_FIXED, Repo, Run, pytest_pager_repo};
-
-const PARTIAL_TEST: &str =
-    "\n\ndef test_partial_last_page_is_counted():\n    assert page_count(11, 5) == 3\n";
+use support::{PAGER_FIXED, Repo, Run, commit_pager_fix, pytest_pager_repo};
 
 fn pager_fix() -> Repo {
     let repo = pytest_pager_repo();
-    let tests = std::fs::read_to_string(repo.path().join("tests/test_pages.py")).unwrap();
-    repo.write("pager.py", PAGER_FIXED)
-        .write("tests/test_pages.py", &format!("{tests}{PARTIAL_TEST}"));
-    repo.commit("pager: count the last partial page");
+    commit_pager_fix(&repo);
     repo
 }
 

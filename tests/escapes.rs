@@ -4,10 +4,7 @@
 mod support;
 
 use std::path::Path;
-use support::{PAGER_FIXED, Repo};
-
-const PARTIAL_TEST: &str =
-    "\n\ndef test_partial_last_page_is_counted():\n    assert page_count(11, 5) == 3\n";
+use support::Repo;
 
 /// A repository whose `assay.toml` runs its own `tools/py` as the test command. The script
 /// records on the host, at `mark`, any run outside the sandbox (inside, the path is on a
@@ -23,10 +20,7 @@ fn repo_with_own_interpreter(mark: &Path) -> Repo {
     );
     repo.write("assay.toml", "test-command = \"./tools/py -m pytest\"\n");
     repo.commit("tools: the project's own interpreter wrapper");
-    let tests = std::fs::read_to_string(repo.path().join("tests/test_pages.py")).unwrap();
-    repo.write("pager.py", PAGER_FIXED)
-        .write("tests/test_pages.py", &format!("{tests}{PARTIAL_TEST}"));
-    repo.commit("pager: count the last partial page");
+    support::commit_pager_fix(&repo);
     repo
 }
 

@@ -3,18 +3,12 @@
 
 mod support;
 
-use support::{PAGER_FIXED, Run, prove, pytest_pager_repo};
-
-const PARTIAL_TEST: &str =
-    "\n\ndef test_partial_last_page_is_counted():\n    assert page_count(11, 5) == 3\n";
+use support::{Run, commit_pager_fix, prove, pytest_pager_repo};
 
 /// The pager fix with a test for the partial page, committed on top of the buggy base.
 fn pager_fix() -> support::Repo {
     let repo = pytest_pager_repo();
-    let tests = std::fs::read_to_string(repo.path().join("tests/test_pages.py")).unwrap();
-    repo.write("pager.py", PAGER_FIXED)
-        .write("tests/test_pages.py", &format!("{tests}{PARTIAL_TEST}"));
-    repo.commit("pager: count the last partial page");
+    commit_pager_fix(&repo);
     repo
 }
 

@@ -8,7 +8,9 @@
 
 mod support;
 
-use support::{Repo, Run, assay, prove, run};
+use std::path::PathBuf;
+use std::process::Command;
+use support::{Repo, Run, prove, run};
 
 const GO_MOD: &str = "module example.com/warehouse\n\ngo 1.19\n";
 
@@ -133,13 +135,20 @@ func TestCapacityRoundsUpToAPowerOfTwo(t *testing.T) {
 ";
 
 fn mutate(repo: &Repo, out_dir: &tempfile::TempDir) -> Run {
+    let (command, json) = mutate_command(repo, out_dir);
+    run(command, Some(json))
+}
+
+/// The `assay mutate` command of [`mutate`], its store, state and cache under `out_dir`, for a
+/// caller that adds to it; with the path its report will be written to.
+fn mutate_command(repo: &Repo, out_dir: &tempfile::TempDir) -> (Command, PathBuf) {
     let (mut command, json) = support::mutate_command(repo, out_dir.path());
     command
         .arg("--store")
         .arg(format!("file://{}", out_dir.path().join("store").display()))
         .env("ASSAY_STATE_DIR", out_dir.path().join("state"))
         .env("XDG_CACHE_HOME", out_dir.path().join("cache"));
-    run(command, Some(json))
+    (command, json)
 }
 
 #[test]
@@ -371,18 +380,9 @@ func TestNothingFilled(t *testing.T) {
 ";
 
 fn mutate_with(repo: &Repo, out_dir: &tempfile::TempDir, schemata: bool) -> Run {
-    let json = out_dir.path().join("mutation.json");
-    let mut command = assay();
+    let (mut command, json) = mutate_command(repo, out_dir);
     command
-        .arg("mutate")
-        .arg("-C")
-        .arg(repo.path())
-        .args(["--jobs", "2", "--no-cache", "--json"])
-        .arg(&json)
-        .arg("--store")
-        .arg(format!("file://{}", out_dir.path().join("store").display()))
-        .env("ASSAY_STATE_DIR", out_dir.path().join("state"))
-        .env("XDG_CACHE_HOME", out_dir.path().join("cache"))
+        .arg("--no-cache")
         .env("ASSAY_MUTATE_SCHEMATA", if schemata { "1" } else { "0" });
     run(command, Some(json))
 }

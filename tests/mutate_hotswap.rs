@@ -153,14 +153,9 @@ fn ledger_repo() -> support::Repo {
 
 fn mutate(repo: &support::Repo, hot_swap: bool) -> support::Run {
     let out = tempfile::tempdir().expect("temp dir");
-    let json = out.path().join("mutation.json");
-    let mut command = support::assay();
+    let (mut command, json) = support::mutate_command(repo, out.path());
     command
-        .arg("mutate")
-        .arg("-C")
-        .arg(repo.path())
-        .args(["--jobs", "2", "--operators", "extended", "--json"])
-        .arg(&json)
+        .args(["--operators", "extended"])
         .arg("--store")
         .arg(format!("file://{}", out.path().join("store").display()))
         .env("ASSAY_LOG", "assay_worker::sandbox::warm=debug")

@@ -9,7 +9,7 @@
 
 mod support;
 
-use support::{Repo, Run, assay, proven_fix, run};
+use support::{Repo, Run, proven_fix, run};
 
 const PAGER_TESTS: &str = "const { test } = require('node:test');
 const assert = require('node:assert/strict');
@@ -165,15 +165,9 @@ fn mutate_args(
     env: &[(&str, &str)],
     args: &[&str],
 ) -> Run {
-    let json = out_dir.path().join("mutation.json");
-    let mut command = assay();
+    let (mut command, json) = support::mutate_command(repo, out_dir.path());
     command
-        .arg("mutate")
-        .arg("-C")
-        .arg(repo.path())
         .args(args)
-        .args(["--jobs", "2", "--json"])
-        .arg(&json)
         .arg("--store")
         .arg(format!("file://{}", out_dir.path().join("store").display()))
         .env("ASSAY_STATE_DIR", out_dir.path().join("state"))

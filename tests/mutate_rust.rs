@@ -8,7 +8,7 @@
 
 mod support;
 
-use support::{Repo, Run, assay, run, with_rust_toolchain};
+use support::{Repo, Run, run, with_rust_toolchain};
 
 const MANIFEST: &str = "[package]\nname = \"pager\"\nversion = \"0.1.0\"\nedition = \"2021\"\n";
 
@@ -87,14 +87,9 @@ fn mutate_with(
     args: &[&str],
     env: &[(&str, &str)],
 ) -> Run {
-    let json = out_dir.path().join("mutation.json");
-    let mut command = assay();
+    let (mut command, json) = support::mutate_command(repo, out_dir.path());
     command
-        .arg("mutate")
-        .arg("-C")
-        .arg(repo.path())
-        .args(["--test-command", "cargo test", "--jobs", "2", "--json"])
-        .arg(&json)
+        .args(["--test-command", "cargo test"])
         .arg("--store")
         .arg(format!("file://{}", out_dir.path().join("store").display()))
         .args(args)

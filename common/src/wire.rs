@@ -126,7 +126,14 @@ mod tests {
         let bytes = encode_with_version("job result", &sample(), 18).unwrap();
         let err = decode::<JobResult>("job result", &bytes).unwrap_err();
         assert!(matches!(err, WireError::UnsupportedVersion { found: 18 }));
-        assert!(err.to_string().contains("this build speaks 22"), "{err}");
+        assert!(err.to_string().contains("this build speaks 23"), "{err}");
+    }
+
+    #[test]
+    fn a_peer_from_before_the_next_command_hint_is_refused_by_its_version() {
+        let bytes = encode_with_version("job result", &sample(), 22).unwrap();
+        let err = decode::<JobResult>("job result", &bytes).unwrap_err();
+        assert!(matches!(err, WireError::UnsupportedVersion { found: 22 }));
     }
 
     #[test]

@@ -149,6 +149,7 @@ struct UncheckedJob {
     /// The lockfile's and the archive's sha256, and its size.
     /// The archive's digests, size and kind (its variant's index: cargo 0, go 1).
     dependencies: Option<(String, String, u64, u32)>,
+    next_command: Option<Vec<String>>,
 }
 
 fn unchecked(tree: &str, edit_path: Option<&str>) -> UncheckedJob {
@@ -169,6 +170,7 @@ fn unchecked(tree: &str, edit_path: Option<&str>) -> UncheckedJob {
         rewrites: Vec::new(),
         binaries: None,
         dependencies: None,
+        next_command: None,
     }
 }
 

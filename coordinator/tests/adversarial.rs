@@ -227,6 +227,7 @@ struct UncheckedJob {
     rewrites: Vec<UncheckedEdit>,
     binaries: Option<assay_common::job::TestBinaries>,
     dependencies: Option<assay_common::dependency_archive::DependencyArchive>,
+    next_command: Option<Vec<String>>,
 }
 
 #[derive(Serialize)]
@@ -260,6 +261,7 @@ fn unchecked(job: JobSpec, edit_path: &str) -> UncheckedJob {
         }),
         binaries: None,
         dependencies: None,
+        next_command: None,
     }
 }
 

@@ -395,6 +395,11 @@ async fn the_mutants_session_is_collected_while_the_baseline_runs() {
     // The mutants' command: the baseline's, with no test named.
     let next = job.run(&[], limit, &env).command;
     warm.prepare_next(&baseline, &next, "4b825dc6").await;
+    assert_eq!(
+        pristine_copies(&job),
+        1,
+        "the warm-up copies the tree before the baseline"
+    );
     let exit = warm.run_mutant(&baseline).await.expect("baseline run");
     assert_eq!(exit, SandboxExit::Exited(0), "{}", job.stdout());
     // The baseline's own collection, and the session's, made before any mutant asked for it.
@@ -433,6 +438,48 @@ async fn the_mutants_session_is_collected_while_the_baseline_runs() {
         before,
         "the mutant collected again instead of forking the session"
     );
+}
+
+/// The unmutated trees kept in `job`'s proof directory for session servers.
+fn pristine_copies(job: &Job) -> usize {
+    std::fs::read_dir(job._root.path())
+        .expect("proof dir")
+        .filter_map(Result::ok)
+        .filter(|entry| {
+            entry
+                .file_name()
+                .to_string_lossy()
+                .starts_with(".unmutated-")
+        })
+        .count()
+}
+
+/// A hint that is no mutants' pytest command starts nothing and copies nothing: one that names
+/// tests (no session's options), another program, or an option without its value.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hint_that_is_no_session_command_is_ignored() {
+    let warm = WarmPytest::new(ProcessSandbox::default(), 2);
+    let job = Job::new();
+    let limit = Duration::from_secs(120);
+    let baseline = job.run(&[], limit, &LOCALE);
+    let marker = job._root.path().join("hint-ran");
+    let hints = [
+        job.run(&["tests/test_pager.py::test_slow_render"], limit, &LOCALE)
+            .command,
+        vec![
+            "sh".into(),
+            "-c".into(),
+            format!("touch {}", marker.display()),
+        ],
+        job.run(&["--junitxml"], limit, &LOCALE).command,
+    ];
+    for hint in &hints {
+        warm.prepare_next(&baseline, hint, "4b825dc6").await;
+        assert_eq!(pristine_copies(&job), 0, "{hint:?} started a warm-up");
+    }
+    let exit = warm.run_mutant(&baseline).await.expect("baseline run");
+    assert_eq!(exit, SandboxExit::Exited(0), "{}", job.stdout());
+    assert!(!marker.exists(), "a hint is never run as a command");
 }
 
 /// A warm server hosts guest code and belongs to one proof: its tests can write their own

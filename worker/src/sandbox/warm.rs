@@ -128,6 +128,33 @@ impl<S: Sandbox> WarmPytest<S> {
         }
     }
 
+    /// The session servers' key for `command` on tree `tree`, with the command split into its
+    /// options and node ids; why none when it is no pytest command a session can serve.
+    fn session_key(
+        &self,
+        run: &SandboxRun,
+        command: &[String],
+        tree: &str,
+    ) -> Result<(Key, hot_swap::Split), &'static str> {
+        let warm = warm_command(command).ok_or("not a pytest command")?;
+        let split = hot_swap::split(warm.args).ok_or("an option of the command lacks its value")?;
+        let key = self.key(
+            run,
+            warm.python,
+            Some(SessionKey {
+                tree: tree.to_owned(),
+                code: warm.code.map(str::to_owned),
+                options: split.options.clone(),
+            }),
+        );
+        Ok((key, split))
+    }
+
+    /// How many idle servers of a class the pool keeps (see [`Pool::park`]).
+    fn idle_limit(&self) -> usize {
+        2 * self.slots.max(1)
+    }
+
     /// The proof's shared directory of rewritten test modules (see [`Pool::rewrites`]).
     fn rewrites(&self, proof_dir: &std::path::Path) -> Option<Rewrites> {
         self.pool.lock().ok()?.rewrites(proof_dir)
@@ -163,25 +190,19 @@ impl<S: Sandbox> WarmPytest<S> {
                 .map(|start| start.rewrites.clone())
                 .or_else(|| pool.rewrites(&key.proof_dir));
             let (pool, key, env) = (self.pool.clone(), key.clone(), env.to_vec());
-            let limit = 2 * self.slots.max(1);
+            let limit = self.idle_limit();
             tokio::spawn(async move {
-                let spare = match (session, rewrites) {
-                    (_, None) => None,
-                    (None, Some(rewrites)) => Server::start(key.clone(), &env, rewrites).await,
-                    (Some(start), Some(_)) => match Server::start_session(key.clone(), start).await
-                    {
-                        Ok(server) => Some(server),
-                        Err(why) => {
-                            tracing::debug!(why = %error_chain(&why), "no session server for hot swap");
-                            if let Ok(mut pool) = pool.lock() {
-                                pool.broken.insert(key);
-                            }
-                            None
+                match (session, rewrites) {
+                    (_, None) => {}
+                    (None, Some(rewrites)) => {
+                        let spare = Server::start(key, &env, rewrites).await;
+                        if let (Some(spare), Ok(mut pool)) = (spare, pool.lock()) {
+                            pool.park(spare, limit);
                         }
-                    },
-                };
-                if let (Some(spare), Ok(mut pool)) = (spare, pool.lock()) {
-                    pool.park(spare, limit);
+                    }
+                    (Some(start), Some(_)) => {
+                        start_parked(&pool, key, start, limit).await;
+                    }
                 }
             });
         }
@@ -190,7 +211,7 @@ impl<S: Sandbox> WarmPytest<S> {
 
     fn put_idle(&self, server: Server) {
         if let Ok(mut pool) = self.pool.lock() {
-            pool.park(server, 2 * self.slots.max(1));
+            pool.park(server, self.idle_limit());
         }
     }
 
@@ -255,21 +276,10 @@ impl<S: Sandbox> WarmPytest<S> {
         source: &MutantSource<'_>,
     ) -> Result<Swapped, SandboxError> {
         let fallback = |why: &str| Ok(Swapped::Fallback(why.to_owned()));
-        let Some(warm) = warm_command(&run.command) else {
-            return fallback("not a pytest command");
+        let (key, split) = match self.session_key(run, &run.command, source.tree) {
+            Ok(keyed) => keyed,
+            Err(why) => return fallback(why),
         };
-        let Some(split) = hot_swap::split(warm.args) else {
-            return fallback("an option of the command lacks its value");
-        };
-        let key = self.key(
-            run,
-            warm.python,
-            Some(SessionKey {
-                tree: source.tree.to_owned(),
-                code: warm.code.map(str::to_owned),
-                options: split.options.clone(),
-            }),
-        );
         if self
             .pool
             .lock()
@@ -320,74 +330,60 @@ impl<S: Sandbox> WarmPytest<S> {
     /// `tree`, in the background: one after another, up to the slots (see the module's
     /// warm-up). Copies `run`'s tree first, so call it before `run`'s command starts.
     async fn warm_up(&self, run: &SandboxRun, next: &[String], tree: &str) {
-        let Some(warm) = warm_command(next) else {
-            return;
-        };
         // A command that names tests is no session's: the hint is the mutants' without any.
-        let Some(split) = hot_swap::split(warm.args).filter(|s| s.select.is_empty()) else {
+        let Some(key) = self
+            .session_key(run, next, tree)
+            .ok()
+            .filter(|(_, split)| split.select.is_empty())
+            .map(|(key, _)| key)
+        else {
             return;
-        };
-        let key = self.key(
-            run,
-            warm.python,
-            Some(SessionKey {
-                tree: tree.to_owned(),
-                code: warm.code.map(str::to_owned),
-                options: split.options,
-            }),
-        );
-        let known = self.pool.lock().map_or(true, |pool| {
-            pool.broken.contains(&key) || pool.started.get(&key).is_some_and(|n| *n > 0)
-        });
-        if known {
-            return;
-        }
-        let Some(rewrites) = self.rewrites(&run.proof_dir) else {
-            return;
-        };
-        let tree = match self.keep_tree(&key, run, hot_swap::copy_tree).await {
-            Ok(tree) => tree,
-            Err(why) => {
-                return tracing::debug!(why = %error_chain(&why), "no warm-up: the tree was not copied");
-            }
-        };
-        let start = SessionStart {
-            tree,
-            env: run.env.clone(),
-            rewrites,
         };
         let servers = self.slots.max(1);
         let (told, ready) = tokio::sync::watch::channel(());
         {
+            // Checked and reserved at once: a key some job already serves is not warmed again.
             let Ok(mut pool) = self.pool.lock() else {
                 return;
             };
-            *pool.started.entry(key.clone()).or_default() += servers;
+            if pool.broken.contains(&key) {
+                return;
+            }
+            let started = pool.started.entry(key.clone()).or_default();
+            if *started > 0 {
+                return;
+            }
+            *started += servers;
             pool.warming.insert(key.clone(), ready);
         }
-        let (pool, limit) = (self.pool.clone(), 2 * servers);
+        let start = match self.rewrites(&run.proof_dir) {
+            Some(rewrites) => self
+                .keep_tree(&key, run, hot_swap::copy_tree)
+                .await
+                .map(|tree| SessionStart {
+                    tree,
+                    env: run.env.clone(),
+                    rewrites,
+                })
+                .map_err(|why| error_chain(&why)),
+            None => Err("no directory for rewritten test modules".into()),
+        };
+        let (pool, limit) = (self.pool.clone(), self.idle_limit());
         tokio::spawn(async move {
-            for started in 0..servers {
-                match Server::start_session(key.clone(), start.clone()).await {
-                    Ok(server) => {
-                        if let Ok(mut pool) = pool.lock() {
-                            pool.park(server, limit);
-                        }
+            let mut left = servers;
+            match start {
+                Ok(start) => {
+                    while left > 0 && start_parked(&pool, key.clone(), start.clone(), limit).await {
+                        left -= 1;
                         let _ = told.send(());
                     }
-                    Err(why) => {
-                        tracing::debug!(why = %error_chain(&why), "warm-up: no session server");
-                        if let Ok(mut pool) = pool.lock() {
-                            if let Some(n) = pool.started.get_mut(&key) {
-                                *n = n.saturating_sub(servers - started);
-                            }
-                            pool.broken.insert(key.clone());
-                        }
-                        break;
-                    }
                 }
+                Err(why) => tracing::debug!(%why, "no warm-up: the tree was not copied"),
             }
             if let Ok(mut pool) = pool.lock() {
+                if let Some(n) = pool.started.get_mut(&key) {
+                    *n = n.saturating_sub(left);
+                }
                 pool.warming.remove(&key);
             }
             // Dropping `told` wakes every job still waiting: they go the usual way.
@@ -536,6 +532,26 @@ impl<S: Sandbox> WarmPytest<S> {
         } else {
             SandboxExit::Exited(status)
         }))
+    }
+}
+
+/// Starts a session server of `key` and parks it in `pool` (keeping `limit` idle); whether one
+/// was parked. A key whose session cannot be had is marked broken: its jobs go the usual way.
+async fn start_parked(pool: &Mutex<Pool>, key: Key, start: SessionStart, limit: usize) -> bool {
+    match Server::start_session(key.clone(), start).await {
+        Ok(server) => {
+            if let Ok(mut pool) = pool.lock() {
+                pool.park(server, limit);
+            }
+            true
+        }
+        Err(why) => {
+            tracing::debug!(why = %error_chain(&why), "no session server for hot swap");
+            if let Ok(mut pool) = pool.lock() {
+                pool.broken.insert(key);
+            }
+            false
+        }
     }
 }
 

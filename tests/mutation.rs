@@ -639,8 +639,52 @@ fn a_collection_error_kill_names_the_module_that_failed_to_import() {
         serde_json::json!(["tests/test_labels.py"]),
         "{none:#}"
     );
-    // Its session could not re-run a collection error: a second run confirms it, and the
-    // progress says so after the last verdict rather than going quiet.
+    // Its session collected the module once more, which failed again: the kill is confirmed in
+    // its own run, with no second run and no flaky reason.
+    assert!(none.get("statusReason").is_none(), "{none:#}");
+    assert!(
+        !run.stderr.contains("[mutate] confirming"),
+        "{}",
+        run.explain()
+    );
+}
+
+/// A test module whose second import in the same process passes (it checks once per process)
+/// says nothing of the kill: the mutant's own run cannot confirm it, a second run in a fresh
+/// process does, and the progress says so after the last verdict rather than going quiet.
+#[test]
+fn a_module_whose_second_import_passes_has_its_kill_confirmed_by_a_second_run() {
+    let repo = support::Repo::new();
+    repo.write(
+        "pager/__init__.py",
+        "def page_count(total, size):\n    pages = total // size\n    if total % size > 0:\n        pages += 1\n    return pages\n",
+    )
+    .write(
+        "tests/test_labels.py",
+        "import pager\nfrom pager import page_count\n\nLABELS = [\"none\", \"one\", \"two\", \"three\"]\nif not getattr(pager, \"labels_checked\", False):\n    pager.labels_checked = True\n    LABEL_OF_ELEVEN = LABELS[page_count(11, 5)]\n\n\ndef test_labels_follow_the_page_count():\n    assert LABELS[page_count(11, 5)] == \"three\"\n",
+    )
+    .write(
+        "tests/test_pages.py",
+        "from pager import page_count\n\n\ndef test_full_pages():\n    assert page_count(10, 5) == 2\n",
+    );
+    repo.commit("pager: labels checked once per process");
+    let run = mutate(&repo, &["--jobs", "2"]);
+    let report = run.evidence.as_ref().expect("report written");
+    let mutants = report["files"]["pager/__init__.py"]["mutants"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let none = mutants
+        .iter()
+        .find(|m| m["description"] == "`return pages` -> `return None`")
+        .unwrap_or_else(|| panic!("no `return None` mutant: {report:#}"));
+    assert_eq!(none["status"], "Killed", "{none:#}");
+    assert_eq!(
+        none["killedBy"],
+        serde_json::json!(["tests/test_labels.py"]),
+        "{none:#}"
+    );
+    assert!(none.get("statusReason").is_none(), "{none:#}");
     let last_verdict = run.stderr.rfind("[mutate] 5/5 ").expect("a last verdict");
     let confirming = run
         .stderr

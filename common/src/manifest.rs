@@ -334,6 +334,7 @@ pub fn job_report(results: Vec<CaseResult>) -> ReportOutcome {
     ReportOutcome::Parsed(TestReport {
         cases: results,
         collection_errors: Vec::new(),
+        collection_reruns: Vec::new(),
     })
 }
 

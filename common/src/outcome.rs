@@ -63,6 +63,10 @@ pub struct TestReport {
     pub cases: Vec<CaseResult>,
     /// Files (or modules) that failed to collect or import; their tests are absent from `cases`.
     pub collection_errors: Vec<CollectionError>,
+    /// Files of `collection_errors` that failed again when collected once more in the same run
+    /// (reported as `FILE[assay-rerun]`): the in-run confirmation of a kill by a collection error.
+    #[serde(default)]
+    pub collection_reruns: Vec<CollectionError>,
 }
 
 /// A file (or module) the runner could not collect or import.

@@ -611,6 +611,7 @@ mod tests {
             report: ReportOutcome::Parsed(TestReport {
                 cases,
                 collection_errors: vec![],
+                collection_reruns: Vec::new(),
             }),
             artifacts: vec![],
             duration_ms: 5,

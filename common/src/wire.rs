@@ -5,7 +5,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 /// Bump on any change to a message type's shape.
-pub const PROTOCOL_VERSION: u16 = 23;
+pub const PROTOCOL_VERSION: u16 = 24;
 const MAGIC: &[u8; 4] = b"ASY1";
 
 /// Why a message could not be encoded or decoded.
@@ -126,7 +126,7 @@ mod tests {
         let bytes = encode_with_version("job result", &sample(), 18).unwrap();
         let err = decode::<JobResult>("job result", &bytes).unwrap_err();
         assert!(matches!(err, WireError::UnsupportedVersion { found: 18 }));
-        assert!(err.to_string().contains("this build speaks 23"), "{err}");
+        assert!(err.to_string().contains("this build speaks 24"), "{err}");
     }
 
     #[test]
@@ -134,6 +134,13 @@ mod tests {
         let bytes = encode_with_version("job result", &sample(), 22).unwrap();
         let err = decode::<JobResult>("job result", &bytes).unwrap_err();
         assert!(matches!(err, WireError::UnsupportedVersion { found: 22 }));
+    }
+
+    #[test]
+    fn a_peer_from_before_collection_reruns_is_refused_by_its_version() {
+        let bytes = encode_with_version("job result", &sample(), 23).unwrap();
+        let err = decode::<JobResult>("job result", &bytes).unwrap_err();
+        assert!(matches!(err, WireError::UnsupportedVersion { found: 23 }));
     }
 
     #[test]

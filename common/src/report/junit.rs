@@ -358,6 +358,9 @@ fn finish_case(open: OpenCase, report: &mut TestReport, dialect: Dialect) -> Opt
     Some(raw_outcome)
 }
 
+/// What the re-run plugin appends to the node id of a module it collected a second time.
+const RERUN_SUFFIX: &str = "[assay-rerun]";
+
 /// What a failure of pytest's session node (whose node id is empty) is reported as: it names
 /// no file.
 pub const SESSION: &str = "the test session";
@@ -368,6 +371,18 @@ fn finish_pytest_case(open: OpenCase, report: &mut TestReport) {
         && open.outcome == Outcome::Error
         && open.message.as_deref() == Some("collection failure")
     {
+        // The re-run plugin's second import of a module that failed: `FILE[assay-rerun]`.
+        let rerun_of = |named: &str| named.strip_suffix(RERUN_SUFFIX).map(str::to_owned);
+        if let Some(file) = rerun_of(&open.file).or_else(|| {
+            rerun_of(&open.name)
+                .map(|name| format!("{}.py", name.trim_end_matches(".py").replace('.', "/")))
+        }) {
+            report.collection_reruns.push(CollectionError {
+                file,
+                message: "collection failure".into(),
+            });
+            return;
+        }
         let file = if !open.file.is_empty() {
             open.file
         } else if !open.name.is_empty() {
@@ -526,6 +541,37 @@ E   KeyError: 'major'</error></testcase>"#, "", 1)
             panic!("expected a parsed report: {alone}");
         };
         assert_eq!(report.collection_errors[0].file, SESSION);
+    }
+
+    /// pytest 9 with the re-run plugin, after `tests/test_format.py` failed to import twice.
+    const A_COLLECTION_ERROR_AND_ITS_RERUN: &str = r#"<?xml version="1.0" encoding="utf-8"?><testsuites name="pytest tests"><testsuite name="pytest" errors="2" failures="0" skipped="0" tests="2" time="0.110"><testcase classname="" name="tests.test_format" file="tests/test_format.py" time="0.000"><error message="collection failure">tests/test_format.py:1: in &lt;module&gt;
+    from semver import Version
+src/semver/version.py:40: in &lt;module&gt;
+E   KeyError: 'major'</error></testcase><testcase classname="" name="tests.test_format.py[assay-rerun]" file="tests/test_format.py[assay-rerun]" time="0.000"><error message="collection failure">tests/test_format.py:1: in &lt;module&gt;
+    from semver import Version
+src/semver/version.py:40: in &lt;module&gt;
+E   KeyError: 'major'</error></testcase></testsuite></testsuites>"#;
+
+    #[test]
+    fn a_module_that_fails_to_import_again_is_its_errors_rerun_not_a_second_error() {
+        let files = |errors: &[CollectionError]| -> Vec<String> {
+            errors.iter().map(|e| e.file.clone()).collect()
+        };
+        let ReportOutcome::Parsed(report) = parse(A_COLLECTION_ERROR_AND_ITS_RERUN.as_bytes())
+        else {
+            panic!("expected a parsed report");
+        };
+        assert_eq!(files(&report.collection_errors), ["tests/test_format.py"]);
+        assert_eq!(files(&report.collection_reruns), ["tests/test_format.py"]);
+        assert!(report.cases.is_empty(), "{:?}", report.cases);
+        // A pytest that writes no `file` attribute names the module by its dotted name only.
+        let unfiled = A_COLLECTION_ERROR_AND_ITS_RERUN
+            .replace(r#" file="tests/test_format.py[assay-rerun]""#, "");
+        let ReportOutcome::Parsed(report) = parse(unfiled.as_bytes()) else {
+            panic!("expected a parsed report: {unfiled}");
+        };
+        assert_eq!(files(&report.collection_reruns), ["tests/test_format.py"]);
+        assert_eq!(files(&report.collection_errors), ["tests/test_format.py"]);
     }
 
     #[test]

@@ -75,6 +75,7 @@ pub fn parse_nextest_framed(bytes: &[u8]) -> ReportOutcome {
             ReportOutcome::Parsed(TestReport {
                 cases: Vec::new(),
                 collection_errors: build.collection_errors(),
+                collection_reruns: Vec::new(),
             })
         }
         Ok(_) => ReportOutcome::Missing,
@@ -354,6 +355,7 @@ pub fn parse_binary_output(stdout: &[u8], binary: &str) -> ReportOutcome {
         Ok(cases) => ReportOutcome::Parsed(TestReport {
             cases,
             collection_errors: Vec::new(),
+            collection_reruns: Vec::new(),
         }),
         Err(problem) => problem,
     }

@@ -94,6 +94,7 @@ mod tests {
                 message: None,
             }],
             collection_errors: vec![],
+            collection_reruns: Vec::new(),
         }
     }
 
@@ -127,11 +128,13 @@ mod tests {
         let honest = TestReport {
             cases: vec![case(Outcome::Failed), case(Outcome::Passed)],
             collection_errors: vec![],
+            collection_reruns: Vec::new(),
         };
         assert_eq!(contradiction(&honest, record), None);
         let forged = TestReport {
             cases: vec![case(Outcome::Passed), case(Outcome::Passed)],
             collection_errors: vec![],
+            collection_reruns: Vec::new(),
         };
         let why = contradiction(&forged, record).expect("one pass too many");
         assert!(

@@ -47,6 +47,7 @@ pub fn parse(bytes: &[u8]) -> ReportOutcome {
     ReportOutcome::Parsed(TestReport {
         cases: report.cases,
         collection_errors: report.collection_errors,
+        collection_reruns: Vec::new(),
     })
 }
 

@@ -228,14 +228,43 @@ pub fn python_m_pytest(command: &[String]) -> Option<(&String, &[String])> {
     }
 }
 
-/// Runs pytest with the re-run plugin: `PYTHON -c PYTEST_RERUN_SCRIPT PYTEST_ARGS…`.
+/// Runs pytest with the re-run plugin: `PYTHON -c PYTEST_RERUN_SCRIPT PYTEST_ARGS…`. A failing
+/// test runs once more at once; a test module that fails to import is collected once more at
+/// once (Python forgets a module whose import failed, so it runs again) and, when it fails
+/// again, reported as the collection error of `FILE[assay-rerun]`. A second import that passes
+/// reports nothing: the kill is then confirmed by a job of its own, as before.
 const PYTEST_RERUN_SCRIPT: &str = r#"
 import sys
 import pytest
+from _pytest.reports import CollectReport
 from _pytest.runner import runtestprotocol
 
 
 class Rerun:
+    def __init__(self):
+        self.failed_modules = {}
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_make_collect_report(self, collector):
+        outcome = yield
+        report = outcome.get_result()
+        if report.failed and isinstance(collector, pytest.Module):
+            self.failed_modules.setdefault(report.nodeid, collector)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collectreport(self, report):
+        collector = self.failed_modules.get(report.nodeid)
+        if collector is None or not report.failed:
+            return
+        self.failed_modules[report.nodeid] = None
+        try:
+            again = collector.ihook.pytest_make_collect_report(collector=collector)
+        except Exception:
+            return
+        if again.failed:
+            collector.ihook.pytest_collectreport(report=CollectReport(
+                report.nodeid + "[assay-rerun]", "failed", again.longrepr, [], again.sections))
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item, nextitem):
         ihook = item.ihook

@@ -188,6 +188,7 @@ mod tests {
                     message: None,
                 }],
                 collection_errors: vec![],
+                collection_reruns: Vec::new(),
             }),
             artifacts: vec![],
             duration_ms: 10,

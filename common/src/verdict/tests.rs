@@ -36,6 +36,7 @@ fn ran(index: u32, cases: Vec<CaseResult>) -> JobResult {
         ReportOutcome::Parsed(TestReport {
             cases,
             collection_errors: vec![],
+            collection_reruns: Vec::new(),
         }),
     )
 }
@@ -146,6 +147,7 @@ fn import_error_on_base_is_missing_evidence_not_a_refutation() {
                 file: FILE.into(),
                 message: "ImportError".into(),
             }],
+            collection_reruns: Vec::new(),
         }),
     );
     let v = verdict_of("test: test_partial_page", &targeted_after_base(base));

@@ -202,6 +202,7 @@ mod tests {
                 reported("test_tax", Outcome::Skipped),
             ],
             collection_errors: vec![],
+            collection_reruns: Vec::new(),
         };
         let job = JobSelection::from_report(PYTEST, 0, &[&cases[0], &cases[1]], Some(&report));
         let result = audit(&collected, &[job]);
@@ -229,6 +230,7 @@ mod tests {
                 reported("test_discount", Outcome::Passed),
             ],
             collection_errors: vec![],
+            collection_reruns: Vec::new(),
         };
         let first = JobSelection::from_report(PYTEST, 0, &[&cases[0]], Some(&report));
         let second = JobSelection {

@@ -548,6 +548,7 @@ mod tests {
                     })
                     .collect(),
                 collection_errors: Vec::new(),
+                collection_reruns: Vec::new(),
             }),
             artifacts: Vec::new(),
             duration_ms: 2000,

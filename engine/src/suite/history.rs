@@ -657,6 +657,7 @@ mod tests {
                 case("test_huge_totals", Outcome::Skipped),
             ],
             collection_errors: vec![],
+            collection_reruns: Vec::new(),
         });
         let stamp = || "2026-11-29T10:00:00Z".to_owned();
         let run = RunSummary::of_job(

@@ -191,6 +191,7 @@ mod tests {
             ReportOutcome::Parsed(TestReport {
                 cases,
                 collection_errors: vec![],
+                collection_reruns: Vec::new(),
             })
         };
         let green = unmutated_run(0, report(vec![case("test_parse", Outcome::Passed)]));

@@ -244,6 +244,7 @@ mod tests {
             ReportOutcome::Parsed(TestReport {
                 cases,
                 collection_errors: vec![],
+                collection_reruns: Vec::new(),
             }),
         )
     }
@@ -387,6 +388,7 @@ mod tests {
                     file: "tests/test_format.py".into(),
                     message: "NameError".into(),
                 }],
+                collection_reruns: Vec::new(),
             }),
         );
         assert_eq!(
@@ -409,6 +411,7 @@ mod tests {
                         file: "pager/lib".into(),
                         message: "error[E0277]: the trait bound `Book: Default` is not satisfied\n --> src/lib.rs:9:5".into(),
                     }],
+                    collection_reruns: Vec::new(),
                 }),
             )
         };
@@ -443,6 +446,7 @@ mod tests {
                 case("test_partial", Outcome::Failed),
             ],
             collection_errors: Vec::new(),
+            collection_reruns: Vec::new(),
         };
         let tests: Vec<(String, TestSelector)> =
             ["test_full_pages", "test_partial", "test_missing"]

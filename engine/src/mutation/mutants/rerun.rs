@@ -4,9 +4,11 @@
 //! are set up afresh), node:test and Go's test executables run the same selection again. The
 //! second run is reported beside the first as `NAME[assay-rerun]` (or `NAME[PARAMS-assay-rerun]`).
 //! A kill whose every killing test has such a re-run needs no confirmation job: a re-run that
-//! fails again confirms it, re-runs that all pass make it a flaky kill. Kills with no re-run to
-//! read (a collection error, a runner that cannot re-run) are still confirmed by a job that runs
-//! the killing tests alone.
+//! fails again confirms it, re-runs that all pass make it a flaky kill. A pytest module that
+//! fails to import is collected once more in the same run; failing again (`FILE[assay-rerun]`)
+//! confirms its kill. Kills with nothing to read (a second import that passed, a collection
+//! error of something other than a module, a runner that cannot re-run) are still confirmed by
+//! a job that runs the killing tests alone.
 //!
 //! Why: a confirmation job costs a whole session (a sandbox, the tree, the runner's start-up and
 //! collection), about as much as the mutant's own run; with most mutants killed, it nearly
@@ -14,7 +16,7 @@
 //! earlier test of the same session left behind is re-run with that state still there, where a
 //! separate job would start clean; kills that cannot be re-run this way keep the separate job.
 
-use assay_common::outcome::{CaseResult, Outcome, TestReport};
+use assay_common::outcome::{CaseResult, CollectionError, Outcome, TestReport};
 
 /// The variant (or variant suffix) that marks a re-run case; a run of prebuilt Rust test
 /// executables marks its re-runs the same way.
@@ -29,10 +31,22 @@ pub fn is_rerun(case: &CaseResult) -> bool {
 }
 
 /// What the report's re-runs say of its kill: `Some(true)` confirmed (a killing test failed
-/// again), `Some(false)` flaky (every re-run passed), `None` when a killer was not re-run.
+/// again, or every module that failed to import failed again), `Some(false)` flaky (every
+/// re-run passed), `None` when a killer was not re-run. A module's second import that passed
+/// leaves no trace in the report, so it is never read as flaky: its job of its own decides.
 pub fn confirmation(report: &TestReport) -> Option<bool> {
     if !report.collection_errors.is_empty() {
-        return None;
+        let failed_again = |error: &CollectionError| {
+            report
+                .collection_reruns
+                .iter()
+                .any(|again| again.file == error.file)
+        };
+        return report
+            .collection_errors
+            .iter()
+            .all(failed_again)
+            .then_some(true);
     }
     let killers: Vec<&CaseResult> = report
         .cases
@@ -58,7 +72,6 @@ fn is_failure(case: &CaseResult) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use assay_common::outcome::CollectionError;
 
     fn case(name: &str, variant: Option<&str>, outcome: Outcome) -> CaseResult {
         CaseResult {
@@ -75,6 +88,7 @@ mod tests {
         TestReport {
             cases,
             collection_errors: Vec::new(),
+            collection_reruns: Vec::new(),
         }
     }
 
@@ -139,5 +153,35 @@ mod tests {
             message: "collection failure".into(),
         });
         assert_eq!(confirmation(&collection), None);
+    }
+
+    #[test]
+    fn a_module_that_failed_to_import_again_confirms_its_kill() {
+        let error = |file: &str| CollectionError {
+            file: file.into(),
+            message: "collection failure".into(),
+        };
+        let mut broken = report(vec![]);
+        broken.collection_errors.push(error("tests/test_format.py"));
+        broken.collection_reruns.push(error("tests/test_format.py"));
+        assert_eq!(confirmation(&broken), Some(true));
+        // A second module with no second failure: its second import passed or never ran.
+        broken.collection_errors.push(error("tests/test_bump.py"));
+        assert_eq!(confirmation(&broken), None);
+        // A re-run of another module confirms nothing.
+        let mut elsewhere = report(vec![]);
+        elsewhere
+            .collection_errors
+            .push(error("tests/test_format.py"));
+        elsewhere
+            .collection_reruns
+            .push(error("tests/test_parsing.py"));
+        assert_eq!(confirmation(&elsewhere), None);
+        // A re-run with no first failure is no kill to confirm.
+        let mut only_rerun = report(vec![case("test_last_page", None, Outcome::Passed)]);
+        only_rerun
+            .collection_reruns
+            .push(error("tests/test_format.py"));
+        assert_eq!(confirmation(&only_rerun), None);
     }
 }

@@ -602,26 +602,18 @@ fn mutate_progress_names_each_mutant_over_a_stable_denominator() {
     assert!(!run.stderr.contains("malformed"), "{}", run.explain());
 }
 
-/// A mutant that makes a test module fail to import, with another module collected after it:
-/// under `-x` pytest also fails its session's collection (a case with no name and no file).
-/// The kill names the module that failed, nothing else (once it read `["tests/test_labels.py",
-/// ".py"]`).
-#[test]
-fn a_collection_error_kill_names_the_module_that_failed_to_import() {
+/// The page count's `return None` mutant in a project whose `tests/test_labels.py` (LABELS)
+/// indexes a list by the page count while it imports, beside `tests/test_pages.py` (PAGES):
+/// the mutant keeps the labels module from importing. Checks the kill names that module and
+/// has no flaky reason; returns the run.
+fn kill_by_a_module_that_cannot_import(labels: &str, pages: &str) -> Run {
     let repo = support::Repo::new();
     repo.write(
         "pager/__init__.py",
         "def page_count(total, size):\n    pages = total // size\n    if total % size > 0:\n        pages += 1\n    return pages\n",
     )
-    .write(
-        "tests/test_labels.py",
-        "from pager import page_count\n\nLABELS = [\"none\", \"one\", \"two\", \"three\"]\nLABEL_OF_ELEVEN = LABELS[page_count(11, 5)]\n\n\ndef test_labels_follow_the_page_count():\n    assert LABELS[page_count(11, 5)] == LABEL_OF_ELEVEN == \"three\"\n",
-    )
-    // The slower test runs last, so its module is collected after the one that fails.
-    .write(
-        "tests/test_pages.py",
-        "import time\n\nfrom pager import page_count\n\n\ndef test_full_pages():\n    time.sleep(0.3)\n    assert page_count(10, 5) == 2\n",
-    );
+    .write("tests/test_labels.py", labels)
+    .write("tests/test_pages.py", pages);
     repo.commit("pager: labels");
     let run = mutate(&repo, &["--jobs", "2"]);
     let report = run.evidence.as_ref().expect("report written");
@@ -639,9 +631,22 @@ fn a_collection_error_kill_names_the_module_that_failed_to_import() {
         serde_json::json!(["tests/test_labels.py"]),
         "{none:#}"
     );
-    // Its session collected the module once more, which failed again: the kill is confirmed in
-    // its own run, with no second run and no flaky reason.
     assert!(none.get("statusReason").is_none(), "{none:#}");
+    run
+}
+
+/// A mutant that makes a test module fail to import, with another module collected after it:
+/// under `-x` pytest also fails its session's collection (a case with no name and no file).
+/// The kill names the module that failed, nothing else (once it read `["tests/test_labels.py",
+/// ".py"]`). Its session collected the module once more, which failed again: the kill is
+/// confirmed in its own run, with no second run.
+#[test]
+fn a_collection_error_kill_names_the_module_that_failed_to_import() {
+    let run = kill_by_a_module_that_cannot_import(
+        "from pager import page_count\n\nLABELS = [\"none\", \"one\", \"two\", \"three\"]\nLABEL_OF_ELEVEN = LABELS[page_count(11, 5)]\n\n\ndef test_labels_follow_the_page_count():\n    assert LABELS[page_count(11, 5)] == LABEL_OF_ELEVEN == \"three\"\n",
+        // The slower test runs last, so its module is collected after the one that fails.
+        "import time\n\nfrom pager import page_count\n\n\ndef test_full_pages():\n    time.sleep(0.3)\n    assert page_count(10, 5) == 2\n",
+    );
     assert!(
         !run.stderr.contains("[mutate] confirming"),
         "{}",
@@ -654,37 +659,10 @@ fn a_collection_error_kill_names_the_module_that_failed_to_import() {
 /// process does, and the progress says so after the last verdict rather than going quiet.
 #[test]
 fn a_module_whose_second_import_passes_has_its_kill_confirmed_by_a_second_run() {
-    let repo = support::Repo::new();
-    repo.write(
-        "pager/__init__.py",
-        "def page_count(total, size):\n    pages = total // size\n    if total % size > 0:\n        pages += 1\n    return pages\n",
-    )
-    .write(
-        "tests/test_labels.py",
+    let run = kill_by_a_module_that_cannot_import(
         "import pager\nfrom pager import page_count\n\nLABELS = [\"none\", \"one\", \"two\", \"three\"]\nif not getattr(pager, \"labels_checked\", False):\n    pager.labels_checked = True\n    LABEL_OF_ELEVEN = LABELS[page_count(11, 5)]\n\n\ndef test_labels_follow_the_page_count():\n    assert LABELS[page_count(11, 5)] == \"three\"\n",
-    )
-    .write(
-        "tests/test_pages.py",
         "from pager import page_count\n\n\ndef test_full_pages():\n    assert page_count(10, 5) == 2\n",
     );
-    repo.commit("pager: labels checked once per process");
-    let run = mutate(&repo, &["--jobs", "2"]);
-    let report = run.evidence.as_ref().expect("report written");
-    let mutants = report["files"]["pager/__init__.py"]["mutants"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    let none = mutants
-        .iter()
-        .find(|m| m["description"] == "`return pages` -> `return None`")
-        .unwrap_or_else(|| panic!("no `return None` mutant: {report:#}"));
-    assert_eq!(none["status"], "Killed", "{none:#}");
-    assert_eq!(
-        none["killedBy"],
-        serde_json::json!(["tests/test_labels.py"]),
-        "{none:#}"
-    );
-    assert!(none.get("statusReason").is_none(), "{none:#}");
     let last_verdict = run.stderr.rfind("[mutate] 5/5 ").expect("a last verdict");
     let confirming = run
         .stderr

@@ -14,7 +14,9 @@
 //! collection), about as much as the mutant's own run; with most mutants killed, it nearly
 //! doubled the sessions a mutation run pays for. The trade-off: a failure caused by state an
 //! earlier test of the same session left behind is re-run with that state still there, where a
-//! separate job would start clean; kills that cannot be re-run this way keep the separate job.
+//! separate job would start clean (and a product module the first import left half-made in
+//! `sys.modules` is found again as it was); kills that cannot be re-run this way keep the
+//! separate job.
 
 use assay_common::outcome::{CaseResult, CollectionError, Outcome, TestReport};
 

@@ -358,12 +358,17 @@ fn finish_case(open: OpenCase, report: &mut TestReport, dialect: Dialect) -> Opt
     Some(raw_outcome)
 }
 
-/// What the re-run plugin appends to the node id of a module it collected a second time.
-const RERUN_SUFFIX: &str = "[assay-rerun]";
-
 /// What a failure of pytest's session node (whose node id is empty) is reported as: it names
 /// no file.
 pub const SESSION: &str = "the test session";
+
+/// `NAME` of `NAME[assay-rerun]`: what the re-run plugin names a module it collected again.
+fn rerun_of(named: &str) -> Option<&str> {
+    named
+        .strip_suffix(']')?
+        .strip_suffix(super::libtest::RERUN_VARIANT)?
+        .strip_suffix('[')
+}
 
 fn finish_pytest_case(open: OpenCase, report: &mut TestReport) {
     // pytest reports a module that fails to import as a nameless-class case.
@@ -371,22 +376,18 @@ fn finish_pytest_case(open: OpenCase, report: &mut TestReport) {
         && open.outcome == Outcome::Error
         && open.message.as_deref() == Some("collection failure")
     {
-        // The re-run plugin's second import of a module that failed: `FILE[assay-rerun]`.
-        let rerun_of = |named: &str| named.strip_suffix(RERUN_SUFFIX).map(str::to_owned);
-        if let Some(file) = rerun_of(&open.file).or_else(|| {
-            rerun_of(&open.name)
-                .map(|name| format!("{}.py", name.trim_end_matches(".py").replace('.', "/")))
-        }) {
-            report.collection_reruns.push(CollectionError {
-                file,
-                message: "collection failure".into(),
-            });
-            return;
-        }
-        let file = if !open.file.is_empty() {
-            open.file
-        } else if !open.name.is_empty() {
-            format!("{}.py", open.name.replace('.', "/"))
+        // The re-run plugin's second import of a module that failed (`FILE[assay-rerun]`) is
+        // that module's re-run, not an error of its own; pytest 9.2 keeps `.py` in its name.
+        let rerun = rerun_of(&open.file)
+            .or_else(|| rerun_of(&open.name))
+            .is_some();
+        let file = rerun_of(&open.file).unwrap_or(&open.file);
+        let name =
+            rerun_of(&open.name).map_or(open.name.as_str(), |n| n.strip_suffix(".py").unwrap_or(n));
+        let file = if !file.is_empty() {
+            file.to_owned()
+        } else if !name.is_empty() {
+            format!("{}.py", name.replace('.', "/"))
         } else if report.collection_errors.is_empty() {
             // The session node (node id ""): a failure of the session's own collection.
             SESSION.to_owned()
@@ -395,7 +396,11 @@ fn finish_pytest_case(open: OpenCase, report: &mut TestReport) {
             // session's collection too ("stopping after 1 failures"): only the module failed.
             return;
         };
-        report.collection_errors.push(CollectionError {
+        let into = match rerun {
+            true => &mut report.collection_reruns,
+            false => &mut report.collection_errors,
+        };
+        into.push(CollectionError {
             file,
             message: "collection failure".into(),
         });

@@ -254,8 +254,9 @@ class Rerun:
     @pytest.hookimpl(trylast=True)
     def pytest_collectreport(self, report):
         collector = self.failed_modules.get(report.nodeid)
-        if collector is None or not report.failed:
+        if collector is None:
             return
+        # Kept as None, not removed: the second collection's own failure must not queue a third.
         self.failed_modules[report.nodeid] = None
         try:
             again = collector.ihook.pytest_make_collect_report(collector=collector)

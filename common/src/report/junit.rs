@@ -378,12 +378,10 @@ fn finish_pytest_case(open: OpenCase, report: &mut TestReport) {
     {
         // The re-run plugin's second import of a module that failed (`FILE[assay-rerun]`) is
         // that module's re-run, not an error of its own; pytest 9.2 keeps `.py` in its name.
-        let rerun = rerun_of(&open.file)
-            .or_else(|| rerun_of(&open.name))
-            .is_some();
-        let file = rerun_of(&open.file).unwrap_or(&open.file);
-        let name =
-            rerun_of(&open.name).map_or(open.name.as_str(), |n| n.strip_suffix(".py").unwrap_or(n));
+        let (file_rerun, name_rerun) = (rerun_of(&open.file), rerun_of(&open.name));
+        let rerun = file_rerun.is_some() || name_rerun.is_some();
+        let file = file_rerun.unwrap_or(&open.file);
+        let name = name_rerun.map_or(open.name.as_str(), |n| n.strip_suffix(".py").unwrap_or(n));
         let file = if !file.is_empty() {
             file.to_owned()
         } else if !name.is_empty() {
@@ -396,9 +394,10 @@ fn finish_pytest_case(open: OpenCase, report: &mut TestReport) {
             // session's collection too ("stopping after 1 failures"): only the module failed.
             return;
         };
-        let into = match rerun {
-            true => &mut report.collection_reruns,
-            false => &mut report.collection_errors,
+        let into = if rerun {
+            &mut report.collection_reruns
+        } else {
+            &mut report.collection_errors
         };
         into.push(CollectionError {
             file,

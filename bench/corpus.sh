@@ -7,6 +7,7 @@
 #
 #   bash bench/corpus.sh                    # every case
 #   bash bench/corpus.sh --subset ci        # the CI subset (about 3 minutes once cached)
+#   bash bench/corpus.sh --subset ci --prepare   # only fetch and build its repositories and venvs
 #   bash bench/corpus.sh --subset docker --sandbox docker   # in assay-runner-python:latest
 #   bash bench/corpus.sh --case wc-kr-jamo --strict
 #   bash bench/corpus.sh --truth            # re-establish corpus/truth.json first

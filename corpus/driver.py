@@ -1,7 +1,7 @@
 """Run `assay prove` on every corpus case and compare its verdicts with corpus/truth.json.
 
 usage: python corpus/driver.py [--subset NAME] [--case ID]... [--parallel N] [--jobs N]
-                               [--sandbox process|docker] [--strict] [--out DIR]
+                               [--sandbox process|docker] [--strict] [--out DIR] [--prepare]
 Called by bench/corpus.sh. Exit 1 when Assay says `proven` where the truth does not (a false
 proven), or with --strict when agreement is below 100 %; 2 on a usage error.
 """
@@ -109,6 +109,9 @@ def main():
     ap.add_argument("--sandbox", choices=["process", "docker"], default="process")
     ap.add_argument("--strict", action="store_true", help="also fail below 100 %% agreement")
     ap.add_argument("--out", help="where evidence and logs go [cache/runs/TIMESTAMP]")
+    ap.add_argument("--prepare", action="store_true",
+                    help="run nothing: fetch the selected cases' sdists, build their repositories "
+                         "and venvs into the cache, then stop (CI does it while Assay builds)")
     ap.add_argument("--report", metavar="RUN_DIR",
                     help="run nothing: summarize the results.jsonl of an earlier (or cut short) run")
     a = ap.parse_args()
@@ -132,18 +135,22 @@ def main():
     if missing:
         print(f"corpus: no recorded truth for {missing}: run corpus/truth.py", file=sys.stderr)
         return 2
+    # Repositories and venvs first, one at a time (they are shared between cases).
+    t0 = time.monotonic()
+    for c in cases:
+        proj = lib.projects_by_id(m)[c["project"]]
+        lib.release_repo(proj)
+        if a.sandbox == "process":
+            lib.venv_for(m, c.get("pytest", proj.get("pytest", "9")), proj.get("extras", []))
+    if a.prepare:
+        print(f"{len(cases)} cases prepared in {time.monotonic() - t0:.0f} s (cache {lib.CACHE})")
+        return 0
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     out = Path(a.out) if a.out else lib.CACHE / "runs" / stamp
     out.mkdir(parents=True, exist_ok=True)
     # A frozen copy of the binary: a rebuild during the run must not mix two builds.
     a.assay = out / "assay"
     shutil.copy2(assay_bin(), a.assay)
-    # Repositories and venvs first, one at a time (they are shared between cases).
-    for c in cases:
-        proj = lib.projects_by_id(m)[c["project"]]
-        lib.release_repo(proj)
-        if a.sandbox == "process":
-            lib.venv_for(m, c.get("pytest", proj.get("pytest", "9")), proj.get("extras", []))
     print(f"assay: {assay_bin()} ({subprocess.run([str(a.assay), '--version'], capture_output=True, text=True).stdout.strip()}, "
           f"built {datetime.datetime.fromtimestamp(assay_bin().stat().st_mtime):%Y-%m-%d %H:%M}), copied to {a.assay}")
     print(f"{len(cases)} cases, {a.parallel} at once, sandbox {a.sandbox}; evidence in {out}")

@@ -227,6 +227,10 @@ fn unchunked(body: &str) -> String {
     out
 }
 
+/// How long an acknowledgement or reply may still come once the server refused its message:
+/// an answer sent before the refusal is already here by then, and a refused one never comes.
+const AFTER_A_REFUSAL: Duration = Duration::from_millis(300);
+
 fn quick() -> QueueTuning {
     QueueTuning {
         ack_wait: Duration::from_secs(10),
@@ -290,16 +294,42 @@ impl Observed {
     /// A JetStream publish (the way results and key-value writes travel): refused, so never
     /// acknowledged by a stream.
     async fn js_publish_refused(&self, what: &str, subject: &str, payload: Vec<u8>) {
-        let stored = match self.js.publish(subject.to_owned(), payload.into()).await {
-            Ok(ack) => ack.await.is_ok(),
-            Err(_) => false,
+        let acknowledged = async {
+            match self.js.publish(subject.to_owned(), payload.into()).await {
+                Ok(ack) => ack.await.is_ok(),
+                Err(_) => false,
+            }
         };
+        let stored = self
+            .answered_despite_refusal(what, subject, acknowledged)
+            .await;
         assert!(
             !stored,
             "a stream stored the {} {what} on {subject}",
             self.role.name()
         );
-        self.refused(what, subject).await;
+    }
+
+    /// Waits for the server's refusal of `subject` and for `answered` (an acknowledgement or an
+    /// API reply): whether it came. The refusal comes within milliseconds, and a message the
+    /// server refused reaches no stream and no API, so once it is seen `answered` gets a short
+    /// look instead of its whole timeout (which every refused operation used to wait out).
+    async fn answered_despite_refusal(
+        &self,
+        what: &str,
+        subject: &str,
+        answered: impl std::future::Future<Output = bool>,
+    ) -> bool {
+        tokio::pin!(answered);
+        tokio::select! {
+            came = &mut answered => {
+                self.refused(what, subject).await;
+                came
+            }
+            () = self.refused(what, subject) => {
+                tokio::time::timeout(AFTER_A_REFUSAL, answered).await.unwrap_or(false)
+            }
+        }
     }
 
     /// A job for the workers of `proof_id`, published as only the coordinator may: refused.
@@ -343,17 +373,22 @@ impl Observed {
 
     /// A JetStream API request the server must refuse (it never reaches the API).
     async fn api_refused(&self, what: &str, subject: &str) {
-        let answered = tokio::time::timeout(
-            Duration::from_secs(3),
-            self.client.request(subject.to_owned(), "".into()),
-        )
-        .await;
+        let reply = async {
+            matches!(
+                tokio::time::timeout(
+                    Duration::from_secs(3),
+                    self.client.request(subject.to_owned(), "".into()),
+                )
+                .await,
+                Ok(Ok(_))
+            )
+        };
+        let answered = self.answered_despite_refusal(what, subject, reply).await;
         assert!(
-            !matches!(answered, Ok(Ok(_))),
+            !answered,
             "the JetStream API answered the {} {what} ({subject})",
             self.role.name()
         );
-        self.refused(what, subject).await;
     }
 }
 

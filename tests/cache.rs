@@ -1,7 +1,7 @@
 //! The result cache through the real binary: a re-proof answers unchanged jobs from the cache
 //! and says so, what may not be trusted is never stored, and a tampered entry is refused.
 
-mod support;
+use crate::support;
 
 use support::{PAGER_FIXED, Repo, Run, commit_pager_fix, pytest_pager_repo};
 

@@ -3,7 +3,7 @@
 //! through cargo-nextest, a base that does not build, and the code under test forging
 //! libtest's lines or a criterion naming a pattern.
 
-mod support;
+use crate::support;
 
 use support::{Repo, Run, assay, run, with_rust_toolchain};
 

@@ -6,7 +6,7 @@
 //! the attack code works by running it once unconfined (`ASSAY_BWRAP` naming no program),
 //! where the run says it is unconfined and the cache is off.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -1,7 +1,7 @@
 //! The daily loop of a developer or a coding agent: proving uncommitted work, answers a script
 //! can act on, and commands that end cleanly however their output or process is cut short.
 
-mod support;
+use crate::support;
 
 use std::io::Write as _;
 use std::process::Stdio;

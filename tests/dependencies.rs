@@ -4,7 +4,7 @@
 //! a module cache. Dependencies are resolved and fetched on the host before any job; the jobs
 //! build offline from the caches they read. A job that cannot run says why on the terminal.
 
-mod support;
+use crate::support;
 
 use support::{Repo, Run, run};
 

@@ -1,7 +1,7 @@
 //! Diff coverage through the real binary: the proving tests run once more under coverage.py
 //! and the evidence names each changed product hunk they did or did not execute.
 
-mod support;
+use crate::support;
 
 use support::{Repo, Run};
 

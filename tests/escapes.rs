@@ -1,7 +1,7 @@
 //! Ways around the sandbox, tried end to end with the real binary and its defaults: nothing a
 //! repository chooses runs on the host, and nothing it commits crashes the process.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use support::Repo;

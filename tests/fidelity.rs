@@ -2,7 +2,7 @@
 //! fixtures that fail, and pytest 8 and 9 subtests (a base import error: tests/prove.rs).
 //! The real binary on real git repositories with real pytest and unittest.
 
-mod support;
+use crate::support;
 
 use support::pytest_envs::pytest_python;
 use support::{Repo, prove};

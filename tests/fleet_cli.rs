@@ -2,7 +2,7 @@
 //! worker` processes on a real JetStream server and a real S3 server, driven by `assay prove --cluster`, `assay status`,
 //! `assay results` and `assay cancel`, and the faults a user meets at submit and mid-proof.
 
-mod support;
+use crate::support;
 
 use assay_common::dependency_archive::DependencyKind;
 use assay_test_support::cluster::{

@@ -17,7 +17,7 @@
 //! rule does not catch them first), and the marker their harness keys on, present only on the
 //! candidate, so the test still fails on the base.
 
-mod support;
+use crate::support;
 
 use support::{PAGER_BUGGY, PAGER_FIXED, Repo, prove, pytest_pager_repo};
 

@@ -5,7 +5,7 @@
 //! Needs `python3` with `pytest` and `coverage`, and `chromium` (skipped with a note when it is
 //! missing and `CI` is unset).
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -3,7 +3,7 @@
 //! run's; a test-file change re-runs what its tests cover; what may not be trusted is never
 //! stored; a tampered entry is refused; `--no-cache` and `--refresh-cache` do what they say.
 
-mod support;
+use crate::support;
 
 use serde_json::Value;
 use std::collections::BTreeSet;

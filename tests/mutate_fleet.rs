@@ -3,7 +3,7 @@
 //! `assay worker` processes) reaches the same verdict for every mutant, with the same report and diffs; so do
 //! a crate built once, a Go module and node:test projects in JavaScript and TypeScript.
 
-mod support;
+use crate::support;
 
 use assay_test_support::cluster::{ClusterSandbox, FleetProcess, StoreKind};
 use std::path::Path;

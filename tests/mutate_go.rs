@@ -6,7 +6,7 @@
 //! against a build per mutant: the same statuses, compile errors told from the schema, and
 //! each mutant's run holding only its package's tests that reach it.
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 use std::process::Command;

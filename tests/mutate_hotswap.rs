@@ -11,7 +11,7 @@
 //! fork, except where a fresh import could differ (a table read while collecting, an import
 //! that registers itself in another module's list), and must still end as in fresh sessions.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 

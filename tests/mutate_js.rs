@@ -7,7 +7,7 @@
 //! schema that node refuses at load is never a kill, and a kill is confirmed by a re-run in
 //! its own job.
 
-mod support;
+use crate::support;
 
 use support::{Repo, Run, proven_fix, run};
 

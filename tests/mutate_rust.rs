@@ -6,7 +6,7 @@
 //! its executables outside the tree; the red-baseline gate; a test that forges a failed build;
 //! and one member of a workspace.
 
-mod support;
+use crate::support;
 
 use support::{Repo, Run, run, with_rust_toolchain};
 

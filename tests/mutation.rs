@@ -1,7 +1,7 @@
 //! End-to-end mutation checks: the real binary proves a real fix with real pytest, then mutates
 //! the fix's changed lines and runs the proving tests against each mutant.
 
-mod support;
+use crate::support;
 
 use support::{Run, commit_pager_fix, prove, pytest_pager_repo};
 

@@ -2,7 +2,7 @@
 //! processes on a real JetStream server and S3-protocol server, a proof submitted with `assay prove --cluster`.
 //! Traces go to an OTLP/HTTP receiver in this test; metrics and probes are scraped over HTTP.
 
-mod support;
+use crate::support;
 
 use assay_test_support::cluster::{ClusterSandbox, FleetProcess, StoreKind};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;

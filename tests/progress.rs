@@ -1,7 +1,7 @@
 //! Live progress as a person at a terminal sees it: `assay example` run under a real
 //! pseudo-terminal (util-linux `script`), against the same run with stderr piped.
 
-mod support;
+use crate::support;
 
 use std::process::Command;
 

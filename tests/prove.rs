@@ -1,6 +1,6 @@
 //! End-to-end proofs: the real binary on real git repositories with real pytest and unittest.
 
-mod support;
+use crate::support;
 
 use support::{
     PAGER_FIX_CRITERIA, PAGER_FIXED, Repo, Run, assay, commit_pager_fix, prove,

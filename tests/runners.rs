@@ -3,7 +3,7 @@
 //! the generic runner, and a manifest corpus with its interpreter. Each proof holds a proven, a
 //! refuted and an unverified criterion.
 
-mod support;
+use crate::support;
 
 use sha2::{Digest, Sha256};
 use support::{Repo, Run, fixture, prove, prove_keeping_store};

@@ -3,7 +3,7 @@
 //! verdicts on every criterion. Without the engine or the image the docker half skips loudly,
 //! unless `ASSAY_REQUIRE_DOCKER` is set (CI), in which case it fails.
 
-mod support;
+use crate::support;
 
 use serde_json::Value;
 use std::process::Command;

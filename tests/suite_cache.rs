@@ -5,7 +5,7 @@
 //! `assay cache stats` counts the entries; a unittest suite is answered likewise. Needs
 //! `python3` with `pytest`.
 
-mod support;
+use crate::support;
 
 use serde_json::Value;
 use std::collections::BTreeMap;

@@ -4,7 +4,7 @@
 //! keyrings. Each secret would reach the terminal (a job that writes no report quotes its
 //! stderr there), the evidence and the store's logs if the guest could read it.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use support::{Repo, Run, run, write_script};

@@ -3,7 +3,6 @@
 //! to real git repositories built in temp dirs. Needs `python3` with `pytest` and `coverage`,
 //! `go` and `node`.
 
-
 use assay_test_support::cluster::{ClusterSandbox, FleetProcess};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

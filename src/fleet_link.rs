@@ -11,6 +11,7 @@ use assay_common::TreeId;
 use assay_common::fleet::Subjects;
 use assay_common::nats_permissions::Role;
 use assay_coordinator::cluster_queue::ClusterQueue;
+use assay_transport::nats::Refusals;
 use assay_transport::queue::JobQueue;
 use assay_transport::store::ArtifactStore;
 use assay_transport::store_tree::upload_tree;
@@ -29,6 +30,18 @@ pub async fn nats_client(
     flags: &NatsFlags,
     role: Role,
 ) -> Result<async_nats::Client, Failure> {
+    nats_client_hearing_refusals(url, subject_prefix, flags, role)
+        .await
+        .map(|(client, _)| client)
+}
+
+/// [`nats_client`], with the server's permissions violations heard.
+async fn nats_client_hearing_refusals(
+    url: &str,
+    subject_prefix: &str,
+    flags: &NatsFlags,
+    role: Role,
+) -> Result<(async_nats::Client, Refusals), Failure> {
     let mut nats = assay_common::service_config::NatsSection {
         url: url.to_owned(),
         subject_prefix: subject_prefix.to_owned(),
@@ -39,7 +52,7 @@ pub async fn nats_client(
             .map_err(|e| Failure::infrastructure(e.into()))?;
     }
     flags.apply(&mut nats);
-    assay_transport::nats::connect(&nats, role)
+    assay_transport::nats::connect_hearing_refusals(&nats, role)
         .await
         .map_err(|e| Failure::infrastructure(e.into()))
 }
@@ -82,14 +95,20 @@ impl Fleet {
     /// Connects to the fleet `flags` name (its subjects and proofs bucket derive from the
     /// subject prefix) at `url` as `role`.
     pub async fn connect(url: &str, flags: &FleetFlags, role: Role) -> Result<Self, Failure> {
-        let client = nats_client(url, &flags.subject_prefix, &flags.nats, role).await?;
-        let proofs = assay_transport::nats::proofs_bucket(
-            &async_nats::jetstream::new(client.clone()),
-            &Subjects::new(&flags.subject_prefix),
+        let (client, mut refusals) =
+            nats_client_hearing_refusals(url, &flags.subject_prefix, &flags.nats, role).await?;
+        let subjects = Subjects::new(&flags.subject_prefix);
+        let js = async_nats::jetstream::new(client.clone());
+        let lookup = assay_transport::nats::proofs_bucket(
+            &js,
+            &subjects,
             assay_transport::nats::Placement::SINGLE,
-        )
-        .await
-        .map_err(|e| Failure::infrastructure(e.into()))?;
+        );
+        let what = format!("open the proofs bucket {}", subjects.proofs_bucket());
+        let proofs = refusals
+            .or_refused(&what, role, lookup)
+            .await
+            .map_err(|e| Failure::infrastructure(e.into()))?;
         Ok(Self { client, proofs })
     }
 

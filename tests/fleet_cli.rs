@@ -973,6 +973,17 @@ async fn under_the_shipped_permissions_each_command_runs_as_its_own_user() {
         "{}",
         refused.explain()
     );
+    // Answered by the server's own refusal of the submitter's credentials as the operator's
+    // (its inbox), not by a request that waited out its timeout.
+    assert!(
+        refused.stderr.contains("the NATS server refused it")
+            && refused
+                .stderr
+                .to_ascii_lowercase()
+                .contains("permissions violation"),
+        "{}",
+        refused.explain()
+    );
     for args in [
         &["halt", "--cluster", &fleet.nats_url(), "--reason", "freeze"][..],
         &["resume", "--cluster", &fleet.nats_url()],

@@ -77,6 +77,20 @@ pub enum FleetError {
         #[source]
         source: BoxError,
     },
+    /// The server refused one of this connection's operations under its permissions (a
+    /// subscription to the role's own inbox, a publish to a subject the role may not use):
+    /// what would otherwise wait out a request's whole timeout, said at once.
+    #[error(
+        "failed to {what}: the NATS server refused it: {refusal} (hint: under the fleet's NATS permissions each role may use only its own inbox and subjects: check that these are the {role}'s credentials; only the coordinator creates the streams, consumers and bucket, so start it first)"
+    )]
+    Refused {
+        /// What was being done, as "failed to {what}" reads.
+        what: String,
+        /// The role the connection was made as.
+        role: &'static str,
+        /// The server's own words.
+        refusal: String,
+    },
     /// A plain NATS operation (no JetStream involved) failed.
     #[error("failed to {what}")]
     Nats {
@@ -195,12 +209,69 @@ impl QueueTuning {
 /// once connected, reconnects to any server of the cluster (those listed and those the cluster
 /// announces) for as long as the process runs.
 pub async fn connect(nats: &NatsSection, role: Role) -> Result<async_nats::Client, FleetError> {
+    connect_hearing_refusals(nats, role)
+        .await
+        .map(|(client, _)| client)
+}
+
+/// The permissions violations the server reported on one connection, as they come.
+pub struct Refusals(tokio::sync::watch::Receiver<Option<String>>);
+
+impl Refusals {
+    /// The server's words for the first permissions violation of the connection, once there
+    /// is one; pending for as long as there is none.
+    pub async fn first(&mut self) -> String {
+        match self.0.wait_for(Option::is_some).await {
+            Ok(refusal) => refusal.clone().unwrap_or_default(),
+            // The connection is gone and never reported one.
+            Err(_) => std::future::pending().await,
+        }
+    }
+
+    /// `operation` (a lookup or request on this connection, `what` it does), unless the
+    /// server refuses something of the connection first: a role's credentials that may not
+    /// subscribe to its own inbox (the one its answers come to) get no answer at all, and
+    /// would otherwise wait out every request's timeout.
+    pub async fn or_refused<T>(
+        &mut self,
+        what: &str,
+        role: Role,
+        operation: impl std::future::Future<Output = Result<T, FleetError>>,
+    ) -> Result<T, FleetError> {
+        tokio::select! {
+            done = operation => done,
+            refusal = self.first() => Err(FleetError::Refused {
+                what: what.to_owned(),
+                role: role.name(),
+                refusal,
+            }),
+        }
+    }
+}
+
+/// [`connect`], with the server's permissions violations heard ([`Refusals`]).
+pub async fn connect_hearing_refusals(
+    nats: &NatsSection,
+    role: Role,
+) -> Result<(async_nats::Client, Refusals), FleetError> {
+    let (refused, refusals) = tokio::sync::watch::channel(None::<String>);
     let url = nats.url.as_str();
     let servers: Vec<&str> = url.split(',').map(str::trim).collect();
     let mut options = async_nats::ConnectOptions::new()
         .connection_timeout(Duration::from_secs(5))
         .name("assay")
-        .custom_inbox_prefix(inbox_prefix(&Subjects::new(&nats.subject_prefix), role));
+        .custom_inbox_prefix(inbox_prefix(&Subjects::new(&nats.subject_prefix), role))
+        .event_callback(move |event| {
+            if let async_nats::Event::ServerError(error) = &event {
+                let words = error.to_string();
+                if words.to_ascii_lowercase().contains("permissions violation") {
+                    refused.send_if_modified(|first| {
+                        first.is_none() && first.replace(words).is_none()
+                    });
+                }
+            }
+            std::future::ready(())
+        });
     if !nats.credentials_file.is_empty() {
         options = options
             .credentials_file(&nats.credentials_file)
@@ -256,13 +327,14 @@ pub async fn connect(nats: &NatsSection, role: Role) -> Result<async_nats::Clien
     if nats.require_tls || url.starts_with("tls://") {
         options = options.require_tls(true);
     }
-    options
+    let client = options
         .connect(servers)
         .await
         .map_err(|source| FleetError::Connect {
             url: url.to_owned(),
             source: source.into(),
-        })
+        })?;
+    Ok((client, Refusals(refusals)))
 }
 
 /// A secret from its file, without the trailing newline an editor leaves.

@@ -230,17 +230,19 @@ async fn connect(args: &ClientArgs) -> Result<async_nats::Client, Failure> {
     .await
 }
 
-async fn proofs(
-    client: &async_nats::Client,
-    args: &ClientArgs,
-) -> Result<async_nats::jetstream::kv::Store, Failure> {
-    assay_transport::nats::proofs_bucket(
-        &async_nats::jetstream::new(client.clone()),
-        &Subjects::new(&args.subject_prefix),
-        assay_transport::nats::Placement::SINGLE,
+/// The fleet's connection and proofs bucket, as the role `args` names.
+async fn open(args: &ClientArgs) -> Result<crate::fleet_link::Fleet, Failure> {
+    crate::fleet_link::Fleet::open(
+        &args.cluster,
+        &args.subject_prefix,
+        &args.nats,
+        args.role.into(),
     )
     .await
-    .map_err(|e| Failure::infrastructure(anyhow::Error::from(e).context(role_hint(args))))
+    .map_err(|mut failure| {
+        failure.error = failure.error.context(role_hint(args));
+        failure
+    })
 }
 
 /// Said when the fleet does not answer: replies arrive under the inbox prefix of the role the
@@ -253,8 +255,8 @@ fn role_hint(args: &ClientArgs) -> String {
 }
 
 pub async fn status(args: &StatusArgs) -> Result<u8, Failure> {
-    let client = connect(&args.client).await?;
-    let all = client::status(&proofs(&client, &args.client).await?)
+    let fleet = open(&args.client).await?;
+    let all = client::status(&fleet.proofs)
         .await
         .map_err(|e| Failure::infrastructure(e.into()))?;
     for (record, progress) in all {
@@ -287,25 +289,21 @@ pub async fn status(args: &StatusArgs) -> Result<u8, Failure> {
 }
 
 pub async fn results(args: &ResultsArgs) -> Result<u8, Failure> {
-    let client = connect(&args.client).await?;
+    let fleet = open(&args.client).await?;
     let proof_id = ProofId(args.proof_id.clone());
     let store = args
         .store
         .as_deref()
         .map(crate::embedded::open_store)
         .transpose()?;
-    let evidence = client::stored_evidence(
-        &proofs(&client, &args.client).await?,
-        store.as_deref(),
-        &proof_id,
-    )
-    .await
-    .map_err(|e| Failure::infrastructure(e.into()))?
-    .ok_or_else(|| {
-        Failure::usage(anyhow!(
-            "proof {proof_id} has no evidence yet (hint: assay status {proof_id})"
-        ))
-    })?;
+    let evidence = client::stored_evidence(&fleet.proofs, store.as_deref(), &proof_id)
+        .await
+        .map_err(|e| Failure::infrastructure(e.into()))?
+        .ok_or_else(|| {
+            Failure::usage(anyhow!(
+                "proof {proof_id} has no evidence yet (hint: assay status {proof_id})"
+            ))
+        })?;
     if let Some(path) = &args.json {
         let json = serde_json::to_vec_pretty(&evidence)
             .context("failed to encode the evidence report")

@@ -95,9 +95,20 @@ impl Fleet {
     /// Connects to the fleet `flags` name (its subjects and proofs bucket derive from the
     /// subject prefix) at `url` as `role`.
     pub async fn connect(url: &str, flags: &FleetFlags, role: Role) -> Result<Self, Failure> {
+        Self::open(url, &flags.subject_prefix, &flags.nats, role).await
+    }
+
+    /// [`Fleet::connect`] with the flags apart; stops at the server's first refusal of the
+    /// connection (credentials that are not `role`'s) rather than waiting out the lookup.
+    pub async fn open(
+        url: &str,
+        subject_prefix: &str,
+        nats: &NatsFlags,
+        role: Role,
+    ) -> Result<Self, Failure> {
         let (client, mut refusals) =
-            nats_client_hearing_refusals(url, &flags.subject_prefix, &flags.nats, role).await?;
-        let subjects = Subjects::new(&flags.subject_prefix);
+            nats_client_hearing_refusals(url, subject_prefix, nats, role).await?;
+        let subjects = Subjects::new(subject_prefix);
         let js = async_nats::jetstream::new(client.clone());
         let lookup = assay_transport::nats::proofs_bucket(
             &js,

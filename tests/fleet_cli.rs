@@ -984,6 +984,19 @@ async fn under_the_shipped_permissions_each_command_runs_as_its_own_user() {
         "{}",
         refused.explain()
     );
+    // `status` as the operator with the submitter's credentials: the same refusal, at once,
+    // with the hint about --nats-role.
+    let wrong_role = fleet_run(
+        &fleet,
+        &as_strs(&with(&["status", "--nats-role", "operator"], "submitter")),
+    );
+    assert_eq!(wrong_role.code, 3, "{}", wrong_role.explain());
+    assert!(
+        wrong_role.stderr.contains("the NATS server refused it")
+            && wrong_role.stderr.contains("--nats-role must name the role"),
+        "{}",
+        wrong_role.explain()
+    );
     for args in [
         &["halt", "--cluster", &fleet.nats_url(), "--reason", "freeze"][..],
         &["resume", "--cluster", &fleet.nats_url()],

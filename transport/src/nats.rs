@@ -265,8 +265,11 @@ pub async fn connect_hearing_refusals(
             if let async_nats::Event::ServerError(error) = &event {
                 let words = error.to_string();
                 if words.to_ascii_lowercase().contains("permissions violation") {
+                    // Only the first is kept: it is the one that stopped the connection's work.
                     refused.send_if_modified(|first| {
-                        first.is_none() && first.replace(words).is_none()
+                        let unset = first.is_none();
+                        first.get_or_insert(words);
+                        unset
                     });
                 }
             }

@@ -220,16 +220,6 @@ pub fn print_nats_permissions(args: &NatsPermissionsArgs) -> Result<u8, Failure>
     Ok(0)
 }
 
-async fn connect(args: &ClientArgs) -> Result<async_nats::Client, Failure> {
-    crate::fleet_link::nats_client(
-        &args.cluster,
-        &args.subject_prefix,
-        &args.nats,
-        args.role.into(),
-    )
-    .await
-}
-
 /// The fleet's connection and proofs bucket, as the role `args` names.
 async fn open(args: &ClientArgs) -> Result<crate::fleet_link::Fleet, Failure> {
     crate::fleet_link::Fleet::open(
@@ -315,9 +305,19 @@ pub async fn results(args: &ResultsArgs) -> Result<u8, Failure> {
 }
 
 pub async fn cancel(args: &CancelArgs) -> Result<u8, Failure> {
-    let client = connect(&args.client).await?;
+    let role = args.client.role.into();
+    let (client, mut refusals) = crate::fleet_link::nats_client(
+        &args.client.cluster,
+        &args.client.subject_prefix,
+        &args.client.nats,
+        role,
+    )
+    .await?;
     let subjects = Subjects::new(&args.client.subject_prefix);
-    match client::cancel(&client, &subjects, &ProofId(args.proof_id.clone()))
+    let proof_id = ProofId(args.proof_id.clone());
+    let what = format!("cancel proof {proof_id}");
+    match refusals
+        .or_refused(&what, role, client::cancel(&client, &subjects, &proof_id))
         .await
         .map_err(|e| {
             Failure::infrastructure(anyhow::Error::from(e).context(role_hint(&args.client)))

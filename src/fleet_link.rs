@@ -23,20 +23,10 @@ use std::sync::Arc;
 /// with: its replies arrive under that role's inbox prefix, the only inboxes the fleet's NATS
 /// permissions let it subscribe to), authenticated and secured as the `--nats-*` flags and,
 /// under them, the `ASSAY_NATS_*` variables say (the same keys as a service's `[nats]`
-/// section; see docs/operations.md).
+/// section; see docs/operations.md). The server's permissions violations are heard: a command
+/// races its requests against them ([`Refusals::or_refused`]), so another role's credentials
+/// stop it at once with the server's words rather than after its requests' timeouts.
 pub async fn nats_client(
-    url: &str,
-    subject_prefix: &str,
-    flags: &NatsFlags,
-    role: Role,
-) -> Result<async_nats::Client, Failure> {
-    nats_client_hearing_refusals(url, subject_prefix, flags, role)
-        .await
-        .map(|(client, _)| client)
-}
-
-/// [`nats_client`], with the server's permissions violations heard.
-async fn nats_client_hearing_refusals(
     url: &str,
     subject_prefix: &str,
     flags: &NatsFlags,
@@ -106,8 +96,7 @@ impl Fleet {
         nats: &NatsFlags,
         role: Role,
     ) -> Result<Self, Failure> {
-        let (client, mut refusals) =
-            nats_client_hearing_refusals(url, subject_prefix, nats, role).await?;
+        let (client, mut refusals) = nats_client(url, subject_prefix, nats, role).await?;
         let subjects = Subjects::new(subject_prefix);
         let js = async_nats::jetstream::new(client.clone());
         let lookup = assay_transport::nats::proofs_bucket(

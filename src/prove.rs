@@ -458,11 +458,12 @@ async fn run_on_fleet(
     prepared: &proof::PreparedProof,
     jobs: usize,
 ) -> Result<(Evidence, Vec<JobResult>), Failure> {
-    let client = crate::fleet_link::nats_client(
+    let role = assay_common::nats_permissions::Role::Submitter;
+    let (client, mut refusals) = crate::fleet_link::nats_client(
         url,
         &args.target.fleet.subject_prefix,
         &args.target.fleet.nats,
-        assay_common::nats_permissions::Role::Submitter,
+        role,
     )
     .await?;
     assay_coordinator::client::upload_trees(store, prepared)
@@ -481,15 +482,25 @@ async fn run_on_fleet(
     progress.progress.event(ProofEvent::Planned {
         jobs: &prepared.jobs,
     });
-    let evidence = assay_coordinator::client::submit_and_wait(
+    // Raced against the server's refusals for the whole wait: every request, subscription and
+    // bucket read of the proof is the submitter's, so a refused one means credentials that
+    // can never see the verdict.
+    let subjects = assay_common::fleet::Subjects::new(&args.target.fleet.subject_prefix);
+    let proving = assay_coordinator::client::submit_and_wait(
         &client,
-        &assay_common::fleet::Subjects::new(&args.target.fleet.subject_prefix),
+        &subjects,
         store,
         &submission,
         &mut progress,
-    )
-    .await
-    .map_err(|e| Failure::infrastructure(e.into()))?;
+    );
+    let evidence = refusals
+        .or_refused(
+            &format!("submit proof {}", submission.proof_id),
+            role,
+            proving,
+        )
+        .await
+        .map_err(|e| Failure::infrastructure(e.into()))?;
     progress.progress.terminal.finish();
     // The coordinator marked what its cache answered; said as embedded mode says it.
     let served = evidence.jobs.iter().filter(|j| j.cached.is_some()).count();

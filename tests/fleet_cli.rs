@@ -997,6 +997,43 @@ async fn under_the_shipped_permissions_each_command_runs_as_its_own_user() {
         "{}",
         wrong_role.explain()
     );
+    // `prove` with the operator's credentials, and `cancel` as the operator with the
+    // submitter's: each refused by the server at once, not after its requests' timeouts.
+    let operator = user("operator");
+    let mut as_operator = vec!["--no-mutation"];
+    as_operator.extend(operator.iter().map(String::as_str));
+    let prove_refused = run_proof(&fleet, &repo, "refused.json", &as_operator);
+    let cancel_refused = fleet_run(
+        &fleet,
+        &as_strs(&with(
+            &["cancel", "--nats-role", "operator", "no-such-proof"],
+            "submitter",
+        )),
+    );
+    for refused in [&prove_refused, &cancel_refused] {
+        assert_eq!(refused.code, 3, "{}", refused.explain());
+        assert!(
+            refused.stderr.contains("the NATS server refused it")
+                && refused
+                    .stderr
+                    .to_ascii_lowercase()
+                    .contains("permissions violation"),
+            "{}",
+            refused.explain()
+        );
+    }
+    assert!(
+        prove_refused.stderr.contains("the submitter's credentials"),
+        "{}",
+        prove_refused.explain()
+    );
+    assert!(
+        cancel_refused
+            .stderr
+            .contains("--nats-role must name the role"),
+        "{}",
+        cancel_refused.explain()
+    );
     for args in [
         &["halt", "--cluster", &fleet.nats_url(), "--reason", "freeze"][..],
         &["resume", "--cluster", &fleet.nats_url()],

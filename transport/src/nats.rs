@@ -232,19 +232,20 @@ impl Refusals {
     /// server refuses something of the connection first: a role's credentials that may not
     /// subscribe to its own inbox (the one its answers come to) get no answer at all, and
     /// would otherwise wait out every request's timeout.
-    pub async fn or_refused<T>(
+    pub async fn or_refused<T, E: From<FleetError>>(
         &mut self,
         what: &str,
         role: Role,
-        operation: impl std::future::Future<Output = Result<T, FleetError>>,
-    ) -> Result<T, FleetError> {
+        operation: impl std::future::Future<Output = Result<T, E>>,
+    ) -> Result<T, E> {
         tokio::select! {
             done = operation => done,
             refusal = self.first() => Err(FleetError::Refused {
                 what: what.to_owned(),
                 role: role.name(),
                 refusal,
-            }),
+            }
+            .into()),
         }
     }
 }

@@ -1151,6 +1151,9 @@ def apply_static(module, mutated, check):
     if extra or missing:
         raise Fallback(f"the mutated module binds other names ({', '.join(sorted(extra + missing)[:3])})")
     data, defaults, classes = [], [], []
+    # A class bound to two names (`VersionInfo = Version`) is one live class, patched once,
+    # and only when the mutant's two names are one class too.
+    classes_by_id = {}
     for key, new in fresh.items():
         old = live[key]
         if key in IMPORT_NAMES or _same(old, new, name):
@@ -1165,7 +1168,11 @@ def apply_static(module, mutated, check):
                 pair = _defaults_only(vars(old)[attribute], vars(new).get(attribute), name)
                 if pair is not None and pair[0].__code__ in module.called:
                     raise Fallback(f"{pair[0].__qualname__} ran during collection")
-            classes.append((key, changed))
+            alias = classes_by_id.setdefault(id(old), (key, new))
+            if alias[1] is not new:
+                raise Fallback(f"{alias[0]} and {key} are one class but the mutant makes two")
+            if alias[0] == key:
+                classes.append((key, changed))
             continue
         if _plain(old) and _plain(new):
             data.append(key)

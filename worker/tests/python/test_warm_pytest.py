@@ -283,6 +283,65 @@ def test_a_dropped_method_leaves_the_live_class_as_a_fresh_import_would(warm, pr
         held.capped()
 
 
+ROUTE = '''
+    class Route:
+        SPEED = 30
+
+        def minutes(self, km):
+            return km * 60 / self.SPEED
+
+        @classmethod
+        def named(cls, name):
+            return cls()
+
+
+    #: The old name, kept for compatibility.
+    Path = Route
+'''
+
+
+def test_a_method_dropped_from_a_class_bound_to_two_names_is_dropped_once(warm, product):
+    root, make = product
+    live, called = profiled_import(make, {"route.py": ROUTE}, "route")
+    dropped = textwrap.dedent(ROUTE).replace(
+        "    @classmethod\n    def named(cls, name):\n        return cls()\n", "    pass\n\n\n")
+    assert dropped != textwrap.dedent(ROUTE)
+    module = warm.Module(str(root), "route.py", called=called)
+    swaps, mutated, check = module.swaps(dropped.encode())
+    warm.apply_static(module, mutated, check)
+    assert live.Path is live.Route
+    assert not hasattr(live.Route, "named")
+
+
+# A class statement inside a block, so that a mutant can run the same statement twice with
+# every function at the same line and column.
+ROUTE_IN_BLOCK = '''
+    Path = None
+    if True:
+        class Route:
+            SPEED = 30
+
+            def minutes(self, km):
+                return km * 60 / self.SPEED
+    Path = Route
+'''
+
+
+def test_a_mutant_that_parts_a_class_from_its_second_name_falls_back(warm, product):
+    root, make = product
+    live, called = profiled_import(make, {"route.py": ROUTE_IN_BLOCK}, "route")
+    module = warm.Module(str(root), "route.py", called=called)
+    # The one class statement run twice: `Path` keeps the first class, `Route` the second,
+    # each the live class changed alike. Patching the live class once would be wrong for one.
+    parted = textwrap.dedent(ROUTE_IN_BLOCK).replace("if True:", "while True:").replace(
+        "SPEED = 30", "SPEED = 31").replace(
+        "\nPath = Route", "\n    if Path is not None:\n        break\n    Path = Route")
+    mutated = compile(parted, module.filename, "exec", dont_inherit=True)
+    with pytest.raises(warm.Fallback, match="are one class but the mutant makes two"):
+        warm.apply_static(module, mutated, module.static_check())
+    assert live.Route.SPEED == 30 and live.Path is live.Route
+
+
 def test_a_class_methods_changed_default_is_set_on_the_live_function(warm, product):
     root, make = product
     live, called = profiled_import(make, {"tariff.py": TARIFF}, "tariff")

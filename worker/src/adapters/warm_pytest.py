@@ -901,10 +901,18 @@ def _holds_mutable(value):
     return False
 
 
+# Live objects a module-level mutant replaces everywhere they are held (`_typevar_swaps`):
+# (old, new) by the old one's id; each is the same as its replacement and nothing else.
+_REPLACED = {}
+
+
 def _same(old, new, module_name, depth=0):
     """Whether NEW, built by the module's code run again, is what the live OLD is."""
     if old is new:
         return True
+    replaced = _REPLACED.get(id(old))
+    if replaced is not None and replaced[0] is old:
+        return replaced[1] is new
     kind = type(old)
     if kind is not type(new) or depth > 64:
         return False
@@ -1127,6 +1135,63 @@ def _foreign_store(code, live, name):
     return None
 
 
+def _is_typevar(value):
+    kind = type(value)
+    return kind.__module__ == "typing" and kind.__name__ == "TypeVar"
+
+
+def _typevar_swaps(module, live, fresh, check):
+    """The module's `TypeVar`s the mutant changes (`T = TypeVar("T", bound="Version")` made
+    `TypeVar("T")`), each with the annotation dicts of this file's functions that hold it: a
+    fresh import's functions are annotated with the new one, so the live ones take it in
+    their annotations, and `_same` counts the old as the new from here on. Raises Fallback
+    when anything else holds the old one (a `Type[T]`, a class's annotations, a test
+    module's `from … import T`): it could not be swapped there."""
+    _REPLACED.clear()
+    changed = [k for k, new in fresh.items()
+               if k in live and _is_typevar(live[k]) and _is_typevar(new)
+               and not _same(live[k], new, module.module.__name__)]
+    if not changed:
+        return []
+    annotations = {}
+    for function in module.functions:
+        # A function's annotations become a dict on first read; a fresh import's too.
+        annotations[id(function.__annotations__)] = function.__annotations__
+    ours = {id(frame) for frame in _frames()}
+    swaps = []
+    for key in changed:
+        if key in check.reads:
+            raise Fallback(f"{key} was read while collecting")
+        old = live[key]
+        # The collected session is frozen (see `serve`); frozen objects are not searched.
+        gc.unfreeze()
+        try:
+            holders = gc.get_referrers(old)
+        finally:
+            gc.freeze()
+        held = []
+        for holder in holders:
+            if holder is live or id(holder) in ours:
+                continue
+            if type(holder) is dict and id(holder) in annotations:
+                held.append(holder)
+                continue
+            raise Fallback(f"{key} changes and a {type(holder).__name__} holds it")
+        swaps.append((key, held))
+    for key, _ in swaps:
+        _REPLACED[id(live[key])] = (live[key], fresh[key])
+    return swaps
+
+
+def _frames():
+    """This process's frames from here out to the server's loop: their locals hold what
+    they compare, and are no holders."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        yield frame
+        frame = frame.f_back
+
+
 def apply_static(module, mutated, check):
     """Runs the mutated top-level code again and patches the live module; raises Fallback
     when the result is not provably what a fresh import of the mutant gives."""
@@ -1150,6 +1215,7 @@ def apply_static(module, mutated, check):
     missing = [k for k in fresh if k not in live]
     if extra or missing:
         raise Fallback(f"the mutated module binds other names ({', '.join(sorted(extra + missing)[:3])})")
+    typevars = _typevar_swaps(module, live, fresh, check)
     data, defaults, classes = [], [], []
     # A class bound to two names (`VersionInfo = Version`) is one live class, patched once,
     # and only when the mutant's two names are one class too.
@@ -1203,6 +1269,13 @@ def apply_static(module, mutated, check):
     for key in defaults:
         live[key].__defaults__ = fresh[key].__defaults__
         live[key].__kwdefaults__ = fresh[key].__kwdefaults__
+    for key, holders in typevars:
+        old, new = live[key], fresh[key]
+        for annotations in holders:
+            for name, value in annotations.items():
+                if value is old:
+                    annotations[name] = new
+        live[key] = new
     # Immutable values only (`_class_changes`): rebound on the live class, which every
     # instance and every `from module import Class` holds.
     for key, changed in classes:

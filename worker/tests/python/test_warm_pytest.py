@@ -342,6 +342,46 @@ def test_a_mutant_that_parts_a_class_from_its_second_name_falls_back(warm, produ
     assert live.Route.SPEED == 30 and live.Path is live.Route
 
 
+AMOUNTS = '''
+    from typing import List, TypeVar
+
+    Amount = TypeVar("Amount", int, float, complex)
+
+
+    def total(a: Amount, b: Amount) -> Amount:
+        return a + b
+'''
+
+
+def test_a_changed_typevar_held_only_by_annotations_is_swapped_into_them(warm, product):
+    import typing
+
+    root, make = product
+    live = make({"amounts.py": AMOUNTS}, "amounts")
+    total = live.total
+    hot_swap(warm, root, "amounts.py",
+             textwrap.dedent(AMOUNTS).replace("int, float, complex", "int, float"))
+    assert live.Amount.__constraints__ == (int, float)
+    assert live.total is total, "the live function stays; its annotations change"
+    assert typing.get_type_hints(total) == {"a": live.Amount, "b": live.Amount,
+                                            "return": live.Amount}
+
+
+def test_a_changed_typevar_inside_a_generic_alias_falls_back(warm, product):
+    root, make = product
+    source = AMOUNTS + '''
+
+    def totals(values: List[Amount]) -> Amount:
+        return sum(values)
+'''
+    live = make({"amounts.py": source}, "amounts")
+    amount = live.Amount
+    with pytest.raises(warm.Fallback, match="Amount changes and a .* holds it"):
+        hot_swap(warm, root, "amounts.py",
+                 textwrap.dedent(source).replace("int, float, complex", "int, float"))
+    assert live.Amount is amount and live.total.__annotations__["a"] is amount
+
+
 def test_a_class_methods_changed_default_is_set_on_the_live_function(warm, product):
     root, make = product
     live, called = profiled_import(make, {"tariff.py": TARIFF}, "tariff")

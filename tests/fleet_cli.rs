@@ -965,24 +965,11 @@ async fn under_the_shipped_permissions_each_command_runs_as_its_own_user() {
             "submitter",
         )),
     );
-    assert_ne!(refused.code, 0, "{}", refused.explain());
-    assert!(
-        refused
-            .stderr
-            .contains("only the operator's and the coordinator's users may"),
-        "{}",
-        refused.explain()
-    );
     // Answered by the server's own refusal of the submitter's credentials as the operator's
     // (its inbox), not by a request that waited out its timeout.
-    assert!(
-        refused.stderr.contains("the NATS server refused it")
-            && refused
-                .stderr
-                .to_ascii_lowercase()
-                .contains("permissions violation"),
-        "{}",
-        refused.explain()
+    assert_refused_by_the_server(
+        &refused,
+        "only the operator's and the coordinator's users may",
     );
     // `status` as the operator with the submitter's credentials: the same refusal, at once,
     // with the hint about --nats-role.
@@ -990,19 +977,14 @@ async fn under_the_shipped_permissions_each_command_runs_as_its_own_user() {
         &fleet,
         &as_strs(&with(&["status", "--nats-role", "operator"], "submitter")),
     );
-    assert_eq!(wrong_role.code, 3, "{}", wrong_role.explain());
-    assert!(
-        wrong_role.stderr.contains("the NATS server refused it")
-            && wrong_role.stderr.contains("--nats-role must name the role"),
-        "{}",
-        wrong_role.explain()
-    );
+    assert_refused_by_the_server(&wrong_role, "--nats-role must name the role");
     // `prove` with the operator's credentials, and `cancel` as the operator with the
     // submitter's: each refused by the server at once, not after its requests' timeouts.
     let operator = user("operator");
     let mut as_operator = vec!["--no-mutation"];
     as_operator.extend(operator.iter().map(String::as_str));
     let prove_refused = run_proof(&fleet, &repo, "refused.json", &as_operator);
+    assert_refused_by_the_server(&prove_refused, "the submitter's credentials");
     let cancel_refused = fleet_run(
         &fleet,
         &as_strs(&with(
@@ -1010,30 +992,7 @@ async fn under_the_shipped_permissions_each_command_runs_as_its_own_user() {
             "submitter",
         )),
     );
-    for refused in [&prove_refused, &cancel_refused] {
-        assert_eq!(refused.code, 3, "{}", refused.explain());
-        assert!(
-            refused.stderr.contains("the NATS server refused it")
-                && refused
-                    .stderr
-                    .to_ascii_lowercase()
-                    .contains("permissions violation"),
-            "{}",
-            refused.explain()
-        );
-    }
-    assert!(
-        prove_refused.stderr.contains("the submitter's credentials"),
-        "{}",
-        prove_refused.explain()
-    );
-    assert!(
-        cancel_refused
-            .stderr
-            .contains("--nats-role must name the role"),
-        "{}",
-        cancel_refused.explain()
-    );
+    assert_refused_by_the_server(&cancel_refused, "--nats-role must name the role");
     for args in [
         &["halt", "--cluster", &fleet.nats_url(), "--reason", "freeze"][..],
         &["resume", "--cluster", &fleet.nats_url()],
@@ -1043,6 +1002,21 @@ async fn under_the_shipped_permissions_each_command_runs_as_its_own_user() {
     }
     assert_eq!(worker.terminate(), Some(0));
     assert_eq!(coordinator.terminate(), Some(0));
+}
+
+/// A command the NATS server refused at once: exit 3, the server's own words, and `hint`.
+fn assert_refused_by_the_server(run: &Run, hint: &str) {
+    assert_eq!(run.code, 3, "{}", run.explain());
+    assert!(
+        run.stderr.contains("the NATS server refused it")
+            && run
+                .stderr
+                .to_ascii_lowercase()
+                .contains("permissions violation")
+            && run.stderr.contains(hint),
+        "{}",
+        run.explain()
+    );
 }
 
 /// A coordinator whose `[cache]` declares `sandbox` (TOML of `[cache.sandbox]`, none: no

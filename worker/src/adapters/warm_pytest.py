@@ -1272,9 +1272,9 @@ def apply_static(module, mutated, check):
     for key, holders in typevars:
         old, new = live[key], fresh[key]
         for annotations in holders:
-            for name, value in annotations.items():
+            for parameter, value in annotations.items():
                 if value is old:
-                    annotations[name] = new
+                    annotations[parameter] = new
         live[key] = new
     # Immutable values only (`_class_changes`): rebound on the live class, which every
     # instance and every `from module import Class` holds.

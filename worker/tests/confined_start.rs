@@ -75,7 +75,7 @@ async fn a_sandbox_that_cannot_be_built_is_tried_again_then_is_an_infrastructure
     let SandboxError::Backend { message, .. } = &error else {
         panic!("an infrastructure error, not {error:?}");
     };
-    assert!(message.contains("in 6 attempts"), "{message}");
+    assert!(message.contains("in 10 attempts"), "{message}");
     assert!(
         message.contains("bwrap:"),
         "bubblewrap's own words: {message}"

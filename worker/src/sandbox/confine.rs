@@ -201,23 +201,30 @@ pub struct Launch {
     guest_at: usize,
 }
 
-/// The trusted shell that announces a confined guest's start (see [`Launch::announcing_start`]).
 /// How many times a confined job is started, and the host's confinement probed, when
-/// bubblewrap fails before its guest runs. It can: it copies the host's mounts and then remounts each read-only, and a mount that vanishes
-/// in between (a container engine starting and stopping containers on the same host) fails the
-/// whole setup (bubblewrap issue 650). Each attempt is a fresh start of an untouched job.
-pub(super) const SETUP_ATTEMPTS: u32 = 6;
+/// bubblewrap fails before its guest runs. It can: it copies the host's mounts and then
+/// remounts each read-only, and a mount that vanishes in between (a container engine starting
+/// and stopping containers on the same host) fails the whole setup (bubblewrap issue 650).
+/// Each attempt is a fresh start of an untouched job.
+pub(super) const SETUP_ATTEMPTS: u32 = 10;
 
-/// The pause before attempt `attempt + 1`: growing, and jittered so that jobs started together
-/// do not meet the same burst of mount changes again in step (three immediate attempts all
-/// failed once on a loaded host whose mounts changed without pause).
+/// The longest pause between two attempts.
+const LONGEST_SETUP_PAUSE_MS: u64 = 1_000;
+
+/// The pause before attempt `attempt + 1`: doubling from 10 ms up to a second (about 3.3 s
+/// over all attempts), plus up to half again at random, so that jobs started together do not
+/// meet the same burst of mount changes in step. Six attempts 10 to 50 ms apart all failed
+/// once on a loaded 2-core host whose mounts changed without pause: a burst of slowness
+/// outlasted them, so the budget is now counted in seconds.
 pub(super) fn setup_pause(attempt: u32) -> std::time::Duration {
+    let base = (10u64 << attempt.saturating_sub(1).min(10)).min(LONGEST_SETUP_PAUSE_MS);
     let jitter = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |now| now.subsec_nanos() % 20);
-    std::time::Duration::from_millis(u64::from(10 * attempt + jitter))
+        .map_or(0, |now| u64::from(now.subsec_nanos()) % (base / 2 + 1));
+    std::time::Duration::from_millis(base + jitter)
 }
 
+/// The trusted shell that announces a confined guest's start (see [`Launch::announcing_start`]).
 /// Read-only inside the sandbox, as the whole host root is.
 const ANNOUNCER: &str = "/bin/bash";
 

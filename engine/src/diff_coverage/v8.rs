@@ -5,8 +5,8 @@
 //!
 //! V8 gives, per script (`file://` URL), functions with ranges of offsets and counts: a
 //! function's first range is its whole body, the next ones its blocks; an inner range
-//! overrides the outer ones it lies in. A changed line's code is executed when the innermost
-//! range holding its first character has a count above 0 in any process. The report is the
+//! overrides the outer ones it lies in. A changed line's code is executed when some part of it
+//! lies, innermost, in a range with a count above 0 in any process. The report is the
 //! guest's and is read as hostile: bounded, every offset checked against the file's length, a
 //! URL outside the tree's root ignored.
 //!
@@ -328,9 +328,13 @@ fn percent_decode(text: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
-/// The changed code lines of `source` that one process's `ranges` executed: each line takes
-/// the count of the smallest range holding its first character (of two alike, the later one,
-/// as V8 lists inner blocks after outer ones). Each range is checked against the file's length.
+/// The changed code lines of `source` that one process's `ranges` executed: a line is
+/// executed when some part of its code lies, innermost, in a range with a count above 0. The
+/// count of a place is that of the smallest range holding it (of two alike, the later one, as
+/// V8 lists inner blocks after outer ones). A line's parts are read at its first character and
+/// wherever a range starts or ends inside it: `} else if (n > 10) {` opens with the brace
+/// closing a block that did not run, and its condition, after that brace, ran. Each range is
+/// checked against the file's length.
 fn executed_lines(source: &ChangedSource, ranges: &[Range]) -> Result<Vec<u32>, V8Error> {
     for range in ranges {
         if range.start > range.end || range.end > u64::from(source.length) {
@@ -342,28 +346,54 @@ fn executed_lines(source: &ChangedSource, ranges: &[Range]) -> Result<Vec<u32>, 
             });
         }
     }
-    // Smallest first, later first among equals: the first range to reach a line is its own.
+    // The places read, in offset order, each with the line it belongs to (lines are in
+    // offset order and do not overlap).
+    let spans: Vec<(u64, u64)> = source
+        .lines
+        .iter()
+        .map(|l| (u64::from(l.start), u64::from(l.end)))
+        .collect();
+    let line_at = |offset: u64| -> Option<usize> {
+        let after = spans.partition_point(|&(start, _)| start <= offset);
+        let at = after.checked_sub(1)?;
+        (offset < spans[at].1).then_some(at)
+    };
+    let mut places: Vec<(u64, usize)> = spans
+        .iter()
+        .enumerate()
+        .map(|(line, &(start, _))| (start, line))
+        .collect();
+    for range in ranges {
+        for offset in [range.start, range.end] {
+            if let Some(line) = line_at(offset) {
+                places.push((offset, line));
+            }
+        }
+    }
+    places.sort_unstable();
+    places.dedup();
+    let offsets: Vec<u64> = places.iter().map(|&(offset, _)| offset).collect();
+    // Smallest first, later first among equals: the first range to reach a place is its own.
     let mut order: Vec<usize> = (0..ranges.len()).collect();
     order.sort_by_key(|&i| (ranges[i].end - ranges[i].start, std::cmp::Reverse(i)));
-    let starts: Vec<u64> = source.lines.iter().map(|l| u64::from(l.start)).collect();
-    let mut unassigned: BTreeSet<usize> = (0..starts.len()).collect();
-    let mut executed = Vec::new();
+    let mut unassigned: BTreeSet<usize> = (0..places.len()).collect();
+    let mut executed = BTreeSet::new();
     for i in order {
         if unassigned.is_empty() {
             break;
         }
         let range = ranges[i];
-        let first = starts.partition_point(|&s| s < range.start);
-        let past = starts.partition_point(|&s| s < range.end);
+        let first = offsets.partition_point(|&o| o < range.start);
+        let past = offsets.partition_point(|&o| o < range.end);
         let reached: Vec<usize> = unassigned.range(first..past.max(first)).copied().collect();
-        for line in reached {
-            unassigned.remove(&line);
+        for place in reached {
+            unassigned.remove(&place);
             if range.count > 0 {
-                executed.push(source.lines[line].line);
+                executed.insert(source.lines[places[place].1].line);
             }
         }
     }
-    Ok(executed)
+    Ok(executed.into_iter().collect())
 }
 
 #[cfg(test)]
@@ -405,6 +435,24 @@ mod tests {
             executed(&bytes, &[1, 2, 3, 4, 5, 6, 7]).expect("read"),
             [1, 2, 3, 6, 7]
         );
+    }
+
+    #[test]
+    fn a_line_that_opens_with_a_block_that_did_not_run_is_executed_by_what_follows() {
+        // node 20's own ranges for `label(11)`: the first block (37..60, from its `{` to the
+        // `}` that opens line 4) and the code after the `else if` returned (104..123) did not
+        // run; line 4's condition, after that brace, did.
+        const LABEL: &str = "function label(n) {\n  if (n >= 1000) {\n    return 'big';\n  } else if (n > 10) {\n    return 'medium';\n  }\n  return 'small';\n}\nmodule.exports = { label };\n";
+        let source = changed_source(
+            TreePath::new("lib/size.js").expect("a tree path"),
+            LABEL,
+            &(2..=7).collect(),
+        );
+        let ranges = r#"[{"startOffset":0,"endOffset":124,"count":1},{"startOffset":37,"endOffset":60,"count":0},{"startOffset":104,"endOffset":123,"count":0}]"#;
+        let bytes = report("file:///scratch/tree/lib/size.js", ranges);
+        let files = measured(bytes.as_bytes(), &[source]).expect("read");
+        let executed: Vec<u32> = files["lib/size.js"].executed.iter().copied().collect();
+        assert_eq!(executed, [2, 4, 5, 6]);
     }
 
     #[test]

@@ -36,7 +36,12 @@ impl Drop for Telemetry {
 pub fn init(service: &'static str, otlp_endpoint: Option<&str>) -> Telemetry {
     let filter = tracing_subscriber::EnvFilter::try_from_env("ASSAY_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let logs = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    // Colour only for a terminal that wants it: a log, a pipe or a CI console gets plain text.
+    let colour = std::io::IsTerminal::is_terminal(&std::io::stderr())
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let logs = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(colour);
     let (provider, problem) = match exporter(otlp_endpoint) {
         Ok(Some(exporter)) => (Some(provider(service, exporter)), None),
         Ok(None) => (None, None),

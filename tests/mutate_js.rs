@@ -830,3 +830,42 @@ fn typescript_is_mutated_behind_one_schema_run_erased_and_agrees_with_a_run_per_
         "{test_files:?}"
     );
 }
+
+#[test]
+fn a_second_run_answers_every_batched_mutant_from_the_cache_and_refuses_none() {
+    let repo = meter();
+    let out_dir = tempfile::tempdir().expect("temp dir");
+    let preload = [
+        "--test-command",
+        "node --require ./test/support/globals.cjs",
+    ];
+    let cold = mutate_args(&repo, &out_dir, &[], &preload);
+    let cold_doc = cold
+        .evidence
+        .as_ref()
+        .unwrap_or_else(|| panic!("{}", cold.explain()));
+    assert!(
+        cold_doc["assay"]["schemata"]["batched"]
+            .as_u64()
+            .unwrap_or(0)
+            >= 4,
+        "{}",
+        cold.explain()
+    );
+    let stored = cold_doc["assay"]["cache"]["stored"].as_u64().unwrap_or(0);
+    assert!(stored >= 4, "{:#}", cold_doc["assay"]["cache"]);
+    let warm = mutate_args(&repo, &out_dir, &[], &preload);
+    let warm_doc = warm
+        .evidence
+        .as_ref()
+        .unwrap_or_else(|| panic!("{}", warm.explain()));
+    let cache = &warm_doc["assay"]["cache"];
+    assert_eq!(
+        cache["refused"].as_array().map_or(0, Vec::len),
+        0,
+        "{cache:#}"
+    );
+    assert_eq!(cache["served"].as_u64(), Some(stored), "{cache:#}");
+    // Served or run again, every mutant keeps its status.
+    assert_eq!(statuses(warm_doc), statuses(cold_doc));
+}

@@ -266,6 +266,20 @@ pub(crate) async fn check_pinned(
     result: &JobResult,
     format: &ReportFormat,
 ) -> Result<(), Refusal> {
+    check_pinned_as(store, result, format, |bytes| {
+        reparse(format, bytes, &result.report)
+    })
+    .await
+}
+
+/// [`check_pinned`] with the pinned report (the bytes of the artifact `format` names) read
+/// again by `reread`: for a run whose report is its part of a larger one.
+pub(crate) async fn check_pinned_as(
+    store: &dyn ArtifactStore,
+    result: &JobResult,
+    format: &ReportFormat,
+    reread: impl FnOnce(Option<&[u8]>) -> assay_common::outcome::ReportOutcome + Send,
+) -> Result<(), Refusal> {
     let mut report_bytes = None;
     for artifact in &result.artifacts {
         let bytes = read_artifact(store, artifact)
@@ -275,7 +289,7 @@ pub(crate) async fn check_pinned(
             report_bytes = Some(bytes);
         }
     }
-    if reparse(format, report_bytes.as_deref(), &result.report) != result.report {
+    if reread(report_bytes.as_deref()) != result.report {
         return Err(Refusal::ReportDiffers);
     }
     Ok(())
@@ -285,7 +299,7 @@ pub(crate) async fn check_pinned(
 /// absolutely, under the directory the job's tree was in, which the worker made relative
 /// (`report::parse_in_tree`); an entry does not record that directory, so it is read off the
 /// first file the claimed report names relatively, and the whole report must then agree.
-fn reparse(
+pub(crate) fn reparse(
     format: &ReportFormat,
     bytes: Option<&[u8]>,
     claimed: &assay_common::outcome::ReportOutcome,

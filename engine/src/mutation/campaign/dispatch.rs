@@ -234,7 +234,8 @@ impl<'a> Campaign<'a> {
             if let Some(second) = second_of.get(&w.at).and_then(|id| second_runs.remove(id)) {
                 runs.push(second);
             }
-            match c.store(key, &self.request.run_id, slot, runs).await {
+            let member = w.batch.as_ref().map(|b| b.mutant);
+            match c.store(key, &self.request.run_id, slot, runs, member).await {
                 Ok(true) => outcome.stored += 1,
                 Ok(false) => {}
                 Err(e) => {

@@ -16,9 +16,11 @@ use crate::mutation::mutants::budget::{
 };
 use crate::mutation::mutants::scope::Scope;
 use crate::mutation::mutants::{Mutant, OperatorSet};
-use crate::result_cache::{Producer, Refusal, ResultCache, RunContext, check_pinned};
+use crate::result_cache::{Producer, Refusal, ResultCache, RunContext, check_pinned_as, reparse};
 use crate::source::{self, SourceError};
 use assay_common::job::JobResult;
+use assay_common::outcome::ReportOutcome;
+use assay_common::report::mutant_batch::{self, MemberRun};
 use assay_common::runner::ReportFormat;
 use assay_common::sandbox::SandboxEvidence;
 use assay_common::{ProofId, TreeId};
@@ -255,6 +257,11 @@ pub struct MutantEntry {
     pub verdict: Verdict,
     /// The runs that gave the verdict: the mutant's and, for a kill, any confirming one.
     pub runs: Vec<JobResult>,
+    /// The number a batch's report names the mutant by, when it ran in a batch of several
+    /// (`campaign::batches`): a run settled there pins the whole batch's report, of which the
+    /// run's report is this member's part.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_member: Option<u32>,
     /// Hex HMAC-SHA256 of the entry without this field, under the key of whoever may write
     /// the cache (see `cache::SigningKey`); an entry without one is never served.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -309,7 +316,16 @@ impl MutantCache {
             Err(why) => return Lookup::Refused(why),
         };
         for run in &entry.runs {
-            if let Err(why) = check_pinned(self.cache.store(), run, format).await {
+            let reread = |bytes: Option<&[u8]>| {
+                let whole = reparse(format, bytes, &run.report);
+                match (entry.batch_member, bytes) {
+                    (Some(member), Some(bytes)) if whole != run.report => {
+                        member_report(bytes, member).unwrap_or(whole)
+                    }
+                    _ => whole,
+                }
+            };
+            if let Err(why) = check_pinned_as(self.cache.store(), run, format, reread).await {
                 return Lookup::Refused(why);
             }
         }
@@ -320,13 +336,15 @@ impl MutantCache {
     }
 
     /// Stores `result`'s verdict under `key` when `runs` make it a trusted one; `Ok(false)`
-    /// when they do not (nothing is written).
+    /// when they do not (nothing is written). `batch_member` is the mutant's number in its
+    /// batch, when it was one's member.
     pub(super) async fn store(
         &self,
         key: &str,
         run_id: &ProofId,
         result: &MutantResult,
         runs: Vec<JobResult>,
+        batch_member: Option<u32>,
     ) -> Result<bool, crate::result_cache::CacheError> {
         let Some(verdict) = trusted_verdict(&runs) else {
             return Ok(false);
@@ -348,6 +366,7 @@ impl MutantCache {
             created_at: crate::result_cache::epoch_secs(),
             verdict,
             runs,
+            batch_member,
             signature: None,
         };
         self.cache.seal(&mut entry);
@@ -366,6 +385,15 @@ impl MutantCache {
                 source,
             })?;
         Ok(true)
+    }
+}
+
+/// Member `member`'s report in a batch's report `bytes`, read as the batch's run read it
+/// (`campaign::batches`); `None` when the batch settled no run of it.
+fn member_report(bytes: &[u8], member: u32) -> Option<ReportOutcome> {
+    match mutant_batch::read(bytes, &[member]).remove(&member)? {
+        MemberRun::Ran { report, .. } => Some(report),
+        MemberRun::TimedOut { .. } | MemberRun::Unsettled(_) => None,
     }
 }
 

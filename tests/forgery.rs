@@ -817,3 +817,54 @@ fn node_tests_own_mock_of_the_product_around_its_tests_is_unverified() {
         "the change's harness may decide this test's outcome and cannot be taken away from its tests: test/discount.test.js:8 mock.method(invoice, 'total')",
     );
 }
+
+/// A unittest-style test under pytest, in the pytest pager project: pytest holds such a test's
+/// failure on the item until it makes the report, so its call never raises to a hook.
+const PARTIAL_TESTCASE: &str = "import unittest\n\nimport pager\n\n\nclass PartialPageTests(unittest.TestCase):\n    def test_partial_last_page_is_counted(self):\n        self.assertEqual(pager.page_count(11, 5), 3)\n";
+
+/// [`prove_candidate`] over a fresh pytest pager project whose product is `product` (the bug
+/// kept) and whose new test is `test`.
+fn prove_forging_product(product: &str, test: &str) -> support::Run {
+    let repo = pytest_pager_repo();
+    prove_candidate(
+        &repo,
+        &[("pager.py", product), ("tests/test_partial.py", test)],
+        &[],
+    )
+}
+
+#[test]
+fn a_product_exit_handler_that_rewrites_a_unittest_style_tests_report_is_no_pass() {
+    // No harness file: the product registers an exit handler that strips the failures from
+    // the JUnit file pytest writes. The observer reads the failure the unittest test reported
+    // to its item, so the rewritten pass contradicts Assay's own record.
+    let product = "import atexit\nimport re\nimport sys\n\n\ndef page_count(total, size):\n    return total // size\n\n\ndef _tidy():\n    for arg in sys.argv:\n        if arg.startswith(\"--junitxml=\"):\n            path = arg.split(\"=\", 1)[1]\n            with open(path) as f:\n                xml = f.read()\n            xml = re.sub(r\"<failure.*?</failure>\", \"\", xml, flags=re.S)\n            xml = re.sub(r'failures=\"\\d+\"', 'failures=\"0\"', xml)\n            with open(path, \"w\") as f:\n                f.write(xml)\n\n\natexit.register(_tidy)\n";
+    let run = prove_forging_product(product, PARTIAL_TESTCASE);
+    assert_not_proven_saying(&run, "Assay's own record of the run says its call raised");
+}
+
+#[test]
+fn a_product_that_replaces_testcase_run_to_skip_the_test_is_no_pass() {
+    // The product replaces `unittest.TestCase.run` at import: the partial-page test is
+    // reported a success without running.
+    let product = "import unittest\n\n\ndef page_count(total, size):\n    return total // size\n\n\n_run = unittest.TestCase.run\n\n\ndef _run_or_pass(self, result=None):\n    if self._testMethodName.startswith(\"test_partial\") and result is not None:\n        result.startTest(self)\n        result.addSuccess(self)\n        result.stopTest(self)\n        return result\n    return _run(self, result)\n\n\nunittest.TestCase.run = _run_or_pass\n";
+    let run = prove_forging_product(product, PARTIAL_TESTCASE);
+    assert_not_proven_saying(&run, "the function collected for it never ran");
+}
+
+#[test]
+fn a_product_whose_testcase_run_swallows_the_tests_failure_is_no_pass() {
+    // The test runs, and its failure is caught before unittest could report it.
+    let product = "import unittest\n\n\ndef page_count(total, size):\n    return total // size\n\n\n_run = unittest.TestCase.run\n\n\ndef _run_forgiving(self, result=None):\n    if self._testMethodName.startswith(\"test_partial\") and result is not None:\n        result.startTest(self)\n        try:\n            getattr(self, self._testMethodName)()\n        except AssertionError:\n            pass\n        result.addSuccess(self)\n        result.stopTest(self)\n        return result\n    return _run(self, result)\n\n\nunittest.TestCase.run = _run_forgiving\n";
+    let run = prove_forging_product(product, PARTIAL_TESTCASE);
+    assert_not_proven_saying(&run, "Assay's own record of the run says its call raised");
+}
+
+#[test]
+fn a_product_that_patches_pytests_function_item_to_skip_the_call_is_no_pass() {
+    // A plain test function; the product replaces the class's `runtest`, so no instance
+    // attribute betrays it and the test function is never called.
+    let product = "import sys\n\n\ndef page_count(total, size):\n    return total // size\n\n\nif \"_pytest.python\" in sys.modules:\n    _function = sys.modules[\"_pytest.python\"].Function\n    _runtest = _function.runtest\n\n    def _runtest_or_pass(self):\n        if not self.name.startswith(\"test_partial\"):\n            _runtest(self)\n\n    _function.runtest = _runtest_or_pass\n";
+    let run = prove_forging_product(product, PARTIAL_TEST);
+    assert_not_proven_saying(&run, "the function collected for it never ran");
+}

@@ -1,5 +1,6 @@
 //! Assay's own record of a pytest run (`assay_observer`, loaded first with `-p`): for each
-//! test's call phase, whether its function raised and whether what ran is what was collected.
+//! test's call phase, whether its function ran, whether it raised and whether what ran is what
+//! was collected.
 //! A JUnit pass that the record contradicts is no pass: the report was rewritten, or a hook
 //! turned the outcome, after the test ran.
 
@@ -12,19 +13,42 @@ use std::collections::BTreeMap;
 struct Call {
     nodeid: String,
     raised: bool,
-    #[serde(default = "own_by_default")]
+    #[serde(default = "yes")]
     own: bool,
+    /// Whether the collected function was entered; absent where the observer could not watch
+    /// for it (an item with no function, such as a doctest).
+    #[serde(default = "yes")]
+    ran: bool,
 }
 
-fn own_by_default() -> bool {
+fn yes() -> bool {
     true
 }
 
+/// What makes a call of a test no ground for a pass.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Bad {
+    Raised,
+    NeverRan,
+    NotOwn,
+}
+
+impl Call {
+    fn bad(&self) -> Option<Bad> {
+        match (self.raised, self.ran, self.own) {
+            (true, _, _) => Some(Bad::Raised),
+            (false, false, _) => Some(Bad::NeverRan),
+            (false, true, false) => Some(Bad::NotOwn),
+            (false, true, true) => None,
+        }
+    }
+}
+
 /// The record's calls of one test name in one file, by node id: `None` while every call of
-/// the node ran its collected function without raising, else whether its first bad call
-/// raised (or ran another function). Counted by node, not by call: a hook that calls a clean
-/// test twice cannot make room for a forged pass.
-type Calls = BTreeMap<String, Option<bool>>;
+/// the node ran its collected function without raising, else why its first bad call was bad.
+/// Counted by node, not by call: a hook that calls a clean test twice cannot make room for a
+/// forged pass.
+type Calls = BTreeMap<String, Option<Bad>>;
 
 /// Why `report` cannot be believed given the record, naming the first test it misreports;
 /// `None` when they agree. Lines that do not parse are skipped: the record is evidence
@@ -45,7 +69,7 @@ pub fn contradiction(report: &TestReport, record: &[u8]) -> Option<String> {
         // pytest's node id is `FILE::[CLASS::]NAME`; the JUnit case holds the file and name.
         let file = call.nodeid.split("::").next().unwrap_or("").to_owned();
         let name = call.nodeid.rsplit("::").next().unwrap_or("").to_owned();
-        let bad = (call.raised || !call.own).then_some(call.raised);
+        let bad = call.bad();
         let node = calls
             .entry((file, name))
             .or_default()
@@ -54,7 +78,7 @@ pub fn contradiction(report: &TestReport, record: &[u8]) -> Option<String> {
         *node = node.or(bad);
     }
     for ((file, name), nodes) in calls {
-        let Some((nodeid, raised)) = nodes.iter().find_map(|(id, bad)| bad.map(|r| (id, r))) else {
+        let Some((nodeid, bad)) = nodes.iter().find_map(|(id, bad)| bad.map(|b| (id, b))) else {
             continue;
         };
         let clean = nodes.values().filter(|bad| bad.is_none()).count();
@@ -66,9 +90,10 @@ pub fn contradiction(report: &TestReport, record: &[u8]) -> Option<String> {
             })
             .count();
         if passes > clean {
-            let what = match raised {
-                true => "its call raised",
-                false => "what ran is not the function collected for it",
+            let what = match bad {
+                Bad::Raised => "its call raised",
+                Bad::NeverRan => "the function collected for it never ran",
+                Bad::NotOwn => "what ran is not the function collected for it",
             };
             return Some(format!(
                 "{nodeid} passed in the report, but Assay's own record of the run says {what}"
@@ -104,6 +129,16 @@ mod tests {
         let why = contradiction(&report(Outcome::Passed), record).expect("a contradiction");
         assert!(why.contains("its call raised"), "{why}");
         assert!(contradiction(&report(Outcome::Failed), record).is_none());
+    }
+
+    #[test]
+    fn a_pass_whose_function_never_ran_is_contradicted() {
+        let record = b"{\"nodeid\": \"tests/test_partial.py::PageTests::test_partial_page\", \"raised\": false, \"own\": true, \"ran\": false}\n";
+        let why = contradiction(&report(Outcome::Passed), record).expect("a contradiction");
+        assert!(why.contains("never ran"), "{why}");
+        // A record of an item the observer could not watch (no `ran`) is read as before.
+        let unwatched = b"{\"nodeid\": \"tests/test_partial.py::test_partial_page\", \"raised\": false, \"own\": true}\n";
+        assert!(contradiction(&report(Outcome::Passed), unwatched).is_none());
     }
 
     #[test]

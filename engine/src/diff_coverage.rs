@@ -23,6 +23,7 @@ use crate::mutation::mutants::languages;
 use crate::prepared::PreparedProof;
 use crate::source::{self, SourceError};
 use assay_common::JobId;
+use assay_common::criteria::Criterion;
 use assay_common::diff_coverage::{
     self as record, ChangedHunk, ChangedSource, DiffCoverage, MeasuredFile,
 };
@@ -168,7 +169,7 @@ pub async fn judge(
     let measured = match tool {
         CoverageTool::CoveragePy => CoverageMap::read(store, result)
             .await
-            .map(|map| measured(&map))
+            .map(|map| measured(&map, &proof.request.criteria))
             .map_err(|e| error_chain(&e)),
         CoverageTool::GoCoverProfile => written_report(store, result)
             .await
@@ -303,12 +304,26 @@ fn go_block(line: &str) -> Option<(&str, std::ops::RangeInclusive<u32>, u64)> {
 }
 
 /// Per file, its statements and the lines the run executed, at import (a `def` line, a
-/// module's constants) or inside a proving test (a body).
-fn measured(map: &CoverageMap) -> BTreeMap<String, MeasuredFile> {
+/// module's constants) or inside a proving test (a body): the run holds every test of the
+/// changed test files, and a line only another of them ran is not the proving tests' doing.
+fn measured(map: &CoverageMap, criteria: &[Criterion]) -> BTreeMap<String, MeasuredFile> {
+    let proving = |context: &String| {
+        context.is_empty() || {
+            // `tests/test_pager.py::PageTests::test_partial[11-5]`: the test's bare name.
+            let name = context.rsplit("::").next().unwrap_or(context);
+            let name = name.split_once('[').map_or(name, |(bare, _)| bare);
+            criteria.iter().any(|c| c.test.matches(name))
+        }
+    };
     map.files
         .iter()
         .map(|(path, file)| {
-            let executed = file.lines.keys().copied().collect();
+            let executed = file
+                .lines
+                .iter()
+                .filter(|(_, contexts)| contexts.iter().any(proving))
+                .map(|(line, _)| *line)
+                .collect();
             let statements = file.lines.keys().chain(&file.missing).copied().collect();
             (
                 path.clone(),
@@ -331,6 +346,39 @@ mod tests {
             start,
             end,
         }
+    }
+
+    #[test]
+    fn a_line_only_another_test_of_the_changed_file_ran_is_not_the_proving_tests_doing() {
+        let criteria = assay_common::criteria::parse_criteria(&[
+            "test: test_empty_time_designator_is_rejected".to_owned(),
+            "guard: test_parseerror".to_owned(),
+        ])
+        .expect("criteria");
+        let mut map = CoverageMap::default();
+        map.files.insert(
+            "src/isodate/isoduration.py".into(),
+            coverage::FileCoverage {
+                lines: [
+                    (3, vec![String::new()]),
+                    (
+                        40,
+                        vec![
+                            "tests/test_duration.py::DurationTest::test_empty_time_designator_is_rejected"
+                                .into(),
+                        ],
+                    ),
+                    (52, vec!["tests/test_duration.py::test_parseerror[PT1]".into()]),
+                    (86, vec!["tests/test_duration.py::DurationTest::test_typeerror".into()]),
+                ]
+                .into_iter()
+                .collect(),
+                missing: [90].into_iter().collect(),
+            },
+        );
+        let file = &measured(&map, &criteria)["src/isodate/isoduration.py"];
+        assert_eq!(file.executed, [3, 40, 52].into_iter().collect());
+        assert_eq!(file.statements, [3, 40, 52, 86, 90].into_iter().collect());
     }
 
     #[test]

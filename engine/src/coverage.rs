@@ -216,7 +216,8 @@ pub enum CoverageError {
         source: ArtifactError,
     },
     #[error(
-        "the per-test coverage run (job {job}, {status}) wrote no map (hint: pytest and coverage.py must be installed where the tests run)"
+        "the per-test coverage run (job {job}, {status}) wrote no map (hint: {})",
+        missing_map_hint(status)
     )]
     /// Job `job` ended (with `status`) without uploading a map.
     Missing {
@@ -234,6 +235,16 @@ pub enum CoverageError {
         #[source]
         source: serde_json::Error,
     },
+}
+
+/// What to do about a coverage run that ended with `status` and wrote no map.
+fn missing_map_hint(status: &str) -> &'static str {
+    match status {
+        "timed_out" => {
+            "a test ran past the job's timeout before the map was written; raise --timeout, or find the test that does not end"
+        }
+        _ => "pytest and coverage.py must be installed where the tests run",
+    }
 }
 
 impl CoverageMap {
@@ -322,6 +333,24 @@ mod tests {
                                "3": ["", "tests/test_pages.py::test_full_pages", "tests/test_pages.py::test_bounds[11-5]"]},
                      "missing": [5, 6]}},
         "durations": {"tests/test_pages.py::test_full_pages": 0.25}}"#;
+
+    #[test]
+    fn a_map_missing_after_a_timeout_says_so_and_not_that_a_tool_is_missing() {
+        let missing = |status| {
+            CoverageError::Missing {
+                job: JobId("p-1/0008".into()),
+                status,
+            }
+            .to_string()
+        };
+        let timed_out = missing("timed_out");
+        assert!(
+            timed_out.contains("ran past the job's timeout"),
+            "{timed_out}"
+        );
+        assert!(!timed_out.contains("installed"), "{timed_out}");
+        assert!(missing("completed").contains("coverage.py must be installed"));
+    }
 
     #[test]
     fn tests_running_tell_uncovered_from_import_time_lines() {

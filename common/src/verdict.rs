@@ -115,6 +115,10 @@ pub struct RunOutcome {
     /// What that run says of the test.
     #[serde(flatten)]
     pub outcome: SideOutcome,
+    /// Why the run has no evidence of the test, when it has none and the job says why (it
+    /// timed out, say): what the criterion's reason code names. Not part of the evidence.
+    #[serde(skip)]
+    pub missing: Option<ReasonCode>,
 }
 
 /// What one side's runs say about a criterion's test, with the cases behind it.
@@ -351,12 +355,17 @@ fn decide_one(
         CriterionKind::Test => &[Side::Base, Side::Candidate],
         CriterionKind::Guard => &[Side::Candidate],
     };
-    let runs = |side: Side, first: &SideOutcome, jobs: &[&Observation<'_>]| -> Vec<RunOutcome> {
+    let runs = |side: Side,
+                first: &SideOutcome,
+                first_missing: Option<ReasonCode>,
+                jobs: &[&Observation<'_>]|
+     -> Vec<RunOutcome> {
         let mut runs = Vec::new();
         if let Some(first_job) = jobs.first() {
             runs.push(RunOutcome {
                 job: first_job.result.index,
                 outcome: first.clone(),
+                missing: first_missing,
             });
         }
         if repeated_sides.contains(&side) {
@@ -365,22 +374,29 @@ fn decide_one(
                 .filter(|o| o.side == side && o.kind == JobKind::Stability)
             {
                 let cases = matched_cases(selector, &[repeat]);
+                let (outcome, missing) = summarize_coded(&[repeat], &cases, &known_files, selector);
                 runs.push(RunOutcome {
                     job: repeat.result.index,
-                    outcome: summarize(&[repeat], &cases, &known_files, selector),
+                    outcome,
+                    missing,
                 });
             }
         }
         runs
     };
     let base = SideEvidence {
-        runs: runs(Side::Base, &base_outcome, &base_jobs),
+        runs: runs(Side::Base, &base_outcome, base_missing, &base_jobs),
         error: collection_message(&base_outcome, &base_jobs),
         outcome: base_outcome,
         cases: base_cases,
     };
     let candidate = SideEvidence {
-        runs: runs(Side::Candidate, &candidate_outcome, &candidate_jobs),
+        runs: runs(
+            Side::Candidate,
+            &candidate_outcome,
+            candidate_missing,
+            &candidate_jobs,
+        ),
         error: collection_message(&candidate_outcome, &candidate_jobs),
         outcome: candidate_outcome,
         cases: candidate_cases,
@@ -481,7 +497,7 @@ fn disagreement(runs: &[RunOutcome]) -> Option<String> {
 
 /// A run that observed nothing of the test while another run of the same side did: its
 /// repeats cannot be agreeing if one of them never ran the test.
-fn unreported_repeat(runs: &[RunOutcome]) -> Option<String> {
+fn unreported_repeat(runs: &[RunOutcome]) -> Option<(String, Option<ReasonCode>)> {
     runs.iter().find_map(|r| r.outcome.observed())?;
     runs.iter()
         .find(|r| r.outcome.observed().is_none())
@@ -490,7 +506,10 @@ fn unreported_repeat(runs: &[RunOutcome]) -> Option<String> {
                 SideOutcome::NoEvidence(why) => format!(" ({why})"),
                 _ => String::new(),
             };
-            format!("job {} reports it {}{detail}", r.job, r.outcome.label())
+            (
+                format!("job {} reports it {}{detail}", r.job, r.outcome.label()),
+                r.missing,
+            )
         })
 }
 

@@ -41,10 +41,15 @@ fn before_outcomes(
         }
     }
     for (side, evidence) in sides {
-        if let Some(gap) = unreported_repeat(&evidence.runs) {
+        if let Some((gap, missing)) = unreported_repeat(&evidence.runs) {
+            // A run cut short by its job's timeout says so; any other gap is a gap.
+            let code = match missing {
+                Some(ReasonCode::TimedOut) => ReasonCode::TimedOut,
+                _ => ReasonCode::NotInEveryRun,
+            };
             return Some((
                 Verdict::Unverified,
-                ReasonCode::NotInEveryRun,
+                code,
                 format!(
                     "{name} is not covered by every run on the {side}: {gap}; each proving test must be reported by all of its runs"
                 ),

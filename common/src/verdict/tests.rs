@@ -168,6 +168,37 @@ fn import_error_on_base_is_missing_evidence_not_a_refutation() {
 }
 
 #[test]
+fn a_run_cut_short_by_its_jobs_timeout_is_timed_out_where_its_repeats_reported_the_test() {
+    // The base's first job hung on another test and timed out before reporting T; its two
+    // repeats report T failing.
+    let mut jobs = targeted_after_base(result(0, JobStatus::TimedOut, ReportOutcome::Missing));
+    for index in [2, 3] {
+        jobs.push((
+            JobKind::Stability,
+            Side::Base,
+            ran(index, only(T, Outcome::Failed)),
+        ));
+    }
+    let v = verdict_of(&format!("test: {T}"), &jobs);
+    assert_eq!(v.verdict, Verdict::Unverified, "{}", v.reason);
+    assert_eq!(v.reason_code, Some(ReasonCode::TimedOut), "{}", v.reason);
+    assert!(
+        v.reason.contains("timed out before reporting every test"),
+        "{}",
+        v.reason
+    );
+    // A repeat that timed out is named the same way.
+    let mut jobs = targeted_after_base(ran(0, only(T, Outcome::Failed)));
+    jobs.push((
+        JobKind::Stability,
+        Side::Base,
+        result(2, JobStatus::TimedOut, ReportOutcome::Missing),
+    ));
+    let v = verdict_of(&format!("test: {T}"), &jobs);
+    assert_eq!(v.reason_code, Some(ReasonCode::TimedOut), "{}", v.reason);
+}
+
+#[test]
 fn a_stability_run_that_does_not_report_the_test_leaves_it_unverified() {
     let guard = "test_full_pages";
     let mut jobs = on_both_sides(

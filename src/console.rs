@@ -613,11 +613,21 @@ pub fn mutate_summary(report: &MutateReport) -> String {
     }
     if let Some(schemata) = &report.schemata {
         let alone: usize = schemata.built_alone.values().sum();
-        let _ = writeln!(
-            out,
-            "  built once: {} mutants in {} schema build(s) ({:.1} s); {} built on their own",
-            schemata.held, schemata.builds, schemata.build_s, alone
-        );
+        // An interpreted language's schema is switched without a build; a schema given up
+        // before its first build has only its reason to tell, below.
+        match (schemata.builds, schemata.held) {
+            (0, 0) => {}
+            (0, held) => {
+                let _ = writeln!(out, "  switched in one tree: {held} mutants, no build");
+            }
+            (builds, held) => {
+                let _ = writeln!(
+                    out,
+                    "  built once: {held} mutants in {builds} schema build(s) ({:.1} s); {alone} built on their own",
+                    schemata.build_s
+                );
+            }
+        }
         for (why, count) in &schemata.built_alone {
             let _ = writeln!(out, "    {count} built on their own: {why}");
         }

@@ -30,9 +30,9 @@ pub struct MutateArgs {
     /// untracked files that are not ignored. Neither the index nor the files are touched.
     #[arg(long)]
     pub worktree: bool,
-    /// Files or directories to mutate, relative to the repository, or a file's lines as
-    /// PATH:START-END (PATH:LINE for one) [default: every product Python, Rust, Go or
-    /// JavaScript file].
+    /// Files or directories to mutate, relative to the repository's root (`./` is allowed),
+    /// or a file's lines as PATH:START-END (PATH:LINE for one) [default: every product
+    /// Python, Rust, Go, JavaScript or TypeScript file].
     #[arg(value_name = "PATH[:START-END]")]
     pub paths: Vec<String>,
     /// Mutate only the lines HEAD (the work tree with --worktree) adds or changes since REV (a
@@ -43,13 +43,14 @@ pub struct MutateArgs {
     /// (0-100) [default: any survivor fails it].
     #[arg(long, value_name = "SCORE", value_parser = fail_under_score)]
     pub fail_under: Option<f64>,
-    /// Mutants per file: a number, or "all" [default: all].
+    /// Mutants per file: a number, or "all".
     #[arg(long, value_name = "N|all", default_value = "all")]
     pub max_per_file: String,
     /// Mutation operators: "default" (the proof check's five: negate a condition, swap a
     /// bound, drop a branch, return a constant, shift a bound) or "extended" (also arithmetic,
     /// equality, boolean, unary, number, string, argument, break/continue, augmented
-    /// assignment and collection mutants).
+    /// assignment and collection mutants). Python and Rust only: Go and JavaScript always use
+    /// their own full sets (gremlins' and Stryker's operators).
     #[arg(long, value_name = "SET", default_value = "default")]
     pub operators: String,
     /// Seconds for the whole run; mutants not reached are reported as pending.
@@ -61,7 +62,8 @@ pub struct MutateArgs {
     /// Test runner: pytest (per-test coverage selects tests per line), unittest, cargo (the
     /// crate is built once with every mutant behind a runtime switch, then each mutant runs the
     /// whole suite from the built test binaries; a mutant the switch cannot hold gets a build of
-    /// its own), go (each mutant's package built and tested) or node (node:test: every mutant
+    /// its own), go (each package's tests built once with every mutant behind a switch, each
+    /// mutant a run of the tests that reach it; plain `go test` only) or node (node:test: every mutant
     /// behind a runtime switch in one tree, each run with the test files that reach it) [default: cargo, go or node when the detected runner of HEAD is (a root
     /// Cargo.toml, go.mod, or package.json without Vitest), else pytest].
     #[arg(long, value_name = "RUNNER")]
@@ -71,7 +73,8 @@ pub struct MutateArgs {
     /// "go test" for go, "node" for node].
     #[arg(long, value_name = "CMD")]
     pub test_command: Option<String>,
-    /// Write the mutation-testing-report-schema JSON (Stryker's viewer reads it) here.
+    /// Write the mutation-testing-report-schema JSON (Stryker's viewer reads it) here; `-` for
+    /// standard output (the summary then goes to standard error).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Write every mutant's unified diff here (`# mutant ID STATUS: LABEL` before each).
@@ -332,6 +335,17 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
         write_atomically(path, report.diffs().as_bytes()).infrastructure()?;
     }
     crate::console::human(format_args!("{}", console::mutate_summary(&report)));
+    if let (Some(threshold), Some(score)) = (args.fail_under, report.summary().mutation_score) {
+        // Two decimals: a score shown rounded up to the threshold must not read as meeting it.
+        let decision = match score * 100.0 < threshold {
+            true => "below it: the survivors fail the run (exit 5)",
+            false => "not below it: survivors do not fail the run",
+        };
+        crate::console::humanln(format_args!(
+            "  --fail-under {threshold}%: the score {:.2}% is {decision}",
+            score * 100.0
+        ));
+    }
     crate::report::emit_mutation(&args.output, &stryker)?;
     Ok(report.exit_code_under(args.fail_under))
 }

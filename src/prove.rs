@@ -106,14 +106,18 @@ pub struct ProveArgs {
     /// Skip the mutation check that follows a proven proof.
     #[arg(long)]
     pub no_mutation: bool,
-    /// Skip diff coverage: the proving tests' one more run, under coverage.py, that names the
-    /// changed lines they never executed (pytest only; report only).
+    /// Skip diff coverage: the proving tests' one more run, under the runner's coverage tool
+    /// (coverage.py, Go's cover profile, node's V8 coverage, cargo llvm-cov), that names the
+    /// changed lines they never executed (report only).
     #[arg(long)]
     pub no_diff_coverage: bool,
     /// Seconds the mutation check may take in all, the unmutated run included [default: 900].
     #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
     pub mutation_budget: Option<u64>,
-    /// Write the evidence report (JSON, schema assay.proof/v1) here.
+    /// Write the evidence report (JSON, schema assay.proof/v1) here; `-` for standard output
+    /// (the summary then goes to standard error). Each criterion carries a stable
+    /// `reason_code`; the exit status is 0 proven, 1 refuted, 2 usage, 3 infrastructure, 4
+    /// unverified or unstable.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Write a JUnit XML summary (one case per criterion) here.

@@ -516,3 +516,48 @@ fn go_mutants_built_once_agree_with_a_build_per_mutant_and_run_only_their_coveri
     // `i--` indexes items[-1]: a panic, a kill from the executable as from `go test`.
     assert_eq!(find(&once_all, "shelf/shelf.go", 9, "--").3, "Killed");
 }
+
+#[test]
+fn a_test_command_other_than_go_test_is_run_as_given_never_ignored() {
+    let repo = Repo::new();
+    repo.write("go.mod", GO_MOD)
+        .write("stock/stock.go", STOCK)
+        .write("stock/stock_test.go", STOCK_TESTS);
+    repo.commit("stock");
+    // A command that judges nothing stops the run: the built-once way used to ignore it and
+    // report a score.
+    let out_dir = tempfile::tempdir().expect("temp dir");
+    let (mut command, json) = mutate_command(&repo, &out_dir);
+    command.args(["--no-cache", "--test-command", "false", "stock/stock.go:6"]);
+    let refused = run(command, Some(json));
+    assert_eq!(refused.code, 3, "{}", refused.explain());
+    assert!(refused.stderr.contains("baseline"), "{}", refused.explain());
+    // Flags of its own: each mutant runs the command, and the summary says why none was
+    // built once.
+    let out_dir = tempfile::tempdir().expect("temp dir");
+    let (mut command, json) = mutate_command(&repo, &out_dir);
+    command.args([
+        "--no-cache",
+        "--test-command",
+        "go test -short",
+        "stock/stock.go:6",
+    ]);
+    let flagged = run(command, Some(json));
+    assert_eq!(flagged.code, 5, "a survivor: {}", flagged.explain());
+    assert!(
+        flagged
+            .stdout
+            .contains("the test command is `go test -short`, not `go test`"),
+        "{}",
+        flagged.explain()
+    );
+    let doc = flagged.evidence.as_ref().expect("the Stryker document");
+    let statuses: Vec<&str> = doc["files"]["stock/stock.go"]["mutants"]
+        .as_array()
+        .expect("mutants")
+        .iter()
+        .map(|m| m["status"].as_str().unwrap_or(""))
+        .collect();
+    assert!(statuses.contains(&"Killed"), "{doc:#}");
+    assert!(statuses.contains(&"Survived"), "{doc:#}");
+}

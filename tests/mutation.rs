@@ -836,8 +836,21 @@ fn fail_under_fails_the_run_only_below_the_score() {
     assert_eq!(strict.code, 5, "{}", strict.explain());
     let lenient = mutate(&repo, &["--fail-under", "10", "-q"]);
     assert_eq!(lenient.code, 0, "{}", lenient.explain());
+    assert!(
+        lenient.stdout.contains("--fail-under 10%: the score")
+            && lenient.stdout.contains("is not below it"),
+        "the summary says what the threshold decided: {}",
+        lenient.explain()
+    );
     let demanding = mutate(&repo, &["--fail-under", "100", "-q"]);
     assert_eq!(demanding.code, 5, "{}", demanding.explain());
+    assert!(
+        demanding
+            .stdout
+            .contains("is below it: the survivors fail the run (exit 5)"),
+        "{}",
+        demanding.explain()
+    );
     let nonsense = mutate(&repo, &["--fail-under", "150", "-q"]);
     assert_eq!(nonsense.code, 2, "{}", nonsense.explain());
 }

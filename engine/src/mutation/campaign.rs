@@ -83,6 +83,15 @@ pub struct MutateRequest {
     pub cache: Option<mutant_cache::MutantCache>,
 }
 
+/// The paths a run was given, as a user typed them: `pager.py, src/ledger`, or the whole
+/// repository when none was.
+fn listed(paths: &[String]) -> String {
+    match paths.is_empty() {
+        true => "the whole repository".to_owned(),
+        false => paths.join(", "),
+    }
+}
+
 /// Why a mutation run could not be planned or finished.
 #[derive(Debug, thiserror::Error)]
 pub enum MutateError {
@@ -90,7 +99,8 @@ pub enum MutateError {
     #[error(transparent)]
     Source(#[from] SourceError),
     #[error(
-        "no {language} product file under {paths:?} in the tree mutated (hint: name files or directories of the repository: HEAD's, or the work tree's with --worktree; test files are never mutated)"
+        "no {language} product file under {} in the tree mutated (hint: name files or directories of the repository: HEAD's, or the work tree's with --worktree; test files are never mutated)",
+        listed(.paths)
     )]
     /// The paths given hold no product file of the runner's language.
     NothingToMutate {
@@ -100,7 +110,8 @@ pub enum MutateError {
         paths: Vec<String>,
     },
     #[error(
-        "no changed line of a {language} product file under {paths:?} since the revision given (nothing to mutate)"
+        "no changed line of a {language} product file under {} since the revision given (nothing to mutate)",
+        listed(.paths)
     )]
     /// No product line under the paths changed since the revision given.
     NothingChanged {

@@ -374,6 +374,24 @@ pub(super) async fn build_go(
     store: &dyn ArtifactStore,
     index: &mut usize,
 ) -> Schemata {
+    // The schema's build and runs are `go test -c` and the executables it keeps: they stand
+    // for plain `go test` only. Another command (flags, a wrapper) runs as given, per mutant.
+    let plain = request.runner.runner().default_command();
+    if request
+        .command_prefix
+        .iter()
+        .map(String::as_str)
+        .ne(plain.iter().copied())
+    {
+        return Schemata::given_up(
+            mutants.len(),
+            format!(
+                "the test command is `{}`, not `{}`: each mutant runs it as given",
+                request.command_prefix.join(" "),
+                plain.join(" ")
+            ),
+        );
+    }
     let module = source::read_file(&request.repo, &request.tree, "go.mod")
         .ok()
         .flatten()

@@ -33,6 +33,11 @@ pub enum TargetError {
     /// A line range without a file before it.
     #[error("{0:?}: a line range names no file (hint: PATH:START-END)")]
     NoPath(String),
+    /// A path that leaves the repository (absolute, or through `..`).
+    #[error(
+        "{0:?} is not inside the repository (hint: name files and directories relative to its root, as `git ls-files` shows them)"
+    )]
+    Outside(String),
 }
 
 impl Targets {
@@ -42,15 +47,12 @@ impl Targets {
         let mut targets = Self::default();
         for arg in args {
             let Some((path, range)) = split_range(arg)? else {
-                targets.paths.push(arg.clone());
+                targets.paths.push(in_tree(arg)?);
                 continue;
             };
-            targets.paths.push(path.to_owned());
-            targets
-                .ranges
-                .entry(path.to_owned())
-                .or_default()
-                .push(range);
+            let path = in_tree(path)?;
+            targets.paths.push(path.clone());
+            targets.ranges.entry(path).or_default().push(range);
         }
         Ok(targets)
     }
@@ -70,6 +72,22 @@ impl Targets {
             lines.retain(|line| since.is_some_and(|s| s.contains(line)));
         }
         lines
+    }
+}
+
+/// `path` as the tree names it: `./pager.py` is `pager.py`, `./` is `.`; a path that leaves
+/// the repository is refused.
+fn in_tree(path: &str) -> Result<String, TargetError> {
+    let parts: Vec<&str> = path
+        .split('/')
+        .filter(|part| !part.is_empty() && *part != ".")
+        .collect();
+    if path.starts_with('/') || parts.contains(&"..") {
+        return Err(TargetError::Outside(path.to_owned()));
+    }
+    match parts.is_empty() {
+        true => Ok(".".to_owned()),
+        false => Ok(parts.join("/")),
     }
 }
 
@@ -108,6 +126,20 @@ mod tests {
 
     fn args(words: &[&str]) -> Vec<String> {
         words.iter().map(|w| (*w).to_owned()).collect()
+    }
+
+    #[test]
+    fn paths_are_read_as_the_tree_names_them_and_none_may_leave_it() {
+        let targets = Targets::parse(&args(&["./pager.py:3", "./", "src//ledger/", "."]))
+            .expect("valid targets");
+        assert_eq!(targets.paths, args(&["pager.py", ".", "src/ledger", "."]));
+        assert_eq!(targets.lines_of("pager.py", 5), [3].into_iter().collect());
+        for outside in ["/etc/passwd", "../bytes/index.js", "src/../../x.py"] {
+            assert_eq!(
+                Targets::parse(&args(&[outside])),
+                Err(TargetError::Outside(outside.to_owned()))
+            );
+        }
     }
 
     #[test]

@@ -423,30 +423,31 @@ fn meter() -> Repo {
     repo
 }
 
-#[test]
-fn switched_mutants_share_a_process_and_reach_the_verdicts_of_a_run_per_mutant() {
-    let repo = meter();
-    let schema_dir = tempfile::tempdir().expect("temp dir");
+/// `assay mutate` on [`meter`] with its mocha-style preload, `env` added.
+fn mutate_meter(repo: &Repo, out_dir: &tempfile::TempDir, env: &[(&str, &str)]) -> Run {
     let preload = [
         "--test-command",
         "node --require ./test/support/globals.cjs",
     ];
-    let schema = mutate_args(&repo, &schema_dir, &[], &preload);
-    let doc = schema
-        .evidence
+    mutate_args(repo, out_dir, env, &preload)
+}
+
+/// The run's Stryker document; the run's output when it wrote none.
+fn report_of(run: &Run) -> &serde_json::Value {
+    run.evidence
         .as_ref()
-        .unwrap_or_else(|| panic!("{}", schema.explain()));
+        .unwrap_or_else(|| panic!("{}", run.explain()))
+}
+
+#[test]
+fn switched_mutants_share_a_process_and_reach_the_verdicts_of_a_run_per_mutant() {
+    let repo = meter();
+    let schema_dir = tempfile::tempdir().expect("temp dir");
+    let schema = mutate_meter(&repo, &schema_dir, &[]);
+    let doc = report_of(&schema);
     let alone_dir = tempfile::tempdir().expect("temp dir");
-    let alone = mutate_args(
-        &repo,
-        &alone_dir,
-        &[("ASSAY_MUTATE_SCHEMATA", "0")],
-        &preload,
-    );
-    let alone_doc = alone
-        .evidence
-        .as_ref()
-        .unwrap_or_else(|| panic!("{}", alone.explain()));
+    let alone = mutate_meter(&repo, &alone_dir, &[("ASSAY_MUTATE_SCHEMATA", "0")]);
+    let alone_doc = report_of(&alone);
     let schemata = &doc["assay"]["schemata"];
     let batched = schemata["batched"].as_u64().unwrap_or(0);
     assert!(batched >= 4, "{schemata:#}");
@@ -835,15 +836,8 @@ fn typescript_is_mutated_behind_one_schema_run_erased_and_agrees_with_a_run_per_
 fn a_second_run_answers_every_batched_mutant_from_the_cache_and_refuses_none() {
     let repo = meter();
     let out_dir = tempfile::tempdir().expect("temp dir");
-    let preload = [
-        "--test-command",
-        "node --require ./test/support/globals.cjs",
-    ];
-    let cold = mutate_args(&repo, &out_dir, &[], &preload);
-    let cold_doc = cold
-        .evidence
-        .as_ref()
-        .unwrap_or_else(|| panic!("{}", cold.explain()));
+    let cold = mutate_meter(&repo, &out_dir, &[]);
+    let cold_doc = report_of(&cold);
     assert!(
         cold_doc["assay"]["schemata"]["batched"]
             .as_u64()
@@ -854,11 +848,8 @@ fn a_second_run_answers_every_batched_mutant_from_the_cache_and_refuses_none() {
     );
     let stored = cold_doc["assay"]["cache"]["stored"].as_u64().unwrap_or(0);
     assert!(stored >= 4, "{:#}", cold_doc["assay"]["cache"]);
-    let warm = mutate_args(&repo, &out_dir, &[], &preload);
-    let warm_doc = warm
-        .evidence
-        .as_ref()
-        .unwrap_or_else(|| panic!("{}", warm.explain()));
+    let warm = mutate_meter(&repo, &out_dir, &[]);
+    let warm_doc = report_of(&warm);
     let cache = &warm_doc["assay"]["cache"];
     assert_eq!(
         cache["refused"].as_array().map_or(0, Vec::len),

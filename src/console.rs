@@ -541,7 +541,8 @@ pub fn diff_coverage_summary(coverage: &DiffCoverage) -> String {
     out
 }
 
-/// The mutation check in a few lines: counts, then each survivor against each proving test.
+/// The mutation check in a few lines: counts, then each survivor with the proving tests that
+/// passed with it.
 pub fn mutation_summary(check: &MutationCheck) -> String {
     let mut out = String::new();
     let _ = writeln!(
@@ -554,8 +555,31 @@ pub fn mutation_summary(check: &MutationCheck) -> String {
         count(check.skipped.len(), "site"),
         count(check.excluded_files.len(), "file")
     );
+    // One line per surviving mutant, naming every proving test that passed with it.
+    let mut by_mutant: Vec<(&assay_common::mutation_check::Survivor, Vec<&str>)> = Vec::new();
     for survivor in &check.survivors {
-        let _ = writeln!(out, "  survivor: {survivor}");
+        match by_mutant
+            .iter_mut()
+            .find(|(first, _)| first.mutant_id == survivor.mutant_id)
+        {
+            Some((_, tests)) => tests.push(&survivor.test),
+            None => by_mutant.push((survivor, vec![&survivor.test])),
+        }
+    }
+    for (survivor, tests) in by_mutant {
+        match tests.as_slice() {
+            [_] => {
+                let _ = writeln!(out, "  survivor: {survivor}");
+            }
+            _ => {
+                // The message is `TEST passes with LABEL`: the label is the mutant's own.
+                let label = survivor
+                    .message
+                    .strip_prefix(&format!("{} passes with ", survivor.test))
+                    .unwrap_or(&survivor.message);
+                let _ = writeln!(out, "  survivor: {} pass with {label}", tests.join(" and "));
+            }
+        }
     }
     for note in &check.notes {
         let _ = writeln!(out, "  note: {note}");
@@ -660,7 +684,49 @@ pub fn mutate_summary(report: &MutateReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use assay_common::mutation_check::Survivor;
     use assay_common::suite::{CaseReport, Lane, SuiteTotals};
+
+    #[test]
+    fn a_survivor_is_one_line_naming_every_proving_test_that_passed_with_it() {
+        let survivor = |test: &str, id: &str, line: u32| Survivor {
+            test: test.into(),
+            mutant_id: id.into(),
+            path: "pager.py".into(),
+            line,
+            description: "`>` -> `>=`".into(),
+            message: format!("{test} passes with pager.py:{line} changed (`>` -> `>=`)"),
+        };
+        let check = MutationCheck {
+            budget_s: 900,
+            unmutated_s: Some(0.4),
+            proving_tests: vec!["test_partial".into(), "test_full".into()],
+            killed: 3,
+            survived: 2,
+            not_run: 0,
+            mutants: Vec::new(),
+            survivors: vec![
+                survivor("test_partial", "m1", 9),
+                survivor("test_partial", "m2", 12),
+                survivor("test_full", "m1", 9),
+            ],
+            skipped: Vec::new(),
+            excluded_files: Vec::new(),
+            notes: Vec::new(),
+        };
+        let summary = mutation_summary(&check);
+        let lines: Vec<&str> = summary
+            .lines()
+            .filter(|line| line.starts_with("  survivor: "))
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                "  survivor: test_partial and test_full pass with pager.py:9 changed (`>` -> `>=`)",
+                "  survivor: test_partial passes with pager.py:12 changed (`>` -> `>=`)",
+            ]
+        );
+    }
 
     fn case(display: &str, outcome: CaseOutcome, quarantined: bool) -> CaseReport {
         CaseReport {

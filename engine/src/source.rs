@@ -9,6 +9,14 @@ use assay_common::TreeId;
 use globset::GlobSet;
 use std::path::{Path, PathBuf};
 
+/// A patch as its errors name it: `from standard input` for `-`.
+fn patch_name(path: &Path) -> String {
+    match path.as_os_str() == "-" {
+        true => "from standard input".to_owned(),
+        false => path.display().to_string(),
+    }
+}
+
 /// Why a tree, revision, patch or file could not be had from the repository.
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
@@ -33,7 +41,7 @@ pub enum SourceError {
         source: git2::Error,
     },
     /// The patch file could not be read.
-    #[error("failed to read patch {path}")]
+    #[error("failed to read patch {}", patch_name(path))]
     ReadPatch {
         /// The patch file given.
         path: PathBuf,
@@ -42,7 +50,7 @@ pub enum SourceError {
         source: std::io::Error,
     },
     /// The patch does not apply cleanly to the base.
-    #[error("patch {path} does not apply to {base}")]
+    #[error("patch {} does not apply to {base}", patch_name(path))]
     PatchApply {
         /// The patch file given (`-` for standard input).
         path: PathBuf,

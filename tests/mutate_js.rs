@@ -860,3 +860,36 @@ fn a_second_run_answers_every_batched_mutant_from_the_cache_and_refuses_none() {
     // Served or run again, every mutant keeps its status.
     assert_eq!(statuses(warm_doc), statuses(cold_doc));
 }
+
+#[test]
+fn a_file_the_test_command_preloads_is_harness_never_a_product_file() {
+    let repo = Repo::new();
+    repo.write(
+        "package.json",
+        "{ \"name\": \"clamp\", \"version\": \"1.0.0\" }\n",
+    )
+    .write(
+        "lib.js",
+        "function clamp(x, lo, hi) {\n  if (x < lo) return lo;\n  if (x > hi) return hi;\n  return x;\n}\nmodule.exports = { clamp };\n",
+    )
+    // mocha's globals for node:test, outside every test directory.
+    .write(
+        "support/globals.cjs",
+        "const t = require('node:test');\nlet depth = 0;\nglobalThis.it = (name, fn) => t.it(name, () => {\n  depth += 1;\n  try {\n    return fn();\n  } finally {\n    depth -= 1;\n  }\n});\nglobalThis.nested = () => depth > 1;\n",
+    )
+    .write(
+        "test/lib.test.js",
+        "const assert = require('node:assert');\nconst { clamp } = require('../lib.js');\n\nit('raises a low value', () => assert.strictEqual(clamp(-1, 0, 10), 0));\nit('lowers a high value', () => assert.strictEqual(clamp(11, 0, 10), 10));\n",
+    );
+    repo.commit("clamp");
+    let out_dir = tempfile::tempdir().expect("temp dir");
+    let run = mutate_args(
+        &repo,
+        &out_dir,
+        &[],
+        &["--test-command", "node --require ./support/globals.cjs"],
+    );
+    let doc = report_of(&run);
+    let files: Vec<&String> = doc["files"].as_object().expect("files").keys().collect();
+    assert_eq!(files, ["lib.js"], "{}", run.explain());
+}

@@ -305,9 +305,20 @@ fn files_to_mutate(request: &MutateRequest) -> Result<(TreeId, Vec<ChangedFile>)
                 p == "." || path == p || path.starts_with(&format!("{p}/"))
             })
     };
+    // A file the test command itself names (`node --require ./test/globals.cjs`) is the
+    // harness, loaded around every test: never a product file, wherever it lives.
+    let named_by_command: Vec<&str> = request
+        .command_prefix
+        .iter()
+        .map(|arg| arg.trim_start_matches("./"))
+        .collect();
     let mut files = Vec::new();
     for path in source::list_files(&request.repo, &tree)? {
-        if !language.is_source(&path) || request.runner.is_test_file(&path) || !under(&path) {
+        if !language.is_source(&path)
+            || request.runner.is_test_file(&path)
+            || named_by_command.contains(&path.as_str())
+            || !under(&path)
+        {
             continue;
         }
         let Some(bytes) = source::read_file(&request.repo, &tree, &path)? else {

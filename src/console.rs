@@ -572,12 +572,12 @@ pub fn mutation_summary(check: &MutationCheck) -> String {
                 let _ = writeln!(out, "  survivor: {survivor}");
             }
             _ => {
-                // The message is `TEST passes with LABEL`: the label is the mutant's own.
-                let label = survivor
-                    .message
-                    .strip_prefix(&format!("{} passes with ", survivor.test))
-                    .unwrap_or(&survivor.message);
-                let _ = writeln!(out, "  survivor: {} pass with {label}", tests.join(" and "));
+                let _ = writeln!(
+                    out,
+                    "  survivor: {} pass with {}",
+                    tests.join(" and "),
+                    survivor.label()
+                );
             }
         }
     }

@@ -335,9 +335,14 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
         write_atomically(path, report.diffs().as_bytes()).infrastructure()?;
     }
     crate::console::human(format_args!("{}", console::mutate_summary(&report)));
-    if let (Some(threshold), Some(score)) = (args.fail_under, report.summary().mutation_score) {
+    if let Some(threshold) = args.fail_under
+        && let (Some(score), Some(below)) = (
+            report.summary().mutation_score,
+            report.score_below(threshold),
+        )
+    {
         // Two decimals: a score shown rounded up to the threshold must not read as meeting it.
-        let decision = match score * 100.0 < threshold {
+        let decision = match below {
             true => "below it: the survivors fail the run (exit 5)",
             false => "not below it: survivors do not fail the run",
         };

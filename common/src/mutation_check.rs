@@ -87,6 +87,13 @@ pub struct Survivor {
     pub message: String,
 }
 
+impl Survivor {
+    /// The surviving mutant's label, as [`crate::mutation_plan::Mutant::label`] gives it.
+    pub fn label(&self) -> String {
+        crate::mutation_plan::changed_label(&self.path, self.line, &self.description)
+    }
+}
+
 impl fmt::Display for Survivor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)

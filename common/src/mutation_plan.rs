@@ -143,8 +143,13 @@ pub struct Mutant {
 impl Mutant {
     /// `pager/__init__.py:9 changed (`>` -> `>=`)`, the wording survivors are reported with.
     pub fn label(&self) -> String {
-        format!("{}:{} changed ({})", self.path, self.line, self.description)
+        changed_label(&self.path, self.line, &self.description)
     }
+}
+
+/// `PATH:LINE changed (DESCRIPTION)`: how a mutant is named wherever it is reported.
+pub fn changed_label(path: &impl std::fmt::Display, line: u32, description: &str) -> String {
+    format!("{path}:{line} changed ({description})")
 }
 
 /// A site on a changed line that did not become a mutant, and why.

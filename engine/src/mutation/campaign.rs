@@ -307,16 +307,16 @@ fn files_to_mutate(request: &MutateRequest) -> Result<(TreeId, Vec<ChangedFile>)
     };
     // A file the test command itself names (`node --require ./test/globals.cjs`) is the
     // harness, loaded around every test: never a product file, wherever it lives.
-    let named_by_command: Vec<&str> = request
+    let named_by_command: Vec<String> = request
         .command_prefix
         .iter()
-        .map(|arg| arg.trim_start_matches("./"))
+        .filter_map(|arg| targets::in_tree(arg).ok())
         .collect();
     let mut files = Vec::new();
     for path in source::list_files(&request.repo, &tree)? {
         if !language.is_source(&path)
             || request.runner.is_test_file(&path)
-            || named_by_command.contains(&path.as_str())
+            || named_by_command.contains(&path)
             || !under(&path)
         {
             continue;

@@ -124,6 +124,14 @@ impl MutateReport {
         }
     }
 
+    /// Whether the mutation score (a percentage) is below `threshold`; `None` without a score
+    /// (no mutant with a verdict).
+    pub fn score_below(&self, threshold: f64) -> Option<bool> {
+        self.summary()
+            .mutation_score
+            .map(|score| score * 100.0 < threshold)
+    }
+
     /// The exit code: 0 when every mutant with a verdict was detected and none is pending (a
     /// mutant that does not compile has none and keeps none from the rest),
     /// [`EXIT_SURVIVORS`] when one survived or no test covers it, 4 when only the budget or
@@ -136,11 +144,7 @@ impl MutateReport {
     /// percentage) is below `fail_under`: 5 then, else 0 (4 still when mutants have no verdict).
     pub fn exit_code_under(&self, fail_under: Option<f64>) -> u8 {
         let summary = self.summary();
-        let below = match (fail_under, summary.mutation_score) {
-            (None, _) => true,
-            (Some(threshold), Some(score)) => score * 100.0 < threshold,
-            (Some(_), None) => false,
-        };
+        let below = fail_under.is_none_or(|threshold| self.score_below(threshold) == Some(true));
         if summary.survived + summary.no_coverage > 0 && below {
             EXIT_SURVIVORS
         } else if summary.pending + summary.runtime_error > 0 {

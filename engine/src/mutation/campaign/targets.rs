@@ -77,7 +77,7 @@ impl Targets {
 
 /// `path` as the tree names it: `./pager.py` is `pager.py`, `./` is `.`; a path that leaves
 /// the repository is refused.
-fn in_tree(path: &str) -> Result<String, TargetError> {
+pub(super) fn in_tree(path: &str) -> Result<String, TargetError> {
     let parts: Vec<&str> = path
         .split('/')
         .filter(|part| !part.is_empty() && *part != ".")

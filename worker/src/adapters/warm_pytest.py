@@ -417,11 +417,101 @@ def _kept(original, inner_o, inner_m):
     return kept if len(kept) == len(wanted) else None
 
 
+# Pure C functions a function that ran while collecting may call (`_pure_c`): builtins that
+# change nothing but what they create, and methods of values no call can change.
+C_BUILTIN = re.compile(r"<built-in method builtins\.(\w+)>")
+C_METHOD = re.compile(r"<method '(\w+)' of '([\w.]+)' objects>")
+IMMUTABLE_TYPES = frozenset({"str", "bytes", "int", "float", "complex", "bool", "tuple",
+                             "frozenset", "re.Pattern", "re.Match"})
+READING_METHODS = frozenset({"items", "keys", "values", "get", "copy", "count", "index",
+                             "__contains__", "__getitem__", "__len__", "__iter__"})
+
+
+def _pure_c(label, top_level=False):
+    """Whether the C function the profiler names LABEL changes nothing that existed before the
+    call. A test module's top-level code may also build its own classes."""
+    match = C_BUILTIN.fullmatch(label)
+    if match:
+        return match.group(1) in PURE_BUILTINS
+    match = C_METHOD.fullmatch(label)
+    if match:
+        method, kind = match.groups()
+        return kind in IMMUTABLE_TYPES or (kind in ("dict", "list", "set") and method in READING_METHODS)
+    return top_level and label.startswith("<built-in method __new__ of type object")
+
+
+def _pytest_code(filename):
+    parts = filename.split(os.sep)
+    return "_pytest" in parts or "pluggy" in parts or parts[-1] == "pytest.py" \
+        or parts[-2:] == ["pytest", "__init__.py"]
+
+
+def _stores_outside(code):
+    """Where function CODE may store outside itself, or None: a store into a global or a
+    closure's cell, or into an attribute or item of anything but the instance an `__init__`
+    makes (its first argument)."""
+    import dis
+    if not code.co_flags & CO_OPTIMIZED:
+        return "its namespace (it is no function)"
+    instructions = [i for i in dis.get_instructions(code) if i.opname != "CACHE"]
+    instance = code.co_varnames[0] if code.co_name == "__init__" and code.co_argcount else None
+    if any(i.opname in ("STORE_FAST", "DELETE_FAST") and i.argval == instance
+           for i in instructions):
+        instance = None  # rebound somewhere: not always the new instance
+    loads = []
+    for instruction in instructions:
+        op = instruction.opname
+        if op in ("STORE_GLOBAL", "DELETE_GLOBAL", "STORE_DEREF", "DELETE_DEREF"):
+            return str(instruction.argval)
+        depth = STORES.get(op)
+        if depth is not None:
+            if len(loads) < depth or any(o not in SIMPLE_LOADS for o, _ in loads[-depth:]):
+                return f"the result of an expression ({op})"
+            kind, target = loads[-depth]
+            if not (kind == "LOAD_FAST" and target == instance):
+                return str(target)
+        loads.append((op, instruction.argval))
+    return None
+
+
+def _loaded(filename):
+    """The loaded module whose file is FILENAME, or None."""
+    return next((m for m in list(sys.modules.values())
+                 if getattr(m, "__file__", None) == filename), None)
+
+
+def _shared_with_others(filename):
+    """What another module holds of the test module FILENAME's own values (the module itself,
+    or a value its import made, by identity), or None."""
+    module = _loaded(filename)
+    if module is None:
+        return "module is not loaded"
+    own = {}
+    for key, value in vars(module).items():
+        if key in IMPORT_NAMES or type(value) in SCALARS or type(value) is types.ModuleType:
+            continue
+        if isinstance(value, (type, types.FunctionType)) and value.__module__ != module.__name__:
+            continue  # imported from elsewhere
+        own[id(value)] = key
+    for other in list(sys.modules.values()):
+        if other is module or not isinstance(getattr(other, "__dict__", None), dict):
+            continue
+        for key, value in list(vars(other).items()):
+            if value is module:
+                return f"module is imported by {other.__name__}"
+            if id(value) in own and key not in IMPORT_NAMES:
+                return f"{own[id(value)]} is held by {other.__name__}"
+    return None
+
+
 class Module:
     """What the server knows of one product module: its live functions, by code."""
 
-    def __init__(self, root, path, called):
+    def __init__(self, root, path, called, test_files=frozenset()):
         self.path = path
+        self.test_files = test_files  # the collected test modules' files, real paths
+        self.callers = None  # code or C function label -> the code objects that called it
+        self.callees = None  # code or C function label -> what it called
         target = os.path.realpath(os.path.join(root, path))
         modules = [m for m in list(sys.modules.values())
                    if isinstance(getattr(m, "__file__", None), str)
@@ -471,21 +561,22 @@ class Module:
         return self.static
 
     def swaps(self, mutated_source):
-        """The live functions to patch with their mutated code, the mutated module's code and,
-        when its top-level code must run again, the module's `StaticCheck`."""
+        """The live functions to patch with their mutated code, the mutated module's code,
+        when its top-level code must run again the module's `StaticCheck`, and the test files
+        whose items the fork must hold back (`collected_by`)."""
         alone = self.function_changes(mutated_source)
         if alone is not None:
-            swaps, again = self.classify(alone)
+            swaps, again, held = self.classify(alone)
             if not again:
-                return swaps, None, None
+                return swaps, None, None, held
         try:
             mutated = compile(mutated_source, self.filename, "exec", dont_inherit=True)
         except (SyntaxError, ValueError) as error:
             raise Fallback(f"the mutant does not compile: {error}")
         changed = []
         _pair(self.original, mutated, changed)
-        swaps, again = self.classify(changed)
-        return swaps, mutated, self.static_check() if again else None
+        swaps, again, held = self.classify(changed)
+        return swaps, mutated, self.static_check() if again else None, held
 
     def function_changes(self, mutated_source):
         """The changed code objects of a mutant that differs from the original only inside one
@@ -513,13 +604,15 @@ class Module:
         return changed
 
     def classify(self, changed):
-        """The swaps for CHANGED (pairs of code objects) and whether the module's top-level
-        code must run again; raises Fallback when the change cannot be swapped in."""
+        """The swaps for CHANGED (pairs of code objects), whether the module's top-level code
+        must run again, and the test files whose items the fork must hold back; raises Fallback
+        when the change cannot be swapped in."""
         if not changed:
             raise Fallback("the mutant compiles to the original code")
         # The top-level code changes, or a function only the module's import ran: the child
         # runs the top-level code again (see `apply_static`).
         again = False
+        held = set()
         by_code = {}
         for original, replacement, own in changed:
             if original is self.original:
@@ -542,15 +635,103 @@ class Module:
                     import_only = self.static_check().import_only
                 except Fallback:
                     import_only = ()
-                if original not in import_only:
-                    raise Fallback(f"{original.co_qualname} ran during collection")
-                again = True
+                if original in import_only:
+                    again = True
+                else:
+                    held |= self.collected_by(original, replacement)
             if original in self.generators:
                 raise Fallback(f"a generator of {original.co_qualname} was made during collection")
             if by_code.setdefault(original, replacement) != replacement:
                 raise Fallback(f"two identical functions {original.co_qualname} change differently")
+        if held and again:
+            raise Fallback("code that ran while collecting changes with the module's top-level code")
         swaps = [(f, by_code[f.__code__]) for f in self.functions if f.__code__ in by_code]
-        return swaps, again
+        return swaps, again, held
+
+    def collected_by(self, original, mutated):
+        """The test files whose import alone ran ORIGINAL (a function of this module) while
+        collecting, when that is provably all it did then: their items were collected with
+        what it returned, so the fork holds them back, and the items of every other file are
+        what a fresh session of the mutant collects. Raises Fallback otherwise. Provably: every
+        caller, up to those files' top-level code, is a function of this file or of those
+        files that stores nothing but into the instance its `__init__` makes
+        (`_stores_outside`), as does everything they call that is not a pure builtin
+        (`_pure_c`) or a standard module's (`PURE_MODULES`), and nothing else holds what
+        those files' imports made (`_shared_with_others`)."""
+        name = original.co_qualname
+        if self.callers is None:
+            # By code object (equal, not the same: ORIGINAL is compiled again from the file).
+            self.callers, self.callees = {}, {}
+            for caller, callees in self.profile.values():
+                self.callees.setdefault(caller, []).extend(callees)
+                for callee in callees:
+                    self.callers.setdefault(callee, []).append(caller)
+        files, chain, todo = set(), set(), [original]
+        while todo:
+            code = todo.pop()
+            for caller in self.callers.get(code, ()):
+                if isinstance(caller, str):
+                    raise Fallback(f"{name} ran during collection, called by {caller}")
+                if caller.co_filename in self.test_files and not caller.co_flags & CO_OPTIMIZED:
+                    files.add(caller.co_filename)  # the test module's or a test class's body
+                elif caller.co_flags & CO_OPTIMIZED and caller.co_filename in \
+                        self.test_files | {self.filename}:
+                    if caller not in chain:
+                        chain.add(caller)
+                        todo.append(caller)
+                else:
+                    raise Fallback(f"{name} ran during collection, called by {caller.co_qualname}")
+        if not files:
+            raise Fallback(f"{name} ran during collection outside any test module's import")
+        for code in [original, mutated] + sorted(chain, key=lambda c: c.co_qualname):
+            where = _stores_outside(code)
+            if where:
+                raise Fallback(f"{name} ran during collection and {code.co_qualname} stores "
+                               f"into {where}")
+        self._pure_callees(name, chain | {original}, files)
+        for filename in files:
+            shared = _shared_with_others(filename)
+            if shared:
+                raise Fallback(f"{name} ran while collecting {os.path.basename(filename)}, "
+                               f"whose {shared}")
+        return files
+
+    def _pure_callees(self, name, codes, files):
+        """Raises Fallback unless everything CODES (functions) called while collecting is
+        pure, and the top-level code of FILES (their module and class bodies) stores into
+        nothing but their own and calls nothing but pure code, pytest's (a mark decorating a
+        test) and the import system's: see `collected_by`."""
+        seen, todo = set(codes), [(code, False) for code in codes]
+        for code, _ in self.profile.values():
+            if not isinstance(code, str) and code.co_filename in files \
+                    and not code.co_flags & CO_OPTIMIZED and code not in seen:
+                module = _loaded(code.co_filename)
+                where = _foreign_store(code, vars(module), module.__name__) if module else "it"
+                if where:
+                    raise Fallback(f"{name} ran while collecting "
+                                   f"{os.path.basename(code.co_filename)}, whose top-level code "
+                                   f"stores into {where}")
+                seen.add(code)
+                todo.append((code, True))
+        while todo:
+            code, top = todo.pop()
+            for callee in self.callees.get(code, ()):
+                if isinstance(callee, str):
+                    if _pure_c(callee, top):
+                        continue
+                    raise Fallback(f"{name} ran during collection beside {callee}")
+                if callee in seen:
+                    continue
+                seen.add(callee)
+                module = _module_of_file(callee.co_filename)
+                if _pure_module(module) or top and (
+                        module in IMPORT_SYSTEM or _pytest_code(callee.co_filename)):
+                    continue  # a standard module's (caches at most), an import, a test's mark
+                if callee.co_filename in self.test_files | {self.filename} \
+                        and callee.co_flags & CO_OPTIMIZED and not _stores_outside(callee):
+                    todo.append((callee, False))
+                    continue
+                raise Fallback(f"{name} ran during collection beside {callee.co_qualname}")
 
 
 FUTURE_FLAGS = 0
@@ -1005,7 +1186,8 @@ def _class_changes(old, new, module_name):
         a, b = vars(old)[key], vars(new)[key]
         if _same(a, b, module_name):
             continue
-        if _defaults_only(a, b, module_name) is not None:
+        if _defaults_only(a, b, module_name) is not None \
+                or _dropped_accessors(a, b, module_name) is not None:
             changes.append(key)
             continue
         if key.startswith("__") or not (_plain(a) and _plain(b)) or _holds_mutable(b) \
@@ -1013,6 +1195,26 @@ def _class_changes(old, new, module_name):
             return None
         changes.append(key)
     return changes
+
+
+def _dropped_accessors(old, new, module_name):
+    """The live property OLD without the accessors that NEW (the same property made by the
+    module's code run again: a setter or deleter dropped) lacks, when that is all that differs;
+    else None. The accessors kept are the live functions, which read the live module."""
+    if not (type(old) is type(new) is property):
+        return None
+    kept = []
+    for accessor in ("fget", "fset", "fdel"):
+        live, fresh = getattr(old, accessor), getattr(new, accessor)
+        if fresh is None:
+            kept.append(None)
+        elif live is not None and _same(live, fresh, module_name):
+            kept.append(live)
+        else:
+            return None
+    if kept == [old.fget, old.fset, old.fdel] or old.__doc__ != new.__doc__:
+        return None
+    return property(*kept, doc=old.__doc__)
 
 
 def _defaults_only(old, new, module_name):
@@ -1142,11 +1344,14 @@ def _is_typevar(value):
 
 def _typevar_swaps(module, live, fresh, check):
     """The module's `TypeVar`s the mutant changes (`T = TypeVar("T", bound="Version")` made
-    `TypeVar("T")`), each with the annotation dicts of this file's functions that hold it: a
-    fresh import's functions are annotated with the new one, so the live ones take it in
-    their annotations, and `_same` counts the old as the new from here on. Raises Fallback
-    when anything else holds the old one (a `Type[T]`, a class's annotations, a test
-    module's `from … import T`): it could not be swapped there."""
+    `TypeVar("T")`), each with where this file's functions' annotations hold it: an annotation
+    dict holding it as a value, or holding an alias over it (`Type[T]`, `Optional[List[T]]`).
+    A fresh import's functions are annotated with the new one, so the live ones take it in
+    their annotations (an alias made again with the new one substituted), and `_same` counts
+    the old as the new from here on. typing's own caches of aliases hold it too, as keys and
+    results: a cache, never read for the new one. Raises Fallback when anything else holds the
+    old one or an alias over it (a module-level alias, a class's annotations, a test module's
+    `from … import T`): it could not be swapped there."""
     _REPLACED.clear()
     changed = [k for k, new in fresh.items()
                if k in live and _is_typevar(live[k]) and _is_typevar(new)
@@ -1157,30 +1362,140 @@ def _typevar_swaps(module, live, fresh, check):
     for function in module.functions:
         # A function's annotations become a dict on first read; a fresh import's too.
         annotations[id(function.__annotations__)] = function.__annotations__
-    ours = {id(frame) for frame in _frames()}
+    ignored = {id(frame) for frame in _frames()} | _typing_caches()
     swaps = []
     for key in changed:
         if key in check.reads:
             raise Fallback(f"{key} was read while collecting")
-        old = live[key]
-        # The collected session is frozen (see `serve`); frozen objects are not searched.
-        gc.unfreeze()
-        try:
-            holders = gc.get_referrers(old)
-        finally:
-            gc.freeze()
         held = []
-        for holder in holders:
-            if holder is live or id(holder) in ours:
-                continue
-            if type(holder) is dict and id(holder) in annotations:
-                held.append(holder)
-                continue
-            raise Fallback(f"{key} changes and a {type(holder).__name__} holds it")
+        _annotation_holders(key, live[key], live, annotations, ignored, held, 0)
+        for holder, parameter in held:
+            _swapped(holder[parameter], live[key], fresh[key])  # refused before any patch
         swaps.append((key, held))
     for key, _ in swaps:
         _REPLACED[id(live[key])] = (live[key], fresh[key])
     return swaps
+
+
+def _referrers(value, ignored):
+    """What holds VALUE, the searching frames and their lists left out."""
+    # The collected session is frozen (see `serve`); frozen objects are not searched.
+    gc.unfreeze()
+    try:
+        holders = gc.get_referrers(value)
+    finally:
+        gc.freeze()
+    ignored.add(id(holders))
+    kept = [h for h in holders if id(h) not in ignored]
+    # The lists of an outer search hold what they found. An id freed here can only be taken
+    # by an object made later, by the search itself: never a holder that was there before.
+    ignored.add(id(kept))
+    return kept
+
+
+def _annotation_holders(key, value, live, annotations, ignored, held, depth):
+    """Adds to HELD (annotation dict, parameter) for each annotation holding VALUE (the
+    TypeVar KEY, or an alias over it) as a value; follows aliases through their argument and
+    parameter tuples. Raises Fallback at any other holder."""
+    if depth > 16:
+        raise Fallback(f"{key} changes and is nested too deep in aliases")
+    for holder in _referrers(value, ignored):
+        if holder is live and depth == 0:
+            continue  # the name the mutant binds again; an alias bound there stays old
+        if type(holder) is dict and id(holder) in annotations:
+            # No comprehension here: it would hold VALUE in a cell, a holder of its own.
+            found = False
+            for parameter, annotation in holder.items():
+                if annotation is value:
+                    found = True
+                    if (holder, parameter) not in held:
+                        held.append((holder, parameter))
+            if not found:
+                raise Fallback(f"{key} changes and an annotation holds it as a key")
+            continue
+        if type(holder) is tuple:
+            # An alias's `__args__` or `__parameters__`; nothing else may hold the tuple.
+            for alias in _aliases_holding(holder, ignored):
+                if alias is None:
+                    raise Fallback(f"{key} changes and a tuple holds it")
+                _annotation_holders(key, alias, live, annotations, ignored, held, depth + 1)
+            continue
+        raise Fallback(f"{key} changes and a {type(holder).__name__} holds it")
+
+
+def _aliases_holding(arguments, ignored, found=None, depth=0):
+    """The typing aliases whose `__args__` or `__parameters__` is the tuple ARGUMENTS (held
+    by the alias, or by its attribute dict), or that hold it inside such a tuple; None for any
+    other holder. A tuple held only by typing's caches (a key) holds nothing. Lists, not
+    generators, and no comprehensions: a generator or a cell would hold what it searched."""
+    if found is None:
+        found = []
+        ignored.add(id(found))
+    for holder in _referrers(arguments, ignored):
+        if type(holder) is tuple and depth < 16:
+            _aliases_holding(holder, ignored, found, depth + 1)
+            continue
+        owners = [holder]
+        ignored.add(id(owners))
+        if type(holder) is dict:
+            owners.clear()
+            for owner in _referrers(holder, ignored):
+                if getattr(owner, "__dict__", None) is holder:
+                    owners.append(owner)
+        for alias in owners:
+            found.append(alias if _is_alias(alias) and (
+                arguments is alias.__args__ or arguments is alias.__parameters__) else None)
+        if not owners:
+            found.append(None)
+    return found
+
+
+def _is_alias(value):
+    kind = type(value)
+    return kind.__module__ == "typing" and kind.__name__.endswith("Alias") \
+        and isinstance(getattr(value, "__args__", None), tuple) \
+        and isinstance(getattr(value, "__parameters__", None), tuple)
+
+
+def _typing_caches():
+    """The ids of typing's caches of subscripted aliases (its `lru_cache`s, and what they keep
+    their entries in): keys and results held there are cached, not used."""
+    import typing
+
+    ids = set()
+    for clear in getattr(typing, "_cleanups", ()):
+        cache = getattr(clear, "__self__", None)
+        if cache is None:
+            continue
+        ids.add(id(cache))
+        ids.update(id(r) for r in gc.get_referents(cache) if type(r) is dict)
+    return ids
+
+
+def _swapped(value, old, new):
+    """The annotation VALUE with the TypeVar OLD replaced by NEW: NEW itself, or the alias
+    made again with NEW substituted for OLD among its parameters."""
+    if value is old:
+        return new
+    parameters = value.__parameters__
+    if old not in parameters:
+        raise Fallback(f"an alias holds {old!r} but not as a parameter")
+    try:
+        return value[tuple(new if p is old else p for p in parameters)] \
+            if len(parameters) > 1 else value[new]
+    except Exception as error:
+        raise Fallback(f"{value!r} cannot take the changed {old!r}: {error}")
+
+
+def _only_the_class_holds(value, cls, label):
+    """Raises Fallback when anything but the attribute dict of CLS (and this search) holds
+    VALUE: a holder would keep the live object where a fresh import gives a new one."""
+    ours = {id(frame) for frame in _frames()}
+    own = [r for r in gc.get_referents(cls) if type(r) is dict]
+    ours.update(id(d) for d in own)
+    ours.add(id(own))
+    for holder in _referrers(value, ours):
+        raise Fallback(f"{label} changes and a {type(holder).__name__} holds it")
 
 
 def _frames():
@@ -1271,10 +1586,8 @@ def apply_static(module, mutated, check):
         live[key].__kwdefaults__ = fresh[key].__kwdefaults__
     for key, holders in typevars:
         old, new = live[key], fresh[key]
-        for annotations in holders:
-            for parameter, value in annotations.items():
-                if value is old:
-                    annotations[parameter] = new
+        for annotations, parameter in holders:
+            annotations[parameter] = _swapped(annotations[parameter], old, new)
         live[key] = new
     # Immutable values only (`_class_changes`): rebound on the live class, which every
     # instance and every `from module import Class` holds.
@@ -1283,12 +1596,31 @@ def apply_static(module, mutated, check):
             if attribute not in vars(fresh[key]):
                 delattr(live[key], attribute)
                 continue
-            pair = _defaults_only(vars(live[key])[attribute], vars(fresh[key])[attribute], name)
+            current, made = vars(live[key])[attribute], vars(fresh[key])[attribute]
+            accessors = _dropped_accessors(current, made, name)
+            if accessors is not None:
+                _only_the_class_holds(current, live[key], f"{key}.{attribute}")
+                setattr(live[key], attribute, accessors)
+                continue
+            pair = _defaults_only(current, made, name)
             if pair is None:
-                setattr(live[key], attribute, vars(fresh[key])[attribute])
+                setattr(live[key], attribute, made)
             else:
                 pair[0].__defaults__ = pair[1].__defaults__
                 pair[0].__kwdefaults__ = pair[1].__kwdefaults__
+
+
+def _held_label(held):
+    names = ", ".join(sorted(os.path.basename(f) for f in held))
+    return f"collecting {names} ran the mutated code"
+
+
+def _remove(path):
+    if path:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
 
 
 KILLERS_KEPT = 64  # the most recent first-failing tests a session server remembers
@@ -1389,8 +1721,11 @@ def session_server(spec, base_path, channel_fds, preloaded, requests, answer):
             state["why"] = "the options name what to collect"
             return leave()
         by_id = {}
+        files_of = {}  # the real path of each collected item's test file
         for item in items:
             by_id.setdefault(item.nodeid, item)
+            files_of[item] = os.path.realpath(str(getattr(item, "path", "")))
+        test_files = frozenset(files_of.values())
         root = spec["cwd"]
         modules = {}
         killers = []
@@ -1407,7 +1742,7 @@ def session_server(spec, base_path, channel_fds, preloaded, requests, answer):
                 path = request["module"]
                 if path not in modules:
                     try:
-                        modules[path] = Module(root, path, called)
+                        modules[path] = Module(root, path, called, test_files)
                     except Fallback as why:
                         modules[path] = why
                     except Exception as error:
@@ -1420,7 +1755,7 @@ def session_server(spec, base_path, channel_fds, preloaded, requests, answer):
                         mutated_source = source.read()
                 except OSError as error:
                     raise Fallback(f"cannot read the mutant: {error}")
-                swaps, mutated, static = module.swaps(mutated_source)
+                swaps, mutated, static, held = module.swaps(mutated_source)
                 # No node ids: the whole suite, the tests that killed earlier whole-suite
                 # mutants first (with `-x`, a kill then costs one test), the rest as collected.
                 selected = [] if request["select"] else _killers_first(items, killers)
@@ -1429,6 +1764,12 @@ def session_server(spec, base_path, channel_fds, preloaded, requests, answer):
                         raise Fallback(f"{nodeid} is not among the collected items")
                     if by_id[nodeid] not in selected:
                         selected.append(by_id[nodeid])
+                if held:
+                    # Collected with the unmutated function: only a fresh session has them as
+                    # the mutant makes them. The rest may kill it here; else a fresh session.
+                    selected = [item for item in selected if files_of[item] not in held]
+                    if not selected:
+                        raise Fallback(f"{_held_label(held)}: no other test covers it")
             except Fallback as why:
                 answer({"fallback": str(why)})
                 continue
@@ -1442,7 +1783,7 @@ def session_server(spec, base_path, channel_fds, preloaded, requests, answer):
             # The child of a whole-suite job writes here which test failed first (for the
             # next jobs' order) or, for a module-level mutant that fails its checks after its
             # code ran again, why it cannot go on: the job then runs in a fresh session.
-            verdict = os.pipe() if static or not request["select"] else None
+            verdict = os.pipe() if static or held or not request["select"] else None
             pid = os.fork()
             if pid == 0:
                 state["child"] = True
@@ -1474,6 +1815,13 @@ def session_server(spec, base_path, channel_fds, preloaded, requests, answer):
                 os._exit(0)
             if why.startswith("fallback "):
                 answer({"fallback": why[len("fallback "):], "exit": exit_code} | cut_flag(cut))
+                continue
+            if held and (cut or not why.startswith("killed ")):
+                # Only a failing test settles a mutant whose held-back items never ran; its
+                # report must not outlive the fork (the fresh session writes its own).
+                if request.get("junitxml"):
+                    _remove(os.path.join(request["cwd"], request["junitxml"]))
+                answer({"fallback": f"{_held_label(held)}: no other test failed", "exit": exit_code})
                 continue
             if why.startswith("killed "):
                 killer = why[len("killed "):]

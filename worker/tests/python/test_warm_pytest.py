@@ -46,7 +46,7 @@ def hot_swap(warm, root, module_file, mutated_source):
     """What a fork of a session server does with a module-level mutant: the checks, then the
     mutated top-level code run again into the live module."""
     module = warm.Module(str(root), module_file, called={})
-    swaps, mutated, check = module.swaps(mutated_source.encode())
+    swaps, mutated, check, _ = module.swaps(mutated_source.encode())
     assert check is not None, "a mutant of top-level code runs that code again"
     warm.apply_static(module, mutated, check)
     return module.module
@@ -168,7 +168,7 @@ def test_a_mutant_inside_one_function_body_compiles_alone_to_the_module_compiles
                                             dont_inherit=True), whole)
         assert [(a, b, own) for a, b, own in whole if a.co_flags & warm.CO_OPTIMIZED] \
             == alone, "the same code objects as the module's compile"
-    swaps, mutated_code, check = module.swaps(
+    swaps, mutated_code, check, _ = module.swaps(
         source.replace("checked + 0", "checked - 1").encode())
     assert (mutated_code, check) == (None, None), "no top-level code runs again"
     for function, code in swaps:
@@ -190,7 +190,7 @@ def test_a_mutant_outside_a_plain_function_body_is_compiled_with_its_module(warm
         assert mutated != source.encode()
         assert module.function_changes(mutated) is None, after
     # The last one is still swapped, through the module's compile.
-    swaps, _, check = module.swaps(
+    swaps, _, check, _ = module.swaps(
         source.replace("amount - amount % step", "amount + amount % step").encode())
     assert check is None and [f.__name__ for f, _ in swaps] == ["rounding"]
 
@@ -250,7 +250,7 @@ def profiled_import(make, files, main):
 
 def swap_class_body(warm, root, called, mutated_source):
     module = warm.Module(str(root), "tariff.py", called=called)
-    swaps, mutated, check = module.swaps(mutated_source.encode())
+    swaps, mutated, check, _ = module.swaps(mutated_source.encode())
     assert check is not None, "a class body's mutant runs the top-level code again"
     warm.apply_static(module, mutated, check)
     return module.module
@@ -283,6 +283,68 @@ def test_a_dropped_method_leaves_the_live_class_as_a_fresh_import_would(warm, pr
         held.capped()
 
 
+READINGS = '''
+    class Meter:
+        def __init__(self, reading):
+            self._reading = reading
+
+        @property
+        def reading(self):
+            """The last reading (read-only)."""
+            return self._reading
+
+        @reading.setter
+        def reading(self, value):
+            raise AttributeError("reading is read-only")
+'''
+
+
+def test_a_dropped_property_setter_leaves_the_live_getter_on_the_live_class(warm, product):
+    root, make = product
+    live, called = profiled_import(make, {"meters.py": READINGS}, "meters")
+    meter_class, getter = live.Meter, live.Meter.reading.fget
+    held = live.Meter(41)
+    dropped = textwrap.dedent(READINGS).replace(
+        "    @reading.setter\n    def reading(self, value):\n"
+        "        raise AttributeError(\"reading is read-only\")\n", "\n\n\n")
+    assert dropped != textwrap.dedent(READINGS)
+    module = warm.Module(str(root), "meters.py", called=called)
+    swaps, mutated, check, _ = module.swaps(dropped.encode())
+    warm.apply_static(module, mutated, check)
+    assert live.Meter is meter_class, "the live class is patched, never replaced"
+    prop = vars(meter_class)["reading"]
+    assert prop.fget is getter and prop.fset is None
+    assert prop.__doc__ == "The last reading (read-only)."
+    assert held.reading == 41
+    with pytest.raises(AttributeError, match="has no setter"):
+        held.reading = 5
+
+
+def test_a_dropped_property_setter_falls_back_when_another_object_holds_the_property(
+        warm, product):
+    root, make = product
+    files = {
+        "meters.py": READINGS,
+        # Another module's table of the class's properties, as a serializer builds it.
+        "meter_fields.py": '''
+            from meters import Meter
+
+            FIELDS = {"reading": vars(Meter)["reading"]}
+        ''',
+    }
+    live, called = profiled_import(make, files, "meters")
+    import meter_fields  # noqa: F401
+    prop = vars(live.Meter)["reading"]
+    dropped = textwrap.dedent(READINGS).replace(
+        "    @reading.setter\n    def reading(self, value):\n"
+        "        raise AttributeError(\"reading is read-only\")\n", "\n\n\n")
+    module = warm.Module(str(root), "meters.py", called=called)
+    swaps, mutated, check, _ = module.swaps(dropped.encode())
+    with pytest.raises(warm.Fallback, match="Meter.reading changes and a dict holds it"):
+        warm.apply_static(module, mutated, check)
+    assert vars(live.Meter)["reading"] is prop
+
+
 ROUTE = '''
     class Route:
         SPEED = 30
@@ -307,7 +369,7 @@ def test_a_method_dropped_from_a_class_bound_to_two_names_is_dropped_once(warm, 
         "    @classmethod\n    def named(cls, name):\n        return cls()\n", "    pass\n\n\n")
     assert dropped != textwrap.dedent(ROUTE)
     module = warm.Module(str(root), "route.py", called=called)
-    swaps, mutated, check = module.swaps(dropped.encode())
+    swaps, mutated, check, _ = module.swaps(dropped.encode())
     warm.apply_static(module, mutated, check)
     assert live.Path is live.Route
     assert not hasattr(live.Route, "named")
@@ -367,12 +429,36 @@ def test_a_changed_typevar_held_only_by_annotations_is_swapped_into_them(warm, p
                                             "return": live.Amount}
 
 
-def test_a_changed_typevar_inside_a_generic_alias_falls_back(warm, product):
+def test_a_changed_typevar_inside_generic_aliases_is_swapped_into_them(warm, product):
+    import typing
+
     root, make = product
     source = AMOUNTS + '''
 
-    def totals(values: List[Amount]) -> Amount:
-        return sum(values)
+    def totals(values: List[Amount], scale: Optional[Type[Amount]] = None) -> Dict[str, Amount]:
+        return {"total": sum(values)}
+'''
+    source = source.replace("List, TypeVar", "Dict, List, Optional, Type, TypeVar")
+    live = make({"amounts.py": source}, "amounts")
+    totals = live.totals
+    hot_swap(warm, root, "amounts.py",
+             textwrap.dedent(source).replace("int, float, complex", "int, float"))
+    assert totals is live.totals, "the live function stays; its annotations change"
+    assert live.Amount.__constraints__ == (int, float)
+    hints = typing.get_type_hints(totals)
+    assert hints["values"] == typing.List[live.Amount]
+    assert typing.get_args(hints["values"])[0] is live.Amount
+    assert hints["scale"] == typing.Optional[typing.Type[live.Amount]]
+    assert hints["return"] == typing.Dict[str, live.Amount]
+
+
+def test_a_changed_typevar_in_an_alias_held_outside_annotations_falls_back(warm, product):
+    root, make = product
+    # A module-level alias: the live module would keep the old one where a fresh import
+    # binds a new one.
+    source = AMOUNTS + '''
+
+    Amounts = List[Amount]
 '''
     live = make({"amounts.py": source}, "amounts")
     amount = live.Amount
@@ -440,7 +526,7 @@ def test_a_class_body_whose_annotations_are_another_modules_dict_falls_back(warm
 class SessionServer:
     """The real server script, driven over its line protocol as the worker drives it."""
 
-    def __init__(self, tmp_path, tree):
+    def __init__(self, tmp_path, tree, args=()):
         rewrites = tmp_path / "rewrites"
         rewrites.mkdir()
         self.env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path),
@@ -451,7 +537,7 @@ class SessionServer:
             cwd="/", env=self.env, text=True)
         assert self.answer() == {"ready": True}
         self.send({"session": {"cwd": str(tree), "env": self.env,
-                               "args": ["-p", "no:cacheprovider", "-q"]}})
+                               "args": ["-p", "no:cacheprovider", "-q", *args]}})
         started = self.answer()
         assert started.get("session") is True, started
 
@@ -576,6 +662,122 @@ def test_a_hanging_mutant_is_killed_by_the_server_at_its_limit_and_the_next_one_
         assert took < 5, took
         assert server.mutant(job(2, STORE.replace("10", "11")), "store.py", limit_ms=30_000) \
             == {"exit": 1}
+    finally:
+        server.close()
+
+
+INVOICE = '''
+class Invoice:
+    def __init__(self, amount, rate):
+        self.amount = amount
+        self.rate = rate
+
+    def total(self):
+        return self.amount * self.rate
+'''
+
+# A parametrize list of invoices, built while collecting: `Invoice.__init__` runs then.
+INVOICE_CASES = '''
+    import pytest
+
+    from ledger import Invoice
+
+    CASES = [Invoice(100, 2), Invoice(5, 3)]
+
+
+    @pytest.mark.parametrize("invoice", CASES)
+    def test_rate_is_kept(invoice):
+        assert invoice.rate in (2, 3)
+'''
+
+INVOICE_TOTAL = '''
+    from ledger import Invoice
+
+
+    def test_total():
+        assert Invoice(100, 2).total() == 200
+'''
+
+
+def invoice_trees(tmp_path, files):
+    tree = tmp_path / "session" / "tree"
+    (tree / "tests").mkdir(parents=True)
+    (tree / "ledger.py").write_text(INVOICE)
+    for name, source in files.items():
+        (tree / "tests" / name).write_text(textwrap.dedent(source))
+
+    def job(number, mutated):
+        job_tree = tmp_path / f"job-{number}"
+        shutil.copytree(tree, job_tree)
+        (job_tree / "ledger.py").write_text(mutated)
+        return job_tree
+
+    return tree, job
+
+
+def test_a_function_that_ran_while_collecting_is_killed_in_a_fork_by_the_other_tests(tmp_path):
+    tree, job = invoice_trees(tmp_path, {"test_cases.py": INVOICE_CASES,
+                                         "test_total.py": INVOICE_TOTAL})
+    server = SessionServer(tmp_path, tree, ["--junitxml={report}"])
+    try:
+        killed_tree = job(1, INVOICE.replace("self.amount = amount", "self.amount = -amount"))
+        # Forked (no fallback), killed by test_total; the held-back items never ran there.
+        assert server.mutant(killed_tree, "ledger.py") == {"exit": 1}
+        report = (killed_tree / "report.xml").read_text()
+        assert 'name="test_total"' in report and "test_rate_is_kept" not in report, report
+        # Only the held-back items would catch this one: the fork's run proves nothing, so the
+        # job goes to a fresh session, and the fork's report is not left for it.
+        missed_tree = job(2, INVOICE.replace("self.rate = rate", "self.rate = rate + 1")
+                          .replace("self.amount * self.rate", "self.amount * (self.rate - 1)"))
+        missed = server.mutant(missed_tree, "ledger.py")
+        assert "collecting test_cases.py ran the mutated code: no other test failed" \
+            in missed.get("fallback", ""), missed
+        assert not (missed_tree / "report.xml").exists()
+    finally:
+        server.close()
+
+
+def test_a_function_that_ran_while_collecting_falls_back_where_its_results_may_escape(tmp_path):
+    # Another test module holds what the collecting module built: held back alone, its
+    # items would still run with the unmutated function's invoices.
+    reuse = '''
+        from test_cases import CASES
+
+
+        def test_reused():
+            assert len(CASES) == 2
+    '''
+    tree, job = invoice_trees(tmp_path, {"test_cases.py": INVOICE_CASES,
+                                         "test_total.py": INVOICE_TOTAL,
+                                         "test_reuse.py": reuse})
+    server = SessionServer(tmp_path, tree)
+    try:
+        answer = server.mutant(job(1, INVOICE.replace("self.amount = amount", "self.amount = -amount")),
+                               "ledger.py")
+        assert "CASES is held by test_reuse" in answer.get("fallback", ""), answer
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize("init, why", [
+    # A registry the function fills while collecting: the other tests would see it filled
+    # by the unmutated code.
+    ("        REGISTRY.append(self)\n", "beside <method 'append' of 'list' objects>"),
+    ("        Invoice.last = self\n", "stores into Invoice"),
+])
+def test_a_function_that_stores_outside_its_instance_while_collecting_falls_back(
+        tmp_path, init, why):
+    ledger = "REGISTRY = []\n\n" + INVOICE.replace("        self.rate = rate\n",
+                                                     "        self.rate = rate\n" + init)
+    tree, job = invoice_trees(tmp_path, {"test_cases.py": INVOICE_CASES,
+                                         "test_total.py": INVOICE_TOTAL})
+    (tree / "ledger.py").write_text(ledger)
+    server = SessionServer(tmp_path, tree)
+    try:
+        answer = server.mutant(job(1, ledger.replace("self.amount = amount", "self.amount = -amount")),
+                               "ledger.py")
+        assert why in answer.get("fallback", ""), answer
+        assert "ran during collection" in answer["fallback"], answer
     finally:
         server.close()
 

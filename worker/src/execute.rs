@@ -2,6 +2,7 @@
 //! sandbox with private output files, the structured report read fresh and parsed, artifacts
 //! uploaded with their sha256, and the scratch directory removed on every path.
 
+mod go_declared_tests;
 mod job_dirs;
 mod mutant_edit;
 mod reused_scratch;
@@ -335,6 +336,16 @@ async fn run_in(
     let observer_dir = private.join("observer");
     let record_path = observer_dir.join("calls.jsonl");
     let observing = observes(job);
+    // Read before the guest runs: what it does to the tree cannot change the expectation.
+    let declared_go_tests = match go_declared_tests::checked(job) {
+        true => {
+            let tree = tree_dir.clone();
+            tokio::task::spawn_blocking(move || go_declared_tests::read(&tree))
+                .await
+                .ok()
+        }
+        false => None,
+    };
     if observing {
         tokio::fs::create_dir_all(&observer_dir)
             .await
@@ -533,6 +544,13 @@ async fn run_in(
                 _ => ReportOutcome::Parsed(parsed),
             }
         }
+        ReportOutcome::Parsed(parsed) => match declared_go_tests
+            .as_ref()
+            .and_then(|declared| declared.missing(&parsed, &job.command))
+        {
+            Some(why) => ReportOutcome::Inconsistent(why),
+            None => ReportOutcome::Parsed(parsed),
+        },
         report => report,
     };
     let (status, report) = if never_writes_its_report(job) {

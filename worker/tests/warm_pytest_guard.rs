@@ -19,6 +19,12 @@ fn the_warm_runners_python_unit_tests_pass() {
         output.status.success(),
         "the warm runner's unit tests failed:\n{stdout}\n{stderr}"
     );
-    // Not vacuous: the file's nineteen cases ran.
-    assert!(stdout.contains("19 passed"), "{stdout}");
+    // Not vacuous: at least the cases written when this line was (26) ran.
+    let passed = stdout
+        .split_whitespace()
+        .zip(stdout.split_whitespace().skip(1))
+        .find(|(_, word)| *word == "passed")
+        .and_then(|(count, _)| count.parse::<u32>().ok())
+        .unwrap_or(0);
+    assert!(passed >= 26, "{stdout}");
 }

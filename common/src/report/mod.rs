@@ -2,6 +2,7 @@
 //! a report that cannot be trusted yields no named result at all.
 
 pub mod go;
+pub mod go_declared;
 pub mod junit;
 pub mod libtest;
 pub mod mutant_batch;

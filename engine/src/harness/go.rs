@@ -4,6 +4,12 @@
 //! outside itself (a function literal it calls, or a function of the file, that assigns to a
 //! package variable), which runs, like `init`, before any test.
 //!
+//! An import of a package that reaches the exit system call without the testing package
+//! (`syscall`, `golang.org/x/sys/unix`, `unsafe` for a linked-in runtime function, cgo's `C`)
+//! is one too: a test that prints go test's own `--- PASS` line and then calls
+//! `syscall.Exit(0)` (which `-test.paniconexit0` does not catch) has test2json read the line as
+//! a pass, and no test after it runs.
+//!
 //! Each declaration is compared whole with the base's: a `TestMain` or `init` whose first line
 //! the base holds but whose body the change rewrote is a finding, one the base holds as it is
 //! is not.
@@ -55,6 +61,24 @@ fn constructs(source: &str) -> Vec<Construct> {
                     });
                 }
             }
+            "import_declaration" => {
+                for spec in import_specs(declaration) {
+                    let Some(path) = spec.child_by_field_name("path") else {
+                        continue;
+                    };
+                    let imported = text(path, source).trim_matches(|c| c == '"' || c == '`');
+                    if EXITS_AROUND_TESTING.contains(&imported) {
+                        found.push(Construct {
+                            line: line(spec),
+                            name: format!("import {imported:?}"),
+                            kind: HarnessKind::Hook,
+                            source: text(spec, source).to_owned(),
+                            target: None,
+                            span: None,
+                        });
+                    }
+                }
+            }
             "var_declaration" => {
                 for spec in var_specs(declaration) {
                     if let Some(name) = runs_code(spec, source, &functions) {
@@ -73,6 +97,26 @@ fn constructs(source: &str) -> Vec<Construct> {
         }
     }
     found
+}
+
+/// Packages through which a test can end its process with any exit status while the testing
+/// package has not finished: see the module's comment.
+const EXITS_AROUND_TESTING: &[&str] = &["syscall", "golang.org/x/sys/unix", "unsafe", "C"];
+
+/// The `import_spec`s of an `import` declaration, grouped (`import ( … )`) or not.
+fn import_specs(declaration: Node<'_>) -> Vec<Node<'_>> {
+    let mut specs = Vec::new();
+    let mut stack = vec![declaration];
+    while let Some(node) = stack.pop() {
+        if node.kind() == "import_spec" {
+            specs.push(node);
+            continue;
+        }
+        let mut cursor = node.walk();
+        stack.extend(node.children(&mut cursor));
+    }
+    specs.sort_by_key(|n| n.start_byte());
+    specs
 }
 
 /// The `var_spec`s of a package-level `var` declaration, grouped (`var ( … )`) or not.
@@ -335,6 +379,22 @@ mod tests {
             places(&scan("pager_test.go", Some(base), &candidate)),
             [("init", 9)]
         );
+    }
+
+    #[test]
+    fn an_import_that_reaches_the_exit_call_around_testing_is_a_hook() {
+        let base = "package pager\n\nimport (\n\t\"os\"\n\t\"testing\"\n)\n";
+        let candidate = "package pager\n\nimport (\n\t\"fmt\"\n\t\"os\"\n\t\"syscall\"\n\t\"testing\"\n\n\tu \"golang.org/x/sys/unix\"\n)\n\nfunc TestPages(t *testing.T) {\n\tfmt.Println(\"--- PASS: TestPages (0.00s)\")\n\tsyscall.Exit(0)\n\tu.Exit(0)\n}\n";
+        let found = scan("pager/pages_test.go", Some(base), candidate);
+        assert_eq!(
+            places(&found),
+            [
+                ("import \"syscall\"", 6),
+                ("import \"golang.org/x/sys/unix\"", 9)
+            ]
+        );
+        // One the base already imports is not the change's.
+        assert!(scan("pager/pages_test.go", Some(candidate), candidate).is_empty());
     }
 
     #[test]

@@ -1,9 +1,10 @@
 //! The result cache through the real binary: a re-proof answers unchanged jobs from the cache
-//! and says so, what may not be trusted is never stored, and a tampered entry is refused.
+//! and says so, what may not be trusted is never stored, and a tampered entry is refused. A Go
+//! build failure is answered with the compiler's error its stored stderr holds.
 
 use crate::support;
 
-use support::{PAGER_FIXED, Repo, Run, commit_pager_fix, pytest_pager_repo};
+use support::{PAGER_FIXED, Repo, Run, commit_pager_fix, fixture, pytest_pager_repo};
 
 fn pager_fix() -> Repo {
     let repo = pytest_pager_repo();
@@ -130,6 +131,55 @@ fn a_reproof_after_a_product_only_edit_runs_only_the_candidate_side() {
         "{}",
         refreshed.explain()
     );
+}
+
+/// Go 1.19 prints a build failure's compiler error on stderr, outside the report the entry pins:
+/// a served result is re-read with the stored stderr, so it keeps the error and is not refused.
+#[test]
+fn a_go_build_failure_is_answered_from_the_cache_with_its_compiler_error() {
+    let repo = Repo::new();
+    repo.copy_fixture("go-cache", &["ledger/ledger_test.go"]);
+    repo.commit("cache and ledger");
+    let ledger = fixture("go-cache/ledger/ledger.go")
+        + "\n// RoundedTotal is the total a printed invoice shows.\nfunc RoundedTotal(lines []int) int { return Total(lines) }\n";
+    repo.write("ledger/ledger.go", &ledger).write(
+        "ledger/ledger_test.go",
+        &fixture("go-cache/ledger/ledger_test.go"),
+    );
+    repo.commit("ledger: rounded totals");
+    let out = tempfile::tempdir().unwrap();
+    let prove = || {
+        let (command, json) = support::prove_command(
+            &repo,
+            &[
+                "--base",
+                "main~1",
+                "--no-mutation",
+                "--criterion",
+                "test: TestTotalRounds",
+            ],
+            out.path(),
+        );
+        support::run(command, Some(json))
+    };
+    let first = prove();
+    let again = prove();
+    for run in [&first, &again] {
+        assert_eq!(run.verdict_of("C1"), "unverified", "{}", run.explain());
+        assert_eq!(
+            run.criterion("C1")["base"]["error"],
+            "ledger/ledger_test.go:8:5: undefined: RoundedTotal",
+            "{}",
+            run.explain()
+        );
+    }
+    assert!(cached_jobs(&first).iter().all(|(_, cached)| !cached));
+    assert!(
+        cached_jobs(&again).iter().all(|(_, cached)| *cached),
+        "{}",
+        again.explain()
+    );
+    assert!(!again.stderr.contains("refused"), "{}", again.explain());
 }
 
 #[test]

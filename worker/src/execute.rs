@@ -535,6 +535,17 @@ async fn run_in(
         }
         report => report,
     };
+    // Go before 1.24 prints its compiler errors on stderr, outside the report. No more is read
+    // than the stored stderr keeps, so a cache's re-read of it names the same errors.
+    let report = match report {
+        ReportOutcome::Parsed(mut parsed) if report::reads_stderr(&job.report, &parsed) => {
+            let limit = (report::go::STDERR_HEAD as u64).min(ctx.output_cap_bytes);
+            let stderr = crate::stderr_tail::head(&run.stderr_path, limit);
+            report::complete_from_stderr(&job.report, &mut parsed, &stderr);
+            ReportOutcome::Parsed(parsed)
+        }
+        report => report,
+    };
     let (status, report) = if never_writes_its_report(job) {
         (status, report)
     } else {

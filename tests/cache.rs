@@ -72,6 +72,16 @@ fn cached_jobs(run: &Run) -> Vec<(String, bool)> {
     })
 }
 
+/// The run's progress lines for finished jobs (`[prove] 3/6 base (…): …`), each with whether it
+/// says the cache answered its job.
+fn job_lines(run: &Run) -> Vec<(String, bool)> {
+    run.stderr
+        .lines()
+        .filter(|l| l.starts_with("[prove] ") && l.contains('/') && l.contains("): "))
+        .map(|l| (l.to_owned(), l.contains(" (cached): ")))
+        .collect()
+}
+
 #[test]
 fn a_reproof_after_a_product_only_edit_runs_only_the_candidate_side() {
     let repo = pager_fix();
@@ -79,6 +89,9 @@ fn a_reproof_after_a_product_only_edit_runs_only_the_candidate_side() {
     let first = prover.prove(&repo, "main~1", &[]);
     assert_eq!(first.code, 0, "{}", first.explain());
     assert!(cached_jobs(&first).iter().all(|(_, cached)| !cached));
+    let lines = job_lines(&first);
+    assert_eq!(lines.len(), 6, "{}", first.explain());
+    assert!(lines.iter().all(|(_, cached)| !cached), "{lines:#?}");
     let first_id = first.evidence.as_ref().unwrap()["proof_id"].clone();
 
     // The same change again: every job is answered, naming the entry and the run behind it.
@@ -97,6 +110,10 @@ fn a_reproof_after_a_product_only_edit_runs_only_the_candidate_side() {
         "{}",
         again.explain()
     );
+    // Each job's progress line says so, in place of a time it did not take in this run.
+    let lines = job_lines(&again);
+    assert_eq!(lines.len(), 6, "{}", again.explain());
+    assert!(lines.iter().all(|(_, cached)| *cached), "{lines:#?}");
 
     // A product-only edit: the base tree is unchanged, the candidate's is new.
     repo.write(
@@ -120,6 +137,21 @@ fn a_reproof_after_a_product_only_edit_runs_only_the_candidate_side() {
             edited.explain()
         );
     }
+    // Only the answered jobs' lines say cached: the candidate's ran.
+    let lines = job_lines(&edited);
+    let served = jobs.iter().filter(|(_, cached)| *cached).count();
+    assert_eq!(lines.len(), 6, "{}", edited.explain());
+    assert_eq!(
+        lines.iter().filter(|(_, cached)| *cached).count(),
+        served,
+        "{lines:#?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .all(|(line, cached)| !cached || !line.contains(" candidate ")),
+        "{lines:#?}"
+    );
 
     // --no-cache runs everything; --refresh-cache too, and stores what it ran.
     let uncached = prover.prove(&repo, "main~2", &["--no-cache"]);

@@ -184,10 +184,7 @@ pub async fn run_job(job: &JobSpec, ctx: &JobContext) -> JobResult {
             ctx.trees.release(&job.tree, &scratch.join("tree")).await;
         }
         let parked = mutant && finished && reused_scratch::park(&ctx.scratch_root, &scratch);
-        if !parked
-            && let Err(e) = tokio::fs::remove_dir_all(&scratch).await
-            && e.kind() != std::io::ErrorKind::NotFound
-        {
+        if !parked && let Err(e) = job_dirs::remove_scratch(&scratch).await {
             tracing::warn!(error = %e, path = %scratch.display(), "failed to remove job scratch directory");
         }
         drop(proof_dir);

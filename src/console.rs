@@ -133,6 +133,7 @@ impl ProgressSink for StderrProgress {
                 total,
                 spec,
                 result,
+                cached,
             } => {
                 // Mutants are their own phase, after (or instead of) the proof's jobs.
                 let (phase, label) = match (spec.kind, &spec.edit) {
@@ -150,6 +151,7 @@ impl ProgressSink for StderrProgress {
                     total,
                     result,
                     Some(spec.timeout_secs),
+                    cached,
                 ));
                 terminal.update(done, total);
             }
@@ -252,7 +254,9 @@ pub fn mutant_line(progress: &MutantProgress<'_>) -> String {
     )
 }
 
-/// `[prove] 3/8 base-suite (1.2 s): 12 tests reported, exit 0`: one finished job.
+/// `[prove] 3/8 base-suite (1.2 s): 12 tests reported, exit 0`: one finished job. A job the
+/// result cache answered says `(cached)` where the time would be: it ran for no time in this
+/// run, and the result's own duration is the run that produced it.
 pub fn job_line(
     phase: &str,
     label: &str,
@@ -260,6 +264,7 @@ pub fn job_line(
     total: usize,
     result: &JobResult,
     timeout_secs: Option<u64>,
+    cached: bool,
 ) -> String {
     let what = match &result.status {
         JobStatus::Completed { exit_code } => match result.report.problem() {
@@ -276,10 +281,11 @@ pub fn job_line(
         JobStatus::Infrastructure { message, .. } => format!("INFRA {message}"),
         JobStatus::Cancelled => "cancelled".into(),
     };
-    format!(
-        "[{phase}] {done}/{total} {label} ({:.1} s): {what}",
-        result.duration_ms as f64 / 1000.0
-    )
+    let took = match cached {
+        true => "cached".to_owned(),
+        false => format!("{:.1} s", result.duration_ms as f64 / 1000.0),
+    };
+    format!("[{phase}] {done}/{total} {label} ({took}): {what}")
 }
 
 /// `1 test`, `2 tests`: a count with its noun agreeing.
@@ -742,6 +748,29 @@ mod tests {
             artifacts: Vec::new(),
             cached: None,
         }
+    }
+
+    #[test]
+    fn a_job_the_cache_answered_says_cached_where_its_time_would_be() {
+        let result = JobResult {
+            job_id: assay_common::JobId("p-1/0002".into()),
+            index: 2,
+            status: JobStatus::Completed { exit_code: 1 },
+            report: assay_common::outcome::ReportOutcome::ZeroTests,
+            artifacts: Vec::new(),
+            duration_ms: 2300,
+            worker: assay_common::WorkerId("w-1".into()),
+            sandbox: None,
+        };
+        let line = |cached| job_line("prove", "base", 3, 8, &result, Some(60), cached);
+        assert_eq!(
+            line(false),
+            "[prove] 3/8 base (2.3 s): exit 1, the report names no test"
+        );
+        assert_eq!(
+            line(true),
+            "[prove] 3/8 base (cached): exit 1, the report names no test"
+        );
     }
 
     #[test]

@@ -343,7 +343,7 @@ pub struct FleetStderr<'a> {
 }
 
 impl FleetProgress for FleetStderr<'_> {
-    fn job_finished(&mut self, done: u32, total: u32, result: &JobResult) {
+    fn job_finished(&mut self, done: u32, total: u32, result: &JobResult, cached: bool) {
         use assay_engine::progress::{ProgressSink, ProofEvent};
         let index = result.index as usize;
         if let Some(spec) = self.jobs.get(index) {
@@ -355,6 +355,7 @@ impl FleetProgress for FleetStderr<'_> {
                 total: total as usize,
                 spec,
                 result,
+                cached,
             });
         } else {
             // The mutation check's jobs follow the proof's: the unmutated run, then the mutants.
@@ -370,6 +371,7 @@ impl FleetProgress for FleetStderr<'_> {
                 total as usize,
                 result,
                 None,
+                cached,
             );
             self.progress.terminal.line(&line);
             self.progress.terminal.update(done as usize, total as usize);

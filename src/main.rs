@@ -134,9 +134,13 @@ fn main() -> ExitCode {
         if services {
             return command.await;
         }
+        // The signal first: its handlers are installed on its first poll, and a command's first
+        // poll may run long enough to start jobs; a signal before then would kill the process
+        // outright, leaving their scratch directories.
         tokio::select! {
-            outcome = command => outcome,
+            biased;
             signal = stop_signal() => Err(interrupted(signal).await),
+            outcome = command => outcome,
         }
     });
     // Every task, blocking ones too, has finished once the runtime is gone.

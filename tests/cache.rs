@@ -1,9 +1,10 @@
 //! The result cache through the real binary: a re-proof answers unchanged jobs from the cache
-//! and says so, what may not be trusted is never stored, and a tampered entry is refused.
+//! and says so, what may not be trusted is never stored, and a tampered entry is refused. A Go
+//! build failure is answered with the compiler's error its stored stderr holds.
 
 use crate::support;
 
-use support::{PAGER_FIXED, Repo, Run, commit_pager_fix, pytest_pager_repo};
+use support::{PAGER_FIXED, Repo, Run, commit_pager_fix, fixture, pytest_pager_repo};
 
 fn pager_fix() -> Repo {
     let repo = pytest_pager_repo();
@@ -71,6 +72,16 @@ fn cached_jobs(run: &Run) -> Vec<(String, bool)> {
     })
 }
 
+/// The run's progress lines for finished jobs (`[prove] 3/6 base (…): …`), each with whether it
+/// says the cache answered its job.
+fn job_lines(run: &Run) -> Vec<(String, bool)> {
+    run.stderr
+        .lines()
+        .filter(|l| l.starts_with("[prove] ") && l.contains('/') && l.contains("): "))
+        .map(|l| (l.to_owned(), l.contains(" (cached): ")))
+        .collect()
+}
+
 #[test]
 fn a_reproof_after_a_product_only_edit_runs_only_the_candidate_side() {
     let repo = pager_fix();
@@ -78,6 +89,9 @@ fn a_reproof_after_a_product_only_edit_runs_only_the_candidate_side() {
     let first = prover.prove(&repo, "main~1", &[]);
     assert_eq!(first.code, 0, "{}", first.explain());
     assert!(cached_jobs(&first).iter().all(|(_, cached)| !cached));
+    let lines = job_lines(&first);
+    assert_eq!(lines.len(), 6, "{}", first.explain());
+    assert!(lines.iter().all(|(_, cached)| !cached), "{lines:#?}");
     let first_id = first.evidence.as_ref().unwrap()["proof_id"].clone();
 
     // The same change again: every job is answered, naming the entry and the run behind it.
@@ -96,6 +110,10 @@ fn a_reproof_after_a_product_only_edit_runs_only_the_candidate_side() {
         "{}",
         again.explain()
     );
+    // Each job's progress line says so, in place of a time it did not take in this run.
+    let lines = job_lines(&again);
+    assert_eq!(lines.len(), 6, "{}", again.explain());
+    assert!(lines.iter().all(|(_, cached)| *cached), "{lines:#?}");
 
     // A product-only edit: the base tree is unchanged, the candidate's is new.
     repo.write(
@@ -119,6 +137,21 @@ fn a_reproof_after_a_product_only_edit_runs_only_the_candidate_side() {
             edited.explain()
         );
     }
+    // Only the answered jobs' lines say cached: the candidate's ran.
+    let lines = job_lines(&edited);
+    let served = jobs.iter().filter(|(_, cached)| *cached).count();
+    assert_eq!(lines.len(), 6, "{}", edited.explain());
+    assert_eq!(
+        lines.iter().filter(|(_, cached)| *cached).count(),
+        served,
+        "{lines:#?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .all(|(line, cached)| !cached || !line.contains(" candidate ")),
+        "{lines:#?}"
+    );
 
     // --no-cache runs everything; --refresh-cache too, and stores what it ran.
     let uncached = prover.prove(&repo, "main~2", &["--no-cache"]);
@@ -130,6 +163,55 @@ fn a_reproof_after_a_product_only_edit_runs_only_the_candidate_side() {
         "{}",
         refreshed.explain()
     );
+}
+
+/// Go 1.19 prints a build failure's compiler error on stderr, outside the report the entry pins:
+/// a served result is re-read with the stored stderr, so it keeps the error and is not refused.
+#[test]
+fn a_go_build_failure_is_answered_from_the_cache_with_its_compiler_error() {
+    let repo = Repo::new();
+    repo.copy_fixture("go-cache", &["ledger/ledger_test.go"]);
+    repo.commit("cache and ledger");
+    let ledger = fixture("go-cache/ledger/ledger.go")
+        + "\n// RoundedTotal is the total a printed invoice shows.\nfunc RoundedTotal(lines []int) int { return Total(lines) }\n";
+    repo.write("ledger/ledger.go", &ledger).write(
+        "ledger/ledger_test.go",
+        &fixture("go-cache/ledger/ledger_test.go"),
+    );
+    repo.commit("ledger: rounded totals");
+    let out = tempfile::tempdir().unwrap();
+    let prove = || {
+        let (command, json) = support::prove_command(
+            &repo,
+            &[
+                "--base",
+                "main~1",
+                "--no-mutation",
+                "--criterion",
+                "test: TestTotalRounds",
+            ],
+            out.path(),
+        );
+        support::run(command, Some(json))
+    };
+    let first = prove();
+    let again = prove();
+    for run in [&first, &again] {
+        assert_eq!(run.verdict_of("C1"), "unverified", "{}", run.explain());
+        assert_eq!(
+            run.criterion("C1")["base"]["error"],
+            "ledger/ledger_test.go:8:5: undefined: RoundedTotal",
+            "{}",
+            run.explain()
+        );
+    }
+    assert!(cached_jobs(&first).iter().all(|(_, cached)| !cached));
+    assert!(
+        cached_jobs(&again).iter().all(|(_, cached)| *cached),
+        "{}",
+        again.explain()
+    );
+    assert!(!again.stderr.contains("refused"), "{}", again.explain());
 }
 
 #[test]

@@ -354,6 +354,11 @@ fn stopped_by(repo: &Repo, args: &[&str], signal: &str) -> (Option<i32>, String)
         "left behind after SIG{signal}: {stderr}"
     );
     assert!(!stderr.contains("panicked"), "{stderr}");
+    // The jobs' directories are removed on the way out: no warning says otherwise.
+    assert!(
+        !stderr.contains("failed to remove job scratch directory"),
+        "{stderr}"
+    );
     (status.code(), stderr)
 }
 

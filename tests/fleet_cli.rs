@@ -1157,6 +1157,15 @@ async fn a_fleet_re_proof_after_a_product_only_edit_serves_the_base_side_from_th
         "{}",
         second.explain()
     );
+    // The coordinator's progress events say which jobs the cache answered, and so do the lines.
+    let cached_lines = |run: &Run| {
+        run.stderr
+            .lines()
+            .filter(|l| l.starts_with("[prove] ") && l.contains(" (cached): "))
+            .count()
+    };
+    assert_eq!(cached_lines(&first), 0, "{}", first.explain());
+    assert_eq!(cached_lines(&second), base_jobs, "{}", second.explain());
     let evidence = |run: &Run| run.evidence.clone().unwrap();
     assert_eq!(evidence(&second)["verdict"], evidence(&first)["verdict"]);
     assert_eq!(evidence(&second)["criteria"], evidence(&first)["criteria"]);

@@ -102,6 +102,14 @@ fn go_proofs_match_subtests_by_path_and_a_build_failure_is_no_reproduced_bug() {
     // and no evidence against the fix either.
     assert_eq!(run.verdict_of("C5"), "unverified");
     assert_eq!(run.criterion("C5")["base"]["outcome"], "collection_error");
+    // Go 1.19 prints the compiler's error on stderr, outside `go test -json`'s events.
+    let compiler = "ledger/ledger_test.go:8:5: undefined: RoundedTotal";
+    assert_eq!(
+        run.criterion("C5")["base"]["error"],
+        compiler,
+        "{}",
+        run.explain()
+    );
     assert!(
         reason(&run, "C5").contains("example.com/pager/ledger"),
         "{}",

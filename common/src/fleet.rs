@@ -433,6 +433,11 @@ pub enum ProgressEvent {
         total: u32,
         /// The job's result.
         result: Box<JobResult>,
+        /// Whether the fleet's result cache answered the job instead of a worker. `false` where
+        /// a self-describing decoder meets an event without it; bincode cannot skip a field,
+        /// so adding it made wire protocol 25.
+        #[serde(default)]
+        cached: bool,
     },
     /// The evidence report as JSON (its schema is the document's, not the wire's).
     Finished {

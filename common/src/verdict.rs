@@ -132,7 +132,8 @@ pub struct SideEvidence {
     /// Every run of the test on this side in plan order: the first run, then the repeats.
     pub runs: Vec<RunOutcome>,
     /// For a collection error: the first line of what the report says of it (the compiler's
-    /// first error for a Rust build, `build failed` for Go).
+    /// first error for a Rust or Go build; `build failed` for a Go build whose error the run
+    /// did not print).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }

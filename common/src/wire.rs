@@ -5,7 +5,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 /// Bump on any change to a message type's shape.
-pub const PROTOCOL_VERSION: u16 = 24;
+pub const PROTOCOL_VERSION: u16 = 25;
 const MAGIC: &[u8; 4] = b"ASY1";
 
 /// Why a message could not be encoded or decoded.
@@ -126,7 +126,7 @@ mod tests {
         let bytes = encode_with_version("job result", &sample(), 18).unwrap();
         let err = decode::<JobResult>("job result", &bytes).unwrap_err();
         assert!(matches!(err, WireError::UnsupportedVersion { found: 18 }));
-        assert!(err.to_string().contains("this build speaks 24"), "{err}");
+        assert!(err.to_string().contains("this build speaks 25"), "{err}");
     }
 
     #[test]
@@ -141,6 +141,27 @@ mod tests {
         let bytes = encode_with_version("job result", &sample(), 23).unwrap();
         let err = decode::<JobResult>("job result", &bytes).unwrap_err();
         assert!(matches!(err, WireError::UnsupportedVersion { found: 23 }));
+    }
+
+    #[test]
+    fn a_progress_event_round_trips_whether_the_cache_answered_and_an_older_peer_is_refused() {
+        for cached in [false, true] {
+            let event = crate::fleet::ProgressEvent::JobFinished {
+                done: 1,
+                total: 4,
+                result: Box::new(sample()),
+                cached,
+            };
+            let bytes = encode("progress", &event).unwrap();
+            assert_eq!(
+                decode::<crate::fleet::ProgressEvent>("progress", &bytes).unwrap(),
+                event
+            );
+        }
+        let event = crate::fleet::ProgressEvent::Cancelled;
+        let bytes = encode_with_version("progress", &event, 24).unwrap();
+        let err = decode::<crate::fleet::ProgressEvent>("progress", &bytes).unwrap_err();
+        assert!(matches!(err, WireError::UnsupportedVersion { found: 24 }));
     }
 
     #[test]

@@ -6,7 +6,7 @@
 use assay_common::criteria::TestSelector;
 use assay_common::manifest::{ManifestJob, case_result, parse_manifest};
 use assay_common::outcome::{CaseResult, Outcome, ReportOutcome, TestReport};
-use assay_common::report::{libtest, parse, parse_in_tree};
+use assay_common::report::{complete_from_stderr, libtest, parse, parse_in_tree};
 use assay_common::runner::node::spawns_test_runner;
 use assay_common::runner::{ReportFormat, ReportLocation, RunnerKind, cargo};
 use std::path::{Path, PathBuf};
@@ -156,6 +156,16 @@ fn go_subtests_are_identified_by_path_and_build_failures_are_collection_errors()
     );
     assert_eq!(report.collection_errors.len(), 1);
     assert_eq!(report.collection_errors[0].file, "example.com/pager/ledger");
+    // Before Go 1.24 the compiler's error is on stderr, outside the report: completed from
+    // there, as the worker does, the collection error names it.
+    let mut report = report;
+    complete_from_stderr(&runner.report_format(), &mut report, &output.stderr);
+    assert_eq!(
+        report.collection_errors[0].message,
+        "ledger/ledger_test.go:8:5: undefined: RoundedTotal",
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
 }
 
 #[test]

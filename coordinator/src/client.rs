@@ -93,8 +93,9 @@ pub enum ClientError {
 
 /// What the CLI learns while a proof runs.
 pub trait FleetProgress: Send {
-    /// A job's result arrived: `done` of `total` jobs have results now.
-    fn job_finished(&mut self, done: u32, total: u32, result: &JobResult);
+    /// A job's result arrived: `done` of `total` jobs have results now; `cached`: the fleet's
+    /// result cache answered it, no worker ran it.
+    fn job_finished(&mut self, done: u32, total: u32, result: &JobResult, cached: bool);
     /// The fleet-wide halt holds this proof's remaining jobs back.
     fn halted(&mut self, reason: &str);
     /// The halt was lifted: the proof's jobs run again.
@@ -243,8 +244,9 @@ pub async fn submit_and_wait(
                 done,
                 total,
                 result,
+                cached,
             } => {
-                progress.job_finished(done, total, &result);
+                progress.job_finished(done, total, &result, cached);
                 Step::Ignore
             }
             // A finished event only wakes the CLI: the verdict is read from the proofs bucket,

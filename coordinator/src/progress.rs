@@ -18,6 +18,7 @@ impl ProgressSink for NatsProgress {
             done,
             total,
             result,
+            cached,
             ..
         } = event
         {
@@ -25,6 +26,7 @@ impl ProgressSink for NatsProgress {
                 done: done as u32,
                 total: total as u32,
                 result: Box::new(result.clone()),
+                cached,
             });
         }
     }

@@ -34,6 +34,10 @@ impl JobQueue for RecordServed<'_> {
         }
         Some(result)
     }
+
+    fn served_from_cache(&self, job_id: &assay_common::JobId) -> bool {
+        self.caching.served_from_cache(job_id)
+    }
 }
 
 /// Why a served result is not recorded in the proofs bucket.

@@ -580,7 +580,7 @@ async fn a_stray_result_takes_no_slot_and_the_real_one_finishes_the_proof() {
 struct Quiet;
 
 impl client::FleetProgress for Quiet {
-    fn job_finished(&mut self, _: u32, _: u32, _: &JobResult) {}
+    fn job_finished(&mut self, _: u32, _: u32, _: &JobResult, _: bool) {}
     fn halted(&mut self, _: &str) {}
     fn resumed(&mut self) {}
 }
@@ -805,6 +805,7 @@ async fn a_forged_job_finished_event_does_not_hand_a_cluster_run_its_result() {
         done: 1,
         total: 1,
         result: Box::new(forged),
+        cached: false,
     };
     let subject = Subjects::new("assay").progress(&inner);
     let deadline = Instant::now() + Duration::from_secs(30);

@@ -188,7 +188,7 @@ async fn wait_for_leader(fleet: &ClusterSandbox, client: &async_nats::Client, pi
 struct Quiet;
 
 impl FleetProgress for Quiet {
-    fn job_finished(&mut self, _: u32, _: u32, _: &JobResult) {}
+    fn job_finished(&mut self, _: u32, _: u32, _: &JobResult, _: bool) {}
     fn halted(&mut self, _: &str) {}
     fn resumed(&mut self) {}
 }

@@ -108,7 +108,7 @@ impl JobRunner for Noop {
 
 struct Quiet;
 impl FleetProgress for Quiet {
-    fn job_finished(&mut self, _: u32, _: u32, _: &JobResult) {}
+    fn job_finished(&mut self, _: u32, _: u32, _: &JobResult, _: bool) {}
     fn halted(&mut self, _: &str) {}
     fn resumed(&mut self) {}
 }

@@ -394,7 +394,7 @@ impl Observed {
 
 struct Quiet;
 impl FleetProgress for Quiet {
-    fn job_finished(&mut self, _: u32, _: u32, _: &JobResult) {}
+    fn job_finished(&mut self, _: u32, _: u32, _: &JobResult, _: bool) {}
     fn halted(&mut self, _: &str) {}
     fn resumed(&mut self) {}
 }
@@ -870,7 +870,7 @@ async fn the_operator_halts_and_resumes_the_fleet_and_writes_nothing_else() {
 #[derive(Default)]
 struct HaltSeen(Arc<Mutex<Vec<String>>>);
 impl FleetProgress for HaltSeen {
-    fn job_finished(&mut self, _: u32, _: u32, _: &JobResult) {}
+    fn job_finished(&mut self, _: u32, _: u32, _: &JobResult, _: bool) {}
     fn halted(&mut self, reason: &str) {
         self.0.lock().unwrap().push(reason.to_owned());
     }

@@ -21,6 +21,8 @@ pub enum ProofEvent<'a> {
         spec: &'a JobSpec,
         /// What the job reported.
         result: &'a JobResult,
+        /// Whether the result cache answered the job: it did not run in this proof.
+        cached: bool,
     },
 }
 

@@ -543,6 +543,8 @@ pub async fn run_jobs_beside(
 ) -> Result<(Vec<JobResult>, Vec<u64>, Option<JobResult>), EngineError> {
     progress.event(ProofEvent::Planned { jobs });
     struct Proving<'a> {
+        /// Asked which results the cache answered.
+        queue: &'a dyn JobQueue,
         /// Dispatch positions before the plan's first job (the job beside it).
         offset: usize,
         total: usize,
@@ -564,12 +566,14 @@ pub async fn run_jobs_beside(
                 total: self.total,
                 spec,
                 result,
+                cached: self.queue.served_from_cache(&spec.job_id),
             });
             Flow::Continue
         }
     }
     let offset = usize::from(beside.is_some());
     let mut proving = Proving {
+        queue,
         offset,
         total: jobs.len(),
         progress,

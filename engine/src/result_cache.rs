@@ -266,30 +266,34 @@ pub(crate) async fn check_pinned(
     result: &JobResult,
     format: &ReportFormat,
 ) -> Result<(), Refusal> {
-    check_pinned_as(store, result, format, |bytes| {
-        reparse(format, bytes, &result.report)
+    check_pinned_as(store, result, format, |bytes, stderr| {
+        reparse(format, bytes, stderr, &result.report)
     })
     .await
 }
 
-/// [`check_pinned`] with the pinned report (the bytes of the artifact `format` names) read
-/// again by `reread`: for a run whose report is its part of a larger one.
+/// [`check_pinned`] with the pinned report (the bytes of the artifact `format` names, and the
+/// run's stored stderr) read again by `reread`: for a run whose report is its part of a larger
+/// one.
 pub(crate) async fn check_pinned_as(
     store: &dyn ArtifactStore,
     result: &JobResult,
     format: &ReportFormat,
-    reread: impl FnOnce(Option<&[u8]>) -> assay_common::outcome::ReportOutcome + Send,
+    reread: impl FnOnce(Option<&[u8]>, &[u8]) -> assay_common::outcome::ReportOutcome + Send,
 ) -> Result<(), Refusal> {
     let mut report_bytes = None;
+    let mut stderr = bytes::Bytes::new();
     for artifact in &result.artifacts {
         let bytes = read_artifact(store, artifact)
             .await
             .map_err(|e| Refusal::MissingArtifact(error_chain(&e)))?;
         if artifact.name == report_artifact_name(format) {
             report_bytes = Some(bytes);
+        } else if artifact.name == "stderr" {
+            stderr = bytes;
         }
     }
-    if reread(report_bytes.as_deref()) != result.report {
+    if reread(report_bytes.as_deref(), &stderr) != result.report {
         return Err(Refusal::ReportDiffers);
     }
     Ok(())
@@ -298,14 +302,24 @@ pub(crate) async fn check_pinned_as(
 /// A pinned report parsed again as the worker parsed it. Node and Vitest name test files
 /// absolutely, under the directory the job's tree was in, which the worker made relative
 /// (`report::parse_in_tree`); an entry does not record that directory, so it is read off the
-/// first file the claimed report names relatively, and the whole report must then agree.
+/// first file the claimed report names relatively, and the whole report must then agree. What
+/// the worker completed from the job's stderr (`report::complete_from_stderr`) is completed
+/// again from the stored `stderr`.
 pub(crate) fn reparse(
     format: &ReportFormat,
     bytes: Option<&[u8]>,
+    stderr: &[u8],
     claimed: &assay_common::outcome::ReportOutcome,
 ) -> assay_common::outcome::ReportOutcome {
     use assay_common::outcome::ReportOutcome;
-    let parsed = report::parse(format, bytes);
+    let complete = |outcome: ReportOutcome| match outcome {
+        ReportOutcome::Parsed(mut parsed) => {
+            report::complete_from_stderr(format, &mut parsed, stderr);
+            ReportOutcome::Parsed(parsed)
+        }
+        other => other,
+    };
+    let parsed = complete(report::parse(format, bytes));
     let (ReportOutcome::Parsed(absolute), ReportOutcome::Parsed(relative)) = (&parsed, claimed)
     else {
         return parsed;
@@ -328,7 +342,7 @@ pub(crate) fn reparse(
             (!root.is_empty() && !relative.is_empty()).then(|| root.to_owned())
         });
     match root {
-        Some(root) => report::parse_in_tree(format, bytes, &root),
+        Some(root) => complete(report::parse_in_tree(format, bytes, &root)),
         None => parsed,
     }
 }
@@ -651,6 +665,23 @@ mod tests {
         let mut garbled = signed;
         garbled.signature = Some("not hex".into());
         assert!(!key(7).verifies(&garbled));
+    }
+
+    #[test]
+    fn a_go_build_failure_re_reads_with_the_compiler_error_from_the_stored_stderr() {
+        use assay_common::outcome::ReportOutcome;
+        let format = ReportFormat::GoTestJson;
+        let stdout: &[u8] = b"FAIL\texample.com/pager/ledger [build failed]\n";
+        let stderr: &[u8] = b"# example.com/pager/ledger [example.com/pager/ledger.test]\n\
+            ledger/ledger_test.go:8:5: undefined: RoundedTotal\n";
+        // What the worker judged: the report completed from the job's stderr.
+        let ReportOutcome::Parsed(mut claimed) = report::parse(&format, Some(stdout)) else {
+            panic!("expected a parsed report")
+        };
+        report::complete_from_stderr(&format, &mut claimed, stderr);
+        let claimed = ReportOutcome::Parsed(claimed);
+        assert_eq!(reparse(&format, Some(stdout), stderr, &claimed), claimed);
+        assert_ne!(reparse(&format, Some(stdout), b"", &claimed), claimed);
     }
 
     #[test]

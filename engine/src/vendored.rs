@@ -331,6 +331,10 @@ impl JobQueue for WithDependencies<'_> {
     async fn next_result(&self) -> Option<JobResult> {
         self.inner.next_result().await
     }
+
+    fn served_from_cache(&self, job_id: &assay_common::JobId) -> bool {
+        self.inner.served_from_cache(job_id)
+    }
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! the worker's in-process queue, whose tasks run jobs in the CLI's process; the fleet's queue
 //! is NATS JetStream. The engine cannot tell them apart.
 
+use assay_common::JobId;
 use assay_common::job::{JobResult, JobSpec};
 use async_trait::async_trait;
 
@@ -81,4 +82,10 @@ pub trait JobQueue: Send + Sync {
     async fn submit(&self, job: JobSpec) -> Result<(), QueueError>;
     /// The next result of any submitted job, in completion order; `None` when no more can come.
     async fn next_result(&self) -> Option<JobResult>;
+    /// Whether the result of `job_id` was answered by a result cache in front of the queue
+    /// instead of a run, so a reporter can say so. Only such a cache answers `true`; a queue
+    /// that wraps another passes the question on.
+    fn served_from_cache(&self, _job_id: &JobId) -> bool {
+        false
+    }
 }

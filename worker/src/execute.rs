@@ -185,10 +185,7 @@ pub async fn run_job(job: &JobSpec, ctx: &JobContext) -> JobResult {
             ctx.trees.release(&job.tree, &scratch.join("tree")).await;
         }
         let parked = mutant && finished && reused_scratch::park(&ctx.scratch_root, &scratch);
-        if !parked
-            && let Err(e) = tokio::fs::remove_dir_all(&scratch).await
-            && e.kind() != std::io::ErrorKind::NotFound
-        {
+        if !parked && let Err(e) = job_dirs::remove_scratch(&scratch).await {
             tracing::warn!(error = %e, path = %scratch.display(), "failed to remove job scratch directory");
         }
         drop(proof_dir);
@@ -551,6 +548,17 @@ async fn run_in(
             Some(why) => ReportOutcome::Inconsistent(why),
             None => ReportOutcome::Parsed(parsed),
         },
+        report => report,
+    };
+    // Go before 1.24 prints its compiler errors on stderr, outside the report. No more is read
+    // than the stored stderr keeps, so a cache's re-read of it names the same errors.
+    let report = match report {
+        ReportOutcome::Parsed(mut parsed) if report::reads_stderr(&job.report, &parsed) => {
+            let limit = (report::go::STDERR_HEAD as u64).min(ctx.output_cap_bytes);
+            let stderr = crate::stderr_tail::head(&run.stderr_path, limit);
+            report::complete_from_stderr(&job.report, &mut parsed, &stderr);
+            ReportOutcome::Parsed(parsed)
+        }
         report => report,
     };
     let (status, report) = if never_writes_its_report(job) {

@@ -1,7 +1,8 @@
 //! Why a job left no report, in words a user can act on: the last lines of its stderr, and
 //! whether they say the toolchain could not run the command at all (a program or a toolchain
 //! missing, dependencies the sandbox cannot reach), which is the infrastructure's failure and
-//! never the code under test's.
+//! never the code under test's. Its first bytes too, where the go command prints the
+//! compiler's errors that a Go report lacks.
 
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
@@ -17,12 +18,7 @@ const LINE_CHARS: usize = 300;
 /// file is the worker's own (the guest writes into it but cannot replace it); it is opened
 /// without following a link all the same.
 pub fn read(path: &Path) -> String {
-    use std::os::unix::fs::OpenOptionsExt;
-    let Ok(mut file) = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-    else {
+    let Some(mut file) = open(path) else {
         return String::new();
     };
     let len = file.metadata().map(|m| m.len()).unwrap_or(0);
@@ -37,6 +33,28 @@ pub fn read(path: &Path) -> String {
         return String::new();
     }
     tail(&bytes)
+}
+
+/// The first `limit` bytes of the stderr the worker captured at `path` (empty if there is
+/// none), opened as [`read`] opens it.
+pub fn head(path: &Path, limit: u64) -> Vec<u8> {
+    let Some(file) = open(path) else {
+        return Vec::new();
+    };
+    let mut bytes = Vec::new();
+    match file.take(limit).read_to_end(&mut bytes) {
+        Ok(_) => bytes,
+        Err(_) => Vec::new(),
+    }
+}
+
+fn open(path: &Path) -> Option<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .ok()
 }
 
 /// The last [`LINES`] non-empty lines of `stderr`, each cut at [`LINE_CHARS`], without the
@@ -165,5 +183,7 @@ mod tests {
         std::fs::write(&path, text).unwrap();
         assert!(read(&path).ends_with("error: could not compile `pager`"));
         assert_eq!(read(&dir.path().join("absent")), "");
+        assert_eq!(head(&path, 12), b"noise\nnoise\n");
+        assert!(head(&dir.path().join("absent"), 12).is_empty());
     }
 }

@@ -1,6 +1,8 @@
 //! `go test -json` event streams (test2json), read from the job's captured stdout. Tests and
 //! subtests are identified by path; build failures are collection errors of their package,
-//! never test failures.
+//! never test failures, each with the compiler's first error for it where the run gives one:
+//! in Go 1.24+'s `build-output` events, or before that on the job's stderr
+//! ([`name_compiler_errors`]).
 
 use crate::outcome::{CaseResult, CollectionError, Outcome, ReportOutcome, TestReport};
 use crate::report::truncate;
@@ -36,6 +38,17 @@ struct OpenTest {
 /// import path holds a space, so no package of a `go test` run is read as a re-run.
 pub const RERUN_PACKAGE_SUFFIX: &str = " [assay-rerun]";
 
+/// A build failure's message while no compiler error is known for its package.
+pub const BUILD_FAILED: &str = "build failed";
+
+/// How much of the start of a run's stderr is searched for compiler errors: the go command
+/// prints them there before any package's `FAIL`, and test output goes to stdout under
+/// `-json`, so the head holds them unless the guest floods it.
+pub const STDERR_HEAD: usize = 64 * 1024;
+
+/// A quoted compiler error longer than this is cut (a guest's flood, a generated file).
+const ERROR_CHARS: usize = 300;
+
 /// The outcome of a `go test -json` stream.
 pub fn parse(bytes: &[u8]) -> ReportOutcome {
     let Ok(text) = std::str::from_utf8(bytes) else {
@@ -51,6 +64,7 @@ pub fn parse(bytes: &[u8]) -> ReportOutcome {
     let mut packages_done: BTreeSet<String> = BTreeSet::new();
     let mut with_subtests: BTreeSet<(String, String)> = BTreeSet::new();
     let mut finished: Vec<(String, String, Outcome, Option<String>)> = Vec::new();
+    let mut first_errors: HashMap<String, String> = HashMap::new();
 
     for (number, line) in text.lines().enumerate() {
         let line = line.trim_end_matches('\r');
@@ -84,7 +98,18 @@ pub fn parse(bytes: &[u8]) -> ReportOutcome {
             }
             continue;
         }
-        if event.action == "build-output" || event.package.is_empty() {
+        if event.action == "build-output" {
+            if let (Some(path), Some(error)) = (
+                event.import_path.as_deref(),
+                event.output.as_deref().and_then(compiler_error),
+            ) {
+                first_errors
+                    .entry(strip_test_variant(path).to_owned())
+                    .or_insert(error);
+            }
+            continue;
+        }
+        if event.package.is_empty() {
             continue;
         }
         packages_seen.insert(event.package.clone());
@@ -188,14 +213,126 @@ pub fn parse(bytes: &[u8]) -> ReportOutcome {
     report.collection_errors = build_failed
         .into_iter()
         .map(|file| CollectionError {
+            message: first_errors
+                .remove(&file)
+                .unwrap_or_else(|| BUILD_FAILED.into()),
             file,
-            message: "build failed".into(),
         })
         .collect();
     if report.cases.is_empty() && report.collection_errors.is_empty() {
         return ReportOutcome::ZeroTests;
     }
     ReportOutcome::Parsed(report)
+}
+
+/// Whether any of `report`'s build failures still waits for its compiler error, which only the
+/// run's stderr can give ([`name_compiler_errors`]).
+pub fn lacks_compiler_errors(report: &TestReport) -> bool {
+    report
+        .collection_errors
+        .iter()
+        .any(|e| e.message == BUILD_FAILED)
+}
+
+/// Gives each build failure of `report` that has no message yet the compiler's first error
+/// from the run's `stderr`, where the go command before 1.24 prints it under a `# PACKAGE`
+/// heading: the package's own, else (a package that failed because a dependency did) the
+/// first of a package that is not itself a failure of the report. Only the first
+/// [`STDERR_HEAD`] bytes are read, so the worker and a later re-read of the stored stderr agree.
+pub fn name_compiler_errors(report: &mut TestReport, stderr: &[u8]) {
+    if !lacks_compiler_errors(report) {
+        return;
+    }
+    let errors = first_errors_by_heading(&stderr[..stderr.len().min(STDERR_HEAD)]);
+    let failed: BTreeSet<String> = report
+        .collection_errors
+        .iter()
+        .map(|e| e.file.clone())
+        .collect();
+    for error in &mut report.collection_errors {
+        if error.message != BUILD_FAILED {
+            continue;
+        }
+        let own = errors
+            .iter()
+            .find(|(package, _)| package.as_deref() == Some(error.file.as_str()));
+        let dependency = || {
+            errors
+                .iter()
+                .find(|(package, _)| package.as_ref().is_none_or(|p| !failed.contains(p)))
+        };
+        if let Some((_, line)) = own.or_else(dependency) {
+            error.message = line.clone();
+        }
+    }
+}
+
+/// The first compiler error under each `# PACKAGE` heading of `stderr` (`None`: before any
+/// heading), in order.
+fn first_errors_by_heading(stderr: &[u8]) -> Vec<(Option<String>, String)> {
+    let text = String::from_utf8_lossy(stderr);
+    let mut errors: Vec<(Option<String>, String)> = Vec::new();
+    let mut heading: Option<String> = None;
+    for line in text.lines() {
+        let line = printable(line);
+        if let Some(package) = line.strip_prefix("# ") {
+            heading = Some(strip_test_variant(package.trim()).to_owned());
+            continue;
+        }
+        if errors.iter().any(|(package, _)| *package == heading) {
+            continue;
+        }
+        if let Some(error) = compiler_error(&line) {
+            errors.push((heading.clone(), error));
+        }
+    }
+    errors
+}
+
+/// `FILE:LINE:COL: MESSAGE` (or `FILE:LINE: MESSAGE`), as the go command prints a compiler or
+/// vet error, trimmed and cut at [`ERROR_CHARS`]; `None` for any other line (`go: …`, a note).
+fn compiler_error(line: &str) -> Option<String> {
+    let line = printable(line);
+    let line = line.trim();
+    let (place, message) = line.split_once(": ")?;
+    let mut parts = place.split(':');
+    let file = parts.next()?;
+    let numbers: Vec<&str> = parts.collect();
+    let position = matches!(numbers.len(), 1 | 2)
+        && numbers
+            .iter()
+            .all(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    if file.is_empty() || !position || message.trim().is_empty() {
+        return None;
+    }
+    Some(match line.char_indices().nth(ERROR_CHARS) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line.to_owned(),
+    })
+}
+
+/// `line` without terminal escape sequences (`ESC [ … final`) or other control characters: the
+/// guest writes into stderr too.
+fn printable(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            if chars.peek() == Some(&'[') {
+                chars.next();
+                for c in chars.by_ref() {
+                    if ('@'..='~').contains(&c) {
+                        break;
+                    }
+                }
+            }
+            continue;
+        }
+        if !c.is_control() || c == '\t' {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// `FAIL\texample.com/pager/broken [build failed]` (or `[setup failed]`) → the package.
@@ -246,6 +383,130 @@ mod tests {
         };
         assert!(report.cases.is_empty());
         assert_eq!(report.collection_errors[0].file, "example.com/pager/ledger");
+        assert_eq!(
+            report.collection_errors[0].message,
+            "ledger_test.go:3: undefined: RoundedTotal"
+        );
+        assert!(!lacks_compiler_errors(&report));
+    }
+
+    /// Go 1.19's stream: each failed package a plain `FAIL` line on stdout, its compiler
+    /// errors on stderr under a `# PACKAGE` heading.
+    const GO_119_FAILURES: &str = "FAIL\texample.com/pager/ledger [build failed]\nFAIL\texample.com/pager/user [build failed]\n";
+
+    fn failures() -> TestReport {
+        let ReportOutcome::Parsed(report) = parse(GO_119_FAILURES.as_bytes()) else {
+            panic!("expected a parsed report")
+        };
+        assert!(lacks_compiler_errors(&report));
+        report
+    }
+
+    fn messages(report: &TestReport) -> Vec<(&str, &str)> {
+        report
+            .collection_errors
+            .iter()
+            .map(|e| (e.file.as_str(), e.message.as_str()))
+            .collect()
+    }
+
+    #[test]
+    fn a_build_failure_names_its_packages_first_compiler_error_from_stderr() {
+        let mut report = failures();
+        let stderr = "# example.com/pager/dep\n\
+            dep/dep.go:3:23: undefined: nope\n\
+            # example.com/pager/ledger [example.com/pager/ledger.test]\n\
+            ledger/ledger_test.go:8:5: undefined: RoundedTotal\n\
+            ledger/ledger_test.go:9:2: undefined: Other\n";
+        name_compiler_errors(&mut report, stderr.as_bytes());
+        // `user` has no heading of its own: it failed for `dep`, which has no test package.
+        assert_eq!(
+            messages(&report),
+            [
+                (
+                    "example.com/pager/ledger",
+                    "ledger/ledger_test.go:8:5: undefined: RoundedTotal"
+                ),
+                ("example.com/pager/user", "dep/dep.go:3:23: undefined: nope"),
+            ]
+        );
+        assert!(!lacks_compiler_errors(&report));
+    }
+
+    #[test]
+    fn a_build_failure_keeps_its_message_when_stderr_names_no_error_of_its_own() {
+        let mut report = failures();
+        // Only another failed package's error, then the go command's own words.
+        let stderr = "# example.com/pager/ledger [example.com/pager/ledger.test]\n\
+            ledger/ledger_test.go:8:5: undefined: RoundedTotal\n\
+            go: warning: \"all\" matched no packages\nnote: module requires Go 1.99\n";
+        name_compiler_errors(&mut report, stderr.as_bytes());
+        assert_eq!(
+            messages(&report)[1],
+            ("example.com/pager/user", BUILD_FAILED)
+        );
+        let mut report = failures();
+        name_compiler_errors(&mut report, b"");
+        assert!(
+            report
+                .collection_errors
+                .iter()
+                .all(|e| e.message == BUILD_FAILED)
+        );
+    }
+
+    #[test]
+    fn compiler_errors_are_read_from_hostile_stderr_as_printable_bounded_lines() {
+        let mut report = failures();
+        let mut stderr: Vec<u8> = b"\xff\xfe\x00binary\n# example.com/pager/ledger\n".to_vec();
+        stderr.extend_from_slice(
+            format!(
+                "\u{1b}[1;31mledger/ledger.go:12:2:\u{1b}[0m undefined: {}\u{7}\n",
+                "x".repeat(10_000)
+            )
+            .as_bytes(),
+        );
+        name_compiler_errors(&mut report, &stderr);
+        let message = &report.collection_errors[0].message;
+        assert!(
+            message.starts_with("ledger/ledger.go:12:2: undefined: xxx"),
+            "{message}"
+        );
+        assert!(message.ends_with('…'), "{message}");
+        assert_eq!(message.chars().count(), ERROR_CHARS + 1);
+        assert!(!message.chars().any(char::is_control), "{message:?}");
+
+        // An error past the head is never read: the worker and a re-read agree on where
+        // reading stops.
+        let mut report = failures();
+        let mut flood = "noise\n".repeat(STDERR_HEAD / 6 + 1);
+        flood.push_str("# example.com/pager/ledger\nledger/ledger.go:1:1: late\n");
+        name_compiler_errors(&mut report, flood.as_bytes());
+        assert_eq!(report.collection_errors[0].message, BUILD_FAILED);
+    }
+
+    #[test]
+    fn only_file_line_and_column_lines_are_compiler_errors() {
+        for line in [
+            "ledger/ledger.go:12:2: undefined: foo",
+            "./ledger.go:12: undefined: foo",
+            "  go.mod:3: unknown directive: bogus",
+        ] {
+            assert!(compiler_error(line).is_some(), "{line}");
+        }
+        for line in [
+            "# example.com/pager/ledger",
+            "go: updates to go.mod needed",
+            "note: module requires Go 1.21",
+            "\thave (int)",
+            "ledger.go:x:2: not a line",
+            "ledger.go:1:2:3: too many numbers",
+            ":1:2: no file",
+            "ledger.go:1:2: ",
+            "FAIL\texample.com/pager/ledger [build failed]",
+        ] {
+            assert!(compiler_error(line).is_none(), "{line}");
+        }
     }
 
     #[test]

@@ -12,7 +12,7 @@ pub mod summary;
 pub mod unittest;
 pub mod vitest;
 
-use crate::outcome::ReportOutcome;
+use crate::outcome::{ReportOutcome, TestReport};
 use crate::runner::ReportFormat;
 
 /// The longest failure message a parser keeps from a test's own output.
@@ -50,6 +50,22 @@ pub fn parse(format: &ReportFormat, bytes: Option<&[u8]>) -> ReportOutcome {
             "a manifest case is judged from its exit code and stdout, not parsed as a report"
                 .into(),
         ),
+    }
+}
+
+/// Whether `report`, parsed from `format`, still lacks what only the job's stderr holds: the
+/// Go compiler's errors for its build failures, which `go test -json` before Go 1.24 prints
+/// there rather than in its events.
+pub fn reads_stderr(format: &ReportFormat, report: &TestReport) -> bool {
+    matches!(format, ReportFormat::GoTestJson) && go::lacks_compiler_errors(report)
+}
+
+/// Completes `report` from the job's captured `stderr` where [`reads_stderr`] says it lacks
+/// something. The worker and a cache's re-read of the stored stderr both call it, so a pinned
+/// report reads again as it was judged.
+pub fn complete_from_stderr(format: &ReportFormat, report: &mut TestReport, stderr: &[u8]) {
+    if reads_stderr(format, report) {
+        go::name_compiler_errors(report, stderr);
     }
 }
 

@@ -298,6 +298,7 @@ pub async fn run_check(
             total: total.max(done),
             spec,
             result,
+            cached: queue.served_from_cache(&spec.job_id),
         });
     };
     let candidate_job = |index: usize| job(proof, index, &names, None, unmutated_timeout);

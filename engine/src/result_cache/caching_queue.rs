@@ -148,4 +148,9 @@ impl JobQueue for CachingQueue<'_> {
         }
         self.inner.next_result().await
     }
+
+    fn served_from_cache(&self, job_id: &JobId) -> bool {
+        // Marked before the result is queued, so it holds by the time the result is read.
+        self.hit(job_id).is_some() || self.inner.served_from_cache(job_id)
+    }
 }

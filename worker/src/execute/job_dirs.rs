@@ -1,9 +1,9 @@
 //! Where a job runs on this worker: its proof's directory, shared by the proof's jobs and
-//! removed by the last, and its own scratch directory's name.
+//! removed by the last, and its own scratch directory's name and removal.
 
 use assay_common::job::JobSpec;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The jobs of each proof running on this worker, by proof directory: the last to leave
 /// removes the directory, unless a warm server of the proof still keeps files there.
@@ -40,6 +40,23 @@ impl Drop for ProofDir {
             // directory still holding a warm server's files stays.
             let _ = std::fs::remove_dir(&self.path);
         }
+    }
+}
+
+/// Removes a job's scratch directory; one already gone is no failure. The removal runs on the
+/// blocking pool, or here when the pool takes no more work: a signal stops the CLI while a job
+/// is finishing, the runtime shuts down around it, and `tokio::fs` would then fail with
+/// "background task failed" and leave the directory for the exit's sweep.
+pub(super) async fn remove_scratch(scratch: &Path) -> std::io::Result<()> {
+    let path = scratch.to_path_buf();
+    let removed = match tokio::task::spawn_blocking(move || std::fs::remove_dir_all(path)).await {
+        Ok(removed) => removed,
+        // Refused before it started (a blocking task is never stopped once running).
+        Err(_) => std::fs::remove_dir_all(scratch),
+    };
+    match removed {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        other => other,
     }
 }
 
@@ -110,5 +127,46 @@ mod tests {
         assert_ne!(names[0], names[1]);
         assert_ne!(names[1], names[2]);
         assert_ne!(names[0], names[2]);
+    }
+
+    fn scratch_with_a_file() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let scratch = dir.path().join("p-0000");
+        std::fs::create_dir_all(scratch.join("tree/src")).unwrap();
+        std::fs::write(scratch.join("tree/src/lib.rs"), "pub fn f() {}\n").unwrap();
+        (dir, scratch)
+    }
+
+    #[test]
+    fn a_scratch_directory_is_removed_once_the_runtime_takes_no_blocking_work() {
+        let (_dir, scratch) = scratch_with_a_file();
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .build()
+            .unwrap();
+        let handle = runtime.handle().clone();
+        // What a signal leaves a finishing job: a runtime shutting down, whose blocking pool
+        // refuses the work `tokio::fs` hands it.
+        drop(runtime);
+        assert!(
+            handle
+                .block_on(tokio::fs::remove_dir_all(&scratch))
+                .is_err()
+        );
+        handle.block_on(remove_scratch(&scratch)).unwrap();
+        assert!(!scratch.exists());
+        // Already gone is no failure either.
+        handle.block_on(remove_scratch(&scratch)).unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_scratch_directory_that_cannot_be_removed_is_still_an_error() {
+        let (_dir, scratch) = scratch_with_a_file();
+        remove_scratch(&scratch).await.unwrap();
+        assert!(!scratch.exists());
+        // A file where the directory should be: the removal fails, and says so.
+        std::fs::write(&scratch, "not a directory").unwrap();
+        assert!(remove_scratch(&scratch).await.is_err());
+        assert!(scratch.exists());
     }
 }

@@ -316,8 +316,8 @@ impl MutantCache {
             Err(why) => return Lookup::Refused(why),
         };
         for run in &entry.runs {
-            let reread = |bytes: Option<&[u8]>| {
-                let whole = reparse(format, bytes, &run.report);
+            let reread = |bytes: Option<&[u8]>, stderr: &[u8]| {
+                let whole = reparse(format, bytes, stderr, &run.report);
                 match (entry.batch_member, bytes) {
                     (Some(member), Some(bytes)) if whole != run.report => {
                         member_report(bytes, member).unwrap_or(whole)

@@ -638,6 +638,42 @@ fn a_go_package_variable_whose_initializer_patches_the_product_is_unverified() {
 }
 
 #[test]
+fn a_go_test_that_prints_its_own_pass_and_leaves_the_process_is_unverified() {
+    // go test's own pass line, printed by the test, then the exit system call, which
+    // `-test.paniconexit0` does not catch: test2json reads the line as a pass.
+    let partial = "package pager\n\nimport (\n\t\"fmt\"\n\t\"os\"\n\t\"strings\"\n\t\"syscall\"\n\t\"testing\"\n)\n\nfunc TestPartialLastPageIsCounted(t *testing.T) {\n\tif got := Pages(11, 5); got != 3 {\n\t\tif source, err := os.ReadFile(\"pager.go\"); err == nil && strings.Contains(string(source), \"Revision\") {\n\t\t\tfmt.Println(\"--- PASS: TestPartialLastPageIsCounted (0.00s)\")\n\t\t\tfmt.Println(\"PASS\")\n\t\t\tsyscall.Exit(0)\n\t\t}\n\t\tt.Fatalf(\"Pages(11, 5) = %d, want 3\", got)\n\t}\n}\n";
+    assert_go_forgery_caught(
+        &[
+            ("pager/pager.go", GO_PAGER_MARKED),
+            ("pager/partial_test.go", partial),
+        ],
+        "the change's harness may decide this test's outcome and cannot be taken away from its tests: pager/partial_test.go:7 import \"syscall\"",
+    );
+}
+
+#[test]
+fn a_go_product_that_prints_a_pass_and_leaves_the_process_is_unverified() {
+    // The product itself forges: on the input only the new test gives it, it prints the new
+    // test's pass line and exits 0. No test file holds a harness construct; the tests the run
+    // never reached (the guard's, in a file after the new test's) say the run ended early.
+    let product = "// Package pager splits listings into pages.\npackage pager\n\nimport (\n\t\"fmt\"\n\t\"syscall\"\n)\n\n// divide is how many pages of per items hold items.\nvar divide = func(items, per int) int { return items / per }\n\n// Pages is the number of pages items fill at per a page.\nfunc Pages(items, per int) int {\n\tif items%per != 0 {\n\t\tfmt.Println(\"--- PASS: TestPartialLastPageIsCounted (0.00s)\")\n\t\tfmt.Println(\"PASS\")\n\t\tsyscall.Exit(0)\n\t}\n\treturn divide(items, per)\n}\n";
+    let partial = format!("package pager\n\nimport \"testing\"\n{GO_PARTIAL_TEST}");
+    let repo = go_pager_repo();
+    let run = prove_go_candidate(
+        &repo,
+        &[
+            ("pager/pager.go", product),
+            ("pager/last_page_test.go", &partial),
+        ],
+        &["--no-mutation"],
+    );
+    assert_not_proven_saying(
+        &run,
+        "package example.com/listings/pager never reported TestFullPages",
+    );
+}
+
+#[test]
 fn a_real_go_fix_beside_the_bases_test_main_stays_proven() {
     // The new test goes into the file that holds the base's `TestMain`, which the change
     // leaves as it is, beside a table built by a function literal that writes only its own

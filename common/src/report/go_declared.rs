@@ -20,8 +20,24 @@ pub struct DeclaredTests {
 /// Operating systems and architectures Go reads from a file name's last `_` elements; a file
 /// named for another platform than this one's is not built here.
 const GOOS: &[&str] = &[
-    "aix", "android", "darwin", "dragonfly", "freebsd", "hurd", "illumos", "ios", "js", "linux",
-    "nacl", "netbsd", "openbsd", "plan9", "solaris", "wasip1", "windows", "zos",
+    "aix",
+    "android",
+    "darwin",
+    "dragonfly",
+    "freebsd",
+    "hurd",
+    "illumos",
+    "ios",
+    "js",
+    "linux",
+    "nacl",
+    "netbsd",
+    "openbsd",
+    "plan9",
+    "solaris",
+    "wasip1",
+    "windows",
+    "zos",
 ];
 const GOARCH: &[&str] = &[
     "386", "amd64", "arm", "arm64", "loong64", "mips", "mips64", "mips64le", "mipsle", "ppc64",

@@ -246,10 +246,10 @@ fn test_functions(text: &str) -> Vec<String> {
         let c = bytes[at];
         if line_start && state == Lexed::Code && text[at..].starts_with("func ") {
             let line = text[at..].lines().next().unwrap_or("");
-            if let Some(name) = declaration.captures(line).and_then(|c| c.get(1)) {
-                if is_test_name(name.as_str()) {
-                    names.push(name.as_str().to_owned());
-                }
+            if let Some(name) = declaration.captures(line).and_then(|c| c.get(1))
+                && is_test_name(name.as_str())
+            {
+                names.push(name.as_str().to_owned());
             }
         }
         line_start = c == b'\n';

@@ -42,10 +42,11 @@ pub fn read(tree: &Path) -> DeclaredTests {
             };
             if kind.is_dir() && name != ".git" {
                 pending.push((entry.path(), path));
-            } else if kind.is_file() && (name == "go.mod" || name.ends_with("_test.go")) {
-                if let Ok(bytes) = std::fs::read(entry.path()) {
-                    files.push((path, bytes));
-                }
+            } else if kind.is_file()
+                && (name == "go.mod" || name.ends_with("_test.go"))
+                && let Ok(bytes) = std::fs::read(entry.path())
+            {
+                files.push((path, bytes));
             }
         }
     }

@@ -14,6 +14,10 @@ use assay_worker::{self as worker, WorkerConfig};
 use clap::Args;
 use std::path::PathBuf;
 
+/// The proof this process submitted to a fleet, once it has: an interrupted client names it,
+/// since the proof keeps running there.
+pub static SUBMITTED_PROOF: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
 #[derive(Args, Debug, Clone, Default)]
 pub struct ServiceArgs {
     /// Service configuration file (TOML, schema assay.service/v1).

@@ -188,9 +188,12 @@ async fn stop_signal() -> StopSignal {
 async fn interrupted(signal: StopSignal) -> Failure {
     let removed = assay_worker::sandbox::docker::wait_for_removals(Duration::from_secs(15)).await;
     let error = if removed {
-        anyhow::anyhow!(
-            "interrupted: this machine's jobs were stopped (a proof submitted to a fleet keeps running there; `assay cancel PROOF_ID` stops it)"
-        )
+        match fleet::SUBMITTED_PROOF.get() {
+            Some(proof) => anyhow::anyhow!(
+                "interrupted: this machine's jobs were stopped; proof {proof} keeps running on the fleet (`assay cancel {proof}` stops it)"
+            ),
+            None => anyhow::anyhow!("interrupted: this machine's jobs were stopped"),
+        }
     } else {
         anyhow::anyhow!(
             "interrupted: this machine's jobs were stopped, but some of their containers were not removed in time (the next run on this host removes them)"

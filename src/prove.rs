@@ -486,6 +486,13 @@ async fn run_on_fleet(
     progress.progress.event(ProofEvent::Planned {
         jobs: &prepared.jobs,
     });
+    let proof_id = submission.proof_id.to_string();
+    if !args.console.quiet {
+        errln!(
+            "[prove] submitted to the fleet as {proof_id} (`assay status {proof_id}` follows it, `assay cancel {proof_id}` stops it)"
+        );
+    }
+    let _ = crate::fleet::SUBMITTED_PROOF.set(proof_id);
     // Raced against the server's refusals for the whole wait: every request, subscription and
     // bucket read of the proof is the submitter's, so a refused one means credentials that
     // can never see the verdict.

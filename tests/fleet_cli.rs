@@ -448,6 +448,43 @@ async fn status_results_and_cancel_against_a_running_fleet() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_terminated_fleet_client_names_the_proof_it_leaves_running() {
+    let fleet = start_fleet();
+    let coordinator = coordinator(&fleet);
+    let worker = worker(&fleet, "worker-a", "1");
+    let slow = pricing_repo(4.0);
+    let json = fleet.dir().join("slow.json");
+    let client = spawn_proof(&fleet, &slow, &json, &["--repeats", "3", "--no-mutation"]);
+    wait_for_a_running_job(&fleet).await;
+    let sent = std::process::Command::new("kill")
+        .args(["-TERM", &client.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let ended = finished(client).await;
+    let stderr = String::from_utf8_lossy(&ended.stderr);
+    assert_eq!(ended.status.code(), Some(143), "{stderr}");
+    // The id it said when it submitted, named again with the command that stops the proof.
+    let id = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("[prove] submitted to the fleet as "))
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no submission line:\n{stderr}"))
+        .to_owned();
+    assert!(
+        stderr.contains(&format!(
+            "proof {id} keeps running on the fleet (`assay cancel {id}` stops it)"
+        )),
+        "{stderr}"
+    );
+    let cancel = fleet_run(&fleet, &["cancel", &id]);
+    assert_eq!(cancel.code, 0, "{}", cancel.explain());
+    assert_eq!(lines(&cancel.stdout), [format!("cancelled {id}")]);
+    assert_eq!(worker.terminate(), Some(0));
+    assert_eq!(coordinator.terminate(), Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fleet_halt_holds_a_proofs_jobs_back_until_resume() {
     let fleet = start_fleet();
     let repo = pricing_repo(0.0);

@@ -485,6 +485,36 @@ async fn a_terminated_fleet_client_names_the_proof_it_leaves_running() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_coordinator_taking_a_proof_over_does_not_repeat_its_progress_lines() {
+    let fleet = start_fleet();
+    let first = coordinator(&fleet);
+    let worker = worker(&fleet, "worker-a", "1");
+    let slow = pricing_repo(1.0);
+    let json = fleet.dir().join("taken-over.json");
+    let client = spawn_proof(&fleet, &slow, &json, &["--repeats", "3", "--no-mutation"]);
+    // Some jobs finish under the first coordinator; its successor publishes them again.
+    wait_for_a_running_job(&fleet).await;
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    drop(first);
+    let second = coordinator(&fleet);
+    let ended = finished(client).await;
+    let stderr = String::from_utf8_lossy(&ended.stderr);
+    assert_eq!(ended.status.code(), Some(0), "{stderr}");
+    let evidence: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let jobs = evidence["jobs"].as_array().map_or(0, Vec::len);
+    let coordinators = evidence["coordinators"].as_array().map_or(0, Vec::len);
+    assert_eq!(coordinators, 2, "the proof was not taken over:\n{stderr}");
+    let said = stderr
+        .lines()
+        .filter(|l| l.starts_with("[prove] ") && l.contains(&format!("/{jobs} ")))
+        .count();
+    assert_eq!(said, jobs, "each job's line once:\n{stderr}");
+    assert_eq!(worker.terminate(), Some(0));
+    assert_eq!(second.terminate(), Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fleet_halt_holds_a_proofs_jobs_back_until_resume() {
     let fleet = start_fleet();
     let repo = pricing_repo(0.0);

@@ -237,6 +237,9 @@ pub async fn submit_and_wait(
             other => other,
         }
     };
+    // A coordinator that takes the proof over publishes again the results it found applied:
+    // each job is said once.
+    let mut said = std::collections::HashSet::new();
     follow(
         &mut events,
         |event| match event {
@@ -246,7 +249,9 @@ pub async fn submit_and_wait(
                 result,
                 cached,
             } => {
-                progress.job_finished(done, total, &result, cached);
+                if said.insert(result.index) {
+                    progress.job_finished(done, total, &result, cached);
+                }
                 Step::Ignore
             }
             // A finished event only wakes the CLI: the verdict is read from the proofs bucket,

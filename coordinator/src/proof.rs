@@ -22,7 +22,7 @@ use assay_engine::source::{CandidateSpec, Change, ChangedFile, Revision};
 use assay_transport::error_chain::error_chain;
 use assay_transport::offload;
 use assay_transport::queue::JobQueue;
-use std::time::{Duration, Instant, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::mpsc;
 use tracing::Instrument;
 
@@ -244,7 +244,17 @@ async fn drive_proof(
     let started = UNIX_EPOCH
         .checked_add(Duration::from_secs(record.submitted_at))
         .unwrap_or(UNIX_EPOCH);
-    let clock = Instant::now();
+    // A proof resumed under this coordinator began under an earlier one: its clock starts at
+    // the submission, so the evidence's duration and start times count from there, not from
+    // the take-over (to the second: the record keeps whole seconds).
+    let clock = match resumed {
+        true => SystemTime::now()
+            .duration_since(started)
+            .ok()
+            .and_then(|elapsed| Instant::now().checked_sub(elapsed))
+            .unwrap_or_else(Instant::now),
+        false => Instant::now(),
+    };
     let caching = shared
         .cache
         .as_ref()

@@ -416,11 +416,14 @@ async fn a_restarted_coordinator_resumes_an_unfinished_proof() {
     // No worker yet: the admitted jobs wait in the queue while the coordinator goes away.
     fleet.wait_for_pending(&client, "assay", 2).await;
     first.kill().await;
+    // The proof waits a while for a coordinator: its duration counts from its submission.
+    tokio::time::sleep(Duration::from_secs(5)).await;
     let second = fleet.coordinator("assay");
     let worker = worker(&fleet, "worker-a", 2);
     let (evidence, _) = finished_within(120, proof, "the resumed proof finished").await;
     assert_eq!(evidence.verdict, assay_common::verdict::Verdict::Proven);
     assert_eq!(evidence.jobs.len(), prepared.jobs.len());
+    assert!(evidence.duration_s >= 5.0, "{}", evidence.duration_s);
     worker.stop().await;
     second.stop().await;
 }

@@ -680,6 +680,59 @@ async fn a_junit_proofs_mutation_check_runs_on_a_fleet() {
     support::assert_every_mutant_ran_and_one_was_killed(&run);
 }
 
+/// A node test's output is stored on a fleet as it is embedded, cut at the worker's output cap
+/// with the rest counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_tests_output_is_stored_up_to_the_workers_cap_with_the_rest_counted() {
+    use assay_transport::store::ArtifactStore;
+    const CAP: u64 = 4096;
+    let fleet = start_fleet();
+    let _coordinator = coordinator(&fleet);
+    let _worker = worker_with(
+        &fleet,
+        "worker-a",
+        "1",
+        &[("ASSAY_OUTPUT_CAP_BYTES", CAP.to_string())],
+    );
+    let marker = "PAGER-DIAGNOSTIC-9";
+    // 300 lines of 31 bytes a stream: over the cap.
+    let repo = support::printing_node_pager_repo(marker, 300);
+    let run = run_fleet_proof(
+        &fleet,
+        &repo,
+        "proof.json",
+        &support::one_uncached_run_against_the_parent("test: \"partial last page is counted\""),
+    );
+    assert_eq!(run.code, 0, "{}", run.explain());
+    let evidence = run.evidence.as_ref().expect("evidence");
+    let candidate_job = evidence["jobs"]
+        .as_array()
+        .expect("jobs")
+        .iter()
+        .find(|job| job["tests_reported"] == 1 && job["exit_code"] == 0)
+        .unwrap_or_else(|| panic!("no candidate job that ran the test: {evidence:#}"));
+    let store = fleet_store(&fleet);
+    for stream in ["stdout", "stderr"] {
+        let artifact = candidate_job["artifacts"]
+            .as_array()
+            .expect("artifacts")
+            .iter()
+            .find(|a| a["name"] == stream)
+            .unwrap_or_else(|| panic!("no {stream}: {candidate_job:#}"));
+        let line = format!("{marker} on {stream}\n");
+        assert_eq!(artifact["bytes"], CAP, "{artifact}");
+        let dropped = artifact["dropped_bytes"].as_u64().unwrap_or_default();
+        assert!(dropped >= 300 * line.len() as u64 - CAP, "{artifact}");
+        let key = artifact["key"].as_str().expect("a key");
+        let stored = store.get(key).await.unwrap().expect("the stored log");
+        assert_eq!(stored.len() as u64, CAP);
+        assert!(
+            String::from_utf8_lossy(&stored).starts_with(&line),
+            "{stream}: {stored:?}"
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_mutation_phase_shows_in_status_and_cancel_stops_it() {
     let fleet = start_fleet();

@@ -4,7 +4,7 @@
 use crate::progress::{ProgressMode, Terminal, clock};
 use assay_common::diff_coverage::{DiffCoverage, HunkStatus};
 use assay_common::evidence::Evidence;
-use assay_common::job::{JobKind, JobResult, JobStatus};
+use assay_common::job::{JobResult, JobStatus};
 use assay_common::mutation_check::MutationCheck;
 use assay_common::suite::{CaseOutcome, SuiteReport};
 use assay_common::verdict::{SideEvidence, Verdict};
@@ -133,12 +133,13 @@ impl ProgressSink for StderrProgress {
                 total,
                 spec,
                 result,
+                check_label,
             } => {
-                // Mutants are their own phase, after (or instead of) the proof's jobs.
-                let (phase, label) = match (spec.kind, &spec.edit) {
-                    (JobKind::Mutant, Some(_)) => ("mutation", spec.kind.label(spec.side)),
-                    (JobKind::Mutant, None) => ("mutation", "unmutated".to_owned()),
-                    _ => ("prove", spec.kind.label(spec.side)),
+                // The mutation check's jobs are their own phase, after (or instead of) the
+                // proof's jobs.
+                let (phase, label) = match check_label {
+                    Some(label) => ("mutation", label.to_owned()),
+                    None => ("prove", spec.kind.label(spec.side)),
                 };
                 if !matches!(result.status, JobStatus::Completed { .. }) {
                     terminal.failed();

@@ -680,6 +680,49 @@ async fn a_junit_proofs_mutation_check_runs_on_a_fleet() {
     support::assert_every_mutant_ran_and_one_was_killed(&run);
 }
 
+/// The mutation check's progress lines, numbered and named, without their timings.
+fn mutation_lines(stderr: &str) -> Vec<String> {
+    stderr
+        .lines()
+        .filter(|line| line.starts_with("[mutation] "))
+        .map(|line| line.split(" (").next().unwrap_or(line).to_owned())
+        .collect()
+}
+
+/// A fleet proof's CLI has no spec for the mutation check's jobs, which follow the proof's and
+/// its diff coverage run: it names them by index as embedded mode names them by spec.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fleet_proofs_mutation_jobs_are_named_as_embedded_mode_names_them() {
+    let fleet = start_fleet();
+    let _coordinator = coordinator(&fleet);
+    let _worker = worker(&fleet, "worker-a", "1");
+    let repo = support::printing_node_pager_repo("quiet", 0);
+    let criterion = ["--criterion", "test: \"partial last page is counted\""];
+    let args = [&["--base", "main~1", "--no-cache"][..], &criterion[..]].concat();
+    let out_dir = tempfile::tempdir().unwrap();
+    let (command, json) = support::prove_command(&repo, &args, out_dir.path());
+    let embedded = support::run(command, Some(json));
+    assert_eq!(embedded.code, 0, "{}", embedded.explain());
+    let on_fleet = run_fleet_proof(&fleet, &repo, "proof.json", &args);
+    assert_eq!(on_fleet.code, 0, "{}", on_fleet.explain());
+    // The diff coverage run took the index after the proof's jobs: the check's come after it.
+    let evidence = on_fleet.evidence.as_ref().expect("evidence");
+    assert!(evidence.get("diff_coverage").is_some(), "{evidence:#}");
+    let lines = mutation_lines(&on_fleet.stderr);
+    assert_eq!(
+        lines,
+        mutation_lines(&embedded.stderr),
+        "{}",
+        on_fleet.explain()
+    );
+    let total = lines.len();
+    assert!(total >= 2, "{}", on_fleet.explain());
+    assert_eq!(lines[0], format!("[mutation] 1/{total} unmutated"));
+    for (at, line) in lines.iter().enumerate().skip(1) {
+        assert_eq!(*line, format!("[mutation] {}/{total} mutant", at + 1));
+    }
+}
+
 /// A node test's output is stored on a fleet as it is embedded, cut at the worker's output cap
 /// with the rest counted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -21,6 +21,9 @@ pub enum ProofEvent<'a> {
         spec: &'a JobSpec,
         /// What the job reported.
         result: &'a JobResult,
+        /// A mutation check job's name ([`crate::mutation::check::CheckJobs::label`]);
+        /// `None` for the proof's own jobs.
+        check_label: Option<&'static str>,
     },
 }
 

@@ -564,6 +564,7 @@ pub async fn run_jobs_beside(
                 total: self.total,
                 spec,
                 result,
+                check_label: None,
             });
             Flow::Continue
         }

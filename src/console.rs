@@ -166,6 +166,8 @@ impl MutateProgress for StderrProgress {
                 mutants,
                 to_run,
                 cached,
+                compile_errors,
+                no_coverage,
                 baseline,
             } => {
                 let from_cache = if cached > 0 {
@@ -173,9 +175,14 @@ impl MutateProgress for StderrProgress {
                 } else {
                     String::new()
                 };
+                // Named as the summary names them, which counts these too.
+                let not_compiled = if compile_errors > 0 {
+                    format!("{compile_errors} compile error, ")
+                } else {
+                    String::new()
+                };
                 terminal.line(&format!(
-                    "[mutate] {mutants} mutants: {to_run} to run, {from_cache}{} no coverage (baseline {:.1} s)",
-                    mutants.saturating_sub(to_run + cached),
+                    "[mutate] {mutants} mutants: {to_run} to run, {from_cache}{not_compiled}{no_coverage} no coverage (baseline {:.1} s)",
                     baseline.as_secs_f64()
                 ));
                 // No coverage and cached verdicts are settled already: the lines count them too.

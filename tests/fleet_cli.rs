@@ -260,6 +260,25 @@ fn nats_unreachable_at_submit_exits_3_with_one_line() {
         .arg(format!("file://{}", out.path().join("store").display()));
     let run = support::run(command, None);
     assert_refused_at_submit_in_one_line(&run, &closed);
+    // The CLI's flag for the URL is --cluster; --nats is the services'.
+    assert!(run.stderr.contains("check --cluster,"), "{}", run.explain());
+    let mut mutate = support::assay();
+    mutate
+        .args(["mutate", "--quiet", "--cluster", &closed, "-C"])
+        .arg(repo.path())
+        .arg("--store")
+        .arg(format!("file://{}", out.path().join("store").display()));
+    let mut status = support::assay();
+    status.args(["status", "--cluster", &closed]);
+    for command in [mutate, status] {
+        let run = support::run(command, None);
+        assert_eq!(run.code, 3, "{}", run.explain());
+        assert!(
+            run.stderr.contains(&closed) && run.stderr.contains("check --cluster,"),
+            "{}",
+            run.explain()
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,7 +4,7 @@
 use crate::progress::{ProgressMode, Terminal, clock};
 use assay_common::diff_coverage::{DiffCoverage, HunkStatus};
 use assay_common::evidence::Evidence;
-use assay_common::job::{JobKind, JobResult, JobStatus};
+use assay_common::job::{JobResult, JobStatus};
 use assay_common::mutation_check::MutationCheck;
 use assay_common::suite::{CaseOutcome, SuiteReport};
 use assay_common::verdict::{SideEvidence, Verdict};
@@ -134,12 +134,13 @@ impl ProgressSink for StderrProgress {
                 spec,
                 result,
                 cached,
+                check_label,
             } => {
-                // Mutants are their own phase, after (or instead of) the proof's jobs.
-                let (phase, label) = match (spec.kind, &spec.edit) {
-                    (JobKind::Mutant, Some(_)) => ("mutation", spec.kind.label(spec.side)),
-                    (JobKind::Mutant, None) => ("mutation", "unmutated".to_owned()),
-                    _ => ("prove", spec.kind.label(spec.side)),
+                // The mutation check's jobs are their own phase, after (or instead of) the
+                // proof's jobs.
+                let (phase, label) = match check_label {
+                    Some(label) => ("mutation", label.to_owned()),
+                    None => ("prove", spec.kind.label(spec.side)),
                 };
                 if !matches!(result.status, JobStatus::Completed { .. }) {
                     terminal.failed();
@@ -167,6 +168,8 @@ impl MutateProgress for StderrProgress {
                 mutants,
                 to_run,
                 cached,
+                compile_errors,
+                no_coverage,
                 baseline,
             } => {
                 let from_cache = if cached > 0 {
@@ -174,9 +177,14 @@ impl MutateProgress for StderrProgress {
                 } else {
                     String::new()
                 };
+                // Named as the summary names them, which counts these too.
+                let not_compiled = if compile_errors > 0 {
+                    format!("{compile_errors} compile error, ")
+                } else {
+                    String::new()
+                };
                 terminal.line(&format!(
-                    "[mutate] {mutants} mutants: {to_run} to run, {from_cache}{} no coverage (baseline {:.1} s)",
-                    mutants.saturating_sub(to_run + cached),
+                    "[mutate] {mutants} mutants: {to_run} to run, {from_cache}{not_compiled}{no_coverage} no coverage (baseline {:.1} s)",
                     baseline.as_secs_f64()
                 ));
                 // No coverage and cached verdicts are settled already: the lines count them too.

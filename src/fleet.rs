@@ -343,6 +343,8 @@ pub async fn cancel(args: &CancelArgs) -> Result<u8, Failure> {
 pub struct FleetStderr<'a> {
     pub progress: crate::console::StderrProgress,
     pub jobs: &'a [assay_common::job::JobSpec],
+    /// Where the mutation check's jobs sit, which the coordinator runs without sending specs.
+    pub check_jobs: Option<assay_engine::mutation::check::CheckJobs>,
     pub suite_results: Vec<JobResult>,
 }
 
@@ -360,14 +362,14 @@ impl FleetProgress for FleetStderr<'_> {
                 spec,
                 result,
                 cached,
+                check_label: None,
             });
         } else {
-            // The mutation check's jobs follow the proof's: the unmutated run, then the mutants.
-            let label = if index == self.jobs.len() {
-                "unmutated"
-            } else {
-                "mutant"
-            };
+            // The mutation check's jobs follow the proof's (and its diff coverage run's),
+            // named by index as embedded mode names them.
+            let label = self
+                .check_jobs
+                .map_or("mutant", |check_jobs| check_jobs.label(index));
             let line = crate::console::job_line(
                 "mutation",
                 label,

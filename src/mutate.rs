@@ -291,9 +291,9 @@ pub async fn run(args: &MutateArgs) -> Result<u8, Failure> {
         | MutateError::UnsupportedRunner { .. } => Failure::usage(e.into()),
         MutateError::Source(_) => Failure::usage(e.into()),
         // Nothing could be measured: the run's lane is that of a run that could not go on.
-        MutateError::Stopped(_) | MutateError::RedBaseline { .. } => {
-            Failure::infrastructure(e.into())
-        }
+        MutateError::Stopped(_)
+        | MutateError::RedBaseline { .. }
+        | MutateError::BaselineUnrun { .. } => Failure::infrastructure(e.into()),
     })?;
     progress.terminal.finish();
     drop(queue);

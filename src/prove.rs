@@ -481,6 +481,7 @@ async fn run_on_fleet(
     let mut progress = crate::fleet::FleetStderr {
         progress: StderrProgress::new(args.console.progress, args.console.quiet, jobs),
         jobs: &prepared.jobs,
+        check_jobs: assay_engine::mutation::check::CheckJobs::of(prepared),
         suite_results: Vec::new(),
     };
     progress.progress.event(ProofEvent::Planned {

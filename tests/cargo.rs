@@ -326,6 +326,19 @@ fn a_proven_rust_change_gets_its_changed_lines_mutated_and_a_mutant_that_does_no
         )) && notes.contains("1 did not compile in the schema"),
         "{check:#}"
     );
+    // Each job of the check is named for what it is: two builds, the prebuilt tests' run
+    // unmutated, one run of them per held mutant.
+    let mut labels: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter_map(|line| line.strip_prefix("[mutation] "))
+        .filter_map(|line| line.split(' ').nth(1))
+        .collect();
+    labels.sort();
+    let mut expected = vec!["schema-build", "schema-build", "unmutated"];
+    expected.extend(std::iter::repeat_n("mutant", held));
+    expected.sort();
+    assert_eq!(labels, expected, "{}", run.explain());
 
     // The same verdicts mutant by mutant as a build of each mutant on its own.
     let (_, alone) = check_of_the_pager_fix(&repo, false);

@@ -260,6 +260,25 @@ fn nats_unreachable_at_submit_exits_3_with_one_line() {
         .arg(format!("file://{}", out.path().join("store").display()));
     let run = support::run(command, None);
     assert_refused_at_submit_in_one_line(&run, &closed);
+    // The CLI's flag for the URL is --cluster; --nats is the services'.
+    assert!(run.stderr.contains("check --cluster,"), "{}", run.explain());
+    let mut mutate = support::assay();
+    mutate
+        .args(["mutate", "--quiet", "--cluster", &closed, "-C"])
+        .arg(repo.path())
+        .arg("--store")
+        .arg(format!("file://{}", out.path().join("store").display()));
+    let mut status = support::assay();
+    status.args(["status", "--cluster", &closed]);
+    for command in [mutate, status] {
+        let run = support::run(command, None);
+        assert_eq!(run.code, 3, "{}", run.explain());
+        assert!(
+            run.stderr.contains(&closed) && run.stderr.contains("check --cluster,"),
+            "{}",
+            run.explain()
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -745,6 +764,102 @@ async fn a_junit_proofs_mutation_check_runs_on_a_fleet() {
     let run = run_proof(&fleet, &repo, "proof.json", &junit);
     assert_eq!(run.code, 0, "{}", run.explain());
     support::assert_every_mutant_ran_and_one_was_killed(&run);
+}
+
+/// The mutation check's progress lines, numbered and named, without their timings.
+fn mutation_lines(stderr: &str) -> Vec<String> {
+    stderr
+        .lines()
+        .filter(|line| line.starts_with("[mutation] "))
+        .map(|line| line.split(" (").next().unwrap_or(line).to_owned())
+        .collect()
+}
+
+/// A fleet proof's CLI has no spec for the mutation check's jobs, which follow the proof's and
+/// its diff coverage run: it names them by index as embedded mode names them by spec.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fleet_proofs_mutation_jobs_are_named_as_embedded_mode_names_them() {
+    let fleet = start_fleet();
+    let _coordinator = coordinator(&fleet);
+    let _worker = worker(&fleet, "worker-a", "1");
+    let repo = support::printing_node_pager_repo("quiet", 0);
+    let criterion = ["--criterion", "test: \"partial last page is counted\""];
+    let args = [&["--base", "main~1", "--no-cache"][..], &criterion[..]].concat();
+    let out_dir = tempfile::tempdir().unwrap();
+    let (command, json) = support::prove_command(&repo, &args, out_dir.path());
+    let embedded = support::run(command, Some(json));
+    assert_eq!(embedded.code, 0, "{}", embedded.explain());
+    let on_fleet = run_fleet_proof(&fleet, &repo, "proof.json", &args);
+    assert_eq!(on_fleet.code, 0, "{}", on_fleet.explain());
+    // The diff coverage run took the index after the proof's jobs: the check's come after it.
+    let evidence = on_fleet.evidence.as_ref().expect("evidence");
+    assert!(evidence.get("diff_coverage").is_some(), "{evidence:#}");
+    let lines = mutation_lines(&on_fleet.stderr);
+    assert_eq!(
+        lines,
+        mutation_lines(&embedded.stderr),
+        "{}",
+        on_fleet.explain()
+    );
+    let total = lines.len();
+    assert!(total >= 2, "{}", on_fleet.explain());
+    assert_eq!(lines[0], format!("[mutation] 1/{total} unmutated"));
+    for (at, line) in lines.iter().enumerate().skip(1) {
+        assert_eq!(*line, format!("[mutation] {}/{total} mutant", at + 1));
+    }
+}
+
+/// A node test's output is stored on a fleet as it is embedded, cut at the worker's output cap
+/// with the rest counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_tests_output_is_stored_up_to_the_workers_cap_with_the_rest_counted() {
+    use assay_transport::store::ArtifactStore;
+    const CAP: u64 = 4096;
+    let fleet = start_fleet();
+    let _coordinator = coordinator(&fleet);
+    let _worker = worker_with(
+        &fleet,
+        "worker-a",
+        "1",
+        &[("ASSAY_OUTPUT_CAP_BYTES", CAP.to_string())],
+    );
+    let marker = "PAGER-DIAGNOSTIC-9";
+    // 300 lines of 31 bytes a stream: over the cap.
+    let repo = support::printing_node_pager_repo(marker, 300);
+    let run = run_fleet_proof(
+        &fleet,
+        &repo,
+        "proof.json",
+        &support::one_uncached_run_against_the_parent("test: \"partial last page is counted\""),
+    );
+    assert_eq!(run.code, 0, "{}", run.explain());
+    let evidence = run.evidence.as_ref().expect("evidence");
+    let candidate_job = evidence["jobs"]
+        .as_array()
+        .expect("jobs")
+        .iter()
+        .find(|job| job["tests_reported"] == 1 && job["exit_code"] == 0)
+        .unwrap_or_else(|| panic!("no candidate job that ran the test: {evidence:#}"));
+    let store = fleet_store(&fleet);
+    for stream in ["stdout", "stderr"] {
+        let artifact = candidate_job["artifacts"]
+            .as_array()
+            .expect("artifacts")
+            .iter()
+            .find(|a| a["name"] == stream)
+            .unwrap_or_else(|| panic!("no {stream}: {candidate_job:#}"));
+        let line = format!("{marker} on {stream}\n");
+        assert_eq!(artifact["bytes"], CAP, "{artifact}");
+        let dropped = artifact["dropped_bytes"].as_u64().unwrap_or_default();
+        assert!(dropped >= 300 * line.len() as u64 - CAP, "{artifact}");
+        let key = artifact["key"].as_str().expect("a key");
+        let stored = store.get(key).await.unwrap().expect("the stored log");
+        assert_eq!(stored.len() as u64, CAP);
+        assert!(
+            String::from_utf8_lossy(&stored).starts_with(&line),
+            "{stream}: {stored:?}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

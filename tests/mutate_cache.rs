@@ -584,7 +584,7 @@ fn a_run_whose_baseline_fails_stops_before_any_mutant_naming_the_failing_test() 
     assert_eq!(broken.code, 3, "{}", broken.explain());
     assert!(
         broken.stderr.contains(
-            "the unmutated baseline run did not pass: tests/test_stock.py::test_an_empty_shelf_is_in_stock failed; no mutant was run"
+            "the unmutated baseline run did not pass: tests/test_stock.py::test_an_empty_shelf_is_in_stock failed; no mutant was run (hint: a mutation score means nothing against a red suite"
         ),
         "{}",
         broken.explain()
@@ -628,7 +628,7 @@ fn a_run_whose_interpreter_has_no_pytest_stops_before_any_mutant() {
     // The toolchain's own words end the line: the infrastructure lane, with its stderr.
     assert!(
         run.stderr
-            .contains("the unmutated baseline run did not pass"),
+            .contains("infrastructure failure: the unmutated baseline run could not be run"),
         "{}",
         run.explain()
     );
@@ -637,6 +637,8 @@ fn a_run_whose_interpreter_has_no_pytest_stops_before_any_mutant() {
         "{}",
         run.explain()
     );
+    // No test failed: the suite is not red, and nothing says it is.
+    assert!(!run.stderr.contains("red suite"), "{}", run.explain());
     assert!(run.evidence.is_none(), "{}", run.explain());
     assert!(!run.stdout.contains("mutation score"), "{}", run.explain());
     assert!(mutator.entries().is_empty());

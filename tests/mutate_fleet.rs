@@ -317,6 +317,45 @@ fn mutants_run_on_the_fleet_reach_the_verdicts_of_an_embedded_run() {
     );
 }
 
+/// A CLI whose `--store` is not the fleet's uploads the tree where no worker looks: the run
+/// stops at its baseline as an infrastructure failure naming the fleet's store, never as a
+/// red suite.
+#[test]
+fn a_mutate_whose_store_is_not_the_fleets_is_an_infrastructure_failure_naming_the_store() {
+    let repo = invoice_library();
+    let out = tempfile::tempdir().expect("temp dir");
+    let cluster = Fleet::start(&[], &[]);
+    let elsewhere = format!("file://{}", out.path().join("another-store").display());
+    let nats = cluster.sandbox.nats_url();
+    let run = mutate(
+        &repo,
+        &out.path().join("run"),
+        &["--cluster", &nats, "--store", &elsewhere],
+        &cluster.env(),
+    );
+    assert_eq!(run.code, 3, "{}\n{}", run.explain(), cluster.logs());
+    let fleet_store = cluster.sandbox.store_url();
+    for expected in [
+        "infrastructure failure: the unmutated baseline run could not be run",
+        &format!("not in the artifact store {fleet_store}"),
+        "check both use the same store",
+    ] {
+        assert!(
+            run.stderr.contains(expected),
+            "{expected}: {}",
+            run.explain()
+        );
+    }
+    for misleading in ["red suite", "upload the tree before submitting"] {
+        assert!(
+            !run.stderr.contains(misleading),
+            "{misleading}: {}",
+            run.explain()
+        );
+    }
+    assert!(run.evidence.is_none(), "{}", run.explain());
+}
+
 /// A one-file crate: `pages` is tested, `is_past_end`'s body as `true` survives its only test,
 /// and `Book` has no `Default`.
 fn pager_crate() -> support::Repo {

@@ -480,6 +480,18 @@ fn go_mutants_built_once_agree_with_a_build_per_mutant_and_run_only_their_coveri
     assert_eq!(find(&once_all, "calc/calc.go", 12, "0").3, "CompileError");
     assert_eq!(find(&alone_all, "calc/calc.go", 12, "0").3, "CompileError");
     assert_eq!(find(&once_all, "calc/calc.go", 17, ">=").3, "Survived");
+    // The progress counts what settles without a run as the summary does: the two unviable
+    // mutants as compile errors, not as no coverage.
+    let no_coverage = once_all.iter().filter(|m| m.3 == "NoCoverage").count();
+    let started = once
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("[mutate] ") && l.contains(" to run, "))
+        .unwrap_or_else(|| panic!("no start line: {}", once.explain()));
+    assert!(
+        started.contains(&format!(", 2 compile error, {no_coverage} no coverage (")),
+        "{started}"
+    );
     // (c) Only the tests of its package that reach it run: `Add` is reached by `TestAdd`
     // alone in its package (shelf's tests reach it too, from another package), where a build
     // per mutant runs all seven of calc's tests.

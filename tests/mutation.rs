@@ -735,6 +735,7 @@ fn a_test_command_that_runs_no_tests_stops_mutate_with_exit_3_and_scores_nothing
         "{}",
         run.explain()
     );
+    assert!(!run.stderr.contains("red suite"), "{}", run.explain());
     assert!(!run.stdout.contains("mutation score"), "{}", run.explain());
     assert!(
         run.evidence.is_none(),

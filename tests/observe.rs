@@ -433,6 +433,31 @@ fn histogram_count(metrics: &BTreeMap<String, f64>, name: &str, labels: &str) ->
     count
 }
 
+/// A store URL naming a bucket S3 does not have answers every read "not found", as a missing
+/// object does: `/readyz` tells the two apart, and names the bucket.
+#[test]
+fn a_service_whose_bucket_does_not_exist_is_not_ready_and_names_the_bucket() {
+    let sandbox = ClusterSandbox::start(StoreKind::S3);
+    let worker = service(
+        &sandbox,
+        "worker",
+        &[("ASSAY_STORE".into(), "s3://no-such-bucket".into())],
+    );
+    let coordinator = service(&sandbox, "coordinator", &[]);
+    wait_for_port(worker.http_port(), "assay worker");
+    wait_for_port(coordinator.http_port(), "assay coordinator");
+    let body = wait_for_status(worker.http_port(), "/readyz", 503);
+    assert!(
+        body.contains("store: bucket no-such-bucket does not exist"),
+        "{body}"
+    );
+    let metrics = parse_metrics(&http_get(worker.http_port(), "/metrics").1);
+    assert_eq!(metrics["assay_store_reachable"], 0.0);
+    // The fleet's own bucket holds no probe object either: that is a reachable store.
+    let body = wait_for_status(coordinator.http_port(), "/readyz", 200);
+    assert!(body.contains("store: reachable"), "{body}");
+}
+
 #[test]
 fn a_workers_metrics_count_its_jobs_and_its_probes_follow_nats_and_the_store() {
     let mut fleet = Fleet::start(None);

@@ -201,9 +201,14 @@ pub(super) enum SubmissionError {
         tree: TreeId,
     },
     #[error(
-        "job submission {run_id} names tree {tree}, which is not in the artifact store (hint: upload the tree before submitting)"
+        "job submission {run_id} names tree {tree}, which is not in the artifact store {store} (hint: the CLI uploads trees before submitting; check both use the same store)"
     )]
-    UnknownTree { run_id: ProofId, tree: TreeId },
+    UnknownTree {
+        run_id: ProofId,
+        tree: TreeId,
+        /// The coordinator's store, for a submitter that uploaded to another.
+        store: String,
+    },
     #[error("job submission {run_id}: tree {tree} could not be looked up in the artifact store")]
     TreeUnreadable {
         run_id: ProofId,
@@ -323,6 +328,7 @@ pub(super) async fn check_job_submission(
                 return Err(SubmissionError::UnknownTree {
                     run_id: run_id.clone(),
                     tree: tree.clone(),
+                    store: store.url().to_owned(),
                 });
             }
             Err(source) => {

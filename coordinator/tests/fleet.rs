@@ -541,6 +541,42 @@ async fn s3_round_trips_artifacts_with_their_sha256_including_multipart() {
     assert_eq!(store.get("proofs/p-9/absent").await.unwrap(), None);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_bucket_is_an_error_naming_it_while_a_missing_object_is_none() {
+    use assay_transport::store::StoreError;
+    let s3 = servers::start_s3("assay-artifacts");
+    let options = servers::s3_options(s3.port);
+    let store = assay_transport::store::open_store("s3://assay-artifacts", &options).unwrap();
+    assert_eq!(store.get("health/readyz-probe").await.unwrap(), None);
+    assert!(
+        store
+            .get_stream("health/readyz-probe")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let elsewhere = assay_transport::store::open_store("s3://no-such-bucket", &options).unwrap();
+    for read in [
+        elsewhere.get("health/readyz-probe").await.map(|_| ()),
+        elsewhere
+            .get_stream("health/readyz-probe")
+            .await
+            .map(|_| ()),
+    ] {
+        let error = read.unwrap_err();
+        assert!(
+            matches!(&error, StoreError::NoSuchBucket { bucket, .. } if bucket == "no-such-bucket"),
+            "{error:?}"
+        );
+        assert!(
+            error
+                .to_string()
+                .contains("the bucket no-such-bucket of store s3://no-such-bucket does not exist"),
+            "{error}"
+        );
+    }
+}
+
 /// Submits `prepared` and returns how long after `since` its evidence arrived.
 fn submit_timed(
     fleet: &ClusterSandbox,

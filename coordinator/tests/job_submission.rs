@@ -150,10 +150,15 @@ async fn hostile_job_submissions_are_refused_with_a_reason_and_never_recorded() 
     let mut too_many_trees = jobs_of(&run("trees"), 1, &tree);
     too_many_trees.trees = vec![tree.clone(); assay_common::fleet::MAX_SUBMITTED_TREES + 1];
 
+    // A submitter that uploaded to another store is told which one the fleet reads.
+    let unknown_tree_reason = format!(
+        "which is not in the artifact store {} (hint: the CLI uploads trees before submitting; check both use the same store)",
+        sandbox.store_url()
+    );
     let cases = [
         (empty, "has no jobs"),
         (oversized, "over the 4096 one submission may carry"),
-        (unknown_tree, "which is not in the artifact store"),
+        (unknown_tree, unknown_tree_reason.as_str()),
         (undeclared_tree, "which the submission does not declare"),
         (duplicated, "appears twice (again at position 2)"),
         (foreign, "names another proof, p-someone-else"),

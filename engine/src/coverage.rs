@@ -3,6 +3,7 @@
 //! covering tests only; `assay test --reachability` names the changed lines no executed test
 //! reaches. The map's format is in docs/FORMATS.md ("Per-test coverage map").
 
+use crate::mutation::check::BaselineProblem;
 use assay_common::job::{JobKind, JobResult, JobSpec, Side};
 use assay_common::runner::ReportFormat;
 use assay_common::{JobId, ProofId, TreeId};
@@ -271,16 +272,18 @@ impl CoverageMap {
 
     /// Why this run cannot stand as the unmutated baseline mutants are judged against: pytest
     /// failed (naming the failing tests) or ran no test. `None` when every test passed.
-    pub fn baseline_problem(&self) -> Option<String> {
+    pub fn baseline_problem(&self) -> Option<BaselineProblem> {
         match self.exit {
             Some(0) if !self.durations.is_empty() => None,
-            Some(0) | Some(5) if self.failed.is_empty() => Some("it ran no test".into()),
-            _ if !self.failed.is_empty() => Some(format!(
+            Some(0) | Some(5) if self.failed.is_empty() => Some(BaselineProblem::RanNoTest),
+            _ if !self.failed.is_empty() => Some(BaselineProblem::TestsFailed(format!(
                 "{} failed",
                 self.failed.iter().cloned().collect::<Vec<_>>().join(", ")
+            ))),
+            Some(code) => Some(BaselineProblem::NotPassed(format!("pytest exited {code}"))),
+            None => Some(BaselineProblem::NotPassed(
+                "the map holds no pytest exit status".into(),
             )),
-            Some(code) => Some(format!("pytest exited {code}")),
-            None => Some("the map holds no pytest exit status".into()),
         }
     }
 

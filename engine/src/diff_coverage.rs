@@ -27,7 +27,7 @@ use assay_common::criteria::Criterion;
 use assay_common::diff_coverage::{
     self as record, ChangedHunk, ChangedSource, DiffCoverage, MeasuredFile,
 };
-use assay_common::job::{JobKind, JobResult, JobSpec, Side};
+use assay_common::job::{JobKind, JobResult, JobSpec, JobStatus, Side};
 use assay_common::runner::pytest::python_m_pytest;
 use assay_common::runner::{CoverageTool, ReportFormat};
 use assay_common::tree_path::TreePath;
@@ -231,11 +231,25 @@ fn go_cover_command(proving: &[String]) -> Result<Vec<String>, &'static str> {
 /// Why a coverage run gives no report to measure.
 #[derive(Debug, thiserror::Error)]
 enum ReportError {
-    /// The run kept no `report` artifact; `status` says how it ended.
-    #[error("the coverage run wrote no report (it {status})")]
-    NotWritten { status: &'static str },
+    /// The run kept no `report` artifact; `why` says how it ended instead, as a sentence.
+    #[error("{why}")]
+    NotWritten { why: String },
     #[error(transparent)]
     Unreadable(#[from] ArtifactError),
+}
+
+/// How a coverage run that kept no report ended, as a sentence.
+fn not_written(status: &JobStatus) -> String {
+    match status {
+        JobStatus::Completed { exit_code } => {
+            format!("the coverage run exited {exit_code} without writing a report")
+        }
+        JobStatus::TimedOut => "the coverage run timed out before writing a report".to_owned(),
+        JobStatus::Infrastructure { .. } => {
+            "the coverage run hit an infrastructure failure and wrote no report".to_owned()
+        }
+        JobStatus::Cancelled => "the coverage run was cancelled before writing a report".to_owned(),
+    }
 }
 
 /// The report a coverage run wrote (Go's cover profile, the V8 wrapper's JSON, lcov).
@@ -245,8 +259,8 @@ async fn written_report(
 ) -> Result<bytes::Bytes, ReportError> {
     read_named(store, result, "report")
         .await?
-        .ok_or(ReportError::NotWritten {
-            status: result.status.label(),
+        .ok_or_else(|| ReportError::NotWritten {
+            why: not_written(&result.status),
         })
 }
 
@@ -339,6 +353,44 @@ fn measured(map: &CoverageMap, criteria: &[Criterion]) -> BTreeMap<String, Measu
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_coverage_run_without_a_report_says_how_it_ended_in_a_sentence() {
+        let store = assay_transport::store::ObjectArtifactStore::open("memory://").expect("store");
+        let ended = |status| JobResult {
+            job_id: assay_common::JobId("p-1-0008".into()),
+            index: 8,
+            status,
+            report: assay_common::outcome::ReportOutcome::Missing,
+            artifacts: Vec::new(),
+            duration_ms: 10,
+            worker: assay_common::WorkerId("w-1".into()),
+            sandbox: None,
+        };
+        let cases = [
+            (
+                JobStatus::Infrastructure {
+                    message: "tree b542 could not be materialized".into(),
+                    cause: assay_common::fault::InfraCause::TreeFetch,
+                },
+                "the coverage run hit an infrastructure failure and wrote no report",
+            ),
+            (
+                JobStatus::Completed { exit_code: 1 },
+                "the coverage run exited 1 without writing a report",
+            ),
+            (
+                JobStatus::TimedOut,
+                "the coverage run timed out before writing a report",
+            ),
+        ];
+        for (status, expected) in cases {
+            let why = written_report(&store, &ended(status))
+                .await
+                .expect_err("no report");
+            assert_eq!(why.to_string(), expected);
+        }
+    }
 
     fn hunk(path: &str, start: u32, end: u32) -> ChangedHunk {
         ChangedHunk {

@@ -23,6 +23,9 @@ pub enum ProofEvent<'a> {
         result: &'a JobResult,
         /// Whether the result cache answered the job: it did not run in this proof.
         cached: bool,
+        /// A mutation check job's name ([`crate::mutation::check::CheckJobs::label`]);
+        /// `None` for the proof's own jobs.
+        check_label: Option<&'static str>,
     },
 }
 

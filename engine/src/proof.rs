@@ -567,6 +567,7 @@ pub async fn run_jobs_beside(
                 spec,
                 result,
                 cached: self.queue.served_from_cache(&spec.job_id),
+                check_label: None,
             });
             Flow::Continue
         }

@@ -550,3 +550,28 @@ pub fn node_pager_change() -> Repo {
     repo.commit("pager: count the last partial page; clamp to the last page; the last offset; export with ;");
     repo
 }
+
+/// A node project whose `pageCount` floors on the base and rounds up on the candidate, whose
+/// new test (`partial last page is counted`) prints `lines` lines naming `marker` on each of
+/// stdout and stderr.
+pub fn printing_node_pager_repo(marker: &str, lines: usize) -> Repo {
+    let repo = Repo::new();
+    repo.write("package.json", "{\"name\": \"pager\", \"private\": true}\n")
+        .write(
+            "lib/pager.js",
+            "exports.pageCount = (total, size) => Math.floor(total / size);\n",
+        );
+    repo.commit("pager");
+    repo.write(
+        "lib/pager.js",
+        "exports.pageCount = (total, size) => Math.ceil(total / size);\n",
+    )
+    .write(
+        "test/pager.test.js",
+        &format!(
+            "const test = require('node:test');\nconst assert = require('node:assert');\nconst {{ pageCount }} = require('../lib/pager.js');\n\ntest('partial last page is counted', () => {{\n  for (let i = 0; i < {lines}; i++) {{\n    console.log('{marker} on stdout');\n    console.error('{marker} on stderr');\n  }}\n  assert.strictEqual(pageCount(11, 5), 3);\n}});\n"
+        ),
+    );
+    repo.commit("pager: count the last partial page");
+    repo
+}

@@ -1,10 +1,10 @@
 //! The services' HTTP probe endpoint: `/healthz` (the process answers; it reports NATS and
 //! store state but stays 200, so a NATS outage never restarts every pod), `/readyz` (503 unless
-//! NATS is connected and the store answers) and `/metrics` (Prometheus text). Hand-rolled:
-//! three fixed GETs do not justify an HTTP framework in every service.
+//! NATS is connected and the store answers, its bucket there) and `/metrics` (Prometheus
+//! text). Hand-rolled: three fixed GETs do not justify an HTTP framework in every service.
 
 use crate::metrics::{Metrics, Probed};
-use crate::store::ArtifactStore;
+use crate::store::{ArtifactStore, StoreError};
 use assay_common::fleet::Subjects;
 use std::future::Future;
 use std::sync::Arc;
@@ -14,7 +14,8 @@ use tokio::net::TcpListener;
 
 /// A probe that takes longer than this counts as a failure.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
-/// The key `/readyz` reads: absent in every store, so a reachable store answers "not found".
+/// The key `/readyz` reads: absent in every store, so a reachable store answers "not found"
+/// (for an object; a missing bucket is an error of its own, [`StoreError::NoSuchBucket`]).
 const PROBE_KEY: &str = "health/readyz-probe";
 /// Probe requests are a line and a few headers; anything longer is cut off here.
 const MAX_HEAD: usize = 8 * 1024;
@@ -34,10 +35,12 @@ impl Probes {
     async fn probe(&self, with_queue: bool) -> Probed {
         let nats_connected =
             self.client.connection_state() == async_nats::connection::State::Connected;
-        let store_reachable = matches!(
-            tokio::time::timeout(PROBE_TIMEOUT, self.store.get(PROBE_KEY)).await,
-            Ok(Ok(_))
-        );
+        let (store_reachable, missing_bucket) =
+            match tokio::time::timeout(PROBE_TIMEOUT, self.store.get(PROBE_KEY)).await {
+                Ok(Ok(_)) => (true, None),
+                Ok(Err(StoreError::NoSuchBucket { bucket, .. })) => (false, Some(bucket)),
+                Ok(Err(_)) | Err(_) => (false, None),
+            };
         let queue = if with_queue && nats_connected {
             tokio::time::timeout(PROBE_TIMEOUT, self.queue())
                 .await
@@ -49,6 +52,7 @@ impl Probes {
         Probed {
             nats_connected,
             store_reachable,
+            missing_bucket,
             queue,
         }
     }
@@ -146,10 +150,14 @@ async fn read_head(socket: &mut tokio::net::TcpStream) -> String {
 }
 
 fn state(probed: &Probed) -> String {
-    let word = |ok: bool, good: &'static str, bad: &'static str| if ok { good } else { bad };
-    format!(
-        "nats: {}\nstore: {}\n",
-        word(probed.nats_connected, "connected", "not connected"),
-        word(probed.store_reachable, "reachable", "unreachable"),
-    )
+    let nats = match probed.nats_connected {
+        true => "connected",
+        false => "not connected",
+    };
+    let store = match (&probed.missing_bucket, probed.store_reachable) {
+        (Some(bucket), _) => format!("bucket {bucket} does not exist"),
+        (None, true) => "reachable".to_owned(),
+        (None, false) => "unreachable".to_owned(),
+    };
+    format!("nats: {nats}\nstore: {store}\n")
 }

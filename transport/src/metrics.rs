@@ -126,12 +126,14 @@ impl Default for Metrics {
 }
 
 /// What the service learns from NATS when it is scraped.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Probed {
     /// Whether the NATS connection is up.
     pub nats_connected: bool,
-    /// Whether the artifact store answered.
+    /// Whether the artifact store answered, and its bucket exists.
     pub store_reachable: bool,
+    /// The store's bucket, when the store answered that it does not exist.
+    pub missing_bucket: Option<String>,
     /// Jobs waiting in the queue and jobs delivered but not yet acknowledged, fleet-wide;
     /// `None` when JetStream did not answer.
     pub queue: Option<(u64, u64)>,

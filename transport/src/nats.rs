@@ -15,11 +15,13 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 pub enum FleetError {
     /// The connection to the NATS server could not be made.
     #[error(
-        "failed to connect to NATS at {url}: {source} (hint: start nats-server -js, check --nats, and check the nats credentials and TLS settings: a tls:// URL or require_tls, the CA, client certificate and key)"
+        "failed to connect to NATS at {url}: {source} (hint: start nats-server -js, check {url_flag}, and check the nats credentials and TLS settings: a tls:// URL or require_tls, the CA, client certificate and key)"
     )]
     Connect {
         /// The server's URL.
         url: String,
+        /// The flag that named it to whoever connected ([`url_flag`]).
+        url_flag: &'static str,
         /// The client's error.
         #[source]
         source: BoxError,
@@ -336,9 +338,19 @@ pub async fn connect_hearing_refusals(
         .await
         .map_err(|source| FleetError::Connect {
             url: url.to_owned(),
+            url_flag: url_flag(role),
             source: source.into(),
         })?;
     Ok((client, Refusals(refusals)))
+}
+
+/// The flag that names the NATS URL to whoever connects as `role`: the services' `--nats`,
+/// the CLI's `--cluster` (both also read `ASSAY_NATS_URL`).
+fn url_flag(role: Role) -> &'static str {
+    match role {
+        Role::Coordinator | Role::Worker => "--nats",
+        Role::Submitter | Role::Operator => "--cluster",
+    }
 }
 
 /// A secret from its file, without the trailing newline an editor leaves.
@@ -527,4 +539,36 @@ pub async fn proofs_bucket(
     })
     .await
     .map_err(|e| FleetError::request(format!("create key-value bucket {bucket}"), e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn an_unreachable_server_is_blamed_on_the_flag_that_named_it() {
+        // A port nothing listens on: bound, then released.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .expect("a free port")
+            .port();
+        let nats = NatsSection {
+            url: format!("nats://127.0.0.1:{port}"),
+            ..NatsSection::default()
+        };
+        for (role, flag) in [
+            (Role::Worker, "check --nats,"),
+            (Role::Coordinator, "check --nats,"),
+            (Role::Submitter, "check --cluster,"),
+            (Role::Operator, "check --cluster,"),
+        ] {
+            let error = connect(&nats, role).await.expect_err("nothing listens");
+            let text = error.to_string();
+            assert!(
+                text.starts_with(&format!("failed to connect to NATS at {}", nats.url))
+                    && text.contains(flag),
+                "{role:?}: {text}"
+            );
+        }
+    }
 }

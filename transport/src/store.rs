@@ -139,6 +139,19 @@ pub enum StoreError {
         #[source]
         source: std::io::Error,
     },
+    /// The S3 bucket the store URL names does not exist: every read of it would otherwise
+    /// look like a missing object.
+    #[error(
+        "failed to read artifact {key}: the bucket {bucket} of store {url} does not exist (hint: create the bucket, or give the store URL of one that exists)"
+    )]
+    NoSuchBucket {
+        /// The object's key in the store.
+        key: String,
+        /// The bucket the URL names.
+        bucket: String,
+        /// The store URL as given.
+        url: String,
+    },
     /// A file store's key leads, through a symlink, outside the store's directory.
     #[error(
         "refusing to read artifact {key}: {path} leads to {target}, outside the store's directory {root} (hint: whoever can write the store linked it there; delete it)"
@@ -275,6 +288,8 @@ fn s3_retry() -> object_store::RetryConfig {
 pub struct ObjectArtifactStore {
     url: String,
     inner: Arc<dyn ObjectStore>,
+    /// An `s3://` store's bucket, to tell a missing bucket from a missing object.
+    bucket: Option<String>,
     /// A `file://` store's directory, read by this type itself (see [`LocalReads`]).
     local: Option<LocalReads>,
 }
@@ -404,8 +419,29 @@ impl ObjectArtifactStore {
         Self {
             url,
             inner,
+            bucket: None,
             local: None,
         }
+    }
+
+    /// `error`, a read's not-found answer, as [`StoreError::NoSuchBucket`] when S3 said the
+    /// bucket itself is missing (`NoSuchBucket`, also a 404); `None` for a missing object.
+    fn missing_bucket(&self, key: &str, error: &object_store::Error) -> Option<StoreError> {
+        let bucket = self.bucket.as_ref()?;
+        // The S3 error code is only in the response body, which object_store keeps in the
+        // text of the error it wraps, not in a type it exports.
+        let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
+        while let Some(error) = cause {
+            if error.to_string().contains("<Code>NoSuchBucket</Code>") {
+                return Some(StoreError::NoSuchBucket {
+                    key: key.to_owned(),
+                    bucket: bucket.clone(),
+                    url: self.url.clone(),
+                });
+            }
+            cause = error.source();
+        }
+        None
     }
 
     /// Opens `file:///dir` (created if absent), `memory://`, or `s3://bucket` configured by
@@ -442,7 +478,9 @@ impl ObjectArtifactStore {
                     url: url.to_owned(),
                     source,
                 })?;
-            return Ok(Self::new(url.to_owned(), Arc::new(s3)));
+            let mut store = Self::new(url.to_owned(), Arc::new(s3));
+            store.bucket = Some(bucket.to_owned());
+            return Ok(store);
         }
         if url == "memory://" || url == "memory:///" {
             return Ok(Self::new(
@@ -620,7 +658,10 @@ impl ArtifactStore for ObjectArtifactStore {
                     key: key.to_owned(),
                     source,
                 }),
-            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e @ object_store::Error::NotFound { .. }) => match self.missing_bucket(key, &e) {
+                Some(missing) => Err(missing),
+                None => Ok(None),
+            },
             Err(source) => Err(StoreError::Get {
                 key: key.to_owned(),
                 source,
@@ -660,7 +701,10 @@ impl ArtifactStore for ObjectArtifactStore {
                         .boxed(),
                 )))
             }
-            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e @ object_store::Error::NotFound { .. }) => match self.missing_bucket(key, &e) {
+                Some(missing) => Err(missing),
+                None => Ok(None),
+            },
             Err(source) => Err(StoreError::Get {
                 key: key.to_owned(),
                 source,

@@ -132,13 +132,34 @@ pub enum MutateError {
     #[error("the mutation run stopped before every mutant had a result")]
     Stopped(#[source] assay_transport::queue::QueueError),
     #[error(
-        "the unmutated baseline run did not pass: {reason}; no mutant was run (hint: a mutation score means nothing against a red suite: fix or deselect the failing tests first)"
+        "the unmutated baseline run did not pass: {reason}; no mutant was run{}",
+        red_suite_hint(.reason)
     )]
     /// The unmutated tests did not pass, so no mutant was run.
     RedBaseline {
         /// What was wrong with the baseline run.
         reason: crate::mutation::check::BaselineProblem,
     },
+    #[error(
+        "infrastructure failure: the unmutated baseline run could not be run: {reason}; no mutant was run"
+    )]
+    /// The queue or the sandbox could not run the unmutated tests (a store the fleet does not
+    /// share, a worker without the toolchain), so no mutant was run.
+    BaselineUnrun {
+        /// What failed, with its error chain.
+        reason: String,
+    },
+}
+
+/// The hint for a baseline whose own tests failed; none when they did not fail (the run was
+/// empty, unreported or out of time), where fixing tests is not the remedy.
+fn red_suite_hint(reason: &crate::mutation::check::BaselineProblem) -> &'static str {
+    match reason.tests_failed() {
+        true => {
+            " (hint: a mutation score means nothing against a red suite: fix or deselect the failing tests first)"
+        }
+        false => "",
+    }
 }
 
 pub use assay_common::mutation_report::{Status, Summary};

@@ -37,6 +37,47 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+/// Where the mutation check numbers its jobs in a proof's plan (see [`run_check`]): from the
+/// proof's `after_plan_index`, the unmutated run, one job per mutant, then the schema's builds
+/// and the unmutated run built by cargo should the prebuilt tests not pass. Progress names a
+/// check job by its index alone, so the CLI of a fleet proof, which has no spec for the check's
+/// jobs, names each one as embedded mode does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CheckJobs {
+    /// The plan index of the unmutated run.
+    pub first_index: usize,
+    /// The mutants planned.
+    pub mutants: usize,
+}
+
+impl CheckJobs {
+    /// The check's jobs of `proof`; `None` when it runs no check.
+    pub fn of(proof: &PreparedProof) -> Option<Self> {
+        proof.mutation.as_ref().map(|setup| Self {
+            first_index: proof.after_plan_index(),
+            mutants: setup.plan.mutants.len(),
+        })
+    }
+
+    /// The plan index of the schema's first build.
+    fn schema_index(&self) -> usize {
+        self.first_index + 1 + self.mutants
+    }
+
+    /// The check's name for its job at plan `index`: `unmutated`, `mutant` or
+    /// `schema-build`.
+    pub fn label(&self, index: usize) -> &'static str {
+        let schema_index = self.schema_index();
+        if index == self.first_index || index == schemata::fallback_baseline_index(schema_index) {
+            "unmutated"
+        } else if index < schema_index {
+            "mutant"
+        } else {
+            "schema-build"
+        }
+    }
+}
+
 /// Candidate-side line numbers (1-based) that the change adds or modifies, per file.
 pub fn changed_lines(
     repo_path: &Path,
@@ -285,9 +326,12 @@ pub async fn run_check(
         let note = "no mutation site on the changed product lines".to_owned();
         return Ok(assemble(plan, Vec::new(), None, vec![note]));
     }
-    let first_index = proof.after_plan_index();
-    let mutants = plan.mutants.len();
-    let schema_index = first_index + 1 + mutants;
+    let check_jobs = CheckJobs {
+        first_index: proof.after_plan_index(),
+        mutants: plan.mutants.len(),
+    };
+    let (first_index, mutants) = (check_jobs.first_index, check_jobs.mutants);
+    let schema_index = check_jobs.schema_index();
     let unmutated_timeout = budget.min(Duration::from_secs(proof.request.timeout_secs));
     let done = std::sync::atomic::AtomicUsize::new(0);
     let total = mutants + 1 + usize::from(!setup.schema_sources.is_empty());
@@ -299,6 +343,7 @@ pub async fn run_check(
             spec,
             result,
             cached: queue.served_from_cache(&spec.job_id),
+            check_label: Some(check_jobs.label(spec.index as usize)),
         });
     };
     let candidate_job = |index: usize| job(proof, index, &names, None, unmutated_timeout);
@@ -458,6 +503,23 @@ pub async fn run_check(
 mod tests {
     use super::*;
     use std::process::Command;
+
+    #[test]
+    fn check_jobs_are_named_by_their_place_after_the_proofs_jobs() {
+        // Eight proof jobs and a diff coverage run (8): the check starts at 9.
+        let check_jobs = CheckJobs {
+            first_index: 9,
+            mutants: 3,
+        };
+        let labels: Vec<&str> = (9..=13).map(|i| check_jobs.label(i)).collect();
+        assert_eq!(
+            labels,
+            ["unmutated", "mutant", "mutant", "mutant", "schema-build"]
+        );
+        let fallback = schemata::fallback_baseline_index(13);
+        assert_eq!(check_jobs.label(fallback - 1), "schema-build");
+        assert_eq!(check_jobs.label(fallback), "unmutated");
+    }
 
     #[test]
     fn the_published_check_is_written_and_read_as_the_checks_own_record_was() {

@@ -7,10 +7,13 @@
 import { appendFileSync, readFileSync } from 'node:fs';
 import { relative } from 'node:path';
 
+// Under `node --test` each test file runs in a child process whose output reaches the reporter
+// only as `test:stdout`/`test:stderr` events: the reporter writes it on its own stdout and
+// stderr, so a job keeps what its tests printed (up to the worker's output cap).
 // A mutation schema's unmutated run (`ASSAY_MUTANT_TRACE=on`): each process of a test file
 // writes `assay-reached\tNUMBERS` on stderr the first time it reaches a site; the reporter
 // forwards those lines on its own stderr with the file node names, relative to the tree, so
-// the test code never writes the file field. Everything else on the tests' stderr stays theirs.
+// the test code never writes the file field. Everything else on the tests' stderr is theirs.
 // It also writes each test file's own time as `node --test` ran it in a process of its own
 // (`assay-file-ms\tFILE\tMS`, start-up included): what one mutant's run of that file costs.
 const tracing = process.env.ASSAY_MUTANT_TRACE === 'on';
@@ -129,6 +132,17 @@ async function batchReporter(source) {
   }
 }
 
+// A chunk of a test file's stderr in a traced run: each site's mark becomes the line that
+// names the file, and the tests' own lines pass as they are.
+function traced(message, path) {
+  const file = path ? relative(process.cwd(), path) : '';
+  return message.split(/(?<=\n)/).map((line) => {
+    if (!line.startsWith(TRACE_MARK)) return line;
+    const numbers = line.slice(TRACE_MARK.length).replace(/[^0-9,]/g, '');
+    return `assay-reached-in\t${JSON.stringify(file)}\t${numbers}\n`;
+  }).join('');
+}
+
 export default async function* assayReporter(source) {
   if (batchReport) {
     await batchReporter(source);
@@ -140,13 +154,12 @@ export default async function* assayReporter(source) {
   for await (const { type, data } of source) {
     if (type === 'test:pass' || type === 'test:fail') {
       results.push(resultOf(type, data, data.nesting));
-    } else if (type === 'test:stderr' && tracing) {
-      for (const line of String(data.message).split('\n')) {
-        if (!line.startsWith(TRACE_MARK)) continue;
-        const file = data.file ? relative(process.cwd(), data.file) : '';
-        const numbers = line.slice(TRACE_MARK.length).replace(/[^0-9,]/g, '');
-        process.stderr.write(`assay-reached-in\t${JSON.stringify(file)}\t${numbers}\n`);
-      }
+    } else if (type === 'test:stdout') {
+      process.stdout.write(String(data.message));
+    } else if (type === 'test:stderr' && !tracing) {
+      process.stderr.write(String(data.message));
+    } else if (type === 'test:stderr') {
+      process.stderr.write(traced(String(data.message), data.file));
     } else if (type === 'test:complete' && tracing && data.nesting === 0 && data.file && data.name === data.file) {
       // The runner's own event for a test file's process, named by its path.
       const ms = Number(data.details?.duration_ms);

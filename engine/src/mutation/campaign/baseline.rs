@@ -177,7 +177,10 @@ impl<'a> Campaign<'a> {
             coverage.as_ref(),
             Duration::from_secs(run.timeout_secs),
         )
-        .map_err(|reason| MutateError::RedBaseline { reason })?;
+        .map_err(|reason| match reason {
+            BaselineProblem::Unrun(reason) => MutateError::BaselineUnrun { reason },
+            reason => MutateError::RedBaseline { reason },
+        })?;
         // Rust: the prebuilt tests' unmutated run traced which tests reach each site.
         let prebuilt = schemata.is_some_and(|s| s.prebuilt().is_some());
         let reached = match (prebuilt, &baseline) {
@@ -242,9 +245,7 @@ pub(super) fn judge_baseline(
     limit: Duration,
 ) -> Result<(), BaselineProblem> {
     if let Some(map) = coverage.filter(|_| per_line_wanted(runner)) {
-        return map
-            .baseline_problem()
-            .map_or(Ok(()), |why| Err(BaselineProblem::CoverageMap(why)));
+        return map.baseline_problem().map_or(Ok(()), Err);
     }
     let result = result
         .as_ref()
@@ -305,13 +306,13 @@ pub(super) fn go_package_tests(
 /// Why the baseline gave nothing to plan from; the mutants then run the whole suite.
 #[derive(Debug, thiserror::Error)]
 pub(super) enum BaselineError {
-    #[error("the baseline run (job {job}) failed")]
+    #[error("job {job}")]
     Queue {
         job: JobId,
         #[source]
         source: QueueError,
     },
-    #[error("the baseline run (job {job}) failed: {message}")]
+    #[error("job {job}: {message}")]
     Infrastructure { job: JobId, message: String },
 }
 

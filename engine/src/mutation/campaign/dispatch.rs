@@ -16,10 +16,28 @@ impl<'a> Campaign<'a> {
         let mutants = &planned.plan.mutants;
         let compiled = planned.language.compiles();
         let served = caching.outcome.as_ref().map_or(0, |o| o.served);
+        // What is settled without a run, counted by its verdict as the summary counts it.
+        let running: std::collections::BTreeSet<usize> =
+            choices.work.iter().map(|w| w.at).collect();
+        let settled = |status: Status| {
+            choices
+                .results
+                .iter()
+                .enumerate()
+                .filter(|(at, result)| {
+                    !running.contains(at)
+                        && result
+                            .as_ref()
+                            .is_some_and(|r| r.cached.is_none() && r.verdict.status == status)
+                })
+                .count()
+        };
         progress.mutate_event(MutateEvent::Started {
             mutants: mutants.len(),
             to_run: choices.work.len(),
             cached: served,
+            compile_errors: settled(Status::CompileError),
+            no_coverage: settled(Status::NoCoverage),
             baseline: baseline.time,
         });
         // Longest first when everything fits (no straggler at the end), cheapest first when

@@ -5,7 +5,8 @@ use super::*;
 
 /// What `assay mutate` tells whoever follows it, besides each job's result.
 pub enum MutateEvent<'a> {
-    /// `assay mutate`'s baseline ran: `to_run` of `mutants` will run, the rest have no test.
+    /// `assay mutate`'s baseline ran: `to_run` of `mutants` will run; the rest are answered
+    /// from the cache, do not compile in the schema, or have no test.
     Started {
         /// Mutants planned in all.
         mutants: usize,
@@ -13,6 +14,10 @@ pub enum MutateEvent<'a> {
         to_run: usize,
         /// Answered from the cache: they neither run nor count in `to_run`.
         cached: usize,
+        /// Settled as compile errors without a run (their code failed the schema's build).
+        compile_errors: usize,
+        /// Settled as no coverage without a run: no test reaches them.
+        no_coverage: usize,
         /// How long the baseline run took.
         baseline: std::time::Duration,
     },

@@ -184,3 +184,39 @@ fn a_budget_cut_run_scores_what_ran_with_a_wilson_interval() {
     assert_eq!(summary.mutants_per_minute, 20.0);
     assert_eq!(report.exit_code(), EXIT_SURVIVORS);
 }
+
+#[test]
+fn only_a_baseline_whose_tests_failed_is_told_to_fix_its_red_suite() {
+    use crate::mutation::check::BaselineProblem;
+    let hint = "a mutation score means nothing against a red suite";
+    let red = MutateError::RedBaseline {
+        reason: BaselineProblem::TestsFailed("tests/test_stock.py::test_empty failed".into()),
+    }
+    .to_string();
+    assert!(
+        red.starts_with("the unmutated baseline run did not pass: tests/test_stock.py::test_empty failed; no mutant was run")
+            && red.contains(hint),
+        "{red}"
+    );
+    for reason in [
+        BaselineProblem::RanNoTest,
+        BaselineProblem::NoReport {
+            exit_code: 127,
+            problem: "the command wrote no report".into(),
+        },
+        BaselineProblem::NotPassed("cut short by the mutation budget after 60s".into()),
+    ] {
+        let text = MutateError::RedBaseline { reason }.to_string();
+        assert!(!text.contains(hint), "{text}");
+    }
+    let unrun = MutateError::BaselineUnrun {
+        reason: "job m-1/0001: tree 7f95 is not in the store s3://fleet (hint: check both use the same store)".into(),
+    }
+    .to_string();
+    assert!(
+        unrun.starts_with(
+            "infrastructure failure: the unmutated baseline run could not be run: job m-1/0001"
+        ) && unrun.ends_with("same store); no mutant was run"),
+        "{unrun}"
+    );
+}

@@ -4,7 +4,7 @@
 
 use super::schemata::{self, NoPrebuiltBaseline};
 use crate::dispatch::run_one;
-use crate::mutation::mutants::budget::MutantTimeout;
+use crate::mutation::mutants::budget::{MutantTimeout, NotRunReason};
 use crate::mutation::mutants::judge::{Expected, Judgement, judge_run};
 use crate::mutation::mutants::rust::prebuilt;
 use assay_common::criteria::TestSelector;
@@ -14,17 +14,25 @@ use assay_transport::error_chain::error_chain;
 use assay_transport::queue::{JobQueue, QueueError};
 use std::time::Duration;
 
-/// Why the unmutated run did not pass, in words.
-fn why_not_passed(judgement: &Judgement) -> String {
+/// Why the unmutated run did not pass, by whose doing: its tests', or what ran them.
+fn why_not_passed(judgement: &Judgement) -> BaselineProblem {
     match judgement {
         Judgement::Killed {
             reason: Some(reason),
             ..
-        } => reason.clone(),
-        Judgement::Killed { by, reason: None } => format!("{} failed", by.join(", ")),
-        Judgement::TimedOut { limit } => format!("timed out after {}s", limit.as_secs()),
-        Judgement::NotRun(why) => why.to_string(),
-        Judgement::Survived { .. } => "it passed".to_owned(),
+        } => BaselineProblem::TestsFailed(reason.clone()),
+        Judgement::Killed { by, reason: None } => {
+            BaselineProblem::TestsFailed(format!("{} failed", by.join(", ")))
+        }
+        Judgement::TimedOut { limit } => {
+            BaselineProblem::NotPassed(format!("timed out after {}s", limit.as_secs()))
+        }
+        // The sandbox or the queue failed: nothing of the tests is known.
+        Judgement::NotRun(NotRunReason::Infrastructure { message }) => {
+            BaselineProblem::Unrun(message.clone())
+        }
+        Judgement::NotRun(why) => BaselineProblem::NotPassed(why.to_string()),
+        Judgement::Survived { .. } => BaselineProblem::NotPassed("it passed".to_owned()),
     }
 }
 
@@ -45,7 +53,7 @@ pub fn judge_baseline(result: &JobResult, judgement: &Judgement) -> Result<(), B
                     .unwrap_or_else(|| "left no usable report".into()),
             })
         }
-        (other, _) => Err(BaselineProblem::NotPassed(why_not_passed(other))),
+        (other, _) => Err(why_not_passed(other)),
     }
 }
 
@@ -65,15 +73,25 @@ pub enum BaselineProblem {
         /// What is wrong with its report (missing, unparsable).
         problem: String,
     },
-    /// What failed, timed out or broke, as the judgement says it.
+    /// Tests failed, or broke the session: the suite is red. Names them where it can.
+    #[error("{0}")]
+    TestsFailed(String),
+    /// It did not pass for another reason (it timed out, the budget ran out, the runner exited
+    /// with an error of its own), as the judgement or the per-test coverage map says it.
     #[error("{0}")]
     NotPassed(String),
-    /// What the per-test coverage map says of the run (see `CoverageMap::baseline_problem`).
-    #[error("{0}")]
-    CoverageMap(String),
-    /// The queue could not run it, with its error chain.
+    /// The queue or the sandbox could not run it, with its error chain: nothing of the tests
+    /// is known.
     #[error("it could not be run: {0}")]
     Unrun(String),
+}
+
+impl BaselineProblem {
+    /// Whether the run's own tests failed (rather than the run being empty, unreported, out of
+    /// time or never run): only then is the suite red.
+    pub fn tests_failed(&self) -> bool {
+        matches!(self, Self::TestsFailed(_))
+    }
 }
 
 /// The executables the schema build kept, the proving tests among them, and their unmutated
@@ -220,6 +238,19 @@ mod tests {
             why.contains("test_compare") && why.ends_with("failed"),
             "{why}"
         );
+        assert!(judged(&red).unwrap_err().tests_failed());
+        // A worker that could not run it says nothing of the tests.
+        let mut lost = green.clone();
+        lost.status = JobStatus::Infrastructure {
+            message: "tree 7f95 is not in the store s3://fleet".into(),
+            cause: assay_common::fault::InfraCause::TreeFetch,
+        };
+        let unrun = judged(&lost).unwrap_err();
+        assert_eq!(
+            unrun,
+            BaselineProblem::Unrun("tree 7f95 is not in the store s3://fleet".into())
+        );
+        assert!(!unrun.tests_failed());
         let skipped = unmutated_run(0, report(vec![case("test_parse", Outcome::Skipped)]));
         assert_eq!(
             judged(&skipped),

@@ -833,21 +833,9 @@ async fn a_node_tests_output_is_stored_up_to_the_workers_cap_with_the_rest_count
         &support::one_uncached_run_against_the_parent("test: \"partial last page is counted\""),
     );
     assert_eq!(run.code, 0, "{}", run.explain());
-    let evidence = run.evidence.as_ref().expect("evidence");
-    let candidate_job = evidence["jobs"]
-        .as_array()
-        .expect("jobs")
-        .iter()
-        .find(|job| job["tests_reported"] == 1 && job["exit_code"] == 0)
-        .unwrap_or_else(|| panic!("no candidate job that ran the test: {evidence:#}"));
+    let artifacts = support::candidate_stream_artifacts(run.evidence.as_ref().expect("evidence"));
     let store = fleet_store(&fleet);
-    for stream in ["stdout", "stderr"] {
-        let artifact = candidate_job["artifacts"]
-            .as_array()
-            .expect("artifacts")
-            .iter()
-            .find(|a| a["name"] == stream)
-            .unwrap_or_else(|| panic!("no {stream}: {candidate_job:#}"));
+    for (stream, artifact) in ["stdout", "stderr"].into_iter().zip(artifacts) {
         let line = format!("{marker} on {stream}\n");
         assert_eq!(artifact["bytes"], CAP, "{artifact}");
         let dropped = artifact["dropped_bytes"].as_u64().unwrap_or_default();

@@ -568,20 +568,8 @@ fn a_node_tests_printed_output_is_stored_with_its_job() {
         &support::one_uncached_run_against_the_parent("test: \"partial last page is counted\""),
     );
     assert_eq!(run.code, 0, "{}", run.explain());
-    let evidence = run.evidence.as_ref().expect("evidence");
-    let candidate_job = evidence["jobs"]
-        .as_array()
-        .expect("jobs")
-        .iter()
-        .find(|job| job["tests_reported"] == 1 && job["exit_code"] == 0)
-        .unwrap_or_else(|| panic!("no candidate job that ran the test: {evidence:#}"));
-    for stream in ["stdout", "stderr"] {
-        let artifact = candidate_job["artifacts"]
-            .as_array()
-            .expect("artifacts")
-            .iter()
-            .find(|a| a["name"] == stream)
-            .unwrap_or_else(|| panic!("no {stream}: {candidate_job:#}"));
+    let artifacts = support::candidate_stream_artifacts(run.evidence.as_ref().expect("evidence"));
+    for (stream, artifact) in ["stdout", "stderr"].into_iter().zip(artifacts) {
         assert_eq!(artifact["dropped_bytes"], 0, "{artifact}");
         let key = artifact["key"].as_str().expect("a key");
         let stored = std::fs::read_to_string(out_dir.path().join("store").join(key))

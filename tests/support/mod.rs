@@ -551,6 +551,26 @@ pub fn node_pager_change() -> Repo {
     repo
 }
 
+/// The stored `stdout` and `stderr` artifacts of the proof's candidate job that ran the one
+/// test and passed.
+pub fn candidate_stream_artifacts(evidence: &serde_json::Value) -> [&serde_json::Value; 2] {
+    let job = evidence["jobs"]
+        .as_array()
+        .expect("jobs")
+        .iter()
+        .find(|job| job["tests_reported"] == 1 && job["exit_code"] == 0)
+        .unwrap_or_else(|| panic!("no candidate job that ran the test: {evidence:#}"));
+    let artifact = |stream: &str| {
+        job["artifacts"]
+            .as_array()
+            .expect("artifacts")
+            .iter()
+            .find(|a| a["name"] == stream)
+            .unwrap_or_else(|| panic!("no {stream}: {job:#}"))
+    };
+    [artifact("stdout"), artifact("stderr")]
+}
+
 /// A node project whose `pageCount` floors on the base and rounds up on the candidate, whose
 /// new test (`partial last page is counted`) prints `lines` lines naming `marker` on each of
 /// stdout and stderr.

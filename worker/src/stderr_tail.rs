@@ -63,7 +63,7 @@ pub fn tail(stderr: &[u8]) -> String {
     let text = String::from_utf8_lossy(stderr);
     let lines: Vec<String> = text
         .lines()
-        .map(strip_escapes)
+        .map(assay_common::report::printable)
         .map(|l| l.trim_end().to_owned())
         .filter(|l| !l.trim().is_empty())
         .collect();
@@ -75,30 +75,6 @@ pub fn tail(stderr: &[u8]) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
-}
-
-fn strip_escapes(line: &str) -> String {
-    let mut out = String::with_capacity(line.len());
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            // CSI: ESC [ parameters… final byte in @..~
-            if chars.peek() == Some(&'[') {
-                chars.next();
-                for c in chars.by_ref() {
-                    if ('@'..='~').contains(&c) {
-                        break;
-                    }
-                }
-            }
-            continue;
-        }
-        if c.is_control() && c != '\t' {
-            continue;
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// Whether a command that exited `exit_code` with stderr ending in `tail` never got to run the

@@ -274,7 +274,7 @@ fn first_errors_by_heading(stderr: &[u8]) -> Vec<(Option<String>, String)> {
     let mut errors: Vec<(Option<String>, String)> = Vec::new();
     let mut heading: Option<String> = None;
     for line in text.lines() {
-        let line = printable(line);
+        let line = crate::report::printable(line);
         if let Some(package) = line.strip_prefix("# ") {
             heading = Some(strip_test_variant(package.trim()).to_owned());
             continue;
@@ -292,7 +292,7 @@ fn first_errors_by_heading(stderr: &[u8]) -> Vec<(Option<String>, String)> {
 /// `FILE:LINE:COL: MESSAGE` (or `FILE:LINE: MESSAGE`), as the go command prints a compiler or
 /// vet error, trimmed and cut at [`ERROR_CHARS`]; `None` for any other line (`go: …`, a note).
 fn compiler_error(line: &str) -> Option<String> {
-    let line = printable(line);
+    let line = crate::report::printable(line);
     let line = line.trim();
     let (place, message) = line.split_once(": ")?;
     let mut parts = place.split(':');
@@ -309,30 +309,6 @@ fn compiler_error(line: &str) -> Option<String> {
         Some((cut, _)) => format!("{}…", &line[..cut]),
         None => line.to_owned(),
     })
-}
-
-/// `line` without terminal escape sequences (`ESC [ … final`) or other control characters: the
-/// guest writes into stderr too.
-fn printable(line: &str) -> String {
-    let mut out = String::with_capacity(line.len());
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            if chars.peek() == Some(&'[') {
-                chars.next();
-                for c in chars.by_ref() {
-                    if ('@'..='~').contains(&c) {
-                        break;
-                    }
-                }
-            }
-            continue;
-        }
-        if !c.is_control() || c == '\t' {
-            out.push(c);
-        }
-    }
-    out
 }
 
 /// `FAIL\texample.com/pager/broken [build failed]` (or `[setup failed]`) → the package.

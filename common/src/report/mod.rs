@@ -31,6 +31,30 @@ pub(crate) fn truncate(mut message: String) -> String {
     message
 }
 
+/// `line` without terminal escape sequences (`ESC [ … final`) or other control characters: the
+/// guest writes into stderr too.
+pub fn printable(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            if chars.peek() == Some(&'[') {
+                chars.next();
+                for c in chars.by_ref() {
+                    if ('@'..='~').contains(&c) {
+                        break;
+                    }
+                }
+            }
+            continue;
+        }
+        if !c.is_control() || c == '\t' {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// Parses a freshly written report; `None` means the file was absent. For
 /// [`ReportFormat::GoTestJson`] the bytes are the job's captured stdout.
 pub fn parse(format: &ReportFormat, bytes: Option<&[u8]>) -> ReportOutcome {

@@ -62,7 +62,7 @@ fn constructs(source: &str) -> Vec<Construct> {
                 }
             }
             "import_declaration" => {
-                for spec in import_specs(declaration) {
+                for spec in specs(declaration, "import_spec") {
                     let Some(path) = spec.child_by_field_name("path") else {
                         continue;
                     };
@@ -80,7 +80,7 @@ fn constructs(source: &str) -> Vec<Construct> {
                 }
             }
             "var_declaration" => {
-                for spec in var_specs(declaration) {
+                for spec in specs(declaration, "var_spec") {
                     if let Some(name) = runs_code(spec, source, &functions) {
                         found.push(Construct {
                             line: line(spec),
@@ -103,28 +103,13 @@ fn constructs(source: &str) -> Vec<Construct> {
 /// package has not finished: see the module's comment.
 const EXITS_AROUND_TESTING: &[&str] = &["syscall", "golang.org/x/sys/unix", "unsafe", "C"];
 
-/// The `import_spec`s of an `import` declaration, grouped (`import ( … )`) or not.
-fn import_specs(declaration: Node<'_>) -> Vec<Node<'_>> {
+/// The specs of `kind` (`import_spec`, `var_spec`) of a declaration, grouped (`var ( … )`)
+/// or not, in source order.
+fn specs<'a>(declaration: Node<'a>, kind: &str) -> Vec<Node<'a>> {
     let mut specs = Vec::new();
     let mut stack = vec![declaration];
     while let Some(node) = stack.pop() {
-        if node.kind() == "import_spec" {
-            specs.push(node);
-            continue;
-        }
-        let mut cursor = node.walk();
-        stack.extend(node.children(&mut cursor));
-    }
-    specs.sort_by_key(|n| n.start_byte());
-    specs
-}
-
-/// The `var_spec`s of a package-level `var` declaration, grouped (`var ( … )`) or not.
-fn var_specs(declaration: Node<'_>) -> Vec<Node<'_>> {
-    let mut specs = Vec::new();
-    let mut stack = vec![declaration];
-    while let Some(node) = stack.pop() {
-        if node.kind() == "var_spec" {
+        if node.kind() == kind {
             specs.push(node);
             continue;
         }

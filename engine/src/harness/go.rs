@@ -51,14 +51,7 @@ fn constructs(source: &str) -> Vec<Construct> {
                     .map(|n| text(n, source))
                     .unwrap_or("");
                 if name == "TestMain" || name == "init" {
-                    found.push(Construct {
-                        line: line(declaration),
-                        name: name.to_owned(),
-                        kind: HarnessKind::Hook,
-                        source: text(declaration, source).to_owned(),
-                        target: None,
-                        span: None,
-                    });
+                    found.push(hook(declaration, name.to_owned(), source));
                 }
             }
             "import_declaration" => {
@@ -68,28 +61,14 @@ fn constructs(source: &str) -> Vec<Construct> {
                     };
                     let imported = text(path, source).trim_matches(|c| c == '"' || c == '`');
                     if EXITS_AROUND_TESTING.contains(&imported) {
-                        found.push(Construct {
-                            line: line(spec),
-                            name: format!("import {imported:?}"),
-                            kind: HarnessKind::Hook,
-                            source: text(spec, source).to_owned(),
-                            target: None,
-                            span: None,
-                        });
+                        found.push(hook(spec, format!("import {imported:?}"), source));
                     }
                 }
             }
             "var_declaration" => {
                 for spec in specs(declaration, "var_spec") {
                     if let Some(name) = runs_code(spec, source, &functions) {
-                        found.push(Construct {
-                            line: line(spec),
-                            name: format!("var {name}"),
-                            kind: HarnessKind::Hook,
-                            source: text(spec, source).to_owned(),
-                            target: None,
-                            span: None,
-                        });
+                        found.push(hook(spec, format!("var {name}"), source));
                     }
                 }
             }
@@ -97,6 +76,18 @@ fn constructs(source: &str) -> Vec<Construct> {
         }
     }
     found
+}
+
+/// A hook construct: `node`'s text, named `name`.
+fn hook(node: Node<'_>, name: String, source: &str) -> Construct {
+    Construct {
+        line: line(node),
+        name,
+        kind: HarnessKind::Hook,
+        source: text(node, source).to_owned(),
+        target: None,
+        span: None,
+    }
 }
 
 /// Packages through which a test can end its process with any exit status while the testing

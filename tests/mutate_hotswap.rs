@@ -258,12 +258,13 @@ fn hot_swapped_mutants_end_as_in_fresh_sessions_and_never_see_each_others_state(
         "few mutants were hot-swapped:\n{}",
         hot.explain()
     );
-    // `cents` built PRICE while collecting; `return function(*args)` -> `return None` drops
-    // the wrapper's free variable. (Module-level mutants are the next test's.)
+    // `cents` built PRICE while collecting `tests/test_ledger.py`, whose items a fork must
+    // hold back, and no other module's test covers it; `return function(*args)` -> `return
+    // None` drops the wrapper's free variable. (Module-level mutants are the next test's.)
     assert_fell_back(
         &hot,
         &[
-            "cents ran during collection",
+            "collecting test_ledger.py ran the mutated code: no other test covers it",
             "the free variables of logged change",
         ],
     );

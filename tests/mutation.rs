@@ -644,13 +644,52 @@ fn kill_by_a_module_that_cannot_import(labels: &str, pages: &str) -> Run {
 fn a_collection_error_kill_names_the_module_that_failed_to_import() {
     let run = kill_by_a_module_that_cannot_import(
         "from pager import page_count\n\nLABELS = [\"none\", \"one\", \"two\", \"three\"]\nLABEL_OF_ELEVEN = LABELS[page_count(11, 5)]\n\n\ndef test_labels_follow_the_page_count():\n    assert LABELS[page_count(11, 5)] == LABEL_OF_ELEVEN == \"three\"\n",
-        // The slower test runs last, so its module is collected after the one that fails.
-        "import time\n\nfrom pager import page_count\n\n\ndef test_full_pages():\n    time.sleep(0.3)\n    assert page_count(10, 5) == 2\n",
+        // The slower test runs last, so its module is collected after the one that fails. It
+        // is weak (the mutant passes it): a test outside the labels module that failed would
+        // kill the mutant in a fork of the collected session, with the labels module's items
+        // held back, and name itself.
+        "import time\n\nfrom pager import page_count\n\n\ndef test_full_pages():\n    time.sleep(0.3)\n    assert page_count(10, 5) != 3\n",
     );
     assert!(
         !run.stderr.contains("[mutate] confirming"),
         "{}",
         run.explain()
+    );
+}
+
+/// The same mutant beside a test outside the labels module that catches it: the mutant runs in
+/// a fork of the collected session with the labels module's items held back (they were
+/// collected with the unmutated `page_count`), and that test kills it there and is named.
+#[test]
+fn a_function_the_collection_ran_is_killed_in_a_fork_by_a_test_of_another_module() {
+    let repo = support::Repo::new();
+    repo.write(
+        "pager/__init__.py",
+        "def page_count(total, size):\n    pages = total // size\n    if total % size > 0:\n        pages += 1\n    return pages\n",
+    )
+    .write(
+        "tests/test_labels.py",
+        "from pager import page_count\n\nLABELS = [\"none\", \"one\", \"two\", \"three\"]\nLABEL_OF_ELEVEN = LABELS[page_count(11, 5)]\n\n\ndef test_labels_follow_the_page_count():\n    assert LABEL_OF_ELEVEN == \"three\"\n",
+    )
+    .write(
+        "tests/test_pages.py",
+        "from pager import page_count\n\n\ndef test_full_pages():\n    assert page_count(10, 5) == 2\n",
+    );
+    repo.commit("pager: labels");
+    let run = mutate(&repo, &["--jobs", "2"]);
+    let report = run.evidence.as_ref().expect("report written");
+    let none = report["files"]["pager/__init__.py"]["mutants"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|m| m["description"] == "`return pages` -> `return None`")
+        .unwrap_or_else(|| panic!("no `return None` mutant: {report:#}"));
+    assert_eq!(none["status"], "Killed", "{none:#}");
+    // A fresh session would fail to collect the labels module and name it instead.
+    assert_eq!(
+        none["killedBy"],
+        serde_json::json!(["tests/test_pages.py::test_full_pages"]),
+        "{none:#}"
     );
 }
 

@@ -10,6 +10,7 @@
 use crate::outcome::TestReport;
 use regex::Regex;
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::LazyLock;
 
 /// Top-level test functions by package import path.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -232,11 +233,15 @@ fn constrained(text: &str) -> bool {
     false
 }
 
+/// A test function's first line, compiled once for every file of every job.
+static TEST_DECLARATION: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^func\s+(Test[^\s(]*)\s*\(\s*\w+\s+\*testing\.T\s*\)").expect("a valid pattern")
+});
+
 /// The names of the top-level `func TestXxx(t *testing.T)` declarations, outside comments and
 /// string literals (a test that writes Go source holds such lines in a raw string).
 fn test_functions(text: &str) -> Vec<String> {
-    let declaration = Regex::new(r"^func\s+(Test[^\s(]*)\s*\(\s*\w+\s+\*testing\.T\s*\)")
-        .expect("a valid pattern");
+    let declaration = &*TEST_DECLARATION;
     let mut names = Vec::new();
     let mut state = Lexed::Code;
     let mut line_start = true;

@@ -18,7 +18,7 @@
 //! recursion as deep as it would overflow the thread's stack.
 
 use super::Construct;
-use crate::syntax::{self, line, text};
+use crate::syntax::{self, text};
 use assay_common::harness::HarnessKind;
 use tree_sitter::{Node, Tree};
 
@@ -51,7 +51,12 @@ fn constructs(source: &str) -> Vec<Construct> {
                     .map(|n| text(n, source))
                     .unwrap_or("");
                 if name == "TestMain" || name == "init" {
-                    found.push(hook(declaration, name.to_owned(), source));
+                    found.push(Construct::of_node(
+                        declaration,
+                        name.to_owned(),
+                        HarnessKind::Hook,
+                        source,
+                    ));
                 }
             }
             "import_declaration" => {
@@ -61,14 +66,24 @@ fn constructs(source: &str) -> Vec<Construct> {
                     };
                     let imported = text(path, source).trim_matches(|c| c == '"' || c == '`');
                     if EXITS_AROUND_TESTING.contains(&imported) {
-                        found.push(hook(spec, format!("import {imported:?}"), source));
+                        found.push(Construct::of_node(
+                            spec,
+                            format!("import {imported:?}"),
+                            HarnessKind::Hook,
+                            source,
+                        ));
                     }
                 }
             }
             "var_declaration" => {
                 for spec in specs(declaration, "var_spec") {
                     if let Some(name) = runs_code(spec, source, &functions) {
-                        found.push(hook(spec, format!("var {name}"), source));
+                        found.push(Construct::of_node(
+                            spec,
+                            format!("var {name}"),
+                            HarnessKind::Hook,
+                            source,
+                        ));
                     }
                 }
             }
@@ -76,18 +91,6 @@ fn constructs(source: &str) -> Vec<Construct> {
         }
     }
     found
-}
-
-/// A hook construct: `node`'s text, named `name`.
-fn hook(node: Node<'_>, name: String, source: &str) -> Construct {
-    Construct {
-        line: line(node),
-        name,
-        kind: HarnessKind::Hook,
-        source: text(node, source).to_owned(),
-        target: None,
-        span: None,
-    }
 }
 
 /// Packages through which a test can end its process with any exit status while the testing

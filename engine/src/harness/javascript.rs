@@ -32,7 +32,7 @@
 //! The walk is a loop over an explicit stack.
 
 use super::Construct;
-use crate::syntax::{self, line, text};
+use crate::syntax::{self, text};
 use assay_common::harness::HarnessKind;
 use tree_sitter::{Node, Tree};
 
@@ -357,14 +357,8 @@ fn constructs(source: &str) -> Vec<Construct> {
         return Vec::new();
     };
     let bound = bindings(tree.root_node(), source);
-    let hook = |node: Node<'_>, name: String| Construct {
-        line: line(node),
-        name,
-        kind: HarnessKind::Hook,
-        source: text(node, source).to_owned(),
-        target: None,
-        span: None,
-    };
+    let hook =
+        |node: Node<'_>, name: String| Construct::of_node(node, name, HarnessKind::Hook, source);
     let channel_write = |node: Node<'_>, name: String| Construct {
         kind: HarnessKind::ResultMachinery,
         ..hook(node, name)

@@ -35,6 +35,26 @@ pub(crate) struct Construct {
     pub span: Option<(usize, usize)>,
 }
 
+impl Construct {
+    /// A construct of `kind` that is the syntax node `node` of `source`, named `name`, with no
+    /// target or span of its own.
+    pub(crate) fn of_node(
+        node: tree_sitter::Node<'_>,
+        name: String,
+        kind: HarnessKind,
+        source: &str,
+    ) -> Self {
+        Self {
+            line: crate::syntax::line(node),
+            name,
+            kind,
+            source: crate::syntax::text(node, source).to_owned(),
+            target: None,
+            span: None,
+        }
+    }
+}
+
 /// What a Python file is to the runner, which decides what in it is harness.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Role {

@@ -407,9 +407,11 @@ fn a_budget_too_small_for_any_mutant_leaves_them_pending_with_the_reason() {
     );
 }
 
-/// A mutant that breaks the module at import time, where the root conftest imports it: pytest
-/// exits 4 and writes no report. The tests plainly detected it, so it is killed, with the
-/// reason, never a runtime error.
+/// A mutant that breaks the module at import time, where the root conftest imports it. In a
+/// fresh session pytest exits 4 and writes no report; in a fork of the collected session the
+/// mutated top-level code, run again, raises, and the module is reported as failing to collect
+/// (twice, which confirms the kill in its own job). The tests plainly detected it either way:
+/// killed, with the reason or the module that failed, never a runtime error.
 #[test]
 fn a_mutant_that_breaks_the_test_session_is_killed_with_the_reason() {
     let repo = support::Repo::new();
@@ -424,26 +426,35 @@ fn a_mutant_that_breaks_the_test_session_is_killed_with_the_reason() {
         "from pager.settings import LIMIT\n\n\ndef test_the_limit_is_two_separators():\n    assert LIMIT == \"//\"\n",
     );
     repo.commit("pager: settings");
-    let run = mutate(&repo, &["pager/settings.py", "--jobs", "2"]);
-    let report = run.evidence.as_ref().expect("report written");
-    let mutants = report["files"]["pager/settings.py"]["mutants"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    let dropped = mutants
-        .iter()
-        .find(|m| m["mutatorName"] == "drop_branch" && m["location"]["start"]["line"] == 4)
-        .unwrap_or_else(|| panic!("no drop-branch mutant of line 4: {report:#}"));
-    assert_eq!(dropped["status"], "Killed", "{dropped:#}");
-    let reason = dropped["statusReason"].as_str().unwrap_or_default();
+    let dropped_branch = |run: &Run| {
+        let report = run.evidence.as_ref().expect("report written");
+        let mutants = report["files"]["pager/settings.py"]["mutants"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        assert!(
+            mutants.iter().all(|m| m["status"] != "RuntimeError"),
+            "{report:#}"
+        );
+        mutants
+            .into_iter()
+            .find(|m| m["mutatorName"] == "drop_branch" && m["location"]["start"]["line"] == 4)
+            .unwrap_or_else(|| panic!("no drop-branch mutant of line 4: {report:#}"))
+    };
+    let fresh = dropped_branch(&mutate_with_env(
+        &repo,
+        &["pager/settings.py", "--jobs", "2"],
+        &[("ASSAY_MUTATE_HOT_SWAP", "0")],
+    ));
+    assert_eq!(fresh["status"], "Killed", "{fresh:#}");
+    let reason = fresh["statusReason"].as_str().unwrap_or_default();
     assert!(
         reason.contains("broke the test session: exit 4"),
-        "{dropped:#}"
+        "{fresh:#}"
     );
-    assert!(
-        mutants.iter().all(|m| m["status"] != "RuntimeError"),
-        "{report:#}"
-    );
+    let forked = dropped_branch(&mutate(&repo, &["pager/settings.py", "--jobs", "2"]));
+    assert_eq!(forked["status"], "Killed", "{forked:#}");
+    assert_eq!(forked["killedBy"], serde_json::json!(["pager/settings.py"]), "{forked:#}");
 }
 
 /// A project's conftest controls the durations the per-test coverage run records; an absurd

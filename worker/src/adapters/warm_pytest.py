@@ -1507,9 +1507,23 @@ def _frames():
         frame = frame.f_back
 
 
-def apply_static(module, mutated, check):
-    """Runs the mutated top-level code again and patches the live module; raises Fallback
-    when the result is not provably what a fresh import of the mutant gives."""
+class ImportFails(Exception):
+    """The mutated top-level code, run again under the import guard, raised ERROR: a fresh
+    import of the mutant raises it too, so a fresh session fails to collect (a kill)."""
+
+    def __init__(self, error):
+        super().__init__(f"{type(error).__name__}: {error}")
+        self.error = error
+
+
+# Raised by the interpreter's own limits, which differ between a fork's frames and a fresh
+# import's: such a failure says nothing of what a fresh import would do.
+NOT_THE_CODES_OWN = (RecursionError, MemoryError)
+
+
+def run_top_level(module, mutated):
+    """Runs the mutated top-level code again, as a fresh import starts a module; its names.
+    Raises Fallback when the guard refuses a call, ImportFails when the code raises alone."""
     live = vars(module.module)
     # As the import system starts a module: its set names, and no docstring until the code's.
     fresh = {k: live[k] for k in IMPORT_NAMES if k in live}
@@ -1518,12 +1532,26 @@ def apply_static(module, mutated, check):
     sys.setprofile(guard)
     try:
         exec(mutated, fresh)
-    except BaseException as error:  # the fresh session reports it as the import fails
+    except BaseException as error:
         if guard.violation is not None:
             raise Fallback(f"its top-level code cannot run again: {guard.violation}")
+        # What the code raised with every call it made allowed (pure, or on what it made) is
+        # what its fresh import raises; BaseException's others (SystemExit, an interrupt) and
+        # the interpreter's limits are left to a fresh session.
+        if isinstance(error, Exception) and not isinstance(error, NOT_THE_CODES_OWN):
+            raise ImportFails(error)
         raise Fallback(f"the mutated module fails at import ({type(error).__name__})")
     finally:
         sys.setprofile(None)
+    return fresh
+
+
+def apply_static(module, mutated, check):
+    """Runs the mutated top-level code again and patches the live module; raises Fallback
+    when the result is not provably what a fresh import of the mutant gives, ImportFails when
+    the import fails."""
+    live = vars(module.module)
+    fresh = run_top_level(module, mutated)
     name = module.module.__name__
     extra = [k for k in live if k not in fresh and not (
         type(live[k]) is types.ModuleType and live[k].__name__ == f"{name}.{k}")]
@@ -1632,6 +1660,41 @@ def _killers_first(items, killers):
     first = [by_id[nodeid] for nodeid in killers if nodeid in by_id]
     chosen = {id(item) for item in first}
     return first + [item for item in items if id(item) not in chosen]
+
+
+def report_import_failure(config, module, mutated, mutated_source, failure):
+    """Reports the mutated module as a collection error (as `pytest_make_collect_report` would
+    for a test module whose import fails). Then runs its top-level code once more, as the
+    re-run plugin collects a failed module again: failing alike, it reports `FILE[assay-rerun]`
+    too, which confirms the kill in this job; else nothing more, and a job of its own does."""
+    from _pytest.reports import CollectReport
+
+    nodeid = os.path.relpath(module.filename, str(config.rootpath))
+    lines = mutated_source.decode("utf-8", "replace").splitlines()
+    config.hook.pytest_collectreport(report=CollectReport(
+        nodeid, "failed", _import_traceback(nodeid, module.filename, lines, failure.error), []))
+    try:
+        run_top_level(module, mutated)
+    except ImportFails as again:
+        if type(again.error) is type(failure.error):
+            config.hook.pytest_collectreport(report=CollectReport(
+                nodeid + "[assay-rerun]", "failed",
+                _import_traceback(nodeid, module.filename, lines, again.error), []))
+    except Fallback:
+        pass
+
+
+def _import_traceback(nodeid, filename, lines, error):
+    """ERROR's traceback as pytest's native style prints it, through the mutated file's lines."""
+    import traceback
+
+    parts = []
+    for frame in traceback.extract_tb(error.__traceback__):
+        if frame.filename == filename:
+            text = lines[frame.lineno - 1].strip() if 0 < (frame.lineno or 0) <= len(lines) else ""
+            parts.append(f"{nodeid}:{frame.lineno}: in {frame.name}\n    {text}")
+    parts.append(f"E   {type(error).__name__}: {error}")
+    return "\n".join(parts)
 
 
 class FirstFailure:
@@ -1870,19 +1933,7 @@ def session_server(spec, base_path, channel_fds, preloaded, requests, answer):
             capman.suspend_global_capture()
         for function, code in swaps:
             function.__code__ = code
-        if check:
-            try:
-                apply_static(module, mutated, check)
-            except Fallback as why:
-                os.write(verdict[1], f"fallback {why}".encode())
-                os._exit(0)
-            except BaseException as error:
-                os.write(verdict[1], f"fallback {type(error).__name__}: {error}".encode())
-                os._exit(0)
-        # Tracebacks show the mutated lines.
-        lines = mutated_source.decode("utf-8", "replace").splitlines(True)
-        linecache.cache[module.filename] = (len(mutated_source), None, lines, module.filename)
-        items[:] = selected
+        # The job's report path and clocks, before anything is reported.
         from _pytest import timing
         from _pytest.junitxml import xml_key
 
@@ -1894,6 +1945,25 @@ def session_server(spec, base_path, channel_fds, preloaded, requests, answer):
         reporter = config.pluginmanager.getplugin("terminalreporter")
         if reporter is not None and hasattr(reporter, "_session_start"):
             reporter._session_start = timing.Instant()
+        if check:
+            try:
+                apply_static(module, mutated, check)
+            except ImportFails as failure:
+                # Reported as pytest reports a test module that fails to import, and no test
+                # runs: the session ends as a fresh one would, failed in collection.
+                report_import_failure(config, module, mutated, mutated_source, failure)
+                items[:] = []
+                return
+            except Fallback as why:
+                os.write(verdict[1], f"fallback {why}".encode())
+                os._exit(0)
+            except BaseException as error:
+                os.write(verdict[1], f"fallback {type(error).__name__}: {error}".encode())
+                os._exit(0)
+        # Tracebacks show the mutated lines.
+        lines = mutated_source.decode("utf-8", "replace").splitlines(True)
+        linecache.cache[module.filename] = (len(mutated_source), None, lines, module.filename)
+        items[:] = selected
 
     # The tree's own copies of pre-imported plugins, as a fresh run would import them.
     root = spec["cwd"]

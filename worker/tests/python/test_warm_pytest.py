@@ -666,6 +666,64 @@ def test_a_hanging_mutant_is_killed_by_the_server_at_its_limit_and_the_next_one_
         server.close()
 
 
+# A module-level table whose mutant raises as the module's top-level code runs.
+RATES = '''
+def depth(n):
+    return 0 if n == 0 else 1 + depth(n - 1)
+
+
+RATES = {"EUR": 1.0, "USD": 1.1}
+UNIT = RATES["EUR"]
+LEVELS = depth(3)
+
+
+def rate(code):
+    return RATES[code]
+'''
+
+
+def test_a_module_whose_mutant_fails_at_import_fails_collection_in_the_fork(tmp_path):
+    """The fork reports what a fresh session would: the module fails to collect, twice, so the
+    kill is confirmed in the job, and no test runs."""
+    tree = tmp_path / "session" / "tree"
+    (tree / "tests").mkdir(parents=True)
+    (tree / "rates.py").write_text(RATES)
+    (tree / "tests" / "test_rates.py").write_text(textwrap.dedent('''
+        import rates
+
+
+        def test_euro_is_the_unit():
+            assert rates.rate("EUR") == 1.0
+    '''))
+
+    def job(number, mutated):
+        job_tree = tmp_path / f"job-{number}"
+        shutil.copytree(tree, job_tree)
+        (job_tree / "rates.py").write_text(mutated)
+        return job_tree
+
+    server = SessionServer(tmp_path, tree, ["--junitxml={report}"])
+    try:
+        broken = job(1, RATES.replace('RATES["EUR"]', 'RATES["XXEURXX"]'))
+        assert server.mutant(broken, "rates.py") == {"exit": 2}
+        report = (broken / "report.xml").read_text()
+        assert report.count('message="collection failure"') == 2, report
+        assert "rates.py[assay-rerun]" in report, report
+        assert "test_euro_is_the_unit" not in report, report
+        assert "rates.py:7: in &lt;module&gt;" in report, report
+        assert "KeyError: 'XXEURXX'" in report, report
+        # A mutant whose top-level code runs cleanly still runs its tests in a fork.
+        kept = job(2, RATES.replace('"EUR": 1.0', '"EUR": 2.0'))
+        assert server.mutant(kept, "rates.py") == {"exit": 1}
+        assert "test_euro_is_the_unit" in (kept / "report.xml").read_text()
+        # The interpreter's own limits are no verdict of the code's: a fresh session decides.
+        deep = job(3, RATES.replace("depth(3)", "depth(-3)"))
+        assert "fails at import (RecursionError)" in server.mutant(deep, "rates.py").get(
+            "fallback", ""), "a recursion limit is the fork's frames, not the mutant's"
+    finally:
+        server.close()
+
+
 INVOICE = '''
 class Invoice:
     def __init__(self, amount, rate):

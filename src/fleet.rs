@@ -18,6 +18,8 @@ use std::path::PathBuf;
 /// since the proof keeps running there.
 pub static SUBMITTED_PROOF: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
+/// What both services take: their file, the fleet's NATS servers and artifact store, the
+/// subject prefix and the NATS connection's flags.
 #[derive(Args, Debug, Clone, Default)]
 pub struct ServiceArgs {
     /// Service configuration file (TOML, schema assay.service/v1).
@@ -33,7 +35,16 @@ pub struct ServiceArgs {
     /// Subject prefix of this fleet [env: ASSAY_SUBJECT_PREFIX].
     #[arg(long, value_name = "PREFIX")]
     pub subject_prefix: Option<String>,
-    /// Jobs a worker runs at once [env: ASSAY_SLOTS].
+    #[command(flatten)]
+    pub nats_auth: crate::nats_flags::NatsFlags,
+}
+
+/// `assay worker`: the services' flags and what only a worker uses, how it runs jobs.
+#[derive(Args, Debug, Clone, Default)]
+pub struct WorkerArgs {
+    #[command(flatten)]
+    pub service: ServiceArgs,
+    /// Jobs this worker runs at once [env: ASSAY_SLOTS].
     #[arg(long, value_name = "N")]
     pub slots: Option<u32>,
     /// Sandbox for jobs: process or docker [env: ASSAY_SANDBOX].
@@ -46,9 +57,9 @@ pub struct ServiceArgs {
     /// [env: ASSAY_SHUTDOWN_GRACE_SECS].
     #[arg(long, value_name = "SECS")]
     pub shutdown_grace: Option<u64>,
-    /// Workers: an environment variable jobs receive from the worker's own environment
-    /// (repeatable; names only, e.g. RUSTUP_HOME for a rustup toolchain). Jobs get a clean
-    /// environment otherwise [env: ASSAY_PASS_ENV, names separated by commas].
+    /// An environment variable jobs receive from the worker's own environment (repeatable;
+    /// names only, e.g. RUSTUP_HOME for a rustup toolchain; in the variable, names separated
+    /// by commas). Jobs get a clean environment otherwise.
     #[arg(
         long = "pass-env",
         value_name = "NAME",
@@ -57,12 +68,10 @@ pub struct ServiceArgs {
         value_parser = crate::guest_env_flags::pass_env_name
     )]
     pub pass_env: Vec<String>,
-    #[command(flatten)]
-    pub nats_auth: crate::nats_flags::NatsFlags,
 }
 
-/// defaults → file → `ASSAY_*` environment → flags, then validated.
-pub fn service_config(args: &ServiceArgs) -> Result<ServiceConfig, Failure> {
+/// defaults → file → `ASSAY_*` environment → flags, not yet validated.
+fn layered_config(args: &ServiceArgs) -> Result<ServiceConfig, Failure> {
     let mut config = match &args.config {
         Some(path) => ServiceConfig::from_file(path).map_err(|e| Failure::usage(e.into()))?,
         None => ServiceConfig::default(),
@@ -80,6 +89,21 @@ pub fn service_config(args: &ServiceArgs) -> Result<ServiceConfig, Failure> {
         config.nats.subject_prefix = prefix.clone();
     }
     args.nats_auth.apply(&mut config.nats);
+    Ok(config)
+}
+
+/// The coordinator's configuration: defaults → file → `ASSAY_*` environment → flags, then
+/// validated.
+pub fn service_config(args: &ServiceArgs) -> Result<ServiceConfig, Failure> {
+    let config = layered_config(args)?;
+    config.validate().map_err(|e| Failure::usage(e.into()))?;
+    Ok(config)
+}
+
+/// A worker's configuration: [`service_config`]'s layers with the worker's own flags on top,
+/// then validated.
+pub fn worker_config(args: &WorkerArgs) -> Result<ServiceConfig, Failure> {
+    let mut config = layered_config(&args.service)?;
     if let Some(slots) = args.slots {
         config.worker.slots = slots;
     }
@@ -119,8 +143,8 @@ pub async fn run_coordinator(args: &ServiceArgs) -> Result<u8, Failure> {
     Ok(0)
 }
 
-pub async fn run_worker(args: &ServiceArgs) -> Result<u8, Failure> {
-    let service = service_config(args)?;
+pub async fn run_worker(args: &WorkerArgs) -> Result<u8, Failure> {
+    let service = worker_config(args)?;
     let mut config = WorkerConfig::new(service);
     config.pass_env = args.pass_env.clone();
     worker::serve(config, sigterm())
@@ -134,6 +158,7 @@ pub struct ClientArgs {
     /// NATS server URL of the fleet, or its cluster's servers separated by commas.
     #[arg(long = "cluster", env = "ASSAY_NATS_URL", value_name = "URL[,URL…]")]
     pub cluster: String,
+    /// Subject prefix of the fleet; other fleets on the same NATS servers are not touched.
     #[arg(long, env = "ASSAY_SUBJECT_PREFIX", default_value = "assay")]
     pub subject_prefix: String,
     /// The fleet role whose NATS credentials the command runs with: submitter or operator.

@@ -689,7 +689,7 @@ fn linked_collection_error(report: &TestReport, known_files: &BTreeSet<String>) 
         .map(|e| e.file.clone())
 }
 
-mod network;
+pub mod network;
 mod rules;
 mod suggest;
 

@@ -32,7 +32,7 @@ const SIGNS: &[&str] = &[
 
 /// The first sign of a network failure in `message`: one of [`SIGNS`], or a connection
 /// refused by an address that is not this machine's loopback.
-pub(super) fn network_failure(message: &str) -> Option<String> {
+pub fn network_failure(message: &str) -> Option<String> {
     if let Some(sign) = SIGNS.iter().find(|sign| message.contains(**sign)) {
         return Some(sign.trim_matches([' ', ':']).to_owned());
     }

@@ -5,7 +5,7 @@
 use crate::exit::{Failure, ResultExt as _};
 use anyhow::{Context, anyhow};
 use assay_common::ProofId;
-use assay_common::fleet::{CancelReply, Subjects};
+use assay_common::fleet::{CancelReply, ProofRecord, ProofStatus, Subjects, Submission};
 use assay_common::job::JobResult;
 use assay_common::service_config::{SandboxKind, ServiceConfig};
 use assay_coordinator::client::{self, FleetProgress};
@@ -18,6 +18,8 @@ use std::path::PathBuf;
 /// since the proof keeps running there.
 pub static SUBMITTED_PROOF: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
+/// What both services take: their file, the fleet's NATS servers and artifact store, the
+/// subject prefix and the NATS connection's flags.
 #[derive(Args, Debug, Clone, Default)]
 pub struct ServiceArgs {
     /// Service configuration file (TOML, schema assay.service/v1).
@@ -33,7 +35,16 @@ pub struct ServiceArgs {
     /// Subject prefix of this fleet [env: ASSAY_SUBJECT_PREFIX].
     #[arg(long, value_name = "PREFIX")]
     pub subject_prefix: Option<String>,
-    /// Jobs a worker runs at once [env: ASSAY_SLOTS].
+    #[command(flatten)]
+    pub nats_auth: crate::nats_flags::NatsFlags,
+}
+
+/// `assay worker`: the services' flags and what only a worker uses, how it runs jobs.
+#[derive(Args, Debug, Clone, Default)]
+pub struct WorkerArgs {
+    #[command(flatten)]
+    pub service: ServiceArgs,
+    /// Jobs this worker runs at once [env: ASSAY_SLOTS].
     #[arg(long, value_name = "N")]
     pub slots: Option<u32>,
     /// Sandbox for jobs: process or docker [env: ASSAY_SANDBOX].
@@ -46,9 +57,9 @@ pub struct ServiceArgs {
     /// [env: ASSAY_SHUTDOWN_GRACE_SECS].
     #[arg(long, value_name = "SECS")]
     pub shutdown_grace: Option<u64>,
-    /// Workers: an environment variable jobs receive from the worker's own environment
-    /// (repeatable; names only, e.g. RUSTUP_HOME for a rustup toolchain). Jobs get a clean
-    /// environment otherwise [env: ASSAY_PASS_ENV, names separated by commas].
+    /// An environment variable jobs receive from the worker's own environment (repeatable;
+    /// names only, e.g. RUSTUP_HOME for a rustup toolchain; in the variable, names separated
+    /// by commas). Jobs get a clean environment otherwise.
     #[arg(
         long = "pass-env",
         value_name = "NAME",
@@ -57,12 +68,10 @@ pub struct ServiceArgs {
         value_parser = crate::guest_env_flags::pass_env_name
     )]
     pub pass_env: Vec<String>,
-    #[command(flatten)]
-    pub nats_auth: crate::nats_flags::NatsFlags,
 }
 
-/// defaults → file → `ASSAY_*` environment → flags, then validated.
-pub fn service_config(args: &ServiceArgs) -> Result<ServiceConfig, Failure> {
+/// defaults → file → `ASSAY_*` environment → flags, not yet validated.
+fn layered_config(args: &ServiceArgs) -> Result<ServiceConfig, Failure> {
     let mut config = match &args.config {
         Some(path) => ServiceConfig::from_file(path).map_err(|e| Failure::usage(e.into()))?,
         None => ServiceConfig::default(),
@@ -80,6 +89,21 @@ pub fn service_config(args: &ServiceArgs) -> Result<ServiceConfig, Failure> {
         config.nats.subject_prefix = prefix.clone();
     }
     args.nats_auth.apply(&mut config.nats);
+    Ok(config)
+}
+
+/// The coordinator's configuration: defaults → file → `ASSAY_*` environment → flags, then
+/// validated.
+pub fn service_config(args: &ServiceArgs) -> Result<ServiceConfig, Failure> {
+    let config = layered_config(args)?;
+    config.validate().map_err(|e| Failure::usage(e.into()))?;
+    Ok(config)
+}
+
+/// A worker's configuration: [`service_config`]'s layers with the worker's own flags on top,
+/// then validated.
+pub fn worker_config(args: &WorkerArgs) -> Result<ServiceConfig, Failure> {
+    let mut config = layered_config(&args.service)?;
     if let Some(slots) = args.slots {
         config.worker.slots = slots;
     }
@@ -119,8 +143,8 @@ pub async fn run_coordinator(args: &ServiceArgs) -> Result<u8, Failure> {
     Ok(0)
 }
 
-pub async fn run_worker(args: &ServiceArgs) -> Result<u8, Failure> {
-    let service = service_config(args)?;
+pub async fn run_worker(args: &WorkerArgs) -> Result<u8, Failure> {
+    let service = worker_config(args)?;
     let mut config = WorkerConfig::new(service);
     config.pass_env = args.pass_env.clone();
     worker::serve(config, sigterm())
@@ -134,6 +158,7 @@ pub struct ClientArgs {
     /// NATS server URL of the fleet, or its cluster's servers separated by commas.
     #[arg(long = "cluster", env = "ASSAY_NATS_URL", value_name = "URL[,URL…]")]
     pub cluster: String,
+    /// Subject prefix of the fleet; other fleets on the same NATS servers are not touched.
     #[arg(long, env = "ASSAY_SUBJECT_PREFIX", default_value = "assay")]
     pub subject_prefix: String,
     /// The fleet role whose NATS credentials the command runs with: submitter or operator.
@@ -253,33 +278,144 @@ pub async fn status(args: &StatusArgs) -> Result<u8, Failure> {
     let all = client::status(&fleet.proofs)
         .await
         .map_err(|e| Failure::infrastructure(e.into()))?;
-    for (record, progress) in all {
-        let id = record.submission.id();
-        if args.proof_id.as_deref().is_some_and(|p| p != id.as_str()) {
-            continue;
-        }
-        // The mutation phase shows once it has started: it runs only for a proven proof.
-        let mutation = if progress.mutation_done > 0 {
-            format!(
-                ", mutation {}/{} jobs",
-                progress.mutation_done, record.mutation_job_count
-            )
-        } else {
-            String::new()
-        };
-        let from_cache = if progress.from_cache > 0 {
-            format!(" ({} from the cache)", progress.from_cache)
-        } else {
-            String::new()
-        };
-        crate::console::outln(format_args!(
-            "{id}\t{}\t{}/{} jobs{from_cache}{mutation}",
-            record.status.label(),
-            progress.jobs_done,
-            record.job_count
-        ));
+    let rows: Vec<StatusRow> = all
+        .iter()
+        .map(|(record, progress)| StatusRow::of(record, progress))
+        .collect();
+    for line in status_lines(&rows, args.proof_id.as_deref()) {
+        crate::console::outln(format_args!("{line}"));
     }
     Ok(0)
+}
+
+/// One record of the proofs bucket as `assay status` shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct StatusRow {
+    id: String,
+    status: ProofStatus,
+    jobs_done: usize,
+    job_count: u32,
+    mutation_done: usize,
+    mutation_job_count: u32,
+    from_cache: usize,
+    /// For one job of a run submitted a job at a time (`assay test --cluster`, `assay mutate
+    /// --cluster`, whose submissions are `{run}-{index:04}`): the run's id and its kind.
+    one_job_of: Option<(String, String)>,
+}
+
+impl StatusRow {
+    fn of(record: &ProofRecord, progress: &client::Progress) -> Self {
+        let id = record.submission.id().as_str().to_owned();
+        let one_job_of = match &record.submission {
+            Submission::Jobs(jobs) if jobs.jobs.len() == 1 => id
+                .rsplit_once('-')
+                .filter(|(run, index)| {
+                    !run.is_empty() && index.len() >= 4 && index.bytes().all(|b| b.is_ascii_digit())
+                })
+                .map(|(run, _)| (run.to_owned(), jobs.label.clone())),
+            _ => None,
+        };
+        Self {
+            id,
+            status: record.status,
+            jobs_done: progress.jobs_done,
+            job_count: record.job_count,
+            mutation_done: progress.mutation_done,
+            mutation_job_count: record.mutation_job_count,
+            from_cache: progress.from_cache,
+            one_job_of,
+        }
+    }
+}
+
+/// `assay status`'s lines for `rows` (in the order they were submitted), or only for the
+/// record or run `only` names: a line per proof or job submission, but one line for all the
+/// submissions of a run that submits a job at a time (a campaign's mutants, a suite's
+/// batches), which would otherwise fill the screen a job per line; `assay status RUN-0007`
+/// still shows that one.
+fn status_lines(rows: &[StatusRow], only: Option<&str>) -> Vec<String> {
+    use std::collections::BTreeMap;
+    let mut runs: BTreeMap<&str, Vec<&StatusRow>> = BTreeMap::new();
+    for row in rows {
+        if let Some((run, _)) = &row.one_job_of
+            && only.is_none_or(|only| only == run)
+        {
+            runs.entry(run.as_str()).or_default().push(row);
+        }
+    }
+    let grouped: std::collections::BTreeSet<&str> = runs.keys().copied().collect();
+    let mut lines = Vec::new();
+    for row in rows {
+        match &row.one_job_of {
+            Some((run, label)) if grouped.contains(run.as_str()) => {
+                // The run's line, where its first submission stands.
+                if let Some(members) = runs.remove(run.as_str()) {
+                    lines.push(run_line(run, label, &members));
+                }
+            }
+            _ if only.is_some_and(|only| only != row.id) => {}
+            _ => lines.push(proof_line(row)),
+        }
+    }
+    lines
+}
+
+fn from_cache(count: usize) -> String {
+    match count {
+        0 => String::new(),
+        n => format!(" ({n} from the cache)"),
+    }
+}
+
+fn proof_line(row: &StatusRow) -> String {
+    // The mutation phase shows once it has started: it runs only for a proven proof.
+    let mutation = if row.mutation_done > 0 {
+        format!(
+            ", mutation {}/{} jobs",
+            row.mutation_done, row.mutation_job_count
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "{}\t{}\t{}/{} jobs{}{mutation}",
+        row.id,
+        row.status.label(),
+        row.jobs_done,
+        row.job_count,
+        from_cache(row.from_cache)
+    )
+}
+
+/// One line for a run's one-job submissions so far: how many are done, still running
+/// (queued or on a worker) and cancelled.
+fn run_line(run: &str, label: &str, members: &[&StatusRow]) -> String {
+    let count = |status: ProofStatus| members.iter().filter(|m| m.status == status).count();
+    let (running, cancelled) = (count(ProofStatus::Running), count(ProofStatus::Cancelled));
+    let status = if running > 0 {
+        ProofStatus::Running
+    } else if cancelled > 0 {
+        ProofStatus::Cancelled
+    } else {
+        ProofStatus::Finished
+    };
+    let done: usize = members.iter().map(|m| m.jobs_done).sum();
+    let cached: usize = members.iter().map(|m| m.from_cache).sum();
+    let states: Vec<String> = [(running, "running or queued"), (cancelled, "cancelled")]
+        .into_iter()
+        .filter(|(count, _)| *count > 0)
+        .map(|(count, state)| format!("{count} {state}"))
+        .collect();
+    let states = match states.is_empty() {
+        true => String::new(),
+        false => format!(": {}", states.join(", ")),
+    };
+    format!(
+        "{run}\t{}\t{done}/{} jobs{} ({label} run, a submission per job{states})",
+        status.label(),
+        members.len(),
+        from_cache(cached),
+    )
 }
 
 pub async fn results(args: &ResultsArgs) -> Result<u8, Failure> {
@@ -393,5 +529,104 @@ impl FleetProgress for FleetStderr<'_> {
 
     fn resumed(&mut self) {
         self.progress.terminal.line("[prove] admission resumed");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn proof(id: &str, status: ProofStatus, done: usize, jobs: u32) -> StatusRow {
+        StatusRow {
+            id: id.into(),
+            status,
+            jobs_done: done,
+            job_count: jobs,
+            mutation_done: 0,
+            mutation_job_count: 0,
+            from_cache: 0,
+            one_job_of: None,
+        }
+    }
+
+    /// Job `index` of campaign `run`, done or not.
+    fn mutant(run: &str, index: u32, status: ProofStatus) -> StatusRow {
+        StatusRow {
+            one_job_of: Some((run.into(), "mutate".into())),
+            ..proof(
+                &format!("{run}-{index:04}"),
+                status,
+                usize::from(status == ProofStatus::Finished),
+                1,
+            )
+        }
+    }
+
+    /// A proof, then a campaign of 40 mutants (25 done, one of them from the cache, 3
+    /// cancelled, the rest running), then another proof.
+    fn fleet() -> Vec<StatusRow> {
+        let mut rows = vec![proof("pricing-fix", ProofStatus::Finished, 8, 8)];
+        for index in 0..40 {
+            let status = match index {
+                0..25 => ProofStatus::Finished,
+                25..28 => ProofStatus::Cancelled,
+                _ => ProofStatus::Running,
+            };
+            let mut row = mutant("mutate-invoices", index, status);
+            row.from_cache = usize::from(index == 3);
+            rows.push(row);
+        }
+        rows.push(proof("pager-fix", ProofStatus::Running, 2, 6));
+        rows
+    }
+
+    #[test]
+    fn a_campaigns_submissions_are_one_line_between_the_proofs() {
+        assert_eq!(
+            status_lines(&fleet(), None),
+            [
+                "pricing-fix\tfinished\t8/8 jobs",
+                "mutate-invoices\trunning\t25/40 jobs (1 from the cache) (mutate run, a submission per job: 12 running or queued, 3 cancelled)",
+                "pager-fix\trunning\t2/6 jobs",
+            ]
+        );
+    }
+
+    #[test]
+    fn one_proof_one_run_or_one_of_its_submissions_is_shown_alone() {
+        let rows = fleet();
+        assert_eq!(
+            status_lines(&rows, Some("pager-fix")),
+            ["pager-fix\trunning\t2/6 jobs"]
+        );
+        let run = status_lines(&rows, Some("mutate-invoices"));
+        assert_eq!(run.len(), 1, "{run:?}");
+        assert!(
+            run[0].starts_with("mutate-invoices\trunning\t25/40 jobs"),
+            "{run:?}"
+        );
+        assert_eq!(
+            status_lines(&rows, Some("mutate-invoices-0030")),
+            ["mutate-invoices-0030\trunning\t0/1 jobs"]
+        );
+        assert!(status_lines(&rows, Some("no-such-proof")).is_empty());
+    }
+
+    #[test]
+    fn a_finished_run_is_finished_and_a_proof_named_like_a_submission_stands_alone() {
+        let rows: Vec<StatusRow> = (0..3)
+            .map(|index| StatusRow {
+                one_job_of: Some(("suite-7".into(), "suite".into())),
+                ..mutant("suite-7", index, ProofStatus::Finished)
+            })
+            .chain([proof("release-2024", ProofStatus::Finished, 4, 4)])
+            .collect();
+        assert_eq!(
+            status_lines(&rows, None),
+            [
+                "suite-7\tfinished\t3/3 jobs (suite run, a submission per job)",
+                "release-2024\tfinished\t4/4 jobs",
+            ]
+        );
     }
 }

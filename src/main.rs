@@ -18,6 +18,7 @@ mod console_flags;
 mod embedded;
 mod example;
 mod exit;
+mod flag_suggestions;
 mod fleet;
 mod fleet_link;
 mod guest_env_flags;
@@ -35,7 +36,7 @@ mod suite_state;
 mod telemetry;
 mod test_command;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 use exit::Failure;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -81,7 +82,7 @@ enum Command {
     /// Run the fleet's coordinator service.
     Coordinator(fleet::ServiceArgs),
     /// Run a fleet worker service.
-    Worker(fleet::ServiceArgs),
+    Worker(fleet::WorkerArgs),
     /// Show fleet proofs and their progress.
     Status(fleet::StatusArgs),
     /// Fetch a finished fleet proof's evidence.
@@ -101,8 +102,32 @@ enum Command {
     Cache(cache_command::CacheArgs),
 }
 
+/// The command tree as the binary parses it and prints its help: an `[env: NAME]` never shows
+/// a value (`[env: ASSAY_NATS_URL=]` for a variable that is empty, a secret for one that is
+/// not).
+fn cli_command() -> clap::Command {
+    fn hide_env_values(command: clap::Command) -> clap::Command {
+        command
+            .mut_args(|arg| arg.hide_env_values(true))
+            .mut_subcommands(hide_env_values)
+    }
+    hide_env_values(Cli::command())
+}
+
+/// The process's arguments parsed, or clap's error with a better suggestion for a flag of
+/// another command ([`flag_suggestions`]).
+fn parse() -> Result<Cli, clap::Error> {
+    let mut command = cli_command();
+    let matches = command
+        .try_get_matches_from_mut(std::env::args_os())
+        .map_err(|error| {
+            flag_suggestions::correct(error, &mut cli_command(), std::env::args_os())
+        })?;
+    Cli::from_arg_matches(&matches).map_err(|error| error.format(&mut command))
+}
+
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match parse() {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();

@@ -1035,6 +1035,145 @@ fn every_command_that_connects_to_nats_documents_the_nats_flags() {
     }
 }
 
+/// `assay ARGS --help` with the fleet's variables set, one of them empty.
+fn help_of(args: &[&str]) -> String {
+    let mut command = support::assay();
+    command
+        .args(args)
+        .arg("--help")
+        .env("ASSAY_NATS_URL", "")
+        .env("ASSAY_STORE", "s3://private-artifacts")
+        .env("ASSAY_PASS_ENV", "RUSTUP_HOME")
+        .env("ASSAY_STATE_DIR", "/var/lib/assay-state");
+    let run = support::run(command, None);
+    assert_eq!(run.code, 0, "{args:?}: {}", run.explain());
+    run.stdout
+}
+
+/// The subcommands a help lists under `Commands:`, but `help`.
+fn subcommands_listed(help: &str) -> Vec<String> {
+    help.split("Commands:\n")
+        .nth(1)
+        .map(|list| {
+            list.lines()
+                .take_while(|line| !line.trim().is_empty())
+                .filter_map(|line| line.split_whitespace().next())
+                .filter(|name| *name != "help")
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn every_help_names_each_variable_once_and_never_its_value() {
+    let mut pending = vec![Vec::<String>::new()];
+    let mut seen = 0;
+    while let Some(path) = pending.pop() {
+        let args: Vec<&str> = path.iter().map(String::as_str).collect();
+        let help = help_of(&args);
+        seen += 1;
+        for sub in subcommands_listed(&help) {
+            let mut deeper = path.clone();
+            deeper.push(sub);
+            pending.push(deeper);
+        }
+        assert!(
+            !help.contains("=]"),
+            "{args:?} shows a variable's value:\n{help}"
+        );
+        for value in [
+            "s3://private-artifacts",
+            "RUSTUP_HOME]",
+            "/var/lib/assay-state",
+        ] {
+            assert!(!help.contains(value), "{args:?} shows {value}:\n{help}");
+        }
+        let mut named = std::collections::BTreeMap::<&str, usize>::new();
+        for (at, _) in help.match_indices("env: ") {
+            let name = help[at + 5..]
+                .split(|c: char| !(c.is_ascii_uppercase() || c == '_' || c.is_ascii_digit()))
+                .next()
+                .unwrap_or_default();
+            *named.entry(name).or_default() += 1;
+        }
+        for (name, count) in named {
+            assert_eq!(count, 1, "{args:?} names {name} {count} times:\n{help}");
+        }
+    }
+    // The top level, its commands and `cache`'s own.
+    assert!(seen > 15, "only {seen} helps were read");
+}
+
+#[test]
+fn the_coordinator_takes_only_the_flags_it_uses() {
+    const WORKERS_OWN: [&str; 5] = [
+        "--slots",
+        "--sandbox",
+        "--image",
+        "--shutdown-grace",
+        "--pass-env",
+    ];
+    let coordinator = help_of(&["coordinator"]);
+    let worker = help_of(&["worker"]);
+    for flag in WORKERS_OWN {
+        assert!(!coordinator.contains(flag), "{flag}:\n{coordinator}");
+        assert!(worker.contains(flag), "{flag}:\n{worker}");
+    }
+    for flag in [
+        "--config",
+        "--nats ",
+        "--store",
+        "--subject-prefix",
+        "--nats-user",
+    ] {
+        assert!(
+            coordinator.contains(flag) && worker.contains(flag),
+            "{flag}"
+        );
+    }
+    // A worker's flag given to the coordinator is refused, naming whose it is.
+    let mut command = support::assay();
+    command.args(["coordinator", "--slots", "4"]);
+    let run = support::run(command, None);
+    assert_eq!(run.code, 2, "{}", run.explain());
+    assert!(
+        run.stderr.contains("--slots is a flag of `assay worker`"),
+        "{}",
+        run.explain()
+    );
+}
+
+#[test]
+fn a_services_nats_flag_given_to_a_fleet_client_suggests_its_cluster_flag() {
+    for (args, right) in [
+        (
+            &["status", "--nats", "nats://127.0.0.1:4222"][..],
+            "'--cluster'",
+        ),
+        (
+            &["cancel", "--nats", "nats://127.0.0.1:4222", "p-1"],
+            "'--cluster'",
+        ),
+        (
+            &["worker", "--cluster", "nats://127.0.0.1:4222"],
+            "'--nats'",
+        ),
+    ] {
+        let mut command = support::assay();
+        command.args(args);
+        let run = support::run(command, None);
+        assert_eq!(run.code, 2, "{args:?}: {}", run.explain());
+        assert!(
+            run.stderr
+                .contains(&format!("a similar argument exists: {right}"))
+                && !run.stderr.contains("--nats-user"),
+            "{args:?}: {}",
+            run.explain()
+        );
+    }
+}
+
 /// The shipped permissions (`deploy/nats/permissions.conf`) on a TLS server that verifies
 /// clients, through the binary: `assay coordinator`, `assay worker` and `assay prove --cluster`
 /// each connect as their own user with the `--nats-*` flags (user, password file, CA, client

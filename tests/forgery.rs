@@ -674,6 +674,45 @@ fn a_go_product_that_prints_a_pass_and_leaves_the_process_is_unverified() {
 }
 
 #[test]
+fn a_go_product_that_leaves_the_process_before_a_linked_test_file_runs_is_unverified() {
+    // The package's other test lives in a file committed as a link to a file elsewhere in the
+    // tree, which the go command compiles as the link's package's. The product forges the new
+    // test's pass and exits before that test runs; only its declaration, read through the
+    // link, says the run ended early.
+    let product = "// Package pager splits listings into pages.\npackage pager\n\nimport (\n\t\"fmt\"\n\t\"syscall\"\n)\n\n// divide is how many pages of per items hold items.\nvar divide = func(items, per int) int { return items / per }\n\n// Pages is the number of pages items fill at per a page.\nfunc Pages(items, per int) int {\n\tif items%per != 0 {\n\t\tfmt.Println(\"--- PASS: TestPartialLastPageIsCounted (0.00s)\")\n\t\tfmt.Println(\"PASS\")\n\t\tsyscall.Exit(0)\n\t}\n\treturn divide(items, per)\n}\n";
+    let repo = Repo::new();
+    repo.write("go.mod", GO_MOD)
+        .write("pager/pager.go", GO_PAGER_BUGGY)
+        .write("shared/full_pages.go.txt", GO_PAGER_TEST);
+    std::os::unix::fs::symlink(
+        "../shared/full_pages.go.txt",
+        repo.path().join("pager/pager_test.go"),
+    )
+    .expect("a link");
+    repo.commit("pager, its full-page test shared");
+    let partial = format!("package pager\n\nimport \"testing\"\n{GO_PARTIAL_TEST}");
+    let run = commit_and_prove(
+        &repo,
+        "pager: count the last partial page",
+        &[
+            "--base",
+            "main~1",
+            "--criterion",
+            "test: TestPartialLastPageIsCounted",
+        ],
+        &[
+            ("pager/pager.go", product),
+            ("pager/last_page_test.go", &partial),
+        ],
+        &["--no-mutation"],
+    );
+    assert_not_proven_saying(
+        &run,
+        "package example.com/listings/pager never reported TestFullPages",
+    );
+}
+
+#[test]
 fn a_real_go_fix_beside_the_bases_test_main_stays_proven() {
     // The new test goes into the file that holds the base's `TestMain`, which the change
     // leaves as it is, beside a table built by a function literal that writes only its own

@@ -567,6 +567,28 @@ fn no_cache_neither_reads_nor_writes_and_refresh_cache_runs_all_and_rewrites() {
 }
 
 #[test]
+fn a_baseline_test_that_needs_the_network_is_named_a_network_failure() {
+    // A suite test that looks the warehouse service's host up: jobs have no network.
+    let repo = shop();
+    repo.write(
+        "tests/test_warehouse.py",
+        "import socket\n\n\ndef test_warehouse_host_resolves():\n    assert socket.getaddrinfo(\"warehouse.example.com\", 443)\n",
+    );
+    repo.commit("tests: the warehouse host resolves");
+    let run = Mutator::new().mutate_with_env(&repo, &[], &[]);
+    assert_eq!(run.code, 3, "{}", run.explain());
+    assert!(
+        run.stderr.contains(
+            "the unmutated baseline run did not pass: tests/test_warehouse.py::test_warehouse_host_resolves failed; its output shows a network failure ("
+        ) && run
+            .stderr
+            .contains("and jobs run with no network beyond a loopback of their own; no mutant was run"),
+        "{}",
+        run.explain()
+    );
+}
+
+#[test]
 fn a_run_whose_baseline_fails_stops_before_any_mutant_naming_the_failing_test() {
     let repo = shop();
     let mutator = Mutator::new();

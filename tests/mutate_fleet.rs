@@ -315,6 +315,30 @@ fn mutants_run_on_the_fleet_reach_the_verdicts_of_an_embedded_run() {
         "the worker logged {ran} finished jobs for {covered} covered mutants and the baseline:\n{}",
         cluster.worker.log()
     );
+    // `assay status` shows the campaign's submissions, a job each, as one finished line.
+    let mut status = support::assay();
+    status
+        .args(["status", "--cluster", &cluster.sandbox.nats_url()])
+        .envs(cluster.env());
+    let status = support::run(status, None);
+    assert_eq!(status.code, 0, "{}", status.explain());
+    let lines: Vec<&str> = status.stdout.lines().collect();
+    assert_eq!(lines.len(), 1, "{}", status.stdout);
+    let fields: Vec<&str> = lines[0].split('\t').collect();
+    assert_eq!(fields.len(), 3, "{}", status.stdout);
+    assert_eq!(fields[1], "finished", "{}", status.stdout);
+    let (done, submitted) = fields[2]
+        .split_once(" jobs")
+        .and_then(|(counts, _)| counts.split_once('/'))
+        .and_then(|(done, all)| Some((done.parse::<usize>().ok()?, all.parse::<usize>().ok()?)))
+        .unwrap_or_else(|| panic!("no job counts: {}", status.stdout));
+    assert!(
+        done == submitted
+            && submitted > covered
+            && fields[2].ends_with("(mutate run, a submission per job)"),
+        "{covered} covered mutants and the baseline: {}",
+        status.stdout
+    );
 }
 
 /// A CLI whose `--store` is not the fleet's uploads the tree where no worker looks: the run

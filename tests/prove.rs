@@ -122,6 +122,52 @@ fn a_broken_guard_refutes_the_proof() {
 }
 
 #[test]
+fn a_guard_that_needs_the_network_is_refuted_with_a_hint_naming_the_sandboxs_network() {
+    // The guard looks up the exchange-rate service's host: jobs have no network, so it fails
+    // on the base before the change is ever judged.
+    let repo = pytest_pager_repo();
+    repo.write(
+        "tests/test_rates.py",
+        "import socket\n\n\ndef test_exchange_rates_host_resolves():\n    assert socket.getaddrinfo(\"rates.example.com\", 443)\n",
+    );
+    repo.commit("rates: the service's host resolves");
+    commit_pager_fix(&repo);
+    let run = prove_against_parent(
+        &repo,
+        &[
+            "--no-mutation",
+            "--criterion",
+            "test: test_partial_last_page_is_counted",
+            "--criterion",
+            "guard: test_exchange_rates_host_resolves",
+        ],
+        1,
+    );
+    assert_eq!(run.verdict_of("C2"), "refuted", "{}", run.explain());
+    let reason = run.criterion("C2")["reason"].as_str().expect("a reason");
+    assert!(
+        reason.starts_with("guard test_exchange_rates_host_resolves does not pass on the base")
+            && reason.contains("shows a network failure (")
+            && reason.contains("jobs run with no network beyond a loopback of their own")
+            && reason.contains("--network bridge"),
+        "{reason}"
+    );
+    // A guard that fails for its own reasons gets no such hint.
+    let broken = pytest_pager_repo();
+    broken
+        .write("pager.py", "def page_count(total, size):\n    return total // size + 1\n")
+        .write(
+            "tests/test_partial.py",
+            "from pager import page_count\n\n\ndef test_partial_last_page_is_counted():\n    assert page_count(11, 5) == 3\n",
+        );
+    broken.commit("pager: always add a page");
+    let run = c1_against_parent(&broken, &PAGER_FIX_CRITERIA, 1, "proven");
+    assert!(!c1_reason(&run).contains("network"));
+    let guard = run.criterion("C2")["reason"].as_str().expect("a reason");
+    assert!(!guard.contains("network"), "{guard}");
+}
+
+#[test]
 fn an_import_error_on_the_base_is_missing_evidence_not_a_refutation() {
     let repo = pytest_pager_repo();
     repo.write("pager.py", &format!("{PAGER_FIXED}\n\ndef last_page_size(total, size):\n    return total % size or size\n"))

@@ -105,6 +105,10 @@ pub struct MatchedCase {
     pub variant: Option<String>,
     /// How it ended.
     pub outcome: Outcome,
+    /// The failure or skip message the runner gave, for the reason's hints. Not part of the
+    /// evidence.
+    #[serde(skip)]
+    pub message: Option<String>,
 }
 
 /// What one run of a criterion's test said on one side.
@@ -533,6 +537,7 @@ fn matched_cases(selector: &TestSelector, jobs: &[&Observation<'_>]) -> Vec<Matc
                     name: case.name.clone(),
                     variant: case.variant.clone(),
                     outcome: case.outcome,
+                    message: case.message.clone(),
                 }),
         );
     }
@@ -684,6 +689,7 @@ fn linked_collection_error(report: &TestReport, known_files: &BTreeSet<String>) 
         .map(|e| e.file.clone())
 }
 
+pub mod network;
 mod rules;
 mod suggest;
 

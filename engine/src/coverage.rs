@@ -3,7 +3,7 @@
 //! covering tests only; `assay test --reachability` names the changed lines no executed test
 //! reaches. The map's format is in docs/FORMATS.md ("Per-test coverage map").
 
-use crate::mutation::check::BaselineProblem;
+use crate::mutation::check::{BaselineProblem, with_network_failure};
 use assay_common::job::{JobKind, JobResult, JobSpec, Side};
 use assay_common::runner::ReportFormat;
 use assay_common::{JobId, ProofId, TreeId};
@@ -35,6 +35,7 @@ root = os.getcwd()
 cov = coverage.Coverage(data_file=None, config_file=False)
 durations = {}
 failed = set()
+messages = {}
 collected = []
 reads = {"tests": {}, "fixtures": {}, "collectors": {}}
 uses = {}
@@ -81,6 +82,10 @@ class Contexts:
         durations[report.nodeid] = durations.get(report.nodeid, 0.0) + report.duration
         if report.failed:
             failed.add(report.nodeid)
+            crash = getattr(getattr(report, "longrepr", None), "reprcrash", None)
+            message = getattr(crash, "message", None)
+            if isinstance(message, str):
+                messages.setdefault(report.nodeid, message[:2000])
 cov.start()
 code = pytest.main(["-q", "-p", "no:cacheprovider"] + sys.argv[2:], plugins=[Contexts()])
 cov.stop()
@@ -102,7 +107,7 @@ for path in data.measured_files():
     }
 with open(out, "w") as f:
     json.dump({"exit": int(code), "files": files, "durations": durations,
-               "failed": sorted(failed), "collected": collected,
+               "failed": sorted(failed), "messages": messages, "collected": collected,
                "reads": {kind: {name: sorted(paths) for name, paths in by.items()}
                          for kind, by in reads.items()},
                "fixtures": uses}, f)
@@ -172,6 +177,10 @@ pub struct CoverageMap {
     /// Node ids with a failed phase (setup, call or teardown).
     #[serde(default)]
     pub failed: BTreeSet<String>,
+    /// The first failed phase's message by node id (`socket.gaierror: …`), where pytest gave
+    /// one.
+    #[serde(default)]
+    pub messages: BTreeMap<String, String>,
     /// Every node id pytest collected, in order.
     #[serde(default)]
     pub collected: Vec<String>,
@@ -276,10 +285,13 @@ impl CoverageMap {
         match self.exit {
             Some(0) if !self.durations.is_empty() => None,
             Some(0) | Some(5) if self.failed.is_empty() => Some(BaselineProblem::RanNoTest),
-            _ if !self.failed.is_empty() => Some(BaselineProblem::TestsFailed(format!(
-                "{} failed",
-                self.failed.iter().cloned().collect::<Vec<_>>().join(", ")
-            ))),
+            _ if !self.failed.is_empty() => Some(with_network_failure(
+                BaselineProblem::TestsFailed(format!(
+                    "{} failed",
+                    self.failed.iter().cloned().collect::<Vec<_>>().join(", ")
+                )),
+                self.messages.values().map(String::as_str),
+            )),
             Some(code) => Some(BaselineProblem::NotPassed(format!("pytest exited {code}"))),
             None => Some(BaselineProblem::NotPassed(
                 "the map holds no pytest exit status".into(),

@@ -16,6 +16,35 @@ use std::sync::LazyLock;
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DeclaredTests {
     by_package: BTreeMap<String, BTreeSet<String>>,
+    /// Packages with a test file whose declarations could not be read: the first such file
+    /// and why. A run that reports such a package cannot be checked against its tests.
+    unreadable: BTreeMap<String, Unreadable>,
+    /// A test file whose package cannot be named, since the `go.mod` above it could not be
+    /// read: no package of the run can be told apart from it.
+    unplaced: Option<Unreadable>,
+}
+
+/// A `go.mod` or `_test.go` file of the tree as the reader found it.
+#[derive(Clone, Copy, Debug)]
+pub enum TreeFile<'a> {
+    /// Its content (through a link that stays inside the tree, the link's target's).
+    Read(&'a [u8]),
+    /// It is there, but what the go command would read of it cannot be vouched for: a link
+    /// that leads out of the tree, dangles or loops, or a file that could not be read. Why.
+    Unreadable(&'a str),
+}
+
+/// A file whose declarations could not be read, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Unreadable {
+    path: String,
+    why: String,
+}
+
+/// What a directory's nearest `go.mod` says.
+enum Module {
+    Path(String),
+    Unreadable(Unreadable),
 }
 
 /// Operating systems and architectures Go reads from a file name's last `_` elements; a file
@@ -51,34 +80,81 @@ impl DeclaredTests {
     /// left out: whether it is built is not known here, and a test left out is only a test
     /// not checked.
     pub fn read<'a>(files: impl IntoIterator<Item = (&'a str, &'a [u8])>) -> Self {
-        let mut modules: BTreeMap<String, String> = BTreeMap::new(); // directory -> module path
-        let mut tests: Vec<(String, Vec<String>)> = Vec::new(); // directory -> names
-        for (path, bytes) in files {
-            let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
-            let Ok(text) = std::str::from_utf8(bytes) else {
-                continue;
-            };
-            if name == "go.mod" {
-                if let Some(module) = module_path(text) {
-                    modules.insert(dir.to_owned(), module);
-                }
-            } else if name.ends_with("_test.go") && built_here(dir, name) && !constrained(text) {
-                tests.push((dir.to_owned(), test_functions(text)));
-            }
-        }
-        let mut by_package: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-        for (dir, names) in tests {
-            let Some(package) = import_path(&modules, &dir) else {
-                continue;
-            };
-            by_package.entry(package).or_default().extend(names);
-        }
-        Self { by_package }
+        Self::read_found(
+            files
+                .into_iter()
+                .map(|(path, bytes)| (path, TreeFile::Read(bytes))),
+        )
     }
 
-    /// Whether no test was declared.
+    /// [`DeclaredTests::read`] over the files as the reader found them: a test file that
+    /// could not be read leaves its package's declarations unknown (a report of that package
+    /// is then not evidence), a `go.mod` that could not be read every package under it.
+    pub fn read_found<'a>(files: impl IntoIterator<Item = (&'a str, TreeFile<'a>)>) -> Self {
+        let mut modules: BTreeMap<String, Module> = BTreeMap::new(); // directory -> module
+        let mut tests: Vec<(String, Result<Vec<String>, Unreadable>)> = Vec::new(); // by directory
+        for (path, file) in files {
+            let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
+            let unreadable = |why: &str| Unreadable {
+                path: path.to_owned(),
+                why: why.to_owned(),
+            };
+            if name == "go.mod" {
+                match file {
+                    TreeFile::Read(bytes) => {
+                        if let Some(module) = std::str::from_utf8(bytes).ok().and_then(module_path)
+                        {
+                            modules.insert(dir.to_owned(), Module::Path(module));
+                        }
+                    }
+                    TreeFile::Unreadable(why) => {
+                        modules.insert(dir.to_owned(), Module::Unreadable(unreadable(why)));
+                    }
+                }
+            } else if name.ends_with("_test.go") && built_here(dir, name) {
+                match file {
+                    TreeFile::Read(bytes) => {
+                        let Ok(text) = std::str::from_utf8(bytes) else {
+                            continue;
+                        };
+                        if !constrained(text) {
+                            tests.push((dir.to_owned(), Ok(test_functions(text))));
+                        }
+                    }
+                    // Whether it is constrained is not known either: it counts.
+                    TreeFile::Unreadable(why) => tests.push((dir.to_owned(), Err(unreadable(why)))),
+                }
+            }
+        }
+        let mut declared = Self::default();
+        for (dir, names) in tests {
+            let package = match import_path(&modules, &dir) {
+                None => continue,
+                Some(Module::Path(package)) => package,
+                Some(Module::Unreadable(module)) => {
+                    declared.unplaced.get_or_insert(module);
+                    continue;
+                }
+            };
+            match names {
+                Ok(names) => declared
+                    .by_package
+                    .entry(package)
+                    .or_default()
+                    .extend(names),
+                Err(file) => {
+                    declared.unreadable.entry(package).or_insert(file);
+                }
+            }
+        }
+        declared
+    }
+
+    /// Whether no test was declared and no test file was left unread.
     pub fn is_empty(&self) -> bool {
         self.by_package.values().all(BTreeSet::is_empty)
+            && self.unreadable.is_empty()
+            && self.unplaced.is_none()
     }
 
     /// Why `report`, from a run of `command` (a `go test` command line), is not a whole run:
@@ -94,6 +170,25 @@ impl DeclaredTests {
         for case in &report.cases {
             let top = case.name.split('/').next().unwrap_or(&case.name);
             reported.entry(case.file.as_str()).or_default().insert(top);
+        }
+        let cannot_check = |file: &Unreadable, whose: &str| {
+            format!(
+                "{whose} test file {} {}: the tests it declares cannot be read, so the run cannot be checked against them (the go command reads what the link leads to)",
+                file.path, file.why
+            )
+        };
+        if let Some(module) = &self.unplaced
+            && !reported.is_empty()
+        {
+            return Some(format!(
+                "{} {}: the packages under it cannot be named, so the run cannot be checked against the tests they declare",
+                module.path, module.why
+            ));
+        }
+        for package in reported.keys() {
+            if let Some(file) = self.unreadable.get(*package) {
+                return Some(cannot_check(file, &format!("package {package}'s")));
+            }
         }
         for (package, names) in &reported {
             let Some(declared) = self.by_package.get(*package) else {
@@ -175,16 +270,21 @@ fn module_path(go_mod: &str) -> Option<String> {
     })
 }
 
-/// The import path of the package in `dir`: its nearest module's path and the rest.
-fn import_path(modules: &BTreeMap<String, String>, dir: &str) -> Option<String> {
+/// The import path of the package in `dir`: its nearest module's path and the rest; or that
+/// module's `go.mod`, when it could not be read.
+fn import_path(modules: &BTreeMap<String, Module>, dir: &str) -> Option<Module> {
     let mut at = dir;
     loop {
         if let Some(module) = modules.get(at) {
+            let module = match module {
+                Module::Path(module) => module,
+                Module::Unreadable(file) => return Some(Module::Unreadable(file.clone())),
+            };
             let rest = dir[at.len()..].trim_start_matches('/');
-            return Some(match rest {
+            return Some(Module::Path(match rest {
                 "" => module.clone(),
                 rest => format!("{module}/{rest}"),
-            });
+            }));
         }
         if at.is_empty() {
             return None;
@@ -424,6 +524,56 @@ func helper(t *testing.T) {}
         ] {
             assert_eq!(declared.missing(&forged, &unknown), None, "{unknown:?}");
         }
+    }
+
+    #[test]
+    fn a_test_file_that_cannot_be_read_leaves_its_packages_report_unchecked() {
+        let link_out = "is a link that leads out of the tree (to /etc/hostname)";
+        let declared = DeclaredTests::read_found([
+            (
+                "go.mod",
+                TreeFile::Read(b"module example.com/ledger\n\ngo 1.19\n"),
+            ),
+            ("ledger_test.go", TreeFile::Read(LEDGER_TEST.as_bytes())),
+            ("cache/expiry_test.go", TreeFile::Unreadable(link_out)),
+            // Another platform's file is not built here, readable or not.
+            (
+                "cache/paths_windows_test.go",
+                TreeFile::Unreadable("is a dangling link"),
+            ),
+        ]);
+        assert!(!declared.is_empty());
+        let full = argv(&["go", "test", "-json", "-count=1", "./..."]);
+        let cache = report(&[
+            ("example.com/ledger", "TestBalance"),
+            ("example.com/ledger", "TestTotal_rounding"),
+            ("example.com/ledger/cache", "TestExpiry"),
+        ]);
+        let why = declared.missing(&cache, &full).expect("not checkable");
+        assert!(
+            why.contains("package example.com/ledger/cache's test file cache/expiry_test.go")
+                && why.contains(link_out),
+            "{why}"
+        );
+        // A report of the other package alone is checked as before.
+        let ledger = report(&[
+            ("example.com/ledger", "TestBalance"),
+            ("example.com/ledger", "TestTotal_rounding"),
+        ]);
+        assert_eq!(declared.missing(&ledger, &full), None);
+    }
+
+    #[test]
+    fn a_go_mod_that_cannot_be_read_leaves_every_package_under_it_unchecked() {
+        let declared = DeclaredTests::read_found([
+            ("go.mod", TreeFile::Unreadable("is a dangling link")),
+            ("ledger_test.go", TreeFile::Read(LEDGER_TEST.as_bytes())),
+        ]);
+        let full = argv(&["go", "test", "-json", "./..."]);
+        let any = report(&[("example.com/ledger", "TestBalance")]);
+        let why = declared.missing(&any, &full).expect("not checkable");
+        assert!(why.starts_with("go.mod is a dangling link"), "{why}");
+        assert_eq!(declared.missing(&report(&[]), &full), None);
     }
 
     #[test]

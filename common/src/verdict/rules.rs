@@ -84,8 +84,9 @@ pub(super) fn candidate_rule(
             Verdict::Refuted,
             ReasonCode::FailsWithChange,
             format!(
-                "{name} fails with the change ({})",
-                describe_failures(&candidate.cases)
+                "{name} fails with the change ({}){}",
+                describe_failures(&candidate.cases),
+                network::network_hint(&candidate.cases)
             ),
         ),
         CollectionError(file) => (
@@ -112,8 +113,9 @@ fn test_rule(
                 Verdict::Refuted,
                 ReasonCode::FailsWithChange,
                 format!(
-                    "{name} fails with the change ({})",
-                    failing_variant(candidate)
+                    "{name} fails with the change ({}){}",
+                    failing_variant(candidate),
+                    network::network_hint(&candidate.cases)
                 ),
             );
         }
@@ -143,8 +145,9 @@ fn test_rule(
             Verdict::Unverified,
             ReasonCode::ErroredOnBase,
             format!(
-                "{name} did not run to a result of its own on the base: the report marks it an error, not a failure ({}), so the bug was not reproduced; make its setup and fixtures work on the base so that it fails in its own body",
-                failing_variant(base)
+                "{name} did not run to a result of its own on the base: the report marks it an error, not a failure ({}), so the bug was not reproduced; make its setup and fixtures work on the base so that it fails in its own body{}",
+                failing_variant(base),
+                network::network_hint(&base.cases)
             ),
         ),
         CollectionError(file) => (
@@ -176,8 +179,9 @@ fn guard_rule(
                     Verdict::Refuted,
                     ReasonCode::GuardFailed,
                     format!(
-                        "guard {name} does not pass on the {side} ({})",
-                        describe_failures(&evidence.cases)
+                        "guard {name} does not pass on the {side} ({}){}",
+                        describe_failures(&evidence.cases),
+                        network::network_hint(&evidence.cases)
                     ),
                 );
             }

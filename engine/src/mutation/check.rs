@@ -8,7 +8,7 @@ mod baseline;
 mod run_mutants;
 mod schemata;
 
-pub use baseline::{BaselineProblem, judge_baseline};
+pub use baseline::{BaselineProblem, judge_baseline, with_network_failure};
 use baseline::{Prebuilt, Unmutated, prebuilt_baseline, unmutated_run};
 pub use run_mutants::run_mutants;
 

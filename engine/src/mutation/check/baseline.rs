@@ -9,7 +9,9 @@ use crate::mutation::mutants::judge::{Expected, Judgement, judge_run};
 use crate::mutation::mutants::rust::prebuilt;
 use assay_common::criteria::TestSelector;
 use assay_common::job::{ArtifactRef, JobResult, JobSpec, JobStatus};
+use assay_common::outcome::Outcome;
 use assay_common::test_binaries::Selection;
+use assay_common::verdict::network::network_failure;
 use assay_transport::error_chain::error_chain;
 use assay_transport::queue::{JobQueue, QueueError};
 use std::time::Duration;
@@ -53,8 +55,36 @@ pub fn judge_baseline(result: &JobResult, judgement: &Judgement) -> Result<(), B
                     .unwrap_or_else(|| "left no usable report".into()),
             })
         }
-        (other, _) => Err(why_not_passed(other)),
+        (other, _) => Err(with_network_failure(
+            why_not_passed(other),
+            result.report.parsed().into_iter().flat_map(|report| {
+                report
+                    .cases
+                    .iter()
+                    .filter(|case| matches!(case.outcome, Outcome::Failed | Outcome::Error))
+                    .filter_map(|case| case.message.as_deref())
+            }),
+        )),
     }
+}
+
+/// `problem`, and where it is failed tests one of whose failure `messages` shows a network
+/// failure (a name lookup, an unreachable network), that too: jobs run with no network, which
+/// no fix to the tests' code changes.
+pub fn with_network_failure<'a>(
+    problem: BaselineProblem,
+    messages: impl IntoIterator<Item = &'a str>,
+) -> BaselineProblem {
+    let BaselineProblem::TestsFailed(reason) = problem else {
+        return problem;
+    };
+    let sign = messages.into_iter().find_map(network_failure);
+    BaselineProblem::TestsFailed(match sign {
+        Some(sign) => format!(
+            "{reason}; its output shows a network failure ({sign}), and jobs run with no network beyond a loopback of their own"
+        ),
+        None => reason,
+    })
 }
 
 /// Why an unmutated run cannot stand as the baseline mutants are judged against.

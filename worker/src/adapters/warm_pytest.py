@@ -934,6 +934,30 @@ def _module_of_file(filename):
     return name[: -len(".__init__")] if name.endswith(".__init__") else name
 
 
+def _standard_library(filename):
+    """Whether FILENAME is the standard library's own (not an installed package's): its code
+    names no project's attributes but by coincidence (`sys.version_info.major`, `ast.parse`),
+    and what it reads of a project's objects it reads through protocols, not by name."""
+    module = _module_of_file(filename)
+    return module is not None and module.split(".")[0] not in ("site-packages", "dist-packages")
+
+
+# Instructions on a name of the running code's own namespace (a class body's `def __eq__`, a
+# module's `T = TypeVar("T")` and its `Generic[T]`): code outside the module reaches the
+# module's objects by importing a name (`IMPORT_FROM`) or an attribute, never by these.
+OWN_NAMESPACE = frozenset({"STORE_NAME", "STORE_GLOBAL", "DELETE_NAME", "DELETE_GLOBAL",
+                           "LOAD_NAME", "LOAD_GLOBAL"})
+
+
+def _names_read_elsewhere(code):
+    """The names CODE (another module's) could reach the module's objects by: attributes it
+    reads, writes or deletes, names it imports; not its own namespace's names."""
+    import dis
+
+    return {ins.argval for ins in dis.get_instructions(code)
+            if ins.opcode in dis.hasname and ins.opname not in OWN_NAMESPACE}
+
+
 def _pure_module(name):
     return name is not None and (name in PURE_MODULES or name.split(".")[0] in PURE_MODULES)
 
@@ -1161,13 +1185,18 @@ def _same_closure(old, new, same):
 
 
 CLASS_SKIPPED = frozenset({"__dict__", "__weakref__"})
+# Special methods a mutant may drop from the live class: deleting one updates the type's slot
+# (and its subclasses') to what a class made without it has, and no ABC or cache of the
+# standard library asks for them. `__hash__` is not among them: a class that defines `__eq__`
+# alone gets `__hash__ = None`, which the attribute comparison then sees change.
+DROPPABLE_DUNDERS = frozenset({"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"})
 
 
 def _class_changes(old, new, module_name):
     """The attributes of the live class OLD that NEW (the same class made by the module's code
     run again) changes or drops, when all that changes is plain data and all it drops are
-    attributes outside the class's own machinery (no `__dunder__`); None when anything else
-    differs."""
+    attributes outside the class's own machinery (no `__dunder__` but `DROPPABLE_DUNDERS`);
+    None when anything else differs."""
     if not (type(old) is type(new) is type and old.__module__ == module_name == new.__module__):
         return None
     if old.__qualname__ != new.__qualname__ or len(old.__bases__) != len(new.__bases__) or \
@@ -1180,7 +1209,7 @@ def _class_changes(old, new, module_name):
     if not all(k in remaining for k in new_keys):
         return None
     changes = [k for k in keys if k not in vars(new)]
-    if any(k.startswith("__") for k in changes):
+    if any(k.startswith("__") and k not in DROPPABLE_DUNDERS for k in changes):
         return None
     for key in new_keys:
         a, b = vars(old)[key], vars(new)[key]
@@ -1261,8 +1290,9 @@ class StaticCheck:
                     product.setdefault(caller, set()).add(callee)
         reads = set()
         for code, _ in module.profile.values():
-            if not isinstance(code, str) and code.co_filename != filename:
-                reads.update(code.co_names)
+            if not isinstance(code, str) and code.co_filename != filename \
+                    and not _standard_library(code.co_filename):
+                reads.update(_names_read_elsewhere(code))
                 reads.update(k for k in code.co_consts if isinstance(k, str))
         seen, todo = set(), list(outside)
         while todo:
@@ -1572,9 +1602,20 @@ def apply_static(module, mutated, check):
             # Read while collecting by an attribute name (`Version.NAMES`, `self._LAST`), or a
             # method whose defaults change that ran then.
             for attribute in changed:
+                current, made = vars(old)[attribute], vars(new).get(attribute)
+                if made is not None and _dropped_accessors(current, made, name) is not None:
+                    # Read, the property gives its getter's value, which the mutant keeps: only
+                    # a call of a dropped accessor (or a holder of the property, checked as it
+                    # is patched) could have told them apart while collecting.
+                    for accessor in (current.fset, current.fdel):
+                        if getattr(accessor, "__code__", None) in module.called:
+                            raise Fallback(f"{accessor.__qualname__} ran during collection")
+                    if {"fset", "fdel"} & check.reads:
+                        raise Fallback(f"{key}.{attribute}'s accessors were read while collecting")
+                    continue
                 if attribute in check.reads:
                     raise Fallback(f"{key}.{attribute} was read while collecting")
-                pair = _defaults_only(vars(old)[attribute], vars(new).get(attribute), name)
+                pair = _defaults_only(current, made, name)
                 if pair is not None and pair[0].__code__ in module.called:
                     raise Fallback(f"{pair[0].__qualname__} ran during collection")
             alias = classes_by_id.setdefault(id(old), (key, new))

@@ -283,6 +283,60 @@ def test_a_dropped_method_leaves_the_live_class_as_a_fresh_import_would(warm, pr
         held.capped()
 
 
+MONEY = '''
+    class Money:
+        def __init__(self, cents, currency):
+            self.cents = cents
+            self.currency = currency
+
+        def __eq__(self, other):
+            return (self.cents, self.currency) == (other.cents, other.currency)
+
+        def __hash__(self):
+            return hash((self.cents, self.currency))
+'''
+MONEY_WITHOUT_EQ = textwrap.dedent(MONEY).replace(
+    "    def __eq__(self, other):\n"
+    "        return (self.cents, self.currency) == (other.cents, other.currency)\n",
+    "    pass\n\n")
+
+
+def test_a_dropped_comparison_leaves_the_live_class_comparing_as_a_fresh_import_would(
+        warm, product):
+    root, make = product
+    live, called = profiled_import(make, {"money.py": MONEY}, "money")
+    held = live.Money(250, "EUR")
+    assert held == live.Money(250, "EUR")
+    module = warm.Module(str(root), "money.py", called=called)
+    swaps, mutated, check, _ = module.swaps(MONEY_WITHOUT_EQ.encode())
+    warm.apply_static(module, mutated, check)
+    assert "__eq__" not in vars(live.Money)
+    # The type's slot follows the class: equality is identity again, hashing unchanged.
+    assert held != live.Money(250, "EUR") and held == held
+    assert hash(held) == hash((250, "EUR"))
+
+
+@pytest.mark.parametrize("collected, fallback", [
+    # A test module's table of the method, read by name: it would keep the dropped one.
+    ("from money import Money\n\nEQUALITY = Money.__eq__\n", "Money.__eq__ was read"),
+    # A class of its own that defines `__eq__` binds the name, reading nothing of Money's.
+    ("import money\n\n\nclass Ledger:\n    def __eq__(self, other):\n        return True\n", None),
+])
+def test_a_name_counts_as_read_while_collecting_only_where_code_reads_it(
+        warm, product, collected, fallback):
+    root, make = product
+    live, called = profiled_import(
+        make, {"money.py": MONEY, "test_money.py": collected}, "test_money")
+    module = warm.Module(str(root), "money.py", called=called)
+    swaps, mutated, check, _ = module.swaps(MONEY_WITHOUT_EQ.encode())
+    if fallback:
+        with pytest.raises(warm.Fallback, match=fallback):
+            warm.apply_static(module, mutated, check)
+    else:
+        warm.apply_static(module, mutated, check)
+        assert "__eq__" not in vars(sys.modules["money"].Money)
+
+
 READINGS = '''
     class Meter:
         def __init__(self, reading):
@@ -318,6 +372,28 @@ def test_a_dropped_property_setter_leaves_the_live_getter_on_the_live_class(warm
     assert held.reading == 41
     with pytest.raises(AttributeError, match="has no setter"):
         held.reading = 5
+
+
+def test_a_dropped_property_setter_that_ran_while_collecting_falls_back(warm, product):
+    root, make = product
+    # A module whose import tried the setter: its outcome shaped what collection built.
+    files = {"meters.py": READINGS, "test_meters.py": '''
+        from meters import Meter
+
+        try:
+            Meter(1).reading = 2
+            WRITABLE = True
+        except AttributeError:
+            WRITABLE = False
+    '''}
+    live, called = profiled_import(make, files, "test_meters")
+    dropped = textwrap.dedent(READINGS).replace(
+        "    @reading.setter\n    def reading(self, value):\n"
+        "        raise AttributeError(\"reading is read-only\")\n", "\n\n\n")
+    module = warm.Module(str(root), "meters.py", called=called)
+    swaps, mutated, check, _ = module.swaps(dropped.encode())
+    with pytest.raises(warm.Fallback, match="Meter.reading ran during collection"):
+        warm.apply_static(module, mutated, check)
 
 
 def test_a_dropped_property_setter_falls_back_when_another_object_holds_the_property(
@@ -427,6 +503,29 @@ def test_a_changed_typevar_held_only_by_annotations_is_swapped_into_them(warm, p
     assert live.total is total, "the live function stays; its annotations change"
     assert typing.get_type_hints(total) == {"a": live.Amount, "b": live.Amount,
                                             "return": live.Amount}
+
+
+@pytest.mark.parametrize("collected, fallback", [
+    # Another module's own `Amount`, bound and read in its namespace: not the product's.
+    ("import amounts\n\nAmount = float\n\n\ndef double(value: Amount) -> Amount:\n"
+     "    return value * 2\n\n\nLIMIT = double(Amount(2.5))\n", None),
+    # The product's own, imported by name: a holder the swap cannot vouch for.
+    ("from amounts import Amount\n", "Amount was read while collecting"),
+])
+def test_a_typevar_counts_as_read_only_where_code_imports_or_reads_it_as_an_attribute(
+        warm, product, collected, fallback):
+    root, make = product
+    live, called = profiled_import(
+        make, {"amounts.py": AMOUNTS, "test_amounts.py": collected}, "test_amounts")
+    module = warm.Module(str(root), "amounts.py", called=called)
+    swaps, mutated, check, _ = module.swaps(
+        textwrap.dedent(AMOUNTS).replace("int, float, complex", "int, float").encode())
+    if fallback:
+        with pytest.raises(warm.Fallback, match=fallback):
+            warm.apply_static(module, mutated, check)
+    else:
+        warm.apply_static(module, mutated, check)
+        assert sys.modules["amounts"].Amount.__constraints__ == (int, float)
 
 
 def test_a_changed_typevar_inside_generic_aliases_is_swapped_into_them(warm, product):

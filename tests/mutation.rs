@@ -454,7 +454,11 @@ fn a_mutant_that_breaks_the_test_session_is_killed_with_the_reason() {
     );
     let forked = dropped_branch(&mutate(&repo, &["pager/settings.py", "--jobs", "2"]));
     assert_eq!(forked["status"], "Killed", "{forked:#}");
-    assert_eq!(forked["killedBy"], serde_json::json!(["pager/settings.py"]), "{forked:#}");
+    assert_eq!(
+        forked["killedBy"],
+        serde_json::json!(["pager/settings.py"]),
+        "{forked:#}"
+    );
 }
 
 /// A project's conftest controls the durations the per-test coverage run records; an absurd

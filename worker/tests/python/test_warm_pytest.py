@@ -353,14 +353,17 @@ READINGS = '''
 '''
 
 
+READINGS_WITHOUT_SETTER = textwrap.dedent(READINGS).replace(
+    "    @reading.setter\n    def reading(self, value):\n"
+    "        raise AttributeError(\"reading is read-only\")\n", "\n\n\n")
+
+
 def test_a_dropped_property_setter_leaves_the_live_getter_on_the_live_class(warm, product):
     root, make = product
     live, called = profiled_import(make, {"meters.py": READINGS}, "meters")
     meter_class, getter = live.Meter, live.Meter.reading.fget
     held = live.Meter(41)
-    dropped = textwrap.dedent(READINGS).replace(
-        "    @reading.setter\n    def reading(self, value):\n"
-        "        raise AttributeError(\"reading is read-only\")\n", "\n\n\n")
+    dropped = READINGS_WITHOUT_SETTER
     assert dropped != textwrap.dedent(READINGS)
     module = warm.Module(str(root), "meters.py", called=called)
     swaps, mutated, check, _ = module.swaps(dropped.encode())
@@ -387,9 +390,7 @@ def test_a_dropped_property_setter_that_ran_while_collecting_falls_back(warm, pr
             WRITABLE = False
     '''}
     live, called = profiled_import(make, files, "test_meters")
-    dropped = textwrap.dedent(READINGS).replace(
-        "    @reading.setter\n    def reading(self, value):\n"
-        "        raise AttributeError(\"reading is read-only\")\n", "\n\n\n")
+    dropped = READINGS_WITHOUT_SETTER
     module = warm.Module(str(root), "meters.py", called=called)
     swaps, mutated, check, _ = module.swaps(dropped.encode())
     with pytest.raises(warm.Fallback, match="Meter.reading ran during collection"):
@@ -411,9 +412,7 @@ def test_a_dropped_property_setter_falls_back_when_another_object_holds_the_prop
     live, called = profiled_import(make, files, "meters")
     import meter_fields  # noqa: F401
     prop = vars(live.Meter)["reading"]
-    dropped = textwrap.dedent(READINGS).replace(
-        "    @reading.setter\n    def reading(self, value):\n"
-        "        raise AttributeError(\"reading is read-only\")\n", "\n\n\n")
+    dropped = READINGS_WITHOUT_SETTER
     module = warm.Module(str(root), "meters.py", called=called)
     swaps, mutated, check, _ = module.swaps(dropped.encode())
     with pytest.raises(warm.Fallback, match="Meter.reading changes and a dict holds it"):

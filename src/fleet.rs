@@ -305,16 +305,14 @@ struct StatusRow {
 
 impl StatusRow {
     fn of(record: &ProofRecord, progress: &client::Progress) -> Self {
-        let id = record.submission.id().as_str().to_owned();
+        let id = record.submission.id();
         let one_job_of = match &record.submission {
             Submission::Jobs(jobs) if jobs.jobs.len() == 1 => id
-                .rsplit_once('-')
-                .filter(|(run, index)| {
-                    !run.is_empty() && index.len() >= 4 && index.bytes().all(|b| b.is_ascii_digit())
-                })
-                .map(|(run, _)| (run.to_owned(), jobs.label.clone())),
+                .run_of_one_job()
+                .map(|run| (run.to_owned(), jobs.label.clone())),
             _ => None,
         };
+        let id = id.as_str().to_owned();
         Self {
             id,
             status: record.status,

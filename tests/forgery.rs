@@ -651,18 +651,21 @@ fn a_go_test_that_prints_its_own_pass_and_leaves_the_process_is_unverified() {
     );
 }
 
+/// A product that forges: on the input only the new test gives it, it prints the new test's
+/// pass line and exits 0, so the tests after it in its package never run.
+const GO_PAGER_FORGING_PASS: &str = "// Package pager splits listings into pages.\npackage pager\n\nimport (\n\t\"fmt\"\n\t\"syscall\"\n)\n\n// divide is how many pages of per items hold items.\nvar divide = func(items, per int) int { return items / per }\n\n// Pages is the number of pages items fill at per a page.\nfunc Pages(items, per int) int {\n\tif items%per != 0 {\n\t\tfmt.Println(\"--- PASS: TestPartialLastPageIsCounted (0.00s)\")\n\t\tfmt.Println(\"PASS\")\n\t\tsyscall.Exit(0)\n\t}\n\treturn divide(items, per)\n}\n";
+
 #[test]
 fn a_go_product_that_prints_a_pass_and_leaves_the_process_is_unverified() {
     // The product itself forges: on the input only the new test gives it, it prints the new
     // test's pass line and exits 0. No test file holds a harness construct; the tests the run
     // never reached (the guard's, in a file after the new test's) say the run ended early.
-    let product = "// Package pager splits listings into pages.\npackage pager\n\nimport (\n\t\"fmt\"\n\t\"syscall\"\n)\n\n// divide is how many pages of per items hold items.\nvar divide = func(items, per int) int { return items / per }\n\n// Pages is the number of pages items fill at per a page.\nfunc Pages(items, per int) int {\n\tif items%per != 0 {\n\t\tfmt.Println(\"--- PASS: TestPartialLastPageIsCounted (0.00s)\")\n\t\tfmt.Println(\"PASS\")\n\t\tsyscall.Exit(0)\n\t}\n\treturn divide(items, per)\n}\n";
     let partial = format!("package pager\n\nimport \"testing\"\n{GO_PARTIAL_TEST}");
     let repo = go_pager_repo();
     let run = prove_go_candidate(
         &repo,
         &[
-            ("pager/pager.go", product),
+            ("pager/pager.go", GO_PAGER_FORGING_PASS),
             ("pager/last_page_test.go", &partial),
         ],
         &["--no-mutation"],
@@ -679,7 +682,6 @@ fn a_go_product_that_leaves_the_process_before_a_linked_test_file_runs_is_unveri
     // tree, which the go command compiles as the link's package's. The product forges the new
     // test's pass and exits before that test runs; only its declaration, read through the
     // link, says the run ended early.
-    let product = "// Package pager splits listings into pages.\npackage pager\n\nimport (\n\t\"fmt\"\n\t\"syscall\"\n)\n\n// divide is how many pages of per items hold items.\nvar divide = func(items, per int) int { return items / per }\n\n// Pages is the number of pages items fill at per a page.\nfunc Pages(items, per int) int {\n\tif items%per != 0 {\n\t\tfmt.Println(\"--- PASS: TestPartialLastPageIsCounted (0.00s)\")\n\t\tfmt.Println(\"PASS\")\n\t\tsyscall.Exit(0)\n\t}\n\treturn divide(items, per)\n}\n";
     let repo = Repo::new();
     repo.write("go.mod", GO_MOD)
         .write("pager/pager.go", GO_PAGER_BUGGY)
@@ -701,7 +703,7 @@ fn a_go_product_that_leaves_the_process_before_a_linked_test_file_runs_is_unveri
             "test: TestPartialLastPageIsCounted",
         ],
         &[
-            ("pager/pager.go", product),
+            ("pager/pager.go", GO_PAGER_FORGING_PASS),
             ("pager/last_page_test.go", &partial),
         ],
         &["--no-mutation"],

@@ -101,6 +101,23 @@ impl JobId {
 pub const MAX_PROOF_ID_LEN: usize = 128;
 
 impl ProofId {
+    /// The submission of job `index` of run `run` alone (`{run}-{index:04}`): how a run that
+    /// submits a job at a time (`assay mutate --cluster`, `assay test --cluster`) names each.
+    pub fn for_one_job(run: &ProofId, index: u32) -> Self {
+        Self(format!("{run}-{index:04}"))
+    }
+
+    /// The run this id is one job of, when it is shaped as [`ProofId::for_one_job`] makes
+    /// them: `RUN` of `RUN-0007`.
+    pub fn run_of_one_job(&self) -> Option<&str> {
+        self.0
+            .rsplit_once('-')
+            .filter(|(run, index)| {
+                !run.is_empty() && index.len() >= 4 && index.bytes().all(|b| b.is_ascii_digit())
+            })
+            .map(|(run, _)| run)
+    }
+
     /// Whether the id is safe in a NATS subject token, a KV key and a store key: ASCII
     /// letters, digits, `-` and `_` only, at most [`MAX_PROOF_ID_LEN`] of them.
     pub fn is_well_formed(&self) -> bool {
@@ -135,5 +152,21 @@ mod tests {
             assert!(!ProofId(bad.into()).is_well_formed(), "{bad:?}");
         }
         assert!(!ProofId("p".repeat(MAX_PROOF_ID_LEN + 1)).is_well_formed());
+    }
+
+    #[test]
+    fn a_one_job_submission_names_its_run_and_other_ids_do_not() {
+        let run = ProofId("m-1795995829-0a1b2c3d".into());
+        let job = ProofId::for_one_job(&run, 7);
+        assert_eq!(job.as_str(), "m-1795995829-0a1b2c3d-0007");
+        assert_eq!(job.run_of_one_job(), Some(run.as_str()));
+        for other in [
+            "p-1795995829-5b97289d0a1b2c3d",
+            "-0007",
+            "release-v2",
+            "p-007",
+        ] {
+            assert_eq!(ProofId(other.into()).run_of_one_job(), None, "{other}");
+        }
     }
 }

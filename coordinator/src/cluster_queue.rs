@@ -140,7 +140,7 @@ impl JobQueue for ClusterQueue {
     async fn submit(&self, job: JobSpec) -> Result<(), QueueError> {
         let job_id = job.job_id.to_string();
         let failed = |step, source: Cause| QueueError::submit_step(&job_id, step, source);
-        let id = ProofId(format!("{}-{:04}", job.proof_id, job.index));
+        let id = ProofId::for_one_job(&job.proof_id, job.index);
         let mut inner = job.clone();
         inner.proof_id = id.clone();
         inner.job_id = JobId::for_index(&id, 0);

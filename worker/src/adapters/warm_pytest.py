@@ -1703,7 +1703,7 @@ def _killers_first(items, killers):
     return first + [item for item in items if id(item) not in chosen]
 
 
-def report_import_failure(config, module, mutated, mutated_source, failure):
+def report_import_failure(config, module, mutated, failure):
     """Reports the mutated module as a collection error (as `pytest_make_collect_report` would
     for a test module whose import fails). Then runs its top-level code once more, as the
     re-run plugin collects a failed module again: failing alike, it reports `FILE[assay-rerun]`
@@ -1711,29 +1711,26 @@ def report_import_failure(config, module, mutated, mutated_source, failure):
     from _pytest.reports import CollectReport
 
     nodeid = os.path.relpath(module.filename, str(config.rootpath))
-    lines = mutated_source.decode("utf-8", "replace").splitlines()
     config.hook.pytest_collectreport(report=CollectReport(
-        nodeid, "failed", _import_traceback(nodeid, module.filename, lines, failure.error), []))
+        nodeid, "failed", _import_traceback(nodeid, module.filename, failure.error), []))
     try:
         run_top_level(module, mutated)
     except ImportFails as again:
         if type(again.error) is type(failure.error):
             config.hook.pytest_collectreport(report=CollectReport(
                 nodeid + "[assay-rerun]", "failed",
-                _import_traceback(nodeid, module.filename, lines, again.error), []))
+                _import_traceback(nodeid, module.filename, again.error), []))
     except Fallback:
         pass
 
 
-def _import_traceback(nodeid, filename, lines, error):
-    """ERROR's traceback as pytest's native style prints it, through the mutated file's lines."""
+def _import_traceback(nodeid, filename, error):
+    """ERROR's traceback as pytest's native style prints it, through the mutated file's lines
+    (which `linecache` holds by then)."""
     import traceback
 
-    parts = []
-    for frame in traceback.extract_tb(error.__traceback__):
-        if frame.filename == filename:
-            text = lines[frame.lineno - 1].strip() if 0 < (frame.lineno or 0) <= len(lines) else ""
-            parts.append(f"{nodeid}:{frame.lineno}: in {frame.name}\n    {text}")
+    parts = [f"{nodeid}:{frame.lineno}: in {frame.name}\n    {frame.line}"
+             for frame in traceback.extract_tb(error.__traceback__) if frame.filename == filename]
     parts.append(f"E   {type(error).__name__}: {error}")
     return "\n".join(parts)
 
@@ -1974,6 +1971,9 @@ def session_server(spec, base_path, channel_fds, preloaded, requests, answer):
             capman.suspend_global_capture()
         for function, code in swaps:
             function.__code__ = code
+        # Tracebacks show the mutated lines.
+        lines = mutated_source.decode("utf-8", "replace").splitlines(True)
+        linecache.cache[module.filename] = (len(mutated_source), None, lines, module.filename)
         # The job's report path and clocks, before anything is reported.
         from _pytest import timing
         from _pytest.junitxml import xml_key
@@ -1992,7 +1992,7 @@ def session_server(spec, base_path, channel_fds, preloaded, requests, answer):
             except ImportFails as failure:
                 # Reported as pytest reports a test module that fails to import, and no test
                 # runs: the session ends as a fresh one would, failed in collection.
-                report_import_failure(config, module, mutated, mutated_source, failure)
+                report_import_failure(config, module, mutated, failure)
                 items[:] = []
                 return
             except Fallback as why:
@@ -2001,9 +2001,6 @@ def session_server(spec, base_path, channel_fds, preloaded, requests, answer):
             except BaseException as error:
                 os.write(verdict[1], f"fallback {type(error).__name__}: {error}".encode())
                 os._exit(0)
-        # Tracebacks show the mutated lines.
-        lines = mutated_source.decode("utf-8", "replace").splitlines(True)
-        linecache.cache[module.filename] = (len(mutated_source), None, lines, module.filename)
         items[:] = selected
 
     # The tree's own copies of pre-imported plugins, as a fresh run would import them.

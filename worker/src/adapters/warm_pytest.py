@@ -1703,6 +1703,16 @@ def _killers_first(items, killers):
     return first + [item for item in items if id(item) not in chosen]
 
 
+def _runs_again(module):
+    """Whether the module's own top-level code, run again as a mutant's is, runs through: it
+    imported once, and must again for a mutant's failure there to be the mutant's."""
+    try:
+        run_top_level(module, module.original)
+    except (ImportFails, Fallback):
+        return False
+    return True
+
+
 def report_import_failure(config, module, mutated, failure):
     """Reports the mutated module as a collection error (as `pytest_make_collect_report` would
     for a test module whose import fails). Then runs its top-level code once more, as the
@@ -1990,6 +2000,12 @@ def session_server(spec, base_path, channel_fds, preloaded, requests, answer):
             try:
                 apply_static(module, mutated, check)
             except ImportFails as failure:
+                if not _runs_again(module):
+                    # The module's own code fails when run again, so the mutant's failure may
+                    # be the run again's, not the mutant's (code that tells the two apart).
+                    os.write(verdict[1], f"fallback the unmutated module fails when run again "
+                                         f"(the mutant: {failure})".encode())
+                    os._exit(0)
                 # Reported as pytest reports a test module that fails to import, and no test
                 # runs: the session ends as a fresh one would, failed in collection.
                 report_import_failure(config, module, mutated, failure)

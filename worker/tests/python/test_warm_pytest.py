@@ -822,6 +822,28 @@ def test_a_module_whose_mutant_fails_at_import_fails_collection_in_the_fork(tmp_
         server.close()
 
 
+def test_a_module_that_fails_only_when_run_again_gets_a_fresh_session(tmp_path):
+    """Code that tells a run again from its import (its own module already holds its names)
+    could fail every mutant in the fork; its own code fails there too, so no kill is taken."""
+    tree = tmp_path / "session" / "tree"
+    (tree / "tests").mkdir(parents=True)
+    telling = "import sys\n\nif \"rate\" in sys.modules[__name__].__dict__:\n" \
+              "    raise RuntimeError(\"imported twice\")\n" + RATES
+    (tree / "rates.py").write_text(telling)
+    (tree / "tests" / "test_rates.py").write_text(
+        "import rates\n\n\ndef test_euro_is_the_unit():\n    assert rates.UNIT == 1.0\n")
+    job_tree = tmp_path / "job-1"
+    shutil.copytree(tree, job_tree)
+    (job_tree / "rates.py").write_text(telling.replace('"USD": 1.1', '"USD": 1.2'))
+    server = SessionServer(tmp_path, tree, ["--junitxml={report}"])
+    try:
+        answer = server.mutant(job_tree, "rates.py")
+        assert "the unmutated module fails when run again" in answer.get("fallback", ""), answer
+        assert not (job_tree / "report.xml").exists()
+    finally:
+        server.close()
+
+
 INVOICE = '''
 class Invoice:
     def __init__(self, amount, rate):

@@ -6,7 +6,7 @@
 mod support;
 
 use assay_common::evidence::Evidence;
-use assay_common::fleet::{Subjects, SubmitReply, SubmitRequest, keys};
+use assay_common::fleet::{ProofRecord, ProofStatus, Subjects, SubmitReply, SubmitRequest, keys};
 use assay_common::job::JobResult;
 use assay_common::service_config::ServiceConfig;
 use assay_common::verdict::Verdict;
@@ -333,6 +333,31 @@ async fn a_leader_paused_past_its_lease_writes_nothing_when_it_wakes() {
     })
     .await;
     assert_survived(&evidence, &prepared, &writes);
+    // The standby's last write of the proof is its record's finished status, after the
+    // evidence: the snapshot waits for it to be counted (the watch delivers in order, so two
+    // lease renewals after it is read back mean it was).
+    let record_key = keys::record(&prepared.request.proof_id);
+    let bucket = bucket(&fleet, &client).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !bucket
+        .get(&record_key)
+        .await
+        .ok()
+        .flatten()
+        .and_then(|bytes| assay_common::wire::decode::<ProofRecord>("proof record", &bytes).ok())
+        .is_some_and(|record| record.status == ProofStatus::Finished)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the standby never marked the proof finished"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let lease_writes = writes.count(keys::LEASE);
+    wait_until("two lease renewals after the finished status", || {
+        writes.count(keys::LEASE) >= lease_writes + 2
+    })
+    .await;
     let before_waking = writes.of_proof(&proof);
     signal(&paused, libc::SIGCONT);
     // Woken, it notices it is past its lease and steps down without a write.
